@@ -1,0 +1,24 @@
+# SPDX-License-Identifier: MIT
+# Installs the library, the header, the `rill` command, a pkg-config file and
+# a CMake package config (find_package(rill) gives rill::rill).
+include(CMakePackageConfigHelpers)
+
+install(TARGETS rill rill_static EXPORT rillTargets
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(TARGETS rill_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(FILES include/rill.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+
+install(EXPORT rillTargets NAMESPACE rill:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/rill)
+configure_package_config_file(cmake/rillConfig.cmake.in
+  ${CMAKE_CURRENT_BINARY_DIR}/rillConfig.cmake
+  INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/rill)
+write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/rillConfigVersion.cmake
+  COMPATIBILITY SameMinorVersion)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/rillConfig.cmake
+  ${CMAKE_CURRENT_BINARY_DIR}/rillConfigVersion.cmake
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/rill)
+
+configure_file(cmake/rill.pc.in ${CMAKE_CURRENT_BINARY_DIR}/rill.pc @ONLY)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/rill.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -1,0 +1,304 @@
+/*
+ * rill.h: the public contract of rill, in one header.
+ *
+ * rill runs work on devices through streams: in-order queues whose work
+ * runs asynchronously to the host and concurrently with other streams.
+ * Events mark points in a stream; other streams and the host wait on them.
+ * Memory is allocated in stream order and is never reused while any
+ * stream may still touch it. Work on several streams can be captured into
+ * a graph once and replayed many times at a fraction of the launch cost.
+ *
+ * Inter-process handles, graphs and observability (traces, the stream
+ * sanitizer) are not part of this version of the header.
+ *
+ * Conventions
+ *  - Every call returns rill_status; RILL_OK is 0. Results go through
+ *    out-parameters, which are last. On failure out-parameters are left
+ *    NULL/zero and rill_last_error() explains, in one sentence, what went
+ *    wrong and what to do about it.
+ *  - A NULL rill_device* means the calling thread's current device.
+ *    A NULL rill_stream* means the calling thread's current stream of the
+ *    current device (rill_current_stream), which is what makes the
+ *    "with stream s: ..." style of the frameworks work in C.
+ *  - Handles are opaque. Whoever creates a handle destroys it. Destroying a
+ *    stream, event or graph exec with work still pending is allowed: the
+ *    work finishes, then the resources are released.
+ *  - Every function is thread-safe. Commands that several threads submit to
+ *    one stream run in the order in which the calls returned.
+ *  - The library initialises itself on first use; rill_shutdown() waits for
+ *    all work and releases everything (for leak checkers and embedders).
+ */
+#ifndef RILL_H
+#define RILL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- status */
+
+typedef enum rill_status {
+    RILL_OK = 0,
+    RILL_NOT_READY,                  /* query: work still pending; not an error */
+    RILL_ERROR_INVALID_ARGUMENT,     /* NULL where a value is needed, bad flag, size 0, ... */
+    RILL_ERROR_OUT_OF_MEMORY,        /* after the cache was emptied and pending frees were waited for */
+    RILL_ERROR_NO_DEVICE,            /* no such device, or its backend is not available here */
+    RILL_ERROR_DEVICE_MISMATCH,      /* e.g. recording an event on a stream of another device */
+    RILL_ERROR_NOT_SUPPORTED,        /* the device or build lacks the feature */
+    RILL_ERROR_NOT_PERMITTED,        /* e.g. a blocking call from inside a host function or kernel */
+    RILL_ERROR_TIMING_DISABLED,      /* elapsed time of an event created without RILL_EVENT_TIMING */
+    RILL_ERROR_NOT_RECORDED,         /* elapsed time of an event never recorded */
+    RILL_ERROR_KERNEL_FAILED,        /* a kernel or host function reported failure; see rill_stream_clear_error */
+    RILL_ERROR_CAPTURE_UNSUPPORTED,  /* call not allowed while a capture is active; the capture is invalidated */
+    RILL_ERROR_CAPTURE_INVALIDATED,  /* end_capture of a capture that an unsupported call invalidated */
+    RILL_ERROR_CAPTURE_UNJOINED,     /* end_capture while a forked stream has work not joined back */
+    RILL_ERROR_CAPTURE_UNMATCHED,    /* end_capture on a stream that is not the origin of its capture */
+    RILL_ERROR_CAPTURE_ISOLATION,    /* a dependency between captured and uncaptured work, or two captures */
+    RILL_ERROR_CAPTURE_WRONG_THREAD, /* thread-local capture ended from another thread */
+    RILL_ERROR_IPC,                  /* an inter-process handle could not be exported or opened */
+    RILL_ERROR_INTERNAL
+} rill_status;
+
+const char *rill_status_name(rill_status status);   /* "RILL_ERROR_CAPTURE_UNJOINED" */
+const char *rill_status_string(rill_status status); /* a sentence for people */
+/* Detail of the last failing call made by this thread ("" if none), e.g.
+ * "end_capture: stream 'side' has 2 commands after its last join to the
+ * origin stream 'main'; record an event on it and wait on that event from
+ * 'main' before ending the capture". */
+const char *rill_last_error(void);
+
+rill_status rill_shutdown(void);
+
+/* --------------------------------------------------------------- devices */
+
+typedef struct rill_device rill_device;
+
+typedef enum rill_device_kind {
+    RILL_DEVICE_CPU = 1,  /* always present: worker threads act as compute units */
+    RILL_DEVICE_CUDA = 2  /* present where a CUDA driver and GPU are found at run time */
+} rill_device_kind;
+
+typedef struct rill_device_info {
+    rill_device_kind kind;
+    int ordinal;                 /* index in rill_device_get */
+    char name[128];
+    int compute_units;           /* CPU: worker threads; CUDA: multiprocessors */
+    size_t memory_bytes;         /* total device memory */
+    int least_priority;          /* stream priority range: lower number = higher priority, */
+    int greatest_priority;       /* so greatest_priority <= least_priority; default 0 */
+} rill_device_info;
+
+/* Devices are owned by the library and live until rill_shutdown. Ordinals:
+ * CUDA devices first, then the CPU device; RILL_DEVICE=cpu|cuda:N in the
+ * environment chooses the initial current device (default: ordinal 0).
+ * RILL_CPU_WORKERS=N sets the CPU device's compute units (default: the
+ * number of processors the process may run on). */
+rill_status rill_device_count(int *count);
+rill_status rill_device_get(int ordinal, rill_device **out);
+rill_status rill_device_get_by_kind(rill_device_kind kind, int index, rill_device **out);
+rill_status rill_device_get_info(rill_device *dev, rill_device_info *out);
+rill_status rill_set_device(rill_device *dev);        /* for the calling thread */
+rill_status rill_get_device(rill_device **out);       /* the calling thread's current device */
+rill_status rill_device_synchronize(rill_device *dev);/* waits for every stream of dev */
+
+/* --------------------------------------------------------------- streams */
+
+typedef struct rill_stream rill_stream;
+typedef struct rill_event rill_event;
+
+/* priority is clamped into [greatest_priority, least_priority]. When
+ * several streams have work ready, the device starts work of the stream
+ * with the higher priority (the lower number) first. */
+rill_status rill_stream_create(rill_device *dev, int priority, rill_stream **out);
+rill_status rill_stream_destroy(rill_stream *stream);  /* not the default stream */
+rill_status rill_stream_set_name(rill_stream *stream, const char *name); /* for errors and traces */
+rill_status rill_stream_get_priority(rill_stream *stream, int *priority);
+rill_status rill_stream_get_device(rill_stream *stream, rill_device **out);
+
+/* Each device has one default stream: an ordinary stream (no implicit
+ * synchronisation with other streams) that is current until changed. */
+rill_stream *rill_default_stream(rill_device *dev);
+rill_stream *rill_current_stream(rill_device *dev);
+/* Makes stream current for its device in the calling thread and returns
+ * the stream that was current before, so scopes nest:
+ *     rill_stream *prev = rill_set_current_stream(s); ...;
+ *     rill_set_current_stream(prev);                                       */
+rill_stream *rill_set_current_stream(rill_stream *stream);
+
+/* RILL_OK when all work submitted so far has completed, else RILL_NOT_READY. */
+rill_status rill_stream_query(rill_stream *stream);
+rill_status rill_stream_synchronize(rill_stream *stream);
+/* Work submitted to stream after this call waits until event completes, as
+ * recorded at the time of this call (later records of event do not
+ * matter). Waiting on a never-recorded event does nothing. Streams of any
+ * device may wait on any event. */
+rill_status rill_stream_wait_event(rill_stream *stream, rill_event *event);
+/* Work submitted to stream after this call waits for all work submitted to
+ * other before this call. */
+rill_status rill_stream_wait_stream(rill_stream *stream, rill_stream *other);
+
+/* Sticky errors: when a kernel or host function fails, the rest of its
+ * stream's work is skipped, query/synchronize return
+ * RILL_ERROR_KERNEL_FAILED, and streams that wait on that work fail too:
+ * nothing runs on inputs that were never produced. Clearing lets the
+ * stream run new work again. */
+rill_status rill_stream_clear_error(rill_stream *stream);
+
+/* The same tag on the same device always names the same stream, created at
+ * first use with the given priority and owned by the library (torchair's
+ * npu_stream_switch). */
+rill_status rill_stream_get_tagged(rill_device *dev, const char *tag, int priority,
+                                   rill_stream **out);
+
+/* ---------------------------------------------------------------- events */
+
+enum rill_event_flags {
+    RILL_EVENT_DEFAULT = 0,
+    RILL_EVENT_TIMING = 1u << 0,        /* record a timestamp: needed by elapsed_ms */
+    RILL_EVENT_BLOCKING_SYNC = 1u << 1, /* host waits sleep instead of spinning */
+    RILL_EVENT_INTERPROCESS = 1u << 2   /* may be shared with other processes; not with TIMING */
+};
+
+/* An event binds to a device when first recorded; after that only streams
+ * of that device may record it (RILL_ERROR_DEVICE_MISMATCH). */
+rill_status rill_event_create(unsigned flags, rill_event **out);
+rill_status rill_event_destroy(rill_event *event);
+/* Captures the work submitted to stream so far; re-recording moves the
+ * event to the new point for later waits and queries. */
+rill_status rill_event_record(rill_event *event, rill_stream *stream);
+/* RILL_OK when the recorded work has completed or the event was never
+ * recorded, else RILL_NOT_READY. */
+rill_status rill_event_query(rill_event *event);
+rill_status rill_event_synchronize(rill_event *event);
+/* Milliseconds between two completed records, with at least microsecond
+ * resolution. RILL_ERROR_TIMING_DISABLED, RILL_ERROR_NOT_RECORDED, or
+ * RILL_NOT_READY when either is still pending. */
+rill_status rill_event_elapsed_ms(rill_event *start, rill_event *end, float *ms);
+
+/* The same tag always names the same event (torchair's tagged events). */
+rill_status rill_event_get_tagged(const char *tag, rill_event **out);
+
+/* ------------------------------------------------------- host functions */
+
+typedef void (*rill_host_fn)(void *user_data);
+
+/* Runs fn(user_data) on a worker in stream order. fn must not block on
+ * rill (synchronize calls from it return RILL_ERROR_NOT_PERMITTED). */
+rill_status rill_launch_host_func(rill_stream *stream, rill_host_fn fn, void *user_data);
+
+/* --------------------------------------------------------------- kernels */
+
+typedef struct rill_dim3 { uint32_t x, y, z; } rill_dim3;
+
+/* What a CPU kernel body sees: one call per block of the grid. Blocks of
+ * one launch run concurrently on the device's compute units. */
+typedef struct rill_block_ctx {
+    rill_dim3 block_idx;
+    rill_dim3 grid_dim;
+    int worker;                 /* which compute unit runs this block */
+    void *state;                /* private to the library */
+} rill_block_ctx;
+typedef void (*rill_cpu_kernel_fn)(const rill_block_ctx *ctx, const void *args);
+
+/* A kernel body calls this to fail its launch (sticky error, see above). */
+void rill_kernel_fail(const rill_block_ctx *ctx, const char *message);
+
+typedef struct rill_kernel_desc {
+    const char *name;           /* shown in errors, traces and graph dumps */
+    rill_cpu_kernel_fn cpu;     /* body for CPU devices */
+    const char *cuda_ptx;       /* PTX text for CUDA devices, or NULL */
+    const char *cuda_entry;     /* entry point in cuda_ptx */
+} rill_kernel_desc;
+typedef struct rill_kernel rill_kernel;
+rill_status rill_kernel_create(const rill_kernel_desc *desc, rill_kernel **out);
+rill_status rill_kernel_destroy(rill_kernel *kernel);
+
+typedef enum rill_access_mode {
+    RILL_READ = 1,
+    RILL_WRITE = 2,
+    RILL_READ_WRITE = 3
+} rill_access_mode;
+/* A buffer that a launch touches. Declared accesses drive the automatic
+ * cross-stream lifetime of memory and the stream sanitizer. */
+typedef struct rill_access {
+    const void *ptr;
+    size_t bytes;
+    rill_access_mode mode;
+} rill_access;
+
+typedef struct rill_launch {
+    rill_dim3 grid;             /* blocks; 0 in a dimension is invalid */
+    rill_dim3 block;            /* threads per block on CUDA; ignored on CPU */
+    const void *args;           /* packed like the kernel's parameters; copied */
+    size_t args_size;
+    const rill_access *accesses;
+    size_t num_accesses;
+} rill_launch;
+rill_status rill_launch_kernel(rill_stream *stream, rill_kernel *kernel, const rill_launch *launch);
+
+/* ------------------------------------------------------------ built-in ops
+ * float32, row-major, on device memory; each declares its accesses. */
+rill_status rill_op_fill_f32(rill_stream *s, float *x, float value, size_t n);
+rill_status rill_op_add_f32(rill_stream *s, float *out, const float *a, const float *b,
+                            float alpha, size_t n);            /* out = a + alpha*b */
+rill_status rill_op_mul_f32(rill_stream *s, float *out, const float *a, const float *b, size_t n);
+rill_status rill_op_add_scalar_f32(rill_stream *s, float *out, const float *a, float value,
+                                   size_t n);
+rill_status rill_op_sum_f32(rill_stream *s, float *out, const float *a, size_t n); /* out[0] */
+rill_status rill_op_matmul_f32(rill_stream *s, float *c, const float *a, const float *b,
+                               size_t m, size_t k, size_t n);   /* c[m,n] = a[m,k] b[k,n] */
+/* NCHW input [n,c,h,w], weight [k,c,r,s], stride 1, no padding:
+ * output [n,k,h-r+1,w-s+1]. */
+rill_status rill_op_conv2d_f32(rill_stream *s, float *out, const float *in, const float *weight,
+                               size_t n, size_t c, size_t h, size_t w,
+                               size_t k, size_t r, size_t sz);
+
+/* ---------------------------------------------------------------- memory */
+
+/* Device memory from the device's caching pool. Memory freed while work on
+ * any stream may still use it is reused only after that work completes:
+ * launches that declare an access to a block from a stream other than the
+ * one it was allocated on are tracked automatically; rill_record_stream
+ * covers uses the library cannot see (host functions, undeclared access). */
+rill_status rill_malloc(rill_device *dev, size_t bytes, void **out);
+rill_status rill_free(void *ptr);
+rill_status rill_malloc_async(size_t bytes, rill_stream *stream, void **out);
+rill_status rill_free_async(void *ptr, rill_stream *stream);
+rill_status rill_record_stream(void *ptr, rill_stream *stream);
+
+/* Page-locked host memory, fastest for copies to and from devices. */
+rill_status rill_malloc_host(size_t bytes, void **out);
+rill_status rill_free_host(void *ptr);
+
+/* Direction is inferred from where dst and src live (host memory, page-
+ * locked host memory, or a device's memory). rill_memcpy is synchronous:
+ * it runs after all work already submitted to the current stream of the
+ * device that src (else dst) belongs to, as if submitted there, and returns
+ * when the copy is done; work on other streams is not waited for. */
+rill_status rill_memcpy_async(void *dst, const void *src, size_t bytes, rill_stream *stream);
+rill_status rill_memcpy(void *dst, const void *src, size_t bytes);
+rill_status rill_memset_async(void *dst, int value, size_t bytes, rill_stream *stream);
+
+typedef struct rill_mem_stats {
+    size_t allocated_bytes;      /* handed out and not yet freed */
+    size_t reserved_bytes;       /* held from the system, cached included */
+    size_t peak_allocated_bytes;
+    size_t peak_reserved_bytes;
+    uint64_t allocations;
+    uint64_t frees;
+    uint64_t cache_hits;         /* allocations served without the system */
+    uint64_t deferred_frees;     /* frees that waited for another stream */
+    uint64_t oom_recoveries;     /* allocations that succeeded after emptying the cache */
+} rill_mem_stats;
+rill_status rill_mem_get_stats(rill_device *dev, rill_mem_stats *out);
+rill_status rill_mem_empty_cache(rill_device *dev);
+rill_status rill_mem_set_limit(rill_device *dev, size_t max_reserved_bytes); /* 0: none */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RILL_H */

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: MIT */
+/* The device interface: the table of operations every backend implements.
+ * The core owns the semantics (sequence numbers, events, sticky errors,
+ * waits); a backend owns the mechanism that runs commands. Backends see
+ * the core only through this header and the functions it names.
+ *
+ * Sequence numbers: each stream numbers its commands 1, 2, 3, ... in
+ * submission order. stream->sub_seq is the last number handed out (the
+ * backend assigns it inside submit), stream->done_seq the last command
+ * completed. A backend completes commands strictly in order by calling
+ * rill__stream_complete(stream, seq) for each. */
+#ifndef RILL_BACKEND_H
+#define RILL_BACKEND_H
+
+#include "core/cmd.h"
+#include "rill.h"
+
+typedef struct rill__backend_ops {
+    const char *name;
+    /* Bytes of backend state that rill__stream_backend(s) points at. */
+    size_t stream_state_bytes;
+
+    /* Fills dev->info (except ordinal) and creates the backend's state in
+     * dev->backend. Called once, on the initialising thread, no locks held.
+     * RILL_ERROR_NO_DEVICE with a sentence when the device cannot start. */
+    rill_status (*device_init)(rill_device *dev);
+    /* Stops the device's threads and frees dev->backend. Called by
+     * rill_shutdown after every stream has drained; no locks held. */
+    void (*device_shutdown)(rill_device *dev);
+
+    /* Prepares or releases a stream's backend state. Any thread, no locks
+     * held; stream_fini runs only when the stream has no pending work. */
+    rill_status (*stream_init)(rill_stream *s);
+    void (*stream_fini)(rill_stream *s);
+
+    /* Appends cmd to s in stream order, assigns it the next sequence number
+     * (stored in *seq), and arranges for it to run. Takes over the
+     * references in cmd and copies what cmd borrows. Any thread, no locks
+     * held; never blocks on other work. RILL_ERROR_OUT_OF_MEMORY when the
+     * command cannot be stored (nothing was submitted then). */
+    rill_status (*submit)(rill_stream *s, const rill__cmd *cmd, uint64_t *seq);
+
+    /* Device memory. Any thread, no locks held. */
+    rill_status (*mem_alloc)(rill_device *dev, size_t bytes, void **out);
+    void (*mem_free)(rill_device *dev, void *ptr);
+} rill__backend_ops;
+
+extern const rill__backend_ops rill__cpu_backend;
+
+#endif

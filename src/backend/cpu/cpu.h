@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: MIT */
+/* The CPU backend's internal structures, shared by cpu_device.c (device,
+ * streams, memory) and cpu_sched.c (queues, workers, execution).
+ *
+ * A stream is a queue, not a thread. Its state moves
+ *     IDLE --submit--> READY --worker pops--> RUNNING --queue empty--> IDLE
+ *                                             RUNNING --wait not met--> PARKED --met--> READY
+ * and a stream that is not IDLE holds one reference on itself (the
+ * "scheduled" reference), so a destroyed stream lives until its work is
+ * done. Exactly one worker owns a RUNNING stream, except while a
+ * multi-block kernel of it runs: then the worker that finishes the last
+ * block takes it over. */
+#ifndef RILL_BACKEND_CPU_H
+#define RILL_BACKEND_CPU_H
+
+#include <stdalign.h>
+#include <stdatomic.h>
+
+#include "core/kernel.h"
+#include "core/stream.h"
+
+#define CPU_PRIORITY_LEVELS 6 /* priorities -5 (greatest) .. 0 (least) */
+#define CPU_ARGS_INLINE 96
+#define CPU_ACCESS_INLINE 4
+
+enum cpu_stream_state { CPU_IDLE = 0, CPU_READY, CPU_RUNNING, CPU_PARKED };
+
+typedef struct cpu_cmd {
+    struct cpu_cmd *next; /* guarded by the stream's lock */
+    uint64_t seq;
+    rill__cmd c; /* args and accesses point at the copies below */
+    /* multi-block launches; guarded by the device's launch_lock */
+    struct cpu_cmd *launch_next;
+    int listed;
+    /* atomic */
+    _Atomic uint32_t next_block; /* next block index to hand out */
+    _Atomic int refs;            /* workers still running blocks of it */
+    /* immutable while the launch runs */
+    uint32_t total_blocks;
+    uint32_t chunk;
+    rill_stream *stream; /* borrowed: the stream that owns the command */
+    void *args_heap;           /* owned, when args do not fit inline */
+    rill_access *accesses_heap; /* owned, when accesses do not fit inline */
+    alignas(16) unsigned char args_inline[CPU_ARGS_INLINE];
+    rill_access accesses_inline[CPU_ACCESS_INLINE];
+} cpu_cmd;
+
+typedef struct cpu_stream {
+    rill_stream *self; /* borrowed: the stream this state belongs to */
+    /* guarded by lock */
+    rill__mutex lock;
+    cpu_cmd *head, *tail; /* queue: head runs next */
+    cpu_cmd *free_list;   /* recycled nodes, so submits allocate nothing */
+    unsigned num_free;
+    int state; /* enum cpu_stream_state */
+    /* guarded by the device's ready_lock */
+    rill_stream *ready_next;
+    /* owned by the worker running the stream */
+    int skipping;            /* a failure is open: skip work until CLEAR */
+    rill__waiter waiter;     /* registered while PARKED */
+    rill__launch_state ls;   /* the running launch's failure state */
+} cpu_stream;
+
+typedef struct cpu_worker {
+    struct cpu_device *d;
+    int index;
+    rill__thread thread;
+} cpu_worker;
+
+typedef struct cpu_device {
+    rill_device *dev; /* borrowed: owns this */
+    int num_workers;
+    cpu_worker *workers; /* owned */
+    /* guarded by ready_lock */
+    alignas(64) rill__mutex ready_lock;
+    rill_stream *ready_head[CPU_PRIORITY_LEVELS], *ready_tail[CPU_PRIORITY_LEVELS];
+    /* atomic: bit i set when level i has ready streams */
+    alignas(64) _Atomic uint32_t ready_mask;
+    /* guarded by launch_lock */
+    alignas(64) rill__mutex launch_lock;
+    cpu_cmd *launches; /* multi-block launches with blocks left to hand out */
+    /* atomic */
+    alignas(64) _Atomic int num_launches; /* entries in launches */
+    alignas(64) _Atomic uint32_t work_gen; /* futex word idle workers sleep on */
+    _Atomic int sleepers;
+    _Atomic int stop;
+} cpu_device;
+
+static inline cpu_stream *cpu_stream_of(rill_stream *s) {
+    return (cpu_stream *)rill__stream_backend(s);
+}
+
+static inline cpu_device *cpu_device_of(rill_device *dev) {
+    return (cpu_device *)dev->backend;
+}
+
+/* cpu_sched.c */
+rill_status rill__cpu_submit(rill_stream *s, const rill__cmd *cmd, uint64_t *seq);
+void rill__cpu_workers_start(cpu_device *d);
+void rill__cpu_workers_stop(cpu_device *d);
+void rill__cpu_free_cmd(cpu_cmd *c);
+
+#endif

@@ -1,0 +1,474 @@
+/* SPDX-License-Identifier: MIT */
+/* The CPU device's scheduler: stream queues, the priority-ordered ready
+ * queue, worker threads, and command execution.
+ *
+ * Workers take whole ready streams, highest priority first, and run their
+ * commands in order; a worker yields a stream between commands when a
+ * stream of higher priority is ready, or after a batch when others of equal
+ * priority wait. A kernel with several blocks is published on the device's
+ * launch list, and idle workers take chunks of its blocks by atomic
+ * counter. A stream blocked on a wait parks on the producing stream (a
+ * rill__waiter) and holds no worker. Idle workers spin briefly, then sleep
+ * on the device's work_gen futex word. */
+#include <stdio.h>
+#include <string.h>
+
+#include "backend/cpu/cpu.h"
+#include "core/alloc.h"
+#include "core/event.h"
+#include "core/status.h"
+
+/* Idle workers spin this long, then yield for a while, before sleeping: a
+ * steady flow of work never pays a wake-up, and an idle process stops
+ * using the CPU within a millisecond. */
+#define IDLE_SPIN_NS 20000u
+#define IDLE_YIELD_NS 200000u
+/* A stream keeps its worker for at most this many commands while another
+ * stream of the same priority is ready. */
+#define FAIR_BATCH 64
+#define MAX_FREE_NODES 256
+
+enum exec_result { EXEC_DONE, EXEC_PARKED, EXEC_HANDED_OFF };
+
+static int prio_index(rill_stream *s) {
+    return s->priority - s->dev->info.greatest_priority;
+}
+
+static void wake_workers(cpu_device *d, int count) {
+    /* seq_cst load: a Dekker pair with the sleepers increment in
+     * idle_wait, which is followed by a seq_cst load of the work state. */
+    if (atomic_load(&d->sleepers) > 0) {
+        atomic_fetch_add(&d->work_gen, 1);
+        rill__futex_wake(&d->work_gen, count);
+    }
+}
+
+static void push_ready(cpu_device *d, rill_stream *s) {
+    cpu_stream *cs = cpu_stream_of(s);
+    int i = prio_index(s);
+    rill__mutex_lock(&d->ready_lock);
+    cs->ready_next = NULL;
+    if (d->ready_tail[i] != NULL)
+        cpu_stream_of(d->ready_tail[i])->ready_next = s;
+    else
+        d->ready_head[i] = s;
+    d->ready_tail[i] = s;
+    atomic_fetch_or(&d->ready_mask, 1u << i);
+    rill__mutex_unlock(&d->ready_lock);
+    wake_workers(d, 1);
+}
+
+static rill_stream *pop_ready(cpu_device *d) {
+    /* relaxed: a hint; the lock below orders the queue itself. */
+    if (atomic_load_explicit(&d->ready_mask, memory_order_relaxed) == 0)
+        return NULL;
+    rill__mutex_lock(&d->ready_lock);
+    uint32_t mask = atomic_load_explicit(&d->ready_mask, memory_order_relaxed);
+    rill_stream *s = NULL;
+    if (mask != 0) {
+        int i = __builtin_ctz(mask);
+        s = d->ready_head[i];
+        d->ready_head[i] = cpu_stream_of(s)->ready_next;
+        if (d->ready_head[i] == NULL) {
+            d->ready_tail[i] = NULL;
+            atomic_fetch_and(&d->ready_mask, ~(1u << i));
+        }
+    }
+    rill__mutex_unlock(&d->ready_lock);
+    return s;
+}
+
+/* ---------------------------------------------------------------- submit */
+
+void rill__cpu_free_cmd(cpu_cmd *c) {
+    rill__free(c->args_heap);
+    rill__free(c->accesses_heap);
+    rill__free(c);
+}
+
+rill_status rill__cpu_submit(rill_stream *s, const rill__cmd *cmd, uint64_t *seq) {
+    cpu_stream *cs = cpu_stream_of(s);
+    void *args_heap = NULL;
+    rill_access *acc_heap = NULL;
+    if (cmd->kind == RILL__CMD_KERNEL) {
+        if (cmd->u.kernel.args_size > CPU_ARGS_INLINE &&
+            (args_heap = rill__malloc(cmd->u.kernel.args_size)) == NULL)
+            goto oom;
+        if (cmd->u.kernel.num_accesses > CPU_ACCESS_INLINE &&
+            (acc_heap = rill__malloc(cmd->u.kernel.num_accesses * sizeof(rill_access))) == NULL)
+            goto oom;
+    }
+    rill__mutex_lock(&cs->lock);
+    cpu_cmd *c = cs->free_list;
+    if (c != NULL) {
+        cs->free_list = c->next;
+        cs->num_free--;
+    } else {
+        rill__mutex_unlock(&cs->lock);
+        c = rill__malloc(sizeof *c);
+        if (c == NULL)
+            goto oom;
+        rill__mutex_lock(&cs->lock);
+    }
+    c->c = *cmd;
+    c->args_heap = args_heap;
+    c->accesses_heap = acc_heap;
+    if (cmd->kind == RILL__CMD_KERNEL) {
+        void *args = args_heap != NULL ? args_heap : (void *)c->args_inline;
+        rill_access *acc = acc_heap != NULL ? acc_heap : c->accesses_inline;
+        if (cmd->u.kernel.args_size > 0)
+            memcpy(args, cmd->u.kernel.args, cmd->u.kernel.args_size);
+        if (cmd->u.kernel.num_accesses > 0)
+            memcpy(acc, cmd->u.kernel.accesses, cmd->u.kernel.num_accesses * sizeof *acc);
+        c->c.u.kernel.args = args;
+        c->c.u.kernel.accesses = acc;
+    }
+    c->next = NULL;
+    c->stream = s;
+    /* release: pairs with the acquire loads of sub_seq in queries, records
+     * and synchronize. */
+    uint64_t n = atomic_load_explicit(&s->sub_seq, memory_order_relaxed) + 1;
+    atomic_store_explicit(&s->sub_seq, n, memory_order_release);
+    c->seq = n;
+    if (cs->tail != NULL)
+        cs->tail->next = c;
+    else
+        cs->head = c;
+    cs->tail = c;
+    int schedule = cs->state == CPU_IDLE;
+    if (schedule) {
+        cs->state = CPU_READY;
+        rill__stream_ref(s); /* the scheduled reference */
+    }
+    rill__mutex_unlock(&cs->lock);
+    if (schedule)
+        push_ready(cpu_device_of(s->dev), s);
+    *seq = n;
+    return RILL_OK;
+
+oom:
+    rill__free(args_heap);
+    rill__free(acc_heap);
+    return rill__fail(RILL_ERROR_OUT_OF_MEMORY,
+                      "out of host memory storing a command for the CPU device; nothing was "
+                      "submitted");
+}
+
+/* ------------------------------------------------------------- execution */
+
+/* Pops the completed head command, recycles it and publishes completion. */
+static void finish(rill_stream *s, cpu_cmd *c) {
+    cpu_stream *cs = cpu_stream_of(s);
+    uint64_t seq = c->seq;
+    rill__cmd_release(&c->c);
+    rill__free(c->args_heap);
+    rill__free(c->accesses_heap);
+    c->args_heap = NULL;
+    c->accesses_heap = NULL;
+    rill__mutex_lock(&cs->lock);
+    cs->head = c->next;
+    if (cs->head == NULL)
+        cs->tail = NULL;
+    if (cs->num_free < MAX_FREE_NODES) {
+        c->next = cs->free_list;
+        cs->free_list = c;
+        cs->num_free++;
+        c = NULL;
+    }
+    rill__mutex_unlock(&cs->lock);
+    rill__free(c);
+    rill__stream_complete(s, seq);
+}
+
+static void fail_stream(rill_stream *s, uint64_t seq, const char *what, const char *detail) {
+    char name[80], msg[RILL__ERROR_BYTES];
+    cpu_stream_of(s)->skipping = 1;
+    rill__stream_name(s, name, sizeof name);
+    snprintf(msg, sizeof msg,
+             "%.100s on stream %.64s failed: %.200s; the stream skips its later work until "
+             "rill_stream_clear_error",
+             what, name, detail);
+    rill__stream_fail(s, seq, msg);
+}
+
+static void run_blocks(cpu_worker *w, cpu_cmd *c, uint32_t first, uint32_t end) {
+    cpu_stream *cs = cpu_stream_of(c->stream);
+    rill_dim3 g = c->c.u.kernel.grid;
+    rill_block_ctx ctx = {.grid_dim = g, .worker = w->index, .state = &cs->ls};
+    rill_cpu_kernel_fn body = c->c.u.kernel.kernel->cpu;
+    for (uint32_t i = first; i < end; i++) {
+        /* acquire: pairs with the release store in rill_kernel_fail. */
+        if (atomic_load_explicit(&cs->ls.failed, memory_order_acquire))
+            return;
+        ctx.block_idx.x = i % g.x;
+        ctx.block_idx.y = (i / g.x) % g.y;
+        ctx.block_idx.z = i / (g.x * g.y);
+        body(&ctx, c->c.u.kernel.args);
+    }
+}
+
+static void unlist(cpu_device *d, cpu_cmd *c) {
+    rill__mutex_lock(&d->launch_lock);
+    if (c->listed) {
+        cpu_cmd **p = &d->launches;
+        while (*p != c)
+            p = &(*p)->launch_next;
+        *p = c->launch_next;
+        c->listed = 0;
+        atomic_fetch_sub(&d->num_launches, 1);
+    }
+    rill__mutex_unlock(&d->launch_lock);
+}
+
+/* Takes chunks of c's blocks until none are left. The worker that takes
+ * the last chunk removes c from the launch list at once, so idle workers
+ * do not keep finding a launch with nothing left to hand out. */
+static void run_chunks(cpu_device *d, cpu_worker *w, cpu_cmd *c) {
+    for (;;) {
+        /* relaxed: the counter only partitions block indices. */
+        uint32_t first = atomic_fetch_add_explicit(&c->next_block, c->chunk, memory_order_relaxed);
+        if (first >= c->total_blocks)
+            return;
+        uint32_t end = c->total_blocks - first <= c->chunk ? c->total_blocks : first + c->chunk;
+        if (end == c->total_blocks)
+            unlist(d, c);
+        run_blocks(w, c, first, end);
+    }
+}
+
+/* Called once every block of c has run: turns a failure into the
+ * stream's sticky error. */
+static void kernel_done(cpu_cmd *c) {
+    cpu_stream *cs = cpu_stream_of(c->stream);
+    if (atomic_load_explicit(&cs->ls.failed, memory_order_acquire)) {
+        char what[96];
+        snprintf(what, sizeof what, "kernel '%.63s'", c->c.u.kernel.kernel->name);
+        fail_stream(c->stream, c->seq, what, cs->ls.message);
+    }
+}
+
+static enum exec_result exec_kernel(cpu_device *d, cpu_worker *w, cpu_cmd *c) {
+    cpu_stream *cs = cpu_stream_of(c->stream);
+    rill_dim3 g = c->c.u.kernel.grid;
+    uint32_t total = g.x * g.y * g.z;
+    atomic_store_explicit(&cs->ls.failed, 0, memory_order_relaxed);
+    if (total == 1 || d->num_workers == 1) {
+        run_blocks(w, c, 0, total);
+        kernel_done(c);
+        return EXEC_DONE;
+    }
+    c->total_blocks = total;
+    c->chunk = total / ((uint32_t)d->num_workers * 4u);
+    if (c->chunk == 0)
+        c->chunk = 1;
+    atomic_store_explicit(&c->next_block, 0, memory_order_relaxed);
+    atomic_store_explicit(&c->refs, 1, memory_order_relaxed);
+    rill__mutex_lock(&d->launch_lock);
+    c->launch_next = d->launches;
+    d->launches = c;
+    c->listed = 1;
+    atomic_fetch_add(&d->num_launches, 1);
+    rill__mutex_unlock(&d->launch_lock);
+    wake_workers(d, (int)(total - 1 < (uint32_t)d->num_workers ? total - 1 : (uint32_t)d->num_workers));
+    run_chunks(d, w, c);
+    unlist(d, c);
+    /* acq_rel: the last worker out sees every block's writes. */
+    if (atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) != 1)
+        return EXEC_HANDED_OFF;
+    kernel_done(c);
+    return EXEC_DONE;
+}
+
+static void on_wait_met(rill__waiter *wt) {
+    cpu_stream *cs = (cpu_stream *)((char *)wt - offsetof(cpu_stream, waiter));
+    rill_stream *s = cs->self;
+    rill__mutex_lock(&cs->lock);
+    cs->state = CPU_READY;
+    rill__mutex_unlock(&cs->lock);
+    push_ready(cpu_device_of(s->dev), s);
+}
+
+static enum exec_result exec_wait(rill_stream *s, cpu_cmd *c) {
+    cpu_stream *cs = cpu_stream_of(s);
+    rill_stream *t = c->c.u.wait.stream;
+    uint64_t seq = c->c.u.wait.seq;
+    for (;;) {
+        if (atomic_load_explicit(&t->done_seq, memory_order_acquire) >= seq) {
+            char msg[RILL__ERROR_BYTES], what[96], name[80];
+            if (rill__stream_failed_at(t, seq, msg, sizeof msg)) {
+                rill__stream_name(t, name, sizeof name);
+                snprintf(what, sizeof what, "a wait for stream %.64s", name);
+                fail_stream(s, c->seq, what, msg);
+            }
+            return EXEC_DONE;
+        }
+        cs->waiter.seq = seq;
+        cs->waiter.fn = on_wait_met;
+        rill__mutex_lock(&cs->lock);
+        cs->state = CPU_PARKED;
+        rill__mutex_unlock(&cs->lock);
+        if (rill__stream_add_waiter(t, &cs->waiter))
+            return EXEC_PARKED; /* s may already run elsewhere: touch nothing */
+        rill__mutex_lock(&cs->lock);
+        cs->state = CPU_RUNNING;
+        rill__mutex_unlock(&cs->lock);
+    }
+}
+
+static enum exec_result exec(cpu_device *d, cpu_worker *w, rill_stream *s, cpu_cmd *c) {
+    cpu_stream *cs = cpu_stream_of(s);
+    switch (c->c.kind) {
+    case RILL__CMD_KERNEL:
+        return cs->skipping ? EXEC_DONE : exec_kernel(d, w, c);
+    case RILL__CMD_HOST:
+        if (!cs->skipping)
+            c->c.u.host.fn(c->c.u.host.user_data);
+        return EXEC_DONE;
+    case RILL__CMD_WAIT:
+        return cs->skipping ? EXEC_DONE : exec_wait(s, c);
+    case RILL__CMD_RECORD:
+        rill__event_stamp(c->c.u.record.event, c->c.u.record.gen, rill__now_ns());
+        return EXEC_DONE;
+    case RILL__CMD_COPY:
+        if (!cs->skipping)
+            memmove(c->c.u.copy.dst, c->c.u.copy.src, c->c.u.copy.bytes);
+        return EXEC_DONE;
+    case RILL__CMD_SET:
+        if (!cs->skipping)
+            memset(c->c.u.set.dst, c->c.u.set.value, c->c.u.set.bytes);
+        return EXEC_DONE;
+    case RILL__CMD_CLEAR:
+        cs->skipping = 0;
+        rill__stream_clear_failure(s, c->seq);
+        return EXEC_DONE;
+    }
+    return EXEC_DONE;
+}
+
+/* True when s should give its worker to another ready stream. */
+static int should_yield(cpu_device *d, rill_stream *s, int batch) {
+    /* relaxed: a scheduling hint. */
+    uint32_t mask = atomic_load_explicit(&d->ready_mask, memory_order_relaxed);
+    uint32_t level = 1u << prio_index(s);
+    if (mask & (level - 1u))
+        return 1; /* a higher priority is ready */
+    return batch >= FAIR_BATCH && (mask & level);
+}
+
+/* Runs s's commands until its queue is empty, it parks, a multi-block
+ * kernel hands it to another worker, or it yields to other streams. */
+static void run_stream(cpu_device *d, cpu_worker *w, rill_stream *s) {
+    cpu_stream *cs = cpu_stream_of(s);
+    for (int batch = 1;; batch++) {
+        rill__mutex_lock(&cs->lock);
+        cpu_cmd *c = cs->head;
+        if (c == NULL) {
+            cs->state = CPU_IDLE;
+            rill__mutex_unlock(&cs->lock);
+            rill__stream_unref(s); /* the scheduled reference */
+            return;
+        }
+        cs->state = CPU_RUNNING;
+        rill__mutex_unlock(&cs->lock);
+        enum exec_result r = exec(d, w, s, c);
+        if (r != EXEC_DONE)
+            return;
+        finish(s, c);
+        if (should_yield(d, s, batch)) {
+            rill__mutex_lock(&cs->lock);
+            int more = cs->head != NULL;
+            if (more)
+                cs->state = CPU_READY;
+            rill__mutex_unlock(&cs->lock);
+            if (more) {
+                push_ready(d, s);
+                return;
+            }
+        }
+    }
+}
+
+/* Runs blocks of a published launch; the last worker out finishes the
+ * command and carries on with its stream. Returns 0 when there was none. */
+static int help_launch(cpu_device *d, cpu_worker *w) {
+    if (atomic_load_explicit(&d->num_launches, memory_order_relaxed) == 0)
+        return 0;
+    rill__mutex_lock(&d->launch_lock);
+    cpu_cmd *c = d->launches;
+    if (c != NULL)
+        atomic_fetch_add_explicit(&c->refs, 1, memory_order_relaxed);
+    rill__mutex_unlock(&d->launch_lock);
+    if (c == NULL)
+        return 0;
+    run_chunks(d, w, c);
+    unlist(d, c);
+    if (atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) == 1) {
+        rill_stream *s = c->stream;
+        kernel_done(c);
+        finish(s, c);
+        run_stream(d, w, s);
+    }
+    return 1;
+}
+
+static int has_work(cpu_device *d) {
+    return atomic_load(&d->ready_mask) != 0 || atomic_load(&d->num_launches) != 0 ||
+           atomic_load(&d->stop);
+}
+
+static void idle_wait(cpu_device *d) {
+    uint64_t start = rill__now_ns();
+    for (unsigned spins = 1;; spins++) {
+        if (has_work(d))
+            return;
+        rill__cpu_relax();
+        if ((spins & 63u) != 0)
+            continue;
+        uint64_t elapsed = rill__now_ns() - start;
+        if (elapsed > IDLE_SPIN_NS + IDLE_YIELD_NS)
+            break;
+        if (elapsed > IDLE_SPIN_NS)
+            rill__thread_yield();
+    }
+    uint32_t gen = atomic_load(&d->work_gen);
+    atomic_fetch_add(&d->sleepers, 1);
+    if (!has_work(d))
+        rill__futex_wait(&d->work_gen, gen);
+    atomic_fetch_sub(&d->sleepers, 1);
+}
+
+static void worker_main(void *arg) {
+    cpu_worker *w = arg;
+    cpu_device *d = w->d;
+    rill__thread_set_worker(1);
+    for (;;) {
+        rill_stream *s = pop_ready(d);
+        if (s != NULL) {
+            run_stream(d, w, s);
+            continue;
+        }
+        if (help_launch(d, w))
+            continue;
+        if (atomic_load(&d->stop))
+            return;
+        idle_wait(d);
+    }
+}
+
+void rill__cpu_workers_start(cpu_device *d) {
+    for (int i = 0; i < d->num_workers; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "rill-cpu-%d", i);
+        d->workers[i].d = d;
+        d->workers[i].index = i;
+        rill__thread_start(&d->workers[i].thread, name, worker_main, &d->workers[i]);
+    }
+}
+
+void rill__cpu_workers_stop(cpu_device *d) {
+    atomic_store(&d->stop, 1);
+    atomic_fetch_add(&d->work_gen, 1);
+    rill__futex_wake(&d->work_gen, INT32_MAX);
+    for (int i = 0; i < d->num_workers; i++)
+        rill__thread_join(&d->workers[i].thread);
+}

@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: MIT */
+/* CPU bodies of the built-in float32 ops (rill_op_*_f32) and the argument
+ * structs their launches carry. Each body is a rill_cpu_kernel_fn, called
+ * once per block; block b of a grid of G blocks (ctx->block_idx.x,
+ * ctx->grid_dim.x; y and z are 1) computes the b-th of G contiguous slices
+ * of the op's work, so blocks never write the same bytes. The launching
+ * code (src/core/ops.c) chooses G and fills the structs; the bodies trust
+ * them (every field was validated there). */
+#ifndef RILL_CPU_OP_KERNELS_H
+#define RILL_CPU_OP_KERNELS_H
+
+#include <limits.h>
+#include <stddef.h>
+
+#include "rill.h"
+
+/* Element slices start at multiples of this many floats (64 bytes), so two
+ * blocks never write the same cache line of an output. */
+#define RILL__OP_SLICE_ALIGN 16
+
+/* The largest matrix dimension and leading dimension an sgemm tile takes
+ * (OpenBLAS's blasint is a 32-bit int in most builds): ops.c rejects
+ * larger matmul and conv2d shapes. */
+#define RILL__OP_MAX_DIM ((size_t)INT_MAX)
+
+/* x[i] = value for i < n. */
+typedef struct rill__op_fill_args {
+    float *x;
+    float value;
+    size_t n;
+} rill__op_fill_args;
+
+/* out[i] = a[i] + alpha * b[i] for i < n. out may equal a or b. */
+typedef struct rill__op_add_args {
+    float *out;
+    const float *a, *b;
+    float alpha;
+    size_t n;
+} rill__op_add_args;
+
+/* out[i] = a[i] * b[i] for i < n. out may equal a or b. */
+typedef struct rill__op_mul_args {
+    float *out;
+    const float *a, *b;
+    size_t n;
+} rill__op_mul_args;
+
+/* out[i] = a[i] + value for i < n. out may equal a. */
+typedef struct rill__op_add_scalar_args {
+    float *out;
+    const float *a;
+    float value;
+    size_t n;
+} rill__op_add_scalar_args;
+
+/* Phase one of sum: block b adds its slice of a[0..n) in double precision
+ * and stores the result in partials[b] (partials has grid_dim.x entries).
+ * When partials is NULL the grid must be one block, which stores the
+ * total, rounded to float, in out[0] and no second phase is needed. */
+typedef struct rill__op_sum_partial_args {
+    const float *a;
+    size_t n;
+    double *partials;
+    float *out;
+} rill__op_sum_partial_args;
+
+/* Phase two of sum, a grid of one block: out[0] = (float) the sum of
+ * partials[0..count) in index order, so the result is deterministic. */
+typedef struct rill__op_sum_final_args {
+    const double *partials;
+    size_t count;
+    float *out;
+} rill__op_sum_final_args;
+
+/* c[m,n] = a[m,k] b[k,n], all row-major. The output is cut into
+ * row_panels x col_panels tiles; block b computes tile
+ * (b / col_panels, b % col_panels) with one single-threaded sgemm, and
+ * the grid has row_panels * col_panels blocks. c overlaps neither a nor b. */
+typedef struct rill__op_matmul_args {
+    float *c;
+    const float *a, *b;
+    size_t m, k, n;
+    size_t row_panels, col_panels;
+} rill__op_matmul_args;
+
+/* out[n,k,oh,ow] = sum over c,r,s of in[n,c,oh+r,ow+s] * weight[k,c,r,s],
+ * NCHW, stride 1, no padding; oh < h-r+1, ow < w-s+1 (the header's sz is
+ * s here). The work is items = n * bands (image, band of band_rows output
+ * rows; the last band of an image may be shorter); block b handles a
+ * contiguous range of items. Each item builds the im2col matrix of its
+ * band in block b's scratch slot, scratch + b * slot_floats, and
+ * multiplies the weight by it with one sgemm; the scratch has grid_dim.x
+ * slots of slot_floats >= c*r*s * band_rows*(w-s+1) floats. A 1x1 filter
+ * needs no scratch (it may be NULL): the input rows are the matrix.
+ * out overlaps neither in, weight nor scratch. */
+typedef struct rill__op_conv2d_args {
+    float *out;
+    const float *in, *weight;
+    size_t n, c, h, w, k, r, s;
+    size_t band_rows, bands;
+    float *scratch;
+    size_t slot_floats;
+} rill__op_conv2d_args;
+
+void rill__cpu_op_fill_f32(const rill_block_ctx *ctx, const void *args);
+void rill__cpu_op_add_f32(const rill_block_ctx *ctx, const void *args);
+void rill__cpu_op_mul_f32(const rill_block_ctx *ctx, const void *args);
+void rill__cpu_op_add_scalar_f32(const rill_block_ctx *ctx, const void *args);
+void rill__cpu_op_sum_partial_f32(const rill_block_ctx *ctx, const void *args);
+void rill__cpu_op_sum_final_f32(const rill_block_ctx *ctx, const void *args);
+void rill__cpu_op_matmul_f32(const rill_block_ctx *ctx, const void *args);
+void rill__cpu_op_conv2d_f32(const rill_block_ctx *ctx, const void *args);
+
+#endif

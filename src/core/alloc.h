@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: MIT */
+/* Internal allocation: every allocation the library makes for itself goes
+ * through here, so tests can inject allocation failures. */
+#ifndef RILL_CORE_ALLOC_H
+#define RILL_CORE_ALLOC_H
+
+#include <stddef.h>
+
+void *rill__malloc(size_t bytes);
+void *rill__calloc(size_t count, size_t bytes);
+void rill__free(void *p);
+char *rill__strdup(const char *s);
+
+/* Test hook: the next `countdown`-th internal allocation (1 = the next one)
+ * and every one after it fails, until called again with 0. */
+void rill__alloc_fail_after(long countdown);
+
+#endif

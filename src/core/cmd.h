@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: MIT */
+/* A command as the core hands it to a backend's submit op. The core takes
+ * a reference on every handle a command names before submitting it; the
+ * backend releases them (rill__cmd_release) once the command has run or
+ * been skipped. Pointers to caller memory (args, accesses) are borrowed
+ * only for the duration of submit: the backend copies them. */
+#ifndef RILL_CORE_CMD_H
+#define RILL_CORE_CMD_H
+
+#include "rill.h"
+
+typedef enum rill__cmd_kind {
+    RILL__CMD_KERNEL = 1, /* a grid of blocks */
+    RILL__CMD_HOST,       /* rill_launch_host_func */
+    RILL__CMD_WAIT,       /* wait until u.wait.stream completes u.wait.seq */
+    RILL__CMD_RECORD,     /* timestamp a timing event */
+    RILL__CMD_COPY,       /* memcpy */
+    RILL__CMD_SET,        /* memset */
+    RILL__CMD_CLEAR       /* rill_stream_clear_error: later work runs again */
+} rill__cmd_kind;
+
+typedef struct rill__cmd {
+    rill__cmd_kind kind;
+    union {
+        struct {
+            rill_kernel *kernel; /* ref */
+            rill_dim3 grid;
+            rill_dim3 block;
+            const void *args; /* borrowed during submit */
+            size_t args_size;
+            const rill_access *accesses; /* borrowed during submit */
+            size_t num_accesses;
+        } kernel;
+        struct {
+            rill_host_fn fn;
+            void *user_data;
+        } host;
+        struct {
+            rill_stream *stream; /* ref */
+            uint64_t seq;
+        } wait;
+        struct {
+            rill_event *event; /* ref */
+            uint64_t gen;
+        } record;
+        struct {
+            void *dst;
+            const void *src;
+            size_t bytes;
+        } copy;
+        struct {
+            void *dst;
+            int value;
+            size_t bytes;
+        } set;
+    } u;
+} rill__cmd;
+
+/* Releases the references a command holds (see above). */
+void rill__cmd_release(rill__cmd *cmd);
+
+#endif

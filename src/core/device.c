@@ -1,0 +1,428 @@
+/* SPDX-License-Identifier: MIT */
+/* The runtime and its devices: initialisation on first use, the device
+ * list (CUDA devices first, then the CPU device), the calling thread's
+ * current device and streams, and rill_shutdown.
+ *
+ * Thread-local state carries the runtime's epoch: after rill_shutdown and a
+ * new initialisation, stale per-thread pointers are recognised and reset. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/event.h"
+#include "core/kernel.h"
+#include "core/ops.h"
+#include "core/status.h"
+#include "core/stream.h"
+#include "mem/registry.h"
+
+static _Atomic(rill__runtime *) runtime;
+static rill__runtime runtime_storage;
+static _Atomic uint64_t next_epoch = 1;
+/* Serialises initialisation and shutdown (a plain atomic spin lock, so it
+ * needs no initialiser of its own). */
+static _Atomic int init_lock;
+
+typedef struct thread_state {
+    uint64_t epoch;
+    rill_device *device;
+    rill_stream *current[RILL__MAX_DEVICES];
+    int is_worker;
+} thread_state;
+
+static _Thread_local thread_state tls;
+
+static thread_state *thread_get(rill__runtime *rt) {
+    if (tls.epoch != rt->epoch) {
+        memset(tls.current, 0, sizeof tls.current);
+        tls.device = rt->initial_device;
+        tls.epoch = rt->epoch;
+    }
+    return &tls;
+}
+
+static void lock_init(void) {
+    int expected = 0;
+    while (!atomic_compare_exchange_weak(&init_lock, &expected, 1)) {
+        expected = 0;
+        rill__thread_yield();
+    }
+}
+
+static void unlock_init(void) {
+    atomic_store(&init_lock, 0);
+}
+
+/* Reads RILL_DEVICE and picks the initial current device. */
+static void choose_initial_device(rill__runtime *rt) {
+    const char *env = getenv("RILL_DEVICE");
+    rt->initial_device = rt->num_devices > 0 ? rt->devices[0] : NULL;
+    if (env == NULL || env[0] == '\0')
+        return;
+    rill_device_kind kind = 0;
+    long index = 0;
+    char *end = NULL;
+    if (strcmp(env, "cpu") == 0 || strncmp(env, "cpu:", 4) == 0) {
+        kind = RILL_DEVICE_CPU;
+        index = env[3] == ':' ? strtol(env + 4, &end, 10) : 0;
+    } else if (strncmp(env, "cuda", 4) == 0) {
+        kind = RILL_DEVICE_CUDA;
+        index = env[4] == ':' ? strtol(env + 5, &end, 10) : 0;
+    }
+    int seen = 0;
+    for (int i = 0; kind != 0 && (end == NULL || *end == '\0') && i < rt->num_devices; i++) {
+        if (rt->devices[i]->info.kind == kind && seen++ == index) {
+            rt->initial_device = rt->devices[i];
+            return;
+        }
+    }
+    rt->initial_device = NULL;
+    snprintf(rt->init_error, sizeof rt->init_error,
+             "RILL_DEVICE='%s' names no device here (this process has %d device(s); use 'cpu' "
+             "or 'cuda:N', see `rill info`)",
+             env, rt->num_devices);
+}
+
+static rill_status device_create(rill__runtime *rt, const rill__backend_ops *ops) {
+    rill_device *dev = rill__calloc(1, sizeof *dev);
+    if (dev == NULL)
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "rill: out of memory creating a device");
+    dev->ops = ops;
+    dev->magic = RILL__MAGIC_DEVICE;
+    dev->info.ordinal = rt->num_devices;
+    rill__mutex_init(&dev->lock);
+    rill__mem_device_init(&dev->mem);
+    rill_status st = ops->device_init(dev);
+    if (st != RILL_OK)
+        goto fail_init;
+    st = rill__stream_new(dev, 0, RILL__STREAM_DEFAULT, &dev->default_stream);
+    if (st != RILL_OK)
+        goto fail_stream;
+    rt->devices[rt->num_devices++] = dev;
+    return RILL_OK;
+
+fail_stream:
+    ops->device_shutdown(dev);
+fail_init:
+    rill__mutex_destroy(&dev->mem.lock);
+    rill__mutex_destroy(&dev->lock);
+    rill__free(dev);
+    return st;
+}
+
+rill_status rill__runtime_get(rill__runtime **out) {
+    /* acquire: pairs with the release store that publishes the runtime. */
+    rill__runtime *rt = atomic_load_explicit(&runtime, memory_order_acquire);
+    if (rt != NULL) {
+        *out = rt;
+        return RILL_OK;
+    }
+    lock_init();
+    rt = atomic_load_explicit(&runtime, memory_order_acquire);
+    if (rt == NULL) {
+        rt = &runtime_storage;
+        memset(rt, 0, sizeof *rt);
+        rt->epoch = atomic_fetch_add(&next_epoch, 1);
+        rill__mutex_init(&rt->lock);
+        rill__registry_init();
+        if (device_create(rt, &rill__cpu_backend) != RILL_OK)
+            snprintf(rt->init_error, sizeof rt->init_error, "%s", rill_last_error());
+        choose_initial_device(rt);
+        atomic_store_explicit(&runtime, rt, memory_order_release);
+    }
+    unlock_init();
+    *out = rt;
+    return RILL_OK;
+}
+
+static rill_status no_device(rill__runtime *rt, const char *fn) {
+    if (rt->init_error[0] != '\0')
+        return rill__fail(RILL_ERROR_NO_DEVICE, "%s: %s", fn, rt->init_error);
+    return rill__fail(RILL_ERROR_NO_DEVICE, "%s: no device is available", fn);
+}
+
+rill_status rill__device_resolve(rill_device *dev, const char *fn, rill_device **out) {
+    rill__runtime *rt;
+    rill__runtime_get(&rt);
+    if (dev == NULL) {
+        dev = thread_get(rt)->device;
+        if (dev == NULL)
+            return no_device(rt, fn);
+    } else if (dev->magic != RILL__MAGIC_DEVICE) {
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: the device handle is not valid (devices come from rill_device_get "
+                          "and live until rill_shutdown)",
+                          fn);
+    }
+    *out = dev;
+    return RILL_OK;
+}
+
+void rill__device_add_stream(rill_device *dev, rill_stream *s) {
+    rill__mutex_lock(&dev->lock);
+    s->dev_prev = NULL;
+    s->dev_next = dev->streams;
+    if (dev->streams != NULL)
+        dev->streams->dev_prev = s;
+    dev->streams = s;
+    rill__mutex_unlock(&dev->lock);
+}
+
+void rill__device_remove_stream(rill_device *dev, rill_stream *s) {
+    rill__mutex_lock(&dev->lock);
+    if (s->dev_prev != NULL)
+        s->dev_prev->dev_next = s->dev_next;
+    else
+        dev->streams = s->dev_next;
+    if (s->dev_next != NULL)
+        s->dev_next->dev_prev = s->dev_prev;
+    s->dev_next = s->dev_prev = NULL;
+    rill__mutex_unlock(&dev->lock);
+}
+
+rill_stream *rill__thread_current_stream(rill_device *dev) {
+    rill__runtime *rt;
+    rill__runtime_get(&rt);
+    thread_state *ts = thread_get(rt);
+    rill_stream *s = ts->current[dev->info.ordinal];
+    return s != NULL ? s : dev->default_stream;
+}
+
+void rill__thread_set_worker(int is_worker) {
+    tls.is_worker = is_worker;
+}
+
+int rill__thread_is_worker(void) {
+    return tls.is_worker;
+}
+
+rill_status rill__check_may_block(const char *fn) {
+    if (!tls.is_worker)
+        return RILL_OK;
+    return rill__fail(RILL_ERROR_NOT_PERMITTED,
+                      "%s: called from inside a kernel or host function, where blocking on rill "
+                      "could deadlock; record an event and wait on it from the host or a stream",
+                      fn);
+}
+
+/* ---------------------------------------------------------------- public */
+
+rill_status rill_device_count(int *count) {
+    rill__runtime *rt;
+    if (count == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_device_count: count is NULL");
+    rill__runtime_get(&rt);
+    *count = rt->num_devices;
+    return RILL_OK;
+}
+
+rill_status rill_device_get(int ordinal, rill_device **out) {
+    rill__runtime *rt;
+    if (out == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_device_get: out is NULL");
+    *out = NULL;
+    rill__runtime_get(&rt);
+    if (ordinal < 0 || ordinal >= rt->num_devices) {
+        if (rt->num_devices == 0)
+            return no_device(rt, "rill_device_get");
+        return rill__fail(RILL_ERROR_NO_DEVICE,
+                          "rill_device_get: there is no device %d; ordinals run from 0 to %d "
+                          "(see rill_device_count or `rill info`)",
+                          ordinal, rt->num_devices - 1);
+    }
+    *out = rt->devices[ordinal];
+    return RILL_OK;
+}
+
+rill_status rill_device_get_by_kind(rill_device_kind kind, int index, rill_device **out) {
+    rill__runtime *rt;
+    if (out == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_device_get_by_kind: out is NULL");
+    *out = NULL;
+    if (kind != RILL_DEVICE_CPU && kind != RILL_DEVICE_CUDA)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_device_get_by_kind: kind %d is neither RILL_DEVICE_CPU nor "
+                          "RILL_DEVICE_CUDA",
+                          (int)kind);
+    rill__runtime_get(&rt);
+    int seen = 0;
+    for (int i = 0; i < rt->num_devices; i++) {
+        if (rt->devices[i]->info.kind == kind && seen++ == index) {
+            *out = rt->devices[i];
+            return RILL_OK;
+        }
+    }
+    return rill__fail(RILL_ERROR_NO_DEVICE,
+                      "rill_device_get_by_kind: there is no %s device with index %d here (%d "
+                      "such device(s)); see `rill info`",
+                      kind == RILL_DEVICE_CPU ? "CPU" : "CUDA", index, seen);
+}
+
+rill_status rill_device_get_info(rill_device *dev, rill_device_info *out) {
+    if (out == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_device_get_info: out is NULL");
+    rill_status st = rill__device_resolve(dev, "rill_device_get_info", &dev);
+    if (st != RILL_OK) {
+        memset(out, 0, sizeof *out);
+        return st;
+    }
+    *out = dev->info;
+    return RILL_OK;
+}
+
+rill_status rill_set_device(rill_device *dev) {
+    rill__runtime *rt;
+    if (dev == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_set_device: dev is NULL; pass a device from rill_device_get");
+    rill_status st = rill__device_resolve(dev, "rill_set_device", &dev);
+    if (st != RILL_OK)
+        return st;
+    rill__runtime_get(&rt);
+    thread_get(rt)->device = dev;
+    return RILL_OK;
+}
+
+rill_status rill_get_device(rill_device **out) {
+    if (out == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_get_device: out is NULL");
+    *out = NULL;
+    return rill__device_resolve(NULL, "rill_get_device", out);
+}
+
+/* Waits for every stream of dev, destroyed ones with pending work
+ * included: snapshot (stream, seq) pairs under the lock, then wait without
+ * it so that other threads keep submitting. */
+static rill_status sync_device(rill_device *dev, const char *fn) {
+    for (;;) {
+        rill__mem_dep deps[64];
+        size_t n = 0;
+        int more = 0;
+        rill__mutex_lock(&dev->lock);
+        for (rill_stream *s = dev->streams; s != NULL; s = s->dev_next) {
+            uint64_t seq = atomic_load_explicit(&s->sub_seq, memory_order_acquire);
+            if (atomic_load_explicit(&s->done_seq, memory_order_acquire) >= seq &&
+                !atomic_load(&s->has_failed))
+                continue;
+            if (n == sizeof deps / sizeof deps[0]) {
+                more = 1;
+                break;
+            }
+            rill__stream_ref(s);
+            deps[n].stream = s;
+            deps[n++].seq = seq;
+        }
+        rill__mutex_unlock(&dev->lock);
+        rill_status first = RILL_OK;
+        for (size_t i = 0; i < n; i++) {
+            rill_status r = rill__stream_wait_status(deps[i].stream, deps[i].seq, 0, fn);
+            if (r != RILL_OK && first == RILL_OK)
+                first = r;
+            rill__stream_unref(deps[i].stream);
+        }
+        if (!more) {
+            rill__mem_reap(dev);
+            return first;
+        }
+    }
+}
+
+rill_status rill_device_synchronize(rill_device *dev) {
+    rill_status st = rill__device_resolve(dev, "rill_device_synchronize", &dev);
+    if (st != RILL_OK)
+        return st;
+    st = rill__check_may_block("rill_device_synchronize");
+    if (st != RILL_OK)
+        return st;
+    return sync_device(dev, "rill_device_synchronize");
+}
+
+/* ---------------------------------------------------------------- shutdown */
+
+static void device_destroy(rill_device *dev) {
+    /* Every stream has drained and the workers have stopped: release the
+     * owners' references of streams nobody destroyed (default, tagged and
+     * leaked ones); each stream leaves the list when it is freed. */
+    while (dev->tagged != NULL) {
+        rill__tagged_stream *t = dev->tagged;
+        dev->tagged = t->next;
+        rill__free(t->tag);
+        rill__free(t);
+    }
+    rill__mem_device_shutdown(dev);
+    rill_stream *next;
+    for (rill_stream *s = dev->streams; s != NULL; s = next) {
+        next = s->dev_next;
+        if (!atomic_exchange(&s->owner_released, 1)) {
+            atomic_store(&s->magic, RILL__MAGIC_DEAD);
+            rill__stream_unref(s);
+        }
+    }
+    rill__mutex_destroy(&dev->mem.lock);
+    rill__mutex_destroy(&dev->lock);
+    dev->magic = RILL__MAGIC_DEAD;
+    rill__free(dev);
+}
+
+rill_status rill_shutdown(void) {
+    rill_status st = rill__check_may_block("rill_shutdown");
+    if (st != RILL_OK)
+        return st;
+    rill__runtime *rt = atomic_load_explicit(&runtime, memory_order_acquire);
+    if (rt == NULL)
+        return RILL_OK;
+    rill__ops_shutdown();
+    lock_init();
+    /* Wait for all work, including that of destroyed (zombie) streams,
+     * which lives on in waits and events of live streams. */
+    for (int i = 0; i < rt->num_devices; i++)
+        sync_device(rt->devices[i], "rill_shutdown");
+    for (int i = 0; i < rt->num_devices; i++)
+        rt->devices[i]->ops->device_shutdown(rt->devices[i]);
+    rill__events_shutdown(rt);
+    for (int i = 0; i < rt->num_devices; i++)
+        device_destroy(rt->devices[i]);
+    rill__kernels_shutdown(rt);
+    rill__mem_host_shutdown();
+    rill__registry_shutdown();
+    rill__mutex_destroy(&rt->lock);
+    atomic_store_explicit(&runtime, NULL, memory_order_release);
+    unlock_init();
+    return RILL_OK;
+}
+
+/* --------------------------------------------------------------- current stream */
+
+rill_stream *rill_default_stream(rill_device *dev) {
+    if (rill__device_resolve(dev, "rill_default_stream", &dev) != RILL_OK)
+        return NULL;
+    return dev->default_stream;
+}
+
+rill_stream *rill_current_stream(rill_device *dev) {
+    if (rill__device_resolve(dev, "rill_current_stream", &dev) != RILL_OK)
+        return NULL;
+    return rill__thread_current_stream(dev);
+}
+
+rill_stream *rill_set_current_stream(rill_stream *stream) {
+    rill__runtime *rt;
+    rill_device *dev;
+    rill__runtime_get(&rt);
+    if (stream == NULL) {
+        if (rill__device_resolve(NULL, "rill_set_current_stream", &dev) != RILL_OK)
+            return NULL;
+        stream = dev->default_stream;
+    } else if (atomic_load(&stream->magic) != RILL__MAGIC_STREAM) {
+        rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                   "rill_set_current_stream: the stream handle is not valid (destroyed?)");
+        return NULL;
+    }
+    dev = stream->dev;
+    thread_state *ts = thread_get(rt);
+    rill_stream *prev = ts->current[dev->info.ordinal];
+    ts->current[dev->info.ordinal] = stream;
+    return prev != NULL ? prev : dev->default_stream;
+}

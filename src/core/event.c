@@ -1,0 +1,348 @@
+/* SPDX-License-Identifier: MIT */
+/* Events. A record is the pair (stream, seq): the event is complete when
+ * the stream's done_seq reaches seq, so a query is a load and a compare,
+ * and a wait is a dependency on another stream's counter. Only timing
+ * events put a command into the stream (to take the timestamp when the
+ * stream reaches that point); other records cost no work on the device.
+ *
+ * Snapshot semantics come for free: a wait copies (stream, seq) when it is
+ * made, so later records of the event do not change it. */
+#include "core/event.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/status.h"
+#include "core/stream.h"
+
+#define VALID_FLAGS (RILL_EVENT_TIMING | RILL_EVENT_BLOCKING_SYNC | RILL_EVENT_INTERPROCESS)
+
+static rill_status resolve(rill_event *e, const char *fn) {
+    if (e == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: event is NULL; pass an event from rill_event_create", fn);
+    if (atomic_load_explicit(&e->magic, memory_order_relaxed) != RILL__MAGIC_EVENT)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: the event handle is not valid (destroyed, or not an event)", fn);
+    return RILL_OK;
+}
+
+static rill_status event_new(unsigned flags, int is_tagged, rill_event **out) {
+    rill__runtime *rt;
+    rill__runtime_get(&rt);
+    rill_event *e = rill__calloc(1, sizeof *e);
+    if (e == NULL)
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "rill_event_create: out of memory");
+    e->flags = flags;
+    e->is_tagged = is_tagged;
+    rill__mutex_init(&e->lock);
+    atomic_init(&e->refs, 1);
+    atomic_store(&e->magic, RILL__MAGIC_EVENT);
+    rill__mutex_lock(&rt->lock);
+    e->rt_next = rt->events;
+    if (rt->events != NULL)
+        rt->events->rt_prev = e;
+    rt->events = e;
+    rill__mutex_unlock(&rt->lock);
+    *out = e;
+    return RILL_OK;
+}
+
+static void event_free(rill_event *e) {
+    rill__runtime *rt;
+    rill__runtime_get(&rt);
+    rill__mutex_lock(&rt->lock);
+    if (e->rt_prev != NULL)
+        e->rt_prev->rt_next = e->rt_next;
+    else
+        rt->events = e->rt_next;
+    if (e->rt_next != NULL)
+        e->rt_next->rt_prev = e->rt_prev;
+    rill__mutex_unlock(&rt->lock);
+    if (e->stream != NULL)
+        rill__stream_unref(e->stream);
+    rill__mutex_destroy(&e->lock);
+    rill__free(e);
+}
+
+void rill__event_unref(rill_event *e) {
+    /* acq_rel: the last release must see every other holder's writes. */
+    if (atomic_fetch_sub_explicit(&e->refs, 1, memory_order_acq_rel) == 1)
+        event_free(e);
+}
+
+void rill__event_stamp(rill_event *e, uint64_t gen, uint64_t now_ns) {
+    rill__mutex_lock(&e->lock);
+    if (e->gen == gen) {
+        e->ts_ns = now_ns;
+        e->ts_valid = 1;
+    }
+    rill__mutex_unlock(&e->lock);
+}
+
+void rill__events_shutdown(rill__runtime *rt) {
+    while (rt->tagged_events != NULL) {
+        rill__tagged_event *t = rt->tagged_events;
+        rt->tagged_events = t->next;
+        rill__free(t->tag);
+        rill__free(t);
+    }
+    /* Every stream has drained, so no record command holds a reference:
+     * free the events nobody destroyed. */
+    while (rt->events != NULL) {
+        rill_event *e = rt->events;
+        atomic_store(&e->magic, RILL__MAGIC_DEAD);
+        event_free(e);
+    }
+}
+
+/* Copies the event's recorded point under its lock, with a reference. */
+static void snapshot(rill_event *e, rill_stream **s, uint64_t *seq) {
+    rill__mutex_lock(&e->lock);
+    *s = e->stream;
+    *seq = e->seq;
+    if (*s != NULL)
+        rill__stream_ref(*s);
+    rill__mutex_unlock(&e->lock);
+}
+
+/* ---------------------------------------------------------------- public */
+
+rill_status rill_event_create(unsigned flags, rill_event **out) {
+    if (out == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_event_create: out is NULL");
+    *out = NULL;
+    if ((flags & ~(unsigned)VALID_FLAGS) != 0)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_event_create: flags 0x%x has unknown bits 0x%x; combine "
+                          "RILL_EVENT_TIMING, RILL_EVENT_BLOCKING_SYNC and RILL_EVENT_INTERPROCESS",
+                          flags, flags & ~(unsigned)VALID_FLAGS);
+    if ((flags & RILL_EVENT_INTERPROCESS) && (flags & RILL_EVENT_TIMING))
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_event_create: RILL_EVENT_INTERPROCESS cannot be combined with "
+                          "RILL_EVENT_TIMING; drop one of them");
+    return event_new(flags, 0, out);
+}
+
+rill_status rill_event_destroy(rill_event *event) {
+    rill_status st = resolve(event, "rill_event_destroy");
+    if (st != RILL_OK)
+        return st;
+    if (event->is_tagged)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_event_destroy: tagged events are owned by the library and live "
+                          "until rill_shutdown");
+    uint32_t expected = RILL__MAGIC_EVENT;
+    if (!atomic_compare_exchange_strong(&event->magic, &expected, RILL__MAGIC_DEAD))
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_event_destroy: the event was already destroyed");
+    rill__event_unref(event);
+    return RILL_OK;
+}
+
+rill_status rill_event_record(rill_event *event, rill_stream *stream) {
+    rill_status st = resolve(event, "rill_event_record");
+    if (st != RILL_OK)
+        return st;
+    st = rill__stream_resolve(stream, "rill_event_record", &stream);
+    if (st != RILL_OK)
+        return st;
+    rill__mutex_lock(&event->lock);
+    if (event->dev != NULL && event->dev != stream->dev) {
+        rill__mutex_unlock(&event->lock);
+        return rill__fail(RILL_ERROR_DEVICE_MISMATCH,
+                          "rill_event_record: the event was first recorded on device %d and may "
+                          "only be recorded on streams of that device, not device %d; create "
+                          "another event for this stream",
+                          event->dev->info.ordinal, stream->dev->info.ordinal);
+    }
+    uint64_t seq;
+    uint64_t gen = event->gen + 1;
+    if (event->flags & RILL_EVENT_TIMING) {
+        /* The timestamp is taken when the stream reaches this point. The
+         * event lock is held across submit so concurrent records of the
+         * same event are ordered with their generations. */
+        rill__cmd cmd = {.kind = RILL__CMD_RECORD};
+        atomic_fetch_add_explicit(&event->refs, 1, memory_order_relaxed);
+        cmd.u.record.event = event;
+        cmd.u.record.gen = gen;
+        st = rill__stream_submit(stream, &cmd, &seq);
+        if (st != RILL_OK) {
+            atomic_fetch_sub_explicit(&event->refs, 1, memory_order_relaxed);
+            rill__mutex_unlock(&event->lock);
+            return st;
+        }
+    } else {
+        /* acquire: pairs with the submit that assigned the number. */
+        seq = atomic_load_explicit(&stream->sub_seq, memory_order_acquire);
+    }
+    rill_stream *old = event->stream;
+    rill__stream_ref(stream);
+    event->dev = stream->dev;
+    event->stream = stream;
+    event->seq = seq;
+    event->gen = gen;
+    event->ts_valid = 0;
+    rill__mutex_unlock(&event->lock);
+    if (old != NULL)
+        rill__stream_unref(old);
+    return RILL_OK;
+}
+
+rill_status rill_event_query(rill_event *event) {
+    rill_status st = resolve(event, "rill_event_query");
+    if (st != RILL_OK)
+        return st;
+    rill_stream *s;
+    uint64_t seq;
+    char msg[RILL__ERROR_BYTES];
+    snapshot(event, &s, &seq);
+    if (s == NULL)
+        return RILL_OK;
+    if (rill__stream_failed_at(s, seq, msg, sizeof msg))
+        st = rill__fail(RILL_ERROR_KERNEL_FAILED, "rill_event_query: %s", msg);
+    else if (atomic_load_explicit(&s->done_seq, memory_order_acquire) < seq)
+        st = RILL_NOT_READY;
+    rill__stream_unref(s);
+    return st;
+}
+
+rill_status rill_event_synchronize(rill_event *event) {
+    rill_status st = resolve(event, "rill_event_synchronize");
+    if (st != RILL_OK)
+        return st;
+    st = rill__check_may_block("rill_event_synchronize");
+    if (st != RILL_OK)
+        return st;
+    rill_stream *s;
+    uint64_t seq;
+    snapshot(event, &s, &seq);
+    if (s == NULL)
+        return RILL_OK;
+    st = rill__stream_wait_status(s, seq, (event->flags & RILL_EVENT_BLOCKING_SYNC) != 0,
+                                  "rill_event_synchronize");
+    rill__stream_unref(s);
+    return st;
+}
+
+/* Reads a timing event's state for elapsed_ms. */
+static rill_status timing_point(rill_event *e, const char *which, uint64_t *ts) {
+    rill_stream *s;
+    uint64_t seq;
+    char msg[RILL__ERROR_BYTES];
+    if (!(e->flags & RILL_EVENT_TIMING))
+        return rill__fail(RILL_ERROR_TIMING_DISABLED,
+                          "rill_event_elapsed_ms: the %s event was created without "
+                          "RILL_EVENT_TIMING; create both events with that flag",
+                          which);
+    snapshot(e, &s, &seq);
+    if (s == NULL)
+        return rill__fail(RILL_ERROR_NOT_RECORDED,
+                          "rill_event_elapsed_ms: the %s event was never recorded; record it "
+                          "with rill_event_record first",
+                          which);
+    rill_status st = RILL_OK;
+    if (rill__stream_failed_at(s, seq, msg, sizeof msg)) {
+        st = rill__fail(RILL_ERROR_KERNEL_FAILED, "rill_event_elapsed_ms: %s", msg);
+    } else if (atomic_load_explicit(&s->done_seq, memory_order_acquire) < seq) {
+        st = RILL_NOT_READY;
+    } else {
+        rill__mutex_lock(&e->lock);
+        if (e->stream == s && e->seq == seq && e->ts_valid)
+            *ts = e->ts_ns;
+        else
+            st = RILL_NOT_READY; /* re-recorded since the snapshot */
+        rill__mutex_unlock(&e->lock);
+    }
+    rill__stream_unref(s);
+    return st;
+}
+
+rill_status rill_event_elapsed_ms(rill_event *start, rill_event *end, float *ms) {
+    if (ms == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_event_elapsed_ms: ms is NULL");
+    *ms = 0.0f;
+    rill_status st = resolve(start, "rill_event_elapsed_ms");
+    if (st == RILL_OK)
+        st = resolve(end, "rill_event_elapsed_ms");
+    if (st != RILL_OK)
+        return st;
+    uint64_t t0 = 0, t1 = 0;
+    st = timing_point(start, "start", &t0);
+    if (st != RILL_OK)
+        return st;
+    st = timing_point(end, "end", &t1);
+    if (st != RILL_OK)
+        return st;
+    *ms = (float)((double)((int64_t)(t1 - t0)) / 1e6);
+    return RILL_OK;
+}
+
+rill_status rill_event_get_tagged(const char *tag, rill_event **out) {
+    rill__runtime *rt;
+    if (out == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_event_get_tagged: out is NULL");
+    *out = NULL;
+    if (tag == NULL || tag[0] == '\0')
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_event_get_tagged: the tag is NULL or empty; pass a name");
+    rill__runtime_get(&rt);
+    rill__mutex_lock(&rt->lock);
+    for (rill__tagged_event *t = rt->tagged_events; t != NULL; t = t->next) {
+        if (strcmp(t->tag, tag) == 0) {
+            *out = t->event;
+            rill__mutex_unlock(&rt->lock);
+            return RILL_OK;
+        }
+    }
+    rill__mutex_unlock(&rt->lock);
+    rill_event *e;
+    rill_status st = event_new(RILL_EVENT_DEFAULT, 1, &e);
+    if (st != RILL_OK)
+        return st;
+    rill__tagged_event *t = rill__malloc(sizeof *t);
+    char *copy = rill__strdup(tag);
+    rill__mutex_lock(&rt->lock);
+    for (rill__tagged_event *o = rt->tagged_events; o != NULL; o = o->next) {
+        if (strcmp(o->tag, tag) == 0) {
+            *out = o->event;
+            rill__mutex_unlock(&rt->lock);
+            rill__free(t);
+            rill__free(copy);
+            rill__event_unref(e);
+            return RILL_OK;
+        }
+    }
+    if (t == NULL || copy == NULL) {
+        rill__mutex_unlock(&rt->lock);
+        rill__free(t);
+        rill__free(copy);
+        rill__event_unref(e);
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "rill_event_get_tagged: out of memory");
+    }
+    t->tag = copy;
+    t->event = e;
+    t->next = rt->tagged_events;
+    rt->tagged_events = t;
+    rill__mutex_unlock(&rt->lock);
+    *out = e;
+    return RILL_OK;
+}
+
+rill_status rill_stream_wait_event(rill_stream *stream, rill_event *event) {
+    rill_status st = rill__stream_resolve(stream, "rill_stream_wait_event", &stream);
+    if (st != RILL_OK)
+        return st;
+    st = resolve(event, "rill_stream_wait_event");
+    if (st != RILL_OK)
+        return st;
+    rill_stream *s;
+    uint64_t seq;
+    snapshot(event, &s, &seq);
+    if (s == NULL)
+        return RILL_OK; /* never recorded: nothing to wait for */
+    st = rill__stream_wait_point(stream, s, seq, "rill_stream_wait_event");
+    rill__stream_unref(s);
+    return st;
+}

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/* Events: a recorded point is the pair (stream, seq); a query compares it
+ * with the stream's done_seq. */
+#ifndef RILL_CORE_EVENT_H
+#define RILL_CORE_EVENT_H
+
+#include "core/runtime.h"
+
+struct rill_event {
+    _Atomic uint32_t magic;
+    /* immutable after create */
+    unsigned flags;
+    int is_tagged; /* owned by the runtime */
+    /* guarded by lock */
+    rill__mutex lock;
+    rill_device *dev;    /* bound on first record; borrowed */
+    rill_stream *stream; /* ref: the stream of the last record, or NULL */
+    uint64_t seq;        /* the recorded point on stream */
+    uint64_t gen;        /* bumped by every record */
+    uint64_t ts_ns;      /* timing events: when the record ran */
+    int ts_valid;
+    /* guarded by rt->lock */
+    rill_event *rt_next, *rt_prev;
+    /* atomic */
+    _Atomic int refs; /* creator plus pending record commands */
+};
+
+void rill__event_unref(rill_event *e);
+/* Called by a backend when a RECORD command of generation gen runs. */
+void rill__event_stamp(rill_event *e, uint64_t gen, uint64_t now_ns);
+/* Frees every event (rill_shutdown). */
+void rill__events_shutdown(rill__runtime *rt);
+
+#endif

@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: MIT */
+/* Kernels, kernel launches and host functions: validation and the command
+ * each becomes. A launch copies its arguments and access list (the backend
+ * does, inside submit), so the caller may reuse its memory on return. */
+#include "core/kernel.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/event.h"
+#include "core/status.h"
+#include "core/stream.h"
+
+void rill__kernel_ref(rill_kernel *k) {
+    /* relaxed: taking a reference needs an existing one, which orders it. */
+    atomic_fetch_add_explicit(&k->refs, 1, memory_order_relaxed);
+}
+
+static void kernel_free(rill_kernel *k) {
+    rill__runtime *rt;
+    rill__runtime_get(&rt);
+    rill__mutex_lock(&rt->lock);
+    if (k->rt_prev != NULL)
+        k->rt_prev->rt_next = k->rt_next;
+    else
+        rt->kernels = k->rt_next;
+    if (k->rt_next != NULL)
+        k->rt_next->rt_prev = k->rt_prev;
+    rill__mutex_unlock(&rt->lock);
+    rill__free(k->cuda_ptx);
+    rill__free(k->cuda_entry);
+    rill__free(k);
+}
+
+void rill__kernel_unref(rill_kernel *k) {
+    /* acq_rel: the last release must see every other holder's writes. */
+    if (atomic_fetch_sub_explicit(&k->refs, 1, memory_order_acq_rel) == 1)
+        kernel_free(k);
+}
+
+void rill__kernels_shutdown(rill__runtime *rt) {
+    while (rt->kernels != NULL) {
+        rill_kernel *k = rt->kernels;
+        atomic_store(&k->magic, RILL__MAGIC_DEAD);
+        kernel_free(k);
+    }
+}
+
+void rill__cmd_release(rill__cmd *cmd) {
+    switch (cmd->kind) {
+    case RILL__CMD_KERNEL:
+        rill__kernel_unref(cmd->u.kernel.kernel);
+        break;
+    case RILL__CMD_WAIT:
+        rill__stream_unref(cmd->u.wait.stream);
+        break;
+    case RILL__CMD_RECORD:
+        rill__event_unref(cmd->u.record.event);
+        break;
+    default:
+        break;
+    }
+}
+
+/* ---------------------------------------------------------------- public */
+
+rill_status rill_kernel_create(const rill_kernel_desc *desc, rill_kernel **out) {
+    rill__runtime *rt;
+    if (out == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_kernel_create: out is NULL");
+    *out = NULL;
+    if (desc == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_kernel_create: desc is NULL");
+    if (desc->name == NULL || desc->name[0] == '\0')
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_kernel_create: desc->name is NULL or empty; kernels need a name "
+                          "for errors and traces");
+    if (desc->cpu == NULL && desc->cuda_ptx == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_kernel_create: kernel '%s' has no body; set desc->cpu, or "
+                          "desc->cuda_ptx and desc->cuda_entry",
+                          desc->name);
+    if ((desc->cuda_ptx == NULL) != (desc->cuda_entry == NULL))
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_kernel_create: kernel '%s' sets only one of cuda_ptx and "
+                          "cuda_entry; set both or neither",
+                          desc->name);
+    rill__runtime_get(&rt);
+    rill_kernel *k = rill__calloc(1, sizeof *k);
+    if (k == NULL)
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "rill_kernel_create: out of memory");
+    snprintf(k->name, sizeof k->name, "%s", desc->name);
+    k->cpu = desc->cpu;
+    if (desc->cuda_ptx != NULL) {
+        k->cuda_ptx = rill__strdup(desc->cuda_ptx);
+        k->cuda_entry = rill__strdup(desc->cuda_entry);
+        if (k->cuda_ptx == NULL || k->cuda_entry == NULL) {
+            rill__free(k->cuda_ptx);
+            rill__free(k->cuda_entry);
+            rill__free(k);
+            return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "rill_kernel_create: out of memory");
+        }
+    }
+    atomic_init(&k->refs, 1);
+    atomic_store(&k->magic, RILL__MAGIC_KERNEL);
+    rill__mutex_lock(&rt->lock);
+    k->rt_next = rt->kernels;
+    if (rt->kernels != NULL)
+        rt->kernels->rt_prev = k;
+    rt->kernels = k;
+    rill__mutex_unlock(&rt->lock);
+    *out = k;
+    return RILL_OK;
+}
+
+rill_status rill_kernel_destroy(rill_kernel *kernel) {
+    if (kernel == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_kernel_destroy: kernel is NULL");
+    uint32_t expected = RILL__MAGIC_KERNEL;
+    if (!atomic_compare_exchange_strong(&kernel->magic, &expected, RILL__MAGIC_DEAD))
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_kernel_destroy: the kernel handle is not valid (destroyed?)");
+    rill__kernel_unref(kernel); /* pending launches keep their references */
+    return RILL_OK;
+}
+
+void rill_kernel_fail(const rill_block_ctx *ctx, const char *message) {
+    if (ctx == NULL || ctx->state == NULL)
+        return;
+    rill__launch_state *ls = ctx->state;
+    int expected = 0;
+    /* The first failing block's message wins; the flag also stops the
+     * launch's remaining blocks from starting. */
+    if (atomic_compare_exchange_strong(&ls->failed, &expected, 2)) {
+        snprintf(ls->message, sizeof ls->message, "%s", message != NULL ? message : "");
+        atomic_store_explicit(&ls->failed, 1, memory_order_release);
+    }
+}
+
+rill_status rill_launch_kernel(rill_stream *stream, rill_kernel *kernel,
+                               const rill_launch *launch) {
+    static const char fn[] = "rill_launch_kernel";
+    rill_status st = rill__stream_resolve(stream, fn, &stream);
+    if (st != RILL_OK)
+        return st;
+    if (kernel == NULL || atomic_load_explicit(&kernel->magic, memory_order_relaxed) !=
+                              RILL__MAGIC_KERNEL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: the kernel is NULL or not valid; pass a kernel from "
+                          "rill_kernel_create",
+                          fn);
+    if (launch == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: launch is NULL; describe the grid in a rill_launch", fn);
+    if (launch->grid.x == 0 || launch->grid.y == 0 || launch->grid.z == 0)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: kernel '%s' launched with grid (%u, %u, %u); every dimension "
+                          "needs at least one block",
+                          fn, kernel->name, launch->grid.x, launch->grid.y, launch->grid.z);
+    if ((uint64_t)launch->grid.x * launch->grid.y * launch->grid.z > UINT32_MAX)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: kernel '%s' launched with more than 2^32-1 blocks", fn,
+                          kernel->name);
+    if (launch->args_size > 0 && launch->args == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: kernel '%s' has args_size %zu but args is NULL", fn, kernel->name,
+                          launch->args_size);
+    if (launch->num_accesses > 0 && launch->accesses == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: kernel '%s' has num_accesses %zu but accesses is NULL", fn,
+                          kernel->name, launch->num_accesses);
+    for (size_t i = 0; i < launch->num_accesses; i++) {
+        const rill_access *a = &launch->accesses[i];
+        if (a->ptr == NULL || a->mode < RILL_READ || a->mode > RILL_READ_WRITE)
+            return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                              "%s: kernel '%s' access %zu has a NULL pointer or a mode other "
+                              "than RILL_READ, RILL_WRITE or RILL_READ_WRITE",
+                              fn, kernel->name, i);
+    }
+    if (stream->dev->info.kind == RILL_DEVICE_CPU && kernel->cpu == NULL)
+        return rill__fail(RILL_ERROR_NOT_SUPPORTED,
+                          "%s: kernel '%s' has no CPU body (desc->cpu) and cannot run on the CPU "
+                          "device",
+                          fn, kernel->name);
+    rill__cmd cmd = {.kind = RILL__CMD_KERNEL};
+    rill__kernel_ref(kernel);
+    cmd.u.kernel.kernel = kernel;
+    cmd.u.kernel.grid = launch->grid;
+    cmd.u.kernel.block = launch->block;
+    cmd.u.kernel.args = launch->args;
+    cmd.u.kernel.args_size = launch->args_size;
+    cmd.u.kernel.accesses = launch->accesses;
+    cmd.u.kernel.num_accesses = launch->num_accesses;
+    st = rill__stream_submit(stream, &cmd, NULL);
+    if (st != RILL_OK)
+        rill__kernel_unref(kernel);
+    return st;
+}
+
+rill_status rill_launch_host_func(rill_stream *stream, rill_host_fn fn, void *user_data) {
+    rill_status st = rill__stream_resolve(stream, "rill_launch_host_func", &stream);
+    if (st != RILL_OK)
+        return st;
+    if (fn == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_launch_host_func: fn is NULL; pass the function to run");
+    rill__cmd cmd = {.kind = RILL__CMD_HOST};
+    cmd.u.host.fn = fn;
+    cmd.u.host.user_data = user_data;
+    return rill__stream_submit(stream, &cmd, NULL);
+}

@@ -1,0 +1,496 @@
+/* SPDX-License-Identifier: MIT */
+/* The built-in float32 ops: each public rill_op_*_f32 checks every argument
+ * before it does anything, picks a grid from the size of the work and the
+ * device's compute units (one block for tiny inputs, where launch cost
+ * dominates; up to one block per compute unit for large ones), and launches
+ * a CPU body from backend/cpu/op_kernels.c with its exact accesses, using
+ * only the public API. The kernels are created on first use and cached in
+ * atomic pointers: racing creators compare-exchange, the loser destroys
+ * its copy; rill__ops_shutdown forgets them. */
+#include "core/ops.h"
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backend/cpu/op_kernels.h"
+#include "core/status.h"
+
+/* ---- cached kernels ---- */
+
+typedef enum op_id {
+    OP_FILL,
+    OP_ADD,
+    OP_MUL,
+    OP_ADD_SCALAR,
+    OP_SUM_PARTIAL,
+    OP_SUM_FINAL,
+    OP_MATMUL,
+    OP_CONV2D,
+    OP_COUNT
+} op_id;
+
+static const rill_kernel_desc op_descs[OP_COUNT] = {
+    [OP_FILL] = {"fill_f32", rill__cpu_op_fill_f32, NULL, NULL},
+    [OP_ADD] = {"add_f32", rill__cpu_op_add_f32, NULL, NULL},
+    [OP_MUL] = {"mul_f32", rill__cpu_op_mul_f32, NULL, NULL},
+    [OP_ADD_SCALAR] = {"add_scalar_f32", rill__cpu_op_add_scalar_f32, NULL, NULL},
+    [OP_SUM_PARTIAL] = {"sum_f32_partial", rill__cpu_op_sum_partial_f32, NULL, NULL},
+    [OP_SUM_FINAL] = {"sum_f32_final", rill__cpu_op_sum_final_f32, NULL, NULL},
+    [OP_MATMUL] = {"matmul_f32", rill__cpu_op_matmul_f32, NULL, NULL},
+    [OP_CONV2D] = {"conv2d_f32", rill__cpu_op_conv2d_f32, NULL, NULL},
+};
+
+/* NULL until first use; then owned here until rill__ops_shutdown. */
+static _Atomic(rill_kernel *) op_kernels[OP_COUNT];
+
+static rill_status get_kernel(op_id id, rill_kernel **out) {
+    /* acquire: pairs with the release of the compare-exchange below, so
+     * the kernel's fields are visible to a thread that sees the pointer. */
+    rill_kernel *k = atomic_load_explicit(&op_kernels[id], memory_order_acquire);
+    if (k != NULL) {
+        *out = k;
+        return RILL_OK;
+    }
+    rill_kernel *mine;
+    rill_status st = rill_kernel_create(&op_descs[id], &mine);
+    if (st != RILL_OK)
+        return st;
+    rill_kernel *expected = NULL;
+    if (atomic_compare_exchange_strong_explicit(&op_kernels[id], &expected, mine,
+                                                memory_order_acq_rel, memory_order_acquire)) {
+        *out = mine;
+        return RILL_OK;
+    }
+    /* Another thread published its kernel first: use that one. */
+    rill_kernel_destroy(mine);
+    *out = expected;
+    return RILL_OK;
+}
+
+void rill__ops_shutdown(void) {
+    for (int i = 0; i < OP_COUNT; i++) {
+        rill_kernel *k = atomic_exchange(&op_kernels[i], NULL);
+        if (k != NULL)
+            rill_kernel_destroy(k);
+    }
+}
+
+/* ---- argument checks ---- */
+
+/* *bytes = 4 * d0 * d1 * d2 * d3 (the size of that many floats); false
+ * when the product does not fit in a size_t. */
+static bool float_bytes(size_t *bytes, size_t d0, size_t d1, size_t d2, size_t d3) {
+    size_t dims[4] = {d0, d1, d2, d3};
+    size_t total = sizeof(float);
+    for (int i = 0; i < 4; i++) {
+        if (dims[i] != 0 && total > SIZE_MAX / dims[i])
+            return false;
+        total *= dims[i];
+    }
+    *bytes = total;
+    return true;
+}
+
+static bool overlaps(const void *p, size_t p_bytes, const void *q, size_t q_bytes) {
+    uintptr_t a = (uintptr_t)p, b = (uintptr_t)q;
+    return a < b + q_bytes && b < a + p_bytes;
+}
+
+/* Element-wise ops may write in place (out == in) but not into a shifted
+ * copy of an input, which blocks running side by side would race on. */
+static rill_status check_elementwise_out(const char *fn, const float *out, const float *in,
+                                         const char *in_name, size_t bytes) {
+    if (out != in && overlaps(out, bytes, in, bytes))
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: out overlaps %s without being equal to it; pass out == %s to "
+                          "compute in place, or a buffer that does not overlap it",
+                          fn, in_name, in_name);
+    return RILL_OK;
+}
+
+/* Checks the elements argument shared by the element-wise ops and sum. */
+static rill_status check_count(const char *fn, size_t n, size_t *bytes) {
+    if (n == 0)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: n is 0; pass the number of floats (at least 1)", fn);
+    if (!float_bytes(bytes, n, 1, 1, 1))
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: n is %zu, and that many floats do not fit in memory; pass the "
+                          "number of floats of the buffers",
+                          fn, n);
+    return RILL_OK;
+}
+
+static rill_status check_pointer(const char *fn, const void *p, const char *name,
+                                 const char *what) {
+    if (p == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: %s is NULL; pass %s", fn, name, what);
+    return RILL_OK;
+}
+
+/* ---- grids and launches ---- */
+
+/* Below this many elements per block, launching another block costs more
+ * than the work it takes over. */
+#define ELEMENTS_PER_BLOCK_MIN ((size_t)1 << 15)
+/* Below this many multiply-adds per block (about 10 us of sgemm on one
+ * core), a matmul or conv2d uses fewer blocks. */
+#define MACS_PER_BLOCK_MIN ((size_t)1 << 18)
+/* Largest im2col scratch slot of a conv2d block: bands get fewer rows
+ * rather than a bigger slot. */
+#define CONV_SLOT_BYTES_MAX ((size_t)4 << 20)
+
+/* The compute units of s's device, which must be a CPU device: the built-in
+ * ops have CPU bodies only. */
+static rill_status stream_compute_units(const char *fn, rill_stream *s, size_t *units) {
+    rill_device *dev;
+    rill_status st = rill_stream_get_device(s, &dev);
+    if (st != RILL_OK)
+        return st;
+    rill_device_info info;
+    st = rill_device_get_info(dev, &info);
+    if (st != RILL_OK)
+        return st;
+    if (info.kind != RILL_DEVICE_CPU)
+        return rill__fail(RILL_ERROR_NOT_SUPPORTED,
+                          "%s: the stream belongs to device '%s', and the built-in ops run only "
+                          "on CPU devices; pass a stream of the CPU device",
+                          fn, info.name);
+    *units = info.compute_units > 0 ? (size_t)info.compute_units : 1;
+    return RILL_OK;
+}
+
+/* Blocks for `work` units when each block should get at least `min` of
+ * them: between 1 and `units`. */
+static size_t blocks_for(size_t work, size_t min, size_t units) {
+    size_t blocks = work / min;
+    if (blocks > units)
+        blocks = units;
+    return blocks > 0 ? blocks : 1;
+}
+
+typedef struct access_list {
+    rill_access items[4];
+    size_t count;
+} access_list;
+
+/* Adds an access; a second access to the same pointer merges into the
+ * first (read + write = read-write), so an in-place op declares its buffer
+ * once. */
+static void access_add(access_list *list, const void *ptr, size_t bytes, rill_access_mode mode) {
+    for (size_t i = 0; i < list->count; i++) {
+        rill_access *a = &list->items[i];
+        if (a->ptr == ptr) {
+            a->mode = (rill_access_mode)(a->mode | mode);
+            if (bytes > a->bytes)
+                a->bytes = bytes;
+            return;
+        }
+    }
+    list->items[list->count++] = (rill_access){ptr, bytes, mode};
+}
+
+static rill_status launch(rill_stream *s, op_id id, size_t blocks, const void *args,
+                          size_t args_size, const access_list *accesses) {
+    rill_kernel *kernel;
+    rill_status st = get_kernel(id, &kernel);
+    if (st != RILL_OK)
+        return st;
+    rill_launch l = {
+        .grid = {(uint32_t)blocks, 1, 1},
+        .block = {1, 1, 1},
+        .args = args,
+        .args_size = args_size,
+        .accesses = accesses->items,
+        .num_accesses = accesses->count,
+    };
+    return rill_launch_kernel(s, kernel, &l);
+}
+
+/* ---- element-wise ops ---- */
+
+rill_status rill_op_fill_f32(rill_stream *s, float *x, float value, size_t n) {
+    static const char fn[] = "rill_op_fill_f32";
+    size_t bytes, units;
+    rill_status st;
+    if ((st = check_pointer(fn, x, "x", "device memory of n floats")) != RILL_OK ||
+        (st = check_count(fn, n, &bytes)) != RILL_OK ||
+        (st = stream_compute_units(fn, s, &units)) != RILL_OK)
+        return st;
+    rill__op_fill_args args = {x, value, n};
+    access_list acc = {.count = 0};
+    access_add(&acc, x, bytes, RILL_WRITE);
+    return launch(s, OP_FILL, blocks_for(n, ELEMENTS_PER_BLOCK_MIN, units), &args, sizeof args,
+                  &acc);
+}
+
+rill_status rill_op_add_f32(rill_stream *s, float *out, const float *a, const float *b,
+                            float alpha, size_t n) {
+    static const char fn[] = "rill_op_add_f32";
+    size_t bytes, units;
+    rill_status st;
+    if ((st = check_pointer(fn, out, "out", "device memory for n floats")) != RILL_OK ||
+        (st = check_pointer(fn, a, "a", "device memory of n floats")) != RILL_OK ||
+        (st = check_pointer(fn, b, "b", "device memory of n floats")) != RILL_OK ||
+        (st = check_count(fn, n, &bytes)) != RILL_OK ||
+        (st = check_elementwise_out(fn, out, a, "a", bytes)) != RILL_OK ||
+        (st = check_elementwise_out(fn, out, b, "b", bytes)) != RILL_OK ||
+        (st = stream_compute_units(fn, s, &units)) != RILL_OK)
+        return st;
+    rill__op_add_args args = {out, a, b, alpha, n};
+    access_list acc = {.count = 0};
+    access_add(&acc, a, bytes, RILL_READ);
+    access_add(&acc, b, bytes, RILL_READ);
+    access_add(&acc, out, bytes, RILL_WRITE);
+    return launch(s, OP_ADD, blocks_for(n, ELEMENTS_PER_BLOCK_MIN, units), &args, sizeof args,
+                  &acc);
+}
+
+rill_status rill_op_mul_f32(rill_stream *s, float *out, const float *a, const float *b, size_t n) {
+    static const char fn[] = "rill_op_mul_f32";
+    size_t bytes, units;
+    rill_status st;
+    if ((st = check_pointer(fn, out, "out", "device memory for n floats")) != RILL_OK ||
+        (st = check_pointer(fn, a, "a", "device memory of n floats")) != RILL_OK ||
+        (st = check_pointer(fn, b, "b", "device memory of n floats")) != RILL_OK ||
+        (st = check_count(fn, n, &bytes)) != RILL_OK ||
+        (st = check_elementwise_out(fn, out, a, "a", bytes)) != RILL_OK ||
+        (st = check_elementwise_out(fn, out, b, "b", bytes)) != RILL_OK ||
+        (st = stream_compute_units(fn, s, &units)) != RILL_OK)
+        return st;
+    rill__op_mul_args args = {out, a, b, n};
+    access_list acc = {.count = 0};
+    access_add(&acc, a, bytes, RILL_READ);
+    access_add(&acc, b, bytes, RILL_READ);
+    access_add(&acc, out, bytes, RILL_WRITE);
+    return launch(s, OP_MUL, blocks_for(n, ELEMENTS_PER_BLOCK_MIN, units), &args, sizeof args,
+                  &acc);
+}
+
+rill_status rill_op_add_scalar_f32(rill_stream *s, float *out, const float *a, float value,
+                                   size_t n) {
+    static const char fn[] = "rill_op_add_scalar_f32";
+    size_t bytes, units;
+    rill_status st;
+    if ((st = check_pointer(fn, out, "out", "device memory for n floats")) != RILL_OK ||
+        (st = check_pointer(fn, a, "a", "device memory of n floats")) != RILL_OK ||
+        (st = check_count(fn, n, &bytes)) != RILL_OK ||
+        (st = check_elementwise_out(fn, out, a, "a", bytes)) != RILL_OK ||
+        (st = stream_compute_units(fn, s, &units)) != RILL_OK)
+        return st;
+    rill__op_add_scalar_args args = {out, a, value, n};
+    access_list acc = {.count = 0};
+    access_add(&acc, a, bytes, RILL_READ);
+    access_add(&acc, out, bytes, RILL_WRITE);
+    return launch(s, OP_ADD_SCALAR, blocks_for(n, ELEMENTS_PER_BLOCK_MIN, units), &args,
+                  sizeof args, &acc);
+}
+
+/* ---- sum ---- */
+
+/* One block sums everything and writes out[0] directly; several blocks
+ * write double partial sums into a stream-ordered scratch buffer that a
+ * one-block launch then adds up in block order. */
+rill_status rill_op_sum_f32(rill_stream *s, float *out, const float *a, size_t n) {
+    static const char fn[] = "rill_op_sum_f32";
+    size_t bytes, units;
+    rill_status st;
+    if ((st = check_pointer(fn, out, "out", "device memory for one float")) != RILL_OK ||
+        (st = check_pointer(fn, a, "a", "device memory of n floats")) != RILL_OK ||
+        (st = check_count(fn, n, &bytes)) != RILL_OK ||
+        (st = stream_compute_units(fn, s, &units)) != RILL_OK)
+        return st;
+    size_t blocks = blocks_for(n, ELEMENTS_PER_BLOCK_MIN, units);
+    access_list acc = {.count = 0};
+    access_add(&acc, a, bytes, RILL_READ);
+    if (blocks == 1) {
+        rill__op_sum_partial_args args = {a, n, NULL, out};
+        access_add(&acc, out, sizeof(float), RILL_WRITE);
+        return launch(s, OP_SUM_PARTIAL, 1, &args, sizeof args, &acc);
+    }
+
+    double *partials;
+    size_t partial_bytes = blocks * sizeof(double);
+    if ((st = rill_malloc_async(partial_bytes, s, (void **)&partials)) != RILL_OK)
+        return st;
+    rill__op_sum_partial_args pargs = {a, n, partials, NULL};
+    access_add(&acc, partials, partial_bytes, RILL_WRITE);
+    st = launch(s, OP_SUM_PARTIAL, blocks, &pargs, sizeof pargs, &acc);
+    if (st == RILL_OK) {
+        rill__op_sum_final_args fargs = {partials, blocks, out};
+        access_list facc = {.count = 0};
+        access_add(&facc, partials, partial_bytes, RILL_READ);
+        access_add(&facc, out, sizeof(float), RILL_WRITE);
+        st = launch(s, OP_SUM_FINAL, 1, &fargs, sizeof fargs, &facc);
+    }
+    rill_status free_st = rill_free_async(partials, s);
+    return st != RILL_OK ? st : free_st;
+}
+
+/* ---- matmul ---- */
+
+static rill_status check_dim(const char *fn, size_t value, const char *name, const char *what) {
+    if (value == 0)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: %s is 0; pass %s (at least 1)", fn,
+                          name, what);
+    if (value > RILL__OP_MAX_DIM)
+        return rill__fail(RILL_ERROR_NOT_SUPPORTED,
+                          "%s: %s is %zu, above %zu, the largest dimension the CPU sgemm "
+                          "takes; split the op into smaller ones",
+                          fn, name, value, RILL__OP_MAX_DIM);
+    return RILL_OK;
+}
+
+static rill_status check_size(const char *fn, bool fits, const char *name, const char *shape) {
+    if (!fits)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: %s has %s floats, more than fit in memory; pass smaller dimensions",
+                          fn, name, shape);
+    return RILL_OK;
+}
+
+static rill_status check_disjoint(const char *fn, const void *out, size_t out_bytes,
+                                  const char *out_name, const void *in, size_t in_bytes,
+                                  const char *in_name) {
+    if (overlaps(out, out_bytes, in, in_bytes))
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: %s overlaps %s; pass an output buffer separate from the inputs",
+                          fn, out_name, in_name);
+    return RILL_OK;
+}
+
+/* Tiles: row panels of at least 16 rows (OpenBLAS's register blocking)
+ * while m allows, then column panels of at least 64 columns to reach the
+ * block count when m is small. */
+static void matmul_tiles(size_t m, size_t k, size_t n, size_t units, size_t *row_panels,
+                         size_t *col_panels) {
+    size_t macs = m * k;
+    macs = n != 0 && macs > SIZE_MAX / n ? SIZE_MAX : macs * n;
+    size_t blocks = blocks_for(macs, MACS_PER_BLOCK_MIN, units);
+    size_t rp = m / 16 > 0 ? m / 16 : 1;
+    *row_panels = rp < blocks ? rp : blocks;
+    size_t cp = n / 64 > 0 ? n / 64 : 1;
+    size_t want = blocks / *row_panels;
+    *col_panels = cp < want ? cp : want;
+}
+
+rill_status rill_op_matmul_f32(rill_stream *s, float *c, const float *a, const float *b, size_t m,
+                               size_t k, size_t n) {
+    static const char fn[] = "rill_op_matmul_f32";
+    size_t a_bytes = 0, b_bytes = 0, c_bytes = 0, units;
+    rill_status st;
+    if ((st = check_pointer(fn, c, "c", "device memory for m*n floats")) != RILL_OK ||
+        (st = check_pointer(fn, a, "a", "device memory of m*k floats")) != RILL_OK ||
+        (st = check_pointer(fn, b, "b", "device memory of k*n floats")) != RILL_OK ||
+        (st = check_dim(fn, m, "m", "the number of rows of a and c")) != RILL_OK ||
+        (st = check_dim(fn, k, "k", "the number of columns of a and rows of b")) != RILL_OK ||
+        (st = check_dim(fn, n, "n", "the number of columns of b and c")) != RILL_OK ||
+        (st = check_size(fn, float_bytes(&a_bytes, m, k, 1, 1), "a", "m*k")) != RILL_OK ||
+        (st = check_size(fn, float_bytes(&b_bytes, k, n, 1, 1), "b", "k*n")) != RILL_OK ||
+        (st = check_size(fn, float_bytes(&c_bytes, m, n, 1, 1), "c", "m*n")) != RILL_OK ||
+        (st = check_disjoint(fn, c, c_bytes, "c", a, a_bytes, "a")) != RILL_OK ||
+        (st = check_disjoint(fn, c, c_bytes, "c", b, b_bytes, "b")) != RILL_OK ||
+        (st = stream_compute_units(fn, s, &units)) != RILL_OK)
+        return st;
+    rill__op_matmul_args args = {c, a, b, m, k, n, 1, 1};
+    matmul_tiles(m, k, n, units, &args.row_panels, &args.col_panels);
+    access_list acc = {.count = 0};
+    access_add(&acc, a, a_bytes, RILL_READ);
+    access_add(&acc, b, b_bytes, RILL_READ);
+    access_add(&acc, c, c_bytes, RILL_WRITE);
+    return launch(s, OP_MATMUL, args.row_panels * args.col_panels, &args, sizeof args, &acc);
+}
+
+/* ---- conv2d ---- */
+
+/* Work items are (image, band of output rows). Large inputs get about four
+ * items per block for balance; bands shrink further when the im2col slot
+ * of one band would exceed CONV_SLOT_BYTES_MAX. */
+static size_t conv_plan(rill__op_conv2d_args *p, size_t units) {
+    size_t oh = p->h - p->r + 1, ow = p->w - p->s + 1;
+    size_t crs = p->c * p->r * p->s;
+    size_t macs = p->n * p->k;
+    size_t factors[3] = {crs, oh, ow};
+    for (int i = 0; i < 3; i++)
+        macs = macs > SIZE_MAX / factors[i] ? SIZE_MAX : macs * factors[i];
+    size_t blocks = blocks_for(macs, MACS_PER_BLOCK_MIN, units);
+
+    size_t bands = blocks > 1 ? (4 * blocks + p->n - 1) / p->n : 1;
+    if (bands > oh)
+        bands = oh;
+    size_t band_rows = (oh + bands - 1) / bands;
+    size_t row_bytes = crs * ow * sizeof(float);
+    if (band_rows * row_bytes > CONV_SLOT_BYTES_MAX)
+        band_rows = CONV_SLOT_BYTES_MAX / row_bytes > 0 ? CONV_SLOT_BYTES_MAX / row_bytes : 1;
+    p->band_rows = band_rows;
+    p->bands = (oh + band_rows - 1) / band_rows;
+    p->slot_floats = crs * band_rows * ow;
+
+    size_t items = p->n * p->bands;
+    return blocks < items ? blocks : items;
+}
+
+rill_status rill_op_conv2d_f32(rill_stream *s, float *out, const float *in, const float *weight,
+                               size_t n, size_t c, size_t h, size_t w, size_t k, size_t r,
+                               size_t sz) {
+    static const char fn[] = "rill_op_conv2d_f32";
+    size_t in_bytes = 0, w_bytes = 0, out_bytes = 0, units;
+    rill_status st;
+    if ((st = check_pointer(fn, out, "out", "device memory for n*k*(h-r+1)*(w-sz+1) floats")) !=
+            RILL_OK ||
+        (st = check_pointer(fn, in, "in", "device memory of n*c*h*w floats")) != RILL_OK ||
+        (st = check_pointer(fn, weight, "weight", "device memory of k*c*r*sz floats")) !=
+            RILL_OK ||
+        (st = check_dim(fn, n, "n", "the number of images")) != RILL_OK ||
+        (st = check_dim(fn, c, "c", "the number of input channels")) != RILL_OK ||
+        (st = check_dim(fn, h, "h", "the input height")) != RILL_OK ||
+        (st = check_dim(fn, w, "w", "the input width")) != RILL_OK ||
+        (st = check_dim(fn, k, "k", "the number of filters (output channels)")) != RILL_OK ||
+        (st = check_dim(fn, r, "r", "the filter height")) != RILL_OK ||
+        (st = check_dim(fn, sz, "sz", "the filter width")) != RILL_OK)
+        return st;
+    if (r > h)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: the filter height r (%zu) exceeds the input height h (%zu); pass "
+                          "a filter no taller than the input",
+                          fn, r, h);
+    if (sz > w)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: the filter width sz (%zu) exceeds the input width w (%zu); pass "
+                          "a filter no wider than the input",
+                          fn, sz, w);
+    size_t oh = h - r + 1, ow = w - sz + 1;
+    if ((st = check_size(fn, float_bytes(&in_bytes, n, c, h, w), "in", "n*c*h*w")) != RILL_OK ||
+        (st = check_size(fn, float_bytes(&w_bytes, k, c, r, sz), "weight", "k*c*r*sz")) !=
+            RILL_OK ||
+        (st = check_size(fn, float_bytes(&out_bytes, n, k, oh, ow), "out", "n*k*(h-r+1)*(w-sz+1)"))
+            != RILL_OK)
+        return st;
+    /* The sgemm of one band is k x (rows*ow) x (c*r*sz) with leading
+     * dimensions up to h*w; both products fit in a size_t because the
+     * weight and the input do, and must fit sgemm's integer dimensions. */
+    if ((st = check_dim(fn, c * r * sz, "c*r*sz", "")) != RILL_OK ||
+        (st = check_dim(fn, h * w, "h*w", "")) != RILL_OK ||
+        (st = check_disjoint(fn, out, out_bytes, "out", in, in_bytes, "in")) != RILL_OK ||
+        (st = check_disjoint(fn, out, out_bytes, "out", weight, w_bytes, "weight")) != RILL_OK ||
+        (st = stream_compute_units(fn, s, &units)) != RILL_OK)
+        return st;
+
+    rill__op_conv2d_args args = {out, in, weight, n, c, h, w, k, r, sz, 1, 1, NULL, 0};
+    size_t blocks = conv_plan(&args, units);
+    access_list acc = {.count = 0};
+    access_add(&acc, in, in_bytes, RILL_READ);
+    access_add(&acc, weight, w_bytes, RILL_READ);
+    access_add(&acc, out, out_bytes, RILL_WRITE);
+    if (r == 1 && sz == 1)
+        return launch(s, OP_CONV2D, blocks, &args, sizeof args, &acc);
+
+    size_t scratch_bytes = blocks * args.slot_floats * sizeof(float);
+    if ((st = rill_malloc_async(scratch_bytes, s, (void **)&args.scratch)) != RILL_OK)
+        return st;
+    access_add(&acc, args.scratch, scratch_bytes, RILL_READ_WRITE);
+    st = launch(s, OP_CONV2D, blocks, &args, sizeof args, &acc);
+    rill_status free_st = rill_free_async(args.scratch, s);
+    return st != RILL_OK ? st : free_st;
+}

@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: MIT */
+/* The runtime: the library's global state (devices, event and kernel
+ * lists), initialised on first use and torn down by rill_shutdown, and the
+ * per-thread state (current device, current streams, worker flag). */
+#ifndef RILL_CORE_RUNTIME_H
+#define RILL_CORE_RUNTIME_H
+
+#include "backend/backend.h"
+#include "mem/memory.h"
+#include "platform/thread.h"
+#include "rill.h"
+
+#define RILL__MAX_DEVICES 16
+
+#define RILL__MAGIC_DEVICE 0x52444556u /* "RDEV" */
+#define RILL__MAGIC_STREAM 0x5253544du /* "RSTM" */
+#define RILL__MAGIC_EVENT 0x52455654u  /* "REVT" */
+#define RILL__MAGIC_KERNEL 0x524b524eu /* "RKRN" */
+#define RILL__MAGIC_DEAD 0xdeadbeefu
+
+typedef struct rill__tagged_stream {
+    struct rill__tagged_stream *next;
+    char *tag;          /* owned */
+    rill_stream *stream; /* owned by the device */
+} rill__tagged_stream;
+
+struct rill_device {
+    uint32_t magic;
+    /* immutable after init */
+    rill_device_info info;
+    const rill__backend_ops *ops;
+    void *backend;               /* owned by the backend */
+    rill_stream *default_stream; /* owned */
+    /* guarded by lock */
+    rill__mutex lock;
+    rill_stream *streams; /* live streams (not destroyed), default and tagged included */
+    rill__tagged_stream *tagged;
+    /* memory state: guarded by its own lock (src/mem) */
+    rill__mem_device mem;
+};
+
+typedef struct rill__tagged_event {
+    struct rill__tagged_event *next;
+    char *tag;        /* owned */
+    rill_event *event; /* owned by the runtime */
+} rill__tagged_event;
+
+typedef struct rill__runtime {
+    /* immutable after init */
+    int num_devices;
+    rill_device *devices[RILL__MAX_DEVICES]; /* owned */
+    rill_device *initial_device;             /* NULL when RILL_DEVICE names none */
+    char init_error[256];                    /* why a device is missing, or "" */
+    uint64_t epoch;                          /* distinguishes successive inits */
+    /* guarded by lock */
+    rill__mutex lock;
+    rill_event *events;   /* every live event, for rill_shutdown */
+    rill_kernel *kernels; /* every live kernel, for rill_shutdown */
+    rill__tagged_event *tagged_events;
+} rill__runtime;
+
+/* The runtime, initialised on first use. */
+rill_status rill__runtime_get(rill__runtime **out);
+
+/* Resolves a device argument: NULL means the calling thread's current
+ * device. fn names the public call for the error sentence. */
+rill_status rill__device_resolve(rill_device *dev, const char *fn, rill_device **out);
+/* Adds s to or removes it from dev's list of live streams. */
+void rill__device_add_stream(rill_device *dev, rill_stream *s);
+void rill__device_remove_stream(rill_device *dev, rill_stream *s);
+
+/* The calling thread's current stream for dev (its default stream unless
+ * rill_set_current_stream changed it). */
+rill_stream *rill__thread_current_stream(rill_device *dev);
+
+/* Worker threads of a backend mark themselves, so blocking calls made from
+ * kernels and host functions fail with RILL_ERROR_NOT_PERMITTED. */
+void rill__thread_set_worker(int is_worker);
+int rill__thread_is_worker(void);
+/* RILL_ERROR_NOT_PERMITTED with a sentence when called on a worker. */
+rill_status rill__check_may_block(const char *fn);
+
+#endif

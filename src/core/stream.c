@@ -1,0 +1,438 @@
+/* SPDX-License-Identifier: MIT */
+/* Streams: creation and zombie destruction, the current stream, sequence
+ * counters and their waiters, sticky-error windows, host waits, and the
+ * public stream calls. The backend runs commands; everything a stream
+ * means is decided here.
+ *
+ * A host wait spins briefly, then (default events and streams) yields for
+ * a while, then sleeps on wake_gen; rill__stream_complete bumps wake_gen
+ * only when host_waiters says someone sleeps, so a completion that nobody
+ * waits for costs two atomic operations. */
+#include "core/stream.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/event.h"
+#include "core/kernel.h"
+#include "core/status.h"
+
+/* How long a non-blocking host wait spins and then yields before it
+ * sleeps. Work that completes within the yield window wakes the host in
+ * well under a microsecond; longer waits cost no CPU. */
+#define SPIN_NS 2000u
+#define YIELD_NS 200000u
+
+static const char *kind_label(rill__stream_kind kind) {
+    switch (kind) {
+    case RILL__STREAM_DEFAULT:
+        return "the default stream";
+    case RILL__STREAM_TAGGED:
+        return "a tagged stream";
+    default:
+        return "a stream";
+    }
+}
+
+rill_status rill__stream_new(rill_device *dev, int priority, rill__stream_kind kind,
+                             rill_stream **out) {
+    size_t bytes = sizeof(rill_stream) + dev->ops->stream_state_bytes;
+    rill_stream *s = rill__malloc(bytes);
+    if (s == NULL)
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "rill_stream_create: out of memory");
+    memset(s, 0, bytes);
+    s->dev = dev;
+    s->priority = priority;
+    s->kind = kind;
+    rill__mutex_init(&s->err_lock);
+    rill__mutex_init(&s->wait_lock);
+    atomic_init(&s->refs, 1);
+    rill_status st = dev->ops->stream_init(s);
+    if (st != RILL_OK) {
+        rill__mutex_destroy(&s->wait_lock);
+        rill__mutex_destroy(&s->err_lock);
+        rill__free(s);
+        return st;
+    }
+    if (kind == RILL__STREAM_DEFAULT)
+        snprintf(s->name, sizeof s->name, "default");
+    atomic_store(&s->magic, RILL__MAGIC_STREAM);
+    rill__device_add_stream(dev, s);
+    *out = s;
+    return RILL_OK;
+}
+
+rill_status rill__stream_resolve(rill_stream *s, const char *fn, rill_stream **out) {
+    if (s == NULL) {
+        rill_device *dev;
+        rill_status st = rill__device_resolve(NULL, fn, &dev);
+        if (st != RILL_OK)
+            return st;
+        *out = rill__thread_current_stream(dev);
+        return RILL_OK;
+    }
+    if (atomic_load_explicit(&s->magic, memory_order_relaxed) != RILL__MAGIC_STREAM)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: the stream handle is not valid (destroyed, or not a stream)", fn);
+    *out = s;
+    return RILL_OK;
+}
+
+void rill__stream_ref(rill_stream *s) {
+    /* relaxed: taking a reference needs an existing one, which orders it. */
+    atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);
+}
+
+void rill__stream_unref(rill_stream *s) {
+    /* acq_rel: the last release must see every other holder's writes. */
+    if (atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    rill_device *dev = s->dev;
+    rill__device_remove_stream(dev, s);
+    dev->ops->stream_fini(s);
+    rill__mutex_destroy(&s->wait_lock);
+    rill__mutex_destroy(&s->err_lock);
+    rill__free(s);
+}
+
+void rill__stream_name(rill_stream *s, char *buf, size_t size) {
+    rill__mutex_lock(&s->err_lock);
+    if (s->name[0] != '\0')
+        snprintf(buf, size, "'%s'", s->name);
+    else
+        snprintf(buf, size, "%p", (void *)s);
+    rill__mutex_unlock(&s->err_lock);
+}
+
+/* ----------------------------------------------------------- completion */
+
+void rill__stream_complete(rill_stream *s, uint64_t seq) {
+    /* release: pairs with the acquire loads of done_seq in waits and
+     * queries, publishing the completed command's writes. */
+    atomic_store_explicit(&s->done_seq, seq, memory_order_release);
+    /* seq_cst fence: a Dekker pair with the num_waiters/host_waiters
+     * increments in rill__stream_add_waiter and rill__stream_host_wait,
+     * which are followed by a seq_cst load of done_seq. */
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(&s->num_waiters, memory_order_relaxed) != 0) {
+        rill__waiter *ready = NULL;
+        rill__mutex_lock(&s->wait_lock);
+        for (rill__waiter **p = &s->waiters; *p != NULL;) {
+            rill__waiter *w = *p;
+            if (w->seq <= seq) {
+                *p = w->next;
+                w->next = ready;
+                ready = w;
+                atomic_fetch_sub_explicit(&s->num_waiters, 1, memory_order_relaxed);
+            } else {
+                p = &w->next;
+            }
+        }
+        rill__mutex_unlock(&s->wait_lock);
+        while (ready != NULL) {
+            rill__waiter *w = ready;
+            ready = w->next;
+            w->fn(w);
+        }
+    }
+    if (atomic_load_explicit(&s->host_waiters, memory_order_relaxed) != 0) {
+        atomic_fetch_add_explicit(&s->wake_gen, 1, memory_order_release);
+        rill__futex_wake(&s->wake_gen, INT32_MAX);
+    }
+}
+
+bool rill__stream_add_waiter(rill_stream *s, rill__waiter *w) {
+    rill__mutex_lock(&s->wait_lock);
+    atomic_fetch_add_explicit(&s->num_waiters, 1, memory_order_seq_cst);
+    if (atomic_load_explicit(&s->done_seq, memory_order_seq_cst) >= w->seq) {
+        atomic_fetch_sub_explicit(&s->num_waiters, 1, memory_order_relaxed);
+        rill__mutex_unlock(&s->wait_lock);
+        return false;
+    }
+    w->next = s->waiters;
+    s->waiters = w;
+    rill__mutex_unlock(&s->wait_lock);
+    return true;
+}
+
+/* ---------------------------------------------------------- sticky errors */
+
+void rill__stream_fail(rill_stream *s, uint64_t seq, const char *message) {
+    rill__mutex_lock(&s->err_lock);
+    if (s->fail_lo == 0 || s->fail_hi != UINT64_MAX) {
+        s->fail_lo = seq;
+        s->fail_hi = UINT64_MAX;
+        snprintf(s->fail_msg, sizeof s->fail_msg, "%s", message);
+        atomic_store(&s->has_failed, 1);
+    }
+    rill__mutex_unlock(&s->err_lock);
+}
+
+void rill__stream_clear_failure(rill_stream *s, uint64_t seq) {
+    rill__mutex_lock(&s->err_lock);
+    if (s->fail_lo != 0 && s->fail_hi == UINT64_MAX)
+        s->fail_hi = seq;
+    rill__mutex_unlock(&s->err_lock);
+}
+
+bool rill__stream_failed_at(rill_stream *s, uint64_t seq, char *msg, size_t size) {
+    /* acquire: pairs with the seq_cst store in rill__stream_fail. */
+    if (!atomic_load_explicit(&s->has_failed, memory_order_acquire))
+        return false;
+    rill__mutex_lock(&s->err_lock);
+    bool failed = s->fail_lo != 0 && s->fail_lo <= seq && seq < s->fail_hi;
+    if (failed && msg != NULL)
+        snprintf(msg, size, "%s", s->fail_msg);
+    rill__mutex_unlock(&s->err_lock);
+    return failed;
+}
+
+/* ------------------------------------------------------------ host waits */
+
+static int reached(rill_stream *s, uint64_t seq) {
+    /* acquire: pairs with the release store in rill__stream_complete. */
+    return atomic_load_explicit(&s->done_seq, memory_order_acquire) >= seq;
+}
+
+void rill__stream_host_wait(rill_stream *s, uint64_t seq, int blocking) {
+    if (reached(s, seq))
+        return;
+    uint64_t start = rill__now_ns();
+    if (!blocking) {
+        unsigned spins = 0;
+        for (;;) {
+            if (reached(s, seq))
+                return;
+            rill__cpu_relax();
+            if ((++spins & 63u) != 0)
+                continue;
+            uint64_t elapsed = rill__now_ns() - start;
+            if (elapsed > SPIN_NS + YIELD_NS)
+                break;
+            if (elapsed > SPIN_NS)
+                rill__thread_yield();
+        }
+    }
+    atomic_fetch_add_explicit(&s->host_waiters, 1, memory_order_seq_cst);
+    for (;;) {
+        uint32_t gen = atomic_load_explicit(&s->wake_gen, memory_order_acquire);
+        if (atomic_load_explicit(&s->done_seq, memory_order_seq_cst) >= seq)
+            break;
+        rill__futex_wait(&s->wake_gen, gen);
+    }
+    atomic_fetch_sub_explicit(&s->host_waiters, 1, memory_order_relaxed);
+}
+
+rill_status rill__stream_wait_status(rill_stream *s, uint64_t seq, int blocking, const char *fn) {
+    char msg[RILL__ERROR_BYTES];
+    rill__stream_host_wait(s, seq, blocking);
+    if (rill__stream_failed_at(s, seq, msg, sizeof msg))
+        return rill__fail(RILL_ERROR_KERNEL_FAILED, "%s: %s", fn, msg);
+    return RILL_OK;
+}
+
+rill_status rill__stream_submit(rill_stream *s, const rill__cmd *cmd, uint64_t *seq) {
+    uint64_t unused;
+    return s->dev->ops->submit(s, cmd, seq != NULL ? seq : &unused);
+}
+
+/* ---------------------------------------------------------------- public */
+
+static int clamp_priority(rill_device *dev, int priority) {
+    if (priority < dev->info.greatest_priority)
+        return dev->info.greatest_priority;
+    if (priority > dev->info.least_priority)
+        return dev->info.least_priority;
+    return priority;
+}
+
+rill_status rill_stream_create(rill_device *dev, int priority, rill_stream **out) {
+    if (out == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_stream_create: out is NULL");
+    *out = NULL;
+    rill_status st = rill__device_resolve(dev, "rill_stream_create", &dev);
+    if (st != RILL_OK)
+        return st;
+    return rill__stream_new(dev, clamp_priority(dev, priority), RILL__STREAM_USER, out);
+}
+
+rill_status rill_stream_destroy(rill_stream *stream) {
+    if (stream == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_stream_destroy: stream is NULL; pass a stream from "
+                          "rill_stream_create");
+    rill_status st = rill__stream_resolve(stream, "rill_stream_destroy", &stream);
+    if (st != RILL_OK)
+        return st;
+    if (stream->kind != RILL__STREAM_USER)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_stream_destroy: %s is owned by the library and lives until "
+                          "rill_shutdown; destroy only streams from rill_stream_create",
+                          kind_label(stream->kind));
+    if (atomic_exchange(&stream->owner_released, 1))
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_stream_destroy: the stream was already destroyed");
+    atomic_store(&stream->magic, RILL__MAGIC_DEAD);
+    /* Pending work keeps its own reference: the stream is a zombie until
+     * that work completes. */
+    rill__stream_unref(stream);
+    return RILL_OK;
+}
+
+rill_status rill_stream_set_name(rill_stream *stream, const char *name) {
+    if (name == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_stream_set_name: name is NULL");
+    rill_status st = rill__stream_resolve(stream, "rill_stream_set_name", &stream);
+    if (st != RILL_OK)
+        return st;
+    rill__mutex_lock(&stream->err_lock);
+    snprintf(stream->name, sizeof stream->name, "%s", name);
+    rill__mutex_unlock(&stream->err_lock);
+    return RILL_OK;
+}
+
+rill_status rill_stream_get_priority(rill_stream *stream, int *priority) {
+    if (priority == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_stream_get_priority: priority is NULL");
+    *priority = 0;
+    rill_status st = rill__stream_resolve(stream, "rill_stream_get_priority", &stream);
+    if (st == RILL_OK)
+        *priority = stream->priority;
+    return st;
+}
+
+rill_status rill_stream_get_device(rill_stream *stream, rill_device **out) {
+    if (out == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_stream_get_device: out is NULL");
+    *out = NULL;
+    rill_status st = rill__stream_resolve(stream, "rill_stream_get_device", &stream);
+    if (st == RILL_OK)
+        *out = stream->dev;
+    return st;
+}
+
+rill_status rill_stream_query(rill_stream *stream) {
+    char msg[RILL__ERROR_BYTES];
+    rill_status st = rill__stream_resolve(stream, "rill_stream_query", &stream);
+    if (st != RILL_OK)
+        return st;
+    /* acquire: pairs with the submit that assigned the sequence number. */
+    uint64_t seq = atomic_load_explicit(&stream->sub_seq, memory_order_acquire);
+    if (rill__stream_failed_at(stream, seq, msg, sizeof msg))
+        return rill__fail(RILL_ERROR_KERNEL_FAILED, "rill_stream_query: %s", msg);
+    return reached(stream, seq) ? RILL_OK : RILL_NOT_READY;
+}
+
+rill_status rill_stream_synchronize(rill_stream *stream) {
+    rill_status st = rill__stream_resolve(stream, "rill_stream_synchronize", &stream);
+    if (st != RILL_OK)
+        return st;
+    st = rill__check_may_block("rill_stream_synchronize");
+    if (st != RILL_OK)
+        return st;
+    uint64_t seq = atomic_load_explicit(&stream->sub_seq, memory_order_acquire);
+    st = rill__stream_wait_status(stream, seq, 0, "rill_stream_synchronize");
+    rill__mem_reap(stream->dev);
+    return st;
+}
+
+/* Makes stream wait until other has completed seq. Shared by
+ * rill_stream_wait_event and rill_stream_wait_stream. */
+rill_status rill__stream_wait_point(rill_stream *stream, rill_stream *other, uint64_t seq,
+                                    const char *fn) {
+    if (other == stream || seq == 0)
+        return RILL_OK; /* stream order already implies it */
+    if (reached(other, seq) && !rill__stream_failed_at(other, seq, NULL, 0))
+        return RILL_OK;
+    rill__cmd cmd = {.kind = RILL__CMD_WAIT};
+    rill__stream_ref(other);
+    cmd.u.wait.stream = other;
+    cmd.u.wait.seq = seq;
+    rill_status st = rill__stream_submit(stream, &cmd, NULL);
+    if (st != RILL_OK) {
+        rill__stream_unref(other);
+        return rill__fail(st, "%s: %s", fn, rill_last_error());
+    }
+    return RILL_OK;
+}
+
+rill_status rill_stream_wait_stream(rill_stream *stream, rill_stream *other) {
+    rill_status st = rill__stream_resolve(stream, "rill_stream_wait_stream", &stream);
+    if (st != RILL_OK)
+        return st;
+    if (other == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_stream_wait_stream: other is NULL; pass the stream to wait for");
+    st = rill__stream_resolve(other, "rill_stream_wait_stream", &other);
+    if (st != RILL_OK)
+        return st;
+    uint64_t seq = atomic_load_explicit(&other->sub_seq, memory_order_acquire);
+    return rill__stream_wait_point(stream, other, seq, "rill_stream_wait_stream");
+}
+
+rill_status rill_stream_clear_error(rill_stream *stream) {
+    rill_status st = rill__stream_resolve(stream, "rill_stream_clear_error", &stream);
+    if (st != RILL_OK)
+        return st;
+    rill__cmd cmd = {.kind = RILL__CMD_CLEAR};
+    return rill__stream_submit(stream, &cmd, NULL);
+}
+
+rill_status rill_stream_get_tagged(rill_device *dev, const char *tag, int priority,
+                                   rill_stream **out) {
+    if (out == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_stream_get_tagged: out is NULL");
+    *out = NULL;
+    if (tag == NULL || tag[0] == '\0')
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_stream_get_tagged: the tag is NULL or empty; pass a name such as "
+                          "\"comm\"");
+    rill_status st = rill__device_resolve(dev, "rill_stream_get_tagged", &dev);
+    if (st != RILL_OK)
+        return st;
+    rill__mutex_lock(&dev->lock);
+    for (rill__tagged_stream *t = dev->tagged; t != NULL; t = t->next) {
+        if (strcmp(t->tag, tag) == 0) {
+            *out = t->stream;
+            rill__mutex_unlock(&dev->lock);
+            return RILL_OK;
+        }
+    }
+    rill__mutex_unlock(&dev->lock);
+    /* Create outside the lock (stream creation takes dev->lock), then
+     * publish unless another thread won the race. */
+    rill_stream *s;
+    st = rill__stream_new(dev, clamp_priority(dev, priority), RILL__STREAM_TAGGED, &s);
+    if (st != RILL_OK)
+        return st;
+    snprintf(s->name, sizeof s->name, "%s", tag);
+    rill__tagged_stream *t = rill__malloc(sizeof *t);
+    char *copy = rill__strdup(tag);
+    if (t == NULL || copy == NULL) {
+        rill__free(t);
+        rill__free(copy);
+        atomic_store(&s->owner_released, 1);
+        rill__stream_unref(s);
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "rill_stream_get_tagged: out of memory");
+    }
+    rill__mutex_lock(&dev->lock);
+    for (rill__tagged_stream *o = dev->tagged; o != NULL; o = o->next) {
+        if (strcmp(o->tag, tag) == 0) {
+            *out = o->stream;
+            rill__mutex_unlock(&dev->lock);
+            rill__free(t);
+            rill__free(copy);
+            atomic_store(&s->owner_released, 1);
+            rill__stream_unref(s);
+            return RILL_OK;
+        }
+    }
+    t->tag = copy;
+    t->stream = s;
+    t->next = dev->tagged;
+    dev->tagged = t;
+    rill__mutex_unlock(&dev->lock);
+    *out = s;
+    return RILL_OK;
+}

@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: MIT */
+/* Streams: sequence counters, sticky-error windows, waiters, host waits.
+ *
+ * Invariants: 0 <= done_seq <= sub_seq; commands complete in order; the
+ * failure window [fail_lo, fail_hi) holds the sequence numbers whose work
+ * failed or was skipped (fail_lo == 0: none; fail_hi == UINT64_MAX while
+ * the failure is not cleared). */
+#ifndef RILL_CORE_STREAM_H
+#define RILL_CORE_STREAM_H
+
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "core/runtime.h"
+
+/* Size of a sticky-error sentence. */
+#define RILL__ERROR_BYTES 512
+
+typedef enum rill__stream_kind {
+    RILL__STREAM_USER = 0, /* rill_stream_create; the caller destroys it */
+    RILL__STREAM_DEFAULT,  /* the device's default stream */
+    RILL__STREAM_TAGGED    /* rill_stream_get_tagged */
+} rill__stream_kind;
+
+/* Someone to notify when a stream completes a sequence number. */
+typedef struct rill__waiter {
+    struct rill__waiter *next;
+    uint64_t seq;
+    void (*fn)(struct rill__waiter *w); /* called with no lock held */
+} rill__waiter;
+
+struct rill_stream {
+    _Atomic uint32_t magic;
+    /* immutable after create */
+    rill_device *dev; /* borrowed: outlives this */
+    int priority;
+    rill__stream_kind kind;
+    /* guarded by err_lock (the name too: set_name may race with errors) */
+    rill__mutex err_lock;
+    char name[64];
+    uint64_t fail_lo, fail_hi;
+    char fail_msg[RILL__ERROR_BYTES];
+    /* guarded by dev->lock; a stream stays listed until it is freed */
+    rill_stream *dev_next, *dev_prev;
+    /* guarded by wait_lock */
+    rill__mutex wait_lock;
+    rill__waiter *waiters;
+    /* atomic */
+    _Atomic int refs;                 /* owner, pending work, events, waits */
+    _Atomic int owner_released;       /* destroyed by its owner (a zombie if work remains) */
+    _Atomic int has_failed;           /* fail_lo != 0, for a lock-free fast path */
+    _Atomic uint32_t num_waiters;     /* entries in waiters */
+    _Atomic uint32_t host_waiters;    /* threads sleeping on wake_gen */
+    _Atomic uint32_t wake_gen;        /* futex word for host waiters */
+    alignas(64) _Atomic uint64_t sub_seq;  /* written by the backend's submit */
+    alignas(64) _Atomic uint64_t done_seq; /* written by the executing backend */
+    /* backend state, rill__backend_ops.stream_state_bytes long */
+    alignas(64) unsigned char backend[];
+};
+
+static inline void *rill__stream_backend(rill_stream *s) {
+    return s->backend;
+}
+
+/* Creates a stream of the given kind (priority already clamped). */
+rill_status rill__stream_new(rill_device *dev, int priority, rill__stream_kind kind,
+                             rill_stream **out);
+/* Resolves a stream argument: NULL means the current stream of the current
+ * device; a bad handle is RILL_ERROR_INVALID_ARGUMENT naming fn. */
+rill_status rill__stream_resolve(rill_stream *s, const char *fn, rill_stream **out);
+void rill__stream_ref(rill_stream *s);
+void rill__stream_unref(rill_stream *s);
+/* Copies the stream's name ("stream 0x..." when unnamed) into buf. */
+void rill__stream_name(rill_stream *s, char *buf, size_t size);
+
+/* Marks seq as completed (in order) and wakes waiters. Backend only. */
+void rill__stream_complete(rill_stream *s, uint64_t seq);
+/* Opens a failure window at seq with a sentence, unless one is open. */
+void rill__stream_fail(rill_stream *s, uint64_t seq, const char *message);
+/* Closes the open failure window at seq (a CLEAR command ran). */
+void rill__stream_clear_failure(rill_stream *s, uint64_t seq);
+/* True when the work up to seq failed; copies the sentence into msg. */
+bool rill__stream_failed_at(rill_stream *s, uint64_t seq, char *msg, size_t size);
+
+/* Registers w to be called once s completes w->seq. Returns false, without
+ * registering, when that already happened. */
+bool rill__stream_add_waiter(rill_stream *s, rill__waiter *w);
+
+/* Blocks the calling thread until s completes seq. blocking != 0 sleeps at
+ * once; otherwise spins briefly, yields, then sleeps. */
+void rill__stream_host_wait(rill_stream *s, uint64_t seq, int blocking);
+/* Waits for seq and turns a failure into RILL_ERROR_KERNEL_FAILED. */
+rill_status rill__stream_wait_status(rill_stream *s, uint64_t seq, int blocking, const char *fn);
+
+/* Makes stream's later work wait until other completes seq (nothing when
+ * that is already implied or done). fn names the public call. */
+rill_status rill__stream_wait_point(rill_stream *stream, rill_stream *other, uint64_t seq,
+                                    const char *fn);
+
+/* Submits a command, the one path every command takes into a backend. */
+rill_status rill__stream_submit(rill_stream *s, const rill__cmd *cmd, uint64_t *seq);
+
+#endif

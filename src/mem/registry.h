@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+/* The pointer registry: which device (or page-locked host memory) an
+ * address belongs to. A sorted array of disjoint ranges searched by
+ * binary search under one mutex.
+ *
+ * Invariant: blocks[i].base + blocks[i].bytes <= blocks[i+1].base. */
+#ifndef RILL_MEM_REGISTRY_H
+#define RILL_MEM_REGISTRY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rill.h"
+
+typedef enum rill__mem_kind {
+    RILL__MEM_DEVICE = 1, /* rill_malloc / rill_malloc_async */
+    RILL__MEM_HOST        /* rill_malloc_host */
+} rill__mem_kind;
+
+typedef struct rill__mem_block {
+    uintptr_t base;
+    size_t bytes;
+    rill_device *dev; /* NULL for host memory */
+    rill__mem_kind kind;
+} rill__mem_block;
+
+void rill__registry_init(void);
+void rill__registry_shutdown(void);
+/* RILL_ERROR_OUT_OF_MEMORY when the registry cannot grow. */
+rill_status rill__registry_insert(const rill__mem_block *b);
+/* Finds the block that contains p. */
+bool rill__registry_find(const void *p, rill__mem_block *out);
+/* Removes the block that starts exactly at base and kind matches. */
+bool rill__registry_remove(const void *base, rill__mem_kind kind, rill__mem_block *out);
+/* Removes and returns (through fn) every block of dev (NULL: host blocks). */
+void rill__registry_drain(rill_device *dev, rill__mem_kind kind,
+                          void (*fn)(const rill__mem_block *b, void *ctx), void *ctx);
+
+#endif

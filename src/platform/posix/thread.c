@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: MIT */
+/* POSIX (Linux) implementation of src/platform/thread.h: pthreads for
+ * threads and mutexes, the futex system call for sleeping on a word, and
+ * /proc for the processor's name. */
+#include "platform/thread.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+static_assert(sizeof(pthread_mutex_t) <= sizeof(((rill__mutex *)0)->opaque),
+              "rill__mutex is too small for pthread_mutex_t");
+
+static pthread_mutex_t *pm(rill__mutex *m) {
+    return (pthread_mutex_t *)(void *)m->opaque;
+}
+
+void rill__mutex_init(rill__mutex *m) {
+    if (pthread_mutex_init(pm(m), NULL) != 0)
+        abort();
+}
+
+void rill__mutex_destroy(rill__mutex *m) {
+    if (pthread_mutex_destroy(pm(m)) != 0)
+        abort();
+}
+
+void rill__mutex_lock(rill__mutex *m) {
+    if (pthread_mutex_lock(pm(m)) != 0)
+        abort();
+}
+
+void rill__mutex_unlock(rill__mutex *m) {
+    if (pthread_mutex_unlock(pm(m)) != 0)
+        abort();
+}
+
+struct thread_start {
+    void (*fn)(void *);
+    void *arg;
+};
+
+static void *thread_main(void *p) {
+    struct thread_start st = *(struct thread_start *)p;
+    free(p);
+    st.fn(st.arg);
+    return NULL;
+}
+
+void rill__thread_start(rill__thread *t, const char *name, void (*fn)(void *), void *arg) {
+    struct thread_start *st = malloc(sizeof *st);
+    pthread_t th;
+    if (st == NULL)
+        abort();
+    st->fn = fn;
+    st->arg = arg;
+    if (pthread_create(&th, NULL, thread_main, st) != 0)
+        abort();
+    pthread_setname_np(th, name);
+    t->handle = (uintptr_t)th;
+}
+
+void rill__thread_join(rill__thread *t) {
+    if (pthread_join((pthread_t)t->handle, NULL) != 0)
+        abort();
+}
+
+void rill__thread_yield(void) {
+    sched_yield();
+}
+
+void rill__futex_wait(_Atomic uint32_t *word, uint32_t expected) {
+    /* EAGAIN (the word changed) and EINTR are ordinary returns. */
+    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
+}
+
+void rill__futex_wake(_Atomic uint32_t *word, int count) {
+    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, count, NULL, NULL, 0);
+}
+
+uint64_t rill__now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int rill__cpu_count(void) {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        int n = CPU_COUNT(&set);
+        if (n > 0)
+            return n;
+    }
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+size_t rill__physical_memory_bytes(void) {
+    long pages = sysconf(_SC_PHYS_PAGES);
+    long page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? (size_t)pages * (size_t)page : 0;
+}
+
+void rill__cpu_model_name(char *buf, size_t size) {
+    char line[256];
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    snprintf(buf, size, "unknown processor");
+    if (f == NULL)
+        return;
+    while (fgets(line, sizeof line, f) != NULL) {
+        char *colon = strchr(line, ':');
+        if (strncmp(line, "model name", 10) != 0 || colon == NULL)
+            continue;
+        colon++;
+        while (*colon == ' ' || *colon == '\t')
+            colon++;
+        colon[strcspn(colon, "\n")] = '\0';
+        snprintf(buf, size, "%s", colon);
+        break;
+    }
+    fclose(f);
+}

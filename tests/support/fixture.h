@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/* Test fixtures: common includes for cmocka tests, a deadline helper and a
+ * way to assert a status together with rill_last_error(). No assertions of
+ * its own live here beyond the macros; tests own their checks. */
+#ifndef RILL_TEST_FIXTURE_H
+#define RILL_TEST_FIXTURE_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "rill.h"
+
+/* Asserts that `call` returns RILL_OK; on failure prints rill_last_error(). */
+#define RT_OK(call)                                                                          \
+    do {                                                                                     \
+        rill_status rt_st_ = (call);                                                         \
+        if (rt_st_ != RILL_OK)                                                               \
+            fail_msg("%s returned %s: %s", #call, rill_status_name(rt_st_), rill_last_error()); \
+    } while (0)
+
+/* Asserts that `call` returns `status` and leaves a non-empty sentence. */
+#define RT_STATUS(status, call)                                                              \
+    do {                                                                                     \
+        rill_status rt_st_ = (call);                                                         \
+        if (rt_st_ != (status))                                                              \
+            fail_msg("%s returned %s, expected %s (%s)", #call, rill_status_name(rt_st_),    \
+                     rill_status_name(status), rill_last_error());                           \
+        if ((status) != RILL_OK && (status) != RILL_NOT_READY)                               \
+            assert_true(rill_last_error()[0] != '\0');                                       \
+    } while (0)
+
+/* Monotonic clock in nanoseconds. */
+uint64_t rt_now_ns(void);
+/* Sleeps the calling thread for `us` microseconds. */
+void rt_sleep_us(unsigned us);
+/* Busy-waits `us` microseconds (keeps a worker occupied in a kernel). */
+void rt_spin_us(unsigned us);
+/* Runs the cmocka group, passing argv[1] as a test filter when given. */
+int rt_run(const char *group_name, const struct CMUnitTest *tests, size_t count, int argc,
+           char **argv);
+/* Group teardown helper: calls rill_shutdown so leak checkers see leaks. */
+int rt_teardown_shutdown(void **state);
+
+#define RT_RUN(tests) rt_run(__FILE__, tests, sizeof(tests) / sizeof((tests)[0]), argc, argv)
+
+#endif
