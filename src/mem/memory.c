@@ -50,6 +50,7 @@ static rill__mem_deferred *collect(rill_device *dev, int all) {
         rill__mem_deferred *d = *p;
         if (all || deps_done(d)) {
             *p = d->next;
+            atomic_fetch_sub_explicit(&dev->mem.num_deferred, 1, memory_order_relaxed);
             dev->mem.stats.reserved_bytes -= d->bytes;
             d->next = done;
             done = d;
@@ -63,7 +64,7 @@ static rill__mem_deferred *collect(rill_device *dev, int all) {
 
 void rill__mem_reap(rill_device *dev) {
     /* relaxed: a hint; collect re-reads the list under the lock. */
-    if (dev->mem.deferred == NULL)
+    if (atomic_load_explicit(&dev->mem.num_deferred, memory_order_relaxed) == 0)
         return;
     rill__mem_deferred *d = collect(dev, 0);
     while (d != NULL) {
@@ -241,6 +242,7 @@ static rill_status device_free(void *ptr, const char *fn) {
         memcpy(d->deps, deps, n * sizeof deps[0]);
         d->next = dev->mem.deferred;
         dev->mem.deferred = d;
+        atomic_fetch_add_explicit(&dev->mem.num_deferred, 1, memory_order_relaxed);
         dev->mem.stats.deferred_frees++;
     } else {
         dev->mem.stats.reserved_bytes -= b.bytes;

@@ -8,6 +8,7 @@
 #ifndef RILL_MEM_MEMORY_H
 #define RILL_MEM_MEMORY_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -33,6 +34,8 @@ typedef struct rill__mem_device {
     rill_mem_stats stats;
     rill__mem_deferred *deferred; /* owned */
     size_t limit_bytes;           /* cap on reserved_bytes; 0: none */
+    /* atomic: entries in deferred, read without the lock as a hint */
+    _Atomic size_t num_deferred;
 } rill__mem_device;
 
 void rill__mem_device_init(rill__mem_device *m);

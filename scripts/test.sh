@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Builds rill and runs every test: all labels in an optimised build, the
+# unit and seed tests under AddressSanitizer+UndefinedBehaviorSanitizer
+# (LeakSanitizer included), and the unit and stress tests under
+# ThreadSanitizer. Warnings are errors. Usage: scripts/test.sh [quick]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/deps.sh
+
+jobs=$(nproc)
+run() { # preset, ctest label regex
+  local preset=$1 labels=$2
+  echo "== $preset: building"
+  cmake --preset "$preset" -G Ninja -DRILL_WERROR=ON >/dev/null
+  cmake --build "build/$preset" -j "$jobs"
+  echo "== $preset: ctest -L '$labels'"
+  (cd "build/$preset" && ctest -L "$labels" --output-on-failure -j 1)
+}
+
+if [ "${1:-}" != quick ]; then
+  run asan-ubsan 'unit|seeds'
+  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" run tsan 'unit|stress'
+fi
+run default 'unit|seeds|stress'
