@@ -11,14 +11,17 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/assert.h"
 #include "core/event.h"
 #include "core/kernel.h"
-#include "core/ops.h"
 #include "core/status.h"
 #include "core/stream.h"
 #include "mem/registry.h"
 
 static _Atomic(rill__runtime *) runtime;
+/* Shutdown hooks: written once each, before use, under init_lock. */
+static void (*shutdown_hooks[8])(void);
+static _Atomic int num_shutdown_hooks;
 static rill__runtime runtime_storage;
 static _Atomic uint64_t next_epoch = 1;
 /* Serialises initialisation and shutdown (a plain atomic spin lock, so it
@@ -53,6 +56,18 @@ static void lock_init(void) {
 
 static void unlock_init(void) {
     atomic_store(&init_lock, 0);
+}
+
+void rill__on_shutdown(void (*fn)(void)) {
+    lock_init();
+    int n = atomic_load(&num_shutdown_hooks);
+    int known = 0;
+    for (int i = 0; i < n; i++)
+        known |= shutdown_hooks[i] == fn;
+    RILL_ASSERT(known || n < (int)(sizeof shutdown_hooks / sizeof shutdown_hooks[0]));
+    if (!known)
+        shutdown_hooks[atomic_fetch_add(&num_shutdown_hooks, 1)] = fn;
+    unlock_init();
 }
 
 /* Reads RILL_DEVICE and picks the initial current device. */
@@ -126,6 +141,7 @@ rill_status rill__runtime_get(rill__runtime **out) {
         memset(rt, 0, sizeof *rt);
         rt->epoch = atomic_fetch_add(&next_epoch, 1);
         rill__mutex_init(&rt->lock);
+        rill__barrier_init();
         rill__registry_init();
         if (device_create(rt, &rill__cpu_backend) != RILL_OK)
             snprintf(rt->init_error, sizeof rt->init_error, "%s", rill_last_error());
@@ -150,7 +166,7 @@ rill_status rill__device_resolve(rill_device *dev, const char *fn, rill_device *
         dev = thread_get(rt)->device;
         if (dev == NULL)
             return no_device(rt, fn);
-    } else if (dev->magic != RILL__MAGIC_DEVICE) {
+    } else if (rill__handle_magic(dev) != RILL__MAGIC_DEVICE) {
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "%s: the device handle is not valid (devices come from rill_device_get "
                           "and live until rill_shutdown)",
@@ -373,7 +389,8 @@ rill_status rill_shutdown(void) {
     rill__runtime *rt = atomic_load_explicit(&runtime, memory_order_acquire);
     if (rt == NULL)
         return RILL_OK;
-    rill__ops_shutdown();
+    for (int i = 0; i < atomic_load(&num_shutdown_hooks); i++)
+        shutdown_hooks[i]();
     lock_init();
     /* Wait for all work, including that of destroyed (zombie) streams,
      * which lives on in waits and events of live streams. */
@@ -415,7 +432,7 @@ rill_stream *rill_set_current_stream(rill_stream *stream) {
         if (rill__device_resolve(NULL, "rill_set_current_stream", &dev) != RILL_OK)
             return NULL;
         stream = dev->default_stream;
-    } else if (atomic_load(&stream->magic) != RILL__MAGIC_STREAM) {
+    } else if (rill__handle_magic(stream) != RILL__MAGIC_STREAM) {
         rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                    "rill_set_current_stream: the stream handle is not valid (destroyed?)");
         return NULL;

@@ -22,7 +22,7 @@ static rill_status resolve(rill_event *e, const char *fn) {
     if (e == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "%s: event is NULL; pass an event from rill_event_create", fn);
-    if (atomic_load_explicit(&e->magic, memory_order_relaxed) != RILL__MAGIC_EVENT)
+    if (rill__handle_magic(e) != RILL__MAGIC_EVENT)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "%s: the event handle is not valid (destroyed, or not an event)", fn);
     return RILL_OK;

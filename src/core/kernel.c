@@ -117,6 +117,9 @@ rill_status rill_kernel_create(const rill_kernel_desc *desc, rill_kernel **out) 
 rill_status rill_kernel_destroy(rill_kernel *kernel) {
     if (kernel == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_kernel_destroy: kernel is NULL");
+    if (rill__handle_magic(kernel) != RILL__MAGIC_KERNEL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_kernel_destroy: the kernel handle is not valid (destroyed?)");
     uint32_t expected = RILL__MAGIC_KERNEL;
     if (!atomic_compare_exchange_strong(&kernel->magic, &expected, RILL__MAGIC_DEAD))
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
@@ -144,8 +147,7 @@ rill_status rill_launch_kernel(rill_stream *stream, rill_kernel *kernel,
     rill_status st = rill__stream_resolve(stream, fn, &stream);
     if (st != RILL_OK)
         return st;
-    if (kernel == NULL || atomic_load_explicit(&kernel->magic, memory_order_relaxed) !=
-                              RILL__MAGIC_KERNEL)
+    if (rill__handle_magic(kernel) != RILL__MAGIC_KERNEL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "%s: the kernel is NULL or not valid; pass a kernel from "
                           "rill_kernel_create",

@@ -18,6 +18,21 @@
 #define RILL__MAGIC_KERNEL 0x524b524eu /* "RKRN" */
 #define RILL__MAGIC_DEAD 0xdeadbeefu
 
+/* Reads the magic number at the start of a handle without assuming the
+ * handle type's alignment, so that checking a bogus pointer is defined
+ * (a handle's first member is always its magic). */
+static inline uint32_t rill__handle_magic(const void *handle) {
+    if (handle == NULL || ((uintptr_t)handle & (_Alignof(uint32_t) - 1)) != 0)
+        return 0;
+    /* relaxed: destroy and use of one handle from two threads is a caller
+     * error; the check only catches handles that are already dead. */
+    return atomic_load_explicit((const _Atomic uint32_t *)handle, memory_order_relaxed);
+}
+
+/* Runs fn at the start of every rill_shutdown, once registered (modules
+ * above the core, such as the built-in ops, release their state so). */
+void rill__on_shutdown(void (*fn)(void));
+
 typedef struct rill__tagged_stream {
     struct rill__tagged_stream *next;
     char *tag;          /* owned */
@@ -25,7 +40,7 @@ typedef struct rill__tagged_stream {
 } rill__tagged_stream;
 
 struct rill_device {
-    uint32_t magic;
+    _Atomic uint32_t magic; /* first member: see rill__handle_magic */
     /* immutable after init */
     rill_device_info info;
     const rill__backend_ops *ops;

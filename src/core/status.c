@@ -7,6 +7,9 @@
 #include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+
+#include "core/assert.h"
 
 #define RILL_STATUS_TABLE(X)                                                                     \
     X(RILL_OK, "success")                                                                        \
@@ -76,4 +79,9 @@ rill_status rill__fail(rill_status status, const char *fmt, ...) {
 
 void rill__clear_error(void) {
     last_error[0] = '\0';
+}
+
+_Noreturn void rill__assert_fail(const char *cond, const char *file, int line) {
+    fprintf(stderr, "rill: internal error: %s:%d: assertion '%s' failed\n", file, line, cond);
+    abort();
 }

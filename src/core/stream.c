@@ -48,6 +48,8 @@ rill_status rill__stream_new(rill_device *dev, int priority, rill__stream_kind k
     rill__mutex_init(&s->err_lock);
     rill__mutex_init(&s->wait_lock);
     atomic_init(&s->refs, 1);
+    s->windows = &s->first_window;
+    s->cap_windows = 1;
     rill_status st = dev->ops->stream_init(s);
     if (st != RILL_OK) {
         rill__mutex_destroy(&s->wait_lock);
@@ -72,7 +74,7 @@ rill_status rill__stream_resolve(rill_stream *s, const char *fn, rill_stream **o
         *out = rill__thread_current_stream(dev);
         return RILL_OK;
     }
-    if (atomic_load_explicit(&s->magic, memory_order_relaxed) != RILL__MAGIC_STREAM)
+    if (rill__handle_magic(s) != RILL__MAGIC_STREAM)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "%s: the stream handle is not valid (destroyed, or not a stream)", fn);
     *out = s;
@@ -91,6 +93,10 @@ void rill__stream_unref(rill_stream *s) {
     rill_device *dev = s->dev;
     rill__device_remove_stream(dev, s);
     dev->ops->stream_fini(s);
+    for (size_t i = 0; i < s->num_windows; i++)
+        rill__free(s->windows[i].message);
+    if (s->windows != &s->first_window)
+        rill__free(s->windows);
     rill__mutex_destroy(&s->wait_lock);
     rill__mutex_destroy(&s->err_lock);
     rill__free(s);
@@ -111,10 +117,12 @@ void rill__stream_complete(rill_stream *s, uint64_t seq) {
     /* release: pairs with the acquire loads of done_seq in waits and
      * queries, publishing the completed command's writes. */
     atomic_store_explicit(&s->done_seq, seq, memory_order_release);
-    /* seq_cst fence: a Dekker pair with the num_waiters/host_waiters
-     * increments in rill__stream_add_waiter and rill__stream_host_wait,
-     * which are followed by a seq_cst load of done_seq. */
-    atomic_thread_fence(memory_order_seq_cst);
+    /* A Dekker pair with the num_waiters/host_waiters increments in
+     * rill__stream_add_waiter and rill__stream_host_wait, which run a heavy
+     * barrier before they load done_seq: either they see this store or we
+     * see them. Completions are hot and waiters rare, hence the light
+     * barrier here. */
+    rill__barrier_light();
     if (atomic_load_explicit(&s->num_waiters, memory_order_relaxed) != 0) {
         rill__waiter *ready = NULL;
         rill__mutex_lock(&s->wait_lock);
@@ -145,7 +153,8 @@ void rill__stream_complete(rill_stream *s, uint64_t seq) {
 bool rill__stream_add_waiter(rill_stream *s, rill__waiter *w) {
     rill__mutex_lock(&s->wait_lock);
     atomic_fetch_add_explicit(&s->num_waiters, 1, memory_order_seq_cst);
-    if (atomic_load_explicit(&s->done_seq, memory_order_seq_cst) >= w->seq) {
+    rill__barrier_heavy(); /* pairs with the light barrier in rill__stream_complete */
+    if (atomic_load_explicit(&s->done_seq, memory_order_acquire) >= w->seq) {
         atomic_fetch_sub_explicit(&s->num_waiters, 1, memory_order_relaxed);
         rill__mutex_unlock(&s->wait_lock);
         return false;
@@ -159,20 +168,44 @@ bool rill__stream_add_waiter(rill_stream *s, rill__waiter *w) {
 /* ---------------------------------------------------------- sticky errors */
 
 void rill__stream_fail(rill_stream *s, uint64_t seq, const char *message) {
+    char *copy = rill__strdup(message);
     rill__mutex_lock(&s->err_lock);
-    if (s->fail_lo == 0 || s->fail_hi != UINT64_MAX) {
-        s->fail_lo = seq;
-        s->fail_hi = UINT64_MAX;
-        snprintf(s->fail_msg, sizeof s->fail_msg, "%s", message);
-        atomic_store(&s->has_failed, 1);
+    size_t n = s->num_windows;
+    if (n > 0 && s->windows[n - 1].hi == UINT64_MAX) {
+        rill__mutex_unlock(&s->err_lock); /* already failing */
+        rill__free(copy);
+        return;
     }
+    if (n == s->cap_windows) {
+        size_t cap = 2 * n;
+        rill__fail_window *w = rill__malloc(cap * sizeof *w);
+        if (w == NULL) {
+            /* Out of memory: reopen the last window instead (stricter,
+             * never more lenient). */
+            s->windows[n - 1].hi = UINT64_MAX;
+            rill__mutex_unlock(&s->err_lock);
+            rill__free(copy);
+            return;
+        }
+        memcpy(w, s->windows, n * sizeof *w);
+        if (s->windows != &s->first_window)
+            rill__free(s->windows);
+        s->windows = w;
+        s->cap_windows = cap;
+    }
+    s->windows[n].lo = seq;
+    s->windows[n].hi = UINT64_MAX;
+    s->windows[n].message = copy;
+    s->num_windows = n + 1;
+    atomic_store(&s->has_failed, 1);
     rill__mutex_unlock(&s->err_lock);
 }
 
 void rill__stream_clear_failure(rill_stream *s, uint64_t seq) {
     rill__mutex_lock(&s->err_lock);
-    if (s->fail_lo != 0 && s->fail_hi == UINT64_MAX)
-        s->fail_hi = seq;
+    size_t n = s->num_windows;
+    if (n > 0 && s->windows[n - 1].hi == UINT64_MAX)
+        s->windows[n - 1].hi = seq;
     rill__mutex_unlock(&s->err_lock);
 }
 
@@ -181,9 +214,20 @@ bool rill__stream_failed_at(rill_stream *s, uint64_t seq, char *msg, size_t size
     if (!atomic_load_explicit(&s->has_failed, memory_order_acquire))
         return false;
     rill__mutex_lock(&s->err_lock);
-    bool failed = s->fail_lo != 0 && s->fail_lo <= seq && seq < s->fail_hi;
-    if (failed && msg != NULL)
-        snprintf(msg, size, "%s", s->fail_msg);
+    /* The last window with lo <= seq is the only one that may hold seq. */
+    size_t lo = 0, hi = s->num_windows;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->windows[mid].lo <= seq)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    bool failed = lo > 0 && seq < s->windows[lo - 1].hi;
+    if (failed && msg != NULL) {
+        const char *m = s->windows[lo - 1].message;
+        snprintf(msg, size, "%s", m != NULL ? m : "a kernel failed (no memory for its message)");
+    }
     rill__mutex_unlock(&s->err_lock);
     return failed;
 }
@@ -215,6 +259,7 @@ void rill__stream_host_wait(rill_stream *s, uint64_t seq, int blocking) {
         }
     }
     atomic_fetch_add_explicit(&s->host_waiters, 1, memory_order_seq_cst);
+    rill__barrier_heavy(); /* pairs with the light barrier in rill__stream_complete */
     for (;;) {
         uint32_t gen = atomic_load_explicit(&s->wake_gen, memory_order_acquire);
         if (atomic_load_explicit(&s->done_seq, memory_order_seq_cst) >= seq)
@@ -361,9 +406,6 @@ rill_status rill_stream_wait_stream(rill_stream *stream, rill_stream *other) {
     rill_status st = rill__stream_resolve(stream, "rill_stream_wait_stream", &stream);
     if (st != RILL_OK)
         return st;
-    if (other == NULL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                          "rill_stream_wait_stream: other is NULL; pass the stream to wait for");
     st = rill__stream_resolve(other, "rill_stream_wait_stream", &other);
     if (st != RILL_OK)
         return st;

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* Streams: sequence counters, sticky-error windows, waiters, host waits.
  *
- * Invariants: 0 <= done_seq <= sub_seq; commands complete in order; the
- * failure window [fail_lo, fail_hi) holds the sequence numbers whose work
- * failed or was skipped (fail_lo == 0: none; fail_hi == UINT64_MAX while
- * the failure is not cleared). */
+ * Invariants: 0 <= done_seq <= sub_seq; commands complete in order. Each
+ * failure window [lo, hi) holds the sequence numbers whose work failed or
+ * was skipped (hi == UINT64_MAX while the failure is not cleared); windows
+ * are disjoint and sorted: windows[i].hi <= windows[i+1].lo. */
 #ifndef RILL_CORE_STREAM_H
 #define RILL_CORE_STREAM_H
 
@@ -23,6 +23,12 @@ typedef enum rill__stream_kind {
     RILL__STREAM_TAGGED    /* rill_stream_get_tagged */
 } rill__stream_kind;
 
+/* Sequence numbers [lo, hi) of a stream whose work failed or was skipped. */
+typedef struct rill__fail_window {
+    uint64_t lo, hi;
+    char *message; /* owned */
+} rill__fail_window;
+
 /* Someone to notify when a stream completes a sequence number. */
 typedef struct rill__waiter {
     struct rill__waiter *next;
@@ -39,8 +45,9 @@ struct rill_stream {
     /* guarded by err_lock (the name too: set_name may race with errors) */
     rill__mutex err_lock;
     char name[64];
-    uint64_t fail_lo, fail_hi;
-    char fail_msg[RILL__ERROR_BYTES];
+    rill__fail_window *windows; /* owned, or first_window */
+    size_t num_windows, cap_windows;
+    rill__fail_window first_window;
     /* guarded by dev->lock; a stream stays listed until it is freed */
     rill_stream *dev_next, *dev_prev;
     /* guarded by wait_lock */
@@ -49,7 +56,7 @@ struct rill_stream {
     /* atomic */
     _Atomic int refs;                 /* owner, pending work, events, waits */
     _Atomic int owner_released;       /* destroyed by its owner (a zombie if work remains) */
-    _Atomic int has_failed;           /* fail_lo != 0, for a lock-free fast path */
+    _Atomic int has_failed;           /* num_windows != 0, for a lock-free fast path */
     _Atomic uint32_t num_waiters;     /* entries in waiters */
     _Atomic uint32_t host_waiters;    /* threads sleeping on wake_gen */
     _Atomic uint32_t wake_gen;        /* futex word for host waiters */

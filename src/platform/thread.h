@@ -46,6 +46,46 @@ static inline void rill__cpu_relax(void) {
 #endif
 }
 
+/* A spin lock for short critical sections that are rarely contended (a
+ * stream's submit path): one atomic exchange to take it, a plain release
+ * store to drop it. Spins, then yields to a preempted holder. */
+typedef struct rill__spinlock {
+    _Atomic int held;
+} rill__spinlock;
+
+void rill__spinlock_lock_slow(rill__spinlock *l);
+
+static inline void rill__spinlock_lock(rill__spinlock *l) {
+    /* acquire: pairs with the release store in rill__spinlock_unlock. */
+    if (!atomic_exchange_explicit(&l->held, 1, memory_order_acquire))
+        return;
+    rill__spinlock_lock_slow(l);
+}
+
+static inline void rill__spinlock_unlock(rill__spinlock *l) {
+    atomic_store_explicit(&l->held, 0, memory_order_release);
+}
+
+/* Asymmetric barriers (Dekker pairs whose one side is hot and the other
+ * rare): the hot side calls rill__barrier_light, a compiler barrier when
+ * the process can use membarrier(2), a full fence otherwise; the rare side
+ * calls rill__barrier_heavy, which makes every running thread of the
+ * process execute a full barrier. Either way, a store before a light
+ * barrier and a load after it pair with a store before a heavy barrier
+ * and a load after it as two full fences would. */
+extern _Atomic int rill__barrier_asymmetric;
+/* Enables the asymmetric mode when the kernel supports it (idempotent). */
+void rill__barrier_init(void);
+void rill__barrier_heavy(void);
+
+static inline void rill__barrier_light(void) {
+    /* relaxed: the flag only changes before any pair uses it. */
+    if (atomic_load_explicit(&rill__barrier_asymmetric, memory_order_relaxed))
+        atomic_signal_fence(memory_order_seq_cst);
+    else
+        atomic_thread_fence(memory_order_seq_cst);
+}
+
 /* Monotonic time in nanoseconds. */
 uint64_t rill__now_ns(void);
 /* Processors this process may run on (at least 1). */

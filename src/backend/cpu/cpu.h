@@ -2,7 +2,13 @@
 /* The CPU backend's internal structures, shared by cpu_device.c (device,
  * streams, memory) and cpu_sched.c (queues, workers, execution).
  *
- * A stream is a queue, not a thread. Its state moves
+ * A stream is a queue, not a thread. Its queue is a singly linked list
+ * with a dummy head: submitters append at tail under the stream's producer
+ * lock (which orders sequence numbers), the one worker that owns the
+ * stream reads head->next without any lock. Consumed nodes go back to the
+ * submitters through a lock-free stack (pushed one by one, taken whole).
+ *
+ * The stream's state moves
  *     IDLE --submit--> READY --worker pops--> RUNNING --queue empty--> IDLE
  *                                             RUNNING --wait not met--> PARKED --met--> READY
  * and a stream that is not IDLE holds one reference on itself (the
@@ -26,7 +32,7 @@
 enum cpu_stream_state { CPU_IDLE = 0, CPU_READY, CPU_RUNNING, CPU_PARKED };
 
 typedef struct cpu_cmd {
-    struct cpu_cmd *next; /* guarded by the stream's lock */
+    _Atomic(struct cpu_cmd *) next; /* written once by the submitter, read by the worker */
     uint64_t seq;
     rill__cmd c; /* args and accesses point at the copies below */
     /* multi-block launches; guarded by the device's launch_lock */
@@ -47,18 +53,23 @@ typedef struct cpu_cmd {
 
 typedef struct cpu_stream {
     rill_stream *self; /* borrowed: the stream this state belongs to */
-    /* guarded by lock */
-    rill__mutex lock;
-    cpu_cmd *head, *tail; /* queue: head runs next */
-    cpu_cmd *free_list;   /* recycled nodes, so submits allocate nothing */
-    unsigned num_free;
-    int state; /* enum cpu_stream_state */
+    /* guarded by lock (the producer side) */
+    alignas(64) rill__spinlock lock;
+    cpu_cmd *tail;      /* the last node submitted (or the dummy) */
+    cpu_cmd *free_list; /* nodes the submitters may reuse */
+    /* atomic: written by the worker only on state changes */
+    alignas(64) _Atomic int state; /* enum cpu_stream_state */
+    /* atomic: nodes the worker has finished with, taken whole by submitters */
+    alignas(64) _Atomic(cpu_cmd *) returned;
+    /* owned by the worker running the stream */
+    alignas(64) cpu_cmd *head; /* the dummy: head->next runs next */
+    cpu_cmd *done_list, *done_tail; /* finished nodes not yet returned */
+    unsigned num_done;
+    int skipping;          /* a failure is open: skip work until CLEAR */
+    rill__waiter waiter;   /* registered while PARKED */
+    rill__launch_state ls; /* the running launch's failure state */
     /* guarded by the device's ready_lock */
     rill_stream *ready_next;
-    /* owned by the worker running the stream */
-    int skipping;            /* a failure is open: skip work until CLEAR */
-    rill__waiter waiter;     /* registered while PARKED */
-    rill__launch_state ls;   /* the running launch's failure state */
 } cpu_stream;
 
 typedef struct cpu_worker {
@@ -99,5 +110,7 @@ rill_status rill__cpu_submit(rill_stream *s, const rill__cmd *cmd, uint64_t *seq
 void rill__cpu_workers_start(cpu_device *d);
 void rill__cpu_workers_stop(cpu_device *d);
 void rill__cpu_free_cmd(cpu_cmd *c);
+/* Frees every node a stream holds (stream_fini). */
+void rill__cpu_stream_free_nodes(cpu_stream *cs);
 
 #endif

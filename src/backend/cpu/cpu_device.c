@@ -75,19 +75,17 @@ static void cpu_device_shutdown(rill_device *dev) {
 
 static rill_status cpu_stream_init(rill_stream *s) {
     cpu_stream *cs = cpu_stream_of(s);
+    cpu_cmd *dummy = rill__calloc(1, sizeof *dummy);
+    if (dummy == NULL)
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "rill_stream_create: out of memory");
     cs->self = s;
-    rill__mutex_init(&cs->lock);
+    cs->head = cs->tail = dummy;
     return RILL_OK;
 }
 
 static void cpu_stream_fini(rill_stream *s) {
     cpu_stream *cs = cpu_stream_of(s);
-    while (cs->free_list != NULL) {
-        cpu_cmd *c = cs->free_list;
-        cs->free_list = c->next;
-        rill__cpu_free_cmd(c);
-    }
-    rill__mutex_destroy(&cs->lock);
+    rill__cpu_stream_free_nodes(cs);
 }
 
 static rill_status cpu_mem_alloc(rill_device *dev, size_t bytes, void **out) {

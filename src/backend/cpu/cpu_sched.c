@@ -26,7 +26,10 @@
 /* A stream keeps its worker for at most this many commands while another
  * stream of the same priority is ready. */
 #define FAIR_BATCH 64
-#define MAX_FREE_NODES 256
+/* How long a worker spins for the next command of its stream, and for a
+ * wait's dependency, before it gives the stream up or parks it. */
+#define STREAM_SPIN_NS 3000u
+#define WAIT_SPIN_NS 3000u
 
 enum exec_result { EXEC_DONE, EXEC_PARKED, EXEC_HANDED_OFF };
 
@@ -86,6 +89,36 @@ void rill__cpu_free_cmd(cpu_cmd *c) {
     rill__free(c);
 }
 
+static void free_chain(cpu_cmd *c) {
+    while (c != NULL) {
+        cpu_cmd *next = atomic_load_explicit(&c->next, memory_order_relaxed);
+        rill__cpu_free_cmd(c);
+        c = next;
+    }
+}
+
+void rill__cpu_stream_free_nodes(cpu_stream *cs) {
+    /* The queue is empty: head is the dummy and equals tail. */
+    rill__cpu_free_cmd(cs->head);
+    free_chain(cs->free_list);
+    free_chain(atomic_exchange(&cs->returned, NULL));
+    free_chain(cs->done_list);
+}
+
+/* Takes a node for a new command: from the submitters' free list, else
+ * every node the worker has returned, else the heap. */
+static cpu_cmd *take_node_locked(cpu_stream *cs) {
+    cpu_cmd *c = cs->free_list;
+    if (c == NULL)
+        /* acquire: pairs with the release CAS in return_nodes. */
+        c = atomic_exchange_explicit(&cs->returned, NULL, memory_order_acquire);
+    if (c != NULL) {
+        cs->free_list = atomic_load_explicit(&c->next, memory_order_relaxed);
+        return c;
+    }
+    return rill__malloc(sizeof *c);
+}
+
 rill_status rill__cpu_submit(rill_stream *s, const rill__cmd *cmd, uint64_t *seq) {
     cpu_stream *cs = cpu_stream_of(s);
     void *args_heap = NULL;
@@ -98,17 +131,11 @@ rill_status rill__cpu_submit(rill_stream *s, const rill__cmd *cmd, uint64_t *seq
             (acc_heap = rill__malloc(cmd->u.kernel.num_accesses * sizeof(rill_access))) == NULL)
             goto oom;
     }
-    rill__mutex_lock(&cs->lock);
-    cpu_cmd *c = cs->free_list;
-    if (c != NULL) {
-        cs->free_list = c->next;
-        cs->num_free--;
-    } else {
-        rill__mutex_unlock(&cs->lock);
-        c = rill__malloc(sizeof *c);
-        if (c == NULL)
-            goto oom;
-        rill__mutex_lock(&cs->lock);
+    rill__spinlock_lock(&cs->lock);
+    cpu_cmd *c = take_node_locked(cs);
+    if (c == NULL) {
+        rill__spinlock_unlock(&cs->lock);
+        goto oom;
     }
     c->c = *cmd;
     c->args_heap = args_heap;
@@ -123,26 +150,28 @@ rill_status rill__cpu_submit(rill_stream *s, const rill__cmd *cmd, uint64_t *seq
         c->c.u.kernel.args = args;
         c->c.u.kernel.accesses = acc;
     }
-    c->next = NULL;
     c->stream = s;
+    atomic_store_explicit(&c->next, NULL, memory_order_relaxed);
     /* release: pairs with the acquire loads of sub_seq in queries, records
      * and synchronize. */
     uint64_t n = atomic_load_explicit(&s->sub_seq, memory_order_relaxed) + 1;
     atomic_store_explicit(&s->sub_seq, n, memory_order_release);
     c->seq = n;
-    if (cs->tail != NULL)
-        cs->tail->next = c;
-    else
-        cs->head = c;
+    /* release: publishes the node to the worker (its acquire load of
+     * next). With the light barrier, one half of a Dekker pair with
+     * go_idle, which stores IDLE, runs a heavy barrier and loads next:
+     * either the worker sees this node or we see IDLE. */
+    atomic_store_explicit(&cs->tail->next, c, memory_order_release);
     cs->tail = c;
-    int schedule = cs->state == CPU_IDLE;
-    if (schedule) {
-        cs->state = CPU_READY;
-        rill__stream_ref(s); /* the scheduled reference */
+    rill__spinlock_unlock(&cs->lock);
+    rill__barrier_light();
+    if (atomic_load_explicit(&cs->state, memory_order_relaxed) == CPU_IDLE) {
+        int expected = CPU_IDLE;
+        if (atomic_compare_exchange_strong(&cs->state, &expected, CPU_READY)) {
+            rill__stream_ref(s); /* the scheduled reference */
+            push_ready(cpu_device_of(s->dev), s);
+        }
     }
-    rill__mutex_unlock(&cs->lock);
-    if (schedule)
-        push_ready(cpu_device_of(s->dev), s);
     *seq = n;
     return RILL_OK;
 
@@ -156,7 +185,22 @@ oom:
 
 /* ------------------------------------------------------------- execution */
 
-/* Pops the completed head command, recycles it and publishes completion. */
+/* Hands the nodes the worker has finished with back to the submitters. */
+static void return_nodes(cpu_stream *cs) {
+    if (cs->done_list == NULL)
+        return;
+    cpu_cmd *top = atomic_load_explicit(&cs->returned, memory_order_relaxed);
+    do {
+        atomic_store_explicit(&cs->done_tail->next, top, memory_order_relaxed);
+        /* release: pairs with the acquire exchange in take_node_locked. */
+    } while (!atomic_compare_exchange_weak_explicit(&cs->returned, &top, cs->done_list,
+                                                    memory_order_release, memory_order_relaxed));
+    cs->done_list = cs->done_tail = NULL;
+    cs->num_done = 0;
+}
+
+/* Completes the command after the dummy head: it becomes the new dummy,
+ * the old one is recycled, and the stream's done_seq advances. */
 static void finish(rill_stream *s, cpu_cmd *c) {
     cpu_stream *cs = cpu_stream_of(s);
     uint64_t seq = c->seq;
@@ -165,18 +209,14 @@ static void finish(rill_stream *s, cpu_cmd *c) {
     rill__free(c->accesses_heap);
     c->args_heap = NULL;
     c->accesses_heap = NULL;
-    rill__mutex_lock(&cs->lock);
-    cs->head = c->next;
-    if (cs->head == NULL)
-        cs->tail = NULL;
-    if (cs->num_free < MAX_FREE_NODES) {
-        c->next = cs->free_list;
-        cs->free_list = c;
-        cs->num_free++;
-        c = NULL;
-    }
-    rill__mutex_unlock(&cs->lock);
-    rill__free(c);
+    cpu_cmd *old = cs->head;
+    cs->head = c;
+    atomic_store_explicit(&old->next, cs->done_list, memory_order_relaxed);
+    if (cs->done_list == NULL)
+        cs->done_tail = old;
+    cs->done_list = old;
+    if (++cs->num_done >= 32)
+        return_nodes(cs);
     rill__stream_complete(s, seq);
 }
 
@@ -282,17 +322,23 @@ static enum exec_result exec_kernel(cpu_device *d, cpu_worker *w, cpu_cmd *c) {
 static void on_wait_met(rill__waiter *wt) {
     cpu_stream *cs = (cpu_stream *)((char *)wt - offsetof(cpu_stream, waiter));
     rill_stream *s = cs->self;
-    rill__mutex_lock(&cs->lock);
-    cs->state = CPU_READY;
-    rill__mutex_unlock(&cs->lock);
+    atomic_store_explicit(&cs->state, CPU_READY, memory_order_relaxed);
     push_ready(cpu_device_of(s->dev), s);
 }
 
-static enum exec_result exec_wait(rill_stream *s, cpu_cmd *c) {
+/* True while the device has nothing else a worker could do. */
+static int device_quiet(cpu_device *d) {
+    /* relaxed: a hint for how long to spin. */
+    return atomic_load_explicit(&d->ready_mask, memory_order_relaxed) == 0 &&
+           atomic_load_explicit(&d->num_launches, memory_order_relaxed) == 0;
+}
+
+static enum exec_result exec_wait(cpu_device *d, rill_stream *s, cpu_cmd *c) {
     cpu_stream *cs = cpu_stream_of(s);
     rill_stream *t = c->c.u.wait.stream;
     uint64_t seq = c->c.u.wait.seq;
-    for (;;) {
+    uint64_t spin_until = 0;
+    for (unsigned spins = 0;; spins++) {
         if (atomic_load_explicit(&t->done_seq, memory_order_acquire) >= seq) {
             char msg[RILL__ERROR_BYTES], what[96], name[80];
             if (rill__stream_failed_at(t, seq, msg, sizeof msg)) {
@@ -302,16 +348,20 @@ static enum exec_result exec_wait(rill_stream *s, cpu_cmd *c) {
             }
             return EXEC_DONE;
         }
+        /* A dependency that completes within a few microseconds is cheaper
+         * to spin for than to park and wake, when no other work waits. */
+        if (spin_until == 0)
+            spin_until = rill__now_ns() + WAIT_SPIN_NS;
+        if (device_quiet(d) && ((spins & 31u) != 0 || rill__now_ns() < spin_until)) {
+            rill__cpu_relax();
+            continue;
+        }
         cs->waiter.seq = seq;
         cs->waiter.fn = on_wait_met;
-        rill__mutex_lock(&cs->lock);
-        cs->state = CPU_PARKED;
-        rill__mutex_unlock(&cs->lock);
+        atomic_store_explicit(&cs->state, CPU_PARKED, memory_order_relaxed);
         if (rill__stream_add_waiter(t, &cs->waiter))
             return EXEC_PARKED; /* s may already run elsewhere: touch nothing */
-        rill__mutex_lock(&cs->lock);
-        cs->state = CPU_RUNNING;
-        rill__mutex_unlock(&cs->lock);
+        atomic_store_explicit(&cs->state, CPU_RUNNING, memory_order_relaxed);
     }
 }
 
@@ -325,7 +375,7 @@ static enum exec_result exec(cpu_device *d, cpu_worker *w, rill_stream *s, cpu_c
             c->c.u.host.fn(c->c.u.host.user_data);
         return EXEC_DONE;
     case RILL__CMD_WAIT:
-        return cs->skipping ? EXEC_DONE : exec_wait(s, c);
+        return cs->skipping ? EXEC_DONE : exec_wait(d, s, c);
     case RILL__CMD_RECORD:
         rill__event_stamp(c->c.u.record.event, c->c.u.record.gen, rill__now_ns());
         return EXEC_DONE;
@@ -355,35 +405,61 @@ static int should_yield(cpu_device *d, rill_stream *s, int batch) {
     return batch >= FAIR_BATCH && (mask & level);
 }
 
+/* The next command of s, spinning briefly for one to arrive while the
+ * device has nothing else to do, so a stream that is being fed keeps its
+ * worker instead of going idle and being scheduled again. */
+static cpu_cmd *next_cmd(cpu_device *d, cpu_stream *cs) {
+    /* acquire: pairs with the release store of next in submit. */
+    cpu_cmd *c = atomic_load_explicit(&cs->head->next, memory_order_acquire);
+    if (c != NULL || !device_quiet(d))
+        return c;
+    uint64_t until = rill__now_ns() + STREAM_SPIN_NS;
+    for (unsigned spins = 1;; spins++) {
+        rill__cpu_relax();
+        c = atomic_load_explicit(&cs->head->next, memory_order_acquire);
+        if (c != NULL || ((spins & 31u) == 0 && (!device_quiet(d) || rill__now_ns() > until)))
+            return c;
+    }
+}
+
+/* The queue looked empty: marks s IDLE unless a command arrived meanwhile.
+ * Returns 1 when the worker gave s up. */
+static int go_idle(rill_stream *s, cpu_stream *cs) {
+    return_nodes(cs);
+    cpu_cmd *h = cs->head;
+    /* The other half of the Dekker pair in submit. */
+    atomic_store_explicit(&cs->state, CPU_IDLE, memory_order_seq_cst);
+    rill__barrier_heavy();
+    if (atomic_load_explicit(&h->next, memory_order_acquire) != NULL) {
+        int expected = CPU_IDLE;
+        if (atomic_compare_exchange_strong(&cs->state, &expected, CPU_RUNNING))
+            return 0; /* still ours, with the scheduled reference */
+    }
+    rill__stream_unref(s); /* the scheduled reference */
+    return 1;
+}
+
 /* Runs s's commands until its queue is empty, it parks, a multi-block
  * kernel hands it to another worker, or it yields to other streams. */
 static void run_stream(cpu_device *d, cpu_worker *w, rill_stream *s) {
     cpu_stream *cs = cpu_stream_of(s);
+    atomic_store_explicit(&cs->state, CPU_RUNNING, memory_order_relaxed);
     for (int batch = 1;; batch++) {
-        rill__mutex_lock(&cs->lock);
-        cpu_cmd *c = cs->head;
+        cpu_cmd *c = next_cmd(d, cs);
         if (c == NULL) {
-            cs->state = CPU_IDLE;
-            rill__mutex_unlock(&cs->lock);
-            rill__stream_unref(s); /* the scheduled reference */
-            return;
+            if (go_idle(s, cs))
+                return;
+            continue;
         }
-        cs->state = CPU_RUNNING;
-        rill__mutex_unlock(&cs->lock);
         enum exec_result r = exec(d, w, s, c);
         if (r != EXEC_DONE)
             return;
         finish(s, c);
-        if (should_yield(d, s, batch)) {
-            rill__mutex_lock(&cs->lock);
-            int more = cs->head != NULL;
-            if (more)
-                cs->state = CPU_READY;
-            rill__mutex_unlock(&cs->lock);
-            if (more) {
-                push_ready(d, s);
-                return;
-            }
+        if (should_yield(d, s, batch) &&
+            atomic_load_explicit(&cs->head->next, memory_order_acquire) != NULL) {
+            atomic_store_explicit(&cs->state, CPU_READY, memory_order_relaxed);
+            push_ready(d, s);
+            return;
         }
     }
 }

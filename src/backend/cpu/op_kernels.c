@@ -8,9 +8,18 @@
  * single-threaded once: parallelism comes from the grid's blocks. */
 #include "backend/cpu/op_kernels.h"
 
+#include <assert.h>
 #include <cblas.h>
 #include <string.h>
 #include <threads.h>
+
+#include "backend/cpu/cpu.h"
+
+/* Launch arguments that fit the command's inline buffer are stored
+ * without allocating: keep every op's struct within it. */
+static_assert(sizeof(rill__op_conv2d_args) <= CPU_ARGS_INLINE, "conv2d args too big");
+static_assert(sizeof(rill__op_matmul_args) <= CPU_ARGS_INLINE, "matmul args too big");
+static_assert(sizeof(rill__op_add_args) <= CPU_ARGS_INLINE, "add args too big");
 
 /* ---- slices ---- */
 
@@ -82,16 +91,22 @@ void rill__cpu_op_add_scalar_f32(const rill_block_ctx *ctx, const void *args) {
  * depends only on the data. The error is about n * 2^-53 of the sum of
  * |a[i]|, far below float's resolution for any n that fits in memory. */
 static double sum_run(const float *a, size_t n) {
-    double acc[8] = {0};
+    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0, s4 = 0.0, s5 = 0.0, s6 = 0.0, s7 = 0.0;
     size_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (size_t j = 0; j < 8; j++)
-            acc[j] += (double)a[i + j];
+    for (; i + 8 <= n; i += 8) {
+        s0 += (double)a[i];
+        s1 += (double)a[i + 1];
+        s2 += (double)a[i + 2];
+        s3 += (double)a[i + 3];
+        s4 += (double)a[i + 4];
+        s5 += (double)a[i + 5];
+        s6 += (double)a[i + 6];
+        s7 += (double)a[i + 7];
+    }
     double tail = 0.0;
     for (; i < n; i++)
         tail += (double)a[i];
-    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7])) +
-           tail;
+    return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7)) + tail;
 }
 
 void rill__cpu_op_sum_partial_f32(const rill_block_ctx *ctx, const void *args) {
@@ -128,8 +143,8 @@ static void blas_make_single_threaded(void) {
 static void sgemm(size_t m, size_t n, size_t k, const float *a, size_t lda, const float *b,
                   size_t ldb, float *c, size_t ldc) {
     call_once(&blas_once, blas_make_single_threaded);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)m, (blasint)n, (blasint)k,
-                1.0f, a, (blasint)lda, b, (blasint)ldb, 0.0f, c, (blasint)ldc);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)m, (blasint)n, (blasint)k, 1.0f,
+                a, (blasint)lda, b, (blasint)ldb, 0.0f, c, (blasint)ldc);
 }
 
 /* ---- matmul ---- */
@@ -158,8 +173,7 @@ void rill__cpu_op_matmul_f32(const rill_block_ctx *ctx, const void *args) {
 /* Writes the im2col matrix of output rows [oh0, oh0 + rows) of image img:
  * row (ci*r + ri)*s + si, column y*ow + x holds in[img, ci, oh0+y+ri, x+si];
  * the matrix is c*r*s by rows*ow, row-major. */
-static void im2col(const rill__op_conv2d_args *p, size_t img, size_t oh0, size_t rows,
-                   float *col) {
+static void im2col(const rill__op_conv2d_args *p, size_t img, size_t oh0, size_t rows, float *col) {
     size_t ow = p->w - p->s + 1;
     size_t cols = rows * ow;
     for (size_t ci = 0; ci < p->c; ci++) {
@@ -177,19 +191,19 @@ static void im2col(const rill__op_conv2d_args *p, size_t img, size_t oh0, size_t
 
 void rill__cpu_op_conv2d_f32(const rill_block_ctx *ctx, const void *args) {
     const rill__op_conv2d_args *p = args;
+    size_t bands = rill__op_conv2d_bands(p);
     size_t begin, end;
-    block_range(ctx, p->n * p->bands, 1, &begin, &end);
-    if (begin == end)
-        return;
+    block_range(ctx, p->n * bands, 1, &begin, &end);
     size_t oh = p->h - p->r + 1, ow = p->w - p->s + 1;
     size_t crs = p->c * p->r * p->s;
     int is_pointwise = p->r == 1 && p->s == 1;
-
-    float *col = is_pointwise ? NULL : p->scratch + (size_t)ctx->block_idx.x * p->slot_floats;
+    float *col = is_pointwise
+                     ? NULL
+                     : p->scratch + (size_t)ctx->block_idx.x * rill__op_conv2d_slot_floats(p);
 
     for (size_t item = begin; item < end; item++) {
-        size_t img = item / p->bands;
-        size_t oh0 = (item % p->bands) * p->band_rows;
+        size_t img = item / bands;
+        size_t oh0 = (item % bands) * p->band_rows;
         size_t rows = oh - oh0 < p->band_rows ? oh - oh0 : p->band_rows;
         float *dst = p->out + (img * p->k * oh + oh0) * ow;
         if (is_pointwise) {

@@ -85,22 +85,31 @@ typedef struct rill__op_matmul_args {
 
 /* out[n,k,oh,ow] = sum over c,r,s of in[n,c,oh+r,ow+s] * weight[k,c,r,s],
  * NCHW, stride 1, no padding; oh < h-r+1, ow < w-s+1 (the header's sz is
- * s here). The work is items = n * bands (image, band of band_rows output
+ * s here). The work is n * bands items (image, band of band_rows output
  * rows; the last band of an image may be shorter); block b handles a
  * contiguous range of items. Each item builds the im2col matrix of its
- * band in block b's scratch slot, scratch + b * slot_floats, and
- * multiplies the weight by it with one sgemm; the scratch has grid_dim.x
- * slots of slot_floats >= c*r*s * band_rows*(w-s+1) floats. A 1x1 filter
- * needs no scratch (it may be NULL): the input rows are the matrix.
- * out overlaps neither in, weight nor scratch. */
+ * band in block b's slot of the scratch, scratch + b * slot floats (see
+ * below), and multiplies the weight by it with one sgemm. A 1x1 filter
+ * needs no scratch (it may be NULL): the input rows are the matrix. out
+ * overlaps neither in, weight nor scratch. 96 bytes, the size the CPU
+ * backend stores without allocating. */
 typedef struct rill__op_conv2d_args {
     float *out;
     const float *in, *weight;
-    size_t n, c, h, w, k, r, s;
-    size_t band_rows, bands;
     float *scratch;
-    size_t slot_floats;
+    size_t n, c, h, w, k, r, s;
+    size_t band_rows;
 } rill__op_conv2d_args;
+
+/* Bands per image: ceil((h-r+1) / band_rows). */
+static inline size_t rill__op_conv2d_bands(const rill__op_conv2d_args *p) {
+    return (p->h - p->r + p->band_rows) / p->band_rows;
+}
+
+/* Floats in one block's im2col slot: c*r*s rows of band_rows*(w-s+1). */
+static inline size_t rill__op_conv2d_slot_floats(const rill__op_conv2d_args *p) {
+    return p->c * p->r * p->s * p->band_rows * (p->w - p->s + 1);
+}
 
 void rill__cpu_op_fill_f32(const rill_block_ctx *ctx, const void *args);
 void rill__cpu_op_add_f32(const rill_block_ctx *ctx, const void *args);

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -85,6 +86,41 @@ void rill__futex_wait(_Atomic uint32_t *word, uint32_t expected) {
 
 void rill__futex_wake(_Atomic uint32_t *word, int count) {
     syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, count, NULL, NULL, 0);
+}
+
+void rill__spinlock_lock_slow(rill__spinlock *l) {
+    for (unsigned spins = 1;; spins++) {
+        /* relaxed: wait for the lock to look free before trying again. */
+        if (!atomic_load_explicit(&l->held, memory_order_relaxed) &&
+            !atomic_exchange_explicit(&l->held, 1, memory_order_acquire))
+            return;
+        if (spins < 64)
+            rill__cpu_relax();
+        else
+            sched_yield();
+    }
+}
+
+_Atomic int rill__barrier_asymmetric;
+
+void rill__barrier_init(void) {
+    if (atomic_load(&rill__barrier_asymmetric))
+        return;
+    long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+    if (cmds < 0 || !(cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED))
+        return;
+    if (syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) != 0)
+        return;
+    atomic_store(&rill__barrier_asymmetric, 1);
+}
+
+void rill__barrier_heavy(void) {
+    atomic_thread_fence(memory_order_seq_cst);
+    /* Once registered, the command cannot fail; if it did, the light side
+     * would be unprotected, so that is a broken process. */
+    if (atomic_load_explicit(&rill__barrier_asymmetric, memory_order_relaxed) &&
+        syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0)
+        abort();
 }
 
 uint64_t rill__now_ns(void) {

@@ -6,14 +6,17 @@
  * a CPU body from backend/cpu/op_kernels.c with its exact accesses, using
  * only the public API. The kernels are created on first use and cached in
  * atomic pointers: racing creators compare-exchange, the loser destroys
- * its copy; rill__ops_shutdown forgets them. */
-#include "core/ops.h"
+ * its copy; rill__ops_shutdown, run by rill_shutdown, forgets them. This
+ * layer sits above the core: it uses the public API and the backend's op
+ * bodies, and the core knows nothing of it. */
+#include "ops/ops.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "backend/cpu/op_kernels.h"
+#include "core/runtime.h"
 #include "core/status.h"
 
 /* ---- cached kernels ---- */
@@ -59,6 +62,7 @@ static rill_status get_kernel(op_id id, rill_kernel **out) {
     rill_kernel *expected = NULL;
     if (atomic_compare_exchange_strong_explicit(&op_kernels[id], &expected, mine,
                                                 memory_order_acq_rel, memory_order_acquire)) {
+        rill__on_shutdown(rill__ops_shutdown);
         *out = mine;
         return RILL_OK;
     }
@@ -225,8 +229,8 @@ rill_status rill_op_fill_f32(rill_stream *s, float *x, float value, size_t n) {
                   &acc);
 }
 
-rill_status rill_op_add_f32(rill_stream *s, float *out, const float *a, const float *b,
-                            float alpha, size_t n) {
+rill_status rill_op_add_f32(rill_stream *s, float *out, const float *a, const float *b, float alpha,
+                            size_t n) {
     static const char fn[] = "rill_op_add_f32";
     size_t bytes, units;
     rill_status st;
@@ -355,8 +359,8 @@ static rill_status check_disjoint(const char *fn, const void *out, size_t out_by
                                   const char *in_name) {
     if (overlaps(out, out_bytes, in, in_bytes))
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                          "%s: %s overlaps %s; pass an output buffer separate from the inputs",
-                          fn, out_name, in_name);
+                          "%s: %s overlaps %s; pass an output buffer separate from the inputs", fn,
+                          out_name, in_name);
     return RILL_OK;
 }
 
@@ -406,7 +410,8 @@ rill_status rill_op_matmul_f32(rill_stream *s, float *c, const float *a, const f
 
 /* Work items are (image, band of output rows). Large inputs get about four
  * items per block for balance; bands shrink further when the im2col slot
- * of one band would exceed CONV_SLOT_BYTES_MAX. */
+ * of one band would exceed CONV_SLOT_BYTES_MAX. Sets p->band_rows and
+ * returns the number of blocks. */
 static size_t conv_plan(rill__op_conv2d_args *p, size_t units) {
     size_t oh = p->h - p->r + 1, ow = p->w - p->s + 1;
     size_t crs = p->c * p->r * p->s;
@@ -424,10 +429,8 @@ static size_t conv_plan(rill__op_conv2d_args *p, size_t units) {
     if (band_rows * row_bytes > CONV_SLOT_BYTES_MAX)
         band_rows = CONV_SLOT_BYTES_MAX / row_bytes > 0 ? CONV_SLOT_BYTES_MAX / row_bytes : 1;
     p->band_rows = band_rows;
-    p->bands = (oh + band_rows - 1) / band_rows;
-    p->slot_floats = crs * band_rows * ow;
 
-    size_t items = p->n * p->bands;
+    size_t items = p->n * rill__op_conv2d_bands(p);
     return blocks < items ? blocks : items;
 }
 
@@ -440,8 +443,7 @@ rill_status rill_op_conv2d_f32(rill_stream *s, float *out, const float *in, cons
     if ((st = check_pointer(fn, out, "out", "device memory for n*k*(h-r+1)*(w-sz+1) floats")) !=
             RILL_OK ||
         (st = check_pointer(fn, in, "in", "device memory of n*c*h*w floats")) != RILL_OK ||
-        (st = check_pointer(fn, weight, "weight", "device memory of k*c*r*sz floats")) !=
-            RILL_OK ||
+        (st = check_pointer(fn, weight, "weight", "device memory of k*c*r*sz floats")) != RILL_OK ||
         (st = check_dim(fn, n, "n", "the number of images")) != RILL_OK ||
         (st = check_dim(fn, c, "c", "the number of input channels")) != RILL_OK ||
         (st = check_dim(fn, h, "h", "the input height")) != RILL_OK ||
@@ -464,8 +466,8 @@ rill_status rill_op_conv2d_f32(rill_stream *s, float *out, const float *in, cons
     if ((st = check_size(fn, float_bytes(&in_bytes, n, c, h, w), "in", "n*c*h*w")) != RILL_OK ||
         (st = check_size(fn, float_bytes(&w_bytes, k, c, r, sz), "weight", "k*c*r*sz")) !=
             RILL_OK ||
-        (st = check_size(fn, float_bytes(&out_bytes, n, k, oh, ow), "out", "n*k*(h-r+1)*(w-sz+1)"))
-            != RILL_OK)
+        (st = check_size(fn, float_bytes(&out_bytes, n, k, oh, ow), "out",
+                         "n*k*(h-r+1)*(w-sz+1)")) != RILL_OK)
         return st;
     /* The sgemm of one band is k x (rows*ow) x (c*r*sz) with leading
      * dimensions up to h*w; both products fit in a size_t because the
@@ -477,7 +479,7 @@ rill_status rill_op_conv2d_f32(rill_stream *s, float *out, const float *in, cons
         (st = stream_compute_units(fn, s, &units)) != RILL_OK)
         return st;
 
-    rill__op_conv2d_args args = {out, in, weight, n, c, h, w, k, r, sz, 1, 1, NULL, 0};
+    rill__op_conv2d_args args = {out, in, weight, NULL, n, c, h, w, k, r, sz, 1};
     size_t blocks = conv_plan(&args, units);
     access_list acc = {.count = 0};
     access_add(&acc, in, in_bytes, RILL_READ);
@@ -486,7 +488,7 @@ rill_status rill_op_conv2d_f32(rill_stream *s, float *out, const float *in, cons
     if (r == 1 && sz == 1)
         return launch(s, OP_CONV2D, blocks, &args, sizeof args, &acc);
 
-    size_t scratch_bytes = blocks * args.slot_floats * sizeof(float);
+    size_t scratch_bytes = blocks * rill__op_conv2d_slot_floats(&args) * sizeof(float);
     if ((st = rill_malloc_async(scratch_bytes, s, (void **)&args.scratch)) != RILL_OK)
         return st;
     access_add(&acc, args.scratch, scratch_bytes, RILL_READ_WRITE);

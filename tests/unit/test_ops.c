@@ -1,0 +1,636 @@
+/* SPDX-License-Identifier: MIT */
+/* The built-in float32 ops (rill_op_*_f32): every op against a naive
+ * double-precision reference on odd sizes, with tolerances derived from
+ * float rounding; in-place use; non-default and current streams; every bad
+ * argument; re-creation of the cached kernels after rill_shutdown and their
+ * thread-safe creation on first use. */
+#include "fixture.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Unit roundoff of float. */
+#define U32 (1.0 / 16777216.0)
+
+/* ---- helpers ---- */
+
+static rill_device *cpu_device(void) {
+    rill_device *dev = NULL;
+    RT_OK(rill_device_get_by_kind(RILL_DEVICE_CPU, 0, &dev));
+    RT_OK(rill_set_device(dev));
+    return dev;
+}
+
+static float *dev_floats(size_t n) {
+    void *p = NULL;
+    RT_OK(rill_malloc(cpu_device(), n * sizeof(float), &p));
+    return p;
+}
+
+static float *host_floats(size_t n) {
+    float *p = malloc(n * sizeof(float));
+    assert_non_null(p);
+    return p;
+}
+
+/* Deterministic values in [-1, 1) from a linear congruential generator. */
+static void fill_random(float *x, size_t n, uint32_t seed) {
+    uint32_t state = seed * 2654435761u + 1u;
+    for (size_t i = 0; i < n; i++) {
+        state = state * 1664525u + 1013904223u;
+        x[i] = (float)((double)(state >> 8) / 8388608.0 - 1.0);
+    }
+}
+
+/* A device copy of n random floats. */
+static float *dev_random(size_t n, uint32_t seed, float **host_out) {
+    float *host = host_floats(n);
+    fill_random(host, n, seed);
+    float *dev = dev_floats(n);
+    RT_OK(rill_memcpy(dev, host, n * sizeof(float)));
+    *host_out = host;
+    return dev;
+}
+
+static float *download(const float *dev, size_t n) {
+    float *host = host_floats(n);
+    RT_OK(rill_memcpy(host, dev, n * sizeof(float)));
+    return host;
+}
+
+/* Fails unless |got - want| <= tol, naming the element. */
+static void expect_near(const char *what, size_t i, double got, double want, double tol) {
+    if (!(fabs(got - want) <= tol))
+        fail_msg("%s[%zu] = %.9g, expected %.9g (tolerance %.3g)", what, i, got, want, tol);
+}
+
+/* Fails unless status is RILL_ERROR_INVALID_ARGUMENT and rill_last_error()
+ * contains needle (the function and the argument it names). */
+static void expect_invalid(rill_status status, const char *needle) {
+    if (status != RILL_ERROR_INVALID_ARGUMENT)
+        fail_msg("returned %s, expected RILL_ERROR_INVALID_ARGUMENT (%s)", rill_status_name(status),
+                 rill_last_error());
+    if (strstr(rill_last_error(), needle) == NULL)
+        fail_msg("rill_last_error() is \"%s\", which does not mention \"%s\"", rill_last_error(),
+                 needle);
+}
+
+static const size_t odd_sizes[] = {1, 7, 1000003};
+#define NUM_ODD_SIZES (sizeof odd_sizes / sizeof odd_sizes[0])
+
+/* ---- element-wise ops ---- */
+
+/* rill.h: "float32, row-major, on device memory" — fill sets every element. */
+static void test_fill_sets_every_element(void **state) {
+    (void)state;
+    for (size_t t = 0; t < NUM_ODD_SIZES; t++) {
+        size_t n = odd_sizes[t];
+        float *x = dev_floats(n);
+        RT_OK(rill_op_fill_f32(NULL, x, 3.25f, n));
+        float *got = download(x, n);
+        for (size_t i = 0; i < n; i++)
+            expect_near("x", i, got[i], 3.25, 0.0);
+        free(got);
+        RT_OK(rill_free(x));
+    }
+}
+
+/* rill.h: "out = a + alpha*b". */
+static void test_add_computes_a_plus_alpha_b(void **state) {
+    (void)state;
+    static const float alphas[] = {1.0f, -0.5f, 2.75f};
+    for (size_t t = 0; t < NUM_ODD_SIZES; t++) {
+        size_t n = odd_sizes[t];
+        float *ha, *hb;
+        float *a = dev_random(n, 1, &ha), *b = dev_random(n, 2, &hb);
+        float *out = dev_floats(n);
+        for (size_t j = 0; j < sizeof alphas / sizeof alphas[0]; j++) {
+            RT_OK(rill_op_add_f32(NULL, out, a, b, alphas[j], n));
+            float *got = download(out, n);
+            for (size_t i = 0; i < n; i++) {
+                double ab = (double)alphas[j] * hb[i];
+                double tol = 2 * U32 * (fabs(ha[i]) + 2 * fabs(ab));
+                expect_near("out", i, got[i], ha[i] + ab, tol);
+            }
+            free(got);
+        }
+        free(ha);
+        free(hb);
+        RT_OK(rill_free(a));
+        RT_OK(rill_free(b));
+        RT_OK(rill_free(out));
+    }
+}
+
+static void test_mul_multiplies_elementwise(void **state) {
+    (void)state;
+    for (size_t t = 0; t < NUM_ODD_SIZES; t++) {
+        size_t n = odd_sizes[t];
+        float *ha, *hb;
+        float *a = dev_random(n, 3, &ha), *b = dev_random(n, 4, &hb);
+        float *out = dev_floats(n);
+        RT_OK(rill_op_mul_f32(NULL, out, a, b, n));
+        float *got = download(out, n);
+        for (size_t i = 0; i < n; i++) {
+            double want = (double)ha[i] * hb[i];
+            expect_near("out", i, got[i], want, U32 * fabs(want));
+        }
+        free(got);
+        free(ha);
+        free(hb);
+        RT_OK(rill_free(a));
+        RT_OK(rill_free(b));
+        RT_OK(rill_free(out));
+    }
+}
+
+static void test_add_scalar_adds_value(void **state) {
+    (void)state;
+    for (size_t t = 0; t < NUM_ODD_SIZES; t++) {
+        size_t n = odd_sizes[t];
+        float *ha;
+        float *a = dev_random(n, 5, &ha);
+        float *out = dev_floats(n);
+        RT_OK(rill_op_add_scalar_f32(NULL, out, a, -1.5f, n));
+        float *got = download(out, n);
+        for (size_t i = 0; i < n; i++) {
+            double want = (double)ha[i] - 1.5;
+            expect_near("out", i, got[i], want, U32 * fabs(want));
+        }
+        free(got);
+        free(ha);
+        RT_OK(rill_free(a));
+        RT_OK(rill_free(out));
+    }
+}
+
+/* Element-wise ops may write in place: out == a or out == b. */
+static void test_elementwise_ops_run_in_place(void **state) {
+    (void)state;
+    size_t n = 100003;
+    float *ha, *hb;
+    float *a = dev_random(n, 6, &ha), *b = dev_random(n, 7, &hb);
+    RT_OK(rill_op_add_scalar_f32(NULL, a, a, 1.0f, n)); /* a += 1 */
+    RT_OK(rill_op_mul_f32(NULL, b, a, b, n));           /* b = a * b */
+    RT_OK(rill_op_add_f32(NULL, a, a, a, 1.0f, n));     /* a = 2a */
+    float *ga = download(a, n), *gb = download(b, n);
+    for (size_t i = 0; i < n; i++) {
+        float a1 = ha[i] + 1.0f;
+        expect_near("a", i, ga[i], 2.0 * a1, 0.0);
+        expect_near("b", i, gb[i], (double)a1 * hb[i], U32 * fabs((double)a1 * hb[i]));
+    }
+    free(ga);
+    free(gb);
+    free(ha);
+    free(hb);
+    RT_OK(rill_free(a));
+    RT_OK(rill_free(b));
+}
+
+/* ---- sum ---- */
+
+/* rill.h: sum writes "out[0]". */
+static void test_sum_matches_double_reference(void **state) {
+    (void)state;
+    for (size_t t = 0; t < NUM_ODD_SIZES; t++) {
+        size_t n = odd_sizes[t];
+        float *ha;
+        float *a = dev_random(n, 8, &ha);
+        float *out = dev_floats(1);
+        RT_OK(rill_op_sum_f32(NULL, out, a, n));
+        float got;
+        RT_OK(rill_memcpy(&got, out, sizeof got));
+        double want = 0.0, abs_sum = 0.0;
+        for (size_t i = 0; i < n; i++) {
+            want += ha[i];
+            abs_sum += fabs(ha[i]);
+        }
+        expect_near("sum", 0, got, want, U32 * fabs(want) + 1e-12 * abs_sum);
+        free(ha);
+        RT_OK(rill_free(a));
+        RT_OK(rill_free(out));
+    }
+}
+
+/* The sum is computed in a fixed order: the same input gives the same bits. */
+static void test_sum_is_deterministic(void **state) {
+    (void)state;
+    size_t n = 1000003;
+    float *ha;
+    float *a = dev_random(n, 9, &ha);
+    float *out = dev_floats(2);
+    RT_OK(rill_op_sum_f32(NULL, out, a, n));
+    RT_OK(rill_op_sum_f32(NULL, out + 1, a, n));
+    float got[2];
+    RT_OK(rill_memcpy(got, out, sizeof got));
+    assert_memory_equal(&got[0], &got[1], sizeof got[0]);
+    free(ha);
+    RT_OK(rill_free(a));
+    RT_OK(rill_free(out));
+}
+
+/* ---- matmul ---- */
+
+/* c[m,n] = a[m,k] b[k,n], checked against a double product: each element
+ * may differ by gamma_k times the sum of |a_ip b_pj| (k roundings). */
+static void check_matmul(size_t m, size_t k, size_t n, rill_stream *s) {
+    float *ha, *hb;
+    float *a = dev_random(m * k, 10, &ha), *b = dev_random(k * n, 11, &hb);
+    float *c = dev_floats(m * n);
+    RT_OK(rill_op_matmul_f32(s, c, a, b, m, k, n));
+    RT_OK(rill_stream_synchronize(s));
+    float *got = download(c, m * n);
+    for (size_t i = 0; i < m; i++) {
+        for (size_t j = 0; j < n; j++) {
+            double want = 0.0, mag = 0.0;
+            for (size_t p = 0; p < k; p++) {
+                double term = (double)ha[i * k + p] * hb[p * n + j];
+                want += term;
+                mag += fabs(term);
+            }
+            expect_near("c", i * n + j, got[i * n + j], want, (double)(k + 2) * U32 * mag);
+        }
+    }
+    free(got);
+    free(ha);
+    free(hb);
+    RT_OK(rill_free(a));
+    RT_OK(rill_free(b));
+    RT_OK(rill_free(c));
+}
+
+static void test_matmul_matches_double_reference(void **state) {
+    (void)state;
+    check_matmul(1, 1, 1, NULL);
+    check_matmul(17, 33, 9, NULL);
+    check_matmul(256, 512, 128, NULL);
+}
+
+/* Few rows and many columns: the grid splits columns instead of rows. */
+static void test_matmul_with_few_rows_splits_columns(void **state) {
+    (void)state;
+    check_matmul(3, 64, 4099, NULL);
+    check_matmul(1, 300, 2001, NULL);
+    check_matmul(40, 129, 1000, NULL);
+}
+
+/* a and b may be the same buffer (seed 000: B = matmul(A, A)). */
+static void test_matmul_of_a_matrix_with_itself(void **state) {
+    (void)state;
+    size_t n = 20;
+    float *ha;
+    float *a = dev_random(n * n, 12, &ha);
+    float *c = dev_floats(n * n);
+    RT_OK(rill_op_matmul_f32(NULL, c, a, a, n, n, n));
+    float *got = download(c, n * n);
+    for (size_t i = 0; i < n; i++) {
+        for (size_t j = 0; j < n; j++) {
+            double want = 0.0, mag = 0.0;
+            for (size_t p = 0; p < n; p++) {
+                want += (double)ha[i * n + p] * ha[p * n + j];
+                mag += fabs((double)ha[i * n + p] * ha[p * n + j]);
+            }
+            expect_near("c", i * n + j, got[i * n + j], want, (double)(n + 2) * U32 * mag);
+        }
+    }
+    free(got);
+    free(ha);
+    RT_OK(rill_free(a));
+    RT_OK(rill_free(c));
+}
+
+/* ---- conv2d ---- */
+
+/* rill.h: "NCHW input [n,c,h,w], weight [k,c,r,s], stride 1, no padding:
+ * output [n,k,h-r+1,w-s+1]". */
+static void check_conv2d(size_t n, size_t c, size_t h, size_t w, size_t k, size_t r, size_t sz) {
+    size_t oh = h - r + 1, ow = w - sz + 1;
+    float *hin, *hw;
+    float *in = dev_random(n * c * h * w, 13, &hin), *wt = dev_random(k * c * r * sz, 14, &hw);
+    float *out = dev_floats(n * k * oh * ow);
+    RT_OK(rill_op_conv2d_f32(NULL, out, in, wt, n, c, h, w, k, r, sz));
+    float *got = download(out, n * k * oh * ow);
+    size_t crs = c * r * sz;
+    for (size_t img = 0; img < n; img++) {
+        for (size_t f = 0; f < k; f++) {
+            for (size_t y = 0; y < oh; y++) {
+                for (size_t x = 0; x < ow; x++) {
+                    double want = 0.0, mag = 0.0;
+                    for (size_t ci = 0; ci < c; ci++) {
+                        for (size_t ri = 0; ri < r; ri++) {
+                            for (size_t si = 0; si < sz; si++) {
+                                double term =
+                                    (double)hin[((img * c + ci) * h + y + ri) * w + x + si] *
+                                    hw[((f * c + ci) * r + ri) * sz + si];
+                                want += term;
+                                mag += fabs(term);
+                            }
+                        }
+                    }
+                    size_t i = ((img * k + f) * oh + y) * ow + x;
+                    expect_near("out", i, got[i], want, (double)(crs + 2) * U32 * mag);
+                }
+            }
+        }
+    }
+    free(got);
+    free(hin);
+    free(hw);
+    RT_OK(rill_free(in));
+    RT_OK(rill_free(wt));
+    RT_OK(rill_free(out));
+}
+
+static void test_conv2d_matches_double_reference(void **state) {
+    (void)state;
+    check_conv2d(1, 1, 1, 1, 1, 1, 1);
+    check_conv2d(2, 3, 7, 9, 5, 3, 2);
+    check_conv2d(3, 2, 5, 5, 4, 5, 5); /* the filter covers the whole input */
+    check_conv2d(2, 4, 6, 5, 3, 1, 1); /* 1x1: no im2col */
+    check_conv2d(1, 3, 41, 37, 2, 2, 3);
+    check_conv2d(1, 16, 64, 64, 16, 3, 3); /* one image cut into bands, a short last one */
+    check_conv2d(4, 64, 32, 32, 64, 1, 1); /* 1x1 over several blocks */
+}
+
+/* The shapes of seed 000: conv2d(add_s0 [10,32,32,32], weight [32,32,3,3]). */
+static void test_conv2d_on_seed_000_shapes(void **state) {
+    (void)state;
+    check_conv2d(10, 32, 32, 32, 32, 3, 3);
+}
+
+/* ---- streams ---- */
+
+/* rill.h: ops take a stream; work on a non-default stream is ordered there. */
+static void test_ops_run_on_a_non_default_stream(void **state) {
+    (void)state;
+    rill_stream *s = NULL;
+    RT_OK(rill_stream_create(cpu_device(), 0, &s));
+    size_t n = 1000003;
+    float *ha;
+    float *a = dev_random(n, 15, &ha);
+    float *b = dev_floats(n), *c = dev_floats(n), *sum = dev_floats(1);
+    RT_OK(rill_op_fill_f32(s, b, 2.0f, n));
+    RT_OK(rill_op_mul_f32(s, c, a, b, n));           /* c = 2a */
+    RT_OK(rill_op_add_f32(s, c, c, a, -1.0f, n));    /* c = a */
+    RT_OK(rill_op_add_scalar_f32(s, c, c, 0.5f, n)); /* c = a + 0.5 */
+    RT_OK(rill_op_sum_f32(s, sum, c, n));
+    RT_OK(rill_stream_synchronize(s));
+    RT_OK(rill_stream_query(s));
+    float *got = download(c, n);
+    double want_sum = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        expect_near("c", i, got[i], (double)ha[i] + 0.5, U32 * 2.0);
+        want_sum += got[i];
+    }
+    float got_sum;
+    RT_OK(rill_memcpy(&got_sum, sum, sizeof got_sum));
+    expect_near("sum", 0, got_sum, want_sum, U32 * fabs(want_sum) + 1e-6);
+    free(got);
+    free(ha);
+    RT_OK(rill_free(a));
+    RT_OK(rill_free(b));
+    RT_OK(rill_free(c));
+    RT_OK(rill_free(sum));
+    check_matmul(64, 96, 80, s);
+    RT_OK(rill_stream_destroy(s));
+}
+
+/* rill.h: "A NULL rill_stream* means the calling thread's current stream". */
+static void test_null_stream_means_current_stream(void **state) {
+    (void)state;
+    rill_stream *s = NULL;
+    RT_OK(rill_stream_create(cpu_device(), 0, &s));
+    size_t n = 1000;
+    float *x = dev_floats(n);
+    rill_stream *prev = rill_set_current_stream(s);
+    RT_OK(rill_op_fill_f32(NULL, x, 7.0f, n));
+    RT_OK(rill_op_add_scalar_f32(NULL, x, x, 1.0f, n));
+    rill_set_current_stream(prev);
+    RT_OK(rill_stream_synchronize(s));
+    float *got = download(x, n);
+    for (size_t i = 0; i < n; i++)
+        expect_near("x", i, got[i], 8.0, 0.0);
+    free(got);
+    RT_OK(rill_free(x));
+    RT_OK(rill_stream_destroy(s));
+}
+
+/* ---- bad arguments ---- */
+
+/* rill.h: "RILL_ERROR_INVALID_ARGUMENT: NULL where a value is needed, bad
+ * flag, size 0"; on failure rill_last_error() explains. */
+static void test_fill_rejects_bad_arguments(void **state) {
+    (void)state;
+    float *x = dev_floats(8);
+    expect_invalid(rill_op_fill_f32(NULL, NULL, 1.0f, 8), "rill_op_fill_f32: x is NULL");
+    expect_invalid(rill_op_fill_f32(NULL, x, 1.0f, 0), "rill_op_fill_f32: n is 0");
+    expect_invalid(rill_op_fill_f32(NULL, x, 1.0f, SIZE_MAX), "rill_op_fill_f32: n is");
+    RT_OK(rill_free(x));
+}
+
+static void test_elementwise_ops_reject_bad_arguments(void **state) {
+    (void)state;
+    float *a = dev_floats(16), *b = dev_floats(16), *out = dev_floats(16);
+    expect_invalid(rill_op_add_f32(NULL, NULL, a, b, 1.0f, 16), "rill_op_add_f32: out is NULL");
+    expect_invalid(rill_op_add_f32(NULL, out, NULL, b, 1.0f, 16), "rill_op_add_f32: a is NULL");
+    expect_invalid(rill_op_add_f32(NULL, out, a, NULL, 1.0f, 16), "rill_op_add_f32: b is NULL");
+    expect_invalid(rill_op_add_f32(NULL, out, a, b, 1.0f, 0), "rill_op_add_f32: n is 0");
+    expect_invalid(rill_op_add_f32(NULL, a + 1, a, b, 1.0f, 8), "out overlaps a");
+    expect_invalid(rill_op_add_f32(NULL, b, a, b + 3, 1.0f, 8), "out overlaps b");
+
+    expect_invalid(rill_op_mul_f32(NULL, NULL, a, b, 16), "rill_op_mul_f32: out is NULL");
+    expect_invalid(rill_op_mul_f32(NULL, out, NULL, b, 16), "rill_op_mul_f32: a is NULL");
+    expect_invalid(rill_op_mul_f32(NULL, out, a, NULL, 16), "rill_op_mul_f32: b is NULL");
+    expect_invalid(rill_op_mul_f32(NULL, out, a, b, 0), "rill_op_mul_f32: n is 0");
+    expect_invalid(rill_op_mul_f32(NULL, a + 2, a, b, 8), "out overlaps a");
+
+    expect_invalid(rill_op_add_scalar_f32(NULL, NULL, a, 1.0f, 16),
+                   "rill_op_add_scalar_f32: out is NULL");
+    expect_invalid(rill_op_add_scalar_f32(NULL, out, NULL, 1.0f, 16),
+                   "rill_op_add_scalar_f32: a is NULL");
+    expect_invalid(rill_op_add_scalar_f32(NULL, out, a, 1.0f, 0), "rill_op_add_scalar_f32: n is 0");
+    expect_invalid(rill_op_add_scalar_f32(NULL, a, a + 1, 1.0f, 8), "out overlaps a");
+
+    expect_invalid(rill_op_sum_f32(NULL, NULL, a, 16), "rill_op_sum_f32: out is NULL");
+    expect_invalid(rill_op_sum_f32(NULL, out, NULL, 16), "rill_op_sum_f32: a is NULL");
+    expect_invalid(rill_op_sum_f32(NULL, out, a, 0), "rill_op_sum_f32: n is 0");
+    RT_OK(rill_free(a));
+    RT_OK(rill_free(b));
+    RT_OK(rill_free(out));
+}
+
+static void test_matmul_rejects_bad_arguments(void **state) {
+    (void)state;
+    float *a = dev_floats(64), *b = dev_floats(64), *c = dev_floats(64);
+    expect_invalid(rill_op_matmul_f32(NULL, NULL, a, b, 4, 4, 4), "rill_op_matmul_f32: c is NULL");
+    expect_invalid(rill_op_matmul_f32(NULL, c, NULL, b, 4, 4, 4), "rill_op_matmul_f32: a is NULL");
+    expect_invalid(rill_op_matmul_f32(NULL, c, a, NULL, 4, 4, 4), "rill_op_matmul_f32: b is NULL");
+    expect_invalid(rill_op_matmul_f32(NULL, c, a, b, 0, 4, 4), "rill_op_matmul_f32: m is 0");
+    expect_invalid(rill_op_matmul_f32(NULL, c, a, b, 4, 0, 4), "rill_op_matmul_f32: k is 0");
+    expect_invalid(rill_op_matmul_f32(NULL, c, a, b, 4, 4, 0), "rill_op_matmul_f32: n is 0");
+    expect_invalid(rill_op_matmul_f32(NULL, a + 4, a, b, 4, 4, 4), "c overlaps a");
+    expect_invalid(rill_op_matmul_f32(NULL, b, a, b, 4, 4, 4), "c overlaps b");
+    RT_OK(rill_free(a));
+    RT_OK(rill_free(b));
+    RT_OK(rill_free(c));
+}
+
+static void test_conv2d_rejects_bad_arguments(void **state) {
+    (void)state;
+    float *in = dev_floats(2 * 3 * 5 * 5), *w = dev_floats(4 * 3 * 3 * 3);
+    float *out = dev_floats(2 * 4 * 3 * 3);
+    expect_invalid(rill_op_conv2d_f32(NULL, NULL, in, w, 2, 3, 5, 5, 4, 3, 3),
+                   "rill_op_conv2d_f32: out is NULL");
+    expect_invalid(rill_op_conv2d_f32(NULL, out, NULL, w, 2, 3, 5, 5, 4, 3, 3),
+                   "rill_op_conv2d_f32: in is NULL");
+    expect_invalid(rill_op_conv2d_f32(NULL, out, in, NULL, 2, 3, 5, 5, 4, 3, 3),
+                   "rill_op_conv2d_f32: weight is NULL");
+    expect_invalid(rill_op_conv2d_f32(NULL, out, in, w, 0, 3, 5, 5, 4, 3, 3),
+                   "rill_op_conv2d_f32: n is 0");
+    expect_invalid(rill_op_conv2d_f32(NULL, out, in, w, 2, 0, 5, 5, 4, 3, 3),
+                   "rill_op_conv2d_f32: c is 0");
+    expect_invalid(rill_op_conv2d_f32(NULL, out, in, w, 2, 3, 0, 5, 4, 3, 3),
+                   "rill_op_conv2d_f32: h is 0");
+    expect_invalid(rill_op_conv2d_f32(NULL, out, in, w, 2, 3, 5, 0, 4, 3, 3),
+                   "rill_op_conv2d_f32: w is 0");
+    expect_invalid(rill_op_conv2d_f32(NULL, out, in, w, 2, 3, 5, 5, 0, 3, 3),
+                   "rill_op_conv2d_f32: k is 0");
+    expect_invalid(rill_op_conv2d_f32(NULL, out, in, w, 2, 3, 5, 5, 4, 0, 3),
+                   "rill_op_conv2d_f32: r is 0");
+    expect_invalid(rill_op_conv2d_f32(NULL, out, in, w, 2, 3, 5, 5, 4, 3, 0),
+                   "rill_op_conv2d_f32: sz is 0");
+    expect_invalid(rill_op_conv2d_f32(NULL, out, in, w, 2, 3, 5, 5, 4, 6, 3),
+                   "rill_op_conv2d_f32: the filter height r (6) exceeds the input height h (5)");
+    expect_invalid(rill_op_conv2d_f32(NULL, out, in, w, 2, 3, 5, 5, 4, 3, 7),
+                   "rill_op_conv2d_f32: the filter width sz (7) exceeds the input width w (5)");
+    expect_invalid(rill_op_conv2d_f32(NULL, in + 1, in, w, 2, 3, 5, 5, 4, 3, 3),
+                   "rill_op_conv2d_f32: out overlaps in");
+    expect_invalid(rill_op_conv2d_f32(NULL, w, in, w + 8, 1, 1, 5, 5, 1, 3, 3),
+                   "rill_op_conv2d_f32: out overlaps weight");
+    RT_OK(rill_free(in));
+    RT_OK(rill_free(w));
+    RT_OK(rill_free(out));
+}
+
+/* A bad stream handle is reported, not used as a stream. The fake handle
+ * is zeroed memory aligned like any rill object, so reading its magic
+ * number is defined behaviour. */
+static void test_ops_reject_a_bad_stream_handle(void **state) {
+    (void)state;
+    static alignas(64) unsigned char not_a_stream[1024];
+    float *x = dev_floats(4);
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT,
+              rill_op_fill_f32((rill_stream *)(void *)not_a_stream, x, 1.0f, 4));
+    RT_OK(rill_free(x));
+}
+
+/* Style contract: "a failed call changes nothing". */
+static void test_a_rejected_op_leaves_memory_unchanged(void **state) {
+    (void)state;
+    size_t n = 64;
+    float *x = dev_floats(n);
+    RT_OK(rill_op_fill_f32(NULL, x, 5.0f, n));
+    expect_invalid(rill_op_add_scalar_f32(NULL, x + 1, x, 1.0f, n - 1), "out overlaps a");
+    expect_invalid(rill_op_matmul_f32(NULL, x, x, x + 16, 4, 4, 4), "c overlaps a");
+    expect_invalid(rill_op_conv2d_f32(NULL, x, x + 32, x, 1, 1, 4, 4, 1, 5, 1),
+                   "exceeds the input height");
+    float *got = download(x, n);
+    for (size_t i = 0; i < n; i++)
+        expect_near("x", i, got[i], 5.0, 0.0);
+    free(got);
+    RT_OK(rill_free(x));
+}
+
+/* ---- kernel cache ---- */
+
+/* rill.h: "rill_shutdown() waits for all work and releases everything"; the
+ * library initialises itself again on next use, built-in kernels included. */
+static void test_ops_work_again_after_shutdown(void **state) {
+    (void)state;
+    for (int round = 0; round < 3; round++) {
+        float *x = dev_floats(100);
+        RT_OK(rill_op_fill_f32(NULL, x, (float)round, 100));
+        float *got = download(x, 100);
+        expect_near("x", 99, got[99], round, 0.0);
+        free(got);
+        RT_OK(rill_free(x));
+        RT_OK(rill_shutdown());
+    }
+}
+
+#define RACERS 8
+
+typedef struct racer {
+    pthread_t thread;
+    float *x;
+    float *sum;
+    _Atomic int status;
+} racer;
+
+static void *race_first_use(void *arg) {
+    racer *r = arg;
+    rill_status st = rill_op_fill_f32(NULL, r->x, 1.0f, 70000);
+    if (st == RILL_OK)
+        st = rill_op_sum_f32(NULL, r->sum, r->x, 70000);
+    if (st == RILL_OK)
+        st = rill_stream_synchronize(NULL);
+    atomic_store(&r->status, (int)st);
+    return NULL;
+}
+
+/* rill.h: "Every function is thread-safe": threads that use ops for the
+ * first time at once all succeed (the kernels are created racing). */
+static void test_first_use_of_ops_from_many_threads(void **state) {
+    (void)state;
+    RT_OK(rill_shutdown());
+    racer racers[RACERS];
+    for (int i = 0; i < RACERS; i++) {
+        racers[i].x = dev_floats(70000);
+        racers[i].sum = dev_floats(1);
+        atomic_init(&racers[i].status, -1);
+    }
+    for (int i = 0; i < RACERS; i++)
+        assert_int_equal(pthread_create(&racers[i].thread, NULL, race_first_use, &racers[i]), 0);
+    for (int i = 0; i < RACERS; i++)
+        assert_int_equal(pthread_join(racers[i].thread, NULL), 0);
+    for (int i = 0; i < RACERS; i++) {
+        assert_int_equal(atomic_load(&racers[i].status), RILL_OK);
+        float got;
+        RT_OK(rill_memcpy(&got, racers[i].sum, sizeof got));
+        expect_near("sum", (size_t)i, got, 70000.0, 0.0);
+        RT_OK(rill_free(racers[i].x));
+        RT_OK(rill_free(racers[i].sum));
+    }
+}
+
+int main(int argc, char **argv) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fill_sets_every_element),
+        cmocka_unit_test(test_add_computes_a_plus_alpha_b),
+        cmocka_unit_test(test_mul_multiplies_elementwise),
+        cmocka_unit_test(test_add_scalar_adds_value),
+        cmocka_unit_test(test_elementwise_ops_run_in_place),
+        cmocka_unit_test(test_sum_matches_double_reference),
+        cmocka_unit_test(test_sum_is_deterministic),
+        cmocka_unit_test(test_matmul_matches_double_reference),
+        cmocka_unit_test(test_matmul_with_few_rows_splits_columns),
+        cmocka_unit_test(test_matmul_of_a_matrix_with_itself),
+        cmocka_unit_test(test_conv2d_matches_double_reference),
+        cmocka_unit_test(test_conv2d_on_seed_000_shapes),
+        cmocka_unit_test(test_ops_run_on_a_non_default_stream),
+        cmocka_unit_test(test_null_stream_means_current_stream),
+        cmocka_unit_test(test_fill_rejects_bad_arguments),
+        cmocka_unit_test(test_elementwise_ops_reject_bad_arguments),
+        cmocka_unit_test(test_matmul_rejects_bad_arguments),
+        cmocka_unit_test(test_conv2d_rejects_bad_arguments),
+        cmocka_unit_test(test_ops_reject_a_bad_stream_handle),
+        cmocka_unit_test(test_a_rejected_op_leaves_memory_unchanged),
+        cmocka_unit_test(test_ops_work_again_after_shutdown),
+        cmocka_unit_test(test_first_use_of_ops_from_many_threads),
+    };
+    return RT_RUN(tests);
+}
