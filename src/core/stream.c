@@ -5,9 +5,10 @@
  * means is decided here.
  *
  * A host wait spins briefly, then (default events and streams) yields for
- * a while, then sleeps on wake_gen; rill__stream_complete bumps wake_gen
- * only when host_waiters says someone sleeps, so a completion that nobody
- * waits for costs two atomic operations. */
+ * a while, then sleeps on wake_gen. Sleeping host threads and parked
+ * streams publish the least sequence number they await (host_wake_at,
+ * waiter_min), so a completion that nobody awaits costs two loads and a
+ * compare, and never a system call or a lock. */
 #include "core/stream.h"
 
 #include <stdio.h>
@@ -48,6 +49,8 @@ rill_status rill__stream_new(rill_device *dev, int priority, rill__stream_kind k
     rill__mutex_init(&s->err_lock);
     rill__mutex_init(&s->wait_lock);
     atomic_init(&s->refs, 1);
+    atomic_init(&s->waiter_min, UINT64_MAX);
+    atomic_init(&s->host_wake_at, UINT64_MAX);
     s->windows = &s->first_window;
     s->cap_windows = 1;
     rill_status st = dev->ops->stream_init(s);
@@ -113,17 +116,26 @@ void rill__stream_name(rill_stream *s, char *buf, size_t size) {
 
 /* ----------------------------------------------------------- completion */
 
+/* Least seq among s->waiters (UINT64_MAX when empty); wait_lock held. */
+static uint64_t waiter_min_locked(rill_stream *s) {
+    uint64_t min = UINT64_MAX;
+    for (rill__waiter *w = s->waiters; w != NULL; w = w->next)
+        if (w->seq < min)
+            min = w->seq;
+    return min;
+}
+
 void rill__stream_complete(rill_stream *s, uint64_t seq) {
     /* release: pairs with the acquire loads of done_seq in waits and
      * queries, publishing the completed command's writes. */
     atomic_store_explicit(&s->done_seq, seq, memory_order_release);
-    /* A Dekker pair with the num_waiters/host_waiters increments in
-     * rill__stream_add_waiter and rill__stream_host_wait, which run a heavy
-     * barrier before they load done_seq: either they see this store or we
-     * see them. Completions are hot and waiters rare, hence the light
-     * barrier here. */
+    /* A Dekker pair with rill__stream_add_waiter and rill__stream_host_wait,
+     * which publish waiter_min / host_wake_at and run a heavy barrier before
+     * they load done_seq: either they see this store or we see them.
+     * Completions are hot and waiters rare, hence the light barrier here. */
     rill__barrier_light();
-    if (atomic_load_explicit(&s->num_waiters, memory_order_relaxed) != 0) {
+    /* relaxed: ordered by the barrier above. */
+    if (seq >= atomic_load_explicit(&s->waiter_min, memory_order_relaxed)) {
         rill__waiter *ready = NULL;
         rill__mutex_lock(&s->wait_lock);
         for (rill__waiter **p = &s->waiters; *p != NULL;) {
@@ -132,11 +144,11 @@ void rill__stream_complete(rill_stream *s, uint64_t seq) {
                 *p = w->next;
                 w->next = ready;
                 ready = w;
-                atomic_fetch_sub_explicit(&s->num_waiters, 1, memory_order_relaxed);
             } else {
                 p = &w->next;
             }
         }
+        atomic_store_explicit(&s->waiter_min, waiter_min_locked(s), memory_order_relaxed);
         rill__mutex_unlock(&s->wait_lock);
         while (ready != NULL) {
             rill__waiter *w = ready;
@@ -144,7 +156,10 @@ void rill__stream_complete(rill_stream *s, uint64_t seq) {
             w->fn(w);
         }
     }
-    if (atomic_load_explicit(&s->host_waiters, memory_order_relaxed) != 0) {
+    if (seq >= atomic_load_explicit(&s->host_wake_at, memory_order_relaxed)) {
+        /* Wake every sleeper; those still short of their point register
+         * again. */
+        atomic_store_explicit(&s->host_wake_at, UINT64_MAX, memory_order_relaxed);
         atomic_fetch_add_explicit(&s->wake_gen, 1, memory_order_release);
         rill__futex_wake(&s->wake_gen, INT32_MAX);
     }
@@ -152,15 +167,17 @@ void rill__stream_complete(rill_stream *s, uint64_t seq) {
 
 bool rill__stream_add_waiter(rill_stream *s, rill__waiter *w) {
     rill__mutex_lock(&s->wait_lock);
-    atomic_fetch_add_explicit(&s->num_waiters, 1, memory_order_seq_cst);
+    w->next = s->waiters;
+    s->waiters = w;
+    if (w->seq < atomic_load_explicit(&s->waiter_min, memory_order_relaxed))
+        atomic_store_explicit(&s->waiter_min, w->seq, memory_order_seq_cst);
     rill__barrier_heavy(); /* pairs with the light barrier in rill__stream_complete */
     if (atomic_load_explicit(&s->done_seq, memory_order_acquire) >= w->seq) {
-        atomic_fetch_sub_explicit(&s->num_waiters, 1, memory_order_relaxed);
+        s->waiters = w->next; /* still first: the lock was held throughout */
+        atomic_store_explicit(&s->waiter_min, waiter_min_locked(s), memory_order_relaxed);
         rill__mutex_unlock(&s->wait_lock);
         return false;
     }
-    w->next = s->waiters;
-    s->waiters = w;
     rill__mutex_unlock(&s->wait_lock);
     return true;
 }
@@ -258,15 +275,16 @@ void rill__stream_host_wait(rill_stream *s, uint64_t seq, int blocking) {
                 rill__thread_yield();
         }
     }
-    atomic_fetch_add_explicit(&s->host_waiters, 1, memory_order_seq_cst);
-    rill__barrier_heavy(); /* pairs with the light barrier in rill__stream_complete */
     for (;;) {
         uint32_t gen = atomic_load_explicit(&s->wake_gen, memory_order_acquire);
-        if (atomic_load_explicit(&s->done_seq, memory_order_seq_cst) >= seq)
-            break;
+        uint64_t cur = atomic_load_explicit(&s->host_wake_at, memory_order_relaxed);
+        while (seq < cur && !atomic_compare_exchange_weak(&s->host_wake_at, &cur, seq)) {
+        }
+        rill__barrier_heavy(); /* pairs with the light barrier in rill__stream_complete */
+        if (atomic_load_explicit(&s->done_seq, memory_order_acquire) >= seq)
+            return;
         rill__futex_wait(&s->wake_gen, gen);
     }
-    atomic_fetch_sub_explicit(&s->host_waiters, 1, memory_order_relaxed);
 }
 
 rill_status rill__stream_wait_status(rill_stream *s, uint64_t seq, int blocking, const char *fn) {

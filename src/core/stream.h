@@ -57,8 +57,8 @@ struct rill_stream {
     _Atomic int refs;                 /* owner, pending work, events, waits */
     _Atomic int owner_released;       /* destroyed by its owner (a zombie if work remains) */
     _Atomic int has_failed;           /* num_windows != 0, for a lock-free fast path */
-    _Atomic uint32_t num_waiters;     /* entries in waiters */
-    _Atomic uint32_t host_waiters;    /* threads sleeping on wake_gen */
+    _Atomic uint64_t waiter_min;      /* least seq in waiters; UINT64_MAX: none */
+    _Atomic uint64_t host_wake_at;    /* least seq a sleeping host thread awaits */
     _Atomic uint32_t wake_gen;        /* futex word for host waiters */
     alignas(64) _Atomic uint64_t sub_seq;  /* written by the backend's submit */
     alignas(64) _Atomic uint64_t done_seq; /* written by the executing backend */

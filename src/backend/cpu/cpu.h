@@ -94,6 +94,7 @@ typedef struct cpu_device {
     alignas(64) _Atomic int num_launches; /* entries in launches */
     alignas(64) _Atomic uint32_t work_gen; /* futex word idle workers sleep on */
     _Atomic int sleepers;
+    _Atomic int idle; /* workers in idle_wait, spinning or asleep */
     _Atomic int stop;
 } cpu_device;
 

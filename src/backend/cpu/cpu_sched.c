@@ -326,11 +326,13 @@ static void on_wait_met(rill__waiter *wt) {
     push_ready(cpu_device_of(s->dev), s);
 }
 
-/* True while the device has nothing else a worker could do. */
+/* True when this worker may spin for its stream: the device has nothing
+ * else to do, or another worker is idle and will take what there is. */
 static int device_quiet(cpu_device *d) {
-    /* relaxed: a hint for how long to spin. */
-    return atomic_load_explicit(&d->ready_mask, memory_order_relaxed) == 0 &&
-           atomic_load_explicit(&d->num_launches, memory_order_relaxed) == 0;
+    /* relaxed: hints for how long to spin. */
+    return atomic_load_explicit(&d->idle, memory_order_relaxed) > 0 ||
+           (atomic_load_explicit(&d->ready_mask, memory_order_relaxed) == 0 &&
+            atomic_load_explicit(&d->num_launches, memory_order_relaxed) == 0);
 }
 
 static enum exec_result exec_wait(cpu_device *d, rill_stream *s, cpu_cmd *c) {
@@ -494,9 +496,12 @@ static int has_work(cpu_device *d) {
 
 static void idle_wait(cpu_device *d) {
     uint64_t start = rill__now_ns();
+    atomic_fetch_add_explicit(&d->idle, 1, memory_order_relaxed);
     for (unsigned spins = 1;; spins++) {
-        if (has_work(d))
+        if (has_work(d)) {
+            atomic_fetch_sub_explicit(&d->idle, 1, memory_order_relaxed);
             return;
+        }
         rill__cpu_relax();
         if ((spins & 63u) != 0)
             continue;
@@ -511,6 +516,7 @@ static void idle_wait(cpu_device *d) {
     if (!has_work(d))
         rill__futex_wait(&d->work_gen, gen);
     atomic_fetch_sub(&d->sleepers, 1);
+    atomic_fetch_sub_explicit(&d->idle, 1, memory_order_relaxed);
 }
 
 static void worker_main(void *arg) {
