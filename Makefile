@@ -7,9 +7,8 @@ all:
 	cmake --preset release -G Ninja >/dev/null
 	cmake --build build/release
 
-demo: all
-	build/release/rill info
-	build/release/rill demo
+demo:
+	scripts/demo.sh
 
 test:
 	scripts/test.sh

@@ -4,8 +4,8 @@
  * public stream calls. The backend runs commands; everything a stream
  * means is decided here.
  *
- * A host wait spins briefly, then (default events and streams) yields for
- * a while, then sleeps on wake_gen. Sleeping host threads and parked
+ * A host wait (default events and streams) spins briefly, then sleeps on
+ * wake_gen; blocking-sync events sleep at once. Sleeping host threads and parked
  * streams publish the least sequence number they await (host_wake_at,
  * waiter_min), so a completion that nobody awaits costs two loads and a
  * compare, and never a system call or a lock. */
@@ -19,11 +19,12 @@
 #include "core/kernel.h"
 #include "core/status.h"
 
-/* How long a non-blocking host wait spins and then yields before it
- * sleeps. Work that completes within the yield window wakes the host in
- * well under a microsecond; longer waits cost no CPU. */
-#define SPIN_NS 2000u
-#define YIELD_NS 200000u
+/* How long a default (non-blocking) host wait spins before it sleeps:
+ * work that completes within this window wakes the host in well under a
+ * microsecond; longer waits cost no CPU. There is no sched_yield phase: on
+ * a machine shared with busy processes a yield gives away a whole time
+ * slice, turning a microsecond wait into a millisecond one. */
+#define SPIN_NS 60000u
 
 static const char *kind_label(rill__stream_kind kind) {
     switch (kind) {
@@ -259,20 +260,14 @@ static int reached(rill_stream *s, uint64_t seq) {
 void rill__stream_host_wait(rill_stream *s, uint64_t seq, int blocking) {
     if (reached(s, seq))
         return;
-    uint64_t start = rill__now_ns();
     if (!blocking) {
-        unsigned spins = 0;
-        for (;;) {
+        uint64_t until = rill__now_ns() + SPIN_NS;
+        for (unsigned spins = 1;; spins++) {
             if (reached(s, seq))
                 return;
             rill__cpu_relax();
-            if ((++spins & 63u) != 0)
-                continue;
-            uint64_t elapsed = rill__now_ns() - start;
-            if (elapsed > SPIN_NS + YIELD_NS)
+            if ((spins & 63u) == 0 && rill__now_ns() > until)
                 break;
-            if (elapsed > SPIN_NS)
-                rill__thread_yield();
         }
     }
     for (;;) {

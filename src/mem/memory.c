@@ -387,7 +387,7 @@ rill_status rill_memcpy_async(void *dst, const void *src, size_t bytes, rill_str
     rill_status st = rill__stream_resolve(stream, fn, &stream);
     if (st != RILL_OK)
         return st;
-    rill_device *sd, *dd;
+    rill_device *sd = NULL, *dd = NULL;
     st = check_copy(dst, src, fn, &sd, &dd, bytes);
     if (st != RILL_OK || bytes == 0)
         return st;
@@ -400,7 +400,7 @@ rill_status rill_memcpy_async(void *dst, const void *src, size_t bytes, rill_str
 
 rill_status rill_memcpy(void *dst, const void *src, size_t bytes) {
     static const char fn[] = "rill_memcpy";
-    rill_device *sd, *dd;
+    rill_device *sd = NULL, *dd = NULL;
     rill_status st = check_copy(dst, src, fn, &sd, &dd, bytes);
     if (st != RILL_OK || bytes == 0)
         return st;

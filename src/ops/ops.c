@@ -216,7 +216,7 @@ static rill_status launch(rill_stream *s, op_id id, size_t blocks, const void *a
 
 rill_status rill_op_fill_f32(rill_stream *s, float *x, float value, size_t n) {
     static const char fn[] = "rill_op_fill_f32";
-    size_t bytes, units;
+    size_t bytes = 0, units = 0;
     rill_status st;
     if ((st = check_pointer(fn, x, "x", "device memory of n floats")) != RILL_OK ||
         (st = check_count(fn, n, &bytes)) != RILL_OK ||
@@ -232,7 +232,7 @@ rill_status rill_op_fill_f32(rill_stream *s, float *x, float value, size_t n) {
 rill_status rill_op_add_f32(rill_stream *s, float *out, const float *a, const float *b, float alpha,
                             size_t n) {
     static const char fn[] = "rill_op_add_f32";
-    size_t bytes, units;
+    size_t bytes = 0, units = 0;
     rill_status st;
     if ((st = check_pointer(fn, out, "out", "device memory for n floats")) != RILL_OK ||
         (st = check_pointer(fn, a, "a", "device memory of n floats")) != RILL_OK ||
@@ -253,7 +253,7 @@ rill_status rill_op_add_f32(rill_stream *s, float *out, const float *a, const fl
 
 rill_status rill_op_mul_f32(rill_stream *s, float *out, const float *a, const float *b, size_t n) {
     static const char fn[] = "rill_op_mul_f32";
-    size_t bytes, units;
+    size_t bytes = 0, units = 0;
     rill_status st;
     if ((st = check_pointer(fn, out, "out", "device memory for n floats")) != RILL_OK ||
         (st = check_pointer(fn, a, "a", "device memory of n floats")) != RILL_OK ||
@@ -275,7 +275,7 @@ rill_status rill_op_mul_f32(rill_stream *s, float *out, const float *a, const fl
 rill_status rill_op_add_scalar_f32(rill_stream *s, float *out, const float *a, float value,
                                    size_t n) {
     static const char fn[] = "rill_op_add_scalar_f32";
-    size_t bytes, units;
+    size_t bytes = 0, units = 0;
     rill_status st;
     if ((st = check_pointer(fn, out, "out", "device memory for n floats")) != RILL_OK ||
         (st = check_pointer(fn, a, "a", "device memory of n floats")) != RILL_OK ||
@@ -298,7 +298,7 @@ rill_status rill_op_add_scalar_f32(rill_stream *s, float *out, const float *a, f
  * one-block launch then adds up in block order. */
 rill_status rill_op_sum_f32(rill_stream *s, float *out, const float *a, size_t n) {
     static const char fn[] = "rill_op_sum_f32";
-    size_t bytes, units;
+    size_t bytes = 0, units = 0;
     rill_status st;
     if ((st = check_pointer(fn, out, "out", "device memory for one float")) != RILL_OK ||
         (st = check_pointer(fn, a, "a", "device memory of n floats")) != RILL_OK ||
@@ -382,7 +382,7 @@ static void matmul_tiles(size_t m, size_t k, size_t n, size_t units, size_t *row
 rill_status rill_op_matmul_f32(rill_stream *s, float *c, const float *a, const float *b, size_t m,
                                size_t k, size_t n) {
     static const char fn[] = "rill_op_matmul_f32";
-    size_t a_bytes = 0, b_bytes = 0, c_bytes = 0, units;
+    size_t a_bytes = 0, b_bytes = 0, c_bytes = 0, units = 0;
     rill_status st;
     if ((st = check_pointer(fn, c, "c", "device memory for m*n floats")) != RILL_OK ||
         (st = check_pointer(fn, a, "a", "device memory of m*k floats")) != RILL_OK ||
@@ -438,7 +438,7 @@ rill_status rill_op_conv2d_f32(rill_stream *s, float *out, const float *in, cons
                                size_t n, size_t c, size_t h, size_t w, size_t k, size_t r,
                                size_t sz) {
     static const char fn[] = "rill_op_conv2d_f32";
-    size_t in_bytes = 0, w_bytes = 0, out_bytes = 0, units;
+    size_t in_bytes = 0, w_bytes = 0, out_bytes = 0, units = 0;
     rill_status st;
     if ((st = check_pointer(fn, out, "out", "device memory for n*k*(h-r+1)*(w-sz+1) floats")) !=
             RILL_OK ||

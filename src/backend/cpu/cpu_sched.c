@@ -18,11 +18,11 @@
 #include "core/event.h"
 #include "core/status.h"
 
-/* Idle workers spin this long, then yield for a while, before sleeping: a
- * steady flow of work never pays a wake-up, and an idle process stops
- * using the CPU within a millisecond. */
-#define IDLE_SPIN_NS 20000u
-#define IDLE_YIELD_NS 200000u
+/* Idle workers spin this long before sleeping: a steady flow of work never
+ * pays a wake-up, and an idle process stops using the CPU within a tenth
+ * of a millisecond. They do not sched_yield: on a machine shared with busy
+ * processes a yield gives away a whole time slice. */
+#define IDLE_SPIN_NS 100000u
 /* A stream keeps its worker for at most this many commands while another
  * stream of the same priority is ready. */
 #define FAIR_BATCH 64
@@ -503,13 +503,8 @@ static void idle_wait(cpu_device *d) {
             return;
         }
         rill__cpu_relax();
-        if ((spins & 63u) != 0)
-            continue;
-        uint64_t elapsed = rill__now_ns() - start;
-        if (elapsed > IDLE_SPIN_NS + IDLE_YIELD_NS)
+        if ((spins & 63u) == 0 && rill__now_ns() - start > IDLE_SPIN_NS)
             break;
-        if (elapsed > IDLE_SPIN_NS)
-            rill__thread_yield();
     }
     uint32_t gen = atomic_load(&d->work_gen);
     atomic_fetch_add(&d->sleepers, 1);
