@@ -20,5 +20,8 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/rillConfig.cmake
   ${CMAKE_CURRENT_BINARY_DIR}/rillConfigVersion.cmake
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/rill)
 
+# rill.pc finds its prefix relative to itself, so the installed tree may move.
+file(RELATIVE_PATH RILL_PC_TO_PREFIX "/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/")
+string(REGEX REPLACE "/$" "" RILL_PC_TO_PREFIX "${RILL_PC_TO_PREFIX}")
 configure_file(cmake/rill.pc.in ${CMAKE_CURRENT_BINARY_DIR}/rill.pc @ONLY)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/rill.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -22,4 +22,4 @@ if [ "${1:-}" != quick ]; then
   run asan-ubsan 'unit|seeds'
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" run tsan 'unit|stress'
 fi
-run default 'unit|seeds|stress'
+run default 'unit|seeds|stress|install'

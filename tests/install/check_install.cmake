@@ -1,0 +1,40 @@
+# SPDX-License-Identifier: MIT
+# Installs the build tree into a scratch prefix, then builds and runs a
+# consumer twice: with pkg-config (rill.pc) and with find_package(rill).
+# Run as: cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DWORK_DIR=... -P check_install.cmake
+set(prefix ${WORK_DIR}/prefix)
+file(REMOVE_RECURSE ${WORK_DIR})
+
+function(run)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "failed (${rc}): ${ARGN}\n${out}\n${err}")
+  endif()
+  set(last_output "${out}" PARENT_SCOPE)
+endfunction()
+
+run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
+
+# pkg-config
+find_program(PKG_CONFIG pkg-config REQUIRED)
+find_program(CC NAMES cc gcc REQUIRED)
+file(GLOB pcdirs ${prefix}/lib*/pkgconfig ${prefix}/lib/*/pkgconfig)
+string(REPLACE ";" ":" pcpath "${pcdirs}")
+set(ENV{PKG_CONFIG_PATH} "${pcpath}")
+run(${PKG_CONFIG} --cflags --libs rill)
+separate_arguments(flags UNIX_COMMAND "${last_output}")
+run(${CC} ${SOURCE_DIR}/tests/install/consumer.c ${flags} -o ${WORK_DIR}/consumer_pc)
+run(${WORK_DIR}/consumer_pc)
+if(NOT last_output MATCHES "^devices: [0-9]+")
+  message(FATAL_ERROR "pkg-config consumer printed: ${last_output}")
+endif()
+
+# find_package
+run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/install -B ${WORK_DIR}/cmake_build
+    -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release)
+run(${CMAKE_COMMAND} --build ${WORK_DIR}/cmake_build)
+run(${WORK_DIR}/cmake_build/consumer)
+if(NOT last_output MATCHES "^devices: [0-9]+")
+  message(FATAL_ERROR "find_package consumer printed: ${last_output}")
+endif()
+message(STATUS "installed rill works with pkg-config and find_package")
