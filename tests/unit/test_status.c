@@ -1,0 +1,214 @@
+/* SPDX-License-Identifier: MIT */
+/* Status names, status sentences and the per-thread last-error sentence. */
+#include "fixture.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+static const struct {
+    rill_status status;
+    const char *name;
+} all_statuses[] = {
+    {RILL_OK, "RILL_OK"},
+    {RILL_NOT_READY, "RILL_NOT_READY"},
+    {RILL_ERROR_INVALID_ARGUMENT, "RILL_ERROR_INVALID_ARGUMENT"},
+    {RILL_ERROR_OUT_OF_MEMORY, "RILL_ERROR_OUT_OF_MEMORY"},
+    {RILL_ERROR_NO_DEVICE, "RILL_ERROR_NO_DEVICE"},
+    {RILL_ERROR_DEVICE_MISMATCH, "RILL_ERROR_DEVICE_MISMATCH"},
+    {RILL_ERROR_NOT_SUPPORTED, "RILL_ERROR_NOT_SUPPORTED"},
+    {RILL_ERROR_NOT_PERMITTED, "RILL_ERROR_NOT_PERMITTED"},
+    {RILL_ERROR_TIMING_DISABLED, "RILL_ERROR_TIMING_DISABLED"},
+    {RILL_ERROR_NOT_RECORDED, "RILL_ERROR_NOT_RECORDED"},
+    {RILL_ERROR_KERNEL_FAILED, "RILL_ERROR_KERNEL_FAILED"},
+    {RILL_ERROR_CAPTURE_UNSUPPORTED, "RILL_ERROR_CAPTURE_UNSUPPORTED"},
+    {RILL_ERROR_CAPTURE_INVALIDATED, "RILL_ERROR_CAPTURE_INVALIDATED"},
+    {RILL_ERROR_CAPTURE_UNJOINED, "RILL_ERROR_CAPTURE_UNJOINED"},
+    {RILL_ERROR_CAPTURE_UNMATCHED, "RILL_ERROR_CAPTURE_UNMATCHED"},
+    {RILL_ERROR_CAPTURE_ISOLATION, "RILL_ERROR_CAPTURE_ISOLATION"},
+    {RILL_ERROR_CAPTURE_WRONG_THREAD, "RILL_ERROR_CAPTURE_WRONG_THREAD"},
+    {RILL_ERROR_IPC, "RILL_ERROR_IPC"},
+    {RILL_ERROR_INTERNAL, "RILL_ERROR_INTERNAL"},
+};
+#define NUM_STATUSES (sizeof(all_statuses) / sizeof(all_statuses[0]))
+
+/* rill_status_name(status): "RILL_ERROR_CAPTURE_UNJOINED" (the enum identifier). */
+static void test_status_name_is_enum_identifier(void **state) {
+    (void)state;
+    assert_int_equal(NUM_STATUSES, RILL_ERROR_INTERNAL + 1);
+    for (size_t i = 0; i < NUM_STATUSES; i++) {
+        assert_int_equal(all_statuses[i].status, (int)i);
+        const char *name = rill_status_name(all_statuses[i].status);
+        assert_non_null(name);
+        assert_string_equal(name, all_statuses[i].name);
+    }
+}
+
+/* rill_status_string(status): "a sentence for people": one per status, never empty, and no two
+ * statuses share a sentence. */
+static void test_status_string_is_nonempty_and_distinct(void **state) {
+    (void)state;
+    for (size_t i = 0; i < NUM_STATUSES; i++) {
+        const char *text = rill_status_string(all_statuses[i].status);
+        assert_non_null(text);
+        assert_true(strlen(text) > 0);
+        assert_string_not_equal(text, all_statuses[i].name);
+        for (size_t j = 0; j < i; j++)
+            assert_string_not_equal(text, rill_status_string(all_statuses[j].status));
+    }
+}
+
+/* A value outside the enum still gets a non-empty name and sentence that no real status has. */
+static void test_status_unknown_value_is_handled(void **state) {
+    (void)state;
+    const rill_status unknown[] = {(rill_status)(RILL_ERROR_INTERNAL + 1), (rill_status)1000,
+                                   (rill_status)0x7fffffff};
+    for (size_t u = 0; u < sizeof(unknown) / sizeof(unknown[0]); u++) {
+        const char *name = rill_status_name(unknown[u]);
+        const char *text = rill_status_string(unknown[u]);
+        assert_non_null(name);
+        assert_non_null(text);
+        assert_true(strlen(name) > 0);
+        assert_true(strlen(text) > 0);
+        for (size_t i = 0; i < NUM_STATUSES; i++) {
+            assert_string_not_equal(name, all_statuses[i].name);
+            assert_string_not_equal(text, rill_status_string(all_statuses[i].status));
+        }
+    }
+}
+
+/* ---- last error ---- */
+
+typedef struct thread_probe {
+    char before[512];     /* rill_last_error() before the thread called anything */
+    char after_fail[512]; /* after its own failing call */
+    rill_status status;   /* what the failing call returned */
+} thread_probe;
+
+static void *probe_new_thread(void *arg) {
+    thread_probe *probe = arg;
+    snprintf(probe->before, sizeof probe->before, "%s", rill_last_error());
+    rill_device *dev = NULL;
+    probe->status = rill_device_get(1 << 20, &dev);
+    snprintf(probe->after_fail, sizeof probe->after_fail, "%s", rill_last_error());
+    return NULL;
+}
+
+static void run_probe(thread_probe *probe) {
+    pthread_t thread;
+    assert_int_equal(pthread_create(&thread, NULL, probe_new_thread, probe), 0);
+    assert_int_equal(pthread_join(thread, NULL), 0);
+}
+
+/* rill_last_error(): "Detail of the last failing call made by this thread ("" if none)". */
+static void test_last_error_is_empty_on_new_thread(void **state) {
+    (void)state;
+    /* Make this thread's sentence non-empty first: a new thread must not inherit it. */
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_device_count(NULL));
+    thread_probe probe = {0};
+    run_probe(&probe);
+    assert_string_equal(probe.before, "");
+}
+
+/* A second thread that fails, then waits for the main thread to fail, then reads its own
+ * sentence again. Stages: 0 start, 1 worker failed, 2 main failed, 3 worker re-read. */
+typedef struct pingpong {
+    atomic_int stage;
+    char own[512];       /* the worker's sentence after its failure */
+    char own_later[512]; /* the worker's sentence after the main thread's failure */
+    rill_status status;
+    bool timed_out;
+} pingpong;
+
+static bool await_stage(atomic_int *stage, int value) {
+    uint64_t deadline = rt_now_ns() + 10ull * 1000000000ull;
+    while (atomic_load(stage) < value) {
+        if (rt_now_ns() > deadline)
+            return false;
+        sched_yield();
+    }
+    return true;
+}
+
+static void *pingpong_worker(void *arg) {
+    pingpong *pp = arg;
+    rill_device *dev = NULL;
+    pp->status = rill_device_get(1 << 20, &dev);
+    snprintf(pp->own, sizeof pp->own, "%s", rill_last_error());
+    atomic_store(&pp->stage, 1);
+    if (!await_stage(&pp->stage, 2)) {
+        pp->timed_out = true;
+        return NULL;
+    }
+    snprintf(pp->own_later, sizeof pp->own_later, "%s", rill_last_error());
+    atomic_store(&pp->stage, 3);
+    return NULL;
+}
+
+/* rill_last_error(): "Detail of the last failing call made by this thread": a failure on
+ * another thread does not change this thread's sentence, in either direction. */
+static void test_last_error_is_thread_local(void **state) {
+    (void)state;
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_device_count(NULL));
+    char mine[512];
+    snprintf(mine, sizeof mine, "%s", rill_last_error());
+    assert_true(mine[0] != '\0');
+
+    static pingpong pp;
+    memset(&pp, 0, sizeof pp);
+    pthread_t thread;
+    assert_int_equal(pthread_create(&thread, NULL, pingpong_worker, &pp), 0);
+    bool worker_failed = await_stage(&pp.stage, 1);
+    /* The worker's failure left this thread's sentence alone. */
+    bool mine_kept = strcmp(rill_last_error(), mine) == 0;
+    /* Now fail differently here; the worker's sentence must stay its own. */
+    rill_status main_status = rill_stream_create(NULL, 0, NULL);
+    char mine_later[512];
+    snprintf(mine_later, sizeof mine_later, "%s", rill_last_error());
+    atomic_store(&pp.stage, 2);
+    bool worker_reread = await_stage(&pp.stage, 3);
+    assert_int_equal(pthread_join(thread, NULL), 0);
+
+    assert_true(worker_failed);
+    assert_true(worker_reread);
+    assert_false(pp.timed_out);
+    assert_int_equal(pp.status, RILL_ERROR_NO_DEVICE);
+    assert_true(pp.own[0] != '\0');
+    assert_string_not_equal(pp.own, mine);
+    assert_true(mine_kept);
+    assert_int_equal(main_status, RILL_ERROR_INVALID_ARGUMENT);
+    assert_string_not_equal(mine_later, pp.own);
+    assert_string_equal(pp.own_later, pp.own);
+}
+
+/* "On failure out-parameters are left NULL/zero and rill_last_error() explains, in one sentence,
+ * what went wrong"; a successful call leaves the sentence of the last failing call in place. */
+static void test_last_error_survives_successful_calls(void **state) {
+    (void)state;
+    rill_device *dev = (rill_device *)&dev;
+    RT_STATUS(RILL_ERROR_NO_DEVICE, rill_device_get(1 << 20, &dev));
+    assert_null(dev);
+    char sentence[512];
+    snprintf(sentence, sizeof sentence, "%s", rill_last_error());
+    assert_true(sentence[0] != '\0');
+
+    int count = 0;
+    RT_OK(rill_device_count(&count));
+    RT_OK(rill_device_get(0, &dev));
+    assert_string_equal(rill_last_error(), sentence);
+}
+
+int main(int argc, char **argv) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_status_name_is_enum_identifier),
+        cmocka_unit_test(test_status_string_is_nonempty_and_distinct),
+        cmocka_unit_test(test_status_unknown_value_is_handled),
+        cmocka_unit_test(test_last_error_is_empty_on_new_thread),
+        cmocka_unit_test(test_last_error_is_thread_local),
+        cmocka_unit_test(test_last_error_survives_successful_calls),
+    };
+    return RT_RUN(tests);
+}
