@@ -203,7 +203,16 @@ rill_stream *rill__thread_current_stream(rill_device *dev) {
     rill__runtime_get(&rt);
     thread_state *ts = thread_get(rt);
     rill_stream *s = ts->current[dev->info.ordinal];
-    return s != NULL ? s : dev->default_stream;
+    if (s == NULL)
+        return dev->default_stream;
+    /* The slot holds a reference, so a stream destroyed while current is a
+     * zombie here, not freed memory: fall back to the default stream. */
+    if (rill__handle_magic(s) != RILL__MAGIC_STREAM) {
+        ts->current[dev->info.ordinal] = NULL;
+        rill__stream_unref(s);
+        return dev->default_stream;
+    }
+    return s;
 }
 
 void rill__thread_set_worker(int is_worker) {
@@ -376,6 +385,11 @@ static void device_destroy(rill_device *dev) {
             rill__stream_unref(s);
         }
     }
+    /* What is left is held only by threads' current-stream slots (threads
+     * that exited, or that never switched back): their pointers die with
+     * this runtime's epoch. */
+    while (dev->streams != NULL)
+        rill__stream_free(dev->streams);
     rill__mutex_destroy(&dev->mem.lock);
     rill__mutex_destroy(&dev->lock);
     dev->magic = RILL__MAGIC_DEAD;
@@ -439,7 +453,11 @@ rill_stream *rill_set_current_stream(rill_stream *stream) {
     }
     dev = stream->dev;
     thread_state *ts = thread_get(rt);
-    rill_stream *prev = ts->current[dev->info.ordinal];
+    rill_stream *prev = rill__thread_current_stream(dev);
+    rill_stream *old = ts->current[dev->info.ordinal];
+    rill__stream_ref(stream);
     ts->current[dev->info.ordinal] = stream;
-    return prev != NULL ? prev : dev->default_stream;
+    if (old != NULL)
+        rill__stream_unref(old);
+    return prev;
 }

@@ -37,6 +37,8 @@ static const char *kind_label(rill__stream_kind kind) {
     }
 }
 
+static _Atomic uint64_t next_stream_id = 1;
+
 rill_status rill__stream_new(rill_device *dev, int priority, rill__stream_kind kind,
                              rill_stream **out) {
     size_t bytes = sizeof(rill_stream) + dev->ops->stream_state_bytes;
@@ -44,6 +46,7 @@ rill_status rill__stream_new(rill_device *dev, int priority, rill__stream_kind k
     if (s == NULL)
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "rill_stream_create: out of memory");
     memset(s, 0, bytes);
+    s->id = atomic_fetch_add_explicit(&next_stream_id, 1, memory_order_relaxed);
     s->dev = dev;
     s->priority = priority;
     s->kind = kind;
@@ -92,8 +95,11 @@ void rill__stream_ref(rill_stream *s) {
 
 void rill__stream_unref(rill_stream *s) {
     /* acq_rel: the last release must see every other holder's writes. */
-    if (atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) != 1)
-        return;
+    if (atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) == 1)
+        rill__stream_free(s);
+}
+
+void rill__stream_free(rill_stream *s) {
     rill_device *dev = s->dev;
     rill__device_remove_stream(dev, s);
     dev->ops->stream_fini(s);
@@ -290,6 +296,36 @@ rill_status rill__stream_wait_status(rill_stream *s, uint64_t seq, int blocking,
     return RILL_OK;
 }
 
+void rill__stream_clock_note(rill_stream *s, uint64_t other_id, uint64_t seq) {
+    rill__spinlock_lock(&s->clock_lock);
+    unsigned slot = s->clock_next;
+    for (unsigned i = 0; i < RILL__CLOCK_ENTRIES; i++) {
+        if (s->clock[i].stream_id == other_id) {
+            if (seq > s->clock[i].seq)
+                s->clock[i].seq = seq;
+            rill__spinlock_unlock(&s->clock_lock);
+            return;
+        }
+    }
+    /* Replace the oldest entry: forgetting only makes the pool wait. */
+    s->clock[slot].stream_id = other_id;
+    s->clock[slot].seq = seq;
+    s->clock_next = (slot + 1) % RILL__CLOCK_ENTRIES;
+    rill__spinlock_unlock(&s->clock_lock);
+}
+
+bool rill__stream_ordered_after(rill_stream *s, uint64_t other_id, uint64_t seq) {
+    if (s->id == other_id)
+        return true;
+    bool ordered = false;
+    rill__spinlock_lock(&s->clock_lock);
+    for (unsigned i = 0; i < RILL__CLOCK_ENTRIES; i++)
+        if (s->clock[i].stream_id == other_id && s->clock[i].seq >= seq)
+            ordered = true;
+    rill__spinlock_unlock(&s->clock_lock);
+    return ordered;
+}
+
 rill_status rill__stream_submit(rill_stream *s, const rill__cmd *cmd, uint64_t *seq) {
     uint64_t unused;
     return s->dev->ops->submit(s, cmd, seq != NULL ? seq : &unused);
@@ -401,6 +437,7 @@ rill_status rill__stream_wait_point(rill_stream *stream, rill_stream *other, uin
                                     const char *fn) {
     if (other == stream || seq == 0)
         return RILL_OK; /* stream order already implies it */
+    rill__stream_clock_note(stream, other->id, seq);
     if (reached(other, seq) && !rill__stream_failed_at(other, seq, NULL, 0))
         return RILL_OK;
     rill__cmd cmd = {.kind = RILL__CMD_WAIT};

@@ -36,9 +36,13 @@ typedef struct rill__waiter {
     void (*fn)(struct rill__waiter *w); /* called with no lock held */
 } rill__waiter;
 
+/* How many other streams' wait points a stream remembers (see clock). */
+#define RILL__CLOCK_ENTRIES 8
+
 struct rill_stream {
     _Atomic uint32_t magic;
     /* immutable after create */
+    uint64_t id;      /* unique for the life of the process, never reused */
     rill_device *dev; /* borrowed: outlives this */
     int priority;
     rill__stream_kind kind;
@@ -53,6 +57,15 @@ struct rill_stream {
     /* guarded by wait_lock */
     rill__mutex wait_lock;
     rill__waiter *waiters;
+    /* guarded by clock_lock: for other streams (by id), the highest seq that
+     * this stream's later work is ordered after, learned from the waits
+     * submitted to it (a partial vector clock; forgetting is safe) */
+    rill__spinlock clock_lock;
+    struct {
+        uint64_t stream_id;
+        uint64_t seq;
+    } clock[RILL__CLOCK_ENTRIES];
+    unsigned clock_next; /* the entry to replace next */
     /* atomic */
     _Atomic int refs;                 /* owner, pending work, events, waits */
     _Atomic int owner_released;       /* destroyed by its owner (a zombie if work remains) */
@@ -78,6 +91,8 @@ rill_status rill__stream_new(rill_device *dev, int priority, rill__stream_kind k
 rill_status rill__stream_resolve(rill_stream *s, const char *fn, rill_stream **out);
 void rill__stream_ref(rill_stream *s);
 void rill__stream_unref(rill_stream *s);
+/* Frees s whatever its references (rill_shutdown, once all work drained). */
+void rill__stream_free(rill_stream *s);
 /* Copies the stream's name ("stream 0x..." when unnamed) into buf. */
 void rill__stream_name(rill_stream *s, char *buf, size_t size);
 
@@ -104,6 +119,12 @@ rill_status rill__stream_wait_status(rill_stream *s, uint64_t seq, int blocking,
  * that is already implied or done). fn names the public call. */
 rill_status rill__stream_wait_point(rill_stream *stream, rill_stream *other, uint64_t seq,
                                     const char *fn);
+
+/* Notes that s's later work is ordered after `other` completing seq. */
+void rill__stream_clock_note(rill_stream *s, uint64_t other_id, uint64_t seq);
+/* True when s's work submitted from now on is known to run after stream
+ * `other_id` completed seq (same stream, or a wait made it so). */
+bool rill__stream_ordered_after(rill_stream *s, uint64_t other_id, uint64_t seq);
 
 /* Submits a command, the one path every command takes into a backend. */
 rill_status rill__stream_submit(rill_stream *s, const rill__cmd *cmd, uint64_t *seq);

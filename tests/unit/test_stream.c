@@ -1245,9 +1245,30 @@ static void test_stream_clear_error_is_stream_ordered(void **state) {
     RT_OK(rill_kernel_destroy(fail));
 }
 
+/* "Destroying a stream ... with work still pending is allowed" and "A NULL rill_stream* means
+ * the calling thread's current stream": once the current stream is destroyed, NULL means the
+ * device's default stream again, and the destroyed stream's work still completes. */
+static void test_stream_destroying_the_current_stream_falls_back_to_default(void **state) {
+    (void)state;
+    rill_stream *s;
+    _Atomic uint64_t ran = 0, ran_default = 0;
+    RT_OK(rill_stream_create(NULL, 0, &s));
+    rill_stream *prev = rill_set_current_stream(s);
+    RT_OK(rill_launch_host_func(NULL, marker_fn, (void *)&ran));
+    RT_OK(rill_stream_destroy(s));
+    assert_ptr_equal(rill_current_stream(NULL), rill_default_stream(NULL));
+    RT_OK(rill_launch_host_func(NULL, marker_fn, (void *)&ran_default));
+    RT_OK(rill_stream_synchronize(NULL));
+    RT_OK(rill_device_synchronize(NULL));
+    assert_true(atomic_load(&ran) != 0);
+    assert_true(atomic_load(&ran_default) != 0);
+    rill_set_current_stream(prev);
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stream_create_and_destroy),
+        cmocka_unit_test(test_stream_destroying_the_current_stream_falls_back_to_default),
         cmocka_unit_test(test_stream_bad_arguments_are_invalid),
         cmocka_unit_test(test_stream_priority_is_clamped),
         cmocka_unit_test(test_stream_default_is_not_destroyable),
