@@ -23,7 +23,7 @@ typedef struct rill__cmd {
     rill__cmd_kind kind;
     union {
         struct {
-            rill_kernel *kernel; /* ref */
+            rill_kernel *kernel; /* borrowed: a destroyed kernel outlives its launches */
             rill_dim3 grid;
             rill_dim3 block;
             const void *args; /* borrowed during submit */

@@ -198,6 +198,34 @@ void rill__device_remove_stream(rill_device *dev, rill_stream *s) {
     rill__mutex_unlock(&dev->lock);
 }
 
+size_t rill__device_pending(rill_device *dev, rill__mem_dep *deps, size_t cap, int *overflow) {
+    size_t n = 0;
+    *overflow = 0;
+    rill__mutex_lock(&dev->lock);
+    for (rill_stream *s = dev->streams; s != NULL; s = s->dev_next) {
+        /* acquire: pairs with the submit that assigned the number. */
+        uint64_t seq = atomic_load_explicit(&s->sub_seq, memory_order_acquire);
+        if (atomic_load_explicit(&s->done_seq, memory_order_acquire) >= seq)
+            continue;
+        if (n == cap) {
+            *overflow = 1;
+            break;
+        }
+        rill__stream_ref(s);
+        deps[n].stream = s;
+        deps[n++].seq = seq;
+    }
+    rill__mutex_unlock(&dev->lock);
+    return n;
+}
+
+int rill__deps_done(const rill__mem_dep *deps, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (atomic_load_explicit(&deps[i].stream->done_seq, memory_order_acquire) < deps[i].seq)
+            return 0;
+    return 1;
+}
+
 rill_stream *rill__thread_current_stream(rill_device *dev) {
     rill__runtime *rt;
     rill__runtime_get(&rt);
@@ -348,7 +376,10 @@ static rill_status sync_device(rill_device *dev, const char *fn) {
             rill__stream_unref(deps[i].stream);
         }
         if (!more) {
+            rill__runtime *rt;
+            rill__runtime_get(&rt);
             rill__mem_reap(dev);
+            rill__kernels_reap(rt);
             return first;
         }
     }

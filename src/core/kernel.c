@@ -12,46 +12,42 @@
 #include "core/status.h"
 #include "core/stream.h"
 
-void rill__kernel_ref(rill_kernel *k) {
-    /* relaxed: taking a reference needs an existing one, which orders it. */
-    atomic_fetch_add_explicit(&k->refs, 1, memory_order_relaxed);
-}
-
-static void kernel_free(rill_kernel *k) {
-    rill__runtime *rt;
-    rill__runtime_get(&rt);
-    rill__mutex_lock(&rt->lock);
+/* Unlinks and frees k; rt->lock held. */
+static void kernel_free_locked(rill__runtime *rt, rill_kernel *k) {
     if (k->rt_prev != NULL)
         k->rt_prev->rt_next = k->rt_next;
     else
         rt->kernels = k->rt_next;
     if (k->rt_next != NULL)
         k->rt_next->rt_prev = k->rt_prev;
-    rill__mutex_unlock(&rt->lock);
+    for (size_t i = 0; i < k->num_pending; i++)
+        rill__stream_unref(k->pending[i].stream);
+    rill__free(k->pending);
     rill__free(k->cuda_ptx);
     rill__free(k->cuda_entry);
     rill__free(k);
 }
 
-void rill__kernel_unref(rill_kernel *k) {
-    /* acq_rel: the last release must see every other holder's writes. */
-    if (atomic_fetch_sub_explicit(&k->refs, 1, memory_order_acq_rel) == 1)
-        kernel_free(k);
+void rill__kernels_reap(rill__runtime *rt) {
+    rill__mutex_lock(&rt->lock);
+    rill_kernel *next;
+    for (rill_kernel *k = rt->kernels; k != NULL; k = next) {
+        next = k->rt_next;
+        if (rill__handle_magic(k) == RILL__MAGIC_DEAD && rill__deps_done(k->pending, k->num_pending))
+            kernel_free_locked(rt, k);
+    }
+    rill__mutex_unlock(&rt->lock);
 }
 
 void rill__kernels_shutdown(rill__runtime *rt) {
-    while (rt->kernels != NULL) {
-        rill_kernel *k = rt->kernels;
-        atomic_store(&k->magic, RILL__MAGIC_DEAD);
-        kernel_free(k);
-    }
+    rill__mutex_lock(&rt->lock);
+    while (rt->kernels != NULL)
+        kernel_free_locked(rt, rt->kernels);
+    rill__mutex_unlock(&rt->lock);
 }
 
 void rill__cmd_release(rill__cmd *cmd) {
     switch (cmd->kind) {
-    case RILL__CMD_KERNEL:
-        rill__kernel_unref(cmd->u.kernel.kernel);
-        break;
     case RILL__CMD_WAIT:
         rill__stream_unref(cmd->u.wait.stream);
         break;
@@ -102,8 +98,8 @@ rill_status rill_kernel_create(const rill_kernel_desc *desc, rill_kernel **out) 
             return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "rill_kernel_create: out of memory");
         }
     }
-    atomic_init(&k->refs, 1);
     atomic_store(&k->magic, RILL__MAGIC_KERNEL);
+    rill__kernels_reap(rt);
     rill__mutex_lock(&rt->lock);
     k->rt_next = rt->kernels;
     if (rt->kernels != NULL)
@@ -115,16 +111,52 @@ rill_status rill_kernel_create(const rill_kernel_desc *desc, rill_kernel **out) 
 }
 
 rill_status rill_kernel_destroy(rill_kernel *kernel) {
+    rill__runtime *rt;
     if (kernel == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_kernel_destroy: kernel is NULL");
     if (rill__handle_magic(kernel) != RILL__MAGIC_KERNEL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "rill_kernel_destroy: the kernel handle is not valid (destroyed?)");
+    rill__runtime_get(&rt);
+    /* Snapshot the work that may still launch the kernel, on every device;
+     * without memory for the snapshot, wait for that work instead. */
+    size_t cap = 16, n = 0;
+    rill__mem_dep *deps = NULL;
+    for (;;) {
+        rill__free(deps);
+        deps = rill__malloc(cap * sizeof *deps);
+        if (deps == NULL)
+            break;
+        int overflow = 0;
+        n = 0;
+        for (int i = 0; i < rt->num_devices && !overflow; i++)
+            n += rill__device_pending(rt->devices[i], deps + n, cap - n, &overflow);
+        if (!overflow)
+            break;
+        for (size_t i = 0; i < n; i++)
+            rill__stream_unref(deps[i].stream);
+        cap *= 4;
+    }
+    if (deps == NULL) {
+        rill_status st = rill__check_may_block("rill_kernel_destroy");
+        if (st != RILL_OK)
+            return st;
+        for (int i = 0; i < rt->num_devices; i++)
+            rill_device_synchronize(rt->devices[i]);
+    }
     uint32_t expected = RILL__MAGIC_KERNEL;
-    if (!atomic_compare_exchange_strong(&kernel->magic, &expected, RILL__MAGIC_DEAD))
+    if (!atomic_compare_exchange_strong(&kernel->magic, &expected, RILL__MAGIC_DEAD)) {
+        for (size_t i = 0; i < n; i++)
+            rill__stream_unref(deps[i].stream);
+        rill__free(deps);
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                          "rill_kernel_destroy: the kernel handle is not valid (destroyed?)");
-    rill__kernel_unref(kernel); /* pending launches keep their references */
+                          "rill_kernel_destroy: the kernel was already destroyed");
+    }
+    rill__mutex_lock(&rt->lock);
+    kernel->pending = deps;
+    kernel->num_pending = n;
+    rill__mutex_unlock(&rt->lock);
+    rill__kernels_reap(rt);
     return RILL_OK;
 }
 
@@ -186,18 +218,14 @@ rill_status rill_launch_kernel(rill_stream *stream, rill_kernel *kernel,
                           "device",
                           fn, kernel->name);
     rill__cmd cmd = {.kind = RILL__CMD_KERNEL};
-    rill__kernel_ref(kernel);
-    cmd.u.kernel.kernel = kernel;
+    cmd.u.kernel.kernel = kernel; /* see kernel.h: no reference */
     cmd.u.kernel.grid = launch->grid;
     cmd.u.kernel.block = launch->block;
     cmd.u.kernel.args = launch->args;
     cmd.u.kernel.args_size = launch->args_size;
     cmd.u.kernel.accesses = launch->accesses;
     cmd.u.kernel.num_accesses = launch->num_accesses;
-    st = rill__stream_submit(stream, &cmd, NULL);
-    if (st != RILL_OK)
-        rill__kernel_unref(kernel);
-    return st;
+    return rill__stream_submit(stream, &cmd, NULL);
 }
 
 rill_status rill_launch_host_func(rill_stream *stream, rill_host_fn fn, void *user_data) {

@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* Kernels and the state a running block sees. */
+/* Kernels and the state a running block sees. Launches hold no reference
+ * on their kernel (a counter shared by the submitting and the executing
+ * core would bounce between them on every launch): a destroyed kernel
+ * waits, like a deferred free, for the work pending at its destruction. */
 #ifndef RILL_CORE_KERNEL_H
 #define RILL_CORE_KERNEL_H
 
@@ -14,8 +17,10 @@ struct rill_kernel {
     char *cuda_entry; /* owned, or NULL */
     /* guarded by rt->lock */
     rill_kernel *rt_next, *rt_prev;
-    /* atomic */
-    _Atomic int refs; /* creator plus pending launches */
+    /* after destroy, guarded by rt->lock: the work that may still launch
+     * it; the kernel is freed once every pair has completed */
+    rill__mem_dep *pending; /* owned, refs on the streams */
+    size_t num_pending;
 };
 
 /* What rill_block_ctx.state points at while a launch runs: the backend
@@ -25,8 +30,8 @@ typedef struct rill__launch_state {
     char message[256];
 } rill__launch_state;
 
-void rill__kernel_ref(rill_kernel *k);
-void rill__kernel_unref(rill_kernel *k);
+/* Frees destroyed kernels whose pending work has completed. */
+void rill__kernels_reap(rill__runtime *rt);
 /* Frees every kernel (rill_shutdown). */
 void rill__kernels_shutdown(rill__runtime *rt);
 

@@ -70,7 +70,7 @@ typedef struct rill__runtime {
     /* guarded by lock */
     rill__mutex lock;
     rill_event *events;   /* every live event, for rill_shutdown */
-    rill_kernel *kernels; /* every live kernel, for rill_shutdown */
+    rill_kernel *kernels; /* every kernel not yet freed, destroyed ones included */
     rill__tagged_event *tagged_events;
 } rill__runtime;
 
@@ -80,6 +80,13 @@ rill_status rill__runtime_get(rill__runtime **out);
 /* Resolves a device argument: NULL means the calling thread's current
  * device. fn names the public call for the error sentence. */
 rill_status rill__device_resolve(rill_device *dev, const char *fn, rill_device **out);
+/* Fills deps with (stream, submitted seq) of every stream of dev that has
+ * work pending, taking a reference on each stream, and returns how many;
+ * *overflow is set when more than cap streams had work pending. */
+size_t rill__device_pending(rill_device *dev, rill__mem_dep *deps, size_t cap, int *overflow);
+/* True when every pair in deps has completed. */
+int rill__deps_done(const rill__mem_dep *deps, size_t n);
+
 /* Adds s to or removes it from dev's list of live streams. */
 void rill__device_add_stream(rill_device *dev, rill_stream *s);
 void rill__device_remove_stream(rill_device *dev, rill_stream *s);

@@ -282,9 +282,17 @@ void rill__stream_host_wait(rill_stream *s, uint64_t seq, int blocking) {
         while (seq < cur && !atomic_compare_exchange_weak(&s->host_wake_at, &cur, seq)) {
         }
         rill__barrier_heavy(); /* pairs with the light barrier in rill__stream_complete */
-        if (atomic_load_explicit(&s->done_seq, memory_order_acquire) >= seq)
+        if (reached(s, seq))
             return;
-        rill__futex_wait(&s->wake_gen, gen);
+        /* Woken when some sleeper's point was reached: check ours before
+         * paying for another registration. */
+        do {
+            rill__futex_wait(&s->wake_gen, gen);
+            gen = atomic_load_explicit(&s->wake_gen, memory_order_acquire);
+        } while (!reached(s, seq) &&
+                 atomic_load_explicit(&s->host_wake_at, memory_order_relaxed) <= seq);
+        if (reached(s, seq))
+            return;
     }
 }
 

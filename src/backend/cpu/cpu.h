@@ -32,9 +32,15 @@
 enum cpu_stream_state { CPU_IDLE = 0, CPU_READY, CPU_RUNNING, CPU_PARKED };
 
 typedef struct cpu_cmd {
+    /* first cache line: all a host function, wait or record touches */
     _Atomic(struct cpu_cmd *) next; /* written once by the submitter, read by the worker */
     uint64_t seq;
-    rill__cmd c; /* args and accesses point at the copies below */
+    rill_stream *stream; /* borrowed: the stream that owns the command */
+    rill__cmd c;         /* only the member of c.u that c.kind names is set */
+    /* owned heap copies when a kernel's args or accesses do not fit inline;
+     * NULL otherwise (and always between uses of the node) */
+    void *args_heap;
+    rill_access *accesses_heap;
     /* multi-block launches; guarded by the device's launch_lock */
     struct cpu_cmd *launch_next;
     int listed;
@@ -44,9 +50,6 @@ typedef struct cpu_cmd {
     /* immutable while the launch runs */
     uint32_t total_blocks;
     uint32_t chunk;
-    rill_stream *stream; /* borrowed: the stream that owns the command */
-    void *args_heap;           /* owned, when args do not fit inline */
-    rill_access *accesses_heap; /* owned, when accesses do not fit inline */
     alignas(16) unsigned char args_inline[CPU_ARGS_INLINE];
     rill_access accesses_inline[CPU_ACCESS_INLINE];
 } cpu_cmd;
@@ -81,6 +84,7 @@ typedef struct cpu_worker {
 typedef struct cpu_device {
     rill_device *dev; /* borrowed: owns this */
     int num_workers;
+    int num_cpus;        /* processors the process may run on, at init */
     cpu_worker *workers; /* owned */
     /* guarded by ready_lock */
     alignas(64) rill__mutex ready_lock;
@@ -94,7 +98,8 @@ typedef struct cpu_device {
     alignas(64) _Atomic int num_launches; /* entries in launches */
     alignas(64) _Atomic uint32_t work_gen; /* futex word idle workers sleep on */
     _Atomic int sleepers;
-    _Atomic int idle; /* workers in idle_wait, spinning or asleep */
+    _Atomic int idle;     /* workers in idle_wait, spinning or asleep */
+    _Atomic int spinning; /* workers spinning in idle_wait */
     _Atomic int stop;
 } cpu_device;
 

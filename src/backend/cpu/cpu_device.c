@@ -55,6 +55,7 @@ static rill_status cpu_device_init(rill_device *dev) {
     dev->info.greatest_priority = -(CPU_PRIORITY_LEVELS - 1);
     d->dev = dev;
     d->num_workers = workers;
+    d->num_cpus = rill__cpu_count();
     d->workers = w;
     rill__mutex_init(&d->ready_lock);
     rill__mutex_init(&d->launch_lock);

@@ -28,8 +28,8 @@
 #define FAIR_BATCH 64
 /* How long a worker spins for the next command of its stream, and for a
  * wait's dependency, before it gives the stream up or parks it. */
-#define STREAM_SPIN_NS 3000u
-#define WAIT_SPIN_NS 3000u
+#define STREAM_SPIN_NS 20000u
+#define WAIT_SPIN_NS 50000u
 
 enum exec_result { EXEC_DONE, EXEC_PARKED, EXEC_HANDED_OFF };
 
@@ -116,7 +116,13 @@ static cpu_cmd *take_node_locked(cpu_stream *cs) {
         cs->free_list = atomic_load_explicit(&c->next, memory_order_relaxed);
         return c;
     }
-    return rill__malloc(sizeof *c);
+    c = rill__malloc(sizeof *c);
+    if (c != NULL) {
+        c->args_heap = NULL;
+        c->accesses_heap = NULL;
+        c->stream = NULL;
+    }
+    return c;
 }
 
 rill_status rill__cpu_submit(rill_stream *s, const rill__cmd *cmd, uint64_t *seq) {
@@ -137,10 +143,13 @@ rill_status rill__cpu_submit(rill_stream *s, const rill__cmd *cmd, uint64_t *seq
         rill__spinlock_unlock(&cs->lock);
         goto oom;
     }
-    c->c = *cmd;
-    c->args_heap = args_heap;
-    c->accesses_heap = acc_heap;
-    if (cmd->kind == RILL__CMD_KERNEL) {
+    /* Copy only the member in use, so that most commands write one line. */
+    c->c.kind = cmd->kind;
+    switch (cmd->kind) {
+    case RILL__CMD_KERNEL: {
+        c->c.u.kernel = cmd->u.kernel;
+        c->args_heap = args_heap;
+        c->accesses_heap = acc_heap;
         void *args = args_heap != NULL ? args_heap : (void *)c->args_inline;
         rill_access *acc = acc_heap != NULL ? acc_heap : c->accesses_inline;
         if (cmd->u.kernel.args_size > 0)
@@ -149,8 +158,28 @@ rill_status rill__cpu_submit(rill_stream *s, const rill__cmd *cmd, uint64_t *seq
             memcpy(acc, cmd->u.kernel.accesses, cmd->u.kernel.num_accesses * sizeof *acc);
         c->c.u.kernel.args = args;
         c->c.u.kernel.accesses = acc;
+        break;
     }
-    c->stream = s;
+    case RILL__CMD_HOST:
+        c->c.u.host = cmd->u.host;
+        break;
+    case RILL__CMD_WAIT:
+        c->c.u.wait = cmd->u.wait;
+        break;
+    case RILL__CMD_RECORD:
+        c->c.u.record = cmd->u.record;
+        break;
+    case RILL__CMD_COPY:
+        c->c.u.copy = cmd->u.copy;
+        break;
+    case RILL__CMD_SET:
+        c->c.u.set = cmd->u.set;
+        break;
+    case RILL__CMD_CLEAR:
+        break;
+    }
+    if (c->stream != s)
+        c->stream = s; /* nodes stay with their stream: usually already set */
     atomic_store_explicit(&c->next, NULL, memory_order_relaxed);
     /* release: pairs with the acquire loads of sub_seq in queries, records
      * and synchronize. */
@@ -205,10 +234,12 @@ static void finish(rill_stream *s, cpu_cmd *c) {
     cpu_stream *cs = cpu_stream_of(s);
     uint64_t seq = c->seq;
     rill__cmd_release(&c->c);
-    rill__free(c->args_heap);
-    rill__free(c->accesses_heap);
-    c->args_heap = NULL;
-    c->accesses_heap = NULL;
+    if (c->args_heap != NULL || c->accesses_heap != NULL) {
+        rill__free(c->args_heap);
+        rill__free(c->accesses_heap);
+        c->args_heap = NULL;
+        c->accesses_heap = NULL;
+    }
     cpu_cmd *old = cs->head;
     cs->head = c;
     atomic_store_explicit(&old->next, cs->done_list, memory_order_relaxed);
@@ -494,17 +525,33 @@ static int has_work(cpu_device *d) {
            atomic_load(&d->stop);
 }
 
+/* True when an idle worker may spin: a processor is left over after the
+ * busy workers, the workers already spinning, and one for the threads that
+ * submit work. Spinning on a processor that a submitting thread needs
+ * would slow the very submissions it waits for. */
+static int may_spin(cpu_device *d) {
+    /* relaxed: a hint. */
+    int busy = d->num_workers - atomic_load_explicit(&d->idle, memory_order_relaxed);
+    int spinning = atomic_load_explicit(&d->spinning, memory_order_relaxed);
+    return busy + spinning + 1 < d->num_cpus;
+}
+
 static void idle_wait(cpu_device *d) {
-    uint64_t start = rill__now_ns();
     atomic_fetch_add_explicit(&d->idle, 1, memory_order_relaxed);
-    for (unsigned spins = 1;; spins++) {
-        if (has_work(d)) {
-            atomic_fetch_sub_explicit(&d->idle, 1, memory_order_relaxed);
-            return;
+    if (may_spin(d)) {
+        uint64_t start = rill__now_ns();
+        atomic_fetch_add_explicit(&d->spinning, 1, memory_order_relaxed);
+        for (unsigned spins = 1;; spins++) {
+            if (has_work(d)) {
+                atomic_fetch_sub_explicit(&d->spinning, 1, memory_order_relaxed);
+                atomic_fetch_sub_explicit(&d->idle, 1, memory_order_relaxed);
+                return;
+            }
+            rill__cpu_relax();
+            if ((spins & 63u) == 0 && rill__now_ns() - start > IDLE_SPIN_NS)
+                break;
         }
-        rill__cpu_relax();
-        if ((spins & 63u) == 0 && rill__now_ns() - start > IDLE_SPIN_NS)
-            break;
+        atomic_fetch_sub_explicit(&d->spinning, 1, memory_order_relaxed);
     }
     uint32_t gen = atomic_load(&d->work_gen);
     atomic_fetch_add(&d->sleepers, 1);
