@@ -33,6 +33,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -296,6 +297,13 @@ typedef struct rill_mem_stats {
 rill_status rill_mem_get_stats(rill_device *dev, rill_mem_stats *out);
 rill_status rill_mem_empty_cache(rill_device *dev);
 rill_status rill_mem_set_limit(rill_device *dev, size_t max_reserved_bytes); /* 0: none */
+/* Writes a table of dev's memory to out (like torch.cuda.memory_summary):
+ * allocated and reserved bytes now and at peak, the limit, per pool (small:
+ * requests up to 1 MiB; large: the rest) its segments, live and free
+ * blocks, the largest free block and the free blocks still held by pending
+ * work of other streams, and the allocation, free, cache-hit, deferred-free
+ * and out-of-memory-recovery counts. Does not block; allowed anywhere. */
+rill_status rill_mem_summary(rill_device *dev, FILE *out);
 
 #ifdef __cplusplus
 }

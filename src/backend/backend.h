@@ -40,9 +40,13 @@ typedef struct rill__backend_ops {
      * command cannot be stored (nothing was submitted then). */
     rill_status (*submit)(rill_stream *s, const rill__cmd *cmd, uint64_t *seq);
 
-    /* Device memory. Any thread, no locks held. */
-    rill_status (*mem_alloc)(rill_device *dev, size_t bytes, void **out);
-    void (*mem_free)(rill_device *dev, void *ptr);
+    /* Reserves a segment of device memory for the pool (src/mem/pool.c).
+     * *handle receives what the backend keeps with the segment (for the
+     * CPU device, what makes it shareable with other processes); it is
+     * passed back to mem_free. Any thread; the pool's lock may be held;
+     * RILL_ERROR_OUT_OF_MEMORY when the device has no memory left. */
+    rill_status (*mem_alloc)(rill_device *dev, size_t bytes, void **out, void **handle);
+    void (*mem_free)(rill_device *dev, void *ptr, size_t bytes, void *handle);
 } rill__backend_ops;
 
 extern const rill__backend_ops rill__cpu_backend;

@@ -16,6 +16,7 @@
 #include "core/kernel.h"
 #include "core/status.h"
 #include "core/stream.h"
+#include "mem/pool.h"
 #include "mem/registry.h"
 
 static _Atomic(rill__runtime *) runtime;
@@ -108,8 +109,10 @@ static rill_status device_create(rill__runtime *rt, const rill__backend_ops *ops
     dev->magic = RILL__MAGIC_DEVICE;
     dev->info.ordinal = rt->num_devices;
     rill__mutex_init(&dev->lock);
-    rill__mem_device_init(&dev->mem);
-    rill_status st = ops->device_init(dev);
+    rill_status st = rill__pool_create(dev);
+    if (st != RILL_OK)
+        goto fail_pool;
+    st = ops->device_init(dev);
     if (st != RILL_OK)
         goto fail_init;
     st = rill__stream_new(dev, 0, RILL__STREAM_DEFAULT, &dev->default_stream);
@@ -121,7 +124,8 @@ static rill_status device_create(rill__runtime *rt, const rill__backend_ops *ops
 fail_stream:
     ops->device_shutdown(dev);
 fail_init:
-    rill__mutex_destroy(&dev->mem.lock);
+    rill__pool_destroy(dev);
+fail_pool:
     rill__mutex_destroy(&dev->lock);
     rill__free(dev);
     return st;
@@ -378,7 +382,6 @@ static rill_status sync_device(rill_device *dev, const char *fn) {
         if (!more) {
             rill__runtime *rt;
             rill__runtime_get(&rt);
-            rill__mem_reap(dev);
             rill__kernels_reap(rt);
             return first;
         }
@@ -407,7 +410,7 @@ static void device_destroy(rill_device *dev) {
         rill__free(t->tag);
         rill__free(t);
     }
-    rill__mem_device_shutdown(dev);
+    rill__pool_destroy(dev);
     rill_stream *next;
     for (rill_stream *s = dev->streams; s != NULL; s = next) {
         next = s->dev_next;
@@ -421,7 +424,6 @@ static void device_destroy(rill_device *dev) {
      * this runtime's epoch. */
     while (dev->streams != NULL)
         rill__stream_free(dev->streams);
-    rill__mutex_destroy(&dev->mem.lock);
     rill__mutex_destroy(&dev->lock);
     dev->magic = RILL__MAGIC_DEAD;
     rill__free(dev);

@@ -11,6 +11,7 @@
 #include "core/event.h"
 #include "core/status.h"
 #include "core/stream.h"
+#include "mem/pool.h"
 
 /* Unlinks and frees k; rt->lock held. */
 static void kernel_free_locked(rill__runtime *rt, rill_kernel *k) {
@@ -225,7 +226,13 @@ rill_status rill_launch_kernel(rill_stream *stream, rill_kernel *kernel,
     cmd.u.kernel.args_size = launch->args_size;
     cmd.u.kernel.accesses = launch->accesses;
     cmd.u.kernel.num_accesses = launch->num_accesses;
-    return rill__stream_submit(stream, &cmd, NULL);
+    uint64_t seq;
+    st = rill__stream_submit(stream, &cmd, &seq);
+    /* Declared accesses are uses of memory: the pool keeps a block that
+     * another stream uses from being handed out before that use is done. */
+    for (size_t i = 0; st == RILL_OK && i < launch->num_accesses; i++)
+        rill__pool_note_use(stream, seq, launch->accesses[i].ptr, launch->accesses[i].bytes);
+    return st;
 }
 
 rill_status rill_launch_host_func(rill_stream *stream, rill_host_fn fn, void *user_data) {

@@ -434,9 +434,7 @@ rill_status rill_stream_synchronize(rill_stream *stream) {
     if (st != RILL_OK)
         return st;
     uint64_t seq = atomic_load_explicit(&stream->sub_seq, memory_order_acquire);
-    st = rill__stream_wait_status(stream, seq, 0, "rill_stream_synchronize");
-    rill__mem_reap(stream->dev);
-    return st;
+    return rill__stream_wait_status(stream, seq, 0, "rill_stream_synchronize");
 }
 
 /* Makes stream wait until other has completed seq. Shared by

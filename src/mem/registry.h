@@ -14,8 +14,9 @@
 #include "rill.h"
 
 typedef enum rill__mem_kind {
-    RILL__MEM_DEVICE = 1, /* rill_malloc / rill_malloc_async */
-    RILL__MEM_HOST        /* rill_malloc_host */
+    RILL__MEM_DEVICE = 1, /* a segment of a device's pool; owner: rill__segment */
+    RILL__MEM_HOST,       /* rill_malloc_host; owner: NULL */
+    RILL__MEM_IPC         /* memory of another process opened here; owner: the mapping */
 } rill__mem_kind;
 
 typedef struct rill__mem_block {
@@ -23,6 +24,7 @@ typedef struct rill__mem_block {
     size_t bytes;
     rill_device *dev; /* NULL for host memory */
     rill__mem_kind kind;
+    void *owner; /* see rill__mem_kind */
 } rill__mem_block;
 
 void rill__registry_init(void);

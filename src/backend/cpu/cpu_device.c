@@ -89,17 +89,20 @@ static void cpu_stream_fini(rill_stream *s) {
     rill__cpu_stream_free_nodes(cs);
 }
 
-static rill_status cpu_mem_alloc(rill_device *dev, size_t bytes, void **out) {
+static rill_status cpu_mem_alloc(rill_device *dev, size_t bytes, void **out, void **handle) {
     (void)dev;
     void *p = NULL;
     if (posix_memalign(&p, ALIGNMENT, bytes) != 0)
         return RILL_ERROR_OUT_OF_MEMORY;
     *out = p;
+    *handle = NULL;
     return RILL_OK;
 }
 
-static void cpu_mem_free(rill_device *dev, void *ptr) {
+static void cpu_mem_free(rill_device *dev, void *ptr, size_t bytes, void *handle) {
     (void)dev;
+    (void)bytes;
+    (void)handle;
     free(ptr);
 }
 

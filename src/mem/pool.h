@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: MIT */
+/* The stream-ordered caching pool of a device (one per device).
+ *
+ * Memory comes from the backend in segments (2 MiB for requests up to
+ * 1 MiB, 20 MiB for requests up to 10 MiB, larger ones rounded up to
+ * 2 MiB), which are split into blocks. A free block remembers the points
+ * (stream, seq) that must complete before another stream may use it: where
+ * it was freed, the end of the work of its allocation stream at that time,
+ * and every use by another stream (declared accesses of launches, copies,
+ * rill_record_stream). A stream B may take a free block when each point is
+ * complete (done_seq >= seq) or B is ordered after it (the same stream, or
+ * B waited past it: "return flow"). When no such block fits, the pool grows
+ * by a segment; when it cannot grow, it makes B wait for a fitting block's
+ * points (an internal stream wait), and only then waits on the host.
+ *
+ * Invariants (pool->lock held):
+ *   reserved_bytes  = sum of segment sizes
+ *   allocated_bytes = sum of allocated block sizes
+ *   the blocks of a segment tile it exactly, in address order, and no two
+ *   free blocks are adjacent (frees coalesce). */
+#ifndef RILL_MEM_POOL_H
+#define RILL_MEM_POOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "rill.h"
+
+/* Where a pointer lives inside its segment (for inter-process handles). */
+typedef struct rill__pool_location {
+    void *segment_base;   /* start of the segment */
+    size_t segment_bytes; /* its size */
+    size_t offset;        /* of the block's start from segment_base */
+    size_t block_bytes;   /* the block's size */
+    void *backend_handle; /* what the backend returned with the segment */
+} rill__pool_location;
+
+/* Allocates bytes for use on stream (its device's pool). */
+rill_status rill__pool_alloc(rill_stream *stream, size_t bytes, const char *fn, void **out);
+/* Frees ptr: on stream (stream-ordered) or, when stream is NULL, at the
+ * current end of the work of its allocation stream. */
+rill_status rill__pool_free(void *ptr, rill_stream *stream, const char *fn);
+/* Notes that the command seq of stream touches [ptr, ptr + bytes). */
+void rill__pool_note_use(rill_stream *stream, uint64_t seq, const void *ptr, size_t bytes);
+/* rill_record_stream: ptr is used by all work submitted to stream until
+ * ptr is freed. */
+rill_status rill__pool_record_stream(void *ptr, rill_stream *stream, const char *fn);
+
+/* The allocated block that contains p: its device and the bytes from p to
+ * the block's end. False when p is not in an allocated block. */
+bool rill__pool_find(const void *p, rill_device **dev, size_t *bytes_to_end);
+/* The segment and block of the allocated block starting at ptr. */
+bool rill__pool_locate(const void *ptr, rill__pool_location *out);
+
+void rill__pool_get_stats(rill_device *dev, rill_mem_stats *out);
+/* Returns unused segments whose pending work has completed to the system. */
+void rill__pool_empty_cache(rill_device *dev);
+void rill__pool_set_limit(rill_device *dev, size_t max_reserved_bytes);
+/* Writes the memory summary table (rill_mem_summary). */
+void rill__pool_summary(rill_device *dev, FILE *out);
+
+/* Creates and destroys the pool of dev (device init and rill_shutdown,
+ * after all work has drained). */
+rill_status rill__pool_create(rill_device *dev);
+void rill__pool_destroy(rill_device *dev);
+
+#endif

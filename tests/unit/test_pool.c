@@ -1,0 +1,429 @@
+/* SPDX-License-Identifier: MIT */
+/* The stream-ordered caching pool: memory freed while another stream may
+ * still use it is never handed out before that use is done (declared
+ * accesses, copies, rill_record_stream), return flow makes it reusable at
+ * once, same-stream reuse hits the cache, out-of-memory recovers by waiting
+ * for pending frees, and the statistics are exact. */
+#include "fixture.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MiB ((size_t)1 << 20)
+
+/* A host function that holds its stream until the test opens it, with a
+ * deadline so that a broken pool fails the test instead of hanging it. */
+typedef struct gate {
+    atomic_int open;
+    atomic_int entered;
+} gate;
+
+static void gate_fn(void *user_data) {
+    gate *g = user_data;
+    atomic_store(&g->entered, 1);
+    uint64_t deadline = rt_now_ns() + 5000000000u;
+    while (!atomic_load(&g->open) && rt_now_ns() < deadline) {
+    }
+}
+
+static void wait_entered(gate *g) {
+    uint64_t deadline = rt_now_ns() + 5000000000u;
+    while (!atomic_load(&g->entered) && rt_now_ns() < deadline)
+        rt_sleep_us(100);
+    assert_true(atomic_load(&g->entered));
+}
+
+/* A kernel that reads a buffer (declared access) and sums it into *out. */
+typedef struct sum_args {
+    const float *in;
+    size_t n;
+    float *out;
+} sum_args;
+
+static void sum_kernel(const rill_block_ctx *ctx, const void *args) {
+    (void)ctx;
+    sum_args a;
+    memcpy(&a, args, sizeof a);
+    float s = 0.0f;
+    for (size_t i = 0; i < a.n; i++)
+        s += a.in[i];
+    *a.out = s;
+}
+
+static rill_kernel *sum_k;
+
+static void launch_sum(rill_stream *s, const float *in, size_t n, float *out) {
+    if (sum_k == NULL) {
+        rill_kernel_desc d = {.name = "read_sum", .cpu = sum_kernel};
+        RT_OK(rill_kernel_create(&d, &sum_k));
+    }
+    sum_args a = {in, n, out};
+    rill_access acc[2] = {{in, n * sizeof(float), RILL_READ}, {out, sizeof(float), RILL_WRITE}};
+    rill_launch l = {.grid = {1, 1, 1}, .block = {1, 1, 1}, .args = &a, .args_size = sizeof a,
+                     .accesses = acc, .num_accesses = 2};
+    RT_OK(rill_launch_kernel(s, sum_k, &l));
+}
+
+static int teardown(void **state) {
+    (void)state;
+    if (sum_k != NULL)
+        rill_kernel_destroy(sum_k);
+    sum_k = NULL;
+    return rill_shutdown() == RILL_OK ? 0 : -1;
+}
+
+/* Seed 000 (add_s0): the host frees a block while another stream still
+ * reads it; "Memory freed while work on any stream may still use it is
+ * reused only after that work completes": a new allocation on the freeing
+ * side must not get that memory, and the reader sees exact values. */
+static void test_pool_free_while_other_stream_reads_is_not_reused(void **state) {
+    (void)state;
+    const size_t n = 10 * 32 * 32 * 32;
+    rill_stream *s0 = rill_default_stream(NULL), *s1;
+    float *add_s0, *mess, *result;
+    RT_OK(rill_stream_create(NULL, 0, &s1));
+    RT_OK(rill_malloc(NULL, n * sizeof(float), (void **)&add_s0));
+    RT_OK(rill_malloc(NULL, sizeof(float), (void **)&result));
+    RT_OK(rill_op_fill_f32(s0, add_s0, 1.0f, n));
+    RT_OK(rill_stream_wait_stream(s1, s0));
+    gate g = {0};
+    RT_OK(rill_launch_host_func(s1, gate_fn, &g)); /* s1 is busy: the read is pending */
+    launch_sum(s1, add_s0, n, result);
+    RT_OK(rill_free(add_s0));
+    RT_OK(rill_malloc(NULL, n * sizeof(float), (void **)&mess));
+    assert_true(mess != add_s0);
+    RT_OK(rill_op_fill_f32(s0, mess, 7.0f, n));
+    atomic_store(&g.open, 1);
+    RT_OK(rill_stream_synchronize(s1));
+    float host = 0.0f;
+    RT_OK(rill_memcpy(&host, result, sizeof host));
+    assert_true(host == (float)n);
+    rill_mem_stats st;
+    RT_OK(rill_mem_get_stats(NULL, &st));
+    assert_true(st.deferred_frees >= 1);
+    RT_OK(rill_free(mess));
+    RT_OK(rill_free(result));
+    RT_OK(rill_stream_destroy(s1));
+}
+
+/* "When the allocation stream has since waited for the using stream past
+ * the use, the block is reusable in stream order at once, with no host
+ * wait": the using stream is still held by a gate when the allocation
+ * returns the same memory. */
+static void test_pool_return_flow_reuses_without_host_wait(void **state) {
+    (void)state;
+    rill_stream *a, *b;
+    rill_event *e;
+    float *x, *y, *out;
+    RT_OK(rill_stream_create(NULL, 0, &a));
+    RT_OK(rill_stream_create(NULL, 0, &b));
+    RT_OK(rill_event_create(RILL_EVENT_DEFAULT, &e));
+    RT_OK(rill_malloc_async(4096, a, (void **)&out));
+    RT_OK(rill_malloc_async(MiB, a, (void **)&x));
+    RT_OK(rill_op_fill_f32(a, x, 2.0f, MiB / sizeof(float)));
+    RT_OK(rill_stream_wait_stream(b, a));
+    gate g = {0};
+    RT_OK(rill_launch_host_func(b, gate_fn, &g));
+    launch_sum(b, x, MiB / sizeof(float), out); /* a use by another stream */
+    RT_OK(rill_event_record(e, b));
+    RT_OK(rill_stream_wait_event(a, e)); /* return flow */
+    RT_OK(rill_free_async(x, a));
+    RT_OK(rill_malloc_async(MiB, a, (void **)&y)); /* must not block: b is held */
+    assert_ptr_equal(y, x);
+    RT_OK(rill_op_fill_f32(a, y, 3.0f, MiB / sizeof(float)));
+    atomic_store(&g.open, 1);
+    RT_OK(rill_stream_synchronize(a));
+    float host = 0.0f;
+    RT_OK(rill_memcpy(&host, out, sizeof host));
+    assert_true(host == 2.0f * (float)(MiB / sizeof(float)));
+    RT_OK(rill_free_async(y, a));
+    RT_OK(rill_free_async(out, a));
+    RT_OK(rill_stream_synchronize(a));
+    RT_OK(rill_event_destroy(e));
+    RT_OK(rill_stream_destroy(b));
+    RT_OK(rill_stream_destroy(a));
+}
+
+typedef struct host_reader {
+    gate g;
+    const float *p;
+    size_t n;
+    _Atomic int ok;
+} host_reader;
+
+static void host_read(void *user_data) {
+    host_reader *r = user_data;
+    gate_fn(&r->g);
+    int ok = 1;
+    for (size_t i = 0; i < r->n; i++)
+        ok &= r->p[i] == 5.0f;
+    atomic_store(&r->ok, ok);
+}
+
+/* "rill_record_stream covers uses the library cannot see (host functions,
+ * undeclared access)": a host function's use keeps the block from being
+ * handed out again until it is done. */
+static void test_pool_record_stream_covers_host_function_uses(void **state) {
+    (void)state;
+    rill_stream *a, *b;
+    float *x, *y;
+    const size_t n = 4096;
+    RT_OK(rill_stream_create(NULL, 0, &a));
+    RT_OK(rill_stream_create(NULL, 0, &b));
+    RT_OK(rill_malloc_async(n * sizeof(float), a, (void **)&x));
+    RT_OK(rill_op_fill_f32(a, x, 5.0f, n));
+    RT_OK(rill_stream_wait_stream(b, a));
+    host_reader r = {.p = x, .n = n};
+    RT_OK(rill_launch_host_func(b, host_read, &r));
+    RT_OK(rill_record_stream(x, b));
+    RT_OK(rill_free_async(x, a));
+    RT_OK(rill_malloc_async(n * sizeof(float), a, (void **)&y));
+    assert_true(y != x);
+    RT_OK(rill_op_fill_f32(a, y, 9.0f, n));
+    atomic_store(&r.g.open, 1);
+    RT_OK(rill_stream_synchronize(b));
+    assert_int_equal(atomic_load(&r.ok), 1);
+    RT_OK(rill_free_async(y, a));
+    RT_OK(rill_stream_synchronize(a));
+    RT_OK(rill_stream_destroy(b));
+    RT_OK(rill_stream_destroy(a));
+}
+
+/* A hot malloc_async/free_async pair on one stream never reaches the
+ * system: 1000 pairs of 1 MiB reserve nothing new after the first. */
+static void test_pool_same_stream_reuse_hits_cache(void **state) {
+    (void)state;
+    rill_stream *s;
+    RT_OK(rill_stream_create(NULL, 0, &s));
+    rill_mem_stats before, after;
+    void *p;
+    RT_OK(rill_malloc_async(MiB, s, &p));
+    RT_OK(rill_free_async(p, s));
+    RT_OK(rill_mem_get_stats(NULL, &before));
+    for (int i = 0; i < 1000; i++) {
+        RT_OK(rill_malloc_async(MiB, s, &p));
+        RT_OK(rill_memset_async(p, i & 0xff, MiB, s));
+        RT_OK(rill_free_async(p, s));
+    }
+    RT_OK(rill_mem_get_stats(NULL, &after));
+    assert_int_equal(after.reserved_bytes, before.reserved_bytes);
+    assert_int_equal(after.peak_reserved_bytes, before.peak_reserved_bytes);
+    assert_int_equal(after.cache_hits - before.cache_hits, 1000);
+    assert_int_equal(after.allocations - before.allocations, 1000);
+    assert_int_equal(after.frees - before.frees, 1000);
+    RT_OK(rill_stream_synchronize(s));
+    RT_OK(rill_stream_destroy(s));
+}
+
+/* rill_mem_get_stats "fills every field exactly": allocated and reserved
+ * follow the rounded sizes and segments; rill_mem_empty_cache returns idle
+ * segments to the system. */
+static void test_pool_stats_are_exact(void **state) {
+    (void)state;
+    RT_OK(rill_device_synchronize(NULL));
+    RT_OK(rill_mem_empty_cache(NULL));
+    rill_mem_stats s0, s1, s2;
+    RT_OK(rill_mem_get_stats(NULL, &s0));
+    void *a, *b;
+    RT_OK(rill_malloc(NULL, 1000, &a));     /* rounds to 1024, a 2 MiB small segment */
+    RT_OK(rill_malloc(NULL, 3 * MiB, &b));  /* a 20 MiB large segment */
+    RT_OK(rill_mem_get_stats(NULL, &s1));
+    assert_int_equal(s1.allocated_bytes - s0.allocated_bytes, 1024 + 3 * MiB);
+    assert_true(s1.reserved_bytes >= s0.reserved_bytes);
+    assert_true(s1.peak_allocated_bytes >= s1.allocated_bytes);
+    assert_int_equal(s1.allocations - s0.allocations, 2);
+    RT_OK(rill_free(a));
+    RT_OK(rill_free(b));
+    RT_OK(rill_device_synchronize(NULL));
+    RT_OK(rill_mem_empty_cache(NULL));
+    RT_OK(rill_mem_get_stats(NULL, &s2));
+    assert_int_equal(s2.allocated_bytes, s0.allocated_bytes);
+    assert_int_equal(s2.frees - s0.frees, 2);
+    assert_int_equal(s2.reserved_bytes, s0.reserved_bytes);
+    assert_true(s2.peak_reserved_bytes >= s1.reserved_bytes);
+}
+
+typedef struct opener {
+    gate *g;
+    unsigned delay_us;
+} opener;
+
+static void *open_later(void *p) {
+    opener *o = p;
+    rt_sleep_us(o->delay_us);
+    atomic_store(&o->g->open, 1);
+    return NULL;
+}
+
+/* "When an allocation cannot be served, the pool waits for pending
+ * deferred frees, empties the cache and retries": a cached small segment
+ * held by another stream's pending use is returned to the system once that
+ * use is done, and the large allocation then fits under the limit. */
+static void test_pool_out_of_memory_recovers_when_frees_drain(void **state) {
+    (void)state;
+    RT_OK(rill_device_synchronize(NULL));
+    RT_OK(rill_mem_empty_cache(NULL));
+    rill_mem_stats st0, st1;
+    RT_OK(rill_mem_get_stats(NULL, &st0));
+    RT_OK(rill_mem_set_limit(NULL, st0.reserved_bytes + 4 * MiB));
+    rill_stream *a, *b;
+    RT_OK(rill_stream_create(NULL, 0, &a));
+    RT_OK(rill_stream_create(NULL, 0, &b));
+    float *x, *out, *big;
+    RT_OK(rill_malloc_async(4096, a, (void **)&out));
+    RT_OK(rill_malloc_async(64 * 1024, a, (void **)&x)); /* the small segment */
+    RT_OK(rill_op_fill_f32(a, x, 1.0f, 16384));
+    RT_OK(rill_stream_wait_stream(b, a));
+    gate g = {0};
+    RT_OK(rill_launch_host_func(b, gate_fn, &g));
+    launch_sum(b, x, 16384, out);
+    RT_OK(rill_free_async(x, a));
+    RT_OK(rill_free_async(out, a));
+    /* 2 MiB reserved and held by b; 3 MiB more needs a 4 MiB segment. */
+    pthread_t t;
+    opener o = {&g, 50000};
+    assert_int_equal(pthread_create(&t, NULL, open_later, &o), 0);
+    RT_OK(rill_malloc_async(3 * MiB, a, (void **)&big));
+    assert_int_equal(pthread_join(t, NULL), 0);
+    RT_OK(rill_mem_get_stats(NULL, &st1));
+    assert_int_equal(st1.oom_recoveries - st0.oom_recoveries, 1);
+    assert_true(st1.reserved_bytes <= st0.reserved_bytes + 4 * MiB);
+    RT_OK(rill_free_async(big, a));
+    RT_OK(rill_stream_synchronize(a));
+    RT_OK(rill_stream_synchronize(b));
+    RT_OK(rill_mem_set_limit(NULL, 0));
+    RT_OK(rill_stream_destroy(b));
+    RT_OK(rill_stream_destroy(a));
+}
+
+/* RILL_ERROR_OUT_OF_MEMORY: "after the cache was emptied and pending frees
+ * were waited for", with a sentence giving the request and the limit;
+ * nothing already submitted is lost. */
+static void test_pool_out_of_memory_fails_cleanly(void **state) {
+    (void)state;
+    RT_OK(rill_device_synchronize(NULL));
+    RT_OK(rill_mem_empty_cache(NULL));
+    rill_mem_stats st;
+    RT_OK(rill_mem_get_stats(NULL, &st));
+    rill_stream *s;
+    float *keep, *out;
+    RT_OK(rill_stream_create(NULL, 0, &s));
+    RT_OK(rill_malloc_async(4096, s, (void **)&out));
+    RT_OK(rill_malloc_async(1024 * sizeof(float), s, (void **)&keep));
+    RT_OK(rill_op_fill_f32(s, keep, 4.0f, 1024));
+    RT_OK(rill_mem_set_limit(NULL, st.reserved_bytes + 2 * MiB));
+    void *p = (void *)1;
+    RT_STATUS(RILL_ERROR_OUT_OF_MEMORY, rill_malloc_async(8 * MiB, s, &p));
+    assert_null(p);
+    assert_non_null(strstr(rill_last_error(), "8388608 bytes"));
+    assert_non_null(strstr(rill_last_error(), "limit"));
+    launch_sum(s, keep, 1024, out);
+    RT_OK(rill_stream_synchronize(s));
+    float host = 0.0f;
+    RT_OK(rill_memcpy(&host, out, sizeof host));
+    assert_true(host == 4096.0f);
+    RT_OK(rill_mem_set_limit(NULL, 0));
+    RT_OK(rill_free_async(keep, s));
+    RT_OK(rill_free_async(out, s));
+    RT_OK(rill_stream_synchronize(s));
+    RT_OK(rill_stream_destroy(s));
+}
+
+/* When growing is impossible, the pool may make the allocating stream wait
+ * on the pending use (an internal stream wait) instead of the host: the
+ * allocation returns while the user is still held, and the new owner's
+ * work runs only after that use. */
+static void test_pool_internal_wait_orders_reuse(void **state) {
+    (void)state;
+    RT_OK(rill_device_synchronize(NULL));
+    RT_OK(rill_mem_empty_cache(NULL));
+    rill_mem_stats st;
+    RT_OK(rill_mem_get_stats(NULL, &st));
+    rill_stream *a, *b;
+    RT_OK(rill_stream_create(NULL, 0, &a));
+    RT_OK(rill_stream_create(NULL, 0, &b));
+    float *x, *y, *out;
+    const size_t n = 3 * MiB / sizeof(float);
+    RT_OK(rill_malloc_async(4096, b, (void **)&out));
+    RT_OK(rill_mem_get_stats(NULL, &st));
+    RT_OK(rill_mem_set_limit(NULL, st.reserved_bytes + 4 * MiB));
+    RT_OK(rill_malloc_async(3 * MiB, a, (void **)&x));
+    RT_OK(rill_op_fill_f32(a, x, 1.0f, n));
+    RT_OK(rill_stream_wait_stream(b, a));
+    gate g = {0};
+    RT_OK(rill_launch_host_func(b, gate_fn, &g));
+    launch_sum(b, x, n, out);
+    RT_OK(rill_free_async(x, a));
+    RT_OK(rill_malloc_async(3 * MiB, a, (void **)&y)); /* returns at once: b is held */
+    assert_ptr_equal(y, x);
+    RT_OK(rill_op_fill_f32(a, y, 2.0f, n)); /* must run after b's read */
+    wait_entered(&g);
+    atomic_store(&g.open, 1);
+    RT_OK(rill_stream_synchronize(a));
+    RT_OK(rill_stream_synchronize(b));
+    float host = 0.0f;
+    RT_OK(rill_memcpy(&host, out, sizeof host));
+    assert_true(host == (float)n);
+    RT_OK(rill_mem_set_limit(NULL, 0));
+    RT_OK(rill_free_async(y, a));
+    RT_OK(rill_free_async(out, b));
+    RT_OK(rill_device_synchronize(NULL));
+    RT_OK(rill_stream_destroy(b));
+    RT_OK(rill_stream_destroy(a));
+}
+
+/* Frees of bad pointers are clear errors, never crashes. */
+static void test_pool_bad_frees_are_invalid(void **state) {
+    (void)state;
+    char *p;
+    RT_OK(rill_malloc(NULL, 4096, (void **)&p));
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_free(p + 16));
+    assert_non_null(strstr(rill_last_error(), "16 bytes into"));
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_record_stream(p + 16, NULL));
+    RT_OK(rill_free(p));
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_free(p));
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_free_async(p, NULL));
+    int local;
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_free(&local));
+}
+
+/* rill_mem_summary writes the table users read. */
+static void test_pool_summary_is_written(void **state) {
+    (void)state;
+    void *p;
+    RT_OK(rill_malloc(NULL, 1 << 16, &p));
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    RT_OK(rill_mem_summary(NULL, f));
+    fclose(f);
+    assert_non_null(strstr(buf, "allocated"));
+    assert_non_null(strstr(buf, "reserved"));
+    assert_non_null(strstr(buf, "small"));
+    assert_non_null(strstr(buf, "cache hits"));
+    free(buf);
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_mem_summary(NULL, NULL));
+    RT_OK(rill_free(p));
+}
+
+int main(int argc, char **argv) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_pool_free_while_other_stream_reads_is_not_reused),
+        cmocka_unit_test(test_pool_return_flow_reuses_without_host_wait),
+        cmocka_unit_test(test_pool_record_stream_covers_host_function_uses),
+        cmocka_unit_test(test_pool_same_stream_reuse_hits_cache),
+        cmocka_unit_test(test_pool_stats_are_exact),
+        cmocka_unit_test(test_pool_out_of_memory_recovers_when_frees_drain),
+        cmocka_unit_test(test_pool_out_of_memory_fails_cleanly),
+        cmocka_unit_test(test_pool_internal_wait_orders_reuse),
+        cmocka_unit_test(test_pool_bad_frees_are_invalid),
+        cmocka_unit_test(test_pool_summary_is_written),
+    };
+    if (argc > 1)
+        cmocka_set_test_filter(argv[1]);
+    return cmocka_run_group_tests(tests, NULL, teardown);
+}
