@@ -67,8 +67,10 @@ struct rill_stream {
     } clock[RILL__CLOCK_ENTRIES];
     unsigned clock_next; /* the entry to replace next */
     /* atomic */
-    _Atomic int refs;                 /* owner, pending work, events, waits */
-    _Atomic int owner_released;       /* destroyed by its owner (a zombie if work remains) */
+    /* on its own line: taken and dropped by submitters, workers and the
+     * memory pool, it must not drag the completion fields along */
+    alignas(64) _Atomic int refs;     /* owner, pending work, events, waits, memory */
+    alignas(64) _Atomic int owner_released;       /* destroyed by its owner (a zombie if work remains) */
     _Atomic int has_failed;           /* num_windows != 0, for a lock-free fast path */
     _Atomic uint64_t waiter_min;      /* least seq in waiters; UINT64_MAX: none */
     _Atomic uint64_t host_wake_at;    /* least seq a sleeping host thread awaits */

@@ -58,8 +58,9 @@ struct block {
     block *prev, *next;         /* address neighbours in seg */
     block *bin_prev, *bin_next; /* free: the bin's list */
     block *hash_next;           /* allocated: the hash chain */
-    rill_stream *stream;        /* allocated: the allocation stream (ref) */
+    rill_stream *stream;        /* allocated: the allocation stream (see pool->owners) */
     int allocated;
+    int own_ref;                /* allocated: holds its own reference on stream */
     int conservative;           /* a point could not be stored: safe only after a device sync */
     unsigned bin;
     point *points; /* inline_points or owned */
@@ -73,7 +74,7 @@ typedef struct bins {
 } bins;
 
 struct rill__pool {
-    rill__mutex lock;
+    rill__spinlock lock; /* short critical sections; see drain_points for the long wait */
     /* guarded by lock */
     bins small, large;
     segment *segments;
@@ -82,6 +83,15 @@ struct rill__pool {
     block *spare; /* unused block structures, linked by next */
     rill_mem_stats stats;
     size_t limit;
+    /* the streams that allocated blocks, each with one reference held by
+     * the pool (not one per block: no atomic on the hot path); entries
+     * whose count fell to zero are released lazily */
+    struct {
+        rill_stream *stream;
+        size_t live; /* allocated blocks whose allocation stream this is */
+    } owners[16];
+    unsigned num_owners;
+    size_t unmerged; /* frees since the last coalesce pass */
 };
 
 static rill__pool *pool_of(rill_device *dev) {
@@ -96,6 +106,50 @@ static uint64_t done_of(rill_stream *s) {
 static uint64_t submitted_of(rill_stream *s) {
     /* acquire: pairs with the submit that assigned the number. */
     return atomic_load_explicit(&s->sub_seq, memory_order_acquire);
+}
+
+/* --------------------------------------------------------------- owners */
+
+/* Drops the references of owners with no live blocks. */
+static void owners_trim(rill__pool *p) {
+    unsigned kept = 0;
+    for (unsigned i = 0; i < p->num_owners; i++) {
+        if (p->owners[i].live == 0)
+            rill__stream_unref(p->owners[i].stream);
+        else
+            p->owners[kept++] = p->owners[i];
+    }
+    p->num_owners = kept;
+}
+
+/* Counts one more block allocated on s. False when s cannot be held. */
+static bool owner_hold(rill__pool *p, rill_stream *s) {
+    for (unsigned i = 0; i < p->num_owners; i++) {
+        if (p->owners[i].stream == s) {
+            p->owners[i].live++;
+            return true;
+        }
+    }
+    unsigned cap = sizeof p->owners / sizeof p->owners[0];
+    if (p->num_owners == cap)
+        owners_trim(p);
+    if (p->num_owners == cap)
+        return false;
+    rill__stream_ref(s);
+    p->owners[p->num_owners].stream = s;
+    p->owners[p->num_owners].live = 1;
+    p->num_owners++;
+    return true;
+}
+
+static void owner_release(rill__pool *p, rill_stream *s) {
+    for (unsigned i = 0; i < p->num_owners; i++) {
+        if (p->owners[i].stream == s) {
+            p->owners[i].live--;
+            return;
+        }
+    }
+    RILL_ASSERT(!"a block's allocation stream is among the owners");
 }
 
 /* ------------------------------------------------------------- points */
@@ -367,8 +421,49 @@ static void segment_release(rill_device *dev, rill__pool *p, segment *g) {
     rill__free(g);
 }
 
+/* Merges free block src into dst, the block just before it, points and
+ * all. */
+static void absorb(rill__pool *p, block *dst, block *src) {
+    RILL_ASSERT(dst->next == src && dst->ptr + dst->size == src->ptr);
+    for (size_t i = 0; i < src->num_points; i++)
+        points_add(dst, src->points[i].stream, src->points[i].seq);
+    dst->conservative |= src->conservative;
+    dst->size += src->size;
+    dst->next = src->next;
+    if (src->next != NULL)
+        src->next->prev = dst;
+    block_recycle(p, src);
+}
+
+/* Merges adjacent free blocks (frees do not, so that a hot allocate/free
+ * pair neither splits nor merges). Run when an allocation misses and
+ * before the cache is emptied. */
+static void coalesce_all(rill__pool *p) {
+    if (p->unmerged == 0)
+        return;
+    for (segment *g = p->segments; g != NULL; g = g->next) {
+        bins *b = bins_for(p, g->small);
+        for (block *k = g->first; k != NULL; k = k->next) {
+            if (k->allocated)
+                continue;
+            int merged = 0;
+            while (k->next != NULL && !k->next->allocated) {
+                if (!merged)
+                    bin_remove(b, k);
+                merged = 1;
+                bin_remove(b, k->next);
+                absorb(p, k, k->next);
+            }
+            if (merged)
+                bin_insert(b, k);
+        }
+    }
+    p->unmerged = 0;
+}
+
 /* Returns every segment that is one free block with nothing pending. */
 static void empty_cache_locked(rill_device *dev, rill__pool *p) {
+    coalesce_all(p);
     segment *next;
     for (segment *g = p->segments; g != NULL; g = next) {
         next = g->next;
@@ -435,8 +530,7 @@ static void take(rill__pool *p, block *k, size_t size, size_t requested, rill_st
     k->conservative = 0;
     k->allocated = 1;
     k->requested = requested;
-    rill__stream_ref(s);
-    k->stream = s;
+    k->stream = s; /* held through pool->owners (see rill__pool_alloc) */
     hash_insert(p, k);
     p->stats.allocated_bytes += k->size;
     if (p->stats.allocated_bytes > p->stats.peak_allocated_bytes)
@@ -475,7 +569,7 @@ static void drain_points(rill_device *dev, rill__pool *p) {
             }
         }
     }
-    rill__mutex_unlock(&p->lock);
+    rill__spinlock_unlock(&p->lock);
     for (size_t i = 0; i < n; i++) {
         rill__stream_host_wait(all[i].stream, all[i].seq, 1);
         rill__stream_unref(all[i].stream);
@@ -483,7 +577,7 @@ static void drain_points(rill_device *dev, rill__pool *p) {
     rill__free(all);
     if (conservative)
         rill_device_synchronize(dev);
-    rill__mutex_lock(&p->lock);
+    rill__spinlock_lock(&p->lock);
     for (segment *g = p->segments; g != NULL; g = g->next) {
         for (block *k = g->first; k != NULL; k = k->next) {
             if (k->allocated)
@@ -498,7 +592,7 @@ static void drain_points(rill_device *dev, rill__pool *p) {
 static rill_status out_of_memory(rill_device *dev, rill__pool *p, size_t bytes, const char *fn) {
     rill_mem_stats st = p->stats;
     size_t limit = p->limit;
-    rill__mutex_unlock(&p->lock);
+    rill__spinlock_unlock(&p->lock);
     char lim[48];
     if (limit != 0)
         snprintf(lim, sizeof lim, "%zu bytes", limit);
@@ -523,8 +617,12 @@ rill_status rill__pool_alloc(rill_stream *s, size_t bytes, const char *fn, void 
     int small = size <= SMALL_REQUEST;
     point waits[8];
     size_t num_waits = 0;
-    rill__mutex_lock(&p->lock);
+    rill__spinlock_lock(&p->lock);
     block *k = find_free(p, small, size, s, 1);
+    if (k == NULL && p->unmerged != 0) {
+        coalesce_all(p);
+        k = find_free(p, small, size, s, 1);
+    }
     if (k != NULL) {
         p->stats.cache_hits++;
     } else if ((k = grow(dev, p, small, size)) == NULL) {
@@ -557,9 +655,16 @@ rill_status rill__pool_alloc(rill_stream *s, size_t bytes, const char *fn, void 
         if (k == NULL)
             return out_of_memory(dev, p, bytes, fn);
     }
-    take(p, k, size, bytes, s);
+    if (!owner_hold(p, s)) {
+        /* More than 16 streams hold live blocks: hold this one directly. */
+        rill__stream_ref(s);
+        take(p, k, size, bytes, s);
+        k->own_ref = 1;
+    } else {
+        take(p, k, size, bytes, s);
+    }
     void *ptr = (void *)k->ptr;
-    rill__mutex_unlock(&p->lock);
+    rill__spinlock_unlock(&p->lock);
     for (size_t i = 0; i < num_waits; i++) {
         if (rill__stream_wait_point(s, waits[i].stream, waits[i].seq, fn) != RILL_OK)
             rill__stream_host_wait(waits[i].stream, waits[i].seq, 1);
@@ -571,20 +676,6 @@ rill_status rill__pool_alloc(rill_stream *s, size_t bytes, const char *fn, void 
 
 /* ------------------------------------------------------------- freeing */
 
-/* Merges free block src into dst, the block just before it, points and
- * all. */
-static void absorb(rill__pool *p, block *dst, block *src) {
-    RILL_ASSERT(dst->next == src && dst->ptr + dst->size == src->ptr);
-    for (size_t i = 0; i < src->num_points; i++)
-        points_add(dst, src->points[i].stream, src->points[i].seq);
-    dst->conservative |= src->conservative;
-    dst->size += src->size;
-    dst->next = src->next;
-    if (src->next != NULL)
-        src->next->prev = dst;
-    block_recycle(p, src);
-}
-
 /* Looks up the segment that holds ptr; NULL when ptr is no device memory. */
 static segment *segment_of(const void *ptr, rill_device **dev) {
     rill__mem_block rb;
@@ -594,27 +685,37 @@ static segment *segment_of(const void *ptr, rill_device **dev) {
     return rb.owner;
 }
 
-rill_status rill__pool_free(void *ptr, rill_stream *f, const char *fn) {
+/* Finds the allocated block that starts at ptr in some device's pool and
+ * returns with that pool locked; NULL (nothing locked) when there is none.
+ * The hash lookup avoids the registry on the hot free path. */
+static block *find_allocated_locked(const void *ptr, rill__pool **pool, rill_device **dev) {
+    rill__runtime *rt;
+    rill__runtime_get(&rt);
+    for (int i = 0; i < rt->num_devices; i++) {
+        rill__pool *p = pool_of(rt->devices[i]);
+        rill__spinlock_lock(&p->lock);
+        block *k = hash_find(p, (uintptr_t)ptr);
+        if (k != NULL) {
+            *pool = p;
+            *dev = rt->devices[i];
+            return k;
+        }
+        rill__spinlock_unlock(&p->lock);
+    }
+    return NULL;
+}
+
+/* The sentence for a free of a pointer that is no allocated block. */
+static rill_status bad_free(void *ptr, const char *fn) {
     rill_device *dev = NULL;
     segment *g = segment_of(ptr, &dev);
-    if (g == NULL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                          "%s: %p is not device memory from rill_malloc or rill_malloc_async (or "
-                          "was already freed)",
-                          fn, ptr);
-    if (f != NULL && f->dev != dev)
-        return rill__fail(RILL_ERROR_DEVICE_MISMATCH,
-                          "%s: %p belongs to device %d but the stream to device %d; free it on a "
-                          "stream of its own device",
-                          fn, ptr, dev->info.ordinal, f->dev->info.ordinal);
-    rill__pool *p = pool_of(dev);
-    rill__mutex_lock(&p->lock);
-    block *k = hash_find(p, (uintptr_t)ptr);
-    if (k == NULL) {
+    if (g != NULL) {
+        rill__pool *p = pool_of(dev);
+        rill__spinlock_lock(&p->lock);
         block *in = block_at(g, (uintptr_t)ptr);
         int inside = in != NULL && in->allocated;
         uintptr_t base = inside ? in->ptr : 0;
-        rill__mutex_unlock(&p->lock);
+        rill__spinlock_unlock(&p->lock);
         if (inside)
             return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                               "%s: %p is %zu bytes into an allocation that starts at %p; pass the "
@@ -623,39 +724,62 @@ rill_status rill__pool_free(void *ptr, rill_stream *f, const char *fn) {
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "%s: %p is not an allocated block (already freed?)", fn, ptr);
     }
+    return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                      "%s: %p is not device memory from rill_malloc or rill_malloc_async (or was "
+                      "already freed)",
+                      fn, ptr);
+}
+
+rill_status rill__pool_free(void *ptr, rill_stream *f, const char *fn) {
+    rill__pool *p = NULL;
+    rill_device *dev = NULL;
+    block *k = find_allocated_locked(ptr, &p, &dev);
+    if (k == NULL)
+        return bad_free(ptr, fn);
+    if (f != NULL && f->dev != dev) {
+        rill__spinlock_unlock(&p->lock);
+        return rill__fail(RILL_ERROR_DEVICE_MISMATCH,
+                          "%s: %p belongs to device %d but the stream to device %d; free it on a "
+                          "stream of its own device",
+                          fn, ptr, dev->info.ordinal, f->dev->info.ordinal);
+    }
+    segment *g = k->seg;
     hash_remove(p, k);
     rill_stream *a = k->stream;
     rill_stream *by = f != NULL ? f : a;
     for (size_t i = 0; i < k->num_points; i++)
         if (k->points[i].seq == UNTIL_FREE)
             k->points[i].seq = submitted_of(k->points[i].stream);
-    points_add(k, a, submitted_of(a));
-    if (by != a)
-        points_add(k, by, submitted_of(by));
     points_prune(k);
+    /* The frees' own points, unless already complete (the common case of
+     * a stream that has caught up: no reference taken). */
+    uint64_t a_seq = submitted_of(a);
+    if (done_of(a) < a_seq)
+        points_add(k, a, a_seq);
+    if (by != a) {
+        uint64_t by_seq = submitted_of(by);
+        if (done_of(by) < by_seq)
+            points_add(k, by, by_seq);
+    }
     for (size_t i = 0; i < k->num_points; i++) {
         if (k->points[i].stream != by) {
             p->stats.deferred_frees++;
             break;
         }
     }
+    int own_ref = k->own_ref;
+    if (!own_ref)
+        owner_release(p, a);
     k->allocated = 0;
+    k->own_ref = 0;
     k->stream = NULL;
     p->stats.allocated_bytes -= k->size;
     p->stats.frees++;
-    if (k->next != NULL && !k->next->allocated) {
-        bin_remove(bins_for(p, g->small), k->next);
-        absorb(p, k, k->next);
-    }
-    if (k->prev != NULL && !k->prev->allocated) {
-        block *q = k->prev;
-        bin_remove(bins_for(p, g->small), q);
-        absorb(p, q, k);
-        k = q;
-    }
+    p->unmerged++; /* neighbours merge lazily: see coalesce_all */
     bin_insert(bins_for(p, g->small), k);
-    rill__mutex_unlock(&p->lock);
-    rill__stream_unref(a);
+    rill__spinlock_unlock(&p->lock);
+    if (own_ref)
+        rill__stream_unref(a);
     return RILL_OK;
 }
 
@@ -668,13 +792,13 @@ void rill__pool_note_use(rill_stream *s, uint64_t seq, const void *ptr, size_t b
     if (g == NULL)
         return;
     rill__pool *p = pool_of(dev);
-    rill__mutex_lock(&p->lock);
+    rill__spinlock_lock(&p->lock);
     block *k = hash_find(p, (uintptr_t)ptr);
     if (k == NULL)
         k = block_at(g, (uintptr_t)ptr);
     if (k != NULL && k->allocated && k->stream != s)
         points_add(k, s, seq);
-    rill__mutex_unlock(&p->lock);
+    rill__spinlock_unlock(&p->lock);
 }
 
 rill_status rill__pool_record_stream(void *ptr, rill_stream *s, const char *fn) {
@@ -684,12 +808,12 @@ rill_status rill__pool_record_stream(void *ptr, rill_stream *s, const char *fn) 
     rill__pool *p = NULL;
     if (g != NULL) {
         p = pool_of(dev);
-        rill__mutex_lock(&p->lock);
+        rill__spinlock_lock(&p->lock);
         k = hash_find(p, (uintptr_t)ptr);
     }
     if (k == NULL) {
         if (p != NULL)
-            rill__mutex_unlock(&p->lock);
+            rill__spinlock_unlock(&p->lock);
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "%s: %p is not the start of device memory from rill_malloc or "
                           "rill_malloc_async",
@@ -697,7 +821,7 @@ rill_status rill__pool_record_stream(void *ptr, rill_stream *s, const char *fn) 
     }
     if (k->stream != s)
         points_add(k, s, UNTIL_FREE);
-    rill__mutex_unlock(&p->lock);
+    rill__spinlock_unlock(&p->lock);
     return RILL_OK;
 }
 
@@ -708,14 +832,14 @@ bool rill__pool_find(const void *ptr, rill_device **dev, size_t *bytes_to_end) {
     if (g == NULL)
         return false;
     rill__pool *p = pool_of(*dev);
-    rill__mutex_lock(&p->lock);
+    rill__spinlock_lock(&p->lock);
     block *k = hash_find(p, (uintptr_t)ptr);
     if (k == NULL)
         k = block_at(g, (uintptr_t)ptr);
     bool found = k != NULL && k->allocated && (uintptr_t)ptr < k->ptr + k->requested;
     if (found)
         *bytes_to_end = k->ptr + k->requested - (uintptr_t)ptr;
-    rill__mutex_unlock(&p->lock);
+    rill__spinlock_unlock(&p->lock);
     return found;
 }
 
@@ -725,7 +849,7 @@ bool rill__pool_locate(const void *ptr, rill__pool_location *out) {
     if (g == NULL)
         return false;
     rill__pool *p = pool_of(dev);
-    rill__mutex_lock(&p->lock);
+    rill__spinlock_lock(&p->lock);
     block *k = hash_find(p, (uintptr_t)ptr);
     if (k != NULL) {
         out->segment_base = (void *)g->base;
@@ -734,7 +858,7 @@ bool rill__pool_locate(const void *ptr, rill__pool_location *out) {
         out->block_bytes = k->requested;
         out->backend_handle = g->handle;
     }
-    rill__mutex_unlock(&p->lock);
+    rill__spinlock_unlock(&p->lock);
     return k != NULL;
 }
 
@@ -742,23 +866,24 @@ bool rill__pool_locate(const void *ptr, rill__pool_location *out) {
 
 void rill__pool_get_stats(rill_device *dev, rill_mem_stats *out) {
     rill__pool *p = pool_of(dev);
-    rill__mutex_lock(&p->lock);
+    rill__spinlock_lock(&p->lock);
     *out = p->stats;
-    rill__mutex_unlock(&p->lock);
+    rill__spinlock_unlock(&p->lock);
 }
 
 void rill__pool_empty_cache(rill_device *dev) {
     rill__pool *p = pool_of(dev);
-    rill__mutex_lock(&p->lock);
+    rill__spinlock_lock(&p->lock);
     empty_cache_locked(dev, p);
-    rill__mutex_unlock(&p->lock);
+    owners_trim(p);
+    rill__spinlock_unlock(&p->lock);
 }
 
 void rill__pool_set_limit(rill_device *dev, size_t max_reserved_bytes) {
     rill__pool *p = pool_of(dev);
-    rill__mutex_lock(&p->lock);
+    rill__spinlock_lock(&p->lock);
     p->limit = max_reserved_bytes;
-    rill__mutex_unlock(&p->lock);
+    rill__spinlock_unlock(&p->lock);
 }
 
 /* ----------------------------------------------------- create, destroy */
@@ -771,7 +896,6 @@ rill_status rill__pool_create(rill_device *dev) {
         rill__free(p);
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "out of memory creating a memory pool");
     }
-    rill__mutex_init(&p->lock);
     dev->mem.pool = p;
     return RILL_OK;
 }
@@ -785,9 +909,9 @@ void rill__pool_destroy(rill_device *dev) {
         block *next;
         for (block *k = g->first; k != NULL; k = next) {
             next = k->next;
-            if (k->allocated)
+            if (k->allocated && k->own_ref)
                 rill__stream_unref(k->stream);
-            else
+            else if (!k->allocated)
                 bin_remove(bins_for(p, g->small), k);
             if (k != g->first)
                 block_recycle(p, k);
@@ -797,13 +921,15 @@ void rill__pool_destroy(rill_device *dev) {
         bin_insert(bins_for(p, g->small), g->first);
         segment_release(dev, p, g);
     }
+    for (unsigned i = 0; i < p->num_owners; i++)
+        rill__stream_unref(p->owners[i].stream);
+    p->num_owners = 0;
     while (p->spare != NULL) {
         block *k = p->spare;
         p->spare = k->next;
         rill__free(k);
     }
     rill__free(p->hash);
-    rill__mutex_destroy(&p->lock);
     rill__free(p);
     dev->mem.pool = NULL;
 }
@@ -826,7 +952,7 @@ void rill__pool_summary(rill_device *dev, FILE *out) {
     struct {
         size_t segments, reserved, allocated, live, free_blocks, largest_free, pending;
     } row[2] = {{0}};
-    rill__mutex_lock(&p->lock);
+    rill__spinlock_lock(&p->lock);
     rill_mem_stats st = p->stats;
     size_t limit = p->limit;
     for (segment *g = p->segments; g != NULL; g = g->next) {
@@ -847,7 +973,7 @@ void rill__pool_summary(rill_device *dev, FILE *out) {
                 row[r].pending++;
         }
     }
-    rill__mutex_unlock(&p->lock);
+    rill__spinlock_unlock(&p->lock);
     char a[32], b[32], c[32], d[32], e[32];
     fprintf(out, "rill memory summary: device %d (%s)\n", dev->info.ordinal, dev->info.name);
     human(a, sizeof a, st.allocated_bytes);

@@ -16,8 +16,8 @@
  * Invariants (pool->lock held):
  *   reserved_bytes  = sum of segment sizes
  *   allocated_bytes = sum of allocated block sizes
- *   the blocks of a segment tile it exactly, in address order, and no two
- *   free blocks are adjacent (frees coalesce). */
+ *   the blocks of a segment tile it exactly, in address order; adjacent
+ *   free blocks merge when an allocation misses or the cache is emptied. */
 #ifndef RILL_MEM_POOL_H
 #define RILL_MEM_POOL_H
 
