@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The rill command-line tool, a user of the public API only:
- *   rill info            lists the devices, as nvidia-smi -L and clinfo do;
+ *   rill info            lists the devices, as nvidia-smi -L and clinfo do
+ *                        (--memory adds each device's memory summary);
  *   rill demo [--size N] runs a multi-stream pipeline in the spirit of the
  *                        seeds on the CPU device, once over two streams joined
  *                        by events and once on one stream, times each stream
@@ -48,6 +49,21 @@ static const char *kind_name(rill_device_kind kind) {
         return "cuda";
     }
     return "?";
+}
+
+/* Prints every device's memory summary (rill_mem_summary). */
+static int print_memory(void) {
+    int count = 0;
+    if (failed(rill_device_count(&count), "rill_device_count"))
+        return 1;
+    for (int i = 0; i < count; i++) {
+        rill_device *dev = NULL;
+        printf("\n");
+        if (failed(rill_device_get(i, &dev), "rill_device_get") ||
+            failed(rill_mem_summary(dev, stdout), "rill_mem_summary"))
+            return 1;
+    }
+    return 0;
 }
 
 static int cmd_info(void) {
@@ -571,12 +587,15 @@ static void usage(void) {
     fprintf(stderr,
             "usage: rill <command> [options]\n"
             "commands:\n"
-            "  info              list the devices: ordinal, kind, name, compute units, memory,\n"
-            "                    stream priority range\n"
-            "  demo [--size N]   run a pipeline on the CPU device over two streams joined by\n"
+            "  info [--memory]   list the devices: ordinal, kind, name, compute units, memory,\n"
+            "                    stream priority range; --memory adds each device's memory\n"
+            "                    summary (rill_mem_summary)\n"
+            "  demo [--size N] [--memory]\n"
+            "                    run a pipeline on the CPU device over two streams joined by\n"
             "                    events and over one stream, and compare: B = matmul(A, A) with\n"
             "                    A NxN, then conv2d, conv2d and sum on each half of B\n"
-            "                    (N a multiple of 32, 160..8192; default %d)\n"
+            "                    (N a multiple of 32, 160..8192; default %d); --memory prints\n"
+            "                    the memory summary afterwards\n"
             "environment: RILL_DEVICE=cpu|cuda:N, RILL_CPU_WORKERS=N\n",
             DEMO_DEFAULT_SIZE);
 }
@@ -597,13 +616,19 @@ int main(int argc, char **argv) {
         return 2;
     }
     int rc;
-    if (strcmp(argv[1], "info") == 0 && argc == 2) {
+    bool memory = false;
+    if (strcmp(argv[1], "info") == 0 &&
+        (argc == 2 || (argc == 3 && strcmp(argv[2], "--memory") == 0))) {
         rc = cmd_info();
+        if (rc == 0 && argc == 3)
+            rc = print_memory();
     } else if (strcmp(argv[1], "demo") == 0) {
         size_t size = DEMO_DEFAULT_SIZE;
         for (int i = 2; i < argc; i++) {
             if (strcmp(argv[i], "--size") == 0 && i + 1 < argc && parse_size(argv[i + 1], &size)) {
                 i++;
+            } else if (strcmp(argv[i], "--memory") == 0) {
+                memory = true;
             } else {
                 usage();
                 return 2;
@@ -615,6 +640,8 @@ int main(int argc, char **argv) {
             return 2;
         }
         rc = cmd_demo(size);
+        if (rc == 0 && memory)
+            rc = print_memory();
     } else {
         usage();
         return 2;
