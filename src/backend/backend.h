@@ -13,6 +13,7 @@
 #define RILL_BACKEND_H
 
 #include "core/cmd.h"
+#include "platform/shm.h"
 #include "rill.h"
 
 typedef struct rill__backend_ops {
@@ -47,6 +48,11 @@ typedef struct rill__backend_ops {
      * RILL_ERROR_OUT_OF_MEMORY when the device has no memory left. */
     rill_status (*mem_alloc)(rill_device *dev, size_t bytes, void **out, void **handle);
     void (*mem_free)(rill_device *dev, void *ptr, size_t bytes, void *handle);
+    /* The shared memory object behind a segment from mem_alloc, which other
+     * processes may map (src/mem/ipc.c), or NULL when that segment cannot
+     * be shared. NULL as an op on devices whose memory is not host shared
+     * memory. Any thread, no lock needed; never blocks. */
+    const rill__shm *(*mem_shared)(rill_device *dev, void *handle);
 } rill__backend_ops;
 
 extern const rill__backend_ops rill__cpu_backend;

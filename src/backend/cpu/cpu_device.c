@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* The CPU device: always present, its worker threads are its compute
  * units (RILL_CPU_WORKERS, default: the processors this process may run
- * on). Its memory is host memory, 256-byte aligned like CUDA's. This file
- * holds the backend's ops table, device start and stop, and per-stream
- * state; cpu_sched.c runs the commands. */
+ * on). Its memory is host memory in shared memory segments (memfd), so
+ * that any block can be exported to another process (src/mem/ipc.c);
+ * segments are page aligned, more than CUDA's 256 bytes. This file holds
+ * the backend's ops table, device start and stop, per-stream state and
+ * memory; cpu_sched.c runs the commands. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,21 +91,50 @@ static void cpu_stream_fini(rill_stream *s) {
     rill__cpu_stream_free_nodes(cs);
 }
 
+/* A segment is a rill__shm; when none can be made (the process has no
+ * descriptor left, say), it is ordinary private memory that cannot be
+ * exported: running out of descriptors must not make allocation fail. */
+typedef struct cpu_segment {
+    int shared;
+    rill__shm shm; /* owned, when shared */
+} cpu_segment;
+
 static rill_status cpu_mem_alloc(rill_device *dev, size_t bytes, void **out, void **handle) {
-    (void)dev;
-    void *p = NULL;
-    if (posix_memalign(&p, ALIGNMENT, bytes) != 0)
+    /* Shared memory is not charged to the commit limit when mapped, so a
+     * request beyond the machine's memory is refused here rather than
+     * failing at first touch. */
+    if (dev->info.memory_bytes != 0 && bytes > dev->info.memory_bytes)
         return RILL_ERROR_OUT_OF_MEMORY;
-    *out = p;
-    *handle = NULL;
+    cpu_segment *g = rill__malloc(sizeof *g);
+    if (g == NULL)
+        return RILL_ERROR_OUT_OF_MEMORY;
+    char why[160];
+    g->shared = rill__shm_create("rill-segment", bytes, &g->shm, why, sizeof why);
+    if (g->shared) {
+        *out = g->shm.base;
+    } else if (posix_memalign(out, ALIGNMENT, bytes) != 0) {
+        rill__free(g);
+        return RILL_ERROR_OUT_OF_MEMORY;
+    }
+    *handle = g;
     return RILL_OK;
 }
 
 static void cpu_mem_free(rill_device *dev, void *ptr, size_t bytes, void *handle) {
     (void)dev;
     (void)bytes;
-    (void)handle;
-    free(ptr);
+    cpu_segment *g = handle;
+    if (g->shared)
+        rill__shm_destroy(&g->shm);
+    else
+        free(ptr);
+    rill__free(g);
+}
+
+static const rill__shm *cpu_mem_shared(rill_device *dev, void *handle) {
+    (void)dev;
+    const cpu_segment *g = handle;
+    return g->shared ? &g->shm : NULL;
 }
 
 const rill__backend_ops rill__cpu_backend = {
@@ -116,4 +147,5 @@ const rill__backend_ops rill__cpu_backend = {
     .submit = rill__cpu_submit,
     .mem_alloc = cpu_mem_alloc,
     .mem_free = cpu_mem_free,
+    .mem_shared = cpu_mem_shared,
 };
