@@ -8,8 +8,8 @@
  * stream may still touch it. Work on several streams can be captured into
  * a graph once and replayed many times at a fraction of the launch cost.
  *
- * Inter-process handles, graphs and observability (traces, the stream
- * sanitizer) are not part of this version of the header.
+ * Graphs and observability (traces, the stream sanitizer) are not part of
+ * this version of the header.
  *
  * Conventions
  *  - Every call returns rill_status; RILL_OK is 0. Results go through
@@ -182,6 +182,33 @@ rill_status rill_event_elapsed_ms(rill_event *start, rill_event *end, float *ms)
 /* The same tag always names the same event (torchair's tagged events). */
 rill_status rill_event_get_tagged(const char *tag, rill_event **out);
 
+/* Inter-process events: the handle is plain bytes that may be sent to
+ * another process on the same machine, which opens it on the same device.
+ * The exporting process keeps the event alive while others use it.
+ *
+ * Every process that holds the event (the exporter and each opener) may
+ * record it and wait on it; records in all of them number one sequence,
+ * and a wait, query or synchronize is for the record that was the latest
+ * in any process at the time of the call. A stream waiting for another
+ * process's record parks without holding a worker. When the recorded
+ * work failed, waits on it fail too (RILL_ERROR_KERNEL_FAILED); if the
+ * exporter exits before an awaited record completes, the wait fails
+ * rather than hanging. An opened event is destroyed with
+ * rill_event_destroy; the exporter's event may be destroyed while opened
+ * elsewhere (openers keep the shared state mapped), but then no record
+ * of it can complete.
+ *
+ * rill_event_ipc_handle: RILL_ERROR_INVALID_ARGUMENT unless the event was
+ * created with RILL_EVENT_INTERPROCESS; an opened event's handle may be
+ * passed on. Does not block. rill_event_open_ipc_handle: RILL_ERROR_IPC
+ * when the bytes are not a handle (damaged, zeroed, another kind; a
+ * checksum catches changed bytes) or its exporter has exited; the event
+ * is bound to the handle's device. Opening in the exporting process gives
+ * a second event sharing the same state. Does not block. */
+typedef struct rill_ipc_event_handle { unsigned char bytes[64]; } rill_ipc_event_handle;
+rill_status rill_event_ipc_handle(rill_event *event, rill_ipc_event_handle *out);
+rill_status rill_event_open_ipc_handle(const rill_ipc_event_handle *handle, rill_event **out);
+
 /* ------------------------------------------------------- host functions */
 
 typedef void (*rill_host_fn)(void *user_data);
@@ -297,6 +324,29 @@ typedef struct rill_mem_stats {
 rill_status rill_mem_get_stats(rill_device *dev, rill_mem_stats *out);
 rill_status rill_mem_empty_cache(rill_device *dev);
 rill_status rill_mem_set_limit(rill_device *dev, size_t max_reserved_bytes); /* 0: none */
+
+/* Inter-process memory: rill_ipc_get_mem_handle describes a block from
+ * rill_malloc or rill_malloc_async (ptr is the pointer the allocation
+ * returned) as plain bytes that another process on the same machine, run
+ * by the same user, passes to rill_ipc_open_mem_handle to map the same
+ * memory. The opened pointer is memory of the same device: copies,
+ * memsets, ops and launches accept it. Nothing orders the two processes'
+ * accesses but what they arrange (an interprocess event, say), and the
+ * exporter must not free the block while others use it. Opening in the
+ * exporting process maps the memory again, at another address.
+ * rill_ipc_close_mem_handle waits for the work already submitted to the
+ * streams of the pointer's device, then unmaps it; the mapping stays
+ * valid even if the exporter exits first. None of these blocks, except
+ * close (RILL_ERROR_NOT_PERMITTED from a kernel or host function).
+ * Statuses: RILL_ERROR_INVALID_ARGUMENT for a pointer that is not the
+ * start of an allocated block (get) or not an opened pointer (close);
+ * RILL_ERROR_IPC when the block cannot be shared (get), or the bytes are
+ * not a handle or the exporter has exited or freed the memory's segment
+ * (open); RILL_ERROR_NOT_SUPPORTED on devices that cannot share memory. */
+typedef struct rill_ipc_mem_handle { unsigned char bytes[64]; } rill_ipc_mem_handle;
+rill_status rill_ipc_get_mem_handle(void *ptr, rill_ipc_mem_handle *out);
+rill_status rill_ipc_open_mem_handle(const rill_ipc_mem_handle *handle, void **out);
+rill_status rill_ipc_close_mem_handle(void *ptr);
 /* Writes a table of dev's memory to out (like torch.cuda.memory_summary):
  * allocated and reserved bytes now and at peak, the limit, per pool (small:
  * requests up to 1 MiB; large: the rest) its segments, live and free

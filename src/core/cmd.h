@@ -13,7 +13,7 @@ typedef enum rill__cmd_kind {
     RILL__CMD_KERNEL = 1, /* a grid of blocks */
     RILL__CMD_HOST,       /* rill_launch_host_func */
     RILL__CMD_WAIT,       /* wait until u.wait.stream completes u.wait.seq */
-    RILL__CMD_RECORD,     /* timestamp a timing event */
+    RILL__CMD_RECORD,     /* timestamp a timing event; publish an interprocess record */
     RILL__CMD_COPY,       /* memcpy */
     RILL__CMD_SET,        /* memset */
     RILL__CMD_CLEAR       /* rill_stream_clear_error: later work runs again */

@@ -16,6 +16,7 @@
 #include "core/kernel.h"
 #include "core/status.h"
 #include "core/stream.h"
+#include "mem/ipc.h"
 #include "mem/pool.h"
 #include "mem/registry.h"
 
@@ -445,6 +446,8 @@ rill_status rill_shutdown(void) {
         sync_device(rt->devices[i], "rill_shutdown");
     for (int i = 0; i < rt->num_devices; i++)
         rt->devices[i]->ops->device_shutdown(rt->devices[i]);
+    rill__ipc_events_shutdown();
+    rill__ipc_mem_shutdown(rt);
     rill__events_shutdown(rt);
     for (int i = 0; i < rt->num_devices; i++)
         device_destroy(rt->devices[i]);

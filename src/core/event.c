@@ -6,7 +6,13 @@
  * stream reaches that point); other records cost no work on the device.
  *
  * Snapshot semantics come for free: a wait copies (stream, seq) when it is
- * made, so later records of the event do not change it. */
+ * made, so later records of the event do not change it.
+ *
+ * Interprocess events number their records with a counter in shared
+ * memory (event_ipc.c) and always put a RECORD command into the stream, so
+ * other processes learn when it runs. While this process made the latest
+ * record, the (stream, seq) pair answers as above; otherwise event_ipc.c
+ * answers from the shared counters. */
 #include "core/event.h"
 
 #include <stdio.h>
@@ -49,6 +55,10 @@ static rill_status event_new(unsigned flags, int is_tagged, rill_event **out) {
     return RILL_OK;
 }
 
+rill_status rill__event_new(unsigned flags, rill_event **out) {
+    return event_new(flags, 0, out);
+}
+
 static void event_free(rill_event *e) {
     rill__runtime *rt;
     rill__runtime_get(&rt);
@@ -62,6 +72,8 @@ static void event_free(rill_event *e) {
     rill__mutex_unlock(&rt->lock);
     if (e->stream != NULL)
         rill__stream_unref(e->stream);
+    if (e->ipc != NULL)
+        rill__ipc_event_release(e->ipc);
     rill__mutex_destroy(&e->lock);
     rill__free(e);
 }
@@ -72,7 +84,11 @@ void rill__event_unref(rill_event *e) {
         event_free(e);
 }
 
-void rill__event_stamp(rill_event *e, uint64_t gen, uint64_t now_ns) {
+void rill__event_stamp(rill_event *e, uint64_t gen, uint64_t now_ns, int failed) {
+    if (e->ipc != NULL) {
+        rill__ipc_event_complete(e->ipc, gen, failed);
+        return; /* interprocess events take no timestamps */
+    }
     rill__mutex_lock(&e->lock);
     if (e->gen == gen) {
         e->ts_ns = now_ns;
@@ -97,10 +113,15 @@ void rill__events_shutdown(rill__runtime *rt) {
     }
 }
 
-/* Copies the event's recorded point under its lock, with a reference. */
-static void snapshot(rill_event *e, rill_stream **s, uint64_t *seq) {
+/* Copies the event's recorded point under its lock, with a reference.
+ * For an interprocess event whose latest record was made elsewhere (or
+ * later than this process's), *s is NULL and *remote_gen that record's
+ * generation; *remote_gen is 0 otherwise. */
+static void snapshot(rill_event *e, rill_stream **s, uint64_t *seq, uint64_t *remote_gen) {
     rill__mutex_lock(&e->lock);
-    *s = e->stream;
+    uint64_t latest = e->ipc != NULL ? rill__ipc_event_latest(e->ipc) : e->gen;
+    *remote_gen = latest != e->gen ? latest : 0;
+    *s = *remote_gen == 0 ? e->stream : NULL;
     *seq = e->seq;
     if (*s != NULL)
         rill__stream_ref(*s);
@@ -122,7 +143,19 @@ rill_status rill_event_create(unsigned flags, rill_event **out) {
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "rill_event_create: RILL_EVENT_INTERPROCESS cannot be combined with "
                           "RILL_EVENT_TIMING; drop one of them");
-    return event_new(flags, 0, out);
+    if (!(flags & RILL_EVENT_INTERPROCESS))
+        return event_new(flags, 0, out);
+    rill__ipc_event *ipc;
+    rill_status st = rill__ipc_event_create(&ipc);
+    if (st != RILL_OK)
+        return st;
+    st = event_new(flags, 0, out);
+    if (st != RILL_OK) {
+        rill__ipc_event_release(ipc);
+        return st;
+    }
+    (*out)->ipc = ipc; /* not yet visible to the caller */
+    return RILL_OK;
 }
 
 rill_status rill_event_destroy(rill_event *event) {
@@ -158,11 +191,12 @@ rill_status rill_event_record(rill_event *event, rill_stream *stream) {
                           event->dev->info.ordinal, stream->dev->info.ordinal);
     }
     uint64_t seq;
-    uint64_t gen = event->gen + 1;
-    if (event->flags & RILL_EVENT_TIMING) {
-        /* The timestamp is taken when the stream reaches this point. The
-         * event lock is held across submit so concurrent records of the
-         * same event are ordered with their generations. */
+    uint64_t gen = event->ipc != NULL ? rill__ipc_event_next_gen(event->ipc) : event->gen + 1;
+    if (event->flags & (RILL_EVENT_TIMING | RILL_EVENT_INTERPROCESS)) {
+        /* The timestamp is taken (other processes learn of completion)
+         * when the stream reaches this point. The event lock is held
+         * across submit so concurrent records of the same event are
+         * ordered with their generations. */
         rill__cmd cmd = {.kind = RILL__CMD_RECORD};
         atomic_fetch_add_explicit(&event->refs, 1, memory_order_relaxed);
         cmd.u.record.event = event;
@@ -170,6 +204,10 @@ rill_status rill_event_record(rill_event *event, rill_stream *stream) {
         st = rill__stream_submit(stream, &cmd, &seq);
         if (st != RILL_OK) {
             atomic_fetch_sub_explicit(&event->refs, 1, memory_order_relaxed);
+            /* The shared number is spent: mark it complete, so nobody
+             * waits for a record that never happened. */
+            if (event->ipc != NULL)
+                rill__ipc_event_complete(event->ipc, gen, 0);
             rill__mutex_unlock(&event->lock);
             return st;
         }
@@ -195,9 +233,11 @@ rill_status rill_event_query(rill_event *event) {
     if (st != RILL_OK)
         return st;
     rill_stream *s;
-    uint64_t seq;
+    uint64_t seq, remote;
     char msg[RILL__ERROR_BYTES];
-    snapshot(event, &s, &seq);
+    snapshot(event, &s, &seq, &remote);
+    if (remote != 0)
+        return rill__ipc_event_query(event->ipc, remote, "rill_event_query");
     if (s == NULL)
         return RILL_OK;
     if (rill__stream_failed_at(s, seq, msg, sizeof msg))
@@ -216,8 +256,12 @@ rill_status rill_event_synchronize(rill_event *event) {
     if (st != RILL_OK)
         return st;
     rill_stream *s;
-    uint64_t seq;
-    snapshot(event, &s, &seq);
+    uint64_t seq, remote;
+    snapshot(event, &s, &seq, &remote);
+    if (remote != 0)
+        return rill__ipc_event_synchronize(event->ipc, remote,
+                                           (event->flags & RILL_EVENT_BLOCKING_SYNC) != 0,
+                                           "rill_event_synchronize");
     if (s == NULL)
         return RILL_OK;
     st = rill__stream_wait_status(s, seq, (event->flags & RILL_EVENT_BLOCKING_SYNC) != 0,
@@ -229,14 +273,14 @@ rill_status rill_event_synchronize(rill_event *event) {
 /* Reads a timing event's state for elapsed_ms. */
 static rill_status timing_point(rill_event *e, const char *which, uint64_t *ts) {
     rill_stream *s;
-    uint64_t seq;
+    uint64_t seq, remote;
     char msg[RILL__ERROR_BYTES];
     if (!(e->flags & RILL_EVENT_TIMING))
         return rill__fail(RILL_ERROR_TIMING_DISABLED,
                           "rill_event_elapsed_ms: the %s event was created without "
                           "RILL_EVENT_TIMING; create both events with that flag",
                           which);
-    snapshot(e, &s, &seq);
+    snapshot(e, &s, &seq, &remote); /* timing events are never interprocess */
     if (s == NULL)
         return rill__fail(RILL_ERROR_NOT_RECORDED,
                           "rill_event_elapsed_ms: the %s event was never recorded; record it "
@@ -338,8 +382,10 @@ rill_status rill_stream_wait_event(rill_stream *stream, rill_event *event) {
     if (st != RILL_OK)
         return st;
     rill_stream *s;
-    uint64_t seq;
-    snapshot(event, &s, &seq);
+    uint64_t seq, remote;
+    snapshot(event, &s, &seq, &remote);
+    if (remote != 0)
+        return rill__ipc_event_wait(event->ipc, stream, remote, "rill_stream_wait_event");
     if (s == NULL)
         return RILL_OK; /* never recorded: nothing to wait for */
     st = rill__stream_wait_point(stream, s, seq, "rill_stream_wait_event");

@@ -4,6 +4,7 @@
 #ifndef RILL_CORE_EVENT_H
 #define RILL_CORE_EVENT_H
 
+#include "core/event_ipc.h"
 #include "core/runtime.h"
 
 struct rill_event {
@@ -11,6 +12,7 @@ struct rill_event {
     /* immutable after create */
     unsigned flags;
     int is_tagged; /* owned by the runtime */
+    rill__ipc_event *ipc; /* owned: the shared state of interprocess events, else NULL */
     /* guarded by lock */
     rill__mutex lock;
     rill_device *dev;    /* bound on first record; borrowed */
@@ -25,9 +27,12 @@ struct rill_event {
     _Atomic int refs; /* creator plus pending record commands */
 };
 
+/* A new untagged event (rill_event_create, rill_event_open_ipc_handle). */
+rill_status rill__event_new(unsigned flags, rill_event **out);
 void rill__event_unref(rill_event *e);
-/* Called by a backend when a RECORD command of generation gen runs. */
-void rill__event_stamp(rill_event *e, uint64_t gen, uint64_t now_ns);
+/* Called by a backend when a RECORD command of generation gen runs;
+ * failed != 0 when the stream is skipping work after a failure. */
+void rill__event_stamp(rill_event *e, uint64_t gen, uint64_t now_ns, int failed);
 /* Frees every event (rill_shutdown). */
 void rill__events_shutdown(rill__runtime *rt);
 

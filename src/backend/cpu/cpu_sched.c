@@ -410,7 +410,7 @@ static enum exec_result exec(cpu_device *d, cpu_worker *w, rill_stream *s, cpu_c
     case RILL__CMD_WAIT:
         return cs->skipping ? EXEC_DONE : exec_wait(d, s, c);
     case RILL__CMD_RECORD:
-        rill__event_stamp(c->c.u.record.event, c->c.u.record.gen, rill__now_ns());
+        rill__event_stamp(c->c.u.record.event, c->c.u.record.gen, rill__now_ns(), cs->skipping);
         return EXEC_DONE;
     case RILL__CMD_COPY:
         if (!cs->skipping)

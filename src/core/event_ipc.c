@@ -1,0 +1,522 @@
+/* SPDX-License-Identifier: MIT */
+/* Interprocess events. The state every process sees is one page of shared
+ * memory (a memfd of the exporter) holding three counters:
+ *
+ *   recorded   the last generation handed to a record, in any process
+ *   completed  the greatest generation whose record has run
+ *   failed     the greatest generation whose record ran after a failure
+ *   invariant: completed <= recorded, failed <= completed
+ *
+ * A record takes recorded + 1 and puts a RECORD command into its stream,
+ * which raises completed (and failed) when the stream reaches it and wakes
+ * sleepers on the page's futex word. A wait or query is for the
+ * generation that was latest at the time of the call (snapshot
+ * semantics); it is met when completed reaches it. Records of one stream
+ * complete in order, so that is exact for them; with records on several
+ * streams, a later record that completes first also meets earlier waits.
+ * A failure is reported when the awaited or a later completed record
+ * failed: never more lenient, sometimes stricter.
+ *
+ * A process cannot be signalled by another's stream, so waits for records
+ * it cannot follow itself go through a proxy stream per event: the wait
+ * takes the proxy's next sequence number and becomes an ordinary WAIT on
+ * it (a parked stream holds no worker), and one waiter thread per process
+ * completes the proxy's numbers in order as the shared counter reaches
+ * their generations. It sleeps on the futex words of every page it
+ * watches at once (futex_waitv), waking every 100 ms to check that each
+ * exporter still runs: a wait whose exporter exited fails rather than
+ * hanging. The waiter thread and its list are the only process-wide state,
+ * used only by waits for other processes. */
+#include "core/event_ipc.h"
+
+#include <assert.h>
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/event.h"
+#include "core/status.h"
+#include "core/stream.h"
+#include "mem/ipc.h"
+#include "platform/shm.h"
+
+#define PAGE_MAGIC 0x52455650u /* "PVER" backwards: a page of event state */
+#define PAGE_BYTES 4096u
+#define LIVENESS_NS 100000000u /* how often the waiter checks that exporters run */
+#define VALID_FLAGS (RILL_EVENT_BLOCKING_SYNC | RILL_EVENT_INTERPROCESS)
+
+static_assert(ATOMIC_LLONG_LOCK_FREE == 2 && ATOMIC_INT_LOCK_FREE == 2,
+              "shared counters must be lock-free to work across processes");
+
+/* The shared state; other processes write it, so nothing here is trusted
+ * beyond the counters' values. */
+typedef struct ipc_page {
+    uint32_t magic; /* immutable after create */
+    uint32_t version;
+    alignas(64) _Atomic uint64_t recorded;
+    _Atomic uint64_t completed;
+    _Atomic uint64_t failed;
+    _Atomic uint32_t wake;     /* futex word: bumped when completed rises and someone sleeps */
+    _Atomic uint32_t sleepers; /* threads (of any process) about to sleep on wake */
+} ipc_page;
+
+static_assert(sizeof(ipc_page) <= PAGE_BYTES, "the event state must fit its page");
+
+/* A wait of this process: the proxy's number seq completes once the
+ * shared counter reaches gen. */
+typedef struct entry {
+    struct entry *next;
+    uint64_t gen, seq;
+    int outcome; /* ready entries: OUT_* */
+    struct rill__ipc_event *ipc;
+} entry;
+
+enum { OUT_OK = 0, OUT_FAILED, OUT_EXPORTER_GONE };
+
+struct rill__ipc_event {
+    /* immutable after create */
+    rill__shm shm;       /* the exporter's object (exporter only: shm.fd >= 0) */
+    ipc_page *page;      /* shm.base in the exporter; an owned mapping in an opener */
+    rill__ipc_wire wire; /* names the page for handles (device and flags set at export) */
+    int is_exporter;
+    rill_stream *proxy; /* owned: numbers this process's waits */
+    /* guarded by waiter.lock */
+    entry *head, *tail; /* queued waits, in seq order */
+    uint64_t proxy_seq;
+    int watched;
+    struct rill__ipc_event *watch_next;
+    /* waiter thread only: unwatched, its reference not yet dropped */
+    struct rill__ipc_event *drop_next;
+    /* atomic */
+    _Atomic int refs; /* the event, plus the waiter while it watches this */
+};
+
+static struct {
+    rill__spinlock lock;
+    /* guarded by lock */
+    int started;
+    rill__thread thread;
+    rill__ipc_event *watch; /* events with queued waits; each holds a ref */
+    /* atomic */
+    _Atomic uint32_t kick; /* futex word: a wait was queued, or stop */
+    _Atomic int stop;
+} waiter;
+
+/* ------------------------------------------------------------ lifetime */
+
+static rill_status make_proxy(rill__ipc_event *ipc, const char *fn) {
+    rill_device *cpu;
+    rill_status st = rill_device_get_by_kind(RILL_DEVICE_CPU, 0, &cpu);
+    if (st != RILL_OK)
+        return st;
+    st = rill__stream_new(cpu, 0, RILL__STREAM_TAGGED, &ipc->proxy);
+    if (st != RILL_OK)
+        return rill__fail(st, "%s: %s", fn, rill_last_error());
+    char name[64];
+    snprintf(name, sizeof name, "interprocess event of process %d", (int)ipc->wire.name.pid);
+    rill_stream_set_name(ipc->proxy, name);
+    return RILL_OK;
+}
+
+static void ipc_free(rill__ipc_event *ipc) {
+    if (ipc->proxy != NULL) {
+        atomic_store(&ipc->proxy->owner_released, 1);
+        rill__stream_unref(ipc->proxy);
+    }
+    if (ipc->is_exporter)
+        rill__shm_destroy(&ipc->shm);
+    else if (ipc->page != NULL)
+        rill__shm_unmap_range(ipc->page, PAGE_BYTES);
+    rill__free(ipc);
+}
+
+static void ipc_unref(rill__ipc_event *ipc) {
+    /* acq_rel: the last release must see every other holder's writes. */
+    if (atomic_fetch_sub_explicit(&ipc->refs, 1, memory_order_acq_rel) == 1)
+        ipc_free(ipc);
+}
+
+rill_status rill__ipc_event_create(rill__ipc_event **out) {
+    static const char fn[] = "rill_event_create";
+    rill__ipc_event *ipc = rill__calloc(1, sizeof *ipc);
+    if (ipc == NULL)
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    atomic_init(&ipc->refs, 1);
+    char why[160];
+    if (!rill__shm_create("rill-event", PAGE_BYTES, &ipc->shm, why, sizeof why)) {
+        rill__free(ipc);
+        return rill__fail(RILL_ERROR_IPC,
+                          "%s: cannot create the shared state of an interprocess event (%s)", fn,
+                          why);
+    }
+    ipc->is_exporter = 1;
+    ipc->page = ipc->shm.base;
+    ipc->page->magic = PAGE_MAGIC;
+    ipc->page->version = RILL__IPC_VERSION;
+    ipc->wire.magic = RILL__IPC_MAGIC_EVENT;
+    ipc->wire.version = RILL__IPC_VERSION;
+    rill__shm_name_of(&ipc->shm, &ipc->wire.name);
+    ipc->wire.object_bytes = PAGE_BYTES;
+    ipc->wire.start_time = rill__process_start_time(ipc->wire.name.pid);
+    rill_status st = make_proxy(ipc, fn);
+    if (st != RILL_OK) {
+        ipc_free(ipc);
+        return st;
+    }
+    *out = ipc;
+    return RILL_OK;
+}
+
+void rill__ipc_event_release(rill__ipc_event *ipc) {
+    ipc_unref(ipc);
+}
+
+/* -------------------------------------------------------------- counters */
+
+uint64_t rill__ipc_event_next_gen(rill__ipc_event *ipc) {
+    return atomic_fetch_add(&ipc->page->recorded, 1) + 1;
+}
+
+uint64_t rill__ipc_event_latest(rill__ipc_event *ipc) {
+    return atomic_load(&ipc->page->recorded);
+}
+
+static void raise_to(_Atomic uint64_t *word, uint64_t v) {
+    uint64_t cur = atomic_load(word);
+    while (cur < v && !atomic_compare_exchange_weak(word, &cur, v)) {
+    }
+}
+
+void rill__ipc_event_complete(rill__ipc_event *ipc, uint64_t gen, int failed) {
+    ipc_page *pg = ipc->page;
+    if (failed)
+        raise_to(&pg->failed, gen); /* before completed: a waiter that sees one sees both */
+    raise_to(&pg->completed, gen);
+    /* seq_cst: a Dekker pair with prepare_sleep, which raises sleepers
+     * and then loads completed: either it sees our store or we see it. */
+    if (atomic_load(&pg->sleepers) > 0) {
+        atomic_fetch_add(&pg->wake, 1);
+        rill__futex_wake_shared(&pg->wake);
+    }
+}
+
+static int is_done(rill__ipc_event *ipc, uint64_t gen) {
+    return atomic_load(&ipc->page->completed) >= gen;
+}
+
+static int has_failed(rill__ipc_event *ipc, uint64_t gen) {
+    return atomic_load(&ipc->page->failed) >= gen;
+}
+
+static const char *failure_sentence(rill__ipc_event *ipc, int outcome, char *buf, size_t size) {
+    if (outcome == OUT_EXPORTER_GONE)
+        snprintf(buf, size,
+                 "process %d, which exported the interprocess event, exited before the awaited "
+                 "record completed; the exporter must keep the event alive while others use it",
+                 (int)ipc->wire.name.pid);
+    else
+        snprintf(buf, size,
+                 "the work recorded on an interprocess event (exported by process %d) failed in "
+                 "the recording process",
+                 (int)ipc->wire.name.pid);
+    return buf;
+}
+
+/* ---------------------------------------------------------------- waiter */
+
+static void waiter_main(void *arg);
+
+/* Queues a wait for gen and returns the proxy number that stands for it. */
+static rill_status enqueue(rill__ipc_event *ipc, uint64_t gen, uint64_t *seq, const char *fn) {
+    entry *n = rill__malloc(sizeof *n);
+    if (n == NULL)
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    n->next = NULL;
+    n->gen = gen;
+    n->ipc = ipc;
+    n->outcome = OUT_OK;
+    rill__spinlock_lock(&waiter.lock);
+    if (!waiter.started) {
+        atomic_store(&waiter.stop, 0);
+        rill__thread_start(&waiter.thread, "rill-ipc-wait", waiter_main, NULL);
+        waiter.started = 1;
+    }
+    uint64_t number = n->seq = ++ipc->proxy_seq; /* n is the waiter's once unlocked */
+    /* release: pairs with the acquire loads of sub_seq in waits and
+     * synchronize; numbers go up in queue order, under this lock. */
+    atomic_store_explicit(&ipc->proxy->sub_seq, number, memory_order_release);
+    if (ipc->tail != NULL)
+        ipc->tail->next = n;
+    else
+        ipc->head = n;
+    ipc->tail = n;
+    if (!ipc->watched) {
+        ipc->watched = 1;
+        atomic_fetch_add(&ipc->refs, 1);
+        ipc->watch_next = waiter.watch;
+        waiter.watch = ipc;
+    }
+    rill__spinlock_unlock(&waiter.lock);
+    atomic_fetch_add(&waiter.kick, 1);
+    rill__futex_wake_shared(&waiter.kick);
+    *seq = number;
+    return RILL_OK;
+}
+
+/* Moves the waits whose generation has completed (all of them, for an
+ * exporter found gone) to *ready in order, and unlists events left with
+ * none onto *drop. waiter.lock held. */
+static void collect_locked(entry **ready_tail, rill__ipc_event **drop, int check_alive) {
+    for (rill__ipc_event **p = &waiter.watch; *p != NULL;) {
+        rill__ipc_event *ipc = *p;
+        int gone = check_alive && !ipc->is_exporter &&
+                   !rill__process_alive(ipc->wire.name.pid, ipc->wire.start_time);
+        while (ipc->head != NULL && (gone || is_done(ipc, ipc->head->gen))) {
+            entry *n = ipc->head;
+            ipc->head = n->next;
+            if (ipc->head == NULL)
+                ipc->tail = NULL;
+            n->next = NULL;
+            n->outcome = is_done(ipc, n->gen) ? (has_failed(ipc, n->gen) ? OUT_FAILED : OUT_OK)
+                                              : OUT_EXPORTER_GONE;
+            ready_tail[0]->next = n;
+            ready_tail[0] = n;
+        }
+        if (ipc->head == NULL) {
+            *p = ipc->watch_next;
+            ipc->watched = 0;
+            ipc->drop_next = *drop;
+            *drop = ipc;
+        } else {
+            p = &ipc->watch_next;
+        }
+    }
+}
+
+/* Completes a wait's proxy number, failing it first when it must fail. */
+static void finish_entry(entry *n) {
+    rill__ipc_event *ipc = n->ipc;
+    if (n->outcome != OUT_OK) {
+        char msg[RILL__ERROR_BYTES];
+        rill__stream_fail(ipc->proxy, n->seq, failure_sentence(ipc, n->outcome, msg, sizeof msg));
+        rill__stream_clear_failure(ipc->proxy, n->seq + 1); /* only this wait fails */
+    }
+    rill__stream_complete(ipc->proxy, n->seq);
+    rill__free(n);
+}
+
+/* Registers as a sleeper on the pages of (up to cap of) the watched
+ * events and returns how many words were filled; none, with *raced set,
+ * when a head completed meanwhile (the caller rescans instead). */
+static size_t prepare_sleep_locked(_Atomic uint32_t **words, uint32_t *expected,
+                                   rill__ipc_event **pages, size_t cap, int *raced) {
+    size_t n = 0;
+    *raced = 0;
+    for (rill__ipc_event *ipc = waiter.watch; ipc != NULL && n < cap; ipc = ipc->watch_next) {
+        ipc_page *pg = ipc->page;
+        atomic_fetch_add(&pg->sleepers, 1); /* seq_cst: see rill__ipc_event_complete */
+        pages[n] = ipc;
+        expected[n] = atomic_load(&pg->wake);
+        words[n++] = &pg->wake;
+        if (is_done(ipc, ipc->head->gen)) {
+            *raced = 1;
+            break;
+        }
+    }
+    if (*raced) {
+        for (size_t i = 0; i < n; i++)
+            atomic_fetch_sub(&pages[i]->page->sleepers, 1);
+        n = 0;
+    }
+    return n;
+}
+
+static void waiter_main(void *arg) {
+    (void)arg;
+    uint64_t last_check = rill__now_ns();
+    for (;;) {
+        entry ready_head = {0}, *ready_tail = &ready_head;
+        rill__ipc_event *drop = NULL;
+        _Atomic uint32_t *words[RILL__FUTEX_WAIT_MAX];
+        uint32_t expected[RILL__FUTEX_WAIT_MAX];
+        rill__ipc_event *pages[RILL__FUTEX_WAIT_MAX];
+        uint32_t kick = atomic_load(&waiter.kick);
+        uint64_t now = rill__now_ns();
+        int check_alive = now - last_check >= LIVENESS_NS;
+        if (check_alive)
+            last_check = now;
+        rill__spinlock_lock(&waiter.lock);
+        collect_locked(&ready_tail, &drop, check_alive);
+        if (waiter.watch == NULL && atomic_load(&waiter.stop) && ready_head.next == NULL &&
+            drop == NULL) {
+            rill__spinlock_unlock(&waiter.lock);
+            return;
+        }
+        size_t n = 0;
+        int sleep = ready_head.next == NULL && drop == NULL, raced = 0;
+        if (sleep) {
+            n = prepare_sleep_locked(words + 1, expected + 1, pages, RILL__FUTEX_WAIT_MAX - 1,
+                                     &raced);
+            sleep = !raced;
+        }
+        rill__spinlock_unlock(&waiter.lock);
+        for (entry *e = ready_head.next; e != NULL;) {
+            entry *next = e->next;
+            finish_entry(e);
+            e = next;
+        }
+        while (drop != NULL) {
+            rill__ipc_event *ipc = drop;
+            drop = ipc->drop_next;
+            ipc_unref(ipc);
+        }
+        if (!sleep)
+            continue;
+        words[0] = &waiter.kick;
+        expected[0] = kick;
+        rill__futex_wait_any(words, expected, n + 1, LIVENESS_NS);
+        for (size_t i = 0; i < n; i++)
+            atomic_fetch_sub(&pages[i]->page->sleepers, 1);
+    }
+}
+
+void rill__ipc_events_shutdown(void) {
+    rill__spinlock_lock(&waiter.lock);
+    int started = waiter.started;
+    rill__spinlock_unlock(&waiter.lock);
+    if (!started)
+        return;
+    atomic_store(&waiter.stop, 1);
+    atomic_fetch_add(&waiter.kick, 1);
+    rill__futex_wake_shared(&waiter.kick);
+    rill__thread_join(&waiter.thread);
+    rill__spinlock_lock(&waiter.lock);
+    waiter.started = 0;
+    rill__spinlock_unlock(&waiter.lock);
+}
+
+/* ------------------------------------------------------- waits, queries */
+
+rill_status rill__ipc_event_query(rill__ipc_event *ipc, uint64_t gen, const char *fn) {
+    char msg[RILL__ERROR_BYTES];
+    if (!is_done(ipc, gen))
+        return RILL_NOT_READY;
+    if (has_failed(ipc, gen))
+        return rill__fail(RILL_ERROR_KERNEL_FAILED, "%s: %s", fn,
+                          failure_sentence(ipc, OUT_FAILED, msg, sizeof msg));
+    return RILL_OK;
+}
+
+rill_status rill__ipc_event_synchronize(rill__ipc_event *ipc, uint64_t gen, int blocking,
+                                        const char *fn) {
+    if (is_done(ipc, gen))
+        return rill__ipc_event_query(ipc, gen, fn);
+    uint64_t seq;
+    rill_status st = enqueue(ipc, gen, &seq, fn);
+    if (st != RILL_OK)
+        return st;
+    return rill__stream_wait_status(ipc->proxy, seq, blocking, fn);
+}
+
+rill_status rill__ipc_event_wait(rill__ipc_event *ipc, rill_stream *stream, uint64_t gen,
+                                 const char *fn) {
+    if (is_done(ipc, gen) && !has_failed(ipc, gen))
+        return RILL_OK;
+    uint64_t seq;
+    rill_status st = enqueue(ipc, gen, &seq, fn);
+    if (st != RILL_OK)
+        return st;
+    return rill__stream_wait_point(stream, ipc->proxy, seq, fn);
+}
+
+/* ---------------------------------------------------------------- public */
+
+rill_status rill_event_ipc_handle(rill_event *event, rill_ipc_event_handle *out) {
+    static const char fn[] = "rill_event_ipc_handle";
+    if (out == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: out is NULL", fn);
+    memset(out, 0, sizeof *out);
+    if (rill__handle_magic(event) != RILL__MAGIC_EVENT)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: the event handle is not valid (NULL, destroyed, or not an event)",
+                          fn);
+    if (event->ipc == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: the event was created without RILL_EVENT_INTERPROCESS; create it "
+                          "with that flag to share it",
+                          fn);
+    rill__ipc_wire w = event->ipc->wire;
+    rill__mutex_lock(&event->lock);
+    rill_device *dev = event->dev != NULL ? event->dev : event->ipc->proxy->dev;
+    rill__mutex_unlock(&event->lock);
+    rill__ipc_set_device(&w, dev);
+    w.bytes = event->flags;
+    rill__ipc_encode(&w, out->bytes);
+    return RILL_OK;
+}
+
+/* Maps the shared page a handle names and checks that it is one. */
+static rill_status open_page(const rill__ipc_wire *w, ipc_page **out, const char *fn) {
+    void *p;
+    char why[256];
+    if (!rill__shm_map_range(&w->name, PAGE_BYTES, 0, PAGE_BYTES, &p, why, sizeof why))
+        return rill__ipc_map_failed(w, fn, "event", why);
+    ipc_page *pg = p;
+    if (pg->magic != PAGE_MAGIC || pg->version != RILL__IPC_VERSION ||
+        atomic_load(&pg->completed) > atomic_load(&pg->recorded)) {
+        rill__shm_unmap_range(p, PAGE_BYTES);
+        return rill__fail(RILL_ERROR_IPC,
+                          "%s: the shared object that the handle names is not the state of an "
+                          "interprocess event; pass a handle from rill_event_ipc_handle",
+                          fn);
+    }
+    *out = pg;
+    return RILL_OK;
+}
+
+rill_status rill_event_open_ipc_handle(const rill_ipc_event_handle *handle, rill_event **out) {
+    static const char fn[] = "rill_event_open_ipc_handle";
+    if (out == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: out is NULL", fn);
+    *out = NULL;
+    if (handle == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: handle is NULL; pass the bytes from rill_event_ipc_handle", fn);
+    rill__ipc_wire w;
+    rill_status st = rill__ipc_decode(handle->bytes, RILL__IPC_MAGIC_EVENT, fn, &w);
+    if (st != RILL_OK)
+        return st;
+    if (w.object_bytes != PAGE_BYTES || w.offset != 0 || (w.bytes & ~(uint64_t)VALID_FLAGS) != 0 ||
+        !(w.bytes & RILL_EVENT_INTERPROCESS))
+        return rill__fail(RILL_ERROR_IPC,
+                          "%s: the handle's fields are inconsistent (%llu bytes of state, flags "
+                          "0x%llx); it was not made by rill_event_ipc_handle",
+                          fn, (unsigned long long)w.object_bytes, (unsigned long long)w.bytes);
+    rill_device *dev;
+    st = rill__ipc_get_device(&w, fn, &dev);
+    if (st != RILL_OK)
+        return st;
+    rill__ipc_event *ipc = rill__calloc(1, sizeof *ipc);
+    if (ipc == NULL)
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    atomic_init(&ipc->refs, 1);
+    ipc->shm.fd = -1;
+    ipc->wire = w;
+    st = open_page(&w, &ipc->page, fn);
+    if (st == RILL_OK)
+        st = make_proxy(ipc, fn);
+    rill_event *e = NULL;
+    if (st == RILL_OK)
+        st = rill__event_new((unsigned)w.bytes, &e);
+    if (st != RILL_OK) {
+        ipc_free(ipc);
+        return st;
+    }
+    /* Not yet visible to the caller: set without the lock. */
+    e->ipc = ipc;
+    e->dev = dev;
+    *out = e;
+    return RILL_OK;
+}

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/* Interprocess events: the state of a RILL_EVENT_INTERPROCESS event that
+ * every process sharing it sees, and waits for records made in other
+ * processes. event.c calls these for events whose ipc member is set. */
+#ifndef RILL_CORE_EVENT_IPC_H
+#define RILL_CORE_EVENT_IPC_H
+
+#include <stdint.h>
+
+#include "rill.h"
+
+typedef struct rill__ipc_event rill__ipc_event;
+
+/* Creates the shared state of a new interprocess event (rill_event_create). */
+rill_status rill__ipc_event_create(rill__ipc_event **out);
+/* Drops the event's hold on its shared state (the event is being freed). */
+void rill__ipc_event_release(rill__ipc_event *ipc);
+
+/* The generation of a new record, unique among every process sharing the
+ * event; the caller holds the event's lock. */
+uint64_t rill__ipc_event_next_gen(rill__ipc_event *ipc);
+/* The latest generation recorded in any process (0: never recorded). */
+uint64_t rill__ipc_event_latest(rill__ipc_event *ipc);
+/* The RECORD command of generation gen ran; failed != 0 when the work
+ * before it failed. Any thread, no lock held; never blocks. */
+void rill__ipc_event_complete(rill__ipc_event *ipc, uint64_t gen, int failed);
+
+/* rill_event_query, rill_event_synchronize and rill_stream_wait_event for
+ * a record of generation gen that this process cannot follow itself (it
+ * was made in another process, or later than this process's own). */
+rill_status rill__ipc_event_query(rill__ipc_event *ipc, uint64_t gen, const char *fn);
+rill_status rill__ipc_event_synchronize(rill__ipc_event *ipc, uint64_t gen, int blocking,
+                                        const char *fn);
+rill_status rill__ipc_event_wait(rill__ipc_event *ipc, rill_stream *stream, uint64_t gen,
+                                 const char *fn);
+
+/* Stops the waiter thread (rill_shutdown, after all work has drained and
+ * before events and devices are freed). */
+void rill__ipc_events_shutdown(void);
+
+#endif

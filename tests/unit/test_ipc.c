@@ -1,0 +1,568 @@
+/* SPDX-License-Identifier: MIT */
+/* Inter-process handles: memory and events shared with a second, real process (this program
+ * started again with fork + exec as "test_ipc --child ROLE"), snapshot semantics across
+ * processes, an exporter that dies, and every bad handle and argument.
+ *
+ * The parent sends handles and one-byte signals through a pipe on the child's fd 0; the child
+ * answers through a pipe on its fd 3 and reports through its exit status (0: every check held;
+ * the message on stderr says which did not). Work in the parent is held back by host functions
+ * that wait for a gate the test opens, so every ordering is forced, not left to timing. */
+#include "fixture.h"
+
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fcntl.h>
+
+#define N 4096 /* floats in the shared buffer */
+#define SEC_NS 1000000000ull
+#define GATE_TIMEOUT_NS (10 * SEC_NS)
+
+/* ---------------------------------------------------------------- helpers */
+
+/* A host function that blocks its stream until the test opens it (or a deadline passes). */
+typedef struct gate {
+    atomic_int open;
+} gate;
+
+static void gate_fn(void *user_data) {
+    gate *g = user_data;
+    uint64_t deadline = rt_now_ns() + GATE_TIMEOUT_NS;
+    while (!atomic_load(&g->open) && rt_now_ns() < deadline)
+        rt_sleep_us(200);
+}
+
+static void sleep_fn(void *user_data) {
+    rt_sleep_us((unsigned)(uintptr_t)user_data);
+}
+
+typedef struct child {
+    pid_t pid;
+    int to;   /* the child's fd 0 */
+    int from; /* the child's fd 3 */
+} child;
+
+static void child_start(child *c, const char *role) {
+    int in[2], out[2];
+    assert_int_equal(pipe2(in, O_CLOEXEC), 0);
+    assert_int_equal(pipe2(out, O_CLOEXEC), 0);
+    char *argv[] = {"test_ipc", "--child", (char *)role, NULL};
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        /* Only async-signal-safe calls between fork and exec. */
+        if (dup2(in[0], 0) < 0 || dup2(out[1], 3) < 0)
+            _exit(126);
+        execv("/proc/self/exe", argv);
+        _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    c->pid = pid;
+    c->to = in[1];
+    c->from = out[0];
+}
+
+static void send_bytes(int fd, const void *p, size_t n) {
+    assert_int_equal(write(fd, p, n), (ssize_t)n);
+}
+
+static int recv_bytes(int fd, void *p, size_t n) {
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = read(fd, (char *)p + got, n - got);
+        if (r <= 0)
+            return 0;
+        got += (size_t)r;
+    }
+    return 1;
+}
+
+static void expect_signal(child *c, char want) {
+    char b = 0;
+    if (!recv_bytes(c->from, &b, 1))
+        fail_msg("the child exited before signalling '%c'", want);
+    assert_int_equal(b, want);
+}
+
+/* Waits for the child and asserts that all its checks held. */
+static void child_finish(child *c) {
+    int status = 0;
+    close(c->to);
+    assert_int_equal(waitpid(c->pid, &status, 0), c->pid);
+    close(c->from);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        fail_msg("the child failed (status 0x%x; see its message above)", status);
+}
+
+static float *dev_buffer(float value) {
+    void *p = NULL;
+    RT_OK(rill_malloc(NULL, N * sizeof(float), &p));
+    RT_OK(rill_op_fill_f32(NULL, p, value, N));
+    RT_OK(rill_stream_synchronize(NULL));
+    return p;
+}
+
+/* ------------------------------------------------------------ the child */
+
+static int child_failed;
+
+#define CHECK(cond, ...)                                                 \
+    do {                                                                 \
+        if (!(cond)) {                                                   \
+            fprintf(stderr, "child: %s:%d: ", __FILE__, __LINE__);       \
+            fprintf(stderr, __VA_ARGS__);                                \
+            fprintf(stderr, " (last error: %s)\n", rill_last_error());   \
+            child_failed = 1;                                            \
+        }                                                                \
+    } while (0)
+
+static void child_signal(char b) {
+    if (write(3, &b, 1) != 1)
+        child_failed = 1;
+}
+
+static int child_recv(void *p, size_t n) {
+    int ok = recv_bytes(0, p, n);
+    CHECK(ok, "the parent closed the pipe early");
+    return ok;
+}
+
+/* Every element of the device buffer p equals want. */
+static int all_equal(const float *p, float want) {
+    static float host[N];
+    if (rill_memcpy(host, p, sizeof host) != RILL_OK)
+        return 0;
+    for (int i = 0; i < N; i++)
+        if (host[i] != want)
+            return 0;
+    return 1;
+}
+
+/* The sum of the device buffer p, computed on the current stream after what it waits for. */
+static float device_sum(const float *p) {
+    float *out = NULL, sum = -1.0f;
+    if (rill_malloc(NULL, sizeof(float), (void **)&out) != RILL_OK)
+        return -1.0f;
+    rill_op_sum_f32(NULL, out, p, N);
+    rill_memcpy(&sum, out, sizeof sum);
+    rill_free(out);
+    return sum;
+}
+
+/* mem: opens the buffer, checks the parent's data, writes its own; a damaged copy of the
+ * handle is refused. */
+static void child_mem(void) {
+    rill_ipc_mem_handle h, bad;
+    void *p = NULL;
+    if (!child_recv(&h, sizeof h))
+        return;
+    bad = h;
+    bad.bytes[20] ^= 0x40;
+    CHECK(rill_ipc_open_mem_handle(&bad, &p) == RILL_ERROR_IPC, "a damaged handle opened");
+    CHECK(p == NULL && rill_last_error()[0] != '\0', "no sentence for a damaged handle");
+    CHECK(rill_ipc_open_mem_handle(&h, &p) == RILL_OK, "open failed");
+    if (p == NULL)
+        return;
+    CHECK(all_equal(p, 3.0f), "the parent's data is not visible");
+    CHECK(rill_op_fill_f32(NULL, p, 7.0f, N) == RILL_OK, "fill failed");
+    CHECK(rill_stream_synchronize(NULL) == RILL_OK, "synchronize failed");
+    CHECK(rill_ipc_close_mem_handle(p) == RILL_OK, "close failed");
+    CHECK(rill_ipc_close_mem_handle(p) == RILL_ERROR_INVALID_ARGUMENT, "closed twice");
+}
+
+/* wait / snapshot: the child's stream waits on the parent's record, whose work the parent
+ * holds back until the child has submitted its wait and its sum. */
+static void child_wait(int snapshot) {
+    rill_ipc_mem_handle mh;
+    rill_ipc_event_handle eh;
+    void *p = NULL;
+    rill_event *e = NULL;
+    if (!child_recv(&mh, sizeof mh) || !child_recv(&eh, sizeof eh))
+        return;
+    CHECK(rill_ipc_open_mem_handle(&mh, &p) == RILL_OK, "open memory failed");
+    CHECK(rill_event_open_ipc_handle(&eh, &e) == RILL_OK, "open event failed");
+    if (p == NULL || e == NULL)
+        return;
+    CHECK(rill_event_query(e) == RILL_NOT_READY, "the held-back record reads as complete");
+    CHECK(rill_stream_wait_event(NULL, e) == RILL_OK, "wait_event failed");
+    child_signal('w');
+    float want = snapshot ? 1.0f * N : 5.0f * N;
+    float sum = device_sum(p);
+    CHECK(sum == want, "the sum is %g, expected %g: the wait did not order the read", sum, want);
+    if (snapshot) {
+        /* The parent re-recorded the event after the wait, on work still held back. */
+        char b = 0;
+        child_recv(&b, 1);
+        CHECK(rill_event_query(e) == RILL_NOT_READY, "the later record reads as complete");
+        child_signal('d');
+        CHECK(rill_event_synchronize(e) == RILL_OK, "synchronize on the later record failed");
+        CHECK(rill_event_query(e) == RILL_OK, "query after synchronize is not OK");
+    }
+    CHECK(rill_event_destroy(e) == RILL_OK, "destroy failed");
+    CHECK(rill_ipc_close_mem_handle(p) == RILL_OK, "close failed");
+}
+
+/* record: the opener records; the parent waits for it. */
+static void child_record(void) {
+    rill_ipc_mem_handle mh;
+    rill_ipc_event_handle eh;
+    void *p = NULL;
+    rill_event *e = NULL;
+    if (!child_recv(&mh, sizeof mh) || !child_recv(&eh, sizeof eh))
+        return;
+    CHECK(rill_ipc_open_mem_handle(&mh, &p) == RILL_OK, "open memory failed");
+    CHECK(rill_event_open_ipc_handle(&eh, &e) == RILL_OK, "open event failed");
+    if (p == NULL || e == NULL)
+        return;
+    CHECK(rill_launch_host_func(NULL, sleep_fn, (void *)(uintptr_t)200000) == RILL_OK,
+          "host function failed");
+    CHECK(rill_op_fill_f32(NULL, p, 9.0f, N) == RILL_OK, "fill failed");
+    CHECK(rill_event_record(e, NULL) == RILL_OK, "record failed");
+    child_signal('r');
+    CHECK(rill_event_synchronize(e) == RILL_OK, "synchronize failed");
+    char b = 0;
+    child_recv(&b, 1); /* the parent has read the buffer */
+    CHECK(rill_event_destroy(e) == RILL_OK, "destroy failed");
+    CHECK(rill_ipc_close_mem_handle(p) == RILL_OK, "close failed");
+}
+
+/* exporter: exports an event whose record never completes, then waits to be killed. */
+static void child_exporter(void) {
+    static gate never;
+    rill_event *e = NULL;
+    rill_ipc_event_handle h;
+    CHECK(rill_event_create(RILL_EVENT_INTERPROCESS, &e) == RILL_OK, "create failed");
+    CHECK(rill_launch_host_func(NULL, gate_fn, &never) == RILL_OK, "host function failed");
+    CHECK(rill_event_record(e, NULL) == RILL_OK, "record failed");
+    CHECK(rill_event_ipc_handle(e, &h) == RILL_OK, "export failed");
+    if (write(3, &h, sizeof h) != (ssize_t)sizeof h)
+        child_failed = 1;
+    char b;
+    while (read(0, &b, 1) > 0) {
+    }
+    _exit(child_failed); /* killed before this, normally */
+}
+
+static int child_main(const char *role) {
+    if (strcmp(role, "mem") == 0)
+        child_mem();
+    else if (strcmp(role, "wait") == 0)
+        child_wait(0);
+    else if (strcmp(role, "snapshot") == 0)
+        child_wait(1);
+    else if (strcmp(role, "record") == 0)
+        child_record();
+    else if (strcmp(role, "exporter") == 0)
+        child_exporter();
+    else
+        CHECK(0, "unknown role '%s'", role);
+    rill_shutdown();
+    return child_failed;
+}
+
+/* ------------------------------------------------------------ the tests */
+
+/* "rill_ipc_open_mem_handle maps it in another process": data written by the parent is seen
+ * by the child, and the child's writes by the parent. */
+static void test_ipc_memory_is_shared_both_ways(void **state) {
+    (void)state;
+    float *p = dev_buffer(3.0f);
+    rill_ipc_mem_handle h;
+    RT_OK(rill_ipc_get_mem_handle(p, &h));
+    child c;
+    child_start(&c, "mem");
+    send_bytes(c.to, &h, sizeof h);
+    child_finish(&c);
+    assert_true(all_equal(p, 7.0f));
+    RT_OK(rill_free(p));
+}
+
+/* "Work submitted to stream after this call waits until event completes": a stream of another
+ * process waits for this process's record; its read sees the write made before the record. */
+static void test_ipc_event_orders_other_process_stream(void **state) {
+    (void)state;
+    static gate g;
+    atomic_store(&g.open, 0);
+    float *p = dev_buffer(0.0f);
+    rill_event *e;
+    rill_ipc_mem_handle mh;
+    rill_ipc_event_handle eh;
+    RT_OK(rill_event_create(RILL_EVENT_INTERPROCESS, &e));
+    RT_OK(rill_launch_host_func(NULL, gate_fn, &g));
+    RT_OK(rill_op_fill_f32(NULL, p, 5.0f, N));
+    RT_OK(rill_event_record(e, NULL));
+    RT_OK(rill_ipc_get_mem_handle(p, &mh));
+    RT_OK(rill_event_ipc_handle(e, &eh));
+    child c;
+    child_start(&c, "wait");
+    send_bytes(c.to, &mh, sizeof mh);
+    send_bytes(c.to, &eh, sizeof eh);
+    expect_signal(&c, 'w');
+    rt_sleep_us(50000); /* the child's sum would run now if the wait did not hold it */
+    atomic_store(&g.open, 1);
+    child_finish(&c);
+    RT_OK(rill_event_destroy(e));
+    RT_OK(rill_free(p));
+}
+
+/* "as recorded at the time of this call (later records of event do not matter)", across
+ * processes: a re-record after the child's wait, on work held back, does not delay the child;
+ * the child's query then reports the later record as pending, and synchronize waits for it. */
+static void test_ipc_wait_is_a_snapshot(void **state) {
+    (void)state;
+    static gate first, second;
+    atomic_store(&first.open, 0);
+    atomic_store(&second.open, 0);
+    float *p = dev_buffer(0.0f);
+    rill_stream *s2;
+    rill_event *e;
+    rill_ipc_mem_handle mh;
+    rill_ipc_event_handle eh;
+    RT_OK(rill_stream_create(NULL, 0, &s2));
+    RT_OK(rill_event_create(RILL_EVENT_INTERPROCESS, &e));
+    RT_OK(rill_launch_host_func(NULL, gate_fn, &first));
+    RT_OK(rill_op_fill_f32(NULL, p, 1.0f, N));
+    RT_OK(rill_event_record(e, NULL));
+    RT_OK(rill_ipc_get_mem_handle(p, &mh));
+    RT_OK(rill_event_ipc_handle(e, &eh));
+    child c;
+    child_start(&c, "snapshot");
+    send_bytes(c.to, &mh, sizeof mh);
+    send_bytes(c.to, &eh, sizeof eh);
+    expect_signal(&c, 'w');
+    RT_OK(rill_launch_host_func(s2, gate_fn, &second));
+    RT_OK(rill_event_record(e, s2));
+    atomic_store(&first.open, 1);
+    send_bytes(c.to, "n", 1);
+    expect_signal(&c, 'd');
+    assert_int_equal(rill_event_query(e), RILL_NOT_READY);
+    atomic_store(&second.open, 1);
+    child_finish(&c);
+    RT_OK(rill_event_synchronize(e));
+    RT_OK(rill_stream_destroy(s2));
+    RT_OK(rill_event_destroy(e));
+    RT_OK(rill_free(p));
+}
+
+/* Both sides may record: the opener records after its write, and the exporter's stream waits
+ * for that record before reading. */
+static void test_ipc_opener_records_exporter_waits(void **state) {
+    (void)state;
+    float *p = dev_buffer(0.0f);
+    rill_event *e;
+    rill_ipc_mem_handle mh;
+    rill_ipc_event_handle eh;
+    RT_OK(rill_event_create(RILL_EVENT_INTERPROCESS | RILL_EVENT_BLOCKING_SYNC, &e));
+    RT_OK(rill_ipc_get_mem_handle(p, &mh));
+    RT_OK(rill_event_ipc_handle(e, &eh));
+    child c;
+    child_start(&c, "record");
+    send_bytes(c.to, &mh, sizeof mh);
+    send_bytes(c.to, &eh, sizeof eh);
+    expect_signal(&c, 'r');
+    RT_OK(rill_stream_wait_event(NULL, e));
+    float *out;
+    RT_OK(rill_malloc(NULL, sizeof(float), (void **)&out));
+    RT_OK(rill_op_sum_f32(NULL, out, p, N));
+    float sum = 0;
+    RT_OK(rill_memcpy(&sum, out, sizeof sum));
+    assert_true(sum == 9.0f * N);
+    RT_OK(rill_event_query(e));
+    send_bytes(c.to, "x", 1);
+    child_finish(&c);
+    RT_OK(rill_free(out));
+    RT_OK(rill_event_destroy(e));
+    RT_OK(rill_free(p));
+}
+
+/* "The exporting process keeps the event alive while others use it": when it exits with a
+ * record pending, waits fail instead of hanging, and its handle no longer opens. */
+static void test_ipc_exporter_exit_fails_waits(void **state) {
+    (void)state;
+    child c;
+    rill_ipc_event_handle h;
+    rill_event *e = NULL, *again = NULL;
+    rill_stream *s;
+    child_start(&c, "exporter");
+    assert_true(recv_bytes(c.from, &h, sizeof h));
+    RT_OK(rill_event_open_ipc_handle(&h, &e));
+    assert_int_equal(rill_event_query(e), RILL_NOT_READY);
+    RT_OK(rill_stream_create(NULL, 0, &s));
+    RT_OK(rill_stream_wait_event(s, e));
+    kill(c.pid, SIGKILL);
+    int status;
+    assert_int_equal(waitpid(c.pid, &status, 0), c.pid);
+    close(c.to);
+    close(c.from);
+    RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_event_synchronize(e));
+    assert_non_null(strstr(rill_last_error(), "exited"));
+    RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(s));
+    RT_STATUS(RILL_ERROR_IPC, rill_event_open_ipc_handle(&h, &again));
+    assert_null(again);
+    RT_OK(rill_stream_clear_error(s));
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(rill_event_destroy(e));
+}
+
+/* Opening in the exporting process maps the memory again, at another address. */
+static void test_ipc_open_in_same_process_aliases(void **state) {
+    (void)state;
+    float *p = dev_buffer(2.0f);
+    rill_ipc_mem_handle h;
+    float *q = NULL;
+    RT_OK(rill_ipc_get_mem_handle(p, &h));
+    RT_OK(rill_ipc_open_mem_handle(&h, (void **)&q));
+    assert_non_null(q);
+    assert_ptr_not_equal(p, q);
+    assert_true(all_equal(q, 2.0f));
+    RT_OK(rill_op_fill_f32(NULL, q, 4.0f, N));
+    RT_OK(rill_stream_synchronize(NULL));
+    assert_true(all_equal(p, 4.0f));
+    /* Copies accept the opened pointer, and check its bounds. */
+    static float host[N + 1];
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_memcpy(host, q, sizeof host));
+    RT_OK(rill_ipc_close_mem_handle(q));
+    RT_OK(rill_free(p));
+}
+
+/* An opened event in the exporting process shares the state of the exported one. */
+static void test_ipc_event_open_in_same_process(void **state) {
+    (void)state;
+    static gate g;
+    atomic_store(&g.open, 0);
+    rill_event *e, *o;
+    rill_ipc_event_handle h;
+    RT_OK(rill_event_create(RILL_EVENT_INTERPROCESS, &e));
+    RT_OK(rill_event_ipc_handle(e, &h));
+    RT_OK(rill_event_open_ipc_handle(&h, &o));
+    RT_OK(rill_event_query(o)); /* never recorded */
+    RT_OK(rill_launch_host_func(NULL, gate_fn, &g));
+    RT_OK(rill_event_record(e, NULL));
+    assert_int_equal(rill_event_query(o), RILL_NOT_READY);
+    atomic_store(&g.open, 1);
+    RT_OK(rill_event_synchronize(o));
+    RT_OK(rill_event_query(e));
+    RT_OK(rill_event_destroy(o));
+    RT_OK(rill_event_destroy(e));
+}
+
+/* RILL_ERROR_IPC: "an inter-process handle could not be ... opened": random bytes, a damaged
+ * checksum, a wrong magic number, zeros, and a handle of the other kind never crash. */
+static void test_ipc_bad_handles_are_ipc_errors(void **state) {
+    (void)state;
+    float *p = dev_buffer(1.0f);
+    rill_event *e;
+    rill_ipc_mem_handle mh, m;
+    rill_ipc_event_handle eh, v;
+    RT_OK(rill_event_create(RILL_EVENT_INTERPROCESS, &e));
+    RT_OK(rill_ipc_get_mem_handle(p, &mh));
+    RT_OK(rill_event_ipc_handle(e, &eh));
+    void *q = &q;
+    rill_event *o = (rill_event *)&o;
+
+    srand(12345);
+    for (int round = 0; round < 200; round++) {
+        for (size_t i = 0; i < sizeof m.bytes; i++)
+            m.bytes[i] = (unsigned char)rand();
+        memcpy(v.bytes, m.bytes, sizeof v.bytes);
+        RT_STATUS(RILL_ERROR_IPC, rill_ipc_open_mem_handle(&m, &q));
+        assert_null(q);
+        RT_STATUS(RILL_ERROR_IPC, rill_event_open_ipc_handle(&v, &o));
+        assert_null(o);
+    }
+    for (size_t i = 0; i < sizeof mh.bytes; i++) { /* any one byte changed */
+        m = mh;
+        m.bytes[i] ^= 0x01;
+        RT_STATUS(RILL_ERROR_IPC, rill_ipc_open_mem_handle(&m, &q));
+        v = eh;
+        v.bytes[i] ^= 0x80;
+        RT_STATUS(RILL_ERROR_IPC, rill_event_open_ipc_handle(&v, &o));
+    }
+    m = mh;
+    m.bytes[63] ^= 0xff; /* the checksum */
+    RT_STATUS(RILL_ERROR_IPC, rill_ipc_open_mem_handle(&m, &q));
+    assert_non_null(strstr(rill_last_error(), "checksum"));
+    m = mh;
+    m.bytes[0] = 'X'; /* the magic number */
+    RT_STATUS(RILL_ERROR_IPC, rill_ipc_open_mem_handle(&m, &q));
+    assert_non_null(strstr(rill_last_error(), "magic"));
+    memset(&m, 0, sizeof m);
+    RT_STATUS(RILL_ERROR_IPC, rill_ipc_open_mem_handle(&m, &q));
+    memset(&v, 0, sizeof v);
+    RT_STATUS(RILL_ERROR_IPC, rill_event_open_ipc_handle(&v, &o));
+    memcpy(m.bytes, eh.bytes, sizeof m.bytes); /* an event handle as memory */
+    RT_STATUS(RILL_ERROR_IPC, rill_ipc_open_mem_handle(&m, &q));
+    assert_non_null(strstr(rill_last_error(), "event handle"));
+    memcpy(v.bytes, mh.bytes, sizeof v.bytes);
+    RT_STATUS(RILL_ERROR_IPC, rill_event_open_ipc_handle(&v, &o));
+
+    /* A handle whose segment went back to the system no longer opens (a block this large has
+     * a segment of its own). */
+    void *big;
+    RT_OK(rill_malloc(NULL, 12u << 20, &big));
+    RT_OK(rill_ipc_get_mem_handle(big, &mh));
+    RT_OK(rill_free(big));
+    RT_OK(rill_stream_synchronize(NULL));
+    RT_OK(rill_mem_empty_cache(NULL));
+    RT_STATUS(RILL_ERROR_IPC, rill_ipc_open_mem_handle(&mh, &q));
+    assert_null(q);
+    RT_OK(rill_free(p));
+    RT_OK(rill_event_destroy(e));
+}
+
+/* Arguments: NULLs, pointers that are no allocation or its interior, closing what was never
+ * opened, a non-interprocess event, and RILL_EVENT_INTERPROCESS with RILL_EVENT_TIMING. */
+static void test_ipc_bad_arguments_are_invalid(void **state) {
+    (void)state;
+    float *p = dev_buffer(1.0f);
+    rill_ipc_mem_handle mh;
+    rill_ipc_event_handle eh;
+    rill_event *e = NULL, *plain;
+    void *q = NULL;
+    int on_stack = 0;
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_ipc_get_mem_handle(NULL, &mh));
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_ipc_get_mem_handle(p, NULL));
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_ipc_get_mem_handle(&on_stack, &mh));
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_ipc_get_mem_handle(p + 1, &mh));
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_ipc_open_mem_handle(NULL, &q));
+    RT_OK(rill_ipc_get_mem_handle(p, &mh));
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_ipc_open_mem_handle(&mh, NULL));
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_ipc_close_mem_handle(NULL));
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_ipc_close_mem_handle(&on_stack));
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_ipc_close_mem_handle(p)); /* not opened */
+
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT,
+              rill_event_create(RILL_EVENT_INTERPROCESS | RILL_EVENT_TIMING, &e));
+    assert_null(e);
+    RT_OK(rill_event_create(RILL_EVENT_DEFAULT, &plain));
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_event_ipc_handle(plain, &eh));
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_event_ipc_handle(NULL, &eh));
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_event_ipc_handle(plain, NULL));
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_event_open_ipc_handle(NULL, &e));
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_event_open_ipc_handle(&eh, NULL));
+    RT_OK(rill_event_destroy(plain));
+    RT_OK(rill_free(p));
+}
+
+int main(int argc, char **argv) {
+    if (argc == 3 && strcmp(argv[1], "--child") == 0)
+        return child_main(argv[2]);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ipc_memory_is_shared_both_ways),
+        cmocka_unit_test(test_ipc_event_orders_other_process_stream),
+        cmocka_unit_test(test_ipc_wait_is_a_snapshot),
+        cmocka_unit_test(test_ipc_opener_records_exporter_waits),
+        cmocka_unit_test(test_ipc_exporter_exit_fails_waits),
+        cmocka_unit_test(test_ipc_open_in_same_process_aliases),
+        cmocka_unit_test(test_ipc_event_open_in_same_process),
+        cmocka_unit_test(test_ipc_bad_handles_are_ipc_errors),
+        cmocka_unit_test(test_ipc_bad_arguments_are_invalid),
+    };
+    return RT_RUN(tests);
+}
