@@ -114,14 +114,14 @@ void rill__events_shutdown(rill__runtime *rt) {
 }
 
 /* Copies the event's recorded point under its lock, with a reference.
- * For an interprocess event whose latest record was made elsewhere (or
- * later than this process's), *s is NULL and *remote_gen that record's
- * generation; *remote_gen is 0 otherwise. */
-static void snapshot(rill_event *e, rill_stream **s, uint64_t *seq, uint64_t *remote_gen) {
+ * *ipc_gen is the generation of an interprocess event's latest record in
+ * any process (0 for other events); *s is NULL when another process made
+ * that record (or a later one than this process's). */
+static void snapshot(rill_event *e, rill_stream **s, uint64_t *seq, uint64_t *ipc_gen) {
     rill__mutex_lock(&e->lock);
     uint64_t latest = e->ipc != NULL ? rill__ipc_event_latest(e->ipc) : e->gen;
-    *remote_gen = latest != e->gen ? latest : 0;
-    *s = *remote_gen == 0 ? e->stream : NULL;
+    *ipc_gen = e->ipc != NULL ? latest : 0;
+    *s = latest == e->gen ? e->stream : NULL;
     *seq = e->seq;
     if (*s != NULL)
         rill__stream_ref(*s);
@@ -236,13 +236,16 @@ rill_status rill_event_query(rill_event *event) {
     uint64_t seq, remote;
     char msg[RILL__ERROR_BYTES];
     snapshot(event, &s, &seq, &remote);
-    if (remote != 0)
+    if (s == NULL && remote != 0)
         return rill__ipc_event_query(event->ipc, remote, "rill_event_query");
     if (s == NULL)
         return RILL_OK;
+    /* Other processes learn of an interprocess record when its command
+     * runs, a moment before the stream counts it done: agree with them. */
     if (rill__stream_failed_at(s, seq, msg, sizeof msg))
         st = rill__fail(RILL_ERROR_KERNEL_FAILED, "rill_event_query: %s", msg);
-    else if (atomic_load_explicit(&s->done_seq, memory_order_acquire) < seq)
+    else if (atomic_load_explicit(&s->done_seq, memory_order_acquire) < seq &&
+             !(remote != 0 && rill__ipc_event_query(event->ipc, remote, "") == RILL_OK))
         st = RILL_NOT_READY;
     rill__stream_unref(s);
     return st;
@@ -258,7 +261,7 @@ rill_status rill_event_synchronize(rill_event *event) {
     rill_stream *s;
     uint64_t seq, remote;
     snapshot(event, &s, &seq, &remote);
-    if (remote != 0)
+    if (s == NULL && remote != 0)
         return rill__ipc_event_synchronize(event->ipc, remote,
                                            (event->flags & RILL_EVENT_BLOCKING_SYNC) != 0,
                                            "rill_event_synchronize");
@@ -384,7 +387,7 @@ rill_status rill_stream_wait_event(rill_stream *stream, rill_event *event) {
     rill_stream *s;
     uint64_t seq, remote;
     snapshot(event, &s, &seq, &remote);
-    if (remote != 0)
+    if (s == NULL && remote != 0)
         return rill__ipc_event_wait(event->ipc, stream, remote, "rill_stream_wait_event");
     if (s == NULL)
         return RILL_OK; /* never recorded: nothing to wait for */
