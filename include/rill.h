@@ -355,6 +355,98 @@ rill_status rill_ipc_close_mem_handle(void *ptr);
  * and out-of-memory-recovery counts. Does not block; allowed anywhere. */
 rill_status rill_mem_summary(rill_device *dev, FILE *out);
 
+/* ---------------------------------------------------------------- graphs */
+
+typedef struct rill_graph rill_graph;
+typedef struct rill_graph_node rill_graph_node;
+typedef struct rill_graph_exec rill_graph_exec;
+
+typedef enum rill_capture_mode {
+    RILL_CAPTURE_GLOBAL = 0,       /* unsafe calls fail in every thread */
+    RILL_CAPTURE_THREAD_LOCAL = 1, /* unsafe calls fail in the capturing thread */
+    RILL_CAPTURE_RELAXED = 2       /* unsafe calls run at once and are not captured */
+} rill_capture_mode;
+
+typedef enum rill_capture_status {
+    RILL_CAPTURE_NONE = 0,
+    RILL_CAPTURE_ACTIVE = 1,
+    RILL_CAPTURE_INVALIDATED = 2
+} rill_capture_status;
+
+/* While stream captures, work submitted to it is recorded into a graph
+ * instead of running. Recording an event on a capturing stream and making
+ * another stream wait on it pulls that stream into the same capture
+ * (fork); every such stream must be joined back to the origin stream the
+ * same way before end_capture, and must not receive work after its last
+ * join.
+ *
+ * Unsafe calls are rill_malloc, rill_free of memory in use by the capture,
+ * rill_memcpy and rill_ipc_open_mem_handle: work the graph could not
+ * replay. A thread T may make one unless (by T's own mode, see
+ * rill_thread_exchange_capture_mode) T is GLOBAL and some capture begun
+ * GLOBAL is active in any thread, or T is GLOBAL or THREAD_LOCAL and T
+ * itself has a capture begun GLOBAL or THREAD_LOCAL active. Always
+ * forbidden while a capture is active, whatever the modes: synchronizing or
+ * querying a capturing stream, an event recorded inside the capture, or the
+ * device (rill_device_synchronize). A forbidden call returns
+ * RILL_ERROR_CAPTURE_UNSUPPORTED and invalidates the capture; calls on the
+ * capture's streams then fail the same way until end_capture, which
+ * returns RILL_ERROR_CAPTURE_INVALIDATED and no graph. An allowed unsafe
+ * call runs at once and is not captured. During capture, waiting on an
+ * event recorded outside it or in another capture is
+ * RILL_ERROR_CAPTURE_ISOLATION (waiting on a never-recorded event still
+ * does nothing). end_capture on a stream that is not the origin is
+ * RILL_ERROR_CAPTURE_UNMATCHED and leaves the capture as it was; ending a
+ * capture not begun RELAXED from another thread is
+ * RILL_ERROR_CAPTURE_WRONG_THREAD. Every other failure of end_capture ends
+ * the capture on all its streams, leaves them usable, and runs nothing that
+ * was captured. */
+rill_status rill_stream_begin_capture(rill_stream *stream, rill_capture_mode mode);
+rill_status rill_stream_end_capture(rill_stream *stream, rill_graph **out);
+rill_status rill_stream_get_capture_status(rill_stream *stream, rill_capture_status *out);
+/* Swaps the calling thread's capture mode with *mode (ACL's
+ * aclmdlRICaptureThreadExchangeMode); a thread starts in GLOBAL. */
+rill_status rill_thread_exchange_capture_mode(rill_capture_mode *mode);
+
+/* Graphs built by hand. deps may be NULL when num_deps is 0. */
+rill_status rill_graph_create(rill_graph **out);
+rill_status rill_graph_destroy(rill_graph *graph);
+rill_status rill_graph_add_kernel_node(rill_graph *graph, rill_graph_node *const *deps,
+                                       size_t num_deps, rill_kernel *kernel,
+                                       const rill_launch *launch, rill_graph_node **out);
+rill_status rill_graph_add_host_node(rill_graph *graph, rill_graph_node *const *deps,
+                                     size_t num_deps, rill_host_fn fn, void *user_data,
+                                     rill_graph_node **out);
+rill_status rill_graph_add_memcpy_node(rill_graph *graph, rill_graph_node *const *deps,
+                                       size_t num_deps, void *dst, const void *src,
+                                       size_t bytes, rill_graph_node **out);
+rill_status rill_graph_add_memset_node(rill_graph *graph, rill_graph_node *const *deps,
+                                       size_t num_deps, void *dst, int value, size_t bytes,
+                                       rill_graph_node **out);
+rill_status rill_graph_add_empty_node(rill_graph *graph, rill_graph_node *const *deps,
+                                      size_t num_deps, rill_graph_node **out);
+rill_status rill_graph_add_event_record_node(rill_graph *graph, rill_graph_node *const *deps,
+                                             size_t num_deps, rill_event *event,
+                                             rill_graph_node **out);
+rill_status rill_graph_add_event_wait_node(rill_graph *graph, rill_graph_node *const *deps,
+                                           size_t num_deps, rill_event *event,
+                                           rill_graph_node **out);
+rill_status rill_graph_node_count(rill_graph *graph, size_t *out);
+/* Graphviz DOT: one node per command, labelled with kernel names and the
+ * stream it was captured from; edges are dependencies. */
+rill_status rill_graph_write_dot(rill_graph *graph, const char *path);
+
+/* An exec is a graph made ready to launch; the graph may be destroyed
+ * afterwards. A launch runs the whole graph as one command in stream order;
+ * independent branches run concurrently. Launches of one exec run one after
+ * another, on whatever streams they are launched. */
+rill_status rill_graph_instantiate(rill_graph *graph, rill_graph_exec **out);
+rill_status rill_graph_exec_destroy(rill_graph_exec *exec);
+rill_status rill_graph_launch(rill_graph_exec *exec, rill_stream *stream);
+/* Takes the parameters of graph, which must have the same topology and
+ * node kinds, into exec without instantiating again. */
+rill_status rill_graph_exec_update(rill_graph_exec *exec, rill_graph *graph);
+
 #ifdef __cplusplus
 }
 #endif

@@ -29,6 +29,10 @@ void *rill__calloc(size_t count, size_t bytes) {
     return should_fail() ? NULL : calloc(count, bytes);
 }
 
+void *rill__realloc(void *p, size_t bytes) {
+    return should_fail() ? NULL : realloc(p, bytes);
+}
+
 void rill__free(void *p) {
     free(p);
 }

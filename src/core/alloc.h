@@ -8,6 +8,8 @@
 
 void *rill__malloc(size_t bytes);
 void *rill__calloc(size_t count, size_t bytes);
+/* NULL on failure, leaving p as it was (like realloc). */
+void *rill__realloc(void *p, size_t bytes);
 void rill__free(void *p);
 char *rill__strdup(const char *s);
 

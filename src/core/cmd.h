@@ -16,7 +16,8 @@ typedef enum rill__cmd_kind {
     RILL__CMD_RECORD,     /* timestamp a timing event; publish an interprocess record */
     RILL__CMD_COPY,       /* memcpy */
     RILL__CMD_SET,        /* memset */
-    RILL__CMD_CLEAR       /* rill_stream_clear_error: later work runs again */
+    RILL__CMD_CLEAR,      /* rill_stream_clear_error: later work runs again */
+    RILL__CMD_GRAPH       /* rill_graph_launch: every node of u.graph.exec */
 } rill__cmd_kind;
 
 typedef struct rill__cmd {
@@ -53,6 +54,9 @@ typedef struct rill__cmd {
             int value;
             size_t bytes;
         } set;
+        struct {
+            rill_graph_exec *exec; /* ref */
+        } graph;
     } u;
 } rill__cmd;
 

@@ -16,6 +16,7 @@
 #include "core/kernel.h"
 #include "core/status.h"
 #include "core/stream.h"
+#include "graph/graph.h"
 #include "mem/ipc.h"
 #include "mem/pool.h"
 #include "mem/registry.h"
@@ -396,6 +397,9 @@ rill_status rill_device_synchronize(rill_device *dev) {
     st = rill__check_may_block("rill_device_synchronize");
     if (st != RILL_OK)
         return st;
+    st = rill__capture_check_device_sync(dev, "rill_device_synchronize");
+    if (st != RILL_OK)
+        return st;
     return sync_device(dev, "rill_device_synchronize");
 }
 
@@ -439,11 +443,15 @@ rill_status rill_shutdown(void) {
         return RILL_OK;
     for (int i = 0; i < atomic_load(&num_shutdown_hooks); i++)
         shutdown_hooks[i]();
+    rill__captures_shutdown(); /* nothing captured runs */
     lock_init();
     /* Wait for all work, including that of destroyed (zombie) streams,
      * which lives on in waits and events of live streams. */
     for (int i = 0; i < rt->num_devices; i++)
         sync_device(rt->devices[i], "rill_shutdown");
+    rill__graphs_shutdown(rt);
+    for (int i = 0; i < rt->num_devices; i++)
+        sync_device(rt->devices[i], "rill_shutdown"); /* graph memory's deferred frees */
     for (int i = 0; i < rt->num_devices; i++)
         rt->devices[i]->ops->device_shutdown(rt->devices[i]);
     rill__ipc_events_shutdown();

@@ -21,6 +21,7 @@
 #include "core/alloc.h"
 #include "core/status.h"
 #include "core/stream.h"
+#include "graph/graph.h"
 
 #define VALID_FLAGS (RILL_EVENT_TIMING | RILL_EVENT_BLOCKING_SYNC | RILL_EVENT_INTERPROCESS)
 
@@ -181,6 +182,10 @@ rill_status rill_event_record(rill_event *event, rill_stream *stream) {
     st = rill__stream_resolve(stream, "rill_event_record", &stream);
     if (st != RILL_OK)
         return st;
+    bool captured;
+    st = rill__capture_event_record(event, stream, &captured);
+    if (captured)
+        return st;
     rill__mutex_lock(&event->lock);
     if (event->dev != NULL && event->dev != stream->dev) {
         rill__mutex_unlock(&event->lock);
@@ -222,6 +227,7 @@ rill_status rill_event_record(rill_event *event, rill_stream *stream) {
     event->seq = seq;
     event->gen = gen;
     event->ts_valid = 0;
+    event->cap_id = 0;
     rill__mutex_unlock(&event->lock);
     if (old != NULL)
         rill__stream_unref(old);
@@ -230,6 +236,9 @@ rill_status rill_event_record(rill_event *event, rill_stream *stream) {
 
 rill_status rill_event_query(rill_event *event) {
     rill_status st = resolve(event, "rill_event_query");
+    if (st != RILL_OK)
+        return st;
+    st = rill__capture_check_event_sync(event, "rill_event_query");
     if (st != RILL_OK)
         return st;
     rill_stream *s;
@@ -253,6 +262,9 @@ rill_status rill_event_query(rill_event *event) {
 
 rill_status rill_event_synchronize(rill_event *event) {
     rill_status st = resolve(event, "rill_event_synchronize");
+    if (st != RILL_OK)
+        return st;
+    st = rill__capture_check_event_sync(event, "rill_event_synchronize");
     if (st != RILL_OK)
         return st;
     st = rill__check_may_block("rill_event_synchronize");
@@ -383,6 +395,10 @@ rill_status rill_stream_wait_event(rill_stream *stream, rill_event *event) {
         return st;
     st = resolve(event, "rill_stream_wait_event");
     if (st != RILL_OK)
+        return st;
+    bool captured;
+    st = rill__capture_wait_event(stream, event, &captured);
+    if (captured)
         return st;
     rill_stream *s;
     uint64_t seq, remote;

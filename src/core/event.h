@@ -20,6 +20,7 @@ struct rill_event {
     uint64_t seq;        /* the recorded point on stream */
     uint64_t gen;        /* bumped by every record */
     uint64_t ts_ns;      /* timing events: when the record ran */
+    uint64_t cap_id;     /* recorded inside this capture (src/graph), or 0 */
     int ts_valid;
     /* guarded by rt->lock */
     rill_event *rt_next, *rt_prev;

@@ -11,6 +11,7 @@
 #include "core/event.h"
 #include "core/status.h"
 #include "core/stream.h"
+#include "graph/graph.h"
 #include "mem/pool.h"
 
 /* Unlinks and frees k; rt->lock held. */
@@ -34,7 +35,8 @@ void rill__kernels_reap(rill__runtime *rt) {
     rill_kernel *next;
     for (rill_kernel *k = rt->kernels; k != NULL; k = next) {
         next = k->rt_next;
-        if (rill__handle_magic(k) == RILL__MAGIC_DEAD && rill__deps_done(k->pending, k->num_pending))
+        if (rill__handle_magic(k) == RILL__MAGIC_DEAD && atomic_load(&k->graph_refs) == 0 &&
+            rill__deps_done(k->pending, k->num_pending))
             kernel_free_locked(rt, k);
     }
     rill__mutex_unlock(&rt->lock);
@@ -54,6 +56,9 @@ void rill__cmd_release(rill__cmd *cmd) {
         break;
     case RILL__CMD_RECORD:
         rill__event_unref(cmd->u.record.event);
+        break;
+    case RILL__CMD_GRAPH:
+        rill__exec_unref(cmd->u.graph.exec);
         break;
     default:
         break;

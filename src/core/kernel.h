@@ -21,6 +21,9 @@ struct rill_kernel {
      * it; the kernel is freed once every pair has completed */
     rill__mem_dep *pending; /* owned, refs on the streams */
     size_t num_pending;
+    /* atomic: graph and exec nodes that name it; it is freed only when none
+     * is left */
+    _Atomic int graph_refs;
 };
 
 /* What rill_block_ctx.state points at while a launch runs: the backend

@@ -71,6 +71,8 @@ typedef struct rill__runtime {
     rill__mutex lock;
     rill_event *events;   /* every live event, for rill_shutdown */
     rill_kernel *kernels; /* every kernel not yet freed, destroyed ones included */
+    rill_graph *graphs;       /* every graph not destroyed */
+    rill_graph_exec *execs;   /* every exec not yet freed */
     rill__tagged_event *tagged_events;
 } rill__runtime;
 

@@ -18,6 +18,7 @@
 #include "core/event.h"
 #include "core/kernel.h"
 #include "core/status.h"
+#include "graph/graph.h"
 
 /* How long a default (non-blocking) host wait spins before it sleeps:
  * work that completes within this window wakes the host in well under a
@@ -336,6 +337,13 @@ bool rill__stream_ordered_after(rill_stream *s, uint64_t other_id, uint64_t seq)
 
 rill_status rill__stream_submit(rill_stream *s, const rill__cmd *cmd, uint64_t *seq) {
     uint64_t unused;
+    if (rill__stream_capturing(s))
+        return rill__capture_submit(s, cmd, seq != NULL ? seq : &unused);
+    return s->dev->ops->submit(s, cmd, seq != NULL ? seq : &unused);
+}
+
+rill_status rill__stream_submit_now(rill_stream *s, const rill__cmd *cmd, uint64_t *seq) {
+    uint64_t unused;
     return s->dev->ops->submit(s, cmd, seq != NULL ? seq : &unused);
 }
 
@@ -419,6 +427,9 @@ rill_status rill_stream_query(rill_stream *stream) {
     rill_status st = rill__stream_resolve(stream, "rill_stream_query", &stream);
     if (st != RILL_OK)
         return st;
+    st = rill__capture_check_stream_sync(stream, "rill_stream_query");
+    if (st != RILL_OK)
+        return st;
     /* acquire: pairs with the submit that assigned the sequence number. */
     uint64_t seq = atomic_load_explicit(&stream->sub_seq, memory_order_acquire);
     if (rill__stream_failed_at(stream, seq, msg, sizeof msg))
@@ -431,6 +442,9 @@ rill_status rill_stream_synchronize(rill_stream *stream) {
     if (st != RILL_OK)
         return st;
     st = rill__check_may_block("rill_stream_synchronize");
+    if (st != RILL_OK)
+        return st;
+    st = rill__capture_check_stream_sync(stream, "rill_stream_synchronize");
     if (st != RILL_OK)
         return st;
     uint64_t seq = atomic_load_explicit(&stream->sub_seq, memory_order_acquire);
@@ -464,6 +478,10 @@ rill_status rill_stream_wait_stream(rill_stream *stream, rill_stream *other) {
         return st;
     st = rill__stream_resolve(other, "rill_stream_wait_stream", &other);
     if (st != RILL_OK)
+        return st;
+    bool captured;
+    st = rill__capture_wait_stream(stream, other, &captured);
+    if (captured)
         return st;
     uint64_t seq = atomic_load_explicit(&other->sub_seq, memory_order_acquire);
     return rill__stream_wait_point(stream, other, seq, "rill_stream_wait_stream");

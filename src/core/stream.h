@@ -46,6 +46,9 @@ struct rill_stream {
     rill_device *dev; /* borrowed: outlives this */
     int priority;
     rill__stream_kind kind;
+    /* the capture the stream belongs to, or NULL; written under the
+     * capture's lock by begin/end capture and forks (src/graph/capture.c) */
+    _Atomic(struct rill__capture *) capture;
     /* guarded by err_lock (the name too: set_name may race with errors) */
     rill__mutex err_lock;
     char name[64];
@@ -128,7 +131,12 @@ void rill__stream_clock_note(rill_stream *s, uint64_t other_id, uint64_t seq);
  * `other_id` completed seq (same stream, or a wait made it so). */
 bool rill__stream_ordered_after(rill_stream *s, uint64_t other_id, uint64_t seq);
 
-/* Submits a command, the one path every command takes into a backend. */
+/* Submits a command, the one path every command takes into a backend. On
+ * a capturing stream the command becomes a graph node instead, and *seq
+ * receives 0. */
 rill_status rill__stream_submit(rill_stream *s, const rill__cmd *cmd, uint64_t *seq);
+/* Submits a command to the stream's queue even while it captures (work
+ * that runs at once: allowed unsafe calls, internal waits). */
+rill_status rill__stream_submit_now(rill_stream *s, const rill__cmd *cmd, uint64_t *seq);
 
 #endif

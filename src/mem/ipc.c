@@ -17,6 +17,7 @@
 #include "core/runtime.h"
 #include "core/status.h"
 #include "core/stream.h"
+#include "graph/graph.h"
 #include "mem/pool.h"
 #include "mem/registry.h"
 
@@ -266,6 +267,10 @@ rill_status rill_ipc_open_mem_handle(const rill_ipc_mem_handle *handle, void **o
     if (handle == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "%s: handle is NULL; pass the bytes from rill_ipc_get_mem_handle", fn);
+    /* Unsafe under capture: a graph could not replay the opening. */
+    rill_status st = rill__capture_check_unsafe(fn);
+    if (st != RILL_OK)
+        return st;
     return open_mem(handle, out, fn);
 }
 

@@ -13,6 +13,7 @@
 #include "core/runtime.h"
 #include "core/status.h"
 #include "core/stream.h"
+#include "graph/graph.h"
 #include "mem/pool.h"
 #include "mem/registry.h"
 
@@ -37,6 +38,9 @@ rill_status rill_malloc(rill_device *dev, size_t bytes, void **out) {
     rill_status st = rill__device_resolve(dev, "rill_malloc", &dev);
     if (st != RILL_OK)
         return st;
+    st = rill__capture_check_unsafe("rill_malloc");
+    if (st != RILL_OK)
+        return st;
     /* The memory belongs to the calling thread's current stream of dev:
      * work there is ordered with the free, uses elsewhere are tracked. */
     return rill__pool_alloc(rill__thread_current_stream(dev), bytes, "rill_malloc", out);
@@ -45,6 +49,9 @@ rill_status rill_malloc(rill_device *dev, size_t bytes, void **out) {
 rill_status rill_free(void *ptr) {
     if (ptr == NULL)
         return RILL_OK;
+    rill_status st = rill__capture_check_free(ptr, "rill_free");
+    if (st != RILL_OK)
+        return st;
     return rill__pool_free(ptr, NULL, "rill_free");
 }
 
@@ -58,6 +65,8 @@ rill_status rill_malloc_async(size_t bytes, rill_stream *stream, void **out) {
     rill_status st = rill__stream_resolve(stream, "rill_malloc_async", &stream);
     if (st != RILL_OK)
         return st;
+    if (rill__stream_capturing(stream))
+        return rill__capture_malloc(stream, bytes, out);
     return rill__pool_alloc(stream, bytes, "rill_malloc_async", out);
 }
 
@@ -67,6 +76,19 @@ rill_status rill_free_async(void *ptr, rill_stream *stream) {
         return st;
     if (ptr == NULL)
         return RILL_OK;
+    if (rill__stream_capturing(stream)) {
+        /* Memory of the capture's graph is freed inside the graph; other
+         * memory would be freed once, at capture time: an unsafe call. */
+        bool handled;
+        st = rill__capture_free(stream, ptr, &handled);
+        if (handled)
+            return st;
+        st = rill__capture_check_unsafe("rill_free_async");
+    } else {
+        st = rill__capture_check_free(ptr, "rill_free_async");
+    }
+    if (st != RILL_OK)
+        return st;
     return rill__pool_free(ptr, stream, "rill_free_async");
 }
 
@@ -188,13 +210,18 @@ rill_status rill_memcpy(void *dst, const void *src, size_t bytes) {
     st = rill__check_may_block(fn);
     if (st != RILL_OK)
         return st;
+    /* An unsafe call under capture: when allowed it runs at once, even on a
+     * capturing stream, and is not captured. */
+    st = rill__capture_check_unsafe(fn);
+    if (st != RILL_OK)
+        return st;
     rill_stream *s = rill__thread_current_stream(dev);
     rill__cmd cmd = {.kind = RILL__CMD_COPY};
     cmd.u.copy.dst = dst;
     cmd.u.copy.src = src;
     cmd.u.copy.bytes = bytes;
     uint64_t seq;
-    st = rill__stream_submit(s, &cmd, &seq);
+    st = rill__stream_submit_now(s, &cmd, &seq);
     if (st != RILL_OK)
         return st;
     if (dd != NULL)

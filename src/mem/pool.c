@@ -787,6 +787,8 @@ rill_status rill__pool_free(void *ptr, rill_stream *f, const char *fn) {
 
 void rill__pool_note_use(rill_stream *s, uint64_t seq, const void *ptr, size_t bytes) {
     (void)bytes;
+    if (seq == 0)
+        return; /* captured into a graph: the graph's launches use it */
     rill_device *dev = NULL;
     segment *g = segment_of(ptr, &dev);
     if (g == NULL)

@@ -31,6 +31,12 @@
 
 enum cpu_stream_state { CPU_IDLE = 0, CPU_READY, CPU_RUNNING, CPU_PARKED };
 
+/* What running a command did to its stream: done (the worker goes on),
+ * parked on a wait, or handed to the worker that finishes the command. */
+enum exec_result { EXEC_DONE, EXEC_PARKED, EXEC_HANDED_OFF };
+
+struct rill__xrun;
+
 typedef struct cpu_cmd {
     /* first cache line: all a host function, wait or record touches */
     _Atomic(struct cpu_cmd *) next; /* written once by the submitter, read by the worker */
@@ -94,8 +100,10 @@ typedef struct cpu_device {
     /* guarded by launch_lock */
     alignas(64) rill__mutex launch_lock;
     cpu_cmd *launches; /* multi-block launches with blocks left to hand out */
+    struct rill__xrun *graph_runs; /* graph launches that others may help with */
     /* atomic */
     alignas(64) _Atomic int num_launches; /* entries in launches */
+    _Atomic int graph_work; /* published, unclaimed graph nodes (a hint) */
     alignas(64) _Atomic uint32_t work_gen; /* futex word idle workers sleep on */
     _Atomic int sleepers;
     _Atomic int idle;     /* workers in idle_wait, spinning or asleep */
@@ -118,5 +126,15 @@ void rill__cpu_workers_stop(cpu_device *d);
 void rill__cpu_free_cmd(cpu_cmd *c);
 /* Frees every node a stream holds (stream_fini). */
 void rill__cpu_stream_free_nodes(cpu_stream *cs);
+/* For cpu_graph.c: wakes up to count sleeping workers; opens a stream's
+ * failure window; completes c and goes on running its stream. */
+void rill__cpu_wake_workers(cpu_device *d, int count);
+void rill__cpu_fail_stream(rill_stream *s, uint64_t seq, const char *what, const char *detail);
+void rill__cpu_resume_stream(cpu_device *d, cpu_worker *w, rill_stream *s, cpu_cmd *c);
+
+/* cpu_graph.c */
+enum exec_result rill__cpu_exec_graph(cpu_device *d, cpu_worker *w, cpu_cmd *c);
+/* Helps a graph launch in progress; 0 when there was nothing to do. */
+int rill__cpu_help_graph(cpu_device *d, cpu_worker *w);
 
 #endif

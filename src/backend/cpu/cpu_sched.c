@@ -31,8 +31,6 @@
 #define STREAM_SPIN_NS 20000u
 #define WAIT_SPIN_NS 50000u
 
-enum exec_result { EXEC_DONE, EXEC_PARKED, EXEC_HANDED_OFF };
-
 static int prio_index(rill_stream *s) {
     return s->priority - s->dev->info.greatest_priority;
 }
@@ -176,6 +174,9 @@ rill_status rill__cpu_submit(rill_stream *s, const rill__cmd *cmd, uint64_t *seq
         c->c.u.set = cmd->u.set;
         break;
     case RILL__CMD_CLEAR:
+        break;
+    case RILL__CMD_GRAPH:
+        c->c.u.graph = cmd->u.graph;
         break;
     }
     if (c->stream != s)
@@ -424,6 +425,8 @@ static enum exec_result exec(cpu_device *d, cpu_worker *w, rill_stream *s, cpu_c
         cs->skipping = 0;
         rill__stream_clear_failure(s, c->seq);
         return EXEC_DONE;
+    case RILL__CMD_GRAPH:
+        return cs->skipping ? EXEC_DONE : rill__cpu_exec_graph(d, w, c);
     }
     return EXEC_DONE;
 }
@@ -497,6 +500,19 @@ static void run_stream(cpu_device *d, cpu_worker *w, rill_stream *s) {
     }
 }
 
+void rill__cpu_wake_workers(cpu_device *d, int count) {
+    wake_workers(d, count);
+}
+
+void rill__cpu_fail_stream(rill_stream *s, uint64_t seq, const char *what, const char *detail) {
+    fail_stream(s, seq, what, detail);
+}
+
+void rill__cpu_resume_stream(cpu_device *d, cpu_worker *w, rill_stream *s, cpu_cmd *c) {
+    finish(s, c);
+    run_stream(d, w, s);
+}
+
 /* Runs blocks of a published launch; the last worker out finishes the
  * command and carries on with its stream. Returns 0 when there was none. */
 static int help_launch(cpu_device *d, cpu_worker *w) {
@@ -522,7 +538,7 @@ static int help_launch(cpu_device *d, cpu_worker *w) {
 
 static int has_work(cpu_device *d) {
     return atomic_load(&d->ready_mask) != 0 || atomic_load(&d->num_launches) != 0 ||
-           atomic_load(&d->stop);
+           atomic_load(&d->graph_work) > 0 || atomic_load(&d->stop);
 }
 
 /* True when an idle worker may spin: a processor is left over after the
@@ -572,6 +588,8 @@ static void worker_main(void *arg) {
             continue;
         }
         if (help_launch(d, w))
+            continue;
+        if (rill__cpu_help_graph(d, w))
             continue;
         if (atomic_load(&d->stop))
             return;

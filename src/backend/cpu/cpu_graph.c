@@ -1,0 +1,388 @@
+/* SPDX-License-Identifier: MIT */
+/* Graph launches on the CPU device.
+ *
+ * A launch is one command of its stream. The worker that reaches it runs
+ * the nodes; a single chain of one-block nodes simply runs in order.
+ * Otherwise each node carries a counter of predecessors not yet done; a
+ * worker that completes a node decrements its successors' counters and
+ * runs one newly ready successor itself at once (no queue, no atomics for
+ * a node with one predecessor), publishing the others in the run's ready
+ * array, from which idle workers claim chunks. Decrements of the same
+ * successor (a fan-in) and the count of completed nodes are batched per
+ * worker, so a fan-out/fan-in of many small nodes costs a few shared
+ * atomics per chunk, not per node. Multi-block kernel nodes hand out their
+ * blocks like ordinary launches do.
+ *
+ * The worker that completes the last node finishes the command, once every
+ * other worker has left the run (they leave as soon as nothing is left to
+ * claim), and carries on with the stream, as the last block of a
+ * multi-block kernel does. */
+#include <stdio.h>
+#include <string.h>
+
+#include "backend/cpu/cpu.h"
+#include "core/event.h"
+#include "graph/graph.h"
+
+#define NONE UINT32_MAX
+#define PUBLISH_BATCH 32
+#define MAX_CLAIM 32
+
+/* A worker's private state inside a run. */
+typedef struct gworker {
+    cpu_worker *w;
+    uint32_t next;              /* ready node to run next, or NONE */
+    uint32_t done;              /* completed nodes not yet taken off remaining */
+    uint32_t fan_node, fan_count; /* batched decrements of one successor */
+    uint32_t out[PUBLISH_BATCH];  /* ready nodes to publish */
+    uint32_t num_out;
+} gworker;
+
+enum gresult { G_LEFT, G_FINISHED };
+
+static void publish(cpu_device *d, rill__xrun *r, gworker *g) {
+    uint32_t k = g->num_out;
+    if (k == 0)
+        return;
+    /* relaxed: the slot stores below publish the entries. */
+    uint32_t base = atomic_fetch_add_explicit(&r->tail, k, memory_order_relaxed);
+    for (uint32_t i = 0; i < k; i++)
+        /* release: pairs with the acquire load in claim. */
+        atomic_store_explicit(&r->ready[base + i], g->out[i] + 1, memory_order_release);
+    g->num_out = 0;
+    atomic_fetch_add_explicit(&d->graph_work, (int)k, memory_order_relaxed);
+    rill__cpu_wake_workers(d, (int)k);
+}
+
+static void make_ready(cpu_device *d, rill__xrun *r, gworker *g, uint32_t j) {
+    if (g->next == NONE) {
+        g->next = j;
+        return;
+    }
+    g->out[g->num_out++] = j;
+    if (g->num_out == PUBLISH_BATCH)
+        publish(d, r, g);
+}
+
+static void flush_fan(cpu_device *d, rill__xrun *r, gworker *g) {
+    if (g->fan_count == 0)
+        return;
+    uint32_t j = g->fan_node, n = g->fan_count;
+    g->fan_count = 0;
+    /* acq_rel: the worker that readies j sees every predecessor's writes. */
+    if (atomic_fetch_sub_explicit(&r->pending[j], (int32_t)n, memory_order_acq_rel) == (int32_t)n)
+        make_ready(d, r, g, j);
+}
+
+static void complete(cpu_device *d, rill_graph_exec *x, gworker *g, uint32_t i) {
+    rill__xrun *r = &x->run;
+    const rill__xnode *n = &x->nodes[i];
+    g->done++;
+    for (uint32_t k = 0; k < n->num_succ; k++) {
+        uint32_t j = x->succ[n->succ_begin + k];
+        if (x->nodes[j].num_preds == 1) {
+            make_ready(d, r, g, j);
+        } else if (g->fan_count > 0 && g->fan_node == j) {
+            g->fan_count++;
+        } else {
+            flush_fan(d, r, g);
+            g->fan_node = j;
+            g->fan_count = 1;
+        }
+    }
+}
+
+static void note_failure(rill__xrun *r, const rill__xnode *n) {
+    /* acquire: pairs with the release store in rill_kernel_fail. */
+    if (atomic_load_explicit(&r->ls.failed, memory_order_acquire) &&
+        !atomic_exchange(&r->named, 1))
+        snprintf(r->failed_node, sizeof r->failed_node, "kernel '%.63s' (graph node %u)",
+                 n->p.u.kernel.kernel->name, n->graph_index);
+}
+
+static void run_blocks(cpu_worker *w, rill__xrun *r, const rill__xnode *n, uint32_t first,
+                       uint32_t end) {
+    rill_dim3 gd = n->p.u.kernel.grid;
+    rill_block_ctx ctx = {.grid_dim = gd, .worker = w->index, .state = &r->ls};
+    rill_cpu_kernel_fn body = n->p.u.kernel.kernel->cpu;
+    for (uint32_t b = first; b < end; b++) {
+        if (atomic_load_explicit(&r->ls.failed, memory_order_acquire))
+            return;
+        ctx.block_idx.x = b % gd.x;
+        ctx.block_idx.y = (b / gd.x) % gd.y;
+        ctx.block_idx.z = b / (gd.x * gd.y);
+        body(&ctx, n->p.u.kernel.args);
+    }
+}
+
+static void deactivate(rill__xrun *r, uint32_t i, cpu_device *d) {
+    rill__spinlock_lock(&r->active_lock);
+    for (uint32_t k = 0; k < r->num_active; k++) {
+        if (r->active[k] == i) {
+            r->active[k] = r->active[--r->num_active];
+            atomic_store_explicit(&r->has_active, r->num_active, memory_order_relaxed);
+            atomic_fetch_sub_explicit(&d->graph_work, 1, memory_order_relaxed);
+            break;
+        }
+    }
+    rill__spinlock_unlock(&r->active_lock);
+}
+
+/* Runs chunks of node i's blocks; true when this worker ran the last. */
+static bool run_chunks(cpu_device *d, gworker *g, rill_graph_exec *x, uint32_t i) {
+    rill__xrun *r = &x->run;
+    const rill__xnode *n = &x->nodes[i];
+    uint32_t chunk = n->blocks / ((uint32_t)d->num_workers * 4u);
+    if (chunk == 0)
+        chunk = 1;
+    for (;;) {
+        /* relaxed: the counter only partitions block indices. */
+        uint32_t first = atomic_fetch_add_explicit(&r->next_block[i], chunk, memory_order_relaxed);
+        if (first >= n->blocks)
+            return false;
+        uint32_t end = n->blocks - first <= chunk ? n->blocks : first + chunk;
+        if (end == n->blocks)
+            deactivate(r, i, d);
+        run_blocks(g->w, r, n, first, end);
+        /* acq_rel: the worker that runs the last block sees all the others. */
+        if (atomic_fetch_add_explicit(&r->blocks_done[i], end - first, memory_order_acq_rel) +
+                (end - first) ==
+            n->blocks) {
+            note_failure(r, n);
+            return true;
+        }
+    }
+}
+
+/* Runs node i; false when other workers still run its blocks (the one that
+ * runs the last completes it). */
+static bool run_node(cpu_device *d, gworker *g, rill_graph_exec *x, uint32_t i) {
+    rill__xrun *r = &x->run;
+    const rill__xnode *n = &x->nodes[i];
+    /* After a failure the remaining nodes are skipped, as a stream skips. */
+    bool skip = atomic_load_explicit(&r->ls.failed, memory_order_acquire) != 0;
+    switch (skip ? RILL__GNODE_EMPTY : n->p.kind) {
+    case RILL__GNODE_KERNEL:
+        if (n->blocks == 1 || d->num_workers == 1) {
+            run_blocks(g->w, r, n, 0, n->blocks);
+            note_failure(r, n);
+            break;
+        }
+        atomic_store_explicit(&r->next_block[i], 0, memory_order_relaxed);
+        atomic_store_explicit(&r->blocks_done[i], 0, memory_order_relaxed);
+        rill__spinlock_lock(&r->active_lock);
+        r->active[r->num_active++] = i;
+        atomic_store_explicit(&r->has_active, r->num_active, memory_order_relaxed);
+        rill__spinlock_unlock(&r->active_lock);
+        atomic_fetch_add_explicit(&d->graph_work, 1, memory_order_relaxed);
+        rill__cpu_wake_workers(d, d->num_workers - 1);
+        return run_chunks(d, g, x, i);
+    case RILL__GNODE_HOST:
+        n->p.u.host.fn(n->p.u.host.user_data);
+        break;
+    case RILL__GNODE_COPY:
+        memmove(n->p.u.copy.dst, n->p.u.copy.src, n->p.u.copy.bytes);
+        break;
+    case RILL__GNODE_SET:
+        memset(n->p.u.set.dst, n->p.u.set.value, n->p.u.set.bytes);
+        break;
+    case RILL__GNODE_RECORD:
+        if (n->p.u.event.event->flags & RILL_EVENT_TIMING)
+            rill__event_stamp(n->p.u.event.event,
+                              atomic_load_explicit(&r->record_gen[i], memory_order_relaxed),
+                              rill__now_ns(), 0);
+        break;
+    default: /* empty and wait nodes: the wait happened before the launch */
+        break;
+    }
+    return true;
+}
+
+static void run_and_complete(cpu_device *d, gworker *g, rill_graph_exec *x, uint32_t i) {
+    if (run_node(d, g, x, i))
+        complete(d, x, g, i);
+}
+
+/* Claims up to MAX_CLAIM published nodes into out; returns how many. */
+static uint32_t claim(cpu_device *d, rill__xrun *r, uint32_t *out) {
+    uint32_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+    for (;;) {
+        uint32_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+        if (head >= tail)
+            return 0;
+        uint32_t k = (tail - head) / ((uint32_t)d->num_workers * 2u);
+        if (k == 0)
+            k = 1;
+        if (k > MAX_CLAIM)
+            k = MAX_CLAIM;
+        if (atomic_compare_exchange_weak_explicit(&r->head, &head, head + k,
+                                                  memory_order_relaxed, memory_order_relaxed)) {
+            for (uint32_t i = 0; i < k; i++) {
+                uint32_t v;
+                /* acquire: pairs with the release store in publish; a slot
+                 * reserved but not yet written is a publisher mid-store. */
+                while ((v = atomic_load_explicit(&r->ready[head + i], memory_order_acquire)) == 0)
+                    rill__cpu_relax();
+                out[i] = v - 1;
+            }
+            atomic_fetch_sub_explicit(&d->graph_work, (int)k, memory_order_relaxed);
+            return k;
+        }
+    }
+}
+
+/* Takes blocks of a multi-block node that another worker started. */
+static bool help_blocks(cpu_device *d, gworker *g, rill_graph_exec *x) {
+    rill__xrun *r = &x->run;
+    if (atomic_load_explicit(&r->has_active, memory_order_relaxed) == 0)
+        return false;
+    rill__spinlock_lock(&r->active_lock);
+    uint32_t i = r->num_active > 0 ? r->active[0] : NONE;
+    rill__spinlock_unlock(&r->active_lock);
+    if (i == NONE)
+        return false;
+    if (run_chunks(d, g, x, i))
+        complete(d, x, g, i);
+    return true;
+}
+
+/* Works on the run until nothing is left to claim (G_LEFT) or this worker
+ * completed the last node (G_FINISHED). */
+static enum gresult work(cpu_device *d, cpu_worker *w, rill_graph_exec *x, uint32_t first) {
+    rill__xrun *r = &x->run;
+    gworker g = {.w = w, .next = first};
+    uint32_t claimed[MAX_CLAIM];
+    for (;;) {
+        while (g.next != NONE) {
+            uint32_t i = g.next;
+            g.next = NONE;
+            run_and_complete(d, &g, x, i);
+        }
+        /* Batched decrements go out before this worker claims or leaves. */
+        flush_fan(d, r, &g);
+        if (g.next != NONE)
+            continue;
+        publish(d, r, &g);
+        if (g.done > 0) {
+            uint32_t n = g.done;
+            g.done = 0;
+            /* acq_rel: the finisher sees every node's writes. */
+            if (atomic_fetch_sub_explicit(&r->remaining, n, memory_order_acq_rel) == n)
+                return G_FINISHED;
+        }
+        uint32_t k = claim(d, r, claimed);
+        if (k > 0) {
+            for (uint32_t c = 0; c < k; c++) {
+                g.next = claimed[c];
+                while (g.next != NONE) {
+                    uint32_t i = g.next;
+                    g.next = NONE;
+                    run_and_complete(d, &g, x, i);
+                }
+            }
+            continue;
+        }
+        if (help_blocks(d, &g, x))
+            continue;
+        return G_LEFT;
+    }
+}
+
+static void unlist(cpu_device *d, rill__xrun *r) {
+    rill__mutex_lock(&d->launch_lock);
+    if (r->listed) {
+        rill__xrun **p = &d->graph_runs;
+        while (*p != r)
+            p = &(*p)->list_next;
+        *p = r->list_next;
+        r->listed = 0;
+    }
+    rill__mutex_unlock(&d->launch_lock);
+}
+
+/* The finisher's part: waits for the other workers to leave the run and
+ * turns a failure into the stream's sticky error. */
+static void finish_run(cpu_device *d, rill__xrun *r, cpu_cmd *c) {
+    unlist(d, r);
+    /* acquire: the others' last accesses to the run happen before. */
+    while (atomic_load_explicit(&r->refs, memory_order_acquire) > 1)
+        rill__cpu_relax();
+    atomic_store_explicit(&r->refs, 0, memory_order_relaxed);
+    if (atomic_load_explicit(&r->ls.failed, memory_order_acquire))
+        rill__cpu_fail_stream(c->stream, c->seq, r->failed_node, r->ls.message);
+}
+
+enum exec_result rill__cpu_exec_graph(cpu_device *d, cpu_worker *w, cpu_cmd *c) {
+    rill_graph_exec *x = c->c.u.graph.exec;
+    rill__xrun *r = &x->run;
+    uint32_t n = x->num_nodes;
+    if (n == 0)
+        return EXEC_DONE;
+    atomic_store_explicit(&r->ls.failed, 0, memory_order_relaxed);
+    atomic_store_explicit(&r->named, 0, memory_order_relaxed);
+    if (x->chain) {
+        gworker g = {.w = w, .next = NONE};
+        for (uint32_t i = 0; i < n; i++)
+            run_node(d, &g, x, i); /* one-block nodes: always completed */
+        if (atomic_load_explicit(&r->ls.failed, memory_order_acquire))
+            rill__cpu_fail_stream(c->stream, c->seq, r->failed_node, r->ls.message);
+        return EXEC_DONE;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        atomic_store_explicit(&r->pending[i], (int32_t)x->nodes[i].num_preds,
+                              memory_order_relaxed);
+    for (uint32_t i = 0; i < r->last_tail; i++)
+        atomic_store_explicit(&r->ready[i], 0, memory_order_relaxed);
+    atomic_store_explicit(&r->head, 0, memory_order_relaxed);
+    atomic_store_explicit(&r->tail, 0, memory_order_relaxed);
+    atomic_store_explicit(&r->remaining, n, memory_order_relaxed);
+    atomic_store_explicit(&r->refs, 1, memory_order_relaxed);
+    r->num_active = 0;
+    atomic_store_explicit(&r->has_active, 0, memory_order_relaxed);
+    r->cmd = c;
+    r->stream = c->stream;
+    /* List the run for helpers (the lock orders the initialisation above
+     * before their accesses), then publish the roots beyond the first. */
+    rill__mutex_lock(&d->launch_lock);
+    r->list_next = d->graph_runs;
+    d->graph_runs = r;
+    r->listed = 1;
+    rill__mutex_unlock(&d->launch_lock);
+    gworker g0 = {.w = w, .next = NONE};
+    for (uint32_t k = 1; k < x->num_roots;) {
+        while (k < x->num_roots && g0.num_out < PUBLISH_BATCH)
+            g0.out[g0.num_out++] = x->roots[k++];
+        publish(d, r, &g0);
+    }
+    enum gresult res = work(d, w, x, x->roots[0]);
+    if (res == G_FINISHED) {
+        r->last_tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+        finish_run(d, r, c);
+        return EXEC_DONE;
+    }
+    /* acq_rel: our accesses to the run happen before the finisher's reuse. */
+    atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel);
+    return EXEC_HANDED_OFF;
+}
+
+int rill__cpu_help_graph(cpu_device *d, cpu_worker *w) {
+    if (atomic_load_explicit(&d->graph_work, memory_order_relaxed) <= 0)
+        return 0;
+    rill__mutex_lock(&d->launch_lock);
+    rill__xrun *r = d->graph_runs;
+    if (r != NULL)
+        atomic_fetch_add_explicit(&r->refs, 1, memory_order_relaxed);
+    rill__mutex_unlock(&d->launch_lock);
+    if (r == NULL)
+        return 0;
+    cpu_cmd *c = r->cmd;
+    rill_graph_exec *x = c->c.u.graph.exec;
+    if (work(d, w, x, NONE) == G_FINISHED) {
+        r->last_tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+        finish_run(d, r, c);
+        rill__cpu_resume_stream(d, w, c->stream, c);
+        return 1;
+    }
+    atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel);
+    return 1;
+}

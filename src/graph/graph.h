@@ -1,0 +1,218 @@
+/* SPDX-License-Identifier: MIT */
+/* Graphs: nodes and dependencies built by hand or captured from streams,
+ * execs (a graph prepared for launching), stream capture and the memory
+ * private to a graph.
+ *
+ * A graph is a list of nodes; each node names the nodes it depends on.
+ * Instantiation copies it into an exec: the nodes in a topological order,
+ * each with its count of predecessors and the list of its successors, so
+ * that a launch only resets the counters and runs. A launch is one
+ * RILL__CMD_GRAPH command in the stream; the backend runs the nodes
+ * (src/backend/cpu/cpu_graph.c for the CPU device). */
+#ifndef RILL_GRAPH_GRAPH_H
+#define RILL_GRAPH_GRAPH_H
+
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/kernel.h"
+#include "core/runtime.h"
+#include "core/stream.h"
+
+#define RILL__MAGIC_GRAPH 0x52475048u /* "RGPH" */
+#define RILL__MAGIC_EXEC 0x52455843u  /* "REXC" */
+
+typedef enum rill__gnode_kind {
+    RILL__GNODE_KERNEL = 1,
+    RILL__GNODE_HOST,
+    RILL__GNODE_COPY,
+    RILL__GNODE_SET,
+    RILL__GNODE_EMPTY,
+    RILL__GNODE_RECORD, /* rill_graph_add_event_record_node */
+    RILL__GNODE_WAIT    /* rill_graph_add_event_wait_node */
+} rill__gnode_kind;
+
+/* What a node does; the same in graphs and execs. */
+typedef struct rill__gnode_params {
+    rill__gnode_kind kind;
+    union {
+        struct {
+            rill_kernel *kernel; /* held: kernel->graph_refs */
+            rill_dim3 grid, block;
+            void *args; /* owned */
+            size_t args_size;
+            rill_access *accesses; /* owned */
+            size_t num_accesses;
+        } kernel;
+        struct {
+            rill_host_fn fn;
+            void *user_data;
+        } host;
+        struct {
+            void *dst;
+            const void *src;
+            size_t bytes;
+        } copy;
+        struct {
+            void *dst;
+            int value;
+            size_t bytes;
+        } set;
+        struct {
+            rill_event *event; /* ref */
+        } event;
+    } u;
+} rill__gnode_params;
+
+typedef struct rill__gpool rill__gpool;
+
+struct rill_graph_node {
+    rill_graph *graph; /* borrowed: the owner */
+    uint32_t index;    /* in graph->nodes */
+    rill__gnode_params p;
+    uint32_t *deps; /* owned: indices of the nodes this one depends on */
+    uint32_t num_deps, cap_deps;
+    /* the stream it was captured from; stream_id 0 for nodes added by hand */
+    uint64_t stream_id;
+    char stream_name[64];
+};
+
+struct rill_graph {
+    _Atomic uint32_t magic; /* first member: see rill__handle_magic */
+    rill_graph_node **nodes; /* owned */
+    uint32_t num_nodes, cap_nodes;
+    rill__gpool *pool; /* ref, or NULL: memory allocated during its capture */
+    /* guarded by rt->lock: every live graph, for rill_shutdown */
+    rill_graph *rt_next, *rt_prev;
+};
+
+/* A node of an exec, laid out for the launch path. */
+typedef struct rill__xnode {
+    rill__gnode_params p; /* args/accesses point into the exec's arena */
+    uint32_t num_preds;
+    uint32_t succ_begin, num_succ; /* in exec->succ */
+    uint32_t blocks;               /* kernel nodes: blocks in the grid */
+    uint32_t graph_index;          /* the node's index in its graph, for errors */
+} rill__xnode;
+
+/* The state of one launch while it runs; the exec owns it, and launches of
+ * one exec never overlap. Nodes become ready once each; a ready node is
+ * run at once by the worker that readied it, or published in the ready
+ * array, whose slots [head, tail) are there for any worker to claim. */
+typedef struct rill__xrun {
+    _Atomic int32_t *pending;     /* per node: predecessors not yet done */
+    _Atomic uint32_t *ready;      /* per slot: node index + 1, 0 until published */
+    _Atomic uint32_t *next_block; /* per node: multi-block kernels' next block */
+    _Atomic uint32_t *blocks_done;
+    _Atomic uint64_t *record_gen; /* per node: event record nodes' generation */
+    /* the launch being run; set by the backend */
+    void *cmd;
+    rill_stream *stream;
+    struct rill__xrun *list_next; /* the device's list of runs; its lock */
+    int listed;
+    alignas(64) _Atomic uint32_t head; /* next slot to claim */
+    _Atomic uint32_t tail;             /* slots reserved by publishers */
+    alignas(64) _Atomic uint32_t remaining; /* nodes not yet done */
+    alignas(64) _Atomic int refs;           /* workers inside the run */
+    /* multi-block kernel nodes with blocks to hand out; guarded by
+     * active_lock */
+    rill__spinlock active_lock;
+    uint32_t *active;
+    uint32_t num_active;
+    _Atomic uint32_t has_active;
+    rill__launch_state ls; /* the first kernel failure */
+    _Atomic int named;     /* failed_node is being or has been written */
+    char failed_node[96];  /* the kernel that failed, for the stream's sentence */
+    uint32_t last_tail;    /* slots the previous launch used (to clear) */
+} rill__xrun;
+
+struct rill_graph_exec {
+    _Atomic uint32_t magic; /* first member */
+    _Atomic int refs;       /* the owner and every pending launch */
+    uint32_t num_nodes;
+    rill__xnode *nodes; /* owned, topological order */
+    uint32_t *succ;     /* owned */
+    uint32_t *roots;    /* owned: nodes without predecessors */
+    uint32_t num_roots;
+    uint32_t max_blocks; /* the largest grid of its kernel nodes */
+    /* a single chain of one-block nodes: a launch runs them in order on one
+     * worker, with no bookkeeping */
+    int chain;
+    unsigned char *arena; /* owned: the kernel nodes' args and accesses */
+    rill__gpool *pool;    /* ref, or NULL */
+    rill__xrun run;
+    /* guarded by lock */
+    rill__mutex lock;
+    rill_stream *last_stream; /* ref: where the last launch went, or NULL */
+    uint64_t last_seq;
+    /* guarded by rt->lock */
+    rill_graph_exec *rt_next, *rt_prev;
+};
+
+/* Drops a reference to exec (a launch completed, or the owner destroyed
+ * it); the last one frees it. */
+void rill__exec_unref(rill_graph_exec *exec);
+/* Frees every graph and exec left at rill_shutdown (work has drained). */
+void rill__graphs_shutdown(rill__runtime *rt);
+
+/* Node construction shared by the graph calls and by capture. Copies what
+ * params borrows (kernel args and accesses) and takes the references. */
+rill_status rill__graph_add(rill_graph *g, const uint32_t *deps, uint32_t num_deps,
+                            const rill__gnode_params *params, rill_stream *captured_from,
+                            const char *fn, rill_graph_node **out);
+rill_status rill__graph_new(rill_graph **out);
+
+/* ---------------------------------------------------------------- capture
+ * src/graph/capture.c. Every hook has a fast path of one relaxed load when
+ * no capture is active. */
+
+typedef struct rill__capture rill__capture;
+
+/* rill__stream_submit's detour for a capturing stream: the command
+ * becomes a node; *seq receives 0. */
+rill_status rill__capture_submit(rill_stream *s, const rill__cmd *cmd, uint64_t *seq);
+/* Event record and waits on capturing streams, or on events recorded in a
+ * capture. *handled is false when the call is none of the capture's
+ * business and must go on as usual. */
+rill_status rill__capture_event_record(rill_event *e, rill_stream *s, bool *handled);
+rill_status rill__capture_wait_event(rill_stream *s, rill_event *e, bool *handled);
+rill_status rill__capture_wait_stream(rill_stream *s, rill_stream *other, bool *handled);
+/* Synchronizing or querying a capturing stream, an event recorded in an
+ * active capture, or a device with an active capture: RILL_ERROR_CAPTURE_
+ * UNSUPPORTED (the capture is invalidated), else RILL_OK. */
+rill_status rill__capture_check_stream_sync(rill_stream *s, const char *fn);
+rill_status rill__capture_check_event_sync(rill_event *e, const char *fn);
+rill_status rill__capture_check_device_sync(rill_device *dev, const char *fn);
+/* An unsafe call (rill_malloc, rill_memcpy, rill_ipc_open_mem_handle): RILL_OK
+ * when the calling thread may make it (it then runs at once, uncaptured),
+ * else RILL_ERROR_CAPTURE_UNSUPPORTED and the captures that forbid it are
+ * invalidated. */
+rill_status rill__capture_check_unsafe(const char *fn);
+/* rill_free / rill_free_async of ptr: the same check, for the captures that
+ * use the allocation [base, base + bytes), and a refusal for memory that a
+ * graph owns. */
+rill_status rill__capture_check_free(void *ptr, const char *fn);
+/* rill_malloc_async / rill_free_async on a capturing stream: served from
+ * the capture's private pool. */
+rill_status rill__capture_malloc(rill_stream *s, size_t bytes, void **out);
+rill_status rill__capture_free(rill_stream *s, void *ptr, bool *handled);
+/* Ends every capture (rill_shutdown): nothing captured runs. */
+void rill__captures_shutdown(void);
+
+/* Memory owned by graphs (src/graph/capture.c). */
+void rill__gpool_unref(rill__gpool *pool, rill_stream *last_stream, uint64_t last_seq);
+void rill__gpool_ref(rill__gpool *pool);
+/* The point after which the pool's memory may be used by any stream:
+ * launches wait for it (it is the end of the internal allocation waits). */
+void rill__gpool_ready_point(rill__gpool *pool, rill_stream **s, uint64_t *seq);
+
+extern _Atomic int rill__captures_active;
+
+static inline bool rill__stream_capturing(rill_stream *s) {
+    return atomic_load_explicit(&rill__captures_active, memory_order_relaxed) != 0 &&
+           atomic_load_explicit(&s->capture, memory_order_acquire) != NULL;
+}
+
+#endif

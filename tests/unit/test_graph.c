@@ -1,0 +1,859 @@
+/* SPDX-License-Identifier: MIT */
+/* Graphs: stream capture with forks and joins, every end_capture status,
+ * capture modes across threads, isolation, allocation during capture,
+ * graphs built by hand, exec update, replays with fresh inputs, failures
+ * inside a launch, a capture abandoned by rill_shutdown, and random
+ * multi-stream programs captured and replayed against eager runs. */
+#include "fixture.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ kernels */
+
+/* cell[dst] = cell[dst] * mul + add + (src != NONE ? cell[src] : 0), in uint32 */
+typedef struct step_args {
+    uint32_t *cells;
+    int dst, src;
+    uint32_t mul, add;
+} step_args;
+
+#define NONE (-1)
+
+static void step_kernel(const rill_block_ctx *ctx, const void *args) {
+    (void)ctx;
+    step_args a;
+    memcpy(&a, args, sizeof a);
+    uint32_t v = a.cells[a.dst] * a.mul + a.add;
+    if (a.src != NONE)
+        v += a.cells[a.src];
+    a.cells[a.dst] = v;
+}
+
+static rill_kernel *step_k, *count_k, *fail_k;
+
+/* Appends the kernel's tag to a log: the order the nodes ran in. */
+typedef struct log_args {
+    atomic_int *len;
+    int *log;
+    int tag;
+} log_args;
+
+static void count_kernel(const rill_block_ctx *ctx, const void *args) {
+    log_args a;
+    memcpy(&a, args, sizeof a);
+    (void)ctx;
+    int i = atomic_fetch_add(a.len, 1);
+    a.log[i] = a.tag;
+}
+
+static void fail_kernel(const rill_block_ctx *ctx, const void *args) {
+    (void)args;
+    rill_kernel_fail(ctx, "the input was bad");
+}
+
+static int setup(void **state) {
+    (void)state;
+    rill_kernel_desc d1 = {.name = "step", .cpu = step_kernel};
+    rill_kernel_desc d2 = {.name = "log", .cpu = count_kernel};
+    rill_kernel_desc d3 = {.name = "fails", .cpu = fail_kernel};
+    if (rill_kernel_create(&d1, &step_k) != RILL_OK || rill_kernel_create(&d2, &count_k) != RILL_OK ||
+        rill_kernel_create(&d3, &fail_k) != RILL_OK)
+        return -1;
+    return 0;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    rill_kernel_destroy(step_k);
+    rill_kernel_destroy(count_k);
+    rill_kernel_destroy(fail_k);
+    return rill_shutdown() == RILL_OK ? 0 : -1;
+}
+
+static void step(rill_stream *s, uint32_t *cells, int dst, int src, uint32_t mul, uint32_t add) {
+    step_args a = {cells, dst, src, mul, add};
+    rill_launch l = {.grid = {1, 1, 1}, .block = {1, 1, 1}, .args = &a, .args_size = sizeof a};
+    RT_OK(rill_launch_kernel(s, step_k, &l));
+}
+
+static void log_tag(rill_stream *s, atomic_int *len, int *log, int tag) {
+    log_args a = {len, log, tag};
+    rill_launch l = {.grid = {1, 1, 1}, .block = {1, 1, 1}, .args = &a, .args_size = sizeof a};
+    RT_OK(rill_launch_kernel(s, count_k, &l));
+}
+
+static int position(const int *log, int n, int tag) {
+    for (int i = 0; i < n; i++)
+        if (log[i] == tag)
+            return i;
+    return -1;
+}
+
+static void fork_to(rill_stream *from, rill_stream *to) {
+    rill_event *e;
+    RT_OK(rill_event_create(RILL_EVENT_DEFAULT, &e));
+    RT_OK(rill_event_record(e, from));
+    RT_OK(rill_stream_wait_event(to, e));
+    RT_OK(rill_event_destroy(e));
+}
+
+static rill_stream *named_stream(const char *name) {
+    rill_stream *s;
+    RT_OK(rill_stream_create(NULL, 0, &s));
+    RT_OK(rill_stream_set_name(s, name));
+    return s;
+}
+
+/* -------------------------------------------------------------- tests */
+
+/* Captured work does not run until launched, and runs at each launch. */
+static void test_capture_records_instead_of_running(void **state) {
+    (void)state;
+    rill_stream *s = named_stream("main");
+    uint32_t *cells;
+    RT_OK(rill_malloc(NULL, 4 * sizeof *cells, (void **)&cells));
+    memset(cells, 0, 4 * sizeof *cells);
+    RT_OK(rill_stream_begin_capture(s, RILL_CAPTURE_GLOBAL));
+    rill_capture_status cs;
+    RT_OK(rill_stream_get_capture_status(s, &cs));
+    assert_int_equal(cs, RILL_CAPTURE_ACTIVE);
+    step(s, cells, 0, NONE, 1, 1);
+    step(s, cells, 0, NONE, 2, 0);
+    rill_graph *g;
+    RT_OK(rill_stream_end_capture(s, &g));
+    RT_OK(rill_stream_get_capture_status(s, &cs));
+    assert_int_equal(cs, RILL_CAPTURE_NONE);
+    size_t n;
+    RT_OK(rill_graph_node_count(g, &n));
+    assert_int_equal(n, 2);
+    RT_OK(rill_stream_synchronize(s));
+    assert_int_equal(cells[0], 0); /* nothing ran at capture */
+    rill_graph_exec *x;
+    RT_OK(rill_graph_instantiate(g, &x));
+    RT_OK(rill_graph_destroy(g)); /* the exec outlives its graph */
+    uint32_t want = 0;
+    for (int i = 0; i < 5; i++) {
+        RT_OK(rill_graph_launch(x, s));
+        want = (want + 1) * 2;
+    }
+    RT_OK(rill_stream_synchronize(s));
+    assert_int_equal(cells[0], want);
+    RT_OK(rill_graph_exec_destroy(x));
+    RT_OK(rill_free(cells));
+    RT_OK(rill_stream_destroy(s));
+}
+
+/* s1 -> s2 -> s3, s3 joined back through s2, s2 back to s1 (seed 004's
+ * indirect capture); the launch keeps every captured order. */
+static void test_capture_nested_forks_join_through_middle(void **state) {
+    (void)state;
+    rill_stream *s1 = named_stream("s1"), *s2 = named_stream("s2"), *s3 = named_stream("s3");
+    atomic_int len = 0;
+    int log[16];
+    RT_OK(rill_stream_begin_capture(s1, RILL_CAPTURE_GLOBAL));
+    log_tag(s1, &len, log, 1);
+    fork_to(s1, s2);
+    log_tag(s2, &len, log, 2);
+    fork_to(s2, s3);
+    log_tag(s3, &len, log, 3);
+    log_tag(s2, &len, log, 4); /* concurrent with 3 */
+    fork_to(s3, s2);           /* s3 back to s2 */
+    log_tag(s2, &len, log, 5);
+    fork_to(s2, s1); /* s2 back to s1 */
+    log_tag(s1, &len, log, 6);
+    rill_graph *g;
+    RT_OK(rill_stream_end_capture(s1, &g));
+    size_t n;
+    RT_OK(rill_graph_node_count(g, &n));
+    assert_int_equal(n, 6);
+    rill_graph_exec *x;
+    RT_OK(rill_graph_instantiate(g, &x));
+    for (int rep = 0; rep < 50; rep++) {
+        atomic_store(&len, 0);
+        RT_OK(rill_graph_launch(x, s1));
+        RT_OK(rill_stream_synchronize(s1));
+        assert_int_equal(atomic_load(&len), 6);
+        int p1 = position(log, 6, 1), p2 = position(log, 6, 2), p3 = position(log, 6, 3),
+            p4 = position(log, 6, 4), p5 = position(log, 6, 5), p6 = position(log, 6, 6);
+        assert_true(p1 < p2 && p2 < p3 && p2 < p4 && p3 < p5 && p4 < p5 && p5 < p6);
+    }
+    char path[] = "/tmp/rill_test_graph_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    RT_OK(rill_graph_write_dot(g, path));
+    FILE *f = fopen(path, "r");
+    char buf[4096] = {0};
+    assert_true(fread(buf, 1, sizeof buf - 1, f) > 0);
+    fclose(f);
+    remove(path);
+    assert_non_null(strstr(buf, "digraph"));
+    assert_non_null(strstr(buf, "[s3]"));
+    assert_non_null(strstr(buf, "log"));
+    assert_non_null(strstr(buf, "->"));
+    RT_OK(rill_graph_destroy(g));
+    RT_OK(rill_graph_exec_destroy(x));
+    RT_OK(rill_stream_destroy(s1));
+    RT_OK(rill_stream_destroy(s2));
+    RT_OK(rill_stream_destroy(s3));
+}
+
+/* A forked stream not joined back, or given work after its last join:
+ * UNJOINED naming the stream; the capture ends and nothing ran. */
+static void test_capture_unjoined_names_stream(void **state) {
+    (void)state;
+    rill_stream *main_s = named_stream("main"), *side = named_stream("side");
+    uint32_t cells[2] = {0, 0};
+    for (int after_join = 0; after_join < 2; after_join++) {
+        RT_OK(rill_stream_begin_capture(main_s, RILL_CAPTURE_GLOBAL));
+        fork_to(main_s, side);
+        step(side, cells, 0, NONE, 1, 1);
+        if (after_join) {
+            fork_to(side, main_s);
+            step(side, cells, 0, NONE, 1, 1);
+            step(side, cells, 0, NONE, 1, 1);
+        }
+        rill_graph *g = (rill_graph *)&g;
+        RT_STATUS(RILL_ERROR_CAPTURE_UNJOINED, rill_stream_end_capture(main_s, &g));
+        assert_null(g);
+        assert_non_null(strstr(rill_last_error(), "'side'"));
+        assert_non_null(strstr(rill_last_error(), after_join ? "2 commands" : "1 command"));
+        assert_non_null(strstr(rill_last_error(), "'main'"));
+        rill_capture_status cs;
+        RT_OK(rill_stream_get_capture_status(side, &cs));
+        assert_int_equal(cs, RILL_CAPTURE_NONE);
+        RT_OK(rill_stream_get_capture_status(main_s, &cs));
+        assert_int_equal(cs, RILL_CAPTURE_NONE);
+    }
+    /* Both streams work as usual again, and nothing captured ran. */
+    step(side, cells, 1, NONE, 1, 7);
+    RT_OK(rill_stream_synchronize(side));
+    assert_int_equal(cells[0], 0);
+    assert_int_equal(cells[1], 7);
+    RT_OK(rill_stream_destroy(main_s));
+    RT_OK(rill_stream_destroy(side));
+}
+
+/* end_capture on a forked stream: UNMATCHED, the capture goes on. */
+static void test_capture_unmatched_leaves_capture(void **state) {
+    (void)state;
+    rill_stream *a = named_stream("a"), *b = named_stream("b");
+    uint32_t cells[1] = {0};
+    RT_OK(rill_stream_begin_capture(a, RILL_CAPTURE_GLOBAL));
+    fork_to(a, b);
+    step(b, cells, 0, NONE, 1, 3);
+    rill_graph *g;
+    RT_STATUS(RILL_ERROR_CAPTURE_UNMATCHED, rill_stream_end_capture(b, &g));
+    assert_non_null(strstr(rill_last_error(), "'a'"));
+    rill_capture_status cs;
+    RT_OK(rill_stream_get_capture_status(b, &cs));
+    assert_int_equal(cs, RILL_CAPTURE_ACTIVE);
+    fork_to(b, a);
+    RT_OK(rill_stream_end_capture(a, &g));
+    rill_graph_exec *x;
+    RT_OK(rill_graph_instantiate(g, &x));
+    RT_OK(rill_graph_launch(x, a));
+    RT_OK(rill_stream_synchronize(a));
+    assert_int_equal(cells[0], 3);
+    rill_stream *c = named_stream("c");
+    rill_graph *none;
+    RT_STATUS(RILL_ERROR_CAPTURE_UNMATCHED, rill_stream_end_capture(c, &none));
+    assert_null(none);
+    RT_OK(rill_graph_destroy(g));
+    RT_OK(rill_graph_exec_destroy(x));
+    RT_OK(rill_stream_destroy(a));
+    RT_OK(rill_stream_destroy(b));
+    RT_OK(rill_stream_destroy(c));
+}
+
+/* Synchronizing or querying a capturing stream, an event recorded in the
+ * capture, or the device: UNSUPPORTED in every mode, the capture is
+ * invalidated, its streams refuse work until end_capture says
+ * INVALIDATED, and nothing captured runs. */
+static void test_capture_sync_invalidates_in_every_mode(void **state) {
+    (void)state;
+    rill_stream *s = named_stream("s");
+    uint32_t cells[1] = {0};
+    rill_event *e;
+    RT_OK(rill_event_create(RILL_EVENT_DEFAULT, &e));
+    for (int mode = RILL_CAPTURE_GLOBAL; mode <= RILL_CAPTURE_RELAXED; mode++) {
+        for (int what = 0; what < 4; what++) {
+            RT_OK(rill_stream_begin_capture(s, (rill_capture_mode)mode));
+            step(s, cells, 0, NONE, 1, 1);
+            RT_OK(rill_event_record(e, s));
+            if (what == 0)
+                RT_STATUS(RILL_ERROR_CAPTURE_UNSUPPORTED, rill_stream_synchronize(s));
+            else if (what == 1)
+                RT_STATUS(RILL_ERROR_CAPTURE_UNSUPPORTED, rill_stream_query(s));
+            else if (what == 2)
+                RT_STATUS(RILL_ERROR_CAPTURE_UNSUPPORTED, rill_event_query(e));
+            else
+                RT_STATUS(RILL_ERROR_CAPTURE_UNSUPPORTED, rill_device_synchronize(NULL));
+            rill_capture_status cs;
+            RT_OK(rill_stream_get_capture_status(s, &cs));
+            assert_int_equal(cs, RILL_CAPTURE_INVALIDATED);
+            step_args a = {cells, 0, NONE, 1, 1};
+            rill_launch l = {.grid = {1, 1, 1}, .args = &a, .args_size = sizeof a};
+            RT_STATUS(RILL_ERROR_CAPTURE_UNSUPPORTED, rill_launch_kernel(s, step_k, &l));
+            rill_graph *g;
+            RT_STATUS(RILL_ERROR_CAPTURE_INVALIDATED, rill_stream_end_capture(s, &g));
+            assert_null(g);
+        }
+    }
+    RT_OK(rill_stream_synchronize(s));
+    RT_OK(rill_event_query(e)); /* recorded only in ended captures: as if never */
+    assert_int_equal(cells[0], 0);
+    RT_OK(rill_event_destroy(e));
+    RT_OK(rill_stream_destroy(s));
+}
+
+typedef struct unsafe_call {
+    rill_capture_mode thread_mode;
+    rill_status malloc_status;
+    rill_status memcpy_status;
+} unsafe_call;
+
+static void *other_thread_unsafe(void *p) {
+    unsafe_call *u = p;
+    rill_capture_mode m = u->thread_mode;
+    rill_thread_exchange_capture_mode(&m);
+    void *q = NULL;
+    u->malloc_status = rill_malloc(NULL, 64, &q);
+    if (q != NULL)
+        rill_free(q);
+    static float src[4], dst[4];
+    float *d = NULL;
+    if (rill_malloc(NULL, sizeof src, (void **)&d) == RILL_OK) {
+        u->memcpy_status = rill_memcpy(d, src, sizeof src);
+        rill_free(d);
+    } else {
+        u->memcpy_status = rill_memcpy(dst, src, sizeof src); /* host to host: always fine */
+    }
+    return NULL;
+}
+
+static rill_status unsafe_from_thread(rill_capture_mode thread_mode) {
+    unsafe_call u = {.thread_mode = thread_mode};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, other_thread_unsafe, &u), 0);
+    pthread_join(t, NULL);
+    return u.malloc_status;
+}
+
+/* The contract's rule: a thread T may make an unsafe call unless T is
+ * GLOBAL and a GLOBAL capture is active anywhere, or T (GLOBAL or
+ * THREAD_LOCAL) itself has a GLOBAL or THREAD_LOCAL capture active. */
+static void test_capture_modes_decide_unsafe_calls(void **state) {
+    (void)state;
+    rill_stream *s = named_stream("cap");
+    static const struct {
+        rill_capture_mode capture, other_thread;
+        rill_status expect;
+    } cases[] = {
+        {RILL_CAPTURE_GLOBAL, RILL_CAPTURE_GLOBAL, RILL_ERROR_CAPTURE_UNSUPPORTED},
+        {RILL_CAPTURE_GLOBAL, RILL_CAPTURE_THREAD_LOCAL, RILL_OK},
+        {RILL_CAPTURE_GLOBAL, RILL_CAPTURE_RELAXED, RILL_OK},
+        {RILL_CAPTURE_THREAD_LOCAL, RILL_CAPTURE_GLOBAL, RILL_OK},
+        {RILL_CAPTURE_RELAXED, RILL_CAPTURE_GLOBAL, RILL_OK},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        RT_OK(rill_stream_begin_capture(s, cases[i].capture));
+        rill_status st = unsafe_from_thread(cases[i].other_thread);
+        assert_int_equal(st, cases[i].expect);
+        rill_capture_status cs;
+        RT_OK(rill_stream_get_capture_status(s, &cs));
+        assert_int_equal(cs, st == RILL_OK ? RILL_CAPTURE_ACTIVE : RILL_CAPTURE_INVALIDATED);
+        rill_graph *g;
+        rill_status end = rill_stream_end_capture(s, &g);
+        assert_int_equal(end, st == RILL_OK ? RILL_OK : RILL_ERROR_CAPTURE_INVALIDATED);
+        if (g != NULL)
+            RT_OK(rill_graph_destroy(g));
+    }
+    /* The capturing thread itself: forbidden under GLOBAL and THREAD_LOCAL
+     * captures unless it switches itself to RELAXED; allowed under a
+     * RELAXED capture. */
+    for (int mode = RILL_CAPTURE_GLOBAL; mode <= RILL_CAPTURE_RELAXED; mode++) {
+        void *p = NULL;
+        RT_OK(rill_stream_begin_capture(s, (rill_capture_mode)mode));
+        rill_capture_mode relaxed = RILL_CAPTURE_RELAXED;
+        RT_OK(rill_thread_exchange_capture_mode(&relaxed));
+        assert_int_equal(relaxed, RILL_CAPTURE_GLOBAL);
+        RT_OK(rill_malloc(NULL, 64, &p)); /* runs at once */
+        RT_OK(rill_free(p));
+        RT_OK(rill_thread_exchange_capture_mode(&relaxed));
+        rill_status st = rill_malloc(NULL, 64, &p);
+        if (mode == RILL_CAPTURE_RELAXED) {
+            RT_OK(st);
+            RT_OK(rill_free(p));
+        } else {
+            assert_int_equal(st, RILL_ERROR_CAPTURE_UNSUPPORTED);
+            assert_non_null(strstr(rill_last_error(), "RILL_CAPTURE_RELAXED"));
+        }
+        rill_graph *g;
+        rill_status end = rill_stream_end_capture(s, &g);
+        assert_int_equal(end, mode == RILL_CAPTURE_RELAXED ? RILL_OK : RILL_ERROR_CAPTURE_INVALIDATED);
+        if (g != NULL)
+            RT_OK(rill_graph_destroy(g));
+    }
+    rill_capture_mode bad = (rill_capture_mode)7;
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_thread_exchange_capture_mode(&bad));
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_thread_exchange_capture_mode(NULL));
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_stream_begin_capture(s, bad));
+    RT_OK(rill_stream_destroy(s));
+}
+
+/* Freeing memory the capture uses is unsafe; other memory frees freely. */
+static void test_capture_free_of_used_memory_is_unsafe(void **state) {
+    (void)state;
+    rill_stream *s = named_stream("s");
+    uint32_t *used, *unused;
+    RT_OK(rill_malloc(NULL, 64, (void **)&used));
+    RT_OK(rill_malloc(NULL, 64, (void **)&unused));
+    RT_OK(rill_stream_begin_capture(s, RILL_CAPTURE_THREAD_LOCAL));
+    RT_OK(rill_memset_async(used, 0, 64, s));
+    RT_OK(rill_free(unused));
+    RT_STATUS(RILL_ERROR_CAPTURE_UNSUPPORTED, rill_free(used));
+    rill_graph *g;
+    RT_STATUS(RILL_ERROR_CAPTURE_INVALIDATED, rill_stream_end_capture(s, &g));
+    RT_OK(rill_free(used)); /* refused above: still allocated */
+    RT_OK(rill_stream_destroy(s));
+}
+
+/* Waiting during capture on an event recorded outside it, or in another
+ * capture: ISOLATION; a never-recorded event still does nothing. */
+static void test_capture_isolation(void **state) {
+    (void)state;
+    rill_stream *a = named_stream("a"), *b = named_stream("b"), *c = named_stream("c");
+    rill_event *outside, *never, *in_b;
+    RT_OK(rill_event_create(RILL_EVENT_DEFAULT, &outside));
+    RT_OK(rill_event_create(RILL_EVENT_DEFAULT, &never));
+    RT_OK(rill_event_create(RILL_EVENT_DEFAULT, &in_b));
+    uint32_t cells[1] = {0};
+    step(c, cells, 0, NONE, 1, 1);
+    RT_OK(rill_event_record(outside, c));
+    RT_OK(rill_stream_begin_capture(a, RILL_CAPTURE_GLOBAL));
+    RT_OK(rill_stream_begin_capture(b, RILL_CAPTURE_GLOBAL));
+    RT_OK(rill_event_record(in_b, b));
+    RT_STATUS(RILL_ERROR_CAPTURE_ISOLATION, rill_stream_wait_event(a, outside));
+    RT_STATUS(RILL_ERROR_CAPTURE_ISOLATION, rill_stream_wait_event(a, in_b));
+    RT_STATUS(RILL_ERROR_CAPTURE_ISOLATION, rill_stream_wait_stream(a, b));
+    RT_STATUS(RILL_ERROR_CAPTURE_ISOLATION, rill_stream_wait_stream(a, c));
+    RT_OK(rill_stream_wait_event(a, never));
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_stream_begin_capture(a, RILL_CAPTURE_GLOBAL));
+    rill_graph *ga, *gb;
+    RT_OK(rill_stream_end_capture(a, &ga));
+    RT_OK(rill_stream_end_capture(b, &gb));
+    RT_OK(rill_graph_destroy(ga));
+    RT_OK(rill_graph_destroy(gb));
+    RT_OK(rill_stream_synchronize(c));
+    RT_OK(rill_event_destroy(outside));
+    RT_OK(rill_event_destroy(never));
+    RT_OK(rill_event_destroy(in_b));
+    RT_OK(rill_stream_destroy(a));
+    RT_OK(rill_stream_destroy(b));
+    RT_OK(rill_stream_destroy(c));
+}
+
+typedef struct end_call {
+    rill_stream *s;
+    rill_status status;
+    rill_graph *g;
+} end_call;
+
+static void *end_elsewhere(void *p) {
+    end_call *e = p;
+    e->status = rill_stream_end_capture(e->s, &e->g);
+    return NULL;
+}
+
+/* A capture not begun RELAXED ends only on its thread. */
+static void test_capture_wrong_thread(void **state) {
+    (void)state;
+    rill_stream *s = named_stream("s");
+    for (int mode = RILL_CAPTURE_GLOBAL; mode <= RILL_CAPTURE_RELAXED; mode++) {
+        RT_OK(rill_stream_begin_capture(s, (rill_capture_mode)mode));
+        end_call e = {.s = s};
+        pthread_t t;
+        assert_int_equal(pthread_create(&t, NULL, end_elsewhere, &e), 0);
+        pthread_join(t, NULL);
+        rill_capture_status cs;
+        RT_OK(rill_stream_get_capture_status(s, &cs));
+        assert_int_equal(cs, RILL_CAPTURE_NONE);
+        if (mode == RILL_CAPTURE_RELAXED) {
+            assert_int_equal(e.status, RILL_OK);
+            RT_OK(rill_graph_destroy(e.g));
+        } else {
+            assert_int_equal(e.status, RILL_ERROR_CAPTURE_WRONG_THREAD);
+            assert_null(e.g);
+        }
+    }
+    RT_OK(rill_stream_destroy(s));
+}
+
+/* Seed 004's shape with fresh inputs copied in before each of 1000
+ * replays: out = in * 3 + 5 computed on a side stream. */
+static void test_graph_replays_with_fresh_inputs(void **state) {
+    (void)state;
+    enum { N = 64 };
+    rill_stream *s1 = named_stream("s1"), *s2 = named_stream("s2");
+    float *in_h, *out_h, *in_d, *tmp_d, *out_d;
+    RT_OK(rill_malloc_host(N * sizeof(float), (void **)&in_h));
+    RT_OK(rill_malloc_host(N * sizeof(float), (void **)&out_h));
+    RT_OK(rill_malloc(NULL, N * sizeof(float), (void **)&in_d));
+    RT_OK(rill_malloc(NULL, N * sizeof(float), (void **)&tmp_d));
+    RT_OK(rill_malloc(NULL, N * sizeof(float), (void **)&out_d));
+    RT_OK(rill_stream_begin_capture(s1, RILL_CAPTURE_GLOBAL));
+    RT_OK(rill_memcpy_async(in_d, in_h, N * sizeof(float), s1));
+    fork_to(s1, s2);
+    RT_OK(rill_op_add_f32(s2, tmp_d, in_d, in_d, 2.0f, N)); /* 3 * in */
+    RT_OK(rill_op_add_scalar_f32(s2, out_d, tmp_d, 5.0f, N));
+    fork_to(s2, s1);
+    RT_OK(rill_memcpy_async(out_h, out_d, N * sizeof(float), s1));
+    rill_graph *g;
+    RT_OK(rill_stream_end_capture(s1, &g));
+    rill_graph_exec *x;
+    RT_OK(rill_graph_instantiate(g, &x));
+    RT_OK(rill_graph_destroy(g));
+    for (int rep = 0; rep < 1000; rep++) {
+        for (int i = 0; i < N; i++)
+            in_h[i] = (float)(rep + i);
+        RT_OK(rill_graph_launch(x, s1));
+        RT_OK(rill_stream_synchronize(s1));
+        for (int i = 0; i < N; i++)
+            if (out_h[i] != (float)(rep + i) * 3.0f + 5.0f)
+                fail_msg("replay %d: out[%d] = %g, expected %g", rep, i, (double)out_h[i],
+                         (double)((float)(rep + i) * 3.0f + 5.0f));
+    }
+    RT_OK(rill_graph_exec_destroy(x));
+    RT_OK(rill_free(in_d));
+    RT_OK(rill_free(tmp_d));
+    RT_OK(rill_free(out_d));
+    RT_OK(rill_free_host(in_h));
+    RT_OK(rill_free_host(out_h));
+    RT_OK(rill_stream_destroy(s1));
+    RT_OK(rill_stream_destroy(s2));
+}
+
+static void host_add(void *p) {
+    atomic_fetch_add((atomic_int *)p, 1);
+}
+
+/* Every node kind by hand, update with new parameters, and refusals. */
+static void test_graph_by_hand_and_update(void **state) {
+    (void)state;
+    rill_stream *s = named_stream("s");
+    uint32_t *cells;
+    RT_OK(rill_malloc(NULL, 8 * sizeof *cells, (void **)&cells));
+    uint32_t src[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    atomic_int hits = 0;
+    rill_event *rec;
+    RT_OK(rill_event_create(RILL_EVENT_DEFAULT, &rec));
+    rill_graph *g[2];
+    for (int k = 0; k < 2; k++) {
+        RT_OK(rill_graph_create(&g[k]));
+        rill_graph_node *set, *cpy, *kern, *host, *empty, *recn;
+        RT_OK(rill_graph_add_memset_node(g[k], NULL, 0, cells, 0, 8 * sizeof *cells, &set));
+        RT_OK(rill_graph_add_memcpy_node(g[k], &set, 1, cells, src, (k + 1) * sizeof *cells, &cpy));
+        step_args a = {cells, 7, 0, 1, k == 0 ? 100u : 200u};
+        rill_launch l = {.grid = {1, 1, 1}, .args = &a, .args_size = sizeof a};
+        RT_OK(rill_graph_add_kernel_node(g[k], &cpy, 1, step_k, &l, &kern));
+        RT_OK(rill_graph_add_host_node(g[k], &cpy, 1, host_add, &hits, &host));
+        rill_graph_node *both[2] = {kern, host};
+        RT_OK(rill_graph_add_empty_node(g[k], both, 2, &empty));
+        RT_OK(rill_graph_add_event_record_node(g[k], &empty, 1, rec, &recn));
+        size_t n;
+        RT_OK(rill_graph_node_count(g[k], &n));
+        assert_int_equal(n, 6);
+    }
+    rill_graph_exec *x;
+    RT_OK(rill_graph_instantiate(g[0], &x));
+    RT_OK(rill_graph_launch(x, s));
+    RT_OK(rill_event_synchronize(rec));
+    assert_int_equal(cells[0], 1);
+    assert_int_equal(cells[1], 0);
+    assert_int_equal(cells[7], 101);
+    assert_int_equal(atomic_load(&hits), 1);
+    RT_OK(rill_graph_exec_update(x, g[1]));
+    RT_OK(rill_graph_launch(x, s));
+    RT_OK(rill_stream_synchronize(s));
+    assert_int_equal(cells[1], 2);
+    assert_int_equal(cells[7], 201);
+    assert_int_equal(atomic_load(&hits), 2);
+    /* A different topology is refused with what differs. */
+    rill_graph *other;
+    RT_OK(rill_graph_create(&other));
+    rill_graph_node *e1;
+    RT_OK(rill_graph_add_empty_node(other, NULL, 0, &e1));
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_graph_exec_update(x, other));
+    assert_non_null(strstr(rill_last_error(), "1 nodes"));
+    /* Bad arguments. */
+    rill_graph_node *bad;
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_graph_add_empty_node(other, NULL, 1, &bad));
+    rill_graph_node *foreign = NULL;
+    RT_OK(rill_graph_add_empty_node(g[0], NULL, 0, &foreign));
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_graph_add_empty_node(other, &foreign, 1, &bad));
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_graph_add_host_node(other, NULL, 0, NULL, NULL, &bad));
+    rill_graph_exec *none;
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_graph_instantiate(NULL, &none));
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_graph_launch(NULL, s));
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_graph_write_dot(other, NULL));
+    RT_OK(rill_graph_destroy(other));
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_graph_destroy(other));
+    RT_OK(rill_graph_destroy(g[0]));
+    RT_OK(rill_graph_destroy(g[1]));
+    RT_OK(rill_graph_exec_destroy(x));
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_graph_exec_destroy(x));
+    RT_OK(rill_event_destroy(rec));
+    RT_OK(rill_free(cells));
+    RT_OK(rill_stream_destroy(s));
+}
+
+/* Allocation during capture: private to the graph, reused inside it in
+ * stream order, at the same addresses for every replay, refused to
+ * rill_free, and returned to the device when the graph and exec go. */
+static void test_graph_private_memory(void **state) {
+    (void)state;
+    rill_stream *s = named_stream("s");
+    rill_mem_stats before, after;
+    RT_OK(rill_stream_synchronize(s));
+    RT_OK(rill_mem_get_stats(NULL, &before));
+    float *out;
+    RT_OK(rill_malloc(NULL, 16 * sizeof(float), (void **)&out));
+    RT_OK(rill_stream_begin_capture(s, RILL_CAPTURE_GLOBAL));
+    float *t1, *t2, *t3;
+    RT_OK(rill_malloc_async(1024, s, (void **)&t1));
+    RT_OK(rill_op_fill_f32(s, t1, 2.0f, 16));
+    RT_OK(rill_malloc_async(1024, s, (void **)&t2));
+    assert_ptr_not_equal(t1, t2); /* t1 still live */
+    RT_OK(rill_op_add_scalar_f32(s, t2, t1, 1.0f, 16));
+    RT_OK(rill_free_async(t1, s));
+    RT_OK(rill_malloc_async(1024, s, (void **)&t3));
+    assert_ptr_equal(t3, t1); /* freed earlier on the same stream: reused */
+    RT_OK(rill_op_mul_f32(s, t3, t2, t2, 16));
+    RT_OK(rill_op_add_f32(s, out, t3, t2, 1.0f, 16)); /* 9 + 3 */
+    RT_OK(rill_free_async(t2, s));
+    RT_OK(rill_free_async(t3, s));
+    rill_graph *g;
+    RT_OK(rill_stream_end_capture(s, &g));
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_free(t1));
+    rill_graph_exec *x;
+    RT_OK(rill_graph_instantiate(g, &x));
+    RT_OK(rill_graph_destroy(g));
+    for (int rep = 0; rep < 3; rep++) {
+        memset(out, 0, 16 * sizeof(float));
+        RT_OK(rill_graph_launch(x, s));
+        RT_OK(rill_stream_synchronize(s));
+        for (int i = 0; i < 16; i++)
+            assert_true(out[i] == 12.0f);
+    }
+    RT_OK(rill_graph_exec_destroy(x));
+    RT_OK(rill_free(out));
+    RT_OK(rill_device_synchronize(NULL));
+    RT_OK(rill_mem_get_stats(NULL, &after));
+    assert_int_equal(after.allocated_bytes, before.allocated_bytes);
+    RT_OK(rill_stream_destroy(s));
+}
+
+/* A kernel failing inside a launch fails the stream like an eager one. */
+static void test_graph_kernel_failure_is_sticky(void **state) {
+    (void)state;
+    rill_stream *s = named_stream("s"), *side = named_stream("side");
+    uint32_t cells[2] = {0, 0};
+    RT_OK(rill_stream_begin_capture(s, RILL_CAPTURE_GLOBAL));
+    fork_to(s, side);
+    rill_launch l = {.grid = {1, 1, 1}};
+    RT_OK(rill_launch_kernel(side, fail_k, &l));
+    step(s, cells, 1, NONE, 1, 1);
+    fork_to(side, s);
+    step(s, cells, 0, NONE, 1, 1); /* after the failure: skipped */
+    rill_graph *g;
+    RT_OK(rill_stream_end_capture(s, &g));
+    rill_graph_exec *x;
+    RT_OK(rill_graph_instantiate(g, &x));
+    RT_OK(rill_graph_launch(x, s));
+    RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(s));
+    assert_non_null(strstr(rill_last_error(), "fails"));
+    assert_non_null(strstr(rill_last_error(), "the input was bad"));
+    assert_int_equal(cells[0], 0);
+    RT_OK(rill_stream_clear_error(s));
+    step(s, cells, 0, NONE, 1, 5);
+    RT_OK(rill_stream_synchronize(s));
+    assert_int_equal(cells[0], 5);
+    RT_OK(rill_graph_destroy(g));
+    RT_OK(rill_graph_exec_destroy(x));
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(rill_stream_destroy(side));
+}
+
+/* rill_shutdown with a capture active: nothing captured runs, the next
+ * runtime works. */
+static void test_capture_abandoned_by_shutdown(void **state) {
+    (void)state;
+    rill_stream *s = named_stream("s");
+    uint32_t cells[1] = {0};
+    RT_OK(rill_stream_begin_capture(s, RILL_CAPTURE_GLOBAL));
+    step(s, cells, 0, NONE, 1, 1);
+    RT_OK(rill_kernel_destroy(step_k));
+    RT_OK(rill_kernel_destroy(count_k));
+    RT_OK(rill_kernel_destroy(fail_k));
+    RT_OK(rill_shutdown());
+    assert_int_equal(cells[0], 0);
+    assert_int_equal(setup(NULL), 0);
+    s = named_stream("again");
+    step(s, cells, 0, NONE, 1, 4);
+    RT_OK(rill_stream_synchronize(s));
+    assert_int_equal(cells[0], 4);
+    RT_OK(rill_stream_destroy(s));
+}
+
+/* ------------------------------------------------- random programs */
+
+enum { RS = 4, RCELLS = 4 * 8 };
+
+typedef struct rop {
+    int kind; /* 0: step, 1: cross-stream add through a mailbox */
+    int stream, other;
+    uint32_t mul, add;
+} rop;
+
+/* Runs prog on streams s[0..RS); stream j owns cells [8j, 8j + 8);
+ * mailbox cells come after them. Every stream is joined back to s[0]. */
+static void run_program(rill_stream **s, uint32_t *cells, const rop *prog, int n) {
+    int mail = RS * 8;
+    for (int k = 1; k < RS; k++)
+        fork_to(s[0], s[k]);
+    for (int i = 0; i < n; i++) {
+        const rop *o = &prog[i];
+        int own = o->stream * 8;
+        if (o->kind == 0) {
+            step(s[o->stream], cells, own, NONE, o->mul, o->add);
+        } else {
+            /* other copies its cell to a fresh mailbox; stream adds it */
+            step(s[o->other], cells, mail, NONE, 0, 0);
+            step(s[o->other], cells, mail, o->other * 8, 1, 0);
+            fork_to(s[o->other], s[o->stream]);
+            step(s[o->stream], cells, own, mail, o->mul, o->add);
+            mail++;
+        }
+    }
+    for (int k = 1; k < RS; k++)
+        fork_to(s[k], s[0]);
+}
+
+static void test_graph_random_programs_match_eager(void **state) {
+    (void)state;
+    rill_stream *s[RS];
+    char name[8];
+    for (int k = 0; k < RS; k++) {
+        snprintf(name, sizeof name, "r%d", k);
+        s[k] = named_stream(name);
+    }
+    uint32_t seed = 12345;
+    enum { OPS = 40 };
+    uint32_t *cells;
+    RT_OK(rill_malloc(NULL, (RCELLS + OPS) * sizeof *cells, (void **)&cells));
+    uint32_t eager[RCELLS];
+    for (int trial = 0; trial < 40; trial++) {
+        rop prog[OPS];
+        for (int i = 0; i < OPS; i++) {
+            seed = seed * 1664525u + 1013904223u;
+            prog[i].kind = (seed >> 8) % 3 == 0;
+            prog[i].stream = (int)((seed >> 12) % RS);
+            prog[i].other = (prog[i].stream + 1 + (int)((seed >> 16) % (RS - 1))) % RS;
+            prog[i].mul = 1 + (seed >> 20) % 5;
+            prog[i].add = (seed >> 24) % 7;
+        }
+        memset(cells, 0, (RCELLS + OPS) * sizeof *cells);
+        run_program(s, cells, prog, OPS);
+        RT_OK(rill_stream_synchronize(s[0]));
+        memcpy(eager, cells, sizeof eager);
+        RT_OK(rill_stream_begin_capture(s[0], RILL_CAPTURE_GLOBAL));
+        run_program(s, cells, prog, OPS);
+        rill_graph *g;
+        RT_OK(rill_stream_end_capture(s[0], &g));
+        rill_graph_exec *x;
+        RT_OK(rill_graph_instantiate(g, &x));
+        RT_OK(rill_graph_destroy(g));
+        for (int rep = 0; rep < 3; rep++) {
+            memset(cells, 0, (RCELLS + OPS) * sizeof *cells);
+            RT_OK(rill_graph_launch(x, s[rep % RS]));
+            RT_OK(rill_stream_synchronize(s[rep % RS]));
+            if (memcmp(cells, eager, sizeof eager) != 0)
+                fail_msg("trial %d replay %d differs from the eager run", trial, rep);
+        }
+        RT_OK(rill_graph_exec_destroy(x));
+    }
+    RT_OK(rill_free(cells));
+    for (int k = 0; k < RS; k++)
+        RT_OK(rill_stream_destroy(s[k]));
+}
+
+/* A wide fan-out with multi-block kernels runs every block once. */
+static void count_blocks(const rill_block_ctx *ctx, const void *args) {
+    atomic_int *hits;
+    memcpy(&hits, args, sizeof hits);
+    atomic_fetch_add(&hits[ctx->block_idx.x], 1);
+}
+
+static void test_graph_fan_out_runs_every_block_once(void **state) {
+    (void)state;
+    rill_kernel *k;
+    rill_kernel_desc d = {.name = "count_blocks", .cpu = count_blocks};
+    RT_OK(rill_kernel_create(&d, &k));
+    enum { FAN = 300, BLOCKS = 64 };
+    static atomic_int hits[FAN][BLOCKS];
+    memset(hits, 0, sizeof hits);
+    rill_graph *g;
+    RT_OK(rill_graph_create(&g));
+    rill_graph_node *root, *sink, *mid[FAN];
+    RT_OK(rill_graph_add_empty_node(g, NULL, 0, &root));
+    for (int i = 0; i < FAN; i++) {
+        atomic_int *h = hits[i];
+        rill_launch l = {.grid = {i % 3 == 0 ? BLOCKS : 1, 1, 1}, .args = &h, .args_size = sizeof h};
+        RT_OK(rill_graph_add_kernel_node(g, &root, 1, k, &l, &mid[i]));
+    }
+    RT_OK(rill_graph_add_empty_node(g, mid, FAN, &sink));
+    rill_graph_exec *x;
+    RT_OK(rill_graph_instantiate(g, &x));
+    rill_stream *s = named_stream("fan");
+    for (int rep = 1; rep <= 20; rep++) {
+        RT_OK(rill_graph_launch(x, s));
+        RT_OK(rill_stream_synchronize(s));
+        for (int i = 0; i < FAN; i++)
+            for (int b = 0; b < (i % 3 == 0 ? BLOCKS : 1); b++)
+                if (atomic_load(&hits[i][b]) != rep)
+                    fail_msg("launch %d: node %d block %d ran %d times", rep, i, b,
+                             atomic_load(&hits[i][b]));
+    }
+    RT_OK(rill_graph_destroy(g));
+    RT_OK(rill_graph_exec_destroy(x));
+    RT_OK(rill_kernel_destroy(k));
+    RT_OK(rill_stream_destroy(s));
+}
+
+int main(int argc, char **argv) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_capture_records_instead_of_running),
+        cmocka_unit_test(test_capture_nested_forks_join_through_middle),
+        cmocka_unit_test(test_capture_unjoined_names_stream),
+        cmocka_unit_test(test_capture_unmatched_leaves_capture),
+        cmocka_unit_test(test_capture_sync_invalidates_in_every_mode),
+        cmocka_unit_test(test_capture_modes_decide_unsafe_calls),
+        cmocka_unit_test(test_capture_free_of_used_memory_is_unsafe),
+        cmocka_unit_test(test_capture_isolation),
+        cmocka_unit_test(test_capture_wrong_thread),
+        cmocka_unit_test(test_graph_replays_with_fresh_inputs),
+        cmocka_unit_test(test_graph_by_hand_and_update),
+        cmocka_unit_test(test_graph_private_memory),
+        cmocka_unit_test(test_graph_kernel_failure_is_sticky),
+        cmocka_unit_test(test_graph_random_programs_match_eager),
+        cmocka_unit_test(test_graph_fan_out_runs_every_block_once),
+        cmocka_unit_test(test_capture_abandoned_by_shutdown),
+    };
+    if (argc > 1)
+        cmocka_set_test_filter(argv[1]);
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
