@@ -601,11 +601,11 @@ static void test_graph_by_hand_and_update(void **state) {
     RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_graph_launch(NULL, s));
     RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_graph_write_dot(other, NULL));
     RT_OK(rill_graph_destroy(other));
-    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_graph_destroy(other));
     RT_OK(rill_graph_destroy(g[0]));
     RT_OK(rill_graph_destroy(g[1]));
     RT_OK(rill_graph_exec_destroy(x));
-    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_graph_exec_destroy(x));
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_graph_exec_destroy(NULL));
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_graph_destroy(NULL));
     RT_OK(rill_event_destroy(rec));
     RT_OK(rill_free(cells));
     RT_OK(rill_stream_destroy(s));
