@@ -583,7 +583,8 @@ rill_status rill__capture_wait_stream(rill_stream *s, rill_stream *other, bool *
         if (nodes == NULL) {
             st = rill__fail(RILL_ERROR_OUT_OF_MEMORY, "rill_stream_wait_stream: out of memory");
         } else {
-            memcpy(nodes, ocs->tail, n * sizeof *nodes);
+            if (n > 0)
+                memcpy(nodes, ocs->tail, n * sizeof *nodes);
             st = join(oc, sc, s, nodes, n, "rill_stream_wait_stream");
             rill__free(nodes);
         }
