@@ -126,6 +126,7 @@ typedef struct rill__xrun {
     _Atomic int named;     /* failed_node is being or has been written */
     char failed_node[96];  /* the kernel that failed, for the stream's sentence */
     uint32_t last_tail;    /* slots the previous launch used (to clear) */
+    _Atomic int woken; /* sleeping workers were woken for this launch */
 } rill__xrun;
 
 struct rill_graph_exec {

@@ -34,6 +34,8 @@ void rill__thread_yield(void);
 
 /* Sleeps while *word == expected (a spurious return is allowed). */
 void rill__futex_wait(_Atomic uint32_t *word, uint32_t expected);
+/* The same, returning after at most timeout_ns as well. */
+void rill__futex_wait_for(_Atomic uint32_t *word, uint32_t expected, uint64_t timeout_ns);
 /* Wakes up to `count` threads sleeping on word (INT32_MAX for all). */
 void rill__futex_wake(_Atomic uint32_t *word, int count);
 

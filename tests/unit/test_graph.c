@@ -834,6 +834,53 @@ static void test_graph_fan_out_runs_every_block_once(void **state) {
     RT_OK(rill_stream_destroy(s));
 }
 
+/* Independent branches of a launch run at the same time: each of two host
+ * nodes waits (with a deadline) until the other has started. */
+typedef struct rendezvous {
+    atomic_int arrived;
+    atomic_int missed;
+} rendezvous;
+
+static void meet(void *p) {
+    rendezvous *r = p;
+    atomic_fetch_add(&r->arrived, 1);
+    uint64_t deadline = rt_now_ns() + 5000000000ull;
+    while (atomic_load(&r->arrived) < 2)
+        if (rt_now_ns() > deadline) {
+            atomic_store(&r->missed, 1);
+            return;
+        }
+}
+
+static void test_graph_branches_run_concurrently(void **state) {
+    (void)state;
+    rill_device_info info;
+    RT_OK(rill_device_get_info(NULL, &info));
+    if (info.compute_units < 2)
+        skip();
+    rendezvous rv;
+    rill_graph *g;
+    RT_OK(rill_graph_create(&g));
+    rill_graph_node *root, *a, *b;
+    RT_OK(rill_graph_add_empty_node(g, NULL, 0, &root));
+    RT_OK(rill_graph_add_host_node(g, &root, 1, meet, &rv, &a));
+    RT_OK(rill_graph_add_host_node(g, &root, 1, meet, &rv, &b));
+    rill_graph_exec *x;
+    RT_OK(rill_graph_instantiate(g, &x));
+    rill_stream *s = named_stream("s");
+    for (int rep = 0; rep < 3; rep++) {
+        atomic_store(&rv.arrived, 0);
+        atomic_store(&rv.missed, 0);
+        RT_OK(rill_graph_launch(x, s));
+        RT_OK(rill_stream_synchronize(s));
+        assert_int_equal(atomic_load(&rv.arrived), 2);
+        assert_int_equal(atomic_load(&rv.missed), 0);
+    }
+    RT_OK(rill_graph_destroy(g));
+    RT_OK(rill_graph_exec_destroy(x));
+    RT_OK(rill_stream_destroy(s));
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_capture_records_instead_of_running),
@@ -851,6 +898,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_graph_kernel_failure_is_sticky),
         cmocka_unit_test(test_graph_random_programs_match_eager),
         cmocka_unit_test(test_graph_fan_out_runs_every_block_once),
+        cmocka_unit_test(test_graph_branches_run_concurrently),
         cmocka_unit_test(test_capture_abandoned_by_shutdown),
     };
     if (argc > 1)

@@ -84,6 +84,7 @@ typedef struct cpu_stream {
 typedef struct cpu_worker {
     struct cpu_device *d;
     int index;
+    unsigned naps; /* timed sleeps in a row that found no graph work */
     rill__thread thread;
 } cpu_worker;
 
@@ -104,6 +105,7 @@ typedef struct cpu_device {
     /* atomic */
     alignas(64) _Atomic int num_launches; /* entries in launches */
     _Atomic int graph_work; /* published, unclaimed graph nodes (a hint) */
+    _Atomic int num_graph_runs; /* entries in graph_runs */
     alignas(64) _Atomic uint32_t work_gen; /* futex word idle workers sleep on */
     _Atomic int sleepers;
     _Atomic int idle;     /* workers in idle_wait, spinning or asleep */

@@ -13,6 +13,13 @@
  * atomics per chunk, not per node. Multi-block kernel nodes hand out their
  * blocks like ordinary launches do.
  *
+ * Waking a sleeping worker costs the waker a system call and the sleeper
+ * tens of microseconds, so a launch wakes sleeping workers once, at its
+ * first publication; workers that go back to sleep while a launch runs
+ * nap (cpu_sched.c), so nodes published later find a worker even while
+ * their publisher runs a long node, and the publisher never pays for
+ * another wake-up. Spinning workers see published nodes at once.
+ *
  * The worker that completes the last node finishes the command, once every
  * other worker has left the run (they leave as soon as nothing is left to
  * claim), and carries on with the stream, as the last block of a
@@ -51,7 +58,9 @@ static void publish(cpu_device *d, rill__xrun *r, gworker *g) {
         atomic_store_explicit(&r->ready[base + i], g->out[i] + 1, memory_order_release);
     g->num_out = 0;
     atomic_fetch_add_explicit(&d->graph_work, (int)k, memory_order_relaxed);
-    rill__cpu_wake_workers(d, (int)k);
+    if (!atomic_load_explicit(&r->woken, memory_order_relaxed) &&
+        !atomic_exchange_explicit(&r->woken, 1, memory_order_relaxed))
+        rill__cpu_wake_workers(d, d->num_workers - 1);
 }
 
 static void make_ready(cpu_device *d, rill__xrun *r, gworker *g, uint32_t j) {
@@ -163,7 +172,14 @@ static bool run_node(cpu_device *d, gworker *g, rill_graph_exec *x, uint32_t i) 
     bool skip = atomic_load_explicit(&r->ls.failed, memory_order_acquire) != 0;
     switch (skip ? RILL__GNODE_EMPTY : n->p.kind) {
     case RILL__GNODE_KERNEL:
-        if (n->blocks == 1 || d->num_workers == 1) {
+        if (n->blocks == 1) {
+            rill_block_ctx ctx = {.grid_dim = n->p.u.kernel.grid, .worker = g->w->index,
+                                  .state = &r->ls};
+            n->p.u.kernel.kernel->cpu(&ctx, n->p.u.kernel.args);
+            note_failure(r, n);
+            break;
+        }
+        if (d->num_workers == 1) {
             run_blocks(g->w, r, n, 0, n->blocks);
             note_failure(r, n);
             break;
@@ -246,6 +262,18 @@ static bool help_blocks(cpu_device *d, gworker *g, rill_graph_exec *x) {
     return true;
 }
 
+/* Runs g->next and the successors it readies for itself, publishing the
+ * others first so that other workers may start on them meanwhile. */
+static void run_ready(cpu_device *d, gworker *g, rill_graph_exec *x) {
+    rill__xrun *r = &x->run;
+    while (g->next != NONE) {
+        uint32_t i = g->next;
+        g->next = NONE;
+        publish(d, r, g);
+        run_and_complete(d, g, x, i);
+    }
+}
+
 /* Works on the run until nothing is left to claim (G_LEFT) or this worker
  * completed the last node (G_FINISHED). */
 static enum gresult work(cpu_device *d, cpu_worker *w, rill_graph_exec *x, uint32_t first) {
@@ -253,11 +281,7 @@ static enum gresult work(cpu_device *d, cpu_worker *w, rill_graph_exec *x, uint3
     gworker g = {.w = w, .next = first};
     uint32_t claimed[MAX_CLAIM];
     for (;;) {
-        while (g.next != NONE) {
-            uint32_t i = g.next;
-            g.next = NONE;
-            run_and_complete(d, &g, x, i);
-        }
+        run_ready(d, &g, x);
         /* Batched decrements go out before this worker claims or leaves. */
         flush_fan(d, r, &g);
         if (g.next != NONE)
@@ -274,11 +298,7 @@ static enum gresult work(cpu_device *d, cpu_worker *w, rill_graph_exec *x, uint3
         if (k > 0) {
             for (uint32_t c = 0; c < k; c++) {
                 g.next = claimed[c];
-                while (g.next != NONE) {
-                    uint32_t i = g.next;
-                    g.next = NONE;
-                    run_and_complete(d, &g, x, i);
-                }
+                run_ready(d, &g, x);
             }
             continue;
         }
@@ -296,6 +316,7 @@ static void unlist(cpu_device *d, rill__xrun *r) {
             p = &(*p)->list_next;
         *p = r->list_next;
         r->listed = 0;
+        atomic_fetch_sub_explicit(&d->num_graph_runs, 1, memory_order_relaxed);
     }
     rill__mutex_unlock(&d->launch_lock);
 }
@@ -339,6 +360,7 @@ enum exec_result rill__cpu_exec_graph(cpu_device *d, cpu_worker *w, cpu_cmd *c) 
     atomic_store_explicit(&r->refs, 1, memory_order_relaxed);
     r->num_active = 0;
     atomic_store_explicit(&r->has_active, 0, memory_order_relaxed);
+    atomic_store_explicit(&r->woken, 0, memory_order_relaxed);
     r->cmd = c;
     r->stream = c->stream;
     /* List the run for helpers (the lock orders the initialisation above
@@ -347,6 +369,7 @@ enum exec_result rill__cpu_exec_graph(cpu_device *d, cpu_worker *w, cpu_cmd *c) 
     r->list_next = d->graph_runs;
     d->graph_runs = r;
     r->listed = 1;
+    atomic_fetch_add_explicit(&d->num_graph_runs, 1, memory_order_relaxed);
     rill__mutex_unlock(&d->launch_lock);
     gworker g0 = {.w = w, .next = NONE};
     for (uint32_t k = 1; k < x->num_roots;) {

@@ -552,7 +552,13 @@ static int may_spin(cpu_device *d) {
     return busy + spinning + 1 < d->num_cpus;
 }
 
-static void idle_wait(cpu_device *d) {
+/* Idle workers sleep at most this long while a graph launch runs, so that
+ * nodes its publisher did not wake anyone for (cpu_graph.c) find a worker
+ * even while the publisher runs a long node; the nap doubles, up to 32
+ * times, while naps find nothing. */
+#define GRAPH_NAP_NS 50000u
+
+static void idle_wait(cpu_device *d, cpu_worker *w) {
     atomic_fetch_add_explicit(&d->idle, 1, memory_order_relaxed);
     if (may_spin(d)) {
         uint64_t start = rill__now_ns();
@@ -571,8 +577,16 @@ static void idle_wait(cpu_device *d) {
     }
     uint32_t gen = atomic_load(&d->work_gen);
     atomic_fetch_add(&d->sleepers, 1);
-    if (!has_work(d))
-        rill__futex_wait(&d->work_gen, gen);
+    if (!has_work(d)) {
+        if (atomic_load_explicit(&d->num_graph_runs, memory_order_relaxed) > 0) {
+            unsigned shift = w->naps < 5 ? w->naps : 5;
+            w->naps++;
+            rill__futex_wait_for(&d->work_gen, gen, (uint64_t)GRAPH_NAP_NS << shift);
+        } else {
+            w->naps = 0;
+            rill__futex_wait(&d->work_gen, gen);
+        }
+    }
     atomic_fetch_sub(&d->sleepers, 1);
     atomic_fetch_sub_explicit(&d->idle, 1, memory_order_relaxed);
 }
@@ -589,11 +603,13 @@ static void worker_main(void *arg) {
         }
         if (help_launch(d, w))
             continue;
-        if (rill__cpu_help_graph(d, w))
+        if (rill__cpu_help_graph(d, w)) {
+            w->naps = 0;
             continue;
+        }
         if (atomic_load(&d->stop))
             return;
-        idle_wait(d);
+        idle_wait(d, w);
     }
 }
 

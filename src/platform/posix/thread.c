@@ -84,6 +84,11 @@ void rill__futex_wait(_Atomic uint32_t *word, uint32_t expected) {
     syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
 }
 
+void rill__futex_wait_for(_Atomic uint32_t *word, uint32_t expected, uint64_t timeout_ns) {
+    struct timespec ts = {(time_t)(timeout_ns / 1000000000u), (long)(timeout_ns % 1000000000u)};
+    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, expected, &ts, NULL, 0);
+}
+
 void rill__futex_wake(_Atomic uint32_t *word, int count) {
     syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, count, NULL, NULL, 0);
 }

@@ -1,0 +1,243 @@
+/* SPDX-License-Identifier: MIT */
+/* bench_graph: what a graph launch costs per node, against launching the
+ * same kernels one by one and against oneTBB's flow_graph running the
+ * same graphs (tbb_flow.cpp; rows without a baseline where TBB was not
+ * found at build time).
+ *
+ *   g1  chain of 1000 empty 1-block kernels: replay vs eager launches
+ *   g2  the chain: replay vs TBB with as many threads as rill has workers
+ *   g3  fan-out/fan-in of 1000 (root, 998 independent, sink): replay vs TBB,
+ *       same thread count
+ *   g4  the fan-out: replay vs TBB on one thread
+ *
+ * A replay is rill_graph_launch then rill_stream_synchronize, as a TBB run
+ * is try_put then wait_for_all; eager is 1000 rill_launch_kernel then one
+ * synchronize. Figures are nanoseconds per node; medians of repeats, each
+ * repeat many runs. */
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "rill.h"
+#ifdef RILL_BENCH_TBB
+#include "tbb_flow.h"
+#endif
+
+enum { NODES = 1000 };
+
+typedef struct config {
+    int runs;    /* launches per sample */
+    int repeats; /* samples per row */
+} config;
+
+static const config full_config = {2000, 7};
+static const config quick_config = {100, 3};
+
+static bool failed(rill_status st, const char *call) {
+    if (st == RILL_OK)
+        return false;
+    fprintf(stderr, "bench_graph: %s: %s: %s\n", call, rill_status_name(st), rill_last_error());
+    return true;
+}
+
+static void empty_kernel(const rill_block_ctx *ctx, const void *args) {
+    (void)ctx;
+    (void)args;
+}
+
+typedef struct graph_ctx {
+    rill_graph_exec *exec;
+    rill_stream *stream;
+    rill_kernel *kernel;
+    int runs;
+    int nodes;
+} graph_ctx;
+
+static int sample_replay(void *p, double *ns_per_node) {
+    graph_ctx *c = p;
+    uint64_t t0 = bench_now_ns();
+    for (int r = 0; r < c->runs; r++) {
+        if (failed(rill_graph_launch(c->exec, c->stream), "rill_graph_launch") ||
+            failed(rill_stream_synchronize(c->stream), "rill_stream_synchronize"))
+            return -1;
+    }
+    *ns_per_node = (double)(bench_now_ns() - t0) / ((double)c->runs * c->nodes);
+    return 0;
+}
+
+static int sample_eager(void *p, double *ns_per_node) {
+    graph_ctx *c = p;
+    rill_launch l = {.grid = {1, 1, 1}, .block = {1, 1, 1}};
+    uint64_t t0 = bench_now_ns();
+    for (int r = 0; r < c->runs; r++) {
+        for (int i = 0; i < c->nodes; i++)
+            if (failed(rill_launch_kernel(c->stream, c->kernel, &l), "rill_launch_kernel"))
+                return -1;
+        if (failed(rill_stream_synchronize(c->stream), "rill_stream_synchronize"))
+            return -1;
+    }
+    *ns_per_node = (double)(bench_now_ns() - t0) / ((double)c->runs * c->nodes);
+    return 0;
+}
+
+#ifdef RILL_BENCH_TBB
+typedef struct tbb_ctx {
+    tbb_graph *g;
+    int runs;
+    int nodes;
+} tbb_ctx;
+
+static int sample_tbb(void *p, double *ns_per_node) {
+    tbb_ctx *c = p;
+    *ns_per_node = tbb_graph_run_ns(c->g, c->runs) / ((double)c->runs * c->nodes);
+    return 0;
+}
+#endif
+
+/* The chain (fan_out false) or the fan-out/fan-in, by hand. */
+static rill_graph_exec *build(rill_kernel *k, bool fan_out) {
+    rill_graph *g;
+    rill_graph_exec *x = NULL;
+    rill_launch l = {.grid = {1, 1, 1}, .block = {1, 1, 1}};
+    rill_graph_node *nodes[NODES];
+    if (failed(rill_graph_create(&g), "rill_graph_create"))
+        return NULL;
+    for (int i = 0; i < NODES; i++) {
+        rill_graph_node **deps = NULL;
+        size_t num_deps = 0;
+        if (i > 0 && !fan_out) {
+            deps = &nodes[i - 1];
+            num_deps = 1;
+        } else if (i > 0 && i < NODES - 1) {
+            deps = &nodes[0];
+            num_deps = 1;
+        } else if (i == NODES - 1) {
+            deps = &nodes[1];
+            num_deps = NODES - 2;
+        }
+        if (failed(rill_graph_add_kernel_node(g, deps, num_deps, k, &l, &nodes[i]),
+                   "rill_graph_add_kernel_node"))
+            goto out;
+    }
+    failed(rill_graph_instantiate(g, &x), "rill_graph_instantiate");
+out:
+    rill_graph_destroy(g);
+    return x;
+}
+
+/* Measures one row of replay against a TBB baseline with tbb_threads
+ * threads (a row without baseline when TBB is not built in). */
+static int tbb_row(bench_report *report, const config *cfg, const char *id, const char *name,
+                   graph_ctx *c, bool fan_out, int tbb_threads) {
+    static char base_name[64];
+    bench_row row = {.id = id, .name = name, .unit = "ns/node"};
+#ifdef RILL_BENCH_TBB
+    snprintf(base_name, sizeof base_name, "oneTBB flow_graph, %d thread%s", tbb_threads,
+             tbb_threads == 1 ? "" : "s");
+    tbb_ctx t = {tbb_graph_create(NODES, fan_out, tbb_threads), cfg->runs, NODES};
+    row.baseline_name = base_name;
+    double ignored;
+    sample_tbb(&t, &ignored); /* warm the arena's threads */
+    int rc = bench_measure_row(report, &row, sample_replay, c, sample_tbb, &t, cfg->repeats);
+    tbb_graph_destroy(t.g);
+    return rc;
+#else
+    (void)fan_out;
+    (void)tbb_threads;
+    (void)base_name;
+    row.probe_before_ns = bench_probe_hop_ns();
+    if (bench_repeat(sample_replay, c, cfg->repeats, &row.value) != 0)
+        return -1;
+    row.probe_after_ns = bench_probe_hop_ns();
+    return bench_report_add(report, &row);
+#endif
+}
+
+int main(int argc, char **argv) {
+    bool quick = false;
+    const char *json_path = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--quick") == 0) {
+            quick = true;
+        } else if (strcmp(argv[i], "--json") == 0 && i + 1 < argc) {
+            json_path = argv[++i];
+        } else {
+            fprintf(stderr, "usage: bench_graph [--quick] [--json PATH]\n"
+                            "  --quick       fewer runs and repeats (a CI smoke run, < 10 s)\n"
+                            "  --json PATH   also write the figures as JSON to PATH\n");
+            return strcmp(argv[i], "--help") == 0 ? 0 : 2;
+        }
+    }
+    const config *cfg = quick ? &quick_config : &full_config;
+    if (bench_watchdog_start(quick ? 120 : 1200) != 0)
+        return 1;
+    bench_report *report = bench_report_create(stdout, "rill");
+    rill_device *dev;
+    rill_device_info info;
+    rill_kernel *k;
+    rill_stream *s;
+    rill_kernel_desc kd = {.name = "empty", .cpu = empty_kernel};
+    if (report == NULL || failed(rill_device_get_by_kind(RILL_DEVICE_CPU, 0, &dev), "device") ||
+        failed(rill_device_get_info(dev, &info), "rill_device_get_info") ||
+        failed(rill_kernel_create(&kd, &k), "rill_kernel_create") ||
+        failed(rill_stream_create(dev, 0, &s), "rill_stream_create"))
+        return 1;
+    int workers = info.compute_units;
+    double probe = bench_probe_hop_ns();
+    printf("bench_graph: %s, %d compute units, %ld processors online, %s run%s\n", info.name,
+           workers, sysconf(_SC_NPROCESSORS_ONLN), quick ? "quick" : "full",
+#ifdef RILL_BENCH_TBB
+           ""
+#else
+           " (oneTBB not found at build time: no TBB baselines)"
+#endif
+    );
+    printf("cross-core probe: %.0f ns per one-way hop now\n", probe);
+    printf("ratio = rill median / baseline median; hop ns = probe before/after the row\n\n");
+    bench_report_header(report);
+    bench_report_meta_str(report, "bench", "bench_graph");
+    bench_report_meta_num(report, "compute_units", workers);
+    bench_report_meta_str(report, "mode", quick ? "quick" : "full");
+
+    int rc = 0;
+    rill_graph_exec *chain = build(k, false), *fan = build(k, true);
+    if (chain == NULL || fan == NULL)
+        return 1;
+    graph_ctx cc = {chain, s, k, cfg->runs, NODES};
+    graph_ctx fc = {fan, s, k, cfg->runs, NODES};
+    double ignored;
+    sample_replay(&cc, &ignored);
+    sample_replay(&fc, &ignored);
+    sample_eager(&cc, &ignored);
+
+    bench_report_section(report, "g. graph launches of 1000 empty 1-block kernels, launch + "
+                                 "synchronize per run");
+    bench_row g1 = {.id = "g1",
+                    .name = "chain: replay (baseline: eager launches)",
+                    .unit = "ns/node",
+                    .baseline_name = "1000 rill_launch_kernel + synchronize"};
+    bench_watchdog_note("g1");
+    rc |= bench_measure_row(report, &g1, sample_replay, &cc, sample_eager, &cc, cfg->repeats);
+    bench_watchdog_note("g2");
+    rc |= tbb_row(report, cfg, "g2", "chain: replay", &cc, false, workers);
+    bench_watchdog_note("g3");
+    rc |= tbb_row(report, cfg, "g3", "fan-out/fan-in: replay", &fc, true, workers);
+    bench_watchdog_note("g4");
+    rc |= tbb_row(report, cfg, "g4", "fan-out/fan-in: replay vs 1 TBB thread", &fc, true, 1);
+
+    rill_graph_exec_destroy(chain);
+    rill_graph_exec_destroy(fan);
+    rill_stream_destroy(s);
+    rill_kernel_destroy(k);
+    bench_watchdog_note("rill_shutdown");
+    if (failed(rill_shutdown(), "rill_shutdown"))
+        rc = 1;
+    if (json_path != NULL && bench_report_write_json(report, json_path) != 0)
+        rc = 1;
+    bench_report_destroy(report);
+    return rc != 0;
+}
