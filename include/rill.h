@@ -8,8 +8,8 @@
  * stream may still touch it. Work on several streams can be captured into
  * a graph once and replayed many times at a fraction of the launch cost.
  *
- * Graphs and observability (traces, the stream sanitizer) are not part of
- * this version of the header.
+ * Observability (traces, the stream sanitizer) is not part of this
+ * version of the header.
  *
  * Conventions
  *  - Every call returns rill_status; RILL_OK is 0. Results go through
@@ -446,6 +446,26 @@ rill_status rill_graph_launch(rill_graph_exec *exec, rill_stream *stream);
 /* Takes the parameters of graph, which must have the same topology and
  * node kinds, into exec without instantiating again. */
 rill_status rill_graph_exec_update(rill_graph_exec *exec, rill_graph *graph);
+
+/* What rill adds to the rules above:
+ * - Memory that rill_malloc_async allocates on a capturing stream belongs
+ *   to the graph: the same address at every launch, reused inside the
+ *   graph once every node that used it is done, released when the graph
+ *   and its last exec are destroyed. rill_free of it is
+ *   RILL_ERROR_INVALID_ARGUMENT; free it with rill_free_async inside the
+ *   capture.
+ * - An event whose last record was made in a capture that has ended is as
+ *   if never recorded outside graphs: queries return RILL_OK and waits do
+ *   nothing (that record never ran).
+ * - An event record node moves its event to the end of the launch, for
+ *   queries and waits outside the graph; an event wait node waits for the
+ *   event as recorded when the launch is submitted.
+ * - rill_graph_exec_update waits for the exec's launches in flight, which
+ *   read its parameters (RILL_ERROR_NOT_PERMITTED from a worker thread).
+ * - rill_stream_clear_error on a capturing stream is RILL_ERROR_NOT_PERMITTED,
+ *   and rill_graph_launch into a capturing stream RILL_ERROR_NOT_SUPPORTED.
+ * - A kernel failing in a launch fails the launch's stream as an eager
+ *   launch does; the rest of the launch is skipped. */
 
 #ifdef __cplusplus
 }
