@@ -39,6 +39,13 @@ static const char *kind_label(rill__stream_kind kind) {
 }
 
 static _Atomic uint64_t next_stream_id = 1;
+static _Thread_local bool woke_host;
+
+bool rill__stream_took_host_wake(void) {
+    bool w = woke_host;
+    woke_host = false;
+    return w;
+}
 
 rill_status rill__stream_new(rill_device *dev, int priority, rill__stream_kind kind,
                              rill_stream **out) {
@@ -170,6 +177,7 @@ void rill__stream_complete(rill_stream *s, uint64_t seq) {
         atomic_store_explicit(&s->host_wake_at, UINT64_MAX, memory_order_relaxed);
         atomic_fetch_add_explicit(&s->wake_gen, 1, memory_order_release);
         rill__futex_wake(&s->wake_gen, INT32_MAX);
+        woke_host = true;
     }
 }
 

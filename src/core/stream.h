@@ -103,6 +103,10 @@ void rill__stream_name(rill_stream *s, char *buf, size_t size);
 
 /* Marks seq as completed (in order) and wakes waiters. Backend only. */
 void rill__stream_complete(rill_stream *s, uint64_t seq);
+/* True, once, after the calling thread woke a sleeping host thread in
+ * rill__stream_complete: a worker then leaves its processor to the woken
+ * thread instead of spinning on it. */
+bool rill__stream_took_host_wake(void);
 /* Opens a failure window at seq with a sentence, unless one is open. */
 void rill__stream_fail(rill_stream *s, uint64_t seq, const char *message);
 /* Closes the open failure window at seq (a CLEAR command ran). */

@@ -31,6 +31,11 @@
 #define STREAM_SPIN_NS 20000u
 #define WAIT_SPIN_NS 50000u
 
+/* Set when this worker woke a sleeping host thread and has nothing left to
+ * run: it sleeps at once instead of spinning, so that the woken thread
+ * gets a processor without waiting for an idle one to wake up. */
+static _Thread_local bool leave_cpu;
+
 static int prio_index(rill_stream *s) {
     return s->priority - s->dev->info.greatest_priority;
 }
@@ -449,6 +454,11 @@ static cpu_cmd *next_cmd(cpu_device *d, cpu_stream *cs) {
     cpu_cmd *c = atomic_load_explicit(&cs->head->next, memory_order_acquire);
     if (c != NULL || !device_quiet(d))
         return c;
+    if (rill__stream_took_host_wake()) {
+        /* The woken host thread needs a processor: leave this one. */
+        leave_cpu = true;
+        return NULL;
+    }
     uint64_t until = rill__now_ns() + STREAM_SPIN_NS;
     for (unsigned spins = 1;; spins++) {
         rill__cpu_relax();
@@ -560,7 +570,9 @@ static int may_spin(cpu_device *d) {
 
 static void idle_wait(cpu_device *d, cpu_worker *w) {
     atomic_fetch_add_explicit(&d->idle, 1, memory_order_relaxed);
-    if (may_spin(d)) {
+    bool spin = !leave_cpu && !rill__stream_took_host_wake();
+    leave_cpu = false;
+    if (spin && may_spin(d)) {
         uint64_t start = rill__now_ns();
         atomic_fetch_add_explicit(&d->spinning, 1, memory_order_relaxed);
         for (unsigned spins = 1;; spins++) {
