@@ -67,7 +67,7 @@ rill_status rill_malloc_async(size_t bytes, rill_stream *stream, void **out) {
         return st;
     if (rill__stream_capturing(stream))
         return rill__capture_malloc(stream, bytes, out);
-    return rill__pool_alloc(stream, bytes, "rill_malloc_async", out);
+    return rill__pool_alloc_async(stream, bytes, "rill_malloc_async", out);
 }
 
 rill_status rill_free_async(void *ptr, rill_stream *stream) {

@@ -1,21 +1,35 @@
 /* SPDX-License-Identifier: MIT */
 /* The stream-ordered caching pool of a device (one per device).
  *
- * Memory comes from the backend in segments (2 MiB for requests up to
- * 1 MiB, 20 MiB for requests up to 10 MiB, larger ones rounded up to
- * 2 MiB), which are split into blocks. A free block remembers the points
- * (stream, seq) that must complete before another stream may use it: where
- * it was freed, the end of the work of its allocation stream at that time,
- * and every use by another stream (declared accesses of launches, copies,
+ * Memory comes from the backend in segments, which are split into blocks.
+ * Small requests (up to 1 MiB) and large ones (up to 10 MiB) each grow
+ * their kind geometrically: a new segment is half of what the kind already
+ * reserves, at least the request (rounded to 256 KiB or 1 MiB) and at most
+ * 2 MiB or 20 MiB; larger requests get a segment of their own, rounded up
+ * to 2 MiB. A free block remembers the points (stream, seq) that must
+ * complete before another stream may use it: where it was freed, the end
+ * of the work of its allocation stream at that time, and every use by
+ * another stream (declared accesses of launches, copies,
  * rill_record_stream). A stream B may take a free block when each point is
  * complete (done_seq >= seq) or B is ordered after it (the same stream, or
- * B waited past it: "return flow"). When no such block fits, the pool grows
- * by a segment; when it cannot grow, it makes B wait for a fitting block's
- * points (an internal stream wait), and only then waits on the host.
+ * B waited past it: "return flow"). When no such block fits, a stream-
+ * ordered allocation (rill_malloc_async) takes a pending block whose
+ * points are few and no further ahead of their streams than B's own
+ * unfinished work, and makes B wait for them (an internal stream wait, as
+ * CUDA's pools do by default); otherwise the pool grows by a segment; when
+ * it cannot grow, it makes B wait for a fitting block's points, and only
+ * then waits on the host.
+ *
+ * A per-thread cache in front of the pool serves a same-stream
+ * allocate/free pair without the pool's lock (see tcache in pool.c); the
+ * blocks it holds free are taken back by rill_mem_empty_cache, summaries,
+ * out-of-memory recovery and lookups from other threads.
  *
  * Invariants (pool->lock held):
  *   reserved_bytes  = sum of segment sizes
- *   allocated_bytes = sum of allocated block sizes
+ *   allocated_bytes = sum of allocated block sizes, blocks that thread
+ *                     caches hold included (rill_mem_get_stats subtracts
+ *                     their cached_bytes)
  *   the blocks of a segment tile it exactly, in address order; adjacent
  *   free blocks merge when an allocation misses or the cache is emptied. */
 #ifndef RILL_MEM_POOL_H
@@ -37,8 +51,14 @@ typedef struct rill__pool_location {
     void *backend_handle; /* what the backend returned with the segment */
 } rill__pool_location;
 
-/* Allocates bytes for use on stream (its device's pool). */
+/* Allocates bytes for use on stream (its device's pool), usable at once
+ * by any stream (rill_malloc): no internal wait unless the pool cannot
+ * grow. */
 rill_status rill__pool_alloc(rill_stream *stream, size_t bytes, const char *fn, void **out);
+/* Allocates bytes for use in stream order on stream (rill_malloc_async):
+ * before growing, the pool may hand out a block that other streams'
+ * pending work still holds, making stream wait for that work. */
+rill_status rill__pool_alloc_async(rill_stream *stream, size_t bytes, const char *fn, void **out);
 /* Frees ptr: on stream (stream-ordered) or, when stream is NULL, at the
  * current end of the work of its allocation stream. */
 rill_status rill__pool_free(void *ptr, rill_stream *stream, const char *fn);

@@ -266,9 +266,8 @@ static void test_pool_out_of_memory_recovers_when_frees_drain(void **state) {
     (void)state;
     RT_OK(rill_device_synchronize(NULL));
     RT_OK(rill_mem_empty_cache(NULL));
-    rill_mem_stats st0, st1;
+    rill_mem_stats st0, st1, held;
     RT_OK(rill_mem_get_stats(NULL, &st0));
-    RT_OK(rill_mem_set_limit(NULL, st0.reserved_bytes + 4 * MiB));
     rill_stream *a, *b;
     RT_OK(rill_stream_create(NULL, 0, &a));
     RT_OK(rill_stream_create(NULL, 0, &b));
@@ -282,7 +281,12 @@ static void test_pool_out_of_memory_recovers_when_frees_drain(void **state) {
     launch_sum(b, x, 16384, out);
     RT_OK(rill_free_async(x, a));
     RT_OK(rill_free_async(out, a));
-    /* 2 MiB reserved and held by b; 3 MiB more needs a 4 MiB segment. */
+    /* The small segment is reserved and held by b; 3 MiB more does not
+     * fit beside it. */
+    RT_OK(rill_mem_get_stats(NULL, &held));
+    assert_true(held.reserved_bytes > st0.reserved_bytes);
+    size_t limit = st0.reserved_bytes + 3 * MiB + (held.reserved_bytes - st0.reserved_bytes) / 2;
+    RT_OK(rill_mem_set_limit(NULL, limit));
     pthread_t t;
     opener o = {&g, 50000};
     assert_int_equal(pthread_create(&t, NULL, open_later, &o), 0);
@@ -290,7 +294,7 @@ static void test_pool_out_of_memory_recovers_when_frees_drain(void **state) {
     assert_int_equal(pthread_join(t, NULL), 0);
     RT_OK(rill_mem_get_stats(NULL, &st1));
     assert_int_equal(st1.oom_recoveries - st0.oom_recoveries, 1);
-    assert_true(st1.reserved_bytes <= st0.reserved_bytes + 4 * MiB);
+    assert_true(st1.reserved_bytes <= limit);
     RT_OK(rill_free_async(big, a));
     RT_OK(rill_stream_synchronize(a));
     RT_OK(rill_stream_synchronize(b));
@@ -375,6 +379,150 @@ static void test_pool_internal_wait_orders_reuse(void **state) {
     RT_OK(rill_stream_destroy(a));
 }
 
+/* Starts a test from a fresh runtime, so that the lifetime peaks of
+ * rill_mem_get_stats are the test's own. */
+static void fresh_runtime(void) {
+    if (sum_k != NULL)
+        RT_OK(rill_kernel_destroy(sum_k));
+    sum_k = NULL;
+    RT_OK(rill_shutdown());
+}
+
+/* Same-stream pairs are served by the thread's cache without the pool's
+ * lock; "rill_mem_get_stats fills every field exactly" still holds:
+ * allocations, frees and cache hits count every pair, allocated bytes
+ * return to zero, and a peak reached by a cached block is recorded. */
+static void test_pool_thread_cache_keeps_stats_exact(void **state) {
+    (void)state;
+    fresh_runtime();
+    rill_stream *s;
+    RT_OK(rill_stream_create(NULL, 0, &s));
+    void *x, *y, *z;
+    RT_OK(rill_malloc_async(64 * 1024, s, &x));
+    RT_OK(rill_free_async(x, s)); /* to the cache */
+    for (int i = 0; i < 100; i++) {
+        RT_OK(rill_malloc_async(64 * 1024, s, &z));
+        assert_ptr_equal(z, x); /* the cached block, on the same stream */
+        RT_OK(rill_free_async(z, s));
+    }
+    rill_mem_stats st;
+    RT_OK(rill_mem_get_stats(NULL, &st));
+    assert_int_equal(st.allocations, 101);
+    assert_int_equal(st.frees, 101);
+    assert_int_equal(st.cache_hits, 100);
+    assert_int_equal(st.allocated_bytes, 0);
+    assert_int_equal(st.peak_allocated_bytes, 64 * 1024);
+    /* y comes from the pool, then x from the cache: the peak is both. */
+    RT_OK(rill_malloc_async(128 * 1024, s, &y));
+    RT_OK(rill_malloc_async(64 * 1024, s, &z));
+    assert_ptr_equal(z, x);
+    RT_OK(rill_mem_get_stats(NULL, &st));
+    assert_int_equal(st.allocated_bytes, 192 * 1024);
+    assert_int_equal(st.peak_allocated_bytes, 192 * 1024);
+    RT_OK(rill_free_async(y, s));
+    RT_OK(rill_free_async(z, s));
+    RT_OK(rill_stream_synchronize(s));
+    RT_OK(rill_stream_destroy(s));
+}
+
+typedef struct pair_thread {
+    rill_stream *s;
+    void *kept; /* a block left allocated, for the main thread to free */
+    atomic_int failures;
+} pair_thread;
+
+static void *run_pairs(void *arg) {
+    pair_thread *t = arg;
+    for (int i = 0; i < 100; i++) {
+        void *p;
+        if (rill_malloc_async(256 * 1024, t->s, &p) != RILL_OK ||
+            rill_free_async(p, t->s) != RILL_OK)
+            atomic_fetch_add(&t->failures, 1);
+    }
+    if (rill_malloc_async(256 * 1024, t->s, &t->kept) != RILL_OK)
+        atomic_fetch_add(&t->failures, 1);
+    return NULL;
+}
+
+/* "rill_mem_empty_cache returns idle segments to the system": blocks that
+ * another thread's cache holds free are taken back; a block that thread
+ * still holds allocated can be freed here, and freeing it twice is
+ * RILL_ERROR_INVALID_ARGUMENT. */
+static void test_pool_empty_cache_takes_back_thread_caches(void **state) {
+    (void)state;
+    fresh_runtime();
+    rill_stream *s;
+    RT_OK(rill_stream_create(NULL, 0, &s));
+    pair_thread t = {.s = s};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, run_pairs, &t), 0);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    assert_int_equal(atomic_load(&t.failures), 0);
+    rill_mem_stats st;
+    RT_OK(rill_mem_get_stats(NULL, &st));
+    assert_int_equal(st.allocated_bytes, 256 * 1024);
+    assert_int_equal(st.allocations, 101);
+    assert_int_equal(st.frees, 100);
+    RT_OK(rill_free_async(t.kept, s)); /* leased by the other thread's cache */
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_free_async(t.kept, s));
+    assert_non_null(strstr(rill_last_error(), "already freed"));
+    RT_OK(rill_stream_synchronize(s));
+    RT_OK(rill_mem_empty_cache(NULL));
+    RT_OK(rill_mem_get_stats(NULL, &st));
+    assert_int_equal(st.allocated_bytes, 0);
+    assert_int_equal(st.reserved_bytes, 0);
+    assert_int_equal(st.frees, 101);
+    RT_OK(rill_stream_destroy(s));
+}
+
+/* rill_malloc_async "may reuse memory that another stream's pending work
+ * still holds, ordering the new owner's work after it" rather than grow:
+ * the block comes back while the reader is still held, nothing more is
+ * reserved, and the new owner's write runs after the read. */
+static void test_pool_async_reuses_pending_block_instead_of_growing(void **state) {
+    (void)state;
+    fresh_runtime();
+    rill_stream *a, *b;
+    RT_OK(rill_stream_create(NULL, 0, &a));
+    RT_OK(rill_stream_create(NULL, 0, &b));
+    const size_t n = MiB / sizeof(float);
+    float *x, *y, *out;
+    RT_OK(rill_malloc_async(4096, b, (void **)&out));
+    RT_OK(rill_malloc_async(MiB, a, (void **)&x));
+    RT_OK(rill_op_fill_f32(a, x, 1.0f, n));
+    RT_OK(rill_stream_wait_stream(b, a));
+    gate g = {0};
+    RT_OK(rill_launch_host_func(b, gate_fn, &g));
+    launch_sum(b, x, n, out);
+    RT_OK(rill_free_async(x, a));
+    rill_mem_stats before, after;
+    RT_OK(rill_mem_get_stats(NULL, &before));
+    RT_OK(rill_malloc_async(MiB, a, (void **)&y)); /* returns at once: b is held */
+    RT_OK(rill_mem_get_stats(NULL, &after));
+    assert_ptr_equal(y, x);
+    assert_int_equal(after.reserved_bytes, before.reserved_bytes);
+    assert_int_equal(after.cache_hits - before.cache_hits, 1);
+    RT_OK(rill_op_fill_f32(a, y, 2.0f, n)); /* must run after b's read */
+    wait_entered(&g);
+    atomic_store(&g.open, 1);
+    RT_OK(rill_stream_synchronize(a));
+    RT_OK(rill_stream_synchronize(b));
+    float host = 0.0f;
+    RT_OK(rill_memcpy(&host, out, sizeof host));
+    assert_true(host == (float)n);
+    char text[4096] = {0};
+    FILE *f = fmemopen(text, sizeof text - 1, "w");
+    assert_non_null(f);
+    RT_OK(rill_mem_summary(NULL, f));
+    fclose(f);
+    assert_non_null(strstr(text, "(instead of growing) 1"));
+    RT_OK(rill_free_async(y, a));
+    RT_OK(rill_free_async(out, b));
+    RT_OK(rill_device_synchronize(NULL));
+    RT_OK(rill_stream_destroy(b));
+    RT_OK(rill_stream_destroy(a));
+}
+
 /* Frees of bad pointers are clear errors, never crashes. */
 static void test_pool_bad_frees_are_invalid(void **state) {
     (void)state;
@@ -422,6 +570,9 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_pool_internal_wait_orders_reuse),
         cmocka_unit_test(test_pool_bad_frees_are_invalid),
         cmocka_unit_test(test_pool_summary_is_written),
+        cmocka_unit_test(test_pool_thread_cache_keeps_stats_exact),
+        cmocka_unit_test(test_pool_empty_cache_takes_back_thread_caches),
+        cmocka_unit_test(test_pool_async_reuses_pending_block_instead_of_growing),
     };
     if (argc > 1)
         cmocka_set_test_filter(argv[1]);
