@@ -107,6 +107,7 @@ static void exec_free(rill_graph_exec *x) {
     rill__free((void *)x->run.ready);
     rill__free((void *)x->run.next_block);
     rill__free((void *)x->run.blocks_done);
+    rill__free((void *)x->run.next_succ);
     rill__free((void *)x->run.record_gen);
     rill__free(x->run.active);
     rill__mutex_destroy(&x->lock);
@@ -579,10 +580,12 @@ rill_status rill_graph_instantiate(rill_graph *graph, rill_graph_exec **out) {
     x->run.ready = rill__malloc(m * sizeof *x->run.ready);
     x->run.next_block = rill__malloc(m * sizeof *x->run.next_block);
     x->run.blocks_done = rill__malloc(m * sizeof *x->run.blocks_done);
+    x->run.next_succ = rill__malloc(m * sizeof *x->run.next_succ);
     x->run.record_gen = rill__calloc(m, sizeof *x->run.record_gen);
     x->run.active = rill__malloc(m * sizeof *x->run.active);
     if (x->nodes == NULL || x->succ == NULL || x->roots == NULL || x->run.pending == NULL ||
         x->run.ready == NULL || x->run.next_block == NULL || x->run.blocks_done == NULL ||
+        x->run.next_succ == NULL ||
         x->run.record_gen == NULL || x->run.active == NULL ||
         (x->arena = build_arena(graph, x->nodes)) == NULL) {
         rill__free(x->nodes);
@@ -592,6 +595,7 @@ rill_status rill_graph_instantiate(rill_graph *graph, rill_graph_exec **out) {
         rill__free((void *)x->run.ready);
         rill__free((void *)x->run.next_block);
         rill__free((void *)x->run.blocks_done);
+        rill__free((void *)x->run.next_succ);
         rill__free((void *)x->run.record_gen);
         rill__free(x->run.active);
         rill__free(x->arena);
@@ -624,6 +628,20 @@ rill_status rill_graph_instantiate(rill_graph *graph, rill_graph_exec **out) {
             rill__xnode *d = &x->nodes[gn->deps[j]];
             x->succ[d->succ_begin + d->num_succ++] = i;
         }
+    }
+    /* Successors whose only predecessor is this node first: they become
+     * ready together, and a launch hands them out as one range. */
+    for (uint32_t i = 0; i < n; i++) {
+        rill__xnode *xn = &x->nodes[i];
+        uint32_t *list = x->succ + xn->succ_begin, k = 0;
+        for (uint32_t j = 0; j < xn->num_succ; j++) {
+            if (x->nodes[list[j]].num_preds == 1) {
+                uint32_t t = list[k];
+                list[k++] = list[j];
+                list[j] = t;
+            }
+        }
+        xn->num_single = k;
     }
     x->chain = x->num_roots <= 1;
     for (uint32_t i = 0; i < n; i++)

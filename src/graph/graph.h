@@ -93,6 +93,9 @@ typedef struct rill__xnode {
     rill__gnode_params p; /* args/accesses point into the exec's arena */
     uint32_t num_preds;
     uint32_t succ_begin, num_succ; /* in exec->succ */
+    /* the first num_single successors have this node as their only
+     * predecessor: they are all ready when it completes */
+    uint32_t num_single;
     uint32_t blocks;               /* kernel nodes: blocks in the grid */
     uint32_t graph_index;          /* the node's index in its graph, for errors */
 } rill__xnode;
@@ -105,6 +108,7 @@ typedef struct rill__xrun {
     _Atomic int32_t *pending;     /* per node: predecessors not yet done */
     _Atomic uint32_t *ready;      /* per slot: node index + 1, 0 until published */
     _Atomic uint32_t *next_block; /* per node: multi-block kernels' next block */
+    _Atomic uint32_t *next_succ;  /* per node: next single successor to hand out */
     _Atomic uint32_t *blocks_done;
     _Atomic uint64_t *record_gen; /* per node: event record nodes' generation */
     /* the launch being run; set by the backend */

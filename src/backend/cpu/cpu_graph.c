@@ -32,6 +32,7 @@
 #include "graph/graph.h"
 
 #define NONE UINT32_MAX
+#define RANGE 0x80000000u /* an active-list entry for a node's successor range */
 #define PUBLISH_BATCH 32
 #define MAX_CLAIM 32
 
@@ -83,15 +84,37 @@ static void flush_fan(cpu_device *d, rill__xrun *r, gworker *g) {
         make_ready(d, r, g, j);
 }
 
+/* Puts an entry on the run's active list: a multi-block kernel node whose
+ * blocks are handed out, or (RANGE) a node whose single successors are. */
+static void activate(cpu_device *d, rill__xrun *r, uint32_t entry, bool wake_always) {
+    rill__spinlock_lock(&r->active_lock);
+    r->active[r->num_active++] = entry;
+    atomic_store_explicit(&r->has_active, r->num_active, memory_order_relaxed);
+    rill__spinlock_unlock(&r->active_lock);
+    atomic_fetch_add_explicit(&d->graph_work, 1, memory_order_relaxed);
+    if (wake_always || (!atomic_load_explicit(&r->woken, memory_order_relaxed) &&
+                        !atomic_exchange_explicit(&r->woken, 1, memory_order_relaxed)))
+        rill__cpu_wake_workers(d, d->num_workers - 1);
+}
+
 static void complete(cpu_device *d, rill_graph_exec *x, gworker *g, uint32_t i) {
     rill__xrun *r = &x->run;
     const rill__xnode *n = &x->nodes[i];
+    const uint32_t *succ = x->succ + n->succ_begin;
     g->done++;
-    for (uint32_t k = 0; k < n->num_succ; k++) {
-        uint32_t j = x->succ[n->succ_begin + k];
-        if (x->nodes[j].num_preds == 1) {
-            make_ready(d, r, g, j);
-        } else if (g->fan_count > 0 && g->fan_node == j) {
+    /* Successors with no other predecessor are ready now: run the first,
+     * and hand the rest out as a range (the successor list is read-only,
+     * so workers share it without moving cache lines). */
+    if (n->num_single > 0) {
+        make_ready(d, r, g, succ[0]);
+        if (n->num_single > 1) {
+            atomic_store_explicit(&r->next_succ[i], 1, memory_order_relaxed);
+            activate(d, r, i | RANGE, false); /* its lock publishes the store */
+        }
+    }
+    for (uint32_t k = n->num_single; k < n->num_succ; k++) {
+        uint32_t j = succ[k];
+        if (g->fan_count > 0 && g->fan_node == j) {
             g->fan_count++;
         } else {
             flush_fan(d, r, g);
@@ -186,12 +209,7 @@ static bool run_node(cpu_device *d, gworker *g, rill_graph_exec *x, uint32_t i) 
         }
         atomic_store_explicit(&r->next_block[i], 0, memory_order_relaxed);
         atomic_store_explicit(&r->blocks_done[i], 0, memory_order_relaxed);
-        rill__spinlock_lock(&r->active_lock);
-        r->active[r->num_active++] = i;
-        atomic_store_explicit(&r->has_active, r->num_active, memory_order_relaxed);
-        rill__spinlock_unlock(&r->active_lock);
-        atomic_fetch_add_explicit(&d->graph_work, 1, memory_order_relaxed);
-        rill__cpu_wake_workers(d, d->num_workers - 1);
+        activate(d, r, i, true);
         return run_chunks(d, g, x, i);
     case RILL__GNODE_HOST:
         n->p.u.host.fn(n->p.u.host.user_data);
@@ -247,18 +265,51 @@ static uint32_t claim(cpu_device *d, rill__xrun *r, uint32_t *out) {
     }
 }
 
-/* Takes blocks of a multi-block node that another worker started. */
-static bool help_blocks(cpu_device *d, gworker *g, rill_graph_exec *x) {
+static void run_ready(cpu_device *d, gworker *g, rill_graph_exec *x);
+
+/* Runs chunks of node i's single successors (guided: a share of what is
+ * left each time), each with whatever it readies for this worker. */
+static void run_range(cpu_device *d, gworker *g, rill_graph_exec *x, uint32_t i) {
+    rill__xrun *r = &x->run;
+    const rill__xnode *n = &x->nodes[i];
+    const uint32_t *succ = x->succ + n->succ_begin;
+    uint32_t total = n->num_single;
+    for (;;) {
+        /* relaxed: the counter only partitions the range. */
+        uint32_t cur = atomic_load_explicit(&r->next_succ[i], memory_order_relaxed);
+        if (cur >= total)
+            return;
+        uint32_t chunk = (total - cur) / ((uint32_t)d->num_workers * 2u);
+        if (chunk == 0)
+            chunk = 1;
+        uint32_t first = atomic_fetch_add_explicit(&r->next_succ[i], chunk, memory_order_relaxed);
+        if (first >= total)
+            return;
+        uint32_t end = total - first <= chunk ? total : first + chunk;
+        if (end == total)
+            deactivate(r, i | RANGE, d);
+        for (uint32_t k = first; k < end; k++) {
+            g->next = succ[k];
+            run_ready(d, g, x);
+        }
+    }
+}
+
+/* Takes work from the active list: blocks of a multi-block node, or a
+ * chunk of a node's successor range. */
+static bool help_active(cpu_device *d, gworker *g, rill_graph_exec *x) {
     rill__xrun *r = &x->run;
     if (atomic_load_explicit(&r->has_active, memory_order_relaxed) == 0)
         return false;
     rill__spinlock_lock(&r->active_lock);
-    uint32_t i = r->num_active > 0 ? r->active[0] : NONE;
+    uint32_t e = r->num_active > 0 ? r->active[0] : NONE;
     rill__spinlock_unlock(&r->active_lock);
-    if (i == NONE)
+    if (e == NONE)
         return false;
-    if (run_chunks(d, g, x, i))
-        complete(d, x, g, i);
+    if (e & RANGE)
+        run_range(d, g, x, e & ~RANGE);
+    else if (run_chunks(d, g, x, e))
+        complete(d, x, g, e);
     return true;
 }
 
@@ -302,7 +353,7 @@ static enum gresult work(cpu_device *d, cpu_worker *w, rill_graph_exec *x, uint3
             }
             continue;
         }
-        if (help_blocks(d, &g, x))
+        if (help_active(d, &g, x))
             continue;
         return G_LEFT;
     }
