@@ -881,6 +881,42 @@ static void test_graph_branches_run_concurrently(void **state) {
     RT_OK(rill_stream_destroy(s));
 }
 
+/* Launches of one exec never overlap, even on different streams. */
+typedef struct overlap {
+    atomic_int inside, overlapped, runs;
+} overlap;
+
+static void enter_leave(void *p) {
+    overlap *o = p;
+    if (atomic_fetch_add(&o->inside, 1) != 0)
+        atomic_store(&o->overlapped, 1);
+    rt_spin_us(200);
+    atomic_fetch_sub(&o->inside, 1);
+    atomic_fetch_add(&o->runs, 1);
+}
+
+static void test_graph_launches_of_one_exec_do_not_overlap(void **state) {
+    (void)state;
+    overlap o = {0};
+    rill_graph *g;
+    RT_OK(rill_graph_create(&g));
+    rill_graph_node *n;
+    RT_OK(rill_graph_add_host_node(g, NULL, 0, enter_leave, &o, &n));
+    rill_graph_exec *x;
+    RT_OK(rill_graph_instantiate(g, &x));
+    rill_stream *s[3] = {named_stream("l0"), named_stream("l1"), named_stream("l2")};
+    for (int i = 0; i < 30; i++)
+        RT_OK(rill_graph_launch(x, s[i % 3]));
+    for (int i = 0; i < 3; i++)
+        RT_OK(rill_stream_synchronize(s[i]));
+    assert_int_equal(atomic_load(&o.runs), 30);
+    assert_int_equal(atomic_load(&o.overlapped), 0);
+    RT_OK(rill_graph_destroy(g));
+    RT_OK(rill_graph_exec_destroy(x));
+    for (int i = 0; i < 3; i++)
+        RT_OK(rill_stream_destroy(s[i]));
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_capture_records_instead_of_running),
@@ -899,6 +935,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_graph_random_programs_match_eager),
         cmocka_unit_test(test_graph_fan_out_runs_every_block_once),
         cmocka_unit_test(test_graph_branches_run_concurrently),
+        cmocka_unit_test(test_graph_launches_of_one_exec_do_not_overlap),
         cmocka_unit_test(test_capture_abandoned_by_shutdown),
     };
     if (argc > 1)
