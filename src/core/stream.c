@@ -412,7 +412,8 @@ rill_status rill_stream_set_name(rill_stream *stream, const char *name) {
 
 rill_status rill_stream_get_priority(rill_stream *stream, int *priority) {
     if (priority == NULL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_stream_get_priority: priority is NULL");
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_stream_get_priority: priority is NULL");
     *priority = 0;
     rill_status st = rill__stream_resolve(stream, "rill_stream_get_priority", &stream);
     if (st == RILL_OK)

@@ -72,14 +72,14 @@ struct rill_stream {
     /* atomic */
     /* on its own line: taken and dropped by submitters, workers and the
      * memory pool, it must not drag the completion fields along */
-    alignas(64) _Atomic int refs;     /* owner, pending work, events, waits, memory */
-    alignas(64) _Atomic int owner_released;       /* destroyed by its owner (a zombie if work remains) */
-    _Atomic int has_failed;           /* num_windows != 0, for a lock-free fast path */
-    _Atomic uint64_t waiter_min;      /* least seq in waiters; UINT64_MAX: none */
-    _Atomic uint64_t host_wake_at;    /* least seq a sleeping host thread awaits */
-    _Atomic uint32_t wake_gen;        /* futex word for host waiters */
-    alignas(64) _Atomic uint64_t sub_seq;  /* written by the backend's submit */
-    alignas(64) _Atomic uint64_t done_seq; /* written by the executing backend */
+    alignas(64) _Atomic int refs;           /* owner, pending work, events, waits, memory */
+    alignas(64) _Atomic int owner_released; /* destroyed by its owner (a zombie if work remains) */
+    _Atomic int has_failed;                 /* num_windows != 0, for a lock-free fast path */
+    _Atomic uint64_t waiter_min;            /* least seq in waiters; UINT64_MAX: none */
+    _Atomic uint64_t host_wake_at;          /* least seq a sleeping host thread awaits */
+    _Atomic uint32_t wake_gen;              /* futex word for host waiters */
+    alignas(64) _Atomic uint64_t sub_seq;   /* written by the backend's submit */
+    alignas(64) _Atomic uint64_t done_seq;  /* written by the executing backend */
     /* backend state, rill__backend_ops.stream_state_bytes long */
     alignas(64) unsigned char backend[];
 };

@@ -38,7 +38,7 @@ typedef struct cap_stream {
 } cap_stream;
 
 typedef struct cap_record {
-    rill_event *e; /* ref */
+    rill_event *e;   /* ref */
     uint32_t *nodes; /* owned: the recording stream's tail */
     uint32_t num_nodes;
 } cap_record;
@@ -75,11 +75,11 @@ typedef struct gblock {
 
 struct rill__gpool {
     _Atomic int refs;
-    rill_stream *stream;           /* the library-owned allocation stream */
-    _Atomic uint64_t ready_seq;    /* launches wait for stream to reach it */
-    gblock *blocks;                /* guarded by caps_lock */
+    rill_stream *stream;        /* the library-owned allocation stream */
+    _Atomic uint64_t ready_seq; /* launches wait for stream to reach it */
+    gblock *blocks;             /* guarded by caps_lock */
     size_t num_blocks, cap_blocks;
-    rill__gpool *next, *prev;      /* live pools, guarded by caps_lock */
+    rill__gpool *next, *prev; /* live pools, guarded by caps_lock */
 };
 
 /* A spin lock: it needs no initialisation, and it is held only for short
@@ -153,8 +153,7 @@ static bool tail_merge(cap_stream *cs, const uint32_t *nodes, uint32_t n, bool r
     return true;
 }
 
-static cap_stream *add_stream(rill__capture *c, rill_stream *s, const uint32_t *tail,
-                              uint32_t n) {
+static cap_stream *add_stream(rill__capture *c, rill_stream *s, const uint32_t *tail, uint32_t n) {
     if (!grow((void **)&c->streams, &c->cap_streams, c->num_streams + 1, sizeof *c->streams))
         return NULL;
     cap_stream *cs = &c->streams[c->num_streams];
@@ -502,8 +501,8 @@ out:
 }
 
 /* Makes s (in capture sc, or none) depend on nodes of capture c. */
-static rill_status join(rill__capture *c, rill__capture *sc, rill_stream *s,
-                        const uint32_t *nodes, uint32_t n, const char *fn) {
+static rill_status join(rill__capture *c, rill__capture *sc, rill_stream *s, const uint32_t *nodes,
+                        uint32_t n, const char *fn) {
     if (c->invalidated)
         return fail_invalidated(c, fn);
     if (sc == c) {
@@ -753,8 +752,7 @@ rill_status rill__capture_malloc(rill_stream *s, size_t bytes, void **out) {
     if (g->pool == NULL) {
         rill__gpool *p = rill__calloc(1, sizeof *p);
         rill_stream *ps = NULL;
-        if (p == NULL ||
-            rill_stream_get_tagged(s->dev, "rill:graph-memory", 0, &ps) != RILL_OK) {
+        if (p == NULL || rill_stream_get_tagged(s->dev, "rill:graph-memory", 0, &ps) != RILL_OK) {
             rill__free(p);
             st = rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory", fn);
             goto out;
@@ -803,8 +801,8 @@ rill_status rill__capture_malloc(rill_stream *s, size_t bytes, void **out) {
     st = rill__pool_alloc(p->stream, bytes, fn, &ptr);
     rill__spinlock_lock(&caps_lock);
     bool alive = find_capture(id) == c;
-    if (st == RILL_OK &&
-        (!alive || !grow((void **)&p->blocks, &p->cap_blocks, p->num_blocks + 1, sizeof *p->blocks))) {
+    if (st == RILL_OK && (!alive || !grow((void **)&p->blocks, &p->cap_blocks, p->num_blocks + 1,
+                                          sizeof *p->blocks))) {
         rill__pool_free(ptr, NULL, fn);
         st = alive ? rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory", fn)
                    : rill__fail(RILL_ERROR_CAPTURE_UNSUPPORTED,
@@ -853,8 +851,8 @@ rill_status rill__capture_free(rill_stream *s, void *ptr, bool *handled) {
         goto out;
     }
     if (b->freed) {
-        st = rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: %p was already freed in this capture",
-                        fn, ptr);
+        st = rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: %p was already freed in this capture", fn,
+                        ptr);
         goto out;
     }
     cap_stream *cs = find_stream(c, s);

@@ -347,8 +347,8 @@ rill_status rill_graph_add_host_node(rill_graph *graph, rill_graph_node *const *
 }
 
 rill_status rill_graph_add_memcpy_node(rill_graph *graph, rill_graph_node *const *deps,
-                                       size_t num_deps, void *dst, const void *src,
-                                       size_t bytes, rill_graph_node **out) {
+                                       size_t num_deps, void *dst, const void *src, size_t bytes,
+                                       rill_graph_node **out) {
     static const char fn[] = "rill_graph_add_memcpy_node";
     if (dst == NULL || src == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", fn,
@@ -379,9 +379,9 @@ rill_status rill_graph_add_empty_node(rill_graph *graph, rill_graph_node *const 
     return add_node(graph, deps, num_deps, &p, "rill_graph_add_empty_node", out);
 }
 
-static rill_status add_event_node(rill_graph *graph, rill_graph_node *const *deps,
-                                  size_t num_deps, rill_event *event, rill__gnode_kind kind,
-                                  const char *fn, rill_graph_node **out) {
+static rill_status add_event_node(rill_graph *graph, rill_graph_node *const *deps, size_t num_deps,
+                                  rill_event *event, rill__gnode_kind kind, const char *fn,
+                                  rill_graph_node **out) {
     if (rill__handle_magic(event) != RILL__MAGIC_EVENT)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "%s: the event is NULL or not valid; pass an event from "
@@ -440,8 +440,7 @@ static void dot_label(FILE *f, const rill_graph_node *n) {
     switch (p->kind) {
     case RILL__GNODE_KERNEL:
         dot_escape(f, p->u.kernel.kernel->name);
-        fprintf(f, "\\ngrid %ux%ux%u", p->u.kernel.grid.x, p->u.kernel.grid.y,
-                p->u.kernel.grid.z);
+        fprintf(f, "\\ngrid %ux%ux%u", p->u.kernel.grid.x, p->u.kernel.grid.y, p->u.kernel.grid.z);
         break;
     case RILL__GNODE_HOST:
         fprintf(f, "host function");
@@ -585,8 +584,7 @@ rill_status rill_graph_instantiate(rill_graph *graph, rill_graph_exec **out) {
     x->run.active = rill__malloc(m * sizeof *x->run.active);
     if (x->nodes == NULL || x->succ == NULL || x->roots == NULL || x->run.pending == NULL ||
         x->run.ready == NULL || x->run.next_block == NULL || x->run.blocks_done == NULL ||
-        x->run.next_succ == NULL ||
-        x->run.record_gen == NULL || x->run.active == NULL ||
+        x->run.next_succ == NULL || x->run.record_gen == NULL || x->run.active == NULL ||
         (x->arena = build_arena(graph, x->nodes)) == NULL) {
         rill__free(x->nodes);
         rill__free(x->succ);
@@ -695,8 +693,8 @@ rill_status rill_graph_exec_destroy(rill_graph_exec *exec) {
 }
 
 static const char *kind_name(rill__gnode_kind k) {
-    static const char *const names[] = {"?",     "kernel",       "host",      "memcpy",
-                                        "memset", "empty", "event record", "event wait"};
+    static const char *const names[] = {"?",      "kernel", "host",         "memcpy",
+                                        "memset", "empty",  "event record", "event wait"};
     return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "?";
 }
 

@@ -22,7 +22,7 @@
 #include "core/stream.h"
 
 #define RILL__MAGIC_GRAPH 0x52475048u /* "RGPH" */
-#define RILL__MAGIC_EXEC 0x52455843u  /* "REXC" */
+#define RILL__MAGIC_EXEC  0x52455843u /* "REXC" */
 
 typedef enum rill__gnode_kind {
     RILL__GNODE_KERNEL = 1,
@@ -80,7 +80,7 @@ struct rill_graph_node {
 };
 
 struct rill_graph {
-    _Atomic uint32_t magic; /* first member: see rill__handle_magic */
+    _Atomic uint32_t magic;  /* first member: see rill__handle_magic */
     rill_graph_node **nodes; /* owned */
     uint32_t num_nodes, cap_nodes;
     rill__gpool *pool; /* ref, or NULL: memory allocated during its capture */
@@ -96,8 +96,8 @@ typedef struct rill__xnode {
     /* the first num_single successors have this node as their only
      * predecessor: they are all ready when it completes */
     uint32_t num_single;
-    uint32_t blocks;               /* kernel nodes: blocks in the grid */
-    uint32_t graph_index;          /* the node's index in its graph, for errors */
+    uint32_t blocks;      /* kernel nodes: blocks in the grid */
+    uint32_t graph_index; /* the node's index in its graph, for errors */
 } rill__xnode;
 
 /* The state of one launch while it runs; the exec owns it, and launches of
@@ -116,8 +116,8 @@ typedef struct rill__xrun {
     rill_stream *stream;
     struct rill__xrun *list_next; /* the device's list of runs; its lock */
     int listed;
-    alignas(64) _Atomic uint32_t head; /* next slot to claim */
-    _Atomic uint32_t tail;             /* slots reserved by publishers */
+    alignas(64) _Atomic uint32_t head;      /* next slot to claim */
+    _Atomic uint32_t tail;                  /* slots reserved by publishers */
     alignas(64) _Atomic uint32_t remaining; /* nodes not yet done */
     alignas(64) _Atomic int refs;           /* workers inside the run */
     /* multi-block kernel nodes with blocks to hand out; guarded by
@@ -130,7 +130,7 @@ typedef struct rill__xrun {
     _Atomic int named;     /* failed_node is being or has been written */
     char failed_node[96];  /* the kernel that failed, for the stream's sentence */
     uint32_t last_tail;    /* slots the previous launch used (to clear) */
-    _Atomic int woken; /* sleeping workers were woken for this launch */
+    _Atomic int woken;     /* sleeping workers were woken for this launch */
 } rill__xrun;
 
 struct rill_graph_exec {

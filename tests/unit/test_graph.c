@@ -60,8 +60,8 @@ static int setup(void **state) {
     rill_kernel_desc d1 = {.name = "step", .cpu = step_kernel};
     rill_kernel_desc d2 = {.name = "log", .cpu = count_kernel};
     rill_kernel_desc d3 = {.name = "fails", .cpu = fail_kernel};
-    if (rill_kernel_create(&d1, &step_k) != RILL_OK || rill_kernel_create(&d2, &count_k) != RILL_OK ||
-        rill_kernel_create(&d3, &fail_k) != RILL_OK)
+    if (rill_kernel_create(&d1, &step_k) != RILL_OK ||
+        rill_kernel_create(&d2, &count_k) != RILL_OK || rill_kernel_create(&d3, &fail_k) != RILL_OK)
         return -1;
     return 0;
 }
@@ -394,7 +394,8 @@ static void test_capture_modes_decide_unsafe_calls(void **state) {
         }
         rill_graph *g;
         rill_status end = rill_stream_end_capture(s, &g);
-        assert_int_equal(end, mode == RILL_CAPTURE_RELAXED ? RILL_OK : RILL_ERROR_CAPTURE_INVALIDATED);
+        assert_int_equal(end,
+                         mode == RILL_CAPTURE_RELAXED ? RILL_OK : RILL_ERROR_CAPTURE_INVALIDATED);
         if (g != NULL)
             RT_OK(rill_graph_destroy(g));
     }
@@ -595,7 +596,8 @@ static void test_graph_by_hand_and_update(void **state) {
     rill_graph_node *foreign = NULL;
     RT_OK(rill_graph_add_empty_node(g[0], NULL, 0, &foreign));
     RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_graph_add_empty_node(other, &foreign, 1, &bad));
-    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_graph_add_host_node(other, NULL, 0, NULL, NULL, &bad));
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT,
+              rill_graph_add_host_node(other, NULL, 0, NULL, NULL, &bad));
     rill_graph_exec *none;
     RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_graph_instantiate(NULL, &none));
     RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_graph_launch(NULL, s));
@@ -812,7 +814,8 @@ static void test_graph_fan_out_runs_every_block_once(void **state) {
     RT_OK(rill_graph_add_empty_node(g, NULL, 0, &root));
     for (int i = 0; i < FAN; i++) {
         atomic_int *h = hits[i];
-        rill_launch l = {.grid = {i % 3 == 0 ? BLOCKS : 1, 1, 1}, .args = &h, .args_size = sizeof h};
+        rill_launch l = {
+            .grid = {i % 3 == 0 ? BLOCKS : 1, 1, 1}, .args = &h, .args_size = sizeof h};
         RT_OK(rill_graph_add_kernel_node(g, &root, 1, k, &l, &mid[i]));
     }
     RT_OK(rill_graph_add_empty_node(g, mid, FAN, &sink));

@@ -26,8 +26,8 @@
 #include "core/stream.h"
 
 #define CPU_PRIORITY_LEVELS 6 /* priorities -5 (greatest) .. 0 (least) */
-#define CPU_ARGS_INLINE 96
-#define CPU_ACCESS_INLINE 4
+#define CPU_ARGS_INLINE     96
+#define CPU_ACCESS_INLINE   4
 
 enum cpu_stream_state { CPU_IDLE = 0, CPU_READY, CPU_RUNNING, CPU_PARKED };
 
@@ -71,7 +71,7 @@ typedef struct cpu_stream {
     /* atomic: nodes the worker has finished with, taken whole by submitters */
     alignas(64) _Atomic(cpu_cmd *) returned;
     /* owned by the worker running the stream */
-    alignas(64) cpu_cmd *head; /* the dummy: head->next runs next */
+    alignas(64) cpu_cmd *head;      /* the dummy: head->next runs next */
     cpu_cmd *done_list, *done_tail; /* finished nodes not yet returned */
     unsigned num_done;
     int skipping;          /* a failure is open: skip work until CLEAR */
@@ -100,12 +100,12 @@ typedef struct cpu_device {
     alignas(64) _Atomic uint32_t ready_mask;
     /* guarded by launch_lock */
     alignas(64) rill__mutex launch_lock;
-    cpu_cmd *launches; /* multi-block launches with blocks left to hand out */
+    cpu_cmd *launches;             /* multi-block launches with blocks left to hand out */
     struct rill__xrun *graph_runs; /* graph launches that others may help with */
     /* atomic */
-    alignas(64) _Atomic int num_launches; /* entries in launches */
-    _Atomic int graph_work; /* published, unclaimed graph nodes (a hint) */
-    _Atomic int num_graph_runs; /* entries in graph_runs */
+    alignas(64) _Atomic int num_launches;  /* entries in launches */
+    _Atomic int graph_work;                /* published, unclaimed graph nodes (a hint) */
+    _Atomic int num_graph_runs;            /* entries in graph_runs */
     alignas(64) _Atomic uint32_t work_gen; /* futex word idle workers sleep on */
     _Atomic int sleepers;
     _Atomic int idle;     /* workers in idle_wait, spinning or asleep */

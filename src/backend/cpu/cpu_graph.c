@@ -31,16 +31,16 @@
 #include "core/event.h"
 #include "graph/graph.h"
 
-#define NONE UINT32_MAX
-#define RANGE 0x80000000u /* an active-list entry for a node's successor range */
+#define NONE          UINT32_MAX
+#define RANGE         0x80000000u /* an active-list entry for a node's successor range */
 #define PUBLISH_BATCH 32
-#define MAX_CLAIM 32
+#define MAX_CLAIM     32
 
 /* A worker's private state inside a run. */
 typedef struct gworker {
     cpu_worker *w;
-    uint32_t next;              /* ready node to run next, or NONE */
-    uint32_t done;              /* completed nodes not yet taken off remaining */
+    uint32_t next;                /* ready node to run next, or NONE */
+    uint32_t done;                /* completed nodes not yet taken off remaining */
     uint32_t fan_node, fan_count; /* batched decrements of one successor */
     uint32_t out[PUBLISH_BATCH];  /* ready nodes to publish */
     uint32_t num_out;
@@ -126,8 +126,7 @@ static void complete(cpu_device *d, rill_graph_exec *x, gworker *g, uint32_t i) 
 
 static void note_failure(rill__xrun *r, const rill__xnode *n) {
     /* acquire: pairs with the release store in rill_kernel_fail. */
-    if (atomic_load_explicit(&r->ls.failed, memory_order_acquire) &&
-        !atomic_exchange(&r->named, 1))
+    if (atomic_load_explicit(&r->ls.failed, memory_order_acquire) && !atomic_exchange(&r->named, 1))
         snprintf(r->failed_node, sizeof r->failed_node, "kernel '%.63s' (graph node %u)",
                  n->p.u.kernel.kernel->name, n->graph_index);
 }
@@ -196,8 +195,8 @@ static bool run_node(cpu_device *d, gworker *g, rill_graph_exec *x, uint32_t i) 
     switch (skip ? RILL__GNODE_EMPTY : n->p.kind) {
     case RILL__GNODE_KERNEL:
         if (n->blocks == 1) {
-            rill_block_ctx ctx = {.grid_dim = n->p.u.kernel.grid, .worker = g->w->index,
-                                  .state = &r->ls};
+            rill_block_ctx ctx = {
+                .grid_dim = n->p.u.kernel.grid, .worker = g->w->index, .state = &r->ls};
             n->p.u.kernel.kernel->cpu(&ctx, n->p.u.kernel.args);
             note_failure(r, n);
             break;
@@ -249,8 +248,8 @@ static uint32_t claim(cpu_device *d, rill__xrun *r, uint32_t *out) {
             k = 1;
         if (k > MAX_CLAIM)
             k = MAX_CLAIM;
-        if (atomic_compare_exchange_weak_explicit(&r->head, &head, head + k,
-                                                  memory_order_relaxed, memory_order_relaxed)) {
+        if (atomic_compare_exchange_weak_explicit(&r->head, &head, head + k, memory_order_relaxed,
+                                                  memory_order_relaxed)) {
             for (uint32_t i = 0; i < k; i++) {
                 uint32_t v;
                 /* acquire: pairs with the release store in publish; a slot
@@ -401,8 +400,7 @@ enum exec_result rill__cpu_exec_graph(cpu_device *d, cpu_worker *w, cpu_cmd *c) 
         return EXEC_DONE;
     }
     for (uint32_t i = 0; i < n; i++)
-        atomic_store_explicit(&r->pending[i], (int32_t)x->nodes[i].num_preds,
-                              memory_order_relaxed);
+        atomic_store_explicit(&r->pending[i], (int32_t)x->nodes[i].num_preds, memory_order_relaxed);
     for (uint32_t i = 0; i < r->last_tail; i++)
         atomic_store_explicit(&r->ready[i], 0, memory_order_relaxed);
     atomic_store_explicit(&r->head, 0, memory_order_relaxed);

@@ -29,7 +29,7 @@
 /* How long a worker spins for the next command of its stream, and for a
  * wait's dependency, before it gives the stream up or parks it. */
 #define STREAM_SPIN_NS 20000u
-#define WAIT_SPIN_NS 50000u
+#define WAIT_SPIN_NS   50000u
 
 /* Set when this worker woke a sleeping host thread and has nothing left to
  * run: it sleeps at once instead of spinning, so that the woken thread
@@ -346,7 +346,8 @@ static enum exec_result exec_kernel(cpu_device *d, cpu_worker *w, cpu_cmd *c) {
     c->listed = 1;
     atomic_fetch_add(&d->num_launches, 1);
     rill__mutex_unlock(&d->launch_lock);
-    wake_workers(d, (int)(total - 1 < (uint32_t)d->num_workers ? total - 1 : (uint32_t)d->num_workers));
+    wake_workers(
+        d, (int)(total - 1 < (uint32_t)d->num_workers ? total - 1 : (uint32_t)d->num_workers));
     run_chunks(d, w, c);
     unlist(d, c);
     /* acq_rel: the last worker out sees every block's writes. */
