@@ -77,6 +77,21 @@ rill_status rill__graph_new(rill_graph **out) {
     return RILL_OK;
 }
 
+/* Frees what instantiation allocated for x (each may be NULL). */
+static void exec_arrays_free(rill_graph_exec *x) {
+    rill__free(x->nodes);
+    rill__free(x->succ);
+    rill__free(x->roots);
+    rill__free(x->arena);
+    rill__free((void *)x->run.pending);
+    rill__free((void *)x->run.ready);
+    rill__free((void *)x->run.next_block);
+    rill__free((void *)x->run.blocks_done);
+    rill__free((void *)x->run.next_succ);
+    rill__free((void *)x->run.record_gen);
+    rill__free(x->run.active);
+}
+
 static void exec_free(rill_graph_exec *x) {
     rill__runtime *rt;
     rill__runtime_get(&rt);
@@ -99,17 +114,7 @@ static void exec_free(rill_graph_exec *x) {
         rill__gpool_unref(x->pool, x->last_stream, x->last_seq);
     if (x->last_stream != NULL)
         rill__stream_unref(x->last_stream);
-    rill__free(x->nodes);
-    rill__free(x->succ);
-    rill__free(x->roots);
-    rill__free(x->arena);
-    rill__free((void *)x->run.pending);
-    rill__free((void *)x->run.ready);
-    rill__free((void *)x->run.next_block);
-    rill__free((void *)x->run.blocks_done);
-    rill__free((void *)x->run.next_succ);
-    rill__free((void *)x->run.record_gen);
-    rill__free(x->run.active);
+    exec_arrays_free(x);
     rill__mutex_destroy(&x->lock);
     rill__free(x);
 }
@@ -586,17 +591,7 @@ rill_status rill_graph_instantiate(rill_graph *graph, rill_graph_exec **out) {
         x->run.ready == NULL || x->run.next_block == NULL || x->run.blocks_done == NULL ||
         x->run.next_succ == NULL || x->run.record_gen == NULL || x->run.active == NULL ||
         (x->arena = build_arena(graph, x->nodes)) == NULL) {
-        rill__free(x->nodes);
-        rill__free(x->succ);
-        rill__free(x->roots);
-        rill__free((void *)x->run.pending);
-        rill__free((void *)x->run.ready);
-        rill__free((void *)x->run.next_block);
-        rill__free((void *)x->run.blocks_done);
-        rill__free((void *)x->run.next_succ);
-        rill__free((void *)x->run.record_gen);
-        rill__free(x->run.active);
-        rill__free(x->arena);
+        exec_arrays_free(x);
         rill__free(x);
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory for %u nodes", fn, n);
     }
