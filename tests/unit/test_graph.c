@@ -6,8 +6,11 @@
  * multi-stream programs captured and replayed against eager runs. */
 #include "fixture.h"
 
+#include "core/alloc.h"
+
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -920,6 +923,59 @@ static void test_graph_launches_of_one_exec_do_not_overlap(void **state) {
         RT_OK(rill_stream_destroy(s[i]));
 }
 
+/* Out of host memory at every allocation in turn while capturing,
+ * instantiating and launching: each call fails cleanly or succeeds, and
+ * nothing leaks (the sanitizer builds check). */
+static void test_graph_out_of_memory_fails_cleanly(void **state) {
+    (void)state;
+    rill_stream *a = named_stream("a"), *b = named_stream("b");
+    uint32_t cells[2] = {0, 0};
+    int completed = 0;
+    for (long k = 1; k < 80 && completed < 3; k++) {
+        rill__alloc_fail_after(k);
+        rill_graph *g = NULL;
+        rill_graph_exec *x = NULL;
+        rill_event *e = NULL;
+        bool ok = rill_stream_begin_capture(a, RILL_CAPTURE_GLOBAL) == RILL_OK;
+        bool captured = ok;
+        step_args sa = {cells, 0, NONE, 1, 1};
+        rill_launch l = {.grid = {1, 1, 1}, .args = &sa, .args_size = sizeof sa};
+        ok = ok && rill_launch_kernel(a, step_k, &l) == RILL_OK;
+        ok = ok && rill_event_create(RILL_EVENT_DEFAULT, &e) == RILL_OK;
+        ok = ok && rill_event_record(e, a) == RILL_OK;
+        ok = ok && rill_stream_wait_event(b, e) == RILL_OK;
+        ok = ok && rill_launch_kernel(b, step_k, &l) == RILL_OK;
+        ok = ok && rill_event_record(e, b) == RILL_OK;
+        ok = ok && rill_stream_wait_event(a, e) == RILL_OK;
+        if (captured) {
+            rill_status st = rill_stream_end_capture(a, &g);
+            if (ok && st == RILL_OK)
+                ok = rill_graph_instantiate(g, &x) == RILL_OK;
+            else
+                ok = false;
+        }
+        rill__alloc_fail_after(0);
+        if (ok) {
+            RT_OK(rill_graph_launch(x, a));
+            RT_OK(rill_stream_synchronize(a));
+            completed++;
+        }
+        rill_capture_status cs;
+        RT_OK(rill_stream_get_capture_status(a, &cs));
+        if (cs != RILL_CAPTURE_NONE) /* a failed end_capture already ended it */
+            fail_msg("countdown %ld left the capture active", k);
+        if (x != NULL)
+            RT_OK(rill_graph_exec_destroy(x));
+        if (g != NULL)
+            RT_OK(rill_graph_destroy(g));
+        if (e != NULL)
+            RT_OK(rill_event_destroy(e));
+    }
+    assert_true(completed > 0);
+    RT_OK(rill_stream_destroy(a));
+    RT_OK(rill_stream_destroy(b));
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_capture_records_instead_of_running),
@@ -939,6 +995,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_graph_fan_out_runs_every_block_once),
         cmocka_unit_test(test_graph_branches_run_concurrently),
         cmocka_unit_test(test_graph_launches_of_one_exec_do_not_overlap),
+        cmocka_unit_test(test_graph_out_of_memory_fails_cleanly),
         cmocka_unit_test(test_capture_abandoned_by_shutdown),
     };
     if (argc > 1)
