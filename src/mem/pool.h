@@ -21,7 +21,7 @@
  * then waits on the host.
  *
  * A per-thread cache in front of the pool serves a same-stream
- * allocate/free pair without the pool's lock (see tcache in pool.c); the
+ * allocate/free pair without the pool's lock (see tcache.c); the
  * blocks it holds free are taken back by rill_mem_empty_cache, summaries,
  * out-of-memory recovery and lookups from other threads.
  *

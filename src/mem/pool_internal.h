@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: MIT */
+/* The pool's shared types (see pool.h for the rules): segments tiled by
+ * blocks, the points a block carries, the bins of free blocks and the
+ * pool itself, with the small helpers every file of the pool inlines.
+ * Internal to src/mem: pool.c (allocation, freeing, uses), block.c (block
+ * structures, points, bins, hash), segment.c (segments) and tcache.c (the
+ * per-thread caches).
+ *
+ * The rule for splitting a free block: the rest of a block handed out for
+ * a request stays free when it is at least MIN_BLOCK (small segments) or
+ * more than SMALL_REQUEST (large ones); otherwise the block goes whole. */
+#ifndef RILL_MEM_POOL_INTERNAL_H
+#define RILL_MEM_POOL_INTERNAL_H
+
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/runtime.h"
+#include "core/stream.h"
+
+#define MIN_BLOCK     512u              /* allocation granularity */
+#define SMALL_REQUEST ((size_t)1 << 20) /* up to this: small pool, 2 MiB segments */
+#define SMALL_SEGMENT ((size_t)2 << 20)
+#define MID_REQUEST   ((size_t)10 << 20) /* up to this: 20 MiB segments */
+#define LARGE_SEGMENT ((size_t)20 << 20)
+#define LARGE_ROUND   ((size_t)2 << 20)   /* larger requests: their own segment */
+#define SMALL_GRANULE ((size_t)256 << 10) /* the sizes of new segments, see segment_size */
+#define LARGE_GRANULE ((size_t)1 << 20)
+#define NUM_BINS      192
+#define SCAN_LIMIT    64         /* blocks examined per allocation */
+#define UNTIL_FREE    UINT64_MAX /* a use that lasts until the free */
+#define INLINE_POINTS 3
+#define MAX_WAITS     4 /* internal waits one allocation may add */
+#define WAIT_SLACK    8 /* see wait_budget */
+
+typedef struct segment segment;
+typedef struct block block;
+
+typedef struct point {
+    rill_stream *stream; /* held through pool->owners, or a ref of its own (own_ref) */
+    uint64_t seq;
+    int own_ref;
+} point;
+
+struct segment {
+    uintptr_t base;
+    size_t size;
+    void *handle; /* the backend's, from mem_alloc */
+    int small;
+    segment *prev, *next; /* the pool's segments */
+    block *first;         /* address-ordered blocks tiling the segment */
+};
+
+struct block {
+    uintptr_t ptr;
+    size_t size;      /* rounded; what the block occupies */
+    size_t requested; /* allocated: the bytes asked for (bounds checks) */
+    segment *seg;
+    block *prev, *next;         /* address neighbours in seg */
+    block *bin_prev, *bin_next; /* free: the bin's list */
+    block *hash_next;           /* allocated: the hash chain */
+    rill_stream *stream;        /* allocated: the allocation stream (see pool->owners) */
+    int allocated;
+    int own_ref;      /* allocated: holds its own reference on stream */
+    int conservative; /* a point could not be stored: safe only after a device sync */
+    /* TC_NONE, or which part of a thread cache holds the block (see
+     * tcache); relaxed: written by the cache's owner outside pool->lock,
+     * read under it by lookups that only report errors */
+    _Atomic unsigned char tc_state;
+    unsigned bin;
+    point *points; /* inline_points or owned */
+    size_t num_points, cap_points;
+    point inline_points[INLINE_POINTS];
+};
+
+typedef struct bins {
+    block *head[NUM_BINS];
+    uint64_t map[NUM_BINS / 64];
+} bins;
+
+struct rill__pool {
+    rill__spinlock lock; /* short critical sections; see drain_points for the long wait */
+    /* guarded by lock */
+    bins small, large;
+    segment *segments;
+    block **hash; /* owned: buckets of allocated blocks */
+    size_t hash_cap, hash_count;
+    block *spare; /* unused block structures, linked by next */
+    rill_mem_stats stats;
+    size_t limit;
+    /* the streams that allocated blocks or are named by points, each with
+     * one reference held by the pool (not one per block or point: no
+     * atomic on the hot paths); entries whose count fell to zero are
+     * released lazily */
+    struct {
+        rill_stream *stream;
+        size_t live; /* allocated blocks of this stream plus points naming it */
+    } owners[32];
+    unsigned num_owners;
+    size_t unmerged;         /* frees since the last coalesce pass */
+    size_t kind_reserved[2]; /* [small]: reserved bytes of each kind of segment */
+    uint64_t pending_reuses; /* allocations served by internal waits instead of growing */
+    /* immutable after create */
+    uint64_t id; /* unique for the process: thread caches name their pool by it */
+    /* the thread caches: pushed under lock, never removed before destroy,
+     * so that a thread may walk them without the lock */
+    _Atomic(struct tcache *) tcaches;
+    unsigned num_tcaches; /* guarded by lock */
+    /* relaxed mirrors of stats.allocated_bytes and peak_allocated_bytes,
+     * written under lock, for the thread caches' peak check */
+    _Atomic size_t allocated_mirror, peak_mirror;
+};
+
+static inline rill__pool *rill__pool_of(rill_device *dev) {
+    return dev->mem.pool;
+}
+
+static inline uint64_t rill__done_of(rill_stream *s) {
+    /* acquire: pairs with the release store in rill__stream_complete. */
+    return atomic_load_explicit(&s->done_seq, memory_order_acquire);
+}
+
+static inline uint64_t rill__submitted_of(rill_stream *s) {
+    /* acquire: pairs with the submit that assigned the number. */
+    return atomic_load_explicit(&s->sub_seq, memory_order_acquire);
+}
+
+/* The bin of a free block of size bytes: four sub-bins per power of two. */
+static inline unsigned rill__bin_of(size_t size) {
+    unsigned fl = 63u - (unsigned)__builtin_clzll((unsigned long long)size);
+    unsigned sl = (unsigned)(size >> (fl - 2)) & 3u;
+    unsigned i = (fl - 9u) * 4u + sl; /* MIN_BLOCK = 2^9 is bin 0 */
+    return i < NUM_BINS ? i : NUM_BINS - 1;
+}
+
+static inline bins *rill__bins_for(rill__pool *p, int small) {
+    return small ? &p->small : &p->large;
+}
+
+/* Does a free block of a segment of this kind split off a rest of rest
+ * bytes when handed out (see above), rather than go whole? */
+static inline bool rill__splits(int small, size_t rest) {
+    return small ? rest >= MIN_BLOCK : rest > SMALL_REQUEST;
+}
+
+static inline void rill__set_allocated(rill__pool *p, size_t bytes) {
+    p->stats.allocated_bytes = bytes;
+    /* relaxed: a hint for the thread caches' peak check, which rechecks
+     * under the lock (see tcache.c). */
+    atomic_store_explicit(&p->allocated_mirror, bytes, memory_order_relaxed);
+}
+
+#endif

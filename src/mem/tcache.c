@@ -1,0 +1,410 @@
+/* SPDX-License-Identifier: MIT */
+/* The per-thread caches in front of the pool. A thread cache serves a
+ * malloc_async/free_async pair on one stream without pool->lock (whose atomic exchange was most of
+ * the pair's cost). It holds blocks "leased" from the pool: free ones (TC_CACHED, by bin, each
+ * freed on its own allocation stream with no point of another stream, so that stream may take it
+ * again at once: stream order) and allocated ones handed out from there (TC_LIVE, in a small table
+ * by address instead of pool->hash). The pool sees both as allocated blocks of their stream (owners
+ * counts held, never merged); stats.allocated_bytes counts them, and the true allocated bytes are
+ * that minus every cache's cached_bytes.
+ *
+ * Only the owning thread touches a cache, except that a thread holding
+ * pool->lock may take everything back ("steal": empty_cache, summaries,
+ * out-of-memory recovery, a lookup of another thread's leased block). The
+ * two meet in a Dekker pair: the owner stores busy, runs a light barrier
+ * and loads steal; the stealer stores steal, runs a heavy barrier and
+ * waits for busy to clear. A cache another thread had to steal from stops
+ * caching for TC_COOLDOWN frees (a producer-consumer pattern). */
+#include "mem/tcache.h"
+
+#include <stdalign.h>
+
+#include "core/alloc.h"
+#include "core/assert.h"
+#include "mem/block.h"
+
+#define TC_BINS       64                /* blocks up to rill__bin_of(TC_MAX_BLOCK) */
+#define TC_LIVE       64                /* leased allocated blocks, by address */
+#define TC_PROBE      4                 /* slots the owner probes; others scan all */
+#define TC_MAX_BLOCK  ((size_t)4 << 20) /* larger blocks go back to the pool */
+#define TC_MAX_BYTES  ((size_t)8 << 20) /* bound on a cache's free bytes */
+#define TC_MAX_CACHES 64                /* threads beyond these use the lock */
+#define TC_COOLDOWN   1024
+
+typedef struct tcache {
+    /* atomic: the Dekker pair with a stealer */
+    alignas(64) _Atomic int busy;
+    _Atomic int steal;
+    /* owner only (a stealer while the owner is out, see above) */
+    block *free_head[TC_BINS]; /* linked by bin_next */
+    block *live[TC_LIVE];
+    _Atomic unsigned num_live; /* relaxed: others read it as a hint */
+    unsigned cooldown;
+    /* written by the owner (or a stealer), read by stats: relaxed */
+    _Atomic size_t cached_bytes;
+    _Atomic uint64_t allocations, frees; /* served here; every allocation is a cache hit */
+    /* immutable after registration */
+    struct tcache *next;
+    /* guarded by pool->lock: &tls_token of the owning thread (a thread
+     * that starts after its owner exited may adopt the cache) */
+    const void *owner;
+} tcache;
+
+static _Thread_local uint64_t tls_pool_id; /* the pool tls_cache belongs to */
+static _Thread_local tcache *tls_cache;    /* NULL: none for that pool */
+static _Thread_local char tls_token;       /* its address names the thread */
+
+/* The calling thread's cache for p, or NULL. */
+static tcache *tc_mine(const rill__pool *p) {
+    return tls_pool_id == p->id ? tls_cache : NULL;
+}
+
+static size_t tc_slot(uintptr_t ptr) {
+    return (size_t)(((uint64_t)ptr >> 9) * UINT64_C(0x9e3779b97f4a7c15) >> 58) & (TC_LIVE - 1);
+}
+
+/* The bytes that the thread caches hold free. */
+static size_t tc_cached_total(const rill__pool *p) {
+    size_t n = 0;
+    /* acquire: pairs with the release store in tc_register. */
+    for (tcache *c = atomic_load_explicit(&p->tcaches, memory_order_acquire); c != NULL;
+         c = c->next)
+        n += atomic_load_explicit(&c->cached_bytes, memory_order_relaxed);
+    return n;
+}
+
+/* Raises the peak of allocated bytes to the current true figure
+ * (pool->lock held). */
+void rill__tcache_note_peak_locked(rill__pool *p) {
+    size_t a = p->stats.allocated_bytes - tc_cached_total(p);
+    if (a > p->stats.peak_allocated_bytes) {
+        p->stats.peak_allocated_bytes = a;
+        atomic_store_explicit(&p->peak_mirror, a, memory_order_relaxed);
+    }
+}
+
+/* Registers a cache for the calling thread (pool->lock held). */
+static tcache *tc_register(rill__pool *p) {
+    tls_pool_id = p->id;
+    tls_cache = NULL;
+    for (tcache *c = atomic_load_explicit(&p->tcaches, memory_order_relaxed); c != NULL;
+         c = c->next) {
+        if (c->owner == &tls_token)
+            return tls_cache = c; /* the thread used another pool meanwhile */
+    }
+    if (p->num_tcaches == TC_MAX_CACHES)
+        return NULL;
+    tcache *c = rill__calloc(1, sizeof *c);
+    if (c == NULL)
+        return NULL;
+    c->owner = &tls_token;
+    c->next = atomic_load_explicit(&p->tcaches, memory_order_relaxed);
+    /* release: publishes c to tc_cached_total. */
+    atomic_store_explicit(&p->tcaches, c, memory_order_release);
+    p->num_tcaches++;
+    tls_cache = c;
+    return c;
+}
+
+/* Starts the owner's lock-free section; false when a stealer is at work. */
+static bool tc_enter(tcache *c) {
+    atomic_store_explicit(&c->busy, 1, memory_order_relaxed);
+    rill__barrier_light(); /* pairs with the heavy barrier in tc_steal */
+    /* acquire: pairs with the release store of steal in tc_steal. */
+    if (!atomic_load_explicit(&c->steal, memory_order_acquire))
+        return true;
+    atomic_store_explicit(&c->busy, 0, memory_order_release);
+    return false;
+}
+
+static void tc_leave(tcache *c) {
+    /* release: pairs with the acquire load of busy in tc_steal. */
+    atomic_store_explicit(&c->busy, 0, memory_order_release);
+}
+
+static unsigned live_count(tcache *c) {
+    return atomic_load_explicit(&c->num_live, memory_order_relaxed);
+}
+
+static void live_add(tcache *c, int d) {
+    atomic_store_explicit(&c->num_live, live_count(c) + (unsigned)d, memory_order_relaxed);
+}
+
+static void tc_count(_Atomic uint64_t *n) {
+    atomic_store_explicit(n, atomic_load_explicit(n, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+}
+
+static void tc_add_cached(tcache *c, size_t bytes, int sign) {
+    size_t v = atomic_load_explicit(&c->cached_bytes, memory_order_relaxed);
+    atomic_store_explicit(&c->cached_bytes, sign > 0 ? v + bytes : v - bytes, memory_order_relaxed);
+}
+
+/* Where k sits in c->live (owner, or pool->lock held and c stolen or
+ * the caller's); full scans when probe is false. */
+static block **tc_live_find(tcache *c, uintptr_t ptr, bool probe) {
+    size_t h = tc_slot(ptr);
+    for (size_t i = 0; i < (probe ? TC_PROBE : TC_LIVE); i++) {
+        block **q = &c->live[(h + i) & (TC_LIVE - 1)];
+        if (*q != NULL && (*q)->ptr == ptr)
+            return q;
+    }
+    return NULL;
+}
+
+/* May k, being freed on by (NULL: its own stream), stay in cache c? */
+static bool tc_keepable(const tcache *c, const block *k, const rill_stream *by) {
+    return c->cooldown == 0 && (by == NULL || by == k->stream) && k->num_points == 0 &&
+           !k->conservative && !k->own_ref && k->size <= TC_MAX_BLOCK &&
+           atomic_load_explicit(&c->cached_bytes, memory_order_relaxed) + k->size <= TC_MAX_BYTES;
+}
+
+static void tc_push_cached(tcache *c, block *k) {
+    unsigned i = rill__bin_of(k->size);
+    k->bin_next = c->free_head[i];
+    c->free_head[i] = k;
+    atomic_store_explicit(&k->tc_state, TC_CACHED, memory_order_relaxed);
+    tc_add_cached(c, k->size, 1);
+}
+
+/* Returns a cached block to the pool as a free block (pool->lock held). */
+static void release_cached(rill__pool *p, block *k) {
+    atomic_store_explicit(&k->tc_state, TC_NONE, memory_order_relaxed);
+    /* The cache relied on stream order; other streams need the point. */
+    rill_stream *a = k->stream;
+    uint64_t seq = rill__submitted_of(a);
+    if (rill__done_of(a) < seq)
+        rill__points_add(p, k, a, seq);
+    rill__owners_release(p, a);
+    k->allocated = 0;
+    k->stream = NULL;
+    rill__set_allocated(p, p->stats.allocated_bytes - k->size);
+    p->unmerged++;
+    rill__bin_insert(rill__bins_for(p, k->seg->small), k);
+}
+
+/* Moves everything of c back to the pool: live blocks into the hash, free
+ * ones into the bins (pool->lock held; c is the caller's or stolen). */
+static void tc_drain_locked(rill__pool *p, tcache *c) {
+    for (unsigned i = 0; i < TC_BINS; i++) {
+        while (c->free_head[i] != NULL) {
+            block *k = c->free_head[i];
+            c->free_head[i] = k->bin_next;
+            tc_add_cached(c, k->size, -1);
+            release_cached(p, k);
+        }
+    }
+    for (unsigned i = 0; i < TC_LIVE && live_count(c) != 0; i++) {
+        block *k = c->live[i];
+        if (k == NULL)
+            continue;
+        c->live[i] = NULL;
+        live_add(c, -1);
+        atomic_store_explicit(&k->tc_state, TC_NONE, memory_order_relaxed);
+        rill__hash_insert(p, k);
+    }
+}
+
+/* Takes everything of another thread's cache back (pool->lock held). */
+static void tc_steal(rill__pool *p, tcache *c) {
+    atomic_store(&c->steal, 1);
+    rill__barrier_heavy(); /* pairs with the light barrier in tc_enter */
+    /* acquire: pairs with the release store in tc_leave. */
+    for (int spins = 0; atomic_load_explicit(&c->busy, memory_order_acquire); spins++) {
+        if (spins < 64)
+            rill__cpu_relax();
+        else
+            rill__thread_yield();
+    }
+    tc_drain_locked(p, c);
+    c->cooldown = TC_COOLDOWN;
+    /* release: pairs with the acquire load of steal in tc_enter. */
+    atomic_store_explicit(&c->steal, 0, memory_order_release);
+}
+
+/* Takes every cache's blocks back to the pool (pool->lock held). */
+void rill__tcache_steal_all(rill__pool *p) {
+    tcache *mine = tc_mine(p);
+    for (tcache *c = atomic_load_explicit(&p->tcaches, memory_order_relaxed); c != NULL;
+         c = c->next) {
+        if (c == mine)
+            tc_drain_locked(p, c);
+        else if (live_count(c) != 0 || atomic_load_explicit(&c->cached_bytes, memory_order_relaxed))
+            tc_steal(p, c);
+    }
+}
+
+/* The allocated block that starts at ptr, wherever it is (pool->lock
+ * held): the hash, the caller's cache, or (with steal) another thread's,
+ * which is then stolen. */
+block *rill__tcache_lookup_locked(rill__pool *p, const void *ptr, bool steal) {
+    block *k = rill__hash_find(p, (uintptr_t)ptr);
+    if (k != NULL || atomic_load_explicit(&p->tcaches, memory_order_relaxed) == NULL)
+        return k;
+    tcache *mine = tc_mine(p);
+    block **q = mine != NULL ? tc_live_find(mine, (uintptr_t)ptr, false) : NULL;
+    if (q != NULL) {
+        k = *q;
+        *q = NULL;
+        live_add(mine, -1);
+        atomic_store_explicit(&k->tc_state, TC_NONE, memory_order_relaxed);
+        rill__hash_insert(p, k);
+        return k;
+    }
+    if (!steal)
+        return NULL;
+    /* relaxed reads of num_live: a stale zero only means a missed steal of
+     * a block whose owner has not yet published it to another thread. */
+    bool stole = false;
+    for (tcache *c = atomic_load_explicit(&p->tcaches, memory_order_relaxed); c != NULL;
+         c = c->next) {
+        if (c != mine && live_count(c) != 0) {
+            tc_steal(p, c);
+            stole = true;
+        }
+    }
+    return stole ? rill__hash_find(p, (uintptr_t)ptr) : NULL;
+}
+
+/* Rechecks the peak after a lock-free allocation raised allocated bytes. */
+static void tc_check_peak(rill__pool *p) {
+    size_t a =
+        atomic_load_explicit(&p->allocated_mirror, memory_order_relaxed) - tc_cached_total(p);
+    if (a <= atomic_load_explicit(&p->peak_mirror, memory_order_relaxed))
+        return;
+    rill__spinlock_lock(&p->lock);
+    rill__tcache_note_peak_locked(p);
+    rill__spinlock_unlock(&p->lock);
+}
+
+/* Would take() hand out k whole for size bytes (no remainder to split)? */
+static bool whole_fit(const block *k, size_t size) {
+    if (k->size < size)
+        return false;
+    return !rill__splits(k->seg->small, k->size - size);
+}
+
+/* The lock-free allocation: a cached block freed on s that the locked
+ * path would hand out whole for size bytes. NULL when there is none (or no room to lease it). */
+void *rill__tcache_alloc(rill__pool *p, rill_stream *s, size_t size, size_t bytes) {
+    tcache *c = tc_mine(p);
+    unsigned i = rill__bin_of(size);
+    if (c == NULL || i >= TC_BINS || !tc_enter(c))
+        return NULL;
+    block **prev = &c->free_head[i];
+    block *k = *prev;
+    while (k != NULL && (k->stream != s || !whole_fit(k, size))) {
+        prev = &k->bin_next;
+        k = *prev;
+    }
+    block **slot = NULL;
+    if (k != NULL) {
+        size_t h = tc_slot(k->ptr);
+        for (size_t j = 0; j < TC_PROBE && slot == NULL; j++)
+            if (c->live[(h + j) & (TC_LIVE - 1)] == NULL)
+                slot = &c->live[(h + j) & (TC_LIVE - 1)];
+    }
+    if (slot == NULL) {
+        tc_leave(c);
+        return NULL;
+    }
+    *prev = k->bin_next;
+    *slot = k;
+    live_add(c, 1);
+    k->requested = bytes;
+    atomic_store_explicit(&k->tc_state, TC_LIVE_BLOCK, memory_order_relaxed);
+    tc_add_cached(c, k->size, -1);
+    tc_count(&c->allocations);
+    tc_leave(c);
+    tc_check_peak(p);
+    return (void *)k->ptr;
+}
+
+/* The lock-free free of a block this thread leased, freed on by (NULL: its
+ * own stream). False when the pool must see it (the locked path). */
+static bool tc_free(rill__pool *p, const void *ptr, rill_stream *by) {
+    tcache *c = tc_mine(p);
+    if (c == NULL || live_count(c) == 0 || !tc_enter(c))
+        return false;
+    block **q = tc_live_find(c, (uintptr_t)ptr, true);
+    if (q == NULL || !tc_keepable(c, *q, by)) {
+        tc_leave(c);
+        return false;
+    }
+    block *k = *q;
+    *q = NULL;
+    live_add(c, -1);
+    tc_push_cached(c, k);
+    tc_count(&c->frees);
+    tc_leave(c);
+    return true;
+}
+
+/* The lock-free free, in the pool of f's device or (f NULL) the one the
+ * calling thread's cache belongs to. */
+bool rill__tcache_free(const void *ptr, rill_stream *f) {
+    if (f != NULL)
+        return tc_free(rill__pool_of(f->dev), ptr, f);
+    if (tls_cache == NULL)
+        return false;
+    rill__runtime *rt;
+    rill__runtime_get(&rt);
+    for (int i = 0; i < rt->num_devices; i++)
+        if (tc_free(rill__pool_of(rt->devices[i]), ptr, NULL))
+            return true;
+    return false;
+}
+
+/* Offers block k, just freed on f (NULL: its own stream) with its points
+ * pruned, to the calling thread's cache: true when the cache keeps it
+ * (pool->lock held; the caller counts the free). */
+bool rill__tcache_keep_locked(rill__pool *p, block *k, rill_stream *f) {
+    tcache *c = tc_mine(p);
+    if (c == NULL && tls_pool_id != p->id)
+        c = tc_register(p);
+    if (c == NULL)
+        return false;
+    if (c->cooldown != 0) {
+        c->cooldown--;
+        return false;
+    }
+    if (!tc_keepable(c, k, f))
+        return false;
+    tc_push_cached(c, k);
+    return true;
+}
+
+/* Moves the calling thread's cached blocks back to the pool when they
+ * hold at least size bytes, so that they may merge into a block of that
+ * size; true when it did (pool->lock held). */
+bool rill__tcache_drain_mine_locked(rill__pool *p, size_t size) {
+    tcache *mine = tc_mine(p);
+    if (mine == NULL || atomic_load_explicit(&mine->cached_bytes, memory_order_relaxed) < size)
+        return false;
+    tc_drain_locked(p, mine);
+    return true;
+}
+
+/* Adds the thread caches' share to statistics copied from p->stats:
+ * their allocations (all cache hits) and frees, less the bytes they hold
+ * free (pool->lock held). */
+void rill__tcache_stats_locked(const rill__pool *p, rill_mem_stats *out) {
+    for (tcache *c = atomic_load_explicit(&p->tcaches, memory_order_relaxed); c != NULL;
+         c = c->next) {
+        uint64_t n = atomic_load_explicit(&c->allocations, memory_order_relaxed);
+        out->allocations += n;
+        out->cache_hits += n;
+        out->frees += atomic_load_explicit(&c->frees, memory_order_relaxed);
+        out->allocated_bytes -= atomic_load_explicit(&c->cached_bytes, memory_order_relaxed);
+    }
+}
+
+/* Frees the cache structures of p (pool destroy: their blocks went with
+ * the segments). */
+void rill__tcache_destroy_all(rill__pool *p) {
+    for (tcache *c = atomic_load_explicit(&p->tcaches, memory_order_relaxed), *next; c != NULL;
+         c = next) {
+        next = c->next;
+        rill__free(c);
+    }
+}
