@@ -18,13 +18,11 @@
  * is try_put then wait_for_all; eager is 1000 rill_launch_kernel then one
  * synchronize. Figures are nanoseconds per node; medians of repeats, each
  * repeat many runs. */
-#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
 
+#include "cli.h"
 #include "harness.h"
 #include "rill.h"
 #ifdef RILL_BENCH_TBB
@@ -161,87 +159,134 @@ static int tbb_row(bench_report *report, const config *cfg, const char *id, cons
 #endif
 }
 
-int main(int argc, char **argv) {
-    bool quick = false;
-    const char *json_path = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--quick") == 0) {
-            quick = true;
-        } else if (strcmp(argv[i], "--json") == 0 && i + 1 < argc) {
-            json_path = argv[++i];
-        } else {
-            fprintf(stderr, "usage: bench_graph [--quick] [--json PATH]\n"
-                            "  --quick       fewer runs and repeats (a CI smoke run, < 10 s)\n"
-                            "  --json PATH   also write the figures as JSON to PATH\n");
-            return strcmp(argv[i], "--help") == 0 ? 0 : 2;
-        }
-    }
-    const config *cfg = quick ? &quick_config : &full_config;
-    if (bench_watchdog_start(quick ? 120 : 1200) != 0)
-        return 1;
-    bench_report *report = bench_report_create(stdout, "rill");
+/* ---- main ---- */
+
+typedef struct bench {
+    config cfg;
+    bench_report *report; /* borrowed: bench_cli_main owns it */
+    int workers;
+    rill_kernel *kernel;          /* owned */
+    rill_stream *stream;          /* owned */
+    rill_graph_exec *chain, *fan; /* owned */
+    graph_ctx cc, fc;             /* replays of chain and fan on stream */
+    bool begun;                   /* begin() has run */
+} bench;
+
+static int setup(void *ctx, bool quick, bench_report *report, bench_cli_device *device) {
+    bench *b = ctx;
+    b->cfg = quick ? quick_config : full_config;
+    b->report = report;
     rill_device *dev;
     rill_device_info info;
-    rill_kernel *k;
-    rill_stream *s;
     rill_kernel_desc kd = {.name = "empty", .cpu = empty_kernel};
-    if (report == NULL || failed(rill_device_get_by_kind(RILL_DEVICE_CPU, 0, &dev), "device") ||
+    if (failed(rill_device_get_by_kind(RILL_DEVICE_CPU, 0, &dev), "device") ||
         failed(rill_device_get_info(dev, &info), "rill_device_get_info") ||
-        failed(rill_kernel_create(&kd, &k), "rill_kernel_create") ||
-        failed(rill_stream_create(dev, 0, &s), "rill_stream_create"))
-        return 1;
-    int workers = info.compute_units;
-    double probe = bench_probe_hop_ns();
-    printf("bench_graph: %s, %d compute units, %ld processors online, %s run%s\n", info.name,
-           workers, sysconf(_SC_NPROCESSORS_ONLN), quick ? "quick" : "full",
-#ifdef RILL_BENCH_TBB
-           ""
-#else
-           " (oneTBB not found at build time: no TBB baselines)"
-#endif
-    );
-    printf("cross-core probe: %.0f ns per one-way hop now\n", probe);
-    printf("ratio = rill median / baseline median; hop ns = probe before/after the row\n\n");
-    bench_report_header(report);
-    bench_report_meta_str(report, "bench", "bench_graph");
-    bench_report_meta_num(report, "compute_units", workers);
-    bench_report_meta_str(report, "mode", quick ? "quick" : "full");
+        failed(rill_kernel_create(&kd, &b->kernel), "rill_kernel_create") ||
+        failed(rill_stream_create(dev, 0, &b->stream), "rill_stream_create"))
+        return -1;
+    b->workers = info.compute_units;
+    snprintf(device->name, sizeof(device->name), "%.*s", (int)sizeof(info.name), info.name);
+    device->compute_units = info.compute_units;
+    b->chain = build(b->kernel, false);
+    b->fan = build(b->kernel, true);
+    if (b->chain == NULL || b->fan == NULL)
+        return -1;
+    b->cc = (graph_ctx){b->chain, b->stream, b->kernel, b->cfg.runs, NODES};
+    b->fc = (graph_ctx){b->fan, b->stream, b->kernel, b->cfg.runs, NODES};
+    return 0;
+}
 
-    int rc = 0;
-    rill_graph_exec *chain = build(k, false), *fan = build(k, true);
-    if (chain == NULL || fan == NULL)
-        return 1;
-    graph_ctx cc = {chain, s, k, cfg->runs, NODES};
-    graph_ctx fc = {fan, s, k, cfg->runs, NODES};
+/* Before the first selected figure: one untimed run of each kind, then the
+ * section line. */
+static void begin(bench *b) {
+    if (b->begun)
+        return;
+    b->begun = true;
     double ignored;
-    sample_replay(&cc, &ignored);
-    sample_replay(&fc, &ignored);
-    sample_eager(&cc, &ignored);
+    sample_replay(&b->cc, &ignored);
+    sample_replay(&b->fc, &ignored);
+    sample_eager(&b->cc, &ignored);
+    bench_report_section(b->report, "g. graph launches of 1000 empty 1-block kernels, launch + "
+                                    "synchronize per run");
+}
 
-    bench_report_section(report, "g. graph launches of 1000 empty 1-block kernels, launch + "
-                                 "synchronize per run");
-    bench_row g1 = {.id = "g1",
-                    .name = "chain: replay (baseline: eager launches)",
-                    .unit = "ns/node",
-                    .baseline_name = "1000 rill_launch_kernel + synchronize"};
+static int figure_chain_eager(void *ctx) {
+    bench *b = ctx;
+    begin(b);
+    bench_row row = {.id = "g1",
+                     .name = "chain: replay (baseline: eager launches)",
+                     .unit = "ns/node",
+                     .baseline_name = "1000 rill_launch_kernel + synchronize"};
     bench_watchdog_note("g1");
-    rc |= bench_measure_row(report, &g1, sample_replay, &cc, sample_eager, &cc, cfg->repeats);
-    bench_watchdog_note("g2");
-    rc |= tbb_row(report, cfg, "g2", "fan-out/fan-in: replay vs 1 TBB thread", &fc, true, 1);
-    bench_watchdog_note("g3");
-    rc |= tbb_row(report, cfg, "g3", "chain: replay", &cc, false, workers);
-    bench_watchdog_note("g4");
-    rc |= tbb_row(report, cfg, "g4", "fan-out/fan-in: replay", &fc, true, workers);
+    return bench_measure_row(b->report, &row, sample_replay, &b->cc, sample_eager, &b->cc,
+                             b->cfg.repeats);
+}
 
-    rill_graph_exec_destroy(chain);
-    rill_graph_exec_destroy(fan);
-    rill_stream_destroy(s);
-    rill_kernel_destroy(k);
+static int figure_fan_one_thread(void *ctx) {
+    bench *b = ctx;
+    begin(b);
+    bench_watchdog_note("g2");
+    return tbb_row(b->report, &b->cfg, "g2", "fan-out/fan-in: replay vs 1 TBB thread", &b->fc, true,
+                   1);
+}
+
+static int figure_chain_tbb(void *ctx) {
+    bench *b = ctx;
+    begin(b);
+    bench_watchdog_note("g3");
+    return tbb_row(b->report, &b->cfg, "g3", "chain: replay", &b->cc, false, b->workers);
+}
+
+static int figure_fan_tbb(void *ctx) {
+    bench *b = ctx;
+    begin(b);
+    bench_watchdog_note("g4");
+    return tbb_row(b->report, &b->cfg, "g4", "fan-out/fan-in: replay", &b->fc, true, b->workers);
+}
+
+static int teardown(void *ctx) {
+    bench *b = ctx;
+    int rc = 0;
+    if (b->chain && failed(rill_graph_exec_destroy(b->chain), "rill_graph_exec_destroy"))
+        rc = -1;
+    if (b->fan && failed(rill_graph_exec_destroy(b->fan), "rill_graph_exec_destroy"))
+        rc = -1;
+    if (b->stream && failed(rill_stream_destroy(b->stream), "rill_stream_destroy"))
+        rc = -1;
+    if (b->kernel && failed(rill_kernel_destroy(b->kernel), "rill_kernel_destroy"))
+        rc = -1;
     bench_watchdog_note("rill_shutdown");
     if (failed(rill_shutdown(), "rill_shutdown"))
-        rc = 1;
-    if (json_path != NULL && bench_report_write_json(report, json_path) != 0)
-        rc = 1;
-    bench_report_destroy(report);
-    return rc != 0;
+        rc = -1;
+    return rc;
+}
+
+/* g2 stays before g3 and g4: see the top of the file. */
+static const bench_cli_figure figures[] = {
+    {'1', figure_chain_eager},
+    {'2', figure_fan_one_thread},
+    {'3', figure_chain_tbb},
+    {'4', figure_fan_tbb},
+};
+
+static const bench_cli cli = {
+    .program = "bench_graph",
+    .subject = "rill",
+    .figure_prefix = "g",
+    .quick_help = "fewer runs and repeats (a CI smoke run, < 10 s)",
+    .figures_help = "                1 chain vs eager launches   2 fan-out/fan-in vs 1 TBB "
+                    "thread\n"
+                    "                3 chain vs TBB              4 fan-out/fan-in vs TBB\n",
+#ifndef RILL_BENCH_TBB
+    .header_note = " (oneTBB not found at build time: no TBB baselines)",
+#endif
+    .figures = figures,
+    .num_figures = sizeof(figures) / sizeof(figures[0]),
+    .setup = setup,
+    .teardown = teardown,
+};
+
+int main(int argc, char **argv) {
+    bench b = {0};
+    return bench_cli_main(&cli, &b, argc, argv);
 }

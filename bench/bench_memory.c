@@ -19,8 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "cli.h"
 #include "harness.h"
 #include "rill.h"
 
@@ -47,10 +47,8 @@ enum { NUM_PAIR_SIZES = sizeof pair_sizes / sizeof pair_sizes[0] };
 
 typedef struct bench {
     config cfg;
-    bool quick;
-    rill_device *dev; /* borrowed: lives until rill_shutdown */
-    char device_name[128];
-    bench_report *report; /* owned */
+    rill_device *dev;     /* borrowed: lives until rill_shutdown */
+    bench_report *report; /* borrowed: bench_cli_main owns it */
 } bench;
 
 /* Prints a failed rill call and returns true; false when st is RILL_OK. */
@@ -106,7 +104,8 @@ static int sample_glibc_pair(void *ctx, double *ns_per_pair) {
     return 0;
 }
 
-static int figure_pair(bench *b) {
+static int figure_pair(void *ctx) {
+    bench *b = ctx;
     bench_report_section(b->report, "m1. rill_malloc_async + rill_free_async on one stream, sizes "
                                     "256 B..4 MiB in turn (baseline: glibc malloc + free)");
     rill_stream *s = NULL;
@@ -178,7 +177,8 @@ static int sample_tracked(void *ctx, double *ns_per_pair) {
     return 0;
 }
 
-static int figure_tracked(bench *b) {
+static int figure_tracked(void *ctx) {
+    bench *b = ctx;
     bench_report_section(b->report,
                          "m2. the pair with a kernel on another stream using each block "
                          "(baseline: the same loop, the kernel declaring no access)");
@@ -732,7 +732,8 @@ static int trace_env_destroy(trace_env *env) {
     return rc;
 }
 
-static int figure_exchange(bench *b) {
+static int figure_exchange(void *ctx) {
+    bench *b = ctx;
     bench_report_section(b->report,
                          "m3. two streams freeing each other's blocks, mixed sizes: peak "
                          "reserved / peak allocated (baseline: power-of-two caching allocator)");
@@ -762,7 +763,8 @@ out:
     return rc;
 }
 
-static int figure_transformer(bench *b) {
+static int figure_transformer(void *ctx) {
+    bench *b = ctx;
     bench_report_section(b->report,
                          "m4. transformer training trace (12 layers, batch 8, seq 512, hidden "
                          "1024, fp32): peak reserved / peak allocated");
@@ -791,128 +793,49 @@ out:
 
 /* ---- main ---- */
 
-typedef struct figure {
-    char number;
-    int (*run)(bench *b);
-} figure;
-
-static const figure figures[] = {
-    {'1', figure_pair},
-    {'2', figure_tracked},
-    {'3', figure_exchange},
-    {'4', figure_transformer},
-};
-enum { NUM_FIGURES = sizeof(figures) / sizeof(figures[0]) };
-
-static void usage(FILE *f) {
-    fprintf(f, "usage: bench_memory [--quick] [--json PATH] [--only 1,2,3,4]\n"
-               "  --quick       fewer pairs, iterations and repeats (a CI smoke run, a few s)\n"
-               "  --json PATH   also write the figures as JSON to PATH\n"
-               "  --only LIST   run only the listed figures:\n"
-               "                1 pair on one stream     2 pair with a tracked cross-stream use\n"
-               "                3 two streams freeing each other's blocks\n"
-               "                4 transformer trace\n");
-}
-
-/* Parses "1,3" into selected[]; returns -1 on an unknown figure. */
-static int parse_only(const char *list, bool selected[NUM_FIGURES]) {
-    memset(selected, 0, NUM_FIGURES * sizeof(bool));
-    for (const char *p = list; *p; p++) {
-        if (*p == ',')
-            continue;
-        int i = 0;
-        while (i < NUM_FIGURES && figures[i].number != *p)
-            i++;
-        if (i == NUM_FIGURES || (p[1] != ',' && p[1] != '\0'))
-            return -1;
-        selected[i] = true;
-    }
-    return 0;
-}
-
-static int setup(bench *b) {
+static int setup(void *ctx, bool quick, bench_report *report, bench_cli_device *device) {
+    bench *b = ctx;
+    b->cfg = quick ? quick_config : full_config;
+    b->report = report;
     rill_device_info info;
     if (failed(rill_device_get_by_kind(RILL_DEVICE_CPU, 0, &b->dev), "rill_device_get_by_kind") ||
         failed(rill_device_get_info(b->dev, &info), "rill_device_get_info") ||
         failed(rill_set_device(b->dev), "rill_set_device"))
         return -1;
-    snprintf(b->device_name, sizeof(b->device_name), "%.*s", (int)sizeof(info.name), info.name);
-    double probe = bench_probe_hop_ns();
-    int cpu_a, cpu_b;
-    bench_probe_cpus(&cpu_a, &cpu_b);
-    long processors = sysconf(_SC_NPROCESSORS_ONLN);
-    printf("bench_memory: %s, %d compute units, %ld processors online, %s run\n", info.name,
-           info.compute_units, processors, b->quick ? "quick" : "full");
-    if (isnan(probe))
-        printf("cross-core probe: unavailable (fewer than two processors to pin to)\n");
-    else
-        printf("cross-core probe: processors %d and %d, %.0f ns per one-way hop now\n", cpu_a,
-               cpu_b, probe);
-    printf("ratio = rill median / baseline median; hop ns = probe before/after the row\n\n");
-    bench_report_header(b->report);
-    if (bench_report_meta_str(b->report, "bench", "bench_memory") ||
-        bench_report_meta_str(b->report, "device", b->device_name) ||
-        bench_report_meta_num(b->report, "compute_units", info.compute_units) ||
-        bench_report_meta_num(b->report, "processors", (double)processors) ||
-        bench_report_meta_num(b->report, "probe_cpu_a", cpu_a) ||
-        bench_report_meta_num(b->report, "probe_cpu_b", cpu_b) ||
-        bench_report_meta_str(b->report, "mode", b->quick ? "quick" : "full"))
-        return -1;
+    snprintf(device->name, sizeof(device->name), "%.*s", (int)sizeof(info.name), info.name);
+    device->compute_units = info.compute_units;
     return 0;
 }
 
-int main(int argc, char **argv) {
-    bool quick = false;
-    const char *json_path = NULL;
-    bool selected[NUM_FIGURES];
-    for (int i = 0; i < NUM_FIGURES; i++)
-        selected[i] = true;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--quick") == 0) {
-            quick = true;
-        } else if (strcmp(argv[i], "--json") == 0 && i + 1 < argc) {
-            json_path = argv[++i];
-        } else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
-            if (parse_only(argv[++i], selected) != 0) {
-                fprintf(stderr, "bench_memory: unknown figure in --only %s\n", argv[i]);
-                usage(stderr);
-                return 2;
-            }
-        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            usage(stdout);
-            return 0;
-        } else {
-            fprintf(stderr, "bench_memory: unknown argument '%s'\n", argv[i]);
-            usage(stderr);
-            return 2;
-        }
-    }
-    /* A hang is a failure: generous limits, far above a normal run's time. */
-    if (bench_watchdog_start(quick ? 120 : 1200) != 0) {
-        fprintf(stderr, "bench_memory: cannot start the watchdog thread\n");
-        return 1;
-    }
-    bench b = {.cfg = quick ? quick_config : full_config,
-               .quick = quick,
-               .report = bench_report_create(stdout, "rill")};
-    if (!b.report) {
-        fprintf(stderr, "bench_memory: out of memory\n");
-        return 1;
-    }
-    /* A failed figure does not stop the others: each has its own streams. */
-    int rc = setup(&b) == 0 ? 0 : 1;
-    bool set_up = rc == 0;
-    for (int i = 0; set_up && i < NUM_FIGURES; i++) {
-        if (selected[i] && figures[i].run(&b) != 0) {
-            fprintf(stderr, "bench_memory: figure m%c failed\n", figures[i].number);
-            rc = 1;
-        }
-    }
+static int teardown(void *ctx) {
+    (void)ctx;
     bench_watchdog_note("rill_shutdown");
-    if (failed(rill_shutdown(), "rill_shutdown"))
-        rc = 1;
-    if (json_path && bench_report_write_json(b.report, json_path) != 0)
-        rc = 1;
-    bench_report_destroy(b.report);
-    return rc;
+    return failed(rill_shutdown(), "rill_shutdown") ? -1 : 0;
+}
+
+static const bench_cli_figure figures[] = {
+    {'1', figure_pair},
+    {'2', figure_tracked},
+    {'3', figure_exchange},
+    {'4', figure_transformer},
+};
+
+static const bench_cli cli = {
+    .program = "bench_memory",
+    .subject = "rill",
+    .figure_prefix = "m",
+    .quick_help = "fewer pairs, iterations and repeats (a CI smoke run, a few s)",
+    .figures_help = "                1 pair on one stream     2 pair with a tracked "
+                    "cross-stream use\n"
+                    "                3 two streams freeing each other's blocks\n"
+                    "                4 transformer trace\n",
+    .figures = figures,
+    .num_figures = sizeof(figures) / sizeof(figures[0]),
+    .setup = setup,
+    .teardown = teardown,
+};
+
+int main(int argc, char **argv) {
+    bench b = {0};
+    return bench_cli_main(&cli, &b, argc, argv);
 }

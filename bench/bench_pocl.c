@@ -7,7 +7,6 @@
  * rill_event_synchronize. It uses no part of rill, and the same command
  * counts and repeats as bench_runtime, so the rows compare one to one. */
 #include <CL/cl.h>
-#include <math.h>
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -16,6 +15,7 @@
 #include <string.h>
 
 #include "baseline.h"
+#include "cli.h"
 #include "harness.h"
 
 typedef struct config {
@@ -45,9 +45,8 @@ typedef struct ocl {
 
 typedef struct bench {
     config cfg;
-    bool quick;
     ocl cl;
-    bench_report *report; /* owned */
+    bench_report *report; /* borrowed: bench_cli_main owns it */
 } bench;
 
 /* Prints a failed OpenCL call and returns true; false on CL_SUCCESS. */
@@ -193,7 +192,8 @@ static int sample_launch(void *ctx, double *ns_per_cmd) {
     return 0;
 }
 
-static int figure_launch(bench *b) {
+static int figure_launch(void *ctx) {
+    bench *b = ctx;
     const config *cfg = &b->cfg;
     const char *base_name = "pthread worker, mutex+condvar queue of function pointers";
     bench_report_section(b->report, "a. empty commands on one in-order queue, enqueue+execute "
@@ -312,7 +312,8 @@ static int sample_pingpong(void *ctx, double *ns_per_hop) {
     return 0;
 }
 
-static int figure_pingpong(bench *b) {
+static int figure_pingpong(void *ctx) {
+    bench *b = ctx;
     bench_report_section(b->report, "b. cross-queue ping-pong through event wait lists "
                                     "(baseline: two pthreads handing a token via an atomic)");
     pingpong_ctx *c = aligned_alloc(64, sizeof(*c));
@@ -385,7 +386,8 @@ static int sample_wake(void *ctx, double *us) {
     return 0;
 }
 
-static int figure_wake(bench *b) {
+static int figure_wake(void *ctx) {
+    bench *b = ctx;
     bench_report_section(b->report, "c. host wake-up: work done 20 us after submit -> "
                                     "clWaitForEvents returns (baseline: pthread condvar)");
     wake_ctx *c = aligned_alloc(64, sizeof(*c));
@@ -421,119 +423,44 @@ out:
 
 /* ---- main ---- */
 
-typedef struct figure {
-    char letter;
-    int (*run)(bench *b);
-} figure;
+static int setup(void *ctx, bool quick, bench_report *report, bench_cli_device *device) {
+    bench *b = ctx;
+    b->cfg = quick ? quick_config : full_config;
+    b->report = report;
+    if (ocl_open(&b->cl) != 0)
+        return -1;
+    snprintf(device->name, sizeof(device->name), "%s", b->cl.device_name);
+    device->compute_units = (int)b->cl.compute_units;
+    snprintf(device->platform, sizeof(device->platform), "%s", b->cl.platform_version);
+    return 0;
+}
 
-static const figure figures[] = {
+static int teardown(void *ctx) {
+    bench *b = ctx;
+    ocl_close(&b->cl);
+    return 0;
+}
+
+static const bench_cli_figure figures[] = {
     {'a', figure_launch},
     {'b', figure_pingpong},
     {'c', figure_wake},
 };
-enum { NUM_FIGURES = sizeof(figures) / sizeof(figures[0]) };
 
-static void usage(FILE *f) {
-    fprintf(f, "usage: bench_pocl [--quick] [--json PATH] [--only a,b,c]\n"
-               "  --quick       fewer commands and repeats (a smoke run)\n"
-               "  --json PATH   also write the figures as JSON to PATH\n"
-               "  --only LIST   run only the listed figures:\n"
-               "                a launch throughput   b cross-queue ping-pong\n"
-               "                c host wake-up\n");
-}
-
-/* Parses "a,c" into selected[]; returns -1 on an unknown letter. */
-static int parse_only(const char *list, bool selected[NUM_FIGURES]) {
-    memset(selected, 0, NUM_FIGURES * sizeof(bool));
-    for (const char *p = list; *p; p++) {
-        if (*p == ',')
-            continue;
-        int i = 0;
-        while (i < NUM_FIGURES && figures[i].letter != *p)
-            i++;
-        if (i == NUM_FIGURES || (p[1] != ',' && p[1] != '\0'))
-            return -1;
-        selected[i] = true;
-    }
-    return 0;
-}
-
-static int setup(bench *b) {
-    if (ocl_open(&b->cl) != 0)
-        return -1;
-    double probe = bench_probe_hop_ns();
-    int cpu_a, cpu_b;
-    bench_probe_cpus(&cpu_a, &cpu_b);
-    printf("bench_pocl: %s, %u compute units, %s run\nplatform: %s\n", b->cl.device_name,
-           b->cl.compute_units, b->quick ? "quick" : "full", b->cl.platform_version);
-    if (isnan(probe))
-        printf("cross-core probe: unavailable (fewer than two processors to pin to)\n");
-    else
-        printf("cross-core probe: processors %d and %d, %.0f ns per one-way hop now\n", cpu_a,
-               cpu_b, probe);
-    printf("ratio = pocl median / baseline median; hop ns = probe before/after the row\n\n");
-    bench_report_header(b->report);
-    if (bench_report_meta_str(b->report, "bench", "bench_pocl") ||
-        bench_report_meta_str(b->report, "device", b->cl.device_name) ||
-        bench_report_meta_str(b->report, "platform_version", b->cl.platform_version) ||
-        bench_report_meta_num(b->report, "compute_units", b->cl.compute_units) ||
-        bench_report_meta_num(b->report, "probe_cpu_a", cpu_a) ||
-        bench_report_meta_num(b->report, "probe_cpu_b", cpu_b) ||
-        bench_report_meta_str(b->report, "mode", b->quick ? "quick" : "full"))
-        return -1;
-    return 0;
-}
+static const bench_cli cli = {
+    .program = "bench_pocl",
+    .subject = "pocl",
+    .figure_prefix = "",
+    .quick_help = "fewer commands and repeats (a smoke run)",
+    .figures_help = "                a launch throughput   b cross-queue ping-pong\n"
+                    "                c host wake-up\n",
+    .figures = figures,
+    .num_figures = sizeof(figures) / sizeof(figures[0]),
+    .setup = setup,
+    .teardown = teardown,
+};
 
 int main(int argc, char **argv) {
-    bool quick = false;
-    const char *json_path = NULL;
-    bool selected[NUM_FIGURES];
-    for (int i = 0; i < NUM_FIGURES; i++)
-        selected[i] = true;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--quick") == 0) {
-            quick = true;
-        } else if (strcmp(argv[i], "--json") == 0 && i + 1 < argc) {
-            json_path = argv[++i];
-        } else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
-            if (parse_only(argv[++i], selected) != 0) {
-                fprintf(stderr, "bench_pocl: unknown figure in --only %s\n", argv[i]);
-                usage(stderr);
-                return 2;
-            }
-        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            usage(stdout);
-            return 0;
-        } else {
-            fprintf(stderr, "bench_pocl: unknown argument '%s'\n", argv[i]);
-            usage(stderr);
-            return 2;
-        }
-    }
-    /* A hang (a missing flush, a lost event) is a failure, not a stuck job. */
-    if (bench_watchdog_start(quick ? 120 : 1200) != 0) {
-        fprintf(stderr, "bench_pocl: cannot start the watchdog thread\n");
-        return 1;
-    }
-    bench b = {.cfg = quick ? quick_config : full_config,
-               .quick = quick,
-               .report = bench_report_create(stdout, "pocl")};
-    if (!b.report) {
-        fprintf(stderr, "bench_pocl: out of memory\n");
-        return 1;
-    }
-    /* A failed figure does not stop the others. */
-    int rc = setup(&b) == 0 ? 0 : 1;
-    bool set_up = rc == 0;
-    for (int i = 0; set_up && i < NUM_FIGURES; i++) {
-        if (selected[i] && figures[i].run(&b) != 0) {
-            fprintf(stderr, "bench_pocl: figure %c failed\n", figures[i].letter);
-            rc = 1;
-        }
-    }
-    ocl_close(&b.cl);
-    if (json_path && bench_report_write_json(b.report, json_path) != 0)
-        rc = 1;
-    bench_report_destroy(b.report);
-    return rc;
+    bench b = {0};
+    return bench_cli_main(&cli, &b, argc, argv);
 }

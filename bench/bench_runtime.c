@@ -14,9 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "baseline.h"
+#include "cli.h"
 #include "harness.h"
 #include "rill.h"
 
@@ -36,11 +36,9 @@ static const config quick_config = {100000, 3, 10000, 3, 40, 20.0, 2, 2};
 
 typedef struct bench {
     config cfg;
-    bool quick;
     rill_device *dev; /* borrowed: lives until rill_shutdown */
     int compute_units;
-    char device_name[128]; /* the report's meta points here */
-    bench_report *report;  /* owned */
+    bench_report *report; /* borrowed: bench_cli_main owns it */
 } bench;
 
 /* Prints a failed rill call and returns true; false when st is RILL_OK. */
@@ -91,7 +89,8 @@ static int sample_launch(void *ctx, double *ns_per_cmd) {
     return 0;
 }
 
-static int figure_launch(bench *b) {
+static int figure_launch(void *ctx) {
+    bench *b = ctx;
     const config *cfg = &b->cfg;
     const char *base_name = "pthread worker, mutex+condvar queue of function pointers";
     bench_report_section(b->report, "a. empty commands on one stream, enqueue+execute "
@@ -226,7 +225,8 @@ static int sample_pingpong(void *ctx, double *ns_per_hop) {
     return 0;
 }
 
-static int figure_pingpong(bench *b) {
+static int figure_pingpong(void *ctx) {
+    bench *b = ctx;
     bench_report_section(b->report, "b. cross-stream ping-pong through events "
                                     "(baseline: two pthreads handing a token via an atomic)");
     pingpong_ctx *c = aligned_alloc(64, sizeof(*c));
@@ -321,7 +321,8 @@ static int sample_wake(void *ctx, double *us) {
     return 0;
 }
 
-static int figure_wake(bench *b) {
+static int figure_wake(void *ctx) {
+    bench *b = ctx;
     bench_report_section(b->report, "c. host wake-up: work done 20 us after submit -> "
                                     "rill_event_synchronize returns (baseline: pthread condvar)");
     wake_ctx *c = aligned_alloc(64, sizeof(*c));
@@ -420,7 +421,8 @@ static int sample_overlap(void *ctx, double *speedup) {
     return 0;
 }
 
-static int figure_overlap(bench *b) {
+static int figure_overlap(void *ctx) {
+    bench *b = ctx;
     char name[64];
     snprintf(name, sizeof(name), "two %.0f ms 1-block kernels: 2 streams vs 1", b->cfg.kernel_ms);
     bench_report_section(b->report, "d. compute-bound kernels, speedup of two streams over one "
@@ -643,7 +645,8 @@ out:
     return rc;
 }
 
-static int figure_ops(bench *b) {
+static int figure_ops(void *ctx) {
+    bench *b = ctx;
     bench_report_section(b->report, "e. built-in ops (baseline: single-threaded OpenBLAS; "
                                     "per-CU rows divide rill by the compute units)");
     rill_stream *stream = NULL;
@@ -660,127 +663,47 @@ static int figure_ops(bench *b) {
 
 /* ---- main ---- */
 
-typedef struct figure {
-    char letter;
-    int (*run)(bench *b);
-} figure;
-
-static const figure figures[] = {
-    {'a', figure_launch},  {'b', figure_pingpong}, {'c', figure_wake},
-    {'d', figure_overlap}, {'e', figure_ops},
-};
-enum { NUM_FIGURES = sizeof(figures) / sizeof(figures[0]) };
-
-static void usage(FILE *f) {
-    fprintf(f, "usage: bench_runtime [--quick] [--json PATH] [--only a,b,c,d,e]\n"
-               "  --quick       fewer commands and repeats (a CI smoke run, < 20 s)\n"
-               "  --json PATH   also write the figures as JSON to PATH\n"
-               "  --only LIST   run only the listed figures:\n"
-               "                a launch throughput   b cross-stream ping-pong\n"
-               "                c host wake-up        d two kernels on two streams\n"
-               "                e matmul and conv2d ops\n");
-}
-
-/* Parses "a,c,e" into selected[]; returns -1 on an unknown letter. */
-static int parse_only(const char *list, bool selected[NUM_FIGURES]) {
-    memset(selected, 0, NUM_FIGURES * sizeof(bool));
-    for (const char *p = list; *p; p++) {
-        if (*p == ',')
-            continue;
-        int i = 0;
-        while (i < NUM_FIGURES && figures[i].letter != *p)
-            i++;
-        if (i == NUM_FIGURES || (p[1] != ',' && p[1] != '\0'))
-            return -1;
-        selected[i] = true;
-    }
-    return 0;
-}
-
-static int setup(bench *b) {
+static int setup(void *ctx, bool quick, bench_report *report, bench_cli_device *device) {
+    bench *b = ctx;
+    b->cfg = quick ? quick_config : full_config;
+    b->report = report;
     rill_device_info info;
     if (failed(rill_device_get_by_kind(RILL_DEVICE_CPU, 0, &b->dev), "rill_device_get_by_kind") ||
         failed(rill_device_get_info(b->dev, &info), "rill_device_get_info"))
         return -1;
     b->compute_units = info.compute_units > 0 ? info.compute_units : 1;
-    snprintf(b->device_name, sizeof(b->device_name), "%.*s", (int)sizeof(info.name), info.name);
+    snprintf(device->name, sizeof(device->name), "%.*s", (int)sizeof(info.name), info.name);
+    device->compute_units = b->compute_units;
     base_blas_single_thread();
-    double probe = bench_probe_hop_ns();
-    int cpu_a, cpu_b;
-    bench_probe_cpus(&cpu_a, &cpu_b);
-    long processors = sysconf(_SC_NPROCESSORS_ONLN);
-    printf("bench_runtime: %s, %d compute units, %ld processors online, %s run\n", info.name,
-           b->compute_units, processors, b->quick ? "quick" : "full");
-    if (isnan(probe))
-        printf("cross-core probe: unavailable (fewer than two processors to pin to)\n");
-    else
-        printf("cross-core probe: processors %d and %d, %.0f ns per one-way hop now\n", cpu_a,
-               cpu_b, probe);
-    printf("ratio = rill median / baseline median; hop ns = probe before/after the row\n\n");
-    bench_report_header(b->report);
-    if (bench_report_meta_str(b->report, "bench", "bench_runtime") ||
-        bench_report_meta_str(b->report, "device", b->device_name) ||
-        bench_report_meta_num(b->report, "compute_units", b->compute_units) ||
-        bench_report_meta_num(b->report, "processors", (double)processors) ||
-        bench_report_meta_num(b->report, "probe_cpu_a", cpu_a) ||
-        bench_report_meta_num(b->report, "probe_cpu_b", cpu_b) ||
-        bench_report_meta_str(b->report, "mode", b->quick ? "quick" : "full"))
-        return -1;
     return 0;
 }
 
-int main(int argc, char **argv) {
-    bool quick = false;
-    const char *json_path = NULL;
-    bool selected[NUM_FIGURES];
-    for (int i = 0; i < NUM_FIGURES; i++)
-        selected[i] = true;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--quick") == 0) {
-            quick = true;
-        } else if (strcmp(argv[i], "--json") == 0 && i + 1 < argc) {
-            json_path = argv[++i];
-        } else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
-            if (parse_only(argv[++i], selected) != 0) {
-                fprintf(stderr, "bench_runtime: unknown figure in --only %s\n", argv[i]);
-                usage(stderr);
-                return 2;
-            }
-        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            usage(stdout);
-            return 0;
-        } else {
-            fprintf(stderr, "bench_runtime: unknown argument '%s'\n", argv[i]);
-            usage(stderr);
-            return 2;
-        }
-    }
-    /* A hang is a failure: generous limits, far above a normal run's time. */
-    if (bench_watchdog_start(quick ? 120 : 1200) != 0) {
-        fprintf(stderr, "bench_runtime: cannot start the watchdog thread\n");
-        return 1;
-    }
-    bench b = {.cfg = quick ? quick_config : full_config,
-               .quick = quick,
-               .report = bench_report_create(stdout, "rill")};
-    if (!b.report) {
-        fprintf(stderr, "bench_runtime: out of memory\n");
-        return 1;
-    }
-    /* A failed figure does not stop the others: each has its own streams. */
-    int rc = setup(&b) == 0 ? 0 : 1;
-    bool set_up = rc == 0;
-    for (int i = 0; set_up && i < NUM_FIGURES; i++) {
-        if (selected[i] && figures[i].run(&b) != 0) {
-            fprintf(stderr, "bench_runtime: figure %c failed\n", figures[i].letter);
-            rc = 1;
-        }
-    }
+static int teardown(void *ctx) {
+    (void)ctx;
     bench_watchdog_note("rill_shutdown");
-    if (failed(rill_shutdown(), "rill_shutdown"))
-        rc = 1;
-    if (json_path && bench_report_write_json(b.report, json_path) != 0)
-        rc = 1;
-    bench_report_destroy(b.report);
-    return rc;
+    return failed(rill_shutdown(), "rill_shutdown") ? -1 : 0;
+}
+
+static const bench_cli_figure figures[] = {
+    {'a', figure_launch},  {'b', figure_pingpong}, {'c', figure_wake},
+    {'d', figure_overlap}, {'e', figure_ops},
+};
+
+static const bench_cli cli = {
+    .program = "bench_runtime",
+    .subject = "rill",
+    .figure_prefix = "",
+    .quick_help = "fewer commands and repeats (a CI smoke run, < 20 s)",
+    .figures_help = "                a launch throughput   b cross-stream ping-pong\n"
+                    "                c host wake-up        d two kernels on two streams\n"
+                    "                e matmul and conv2d ops\n",
+    .figures = figures,
+    .num_figures = sizeof(figures) / sizeof(figures[0]),
+    .setup = setup,
+    .teardown = teardown,
+};
+
+int main(int argc, char **argv) {
+    bench b = {0};
+    return bench_cli_main(&cli, &b, argc, argv);
 }
