@@ -213,8 +213,10 @@ void rill__gpool_ref(rill__gpool *pool);
  * launches wait for it (it is the end of the internal allocation waits). */
 void rill__gpool_ready_point(rill__gpool *pool, rill_stream **s, uint64_t *seq);
 
+/* How many captures are active, in any thread. */
 extern _Atomic int rill__captures_active;
 
+/* True when s belongs to an active capture; one relaxed load otherwise. */
 static inline bool rill__stream_capturing(rill_stream *s) {
     return atomic_load_explicit(&rill__captures_active, memory_order_relaxed) != 0 &&
            atomic_load_explicit(&s->capture, memory_order_acquire) != NULL;
