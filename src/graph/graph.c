@@ -581,7 +581,7 @@ rill_status rill_graph_instantiate(rill_graph *graph, rill_graph_exec **out) {
     x->succ = rill__malloc((edges > 0 ? edges : 1) * sizeof *x->succ);
     x->roots = rill__malloc(m * sizeof *x->roots);
     x->run.pending = rill__malloc(m * sizeof *x->run.pending);
-    x->run.ready = rill__malloc(m * sizeof *x->run.ready);
+    x->run.ready = rill__calloc(m, sizeof *x->run.ready); /* claimers wait for nonzero */
     x->run.next_block = rill__malloc(m * sizeof *x->run.next_block);
     x->run.blocks_done = rill__malloc(m * sizeof *x->run.blocks_done);
     x->run.next_succ = rill__malloc(m * sizeof *x->run.next_succ);
