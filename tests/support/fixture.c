@@ -32,3 +32,43 @@ int rt_teardown_shutdown(void **state) {
     (void)state;
     return rill_shutdown() == RILL_OK ? 0 : -1;
 }
+
+static _Atomic uint64_t ticket_counter;
+
+uint64_t rt_take_ticket(void) {
+    return atomic_fetch_add(&ticket_counter, 1) + 1;
+}
+
+void rt_gate_reset(rt_gate *g) {
+    atomic_store(&g->entered, 0);
+    atomic_store(&g->open, 0);
+    atomic_store(&g->timed_out, 0);
+    atomic_store(&g->done, 0);
+    atomic_store(&g->end_ticket, 0);
+}
+
+void rt_gate_fn(void *gate) {
+    rt_gate *g = gate;
+    atomic_store(&g->entered, 1);
+    uint64_t deadline = rt_now_ns() + RT_GATE_TIMEOUT_NS;
+    while (!atomic_load(&g->open)) {
+        if (rt_now_ns() > deadline) {
+            atomic_store(&g->timed_out, 1);
+            break;
+        }
+        rt_sleep_us(100);
+    }
+    atomic_store(&g->end_ticket, rt_take_ticket());
+    atomic_store(&g->done, 1);
+}
+
+void rt_gate_open(rt_gate *g) {
+    atomic_store(&g->open, 1);
+}
+
+bool rt_gate_wait_entered(rt_gate *g) {
+    uint64_t deadline = rt_now_ns() + RT_GATE_TIMEOUT_NS;
+    while (!atomic_load(&g->entered) && rt_now_ns() < deadline)
+        rt_sleep_us(100);
+    return atomic_load(&g->entered) != 0;
+}

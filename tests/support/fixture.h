@@ -7,29 +7,33 @@
 
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/* after the headers above, which it needs and does not include */
 #include <cmocka.h>
 
 #include "rill.h"
 
 /* Asserts that `call` returns RILL_OK; on failure prints rill_last_error(). */
-#define RT_OK(call)                                                                          \
-    do {                                                                                     \
-        rill_status rt_st_ = (call);                                                         \
-        if (rt_st_ != RILL_OK)                                                               \
-            fail_msg("%s returned %s: %s", #call, rill_status_name(rt_st_), rill_last_error()); \
+#define RT_OK(call)                                                                                \
+    do {                                                                                           \
+        rill_status rt_st_ = (call);                                                               \
+        if (rt_st_ != RILL_OK)                                                                     \
+            fail_msg("%s returned %s: %s", #call, rill_status_name(rt_st_), rill_last_error());    \
     } while (0)
 
 /* Asserts that `call` returns `status` and leaves a non-empty sentence. */
-#define RT_STATUS(status, call)                                                              \
-    do {                                                                                     \
-        rill_status rt_st_ = (call);                                                         \
-        if (rt_st_ != (status))                                                              \
-            fail_msg("%s returned %s, expected %s (%s)", #call, rill_status_name(rt_st_),    \
-                     rill_status_name(status), rill_last_error());                           \
-        if ((status) != RILL_OK && (status) != RILL_NOT_READY)                               \
-            assert_true(rill_last_error()[0] != '\0');                                       \
+#define RT_STATUS(status, call)                                                                    \
+    do {                                                                                           \
+        rill_status rt_st_ = (call);                                                               \
+        if (rt_st_ != (status))                                                                    \
+            fail_msg("%s returned %s, expected %s (%s)", #call, rill_status_name(rt_st_),          \
+                     rill_status_name(status), rill_last_error());                                 \
+        if ((status) != RILL_OK && (status) != RILL_NOT_READY)                                     \
+            assert_true(rill_last_error()[0] != '\0');                                             \
     } while (0)
 
 /* Monotonic clock in nanoseconds. */
@@ -43,6 +47,30 @@ int rt_run(const char *group_name, const struct CMUnitTest *tests, size_t count,
            char **argv);
 /* Group teardown helper: calls rill_shutdown so leak checkers see leaks. */
 int rt_teardown_shutdown(void **state);
+
+/* A number larger than every ticket taken before, in any thread: tickets
+ * taken by host functions and kernels tell the order in which they ran. */
+uint64_t rt_take_ticket(void);
+
+/* A gate is a host function (rt_gate_fn, user_data the gate) that holds
+ * its stream, and the worker running it, until the test opens it, or until
+ * RT_GATE_TIMEOUT_NS passes (timed_out is then set, so a broken test fails
+ * instead of hanging). end_ticket is taken as the function returns. */
+#define RT_GATE_TIMEOUT_NS 10000000000ull
+typedef struct rt_gate {
+    atomic_int entered;
+    atomic_int open;
+    atomic_int timed_out;
+    atomic_int done;
+    _Atomic uint64_t end_ticket;
+} rt_gate;
+
+void rt_gate_reset(rt_gate *g);
+void rt_gate_fn(void *gate);
+void rt_gate_open(rt_gate *g);
+/* Waits (up to RT_GATE_TIMEOUT_NS) until the gate's function has started;
+ * returns whether it did. */
+bool rt_gate_wait_entered(rt_gate *g);
 
 #define RT_RUN(tests) rt_run(__FILE__, tests, sizeof(tests) / sizeof((tests)[0]), argc, argv)
 

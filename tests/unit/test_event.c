@@ -13,41 +13,7 @@
 #include <string.h>
 
 #define SEC_NS          1000000000ull
-#define GATE_TIMEOUT_NS (10 * SEC_NS)
 #define WAIT_TIMEOUT_NS (10 * SEC_NS)
-
-/* A host function that blocks its stream until the test opens it (or GATE_TIMEOUT_NS passes). */
-typedef struct gate {
-    atomic_int entered;
-    atomic_int open;
-    atomic_int timed_out;
-    atomic_int done;
-} gate;
-
-static void gate_reset(gate *g) {
-    atomic_store(&g->entered, 0);
-    atomic_store(&g->open, 0);
-    atomic_store(&g->timed_out, 0);
-    atomic_store(&g->done, 0);
-}
-
-static void gate_fn(void *user_data) {
-    gate *g = user_data;
-    atomic_store(&g->entered, 1);
-    uint64_t deadline = rt_now_ns() + GATE_TIMEOUT_NS;
-    while (!atomic_load(&g->open)) {
-        if (rt_now_ns() > deadline) {
-            atomic_store(&g->timed_out, 1);
-            break;
-        }
-        rt_sleep_us(100);
-    }
-    atomic_store(&g->done, 1);
-}
-
-static void gate_open(gate *g) {
-    atomic_store(&g->open, 1);
-}
 
 /* Polls rill_event_query until it returns RILL_OK (or the deadline passes); returns the last
  * status seen. */
@@ -173,14 +139,14 @@ static void test_event_query_unrecorded_is_ok(void **state) {
  * recorded work has completed ..., else RILL_NOT_READY"; synchronize waits for it. */
 static void test_event_record_query_synchronize(void **state) {
     (void)state;
-    static gate g;
-    gate_reset(&g);
+    static rt_gate g;
+    rt_gate_reset(&g);
     rill_stream *s = new_stream();
     rill_event *e = new_event(RILL_EVENT_DEFAULT);
-    RT_OK(rill_launch_host_func(s, gate_fn, &g));
+    RT_OK(rill_launch_host_func(s, rt_gate_fn, &g));
     RT_OK(rill_event_record(e, s));
     rill_status pending = rill_event_query(e);
-    gate_open(&g);
+    rt_gate_open(&g);
     RT_OK(rill_event_synchronize(e));
     bool done_at_sync = atomic_load(&g.done) != 0;
 
@@ -202,15 +168,15 @@ static void test_event_record_query_synchronize(void **state) {
  * the current stream's work. */
 static void test_event_record_null_stream_uses_current(void **state) {
     (void)state;
-    static gate g;
-    gate_reset(&g);
+    static rt_gate g;
+    rt_gate_reset(&g);
     rill_stream *s = new_stream();
     rill_event *e = new_event(RILL_EVENT_DEFAULT);
     rill_stream *prev = rill_set_current_stream(s);
-    RT_OK(rill_launch_host_func(s, gate_fn, &g));
+    RT_OK(rill_launch_host_func(s, rt_gate_fn, &g));
     rill_status recorded = rill_event_record(e, NULL);
     rill_status pending = rill_event_query(e);
-    gate_open(&g);
+    rt_gate_open(&g);
     rill_set_current_stream(prev);
     assert_int_equal(recorded, RILL_OK);
     assert_int_equal(pending, RILL_NOT_READY);
@@ -224,27 +190,27 @@ static void test_event_record_null_stream_uses_current(void **state) {
  * queries", both to an earlier-completing point on another stream and to a later point. */
 static void test_event_rerecord_moves_point(void **state) {
     (void)state;
-    static gate g1, g2;
-    gate_reset(&g1);
-    gate_reset(&g2);
+    static rt_gate g1, g2;
+    rt_gate_reset(&g1);
+    rt_gate_reset(&g2);
     rill_stream *a = new_stream();
     rill_stream *b = new_stream();
     rill_event *e = new_event(RILL_EVENT_DEFAULT);
 
-    RT_OK(rill_launch_host_func(a, gate_fn, &g1));
+    RT_OK(rill_launch_host_func(a, rt_gate_fn, &g1));
     RT_OK(rill_event_record(e, a));
     rill_status on_blocked = rill_event_query(e);
     RT_OK(rill_event_record(e, b)); /* b is idle: the new point completes while a is blocked */
     rill_status on_idle = query_until_ok(e);
     bool a_still_blocked = atomic_load(&g1.done) == 0;
-    gate_open(&g1);
+    rt_gate_open(&g1);
     RT_OK(rill_stream_synchronize(a));
 
-    RT_OK(rill_launch_host_func(a, gate_fn, &g2));
+    RT_OK(rill_launch_host_func(a, rt_gate_fn, &g2));
     RT_OK(rill_event_query(e));     /* still the completed point on b */
     RT_OK(rill_event_record(e, a)); /* moves behind g2 */
     rill_status moved_later = rill_event_query(e);
-    gate_open(&g2);
+    rt_gate_open(&g2);
     RT_OK(rill_event_synchronize(e));
     bool g2_done = atomic_load(&g2.done) != 0;
 
@@ -394,19 +360,19 @@ static void test_event_elapsed_unrecorded_is_not_recorded(void **state) {
  * same call succeeds. */
 static void test_event_elapsed_pending_is_not_ready(void **state) {
     (void)state;
-    static gate g;
-    gate_reset(&g);
+    static rt_gate g;
+    rt_gate_reset(&g);
     rill_stream *s = new_stream();
     rill_event *start = new_event(RILL_EVENT_TIMING);
     rill_event *end = new_event(RILL_EVENT_TIMING);
     RT_OK(rill_event_record(start, s));
     RT_OK(rill_event_synchronize(start));
-    RT_OK(rill_launch_host_func(s, gate_fn, &g));
+    RT_OK(rill_launch_host_func(s, rt_gate_fn, &g));
     RT_OK(rill_event_record(end, s));
     float ms = 7.0f;
     rill_status pending_end = rill_event_elapsed_ms(start, end, &ms);
     float ms_pending = ms;
-    gate_open(&g);
+    rt_gate_open(&g);
     RT_OK(rill_event_synchronize(end));
     assert_int_equal(pending_end, RILL_NOT_READY);
     assert_true(ms_pending == 0.0f);
@@ -414,12 +380,12 @@ static void test_event_elapsed_pending_is_not_ready(void **state) {
     assert_true(ms > 0.0f);
 
     /* A pending start is not ready either. */
-    static gate g2;
-    gate_reset(&g2);
-    RT_OK(rill_launch_host_func(s, gate_fn, &g2));
+    static rt_gate g2;
+    rt_gate_reset(&g2);
+    RT_OK(rill_launch_host_func(s, rt_gate_fn, &g2));
     RT_OK(rill_event_record(start, s));
     rill_status pending_start = rill_event_elapsed_ms(start, end, &ms);
-    gate_open(&g2);
+    rt_gate_open(&g2);
     RT_OK(rill_event_synchronize(start));
     assert_int_equal(pending_start, RILL_NOT_READY);
     assert_false(atomic_load(&g.timed_out));
@@ -444,14 +410,14 @@ static void test_event_tagged_same_tag_same_event(void **state) {
     assert_ptr_equal(a1, a2);
     assert_ptr_not_equal(a1, b);
 
-    static gate g;
-    gate_reset(&g);
+    static rt_gate g;
+    rt_gate_reset(&g);
     rill_stream *s = new_stream();
     RT_OK(rill_event_query(a1));
-    RT_OK(rill_launch_host_func(s, gate_fn, &g));
+    RT_OK(rill_launch_host_func(s, rt_gate_fn, &g));
     RT_OK(rill_event_record(a1, s));
     rill_status pending = rill_event_query(a2);
-    gate_open(&g);
+    rt_gate_open(&g);
     RT_OK(rill_event_synchronize(a2));
     assert_int_equal(pending, RILL_NOT_READY);
     assert_true(atomic_load(&g.done));
@@ -461,7 +427,7 @@ static void test_event_tagged_same_tag_same_event(void **state) {
 /* ---- lifetime and failures ---- */
 
 typedef struct delayed_open {
-    gate *g;
+    rt_gate *g;
     atomic_int *go;
 } delayed_open;
 
@@ -473,7 +439,7 @@ static void *delayed_open_fn(void *arg) {
     while (!atomic_load(d->go) && rt_now_ns() < deadline)
         sched_yield();
     rt_sleep_us(20000);
-    gate_open(d->g);
+    rt_gate_open(d->g);
     return NULL;
 }
 
@@ -481,14 +447,14 @@ static void *delayed_open_fn(void *arg) {
  * finishes, then the resources are released." */
 static void test_event_destroy_with_pending_record(void **state) {
     (void)state;
-    static gate g;
+    static rt_gate g;
     static atomic_int go;
-    gate_reset(&g);
+    rt_gate_reset(&g);
     atomic_store(&go, 0);
     rill_stream *s = new_stream();
     rill_event *e = new_event(RILL_EVENT_TIMING);
     rill_stream *waiter = new_stream();
-    RT_OK(rill_launch_host_func(s, gate_fn, &g));
+    RT_OK(rill_launch_host_func(s, rt_gate_fn, &g));
     RT_OK(rill_event_record(e, s));
     RT_OK(rill_stream_wait_event(waiter, e));
 

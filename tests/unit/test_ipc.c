@@ -21,21 +21,8 @@
 
 #define N 4096 /* floats in the shared buffer */
 #define SEC_NS 1000000000ull
-#define GATE_TIMEOUT_NS (10 * SEC_NS)
 
 /* ---------------------------------------------------------------- helpers */
-
-/* A host function that blocks its stream until the test opens it (or a deadline passes). */
-typedef struct gate {
-    atomic_int open;
-} gate;
-
-static void gate_fn(void *user_data) {
-    gate *g = user_data;
-    uint64_t deadline = rt_now_ns() + GATE_TIMEOUT_NS;
-    while (!atomic_load(&g->open) && rt_now_ns() < deadline)
-        rt_sleep_us(200);
-}
 
 static void sleep_fn(void *user_data) {
     rt_sleep_us((unsigned)(uintptr_t)user_data);
@@ -234,11 +221,11 @@ static void child_record(void) {
 
 /* exporter: exports an event whose record never completes, then waits to be killed. */
 static void child_exporter(void) {
-    static gate never;
+    static rt_gate never;
     rill_event *e = NULL;
     rill_ipc_event_handle h;
     CHECK(rill_event_create(RILL_EVENT_INTERPROCESS, &e) == RILL_OK, "create failed");
-    CHECK(rill_launch_host_func(NULL, gate_fn, &never) == RILL_OK, "host function failed");
+    CHECK(rill_launch_host_func(NULL, rt_gate_fn, &never) == RILL_OK, "host function failed");
     CHECK(rill_event_record(e, NULL) == RILL_OK, "record failed");
     CHECK(rill_event_ipc_handle(e, &h) == RILL_OK, "export failed");
     if (write(3, &h, sizeof h) != (ssize_t)sizeof h)
@@ -287,14 +274,14 @@ static void test_ipc_memory_is_shared_both_ways(void **state) {
  * process waits for this process's record; its read sees the write made before the record. */
 static void test_ipc_event_orders_other_process_stream(void **state) {
     (void)state;
-    static gate g;
+    static rt_gate g;
     atomic_store(&g.open, 0);
     float *p = dev_buffer(0.0f);
     rill_event *e;
     rill_ipc_mem_handle mh;
     rill_ipc_event_handle eh;
     RT_OK(rill_event_create(RILL_EVENT_INTERPROCESS, &e));
-    RT_OK(rill_launch_host_func(NULL, gate_fn, &g));
+    RT_OK(rill_launch_host_func(NULL, rt_gate_fn, &g));
     RT_OK(rill_op_fill_f32(NULL, p, 5.0f, N));
     RT_OK(rill_event_record(e, NULL));
     RT_OK(rill_ipc_get_mem_handle(p, &mh));
@@ -316,7 +303,7 @@ static void test_ipc_event_orders_other_process_stream(void **state) {
  * the child's query then reports the later record as pending, and synchronize waits for it. */
 static void test_ipc_wait_is_a_snapshot(void **state) {
     (void)state;
-    static gate first, second;
+    static rt_gate first, second;
     atomic_store(&first.open, 0);
     atomic_store(&second.open, 0);
     float *p = dev_buffer(0.0f);
@@ -326,7 +313,7 @@ static void test_ipc_wait_is_a_snapshot(void **state) {
     rill_ipc_event_handle eh;
     RT_OK(rill_stream_create(NULL, 0, &s2));
     RT_OK(rill_event_create(RILL_EVENT_INTERPROCESS, &e));
-    RT_OK(rill_launch_host_func(NULL, gate_fn, &first));
+    RT_OK(rill_launch_host_func(NULL, rt_gate_fn, &first));
     RT_OK(rill_op_fill_f32(NULL, p, 1.0f, N));
     RT_OK(rill_event_record(e, NULL));
     RT_OK(rill_ipc_get_mem_handle(p, &mh));
@@ -336,7 +323,7 @@ static void test_ipc_wait_is_a_snapshot(void **state) {
     send_bytes(c.to, &mh, sizeof mh);
     send_bytes(c.to, &eh, sizeof eh);
     expect_signal(&c, 'w');
-    RT_OK(rill_launch_host_func(s2, gate_fn, &second));
+    RT_OK(rill_launch_host_func(s2, rt_gate_fn, &second));
     RT_OK(rill_event_record(e, s2));
     atomic_store(&first.open, 1);
     send_bytes(c.to, "n", 1);
@@ -434,7 +421,7 @@ static void test_ipc_open_in_same_process_aliases(void **state) {
 /* An opened event in the exporting process shares the state of the exported one. */
 static void test_ipc_event_open_in_same_process(void **state) {
     (void)state;
-    static gate g;
+    static rt_gate g;
     atomic_store(&g.open, 0);
     rill_event *e, *o;
     rill_ipc_event_handle h;
@@ -442,7 +429,7 @@ static void test_ipc_event_open_in_same_process(void **state) {
     RT_OK(rill_event_ipc_handle(e, &h));
     RT_OK(rill_event_open_ipc_handle(&h, &o));
     RT_OK(rill_event_query(o)); /* never recorded */
-    RT_OK(rill_launch_host_func(NULL, gate_fn, &g));
+    RT_OK(rill_launch_host_func(NULL, rt_gate_fn, &g));
     RT_OK(rill_event_record(e, NULL));
     assert_int_equal(rill_event_query(o), RILL_NOT_READY);
     atomic_store(&g.open, 1);

@@ -14,32 +14,7 @@
 #include <string.h>
 
 #define SEC_NS          1000000000ull
-#define GATE_TIMEOUT_NS (10 * SEC_NS)
 #define WAIT_TIMEOUT_NS (10 * SEC_NS)
-
-static _Atomic uint64_t ticket_counter;
-
-static uint64_t take_ticket(void) {
-    return atomic_fetch_add(&ticket_counter, 1) + 1;
-}
-
-/* A host function that blocks its stream until the test opens it (or GATE_TIMEOUT_NS passes). */
-typedef struct gate {
-    atomic_int open;
-    atomic_int timed_out;
-} gate;
-
-static void gate_fn(void *user_data) {
-    gate *g = user_data;
-    uint64_t deadline = rt_now_ns() + GATE_TIMEOUT_NS;
-    while (!atomic_load(&g->open)) {
-        if (rt_now_ns() > deadline) {
-            atomic_store(&g->timed_out, 1);
-            break;
-        }
-        rt_sleep_us(100);
-    }
-}
 
 static bool wait_int(atomic_int *v) {
     uint64_t deadline = rt_now_ns() + WAIT_TIMEOUT_NS;
@@ -197,10 +172,10 @@ static void test_kernel_host_func_arguments(void **state) {
     assert_int_equal(atomic_load(&host_fn_seen), 1);
 
     atomic_store(&host_fn_seen, 0);
-    static gate g;
+    static rt_gate g;
     memset(&g, 0, sizeof g);
     rill_stream *prev = rill_set_current_stream(s);
-    RT_OK(rill_launch_host_func(s, gate_fn, &g));
+    RT_OK(rill_launch_host_func(s, rt_gate_fn, &g));
     rill_status launched = rill_launch_host_func(NULL, record_user_data_fn, &some_data);
     rill_status pending = rill_stream_query(s);
     rill_set_current_stream(prev);
@@ -231,14 +206,14 @@ static void value_kernel(const rill_block_ctx *ctx, const void *args) {
  * its memory as soon as the launch returns; the kernel sees the values at submit. */
 static void test_kernel_args_are_copied_at_submit(void **state) {
     (void)state;
-    static gate g;
+    static rt_gate g;
     static atomic_int seen_stack, seen_heap;
     memset(&g, 0, sizeof g);
     atomic_store(&seen_stack, 0);
     atomic_store(&seen_heap, 0);
     rill_kernel *k = make_kernel("value_kernel", value_kernel);
     rill_stream *s = new_stream();
-    RT_OK(rill_launch_host_func(s, gate_fn, &g));
+    RT_OK(rill_launch_host_func(s, rt_gate_fn, &g));
 
     value_args on_stack = {.value = 11, .seen = &seen_stack};
     rill_launch launch = {
@@ -291,7 +266,7 @@ static void fill_big_args(big_args *a, atomic_int *mismatches) {
  * or frees, right after the launch reaches the kernel intact. */
 static void test_kernel_large_args_are_copied(void **state) {
     (void)state;
-    static gate g;
+    static rt_gate g;
     static atomic_int from_static, from_heap;
     static big_args reused;
     memset(&g, 0, sizeof g);
@@ -299,7 +274,7 @@ static void test_kernel_large_args_are_copied(void **state) {
     atomic_store(&from_heap, 0);
     rill_kernel *k = make_kernel("big_args_kernel", big_args_kernel);
     rill_stream *s = new_stream();
-    RT_OK(rill_launch_host_func(s, gate_fn, &g));
+    RT_OK(rill_launch_host_func(s, rt_gate_fn, &g));
 
     fill_big_args(&reused, &from_static);
     rill_launch launch = {
@@ -450,7 +425,7 @@ typedef struct span {
 } span;
 
 static void span_begin(span *sp) {
-    uint64_t t = take_ticket();
+    uint64_t t = rt_take_ticket();
     uint64_t cur = 0;
     while (!atomic_compare_exchange_weak(&sp->start, &cur, t)) {
         if (cur != 0 && cur < t)
@@ -459,7 +434,7 @@ static void span_begin(span *sp) {
 }
 
 static void span_end(span *sp) {
-    uint64_t t = take_ticket();
+    uint64_t t = rt_take_ticket();
     uint64_t cur = atomic_load(&sp->end);
     while (cur < t && !atomic_compare_exchange_weak(&sp->end, &cur, t)) {
     }

@@ -13,27 +13,6 @@
 #include <string.h>
 
 #define SEC_NS          1000000000ull
-#define GATE_TIMEOUT_NS (10 * SEC_NS)
-
-/* A host function that blocks its stream until the test opens it (or GATE_TIMEOUT_NS passes). */
-typedef struct gate {
-    atomic_int open;
-    atomic_int timed_out;
-    atomic_int done;
-} gate;
-
-static void gate_fn(void *user_data) {
-    gate *g = user_data;
-    uint64_t deadline = rt_now_ns() + GATE_TIMEOUT_NS;
-    while (!atomic_load(&g->open)) {
-        if (rt_now_ns() > deadline) {
-            atomic_store(&g->timed_out, 1);
-            break;
-        }
-        rt_sleep_us(100);
-    }
-    atomic_store(&g->done, 1);
-}
 
 static rill_stream *new_stream(void) {
     rill_stream *s = NULL;
@@ -280,7 +259,7 @@ static void test_memory_copy_past_end_is_invalid_argument(void **state) {
 static void test_memory_async_ops_run_in_stream_order(void **state) {
     (void)state;
     enum { N = 4096 };
-    static gate g;
+    static rt_gate g;
     memset(&g, 0, sizeof g);
     static unsigned char first[N], second[N];
     memset(first, 0, N);
@@ -288,7 +267,7 @@ static void test_memory_async_ops_run_in_stream_order(void **state) {
     rill_stream *s = new_stream();
     unsigned char *d = dev_alloc(N);
 
-    RT_OK(rill_launch_host_func(s, gate_fn, &g)); /* everything below queues behind it */
+    RT_OK(rill_launch_host_func(s, rt_gate_fn, &g)); /* everything below queues behind it */
     RT_OK(rill_memset_async(d, 0xAB, N, s));
     RT_OK(rill_memcpy_async(first, d, N, s));
     RT_OK(rill_memset_async(d, 0x11 + 0x100, N / 2, s)); /* only the low byte counts */
@@ -321,7 +300,7 @@ static void test_memory_memcpy_follows_current_stream_only(void **state) {
     if (info.compute_units < 2)
         skip(); /* the blocked stream would hold the only compute unit */
     enum { N = 1024 };
-    static gate other_gate;
+    static rt_gate other_gate;
     memset(&other_gate, 0, sizeof other_gate);
     rill_stream *s = new_stream();
     rill_stream *other = new_stream();
@@ -329,7 +308,7 @@ static void test_memory_memcpy_follows_current_stream_only(void **state) {
     unsigned char host[N];
     memset(host, 0, N);
 
-    RT_OK(rill_launch_host_func(other, gate_fn, &other_gate));
+    RT_OK(rill_launch_host_func(other, rt_gate_fn, &other_gate));
     rill_stream *prev = rill_set_current_stream(s);
     RT_OK(rill_launch_host_func(s, spin_fn, NULL));
     RT_OK(rill_memset_async(d, 0x5A, N, s));

@@ -14,28 +14,6 @@
 
 #define MiB ((size_t)1 << 20)
 
-/* A host function that holds its stream until the test opens it, with a
- * deadline so that a broken pool fails the test instead of hanging it. */
-typedef struct gate {
-    atomic_int open;
-    atomic_int entered;
-} gate;
-
-static void gate_fn(void *user_data) {
-    gate *g = user_data;
-    atomic_store(&g->entered, 1);
-    uint64_t deadline = rt_now_ns() + 5000000000u;
-    while (!atomic_load(&g->open) && rt_now_ns() < deadline) {
-    }
-}
-
-static void wait_entered(gate *g) {
-    uint64_t deadline = rt_now_ns() + 5000000000u;
-    while (!atomic_load(&g->entered) && rt_now_ns() < deadline)
-        rt_sleep_us(100);
-    assert_true(atomic_load(&g->entered));
-}
-
 /* A kernel that reads a buffer (declared access) and sums it into *out. */
 typedef struct sum_args {
     const float *in;
@@ -89,8 +67,8 @@ static void test_pool_free_while_other_stream_reads_is_not_reused(void **state) 
     RT_OK(rill_malloc(NULL, sizeof(float), (void **)&result));
     RT_OK(rill_op_fill_f32(s0, add_s0, 1.0f, n));
     RT_OK(rill_stream_wait_stream(s1, s0));
-    gate g = {0};
-    RT_OK(rill_launch_host_func(s1, gate_fn, &g)); /* s1 is busy: the read is pending */
+    rt_gate g = {0};
+    RT_OK(rill_launch_host_func(s1, rt_gate_fn, &g)); /* s1 is busy: the read is pending */
     launch_sum(s1, add_s0, n, result);
     RT_OK(rill_free(add_s0));
     RT_OK(rill_malloc(NULL, n * sizeof(float), (void **)&mess));
@@ -125,8 +103,8 @@ static void test_pool_return_flow_reuses_without_host_wait(void **state) {
     RT_OK(rill_malloc_async(MiB, a, (void **)&x));
     RT_OK(rill_op_fill_f32(a, x, 2.0f, MiB / sizeof(float)));
     RT_OK(rill_stream_wait_stream(b, a));
-    gate g = {0};
-    RT_OK(rill_launch_host_func(b, gate_fn, &g));
+    rt_gate g = {0};
+    RT_OK(rill_launch_host_func(b, rt_gate_fn, &g));
     launch_sum(b, x, MiB / sizeof(float), out); /* a use by another stream */
     RT_OK(rill_event_record(e, b));
     RT_OK(rill_stream_wait_event(a, e)); /* return flow */
@@ -148,7 +126,7 @@ static void test_pool_return_flow_reuses_without_host_wait(void **state) {
 }
 
 typedef struct host_reader {
-    gate g;
+    rt_gate g;
     const float *p;
     size_t n;
     _Atomic int ok;
@@ -156,7 +134,7 @@ typedef struct host_reader {
 
 static void host_read(void *user_data) {
     host_reader *r = user_data;
-    gate_fn(&r->g);
+    rt_gate_fn(&r->g);
     int ok = 1;
     for (size_t i = 0; i < r->n; i++)
         ok &= r->p[i] == 5.0f;
@@ -247,7 +225,7 @@ static void test_pool_stats_are_exact(void **state) {
 }
 
 typedef struct opener {
-    gate *g;
+    rt_gate *g;
     unsigned delay_us;
 } opener;
 
@@ -276,8 +254,8 @@ static void test_pool_out_of_memory_recovers_when_frees_drain(void **state) {
     RT_OK(rill_malloc_async(64 * 1024, a, (void **)&x)); /* the small segment */
     RT_OK(rill_op_fill_f32(a, x, 1.0f, 16384));
     RT_OK(rill_stream_wait_stream(b, a));
-    gate g = {0};
-    RT_OK(rill_launch_host_func(b, gate_fn, &g));
+    rt_gate g = {0};
+    RT_OK(rill_launch_host_func(b, rt_gate_fn, &g));
     launch_sum(b, x, 16384, out);
     RT_OK(rill_free_async(x, a));
     RT_OK(rill_free_async(out, a));
@@ -357,14 +335,14 @@ static void test_pool_internal_wait_orders_reuse(void **state) {
     RT_OK(rill_malloc_async(3 * MiB, a, (void **)&x));
     RT_OK(rill_op_fill_f32(a, x, 1.0f, n));
     RT_OK(rill_stream_wait_stream(b, a));
-    gate g = {0};
-    RT_OK(rill_launch_host_func(b, gate_fn, &g));
+    rt_gate g = {0};
+    RT_OK(rill_launch_host_func(b, rt_gate_fn, &g));
     launch_sum(b, x, n, out);
     RT_OK(rill_free_async(x, a));
     RT_OK(rill_malloc_async(3 * MiB, a, (void **)&y)); /* returns at once: b is held */
     assert_ptr_equal(y, x);
     RT_OK(rill_op_fill_f32(a, y, 2.0f, n)); /* must run after b's read */
-    wait_entered(&g);
+    assert_true(rt_gate_wait_entered(&g));
     atomic_store(&g.open, 1);
     RT_OK(rill_stream_synchronize(a));
     RT_OK(rill_stream_synchronize(b));
@@ -491,8 +469,8 @@ static void test_pool_async_reuses_pending_block_instead_of_growing(void **state
     RT_OK(rill_malloc_async(MiB, a, (void **)&x));
     RT_OK(rill_op_fill_f32(a, x, 1.0f, n));
     RT_OK(rill_stream_wait_stream(b, a));
-    gate g = {0};
-    RT_OK(rill_launch_host_func(b, gate_fn, &g));
+    rt_gate g = {0};
+    RT_OK(rill_launch_host_func(b, rt_gate_fn, &g));
     launch_sum(b, x, n, out);
     RT_OK(rill_free_async(x, a));
     rill_mem_stats before, after;
@@ -503,7 +481,7 @@ static void test_pool_async_reuses_pending_block_instead_of_growing(void **state
     assert_int_equal(after.reserved_bytes, before.reserved_bytes);
     assert_int_equal(after.cache_hits - before.cache_hits, 1);
     RT_OK(rill_op_fill_f32(a, y, 2.0f, n)); /* must run after b's read */
-    wait_entered(&g);
+    assert_true(rt_gate_wait_entered(&g));
     atomic_store(&g.open, 1);
     RT_OK(rill_stream_synchronize(a));
     RT_OK(rill_stream_synchronize(b));

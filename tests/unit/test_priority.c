@@ -11,17 +11,10 @@
 #include <string.h>
 
 #define SEC_NS          1000000000ull
-#define GATE_TIMEOUT_NS (10 * SEC_NS)
 #define WAIT_TIMEOUT_NS (10 * SEC_NS)
 
-static _Atomic uint64_t ticket_counter;
-
-static uint64_t take_ticket(void) {
-    return atomic_fetch_add(&ticket_counter, 1) + 1;
-}
-
 static void marker_fn(void *user_data) {
-    atomic_store((_Atomic uint64_t *)user_data, take_ticket());
+    atomic_store((_Atomic uint64_t *)user_data, rt_take_ticket());
 }
 
 typedef struct marker_args {
@@ -33,31 +26,11 @@ static void marker_kernel(const rill_block_ctx *ctx, const void *args) {
     (void)ctx;
     marker_args a;
     memcpy(&a, args, sizeof a);
-    uint64_t t = take_ticket();
+    uint64_t t = rt_take_ticket();
     uint64_t expected = 0;
     while (!atomic_compare_exchange_weak(a.slot, &expected, t)) {
         if (expected != 0 && expected < t)
             break;
-    }
-}
-
-/* A host function that holds the only worker until the test opens it. */
-typedef struct gate {
-    atomic_int entered;
-    atomic_int open;
-    atomic_int timed_out;
-} gate;
-
-static void gate_fn(void *user_data) {
-    gate *g = user_data;
-    atomic_store(&g->entered, 1);
-    uint64_t deadline = rt_now_ns() + GATE_TIMEOUT_NS;
-    while (!atomic_load(&g->open)) {
-        if (rt_now_ns() > deadline) {
-            atomic_store(&g->timed_out, 1);
-            break;
-        }
-        rt_sleep_us(100);
     }
 }
 
@@ -101,7 +74,7 @@ static rill_status submit_marker(rill_stream *s, work_kind kind, rill_kernel *k,
  * a greatest-priority stream, releases the worker and checks that every high-priority command
  * started before every low-priority one. */
 static void run_priority_case(work_kind kind) {
-    static gate g;
+    static rt_gate g;
     static _Atomic uint64_t low[PER_STREAM], high[PER_STREAM];
     memset(&g, 0, sizeof g);
     for (int i = 0; i < PER_STREAM; i++) {
@@ -118,7 +91,7 @@ static void run_priority_case(work_kind kind) {
     RT_OK(rill_stream_create(NULL, info.least_priority, &lo));
     RT_OK(rill_stream_create(NULL, info.greatest_priority, &hi));
 
-    RT_OK(rill_launch_host_func(blocker, gate_fn, &g));
+    RT_OK(rill_launch_host_func(blocker, rt_gate_fn, &g));
     bool occupied = wait_int(&g.entered);
     rill_status submitted = RILL_OK;
     for (int i = 0; i < PER_STREAM && submitted == RILL_OK; i++)

@@ -15,54 +15,13 @@
 #include <string.h>
 
 #define SEC_NS          1000000000ull
-#define GATE_TIMEOUT_NS (10 * SEC_NS) /* a gate opens by itself after this */
 #define WAIT_TIMEOUT_NS (10 * SEC_NS) /* the main thread gives up waiting after this */
 
 /* ---- tickets, markers and gates ---- */
 
-static _Atomic uint64_t ticket_counter;
-
-/* A number larger than every ticket taken before: compares the order of two events. */
-static uint64_t take_ticket(void) {
-    return atomic_fetch_add(&ticket_counter, 1) + 1;
-}
-
 /* Host function: stores a ticket into the _Atomic uint64_t that user_data points at. */
 static void marker_fn(void *user_data) {
-    atomic_store((_Atomic uint64_t *)user_data, take_ticket());
-}
-
-/* A host function that blocks its stream until the test opens it (or GATE_TIMEOUT_NS passes). */
-typedef struct gate {
-    atomic_int entered;
-    atomic_int open;
-    atomic_int timed_out;
-    _Atomic uint64_t end_ticket;
-} gate;
-
-static void gate_reset(gate *g) {
-    atomic_store(&g->entered, 0);
-    atomic_store(&g->open, 0);
-    atomic_store(&g->timed_out, 0);
-    atomic_store(&g->end_ticket, 0);
-}
-
-static void gate_fn(void *user_data) {
-    gate *g = user_data;
-    atomic_store(&g->entered, 1);
-    uint64_t deadline = rt_now_ns() + GATE_TIMEOUT_NS;
-    while (!atomic_load(&g->open)) {
-        if (rt_now_ns() > deadline) {
-            atomic_store(&g->timed_out, 1);
-            break;
-        }
-        rt_sleep_us(100);
-    }
-    atomic_store(&g->end_ticket, take_ticket());
-}
-
-static void gate_open(gate *g) {
-    atomic_store(&g->open, 1);
+    atomic_store((_Atomic uint64_t *)user_data, rt_take_ticket());
 }
 
 /* Waits (with a deadline) until *v is non-zero; returns whether it became so. */
@@ -118,7 +77,7 @@ static void marker_kernel(const rill_block_ctx *ctx, const void *args) {
     (void)ctx;
     marker_args a;
     memcpy(&a, args, sizeof a);
-    atomic_store(a.slot, take_ticket());
+    atomic_store(a.slot, rt_take_ticket());
 }
 
 typedef struct fail_args {
@@ -353,21 +312,21 @@ static void test_stream_current_is_per_thread(void **state) {
 /* "A NULL rill_stream* means the calling thread's current stream of the current device". */
 static void test_stream_null_means_current(void **state) {
     (void)state;
-    static gate g;
+    static rt_gate g;
     static _Atomic uint64_t via_null;
-    gate_reset(&g);
+    rt_gate_reset(&g);
     atomic_store(&via_null, 0);
     rill_stream *s = new_stream(-2);
     rill_stream *prev = rill_set_current_stream(s);
 
-    RT_OK(rill_launch_host_func(s, gate_fn, &g));
+    RT_OK(rill_launch_host_func(s, rt_gate_fn, &g));
     RT_OK(rill_launch_host_func(NULL, marker_fn, (void *)&via_null));
     rill_status query_null = rill_stream_query(NULL);
     rill_status query_s = rill_stream_query(s);
     int priority = 0;
     rill_status prio_status = rill_stream_get_priority(NULL, &priority);
     bool held = stays_zero(&via_null, 50);
-    gate_open(&g);
+    rt_gate_open(&g);
     RT_OK(rill_stream_synchronize(NULL));
     rill_set_current_stream(prev);
 
@@ -398,13 +357,13 @@ static void test_stream_query_empty_is_ok(void **state) {
 /* rill_stream_query: "... else RILL_NOT_READY" while a host function is still blocked. */
 static void test_stream_query_not_ready_while_work_pending(void **state) {
     (void)state;
-    static gate g;
-    gate_reset(&g);
+    static rt_gate g;
+    rt_gate_reset(&g);
     rill_stream *s = new_stream(0);
-    RT_OK(rill_launch_host_func(s, gate_fn, &g));
+    RT_OK(rill_launch_host_func(s, rt_gate_fn, &g));
     bool entered = wait_int(&g.entered);
     rill_status while_blocked = rill_stream_query(s);
-    gate_open(&g);
+    rt_gate_open(&g);
     RT_OK(rill_stream_synchronize(s));
     assert_true(entered);
     assert_int_equal(while_blocked, RILL_NOT_READY);
@@ -634,28 +593,28 @@ static void test_stream_order_with_concurrent_submitters(void **state) {
 static void test_stream_wait_stream_orders_work(void **state) {
     (void)state;
     require_two_compute_units();
-    static gate before, after;
+    static rt_gate before, after;
     static _Atomic uint64_t b_pre, b_post1, b_post2;
-    gate_reset(&before);
-    gate_reset(&after);
+    rt_gate_reset(&before);
+    rt_gate_reset(&after);
     atomic_store(&b_pre, 0);
     atomic_store(&b_post1, 0);
     atomic_store(&b_post2, 0);
     rill_stream *a = new_stream(0);
     rill_stream *b = new_stream(0);
 
-    RT_OK(rill_launch_host_func(a, gate_fn, &before));
+    RT_OK(rill_launch_host_func(a, rt_gate_fn, &before));
     RT_OK(rill_launch_host_func(b, marker_fn, (void *)&b_pre));
     bool pre_ran = wait_u64(&b_pre); /* b does not wait for a before the wait call */
     RT_OK(rill_stream_wait_stream(b, a));
     RT_OK(rill_launch_host_func(b, marker_fn, (void *)&b_post1));
-    RT_OK(rill_launch_host_func(a, gate_fn, &after));
+    RT_OK(rill_launch_host_func(a, rt_gate_fn, &after));
     RT_OK(rill_launch_host_func(b, marker_fn, (void *)&b_post2));
     rill_status b_waiting = rill_stream_query(b);
     bool held = stays_zero(&b_post1, 50);
-    gate_open(&before);
+    rt_gate_open(&before);
     bool post_ran = wait_u64(&b_post2); /* while 'after' is still closed */
-    gate_open(&after);
+    rt_gate_open(&after);
     RT_OK(rill_stream_synchronize(a));
     RT_OK(rill_stream_synchronize(b));
 
@@ -676,19 +635,19 @@ static void test_stream_wait_stream_orders_work(void **state) {
  * NULL) makes b wait for the current stream's work. */
 static void test_stream_wait_stream_null_other_is_current(void **state) {
     (void)state;
-    static gate g;
+    static rt_gate g;
     static _Atomic uint64_t after;
-    gate_reset(&g);
+    rt_gate_reset(&g);
     atomic_store(&after, 0);
     rill_stream *cur = new_stream(0);
     rill_stream *b = new_stream(0);
     rill_stream *prev = rill_set_current_stream(cur);
-    rill_status launched = rill_launch_host_func(cur, gate_fn, &g);
+    rill_status launched = rill_launch_host_func(cur, rt_gate_fn, &g);
     rill_status waited = rill_stream_wait_stream(b, NULL);
     rill_set_current_stream(prev);
     rill_status marked = rill_launch_host_func(b, marker_fn, (void *)&after);
     bool held = stays_zero(&after, 50);
-    gate_open(&g);
+    rt_gate_open(&g);
     RT_OK(rill_stream_synchronize(cur));
     RT_OK(rill_stream_synchronize(b));
 
@@ -710,25 +669,25 @@ static void test_stream_wait_stream_null_other_is_current(void **state) {
 static void test_stream_default_has_no_implicit_sync(void **state) {
     (void)state;
     require_two_compute_units();
-    static gate on_default, on_other;
+    static rt_gate on_default, on_other;
     static _Atomic uint64_t other_ran, default_ran;
-    gate_reset(&on_default);
-    gate_reset(&on_other);
+    rt_gate_reset(&on_default);
+    rt_gate_reset(&on_other);
     atomic_store(&other_ran, 0);
     atomic_store(&default_ran, 0);
     rill_stream *def = rill_default_stream(NULL);
     rill_stream *s = new_stream(0);
 
-    RT_OK(rill_launch_host_func(def, gate_fn, &on_default));
+    RT_OK(rill_launch_host_func(def, rt_gate_fn, &on_default));
     RT_OK(rill_launch_host_func(s, marker_fn, (void *)&other_ran));
     bool other_done = wait_u64(&other_ran);
-    gate_open(&on_default);
+    rt_gate_open(&on_default);
     RT_OK(rill_stream_synchronize(def));
 
-    RT_OK(rill_launch_host_func(s, gate_fn, &on_other));
+    RT_OK(rill_launch_host_func(s, rt_gate_fn, &on_other));
     RT_OK(rill_launch_host_func(def, marker_fn, (void *)&default_ran));
     bool default_done = wait_u64(&default_ran);
-    gate_open(&on_other);
+    rt_gate_open(&on_other);
     RT_OK(rill_stream_synchronize(s));
 
     assert_true(other_done);
@@ -745,10 +704,10 @@ static void test_stream_default_has_no_implicit_sync(void **state) {
 static void test_stream_wait_event_uses_record_at_call_time(void **state) {
     (void)state;
     require_two_compute_units();
-    static gate op1, op2;
+    static rt_gate op1, op2;
     static _Atomic uint64_t b1, b2;
-    gate_reset(&op1);
-    gate_reset(&op2);
+    rt_gate_reset(&op1);
+    rt_gate_reset(&op2);
     atomic_store(&b1, 0);
     atomic_store(&b2, 0);
     rill_stream *a = new_stream(0);
@@ -756,17 +715,17 @@ static void test_stream_wait_event_uses_record_at_call_time(void **state) {
     rill_event *e = NULL;
     RT_OK(rill_event_create(RILL_EVENT_DEFAULT, &e));
 
-    RT_OK(rill_launch_host_func(a, gate_fn, &op1));
+    RT_OK(rill_launch_host_func(a, rt_gate_fn, &op1));
     RT_OK(rill_event_record(e, a));
     RT_OK(rill_stream_wait_event(b, e));
     RT_OK(rill_launch_host_func(b, marker_fn, (void *)&b1));
-    RT_OK(rill_launch_host_func(a, gate_fn, &op2));
+    RT_OK(rill_launch_host_func(a, rt_gate_fn, &op2));
     RT_OK(rill_event_record(e, a)); /* moves e behind op2; b's wait must not follow it */
     RT_OK(rill_launch_host_func(b, marker_fn, (void *)&b2));
     bool held = stays_zero(&b1, 50);
-    gate_open(&op1);
+    rt_gate_open(&op1);
     bool b_ran = wait_u64(&b2); /* while op2 is still blocked */
-    gate_open(&op2);
+    rt_gate_open(&op2);
     RT_OK(rill_stream_synchronize(a));
     RT_OK(rill_stream_synchronize(b));
 
@@ -786,21 +745,21 @@ static void test_stream_wait_event_uses_record_at_call_time(void **state) {
 static void test_stream_wait_unrecorded_event_does_nothing(void **state) {
     (void)state;
     require_two_compute_units();
-    static gate blocker;
+    static rt_gate blocker;
     static _Atomic uint64_t ran;
-    gate_reset(&blocker);
+    rt_gate_reset(&blocker);
     atomic_store(&ran, 0);
     rill_stream *a = new_stream(0);
     rill_stream *b = new_stream(0);
     rill_event *e = NULL;
     RT_OK(rill_event_create(RILL_EVENT_DEFAULT, &e));
 
-    RT_OK(rill_launch_host_func(a, gate_fn, &blocker));
+    RT_OK(rill_launch_host_func(a, rt_gate_fn, &blocker));
     RT_OK(rill_stream_wait_event(b, e));
     RT_OK(rill_event_record(e, a));
     RT_OK(rill_launch_host_func(b, marker_fn, (void *)&ran));
     bool b_ran = wait_u64(&ran);
-    gate_open(&blocker);
+    rt_gate_open(&blocker);
     RT_OK(rill_stream_synchronize(a));
     RT_OK(rill_stream_synchronize(b));
 
@@ -946,7 +905,7 @@ static void test_stream_tagged_first_use_from_many_threads(void **state) {
 /* ---- destroy with pending work ---- */
 
 typedef struct delayed_open {
-    gate *g;
+    rt_gate *g;
     atomic_int *go;
 } delayed_open;
 
@@ -956,7 +915,7 @@ static void *delayed_open_fn(void *arg) {
     delayed_open *d = arg;
     if (wait_int(d->go))
         rt_sleep_us(20000);
-    gate_open(d->g);
+    rt_gate_open(d->g);
     return NULL;
 }
 
@@ -964,17 +923,17 @@ static void *delayed_open_fn(void *arg) {
  * resources are released." */
 static void test_stream_destroy_with_pending_work_completes(void **state) {
     (void)state;
-    static gate g;
+    static rt_gate g;
     static _Atomic uint64_t host_ran, kernel_ran, waiter_ran;
     static atomic_int go;
-    gate_reset(&g);
+    rt_gate_reset(&g);
     atomic_store(&host_ran, 0);
     atomic_store(&kernel_ran, 0);
     atomic_store(&waiter_ran, 0);
     atomic_store(&go, 0);
     rill_kernel *k = make_kernel("marker_kernel", marker_kernel);
     rill_stream *s = new_stream(0);
-    RT_OK(rill_launch_host_func(s, gate_fn, &g));
+    RT_OK(rill_launch_host_func(s, rt_gate_fn, &g));
     RT_OK(rill_launch_host_func(s, marker_fn, (void *)&host_ran));
     RT_OK(launch_marker_kernel(s, k, &kernel_ran));
     rill_stream *waiter = new_stream(0);
@@ -1213,22 +1172,22 @@ static void test_stream_failed_work_stays_failed_after_later_failures(void **sta
  * query and synchronize return RILL_OK. */
 static void test_stream_clear_error_is_stream_ordered(void **state) {
     (void)state;
-    static gate g;
+    static rt_gate g;
     static atomic_int failed_ran;
     static _Atomic uint64_t skipped, runs;
-    gate_reset(&g);
+    rt_gate_reset(&g);
     atomic_store(&failed_ran, 0);
     atomic_store(&skipped, 0);
     atomic_store(&runs, 0);
     rill_kernel *fail = make_kernel("fail_kernel", fail_kernel);
     rill_stream *s = new_stream(0);
 
-    RT_OK(rill_launch_host_func(s, gate_fn, &g));
+    RT_OK(rill_launch_host_func(s, rt_gate_fn, &g));
     RT_OK(launch_fail_kernel(s, fail, "first-failure", &failed_ran));
     RT_OK(rill_launch_host_func(s, marker_fn, (void *)&skipped));
     RT_OK(rill_stream_clear_error(s));
     RT_OK(rill_launch_host_func(s, marker_fn, (void *)&runs));
-    gate_open(&g);
+    rt_gate_open(&g);
     rill_status synced = rill_stream_synchronize(s);
 
     assert_false(atomic_load(&g.timed_out));
