@@ -41,13 +41,22 @@ typedef struct rill__backend_ops {
      * command cannot be stored (nothing was submitted then). */
     rill_status (*submit)(rill_stream *s, const rill__cmd *cmd, uint64_t *seq);
 
-    /* Reserves a segment of device memory for the pool (src/mem/pool.c).
-     * *handle receives what the backend keeps with the segment (for the
-     * CPU device, what makes it shareable with other processes); it is
-     * passed back to mem_free. Any thread; the pool's lock may be held;
-     * RILL_ERROR_OUT_OF_MEMORY when the device has no memory left. */
+    /* Reserves a segment of device memory for the pool (src/mem/pool.c),
+     * bytes of address space that the pool commits piece by piece: the
+     * device provides memory for a page when it is first touched (the CPU
+     * device's shared memory objects are sparse), so a segment costs
+     * nothing until it is used. *handle receives what the backend keeps
+     * with the segment (for the CPU device, what makes it shareable with
+     * other processes); it is passed back to mem_free and mem_decommit.
+     * Any thread; the pool's lock may be held; RILL_ERROR_OUT_OF_MEMORY
+     * when the device cannot reserve that much. */
     rill_status (*mem_alloc)(rill_device *dev, size_t bytes, void **out, void **handle);
     void (*mem_free)(rill_device *dev, void *ptr, size_t bytes, void *handle);
+    /* Gives the memory behind [offset, offset + bytes) of a segment back to
+     * the device (the whole pages inside it); the range stays reserved and
+     * reads as zeros when touched again. NULL when the device cannot. Any
+     * thread; the pool's lock may be held; never blocks on other work. */
+    void (*mem_decommit)(rill_device *dev, void *handle, size_t offset, size_t bytes);
     /* The shared memory object behind a segment from mem_alloc, which other
      * processes may map (src/mem/ipc.c), or NULL when that segment cannot
      * be shared. NULL as an op on devices whose memory is not host shared

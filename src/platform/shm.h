@@ -37,10 +37,27 @@ typedef struct rill__shm_name {
 } rill__shm_name;
 
 /* Creates an object of bytes (a multiple of the page size) filled with
- * zeros and maps it read-write. label names it for debuggers. */
+ * zeros and maps it read-write. label names it for debuggers. The object
+ * is sparse: a page takes memory when first touched. */
 bool rill__shm_create(const char *label, size_t bytes, rill__shm *out, char *why, size_t why_size);
 /* Unmaps and closes an object from rill__shm_create. */
 void rill__shm_destroy(rill__shm *shm);
+/* Frees the memory of the whole pages inside [offset, offset + bytes) of
+ * shm, in every process that maps it; they read as zeros afterwards. */
+void rill__shm_discard(const rill__shm *shm, size_t offset, size_t bytes);
+
+/* Address space of this process alone whose pages take memory when first
+ * touched (not charged to the commit limit): what a segment is when no
+ * shared object can be made. */
+typedef struct rill__pages {
+    void *base; /* owned */
+    size_t bytes;
+} rill__pages;
+
+bool rill__pages_reserve(size_t bytes, rill__pages *out);
+void rill__pages_release(rill__pages *pages);
+/* As rill__shm_discard. */
+void rill__pages_discard(const rill__pages *pages, size_t offset, size_t bytes);
 /* This process's name for shm. */
 void rill__shm_name_of(const rill__shm *shm, rill__shm_name *out);
 

@@ -16,7 +16,6 @@
 #include "core/status.h"
 
 #define MAX_WORKERS 1024
-#define ALIGNMENT 256
 
 static rill_status parse_workers(int *out) {
     const char *env = getenv("RILL_CPU_WORKERS");
@@ -92,27 +91,31 @@ static void cpu_stream_fini(rill_stream *s) {
 }
 
 /* A segment is a rill__shm; when none can be made (the process has no
- * descriptor left, say), it is ordinary private memory that cannot be
- * exported: running out of descriptors must not make allocation fail. */
+ * descriptor left, say), it is private address space that cannot be
+ * exported: running out of descriptors must not make allocation fail.
+ * Both are sparse: a page takes memory when first touched. */
 typedef struct cpu_segment {
     int shared;
-    rill__shm shm; /* owned, when shared */
+    rill__shm shm;     /* owned, when shared */
+    rill__pages pages; /* owned, when not */
 } cpu_segment;
 
 static rill_status cpu_mem_alloc(rill_device *dev, size_t bytes, void **out, void **handle) {
     /* Shared memory is not charged to the commit limit when mapped, so a
-     * request beyond the machine's memory is refused here rather than
+     * reservation beyond the machine's memory is refused here rather than
      * failing at first touch. */
     if (dev->info.memory_bytes != 0 && bytes > dev->info.memory_bytes)
         return RILL_ERROR_OUT_OF_MEMORY;
-    cpu_segment *g = rill__malloc(sizeof *g);
+    cpu_segment *g = rill__calloc(1, sizeof *g);
     if (g == NULL)
         return RILL_ERROR_OUT_OF_MEMORY;
     char why[160];
     g->shared = rill__shm_create("rill-segment", bytes, &g->shm, why, sizeof why);
     if (g->shared) {
         *out = g->shm.base;
-    } else if (posix_memalign(out, ALIGNMENT, bytes) != 0) {
+    } else if (rill__pages_reserve(bytes, &g->pages)) {
+        *out = g->pages.base;
+    } else {
         rill__free(g);
         return RILL_ERROR_OUT_OF_MEMORY;
     }
@@ -122,13 +125,23 @@ static rill_status cpu_mem_alloc(rill_device *dev, size_t bytes, void **out, voi
 
 static void cpu_mem_free(rill_device *dev, void *ptr, size_t bytes, void *handle) {
     (void)dev;
+    (void)ptr;
     (void)bytes;
     cpu_segment *g = handle;
     if (g->shared)
         rill__shm_destroy(&g->shm);
     else
-        free(ptr);
+        rill__pages_release(&g->pages);
     rill__free(g);
+}
+
+static void cpu_mem_decommit(rill_device *dev, void *handle, size_t offset, size_t bytes) {
+    (void)dev;
+    cpu_segment *g = handle;
+    if (g->shared)
+        rill__shm_discard(&g->shm, offset, bytes);
+    else
+        rill__pages_discard(&g->pages, offset, bytes);
 }
 
 static const rill__shm *cpu_mem_shared(rill_device *dev, void *handle) {
@@ -147,5 +160,6 @@ const rill__backend_ops rill__cpu_backend = {
     .submit = rill__cpu_submit,
     .mem_alloc = cpu_mem_alloc,
     .mem_free = cpu_mem_free,
+    .mem_decommit = cpu_mem_decommit,
     .mem_shared = cpu_mem_shared,
 };

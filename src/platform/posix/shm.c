@@ -30,8 +30,7 @@ static size_t page_bytes(void) {
     return p > 0 ? (size_t)p : 4096;
 }
 
-bool rill__shm_create(const char *label, size_t bytes, rill__shm *out, char *why,
-                      size_t why_size) {
+bool rill__shm_create(const char *label, size_t bytes, rill__shm *out, char *why, size_t why_size) {
     int fd = memfd_create(label, MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (fd < 0) {
         snprintf(why, why_size, "memfd_create: %s", strerror(errno));
@@ -68,6 +67,49 @@ void rill__shm_destroy(rill__shm *shm) {
     close(shm->fd);
     shm->base = NULL;
     shm->fd = -1;
+}
+
+/* The whole pages inside [offset, offset + bytes): *first and *len. */
+static bool inner_pages(size_t offset, size_t bytes, size_t *first, size_t *len) {
+    size_t page = page_bytes();
+    size_t lo = (offset + page - 1) & ~(page - 1);
+    size_t hi = (offset + bytes) & ~(page - 1);
+    if (hi <= lo)
+        return false;
+    *first = lo;
+    *len = hi - lo;
+    return true;
+}
+
+void rill__shm_discard(const rill__shm *shm, size_t offset, size_t bytes) {
+    size_t first, len;
+    /* A hole in the object frees its memory for every process mapping it
+     * (madvise would only drop this process's page table entries). Failure
+     * leaves the memory in use, which is harmless. */
+    if (inner_pages(offset, bytes, &first, &len))
+        (void)fallocate(shm->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)first,
+                        (off_t)len);
+}
+
+bool rill__pages_reserve(size_t bytes, rill__pages *out) {
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+    if (p == MAP_FAILED)
+        return false;
+    out->base = p;
+    out->bytes = bytes;
+    return true;
+}
+
+void rill__pages_release(rill__pages *pages) {
+    munmap(pages->base, pages->bytes);
+    pages->base = NULL;
+}
+
+void rill__pages_discard(const rill__pages *pages, size_t offset, size_t bytes) {
+    size_t first, len;
+    if (inner_pages(offset, bytes, &first, &len))
+        (void)madvise((char *)pages->base + first, len, MADV_DONTNEED);
 }
 
 void rill__shm_name_of(const rill__shm *shm, rill__shm_name *out) {
@@ -137,8 +179,7 @@ void rill__futex_wait_any(_Atomic uint32_t *const *words, const uint32_t *expect
         w[i].uaddr = (uint64_t)(uintptr_t)words[i];
         w[i].flags = FUTEX_32; /* not private: other processes wake it */
     }
-    if (syscall(SYS_futex_waitv, w, (unsigned)n, 0u, &abs, CLOCK_MONOTONIC) >= 0 ||
-        errno != ENOSYS)
+    if (syscall(SYS_futex_waitv, w, (unsigned)n, 0u, &abs, CLOCK_MONOTONIC) >= 0 || errno != ENOSYS)
         return;
     uint64_t rel = n > 1 && timeout_ns > 1000000u ? 1000000u : timeout_ns;
     struct timespec ts = {(time_t)(rel / 1000000000u), (long)(rel % 1000000000u)};
