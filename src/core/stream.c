@@ -331,16 +331,20 @@ void rill__stream_clock_note(rill_stream *s, uint64_t other_id, uint64_t seq) {
     rill__spinlock_unlock(&s->clock_lock);
 }
 
-bool rill__stream_ordered_after(rill_stream *s, uint64_t other_id, uint64_t seq) {
+uint64_t rill__stream_known_after(rill_stream *s, uint64_t other_id) {
     if (s->id == other_id)
-        return true;
-    bool ordered = false;
+        return UINT64_MAX;
+    uint64_t seq = 0;
     rill__spinlock_lock(&s->clock_lock);
     for (unsigned i = 0; i < RILL__CLOCK_ENTRIES; i++)
-        if (s->clock[i].stream_id == other_id && s->clock[i].seq >= seq)
-            ordered = true;
+        if (s->clock[i].stream_id == other_id && s->clock[i].seq > seq)
+            seq = s->clock[i].seq;
     rill__spinlock_unlock(&s->clock_lock);
-    return ordered;
+    return seq;
+}
+
+bool rill__stream_ordered_after(rill_stream *s, uint64_t other_id, uint64_t seq) {
+    return rill__stream_known_after(s, other_id) >= seq;
 }
 
 rill_status rill__stream_submit(rill_stream *s, const rill__cmd *cmd, uint64_t *seq) {

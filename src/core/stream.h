@@ -131,6 +131,9 @@ rill_status rill__stream_wait_point(rill_stream *stream, rill_stream *other, uin
 
 /* Notes that s's later work is ordered after `other` completing seq. */
 void rill__stream_clock_note(rill_stream *s, uint64_t other_id, uint64_t seq);
+/* The highest seq of stream other_id that s's work submitted from now on
+ * is known to run after (0 when none; UINT64_MAX when other_id is s). */
+uint64_t rill__stream_known_after(rill_stream *s, uint64_t other_id);
 /* True when s's work submitted from now on is known to run after stream
  * `other_id` completed seq (same stream, or a wait made it so). */
 bool rill__stream_ordered_after(rill_stream *s, uint64_t other_id, uint64_t seq);

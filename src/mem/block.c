@@ -141,6 +141,26 @@ bool rill__block_safe_for(const block *k, rill_stream *s) {
     return true;
 }
 
+uint64_t rill__block_wait_cost(const block *k, rill_stream *s) {
+    if (k->conservative || k->num_points > MAX_WAITS)
+        return UINT64_MAX;
+    uint64_t cost = 0;
+    for (size_t i = 0; i < k->num_points; i++) {
+        const point *pt = &k->points[i];
+        if (pt->stream == s)
+            continue;
+        uint64_t from = rill__done_of(pt->stream);
+        if (from >= pt->seq)
+            continue;
+        uint64_t known = rill__stream_known_after(s, pt->stream->id);
+        if (known > from)
+            from = known;
+        if (from < pt->seq && pt->seq - from > cost)
+            cost = pt->seq - from;
+    }
+    return cost;
+}
+
 /* Copies k's points to r (a split-off remainder). */
 void rill__points_copy(rill__pool *p, block *r, const block *k) {
     r->conservative = k->conservative;

@@ -26,6 +26,11 @@ void rill__points_prune(rill__pool *p, block *k);
 /* May stream s take free block k without waiting? */
 bool rill__block_safe_for(const block *k, rill_stream *s);
 
+/* What taking free block k costs s in waiting: of the other streams'
+ * work that s would come to wait for, beyond what it already waits for,
+ * the most commands of one stream (0: safe); UINT64_MAX when k cannot be
+ * waited for (conservative, or more than MAX_WAITS points). */
+uint64_t rill__block_wait_cost(const block *k, rill_stream *s);
 /* Copies k's points to r (a split-off remainder). */
 void rill__points_copy(rill__pool *p, block *r, const block *k);
 

@@ -35,8 +35,19 @@ static _Atomic uint64_t next_pool_id = 1; /* see rill__pool.id */
 
 /* ---------------------------------------------------------- allocation */
 
+/* The size of a block for a request of bytes: a multiple of MIN_BLOCK, and
+ * of a 64th of the request's power of two above 32 KiB. Requests a little
+ * apart (a few hundred bytes of a length that varies) thus get blocks of
+ * one size, and a block freed by one serves the next; this costs at most
+ * 1/64 of the request (PyTorch's roundup_power2_divisions does the same
+ * with 4 to 16 divisions, by choice of the user). */
 static size_t round_request(size_t bytes) {
-    size_t r = (bytes + MIN_BLOCK - 1) & ~(size_t)(MIN_BLOCK - 1);
+    size_t step = MIN_BLOCK;
+    if (bytes > ((size_t)32 << 10)) {
+        size_t pow2 = (size_t)1 << (63 - __builtin_clzll((unsigned long long)bytes));
+        step = pow2 / ROUND_DIVISIONS;
+    }
+    size_t r = (bytes + step - 1) & ~(step - 1);
     return r < MIN_BLOCK ? MIN_BLOCK : r;
 }
 
@@ -169,45 +180,40 @@ static rill_status out_of_memory(rill_device *dev, rill__pool *p, size_t bytes, 
 }
 
 /* A free block of at least size bytes that s may take after internal
- * waits on at most MAX_WAITS points, each no more than max_backlog
- * commands ahead of its stream's completed work; of those examined, the
- * one whose slowest point is nearest completion. */
+ * waits costing at most max_cost (see rill__block_wait_cost): of the
+ * smallest that qualify (the first bin holding one, so that a small
+ * request never splits a large block that a wait would free), the one
+ * that costs the least. */
 static block *find_pending(rill__pool *p, int small, size_t size, rill_stream *s,
-                           uint64_t max_backlog) {
+                           uint64_t max_cost) {
     bins *b = rill__bins_for(p, small);
     block *best = NULL;
-    uint64_t best_backlog = UINT64_MAX;
+    uint64_t best_cost = UINT64_MAX;
     int scanned = 0;
-    for (unsigned i = rill__bin_next(b, rill__bin_of(size)); i < NUM_BINS;
+    for (unsigned i = rill__bin_next(b, rill__bin_of(size)); i < NUM_BINS && best == NULL;
          i = rill__bin_next(b, i + 1)) {
         for (block *k = b->head[i]; k != NULL; k = k->bin_next) {
             if (k->size < size)
                 continue;
             if (++scanned > SCAN_LIMIT)
                 return best;
-            if (k->conservative || k->num_points > MAX_WAITS)
-                continue;
-            uint64_t backlog = 0;
-            for (size_t j = 0; j < k->num_points; j++) {
-                const point *pt = &k->points[j];
-                uint64_t done = rill__done_of(pt->stream);
-                if (pt->stream != s && done < pt->seq && pt->seq - done > backlog)
-                    backlog = pt->seq - done;
-            }
-            if (backlog <= max_backlog && backlog < best_backlog) {
+            uint64_t cost = rill__block_wait_cost(k, s);
+            if (cost <= max_cost && cost < best_cost) {
                 best = k;
-                best_backlog = backlog;
+                best_cost = cost;
             }
         }
     }
     return best;
 }
 
-/* How far a pending block's points may be ahead of their streams for s to
- * wait on them rather than grow: s's own unfinished commands plus
- * WAIT_SLACK. When s itself is that far behind, the wait costs it little;
- * when s is idle and the other stream has long work queued, a wait would
- * serialise the streams, and growing is better. */
+/* How much of another stream's work s may come to wait for to reuse a
+ * pending block rather than grow: s's own unfinished commands plus
+ * WAIT_SLACK. Counted from what s already waits for, so a stream that
+ * exchanges events with the other in every step (their work already
+ * serialised) waits for a few commands more, while an idle stream does
+ * not start waiting behind another's long queue of independent work,
+ * which would serialise the two: then growing is better. */
 static uint64_t wait_budget(rill_stream *s) {
     uint64_t sub = rill__submitted_of(s), done = rill__done_of(s);
     return (sub > done ? sub - done : 0) + WAIT_SLACK;
@@ -240,18 +246,34 @@ static rill_status pool_alloc(rill_stream *s, size_t bytes, bool may_wait, const
         rill__segment_coalesce_all(p);
         k = find_free(p, small, size, s, 1);
     }
+    uint64_t budget = may_wait ? wait_budget(s) : 0;
     if (k == NULL && may_wait) {
         /* Reuse a pending block through internal waits rather than grow,
          * as CUDA's pools do, when its points are few and near. */
-        k = find_pending(p, small, size, s, wait_budget(s));
+        k = find_pending(p, small, size, s, budget);
         if (k != NULL && !rill__points_collect_waits(k, s, waits, MAX_WAITS, &num_waits))
             k = NULL;
         if (k != NULL)
             p->pending_reuses++;
     }
+    if (k == NULL && rill__tcache_release_kind_locked(p, small)) {
+        /* About to grow: this thread's cached blocks of the kind go back
+         * first, so that one next to uncommitted space grows in place. */
+        rill__segment_coalesce_all(p);
+        k = find_free(p, small, size, s, 1);
+    }
     if (k != NULL) {
         p->stats.cache_hits++;
-    } else if ((k = rill__segment_grow(dev, p, small, size)) == NULL) {
+    } else if ((k = rill__segment_grow(dev, p, small, s, size, budget)) != NULL) {
+        /* Grown onto a free block that s may wait for within its budget:
+         * its points have no more than MAX_WAITS, so they all fit. */
+        if (!rill__block_safe_for(k, s)) {
+            bool fit = rill__points_collect_waits(k, s, waits, MAX_WAITS, &num_waits);
+            RILL_ASSERT(fit);
+            (void)fit;
+            p->pending_reuses++;
+        }
+    } else {
         /* Cannot grow: reuse a block that s must first wait for (an
          * internal stream wait), if one has few enough points. */
         k = find_pending(p, small, size, s, UINT64_MAX);
@@ -267,7 +289,7 @@ static rill_status pool_alloc(rill_stream *s, size_t bytes, bool may_wait, const
             rill__segment_empty_cache_locked(dev, p);
             k = find_free(p, small, size, s, 1);
             if (k == NULL)
-                k = rill__segment_grow(dev, p, small, size);
+                k = rill__segment_grow(dev, p, small, s, size, 0);
             if (k != NULL)
                 p->stats.oom_recoveries++;
         }
@@ -560,14 +582,16 @@ void rill__pool_destroy(rill_device *dev) {
             next = k->next;
             if (k->allocated && k->own_ref)
                 rill__stream_unref(k->stream);
-            else if (!k->allocated)
+            else if (!k->allocated && !k->unmapped)
                 rill__bin_remove(rill__bins_for(p, g->small), k);
             if (k != g->first)
                 rill__block_recycle(p, k);
         }
         g->first->next = NULL;
         g->first->allocated = 0;
-        rill__bin_insert(rill__bins_for(p, g->small), g->first);
+        g->first->unmapped = 1;
+        g->first->size = g->size;
+        g->mapped = 0;
         rill__segment_release(dev, p, g);
     }
     for (unsigned i = 0; i < p->num_owners; i++)
@@ -611,8 +635,10 @@ void rill__pool_summary(rill_device *dev, FILE *out) {
     for (segment *g = p->segments; g != NULL; g = g->next) {
         int r = g->small ? 0 : 1;
         row[r].segments++;
-        row[r].reserved += g->size;
+        row[r].reserved += g->mapped;
         for (block *k = g->first; k != NULL; k = k->next) {
+            if (k->unmapped)
+                continue;
             if (k->allocated) {
                 row[r].allocated += k->size;
                 row[r].live++;
@@ -657,6 +683,7 @@ void rill__pool_summary(rill_device *dev, FILE *out) {
             "  reuses of pending blocks through internal stream waits (instead of growing) "
             "%" PRIu64 "\n",
             pending_reuses);
-    fprintf(out, "  (small: requests up to 1 MiB in 2 MiB segments; large: the rest; pending: "
-                 "free blocks another stream's work still holds)\n");
+    fprintf(out, "  (small: requests up to 1 MiB; large: the rest; reserved: what the segments "
+                 "commit of their address space; pending: free blocks another stream's work still "
+                 "holds)\n");
 }

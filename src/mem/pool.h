@@ -1,12 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /* The stream-ordered caching pool of a device (one per device).
  *
- * Memory comes from the backend in segments, which are split into blocks.
- * Small requests (up to 1 MiB) and large ones (up to 10 MiB) each grow
- * their kind geometrically: a new segment is half of what the kind already
- * reserves, at least the request (rounded to 256 KiB or 1 MiB) and at most
- * 2 MiB or 20 MiB; larger requests get a segment of their own, rounded up
- * to 2 MiB. A free block remembers the points (stream, seq) that must
+ * Memory comes from the backend in segments: address space (4 GiB, at
+ * most the device's memory) of which the pool commits only what its blocks
+ * need, in 16 KiB steps, so that a segment grows in place: a request that
+ * no free block serves commits the missing bytes next to a free block the
+ * stream may take, and the two become one block (segment.c). Small
+ * requests (up to 1 MiB) and large ones have a kind of segment each, so
+ * that small blocks do not fragment the space of large ones. Requests are
+ * rounded to 512 B, and above 32 KiB to a 64th of their power of two, so
+ * that nearby sizes share blocks.
+ *
+ * A free block remembers the points (stream, seq) that must
  * complete before another stream may use it: where it was freed, the end
  * of the work of its allocation stream at that time, and every use by
  * another stream (declared accesses of launches, copies,
@@ -14,11 +19,11 @@
  * complete (done_seq >= seq) or B is ordered after it (the same stream, or
  * B waited past it: "return flow"). When no such block fits, a stream-
  * ordered allocation (rill_malloc_async) takes a pending block whose
- * points are few and no further ahead of their streams than B's own
- * unfinished work, and makes B wait for them (an internal stream wait, as
- * CUDA's pools do by default); otherwise the pool grows by a segment; when
- * it cannot grow, it makes B wait for a fitting block's points, and only
- * then waits on the host.
+ * points are few and would make B wait for no more of their streams' work
+ * (beyond what B already waits for) than B's own unfinished work, and
+ * makes B wait for them (an internal stream wait, as CUDA's pools do by
+ * default); otherwise the pool grows; when it cannot grow, it makes B wait
+ * for a fitting block's points, and only then waits on the host.
  *
  * A per-thread cache in front of the pool serves a same-stream
  * allocate/free pair without the pool's lock (see tcache.c); the
@@ -26,12 +31,13 @@
  * out-of-memory recovery and lookups from other threads.
  *
  * Invariants (pool->lock held):
- *   reserved_bytes  = sum of segment sizes
+ *   reserved_bytes  = the committed bytes of all segments
  *   allocated_bytes = sum of allocated block sizes, blocks that thread
  *                     caches hold included (rill_mem_get_stats subtracts
  *                     their cached_bytes)
  *   the blocks of a segment tile it exactly, in address order; adjacent
- *   free blocks merge when an allocation misses or the cache is emptied. */
+ *   free blocks merge when an allocation misses or the cache is emptied,
+ *   which also decommits every free block with nothing pending. */
 #ifndef RILL_MEM_POOL_H
 #define RILL_MEM_POOL_H
 

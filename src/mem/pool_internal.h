@@ -21,20 +21,17 @@
 #include "core/runtime.h"
 #include "core/stream.h"
 
-#define MIN_BLOCK     512u              /* allocation granularity */
-#define SMALL_REQUEST ((size_t)1 << 20) /* up to this: small pool, 2 MiB segments */
-#define SMALL_SEGMENT ((size_t)2 << 20)
-#define MID_REQUEST   ((size_t)10 << 20) /* up to this: 20 MiB segments */
-#define LARGE_SEGMENT ((size_t)20 << 20)
-#define LARGE_ROUND   ((size_t)2 << 20)   /* larger requests: their own segment */
-#define SMALL_GRANULE ((size_t)256 << 10) /* the sizes of new segments, see segment_size */
-#define LARGE_GRANULE ((size_t)1 << 20)
-#define NUM_BINS      192
-#define SCAN_LIMIT    64         /* blocks examined per allocation */
-#define UNTIL_FREE    UINT64_MAX /* a use that lasts until the free */
-#define INLINE_POINTS 3
-#define MAX_WAITS     4 /* internal waits one allocation may add */
-#define WAIT_SLACK    8 /* see wait_budget */
+#define MIN_BLOCK       512u               /* allocation granularity */
+#define ROUND_DIVISIONS 64u                /* see round_request in pool.c */
+#define SMALL_REQUEST   ((size_t)1 << 20)  /* up to this: the small kind of segment */
+#define COMMIT_GRANULE  ((size_t)16 << 10) /* segments commit address space in these */
+#define SEGMENT_SPAN    ((size_t)4 << 30)  /* address space of a segment, see segment.c */
+#define NUM_BINS        192
+#define SCAN_LIMIT      64         /* blocks examined per allocation */
+#define UNTIL_FREE      UINT64_MAX /* a use that lasts until the free */
+#define INLINE_POINTS   3
+#define MAX_WAITS       4 /* internal waits one allocation may add */
+#define WAIT_SLACK      8 /* see wait_budget */
 
 typedef struct segment segment;
 typedef struct block block;
@@ -47,8 +44,9 @@ typedef struct point {
 
 struct segment {
     uintptr_t base;
-    size_t size;
-    void *handle; /* the backend's, from mem_alloc */
+    size_t size;   /* address space: what the backend's mem_alloc reserved */
+    size_t mapped; /* of which committed: the bytes of its mapped blocks */
+    void *handle;  /* the backend's, from mem_alloc */
     int small;
     segment *prev, *next; /* the pool's segments */
     block *first;         /* address-ordered blocks tiling the segment */
@@ -64,6 +62,7 @@ struct block {
     block *hash_next;           /* allocated: the hash chain */
     rill_stream *stream;        /* allocated: the allocation stream (see pool->owners) */
     int allocated;
+    int unmapped;     /* free and not committed: in no bin, not reserved */
     int own_ref;      /* allocated: holds its own reference on stream */
     int conservative; /* a point could not be stored: safe only after a device sync */
     /* TC_NONE, or which part of a thread cache holds the block (see
@@ -101,7 +100,6 @@ struct rill__pool {
     } owners[32];
     unsigned num_owners;
     size_t unmerged;         /* frees since the last coalesce pass */
-    size_t kind_reserved[2]; /* [small]: reserved bytes of each kind of segment */
     uint64_t pending_reuses; /* allocations served by internal waits instead of growing */
     /* immutable after create */
     uint64_t id; /* unique for the process: thread caches name their pool by it */

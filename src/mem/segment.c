@@ -1,12 +1,26 @@
 /* SPDX-License-Identifier: MIT */
-/* The pool's segments: what the backend hands out, each tiled by blocks
- * in address order. Sizing (geometric growth per kind), reserving and
- * releasing segments, and merging adjacent free blocks. pool->lock held
- * throughout.
+/* The pool's segments: address space that the backend reserves (mem_alloc),
+ * tiled by blocks in address order, of which the pool commits only what
+ * its blocks need. pool->lock held throughout.
+ *
+ * Why segments grow in place: a pool that reserves a new segment whenever
+ * no free block fits ends up with segments sized for the requests that
+ * happened to miss, and a later, slightly larger request fits none of
+ * their free blocks (two streams freeing each other's jittered blocks
+ * reserve half again what they use that way). Here a miss commits only
+ * the missing bytes, next to a free block the stream may take when there
+ * is one, so that the two become one block; and emptying the cache
+ * decommits free blocks wherever they lie, so that one live block does
+ * not keep a whole segment reserved. This is what CUDA's virtual memory
+ * management gives PyTorch's expandable segments.
+ *
+ * A block is allocated, free and mapped (in a bin), or free and unmapped
+ * (committed nowhere: in no bin, with no points, not reserved).
  *
  * Invariants: for each segment g, the blocks from g->first tile
- * [g->base, g->base + g->size) exactly; reserved_bytes = sum of g->size;
- * kind_reserved[small] = the same sum over the segments of that kind. */
+ * [g->base, g->base + g->size) exactly; g->mapped = the sizes of its
+ * blocks that are not unmapped; reserved_bytes = the sum of g->mapped;
+ * no two unmapped blocks are neighbours after a decommit pass. */
 #include "mem/segment.h"
 
 #include "core/alloc.h"
@@ -18,84 +32,92 @@ static size_t round_up(size_t n, size_t to) {
     return (n + to - 1) / to * to;
 }
 
-/* The size of a new segment for a request of size bytes. Each kind of
- * segment grows geometrically: a new one is half the size of what that
- * kind already reserves, at least what the request needs (rounded to the
- * kind's granularity) and at most the kind's full segment. A small pool
- * thus reserves little more than it hands out, and a large one gets the
- * full segments that keep the number of segments low. */
-static size_t segment_size(const rill__pool *p, int small, size_t size) {
-    if (!small && size > MID_REQUEST)
-        return round_up(size, LARGE_ROUND); /* a segment of its own */
-    size_t gran = small ? SMALL_GRANULE : LARGE_GRANULE;
-    size_t full = small ? SMALL_SEGMENT : LARGE_SEGMENT;
-    size_t want = round_up(p->kind_reserved[small] / 2, gran);
-    if (want > full)
-        want = full;
-    size_t need = round_up(size, gran);
-    return need > want ? need : want;
+/* The address space of a new segment that must hold size bytes: a span
+ * far larger than most programs use, so that a kind of block seldom needs
+ * a second segment, but no more than the device's memory. */
+static size_t segment_span(const rill_device *dev, size_t size) {
+    size_t span = SEGMENT_SPAN;
+    size_t memory = dev->info.memory_bytes & ~(COMMIT_GRANULE - 1);
+    if (memory != 0 && span > memory)
+        span = memory;
+    size_t need = round_up(size, COMMIT_GRANULE);
+    return span > need ? span : need;
 }
 
-/* Reserves a new segment able to hold size bytes and returns its single
- * free block, or NULL when the limit or the device says no. */
-block *rill__segment_grow(rill_device *dev, rill__pool *p, int small, size_t size) {
-    size_t seg_size = segment_size(p, small, size);
-    if (p->limit != 0 && !small && p->stats.reserved_bytes + seg_size > p->limit)
-        seg_size = (size + LARGE_ROUND - 1) & ~(LARGE_ROUND - 1); /* the least that serves */
-    if (p->limit != 0 && (seg_size > p->limit || p->stats.reserved_bytes > p->limit - seg_size))
-        return NULL;
+/* Reserves a segment of the kind small able to hold size bytes, all of it
+ * one unmapped block; NULL when the device says no. */
+static segment *segment_new(rill_device *dev, rill__pool *p, int small, size_t size) {
+    size_t span = segment_span(dev, size);
     segment *g = rill__calloc(1, sizeof *g);
-    block *k = rill__block_new(p);
+    block *u = rill__block_new(p);
     void *base = NULL, *handle = NULL;
-    if (g == NULL || k == NULL || dev->ops->mem_alloc(dev, seg_size, &base, &handle) != RILL_OK)
+    if (g == NULL || u == NULL)
         goto fail;
-    rill__mem_block rb = {(uintptr_t)base, seg_size, dev, RILL__MEM_DEVICE, g};
+    if (dev->ops->mem_alloc(dev, span, &base, &handle) != RILL_OK) {
+        /* Address space is short (a process limit): the least that serves. */
+        span = round_up(size, COMMIT_GRANULE);
+        if (dev->ops->mem_alloc(dev, span, &base, &handle) != RILL_OK)
+            goto fail;
+    }
+    rill__mem_block rb = {(uintptr_t)base, span, dev, RILL__MEM_DEVICE, g};
     if (rill__registry_insert(&rb) != RILL_OK) {
-        dev->ops->mem_free(dev, base, seg_size, handle);
+        dev->ops->mem_free(dev, base, span, handle);
         goto fail;
     }
     g->base = (uintptr_t)base;
-    g->size = seg_size;
+    g->size = span;
     g->handle = handle;
     g->small = small;
     g->next = p->segments;
     if (p->segments != NULL)
         p->segments->prev = g;
     p->segments = g;
-    g->first = k;
-    k->ptr = g->base;
-    k->size = seg_size;
-    k->seg = g;
-    rill__bin_insert(rill__bins_for(p, small), k);
-    p->stats.reserved_bytes += seg_size;
-    p->kind_reserved[small] += seg_size;
-    if (p->stats.reserved_bytes > p->stats.peak_reserved_bytes)
-        p->stats.peak_reserved_bytes = p->stats.reserved_bytes;
-    return k;
+    g->first = u;
+    u->ptr = g->base;
+    u->size = span;
+    u->seg = g;
+    u->unmapped = 1;
+    return g;
 
 fail:
     rill__free(g);
-    if (k != NULL)
-        rill__block_recycle(p, k);
+    if (u != NULL)
+        rill__block_recycle(p, u);
     return NULL;
 }
 
-/* Returns segment g, one free block, to the backend. */
-void rill__segment_release(rill_device *dev, rill__pool *p, segment *g) {
-    rill__mem_block rb;
-    rill__bin_remove(rill__bins_for(p, g->small), g->first);
-    rill__block_recycle(p, g->first);
-    rill__registry_remove((void *)g->base, RILL__MEM_DEVICE, &rb);
-    dev->ops->mem_free(dev, (void *)g->base, g->size, g->handle);
-    if (g->prev != NULL)
-        g->prev->next = g->next;
-    else
-        p->segments = g->next;
-    if (g->next != NULL)
-        g->next->prev = g->prev;
-    p->stats.reserved_bytes -= g->size;
-    p->kind_reserved[g->small] -= g->size;
-    rill__free(g);
+/* Commits the first bytes of unmapped block u, splitting off the rest,
+ * and returns u, now mapped and free but in no bin; NULL when no block
+ * structure is left for the rest. */
+static block *commit_front(rill__pool *p, block *u, size_t bytes) {
+    RILL_ASSERT(u->unmapped && bytes <= u->size);
+    if (bytes < u->size) {
+        block *r = rill__block_new(p);
+        if (r == NULL)
+            return NULL;
+        r->ptr = u->ptr + bytes;
+        r->size = u->size - bytes;
+        r->seg = u->seg;
+        r->unmapped = 1;
+        r->prev = u;
+        r->next = u->next;
+        if (u->next != NULL)
+            u->next->prev = r;
+        u->next = r;
+        u->size = bytes;
+    }
+    u->unmapped = 0;
+    u->seg->mapped += bytes;
+    p->stats.reserved_bytes += bytes;
+    if (p->stats.reserved_bytes > p->stats.peak_reserved_bytes)
+        p->stats.peak_reserved_bytes = p->stats.reserved_bytes;
+    return u;
+}
+
+/* Is k a free, mapped block that s may take after waits costing at most
+ * max_cost? */
+static bool takes(const block *k, rill_stream *s, uint64_t max_cost) {
+    return k != NULL && !k->allocated && !k->unmapped && rill__block_wait_cost(k, s) <= max_cost;
 }
 
 /* Merges free block src into dst, the block just before it, points and
@@ -112,19 +134,84 @@ static void absorb(rill__pool *p, block *dst, block *src) {
     rill__block_recycle(p, src);
 }
 
-/* Merges adjacent free blocks (frees do not, so that a hot allocate/free
- * pair neither splits nor merges). Run when an allocation misses and
- * before the cache is emptied. */
+/* Would committing bytes more stay within the limit? */
+static bool within_limit(const rill__pool *p, size_t bytes) {
+    return p->limit == 0 || (bytes <= p->limit && p->stats.reserved_bytes <= p->limit - bytes);
+}
+
+block *rill__segment_grow(rill_device *dev, rill__pool *p, int small, rill_stream *s, size_t size,
+                          uint64_t max_cost) {
+    /* The unmapped block that needs the fewest new bytes: the free block
+     * before it counts when s may take it. */
+    block *best = NULL;
+    size_t best_commit = SIZE_MAX;
+    for (segment *g = p->segments; g != NULL; g = g->next) {
+        if (g->small != small)
+            continue;
+        for (block *u = g->first; u != NULL; u = u->next) {
+            if (!u->unmapped)
+                continue;
+            size_t have = takes(u->prev, s, max_cost) ? u->prev->size : 0;
+            if (have >= size)
+                return u->prev; /* beyond find_free's scan: nothing to commit */
+            size_t missing = size - have;
+            if (missing > u->size)
+                continue;
+            size_t commit = round_up(missing, COMMIT_GRANULE);
+            if (commit > u->size)
+                commit = u->size;
+            if (commit < best_commit && within_limit(p, commit)) {
+                best = u;
+                best_commit = commit;
+            }
+        }
+    }
+    if (best == NULL) {
+        best_commit = round_up(size, COMMIT_GRANULE);
+        segment *g;
+        if (!within_limit(p, best_commit) || (g = segment_new(dev, p, small, size)) == NULL)
+            return NULL;
+        best = g->first;
+    }
+    block *before = best->prev;
+    block *k = commit_front(p, best, best_commit);
+    if (k == NULL)
+        return NULL;
+    bins *b = rill__bins_for(p, small);
+    if (takes(before, s, max_cost)) {
+        rill__bin_remove(b, before);
+        absorb(p, before, k);
+        k = before;
+    }
+    rill__bin_insert(b, k);
+    return k;
+}
+
+void rill__segment_release(rill_device *dev, rill__pool *p, segment *g) {
+    RILL_ASSERT(g->first->unmapped && g->first->next == NULL && g->mapped == 0);
+    rill__mem_block rb;
+    rill__block_recycle(p, g->first);
+    rill__registry_remove((void *)g->base, RILL__MEM_DEVICE, &rb);
+    dev->ops->mem_free(dev, (void *)g->base, g->size, g->handle);
+    if (g->prev != NULL)
+        g->prev->next = g->next;
+    else
+        p->segments = g->next;
+    if (g->next != NULL)
+        g->next->prev = g->prev;
+    rill__free(g);
+}
+
 void rill__segment_coalesce_all(rill__pool *p) {
     if (p->unmerged == 0)
         return;
     for (segment *g = p->segments; g != NULL; g = g->next) {
         bins *b = rill__bins_for(p, g->small);
         for (block *k = g->first; k != NULL; k = k->next) {
-            if (k->allocated)
+            if (k->allocated || k->unmapped)
                 continue;
             int merged = 0;
-            while (k->next != NULL && !k->next->allocated) {
+            while (k->next != NULL && !k->next->allocated && !k->next->unmapped) {
                 if (!merged)
                     rill__bin_remove(b, k);
                 merged = 1;
@@ -138,22 +225,43 @@ void rill__segment_coalesce_all(rill__pool *p) {
     p->unmerged = 0;
 }
 
-/* Returns every segment that is one free block with nothing pending. */
+/* Gives free block k's memory back to the device and merges it with its
+ * unmapped neighbours; returns the unmapped block that holds k now. */
+static block *decommit(rill_device *dev, rill__pool *p, block *k) {
+    segment *g = k->seg;
+    rill__bin_remove(rill__bins_for(p, g->small), k);
+    if (dev->ops->mem_decommit != NULL)
+        dev->ops->mem_decommit(dev, g->handle, k->ptr - g->base, k->size);
+    k->unmapped = 1;
+    g->mapped -= k->size;
+    p->stats.reserved_bytes -= k->size;
+    if (k->next != NULL && k->next->unmapped)
+        absorb(p, k, k->next);
+    if (k->prev != NULL && k->prev->unmapped) {
+        block *before = k->prev;
+        absorb(p, before, k);
+        k = before;
+    }
+    return k;
+}
+
 void rill__segment_empty_cache_locked(rill_device *dev, rill__pool *p) {
     rill__segment_coalesce_all(p);
     segment *next;
     for (segment *g = p->segments; g != NULL; g = next) {
         next = g->next;
-        block *k = g->first;
-        if (k->allocated || k->next != NULL)
-            continue;
-        rill__points_prune(p, k);
-        if (k->num_points == 0 && !k->conservative)
+        for (block *k = g->first; k != NULL; k = k->next) {
+            if (k->allocated || k->unmapped)
+                continue;
+            rill__points_prune(p, k);
+            if (k->num_points == 0 && !k->conservative)
+                k = decommit(dev, p, k);
+        }
+        if (g->mapped == 0)
             rill__segment_release(dev, p, g);
     }
 }
 
-/* The block of seg that contains address a. */
 block *rill__segment_block_at(const segment *g, uintptr_t a) {
     for (block *k = g->first; k != NULL; k = k->next)
         if (a < k->ptr + k->size)

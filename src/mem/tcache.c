@@ -385,6 +385,28 @@ bool rill__tcache_drain_mine_locked(rill__pool *p, size_t size) {
     return true;
 }
 
+bool rill__tcache_release_kind_locked(rill__pool *p, int small) {
+    tcache *mine = tc_mine(p);
+    if (mine == NULL || atomic_load_explicit(&mine->cached_bytes, memory_order_relaxed) == 0)
+        return false;
+    bool any = false;
+    for (unsigned i = 0; i < TC_BINS; i++) {
+        block **link = &mine->free_head[i];
+        while (*link != NULL) {
+            block *k = *link;
+            if (k->seg->small != small) {
+                link = &k->bin_next;
+                continue;
+            }
+            *link = k->bin_next;
+            tc_add_cached(mine, k->size, -1);
+            release_cached(p, k);
+            any = true;
+        }
+    }
+    return any;
+}
+
 /* Adds the thread caches' share to statistics copied from p->stats:
  * their allocations (all cache hits) and frees, less the bytes they hold
  * free (pool->lock held). */

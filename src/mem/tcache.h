@@ -48,6 +48,11 @@ bool rill__tcache_keep_locked(rill__pool *p, block *k, rill_stream *f);
  * size; true when it did (pool->lock held). */
 bool rill__tcache_drain_mine_locked(rill__pool *p, size_t size);
 
+/* Moves the calling thread's cached free blocks of one kind of segment
+ * back to the pool, so that one next to uncommitted space may grow in
+ * place; true when there were any (pool->lock held). */
+bool rill__tcache_release_kind_locked(rill__pool *p, int small);
+
 /* Adds the thread caches' share to statistics copied from p->stats:
  * their allocations (all cache hits) and frees, less the bytes they hold
  * free (pool->lock held). */

@@ -40,8 +40,12 @@ static void launch_sum(rill_stream *s, const float *in, size_t n, float *out) {
     }
     sum_args a = {in, n, out};
     rill_access acc[2] = {{in, n * sizeof(float), RILL_READ}, {out, sizeof(float), RILL_WRITE}};
-    rill_launch l = {.grid = {1, 1, 1}, .block = {1, 1, 1}, .args = &a, .args_size = sizeof a,
-                     .accesses = acc, .num_accesses = 2};
+    rill_launch l = {.grid = {1, 1, 1},
+                     .block = {1, 1, 1},
+                     .args = &a,
+                     .args_size = sizeof a,
+                     .accesses = acc,
+                     .num_accesses = 2};
     RT_OK(rill_launch_kernel(s, sum_k, &l));
 }
 
@@ -206,11 +210,12 @@ static void test_pool_stats_are_exact(void **state) {
     rill_mem_stats s0, s1, s2;
     RT_OK(rill_mem_get_stats(NULL, &s0));
     void *a, *b;
-    RT_OK(rill_malloc(NULL, 1000, &a));     /* rounds to 1024, a 2 MiB small segment */
-    RT_OK(rill_malloc(NULL, 3 * MiB, &b));  /* a 20 MiB large segment */
+    RT_OK(rill_malloc(NULL, 1000, &a));    /* rounds to 1024 in the small kind */
+    RT_OK(rill_malloc(NULL, 3 * MiB, &b)); /* exactly 3 MiB in the large kind */
     RT_OK(rill_mem_get_stats(NULL, &s1));
     assert_int_equal(s1.allocated_bytes - s0.allocated_bytes, 1024 + 3 * MiB);
-    assert_true(s1.reserved_bytes >= s0.reserved_bytes);
+    /* Each kind commits what it needs, in 16 KiB steps. */
+    assert_int_equal(s1.reserved_bytes - s0.reserved_bytes, 16 * 1024 + 3 * MiB);
     assert_true(s1.peak_allocated_bytes >= s1.allocated_bytes);
     assert_int_equal(s1.allocations - s0.allocations, 2);
     RT_OK(rill_free(a));
@@ -390,13 +395,14 @@ static void test_pool_thread_cache_keeps_stats_exact(void **state) {
     assert_int_equal(st.cache_hits, 100);
     assert_int_equal(st.allocated_bytes, 0);
     assert_int_equal(st.peak_allocated_bytes, 64 * 1024);
-    /* y comes from the pool, then x from the cache: the peak is both. */
-    RT_OK(rill_malloc_async(128 * 1024, s, &y));
+    /* y comes from the pool (the other kind of segment, which leaves the
+     * cache alone), then x from the cache: the peak is both. */
+    RT_OK(rill_malloc_async(2 * MiB, s, &y));
     RT_OK(rill_malloc_async(64 * 1024, s, &z));
     assert_ptr_equal(z, x);
     RT_OK(rill_mem_get_stats(NULL, &st));
-    assert_int_equal(st.allocated_bytes, 192 * 1024);
-    assert_int_equal(st.peak_allocated_bytes, 192 * 1024);
+    assert_int_equal(st.allocated_bytes, 2 * MiB + 64 * 1024);
+    assert_int_equal(st.peak_allocated_bytes, 2 * MiB + 64 * 1024);
     RT_OK(rill_free_async(y, s));
     RT_OK(rill_free_async(z, s));
     RT_OK(rill_stream_synchronize(s));
@@ -501,6 +507,86 @@ static void test_pool_async_reuses_pending_block_instead_of_growing(void **state
     RT_OK(rill_stream_destroy(a));
 }
 
+/* Segments grow in place: a free block next to uncommitted space becomes
+ * part of a larger block, so the pool commits only the difference (a pool
+ * of fixed segments would reserve 3 + 4 MiB here). */
+static void test_pool_segment_grows_in_place(void **state) {
+    (void)state;
+    fresh_runtime();
+    rill_stream *s;
+    RT_OK(rill_stream_create(NULL, 0, &s));
+    void *x, *y;
+    RT_OK(rill_malloc_async(3 * MiB, s, &x));
+    RT_OK(rill_free_async(x, s));
+    RT_OK(rill_malloc_async(4 * MiB, s, &y));
+    rill_mem_stats st;
+    RT_OK(rill_mem_get_stats(NULL, &st));
+    assert_ptr_equal(y, x);
+    assert_int_equal(st.reserved_bytes, 4 * MiB);
+    assert_int_equal(st.peak_reserved_bytes, 4 * MiB);
+    RT_OK(rill_memset_async(y, 0x5a, 4 * MiB, s)); /* all of it is usable */
+    RT_OK(rill_stream_synchronize(s));
+    unsigned char last = 0;
+    RT_OK(rill_memcpy(&last, (char *)y + 4 * MiB - 1, 1));
+    assert_int_equal(last, 0x5a);
+    RT_OK(rill_free_async(y, s));
+    RT_OK(rill_stream_destroy(s));
+}
+
+/* rill_mem_empty_cache gives back free blocks wherever they lie: a live
+ * block after them does not keep them reserved; and a block committed
+ * again later is memory the system provides anew (it reads as zeros). */
+static void test_pool_empty_cache_returns_free_blocks_between_live_ones(void **state) {
+    (void)state;
+    fresh_runtime();
+    unsigned char *a, *b;
+    RT_OK(rill_malloc(NULL, 8 * MiB, (void **)&a));
+    RT_OK(rill_malloc(NULL, 2 * MiB, (void **)&b)); /* after a in the same segment */
+    RT_OK(rill_memset_async(a, 0xab, 8 * MiB, NULL));
+    RT_OK(rill_device_synchronize(NULL));
+    RT_OK(rill_free(a));
+    RT_OK(rill_mem_empty_cache(NULL));
+    rill_mem_stats st;
+    RT_OK(rill_mem_get_stats(NULL, &st));
+    assert_int_equal(st.reserved_bytes, 2 * MiB);
+    assert_int_equal(st.allocated_bytes, 2 * MiB);
+    unsigned char *c;
+    RT_OK(rill_malloc(NULL, 8 * MiB, (void **)&c));
+    assert_ptr_equal(c, a);
+    unsigned char probe[3];
+    RT_OK(rill_memcpy(&probe[0], c, 1));
+    RT_OK(rill_memcpy(&probe[1], c + 4 * MiB, 1));
+    RT_OK(rill_memcpy(&probe[2], c + 8 * MiB - 1, 1));
+    assert_int_equal(probe[0] | probe[1] | probe[2], 0);
+    RT_OK(rill_free(c));
+    RT_OK(rill_free(b));
+    RT_OK(rill_mem_empty_cache(NULL));
+    RT_OK(rill_mem_get_stats(NULL, &st));
+    assert_int_equal(st.reserved_bytes, 0);
+}
+
+/* Requests a few hundred bytes apart get blocks of one size (a 64th of
+ * their power of two), so a block freed by one serves the next without the
+ * pool growing. */
+static void test_pool_nearby_sizes_share_blocks(void **state) {
+    (void)state;
+    fresh_runtime();
+    rill_stream *s;
+    RT_OK(rill_stream_create(NULL, 0, &s));
+    void *x, *y;
+    RT_OK(rill_malloc_async(700 * 1024, s, &x));
+    rill_mem_stats st0, st1;
+    RT_OK(rill_mem_get_stats(NULL, &st0));
+    assert_int_equal(st0.allocated_bytes, 704 * 1024); /* 512 KiB / 64 = 8 KiB steps */
+    RT_OK(rill_free_async(x, s));
+    RT_OK(rill_malloc_async(700 * 1024 + 640, s, &y));
+    RT_OK(rill_mem_get_stats(NULL, &st1));
+    assert_ptr_equal(y, x);
+    assert_int_equal(st1.reserved_bytes, st0.reserved_bytes);
+    RT_OK(rill_free_async(y, s));
+    RT_OK(rill_stream_destroy(s));
+}
+
 /* Frees of bad pointers are clear errors, never crashes. */
 static void test_pool_bad_frees_are_invalid(void **state) {
     (void)state;
@@ -551,6 +637,9 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_pool_thread_cache_keeps_stats_exact),
         cmocka_unit_test(test_pool_empty_cache_takes_back_thread_caches),
         cmocka_unit_test(test_pool_async_reuses_pending_block_instead_of_growing),
+        cmocka_unit_test(test_pool_segment_grows_in_place),
+        cmocka_unit_test(test_pool_empty_cache_returns_free_blocks_between_live_ones),
+        cmocka_unit_test(test_pool_nearby_sizes_share_blocks),
     };
     if (argc > 1)
         cmocka_set_test_filter(argv[1]);
