@@ -89,6 +89,7 @@ static void take(rill__pool *p, block *k, size_t size, size_t requested, rill_st
                 k->next->prev = r;
             k->next = r;
             k->size = size;
+            rill__segment_index_add(r);
             rill__points_copy(p, r, k);
             rill__bin_insert(b, r);
         }

@@ -21,17 +21,19 @@
 #include "core/runtime.h"
 #include "core/stream.h"
 
-#define MIN_BLOCK       512u               /* allocation granularity */
-#define ROUND_DIVISIONS 64u                /* see round_request in pool.c */
-#define SMALL_REQUEST   ((size_t)1 << 20)  /* up to this: the small kind of segment */
-#define COMMIT_GRANULE  ((size_t)16 << 10) /* segments commit address space in these */
-#define SEGMENT_SPAN    ((size_t)4 << 30)  /* address space of a segment, see segment.c */
-#define NUM_BINS        192
-#define SCAN_LIMIT      64         /* blocks examined per allocation */
-#define UNTIL_FREE      UINT64_MAX /* a use that lasts until the free */
-#define INLINE_POINTS   3
-#define MAX_WAITS       4 /* internal waits one allocation may add */
-#define WAIT_SLACK      8 /* see wait_budget */
+#define MIN_BLOCK         512u               /* allocation granularity */
+#define ROUND_DIVISIONS   64u                /* see round_request in pool.c */
+#define SMALL_REQUEST     ((size_t)1 << 20)  /* up to this: the small kind of segment */
+#define COMMIT_GRANULE    ((size_t)16 << 10) /* segments commit address space in these */
+#define SEGMENT_SPAN      ((size_t)4 << 30)  /* address space of a segment, see segment.c */
+#define INDEX_CHUNK_SHIFT 16                 /* 64 KiB chunks, see segment.c */
+#define INDEX_GROUP_SHIFT 22                 /* 4 MiB groups of chunks */
+#define NUM_BINS          192
+#define SCAN_LIMIT        64         /* blocks examined per allocation */
+#define UNTIL_FREE        UINT64_MAX /* a use that lasts until the free */
+#define INLINE_POINTS     3
+#define MAX_WAITS         4 /* internal waits one allocation may add */
+#define WAIT_SLACK        8 /* see wait_budget */
 
 typedef struct segment segment;
 typedef struct block block;
@@ -50,6 +52,10 @@ struct segment {
     int small;
     segment *prev, *next; /* the pool's segments */
     block *first;         /* address-ordered blocks tiling the segment */
+    /* owned: the index of the blocks by address (see segment.c): for each
+     * chunk of INDEX_CHUNK bytes, and each group of INDEX_GROUP bytes, the
+     * first block that starts in it, or NULL */
+    block **chunk_first, **group_first;
 };
 
 struct block {

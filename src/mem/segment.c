@@ -17,6 +17,14 @@
  * A block is allocated, free and mapped (in a bin), or free and unmapped
  * (committed nowhere: in no bin, with no points, not reserved).
  *
+ * Finding the block that holds an address (an interior pointer in a
+ * launch's accesses, a copy's bounds) must not walk a segment's blocks,
+ * which may number in the hundreds of thousands: an index records, for
+ * each 64 KiB chunk and each 4 MiB group of chunks, the first block that
+ * starts in it. A lookup steps back to the nearest chunk where a block
+ * starts (through the groups over a large block) and walks forward from
+ * there, past at most the blocks of two chunks.
+ *
  * Invariants: for each segment g, the blocks from g->first tile
  * [g->base, g->base + g->size) exactly; g->mapped = the sizes of its
  * blocks that are not unmapped; reserved_bytes = the sum of g->mapped;
@@ -44,6 +52,35 @@ static size_t segment_span(const rill_device *dev, size_t size) {
     return span > need ? span : need;
 }
 
+static size_t chunk_of(const segment *g, uintptr_t a) {
+    return (size_t)((a - g->base) >> INDEX_CHUNK_SHIFT);
+}
+
+static size_t group_of(const segment *g, uintptr_t a) {
+    return (size_t)((a - g->base) >> INDEX_GROUP_SHIFT);
+}
+
+void rill__segment_index_add(block *k) {
+    segment *g = k->seg;
+    size_t c = chunk_of(g, k->ptr), q = group_of(g, k->ptr);
+    if (g->chunk_first[c] == NULL || g->chunk_first[c]->ptr > k->ptr)
+        g->chunk_first[c] = k;
+    if (g->group_first[q] == NULL || g->group_first[q]->ptr > k->ptr)
+        g->group_first[q] = k;
+}
+
+/* Drops k, about to be merged into the block before it, from the index
+ * (k->next still its neighbour). */
+static void index_remove(block *k) {
+    segment *g = k->seg;
+    const block *n = k->next;
+    size_t c = chunk_of(g, k->ptr), q = group_of(g, k->ptr);
+    if (g->chunk_first[c] == k)
+        g->chunk_first[c] = n != NULL && chunk_of(g, n->ptr) == c ? (block *)n : NULL;
+    if (g->group_first[q] == k)
+        g->group_first[q] = n != NULL && group_of(g, n->ptr) == q ? (block *)n : NULL;
+}
+
 /* Reserves a segment of the kind small able to hold size bytes, all of it
  * one unmapped block; NULL when the device says no. */
 static segment *segment_new(rill_device *dev, rill__pool *p, int small, size_t size) {
@@ -59,8 +96,12 @@ static segment *segment_new(rill_device *dev, rill__pool *p, int small, size_t s
         if (dev->ops->mem_alloc(dev, span, &base, &handle) != RILL_OK)
             goto fail;
     }
+    size_t chunks = ((span - 1) >> INDEX_CHUNK_SHIFT) + 1;
+    size_t groups = ((span - 1) >> INDEX_GROUP_SHIFT) + 1;
+    g->chunk_first = rill__calloc(chunks, sizeof *g->chunk_first);
+    g->group_first = rill__calloc(groups, sizeof *g->group_first);
     rill__mem_block rb = {(uintptr_t)base, span, dev, RILL__MEM_DEVICE, g};
-    if (rill__registry_insert(&rb) != RILL_OK) {
+    if (g->chunk_first == NULL || g->group_first == NULL || rill__registry_insert(&rb) != RILL_OK) {
         dev->ops->mem_free(dev, base, span, handle);
         goto fail;
     }
@@ -77,9 +118,14 @@ static segment *segment_new(rill_device *dev, rill__pool *p, int small, size_t s
     u->size = span;
     u->seg = g;
     u->unmapped = 1;
+    rill__segment_index_add(u);
     return g;
 
 fail:
+    if (g != NULL) {
+        rill__free(g->chunk_first);
+        rill__free(g->group_first);
+    }
     rill__free(g);
     if (u != NULL)
         rill__block_recycle(p, u);
@@ -105,6 +151,7 @@ static block *commit_front(rill__pool *p, block *u, size_t bytes) {
             u->next->prev = r;
         u->next = r;
         u->size = bytes;
+        rill__segment_index_add(r);
     }
     u->unmapped = 0;
     u->seg->mapped += bytes;
@@ -127,6 +174,7 @@ static void absorb(rill__pool *p, block *dst, block *src) {
     for (size_t i = 0; i < src->num_points; i++)
         rill__points_add(p, dst, src->points[i].stream, src->points[i].seq);
     dst->conservative |= src->conservative;
+    index_remove(src);
     dst->size += src->size;
     dst->next = src->next;
     if (src->next != NULL)
@@ -199,6 +247,8 @@ void rill__segment_release(rill_device *dev, rill__pool *p, segment *g) {
         p->segments = g->next;
     if (g->next != NULL)
         g->next->prev = g->prev;
+    rill__free(g->chunk_first);
+    rill__free(g->group_first);
     rill__free(g);
 }
 
@@ -263,8 +313,28 @@ void rill__segment_empty_cache_locked(rill_device *dev, rill__pool *p) {
 }
 
 block *rill__segment_block_at(const segment *g, uintptr_t a) {
-    for (block *k = g->first; k != NULL; k = k->next)
-        if (a < k->ptr + k->size)
-            return k;
-    return NULL;
+    if (a < g->base || a - g->base >= g->size)
+        return NULL;
+    /* The nearest block that starts at or before a: in a's chunk, in an
+     * earlier chunk of its group, or in the last chunk holding a start of
+     * an earlier group. g->first starts at base, so one exists. */
+    size_t c = chunk_of(g, a);
+    block *k = g->chunk_first[c];
+    if (k == NULL || k->ptr > a) {
+        k = NULL;
+        size_t first_chunk = group_of(g, a) << (INDEX_GROUP_SHIFT - INDEX_CHUNK_SHIFT);
+        for (size_t i = c; i-- > first_chunk && k == NULL;)
+            k = g->chunk_first[i];
+        for (size_t q = group_of(g, a); k == NULL && q-- > 0;) {
+            if (g->group_first[q] == NULL)
+                continue;
+            size_t i = (q + 1) << (INDEX_GROUP_SHIFT - INDEX_CHUNK_SHIFT);
+            while (k == NULL)
+                k = g->chunk_first[--i];
+        }
+    }
+    RILL_ASSERT(k != NULL && k->ptr <= a);
+    while (k->next != NULL && k->next->ptr <= a)
+        k = k->next;
+    return a < k->ptr + k->size ? k : NULL;
 }

@@ -22,7 +22,9 @@ void rill__segment_coalesce_all(rill__pool *p);
 /* Decommits every free block with nothing pending and returns the
  * segments left with nothing committed. */
 void rill__segment_empty_cache_locked(rill_device *dev, rill__pool *p);
-/* The block of seg that contains address a. */
+/* Adds block k, new at k->ptr in k->seg, to the segment's index. */
+void rill__segment_index_add(block *k);
+/* The block of seg that contains address a (NULL when a is outside). */
 block *rill__segment_block_at(const segment *g, uintptr_t a);
 
 #endif

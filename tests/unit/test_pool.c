@@ -587,6 +587,43 @@ static void test_pool_nearby_sizes_share_blocks(void **state) {
     RT_OK(rill_stream_destroy(s));
 }
 
+/* Interior pointers find their block among many: a copy that ends at the
+ * block's last requested byte is accepted, one byte more is refused, for
+ * pointers at every offset class of small blocks, of blocks that span
+ * many chunks of the pool's index, and of freed blocks (refused). */
+static void test_pool_interior_pointers_find_their_block(void **state) {
+    (void)state;
+    fresh_runtime();
+    enum { N = 3000 };
+    static char *blocks[N];
+    static size_t sizes[N];
+    unsigned seed = 12345;
+    for (int i = 0; i < N; i++) {
+        seed = seed * 1103515245u + 12345u;
+        sizes[i] = i % 500 == 7 ? (size_t)(seed % (9 * MiB)) + 5 * MiB : 1 + seed % 5000;
+        RT_OK(rill_malloc(NULL, sizes[i], (void **)&blocks[i]));
+    }
+    for (int i = 0; i < N; i += 2) /* holes between live blocks */
+        RT_OK(rill_free(blocks[i]));
+    static char dst[16];
+    for (int i = 0; i < N; i++) {
+        size_t off[3] = {0, sizes[i] / 2, sizes[i] - 1};
+        for (int j = 0; j < 3; j++) {
+            char *p = blocks[i] + off[j];
+            size_t left = sizes[i] - off[j];
+            size_t n = left < sizeof dst ? left : sizeof dst;
+            if (i % 2 == 0) {
+                RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_memcpy(dst, p, n));
+                continue;
+            }
+            RT_OK(rill_memcpy(dst, p + left - n, n));
+            RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_memcpy(dst, p + left - n, n + 1));
+        }
+    }
+    for (int i = 1; i < N; i += 2)
+        RT_OK(rill_free(blocks[i]));
+}
+
 /* Frees of bad pointers are clear errors, never crashes. */
 static void test_pool_bad_frees_are_invalid(void **state) {
     (void)state;
@@ -640,6 +677,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_pool_segment_grows_in_place),
         cmocka_unit_test(test_pool_empty_cache_returns_free_blocks_between_live_ones),
         cmocka_unit_test(test_pool_nearby_sizes_share_blocks),
+        cmocka_unit_test(test_pool_interior_pointers_find_their_block),
     };
     if (argc > 1)
         cmocka_set_test_filter(argv[1]);
