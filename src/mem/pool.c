@@ -684,7 +684,7 @@ void rill__pool_summary(rill_device *dev, FILE *out) {
             "  reuses of pending blocks through internal stream waits (instead of growing) "
             "%" PRIu64 "\n",
             pending_reuses);
-    fprintf(out, "  (small: requests up to 1 MiB; large: the rest; reserved: what the segments "
-                 "commit of their address space; pending: free blocks another stream's work still "
-                 "holds)\n");
+    fprintf(out, "  (small: requests up to 1 MiB; large: the rest; reserved: what the segments\n"
+                 "   commit of their address space; pending: free blocks another stream's work "
+                 "still holds)\n");
 }
