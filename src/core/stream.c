@@ -313,34 +313,62 @@ rill_status rill__stream_wait_status(rill_stream *s, uint64_t seq, int blocking,
     return RILL_OK;
 }
 
+/* The clock is a seqlock: writers, serialised by clock_lock, make
+ * clock_gen odd while they change entries, so that the pool's safety
+ * checks read it without an atomic read-modify-write (which on the hot
+ * path would wait for the stores of the submit just before to reach the
+ * worker's processor). */
 void rill__stream_clock_note(rill_stream *s, uint64_t other_id, uint64_t seq) {
     rill__spinlock_lock(&s->clock_lock);
-    unsigned slot = s->clock_next;
-    for (unsigned i = 0; i < RILL__CLOCK_ENTRIES; i++) {
-        if (s->clock[i].stream_id == other_id) {
-            if (seq > s->clock[i].seq)
-                s->clock[i].seq = seq;
-            rill__spinlock_unlock(&s->clock_lock);
-            return;
-        }
+    uint32_t gen = atomic_load_explicit(&s->clock_gen, memory_order_relaxed);
+    atomic_store_explicit(&s->clock_gen, gen + 1, memory_order_relaxed);
+    /* release: orders the odd generation before the entries' stores, for
+     * readers that see a new entry (their acquire fence). */
+    atomic_thread_fence(memory_order_release);
+    unsigned slot = s->clock_next, i;
+    for (i = 0; i < RILL__CLOCK_ENTRIES; i++)
+        if (atomic_load_explicit(&s->clock[i].stream_id, memory_order_relaxed) == other_id)
+            break;
+    if (i < RILL__CLOCK_ENTRIES) {
+        if (seq > atomic_load_explicit(&s->clock[i].seq, memory_order_relaxed))
+            atomic_store_explicit(&s->clock[i].seq, seq, memory_order_relaxed);
+    } else {
+        /* Replace the oldest entry: forgetting only makes the pool wait. */
+        atomic_store_explicit(&s->clock[slot].stream_id, other_id, memory_order_relaxed);
+        atomic_store_explicit(&s->clock[slot].seq, seq, memory_order_relaxed);
+        s->clock_next = (slot + 1) % RILL__CLOCK_ENTRIES;
     }
-    /* Replace the oldest entry: forgetting only makes the pool wait. */
-    s->clock[slot].stream_id = other_id;
-    s->clock[slot].seq = seq;
-    s->clock_next = (slot + 1) % RILL__CLOCK_ENTRIES;
+    /* release: publishes the entries with the even generation. */
+    atomic_store_explicit(&s->clock_gen, gen + 2, memory_order_release);
     rill__spinlock_unlock(&s->clock_lock);
 }
 
 uint64_t rill__stream_known_after(rill_stream *s, uint64_t other_id) {
     if (s->id == other_id)
         return UINT64_MAX;
-    uint64_t seq = 0;
-    rill__spinlock_lock(&s->clock_lock);
-    for (unsigned i = 0; i < RILL__CLOCK_ENTRIES; i++)
-        if (s->clock[i].stream_id == other_id && s->clock[i].seq > seq)
-            seq = s->clock[i].seq;
-    rill__spinlock_unlock(&s->clock_lock);
-    return seq;
+    for (int spins = 0;; spins++) {
+        /* acquire: pairs with the release store of the even generation. */
+        uint32_t gen = atomic_load_explicit(&s->clock_gen, memory_order_acquire);
+        if ((gen & 1) == 0) {
+            uint64_t seq = 0;
+            for (unsigned i = 0; i < RILL__CLOCK_ENTRIES; i++) {
+                uint64_t e = atomic_load_explicit(&s->clock[i].seq, memory_order_relaxed);
+                if (atomic_load_explicit(&s->clock[i].stream_id, memory_order_relaxed) ==
+                        other_id &&
+                    e > seq)
+                    seq = e;
+            }
+            /* acquire: orders the entries' loads before the generation's
+             * reload (pairs with the release fence of a writer). */
+            atomic_thread_fence(memory_order_acquire);
+            if (atomic_load_explicit(&s->clock_gen, memory_order_relaxed) == gen)
+                return seq;
+        }
+        if (spins < 64)
+            rill__cpu_relax();
+        else
+            rill__thread_yield(); /* a writer was preempted mid-note */
+    }
 }
 
 bool rill__stream_ordered_after(rill_stream *s, uint64_t other_id, uint64_t seq) {

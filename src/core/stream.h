@@ -60,15 +60,17 @@ struct rill_stream {
     /* guarded by wait_lock */
     rill__mutex wait_lock;
     rill__waiter *waiters;
-    /* guarded by clock_lock: for other streams (by id), the highest seq that
-     * this stream's later work is ordered after, learned from the waits
-     * submitted to it (a partial vector clock; forgetting is safe) */
+    /* for other streams (by id), the highest seq that this stream's later
+     * work is ordered after, learned from the waits submitted to it (a
+     * partial vector clock; forgetting is safe): written under clock_lock,
+     * read without it through clock_gen, a seqlock (odd while written) */
     rill__spinlock clock_lock;
+    _Atomic uint32_t clock_gen;
     struct {
-        uint64_t stream_id;
-        uint64_t seq;
+        _Atomic uint64_t stream_id;
+        _Atomic uint64_t seq;
     } clock[RILL__CLOCK_ENTRIES];
-    unsigned clock_next; /* the entry to replace next */
+    unsigned clock_next; /* guarded by clock_lock: the entry to replace next */
     /* atomic */
     /* on its own line: taken and dropped by submitters, workers and the
      * memory pool, it must not drag the completion fields along */

@@ -6,7 +6,8 @@
  *
  * Invariants: a stream appears in at most one point of a block; for each
  * entry of pool->owners, live = (allocated blocks of that stream not
- * holding their own reference) + (points naming it without own_ref); a
+ * holding their own reference) + (points naming it without own_ref) +
+ * (thread caches that list it for their blocks' use slots, see tcache.c); a
  * free block is in the bin rill__bin_of(size) of its segment's kind, and
  * bins.map has bit i set iff head[i] != NULL. */
 #include "mem/block.h"

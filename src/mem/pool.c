@@ -9,8 +9,8 @@
  * must be complete, or ordered before, a stream that takes it (block.c).
  *
  * Locking: pool->lock guards everything here; it is taken after the
- * registry lock is released, and stream locks taken under it are leaves
- * (clock_lock; done_seq and sub_seq are atomics). Commands are submitted
+ * registry lock is released, and takes no stream lock (done_seq, sub_seq
+ * and the clock are read without one). Commands are submitted
  * (internal waits) only after it is released. A thread cache is its
  * owner's outside the lock, and a lock holder's only by stealing it. Streams
  * named by blocks and points are held through pool->owners, one reference
@@ -450,9 +450,12 @@ void rill__pool_note_use(rill_stream *s, uint64_t seq, const void *ptr, size_t b
     (void)bytes;
     if (seq == 0)
         return; /* captured into a graph: the graph's launches use it */
-    /* Most uses name the start of a block of the stream's own device: the
-     * hash answers without the registry's lock. */
+    /* Most uses name the start of a block of the stream's own device, often
+     * one the calling thread's cache leased: noted there without the lock;
+     * otherwise the hash answers without the registry's lock. */
     rill__pool *p = rill__pool_of(s->dev);
+    if (rill__tcache_note_use(p, s, seq, ptr))
+        return;
     rill__spinlock_lock(&p->lock);
     block *k = rill__tcache_lookup_locked(p, ptr, false);
     if (k == NULL) {

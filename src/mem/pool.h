@@ -26,9 +26,11 @@
  * for a fitting block's points, and only then waits on the host.
  *
  * A per-thread cache in front of the pool serves a same-stream
- * allocate/free pair without the pool's lock (see tcache.c); the
- * blocks it holds free are taken back by rill_mem_empty_cache, summaries,
- * out-of-memory recovery and lookups from other threads.
+ * allocate/free pair without the pool's lock, and notes another stream's
+ * use of a block it handed out as that block's point, also without the
+ * lock (see tcache.c); the blocks it holds free are taken back by
+ * rill_mem_empty_cache, summaries, out-of-memory recovery and lookups from
+ * other threads.
  *
  * Invariants (pool->lock held):
  *   reserved_bytes  = the committed bytes of all segments

@@ -76,6 +76,13 @@ struct block {
      * read under it by lookups that only report errors */
     _Atomic unsigned char tc_state;
     unsigned bin;
+    /* tc_state != TC_NONE: one use of the block by another stream, noted
+     * by the cache's owner without pool->lock (rill__tcache_note_use); a
+     * point that the cache checks before it hands the block out again and
+     * folds into points when the block leaves it. Guarded like the cache
+     * (its owner, or a lock holder that took the cache back). */
+    rill_stream *use_stream; /* NULL: none; held through the cache (tcache.held) */
+    uint64_t use_seq;
     point *points; /* inline_points or owned */
     size_t num_points, cap_points;
     point inline_points[INLINE_POINTS];

@@ -8,6 +8,18 @@
  * counts held, never merged); stats.allocated_bytes counts them, and the true allocated bytes are
  * that minus every cache's cached_bytes.
  *
+ * A use of a leased block by another stream (a launch's declared access) is noted in the block's
+ * use slot, also without the lock: a launch has just stored to lines that a worker reads, and the
+ * lock's atomic exchange would wait for those stores to reach the other processor (about a
+ * cross-core hop per pair). The slot is a point like any other: a block whose slot holds a use
+ * goes to the cache when freed on its own stream, but is handed out again only once that use is
+ * complete or its stream is ordered after it, and the slot becomes a point in block.points when
+ * the block leaves the cache. The streams that slots name are held through pool->owners, one count
+ * per cache and stream, taken once under the lock (held[]). Such blocks wait on their own list,
+ * oldest first, until the using stream completes the use or the stream that freed them waits for
+ * it ("return flow"); a stream that waits only every few dozen pairs has that many blocks of each
+ * size waiting, hence a bound of TC_MAX_BYTES on a cache's free bytes well above one pair's.
+ *
  * Only the owning thread touches a cache, except that a thread holding
  * pool->lock may take everything back ("steal": empty_cache, summaries,
  * out-of-memory recovery, a lookup of another thread's leased block). The
@@ -23,26 +35,45 @@
 #include "core/assert.h"
 #include "mem/block.h"
 
-#define TC_BINS       64                /* blocks up to rill__bin_of(TC_MAX_BLOCK) */
-#define TC_LIVE       64                /* leased allocated blocks, by address */
-#define TC_PROBE      4                 /* slots the owner probes; others scan all */
-#define TC_MAX_BLOCK  ((size_t)4 << 20) /* larger blocks go back to the pool */
-#define TC_MAX_BYTES  ((size_t)8 << 20) /* bound on a cache's free bytes */
-#define TC_MAX_CACHES 64                /* threads beyond these use the lock */
-#define TC_COOLDOWN   1024
+#define TC_BINS        64                 /* blocks up to rill__bin_of(TC_MAX_BLOCK) */
+#define TC_LIVE        64                 /* leased allocated blocks, by address */
+#define TC_PROBE       4                  /* slots the owner probes; others scan all */
+#define TC_MAX_BLOCK   ((size_t)4 << 20)  /* larger blocks go back to the pool */
+#define TC_MAX_BYTES   ((size_t)64 << 20) /* bound on a cache's free bytes, see below */
+#define TC_MAX_CACHES  64                 /* threads beyond these use the lock */
+#define TC_COOLDOWN    1024
+#define TC_HELD        4 /* streams that use slots may name */
+#define TC_WAIT_PROBES 2 /* blocks waiting for a use examined per allocation */
+
+/* A stream that the use slots of a cache's blocks may name. */
+typedef struct tc_held {
+    rill_stream *stream; /* held through one count in pool->owners while listed */
+    uint64_t done_seen;  /* the latest reading of its done_seq (see use_over_for) */
+    unsigned uses;       /* use slots of this cache's blocks that name it */
+} tc_held;
 
 typedef struct tcache {
     /* atomic: the Dekker pair with a stealer */
     alignas(64) _Atomic int busy;
     _Atomic int steal;
     /* owner only (a stealer while the owner is out, see above) */
-    block *free_head[TC_BINS]; /* linked by bin_next */
+    block *free_head[TC_BINS]; /* free blocks with an empty use slot, linked by bin_next */
     block *live[TC_LIVE];
     _Atomic unsigned num_live; /* relaxed: others read it as a hint */
     unsigned cooldown;
     /* written by the owner (or a stealer), read by stats: relaxed */
     _Atomic size_t cached_bytes;
     _Atomic uint64_t allocations, frees; /* served here; every allocation is a cache hit */
+    _Atomic uint64_t deferred_frees;     /* frees here of a block whose use was pending */
+    /* owner only: the free blocks whose use slot holds a use, in the order
+     * of their frees, linked by bin_next (see rill__tcache_alloc) */
+    struct {
+        block *head, *tail;
+    } waiting[TC_BINS];
+    /* owner only, or pool->lock held by the owner or a stealer: listed and
+     * unlisted under the lock, read by the owner without it */
+    tc_held held[TC_HELD];
+    unsigned num_held;
     /* immutable after registration */
     struct tcache *next;
     /* guarded by pool->lock: &tls_token of the owning thread (a thread
@@ -153,23 +184,95 @@ static block **tc_live_find(tcache *c, uintptr_t ptr, bool probe) {
 }
 
 /* May k, being freed on by (NULL: its own stream), stay in cache c? */
-static bool tc_keepable(const tcache *c, const block *k, const rill_stream *by) {
-    return c->cooldown == 0 && (by == NULL || by == k->stream) && k->num_points == 0 &&
+static bool tc_keepable(const tcache *c, const block *k, const rill_stream *by, size_t max_points) {
+    return c->cooldown == 0 && (by == NULL || by == k->stream) && k->num_points <= max_points &&
            !k->conservative && !k->own_ref && k->size <= TC_MAX_BLOCK &&
            atomic_load_explicit(&c->cached_bytes, memory_order_relaxed) + k->size <= TC_MAX_BYTES;
 }
 
+/* Caches free block k: on the waiting list, last, when its use slot holds
+ * a use. */
 static void tc_push_cached(tcache *c, block *k) {
     unsigned i = rill__bin_of(k->size);
-    k->bin_next = c->free_head[i];
-    c->free_head[i] = k;
+    if (k->use_stream == NULL) {
+        k->bin_next = c->free_head[i];
+        c->free_head[i] = k;
+    } else {
+        k->bin_next = NULL;
+        if (c->waiting[i].head == NULL)
+            c->waiting[i].head = k;
+        else
+            c->waiting[i].tail->bin_next = k;
+        c->waiting[i].tail = k;
+    }
     atomic_store_explicit(&k->tc_state, TC_CACHED, memory_order_relaxed);
     tc_add_cached(c, k->size, 1);
 }
 
-/* Returns a cached block to the pool as a free block (pool->lock held). */
-static void release_cached(rill__pool *p, block *k) {
+static tc_held *held_find(tcache *c, const rill_stream *s) {
+    for (unsigned i = 0; i < c->num_held; i++)
+        if (c->held[i].stream == s)
+            return &c->held[i];
+    return NULL;
+}
+
+/* Lists s among the streams that c's use slots may name (pool->lock held,
+ * c the caller's), unlisting those no slot names when the list is full.
+ * NULL when there is no room. */
+static tc_held *hold_locked(rill__pool *p, tcache *c, rill_stream *s) {
+    tc_held *h = held_find(c, s);
+    if (h != NULL)
+        return h;
+    if (c->num_held == TC_HELD) {
+        unsigned kept = 0;
+        for (unsigned i = 0; i < c->num_held; i++) {
+            if (c->held[i].uses == 0)
+                rill__owners_release(p, c->held[i].stream);
+            else
+                c->held[kept++] = c->held[i];
+        }
+        c->num_held = kept;
+    }
+    if (c->num_held == TC_HELD || !rill__owners_hold(p, s))
+        return NULL;
+    h = &c->held[c->num_held++];
+    *h = (tc_held){.stream = s};
+    return h;
+}
+
+/* Unlists every stream (pool->lock held; c drained, so no slot names
+ * one): a cache taken back stops keeping streams alive. */
+static void unhold_all_locked(rill__pool *p, tcache *c) {
+    for (unsigned i = 0; i < c->num_held; i++) {
+        RILL_ASSERT(c->held[i].uses == 0);
+        rill__owners_release(p, c->held[i].stream);
+    }
+    c->num_held = 0;
+}
+
+/* Empties k's use slot as k is handed out again or leaves cache c. */
+static void clear_use(tcache *c, block *k) {
+    tc_held *h = held_find(c, k->use_stream);
+    RILL_ASSERT(h != NULL && h->uses > 0);
+    h->uses--;
+    k->use_stream = NULL;
+}
+
+/* Turns k's use slot into a point as k leaves cache c (pool->lock held; c
+ * the caller's or stolen). */
+static void fold_use_locked(rill__pool *p, tcache *c, block *k) {
+    if (k->use_stream == NULL)
+        return;
+    if (rill__done_of(k->use_stream) < k->use_seq)
+        rill__points_add(p, k, k->use_stream, k->use_seq);
+    clear_use(c, k);
+}
+
+/* Returns a cached block of c to the pool as a free block (pool->lock
+ * held). */
+static void release_cached(rill__pool *p, tcache *c, block *k) {
     atomic_store_explicit(&k->tc_state, TC_NONE, memory_order_relaxed);
+    fold_use_locked(p, c, k);
     /* The cache relied on stream order; other streams need the point. */
     rill_stream *a = k->stream;
     uint64_t seq = rill__submitted_of(a);
@@ -191,8 +294,15 @@ static void tc_drain_locked(rill__pool *p, tcache *c) {
             block *k = c->free_head[i];
             c->free_head[i] = k->bin_next;
             tc_add_cached(c, k->size, -1);
-            release_cached(p, k);
+            release_cached(p, c, k);
         }
+        while (c->waiting[i].head != NULL) {
+            block *k = c->waiting[i].head;
+            c->waiting[i].head = k->bin_next;
+            tc_add_cached(c, k->size, -1);
+            release_cached(p, c, k);
+        }
+        c->waiting[i].tail = NULL;
     }
     for (unsigned i = 0; i < TC_LIVE && live_count(c) != 0; i++) {
         block *k = c->live[i];
@@ -201,6 +311,7 @@ static void tc_drain_locked(rill__pool *p, tcache *c) {
         c->live[i] = NULL;
         live_add(c, -1);
         atomic_store_explicit(&k->tc_state, TC_NONE, memory_order_relaxed);
+        fold_use_locked(p, c, k);
         rill__hash_insert(p, k);
     }
 }
@@ -217,6 +328,7 @@ static void tc_steal(rill__pool *p, tcache *c) {
             rill__thread_yield();
     }
     tc_drain_locked(p, c);
+    unhold_all_locked(p, c);
     c->cooldown = TC_COOLDOWN;
     /* release: pairs with the acquire load of steal in tc_enter. */
     atomic_store_explicit(&c->steal, 0, memory_order_release);
@@ -227,9 +339,11 @@ void rill__tcache_steal_all(rill__pool *p) {
     tcache *mine = tc_mine(p);
     for (tcache *c = atomic_load_explicit(&p->tcaches, memory_order_relaxed); c != NULL;
          c = c->next) {
-        if (c == mine)
+        if (c == mine) {
             tc_drain_locked(p, c);
-        else if (live_count(c) != 0 || atomic_load_explicit(&c->cached_bytes, memory_order_relaxed))
+            unhold_all_locked(p, c);
+        } else if (live_count(c) != 0 ||
+                   atomic_load_explicit(&c->cached_bytes, memory_order_relaxed))
             tc_steal(p, c);
     }
 }
@@ -248,6 +362,7 @@ block *rill__tcache_lookup_locked(rill__pool *p, const void *ptr, bool steal) {
         *q = NULL;
         live_add(mine, -1);
         atomic_store_explicit(&k->tc_state, TC_NONE, memory_order_relaxed);
+        fold_use_locked(p, mine, k);
         rill__hash_insert(p, k);
         return k;
     }
@@ -284,19 +399,53 @@ static bool whole_fit(const block *k, size_t size) {
     return !rill__splits(k->seg->small, k->size - size);
 }
 
-/* The lock-free allocation: a cached block freed on s that the locked
- * path would hand out whole for size bytes. NULL when there is none (or no room to lease it). */
+/* Is the use in k's slot over for s (k's own stream): none, complete, or
+ * s ordered after it? The cache's last reading of the using stream's
+ * done_seq and s's clock (written by the thread that makes s wait, most
+ * often this one) come first: a worker writes done_seq at every
+ * completion, and a fresh read of it costs about a cross-core hop. */
+static bool use_over_for(tcache *c, const block *k, rill_stream *s) {
+    tc_held *h = held_find(c, k->use_stream);
+    if (k->use_seq <= h->done_seen || rill__stream_ordered_after(s, k->use_stream->id, k->use_seq))
+        return true;
+    h->done_seen = rill__done_of(k->use_stream);
+    return k->use_seq <= h->done_seen;
+}
+
+/* Finds in c's waiting list i, among its first TC_WAIT_PROBES blocks for
+ * s and size, the oldest whose use is over for s; NULL when none is. The
+ * uses of one stream complete in order: when the oldest block still
+ * waits, the later ones most often do too. *before: the block linked to
+ * it, or NULL. */
+static block *find_waiting(tcache *c, unsigned i, rill_stream *s, size_t size, block **before) {
+    *before = NULL;
+    int probes = 0;
+    for (block *k = c->waiting[i].head; k != NULL; *before = k, k = k->bin_next) {
+        if (k->stream != s || !whole_fit(k, size))
+            continue;
+        if (use_over_for(c, k, s))
+            return k;
+        if (++probes == TC_WAIT_PROBES)
+            break;
+    }
+    return NULL;
+}
+
+/* The lock-free allocation: a cached block freed on s, whose use (if any)
+ * is over for s, that the locked path would hand out whole for size bytes.
+ * NULL when there is none (or no room to lease it). */
 void *rill__tcache_alloc(rill__pool *p, rill_stream *s, size_t size, size_t bytes) {
     tcache *c = tc_mine(p);
     unsigned i = rill__bin_of(size);
     if (c == NULL || i >= TC_BINS || !tc_enter(c))
         return NULL;
     block **prev = &c->free_head[i];
-    block *k = *prev;
+    block *k = *prev, *before = NULL;
     while (k != NULL && (k->stream != s || !whole_fit(k, size))) {
         prev = &k->bin_next;
         k = *prev;
     }
+    bool waited = k == NULL && (k = find_waiting(c, i, s, size, &before)) != NULL;
     block **slot = NULL;
     if (k != NULL) {
         size_t h = tc_slot(k->ptr);
@@ -308,7 +457,17 @@ void *rill__tcache_alloc(rill__pool *p, rill_stream *s, size_t size, size_t byte
         tc_leave(c);
         return NULL;
     }
-    *prev = k->bin_next;
+    if (!waited) {
+        *prev = k->bin_next;
+    } else {
+        if (before != NULL)
+            before->bin_next = k->bin_next;
+        else
+            c->waiting[i].head = k->bin_next;
+        if (c->waiting[i].tail == k)
+            c->waiting[i].tail = before;
+        clear_use(c, k);
+    }
     *slot = k;
     live_add(c, 1);
     k->requested = bytes;
@@ -320,6 +479,13 @@ void *rill__tcache_alloc(rill__pool *p, rill_stream *s, size_t size, size_t byte
     return (void *)k->ptr;
 }
 
+/* Counts a free whose use is not yet known complete (the cache's reading,
+ * not a fresh one: see use_over_for) as a deferred one. */
+static void count_deferred(tcache *c, const block *k) {
+    if (k->use_seq > held_find(c, k->use_stream)->done_seen)
+        tc_count(&c->deferred_frees);
+}
+
 /* The lock-free free of a block this thread leased, freed on by (NULL: its
  * own stream). False when the pool must see it (the locked path). */
 static bool tc_free(rill__pool *p, const void *ptr, rill_stream *by) {
@@ -327,17 +493,65 @@ static bool tc_free(rill__pool *p, const void *ptr, rill_stream *by) {
     if (c == NULL || live_count(c) == 0 || !tc_enter(c))
         return false;
     block **q = tc_live_find(c, (uintptr_t)ptr, true);
-    if (q == NULL || !tc_keepable(c, *q, by)) {
+    if (q == NULL || !tc_keepable(c, *q, by, 0)) {
         tc_leave(c);
         return false;
     }
     block *k = *q;
     *q = NULL;
     live_add(c, -1);
+    if (k->use_stream != NULL)
+        count_deferred(c, k);
     tc_push_cached(c, k);
     tc_count(&c->frees);
     tc_leave(c);
     return true;
+}
+
+/* Notes in k's use slot that s (not k's stream) uses k, live in cache c
+ * whose owner is in its lock-free section; false when the slot names
+ * another stream or s is not held. */
+static bool note_in_slot(tcache *c, block *k, rill_stream *s, uint64_t seq) {
+    tc_held *h = held_find(c, s);
+    if (h == NULL)
+        return false;
+    if (k->use_stream == NULL) {
+        k->use_stream = s;
+        k->use_seq = seq;
+        h->uses++;
+    } else if (k->use_stream != s) {
+        return false;
+    } else if (seq > k->use_seq) {
+        k->use_seq = seq;
+    }
+    return true;
+}
+
+/* The lock-free note of a use: the command seq of s uses the block that
+ * starts at ptr, leased by the calling thread's cache of p. False when the
+ * pool must note it (the locked path). */
+bool rill__tcache_note_use(rill__pool *p, rill_stream *s, uint64_t seq, const void *ptr) {
+    tcache *c = tc_mine(p);
+    if (c == NULL || live_count(c) == 0)
+        return false;
+    for (int tries = 0; tries < 2; tries++) {
+        if (!tc_enter(c))
+            return false;
+        block **q = tc_live_find(c, (uintptr_t)ptr, true);
+        bool noted = q != NULL && ((*q)->stream == s || note_in_slot(c, *q, s, seq));
+        bool first_use = q != NULL && !noted && held_find(c, s) == NULL;
+        tc_leave(c);
+        if (noted || !first_use)
+            return noted;
+        /* The first use by s from this thread: hold s, once, under the
+         * lock (meanwhile a stealer may take the block: look again). */
+        rill__spinlock_lock(&p->lock);
+        bool held = hold_locked(p, c, s) != NULL;
+        rill__spinlock_unlock(&p->lock);
+        if (!held)
+            return false;
+    }
+    return false;
 }
 
 /* The lock-free free, in the pool of f's device or (f NULL) the one the
@@ -368,7 +582,23 @@ bool rill__tcache_keep_locked(rill__pool *p, block *k, rill_stream *f) {
         c->cooldown--;
         return false;
     }
-    if (!tc_keepable(c, k, f))
+    RILL_ASSERT(k->use_stream == NULL); /* folded when it left the cache */
+    /* One other stream's pending use may move into the use slot: the
+     * block then comes back to the cache after a use noted by the locked
+     * path (its allocation missed the cache), and later pairs on it take
+     * no lock. */
+    point *use = k->num_points == 1 ? &k->points[0] : NULL;
+    if (use != NULL && use->stream != k->stream && !use->own_ref && tc_keepable(c, k, f, 1)) {
+        tc_held *h = hold_locked(p, c, use->stream);
+        if (h == NULL)
+            return false;
+        k->use_stream = use->stream;
+        k->use_seq = use->seq;
+        h->uses++;
+        rill__points_clear(p, k);
+        p->stats.deferred_frees++; /* the use is pending: pruned points are */
+    }
+    if (!tc_keepable(c, k, f, 0))
         return false;
     tc_push_cached(c, k);
     return true;
@@ -400,7 +630,7 @@ bool rill__tcache_release_kind_locked(rill__pool *p, int small) {
             }
             *link = k->bin_next;
             tc_add_cached(mine, k->size, -1);
-            release_cached(p, k);
+            release_cached(p, mine, k);
             any = true;
         }
     }
@@ -417,6 +647,7 @@ void rill__tcache_stats_locked(const rill__pool *p, rill_mem_stats *out) {
         out->allocations += n;
         out->cache_hits += n;
         out->frees += atomic_load_explicit(&c->frees, memory_order_relaxed);
+        out->deferred_frees += atomic_load_explicit(&c->deferred_frees, memory_order_relaxed);
         out->allocated_bytes -= atomic_load_explicit(&c->cached_bytes, memory_order_relaxed);
     }
 }

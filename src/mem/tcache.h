@@ -29,14 +29,19 @@ void rill__tcache_steal_all(rill__pool *p);
  * which is then stolen. */
 block *rill__tcache_lookup_locked(rill__pool *p, const void *ptr, bool steal);
 
-/* The lock-free allocation: a cached block freed on s that the locked
- * path would hand out whole for size bytes. NULL when there is none (or no
- * room to lease it). */
+/* The lock-free allocation: a cached block freed on s, whose use (if any)
+ * is over for s, that the locked path would hand out whole for size bytes.
+ * NULL when there is none (or no room to lease it). */
 void *rill__tcache_alloc(rill__pool *p, rill_stream *s, size_t size, size_t bytes);
 
 /* The lock-free free, in the pool of f's device or (f NULL) the one the
  * calling thread's cache belongs to. */
 bool rill__tcache_free(const void *ptr, rill_stream *f);
+
+/* The lock-free note of a use: the command seq of s uses the block that
+ * starts at ptr, leased by the calling thread's cache of p. False when the
+ * pool must note it (the locked path). */
+bool rill__tcache_note_use(rill__pool *p, rill_stream *s, uint64_t seq, const void *ptr);
 
 /* Offers block k, just freed on f (NULL: its own stream) with its points
  * pruned, to the calling thread's cache: true when the cache keeps it
@@ -49,8 +54,9 @@ bool rill__tcache_keep_locked(rill__pool *p, block *k, rill_stream *f);
 bool rill__tcache_drain_mine_locked(rill__pool *p, size_t size);
 
 /* Moves the calling thread's cached free blocks of one kind of segment
- * back to the pool, so that one next to uncommitted space may grow in
- * place; true when there were any (pool->lock held). */
+ * that its stream may take at once (not those waiting for another
+ * stream's use) back to the pool, so that one next to uncommitted space
+ * may grow in place; true when there were any (pool->lock held). */
 bool rill__tcache_release_kind_locked(rill__pool *p, int small);
 
 /* Adds the thread caches' share to statistics copied from p->stats:
