@@ -240,6 +240,12 @@ static rill_status pool_alloc(rill_stream *s, size_t bytes, bool may_wait, const
     point waits[MAX_WAITS];
     size_t num_waits = 0;
     rill__spinlock_lock(&p->lock);
+    /* A stream that frees its own blocks after other streams used them
+     * keeps them in rotation in this thread's cache (tcache.c). When none
+     * of this size is past its use yet, a wait would come back each time
+     * the rotation runs short: the pool grows the rotation instead. Blocks
+     * that other streams freed are reused through internal waits. */
+    uint64_t budget = may_wait && !rill__tcache_rotating_locked(p, size) ? wait_budget(s) : 0;
     block *k = find_free(p, small, size, s, 1);
     if (k == NULL && rill__tcache_drain_mine_locked(p, size))
         k = find_free(p, small, size, s, 1); /* its blocks may merge into what is needed */
@@ -247,8 +253,7 @@ static rill_status pool_alloc(rill_stream *s, size_t bytes, bool may_wait, const
         rill__segment_coalesce_all(p);
         k = find_free(p, small, size, s, 1);
     }
-    uint64_t budget = may_wait ? wait_budget(s) : 0;
-    if (k == NULL && may_wait) {
+    if (k == NULL && budget != 0) {
         /* Reuse a pending block through internal waits rather than grow,
          * as CUDA's pools do, when its points are few and near. */
         k = find_pending(p, small, size, s, budget);
@@ -256,12 +261,6 @@ static rill_status pool_alloc(rill_stream *s, size_t bytes, bool may_wait, const
             k = NULL;
         if (k != NULL)
             p->pending_reuses++;
-    }
-    if (k == NULL && rill__tcache_release_kind_locked(p, small)) {
-        /* About to grow: this thread's cached blocks of the kind go back
-         * first, so that one next to uncommitted space grows in place. */
-        rill__segment_coalesce_all(p);
-        k = find_free(p, small, size, s, 1);
     }
     if (k != NULL) {
         p->stats.cache_hits++;

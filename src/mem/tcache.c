@@ -607,34 +607,18 @@ bool rill__tcache_keep_locked(rill__pool *p, block *k, rill_stream *f) {
 /* Moves the calling thread's cached blocks back to the pool when they
  * hold at least size bytes, so that they may merge into a block of that
  * size; true when it did (pool->lock held). */
+bool rill__tcache_rotating_locked(const rill__pool *p, size_t size) {
+    const tcache *mine = tc_mine(p);
+    unsigned i = rill__bin_of(size);
+    return mine != NULL && i < TC_BINS && mine->waiting[i].head != NULL;
+}
+
 bool rill__tcache_drain_mine_locked(rill__pool *p, size_t size) {
     tcache *mine = tc_mine(p);
     if (mine == NULL || atomic_load_explicit(&mine->cached_bytes, memory_order_relaxed) < size)
         return false;
     tc_drain_locked(p, mine);
     return true;
-}
-
-bool rill__tcache_release_kind_locked(rill__pool *p, int small) {
-    tcache *mine = tc_mine(p);
-    if (mine == NULL || atomic_load_explicit(&mine->cached_bytes, memory_order_relaxed) == 0)
-        return false;
-    bool any = false;
-    for (unsigned i = 0; i < TC_BINS; i++) {
-        block **link = &mine->free_head[i];
-        while (*link != NULL) {
-            block *k = *link;
-            if (k->seg->small != small) {
-                link = &k->bin_next;
-                continue;
-            }
-            *link = k->bin_next;
-            tc_add_cached(mine, k->size, -1);
-            release_cached(p, mine, k);
-            any = true;
-        }
-    }
-    return any;
 }
 
 /* Adds the thread caches' share to statistics copied from p->stats:

@@ -48,16 +48,14 @@ bool rill__tcache_note_use(rill__pool *p, rill_stream *s, uint64_t seq, const vo
  * (pool->lock held; the caller counts the free). */
 bool rill__tcache_keep_locked(rill__pool *p, block *k, rill_stream *f);
 
+/* Does the calling thread's cache hold freed blocks of size's bin that
+ * wait for another stream's use (pool->lock held)? */
+bool rill__tcache_rotating_locked(const rill__pool *p, size_t size);
+
 /* Moves the calling thread's cached blocks back to the pool when they
  * hold at least size bytes, so that they may merge into a block of that
  * size; true when it did (pool->lock held). */
 bool rill__tcache_drain_mine_locked(rill__pool *p, size_t size);
-
-/* Moves the calling thread's cached free blocks of one kind of segment
- * that its stream may take at once (not those waiting for another
- * stream's use) back to the pool, so that one next to uncommitted space
- * may grow in place; true when there were any (pool->lock held). */
-bool rill__tcache_release_kind_locked(rill__pool *p, int small);
 
 /* Adds the thread caches' share to statistics copied from p->stats:
  * their allocations (all cache hits) and frees, less the bytes they hold
