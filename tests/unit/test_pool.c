@@ -520,8 +520,11 @@ static void test_pool_empty_cache_takes_back_thread_caches(void **state) {
 
 /* rill_malloc_async "may reuse memory that another stream's pending work
  * still holds, ordering the new owner's work after it" rather than grow:
- * the block comes back while the reader is still held, nothing more is
- * reserved, and the new owner's write runs after the read. */
+ * the block, freed by the stream that read it, comes back to its
+ * allocation stream while the reader is still held, nothing more is
+ * reserved, and the new owner's write runs after the read. (A block its
+ * own stream frees after another's use stays in the thread's rotation
+ * instead: test_pool_thread_cache_tracks_uses_by_other_streams.) */
 static void test_pool_async_reuses_pending_block_instead_of_growing(void **state) {
     (void)state;
     fresh_runtime();
@@ -537,7 +540,7 @@ static void test_pool_async_reuses_pending_block_instead_of_growing(void **state
     rt_gate g = {0};
     RT_OK(rill_launch_host_func(b, rt_gate_fn, &g));
     launch_sum(b, x, n, out);
-    RT_OK(rill_free_async(x, a));
+    RT_OK(rill_free_async(x, b));
     rill_mem_stats before, after;
     RT_OK(rill_mem_get_stats(NULL, &before));
     RT_OK(rill_malloc_async(MiB, a, (void **)&y)); /* returns at once: b is held */
