@@ -28,9 +28,11 @@
  * A per-thread cache in front of the pool serves a same-stream
  * allocate/free pair without the pool's lock, and notes another stream's
  * use of a block it handed out as that block's point, also without the
- * lock (see tcache.c); the blocks it holds free are taken back by
- * rill_mem_empty_cache, summaries, out-of-memory recovery and lookups from
- * other threads.
+ * lock (see tcache.c). When none of the cache's blocks of a size is past
+ * such a use yet, the pool grows rather than make the stream wait: the
+ * wait would come back whenever that rotation runs short. The blocks a
+ * cache holds free are taken back by rill_mem_empty_cache, summaries,
+ * out-of-memory recovery and lookups from other threads.
  *
  * Invariants (pool->lock held):
  *   reserved_bytes  = the committed bytes of all segments
