@@ -53,7 +53,7 @@ struct segment {
     segment *prev, *next; /* the pool's segments */
     block *first;         /* address-ordered blocks tiling the segment */
     /* owned: the index of the blocks by address (see segment.c): for each
-     * chunk of INDEX_CHUNK bytes, and each group of INDEX_GROUP bytes, the
+     * chunk of 2^INDEX_CHUNK_SHIFT bytes and each group of 2^INDEX_GROUP_SHIFT bytes, the
      * first block that starts in it, or NULL */
     block **chunk_first, **group_first;
 };
