@@ -498,9 +498,10 @@ rill_status rill__stream_wait_point(rill_stream *stream, rill_stream *other, uin
                                     const char *fn) {
     if (other == stream || seq == 0)
         return RILL_OK; /* stream order already implies it */
-    rill__stream_clock_note(stream, other->id, seq);
-    if (reached(other, seq) && !rill__stream_failed_at(other, seq, NULL, 0))
+    if (reached(other, seq) && !rill__stream_failed_at(other, seq, NULL, 0)) {
+        rill__stream_clock_note(stream, other->id, seq);
         return RILL_OK;
+    }
     rill__cmd cmd = {.kind = RILL__CMD_WAIT};
     rill__stream_ref(other);
     cmd.u.wait.stream = other;
@@ -510,6 +511,10 @@ rill_status rill__stream_wait_point(rill_stream *stream, rill_stream *other, uin
         rill__stream_unref(other);
         return rill__fail(st, "%s: %s", fn, rill_last_error());
     }
+    /* Noted only once the wait is queued: the pool hands a block to work
+     * that another thread submits to this stream from the moment the note
+     * is visible, and that work must come after the wait. */
+    rill__stream_clock_note(stream, other->id, seq);
     return RILL_OK;
 }
 
