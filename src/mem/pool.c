@@ -590,10 +590,14 @@ void rill__pool_destroy(rill_device *dev) {
             if (k != g->first)
                 rill__block_recycle(p, k);
         }
-        g->first->next = NULL;
-        g->first->allocated = 0;
-        g->first->unmapped = 1;
-        g->first->size = g->size;
+        /* The segment as one unmapped block, alone on the list. */
+        block *u = g->first;
+        u->next = NULL;
+        u->allocated = 0;
+        u->unmapped = 1;
+        u->size = g->size;
+        u->bin_prev = u->bin_next = NULL;
+        p->unmapped = u;
         g->mapped = 0;
         rill__segment_release(dev, p, g);
     }

@@ -68,7 +68,7 @@ struct block {
     block *hash_next;           /* allocated: the hash chain */
     rill_stream *stream;        /* allocated: the allocation stream (see pool->owners) */
     int allocated;
-    int unmapped;     /* free and not committed: in no bin, not reserved */
+    int unmapped;     /* free and not committed: in pool->unmapped, not reserved */
     int own_ref;      /* allocated: holds its own reference on stream */
     int conservative; /* a point could not be stored: safe only after a device sync */
     /* TC_NONE, or which part of a thread cache holds the block (see
@@ -113,6 +113,7 @@ struct rill__pool {
     } owners[32];
     unsigned num_owners;
     size_t unmerged;         /* frees since the last coalesce pass */
+    block *unmapped;         /* the unmapped blocks of all segments, by bin_prev/bin_next */
     uint64_t pending_reuses; /* allocations served by internal waits instead of growing */
     /* immutable after create */
     uint64_t id; /* unique for the process: thread caches name their pool by it */

@@ -15,7 +15,8 @@
  * management gives PyTorch's expandable segments.
  *
  * A block is allocated, free and mapped (in a bin), or free and unmapped
- * (committed nowhere: in no bin, with no points, not reserved).
+ * (committed nowhere: on the pool's list of unmapped blocks, with no
+ * points, not reserved), so that growing looks at those alone.
  *
  * Finding the block that holds an address (an interior pointer in a
  * launch's accesses, a copy's bounds) must not walk a segment's blocks,
@@ -81,6 +82,25 @@ static void index_remove(block *k) {
         g->group_first[q] = n != NULL && group_of(g, n->ptr) == q ? (block *)n : NULL;
 }
 
+/* Marks free block k unmapped and puts it on the pool's list. */
+static void unmapped_link(rill__pool *p, block *k) {
+    k->unmapped = 1;
+    k->bin_prev = NULL;
+    k->bin_next = p->unmapped;
+    if (p->unmapped != NULL)
+        p->unmapped->bin_prev = k;
+    p->unmapped = k;
+}
+
+static void unmapped_unlink(rill__pool *p, block *k) {
+    if (k->bin_prev != NULL)
+        k->bin_prev->bin_next = k->bin_next;
+    else
+        p->unmapped = k->bin_next;
+    if (k->bin_next != NULL)
+        k->bin_next->bin_prev = k->bin_prev;
+}
+
 /* Reserves a segment of the kind small able to hold size bytes, all of it
  * one unmapped block; NULL when the device says no. */
 static segment *segment_new(rill_device *dev, rill__pool *p, int small, size_t size) {
@@ -117,7 +137,7 @@ static segment *segment_new(rill_device *dev, rill__pool *p, int small, size_t s
     u->ptr = g->base;
     u->size = span;
     u->seg = g;
-    u->unmapped = 1;
+    unmapped_link(p, u);
     rill__segment_index_add(u);
     return g;
 
@@ -144,7 +164,7 @@ static block *commit_front(rill__pool *p, block *u, size_t bytes) {
         r->ptr = u->ptr + bytes;
         r->size = u->size - bytes;
         r->seg = u->seg;
-        r->unmapped = 1;
+        unmapped_link(p, r);
         r->prev = u;
         r->next = u->next;
         if (u->next != NULL)
@@ -153,6 +173,7 @@ static block *commit_front(rill__pool *p, block *u, size_t bytes) {
         u->size = bytes;
         rill__segment_index_add(r);
     }
+    unmapped_unlink(p, u);
     u->unmapped = 0;
     u->seg->mapped += bytes;
     p->stats.reserved_bytes += bytes;
@@ -174,6 +195,8 @@ static void absorb(rill__pool *p, block *dst, block *src) {
     for (size_t i = 0; i < src->num_points; i++)
         rill__points_add(p, dst, src->points[i].stream, src->points[i].seq);
     dst->conservative |= src->conservative;
+    if (src->unmapped)
+        unmapped_unlink(p, src);
     index_remove(src);
     dst->size += src->size;
     dst->next = src->next;
@@ -193,25 +216,21 @@ block *rill__segment_grow(rill_device *dev, rill__pool *p, int small, rill_strea
      * before it counts when s may take it. */
     block *best = NULL;
     size_t best_commit = SIZE_MAX;
-    for (segment *g = p->segments; g != NULL; g = g->next) {
-        if (g->small != small)
+    for (block *u = p->unmapped; u != NULL; u = u->bin_next) {
+        if (u->seg->small != small)
             continue;
-        for (block *u = g->first; u != NULL; u = u->next) {
-            if (!u->unmapped)
-                continue;
-            size_t have = takes(u->prev, s, max_cost) ? u->prev->size : 0;
-            if (have >= size)
-                return u->prev; /* beyond find_free's scan: nothing to commit */
-            size_t missing = size - have;
-            if (missing > u->size)
-                continue;
-            size_t commit = round_up(missing, COMMIT_GRANULE);
-            if (commit > u->size)
-                commit = u->size;
-            if (commit < best_commit && within_limit(p, commit)) {
-                best = u;
-                best_commit = commit;
-            }
+        size_t have = takes(u->prev, s, max_cost) ? u->prev->size : 0;
+        if (have >= size)
+            return u->prev; /* beyond find_free's scan: nothing to commit */
+        size_t missing = size - have;
+        if (missing > u->size)
+            continue;
+        size_t commit = round_up(missing, COMMIT_GRANULE);
+        if (commit > u->size)
+            commit = u->size;
+        if (commit < best_commit && within_limit(p, commit)) {
+            best = u;
+            best_commit = commit;
         }
     }
     if (best == NULL) {
@@ -238,6 +257,7 @@ block *rill__segment_grow(rill_device *dev, rill__pool *p, int small, rill_strea
 void rill__segment_release(rill_device *dev, rill__pool *p, segment *g) {
     RILL_ASSERT(g->first->unmapped && g->first->next == NULL && g->mapped == 0);
     rill__mem_block rb;
+    unmapped_unlink(p, g->first);
     rill__block_recycle(p, g->first);
     rill__registry_remove((void *)g->base, RILL__MEM_DEVICE, &rb);
     dev->ops->mem_free(dev, (void *)g->base, g->size, g->handle);
@@ -282,7 +302,7 @@ static block *decommit(rill_device *dev, rill__pool *p, block *k) {
     rill__bin_remove(rill__bins_for(p, g->small), k);
     if (dev->ops->mem_decommit != NULL)
         dev->ops->mem_decommit(dev, g->handle, k->ptr - g->base, k->size);
-    k->unmapped = 1;
+    unmapped_link(p, k);
     g->mapped -= k->size;
     p->stats.reserved_bytes -= k->size;
     if (k->next != NULL && k->next->unmapped)

@@ -632,6 +632,33 @@ static void test_pool_empty_cache_returns_free_blocks_between_live_ones(void **s
     assert_int_equal(st.reserved_bytes, 0);
 }
 
+/* A block decommitted between live ones is committed again in place: the
+ * next request of its size takes that hole rather than the end of the
+ * segment, and reserved grows by the request alone. */
+static void test_pool_decommitted_hole_is_reused(void **state) {
+    (void)state;
+    fresh_runtime();
+    void *a, *b, *c, *d;
+    RT_OK(rill_malloc(NULL, 2 * MiB, &a));
+    RT_OK(rill_malloc(NULL, 3 * MiB, &b));
+    RT_OK(rill_malloc(NULL, 2 * MiB, &c));
+    RT_OK(rill_free(b));
+    RT_OK(rill_mem_empty_cache(NULL));
+    rill_mem_stats st0, st1;
+    RT_OK(rill_mem_get_stats(NULL, &st0));
+    assert_int_equal(st0.reserved_bytes, 4 * MiB);
+    RT_OK(rill_malloc(NULL, 3 * MiB, &d));
+    RT_OK(rill_mem_get_stats(NULL, &st1));
+    assert_ptr_equal(d, b);
+    assert_int_equal(st1.reserved_bytes, 7 * MiB);
+    RT_OK(rill_free(d));
+    RT_OK(rill_free(c));
+    RT_OK(rill_free(a));
+    RT_OK(rill_mem_empty_cache(NULL));
+    RT_OK(rill_mem_get_stats(NULL, &st1));
+    assert_int_equal(st1.reserved_bytes, 0);
+}
+
 /* Requests a few hundred bytes apart get blocks of one size (a 64th of
  * their power of two), so a block freed by one serves the next without the
  * pool growing. */
@@ -744,6 +771,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_pool_async_reuses_pending_block_instead_of_growing),
         cmocka_unit_test(test_pool_segment_grows_in_place),
         cmocka_unit_test(test_pool_empty_cache_returns_free_blocks_between_live_ones),
+        cmocka_unit_test(test_pool_decommitted_hole_is_reused),
         cmocka_unit_test(test_pool_nearby_sizes_share_blocks),
         cmocka_unit_test(test_pool_interior_pointers_find_their_block),
     };
