@@ -738,9 +738,9 @@ static int figure_exchange(void *ctx) {
                          "m3. two streams freeing each other's blocks, mixed sizes: peak "
                          "reserved / peak allocated (baseline: power-of-two caching allocator)");
     trace_env env = {0};
-    /* 3 blocks in flight per stream (about 7 MiB live), then 32 (about 50
-     * MiB): the 20 MiB segments of the large pool weigh less as the live set
-     * grows. */
+    /* 3 blocks in flight per stream (about 7 MiB live), where one block is
+     * up to half the live set, then 32 (about 50 MiB), where holes between
+     * live blocks of slightly different sizes add up. */
     trace small = make_exchange_trace(b->cfg.exchange_iterations, 3);
     trace deep = make_exchange_trace(b->cfg.exchange_iterations, EXCHANGE_MAX_DEPTH);
     int rc = -1;
