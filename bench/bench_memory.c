@@ -169,7 +169,9 @@ static int sample_tracked(void *ctx, double *ns_per_pair) {
         if (pair && failed(rill_malloc_async(bytes, c->a, &p), "rill_malloc_async"))
             return -1;
         rill_access acc = {p, bytes, RILL_READ};
-        rill_launch l = {.grid = {1, 1, 1}, .block = {1, 1, 1}, .accesses = &acc,
+        rill_launch l = {.grid = {1, 1, 1},
+                         .block = {1, 1, 1},
+                         .accesses = &acc,
                          .num_accesses = c->mode == PAIR_TRACKED ? 1 : 0};
         if (failed(rill_launch_kernel(c->b, c->kernel, &l), "rill_launch_kernel") ||
             (pair && failed(rill_free_async(p, c->a), "rill_free_async")))
@@ -186,16 +188,40 @@ static int sample_tracked(void *ctx, double *ns_per_pair) {
     return 0;
 }
 
-/* Adds a row whose value is the difference of two medians. */
-static int add_difference(bench *b, const char *id, const char *name, const bench_row *from) {
-    bench_row d = {.id = id,
-                   .name = name,
+/* What one m2 row compares, and the row of the difference of its medians. */
+typedef struct tracked_row {
+    const char *id, *name, *baseline_name;
+    tracked_mode baseline_mode;
+    const char *diff_id, *diff_name;
+} tracked_row;
+
+/* Measures the tracked loop c against the same loop in r->baseline_mode,
+ * then adds the difference of the two medians as a row of its own. */
+static int measure_tracked_row(bench *b, const tracked_row *r, tracked_ctx *c) {
+    tracked_ctx base = *c;
+    base.mode = r->baseline_mode;
+    bench_row row = {
+        .id = r->id, .name = r->name, .unit = "ns/pair", .baseline_name = r->baseline_name};
+    if (bench_measure_row(b->report, &row, sample_tracked, c, sample_tracked, &base,
+                          b->cfg.tracked_repeats) != 0)
+        return -1;
+    bench_row d = {.id = r->diff_id,
+                   .name = r->diff_name,
                    .unit = "ns/pair",
-                   .value = {from->value.median - from->baseline.median, NAN, NAN, 1},
-                   .probe_before_ns = from->probe_before_ns,
-                   .probe_after_ns = from->probe_after_ns};
+                   .value = {row.value.median - row.baseline.median, NAN, NAN, 1},
+                   .probe_before_ns = row.probe_before_ns,
+                   .probe_after_ns = row.probe_after_ns};
     return bench_report_add(b->report, &d);
 }
+
+/* The pair's cost (the loop against its launches alone), then the
+ * tracking's share (the loop against the same loop untracked). */
+static const tracked_row tracked_rows[] = {
+    {"m2", "loop: pair + kernel on B using the block", "same launches and waits, no pairs",
+     LAUNCH_ONLY, "m2p", "  the pair, its use tracked (m2 - base)"},
+    {"m2u", "the loop again, vs the loop untracked", "same loop, kernel declares no access",
+     PAIR_UNTRACKED, "m2t", "  tracking alone (m2u - base)"},
+};
 
 static int figure_tracked(void *ctx) {
     bench *b = ctx;
@@ -216,31 +242,14 @@ static int figure_tracked(void *ctx) {
         failed(rill_kernel_create(&desc, &k), "rill_kernel_create"))
         goto out;
     tracked_ctx tracked = {sa, sb, e, k, b->cfg.tracked_pairs, PAIR_TRACKED};
-    tracked_ctx untracked = tracked, launches = tracked, warm = tracked;
-    untracked.mode = PAIR_UNTRACKED;
-    launches.mode = LAUNCH_ONLY;
+    tracked_ctx warm = tracked;
     warm.count = b->cfg.tracked_pairs / 10;
     double ignored;
     if (sample_tracked(&warm, &ignored) != 0)
         goto out;
-    /* The pair's cost: the loop against its launches alone. */
-    bench_row row = {.id = "m2",
-                     .name = "loop: pair + kernel on B using the block",
-                     .unit = "ns/pair",
-                     .baseline_name = "same launches and waits, no pairs"};
-    if (bench_measure_row(b->report, &row, sample_tracked, &tracked, sample_tracked, &launches,
-                          b->cfg.tracked_repeats) != 0 ||
-        add_difference(b, "m2p", "  the pair, its use tracked (m2 - base)", &row) != 0)
-        goto out;
-    /* The tracking's share: the loop against the same loop untracked. */
-    bench_row same = {.id = "m2u",
-                      .name = "the loop again, vs the loop untracked",
-                      .unit = "ns/pair",
-                      .baseline_name = "same loop, kernel declares no access"};
-    if (bench_measure_row(b->report, &same, sample_tracked, &tracked, sample_tracked, &untracked,
-                          b->cfg.tracked_repeats) != 0 ||
-        add_difference(b, "m2t", "  tracking alone (m2u - base)", &same) != 0)
-        goto out;
+    for (size_t i = 0; i < sizeof tracked_rows / sizeof tracked_rows[0]; i++)
+        if (measure_tracked_row(b, &tracked_rows[i], &tracked) != 0)
+            goto out;
     rc = 0;
 out:
     if (k && failed(rill_kernel_destroy(k), "rill_kernel_destroy"))
