@@ -465,14 +465,21 @@ static int sample_pow2(void *ctx, double *ratio) {
     return 0;
 }
 
+/* The streams, events and kernel a replay runs on. */
+typedef struct trace_env {
+    rill_stream *s0, *s1;
+    rill_event *e0, *e1;
+    rill_kernel *kernel;
+} trace_env;
+
 /* Two rows for a trace: peak reserved over peak allocated (each
  * allocator's own rounded bytes), then over the bytes the program asked
  * for, which also counts what rounding and unsplit remainders hold. */
 static int trace_rows(bench *b, const trace *tr, const char *id, const char *name,
-                      const char *id_req, rill_stream *s0, rill_stream *s1, rill_kernel *k,
-                      rill_event *e0, rill_event *e1) {
+                      const char *id_req, const trace_env *env) {
     int rc = -1;
-    replay_ctx c = {.tr = tr, .s = {s0, s1}, .e = {e0, e1}, .kernel = k};
+    replay_ctx c = {
+        .tr = tr, .s = {env->s0, env->s1}, .e = {env->e0, env->e1}, .kernel = env->kernel};
     c.ptrs = calloc((size_t)tr->num_ids, sizeof *c.ptrs);
     c.bytes = calloc((size_t)tr->num_ids, sizeof *c.bytes);
     if (c.ptrs == NULL || c.bytes == NULL) {
@@ -730,12 +737,6 @@ static trace make_transformer_trace(const model *m, int steps, bool side) {
 
 /* ---- the ratio figures ---- */
 
-typedef struct trace_env {
-    rill_stream *s0, *s1;
-    rill_event *e0, *e1;
-    rill_kernel *kernel;
-} trace_env;
-
 static int trace_env_create(bench *b, trace_env *env, const char *n0, const char *n1) {
     const rill_kernel_desc desc = {.name = "bench_trace_use", .cpu = empty_kernel};
     if (failed(rill_stream_create(b->dev, 0, &env->s0), "rill_stream_create") ||
@@ -781,10 +782,8 @@ static int figure_exchange(void *ctx) {
         goto out;
     }
     if (trace_env_create(b, &env, "bench-m3-a", "bench-m3-b") != 0 ||
-        trace_rows(b, &small, "m3", "A, B free each other's: 3 in flight", "m3r", env.s0,
-                   env.s1, env.kernel, env.e0, env.e1) != 0 ||
-        trace_rows(b, &deep, "m3d", "A, B free each other's: 32 in flight", "m3dr", env.s0,
-                   env.s1, env.kernel, env.e0, env.e1) != 0)
+        trace_rows(b, &small, "m3", "A, B free each other's: 3 in flight", "m3r", &env) != 0 ||
+        trace_rows(b, &deep, "m3d", "A, B free each other's: 32 in flight", "m3dr", &env) != 0)
         goto out;
     rc = 0;
 out:
@@ -809,10 +808,8 @@ static int figure_transformer(void *ctx) {
         goto out;
     }
     if (trace_env_create(b, &env, "bench-m4-main", "bench-m4-side") != 0 ||
-        trace_rows(b, &one, "m4", "one stream", "m4r", env.s0, env.s1, env.kernel, env.e0,
-                   env.e1) != 0 ||
-        trace_rows(b, &two, "m4s", "gradients also used on a side stream", "m4sr", env.s0,
-                   env.s1, env.kernel, env.e0, env.e1) != 0)
+        trace_rows(b, &one, "m4", "one stream", "m4r", &env) != 0 ||
+        trace_rows(b, &two, "m4s", "gradients also used on a side stream", "m4sr", &env) != 0)
         goto out;
     rc = 0;
 out:
