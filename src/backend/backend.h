@@ -36,9 +36,14 @@ typedef struct rill__backend_ops {
 
     /* Appends cmd to s in stream order, assigns it the next sequence number
      * (stored in *seq), and arranges for it to run. Takes over the
-     * references in cmd and copies what cmd borrows. Any thread, no locks
-     * held; never blocks on other work. RILL_ERROR_OUT_OF_MEMORY when the
-     * command cannot be stored (nothing was submitted then). */
+     * references in cmd and copies what cmd borrows. When cmd->flags has
+     * RILL__CMD_OPAQUE, stores the number in s->opaque_seq before it
+     * publishes s->sub_seq (release). A WAIT runs even while the stream
+     * skips work after a failure; it fails the stream only when the
+     * awaited work failed, the stream is not failing already, and the WAIT
+     * is not RILL__CMD_ORDER_ONLY. Any thread, no locks held; never blocks
+     * on other work. RILL_ERROR_OUT_OF_MEMORY when the command cannot be
+     * stored (nothing was submitted then). */
     rill_status (*submit)(rill_stream *s, const rill__cmd *cmd, uint64_t *seq);
 
     /* Reserves a segment of device memory for the pool (src/mem/pool.c),

@@ -20,8 +20,22 @@ typedef enum rill__cmd_kind {
     RILL__CMD_GRAPH       /* rill_graph_launch: every node of u.graph.exec */
 } rill__cmd_kind;
 
+enum rill__cmd_flags {
+    /* The command may wait for something the library cannot see: a host
+     * function, a wait for another process, or a wait for a stream with
+     * such work pending. Work queued behind it may come to wait for any
+     * later work of any stream, so the memory pool never makes another
+     * stream wait behind it (see rill__stream_opaque_pending). */
+    RILL__CMD_OPAQUE = 1u << 0,
+    /* A WAIT that orders memory only (the pool's internal waits): it ends
+     * when the awaited work completes or is skipped after a failure, and
+     * never carries that failure to the waiting stream. */
+    RILL__CMD_ORDER_ONLY = 1u << 1
+};
+
 typedef struct rill__cmd {
     rill__cmd_kind kind;
+    unsigned flags; /* enum rill__cmd_flags */
     union {
         struct {
             rill_kernel *kernel; /* borrowed: a destroyed kernel outlives its launches */

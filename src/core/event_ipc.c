@@ -114,6 +114,9 @@ static rill_status make_proxy(rill__ipc_event *ipc, const char *fn) {
     st = rill__stream_new(cpu, 0, RILL__STREAM_TAGGED, &ipc->proxy);
     if (st != RILL_OK)
         return rill__fail(st, "%s: %s", fn, rill_last_error());
+    /* Another process completes its numbers: work behind them may wait for
+     * anything (see rill__stream_opaque_pending). */
+    atomic_store(&ipc->proxy->opaque_seq, UINT64_MAX);
     char name[64];
     snprintf(name, sizeof name, "interprocess event of process %d", (int)ipc->wire.name.pid);
     rill_stream_set_name(ipc->proxy, name);

@@ -247,7 +247,9 @@ rill_status rill_launch_host_func(rill_stream *stream, rill_host_fn fn, void *us
     if (fn == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "rill_launch_host_func: fn is NULL; pass the function to run");
-    rill__cmd cmd = {.kind = RILL__CMD_HOST};
+    /* A host function may wait for anything, later work of other streams
+     * included: the pool never makes a stream wait behind one. */
+    rill__cmd cmd = {.kind = RILL__CMD_HOST, .flags = RILL__CMD_OPAQUE};
     cmd.u.host.fn = fn;
     cmd.u.host.user_data = user_data;
     return rill__stream_submit(stream, &cmd, NULL);

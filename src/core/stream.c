@@ -493,16 +493,22 @@ rill_status rill_stream_synchronize(rill_stream *stream) {
 }
 
 /* Makes stream wait until other has completed seq. Shared by
- * rill_stream_wait_event and rill_stream_wait_stream. */
-rill_status rill__stream_wait_point(rill_stream *stream, rill_stream *other, uint64_t seq,
-                                    const char *fn) {
+ * rill_stream_wait_event, rill_stream_wait_stream and the library's own
+ * waits (flags: RILL__CMD_ORDER_ONLY or 0). */
+static rill_status wait_point(rill_stream *stream, rill_stream *other, uint64_t seq, unsigned flags,
+                              const char *fn) {
     if (other == stream || seq == 0)
         return RILL_OK; /* stream order already implies it */
-    if (reached(other, seq) && !rill__stream_failed_at(other, seq, NULL, 0)) {
+    if (reached(other, seq) &&
+        ((flags & RILL__CMD_ORDER_ONLY) || !rill__stream_failed_at(other, seq, NULL, 0))) {
         rill__stream_clock_note(stream, other->id, seq);
         return RILL_OK;
     }
-    rill__cmd cmd = {.kind = RILL__CMD_WAIT};
+    rill__cmd cmd = {.kind = RILL__CMD_WAIT, .flags = flags};
+    /* Waiting behind work that may wait for anything makes this stream's
+     * later work such work too. */
+    if (rill__stream_opaque_pending(other))
+        cmd.flags |= RILL__CMD_OPAQUE;
     rill__stream_ref(other);
     cmd.u.wait.stream = other;
     cmd.u.wait.seq = seq;
@@ -516,6 +522,16 @@ rill_status rill__stream_wait_point(rill_stream *stream, rill_stream *other, uin
      * is visible, and that work must come after the wait. */
     rill__stream_clock_note(stream, other->id, seq);
     return RILL_OK;
+}
+
+rill_status rill__stream_wait_point(rill_stream *stream, rill_stream *other, uint64_t seq,
+                                    const char *fn) {
+    return wait_point(stream, other, seq, 0, fn);
+}
+
+rill_status rill__stream_wait_order(rill_stream *stream, rill_stream *other, uint64_t seq,
+                                    const char *fn) {
+    return wait_point(stream, other, seq, RILL__CMD_ORDER_ONLY, fn);
 }
 
 rill_status rill_stream_wait_stream(rill_stream *stream, rill_stream *other) {

@@ -81,6 +81,11 @@ struct rill_stream {
     _Atomic uint64_t host_wake_at;          /* least seq a sleeping host thread awaits */
     _Atomic uint32_t wake_gen;              /* futex word for host waiters */
     alignas(64) _Atomic uint64_t sub_seq;   /* written by the backend's submit */
+    /* the last command submitted with RILL__CMD_OPAQUE (0: none; UINT64_MAX
+     * for streams that complete by events outside the process): written by
+     * the backend's submit before it publishes sub_seq, so whoever read a
+     * sequence number from sub_seq sees the opaque commands up to it */
+    _Atomic uint64_t opaque_seq;
     alignas(64) _Atomic uint64_t done_seq;  /* written by the executing backend */
     /* backend state, rill__backend_ops.stream_state_bytes long */
     alignas(64) unsigned char backend[];
@@ -127,8 +132,15 @@ void rill__stream_host_wait(rill_stream *s, uint64_t seq, int blocking);
 rill_status rill__stream_wait_status(rill_stream *s, uint64_t seq, int blocking, const char *fn);
 
 /* Makes stream's later work wait until other completes seq (nothing when
- * that is already implied or done). fn names the public call. */
+ * that is already implied or done). fn names the public call. A failure
+ * of the awaited work fails stream's later work too (sticky errors). */
 rill_status rill__stream_wait_point(rill_stream *stream, rill_stream *other, uint64_t seq,
+                                    const char *fn);
+/* The same, ordering memory only (RILL__CMD_ORDER_ONLY): the wait ends
+ * when other completes seq or skips it after a failure, and stream's
+ * later work runs either way. For the library's own waits, which the
+ * program never made and whose failures it must not see. */
+rill_status rill__stream_wait_order(rill_stream *stream, rill_stream *other, uint64_t seq,
                                     const char *fn);
 
 /* Notes that s's later work is ordered after `other` completing seq. */
@@ -139,6 +151,15 @@ uint64_t rill__stream_known_after(rill_stream *s, uint64_t other_id);
 /* True when s's work submitted from now on is known to run after stream
  * `other_id` completed seq (same stream, or a wait made it so). */
 bool rill__stream_ordered_after(rill_stream *s, uint64_t other_id, uint64_t seq);
+
+/* True when s has work pending that may wait for something the library
+ * cannot see (RILL__CMD_OPAQUE): a wait behind it could deadlock. */
+static inline bool rill__stream_opaque_pending(rill_stream *s) {
+    /* acquire: pairs with the release store of sub_seq that followed the
+     * opaque command's store (see opaque_seq); done_seq after it. */
+    uint64_t opaque = atomic_load_explicit(&s->opaque_seq, memory_order_acquire);
+    return opaque > atomic_load_explicit(&s->done_seq, memory_order_acquire);
+}
 
 /* Submits a command, the one path every command takes into a backend. On
  * a capturing stream the command becomes a graph node instead, and *seq

@@ -823,8 +823,11 @@ rill_status rill_graph_launch(rill_graph_exec *exec, rill_stream *stream) {
                           "%s: the stream is capturing; launching a graph into a capture is not "
                           "supported: capture its work directly",
                           fn);
+    unsigned flags = 0;
     for (uint32_t i = 0; i < exec->num_nodes; i++) {
         const rill__xnode *xn = &exec->nodes[i];
+        if (xn->p.kind == RILL__GNODE_HOST)
+            flags = RILL__CMD_OPAQUE; /* as a host function is */
         if (xn->p.kind == RILL__GNODE_RECORD && xn->p.u.event.event->dev != NULL &&
             xn->p.u.event.event->dev != stream->dev)
             return rill__fail(RILL_ERROR_DEVICE_MISMATCH,
@@ -852,7 +855,7 @@ rill_status rill_graph_launch(rill_graph_exec *exec, rill_stream *stream) {
         rill__mutex_unlock(&exec->lock);
         return st;
     }
-    rill__cmd cmd = {.kind = RILL__CMD_GRAPH};
+    rill__cmd cmd = {.kind = RILL__CMD_GRAPH, .flags = flags};
     atomic_fetch_add_explicit(&exec->refs, 1, memory_order_relaxed);
     cmd.u.graph.exec = exec;
     uint64_t seq;

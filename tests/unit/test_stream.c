@@ -1204,6 +1204,40 @@ static void test_stream_clear_error_is_stream_ordered(void **state) {
     RT_OK(rill_kernel_destroy(fail));
 }
 
+/* "Work submitted to stream after this call waits for all work submitted to other before this
+ * call", also when stream is failing at the time of the wait: the work after a later
+ * rill_stream_clear_error runs only once other's work is done. */
+static void test_stream_wait_made_while_failing_still_orders_work_after_clear(void **state) {
+    (void)state;
+    static rt_gate g;
+    static atomic_int failed_ran;
+    static _Atomic uint64_t after_clear;
+    rt_gate_reset(&g);
+    atomic_store(&failed_ran, 0);
+    atomic_store(&after_clear, 0);
+    rill_kernel *fail = make_kernel("fail_kernel", fail_kernel);
+    rill_kernel *marker = make_kernel("marker_kernel", marker_kernel);
+    rill_stream *s = new_stream(0), *other = new_stream(0);
+
+    RT_OK(launch_fail_kernel(s, fail, "failing before the wait", &failed_ran));
+    RT_OK(rill_launch_host_func(other, rt_gate_fn, &g));
+    RT_OK(rill_stream_wait_stream(s, other));
+    RT_OK(rill_stream_clear_error(s));
+    RT_OK(launch_marker_kernel(s, marker, &after_clear));
+    assert_true(rt_gate_wait_entered(&g));
+    rt_gate_open(&g);
+    RT_OK(rill_stream_synchronize(s));
+    RT_OK(rill_stream_synchronize(other));
+
+    assert_false(atomic_load(&g.timed_out));
+    assert_true(atomic_load(&failed_ran));
+    assert_true(atomic_load(&after_clear) > atomic_load(&g.end_ticket));
+    RT_OK(rill_stream_destroy(other));
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(rill_kernel_destroy(marker));
+    RT_OK(rill_kernel_destroy(fail));
+}
+
 /* "Destroying a stream ... with work still pending is allowed" and "A NULL rill_stream* means
  * the calling thread's current stream": once the current stream is destroyed, NULL means the
  * device's default stream again, and the destroyed stream's work still completes. */
@@ -1257,6 +1291,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_stream_multi_block_kernel_fail_is_sticky),
         cmocka_unit_test(test_stream_failed_work_stays_failed_after_later_failures),
         cmocka_unit_test(test_stream_clear_error_is_stream_ordered),
+        cmocka_unit_test(test_stream_wait_made_while_failing_still_orders_work_after_clear),
     };
     return RT_RUN(tests);
 }

@@ -148,6 +148,7 @@ rill_status rill__cpu_submit(rill_stream *s, const rill__cmd *cmd, uint64_t *seq
     }
     /* Copy only the member in use, so that most commands write one line. */
     c->c.kind = cmd->kind;
+    c->c.flags = cmd->flags;
     switch (cmd->kind) {
     case RILL__CMD_KERNEL: {
         c->c.u.kernel = cmd->u.kernel;
@@ -190,6 +191,8 @@ rill_status rill__cpu_submit(rill_stream *s, const rill__cmd *cmd, uint64_t *seq
     /* release: pairs with the acquire loads of sub_seq in queries, records
      * and synchronize. */
     uint64_t n = atomic_load_explicit(&s->sub_seq, memory_order_relaxed) + 1;
+    if (cmd->flags & RILL__CMD_OPAQUE) /* published by the release store below */
+        atomic_store_explicit(&s->opaque_seq, n, memory_order_relaxed);
     atomic_store_explicit(&s->sub_seq, n, memory_order_release);
     c->seq = n;
     /* release: publishes the node to the worker (its acquire load of
@@ -381,7 +384,10 @@ static enum exec_result exec_wait(cpu_device *d, rill_stream *s, cpu_cmd *c) {
     for (unsigned spins = 0;; spins++) {
         if (atomic_load_explicit(&t->done_seq, memory_order_acquire) >= seq) {
             char msg[RILL__ERROR_BYTES], what[96], name[80];
-            if (rill__stream_failed_at(t, seq, msg, sizeof msg)) {
+            /* A stream already failing skips its work anyway; an order-only
+             * wait never carries a failure. */
+            if (!cs->skipping && !(c->c.flags & RILL__CMD_ORDER_ONLY) &&
+                rill__stream_failed_at(t, seq, msg, sizeof msg)) {
                 rill__stream_name(t, name, sizeof name);
                 snprintf(what, sizeof what, "a wait for stream %.64s", name);
                 fail_stream(s, c->seq, what, msg);
@@ -415,7 +421,9 @@ static enum exec_result exec(cpu_device *d, cpu_worker *w, rill_stream *s, cpu_c
             c->c.u.host.fn(c->c.u.host.user_data);
         return EXEC_DONE;
     case RILL__CMD_WAIT:
-        return cs->skipping ? EXEC_DONE : exec_wait(d, s, c);
+        /* Even while skipping: the work after a later CLEAR, and memory the
+         * pool handed out behind this wait, rely on the order. */
+        return exec_wait(d, s, c);
     case RILL__CMD_RECORD:
         rill__event_stamp(c->c.u.record.event, c->c.u.record.gen, rill__now_ns(), cs->skipping);
         return EXEC_DONE;
