@@ -145,7 +145,8 @@ rill_status rill_stream_wait_stream(rill_stream *stream, rill_stream *other);
  * stream's work is skipped, query/synchronize return
  * RILL_ERROR_KERNEL_FAILED, and streams that wait on that work fail too:
  * nothing runs on inputs that were never produced. Clearing lets the
- * stream run new work again. */
+ * stream run new work again. Waits made while a stream fails still hold
+ * back its work after the clear until what they wait for is done. */
 rill_status rill_stream_clear_error(rill_stream *stream);
 
 /* The same tag on the same device always names the same stream, created at
@@ -290,7 +291,21 @@ rill_status rill_op_conv2d_f32(rill_stream *s, float *out, const float *in, cons
  * any stream may still use it is reused only after that work completes:
  * launches that declare an access to a block from a stream other than the
  * one it was allocated on are tracked automatically; rill_record_stream
- * covers uses the library cannot see (host functions, undeclared access). */
+ * covers uses the library cannot see (host functions, undeclared access).
+ *
+ * rill_malloc returns memory that any stream may use at once: never a
+ * block that pending work still touches. When the pool can only serve it
+ * by reusing such a block (the limit is reached or the device is full), it
+ * waits on the host for the pending frees, as MindSpore synchronises
+ * pending events when an allocation fails (RILL_ERROR_OUT_OF_MEMORY from a
+ * kernel or host function, which may not wait). rill_malloc_async returns
+ * memory for use in stream order: it may reuse a block freed on stream, or
+ * one whose last use another stream made before stream waited for it
+ * ("return flow"), at once; see rill_mem_set_reuse_policy for blocks that
+ * other streams' pending work still holds. The allocation belongs to the
+ * stream (rill_malloc: the calling thread's current stream of dev), whose
+ * later work is ordered with the free; rill_free frees at the end of the
+ * work submitted to it so far, rill_free_async on stream. */
 rill_status rill_malloc(rill_device *dev, size_t bytes, void **out);
 rill_status rill_free(void *ptr);
 rill_status rill_malloc_async(size_t bytes, rill_stream *stream, void **out);
@@ -324,6 +339,29 @@ typedef struct rill_mem_stats {
 rill_status rill_mem_get_stats(rill_device *dev, rill_mem_stats *out);
 rill_status rill_mem_empty_cache(rill_device *dev);
 rill_status rill_mem_set_limit(rill_device *dev, size_t max_reserved_bytes); /* 0: none */
+
+/* How rill_malloc_async on a stream S may reuse a free block that another
+ * stream's pending work still holds (freed there, or used there), S not
+ * yet ordered after that work:
+ *  - RILL_MEM_REUSE_INTERNAL_WAITS (the default, as CUDA's
+ *    cudaMemPoolReuseAllowInternalDependencies): rather than grow, the
+ *    pool may hand out such a block and make S wait for that work, when
+ *    the wait is short (no longer than S's own unfinished work plus a few
+ *    commands) or the pool cannot grow. The wait orders memory only: it
+ *    ends when that work completes or is skipped after a failure, and
+ *    never carries the failure to S. So that a program correct without
+ *    the wait stays correct with it, the pool never waits behind work that
+ *    may itself wait for anything, S's later work included: host
+ *    functions, graph launches with host nodes, waits for other processes'
+ *    records, and waits for streams with such work pending. Kernels are
+ *    taken to finish on their own.
+ *  - 0: the pool never adds a wait; it grows instead, and when it cannot
+ *    grow it waits on the host for pending frees as rill_malloc does.
+ * A block whose work is complete, or that S is already ordered after, is
+ * reused either way. Per device; takes effect for later allocations. */
+enum rill_mem_reuse_flags { RILL_MEM_REUSE_INTERNAL_WAITS = 1u << 0 };
+rill_status rill_mem_set_reuse_policy(rill_device *dev, unsigned flags);
+rill_status rill_mem_get_reuse_policy(rill_device *dev, unsigned *flags);
 
 /* Inter-process memory: rill_ipc_get_mem_handle describes a block from
  * rill_malloc or rill_malloc_async (ptr is the pointer the allocation

@@ -128,17 +128,22 @@ void rill__points_prune(rill__pool *p, block *k) {
     k->num_points = kept;
 }
 
-/* May stream s take free block k without waiting? */
+/* Is point pt over for s: complete, or (s not NULL) s is the same stream
+ * or ordered after it? */
+static bool point_over_for(const point *pt, rill_stream *s) {
+    if (rill__done_of(pt->stream) >= pt->seq)
+        return true;
+    return s != NULL && (pt->stream == s || rill__stream_ordered_after(s, pt->stream->id, pt->seq));
+}
+
+/* May stream s (NULL: any stream, at once) take free block k without
+ * waiting? */
 bool rill__block_safe_for(const block *k, rill_stream *s) {
     if (k->conservative)
         return false;
-    for (size_t i = 0; i < k->num_points; i++) {
-        const point *p = &k->points[i];
-        if (p->stream == s || rill__done_of(p->stream) >= p->seq ||
-            rill__stream_ordered_after(s, p->stream->id, p->seq))
-            continue;
-        return false;
-    }
+    for (size_t i = 0; i < k->num_points; i++)
+        if (!point_over_for(&k->points[i], s))
+            return false;
     return true;
 }
 
@@ -148,11 +153,13 @@ uint64_t rill__block_wait_cost(const block *k, rill_stream *s) {
     uint64_t cost = 0;
     for (size_t i = 0; i < k->num_points; i++) {
         const point *pt = &k->points[i];
-        if (pt->stream == s)
+        if (point_over_for(pt, s))
             continue;
+        /* No stream waits for work that another stream cannot make
+         * complete by itself, nor for anything when s is NULL. */
+        if (s == NULL || rill__stream_opaque_pending(pt->stream))
+            return UINT64_MAX;
         uint64_t from = rill__done_of(pt->stream);
-        if (from >= pt->seq)
-            continue;
         uint64_t known = rill__stream_known_after(s, pt->stream->id);
         if (known > from)
             from = known;
@@ -176,8 +183,7 @@ bool rill__points_collect_waits(const block *k, rill_stream *s, point *waits, si
     size_t n = 0;
     for (size_t i = 0; i < k->num_points; i++) {
         point pt = k->points[i];
-        if (pt.stream == s || rill__done_of(pt.stream) >= pt.seq ||
-            rill__stream_ordered_after(s, pt.stream->id, pt.seq))
+        if (point_over_for(&pt, s))
             continue;
         if (n == max) {
             for (size_t j = 0; j < n; j++)

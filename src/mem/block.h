@@ -23,13 +23,16 @@ void rill__points_add(rill__pool *p, block *k, rill_stream *s, uint64_t seq);
 /* Drops the points that have completed. */
 void rill__points_prune(rill__pool *p, block *k);
 
-/* May stream s take free block k without waiting? */
+/* May stream s take free block k without waiting? s NULL: may any
+ * stream use it at once (every point complete)? */
 bool rill__block_safe_for(const block *k, rill_stream *s);
 
 /* What taking free block k costs s in waiting: of the other streams'
  * work that s would come to wait for, beyond what it already waits for,
  * the most commands of one stream (0: safe); UINT64_MAX when k cannot be
- * waited for (conservative, or more than MAX_WAITS points). */
+ * waited for (conservative, more than MAX_WAITS points, a point on a
+ * stream with opaque work pending (rill__stream_opaque_pending), or s
+ * NULL and k not safe for every stream). */
 uint64_t rill__block_wait_cost(const block *k, rill_stream *s);
 /* Copies k's points to r (a split-off remainder). */
 void rill__points_copy(rill__pool *p, block *r, const block *k);

@@ -280,6 +280,30 @@ rill_status rill_mem_set_limit(rill_device *dev, size_t max_reserved_bytes) {
     return RILL_OK;
 }
 
+rill_status rill_mem_set_reuse_policy(rill_device *dev, unsigned flags) {
+    rill_status st = rill__device_resolve(dev, "rill_mem_set_reuse_policy", &dev);
+    if (st != RILL_OK)
+        return st;
+    if ((flags & ~(unsigned)RILL_MEM_REUSE_INTERNAL_WAITS) != 0)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_mem_set_reuse_policy: flags 0x%x include unknown bits; pass 0 or "
+                          "RILL_MEM_REUSE_INTERNAL_WAITS",
+                          flags);
+    rill__pool_set_reuse_flags(dev, flags);
+    return RILL_OK;
+}
+
+rill_status rill_mem_get_reuse_policy(rill_device *dev, unsigned *flags) {
+    if (flags == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_mem_get_reuse_policy: flags is NULL");
+    *flags = 0;
+    rill_status st = rill__device_resolve(dev, "rill_mem_get_reuse_policy", &dev);
+    if (st != RILL_OK)
+        return st;
+    *flags = rill__pool_reuse_flags(dev);
+    return RILL_OK;
+}
+
 rill_status rill_mem_summary(rill_device *dev, FILE *out) {
     if (out == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,

@@ -52,7 +52,8 @@ static size_t round_request(size_t bytes) {
 }
 
 /* A free block of at least size bytes; with need_safe, one that s may take
- * without waiting. Bounded scan, best bins first. */
+ * without waiting (s NULL: that any stream may use at once). Bounded scan,
+ * best bins first. */
 static block *find_free(rill__pool *p, int small, size_t size, rill_stream *s, int need_safe) {
     bins *b = rill__bins_for(p, small);
     int scanned = 0;
@@ -189,7 +190,7 @@ static block *find_pending(rill__pool *p, int small, size_t size, rill_stream *s
                            uint64_t max_cost) {
     bins *b = rill__bins_for(p, small);
     block *best = NULL;
-    uint64_t best_cost = UINT64_MAX;
+    uint64_t best_cost = UINT64_MAX; /* UINT64_MAX: cannot be waited for */
     int scanned = 0;
     for (unsigned i = rill__bin_next(b, rill__bin_of(size)); i < NUM_BINS && best == NULL;
          i = rill__bin_next(b, i + 1)) {
@@ -220,8 +221,14 @@ static uint64_t wait_budget(rill_stream *s) {
     return (sub > done ? sub - done : 0) + WAIT_SLACK;
 }
 
-/* Allocates on s; with may_wait, a block that other streams' pending work
- * holds may be reused through internal waits before the pool grows. */
+/* Allocates bytes for s's device, owned by s (work there is ordered with
+ * the free). With may_wait (rill_malloc_async), the block is for use in
+ * s's order: one that s's own work or work s waits for still holds may be
+ * handed out, and, when the reuse policy allows, one that other streams'
+ * pending work holds, through internal waits of s before the pool grows.
+ * Without it (rill_malloc), the block is for any stream at once: only
+ * blocks whose work is complete, and the host waits for that work when the
+ * pool cannot grow. */
 static rill_status pool_alloc(rill_stream *s, size_t bytes, bool may_wait, const char *fn,
                               void **out) {
     rill_device *dev = s->dev;
@@ -231,11 +238,13 @@ static rill_status pool_alloc(rill_stream *s, size_t bytes, bool may_wait, const
                           "%s: %zu bytes is more than any device can hold; check the size", fn,
                           bytes);
     size_t size = round_request(bytes);
-    void *cached = rill__tcache_alloc(p, s, size, bytes);
+    /* The thread cache relies on s's order: only for may_wait. */
+    void *cached = may_wait ? rill__tcache_alloc(p, s, size, bytes) : NULL;
     if (cached != NULL) {
         *out = cached;
         return RILL_OK;
     }
+    rill_stream *user = may_wait ? s : NULL; /* the stream the block must be safe for */
     int small = size <= SMALL_REQUEST;
     point waits[MAX_WAITS];
     size_t num_waits = 0;
@@ -245,13 +254,14 @@ static rill_status pool_alloc(rill_stream *s, size_t bytes, bool may_wait, const
      * of this size is past its use yet, a wait would come back each time
      * the rotation runs short: the pool grows the rotation instead. Blocks
      * that other streams freed are reused through internal waits. */
-    uint64_t budget = may_wait && !rill__tcache_rotating_locked(p, size) ? wait_budget(s) : 0;
-    block *k = find_free(p, small, size, s, 1);
+    bool internal_waits = may_wait && (p->reuse_flags & RILL_MEM_REUSE_INTERNAL_WAITS);
+    uint64_t budget = internal_waits && !rill__tcache_rotating_locked(p, size) ? wait_budget(s) : 0;
+    block *k = find_free(p, small, size, user, 1);
     if (k == NULL && rill__tcache_drain_mine_locked(p, size))
-        k = find_free(p, small, size, s, 1); /* its blocks may merge into what is needed */
+        k = find_free(p, small, size, user, 1); /* its blocks may merge into what is needed */
     if (k == NULL && p->unmerged != 0) {
         rill__segment_coalesce_all(p);
-        k = find_free(p, small, size, s, 1);
+        k = find_free(p, small, size, user, 1);
     }
     if (k == NULL && budget != 0) {
         /* Reuse a pending block through internal waits rather than grow,
@@ -264,10 +274,10 @@ static rill_status pool_alloc(rill_stream *s, size_t bytes, bool may_wait, const
     }
     if (k != NULL) {
         p->stats.cache_hits++;
-    } else if ((k = rill__segment_grow(dev, p, small, s, size, budget)) != NULL) {
+    } else if ((k = rill__segment_grow(dev, p, small, user, size, budget)) != NULL) {
         /* Grown onto a free block that s may wait for within its budget:
          * its points have no more than MAX_WAITS, so they all fit. */
-        if (!rill__block_safe_for(k, s)) {
+        if (!rill__block_safe_for(k, user)) {
             bool fit = rill__points_collect_waits(k, s, waits, MAX_WAITS, &num_waits);
             RILL_ASSERT(fit);
             (void)fit;
@@ -276,7 +286,7 @@ static rill_status pool_alloc(rill_stream *s, size_t bytes, bool may_wait, const
     } else {
         /* Cannot grow: reuse a block that s must first wait for (an
          * internal stream wait), if one has few enough points. */
-        k = find_pending(p, small, size, s, UINT64_MAX);
+        k = internal_waits ? find_pending(p, small, size, s, UINT64_MAX - 1) : NULL;
         if (k != NULL && !rill__points_collect_waits(k, s, waits, MAX_WAITS, &num_waits))
             k = NULL;
         if (k != NULL) {
@@ -287,9 +297,9 @@ static rill_status pool_alloc(rill_stream *s, size_t bytes, bool may_wait, const
             rill__tcache_steal_all(p);
             drain_points(dev, p);
             rill__segment_empty_cache_locked(dev, p);
-            k = find_free(p, small, size, s, 1);
+            k = find_free(p, small, size, user, 1);
             if (k == NULL)
-                k = rill__segment_grow(dev, p, small, s, size, 0);
+                k = rill__segment_grow(dev, p, small, user, size, 0);
             if (k != NULL)
                 p->stats.oom_recoveries++;
         }
@@ -307,7 +317,9 @@ static rill_status pool_alloc(rill_stream *s, size_t bytes, bool may_wait, const
     void *ptr = (void *)k->ptr;
     rill__spinlock_unlock(&p->lock);
     for (size_t i = 0; i < num_waits; i++) {
-        if (rill__stream_wait_point(s, waits[i].stream, waits[i].seq, fn) != RILL_OK)
+        /* Orders memory only: a failure of the other stream's work is not
+         * this stream's. Without memory for the command, the host waits. */
+        if (rill__stream_wait_order(s, waits[i].stream, waits[i].seq, fn) != RILL_OK)
             rill__stream_host_wait(waits[i].stream, waits[i].seq, 1);
         rill__stream_unref(waits[i].stream);
     }
@@ -559,6 +571,21 @@ void rill__pool_set_limit(rill_device *dev, size_t max_reserved_bytes) {
     rill__spinlock_unlock(&p->lock);
 }
 
+void rill__pool_set_reuse_flags(rill_device *dev, unsigned flags) {
+    rill__pool *p = rill__pool_of(dev);
+    rill__spinlock_lock(&p->lock);
+    p->reuse_flags = flags;
+    rill__spinlock_unlock(&p->lock);
+}
+
+unsigned rill__pool_reuse_flags(rill_device *dev) {
+    rill__pool *p = rill__pool_of(dev);
+    rill__spinlock_lock(&p->lock);
+    unsigned flags = p->reuse_flags;
+    rill__spinlock_unlock(&p->lock);
+    return flags;
+}
+
 /* ----------------------------------------------------- create, destroy */
 
 rill_status rill__pool_create(rill_device *dev) {
@@ -570,6 +597,7 @@ rill_status rill__pool_create(rill_device *dev) {
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "out of memory creating a memory pool");
     }
     p->id = atomic_fetch_add(&next_pool_id, 1);
+    p->reuse_flags = RILL_MEM_REUSE_INTERNAL_WAITS;
     dev->mem.pool = p;
     return RILL_OK;
 }

@@ -88,6 +88,9 @@ void rill__pool_get_stats(rill_device *dev, rill_mem_stats *out);
 /* Returns unused segments whose pending work has completed to the system. */
 void rill__pool_empty_cache(rill_device *dev);
 void rill__pool_set_limit(rill_device *dev, size_t max_reserved_bytes);
+/* The reuse policy (enum rill_mem_reuse_flags; rill_mem_set_reuse_policy). */
+void rill__pool_set_reuse_flags(rill_device *dev, unsigned flags);
+unsigned rill__pool_reuse_flags(rill_device *dev);
 /* Writes the memory summary table (rill_mem_summary). */
 void rill__pool_summary(rill_device *dev, FILE *out);
 

@@ -103,6 +103,7 @@ struct rill__pool {
     block *spare; /* unused block structures, linked by next */
     rill_mem_stats stats;
     size_t limit;
+    unsigned reuse_flags; /* enum rill_mem_reuse_flags (rill_mem_set_reuse_policy) */
     /* the streams that allocated blocks or are named by points, each with
      * one reference held by the pool (not one per block or point: no
      * atomic on the hot paths); entries whose count fell to zero are

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "fixture.h"
 
+#include <string.h>
 #include <time.h>
 
 uint64_t rt_now_ns(void) {
@@ -71,4 +72,24 @@ bool rt_gate_wait_entered(rt_gate *g) {
     while (!atomic_load(&g->entered) && rt_now_ns() < deadline)
         rt_sleep_us(100);
     return atomic_load(&g->entered) != 0;
+}
+
+static void gate_kernel(const rill_block_ctx *ctx, const void *args) {
+    (void)ctx;
+    rt_gate *g;
+    memcpy(&g, args, sizeof g);
+    rt_gate_fn(g);
+}
+
+rill_status rt_launch_gate_kernel(rill_stream *s, rt_gate *g) {
+    /* One kernel per call: the fixture keeps no state across rill_shutdown. */
+    rill_kernel_desc d = {.name = "gate", .cpu = gate_kernel};
+    rill_kernel *k;
+    rill_status st = rill_kernel_create(&d, &k);
+    if (st != RILL_OK)
+        return st;
+    rill_launch l = {.grid = {1, 1, 1}, .block = {1, 1, 1}, .args = &g, .args_size = sizeof g};
+    st = rill_launch_kernel(s, k, &l);
+    rill_kernel_destroy(k); /* lives until the launch is done */
+    return st;
 }

@@ -72,6 +72,11 @@ void rt_gate_open(rt_gate *g);
  * returns whether it did. */
 bool rt_gate_wait_entered(rt_gate *g);
 
+/* Launches on s a one-block kernel that runs rt_gate_fn(g): a gate that
+ * the library sees as a kernel (which finishes on its own), not as a host
+ * function (which may wait for anything). Returns the launch's status. */
+rill_status rt_launch_gate_kernel(rill_stream *s, rt_gate *g);
+
 #define RT_RUN(tests) rt_run(__FILE__, tests, sizeof(tests) / sizeof((tests)[0]), argc, argv)
 
 #endif

@@ -345,7 +345,7 @@ static void test_pool_internal_wait_orders_reuse(void **state) {
     RT_OK(rill_op_fill_f32(a, x, 1.0f, n));
     RT_OK(rill_stream_wait_stream(b, a));
     rt_gate g = {0};
-    RT_OK(rill_launch_host_func(b, rt_gate_fn, &g));
+    RT_OK(rt_launch_gate_kernel(b, &g));
     launch_sum(b, x, n, out);
     RT_OK(rill_free_async(x, a));
     RT_OK(rill_malloc_async(3 * MiB, a, (void **)&y)); /* returns at once: b is held */
@@ -538,7 +538,7 @@ static void test_pool_async_reuses_pending_block_instead_of_growing(void **state
     RT_OK(rill_op_fill_f32(a, x, 1.0f, n));
     RT_OK(rill_stream_wait_stream(b, a));
     rt_gate g = {0};
-    RT_OK(rill_launch_host_func(b, rt_gate_fn, &g));
+    RT_OK(rt_launch_gate_kernel(b, &g));
     launch_sum(b, x, n, out);
     RT_OK(rill_free_async(x, b));
     rill_mem_stats before, after;
@@ -753,6 +753,276 @@ static void test_pool_summary_is_written(void **state) {
     RT_OK(rill_free(p));
 }
 
+/* ---- reuse of held blocks: rill_malloc, internal waits, the policy ---- */
+
+static void fail_kernel(const rill_block_ctx *ctx, const void *args) {
+    (void)args;
+    rill_kernel_fail(ctx, "injected failure");
+}
+
+static void launch_failing(rill_stream *s) {
+    rill_kernel_desc d = {.name = "fails", .cpu = fail_kernel};
+    rill_kernel *k;
+    RT_OK(rill_kernel_create(&d, &k));
+    rill_launch l = {.grid = {1, 1, 1}, .block = {1, 1, 1}};
+    RT_OK(rill_launch_kernel(s, k, &l));
+    RT_OK(rill_kernel_destroy(k));
+}
+
+/* "rill_malloc returns memory that any stream may use at once: never a
+ * block that pending work still touches. When the pool can only serve it
+ * by reusing such a block (the limit is reached ...), it waits on the host
+ * for the pending frees": the block comes back only once the reader on s1
+ * is done, so a write to it on an unrelated stream cannot reach s1's
+ * input (it did: a sum of 4096 ones came out 28672). */
+static void test_pool_malloc_at_limit_waits_on_host_for_readers(void **state) {
+    (void)state;
+    fresh_runtime();
+    const size_t n = 4096; /* 16 KiB: one commit granule, nothing beside it */
+    rill_stream *s1, *s2;
+    float *x, *y, *out;
+    RT_OK(rill_stream_create(NULL, 0, &s1));
+    RT_OK(rill_stream_create(NULL, 0, &s2));
+    RT_OK(rill_malloc(NULL, n * sizeof(float), (void **)&out));
+    RT_OK(rill_malloc(NULL, n * sizeof(float), (void **)&x));
+    RT_OK(rill_op_fill_f32(NULL, x, 1.0f, n));
+    RT_OK(rill_stream_wait_stream(s1, rill_current_stream(NULL)));
+    rt_gate g = {0};
+    RT_OK(rt_launch_gate_kernel(s1, &g));
+    launch_sum(s1, x, n, out);
+    RT_OK(rill_free(x));
+    rill_mem_stats st;
+    RT_OK(rill_mem_get_stats(NULL, &st));
+    RT_OK(rill_mem_set_limit(NULL, st.reserved_bytes)); /* no room to grow */
+    pthread_t t;
+    opener o = {&g, 50000};
+    assert_int_equal(pthread_create(&t, NULL, open_later, &o), 0);
+    RT_OK(rill_malloc(NULL, n * sizeof(float), (void **)&y));
+    assert_ptr_equal(y, x);
+    assert_int_equal(atomic_load(&g.done), 1); /* the read is over */
+    RT_OK(rill_op_fill_f32(s2, y, 7.0f, n));
+    assert_int_equal(pthread_join(t, NULL), 0);
+    RT_OK(rill_stream_synchronize(s1));
+    RT_OK(rill_stream_synchronize(s2));
+    float host = 0.0f;
+    RT_OK(rill_memcpy(&host, out, sizeof host));
+    assert_true(host == (float)n);
+    assert_int_equal(atomic_load(&g.timed_out), 0);
+    RT_OK(rill_mem_set_limit(NULL, 0));
+    RT_OK(rill_free(y));
+    RT_OK(rill_free(out));
+    RT_OK(rill_stream_destroy(s2));
+    RT_OK(rill_stream_destroy(s1));
+}
+
+/* rill_mem_set_reuse_policy: an internal wait "orders memory only: it ends
+ * when that work completes or is skipped after a failure, and never
+ * carries the failure" to the allocating stream, whose work runs and
+ * reports success while the holder fails. */
+static void test_pool_internal_wait_never_carries_a_failure(void **state) {
+    (void)state;
+    fresh_runtime();
+    rill_stream *a, *b;
+    RT_OK(rill_stream_create(NULL, 0, &a));
+    RT_OK(rill_stream_create(NULL, 0, &b));
+    const size_t n = MiB / sizeof(float);
+    float *x, *y, *out;
+    RT_OK(rill_malloc_async(4096, b, (void **)&out));
+    RT_OK(rill_malloc_async(MiB, a, (void **)&x));
+    RT_OK(rill_op_fill_f32(a, x, 1.0f, n));
+    RT_OK(rill_stream_wait_stream(b, a));
+    rt_gate g = {0};
+    RT_OK(rt_launch_gate_kernel(b, &g));
+    launch_sum(b, x, n, out);
+    launch_failing(b);
+    RT_OK(rill_free_async(x, b));
+    RT_OK(rill_malloc_async(MiB, a, (void **)&y)); /* at once, behind b's work */
+    assert_ptr_equal(y, x);
+    RT_OK(rill_op_fill_f32(a, y, 2.0f, n));
+    atomic_store(&g.open, 1);
+    RT_OK(rill_stream_synchronize(a));
+    float host[2] = {0};
+    RT_OK(rill_memcpy(&host[0], &y[n - 1], sizeof(float)));
+    RT_OK(rill_memcpy(&host[1], out, sizeof(float)));
+    assert_true(host[0] == 2.0f);     /* a's fill ran ... */
+    assert_true(host[1] == (float)n); /* ... after b's read */
+    RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(b));
+    assert_non_null(strstr(rill_last_error(), "injected failure"));
+    RT_OK(rill_stream_clear_error(b));
+    RT_OK(rill_device_synchronize(NULL));
+    RT_OK(rill_free_async(y, a));
+    RT_OK(rill_free_async(out, b));
+    RT_OK(rill_device_synchronize(NULL));
+    RT_OK(rill_stream_destroy(b));
+    RT_OK(rill_stream_destroy(a));
+}
+
+typedef struct flag_wait {
+    _Atomic int flag;
+    _Atomic int timed_out;
+} flag_wait;
+
+/* A host function that waits for later work of another stream: correct
+ * without the pool's reuse, a deadlock if that work waited for it. */
+static void wait_for_flag(void *user_data) {
+    flag_wait *f = user_data;
+    uint64_t deadline = rt_now_ns() + RT_GATE_TIMEOUT_NS;
+    while (!atomic_load(&f->flag)) {
+        if (rt_now_ns() > deadline) {
+            atomic_store(&f->timed_out, 1);
+            return;
+        }
+        rt_sleep_us(50);
+    }
+}
+
+static void set_flag_kernel(const rill_block_ctx *ctx, const void *args) {
+    (void)ctx;
+    flag_wait *f;
+    memcpy(&f, args, sizeof f);
+    atomic_store(&f->flag, 1);
+}
+
+/* "The pool never waits behind work that may itself wait for anything,
+ * S's later work included: host functions ...": b's host function waits
+ * for a kernel that a submits after allocating; the pool grows rather than
+ * put a behind b, and both streams finish. */
+static void test_pool_no_internal_wait_behind_host_functions(void **state) {
+    (void)state;
+    fresh_runtime();
+    rill_stream *a, *b;
+    RT_OK(rill_stream_create(NULL, 0, &a));
+    RT_OK(rill_stream_create(NULL, 0, &b));
+    const size_t n = MiB / sizeof(float);
+    float *x, *y, *out;
+    RT_OK(rill_malloc_async(4096, b, (void **)&out));
+    RT_OK(rill_malloc_async(MiB, a, (void **)&x));
+    RT_OK(rill_op_fill_f32(a, x, 1.0f, n));
+    RT_OK(rill_stream_wait_stream(b, a));
+    launch_sum(b, x, n, out);
+    flag_wait f = {0};
+    RT_OK(rill_launch_host_func(b, wait_for_flag, &f));
+    RT_OK(rill_free_async(x, b));
+    RT_OK(rill_malloc_async(MiB, a, (void **)&y));
+    rill_kernel_desc d = {.name = "set_flag", .cpu = set_flag_kernel};
+    rill_kernel *k;
+    RT_OK(rill_kernel_create(&d, &k));
+    flag_wait *fp = &f;
+    rill_launch l = {.grid = {1, 1, 1}, .block = {1, 1, 1}, .args = &fp, .args_size = sizeof fp};
+    RT_OK(rill_launch_kernel(a, k, &l));
+    RT_OK(rill_kernel_destroy(k));
+    RT_OK(rill_stream_synchronize(b));
+    RT_OK(rill_stream_synchronize(a));
+    assert_int_equal(atomic_load(&f.timed_out), 0);
+    assert_true(y != x);
+    float host = 0.0f;
+    RT_OK(rill_memcpy(&host, out, sizeof host));
+    assert_true(host == (float)n);
+    RT_OK(rill_free_async(y, a));
+    RT_OK(rill_free_async(out, b));
+    RT_OK(rill_device_synchronize(NULL));
+    RT_OK(rill_stream_destroy(b));
+    RT_OK(rill_stream_destroy(a));
+}
+
+/* rill_mem_set_reuse_policy(dev, 0): "the pool never adds a wait; it grows
+ * instead"; the default is RILL_MEM_REUSE_INTERNAL_WAITS; unknown flags
+ * are refused with a sentence. */
+static void test_pool_reuse_policy_without_internal_waits_grows(void **state) {
+    (void)state;
+    fresh_runtime();
+    unsigned flags = 0;
+    RT_OK(rill_mem_get_reuse_policy(NULL, &flags));
+    assert_int_equal(flags, RILL_MEM_REUSE_INTERNAL_WAITS);
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_mem_set_reuse_policy(NULL, 1u << 5));
+    assert_non_null(strstr(rill_last_error(), "rill_mem_set_reuse_policy"));
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_mem_get_reuse_policy(NULL, NULL));
+    RT_OK(rill_mem_set_reuse_policy(NULL, 0));
+    RT_OK(rill_mem_get_reuse_policy(NULL, &flags));
+    assert_int_equal(flags, 0);
+    rill_stream *a, *b;
+    RT_OK(rill_stream_create(NULL, 0, &a));
+    RT_OK(rill_stream_create(NULL, 0, &b));
+    const size_t n = MiB / sizeof(float);
+    float *x, *y, *out;
+    RT_OK(rill_malloc_async(4096, b, (void **)&out));
+    RT_OK(rill_malloc_async(MiB, a, (void **)&x));
+    RT_OK(rill_op_fill_f32(a, x, 1.0f, n));
+    RT_OK(rill_stream_wait_stream(b, a));
+    rt_gate g = {0};
+    RT_OK(rt_launch_gate_kernel(b, &g));
+    launch_sum(b, x, n, out);
+    RT_OK(rill_free_async(x, b));
+    rill_mem_stats before, after;
+    RT_OK(rill_mem_get_stats(NULL, &before));
+    RT_OK(rill_malloc_async(MiB, a, (void **)&y));
+    RT_OK(rill_mem_get_stats(NULL, &after));
+    assert_true(y != x);
+    assert_true(after.reserved_bytes > before.reserved_bytes);
+    RT_OK(rill_op_fill_f32(a, y, 2.0f, n));
+    RT_OK(rill_stream_synchronize(a)); /* a does not wait for b */
+    assert_int_equal(atomic_load(&g.done), 0);
+    atomic_store(&g.open, 1);
+    RT_OK(rill_stream_synchronize(b));
+    RT_OK(rill_mem_set_reuse_policy(NULL, RILL_MEM_REUSE_INTERNAL_WAITS));
+    RT_OK(rill_free_async(y, a));
+    RT_OK(rill_free_async(out, b));
+    RT_OK(rill_device_synchronize(NULL));
+    RT_OK(rill_stream_destroy(b));
+    RT_OK(rill_stream_destroy(a));
+}
+
+/* Graph memory is allocated on a library-owned stream through the pool;
+ * when the pool can only serve it by reusing a block that failing work
+ * held, that failure must not stick to that stream (rill_device_synchronize
+ * would report it for the rest of the process: the program cannot clear a
+ * stream it does not own). */
+static void test_pool_graph_memory_reuse_keeps_device_clean_after_failure(void **state) {
+    (void)state;
+    fresh_runtime();
+    rill_stream *b, *c;
+    RT_OK(rill_stream_create(NULL, 0, &b));
+    RT_OK(rill_stream_create(NULL, 0, &c));
+    const size_t n = MiB / sizeof(float);
+    float *x, *y, *out;
+    RT_OK(rill_malloc_async(4096, b, (void **)&out));
+    RT_OK(rill_malloc_async(MiB, b, (void **)&x));
+    RT_OK(rill_op_fill_f32(b, x, 1.0f, n));
+    rt_gate g = {0};
+    RT_OK(rt_launch_gate_kernel(b, &g));
+    launch_sum(b, x, n, out);
+    launch_failing(b);
+    RT_OK(rill_free_async(x, b));
+    rill_mem_stats st;
+    RT_OK(rill_mem_get_stats(NULL, &st));
+    RT_OK(rill_mem_set_limit(NULL, st.reserved_bytes)); /* no room to grow */
+    pthread_t t;
+    opener o = {&g, 50000};
+    assert_int_equal(pthread_create(&t, NULL, open_later, &o), 0);
+    RT_OK(rill_stream_begin_capture(c, RILL_CAPTURE_GLOBAL));
+    RT_OK(rill_malloc_async(MiB, c, (void **)&y));
+    assert_ptr_equal(y, x);
+    RT_OK(rill_op_fill_f32(c, y, 3.0f, n));
+    RT_OK(rill_free_async(y, c));
+    rill_graph *graph;
+    RT_OK(rill_stream_end_capture(c, &graph));
+    assert_int_equal(pthread_join(t, NULL), 0);
+    RT_OK(rill_mem_set_limit(NULL, 0));
+    RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(b));
+    RT_OK(rill_stream_clear_error(b));
+    RT_OK(rill_device_synchronize(NULL));
+    rill_graph_exec *exec;
+    RT_OK(rill_graph_instantiate(graph, &exec));
+    RT_OK(rill_graph_launch(exec, c));
+    RT_OK(rill_device_synchronize(NULL));
+    RT_OK(rill_graph_exec_destroy(exec));
+    RT_OK(rill_graph_destroy(graph));
+    RT_OK(rill_free_async(out, b));
+    RT_OK(rill_device_synchronize(NULL));
+    RT_OK(rill_stream_destroy(c));
+    RT_OK(rill_stream_destroy(b));
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pool_free_while_other_stream_reads_is_not_reused),
@@ -774,6 +1044,11 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_pool_decommitted_hole_is_reused),
         cmocka_unit_test(test_pool_nearby_sizes_share_blocks),
         cmocka_unit_test(test_pool_interior_pointers_find_their_block),
+        cmocka_unit_test(test_pool_malloc_at_limit_waits_on_host_for_readers),
+        cmocka_unit_test(test_pool_internal_wait_never_carries_a_failure),
+        cmocka_unit_test(test_pool_no_internal_wait_behind_host_functions),
+        cmocka_unit_test(test_pool_reuse_policy_without_internal_waits_grows),
+        cmocka_unit_test(test_pool_graph_memory_reuse_keeps_device_clean_after_failure),
     };
     if (argc > 1)
         cmocka_set_test_filter(argv[1]);
