@@ -35,7 +35,8 @@
     X(RILL_ERROR_CAPTURE_UNMATCHED, "the stream is not the origin of its capture")               \
     X(RILL_ERROR_CAPTURE_ISOLATION, "a dependency links captured and uncaptured work, or two "   \
                                     "captures")                                                  \
-    X(RILL_ERROR_CAPTURE_WRONG_THREAD, "a thread-local capture was ended from another thread")   \
+    X(RILL_ERROR_CAPTURE_WRONG_THREAD, "the capture was ended from another thread than the "     \
+                                       "one that began it")                                      \
     X(RILL_ERROR_IPC, "an inter-process handle could not be exported or opened")                 \
     X(RILL_ERROR_INTERNAL, "an internal error occurred in rill")
 

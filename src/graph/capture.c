@@ -994,12 +994,14 @@ rill_status rill_stream_end_capture(rill_stream *stream, rill_graph **out) {
     }
     stream_label(stream, a, sizeof a);
     if (c->mode != RILL_CAPTURE_RELAXED && c->thread != &tls_token) {
+        /* Like UNMATCHED, this leaves the capture as it was: a stray thread
+         * must not end a capture that its own thread is still building. */
         rill_capture_mode mode = c->mode;
-        rill_graph_destroy(discard_unlock(c));
+        rill__spinlock_unlock(&caps_lock);
         return rill__fail(RILL_ERROR_CAPTURE_WRONG_THREAD,
                           "%s: the capture on stream %s was begun in %s mode by another thread, "
                           "which must end it (only RELAXED captures may end on any thread); "
-                          "the capture is discarded",
+                          "the capture goes on unchanged",
                           fn, a, mode_name(mode));
     }
     if (c->invalidated) {
