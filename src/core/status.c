@@ -29,7 +29,8 @@
                                 "skipped until rill_stream_clear_error")                         \
     X(RILL_ERROR_CAPTURE_UNSUPPORTED, "the call is not allowed while a capture is active; the "  \
                                       "capture is invalidated")                                  \
-    X(RILL_ERROR_CAPTURE_INVALIDATED, "the capture was invalidated by an unsupported call")      \
+    X(RILL_ERROR_CAPTURE_INVALIDATED, "the capture was invalidated by an unsupported call or "   \
+                                      "a destroyed stream")                                      \
     X(RILL_ERROR_CAPTURE_UNJOINED, "a stream forked into the capture was not joined back to "    \
                                    "the origin stream")                                          \
     X(RILL_ERROR_CAPTURE_UNMATCHED, "the stream is not the origin of its capture")               \

@@ -328,6 +328,25 @@ static rill__capture *lock_capture_of(rill_stream *s) {
     return c;
 }
 
+void rill__capture_stream_destroyed(rill_stream *s) {
+    /* No fast path on rill__captures_active: only the lock orders this
+     * against a rill_stream_begin_capture racing on the same stream (see
+     * the owner_released check there). */
+    rill__capture *c = lock_capture_of(s);
+    if (c == NULL)
+        return;
+    if (c->origin != s) {
+        /* A forked stream: its work may not be joined back yet, and the
+         * origin's thread learns at end_capture what happened. */
+        invalidate(c, "rill_stream_destroy", s);
+        rill__spinlock_unlock(&caps_lock);
+        return;
+    }
+    /* The origin: no handle is left to end the capture, so it ends here,
+     * as a failed end_capture ends it. */
+    rill_graph_destroy(discard_unlock(c));
+}
+
 static void note_use(rill__capture *c, const void *ptr, size_t bytes, uint32_t node) {
     if (ptr == NULL || !grow((void **)&c->uses, &c->cap_uses, c->num_uses + 1, sizeof *c->uses))
         return; /* without memory the use is not tracked: only checks weaken */
@@ -900,6 +919,16 @@ rill_status rill_stream_begin_capture(rill_stream *stream, rill_capture_mode mod
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory", fn);
     }
     rill__spinlock_lock(&caps_lock);
+    /* rill_stream_destroy marks the stream before it looks for a capture
+     * under caps_lock: a capture begun here is either seen and ended there
+     * or refused here, never left on a stream that nobody can name. */
+    if (atomic_load(&stream->owner_released)) {
+        rill__spinlock_unlock(&caps_lock);
+        rill__free(c);
+        rill_graph_destroy(g);
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: the stream handle is not valid (destroyed, or not a stream)", fn);
+    }
     rill__capture *other = atomic_load_explicit(&stream->capture, memory_order_acquire);
     if (other != NULL) {
         char a[80];

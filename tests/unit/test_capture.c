@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* Capture ownership: which thread may end a capture, and what a wrong
- * thread's attempt leaves.
+/* Capture ownership and the end of a capture: which thread may end a
+ * capture, what a wrong thread's attempt leaves, and what destroying a
+ * capturing stream (the origin, or a stream forked into the capture) does
+ * to the capture, its other streams and the calls that it forbade.
  *
  * Captured work is host functions that count into atomics; threads report
  * statuses through plain fields read after pthread_join; only the main
@@ -26,6 +28,14 @@ static rill_stream *named_stream(const char *name) {
     return s;
 }
 
+static void fork_to(rill_stream *from, rill_stream *to) {
+    rill_event *e;
+    RT_OK(rill_event_create(RILL_EVENT_DEFAULT, &e));
+    RT_OK(rill_event_record(e, from));
+    RT_OK(rill_stream_wait_event(to, e));
+    RT_OK(rill_event_destroy(e));
+}
+
 static rill_capture_status capture_status(rill_stream *s) {
     rill_capture_status cs;
     RT_OK(rill_stream_get_capture_status(s, &cs));
@@ -35,7 +45,7 @@ static rill_capture_status capture_status(rill_stream *s) {
 /* What a thread other than the test's main thread saw. */
 typedef struct thread_call {
     rill_stream *s;
-    rill_status end_status;
+    rill_status end_status, malloc_status;
     rill_graph *g;
     char end_error[256];
 } thread_call;
@@ -44,6 +54,16 @@ static void *end_elsewhere(void *p) {
     thread_call *t = p;
     t->end_status = rill_stream_end_capture(t->s, &t->g);
     snprintf(t->end_error, sizeof t->end_error, "%s", rill_last_error());
+    return NULL;
+}
+
+/* rill_malloc (an unsafe call) from a new thread in GLOBAL mode. */
+static void *malloc_elsewhere(void *p) {
+    thread_call *t = p;
+    void *q = NULL;
+    t->malloc_status = rill_malloc(NULL, 64, &q);
+    if (q != NULL)
+        rill_free(q);
     return NULL;
 }
 
@@ -99,9 +119,88 @@ static void test_capture_end_from_wrong_thread_leaves_capture(void **state) {
     RT_OK(rill_stream_destroy(s));
 }
 
+/* ------------------------------------------- destroying capturing streams */
+
+/* "Destroying the origin ends the capture as a failed end_capture does:
+ * its graph is discarded, its other streams are usable, nothing captured
+ * runs." Before, rill_malloc and rill_device_synchronize failed in every
+ * GLOBAL thread until rill_shutdown. */
+static void test_capture_destroying_origin_discards_capture(void **state) {
+    (void)state;
+    for (int mode = RILL_CAPTURE_GLOBAL; mode <= RILL_CAPTURE_RELAXED; mode++) {
+        rill_stream *origin = named_stream("origin"), *side = named_stream("side");
+        atomic_int ran = 0, after = 0;
+        rill_event *in_capture;
+        RT_OK(rill_event_create(RILL_EVENT_DEFAULT, &in_capture));
+        RT_OK(rill_stream_begin_capture(origin, (rill_capture_mode)mode));
+        RT_OK(rill_launch_host_func(origin, bump, &ran));
+        fork_to(origin, side);
+        void *graph_mem;
+        RT_OK(rill_malloc_async(4096, side, &graph_mem)); /* the graph's own memory */
+        RT_OK(rill_memset_async(graph_mem, 0, 4096, side));
+        RT_OK(rill_launch_host_func(side, bump, &ran));
+        RT_OK(rill_event_record(in_capture, side));
+        assert_int_equal(capture_status(side), RILL_CAPTURE_ACTIVE);
+
+        RT_OK(rill_stream_destroy(origin));
+
+        /* The capture is gone: its forked stream left it and works. */
+        assert_int_equal(capture_status(side), RILL_CAPTURE_NONE);
+        RT_OK(rill_stream_wait_event(side, in_capture)); /* as if never recorded */
+        RT_OK(rill_launch_host_func(side, bump, &after));
+        RT_OK(rill_stream_synchronize(side));
+        assert_int_equal(atomic_load(&after), 1);
+        /* The calls it forbade are allowed again, in every thread. */
+        void *p;
+        RT_OK(rill_malloc(NULL, 64, &p));
+        RT_OK(rill_free(p));
+        thread_call t = {0};
+        run_thread(malloc_elsewhere, &t);
+        assert_int_equal(t.malloc_status, RILL_OK);
+        RT_OK(rill_device_synchronize(NULL));
+        assert_int_equal(atomic_load(&ran), 0); /* nothing captured ran */
+        RT_OK(rill_event_destroy(in_capture));
+        RT_OK(rill_stream_destroy(side));
+    }
+}
+
+/* "Destroying a stream forked into a capture invalidates the capture, and
+ * end_capture on the origin then returns RILL_ERROR_CAPTURE_INVALIDATED
+ * naming that stream." */
+static void test_capture_destroying_forked_stream_invalidates_capture(void **state) {
+    (void)state;
+    rill_stream *origin = named_stream("origin"), *side = named_stream("side");
+    atomic_int ran = 0, after = 0;
+    RT_OK(rill_stream_begin_capture(origin, RILL_CAPTURE_GLOBAL));
+    RT_OK(rill_launch_host_func(origin, bump, &ran));
+    fork_to(origin, side);
+    RT_OK(rill_launch_host_func(side, bump, &ran));
+
+    RT_OK(rill_stream_destroy(side));
+
+    assert_int_equal(capture_status(origin), RILL_CAPTURE_INVALIDATED);
+    RT_STATUS(RILL_ERROR_CAPTURE_UNSUPPORTED, rill_launch_host_func(origin, bump, &ran));
+    assert_non_null(strstr(rill_last_error(), "rill_stream_destroy"));
+    rill_graph *g;
+    RT_STATUS(RILL_ERROR_CAPTURE_INVALIDATED, rill_stream_end_capture(origin, &g));
+    assert_null(g);
+    assert_non_null(strstr(rill_last_error(), "rill_stream_destroy"));
+    assert_non_null(strstr(rill_last_error(), "'side'"));
+    /* The origin is usable, the device free of captures, nothing ran. */
+    assert_int_equal(capture_status(origin), RILL_CAPTURE_NONE);
+    RT_OK(rill_launch_host_func(origin, bump, &after));
+    RT_OK(rill_stream_synchronize(origin));
+    RT_OK(rill_device_synchronize(NULL));
+    assert_int_equal(atomic_load(&after), 1);
+    assert_int_equal(atomic_load(&ran), 0);
+    RT_OK(rill_stream_destroy(origin));
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_capture_end_from_wrong_thread_leaves_capture),
+        cmocka_unit_test(test_capture_destroying_origin_discards_capture),
+        cmocka_unit_test(test_capture_destroying_forked_stream_invalidates_capture),
     };
     return RT_RUN(tests);
 }
