@@ -407,10 +407,10 @@ typedef enum rill_capture_status {
  * leaves a capture that nothing can end. Destroying the origin ends the
  * capture as a failed end_capture does: its graph is discarded, its other
  * streams are usable, nothing captured runs. This is also how a capture
- * whose beginning thread exited without ending it is ended. Destroying a
- * stream forked into a capture invalidates the capture, and end_capture on
- * the origin then returns RILL_ERROR_CAPTURE_INVALIDATED naming that
- * stream. */
+ * whose beginning thread exited without ending it is ended (a thread
+ * started later is never that thread). Destroying a stream forked into a
+ * capture invalidates the capture, and end_capture on the origin then
+ * returns RILL_ERROR_CAPTURE_INVALIDATED naming that stream. */
 rill_status rill_stream_begin_capture(rill_stream *stream, rill_capture_mode mode);
 rill_status rill_stream_end_capture(rill_stream *stream, rill_graph **out);
 rill_status rill_stream_get_capture_status(rill_stream *stream, rill_capture_status *out);

@@ -52,7 +52,7 @@ struct rill__capture {
     uint64_t id;
     rill__capture *next, *prev;
     rill_capture_mode mode;
-    const void *thread; /* the beginning thread's token */
+    uint64_t thread; /* rill__thread_id() of the beginning thread */
     rill_stream *origin;
     rill_graph *graph; /* owned until end_capture hands it out */
     int invalidated;
@@ -91,7 +91,6 @@ static uint64_t next_capture_id = 1;
 static _Atomic int gpools_live;
 
 static _Thread_local rill_capture_mode tls_mode = RILL_CAPTURE_GLOBAL;
-static _Thread_local char tls_token;
 
 static const char *mode_name(rill_capture_mode m) {
     switch (m) {
@@ -218,8 +217,8 @@ static rill_status fail_invalidated(rill__capture *c, const char *fn) {
 static bool forbids(const rill__capture *c) {
     if (c->mode == RILL_CAPTURE_GLOBAL && tls_mode == RILL_CAPTURE_GLOBAL)
         return true;
-    return c->thread == &tls_token && c->mode != RILL_CAPTURE_RELAXED &&
-           tls_mode != RILL_CAPTURE_RELAXED;
+    return c->mode != RILL_CAPTURE_RELAXED && tls_mode != RILL_CAPTURE_RELAXED &&
+           c->thread == rill__thread_id();
 }
 
 /* ------------------------------------------------------------ gpools */
@@ -943,7 +942,7 @@ rill_status rill_stream_begin_capture(rill_stream *stream, rill_capture_mode mod
     }
     c->id = next_capture_id++;
     c->mode = mode;
-    c->thread = &tls_token;
+    c->thread = rill__thread_id();
     c->origin = stream;
     c->graph = g;
     atomic_fetch_add(&rill__captures_active, 1);
@@ -1022,7 +1021,7 @@ rill_status rill_stream_end_capture(rill_stream *stream, rill_graph **out) {
                           fn, a, b);
     }
     stream_label(stream, a, sizeof a);
-    if (c->mode != RILL_CAPTURE_RELAXED && c->thread != &tls_token) {
+    if (c->mode != RILL_CAPTURE_RELAXED && c->thread != rill__thread_id()) {
         /* Like UNMATCHED, this leaves the capture as it was: a stray thread
          * must not end a capture that its own thread is still building. */
         rill_capture_mode mode = c->mode;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Capture ownership and the end of a capture: which thread may end a
- * capture, what a wrong thread's attempt leaves, and what destroying a
+ * capture (a thread, not its thread-local storage, which a later thread may
+ * inherit), what a wrong thread's attempt leaves, and what destroying a
  * capturing stream (the origin, or a stream forked into the capture) does
  * to the capture, its other streams and the calls that it forbade.
  *
@@ -119,6 +120,73 @@ static void test_capture_end_from_wrong_thread_leaves_capture(void **state) {
     RT_OK(rill_stream_destroy(s));
 }
 
+/* A thread that exits with its capture active, then threads started until
+ * one inherits its thread-local storage (glibc reuses the stack and TLS
+ * block of a joined thread). */
+static _Thread_local char tls_probe;
+
+typedef struct inheritor {
+    const void *owner_tls; /* &tls_probe of the beginning thread */
+    rill_status begin_status;
+    bool same_tls;
+    thread_call call; /* the inheriting thread's calls on call.s */
+} inheritor;
+
+static void *begin_and_exit(void *p) {
+    inheritor *h = p;
+    h->owner_tls = &tls_probe;
+    h->begin_status = rill_stream_begin_capture(h->call.s, RILL_CAPTURE_THREAD_LOCAL);
+    return NULL;
+}
+
+static void *maybe_inherit(void *p) {
+    inheritor *h = p;
+    h->same_tls = (const void *)&tls_probe == h->owner_tls;
+    if (!h->same_tls)
+        return NULL;
+    /* The beginning thread's capture is not this thread's: an unsafe call
+     * is allowed, and ending it is WRONG_THREAD. */
+    malloc_elsewhere(&h->call);
+    end_elsewhere(&h->call);
+    return NULL;
+}
+
+/* "ending a capture not begun RELAXED from another thread than the one
+ * that began it is RILL_ERROR_CAPTURE_WRONG_THREAD", and "a thread started
+ * later is never that thread", even when it has the same thread-local
+ * storage. */
+static void test_capture_owner_is_a_thread_not_its_storage(void **state) {
+    (void)state;
+    enum { MAX_THREADS = 256 };
+    rill_stream *s = named_stream("left");
+    atomic_int ran = 0;
+    inheritor h = {.call.s = s};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, begin_and_exit, &h), 0);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    assert_int_equal(h.begin_status, RILL_OK);
+    RT_OK(rill_launch_host_func(s, bump, &ran)); /* captured, from this thread */
+    int tries = 0;
+    while (!h.same_tls && tries++ < MAX_THREADS) {
+        assert_int_equal(pthread_create(&th, NULL, maybe_inherit, &h), 0);
+        assert_int_equal(pthread_join(th, NULL), 0);
+    }
+    if (!h.same_tls) {
+        RT_OK(rill_stream_destroy(s));
+        print_message("no thread inherited the thread-local storage in %d tries\n", MAX_THREADS);
+        skip();
+    }
+    assert_int_equal(h.call.malloc_status, RILL_OK);
+    assert_int_equal(h.call.end_status, RILL_ERROR_CAPTURE_WRONG_THREAD);
+    assert_null(h.call.g);
+    assert_non_null(strstr(h.call.end_error, "THREAD_LOCAL"));
+    assert_int_equal(capture_status(s), RILL_CAPTURE_ACTIVE);
+    /* Only rill_stream_destroy of its origin (or rill_shutdown) ends it now. */
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(rill_device_synchronize(NULL)); /* refused while any capture is active */
+    assert_int_equal(atomic_load(&ran), 0);
+}
+
 /* ------------------------------------------- destroying capturing streams */
 
 /* "Destroying the origin ends the capture as a failed end_capture does:
@@ -199,6 +267,7 @@ static void test_capture_destroying_forked_stream_invalidates_capture(void **sta
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_capture_end_from_wrong_thread_leaves_capture),
+        cmocka_unit_test(test_capture_owner_is_a_thread_not_its_storage),
         cmocka_unit_test(test_capture_destroying_origin_discards_capture),
         cmocka_unit_test(test_capture_destroying_forked_stream_invalidates_capture),
     };
