@@ -54,11 +54,11 @@ typedef enum rill_status {
     RILL_ERROR_NOT_RECORDED,         /* elapsed time of an event never recorded */
     RILL_ERROR_KERNEL_FAILED,        /* a kernel or host function reported failure; see rill_stream_clear_error */
     RILL_ERROR_CAPTURE_UNSUPPORTED,  /* call not allowed while a capture is active; the capture is invalidated */
-    RILL_ERROR_CAPTURE_INVALIDATED,  /* end_capture of a capture that an unsupported call invalidated */
+    RILL_ERROR_CAPTURE_INVALIDATED,  /* end_capture of a capture invalidated (forbidden call, destroyed stream) */
     RILL_ERROR_CAPTURE_UNJOINED,     /* end_capture while a forked stream has work not joined back */
     RILL_ERROR_CAPTURE_UNMATCHED,    /* end_capture on a stream that is not the origin of its capture */
     RILL_ERROR_CAPTURE_ISOLATION,    /* a dependency between captured and uncaptured work, or two captures */
-    RILL_ERROR_CAPTURE_WRONG_THREAD, /* thread-local capture ended from another thread */
+    RILL_ERROR_CAPTURE_WRONG_THREAD, /* end_capture from another thread than begin_capture (not RELAXED) */
     RILL_ERROR_IPC,                  /* an inter-process handle could not be exported or opened */
     RILL_ERROR_INTERNAL
 } rill_status;
@@ -434,11 +434,21 @@ typedef enum rill_capture_status {
  * event recorded outside it or in another capture is
  * RILL_ERROR_CAPTURE_ISOLATION (waiting on a never-recorded event still
  * does nothing). end_capture on a stream that is not the origin is
- * RILL_ERROR_CAPTURE_UNMATCHED and leaves the capture as it was; ending a
- * capture not begun RELAXED from another thread is
- * RILL_ERROR_CAPTURE_WRONG_THREAD. Every other failure of end_capture ends
- * the capture on all its streams, leaves them usable, and runs nothing that
- * was captured. */
+ * RILL_ERROR_CAPTURE_UNMATCHED; ending a capture not begun RELAXED from
+ * another thread than the one that began it is
+ * RILL_ERROR_CAPTURE_WRONG_THREAD. Both leave the capture as it was: the
+ * beginning thread can still end it on its origin. Every other failure of
+ * end_capture ends the capture on all its streams, leaves them usable, and
+ * runs nothing that was captured.
+ *
+ * rill_stream_destroy of a capturing stream returns RILL_OK and never
+ * leaves a capture that nothing can end. Destroying the origin ends the
+ * capture as a failed end_capture does: its graph is discarded, its other
+ * streams are usable, nothing captured runs. This is also how a capture
+ * whose beginning thread exited without ending it is ended (a thread
+ * started later is never that thread). Destroying a stream forked into a
+ * capture invalidates the capture, and end_capture on the origin then
+ * returns RILL_ERROR_CAPTURE_INVALIDATED naming that stream. */
 rill_status rill_stream_begin_capture(rill_stream *stream, rill_capture_mode mode);
 rill_status rill_stream_end_capture(rill_stream *stream, rill_graph **out);
 rill_status rill_stream_get_capture_status(rill_stream *stream, rill_capture_status *out);

@@ -29,13 +29,15 @@
                                 "skipped until rill_stream_clear_error")                         \
     X(RILL_ERROR_CAPTURE_UNSUPPORTED, "the call is not allowed while a capture is active; the "  \
                                       "capture is invalidated")                                  \
-    X(RILL_ERROR_CAPTURE_INVALIDATED, "the capture was invalidated by an unsupported call")      \
+    X(RILL_ERROR_CAPTURE_INVALIDATED, "the capture was invalidated by an unsupported call or "   \
+                                      "a destroyed stream")                                      \
     X(RILL_ERROR_CAPTURE_UNJOINED, "a stream forked into the capture was not joined back to "    \
                                    "the origin stream")                                          \
     X(RILL_ERROR_CAPTURE_UNMATCHED, "the stream is not the origin of its capture")               \
     X(RILL_ERROR_CAPTURE_ISOLATION, "a dependency links captured and uncaptured work, or two "   \
                                     "captures")                                                  \
-    X(RILL_ERROR_CAPTURE_WRONG_THREAD, "a thread-local capture was ended from another thread")   \
+    X(RILL_ERROR_CAPTURE_WRONG_THREAD, "the capture was ended from another thread than the "     \
+                                       "one that began it")                                      \
     X(RILL_ERROR_IPC, "an inter-process handle could not be exported or opened")                 \
     X(RILL_ERROR_INTERNAL, "an internal error occurred in rill")
 

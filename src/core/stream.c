@@ -424,6 +424,9 @@ rill_status rill_stream_destroy(rill_stream *stream) {
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "rill_stream_destroy: the stream was already destroyed");
     atomic_store(&stream->magic, RILL__MAGIC_DEAD);
+    /* A capture the stream belongs to ends (origin) or is invalidated
+     * (forked stream); the capture's reference keeps the stream until then. */
+    rill__capture_stream_destroyed(stream);
     /* Pending work keeps its own reference: the stream is a zombie until
      * that work completes. */
     rill__stream_unref(stream);

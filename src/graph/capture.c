@@ -52,7 +52,7 @@ struct rill__capture {
     uint64_t id;
     rill__capture *next, *prev;
     rill_capture_mode mode;
-    const void *thread; /* the beginning thread's token */
+    uint64_t thread; /* rill__thread_id() of the beginning thread */
     rill_stream *origin;
     rill_graph *graph; /* owned until end_capture hands it out */
     int invalidated;
@@ -91,7 +91,6 @@ static uint64_t next_capture_id = 1;
 static _Atomic int gpools_live;
 
 static _Thread_local rill_capture_mode tls_mode = RILL_CAPTURE_GLOBAL;
-static _Thread_local char tls_token;
 
 static const char *mode_name(rill_capture_mode m) {
     switch (m) {
@@ -218,8 +217,8 @@ static rill_status fail_invalidated(rill__capture *c, const char *fn) {
 static bool forbids(const rill__capture *c) {
     if (c->mode == RILL_CAPTURE_GLOBAL && tls_mode == RILL_CAPTURE_GLOBAL)
         return true;
-    return c->thread == &tls_token && c->mode != RILL_CAPTURE_RELAXED &&
-           tls_mode != RILL_CAPTURE_RELAXED;
+    return c->mode != RILL_CAPTURE_RELAXED && tls_mode != RILL_CAPTURE_RELAXED &&
+           c->thread == rill__thread_id();
 }
 
 /* ------------------------------------------------------------ gpools */
@@ -326,6 +325,25 @@ static rill__capture *lock_capture_of(rill_stream *s) {
     if (c == NULL)
         rill__spinlock_unlock(&caps_lock);
     return c;
+}
+
+void rill__capture_stream_destroyed(rill_stream *s) {
+    /* No fast path on rill__captures_active: only the lock orders this
+     * against a rill_stream_begin_capture racing on the same stream (see
+     * the owner_released check there). */
+    rill__capture *c = lock_capture_of(s);
+    if (c == NULL)
+        return;
+    if (c->origin != s) {
+        /* A forked stream: its work may not be joined back yet, and the
+         * origin's thread learns at end_capture what happened. */
+        invalidate(c, "rill_stream_destroy", s);
+        rill__spinlock_unlock(&caps_lock);
+        return;
+    }
+    /* The origin: no handle is left to end the capture, so it ends here,
+     * as a failed end_capture ends it. */
+    rill_graph_destroy(discard_unlock(c));
 }
 
 static void note_use(rill__capture *c, const void *ptr, size_t bytes, uint32_t node) {
@@ -900,6 +918,16 @@ rill_status rill_stream_begin_capture(rill_stream *stream, rill_capture_mode mod
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory", fn);
     }
     rill__spinlock_lock(&caps_lock);
+    /* rill_stream_destroy marks the stream before it looks for a capture
+     * under caps_lock: a capture begun here is either seen and ended there
+     * or refused here, never left on a stream that nobody can name. */
+    if (atomic_load(&stream->owner_released)) {
+        rill__spinlock_unlock(&caps_lock);
+        rill__free(c);
+        rill_graph_destroy(g);
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: the stream handle is not valid (destroyed, or not a stream)", fn);
+    }
     rill__capture *other = atomic_load_explicit(&stream->capture, memory_order_acquire);
     if (other != NULL) {
         char a[80];
@@ -914,7 +942,7 @@ rill_status rill_stream_begin_capture(rill_stream *stream, rill_capture_mode mod
     }
     c->id = next_capture_id++;
     c->mode = mode;
-    c->thread = &tls_token;
+    c->thread = rill__thread_id();
     c->origin = stream;
     c->graph = g;
     atomic_fetch_add(&rill__captures_active, 1);
@@ -993,13 +1021,15 @@ rill_status rill_stream_end_capture(rill_stream *stream, rill_graph **out) {
                           fn, a, b);
     }
     stream_label(stream, a, sizeof a);
-    if (c->mode != RILL_CAPTURE_RELAXED && c->thread != &tls_token) {
+    if (c->mode != RILL_CAPTURE_RELAXED && c->thread != rill__thread_id()) {
+        /* Like UNMATCHED, this leaves the capture as it was: a stray thread
+         * must not end a capture that its own thread is still building. */
         rill_capture_mode mode = c->mode;
-        rill_graph_destroy(discard_unlock(c));
+        rill__spinlock_unlock(&caps_lock);
         return rill__fail(RILL_ERROR_CAPTURE_WRONG_THREAD,
                           "%s: the capture on stream %s was begun in %s mode by another thread, "
                           "which must end it (only RELAXED captures may end on any thread); "
-                          "the capture is discarded",
+                          "the capture goes on unchanged",
                           fn, a, mode_name(mode));
     }
     if (c->invalidated) {

@@ -205,6 +205,11 @@ rill_status rill__capture_malloc(rill_stream *s, size_t bytes, void **out);
 rill_status rill__capture_free(rill_stream *s, void *ptr, bool *handled);
 /* Ends every capture (rill_shutdown): nothing captured runs. */
 void rill__captures_shutdown(void);
+/* rill_stream_destroy of s (its owner_released already set): when s is
+ * the origin of a capture, the capture is discarded (nothing captured
+ * runs, its other streams leave it); when s was forked into one, the
+ * capture is invalidated. Takes caps_lock; call with no lock held. */
+void rill__capture_stream_destroyed(rill_stream *s);
 
 /* Memory owned by graphs (src/graph/capture.c). */
 void rill__gpool_unref(rill__gpool *pool, rill_stream *last_stream, uint64_t last_seq);

@@ -31,6 +31,11 @@ void rill__mutex_unlock(rill__mutex *m);
 void rill__thread_start(rill__thread *t, const char *name, void (*fn)(void *), void *arg);
 void rill__thread_join(rill__thread *t);
 void rill__thread_yield(void);
+/* A number naming the calling thread, handed out from a process-wide
+ * counter on the thread's first call: never 0, and never reused, unlike
+ * the address of a thread-local variable or a pthread_t, which a thread
+ * started after another exits may inherit. */
+uint64_t rill__thread_id(void);
 
 /* Sleeps while *word == expected (a spurious return is allowed). */
 void rill__futex_wait(_Atomic uint32_t *word, uint32_t expected);

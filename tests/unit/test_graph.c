@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* Graphs: stream capture with forks and joins, every end_capture status,
- * capture modes across threads, isolation, allocation during capture,
- * graphs built by hand, exec update, replays with fresh inputs, failures
- * inside a launch, a capture abandoned by rill_shutdown, and random
- * multi-stream programs captured and replayed against eager runs. */
+/* Graphs: stream capture with forks and joins, every end_capture status
+ * (WRONG_THREAD in test_capture.c), capture modes across threads,
+ * isolation, allocation during capture, graphs built by hand, exec update,
+ * replays with fresh inputs, failures inside a launch, a capture abandoned
+ * by rill_shutdown, and random multi-stream programs captured and replayed
+ * against eager runs. */
 #include "fixture.h"
 
 #include "core/alloc.h"
@@ -459,42 +460,6 @@ static void test_capture_isolation(void **state) {
     RT_OK(rill_stream_destroy(a));
     RT_OK(rill_stream_destroy(b));
     RT_OK(rill_stream_destroy(c));
-}
-
-typedef struct end_call {
-    rill_stream *s;
-    rill_status status;
-    rill_graph *g;
-} end_call;
-
-static void *end_elsewhere(void *p) {
-    end_call *e = p;
-    e->status = rill_stream_end_capture(e->s, &e->g);
-    return NULL;
-}
-
-/* A capture not begun RELAXED ends only on its thread. */
-static void test_capture_wrong_thread(void **state) {
-    (void)state;
-    rill_stream *s = named_stream("s");
-    for (int mode = RILL_CAPTURE_GLOBAL; mode <= RILL_CAPTURE_RELAXED; mode++) {
-        RT_OK(rill_stream_begin_capture(s, (rill_capture_mode)mode));
-        end_call e = {.s = s};
-        pthread_t t;
-        assert_int_equal(pthread_create(&t, NULL, end_elsewhere, &e), 0);
-        pthread_join(t, NULL);
-        rill_capture_status cs;
-        RT_OK(rill_stream_get_capture_status(s, &cs));
-        assert_int_equal(cs, RILL_CAPTURE_NONE);
-        if (mode == RILL_CAPTURE_RELAXED) {
-            assert_int_equal(e.status, RILL_OK);
-            RT_OK(rill_graph_destroy(e.g));
-        } else {
-            assert_int_equal(e.status, RILL_ERROR_CAPTURE_WRONG_THREAD);
-            assert_null(e.g);
-        }
-    }
-    RT_OK(rill_stream_destroy(s));
 }
 
 /* Seed 004's shape with fresh inputs copied in before each of 1000
@@ -986,7 +951,6 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_capture_modes_decide_unsafe_calls),
         cmocka_unit_test(test_capture_free_of_used_memory_is_unsafe),
         cmocka_unit_test(test_capture_isolation),
-        cmocka_unit_test(test_capture_wrong_thread),
         cmocka_unit_test(test_graph_replays_with_fresh_inputs),
         cmocka_unit_test(test_graph_by_hand_and_update),
         cmocka_unit_test(test_graph_private_memory),

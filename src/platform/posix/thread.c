@@ -79,6 +79,16 @@ void rill__thread_yield(void) {
     sched_yield();
 }
 
+static _Atomic uint64_t next_thread_id = 1;
+static _Thread_local uint64_t tls_thread_id; /* 0 until the first call */
+
+uint64_t rill__thread_id(void) {
+    if (tls_thread_id == 0)
+        /* relaxed: only uniqueness is needed, which the atomic add gives. */
+        tls_thread_id = atomic_fetch_add_explicit(&next_thread_id, 1, memory_order_relaxed);
+    return tls_thread_id;
+}
+
 void rill__futex_wait(_Atomic uint32_t *word, uint32_t expected) {
     /* EAGAIN (the word changed) and EINTR are ordinary returns. */
     syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
