@@ -103,7 +103,9 @@ rill_status rill_device_get_by_kind(rill_device_kind kind, int index, rill_devic
 rill_status rill_device_get_info(rill_device *dev, rill_device_info *out);
 rill_status rill_set_device(rill_device *dev);        /* for the calling thread */
 rill_status rill_get_device(rill_device **out);       /* the calling thread's current device */
-rill_status rill_device_synchronize(rill_device *dev);/* waits for every stream of dev */
+/* Waits for every stream of dev; RILL_ERROR_KERNEL_FAILED when one of them
+ * failed and was not cleared since (see rill_stream_clear_error). */
+rill_status rill_device_synchronize(rill_device *dev);
 
 /* --------------------------------------------------------------- streams */
 
@@ -193,7 +195,10 @@ rill_status rill_event_get_tagged(const char *tag, rill_event **out);
  * process's record parks without holding a worker. When the recorded
  * work failed, waits on it fail too (RILL_ERROR_KERNEL_FAILED); if the
  * exporter exits before an awaited record completes, the wait fails
- * rather than hanging. An opened event is destroyed with
+ * rather than hanging. A failed wait fails the waiting stream like any
+ * failure, rill_stream_clear_error on that stream ends it, and
+ * rill_device_synchronize does not report it again. An opened event is
+ * destroyed with
  * rill_event_destroy; the exporter's event may be destroyed while opened
  * elsewhere (openers keep the shared state mapped), but then no record
  * of it can complete.

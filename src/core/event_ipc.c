@@ -111,7 +111,7 @@ static rill_status make_proxy(rill__ipc_event *ipc, const char *fn) {
     rill_status st = rill_device_get_by_kind(RILL_DEVICE_CPU, 0, &cpu);
     if (st != RILL_OK)
         return st;
-    st = rill__stream_new(cpu, 0, RILL__STREAM_TAGGED, &ipc->proxy);
+    st = rill__stream_new(cpu, 0, RILL__STREAM_PROXY, &ipc->proxy);
     if (st != RILL_OK)
         return rill__fail(st, "%s: %s", fn, rill_last_error());
     char name[64];

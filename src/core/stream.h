@@ -20,7 +20,9 @@
 typedef enum rill__stream_kind {
     RILL__STREAM_USER = 0, /* rill_stream_create; the caller destroys it */
     RILL__STREAM_DEFAULT,  /* the device's default stream */
-    RILL__STREAM_TAGGED    /* rill_stream_get_tagged */
+    RILL__STREAM_TAGGED,   /* rill_stream_get_tagged */
+    RILL__STREAM_PROXY     /* numbers waits for other processes (event_ipc.c); runs no
+                            * work, so device-wide waits pass it by */
 } rill__stream_kind;
 
 /* Sequence numbers [lo, hi) of a stream whose work failed or was skipped. */

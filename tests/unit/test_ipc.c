@@ -397,6 +397,40 @@ static void test_ipc_exporter_exit_fails_waits(void **state) {
     RT_OK(rill_event_destroy(e));
 }
 
+/* Kills the child and reaps it. */
+static void child_kill(child *c) {
+    int status;
+    kill(c->pid, SIGKILL);
+    assert_int_equal(waitpid(c->pid, &status, 0), c->pid);
+    close(c->to);
+    close(c->from);
+}
+
+/* "When the recorded work failed, waits on it fail too ... Clearing lets the stream run new work
+ * again": a wait that failed because the exporter exited belongs to the stream that waited;
+ * once that stream is cleared, rill_device_synchronize succeeds, with the opened event still
+ * alive. */
+static void test_ipc_cleared_wait_failure_leaves_device_synchronize_ok(void **state) {
+    (void)state;
+    child c;
+    rill_ipc_event_handle h;
+    rill_event *e = NULL;
+    rill_stream *s;
+    child_start(&c, "exporter");
+    assert_true(recv_bytes(c.from, &h, sizeof h));
+    RT_OK(rill_event_open_ipc_handle(&h, &e));
+    RT_OK(rill_stream_create(NULL, 0, &s));
+    RT_OK(rill_stream_wait_event(s, e));
+    child_kill(&c);
+    RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(s));
+    RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_event_synchronize(e));
+    RT_OK(rill_stream_clear_error(s));
+    RT_OK(rill_device_synchronize(NULL));
+    RT_OK(rill_stream_synchronize(s));
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(rill_event_destroy(e));
+}
+
 /* Opening in the exporting process maps the memory again, at another address. */
 static void test_ipc_open_in_same_process_aliases(void **state) {
     (void)state;
@@ -546,6 +580,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_ipc_wait_is_a_snapshot),
         cmocka_unit_test(test_ipc_opener_records_exporter_waits),
         cmocka_unit_test(test_ipc_exporter_exit_fails_waits),
+        cmocka_unit_test(test_ipc_cleared_wait_failure_leaves_device_synchronize_ok),
         cmocka_unit_test(test_ipc_open_in_same_process_aliases),
         cmocka_unit_test(test_ipc_event_open_in_same_process),
         cmocka_unit_test(test_ipc_bad_handles_are_ipc_errors),
