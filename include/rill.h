@@ -68,7 +68,11 @@ const char *rill_status_string(rill_status status); /* a sentence for people */
 /* Detail of the last failing call made by this thread ("" if none), e.g.
  * "end_capture: stream 'side' has 2 commands after its last join to the
  * origin stream 'main'; record an event on it and wait on that event from
- * 'main' before ending the capture". */
+ * 'main' before ending the capture". It names the call that failed once,
+ * then the root cause: a failure that reached a stream through waits
+ * names where it began (the kernel, its stream and its message) and the
+ * stream it came through. At most 1023 bytes and the terminating NUL; a
+ * longer sentence is cut after a whole word and ends in "...". */
 const char *rill_last_error(void);
 
 rill_status rill_shutdown(void);

@@ -106,7 +106,7 @@ static void choose_initial_device(rill__runtime *rt) {
 static rill_status device_create(rill__runtime *rt, const rill__backend_ops *ops) {
     rill_device *dev = rill__calloc(1, sizeof *dev);
     if (dev == NULL)
-        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "rill: out of memory creating a device");
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "out of memory creating a device");
     dev->ops = ops;
     dev->magic = RILL__MAGIC_DEVICE;
     dev->info.ordinal = rt->num_devices;
@@ -150,7 +150,7 @@ rill_status rill__runtime_get(rill__runtime **out) {
         rill__barrier_init();
         rill__registry_init();
         if (device_create(rt, &rill__cpu_backend) != RILL_OK)
-            snprintf(rt->init_error, sizeof rt->init_error, "%s", rill_last_error());
+            rill__fit(rt->init_error, sizeof rt->init_error, rill_last_error());
         choose_initial_device(rt);
         atomic_store_explicit(&runtime, rt, memory_order_release);
     }

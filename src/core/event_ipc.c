@@ -32,6 +32,7 @@
 #include <assert.h>
 #include <stdalign.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -110,10 +111,13 @@ static rill_status make_proxy(rill__ipc_event *ipc, const char *fn) {
     rill_device *cpu;
     rill_status st = rill_device_get_by_kind(RILL_DEVICE_CPU, 0, &cpu);
     if (st != RILL_OK)
-        return st;
+        return rill__fail(st,
+                          "%s: the CPU device, whose streams wait for other processes, is "
+                          "not available",
+                          fn);
     st = rill__stream_new(cpu, 0, RILL__STREAM_PROXY, &ipc->proxy);
     if (st != RILL_OK)
-        return rill__fail(st, "%s: %s", fn, rill_last_error());
+        return rill__fail_from(st, fn);
     char name[64];
     snprintf(name, sizeof name, "interprocess event of process %d", (int)ipc->wire.name.pid);
     rill_stream_set_name(ipc->proxy, name);
@@ -210,17 +214,19 @@ static int has_failed(rill__ipc_event *ipc, uint64_t gen) {
     return atomic_load(&ipc->page->failed) >= gen;
 }
 
+/* The root cause of a failed wait. */
 static const char *failure_sentence(rill__ipc_event *ipc, int outcome, char *buf, size_t size) {
+    int exporter = (int)ipc->wire.name.pid;
     if (outcome == OUT_EXPORTER_GONE)
         snprintf(buf, size,
                  "process %d, which exported the interprocess event, exited before the awaited "
-                 "record completed; the exporter must keep the event alive while others use it",
-                 (int)ipc->wire.name.pid);
+                 "record completed (the exporter must keep the event alive while others use it)",
+                 exporter);
     else
         snprintf(buf, size,
-                 "the work recorded on an interprocess event (exported by process %d) failed in "
+                 "the work recorded on the interprocess event exported by process %d failed in "
                  "the recording process",
-                 (int)ipc->wire.name.pid);
+                 exporter);
     return buf;
 }
 
@@ -299,8 +305,9 @@ static void collect_locked(entry **ready_tail, rill__ipc_event **drop, int check
 static void finish_entry(entry *n) {
     rill__ipc_event *ipc = n->ipc;
     if (n->outcome != OUT_OK) {
-        char msg[RILL__ERROR_BYTES];
-        rill__stream_fail(ipc->proxy, n->seq, failure_sentence(ipc, n->outcome, msg, sizeof msg));
+        char msg[RILL__CAUSE_BYTES];
+        rill__stream_fail(ipc->proxy, n->seq,
+                          failure_sentence(ipc, n->outcome, msg, sizeof msg));
         rill__stream_clear_failure(ipc->proxy, n->seq + 1); /* only this wait fails */
     }
     rill__stream_complete(ipc->proxy, n->seq);
@@ -400,13 +407,17 @@ void rill__ipc_events_shutdown(void) {
 /* ------------------------------------------------------- waits, queries */
 
 rill_status rill__ipc_event_query(rill__ipc_event *ipc, uint64_t gen, const char *fn) {
-    char msg[RILL__ERROR_BYTES];
+    char msg[RILL__CAUSE_BYTES];
     if (!is_done(ipc, gen))
         return RILL_NOT_READY;
     if (has_failed(ipc, gen))
         return rill__fail(RILL_ERROR_KERNEL_FAILED, "%s: %s", fn,
                           failure_sentence(ipc, OUT_FAILED, msg, sizeof msg));
     return RILL_OK;
+}
+
+bool rill__ipc_event_completed_ok(rill__ipc_event *ipc, uint64_t gen) {
+    return is_done(ipc, gen) && !has_failed(ipc, gen);
 }
 
 rill_status rill__ipc_event_synchronize(rill__ipc_event *ipc, uint64_t gen, int blocking,
@@ -509,7 +520,7 @@ rill_status rill_event_open_ipc_handle(const rill_ipc_event_handle *handle, rill
         st = make_proxy(ipc, fn);
     rill_event *e = NULL;
     if (st == RILL_OK)
-        st = rill__event_new((unsigned)w.bytes, &e);
+        st = rill__event_new((unsigned)w.bytes, fn, &e);
     if (st != RILL_OK) {
         ipc_free(ipc);
         return st;

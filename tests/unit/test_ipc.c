@@ -19,6 +19,8 @@
 
 #include <fcntl.h>
 
+#include "core/alloc.h"
+
 #define N 4096 /* floats in the shared buffer */
 #define SEC_NS 1000000000ull
 
@@ -431,6 +433,50 @@ static void test_ipc_cleared_wait_failure_leaves_device_synchronize_ok(void **st
     RT_OK(rill_event_destroy(e));
 }
 
+/* The number of times needle occurs in hay. */
+static int count_of(const char *hay, const char *needle) {
+    int n = 0;
+    for (const char *p = strstr(hay, needle); p != NULL; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+/* Out of memory while an interprocess event is made or opened: the sentence names the call
+ * once, never the inner call that ran out. */
+static void test_ipc_event_out_of_memory_names_the_call_once(void **state) {
+    (void)state;
+    rill_event *e = NULL, *o = NULL;
+    rill_ipc_event_handle h;
+    rill_status st = RILL_ERROR_OUT_OF_MEMORY;
+    RT_OK(rill_device_synchronize(NULL)); /* the devices exist: only the event's memory fails */
+    for (long k = 1; k < 50 && st != RILL_OK; k++) {
+        rill__alloc_fail_after(k);
+        st = rill_event_create(RILL_EVENT_INTERPROCESS, &e);
+        rill__alloc_fail_after(0);
+        const char *msg = rill_last_error();
+        if (st != RILL_OK && (st != RILL_ERROR_OUT_OF_MEMORY ||
+                              strncmp(msg, "rill_event_create: out of memory", 32) != 0 ||
+                              count_of(msg, "rill_") != 1))
+            fail_msg("failing allocation %ld: %s: \"%s\"", k, rill_status_name(st), msg);
+    }
+    RT_OK(st);
+    RT_OK(rill_event_ipc_handle(e, &h));
+    st = RILL_ERROR_OUT_OF_MEMORY;
+    for (long k = 1; k < 50 && st != RILL_OK; k++) {
+        rill__alloc_fail_after(k);
+        st = rill_event_open_ipc_handle(&h, &o);
+        rill__alloc_fail_after(0);
+        const char *msg = rill_last_error();
+        if (st != RILL_OK && (st != RILL_ERROR_OUT_OF_MEMORY ||
+                              strncmp(msg, "rill_event_open_ipc_handle: out of memory", 41) != 0 ||
+                              count_of(msg, "rill_") != 1))
+            fail_msg("failing allocation %ld: %s: \"%s\"", k, rill_status_name(st), msg);
+    }
+    RT_OK(st);
+    RT_OK(rill_event_destroy(o));
+    RT_OK(rill_event_destroy(e));
+}
+
 /* Opening in the exporting process maps the memory again, at another address. */
 static void test_ipc_open_in_same_process_aliases(void **state) {
     (void)state;
@@ -581,6 +627,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_ipc_opener_records_exporter_waits),
         cmocka_unit_test(test_ipc_exporter_exit_fails_waits),
         cmocka_unit_test(test_ipc_cleared_wait_failure_leaves_device_synchronize_ok),
+        cmocka_unit_test(test_ipc_event_out_of_memory_names_the_call_once),
         cmocka_unit_test(test_ipc_open_in_same_process_aliases),
         cmocka_unit_test(test_ipc_event_open_in_same_process),
         cmocka_unit_test(test_ipc_bad_handles_are_ipc_errors),
