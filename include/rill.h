@@ -211,9 +211,11 @@ rill_status rill_event_get_tagged(const char *tag, rill_event **out);
  * created with RILL_EVENT_INTERPROCESS; an opened event's handle may be
  * passed on. Does not block. rill_event_open_ipc_handle: RILL_ERROR_IPC
  * when the bytes are not a handle (damaged, zeroed, another kind; a
- * checksum catches changed bytes) or its exporter has exited; the event
- * is bound to the handle's device. Opening in the exporting process gives
- * a second event sharing the same state. Does not block. */
+ * checksum catches changed bytes) or its exporter has exited;
+ * RILL_ERROR_OUT_OF_MEMORY when this process has no room for another
+ * mapping (descriptors, mappings or address space). The event is bound
+ * to the handle's device. Opening in the exporting process gives a second
+ * event sharing the same state. Does not block. */
 typedef struct rill_ipc_event_handle { unsigned char bytes[64]; } rill_ipc_event_handle;
 rill_status rill_event_ipc_handle(rill_event *event, rill_ipc_event_handle *out);
 rill_status rill_event_open_ipc_handle(const rill_ipc_event_handle *handle, rill_event **out);
@@ -351,7 +353,10 @@ rill_status rill_mem_set_limit(rill_device *dev, size_t max_reserved_bytes); /* 
  * start of an allocated block (get) or not an opened pointer (close);
  * RILL_ERROR_IPC when the block cannot be shared (get), or the bytes are
  * not a handle or the exporter has exited or freed the memory's segment
- * (open); RILL_ERROR_NOT_SUPPORTED on devices that cannot share memory. */
+ * (open); RILL_ERROR_OUT_OF_MEMORY when this process has no room for the
+ * mapping (descriptors, mappings or address space: close what it no
+ * longer needs); RILL_ERROR_NOT_SUPPORTED on devices that cannot share
+ * memory. */
 typedef struct rill_ipc_mem_handle { unsigned char bytes[64]; } rill_ipc_mem_handle;
 rill_status rill_ipc_get_mem_handle(void *ptr, rill_ipc_mem_handle *out);
 rill_status rill_ipc_open_mem_handle(const rill_ipc_mem_handle *handle, void **out);

@@ -472,8 +472,10 @@ rill_status rill_event_ipc_handle(rill_event *event, rill_ipc_event_handle *out)
 static rill_status open_page(const rill__ipc_wire *w, ipc_page **out, const char *fn) {
     void *p;
     char why[256];
-    if (!rill__shm_map_range(&w->name, PAGE_BYTES, 0, PAGE_BYTES, &p, why, sizeof why))
-        return rill__ipc_map_failed(w, fn, "event", why);
+    rill__shm_map_result mapped =
+        rill__shm_map_range(&w->name, PAGE_BYTES, 0, PAGE_BYTES, &p, why, sizeof why);
+    if (mapped != RILL__SHM_MAPPED)
+        return rill__ipc_map_failed(w, fn, "event", mapped, why);
     ipc_page *pg = p;
     if (pg->magic != PAGE_MAGIC || pg->version != RILL__IPC_VERSION ||
         atomic_load(&pg->completed) > atomic_load(&pg->recorded)) {

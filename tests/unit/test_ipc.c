@@ -9,11 +9,13 @@
  * that wait for a gate the test opens, so every ordering is forced, not left to timing. */
 #include "fixture.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -477,6 +479,102 @@ static void test_ipc_event_out_of_memory_names_the_call_once(void **state) {
     RT_OK(rill_event_destroy(e));
 }
 
+/* This process's table of memory mappings, filled to vm.max_map_count with one-page mappings
+ * of alternating protection, so that the next mmap fails with ENOMEM. */
+typedef struct mappings {
+    char *base; /* the pages whose protection alternates */
+    size_t bytes;
+    void *extra[8]; /* single pages mapped after base was full */
+    size_t num_extra;
+} mappings;
+
+static bool fill_mappings(mappings *m) {
+    long max = 0;
+    FILE *f = fopen("/proc/sys/vm/max_map_count", "r");
+    if (f == NULL)
+        return false;
+    int got = fscanf(f, "%ld", &max);
+    fclose(f);
+    if (got != 1 || max <= 0 || max > 1000000)
+        return false; /* too many to fill in a test */
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    m->num_extra = 0;
+    m->bytes = (size_t)(max + 1) * 2 * page;
+    m->base = mmap(NULL, m->bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m->base == MAP_FAILED)
+        return false;
+    /* Each page made readable in the middle of the rest adds two mappings, until the kernel
+     * refuses to split one more; then mmap, which checks the count once more loosely, maps
+     * single pages (never merged: their protection alternates) until it refuses too. */
+    for (long i = 0; i <= max; i++)
+        if (mprotect(m->base + (size_t)(2 * i + 1) * page, page, PROT_READ) != 0)
+            break;
+    while (m->num_extra < sizeof m->extra / sizeof m->extra[0]) {
+        int prot = m->num_extra % 2 == 0 ? PROT_READ : PROT_NONE;
+        void *p = mmap(NULL, page, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+            return errno == ENOMEM;
+        m->extra[m->num_extra++] = p;
+    }
+    return false;
+}
+
+static void empty_mappings(mappings *m) {
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    if (m->base == MAP_FAILED)
+        return;
+    /* First merge base back into one mapping (mprotect over whole mappings needs none more);
+     * then munmap, which a sanitizer follows with mappings of its own, has room. */
+    mprotect(m->base, m->bytes, PROT_NONE);
+    for (size_t i = 0; i < m->num_extra; i++)
+        munmap(m->extra[i], page);
+    munmap(m->base, m->bytes);
+}
+
+/* ThreadSanitizer maps memory of its own inside open(), which the filled table refuses. */
+#if defined(__SANITIZE_THREAD__)
+#define FILL_MAPPINGS 0
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define FILL_MAPPINGS 0
+#endif
+#endif
+#ifndef FILL_MAPPINGS
+#define FILL_MAPPINGS 1
+#endif
+
+/* A process that has no room for another mapping fails to open memory with
+ * RILL_ERROR_OUT_OF_MEMORY and a sentence that says so, not one that blames the exporter; it
+ * opens once it has room again. */
+static void test_ipc_open_without_room_blames_this_process(void **state) {
+    (void)state;
+    float *p = dev_buffer(1.0f);
+    rill_ipc_mem_handle h;
+    RT_OK(rill_ipc_get_mem_handle(p, &h));
+    static char sentence[1024];
+    static mappings m;
+    void *q = &q;
+    /* Between fill and empty, nothing here may need a mapping: no asserts, no allocation. */
+    m.base = MAP_FAILED;
+    bool full = FILL_MAPPINGS && fill_mappings(&m);
+    rill_status st = full ? rill_ipc_open_mem_handle(&h, &q) : RILL_OK;
+    if (full)
+        snprintf(sentence, sizeof sentence, "%s", rill_last_error());
+    empty_mappings(&m);
+    if (!full) {
+        RT_OK(rill_free(p));
+        skip(); /* under ThreadSanitizer, or vm.max_map_count is too large to fill here */
+    }
+    assert_int_equal(st, RILL_ERROR_OUT_OF_MEMORY);
+    assert_null(q);
+    if (strstr(sentence, "rill_ipc_open_mem_handle: this process has no room") != sentence ||
+        strstr(sentence, "Cannot allocate memory") == NULL || strstr(sentence, "exporter") != NULL)
+        fail_msg("the sentence is \"%s\"", sentence);
+    RT_OK(rill_ipc_open_mem_handle(&h, &q));
+    RT_OK(rill_ipc_close_mem_handle(q));
+    RT_OK(rill_free(p));
+}
+
 /* Opening in the exporting process maps the memory again, at another address. */
 static void test_ipc_open_in_same_process_aliases(void **state) {
     (void)state;
@@ -628,6 +726,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_ipc_exporter_exit_fails_waits),
         cmocka_unit_test(test_ipc_cleared_wait_failure_leaves_device_synchronize_ok),
         cmocka_unit_test(test_ipc_event_out_of_memory_names_the_call_once),
+        cmocka_unit_test(test_ipc_open_without_room_blames_this_process),
         cmocka_unit_test(test_ipc_open_in_same_process_aliases),
         cmocka_unit_test(test_ipc_event_open_in_same_process),
         cmocka_unit_test(test_ipc_bad_handles_are_ipc_errors),
