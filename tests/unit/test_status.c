@@ -2,16 +2,28 @@
 /* Status names, status sentences and the per-thread last-error sentence. */
 #include "fixture.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "core/alloc.h"
 #include "core/status.h"
+#include "platform/thread.h"
 
+/* ThreadSanitizer would report the locked mutex that
+ * test_broken_lock_aborts_saying_why destroys on purpose (in a child, before it aborts) instead
+ * of letting pthread_mutex_destroy fail; nothing else here destroys a locked mutex. */
+const char *__tsan_default_options(void);
+const char *__tsan_default_options(void) {
+    return "report_destroy_locked=0";
+}
 
 static const struct {
     rill_status status;
@@ -298,6 +310,48 @@ static void test_init_failure_names_the_call_once(void **state) {
     assert_true(succeeded);
 }
 
+/* A child that breaks a lock on purpose: the mutex is destroyed while held. */
+static void break_a_lock(void) {
+    static rill__mutex m;
+    rill__mutex_init(&m);
+    rill__mutex_lock(&m);
+    rill__mutex_destroy(&m); /* EBUSY: aborts */
+}
+
+/* "A failing pthread primitive aborts, as in libuv": and says on stderr which one failed and
+ * why, first. */
+static void test_broken_lock_aborts_saying_why(void **state) {
+    (void)state;
+    int out[2];
+    assert_int_equal(pipe(out), 0);
+    fflush(stderr);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(out[0]);
+        if (dup2(out[1], 2) < 0)
+            _exit(126);
+        break_a_lock();
+        _exit(0); /* not reached when it aborts */
+    }
+    close(out[1]);
+    char text[1024];
+    size_t got = 0;
+    ssize_t r;
+    while (got < sizeof text - 1 && (r = read(out[0], text + got, sizeof text - 1 - got)) > 0)
+        got += (size_t)r;
+    text[got] = '\0';
+    close(out[0]);
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFSIGNALED(status));
+    assert_int_equal(WTERMSIG(status), SIGABRT);
+    char want[200];
+    snprintf(want, sizeof want, "rill: pthread_mutex_destroy failed: %s", strerror(EBUSY));
+    if (strstr(text, want) == NULL)
+        fail_msg("the child's stderr is \"%s\", which does not say \"%s\"", text, want);
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_status_name_is_enum_identifier),
@@ -309,6 +363,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_last_error_may_quote_itself),
         cmocka_unit_test(test_last_error_too_long_is_cut_at_a_word),
         cmocka_unit_test(test_init_failure_names_the_call_once),
+        cmocka_unit_test(test_broken_lock_aborts_saying_why),
     };
     return RT_RUN(tests);
 }
