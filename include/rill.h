@@ -197,15 +197,19 @@ rill_status rill_event_get_tagged(const char *tag, rill_event **out);
  * and a wait, query or synchronize is for the record that was the latest
  * in any process at the time of the call. A stream waiting for another
  * process's record parks without holding a worker. When the recorded
- * work failed, waits on it fail too (RILL_ERROR_KERNEL_FAILED); if the
- * exporter exits before an awaited record completes, the wait fails
- * rather than hanging. A failed wait fails the waiting stream like any
- * failure, rill_stream_clear_error on that stream ends it, and
- * rill_device_synchronize does not report it again. An opened event is
- * destroyed with
- * rill_event_destroy; the exporter's event may be destroyed while opened
- * elsewhere (openers keep the shared state mapped), but then no record
- * of it can complete.
+ * work failed, waits on it fail too (RILL_ERROR_KERNEL_FAILED). A wait
+ * also fails, within about 100 ms, rather than hanging when the exporter
+ * exits before the awaited record completes, or when the process that
+ * made that record exits before it completes and no later record of a
+ * running process (which would meet the wait too) is pending; a query
+ * keeps answering RILL_NOT_READY. So a process must run until the records
+ * it made complete. Up to 64 processes recording one event at once are
+ * followed; waits for records of others hang if those exit. A failed wait
+ * fails the waiting stream like any failure, rill_stream_clear_error on
+ * that stream ends it, and rill_device_synchronize does not report it
+ * again. An opened event is destroyed with rill_event_destroy; the
+ * exporter's event may be destroyed while opened elsewhere (openers keep
+ * the shared state mapped), but then no record of it can complete.
  *
  * rill_event_ipc_handle: RILL_ERROR_INVALID_ARGUMENT unless the event was
  * created with RILL_EVENT_INTERPROCESS; an opened event's handle may be

@@ -240,6 +240,35 @@ static void child_exporter(void) {
     _exit(child_failed); /* killed before this, normally */
 }
 
+/* Host function: holds its stream until the parent sends a byte on fd 0. */
+static void wait_for_parent_fn(void *user_data) {
+    (void)user_data;
+    char b;
+    if (read(0, &b, 1) != 1)
+        child_failed = 1;
+}
+
+/* recorder: records the parent's event behind a host function that waits for the parent's
+ * 'g', signals 'r', then 'd' once its record completed; the parent may kill it instead. */
+static void child_recorder(void) {
+    rill_ipc_event_handle eh;
+    rill_event *e = NULL;
+    if (!child_recv(&eh, sizeof eh))
+        return;
+    CHECK(rill_event_open_ipc_handle(&eh, &e) == RILL_OK, "open event failed");
+    if (e == NULL)
+        return;
+    CHECK(rill_launch_host_func(NULL, wait_for_parent_fn, NULL) == RILL_OK, "host function failed");
+    CHECK(rill_event_record(e, NULL) == RILL_OK, "record failed");
+    child_signal('r');
+    CHECK(rill_event_synchronize(e) == RILL_OK, "synchronize failed");
+    child_signal('d');
+    char b;
+    while (read(0, &b, 1) > 0) {
+    }
+    CHECK(rill_event_destroy(e) == RILL_OK, "destroy failed");
+}
+
 static int child_main(const char *role) {
     if (strcmp(role, "mem") == 0)
         child_mem();
@@ -251,6 +280,8 @@ static int child_main(const char *role) {
         child_record();
     else if (strcmp(role, "exporter") == 0)
         child_exporter();
+    else if (strcmp(role, "recorder") == 0)
+        child_recorder();
     else
         CHECK(0, "unknown role '%s'", role);
     rill_shutdown();
@@ -432,6 +463,84 @@ static void test_ipc_cleared_wait_failure_leaves_device_synchronize_ok(void **st
     RT_OK(rill_device_synchronize(NULL));
     RT_OK(rill_stream_synchronize(s));
     RT_OK(rill_stream_destroy(s));
+    RT_OK(rill_event_destroy(e));
+}
+
+/* "if a process that recorded the event exits before that record completes, waits for it fail
+ * rather than hanging", in the exporter too: an opener records behind a host function and is
+ * killed; the exporter's synchronize and its stream's wait fail with a sentence naming the
+ * process, and the event and the stream go on once cleared. */
+static void test_ipc_recorder_exit_fails_exporter_waits(void **state) {
+    (void)state;
+    rill_event *e;
+    rill_ipc_event_handle eh;
+    rill_stream *s;
+    RT_OK(rill_event_create(RILL_EVENT_INTERPROCESS, &e));
+    RT_OK(rill_event_ipc_handle(e, &eh));
+    child c;
+    child_start(&c, "recorder");
+    send_bytes(c.to, &eh, sizeof eh);
+    expect_signal(&c, 'r');
+    assert_int_equal(rill_event_query(e), RILL_NOT_READY);
+    RT_OK(rill_stream_create(NULL, 0, &s));
+    RT_OK(rill_stream_wait_event(s, e));
+    char pid[32];
+    snprintf(pid, sizeof pid, "process %d,", (int)c.pid);
+    child_kill(&c);
+    /* Polled with a deadline, so that a wait that never fails fails the test, not its time. */
+    rill_status st = RILL_NOT_READY;
+    for (uint64_t end = rt_now_ns() + 10 * SEC_NS; st == RILL_NOT_READY && rt_now_ns() < end;) {
+        rt_sleep_us(1000);
+        st = rill_stream_query(s);
+    }
+    RT_STATUS(RILL_ERROR_KERNEL_FAILED, st);
+    RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_event_synchronize(e));
+    assert_non_null(strstr(rill_last_error(), "exited"));
+    assert_non_null(strstr(rill_last_error(), pid));
+    RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(s));
+    assert_non_null(strstr(rill_last_error(), pid));
+    RT_OK(rill_stream_clear_error(s));
+    RT_OK(rill_device_synchronize(NULL));
+    RT_OK(rill_event_record(e, s));
+    RT_OK(rill_event_synchronize(e));
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(rill_event_destroy(e));
+}
+
+/* Several openers: one that recorded exits, but a later record of another, still running,
+ * would also meet the waits ("a later record that completes first also meets earlier waits"),
+ * so they keep waiting and succeed when it completes. */
+static void test_ipc_recorder_exit_keeps_waits_a_later_record_meets(void **state) {
+    (void)state;
+    rill_event *e;
+    rill_ipc_event_handle eh;
+    rill_stream *first, *second;
+    RT_OK(rill_event_create(RILL_EVENT_INTERPROCESS, &e));
+    RT_OK(rill_event_ipc_handle(e, &eh));
+    RT_OK(rill_stream_create(NULL, 0, &first));
+    RT_OK(rill_stream_create(NULL, 0, &second));
+    child a, b;
+    child_start(&a, "recorder");
+    send_bytes(a.to, &eh, sizeof eh);
+    expect_signal(&a, 'r');
+    RT_OK(rill_stream_wait_event(first, e)); /* for a's record */
+    child_start(&b, "recorder");
+    send_bytes(b.to, &eh, sizeof eh);
+    expect_signal(&b, 'r');
+    RT_OK(rill_stream_wait_event(second, e)); /* for b's, the latest */
+    child_kill(&a);
+    rt_sleep_us(350000); /* three liveness checks: a broken check fails the waits now */
+    assert_int_equal(rill_stream_query(first), RILL_NOT_READY);
+    assert_int_equal(rill_stream_query(second), RILL_NOT_READY);
+    send_bytes(b.to, "g", 1);
+    expect_signal(&b, 'd');
+    RT_OK(rill_stream_synchronize(first));
+    RT_OK(rill_stream_synchronize(second));
+    RT_OK(rill_event_synchronize(e));
+    child_finish(&b);
+    RT_OK(rill_device_synchronize(NULL));
+    RT_OK(rill_stream_destroy(first));
+    RT_OK(rill_stream_destroy(second));
     RT_OK(rill_event_destroy(e));
 }
 
@@ -725,6 +834,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_ipc_opener_records_exporter_waits),
         cmocka_unit_test(test_ipc_exporter_exit_fails_waits),
         cmocka_unit_test(test_ipc_cleared_wait_failure_leaves_device_synchronize_ok),
+        cmocka_unit_test(test_ipc_recorder_exit_fails_exporter_waits),
+        cmocka_unit_test(test_ipc_recorder_exit_keeps_waits_a_later_record_meets),
         cmocka_unit_test(test_ipc_event_out_of_memory_names_the_call_once),
         cmocka_unit_test(test_ipc_open_without_room_blames_this_process),
         cmocka_unit_test(test_ipc_open_in_same_process_aliases),
