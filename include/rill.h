@@ -68,7 +68,11 @@ const char *rill_status_string(rill_status status); /* a sentence for people */
 /* Detail of the last failing call made by this thread ("" if none), e.g.
  * "end_capture: stream 'side' has 2 commands after its last join to the
  * origin stream 'main'; record an event on it and wait on that event from
- * 'main' before ending the capture". */
+ * 'main' before ending the capture". It names the call that failed once,
+ * then the root cause: a failure that reached a stream through waits
+ * names where it began (the kernel, its stream and its message) and the
+ * stream it came through. At most 1023 bytes and the terminating NUL; a
+ * longer sentence is cut after a whole word and ends in "...". */
 const char *rill_last_error(void);
 
 rill_status rill_shutdown(void);
@@ -103,7 +107,9 @@ rill_status rill_device_get_by_kind(rill_device_kind kind, int index, rill_devic
 rill_status rill_device_get_info(rill_device *dev, rill_device_info *out);
 rill_status rill_set_device(rill_device *dev);        /* for the calling thread */
 rill_status rill_get_device(rill_device **out);       /* the calling thread's current device */
-rill_status rill_device_synchronize(rill_device *dev);/* waits for every stream of dev */
+/* Waits for every stream of dev; RILL_ERROR_KERNEL_FAILED when one of them
+ * failed and was not cleared since (see rill_stream_clear_error). */
+rill_status rill_device_synchronize(rill_device *dev);
 
 /* --------------------------------------------------------------- streams */
 
@@ -192,20 +198,29 @@ rill_status rill_event_get_tagged(const char *tag, rill_event **out);
  * and a wait, query or synchronize is for the record that was the latest
  * in any process at the time of the call. A stream waiting for another
  * process's record parks without holding a worker. When the recorded
- * work failed, waits on it fail too (RILL_ERROR_KERNEL_FAILED); if the
- * exporter exits before an awaited record completes, the wait fails
- * rather than hanging. An opened event is destroyed with
- * rill_event_destroy; the exporter's event may be destroyed while opened
- * elsewhere (openers keep the shared state mapped), but then no record
- * of it can complete.
+ * work failed, waits on it fail too (RILL_ERROR_KERNEL_FAILED). A wait
+ * also fails, within about 100 ms, rather than hanging when the exporter
+ * exits before the awaited record completes, or when the process that
+ * made that record exits before it completes and no later record of a
+ * running process (which would meet the wait too) is pending; a query
+ * keeps answering RILL_NOT_READY. So a process must run until the records
+ * it made complete. Up to 64 processes recording one event at once are
+ * followed; waits for records of others hang if those exit. A failed wait
+ * fails the waiting stream like any failure, rill_stream_clear_error on
+ * that stream ends it, and rill_device_synchronize does not report it
+ * again. An opened event is destroyed with rill_event_destroy; the
+ * exporter's event may be destroyed while opened elsewhere (openers keep
+ * the shared state mapped), but then no record of it can complete.
  *
  * rill_event_ipc_handle: RILL_ERROR_INVALID_ARGUMENT unless the event was
  * created with RILL_EVENT_INTERPROCESS; an opened event's handle may be
  * passed on. Does not block. rill_event_open_ipc_handle: RILL_ERROR_IPC
  * when the bytes are not a handle (damaged, zeroed, another kind; a
- * checksum catches changed bytes) or its exporter has exited; the event
- * is bound to the handle's device. Opening in the exporting process gives
- * a second event sharing the same state. Does not block. */
+ * checksum catches changed bytes) or its exporter has exited;
+ * RILL_ERROR_OUT_OF_MEMORY when this process has no room for another
+ * mapping (descriptors, mappings or address space). The event is bound
+ * to the handle's device. Opening in the exporting process gives a second
+ * event sharing the same state. Does not block. */
 typedef struct rill_ipc_event_handle { unsigned char bytes[64]; } rill_ipc_event_handle;
 rill_status rill_event_ipc_handle(rill_event *event, rill_ipc_event_handle *out);
 rill_status rill_event_open_ipc_handle(const rill_ipc_event_handle *handle, rill_event **out);
@@ -380,7 +395,10 @@ rill_status rill_mem_get_reuse_policy(rill_device *dev, unsigned *flags);
  * start of an allocated block (get) or not an opened pointer (close);
  * RILL_ERROR_IPC when the block cannot be shared (get), or the bytes are
  * not a handle or the exporter has exited or freed the memory's segment
- * (open); RILL_ERROR_NOT_SUPPORTED on devices that cannot share memory. */
+ * (open); RILL_ERROR_OUT_OF_MEMORY when this process has no room for the
+ * mapping (descriptors, mappings or address space: close what it no
+ * longer needs); RILL_ERROR_NOT_SUPPORTED on devices that cannot share
+ * memory. */
 typedef struct rill_ipc_mem_handle { unsigned char bytes[64]; } rill_ipc_mem_handle;
 rill_status rill_ipc_get_mem_handle(void *ptr, rill_ipc_mem_handle *out);
 rill_status rill_ipc_open_mem_handle(const rill_ipc_mem_handle *handle, void **out);

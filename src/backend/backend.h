@@ -30,7 +30,8 @@ typedef struct rill__backend_ops {
     void (*device_shutdown)(rill_device *dev);
 
     /* Prepares or releases a stream's backend state. Any thread, no locks
-     * held; stream_fini runs only when the stream has no pending work. */
+     * held; stream_fini runs only when the stream has no pending work. A
+     * failure's sentence names no public call (the caller names its own). */
     rill_status (*stream_init)(rill_stream *s);
     void (*stream_fini)(rill_stream *s);
 
@@ -43,7 +44,8 @@ typedef struct rill__backend_ops {
      * awaited work failed, the stream is not failing already, and the WAIT
      * is not RILL__CMD_ORDER_ONLY. Any thread, no locks held; never blocks
      * on other work. RILL_ERROR_OUT_OF_MEMORY when the command cannot be
-     * stored (nothing was submitted then). */
+     * stored (nothing was submitted then), with a sentence that names no
+     * public call. */
     rill_status (*submit)(rill_stream *s, const rill__cmd *cmd, uint64_t *seq);
 
     /* Reserves a segment of device memory for the pool (src/mem/pool.c),

@@ -106,7 +106,7 @@ static void choose_initial_device(rill__runtime *rt) {
 static rill_status device_create(rill__runtime *rt, const rill__backend_ops *ops) {
     rill_device *dev = rill__calloc(1, sizeof *dev);
     if (dev == NULL)
-        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "rill: out of memory creating a device");
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "out of memory creating a device");
     dev->ops = ops;
     dev->magic = RILL__MAGIC_DEVICE;
     dev->info.ordinal = rt->num_devices;
@@ -150,7 +150,7 @@ rill_status rill__runtime_get(rill__runtime **out) {
         rill__barrier_init();
         rill__registry_init();
         if (device_create(rt, &rill__cpu_backend) != RILL_OK)
-            snprintf(rt->init_error, sizeof rt->init_error, "%s", rill_last_error());
+            rill__fit(rt->init_error, sizeof rt->init_error, rill_last_error());
         choose_initial_device(rt);
         atomic_store_explicit(&runtime, rt, memory_order_release);
     }
@@ -209,6 +209,8 @@ size_t rill__device_pending(rill_device *dev, rill__mem_dep *deps, size_t cap, i
     *overflow = 0;
     rill__mutex_lock(&dev->lock);
     for (rill_stream *s = dev->streams; s != NULL; s = s->dev_next) {
+        if (s->kind == RILL__STREAM_PROXY)
+            continue; /* it runs no work: its numbers stand for other processes' work */
         /* acquire: pairs with the submit that assigned the number. */
         uint64_t seq = atomic_load_explicit(&s->sub_seq, memory_order_acquire);
         if (atomic_load_explicit(&s->done_seq, memory_order_acquire) >= seq)
@@ -353,7 +355,10 @@ rill_status rill_get_device(rill_device **out) {
 
 /* Waits for every stream of dev, destroyed ones with pending work
  * included: snapshot (stream, seq) pairs under the lock, then wait without
- * it so that other threads keep submitting. */
+ * it so that other threads keep submitting. Proxy streams are passed by:
+ * they run no work, a stream that waits for one is waited for itself, and
+ * a failure they record belongs to the waits that saw it (which a clear of
+ * the waiting stream ends), not to the device. */
 static rill_status sync_device(rill_device *dev, const char *fn) {
     for (;;) {
         rill__mem_dep deps[64];
@@ -361,6 +366,8 @@ static rill_status sync_device(rill_device *dev, const char *fn) {
         int more = 0;
         rill__mutex_lock(&dev->lock);
         for (rill_stream *s = dev->streams; s != NULL; s = s->dev_next) {
+            if (s->kind == RILL__STREAM_PROXY)
+                continue;
             uint64_t seq = atomic_load_explicit(&s->sub_seq, memory_order_acquire);
             if (atomic_load_explicit(&s->done_seq, memory_order_acquire) >= seq &&
                 !atomic_load(&s->has_failed))

@@ -35,12 +35,12 @@ static rill_status resolve(rill_event *e, const char *fn) {
     return RILL_OK;
 }
 
-static rill_status event_new(unsigned flags, int is_tagged, rill_event **out) {
+static rill_status event_new(unsigned flags, int is_tagged, const char *fn, rill_event **out) {
     rill__runtime *rt;
     rill__runtime_get(&rt);
     rill_event *e = rill__calloc(1, sizeof *e);
     if (e == NULL)
-        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "rill_event_create: out of memory");
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory", fn);
     e->flags = flags;
     e->is_tagged = is_tagged;
     rill__mutex_init(&e->lock);
@@ -56,8 +56,8 @@ static rill_status event_new(unsigned flags, int is_tagged, rill_event **out) {
     return RILL_OK;
 }
 
-rill_status rill__event_new(unsigned flags, rill_event **out) {
-    return event_new(flags, 0, out);
+rill_status rill__event_new(unsigned flags, const char *fn, rill_event **out) {
+    return event_new(flags, 0, fn, out);
 }
 
 static void event_free(rill_event *e) {
@@ -145,12 +145,12 @@ rill_status rill_event_create(unsigned flags, rill_event **out) {
                           "rill_event_create: RILL_EVENT_INTERPROCESS cannot be combined with "
                           "RILL_EVENT_TIMING; drop one of them");
     if (!(flags & RILL_EVENT_INTERPROCESS))
-        return event_new(flags, 0, out);
+        return event_new(flags, 0, "rill_event_create", out);
     rill__ipc_event *ipc;
     rill_status st = rill__ipc_event_create(&ipc);
     if (st != RILL_OK)
         return st;
-    st = event_new(flags, 0, out);
+    st = event_new(flags, 0, "rill_event_create", out);
     if (st != RILL_OK) {
         rill__ipc_event_release(ipc);
         return st;
@@ -254,7 +254,7 @@ rill_status rill_event_query(rill_event *event) {
     if (rill__stream_failed_at(s, seq, msg, sizeof msg))
         st = rill__fail(RILL_ERROR_KERNEL_FAILED, "rill_event_query: %s", msg);
     else if (atomic_load_explicit(&s->done_seq, memory_order_acquire) < seq &&
-             !(remote != 0 && rill__ipc_event_query(event->ipc, remote, "") == RILL_OK))
+             !(remote != 0 && rill__ipc_event_completed_ok(event->ipc, remote)))
         st = RILL_NOT_READY;
     rill__stream_unref(s);
     return st;
@@ -357,7 +357,7 @@ rill_status rill_event_get_tagged(const char *tag, rill_event **out) {
     }
     rill__mutex_unlock(&rt->lock);
     rill_event *e;
-    rill_status st = event_new(RILL_EVENT_DEFAULT, 1, &e);
+    rill_status st = event_new(RILL_EVENT_DEFAULT, 1, "rill_event_get_tagged", &e);
     if (st != RILL_OK)
         return st;
     rill__tagged_event *t = rill__malloc(sizeof *t);

@@ -28,8 +28,9 @@ struct rill_event {
     _Atomic int refs; /* creator plus pending record commands */
 };
 
-/* A new untagged event (rill_event_create, rill_event_open_ipc_handle). */
-rill_status rill__event_new(unsigned flags, rill_event **out);
+/* A new untagged event (rill_event_create, rill_event_open_ipc_handle); fn
+ * names the public call in a failure's sentence. */
+rill_status rill__event_new(unsigned flags, const char *fn, rill_event **out);
 void rill__event_unref(rill_event *e);
 /* Called by a backend when a RECORD command of generation gen runs;
  * failed != 0 when the stream is skipping work after a failure. */

@@ -7,6 +7,11 @@
  *   failed     the greatest generation whose record ran after a failure
  *   invariant: completed <= recorded, failed <= completed
  *
+ * and a table of the processes that record (pid and start time), each with
+ * the greatest generation it took: a process raises its entry to r + 1
+ * before it moves recorded from r to r + 1, so an entry >= g is seen by
+ * whoever sees generation g.
+ *
  * A record takes recorded + 1 and puts a RECORD command into its stream,
  * which raises completed (and failed) when the stream reaches it and wakes
  * sleepers on the page's futex word. A wait or query is for the
@@ -25,13 +30,18 @@
  * their generations. It sleeps on the futex words of every page it
  * watches at once (futex_waitv), waking every 100 ms to check that each
  * exporter still runs: a wait whose exporter exited fails rather than
- * hanging. The waiter thread and its list are the only process-wide state,
- * used only by waits for other processes. */
+ * hanging. A wait for g fails too once no process that took a generation
+ * >= g still runs while completed < g: the record it waits for can no
+ * longer complete, and no later record that would meet it is pending (the
+ * process that made the latest record died with it pending, say). The
+ * waiter thread and its list are the only process-wide state, used only
+ * by waits for other processes. */
 #include "core/event_ipc.h"
 
 #include <assert.h>
 #include <stdalign.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -47,8 +57,22 @@
 #define LIVENESS_NS 100000000u /* how often the waiter checks that exporters run */
 #define VALID_FLAGS (RILL_EVENT_BLOCKING_SYNC | RILL_EVENT_INTERPROCESS)
 
+/* The page's layout (2 added the recorders), and how many processes that
+ * record one event at once it follows. */
+#define PAGE_VERSION 2u
+#define RECORDERS    64
+
 static_assert(ATOMIC_LLONG_LOCK_FREE == 2 && ATOMIC_INT_LOCK_FREE == 2,
               "shared counters must be lock-free to work across processes");
+
+/* A process that records the event. Its id is pid << 32 | the low 32
+ * bits of its start time (0: a free entry), written by compare-and-swap
+ * only: from 0, or from the id of a process that has exited. latest only
+ * rises while the id stays (the entry's owner writes it). */
+typedef struct recorder {
+    _Atomic uint64_t id;
+    _Atomic uint64_t latest; /* the greatest generation it took, or is taking */
+} recorder;
 
 /* The shared state; other processes write it, so nothing here is trusted
  * beyond the counters' values. */
@@ -58,8 +82,10 @@ typedef struct ipc_page {
     alignas(64) _Atomic uint64_t recorded;
     _Atomic uint64_t completed;
     _Atomic uint64_t failed;
-    _Atomic uint32_t wake;     /* futex word: bumped when completed rises and someone sleeps */
-    _Atomic uint32_t sleepers; /* threads (of any process) about to sleep on wake */
+    _Atomic uint32_t wake;      /* futex word: bumped when completed rises and someone sleeps */
+    _Atomic uint32_t sleepers;  /* threads (of any process) about to sleep on wake */
+    _Atomic uint32_t untracked; /* set for good once a process recorded without an entry */
+    alignas(64) recorder recorders[RECORDERS];
 } ipc_page;
 
 static_assert(sizeof(ipc_page) <= PAGE_BYTES, "the event state must fit its page");
@@ -69,11 +95,12 @@ static_assert(sizeof(ipc_page) <= PAGE_BYTES, "the event state must fit its page
 typedef struct entry {
     struct entry *next;
     uint64_t gen, seq;
-    int outcome; /* ready entries: OUT_* */
+    int outcome;      /* ready entries: OUT_* */
+    int32_t gone_pid; /* OUT_RECORDER_GONE: a process that took gen or later, and exited */
     struct rill__ipc_event *ipc;
 } entry;
 
-enum { OUT_OK = 0, OUT_FAILED, OUT_EXPORTER_GONE };
+enum { OUT_OK = 0, OUT_FAILED, OUT_EXPORTER_GONE, OUT_RECORDER_GONE };
 
 struct rill__ipc_event {
     /* immutable after create */
@@ -82,6 +109,9 @@ struct rill__ipc_event {
     rill__ipc_wire wire; /* names the page for handles (device and flags set at export) */
     int is_exporter;
     rill_stream *proxy; /* owned: numbers this process's waits */
+    /* guarded by the lock of the event that owns this */
+    recorder *me;  /* this process's entry once it recorded; NULL before, or without one */
+    bool no_entry; /* the table was full: this process records untracked */
     /* guarded by waiter.lock */
     entry *head, *tail; /* queued waits, in seq order */
     uint64_t proxy_seq;
@@ -110,10 +140,13 @@ static rill_status make_proxy(rill__ipc_event *ipc, const char *fn) {
     rill_device *cpu;
     rill_status st = rill_device_get_by_kind(RILL_DEVICE_CPU, 0, &cpu);
     if (st != RILL_OK)
-        return st;
-    st = rill__stream_new(cpu, 0, RILL__STREAM_TAGGED, &ipc->proxy);
+        return rill__fail(st,
+                          "%s: the CPU device, whose streams wait for other processes, is "
+                          "not available",
+                          fn);
+    st = rill__stream_new(cpu, 0, RILL__STREAM_PROXY, &ipc->proxy);
     if (st != RILL_OK)
-        return rill__fail(st, "%s: %s", fn, rill_last_error());
+        return rill__fail_from(st, fn);
     /* Another process completes its numbers: work behind them may wait for
      * anything (see rill__stream_opaque_pending). */
     atomic_store(&ipc->proxy->opaque_seq, UINT64_MAX);
@@ -157,7 +190,7 @@ rill_status rill__ipc_event_create(rill__ipc_event **out) {
     ipc->is_exporter = 1;
     ipc->page = ipc->shm.base;
     ipc->page->magic = PAGE_MAGIC;
-    ipc->page->version = RILL__IPC_VERSION;
+    ipc->page->version = PAGE_VERSION;
     ipc->wire.magic = RILL__IPC_MAGIC_EVENT;
     ipc->wire.version = RILL__IPC_VERSION;
     rill__shm_name_of(&ipc->shm, &ipc->wire.name);
@@ -176,20 +209,107 @@ void rill__ipc_event_release(rill__ipc_event *ipc) {
     ipc_unref(ipc);
 }
 
-/* -------------------------------------------------------------- counters */
-
-uint64_t rill__ipc_event_next_gen(rill__ipc_event *ipc) {
-    return atomic_fetch_add(&ipc->page->recorded, 1) + 1;
-}
-
-uint64_t rill__ipc_event_latest(rill__ipc_event *ipc) {
-    return atomic_load(&ipc->page->recorded);
-}
+/* ------------------------------------------------------------ recorders */
 
 static void raise_to(_Atomic uint64_t *word, uint64_t v) {
     uint64_t cur = atomic_load(word);
     while (cur < v && !atomic_compare_exchange_weak(word, &cur, v)) {
     }
+}
+
+/* Whether the process a recorder's id names still runs. */
+static bool id_alive(uint64_t id) {
+    int32_t pid = (int32_t)(id >> 32);
+    uint64_t start = rill__process_start_time(pid);
+    return start != 0 && (uint32_t)start == (uint32_t)id && rill__process_alive(pid, start);
+}
+
+/* This process's entry in the page's table: the one it holds already (an
+ * event opened twice), else a free one, else one whose process exited;
+ * NULL when every entry belongs to a running process, or when this
+ * process cannot name itself. */
+static recorder *claim_recorder(ipc_page *pg) {
+    int32_t pid = rill__process_id();
+    uint64_t start = rill__process_start_time(pid);
+    if (start == 0)
+        return NULL;
+    uint64_t self = (uint64_t)(uint32_t)pid << 32 | (uint32_t)start;
+    for (int i = 0; i < RECORDERS; i++)
+        if (atomic_load(&pg->recorders[i].id) == self)
+            return &pg->recorders[i];
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < RECORDERS; i++) {
+            recorder *r = &pg->recorders[i];
+            uint64_t id = atomic_load(&r->id);
+            if (pass == 0 ? id != 0 : id == 0 || id_alive(id))
+                continue;
+            if (atomic_compare_exchange_strong(&r->id, &id, self)) {
+                /* The exited owner's generations go with it; a reader that
+                 * sees them under our id meanwhile only waits longer. */
+                atomic_store(&r->latest, 0);
+                return r;
+            }
+        }
+    }
+    return NULL;
+}
+
+/* True when the record of generation gen can no longer complete: it has
+ * not, and no process that took gen or a later generation still runs (an
+ * entry that changes hands meanwhile counts as running). *pid receives
+ * the exited process whose generation is nearest gen, or 0 when the
+ * process that took gen has exited and its entry went to another. */
+static bool recorders_gone(rill__ipc_event *ipc, uint64_t gen, int32_t *pid) {
+    ipc_page *pg = ipc->page;
+    if (atomic_load(&pg->untracked))
+        return false;
+    uint64_t nearest = UINT64_MAX;
+    *pid = 0;
+    for (int i = 0; i < RECORDERS; i++) {
+        recorder *r = &pg->recorders[i];
+        uint64_t id = atomic_load(&r->id);
+        if (id == 0)
+            continue;
+        uint64_t latest = atomic_load(&r->latest);
+        if (atomic_load(&r->id) != id)
+            return false;
+        if (latest < gen)
+            continue;
+        if (id_alive(id))
+            return false;
+        if (latest < nearest) {
+            nearest = latest;
+            *pid = (int32_t)(id >> 32);
+        }
+    }
+    /* What the exited processes completed is visible by now. */
+    return atomic_load(&pg->completed) < gen;
+}
+
+/* -------------------------------------------------------------- counters */
+
+uint64_t rill__ipc_event_next_gen(rill__ipc_event *ipc) {
+    ipc_page *pg = ipc->page;
+    if (ipc->me == NULL && !ipc->no_entry) {
+        ipc->me = claim_recorder(pg);
+        ipc->no_entry = ipc->me == NULL;
+        if (ipc->no_entry)
+            atomic_store(&pg->untracked, 1); /* before any generation it should cover */
+    }
+    if (ipc->me == NULL)
+        return atomic_fetch_add(&pg->recorded, 1) + 1;
+    uint64_t r = atomic_load(&pg->recorded);
+    for (;;) {
+        /* seq_cst, both: whoever loads recorded >= r + 1 then finds our
+         * entry >= r + 1 (recorders_gone). */
+        raise_to(&ipc->me->latest, r + 1);
+        if (atomic_compare_exchange_weak(&pg->recorded, &r, r + 1))
+            return r + 1;
+    }
+}
+
+uint64_t rill__ipc_event_latest(rill__ipc_event *ipc) {
+    return atomic_load(&ipc->page->recorded);
 }
 
 void rill__ipc_event_complete(rill__ipc_event *ipc, uint64_t gen, int failed) {
@@ -213,17 +333,32 @@ static int has_failed(rill__ipc_event *ipc, uint64_t gen) {
     return atomic_load(&ipc->page->failed) >= gen;
 }
 
-static const char *failure_sentence(rill__ipc_event *ipc, int outcome, char *buf, size_t size) {
+/* The root cause of a failed wait (pid: entry.gone_pid). */
+static const char *failure_sentence(rill__ipc_event *ipc, int outcome, int32_t pid, char *buf,
+                                    size_t size) {
+    int exporter = (int)ipc->wire.name.pid;
     if (outcome == OUT_EXPORTER_GONE)
         snprintf(buf, size,
                  "process %d, which exported the interprocess event, exited before the awaited "
-                 "record completed; the exporter must keep the event alive while others use it",
-                 (int)ipc->wire.name.pid);
+                 "record completed (the exporter must keep the event alive while others use it)",
+                 exporter);
+    else if (outcome == OUT_RECORDER_GONE && pid != 0)
+        snprintf(buf, size,
+                 "process %d, which recorded the interprocess event exported by process %d, "
+                 "exited before its record completed (a process must keep running until its "
+                 "records of a shared event complete)",
+                 (int)pid, exporter);
+    else if (outcome == OUT_RECORDER_GONE)
+        snprintf(buf, size,
+                 "the process that recorded the interprocess event exported by process %d exited "
+                 "before its record completed (a process must keep running until its records of "
+                 "a shared event complete)",
+                 exporter);
     else
         snprintf(buf, size,
-                 "the work recorded on an interprocess event (exported by process %d) failed in "
+                 "the work recorded on the interprocess event exported by process %d failed in "
                  "the recording process",
-                 (int)ipc->wire.name.pid);
+                 exporter);
     return buf;
 }
 
@@ -240,6 +375,7 @@ static rill_status enqueue(rill__ipc_event *ipc, uint64_t gen, uint64_t *seq, co
     n->gen = gen;
     n->ipc = ipc;
     n->outcome = OUT_OK;
+    n->gone_pid = 0;
     rill__spinlock_lock(&waiter.lock);
     if (!waiter.started) {
         atomic_store(&waiter.stop, 0);
@@ -268,22 +404,29 @@ static rill_status enqueue(rill__ipc_event *ipc, uint64_t gen, uint64_t *seq, co
     return RILL_OK;
 }
 
-/* Moves the waits whose generation has completed (all of them, for an
- * exporter found gone) to *ready in order, and unlists events left with
- * none onto *drop. waiter.lock held. */
+/* Moves the waits whose generation has completed, or can no longer
+ * complete (check_alive: its exporter or its recorders are found gone), to
+ * *ready in order, and unlists events left with none onto *drop.
+ * waiter.lock held. */
 static void collect_locked(entry **ready_tail, rill__ipc_event **drop, int check_alive) {
     for (rill__ipc_event **p = &waiter.watch; *p != NULL;) {
         rill__ipc_event *ipc = *p;
-        int gone = check_alive && !ipc->is_exporter &&
-                   !rill__process_alive(ipc->wire.name.pid, ipc->wire.start_time);
-        while (ipc->head != NULL && (gone || is_done(ipc, ipc->head->gen))) {
+        int exporter_gone = check_alive && !ipc->is_exporter &&
+                            !rill__process_alive(ipc->wire.name.pid, ipc->wire.start_time);
+        while (ipc->head != NULL) {
             entry *n = ipc->head;
+            if (is_done(ipc, n->gen))
+                n->outcome = has_failed(ipc, n->gen) ? OUT_FAILED : OUT_OK;
+            else if (exporter_gone)
+                n->outcome = OUT_EXPORTER_GONE;
+            else if (check_alive && recorders_gone(ipc, n->gen, &n->gone_pid))
+                n->outcome = OUT_RECORDER_GONE;
+            else
+                break;
             ipc->head = n->next;
             if (ipc->head == NULL)
                 ipc->tail = NULL;
             n->next = NULL;
-            n->outcome = is_done(ipc, n->gen) ? (has_failed(ipc, n->gen) ? OUT_FAILED : OUT_OK)
-                                              : OUT_EXPORTER_GONE;
             ready_tail[0]->next = n;
             ready_tail[0] = n;
         }
@@ -302,8 +445,9 @@ static void collect_locked(entry **ready_tail, rill__ipc_event **drop, int check
 static void finish_entry(entry *n) {
     rill__ipc_event *ipc = n->ipc;
     if (n->outcome != OUT_OK) {
-        char msg[RILL__ERROR_BYTES];
-        rill__stream_fail(ipc->proxy, n->seq, failure_sentence(ipc, n->outcome, msg, sizeof msg));
+        char msg[RILL__CAUSE_BYTES];
+        rill__stream_fail(ipc->proxy, n->seq,
+                          failure_sentence(ipc, n->outcome, n->gone_pid, msg, sizeof msg));
         rill__stream_clear_failure(ipc->proxy, n->seq + 1); /* only this wait fails */
     }
     rill__stream_complete(ipc->proxy, n->seq);
@@ -403,13 +547,17 @@ void rill__ipc_events_shutdown(void) {
 /* ------------------------------------------------------- waits, queries */
 
 rill_status rill__ipc_event_query(rill__ipc_event *ipc, uint64_t gen, const char *fn) {
-    char msg[RILL__ERROR_BYTES];
+    char msg[RILL__CAUSE_BYTES];
     if (!is_done(ipc, gen))
         return RILL_NOT_READY;
     if (has_failed(ipc, gen))
         return rill__fail(RILL_ERROR_KERNEL_FAILED, "%s: %s", fn,
-                          failure_sentence(ipc, OUT_FAILED, msg, sizeof msg));
+                          failure_sentence(ipc, OUT_FAILED, 0, msg, sizeof msg));
     return RILL_OK;
+}
+
+bool rill__ipc_event_completed_ok(rill__ipc_event *ipc, uint64_t gen) {
+    return is_done(ipc, gen) && !has_failed(ipc, gen);
 }
 
 rill_status rill__ipc_event_synchronize(rill__ipc_event *ipc, uint64_t gen, int blocking,
@@ -464,10 +612,12 @@ rill_status rill_event_ipc_handle(rill_event *event, rill_ipc_event_handle *out)
 static rill_status open_page(const rill__ipc_wire *w, ipc_page **out, const char *fn) {
     void *p;
     char why[256];
-    if (!rill__shm_map_range(&w->name, PAGE_BYTES, 0, PAGE_BYTES, &p, why, sizeof why))
-        return rill__ipc_map_failed(w, fn, "event", why);
+    rill__shm_map_result mapped =
+        rill__shm_map_range(&w->name, PAGE_BYTES, 0, PAGE_BYTES, &p, why, sizeof why);
+    if (mapped != RILL__SHM_MAPPED)
+        return rill__ipc_map_failed(w, fn, "event", mapped, why);
     ipc_page *pg = p;
-    if (pg->magic != PAGE_MAGIC || pg->version != RILL__IPC_VERSION ||
+    if (pg->magic != PAGE_MAGIC || pg->version != PAGE_VERSION ||
         atomic_load(&pg->completed) > atomic_load(&pg->recorded)) {
         rill__shm_unmap_range(p, PAGE_BYTES);
         return rill__fail(RILL_ERROR_IPC,
@@ -512,7 +662,7 @@ rill_status rill_event_open_ipc_handle(const rill_ipc_event_handle *handle, rill
         st = make_proxy(ipc, fn);
     rill_event *e = NULL;
     if (st == RILL_OK)
-        st = rill__event_new((unsigned)w.bytes, &e);
+        st = rill__event_new((unsigned)w.bytes, fn, &e);
     if (st != RILL_OK) {
         ipc_free(ipc);
         return st;

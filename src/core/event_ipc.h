@@ -5,6 +5,7 @@
 #ifndef RILL_CORE_EVENT_IPC_H
 #define RILL_CORE_EVENT_IPC_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "rill.h"
@@ -29,6 +30,9 @@ void rill__ipc_event_complete(rill__ipc_event *ipc, uint64_t gen, int failed);
  * a record of generation gen that this process cannot follow itself (it
  * was made in another process, or later than this process's own). */
 rill_status rill__ipc_event_query(rill__ipc_event *ipc, uint64_t gen, const char *fn);
+/* True when the record of generation gen (or a later one) has run without
+ * failure; as the query, but it sets no sentence. */
+bool rill__ipc_event_completed_ok(rill__ipc_event *ipc, uint64_t gen);
 rill_status rill__ipc_event_synchronize(rill__ipc_event *ipc, uint64_t gen, int blocking,
                                         const char *fn);
 rill_status rill__ipc_event_wait(rill__ipc_event *ipc, rill_stream *stream, uint64_t gen,

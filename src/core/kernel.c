@@ -174,7 +174,7 @@ void rill_kernel_fail(const rill_block_ctx *ctx, const char *message) {
     /* The first failing block's message wins; the flag also stops the
      * launch's remaining blocks from starting. */
     if (atomic_compare_exchange_strong(&ls->failed, &expected, 2)) {
-        snprintf(ls->message, sizeof ls->message, "%s", message != NULL ? message : "");
+        rill__fit(ls->message, sizeof ls->message, message != NULL ? message : "");
         atomic_store_explicit(&ls->failed, 1, memory_order_release);
     }
 }

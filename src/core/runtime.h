@@ -83,7 +83,8 @@ rill_status rill__runtime_get(rill__runtime **out);
  * device. fn names the public call for the error sentence. */
 rill_status rill__device_resolve(rill_device *dev, const char *fn, rill_device **out);
 /* Fills deps with (stream, submitted seq) of every stream of dev that has
- * work pending, taking a reference on each stream, and returns how many;
+ * work pending (proxy streams aside: they run no work), taking a reference
+ * on each stream, and returns how many;
  * *overflow is set when more than cap streams had work pending. */
 size_t rill__device_pending(rill_device *dev, rill__mem_dep *deps, size_t cap, int *overflow);
 /* True when every pair in deps has completed. */

@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/assert.h"
 
@@ -53,7 +54,7 @@ static const struct {
 static_assert(sizeof(status_table) / sizeof(status_table[0]) == RILL_ERROR_INTERNAL + 1,
               "status_table must have one row per rill_status");
 
-static _Thread_local char last_error[1024];
+static _Thread_local char last_error[RILL__LAST_ERROR_BYTES];
 
 const char *rill_status_name(rill_status status) {
     if ((unsigned)status > (unsigned)RILL_ERROR_INTERNAL)
@@ -71,12 +72,53 @@ const char *rill_last_error(void) {
     return last_error;
 }
 
+/* How far back from a cut rill__fit looks for a space: further than any
+ * word, closer than the start of a long path or number, which is cut
+ * inside instead of dropped whole. */
+#define WORD_BYTES 48
+
+size_t rill__fit(char *dst, size_t size, const char *src) {
+    static const char ellipsis[] = "...";
+    size_t n = strlen(src);
+    if (n < size) {
+        memmove(dst, src, n + 1);
+        return n;
+    }
+    size_t keep = size - sizeof ellipsis; /* src[keep] is the first byte that cannot stay */
+    size_t cut = keep;
+    while (cut > 0 && keep - cut < WORD_BYTES && src[cut] != ' ')
+        cut--;
+    if (src[cut] == ' ') {
+        /* Nothing dangles before the ellipsis: no space, comma or colon. */
+        while (cut > 0 && strchr(" ,;:(", src[cut - 1]) != NULL)
+            cut--;
+    } else {
+        cut = keep;
+        while (cut > 0 && ((unsigned char)src[cut] & 0xc0u) == 0x80u)
+            cut--; /* src[cut] starts a character: keep none of it */
+    }
+    memmove(dst, src, cut);
+    memcpy(dst + cut, ellipsis, sizeof ellipsis);
+    return cut + sizeof ellipsis - 1;
+}
+
 rill_status rill__fail(rill_status status, const char *fmt, ...) {
+    /* Formatted aside: an argument may be rill_last_error() itself. Twice
+     * the buffer, so that a long sentence is cut by rill__fit, at a word. */
+    char text[2 * RILL__LAST_ERROR_BYTES];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
+    rill__fit(last_error, sizeof last_error, text);
     return status;
+}
+
+rill_status rill__fail_from(rill_status status, const char *fn) {
+    size_t n = strlen(fn);
+    if (strncmp(last_error, fn, n) == 0 && last_error[n] == ':')
+        return status; /* already names fn */
+    return rill__fail(status, "%s: %s", fn, last_error);
 }
 
 void rill__clear_error(void) {

@@ -52,7 +52,7 @@ rill_status rill__stream_new(rill_device *dev, int priority, rill__stream_kind k
     size_t bytes = sizeof(rill_stream) + dev->ops->stream_state_bytes;
     rill_stream *s = rill__malloc(bytes);
     if (s == NULL)
-        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "rill_stream_create: out of memory");
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "out of memory creating a stream");
     memset(s, 0, bytes);
     s->id = atomic_fetch_add_explicit(&next_stream_id, 1, memory_order_relaxed);
     s->dev = dev;
@@ -200,7 +200,9 @@ bool rill__stream_add_waiter(rill_stream *s, rill__waiter *w) {
 
 /* ---------------------------------------------------------- sticky errors */
 
-void rill__stream_fail(rill_stream *s, uint64_t seq, const char *message) {
+/* Opens a window at seq whose sentence is message, the first cause_bytes
+ * of it the root cause, unless a window is open. */
+static void open_window(rill_stream *s, uint64_t seq, const char *message, size_t cause_bytes) {
     char *copy = rill__strdup(message);
     rill__mutex_lock(&s->err_lock);
     size_t n = s->num_windows;
@@ -229,9 +231,16 @@ void rill__stream_fail(rill_stream *s, uint64_t seq, const char *message) {
     s->windows[n].lo = seq;
     s->windows[n].hi = UINT64_MAX;
     s->windows[n].message = copy;
+    s->windows[n].cause_bytes = copy != NULL ? cause_bytes : 0;
     s->num_windows = n + 1;
     atomic_store(&s->has_failed, 1);
     rill__mutex_unlock(&s->err_lock);
+}
+
+void rill__stream_fail(rill_stream *s, uint64_t seq, const char *cause) {
+    char text[RILL__CAUSE_BYTES];
+    size_t n = rill__fit(text, sizeof text, cause);
+    open_window(s, seq, text, n);
 }
 
 void rill__stream_clear_failure(rill_stream *s, uint64_t seq) {
@@ -242,11 +251,8 @@ void rill__stream_clear_failure(rill_stream *s, uint64_t seq) {
     rill__mutex_unlock(&s->err_lock);
 }
 
-bool rill__stream_failed_at(rill_stream *s, uint64_t seq, char *msg, size_t size) {
-    /* acquire: pairs with the seq_cst store in rill__stream_fail. */
-    if (!atomic_load_explicit(&s->has_failed, memory_order_acquire))
-        return false;
-    rill__mutex_lock(&s->err_lock);
+/* The window that holds seq, or NULL; err_lock held. */
+static const rill__fail_window *window_at_locked(rill_stream *s, uint64_t seq) {
     /* The last window with lo <= seq is the only one that may hold seq. */
     size_t lo = 0, hi = s->num_windows;
     while (lo < hi) {
@@ -256,13 +262,65 @@ bool rill__stream_failed_at(rill_stream *s, uint64_t seq, char *msg, size_t size
         else
             hi = mid;
     }
-    bool failed = lo > 0 && seq < s->windows[lo - 1].hi;
-    if (failed && msg != NULL) {
-        const char *m = s->windows[lo - 1].message;
-        snprintf(msg, size, "%s", m != NULL ? m : "a kernel failed (no memory for its message)");
+    return lo > 0 && seq < s->windows[lo - 1].hi ? &s->windows[lo - 1] : NULL;
+}
+
+/* When the work of s up to seq failed, copies its window's sentence into
+ * msg (size > RILL__CAUSE_BYTES) and sets *cause_bytes to the length of
+ * its root cause there. */
+static bool failure_of(rill_stream *s, uint64_t seq, char *msg, size_t size, size_t *cause_bytes) {
+    static const char no_memory[] = "a kernel failed (there was no memory for its message)";
+    /* acquire: pairs with the seq_cst store in open_window. */
+    if (!atomic_load_explicit(&s->has_failed, memory_order_acquire))
+        return false;
+    rill__mutex_lock(&s->err_lock);
+    const rill__fail_window *w = window_at_locked(s, seq);
+    if (w != NULL && msg != NULL) {
+        size_t n = rill__fit(msg, size, w->message != NULL ? w->message : no_memory);
+        *cause_bytes = w->message != NULL && w->cause_bytes < n ? w->cause_bytes : n;
     }
     rill__mutex_unlock(&s->err_lock);
-    return failed;
+    return w != NULL;
+}
+
+bool rill__stream_carry_failure(rill_stream *s, uint64_t seq, rill_stream *t, uint64_t t_seq) {
+    char sentence[RILL__ERROR_BYTES], cause[RILL__CAUSE_BYTES], through[96], name[80];
+    char text[RILL__ERROR_BYTES];
+    size_t cause_bytes;
+    if (!failure_of(t, t_seq, sentence, sizeof sentence, &cause_bytes))
+        return false;
+    /* t's own part is dropped: the root cause, then the last hop. */
+    bool carried = sentence[cause_bytes] != '\0';
+    sentence[cause_bytes] = '\0';
+    cause_bytes = rill__fit(cause, sizeof cause, sentence); /* it fits: rill__stream_fail */
+    through[0] = '\0';
+    if (carried) {
+        rill__stream_name(t, name, sizeof name);
+        snprintf(through, sizeof through, " through stream %s", name);
+    }
+    rill__stream_name(s, name, sizeof name);
+    snprintf(text, sizeof text, "%s; stream %s waited for it%s", cause, name, through);
+    open_window(s, seq, text, cause_bytes);
+    return true;
+}
+
+bool rill__stream_failed_at(rill_stream *s, uint64_t seq, char *msg, size_t size) {
+    char text[RILL__ERROR_BYTES], whole[2 * RILL__ERROR_BYTES];
+    size_t cause_bytes;
+    if (!failure_of(s, seq, msg != NULL ? text : NULL, sizeof text, &cause_bytes))
+        return false;
+    if (msg == NULL)
+        return true;
+    if (s->kind == RILL__STREAM_PROXY) /* stands for another process: no advice here */
+        snprintf(whole, sizeof whole, "%s", text);
+    else if (text[cause_bytes] != '\0') /* carried: the sentence names s */
+        snprintf(whole, sizeof whole, "%s and skips its later work until rill_stream_clear_error",
+                 text);
+    else
+        snprintf(whole, sizeof whole,
+                 "%s; the stream skips its later work until rill_stream_clear_error", text);
+    rill__fit(msg, size, whole);
+    return true;
 }
 
 /* ------------------------------------------------------------ host waits */
@@ -404,7 +462,8 @@ rill_status rill_stream_create(rill_device *dev, int priority, rill_stream **out
     rill_status st = rill__device_resolve(dev, "rill_stream_create", &dev);
     if (st != RILL_OK)
         return st;
-    return rill__stream_new(dev, clamp_priority(dev, priority), RILL__STREAM_USER, out);
+    st = rill__stream_new(dev, clamp_priority(dev, priority), RILL__STREAM_USER, out);
+    return st != RILL_OK ? rill__fail_from(st, "rill_stream_create") : RILL_OK;
 }
 
 rill_status rill_stream_destroy(rill_stream *stream) {
@@ -518,7 +577,7 @@ static rill_status wait_point(rill_stream *stream, rill_stream *other, uint64_t 
     rill_status st = rill__stream_submit(stream, &cmd, NULL);
     if (st != RILL_OK) {
         rill__stream_unref(other);
-        return rill__fail(st, "%s: %s", fn, rill_last_error());
+        return rill__fail_from(st, fn); /* the backend's or the capture's sentence */
     }
     /* Noted only once the wait is queued: the pool hands a block to work
      * that another thread submits to this stream from the moment the note
@@ -586,7 +645,7 @@ rill_status rill_stream_get_tagged(rill_device *dev, const char *tag, int priori
     rill_stream *s;
     st = rill__stream_new(dev, clamp_priority(dev, priority), RILL__STREAM_TAGGED, &s);
     if (st != RILL_OK)
-        return st;
+        return rill__fail_from(st, "rill_stream_get_tagged");
     snprintf(s->name, sizeof s->name, "%s", tag);
     rill__tagged_stream *t = rill__malloc(sizeof *t);
     char *copy = rill__strdup(tag);

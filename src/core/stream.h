@@ -13,20 +13,29 @@
 #include <stdbool.h>
 
 #include "core/runtime.h"
+#include "core/status.h"
 
-/* Size of a sticky-error sentence. */
-#define RILL__ERROR_BYTES 512
+/* Size of a buffer that holds a whole sentence about a failure, as
+ * rill_last_error() may return it. */
+#define RILL__ERROR_BYTES RILL__LAST_ERROR_BYTES
+/* Size of the root cause of a sticky error (what failed, where, and its
+ * message): short enough that a sentence carrying it from stream to stream
+ * still fits RILL__ERROR_BYTES. */
+#define RILL__CAUSE_BYTES 512
 
 typedef enum rill__stream_kind {
     RILL__STREAM_USER = 0, /* rill_stream_create; the caller destroys it */
     RILL__STREAM_DEFAULT,  /* the device's default stream */
-    RILL__STREAM_TAGGED    /* rill_stream_get_tagged */
+    RILL__STREAM_TAGGED,   /* rill_stream_get_tagged */
+    RILL__STREAM_PROXY     /* numbers waits for other processes (event_ipc.c); runs no
+                            * work, so device-wide waits pass it by */
 } rill__stream_kind;
 
 /* Sequence numbers [lo, hi) of a stream whose work failed or was skipped. */
 typedef struct rill__fail_window {
     uint64_t lo, hi;
-    char *message; /* owned */
+    char *message;      /* owned: the root cause, then how it reached this stream */
+    size_t cause_bytes; /* the root cause's length at the start of message */
 } rill__fail_window;
 
 /* Someone to notify when a stream completes a sequence number. */
@@ -95,7 +104,9 @@ static inline void *rill__stream_backend(rill_stream *s) {
     return s->backend;
 }
 
-/* Creates a stream of the given kind (priority already clamped). */
+/* Creates a stream of the given kind (priority already clamped). Its
+ * failure sentence names no public call: the caller adds its own
+ * (rill__fail_from). */
 rill_status rill__stream_new(rill_device *dev, int priority, rill__stream_kind kind,
                              rill_stream **out);
 /* Resolves a stream argument: NULL means the current stream of the current
@@ -114,11 +125,19 @@ void rill__stream_complete(rill_stream *s, uint64_t seq);
  * rill__stream_complete: a worker then leaves its processor to the woken
  * thread instead of spinning on it. */
 bool rill__stream_took_host_wake(void);
-/* Opens a failure window at seq with a sentence, unless one is open. */
-void rill__stream_fail(rill_stream *s, uint64_t seq, const char *message);
+/* Opens a failure window at seq, unless one is open, whose root cause is
+ * cause: what failed on s and why ("kernel 'scale' on stream 'main'
+ * failed: ..."), without advice; cut to RILL__CAUSE_BYTES. */
+void rill__stream_fail(rill_stream *s, uint64_t seq, const char *cause);
+/* When the work of t up to t_seq failed, opens a failure window on s at
+ * seq (a WAIT of s for it ran) that carries t's root cause, names s, and
+ * names t when the failure began before t; returns whether it did. */
+bool rill__stream_carry_failure(rill_stream *s, uint64_t seq, rill_stream *t, uint64_t t_seq);
 /* Closes the open failure window at seq (a CLEAR command ran). */
 void rill__stream_clear_failure(rill_stream *s, uint64_t seq);
-/* True when the work up to seq failed; copies the sentence into msg. */
+/* True when the work up to seq failed; writes into msg the sentence for
+ * the caller to put after its function's name: the root cause once, the
+ * streams it reached, and what the stream does until cleared. */
 bool rill__stream_failed_at(rill_stream *s, uint64_t seq, char *msg, size_t size);
 
 /* Registers w to be called once s completes w->seq. Returns false, without

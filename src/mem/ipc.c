@@ -156,7 +156,13 @@ rill_status rill__ipc_get_device(const rill__ipc_wire *w, const char *fn, rill_d
 }
 
 rill_status rill__ipc_map_failed(const rill__ipc_wire *w, const char *fn, const char *what,
-                                 const char *why) {
+                                 rill__shm_map_result result, const char *why) {
+    if (result == RILL__SHM_NO_ROOM)
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY,
+                          "%s: this process has no room to map the %s exported by process %d "
+                          "(%s); close what it no longer needs (rill_ipc_close_mem_handle, "
+                          "rill_event_destroy, files) or raise its limits, then open again",
+                          fn, what, (int)w->name.pid, why);
     if (!rill__process_alive(w->name.pid, w->start_time))
         return rill__fail(RILL_ERROR_IPC,
                           "%s: process %d, which exported the %s, has exited; a handle is good "
@@ -247,9 +253,10 @@ static rill_status open_mem(const rill_ipc_mem_handle *handle, void **out, const
                           dev->info.ordinal, dev->info.name);
     void *p;
     char why[256];
-    if (!rill__shm_map_range(&w.name, (size_t)w.object_bytes, (size_t)w.offset, (size_t)w.bytes,
-                             &p, why, sizeof why))
-        return rill__ipc_map_failed(&w, fn, "memory", why);
+    rill__shm_map_result mapped = rill__shm_map_range(
+        &w.name, (size_t)w.object_bytes, (size_t)w.offset, (size_t)w.bytes, &p, why, sizeof why);
+    if (mapped != RILL__SHM_MAPPED)
+        return rill__ipc_map_failed(&w, fn, "memory", mapped, why);
     rill__mem_block b = {(uintptr_t)p, (size_t)w.bytes, dev, RILL__MEM_IPC, NULL};
     if (rill__registry_insert(&b) != RILL_OK) {
         rill__shm_unmap_range(p, (size_t)w.bytes);

@@ -54,10 +54,12 @@ rill_status rill__ipc_decode(const unsigned char in[RILL__IPC_HANDLE_BYTES], uin
 void rill__ipc_set_device(rill__ipc_wire *w, rill_device *dev);
 /* The device w names, in this process; RILL_ERROR_IPC when there is none. */
 rill_status rill__ipc_get_device(const rill__ipc_wire *w, const char *fn, rill_device **out);
-/* The sentence for an object that could not be mapped: says whether the
- * exporter has exited, else why (from the platform layer). */
+/* The status and sentence for an object that could not be mapped: this
+ * process lacking room for it (RILL_ERROR_OUT_OF_MEMORY), else
+ * RILL_ERROR_IPC saying whether the exporter has exited, else why (from
+ * the platform layer). */
 rill_status rill__ipc_map_failed(const rill__ipc_wire *w, const char *fn, const char *what,
-                                 const char *why);
+                                 rill__shm_map_result result, const char *why);
 
 /* Unmaps every memory handle still open on the devices of rt
  * (rill_shutdown, once all work has drained). */

@@ -10,9 +10,9 @@
  * a descriptor number reused for another file is never mistaken for it.
  * The object's size is sealed, so a mapping can never run past its end.
  *
- * Functions that can fail because of the environment return false and
- * write a short reason ("open /proc/12/fd/5: No such file or directory")
- * into why; they never abort. */
+ * Functions that can fail because of the environment return false (or
+ * what kind of failure it was) and write a short reason ("open
+ * /proc/12/fd/5: No such file or directory") into why; they never abort. */
 #ifndef RILL_PLATFORM_SHM_H
 #define RILL_PLATFORM_SHM_H
 
@@ -61,13 +61,21 @@ void rill__pages_discard(const rill__pages *pages, size_t offset, size_t bytes);
 /* This process's name for shm. */
 void rill__shm_name_of(const rill__shm *shm, rill__shm_name *out);
 
+typedef enum rill__shm_map_result {
+    RILL__SHM_MAPPED = 0,
+    RILL__SHM_UNREACHABLE, /* the object cannot be opened (gone, another user's) or is not it */
+    RILL__SHM_NO_ROOM      /* this process is out of descriptors, mappings or address space */
+} rill__shm_map_result;
+
 /* Maps [offset, offset + bytes) of the object name refers to, which must be
  * object_bytes long, and returns the address of offset in *out. The mapping
  * covers whole pages; rill__shm_unmap_range undoes it given the same
  * address and bytes. Works for objects of this process as well (a second
- * mapping of the same memory). */
-bool rill__shm_map_range(const rill__shm_name *name, size_t object_bytes, size_t offset,
-                         size_t bytes, void **out, char *why, size_t why_size);
+ * mapping of the same memory). On failure, says whose it is and writes
+ * why. */
+rill__shm_map_result rill__shm_map_range(const rill__shm_name *name, size_t object_bytes,
+                                         size_t offset, size_t bytes, void **out, char *why,
+                                         size_t why_size);
 void rill__shm_unmap_range(void *p, size_t bytes);
 
 /* Sleeps until one of words[i] differs from expected[i] or is woken, at

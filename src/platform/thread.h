@@ -4,7 +4,9 @@
  * that know the operating system; the build picks the implementation.
  *
  * Contract (as in libuv): a failing mutex or thread primitive is a broken
- * process, not a caller mistake, so these functions abort on failure. */
+ * process, not a caller mistake, so these functions abort on failure,
+ * after one line on stderr that names the primitive and its error (the
+ * only thing rill prints unasked: there is no caller to tell). */
 #ifndef RILL_PLATFORM_THREAD_H
 #define RILL_PLATFORM_THREAD_H
 

@@ -9,15 +9,19 @@
  * that wait for a gate the test opens, so every ordering is forced, not left to timing. */
 #include "fixture.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <fcntl.h>
+
+#include "core/alloc.h"
 
 #define N 4096 /* floats in the shared buffer */
 #define SEC_NS 1000000000ull
@@ -236,6 +240,35 @@ static void child_exporter(void) {
     _exit(child_failed); /* killed before this, normally */
 }
 
+/* Host function: holds its stream until the parent sends a byte on fd 0. */
+static void wait_for_parent_fn(void *user_data) {
+    (void)user_data;
+    char b;
+    if (read(0, &b, 1) != 1)
+        child_failed = 1;
+}
+
+/* recorder: records the parent's event behind a host function that waits for the parent's
+ * 'g', signals 'r', then 'd' once its record completed; the parent may kill it instead. */
+static void child_recorder(void) {
+    rill_ipc_event_handle eh;
+    rill_event *e = NULL;
+    if (!child_recv(&eh, sizeof eh))
+        return;
+    CHECK(rill_event_open_ipc_handle(&eh, &e) == RILL_OK, "open event failed");
+    if (e == NULL)
+        return;
+    CHECK(rill_launch_host_func(NULL, wait_for_parent_fn, NULL) == RILL_OK, "host function failed");
+    CHECK(rill_event_record(e, NULL) == RILL_OK, "record failed");
+    child_signal('r');
+    CHECK(rill_event_synchronize(e) == RILL_OK, "synchronize failed");
+    child_signal('d');
+    char b;
+    while (read(0, &b, 1) > 0) {
+    }
+    CHECK(rill_event_destroy(e) == RILL_OK, "destroy failed");
+}
+
 static int child_main(const char *role) {
     if (strcmp(role, "mem") == 0)
         child_mem();
@@ -247,6 +280,8 @@ static int child_main(const char *role) {
         child_record();
     else if (strcmp(role, "exporter") == 0)
         child_exporter();
+    else if (strcmp(role, "recorder") == 0)
+        child_recorder();
     else
         CHECK(0, "unknown role '%s'", role);
     rill_shutdown();
@@ -395,6 +430,258 @@ static void test_ipc_exporter_exit_fails_waits(void **state) {
     RT_OK(rill_stream_clear_error(s));
     RT_OK(rill_stream_destroy(s));
     RT_OK(rill_event_destroy(e));
+}
+
+/* Kills the child and reaps it. */
+static void child_kill(child *c) {
+    int status;
+    kill(c->pid, SIGKILL);
+    assert_int_equal(waitpid(c->pid, &status, 0), c->pid);
+    close(c->to);
+    close(c->from);
+}
+
+/* "When the recorded work failed, waits on it fail too ... Clearing lets the stream run new work
+ * again": a wait that failed because the exporter exited belongs to the stream that waited;
+ * once that stream is cleared, rill_device_synchronize succeeds, with the opened event still
+ * alive. */
+static void test_ipc_cleared_wait_failure_leaves_device_synchronize_ok(void **state) {
+    (void)state;
+    child c;
+    rill_ipc_event_handle h;
+    rill_event *e = NULL;
+    rill_stream *s;
+    child_start(&c, "exporter");
+    assert_true(recv_bytes(c.from, &h, sizeof h));
+    RT_OK(rill_event_open_ipc_handle(&h, &e));
+    RT_OK(rill_stream_create(NULL, 0, &s));
+    RT_OK(rill_stream_wait_event(s, e));
+    child_kill(&c);
+    RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(s));
+    RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_event_synchronize(e));
+    RT_OK(rill_stream_clear_error(s));
+    RT_OK(rill_device_synchronize(NULL));
+    RT_OK(rill_stream_synchronize(s));
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(rill_event_destroy(e));
+}
+
+/* "if a process that recorded the event exits before that record completes, waits for it fail
+ * rather than hanging", in the exporter too: an opener records behind a host function and is
+ * killed; the exporter's synchronize and its stream's wait fail with a sentence naming the
+ * process, and the event and the stream go on once cleared. */
+static void test_ipc_recorder_exit_fails_exporter_waits(void **state) {
+    (void)state;
+    rill_event *e;
+    rill_ipc_event_handle eh;
+    rill_stream *s;
+    RT_OK(rill_event_create(RILL_EVENT_INTERPROCESS, &e));
+    RT_OK(rill_event_ipc_handle(e, &eh));
+    child c;
+    child_start(&c, "recorder");
+    send_bytes(c.to, &eh, sizeof eh);
+    expect_signal(&c, 'r');
+    assert_int_equal(rill_event_query(e), RILL_NOT_READY);
+    RT_OK(rill_stream_create(NULL, 0, &s));
+    RT_OK(rill_stream_wait_event(s, e));
+    char pid[32];
+    snprintf(pid, sizeof pid, "process %d,", (int)c.pid);
+    child_kill(&c);
+    /* Polled with a deadline, so that a wait that never fails fails the test, not its time. */
+    rill_status st = RILL_NOT_READY;
+    for (uint64_t end = rt_now_ns() + 10 * SEC_NS; st == RILL_NOT_READY && rt_now_ns() < end;) {
+        rt_sleep_us(1000);
+        st = rill_stream_query(s);
+    }
+    RT_STATUS(RILL_ERROR_KERNEL_FAILED, st);
+    RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_event_synchronize(e));
+    assert_non_null(strstr(rill_last_error(), "exited"));
+    assert_non_null(strstr(rill_last_error(), pid));
+    RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(s));
+    assert_non_null(strstr(rill_last_error(), pid));
+    RT_OK(rill_stream_clear_error(s));
+    RT_OK(rill_device_synchronize(NULL));
+    RT_OK(rill_event_record(e, s));
+    RT_OK(rill_event_synchronize(e));
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(rill_event_destroy(e));
+}
+
+/* Several openers: one that recorded exits, but a later record of another, still running,
+ * would also meet the waits ("a later record that completes first also meets earlier waits"),
+ * so they keep waiting and succeed when it completes. */
+static void test_ipc_recorder_exit_keeps_waits_a_later_record_meets(void **state) {
+    (void)state;
+    rill_event *e;
+    rill_ipc_event_handle eh;
+    rill_stream *first, *second;
+    RT_OK(rill_event_create(RILL_EVENT_INTERPROCESS, &e));
+    RT_OK(rill_event_ipc_handle(e, &eh));
+    RT_OK(rill_stream_create(NULL, 0, &first));
+    RT_OK(rill_stream_create(NULL, 0, &second));
+    child a, b;
+    child_start(&a, "recorder");
+    send_bytes(a.to, &eh, sizeof eh);
+    expect_signal(&a, 'r');
+    RT_OK(rill_stream_wait_event(first, e)); /* for a's record */
+    child_start(&b, "recorder");
+    send_bytes(b.to, &eh, sizeof eh);
+    expect_signal(&b, 'r');
+    RT_OK(rill_stream_wait_event(second, e)); /* for b's, the latest */
+    child_kill(&a);
+    rt_sleep_us(350000); /* three liveness checks: a broken check fails the waits now */
+    assert_int_equal(rill_stream_query(first), RILL_NOT_READY);
+    assert_int_equal(rill_stream_query(second), RILL_NOT_READY);
+    send_bytes(b.to, "g", 1);
+    expect_signal(&b, 'd');
+    RT_OK(rill_stream_synchronize(first));
+    RT_OK(rill_stream_synchronize(second));
+    RT_OK(rill_event_synchronize(e));
+    child_finish(&b);
+    RT_OK(rill_device_synchronize(NULL));
+    RT_OK(rill_stream_destroy(first));
+    RT_OK(rill_stream_destroy(second));
+    RT_OK(rill_event_destroy(e));
+}
+
+/* The number of times needle occurs in hay. */
+static int count_of(const char *hay, const char *needle) {
+    int n = 0;
+    for (const char *p = strstr(hay, needle); p != NULL; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+/* Out of memory while an interprocess event is made or opened: the sentence names the call
+ * once, never the inner call that ran out. */
+static void test_ipc_event_out_of_memory_names_the_call_once(void **state) {
+    (void)state;
+    rill_event *e = NULL, *o = NULL;
+    rill_ipc_event_handle h;
+    rill_status st = RILL_ERROR_OUT_OF_MEMORY;
+    RT_OK(rill_device_synchronize(NULL)); /* the devices exist: only the event's memory fails */
+    for (long k = 1; k < 50 && st != RILL_OK; k++) {
+        rill__alloc_fail_after(k);
+        st = rill_event_create(RILL_EVENT_INTERPROCESS, &e);
+        rill__alloc_fail_after(0);
+        const char *msg = rill_last_error();
+        if (st != RILL_OK && (st != RILL_ERROR_OUT_OF_MEMORY ||
+                              strncmp(msg, "rill_event_create: out of memory", 32) != 0 ||
+                              count_of(msg, "rill_") != 1))
+            fail_msg("failing allocation %ld: %s: \"%s\"", k, rill_status_name(st), msg);
+    }
+    RT_OK(st);
+    RT_OK(rill_event_ipc_handle(e, &h));
+    st = RILL_ERROR_OUT_OF_MEMORY;
+    for (long k = 1; k < 50 && st != RILL_OK; k++) {
+        rill__alloc_fail_after(k);
+        st = rill_event_open_ipc_handle(&h, &o);
+        rill__alloc_fail_after(0);
+        const char *msg = rill_last_error();
+        if (st != RILL_OK && (st != RILL_ERROR_OUT_OF_MEMORY ||
+                              strncmp(msg, "rill_event_open_ipc_handle: out of memory", 41) != 0 ||
+                              count_of(msg, "rill_") != 1))
+            fail_msg("failing allocation %ld: %s: \"%s\"", k, rill_status_name(st), msg);
+    }
+    RT_OK(st);
+    RT_OK(rill_event_destroy(o));
+    RT_OK(rill_event_destroy(e));
+}
+
+/* This process's table of memory mappings, filled to vm.max_map_count with one-page mappings
+ * of alternating protection, so that the next mmap fails with ENOMEM. */
+typedef struct mappings {
+    char *base; /* the pages whose protection alternates */
+    size_t bytes;
+    void *extra[8]; /* single pages mapped after base was full */
+    size_t num_extra;
+} mappings;
+
+static bool fill_mappings(mappings *m) {
+    long max = 0;
+    FILE *f = fopen("/proc/sys/vm/max_map_count", "r");
+    if (f == NULL)
+        return false;
+    int got = fscanf(f, "%ld", &max);
+    fclose(f);
+    if (got != 1 || max <= 0 || max > 1000000)
+        return false; /* too many to fill in a test */
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    m->num_extra = 0;
+    m->bytes = (size_t)(max + 1) * 2 * page;
+    m->base = mmap(NULL, m->bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m->base == MAP_FAILED)
+        return false;
+    /* Each page made readable in the middle of the rest adds two mappings, until the kernel
+     * refuses to split one more; then mmap, which checks the count once more loosely, maps
+     * single pages (never merged: their protection alternates) until it refuses too. */
+    for (long i = 0; i <= max; i++)
+        if (mprotect(m->base + (size_t)(2 * i + 1) * page, page, PROT_READ) != 0)
+            break;
+    while (m->num_extra < sizeof m->extra / sizeof m->extra[0]) {
+        int prot = m->num_extra % 2 == 0 ? PROT_READ : PROT_NONE;
+        void *p = mmap(NULL, page, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+            return errno == ENOMEM;
+        m->extra[m->num_extra++] = p;
+    }
+    return false;
+}
+
+static void empty_mappings(mappings *m) {
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    if (m->base == MAP_FAILED)
+        return;
+    /* First merge base back into one mapping (mprotect over whole mappings needs none more);
+     * then munmap, which a sanitizer follows with mappings of its own, has room. */
+    mprotect(m->base, m->bytes, PROT_NONE);
+    for (size_t i = 0; i < m->num_extra; i++)
+        munmap(m->extra[i], page);
+    munmap(m->base, m->bytes);
+}
+
+/* ThreadSanitizer maps memory of its own inside open(), which the filled table refuses. */
+#if defined(__SANITIZE_THREAD__)
+#define FILL_MAPPINGS 0
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define FILL_MAPPINGS 0
+#endif
+#endif
+#ifndef FILL_MAPPINGS
+#define FILL_MAPPINGS 1
+#endif
+
+/* A process that has no room for another mapping fails to open memory with
+ * RILL_ERROR_OUT_OF_MEMORY and a sentence that says so, not one that blames the exporter; it
+ * opens once it has room again. */
+static void test_ipc_open_without_room_blames_this_process(void **state) {
+    (void)state;
+    float *p = dev_buffer(1.0f);
+    rill_ipc_mem_handle h;
+    RT_OK(rill_ipc_get_mem_handle(p, &h));
+    static char sentence[1024];
+    static mappings m;
+    void *q = &q;
+    /* Between fill and empty, nothing here may need a mapping: no asserts, no allocation. */
+    m.base = MAP_FAILED;
+    bool full = FILL_MAPPINGS && fill_mappings(&m);
+    rill_status st = full ? rill_ipc_open_mem_handle(&h, &q) : RILL_OK;
+    if (full)
+        snprintf(sentence, sizeof sentence, "%s", rill_last_error());
+    empty_mappings(&m);
+    if (!full) {
+        RT_OK(rill_free(p));
+        skip(); /* under ThreadSanitizer, or vm.max_map_count is too large to fill here */
+    }
+    assert_int_equal(st, RILL_ERROR_OUT_OF_MEMORY);
+    assert_null(q);
+    if (strstr(sentence, "rill_ipc_open_mem_handle: this process has no room") != sentence ||
+        strstr(sentence, "Cannot allocate memory") == NULL || strstr(sentence, "exporter") != NULL)
+        fail_msg("the sentence is \"%s\"", sentence);
+    RT_OK(rill_ipc_open_mem_handle(&h, &q));
+    RT_OK(rill_ipc_close_mem_handle(q));
+    RT_OK(rill_free(p));
 }
 
 /* Opening in the exporting process maps the memory again, at another address. */
@@ -546,6 +833,11 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_ipc_wait_is_a_snapshot),
         cmocka_unit_test(test_ipc_opener_records_exporter_waits),
         cmocka_unit_test(test_ipc_exporter_exit_fails_waits),
+        cmocka_unit_test(test_ipc_cleared_wait_failure_leaves_device_synchronize_ok),
+        cmocka_unit_test(test_ipc_recorder_exit_fails_exporter_waits),
+        cmocka_unit_test(test_ipc_recorder_exit_keeps_waits_a_later_record_meets),
+        cmocka_unit_test(test_ipc_event_out_of_memory_names_the_call_once),
+        cmocka_unit_test(test_ipc_open_without_room_blames_this_process),
         cmocka_unit_test(test_ipc_open_in_same_process_aliases),
         cmocka_unit_test(test_ipc_event_open_in_same_process),
         cmocka_unit_test(test_ipc_bad_handles_are_ipc_errors),

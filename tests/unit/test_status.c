@@ -2,12 +2,28 @@
 /* Status names, status sentences and the per-thread last-error sentence. */
 #include "fixture.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/alloc.h"
+#include "core/status.h"
+#include "platform/thread.h"
+
+/* ThreadSanitizer would report the locked mutex that
+ * test_broken_lock_aborts_saying_why destroys on purpose (in a child, before it aborts) instead
+ * of letting pthread_mutex_destroy fail; nothing else here destroys a locked mutex. */
+const char *__tsan_default_options(void);
+const char *__tsan_default_options(void) {
+    return "report_destroy_locked=0";
+}
 
 static const struct {
     rill_status status;
@@ -201,6 +217,141 @@ static void test_last_error_survives_successful_calls(void **state) {
     assert_string_equal(rill_last_error(), sentence);
 }
 
+/* ---- sentences ---- */
+
+/* The number of times needle occurs in hay. */
+static int count_of(const char *hay, const char *needle) {
+    int n = 0;
+    for (const char *p = strstr(hay, needle); p != NULL; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+/* An argument of a failing call may be the thread's last sentence itself (a layer adding its
+ * name to an inner layer's sentence): the new sentence reads as written, not garbled. */
+static void test_last_error_may_quote_itself(void **state) {
+    (void)state;
+    char inner[200];
+    rill__fail(RILL_ERROR_OUT_OF_MEMORY, "out of host memory storing a command; nothing was "
+                                         "submitted");
+    snprintf(inner, sizeof inner, "%s", rill_last_error());
+    assert_int_equal(
+        rill__fail(RILL_ERROR_OUT_OF_MEMORY, "rill_stream_wait_stream: %s", rill_last_error()),
+        RILL_ERROR_OUT_OF_MEMORY);
+    char want[300];
+    snprintf(want, sizeof want, "rill_stream_wait_stream: %s", inner);
+    assert_string_equal(rill_last_error(), want);
+    /* The same through rill__fail_from, which names a call once. */
+    rill__fail(RILL_ERROR_OUT_OF_MEMORY, "out of memory creating a stream");
+    rill__fail_from(RILL_ERROR_OUT_OF_MEMORY, "rill_event_create");
+    rill__fail_from(RILL_ERROR_OUT_OF_MEMORY, "rill_event_create");
+    assert_string_equal(rill_last_error(), "rill_event_create: out of memory creating a stream");
+}
+
+/* rill_last_error(): at most 1023 bytes; "a sentence too long for it is cut at a word, and
+ * '...' ends it". */
+static void test_last_error_too_long_is_cut_at_a_word(void **state) {
+    (void)state;
+    static char words[3000], token[1500], accents[1500];
+    size_t n = 0;
+    for (int i = 0; n + 16 < sizeof words; i++)
+        n += (size_t)snprintf(words + n, sizeof words - n, "word%d ", i);
+    rill__fail(RILL_ERROR_INTERNAL, "fn: %s", words);
+    const char *e = rill_last_error();
+    size_t len = strlen(e);
+    assert_true(len <= RILL__LAST_ERROR_BYTES - 1);
+    assert_true(len > RILL__LAST_ERROR_BYTES - 60); /* cut near the end, not early */
+    assert_string_equal(e + len - 3, "...");
+    /* What is left is the sentence up to a whole word. */
+    assert_memory_equal(e, "fn: ", 4);
+    assert_memory_equal(e + 4, words, len - 3 - 4);
+    assert_true(words[len - 3 - 4] == ' ');
+    assert_true(e[len - 4] != ' ');
+
+    /* One word longer than the buffer is cut inside, with the ellipsis. */
+    memset(token, 'x', sizeof token - 1);
+    rill__fail(RILL_ERROR_INTERNAL, "fn: %s", token);
+    assert_int_equal(strlen(rill_last_error()), RILL__LAST_ERROR_BYTES - 1);
+    assert_string_equal(rill_last_error() + RILL__LAST_ERROR_BYTES - 4, "...");
+
+    /* Never inside a UTF-8 character: "é" is two bytes. */
+    for (size_t i = 0; i + 2 < sizeof accents; i += 2)
+        memcpy(accents + i, "\xc3\xa9", 2);
+    rill__fail(RILL_ERROR_INTERNAL, "f: %s", accents);
+    e = rill_last_error();
+    len = strlen(e);
+    assert_string_equal(e + len - 3, "...");
+    assert_true((len - 3 - 3) % 2 == 0); /* "f: " then whole characters */
+    assert_int_equal((unsigned char)e[len - 4], 0xa9);
+}
+
+/* "rill_last_error() explains, in one sentence": a device that cannot start for want of
+ * memory is explained by the call that found no device, naming it once, and by the cause. */
+static void test_init_failure_names_the_call_once(void **state) {
+    (void)state;
+    RT_OK(rill_shutdown());
+    bool succeeded = false;
+    for (long k = 1; k < 200 && !succeeded; k++) {
+        rill_device *dev = NULL;
+        rill__alloc_fail_after(k);
+        rill_status st = rill_device_get(0, &dev);
+        rill__alloc_fail_after(0);
+        if (st == RILL_OK) {
+            succeeded = true;
+        } else {
+            const char *e = rill_last_error();
+            if (st != RILL_ERROR_NO_DEVICE || strncmp(e, "rill_device_get: ", 17) != 0 ||
+                count_of(e, "rill_") != 1 || strstr(e, "rill: ") != NULL ||
+                strstr(e, "out of memory") == NULL)
+                fail_msg("failing allocation %ld: %s: %s", k, rill_status_name(st), e);
+        }
+        RT_OK(rill_shutdown());
+    }
+    assert_true(succeeded);
+}
+
+/* A child that breaks a lock on purpose: the mutex is destroyed while held. */
+static void break_a_lock(void) {
+    static rill__mutex m;
+    rill__mutex_init(&m);
+    rill__mutex_lock(&m);
+    rill__mutex_destroy(&m); /* EBUSY: aborts */
+}
+
+/* "A failing pthread primitive aborts, as in libuv": and says on stderr which one failed and
+ * why, first. */
+static void test_broken_lock_aborts_saying_why(void **state) {
+    (void)state;
+    int out[2];
+    assert_int_equal(pipe(out), 0);
+    fflush(stderr);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(out[0]);
+        if (dup2(out[1], 2) < 0)
+            _exit(126);
+        break_a_lock();
+        _exit(0); /* not reached when it aborts */
+    }
+    close(out[1]);
+    char text[1024];
+    size_t got = 0;
+    ssize_t r;
+    while (got < sizeof text - 1 && (r = read(out[0], text + got, sizeof text - 1 - got)) > 0)
+        got += (size_t)r;
+    text[got] = '\0';
+    close(out[0]);
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFSIGNALED(status));
+    assert_int_equal(WTERMSIG(status), SIGABRT);
+    char want[200];
+    snprintf(want, sizeof want, "rill: pthread_mutex_destroy failed: %s", strerror(EBUSY));
+    if (strstr(text, want) == NULL)
+        fail_msg("the child's stderr is \"%s\", which does not say \"%s\"", text, want);
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_status_name_is_enum_identifier),
@@ -209,6 +360,10 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_last_error_is_empty_on_new_thread),
         cmocka_unit_test(test_last_error_is_thread_local),
         cmocka_unit_test(test_last_error_survives_successful_calls),
+        cmocka_unit_test(test_last_error_may_quote_itself),
+        cmocka_unit_test(test_last_error_too_long_is_cut_at_a_word),
+        cmocka_unit_test(test_init_failure_names_the_call_once),
+        cmocka_unit_test(test_broken_lock_aborts_saying_why),
     };
     return RT_RUN(tests);
 }

@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/alloc.h"
+
 #define SEC_NS          1000000000ull
 #define WAIT_TIMEOUT_NS (10 * SEC_NS) /* the main thread gives up waiting after this */
 
@@ -1238,6 +1240,123 @@ static void test_stream_wait_made_while_failing_still_orders_work_after_clear(vo
     RT_OK(rill_kernel_destroy(fail));
 }
 
+/* The number of times needle occurs in hay. */
+static int count_of(const char *hay, const char *needle) {
+    int n = 0;
+    for (const char *p = strstr(hay, needle); p != NULL; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+/* "streams that wait on that work fail too": the sentence of a stream that a failure reached
+ * through waits names the root cause (the kernel, its stream and message) once, the streams
+ * it went through, and the advice once. */
+static void test_stream_failure_through_waits_names_root_cause_once(void **state) {
+    (void)state;
+    static atomic_int failed_ran;
+    atomic_store(&failed_ran, 0);
+    rill_kernel *fail = make_kernel("fail_kernel", fail_kernel);
+    rill_stream *a = new_stream(0), *b = new_stream(0), *c = new_stream(0);
+    RT_OK(rill_stream_set_name(a, "first"));
+    RT_OK(rill_stream_set_name(b, "second"));
+    RT_OK(rill_stream_set_name(c, "third"));
+    RT_OK(launch_fail_kernel(a, fail, "root-cause-17", &failed_ran));
+    RT_OK(rill_stream_wait_stream(b, a));
+    RT_OK(rill_stream_wait_stream(c, b));
+
+    static const char root[] = "rill_stream_synchronize: kernel 'fail_kernel' on stream "
+                               "'first' failed: root-cause-17; ";
+    static const char *const whose[] = {"'first'", "'second'", "'third'"};
+    rill_stream *streams[] = {a, b, c};
+    for (int i = 0; i < 3; i++) {
+        RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(streams[i]));
+        const char *e = rill_last_error();
+        if (strncmp(e, root, sizeof root - 1) != 0 || count_of(e, "root-cause-17") != 1 ||
+            count_of(e, "fail_kernel") != 1 || count_of(e, "rill_stream_synchronize") != 1 ||
+            count_of(e, "skips") != 1 || count_of(e, "rill_stream_clear_error") != 1 ||
+            strstr(e, whose[i]) == NULL)
+            fail_msg("stream %s: \"%s\"", whose[i], e);
+    }
+    /* The last stream names the one it waited for, whose failure came from further back. */
+    assert_non_null(strstr(rill_last_error(), "stream 'third' waited for it through stream "
+                                              "'second'"));
+    RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_device_synchronize(NULL));
+    assert_int_equal(count_of(rill_last_error(), "root-cause-17"), 1);
+    for (int i = 0; i < 3; i++) {
+        RT_OK(rill_stream_clear_error(streams[i]));
+        RT_OK(rill_stream_destroy(streams[i]));
+    }
+    RT_OK(rill_kernel_destroy(fail));
+}
+
+/* rill_kernel_fail's message goes into the sentence whole when it fits; a longer one is cut at
+ * a word, and "..." says so. */
+static void test_stream_long_kernel_message_is_cut_at_a_word(void **state) {
+    (void)state;
+    static atomic_int failed_ran;
+    static char message[600];
+    atomic_store(&failed_ran, 0);
+    size_t n = 0;
+    for (int i = 0; n + 12 < sizeof message; i++)
+        n += (size_t)snprintf(message + n, sizeof message - n, "w%03d-x ", i);
+    rill_kernel *fail = make_kernel("fail_kernel", fail_kernel);
+    rill_stream *a = new_stream(0), *b = new_stream(0);
+    RT_OK(launch_fail_kernel(a, fail, message, &failed_ran));
+    RT_OK(rill_stream_wait_stream(b, a));
+    rill_stream *streams[] = {a, b};
+    for (int i = 0; i < 2; i++) {
+        RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(streams[i]));
+        const char *e = rill_last_error();
+        const char *cut = strstr(e, "...");
+        const char *start = strstr(e, "w000-x ");
+        assert_non_null(cut);
+        assert_non_null(start);
+        /* Whole words up to the ellipsis: "... w041-x w042-x..." */
+        size_t kept = (size_t)(cut - start);
+        assert_true(kept > 100);
+        assert_memory_equal(start, message, kept);
+        assert_true(message[kept] == ' ');
+        assert_int_equal(count_of(e, "..."), 1);
+        assert_int_equal(count_of(e, "skips"), 1);
+    }
+    for (int i = 0; i < 2; i++) {
+        RT_OK(rill_stream_clear_error(streams[i]));
+        RT_OK(rill_stream_destroy(streams[i]));
+    }
+    RT_OK(rill_kernel_destroy(fail));
+}
+
+/* A wait that cannot be queued (no memory for the command) fails with a sentence that names
+ * rill_stream_wait_stream once and the cause as the backend gave it. */
+static void test_stream_wait_that_cannot_be_queued_names_the_call_once(void **state) {
+    (void)state;
+    static rt_gate g;
+    rt_gate_reset(&g);
+    rill_stream *other = new_stream(0), *s = new_stream(0);
+    RT_OK(rill_launch_host_func(other, rt_gate_fn, &g)); /* the wait cannot be skipped */
+    int failures = 0;
+    rill_status st = RILL_ERROR_OUT_OF_MEMORY;
+    for (long k = 1; k < 50 && st != RILL_OK; k++) {
+        rill__alloc_fail_after(k);
+        st = rill_stream_wait_stream(s, other);
+        rill__alloc_fail_after(0);
+        if (st == RILL_OK)
+            break;
+        failures++;
+        const char *e = rill_last_error();
+        if (st != RILL_ERROR_OUT_OF_MEMORY ||
+            strncmp(e, "rill_stream_wait_stream: out of host memory", 43) != 0 ||
+            count_of(e, "rill_stream_wait_stream") != 1 || count_of(e, "out of") != 1)
+            fail_msg("failing allocation %ld: %s: \"%s\"", k, rill_status_name(st), e);
+    }
+    RT_OK(st);
+    assert_true(failures > 0);
+    rt_gate_open(&g);
+    RT_OK(rill_stream_synchronize(s));
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(rill_stream_destroy(other));
+}
+
 /* "Destroying a stream ... with work still pending is allowed" and "A NULL rill_stream* means
  * the calling thread's current stream": once the current stream is destroyed, NULL means the
  * device's default stream again, and the destroyed stream's work still completes. */
@@ -1292,6 +1411,9 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_stream_failed_work_stays_failed_after_later_failures),
         cmocka_unit_test(test_stream_clear_error_is_stream_ordered),
         cmocka_unit_test(test_stream_wait_made_while_failing_still_orders_work_after_clear),
+        cmocka_unit_test(test_stream_failure_through_waits_names_root_cause_once),
+        cmocka_unit_test(test_stream_long_kernel_message_is_cut_at_a_word),
+        cmocka_unit_test(test_stream_wait_that_cannot_be_queued_names_the_call_once),
     };
     return RT_RUN(tests);
 }

@@ -79,7 +79,7 @@ static rill_status cpu_stream_init(rill_stream *s) {
     cpu_stream *cs = cpu_stream_of(s);
     cpu_cmd *dummy = rill__calloc(1, sizeof *dummy);
     if (dummy == NULL)
-        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "rill_stream_create: out of memory");
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "out of memory creating a stream");
     cs->self = s;
     cs->head = cs->tail = dummy;
     return RILL_OK;

@@ -29,6 +29,7 @@
 
 #include "backend/cpu/cpu.h"
 #include "core/event.h"
+#include "core/status.h"
 #include "graph/graph.h"
 
 #define NONE          UINT32_MAX
@@ -126,9 +127,13 @@ static void complete(cpu_device *d, rill_graph_exec *x, gworker *g, uint32_t i) 
 
 static void note_failure(rill__xrun *r, const rill__xnode *n) {
     /* acquire: pairs with the release store in rill_kernel_fail. */
-    if (atomic_load_explicit(&r->ls.failed, memory_order_acquire) && !atomic_exchange(&r->named, 1))
-        snprintf(r->failed_node, sizeof r->failed_node, "kernel '%.63s' (graph node %u)",
-                 n->p.u.kernel.kernel->name, n->graph_index);
+    if (atomic_load_explicit(&r->ls.failed, memory_order_acquire) &&
+        !atomic_exchange(&r->named, 1)) {
+        char name[60]; /* with the rest, within failed_node */
+        rill__fit(name, sizeof name, n->p.u.kernel.kernel->name);
+        snprintf(r->failed_node, sizeof r->failed_node, "kernel '%s' (graph node %u)", name,
+                 n->graph_index);
+    }
 }
 
 static void run_blocks(cpu_worker *w, rill__xrun *r, const rill__xnode *n, uint32_t first,

@@ -260,14 +260,13 @@ static void finish(rill_stream *s, cpu_cmd *c) {
     rill__stream_complete(s, seq);
 }
 
+/* what ("kernel 'scale'") failed with the kernel's message, detail. */
 static void fail_stream(rill_stream *s, uint64_t seq, const char *what, const char *detail) {
-    char name[80], msg[RILL__ERROR_BYTES];
+    char name[80], msg[RILL__CAUSE_BYTES];
     cpu_stream_of(s)->skipping = 1;
     rill__stream_name(s, name, sizeof name);
-    snprintf(msg, sizeof msg,
-             "%.100s on stream %.64s failed: %.200s; the stream skips its later work until "
-             "rill_stream_clear_error",
-             what, name, detail);
+    snprintf(msg, sizeof msg, "%s on stream %s failed: %s", what, name,
+             detail[0] != '\0' ? detail : "(no message)");
     rill__stream_fail(s, seq, msg);
 }
 
@@ -321,8 +320,9 @@ static void run_chunks(cpu_device *d, cpu_worker *w, cpu_cmd *c) {
 static void kernel_done(cpu_cmd *c) {
     cpu_stream *cs = cpu_stream_of(c->stream);
     if (atomic_load_explicit(&cs->ls.failed, memory_order_acquire)) {
-        char what[96];
-        snprintf(what, sizeof what, "kernel '%.63s'", c->c.u.kernel.kernel->name);
+        char what[96], name[80];
+        rill__fit(name, sizeof name, c->c.u.kernel.kernel->name);
+        snprintf(what, sizeof what, "kernel '%s'", name);
         fail_stream(c->stream, c->seq, what, cs->ls.message);
     }
 }
@@ -383,15 +383,11 @@ static enum exec_result exec_wait(cpu_device *d, rill_stream *s, cpu_cmd *c) {
     uint64_t spin_until = 0;
     for (unsigned spins = 0;; spins++) {
         if (atomic_load_explicit(&t->done_seq, memory_order_acquire) >= seq) {
-            char msg[RILL__ERROR_BYTES], what[96], name[80];
             /* A stream already failing skips its work anyway; an order-only
              * wait never carries a failure. */
             if (!cs->skipping && !(c->c.flags & RILL__CMD_ORDER_ONLY) &&
-                rill__stream_failed_at(t, seq, msg, sizeof msg)) {
-                rill__stream_name(t, name, sizeof name);
-                snprintf(what, sizeof what, "a wait for stream %.64s", name);
-                fail_stream(s, c->seq, what, msg);
-            }
+                rill__stream_carry_failure(s, c->seq, t, seq))
+                cs->skipping = 1;
             return EXEC_DONE;
         }
         /* A dependency that completes within a few microseconds is cheaper

@@ -118,20 +118,30 @@ void rill__shm_name_of(const rill__shm *shm, rill__shm_name *out) {
     out->inode = shm->inode;
 }
 
-bool rill__shm_map_range(const rill__shm_name *name, size_t object_bytes, size_t offset,
-                         size_t bytes, void **out, char *why, size_t why_size) {
+/* Whether a failure with err is this process's lack of resources rather
+ * than something about the object. */
+static rill__shm_map_result failure_of(int err) {
+    return err == EMFILE || err == ENFILE || err == ENOMEM ? RILL__SHM_NO_ROOM
+                                                           : RILL__SHM_UNREACHABLE;
+}
+
+rill__shm_map_result rill__shm_map_range(const rill__shm_name *name, size_t object_bytes,
+                                         size_t offset, size_t bytes, void **out, char *why,
+                                         size_t why_size) {
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)name->pid, (int)name->fd);
     int fd = open(path, O_RDWR | O_CLOEXEC);
     if (fd < 0) {
-        snprintf(why, why_size, "open %s: %s", path, strerror(errno));
-        return false;
+        int err = errno;
+        snprintf(why, why_size, "open %s: %s", path, strerror(err));
+        return failure_of(err);
     }
     struct stat st;
     if (fstat(fd, &st) != 0) {
-        snprintf(why, why_size, "fstat %s: %s", path, strerror(errno));
+        int err = errno;
+        snprintf(why, why_size, "fstat %s: %s", path, strerror(err));
         close(fd);
-        return false;
+        return failure_of(err);
     }
     if ((uint64_t)st.st_ino != name->inode || !S_ISREG(st.st_mode) ||
         (uint64_t)st.st_size != (uint64_t)object_bytes) {
@@ -141,7 +151,7 @@ bool rill__shm_map_range(const rill__shm_name *name, size_t object_bytes, size_t
                  path, (unsigned long long)st.st_ino, (long long)st.st_size,
                  (unsigned long long)name->inode, object_bytes);
         close(fd);
-        return false;
+        return RILL__SHM_UNREACHABLE;
     }
     size_t page = page_bytes();
     size_t first = offset & ~(page - 1);
@@ -151,10 +161,10 @@ bool rill__shm_map_range(const rill__shm_name *name, size_t object_bytes, size_t
     close(fd); /* the mapping keeps the object alive */
     if (p == MAP_FAILED) {
         snprintf(why, why_size, "mmap of %zu bytes of %s: %s", len, path, strerror(err));
-        return false;
+        return failure_of(err);
     }
     *out = (char *)p + (offset - first);
-    return true;
+    return RILL__SHM_MAPPED;
 }
 
 void rill__shm_unmap_range(void *p, size_t bytes) {

@@ -25,24 +25,40 @@ static pthread_mutex_t *pm(rill__mutex *m) {
     return (pthread_mutex_t *)(void *)m->opaque;
 }
 
+/* A primitive failed with err (0: it set errno): the process is broken.
+ * Says which and why on stderr, the one thing left to do, and aborts. */
+static _Noreturn void broken(const char *call, int err) {
+    if (err == 0)
+        err = errno;
+    fprintf(stderr,
+            "rill: %s failed: %s; a lock or thread of rill is broken (memory corruption, or a "
+            "resource limit), so the process cannot go on\n",
+            call, strerror(err));
+    abort();
+}
+
 void rill__mutex_init(rill__mutex *m) {
-    if (pthread_mutex_init(pm(m), NULL) != 0)
-        abort();
+    int err = pthread_mutex_init(pm(m), NULL);
+    if (err != 0)
+        broken("pthread_mutex_init", err);
 }
 
 void rill__mutex_destroy(rill__mutex *m) {
-    if (pthread_mutex_destroy(pm(m)) != 0)
-        abort();
+    int err = pthread_mutex_destroy(pm(m));
+    if (err != 0)
+        broken("pthread_mutex_destroy", err);
 }
 
 void rill__mutex_lock(rill__mutex *m) {
-    if (pthread_mutex_lock(pm(m)) != 0)
-        abort();
+    int err = pthread_mutex_lock(pm(m));
+    if (err != 0)
+        broken("pthread_mutex_lock", err);
 }
 
 void rill__mutex_unlock(rill__mutex *m) {
-    if (pthread_mutex_unlock(pm(m)) != 0)
-        abort();
+    int err = pthread_mutex_unlock(pm(m));
+    if (err != 0)
+        broken("pthread_mutex_unlock", err);
 }
 
 struct thread_start {
@@ -61,18 +77,20 @@ void rill__thread_start(rill__thread *t, const char *name, void (*fn)(void *), v
     struct thread_start *st = malloc(sizeof *st);
     pthread_t th;
     if (st == NULL)
-        abort();
+        broken("malloc for a new thread", ENOMEM);
     st->fn = fn;
     st->arg = arg;
-    if (pthread_create(&th, NULL, thread_main, st) != 0)
-        abort();
+    int err = pthread_create(&th, NULL, thread_main, st);
+    if (err != 0)
+        broken("pthread_create", err);
     pthread_setname_np(th, name);
     t->handle = (uintptr_t)th;
 }
 
 void rill__thread_join(rill__thread *t) {
-    if (pthread_join((pthread_t)t->handle, NULL) != 0)
-        abort();
+    int err = pthread_join((pthread_t)t->handle, NULL);
+    if (err != 0)
+        broken("pthread_join", err);
 }
 
 void rill__thread_yield(void) {
@@ -135,7 +153,7 @@ void rill__barrier_heavy(void) {
      * would be unprotected, so that is a broken process. */
     if (atomic_load_explicit(&rill__barrier_asymmetric, memory_order_relaxed) &&
         syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0)
-        abort();
+        broken("membarrier", 0);
 }
 
 uint64_t rill__now_ns(void) {
