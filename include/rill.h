@@ -408,7 +408,9 @@ rill_status rill_stream_get_capture_status(rill_stream *stream, rill_capture_sta
  * aclmdlRICaptureThreadExchangeMode); a thread starts in GLOBAL. */
 rill_status rill_thread_exchange_capture_mode(rill_capture_mode *mode);
 
-/* Graphs built by hand. deps may be NULL when num_deps is 0. */
+/* Graphs built by hand. deps may be NULL when num_deps is 0. Adding a node
+ * takes time in proportion to its dependencies (capture, to what each
+ * captured call records), so building a graph is linear in its size. */
 rill_status rill_graph_create(rill_graph **out);
 rill_status rill_graph_destroy(rill_graph *graph);
 rill_status rill_graph_add_kernel_node(rill_graph *graph, rill_graph_node *const *deps,

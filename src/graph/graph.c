@@ -5,7 +5,9 @@
  * A node may only depend on nodes that exist when it is added, so the
  * order of the node list is a topological order and a graph never has a
  * cycle: instantiation keeps that order and only inverts the dependency
- * lists into successor lists. */
+ * lists into successor lists. Adding a node costs O(1 + its deps): a
+ * dependency is checked against the graph's slabs (graph.h), not against
+ * its nodes. */
 #include "graph/graph.h"
 
 #include <stdio.h>
@@ -39,8 +41,9 @@ static void graph_free(rill_graph *g) {
     for (uint32_t i = 0; i < g->num_nodes; i++) {
         params_release(&g->nodes[i]->p);
         rill__free(g->nodes[i]->deps);
-        rill__free(g->nodes[i]);
     }
+    for (uint32_t k = 0; k < g->num_slabs; k++)
+        rill__free(g->slabs[k]);
     rill__free(g->nodes);
     if (g->pool != NULL)
         rill__gpool_unref(g->pool, NULL, 0);
@@ -157,12 +160,51 @@ static int cmp_u32(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+/* The index of the first node of slab k. */
+static uint64_t slab_first(uint32_t k) {
+    return (uint64_t)RILL__GRAPH_SLAB0 * ((UINT64_C(1) << k) - 1);
+}
+
+/* The storage for node g->num_nodes, in the last slab or a new one; NULL
+ * when out of memory (or when the graph is full). */
+static rill_graph_node *next_slot(rill_graph *g) {
+    uint32_t k = g->num_slabs;
+    if (k == 0 || g->num_nodes == slab_first(k)) {
+        if (k == RILL__GRAPH_SLABS)
+            return NULL;
+        g->slabs[k] = rill__malloc(((size_t)RILL__GRAPH_SLAB0 << k) * sizeof(rill_graph_node));
+        if (g->slabs[k] == NULL)
+            return NULL;
+        g->num_slabs = ++k;
+    }
+    return &g->slabs[k - 1][g->num_nodes - slab_first(k - 1)];
+}
+
+/* The index of d when it is a node of g, else -1. d is compared with the
+ * slabs' address ranges and never read: it may be anything the caller
+ * passed. O(slabs), at most RILL__GRAPH_SLABS. */
+static int64_t node_index(const rill_graph *g, const rill_graph_node *d) {
+    uintptr_t p = (uintptr_t)d;
+    for (uint32_t k = 0; k < g->num_slabs; k++) {
+        uintptr_t base = (uintptr_t)g->slabs[k];
+        uintptr_t end = base + ((size_t)RILL__GRAPH_SLAB0 << k) * sizeof *d;
+        if (p < base || p >= end)
+            continue;
+        if ((p - base) % sizeof *d != 0)
+            return -1;
+        uint64_t i = slab_first(k) + (p - base) / sizeof *d;
+        return i < g->num_nodes ? (int64_t)i : -1;
+    }
+    return -1;
+}
+
 rill_status rill__graph_add(rill_graph *g, const uint32_t *deps, uint32_t num_deps,
                             const rill__gnode_params *params, rill_stream *captured_from,
                             const char *fn, rill_graph_node **out) {
-    rill_graph_node *n = rill__calloc(1, sizeof *n);
+    rill_graph_node *n = next_slot(g);
     if (n == NULL)
-        goto oom;
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory adding a graph node", fn);
+    memset(n, 0, sizeof *n);
     if (num_deps > 0) {
         n->deps = rill__malloc(num_deps * sizeof *n->deps);
         if (n->deps == NULL)
@@ -218,14 +260,12 @@ rill_status rill__graph_add(rill_graph *g, const uint32_t *deps, uint32_t num_de
         *out = n;
     return RILL_OK;
 oom:
-    if (n != NULL) {
-        if (params->kind == RILL__GNODE_KERNEL) {
-            rill__free(n->p.u.kernel.args);
-            rill__free(n->p.u.kernel.accesses);
-        }
-        rill__free(n->deps);
-        rill__free(n);
+    /* The slot stays free for the next node. */
+    if (params->kind == RILL__GNODE_KERNEL) {
+        rill__free(n->p.u.kernel.args);
+        rill__free(n->p.u.kernel.accesses);
     }
+    rill__free(n->deps);
     return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory adding a graph node", fn);
 }
 
@@ -249,12 +289,9 @@ static rill_status add_node(rill_graph *graph, rill_graph_node *const *deps, siz
     if (idx == NULL)
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory", fn);
     for (size_t i = 0; i < num_deps; i++) {
-        rill_graph_node *d = deps[i];
-        /* A node pointer is valid when the graph's list holds it there. */
-        int ok = 0;
-        for (uint32_t j = 0; d != NULL && j < graph->num_nodes && !ok; j++)
-            ok = graph->nodes[j] == d;
-        if (!ok) {
+        /* A node pointer is valid when it lies in the graph's slabs. */
+        int64_t k = node_index(graph, deps[i]);
+        if (k < 0) {
             if (idx != local)
                 rill__free(idx);
             return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
@@ -262,7 +299,7 @@ static rill_status add_node(rill_graph *graph, rill_graph_node *const *deps, siz
                               "this graph returned",
                               fn, i);
         }
-        idx[i] = d->index;
+        idx[i] = (uint32_t)k;
     }
     st = rill__graph_add(graph, idx, (uint32_t)num_deps, p, NULL, fn, out);
     if (idx != local)

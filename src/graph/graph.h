@@ -79,10 +79,19 @@ struct rill_graph_node {
     char stream_name[64];
 };
 
+/* Nodes live in slabs that never move: slab k holds RILL__GRAPH_SLAB0 << k
+ * nodes, node indices [RILL__GRAPH_SLAB0 * (2^k - 1), RILL__GRAPH_SLAB0 *
+ * (2^(k+1) - 1)), so a node pointer that a caller passes back is checked
+ * against a few address ranges instead of every node. */
+#define RILL__GRAPH_SLAB0 16u
+#define RILL__GRAPH_SLABS 28 /* 2^32 - 16 nodes in all */
+
 struct rill_graph {
     _Atomic uint32_t magic;  /* first member: see rill__handle_magic */
-    rill_graph_node **nodes; /* owned */
+    rill_graph_node **nodes; /* owned array; the nodes are in slabs */
     uint32_t num_nodes, cap_nodes;
+    rill_graph_node *slabs[RILL__GRAPH_SLABS]; /* owned */
+    uint32_t num_slabs;
     rill__gpool *pool; /* ref, or NULL: memory allocated during its capture */
     /* guarded by rt->lock: every live graph, for rill_shutdown */
     rill_graph *rt_next, *rt_prev;
