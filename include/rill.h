@@ -446,7 +446,13 @@ rill_status rill_graph_instantiate(rill_graph *graph, rill_graph_exec **out);
 rill_status rill_graph_exec_destroy(rill_graph_exec *exec);
 rill_status rill_graph_launch(rill_graph_exec *exec, rill_stream *stream);
 /* Takes the parameters of graph, which must have the same topology and
- * node kinds, into exec without instantiating again. */
+ * node kinds, into exec without instantiating again. Launches submitted
+ * after it returns run with them; launches submitted before, running or
+ * not, run with the parameters they were submitted with. Does not block,
+ * and may be called from a host function. With updates and launches of one
+ * exec on several threads, each launch runs with one whole set of
+ * parameters: that of the last update that returned before the launch was
+ * called, or of an update running at the same time. */
 rill_status rill_graph_exec_update(rill_graph_exec *exec, rill_graph *graph);
 
 /* What rill adds to the rules above:
@@ -462,8 +468,6 @@ rill_status rill_graph_exec_update(rill_graph_exec *exec, rill_graph *graph);
  * - An event record node moves its event to the end of the launch, for
  *   queries and waits outside the graph; an event wait node waits for the
  *   event as recorded when the launch is submitted.
- * - rill_graph_exec_update waits for the exec's launches in flight, which
- *   read its parameters (RILL_ERROR_NOT_PERMITTED from a worker thread).
  * - rill_stream_clear_error on a capturing stream is RILL_ERROR_NOT_PERMITTED,
  *   and rill_graph_launch into a capturing stream RILL_ERROR_NOT_SUPPORTED.
  * - A kernel failing in a launch fails the launch's stream as an eager

@@ -17,7 +17,7 @@ typedef enum rill__cmd_kind {
     RILL__CMD_COPY,       /* memcpy */
     RILL__CMD_SET,        /* memset */
     RILL__CMD_CLEAR,      /* rill_stream_clear_error: later work runs again */
-    RILL__CMD_GRAPH       /* rill_graph_launch: every node of u.graph.exec */
+    RILL__CMD_GRAPH       /* rill_graph_launch: every node of an exec */
 } rill__cmd_kind;
 
 typedef struct rill__cmd {
@@ -55,7 +55,7 @@ typedef struct rill__cmd {
             size_t bytes;
         } set;
         struct {
-            rill_graph_exec *exec; /* ref */
+            struct rill__xparams *params; /* ref: the exec's parameters for this launch */
         } graph;
     } u;
 } rill__cmd;

@@ -58,7 +58,7 @@ void rill__cmd_release(rill__cmd *cmd) {
         rill__event_unref(cmd->u.record.event);
         break;
     case RILL__CMD_GRAPH:
-        rill__exec_unref(cmd->u.graph.exec);
+        rill__xparams_unref(cmd->u.graph.params);
         break;
     default:
         break;

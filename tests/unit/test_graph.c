@@ -923,6 +923,206 @@ static void test_graph_launches_of_one_exec_do_not_overlap(void **state) {
         RT_OK(rill_stream_destroy(s[i]));
 }
 
+/* ------------------------------------------- exec update and launches */
+
+/* A kernel node's arguments in the update tests: the parameter set it
+ * belongs to, and a pattern made from it that the kernel checks, so a
+ * launch reading freed or half-written arguments is seen. */
+enum { SET_NODES = 4, SET_PATTERN = 24 };
+typedef struct set_args {
+    uint32_t set, node;
+    _Atomic uint32_t *seen; /* per node: the set of the launch being run */
+    atomic_int *bad;        /* launches that mixed sets or saw a bad pattern */
+    atomic_int *runs;       /* launches whose last node ran */
+    _Atomic uint32_t *log;  /* the set of each launch, in launch order */
+    uint32_t pattern[SET_PATTERN];
+} set_args;
+
+static bool pattern_ok(const set_args *a) {
+    for (uint32_t k = 0; k < SET_PATTERN; k++)
+        if (a->pattern[k] != a->set * 1000u + k)
+            return false;
+    return true;
+}
+
+/* Reads its arguments twice, a few microseconds apart, so that a launch
+ * whose arguments are freed or rewritten while it runs is caught (by the
+ * pattern, and by the sanitizers). */
+static void set_kernel(const rill_block_ctx *ctx, const void *args) {
+    (void)ctx;
+    set_args a, again;
+    memcpy(&a, args, sizeof a);
+    rt_spin_us(5);
+    memcpy(&again, args, sizeof again);
+    if (!pattern_ok(&a) || memcmp(&a, &again, sizeof a) != 0)
+        atomic_fetch_add(a.bad, 1);
+    atomic_store(&a.seen[a.node], a.set);
+}
+
+/* The last node: every node of this launch ran with its set. */
+static void set_check_kernel(const rill_block_ctx *ctx, const void *args) {
+    (void)ctx;
+    set_args a;
+    memcpy(&a, args, sizeof a);
+    bool ok = pattern_ok(&a);
+    for (uint32_t n = 0; n < SET_NODES - 1; n++)
+        ok = ok && atomic_load(&a.seen[n]) == a.set;
+    if (!ok)
+        atomic_fetch_add(a.bad, 1);
+    int i = atomic_fetch_add(a.runs, 1);
+    if (a.log != NULL)
+        atomic_store(&a.log[i], a.set);
+}
+
+typedef struct set_state {
+    _Atomic uint32_t seen[SET_NODES];
+    atomic_int bad, runs;
+    _Atomic uint32_t log[8];
+} set_state;
+
+/* Parameter set `set` of a graph of SET_NODES kernel nodes: a diamond
+ * (node 2 with 4 blocks) when diamond, else a chain of one-block nodes. */
+static rill_graph *set_graph(rill_kernel *k, rill_kernel *check, set_state *st, uint32_t set,
+                             bool diamond, bool log) {
+    rill_graph *g;
+    RT_OK(rill_graph_create(&g));
+    rill_graph_node *n[SET_NODES];
+    for (uint32_t i = 0; i < SET_NODES; i++) {
+        set_args a = {.set = set,
+                      .node = i,
+                      .seen = st->seen,
+                      .bad = &st->bad,
+                      .runs = &st->runs,
+                      .log = log ? st->log : NULL};
+        for (uint32_t j = 0; j < SET_PATTERN; j++)
+            a.pattern[j] = set * 1000u + j;
+        rill_launch l = {
+            .grid = {diamond && i == 2 ? 4 : 1, 1, 1}, .args = &a, .args_size = sizeof a};
+        rill_graph_node *deps[2] = {NULL, NULL};
+        size_t nd = 0;
+        if (i > 0 && (!diamond || i < SET_NODES - 1))
+            deps[nd++] = n[diamond ? 0 : i - 1];
+        else if (i == SET_NODES - 1) {
+            deps[nd++] = n[1];
+            deps[nd++] = n[2];
+        }
+        RT_OK(rill_graph_add_kernel_node(g, deps, nd, i == SET_NODES - 1 ? check : k, &l, &n[i]));
+    }
+    return g;
+}
+
+typedef struct race_thread {
+    pthread_barrier_t *start;
+    rill_graph_exec *x;
+    rill_graph *g[2];
+    rill_stream *s; /* launchers: their stream; updaters: NULL */
+    int index;
+    atomic_int failures;
+} race_thread;
+
+enum { RACE_ROUNDS = 300 };
+
+static void *race_main(void *p) {
+    race_thread *t = p;
+    pthread_barrier_wait(t->start);
+    for (int i = 0; i < RACE_ROUNDS; i++) {
+        rill_status st = t->s != NULL ? rill_graph_launch(t->x, t->s)
+                                      : rill_graph_exec_update(t->x, t->g[(i + t->index) % 2]);
+        if (st == RILL_OK && t->s != NULL && i % 50 == 49)
+            st = rill_stream_synchronize(t->s);
+        if (st != RILL_OK)
+            atomic_fetch_add(&t->failures, 1);
+    }
+    if (t->s != NULL && rill_stream_synchronize(t->s) != RILL_OK)
+        atomic_fetch_add(&t->failures, 1);
+    return NULL;
+}
+
+/* "Every function is thread-safe": two threads launch one exec on their
+ * streams while two others update it between two parameter sets; every
+ * launch runs with one whole set, old or new, and never with arguments
+ * an update freed. */
+static void test_graph_update_racing_launches_runs_each_launch_with_one_set(void **state) {
+    (void)state;
+    rill_kernel *k, *check;
+    rill_kernel_desc d1 = {.name = "set", .cpu = set_kernel};
+    rill_kernel_desc d2 = {.name = "set_check", .cpu = set_check_kernel};
+    RT_OK(rill_kernel_create(&d1, &k));
+    RT_OK(rill_kernel_create(&d2, &check));
+    for (int diamond = 0; diamond < 2; diamond++) {
+        static set_state st;
+        memset(&st, 0, sizeof st);
+        rill_graph *g[2] = {set_graph(k, check, &st, 1, diamond, false),
+                            set_graph(k, check, &st, 2, diamond, false)};
+        rill_graph_exec *x;
+        RT_OK(rill_graph_instantiate(g[0], &x));
+        pthread_barrier_t start;
+        pthread_barrier_init(&start, NULL, 4);
+        race_thread t[4];
+        pthread_t tid[4];
+        for (int i = 0; i < 4; i++) {
+            t[i] = (race_thread){.start = &start, .x = x, .g = {g[0], g[1]}, .index = i};
+            atomic_init(&t[i].failures, 0);
+            if (i < 2)
+                t[i].s = named_stream(i == 0 ? "launcher 0" : "launcher 1");
+            assert_int_equal(pthread_create(&tid[i], NULL, race_main, &t[i]), 0);
+        }
+        for (int i = 0; i < 4; i++)
+            pthread_join(tid[i], NULL);
+        pthread_barrier_destroy(&start);
+        for (int i = 0; i < 4; i++)
+            assert_int_equal(atomic_load(&t[i].failures), 0);
+        assert_int_equal(atomic_load(&st.runs), 2 * RACE_ROUNDS);
+        assert_int_equal(atomic_load(&st.bad), 0);
+        RT_OK(rill_graph_exec_destroy(x));
+        RT_OK(rill_graph_destroy(g[0]));
+        RT_OK(rill_graph_destroy(g[1]));
+        RT_OK(rill_stream_destroy(t[0].s));
+        RT_OK(rill_stream_destroy(t[1].s));
+    }
+    RT_OK(rill_kernel_destroy(k));
+    RT_OK(rill_kernel_destroy(check));
+}
+
+/* An update changes the launches submitted after it: a launch already
+ * submitted (here held behind a gate, not yet running) keeps its set, and
+ * the update does not wait for it. */
+static void test_graph_update_leaves_submitted_launches_their_parameters(void **state) {
+    (void)state;
+    rill_kernel *k, *check;
+    rill_kernel_desc d1 = {.name = "set", .cpu = set_kernel};
+    rill_kernel_desc d2 = {.name = "set_check", .cpu = set_check_kernel};
+    RT_OK(rill_kernel_create(&d1, &k));
+    RT_OK(rill_kernel_create(&d2, &check));
+    static set_state st;
+    memset(&st, 0, sizeof st);
+    rill_graph *g[2] = {set_graph(k, check, &st, 1, true, true),
+                        set_graph(k, check, &st, 2, true, true)};
+    rill_graph_exec *x;
+    RT_OK(rill_graph_instantiate(g[0], &x));
+    rill_stream *s = named_stream("s");
+    static rt_gate gate;
+    rt_gate_reset(&gate);
+    RT_OK(rill_launch_host_func(s, rt_gate_fn, &gate));
+    RT_OK(rill_graph_launch(x, s));
+    RT_OK(rill_graph_exec_update(x, g[1]));
+    RT_OK(rill_graph_destroy(g[1])); /* the exec keeps what it took */
+    RT_OK(rill_graph_launch(x, s));
+    assert_int_equal(atomic_load(&st.runs), 0); /* both still held by the gate */
+    rt_gate_open(&gate);
+    RT_OK(rill_stream_synchronize(s));
+    assert_int_equal(atomic_load(&gate.timed_out), 0);
+    assert_int_equal(atomic_load(&st.runs), 2);
+    assert_int_equal(atomic_load(&st.bad), 0);
+    assert_int_equal(atomic_load(&st.log[0]), 1);
+    assert_int_equal(atomic_load(&st.log[1]), 2);
+    RT_OK(rill_graph_exec_destroy(x));
+    RT_OK(rill_graph_destroy(g[0]));
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(rill_kernel_destroy(k));
+    RT_OK(rill_kernel_destroy(check));
+}
+
 /* Out of host memory at every allocation in turn while capturing,
  * instantiating and launching: each call fails cleanly or succeeds, and
  * nothing leaks (the sanitizer builds check). */
@@ -995,6 +1195,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_graph_fan_out_runs_every_block_once),
         cmocka_unit_test(test_graph_branches_run_concurrently),
         cmocka_unit_test(test_graph_launches_of_one_exec_do_not_overlap),
+        cmocka_unit_test(test_graph_update_racing_launches_runs_each_launch_with_one_set),
+        cmocka_unit_test(test_graph_update_leaves_submitted_launches_their_parameters),
         cmocka_unit_test(test_graph_out_of_memory_fails_cleanly),
         cmocka_unit_test(test_capture_abandoned_by_shutdown),
     };
