@@ -468,10 +468,20 @@ rill_status rill_graph_exec_update(rill_graph_exec *exec, rill_graph *graph);
  * - An event record node moves its event to the end of the launch, for
  *   queries and waits outside the graph; an event wait node waits for the
  *   event as recorded when the launch is submitted.
+ * - A node holds the event it records or waits on: the event may be
+ *   destroyed afterwards, and a wait node then waits for the event as last
+ *   recorded (by a record node, or before the destroy).
  * - rill_stream_clear_error on a capturing stream is RILL_ERROR_NOT_PERMITTED,
  *   and rill_graph_launch into a capturing stream RILL_ERROR_NOT_SUPPORTED.
  * - A kernel failing in a launch fails the launch's stream as an eager
- *   launch does; the rest of the launch is skipped. */
+ *   launch does; the rest of the launch is skipped. That is all an exec's
+ *   failure does to its later launches: a launch on another stream runs
+ *   once the failed one has ended (launches of one exec never overlap) and
+ *   does not fail, unless it waits for the failed work itself (through an
+ *   event wait node, or rill_stream_wait_event or rill_stream_wait_stream
+ *   on its stream). A launch into a stream with a sticky error is skipped,
+ *   as any work there is, and still takes its turn among the exec's
+ *   launches. */
 
 #ifdef __cplusplus
 }

@@ -56,6 +56,13 @@ typedef struct rill__cmd {
         } set;
         struct {
             struct rill__xparams *params; /* ref: the exec's parameters for this launch */
+            /* the exec's previous launch, on another stream, or NULL: the
+             * launch runs (or is skipped) only once after_stream completed
+             * after_seq, whether that work ran, failed or was skipped, so
+             * launches of one exec never overlap and a failure of one does
+             * not fail the next */
+            rill_stream *after_stream; /* ref */
+            uint64_t after_seq;
         } graph;
     } u;
 } rill__cmd;

@@ -7,7 +7,8 @@
  * on the current set and the backend runs that set, so an update, which
  * swaps in a new set, never changes a launch already submitted. Launches
  * of one exec never overlap: a launch on another stream than the previous
- * one waits for it. */
+ * one waits for it to end (rill__cmd's after_stream), without taking on
+ * its failure. */
 #include "graph/graph.h"
 
 #include <string.h>
@@ -461,9 +462,9 @@ static void record_events(rill_graph_exec *x, const rill__xparams *v, rill_strea
 }
 
 /* The waits a launch makes before its command, exec->lock held: for the
- * exec's previous launch, for the memory its capture allocated, and for
- * its event wait nodes (snapshots taken now, as rill_stream_wait_event
- * does). */
+ * memory its capture allocated, and for its event wait nodes (snapshots
+ * taken now, as rill_stream_wait_event does; the node holds its event,
+ * so a destroyed event is waited for as last recorded). */
 static rill_status launch_waits(rill_graph_exec *x, const rill__xparams *v, rill_stream *stream,
                                 const char *fn) {
     for (uint32_t k = 0; k < x->num_event_nodes; k++) {
@@ -473,11 +474,6 @@ static rill_status launch_waits(rill_graph_exec *x, const rill__xparams *v, rill
             return rill__fail(RILL_ERROR_DEVICE_MISMATCH,
                               "%s: node %u records an event bound to another device", fn,
                               xn->graph_index);
-    }
-    if (x->last_stream != NULL && x->last_stream != stream) {
-        rill_status st = rill__stream_wait_point(stream, x->last_stream, x->last_seq, fn);
-        if (st != RILL_OK)
-            return st;
     }
     if (x->pool != NULL) {
         rill_stream *ps;
@@ -494,7 +490,7 @@ static rill_status launch_waits(rill_graph_exec *x, const rill__xparams *v, rill
         const rill__xnode *xn = &v->nodes[x->event_nodes[k]];
         if (xn->p.kind != RILL__GNODE_WAIT)
             continue;
-        rill_status st = rill_stream_wait_event(stream, xn->p.u.event.event);
+        rill_status st = rill__event_wait(stream, xn->p.u.event.event, fn);
         if (st != RILL_OK)
             return st;
     }
@@ -529,6 +525,16 @@ rill_status rill_graph_launch(rill_graph_exec *exec, rill_stream *stream) {
     }
     rill__cmd cmd = {.kind = RILL__CMD_GRAPH};
     cmd.u.graph.params = v;
+    /* The previous launch on another stream: this one waits for it to end,
+     * however it ended (see rill__cmd). On the same stream, stream order
+     * does it. */
+    rill_stream *ls = exec->last_stream;
+    if (ls != NULL && ls != stream &&
+        atomic_load_explicit(&ls->done_seq, memory_order_acquire) < exec->last_seq) {
+        rill__stream_ref(ls);
+        cmd.u.graph.after_stream = ls;
+        cmd.u.graph.after_seq = exec->last_seq;
+    }
     /* relaxed: exec->lock and the exec's reference keep v alive; the
      * command's release is the acq_rel in rill__xparams_unref. */
     atomic_fetch_add_explicit(&v->refs, 1, memory_order_relaxed);
@@ -536,13 +542,17 @@ rill_status rill_graph_launch(rill_graph_exec *exec, rill_stream *stream) {
     st = rill__stream_submit(stream, &cmd, &seq);
     if (st != RILL_OK) {
         atomic_fetch_sub_explicit(&v->refs, 1, memory_order_relaxed);
+        if (cmd.u.graph.after_stream != NULL)
+            rill__stream_unref(cmd.u.graph.after_stream);
         rill__mutex_unlock(&exec->lock);
         return st;
     }
+    if (cmd.u.graph.after_stream != NULL)
+        rill__stream_clock_note(stream, ls->id, exec->last_seq);
     record_events(exec, v, stream, seq);
-    if (exec->last_stream != stream) {
-        if (exec->last_stream != NULL)
-            rill__stream_unref(exec->last_stream);
+    if (ls != stream) {
+        if (ls != NULL)
+            rill__stream_unref(ls);
         rill__stream_ref(stream);
         exec->last_stream = stream;
     }

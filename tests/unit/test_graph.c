@@ -1123,6 +1123,210 @@ static void test_graph_update_leaves_submitted_launches_their_parameters(void **
     RT_OK(rill_kernel_destroy(check));
 }
 
+/* A kernel node that takes a ticket: when it ran, against gates. */
+static void ticket_kernel(const rill_block_ctx *ctx, const void *args) {
+    (void)ctx;
+    _Atomic uint64_t *slot;
+    memcpy(&slot, args, sizeof slot);
+    atomic_store(slot, rt_take_ticket());
+}
+
+/* "An event wait node holds its event": with the event destroyed, every
+ * launch still succeeds and waits for the event's last record. */
+static void test_graph_wait_node_outlives_destroyed_event(void **state) {
+    (void)state;
+    rill_kernel *k;
+    rill_kernel_desc d = {.name = "ticket", .cpu = ticket_kernel};
+    RT_OK(rill_kernel_create(&d, &k));
+    rill_stream *s = named_stream("s"), *side = named_stream("side");
+    rill_event *e;
+    RT_OK(rill_event_create(RILL_EVENT_DEFAULT, &e));
+    static _Atomic uint64_t ran;
+    _Atomic uint64_t *slot = &ran;
+    rill_graph *g;
+    RT_OK(rill_graph_create(&g));
+    rill_graph_node *w, *kn;
+    RT_OK(rill_graph_add_event_wait_node(g, NULL, 0, e, &w));
+    rill_launch l = {.grid = {1, 1, 1}, .args = &slot, .args_size = sizeof slot};
+    RT_OK(rill_graph_add_kernel_node(g, &w, 1, k, &l, &kn));
+    rill_graph_exec *x;
+    RT_OK(rill_graph_instantiate(g, &x));
+    RT_OK(rill_graph_destroy(g));
+    static rt_gate gate;
+    rt_gate_reset(&gate);
+    RT_OK(rill_launch_host_func(side, rt_gate_fn, &gate));
+    RT_OK(rill_event_record(e, side));
+    RT_OK(rill_event_destroy(e));
+    for (int rep = 0; rep < 3; rep++) {
+        atomic_store(&ran, 0);
+        RT_OK(rill_graph_launch(x, s));
+        if (rep == 0)
+            rt_gate_open(&gate);
+        RT_OK(rill_stream_synchronize(s));
+        assert_true(atomic_load(&ran) > atomic_load(&gate.end_ticket));
+    }
+    assert_int_equal(atomic_load(&gate.timed_out), 0);
+    RT_OK(rill_graph_exec_destroy(x));
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(rill_stream_destroy(side));
+    RT_OK(rill_kernel_destroy(k));
+}
+
+/* A kernel failing at its first run only; each run takes a ticket. */
+typedef struct first_fails {
+    atomic_int calls;
+    _Atomic uint64_t ticket[4];
+} first_fails;
+
+static void first_fails_kernel(const rill_block_ctx *ctx, const void *args) {
+    first_fails *f;
+    memcpy(&f, args, sizeof f);
+    int i = atomic_fetch_add(&f->calls, 1);
+    if (i < 4)
+        atomic_store(&f->ticket[i], rt_take_ticket());
+    if (i == 0)
+        rill_kernel_fail(ctx, "the first run fails");
+}
+
+/* "A failure in a launch is a sticky error of the stream it ran on": the
+ * exec's next launch on another stream runs after it, and succeeds,
+ * whether the failed launch was still pending when the next was
+ * submitted or had already failed. */
+static void test_graph_failed_launch_does_not_fail_next_launch_elsewhere(void **state) {
+    (void)state;
+    rill_kernel *k;
+    rill_kernel_desc d = {.name = "first_fails", .cpu = first_fails_kernel};
+    RT_OK(rill_kernel_create(&d, &k));
+    rill_stream *a = named_stream("a"), *b = named_stream("b");
+    static first_fails f;
+    first_fails *fp = &f;
+    rill_graph *g;
+    RT_OK(rill_graph_create(&g));
+    rill_graph_node *n;
+    rill_launch l = {.grid = {1, 1, 1}, .args = &fp, .args_size = sizeof fp};
+    RT_OK(rill_graph_add_kernel_node(g, NULL, 0, k, &l, &n));
+    rill_graph_exec *x;
+    RT_OK(rill_graph_instantiate(g, &x));
+    RT_OK(rill_graph_destroy(g));
+    for (int pending = 0; pending < 2; pending++) {
+        memset(&f, 0, sizeof f);
+        static rt_gate gate;
+        rt_gate_reset(&gate);
+        if (pending)
+            RT_OK(rill_launch_host_func(a, rt_gate_fn, &gate));
+        RT_OK(rill_graph_launch(x, a));
+        if (!pending)
+            RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(a));
+        RT_OK(rill_graph_launch(x, b));
+        if (pending)
+            rt_gate_open(&gate);
+        RT_OK(rill_stream_synchronize(b));
+        RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(a));
+        assert_non_null(strstr(rill_last_error(), "the first run fails"));
+        assert_int_equal(atomic_load(&f.calls), 2);
+        assert_true(atomic_load(&f.ticket[1]) > atomic_load(&f.ticket[0]));
+        RT_OK(rill_stream_clear_error(a));
+        RT_OK(rill_stream_synchronize(a));
+    }
+    RT_OK(rill_graph_exec_destroy(x));
+    RT_OK(rill_stream_destroy(a));
+    RT_OK(rill_stream_destroy(b));
+    RT_OK(rill_kernel_destroy(k));
+}
+
+/* "...unless it waits for the failed work itself": a launch whose event
+ * wait node waits for a record made after a failure fails its stream,
+ * with the failed kernel in the sentence. */
+static void test_graph_wait_node_on_failed_work_fails_the_launch(void **state) {
+    (void)state;
+    rill_stream *a = named_stream("a"), *b = named_stream("b");
+    rill_event *e;
+    RT_OK(rill_event_create(RILL_EVENT_DEFAULT, &e));
+    atomic_int hits = 0;
+    rill_graph *g;
+    RT_OK(rill_graph_create(&g));
+    rill_graph_node *w, *h;
+    RT_OK(rill_graph_add_event_wait_node(g, NULL, 0, e, &w));
+    RT_OK(rill_graph_add_host_node(g, &w, 1, host_add, &hits, &h));
+    rill_graph_exec *x;
+    RT_OK(rill_graph_instantiate(g, &x));
+    RT_OK(rill_graph_destroy(g));
+    rill_launch l = {.grid = {1, 1, 1}};
+    RT_OK(rill_launch_kernel(a, fail_k, &l));
+    RT_OK(rill_event_record(e, a));
+    RT_OK(rill_graph_launch(x, b));
+    RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(b));
+    assert_non_null(strstr(rill_last_error(), "'fails'"));
+    assert_int_equal(atomic_load(&hits), 0);
+    RT_OK(rill_stream_clear_error(a));
+    RT_OK(rill_stream_clear_error(b));
+    RT_OK(rill_event_record(e, a)); /* a clean record: the next launch runs */
+    RT_OK(rill_graph_launch(x, b));
+    RT_OK(rill_stream_synchronize(b));
+    assert_int_equal(atomic_load(&hits), 1);
+    RT_OK(rill_graph_exec_destroy(x));
+    RT_OK(rill_event_destroy(e));
+    RT_OK(rill_stream_destroy(a));
+    RT_OK(rill_stream_destroy(b));
+}
+
+/* Host node of the skip test: when each run started and ended. */
+typedef struct run_log {
+    atomic_int runs;
+    _Atomic uint64_t start[4], end[4];
+} run_log;
+
+static void log_run(void *p) {
+    run_log *r = p;
+    int i = atomic_fetch_add(&r->runs, 1);
+    if (i >= 4)
+        return;
+    atomic_store(&r->start[i], rt_take_ticket());
+    rt_spin_us(100);
+    atomic_store(&r->end[i], rt_take_ticket());
+}
+
+/* A launch into a stream with a sticky error is skipped, but the exec's
+ * launches still run one after another: a launch that comes after the
+ * skipped one runs only once the launch before that has ended, and does
+ * not fail. */
+static void test_graph_skipped_launch_keeps_launches_in_order(void **state) {
+    (void)state;
+    rill_stream *a = named_stream("a"), *b = named_stream("b"), *c = named_stream("c");
+    static run_log r;
+    memset(&r, 0, sizeof r);
+    rill_graph *g;
+    RT_OK(rill_graph_create(&g));
+    rill_graph_node *n;
+    RT_OK(rill_graph_add_host_node(g, NULL, 0, log_run, &r, &n));
+    rill_graph_exec *x;
+    RT_OK(rill_graph_instantiate(g, &x));
+    RT_OK(rill_graph_destroy(g));
+    rill_launch l = {.grid = {1, 1, 1}};
+    RT_OK(rill_launch_kernel(a, fail_k, &l));
+    RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(a));
+    static rt_gate gate;
+    rt_gate_reset(&gate);
+    RT_OK(rill_launch_host_func(c, rt_gate_fn, &gate));
+    RT_OK(rill_graph_launch(x, c)); /* runs once the gate opens */
+    RT_OK(rill_graph_launch(x, a)); /* skipped: a has failed */
+    RT_OK(rill_graph_launch(x, b)); /* after both */
+    assert_int_equal(rill_stream_query(b), RILL_NOT_READY);
+    rt_gate_open(&gate);
+    RT_OK(rill_stream_synchronize(b));
+    RT_OK(rill_stream_synchronize(c));
+    RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(a));
+    assert_int_equal(atomic_load(&gate.timed_out), 0);
+    assert_int_equal(atomic_load(&r.runs), 2);
+    assert_true(atomic_load(&r.start[0]) > atomic_load(&gate.end_ticket));
+    assert_true(atomic_load(&r.start[1]) > atomic_load(&r.end[0]));
+    RT_OK(rill_stream_clear_error(a));
+    RT_OK(rill_graph_exec_destroy(x));
+    RT_OK(rill_stream_destroy(a));
+    RT_OK(rill_stream_destroy(b));
+    RT_OK(rill_stream_destroy(c));
+}
+
 /* Out of host memory at every allocation in turn while capturing,
  * instantiating and launching: each call fails cleanly or succeeds, and
  * nothing leaks (the sanitizer builds check). */
@@ -1197,6 +1401,10 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_graph_launches_of_one_exec_do_not_overlap),
         cmocka_unit_test(test_graph_update_racing_launches_runs_each_launch_with_one_set),
         cmocka_unit_test(test_graph_update_leaves_submitted_launches_their_parameters),
+        cmocka_unit_test(test_graph_wait_node_outlives_destroyed_event),
+        cmocka_unit_test(test_graph_failed_launch_does_not_fail_next_launch_elsewhere),
+        cmocka_unit_test(test_graph_wait_node_on_failed_work_fails_the_launch),
+        cmocka_unit_test(test_graph_skipped_launch_keeps_launches_in_order),
         cmocka_unit_test(test_graph_out_of_memory_fails_cleanly),
         cmocka_unit_test(test_capture_abandoned_by_shutdown),
     };

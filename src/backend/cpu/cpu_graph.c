@@ -23,7 +23,12 @@
  * The worker that completes the last node finishes the command, once every
  * other worker has left the run (they leave as soon as nothing is left to
  * claim), and carries on with the stream, as the last block of a
- * multi-block kernel does. */
+ * multi-block kernel does.
+ *
+ * A launch whose command names the exec's previous launch (made on another
+ * stream) first parks its stream until that launch has ended, however it
+ * ended; a stream that skips work after a failure makes that wait too, and
+ * only then skips the launch, so launches of one exec end in order. */
 #include <stdio.h>
 #include <string.h>
 
@@ -386,6 +391,15 @@ static void finish_run(cpu_device *d, rill__xrun *r, cpu_cmd *c) {
 enum exec_result rill__cpu_exec_graph(cpu_device *d, cpu_worker *w, cpu_cmd *c) {
     const rill__xparams *v = c->c.u.graph.params;
     rill_graph_exec *x = v->exec;
+    /* The exec's previous launch, on another stream, must have ended, even
+     * when this stream skips this launch: a later launch that waits for
+     * this one must find the run free. */
+    if (c->c.u.graph.after_stream != NULL &&
+        rill__cpu_wait_ended(c->stream, c->c.u.graph.after_stream, c->c.u.graph.after_seq) ==
+            EXEC_PARKED)
+        return EXEC_PARKED;
+    if (cpu_stream_of(c->stream)->skipping)
+        return EXEC_DONE;
     rill__xrun *r = &x->run;
     uint32_t n = x->num_nodes;
     if (n == 0)
