@@ -1084,6 +1084,17 @@ static void test_graph_update_racing_launches_runs_each_launch_with_one_set(void
     RT_OK(rill_kernel_destroy(check));
 }
 
+typedef struct update_call {
+    rill_graph_exec *x;
+    rill_graph *g;
+    rill_status status;
+} update_call;
+
+static void update_from_host(void *p) {
+    update_call *u = p;
+    u->status = rill_graph_exec_update(u->x, u->g);
+}
+
 /* An update changes the launches submitted after it: a launch already
  * submitted (here held behind a gate, not yet running) keeps its set, and
  * the update does not wait for it. */
@@ -1116,6 +1127,15 @@ static void test_graph_update_leaves_submitted_launches_their_parameters(void **
     assert_int_equal(atomic_load(&st.bad), 0);
     assert_int_equal(atomic_load(&st.log[0]), 1);
     assert_int_equal(atomic_load(&st.log[1]), 2);
+    /* From a host function, too: it does not block. */
+    update_call u = {.x = x, .g = g[0], .status = RILL_ERROR_INTERNAL};
+    RT_OK(rill_launch_host_func(s, update_from_host, &u));
+    RT_OK(rill_stream_synchronize(s));
+    assert_int_equal(u.status, RILL_OK);
+    RT_OK(rill_graph_launch(x, s));
+    RT_OK(rill_stream_synchronize(s));
+    assert_int_equal(atomic_load(&st.runs), 3);
+    assert_int_equal(atomic_load(&st.log[2]), 1);
     RT_OK(rill_graph_exec_destroy(x));
     RT_OK(rill_graph_destroy(g[0]));
     RT_OK(rill_stream_destroy(s));
