@@ -474,7 +474,9 @@ rill_status rill_stream_get_capture_status(rill_stream *stream, rill_capture_sta
  * aclmdlRICaptureThreadExchangeMode); a thread starts in GLOBAL. */
 rill_status rill_thread_exchange_capture_mode(rill_capture_mode *mode);
 
-/* Graphs built by hand. deps may be NULL when num_deps is 0. */
+/* Graphs built by hand. deps may be NULL when num_deps is 0. Adding a node
+ * takes time in proportion to its dependencies (capture, to what each
+ * captured call records), so building a graph is linear in its size. */
 rill_status rill_graph_create(rill_graph **out);
 rill_status rill_graph_destroy(rill_graph *graph);
 rill_status rill_graph_add_kernel_node(rill_graph *graph, rill_graph_node *const *deps,
@@ -510,7 +512,13 @@ rill_status rill_graph_instantiate(rill_graph *graph, rill_graph_exec **out);
 rill_status rill_graph_exec_destroy(rill_graph_exec *exec);
 rill_status rill_graph_launch(rill_graph_exec *exec, rill_stream *stream);
 /* Takes the parameters of graph, which must have the same topology and
- * node kinds, into exec without instantiating again. */
+ * node kinds, into exec without instantiating again. Launches submitted
+ * after it returns run with them; launches submitted before, running or
+ * not, run with the parameters they were submitted with. Does not block,
+ * and may be called from a host function. With updates and launches of one
+ * exec on several threads, each launch runs with one whole set of
+ * parameters: that of the last update that returned before the launch was
+ * called, or of an update running at the same time. */
 rill_status rill_graph_exec_update(rill_graph_exec *exec, rill_graph *graph);
 
 /* What rill adds to the rules above:
@@ -526,12 +534,20 @@ rill_status rill_graph_exec_update(rill_graph_exec *exec, rill_graph *graph);
  * - An event record node moves its event to the end of the launch, for
  *   queries and waits outside the graph; an event wait node waits for the
  *   event as recorded when the launch is submitted.
- * - rill_graph_exec_update waits for the exec's launches in flight, which
- *   read its parameters (RILL_ERROR_NOT_PERMITTED from a worker thread).
+ * - A node holds the event it records or waits on: the event may be
+ *   destroyed afterwards, and a wait node then waits for the event as last
+ *   recorded (by a record node, or before the destroy).
  * - rill_stream_clear_error on a capturing stream is RILL_ERROR_NOT_PERMITTED,
  *   and rill_graph_launch into a capturing stream RILL_ERROR_NOT_SUPPORTED.
  * - A kernel failing in a launch fails the launch's stream as an eager
- *   launch does; the rest of the launch is skipped. */
+ *   launch does; the rest of the launch is skipped. That is all an exec's
+ *   failure does to its later launches: a launch on another stream runs
+ *   once the failed one has ended (launches of one exec never overlap) and
+ *   does not fail, unless it waits for the failed work itself (through an
+ *   event wait node, or rill_stream_wait_event or rill_stream_wait_stream
+ *   on its stream). A launch into a stream with a sticky error is skipped,
+ *   as any work there is, and still takes its turn among the exec's
+ *   launches. */
 
 #ifdef __cplusplus
 }

@@ -17,7 +17,7 @@ typedef enum rill__cmd_kind {
     RILL__CMD_COPY,       /* memcpy */
     RILL__CMD_SET,        /* memset */
     RILL__CMD_CLEAR,      /* rill_stream_clear_error: later work runs again */
-    RILL__CMD_GRAPH       /* rill_graph_launch: every node of u.graph.exec */
+    RILL__CMD_GRAPH       /* rill_graph_launch: every node of an exec */
 } rill__cmd_kind;
 
 enum rill__cmd_flags {
@@ -69,7 +69,14 @@ typedef struct rill__cmd {
             size_t bytes;
         } set;
         struct {
-            rill_graph_exec *exec; /* ref */
+            struct rill__xparams *params; /* ref: the exec's parameters for this launch */
+            /* the exec's previous launch, on another stream, or NULL: the
+             * launch runs (or is skipped) only once after_stream completed
+             * after_seq, whether that work ran, failed or was skipped, so
+             * launches of one exec never overlap and a failure of one does
+             * not fail the next */
+            rill_stream *after_stream; /* ref */
+            uint64_t after_seq;
         } graph;
     } u;
 } rill__cmd;

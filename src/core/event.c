@@ -400,14 +400,18 @@ rill_status rill_stream_wait_event(rill_stream *stream, rill_event *event) {
     st = rill__capture_wait_event(stream, event, &captured);
     if (captured)
         return st;
+    return rill__event_wait(stream, event, "rill_stream_wait_event");
+}
+
+rill_status rill__event_wait(rill_stream *stream, rill_event *event, const char *fn) {
     rill_stream *s;
     uint64_t seq, remote;
     snapshot(event, &s, &seq, &remote);
     if (s == NULL && remote != 0)
-        return rill__ipc_event_wait(event->ipc, stream, remote, "rill_stream_wait_event");
+        return rill__ipc_event_wait(event->ipc, stream, remote, fn);
     if (s == NULL)
-        return RILL_OK; /* never recorded: nothing to wait for */
-    st = rill__stream_wait_point(stream, s, seq, "rill_stream_wait_event");
+        return RILL_OK; /* never recorded (or only in a capture): nothing to wait for */
+    rill_status st = rill__stream_wait_point(stream, s, seq, fn);
     rill__stream_unref(s);
     return st;
 }

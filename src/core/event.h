@@ -11,7 +11,7 @@ struct rill_event {
     _Atomic uint32_t magic;
     /* immutable after create */
     unsigned flags;
-    int is_tagged; /* owned by the runtime */
+    int is_tagged;        /* owned by the runtime */
     rill__ipc_event *ipc; /* owned: the shared state of interprocess events, else NULL */
     /* guarded by lock */
     rill__mutex lock;
@@ -35,6 +35,11 @@ void rill__event_unref(rill_event *e);
 /* Called by a backend when a RECORD command of generation gen runs;
  * failed != 0 when the stream is skipping work after a failure. */
 void rill__event_stamp(rill_event *e, uint64_t gen, uint64_t now_ns, int failed);
+/* Makes stream's later work wait for event as recorded now (the wait of
+ * rill_stream_wait_event once the capture had nothing to do with it).
+ * For holders of a reference, such as graph wait nodes: the event may
+ * have been destroyed by its owner. fn names the public call. */
+rill_status rill__event_wait(rill_stream *stream, rill_event *event, const char *fn);
 /* Frees every event (rill_shutdown). */
 void rill__events_shutdown(rill__runtime *rt);
 

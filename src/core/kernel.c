@@ -58,7 +58,9 @@ void rill__cmd_release(rill__cmd *cmd) {
         rill__event_unref(cmd->u.record.event);
         break;
     case RILL__CMD_GRAPH:
-        rill__exec_unref(cmd->u.graph.exec);
+        if (cmd->u.graph.after_stream != NULL)
+            rill__stream_unref(cmd->u.graph.after_stream);
+        rill__xparams_unref(cmd->u.graph.params);
         break;
     default:
         break;

@@ -21,6 +21,7 @@
  * blocks return to the device's pool when the graph and its last exec are
  * gone, after the exec's last launch. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/alloc.h"
@@ -28,13 +29,18 @@
 #include "core/status.h"
 #include "graph/graph.h"
 #include "mem/pool.h"
+#include "util/ptrmap.h"
 
 _Atomic int rill__captures_active;
 
+/* A tail may hold a node more than once: merging appends, and the tail is
+ * sorted and rid of duplicates when it has doubled since that was last
+ * done (num_unique), so n merges cost O(n log n), not O(n^2). */
 typedef struct cap_stream {
     rill_stream *s; /* ref */
     uint32_t *tail; /* owned */
     uint32_t num_tail, cap_tail;
+    uint32_t num_unique; /* tail[0, num_unique) is sorted, without duplicates */
 } cap_stream;
 
 typedef struct cap_record {
@@ -59,8 +65,10 @@ struct rill__capture {
     char why[320];
     cap_stream *streams;
     size_t num_streams, cap_streams;
+    rill__ptrmap stream_index; /* stream -> its index in streams */
     cap_record *records;
     size_t num_records, cap_records;
+    rill__ptrmap record_index; /* event -> its index in records */
     cap_use *uses;
     size_t num_uses, cap_uses;
 };
@@ -119,11 +127,20 @@ static bool grow(void **arr, size_t *cap, size_t need, size_t elem) {
     return true;
 }
 
+/* The maps may name an entry that a failed call never committed (an index
+ * at or past the count, or one reused since): the entry itself decides. */
 static cap_stream *find_stream(rill__capture *c, rill_stream *s) {
-    for (size_t i = 0; i < c->num_streams; i++)
-        if (c->streams[i].s == s)
-            return &c->streams[i];
-    return NULL;
+    uint32_t i;
+    if (!rill__ptrmap_get(&c->stream_index, s, &i) || i >= c->num_streams || c->streams[i].s != s)
+        return NULL;
+    return &c->streams[i];
+}
+
+static cap_record *find_record(rill__capture *c, rill_event *e) {
+    uint32_t i;
+    if (!rill__ptrmap_get(&c->record_index, e, &i) || i >= c->num_records || c->records[i].e != e)
+        return NULL;
+    return &c->records[i];
 }
 
 static rill__capture *find_capture(uint64_t id) {
@@ -133,21 +150,29 @@ static rill__capture *find_capture(uint64_t id) {
     return NULL;
 }
 
-/* Replaces or extends a tail with nodes (a union, kept small). */
+static int cmp_u32(const void *a, const void *b) {
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Replaces or extends a tail with nodes (a union; see cap_stream). */
 static bool tail_merge(cap_stream *cs, const uint32_t *nodes, uint32_t n, bool replace) {
     if (replace)
-        cs->num_tail = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        bool dup = false;
-        for (uint32_t j = 0; j < cs->num_tail && !dup; j++)
-            dup = cs->tail[j] == nodes[i];
-        if (dup)
-            continue;
-        size_t cap = cs->cap_tail;
-        if (!grow((void **)&cs->tail, &cap, cs->num_tail + 1u, sizeof *cs->tail))
-            return false;
-        cs->cap_tail = (uint32_t)cap;
-        cs->tail[cs->num_tail++] = nodes[i];
+        cs->num_tail = cs->num_unique = 0;
+    size_t cap = cs->cap_tail;
+    if (!grow((void **)&cs->tail, &cap, (size_t)cs->num_tail + n, sizeof *cs->tail))
+        return false;
+    cs->cap_tail = (uint32_t)cap;
+    if (n > 0)
+        memcpy(cs->tail + cs->num_tail, nodes, n * sizeof *nodes);
+    cs->num_tail += n;
+    if (cs->num_tail > 2 * cs->num_unique + 8) {
+        qsort(cs->tail, cs->num_tail, sizeof *cs->tail, cmp_u32);
+        uint32_t k = 0;
+        for (uint32_t i = 0; i < cs->num_tail; i++)
+            if (k == 0 || cs->tail[k - 1] != cs->tail[i])
+                cs->tail[k++] = cs->tail[i];
+        cs->num_tail = cs->num_unique = k;
     }
     return true;
 }
@@ -157,7 +182,8 @@ static cap_stream *add_stream(rill__capture *c, rill_stream *s, const uint32_t *
         return NULL;
     cap_stream *cs = &c->streams[c->num_streams];
     memset(cs, 0, sizeof *cs);
-    if (!tail_merge(cs, tail, n, true)) {
+    if (!tail_merge(cs, tail, n, true) ||
+        !rill__ptrmap_put(&c->stream_index, s, (uint32_t)c->num_streams)) {
         rill__free(cs->tail);
         return NULL;
     }
@@ -288,6 +314,8 @@ static void detach(rill__capture *c) {
     }
     rill__free(c->streams);
     rill__free(c->records);
+    rill__ptrmap_free(&c->stream_index);
+    rill__ptrmap_free(&c->record_index);
     rill__free(c->uses);
     atomic_fetch_sub(&rill__captures_active, 1);
     rill__free(c);
@@ -467,12 +495,10 @@ rill_status rill__capture_event_record(rill_event *e, rill_stream *s, bool *hand
         goto out;
     }
     cap_stream *cs = find_stream(c, s);
-    cap_record *r = NULL;
-    for (size_t i = 0; i < c->num_records && r == NULL; i++)
-        if (c->records[i].e == e)
-            r = &c->records[i];
+    cap_record *r = find_record(c, e);
     if (r == NULL) {
-        if (!grow((void **)&c->records, &c->cap_records, c->num_records + 1, sizeof *c->records)) {
+        if (!grow((void **)&c->records, &c->cap_records, c->num_records + 1, sizeof *c->records) ||
+            !rill__ptrmap_put(&c->record_index, e, (uint32_t)c->num_records)) {
             st = rill__fail(RILL_ERROR_OUT_OF_MEMORY, "rill_event_record: out of memory");
             goto out;
         }
@@ -559,10 +585,7 @@ rill_status rill__capture_wait_event(rill_stream *s, rill_event *e, bool *handle
         /* Recorded in a capture that has ended: that record never ran, so
          * the event is as if never recorded. */
         if (c != NULL) {
-            cap_record *r = NULL;
-            for (size_t i = 0; i < c->num_records && r == NULL; i++)
-                if (c->records[i].e == e)
-                    r = &c->records[i];
+            cap_record *r = find_record(c, e);
             st = join(c, sc, s, r->nodes, r->num_nodes, "rill_stream_wait_event");
         }
     } else if (sc != NULL) {
@@ -949,6 +972,8 @@ rill_status rill_stream_begin_capture(rill_stream *stream, rill_capture_mode mod
     if (add_stream(c, stream, NULL, 0) == NULL) {
         atomic_fetch_sub(&rill__captures_active, 1);
         rill__spinlock_unlock(&caps_lock);
+        rill__free(c->streams);
+        rill__ptrmap_free(&c->stream_index);
         rill__free(c);
         rill_graph_destroy(g);
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory", fn);
@@ -1053,12 +1078,18 @@ rill_status rill_stream_end_capture(rill_stream *stream, rill_graph **out) {
     }
     cap_stream *ocs = find_stream(c, stream);
     mark_ancestors(g, ocs->tail, ocs->num_tail, mark, stack);
-    for (size_t i = 0; i < c->num_streams; i++) {
+    /* One pass for the first node that is not an ancestor of the origin's
+     * tail; the origin's own nodes all are. */
+    uint32_t bad = g->num_nodes;
+    for (uint32_t i = 0; i < g->num_nodes && bad == g->num_nodes; i++)
+        if (!mark[i] && g->nodes[i]->stream_id != stream->id)
+            bad = i;
+    for (size_t i = 0; bad < g->num_nodes && i < c->num_streams; i++) {
         rill_stream *s = c->streams[i].s;
-        uint32_t first = 0;
-        uint32_t n = s == stream ? 0 : unjoined(g, s->id, mark, &first);
-        if (n == 0)
+        if (s->id != g->nodes[bad]->stream_id)
             continue;
+        uint32_t first = 0;
+        uint32_t n = unjoined(g, s->id, mark, &first);
         char what[96];
         stream_label(s, b, sizeof b);
         node_label(g->nodes[first], what, sizeof what);

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* Graphs built by hand or by capture, their DOT drawing, instantiation
- * into execs, exec update and launch.
+/* Graphs built by hand or by capture, and their DOT drawing (execs are in
+ * exec.c).
  *
  * A node may only depend on nodes that exist when it is added, so the
  * order of the node list is a topological order and a graph never has a
  * cycle: instantiation keeps that order and only inverts the dependency
- * lists into successor lists. */
+ * lists into successor lists. Adding a node costs O(1 + its deps): a
+ * dependency is checked against the graph's slabs (graph.h), not against
+ * its nodes. */
 #include "graph/graph.h"
 
 #include <stdio.h>
@@ -39,8 +41,9 @@ static void graph_free(rill_graph *g) {
     for (uint32_t i = 0; i < g->num_nodes; i++) {
         params_release(&g->nodes[i]->p);
         rill__free(g->nodes[i]->deps);
-        rill__free(g->nodes[i]);
     }
+    for (uint32_t k = 0; k < g->num_slabs; k++)
+        rill__free(g->slabs[k]);
     rill__free(g->nodes);
     if (g->pool != NULL)
         rill__gpool_unref(g->pool, NULL, 0);
@@ -77,62 +80,8 @@ rill_status rill__graph_new(rill_graph **out) {
     return RILL_OK;
 }
 
-/* Frees what instantiation allocated for x (each may be NULL). */
-static void exec_arrays_free(rill_graph_exec *x) {
-    rill__free(x->nodes);
-    rill__free(x->succ);
-    rill__free(x->roots);
-    rill__free(x->arena);
-    rill__free((void *)x->run.pending);
-    rill__free((void *)x->run.ready);
-    rill__free((void *)x->run.next_block);
-    rill__free((void *)x->run.blocks_done);
-    rill__free((void *)x->run.next_succ);
-    rill__free((void *)x->run.record_gen);
-    rill__free(x->run.active);
-}
-
-static void exec_free(rill_graph_exec *x) {
-    rill__runtime *rt;
-    rill__runtime_get(&rt);
-    rill__mutex_lock(&rt->lock);
-    if (x->rt_prev != NULL)
-        x->rt_prev->rt_next = x->rt_next;
-    else
-        rt->execs = x->rt_next;
-    if (x->rt_next != NULL)
-        x->rt_next->rt_prev = x->rt_prev;
-    rill__mutex_unlock(&rt->lock);
-    for (uint32_t i = 0; i < x->num_nodes; i++) {
-        rill__gnode_params *p = &x->nodes[i].p;
-        if (p->kind == RILL__GNODE_KERNEL)
-            atomic_fetch_sub(&p->u.kernel.kernel->graph_refs, 1);
-        else if (p->kind == RILL__GNODE_RECORD || p->kind == RILL__GNODE_WAIT)
-            rill__event_unref(p->u.event.event);
-    }
-    if (x->pool != NULL)
-        rill__gpool_unref(x->pool, x->last_stream, x->last_seq);
-    if (x->last_stream != NULL)
-        rill__stream_unref(x->last_stream);
-    exec_arrays_free(x);
-    rill__mutex_destroy(&x->lock);
-    rill__free(x);
-}
-
-void rill__exec_unref(rill_graph_exec *x) {
-    /* acq_rel: the last release sees every launch's writes. */
-    if (atomic_fetch_sub_explicit(&x->refs, 1, memory_order_acq_rel) == 1)
-        exec_free(x);
-}
-
 void rill__graphs_shutdown(rill__runtime *rt) {
-    /* Every stream has drained: no launch holds an exec. */
-    while (rt->execs != NULL) {
-        rill_graph_exec *x = rt->execs;
-        atomic_store(&x->magic, RILL__MAGIC_DEAD);
-        atomic_store(&x->refs, 1);
-        exec_free(x);
-    }
+    rill__execs_shutdown(rt);
     while (rt->graphs != NULL) {
         rill_graph *g = rt->graphs;
         rt->graphs = g->rt_next;
@@ -143,7 +92,7 @@ void rill__graphs_shutdown(rill__runtime *rt) {
 
 /* ------------------------------------------------------------ building */
 
-static rill_status resolve_graph(rill_graph *g, const char *fn) {
+rill_status rill__graph_resolve(rill_graph *g, const char *fn) {
     if (rill__handle_magic(g) != RILL__MAGIC_GRAPH)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "%s: the graph is NULL or not valid (destroyed?); create one with "
@@ -157,12 +106,51 @@ static int cmp_u32(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+/* The index of the first node of slab k. */
+static uint64_t slab_first(uint32_t k) {
+    return (uint64_t)RILL__GRAPH_SLAB0 * ((UINT64_C(1) << k) - 1);
+}
+
+/* The storage for node g->num_nodes, in the last slab or a new one; NULL
+ * when out of memory (or when the graph is full). */
+static rill_graph_node *next_slot(rill_graph *g) {
+    uint32_t k = g->num_slabs;
+    if (k == 0 || g->num_nodes == slab_first(k)) {
+        if (k == RILL__GRAPH_SLABS)
+            return NULL;
+        g->slabs[k] = rill__malloc(((size_t)RILL__GRAPH_SLAB0 << k) * sizeof(rill_graph_node));
+        if (g->slabs[k] == NULL)
+            return NULL;
+        g->num_slabs = ++k;
+    }
+    return &g->slabs[k - 1][g->num_nodes - slab_first(k - 1)];
+}
+
+/* The index of d when it is a node of g, else -1. d is compared with the
+ * slabs' address ranges and never read: it may be anything the caller
+ * passed. O(slabs), at most RILL__GRAPH_SLABS. */
+static int64_t node_index(const rill_graph *g, const rill_graph_node *d) {
+    uintptr_t p = (uintptr_t)d;
+    for (uint32_t k = 0; k < g->num_slabs; k++) {
+        uintptr_t base = (uintptr_t)g->slabs[k];
+        uintptr_t end = base + ((size_t)RILL__GRAPH_SLAB0 << k) * sizeof *d;
+        if (p < base || p >= end)
+            continue;
+        if ((p - base) % sizeof *d != 0)
+            return -1;
+        uint64_t i = slab_first(k) + (p - base) / sizeof *d;
+        return i < g->num_nodes ? (int64_t)i : -1;
+    }
+    return -1;
+}
+
 rill_status rill__graph_add(rill_graph *g, const uint32_t *deps, uint32_t num_deps,
                             const rill__gnode_params *params, rill_stream *captured_from,
                             const char *fn, rill_graph_node **out) {
-    rill_graph_node *n = rill__calloc(1, sizeof *n);
+    rill_graph_node *n = next_slot(g);
     if (n == NULL)
-        goto oom;
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory adding a graph node", fn);
+    memset(n, 0, sizeof *n);
     if (num_deps > 0) {
         n->deps = rill__malloc(num_deps * sizeof *n->deps);
         if (n->deps == NULL)
@@ -218,14 +206,12 @@ rill_status rill__graph_add(rill_graph *g, const uint32_t *deps, uint32_t num_de
         *out = n;
     return RILL_OK;
 oom:
-    if (n != NULL) {
-        if (params->kind == RILL__GNODE_KERNEL) {
-            rill__free(n->p.u.kernel.args);
-            rill__free(n->p.u.kernel.accesses);
-        }
-        rill__free(n->deps);
-        rill__free(n);
+    /* The slot stays free for the next node. */
+    if (params->kind == RILL__GNODE_KERNEL) {
+        rill__free(n->p.u.kernel.args);
+        rill__free(n->p.u.kernel.accesses);
     }
+    rill__free(n->deps);
     return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory adding a graph node", fn);
 }
 
@@ -234,7 +220,7 @@ static rill_status add_node(rill_graph *graph, rill_graph_node *const *deps, siz
                             const rill__gnode_params *p, const char *fn, rill_graph_node **out) {
     if (out != NULL)
         *out = NULL;
-    rill_status st = resolve_graph(graph, fn);
+    rill_status st = rill__graph_resolve(graph, fn);
     if (st != RILL_OK)
         return st;
     if (out == NULL)
@@ -249,12 +235,9 @@ static rill_status add_node(rill_graph *graph, rill_graph_node *const *deps, siz
     if (idx == NULL)
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory", fn);
     for (size_t i = 0; i < num_deps; i++) {
-        rill_graph_node *d = deps[i];
-        /* A node pointer is valid when the graph's list holds it there. */
-        int ok = 0;
-        for (uint32_t j = 0; d != NULL && j < graph->num_nodes && !ok; j++)
-            ok = graph->nodes[j] == d;
-        if (!ok) {
+        /* A node pointer is valid when it lies in the graph's slabs. */
+        int64_t k = node_index(graph, deps[i]);
+        if (k < 0) {
             if (idx != local)
                 rill__free(idx);
             return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
@@ -262,7 +245,7 @@ static rill_status add_node(rill_graph *graph, rill_graph_node *const *deps, siz
                               "this graph returned",
                               fn, i);
         }
-        idx[i] = d->index;
+        idx[i] = (uint32_t)k;
     }
     st = rill__graph_add(graph, idx, (uint32_t)num_deps, p, NULL, fn, out);
     if (idx != local)
@@ -278,7 +261,7 @@ rill_status rill_graph_create(rill_graph **out) {
 }
 
 rill_status rill_graph_destroy(rill_graph *graph) {
-    rill_status st = resolve_graph(graph, "rill_graph_destroy");
+    rill_status st = rill__graph_resolve(graph, "rill_graph_destroy");
     if (st != RILL_OK)
         return st;
     uint32_t expected = RILL__MAGIC_GRAPH;
@@ -420,7 +403,7 @@ rill_status rill_graph_node_count(rill_graph *graph, size_t *out) {
     if (out == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_graph_node_count: out is NULL");
     *out = 0;
-    rill_status st = resolve_graph(graph, "rill_graph_node_count");
+    rill_status st = rill__graph_resolve(graph, "rill_graph_node_count");
     if (st == RILL_OK)
         *out = graph->num_nodes;
     return st;
@@ -470,7 +453,7 @@ static void dot_label(FILE *f, const rill_graph_node *n) {
 
 rill_status rill_graph_write_dot(rill_graph *graph, const char *path) {
     static const char fn[] = "rill_graph_write_dot";
-    rill_status st = resolve_graph(graph, fn);
+    rill_status st = rill__graph_resolve(graph, fn);
     if (st != RILL_OK)
         return st;
     if (path == NULL)
@@ -512,367 +495,5 @@ rill_status rill_graph_write_dot(rill_graph *graph, const char *path) {
     fprintf(f, "}\n");
     if (fclose(f) != 0)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: writing '%s' failed", fn, path);
-    return RILL_OK;
-}
-
-/* -------------------------------------------------------- instantiation */
-
-/* Lays out the kernel nodes' args and accesses of g in one arena. */
-static unsigned char *build_arena(rill_graph *g, rill__xnode *xn) {
-    size_t bytes = 0;
-    for (uint32_t i = 0; i < g->num_nodes; i++) {
-        const rill__gnode_params *p = &g->nodes[i]->p;
-        if (p->kind == RILL__GNODE_KERNEL)
-            bytes += (p->u.kernel.args_size + 15) / 16 * 16 +
-                     p->u.kernel.num_accesses * sizeof(rill_access);
-    }
-    unsigned char *arena = rill__malloc(bytes > 0 ? bytes : 1);
-    if (arena == NULL)
-        return NULL;
-    size_t off = 0;
-    for (uint32_t i = 0; i < g->num_nodes; i++) {
-        const rill__gnode_params *p = &g->nodes[i]->p;
-        if (p->kind != RILL__GNODE_KERNEL)
-            continue;
-        xn[i].p.u.kernel.args = arena + off;
-        if (p->u.kernel.args_size > 0)
-            memcpy(arena + off, p->u.kernel.args, p->u.kernel.args_size);
-        off += (p->u.kernel.args_size + 15) / 16 * 16;
-        xn[i].p.u.kernel.accesses = (rill_access *)(void *)(arena + off);
-        if (p->u.kernel.num_accesses > 0)
-            memcpy(arena + off, p->u.kernel.accesses,
-                   p->u.kernel.num_accesses * sizeof(rill_access));
-        off += p->u.kernel.num_accesses * sizeof(rill_access);
-    }
-    return arena;
-}
-
-static void take_params(rill__xnode *xn, const rill_graph_node *n) {
-    void *args = xn->p.u.kernel.args;
-    rill_access *acc = xn->p.u.kernel.accesses;
-    xn->p = n->p;
-    if (n->p.kind == RILL__GNODE_KERNEL) {
-        xn->p.u.kernel.args = args;
-        xn->p.u.kernel.accesses = acc;
-        rill_dim3 gr = n->p.u.kernel.grid;
-        xn->blocks = gr.x * gr.y * gr.z;
-    } else {
-        xn->blocks = 1;
-    }
-}
-
-rill_status rill_graph_instantiate(rill_graph *graph, rill_graph_exec **out) {
-    static const char fn[] = "rill_graph_instantiate";
-    if (out == NULL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: out is NULL", fn);
-    *out = NULL;
-    rill_status st = resolve_graph(graph, fn);
-    if (st != RILL_OK)
-        return st;
-    uint32_t n = graph->num_nodes;
-    size_t edges = 0;
-    for (uint32_t i = 0; i < n; i++)
-        edges += graph->nodes[i]->num_deps;
-    rill_graph_exec *x = rill__calloc(1, sizeof *x);
-    if (x == NULL)
-        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory", fn);
-    size_t m = n > 0 ? n : 1;
-    x->nodes = rill__calloc(m, sizeof *x->nodes);
-    x->succ = rill__malloc((edges > 0 ? edges : 1) * sizeof *x->succ);
-    x->roots = rill__malloc(m * sizeof *x->roots);
-    x->run.pending = rill__malloc(m * sizeof *x->run.pending);
-    x->run.ready = rill__calloc(m, sizeof *x->run.ready); /* claimers wait for nonzero */
-    x->run.next_block = rill__malloc(m * sizeof *x->run.next_block);
-    x->run.blocks_done = rill__malloc(m * sizeof *x->run.blocks_done);
-    x->run.next_succ = rill__malloc(m * sizeof *x->run.next_succ);
-    x->run.record_gen = rill__calloc(m, sizeof *x->run.record_gen);
-    x->run.active = rill__malloc(m * sizeof *x->run.active);
-    if (x->nodes == NULL || x->succ == NULL || x->roots == NULL || x->run.pending == NULL ||
-        x->run.ready == NULL || x->run.next_block == NULL || x->run.blocks_done == NULL ||
-        x->run.next_succ == NULL || x->run.record_gen == NULL || x->run.active == NULL ||
-        (x->arena = build_arena(graph, x->nodes)) == NULL) {
-        exec_arrays_free(x);
-        rill__free(x);
-        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory for %u nodes", fn, n);
-    }
-    x->num_nodes = n;
-    /* Successor lists: count, then fill in node order. */
-    for (uint32_t i = 0; i < n; i++) {
-        const rill_graph_node *gn = graph->nodes[i];
-        take_params(&x->nodes[i], gn);
-        x->nodes[i].graph_index = i;
-        x->nodes[i].num_preds = gn->num_deps;
-        if (gn->num_deps == 0)
-            x->roots[x->num_roots++] = i;
-        for (uint32_t j = 0; j < gn->num_deps; j++)
-            x->nodes[gn->deps[j]].num_succ++;
-        if (x->nodes[i].blocks > x->max_blocks)
-            x->max_blocks = x->nodes[i].blocks;
-    }
-    uint32_t off = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        x->nodes[i].succ_begin = off;
-        off += x->nodes[i].num_succ;
-        x->nodes[i].num_succ = 0;
-    }
-    for (uint32_t i = 0; i < n; i++) {
-        const rill_graph_node *gn = graph->nodes[i];
-        for (uint32_t j = 0; j < gn->num_deps; j++) {
-            rill__xnode *d = &x->nodes[gn->deps[j]];
-            x->succ[d->succ_begin + d->num_succ++] = i;
-        }
-    }
-    /* Successors whose only predecessor is this node first: they become
-     * ready together, and a launch hands them out as one range. */
-    for (uint32_t i = 0; i < n; i++) {
-        rill__xnode *xn = &x->nodes[i];
-        uint32_t *list = x->succ + xn->succ_begin, k = 0;
-        for (uint32_t j = 0; j < xn->num_succ; j++) {
-            if (x->nodes[list[j]].num_preds == 1) {
-                uint32_t t = list[k];
-                list[k++] = list[j];
-                list[j] = t;
-            }
-        }
-        xn->num_single = k;
-    }
-    x->chain = x->num_roots <= 1;
-    for (uint32_t i = 0; i < n; i++)
-        if (x->nodes[i].num_succ > 1 || x->nodes[i].blocks > 1)
-            x->chain = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        rill__gnode_params *p = &x->nodes[i].p;
-        if (p->kind == RILL__GNODE_KERNEL)
-            atomic_fetch_add(&p->u.kernel.kernel->graph_refs, 1);
-        else if (p->kind == RILL__GNODE_RECORD || p->kind == RILL__GNODE_WAIT)
-            atomic_fetch_add(&p->u.event.event->refs, 1);
-    }
-    x->pool = graph->pool;
-    if (x->pool != NULL)
-        rill__gpool_ref(x->pool);
-    rill__mutex_init(&x->lock);
-    atomic_init(&x->refs, 1);
-    atomic_store(&x->magic, RILL__MAGIC_EXEC);
-    rill__runtime *rt;
-    rill__runtime_get(&rt);
-    rill__mutex_lock(&rt->lock);
-    x->rt_next = rt->execs;
-    if (rt->execs != NULL)
-        rt->execs->rt_prev = x;
-    rt->execs = x;
-    rill__mutex_unlock(&rt->lock);
-    *out = x;
-    return RILL_OK;
-}
-
-static rill_status resolve_exec(rill_graph_exec *x, const char *fn) {
-    if (rill__handle_magic(x) != RILL__MAGIC_EXEC)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                          "%s: the exec is NULL or not valid (destroyed?); create one with "
-                          "rill_graph_instantiate",
-                          fn);
-    return RILL_OK;
-}
-
-rill_status rill_graph_exec_destroy(rill_graph_exec *exec) {
-    rill_status st = resolve_exec(exec, "rill_graph_exec_destroy");
-    if (st != RILL_OK)
-        return st;
-    uint32_t expected = RILL__MAGIC_EXEC;
-    if (!atomic_compare_exchange_strong(&exec->magic, &expected, RILL__MAGIC_DEAD))
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                          "rill_graph_exec_destroy: the exec was already destroyed");
-    /* Pending launches hold their own references. */
-    rill__exec_unref(exec);
-    return RILL_OK;
-}
-
-static const char *kind_name(rill__gnode_kind k) {
-    static const char *const names[] = {"?",      "kernel", "host",         "memcpy",
-                                        "memset", "empty",  "event record", "event wait"};
-    return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "?";
-}
-
-rill_status rill_graph_exec_update(rill_graph_exec *exec, rill_graph *graph) {
-    static const char fn[] = "rill_graph_exec_update";
-    rill_status st = resolve_exec(exec, fn);
-    if (st == RILL_OK)
-        st = resolve_graph(graph, fn);
-    if (st != RILL_OK)
-        return st;
-    if (graph->num_nodes != exec->num_nodes)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                          "%s: the graph has %u nodes and the exec %u; update takes a graph of "
-                          "the same topology, instantiate a new exec for another one",
-                          fn, graph->num_nodes, exec->num_nodes);
-    for (uint32_t i = 0; i < graph->num_nodes; i++) {
-        const rill_graph_node *gn = graph->nodes[i];
-        const rill__xnode *xn = &exec->nodes[i];
-        if (gn->p.kind != xn->p.kind)
-            return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                              "%s: node %u is a %s node in the graph and a %s node in the exec; "
-                              "node kinds must match",
-                              fn, i, kind_name(gn->p.kind), kind_name(xn->p.kind));
-        if (gn->num_deps != xn->num_preds)
-            return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                              "%s: node %u depends on %u nodes in the graph and on %u in the "
-                              "exec; the dependencies must match",
-                              fn, i, gn->num_deps, xn->num_preds);
-    }
-    /* Same dependencies: every edge of the graph is an edge of the exec. */
-    for (uint32_t i = 0; i < graph->num_nodes; i++) {
-        const rill_graph_node *gn = graph->nodes[i];
-        for (uint32_t j = 0; j < gn->num_deps; j++) {
-            const rill__xnode *d = &exec->nodes[gn->deps[j]];
-            int found = 0;
-            for (uint32_t k = 0; k < d->num_succ && !found; k++)
-                found = exec->succ[d->succ_begin + k] == i;
-            if (!found)
-                return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                                  "%s: node %u depends on node %u in the graph but not in the "
-                                  "exec; the dependencies must match",
-                                  fn, i, gn->deps[j]);
-        }
-    }
-    rill__xnode *nodes = rill__calloc(exec->num_nodes > 0 ? exec->num_nodes : 1, sizeof *nodes);
-    unsigned char *arena = nodes != NULL ? build_arena(graph, nodes) : NULL;
-    if (arena == NULL) {
-        rill__free(nodes);
-        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory", fn);
-    }
-    /* Launches in flight read the parameters: wait for the last one. */
-    rill__mutex_lock(&exec->lock);
-    rill_stream *ls = exec->last_stream;
-    uint64_t lseq = exec->last_seq;
-    if (ls != NULL)
-        rill__stream_ref(ls);
-    rill__mutex_unlock(&exec->lock);
-    if (ls != NULL) {
-        if (atomic_load_explicit(&ls->done_seq, memory_order_acquire) < lseq &&
-            (st = rill__check_may_block(fn)) != RILL_OK) {
-            rill__stream_unref(ls);
-            rill__free(arena);
-            rill__free(nodes);
-            return st;
-        }
-        rill__stream_host_wait(ls, lseq, 0);
-        rill__stream_unref(ls);
-    }
-    for (uint32_t i = 0; i < exec->num_nodes; i++) {
-        rill__xnode *xn = &exec->nodes[i];
-        rill__gnode_params old = xn->p;
-        rill__xnode tmp = nodes[i]; /* holds the node's slots in the new arena */
-        take_params(&tmp, graph->nodes[i]);
-        xn->p = tmp.p;
-        xn->blocks = tmp.blocks;
-        if (xn->blocks > exec->max_blocks)
-            exec->max_blocks = xn->blocks;
-        if (xn->p.kind == RILL__GNODE_KERNEL) {
-            atomic_fetch_add(&xn->p.u.kernel.kernel->graph_refs, 1);
-            atomic_fetch_sub(&old.u.kernel.kernel->graph_refs, 1);
-        } else if (xn->p.kind == RILL__GNODE_RECORD || xn->p.kind == RILL__GNODE_WAIT) {
-            atomic_fetch_add(&xn->p.u.event.event->refs, 1);
-            rill__event_unref(old.u.event.event);
-        }
-    }
-    rill__free(exec->arena);
-    exec->arena = arena;
-    rill__free(nodes);
-    exec->chain = exec->num_roots <= 1;
-    for (uint32_t i = 0; i < exec->num_nodes; i++)
-        if (exec->nodes[i].num_succ > 1 || exec->nodes[i].blocks > 1)
-            exec->chain = 0;
-    return RILL_OK;
-}
-
-/* --------------------------------------------------------------- launch */
-
-/* Records the exec's event record nodes at (stream, seq of the launch):
- * the events complete when the launch does. */
-static void record_events(rill_graph_exec *x, rill_stream *s, uint64_t seq) {
-    for (uint32_t i = 0; i < x->num_nodes; i++) {
-        if (x->nodes[i].p.kind != RILL__GNODE_RECORD)
-            continue;
-        rill_event *e = x->nodes[i].p.u.event.event;
-        rill__mutex_lock(&e->lock);
-        rill_stream *old = e->stream;
-        rill__stream_ref(s);
-        e->dev = s->dev;
-        e->stream = s;
-        e->seq = seq;
-        e->gen++;
-        e->cap_id = 0;
-        e->ts_valid = 0;
-        atomic_store_explicit(&x->run.record_gen[i], e->gen, memory_order_relaxed);
-        rill__mutex_unlock(&e->lock);
-        if (old != NULL)
-            rill__stream_unref(old);
-    }
-}
-
-rill_status rill_graph_launch(rill_graph_exec *exec, rill_stream *stream) {
-    static const char fn[] = "rill_graph_launch";
-    rill_status st = resolve_exec(exec, fn);
-    if (st != RILL_OK)
-        return st;
-    st = rill__stream_resolve(stream, fn, &stream);
-    if (st != RILL_OK)
-        return st;
-    if (rill__stream_capturing(stream))
-        return rill__fail(RILL_ERROR_NOT_SUPPORTED,
-                          "%s: the stream is capturing; launching a graph into a capture is not "
-                          "supported: capture its work directly",
-                          fn);
-    unsigned flags = 0;
-    for (uint32_t i = 0; i < exec->num_nodes; i++) {
-        const rill__xnode *xn = &exec->nodes[i];
-        if (xn->p.kind == RILL__GNODE_HOST)
-            flags = RILL__CMD_OPAQUE; /* as a host function is */
-        if (xn->p.kind == RILL__GNODE_RECORD && xn->p.u.event.event->dev != NULL &&
-            xn->p.u.event.event->dev != stream->dev)
-            return rill__fail(RILL_ERROR_DEVICE_MISMATCH,
-                              "%s: node %u records an event bound to another device", fn, i);
-    }
-    /* Serialize the launches of one exec, and wait for the memory its
-     * capture allocated and for its event wait nodes (snapshots taken now,
-     * as rill_stream_wait_event does). */
-    rill__mutex_lock(&exec->lock);
-    if (exec->last_stream != NULL && exec->last_stream != stream)
-        st = rill__stream_wait_point(stream, exec->last_stream, exec->last_seq, fn);
-    if (st == RILL_OK && exec->pool != NULL) {
-        rill_stream *ps;
-        uint64_t pseq;
-        rill__gpool_ready_point(exec->pool, &ps, &pseq);
-        if (ps != NULL) {
-            st = rill__stream_wait_point(stream, ps, pseq, fn);
-            rill__stream_unref(ps);
-        }
-    }
-    for (uint32_t i = 0; st == RILL_OK && i < exec->num_nodes; i++)
-        if (exec->nodes[i].p.kind == RILL__GNODE_WAIT)
-            st = rill_stream_wait_event(stream, exec->nodes[i].p.u.event.event);
-    if (st != RILL_OK) {
-        rill__mutex_unlock(&exec->lock);
-        return st;
-    }
-    rill__cmd cmd = {.kind = RILL__CMD_GRAPH, .flags = flags};
-    atomic_fetch_add_explicit(&exec->refs, 1, memory_order_relaxed);
-    cmd.u.graph.exec = exec;
-    uint64_t seq;
-    st = rill__stream_submit(stream, &cmd, &seq);
-    if (st != RILL_OK) {
-        atomic_fetch_sub_explicit(&exec->refs, 1, memory_order_relaxed);
-        rill__mutex_unlock(&exec->lock);
-        return st;
-    }
-    record_events(exec, stream, seq);
-    if (exec->last_stream != stream) {
-        if (exec->last_stream != NULL)
-            rill__stream_unref(exec->last_stream);
-        rill__stream_ref(stream);
-        exec->last_stream = stream;
-    }
-    exec->last_seq = seq;
-    rill__mutex_unlock(&exec->lock);
     return RILL_OK;
 }

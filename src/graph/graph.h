@@ -79,10 +79,19 @@ struct rill_graph_node {
     char stream_name[64];
 };
 
+/* Nodes live in slabs that never move: slab k holds RILL__GRAPH_SLAB0 << k
+ * nodes, node indices [RILL__GRAPH_SLAB0 * (2^k - 1), RILL__GRAPH_SLAB0 *
+ * (2^(k+1) - 1)), so a node pointer that a caller passes back is checked
+ * against a few address ranges instead of every node. */
+#define RILL__GRAPH_SLAB0 16u
+#define RILL__GRAPH_SLABS 28 /* 2^32 - 16 nodes in all */
+
 struct rill_graph {
     _Atomic uint32_t magic;  /* first member: see rill__handle_magic */
-    rill_graph_node **nodes; /* owned */
+    rill_graph_node **nodes; /* owned array; the nodes are in slabs */
     uint32_t num_nodes, cap_nodes;
+    rill_graph_node *slabs[RILL__GRAPH_SLABS]; /* owned */
+    uint32_t num_slabs;
     rill__gpool *pool; /* ref, or NULL: memory allocated during its capture */
     /* guarded by rt->lock: every live graph, for rill_shutdown */
     rill_graph *rt_next, *rt_prev;
@@ -90,7 +99,7 @@ struct rill_graph {
 
 /* A node of an exec, laid out for the launch path. */
 typedef struct rill__xnode {
-    rill__gnode_params p; /* args/accesses point into the exec's arena */
+    rill__gnode_params p; /* args/accesses point into its parameter set's arena */
     uint32_t num_preds;
     uint32_t succ_begin, num_succ; /* in exec->succ */
     /* the first num_single successors have this node as their only
@@ -111,9 +120,10 @@ typedef struct rill__xrun {
     _Atomic uint32_t *next_succ;  /* per node: next single successor to hand out */
     _Atomic uint32_t *blocks_done;
     _Atomic uint64_t *record_gen; /* per node: event record nodes' generation */
-    /* the launch being run; set by the backend */
+    /* the launch being run and its parameters; set by the backend */
     void *cmd;
     rill_stream *stream;
+    const struct rill__xnode *nodes;
     struct rill__xrun *list_next; /* the device's list of runs; its lock */
     int listed;
     alignas(64) _Atomic uint32_t head;      /* next slot to claim */
@@ -133,34 +143,55 @@ typedef struct rill__xrun {
     _Atomic int woken;     /* sleeping workers were woken for this launch */
 } rill__xrun;
 
-struct rill_graph_exec {
-    _Atomic uint32_t magic; /* first member */
-    _Atomic int refs;       /* the owner and every pending launch */
-    uint32_t num_nodes;
-    rill__xnode *nodes; /* owned, topological order */
-    uint32_t *succ;     /* owned */
-    uint32_t *roots;    /* owned: nodes without predecessors */
-    uint32_t num_roots;
-    uint32_t max_blocks; /* the largest grid of its kernel nodes */
+/* The parameters an exec's launches run with: every node (its topology
+ * copied, the same in every set) and the kernel nodes' arguments. A launch
+ * holds the set that was current when it was submitted, so it runs with
+ * one whole set, old or new, whatever rill_graph_exec_update does
+ * meanwhile; a set is freed after the last launch that holds it. */
+typedef struct rill__xparams {
+    _Atomic int refs;      /* the exec while current, and every pending launch */
+    rill_graph_exec *exec; /* ref: each set holds one of exec->refs */
+    rill__xnode *nodes;    /* owned, topological order */
+    unsigned char *arena;  /* owned: the kernel nodes' args and accesses */
     /* a single chain of one-block nodes: a launch runs them in order on one
      * worker, with no bookkeeping */
     int chain;
-    unsigned char *arena; /* owned: the kernel nodes' args and accesses */
-    rill__gpool *pool;    /* ref, or NULL */
+} rill__xparams;
+
+struct rill_graph_exec {
+    _Atomic uint32_t magic; /* first member */
+    _Atomic int refs;       /* the owner and every parameter set */
+    /* immutable after instantiate */
+    uint32_t num_nodes;
+    uint32_t *succ;  /* owned */
+    uint32_t *roots; /* owned: nodes without predecessors */
+    uint32_t num_roots;
+    uint32_t *event_nodes; /* owned: the event record and wait nodes */
+    uint32_t num_event_nodes;
+    int has_host; /* a host node: launches are RILL__CMD_OPAQUE */
+    rill__gpool *pool; /* ref, or NULL */
+    /* the state of the launch being run: launches run one after another */
     rill__xrun run;
     /* guarded by lock */
     rill__mutex lock;
+    rill__xparams *params;    /* ref: the current set, NULL once destroyed */
     rill_stream *last_stream; /* ref: where the last launch went, or NULL */
     uint64_t last_seq;
     /* guarded by rt->lock */
     rill_graph_exec *rt_next, *rt_prev;
 };
 
-/* Drops a reference to exec (a launch completed, or the owner destroyed
- * it); the last one frees it. */
+/* Drops a reference to exec (a parameter set was freed, or the owner
+ * destroyed it); the last one frees it. */
 void rill__exec_unref(rill_graph_exec *exec);
+/* Drops a reference to a parameter set (a launch was run or skipped, or
+ * an update replaced the set); the last one frees it. */
+void rill__xparams_unref(rill__xparams *params);
 /* Frees every graph and exec left at rill_shutdown (work has drained). */
 void rill__graphs_shutdown(rill__runtime *rt);
+void rill__execs_shutdown(rill__runtime *rt); /* exec.c: the execs' part */
+/* RILL_OK when g is a live graph, else RILL_ERROR_INVALID_ARGUMENT naming fn. */
+rill_status rill__graph_resolve(rill_graph *g, const char *fn);
 
 /* Node construction shared by the graph calls and by capture. Copies what
  * params borrows (kernel args and accesses) and takes the references. */

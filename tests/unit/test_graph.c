@@ -888,6 +888,430 @@ static void test_graph_launches_of_one_exec_do_not_overlap(void **state) {
         RT_OK(rill_stream_destroy(s[i]));
 }
 
+/* ------------------------------------------- exec update and launches */
+
+/* A kernel node's arguments in the update tests: the parameter set it
+ * belongs to, and a pattern made from it that the kernel checks, so a
+ * launch reading freed or half-written arguments is seen. */
+enum { SET_NODES = 4, SET_PATTERN = 24 };
+typedef struct set_args {
+    uint32_t set, node;
+    _Atomic uint32_t *seen; /* per node: the set of the launch being run */
+    atomic_int *bad;        /* launches that mixed sets or saw a bad pattern */
+    atomic_int *runs;       /* launches whose last node ran */
+    _Atomic uint32_t *log;  /* the set of each launch, in launch order */
+    uint32_t pattern[SET_PATTERN];
+} set_args;
+
+static bool pattern_ok(const set_args *a) {
+    for (uint32_t k = 0; k < SET_PATTERN; k++)
+        if (a->pattern[k] != a->set * 1000u + k)
+            return false;
+    return true;
+}
+
+/* Reads its arguments twice, a few microseconds apart, so that a launch
+ * whose arguments are freed or rewritten while it runs is caught (by the
+ * pattern, and by the sanitizers). */
+static void set_kernel(const rill_block_ctx *ctx, const void *args) {
+    (void)ctx;
+    set_args a, again;
+    memcpy(&a, args, sizeof a);
+    rt_spin_us(5);
+    memcpy(&again, args, sizeof again);
+    if (!pattern_ok(&a) || memcmp(&a, &again, sizeof a) != 0)
+        atomic_fetch_add(a.bad, 1);
+    atomic_store(&a.seen[a.node], a.set);
+}
+
+/* The last node: every node of this launch ran with its set. */
+static void set_check_kernel(const rill_block_ctx *ctx, const void *args) {
+    (void)ctx;
+    set_args a;
+    memcpy(&a, args, sizeof a);
+    bool ok = pattern_ok(&a);
+    for (uint32_t n = 0; n < SET_NODES - 1; n++)
+        ok = ok && atomic_load(&a.seen[n]) == a.set;
+    if (!ok)
+        atomic_fetch_add(a.bad, 1);
+    int i = atomic_fetch_add(a.runs, 1);
+    if (a.log != NULL)
+        atomic_store(&a.log[i], a.set);
+}
+
+typedef struct set_state {
+    _Atomic uint32_t seen[SET_NODES];
+    atomic_int bad, runs;
+    _Atomic uint32_t log[8];
+} set_state;
+
+/* Parameter set `set` of a graph of SET_NODES kernel nodes: a diamond
+ * (node 2 with 4 blocks) when diamond, else a chain of one-block nodes. */
+static rill_graph *set_graph(rill_kernel *k, rill_kernel *check, set_state *st, uint32_t set,
+                             bool diamond, bool log) {
+    rill_graph *g;
+    RT_OK(rill_graph_create(&g));
+    rill_graph_node *n[SET_NODES];
+    for (uint32_t i = 0; i < SET_NODES; i++) {
+        set_args a = {.set = set,
+                      .node = i,
+                      .seen = st->seen,
+                      .bad = &st->bad,
+                      .runs = &st->runs,
+                      .log = log ? st->log : NULL};
+        for (uint32_t j = 0; j < SET_PATTERN; j++)
+            a.pattern[j] = set * 1000u + j;
+        rill_launch l = {
+            .grid = {diamond && i == 2 ? 4 : 1, 1, 1}, .args = &a, .args_size = sizeof a};
+        rill_graph_node *deps[2] = {NULL, NULL};
+        size_t nd = 0;
+        if (i > 0 && (!diamond || i < SET_NODES - 1))
+            deps[nd++] = n[diamond ? 0 : i - 1];
+        else if (i == SET_NODES - 1) {
+            deps[nd++] = n[1];
+            deps[nd++] = n[2];
+        }
+        RT_OK(rill_graph_add_kernel_node(g, deps, nd, i == SET_NODES - 1 ? check : k, &l, &n[i]));
+    }
+    return g;
+}
+
+typedef struct race_thread {
+    pthread_barrier_t *start;
+    rill_graph_exec *x;
+    rill_graph *g[2];
+    rill_stream *s; /* launchers: their stream; updaters: NULL */
+    int index;
+    atomic_int failures;
+} race_thread;
+
+enum { RACE_ROUNDS = 300 };
+
+static void *race_main(void *p) {
+    race_thread *t = p;
+    pthread_barrier_wait(t->start);
+    for (int i = 0; i < RACE_ROUNDS; i++) {
+        rill_status st = t->s != NULL ? rill_graph_launch(t->x, t->s)
+                                      : rill_graph_exec_update(t->x, t->g[(i + t->index) % 2]);
+        if (st == RILL_OK && t->s != NULL && i % 50 == 49)
+            st = rill_stream_synchronize(t->s);
+        if (st != RILL_OK)
+            atomic_fetch_add(&t->failures, 1);
+    }
+    if (t->s != NULL && rill_stream_synchronize(t->s) != RILL_OK)
+        atomic_fetch_add(&t->failures, 1);
+    return NULL;
+}
+
+/* "Every function is thread-safe": two threads launch one exec on their
+ * streams while two others update it between two parameter sets; every
+ * launch runs with one whole set, old or new, and never with arguments
+ * an update freed. */
+static void test_graph_update_racing_launches_runs_each_launch_with_one_set(void **state) {
+    (void)state;
+    rill_kernel *k, *check;
+    rill_kernel_desc d1 = {.name = "set", .cpu = set_kernel};
+    rill_kernel_desc d2 = {.name = "set_check", .cpu = set_check_kernel};
+    RT_OK(rill_kernel_create(&d1, &k));
+    RT_OK(rill_kernel_create(&d2, &check));
+    for (int diamond = 0; diamond < 2; diamond++) {
+        static set_state st;
+        memset(&st, 0, sizeof st);
+        rill_graph *g[2] = {set_graph(k, check, &st, 1, diamond, false),
+                            set_graph(k, check, &st, 2, diamond, false)};
+        rill_graph_exec *x;
+        RT_OK(rill_graph_instantiate(g[0], &x));
+        pthread_barrier_t start;
+        pthread_barrier_init(&start, NULL, 4);
+        race_thread t[4];
+        pthread_t tid[4];
+        for (int i = 0; i < 4; i++) {
+            t[i] = (race_thread){.start = &start, .x = x, .g = {g[0], g[1]}, .index = i};
+            atomic_init(&t[i].failures, 0);
+            if (i < 2)
+                t[i].s = named_stream(i == 0 ? "launcher 0" : "launcher 1");
+            assert_int_equal(pthread_create(&tid[i], NULL, race_main, &t[i]), 0);
+        }
+        for (int i = 0; i < 4; i++)
+            pthread_join(tid[i], NULL);
+        pthread_barrier_destroy(&start);
+        for (int i = 0; i < 4; i++)
+            assert_int_equal(atomic_load(&t[i].failures), 0);
+        assert_int_equal(atomic_load(&st.runs), 2 * RACE_ROUNDS);
+        assert_int_equal(atomic_load(&st.bad), 0);
+        RT_OK(rill_graph_exec_destroy(x));
+        RT_OK(rill_graph_destroy(g[0]));
+        RT_OK(rill_graph_destroy(g[1]));
+        RT_OK(rill_stream_destroy(t[0].s));
+        RT_OK(rill_stream_destroy(t[1].s));
+    }
+    RT_OK(rill_kernel_destroy(k));
+    RT_OK(rill_kernel_destroy(check));
+}
+
+typedef struct update_call {
+    rill_graph_exec *x;
+    rill_graph *g;
+    rill_status status;
+} update_call;
+
+static void update_from_host(void *p) {
+    update_call *u = p;
+    u->status = rill_graph_exec_update(u->x, u->g);
+}
+
+/* An update changes the launches submitted after it: a launch already
+ * submitted (here held behind a gate, not yet running) keeps its set, and
+ * the update does not wait for it. */
+static void test_graph_update_leaves_submitted_launches_their_parameters(void **state) {
+    (void)state;
+    rill_kernel *k, *check;
+    rill_kernel_desc d1 = {.name = "set", .cpu = set_kernel};
+    rill_kernel_desc d2 = {.name = "set_check", .cpu = set_check_kernel};
+    RT_OK(rill_kernel_create(&d1, &k));
+    RT_OK(rill_kernel_create(&d2, &check));
+    static set_state st;
+    memset(&st, 0, sizeof st);
+    rill_graph *g[2] = {set_graph(k, check, &st, 1, true, true),
+                        set_graph(k, check, &st, 2, true, true)};
+    rill_graph_exec *x;
+    RT_OK(rill_graph_instantiate(g[0], &x));
+    rill_stream *s = named_stream("s");
+    static rt_gate gate;
+    rt_gate_reset(&gate);
+    RT_OK(rill_launch_host_func(s, rt_gate_fn, &gate));
+    RT_OK(rill_graph_launch(x, s));
+    RT_OK(rill_graph_exec_update(x, g[1]));
+    RT_OK(rill_graph_destroy(g[1])); /* the exec keeps what it took */
+    RT_OK(rill_graph_launch(x, s));
+    assert_int_equal(atomic_load(&st.runs), 0); /* both still held by the gate */
+    rt_gate_open(&gate);
+    RT_OK(rill_stream_synchronize(s));
+    assert_int_equal(atomic_load(&gate.timed_out), 0);
+    assert_int_equal(atomic_load(&st.runs), 2);
+    assert_int_equal(atomic_load(&st.bad), 0);
+    assert_int_equal(atomic_load(&st.log[0]), 1);
+    assert_int_equal(atomic_load(&st.log[1]), 2);
+    /* From a host function, too: it does not block. */
+    update_call u = {.x = x, .g = g[0], .status = RILL_ERROR_INTERNAL};
+    RT_OK(rill_launch_host_func(s, update_from_host, &u));
+    RT_OK(rill_stream_synchronize(s));
+    assert_int_equal(u.status, RILL_OK);
+    RT_OK(rill_graph_launch(x, s));
+    RT_OK(rill_stream_synchronize(s));
+    assert_int_equal(atomic_load(&st.runs), 3);
+    assert_int_equal(atomic_load(&st.log[2]), 1);
+    RT_OK(rill_graph_exec_destroy(x));
+    RT_OK(rill_graph_destroy(g[0]));
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(rill_kernel_destroy(k));
+    RT_OK(rill_kernel_destroy(check));
+}
+
+/* A kernel node that takes a ticket: when it ran, against gates. */
+static void ticket_kernel(const rill_block_ctx *ctx, const void *args) {
+    (void)ctx;
+    _Atomic uint64_t *slot;
+    memcpy(&slot, args, sizeof slot);
+    atomic_store(slot, rt_take_ticket());
+}
+
+/* "An event wait node holds its event": with the event destroyed, every
+ * launch still succeeds and waits for the event's last record. */
+static void test_graph_wait_node_outlives_destroyed_event(void **state) {
+    (void)state;
+    rill_kernel *k;
+    rill_kernel_desc d = {.name = "ticket", .cpu = ticket_kernel};
+    RT_OK(rill_kernel_create(&d, &k));
+    rill_stream *s = named_stream("s"), *side = named_stream("side");
+    rill_event *e;
+    RT_OK(rill_event_create(RILL_EVENT_DEFAULT, &e));
+    static _Atomic uint64_t ran;
+    _Atomic uint64_t *slot = &ran;
+    rill_graph *g;
+    RT_OK(rill_graph_create(&g));
+    rill_graph_node *w, *kn;
+    RT_OK(rill_graph_add_event_wait_node(g, NULL, 0, e, &w));
+    rill_launch l = {.grid = {1, 1, 1}, .args = &slot, .args_size = sizeof slot};
+    RT_OK(rill_graph_add_kernel_node(g, &w, 1, k, &l, &kn));
+    rill_graph_exec *x;
+    RT_OK(rill_graph_instantiate(g, &x));
+    RT_OK(rill_graph_destroy(g));
+    static rt_gate gate;
+    rt_gate_reset(&gate);
+    RT_OK(rill_launch_host_func(side, rt_gate_fn, &gate));
+    RT_OK(rill_event_record(e, side));
+    RT_OK(rill_event_destroy(e));
+    for (int rep = 0; rep < 3; rep++) {
+        atomic_store(&ran, 0);
+        RT_OK(rill_graph_launch(x, s));
+        if (rep == 0)
+            rt_gate_open(&gate);
+        RT_OK(rill_stream_synchronize(s));
+        assert_true(atomic_load(&ran) > atomic_load(&gate.end_ticket));
+    }
+    assert_int_equal(atomic_load(&gate.timed_out), 0);
+    RT_OK(rill_graph_exec_destroy(x));
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(rill_stream_destroy(side));
+    RT_OK(rill_kernel_destroy(k));
+}
+
+/* A kernel failing at its first run only; each run takes a ticket. */
+typedef struct first_fails {
+    atomic_int calls;
+    _Atomic uint64_t ticket[4];
+} first_fails;
+
+static void first_fails_kernel(const rill_block_ctx *ctx, const void *args) {
+    first_fails *f;
+    memcpy(&f, args, sizeof f);
+    int i = atomic_fetch_add(&f->calls, 1);
+    if (i < 4)
+        atomic_store(&f->ticket[i], rt_take_ticket());
+    if (i == 0)
+        rill_kernel_fail(ctx, "the first run fails");
+}
+
+/* "A failure in a launch is a sticky error of the stream it ran on": the
+ * exec's next launch on another stream runs after it, and succeeds,
+ * whether the failed launch was still pending when the next was
+ * submitted or had already failed. */
+static void test_graph_failed_launch_does_not_fail_next_launch_elsewhere(void **state) {
+    (void)state;
+    rill_kernel *k;
+    rill_kernel_desc d = {.name = "first_fails", .cpu = first_fails_kernel};
+    RT_OK(rill_kernel_create(&d, &k));
+    rill_stream *a = named_stream("a"), *b = named_stream("b");
+    static first_fails f;
+    first_fails *fp = &f;
+    rill_graph *g;
+    RT_OK(rill_graph_create(&g));
+    rill_graph_node *n;
+    rill_launch l = {.grid = {1, 1, 1}, .args = &fp, .args_size = sizeof fp};
+    RT_OK(rill_graph_add_kernel_node(g, NULL, 0, k, &l, &n));
+    rill_graph_exec *x;
+    RT_OK(rill_graph_instantiate(g, &x));
+    RT_OK(rill_graph_destroy(g));
+    for (int pending = 0; pending < 2; pending++) {
+        memset(&f, 0, sizeof f);
+        static rt_gate gate;
+        rt_gate_reset(&gate);
+        if (pending)
+            RT_OK(rill_launch_host_func(a, rt_gate_fn, &gate));
+        RT_OK(rill_graph_launch(x, a));
+        if (!pending)
+            RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(a));
+        RT_OK(rill_graph_launch(x, b));
+        if (pending)
+            rt_gate_open(&gate);
+        RT_OK(rill_stream_synchronize(b));
+        RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(a));
+        assert_non_null(strstr(rill_last_error(), "the first run fails"));
+        assert_int_equal(atomic_load(&f.calls), 2);
+        assert_true(atomic_load(&f.ticket[1]) > atomic_load(&f.ticket[0]));
+        RT_OK(rill_stream_clear_error(a));
+        RT_OK(rill_stream_synchronize(a));
+    }
+    RT_OK(rill_graph_exec_destroy(x));
+    RT_OK(rill_stream_destroy(a));
+    RT_OK(rill_stream_destroy(b));
+    RT_OK(rill_kernel_destroy(k));
+}
+
+/* "...unless it waits for the failed work itself": a launch whose event
+ * wait node waits for a record made after a failure fails its stream,
+ * with the failed kernel in the sentence. */
+static void test_graph_wait_node_on_failed_work_fails_the_launch(void **state) {
+    (void)state;
+    rill_stream *a = named_stream("a"), *b = named_stream("b");
+    rill_event *e;
+    RT_OK(rill_event_create(RILL_EVENT_DEFAULT, &e));
+    atomic_int hits = 0;
+    rill_graph *g;
+    RT_OK(rill_graph_create(&g));
+    rill_graph_node *w, *h;
+    RT_OK(rill_graph_add_event_wait_node(g, NULL, 0, e, &w));
+    RT_OK(rill_graph_add_host_node(g, &w, 1, host_add, &hits, &h));
+    rill_graph_exec *x;
+    RT_OK(rill_graph_instantiate(g, &x));
+    RT_OK(rill_graph_destroy(g));
+    rill_launch l = {.grid = {1, 1, 1}};
+    RT_OK(rill_launch_kernel(a, fail_k, &l));
+    RT_OK(rill_event_record(e, a));
+    RT_OK(rill_graph_launch(x, b));
+    RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(b));
+    assert_non_null(strstr(rill_last_error(), "'fails'"));
+    assert_int_equal(atomic_load(&hits), 0);
+    RT_OK(rill_stream_clear_error(a));
+    RT_OK(rill_stream_clear_error(b));
+    RT_OK(rill_event_record(e, a)); /* a clean record: the next launch runs */
+    RT_OK(rill_graph_launch(x, b));
+    RT_OK(rill_stream_synchronize(b));
+    assert_int_equal(atomic_load(&hits), 1);
+    RT_OK(rill_graph_exec_destroy(x));
+    RT_OK(rill_event_destroy(e));
+    RT_OK(rill_stream_destroy(a));
+    RT_OK(rill_stream_destroy(b));
+}
+
+/* Host node of the skip test: when each run started and ended. */
+typedef struct run_log {
+    atomic_int runs;
+    _Atomic uint64_t start[4], end[4];
+} run_log;
+
+static void log_run(void *p) {
+    run_log *r = p;
+    int i = atomic_fetch_add(&r->runs, 1);
+    if (i >= 4)
+        return;
+    atomic_store(&r->start[i], rt_take_ticket());
+    rt_spin_us(100);
+    atomic_store(&r->end[i], rt_take_ticket());
+}
+
+/* A launch into a stream with a sticky error is skipped, but the exec's
+ * launches still run one after another: a launch that comes after the
+ * skipped one runs only once the launch before that has ended, and does
+ * not fail. */
+static void test_graph_skipped_launch_keeps_launches_in_order(void **state) {
+    (void)state;
+    rill_stream *a = named_stream("a"), *b = named_stream("b"), *c = named_stream("c");
+    static run_log r;
+    memset(&r, 0, sizeof r);
+    rill_graph *g;
+    RT_OK(rill_graph_create(&g));
+    rill_graph_node *n;
+    RT_OK(rill_graph_add_host_node(g, NULL, 0, log_run, &r, &n));
+    rill_graph_exec *x;
+    RT_OK(rill_graph_instantiate(g, &x));
+    RT_OK(rill_graph_destroy(g));
+    rill_launch l = {.grid = {1, 1, 1}};
+    RT_OK(rill_launch_kernel(a, fail_k, &l));
+    RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(a));
+    static rt_gate gate;
+    rt_gate_reset(&gate);
+    RT_OK(rill_launch_host_func(c, rt_gate_fn, &gate));
+    RT_OK(rill_graph_launch(x, c)); /* runs once the gate opens */
+    RT_OK(rill_graph_launch(x, a)); /* skipped: a has failed */
+    RT_OK(rill_graph_launch(x, b)); /* after both */
+    assert_int_equal(rill_stream_query(b), RILL_NOT_READY);
+    rt_gate_open(&gate);
+    RT_OK(rill_stream_synchronize(b));
+    RT_OK(rill_stream_synchronize(c));
+    RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(a));
+    assert_int_equal(atomic_load(&gate.timed_out), 0);
+    assert_int_equal(atomic_load(&r.runs), 2);
+    assert_true(atomic_load(&r.start[0]) > atomic_load(&gate.end_ticket));
+    assert_true(atomic_load(&r.start[1]) > atomic_load(&r.end[0]));
+    RT_OK(rill_stream_clear_error(a));
+    RT_OK(rill_graph_exec_destroy(x));
+    RT_OK(rill_stream_destroy(a));
+    RT_OK(rill_stream_destroy(b));
+    RT_OK(rill_stream_destroy(c));
+}
+
 /* Out of host memory at every allocation in turn while capturing,
  * instantiating and launching: each call fails cleanly or succeeds, and
  * nothing leaks (the sanitizer builds check). */
@@ -959,6 +1383,12 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_graph_fan_out_runs_every_block_once),
         cmocka_unit_test(test_graph_branches_run_concurrently),
         cmocka_unit_test(test_graph_launches_of_one_exec_do_not_overlap),
+        cmocka_unit_test(test_graph_update_racing_launches_runs_each_launch_with_one_set),
+        cmocka_unit_test(test_graph_update_leaves_submitted_launches_their_parameters),
+        cmocka_unit_test(test_graph_wait_node_outlives_destroyed_event),
+        cmocka_unit_test(test_graph_failed_launch_does_not_fail_next_launch_elsewhere),
+        cmocka_unit_test(test_graph_wait_node_on_failed_work_fails_the_launch),
+        cmocka_unit_test(test_graph_skipped_launch_keeps_launches_in_order),
         cmocka_unit_test(test_graph_out_of_memory_fails_cleanly),
         cmocka_unit_test(test_capture_abandoned_by_shutdown),
     };

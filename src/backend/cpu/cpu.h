@@ -133,6 +133,11 @@ void rill__cpu_stream_free_nodes(cpu_stream *cs);
 void rill__cpu_wake_workers(cpu_device *d, int count);
 void rill__cpu_fail_stream(rill_stream *s, uint64_t seq, const char *what, const char *detail);
 void rill__cpu_resume_stream(cpu_device *d, cpu_worker *w, rill_stream *s, cpu_cmd *c);
+/* For cpu_graph.c, on the worker running s: EXEC_DONE once t has completed
+ * seq, whether that work ran, failed or was skipped (an ordering, never a
+ * failure of s), else EXEC_PARKED: s parks and its command runs again
+ * when t gets there. */
+enum exec_result rill__cpu_wait_ended(rill_stream *s, rill_stream *t, uint64_t seq);
 
 /* cpu_graph.c */
 enum exec_result rill__cpu_exec_graph(cpu_device *d, cpu_worker *w, cpu_cmd *c);

@@ -23,7 +23,12 @@
  * The worker that completes the last node finishes the command, once every
  * other worker has left the run (they leave as soon as nothing is left to
  * claim), and carries on with the stream, as the last block of a
- * multi-block kernel does. */
+ * multi-block kernel does.
+ *
+ * A launch whose command names the exec's previous launch (made on another
+ * stream) first parks its stream until that launch has ended, however it
+ * ended; a stream that skips work after a failure makes that wait too, and
+ * only then skips the launch, so launches of one exec end in order. */
 #include <stdio.h>
 #include <string.h>
 
@@ -100,7 +105,7 @@ static void activate(cpu_device *d, rill__xrun *r, uint32_t entry, bool wake_alw
 
 static void complete(cpu_device *d, rill_graph_exec *x, gworker *g, uint32_t i) {
     rill__xrun *r = &x->run;
-    const rill__xnode *n = &x->nodes[i];
+    const rill__xnode *n = &r->nodes[i];
     const uint32_t *succ = x->succ + n->succ_begin;
     g->done++;
     /* Successors with no other predecessor are ready now: run the first,
@@ -167,7 +172,7 @@ static void deactivate(rill__xrun *r, uint32_t i, cpu_device *d) {
 /* Runs chunks of node i's blocks; true when this worker ran the last. */
 static bool run_chunks(cpu_device *d, gworker *g, rill_graph_exec *x, uint32_t i) {
     rill__xrun *r = &x->run;
-    const rill__xnode *n = &x->nodes[i];
+    const rill__xnode *n = &r->nodes[i];
     uint32_t chunk = n->blocks / ((uint32_t)d->num_workers * 4u);
     if (chunk == 0)
         chunk = 1;
@@ -194,7 +199,7 @@ static bool run_chunks(cpu_device *d, gworker *g, rill_graph_exec *x, uint32_t i
  * runs the last completes it). */
 static bool run_node(cpu_device *d, gworker *g, rill_graph_exec *x, uint32_t i) {
     rill__xrun *r = &x->run;
-    const rill__xnode *n = &x->nodes[i];
+    const rill__xnode *n = &r->nodes[i];
     /* After a failure the remaining nodes are skipped, as a stream skips. */
     bool skip = atomic_load_explicit(&r->ls.failed, memory_order_acquire) != 0;
     switch (skip ? RILL__GNODE_EMPTY : n->p.kind) {
@@ -275,7 +280,7 @@ static void run_ready(cpu_device *d, gworker *g, rill_graph_exec *x);
  * left each time), each with whatever it readies for this worker. */
 static void run_range(cpu_device *d, gworker *g, rill_graph_exec *x, uint32_t i) {
     rill__xrun *r = &x->run;
-    const rill__xnode *n = &x->nodes[i];
+    const rill__xnode *n = &r->nodes[i];
     const uint32_t *succ = x->succ + n->succ_begin;
     uint32_t total = n->num_single;
     for (;;) {
@@ -389,14 +394,25 @@ static void finish_run(cpu_device *d, rill__xrun *r, cpu_cmd *c) {
 }
 
 enum exec_result rill__cpu_exec_graph(cpu_device *d, cpu_worker *w, cpu_cmd *c) {
-    rill_graph_exec *x = c->c.u.graph.exec;
+    const rill__xparams *v = c->c.u.graph.params;
+    rill_graph_exec *x = v->exec;
+    /* The exec's previous launch, on another stream, must have ended, even
+     * when this stream skips this launch: a later launch that waits for
+     * this one must find the run free. */
+    if (c->c.u.graph.after_stream != NULL &&
+        rill__cpu_wait_ended(c->stream, c->c.u.graph.after_stream, c->c.u.graph.after_seq) ==
+            EXEC_PARKED)
+        return EXEC_PARKED;
+    if (cpu_stream_of(c->stream)->skipping)
+        return EXEC_DONE;
     rill__xrun *r = &x->run;
     uint32_t n = x->num_nodes;
     if (n == 0)
         return EXEC_DONE;
+    r->nodes = v->nodes;
     atomic_store_explicit(&r->ls.failed, 0, memory_order_relaxed);
     atomic_store_explicit(&r->named, 0, memory_order_relaxed);
-    if (x->chain) {
+    if (v->chain) {
         gworker g = {.w = w, .next = NONE};
         for (uint32_t i = 0; i < n; i++)
             run_node(d, &g, x, i); /* one-block nodes: always completed */
@@ -405,7 +421,7 @@ enum exec_result rill__cpu_exec_graph(cpu_device *d, cpu_worker *w, cpu_cmd *c) 
         return EXEC_DONE;
     }
     for (uint32_t i = 0; i < n; i++)
-        atomic_store_explicit(&r->pending[i], (int32_t)x->nodes[i].num_preds, memory_order_relaxed);
+        atomic_store_explicit(&r->pending[i], (int32_t)r->nodes[i].num_preds, memory_order_relaxed);
     for (uint32_t i = 0; i < r->last_tail; i++)
         atomic_store_explicit(&r->ready[i], 0, memory_order_relaxed);
     atomic_store_explicit(&r->head, 0, memory_order_relaxed);
@@ -453,7 +469,7 @@ int rill__cpu_help_graph(cpu_device *d, cpu_worker *w) {
     if (r == NULL)
         return 0;
     cpu_cmd *c = r->cmd;
-    rill_graph_exec *x = c->c.u.graph.exec;
+    rill_graph_exec *x = c->c.u.graph.params->exec;
     if (work(d, w, x, NONE) == G_FINISHED) {
         r->last_tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
         finish_run(d, r, c);

@@ -407,6 +407,20 @@ static enum exec_result exec_wait(cpu_device *d, rill_stream *s, cpu_cmd *c) {
     }
 }
 
+enum exec_result rill__cpu_wait_ended(rill_stream *s, rill_stream *t, uint64_t seq) {
+    cpu_stream *cs = cpu_stream_of(s);
+    for (;;) {
+        if (atomic_load_explicit(&t->done_seq, memory_order_acquire) >= seq)
+            return EXEC_DONE;
+        cs->waiter.seq = seq;
+        cs->waiter.fn = on_wait_met;
+        atomic_store_explicit(&cs->state, CPU_PARKED, memory_order_relaxed);
+        if (rill__stream_add_waiter(t, &cs->waiter))
+            return EXEC_PARKED; /* s may already run elsewhere: touch nothing */
+        atomic_store_explicit(&cs->state, CPU_RUNNING, memory_order_relaxed);
+    }
+}
+
 static enum exec_result exec(cpu_device *d, cpu_worker *w, rill_stream *s, cpu_cmd *c) {
     cpu_stream *cs = cpu_stream_of(s);
     switch (c->c.kind) {
@@ -435,8 +449,8 @@ static enum exec_result exec(cpu_device *d, cpu_worker *w, rill_stream *s, cpu_c
         cs->skipping = 0;
         rill__stream_clear_failure(s, c->seq);
         return EXEC_DONE;
-    case RILL__CMD_GRAPH:
-        return cs->skipping ? EXEC_DONE : rill__cpu_exec_graph(d, w, c);
+    case RILL__CMD_GRAPH: /* skipped there, after its wait for the exec's last launch */
+        return rill__cpu_exec_graph(d, w, c);
     }
     return EXEC_DONE;
 }

@@ -1,0 +1,568 @@
+/* SPDX-License-Identifier: MIT */
+/* Execs: instantiation of a graph, its parameter sets, update and launch.
+ *
+ * An exec keeps what all its launches share (the successor lists, the
+ * roots, the run state of the launch being run) and a current parameter
+ * set: the nodes with their kernels' arguments. A launch takes a reference
+ * on the current set and the backend runs that set, so an update, which
+ * swaps in a new set, never changes a launch already submitted. Launches
+ * of one exec never overlap: a launch on another stream than the previous
+ * one waits for it to end (rill__cmd's after_stream), without taking on
+ * its failure. */
+#include "graph/graph.h"
+
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/event.h"
+#include "core/status.h"
+
+/* ------------------------------------------------------------- lifetime */
+
+/* Frees what instantiation allocated for x (each may be NULL). */
+static void exec_arrays_free(rill_graph_exec *x) {
+    rill__free(x->succ);
+    rill__free(x->roots);
+    rill__free(x->event_nodes);
+    rill__free((void *)x->run.pending);
+    rill__free((void *)x->run.ready);
+    rill__free((void *)x->run.next_block);
+    rill__free((void *)x->run.blocks_done);
+    rill__free((void *)x->run.next_succ);
+    rill__free((void *)x->run.record_gen);
+    rill__free(x->run.active);
+}
+
+static void exec_free(rill_graph_exec *x) {
+    rill__runtime *rt;
+    rill__runtime_get(&rt);
+    rill__mutex_lock(&rt->lock);
+    if (x->rt_prev != NULL)
+        x->rt_prev->rt_next = x->rt_next;
+    else
+        rt->execs = x->rt_next;
+    if (x->rt_next != NULL)
+        x->rt_next->rt_prev = x->rt_prev;
+    rill__mutex_unlock(&rt->lock);
+    if (x->pool != NULL)
+        rill__gpool_unref(x->pool, x->last_stream, x->last_seq);
+    if (x->last_stream != NULL)
+        rill__stream_unref(x->last_stream);
+    exec_arrays_free(x);
+    rill__mutex_destroy(&x->lock);
+    rill__free(x);
+}
+
+void rill__exec_unref(rill_graph_exec *x) {
+    /* acq_rel: the last release sees every launch's writes. */
+    if (atomic_fetch_sub_explicit(&x->refs, 1, memory_order_acq_rel) == 1)
+        exec_free(x);
+}
+
+/* Frees a parameter set and drops the references its nodes hold. */
+static void xparams_free(rill__xparams *v, uint32_t num_nodes) {
+    for (uint32_t i = 0; v->nodes != NULL && i < num_nodes; i++) {
+        rill__gnode_params *p = &v->nodes[i].p;
+        if (p->kind == RILL__GNODE_KERNEL)
+            atomic_fetch_sub(&p->u.kernel.kernel->graph_refs, 1);
+        else if (p->kind == RILL__GNODE_RECORD || p->kind == RILL__GNODE_WAIT)
+            rill__event_unref(p->u.event.event);
+    }
+    rill__free(v->nodes);
+    rill__free(v->arena);
+    rill__free(v);
+}
+
+void rill__xparams_unref(rill__xparams *v) {
+    /* acq_rel: the last release sees every launch's reads done. */
+    if (atomic_fetch_sub_explicit(&v->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    rill_graph_exec *x = v->exec;
+    xparams_free(v, x->num_nodes);
+    rill__exec_unref(x);
+}
+
+void rill__execs_shutdown(rill__runtime *rt) {
+    /* Every stream has drained: no launch holds an exec or a parameter
+     * set, and each exec left has only its current set. */
+    while (rt->execs != NULL) {
+        rill_graph_exec *x = rt->execs;
+        atomic_store(&x->magic, RILL__MAGIC_DEAD);
+        if (x->params != NULL)
+            xparams_free(x->params, x->num_nodes);
+        x->params = NULL;
+        atomic_store(&x->refs, 1);
+        exec_free(x);
+    }
+}
+
+/* -------------------------------------------------------- instantiation */
+
+/* Lays out the kernel nodes' args and accesses of g in one arena. */
+static unsigned char *build_arena(rill_graph *g, rill__xnode *xn) {
+    size_t bytes = 0;
+    for (uint32_t i = 0; i < g->num_nodes; i++) {
+        const rill__gnode_params *p = &g->nodes[i]->p;
+        if (p->kind == RILL__GNODE_KERNEL)
+            bytes += (p->u.kernel.args_size + 15) / 16 * 16 +
+                     p->u.kernel.num_accesses * sizeof(rill_access);
+    }
+    unsigned char *arena = rill__malloc(bytes > 0 ? bytes : 1);
+    if (arena == NULL)
+        return NULL;
+    size_t off = 0;
+    for (uint32_t i = 0; i < g->num_nodes; i++) {
+        const rill__gnode_params *p = &g->nodes[i]->p;
+        if (p->kind != RILL__GNODE_KERNEL)
+            continue;
+        xn[i].p.u.kernel.args = arena + off;
+        if (p->u.kernel.args_size > 0)
+            memcpy(arena + off, p->u.kernel.args, p->u.kernel.args_size);
+        off += (p->u.kernel.args_size + 15) / 16 * 16;
+        xn[i].p.u.kernel.accesses = (rill_access *)(void *)(arena + off);
+        if (p->u.kernel.num_accesses > 0)
+            memcpy(arena + off, p->u.kernel.accesses,
+                   p->u.kernel.num_accesses * sizeof(rill_access));
+        off += p->u.kernel.num_accesses * sizeof(rill_access);
+    }
+    return arena;
+}
+
+static void take_params(rill__xnode *xn, const rill_graph_node *n) {
+    void *args = xn->p.u.kernel.args;
+    rill_access *acc = xn->p.u.kernel.accesses;
+    xn->p = n->p;
+    if (n->p.kind == RILL__GNODE_KERNEL) {
+        xn->p.u.kernel.args = args;
+        xn->p.u.kernel.accesses = acc;
+        rill_dim3 gr = n->p.u.kernel.grid;
+        xn->blocks = gr.x * gr.y * gr.z;
+    } else {
+        xn->blocks = 1;
+    }
+}
+
+/* A parameter set of x from graph's nodes. nodes has x's topology filled
+ * in; the set owns it from now on (it is freed on failure). Takes the
+ * references of the set's nodes and one on x. NULL when out of memory. */
+static rill__xparams *xparams_make(rill_graph_exec *x, rill_graph *graph, rill__xnode *nodes) {
+    rill__xparams *v = rill__calloc(1, sizeof *v);
+    unsigned char *arena = v != NULL ? build_arena(graph, nodes) : NULL;
+    if (arena == NULL) {
+        rill__free(v);
+        rill__free(nodes);
+        return NULL;
+    }
+    v->nodes = nodes;
+    v->arena = arena;
+    v->exec = x;
+    v->chain = x->num_roots <= 1;
+    for (uint32_t i = 0; i < x->num_nodes; i++) {
+        rill__xnode *xn = &nodes[i];
+        take_params(xn, graph->nodes[i]);
+        if (xn->p.kind == RILL__GNODE_KERNEL)
+            atomic_fetch_add(&xn->p.u.kernel.kernel->graph_refs, 1);
+        else if (xn->p.kind == RILL__GNODE_RECORD || xn->p.kind == RILL__GNODE_WAIT)
+            atomic_fetch_add(&xn->p.u.event.event->refs, 1);
+        if (xn->num_succ > 1 || xn->blocks > 1)
+            v->chain = 0;
+    }
+    atomic_init(&v->refs, 1);
+    /* relaxed: the caller holds x (its owner's reference or a set's); the
+     * release that frees x is the acq_rel in rill__exec_unref. */
+    atomic_fetch_add_explicit(&x->refs, 1, memory_order_relaxed);
+    return v;
+}
+
+/* Fills in the topology of graph's nodes (predecessor counts, successor
+ * lists, single successors first) and x's roots and event nodes. */
+static void build_topology(rill_graph_exec *x, rill_graph *graph, rill__xnode *nodes) {
+    uint32_t n = graph->num_nodes;
+    for (uint32_t i = 0; i < n; i++) {
+        const rill_graph_node *gn = graph->nodes[i];
+        nodes[i].graph_index = i;
+        nodes[i].num_preds = gn->num_deps;
+        if (gn->num_deps == 0)
+            x->roots[x->num_roots++] = i;
+        if (gn->p.kind == RILL__GNODE_RECORD || gn->p.kind == RILL__GNODE_WAIT)
+            x->event_nodes[x->num_event_nodes++] = i;
+        if (gn->p.kind == RILL__GNODE_HOST)
+            x->has_host = 1;
+        for (uint32_t j = 0; j < gn->num_deps; j++)
+            nodes[gn->deps[j]].num_succ++;
+    }
+    /* Successor lists: counted above, then filled in node order. */
+    uint32_t off = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        nodes[i].succ_begin = off;
+        off += nodes[i].num_succ;
+        nodes[i].num_succ = 0;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        const rill_graph_node *gn = graph->nodes[i];
+        for (uint32_t j = 0; j < gn->num_deps; j++) {
+            rill__xnode *d = &nodes[gn->deps[j]];
+            x->succ[d->succ_begin + d->num_succ++] = i;
+        }
+    }
+    /* Successors whose only predecessor is this node first: they become
+     * ready together, and a launch hands them out as one range. */
+    for (uint32_t i = 0; i < n; i++) {
+        rill__xnode *xn = &nodes[i];
+        uint32_t *list = x->succ + xn->succ_begin, k = 0;
+        for (uint32_t j = 0; j < xn->num_succ; j++) {
+            if (nodes[list[j]].num_preds == 1) {
+                uint32_t t = list[k];
+                list[k++] = list[j];
+                list[j] = t;
+            }
+        }
+        xn->num_single = k;
+    }
+}
+
+rill_status rill_graph_instantiate(rill_graph *graph, rill_graph_exec **out) {
+    static const char fn[] = "rill_graph_instantiate";
+    if (out == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: out is NULL", fn);
+    *out = NULL;
+    rill_status st = rill__graph_resolve(graph, fn);
+    if (st != RILL_OK)
+        return st;
+    uint32_t n = graph->num_nodes, num_events = 0;
+    size_t edges = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        edges += graph->nodes[i]->num_deps;
+        rill__gnode_kind k = graph->nodes[i]->p.kind;
+        num_events += k == RILL__GNODE_RECORD || k == RILL__GNODE_WAIT;
+    }
+    rill_graph_exec *x = rill__calloc(1, sizeof *x);
+    if (x == NULL)
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    size_t m = n > 0 ? n : 1;
+    rill__xnode *nodes = rill__calloc(m, sizeof *nodes);
+    x->succ = rill__malloc((edges > 0 ? edges : 1) * sizeof *x->succ);
+    x->roots = rill__malloc(m * sizeof *x->roots);
+    x->event_nodes = rill__malloc((num_events > 0 ? num_events : 1) * sizeof *x->event_nodes);
+    x->run.pending = rill__malloc(m * sizeof *x->run.pending);
+    x->run.ready = rill__calloc(m, sizeof *x->run.ready); /* claimers wait for nonzero */
+    x->run.next_block = rill__malloc(m * sizeof *x->run.next_block);
+    x->run.blocks_done = rill__malloc(m * sizeof *x->run.blocks_done);
+    x->run.next_succ = rill__malloc(m * sizeof *x->run.next_succ);
+    x->run.record_gen = rill__calloc(m, sizeof *x->run.record_gen);
+    x->run.active = rill__malloc(m * sizeof *x->run.active);
+    if (nodes == NULL || x->succ == NULL || x->roots == NULL || x->event_nodes == NULL ||
+        x->run.pending == NULL || x->run.ready == NULL || x->run.next_block == NULL ||
+        x->run.blocks_done == NULL || x->run.next_succ == NULL || x->run.record_gen == NULL ||
+        x->run.active == NULL) {
+        rill__free(nodes);
+        exec_arrays_free(x);
+        rill__free(x);
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory for %u nodes", fn, n);
+    }
+    x->num_nodes = n;
+    build_topology(x, graph, nodes);
+    atomic_init(&x->refs, 1);
+    x->params = xparams_make(x, graph, nodes);
+    if (x->params == NULL) {
+        exec_arrays_free(x);
+        rill__free(x);
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory for %u nodes", fn, n);
+    }
+    x->pool = graph->pool;
+    if (x->pool != NULL)
+        rill__gpool_ref(x->pool);
+    rill__mutex_init(&x->lock);
+    atomic_store(&x->magic, RILL__MAGIC_EXEC);
+    rill__runtime *rt;
+    rill__runtime_get(&rt);
+    rill__mutex_lock(&rt->lock);
+    x->rt_next = rt->execs;
+    if (rt->execs != NULL)
+        rt->execs->rt_prev = x;
+    rt->execs = x;
+    rill__mutex_unlock(&rt->lock);
+    *out = x;
+    return RILL_OK;
+}
+
+static rill_status resolve_exec(rill_graph_exec *x, const char *fn) {
+    if (rill__handle_magic(x) != RILL__MAGIC_EXEC)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: the exec is NULL or not valid (destroyed?); create one with "
+                          "rill_graph_instantiate",
+                          fn);
+    return RILL_OK;
+}
+
+static rill_status fail_destroyed(const char *fn) {
+    return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                      "%s: the exec was destroyed by another thread during the call", fn);
+}
+
+rill_status rill_graph_exec_destroy(rill_graph_exec *exec) {
+    rill_status st = resolve_exec(exec, "rill_graph_exec_destroy");
+    if (st != RILL_OK)
+        return st;
+    uint32_t expected = RILL__MAGIC_EXEC;
+    if (!atomic_compare_exchange_strong(&exec->magic, &expected, RILL__MAGIC_DEAD))
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_graph_exec_destroy: the exec was already destroyed");
+    /* Pending launches hold their own parameter sets, which hold the
+     * exec. */
+    rill__mutex_lock(&exec->lock);
+    rill__xparams *v = exec->params;
+    exec->params = NULL;
+    rill__mutex_unlock(&exec->lock);
+    rill__xparams_unref(v);
+    rill__exec_unref(exec);
+    return RILL_OK;
+}
+
+static const char *kind_name(rill__gnode_kind k) {
+    static const char *const names[] = {"?",      "kernel", "host",         "memcpy",
+                                        "memset", "empty",  "event record", "event wait"};
+    return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "?";
+}
+
+/* Checks that graph has the topology and node kinds of x, whose nodes
+ * (of any parameter set) are xn. O(nodes + edges). */
+static rill_status check_topology(const rill_graph_exec *x, const rill__xnode *xn,
+                                  rill_graph *graph, const char *fn) {
+    if (graph->num_nodes != x->num_nodes)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: the graph has %u nodes and the exec %u; update takes a graph of "
+                          "the same topology, instantiate a new exec for another one",
+                          fn, graph->num_nodes, x->num_nodes);
+    size_t edges = 0;
+    for (uint32_t i = 0; i < graph->num_nodes; i++) {
+        const rill_graph_node *gn = graph->nodes[i];
+        if (gn->p.kind != xn[i].p.kind)
+            return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                              "%s: node %u is a %s node in the graph and a %s node in the exec; "
+                              "node kinds must match",
+                              fn, i, kind_name(gn->p.kind), kind_name(xn[i].p.kind));
+        if (gn->num_deps != xn[i].num_preds)
+            return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                              "%s: node %u depends on %u nodes in the graph and on %u in the "
+                              "exec; the dependencies must match",
+                              fn, i, gn->num_deps, xn[i].num_preds);
+        edges += gn->num_deps;
+    }
+    /* Same dependencies: with the same count of distinct predecessors per
+     * node, it is enough that every edge of the graph is one of the exec.
+     * The exec's predecessor lists come from its successor lists, and a
+     * node's are stamped with its index + 1 while its deps are checked. */
+    uint32_t n = x->num_nodes;
+    uint32_t *begin = rill__calloc((size_t)n + 1, sizeof *begin);
+    uint32_t *preds = rill__malloc((edges > 0 ? edges : 1) * sizeof *preds);
+    uint32_t *stamp = rill__calloc(n > 0 ? n : 1, sizeof *stamp);
+    rill_status st = RILL_OK;
+    if (begin == NULL || preds == NULL || stamp == NULL) {
+        st = rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory", fn);
+        goto out;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        begin[i + 1] = begin[i] + xn[i].num_preds;
+    for (uint32_t d = 0; d < n; d++)
+        for (uint32_t k = 0; k < xn[d].num_succ; k++) {
+            uint32_t i = x->succ[xn[d].succ_begin + k];
+            preds[begin[i] + stamp[i]++] = d; /* stamp counts, for now */
+        }
+    memset(stamp, 0, n * sizeof *stamp);
+    for (uint32_t i = 0; i < n && st == RILL_OK; i++) {
+        for (uint32_t k = begin[i]; k < begin[i + 1]; k++)
+            stamp[preds[k]] = i + 1;
+        const rill_graph_node *gn = graph->nodes[i];
+        for (uint32_t j = 0; j < gn->num_deps && st == RILL_OK; j++)
+            if (stamp[gn->deps[j]] != i + 1)
+                st = rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                                "%s: node %u depends on node %u in the graph but not in the "
+                                "exec; the dependencies must match",
+                                fn, i, gn->deps[j]);
+    }
+out:
+    rill__free(begin);
+    rill__free(preds);
+    rill__free(stamp);
+    return st;
+}
+
+rill_status rill_graph_exec_update(rill_graph_exec *exec, rill_graph *graph) {
+    static const char fn[] = "rill_graph_exec_update";
+    rill_status st = resolve_exec(exec, fn);
+    if (st == RILL_OK)
+        st = rill__graph_resolve(graph, fn);
+    if (st != RILL_OK)
+        return st;
+    /* The current set, held while the new one is made from it: its
+     * topology is the exec's. */
+    rill__mutex_lock(&exec->lock);
+    rill__xparams *cur = exec->params;
+    if (cur != NULL)
+        /* relaxed: exec->lock and the exec's reference keep cur alive */
+        atomic_fetch_add_explicit(&cur->refs, 1, memory_order_relaxed);
+    rill__mutex_unlock(&exec->lock);
+    if (cur == NULL)
+        return fail_destroyed(fn);
+    st = check_topology(exec, cur->nodes, graph, fn);
+    rill__xparams *v = NULL;
+    if (st == RILL_OK) {
+        size_t bytes = (exec->num_nodes > 0 ? exec->num_nodes : 1) * sizeof(rill__xnode);
+        rill__xnode *nodes = rill__malloc(bytes);
+        if (nodes != NULL) {
+            memcpy(nodes, cur->nodes, exec->num_nodes * sizeof *nodes);
+            v = xparams_make(exec, graph, nodes);
+        }
+        if (v == NULL)
+            st = rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    }
+    if (v != NULL) {
+        /* Launches submitted from now on take v; those already submitted,
+         * running or not, hold the set they were submitted with. */
+        rill__mutex_lock(&exec->lock);
+        rill__xparams *old = exec->params;
+        if (old != NULL)
+            exec->params = v;
+        rill__mutex_unlock(&exec->lock);
+        if (old == NULL) {
+            rill__xparams_unref(v);
+            st = fail_destroyed(fn);
+        } else {
+            rill__xparams_unref(old);
+        }
+    }
+    rill__xparams_unref(cur);
+    return st;
+}
+
+/* --------------------------------------------------------------- launch */
+
+/* Records the exec's event record nodes at (stream, seq of the launch):
+ * the events complete when the launch does. exec->lock held. */
+static void record_events(rill_graph_exec *x, const rill__xparams *v, rill_stream *s,
+                          uint64_t seq) {
+    for (uint32_t k = 0; k < x->num_event_nodes; k++) {
+        uint32_t i = x->event_nodes[k];
+        if (v->nodes[i].p.kind != RILL__GNODE_RECORD)
+            continue;
+        rill_event *e = v->nodes[i].p.u.event.event;
+        rill__mutex_lock(&e->lock);
+        rill_stream *old = e->stream;
+        rill__stream_ref(s);
+        e->dev = s->dev;
+        e->stream = s;
+        e->seq = seq;
+        e->gen++;
+        e->cap_id = 0;
+        e->ts_valid = 0;
+        atomic_store_explicit(&x->run.record_gen[i], e->gen, memory_order_relaxed);
+        rill__mutex_unlock(&e->lock);
+        if (old != NULL)
+            rill__stream_unref(old);
+    }
+}
+
+/* The waits a launch makes before its command, exec->lock held: for the
+ * memory its capture allocated, and for its event wait nodes (snapshots
+ * taken now, as rill_stream_wait_event does; the node holds its event,
+ * so a destroyed event is waited for as last recorded). */
+static rill_status launch_waits(rill_graph_exec *x, const rill__xparams *v, rill_stream *stream,
+                                const char *fn) {
+    for (uint32_t k = 0; k < x->num_event_nodes; k++) {
+        const rill__xnode *xn = &v->nodes[x->event_nodes[k]];
+        if (xn->p.kind == RILL__GNODE_RECORD && xn->p.u.event.event->dev != NULL &&
+            xn->p.u.event.event->dev != stream->dev)
+            return rill__fail(RILL_ERROR_DEVICE_MISMATCH,
+                              "%s: node %u records an event bound to another device", fn,
+                              xn->graph_index);
+    }
+    if (x->pool != NULL) {
+        rill_stream *ps;
+        uint64_t pseq;
+        rill__gpool_ready_point(x->pool, &ps, &pseq);
+        if (ps != NULL) {
+            /* The pool's own stream: its waits order memory only. */
+            rill_status st = rill__stream_wait_order(stream, ps, pseq, fn);
+            rill__stream_unref(ps);
+            if (st != RILL_OK)
+                return st;
+        }
+    }
+    for (uint32_t k = 0; k < x->num_event_nodes; k++) {
+        const rill__xnode *xn = &v->nodes[x->event_nodes[k]];
+        if (xn->p.kind != RILL__GNODE_WAIT)
+            continue;
+        rill_status st = rill__event_wait(stream, xn->p.u.event.event, fn);
+        if (st != RILL_OK)
+            return st;
+    }
+    return RILL_OK;
+}
+
+rill_status rill_graph_launch(rill_graph_exec *exec, rill_stream *stream) {
+    static const char fn[] = "rill_graph_launch";
+    rill_status st = resolve_exec(exec, fn);
+    if (st != RILL_OK)
+        return st;
+    st = rill__stream_resolve(stream, fn, &stream);
+    if (st != RILL_OK)
+        return st;
+    if (rill__stream_capturing(stream))
+        return rill__fail(RILL_ERROR_NOT_SUPPORTED,
+                          "%s: the stream is capturing; launching a graph into a capture is not "
+                          "supported: capture its work directly",
+                          fn);
+    /* The lock serializes the launches of one exec: each takes the current
+     * parameter set and comes after the one before. */
+    rill__mutex_lock(&exec->lock);
+    rill__xparams *v = exec->params;
+    if (v == NULL) {
+        rill__mutex_unlock(&exec->lock);
+        return fail_destroyed(fn);
+    }
+    st = launch_waits(exec, v, stream, fn);
+    if (st != RILL_OK) {
+        rill__mutex_unlock(&exec->lock);
+        return st;
+    }
+    /* A host node may wait for anything, as a host function does. */
+    rill__cmd cmd = {.kind = RILL__CMD_GRAPH, .flags = exec->has_host ? RILL__CMD_OPAQUE : 0};
+    cmd.u.graph.params = v;
+    /* The previous launch on another stream: this one waits for it to end,
+     * however it ended (see rill__cmd). On the same stream, stream order
+     * does it. */
+    rill_stream *ls = exec->last_stream;
+    if (ls != NULL && ls != stream &&
+        atomic_load_explicit(&ls->done_seq, memory_order_acquire) < exec->last_seq) {
+        rill__stream_ref(ls);
+        cmd.u.graph.after_stream = ls;
+        cmd.u.graph.after_seq = exec->last_seq;
+        if (rill__stream_opaque_pending(ls))
+            cmd.flags |= RILL__CMD_OPAQUE; /* as a wait behind it would be */
+    }
+    /* relaxed: exec->lock and the exec's reference keep v alive; the
+     * command's release is the acq_rel in rill__xparams_unref. */
+    atomic_fetch_add_explicit(&v->refs, 1, memory_order_relaxed);
+    uint64_t seq;
+    st = rill__stream_submit(stream, &cmd, &seq);
+    if (st != RILL_OK) {
+        atomic_fetch_sub_explicit(&v->refs, 1, memory_order_relaxed);
+        if (cmd.u.graph.after_stream != NULL)
+            rill__stream_unref(cmd.u.graph.after_stream);
+        rill__mutex_unlock(&exec->lock);
+        return st;
+    }
+    if (cmd.u.graph.after_stream != NULL)
+        rill__stream_clock_note(stream, ls->id, exec->last_seq);
+    record_events(exec, v, stream, seq);
+    if (ls != stream) {
+        if (ls != NULL)
+            rill__stream_unref(ls);
+        rill__stream_ref(stream);
+        exec->last_stream = stream;
+    }
+    exec->last_seq = seq;
+    rill__mutex_unlock(&exec->lock);
+    return RILL_OK;
+}
