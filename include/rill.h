@@ -416,7 +416,10 @@ rill_status rill_stream_get_capture_status(rill_stream *stream, rill_capture_sta
  * aclmdlRICaptureThreadExchangeMode); a thread starts in GLOBAL. */
 rill_status rill_thread_exchange_capture_mode(rill_capture_mode *mode);
 
-/* Graphs built by hand. deps may be NULL when num_deps is 0. */
+/* Graphs built by hand. deps may be NULL when num_deps is 0. A memcpy or
+ * memset node is checked against the allocations it touches when it is
+ * added, as rill_memcpy_async is (RILL_ERROR_INVALID_ARGUMENT past the end
+ * of memory from rill); a refused node leaves NULL in *out. */
 rill_status rill_graph_create(rill_graph **out);
 rill_status rill_graph_destroy(rill_graph *graph);
 rill_status rill_graph_add_kernel_node(rill_graph *graph, rill_graph_node *const *deps,
