@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "rill.h"
 
@@ -78,7 +79,10 @@ static inline void fuzz_fix_checksum(unsigned char h[FUZZ_HANDLE_BYTES]) {
  * mutation reaches the fields behind it; bit 1 puts back the pick's pid,
  * descriptor, inode and start time, which name a live object of this
  * process, so that the fuzzer varies the rest (sizes, offsets, device,
- * flags) around an object it can open. */
+ * flags) around an object it can open. A positive pid always names this
+ * process, or with bit 2 one that cannot exist: an opener opens the
+ * exporter's descriptors, and the fuzzer must not touch those of other
+ * processes on the machine. */
 static inline void fuzz_forge_handle(const uint8_t *data, size_t size,
                                      const unsigned char (*real)[FUZZ_HANDLE_BYTES], size_t n,
                                      unsigned char out[FUZZ_HANDLE_BYTES]) {
@@ -93,6 +97,12 @@ static inline void fuzz_forge_handle(const uint8_t *data, size_t size,
     if ((flags & 2) && base != NULL) {
         memcpy(out + 8, base + 8, 16);  /* pid, descriptor, inode */
         memcpy(out + 48, base + 48, 8); /* start time */
+    }
+    int32_t pid;
+    memcpy(&pid, out + 8, sizeof pid);
+    if (pid > 0) {
+        pid = (flags & 4) ? INT32_MAX : (int32_t)getpid(); /* above any pid_max */
+        memcpy(out + 8, &pid, sizeof pid);
     }
     if (flags & 1)
         fuzz_fix_checksum(out);
