@@ -284,7 +284,13 @@ typedef struct rill_launch {
 rill_status rill_launch_kernel(rill_stream *stream, rill_kernel *kernel, const rill_launch *launch);
 
 /* ------------------------------------------------------------ built-in ops
- * float32, row-major, on device memory; each declares its accesses. */
+ * float32, row-major, on device memory; each declares its accesses. Each
+ * access is checked against the allocation that holds it, as for
+ * rill_memcpy: a size that runs past the end of memory from rill (device
+ * memory, page-locked host memory, memory opened from another process), a
+ * pointer to freed device memory, or dimensions whose product does not
+ * fit in a size_t is RILL_ERROR_INVALID_ARGUMENT and nothing runs.
+ * Ordinary host memory cannot be checked; it is used as given. */
 rill_status rill_op_fill_f32(rill_stream *s, float *x, float value, size_t n);
 rill_status rill_op_add_f32(rill_stream *s, float *out, const float *a, const float *b,
                             float alpha, size_t n);            /* out = a + alpha*b */
@@ -335,7 +341,9 @@ rill_status rill_free_host(void *ptr);
  * locked host memory, or a device's memory). rill_memcpy is synchronous:
  * it runs after all work already submitted to the current stream of the
  * device that src (else dst) belongs to, as if submitted there, and returns
- * when the copy is done; work on other streams is not waited for. */
+ * when the copy is done; work on other streams is not waited for. A copy
+ * or fill that runs past the end of memory from rill is
+ * RILL_ERROR_INVALID_ARGUMENT; ordinary host memory is not checked. */
 rill_status rill_memcpy_async(void *dst, const void *src, size_t bytes, rill_stream *stream);
 rill_status rill_memcpy(void *dst, const void *src, size_t bytes);
 rill_status rill_memset_async(void *dst, int value, size_t bytes, rill_stream *stream);
@@ -476,7 +484,10 @@ rill_status rill_thread_exchange_capture_mode(rill_capture_mode *mode);
 
 /* Graphs built by hand. deps may be NULL when num_deps is 0. Adding a node
  * takes time in proportion to its dependencies (capture, to what each
- * captured call records), so building a graph is linear in its size. */
+ * captured call records), so building a graph is linear in its size. A
+ * memcpy or memset node is checked against the allocations it touches when
+ * it is added, as rill_memcpy_async is (RILL_ERROR_INVALID_ARGUMENT past
+ * the end of memory from rill); a refused node leaves NULL in *out. */
 rill_status rill_graph_create(rill_graph **out);
 rill_status rill_graph_destroy(rill_graph *graph);
 rill_status rill_graph_add_kernel_node(rill_graph *graph, rill_graph_node *const *deps,

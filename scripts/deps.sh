@@ -5,7 +5,9 @@
 # command to run and fails.
 set -euo pipefail
 
-packages=(cmake ninja-build pkg-config gcc libc6-dev libcmocka-dev libopenblas-serial-dev)
+# clang and its runtime libraries (libFuzzer) build the fuzz targets.
+packages=(cmake ninja-build pkg-config gcc libc6-dev libcmocka-dev libopenblas-serial-dev
+  clang libclang-rt-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

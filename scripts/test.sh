@@ -3,7 +3,9 @@
 # Builds rill and runs every test: all labels in an optimised build, the
 # unit and seed tests under AddressSanitizer+UndefinedBehaviorSanitizer
 # (LeakSanitizer included), and the unit and stress tests under
-# ThreadSanitizer. Warnings are errors. Usage: scripts/test.sh [quick]
+# ThreadSanitizer; then each libFuzzer target for a short, bounded time
+# (scripts/fuzz.sh; RILL_FUZZ_SECONDS per target, default 25). Warnings are
+# errors. Usage: scripts/test.sh [quick]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
@@ -23,3 +25,6 @@ if [ "${1:-}" != quick ]; then
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" run tsan 'unit|stress'
 fi
 run default 'unit|seeds|stress|install'
+if [ "${1:-}" != quick ]; then
+  scripts/fuzz.sh "${RILL_FUZZ_SECONDS:-25}"
+fi

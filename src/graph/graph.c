@@ -17,6 +17,7 @@
 #include "core/alloc.h"
 #include "core/event.h"
 #include "core/status.h"
+#include "mem/memory.h"
 #include "mem/pool.h"
 
 /* ------------------------------------------------------------- lifetime */
@@ -308,6 +309,8 @@ rill_status rill_graph_add_kernel_node(rill_graph *graph, rill_graph_node *const
                                        size_t num_deps, rill_kernel *kernel,
                                        const rill_launch *launch, rill_graph_node **out) {
     static const char fn[] = "rill_graph_add_kernel_node";
+    if (out != NULL)
+        *out = NULL;
     rill_status st = check_kernel(kernel, launch, fn);
     if (st != RILL_OK)
         return st;
@@ -326,6 +329,8 @@ rill_status rill_graph_add_host_node(rill_graph *graph, rill_graph_node *const *
                                      size_t num_deps, rill_host_fn fn_, void *user_data,
                                      rill_graph_node **out) {
     static const char fn[] = "rill_graph_add_host_node";
+    if (out != NULL)
+        *out = NULL;
     if (fn_ == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: fn is NULL", fn);
     rill__gnode_params p = {.kind = RILL__GNODE_HOST};
@@ -338,9 +343,18 @@ rill_status rill_graph_add_memcpy_node(rill_graph *graph, rill_graph_node *const
                                        size_t num_deps, void *dst, const void *src, size_t bytes,
                                        rill_graph_node **out) {
     static const char fn[] = "rill_graph_add_memcpy_node";
+    if (out != NULL)
+        *out = NULL;
     if (dst == NULL || src == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", fn,
                           dst == NULL ? "dst" : "src");
+    /* As rill_memcpy_async checks a copy it captures. */
+    rill_device *dev;
+    rill_status st = rill__mem_check_access(fn, "dst", NULL, dst, bytes, &dev);
+    if (st == RILL_OK)
+        st = rill__mem_check_access(fn, "src", NULL, src, bytes, &dev);
+    if (st != RILL_OK)
+        return st;
     rill__gnode_params p = {.kind = RILL__GNODE_COPY};
     p.u.copy.dst = dst;
     p.u.copy.src = src;
@@ -352,8 +366,14 @@ rill_status rill_graph_add_memset_node(rill_graph *graph, rill_graph_node *const
                                        size_t num_deps, void *dst, int value, size_t bytes,
                                        rill_graph_node **out) {
     static const char fn[] = "rill_graph_add_memset_node";
+    if (out != NULL)
+        *out = NULL;
     if (dst == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: dst is NULL", fn);
+    rill_device *dev;
+    rill_status st = rill__mem_check_access(fn, "dst", NULL, dst, bytes, &dev);
+    if (st != RILL_OK)
+        return st;
     rill__gnode_params p = {.kind = RILL__GNODE_SET};
     p.u.set.dst = dst;
     p.u.set.value = value;
@@ -370,6 +390,8 @@ rill_status rill_graph_add_empty_node(rill_graph *graph, rill_graph_node *const 
 static rill_status add_event_node(rill_graph *graph, rill_graph_node *const *deps, size_t num_deps,
                                   rill_event *event, rill__gnode_kind kind, const char *fn,
                                   rill_graph_node **out) {
+    if (out != NULL)
+        *out = NULL;
     if (rill__handle_magic(event) != RILL__MAGIC_EVENT)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "%s: the event is NULL or not valid; pass an event from "

@@ -2,7 +2,9 @@
 /* The public memory calls: device memory (through the device's pool,
  * src/mem/pool.c), page-locked host memory, copies and fills in stream
  * order, which the pool is told about as uses of the memory they touch,
- * statistics, the reservation limit and the memory summary. */
+ * statistics, the reservation limit and the memory summary; and the check
+ * that a declared access stays inside its allocation, which copies, fills
+ * and the built-in ops share. */
 #include "mem/memory.h"
 
 #include <stdio.h>
@@ -134,30 +136,31 @@ rill_status rill_free_host(void *ptr) {
     return RILL_OK;
 }
 
-/* Checks that [p, p + bytes) stays inside its allocation, if p is in one;
- * *dev receives the device whose memory p is (NULL for host memory). */
-static rill_status check_range(const void *p, size_t bytes, const char *fn, const char *what,
-                               rill_device **dev) {
+rill_status rill__mem_check_access(const char *fn, const char *what, const char *shape,
+                                   const void *p, size_t bytes, rill_device **dev) {
     size_t to_end = 0;
     rill__mem_block b;
     *dev = NULL;
     if (rill__pool_find(p, dev, &to_end)) {
         /* device memory: an allocated block of a pool */
-    } else if (rill__registry_find(p, &b) && b.kind != RILL__MEM_DEVICE) {
+    } else if (!rill__registry_find(p, &b)) {
+        return RILL_OK; /* ordinary host memory */
+    } else if (b.kind == RILL__MEM_DEVICE) {
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: %s (%p) is device memory that is not allocated (freed?); pass "
+                          "memory that is allocated until the work completes",
+                          fn, what, p);
+    } else {
         to_end = b.base + b.bytes - (uintptr_t)p;
         if (b.kind == RILL__MEM_IPC)
             *dev = b.dev;
-    } else if (rill__registry_find(p, &b)) {
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                          "%s: %s %p is device memory that is not allocated (freed?)", fn, what,
-                          p);
-    } else {
-        return RILL_OK; /* ordinary host memory */
     }
     if (bytes > to_end)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                          "%s: %s %p plus %zu bytes runs %zu bytes past the end of its allocation",
-                          fn, what, p, bytes, bytes - to_end);
+                          "%s: %s (%p) covers %zu bytes%s%s%s, but its allocation has %zu bytes "
+                          "from %s to its end; pass sizes that fit the allocation",
+                          fn, what, p, bytes, shape != NULL ? " (" : "", shape != NULL ? shape : "",
+                          shape != NULL ? ")" : "", to_end, what);
     return RILL_OK;
 }
 
@@ -166,9 +169,9 @@ static rill_status check_copy(void *dst, const void *src, const char *fn, rill_d
     if (dst == NULL || src == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", fn,
                           dst == NULL ? "dst" : "src");
-    rill_status st = check_range(dst, bytes, fn, "dst", dst_dev);
+    rill_status st = rill__mem_check_access(fn, "dst", NULL, dst, bytes, dst_dev);
     if (st == RILL_OK)
-        st = check_range(src, bytes, fn, "src", src_dev);
+        st = rill__mem_check_access(fn, "src", NULL, src, bytes, src_dev);
     return st;
 }
 
@@ -239,7 +242,7 @@ rill_status rill_memset_async(void *dst, int value, size_t bytes, rill_stream *s
     if (dst == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: dst is NULL", fn);
     rill_device *dd;
-    st = check_range(dst, bytes, fn, "dst", &dd);
+    st = rill__mem_check_access(fn, "dst", NULL, dst, bytes, &dd);
     if (st != RILL_OK || bytes == 0)
         return st;
     rill__cmd cmd = {.kind = RILL__CMD_SET};

@@ -24,4 +24,17 @@ typedef struct rill__mem_device {
 /* Frees all page-locked host memory still allocated (rill_shutdown). */
 void rill__mem_host_shutdown(void);
 
+/* Checks a declared access of fn, [p, p + bytes), against the allocation
+ * that holds p, when rill made that allocation (device memory of a pool,
+ * rill_malloc_host memory, memory opened with rill_ipc_open_mem_handle):
+ * RILL_ERROR_INVALID_ARGUMENT, with a sentence naming fn, the argument
+ * `what`, bytes (and `shape`, where the size comes from, such as "m*k
+ * floats"; or NULL) and the bytes from p to the allocation's end, when the
+ * access runs past that end or p is device memory that is not allocated.
+ * Ordinary host memory cannot be checked and passes. *dev receives the
+ * device whose memory p is, NULL for host memory. Takes the registry's
+ * lock and the pool's lock of p's device, one after the other. */
+rill_status rill__mem_check_access(const char *fn, const char *what, const char *shape,
+                                   const void *p, size_t bytes, rill_device **dev);
+
 #endif

@@ -4,11 +4,13 @@
  * device's compute units (one block for tiny inputs, where launch cost
  * dominates; up to one block per compute unit for large ones), and launches
  * a CPU body from backend/cpu/op_kernels.c with its exact accesses, using
- * only the public API. The kernels are created on first use and cached in
- * atomic pointers: racing creators compare-exchange, the loser destroys
- * its copy; rill__ops_shutdown, run by rill_shutdown, forgets them. This
- * layer sits above the core: it uses the public API and the backend's op
- * bodies, and the core knows nothing of it. */
+ * only the public API. Each access is checked against the allocation that
+ * will hold it (rill__mem_check_access), as copies and fills are. The
+ * kernels are created on first use and cached in atomic pointers: racing
+ * creators compare-exchange, the loser destroys its copy;
+ * rill__ops_shutdown, run by rill_shutdown, forgets them. This layer sits
+ * above the core: it uses the public API and the backend's op bodies, and
+ * the core knows nothing of it. */
 #include "ops/ops.h"
 
 #include <stdatomic.h>
@@ -18,6 +20,7 @@
 #include "backend/cpu/op_kernels.h"
 #include "core/runtime.h"
 #include "core/status.h"
+#include "mem/memory.h"
 
 /* ---- cached kernels ---- */
 
@@ -126,6 +129,17 @@ static rill_status check_count(const char *fn, size_t n, size_t *bytes) {
     return RILL_OK;
 }
 
+/* Checks that the access the op will declare for argument `name`, bytes
+ * from p, stays inside the allocation that holds p (see
+ * rill__mem_check_access; ordinary host memory passes): an op trusts its
+ * sizes no more than rill_memset_async does. `shape` names the product
+ * that gave bytes ("n floats"). */
+static rill_status check_fits(const char *fn, const void *p, const char *name, const char *shape,
+                              size_t bytes) {
+    rill_device *dev;
+    return rill__mem_check_access(fn, name, shape, p, bytes, &dev);
+}
+
 static rill_status check_pointer(const char *fn, const void *p, const char *name,
                                  const char *what) {
     if (p == NULL)
@@ -220,6 +234,7 @@ rill_status rill_op_fill_f32(rill_stream *s, float *x, float value, size_t n) {
     rill_status st;
     if ((st = check_pointer(fn, x, "x", "device memory of n floats")) != RILL_OK ||
         (st = check_count(fn, n, &bytes)) != RILL_OK ||
+        (st = check_fits(fn, x, "x", "n floats", bytes)) != RILL_OK ||
         (st = stream_compute_units(fn, s, &units)) != RILL_OK)
         return st;
     rill__op_fill_args args = {x, value, n};
@@ -238,6 +253,9 @@ rill_status rill_op_add_f32(rill_stream *s, float *out, const float *a, const fl
         (st = check_pointer(fn, a, "a", "device memory of n floats")) != RILL_OK ||
         (st = check_pointer(fn, b, "b", "device memory of n floats")) != RILL_OK ||
         (st = check_count(fn, n, &bytes)) != RILL_OK ||
+        (st = check_fits(fn, a, "a", "n floats", bytes)) != RILL_OK ||
+        (st = check_fits(fn, b, "b", "n floats", bytes)) != RILL_OK ||
+        (st = check_fits(fn, out, "out", "n floats", bytes)) != RILL_OK ||
         (st = check_elementwise_out(fn, out, a, "a", bytes)) != RILL_OK ||
         (st = check_elementwise_out(fn, out, b, "b", bytes)) != RILL_OK ||
         (st = stream_compute_units(fn, s, &units)) != RILL_OK)
@@ -259,6 +277,9 @@ rill_status rill_op_mul_f32(rill_stream *s, float *out, const float *a, const fl
         (st = check_pointer(fn, a, "a", "device memory of n floats")) != RILL_OK ||
         (st = check_pointer(fn, b, "b", "device memory of n floats")) != RILL_OK ||
         (st = check_count(fn, n, &bytes)) != RILL_OK ||
+        (st = check_fits(fn, a, "a", "n floats", bytes)) != RILL_OK ||
+        (st = check_fits(fn, b, "b", "n floats", bytes)) != RILL_OK ||
+        (st = check_fits(fn, out, "out", "n floats", bytes)) != RILL_OK ||
         (st = check_elementwise_out(fn, out, a, "a", bytes)) != RILL_OK ||
         (st = check_elementwise_out(fn, out, b, "b", bytes)) != RILL_OK ||
         (st = stream_compute_units(fn, s, &units)) != RILL_OK)
@@ -280,6 +301,8 @@ rill_status rill_op_add_scalar_f32(rill_stream *s, float *out, const float *a, f
     if ((st = check_pointer(fn, out, "out", "device memory for n floats")) != RILL_OK ||
         (st = check_pointer(fn, a, "a", "device memory of n floats")) != RILL_OK ||
         (st = check_count(fn, n, &bytes)) != RILL_OK ||
+        (st = check_fits(fn, a, "a", "n floats", bytes)) != RILL_OK ||
+        (st = check_fits(fn, out, "out", "n floats", bytes)) != RILL_OK ||
         (st = check_elementwise_out(fn, out, a, "a", bytes)) != RILL_OK ||
         (st = stream_compute_units(fn, s, &units)) != RILL_OK)
         return st;
@@ -303,6 +326,8 @@ rill_status rill_op_sum_f32(rill_stream *s, float *out, const float *a, size_t n
     if ((st = check_pointer(fn, out, "out", "device memory for one float")) != RILL_OK ||
         (st = check_pointer(fn, a, "a", "device memory of n floats")) != RILL_OK ||
         (st = check_count(fn, n, &bytes)) != RILL_OK ||
+        (st = check_fits(fn, a, "a", "n floats", bytes)) != RILL_OK ||
+        (st = check_fits(fn, out, "out", "one float", sizeof(float))) != RILL_OK ||
         (st = stream_compute_units(fn, s, &units)) != RILL_OK)
         return st;
     size_t blocks = blocks_for(n, ELEMENTS_PER_BLOCK_MIN, units);
@@ -393,6 +418,9 @@ rill_status rill_op_matmul_f32(rill_stream *s, float *c, const float *a, const f
         (st = check_size(fn, float_bytes(&a_bytes, m, k, 1, 1), "a", "m*k")) != RILL_OK ||
         (st = check_size(fn, float_bytes(&b_bytes, k, n, 1, 1), "b", "k*n")) != RILL_OK ||
         (st = check_size(fn, float_bytes(&c_bytes, m, n, 1, 1), "c", "m*n")) != RILL_OK ||
+        (st = check_fits(fn, a, "a", "m*k floats", a_bytes)) != RILL_OK ||
+        (st = check_fits(fn, b, "b", "k*n floats", b_bytes)) != RILL_OK ||
+        (st = check_fits(fn, c, "c", "m*n floats", c_bytes)) != RILL_OK ||
         (st = check_disjoint(fn, c, c_bytes, "c", a, a_bytes, "a")) != RILL_OK ||
         (st = check_disjoint(fn, c, c_bytes, "c", b, b_bytes, "b")) != RILL_OK ||
         (st = stream_compute_units(fn, s, &units)) != RILL_OK)
@@ -474,6 +502,9 @@ rill_status rill_op_conv2d_f32(rill_stream *s, float *out, const float *in, cons
      * weight and the input do, and must fit sgemm's integer dimensions. */
     if ((st = check_dim(fn, c * r * sz, "c*r*sz", "")) != RILL_OK ||
         (st = check_dim(fn, h * w, "h*w", "")) != RILL_OK ||
+        (st = check_fits(fn, in, "in", "n*c*h*w floats", in_bytes)) != RILL_OK ||
+        (st = check_fits(fn, weight, "weight", "k*c*r*sz floats", w_bytes)) != RILL_OK ||
+        (st = check_fits(fn, out, "out", "n*k*(h-r+1)*(w-sz+1) floats", out_bytes)) != RILL_OK ||
         (st = check_disjoint(fn, out, out_bytes, "out", in, in_bytes, "in")) != RILL_OK ||
         (st = check_disjoint(fn, out, out_bytes, "out", weight, w_bytes, "weight")) != RILL_OK ||
         (st = stream_compute_units(fn, s, &units)) != RILL_OK)

@@ -13,7 +13,9 @@
  * overlaps another live one. A second phase runs the same mix under rill_mem_set_limit, so that
  * allocations take the pool's internal-wait and out-of-memory-recovery paths; both phases end
  * by checking the statistics. Bounded by iterations and seconds; the seed comes from
- * RILL_STRESS_SEED (or a fixed default) and is printed. */
+ * RILL_STRESS_SEED (or a fixed default) and is printed; the second phase's limit from
+ * RILL_STRESS_MEM_LIMIT, in bytes (or 32 MiB): scripts/soak.sh runs this test in a loop with a
+ * fixed limit and fresh seeds. */
 #include "fixture.h"
 
 #include <inttypes.h>
@@ -28,7 +30,7 @@
 #define SEC_NS       1000000000ull
 #define MiB          ((size_t)1 << 20)
 #define DEFAULT_SEED 0x6d656d5eedull
-#define LIMIT_BYTES  (32 * MiB) /* the second phase's rill_mem_set_limit */
+#define LIMIT_BYTES  (32 * MiB) /* the second phase's rill_mem_set_limit, by default */
 
 enum {
     NUM_STREAMS = 12,
@@ -486,6 +488,14 @@ static uint64_t stress_seed(void) {
     return DEFAULT_SEED;
 }
 
+/* The second phase's limit: RILL_STRESS_MEM_LIMIT, else LIMIT_BYTES. */
+static size_t limit_bytes(void) {
+    const char *env = getenv("RILL_STRESS_MEM_LIMIT");
+    if (env != NULL && env[0] != '\0')
+        return (size_t)strtoull(env, NULL, 0);
+    return LIMIT_BYTES;
+}
+
 static void setup_phase(const phase *ph) {
     current_phase = ph;
     atomic_store(&num_failures, 0);
@@ -625,23 +635,29 @@ static void test_stress_memory_under_a_limit_recovers_and_keeps_invariants(void 
     (void)state;
     uint64_t seed = mix64(stress_seed() + 1);
     print_message("limit phase seed: %" PRIu64 " (derived from RILL_STRESS_SEED)\n", seed);
-    /* Sizes from 64 KiB: the threads' live blocks alone exceed the limit on average. */
-    const phase ph = {"limit", seed, 1 * SEC_NS, LIMIT_BYTES, 8};
+    /* Sizes from 64 KiB: the threads' live blocks alone exceed the default limit on average. */
+    size_t limit = limit_bytes();
+    if (limit < 4 * MiB)
+        fail_msg("RILL_STRESS_MEM_LIMIT is %zu bytes; pass at least 4 MiB, the largest block",
+                 limit);
+    const phase ph = {"limit", seed, 1 * SEC_NS, limit, 8};
     RT_OK(rill_device_synchronize(NULL));
     RT_OK(rill_mem_empty_cache(NULL));
     rill_mem_stats before;
     RT_OK(rill_mem_get_stats(NULL, &before));
     assert_int_equal(before.reserved_bytes, 0);
-    RT_OK(rill_mem_set_limit(NULL, LIMIT_BYTES));
+    RT_OK(rill_mem_set_limit(NULL, limit));
     setup_phase(&ph);
     totals sum = run_phase(&ph);
     rill_mem_stats st;
     RT_OK(rill_mem_get_stats(NULL, &st));
     print_message("limit: %" PRIu64 " out-of-memory recoveries, peak reserved %zu of %zu\n",
-                  st.oom_recoveries - before.oom_recoveries, st.peak_reserved_bytes, LIMIT_BYTES);
-    /* The limit was hit: an allocation either recovered or failed cleanly. */
-    assert_true(st.oom_recoveries - before.oom_recoveries + sum.oom_failures > 0);
-    check_stats_after(&before, &sum, LIMIT_BYTES);
+                  st.oom_recoveries - before.oom_recoveries, st.peak_reserved_bytes, limit);
+    /* The default limit is hit: an allocation either recovered or failed cleanly. A larger
+     * one from RILL_STRESS_MEM_LIMIT may never be. */
+    if (limit <= LIMIT_BYTES)
+        assert_true(st.oom_recoveries - before.oom_recoveries + sum.oom_failures > 0);
+    check_stats_after(&before, &sum, limit);
     RT_OK(rill_mem_set_limit(NULL, 0));
     teardown_phase();
 }

@@ -581,6 +581,98 @@ static void test_graph_by_hand_and_update(void **state) {
     RT_OK(rill_stream_destroy(s));
 }
 
+/* Style contract: "out-parameters come last and are NULL/0 on failure":
+ * every refused node leaves NULL in *out, whichever check refuses it
+ * (found by tests/fuzz/fuzz_graph.c: the checks made before the
+ * dependency list left *out as it was). */
+static void test_graph_refused_node_sets_out_to_null(void **state) {
+    (void)state;
+    rill_graph *g;
+    RT_OK(rill_graph_create(&g));
+    rill_event *ipc;
+    RT_OK(rill_event_create(RILL_EVENT_INTERPROCESS, &ipc));
+    rill_graph_node *stale = (rill_graph_node *)(void *)&g;
+    rill_graph_node *n = stale;
+    rill_launch l = {.grid = {0, 1, 1}, .block = {1, 1, 1}};
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_graph_add_kernel_node(g, NULL, 0, NULL, &l, &n));
+    assert_null(n);
+    n = stale;
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_graph_add_kernel_node(g, NULL, 0, step_k, &l, &n));
+    assert_null(n);
+    n = stale;
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_graph_add_host_node(g, NULL, 0, NULL, NULL, &n));
+    assert_null(n);
+    n = stale;
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_graph_add_memcpy_node(g, NULL, 0, NULL, &l, 1, &n));
+    assert_null(n);
+    n = stale;
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_graph_add_memset_node(g, NULL, 0, NULL, 0, 1, &n));
+    assert_null(n);
+    n = stale;
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_graph_add_event_record_node(g, NULL, 0, NULL, &n));
+    assert_null(n);
+    n = stale;
+    RT_STATUS(RILL_ERROR_NOT_SUPPORTED, rill_graph_add_event_wait_node(g, NULL, 0, ipc, &n));
+    assert_null(n);
+    size_t count = 1;
+    RT_OK(rill_graph_node_count(g, &count));
+    assert_int_equal(count, 0);
+    RT_OK(rill_event_destroy(ipc));
+    RT_OK(rill_graph_destroy(g));
+}
+
+/* A memset or memcpy node is checked against the allocations it touches
+ * as rill_memset_async and rill_memcpy_async check what they capture: one
+ * byte past the end of device memory is RILL_ERROR_INVALID_ARGUMENT with
+ * a sentence, where a launch would have written into the next block (found
+ * by tests/fuzz/fuzz_graph.c); the exact fit is added and runs. */
+static void test_graph_copy_and_set_nodes_refuse_to_run_past_an_allocation(void **state) {
+    (void)state;
+    enum { N = 64 };
+    rill_stream *s = named_stream("s");
+    unsigned char *a, *next;
+    RT_OK(rill_malloc(NULL, N, (void **)&a));
+    RT_OK(rill_malloc(NULL, N, (void **)&next));
+    RT_OK(rill_memset_async(next, 7, N, s));
+    unsigned char host[2 * N];
+    memset(host, 1, sizeof host);
+    rill_graph *g;
+    RT_OK(rill_graph_create(&g));
+    rill_graph_node *n;
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_graph_add_memset_node(g, NULL, 0, a, 9, N + 1, &n));
+    assert_non_null(strstr(rill_last_error(), "rill_graph_add_memset_node: dst ("));
+    assert_non_null(strstr(rill_last_error(), "covers 65 bytes, but its allocation has 64 bytes"));
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_graph_add_memset_node(g, NULL, 0, a + 1, 9, N, &n));
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT,
+              rill_graph_add_memcpy_node(g, NULL, 0, a, host, N + 1, &n));
+    assert_non_null(strstr(rill_last_error(), "rill_graph_add_memcpy_node: dst ("));
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT,
+              rill_graph_add_memcpy_node(g, NULL, 0, host, a + N - 1, 2, &n));
+    assert_non_null(strstr(rill_last_error(), "rill_graph_add_memcpy_node: src ("));
+    size_t count = 1;
+    RT_OK(rill_graph_node_count(g, &count));
+    assert_int_equal(count, 0);
+
+    rill_graph_node *set, *copy;
+    RT_OK(rill_graph_add_memset_node(g, NULL, 0, a, 9, N, &set));
+    RT_OK(rill_graph_add_memcpy_node(g, &set, 1, host, a, N, &copy));
+    rill_graph_exec *x;
+    RT_OK(rill_graph_instantiate(g, &x));
+    RT_OK(rill_graph_launch(x, s));
+    RT_OK(rill_stream_synchronize(s));
+    for (int i = 0; i < 2 * N; i++)
+        assert_int_equal(host[i], i < N ? 9 : 1);
+    unsigned char got[N];
+    RT_OK(rill_memcpy(got, next, N));
+    for (int i = 0; i < N; i++)
+        assert_int_equal(got[i], 7);
+    RT_OK(rill_graph_exec_destroy(x));
+    RT_OK(rill_graph_destroy(g));
+    RT_OK(rill_free(a));
+    RT_OK(rill_free(next));
+    RT_OK(rill_stream_destroy(s));
+}
+
 /* Allocation during capture: private to the graph, reused inside it in
  * stream order, at the same addresses for every replay, refused to
  * rill_free, and returned to the device when the graph and exec go. */
@@ -1377,6 +1469,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_capture_isolation),
         cmocka_unit_test(test_graph_replays_with_fresh_inputs),
         cmocka_unit_test(test_graph_by_hand_and_update),
+        cmocka_unit_test(test_graph_refused_node_sets_out_to_null),
+        cmocka_unit_test(test_graph_copy_and_set_nodes_refuse_to_run_past_an_allocation),
         cmocka_unit_test(test_graph_private_memory),
         cmocka_unit_test(test_graph_kernel_failure_is_sticky),
         cmocka_unit_test(test_graph_random_programs_match_eager),

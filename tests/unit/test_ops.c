@@ -6,6 +6,7 @@
  * thread-safe creation on first use. */
 #include "fixture.h"
 
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdalign.h>
@@ -545,6 +546,229 @@ static void test_a_rejected_op_leaves_memory_unchanged(void **state) {
     RT_OK(rill_free(x));
 }
 
+/* ---- accesses against their allocations ---- */
+
+/* Fails unless status is RILL_ERROR_INVALID_ARGUMENT and rill_last_error()
+ * names the op and the argument (head, up to the pointer) and the sizes
+ * (tail): "rill_op_fill_f32: x (0x...) covers 4100 bytes (n floats), but
+ * its allocation has 4096 bytes from x to its end; ...". */
+static void expect_overrun(rill_status status, const char *head, const char *tail) {
+    expect_invalid(status, head);
+    if (strstr(rill_last_error(), tail) == NULL)
+        fail_msg("rill_last_error() is \"%s\", which does not mention \"%s\"", rill_last_error(),
+                 tail);
+}
+
+/* Fails unless the n floats at dev all equal want. */
+static void expect_all(const char *what, const float *dev, size_t n, float want) {
+    float *got = download(dev, n);
+    for (size_t i = 0; i < n; i++)
+        expect_near(what, i, got[i], want, 0.0);
+    free(got);
+}
+
+/* Issue 10: "rill_op_fill_f32 of 1025 floats into a 4096-byte block
+ * returns OK and overwrites the next allocation". Every op checks its
+ * declared accesses against the allocation that holds them, as
+ * rill_memset_async does: one float past the end is refused with a sentence
+ * naming the op, the argument and both sizes, and the allocation after it
+ * keeps its contents; the exact fit runs; a count whose bytes do not fit in
+ * a size_t is refused. */
+static void test_fill_refuses_to_run_past_its_allocation(void **state) {
+    (void)state;
+    float *x = dev_floats(1024), *next = dev_floats(1024);
+    RT_OK(rill_op_fill_f32(NULL, next, 7.0f, 1024));
+    expect_overrun(rill_op_fill_f32(NULL, x, 1.0f, 1025), "rill_op_fill_f32: x (",
+                   "covers 4100 bytes (n floats), but its allocation has 4096 bytes from x to its "
+                   "end");
+    expect_overrun(rill_op_fill_f32(NULL, x + 1, 1.0f, 1024), "rill_op_fill_f32: x (",
+                   "covers 4096 bytes (n floats), but its allocation has 4092 bytes from x");
+    RT_OK(rill_op_fill_f32(NULL, x + 1, 2.0f, 1023));
+    RT_OK(rill_op_fill_f32(NULL, x, 3.0f, 1024));
+    expect_invalid(rill_op_fill_f32(NULL, x, 1.0f, SIZE_MAX / 2), "do not fit in memory");
+    expect_invalid(rill_op_fill_f32(NULL, x, 1.0f, SIZE_MAX / 4 + 1), "do not fit in memory");
+    expect_all("x", x, 1024, 3.0f);
+    expect_all("next", next, 1024, 7.0f);
+
+    /* Page-locked host memory is rill's too, and checked the same way. */
+    float *pinned = NULL;
+    RT_OK(rill_malloc_host(4096, (void **)&pinned));
+    expect_overrun(rill_op_fill_f32(NULL, pinned, 1.0f, 1025), "rill_op_fill_f32: x (",
+                   "but its allocation has 4096 bytes from x");
+    RT_OK(rill_op_fill_f32(NULL, pinned, 4.0f, 1024));
+    RT_OK(rill_device_synchronize(NULL));
+    for (size_t i = 0; i < 1024; i++)
+        expect_near("pinned", i, pinned[i], 4.0, 0.0);
+    RT_OK(rill_free_host(pinned));
+    RT_OK(rill_free(x));
+    RT_OK(rill_free(next));
+}
+
+/* A freed block is no longer an allocation an op may write. */
+static void test_ops_refuse_freed_device_memory(void **state) {
+    (void)state;
+    float *x = dev_floats(64);
+    RT_OK(rill_free(x));
+    expect_overrun(rill_op_fill_f32(NULL, x, 1.0f, 64), "rill_op_fill_f32: x (",
+                   "is device memory that is not allocated");
+}
+
+/* Memory that rill did not allocate cannot be checked and stays allowed,
+ * as for rill_memcpy. */
+static void test_ops_on_ordinary_host_memory_are_not_checked(void **state) {
+    (void)state;
+    float *x = host_floats(100);
+    RT_OK(rill_op_fill_f32(NULL, x, 6.0f, 100));
+    RT_OK(rill_device_synchronize(NULL));
+    for (size_t i = 0; i < 100; i++)
+        expect_near("x", i, x[i], 6.0, 0.0);
+    free(x);
+}
+
+static void test_elementwise_ops_refuse_to_run_past_an_allocation(void **state) {
+    (void)state;
+    enum { N = 256 };
+    float *a = dev_floats(N), *b = dev_floats(N), *out = dev_floats(N);
+    float *big = dev_floats(N + 1), *big2 = dev_floats(N + 1), *next = dev_floats(N);
+    RT_OK(rill_op_fill_f32(NULL, a, 1.0f, N));
+    RT_OK(rill_op_fill_f32(NULL, b, 2.0f, N));
+    RT_OK(rill_op_fill_f32(NULL, big, 1.0f, N + 1));
+    RT_OK(rill_op_fill_f32(NULL, big2, 2.0f, N + 1));
+    RT_OK(rill_op_fill_f32(NULL, next, 9.0f, N));
+
+    expect_overrun(rill_op_add_f32(NULL, big, a, big2, 1.0f, N + 1), "rill_op_add_f32: a (",
+                   "covers 1028 bytes (n floats), but its allocation has 1024 bytes from a");
+    expect_overrun(rill_op_add_f32(NULL, big, big2, b, 1.0f, N + 1), "rill_op_add_f32: b (",
+                   "covers 1028 bytes (n floats), but its allocation has 1024 bytes from b");
+    expect_overrun(rill_op_add_f32(NULL, out, big, big2, 1.0f, N + 1), "rill_op_add_f32: out (",
+                   "covers 1028 bytes (n floats), but its allocation has 1024 bytes from out");
+    expect_invalid(rill_op_add_f32(NULL, out, a, b, 1.0f, SIZE_MAX / 2), "do not fit in memory");
+
+    expect_overrun(rill_op_mul_f32(NULL, big, a, big2, N + 1), "rill_op_mul_f32: a (",
+                   "but its allocation has 1024 bytes from a");
+    expect_overrun(rill_op_mul_f32(NULL, big, big2, b, N + 1), "rill_op_mul_f32: b (",
+                   "but its allocation has 1024 bytes from b");
+    expect_overrun(rill_op_mul_f32(NULL, out, big, big2, N + 1), "rill_op_mul_f32: out (",
+                   "but its allocation has 1024 bytes from out");
+    expect_invalid(rill_op_mul_f32(NULL, out, a, b, SIZE_MAX / 2), "do not fit in memory");
+
+    expect_overrun(rill_op_add_scalar_f32(NULL, big, a, 1.0f, N + 1), "rill_op_add_scalar_f32: a (",
+                   "but its allocation has 1024 bytes from a");
+    expect_overrun(rill_op_add_scalar_f32(NULL, out, big, 1.0f, N + 1),
+                   "rill_op_add_scalar_f32: out (", "but its allocation has 1024 bytes from out");
+    /* In place, the buffer is named as the input, checked first. */
+    expect_overrun(rill_op_add_scalar_f32(NULL, out, out, 1.0f, N + 1),
+                   "rill_op_add_scalar_f32: a (", "but its allocation has 1024 bytes from a");
+    expect_invalid(rill_op_add_scalar_f32(NULL, out, a, 1.0f, SIZE_MAX / 2),
+                   "do not fit in memory");
+    expect_all("next", next, N, 9.0f);
+
+    /* The exact fit runs. */
+    RT_OK(rill_op_add_f32(NULL, out, a, b, 1.0f, N));
+    expect_all("out", out, N, 3.0f);
+    RT_OK(rill_op_mul_f32(NULL, out, a, b, N));
+    expect_all("out", out, N, 2.0f);
+    RT_OK(rill_op_add_scalar_f32(NULL, out, a, 4.0f, N));
+    expect_all("out", out, N, 5.0f);
+    expect_all("next", next, N, 9.0f);
+    float *bufs[] = {a, b, out, big, big2, next};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        RT_OK(rill_free(bufs[i]));
+}
+
+/* sum reads n floats of a and writes one float to out; both are checked,
+ * with one block and with several (the partial sums' scratch is the
+ * library's own). */
+static void test_sum_refuses_to_run_past_an_allocation(void **state) {
+    (void)state;
+    size_t sizes[] = {100, 3 * ((size_t)1 << 15) + 5};
+    for (size_t t = 0; t < sizeof sizes / sizeof sizes[0]; t++) {
+        size_t n = sizes[t];
+        float *a = dev_floats(n), *out = dev_floats(1);
+        void *tiny = NULL;
+        RT_OK(rill_malloc(cpu_device(), 3, &tiny));
+        RT_OK(rill_op_fill_f32(NULL, a, 1.0f, n));
+        RT_OK(rill_op_fill_f32(NULL, out, -1.0f, 1));
+        expect_overrun(rill_op_sum_f32(NULL, out, a, n + 1), "rill_op_sum_f32: a (",
+                       "(n floats), but its allocation has");
+        expect_overrun(rill_op_sum_f32(NULL, tiny, a, n), "rill_op_sum_f32: out (",
+                       "covers 4 bytes (one float), but its allocation has 3 bytes from out");
+        expect_overrun(rill_op_sum_f32(NULL, out, a + 1, n), "rill_op_sum_f32: a (",
+                       "(n floats), but its allocation has");
+        expect_invalid(rill_op_sum_f32(NULL, out, a, SIZE_MAX / 2), "do not fit in memory");
+        expect_all("out", out, 1, -1.0f);
+        RT_OK(rill_op_sum_f32(NULL, out, a, n));
+        expect_all("out", out, 1, (float)n);
+        RT_OK(rill_free(a));
+        RT_OK(rill_free(out));
+        RT_OK(rill_free(tiny));
+    }
+}
+
+/* matmul declares m*k floats of a, k*n of b and m*n of c. Dimensions are at
+ * most INT_MAX, so their products fit in a size_t; the largest are still
+ * refused, by the allocations. */
+static void test_matmul_refuses_to_run_past_an_allocation(void **state) {
+    (void)state;
+    enum { M = 4, K = 5, N = 6 };
+    float *a = dev_floats(M * K), *b = dev_floats(K * N), *c = dev_floats(M * N);
+    RT_OK(rill_op_fill_f32(NULL, a, 1.0f, M * K));
+    RT_OK(rill_op_fill_f32(NULL, b, 2.0f, K * N));
+    RT_OK(rill_op_fill_f32(NULL, c, -1.0f, M * N));
+    expect_overrun(rill_op_matmul_f32(NULL, c, a, b, M + 1, K, N - 1), "rill_op_matmul_f32: a (",
+                   "covers 100 bytes (m*k floats), but its allocation has 80 bytes from a");
+    expect_overrun(rill_op_matmul_f32(NULL, c, a, b, M - 1, K, N + 1), "rill_op_matmul_f32: b (",
+                   "covers 140 bytes (k*n floats), but its allocation has 120 bytes from b");
+    expect_overrun(rill_op_matmul_f32(NULL, c, a, b, M, K - 1, N + 1), "rill_op_matmul_f32: c (",
+                   "covers 112 bytes (m*n floats), but its allocation has 96 bytes from c");
+    size_t big = (size_t)INT_MAX;
+    expect_overrun(rill_op_matmul_f32(NULL, c, a, b, big, big, 1), "rill_op_matmul_f32: a (",
+                   "(m*k floats), but its allocation has 80 bytes from a");
+    expect_overrun(rill_op_matmul_f32(NULL, c, a, b, 1, big, big), "rill_op_matmul_f32: a (",
+                   "(m*k floats), but its allocation has 80 bytes from a");
+    expect_all("c", c, M * N, -1.0f);
+    RT_OK(rill_op_matmul_f32(NULL, c, a, b, M, K, N));
+    expect_all("c", c, M * N, 2.0f * K);
+    RT_OK(rill_free(a));
+    RT_OK(rill_free(b));
+    RT_OK(rill_free(c));
+}
+
+/* conv2d declares n*c*h*w floats of in, k*c*r*sz of weight and
+ * n*k*(h-r+1)*(w-sz+1) of out; a product that does not fit in a size_t is
+ * refused before any allocation is looked at. */
+static void test_conv2d_refuses_to_run_past_an_allocation(void **state) {
+    (void)state;
+    /* in [1,2,4,4], weight [3,2,3,3], out [1,3,2,2] */
+    float *in = dev_floats(32), *w = dev_floats(54), *out = dev_floats(12);
+    RT_OK(rill_op_fill_f32(NULL, in, 1.0f, 32));
+    RT_OK(rill_op_fill_f32(NULL, w, 0.5f, 54));
+    RT_OK(rill_op_fill_f32(NULL, out, -1.0f, 12));
+    expect_overrun(rill_op_conv2d_f32(NULL, out, in, w, 1, 2, 4, 5, 3, 3, 4),
+                   "rill_op_conv2d_f32: in (",
+                   "covers 160 bytes (n*c*h*w floats), but its allocation has 128 bytes from in");
+    expect_overrun(rill_op_conv2d_f32(NULL, out, in, w, 1, 2, 4, 4, 4, 3, 3),
+                   "rill_op_conv2d_f32: weight (",
+                   "covers 288 bytes (k*c*r*sz floats), but its allocation has 216 bytes from "
+                   "weight");
+    expect_overrun(rill_op_conv2d_f32(NULL, out, in, w, 1, 2, 4, 4, 3, 2, 3),
+                   "rill_op_conv2d_f32: out (",
+                   "covers 72 bytes (n*k*(h-r+1)*(w-sz+1) floats), but its allocation has 48 "
+                   "bytes from out");
+    size_t huge = (size_t)1 << 20;
+    expect_invalid(rill_op_conv2d_f32(NULL, out, in, w, huge, huge, huge, huge, 1, 1, 1),
+                   "rill_op_conv2d_f32: in has n*c*h*w floats, more than fit in memory");
+    size_t wide = (size_t)INT_MAX;
+    expect_invalid(rill_op_conv2d_f32(NULL, out, in, w, 1, wide, 2, 2, wide, 2, 2),
+                   "rill_op_conv2d_f32: weight has k*c*r*sz floats, more than fit in memory");
+    expect_all("out", out, 12, -1.0f);
+    RT_OK(rill_op_conv2d_f32(NULL, out, in, w, 1, 2, 4, 4, 3, 3, 3));
+    expect_all("out", out, 12, 9.0f);
+    RT_OK(rill_free(in));
+    RT_OK(rill_free(w));
+    RT_OK(rill_free(out));
+}
+
 /* ---- kernel cache ---- */
 
 /* rill.h: "rill_shutdown() waits for all work and releases everything"; the
@@ -629,6 +853,13 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_conv2d_rejects_bad_arguments),
         cmocka_unit_test(test_ops_reject_a_bad_stream_handle),
         cmocka_unit_test(test_a_rejected_op_leaves_memory_unchanged),
+        cmocka_unit_test(test_fill_refuses_to_run_past_its_allocation),
+        cmocka_unit_test(test_ops_refuse_freed_device_memory),
+        cmocka_unit_test(test_ops_on_ordinary_host_memory_are_not_checked),
+        cmocka_unit_test(test_elementwise_ops_refuse_to_run_past_an_allocation),
+        cmocka_unit_test(test_sum_refuses_to_run_past_an_allocation),
+        cmocka_unit_test(test_matmul_refuses_to_run_past_an_allocation),
+        cmocka_unit_test(test_conv2d_refuses_to_run_past_an_allocation),
         cmocka_unit_test(test_ops_work_again_after_shutdown),
         cmocka_unit_test(test_first_use_of_ops_from_many_threads),
     };
