@@ -352,42 +352,52 @@ rill_status rill_get_device(rill_device **out) {
 }
 
 /* Waits for every stream of dev, destroyed ones with pending work
- * included: snapshot (stream, seq) pairs under the lock, then wait without
- * it so that other threads keep submitting. */
+ * included, and returns the first failure. One pass over the stream list in
+ * batches: each batch is taken under the lock and waited for without it, so
+ * that other threads keep submitting; the last stream of a batch holds a
+ * reference, so it stays listed and marks where the next batch starts
+ * (streams created meanwhile go to the front and are not waited for). */
 static rill_status sync_device(rill_device *dev, const char *fn) {
-    for (;;) {
-        rill__mem_dep deps[64];
+    enum { BATCH = 64 };
+    rill_status first = RILL_OK;
+    rill_stream *mark = NULL; /* ref: the next batch starts after it */
+    do {
+        rill__mem_dep deps[BATCH];
         size_t n = 0;
-        int more = 0;
         rill__mutex_lock(&dev->lock);
-        for (rill_stream *s = dev->streams; s != NULL; s = s->dev_next) {
+        rill_stream *s = mark != NULL ? mark->dev_next : dev->streams;
+        for (; s != NULL && n < BATCH; s = s->dev_next) {
+            /* acquire: pairs with the submit that assigned the number. */
             uint64_t seq = atomic_load_explicit(&s->sub_seq, memory_order_acquire);
             if (atomic_load_explicit(&s->done_seq, memory_order_acquire) >= seq &&
                 !atomic_load(&s->has_failed))
                 continue;
-            if (n == sizeof deps / sizeof deps[0]) {
-                more = 1;
-                break;
-            }
             rill__stream_ref(s);
             deps[n].stream = s;
             deps[n++].seq = seq;
         }
+        rill_stream *next_mark = s != NULL ? deps[n - 1].stream : NULL;
+        if (next_mark != NULL)
+            rill__stream_ref(next_mark);
         rill__mutex_unlock(&dev->lock);
-        rill_status first = RILL_OK;
+        if (mark != NULL)
+            rill__stream_unref(mark);
+        mark = next_mark;
         for (size_t i = 0; i < n; i++) {
             rill_status r = rill__stream_wait_status(deps[i].stream, deps[i].seq, 0, fn);
             if (r != RILL_OK && first == RILL_OK)
                 first = r;
             rill__stream_unref(deps[i].stream);
         }
-        if (!more) {
-            rill__runtime *rt;
-            rill__runtime_get(&rt);
-            rill__kernels_reap(rt);
-            return first;
-        }
-    }
+    } while (mark != NULL);
+    rill__runtime *rt;
+    rill__runtime_get(&rt);
+    rill__kernels_reap(rt);
+    return first;
+}
+
+rill_status rill__device_drain(rill_device *dev, const char *fn) {
+    return sync_device(dev, fn);
 }
 
 rill_status rill_device_synchronize(rill_device *dev) {

@@ -254,6 +254,37 @@ static void test_device_synchronize_waits_for_all_streams(void **state) {
     RT_OK(rill_kernel_destroy(kernel));
 }
 
+static void failing_kernel(const rill_block_ctx *ctx, const void *args) {
+    (void)args;
+    rill_kernel_fail(ctx, "failed on purpose");
+}
+
+/* rill_device_synchronize: "waits for every stream of dev", and a stream whose work failed reports
+ * RILL_ERROR_KERNEL_FAILED there: with more failed streams than the device looks at in one batch,
+ * the call still returns, with the failure, after one pass over the streams. */
+static void test_device_synchronize_with_many_failed_streams_returns_kernel_failed(void **state) {
+    (void)state;
+    enum { NUM_STREAMS = 150 };
+    rill_device *dev = cpu_device();
+    rill_kernel *kernel = NULL;
+    rill_kernel_desc desc = {.name = "failing_kernel", .cpu = failing_kernel};
+    RT_OK(rill_kernel_create(&desc, &kernel));
+    rill_launch launch = {.grid = {1, 1, 1}, .block = {1, 1, 1}};
+    static rill_stream *streams[NUM_STREAMS];
+    for (int i = 0; i < NUM_STREAMS; i++) {
+        RT_OK(rill_stream_create(dev, 0, &streams[i]));
+        RT_OK(rill_launch_kernel(streams[i], kernel, &launch));
+    }
+    RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_device_synchronize(dev));
+    assert_non_null(strstr(rill_last_error(), "failed on purpose"));
+    for (int i = 0; i < NUM_STREAMS; i++)
+        RT_OK(rill_stream_clear_error(streams[i]));
+    RT_OK(rill_device_synchronize(dev));
+    for (int i = 0; i < NUM_STREAMS; i++)
+        RT_OK(rill_stream_destroy(streams[i]));
+    RT_OK(rill_kernel_destroy(kernel));
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_device_count_includes_cpu),
@@ -264,6 +295,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_device_null_means_current_device),
         cmocka_unit_test(test_device_set_and_get_current),
         cmocka_unit_test(test_device_synchronize_waits_for_all_streams),
+        cmocka_unit_test(test_device_synchronize_with_many_failed_streams_returns_kernel_failed),
     };
     return RT_RUN(tests);
 }
