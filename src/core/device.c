@@ -467,9 +467,9 @@ rill_status rill_shutdown(void) {
     rill__ipc_events_shutdown();
     rill__ipc_mem_shutdown(rt);
     rill__events_shutdown(rt);
+    rill__kernels_shutdown(rt); /* destroyed ones release their streams */
     for (int i = 0; i < rt->num_devices; i++)
         device_destroy(rt->devices[i]);
-    rill__kernels_shutdown(rt);
     rill__mem_host_shutdown();
     rill__registry_shutdown();
     rill__mutex_destroy(&rt->lock);

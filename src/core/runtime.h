@@ -69,10 +69,11 @@ typedef struct rill__runtime {
     uint64_t epoch;                          /* distinguishes successive inits */
     /* guarded by lock */
     rill__mutex lock;
-    rill_event *events;     /* every live event, for rill_shutdown */
-    rill_kernel *kernels;   /* every kernel not yet freed, destroyed ones included */
-    rill_graph *graphs;     /* every graph not destroyed */
-    rill_graph_exec *execs; /* every exec not yet freed */
+    rill_event *events;          /* every live event, for rill_shutdown */
+    rill_kernel *kernels;        /* live kernels (src/core/kernel.h) */
+    rill_kernel *zombie_kernels; /* destroyed kernels not yet freed */
+    rill_graph *graphs;          /* every graph not destroyed */
+    rill_graph_exec *execs;      /* every exec not yet freed */
     rill__tagged_event *tagged_events;
 } rill__runtime;
 
