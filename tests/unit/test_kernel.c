@@ -6,6 +6,8 @@
  * wait has a deadline. */
 #include "fixture.h"
 
+#include "core/alloc.h"
+
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -754,6 +756,36 @@ static void test_kernel_destroy_racing_create_and_synchronize_runs_every_launch(
     assert_int_equal(atomic_load(&the_churn.ran), CHURN_OWNERS * CHURN_ROUNDS * CHURN_LAUNCHES * 3);
 }
 
+static void slow_count_kernel(const rill_block_ctx *ctx, const void *args) {
+    (void)ctx;
+    count_args a;
+    memcpy(&a, args, sizeof a);
+    rt_spin_us(2000);
+    atomic_fetch_add(a.count, 1);
+}
+
+/* A destroyed kernel lives until its queued launches have run; without memory to note them,
+ * rill_kernel_destroy waits for them instead (and still succeeds). */
+static void test_kernel_destroy_without_memory_waits_for_its_launches(void **state) {
+    (void)state;
+    enum { LAUNCHES = 5 };
+    static atomic_int count;
+    atomic_store(&count, 0);
+    rill_kernel *k = make_kernel("slow_count", slow_count_kernel);
+    rill_stream *s = new_stream();
+    count_args a = {&count};
+    rill_launch launch = {.grid = {1, 1, 1}, .block = {1, 1, 1}, .args = &a, .args_size = sizeof a};
+    for (int i = 0; i < LAUNCHES; i++)
+        RT_OK(rill_launch_kernel(s, k, &launch));
+    rill__alloc_fail_after(1);
+    rill_status st = rill_kernel_destroy(k);
+    rill__alloc_fail_after(0);
+    RT_OK(st);
+    assert_int_equal(atomic_load(&count), LAUNCHES);
+    RT_OK(rill_stream_synchronize(s));
+    RT_OK(rill_stream_destroy(s));
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kernel_create_bad_desc_is_invalid_argument),
@@ -771,6 +803,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_kernel_blocking_calls_in_host_func_not_permitted),
         cmocka_unit_test(test_kernel_blocking_calls_in_kernel_not_permitted),
         cmocka_unit_test(test_kernel_destroy_racing_create_and_synchronize_runs_every_launch),
+        cmocka_unit_test(test_kernel_destroy_without_memory_waits_for_its_launches),
     };
     return RT_RUN(tests);
 }
