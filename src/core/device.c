@@ -6,6 +6,7 @@
  * Thread-local state carries the runtime's epoch: after rill_shutdown and a
  * new initialisation, stale per-thread pointers are recognised and reset. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,21 +22,33 @@
 #include "mem/pool.h"
 #include "mem/registry.h"
 
+/* The runtime every call finds (NULL before the first call and from the
+ * start of rill_shutdown), and the one rill_shutdown is releasing: its own
+ * thread, and the workers that finish the work it waits for, go on with
+ * that one; other threads wait for the init lock and build a fresh one. */
 static _Atomic(rill__runtime *) runtime;
-/* Shutdown hooks: written once each, before use, under init_lock. */
-static void (*shutdown_hooks[8])(void);
-static _Atomic int num_shutdown_hooks;
+static _Atomic(rill__runtime *) dying;
 static rill__runtime runtime_storage;
 static _Atomic uint64_t next_epoch = 1;
-/* Serialises initialisation and shutdown (a plain atomic spin lock, so it
- * needs no initialiser of its own). */
-static _Atomic int init_lock;
+/* Shutdown hooks, registered under hooks_lock (not the init lock: a host
+ * function running while rill_shutdown waits for it may register one). */
+static rill__spinlock hooks_lock;
+static void (*shutdown_hooks[8])(void);
+static _Atomic int num_shutdown_hooks;
+
+/* The init lock serialises initialisation, rill_shutdown and fork(): a
+ * futex word that needs no initialiser, so it works before anything else.
+ * LOCK_BUILDING is set while the holder builds a runtime: a rill_shutdown
+ * that finds it comes before that runtime, and returns at once. */
+enum { LOCK_HELD = 1u, LOCK_WAITERS = 2u, LOCK_BUILDING = 4u };
+static _Atomic uint32_t init_lock;
 
 typedef struct thread_state {
     uint64_t epoch;
     rill_device *device;
     rill_stream *current[RILL__MAX_DEVICES];
     int is_worker;
+    int in_shutdown; /* the thread runs rill_shutdown */
 } thread_state;
 
 static _Thread_local thread_state tls;
@@ -49,28 +62,62 @@ static thread_state *thread_get(rill__runtime *rt) {
     return &tls;
 }
 
-static void lock_init(void) {
-    int expected = 0;
-    while (!atomic_compare_exchange_weak(&init_lock, &expected, 1)) {
-        expected = 0;
-        rill__thread_yield();
+/* Takes the init lock; with for_shutdown, returns false instead (lock not
+ * taken) once the holder is building a runtime. */
+static bool lock_init_unless_building(bool for_shutdown) {
+    for (;;) {
+        uint32_t v = atomic_load(&init_lock);
+        if (for_shutdown && (v & LOCK_BUILDING))
+            return false;
+        if (!(v & LOCK_HELD)) {
+            /* A waiter keeps LOCK_WAITERS set: others may still sleep. */
+            uint32_t held = v == 0 ? LOCK_HELD : LOCK_HELD | LOCK_WAITERS;
+            if (atomic_compare_exchange_weak(&init_lock, &v, held))
+                return true;
+            continue;
+        }
+        if (!(v & LOCK_WAITERS) && !atomic_compare_exchange_weak(&init_lock, &v, v | LOCK_WAITERS))
+            continue;
+        rill__futex_wait(&init_lock, v | LOCK_WAITERS);
     }
 }
 
+static void lock_init(void) {
+    lock_init_unless_building(false);
+}
+
+/* Marks the holder as building a runtime and wakes sleeping shutdowns. */
+static void lock_init_building(void) {
+    if (atomic_fetch_or(&init_lock, LOCK_BUILDING) & LOCK_WAITERS)
+        rill__futex_wake(&init_lock, INT32_MAX);
+}
+
 static void unlock_init(void) {
-    atomic_store(&init_lock, 0);
+    if (atomic_exchange(&init_lock, 0) & LOCK_WAITERS)
+        rill__futex_wake(&init_lock, INT32_MAX);
 }
 
 void rill__on_shutdown(void (*fn)(void)) {
-    lock_init();
+    rill__spinlock_lock(&hooks_lock);
     int n = atomic_load(&num_shutdown_hooks);
     int known = 0;
     for (int i = 0; i < n; i++)
         known |= shutdown_hooks[i] == fn;
     RILL_ASSERT(known || n < (int)(sizeof shutdown_hooks / sizeof shutdown_hooks[0]));
-    if (!known)
-        shutdown_hooks[atomic_fetch_add(&num_shutdown_hooks, 1)] = fn;
-    unlock_init();
+    if (!known) {
+        shutdown_hooks[n] = fn;
+        atomic_store(&num_shutdown_hooks, n + 1);
+    }
+    rill__spinlock_unlock(&hooks_lock);
+}
+
+/* Runs the shutdown hooks registered so far. */
+static void run_shutdown_hooks(void) {
+    rill__spinlock_lock(&hooks_lock);
+    int n = atomic_load(&num_shutdown_hooks);
+    rill__spinlock_unlock(&hooks_lock);
+    for (int i = 0; i < n; i++)
+        shutdown_hooks[i]();
 }
 
 /* Reads RILL_DEVICE and picks the initial current device. */
@@ -140,9 +187,18 @@ rill_status rill__runtime_get(rill__runtime **out) {
         *out = rt;
         return RILL_OK;
     }
+    if (tls.in_shutdown || tls.is_worker) {
+        /* acquire: pairs with the release store in rill_shutdown. */
+        rt = atomic_load_explicit(&dying, memory_order_acquire);
+        if (rt != NULL) {
+            *out = rt;
+            return RILL_OK;
+        }
+    }
     lock_init();
     rt = atomic_load_explicit(&runtime, memory_order_acquire);
     if (rt == NULL) {
+        lock_init_building();
         rt = &runtime_storage;
         memset(rt, 0, sizeof *rt);
         rt->epoch = atomic_fetch_add(&next_epoch, 1);
@@ -448,13 +504,24 @@ rill_status rill_shutdown(void) {
     rill_status st = rill__check_may_block("rill_shutdown");
     if (st != RILL_OK)
         return st;
-    rill__runtime *rt = atomic_load_explicit(&runtime, memory_order_acquire);
-    if (rt == NULL)
+    /* A second rill_shutdown waits here for the first, then finds no
+     * runtime; one that finds another thread building the runtime (its
+     * first call) comes before it, with nothing to release. */
+    if (!lock_init_unless_building(true))
         return RILL_OK;
-    for (int i = 0; i < atomic_load(&num_shutdown_hooks); i++)
-        shutdown_hooks[i]();
+    rill__runtime *rt = atomic_load_explicit(&runtime, memory_order_acquire);
+    if (rt == NULL) {
+        unlock_init();
+        return RILL_OK;
+    }
+    /* From here on, calls that other threads begin wait for the init lock
+     * and then build a fresh runtime. release: pairs with the acquire load
+     * of dying in rill__runtime_get. */
+    atomic_store_explicit(&dying, rt, memory_order_release);
+    atomic_store_explicit(&runtime, NULL, memory_order_release);
+    tls.in_shutdown = 1;
+    run_shutdown_hooks();
     rill__captures_shutdown(); /* nothing captured runs */
-    lock_init();
     /* Wait for all work, including that of destroyed (zombie) streams,
      * which lives on in waits and events of live streams. */
     for (int i = 0; i < rt->num_devices; i++)
@@ -473,7 +540,8 @@ rill_status rill_shutdown(void) {
     rill__mem_host_shutdown();
     rill__registry_shutdown();
     rill__mutex_destroy(&rt->lock);
-    atomic_store_explicit(&runtime, NULL, memory_order_release);
+    tls.in_shutdown = 0;
+    atomic_store_explicit(&dying, NULL, memory_order_relaxed);
     unlock_init();
     return RILL_OK;
 }

@@ -2,6 +2,7 @@
 /* Lock order. A thread holding a lock of one line may take a lock of a
  * later line, never of an earlier one:
  *
+ *   0. init lock          src/core/device.c: initialisation and rill_shutdown
  *   1. exec->lock         src/graph/graph.c: an exec's last launch
  *   2. caps_lock          src/graph/capture.c: every capture, graph memory
  *   3. rt->lock           runtime: event, kernel, graph and exec lists, tagged events
