@@ -84,6 +84,24 @@ const char *rill_last_error(void);
  * library running. */
 rill_status rill_shutdown(void);
 
+/* fork(): the child of a process that has used rill gets a fresh library,
+ * as if rill_shutdown had run there without waiting: the parent's work and
+ * worker threads stay in the parent, and the child's first call starts new
+ * ones. In the child, the parent's devices, streams, events, graphs and
+ * execs are invalid (RILL_ERROR_INVALID_ARGUMENT) and its memory is unknown
+ * to rill (rill_free, rill_free_host: RILL_ERROR_INVALID_ARGUMENT). Device
+ * memory stays mapped and shared with the parent, not copied: the child
+ * must not write it while the parent may use it. Page-locked host memory
+ * is the child's private copy, ordinary memory there. Kernels carry over:
+ * the parent's kernels launch in the child and are destroyed there as
+ * usual. rill_shutdown in a child that made no rill call returns at once.
+ * The parent is unaffected; a fork waits for an initialisation or a
+ * rill_shutdown under way in another thread. The child of a fork made
+ * inside a kernel or host function must exec or _exit before that function
+ * returns (POSIX already restricts the child of a multithreaded process so);
+ * if it returns, the child's copy of the worker thread ends, and with it
+ * the child unless the child made threads. */
+
 /* --------------------------------------------------------------- devices */
 
 typedef struct rill_device rill_device;

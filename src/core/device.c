@@ -53,6 +53,14 @@ typedef struct thread_state {
 
 static _Thread_local thread_state tls;
 
+/* fork(): see the section at the end of this file. */
+_Atomic uint32_t rill__fork_count;
+static bool fork_handlers_registered;  /* guarded by the init lock */
+static rill_kernel *inherited_kernels; /* in a child: the parent's live kernels, until built */
+static void fork_prepare(void);
+static void fork_parent(void);
+static void fork_child(void);
+
 static thread_state *thread_get(rill__runtime *rt) {
     if (tls.epoch != rt->epoch) {
         memset(tls.current, 0, sizeof tls.current);
@@ -203,6 +211,10 @@ rill_status rill__runtime_get(rill__runtime **out) {
         memset(rt, 0, sizeof *rt);
         rt->epoch = atomic_fetch_add(&next_epoch, 1);
         rill__mutex_init(&rt->lock);
+        rt->kernels = inherited_kernels;
+        inherited_kernels = NULL;
+        if (!fork_handlers_registered)
+            fork_handlers_registered = rill__fork_handlers(fork_prepare, fork_parent, fork_child);
         rill__barrier_init();
         rill__registry_init();
         if (device_create(rt, &rill__cpu_backend) != RILL_OK)
@@ -582,4 +594,103 @@ rill_stream *rill_set_current_stream(rill_stream *stream) {
     if (old != NULL)
         rill__stream_unref(old);
     return prev;
+}
+
+/* ---------------------------------------------------------------- fork */
+
+/* The child of a fork gets a fresh runtime. The parent's workers, queued
+ * work and waiter thread stay in the parent, so in the child the parent's
+ * runtime is forgotten, never freed or locked again: its handles (devices,
+ * streams, events, graphs, execs) are made invalid, its memory stays mapped
+ * (device memory is shared with the parent), and its kernels, which need
+ * no thread, carry over to the next runtime. So that the lists the child
+ * walks are whole, prepare takes the init lock (no initialisation or
+ * shutdown is half done at the fork) and the locks of those lists, in lock
+ * order; the parent then releases them, and the child, whose only thread is
+ * the forking one, holds them and releases them too. */
+
+typedef struct fork_state {
+    rill__runtime *rt; /* whose locks prepare took, or NULL */
+    bool took_init_lock;
+} fork_state;
+
+/* The handlers of one fork run on its forking thread. */
+static _Thread_local fork_state forking;
+/* In a child: the parent's runtime, never used again, kept reachable for
+ * leak checkers. */
+static rill__runtime parent_runtime;
+
+static void fork_prepare(void) {
+    /* A worker may run the host function that a shutdown waits for, so it
+     * must not wait for the init lock; while it runs, its runtime cannot be
+     * torn down. */
+    forking.took_init_lock = !tls.is_worker;
+    if (forking.took_init_lock)
+        lock_init();
+    rill__runtime *rt = atomic_load(&runtime);
+    if (rt == NULL)
+        rt = atomic_load(&dying);
+    forking.rt = rt;
+    if (rt == NULL)
+        return;
+    rill__mutex_lock(&rt->lock);
+    for (int i = 0; i < rt->num_devices; i++)
+        rill__mutex_lock(&rt->devices[i]->lock); /* by ordinal */
+}
+
+static void unlock_lists(rill__runtime *rt) {
+    for (int i = rt->num_devices - 1; i >= 0; i--)
+        rill__mutex_unlock(&rt->devices[i]->lock);
+    rill__mutex_unlock(&rt->lock);
+}
+
+static void fork_parent(void) {
+    if (forking.rt != NULL)
+        unlock_lists(forking.rt);
+    if (forking.took_init_lock)
+        unlock_init();
+    forking.rt = NULL;
+}
+
+/* Makes every handle of the parent's runtime invalid in this process, and
+ * keeps its live kernels for the next runtime; rt's list locks held. */
+static void forget_runtime(rill__runtime *rt) {
+    for (int i = 0; i < rt->num_devices; i++) {
+        rill_device *dev = rt->devices[i];
+        atomic_store(&dev->magic, RILL__MAGIC_DEAD);
+        for (rill_stream *s = dev->streams; s != NULL; s = s->dev_next)
+            atomic_store(&s->magic, RILL__MAGIC_DEAD);
+    }
+    for (rill_event *e = rt->events; e != NULL; e = e->rt_next)
+        atomic_store(&e->magic, RILL__MAGIC_DEAD);
+    for (rill_graph *g = rt->graphs; g != NULL; g = g->rt_next)
+        atomic_store(&g->magic, RILL__MAGIC_DEAD);
+    for (rill_graph_exec *x = rt->execs; x != NULL; x = x->rt_next)
+        atomic_store(&x->magic, RILL__MAGIC_DEAD);
+    /* The graphs that named them are gone with the parent's runtime. */
+    for (rill_kernel *k = rt->kernels; k != NULL; k = k->rt_next)
+        atomic_store(&k->graph_refs, 0);
+    inherited_kernels = rt->kernels;
+    rt->kernels = NULL;
+}
+
+static void fork_child(void) {
+    atomic_fetch_add(&rill__fork_count, 1);
+    rill__runtime *rt = forking.rt;
+    if (rt != NULL) {
+        forget_runtime(rt);
+        unlock_lists(rt);
+        parent_runtime = *rt;
+    }
+    forking.rt = NULL;
+    atomic_store(&dying, NULL);
+    atomic_store(&runtime, NULL);
+    tls.in_shutdown = 0;
+    /* Locks that other threads of the parent may have held at the fork;
+     * what they guard is forgotten, or rebuilt by the next runtime. */
+    atomic_store(&hooks_lock.held, 0);
+    rill__captures_forget();
+    rill__ipc_events_forget();
+    rill__registry_init();
+    atomic_store(&init_lock, 0);
 }

@@ -103,6 +103,11 @@ void rill__device_remove_stream(rill_device *dev, rill_stream *s);
  * rill_set_current_stream changed it). */
 rill_stream *rill__thread_current_stream(rill_device *dev);
 
+/* How many times this process was made by fork() from a process that had
+ * used rill: a worker that finds it changed after a host function returns
+ * is the child's copy of a worker, and must stop (src/core/device.c). */
+extern _Atomic uint32_t rill__fork_count;
+
 /* Worker threads of a backend mark themselves, so blocking calls made from
  * kernels and host functions fail with RILL_ERROR_NOT_PERMITTED. */
 void rill__thread_set_worker(int is_worker);

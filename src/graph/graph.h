@@ -205,6 +205,9 @@ rill_status rill__capture_malloc(rill_stream *s, size_t bytes, void **out);
 rill_status rill__capture_free(rill_stream *s, void *ptr, bool *handled);
 /* Ends every capture (rill_shutdown): nothing captured runs. */
 void rill__captures_shutdown(void);
+/* In the child of a fork, on its only thread: forgets every capture and
+ * graph memory pool of the parent, without freeing or locking anything. */
+void rill__captures_forget(void);
 
 /* Memory owned by graphs (src/graph/capture.c). */
 void rill__gpool_unref(rill__gpool *pool, rill_stream *last_stream, uint64_t last_seq);

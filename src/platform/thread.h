@@ -9,6 +9,7 @@
 #define RILL_PLATFORM_THREAD_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,6 +32,16 @@ void rill__mutex_unlock(rill__mutex *m);
 void rill__thread_start(rill__thread *t, const char *name, void (*fn)(void *), void *arg);
 void rill__thread_join(rill__thread *t);
 void rill__thread_yield(void);
+/* Ends the calling thread (the last one ends the process, as if it
+ * returned 0 from main). */
+_Noreturn void rill__thread_exit(void);
+
+/* Registers handlers that fork() runs: prepare on the forking thread
+ * before the fork, parent in the parent after it, child in the child (whose
+ * only thread is the one that forked) after it. Handlers registered by a
+ * shared library go away when it is unloaded. Returns false when they
+ * could not be registered (out of memory). */
+bool rill__fork_handlers(void (*prepare)(void), void (*parent)(void), void (*child)(void));
 
 /* Sleeps while *word == expected (a spurious return is allowed). */
 void rill__futex_wait(_Atomic uint32_t *word, uint32_t expected);
