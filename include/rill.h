@@ -21,8 +21,8 @@
  *    current device (rill_current_stream), which is what makes the
  *    "with stream s: ..." style of the frameworks work in C.
  *  - Handles are opaque. Whoever creates a handle destroys it. Destroying a
- *    stream, event or graph exec with work still pending is allowed: the
- *    work finishes, then the resources are released.
+ *    stream, event, kernel or graph exec with work still pending is
+ *    allowed: the work finishes, then the resources are released.
  *  - Every function is thread-safe. Commands that several threads submit to
  *    one stream run in the order in which the calls returned.
  *  - The library initialises itself on first use; rill_shutdown() waits for
@@ -271,6 +271,11 @@ typedef struct rill_kernel_desc {
 } rill_kernel_desc;
 typedef struct rill_kernel rill_kernel;
 rill_status rill_kernel_create(const rill_kernel_desc *desc, rill_kernel **out);
+/* The kernel may be destroyed while launches of it are queued and while
+ * graphs and execs name it: it is released once they are done. Does not
+ * block, except when there is no memory to note the queued work: then it
+ * waits for that work, or returns RILL_ERROR_OUT_OF_MEMORY (destroying
+ * nothing) when called from a kernel or host function. */
 rill_status rill_kernel_destroy(rill_kernel *kernel);
 
 typedef enum rill_access_mode {
