@@ -21,8 +21,8 @@
  *    current device (rill_current_stream), which is what makes the
  *    "with stream s: ..." style of the frameworks work in C.
  *  - Handles are opaque. Whoever creates a handle destroys it. Destroying a
- *    stream, event or graph exec with work still pending is allowed: the
- *    work finishes, then the resources are released.
+ *    stream, event, kernel or graph exec with work still pending is
+ *    allowed: the work finishes, then the resources are released.
  *  - Every function is thread-safe. Commands that several threads submit to
  *    one stream run in the order in which the calls returned.
  *  - The library initialises itself on first use; rill_shutdown() waits for
@@ -75,7 +75,36 @@ const char *rill_status_string(rill_status status); /* a sentence for people */
  * longer sentence is cut after a whole word and ends in "...". */
 const char *rill_last_error(void);
 
+/* Waits for all work, then releases everything the library holds: every
+ * handle becomes invalid, and the next call initialises the library
+ * afresh. Blocks; RILL_ERROR_NOT_PERMITTED from a kernel or host function.
+ * rill_shutdown must not run while a call of another thread uses or creates
+ * handles (it would release them under that call). Two threads may call it
+ * at once: one releases everything, the other waits for it, and both
+ * return RILL_OK. A call that another thread begins while rill_shutdown
+ * runs (its first call, say) waits for it, then runs on a freshly
+ * initialised library; a rill_shutdown that finds another thread's first
+ * call initialising the library returns RILL_OK at once and leaves that
+ * library running. */
 rill_status rill_shutdown(void);
+
+/* fork(): the child of a process that has used rill gets a fresh library,
+ * as if rill_shutdown had run there without waiting: the parent's work and
+ * worker threads stay in the parent, and the child's first call starts new
+ * ones. In the child, the parent's devices, streams, events, graphs and
+ * execs are invalid (RILL_ERROR_INVALID_ARGUMENT) and its memory is unknown
+ * to rill (rill_free, rill_free_host: RILL_ERROR_INVALID_ARGUMENT). Device
+ * memory stays mapped and shared with the parent, not copied: the child
+ * must not write it while the parent may use it. Page-locked host memory
+ * is the child's private copy, ordinary memory there. Kernels carry over:
+ * the parent's kernels launch in the child and are destroyed there as
+ * usual. rill_shutdown in a child that made no rill call returns at once.
+ * The parent is unaffected; a fork waits for an initialisation or a
+ * rill_shutdown under way in another thread. The child of a fork made
+ * inside a kernel or host function must exec or _exit before that function
+ * returns (POSIX already restricts the child of a multithreaded process so);
+ * if it returns, the child's copy of the worker thread ends, and with it
+ * the child unless the child made threads. */
 
 /* --------------------------------------------------------------- devices */
 
@@ -258,6 +287,11 @@ typedef struct rill_kernel_desc {
 } rill_kernel_desc;
 typedef struct rill_kernel rill_kernel;
 rill_status rill_kernel_create(const rill_kernel_desc *desc, rill_kernel **out);
+/* The kernel may be destroyed while launches of it are queued and while
+ * graphs and execs name it: it is released once they are done. Does not
+ * block, except when there is no memory to note the queued work: then it
+ * waits for that work, or returns RILL_ERROR_OUT_OF_MEMORY (destroying
+ * nothing) when called from a kernel or host function. */
 rill_status rill_kernel_destroy(rill_kernel *kernel);
 
 typedef enum rill_access_mode {

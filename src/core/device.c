@@ -6,6 +6,7 @@
  * Thread-local state carries the runtime's epoch: after rill_shutdown and a
  * new initialisation, stale per-thread pointers are recognised and reset. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,24 +22,44 @@
 #include "mem/pool.h"
 #include "mem/registry.h"
 
+/* The runtime every call finds (NULL before the first call and from the
+ * start of rill_shutdown), and the one rill_shutdown is releasing: its own
+ * thread, and the workers that finish the work it waits for, go on with
+ * that one; other threads wait for the init lock and build a fresh one. */
 static _Atomic(rill__runtime *) runtime;
-/* Shutdown hooks: written once each, before use, under init_lock. */
-static void (*shutdown_hooks[8])(void);
-static _Atomic int num_shutdown_hooks;
+static _Atomic(rill__runtime *) dying;
 static rill__runtime runtime_storage;
 static _Atomic uint64_t next_epoch = 1;
-/* Serialises initialisation and shutdown (a plain atomic spin lock, so it
- * needs no initialiser of its own). */
-static _Atomic int init_lock;
+/* Shutdown hooks, registered under hooks_lock (not the init lock: a host
+ * function running while rill_shutdown waits for it may register one). */
+static rill__spinlock hooks_lock;
+static void (*shutdown_hooks[8])(void);
+static _Atomic int num_shutdown_hooks;
+
+/* The init lock serialises initialisation, rill_shutdown and fork(): a
+ * futex word that needs no initialiser, so it works before anything else.
+ * LOCK_BUILDING is set while the holder builds a runtime: a rill_shutdown
+ * that finds it comes before that runtime, and returns at once. */
+enum { LOCK_HELD = 1u, LOCK_WAITERS = 2u, LOCK_BUILDING = 4u };
+static _Atomic uint32_t init_lock;
 
 typedef struct thread_state {
     uint64_t epoch;
     rill_device *device;
     rill_stream *current[RILL__MAX_DEVICES];
     int is_worker;
+    int in_shutdown; /* the thread runs rill_shutdown */
 } thread_state;
 
 static _Thread_local thread_state tls;
+
+/* fork(): see the section at the end of this file. */
+_Atomic uint32_t rill__fork_count;
+static bool fork_handlers_registered;  /* guarded by the init lock */
+static rill_kernel *inherited_kernels; /* in a child: the parent's live kernels, until built */
+static void fork_prepare(void);
+static void fork_parent(void);
+static void fork_child(void);
 
 static thread_state *thread_get(rill__runtime *rt) {
     if (tls.epoch != rt->epoch) {
@@ -49,28 +70,62 @@ static thread_state *thread_get(rill__runtime *rt) {
     return &tls;
 }
 
-static void lock_init(void) {
-    int expected = 0;
-    while (!atomic_compare_exchange_weak(&init_lock, &expected, 1)) {
-        expected = 0;
-        rill__thread_yield();
+/* Takes the init lock; with for_shutdown, returns false instead (lock not
+ * taken) once the holder is building a runtime. */
+static bool lock_init_unless_building(bool for_shutdown) {
+    for (;;) {
+        uint32_t v = atomic_load(&init_lock);
+        if (for_shutdown && (v & LOCK_BUILDING))
+            return false;
+        if (!(v & LOCK_HELD)) {
+            /* A waiter keeps LOCK_WAITERS set: others may still sleep. */
+            uint32_t held = v == 0 ? LOCK_HELD : LOCK_HELD | LOCK_WAITERS;
+            if (atomic_compare_exchange_weak(&init_lock, &v, held))
+                return true;
+            continue;
+        }
+        if (!(v & LOCK_WAITERS) && !atomic_compare_exchange_weak(&init_lock, &v, v | LOCK_WAITERS))
+            continue;
+        rill__futex_wait(&init_lock, v | LOCK_WAITERS);
     }
 }
 
+static void lock_init(void) {
+    lock_init_unless_building(false);
+}
+
+/* Marks the holder as building a runtime and wakes sleeping shutdowns. */
+static void lock_init_building(void) {
+    if (atomic_fetch_or(&init_lock, LOCK_BUILDING) & LOCK_WAITERS)
+        rill__futex_wake(&init_lock, INT32_MAX);
+}
+
 static void unlock_init(void) {
-    atomic_store(&init_lock, 0);
+    if (atomic_exchange(&init_lock, 0) & LOCK_WAITERS)
+        rill__futex_wake(&init_lock, INT32_MAX);
 }
 
 void rill__on_shutdown(void (*fn)(void)) {
-    lock_init();
+    rill__spinlock_lock(&hooks_lock);
     int n = atomic_load(&num_shutdown_hooks);
     int known = 0;
     for (int i = 0; i < n; i++)
         known |= shutdown_hooks[i] == fn;
     RILL_ASSERT(known || n < (int)(sizeof shutdown_hooks / sizeof shutdown_hooks[0]));
-    if (!known)
-        shutdown_hooks[atomic_fetch_add(&num_shutdown_hooks, 1)] = fn;
-    unlock_init();
+    if (!known) {
+        shutdown_hooks[n] = fn;
+        atomic_store(&num_shutdown_hooks, n + 1);
+    }
+    rill__spinlock_unlock(&hooks_lock);
+}
+
+/* Runs the shutdown hooks registered so far. */
+static void run_shutdown_hooks(void) {
+    rill__spinlock_lock(&hooks_lock);
+    int n = atomic_load(&num_shutdown_hooks);
+    rill__spinlock_unlock(&hooks_lock);
+    for (int i = 0; i < n; i++)
+        shutdown_hooks[i]();
 }
 
 /* Reads RILL_DEVICE and picks the initial current device. */
@@ -140,13 +195,26 @@ rill_status rill__runtime_get(rill__runtime **out) {
         *out = rt;
         return RILL_OK;
     }
+    if (tls.in_shutdown || tls.is_worker) {
+        /* acquire: pairs with the release store in rill_shutdown. */
+        rt = atomic_load_explicit(&dying, memory_order_acquire);
+        if (rt != NULL) {
+            *out = rt;
+            return RILL_OK;
+        }
+    }
     lock_init();
     rt = atomic_load_explicit(&runtime, memory_order_acquire);
     if (rt == NULL) {
+        lock_init_building();
         rt = &runtime_storage;
         memset(rt, 0, sizeof *rt);
         rt->epoch = atomic_fetch_add(&next_epoch, 1);
         rill__mutex_init(&rt->lock);
+        rt->kernels = inherited_kernels;
+        inherited_kernels = NULL;
+        if (!fork_handlers_registered)
+            fork_handlers_registered = rill__fork_handlers(fork_prepare, fork_parent, fork_child);
         rill__barrier_init();
         rill__registry_init();
         if (device_create(rt, &rill__cpu_backend) != RILL_OK)
@@ -354,47 +422,57 @@ rill_status rill_get_device(rill_device **out) {
 }
 
 /* Waits for every stream of dev, destroyed ones with pending work
- * included: snapshot (stream, seq) pairs under the lock, then wait without
- * it so that other threads keep submitting. Proxy streams are passed by:
- * they run no work, a stream that waits for one is waited for itself, and
- * a failure they record belongs to the waits that saw it (which a clear of
- * the waiting stream ends), not to the device. */
+ * included, and returns the first failure. One pass over the stream list in
+ * batches: each batch is taken under the lock and waited for without it, so
+ * that other threads keep submitting; the last stream of a batch holds a
+ * reference, so it stays listed and marks where the next batch starts
+ * (streams created meanwhile go to the front and are not waited for). Proxy
+ * streams are passed by: they run no work, a stream that waits for one is
+ * waited for itself, and a failure they record belongs to the waits that
+ * saw it (which a clear of the waiting stream ends), not to the device. */
 static rill_status sync_device(rill_device *dev, const char *fn) {
-    for (;;) {
-        rill__mem_dep deps[64];
+    enum { BATCH = 64 };
+    rill_status first = RILL_OK;
+    rill_stream *mark = NULL; /* ref: the next batch starts after it */
+    do {
+        rill__mem_dep deps[BATCH];
         size_t n = 0;
-        int more = 0;
         rill__mutex_lock(&dev->lock);
-        for (rill_stream *s = dev->streams; s != NULL; s = s->dev_next) {
+        rill_stream *s = mark != NULL ? mark->dev_next : dev->streams;
+        for (; s != NULL && n < BATCH; s = s->dev_next) {
             if (s->kind == RILL__STREAM_PROXY)
                 continue;
+            /* acquire: pairs with the submit that assigned the number. */
             uint64_t seq = atomic_load_explicit(&s->sub_seq, memory_order_acquire);
             if (atomic_load_explicit(&s->done_seq, memory_order_acquire) >= seq &&
                 !atomic_load(&s->has_failed))
                 continue;
-            if (n == sizeof deps / sizeof deps[0]) {
-                more = 1;
-                break;
-            }
             rill__stream_ref(s);
             deps[n].stream = s;
             deps[n++].seq = seq;
         }
+        rill_stream *next_mark = s != NULL ? deps[n - 1].stream : NULL;
+        if (next_mark != NULL)
+            rill__stream_ref(next_mark);
         rill__mutex_unlock(&dev->lock);
-        rill_status first = RILL_OK;
+        if (mark != NULL)
+            rill__stream_unref(mark);
+        mark = next_mark;
         for (size_t i = 0; i < n; i++) {
             rill_status r = rill__stream_wait_status(deps[i].stream, deps[i].seq, 0, fn);
             if (r != RILL_OK && first == RILL_OK)
                 first = r;
             rill__stream_unref(deps[i].stream);
         }
-        if (!more) {
-            rill__runtime *rt;
-            rill__runtime_get(&rt);
-            rill__kernels_reap(rt);
-            return first;
-        }
-    }
+    } while (mark != NULL);
+    rill__runtime *rt;
+    rill__runtime_get(&rt);
+    rill__kernels_reap(rt);
+    return first;
+}
+
+rill_status rill__device_drain(rill_device *dev, const char *fn) {
+    return sync_device(dev, fn);
 }
 
 rill_status rill_device_synchronize(rill_device *dev) {
@@ -445,13 +523,24 @@ rill_status rill_shutdown(void) {
     rill_status st = rill__check_may_block("rill_shutdown");
     if (st != RILL_OK)
         return st;
-    rill__runtime *rt = atomic_load_explicit(&runtime, memory_order_acquire);
-    if (rt == NULL)
+    /* A second rill_shutdown waits here for the first, then finds no
+     * runtime; one that finds another thread building the runtime (its
+     * first call) comes before it, with nothing to release. */
+    if (!lock_init_unless_building(true))
         return RILL_OK;
-    for (int i = 0; i < atomic_load(&num_shutdown_hooks); i++)
-        shutdown_hooks[i]();
+    rill__runtime *rt = atomic_load_explicit(&runtime, memory_order_acquire);
+    if (rt == NULL) {
+        unlock_init();
+        return RILL_OK;
+    }
+    /* From here on, calls that other threads begin wait for the init lock
+     * and then build a fresh runtime. release: pairs with the acquire load
+     * of dying in rill__runtime_get. */
+    atomic_store_explicit(&dying, rt, memory_order_release);
+    atomic_store_explicit(&runtime, NULL, memory_order_release);
+    tls.in_shutdown = 1;
+    run_shutdown_hooks();
     rill__captures_shutdown(); /* nothing captured runs */
-    lock_init();
     /* Wait for all work, including that of destroyed (zombie) streams,
      * which lives on in waits and events of live streams. */
     for (int i = 0; i < rt->num_devices; i++)
@@ -464,13 +553,14 @@ rill_status rill_shutdown(void) {
     rill__ipc_events_shutdown();
     rill__ipc_mem_shutdown(rt);
     rill__events_shutdown(rt);
+    rill__kernels_shutdown(rt); /* destroyed ones release their streams */
     for (int i = 0; i < rt->num_devices; i++)
         device_destroy(rt->devices[i]);
-    rill__kernels_shutdown(rt);
     rill__mem_host_shutdown();
     rill__registry_shutdown();
     rill__mutex_destroy(&rt->lock);
-    atomic_store_explicit(&runtime, NULL, memory_order_release);
+    tls.in_shutdown = 0;
+    atomic_store_explicit(&dying, NULL, memory_order_relaxed);
     unlock_init();
     return RILL_OK;
 }
@@ -511,4 +601,103 @@ rill_stream *rill_set_current_stream(rill_stream *stream) {
     if (old != NULL)
         rill__stream_unref(old);
     return prev;
+}
+
+/* ---------------------------------------------------------------- fork */
+
+/* The child of a fork gets a fresh runtime. The parent's workers, queued
+ * work and waiter thread stay in the parent, so in the child the parent's
+ * runtime is forgotten, never freed or locked again: its handles (devices,
+ * streams, events, graphs, execs) are made invalid, its memory stays mapped
+ * (device memory is shared with the parent), and its kernels, which need
+ * no thread, carry over to the next runtime. So that the lists the child
+ * walks are whole, prepare takes the init lock (no initialisation or
+ * shutdown is half done at the fork) and the locks of those lists, in lock
+ * order; the parent then releases them, and the child, whose only thread is
+ * the forking one, holds them and releases them too. */
+
+typedef struct fork_state {
+    rill__runtime *rt; /* whose locks prepare took, or NULL */
+    bool took_init_lock;
+} fork_state;
+
+/* The handlers of one fork run on its forking thread. */
+static _Thread_local fork_state forking;
+/* In a child: the parent's runtime, never used again, kept reachable for
+ * leak checkers. */
+static rill__runtime parent_runtime;
+
+static void fork_prepare(void) {
+    /* A worker may run the host function that a shutdown waits for, so it
+     * must not wait for the init lock; while it runs, its runtime cannot be
+     * torn down. */
+    forking.took_init_lock = !tls.is_worker;
+    if (forking.took_init_lock)
+        lock_init();
+    rill__runtime *rt = atomic_load(&runtime);
+    if (rt == NULL)
+        rt = atomic_load(&dying);
+    forking.rt = rt;
+    if (rt == NULL)
+        return;
+    rill__mutex_lock(&rt->lock);
+    for (int i = 0; i < rt->num_devices; i++)
+        rill__mutex_lock(&rt->devices[i]->lock); /* by ordinal */
+}
+
+static void unlock_lists(rill__runtime *rt) {
+    for (int i = rt->num_devices - 1; i >= 0; i--)
+        rill__mutex_unlock(&rt->devices[i]->lock);
+    rill__mutex_unlock(&rt->lock);
+}
+
+static void fork_parent(void) {
+    if (forking.rt != NULL)
+        unlock_lists(forking.rt);
+    if (forking.took_init_lock)
+        unlock_init();
+    forking.rt = NULL;
+}
+
+/* Makes every handle of the parent's runtime invalid in this process, and
+ * keeps its live kernels for the next runtime; rt's list locks held. */
+static void forget_runtime(rill__runtime *rt) {
+    for (int i = 0; i < rt->num_devices; i++) {
+        rill_device *dev = rt->devices[i];
+        atomic_store(&dev->magic, RILL__MAGIC_DEAD);
+        for (rill_stream *s = dev->streams; s != NULL; s = s->dev_next)
+            atomic_store(&s->magic, RILL__MAGIC_DEAD);
+    }
+    for (rill_event *e = rt->events; e != NULL; e = e->rt_next)
+        atomic_store(&e->magic, RILL__MAGIC_DEAD);
+    for (rill_graph *g = rt->graphs; g != NULL; g = g->rt_next)
+        atomic_store(&g->magic, RILL__MAGIC_DEAD);
+    for (rill_graph_exec *x = rt->execs; x != NULL; x = x->rt_next)
+        atomic_store(&x->magic, RILL__MAGIC_DEAD);
+    /* The graphs that named them are gone with the parent's runtime. */
+    for (rill_kernel *k = rt->kernels; k != NULL; k = k->rt_next)
+        atomic_store(&k->graph_refs, 0);
+    inherited_kernels = rt->kernels;
+    rt->kernels = NULL;
+}
+
+static void fork_child(void) {
+    atomic_fetch_add(&rill__fork_count, 1);
+    rill__runtime *rt = forking.rt;
+    if (rt != NULL) {
+        forget_runtime(rt);
+        unlock_lists(rt);
+        parent_runtime = *rt;
+    }
+    forking.rt = NULL;
+    atomic_store(&dying, NULL);
+    atomic_store(&runtime, NULL);
+    tls.in_shutdown = 0;
+    /* Locks that other threads of the parent may have held at the fork;
+     * what they guard is forgotten, or rebuilt by the next runtime. */
+    atomic_store(&hooks_lock.held, 0);
+    rill__captures_forget();
+    rill__ipc_events_forget();
+    rill__registry_init();
+    atomic_store(&init_lock, 0);
 }

@@ -544,6 +544,15 @@ void rill__ipc_events_shutdown(void) {
     rill__spinlock_unlock(&waiter.lock);
 }
 
+void rill__ipc_events_forget(void) {
+    /* The waiter thread stayed in the parent, with the waits it serves. */
+    atomic_store(&waiter.lock.held, 0);
+    waiter.started = 0;
+    waiter.watch = NULL;
+    atomic_store(&waiter.kick, 0);
+    atomic_store(&waiter.stop, 0);
+}
+
 /* ------------------------------------------------------- waits, queries */
 
 rill_status rill__ipc_event_query(rill__ipc_event *ipc, uint64_t gen, const char *fn) {

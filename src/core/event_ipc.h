@@ -41,5 +41,8 @@ rill_status rill__ipc_event_wait(rill__ipc_event *ipc, rill_stream *stream, uint
 /* Stops the waiter thread (rill_shutdown, after all work has drained and
  * before events and devices are freed). */
 void rill__ipc_events_shutdown(void);
+/* In the child of a fork, on its only thread: forgets the parent's waiter
+ * thread and the events it watches, without freeing or locking anything. */
+void rill__ipc_events_forget(void);
 
 #endif

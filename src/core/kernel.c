@@ -14,14 +14,9 @@
 #include "graph/graph.h"
 #include "mem/pool.h"
 
-/* Unlinks and frees k; rt->lock held. */
-static void kernel_free_locked(rill__runtime *rt, rill_kernel *k) {
-    if (k->rt_prev != NULL)
-        k->rt_prev->rt_next = k->rt_next;
-    else
-        rt->kernels = k->rt_next;
-    if (k->rt_next != NULL)
-        k->rt_next->rt_prev = k->rt_prev;
+/* Frees a destroyed kernel whose pending work has completed, with no lock
+ * held (dropping a stream's last reference takes its device's lock). */
+static void kernel_free(rill_kernel *k) {
     for (size_t i = 0; i < k->num_pending; i++)
         rill__stream_unref(k->pending[i].stream);
     rill__free(k->pending);
@@ -30,23 +25,84 @@ static void kernel_free_locked(rill__runtime *rt, rill_kernel *k) {
     rill__free(k);
 }
 
+/* Frees a chain of kernels linked by rt_next. */
+static void free_chain(rill_kernel *k) {
+    while (k != NULL) {
+        rill_kernel *next = k->rt_next;
+        kernel_free(k);
+        k = next;
+    }
+}
+
 void rill__kernels_reap(rill__runtime *rt) {
+    rill_kernel *done = NULL;
     rill__mutex_lock(&rt->lock);
-    rill_kernel *next;
-    for (rill_kernel *k = rt->kernels; k != NULL; k = next) {
-        next = k->rt_next;
-        if (rill__handle_magic(k) == RILL__MAGIC_DEAD && atomic_load(&k->graph_refs) == 0 &&
-            rill__deps_done(k->pending, k->num_pending))
-            kernel_free_locked(rt, k);
+    for (rill_kernel **p = &rt->zombie_kernels; *p != NULL;) {
+        rill_kernel *k = *p;
+        /* The last graph reference is dropped with a seq_cst decrement,
+         * after the node's last use of the kernel. */
+        if (atomic_load(&k->graph_refs) == 0 && rill__deps_done(k->pending, k->num_pending)) {
+            *p = k->rt_next;
+            k->rt_next = done;
+            done = k;
+        } else {
+            p = &k->rt_next;
+        }
     }
     rill__mutex_unlock(&rt->lock);
+    free_chain(done);
 }
 
 void rill__kernels_shutdown(rill__runtime *rt) {
     rill__mutex_lock(&rt->lock);
-    while (rt->kernels != NULL)
-        kernel_free_locked(rt, rt->kernels);
+    rill_kernel *live = rt->kernels, *zombies = rt->zombie_kernels;
+    rt->kernels = rt->zombie_kernels = NULL;
     rill__mutex_unlock(&rt->lock);
+    free_chain(live);
+    free_chain(zombies);
+}
+
+/* Snapshots (stream, submitted seq) of every stream, on every device, that
+ * has work pending: the work that may still launch a kernel being
+ * destroyed. *out is NULL when nothing is pending; RILL_ERROR_OUT_OF_MEMORY
+ * (no sentence, nothing held) when the snapshot does not fit in memory. */
+static rill_status snapshot_pending(rill__runtime *rt, rill__mem_dep **out, size_t *num) {
+    rill__mem_dep local[16]; /* most destroys find a few streams busy: no allocation for none */
+    rill__mem_dep *deps = local;
+    size_t cap = sizeof local / sizeof local[0];
+    *out = NULL;
+    *num = 0;
+    for (;;) {
+        int overflow = 0;
+        size_t n = 0;
+        for (int i = 0; i < rt->num_devices && !overflow; i++)
+            n += rill__device_pending(rt->devices[i], deps + n, cap - n, &overflow);
+        if (!overflow) {
+            rill__mem_dep *kept = deps;
+            if (n == 0 || deps == local) {
+                kept = n > 0 ? rill__malloc(n * sizeof *kept) : NULL;
+                if (kept != NULL)
+                    memcpy(kept, local, n * sizeof *kept);
+                if (deps != local)
+                    rill__free(deps);
+            }
+            if (n == 0 || kept != NULL) {
+                *out = kept;
+                *num = n;
+                return RILL_OK;
+            }
+        }
+        for (size_t i = 0; i < n; i++)
+            rill__stream_unref(deps[i].stream);
+        if (deps != local)
+            rill__free(deps);
+        if (!overflow)
+            return RILL_ERROR_OUT_OF_MEMORY;
+        cap *= 4; /* more streams had work pending: again, with room for them */
+        deps = rill__malloc(cap * sizeof *deps);
+        if (deps == NULL)
+            return RILL_ERROR_OUT_OF_MEMORY;
+    }
 }
 
 void rill__cmd_release(rill__cmd *cmd) {
@@ -109,6 +165,7 @@ rill_status rill_kernel_create(const rill_kernel_desc *desc, rill_kernel **out) 
     atomic_store(&k->magic, RILL__MAGIC_KERNEL);
     rill__kernels_reap(rt);
     rill__mutex_lock(&rt->lock);
+    k->rt_prev = NULL;
     k->rt_next = rt->kernels;
     if (rt->kernels != NULL)
         rt->kernels->rt_prev = k;
@@ -126,31 +183,20 @@ rill_status rill_kernel_destroy(rill_kernel *kernel) {
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "rill_kernel_destroy: the kernel handle is not valid (destroyed?)");
     rill__runtime_get(&rt);
-    /* Snapshot the work that may still launch the kernel, on every device;
-     * without memory for the snapshot, wait for that work instead. */
-    size_t cap = 16, n = 0;
-    rill__mem_dep *deps = NULL;
-    for (;;) {
-        rill__free(deps);
-        deps = rill__malloc(cap * sizeof *deps);
-        if (deps == NULL)
-            break;
-        int overflow = 0;
-        n = 0;
-        for (int i = 0; i < rt->num_devices && !overflow; i++)
-            n += rill__device_pending(rt->devices[i], deps + n, cap - n, &overflow);
-        if (!overflow)
-            break;
-        for (size_t i = 0; i < n; i++)
-            rill__stream_unref(deps[i].stream);
-        cap *= 4;
-    }
-    if (deps == NULL) {
-        rill_status st = rill__check_may_block("rill_kernel_destroy");
-        if (st != RILL_OK)
-            return st;
+    /* Launches hold no reference (kernel.h): the kernel waits for the work
+     * pending now, on every device. Without memory for that list, wait for
+     * the work instead. */
+    rill__mem_dep *deps;
+    size_t n;
+    if (snapshot_pending(rt, &deps, &n) != RILL_OK) {
+        if (rill__thread_is_worker())
+            return rill__fail(RILL_ERROR_OUT_OF_MEMORY,
+                              "rill_kernel_destroy: out of memory noting the work that may still "
+                              "launch kernel '%s', and a kernel or host function cannot wait for "
+                              "it; the kernel was not destroyed, destroy it from the host",
+                              kernel->name);
         for (int i = 0; i < rt->num_devices; i++)
-            rill_device_synchronize(rt->devices[i]);
+            rill__device_drain(rt->devices[i], "rill_kernel_destroy");
     }
     uint32_t expected = RILL__MAGIC_KERNEL;
     if (!atomic_compare_exchange_strong(&kernel->magic, &expected, RILL__MAGIC_DEAD)) {
@@ -160,7 +206,18 @@ rill_status rill_kernel_destroy(rill_kernel *kernel) {
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "rill_kernel_destroy: the kernel was already destroyed");
     }
+    /* One critical section moves the kernel to the zombies and gives it its
+     * pending work: a reap on another thread sees both or neither. */
     rill__mutex_lock(&rt->lock);
+    if (kernel->rt_prev != NULL)
+        kernel->rt_prev->rt_next = kernel->rt_next;
+    else
+        rt->kernels = kernel->rt_next;
+    if (kernel->rt_next != NULL)
+        kernel->rt_next->rt_prev = kernel->rt_prev;
+    kernel->rt_prev = NULL;
+    kernel->rt_next = rt->zombie_kernels;
+    rt->zombie_kernels = kernel;
     kernel->pending = deps;
     kernel->num_pending = n;
     rill__mutex_unlock(&rt->lock);

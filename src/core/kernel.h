@@ -15,14 +15,16 @@ struct rill_kernel {
     rill_cpu_kernel_fn cpu;
     char *cuda_ptx;   /* owned, or NULL */
     char *cuda_entry; /* owned, or NULL */
-    /* guarded by rt->lock */
+    /* guarded by rt->lock: a live kernel is on rt->kernels (both links); a
+     * destroyed one is on rt->zombie_kernels (rt_next only) together with
+     * the work that may still launch it, and is freed once every pair of
+     * pending has completed and graph_refs is 0. Destroy moves the kernel
+     * and sets pending in one critical section, so no reap ever sees a
+     * destroyed kernel without its pending work. */
     rill_kernel *rt_next, *rt_prev;
-    /* after destroy, guarded by rt->lock: the work that may still launch
-     * it; the kernel is freed once every pair has completed */
     rill__mem_dep *pending; /* owned, refs on the streams */
     size_t num_pending;
-    /* atomic: graph and exec nodes that name it; it is freed only when none
-     * is left */
+    /* atomic: graph and exec nodes that name it */
     _Atomic int graph_refs;
 };
 
@@ -35,7 +37,7 @@ typedef struct rill__launch_state {
 
 /* Frees destroyed kernels whose pending work has completed. */
 void rill__kernels_reap(rill__runtime *rt);
-/* Frees every kernel (rill_shutdown). */
+/* Frees every kernel (rill_shutdown), live and destroyed. */
 void rill__kernels_shutdown(rill__runtime *rt);
 
 #endif

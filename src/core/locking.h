@@ -2,6 +2,7 @@
 /* Lock order. A thread holding a lock of one line may take a lock of a
  * later line, never of an earlier one:
  *
+ *   0. init lock          src/core/device.c: initialisation, rill_shutdown, fork()
  *   1. exec->lock         src/graph/exec.c: an exec's parameter set, last launch
  *   2. caps_lock          src/graph/capture.c: every capture, graph memory
  *   3. rt->lock           runtime: event, kernel, graph and exec lists, tagged events
@@ -13,6 +14,9 @@
  *                         a graph run's active_lock after it
  *   9. pool lock          src/mem/pool.c: a device's memory pool
  *  10. registry lock      src/mem/registry.c: the pointer registry
+ *
+ * Locks of one line are never held together, except the dev->locks of
+ * every device, taken in ordinal order by fork()'s prepare handler.
  *
  * One exception, safe because nothing takes a pool lock while holding a
  * device lock: the pool may drop the last reference to a stream under its

@@ -14,9 +14,9 @@
 
 #define RILL__MAGIC_DEVICE 0x52444556u /* "RDEV" */
 #define RILL__MAGIC_STREAM 0x5253544du /* "RSTM" */
-#define RILL__MAGIC_EVENT 0x52455654u  /* "REVT" */
+#define RILL__MAGIC_EVENT  0x52455654u /* "REVT" */
 #define RILL__MAGIC_KERNEL 0x524b524eu /* "RKRN" */
-#define RILL__MAGIC_DEAD 0xdeadbeefu
+#define RILL__MAGIC_DEAD   0xdeadbeefu
 
 /* Reads the magic number at the start of a handle without assuming the
  * handle type's alignment, so that checking a bogus pointer is defined
@@ -35,7 +35,7 @@ void rill__on_shutdown(void (*fn)(void));
 
 typedef struct rill__tagged_stream {
     struct rill__tagged_stream *next;
-    char *tag;          /* owned */
+    char *tag;           /* owned */
     rill_stream *stream; /* owned by the device */
 } rill__tagged_stream;
 
@@ -56,7 +56,7 @@ struct rill_device {
 
 typedef struct rill__tagged_event {
     struct rill__tagged_event *next;
-    char *tag;        /* owned */
+    char *tag;         /* owned */
     rill_event *event; /* owned by the runtime */
 } rill__tagged_event;
 
@@ -69,10 +69,11 @@ typedef struct rill__runtime {
     uint64_t epoch;                          /* distinguishes successive inits */
     /* guarded by lock */
     rill__mutex lock;
-    rill_event *events;   /* every live event, for rill_shutdown */
-    rill_kernel *kernels; /* every kernel not yet freed, destroyed ones included */
-    rill_graph *graphs;       /* every graph not destroyed */
-    rill_graph_exec *execs;   /* every exec not yet freed */
+    rill_event *events;          /* every live event, for rill_shutdown */
+    rill_kernel *kernels;        /* live kernels (src/core/kernel.h) */
+    rill_kernel *zombie_kernels; /* destroyed kernels not yet freed */
+    rill_graph *graphs;          /* every graph not destroyed */
+    rill_graph_exec *execs;      /* every exec not yet freed */
     rill__tagged_event *tagged_events;
 } rill__runtime;
 
@@ -87,6 +88,11 @@ rill_status rill__device_resolve(rill_device *dev, const char *fn, rill_device *
  * on each stream, and returns how many;
  * *overflow is set when more than cap streams had work pending. */
 size_t rill__device_pending(rill_device *dev, rill__mem_dep *deps, size_t cap, int *overflow);
+/* Waits for the work submitted so far to every stream of dev (destroyed
+ * streams included) and returns RILL_ERROR_KERNEL_FAILED, with a sentence
+ * naming fn, when some stream has failed. No capture or worker check: for
+ * the library's own waits (rill_device_synchronize makes both first). */
+rill_status rill__device_drain(rill_device *dev, const char *fn);
 /* True when every pair in deps has completed. */
 int rill__deps_done(const rill__mem_dep *deps, size_t n);
 
@@ -97,6 +103,11 @@ void rill__device_remove_stream(rill_device *dev, rill_stream *s);
 /* The calling thread's current stream for dev (its default stream unless
  * rill_set_current_stream changed it). */
 rill_stream *rill__thread_current_stream(rill_device *dev);
+
+/* How many times this process was made by fork() from a process that had
+ * used rill: a worker that finds it changed after a host function returns
+ * is the child's copy of a worker, and must stop (src/core/device.c). */
+extern _Atomic uint32_t rill__fork_count;
 
 /* Worker threads of a backend mark themselves, so blocking calls made from
  * kernels and host functions fail with RILL_ERROR_NOT_PERMITTED. */

@@ -346,6 +346,16 @@ void rill__captures_shutdown(void) {
     }
 }
 
+void rill__captures_forget(void) {
+    /* The captures and their pools belong to the parent's streams, which
+     * this process no longer runs: drop them, without touching them. */
+    atomic_store(&caps_lock.held, 0);
+    caps = NULL;
+    gpools = NULL;
+    atomic_store(&gpools_live, 0);
+    atomic_store(&rill__captures_active, 0);
+}
+
 /* The capture of s with caps_lock held, or NULL (unlocked then). */
 static rill__capture *lock_capture_of(rill_stream *s) {
     rill__spinlock_lock(&caps_lock);

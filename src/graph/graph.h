@@ -242,6 +242,10 @@ void rill__captures_shutdown(void);
  * capture is invalidated. Takes caps_lock; call with no lock held. */
 void rill__capture_stream_destroyed(rill_stream *s);
 
+/* In the child of a fork, on its only thread: forgets every capture and
+ * graph memory pool of the parent, without freeing or locking anything. */
+void rill__captures_forget(void);
+
 /* Memory owned by graphs (src/graph/capture.c). */
 void rill__gpool_unref(rill__gpool *pool, rill_stream *last_stream, uint64_t last_seq);
 void rill__gpool_ref(rill__gpool *pool);

@@ -11,6 +11,7 @@
 #define RILL_PLATFORM_THREAD_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -38,6 +39,17 @@ void rill__thread_yield(void);
  * the address of a thread-local variable or a pthread_t, which a thread
  * started after another exits may inherit. */
 uint64_t rill__thread_id(void);
+
+/* Ends the calling thread (the last one ends the process, as if it
+ * returned 0 from main). */
+_Noreturn void rill__thread_exit(void);
+
+/* Registers handlers that fork() runs: prepare on the forking thread
+ * before the fork, parent in the parent after it, child in the child (whose
+ * only thread is the one that forked) after it. Handlers registered by a
+ * shared library go away when it is unloaded. Returns false when they
+ * could not be registered (out of memory). */
+bool rill__fork_handlers(void (*prepare)(void), void (*parent)(void), void (*child)(void));
 
 /* Sleeps while *word == expected (a spurious return is allowed). */
 void rill__futex_wait(_Atomic uint32_t *word, uint32_t expected);

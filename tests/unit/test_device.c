@@ -3,6 +3,8 @@
  * rill_device_synchronize. */
 #include "fixture.h"
 
+#include "core/runtime.h"
+
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -254,6 +256,246 @@ static void test_device_synchronize_waits_for_all_streams(void **state) {
     RT_OK(rill_kernel_destroy(kernel));
 }
 
+static void failing_kernel(const rill_block_ctx *ctx, const void *args) {
+    (void)args;
+    rill_kernel_fail(ctx, "failed on purpose");
+}
+
+/* rill_device_synchronize: "waits for every stream of dev", and a stream whose work failed reports
+ * RILL_ERROR_KERNEL_FAILED there: with more failed streams than the device looks at in one batch,
+ * the call still returns, with the failure, after one pass over the streams. */
+static void test_device_synchronize_with_many_failed_streams_returns_kernel_failed(void **state) {
+    (void)state;
+    enum { NUM_STREAMS = 150 };
+    rill_device *dev = cpu_device();
+    rill_kernel *kernel = NULL;
+    rill_kernel_desc desc = {.name = "failing_kernel", .cpu = failing_kernel};
+    RT_OK(rill_kernel_create(&desc, &kernel));
+    rill_launch launch = {.grid = {1, 1, 1}, .block = {1, 1, 1}};
+    static rill_stream *streams[NUM_STREAMS];
+    for (int i = 0; i < NUM_STREAMS; i++) {
+        RT_OK(rill_stream_create(dev, 0, &streams[i]));
+        RT_OK(rill_launch_kernel(streams[i], kernel, &launch));
+    }
+    RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_device_synchronize(dev));
+    assert_non_null(strstr(rill_last_error(), "failed on purpose"));
+    for (int i = 0; i < NUM_STREAMS; i++)
+        RT_OK(rill_stream_clear_error(streams[i]));
+    RT_OK(rill_device_synchronize(dev));
+    for (int i = 0; i < NUM_STREAMS; i++)
+        RT_OK(rill_stream_destroy(streams[i]));
+    RT_OK(rill_kernel_destroy(kernel));
+}
+
+/* ---- rill_shutdown from several threads ---- */
+
+#define SHORT_WAIT_NS 100000000ull /* 100 ms: room for a wrong interleaving to show itself */
+#define LONG_WAIT_NS  10000000000ull
+
+/* Waits until *flag reaches at least `value`, or timeout_ns passes; returns whether it did. */
+static bool wait_at_least(atomic_int *flag, int value, uint64_t timeout_ns) {
+    uint64_t deadline = rt_now_ns() + timeout_ns;
+    while (atomic_load(flag) < value) {
+        if (rt_now_ns() > deadline)
+            return false;
+        sched_yield();
+    }
+    return true;
+}
+
+/* A shutdown hook counts the shutdowns that release a runtime (while armed). */
+static atomic_int hook_armed, hook_runs;
+
+static void count_shutdown_hook(void) {
+    if (atomic_load(&hook_armed))
+        atomic_fetch_add(&hook_runs, 1);
+}
+
+static void arm_shutdown_hook(void) {
+    rill__on_shutdown(count_shutdown_hook);
+    atomic_store(&hook_runs, 0);
+    atomic_store(&hook_armed, 1);
+}
+
+typedef struct shutdown_call {
+    atomic_int calling;
+    atomic_int returned;
+    rill_status status;
+} shutdown_call;
+
+static void *shutdown_thread(void *arg) {
+    shutdown_call *c = arg;
+    atomic_store(&c->calling, 1);
+    c->status = rill_shutdown();
+    atomic_store(&c->returned, 1);
+    return NULL;
+}
+
+/* Leaves work pending on a stream, an event and memory, held by a gate until the test opens it,
+ * so that rill_shutdown has work to wait for. */
+static void leave_gated_work(rt_gate *gate) {
+    rill_stream *s = NULL;
+    rill_event *e = NULL;
+    void *mem = NULL;
+    RT_OK(rill_stream_create(NULL, 0, &s));
+    RT_OK(rill_event_create(RILL_EVENT_DEFAULT, &e));
+    RT_OK(rill_malloc(NULL, 4096, &mem));
+    rt_gate_reset(gate);
+    RT_OK(rill_launch_host_func(s, rt_gate_fn, gate));
+    RT_OK(rill_memset_async(mem, 0, 4096, s));
+    RT_OK(rill_event_record(e, s));
+    assert_true(rt_gate_wait_entered(gate));
+}
+
+/* rill_shutdown: two threads may call it at once; one releases everything, the other waits for it,
+ * and both return RILL_OK; the library then initialises afresh. */
+static void test_device_concurrent_shutdowns_release_once_and_both_return_ok(void **state) {
+    (void)state;
+    static rt_gate gate;
+    leave_gated_work(&gate);
+    arm_shutdown_hook();
+    static shutdown_call calls[2];
+    pthread_t threads[2];
+    for (int i = 0; i < 2; i++) {
+        memset(&calls[i], 0, sizeof calls[i]);
+        assert_int_equal(pthread_create(&threads[i], NULL, shutdown_thread, &calls[i]), 0);
+    }
+    for (int i = 0; i < 2; i++)
+        assert_true(wait_at_least(&calls[i].calling, 1, LONG_WAIT_NS));
+    /* Both are under way; a second release of the runtime would show here. */
+    wait_at_least(&hook_runs, 2, SHORT_WAIT_NS);
+    rt_gate_open(&gate);
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pthread_join(threads[i], NULL), 0);
+    atomic_store(&hook_armed, 0);
+    assert_false(atomic_load(&gate.timed_out));
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(calls[i].status, RILL_OK);
+    assert_int_equal(atomic_load(&hook_runs), 1);
+    int count = 0;
+    RT_OK(rill_device_count(&count));
+    assert_true(count >= 1);
+    rill_stream *s = NULL;
+    RT_OK(rill_stream_create(NULL, 0, &s));
+    RT_OK(rill_stream_synchronize(s));
+    RT_OK(rill_stream_destroy(s));
+}
+
+typedef struct late_call {
+    atomic_int calling;
+    atomic_int created;
+    atomic_int may_use;
+    atomic_int ran;
+    rill_status create, launch, sync, destroy;
+} late_call;
+
+static void count_host_fn(void *user_data) {
+    atomic_fetch_add((atomic_int *)user_data, 1);
+}
+
+/* Begins a call once a shutdown is under way, and uses what it created once the test says so. */
+static void *late_thread(void *arg) {
+    late_call *c = arg;
+    if (!wait_at_least(&hook_runs, 1, LONG_WAIT_NS))
+        return NULL;
+    atomic_store(&c->calling, 1);
+    rill_stream *s = NULL;
+    c->create = rill_stream_create(NULL, 0, &s);
+    atomic_store(&c->created, 1);
+    if (c->create != RILL_OK || !wait_at_least(&c->may_use, 1, LONG_WAIT_NS))
+        return NULL;
+    c->launch = rill_launch_host_func(s, count_host_fn, &c->ran);
+    c->sync = rill_stream_synchronize(s);
+    c->destroy = rill_stream_destroy(s);
+    return NULL;
+}
+
+/* rill_shutdown: a call that another thread begins while rill_shutdown runs waits for it, then
+ * runs on a freshly initialised library (here: creates a stream and runs work on it). */
+static void test_device_call_begun_during_shutdown_runs_on_a_fresh_runtime(void **state) {
+    (void)state;
+    static rt_gate gate;
+    leave_gated_work(&gate);
+    arm_shutdown_hook();
+    static late_call late;
+    memset(&late, 0, sizeof late);
+    static shutdown_call call;
+    memset(&call, 0, sizeof call);
+    pthread_t late_t, shutdown_t;
+    assert_int_equal(pthread_create(&late_t, NULL, late_thread, &late), 0);
+    assert_int_equal(pthread_create(&shutdown_t, NULL, shutdown_thread, &call), 0);
+    assert_true(wait_at_least(&late.calling, 1, LONG_WAIT_NS));
+    /* A stream created on the runtime being released would be ready at once. */
+    wait_at_least(&late.created, 1, SHORT_WAIT_NS);
+    rt_gate_open(&gate);
+    assert_int_equal(pthread_join(shutdown_t, NULL), 0);
+    atomic_store(&late.may_use, 1);
+    assert_int_equal(pthread_join(late_t, NULL), 0);
+    atomic_store(&hook_armed, 0);
+    assert_false(atomic_load(&gate.timed_out));
+    assert_int_equal(call.status, RILL_OK);
+    assert_int_equal(late.create, RILL_OK);
+    assert_int_equal(late.launch, RILL_OK);
+    assert_int_equal(late.sync, RILL_OK);
+    assert_int_equal(late.destroy, RILL_OK);
+    assert_int_equal(atomic_load(&late.ran), 1);
+    assert_int_equal(atomic_load(&hook_runs), 1);
+}
+
+/* Two threads that start together: one makes its first calls, the other shuts down. */
+typedef struct first_use_race {
+    atomic_int start;
+    rill_status shutdown, count, get;
+    int devices;
+} first_use_race;
+
+static void race_start(first_use_race *r) {
+    atomic_fetch_add(&r->start, 1);
+    while (atomic_load(&r->start) < 2)
+        sched_yield();
+}
+
+static void *first_use_thread(void *arg) {
+    first_use_race *r = arg;
+    race_start(r);
+    rill_device *dev = NULL;
+    r->count = rill_device_count(&r->devices);
+    r->get = rill_get_device(&dev);
+    return NULL;
+}
+
+static void *racing_shutdown_thread(void *arg) {
+    first_use_race *r = arg;
+    race_start(r);
+    r->shutdown = rill_shutdown();
+    return NULL;
+}
+
+/* rill_shutdown racing another thread's first call, which initialises the library: both return
+ * RILL_OK, whichever comes first, and the library works afterwards. */
+static void test_device_shutdown_racing_first_use_initialisation_is_safe(void **state) {
+    (void)state;
+    enum { ROUNDS = 20 };
+    for (int r = 0; r < ROUNDS; r++) {
+        RT_OK(rill_shutdown()); /* no runtime: the next call initialises */
+        static first_use_race race;
+        memset(&race, 0, sizeof race);
+        pthread_t a, b;
+        assert_int_equal(pthread_create(&a, NULL, first_use_thread, &race), 0);
+        assert_int_equal(pthread_create(&b, NULL, racing_shutdown_thread, &race), 0);
+        assert_int_equal(pthread_join(a, NULL), 0);
+        assert_int_equal(pthread_join(b, NULL), 0);
+        assert_int_equal(race.shutdown, RILL_OK);
+        assert_int_equal(race.count, RILL_OK);
+        assert_int_equal(race.get, RILL_OK);
+        assert_true(race.devices >= 1);
+    }
+    rill_stream *s = NULL;
+    RT_OK(rill_stream_create(NULL, 0, &s));
+    RT_OK(rill_stream_synchronize(s));
+    RT_OK(rill_stream_destroy(s));
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_device_count_includes_cpu),
@@ -264,6 +506,10 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_device_null_means_current_device),
         cmocka_unit_test(test_device_set_and_get_current),
         cmocka_unit_test(test_device_synchronize_waits_for_all_streams),
+        cmocka_unit_test(test_device_synchronize_with_many_failed_streams_returns_kernel_failed),
+        cmocka_unit_test(test_device_concurrent_shutdowns_release_once_and_both_return_ok),
+        cmocka_unit_test(test_device_call_begun_during_shutdown_runs_on_a_fresh_runtime),
+        cmocka_unit_test(test_device_shutdown_racing_first_use_initialisation_is_safe),
     };
     return RT_RUN(tests);
 }

@@ -6,6 +6,9 @@
  * wait has a deadline. */
 #include "fixture.h"
 
+#include "core/alloc.h"
+
+#include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -643,6 +646,146 @@ static void test_kernel_blocking_calls_in_kernel_not_permitted(void **state) {
     run_blocking_probe(true);
 }
 
+/* ---- lifetime ---- */
+
+enum { CHURN_OWNERS = 3, CHURN_SYNCERS = 2, CHURN_ROUNDS = 400, CHURN_LAUNCHES = 4 };
+
+typedef struct churn {
+    atomic_int ready;    /* threads at the start line */
+    atomic_int owners;   /* owner threads still running */
+    atomic_int failures; /* calls that did not return RILL_OK */
+    atomic_int ran;      /* blocks run, every launch of every kernel */
+    char first_error[600];
+} churn;
+
+static churn the_churn;
+
+static void churn_kernel(const rill_block_ctx *ctx, const void *args) {
+    (void)ctx;
+    count_args a;
+    memcpy(&a, args, sizeof a);
+    atomic_fetch_add(a.count, 1);
+}
+
+static void churn_start(void) {
+    atomic_fetch_add(&the_churn.ready, 1);
+    while (atomic_load(&the_churn.ready) < CHURN_OWNERS + CHURN_SYNCERS)
+        sched_yield();
+}
+
+static void churn_check(rill_status st) {
+    /* The first failure keeps its sentence for the main thread to report. */
+    if (st != RILL_OK && atomic_fetch_add(&the_churn.failures, 1) == 0)
+        snprintf(the_churn.first_error, sizeof the_churn.first_error, "%s: %s",
+                 rill_status_name(st), rill_last_error());
+}
+
+/* Each owner creates, launches and destroys kernels of its own, never waiting for the launches:
+ * a kernel is destroyed while its launches are queued (directly, or through an exec that
+ * outlives its graph), and another thread's create or synchronize looks at the list of destroyed
+ * kernels meanwhile. */
+static void *churn_owner(void *arg) {
+    (void)arg;
+    rill_stream *s = NULL;
+    churn_check(rill_stream_create(NULL, 0, &s));
+    count_args a = {&the_churn.ran};
+    rill_launch launch = {.grid = {3, 1, 1}, .block = {1, 1, 1}, .args = &a, .args_size = sizeof a};
+    const rill_kernel_desc desc = {.name = "churn", .cpu = churn_kernel};
+    churn_start();
+    for (int r = 0; r < CHURN_ROUNDS && s != NULL; r++) {
+        rill_kernel *k = NULL;
+        rill_status st = rill_kernel_create(&desc, &k);
+        churn_check(st);
+        if (st != RILL_OK)
+            break;
+        if (r % 4 == 3) {
+            /* Through a graph: the exec names the kernel after both are destroyed. */
+            rill_graph *g = NULL;
+            rill_graph_exec *x = NULL;
+            churn_check(rill_graph_create(&g));
+            rill_graph_node *node = NULL;
+            churn_check(rill_graph_add_kernel_node(g, NULL, 0, k, &launch, &node));
+            churn_check(rill_graph_instantiate(g, &x));
+            churn_check(rill_graph_destroy(g));
+            churn_check(rill_kernel_destroy(k));
+            for (int i = 0; i < CHURN_LAUNCHES && x != NULL; i++)
+                churn_check(rill_graph_launch(x, s));
+            if (x != NULL)
+                churn_check(rill_graph_exec_destroy(x));
+            continue;
+        }
+        for (int i = 0; i < CHURN_LAUNCHES; i++)
+            churn_check(rill_launch_kernel(s, k, &launch));
+        churn_check(rill_kernel_destroy(k));
+    }
+    if (s != NULL) {
+        churn_check(rill_stream_synchronize(s));
+        churn_check(rill_stream_destroy(s));
+    }
+    atomic_fetch_sub(&the_churn.owners, 1);
+    return NULL;
+}
+
+static void *churn_syncer(void *arg) {
+    (void)arg;
+    churn_start();
+    while (atomic_load(&the_churn.owners) > 0)
+        churn_check(rill_device_synchronize(NULL));
+    return NULL;
+}
+
+/* rill.h: "Every function is thread-safe", and a destroyed kernel lives until its queued
+ * launches, and the graphs and execs that name it, are done: threads that each create, launch and
+ * destroy their own kernels while others call rill_device_synchronize run every launch, and free no
+ * kernel early (ASan, TSan). */
+static void test_kernel_destroy_racing_create_and_synchronize_runs_every_launch(void **state) {
+    (void)state;
+    memset(&the_churn, 0, sizeof the_churn);
+    atomic_store(&the_churn.owners, CHURN_OWNERS);
+    pthread_t threads[CHURN_OWNERS + CHURN_SYNCERS];
+    for (int i = 0; i < CHURN_OWNERS + CHURN_SYNCERS; i++)
+        assert_int_equal(
+            pthread_create(&threads[i], NULL, i < CHURN_OWNERS ? churn_owner : churn_syncer, NULL),
+            0);
+    for (int i = 0; i < CHURN_OWNERS + CHURN_SYNCERS; i++)
+        assert_int_equal(pthread_join(threads[i], NULL), 0);
+    RT_OK(rill_device_synchronize(NULL));
+    if (atomic_load(&the_churn.failures) != 0)
+        fail_msg("%d calls failed, the first with %s", atomic_load(&the_churn.failures),
+                 the_churn.first_error);
+    assert_int_equal(atomic_load(&the_churn.ran), CHURN_OWNERS * CHURN_ROUNDS * CHURN_LAUNCHES * 3);
+}
+
+static void slow_count_kernel(const rill_block_ctx *ctx, const void *args) {
+    (void)ctx;
+    count_args a;
+    memcpy(&a, args, sizeof a);
+    rt_spin_us(2000);
+    atomic_fetch_add(a.count, 1);
+}
+
+/* A destroyed kernel lives until its queued launches have run; without memory to note them,
+ * rill_kernel_destroy waits for them instead (and still succeeds). */
+static void test_kernel_destroy_without_memory_waits_for_its_launches(void **state) {
+    (void)state;
+    enum { LAUNCHES = 5 };
+    static atomic_int count;
+    atomic_store(&count, 0);
+    rill_kernel *k = make_kernel("slow_count", slow_count_kernel);
+    rill_stream *s = new_stream();
+    count_args a = {&count};
+    rill_launch launch = {.grid = {1, 1, 1}, .block = {1, 1, 1}, .args = &a, .args_size = sizeof a};
+    for (int i = 0; i < LAUNCHES; i++)
+        RT_OK(rill_launch_kernel(s, k, &launch));
+    rill__alloc_fail_after(1);
+    rill_status st = rill_kernel_destroy(k);
+    rill__alloc_fail_after(0);
+    RT_OK(st);
+    assert_int_equal(atomic_load(&count), LAUNCHES);
+    RT_OK(rill_stream_synchronize(s));
+    RT_OK(rill_stream_destroy(s));
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kernel_create_bad_desc_is_invalid_argument),
@@ -659,6 +802,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_kernel_next_command_waits_for_every_block),
         cmocka_unit_test(test_kernel_blocking_calls_in_host_func_not_permitted),
         cmocka_unit_test(test_kernel_blocking_calls_in_kernel_not_permitted),
+        cmocka_unit_test(test_kernel_destroy_racing_create_and_synchronize_runs_every_launch),
+        cmocka_unit_test(test_kernel_destroy_without_memory_waits_for_its_launches),
     };
     return RT_RUN(tests);
 }

@@ -84,7 +84,8 @@ typedef struct cpu_stream {
 typedef struct cpu_worker {
     struct cpu_device *d;
     int index;
-    unsigned naps; /* timed sleeps in a row that found no graph work */
+    unsigned naps;  /* timed sleeps in a row that found no graph work */
+    uint32_t forks; /* rill__fork_count when the worker started */
     rill__thread thread;
 } cpu_worker;
 

@@ -421,14 +421,27 @@ enum exec_result rill__cpu_wait_ended(rill_stream *s, rill_stream *t, uint64_t s
     }
 }
 
+/* A host function that called fork() returns, in the child, on the
+ * child's copy of this worker. That copy must neither run the parent's
+ * work (device memory is shared with the parent) nor wait for work that
+ * nothing will submit: it ends, and with it the child unless the child
+ * made threads of its own. */
+static void stop_if_forked(const cpu_worker *w) {
+    /* relaxed: only the fork's child handler, on this thread, changes it. */
+    if (atomic_load_explicit(&rill__fork_count, memory_order_relaxed) != w->forks)
+        rill__thread_exit();
+}
+
 static enum exec_result exec(cpu_device *d, cpu_worker *w, rill_stream *s, cpu_cmd *c) {
     cpu_stream *cs = cpu_stream_of(s);
     switch (c->c.kind) {
     case RILL__CMD_KERNEL:
         return cs->skipping ? EXEC_DONE : exec_kernel(d, w, c);
     case RILL__CMD_HOST:
-        if (!cs->skipping)
+        if (!cs->skipping) {
             c->c.u.host.fn(c->c.u.host.user_data);
+            stop_if_forked(w);
+        }
         return EXEC_DONE;
     case RILL__CMD_WAIT:
         /* Even while skipping: the work after a later CLEAR, and memory the
@@ -626,6 +639,7 @@ static void worker_main(void *arg) {
     cpu_worker *w = arg;
     cpu_device *d = w->d;
     rill__thread_set_worker(1);
+    w->forks = atomic_load_explicit(&rill__fork_count, memory_order_relaxed);
     for (;;) {
         rill_stream *s = pop_ready(d);
         if (s != NULL) {

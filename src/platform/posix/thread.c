@@ -107,6 +107,16 @@ uint64_t rill__thread_id(void) {
     return tls_thread_id;
 }
 
+void rill__thread_exit(void) {
+    pthread_exit(NULL);
+}
+
+bool rill__fork_handlers(void (*prepare)(void), void (*parent)(void), void (*child)(void)) {
+    /* glibc ties the handlers to the calling library, and drops them when
+     * it is unloaded. */
+    return pthread_atfork(prepare, parent, child) == 0;
+}
+
 void rill__futex_wait(_Atomic uint32_t *word, uint32_t expected) {
     /* EAGAIN (the word changed) and EINTR are ordinary returns. */
     syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
