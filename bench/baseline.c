@@ -9,7 +9,7 @@
  * waits yield after ~20 us (bench_backoff), as rill's own waits do. */
 #include "baseline.h"
 
-#include <cblas.h>
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdalign.h>
 #include <stdatomic.h>
@@ -415,21 +415,55 @@ int base_sample_speedup(void *ctx, double *speedup) {
 
 /* ---- e. single-threaded OpenBLAS ---- */
 
-void base_blas_single_thread(void) {
-    openblas_set_num_threads(1);
+/* CBLAS's values, and OpenBLAS's entry points (32-bit integers, as Debian
+ * builds libopenblas0). */
+enum { CBLAS_ROW_MAJOR = 101, CBLAS_NO_TRANS = 111 };
+typedef void (*sgemm_fn)(int order, int trans_a, int trans_b, int m, int n, int k, float alpha,
+                         const float *a, int lda, const float *b, int ldb, float beta, float *c,
+                         int ldc);
+static sgemm_fn blas_sgemm;
+static void (*blas_set_threads)(int);
+
+int base_blas_load(char *why, size_t size) {
+    static const char *const paths[] = {
+        "/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0",
+        "/usr/lib/aarch64-linux-gnu/openblas-pthread/libopenblas.so.0",
+        "libopenblas.so.0",
+    };
+    void *lib = NULL;
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0] && lib == NULL; i++)
+        lib = dlopen(paths[i], RTLD_NOW | RTLD_LOCAL);
+    if (lib == NULL) {
+        snprintf(why, size, "OpenBLAS not found (Debian: apt-get install libopenblas0-pthread)");
+        return -1;
+    }
+    /* POSIX: a function pointer travels through the object pointer. */
+    *(void **)&blas_sgemm = dlsym(lib, "cblas_sgemm");
+    *(void **)&blas_set_threads = dlsym(lib, "openblas_set_num_threads");
+    if (blas_sgemm == NULL || blas_set_threads == NULL) {
+        snprintf(why, size, "the OpenBLAS found lacks cblas_sgemm or openblas_set_num_threads");
+        blas_sgemm = NULL;
+        return -1;
+    }
+    blas_set_threads(1);
+    return 0;
+}
+
+static void sgemm(size_t m, size_t n, size_t k, const float *a, size_t lda, const float *b,
+                  size_t ldb, float *c, size_t ldc) {
+    blas_sgemm(CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, CBLAS_NO_TRANS, (int)m, (int)n, (int)k, 1.0f, a,
+               (int)lda, b, (int)ldb, 0.0f, c, (int)ldc);
 }
 
 int base_sample_matmul(void *ctx, double *gflops) {
     base_matmul_ctx *c = ctx;
     if (c->threads > 1)
-        openblas_set_num_threads(c->threads);
+        blas_set_threads(c->threads);
     uint64_t t0 = bench_now_ns();
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)c->m, (blasint)c->n,
-                (blasint)c->k, 1.0f, c->a, (blasint)c->k, c->b, (blasint)c->n, 0.0f, c->c,
-                (blasint)c->n);
+    sgemm(c->m, c->n, c->k, c->a, c->k, c->b, c->n, c->c, c->n);
     uint64_t dt = bench_now_ns() - t0;
     if (c->threads > 1)
-        openblas_set_num_threads(1);
+        blas_set_threads(1);
     *gflops = 2.0 * (double)c->m * (double)c->k * (double)c->n / (double)dt;
     return 0;
 }
@@ -452,9 +486,8 @@ int base_sample_conv2d(void *ctx, double *gflops) {
     uint64_t t0 = bench_now_ns();
     for (size_t i = 0; i < c->n; i++) {
         im2col(c->cols, c->in + i * c->c * c->h * c->w, c->c, c->h, c->w, c->r, c->s);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)c->k, (blasint)(oh * ow),
-                    (blasint)crs, 1.0f, c->weight, (blasint)crs, c->cols, (blasint)(oh * ow), 0.0f,
-                    c->out + i * c->k * oh * ow, (blasint)(oh * ow));
+        sgemm(c->k, oh * ow, crs, c->weight, crs, c->cols, oh * ow, c->out + i * c->k * oh * ow,
+              oh * ow);
     }
     uint64_t dt = bench_now_ns() - t0;
     *gflops = 2.0 * (double)(c->n * c->k * crs * oh * ow) / (double)dt;

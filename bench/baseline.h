@@ -79,8 +79,11 @@ int base_sample_speedup(void *ctx, double *speedup);
 
 /* ---- e. single-threaded OpenBLAS ---- */
 
-/* Makes OpenBLAS single-threaded for the whole process. */
-void base_blas_single_thread(void);
+/* Loads OpenBLAS privately (dlopen with RTLD_LOCAL: its cblas_sgemm meets
+ * nothing the program links), the pthreads variant first so that its own
+ * threads can be measured too, and makes it single-threaded. 0 when
+ * loaded; otherwise -1 with a sentence in why (Debian: libopenblas0-pthread). */
+int base_blas_load(char *why, size_t size);
 
 typedef struct base_matmul_ctx {
     const float *a, *b; /* borrowed: [m,k] and [k,n] */

@@ -649,6 +649,11 @@ static int figure_ops(void *ctx) {
     bench *b = ctx;
     bench_report_section(b->report, "e. built-in ops (baseline: single-threaded OpenBLAS; "
                                     "per-CU rows divide rill by the compute units)");
+    char why[128];
+    if (base_blas_load(why, sizeof why) != 0) {
+        printf("    skipped: %s\n", why);
+        return 0;
+    }
     rill_stream *stream = NULL;
     if (failed(rill_stream_create(b->dev, 0, &stream), "rill_stream_create") ||
         failed(rill_stream_set_name(stream, "bench-e"), "rill_stream_set_name"))
@@ -674,7 +679,6 @@ static int setup(void *ctx, bool quick, bench_report *report, bench_cli_device *
     b->compute_units = info.compute_units > 0 ? info.compute_units : 1;
     snprintf(device->name, sizeof(device->name), "%.*s", (int)sizeof(info.name), info.name);
     device->compute_units = b->compute_units;
-    base_blas_single_thread();
     return 0;
 }
 

@@ -5,8 +5,9 @@
 # command to run and fails.
 set -euo pipefail
 
-# clang and its runtime libraries (libFuzzer) build the fuzz targets.
-packages=(cmake ninja-build pkg-config gcc libc6-dev libcmocka-dev libopenblas-serial-dev
+# BLIS runs the ops' matrix products; clang and its runtime libraries
+# (libFuzzer) build the fuzz targets.
+packages=(cmake ninja-build pkg-config gcc libc6-dev libcmocka-dev libblis-serial-dev
   clang libclang-rt-dev)
 missing=()
 for p in "${packages[@]}"; do

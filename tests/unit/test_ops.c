@@ -357,6 +357,55 @@ static void test_conv2d_matches_double_reference(void **state) {
     check_conv2d(4, 64, 32, 32, 64, 1, 1); /* 1x1 over several blocks */
 }
 
+/* "Blocks of one launch run concurrently on the device's compute units",
+ * and so do launches on different streams: matrix products computed at the
+ * same time on four streams give the bits each gives alone (a sgemm that
+ * is not reentrant shares its work buffers between concurrent calls and
+ * returns wrong values). Bounded by a count and by two seconds. */
+static void test_matmuls_on_concurrent_streams_give_the_bits_of_one(void **state) {
+    (void)state;
+    enum { STREAMS = 8, SIZE = 256, ROUNDS = 400 };
+    const size_t n = SIZE;
+    float *ha, *hb;
+    float *a = dev_random(n * n, 21, &ha), *b = dev_random(n * n, 22, &hb);
+    float *ref = dev_floats(n * n);
+    RT_OK(rill_op_matmul_f32(NULL, ref, a, b, n, n, n));
+    float *want = download(ref, n * n);
+    rill_stream *s[STREAMS];
+    float *c[STREAMS];
+    for (int i = 0; i < STREAMS; i++) {
+        RT_OK(rill_stream_create(NULL, 0, &s[i]));
+        c[i] = dev_floats(n * n);
+    }
+    float *got = host_floats(n * n);
+    uint64_t deadline = rt_now_ns() + 2000000000ull;
+    size_t wrong = 0;
+    for (int r = 0; r < ROUNDS && rt_now_ns() < deadline; r++) {
+        for (int i = 0; i < STREAMS; i++) {
+            RT_OK(rill_memset_async(c[i], 0, n * n * sizeof(float), s[i]));
+            RT_OK(rill_op_matmul_f32(s[i], c[i], a, b, n, n, n));
+        }
+        for (int i = 0; i < STREAMS; i++) {
+            RT_OK(rill_stream_synchronize(s[i]));
+            RT_OK(rill_memcpy(got, c[i], n * n * sizeof(float)));
+            wrong += memcmp(got, want, n * n * sizeof(float)) != 0;
+        }
+    }
+    assert_int_equal(wrong, 0);
+    for (int i = 0; i < STREAMS; i++) {
+        RT_OK(rill_stream_synchronize(s[i]));
+        RT_OK(rill_free(c[i]));
+        RT_OK(rill_stream_destroy(s[i]));
+    }
+    free(got);
+    free(want);
+    free(ha);
+    free(hb);
+    RT_OK(rill_free(a));
+    RT_OK(rill_free(b));
+    RT_OK(rill_free(ref));
+}
+
 /* The shapes of seed 000: conv2d(add_s0 [10,32,32,32], weight [32,32,3,3]). */
 static void test_conv2d_on_seed_000_shapes(void **state) {
     (void)state;
@@ -843,6 +892,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_matmul_matches_double_reference),
         cmocka_unit_test(test_matmul_with_few_rows_splits_columns),
         cmocka_unit_test(test_matmul_of_a_matrix_with_itself),
+        cmocka_unit_test(test_matmuls_on_concurrent_streams_give_the_bits_of_one),
         cmocka_unit_test(test_conv2d_matches_double_reference),
         cmocka_unit_test(test_conv2d_on_seed_000_shapes),
         cmocka_unit_test(test_ops_run_on_a_non_default_stream),

@@ -4,14 +4,16 @@
  * slice of the output (element ranges aligned to RILL__OP_SLICE_ALIGN,
  * matmul tiles, conv2d image bands), so blocks never race; every result is
  * a pure function of the inputs and the grid, so a launch with the same
- * grid gives the same bits. Matrix products go to OpenBLAS's sgemm, forced
- * single-threaded once: parallelism comes from the grid's blocks. */
+ * grid gives the same bits. Matrix products go to BLIS's sgemm on the
+ * calling worker: parallelism comes from the grid's blocks, and BLIS is
+ * reentrant, so blocks of one launch and launches on other streams call it
+ * at once (Debian's serial OpenBLAS is not: concurrent calls share its work
+ * buffers and return wrong values). */
 #include "backend/cpu/op_kernels.h"
 
 #include <assert.h>
-#include <cblas.h>
+#include <blis.h>
 #include <string.h>
-#include <threads.h>
 
 #include "backend/cpu/cpu.h"
 
@@ -131,20 +133,17 @@ void rill__cpu_op_sum_final_f32(const rill_block_ctx *ctx, const void *args) {
 
 /* ---- sgemm ---- */
 
-static once_flag blas_once = ONCE_FLAG_INIT;
-
-static void blas_make_single_threaded(void) {
-    openblas_set_num_threads(1);
-}
-
-/* Row-major c = a b with single-threaded OpenBLAS. Every dimension and
- * leading dimension is at most RILL__OP_MAX_DIM (checked by ops.c), so the
- * casts to blasint are exact. */
+/* Row-major c = a b (leading dimensions lda, ldb, ldc) with BLIS on the
+ * calling thread: BLIS runs single-threaded unless the program asks for
+ * more (BLIS_NUM_THREADS), in every variant. Every dimension and leading
+ * dimension is at most RILL__OP_MAX_DIM (checked by ops.c), so the casts
+ * to dim_t and inc_t are exact. BLIS takes its inputs through non-const
+ * pointers and does not write them. */
 static void sgemm(size_t m, size_t n, size_t k, const float *a, size_t lda, const float *b,
                   size_t ldb, float *c, size_t ldc) {
-    call_once(&blas_once, blas_make_single_threaded);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)m, (blasint)n, (blasint)k, 1.0f,
-                a, (blasint)lda, b, (blasint)ldb, 0.0f, c, (blasint)ldc);
+    float one = 1.0f, zero = 0.0f;
+    bli_sgemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, (dim_t)m, (dim_t)n, (dim_t)k, &one, (float *)a,
+              (inc_t)lda, 1, (float *)b, (inc_t)ldb, 1, &zero, c, (inc_t)ldc, 1);
 }
 
 /* ---- matmul ---- */
