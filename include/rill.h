@@ -23,6 +23,16 @@
  *  - Handles are opaque. Whoever creates a handle destroys it. Destroying a
  *    stream, event, kernel or graph exec with work still pending is
  *    allowed: the work finishes, then the resources are released.
+ *  - A handle is not the address of anything: it names a slot of the
+ *    library's handle table and that slot's generation. A destroyed handle
+ *    (and every handle after rill_shutdown, devices and library-owned
+ *    streams and events included) stays told apart from live ones, even
+ *    from an object created later in its place: passing it again is
+ *    RILL_ERROR_INVALID_ARGUMENT with a sentence, never a crash or a call
+ *    on another object. So is a handle of another kind, or a pointer rill
+ *    never gave out. Using a handle while another thread destroys it is
+ *    still a race of the program's. Compare handles with ==; never
+ *    dereference them.
  *  - Every function is thread-safe. Commands that several threads submit to
  *    one stream run in the order in which the calls returned.
  *  - The library initialises itself on first use; rill_shutdown() waits for

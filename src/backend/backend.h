@@ -13,6 +13,7 @@
 #define RILL_BACKEND_H
 
 #include "core/cmd.h"
+#include "core/handle.h"
 #include "platform/shm.h"
 #include "rill.h"
 
@@ -24,16 +25,16 @@ typedef struct rill__backend_ops {
     /* Fills dev->info (except ordinal) and creates the backend's state in
      * dev->backend. Called once, on the initialising thread, no locks held.
      * RILL_ERROR_NO_DEVICE with a sentence when the device cannot start. */
-    rill_status (*device_init)(rill_device *dev);
+    rill_status (*device_init)(rill__device *dev);
     /* Stops the device's threads and frees dev->backend. Called by
      * rill_shutdown after every stream has drained; no locks held. */
-    void (*device_shutdown)(rill_device *dev);
+    void (*device_shutdown)(rill__device *dev);
 
     /* Prepares or releases a stream's backend state. Any thread, no locks
      * held; stream_fini runs only when the stream has no pending work. A
      * failure's sentence names no public call (the caller names its own). */
-    rill_status (*stream_init)(rill_stream *s);
-    void (*stream_fini)(rill_stream *s);
+    rill_status (*stream_init)(rill__stream *s);
+    void (*stream_fini)(rill__stream *s);
 
     /* Appends cmd to s in stream order, assigns it the next sequence number
      * (stored in *seq), and arranges for it to run. Takes over the
@@ -46,7 +47,7 @@ typedef struct rill__backend_ops {
      * on other work. RILL_ERROR_OUT_OF_MEMORY when the command cannot be
      * stored (nothing was submitted then), with a sentence that names no
      * public call. */
-    rill_status (*submit)(rill_stream *s, const rill__cmd *cmd, uint64_t *seq);
+    rill_status (*submit)(rill__stream *s, const rill__cmd *cmd, uint64_t *seq);
 
     /* Reserves a segment of device memory for the pool (src/mem/pool.c),
      * bytes of address space that the pool commits piece by piece: the
@@ -57,18 +58,18 @@ typedef struct rill__backend_ops {
      * other processes); it is passed back to mem_free and mem_decommit.
      * Any thread; the pool's lock may be held; RILL_ERROR_OUT_OF_MEMORY
      * when the device cannot reserve that much. */
-    rill_status (*mem_alloc)(rill_device *dev, size_t bytes, void **out, void **handle);
-    void (*mem_free)(rill_device *dev, void *ptr, size_t bytes, void *handle);
+    rill_status (*mem_alloc)(rill__device *dev, size_t bytes, void **out, void **handle);
+    void (*mem_free)(rill__device *dev, void *ptr, size_t bytes, void *handle);
     /* Gives the memory behind [offset, offset + bytes) of a segment back to
      * the device (the whole pages inside it); the range stays reserved and
      * reads as zeros when touched again. NULL when the device cannot. Any
      * thread; the pool's lock may be held; never blocks on other work. */
-    void (*mem_decommit)(rill_device *dev, void *handle, size_t offset, size_t bytes);
+    void (*mem_decommit)(rill__device *dev, void *handle, size_t offset, size_t bytes);
     /* The shared memory object behind a segment from mem_alloc, which other
      * processes may map (src/mem/ipc.c), or NULL when that segment cannot
      * be shared. NULL as an op on devices whose memory is not host shared
      * memory. Any thread, no lock needed; never blocks. */
-    const rill__shm *(*mem_shared)(rill_device *dev, void *handle);
+    const rill__shm *(*mem_shared)(rill__device *dev, void *handle);
 } rill__backend_ops;
 
 extern const rill__backend_ops rill__cpu_backend;

@@ -7,6 +7,7 @@
 #ifndef RILL_CORE_CMD_H
 #define RILL_CORE_CMD_H
 
+#include "core/handle.h"
 #include "rill.h"
 
 typedef enum rill__cmd_kind {
@@ -38,7 +39,7 @@ typedef struct rill__cmd {
     unsigned flags; /* enum rill__cmd_flags */
     union {
         struct {
-            rill_kernel *kernel; /* borrowed: a destroyed kernel outlives its launches */
+            rill__kernel *kernel; /* borrowed: a destroyed kernel outlives its launches */
             rill_dim3 grid;
             rill_dim3 block;
             const void *args; /* borrowed during submit */
@@ -51,11 +52,11 @@ typedef struct rill__cmd {
             void *user_data;
         } host;
         struct {
-            rill_stream *stream; /* ref */
+            rill__stream *stream; /* ref */
             uint64_t seq;
         } wait;
         struct {
-            rill_event *event; /* ref */
+            rill__event *event; /* ref */
             uint64_t gen;
         } record;
         struct {
@@ -75,7 +76,7 @@ typedef struct rill__cmd {
              * after_seq, whether that work ran, failed or was skipped, so
              * launches of one exec never overlap and a failure of one does
              * not fail the next */
-            rill_stream *after_stream; /* ref */
+            rill__stream *after_stream; /* ref */
             uint64_t after_seq;
         } graph;
     } u;

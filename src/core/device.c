@@ -45,8 +45,8 @@ static _Atomic uint32_t init_lock;
 
 typedef struct thread_state {
     uint64_t epoch;
-    rill_device *device;
-    rill_stream *current[RILL__MAX_DEVICES];
+    rill__device *device;
+    rill__stream *current[RILL__MAX_DEVICES];
     int is_worker;
     int in_shutdown; /* the thread runs rill_shutdown */
 } thread_state;
@@ -56,7 +56,7 @@ static _Thread_local thread_state tls;
 /* fork(): see the section at the end of this file. */
 _Atomic uint32_t rill__fork_count;
 static bool fork_handlers_registered;  /* guarded by the init lock */
-static rill_kernel *inherited_kernels; /* in a child: the parent's live kernels, until built */
+static rill__kernel *inherited_kernels; /* in a child: the parent's live kernels, until built */
 static void fork_prepare(void);
 static void fork_parent(void);
 static void fork_child(void);
@@ -159,12 +159,16 @@ static void choose_initial_device(rill__runtime *rt) {
 }
 
 static rill_status device_create(rill__runtime *rt, const rill__backend_ops *ops) {
-    rill_device *dev = rill__calloc(1, sizeof *dev);
+    rill__device *dev = rill__calloc(1, sizeof *dev);
     if (dev == NULL)
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "out of memory creating a device");
     dev->ops = ops;
     dev->magic = RILL__MAGIC_DEVICE;
     dev->info.ordinal = rt->num_devices;
+    if (!rill__handle_open(RILL__HANDLE_DEVICE, dev, (void **)&dev->handle)) {
+        rill__free(dev);
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "out of memory creating a device");
+    }
     rill__mutex_init(&dev->lock);
     rill_status st = rill__pool_create(dev);
     if (st != RILL_OK)
@@ -184,6 +188,7 @@ fail_init:
     rill__pool_destroy(dev);
 fail_pool:
     rill__mutex_destroy(&dev->lock);
+    rill__handle_close(dev->handle);
     rill__free(dev);
     return st;
 }
@@ -233,24 +238,32 @@ static rill_status no_device(rill__runtime *rt, const char *fn) {
     return rill__fail(RILL_ERROR_NO_DEVICE, "%s: no device is available", fn);
 }
 
-rill_status rill__device_resolve(rill_device *dev, const char *fn, rill_device **out) {
+rill_status rill__device_resolve(rill_device *handle, const char *fn, rill__device **out) {
     rill__runtime *rt;
     rill__runtime_get(&rt);
-    if (dev == NULL) {
+    rill__device *dev;
+    if (handle == NULL) {
         dev = thread_get(rt)->device;
         if (dev == NULL)
             return no_device(rt, fn);
-    } else if (rill__handle_magic(dev) != RILL__MAGIC_DEVICE) {
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                          "%s: the device handle is not valid (devices come from rill_device_get "
-                          "and live until rill_shutdown)",
-                          fn);
+    } else if ((dev = rill__handle_get(handle, RILL__HANDLE_DEVICE)) == NULL) {
+        /* Devices come from rill_device_get and live until rill_shutdown. */
+        return rill__handle_fail(fn, "the device", handle, RILL__HANDLE_DEVICE);
     }
     *out = dev;
     return RILL_OK;
 }
 
-void rill__device_add_stream(rill_device *dev, rill_stream *s) {
+rill__device *rill__device_of_kind(rill_device_kind kind) {
+    rill__runtime *rt;
+    rill__runtime_get(&rt);
+    for (int i = 0; i < rt->num_devices; i++)
+        if (rt->devices[i]->info.kind == kind)
+            return rt->devices[i];
+    return NULL;
+}
+
+void rill__device_add_stream(rill__device *dev, rill__stream *s) {
     rill__mutex_lock(&dev->lock);
     s->dev_prev = NULL;
     s->dev_next = dev->streams;
@@ -260,7 +273,7 @@ void rill__device_add_stream(rill_device *dev, rill_stream *s) {
     rill__mutex_unlock(&dev->lock);
 }
 
-void rill__device_remove_stream(rill_device *dev, rill_stream *s) {
+void rill__device_remove_stream(rill__device *dev, rill__stream *s) {
     rill__mutex_lock(&dev->lock);
     if (s->dev_prev != NULL)
         s->dev_prev->dev_next = s->dev_next;
@@ -272,11 +285,11 @@ void rill__device_remove_stream(rill_device *dev, rill_stream *s) {
     rill__mutex_unlock(&dev->lock);
 }
 
-size_t rill__device_pending(rill_device *dev, rill__mem_dep *deps, size_t cap, int *overflow) {
+size_t rill__device_pending(rill__device *dev, rill__mem_dep *deps, size_t cap, int *overflow) {
     size_t n = 0;
     *overflow = 0;
     rill__mutex_lock(&dev->lock);
-    for (rill_stream *s = dev->streams; s != NULL; s = s->dev_next) {
+    for (rill__stream *s = dev->streams; s != NULL; s = s->dev_next) {
         if (s->kind == RILL__STREAM_PROXY)
             continue; /* it runs no work: its numbers stand for other processes' work */
         /* acquire: pairs with the submit that assigned the number. */
@@ -302,16 +315,16 @@ int rill__deps_done(const rill__mem_dep *deps, size_t n) {
     return 1;
 }
 
-rill_stream *rill__thread_current_stream(rill_device *dev) {
+rill__stream *rill__thread_current_stream(rill__device *dev) {
     rill__runtime *rt;
     rill__runtime_get(&rt);
     thread_state *ts = thread_get(rt);
-    rill_stream *s = ts->current[dev->info.ordinal];
+    rill__stream *s = ts->current[dev->info.ordinal];
     if (s == NULL)
         return dev->default_stream;
     /* The slot holds a reference, so a stream destroyed while current is a
      * zombie here, not freed memory: fall back to the default stream. */
-    if (rill__handle_magic(s) != RILL__MAGIC_STREAM) {
+    if (atomic_load_explicit(&s->owner_released, memory_order_relaxed)) {
         ts->current[dev->info.ordinal] = NULL;
         rill__stream_unref(s);
         return dev->default_stream;
@@ -361,7 +374,7 @@ rill_status rill_device_get(int ordinal, rill_device **out) {
                           "(see rill_device_count or `rill info`)",
                           ordinal, rt->num_devices - 1);
     }
-    *out = rt->devices[ordinal];
+    *out = rt->devices[ordinal]->handle;
     return RILL_OK;
 }
 
@@ -379,7 +392,7 @@ rill_status rill_device_get_by_kind(rill_device_kind kind, int index, rill_devic
     int seen = 0;
     for (int i = 0; i < rt->num_devices; i++) {
         if (rt->devices[i]->info.kind == kind && seen++ == index) {
-            *out = rt->devices[i];
+            *out = rt->devices[i]->handle;
             return RILL_OK;
         }
     }
@@ -389,10 +402,11 @@ rill_status rill_device_get_by_kind(rill_device_kind kind, int index, rill_devic
                       kind == RILL_DEVICE_CPU ? "CPU" : "CUDA", index, seen);
 }
 
-rill_status rill_device_get_info(rill_device *dev, rill_device_info *out) {
+rill_status rill_device_get_info(rill_device *handle, rill_device_info *out) {
     if (out == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_device_get_info: out is NULL");
-    rill_status st = rill__device_resolve(dev, "rill_device_get_info", &dev);
+    rill__device *dev;
+    rill_status st = rill__device_resolve(handle, "rill_device_get_info", &dev);
     if (st != RILL_OK) {
         memset(out, 0, sizeof *out);
         return st;
@@ -401,12 +415,13 @@ rill_status rill_device_get_info(rill_device *dev, rill_device_info *out) {
     return RILL_OK;
 }
 
-rill_status rill_set_device(rill_device *dev) {
+rill_status rill_set_device(rill_device *handle) {
     rill__runtime *rt;
-    if (dev == NULL)
+    if (handle == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "rill_set_device: dev is NULL; pass a device from rill_device_get");
-    rill_status st = rill__device_resolve(dev, "rill_set_device", &dev);
+    rill__device *dev;
+    rill_status st = rill__device_resolve(handle, "rill_set_device", &dev);
     if (st != RILL_OK)
         return st;
     rill__runtime_get(&rt);
@@ -418,7 +433,11 @@ rill_status rill_get_device(rill_device **out) {
     if (out == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_get_device: out is NULL");
     *out = NULL;
-    return rill__device_resolve(NULL, "rill_get_device", out);
+    rill__device *dev;
+    rill_status st = rill__device_resolve(NULL, "rill_get_device", &dev);
+    if (st == RILL_OK)
+        *out = dev->handle;
+    return st;
 }
 
 /* Waits for every stream of dev, destroyed ones with pending work
@@ -430,15 +449,15 @@ rill_status rill_get_device(rill_device **out) {
  * streams are passed by: they run no work, a stream that waits for one is
  * waited for itself, and a failure they record belongs to the waits that
  * saw it (which a clear of the waiting stream ends), not to the device. */
-static rill_status sync_device(rill_device *dev, const char *fn) {
+static rill_status sync_device(rill__device *dev, const char *fn) {
     enum { BATCH = 64 };
     rill_status first = RILL_OK;
-    rill_stream *mark = NULL; /* ref: the next batch starts after it */
+    rill__stream *mark = NULL; /* ref: the next batch starts after it */
     do {
         rill__mem_dep deps[BATCH];
         size_t n = 0;
         rill__mutex_lock(&dev->lock);
-        rill_stream *s = mark != NULL ? mark->dev_next : dev->streams;
+        rill__stream *s = mark != NULL ? mark->dev_next : dev->streams;
         for (; s != NULL && n < BATCH; s = s->dev_next) {
             if (s->kind == RILL__STREAM_PROXY)
                 continue;
@@ -451,7 +470,7 @@ static rill_status sync_device(rill_device *dev, const char *fn) {
             deps[n].stream = s;
             deps[n++].seq = seq;
         }
-        rill_stream *next_mark = s != NULL ? deps[n - 1].stream : NULL;
+        rill__stream *next_mark = s != NULL ? deps[n - 1].stream : NULL;
         if (next_mark != NULL)
             rill__stream_ref(next_mark);
         rill__mutex_unlock(&dev->lock);
@@ -471,12 +490,13 @@ static rill_status sync_device(rill_device *dev, const char *fn) {
     return first;
 }
 
-rill_status rill__device_drain(rill_device *dev, const char *fn) {
+rill_status rill__device_drain(rill__device *dev, const char *fn) {
     return sync_device(dev, fn);
 }
 
-rill_status rill_device_synchronize(rill_device *dev) {
-    rill_status st = rill__device_resolve(dev, "rill_device_synchronize", &dev);
+rill_status rill_device_synchronize(rill_device *handle) {
+    rill__device *dev;
+    rill_status st = rill__device_resolve(handle, "rill_device_synchronize", &dev);
     if (st != RILL_OK)
         return st;
     st = rill__check_may_block("rill_device_synchronize");
@@ -490,7 +510,7 @@ rill_status rill_device_synchronize(rill_device *dev) {
 
 /* ---------------------------------------------------------------- shutdown */
 
-static void device_destroy(rill_device *dev) {
+static void device_destroy(rill__device *dev) {
     /* Every stream has drained and the workers have stopped: release the
      * owners' references of streams nobody destroyed (default, tagged and
      * leaked ones); each stream leaves the list when it is freed. */
@@ -501,8 +521,8 @@ static void device_destroy(rill_device *dev) {
         rill__free(t);
     }
     rill__pool_destroy(dev);
-    rill_stream *next;
-    for (rill_stream *s = dev->streams; s != NULL; s = next) {
+    rill__stream *next;
+    for (rill__stream *s = dev->streams; s != NULL; s = next) {
         next = s->dev_next;
         if (!atomic_exchange(&s->owner_released, 1)) {
             atomic_store(&s->magic, RILL__MAGIC_DEAD);
@@ -559,6 +579,7 @@ rill_status rill_shutdown(void) {
     rill__mem_host_shutdown();
     rill__registry_shutdown();
     rill__mutex_destroy(&rt->lock);
+    rill__handle_close_all(0); /* every handle of this runtime is stale */
     tls.in_shutdown = 0;
     atomic_store_explicit(&dying, NULL, memory_order_relaxed);
     unlock_init();
@@ -567,40 +588,42 @@ rill_status rill_shutdown(void) {
 
 /* --------------------------------------------------------------- current stream */
 
-rill_stream *rill_default_stream(rill_device *dev) {
-    if (rill__device_resolve(dev, "rill_default_stream", &dev) != RILL_OK)
+rill_stream *rill_default_stream(rill_device *handle) {
+    rill__device *dev;
+    if (rill__device_resolve(handle, "rill_default_stream", &dev) != RILL_OK)
         return NULL;
-    return dev->default_stream;
+    return dev->default_stream->handle;
 }
 
-rill_stream *rill_current_stream(rill_device *dev) {
-    if (rill__device_resolve(dev, "rill_current_stream", &dev) != RILL_OK)
+rill_stream *rill_current_stream(rill_device *handle) {
+    rill__device *dev;
+    if (rill__device_resolve(handle, "rill_current_stream", &dev) != RILL_OK)
         return NULL;
-    return rill__thread_current_stream(dev);
+    return rill__thread_current_stream(dev)->handle;
 }
 
-rill_stream *rill_set_current_stream(rill_stream *stream) {
+rill_stream *rill_set_current_stream(rill_stream *handle) {
     rill__runtime *rt;
-    rill_device *dev;
+    rill__device *dev;
+    rill__stream *stream;
     rill__runtime_get(&rt);
-    if (stream == NULL) {
+    if (handle == NULL) {
         if (rill__device_resolve(NULL, "rill_set_current_stream", &dev) != RILL_OK)
             return NULL;
         stream = dev->default_stream;
-    } else if (rill__handle_magic(stream) != RILL__MAGIC_STREAM) {
-        rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                   "rill_set_current_stream: the stream handle is not valid (destroyed?)");
+    } else if ((stream = rill__handle_get(handle, RILL__HANDLE_STREAM)) == NULL) {
+        rill__handle_fail("rill_set_current_stream", "the stream", handle, RILL__HANDLE_STREAM);
         return NULL;
     }
     dev = stream->dev;
     thread_state *ts = thread_get(rt);
-    rill_stream *prev = rill__thread_current_stream(dev);
-    rill_stream *old = ts->current[dev->info.ordinal];
+    rill__stream *prev = rill__thread_current_stream(dev);
+    rill__stream *old = ts->current[dev->info.ordinal];
     rill__stream_ref(stream);
     ts->current[dev->info.ordinal] = stream;
     if (old != NULL)
         rill__stream_unref(old);
-    return prev;
+    return prev->handle;
 }
 
 /* ---------------------------------------------------------------- fork */
@@ -643,6 +666,7 @@ static void fork_prepare(void) {
     rill__mutex_lock(&rt->lock);
     for (int i = 0; i < rt->num_devices; i++)
         rill__mutex_lock(&rt->devices[i]->lock); /* by ordinal */
+    rill__handle_fork_prepare();                 /* a leaf: taken last, released first */
 }
 
 static void unlock_lists(rill__runtime *rt) {
@@ -652,8 +676,10 @@ static void unlock_lists(rill__runtime *rt) {
 }
 
 static void fork_parent(void) {
-    if (forking.rt != NULL)
+    if (forking.rt != NULL) {
+        rill__handle_fork_release();
         unlock_lists(forking.rt);
+    }
     if (forking.took_init_lock)
         unlock_init();
     forking.rt = NULL;
@@ -663,20 +689,21 @@ static void fork_parent(void) {
  * keeps its live kernels for the next runtime; rt's list locks held. */
 static void forget_runtime(rill__runtime *rt) {
     for (int i = 0; i < rt->num_devices; i++) {
-        rill_device *dev = rt->devices[i];
+        rill__device *dev = rt->devices[i];
         atomic_store(&dev->magic, RILL__MAGIC_DEAD);
-        for (rill_stream *s = dev->streams; s != NULL; s = s->dev_next)
+        for (rill__stream *s = dev->streams; s != NULL; s = s->dev_next)
             atomic_store(&s->magic, RILL__MAGIC_DEAD);
     }
-    for (rill_event *e = rt->events; e != NULL; e = e->rt_next)
+    for (rill__event *e = rt->events; e != NULL; e = e->rt_next)
         atomic_store(&e->magic, RILL__MAGIC_DEAD);
-    for (rill_graph *g = rt->graphs; g != NULL; g = g->rt_next)
+    for (rill__graph *g = rt->graphs; g != NULL; g = g->rt_next)
         atomic_store(&g->magic, RILL__MAGIC_DEAD);
-    for (rill_graph_exec *x = rt->execs; x != NULL; x = x->rt_next)
+    for (rill__graph_exec *x = rt->execs; x != NULL; x = x->rt_next)
         atomic_store(&x->magic, RILL__MAGIC_DEAD);
     /* The graphs that named them are gone with the parent's runtime. */
-    for (rill_kernel *k = rt->kernels; k != NULL; k = k->rt_next)
+    for (rill__kernel *k = rt->kernels; k != NULL; k = k->rt_next)
         atomic_store(&k->graph_refs, 0);
+    rill__handle_close_all(RILL__HANDLE_KERNEL);
     inherited_kernels = rt->kernels;
     rt->kernels = NULL;
 }
@@ -685,6 +712,7 @@ static void fork_child(void) {
     atomic_fetch_add(&rill__fork_count, 1);
     rill__runtime *rt = forking.rt;
     if (rt != NULL) {
+        rill__handle_fork_release();
         forget_runtime(rt);
         unlock_lists(rt);
         parent_runtime = *rt;

@@ -25,24 +25,26 @@
 
 #define VALID_FLAGS (RILL_EVENT_TIMING | RILL_EVENT_BLOCKING_SYNC | RILL_EVENT_INTERPROCESS)
 
-static rill_status resolve(rill_event *e, const char *fn) {
+rill_status rill__event_resolve(rill_event *handle, const char *fn, rill__event **out) {
+    rill__event *e = rill__handle_get(handle, RILL__HANDLE_EVENT);
     if (e == NULL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                          "%s: event is NULL; pass an event from rill_event_create", fn);
-    if (rill__handle_magic(e) != RILL__MAGIC_EVENT)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                          "%s: the event handle is not valid (destroyed, or not an event)", fn);
+        return rill__handle_fail(fn, "the event", handle, RILL__HANDLE_EVENT);
+    *out = e;
     return RILL_OK;
 }
 
-static rill_status event_new(unsigned flags, int is_tagged, const char *fn, rill_event **out) {
+static rill_status event_new(unsigned flags, int is_tagged, const char *fn, rill__event **out) {
     rill__runtime *rt;
     rill__runtime_get(&rt);
-    rill_event *e = rill__calloc(1, sizeof *e);
+    rill__event *e = rill__calloc(1, sizeof *e);
     if (e == NULL)
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory", fn);
     e->flags = flags;
     e->is_tagged = is_tagged;
+    if (!rill__handle_open(RILL__HANDLE_EVENT, e, (void **)&e->handle)) {
+        rill__free(e);
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    }
     rill__mutex_init(&e->lock);
     atomic_init(&e->refs, 1);
     atomic_store(&e->magic, RILL__MAGIC_EVENT);
@@ -56,11 +58,11 @@ static rill_status event_new(unsigned flags, int is_tagged, const char *fn, rill
     return RILL_OK;
 }
 
-rill_status rill__event_new(unsigned flags, const char *fn, rill_event **out) {
+rill_status rill__event_new(unsigned flags, const char *fn, rill__event **out) {
     return event_new(flags, 0, fn, out);
 }
 
-static void event_free(rill_event *e) {
+static void event_free(rill__event *e) {
     rill__runtime *rt;
     rill__runtime_get(&rt);
     rill__mutex_lock(&rt->lock);
@@ -71,6 +73,7 @@ static void event_free(rill_event *e) {
     if (e->rt_next != NULL)
         e->rt_next->rt_prev = e->rt_prev;
     rill__mutex_unlock(&rt->lock);
+    rill__handle_close(e->handle);
     if (e->stream != NULL)
         rill__stream_unref(e->stream);
     if (e->ipc != NULL)
@@ -79,13 +82,13 @@ static void event_free(rill_event *e) {
     rill__free(e);
 }
 
-void rill__event_unref(rill_event *e) {
+void rill__event_unref(rill__event *e) {
     /* acq_rel: the last release must see every other holder's writes. */
     if (atomic_fetch_sub_explicit(&e->refs, 1, memory_order_acq_rel) == 1)
         event_free(e);
 }
 
-void rill__event_stamp(rill_event *e, uint64_t gen, uint64_t now_ns, int failed) {
+void rill__event_stamp(rill__event *e, uint64_t gen, uint64_t now_ns, int failed) {
     if (e->ipc != NULL) {
         rill__ipc_event_complete(e->ipc, gen, failed);
         return; /* interprocess events take no timestamps */
@@ -108,7 +111,7 @@ void rill__events_shutdown(rill__runtime *rt) {
     /* Every stream has drained, so no record command holds a reference:
      * free the events nobody destroyed. */
     while (rt->events != NULL) {
-        rill_event *e = rt->events;
+        rill__event *e = rt->events;
         atomic_store(&e->magic, RILL__MAGIC_DEAD);
         event_free(e);
     }
@@ -118,7 +121,7 @@ void rill__events_shutdown(rill__runtime *rt) {
  * *ipc_gen is the generation of an interprocess event's latest record in
  * any process (0 for other events); *s is NULL when another process made
  * that record (or a later one than this process's). */
-static void snapshot(rill_event *e, rill_stream **s, uint64_t *seq, uint64_t *ipc_gen) {
+static void snapshot(rill__event *e, rill__stream **s, uint64_t *seq, uint64_t *ipc_gen) {
     rill__mutex_lock(&e->lock);
     uint64_t latest = e->ipc != NULL ? rill__ipc_event_latest(e->ipc) : e->gen;
     *ipc_gen = e->ipc != NULL ? latest : 0;
@@ -144,23 +147,30 @@ rill_status rill_event_create(unsigned flags, rill_event **out) {
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "rill_event_create: RILL_EVENT_INTERPROCESS cannot be combined with "
                           "RILL_EVENT_TIMING; drop one of them");
-    if (!(flags & RILL_EVENT_INTERPROCESS))
-        return event_new(flags, 0, "rill_event_create", out);
+    rill__event *e;
+    if (!(flags & RILL_EVENT_INTERPROCESS)) {
+        rill_status st = event_new(flags, 0, "rill_event_create", &e);
+        if (st == RILL_OK)
+            *out = e->handle;
+        return st;
+    }
     rill__ipc_event *ipc;
     rill_status st = rill__ipc_event_create(&ipc);
     if (st != RILL_OK)
         return st;
-    st = event_new(flags, 0, "rill_event_create", out);
+    st = event_new(flags, 0, "rill_event_create", &e);
     if (st != RILL_OK) {
         rill__ipc_event_release(ipc);
         return st;
     }
-    (*out)->ipc = ipc; /* not yet visible to the caller */
+    e->ipc = ipc; /* not yet visible to the caller */
+    *out = e->handle;
     return RILL_OK;
 }
 
-rill_status rill_event_destroy(rill_event *event) {
-    rill_status st = resolve(event, "rill_event_destroy");
+rill_status rill_event_destroy(rill_event *event_h) {
+    rill__event *event;
+    rill_status st = rill__event_resolve(event_h, "rill_event_destroy", &event);
     if (st != RILL_OK)
         return st;
     if (event->is_tagged)
@@ -171,15 +181,18 @@ rill_status rill_event_destroy(rill_event *event) {
     if (!atomic_compare_exchange_strong(&event->magic, &expected, RILL__MAGIC_DEAD))
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "rill_event_destroy: the event was already destroyed");
+    rill__handle_close(event->handle); /* stale from here on */
     rill__event_unref(event);
     return RILL_OK;
 }
 
-rill_status rill_event_record(rill_event *event, rill_stream *stream) {
-    rill_status st = resolve(event, "rill_event_record");
+rill_status rill_event_record(rill_event *event_h, rill_stream *stream_h) {
+    rill__event *event;
+    rill_status st = rill__event_resolve(event_h, "rill_event_record", &event);
     if (st != RILL_OK)
         return st;
-    st = rill__stream_resolve(stream, "rill_event_record", &stream);
+    rill__stream *stream;
+    st = rill__stream_resolve(stream_h, "rill_event_record", &stream);
     if (st != RILL_OK)
         return st;
     bool captured;
@@ -220,7 +233,7 @@ rill_status rill_event_record(rill_event *event, rill_stream *stream) {
         /* acquire: pairs with the submit that assigned the number. */
         seq = atomic_load_explicit(&stream->sub_seq, memory_order_acquire);
     }
-    rill_stream *old = event->stream;
+    rill__stream *old = event->stream;
     rill__stream_ref(stream);
     event->dev = stream->dev;
     event->stream = stream;
@@ -234,14 +247,15 @@ rill_status rill_event_record(rill_event *event, rill_stream *stream) {
     return RILL_OK;
 }
 
-rill_status rill_event_query(rill_event *event) {
-    rill_status st = resolve(event, "rill_event_query");
+rill_status rill_event_query(rill_event *event_h) {
+    rill__event *event;
+    rill_status st = rill__event_resolve(event_h, "rill_event_query", &event);
     if (st != RILL_OK)
         return st;
     st = rill__capture_check_event_sync(event, "rill_event_query");
     if (st != RILL_OK)
         return st;
-    rill_stream *s;
+    rill__stream *s;
     uint64_t seq, remote;
     char msg[RILL__ERROR_BYTES];
     snapshot(event, &s, &seq, &remote);
@@ -260,8 +274,9 @@ rill_status rill_event_query(rill_event *event) {
     return st;
 }
 
-rill_status rill_event_synchronize(rill_event *event) {
-    rill_status st = resolve(event, "rill_event_synchronize");
+rill_status rill_event_synchronize(rill_event *event_h) {
+    rill__event *event;
+    rill_status st = rill__event_resolve(event_h, "rill_event_synchronize", &event);
     if (st != RILL_OK)
         return st;
     st = rill__capture_check_event_sync(event, "rill_event_synchronize");
@@ -270,7 +285,7 @@ rill_status rill_event_synchronize(rill_event *event) {
     st = rill__check_may_block("rill_event_synchronize");
     if (st != RILL_OK)
         return st;
-    rill_stream *s;
+    rill__stream *s;
     uint64_t seq, remote;
     snapshot(event, &s, &seq, &remote);
     if (s == NULL && remote != 0)
@@ -286,8 +301,8 @@ rill_status rill_event_synchronize(rill_event *event) {
 }
 
 /* Reads a timing event's state for elapsed_ms. */
-static rill_status timing_point(rill_event *e, const char *which, uint64_t *ts) {
-    rill_stream *s;
+static rill_status timing_point(rill__event *e, const char *which, uint64_t *ts) {
+    rill__stream *s;
     uint64_t seq, remote;
     char msg[RILL__ERROR_BYTES];
     if (!(e->flags & RILL_EVENT_TIMING))
@@ -318,13 +333,14 @@ static rill_status timing_point(rill_event *e, const char *which, uint64_t *ts) 
     return st;
 }
 
-rill_status rill_event_elapsed_ms(rill_event *start, rill_event *end, float *ms) {
+rill_status rill_event_elapsed_ms(rill_event *start_h, rill_event *end_h, float *ms) {
     if (ms == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_event_elapsed_ms: ms is NULL");
     *ms = 0.0f;
-    rill_status st = resolve(start, "rill_event_elapsed_ms");
+    rill__event *start, *end;
+    rill_status st = rill__event_resolve(start_h, "rill_event_elapsed_ms", &start);
     if (st == RILL_OK)
-        st = resolve(end, "rill_event_elapsed_ms");
+        st = rill__event_resolve(end_h, "rill_event_elapsed_ms", &end);
     if (st != RILL_OK)
         return st;
     uint64_t t0 = 0, t1 = 0;
@@ -350,13 +366,13 @@ rill_status rill_event_get_tagged(const char *tag, rill_event **out) {
     rill__mutex_lock(&rt->lock);
     for (rill__tagged_event *t = rt->tagged_events; t != NULL; t = t->next) {
         if (strcmp(t->tag, tag) == 0) {
-            *out = t->event;
+            *out = t->event->handle;
             rill__mutex_unlock(&rt->lock);
             return RILL_OK;
         }
     }
     rill__mutex_unlock(&rt->lock);
-    rill_event *e;
+    rill__event *e;
     rill_status st = event_new(RILL_EVENT_DEFAULT, 1, "rill_event_get_tagged", &e);
     if (st != RILL_OK)
         return st;
@@ -365,7 +381,7 @@ rill_status rill_event_get_tagged(const char *tag, rill_event **out) {
     rill__mutex_lock(&rt->lock);
     for (rill__tagged_event *o = rt->tagged_events; o != NULL; o = o->next) {
         if (strcmp(o->tag, tag) == 0) {
-            *out = o->event;
+            *out = o->event->handle;
             rill__mutex_unlock(&rt->lock);
             rill__free(t);
             rill__free(copy);
@@ -385,15 +401,17 @@ rill_status rill_event_get_tagged(const char *tag, rill_event **out) {
     t->next = rt->tagged_events;
     rt->tagged_events = t;
     rill__mutex_unlock(&rt->lock);
-    *out = e;
+    *out = e->handle;
     return RILL_OK;
 }
 
-rill_status rill_stream_wait_event(rill_stream *stream, rill_event *event) {
-    rill_status st = rill__stream_resolve(stream, "rill_stream_wait_event", &stream);
+rill_status rill_stream_wait_event(rill_stream *stream_h, rill_event *event_h) {
+    rill__stream *stream;
+    rill_status st = rill__stream_resolve(stream_h, "rill_stream_wait_event", &stream);
     if (st != RILL_OK)
         return st;
-    st = resolve(event, "rill_stream_wait_event");
+    rill__event *event;
+    st = rill__event_resolve(event_h, "rill_stream_wait_event", &event);
     if (st != RILL_OK)
         return st;
     bool captured;
@@ -403,8 +421,8 @@ rill_status rill_stream_wait_event(rill_stream *stream, rill_event *event) {
     return rill__event_wait(stream, event, "rill_stream_wait_event");
 }
 
-rill_status rill__event_wait(rill_stream *stream, rill_event *event, const char *fn) {
-    rill_stream *s;
+rill_status rill__event_wait(rill__stream *stream, rill__event *event, const char *fn) {
+    rill__stream *s;
     uint64_t seq, remote;
     snapshot(event, &s, &seq, &remote);
     if (s == NULL && remote != 0)

@@ -7,39 +7,43 @@
 #include "core/event_ipc.h"
 #include "core/runtime.h"
 
-struct rill_event {
+struct rill__event {
     _Atomic uint32_t magic;
     /* immutable after create */
+    rill_event *handle; /* its handle (handle.h), closed by destroy or free */
     unsigned flags;
     int is_tagged;        /* owned by the runtime */
     rill__ipc_event *ipc; /* owned: the shared state of interprocess events, else NULL */
     /* guarded by lock */
     rill__mutex lock;
-    rill_device *dev;    /* bound on first record; borrowed */
-    rill_stream *stream; /* ref: the stream of the last record, or NULL */
+    rill__device *dev;    /* bound on first record; borrowed */
+    rill__stream *stream; /* ref: the stream of the last record, or NULL */
     uint64_t seq;        /* the recorded point on stream */
     uint64_t gen;        /* bumped by every record */
     uint64_t ts_ns;      /* timing events: when the record ran */
     uint64_t cap_id;     /* recorded inside this capture (src/graph), or 0 */
     int ts_valid;
     /* guarded by rt->lock */
-    rill_event *rt_next, *rt_prev;
+    rill__event *rt_next, *rt_prev;
     /* atomic */
     _Atomic int refs; /* creator plus pending record commands */
 };
 
+/* The event that handle names; RILL_ERROR_INVALID_ARGUMENT with a sentence
+ * naming fn otherwise. */
+rill_status rill__event_resolve(rill_event *handle, const char *fn, rill__event **out);
 /* A new untagged event (rill_event_create, rill_event_open_ipc_handle); fn
  * names the public call in a failure's sentence. */
-rill_status rill__event_new(unsigned flags, const char *fn, rill_event **out);
-void rill__event_unref(rill_event *e);
+rill_status rill__event_new(unsigned flags, const char *fn, rill__event **out);
+void rill__event_unref(rill__event *e);
 /* Called by a backend when a RECORD command of generation gen runs;
  * failed != 0 when the stream is skipping work after a failure. */
-void rill__event_stamp(rill_event *e, uint64_t gen, uint64_t now_ns, int failed);
+void rill__event_stamp(rill__event *e, uint64_t gen, uint64_t now_ns, int failed);
 /* Makes stream's later work wait for event as recorded now (the wait of
  * rill_stream_wait_event once the capture had nothing to do with it).
  * For holders of a reference, such as graph wait nodes: the event may
  * have been destroyed by its owner. fn names the public call. */
-rill_status rill__event_wait(rill_stream *stream, rill_event *event, const char *fn);
+rill_status rill__event_wait(rill__stream *stream, rill__event *event, const char *fn);
 /* Frees every event (rill_shutdown). */
 void rill__events_shutdown(rill__runtime *rt);
 

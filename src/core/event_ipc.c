@@ -108,7 +108,7 @@ struct rill__ipc_event {
     ipc_page *page;      /* shm.base in the exporter; an owned mapping in an opener */
     rill__ipc_wire wire; /* names the page for handles (device and flags set at export) */
     int is_exporter;
-    rill_stream *proxy; /* owned: numbers this process's waits */
+    rill__stream *proxy; /* owned: numbers this process's waits */
     /* guarded by the lock of the event that owns this */
     recorder *me;  /* this process's entry once it recorded; NULL before, or without one */
     bool no_entry; /* the table was full: this process records untracked */
@@ -137,22 +137,23 @@ static struct {
 /* ------------------------------------------------------------ lifetime */
 
 static rill_status make_proxy(rill__ipc_event *ipc, const char *fn) {
-    rill_device *cpu;
-    rill_status st = rill_device_get_by_kind(RILL_DEVICE_CPU, 0, &cpu);
-    if (st != RILL_OK)
-        return rill__fail(st,
+    rill__device *cpu = rill__device_of_kind(RILL_DEVICE_CPU);
+    if (cpu == NULL)
+        return rill__fail(RILL_ERROR_NO_DEVICE,
                           "%s: the CPU device, whose streams wait for other processes, is "
                           "not available",
                           fn);
+    rill_status st;
     st = rill__stream_new(cpu, 0, RILL__STREAM_PROXY, &ipc->proxy);
     if (st != RILL_OK)
         return rill__fail_from(st, fn);
     /* Another process completes its numbers: work behind them may wait for
      * anything (see rill__stream_opaque_pending). */
     atomic_store(&ipc->proxy->opaque_seq, UINT64_MAX);
-    char name[64];
-    snprintf(name, sizeof name, "interprocess event of process %d", (int)ipc->wire.name.pid);
-    rill_stream_set_name(ipc->proxy, name);
+    rill__mutex_lock(&ipc->proxy->err_lock);
+    snprintf(ipc->proxy->name, sizeof ipc->proxy->name, "interprocess event of process %d",
+             (int)ipc->wire.name.pid);
+    rill__mutex_unlock(&ipc->proxy->err_lock);
     return RILL_OK;
 }
 
@@ -580,7 +581,7 @@ rill_status rill__ipc_event_synchronize(rill__ipc_event *ipc, uint64_t gen, int 
     return rill__stream_wait_status(ipc->proxy, seq, blocking, fn);
 }
 
-rill_status rill__ipc_event_wait(rill__ipc_event *ipc, rill_stream *stream, uint64_t gen,
+rill_status rill__ipc_event_wait(rill__ipc_event *ipc, rill__stream *stream, uint64_t gen,
                                  const char *fn) {
     if (is_done(ipc, gen) && !has_failed(ipc, gen))
         return RILL_OK;
@@ -593,15 +594,15 @@ rill_status rill__ipc_event_wait(rill__ipc_event *ipc, rill_stream *stream, uint
 
 /* ---------------------------------------------------------------- public */
 
-rill_status rill_event_ipc_handle(rill_event *event, rill_ipc_event_handle *out) {
+rill_status rill_event_ipc_handle(rill_event *event_h, rill_ipc_event_handle *out) {
     static const char fn[] = "rill_event_ipc_handle";
     if (out == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: out is NULL", fn);
     memset(out, 0, sizeof *out);
-    if (rill__handle_magic(event) != RILL__MAGIC_EVENT)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                          "%s: the event handle is not valid (NULL, destroyed, or not an event)",
-                          fn);
+    rill__event *event;
+    rill_status st = rill__event_resolve(event_h, fn, &event);
+    if (st != RILL_OK)
+        return st;
     if (event->ipc == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "%s: the event was created without RILL_EVENT_INTERPROCESS; create it "
@@ -609,7 +610,7 @@ rill_status rill_event_ipc_handle(rill_event *event, rill_ipc_event_handle *out)
                           fn);
     rill__ipc_wire w = event->ipc->wire;
     rill__mutex_lock(&event->lock);
-    rill_device *dev = event->dev != NULL ? event->dev : event->ipc->proxy->dev;
+    rill__device *dev = event->dev != NULL ? event->dev : event->ipc->proxy->dev;
     rill__mutex_unlock(&event->lock);
     rill__ipc_set_device(&w, dev);
     w.bytes = event->flags;
@@ -656,7 +657,7 @@ rill_status rill_event_open_ipc_handle(const rill_ipc_event_handle *handle, rill
                           "%s: the handle's fields are inconsistent (%llu bytes of state, flags "
                           "0x%llx); it was not made by rill_event_ipc_handle",
                           fn, (unsigned long long)w.object_bytes, (unsigned long long)w.bytes);
-    rill_device *dev;
+    rill__device *dev;
     st = rill__ipc_get_device(&w, fn, &dev);
     if (st != RILL_OK)
         return st;
@@ -669,7 +670,7 @@ rill_status rill_event_open_ipc_handle(const rill_ipc_event_handle *handle, rill
     st = open_page(&w, &ipc->page, fn);
     if (st == RILL_OK)
         st = make_proxy(ipc, fn);
-    rill_event *e = NULL;
+    rill__event *e = NULL;
     if (st == RILL_OK)
         st = rill__event_new((unsigned)w.bytes, fn, &e);
     if (st != RILL_OK) {
@@ -679,6 +680,6 @@ rill_status rill_event_open_ipc_handle(const rill_ipc_event_handle *handle, rill
     /* Not yet visible to the caller: set without the lock. */
     e->ipc = ipc;
     e->dev = dev;
-    *out = e;
+    *out = e->handle;
     return RILL_OK;
 }

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/handle.h"
 #include "rill.h"
 
 typedef struct rill__ipc_event rill__ipc_event;
@@ -35,7 +36,7 @@ rill_status rill__ipc_event_query(rill__ipc_event *ipc, uint64_t gen, const char
 bool rill__ipc_event_completed_ok(rill__ipc_event *ipc, uint64_t gen);
 rill_status rill__ipc_event_synchronize(rill__ipc_event *ipc, uint64_t gen, int blocking,
                                         const char *fn);
-rill_status rill__ipc_event_wait(rill__ipc_event *ipc, rill_stream *stream, uint64_t gen,
+rill_status rill__ipc_event_wait(rill__ipc_event *ipc, rill__stream *stream, uint64_t gen,
                                  const char *fn);
 
 /* Stops the waiter thread (rill_shutdown, after all work has drained and

@@ -12,8 +12,10 @@
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "core/alloc.h"
+#include "core/status.h"
 #include "platform/thread.h"
 
 #define KIND_BITS   4u
@@ -135,7 +137,17 @@ void *rill__handle_get(const void *handle, rill__handle_kind kind) {
 rill__handle_kind rill__handle_kind_of(const void *handle) {
     uint32_t gen, index;
     rill__handle_kind k;
-    return decode(handle, &gen, &index, &k) ? k : (rill__handle_kind)0;
+    if (!decode(handle, &gen, &index, &k))
+        return (rill__handle_kind)0;
+    /* Only bits that name a slot handed out, with a generation it had or
+     * has, were a handle: other pointers rarely pass this. */
+    slot *s = slot_at(index);
+    if (s == NULL)
+        return (rill__handle_kind)0;
+    uint64_t tag = atomic_load_explicit(&s->tag, memory_order_acquire);
+    uint32_t now = (uint32_t)(tag >> KIND_BITS);
+    bool handed_out = (tag & ((1u << KIND_BITS) - 1u)) != 0 || now > 1;
+    return handed_out && gen <= now ? k : (rill__handle_kind)0;
 }
 
 /* Closes slot index if it is in use under handle's generation and kind
@@ -167,12 +179,21 @@ void rill__handle_close(const void *handle) {
     rill__spinlock_unlock(&table.lock);
 }
 
-void rill__handle_close_all(void) {
+void rill__handle_close_all(rill__handle_kind keep) {
     rill__spinlock_lock(&table.lock);
     for (uint32_t i = 0; i < table.next_index; i++) {
         uint64_t tag = atomic_load_explicit(&slot_at(i)->tag, memory_order_relaxed);
-        close_locked(i, tag);
+        if (keep == 0 || (tag & ((1u << KIND_BITS) - 1u)) != (uint64_t)keep)
+            close_locked(i, tag);
     }
+    rill__spinlock_unlock(&table.lock);
+}
+
+void rill__handle_fork_prepare(void) {
+    rill__spinlock_lock(&table.lock);
+}
+
+void rill__handle_fork_release(void) {
     rill__spinlock_unlock(&table.lock);
 }
 
@@ -181,4 +202,33 @@ uint64_t rill__handle_count(void) {
     uint64_t n = table.open;
     rill__spinlock_unlock(&table.lock);
     return n;
+}
+
+static const char *kind_name(rill__handle_kind kind) {
+    static const char *const names[RILL__HANDLE_KINDS] = {
+        [RILL__HANDLE_DEVICE] = "device",  [RILL__HANDLE_STREAM] = "stream",
+        [RILL__HANDLE_EVENT] = "event",    [RILL__HANDLE_KERNEL] = "kernel",
+        [RILL__HANDLE_GRAPH] = "graph",    [RILL__HANDLE_NODE] = "graph node",
+        [RILL__HANDLE_EXEC] = "graph exec"};
+    return kind > 0 && kind < RILL__HANDLE_KINDS ? names[kind] : "handle";
+}
+
+rill_status rill__handle_fail(const char *fn, const char *arg, const void *handle,
+                              rill__handle_kind kind) {
+    rill__handle_kind is = rill__handle_kind_of(handle);
+    if (handle == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: %s is NULL; pass a %s", fn, arg,
+                          kind_name(kind));
+    if (is == kind)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: %s is a %s that was destroyed (or one from before rill_shutdown); "
+                          "pass a live one",
+                          fn, arg, kind_name(kind));
+    if (is != 0)
+        return rill__fail(
+            RILL_ERROR_INVALID_ARGUMENT, "%s: %s is %s %s handle where a %s is needed", fn, arg,
+            strchr("aeiou", kind_name(is)[0]) != NULL ? "an" : "a", kind_name(is), kind_name(kind));
+    return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                      "%s: %s (%p) is not a handle that rill gave out; pass a %s", fn, arg, handle,
+                      kind_name(kind));
 }

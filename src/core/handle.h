@@ -33,6 +33,22 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/handle.h"
+#include "rill.h"
+
+/* The internal objects behind rill.h's handles. Code below the public
+ * calls works with these; a public call turns each handle it receives into
+ * its object (rill__*_resolve) and gives users the object's handle. The
+ * distinct types make the compiler refuse a handle where an object is
+ * meant, and the other way round. */
+typedef struct rill__device rill__device;
+typedef struct rill__stream rill__stream;
+typedef struct rill__event rill__event;
+typedef struct rill__kernel rill__kernel;
+typedef struct rill__graph rill__graph;
+typedef struct rill__graph_node rill__graph_node;
+typedef struct rill__graph_exec rill__graph_exec;
+
 typedef enum rill__handle_kind {
     RILL__HANDLE_DEVICE = 1,
     RILL__HANDLE_STREAM,
@@ -50,16 +66,29 @@ typedef enum rill__handle_kind {
 bool rill__handle_open(rill__handle_kind kind, void *obj, void **out);
 /* The object that handle names, or NULL (see above). Lock-free. */
 void *rill__handle_get(const void *handle, rill__handle_kind kind);
-/* The kind that handle's bits name, or 0 when they name none (for
- * sentences such as "an event was passed where a stream is needed"); the
- * handle may be stale. */
+/* The kind of the handle that handle was or is, or 0 when it was never
+ * one (as far as the table can tell: bits that name a slot never handed
+ * out, or a generation the slot never had); for sentences such as "an
+ * event was passed where a stream is needed". */
 rill__handle_kind rill__handle_kind_of(const void *handle);
 /* Closes handle: later lookups of it return NULL. Closing a handle that is
  * not open does nothing. */
 void rill__handle_close(const void *handle);
-/* Closes every open handle (rill_shutdown). */
-void rill__handle_close_all(void);
+/* Closes every open handle but those of kind keep (0: none): rill_shutdown,
+ * and the child of a fork, which keeps its parent's kernels. */
+void rill__handle_close_all(rill__handle_kind keep);
 /* Handles open now, of every kind (tests). */
 uint64_t rill__handle_count(void);
+
+/* The failure of a public call fn given, as its argument arg, a handle
+ * that does not resolve to a live object of kind: RILL_ERROR_INVALID_ARGUMENT
+ * with a sentence that says whether it is NULL, destroyed, of another kind
+ * or no handle at all. */
+rill_status rill__handle_fail(const char *fn, const char *arg, const void *handle,
+                              rill__handle_kind kind);
+/* fork(): the table's lock is taken before the fork and released after it
+ * in both processes, so that the child never inherits it held. */
+void rill__handle_fork_prepare(void);
+void rill__handle_fork_release(void);
 
 #endif

@@ -16,7 +16,8 @@
 
 /* Frees a destroyed kernel whose pending work has completed, with no lock
  * held (dropping a stream's last reference takes its device's lock). */
-static void kernel_free(rill_kernel *k) {
+static void kernel_free(rill__kernel *k) {
+    rill__handle_close(k->handle);
     for (size_t i = 0; i < k->num_pending; i++)
         rill__stream_unref(k->pending[i].stream);
     rill__free(k->pending);
@@ -26,19 +27,19 @@ static void kernel_free(rill_kernel *k) {
 }
 
 /* Frees a chain of kernels linked by rt_next. */
-static void free_chain(rill_kernel *k) {
+static void free_chain(rill__kernel *k) {
     while (k != NULL) {
-        rill_kernel *next = k->rt_next;
+        rill__kernel *next = k->rt_next;
         kernel_free(k);
         k = next;
     }
 }
 
 void rill__kernels_reap(rill__runtime *rt) {
-    rill_kernel *done = NULL;
+    rill__kernel *done = NULL;
     rill__mutex_lock(&rt->lock);
-    for (rill_kernel **p = &rt->zombie_kernels; *p != NULL;) {
-        rill_kernel *k = *p;
+    for (rill__kernel **p = &rt->zombie_kernels; *p != NULL;) {
+        rill__kernel *k = *p;
         /* The last graph reference is dropped with a seq_cst decrement,
          * after the node's last use of the kernel. */
         if (atomic_load(&k->graph_refs) == 0 && rill__deps_done(k->pending, k->num_pending)) {
@@ -55,7 +56,7 @@ void rill__kernels_reap(rill__runtime *rt) {
 
 void rill__kernels_shutdown(rill__runtime *rt) {
     rill__mutex_lock(&rt->lock);
-    rill_kernel *live = rt->kernels, *zombies = rt->zombie_kernels;
+    rill__kernel *live = rt->kernels, *zombies = rt->zombie_kernels;
     rt->kernels = rt->zombie_kernels = NULL;
     rill__mutex_unlock(&rt->lock);
     free_chain(live);
@@ -123,6 +124,14 @@ void rill__cmd_release(rill__cmd *cmd) {
     }
 }
 
+rill_status rill__kernel_resolve(rill_kernel *handle, const char *fn, rill__kernel **out) {
+    rill__kernel *k = rill__handle_get(handle, RILL__HANDLE_KERNEL);
+    if (k == NULL)
+        return rill__handle_fail(fn, "the kernel", handle, RILL__HANDLE_KERNEL);
+    *out = k;
+    return RILL_OK;
+}
+
 /* ---------------------------------------------------------------- public */
 
 rill_status rill_kernel_create(const rill_kernel_desc *desc, rill_kernel **out) {
@@ -147,7 +156,7 @@ rill_status rill_kernel_create(const rill_kernel_desc *desc, rill_kernel **out) 
                           "cuda_entry; set both or neither",
                           desc->name);
     rill__runtime_get(&rt);
-    rill_kernel *k = rill__calloc(1, sizeof *k);
+    rill__kernel *k = rill__calloc(1, sizeof *k);
     if (k == NULL)
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "rill_kernel_create: out of memory");
     snprintf(k->name, sizeof k->name, "%s", desc->name);
@@ -162,6 +171,12 @@ rill_status rill_kernel_create(const rill_kernel_desc *desc, rill_kernel **out) 
             return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "rill_kernel_create: out of memory");
         }
     }
+    if (!rill__handle_open(RILL__HANDLE_KERNEL, k, (void **)&k->handle)) {
+        rill__free(k->cuda_ptx);
+        rill__free(k->cuda_entry);
+        rill__free(k);
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "rill_kernel_create: out of memory");
+    }
     atomic_store(&k->magic, RILL__MAGIC_KERNEL);
     rill__kernels_reap(rt);
     rill__mutex_lock(&rt->lock);
@@ -171,17 +186,16 @@ rill_status rill_kernel_create(const rill_kernel_desc *desc, rill_kernel **out) 
         rt->kernels->rt_prev = k;
     rt->kernels = k;
     rill__mutex_unlock(&rt->lock);
-    *out = k;
+    *out = k->handle;
     return RILL_OK;
 }
 
-rill_status rill_kernel_destroy(rill_kernel *kernel) {
+rill_status rill_kernel_destroy(rill_kernel *kernel_h) {
     rill__runtime *rt;
-    if (kernel == NULL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_kernel_destroy: kernel is NULL");
-    if (rill__handle_magic(kernel) != RILL__MAGIC_KERNEL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                          "rill_kernel_destroy: the kernel handle is not valid (destroyed?)");
+    rill__kernel *kernel;
+    rill_status st = rill__kernel_resolve(kernel_h, "rill_kernel_destroy", &kernel);
+    if (st != RILL_OK)
+        return st;
     rill__runtime_get(&rt);
     /* Launches hold no reference (kernel.h): the kernel waits for the work
      * pending now, on every device. Without memory for that list, wait for
@@ -206,6 +220,7 @@ rill_status rill_kernel_destroy(rill_kernel *kernel) {
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "rill_kernel_destroy: the kernel was already destroyed");
     }
+    rill__handle_close(kernel->handle); /* stale from here on */
     /* One critical section moves the kernel to the zombies and gives it its
      * pending work: a reap on another thread sees both or neither. */
     rill__mutex_lock(&rt->lock);
@@ -238,17 +253,17 @@ void rill_kernel_fail(const rill_block_ctx *ctx, const char *message) {
     }
 }
 
-rill_status rill_launch_kernel(rill_stream *stream, rill_kernel *kernel,
+rill_status rill_launch_kernel(rill_stream *stream_h, rill_kernel *kernel_h,
                                const rill_launch *launch) {
     static const char fn[] = "rill_launch_kernel";
-    rill_status st = rill__stream_resolve(stream, fn, &stream);
+    rill__stream *stream;
+    rill_status st = rill__stream_resolve(stream_h, fn, &stream);
     if (st != RILL_OK)
         return st;
-    if (rill__handle_magic(kernel) != RILL__MAGIC_KERNEL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                          "%s: the kernel is NULL or not valid; pass a kernel from "
-                          "rill_kernel_create",
-                          fn);
+    rill__kernel *kernel;
+    st = rill__kernel_resolve(kernel_h, fn, &kernel);
+    if (st != RILL_OK)
+        return st;
     if (launch == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "%s: launch is NULL; describe the grid in a rill_launch", fn);
@@ -299,8 +314,9 @@ rill_status rill_launch_kernel(rill_stream *stream, rill_kernel *kernel,
     return st;
 }
 
-rill_status rill_launch_host_func(rill_stream *stream, rill_host_fn fn, void *user_data) {
-    rill_status st = rill__stream_resolve(stream, "rill_launch_host_func", &stream);
+rill_status rill_launch_host_func(rill_stream *stream_h, rill_host_fn fn, void *user_data) {
+    rill__stream *stream;
+    rill_status st = rill__stream_resolve(stream_h, "rill_launch_host_func", &stream);
     if (st != RILL_OK)
         return st;
     if (fn == NULL)

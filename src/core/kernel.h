@@ -8,9 +8,10 @@
 
 #include "core/runtime.h"
 
-struct rill_kernel {
+struct rill__kernel {
     _Atomic uint32_t magic;
     /* immutable after create */
+    rill_kernel *handle; /* its handle (handle.h), closed by destroy or free */
     char name[64];
     rill_cpu_kernel_fn cpu;
     char *cuda_ptx;   /* owned, or NULL */
@@ -21,7 +22,7 @@ struct rill_kernel {
      * pending has completed and graph_refs is 0. Destroy moves the kernel
      * and sets pending in one critical section, so no reap ever sees a
      * destroyed kernel without its pending work. */
-    rill_kernel *rt_next, *rt_prev;
+    rill__kernel *rt_next, *rt_prev;
     rill__mem_dep *pending; /* owned, refs on the streams */
     size_t num_pending;
     /* atomic: graph and exec nodes that name it */
@@ -39,5 +40,9 @@ typedef struct rill__launch_state {
 void rill__kernels_reap(rill__runtime *rt);
 /* Frees every kernel (rill_shutdown), live and destroyed. */
 void rill__kernels_shutdown(rill__runtime *rt);
+
+/* The kernel that handle names (live: not destroyed);
+ * RILL_ERROR_INVALID_ARGUMENT with a sentence naming fn otherwise. */
+rill_status rill__kernel_resolve(rill_kernel *handle, const char *fn, rill__kernel **out);
 
 #endif

@@ -12,22 +12,14 @@
 
 #define RILL__MAX_DEVICES 16
 
+/* An object's state word: live, or dead once destroyed (users' handles are
+ * checked through the handle table, src/core/handle.h; this word tells
+ * internal code, which holds objects, whether one was destroyed). */
 #define RILL__MAGIC_DEVICE 0x52444556u /* "RDEV" */
 #define RILL__MAGIC_STREAM 0x5253544du /* "RSTM" */
 #define RILL__MAGIC_EVENT  0x52455654u /* "REVT" */
 #define RILL__MAGIC_KERNEL 0x524b524eu /* "RKRN" */
 #define RILL__MAGIC_DEAD   0xdeadbeefu
-
-/* Reads the magic number at the start of a handle without assuming the
- * handle type's alignment, so that checking a bogus pointer is defined
- * (a handle's first member is always its magic). */
-static inline uint32_t rill__handle_magic(const void *handle) {
-    if (handle == NULL || ((uintptr_t)handle & (_Alignof(uint32_t) - 1)) != 0)
-        return 0;
-    /* relaxed: destroy and use of one handle from two threads is a caller
-     * error; the check only catches handles that are already dead. */
-    return atomic_load_explicit((const _Atomic uint32_t *)handle, memory_order_relaxed);
-}
 
 /* Runs fn at the start of every rill_shutdown, once registered (modules
  * above the core, such as the built-in ops, release their state so). */
@@ -36,19 +28,20 @@ void rill__on_shutdown(void (*fn)(void));
 typedef struct rill__tagged_stream {
     struct rill__tagged_stream *next;
     char *tag;           /* owned */
-    rill_stream *stream; /* owned by the device */
+    rill__stream *stream; /* owned by the device */
 } rill__tagged_stream;
 
-struct rill_device {
-    _Atomic uint32_t magic; /* first member: see rill__handle_magic */
+struct rill__device {
+    _Atomic uint32_t magic; /* see RILL__MAGIC_DEVICE */
     /* immutable after init */
+    rill_device *handle; /* its handle (handle.h), open until rill_shutdown */
     rill_device_info info;
     const rill__backend_ops *ops;
     void *backend;               /* owned by the backend */
-    rill_stream *default_stream; /* owned */
+    rill__stream *default_stream; /* owned */
     /* guarded by lock */
     rill__mutex lock;
-    rill_stream *streams; /* live streams (not destroyed), default and tagged included */
+    rill__stream *streams; /* live streams (not destroyed), default and tagged included */
     rill__tagged_stream *tagged;
     /* memory state: guarded by its own lock (src/mem) */
     rill__mem_device mem;
@@ -57,23 +50,23 @@ struct rill_device {
 typedef struct rill__tagged_event {
     struct rill__tagged_event *next;
     char *tag;         /* owned */
-    rill_event *event; /* owned by the runtime */
+    rill__event *event; /* owned by the runtime */
 } rill__tagged_event;
 
 typedef struct rill__runtime {
     /* immutable after init */
     int num_devices;
-    rill_device *devices[RILL__MAX_DEVICES]; /* owned */
-    rill_device *initial_device;             /* NULL when RILL_DEVICE names none */
+    rill__device *devices[RILL__MAX_DEVICES]; /* owned */
+    rill__device *initial_device;             /* NULL when RILL_DEVICE names none */
     char init_error[256];                    /* why a device is missing, or "" */
     uint64_t epoch;                          /* distinguishes successive inits */
     /* guarded by lock */
     rill__mutex lock;
-    rill_event *events;          /* every live event, for rill_shutdown */
-    rill_kernel *kernels;        /* live kernels (src/core/kernel.h) */
-    rill_kernel *zombie_kernels; /* destroyed kernels not yet freed */
-    rill_graph *graphs;          /* every graph not destroyed */
-    rill_graph_exec *execs;      /* every exec not yet freed */
+    rill__event *events;          /* every live event, for rill_shutdown */
+    rill__kernel *kernels;        /* live kernels (src/core/kernel.h) */
+    rill__kernel *zombie_kernels; /* destroyed kernels not yet freed */
+    rill__graph *graphs;          /* every graph not destroyed */
+    rill__graph_exec *execs;      /* every exec not yet freed */
     rill__tagged_event *tagged_events;
 } rill__runtime;
 
@@ -82,27 +75,29 @@ rill_status rill__runtime_get(rill__runtime **out);
 
 /* Resolves a device argument: NULL means the calling thread's current
  * device. fn names the public call for the error sentence. */
-rill_status rill__device_resolve(rill_device *dev, const char *fn, rill_device **out);
+rill_status rill__device_resolve(rill_device *handle, const char *fn, rill__device **out);
+/* The first device of kind, or NULL (the runtime is initialised). */
+rill__device *rill__device_of_kind(rill_device_kind kind);
 /* Fills deps with (stream, submitted seq) of every stream of dev that has
  * work pending (proxy streams aside: they run no work), taking a reference
  * on each stream, and returns how many;
  * *overflow is set when more than cap streams had work pending. */
-size_t rill__device_pending(rill_device *dev, rill__mem_dep *deps, size_t cap, int *overflow);
+size_t rill__device_pending(rill__device *dev, rill__mem_dep *deps, size_t cap, int *overflow);
 /* Waits for the work submitted so far to every stream of dev (destroyed
  * streams included) and returns RILL_ERROR_KERNEL_FAILED, with a sentence
  * naming fn, when some stream has failed. No capture or worker check: for
  * the library's own waits (rill_device_synchronize makes both first). */
-rill_status rill__device_drain(rill_device *dev, const char *fn);
+rill_status rill__device_drain(rill__device *dev, const char *fn);
 /* True when every pair in deps has completed. */
 int rill__deps_done(const rill__mem_dep *deps, size_t n);
 
 /* Adds s to or removes it from dev's list of live streams. */
-void rill__device_add_stream(rill_device *dev, rill_stream *s);
-void rill__device_remove_stream(rill_device *dev, rill_stream *s);
+void rill__device_add_stream(rill__device *dev, rill__stream *s);
+void rill__device_remove_stream(rill__device *dev, rill__stream *s);
 
 /* The calling thread's current stream for dev (its default stream unless
  * rill_set_current_stream changed it). */
-rill_stream *rill__thread_current_stream(rill_device *dev);
+rill__stream *rill__thread_current_stream(rill__device *dev);
 
 /* How many times this process was made by fork() from a process that had
  * used rill: a worker that finds it changed after a host function returns

@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 
+#include "core/handle.h"
 #include "rill.h"
 
 #if defined(__GNUC__)

@@ -47,10 +47,10 @@ bool rill__stream_took_host_wake(void) {
     return w;
 }
 
-rill_status rill__stream_new(rill_device *dev, int priority, rill__stream_kind kind,
-                             rill_stream **out) {
-    size_t bytes = sizeof(rill_stream) + dev->ops->stream_state_bytes;
-    rill_stream *s = rill__malloc(bytes);
+rill_status rill__stream_new(rill__device *dev, int priority, rill__stream_kind kind,
+                             rill__stream **out) {
+    size_t bytes = sizeof(rill__stream) + dev->ops->stream_state_bytes;
+    rill__stream *s = rill__malloc(bytes);
     if (s == NULL)
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "out of memory creating a stream");
     memset(s, 0, bytes);
@@ -72,6 +72,13 @@ rill_status rill__stream_new(rill_device *dev, int priority, rill__stream_kind k
         rill__free(s);
         return st;
     }
+    if (!rill__handle_open(RILL__HANDLE_STREAM, s, (void **)&s->handle)) {
+        dev->ops->stream_fini(s);
+        rill__mutex_destroy(&s->wait_lock);
+        rill__mutex_destroy(&s->err_lock);
+        rill__free(s);
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "out of memory creating a stream");
+    }
     if (kind == RILL__STREAM_DEFAULT)
         snprintf(s->name, sizeof s->name, "default");
     atomic_store(&s->magic, RILL__MAGIC_STREAM);
@@ -80,35 +87,36 @@ rill_status rill__stream_new(rill_device *dev, int priority, rill__stream_kind k
     return RILL_OK;
 }
 
-rill_status rill__stream_resolve(rill_stream *s, const char *fn, rill_stream **out) {
-    if (s == NULL) {
-        rill_device *dev;
+rill_status rill__stream_resolve(rill_stream *handle, const char *fn, rill__stream **out) {
+    if (handle == NULL) {
+        rill__device *dev;
         rill_status st = rill__device_resolve(NULL, fn, &dev);
         if (st != RILL_OK)
             return st;
         *out = rill__thread_current_stream(dev);
         return RILL_OK;
     }
-    if (rill__handle_magic(s) != RILL__MAGIC_STREAM)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                          "%s: the stream handle is not valid (destroyed, or not a stream)", fn);
+    rill__stream *s = rill__handle_get(handle, RILL__HANDLE_STREAM);
+    if (s == NULL)
+        return rill__handle_fail(fn, "the stream", handle, RILL__HANDLE_STREAM);
     *out = s;
     return RILL_OK;
 }
 
-void rill__stream_ref(rill_stream *s) {
+void rill__stream_ref(rill__stream *s) {
     /* relaxed: taking a reference needs an existing one, which orders it. */
     atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);
 }
 
-void rill__stream_unref(rill_stream *s) {
+void rill__stream_unref(rill__stream *s) {
     /* acq_rel: the last release must see every other holder's writes. */
     if (atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) == 1)
         rill__stream_free(s);
 }
 
-void rill__stream_free(rill_stream *s) {
-    rill_device *dev = s->dev;
+void rill__stream_free(rill__stream *s) {
+    rill__device *dev = s->dev;
+    rill__handle_close(s->handle); /* library-owned streams: closed only now */
     rill__device_remove_stream(dev, s);
     dev->ops->stream_fini(s);
     for (size_t i = 0; i < s->num_windows; i++)
@@ -120,7 +128,7 @@ void rill__stream_free(rill_stream *s) {
     rill__free(s);
 }
 
-void rill__stream_name(rill_stream *s, char *buf, size_t size) {
+void rill__stream_name(rill__stream *s, char *buf, size_t size) {
     rill__mutex_lock(&s->err_lock);
     if (s->name[0] != '\0')
         snprintf(buf, size, "'%s'", s->name);
@@ -132,7 +140,7 @@ void rill__stream_name(rill_stream *s, char *buf, size_t size) {
 /* ----------------------------------------------------------- completion */
 
 /* Least seq among s->waiters (UINT64_MAX when empty); wait_lock held. */
-static uint64_t waiter_min_locked(rill_stream *s) {
+static uint64_t waiter_min_locked(rill__stream *s) {
     uint64_t min = UINT64_MAX;
     for (rill__waiter *w = s->waiters; w != NULL; w = w->next)
         if (w->seq < min)
@@ -140,7 +148,7 @@ static uint64_t waiter_min_locked(rill_stream *s) {
     return min;
 }
 
-void rill__stream_complete(rill_stream *s, uint64_t seq) {
+void rill__stream_complete(rill__stream *s, uint64_t seq) {
     /* release: pairs with the acquire loads of done_seq in waits and
      * queries, publishing the completed command's writes. */
     atomic_store_explicit(&s->done_seq, seq, memory_order_release);
@@ -181,7 +189,7 @@ void rill__stream_complete(rill_stream *s, uint64_t seq) {
     }
 }
 
-bool rill__stream_add_waiter(rill_stream *s, rill__waiter *w) {
+bool rill__stream_add_waiter(rill__stream *s, rill__waiter *w) {
     rill__mutex_lock(&s->wait_lock);
     w->next = s->waiters;
     s->waiters = w;
@@ -202,7 +210,7 @@ bool rill__stream_add_waiter(rill_stream *s, rill__waiter *w) {
 
 /* Opens a window at seq whose sentence is message, the first cause_bytes
  * of it the root cause, unless a window is open. */
-static void open_window(rill_stream *s, uint64_t seq, const char *message, size_t cause_bytes) {
+static void open_window(rill__stream *s, uint64_t seq, const char *message, size_t cause_bytes) {
     char *copy = rill__strdup(message);
     rill__mutex_lock(&s->err_lock);
     size_t n = s->num_windows;
@@ -237,13 +245,13 @@ static void open_window(rill_stream *s, uint64_t seq, const char *message, size_
     rill__mutex_unlock(&s->err_lock);
 }
 
-void rill__stream_fail(rill_stream *s, uint64_t seq, const char *cause) {
+void rill__stream_fail(rill__stream *s, uint64_t seq, const char *cause) {
     char text[RILL__CAUSE_BYTES];
     size_t n = rill__fit(text, sizeof text, cause);
     open_window(s, seq, text, n);
 }
 
-void rill__stream_clear_failure(rill_stream *s, uint64_t seq) {
+void rill__stream_clear_failure(rill__stream *s, uint64_t seq) {
     rill__mutex_lock(&s->err_lock);
     size_t n = s->num_windows;
     if (n > 0 && s->windows[n - 1].hi == UINT64_MAX)
@@ -252,7 +260,7 @@ void rill__stream_clear_failure(rill_stream *s, uint64_t seq) {
 }
 
 /* The window that holds seq, or NULL; err_lock held. */
-static const rill__fail_window *window_at_locked(rill_stream *s, uint64_t seq) {
+static const rill__fail_window *window_at_locked(rill__stream *s, uint64_t seq) {
     /* The last window with lo <= seq is the only one that may hold seq. */
     size_t lo = 0, hi = s->num_windows;
     while (lo < hi) {
@@ -268,7 +276,7 @@ static const rill__fail_window *window_at_locked(rill_stream *s, uint64_t seq) {
 /* When the work of s up to seq failed, copies its window's sentence into
  * msg (size > RILL__CAUSE_BYTES) and sets *cause_bytes to the length of
  * its root cause there. */
-static bool failure_of(rill_stream *s, uint64_t seq, char *msg, size_t size, size_t *cause_bytes) {
+static bool failure_of(rill__stream *s, uint64_t seq, char *msg, size_t size, size_t *cause_bytes) {
     static const char no_memory[] = "a kernel failed (there was no memory for its message)";
     /* acquire: pairs with the seq_cst store in open_window. */
     if (!atomic_load_explicit(&s->has_failed, memory_order_acquire))
@@ -283,7 +291,7 @@ static bool failure_of(rill_stream *s, uint64_t seq, char *msg, size_t size, siz
     return w != NULL;
 }
 
-bool rill__stream_carry_failure(rill_stream *s, uint64_t seq, rill_stream *t, uint64_t t_seq) {
+bool rill__stream_carry_failure(rill__stream *s, uint64_t seq, rill__stream *t, uint64_t t_seq) {
     char sentence[RILL__ERROR_BYTES], cause[RILL__CAUSE_BYTES], through[96], name[80];
     char text[RILL__ERROR_BYTES];
     size_t cause_bytes;
@@ -304,7 +312,7 @@ bool rill__stream_carry_failure(rill_stream *s, uint64_t seq, rill_stream *t, ui
     return true;
 }
 
-bool rill__stream_failed_at(rill_stream *s, uint64_t seq, char *msg, size_t size) {
+bool rill__stream_failed_at(rill__stream *s, uint64_t seq, char *msg, size_t size) {
     char text[RILL__ERROR_BYTES], whole[2 * RILL__ERROR_BYTES];
     size_t cause_bytes;
     if (!failure_of(s, seq, msg != NULL ? text : NULL, sizeof text, &cause_bytes))
@@ -325,12 +333,12 @@ bool rill__stream_failed_at(rill_stream *s, uint64_t seq, char *msg, size_t size
 
 /* ------------------------------------------------------------ host waits */
 
-static int reached(rill_stream *s, uint64_t seq) {
+static int reached(rill__stream *s, uint64_t seq) {
     /* acquire: pairs with the release store in rill__stream_complete. */
     return atomic_load_explicit(&s->done_seq, memory_order_acquire) >= seq;
 }
 
-void rill__stream_host_wait(rill_stream *s, uint64_t seq, int blocking) {
+void rill__stream_host_wait(rill__stream *s, uint64_t seq, int blocking) {
     if (reached(s, seq))
         return;
     if (!blocking) {
@@ -363,7 +371,7 @@ void rill__stream_host_wait(rill_stream *s, uint64_t seq, int blocking) {
     }
 }
 
-rill_status rill__stream_wait_status(rill_stream *s, uint64_t seq, int blocking, const char *fn) {
+rill_status rill__stream_wait_status(rill__stream *s, uint64_t seq, int blocking, const char *fn) {
     char msg[RILL__ERROR_BYTES];
     rill__stream_host_wait(s, seq, blocking);
     if (rill__stream_failed_at(s, seq, msg, sizeof msg))
@@ -376,7 +384,7 @@ rill_status rill__stream_wait_status(rill_stream *s, uint64_t seq, int blocking,
  * checks read it without an atomic read-modify-write (which on the hot
  * path would wait for the stores of the submit just before to reach the
  * worker's processor). */
-void rill__stream_clock_note(rill_stream *s, uint64_t other_id, uint64_t seq) {
+void rill__stream_clock_note(rill__stream *s, uint64_t other_id, uint64_t seq) {
     rill__spinlock_lock(&s->clock_lock);
     uint32_t gen = atomic_load_explicit(&s->clock_gen, memory_order_relaxed);
     atomic_store_explicit(&s->clock_gen, gen + 1, memory_order_relaxed);
@@ -401,7 +409,7 @@ void rill__stream_clock_note(rill_stream *s, uint64_t other_id, uint64_t seq) {
     rill__spinlock_unlock(&s->clock_lock);
 }
 
-uint64_t rill__stream_known_after(rill_stream *s, uint64_t other_id) {
+uint64_t rill__stream_known_after(rill__stream *s, uint64_t other_id) {
     if (s->id == other_id)
         return UINT64_MAX;
     for (int spins = 0;; spins++) {
@@ -429,25 +437,25 @@ uint64_t rill__stream_known_after(rill_stream *s, uint64_t other_id) {
     }
 }
 
-bool rill__stream_ordered_after(rill_stream *s, uint64_t other_id, uint64_t seq) {
+bool rill__stream_ordered_after(rill__stream *s, uint64_t other_id, uint64_t seq) {
     return rill__stream_known_after(s, other_id) >= seq;
 }
 
-rill_status rill__stream_submit(rill_stream *s, const rill__cmd *cmd, uint64_t *seq) {
+rill_status rill__stream_submit(rill__stream *s, const rill__cmd *cmd, uint64_t *seq) {
     uint64_t unused;
     if (rill__stream_capturing(s))
         return rill__capture_submit(s, cmd, seq != NULL ? seq : &unused);
     return s->dev->ops->submit(s, cmd, seq != NULL ? seq : &unused);
 }
 
-rill_status rill__stream_submit_now(rill_stream *s, const rill__cmd *cmd, uint64_t *seq) {
+rill_status rill__stream_submit_now(rill__stream *s, const rill__cmd *cmd, uint64_t *seq) {
     uint64_t unused;
     return s->dev->ops->submit(s, cmd, seq != NULL ? seq : &unused);
 }
 
 /* ---------------------------------------------------------------- public */
 
-static int clamp_priority(rill_device *dev, int priority) {
+static int clamp_priority(rill__device *dev, int priority) {
     if (priority < dev->info.greatest_priority)
         return dev->info.greatest_priority;
     if (priority > dev->info.least_priority)
@@ -455,23 +463,29 @@ static int clamp_priority(rill_device *dev, int priority) {
     return priority;
 }
 
-rill_status rill_stream_create(rill_device *dev, int priority, rill_stream **out) {
+rill_status rill_stream_create(rill_device *dev_h, int priority, rill_stream **out) {
     if (out == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_stream_create: out is NULL");
     *out = NULL;
-    rill_status st = rill__device_resolve(dev, "rill_stream_create", &dev);
+    rill__device *dev;
+    rill_status st = rill__device_resolve(dev_h, "rill_stream_create", &dev);
     if (st != RILL_OK)
         return st;
-    st = rill__stream_new(dev, clamp_priority(dev, priority), RILL__STREAM_USER, out);
-    return st != RILL_OK ? rill__fail_from(st, "rill_stream_create") : RILL_OK;
+    rill__stream *s;
+    st = rill__stream_new(dev, clamp_priority(dev, priority), RILL__STREAM_USER, &s);
+    if (st != RILL_OK)
+        return rill__fail_from(st, "rill_stream_create");
+    *out = s->handle;
+    return RILL_OK;
 }
 
-rill_status rill_stream_destroy(rill_stream *stream) {
-    if (stream == NULL)
+rill_status rill_stream_destroy(rill_stream *stream_h) {
+    if (stream_h == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "rill_stream_destroy: stream is NULL; pass a stream from "
                           "rill_stream_create");
-    rill_status st = rill__stream_resolve(stream, "rill_stream_destroy", &stream);
+    rill__stream *stream;
+    rill_status st = rill__stream_resolve(stream_h, "rill_stream_destroy", &stream);
     if (st != RILL_OK)
         return st;
     if (stream->kind != RILL__STREAM_USER)
@@ -483,6 +497,7 @@ rill_status rill_stream_destroy(rill_stream *stream) {
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "rill_stream_destroy: the stream was already destroyed");
     atomic_store(&stream->magic, RILL__MAGIC_DEAD);
+    rill__handle_close(stream->handle); /* stale from here on, zombie or not */
     /* A capture the stream belongs to ends (origin) or is invalidated
      * (forked stream); the capture's reference keeps the stream until then. */
     rill__capture_stream_destroyed(stream);
@@ -492,10 +507,11 @@ rill_status rill_stream_destroy(rill_stream *stream) {
     return RILL_OK;
 }
 
-rill_status rill_stream_set_name(rill_stream *stream, const char *name) {
+rill_status rill_stream_set_name(rill_stream *stream_h, const char *name) {
     if (name == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_stream_set_name: name is NULL");
-    rill_status st = rill__stream_resolve(stream, "rill_stream_set_name", &stream);
+    rill__stream *stream;
+    rill_status st = rill__stream_resolve(stream_h, "rill_stream_set_name", &stream);
     if (st != RILL_OK)
         return st;
     rill__mutex_lock(&stream->err_lock);
@@ -504,30 +520,33 @@ rill_status rill_stream_set_name(rill_stream *stream, const char *name) {
     return RILL_OK;
 }
 
-rill_status rill_stream_get_priority(rill_stream *stream, int *priority) {
+rill_status rill_stream_get_priority(rill_stream *stream_h, int *priority) {
     if (priority == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "rill_stream_get_priority: priority is NULL");
     *priority = 0;
-    rill_status st = rill__stream_resolve(stream, "rill_stream_get_priority", &stream);
+    rill__stream *stream;
+    rill_status st = rill__stream_resolve(stream_h, "rill_stream_get_priority", &stream);
     if (st == RILL_OK)
         *priority = stream->priority;
     return st;
 }
 
-rill_status rill_stream_get_device(rill_stream *stream, rill_device **out) {
+rill_status rill_stream_get_device(rill_stream *stream_h, rill_device **out) {
     if (out == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_stream_get_device: out is NULL");
     *out = NULL;
-    rill_status st = rill__stream_resolve(stream, "rill_stream_get_device", &stream);
+    rill__stream *stream;
+    rill_status st = rill__stream_resolve(stream_h, "rill_stream_get_device", &stream);
     if (st == RILL_OK)
-        *out = stream->dev;
+        *out = stream->dev->handle;
     return st;
 }
 
-rill_status rill_stream_query(rill_stream *stream) {
+rill_status rill_stream_query(rill_stream *stream_h) {
     char msg[RILL__ERROR_BYTES];
-    rill_status st = rill__stream_resolve(stream, "rill_stream_query", &stream);
+    rill__stream *stream;
+    rill_status st = rill__stream_resolve(stream_h, "rill_stream_query", &stream);
     if (st != RILL_OK)
         return st;
     st = rill__capture_check_stream_sync(stream, "rill_stream_query");
@@ -540,8 +559,9 @@ rill_status rill_stream_query(rill_stream *stream) {
     return reached(stream, seq) ? RILL_OK : RILL_NOT_READY;
 }
 
-rill_status rill_stream_synchronize(rill_stream *stream) {
-    rill_status st = rill__stream_resolve(stream, "rill_stream_synchronize", &stream);
+rill_status rill_stream_synchronize(rill_stream *stream_h) {
+    rill__stream *stream;
+    rill_status st = rill__stream_resolve(stream_h, "rill_stream_synchronize", &stream);
     if (st != RILL_OK)
         return st;
     st = rill__check_may_block("rill_stream_synchronize");
@@ -557,8 +577,8 @@ rill_status rill_stream_synchronize(rill_stream *stream) {
 /* Makes stream wait until other has completed seq. Shared by
  * rill_stream_wait_event, rill_stream_wait_stream and the library's own
  * waits (flags: RILL__CMD_ORDER_ONLY or 0). */
-static rill_status wait_point(rill_stream *stream, rill_stream *other, uint64_t seq, unsigned flags,
-                              const char *fn) {
+static rill_status wait_point(rill__stream *stream, rill__stream *other, uint64_t seq,
+                              unsigned flags, const char *fn) {
     if (other == stream || seq == 0)
         return RILL_OK; /* stream order already implies it */
     if (reached(other, seq) &&
@@ -586,21 +606,23 @@ static rill_status wait_point(rill_stream *stream, rill_stream *other, uint64_t 
     return RILL_OK;
 }
 
-rill_status rill__stream_wait_point(rill_stream *stream, rill_stream *other, uint64_t seq,
+rill_status rill__stream_wait_point(rill__stream *stream, rill__stream *other, uint64_t seq,
                                     const char *fn) {
     return wait_point(stream, other, seq, 0, fn);
 }
 
-rill_status rill__stream_wait_order(rill_stream *stream, rill_stream *other, uint64_t seq,
+rill_status rill__stream_wait_order(rill__stream *stream, rill__stream *other, uint64_t seq,
                                     const char *fn) {
     return wait_point(stream, other, seq, RILL__CMD_ORDER_ONLY, fn);
 }
 
-rill_status rill_stream_wait_stream(rill_stream *stream, rill_stream *other) {
-    rill_status st = rill__stream_resolve(stream, "rill_stream_wait_stream", &stream);
+rill_status rill_stream_wait_stream(rill_stream *stream_h, rill_stream *other_h) {
+    rill__stream *stream;
+    rill_status st = rill__stream_resolve(stream_h, "rill_stream_wait_stream", &stream);
     if (st != RILL_OK)
         return st;
-    st = rill__stream_resolve(other, "rill_stream_wait_stream", &other);
+    rill__stream *other;
+    st = rill__stream_resolve(other_h, "rill_stream_wait_stream", &other);
     if (st != RILL_OK)
         return st;
     bool captured;
@@ -611,26 +633,18 @@ rill_status rill_stream_wait_stream(rill_stream *stream, rill_stream *other) {
     return rill__stream_wait_point(stream, other, seq, "rill_stream_wait_stream");
 }
 
-rill_status rill_stream_clear_error(rill_stream *stream) {
-    rill_status st = rill__stream_resolve(stream, "rill_stream_clear_error", &stream);
+rill_status rill_stream_clear_error(rill_stream *stream_h) {
+    rill__stream *stream;
+    rill_status st = rill__stream_resolve(stream_h, "rill_stream_clear_error", &stream);
     if (st != RILL_OK)
         return st;
     rill__cmd cmd = {.kind = RILL__CMD_CLEAR};
     return rill__stream_submit(stream, &cmd, NULL);
 }
 
-rill_status rill_stream_get_tagged(rill_device *dev, const char *tag, int priority,
-                                   rill_stream **out) {
-    if (out == NULL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_stream_get_tagged: out is NULL");
-    *out = NULL;
-    if (tag == NULL || tag[0] == '\0')
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                          "rill_stream_get_tagged: the tag is NULL or empty; pass a name such as "
-                          "\"comm\"");
-    rill_status st = rill__device_resolve(dev, "rill_stream_get_tagged", &dev);
-    if (st != RILL_OK)
-        return st;
+rill_status rill__stream_tagged(rill__device *dev, const char *tag, int priority,
+                                rill__stream **out) {
+    rill_status st;
     rill__mutex_lock(&dev->lock);
     for (rill__tagged_stream *t = dev->tagged; t != NULL; t = t->next) {
         if (strcmp(t->tag, tag) == 0) {
@@ -642,7 +656,7 @@ rill_status rill_stream_get_tagged(rill_device *dev, const char *tag, int priori
     rill__mutex_unlock(&dev->lock);
     /* Create outside the lock (stream creation takes dev->lock), then
      * publish unless another thread won the race. */
-    rill_stream *s;
+    rill__stream *s;
     st = rill__stream_new(dev, clamp_priority(dev, priority), RILL__STREAM_TAGGED, &s);
     if (st != RILL_OK)
         return rill__fail_from(st, "rill_stream_get_tagged");
@@ -675,4 +689,24 @@ rill_status rill_stream_get_tagged(rill_device *dev, const char *tag, int priori
     rill__mutex_unlock(&dev->lock);
     *out = s;
     return RILL_OK;
+}
+
+rill_status rill_stream_get_tagged(rill_device *dev_h, const char *tag, int priority,
+                                   rill_stream **out) {
+    if (out == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_stream_get_tagged: out is NULL");
+    *out = NULL;
+    if (tag == NULL || tag[0] == '\0')
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_stream_get_tagged: the tag is NULL or empty; pass a name such as "
+                          "\"comm\"");
+    rill__device *dev;
+    rill_status st = rill__device_resolve(dev_h, "rill_stream_get_tagged", &dev);
+    if (st != RILL_OK)
+        return st;
+    rill__stream *s;
+    st = rill__stream_tagged(dev, tag, priority, &s);
+    if (st == RILL_OK)
+        *out = s->handle;
+    return st;
 }

@@ -48,11 +48,12 @@ typedef struct rill__waiter {
 /* How many other streams' wait points a stream remembers (see clock). */
 #define RILL__CLOCK_ENTRIES 8
 
-struct rill_stream {
+struct rill__stream {
     _Atomic uint32_t magic;
     /* immutable after create */
+    rill_stream *handle; /* its handle (handle.h), closed by destroy or free */
     uint64_t id;      /* unique for the life of the process, never reused */
-    rill_device *dev; /* borrowed: outlives this */
+    rill__device *dev; /* borrowed: outlives this */
     int priority;
     rill__stream_kind kind;
     /* the capture the stream belongs to, or NULL; written under the
@@ -65,7 +66,7 @@ struct rill_stream {
     size_t num_windows, cap_windows;
     rill__fail_window first_window;
     /* guarded by dev->lock; a stream stays listed until it is freed */
-    rill_stream *dev_next, *dev_prev;
+    rill__stream *dev_next, *dev_prev;
     /* guarded by wait_lock */
     rill__mutex wait_lock;
     rill__waiter *waiters;
@@ -100,27 +101,31 @@ struct rill_stream {
     alignas(64) unsigned char backend[];
 };
 
-static inline void *rill__stream_backend(rill_stream *s) {
+static inline void *rill__stream_backend(rill__stream *s) {
     return s->backend;
 }
 
 /* Creates a stream of the given kind (priority already clamped). Its
  * failure sentence names no public call: the caller adds its own
  * (rill__fail_from). */
-rill_status rill__stream_new(rill_device *dev, int priority, rill__stream_kind kind,
-                             rill_stream **out);
+rill_status rill__stream_new(rill__device *dev, int priority, rill__stream_kind kind,
+                             rill__stream **out);
 /* Resolves a stream argument: NULL means the current stream of the current
  * device; a bad handle is RILL_ERROR_INVALID_ARGUMENT naming fn. */
-rill_status rill__stream_resolve(rill_stream *s, const char *fn, rill_stream **out);
-void rill__stream_ref(rill_stream *s);
-void rill__stream_unref(rill_stream *s);
+rill_status rill__stream_resolve(rill_stream *handle, const char *fn, rill__stream **out);
+/* The tagged stream tag of dev, created at first use with priority
+ * (rill_stream_get_tagged, and the library's own tagged streams). */
+rill_status rill__stream_tagged(rill__device *dev, const char *tag, int priority,
+                                rill__stream **out);
+void rill__stream_ref(rill__stream *s);
+void rill__stream_unref(rill__stream *s);
 /* Frees s whatever its references (rill_shutdown, once all work drained). */
-void rill__stream_free(rill_stream *s);
+void rill__stream_free(rill__stream *s);
 /* Copies the stream's name ("stream 0x..." when unnamed) into buf. */
-void rill__stream_name(rill_stream *s, char *buf, size_t size);
+void rill__stream_name(rill__stream *s, char *buf, size_t size);
 
 /* Marks seq as completed (in order) and wakes waiters. Backend only. */
-void rill__stream_complete(rill_stream *s, uint64_t seq);
+void rill__stream_complete(rill__stream *s, uint64_t seq);
 /* True, once, after the calling thread woke a sleeping host thread in
  * rill__stream_complete: a worker then leaves its processor to the woken
  * thread instead of spinning on it. */
@@ -128,52 +133,52 @@ bool rill__stream_took_host_wake(void);
 /* Opens a failure window at seq, unless one is open, whose root cause is
  * cause: what failed on s and why ("kernel 'scale' on stream 'main'
  * failed: ..."), without advice; cut to RILL__CAUSE_BYTES. */
-void rill__stream_fail(rill_stream *s, uint64_t seq, const char *cause);
+void rill__stream_fail(rill__stream *s, uint64_t seq, const char *cause);
 /* When the work of t up to t_seq failed, opens a failure window on s at
  * seq (a WAIT of s for it ran) that carries t's root cause, names s, and
  * names t when the failure began before t; returns whether it did. */
-bool rill__stream_carry_failure(rill_stream *s, uint64_t seq, rill_stream *t, uint64_t t_seq);
+bool rill__stream_carry_failure(rill__stream *s, uint64_t seq, rill__stream *t, uint64_t t_seq);
 /* Closes the open failure window at seq (a CLEAR command ran). */
-void rill__stream_clear_failure(rill_stream *s, uint64_t seq);
+void rill__stream_clear_failure(rill__stream *s, uint64_t seq);
 /* True when the work up to seq failed; writes into msg the sentence for
  * the caller to put after its function's name: the root cause once, the
  * streams it reached, and what the stream does until cleared. */
-bool rill__stream_failed_at(rill_stream *s, uint64_t seq, char *msg, size_t size);
+bool rill__stream_failed_at(rill__stream *s, uint64_t seq, char *msg, size_t size);
 
 /* Registers w to be called once s completes w->seq. Returns false, without
  * registering, when that already happened. */
-bool rill__stream_add_waiter(rill_stream *s, rill__waiter *w);
+bool rill__stream_add_waiter(rill__stream *s, rill__waiter *w);
 
 /* Blocks the calling thread until s completes seq. blocking != 0 sleeps at
  * once; otherwise spins briefly, yields, then sleeps. */
-void rill__stream_host_wait(rill_stream *s, uint64_t seq, int blocking);
+void rill__stream_host_wait(rill__stream *s, uint64_t seq, int blocking);
 /* Waits for seq and turns a failure into RILL_ERROR_KERNEL_FAILED. */
-rill_status rill__stream_wait_status(rill_stream *s, uint64_t seq, int blocking, const char *fn);
+rill_status rill__stream_wait_status(rill__stream *s, uint64_t seq, int blocking, const char *fn);
 
 /* Makes stream's later work wait until other completes seq (nothing when
  * that is already implied or done). fn names the public call. A failure
  * of the awaited work fails stream's later work too (sticky errors). */
-rill_status rill__stream_wait_point(rill_stream *stream, rill_stream *other, uint64_t seq,
+rill_status rill__stream_wait_point(rill__stream *stream, rill__stream *other, uint64_t seq,
                                     const char *fn);
 /* The same, ordering memory only (RILL__CMD_ORDER_ONLY): the wait ends
  * when other completes seq or skips it after a failure, and stream's
  * later work runs either way. For the library's own waits, which the
  * program never made and whose failures it must not see. */
-rill_status rill__stream_wait_order(rill_stream *stream, rill_stream *other, uint64_t seq,
+rill_status rill__stream_wait_order(rill__stream *stream, rill__stream *other, uint64_t seq,
                                     const char *fn);
 
 /* Notes that s's later work is ordered after `other` completing seq. */
-void rill__stream_clock_note(rill_stream *s, uint64_t other_id, uint64_t seq);
+void rill__stream_clock_note(rill__stream *s, uint64_t other_id, uint64_t seq);
 /* The highest seq of stream other_id that s's work submitted from now on
  * is known to run after (0 when none; UINT64_MAX when other_id is s). */
-uint64_t rill__stream_known_after(rill_stream *s, uint64_t other_id);
+uint64_t rill__stream_known_after(rill__stream *s, uint64_t other_id);
 /* True when s's work submitted from now on is known to run after stream
  * `other_id` completed seq (same stream, or a wait made it so). */
-bool rill__stream_ordered_after(rill_stream *s, uint64_t other_id, uint64_t seq);
+bool rill__stream_ordered_after(rill__stream *s, uint64_t other_id, uint64_t seq);
 
 /* True when s has work pending that may wait for something the library
  * cannot see (RILL__CMD_OPAQUE): a wait behind it could deadlock. */
-static inline bool rill__stream_opaque_pending(rill_stream *s) {
+static inline bool rill__stream_opaque_pending(rill__stream *s) {
     /* acquire: pairs with the release store of sub_seq that followed the
      * opaque command's store (see opaque_seq); done_seq after it. */
     uint64_t opaque = atomic_load_explicit(&s->opaque_seq, memory_order_acquire);
@@ -183,9 +188,9 @@ static inline bool rill__stream_opaque_pending(rill_stream *s) {
 /* Submits a command, the one path every command takes into a backend. On
  * a capturing stream the command becomes a graph node instead, and *seq
  * receives 0. */
-rill_status rill__stream_submit(rill_stream *s, const rill__cmd *cmd, uint64_t *seq);
+rill_status rill__stream_submit(rill__stream *s, const rill__cmd *cmd, uint64_t *seq);
 /* Submits a command to the stream's queue even while it captures (work
  * that runs at once: allowed unsafe calls, internal waits). */
-rill_status rill__stream_submit_now(rill_stream *s, const rill__cmd *cmd, uint64_t *seq);
+rill_status rill__stream_submit_now(rill__stream *s, const rill__cmd *cmd, uint64_t *seq);
 
 #endif

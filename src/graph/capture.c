@@ -37,14 +37,14 @@ _Atomic int rill__captures_active;
  * sorted and rid of duplicates when it has doubled since that was last
  * done (num_unique), so n merges cost O(n log n), not O(n^2). */
 typedef struct cap_stream {
-    rill_stream *s; /* ref */
+    rill__stream *s; /* ref */
     uint32_t *tail; /* owned */
     uint32_t num_tail, cap_tail;
     uint32_t num_unique; /* tail[0, num_unique) is sorted, without duplicates */
 } cap_stream;
 
 typedef struct cap_record {
-    rill_event *e;   /* ref */
+    rill__event *e;  /* ref */
     uint32_t *nodes; /* owned: the recording stream's tail */
     uint32_t num_nodes;
 } cap_record;
@@ -59,8 +59,8 @@ struct rill__capture {
     rill__capture *next, *prev;
     rill_capture_mode mode;
     uint64_t thread; /* rill__thread_id() of the beginning thread */
-    rill_stream *origin;
-    rill_graph *graph; /* owned until end_capture hands it out */
+    rill__stream *origin;
+    rill__graph *graph; /* owned until end_capture hands it out */
     int invalidated;
     char why[320];
     cap_stream *streams;
@@ -83,7 +83,7 @@ typedef struct gblock {
 
 struct rill__gpool {
     _Atomic int refs;
-    rill_stream *stream;        /* the library-owned allocation stream */
+    rill__stream *stream;       /* the library-owned allocation stream */
     _Atomic uint64_t ready_seq; /* launches wait for stream to reach it */
     gblock *blocks;             /* guarded by caps_lock */
     size_t num_blocks, cap_blocks;
@@ -129,14 +129,14 @@ static bool grow(void **arr, size_t *cap, size_t need, size_t elem) {
 
 /* The maps may name an entry that a failed call never committed (an index
  * at or past the count, or one reused since): the entry itself decides. */
-static cap_stream *find_stream(rill__capture *c, rill_stream *s) {
+static cap_stream *find_stream(rill__capture *c, rill__stream *s) {
     uint32_t i;
     if (!rill__ptrmap_get(&c->stream_index, s, &i) || i >= c->num_streams || c->streams[i].s != s)
         return NULL;
     return &c->streams[i];
 }
 
-static cap_record *find_record(rill__capture *c, rill_event *e) {
+static cap_record *find_record(rill__capture *c, rill__event *e) {
     uint32_t i;
     if (!rill__ptrmap_get(&c->record_index, e, &i) || i >= c->num_records || c->records[i].e != e)
         return NULL;
@@ -177,7 +177,7 @@ static bool tail_merge(cap_stream *cs, const uint32_t *nodes, uint32_t n, bool r
     return true;
 }
 
-static cap_stream *add_stream(rill__capture *c, rill_stream *s, const uint32_t *tail, uint32_t n) {
+static cap_stream *add_stream(rill__capture *c, rill__stream *s, const uint32_t *tail, uint32_t n) {
     if (!grow((void **)&c->streams, &c->cap_streams, c->num_streams + 1, sizeof *c->streams))
         return NULL;
     cap_stream *cs = &c->streams[c->num_streams];
@@ -195,7 +195,7 @@ static cap_stream *add_stream(rill__capture *c, rill_stream *s, const uint32_t *
 }
 
 /* Marks the ancestors of nodes (and the nodes) in mark[]. */
-static void mark_ancestors(rill_graph *g, const uint32_t *nodes, uint32_t n, unsigned char *mark,
+static void mark_ancestors(rill__graph *g, const uint32_t *nodes, uint32_t n, unsigned char *mark,
                            uint32_t *stack) {
     uint32_t top = 0;
     for (uint32_t i = 0; i < n; i++)
@@ -204,7 +204,7 @@ static void mark_ancestors(rill_graph *g, const uint32_t *nodes, uint32_t n, uns
             stack[top++] = nodes[i];
         }
     while (top > 0) {
-        rill_graph_node *x = g->nodes[stack[--top]];
+        rill__graph_node *x = g->nodes[stack[--top]];
         for (uint32_t j = 0; j < x->num_deps; j++)
             if (!mark[x->deps[j]]) {
                 mark[x->deps[j]] = 1;
@@ -213,11 +213,11 @@ static void mark_ancestors(rill_graph *g, const uint32_t *nodes, uint32_t n, uns
     }
 }
 
-static void stream_label(rill_stream *s, char *buf, size_t size) {
+static void stream_label(rill__stream *s, char *buf, size_t size) {
     rill__stream_name(s, buf, size);
 }
 
-static void invalidate(rill__capture *c, const char *fmt_fn, rill_stream *s) {
+static void invalidate(rill__capture *c, const char *fmt_fn, rill__stream *s) {
     if (c->invalidated)
         return;
     char name[80];
@@ -253,7 +253,7 @@ void rill__gpool_ref(rill__gpool *p) {
     atomic_fetch_add_explicit(&p->refs, 1, memory_order_relaxed);
 }
 
-void rill__gpool_unref(rill__gpool *p, rill_stream *last_stream, uint64_t last_seq) {
+void rill__gpool_unref(rill__gpool *p, rill__stream *last_stream, uint64_t last_seq) {
     if (atomic_fetch_sub_explicit(&p->refs, 1, memory_order_acq_rel) != 1)
         return;
     rill__spinlock_lock(&caps_lock);
@@ -278,7 +278,7 @@ void rill__gpool_unref(rill__gpool *p, rill_stream *last_stream, uint64_t last_s
     rill__free(p);
 }
 
-void rill__gpool_ready_point(rill__gpool *p, rill_stream **s, uint64_t *seq) {
+void rill__gpool_ready_point(rill__gpool *p, rill__stream **s, uint64_t *seq) {
     *seq = atomic_load_explicit(&p->ready_seq, memory_order_acquire);
     *s = NULL;
     if (*seq > atomic_load_explicit(&p->stream->done_seq, memory_order_acquire)) {
@@ -323,14 +323,14 @@ static void detach(rill__capture *c) {
 
 /* Ends c without a graph (caps_lock held) and returns the graph, which
  * the caller destroys once it has dropped the lock. */
-static rill_graph *discard(rill__capture *c) {
-    rill_graph *g = c->graph;
+static rill__graph *discard(rill__capture *c) {
+    rill__graph *g = c->graph;
     detach(c);
     return g;
 }
 
-static rill_graph *discard_unlock(rill__capture *c) {
-    rill_graph *g = discard(c);
+static rill__graph *discard_unlock(rill__capture *c) {
+    rill__graph *g = discard(c);
     rill__spinlock_unlock(&caps_lock);
     return g;
 }
@@ -338,11 +338,11 @@ static rill_graph *discard_unlock(rill__capture *c) {
 void rill__captures_shutdown(void) {
     for (;;) {
         rill__spinlock_lock(&caps_lock);
-        rill_graph *g = caps != NULL ? discard(caps) : NULL;
+        rill__graph *g = caps != NULL ? discard(caps) : NULL;
         rill__spinlock_unlock(&caps_lock);
         if (g == NULL)
             return;
-        rill_graph_destroy(g);
+        rill__graph_destroy(g);
     }
 }
 
@@ -357,7 +357,7 @@ void rill__captures_forget(void) {
 }
 
 /* The capture of s with caps_lock held, or NULL (unlocked then). */
-static rill__capture *lock_capture_of(rill_stream *s) {
+static rill__capture *lock_capture_of(rill__stream *s) {
     rill__spinlock_lock(&caps_lock);
     rill__capture *c = atomic_load_explicit(&s->capture, memory_order_acquire);
     if (c == NULL)
@@ -365,7 +365,7 @@ static rill__capture *lock_capture_of(rill_stream *s) {
     return c;
 }
 
-void rill__capture_stream_destroyed(rill_stream *s) {
+void rill__capture_stream_destroyed(rill__stream *s) {
     /* No fast path on rill__captures_active: only the lock orders this
      * against a rill_stream_begin_capture racing on the same stream (see
      * the owner_released check there). */
@@ -381,7 +381,7 @@ void rill__capture_stream_destroyed(rill_stream *s) {
     }
     /* The origin: no handle is left to end the capture, so it ends here,
      * as a failed end_capture ends it. */
-    rill_graph_destroy(discard_unlock(c));
+    rill__graph_destroy(discard_unlock(c));
 }
 
 static void note_use(rill__capture *c, const void *ptr, size_t bytes, uint32_t node) {
@@ -408,7 +408,7 @@ static const char *cmd_what(const rill__cmd *cmd) {
     }
 }
 
-rill_status rill__capture_submit(rill_stream *s, const rill__cmd *cmd, uint64_t *seq) {
+rill_status rill__capture_submit(rill__stream *s, const rill__cmd *cmd, uint64_t *seq) {
     *seq = 0;
     rill__capture *c = lock_capture_of(s);
     if (c == NULL)
@@ -464,7 +464,7 @@ rill_status rill__capture_submit(rill_stream *s, const rill__cmd *cmd, uint64_t 
         goto out;
     }
     cs->cap_tail = (uint32_t)cap;
-    rill_graph_node *node;
+    rill__graph_node *node;
     st = rill__graph_add(c->graph, cs->tail, cs->num_tail, &p, s, cmd_what(cmd), &node);
     if (st != RILL_OK)
         goto out;
@@ -485,7 +485,7 @@ out:
     return st;
 }
 
-rill_status rill__capture_event_record(rill_event *e, rill_stream *s, bool *handled) {
+rill_status rill__capture_event_record(rill__event *e, rill__stream *s, bool *handled) {
     *handled = false;
     if (!rill__stream_capturing(s))
         return RILL_OK;
@@ -529,7 +529,7 @@ rill_status rill__capture_event_record(rill_event *e, rill_stream *s, bool *hand
                         "another event for this stream");
         goto out;
     }
-    rill_stream *old = e->stream;
+    rill__stream *old = e->stream;
     e->dev = s->dev;
     e->stream = NULL;
     e->seq = 0;
@@ -555,7 +555,7 @@ out:
 }
 
 /* Makes s (in capture sc, or none) depend on nodes of capture c. */
-static rill_status join(rill__capture *c, rill__capture *sc, rill_stream *s, const uint32_t *nodes,
+static rill_status join(rill__capture *c, rill__capture *sc, rill__stream *s, const uint32_t *nodes,
                         uint32_t n, const char *fn) {
     if (c->invalidated)
         return fail_invalidated(c, fn);
@@ -578,7 +578,7 @@ static rill_status join(rill__capture *c, rill__capture *sc, rill_stream *s, con
     return RILL_OK;
 }
 
-rill_status rill__capture_wait_event(rill_stream *s, rill_event *e, bool *handled) {
+rill_status rill__capture_wait_event(rill__stream *s, rill__event *e, bool *handled) {
     *handled = false;
     if (atomic_load_explicit(&rill__captures_active, memory_order_relaxed) == 0)
         return RILL_OK;
@@ -616,7 +616,7 @@ rill_status rill__capture_wait_event(rill_stream *s, rill_event *e, bool *handle
     return st;
 }
 
-rill_status rill__capture_wait_stream(rill_stream *s, rill_stream *other, bool *handled) {
+rill_status rill__capture_wait_stream(rill__stream *s, rill__stream *other, bool *handled) {
     *handled = false;
     if (atomic_load_explicit(&rill__captures_active, memory_order_relaxed) == 0)
         return RILL_OK;
@@ -657,7 +657,7 @@ rill_status rill__capture_wait_stream(rill_stream *s, rill_stream *other, bool *
     return st;
 }
 
-rill_status rill__capture_check_stream_sync(rill_stream *s, const char *fn) {
+rill_status rill__capture_check_stream_sync(rill__stream *s, const char *fn) {
     if (!rill__stream_capturing(s))
         return RILL_OK;
     rill__capture *c = lock_capture_of(s);
@@ -673,7 +673,7 @@ rill_status rill__capture_check_stream_sync(rill_stream *s, const char *fn) {
     return st;
 }
 
-rill_status rill__capture_check_event_sync(rill_event *e, const char *fn) {
+rill_status rill__capture_check_event_sync(rill__event *e, const char *fn) {
     if (atomic_load_explicit(&rill__captures_active, memory_order_relaxed) == 0)
         return RILL_OK;
     rill__mutex_lock(&e->lock);
@@ -695,7 +695,7 @@ rill_status rill__capture_check_event_sync(rill_event *e, const char *fn) {
     return st;
 }
 
-rill_status rill__capture_check_device_sync(rill_device *dev, const char *fn) {
+rill_status rill__capture_check_device_sync(rill__device *dev, const char *fn) {
     if (atomic_load_explicit(&rill__captures_active, memory_order_relaxed) == 0)
         return RILL_OK;
     rill__spinlock_lock(&caps_lock);
@@ -770,7 +770,7 @@ rill_status rill__capture_check_free(void *ptr, const char *fn) {
                               fn, ptr);
         }
     }
-    rill_device *dev;
+    rill__device *dev;
     size_t bytes = 0;
     int n = 0;
     char name[80] = "";
@@ -786,13 +786,13 @@ rill_status rill__capture_check_free(void *ptr, const char *fn) {
                       fn, ptr, name);
 }
 
-rill_status rill__capture_malloc(rill_stream *s, size_t bytes, void **out) {
+rill_status rill__capture_malloc(rill__stream *s, size_t bytes, void **out) {
     static const char fn[] = "rill_malloc_async";
     rill__capture *c = lock_capture_of(s);
     if (c == NULL)
         return rill__pool_alloc(s, bytes, fn, out);
     rill_status st = RILL_OK;
-    rill_graph *g = c->graph;
+    rill__graph *g = c->graph;
     cap_stream *cs = find_stream(c, s);
     unsigned char *mark = NULL;
     uint32_t *stack = NULL;
@@ -802,8 +802,8 @@ rill_status rill__capture_malloc(rill_stream *s, size_t bytes, void **out) {
     }
     if (g->pool == NULL) {
         rill__gpool *p = rill__calloc(1, sizeof *p);
-        rill_stream *ps = NULL;
-        if (p == NULL || rill_stream_get_tagged(s->dev, "rill:graph-memory", 0, &ps) != RILL_OK) {
+        rill__stream *ps = NULL;
+        if (p == NULL || rill__stream_tagged(s->dev, "rill:graph-memory", 0, &ps) != RILL_OK) {
             rill__free(p);
             st = rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory", fn);
             goto out;
@@ -881,14 +881,14 @@ out:
     return st;
 }
 
-rill_status rill__capture_free(rill_stream *s, void *ptr, bool *handled) {
+rill_status rill__capture_free(rill__stream *s, void *ptr, bool *handled) {
     static const char fn[] = "rill_free_async";
     *handled = false;
     rill__capture *c = lock_capture_of(s);
     if (c == NULL)
         return RILL_OK;
     rill_status st = RILL_OK;
-    rill_graph *g = c->graph;
+    rill__graph *g = c->graph;
     gblock *b = g->pool != NULL ? gpool_find(g->pool, ptr) : NULL;
     if (b == NULL) {
         /* Memory from outside the capture: an unsafe free (checked by the
@@ -933,9 +933,10 @@ out:
 
 /* ---------------------------------------------------------------- public */
 
-rill_status rill_stream_begin_capture(rill_stream *stream, rill_capture_mode mode) {
+rill_status rill_stream_begin_capture(rill_stream *stream_h, rill_capture_mode mode) {
     static const char fn[] = "rill_stream_begin_capture";
-    rill_status st = rill__stream_resolve(stream, fn, &stream);
+    rill__stream *stream;
+    rill_status st = rill__stream_resolve(stream_h, fn, &stream);
     if (st != RILL_OK)
         return st;
     if (mode != RILL_CAPTURE_GLOBAL && mode != RILL_CAPTURE_THREAD_LOCAL &&
@@ -945,7 +946,7 @@ rill_status rill_stream_begin_capture(rill_stream *stream, rill_capture_mode mod
                           "RILL_CAPTURE_THREAD_LOCAL or RILL_CAPTURE_RELAXED",
                           fn, (int)mode);
     rill__capture *c = rill__calloc(1, sizeof *c);
-    rill_graph *g = NULL;
+    rill__graph *g = NULL;
     if (c == NULL || (st = rill__graph_new(&g)) != RILL_OK) {
         rill__free(c);
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory", fn);
@@ -957,7 +958,7 @@ rill_status rill_stream_begin_capture(rill_stream *stream, rill_capture_mode mod
     if (atomic_load(&stream->owner_released)) {
         rill__spinlock_unlock(&caps_lock);
         rill__free(c);
-        rill_graph_destroy(g);
+        rill__graph_destroy(g);
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "%s: the stream handle is not valid (destroyed, or not a stream)", fn);
     }
@@ -967,7 +968,7 @@ rill_status rill_stream_begin_capture(rill_stream *stream, rill_capture_mode mod
         stream_label(other->origin, a, sizeof a);
         rill__spinlock_unlock(&caps_lock);
         rill__free(c);
-        rill_graph_destroy(g);
+        rill__graph_destroy(g);
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "%s: the stream already belongs to the capture begun on stream %s; "
                           "end that capture first",
@@ -985,7 +986,7 @@ rill_status rill_stream_begin_capture(rill_stream *stream, rill_capture_mode mod
         rill__free(c->streams);
         rill__ptrmap_free(&c->stream_index);
         rill__free(c);
-        rill_graph_destroy(g);
+        rill__graph_destroy(g);
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory", fn);
     }
     c->next = caps;
@@ -997,7 +998,7 @@ rill_status rill_stream_begin_capture(rill_stream *stream, rill_capture_mode mod
 }
 
 /* The first node of stream_id that is not marked, and how many are not. */
-static uint32_t unjoined(rill_graph *g, uint64_t stream_id, const unsigned char *mark,
+static uint32_t unjoined(rill__graph *g, uint64_t stream_id, const unsigned char *mark,
                          uint32_t *first) {
     uint32_t n = 0;
     for (uint32_t i = 0; i < g->num_nodes; i++) {
@@ -1009,7 +1010,7 @@ static uint32_t unjoined(rill_graph *g, uint64_t stream_id, const unsigned char 
     return n;
 }
 
-static void node_label(const rill_graph_node *n, char *buf, size_t size) {
+static void node_label(const rill__graph_node *n, char *buf, size_t size) {
     switch (n->p.kind) {
     case RILL__GNODE_KERNEL:
         snprintf(buf, size, "kernel '%s'", n->p.u.kernel.kernel->name);
@@ -1029,12 +1030,13 @@ static void node_label(const rill_graph_node *n, char *buf, size_t size) {
     }
 }
 
-rill_status rill_stream_end_capture(rill_stream *stream, rill_graph **out) {
+rill_status rill_stream_end_capture(rill_stream *stream_h, rill_graph **out) {
     static const char fn[] = "rill_stream_end_capture";
     if (out == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: out is NULL", fn);
     *out = NULL;
-    rill_status st = rill__stream_resolve(stream, fn, &stream);
+    rill__stream *stream;
+    rill_status st = rill__stream_resolve(stream_h, fn, &stream);
     if (st != RILL_OK)
         return st;
     char a[80], b[80];
@@ -1070,19 +1072,19 @@ rill_status rill_stream_end_capture(rill_stream *stream, rill_graph **out) {
     if (c->invalidated) {
         char why[320];
         snprintf(why, sizeof why, "%s", c->why);
-        rill_graph_destroy(discard_unlock(c));
+        rill__graph_destroy(discard_unlock(c));
         return rill__fail(RILL_ERROR_CAPTURE_INVALIDATED,
                           "%s: the capture on stream %s was invalidated because %s; nothing "
                           "captured runs: capture again without that call",
                           fn, a, why);
     }
-    rill_graph *g = c->graph;
+    rill__graph *g = c->graph;
     unsigned char *mark = rill__calloc(g->num_nodes + 1, 1);
     uint32_t *stack = rill__malloc((g->num_nodes + 1) * sizeof *stack);
     if (mark == NULL || stack == NULL) {
         rill__free(mark);
         rill__free(stack);
-        rill_graph_destroy(discard_unlock(c));
+        rill__graph_destroy(discard_unlock(c));
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY,
                           "%s: out of memory checking the capture; it is discarded", fn);
     }
@@ -1095,7 +1097,7 @@ rill_status rill_stream_end_capture(rill_stream *stream, rill_graph **out) {
         if (!mark[i] && g->nodes[i]->stream_id != stream->id)
             bad = i;
     for (size_t i = 0; bad < g->num_nodes && i < c->num_streams; i++) {
-        rill_stream *s = c->streams[i].s;
+        rill__stream *s = c->streams[i].s;
         if (s->id != g->nodes[bad]->stream_id)
             continue;
         uint32_t first = 0;
@@ -1105,7 +1107,7 @@ rill_status rill_stream_end_capture(rill_stream *stream, rill_graph **out) {
         node_label(g->nodes[first], what, sizeof what);
         rill__free(mark);
         rill__free(stack);
-        rill_graph_destroy(discard_unlock(c));
+        rill__graph_destroy(discard_unlock(c));
         return rill__fail(RILL_ERROR_CAPTURE_UNJOINED,
                           "%s: stream %s has %u command%s after its last join to the origin "
                           "stream %s (the first: %s); record an event on it and wait on that "
@@ -1117,16 +1119,17 @@ rill_status rill_stream_end_capture(rill_stream *stream, rill_graph **out) {
     c->graph = NULL;
     detach(c);
     rill__spinlock_unlock(&caps_lock);
-    *out = g;
+    *out = g->handle;
     return RILL_OK;
 }
 
-rill_status rill_stream_get_capture_status(rill_stream *stream, rill_capture_status *out) {
+rill_status rill_stream_get_capture_status(rill_stream *stream_h, rill_capture_status *out) {
     static const char fn[] = "rill_stream_get_capture_status";
     if (out == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: out is NULL", fn);
     *out = RILL_CAPTURE_NONE;
-    rill_status st = rill__stream_resolve(stream, fn, &stream);
+    rill__stream *stream;
+    rill_status st = rill__stream_resolve(stream_h, fn, &stream);
     if (st != RILL_OK)
         return st;
     rill__capture *c = lock_capture_of(stream);

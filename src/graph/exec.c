@@ -20,7 +20,7 @@
 /* ------------------------------------------------------------- lifetime */
 
 /* Frees what instantiation allocated for x (each may be NULL). */
-static void exec_arrays_free(rill_graph_exec *x) {
+static void exec_arrays_free(rill__graph_exec *x) {
     rill__free(x->succ);
     rill__free(x->roots);
     rill__free(x->event_nodes);
@@ -33,9 +33,10 @@ static void exec_arrays_free(rill_graph_exec *x) {
     rill__free(x->run.active);
 }
 
-static void exec_free(rill_graph_exec *x) {
+static void exec_free(rill__graph_exec *x) {
     rill__runtime *rt;
     rill__runtime_get(&rt);
+    rill__handle_close(x->handle);
     rill__mutex_lock(&rt->lock);
     if (x->rt_prev != NULL)
         x->rt_prev->rt_next = x->rt_next;
@@ -53,7 +54,7 @@ static void exec_free(rill_graph_exec *x) {
     rill__free(x);
 }
 
-void rill__exec_unref(rill_graph_exec *x) {
+void rill__exec_unref(rill__graph_exec *x) {
     /* acq_rel: the last release sees every launch's writes. */
     if (atomic_fetch_sub_explicit(&x->refs, 1, memory_order_acq_rel) == 1)
         exec_free(x);
@@ -77,7 +78,7 @@ void rill__xparams_unref(rill__xparams *v) {
     /* acq_rel: the last release sees every launch's reads done. */
     if (atomic_fetch_sub_explicit(&v->refs, 1, memory_order_acq_rel) != 1)
         return;
-    rill_graph_exec *x = v->exec;
+    rill__graph_exec *x = v->exec;
     xparams_free(v, x->num_nodes);
     rill__exec_unref(x);
 }
@@ -86,7 +87,7 @@ void rill__execs_shutdown(rill__runtime *rt) {
     /* Every stream has drained: no launch holds an exec or a parameter
      * set, and each exec left has only its current set. */
     while (rt->execs != NULL) {
-        rill_graph_exec *x = rt->execs;
+        rill__graph_exec *x = rt->execs;
         atomic_store(&x->magic, RILL__MAGIC_DEAD);
         if (x->params != NULL)
             xparams_free(x->params, x->num_nodes);
@@ -99,7 +100,7 @@ void rill__execs_shutdown(rill__runtime *rt) {
 /* -------------------------------------------------------- instantiation */
 
 /* Lays out the kernel nodes' args and accesses of g in one arena. */
-static unsigned char *build_arena(rill_graph *g, rill__xnode *xn) {
+static unsigned char *build_arena(rill__graph *g, rill__xnode *xn) {
     size_t bytes = 0;
     for (uint32_t i = 0; i < g->num_nodes; i++) {
         const rill__gnode_params *p = &g->nodes[i]->p;
@@ -128,7 +129,7 @@ static unsigned char *build_arena(rill_graph *g, rill__xnode *xn) {
     return arena;
 }
 
-static void take_params(rill__xnode *xn, const rill_graph_node *n) {
+static void take_params(rill__xnode *xn, const rill__graph_node *n) {
     void *args = xn->p.u.kernel.args;
     rill_access *acc = xn->p.u.kernel.accesses;
     xn->p = n->p;
@@ -145,7 +146,7 @@ static void take_params(rill__xnode *xn, const rill_graph_node *n) {
 /* A parameter set of x from graph's nodes. nodes has x's topology filled
  * in; the set owns it from now on (it is freed on failure). Takes the
  * references of the set's nodes and one on x. NULL when out of memory. */
-static rill__xparams *xparams_make(rill_graph_exec *x, rill_graph *graph, rill__xnode *nodes) {
+static rill__xparams *xparams_make(rill__graph_exec *x, rill__graph *graph, rill__xnode *nodes) {
     rill__xparams *v = rill__calloc(1, sizeof *v);
     unsigned char *arena = v != NULL ? build_arena(graph, nodes) : NULL;
     if (arena == NULL) {
@@ -176,10 +177,10 @@ static rill__xparams *xparams_make(rill_graph_exec *x, rill_graph *graph, rill__
 
 /* Fills in the topology of graph's nodes (predecessor counts, successor
  * lists, single successors first) and x's roots and event nodes. */
-static void build_topology(rill_graph_exec *x, rill_graph *graph, rill__xnode *nodes) {
+static void build_topology(rill__graph_exec *x, rill__graph *graph, rill__xnode *nodes) {
     uint32_t n = graph->num_nodes;
     for (uint32_t i = 0; i < n; i++) {
-        const rill_graph_node *gn = graph->nodes[i];
+        const rill__graph_node *gn = graph->nodes[i];
         nodes[i].graph_index = i;
         nodes[i].num_preds = gn->num_deps;
         if (gn->num_deps == 0)
@@ -199,7 +200,7 @@ static void build_topology(rill_graph_exec *x, rill_graph *graph, rill__xnode *n
         nodes[i].num_succ = 0;
     }
     for (uint32_t i = 0; i < n; i++) {
-        const rill_graph_node *gn = graph->nodes[i];
+        const rill__graph_node *gn = graph->nodes[i];
         for (uint32_t j = 0; j < gn->num_deps; j++) {
             rill__xnode *d = &nodes[gn->deps[j]];
             x->succ[d->succ_begin + d->num_succ++] = i;
@@ -221,12 +222,13 @@ static void build_topology(rill_graph_exec *x, rill_graph *graph, rill__xnode *n
     }
 }
 
-rill_status rill_graph_instantiate(rill_graph *graph, rill_graph_exec **out) {
+rill_status rill_graph_instantiate(rill_graph *graph_h, rill_graph_exec **out) {
     static const char fn[] = "rill_graph_instantiate";
     if (out == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: out is NULL", fn);
     *out = NULL;
-    rill_status st = rill__graph_resolve(graph, fn);
+    rill__graph *graph;
+    rill_status st = rill__graph_resolve(graph_h, fn, &graph);
     if (st != RILL_OK)
         return st;
     uint32_t n = graph->num_nodes, num_events = 0;
@@ -236,9 +238,11 @@ rill_status rill_graph_instantiate(rill_graph *graph, rill_graph_exec **out) {
         rill__gnode_kind k = graph->nodes[i]->p.kind;
         num_events += k == RILL__GNODE_RECORD || k == RILL__GNODE_WAIT;
     }
-    rill_graph_exec *x = rill__calloc(1, sizeof *x);
-    if (x == NULL)
+    rill__graph_exec *x = rill__calloc(1, sizeof *x);
+    if (x == NULL || !rill__handle_open(RILL__HANDLE_EXEC, x, (void **)&x->handle)) {
+        rill__free(x);
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    }
     size_t m = n > 0 ? n : 1;
     rill__xnode *nodes = rill__calloc(m, sizeof *nodes);
     x->succ = rill__malloc((edges > 0 ? edges : 1) * sizeof *x->succ);
@@ -257,6 +261,7 @@ rill_status rill_graph_instantiate(rill_graph *graph, rill_graph_exec **out) {
         x->run.active == NULL) {
         rill__free(nodes);
         exec_arrays_free(x);
+        rill__handle_close(x->handle);
         rill__free(x);
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory for %u nodes", fn, n);
     }
@@ -266,6 +271,7 @@ rill_status rill_graph_instantiate(rill_graph *graph, rill_graph_exec **out) {
     x->params = xparams_make(x, graph, nodes);
     if (x->params == NULL) {
         exec_arrays_free(x);
+        rill__handle_close(x->handle);
         rill__free(x);
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory for %u nodes", fn, n);
     }
@@ -282,16 +288,16 @@ rill_status rill_graph_instantiate(rill_graph *graph, rill_graph_exec **out) {
         rt->execs->rt_prev = x;
     rt->execs = x;
     rill__mutex_unlock(&rt->lock);
-    *out = x;
+    *out = x->handle;
     return RILL_OK;
 }
 
-static rill_status resolve_exec(rill_graph_exec *x, const char *fn) {
-    if (rill__handle_magic(x) != RILL__MAGIC_EXEC)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                          "%s: the exec is NULL or not valid (destroyed?); create one with "
-                          "rill_graph_instantiate",
-                          fn);
+/* Execs come from rill_graph_instantiate. */
+static rill_status resolve_exec(rill_graph_exec *handle, const char *fn, rill__graph_exec **out) {
+    rill__graph_exec *x = rill__handle_get(handle, RILL__HANDLE_EXEC);
+    if (x == NULL)
+        return rill__handle_fail(fn, "the exec", handle, RILL__HANDLE_EXEC);
+    *out = x;
     return RILL_OK;
 }
 
@@ -300,14 +306,16 @@ static rill_status fail_destroyed(const char *fn) {
                       "%s: the exec was destroyed by another thread during the call", fn);
 }
 
-rill_status rill_graph_exec_destroy(rill_graph_exec *exec) {
-    rill_status st = resolve_exec(exec, "rill_graph_exec_destroy");
+rill_status rill_graph_exec_destroy(rill_graph_exec *exec_h) {
+    rill__graph_exec *exec = NULL;
+    rill_status st = resolve_exec(exec_h, "rill_graph_exec_destroy", &exec);
     if (st != RILL_OK)
         return st;
     uint32_t expected = RILL__MAGIC_EXEC;
     if (!atomic_compare_exchange_strong(&exec->magic, &expected, RILL__MAGIC_DEAD))
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "rill_graph_exec_destroy: the exec was already destroyed");
+    rill__handle_close(exec->handle); /* stale from here on */
     /* Pending launches hold their own parameter sets, which hold the
      * exec. */
     rill__mutex_lock(&exec->lock);
@@ -327,8 +335,8 @@ static const char *kind_name(rill__gnode_kind k) {
 
 /* Checks that graph has the topology and node kinds of x, whose nodes
  * (of any parameter set) are xn. O(nodes + edges). */
-static rill_status check_topology(const rill_graph_exec *x, const rill__xnode *xn,
-                                  rill_graph *graph, const char *fn) {
+static rill_status check_topology(const rill__graph_exec *x, const rill__xnode *xn,
+                                  rill__graph *graph, const char *fn) {
     if (graph->num_nodes != x->num_nodes)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "%s: the graph has %u nodes and the exec %u; update takes a graph of "
@@ -336,7 +344,7 @@ static rill_status check_topology(const rill_graph_exec *x, const rill__xnode *x
                           fn, graph->num_nodes, x->num_nodes);
     size_t edges = 0;
     for (uint32_t i = 0; i < graph->num_nodes; i++) {
-        const rill_graph_node *gn = graph->nodes[i];
+        const rill__graph_node *gn = graph->nodes[i];
         if (gn->p.kind != xn[i].p.kind)
             return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                               "%s: node %u is a %s node in the graph and a %s node in the exec; "
@@ -373,7 +381,7 @@ static rill_status check_topology(const rill_graph_exec *x, const rill__xnode *x
     for (uint32_t i = 0; i < n && st == RILL_OK; i++) {
         for (uint32_t k = begin[i]; k < begin[i + 1]; k++)
             stamp[preds[k]] = i + 1;
-        const rill_graph_node *gn = graph->nodes[i];
+        const rill__graph_node *gn = graph->nodes[i];
         for (uint32_t j = 0; j < gn->num_deps && st == RILL_OK; j++)
             if (stamp[gn->deps[j]] != i + 1)
                 st = rill__fail(RILL_ERROR_INVALID_ARGUMENT,
@@ -388,11 +396,13 @@ out:
     return st;
 }
 
-rill_status rill_graph_exec_update(rill_graph_exec *exec, rill_graph *graph) {
+rill_status rill_graph_exec_update(rill_graph_exec *exec_h, rill_graph *graph_h) {
     static const char fn[] = "rill_graph_exec_update";
-    rill_status st = resolve_exec(exec, fn);
+    rill__graph_exec *exec = NULL;
+    rill__graph *graph;
+    rill_status st = resolve_exec(exec_h, fn, &exec);
     if (st == RILL_OK)
-        st = rill__graph_resolve(graph, fn);
+        st = rill__graph_resolve(graph_h, fn, &graph);
     if (st != RILL_OK)
         return st;
     /* The current set, held while the new one is made from it: its
@@ -440,15 +450,15 @@ rill_status rill_graph_exec_update(rill_graph_exec *exec, rill_graph *graph) {
 
 /* Records the exec's event record nodes at (stream, seq of the launch):
  * the events complete when the launch does. exec->lock held. */
-static void record_events(rill_graph_exec *x, const rill__xparams *v, rill_stream *s,
+static void record_events(rill__graph_exec *x, const rill__xparams *v, rill__stream *s,
                           uint64_t seq) {
     for (uint32_t k = 0; k < x->num_event_nodes; k++) {
         uint32_t i = x->event_nodes[k];
         if (v->nodes[i].p.kind != RILL__GNODE_RECORD)
             continue;
-        rill_event *e = v->nodes[i].p.u.event.event;
+        rill__event *e = v->nodes[i].p.u.event.event;
         rill__mutex_lock(&e->lock);
-        rill_stream *old = e->stream;
+        rill__stream *old = e->stream;
         rill__stream_ref(s);
         e->dev = s->dev;
         e->stream = s;
@@ -467,7 +477,7 @@ static void record_events(rill_graph_exec *x, const rill__xparams *v, rill_strea
  * memory its capture allocated, and for its event wait nodes (snapshots
  * taken now, as rill_stream_wait_event does; the node holds its event,
  * so a destroyed event is waited for as last recorded). */
-static rill_status launch_waits(rill_graph_exec *x, const rill__xparams *v, rill_stream *stream,
+static rill_status launch_waits(rill__graph_exec *x, const rill__xparams *v, rill__stream *stream,
                                 const char *fn) {
     for (uint32_t k = 0; k < x->num_event_nodes; k++) {
         const rill__xnode *xn = &v->nodes[x->event_nodes[k]];
@@ -478,7 +488,7 @@ static rill_status launch_waits(rill_graph_exec *x, const rill__xparams *v, rill
                               xn->graph_index);
     }
     if (x->pool != NULL) {
-        rill_stream *ps;
+        rill__stream *ps;
         uint64_t pseq;
         rill__gpool_ready_point(x->pool, &ps, &pseq);
         if (ps != NULL) {
@@ -500,12 +510,14 @@ static rill_status launch_waits(rill_graph_exec *x, const rill__xparams *v, rill
     return RILL_OK;
 }
 
-rill_status rill_graph_launch(rill_graph_exec *exec, rill_stream *stream) {
+rill_status rill_graph_launch(rill_graph_exec *exec_h, rill_stream *stream_h) {
     static const char fn[] = "rill_graph_launch";
-    rill_status st = resolve_exec(exec, fn);
+    rill__graph_exec *exec = NULL;
+    rill_status st = resolve_exec(exec_h, fn, &exec);
     if (st != RILL_OK)
         return st;
-    st = rill__stream_resolve(stream, fn, &stream);
+    rill__stream *stream;
+    st = rill__stream_resolve(stream_h, fn, &stream);
     if (st != RILL_OK)
         return st;
     if (rill__stream_capturing(stream))
@@ -532,7 +544,7 @@ rill_status rill_graph_launch(rill_graph_exec *exec, rill_stream *stream) {
     /* The previous launch on another stream: this one waits for it to end,
      * however it ended (see rill__cmd). On the same stream, stream order
      * does it. */
-    rill_stream *ls = exec->last_stream;
+    rill__stream *ls = exec->last_stream;
     if (ls != NULL && ls != stream &&
         atomic_load_explicit(&ls->done_seq, memory_order_acquire) < exec->last_seq) {
         rill__stream_ref(ls);

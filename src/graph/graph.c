@@ -38,8 +38,10 @@ static void params_release(rill__gnode_params *p) {
     }
 }
 
-static void graph_free(rill_graph *g) {
+static void graph_free(rill__graph *g) {
+    rill__handle_close(g->handle);
     for (uint32_t i = 0; i < g->num_nodes; i++) {
+        rill__handle_close(g->nodes[i]->handle); /* NULL for captured nodes: nothing */
         params_release(&g->nodes[i]->p);
         rill__free(g->nodes[i]->deps);
     }
@@ -51,7 +53,7 @@ static void graph_free(rill_graph *g) {
     rill__free(g);
 }
 
-static void graph_unlink(rill__runtime *rt, rill_graph *g) {
+static void graph_unlink(rill__runtime *rt, rill__graph *g) {
     rill__mutex_lock(&rt->lock);
     if (g->rt_prev != NULL)
         g->rt_prev->rt_next = g->rt_next;
@@ -62,14 +64,16 @@ static void graph_unlink(rill__runtime *rt, rill_graph *g) {
     rill__mutex_unlock(&rt->lock);
 }
 
-rill_status rill__graph_new(rill_graph **out) {
+rill_status rill__graph_new(rill__graph **out) {
     rill__runtime *rt;
     rill_status st = rill__runtime_get(&rt);
     if (st != RILL_OK)
         return st;
-    rill_graph *g = rill__calloc(1, sizeof *g);
-    if (g == NULL)
+    rill__graph *g = rill__calloc(1, sizeof *g);
+    if (g == NULL || !rill__handle_open(RILL__HANDLE_GRAPH, g, (void **)&g->handle)) {
+        rill__free(g);
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "rill_graph_create: out of memory");
+    }
     atomic_store(&g->magic, RILL__MAGIC_GRAPH);
     rill__mutex_lock(&rt->lock);
     g->rt_next = rt->graphs;
@@ -84,7 +88,7 @@ rill_status rill__graph_new(rill_graph **out) {
 void rill__graphs_shutdown(rill__runtime *rt) {
     rill__execs_shutdown(rt);
     while (rt->graphs != NULL) {
-        rill_graph *g = rt->graphs;
+        rill__graph *g = rt->graphs;
         rt->graphs = g->rt_next;
         atomic_store(&g->magic, RILL__MAGIC_DEAD);
         graph_free(g);
@@ -93,12 +97,12 @@ void rill__graphs_shutdown(rill__runtime *rt) {
 
 /* ------------------------------------------------------------ building */
 
-rill_status rill__graph_resolve(rill_graph *g, const char *fn) {
-    if (rill__handle_magic(g) != RILL__MAGIC_GRAPH)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                          "%s: the graph is NULL or not valid (destroyed?); create one with "
-                          "rill_graph_create or rill_stream_end_capture",
-                          fn);
+rill_status rill__graph_resolve(rill_graph *handle, const char *fn, rill__graph **out) {
+    /* Graphs come from rill_graph_create or rill_stream_end_capture. */
+    rill__graph *g = rill__handle_get(handle, RILL__HANDLE_GRAPH);
+    if (g == NULL)
+        return rill__handle_fail(fn, "the graph", handle, RILL__HANDLE_GRAPH);
+    *out = g;
     return RILL_OK;
 }
 
@@ -114,12 +118,12 @@ static uint64_t slab_first(uint32_t k) {
 
 /* The storage for node g->num_nodes, in the last slab or a new one; NULL
  * when out of memory (or when the graph is full). */
-static rill_graph_node *next_slot(rill_graph *g) {
+static rill__graph_node *next_slot(rill__graph *g) {
     uint32_t k = g->num_slabs;
     if (k == 0 || g->num_nodes == slab_first(k)) {
         if (k == RILL__GRAPH_SLABS)
             return NULL;
-        g->slabs[k] = rill__malloc(((size_t)RILL__GRAPH_SLAB0 << k) * sizeof(rill_graph_node));
+        g->slabs[k] = rill__malloc(((size_t)RILL__GRAPH_SLAB0 << k) * sizeof(rill__graph_node));
         if (g->slabs[k] == NULL)
             return NULL;
         g->num_slabs = ++k;
@@ -127,28 +131,18 @@ static rill_graph_node *next_slot(rill_graph *g) {
     return &g->slabs[k - 1][g->num_nodes - slab_first(k - 1)];
 }
 
-/* The index of d when it is a node of g, else -1. d is compared with the
- * slabs' address ranges and never read: it may be anything the caller
- * passed. O(slabs), at most RILL__GRAPH_SLABS. */
-static int64_t node_index(const rill_graph *g, const rill_graph_node *d) {
-    uintptr_t p = (uintptr_t)d;
-    for (uint32_t k = 0; k < g->num_slabs; k++) {
-        uintptr_t base = (uintptr_t)g->slabs[k];
-        uintptr_t end = base + ((size_t)RILL__GRAPH_SLAB0 << k) * sizeof *d;
-        if (p < base || p >= end)
-            continue;
-        if ((p - base) % sizeof *d != 0)
-            return -1;
-        uint64_t i = slab_first(k) + (p - base) / sizeof *d;
-        return i < g->num_nodes ? (int64_t)i : -1;
-    }
-    return -1;
+/* The index of the node that handle d names when it is a node of g, else
+ * -1: a node's handle is open while its graph lives (graph_free closes it),
+ * so a node it resolves to may be read. */
+static int64_t node_index(const rill__graph *g, const rill_graph_node *d) {
+    const rill__graph_node *n = rill__handle_get(d, RILL__HANDLE_NODE);
+    return n != NULL && n->graph == g ? (int64_t)n->index : -1;
 }
 
-rill_status rill__graph_add(rill_graph *g, const uint32_t *deps, uint32_t num_deps,
-                            const rill__gnode_params *params, rill_stream *captured_from,
-                            const char *fn, rill_graph_node **out) {
-    rill_graph_node *n = next_slot(g);
+rill_status rill__graph_add(rill__graph *g, const uint32_t *deps, uint32_t num_deps,
+                            const rill__gnode_params *params, rill__stream *captured_from,
+                            const char *fn, rill__graph_node **out) {
+    rill__graph_node *n = next_slot(g);
     if (n == NULL)
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory adding a graph node", fn);
     memset(n, 0, sizeof *n);
@@ -180,7 +174,7 @@ rill_status rill__graph_add(rill_graph *g, const uint32_t *deps, uint32_t num_de
     }
     if (g->num_nodes == g->cap_nodes) {
         uint32_t cap = g->cap_nodes == 0 ? 16 : 2 * g->cap_nodes;
-        rill_graph_node **nodes = rill__realloc(g->nodes, cap * sizeof *nodes);
+        rill__graph_node **nodes = rill__realloc(g->nodes, cap * sizeof *nodes);
         if (nodes == NULL)
             goto oom;
         g->nodes = nodes;
@@ -216,12 +210,14 @@ oom:
     return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory adding a graph node", fn);
 }
 
-/* Validates a hand-made node's dependency list and adds the node. */
-static rill_status add_node(rill_graph *graph, rill_graph_node *const *deps, size_t num_deps,
+/* Validates a hand-made node's dependency list and adds the node, with a
+ * handle for the caller. */
+static rill_status add_node(rill_graph *graph_h, rill_graph_node *const *deps, size_t num_deps,
                             const rill__gnode_params *p, const char *fn, rill_graph_node **out) {
     if (out != NULL)
         *out = NULL;
-    rill_status st = rill__graph_resolve(graph, fn);
+    rill__graph *graph;
+    rill_status st = rill__graph_resolve(graph_h, fn, &graph);
     if (st != RILL_OK)
         return st;
     if (out == NULL)
@@ -242,48 +238,68 @@ static rill_status add_node(rill_graph *graph, rill_graph_node *const *deps, siz
             if (idx != local)
                 rill__free(idx);
             return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                              "%s: dependency %zu is NULL or a node of another graph; pass nodes "
-                              "this graph returned",
+                              "%s: dependency %zu is NULL, a node of another (or a destroyed) "
+                              "graph, or no node; pass nodes this graph returned",
                               fn, i);
         }
         idx[i] = (uint32_t)k;
     }
-    st = rill__graph_add(graph, idx, (uint32_t)num_deps, p, NULL, fn, out);
+    rill__graph_node *n = NULL;
+    st = rill__graph_add(graph, idx, (uint32_t)num_deps, p, NULL, fn, &n);
     if (idx != local)
         rill__free(idx);
-    return st;
+    if (st != RILL_OK)
+        return st;
+    if (!rill__handle_open(RILL__HANDLE_NODE, n, (void **)&n->handle))
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY,
+                          "%s: out of memory for the node's handle; the node was added to the "
+                          "graph, which runs it, but it cannot be named as a dependency",
+                          fn);
+    *out = n->handle;
+    return RILL_OK;
 }
 
 rill_status rill_graph_create(rill_graph **out) {
     if (out == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_graph_create: out is NULL");
     *out = NULL;
-    return rill__graph_new(out);
+    rill__graph *g;
+    rill_status st = rill__graph_new(&g);
+    if (st == RILL_OK)
+        *out = g->handle;
+    return st;
 }
 
-rill_status rill_graph_destroy(rill_graph *graph) {
-    rill_status st = rill__graph_resolve(graph, "rill_graph_destroy");
+rill_status rill_graph_destroy(rill_graph *graph_h) {
+    rill__graph *graph;
+    rill_status st = rill__graph_resolve(graph_h, "rill_graph_destroy", &graph);
     if (st != RILL_OK)
         return st;
     uint32_t expected = RILL__MAGIC_GRAPH;
     if (!atomic_compare_exchange_strong(&graph->magic, &expected, RILL__MAGIC_DEAD))
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "rill_graph_destroy: the graph was already destroyed");
+    rill__graph_destroy(graph);
+    return RILL_OK;
+}
+
+void rill__graph_destroy(rill__graph *g) {
+    atomic_store(&g->magic, RILL__MAGIC_DEAD);
     rill__runtime *rt;
     rill__runtime_get(&rt);
-    graph_unlink(rt, graph);
-    graph_free(graph);
-    return RILL_OK;
+    graph_unlink(rt, g);
+    graph_free(g);
 }
 
 /* Checks a kernel launch description; shared with rill_launch_kernel's
  * rules. */
-static rill_status check_kernel(rill_kernel *kernel, const rill_launch *launch, const char *fn) {
-    if (rill__handle_magic(kernel) != RILL__MAGIC_KERNEL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                          "%s: the kernel is NULL or not valid; pass a kernel from "
-                          "rill_kernel_create",
-                          fn);
+static rill_status check_kernel(rill_kernel *kernel_h, const rill_launch *launch, const char *fn,
+                                rill__kernel **out) {
+    rill__kernel *kernel;
+    rill_status st = rill__kernel_resolve(kernel_h, fn, &kernel);
+    if (st != RILL_OK)
+        return st;
+    *out = kernel;
     if (launch == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: launch is NULL", fn);
     if (launch->grid.x == 0 || launch->grid.y == 0 || launch->grid.z == 0 ||
@@ -305,13 +321,14 @@ static rill_status check_kernel(rill_kernel *kernel, const rill_launch *launch, 
     return RILL_OK;
 }
 
-rill_status rill_graph_add_kernel_node(rill_graph *graph, rill_graph_node *const *deps,
-                                       size_t num_deps, rill_kernel *kernel,
+rill_status rill_graph_add_kernel_node(rill_graph *graph_h, rill_graph_node *const *deps,
+                                       size_t num_deps, rill_kernel *kernel_h,
                                        const rill_launch *launch, rill_graph_node **out) {
     static const char fn[] = "rill_graph_add_kernel_node";
     if (out != NULL)
         *out = NULL;
-    rill_status st = check_kernel(kernel, launch, fn);
+    rill__kernel *kernel;
+    rill_status st = check_kernel(kernel_h, launch, fn, &kernel);
     if (st != RILL_OK)
         return st;
     rill__gnode_params p = {.kind = RILL__GNODE_KERNEL};
@@ -322,10 +339,10 @@ rill_status rill_graph_add_kernel_node(rill_graph *graph, rill_graph_node *const
     p.u.kernel.args_size = launch->args_size;
     p.u.kernel.accesses = (rill_access *)launch->accesses;
     p.u.kernel.num_accesses = launch->num_accesses;
-    return add_node(graph, deps, num_deps, &p, fn, out);
+    return add_node(graph_h, deps, num_deps, &p, fn, out);
 }
 
-rill_status rill_graph_add_host_node(rill_graph *graph, rill_graph_node *const *deps,
+rill_status rill_graph_add_host_node(rill_graph *graph_h, rill_graph_node *const *deps,
                                      size_t num_deps, rill_host_fn fn_, void *user_data,
                                      rill_graph_node **out) {
     static const char fn[] = "rill_graph_add_host_node";
@@ -336,10 +353,10 @@ rill_status rill_graph_add_host_node(rill_graph *graph, rill_graph_node *const *
     rill__gnode_params p = {.kind = RILL__GNODE_HOST};
     p.u.host.fn = fn_;
     p.u.host.user_data = user_data;
-    return add_node(graph, deps, num_deps, &p, fn, out);
+    return add_node(graph_h, deps, num_deps, &p, fn, out);
 }
 
-rill_status rill_graph_add_memcpy_node(rill_graph *graph, rill_graph_node *const *deps,
+rill_status rill_graph_add_memcpy_node(rill_graph *graph_h, rill_graph_node *const *deps,
                                        size_t num_deps, void *dst, const void *src, size_t bytes,
                                        rill_graph_node **out) {
     static const char fn[] = "rill_graph_add_memcpy_node";
@@ -349,7 +366,7 @@ rill_status rill_graph_add_memcpy_node(rill_graph *graph, rill_graph_node *const
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", fn,
                           dst == NULL ? "dst" : "src");
     /* As rill_memcpy_async checks a copy it captures. */
-    rill_device *dev;
+    rill__device *dev;
     rill_status st = rill__mem_check_access(fn, "dst", NULL, dst, bytes, &dev);
     if (st == RILL_OK)
         st = rill__mem_check_access(fn, "src", NULL, src, bytes, &dev);
@@ -359,10 +376,10 @@ rill_status rill_graph_add_memcpy_node(rill_graph *graph, rill_graph_node *const
     p.u.copy.dst = dst;
     p.u.copy.src = src;
     p.u.copy.bytes = bytes;
-    return add_node(graph, deps, num_deps, &p, fn, out);
+    return add_node(graph_h, deps, num_deps, &p, fn, out);
 }
 
-rill_status rill_graph_add_memset_node(rill_graph *graph, rill_graph_node *const *deps,
+rill_status rill_graph_add_memset_node(rill_graph *graph_h, rill_graph_node *const *deps,
                                        size_t num_deps, void *dst, int value, size_t bytes,
                                        rill_graph_node **out) {
     static const char fn[] = "rill_graph_add_memset_node";
@@ -370,7 +387,7 @@ rill_status rill_graph_add_memset_node(rill_graph *graph, rill_graph_node *const
         *out = NULL;
     if (dst == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: dst is NULL", fn);
-    rill_device *dev;
+    rill__device *dev;
     rill_status st = rill__mem_check_access(fn, "dst", NULL, dst, bytes, &dev);
     if (st != RILL_OK)
         return st;
@@ -378,25 +395,24 @@ rill_status rill_graph_add_memset_node(rill_graph *graph, rill_graph_node *const
     p.u.set.dst = dst;
     p.u.set.value = value;
     p.u.set.bytes = bytes;
-    return add_node(graph, deps, num_deps, &p, fn, out);
+    return add_node(graph_h, deps, num_deps, &p, fn, out);
 }
 
-rill_status rill_graph_add_empty_node(rill_graph *graph, rill_graph_node *const *deps,
+rill_status rill_graph_add_empty_node(rill_graph *graph_h, rill_graph_node *const *deps,
                                       size_t num_deps, rill_graph_node **out) {
     rill__gnode_params p = {.kind = RILL__GNODE_EMPTY};
-    return add_node(graph, deps, num_deps, &p, "rill_graph_add_empty_node", out);
+    return add_node(graph_h, deps, num_deps, &p, "rill_graph_add_empty_node", out);
 }
 
-static rill_status add_event_node(rill_graph *graph, rill_graph_node *const *deps, size_t num_deps,
-                                  rill_event *event, rill__gnode_kind kind, const char *fn,
-                                  rill_graph_node **out) {
+static rill_status add_event_node(rill_graph *graph_h, rill_graph_node *const *deps,
+                                  size_t num_deps, rill_event *event_h, rill__gnode_kind kind,
+                                  const char *fn, rill_graph_node **out) {
     if (out != NULL)
         *out = NULL;
-    if (rill__handle_magic(event) != RILL__MAGIC_EVENT)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                          "%s: the event is NULL or not valid; pass an event from "
-                          "rill_event_create",
-                          fn);
+    rill__event *event;
+    rill_status st = rill__event_resolve(event_h, fn, &event);
+    if (st != RILL_OK)
+        return st;
     if (event->flags & RILL_EVENT_INTERPROCESS)
         return rill__fail(RILL_ERROR_NOT_SUPPORTED,
                           "%s: interprocess events cannot be graph nodes; record or wait on them "
@@ -404,28 +420,29 @@ static rill_status add_event_node(rill_graph *graph, rill_graph_node *const *dep
                           fn);
     rill__gnode_params p = {.kind = kind};
     p.u.event.event = event;
-    return add_node(graph, deps, num_deps, &p, fn, out);
+    return add_node(graph_h, deps, num_deps, &p, fn, out);
 }
 
-rill_status rill_graph_add_event_record_node(rill_graph *graph, rill_graph_node *const *deps,
-                                             size_t num_deps, rill_event *event,
+rill_status rill_graph_add_event_record_node(rill_graph *graph_h, rill_graph_node *const *deps,
+                                             size_t num_deps, rill_event *event_h,
                                              rill_graph_node **out) {
-    return add_event_node(graph, deps, num_deps, event, RILL__GNODE_RECORD,
+    return add_event_node(graph_h, deps, num_deps, event_h, RILL__GNODE_RECORD,
                           "rill_graph_add_event_record_node", out);
 }
 
-rill_status rill_graph_add_event_wait_node(rill_graph *graph, rill_graph_node *const *deps,
-                                           size_t num_deps, rill_event *event,
+rill_status rill_graph_add_event_wait_node(rill_graph *graph_h, rill_graph_node *const *deps,
+                                           size_t num_deps, rill_event *event_h,
                                            rill_graph_node **out) {
-    return add_event_node(graph, deps, num_deps, event, RILL__GNODE_WAIT,
+    return add_event_node(graph_h, deps, num_deps, event_h, RILL__GNODE_WAIT,
                           "rill_graph_add_event_wait_node", out);
 }
 
-rill_status rill_graph_node_count(rill_graph *graph, size_t *out) {
+rill_status rill_graph_node_count(rill_graph *graph_h, size_t *out) {
     if (out == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_graph_node_count: out is NULL");
     *out = 0;
-    rill_status st = rill__graph_resolve(graph, "rill_graph_node_count");
+    rill__graph *graph;
+    rill_status st = rill__graph_resolve(graph_h, "rill_graph_node_count", &graph);
     if (st == RILL_OK)
         *out = graph->num_nodes;
     return st;
@@ -445,7 +462,7 @@ static void dot_escape(FILE *f, const char *s) {
     }
 }
 
-static void dot_label(FILE *f, const rill_graph_node *n) {
+static void dot_label(FILE *f, const rill__graph_node *n) {
     const rill__gnode_params *p = &n->p;
     switch (p->kind) {
     case RILL__GNODE_KERNEL:
@@ -473,9 +490,10 @@ static void dot_label(FILE *f, const rill_graph_node *n) {
     }
 }
 
-rill_status rill_graph_write_dot(rill_graph *graph, const char *path) {
+rill_status rill_graph_write_dot(rill_graph *graph_h, const char *path) {
     static const char fn[] = "rill_graph_write_dot";
-    rill_status st = rill__graph_resolve(graph, fn);
+    rill__graph *graph;
+    rill_status st = rill__graph_resolve(graph_h, fn, &graph);
     if (st != RILL_OK)
         return st;
     if (path == NULL)
@@ -486,10 +504,10 @@ rill_status rill_graph_write_dot(rill_graph *graph, const char *path) {
                           path);
     /* Colour by stream: the first stream seen gets the first colour. */
     uint64_t seen[8] = {0};
-    fprintf(f, "digraph rill_graph {\n  rankdir=TB;\n"
+    fprintf(f, "digraph rill__graph {\n  rankdir=TB;\n"
                "  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\"];\n");
     for (uint32_t i = 0; i < graph->num_nodes; i++) {
-        const rill_graph_node *n = graph->nodes[i];
+        const rill__graph_node *n = graph->nodes[i];
         const char *color = "#eeeeee";
         if (n->stream_id != 0) {
             size_t c = 0;

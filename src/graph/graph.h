@@ -39,7 +39,7 @@ typedef struct rill__gnode_params {
     rill__gnode_kind kind;
     union {
         struct {
-            rill_kernel *kernel; /* held: kernel->graph_refs */
+            rill__kernel *kernel; /* held: kernel->graph_refs */
             rill_dim3 grid, block;
             void *args; /* owned */
             size_t args_size;
@@ -61,15 +61,16 @@ typedef struct rill__gnode_params {
             size_t bytes;
         } set;
         struct {
-            rill_event *event; /* ref */
+            rill__event *event; /* ref */
         } event;
     } u;
 } rill__gnode_params;
 
 typedef struct rill__gpool rill__gpool;
 
-struct rill_graph_node {
-    rill_graph *graph; /* borrowed: the owner */
+struct rill__graph_node {
+    rill_graph_node *handle; /* nodes added by hand: open while the graph lives; else NULL */
+    rill__graph *graph;      /* borrowed: the owner */
     uint32_t index;    /* in graph->nodes */
     rill__gnode_params p;
     uint32_t *deps; /* owned: indices of the nodes this one depends on */
@@ -86,15 +87,16 @@ struct rill_graph_node {
 #define RILL__GRAPH_SLAB0 16u
 #define RILL__GRAPH_SLABS 28 /* 2^32 - 16 nodes in all */
 
-struct rill_graph {
-    _Atomic uint32_t magic;  /* first member: see rill__handle_magic */
-    rill_graph_node **nodes; /* owned array; the nodes are in slabs */
+struct rill__graph {
+    _Atomic uint32_t magic;   /* RILL__MAGIC_GRAPH, or dead once destroyed */
+    rill_graph *handle;       /* its handle (handle.h), closed when freed */
+    rill__graph_node **nodes; /* owned array; the nodes are in slabs */
     uint32_t num_nodes, cap_nodes;
-    rill_graph_node *slabs[RILL__GRAPH_SLABS]; /* owned */
+    rill__graph_node *slabs[RILL__GRAPH_SLABS]; /* owned */
     uint32_t num_slabs;
     rill__gpool *pool; /* ref, or NULL: memory allocated during its capture */
     /* guarded by rt->lock: every live graph, for rill_shutdown */
-    rill_graph *rt_next, *rt_prev;
+    rill__graph *rt_next, *rt_prev;
 };
 
 /* A node of an exec, laid out for the launch path. */
@@ -122,7 +124,7 @@ typedef struct rill__xrun {
     _Atomic uint64_t *record_gen; /* per node: event record nodes' generation */
     /* the launch being run and its parameters; set by the backend */
     void *cmd;
-    rill_stream *stream;
+    rill__stream *stream;
     const struct rill__xnode *nodes;
     struct rill__xrun *list_next; /* the device's list of runs; its lock */
     int listed;
@@ -150,7 +152,7 @@ typedef struct rill__xrun {
  * meanwhile; a set is freed after the last launch that holds it. */
 typedef struct rill__xparams {
     _Atomic int refs;      /* the exec while current, and every pending launch */
-    rill_graph_exec *exec; /* ref: each set holds one of exec->refs */
+    rill__graph_exec *exec; /* ref: each set holds one of exec->refs */
     rill__xnode *nodes;    /* owned, topological order */
     unsigned char *arena;  /* owned: the kernel nodes' args and accesses */
     /* a single chain of one-block nodes: a launch runs them in order on one
@@ -158,8 +160,9 @@ typedef struct rill__xparams {
     int chain;
 } rill__xparams;
 
-struct rill_graph_exec {
-    _Atomic uint32_t magic; /* first member */
+struct rill__graph_exec {
+    _Atomic uint32_t magic;  /* RILL__MAGIC_EXEC, or dead once destroyed */
+    rill_graph_exec *handle; /* its handle (handle.h), closed by destroy or free */
     _Atomic int refs;       /* the owner and every parameter set */
     /* immutable after instantiate */
     uint32_t num_nodes;
@@ -175,30 +178,34 @@ struct rill_graph_exec {
     /* guarded by lock */
     rill__mutex lock;
     rill__xparams *params;    /* ref: the current set, NULL once destroyed */
-    rill_stream *last_stream; /* ref: where the last launch went, or NULL */
+    rill__stream *last_stream; /* ref: where the last launch went, or NULL */
     uint64_t last_seq;
     /* guarded by rt->lock */
-    rill_graph_exec *rt_next, *rt_prev;
+    rill__graph_exec *rt_next, *rt_prev;
 };
 
 /* Drops a reference to exec (a parameter set was freed, or the owner
  * destroyed it); the last one frees it. */
-void rill__exec_unref(rill_graph_exec *exec);
+void rill__exec_unref(rill__graph_exec *exec);
 /* Drops a reference to a parameter set (a launch was run or skipped, or
  * an update replaced the set); the last one frees it. */
 void rill__xparams_unref(rill__xparams *params);
 /* Frees every graph and exec left at rill_shutdown (work has drained). */
 void rill__graphs_shutdown(rill__runtime *rt);
 void rill__execs_shutdown(rill__runtime *rt); /* exec.c: the execs' part */
-/* RILL_OK when g is a live graph, else RILL_ERROR_INVALID_ARGUMENT naming fn. */
-rill_status rill__graph_resolve(rill_graph *g, const char *fn);
+/* The graph that handle names; RILL_ERROR_INVALID_ARGUMENT with a sentence
+ * naming fn otherwise. */
+rill_status rill__graph_resolve(rill_graph *handle, const char *fn, rill__graph **out);
 
 /* Node construction shared by the graph calls and by capture. Copies what
  * params borrows (kernel args and accesses) and takes the references. */
-rill_status rill__graph_add(rill_graph *g, const uint32_t *deps, uint32_t num_deps,
-                            const rill__gnode_params *params, rill_stream *captured_from,
-                            const char *fn, rill_graph_node **out);
-rill_status rill__graph_new(rill_graph **out);
+rill_status rill__graph_add(rill__graph *g, const uint32_t *deps, uint32_t num_deps,
+                            const rill__gnode_params *params, rill__stream *captured_from,
+                            const char *fn, rill__graph_node **out);
+rill_status rill__graph_new(rill__graph **out);
+/* Frees a graph nobody else may use any more (rill_graph_destroy, and the
+ * graphs a failed capture made). */
+void rill__graph_destroy(rill__graph *g);
 
 /* ---------------------------------------------------------------- capture
  * src/graph/capture.c. Every hook has a fast path of one relaxed load when
@@ -208,19 +215,19 @@ typedef struct rill__capture rill__capture;
 
 /* rill__stream_submit's detour for a capturing stream: the command
  * becomes a node; *seq receives 0. */
-rill_status rill__capture_submit(rill_stream *s, const rill__cmd *cmd, uint64_t *seq);
+rill_status rill__capture_submit(rill__stream *s, const rill__cmd *cmd, uint64_t *seq);
 /* Event record and waits on capturing streams, or on events recorded in a
  * capture. *handled is false when the call is none of the capture's
  * business and must go on as usual. */
-rill_status rill__capture_event_record(rill_event *e, rill_stream *s, bool *handled);
-rill_status rill__capture_wait_event(rill_stream *s, rill_event *e, bool *handled);
-rill_status rill__capture_wait_stream(rill_stream *s, rill_stream *other, bool *handled);
+rill_status rill__capture_event_record(rill__event *e, rill__stream *s, bool *handled);
+rill_status rill__capture_wait_event(rill__stream *s, rill__event *e, bool *handled);
+rill_status rill__capture_wait_stream(rill__stream *s, rill__stream *other, bool *handled);
 /* Synchronizing or querying a capturing stream, an event recorded in an
  * active capture, or a device with an active capture: RILL_ERROR_CAPTURE_
  * UNSUPPORTED (the capture is invalidated), else RILL_OK. */
-rill_status rill__capture_check_stream_sync(rill_stream *s, const char *fn);
-rill_status rill__capture_check_event_sync(rill_event *e, const char *fn);
-rill_status rill__capture_check_device_sync(rill_device *dev, const char *fn);
+rill_status rill__capture_check_stream_sync(rill__stream *s, const char *fn);
+rill_status rill__capture_check_event_sync(rill__event *e, const char *fn);
+rill_status rill__capture_check_device_sync(rill__device *dev, const char *fn);
 /* An unsafe call (rill_malloc, rill_memcpy, rill_ipc_open_mem_handle): RILL_OK
  * when the calling thread may make it (it then runs at once, uncaptured),
  * else RILL_ERROR_CAPTURE_UNSUPPORTED and the captures that forbid it are
@@ -232,32 +239,32 @@ rill_status rill__capture_check_unsafe(const char *fn);
 rill_status rill__capture_check_free(void *ptr, const char *fn);
 /* rill_malloc_async / rill_free_async on a capturing stream: served from
  * the capture's private pool. */
-rill_status rill__capture_malloc(rill_stream *s, size_t bytes, void **out);
-rill_status rill__capture_free(rill_stream *s, void *ptr, bool *handled);
+rill_status rill__capture_malloc(rill__stream *s, size_t bytes, void **out);
+rill_status rill__capture_free(rill__stream *s, void *ptr, bool *handled);
 /* Ends every capture (rill_shutdown): nothing captured runs. */
 void rill__captures_shutdown(void);
 /* rill_stream_destroy of s (its owner_released already set): when s is
  * the origin of a capture, the capture is discarded (nothing captured
  * runs, its other streams leave it); when s was forked into one, the
  * capture is invalidated. Takes caps_lock; call with no lock held. */
-void rill__capture_stream_destroyed(rill_stream *s);
+void rill__capture_stream_destroyed(rill__stream *s);
 
 /* In the child of a fork, on its only thread: forgets every capture and
  * graph memory pool of the parent, without freeing or locking anything. */
 void rill__captures_forget(void);
 
 /* Memory owned by graphs (src/graph/capture.c). */
-void rill__gpool_unref(rill__gpool *pool, rill_stream *last_stream, uint64_t last_seq);
+void rill__gpool_unref(rill__gpool *pool, rill__stream *last_stream, uint64_t last_seq);
 void rill__gpool_ref(rill__gpool *pool);
 /* The point after which the pool's memory may be used by any stream:
  * launches wait for it (it is the end of the internal allocation waits). */
-void rill__gpool_ready_point(rill__gpool *pool, rill_stream **s, uint64_t *seq);
+void rill__gpool_ready_point(rill__gpool *pool, rill__stream **s, uint64_t *seq);
 
 /* How many captures are active, in any thread. */
 extern _Atomic int rill__captures_active;
 
 /* True when s belongs to an active capture; one relaxed load otherwise. */
-static inline bool rill__stream_capturing(rill_stream *s) {
+static inline bool rill__stream_capturing(rill__stream *s) {
     return atomic_load_explicit(&rill__captures_active, memory_order_relaxed) != 0 &&
            atomic_load_explicit(&s->capture, memory_order_acquire) != NULL;
 }

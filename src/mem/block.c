@@ -32,7 +32,7 @@ void rill__owners_trim(rill__pool *p) {
 }
 
 /* Counts one more block allocated on s. False when s cannot be held. */
-bool rill__owners_hold(rill__pool *p, rill_stream *s) {
+bool rill__owners_hold(rill__pool *p, rill__stream *s) {
     for (unsigned i = 0; i < p->num_owners; i++) {
         if (p->owners[i].stream == s) {
             p->owners[i].live++;
@@ -51,7 +51,7 @@ bool rill__owners_hold(rill__pool *p, rill_stream *s) {
     return true;
 }
 
-void rill__owners_release(rill__pool *p, rill_stream *s) {
+void rill__owners_release(rill__pool *p, rill__stream *s) {
     for (unsigned i = 0; i < p->num_owners; i++) {
         if (p->owners[i].stream == s) {
             p->owners[i].live--;
@@ -65,7 +65,7 @@ void rill__owners_release(rill__pool *p, rill_stream *s) {
 
 /* Holds s for a point: through the owners table, or with a reference of
  * its own when the table is full. */
-static void point_hold(rill__pool *p, point *pt, rill_stream *s, uint64_t seq) {
+static void point_hold(rill__pool *p, point *pt, rill__stream *s, uint64_t seq) {
     pt->stream = s;
     pt->seq = seq;
     pt->own_ref = !rill__owners_hold(p, s);
@@ -92,7 +92,7 @@ void rill__points_clear(rill__pool *p, block *k) {
 
 /* Adds (s, seq), keeping one point per stream with the larger seq. On
  * allocation failure the block becomes conservative instead. */
-void rill__points_add(rill__pool *p, block *k, rill_stream *s, uint64_t seq) {
+void rill__points_add(rill__pool *p, block *k, rill__stream *s, uint64_t seq) {
     for (size_t i = 0; i < k->num_points; i++) {
         if (k->points[i].stream == s) {
             if (seq > k->points[i].seq)
@@ -130,7 +130,7 @@ void rill__points_prune(rill__pool *p, block *k) {
 
 /* Is point pt over for s: complete, or (s not NULL) s is the same stream
  * or ordered after it? */
-static bool point_over_for(const point *pt, rill_stream *s) {
+static bool point_over_for(const point *pt, rill__stream *s) {
     if (rill__done_of(pt->stream) >= pt->seq)
         return true;
     return s != NULL && (pt->stream == s || rill__stream_ordered_after(s, pt->stream->id, pt->seq));
@@ -138,7 +138,7 @@ static bool point_over_for(const point *pt, rill_stream *s) {
 
 /* May stream s (NULL: any stream, at once) take free block k without
  * waiting? */
-bool rill__block_safe_for(const block *k, rill_stream *s) {
+bool rill__block_safe_for(const block *k, rill__stream *s) {
     if (k->conservative)
         return false;
     for (size_t i = 0; i < k->num_points; i++)
@@ -147,7 +147,7 @@ bool rill__block_safe_for(const block *k, rill_stream *s) {
     return true;
 }
 
-uint64_t rill__block_wait_cost(const block *k, rill_stream *s) {
+uint64_t rill__block_wait_cost(const block *k, rill__stream *s) {
     if (k->conservative || k->num_points > MAX_WAITS)
         return UINT64_MAX;
     uint64_t cost = 0;
@@ -178,7 +178,7 @@ void rill__points_copy(rill__pool *p, block *r, const block *k) {
 
 /* The points of k that s is not yet ordered after (at most max), each
  * with a reference, into waits; false (nothing held) when there are more. */
-bool rill__points_collect_waits(const block *k, rill_stream *s, point *waits, size_t max,
+bool rill__points_collect_waits(const block *k, rill__stream *s, point *waits, size_t max,
                                 size_t *num_waits) {
     size_t n = 0;
     for (size_t i = 0; i < k->num_points; i++) {

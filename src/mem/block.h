@@ -10,22 +10,22 @@
 void rill__owners_trim(rill__pool *p);
 
 /* Counts one more block allocated on s. False when s cannot be held. */
-bool rill__owners_hold(rill__pool *p, rill_stream *s);
+bool rill__owners_hold(rill__pool *p, rill__stream *s);
 
-void rill__owners_release(rill__pool *p, rill_stream *s);
+void rill__owners_release(rill__pool *p, rill__stream *s);
 
 void rill__points_clear(rill__pool *p, block *k);
 
 /* Adds (s, seq), keeping one point per stream with the larger seq. On
  * allocation failure the block becomes conservative instead. */
-void rill__points_add(rill__pool *p, block *k, rill_stream *s, uint64_t seq);
+void rill__points_add(rill__pool *p, block *k, rill__stream *s, uint64_t seq);
 
 /* Drops the points that have completed. */
 void rill__points_prune(rill__pool *p, block *k);
 
 /* May stream s take free block k without waiting? s NULL: may any
  * stream use it at once (every point complete)? */
-bool rill__block_safe_for(const block *k, rill_stream *s);
+bool rill__block_safe_for(const block *k, rill__stream *s);
 
 /* What taking free block k costs s in waiting: of the other streams'
  * work that s would come to wait for, beyond what it already waits for,
@@ -33,13 +33,13 @@ bool rill__block_safe_for(const block *k, rill_stream *s);
  * waited for (conservative, more than MAX_WAITS points, a point on a
  * stream with opaque work pending (rill__stream_opaque_pending), or s
  * NULL and k not safe for every stream). */
-uint64_t rill__block_wait_cost(const block *k, rill_stream *s);
+uint64_t rill__block_wait_cost(const block *k, rill__stream *s);
 /* Copies k's points to r (a split-off remainder). */
 void rill__points_copy(rill__pool *p, block *r, const block *k);
 
 /* The points of k that s is not yet ordered after (at most max), each
  * with a reference, into waits; false (nothing held) when there are more. */
-bool rill__points_collect_waits(const block *k, rill_stream *s, point *waits, size_t max,
+bool rill__points_collect_waits(const block *k, rill__stream *s, point *waits, size_t max,
                                 size_t *num_waits);
 
 void rill__bin_insert(bins *b, block *k);

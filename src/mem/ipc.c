@@ -125,7 +125,7 @@ rill_status rill__ipc_decode(const unsigned char in[RILL__IPC_HANDLE_BYTES], uin
     return RILL_OK;
 }
 
-void rill__ipc_set_device(rill__ipc_wire *w, rill_device *dev) {
+void rill__ipc_set_device(rill__ipc_wire *w, rill__device *dev) {
     rill__runtime *rt;
     rill__runtime_get(&rt);
     int index = 0;
@@ -135,7 +135,7 @@ void rill__ipc_set_device(rill__ipc_wire *w, rill_device *dev) {
     w->device_index = (uint16_t)index;
 }
 
-rill_status rill__ipc_get_device(const rill__ipc_wire *w, const char *fn, rill_device **out) {
+rill_status rill__ipc_get_device(const rill__ipc_wire *w, const char *fn, rill__device **out) {
     rill__runtime *rt;
     rill_status st = rill__runtime_get(&rt);
     if (st != RILL_OK)
@@ -188,7 +188,7 @@ rill_status rill_ipc_get_mem_handle(void *ptr, rill_ipc_mem_handle *out) {
     rill_status st = rill__runtime_get(&rt);
     if (st != RILL_OK)
         return st;
-    rill_device *dev = NULL;
+    rill__device *dev = NULL;
     size_t to_end = 0;
     rill__pool_location loc;
     if (!rill__pool_find(ptr, &dev, &to_end)) {
@@ -243,7 +243,7 @@ static rill_status open_mem(const rill_ipc_mem_handle *handle, void **out, const
                           "segment, which is impossible; it was not made by rill",
                           fn, (unsigned long long)w.bytes, (unsigned long long)w.offset,
                           (unsigned long long)w.object_bytes);
-    rill_device *dev;
+    rill__device *dev;
     st = rill__ipc_get_device(&w, fn, &dev);
     if (st != RILL_OK)
         return st;
@@ -283,7 +283,7 @@ rill_status rill_ipc_open_mem_handle(const rill_ipc_mem_handle *handle, void **o
 
 /* Waits for the work already submitted to dev's streams, which may still
  * touch a mapping about to go away. */
-static void wait_device_work(rill_device *dev) {
+static void wait_device_work(rill__device *dev) {
     rill__mem_dep deps[32];
     int overflow = 1;
     while (overflow) {

@@ -23,6 +23,7 @@
 
 #include <stdint.h>
 
+#include "core/handle.h"
 #include "platform/shm.h"
 #include "rill.h"
 
@@ -51,9 +52,9 @@ void rill__ipc_encode(const rill__ipc_wire *w, unsigned char out[RILL__IPC_HANDL
 rill_status rill__ipc_decode(const unsigned char in[RILL__IPC_HANDLE_BYTES], uint32_t magic,
                              const char *fn, rill__ipc_wire *out);
 /* Fills w's device fields for dev. */
-void rill__ipc_set_device(rill__ipc_wire *w, rill_device *dev);
+void rill__ipc_set_device(rill__ipc_wire *w, rill__device *dev);
 /* The device w names, in this process; RILL_ERROR_IPC when there is none. */
-rill_status rill__ipc_get_device(const rill__ipc_wire *w, const char *fn, rill_device **out);
+rill_status rill__ipc_get_device(const rill__ipc_wire *w, const char *fn, rill__device **out);
 /* The status and sentence for an object that could not be mapped: this
  * process lacking room for it (RILL_ERROR_OUT_OF_MEMORY), else
  * RILL_ERROR_IPC saying whether the exporter has exited, else why (from

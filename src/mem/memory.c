@@ -30,14 +30,15 @@ void rill__mem_host_shutdown(void) {
 
 /* ---------------------------------------------------------------- public */
 
-rill_status rill_malloc(rill_device *dev, size_t bytes, void **out) {
+rill_status rill_malloc(rill_device *dev_h, size_t bytes, void **out) {
     if (out == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_malloc: out is NULL");
     *out = NULL;
     if (bytes == 0)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "rill_malloc: bytes is 0; allocate at least one byte");
-    rill_status st = rill__device_resolve(dev, "rill_malloc", &dev);
+    rill__device *dev;
+    rill_status st = rill__device_resolve(dev_h, "rill_malloc", &dev);
     if (st != RILL_OK)
         return st;
     st = rill__capture_check_unsafe("rill_malloc");
@@ -57,14 +58,15 @@ rill_status rill_free(void *ptr) {
     return rill__pool_free(ptr, NULL, "rill_free");
 }
 
-rill_status rill_malloc_async(size_t bytes, rill_stream *stream, void **out) {
+rill_status rill_malloc_async(size_t bytes, rill_stream *stream_h, void **out) {
     if (out == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_malloc_async: out is NULL");
     *out = NULL;
     if (bytes == 0)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "rill_malloc_async: bytes is 0; allocate at least one byte");
-    rill_status st = rill__stream_resolve(stream, "rill_malloc_async", &stream);
+    rill__stream *stream;
+    rill_status st = rill__stream_resolve(stream_h, "rill_malloc_async", &stream);
     if (st != RILL_OK)
         return st;
     if (rill__stream_capturing(stream))
@@ -72,8 +74,9 @@ rill_status rill_malloc_async(size_t bytes, rill_stream *stream, void **out) {
     return rill__pool_alloc_async(stream, bytes, "rill_malloc_async", out);
 }
 
-rill_status rill_free_async(void *ptr, rill_stream *stream) {
-    rill_status st = rill__stream_resolve(stream, "rill_free_async", &stream);
+rill_status rill_free_async(void *ptr, rill_stream *stream_h) {
+    rill__stream *stream;
+    rill_status st = rill__stream_resolve(stream_h, "rill_free_async", &stream);
     if (st != RILL_OK)
         return st;
     if (ptr == NULL)
@@ -94,8 +97,9 @@ rill_status rill_free_async(void *ptr, rill_stream *stream) {
     return rill__pool_free(ptr, stream, "rill_free_async");
 }
 
-rill_status rill_record_stream(void *ptr, rill_stream *stream) {
-    rill_status st = rill__stream_resolve(stream, "rill_record_stream", &stream);
+rill_status rill_record_stream(void *ptr, rill_stream *stream_h) {
+    rill__stream *stream;
+    rill_status st = rill__stream_resolve(stream_h, "rill_record_stream", &stream);
     if (st != RILL_OK)
         return st;
     return rill__pool_record_stream(ptr, stream, "rill_record_stream");
@@ -137,7 +141,7 @@ rill_status rill_free_host(void *ptr) {
 }
 
 rill_status rill__mem_check_access(const char *fn, const char *what, const char *shape,
-                                   const void *p, size_t bytes, rill_device **dev) {
+                                   const void *p, size_t bytes, rill__device **dev) {
     size_t to_end = 0;
     rill__mem_block b;
     *dev = NULL;
@@ -164,8 +168,8 @@ rill_status rill__mem_check_access(const char *fn, const char *what, const char 
     return RILL_OK;
 }
 
-static rill_status check_copy(void *dst, const void *src, const char *fn, rill_device **src_dev,
-                              rill_device **dst_dev, size_t bytes) {
+static rill_status check_copy(void *dst, const void *src, const char *fn, rill__device **src_dev,
+                              rill__device **dst_dev, size_t bytes) {
     if (dst == NULL || src == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", fn,
                           dst == NULL ? "dst" : "src");
@@ -175,12 +179,13 @@ static rill_status check_copy(void *dst, const void *src, const char *fn, rill_d
     return st;
 }
 
-rill_status rill_memcpy_async(void *dst, const void *src, size_t bytes, rill_stream *stream) {
+rill_status rill_memcpy_async(void *dst, const void *src, size_t bytes, rill_stream *stream_h) {
     static const char fn[] = "rill_memcpy_async";
-    rill_status st = rill__stream_resolve(stream, fn, &stream);
+    rill__stream *stream;
+    rill_status st = rill__stream_resolve(stream_h, fn, &stream);
     if (st != RILL_OK)
         return st;
-    rill_device *sd = NULL, *dd = NULL;
+    rill__device *sd = NULL, *dd = NULL;
     st = check_copy(dst, src, fn, &sd, &dd, bytes);
     if (st != RILL_OK || bytes == 0)
         return st;
@@ -201,11 +206,11 @@ rill_status rill_memcpy_async(void *dst, const void *src, size_t bytes, rill_str
 
 rill_status rill_memcpy(void *dst, const void *src, size_t bytes) {
     static const char fn[] = "rill_memcpy";
-    rill_device *sd = NULL, *dd = NULL;
+    rill__device *sd = NULL, *dd = NULL;
     rill_status st = check_copy(dst, src, fn, &sd, &dd, bytes);
     if (st != RILL_OK || bytes == 0)
         return st;
-    rill_device *dev = sd != NULL ? sd : dd;
+    rill__device *dev = sd != NULL ? sd : dd;
     if (dev == NULL) {
         memmove(dst, src, bytes); /* host to host: nothing to order with */
         return RILL_OK;
@@ -218,7 +223,7 @@ rill_status rill_memcpy(void *dst, const void *src, size_t bytes) {
     st = rill__capture_check_unsafe(fn);
     if (st != RILL_OK)
         return st;
-    rill_stream *s = rill__thread_current_stream(dev);
+    rill__stream *s = rill__thread_current_stream(dev);
     rill__cmd cmd = {.kind = RILL__CMD_COPY};
     cmd.u.copy.dst = dst;
     cmd.u.copy.src = src;
@@ -234,14 +239,15 @@ rill_status rill_memcpy(void *dst, const void *src, size_t bytes) {
     return rill__stream_wait_status(s, seq, 0, fn);
 }
 
-rill_status rill_memset_async(void *dst, int value, size_t bytes, rill_stream *stream) {
+rill_status rill_memset_async(void *dst, int value, size_t bytes, rill_stream *stream_h) {
     static const char fn[] = "rill_memset_async";
-    rill_status st = rill__stream_resolve(stream, fn, &stream);
+    rill__stream *stream;
+    rill_status st = rill__stream_resolve(stream_h, fn, &stream);
     if (st != RILL_OK)
         return st;
     if (dst == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: dst is NULL", fn);
-    rill_device *dd;
+    rill__device *dd;
     st = rill__mem_check_access(fn, "dst", NULL, dst, bytes, &dd);
     if (st != RILL_OK || bytes == 0)
         return st;
@@ -256,35 +262,39 @@ rill_status rill_memset_async(void *dst, int value, size_t bytes, rill_stream *s
     return st;
 }
 
-rill_status rill_mem_get_stats(rill_device *dev, rill_mem_stats *out) {
+rill_status rill_mem_get_stats(rill_device *dev_h, rill_mem_stats *out) {
     if (out == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_mem_get_stats: out is NULL");
     memset(out, 0, sizeof *out);
-    rill_status st = rill__device_resolve(dev, "rill_mem_get_stats", &dev);
+    rill__device *dev;
+    rill_status st = rill__device_resolve(dev_h, "rill_mem_get_stats", &dev);
     if (st != RILL_OK)
         return st;
     rill__pool_get_stats(dev, out);
     return RILL_OK;
 }
 
-rill_status rill_mem_empty_cache(rill_device *dev) {
-    rill_status st = rill__device_resolve(dev, "rill_mem_empty_cache", &dev);
+rill_status rill_mem_empty_cache(rill_device *dev_h) {
+    rill__device *dev;
+    rill_status st = rill__device_resolve(dev_h, "rill_mem_empty_cache", &dev);
     if (st != RILL_OK)
         return st;
     rill__pool_empty_cache(dev);
     return RILL_OK;
 }
 
-rill_status rill_mem_set_limit(rill_device *dev, size_t max_reserved_bytes) {
-    rill_status st = rill__device_resolve(dev, "rill_mem_set_limit", &dev);
+rill_status rill_mem_set_limit(rill_device *dev_h, size_t max_reserved_bytes) {
+    rill__device *dev;
+    rill_status st = rill__device_resolve(dev_h, "rill_mem_set_limit", &dev);
     if (st != RILL_OK)
         return st;
     rill__pool_set_limit(dev, max_reserved_bytes);
     return RILL_OK;
 }
 
-rill_status rill_mem_set_reuse_policy(rill_device *dev, unsigned flags) {
-    rill_status st = rill__device_resolve(dev, "rill_mem_set_reuse_policy", &dev);
+rill_status rill_mem_set_reuse_policy(rill_device *dev_h, unsigned flags) {
+    rill__device *dev;
+    rill_status st = rill__device_resolve(dev_h, "rill_mem_set_reuse_policy", &dev);
     if (st != RILL_OK)
         return st;
     if ((flags & ~(unsigned)RILL_MEM_REUSE_INTERNAL_WAITS) != 0)
@@ -296,22 +306,24 @@ rill_status rill_mem_set_reuse_policy(rill_device *dev, unsigned flags) {
     return RILL_OK;
 }
 
-rill_status rill_mem_get_reuse_policy(rill_device *dev, unsigned *flags) {
+rill_status rill_mem_get_reuse_policy(rill_device *dev_h, unsigned *flags) {
     if (flags == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_mem_get_reuse_policy: flags is NULL");
     *flags = 0;
-    rill_status st = rill__device_resolve(dev, "rill_mem_get_reuse_policy", &dev);
+    rill__device *dev;
+    rill_status st = rill__device_resolve(dev_h, "rill_mem_get_reuse_policy", &dev);
     if (st != RILL_OK)
         return st;
     *flags = rill__pool_reuse_flags(dev);
     return RILL_OK;
 }
 
-rill_status rill_mem_summary(rill_device *dev, FILE *out) {
+rill_status rill_mem_summary(rill_device *dev_h, FILE *out) {
     if (out == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "rill_mem_summary: out is NULL; pass a FILE such as stdout");
-    rill_status st = rill__device_resolve(dev, "rill_mem_summary", &dev);
+    rill__device *dev;
+    rill_status st = rill__device_resolve(dev_h, "rill_mem_summary", &dev);
     if (st != RILL_OK)
         return st;
     rill__pool_summary(dev, out);

@@ -7,11 +7,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/handle.h"
 #include "rill.h"
 
 /* The work of stream up to seq. */
 typedef struct rill__mem_dep {
-    rill_stream *stream; /* ref */
+    rill__stream *stream; /* ref */
     uint64_t seq;
 } rill__mem_dep;
 
@@ -35,6 +36,6 @@ void rill__mem_host_shutdown(void);
  * device whose memory p is, NULL for host memory. Takes the registry's
  * lock and the pool's lock of p's device, one after the other. */
 rill_status rill__mem_check_access(const char *fn, const char *what, const char *shape,
-                                   const void *p, size_t bytes, rill_device **dev);
+                                   const void *p, size_t bytes, rill__device **dev);
 
 #endif

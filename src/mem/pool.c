@@ -54,7 +54,7 @@ static size_t round_request(size_t bytes) {
 /* A free block of at least size bytes; with need_safe, one that s may take
  * without waiting (s NULL: that any stream may use at once). Bounded scan,
  * best bins first. */
-static block *find_free(rill__pool *p, int small, size_t size, rill_stream *s, int need_safe) {
+static block *find_free(rill__pool *p, int small, size_t size, rill__stream *s, int need_safe) {
     bins *b = rill__bins_for(p, small);
     int scanned = 0;
     for (unsigned i = rill__bin_next(b, rill__bin_of(size)); i < NUM_BINS;
@@ -73,7 +73,7 @@ static block *find_free(rill__pool *p, int small, size_t size, rill_stream *s, i
 
 /* Takes free block k for an allocation of size bytes (rounded from
  * requested) on s. */
-static void take(rill__pool *p, block *k, size_t size, size_t requested, rill_stream *s) {
+static void take(rill__pool *p, block *k, size_t size, size_t requested, rill__stream *s) {
     int small = k->seg->small;
     bins *b = rill__bins_for(p, small);
     rill__bin_remove(b, k);
@@ -109,7 +109,7 @@ static void take(rill__pool *p, block *k, size_t size, size_t requested, rill_st
 /* Waits on the host for every point of every free block, then prunes
  * them (the last resort before out of memory). pool->lock held on entry
  * and exit; dropped while waiting. */
-static void drain_points(rill_device *dev, rill__pool *p) {
+static void drain_points(rill__device *dev, rill__pool *p) {
     size_t n = 0, cap = 0;
     point *all = NULL;
     int conservative = 0;
@@ -144,7 +144,7 @@ static void drain_points(rill_device *dev, rill__pool *p) {
     }
     rill__free(all);
     if (conservative)
-        rill_device_synchronize(dev);
+        rill__device_drain(dev, "the memory pool"); /* its failures are the streams' */
     rill__spinlock_lock(&p->lock);
     for (segment *g = p->segments; g != NULL; g = g->next) {
         for (block *k = g->first; k != NULL; k = k->next) {
@@ -163,7 +163,7 @@ static void stats_locked(rill__pool *p, rill_mem_stats *out) {
     rill__tcache_stats_locked(p, out);
 }
 
-static rill_status out_of_memory(rill_device *dev, rill__pool *p, size_t bytes, const char *fn) {
+static rill_status out_of_memory(rill__device *dev, rill__pool *p, size_t bytes, const char *fn) {
     rill_mem_stats st;
     stats_locked(p, &st);
     size_t limit = p->limit;
@@ -186,7 +186,7 @@ static rill_status out_of_memory(rill_device *dev, rill__pool *p, size_t bytes, 
  * smallest that qualify (the first bin holding one, so that a small
  * request never splits a large block that a wait would free), the one
  * that costs the least. */
-static block *find_pending(rill__pool *p, int small, size_t size, rill_stream *s,
+static block *find_pending(rill__pool *p, int small, size_t size, rill__stream *s,
                            uint64_t max_cost) {
     bins *b = rill__bins_for(p, small);
     block *best = NULL;
@@ -216,7 +216,7 @@ static block *find_pending(rill__pool *p, int small, size_t size, rill_stream *s
  * serialised) waits for a few commands more, while an idle stream does
  * not start waiting behind another's long queue of independent work,
  * which would serialise the two: then growing is better. */
-static uint64_t wait_budget(rill_stream *s) {
+static uint64_t wait_budget(rill__stream *s) {
     uint64_t sub = rill__submitted_of(s), done = rill__done_of(s);
     return (sub > done ? sub - done : 0) + WAIT_SLACK;
 }
@@ -229,9 +229,9 @@ static uint64_t wait_budget(rill_stream *s) {
  * Without it (rill_malloc), the block is for any stream at once: only
  * blocks whose work is complete, and the host waits for that work when the
  * pool cannot grow. */
-static rill_status pool_alloc(rill_stream *s, size_t bytes, bool may_wait, const char *fn,
+static rill_status pool_alloc(rill__stream *s, size_t bytes, bool may_wait, const char *fn,
                               void **out) {
-    rill_device *dev = s->dev;
+    rill__device *dev = s->dev;
     rill__pool *p = rill__pool_of(dev);
     if (bytes > SIZE_MAX / 2)
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY,
@@ -244,7 +244,7 @@ static rill_status pool_alloc(rill_stream *s, size_t bytes, bool may_wait, const
         *out = cached;
         return RILL_OK;
     }
-    rill_stream *user = may_wait ? s : NULL; /* the stream the block must be safe for */
+    rill__stream *user = may_wait ? s : NULL; /* the stream the block must be safe for */
     int small = size <= SMALL_REQUEST;
     point waits[MAX_WAITS];
     size_t num_waits = 0;
@@ -327,18 +327,18 @@ static rill_status pool_alloc(rill_stream *s, size_t bytes, bool may_wait, const
     return RILL_OK;
 }
 
-rill_status rill__pool_alloc(rill_stream *s, size_t bytes, const char *fn, void **out) {
+rill_status rill__pool_alloc(rill__stream *s, size_t bytes, const char *fn, void **out) {
     return pool_alloc(s, bytes, false, fn, out);
 }
 
-rill_status rill__pool_alloc_async(rill_stream *s, size_t bytes, const char *fn, void **out) {
+rill_status rill__pool_alloc_async(rill__stream *s, size_t bytes, const char *fn, void **out) {
     return pool_alloc(s, bytes, true, fn, out);
 }
 
 /* ------------------------------------------------------------- freeing */
 
 /* Looks up the segment that holds ptr; NULL when ptr is no device memory. */
-static segment *segment_of(const void *ptr, rill_device **dev) {
+static segment *segment_of(const void *ptr, rill__device **dev) {
     rill__mem_block rb;
     if (!rill__registry_find(ptr, &rb) || rb.kind != RILL__MEM_DEVICE)
         return NULL;
@@ -349,7 +349,7 @@ static segment *segment_of(const void *ptr, rill_device **dev) {
 /* Finds the allocated block that starts at ptr in some device's pool and
  * returns with that pool locked; NULL (nothing locked) when there is none.
  * The hash lookup avoids the registry on the hot free path. */
-static block *find_allocated_locked(const void *ptr, rill__pool **pool, rill_device **dev) {
+static block *find_allocated_locked(const void *ptr, rill__pool **pool, rill__device **dev) {
     rill__runtime *rt;
     rill__runtime_get(&rt);
     for (int i = 0; i < rt->num_devices; i++) {
@@ -368,7 +368,7 @@ static block *find_allocated_locked(const void *ptr, rill__pool **pool, rill_dev
 
 /* The sentence for a free of a pointer that is no allocated block. */
 static rill_status bad_free(void *ptr, const char *fn) {
-    rill_device *dev = NULL;
+    rill__device *dev = NULL;
     segment *g = segment_of(ptr, &dev);
     if (g != NULL) {
         rill__pool *p = rill__pool_of(dev);
@@ -392,11 +392,11 @@ static rill_status bad_free(void *ptr, const char *fn) {
                       fn, ptr);
 }
 
-rill_status rill__pool_free(void *ptr, rill_stream *f, const char *fn) {
+rill_status rill__pool_free(void *ptr, rill__stream *f, const char *fn) {
     if (rill__tcache_free(ptr, f))
         return RILL_OK;
     rill__pool *p = NULL;
-    rill_device *dev = NULL;
+    rill__device *dev = NULL;
     block *k = find_allocated_locked(ptr, &p, &dev);
     if (k == NULL)
         return bad_free(ptr, fn);
@@ -409,8 +409,8 @@ rill_status rill__pool_free(void *ptr, rill_stream *f, const char *fn) {
     }
     segment *g = k->seg;
     rill__hash_remove(p, k);
-    rill_stream *a = k->stream;
-    rill_stream *by = f != NULL ? f : a;
+    rill__stream *a = k->stream;
+    rill__stream *by = f != NULL ? f : a;
     for (size_t i = 0; i < k->num_points; i++)
         if (k->points[i].seq == UNTIL_FREE)
             k->points[i].seq = rill__submitted_of(k->points[i].stream);
@@ -457,7 +457,7 @@ rill_status rill__pool_free(void *ptr, rill_stream *f, const char *fn) {
 
 /* -------------------------------------------------------------- uses */
 
-void rill__pool_note_use(rill_stream *s, uint64_t seq, const void *ptr, size_t bytes) {
+void rill__pool_note_use(rill__stream *s, uint64_t seq, const void *ptr, size_t bytes) {
     (void)bytes;
     if (seq == 0)
         return; /* captured into a graph: the graph's launches use it */
@@ -471,7 +471,7 @@ void rill__pool_note_use(rill_stream *s, uint64_t seq, const void *ptr, size_t b
     block *k = rill__tcache_lookup_locked(p, ptr, false);
     if (k == NULL) {
         rill__spinlock_unlock(&p->lock);
-        rill_device *dev = NULL;
+        rill__device *dev = NULL;
         segment *g = segment_of(ptr, &dev);
         if (g == NULL)
             return;
@@ -484,8 +484,8 @@ void rill__pool_note_use(rill_stream *s, uint64_t seq, const void *ptr, size_t b
     rill__spinlock_unlock(&p->lock);
 }
 
-rill_status rill__pool_record_stream(void *ptr, rill_stream *s, const char *fn) {
-    rill_device *dev = NULL;
+rill_status rill__pool_record_stream(void *ptr, rill__stream *s, const char *fn) {
+    rill__device *dev = NULL;
     segment *g = segment_of(ptr, &dev);
     block *k = NULL;
     rill__pool *p = NULL;
@@ -510,7 +510,7 @@ rill_status rill__pool_record_stream(void *ptr, rill_stream *s, const char *fn) 
 
 /* ----------------------------------------------------------- lookups */
 
-bool rill__pool_find(const void *ptr, rill_device **dev, size_t *bytes_to_end) {
+bool rill__pool_find(const void *ptr, rill__device **dev, size_t *bytes_to_end) {
     segment *g = segment_of(ptr, dev);
     if (g == NULL)
         return false;
@@ -528,7 +528,7 @@ bool rill__pool_find(const void *ptr, rill_device **dev, size_t *bytes_to_end) {
 }
 
 bool rill__pool_locate(const void *ptr, rill__pool_location *out) {
-    rill_device *dev = NULL;
+    rill__device *dev = NULL;
     segment *g = segment_of(ptr, &dev);
     if (g == NULL)
         return false;
@@ -548,14 +548,14 @@ bool rill__pool_locate(const void *ptr, rill__pool_location *out) {
 
 /* -------------------------------------------------------- stats, limits */
 
-void rill__pool_get_stats(rill_device *dev, rill_mem_stats *out) {
+void rill__pool_get_stats(rill__device *dev, rill_mem_stats *out) {
     rill__pool *p = rill__pool_of(dev);
     rill__spinlock_lock(&p->lock);
     stats_locked(p, out);
     rill__spinlock_unlock(&p->lock);
 }
 
-void rill__pool_empty_cache(rill_device *dev) {
+void rill__pool_empty_cache(rill__device *dev) {
     rill__pool *p = rill__pool_of(dev);
     rill__spinlock_lock(&p->lock);
     rill__tcache_steal_all(p);
@@ -564,21 +564,21 @@ void rill__pool_empty_cache(rill_device *dev) {
     rill__spinlock_unlock(&p->lock);
 }
 
-void rill__pool_set_limit(rill_device *dev, size_t max_reserved_bytes) {
+void rill__pool_set_limit(rill__device *dev, size_t max_reserved_bytes) {
     rill__pool *p = rill__pool_of(dev);
     rill__spinlock_lock(&p->lock);
     p->limit = max_reserved_bytes;
     rill__spinlock_unlock(&p->lock);
 }
 
-void rill__pool_set_reuse_flags(rill_device *dev, unsigned flags) {
+void rill__pool_set_reuse_flags(rill__device *dev, unsigned flags) {
     rill__pool *p = rill__pool_of(dev);
     rill__spinlock_lock(&p->lock);
     p->reuse_flags = flags;
     rill__spinlock_unlock(&p->lock);
 }
 
-unsigned rill__pool_reuse_flags(rill_device *dev) {
+unsigned rill__pool_reuse_flags(rill__device *dev) {
     rill__pool *p = rill__pool_of(dev);
     rill__spinlock_lock(&p->lock);
     unsigned flags = p->reuse_flags;
@@ -588,7 +588,7 @@ unsigned rill__pool_reuse_flags(rill_device *dev) {
 
 /* ----------------------------------------------------- create, destroy */
 
-rill_status rill__pool_create(rill_device *dev) {
+rill_status rill__pool_create(rill__device *dev) {
     rill__pool *p = rill__calloc(1, sizeof *p);
     if (p == NULL)
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "out of memory creating a memory pool");
@@ -602,7 +602,7 @@ rill_status rill__pool_create(rill_device *dev) {
     return RILL_OK;
 }
 
-void rill__pool_destroy(rill_device *dev) {
+void rill__pool_destroy(rill__device *dev) {
     rill__pool *p = rill__pool_of(dev);
     if (p == NULL)
         return;
@@ -656,7 +656,7 @@ static void human(char *buf, size_t size, size_t bytes) {
     snprintf(buf, size, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
 }
 
-void rill__pool_summary(rill_device *dev, FILE *out) {
+void rill__pool_summary(rill__device *dev, FILE *out) {
     rill__pool *p = rill__pool_of(dev);
     struct {
         size_t segments, reserved, allocated, live, free_blocks, largest_free, pending;

@@ -50,6 +50,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "core/handle.h"
 #include "rill.h"
 
 /* Where a pointer lives inside its segment (for inter-process handles). */
@@ -64,39 +65,39 @@ typedef struct rill__pool_location {
 /* Allocates bytes for use on stream (its device's pool), usable at once
  * by any stream (rill_malloc): no internal wait unless the pool cannot
  * grow. */
-rill_status rill__pool_alloc(rill_stream *stream, size_t bytes, const char *fn, void **out);
+rill_status rill__pool_alloc(rill__stream *stream, size_t bytes, const char *fn, void **out);
 /* Allocates bytes for use in stream order on stream (rill_malloc_async):
  * before growing, the pool may hand out a block that other streams'
  * pending work still holds, making stream wait for that work. */
-rill_status rill__pool_alloc_async(rill_stream *stream, size_t bytes, const char *fn, void **out);
+rill_status rill__pool_alloc_async(rill__stream *stream, size_t bytes, const char *fn, void **out);
 /* Frees ptr: on stream (stream-ordered) or, when stream is NULL, at the
  * current end of the work of its allocation stream. */
-rill_status rill__pool_free(void *ptr, rill_stream *stream, const char *fn);
+rill_status rill__pool_free(void *ptr, rill__stream *stream, const char *fn);
 /* Notes that the command seq of stream touches [ptr, ptr + bytes). */
-void rill__pool_note_use(rill_stream *stream, uint64_t seq, const void *ptr, size_t bytes);
+void rill__pool_note_use(rill__stream *stream, uint64_t seq, const void *ptr, size_t bytes);
 /* rill_record_stream: ptr is used by all work submitted to stream until
  * ptr is freed. */
-rill_status rill__pool_record_stream(void *ptr, rill_stream *stream, const char *fn);
+rill_status rill__pool_record_stream(void *ptr, rill__stream *stream, const char *fn);
 
 /* The allocated block that contains p: its device and the bytes from p to
  * the block's end. False when p is not in an allocated block. */
-bool rill__pool_find(const void *p, rill_device **dev, size_t *bytes_to_end);
+bool rill__pool_find(const void *p, rill__device **dev, size_t *bytes_to_end);
 /* The segment and block of the allocated block starting at ptr. */
 bool rill__pool_locate(const void *ptr, rill__pool_location *out);
 
-void rill__pool_get_stats(rill_device *dev, rill_mem_stats *out);
+void rill__pool_get_stats(rill__device *dev, rill_mem_stats *out);
 /* Returns unused segments whose pending work has completed to the system. */
-void rill__pool_empty_cache(rill_device *dev);
-void rill__pool_set_limit(rill_device *dev, size_t max_reserved_bytes);
+void rill__pool_empty_cache(rill__device *dev);
+void rill__pool_set_limit(rill__device *dev, size_t max_reserved_bytes);
 /* The reuse policy (enum rill_mem_reuse_flags; rill_mem_set_reuse_policy). */
-void rill__pool_set_reuse_flags(rill_device *dev, unsigned flags);
-unsigned rill__pool_reuse_flags(rill_device *dev);
+void rill__pool_set_reuse_flags(rill__device *dev, unsigned flags);
+unsigned rill__pool_reuse_flags(rill__device *dev);
 /* Writes the memory summary table (rill_mem_summary). */
-void rill__pool_summary(rill_device *dev, FILE *out);
+void rill__pool_summary(rill__device *dev, FILE *out);
 
 /* Creates and destroys the pool of dev (device init and rill_shutdown,
  * after all work has drained). */
-rill_status rill__pool_create(rill_device *dev);
-void rill__pool_destroy(rill_device *dev);
+rill_status rill__pool_create(rill__device *dev);
+void rill__pool_destroy(rill__device *dev);
 
 #endif

@@ -39,7 +39,7 @@ typedef struct segment segment;
 typedef struct block block;
 
 typedef struct point {
-    rill_stream *stream; /* held through pool->owners, or a ref of its own (own_ref) */
+    rill__stream *stream; /* held through pool->owners, or a ref of its own (own_ref) */
     uint64_t seq;
     int own_ref;
 } point;
@@ -66,7 +66,7 @@ struct block {
     block *prev, *next;         /* address neighbours in seg */
     block *bin_prev, *bin_next; /* free: the bin's list */
     block *hash_next;           /* allocated: the hash chain */
-    rill_stream *stream;        /* allocated: the allocation stream (see pool->owners) */
+    rill__stream *stream;       /* allocated: the allocation stream (see pool->owners) */
     int allocated;
     int unmapped;     /* free and not committed: in pool->unmapped, not reserved */
     int own_ref;      /* allocated: holds its own reference on stream */
@@ -81,7 +81,7 @@ struct block {
      * point that the cache checks before it hands the block out again and
      * folds into points when the block leaves it. Guarded like the cache
      * (its owner, or a lock holder that took the cache back). */
-    rill_stream *use_stream; /* NULL: none; held through the cache (tcache.held) */
+    rill__stream *use_stream; /* NULL: none; held through the cache (tcache.held) */
     uint64_t use_seq;
     point *points; /* inline_points or owned */
     size_t num_points, cap_points;
@@ -109,7 +109,7 @@ struct rill__pool {
      * atomic on the hot paths); entries whose count fell to zero are
      * released lazily */
     struct {
-        rill_stream *stream;
+        rill__stream *stream;
         size_t live; /* allocated blocks of this stream plus points naming it */
     } owners[32];
     unsigned num_owners;
@@ -127,16 +127,16 @@ struct rill__pool {
     _Atomic size_t allocated_mirror, peak_mirror;
 };
 
-static inline rill__pool *rill__pool_of(rill_device *dev) {
+static inline rill__pool *rill__pool_of(rill__device *dev) {
     return dev->mem.pool;
 }
 
-static inline uint64_t rill__done_of(rill_stream *s) {
+static inline uint64_t rill__done_of(rill__stream *s) {
     /* acquire: pairs with the release store in rill__stream_complete. */
     return atomic_load_explicit(&s->done_seq, memory_order_acquire);
 }
 
-static inline uint64_t rill__submitted_of(rill_stream *s) {
+static inline uint64_t rill__submitted_of(rill__stream *s) {
     /* acquire: pairs with the submit that assigned the number. */
     return atomic_load_explicit(&s->sub_seq, memory_order_acquire);
 }

@@ -91,7 +91,7 @@ bool rill__registry_remove(const void *base, rill__mem_kind kind, rill__mem_bloc
     return found;
 }
 
-void rill__registry_drain(rill_device *dev, rill__mem_kind kind,
+void rill__registry_drain(rill__device *dev, rill__mem_kind kind,
                           void (*fn)(const rill__mem_block *b, void *ctx), void *ctx) {
     rill__mutex_lock(&lock);
     size_t kept = 0;

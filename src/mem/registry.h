@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/handle.h"
 #include "rill.h"
 
 typedef enum rill__mem_kind {
@@ -22,7 +23,7 @@ typedef enum rill__mem_kind {
 typedef struct rill__mem_block {
     uintptr_t base;
     size_t bytes;
-    rill_device *dev; /* NULL for host memory */
+    rill__device *dev; /* NULL for host memory */
     rill__mem_kind kind;
     void *owner; /* see rill__mem_kind */
 } rill__mem_block;
@@ -36,7 +37,7 @@ bool rill__registry_find(const void *p, rill__mem_block *out);
 /* Removes the block that starts exactly at base and kind matches. */
 bool rill__registry_remove(const void *base, rill__mem_kind kind, rill__mem_block *out);
 /* Removes and returns (through fn) every block of dev (NULL: host blocks). */
-void rill__registry_drain(rill_device *dev, rill__mem_kind kind,
+void rill__registry_drain(rill__device *dev, rill__mem_kind kind,
                           void (*fn)(const rill__mem_block *b, void *ctx), void *ctx);
 
 #endif

@@ -44,7 +44,7 @@ static size_t round_up(size_t n, size_t to) {
 /* The address space of a new segment that must hold size bytes: a span
  * far larger than most programs use, so that a kind of block seldom needs
  * a second segment, but no more than the device's memory. */
-static size_t segment_span(const rill_device *dev, size_t size) {
+static size_t segment_span(const rill__device *dev, size_t size) {
     size_t span = SEGMENT_SPAN;
     size_t memory = dev->info.memory_bytes & ~(COMMIT_GRANULE - 1);
     if (memory != 0 && span > memory)
@@ -103,7 +103,7 @@ static void unmapped_unlink(rill__pool *p, block *k) {
 
 /* Reserves a segment of the kind small able to hold size bytes, all of it
  * one unmapped block; NULL when the device says no. */
-static segment *segment_new(rill_device *dev, rill__pool *p, int small, size_t size) {
+static segment *segment_new(rill__device *dev, rill__pool *p, int small, size_t size) {
     size_t span = segment_span(dev, size);
     segment *g = rill__calloc(1, sizeof *g);
     block *u = rill__block_new(p);
@@ -184,7 +184,7 @@ static block *commit_front(rill__pool *p, block *u, size_t bytes) {
 
 /* Is k a free, mapped block that s may take after waits costing at most
  * max_cost? */
-static bool takes(const block *k, rill_stream *s, uint64_t max_cost) {
+static bool takes(const block *k, rill__stream *s, uint64_t max_cost) {
     return k != NULL && !k->allocated && !k->unmapped && rill__block_wait_cost(k, s) <= max_cost;
 }
 
@@ -210,7 +210,7 @@ static bool within_limit(const rill__pool *p, size_t bytes) {
     return p->limit == 0 || (bytes <= p->limit && p->stats.reserved_bytes <= p->limit - bytes);
 }
 
-block *rill__segment_grow(rill_device *dev, rill__pool *p, int small, rill_stream *s, size_t size,
+block *rill__segment_grow(rill__device *dev, rill__pool *p, int small, rill__stream *s, size_t size,
                           uint64_t max_cost) {
     /* The unmapped block that needs the fewest new bytes: the free block
      * before it counts when s may take it. */
@@ -254,7 +254,7 @@ block *rill__segment_grow(rill_device *dev, rill__pool *p, int small, rill_strea
     return k;
 }
 
-void rill__segment_release(rill_device *dev, rill__pool *p, segment *g) {
+void rill__segment_release(rill__device *dev, rill__pool *p, segment *g) {
     RILL_ASSERT(g->first->unmapped && g->first->next == NULL && g->mapped == 0);
     rill__mem_block rb;
     unmapped_unlink(p, g->first);
@@ -297,7 +297,7 @@ void rill__segment_coalesce_all(rill__pool *p) {
 
 /* Gives free block k's memory back to the device and merges it with its
  * unmapped neighbours; returns the unmapped block that holds k now. */
-static block *decommit(rill_device *dev, rill__pool *p, block *k) {
+static block *decommit(rill__device *dev, rill__pool *p, block *k) {
     segment *g = k->seg;
     rill__bin_remove(rill__bins_for(p, g->small), k);
     if (dev->ops->mem_decommit != NULL)
@@ -315,7 +315,7 @@ static block *decommit(rill_device *dev, rill__pool *p, block *k) {
     return k;
 }
 
-void rill__segment_empty_cache_locked(rill_device *dev, rill__pool *p) {
+void rill__segment_empty_cache_locked(rill__device *dev, rill__pool *p) {
     rill__segment_coalesce_all(p);
     segment *next;
     for (segment *g = p->segments; g != NULL; g = next) {

@@ -47,7 +47,7 @@
 
 /* A stream that the use slots of a cache's blocks may name. */
 typedef struct tc_held {
-    rill_stream *stream; /* held through one count in pool->owners while listed */
+    rill__stream *stream; /* held through one count in pool->owners while listed */
     uint64_t done_seen;  /* the latest reading of its done_seq (see use_over_for) */
     unsigned uses;       /* use slots of this cache's blocks that name it */
 } tc_held;
@@ -184,7 +184,8 @@ static block **tc_live_find(tcache *c, uintptr_t ptr, bool probe) {
 }
 
 /* May k, being freed on by (NULL: its own stream), stay in cache c? */
-static bool tc_keepable(const tcache *c, const block *k, const rill_stream *by, size_t max_points) {
+static bool tc_keepable(const tcache *c, const block *k, const rill__stream *by,
+                        size_t max_points) {
     return c->cooldown == 0 && (by == NULL || by == k->stream) && k->num_points <= max_points &&
            !k->conservative && !k->own_ref && k->size <= TC_MAX_BLOCK &&
            atomic_load_explicit(&c->cached_bytes, memory_order_relaxed) + k->size <= TC_MAX_BYTES;
@@ -209,7 +210,7 @@ static void tc_push_cached(tcache *c, block *k) {
     tc_add_cached(c, k->size, 1);
 }
 
-static tc_held *held_find(tcache *c, const rill_stream *s) {
+static tc_held *held_find(tcache *c, const rill__stream *s) {
     for (unsigned i = 0; i < c->num_held; i++)
         if (c->held[i].stream == s)
             return &c->held[i];
@@ -219,7 +220,7 @@ static tc_held *held_find(tcache *c, const rill_stream *s) {
 /* Lists s among the streams that c's use slots may name (pool->lock held,
  * c the caller's), unlisting those no slot names when the list is full.
  * NULL when there is no room. */
-static tc_held *hold_locked(rill__pool *p, tcache *c, rill_stream *s) {
+static tc_held *hold_locked(rill__pool *p, tcache *c, rill__stream *s) {
     tc_held *h = held_find(c, s);
     if (h != NULL)
         return h;
@@ -274,7 +275,7 @@ static void release_cached(rill__pool *p, tcache *c, block *k) {
     atomic_store_explicit(&k->tc_state, TC_NONE, memory_order_relaxed);
     fold_use_locked(p, c, k);
     /* The cache relied on stream order; other streams need the point. */
-    rill_stream *a = k->stream;
+    rill__stream *a = k->stream;
     uint64_t seq = rill__submitted_of(a);
     if (rill__done_of(a) < seq)
         rill__points_add(p, k, a, seq);
@@ -404,7 +405,7 @@ static bool whole_fit(const block *k, size_t size) {
  * done_seq and s's clock (written by the thread that makes s wait, most
  * often this one) come first: a worker writes done_seq at every
  * completion, and a fresh read of it costs about a cross-core hop. */
-static bool use_over_for(tcache *c, const block *k, rill_stream *s) {
+static bool use_over_for(tcache *c, const block *k, rill__stream *s) {
     tc_held *h = held_find(c, k->use_stream);
     if (k->use_seq <= h->done_seen || rill__stream_ordered_after(s, k->use_stream->id, k->use_seq))
         return true;
@@ -417,7 +418,7 @@ static bool use_over_for(tcache *c, const block *k, rill_stream *s) {
  * uses of one stream complete in order: when the oldest block still
  * waits, the later ones most often do too. *before: the block linked to
  * it, or NULL. */
-static block *find_waiting(tcache *c, unsigned i, rill_stream *s, size_t size, block **before) {
+static block *find_waiting(tcache *c, unsigned i, rill__stream *s, size_t size, block **before) {
     *before = NULL;
     int probes = 0;
     for (block *k = c->waiting[i].head; k != NULL; *before = k, k = k->bin_next) {
@@ -434,7 +435,7 @@ static block *find_waiting(tcache *c, unsigned i, rill_stream *s, size_t size, b
 /* The lock-free allocation: a cached block freed on s, whose use (if any)
  * is over for s, that the locked path would hand out whole for size bytes.
  * NULL when there is none (or no room to lease it). */
-void *rill__tcache_alloc(rill__pool *p, rill_stream *s, size_t size, size_t bytes) {
+void *rill__tcache_alloc(rill__pool *p, rill__stream *s, size_t size, size_t bytes) {
     tcache *c = tc_mine(p);
     unsigned i = rill__bin_of(size);
     if (c == NULL || i >= TC_BINS || !tc_enter(c))
@@ -488,7 +489,7 @@ static void count_deferred(tcache *c, const block *k) {
 
 /* The lock-free free of a block this thread leased, freed on by (NULL: its
  * own stream). False when the pool must see it (the locked path). */
-static bool tc_free(rill__pool *p, const void *ptr, rill_stream *by) {
+static bool tc_free(rill__pool *p, const void *ptr, rill__stream *by) {
     tcache *c = tc_mine(p);
     if (c == NULL || live_count(c) == 0 || !tc_enter(c))
         return false;
@@ -511,7 +512,7 @@ static bool tc_free(rill__pool *p, const void *ptr, rill_stream *by) {
 /* Notes in k's use slot that s (not k's stream) uses k, live in cache c
  * whose owner is in its lock-free section; false when the slot names
  * another stream or s is not held. */
-static bool note_in_slot(tcache *c, block *k, rill_stream *s, uint64_t seq) {
+static bool note_in_slot(tcache *c, block *k, rill__stream *s, uint64_t seq) {
     tc_held *h = held_find(c, s);
     if (h == NULL)
         return false;
@@ -530,7 +531,7 @@ static bool note_in_slot(tcache *c, block *k, rill_stream *s, uint64_t seq) {
 /* The lock-free note of a use: the command seq of s uses the block that
  * starts at ptr, leased by the calling thread's cache of p. False when the
  * pool must note it (the locked path). */
-bool rill__tcache_note_use(rill__pool *p, rill_stream *s, uint64_t seq, const void *ptr) {
+bool rill__tcache_note_use(rill__pool *p, rill__stream *s, uint64_t seq, const void *ptr) {
     tcache *c = tc_mine(p);
     if (c == NULL || live_count(c) == 0)
         return false;
@@ -556,7 +557,7 @@ bool rill__tcache_note_use(rill__pool *p, rill_stream *s, uint64_t seq, const vo
 
 /* The lock-free free, in the pool of f's device or (f NULL) the one the
  * calling thread's cache belongs to. */
-bool rill__tcache_free(const void *ptr, rill_stream *f) {
+bool rill__tcache_free(const void *ptr, rill__stream *f) {
     if (f != NULL)
         return tc_free(rill__pool_of(f->dev), ptr, f);
     if (tls_cache == NULL)
@@ -572,7 +573,7 @@ bool rill__tcache_free(const void *ptr, rill_stream *f) {
 /* Offers block k, just freed on f (NULL: its own stream) with its points
  * pruned, to the calling thread's cache: true when the cache keeps it
  * (pool->lock held; the caller counts the free). */
-bool rill__tcache_keep_locked(rill__pool *p, block *k, rill_stream *f) {
+bool rill__tcache_keep_locked(rill__pool *p, block *k, rill__stream *f) {
     tcache *c = tc_mine(p);
     if (c == NULL && tls_pool_id != p->id)
         c = tc_register(p);

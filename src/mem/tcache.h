@@ -32,21 +32,21 @@ block *rill__tcache_lookup_locked(rill__pool *p, const void *ptr, bool steal);
 /* The lock-free allocation: a cached block freed on s, whose use (if any)
  * is over for s, that the locked path would hand out whole for size bytes.
  * NULL when there is none (or no room to lease it). */
-void *rill__tcache_alloc(rill__pool *p, rill_stream *s, size_t size, size_t bytes);
+void *rill__tcache_alloc(rill__pool *p, rill__stream *s, size_t size, size_t bytes);
 
 /* The lock-free free, in the pool of f's device or (f NULL) the one the
  * calling thread's cache belongs to. */
-bool rill__tcache_free(const void *ptr, rill_stream *f);
+bool rill__tcache_free(const void *ptr, rill__stream *f);
 
 /* The lock-free note of a use: the command seq of s uses the block that
  * starts at ptr, leased by the calling thread's cache of p. False when the
  * pool must note it (the locked path). */
-bool rill__tcache_note_use(rill__pool *p, rill_stream *s, uint64_t seq, const void *ptr);
+bool rill__tcache_note_use(rill__pool *p, rill__stream *s, uint64_t seq, const void *ptr);
 
 /* Offers block k, just freed on f (NULL: its own stream) with its points
  * pruned, to the calling thread's cache: true when the cache keeps it
  * (pool->lock held; the caller counts the free). */
-bool rill__tcache_keep_locked(rill__pool *p, block *k, rill_stream *f);
+bool rill__tcache_keep_locked(rill__pool *p, block *k, rill__stream *f);
 
 /* Does the calling thread's cache hold freed blocks of size's bin that
  * wait for another stream's use (pool->lock held)? */

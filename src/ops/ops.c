@@ -136,7 +136,7 @@ static rill_status check_count(const char *fn, size_t n, size_t *bytes) {
  * that gave bytes ("n floats"). */
 static rill_status check_fits(const char *fn, const void *p, const char *name, const char *shape,
                               size_t bytes) {
-    rill_device *dev;
+    rill__device *dev;
     return rill__mem_check_access(fn, name, shape, p, bytes, &dev);
 }
 

@@ -4,6 +4,7 @@
 #ifndef RILL_OPS_OPS_H
 #define RILL_OPS_OPS_H
 
+#include "core/handle.h"
 #include "rill.h"
 
 /* Destroys the cached built-in kernels; the next op creates them again.

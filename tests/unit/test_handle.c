@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: MIT */
-/* The handle table (src/core/handle.h): a handle resolves to its object
+/* Handles. The table (src/core/handle.h): a handle resolves to its object
  * until it is closed, and never after, even once its slot serves a new
  * object; handles of another kind, garbage and NULL resolve to nothing;
- * lookups race safely with opens and closes of other handles. */
+ * lookups race safely with opens and closes of other handles. The public
+ * calls: a destroyed handle used again is RILL_ERROR_INVALID_ARGUMENT with a
+ * sentence, without reading freed memory (AddressSanitizer checks that),
+ * and never reaches the object created after it. */
 #include "fixture.h"
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/alloc.h"
 #include "core/handle.h"
@@ -76,7 +80,7 @@ static void test_handle_close_all(void **state) {
     for (int i = 0; i < 100; i++)
         assert_true(rill__handle_open(RILL__HANDLE_GRAPH, &objs[i], &hs[i]));
     assert_int_equal(rill__handle_count(), before + 100);
-    rill__handle_close_all();
+    rill__handle_close_all(0);
     assert_int_equal(rill__handle_count(), 0);
     for (int i = 0; i < 100; i++)
         assert_null(rill__handle_get(hs[i], RILL__HANDLE_GRAPH));
@@ -156,6 +160,151 @@ static void test_handle_threads_never_see_each_others_objects(void **state) {
     assert_int_equal(atomic_load(&c.bad), 0);
 }
 
+/* ---- through the public calls ---- */
+
+static void nothing(void *user_data) {
+    (void)user_data;
+}
+
+static void body(const rill_block_ctx *ctx, const void *args) {
+    (void)ctx;
+    (void)args;
+}
+
+/* Asserts an INVALID_ARGUMENT whose sentence contains needle. */
+static void expect_stale(rill_status st, const char *needle) {
+    if (st != RILL_ERROR_INVALID_ARGUMENT)
+        fail_msg("returned %s, expected RILL_ERROR_INVALID_ARGUMENT (%s)", rill_status_name(st),
+                 rill_last_error());
+    if (strstr(rill_last_error(), needle) == NULL)
+        fail_msg("\"%s\" does not mention \"%s\"", rill_last_error(), needle);
+}
+
+/* A destroyed stream, event, kernel, graph or exec handle passed again to
+ * any call is refused as destroyed; ASan sees no read of freed memory. */
+static void test_handle_destroyed_handles_are_refused_without_reading_them(void **state) {
+    (void)state;
+    rill_stream *s;
+    rill_event *e;
+    rill_kernel *k;
+    rill_graph *g;
+    rill_graph_exec *x;
+    rill_kernel_desc d = {.name = "nothing", .cpu = body};
+    RT_OK(rill_stream_create(NULL, 0, &s));
+    RT_OK(rill_event_create(RILL_EVENT_DEFAULT, &e));
+    RT_OK(rill_kernel_create(&d, &k));
+    RT_OK(rill_graph_create(&g));
+    rill_graph_node *n;
+    RT_OK(rill_graph_add_empty_node(g, NULL, 0, &n));
+    RT_OK(rill_graph_instantiate(g, &x));
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(rill_event_destroy(e));
+    RT_OK(rill_kernel_destroy(k));
+    RT_OK(rill_graph_exec_destroy(x));
+    RT_OK(rill_graph_destroy(g));
+    rill_launch l = {.grid = {1, 1, 1}, .block = {1, 1, 1}};
+    expect_stale(rill_stream_synchronize(s), "stream that was destroyed");
+    expect_stale(rill_stream_destroy(s), "stream that was destroyed");
+    expect_stale(rill_launch_host_func(s, nothing, NULL), "rill_launch_host_func");
+    expect_stale(rill_event_record(e, NULL), "event that was destroyed");
+    expect_stale(rill_event_destroy(e), "event that was destroyed");
+    expect_stale(rill_launch_kernel(NULL, k, &l), "kernel that was destroyed");
+    expect_stale(rill_kernel_destroy(k), "kernel that was destroyed");
+    expect_stale(rill_graph_launch(x, NULL), "exec that was destroyed");
+    expect_stale(rill_graph_exec_destroy(x), "exec that was destroyed");
+    expect_stale(rill_graph_destroy(g), "graph that was destroyed");
+    rill_graph *g2;
+    rill_graph_node *n2 = NULL;
+    RT_OK(rill_graph_create(&g2));
+    expect_stale(rill_graph_add_empty_node(g2, &n, 1, &n2), "dependency 0");
+    assert_null(n2);
+    RT_OK(rill_graph_destroy(g2));
+}
+
+/* A stale handle never reaches the object created after it, even when the
+ * new object has the old one's address (it did: destroying a stale stream
+ * handle destroyed the newer stream). */
+static void test_handle_stale_stream_never_reaches_a_newer_stream(void **state) {
+    (void)state;
+    for (int i = 0; i < 50; i++) {
+        rill_stream *old, *fresh;
+        RT_OK(rill_stream_create(NULL, 0, &old));
+        RT_OK(rill_stream_destroy(old));
+        RT_OK(rill_stream_create(NULL, 0, &fresh));
+        assert_true(fresh != old);
+        expect_stale(rill_stream_destroy(old), "destroyed");
+        RT_OK(rill_launch_host_func(fresh, nothing, NULL));
+        RT_OK(rill_stream_synchronize(fresh));
+        RT_OK(rill_stream_destroy(fresh));
+    }
+}
+
+/* A handle of one kind where another is needed, and pointers that were
+ * never handles, are named as such. */
+static void test_handle_wrong_kind_and_foreign_pointers_are_named(void **state) {
+    (void)state;
+    rill_event *e;
+    RT_OK(rill_event_create(RILL_EVENT_DEFAULT, &e));
+    expect_stale(rill_stream_synchronize((rill_stream *)(void *)e),
+                 "an event handle where a stream is needed");
+    int local = 0;
+    expect_stale(rill_stream_query((rill_stream *)(void *)&local), "not a handle that rill gave");
+    void *heap = malloc(256);
+    assert_non_null(heap);
+    memset(heap, 0xab, 256);
+    expect_stale(rill_event_synchronize((rill_event *)heap), "not a handle that rill gave");
+    expect_stale(rill_kernel_destroy((rill_kernel *)heap), "kernel");
+    free(heap);
+    expect_stale(rill_event_destroy(NULL), "is NULL");
+    RT_OK(rill_event_destroy(e));
+}
+
+/* Handles from before rill_shutdown are stale after it, also once a new
+ * runtime gave out new handles: devices, default streams and tagged
+ * events included. */
+static void test_handle_handles_from_before_shutdown_are_stale(void **state) {
+    (void)state;
+    rill_device *dev;
+    rill_stream *def, *tagged;
+    rill_event *te;
+    RT_OK(rill_device_get(0, &dev));
+    def = rill_default_stream(dev);
+    assert_non_null(def);
+    RT_OK(rill_stream_get_tagged(dev, "t", 0, &tagged));
+    RT_OK(rill_event_get_tagged("e", &te));
+    RT_OK(rill_shutdown());
+    rill_device *dev2;
+    RT_OK(rill_device_get(0, &dev2));
+    rill_device_info info;
+    expect_stale(rill_device_get_info(dev, &info), "device that was destroyed");
+    expect_stale(rill_stream_synchronize(def), "stream that was destroyed");
+    expect_stale(rill_stream_synchronize(tagged), "stream that was destroyed");
+    expect_stale(rill_event_query(te), "event that was destroyed");
+    RT_OK(rill_device_get_info(dev2, &info));
+    RT_OK(rill_stream_synchronize(rill_default_stream(dev2)));
+}
+
+/* "The same tag on the same device always names the same stream": the
+ * same handle; the current stream and rill_stream_get_device give handles
+ * that the other calls accept. */
+static void test_handle_getters_give_handles_that_calls_accept(void **state) {
+    (void)state;
+    rill_device *dev, *of;
+    rill_stream *a, *b, *s;
+    RT_OK(rill_get_device(&dev));
+    RT_OK(rill_stream_get_tagged(dev, "same", 0, &a));
+    RT_OK(rill_stream_get_tagged(NULL, "same", 0, &b));
+    assert_ptr_equal(a, b);
+    RT_OK(rill_stream_create(dev, 0, &s));
+    rill_stream *prev = rill_set_current_stream(s);
+    assert_ptr_equal(prev, rill_default_stream(dev));
+    assert_ptr_equal(rill_current_stream(NULL), s);
+    RT_OK(rill_stream_get_device(rill_current_stream(dev), &of));
+    assert_ptr_equal(of, dev);
+    assert_ptr_equal(rill_set_current_stream(prev), s);
+    RT_OK(rill_stream_destroy(s));
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_handle_resolves_until_closed),
@@ -164,6 +313,11 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_handle_close_all),
         cmocka_unit_test(test_handle_many_and_out_of_memory),
         cmocka_unit_test(test_handle_threads_never_see_each_others_objects),
+        cmocka_unit_test(test_handle_destroyed_handles_are_refused_without_reading_them),
+        cmocka_unit_test(test_handle_stale_stream_never_reaches_a_newer_stream),
+        cmocka_unit_test(test_handle_wrong_kind_and_foreign_pointers_are_named),
+        cmocka_unit_test(test_handle_handles_from_before_shutdown_are_stale),
+        cmocka_unit_test(test_handle_getters_give_handles_that_calls_accept),
     };
     return RT_RUN(tests);
 }

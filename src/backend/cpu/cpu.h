@@ -41,7 +41,7 @@ typedef struct cpu_cmd {
     /* first cache line: all a host function, wait or record touches */
     _Atomic(struct cpu_cmd *) next; /* written once by the submitter, read by the worker */
     uint64_t seq;
-    rill_stream *stream; /* borrowed: the stream that owns the command */
+    rill__stream *stream; /* borrowed: the stream that owns the command */
     rill__cmd c;         /* only the member of c.u that c.kind names is set */
     /* owned heap copies when a kernel's args or accesses do not fit inline;
      * NULL otherwise (and always between uses of the node) */
@@ -61,7 +61,7 @@ typedef struct cpu_cmd {
 } cpu_cmd;
 
 typedef struct cpu_stream {
-    rill_stream *self; /* borrowed: the stream this state belongs to */
+    rill__stream *self; /* borrowed: the stream this state belongs to */
     /* guarded by lock (the producer side) */
     alignas(64) rill__spinlock lock;
     cpu_cmd *tail;      /* the last node submitted (or the dummy) */
@@ -78,7 +78,7 @@ typedef struct cpu_stream {
     rill__waiter waiter;   /* registered while PARKED */
     rill__launch_state ls; /* the running launch's failure state */
     /* guarded by the device's ready_lock */
-    rill_stream *ready_next;
+    rill__stream *ready_next;
 } cpu_stream;
 
 typedef struct cpu_worker {
@@ -90,13 +90,13 @@ typedef struct cpu_worker {
 } cpu_worker;
 
 typedef struct cpu_device {
-    rill_device *dev; /* borrowed: owns this */
+    rill__device *dev; /* borrowed: owns this */
     int num_workers;
     int num_cpus;        /* processors the process may run on, at init */
     cpu_worker *workers; /* owned */
     /* guarded by ready_lock */
     alignas(64) rill__mutex ready_lock;
-    rill_stream *ready_head[CPU_PRIORITY_LEVELS], *ready_tail[CPU_PRIORITY_LEVELS];
+    rill__stream *ready_head[CPU_PRIORITY_LEVELS], *ready_tail[CPU_PRIORITY_LEVELS];
     /* atomic: bit i set when level i has ready streams */
     alignas(64) _Atomic uint32_t ready_mask;
     /* guarded by launch_lock */
@@ -114,16 +114,16 @@ typedef struct cpu_device {
     _Atomic int stop;
 } cpu_device;
 
-static inline cpu_stream *cpu_stream_of(rill_stream *s) {
+static inline cpu_stream *cpu_stream_of(rill__stream *s) {
     return (cpu_stream *)rill__stream_backend(s);
 }
 
-static inline cpu_device *cpu_device_of(rill_device *dev) {
+static inline cpu_device *cpu_device_of(rill__device *dev) {
     return (cpu_device *)dev->backend;
 }
 
 /* cpu_sched.c */
-rill_status rill__cpu_submit(rill_stream *s, const rill__cmd *cmd, uint64_t *seq);
+rill_status rill__cpu_submit(rill__stream *s, const rill__cmd *cmd, uint64_t *seq);
 void rill__cpu_workers_start(cpu_device *d);
 void rill__cpu_workers_stop(cpu_device *d);
 void rill__cpu_free_cmd(cpu_cmd *c);
@@ -132,13 +132,13 @@ void rill__cpu_stream_free_nodes(cpu_stream *cs);
 /* For cpu_graph.c: wakes up to count sleeping workers; opens a stream's
  * failure window; completes c and goes on running its stream. */
 void rill__cpu_wake_workers(cpu_device *d, int count);
-void rill__cpu_fail_stream(rill_stream *s, uint64_t seq, const char *what, const char *detail);
-void rill__cpu_resume_stream(cpu_device *d, cpu_worker *w, rill_stream *s, cpu_cmd *c);
+void rill__cpu_fail_stream(rill__stream *s, uint64_t seq, const char *what, const char *detail);
+void rill__cpu_resume_stream(cpu_device *d, cpu_worker *w, rill__stream *s, cpu_cmd *c);
 /* For cpu_graph.c, on the worker running s: EXEC_DONE once t has completed
  * seq, whether that work ran, failed or was skipped (an ordering, never a
  * failure of s), else EXEC_PARKED: s parks and its command runs again
  * when t gets there. */
-enum exec_result rill__cpu_wait_ended(rill_stream *s, rill_stream *t, uint64_t seq);
+enum exec_result rill__cpu_wait_ended(rill__stream *s, rill__stream *t, uint64_t seq);
 
 /* cpu_graph.c */
 enum exec_result rill__cpu_exec_graph(cpu_device *d, cpu_worker *w, cpu_cmd *c);

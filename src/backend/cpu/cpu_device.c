@@ -34,7 +34,7 @@ static rill_status parse_workers(int *out) {
     return RILL_OK;
 }
 
-static rill_status cpu_device_init(rill_device *dev) {
+static rill_status cpu_device_init(rill__device *dev) {
     int workers;
     rill_status st = parse_workers(&workers);
     if (st != RILL_OK)
@@ -65,7 +65,7 @@ static rill_status cpu_device_init(rill_device *dev) {
     return RILL_OK;
 }
 
-static void cpu_device_shutdown(rill_device *dev) {
+static void cpu_device_shutdown(rill__device *dev) {
     cpu_device *d = cpu_device_of(dev);
     rill__cpu_workers_stop(d);
     rill__mutex_destroy(&d->launch_lock);
@@ -75,7 +75,7 @@ static void cpu_device_shutdown(rill_device *dev) {
     dev->backend = NULL;
 }
 
-static rill_status cpu_stream_init(rill_stream *s) {
+static rill_status cpu_stream_init(rill__stream *s) {
     cpu_stream *cs = cpu_stream_of(s);
     cpu_cmd *dummy = rill__calloc(1, sizeof *dummy);
     if (dummy == NULL)
@@ -85,7 +85,7 @@ static rill_status cpu_stream_init(rill_stream *s) {
     return RILL_OK;
 }
 
-static void cpu_stream_fini(rill_stream *s) {
+static void cpu_stream_fini(rill__stream *s) {
     cpu_stream *cs = cpu_stream_of(s);
     rill__cpu_stream_free_nodes(cs);
 }
@@ -100,7 +100,7 @@ typedef struct cpu_segment {
     rill__pages pages; /* owned, when not */
 } cpu_segment;
 
-static rill_status cpu_mem_alloc(rill_device *dev, size_t bytes, void **out, void **handle) {
+static rill_status cpu_mem_alloc(rill__device *dev, size_t bytes, void **out, void **handle) {
     /* Shared memory is not charged to the commit limit when mapped, so a
      * reservation beyond the machine's memory is refused here rather than
      * failing at first touch. */
@@ -123,7 +123,7 @@ static rill_status cpu_mem_alloc(rill_device *dev, size_t bytes, void **out, voi
     return RILL_OK;
 }
 
-static void cpu_mem_free(rill_device *dev, void *ptr, size_t bytes, void *handle) {
+static void cpu_mem_free(rill__device *dev, void *ptr, size_t bytes, void *handle) {
     (void)dev;
     (void)ptr;
     (void)bytes;
@@ -135,7 +135,7 @@ static void cpu_mem_free(rill_device *dev, void *ptr, size_t bytes, void *handle
     rill__free(g);
 }
 
-static void cpu_mem_decommit(rill_device *dev, void *handle, size_t offset, size_t bytes) {
+static void cpu_mem_decommit(rill__device *dev, void *handle, size_t offset, size_t bytes) {
     (void)dev;
     cpu_segment *g = handle;
     if (g->shared)
@@ -144,7 +144,7 @@ static void cpu_mem_decommit(rill_device *dev, void *handle, size_t offset, size
         rill__pages_discard(&g->pages, offset, bytes);
 }
 
-static const rill__shm *cpu_mem_shared(rill_device *dev, void *handle) {
+static const rill__shm *cpu_mem_shared(rill__device *dev, void *handle) {
     (void)dev;
     const cpu_segment *g = handle;
     return g->shared ? &g->shm : NULL;

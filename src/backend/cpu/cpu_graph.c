@@ -103,7 +103,7 @@ static void activate(cpu_device *d, rill__xrun *r, uint32_t entry, bool wake_alw
         rill__cpu_wake_workers(d, d->num_workers - 1);
 }
 
-static void complete(cpu_device *d, rill_graph_exec *x, gworker *g, uint32_t i) {
+static void complete(cpu_device *d, rill__graph_exec *x, gworker *g, uint32_t i) {
     rill__xrun *r = &x->run;
     const rill__xnode *n = &r->nodes[i];
     const uint32_t *succ = x->succ + n->succ_begin;
@@ -170,7 +170,7 @@ static void deactivate(rill__xrun *r, uint32_t i, cpu_device *d) {
 }
 
 /* Runs chunks of node i's blocks; true when this worker ran the last. */
-static bool run_chunks(cpu_device *d, gworker *g, rill_graph_exec *x, uint32_t i) {
+static bool run_chunks(cpu_device *d, gworker *g, rill__graph_exec *x, uint32_t i) {
     rill__xrun *r = &x->run;
     const rill__xnode *n = &r->nodes[i];
     uint32_t chunk = n->blocks / ((uint32_t)d->num_workers * 4u);
@@ -197,7 +197,7 @@ static bool run_chunks(cpu_device *d, gworker *g, rill_graph_exec *x, uint32_t i
 
 /* Runs node i; false when other workers still run its blocks (the one that
  * runs the last completes it). */
-static bool run_node(cpu_device *d, gworker *g, rill_graph_exec *x, uint32_t i) {
+static bool run_node(cpu_device *d, gworker *g, rill__graph_exec *x, uint32_t i) {
     rill__xrun *r = &x->run;
     const rill__xnode *n = &r->nodes[i];
     /* After a failure the remaining nodes are skipped, as a stream skips. */
@@ -241,7 +241,7 @@ static bool run_node(cpu_device *d, gworker *g, rill_graph_exec *x, uint32_t i) 
     return true;
 }
 
-static void run_and_complete(cpu_device *d, gworker *g, rill_graph_exec *x, uint32_t i) {
+static void run_and_complete(cpu_device *d, gworker *g, rill__graph_exec *x, uint32_t i) {
     if (run_node(d, g, x, i))
         complete(d, x, g, i);
 }
@@ -274,11 +274,11 @@ static uint32_t claim(cpu_device *d, rill__xrun *r, uint32_t *out) {
     }
 }
 
-static void run_ready(cpu_device *d, gworker *g, rill_graph_exec *x);
+static void run_ready(cpu_device *d, gworker *g, rill__graph_exec *x);
 
 /* Runs chunks of node i's single successors (guided: a share of what is
  * left each time), each with whatever it readies for this worker. */
-static void run_range(cpu_device *d, gworker *g, rill_graph_exec *x, uint32_t i) {
+static void run_range(cpu_device *d, gworker *g, rill__graph_exec *x, uint32_t i) {
     rill__xrun *r = &x->run;
     const rill__xnode *n = &r->nodes[i];
     const uint32_t *succ = x->succ + n->succ_begin;
@@ -306,7 +306,7 @@ static void run_range(cpu_device *d, gworker *g, rill_graph_exec *x, uint32_t i)
 
 /* Takes work from the active list: blocks of a multi-block node, or a
  * chunk of a node's successor range. */
-static bool help_active(cpu_device *d, gworker *g, rill_graph_exec *x) {
+static bool help_active(cpu_device *d, gworker *g, rill__graph_exec *x) {
     rill__xrun *r = &x->run;
     if (atomic_load_explicit(&r->has_active, memory_order_relaxed) == 0)
         return false;
@@ -324,7 +324,7 @@ static bool help_active(cpu_device *d, gworker *g, rill_graph_exec *x) {
 
 /* Runs g->next and the successors it readies for itself, publishing the
  * others first so that other workers may start on them meanwhile. */
-static void run_ready(cpu_device *d, gworker *g, rill_graph_exec *x) {
+static void run_ready(cpu_device *d, gworker *g, rill__graph_exec *x) {
     rill__xrun *r = &x->run;
     while (g->next != NONE) {
         uint32_t i = g->next;
@@ -336,7 +336,7 @@ static void run_ready(cpu_device *d, gworker *g, rill_graph_exec *x) {
 
 /* Works on the run until nothing is left to claim (G_LEFT) or this worker
  * completed the last node (G_FINISHED). */
-static enum gresult work(cpu_device *d, cpu_worker *w, rill_graph_exec *x, uint32_t first) {
+static enum gresult work(cpu_device *d, cpu_worker *w, rill__graph_exec *x, uint32_t first) {
     rill__xrun *r = &x->run;
     gworker g = {.w = w, .next = first};
     uint32_t claimed[MAX_CLAIM];
@@ -395,7 +395,7 @@ static void finish_run(cpu_device *d, rill__xrun *r, cpu_cmd *c) {
 
 enum exec_result rill__cpu_exec_graph(cpu_device *d, cpu_worker *w, cpu_cmd *c) {
     const rill__xparams *v = c->c.u.graph.params;
-    rill_graph_exec *x = v->exec;
+    rill__graph_exec *x = v->exec;
     /* The exec's previous launch, on another stream, must have ended, even
      * when this stream skips this launch: a later launch that waits for
      * this one must find the run free. */
@@ -469,7 +469,7 @@ int rill__cpu_help_graph(cpu_device *d, cpu_worker *w) {
     if (r == NULL)
         return 0;
     cpu_cmd *c = r->cmd;
-    rill_graph_exec *x = c->c.u.graph.params->exec;
+    rill__graph_exec *x = c->c.u.graph.params->exec;
     if (work(d, w, x, NONE) == G_FINISHED) {
         r->last_tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
         finish_run(d, r, c);

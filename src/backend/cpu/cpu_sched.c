@@ -36,7 +36,7 @@
  * gets a processor without waiting for an idle one to wake up. */
 static _Thread_local bool leave_cpu;
 
-static int prio_index(rill_stream *s) {
+static int prio_index(rill__stream *s) {
     return s->priority - s->dev->info.greatest_priority;
 }
 
@@ -49,7 +49,7 @@ static void wake_workers(cpu_device *d, int count) {
     }
 }
 
-static void push_ready(cpu_device *d, rill_stream *s) {
+static void push_ready(cpu_device *d, rill__stream *s) {
     cpu_stream *cs = cpu_stream_of(s);
     int i = prio_index(s);
     rill__mutex_lock(&d->ready_lock);
@@ -64,13 +64,13 @@ static void push_ready(cpu_device *d, rill_stream *s) {
     wake_workers(d, 1);
 }
 
-static rill_stream *pop_ready(cpu_device *d) {
+static rill__stream *pop_ready(cpu_device *d) {
     /* relaxed: a hint; the lock below orders the queue itself. */
     if (atomic_load_explicit(&d->ready_mask, memory_order_relaxed) == 0)
         return NULL;
     rill__mutex_lock(&d->ready_lock);
     uint32_t mask = atomic_load_explicit(&d->ready_mask, memory_order_relaxed);
-    rill_stream *s = NULL;
+    rill__stream *s = NULL;
     if (mask != 0) {
         int i = __builtin_ctz(mask);
         s = d->ready_head[i];
@@ -128,7 +128,7 @@ static cpu_cmd *take_node_locked(cpu_stream *cs) {
     return c;
 }
 
-rill_status rill__cpu_submit(rill_stream *s, const rill__cmd *cmd, uint64_t *seq) {
+rill_status rill__cpu_submit(rill__stream *s, const rill__cmd *cmd, uint64_t *seq) {
     cpu_stream *cs = cpu_stream_of(s);
     void *args_heap = NULL;
     rill_access *acc_heap = NULL;
@@ -239,7 +239,7 @@ static void return_nodes(cpu_stream *cs) {
 
 /* Completes the command after the dummy head: it becomes the new dummy,
  * the old one is recycled, and the stream's done_seq advances. */
-static void finish(rill_stream *s, cpu_cmd *c) {
+static void finish(rill__stream *s, cpu_cmd *c) {
     cpu_stream *cs = cpu_stream_of(s);
     uint64_t seq = c->seq;
     rill__cmd_release(&c->c);
@@ -261,7 +261,7 @@ static void finish(rill_stream *s, cpu_cmd *c) {
 }
 
 /* what ("kernel 'scale'") failed with the kernel's message, detail. */
-static void fail_stream(rill_stream *s, uint64_t seq, const char *what, const char *detail) {
+static void fail_stream(rill__stream *s, uint64_t seq, const char *what, const char *detail) {
     char name[80], msg[RILL__CAUSE_BYTES];
     cpu_stream_of(s)->skipping = 1;
     rill__stream_name(s, name, sizeof name);
@@ -362,7 +362,7 @@ static enum exec_result exec_kernel(cpu_device *d, cpu_worker *w, cpu_cmd *c) {
 
 static void on_wait_met(rill__waiter *wt) {
     cpu_stream *cs = (cpu_stream *)((char *)wt - offsetof(cpu_stream, waiter));
-    rill_stream *s = cs->self;
+    rill__stream *s = cs->self;
     atomic_store_explicit(&cs->state, CPU_READY, memory_order_relaxed);
     push_ready(cpu_device_of(s->dev), s);
 }
@@ -376,9 +376,9 @@ static int device_quiet(cpu_device *d) {
             atomic_load_explicit(&d->num_launches, memory_order_relaxed) == 0);
 }
 
-static enum exec_result exec_wait(cpu_device *d, rill_stream *s, cpu_cmd *c) {
+static enum exec_result exec_wait(cpu_device *d, rill__stream *s, cpu_cmd *c) {
     cpu_stream *cs = cpu_stream_of(s);
-    rill_stream *t = c->c.u.wait.stream;
+    rill__stream *t = c->c.u.wait.stream;
     uint64_t seq = c->c.u.wait.seq;
     uint64_t spin_until = 0;
     for (unsigned spins = 0;; spins++) {
@@ -407,7 +407,7 @@ static enum exec_result exec_wait(cpu_device *d, rill_stream *s, cpu_cmd *c) {
     }
 }
 
-enum exec_result rill__cpu_wait_ended(rill_stream *s, rill_stream *t, uint64_t seq) {
+enum exec_result rill__cpu_wait_ended(rill__stream *s, rill__stream *t, uint64_t seq) {
     cpu_stream *cs = cpu_stream_of(s);
     for (;;) {
         if (atomic_load_explicit(&t->done_seq, memory_order_acquire) >= seq)
@@ -432,7 +432,7 @@ static void stop_if_forked(const cpu_worker *w) {
         rill__thread_exit();
 }
 
-static enum exec_result exec(cpu_device *d, cpu_worker *w, rill_stream *s, cpu_cmd *c) {
+static enum exec_result exec(cpu_device *d, cpu_worker *w, rill__stream *s, cpu_cmd *c) {
     cpu_stream *cs = cpu_stream_of(s);
     switch (c->c.kind) {
     case RILL__CMD_KERNEL:
@@ -469,7 +469,7 @@ static enum exec_result exec(cpu_device *d, cpu_worker *w, rill_stream *s, cpu_c
 }
 
 /* True when s should give its worker to another ready stream. */
-static int should_yield(cpu_device *d, rill_stream *s, int batch) {
+static int should_yield(cpu_device *d, rill__stream *s, int batch) {
     /* relaxed: a scheduling hint. */
     uint32_t mask = atomic_load_explicit(&d->ready_mask, memory_order_relaxed);
     uint32_t level = 1u << prio_index(s);
@@ -502,7 +502,7 @@ static cpu_cmd *next_cmd(cpu_device *d, cpu_stream *cs) {
 
 /* The queue looked empty: marks s IDLE unless a command arrived meanwhile.
  * Returns 1 when the worker gave s up. */
-static int go_idle(rill_stream *s, cpu_stream *cs) {
+static int go_idle(rill__stream *s, cpu_stream *cs) {
     return_nodes(cs);
     cpu_cmd *h = cs->head;
     /* The other half of the Dekker pair in submit. */
@@ -519,7 +519,7 @@ static int go_idle(rill_stream *s, cpu_stream *cs) {
 
 /* Runs s's commands until its queue is empty, it parks, a multi-block
  * kernel hands it to another worker, or it yields to other streams. */
-static void run_stream(cpu_device *d, cpu_worker *w, rill_stream *s) {
+static void run_stream(cpu_device *d, cpu_worker *w, rill__stream *s) {
     cpu_stream *cs = cpu_stream_of(s);
     atomic_store_explicit(&cs->state, CPU_RUNNING, memory_order_relaxed);
     for (int batch = 1;; batch++) {
@@ -546,11 +546,11 @@ void rill__cpu_wake_workers(cpu_device *d, int count) {
     wake_workers(d, count);
 }
 
-void rill__cpu_fail_stream(rill_stream *s, uint64_t seq, const char *what, const char *detail) {
+void rill__cpu_fail_stream(rill__stream *s, uint64_t seq, const char *what, const char *detail) {
     fail_stream(s, seq, what, detail);
 }
 
-void rill__cpu_resume_stream(cpu_device *d, cpu_worker *w, rill_stream *s, cpu_cmd *c) {
+void rill__cpu_resume_stream(cpu_device *d, cpu_worker *w, rill__stream *s, cpu_cmd *c) {
     finish(s, c);
     run_stream(d, w, s);
 }
@@ -570,7 +570,7 @@ static int help_launch(cpu_device *d, cpu_worker *w) {
     run_chunks(d, w, c);
     unlist(d, c);
     if (atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) == 1) {
-        rill_stream *s = c->stream;
+        rill__stream *s = c->stream;
         kernel_done(c);
         finish(s, c);
         run_stream(d, w, s);
@@ -641,7 +641,7 @@ static void worker_main(void *arg) {
     rill__thread_set_worker(1);
     w->forks = atomic_load_explicit(&rill__fork_count, memory_order_relaxed);
     for (;;) {
-        rill_stream *s = pop_ready(d);
+        rill__stream *s = pop_ready(d);
         if (s != NULL) {
             run_stream(d, w, s);
             continue;

@@ -12,6 +12,7 @@
 #include <limits.h>
 #include <stddef.h>
 
+#include "core/handle.h"
 #include "rill.h"
 
 /* Element slices start at multiples of this many floats (64 bytes), so two
