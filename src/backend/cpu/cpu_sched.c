@@ -376,6 +376,18 @@ static int device_quiet(cpu_device *d) {
             atomic_load_explicit(&d->num_launches, memory_order_relaxed) == 0);
 }
 
+/* Parks cs's stream until t completes seq: true when it is parked (it may
+ * already run elsewhere), false when t got there first (it goes on). */
+static bool park(cpu_stream *cs, rill__stream *t, uint64_t seq) {
+    cs->waiter.seq = seq;
+    cs->waiter.fn = on_wait_met;
+    atomic_store_explicit(&cs->state, CPU_PARKED, memory_order_relaxed);
+    if (rill__stream_add_waiter(t, &cs->waiter))
+        return true;
+    atomic_store_explicit(&cs->state, CPU_RUNNING, memory_order_relaxed);
+    return false;
+}
+
 static enum exec_result exec_wait(cpu_device *d, rill__stream *s, cpu_cmd *c) {
     cpu_stream *cs = cpu_stream_of(s);
     rill__stream *t = c->c.u.wait.stream;
@@ -398,12 +410,8 @@ static enum exec_result exec_wait(cpu_device *d, rill__stream *s, cpu_cmd *c) {
             rill__cpu_relax();
             continue;
         }
-        cs->waiter.seq = seq;
-        cs->waiter.fn = on_wait_met;
-        atomic_store_explicit(&cs->state, CPU_PARKED, memory_order_relaxed);
-        if (rill__stream_add_waiter(t, &cs->waiter))
+        if (park(cs, t, seq))
             return EXEC_PARKED; /* s may already run elsewhere: touch nothing */
-        atomic_store_explicit(&cs->state, CPU_RUNNING, memory_order_relaxed);
     }
 }
 
@@ -412,12 +420,8 @@ enum exec_result rill__cpu_wait_ended(rill__stream *s, rill__stream *t, uint64_t
     for (;;) {
         if (atomic_load_explicit(&t->done_seq, memory_order_acquire) >= seq)
             return EXEC_DONE;
-        cs->waiter.seq = seq;
-        cs->waiter.fn = on_wait_met;
-        atomic_store_explicit(&cs->state, CPU_PARKED, memory_order_relaxed);
-        if (rill__stream_add_waiter(t, &cs->waiter))
+        if (park(cs, t, seq))
             return EXEC_PARKED; /* s may already run elsewhere: touch nothing */
-        atomic_store_explicit(&cs->state, CPU_RUNNING, memory_order_relaxed);
     }
 }
 
