@@ -93,7 +93,10 @@ static inline void rill__spinlock_unlock(rill__spinlock *l) {
  * calls rill__barrier_heavy, which makes every running thread of the
  * process execute a full barrier. Either way, a store before a light
  * barrier and a load after it pair with a store before a heavy barrier
- * and a load after it as two full fences would. */
+ * and a load after it as two full fences would. The heavy side costs
+ * microseconds (tens on some virtual machines, bench_primitives p2): only
+ * for sides that are rare and off the way between idle and busy (the
+ * thread cache's steal, src/mem/tcache.c). */
 extern _Atomic int rill__barrier_asymmetric;
 /* Enables the asymmetric mode when the kernel supports it (idempotent). */
 void rill__barrier_init(void);

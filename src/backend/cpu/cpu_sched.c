@@ -196,14 +196,14 @@ rill_status rill__cpu_submit(rill__stream *s, const rill__cmd *cmd, uint64_t *se
     atomic_store_explicit(&s->sub_seq, n, memory_order_release);
     c->seq = n;
     /* release: publishes the node to the worker (its acquire load of
-     * next). With the light barrier, one half of a Dekker pair with
-     * go_idle, which stores IDLE, runs a heavy barrier and loads next:
-     * either the worker sees this node or we see IDLE. */
+     * next). */
     atomic_store_explicit(&cs->tail->next, c, memory_order_release);
     cs->tail = c;
+    /* relaxed: go_idle stores IDLE under this lock once it has seen the
+     * queue empty, so either it sees this node or we see IDLE. */
+    bool idle = atomic_load_explicit(&cs->state, memory_order_relaxed) == CPU_IDLE;
     rill__spinlock_unlock(&cs->lock);
-    rill__barrier_light();
-    if (atomic_load_explicit(&cs->state, memory_order_relaxed) == CPU_IDLE) {
+    if (idle) {
         int expected = CPU_IDLE;
         if (atomic_compare_exchange_strong(&cs->state, &expected, CPU_READY)) {
             rill__stream_ref(s); /* the scheduled reference */
@@ -505,18 +505,21 @@ static cpu_cmd *next_cmd(cpu_device *d, cpu_stream *cs) {
 }
 
 /* The queue looked empty: marks s IDLE unless a command arrived meanwhile.
- * Returns 1 when the worker gave s up. */
+ * Returns 1 when the worker gave s up. The check and the store happen
+ * under the submitters' lock, and submit reads the state under it after
+ * it linked its node: either we see the node or the submitter sees IDLE
+ * and schedules the stream. No barrier is needed beyond the lock (the
+ * stream going idle used to pay a membarrier system call here). */
 static int go_idle(rill__stream *s, cpu_stream *cs) {
     return_nodes(cs);
-    cpu_cmd *h = cs->head;
-    /* The other half of the Dekker pair in submit. */
-    atomic_store_explicit(&cs->state, CPU_IDLE, memory_order_seq_cst);
-    rill__barrier_heavy();
-    if (atomic_load_explicit(&h->next, memory_order_acquire) != NULL) {
-        int expected = CPU_IDLE;
-        if (atomic_compare_exchange_strong(&cs->state, &expected, CPU_RUNNING))
-            return 0; /* still ours, with the scheduled reference */
-    }
+    rill__spinlock_lock(&cs->lock);
+    /* relaxed: the lock orders it with submit's store of next. */
+    bool empty = atomic_load_explicit(&cs->head->next, memory_order_relaxed) == NULL;
+    if (empty)
+        atomic_store_explicit(&cs->state, CPU_IDLE, memory_order_relaxed);
+    rill__spinlock_unlock(&cs->lock);
+    if (!empty)
+        return 0;          /* still ours, with the scheduled reference */
     rill__stream_unref(s); /* the scheduled reference */
     return 1;
 }
