@@ -81,11 +81,14 @@ typedef struct cpu_stream {
     rill__stream *ready_next;
 } cpu_stream;
 
+/* A thread that runs work: a worker thread, or a host thread that runs
+ * work while it waits for it (rill__cpu_host_help; then thread is unset). */
 typedef struct cpu_worker {
     struct cpu_device *d;
-    int index;
+    int index;      /* the worker thread's number (its name), -1 for a host thread */
+    int unit;       /* the compute unit it holds (rill_block_ctx.worker), -1: none */
     unsigned naps;  /* timed sleeps in a row that found no graph work */
-    uint32_t forks; /* rill__fork_count when the worker started */
+    uint32_t forks; /* rill__fork_count when the thread started running work */
     rill__thread thread;
 } cpu_worker;
 
@@ -94,6 +97,9 @@ typedef struct cpu_device {
     int num_workers;
     int num_cpus;        /* processors the process may run on, at init */
     cpu_worker *workers; /* owned */
+    /* atomic, owned: (num_workers + 63) / 64 words; bit u set while no
+     * thread holds compute unit u (cpu_worker.c) */
+    _Atomic uint64_t *free_units;
     /* guarded by ready_lock */
     alignas(64) rill__mutex ready_lock;
     rill__stream *ready_head[CPU_PRIORITY_LEVELS], *ready_tail[CPU_PRIORITY_LEVELS];
@@ -109,6 +115,7 @@ typedef struct cpu_device {
     _Atomic int num_graph_runs;            /* entries in graph_runs */
     alignas(64) _Atomic uint32_t work_gen; /* futex word idle workers sleep on */
     _Atomic int sleepers;
+    _Atomic int unit_waiters; /* sleepers that woke up and wait for a unit */
     _Atomic int idle;     /* workers in idle_wait, spinning or asleep */
     _Atomic int spinning; /* workers spinning in idle_wait */
     _Atomic int stop;
@@ -124,14 +131,19 @@ static inline cpu_device *cpu_device_of(rill__device *dev) {
 
 /* cpu_sched.c */
 rill_status rill__cpu_submit(rill__stream *s, const rill__cmd *cmd, uint64_t *seq);
-void rill__cpu_workers_start(cpu_device *d);
-void rill__cpu_workers_stop(cpu_device *d);
 void rill__cpu_free_cmd(cpu_cmd *c);
 /* Frees every node a stream holds (stream_fini). */
 void rill__cpu_stream_free_nodes(cpu_stream *cs);
-/* For cpu_graph.c: wakes up to count sleeping workers; opens a stream's
- * failure window; completes c and goes on running its stream. */
-void rill__cpu_wake_workers(cpu_device *d, int count);
+/* For cpu_worker.c: takes the ready stream of greatest priority, or NULL;
+ * runs a stream's commands until its queue is empty, it parks, a
+ * multi-block kernel hands it to another worker, or it yields to other
+ * streams; runs blocks of a published launch (the last worker out finishes
+ * the command and carries on with its stream), 0 when there was none. */
+rill__stream *rill__cpu_pop_ready(cpu_device *d);
+void rill__cpu_run_stream(cpu_device *d, cpu_worker *w, rill__stream *s);
+int rill__cpu_help_launch(cpu_device *d, cpu_worker *w);
+/* For cpu_graph.c: opens a stream's failure window; completes c and goes
+ * on running its stream. */
 void rill__cpu_fail_stream(rill__stream *s, uint64_t seq, const char *what, const char *detail);
 void rill__cpu_resume_stream(cpu_device *d, cpu_worker *w, rill__stream *s, cpu_cmd *c);
 /* For cpu_graph.c, on the worker running s: EXEC_DONE once t has completed
@@ -139,6 +151,21 @@ void rill__cpu_resume_stream(cpu_device *d, cpu_worker *w, rill__stream *s, cpu_
  * failure of s), else EXEC_PARKED: s parks and its command runs again
  * when t gets there. */
 enum exec_result rill__cpu_wait_ended(rill__stream *s, rill__stream *t, uint64_t seq);
+
+/* cpu_worker.c */
+void rill__cpu_workers_start(cpu_device *d);
+void rill__cpu_workers_stop(cpu_device *d);
+/* Wakes up to count sleeping workers (none when none sleeps). */
+void rill__cpu_wake_workers(cpu_device *d, int count);
+/* Makes the calling worker sleep at once when it next finds nothing to
+ * do: it woke a host thread, which needs the processor. */
+void rill__cpu_leave_processor(void);
+/* Takes a free compute unit (-1 when none is free); puts one back, waking
+ * a worker that waits for a unit when there is work; whether any is free
+ * (a hint). */
+int rill__cpu_unit_take(cpu_device *d);
+void rill__cpu_unit_put(cpu_device *d, int unit);
+bool rill__cpu_unit_any_free(cpu_device *d);
 
 /* cpu_graph.c */
 enum exec_result rill__cpu_exec_graph(cpu_device *d, cpu_worker *w, cpu_cmd *c);

@@ -41,9 +41,11 @@ static rill_status cpu_device_init(rill__device *dev) {
         return st;
     cpu_device *d = rill__calloc(1, sizeof *d);
     cpu_worker *w = rill__calloc((size_t)workers, sizeof *w);
-    if (d == NULL || w == NULL) {
+    _Atomic uint64_t *units = rill__calloc((size_t)(workers + 63) / 64, sizeof *units);
+    if (d == NULL || w == NULL || units == NULL) {
         rill__free(d);
         rill__free(w);
+        rill__free((void *)units);
         return rill__fail(RILL_ERROR_NO_DEVICE, "the CPU device cannot start: out of memory");
     }
     char model[96];
@@ -58,6 +60,7 @@ static rill_status cpu_device_init(rill__device *dev) {
     d->num_workers = workers;
     d->num_cpus = rill__cpu_count();
     d->workers = w;
+    d->free_units = units;
     rill__mutex_init(&d->ready_lock);
     rill__mutex_init(&d->launch_lock);
     dev->backend = d;
@@ -71,6 +74,7 @@ static void cpu_device_shutdown(rill__device *dev) {
     rill__mutex_destroy(&d->launch_lock);
     rill__mutex_destroy(&d->ready_lock);
     rill__free(d->workers);
+    rill__free((void *)d->free_units);
     rill__free(d);
     dev->backend = NULL;
 }

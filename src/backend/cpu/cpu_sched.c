@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The CPU device's scheduler: stream queues, the priority-ordered ready
- * queue, worker threads, and command execution.
+ * queue, and command execution (the worker threads are in cpu_worker.c).
  *
  * Workers take whole ready streams, highest priority first, and run their
  * commands in order; a worker yields a stream between commands when a
@@ -8,8 +8,7 @@
  * priority wait. A kernel with several blocks is published on the device's
  * launch list, and idle workers take chunks of its blocks by atomic
  * counter. A stream blocked on a wait parks on the producing stream (a
- * rill__waiter) and holds no worker. Idle workers spin briefly, then sleep
- * on the device's work_gen futex word. */
+ * rill__waiter) and holds no worker. */
 #include <stdio.h>
 #include <string.h>
 
@@ -18,11 +17,6 @@
 #include "core/event.h"
 #include "core/status.h"
 
-/* Idle workers spin this long before sleeping: a steady flow of work never
- * pays a wake-up, and an idle process stops using the CPU within a tenth
- * of a millisecond. They do not sched_yield: on a machine shared with busy
- * processes a yield gives away a whole time slice. */
-#define IDLE_SPIN_NS 100000u
 /* A stream keeps its worker for at most this many commands while another
  * stream of the same priority is ready. */
 #define FAIR_BATCH 64
@@ -31,22 +25,8 @@
 #define STREAM_SPIN_NS 20000u
 #define WAIT_SPIN_NS   50000u
 
-/* Set when this worker woke a sleeping host thread and has nothing left to
- * run: it sleeps at once instead of spinning, so that the woken thread
- * gets a processor without waiting for an idle one to wake up. */
-static _Thread_local bool leave_cpu;
-
 static int prio_index(rill__stream *s) {
     return s->priority - s->dev->info.greatest_priority;
-}
-
-static void wake_workers(cpu_device *d, int count) {
-    /* seq_cst load: a Dekker pair with the sleepers increment in
-     * idle_wait, which is followed by a seq_cst load of the work state. */
-    if (atomic_load(&d->sleepers) > 0) {
-        atomic_fetch_add(&d->work_gen, 1);
-        rill__futex_wake(&d->work_gen, count);
-    }
 }
 
 static void push_ready(cpu_device *d, rill__stream *s) {
@@ -61,10 +41,10 @@ static void push_ready(cpu_device *d, rill__stream *s) {
     d->ready_tail[i] = s;
     atomic_fetch_or(&d->ready_mask, 1u << i);
     rill__mutex_unlock(&d->ready_lock);
-    wake_workers(d, 1);
+    rill__cpu_wake_workers(d, 1);
 }
 
-static rill__stream *pop_ready(cpu_device *d) {
+rill__stream *rill__cpu_pop_ready(cpu_device *d) {
     /* relaxed: a hint; the lock below orders the queue itself. */
     if (atomic_load_explicit(&d->ready_mask, memory_order_relaxed) == 0)
         return NULL;
@@ -273,7 +253,7 @@ static void fail_stream(rill__stream *s, uint64_t seq, const char *what, const c
 static void run_blocks(cpu_worker *w, cpu_cmd *c, uint32_t first, uint32_t end) {
     cpu_stream *cs = cpu_stream_of(c->stream);
     rill_dim3 g = c->c.u.kernel.grid;
-    rill_block_ctx ctx = {.grid_dim = g, .worker = w->index, .state = &cs->ls};
+    rill_block_ctx ctx = {.grid_dim = g, .worker = w->unit, .state = &cs->ls};
     rill_cpu_kernel_fn body = c->c.u.kernel.kernel->cpu;
     for (uint32_t i = first; i < end; i++) {
         /* acquire: pairs with the release store in rill_kernel_fail. */
@@ -349,7 +329,7 @@ static enum exec_result exec_kernel(cpu_device *d, cpu_worker *w, cpu_cmd *c) {
     c->listed = 1;
     atomic_fetch_add(&d->num_launches, 1);
     rill__mutex_unlock(&d->launch_lock);
-    wake_workers(
+    rill__cpu_wake_workers(
         d, (int)(total - 1 < (uint32_t)d->num_workers ? total - 1 : (uint32_t)d->num_workers));
     run_chunks(d, w, c);
     unlist(d, c);
@@ -492,7 +472,7 @@ static cpu_cmd *next_cmd(cpu_device *d, cpu_stream *cs) {
         return c;
     if (rill__stream_took_host_wake()) {
         /* The woken host thread needs a processor: leave this one. */
-        leave_cpu = true;
+        rill__cpu_leave_processor();
         return NULL;
     }
     uint64_t until = rill__now_ns() + STREAM_SPIN_NS;
@@ -524,9 +504,7 @@ static int go_idle(rill__stream *s, cpu_stream *cs) {
     return 1;
 }
 
-/* Runs s's commands until its queue is empty, it parks, a multi-block
- * kernel hands it to another worker, or it yields to other streams. */
-static void run_stream(cpu_device *d, cpu_worker *w, rill__stream *s) {
+void rill__cpu_run_stream(cpu_device *d, cpu_worker *w, rill__stream *s) {
     cpu_stream *cs = cpu_stream_of(s);
     atomic_store_explicit(&cs->state, CPU_RUNNING, memory_order_relaxed);
     for (int batch = 1;; batch++) {
@@ -549,22 +527,16 @@ static void run_stream(cpu_device *d, cpu_worker *w, rill__stream *s) {
     }
 }
 
-void rill__cpu_wake_workers(cpu_device *d, int count) {
-    wake_workers(d, count);
-}
-
 void rill__cpu_fail_stream(rill__stream *s, uint64_t seq, const char *what, const char *detail) {
     fail_stream(s, seq, what, detail);
 }
 
 void rill__cpu_resume_stream(cpu_device *d, cpu_worker *w, rill__stream *s, cpu_cmd *c) {
     finish(s, c);
-    run_stream(d, w, s);
+    rill__cpu_run_stream(d, w, s);
 }
 
-/* Runs blocks of a published launch; the last worker out finishes the
- * command and carries on with its stream. Returns 0 when there was none. */
-static int help_launch(cpu_device *d, cpu_worker *w) {
+int rill__cpu_help_launch(cpu_device *d, cpu_worker *w) {
     if (atomic_load_explicit(&d->num_launches, memory_order_relaxed) == 0)
         return 0;
     rill__mutex_lock(&d->launch_lock);
@@ -580,105 +552,9 @@ static int help_launch(cpu_device *d, cpu_worker *w) {
         rill__stream *s = c->stream;
         kernel_done(c);
         finish(s, c);
-        run_stream(d, w, s);
+        rill__cpu_run_stream(d, w, s);
     }
     return 1;
 }
 
-static int has_work(cpu_device *d) {
-    return atomic_load(&d->ready_mask) != 0 || atomic_load(&d->num_launches) != 0 ||
-           atomic_load(&d->graph_work) > 0 || atomic_load(&d->stop);
-}
 
-/* True when an idle worker may spin: a processor is left over after the
- * busy workers, the workers already spinning, and one for the threads that
- * submit work. Spinning on a processor that a submitting thread needs
- * would slow the very submissions it waits for. */
-static int may_spin(cpu_device *d) {
-    /* relaxed: a hint. */
-    int busy = d->num_workers - atomic_load_explicit(&d->idle, memory_order_relaxed);
-    int spinning = atomic_load_explicit(&d->spinning, memory_order_relaxed);
-    return busy + spinning + 1 < d->num_cpus;
-}
-
-/* Idle workers sleep at most this long while a graph launch runs, so that
- * nodes its publisher did not wake anyone for (cpu_graph.c) find a worker
- * even while the publisher runs a long node; the nap doubles, up to 32
- * times, while naps find nothing. */
-#define GRAPH_NAP_NS 50000u
-
-static void idle_wait(cpu_device *d, cpu_worker *w) {
-    atomic_fetch_add_explicit(&d->idle, 1, memory_order_relaxed);
-    bool spin = !leave_cpu && !rill__stream_took_host_wake();
-    leave_cpu = false;
-    if (spin && may_spin(d)) {
-        uint64_t start = rill__now_ns();
-        atomic_fetch_add_explicit(&d->spinning, 1, memory_order_relaxed);
-        for (unsigned spins = 1;; spins++) {
-            if (has_work(d)) {
-                atomic_fetch_sub_explicit(&d->spinning, 1, memory_order_relaxed);
-                atomic_fetch_sub_explicit(&d->idle, 1, memory_order_relaxed);
-                return;
-            }
-            rill__cpu_relax();
-            if ((spins & 63u) == 0 && rill__now_ns() - start > IDLE_SPIN_NS)
-                break;
-        }
-        atomic_fetch_sub_explicit(&d->spinning, 1, memory_order_relaxed);
-    }
-    uint32_t gen = atomic_load(&d->work_gen);
-    atomic_fetch_add(&d->sleepers, 1);
-    if (!has_work(d)) {
-        if (atomic_load_explicit(&d->num_graph_runs, memory_order_relaxed) > 0) {
-            unsigned shift = w->naps < 5 ? w->naps : 5;
-            w->naps++;
-            rill__futex_wait_for(&d->work_gen, gen, (uint64_t)GRAPH_NAP_NS << shift);
-        } else {
-            w->naps = 0;
-            rill__futex_wait(&d->work_gen, gen);
-        }
-    }
-    atomic_fetch_sub(&d->sleepers, 1);
-    atomic_fetch_sub_explicit(&d->idle, 1, memory_order_relaxed);
-}
-
-static void worker_main(void *arg) {
-    cpu_worker *w = arg;
-    cpu_device *d = w->d;
-    rill__thread_set_worker(1);
-    w->forks = atomic_load_explicit(&rill__fork_count, memory_order_relaxed);
-    for (;;) {
-        rill__stream *s = pop_ready(d);
-        if (s != NULL) {
-            run_stream(d, w, s);
-            continue;
-        }
-        if (help_launch(d, w))
-            continue;
-        if (rill__cpu_help_graph(d, w)) {
-            w->naps = 0;
-            continue;
-        }
-        if (atomic_load(&d->stop))
-            return;
-        idle_wait(d, w);
-    }
-}
-
-void rill__cpu_workers_start(cpu_device *d) {
-    for (int i = 0; i < d->num_workers; i++) {
-        char name[32];
-        snprintf(name, sizeof name, "rill-cpu-%d", i);
-        d->workers[i].d = d;
-        d->workers[i].index = i;
-        rill__thread_start(&d->workers[i].thread, name, worker_main, &d->workers[i]);
-    }
-}
-
-void rill__cpu_workers_stop(cpu_device *d) {
-    atomic_store(&d->stop, 1);
-    atomic_fetch_add(&d->work_gen, 1);
-    rill__futex_wake(&d->work_gen, INT32_MAX);
-    for (int i = 0; i < d->num_workers; i++)
-        rill__thread_join(&d->workers[i].thread);
-}
