@@ -53,6 +53,18 @@ typedef struct thread_state {
 
 static _Thread_local thread_state tls;
 
+/* A host thread's own state while it runs work as a worker would
+ * (rill__thread_enter_worker). */
+typedef struct host_state {
+    thread_state tls;
+    rill_capture_mode mode;
+    uint64_t thread_id;
+    int saved_errno;
+    char error[RILL__LAST_ERROR_BYTES];
+} host_state;
+
+static _Thread_local host_state host_saved;
+
 /* fork(): see the section at the end of this file. */
 _Atomic uint32_t rill__fork_count;
 static bool fork_handlers_registered;  /* guarded by the init lock */
@@ -338,6 +350,33 @@ void rill__thread_set_worker(int is_worker) {
 
 int rill__thread_is_worker(void) {
     return tls.is_worker;
+}
+
+void rill__thread_enter_worker(void) {
+    host_state *h = &host_saved;
+    h->saved_errno = errno;
+    h->tls = tls;
+    memset(&tls, 0, sizeof tls); /* epoch 0: thread_get starts afresh */
+    tls.is_worker = 1;
+    h->mode = RILL_CAPTURE_GLOBAL;
+    rill_thread_exchange_capture_mode(&h->mode); /* a valid mode: cannot fail */
+    h->thread_id = rill__thread_id_exchange(0);
+    rill__error_save(h->error);
+}
+
+void rill__thread_leave_worker(void) {
+    host_state *h = &host_saved;
+    /* Streams that the work made current hold references (the runtime is
+     * the one the thread waits in: it cannot have been shut down). */
+    if (tls.epoch != 0)
+        for (int i = 0; i < RILL__MAX_DEVICES; i++)
+            if (tls.current[i] != NULL)
+                rill__stream_unref(tls.current[i]);
+    tls = h->tls;
+    rill_thread_exchange_capture_mode(&h->mode);
+    rill__thread_id_exchange(h->thread_id);
+    rill__error_restore(h->error);
+    errno = h->saved_errno;
 }
 
 rill_status rill__check_may_block(const char *fn) {

@@ -110,5 +110,14 @@ void rill__thread_set_worker(int is_worker);
 int rill__thread_is_worker(void);
 /* RILL_ERROR_NOT_PERMITTED with a sentence when called on a worker. */
 rill_status rill__check_may_block(const char *fn);
+/* A host thread that runs device work while it waits for it (a backend's
+ * host_help) does so as a worker would: enter sets the thread's own state
+ * aside (current device and streams, capture mode, thread number, last
+ * error sentence, errno) and gives it a worker's (no current stream,
+ * RILL_CAPTURE_GLOBAL, a fresh thread number, blocking calls
+ * RILL_ERROR_NOT_PERMITTED); leave drops what the work set and puts the
+ * thread's own state back. Not nested. */
+void rill__thread_enter_worker(void);
+void rill__thread_leave_worker(void);
 
 #endif

@@ -364,8 +364,24 @@ static void sleep_until(rill__stream *s, uint64_t seq) {
         rill__futex_wait(&h.woken, 0);
 }
 
+/* Runs what the backend lets this thread run of s's work up to seq; true
+ * when seq is then reached. */
+static bool help(rill__stream *s, uint64_t seq) {
+    while (s->dev->ops->host_help(s, seq))
+        if (reached(s, seq))
+            return true;
+    return false;
+}
+
 void rill__stream_host_wait(rill__stream *s, uint64_t seq, int blocking) {
     if (reached(s, seq))
+        return;
+    /* A host thread that waits for work that no worker has taken runs it
+     * itself: that costs what running it costs, where waking a sleeping
+     * worker costs what the system charges for a wake-up. Workers (and
+     * host threads running work as workers) never do. */
+    bool helps = !blocking && s->dev->ops->host_help != NULL && !rill__thread_is_worker();
+    if (helps && help(s, seq))
         return;
     if (!blocking) {
         uint64_t until = rill__now_ns() + SPIN_NS;
@@ -373,7 +389,13 @@ void rill__stream_host_wait(rill__stream *s, uint64_t seq, int blocking) {
             if (reached(s, seq))
                 return;
             rill__cpu_relax();
-            if ((spins & 63u) == 0 && rill__now_ns() > until)
+            if ((spins & 63u) != 0)
+                continue;
+            /* The stream may have become ready meanwhile (its wait was
+             * met), or a kernel of it may have blocks to hand out. */
+            if (helps && help(s, seq))
+                return;
+            if (rill__now_ns() > until)
                 break;
         }
     }

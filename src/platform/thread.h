@@ -39,6 +39,11 @@ void rill__thread_yield(void);
  * the address of a thread-local variable or a pthread_t, which a thread
  * started after another exits may inherit. */
 uint64_t rill__thread_id(void);
+/* Gives the calling thread the number id (0: a fresh one, as rill__thread_id
+ * hands out) and returns the number it had (0 when it had none yet): a host
+ * thread that runs work as a worker would takes a number of its own for
+ * that time, and then its own back. */
+uint64_t rill__thread_id_exchange(uint64_t id);
 
 /* Ends the calling thread (the last one ends the process, as if it
  * returned 0 from main). */

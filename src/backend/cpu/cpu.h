@@ -142,6 +142,11 @@ void rill__cpu_stream_free_nodes(cpu_stream *cs);
 rill__stream *rill__cpu_pop_ready(cpu_device *d);
 void rill__cpu_run_stream(cpu_device *d, cpu_worker *w, rill__stream *s);
 int rill__cpu_help_launch(cpu_device *d, cpu_worker *w);
+/* The backend's host_help (backend.h): a host thread that waits for s up
+ * to seq runs that work itself, with a borrowed compute unit, when the
+ * stream waits in the ready queue for a worker or a kernel of it has
+ * blocks left. */
+bool rill__cpu_host_help(rill__stream *s, uint64_t seq);
 /* For cpu_graph.c: opens a stream's failure window; completes c and goes
  * on running its stream. */
 void rill__cpu_fail_stream(rill__stream *s, uint64_t seq, const char *what, const char *detail);

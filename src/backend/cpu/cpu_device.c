@@ -162,6 +162,7 @@ const rill__backend_ops rill__cpu_backend = {
     .stream_init = cpu_stream_init,
     .stream_fini = cpu_stream_fini,
     .submit = rill__cpu_submit,
+    .host_help = rill__cpu_host_help,
     .mem_alloc = cpu_mem_alloc,
     .mem_free = cpu_mem_free,
     .mem_decommit = cpu_mem_decommit,

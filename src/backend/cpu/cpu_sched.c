@@ -557,4 +557,121 @@ int rill__cpu_help_launch(cpu_device *d, cpu_worker *w) {
     return 1;
 }
 
+/* ---------------------------------------------------------- host threads */
 
+/* Takes s off the ready queue, where it waits for a worker; false when it
+ * is not there (a worker took it, or it is about to be pushed). */
+static bool take_ready(cpu_device *d, rill__stream *s) {
+    cpu_stream *cs = cpu_stream_of(s);
+    int i = prio_index(s);
+    bool taken = false;
+    rill__mutex_lock(&d->ready_lock);
+    rill__stream *prev = NULL;
+    for (rill__stream *t = d->ready_head[i]; t != NULL; t = cpu_stream_of(t)->ready_next) {
+        if (t != s) {
+            prev = t;
+            continue;
+        }
+        if (prev != NULL)
+            cpu_stream_of(prev)->ready_next = cs->ready_next;
+        else
+            d->ready_head[i] = cs->ready_next;
+        if (d->ready_tail[i] == s)
+            d->ready_tail[i] = prev;
+        if (d->ready_head[i] == NULL)
+            atomic_fetch_and(&d->ready_mask, ~(1u << i));
+        taken = true;
+        break;
+    }
+    rill__mutex_unlock(&d->ready_lock);
+    return taken;
+}
+
+/* Runs s's commands on a host thread until s has completed seq. Returns
+ * whether the thread still owns s: false when s parked on a wait or a
+ * worker took it over (it finished the last block of a kernel). */
+static bool host_run(cpu_device *d, cpu_worker *w, rill__stream *s, uint64_t seq) {
+    cpu_stream *cs = cpu_stream_of(s);
+    atomic_store_explicit(&cs->state, CPU_RUNNING, memory_order_relaxed);
+    /* relaxed: the owner wrote done_seq. */
+    while (atomic_load_explicit(&s->done_seq, memory_order_relaxed) < seq) {
+        /* acquire: pairs with the release store of next in submit. */
+        cpu_cmd *c = atomic_load_explicit(&cs->head->next, memory_order_acquire);
+        if (c == NULL)
+            break; /* the awaited command's node is still being linked */
+        if (exec(d, w, s, c) != EXEC_DONE)
+            return false;
+        finish(s, c);
+    }
+    return true;
+}
+
+/* Hands a stream that a host thread ran back to the device: idle when its
+ * queue is empty, else ready for a worker. */
+static void give_back(cpu_device *d, rill__stream *s) {
+    cpu_stream *cs = cpu_stream_of(s);
+    if (atomic_load_explicit(&cs->head->next, memory_order_acquire) == NULL && go_idle(s, cs))
+        return;
+    atomic_store_explicit(&cs->state, CPU_READY, memory_order_relaxed);
+    push_ready(d, s);
+}
+
+/* Runs blocks of a published launch of s: 0 when there is none, 1 when it
+ * ran some, 2 when it ran the last one and so completed the command and
+ * took the stream over, as a worker does. */
+static int host_help_launch(cpu_device *d, cpu_worker *w, rill__stream *s) {
+    /* relaxed: a hint; the lock decides. */
+    if (atomic_load_explicit(&d->num_launches, memory_order_relaxed) == 0)
+        return 0;
+    rill__mutex_lock(&d->launch_lock);
+    cpu_cmd *c = d->launches;
+    while (c != NULL && c->stream != s)
+        c = c->launch_next;
+    if (c != NULL)
+        atomic_fetch_add_explicit(&c->refs, 1, memory_order_relaxed);
+    rill__mutex_unlock(&d->launch_lock);
+    if (c == NULL)
+        return 0;
+    run_chunks(d, w, c);
+    unlist(d, c);
+    /* acq_rel: the last one out sees every block's writes. */
+    if (atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) != 1)
+        return 1;
+    kernel_done(c);
+    finish(s, c);
+    return 2;
+}
+
+bool rill__cpu_host_help(rill__stream *s, uint64_t seq) {
+    cpu_device *d = cpu_device_of(s->dev);
+    cpu_stream *cs = cpu_stream_of(s);
+    /* relaxed: hints; the ready lock and the launch lock decide. */
+    bool ready = atomic_load_explicit(&cs->state, memory_order_relaxed) == CPU_READY;
+    if ((!ready && atomic_load_explicit(&d->num_launches, memory_order_relaxed) == 0) ||
+        !rill__cpu_unit_any_free(d))
+        return false;
+    /* The unit of a sleeping worker: while we hold it, no other thread
+     * runs blocks as that compute unit. */
+    cpu_worker w = {.d = d, .index = -1, .unit = rill__cpu_unit_take(d)};
+    if (w.unit < 0)
+        return false;
+    w.forks = atomic_load_explicit(&rill__fork_count, memory_order_relaxed);
+    rill__thread_enter_worker();
+    bool ran = false, owned = false;
+    if (ready && take_ready(d, s)) {
+        ran = true;
+        owned = host_run(d, &w, s, seq);
+    } else {
+        int r = host_help_launch(d, &w, s);
+        ran = r != 0;
+        owned = r == 2 && host_run(d, &w, s, seq);
+    }
+    rill__thread_leave_worker();
+    /* The unit goes back first, so that a worker woken for the stream's
+     * later work finds it free. */
+    rill__cpu_unit_put(d, w.unit);
+    if (owned)
+        give_back(d, s);
+    (void)rill__stream_took_host_wake(); /* a hint for workers, not for us */
+    return ran;
+}
