@@ -60,6 +60,14 @@ typedef struct rill__backend_ops {
      * now. May block as long as the work it runs. NULL when the device's
      * work never runs on host threads. */
     bool (*host_help)(rill__stream *s, uint64_t seq);
+    /* Makes sure that work of s's device which no worker has taken gets
+     * one: a host thread is about to wait or poll for s's work and does not
+     * run it itself (submit may leave the wake-up of a sleeping worker for
+     * later, when the submitting thread is expected to come back for its
+     * work). Any thread, no locks held; never blocks beyond waking a
+     * thread; cheap when there is nothing to do. NULL when submit always
+     * wakes. */
+    void (*kick)(rill__stream *s);
 
     /* Reserves a segment of device memory for the pool (src/mem/pool.c),
      * bytes of address space that the pool commits piece by piece: the

@@ -270,6 +270,9 @@ rill_status rill_event_query(rill_event *event_h) {
     else if (atomic_load_explicit(&s->done_seq, memory_order_acquire) < seq &&
              !(remote != 0 && rill__ipc_event_completed_ok(event->ipc, remote)))
         st = RILL_NOT_READY;
+    /* A program that polls needs a worker to run what it polls for. */
+    if (st == RILL_NOT_READY && s->dev->ops->kick != NULL)
+        s->dev->ops->kick(s);
     rill__stream_unref(s);
     return st;
 }

@@ -383,6 +383,9 @@ void rill__stream_host_wait(rill__stream *s, uint64_t seq, int blocking) {
     bool helps = !blocking && s->dev->ops->host_help != NULL && !rill__thread_is_worker();
     if (helps && help(s, seq))
         return;
+    /* What this thread does not run needs a worker. */
+    if (s->dev->ops->kick != NULL)
+        s->dev->ops->kick(s);
     if (!blocking) {
         uint64_t until = rill__now_ns() + SPIN_NS;
         for (unsigned spins = 1;; spins++) {
@@ -587,7 +590,12 @@ rill_status rill_stream_query(rill_stream *stream_h) {
     uint64_t seq = atomic_load_explicit(&stream->sub_seq, memory_order_acquire);
     if (rill__stream_failed_at(stream, seq, msg, sizeof msg))
         return rill__fail(RILL_ERROR_KERNEL_FAILED, "rill_stream_query: %s", msg);
-    return reached(stream, seq) ? RILL_OK : RILL_NOT_READY;
+    if (reached(stream, seq))
+        return RILL_OK;
+    /* A program that polls needs a worker to run what it polls for. */
+    if (stream->dev->ops->kick != NULL)
+        stream->dev->ops->kick(stream);
+    return RILL_NOT_READY;
 }
 
 rill_status rill_stream_synchronize(rill_stream *stream_h) {

@@ -119,6 +119,8 @@ static inline void rill__barrier_light(void) {
 uint64_t rill__now_ns(void);
 /* Processors this process may run on (at least 1). */
 int rill__cpu_count(void);
+/* The processor the calling thread runs on now (-1 when unknown). */
+int rill__cpu_current(void);
 /* Physical memory in bytes. */
 size_t rill__physical_memory_bytes(void);
 /* The processor's model name, or "unknown processor". */

@@ -379,6 +379,81 @@ static void test_shutdown_runs_pending_work(void **state) {
     RT_OK(rill_stream_destroy(s));
 }
 
+/* ---- work that nobody waits for ---- */
+
+static void set_flag(void *user_data) {
+    atomic_store((atomic_int *)user_data, 1);
+}
+
+/* Makes the calling thread one that came back for its work: a launch after a pause, then a
+ * wait for it. */
+static void come_back_for_work(rill_stream *s) {
+    static ran_on r;
+    r.host = pthread_self();
+    rt_sleep_us(PAUSE_US);
+    RT_OK(rill_launch_host_func(s, note_thread_fn, &r));
+    RT_OK(rill_stream_synchronize(s));
+}
+
+/* Work runs without the program waiting for it: a launch by a thread that came back for its
+ * work before may leave waking a worker for later, and the work still runs while the thread
+ * makes no rill call at all (here it watches a flag that the work sets). */
+static void test_work_nobody_waits_for_still_runs(void **state) {
+    (void)state;
+    rill_stream *s;
+    RT_OK(rill_stream_create(NULL, 0, &s));
+    static atomic_int flag;
+    for (int round = 0; round < 5; round++) {
+        come_back_for_work(s);
+        rt_sleep_us(PAUSE_US);
+        atomic_store(&flag, 0);
+        RT_OK(rill_launch_host_func(s, set_flag, &flag));
+        uint64_t deadline = rt_now_ns() + 5000000000ull;
+        while (!atomic_load(&flag) && rt_now_ns() < deadline)
+            rt_sleep_us(50);
+        assert_true(atomic_load(&flag));
+        RT_OK(rill_stream_synchronize(s));
+    }
+    RT_OK(rill_stream_destroy(s));
+}
+
+/* RILL_EVENT_BLOCKING_SYNC: "host waits sleep instead of spinning"; the work that a sleeping
+ * waiter waits for runs on a worker, also when its launch left the wake-up for later. A query
+ * that polls gets its work run too. */
+static void test_sleeping_or_polling_waits_get_their_work_run(void **state) {
+    (void)state;
+    rill_stream *s;
+    rill_event *blocking, *polled;
+    RT_OK(rill_stream_create(NULL, 0, &s));
+    RT_OK(rill_event_create(RILL_EVENT_BLOCKING_SYNC, &blocking));
+    RT_OK(rill_event_create(RILL_EVENT_DEFAULT, &polled));
+    static atomic_int flag;
+    for (int round = 0; round < 5; round++) {
+        come_back_for_work(s);
+        rt_sleep_us(PAUSE_US);
+        atomic_store(&flag, 0);
+        RT_OK(rill_launch_host_func(s, set_flag, &flag));
+        RT_OK(rill_event_record(blocking, s));
+        RT_OK(rill_event_synchronize(blocking));
+        assert_true(atomic_load(&flag));
+
+        come_back_for_work(s);
+        rt_sleep_us(PAUSE_US);
+        atomic_store(&flag, 0);
+        RT_OK(rill_launch_host_func(s, set_flag, &flag));
+        RT_OK(rill_event_record(polled, s));
+        uint64_t deadline = rt_now_ns() + 5000000000ull;
+        rill_status st;
+        while ((st = rill_event_query(polled)) == RILL_NOT_READY && rt_now_ns() < deadline)
+            rt_sleep_us(10);
+        assert_int_equal(st, RILL_OK);
+        assert_true(atomic_load(&flag));
+    }
+    RT_OK(rill_event_destroy(polled));
+    RT_OK(rill_event_destroy(blocking));
+    RT_OK(rill_stream_destroy(s));
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_waiting_host_runs_work_no_worker_took),
@@ -387,6 +462,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_host_runs_commands_in_order_with_sticky_errors),
         cmocka_unit_test(test_host_runs_work_of_a_destroyed_stream),
         cmocka_unit_test(test_device_synchronize_runs_work_of_every_stream),
+        cmocka_unit_test(test_work_nobody_waits_for_still_runs),
+        cmocka_unit_test(test_sleeping_or_polling_waits_get_their_work_run),
         cmocka_unit_test(test_shutdown_runs_pending_work),
     };
     return RT_RUN(tests);

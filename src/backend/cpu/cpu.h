@@ -116,6 +116,10 @@ typedef struct cpu_device {
     alignas(64) _Atomic uint32_t work_gen; /* futex word idle workers sleep on */
     _Atomic int sleepers;
     _Atomic int unit_waiters; /* sleepers that woke up and wait for a unit */
+    _Atomic int watching;     /* 1 while a worker naps as the watch (cpu_worker.c) */
+    _Atomic int waker_cpu;    /* the processor of the last thread that woke workers */
+    _Atomic int left_to_watch;      /* set when a host thread leaves a wake-up to the watch */
+    _Atomic uint64_t watch_catches; /* times the watch (or a kick) ran work left to it */
     _Atomic int idle;     /* workers in idle_wait, spinning or asleep */
     _Atomic int spinning; /* workers spinning in idle_wait */
     _Atomic int stop;
@@ -142,6 +146,9 @@ void rill__cpu_stream_free_nodes(cpu_stream *cs);
 rill__stream *rill__cpu_pop_ready(cpu_device *d);
 void rill__cpu_run_stream(cpu_device *d, cpu_worker *w, rill__stream *s);
 int rill__cpu_help_launch(cpu_device *d, cpu_worker *w);
+/* The backend's kick (backend.h): wakes a worker for ready work that no
+ * worker has taken, when one sleeps. */
+void rill__cpu_kick(rill__stream *s);
 /* The backend's host_help (backend.h): a host thread that waits for s up
  * to seq runs that work itself, with a borrowed compute unit, when the
  * stream waits in the ready queue for a worker or a kernel of it has
@@ -163,8 +170,11 @@ void rill__cpu_workers_stop(cpu_device *d);
 /* Wakes up to count sleeping workers (none when none sleeps). */
 void rill__cpu_wake_workers(cpu_device *d, int count);
 /* Makes the calling worker sleep at once when it next finds nothing to
- * do: it woke a host thread, which needs the processor. */
+ * do, without spinning for more: another thread needs its processor (it
+ * woke a host thread, or was woken onto its waker's processor); whether
+ * it is to. */
 void rill__cpu_leave_processor(void);
+bool rill__cpu_leaving_processor(void);
 /* Takes a free compute unit (-1 when none is free); puts one back, waking
  * a worker that waits for a unit when there is work; whether any is free
  * (a hint). */

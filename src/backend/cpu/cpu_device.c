@@ -163,6 +163,7 @@ const rill__backend_ops rill__cpu_backend = {
     .stream_fini = cpu_stream_fini,
     .submit = rill__cpu_submit,
     .host_help = rill__cpu_host_help,
+    .kick = rill__cpu_kick,
     .mem_alloc = cpu_mem_alloc,
     .mem_free = cpu_mem_free,
     .mem_decommit = cpu_mem_decommit,

@@ -29,7 +29,20 @@ static int prio_index(rill__stream *s) {
     return s->priority - s->dev->info.greatest_priority;
 }
 
-static void push_ready(cpu_device *d, rill__stream *s) {
+/* The value of watch_catches + 1 when this host thread last came to wait
+ * or poll for work that was not done yet (rill__cpu_host_help ran it, or
+ * rill__cpu_kick saw it); 0: never. While it matches, the thread's
+ * launches may leave the wake-up to the watch (see push_ready): the thread
+ * comes back for its work, and the watch has not had to run work that
+ * nobody came for since. */
+static _Thread_local uint64_t tls_comes_back_mark;
+
+static void note_comes_back(cpu_device *d) {
+    tls_comes_back_mark = atomic_load_explicit(&d->watch_catches, memory_order_relaxed) + 1;
+}
+
+/* by_host: a host thread (not a worker) made s ready. */
+static void push_ready(cpu_device *d, rill__stream *s, bool by_host) {
     cpu_stream *cs = cpu_stream_of(s);
     int i = prio_index(s);
     rill__mutex_lock(&d->ready_lock);
@@ -41,6 +54,21 @@ static void push_ready(cpu_device *d, rill__stream *s) {
     d->ready_tail[i] = s;
     atomic_fetch_or(&d->ready_mask, 1u << i);
     rill__mutex_unlock(&d->ready_lock);
+    /* A host thread that came back for its work last time will likely
+     * wait for this too, and run it then: while a worker watches (naps,
+     * cpu_worker.c), waking another would cost this thread a futex wake of
+     * a halted processor, and the woken worker could take this thread's
+     * processor. The watch runs the work within a nap when nobody waits for
+     * it. seq_cst load of watching: a Dekker pair with the watch, which
+     * stores 0 there and then loads ready_mask; we set ready_mask (the
+     * seq_cst fetch_or above) and then load watching. */
+    if (by_host &&
+        tls_comes_back_mark == atomic_load_explicit(&d->watch_catches, memory_order_relaxed) + 1 &&
+        atomic_load(&d->watching)) {
+        /* relaxed: a hint that keeps the watch watching. */
+        atomic_store_explicit(&d->left_to_watch, 1, memory_order_relaxed);
+        return;
+    }
     rill__cpu_wake_workers(d, 1);
 }
 
@@ -57,10 +85,14 @@ rill__stream *rill__cpu_pop_ready(cpu_device *d) {
         d->ready_head[i] = cpu_stream_of(s)->ready_next;
         if (d->ready_head[i] == NULL) {
             d->ready_tail[i] = NULL;
-            atomic_fetch_and(&d->ready_mask, ~(1u << i));
+            mask = atomic_fetch_and(&d->ready_mask, ~(1u << i)) & ~(1u << i);
         }
     }
     rill__mutex_unlock(&d->ready_lock);
+    /* More streams wait: a push that left its wake-up to the watch woke
+     * nobody for them (push_ready), so wake a sleeper, who does the same. */
+    if (mask != 0)
+        rill__cpu_wake_workers(d, 1);
     return s;
 }
 
@@ -187,7 +219,7 @@ rill_status rill__cpu_submit(rill__stream *s, const rill__cmd *cmd, uint64_t *se
         int expected = CPU_IDLE;
         if (atomic_compare_exchange_strong(&cs->state, &expected, CPU_READY)) {
             rill__stream_ref(s); /* the scheduled reference */
-            push_ready(cpu_device_of(s->dev), s);
+            push_ready(cpu_device_of(s->dev), s, !rill__thread_is_worker());
         }
     }
     *seq = n;
@@ -344,7 +376,7 @@ static void on_wait_met(rill__waiter *wt) {
     cpu_stream *cs = (cpu_stream *)((char *)wt - offsetof(cpu_stream, waiter));
     rill__stream *s = cs->self;
     atomic_store_explicit(&cs->state, CPU_READY, memory_order_relaxed);
-    push_ready(cpu_device_of(s->dev), s);
+    push_ready(cpu_device_of(s->dev), s, false);
 }
 
 /* True when this worker may spin for its stream: the device has nothing
@@ -470,11 +502,10 @@ static cpu_cmd *next_cmd(cpu_device *d, cpu_stream *cs) {
     cpu_cmd *c = atomic_load_explicit(&cs->head->next, memory_order_acquire);
     if (c != NULL || !device_quiet(d))
         return c;
-    if (rill__stream_took_host_wake()) {
-        /* The woken host thread needs a processor: leave this one. */
-        rill__cpu_leave_processor();
+    if (rill__stream_took_host_wake())
+        rill__cpu_leave_processor(); /* the woken host thread needs a processor */
+    if (rill__cpu_leaving_processor())
         return NULL;
-    }
     uint64_t until = rill__now_ns() + STREAM_SPIN_NS;
     for (unsigned spins = 1;; spins++) {
         rill__cpu_relax();
@@ -521,7 +552,7 @@ void rill__cpu_run_stream(cpu_device *d, cpu_worker *w, rill__stream *s) {
         if (should_yield(d, s, batch) &&
             atomic_load_explicit(&cs->head->next, memory_order_acquire) != NULL) {
             atomic_store_explicit(&cs->state, CPU_READY, memory_order_relaxed);
-            push_ready(d, s);
+            push_ready(d, s, false);
             return;
         }
     }
@@ -584,6 +615,10 @@ static bool take_ready(cpu_device *d, rill__stream *s) {
         break;
     }
     rill__mutex_unlock(&d->ready_lock);
+    /* Other streams wait, maybe left to the watch by this thread's other
+     * launches: they get a worker now (as in rill__cpu_pop_ready). */
+    if (taken && atomic_load(&d->ready_mask) != 0)
+        rill__cpu_wake_workers(d, 1);
     return taken;
 }
 
@@ -613,7 +648,7 @@ static void give_back(cpu_device *d, rill__stream *s) {
     if (atomic_load_explicit(&cs->head->next, memory_order_acquire) == NULL && go_idle(s, cs))
         return;
     atomic_store_explicit(&cs->state, CPU_READY, memory_order_relaxed);
-    push_ready(d, s);
+    push_ready(d, s, true);
 }
 
 /* Runs blocks of a published launch of s: 0 when there is none, 1 when it
@@ -660,6 +695,7 @@ bool rill__cpu_host_help(rill__stream *s, uint64_t seq) {
     bool ran = false, owned = false;
     if (ready && take_ready(d, s)) {
         ran = true;
+        note_comes_back(d);
         owned = host_run(d, &w, s, seq);
     } else {
         int r = host_help_launch(d, &w, s);
@@ -674,4 +710,14 @@ bool rill__cpu_host_help(rill__stream *s, uint64_t seq) {
         give_back(d, s);
     (void)rill__stream_took_host_wake(); /* a hint for workers, not for us */
     return ran;
+}
+
+void rill__cpu_kick(rill__stream *s) {
+    cpu_device *d = cpu_device_of(s->dev);
+    /* The thread came back for work that is not done yet. */
+    note_comes_back(d);
+    /* seq_cst load: a stale zero only delays the work until the watch's
+     * next nap ends. */
+    if (atomic_load(&d->ready_mask) != 0)
+        rill__cpu_wake_workers(d, 1);
 }

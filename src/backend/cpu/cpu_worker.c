@@ -13,7 +13,19 @@
  *     units held by awake workers + units borrowed + free units = num_workers.
  * A worker that wakes while every free unit is borrowed waits for one as a
  * sleeper (unit_waiters), and whoever puts a unit back wakes a sleeper when
- * there is work for it. */
+ * there is work for it.
+ *
+ * The watch: for WATCH_WINDOW_NS after the device was last busy, one idle
+ * worker does not sleep for good but naps, WATCH_NAP_NS at a time, and
+ * looks for work after each nap. While it does, a host thread that is
+ * expected to run its work itself (cpu_sched.c, push_ready) makes a stream
+ * ready without waking anyone: a futex wake of a sleeping worker costs the
+ * waker about 15 us on a virtual machine whose idle processors halt, and
+ * the woken worker may preempt the waker. If the host thread does not come
+ * to run the work, the watch runs it after at most a nap. A nap costs
+ * about 29 us of processor time there (bench_primitives p4), so the watch
+ * costs about 0.7% of a processor while it watches, and nothing once the
+ * window has passed. */
 #include <stdio.h>
 
 #include "backend/cpu/cpu.h"
@@ -24,6 +36,12 @@
  * of a millisecond. They do not sched_yield: on a machine shared with busy
  * processes a yield gives away a whole time slice. */
 #define IDLE_SPIN_NS 100000u
+
+/* The watch's nap, and how long after the device was last busy it keeps
+ * watching: more than the pauses of a program that serves requests a few
+ * milliseconds apart. */
+#define WATCH_NAP_NS    4000000u
+#define WATCH_WINDOW_NS 50000000u
 
 /* Idle workers sleep at most this long while a graph launch runs, so that
  * nodes its publisher did not wake anyone for (cpu_graph.c) find a worker
@@ -40,13 +58,29 @@ void rill__cpu_leave_processor(void) {
     leave_cpu = true;
 }
 
+bool rill__cpu_leaving_processor(void) {
+    return leave_cpu;
+}
+
 void rill__cpu_wake_workers(cpu_device *d, int count) {
     /* seq_cst load: a Dekker pair with the sleepers increment in
      * idle_wait, which is followed by a seq_cst load of the work state. */
     if (atomic_load(&d->sleepers) > 0) {
+        /* relaxed: a hint for woken_here. */
+        atomic_store_explicit(&d->waker_cpu, rill__cpu_current(), memory_order_relaxed);
         atomic_fetch_add(&d->work_gen, 1);
         rill__futex_wake(&d->work_gen, count);
     }
+}
+
+/* After a sleep: a worker that the system woke on the processor of the
+ * thread that woke it takes that thread's processor (the waker goes on
+ * only when the worker sleeps again). It then runs what it finds but does
+ * not spin for more. */
+static void woken_here(cpu_device *d) {
+    /* relaxed: a hint. */
+    if (rill__cpu_current() == atomic_load_explicit(&d->waker_cpu, memory_order_relaxed))
+        leave_cpu = true;
 }
 
 static int has_work(cpu_device *d) {
@@ -110,8 +144,10 @@ static bool wait_for_unit(cpu_device *d, cpu_worker *w) {
         atomic_fetch_add(&d->unit_waiters, 1);
         atomic_fetch_add(&d->sleepers, 1);
         w->unit = rill__cpu_unit_take(d);
-        if (w->unit < 0 && !atomic_load(&d->stop))
+        if (w->unit < 0 && !atomic_load(&d->stop)) {
             rill__futex_wait(&d->work_gen, gen);
+            woken_here(d);
+        }
         atomic_fetch_sub(&d->sleepers, 1);
         atomic_fetch_sub(&d->unit_waiters, 1);
         if (w->unit >= 0)
@@ -154,11 +190,57 @@ static bool spin_for_work(cpu_device *d) {
     return found;
 }
 
+/* Naps as the watch until work comes or the window passes. Returns true
+ * when there is work (the watch is over either way). */
+static bool watch(cpu_device *d) {
+    uint64_t last_busy = rill__now_ns();
+    bool woken_by_call = true;
+    for (;;) {
+        uint32_t gen = atomic_load(&d->work_gen);
+        atomic_fetch_add(&d->sleepers, 1);
+        if (!has_work(d))
+            rill__futex_wait_for(&d->work_gen, gen, WATCH_NAP_NS);
+        atomic_fetch_sub(&d->sleepers, 1);
+        if (has_work(d)) {
+            /* Woken (work_gen moved), or the nap ended: then the watch
+             * caught work that nobody came for. */
+            woken_by_call = atomic_load(&d->work_gen) != gen;
+            woken_here(d);
+            break;
+        }
+        /* relaxed: a hint, set by host threads that left work to us (and
+         * ran it themselves meanwhile): the device was busy. */
+        uint64_t now = rill__now_ns();
+        if (atomic_exchange_explicit(&d->left_to_watch, 0, memory_order_relaxed))
+            last_busy = now;
+        if (now - last_busy > WATCH_WINDOW_NS)
+            break;
+    }
+    /* seq_cst: the other half of the Dekker pair in push_ready (cpu_sched.c):
+     * a host thread that saw watching set before this store left work that
+     * the load of ready_mask in has_work below sees. */
+    atomic_store(&d->watching, 0);
+    if (!has_work(d))
+        return false;
+    /* Work that a host thread left to the watch: its guess that it would
+     * come back for the work was wrong. (Streams that others left too get
+     * a worker each as the workers take them: rill__cpu_pop_ready.) */
+    if (!woken_by_call && atomic_load_explicit(&d->ready_mask, memory_order_relaxed) != 0)
+        atomic_fetch_add_explicit(&d->watch_catches, 1, memory_order_relaxed);
+    return true;
+}
+
 /* Sleeps until woken. The worker's unit is free meanwhile, for a host
- * thread to borrow; the caller takes one again before it runs anything. */
+ * thread to borrow; the caller takes one again before it runs anything.
+ * The first worker to go idle after the device was busy keeps watch. */
 static void sleep_for_work(cpu_device *d, cpu_worker *w) {
     unit_put(d, w->unit);
     w->unit = -1;
+    int idle = 0;
+    /* relaxed: graph runs nap their own way (below). */
+    if (atomic_load_explicit(&d->num_graph_runs, memory_order_relaxed) == 0 &&
+        atomic_compare_exchange_strong(&d->watching, &idle, 1) && watch(d))
+        return;
     uint32_t gen = atomic_load(&d->work_gen);
     atomic_fetch_add(&d->sleepers, 1);
     if (!has_work(d)) {
@@ -170,6 +252,7 @@ static void sleep_for_work(cpu_device *d, cpu_worker *w) {
             w->naps = 0;
             rill__futex_wait(&d->work_gen, gen);
         }
+        woken_here(d);
     }
     atomic_fetch_sub(&d->sleepers, 1);
 }

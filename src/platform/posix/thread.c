@@ -190,6 +190,10 @@ int rill__cpu_count(void) {
     return n > 0 ? (int)n : 1;
 }
 
+int rill__cpu_current(void) {
+    return sched_getcpu();
+}
+
 size_t rill__physical_memory_bytes(void) {
     long pages = sysconf(_SC_PHYS_PAGES);
     long page = sysconf(_SC_PAGESIZE);
