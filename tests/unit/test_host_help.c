@@ -237,6 +237,53 @@ static void test_host_function_run_by_waiting_thread_behaves_as_on_a_worker(void
     RT_OK(rill_stream_destroy(s));
 }
 
+/* ---- capture rules ---- */
+
+typedef struct unsafe_call {
+    ran_on who;
+    atomic_int malloc_status;
+} unsafe_call;
+
+static void call_unsafe(void *user_data) {
+    unsafe_call *u = user_data;
+    note_thread(&u->who);
+    void *p = NULL;
+    rill_status st = rill_malloc(NULL, 256, &p);
+    atomic_store(&u->malloc_status, st);
+    if (st == RILL_OK)
+        rill_free(p);
+}
+
+/* Capture modes: "unsafe calls fail in the capturing thread" for a capture begun THREAD_LOCAL,
+ * and a host function runs as on a worker, not as the capturing thread, even when the capturing
+ * thread runs it while it waits: its rill_malloc is allowed and leaves the capture valid. */
+static void test_host_function_run_by_capturing_thread_keeps_capture_rules(void **state) {
+    (void)state;
+    rill_stream *captured, *other;
+    RT_OK(rill_stream_create(NULL, 0, &captured));
+    RT_OK(rill_stream_create(NULL, 0, &other));
+    static unsafe_call u;
+    memset(&u, 0, sizeof u);
+    u.who.host = pthread_self();
+    static ran_on in_graph;
+    for (int i = 0; i < ATTEMPTS && atomic_load(&u.who.on_host) == 0; i++) {
+        rt_sleep_us(PAUSE_US);
+        RT_OK(rill_stream_begin_capture(captured, RILL_CAPTURE_THREAD_LOCAL));
+        RT_OK(rill_launch_host_func(captured, note_thread_fn, &in_graph));
+        atomic_store(&u.malloc_status, -1);
+        RT_OK(rill_launch_host_func(other, call_unsafe, &u));
+        RT_OK(rill_stream_synchronize(other));
+        assert_int_equal(atomic_load(&u.malloc_status), RILL_OK);
+        rill_graph *g = NULL;
+        RT_OK(rill_stream_end_capture(captured, &g));
+        RT_OK(rill_graph_destroy(g));
+    }
+    assert_true(atomic_load(&u.who.on_host) > 0);
+    assert_int_equal(atomic_load(&in_graph.runs), 0); /* captured, never launched */
+    RT_OK(rill_stream_destroy(other));
+    RT_OK(rill_stream_destroy(captured));
+}
+
 /* ---- stream order and sticky errors ---- */
 
 typedef struct order_log {
@@ -459,6 +506,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_waiting_host_runs_work_no_worker_took),
         cmocka_unit_test(test_blocks_running_at_once_have_different_workers),
         cmocka_unit_test(test_host_function_run_by_waiting_thread_behaves_as_on_a_worker),
+        cmocka_unit_test(test_host_function_run_by_capturing_thread_keeps_capture_rules),
         cmocka_unit_test(test_host_runs_commands_in_order_with_sticky_errors),
         cmocka_unit_test(test_host_runs_work_of_a_destroyed_stream),
         cmocka_unit_test(test_device_synchronize_runs_work_of_every_stream),
