@@ -100,8 +100,9 @@ typedef struct cpu_device {
     /* atomic, owned: (num_workers + 63) / 64 words; bit u set while no
      * thread holds compute unit u (cpu_worker.c) */
     _Atomic uint64_t *free_units;
-    /* guarded by ready_lock */
-    alignas(64) rill__mutex ready_lock;
+    /* guarded by ready_lock: a spin lock, held for a few loads and stores,
+     * whose code is inline (a launch after a pause runs with cold caches) */
+    alignas(64) rill__spinlock ready_lock;
     rill__stream *ready_head[CPU_PRIORITY_LEVELS], *ready_tail[CPU_PRIORITY_LEVELS];
     /* atomic: bit i set when level i has ready streams */
     alignas(64) _Atomic uint32_t ready_mask;

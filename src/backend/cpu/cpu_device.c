@@ -61,7 +61,6 @@ static rill_status cpu_device_init(rill__device *dev) {
     d->num_cpus = rill__cpu_count();
     d->workers = w;
     d->free_units = units;
-    rill__mutex_init(&d->ready_lock);
     rill__mutex_init(&d->launch_lock);
     dev->backend = d;
     rill__cpu_workers_start(d);
@@ -72,7 +71,6 @@ static void cpu_device_shutdown(rill__device *dev) {
     cpu_device *d = cpu_device_of(dev);
     rill__cpu_workers_stop(d);
     rill__mutex_destroy(&d->launch_lock);
-    rill__mutex_destroy(&d->ready_lock);
     rill__free(d->workers);
     rill__free((void *)d->free_units);
     rill__free(d);

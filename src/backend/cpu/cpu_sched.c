@@ -45,7 +45,7 @@ static void note_comes_back(cpu_device *d) {
 static void push_ready(cpu_device *d, rill__stream *s, bool by_host) {
     cpu_stream *cs = cpu_stream_of(s);
     int i = prio_index(s);
-    rill__mutex_lock(&d->ready_lock);
+    rill__spinlock_lock(&d->ready_lock);
     cs->ready_next = NULL;
     if (d->ready_tail[i] != NULL)
         cpu_stream_of(d->ready_tail[i])->ready_next = s;
@@ -53,7 +53,7 @@ static void push_ready(cpu_device *d, rill__stream *s, bool by_host) {
         d->ready_head[i] = s;
     d->ready_tail[i] = s;
     atomic_fetch_or(&d->ready_mask, 1u << i);
-    rill__mutex_unlock(&d->ready_lock);
+    rill__spinlock_unlock(&d->ready_lock);
     /* A host thread that came back for its work last time will likely
      * wait for this too, and run it then: while a worker watches (naps,
      * cpu_worker.c), waking another would cost this thread a futex wake of
@@ -76,7 +76,7 @@ rill__stream *rill__cpu_pop_ready(cpu_device *d) {
     /* relaxed: a hint; the lock below orders the queue itself. */
     if (atomic_load_explicit(&d->ready_mask, memory_order_relaxed) == 0)
         return NULL;
-    rill__mutex_lock(&d->ready_lock);
+    rill__spinlock_lock(&d->ready_lock);
     uint32_t mask = atomic_load_explicit(&d->ready_mask, memory_order_relaxed);
     rill__stream *s = NULL;
     if (mask != 0) {
@@ -88,7 +88,7 @@ rill__stream *rill__cpu_pop_ready(cpu_device *d) {
             mask = atomic_fetch_and(&d->ready_mask, ~(1u << i)) & ~(1u << i);
         }
     }
-    rill__mutex_unlock(&d->ready_lock);
+    rill__spinlock_unlock(&d->ready_lock);
     /* More streams wait: a push that left its wake-up to the watch woke
      * nobody for them (push_ready), so wake a sleeper, who does the same. */
     if (mask != 0)
@@ -596,7 +596,7 @@ static bool take_ready(cpu_device *d, rill__stream *s) {
     cpu_stream *cs = cpu_stream_of(s);
     int i = prio_index(s);
     bool taken = false;
-    rill__mutex_lock(&d->ready_lock);
+    rill__spinlock_lock(&d->ready_lock);
     rill__stream *prev = NULL;
     for (rill__stream *t = d->ready_head[i]; t != NULL; t = cpu_stream_of(t)->ready_next) {
         if (t != s) {
@@ -614,7 +614,7 @@ static bool take_ready(cpu_device *d, rill__stream *s) {
         taken = true;
         break;
     }
-    rill__mutex_unlock(&d->ready_lock);
+    rill__spinlock_unlock(&d->ready_lock);
     /* Other streams wait, maybe left to the watch by this thread's other
      * launches: they get a worker now (as in rill__cpu_pop_ready). */
     if (taken && atomic_load(&d->ready_mask) != 0)
