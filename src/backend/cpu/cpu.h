@@ -13,9 +13,11 @@
  *                                             RUNNING --wait not met--> PARKED --met--> READY
  * and a stream that is not IDLE holds one reference on itself (the
  * "scheduled" reference), so a destroyed stream lives until its work is
- * done. Exactly one worker owns a RUNNING stream, except while a
- * multi-block kernel of it runs: then the worker that finishes the last
- * block takes it over. */
+ * done. Exactly one thread owns a RUNNING stream: a worker, or a host
+ * thread that took it off the ready queue to run the work it waits for
+ * (rill__cpu_host_help); except while a multi-block kernel of it runs:
+ * then the thread that finishes the last block takes it over. IDLE is
+ * stored, and read by submitters, under the stream's lock. */
 #ifndef RILL_BACKEND_CPU_H
 #define RILL_BACKEND_CPU_H
 
