@@ -261,6 +261,14 @@ typedef void (*rill_host_fn)(void *user_data);
 /* Runs fn(user_data) on a worker in stream order. fn must not block on
  * rill (synchronize calls from it return RILL_ERROR_NOT_PERMITTED). */
 rill_status rill_launch_host_func(rill_stream *stream, rill_host_fn fn, void *user_data);
+/* A host function calls this to fail itself, as a kernel calls
+ * rill_kernel_fail: once fn returns, its stream's error is sticky (see
+ * rill_stream_clear_error) and the stream's sentence ends in message ("host
+ * function on stream 's' failed: <message>", cut to 255 bytes); in a graph,
+ * the launch fails as with a failing kernel node. The first call's message
+ * counts. Does not block. RILL_ERROR_NOT_PERMITTED when the calling thread
+ * is not running a host function. */
+rill_status rill_host_func_fail(const char *message);
 
 /* --------------------------------------------------------------- kernels */
 
