@@ -402,8 +402,14 @@ typedef struct rill_mem_stats {
     uint64_t oom_recoveries;     /* allocations that succeeded after emptying the cache */
 } rill_mem_stats;
 rill_status rill_mem_get_stats(rill_device *dev, rill_mem_stats *out);
+/* Lowers peak_allocated_bytes and peak_reserved_bytes to the current
+ * allocated and reserved bytes, so that later peaks measure a phase of the
+ * program (torch.cuda.reset_peak_memory_stats); counts are kept. Does not
+ * block; allowed anywhere. */
+rill_status rill_mem_reset_peak_stats(rill_device *dev);
 rill_status rill_mem_empty_cache(rill_device *dev);
 rill_status rill_mem_set_limit(rill_device *dev, size_t max_reserved_bytes); /* 0: none */
+rill_status rill_mem_get_limit(rill_device *dev, size_t *max_reserved_bytes); /* 0: none */
 
 /* How rill_malloc_async on a stream S may reuse a free block that another
  * stream's pending work still holds (freed there, or used there), S not

@@ -87,7 +87,10 @@ bool rill__pool_locate(const void *ptr, rill__pool_location *out);
 void rill__pool_get_stats(rill_device *dev, rill_mem_stats *out);
 /* Returns unused segments whose pending work has completed to the system. */
 void rill__pool_empty_cache(rill_device *dev);
+/* Lowers both peaks to the current figures (rill_mem_reset_peak_stats). */
+void rill__pool_reset_peak_stats(rill_device *dev);
 void rill__pool_set_limit(rill_device *dev, size_t max_reserved_bytes);
+size_t rill__pool_limit(rill_device *dev); /* 0: none */
 /* The reuse policy (enum rill_mem_reuse_flags; rill_mem_set_reuse_policy). */
 void rill__pool_set_reuse_flags(rill_device *dev, unsigned flags);
 unsigned rill__pool_reuse_flags(rill_device *dev);
