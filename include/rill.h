@@ -271,6 +271,14 @@ typedef void (*rill_host_fn)(void *user_data);
 /* Runs fn(user_data) on a worker in stream order. fn must not block on
  * rill (synchronize calls from it return RILL_ERROR_NOT_PERMITTED). */
 rill_status rill_launch_host_func(rill_stream *stream, rill_host_fn fn, void *user_data);
+/* A host function calls this to fail itself, as a kernel calls
+ * rill_kernel_fail: once fn returns, its stream's error is sticky (see
+ * rill_stream_clear_error) and the stream's sentence ends in message ("host
+ * function on stream 's' failed: <message>", cut to 255 bytes); in a graph,
+ * the launch fails as with a failing kernel node. The first call's message
+ * counts. Does not block. RILL_ERROR_NOT_PERMITTED when the calling thread
+ * is not running a host function. */
+rill_status rill_host_func_fail(const char *message);
 
 /* --------------------------------------------------------------- kernels */
 
@@ -404,8 +412,14 @@ typedef struct rill_mem_stats {
     uint64_t oom_recoveries;     /* allocations that succeeded after emptying the cache */
 } rill_mem_stats;
 rill_status rill_mem_get_stats(rill_device *dev, rill_mem_stats *out);
+/* Lowers peak_allocated_bytes and peak_reserved_bytes to the current
+ * allocated and reserved bytes, so that later peaks measure a phase of the
+ * program (torch.cuda.reset_peak_memory_stats); counts are kept. Does not
+ * block; allowed anywhere. */
+rill_status rill_mem_reset_peak_stats(rill_device *dev);
 rill_status rill_mem_empty_cache(rill_device *dev);
 rill_status rill_mem_set_limit(rill_device *dev, size_t max_reserved_bytes); /* 0: none */
+rill_status rill_mem_get_limit(rill_device *dev, size_t *max_reserved_bytes); /* 0: none */
 
 /* How rill_malloc_async on a stream S may reuse a free block that another
  * stream's pending work still holds (freed there, or used there), S not

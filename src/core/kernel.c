@@ -240,17 +240,44 @@ rill_status rill_kernel_destroy(rill_kernel *kernel_h) {
     return RILL_OK;
 }
 
-void rill_kernel_fail(const rill_block_ctx *ctx, const char *message) {
-    if (ctx == NULL || ctx->state == NULL)
-        return;
-    rill__launch_state *ls = ctx->state;
+bool rill__launch_state_fail(rill__launch_state *ls, const char *message) {
     int expected = 0;
     /* The first failing block's message wins; the flag also stops the
      * launch's remaining blocks from starting. */
-    if (atomic_compare_exchange_strong(&ls->failed, &expected, 2)) {
-        rill__fit(ls->message, sizeof ls->message, message != NULL ? message : "");
-        atomic_store_explicit(&ls->failed, 1, memory_order_release);
-    }
+    if (!atomic_compare_exchange_strong(&ls->failed, &expected, 2))
+        return false;
+    rill__fit(ls->message, sizeof ls->message, message != NULL ? message : "");
+    atomic_store_explicit(&ls->failed, 1, memory_order_release);
+    return true;
+}
+
+void rill_kernel_fail(const rill_block_ctx *ctx, const char *message) {
+    if (ctx == NULL || ctx->state == NULL)
+        return;
+    rill__launch_state_fail(ctx->state, message);
+}
+
+/* The state of the host function that runs on this thread (NULL outside
+ * one): where rill_host_func_fail writes. */
+static _Thread_local rill__launch_state *tls_host;
+
+bool rill__host_run(rill_host_fn fn, void *user_data, rill__launch_state *ls) {
+    rill__launch_state *outer = tls_host;
+    atomic_store_explicit(&ls->failed, 0, memory_order_relaxed);
+    ls->message[0] = '\0';
+    tls_host = ls;
+    fn(user_data);
+    tls_host = outer;
+    return atomic_load_explicit(&ls->failed, memory_order_relaxed) != 0; /* this thread wrote it */
+}
+
+rill_status rill_host_func_fail(const char *message) {
+    if (tls_host == NULL)
+        return rill__fail(RILL_ERROR_NOT_PERMITTED,
+                          "rill_host_func_fail: the calling thread is not running a host "
+                          "function; call it from the function given to rill_launch_host_func");
+    rill__launch_state_fail(tls_host, message);
+    return RILL_OK;
 }
 
 rill_status rill_launch_kernel(rill_stream *stream_h, rill_kernel *kernel_h,

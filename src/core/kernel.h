@@ -36,6 +36,13 @@ typedef struct rill__launch_state {
     char message[256];
 } rill__launch_state;
 
+/* Records message as the failure of the launch with state ls, unless one
+ * is recorded already; returns whether this call recorded it. */
+bool rill__launch_state_fail(rill__launch_state *ls, const char *message);
+/* Runs fn(user_data) as a host function whose rill_host_func_fail writes
+ * into *ls (reset first); returns whether it failed. Worker threads only. */
+bool rill__host_run(rill_host_fn fn, void *user_data, rill__launch_state *ls);
+
 /* Frees destroyed kernels whose pending work has completed. */
 void rill__kernels_reap(rill__runtime *rt);
 /* Frees every kernel (rill_shutdown), live and destroyed. */

@@ -292,6 +292,29 @@ rill_status rill_mem_set_limit(rill_device *dev_h, size_t max_reserved_bytes) {
     return RILL_OK;
 }
 
+rill_status rill_mem_get_limit(rill_device *dev_h, size_t *max_reserved_bytes) {
+    if (max_reserved_bytes == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_mem_get_limit: max_reserved_bytes is NULL; pass where to store "
+                          "the limit");
+    *max_reserved_bytes = 0;
+    rill__device *dev;
+    rill_status st = rill__device_resolve(dev_h, "rill_mem_get_limit", &dev);
+    if (st != RILL_OK)
+        return st;
+    *max_reserved_bytes = rill__pool_limit(dev);
+    return RILL_OK;
+}
+
+rill_status rill_mem_reset_peak_stats(rill_device *dev_h) {
+    rill__device *dev;
+    rill_status st = rill__device_resolve(dev_h, "rill_mem_reset_peak_stats", &dev);
+    if (st != RILL_OK)
+        return st;
+    rill__pool_reset_peak_stats(dev);
+    return RILL_OK;
+}
+
 rill_status rill_mem_set_reuse_policy(rill_device *dev_h, unsigned flags) {
     rill__device *dev;
     rill_status st = rill__device_resolve(dev_h, "rill_mem_set_reuse_policy", &dev);

@@ -750,6 +750,52 @@ static void test_graph_kernel_failure_is_sticky(void **state) {
     RT_OK(rill_stream_destroy(side));
 }
 
+static void host_fails(void *user_data) {
+    (void)user_data;
+    rill_host_func_fail("graph-host-failed");
+}
+
+static void host_marks(void *user_data) {
+    atomic_fetch_add((atomic_int *)user_data, 1);
+}
+
+/* rill_host_func_fail: "in a graph, the launch fails as with a failing kernel node": in a chain
+ * and in a graph with parallel branches, the stream's error is sticky, names the host node and
+ * its message, and the nodes after it are skipped. */
+static void test_graph_host_node_failure_is_sticky(void **state) {
+    (void)state;
+    static atomic_int marks;
+    atomic_store(&marks, 0);
+    rill_stream *s = named_stream("s");
+    for (int parallel = 0; parallel < 2; parallel++) {
+        rill_graph *g;
+        RT_OK(rill_graph_create(&g));
+        rill_graph_node *root = NULL, *fail = NULL, *side = NULL, *last = NULL;
+        if (parallel)
+            RT_OK(rill_graph_add_empty_node(g, NULL, 0, &root));
+        RT_OK(rill_graph_add_host_node(g, parallel ? &root : NULL, parallel ? 1 : 0, host_fails,
+                                       NULL, &fail));
+        rill_graph_node *deps[2] = {fail, NULL};
+        if (parallel) {
+            RT_OK(rill_graph_add_empty_node(g, &root, 1, &side));
+            deps[1] = side;
+        }
+        RT_OK(rill_graph_add_host_node(g, deps, parallel ? 2 : 1, host_marks, &marks, &last));
+        rill_graph_exec *x;
+        RT_OK(rill_graph_instantiate(g, &x));
+        RT_OK(rill_graph_launch(x, s));
+        RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(s));
+        assert_non_null(strstr(rill_last_error(), parallel ? "host function (graph node 1)"
+                                                           : "host function (graph node 0)"));
+        assert_non_null(strstr(rill_last_error(), "graph-host-failed"));
+        assert_int_equal(atomic_load(&marks), 0);
+        RT_OK(rill_stream_clear_error(s));
+        RT_OK(rill_graph_destroy(g));
+        RT_OK(rill_graph_exec_destroy(x));
+    }
+    RT_OK(rill_stream_destroy(s));
+}
+
 /* rill_shutdown with a capture active: nothing captured runs, the next
  * runtime works. */
 static void test_capture_abandoned_by_shutdown(void **state) {
@@ -1473,6 +1519,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_graph_copy_and_set_nodes_refuse_to_run_past_an_allocation),
         cmocka_unit_test(test_graph_private_memory),
         cmocka_unit_test(test_graph_kernel_failure_is_sticky),
+        cmocka_unit_test(test_graph_host_node_failure_is_sticky),
         cmocka_unit_test(test_graph_random_programs_match_eager),
         cmocka_unit_test(test_graph_fan_out_runs_every_block_once),
         cmocka_unit_test(test_graph_branches_run_concurrently),

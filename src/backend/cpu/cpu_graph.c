@@ -134,6 +134,11 @@ static void note_failure(rill__xrun *r, const rill__xnode *n) {
     /* acquire: pairs with the release store in rill_kernel_fail. */
     if (atomic_load_explicit(&r->ls.failed, memory_order_acquire) &&
         !atomic_exchange(&r->named, 1)) {
+        if (n->p.kind == RILL__GNODE_HOST) {
+            snprintf(r->failed_node, sizeof r->failed_node, "host function (graph node %u)",
+                     n->graph_index);
+            return;
+        }
         char name[60]; /* with the rest, within failed_node */
         rill__fit(name, sizeof name, n->p.u.kernel.kernel->name);
         snprintf(r->failed_node, sizeof r->failed_node, "kernel '%s' (graph node %u)", name,
@@ -220,9 +225,15 @@ static bool run_node(cpu_device *d, gworker *g, rill__graph_exec *x, uint32_t i)
         atomic_store_explicit(&r->blocks_done[i], 0, memory_order_relaxed);
         activate(d, r, i, true);
         return run_chunks(d, g, x, i);
-    case RILL__GNODE_HOST:
-        n->p.u.host.fn(n->p.u.host.user_data);
+    case RILL__GNODE_HOST: {
+        /* A state of its own: the run's is shared with concurrent nodes. */
+        rill__launch_state hs;
+        if (rill__host_run(n->p.u.host.fn, n->p.u.host.user_data, &hs)) {
+            rill__launch_state_fail(&r->ls, hs.message);
+            note_failure(r, n);
+        }
         break;
+    }
     case RILL__GNODE_COPY:
         memmove(n->p.u.copy.dst, n->p.u.copy.src, n->p.u.copy.bytes);
         break;
