@@ -1344,6 +1344,45 @@ static void test_stream_wait_made_while_failing_still_orders_work_after_clear(vo
     RT_OK(rill_kernel_destroy(fail));
 }
 
+/* "Clearing lets the stream run new work again": work submitted after
+ * rill_stream_clear_error is not reported failed, by query or by a wait,
+ * while the clear itself has not run yet (it waits behind a gate). */
+static void
+test_stream_work_after_a_clear_is_not_reported_failed_before_the_clear_runs(void **state) {
+    (void)state;
+    static rt_gate g;
+    static atomic_int failed_ran;
+    static _Atomic uint64_t ran_after;
+    rt_gate_reset(&g);
+    atomic_store(&failed_ran, 0);
+    atomic_store(&ran_after, 0);
+    rill_kernel *fail = make_kernel("fail_kernel", fail_kernel);
+    rill_stream *s = new_stream(0), *gated = new_stream(0), *waiter = new_stream(0);
+    RT_OK(launch_fail_kernel(s, fail, "failing before the clear", &failed_ran));
+    RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(s));
+    RT_OK(rill_launch_host_func(gated, rt_gate_fn, &g));
+    RT_OK(rill_stream_wait_stream(s, gated)); /* holds the clear back */
+    RT_OK(rill_stream_clear_error(s));
+    RT_OK(rill_launch_host_func(s, marker_fn, (void *)&ran_after));
+    assert_int_equal(rill_stream_query(s), RILL_NOT_READY);
+    rill_event *e;
+    RT_OK(rill_event_create(RILL_EVENT_DEFAULT, &e));
+    RT_OK(rill_event_record(e, s));
+    assert_int_equal(rill_event_query(e), RILL_NOT_READY);
+    RT_OK(rill_stream_wait_event(waiter, e));
+    assert_true(rt_gate_wait_entered(&g));
+    rt_gate_open(&g);
+    RT_OK(rill_stream_synchronize(s));
+    RT_OK(rill_stream_synchronize(waiter));
+    assert_false(atomic_load(&g.timed_out));
+    assert_true(atomic_load(&ran_after) > atomic_load(&g.end_ticket));
+    RT_OK(rill_event_destroy(e));
+    RT_OK(rill_stream_destroy(waiter));
+    RT_OK(rill_stream_destroy(gated));
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(rill_kernel_destroy(fail));
+}
+
 /* The number of times needle occurs in hay. */
 static int count_of(const char *hay, const char *needle) {
     int n = 0;
@@ -1518,6 +1557,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_stream_failed_work_stays_failed_after_later_failures),
         cmocka_unit_test(test_stream_clear_error_is_stream_ordered),
         cmocka_unit_test(test_stream_wait_made_while_failing_still_orders_work_after_clear),
+        cmocka_unit_test(
+            test_stream_work_after_a_clear_is_not_reported_failed_before_the_clear_runs),
         cmocka_unit_test(test_stream_failure_through_waits_names_root_cause_once),
         cmocka_unit_test(test_stream_long_kernel_message_is_cut_at_a_word),
         cmocka_unit_test(test_stream_wait_that_cannot_be_queued_names_the_call_once),
