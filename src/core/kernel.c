@@ -251,10 +251,21 @@ bool rill__launch_state_fail(rill__launch_state *ls, const char *message) {
     return true;
 }
 
+/* Set on the thread whose rill_kernel_fail recorded its launch's failure
+ * (rill__took_kernel_failure). */
+static _Thread_local bool tls_failed_here;
+
 void rill_kernel_fail(const rill_block_ctx *ctx, const char *message) {
     if (ctx == NULL || ctx->state == NULL)
         return;
-    rill__launch_state_fail(ctx->state, message);
+    if (rill__launch_state_fail(ctx->state, message))
+        tls_failed_here = true;
+}
+
+bool rill__took_kernel_failure(void) {
+    bool failed = tls_failed_here;
+    tls_failed_here = false;
+    return failed;
 }
 
 /* The state of the host function that runs on this thread (NULL outside

@@ -39,6 +39,11 @@ typedef struct rill__launch_state {
 /* Records message as the failure of the launch with state ls, unless one
  * is recorded already; returns whether this call recorded it. */
 bool rill__launch_state_fail(rill__launch_state *ls, const char *message);
+/* True, once, when a kernel body that ran on the calling thread since the
+ * last call recorded its launch's failure (its rill_kernel_fail came
+ * first): the graph runner names that node, not another that finished
+ * later. */
+bool rill__took_kernel_failure(void);
 /* Runs fn(user_data) as a host function whose rill_host_func_fail writes
  * into *ls (reset first); returns whether it failed. Worker threads only. */
 bool rill__host_run(rill_host_fn fn, void *user_data, rill__launch_state *ls);

@@ -750,6 +750,69 @@ static void test_graph_kernel_failure_is_sticky(void **state) {
     RT_OK(rill_stream_destroy(side));
 }
 
+typedef struct race_flags {
+    atomic_int started, failed, finishing;
+} race_flags;
+
+/* Fails once the other node runs, then returns only once it has finished. */
+static void fail_then_wait(const rill_block_ctx *ctx, const void *args) {
+    race_flags *f;
+    memcpy(&f, args, sizeof f);
+    uint64_t deadline = rt_now_ns() + RT_GATE_TIMEOUT_NS;
+    while (!atomic_load(&f->started) && rt_now_ns() < deadline)
+        rt_sleep_us(50);
+    rill_kernel_fail(ctx, "the first node failed");
+    atomic_store(&f->failed, 1);
+    while (!atomic_load(&f->finishing) && rt_now_ns() < deadline)
+        rt_sleep_us(50);
+    rt_sleep_us(20000); /* the other node's runner is done with it by now */
+}
+
+/* Succeeds, once the first node has failed after it started. */
+static void finish_after_failure(const rill_block_ctx *ctx, const void *args) {
+    (void)ctx;
+    race_flags *f;
+    memcpy(&f, args, sizeof f);
+    atomic_store(&f->started, 1);
+    uint64_t deadline = rt_now_ns() + RT_GATE_TIMEOUT_NS;
+    while (!atomic_load(&f->failed) && rt_now_ns() < deadline)
+        rt_sleep_us(50);
+    atomic_store(&f->finishing, 1);
+}
+
+/* The failure names the node that failed, also when a parallel node that
+ * succeeded finished after the failure and before the failed node did. */
+static void test_graph_failure_names_the_node_that_failed(void **state) {
+    (void)state;
+    race_flags f = {0};
+    race_flags *fp = &f;
+    rill_kernel_desc da = {.name = "fails_first", .cpu = fail_then_wait};
+    rill_kernel_desc db = {.name = "succeeds_later", .cpu = finish_after_failure};
+    rill_kernel *ka, *kb;
+    RT_OK(rill_kernel_create(&da, &ka));
+    RT_OK(rill_kernel_create(&db, &kb));
+    rill_graph *g;
+    rill_graph_node *a, *b;
+    rill_launch l = {.grid = {1, 1, 1}, .block = {1, 1, 1}, .args = &fp, .args_size = sizeof fp};
+    RT_OK(rill_graph_create(&g));
+    RT_OK(rill_graph_add_kernel_node(g, NULL, 0, ka, &l, &a));
+    RT_OK(rill_graph_add_kernel_node(g, NULL, 0, kb, &l, &b));
+    rill_graph_exec *x;
+    RT_OK(rill_graph_instantiate(g, &x));
+    rill_stream *s = named_stream("names");
+    RT_OK(rill_graph_launch(x, s));
+    RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(s));
+    assert_int_equal(atomic_load(&f.finishing), 1); /* both ran, at once */
+    assert_non_null(strstr(rill_last_error(), "fails_first"));
+    assert_null(strstr(rill_last_error(), "succeeds_later"));
+    RT_OK(rill_stream_clear_error(s));
+    RT_OK(rill_graph_exec_destroy(x));
+    RT_OK(rill_graph_destroy(g));
+    RT_OK(rill_kernel_destroy(ka));
+    RT_OK(rill_kernel_destroy(kb));
+    RT_OK(rill_stream_destroy(s));
+}
+
 static void host_fails(void *user_data) {
     (void)user_data;
     rill_host_func_fail("graph-host-failed");
@@ -1519,6 +1582,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_graph_copy_and_set_nodes_refuse_to_run_past_an_allocation),
         cmocka_unit_test(test_graph_private_memory),
         cmocka_unit_test(test_graph_kernel_failure_is_sticky),
+        cmocka_unit_test(test_graph_failure_names_the_node_that_failed),
         cmocka_unit_test(test_graph_host_node_failure_is_sticky),
         cmocka_unit_test(test_graph_random_programs_match_eager),
         cmocka_unit_test(test_graph_fan_out_runs_every_block_once),
