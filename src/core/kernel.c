@@ -291,15 +291,10 @@ rill_status rill_host_func_fail(const char *message) {
     return RILL_OK;
 }
 
-rill_status rill_launch_kernel(rill_stream *stream_h, rill_kernel *kernel_h,
-                               const rill_launch *launch) {
-    static const char fn[] = "rill_launch_kernel";
-    rill__stream *stream;
-    rill_status st = rill__stream_resolve(stream_h, fn, &stream);
-    if (st != RILL_OK)
-        return st;
+rill_status rill__launch_check(rill_kernel *kernel_h, const rill_launch *launch, const char *fn,
+                               rill__kernel **out) {
     rill__kernel *kernel;
-    st = rill__kernel_resolve(kernel_h, fn, &kernel);
+    rill_status st = rill__kernel_resolve(kernel_h, fn, &kernel);
     if (st != RILL_OK)
         return st;
     if (launch == NULL)
@@ -330,6 +325,21 @@ rill_status rill_launch_kernel(rill_stream *stream_h, rill_kernel *kernel_h,
                               "than RILL_READ, RILL_WRITE or RILL_READ_WRITE",
                               fn, kernel->name, i);
     }
+    *out = kernel;
+    return RILL_OK;
+}
+
+rill_status rill_launch_kernel(rill_stream *stream_h, rill_kernel *kernel_h,
+                               const rill_launch *launch) {
+    static const char fn[] = "rill_launch_kernel";
+    rill__stream *stream;
+    rill_status st = rill__stream_resolve(stream_h, fn, &stream);
+    if (st != RILL_OK)
+        return st;
+    rill__kernel *kernel;
+    st = rill__launch_check(kernel_h, launch, fn, &kernel);
+    if (st != RILL_OK)
+        return st;
     if (stream->dev->info.kind == RILL_DEVICE_CPU && kernel->cpu == NULL)
         return rill__fail(RILL_ERROR_NOT_SUPPORTED,
                           "%s: kernel '%s' has no CPU body (desc->cpu) and cannot run on the CPU "

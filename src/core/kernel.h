@@ -53,6 +53,13 @@ void rill__kernels_reap(rill__runtime *rt);
 /* Frees every kernel (rill_shutdown), live and destroyed. */
 void rill__kernels_shutdown(rill__runtime *rt);
 
+/* Checks a kernel launch description, the same for rill_launch_kernel and
+ * graph kernel nodes: the kernel (live), the grid, args and accesses
+ * (non-NULL pointers, known modes). *out receives the kernel; a failure is
+ * RILL_ERROR_INVALID_ARGUMENT with a sentence naming fn. Whether the
+ * kernel has a body for the device is the caller's check. */
+rill_status rill__launch_check(rill_kernel *handle, const rill_launch *launch, const char *fn,
+                               rill__kernel **out);
 /* The kernel that handle names (live: not destroyed);
  * RILL_ERROR_INVALID_ARGUMENT with a sentence naming fn otherwise. */
 rill_status rill__kernel_resolve(rill_kernel *handle, const char *fn, rill__kernel **out);

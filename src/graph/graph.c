@@ -291,46 +291,20 @@ void rill__graph_destroy(rill__graph *g) {
     graph_free(g);
 }
 
-/* Checks a kernel launch description; shared with rill_launch_kernel's
- * rules. */
-static rill_status check_kernel(rill_kernel *kernel_h, const rill_launch *launch, const char *fn,
-                                rill__kernel **out) {
-    rill__kernel *kernel;
-    rill_status st = rill__kernel_resolve(kernel_h, fn, &kernel);
-    if (st != RILL_OK)
-        return st;
-    *out = kernel;
-    if (launch == NULL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: launch is NULL", fn);
-    if (launch->grid.x == 0 || launch->grid.y == 0 || launch->grid.z == 0 ||
-        (uint64_t)launch->grid.x * launch->grid.y * launch->grid.z > UINT32_MAX)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                          "%s: kernel '%s' has grid (%u, %u, %u); each dimension needs 1 or more "
-                          "blocks, at most 2^32-1 in all",
-                          fn, kernel->name, launch->grid.x, launch->grid.y, launch->grid.z);
-    if ((launch->args_size > 0 && launch->args == NULL) ||
-        (launch->num_accesses > 0 && launch->accesses == NULL))
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                          "%s: kernel '%s' has a size or count for args or accesses but a NULL "
-                          "pointer",
-                          fn, kernel->name);
-    if (kernel->cpu == NULL)
-        return rill__fail(RILL_ERROR_NOT_SUPPORTED,
-                          "%s: kernel '%s' has no CPU body; graphs run on the CPU device", fn,
-                          kernel->name);
-    return RILL_OK;
-}
-
 rill_status rill_graph_add_kernel_node(rill_graph *graph_h, rill_graph_node *const *deps,
                                        size_t num_deps, rill_kernel *kernel_h,
                                        const rill_launch *launch, rill_graph_node **out) {
     static const char fn[] = "rill_graph_add_kernel_node";
     if (out != NULL)
         *out = NULL;
-    rill__kernel *kernel;
-    rill_status st = check_kernel(kernel_h, launch, fn, &kernel);
+    rill__kernel *kernel = NULL;
+    rill_status st = rill__launch_check(kernel_h, launch, fn, &kernel);
     if (st != RILL_OK)
         return st;
+    if (kernel->cpu == NULL)
+        return rill__fail(RILL_ERROR_NOT_SUPPORTED,
+                          "%s: kernel '%s' has no CPU body; graphs run on the CPU device", fn,
+                          kernel->name);
     rill__gnode_params p = {.kind = RILL__GNODE_KERNEL};
     p.u.kernel.kernel = kernel;
     p.u.kernel.grid = launch->grid;

@@ -621,6 +621,31 @@ static void test_graph_refused_node_sets_out_to_null(void **state) {
     RT_OK(rill_graph_destroy(g));
 }
 
+/* A kernel node's launch is checked as rill_launch_kernel checks one (one
+ * check serves both): a declared access with a NULL pointer or an unknown
+ * mode is refused, naming the access. */
+static void test_graph_kernel_node_accesses_are_checked_as_launches_are(void **state) {
+    (void)state;
+    rill_graph *g;
+    RT_OK(rill_graph_create(&g));
+    float x = 0.0f;
+    rill_access bad[2] = {{&x, sizeof x, RILL_READ}, {NULL, 4, RILL_WRITE}};
+    rill_launch l = {.grid = {1, 1, 1}, .block = {1, 1, 1}, .accesses = bad, .num_accesses = 2};
+    rill_graph_node *n;
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_graph_add_kernel_node(g, NULL, 0, step_k, &l, &n));
+    assert_non_null(strstr(rill_last_error(), "access 1"));
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_launch_kernel(NULL, step_k, &l));
+    assert_non_null(strstr(rill_last_error(), "access 1"));
+    bad[1].ptr = &x;
+    bad[1].mode = (rill_access_mode)7;
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_graph_add_kernel_node(g, NULL, 0, step_k, &l, &n));
+    assert_non_null(strstr(rill_last_error(), "mode"));
+    size_t count = 1;
+    RT_OK(rill_graph_node_count(g, &count));
+    assert_int_equal(count, 0);
+    RT_OK(rill_graph_destroy(g));
+}
+
 /* A memset or memcpy node is checked against the allocations it touches
  * as rill_memset_async and rill_memcpy_async check what they capture: one
  * byte past the end of device memory is RILL_ERROR_INVALID_ARGUMENT with
@@ -1579,6 +1604,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_graph_replays_with_fresh_inputs),
         cmocka_unit_test(test_graph_by_hand_and_update),
         cmocka_unit_test(test_graph_refused_node_sets_out_to_null),
+        cmocka_unit_test(test_graph_kernel_node_accesses_are_checked_as_launches_are),
         cmocka_unit_test(test_graph_copy_and_set_nodes_refuse_to_run_past_an_allocation),
         cmocka_unit_test(test_graph_private_memory),
         cmocka_unit_test(test_graph_kernel_failure_is_sticky),
