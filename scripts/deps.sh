@@ -6,9 +6,10 @@
 set -euo pipefail
 
 # BLIS runs the ops' matrix products; clang and its runtime libraries
-# (libFuzzer) build the fuzz targets.
+# (libFuzzer) build the fuzz targets; OpenMPI builds librill_mpi and runs its
+# tests (mpirun).
 packages=(cmake ninja-build pkg-config gcc libc6-dev libcmocka-dev libblis-serial-dev
-  clang libclang-rt-dev)
+  clang libclang-rt-dev libopenmpi-dev openmpi-bin)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
