@@ -145,7 +145,7 @@ rill_status rill__comm_open(const rill__comm_transport *t, void *ctx, const char
     rill__comm_engine_wait(open);
     st = open->status;
     if (st != RILL_OK) {
-        /* The communication thread has freed ch, and released ctx. */
+        /* ctx is released, and ch is the communication thread's to free. */
         st = rill__fail(st, "%s", open->message);
         rill__free(open);
         rill__free(close);

@@ -79,9 +79,10 @@ rill_status rill__comm_engine_take_proxy(rill_device *dev, rill_stream **out) {
     rill_status st = rill__stream_new(dev, 0, RILL__STREAM_PROXY, &p);
     if (st != RILL_OK)
         return st;
-    /* Other processes complete its numbers: work behind them may wait for
-     * anything (see rill__stream_opaque_pending), so the memory pool never
-     * makes a stream wait for them. Not yet visible: no lock needed. */
+    /* Its numbers complete when other processes take part: work behind
+     * them may wait for anything (see rill__stream_opaque_pending), so the
+     * memory pool never makes a stream wait for them. Not yet visible: no
+     * lock needed. */
     atomic_store(&p->opaque_seq, UINT64_MAX);
     snprintf(p->name, sizeof p->name, "rill:communication");
     *out = p;

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "comm/comm.h"
+#include "core/alloc.h"
 
 #define LOG_MAX 64
 #define SEC_NS  1000000000ull
@@ -854,6 +855,41 @@ static void test_comm_bad_arguments_are_refused_before_anything_is_issued(void *
     RT_OK(rill__comm_close(huge, "rill_comm_destroy"));
 }
 
+/* Out of memory at every allocation in turn while issuing: the call fails
+ * with RILL_ERROR_OUT_OF_MEMORY and a sentence, nothing reaches the
+ * transport and the stream goes on; or it succeeds and runs. */
+static void test_comm_out_of_memory_while_issuing_changes_nothing(void **state) {
+    (void)state;
+    fake f = {0};
+    rill_comm *c = open_fake(&f, 2);
+    rill_stream *s = new_stream();
+    float *x = new_floats(s, 4);
+    RT_OK(rill_stream_synchronize(s));
+    int completed = 0, failed = 0;
+    for (long k = 1; k < 40 && completed < 3; k++) {
+        int before = logged(&f);
+        rill__alloc_fail_after(k);
+        rill_status st = allreduce(s, c, x, x, 4);
+        rill__alloc_fail_after(0);
+        if (st == RILL_OK) {
+            RT_OK(rill_stream_synchronize(s));
+            assert_int_equal(logged(&f), before + 1);
+            completed++;
+            continue;
+        }
+        failed++;
+        assert_int_equal(st, RILL_ERROR_OUT_OF_MEMORY);
+        assert_contains(rill_last_error(), "rill_allreduce_f32: out of");
+        RT_OK(rill_stream_synchronize(s));
+        assert_int_equal(logged(&f), before);
+    }
+    assert_int_equal(completed, 3);
+    assert_true(failed > 0);
+    RT_OK(rill_free_async(x, s));
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(rill__comm_close(c, "rill_comm_destroy"));
+}
+
 /* The rank and size of a communicator are those its transport reported. */
 static void test_comm_rank_and_size_come_from_transport(void **state) {
     (void)state;
@@ -887,6 +923,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_comm_destroy_in_host_function_is_not_permitted),
         cmocka_unit_test(test_comm_shutdown_destroys_communicators_left),
         cmocka_unit_test(test_comm_bad_arguments_are_refused_before_anything_is_issued),
+        cmocka_unit_test(test_comm_out_of_memory_while_issuing_changes_nothing),
         cmocka_unit_test(test_comm_rank_and_size_come_from_transport),
     };
     return RT_RUN(tests);
