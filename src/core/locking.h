@@ -14,6 +14,8 @@
  *                         a graph run's active_lock after it
  *   9. pool lock          src/mem/pool.c: a device's memory pool
  *  10. registry lock      src/mem/registry.c: the pointer registry
+ *  11. comm engine lock   src/comm/engine.c: communicators' queues, free proxy streams;
+ *                         taken with no other lock held, and takes none
  *
  * Locks of one line are never held together, except the dev->locks of
  * every device, taken in ordinal order by fork()'s prepare handler.
