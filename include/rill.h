@@ -570,7 +570,10 @@ rill_status rill_graph_add_event_wait_node(rill_graph *graph, rill_graph_node *c
                                            rill_graph_node **out);
 rill_status rill_graph_node_count(rill_graph *graph, size_t *out);
 /* Graphviz DOT: one node per command, labelled with kernel names and the
- * stream it was captured from; edges are dependencies. */
+ * stream it was captured from, coloured by that stream; edges are
+ * dependencies, less those that a longer path implies (a transitive
+ * reduction; in a graph of millions of nodes, every edge past the first
+ * few million steps of that search). */
 rill_status rill_graph_write_dot(rill_graph *graph, const char *path);
 
 /* An exec is a graph made ready to launch; the graph may be destroyed

@@ -464,6 +464,63 @@ static void dot_label(FILE *f, const rill__graph_node *n) {
     }
 }
 
+/* How many nodes the search for redundant edges may visit in all: beyond
+ * it, the rest of a very large graph is drawn with every edge. */
+#define DOT_REDUCE_BUDGET 4000000u
+
+/* Marks (stamp[x] = mark) the proper ancestors of node i's dependencies,
+ * with at most *budget visits; false when the budget ran out. */
+static bool mark_grand_ancestors(const rill__graph *g, uint32_t i, uint32_t *stamp, uint32_t *stack,
+                                 uint32_t mark, uint64_t *budget) {
+    const rill__graph_node *n = g->nodes[i];
+    uint32_t top = 0;
+    for (uint32_t k = 0; k < n->num_deps; k++) {
+        const rill__graph_node *d = g->nodes[n->deps[k]];
+        for (uint32_t j = 0; j < d->num_deps; j++)
+            if (stamp[d->deps[j]] != mark) {
+                stamp[d->deps[j]] = mark;
+                stack[top++] = d->deps[j];
+            }
+    }
+    while (top > 0) {
+        if ((*budget)-- == 0)
+            return false;
+        const rill__graph_node *x = g->nodes[stack[--top]];
+        for (uint32_t j = 0; j < x->num_deps; j++)
+            if (stamp[x->deps[j]] != mark) {
+                stamp[x->deps[j]] = mark;
+                stack[top++] = x->deps[j];
+            }
+    }
+    return true;
+}
+
+/* Writes the dependency edges, without those that a longer path implies
+ * (a transitive reduction: seed 004's copy -> copy beside copy -> add ->
+ * copy). A node's dependency is redundant when it is an ancestor of
+ * another of its dependencies. Every edge is kept where there is no memory
+ * for the search or its budget is spent. */
+static void write_edges(FILE *f, const rill__graph *g) {
+    uint32_t n = g->num_nodes;
+    uint32_t *stamp = rill__calloc(n > 0 ? n : 1, sizeof *stamp);
+    uint32_t *stack = rill__malloc((n > 0 ? n : 1) * sizeof *stack);
+    uint64_t budget = DOT_REDUCE_BUDGET;
+    bool reduce = stamp != NULL && stack != NULL;
+    for (uint32_t i = 0; i < n; i++) {
+        const rill__graph_node *x = g->nodes[i];
+        bool marked = reduce && x->num_deps > 1;
+        if (marked && !mark_grand_ancestors(g, i, stamp, stack, i + 1, &budget)) {
+            fprintf(f, "  /* nodes from n%u on: every edge (too large to reduce) */\n", i);
+            reduce = marked = false;
+        }
+        for (uint32_t j = 0; j < x->num_deps; j++)
+            if (!marked || stamp[x->deps[j]] != i + 1)
+                fprintf(f, "  n%u -> n%u;\n", x->deps[j], i);
+    }
+    rill__free(stamp);
+    rill__free(stack);
+}
+
 rill_status rill_graph_write_dot(rill_graph *graph_h, const char *path) {
     static const char fn[] = "rill_graph_write_dot";
     rill__graph *graph;
@@ -478,7 +535,7 @@ rill_status rill_graph_write_dot(rill_graph *graph_h, const char *path) {
                           path);
     /* Colour by stream: the first stream seen gets the first colour. */
     uint64_t seen[8] = {0};
-    fprintf(f, "digraph rill__graph {\n  rankdir=TB;\n"
+    fprintf(f, "digraph rill_graph {\n  rankdir=TB;\n"
                "  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\"];\n");
     for (uint32_t i = 0; i < graph->num_nodes; i++) {
         const rill__graph_node *n = graph->nodes[i];
@@ -503,9 +560,7 @@ rill_status rill_graph_write_dot(rill_graph *graph_h, const char *path) {
         }
         fprintf(f, "\", fillcolor=\"%s\"];\n", color);
     }
-    for (uint32_t i = 0; i < graph->num_nodes; i++)
-        for (uint32_t j = 0; j < graph->nodes[i]->num_deps; j++)
-            fprintf(f, "  n%u -> n%u;\n", graph->nodes[i]->deps[j], i);
+    write_edges(f, graph);
     fprintf(f, "}\n");
     if (fclose(f) != 0)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: writing '%s' failed", fn, path);

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ------------------------------------------------------------ kernels */
 
@@ -203,6 +204,40 @@ static void test_capture_nested_forks_join_through_middle(void **state) {
     RT_OK(rill_stream_destroy(s1));
     RT_OK(rill_stream_destroy(s2));
     RT_OK(rill_stream_destroy(s3));
+}
+
+/* rill_graph_write_dot draws "edges [that] are dependencies", without those
+ * a longer path implies: a -> c is dropped beside a -> b -> c (seed 004's
+ * copy -> copy beside copy -> add -> copy), d -> e is kept. */
+static void test_graph_dot_drops_edges_a_longer_path_implies(void **state) {
+    (void)state;
+    rill_graph *g;
+    rill_graph_node *a, *b, *c, *d, *e;
+    RT_OK(rill_graph_create(&g));
+    RT_OK(rill_graph_add_empty_node(g, NULL, 0, &a));
+    RT_OK(rill_graph_add_empty_node(g, &a, 1, &b));
+    rill_graph_node *ab[2] = {a, b};
+    RT_OK(rill_graph_add_empty_node(g, ab, 2, &c));
+    RT_OK(rill_graph_add_empty_node(g, NULL, 0, &d));
+    rill_graph_node *cd[2] = {c, d};
+    RT_OK(rill_graph_add_empty_node(g, cd, 2, &e));
+    char path[] = "/tmp/rill_test_dot_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    RT_OK(rill_graph_write_dot(g, path));
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    char buf[4096] = {0};
+    assert_true(fread(buf, 1, sizeof buf - 1, f) > 0);
+    fclose(f);
+    remove(path);
+    assert_non_null(strstr(buf, "n0 -> n1;"));
+    assert_non_null(strstr(buf, "n1 -> n2;"));
+    assert_null(strstr(buf, "n0 -> n2;"));
+    assert_non_null(strstr(buf, "n2 -> n4;"));
+    assert_non_null(strstr(buf, "n3 -> n4;"));
+    RT_OK(rill_graph_destroy(g));
 }
 
 /* A forked stream not joined back, or given work after its last join:
@@ -1604,6 +1639,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_graph_replays_with_fresh_inputs),
         cmocka_unit_test(test_graph_by_hand_and_update),
         cmocka_unit_test(test_graph_refused_node_sets_out_to_null),
+        cmocka_unit_test(test_graph_dot_drops_edges_a_longer_path_implies),
         cmocka_unit_test(test_graph_kernel_node_accesses_are_checked_as_launches_are),
         cmocka_unit_test(test_graph_copy_and_set_nodes_refuse_to_run_past_an_allocation),
         cmocka_unit_test(test_graph_private_memory),
