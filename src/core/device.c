@@ -56,7 +56,7 @@ static _Thread_local thread_state tls;
 /* fork(): see the section at the end of this file. */
 _Atomic uint32_t rill__fork_count;
 static bool fork_handlers_registered;  /* guarded by the init lock */
-static rill__kernel *inherited_kernels; /* in a child: the parent's live kernels, until built */
+static rill__link *inherited_kernels;  /* in a child: the parent's live kernels, until built */
 static void fork_prepare(void);
 static void fork_parent(void);
 static void fork_child(void);
@@ -263,25 +263,20 @@ rill__device *rill__device_of_kind(rill_device_kind kind) {
     return NULL;
 }
 
+/* The stream whose dev_link l is (NULL for NULL): walks dev->streams. */
+static rill__stream *stream_at(rill__link *l) {
+    return l != NULL ? RILL__OWNER(l, rill__stream, dev_link) : NULL;
+}
+
 void rill__device_add_stream(rill__device *dev, rill__stream *s) {
     rill__mutex_lock(&dev->lock);
-    s->dev_prev = NULL;
-    s->dev_next = dev->streams;
-    if (dev->streams != NULL)
-        dev->streams->dev_prev = s;
-    dev->streams = s;
+    rill__list_push(&dev->streams, &s->dev_link);
     rill__mutex_unlock(&dev->lock);
 }
 
 void rill__device_remove_stream(rill__device *dev, rill__stream *s) {
     rill__mutex_lock(&dev->lock);
-    if (s->dev_prev != NULL)
-        s->dev_prev->dev_next = s->dev_next;
-    else
-        dev->streams = s->dev_next;
-    if (s->dev_next != NULL)
-        s->dev_next->dev_prev = s->dev_prev;
-    s->dev_next = s->dev_prev = NULL;
+    rill__list_remove(&dev->streams, &s->dev_link);
     rill__mutex_unlock(&dev->lock);
 }
 
@@ -289,7 +284,7 @@ size_t rill__device_pending(rill__device *dev, rill__mem_dep *deps, size_t cap, 
     size_t n = 0;
     *overflow = 0;
     rill__mutex_lock(&dev->lock);
-    for (rill__stream *s = dev->streams; s != NULL; s = s->dev_next) {
+    for (rill__stream *s = stream_at(dev->streams); s != NULL; s = stream_at(s->dev_link.next)) {
         if (s->kind == RILL__STREAM_PROXY)
             continue; /* it runs no work: its numbers stand for other processes' work */
         /* acquire: pairs with the submit that assigned the number. */
@@ -457,8 +452,8 @@ static rill_status sync_device(rill__device *dev, const char *fn) {
         rill__mem_dep deps[BATCH];
         size_t n = 0;
         rill__mutex_lock(&dev->lock);
-        rill__stream *s = mark != NULL ? mark->dev_next : dev->streams;
-        for (; s != NULL && n < BATCH; s = s->dev_next) {
+        rill__stream *s = stream_at(mark != NULL ? mark->dev_link.next : dev->streams);
+        for (; s != NULL && n < BATCH; s = stream_at(s->dev_link.next)) {
             if (s->kind == RILL__STREAM_PROXY)
                 continue;
             /* acquire: pairs with the submit that assigned the number. */
@@ -522,8 +517,8 @@ static void device_destroy(rill__device *dev) {
     }
     rill__pool_destroy(dev);
     rill__stream *next;
-    for (rill__stream *s = dev->streams; s != NULL; s = next) {
-        next = s->dev_next;
+    for (rill__stream *s = stream_at(dev->streams); s != NULL; s = next) {
+        next = stream_at(s->dev_link.next);
         if (!atomic_exchange(&s->owner_released, 1)) {
             atomic_store(&s->magic, RILL__MAGIC_DEAD);
             rill__stream_unref(s);
@@ -533,7 +528,7 @@ static void device_destroy(rill__device *dev) {
      * that exited, or that never switched back): their pointers die with
      * this runtime's epoch. */
     while (dev->streams != NULL)
-        rill__stream_free(dev->streams);
+        rill__stream_free(stream_at(dev->streams));
     rill__mutex_destroy(&dev->lock);
     dev->magic = RILL__MAGIC_DEAD;
     rill__free(dev);
@@ -691,18 +686,18 @@ static void forget_runtime(rill__runtime *rt) {
     for (int i = 0; i < rt->num_devices; i++) {
         rill__device *dev = rt->devices[i];
         atomic_store(&dev->magic, RILL__MAGIC_DEAD);
-        for (rill__stream *s = dev->streams; s != NULL; s = s->dev_next)
+        for (rill__stream *s = stream_at(dev->streams); s != NULL; s = stream_at(s->dev_link.next))
             atomic_store(&s->magic, RILL__MAGIC_DEAD);
     }
-    for (rill__event *e = rt->events; e != NULL; e = e->rt_next)
-        atomic_store(&e->magic, RILL__MAGIC_DEAD);
-    for (rill__graph *g = rt->graphs; g != NULL; g = g->rt_next)
-        atomic_store(&g->magic, RILL__MAGIC_DEAD);
-    for (rill__graph_exec *x = rt->execs; x != NULL; x = x->rt_next)
-        atomic_store(&x->magic, RILL__MAGIC_DEAD);
+    for (rill__link *l = rt->events; l != NULL; l = l->next)
+        atomic_store(&RILL__OWNER(l, rill__event, rt_link)->magic, RILL__MAGIC_DEAD);
+    for (rill__link *l = rt->graphs; l != NULL; l = l->next)
+        atomic_store(&RILL__OWNER(l, rill__graph, rt_link)->magic, RILL__MAGIC_DEAD);
+    for (rill__link *l = rt->execs; l != NULL; l = l->next)
+        atomic_store(&RILL__OWNER(l, rill__graph_exec, rt_link)->magic, RILL__MAGIC_DEAD);
     /* The graphs that named them are gone with the parent's runtime. */
-    for (rill__kernel *k = rt->kernels; k != NULL; k = k->rt_next)
-        atomic_store(&k->graph_refs, 0);
+    for (rill__link *l = rt->kernels; l != NULL; l = l->next)
+        atomic_store(&RILL__OWNER(l, rill__kernel, rt_link)->graph_refs, 0);
     rill__handle_close_all(RILL__HANDLE_KERNEL);
     inherited_kernels = rt->kernels;
     rt->kernels = NULL;

@@ -9,6 +9,7 @@
 #include "mem/memory.h"
 #include "platform/thread.h"
 #include "rill.h"
+#include "util/list.h"
 
 #define RILL__MAX_DEVICES 16
 
@@ -41,7 +42,7 @@ struct rill__device {
     rill__stream *default_stream; /* owned */
     /* guarded by lock */
     rill__mutex lock;
-    rill__stream *streams; /* live streams (not destroyed), default and tagged included */
+    rill__link *streams; /* by dev_link: the streams not yet freed, default and tagged ones too */
     rill__tagged_stream *tagged;
     /* memory state: guarded by its own lock (src/mem) */
     rill__mem_device mem;
@@ -62,11 +63,12 @@ typedef struct rill__runtime {
     uint64_t epoch;                          /* distinguishes successive inits */
     /* guarded by lock */
     rill__mutex lock;
-    rill__event *events;          /* every live event, for rill_shutdown */
-    rill__kernel *kernels;        /* live kernels (src/core/kernel.h) */
-    rill__kernel *zombie_kernels; /* destroyed kernels not yet freed */
-    rill__graph *graphs;          /* every graph not destroyed */
-    rill__graph_exec *execs;      /* every exec not yet freed */
+    /* lists by rt_link (util/list.h) */
+    rill__link *events;         /* every live event, for rill_shutdown */
+    rill__link *kernels;        /* live kernels (src/core/kernel.h) */
+    rill__link *zombie_kernels; /* destroyed kernels not yet freed (rt_link.next only) */
+    rill__link *graphs;         /* every graph not destroyed */
+    rill__link *execs;          /* every exec not yet freed */
     rill__tagged_event *tagged_events;
 } rill__runtime;
 

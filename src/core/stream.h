@@ -66,7 +66,7 @@ struct rill__stream {
     size_t num_windows, cap_windows;
     rill__fail_window first_window;
     /* guarded by dev->lock; a stream stays listed until it is freed */
-    rill__stream *dev_next, *dev_prev;
+    rill__link dev_link; /* on dev->streams */
     /* guarded by wait_lock */
     rill__mutex wait_lock;
     rill__waiter *waiters;

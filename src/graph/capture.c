@@ -38,8 +38,8 @@ _Atomic int rill__captures_active;
 /* A spin lock: it needs no initialisation, and it is held only for short
  * bookkeeping (never across a wait). */
 rill__spinlock rill__caps_lock;
-rill__capture *rill__caps;
-rill__gpool *rill__gpools;
+rill__link *rill__caps;
+rill__link *rill__gpools;
 _Atomic int rill__gpools_live;
 static uint64_t next_capture_id = 1;
 
@@ -87,7 +87,7 @@ static cap_record *find_record(rill__capture *c, rill__event *e) {
 }
 
 rill__capture *rill__cap_find(uint64_t id) {
-    for (rill__capture *c = rill__caps; c != NULL; c = c->next)
+    for (rill__capture *c = rill__cap_at(rill__caps); c != NULL; c = rill__cap_at(c->link.next))
         if (c->id == id)
             return c;
     return NULL;
@@ -184,12 +184,7 @@ rill_status rill__cap_fail_invalidated(rill__capture *c, const char *fn) {
 /* ------------------------------------------------------------ capture */
 
 static void detach(rill__capture *c) {
-    if (c->prev != NULL)
-        c->prev->next = c->next;
-    else
-        rill__caps = c->next;
-    if (c->next != NULL)
-        c->next->prev = c->prev;
+    rill__list_remove(&rill__caps, &c->link);
     for (size_t i = 0; i < c->num_streams; i++) {
         atomic_store_explicit(&c->streams[i].s->capture, NULL, memory_order_release);
         rill__stream_unref(c->streams[i].s);
@@ -225,7 +220,7 @@ static rill__graph *discard_unlock(rill__capture *c) {
 void rill__captures_shutdown(void) {
     for (;;) {
         rill__spinlock_lock(&rill__caps_lock);
-        rill__graph *g = rill__caps != NULL ? discard(rill__caps) : NULL;
+        rill__graph *g = rill__caps != NULL ? discard(rill__cap_at(rill__caps)) : NULL;
         rill__spinlock_unlock(&rill__caps_lock);
         if (g == NULL)
             return;
@@ -604,10 +599,7 @@ rill_status rill_stream_begin_capture(rill_stream *stream_h, rill_capture_mode m
         rill__graph_destroy(g);
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory", fn);
     }
-    c->next = rill__caps;
-    if (rill__caps != NULL)
-        rill__caps->prev = c;
-    rill__caps = c;
+    rill__list_push(&rill__caps, &c->link);
     rill__spinlock_unlock(&rill__caps_lock);
     return RILL_OK;
 }

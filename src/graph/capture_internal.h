@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "graph/graph.h"
+#include "util/list.h"
 #include "util/ptrmap.h"
 
 /* A tail may hold a node more than once: merging appends, and the tail is
@@ -38,7 +39,7 @@ typedef struct cap_use {
 
 struct rill__capture {
     uint64_t id;
-    rill__capture *next, *prev;
+    rill__link link; /* on rill__caps */
     rill_capture_mode mode;
     uint64_t thread; /* rill__thread_id() of the beginning thread */
     rill__stream *origin;
@@ -69,16 +70,24 @@ struct rill__gpool {
     _Atomic uint64_t ready_seq; /* launches wait for stream to reach it */
     gblock *blocks;             /* guarded by rill__caps_lock */
     size_t num_blocks, cap_blocks;
-    rill__gpool *next, *prev; /* live pools, guarded by rill__caps_lock */
+    rill__link link; /* on rill__gpools, guarded by rill__caps_lock */
 };
 
 /* The lock of every capture and graph memory pool, the active captures
  * and the live pools (rill__gpools_live counts them, read without the
  * lock as a hint). */
 extern rill__spinlock rill__caps_lock;
-extern rill__capture *rill__caps;
-extern rill__gpool *rill__gpools;
+extern rill__link *rill__caps;   /* captures, by link */
+extern rill__link *rill__gpools; /* graph memory pools, by link */
 extern _Atomic int rill__gpools_live;
+
+/* The capture or pool of a list's link l (NULL for NULL). */
+static inline rill__capture *rill__cap_at(rill__link *l) {
+    return l != NULL ? RILL__OWNER(l, rill__capture, link) : NULL;
+}
+static inline rill__gpool *rill__gpool_at(rill__link *l) {
+    return l != NULL ? RILL__OWNER(l, rill__gpool, link) : NULL;
+}
 
 /* Grows *arr to hold need elements of elem bytes (doubling); false when
  * out of memory, *arr unchanged. */

@@ -68,7 +68,7 @@ rill_status rill__capture_check_device_sync(rill__device *dev, const char *fn) {
     rill__spinlock_lock(&rill__caps_lock);
     int n = 0;
     char name[80] = "";
-    for (rill__capture *c = rill__caps; c != NULL; c = c->next) {
+    for (rill__capture *c = rill__cap_at(rill__caps); c != NULL; c = rill__cap_at(c->link.next)) {
         if (c->origin->dev != dev)
             continue;
         if (n++ == 0)
@@ -88,7 +88,7 @@ rill_status rill__capture_check_device_sync(rill__device *dev, const char *fn) {
  * unsafe call (all, or those using [lo, hi)); returns how many. */
 static int forbid(const char *fn, uintptr_t lo, uintptr_t hi, char *name, size_t size) {
     int n = 0;
-    for (rill__capture *c = rill__caps; c != NULL; c = c->next) {
+    for (rill__capture *c = rill__cap_at(rill__caps); c != NULL; c = rill__cap_at(c->link.next)) {
         if (!forbids(c))
             continue;
         if (hi != 0) {
@@ -127,7 +127,8 @@ rill_status rill__capture_check_free(void *ptr, const char *fn) {
         atomic_load_explicit(&rill__gpools_live, memory_order_relaxed) == 0)
         return RILL_OK;
     rill__spinlock_lock(&rill__caps_lock);
-    for (rill__gpool *p = rill__gpools; p != NULL; p = p->next) {
+    for (rill__gpool *p = rill__gpool_at(rill__gpools); p != NULL;
+         p = rill__gpool_at(p->link.next)) {
         if (rill__gpool_find(p, ptr) != NULL) {
             rill__spinlock_unlock(&rill__caps_lock);
             return rill__fail(RILL_ERROR_INVALID_ARGUMENT,

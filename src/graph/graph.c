@@ -55,12 +55,7 @@ static void graph_free(rill__graph *g) {
 
 static void graph_unlink(rill__runtime *rt, rill__graph *g) {
     rill__mutex_lock(&rt->lock);
-    if (g->rt_prev != NULL)
-        g->rt_prev->rt_next = g->rt_next;
-    else
-        rt->graphs = g->rt_next;
-    if (g->rt_next != NULL)
-        g->rt_next->rt_prev = g->rt_prev;
+    rill__list_remove(&rt->graphs, &g->rt_link);
     rill__mutex_unlock(&rt->lock);
 }
 
@@ -76,10 +71,7 @@ rill_status rill__graph_new(rill__graph **out) {
     }
     atomic_store(&g->magic, RILL__MAGIC_GRAPH);
     rill__mutex_lock(&rt->lock);
-    g->rt_next = rt->graphs;
-    if (rt->graphs != NULL)
-        rt->graphs->rt_prev = g;
-    rt->graphs = g;
+    rill__list_push(&rt->graphs, &g->rt_link);
     rill__mutex_unlock(&rt->lock);
     *out = g;
     return RILL_OK;
@@ -88,8 +80,8 @@ rill_status rill__graph_new(rill__graph **out) {
 void rill__graphs_shutdown(rill__runtime *rt) {
     rill__execs_shutdown(rt);
     while (rt->graphs != NULL) {
-        rill__graph *g = rt->graphs;
-        rt->graphs = g->rt_next;
+        rill__graph *g = RILL__OWNER(rt->graphs, rill__graph, rt_link);
+        rill__list_remove(&rt->graphs, &g->rt_link);
         atomic_store(&g->magic, RILL__MAGIC_DEAD);
         graph_free(g);
     }

@@ -96,7 +96,7 @@ struct rill__graph {
     uint32_t num_slabs;
     rill__gpool *pool; /* ref, or NULL: memory allocated during its capture */
     /* guarded by rt->lock: every live graph, for rill_shutdown */
-    rill__graph *rt_next, *rt_prev;
+    rill__link rt_link; /* on rt->graphs */
 };
 
 /* A node of an exec, laid out for the launch path. */
@@ -181,7 +181,7 @@ struct rill__graph_exec {
     rill__stream *last_stream; /* ref: where the last launch went, or NULL */
     uint64_t last_seq;
     /* guarded by rt->lock */
-    rill__graph_exec *rt_next, *rt_prev;
+    rill__link rt_link; /* on rt->execs */
 };
 
 /* Drops a reference to exec (a parameter set was freed, or the owner
