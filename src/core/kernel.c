@@ -11,7 +11,6 @@
 #include "core/event.h"
 #include "core/status.h"
 #include "core/stream.h"
-#include "graph/graph.h"
 #include "mem/pool.h"
 
 /* Frees a destroyed kernel whose pending work has completed, with no lock
@@ -117,7 +116,7 @@ void rill__cmd_release(rill__cmd *cmd) {
     case RILL__CMD_GRAPH:
         if (cmd->u.graph.after_stream != NULL)
             rill__stream_unref(cmd->u.graph.after_stream);
-        rill__xparams_unref(cmd->u.graph.params);
+        cmd->u.graph.release(cmd->u.graph.params);
         break;
     default:
         break;

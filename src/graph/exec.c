@@ -533,6 +533,7 @@ rill_status rill_graph_launch(rill_graph_exec *exec_h, rill_stream *stream_h) {
     /* A host node may wait for anything, as a host function does. */
     rill__cmd cmd = {.kind = RILL__CMD_GRAPH, .flags = exec->has_host ? RILL__CMD_OPAQUE : 0};
     cmd.u.graph.params = v;
+    cmd.u.graph.release = rill__xparams_unref;
     /* The previous launch on another stream: this one waits for it to end,
      * however it ended (see rill__cmd). On the same stream, stream order
      * does it. */
