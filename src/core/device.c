@@ -14,13 +14,10 @@
 #include "core/alloc.h"
 #include "core/assert.h"
 #include "core/event.h"
+#include "core/hooks.h"
 #include "core/kernel.h"
 #include "core/status.h"
 #include "core/stream.h"
-#include "graph/graph.h"
-#include "mem/ipc.h"
-#include "mem/pool.h"
-#include "mem/registry.h"
 
 /* The runtime every call finds (NULL before the first call and from the
  * start of rill_shutdown), and the one rill_shutdown is releasing: its own
@@ -158,6 +155,22 @@ static void choose_initial_device(rill__runtime *rt) {
              env, rt->num_devices);
 }
 
+/* How many subsystems the assembly lists. */
+static int subsystem_count(void) {
+    int n = 0;
+    while (rill__subsystems[n] != NULL)
+        n++;
+    return n;
+}
+
+/* Runs a phase of rill_shutdown in every subsystem, the highest layer
+ * first (a layer's state may hold the layers below it). */
+static void shutdown_phase(rill__runtime *rt, rill__shutdown_phase phase) {
+    for (int i = subsystem_count(); i-- > 0;)
+        if (rill__subsystems[i]->shutdown != NULL)
+            rill__subsystems[i]->shutdown(rt, phase);
+}
+
 static rill_status device_create(rill__runtime *rt, const rill__backend_ops *ops) {
     rill__device *dev = rill__calloc(1, sizeof *dev);
     if (dev == NULL)
@@ -170,9 +183,15 @@ static rill_status device_create(rill__runtime *rt, const rill__backend_ops *ops
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "out of memory creating a device");
     }
     rill__mutex_init(&dev->lock);
-    rill_status st = rill__pool_create(dev);
-    if (st != RILL_OK)
-        goto fail_pool;
+    rill_status st = RILL_OK;
+    int inited = 0; /* subsystems whose device_init succeeded */
+    for (; rill__subsystems[inited] != NULL && st == RILL_OK; inited++)
+        if (rill__subsystems[inited]->device_init != NULL)
+            st = rill__subsystems[inited]->device_init(dev);
+    if (st != RILL_OK) {
+        inited--; /* the one that failed has nothing to undo */
+        goto fail_subsystems;
+    }
     st = ops->device_init(dev);
     if (st != RILL_OK)
         goto fail_init;
@@ -185,8 +204,10 @@ static rill_status device_create(rill__runtime *rt, const rill__backend_ops *ops
 fail_stream:
     ops->device_shutdown(dev);
 fail_init:
-    rill__pool_destroy(dev);
-fail_pool:
+fail_subsystems:
+    while (inited-- > 0)
+        if (rill__subsystems[inited]->device_fini != NULL)
+            rill__subsystems[inited]->device_fini(dev);
     rill__mutex_destroy(&dev->lock);
     rill__handle_close(dev->handle);
     rill__free(dev);
@@ -221,7 +242,8 @@ rill_status rill__runtime_get(rill__runtime **out) {
         if (!fork_handlers_registered)
             fork_handlers_registered = rill__fork_handlers(fork_prepare, fork_parent, fork_child);
         rill__barrier_init();
-        rill__registry_init();
+        for (int i = 0; rill__subsystems[i] != NULL; i++)
+            rill__subsystems[i]->start(rt);
         if (device_create(rt, &rill__cpu_backend) != RILL_OK)
             rill__fit(rt->init_error, sizeof rt->init_error, rill_last_error());
         choose_initial_device(rt);
@@ -515,7 +537,9 @@ static void device_destroy(rill__device *dev) {
         rill__free(t->tag);
         rill__free(t);
     }
-    rill__pool_destroy(dev);
+    for (int i = subsystem_count(); i-- > 0;)
+        if (rill__subsystems[i]->device_fini != NULL)
+            rill__subsystems[i]->device_fini(dev);
     rill__stream *next;
     for (rill__stream *s = stream_at(dev->streams); s != NULL; s = next) {
         next = stream_at(s->dev_link.next);
@@ -555,24 +579,23 @@ rill_status rill_shutdown(void) {
     atomic_store_explicit(&runtime, NULL, memory_order_release);
     tls.in_shutdown = 1;
     run_shutdown_hooks();
-    rill__captures_shutdown(); /* nothing captured runs */
+    shutdown_phase(rt, RILL__SHUTDOWN_BEGIN); /* captures end: nothing captured runs */
     /* Wait for all work, including that of destroyed (zombie) streams,
      * which lives on in waits and events of live streams. */
     for (int i = 0; i < rt->num_devices; i++)
         sync_device(rt->devices[i], "rill_shutdown");
-    rill__graphs_shutdown(rt);
+    shutdown_phase(rt, RILL__SHUTDOWN_DRAINED); /* graphs and execs go */
     for (int i = 0; i < rt->num_devices; i++)
         sync_device(rt->devices[i], "rill_shutdown"); /* graph memory's deferred frees */
     for (int i = 0; i < rt->num_devices; i++)
         rt->devices[i]->ops->device_shutdown(rt->devices[i]);
     rill__ipc_events_shutdown();
-    rill__ipc_mem_shutdown(rt);
+    shutdown_phase(rt, RILL__SHUTDOWN_STOPPED); /* interprocess memory */
     rill__events_shutdown(rt);
     rill__kernels_shutdown(rt); /* destroyed ones release their streams */
     for (int i = 0; i < rt->num_devices; i++)
         device_destroy(rt->devices[i]);
-    rill__mem_host_shutdown();
-    rill__registry_shutdown();
+    shutdown_phase(rt, RILL__SHUTDOWN_DEVICES); /* host memory, the pointer registry */
     rill__mutex_destroy(&rt->lock);
     rill__handle_close_all(0); /* every handle of this runtime is stale */
     tls.in_shutdown = 0;
@@ -691,10 +714,9 @@ static void forget_runtime(rill__runtime *rt) {
     }
     for (rill__link *l = rt->events; l != NULL; l = l->next)
         atomic_store(&RILL__OWNER(l, rill__event, rt_link)->magic, RILL__MAGIC_DEAD);
-    for (rill__link *l = rt->graphs; l != NULL; l = l->next)
-        atomic_store(&RILL__OWNER(l, rill__graph, rt_link)->magic, RILL__MAGIC_DEAD);
-    for (rill__link *l = rt->execs; l != NULL; l = l->next)
-        atomic_store(&RILL__OWNER(l, rill__graph_exec, rt_link)->magic, RILL__MAGIC_DEAD);
+    for (int i = 0; rill__subsystems[i] != NULL; i++)
+        if (rill__subsystems[i]->fork_child != NULL)
+            rill__subsystems[i]->fork_child(rt);
     /* The graphs that named them are gone with the parent's runtime. */
     for (rill__link *l = rt->kernels; l != NULL; l = l->next)
         atomic_store(&RILL__OWNER(l, rill__kernel, rt_link)->graph_refs, 0);
@@ -719,8 +741,10 @@ static void fork_child(void) {
     /* Locks that other threads of the parent may have held at the fork;
      * what they guard is forgotten, or rebuilt by the next runtime. */
     atomic_store(&hooks_lock.held, 0);
-    rill__captures_forget();
+    if (rt == NULL)
+        for (int i = 0; rill__subsystems[i] != NULL; i++)
+            if (rill__subsystems[i]->fork_child != NULL)
+                rill__subsystems[i]->fork_child(NULL);
     rill__ipc_events_forget();
-    rill__registry_init();
     atomic_store(&init_lock, 0);
 }

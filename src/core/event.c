@@ -21,7 +21,6 @@
 #include "core/alloc.h"
 #include "core/status.h"
 #include "core/stream.h"
-#include "graph/graph.h"
 
 #define VALID_FLAGS (RILL_EVENT_TIMING | RILL_EVENT_BLOCKING_SYNC | RILL_EVENT_INTERPROCESS)
 

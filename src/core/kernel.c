@@ -9,9 +9,9 @@
 
 #include "core/alloc.h"
 #include "core/event.h"
+#include "core/hooks.h"
 #include "core/status.h"
 #include "core/stream.h"
-#include "mem/pool.h"
 
 /* Frees a destroyed kernel whose pending work has completed, with no lock
  * held (dropping a stream's last reference takes its device's lock). */
@@ -347,7 +347,7 @@ rill_status rill_launch_kernel(rill_stream *stream_h, rill_kernel *kernel_h,
     /* Declared accesses are uses of memory: the pool keeps a block that
      * another stream uses from being handed out before that use is done. */
     for (size_t i = 0; st == RILL_OK && i < launch->num_accesses; i++)
-        rill__pool_note_use(stream, seq, launch->accesses[i].ptr, launch->accesses[i].bytes);
+        rill__mem_note_use(stream, seq, launch->accesses[i].ptr, launch->accesses[i].bytes);
     return st;
 }
 

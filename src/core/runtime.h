@@ -6,7 +6,6 @@
 #define RILL_CORE_RUNTIME_H
 
 #include "backend/backend.h"
-#include "mem/memory.h"
 #include "platform/thread.h"
 #include "rill.h"
 #include "util/list.h"
@@ -21,6 +20,13 @@
 #define RILL__MAGIC_EVENT  0x52455654u /* "REVT" */
 #define RILL__MAGIC_KERNEL 0x524b524eu /* "RKRN" */
 #define RILL__MAGIC_DEAD   0xdeadbeefu
+
+/* The work of stream up to seq: the unit in which the library says "after
+ * this work". */
+typedef struct rill__mem_dep {
+    rill__stream *stream; /* ref */
+    uint64_t seq;
+} rill__mem_dep;
 
 /* Runs fn at the start of every rill_shutdown, once registered (modules
  * above the core, such as the built-in ops, release their state so). */
@@ -44,8 +50,8 @@ struct rill__device {
     rill__mutex lock;
     rill__link *streams; /* by dev_link: the streams not yet freed, default and tagged ones too */
     rill__tagged_stream *tagged;
-    /* memory state: guarded by its own lock (src/mem) */
-    rill__mem_device mem;
+    /* owned by the memory layer (src/mem/pool.c), guarded by its lock */
+    struct rill__pool *pool;
 };
 
 typedef struct rill__tagged_event {

@@ -18,7 +18,6 @@
 #include "core/event.h"
 #include "core/kernel.h"
 #include "core/status.h"
-#include "graph/graph.h"
 
 /* How long a default (non-blocking) host wait spins before it sleeps:
  * work that completes within this window wakes the host in well under a

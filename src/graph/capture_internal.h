@@ -110,4 +110,18 @@ rill__capture *rill__cap_lock_of(rill__stream *s);
 /* The block of graph memory pool p that starts at ptr, or NULL. */
 gblock *rill__gpool_find(rill__gpool *p, const void *ptr);
 
+/* The capture hooks (core/hooks.h says what each does). */
+rill_status rill__cap_submit(rill__stream *s, const rill__cmd *cmd, uint64_t *seq);
+rill_status rill__cap_event_record(rill__event *e, rill__stream *s, bool *handled);
+rill_status rill__cap_wait_event(rill__stream *s, rill__event *e, bool *handled);
+rill_status rill__cap_wait_stream(rill__stream *s, rill__stream *other, bool *handled);
+rill_status rill__cap_check_stream_sync(rill__stream *s, const char *fn);
+rill_status rill__cap_check_event_sync(rill__event *e, const char *fn);
+rill_status rill__cap_check_device_sync(rill__device *dev, const char *fn);
+rill_status rill__cap_check_unsafe(const char *fn);
+rill_status rill__cap_check_free(void *ptr, const char *fn);
+rill_status rill__cap_malloc(rill__stream *s, size_t bytes, void **out);
+rill_status rill__cap_free(rill__stream *s, void *ptr, bool *handled);
+void rill__cap_stream_destroyed(rill__stream *s);
+
 #endif

@@ -24,7 +24,7 @@ static bool forbids(const rill__capture *c) {
            c->thread == rill__thread_id();
 }
 
-rill_status rill__capture_check_stream_sync(rill__stream *s, const char *fn) {
+rill_status rill__cap_check_stream_sync(rill__stream *s, const char *fn) {
     if (!rill__stream_capturing(s))
         return RILL_OK;
     rill__capture *c = rill__cap_lock_of(s);
@@ -40,7 +40,7 @@ rill_status rill__capture_check_stream_sync(rill__stream *s, const char *fn) {
     return st;
 }
 
-rill_status rill__capture_check_event_sync(rill__event *e, const char *fn) {
+rill_status rill__cap_check_event_sync(rill__event *e, const char *fn) {
     if (atomic_load_explicit(&rill__captures_active, memory_order_relaxed) == 0)
         return RILL_OK;
     rill__mutex_lock(&e->lock);
@@ -62,7 +62,7 @@ rill_status rill__capture_check_event_sync(rill__event *e, const char *fn) {
     return st;
 }
 
-rill_status rill__capture_check_device_sync(rill__device *dev, const char *fn) {
+rill_status rill__cap_check_device_sync(rill__device *dev, const char *fn) {
     if (atomic_load_explicit(&rill__captures_active, memory_order_relaxed) == 0)
         return RILL_OK;
     rill__spinlock_lock(&rill__caps_lock);
@@ -105,7 +105,7 @@ static int forbid(const char *fn, uintptr_t lo, uintptr_t hi, char *name, size_t
     return n;
 }
 
-rill_status rill__capture_check_unsafe(const char *fn) {
+rill_status rill__cap_check_unsafe(const char *fn) {
     if (atomic_load_explicit(&rill__captures_active, memory_order_relaxed) == 0)
         return RILL_OK;
     char name[80] = "";
@@ -122,7 +122,7 @@ rill_status rill__capture_check_unsafe(const char *fn) {
                       fn, name);
 }
 
-rill_status rill__capture_check_free(void *ptr, const char *fn) {
+rill_status rill__cap_check_free(void *ptr, const char *fn) {
     if (atomic_load_explicit(&rill__captures_active, memory_order_relaxed) == 0 &&
         atomic_load_explicit(&rill__gpools_live, memory_order_relaxed) == 0)
         return RILL_OK;

@@ -55,7 +55,7 @@ gblock *rill__gpool_find(rill__gpool *p, const void *ptr) {
     return NULL;
 }
 
-rill_status rill__capture_malloc(rill__stream *s, size_t bytes, void **out) {
+rill_status rill__cap_malloc(rill__stream *s, size_t bytes, void **out) {
     static const char fn[] = "rill_malloc_async";
     rill__capture *c = rill__cap_lock_of(s);
     if (c == NULL)
@@ -147,7 +147,7 @@ out:
     return st;
 }
 
-rill_status rill__capture_free(rill__stream *s, void *ptr, bool *handled) {
+rill_status rill__cap_free(rill__stream *s, void *ptr, bool *handled) {
     static const char fn[] = "rill_free_async";
     *handled = false;
     rill__capture *c = rill__cap_lock_of(s);
