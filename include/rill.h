@@ -122,7 +122,8 @@ typedef struct rill_device rill_device;
 
 typedef enum rill_device_kind {
     RILL_DEVICE_CPU = 1,  /* always present: worker threads act as compute units */
-    RILL_DEVICE_CUDA = 2  /* present where a CUDA driver and GPU are found at run time */
+    RILL_DEVICE_CUDA = 2  /* not built in this version (docs/cuda.md is its design):
+                           * no device of this kind is ever listed */
 } rill_device_kind;
 
 typedef struct rill_device_info {
@@ -136,8 +137,10 @@ typedef struct rill_device_info {
 } rill_device_info;
 
 /* Devices are owned by the library and live until rill_shutdown. Ordinals:
- * CUDA devices first, then the CPU device; RILL_DEVICE=cpu|cuda:N in the
- * environment chooses the initial current device (default: ordinal 0).
+ * CUDA devices first (once a CUDA backend is built), then the CPU device;
+ * RILL_DEVICE=cpu|cuda:N in the environment chooses the initial current
+ * device (default: ordinal 0; cuda:N names no device in this version, see
+ * rill_device_get's RILL_ERROR_NO_DEVICE).
  * RILL_CPU_WORKERS=N sets the CPU device's compute units (default: the
  * number of processors the process may run on). */
 rill_status rill_device_count(int *count);
