@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: MIT
-# Installs the library, the header, the `rill` command, a pkg-config file and
-# a CMake package config (find_package(rill) gives rill::rill).
+# Installs the libraries, the headers, the `rill` command, pkg-config files
+# and a CMake package config (find_package(rill) gives rill::rill;
+# find_package(rill COMPONENTS mpi) adds rill::rill_mpi, and only then looks
+# for MPI).
 include(CMakePackageConfigHelpers)
 
 install(TARGETS rill rill_static EXPORT rillTargets
@@ -9,8 +11,14 @@ install(TARGETS rill rill_static EXPORT rillTargets
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(TARGETS rill_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(FILES include/rill.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(TARGETS rill_mpi rill_mpi_static EXPORT rillMpiTargets
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(FILES include/rill_mpi.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 
 install(EXPORT rillTargets NAMESPACE rill:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/rill)
+install(EXPORT rillMpiTargets NAMESPACE rill:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/rill)
 configure_package_config_file(cmake/rillConfig.cmake.in
   ${CMAKE_CURRENT_BINARY_DIR}/rillConfig.cmake
   INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/rill)
@@ -25,3 +33,17 @@ file(RELATIVE_PATH RILL_PC_TO_PREFIX "/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/")
 string(REGEX REPLACE "/$" "" RILL_PC_TO_PREFIX "${RILL_PC_TO_PREFIX}")
 configure_file(cmake/rill.pc.in ${CMAKE_CURRENT_BINARY_DIR}/rill.pc @ONLY)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/rill.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+# rill_mpi.pc carries MPI's flags, since rill_mpi.h includes mpi.h.
+set(RILL_MPI_PC_CFLAGS "")
+set(RILL_MPI_PC_LIBS "")
+if(RILL_HAVE_MPI)
+  foreach(dir ${MPI_C_INCLUDE_DIRS})
+    string(APPEND RILL_MPI_PC_CFLAGS " -I${dir}")
+  endforeach()
+  foreach(lib ${MPI_C_LIBRARIES})
+    string(APPEND RILL_MPI_PC_LIBS " ${lib}")
+  endforeach()
+endif()
+configure_file(cmake/rill_mpi.pc.in ${CMAKE_CURRENT_BINARY_DIR}/rill_mpi.pc @ONLY)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/rill_mpi.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

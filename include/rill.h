@@ -123,7 +123,8 @@ typedef struct rill_device rill_device;
 
 typedef enum rill_device_kind {
     RILL_DEVICE_CPU = 1,  /* always present: worker threads act as compute units */
-    RILL_DEVICE_CUDA = 2  /* present where a CUDA driver and GPU are found at run time */
+    RILL_DEVICE_CUDA = 2  /* not built in this version (docs/cuda.md is its design):
+                           * no device of this kind is ever listed */
 } rill_device_kind;
 
 typedef struct rill_device_info {
@@ -137,8 +138,10 @@ typedef struct rill_device_info {
 } rill_device_info;
 
 /* Devices are owned by the library and live until rill_shutdown. Ordinals:
- * CUDA devices first, then the CPU device; RILL_DEVICE=cpu|cuda:N in the
- * environment chooses the initial current device (default: ordinal 0).
+ * CUDA devices first (once a CUDA backend is built), then the CPU device;
+ * RILL_DEVICE=cpu|cuda:N in the environment chooses the initial current
+ * device (default: ordinal 0; cuda:N names no device in this version, see
+ * rill_device_get's RILL_ERROR_NO_DEVICE).
  * RILL_CPU_WORKERS=N sets the CPU device's compute units (default: the
  * number of processors the process may run on). */
 rill_status rill_device_count(int *count);
@@ -286,6 +289,14 @@ typedef void (*rill_host_fn)(void *user_data);
  * waits for it (see rill_stream_synchronize). fn must not block on rill
  * (synchronize calls from it return RILL_ERROR_NOT_PERMITTED). */
 rill_status rill_launch_host_func(rill_stream *stream, rill_host_fn fn, void *user_data);
+/* A host function calls this to fail itself, as a kernel calls
+ * rill_kernel_fail: once fn returns, its stream's error is sticky (see
+ * rill_stream_clear_error) and the stream's sentence ends in message ("host
+ * function on stream 's' failed: <message>", cut to 255 bytes); in a graph,
+ * the launch fails as with a failing kernel node. The first call's message
+ * counts. Does not block. RILL_ERROR_NOT_PERMITTED when the calling thread
+ * is not running a host function. */
+rill_status rill_host_func_fail(const char *message);
 
 /* --------------------------------------------------------------- kernels */
 
@@ -422,8 +433,14 @@ typedef struct rill_mem_stats {
     uint64_t oom_recoveries;     /* allocations that succeeded after emptying the cache */
 } rill_mem_stats;
 rill_status rill_mem_get_stats(rill_device *dev, rill_mem_stats *out);
+/* Lowers peak_allocated_bytes and peak_reserved_bytes to the current
+ * allocated and reserved bytes, so that later peaks measure a phase of the
+ * program (torch.cuda.reset_peak_memory_stats); counts are kept. Does not
+ * block; allowed anywhere. */
+rill_status rill_mem_reset_peak_stats(rill_device *dev);
 rill_status rill_mem_empty_cache(rill_device *dev);
 rill_status rill_mem_set_limit(rill_device *dev, size_t max_reserved_bytes); /* 0: none */
+rill_status rill_mem_get_limit(rill_device *dev, size_t *max_reserved_bytes); /* 0: none */
 
 /* How rill_malloc_async on a stream S may reuse a free block that another
  * stream's pending work still holds (freed there, or used there), S not
@@ -574,7 +591,10 @@ rill_status rill_graph_add_event_wait_node(rill_graph *graph, rill_graph_node *c
                                            rill_graph_node **out);
 rill_status rill_graph_node_count(rill_graph *graph, size_t *out);
 /* Graphviz DOT: one node per command, labelled with kernel names and the
- * stream it was captured from; edges are dependencies. */
+ * stream it was captured from, coloured by that stream; edges are
+ * dependencies, less those that a longer path implies (a transitive
+ * reduction; in a graph of millions of nodes, every edge past the first
+ * few million steps of that search). */
 rill_status rill_graph_write_dot(rill_graph *graph, const char *path);
 
 /* An exec is a graph made ready to launch; the graph may be destroyed

@@ -6,9 +6,12 @@
 set -euo pipefail
 
 # BLIS runs the ops' matrix products; clang and its runtime libraries
-# (libFuzzer) build the fuzz targets.
+# (libFuzzer) build the fuzz targets; Debian's python3 with cffi, numpy and
+# pytest runs and tests the Python package; OpenMPI builds librill_mpi and
+# runs its tests (mpirun).
 packages=(cmake ninja-build pkg-config gcc libc6-dev libcmocka-dev libblis-serial-dev
-  clang libclang-rt-dev)
+  clang libclang-rt-dev python3 python3-cffi python3-numpy python3-pytest libopenmpi-dev
+  openmpi-bin)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

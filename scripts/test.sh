@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Builds rill and runs every test: all labels in an optimised build, the
+# Builds rill and runs every test: all labels in an optimised build (the
+# Python package's included, with Debian's /usr/bin/python3; the
+# collectives over MPI, label mpi, under mpirun there), the
 # unit and seed tests under AddressSanitizer+UndefinedBehaviorSanitizer
 # (LeakSanitizer included), and the unit and stress tests under
 # ThreadSanitizer; then each libFuzzer target for a short, bounded time
@@ -24,7 +26,7 @@ if [ "${1:-}" != quick ]; then
   run asan-ubsan 'unit|seeds'
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" run tsan 'unit|stress'
 fi
-run default 'unit|seeds|stress|install'
+run default 'unit|seeds|stress|install|python|mpi'
 if [ "${1:-}" != quick ]; then
   scripts/fuzz.sh "${RILL_FUZZ_SECONDS:-25}"
 fi

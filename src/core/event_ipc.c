@@ -47,9 +47,9 @@
 
 #include "core/alloc.h"
 #include "core/event.h"
+#include "core/ipc_wire.h"
 #include "core/status.h"
 #include "core/stream.h"
-#include "mem/ipc.h"
 #include "platform/shm.h"
 
 #define PAGE_MAGIC 0x52455650u /* "PVER" backwards: a page of event state */

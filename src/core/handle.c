@@ -216,8 +216,9 @@ static const char *kind_name(rill__handle_kind kind) {
 rill_status rill__handle_fail(const char *fn, const char *arg, const void *handle,
                               rill__handle_kind kind) {
     rill__handle_kind is = rill__handle_kind_of(handle);
+    const char *an = strchr("aeiou", kind_name(kind)[0]) != NULL ? "an" : "a";
     if (handle == NULL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: %s is NULL; pass a %s", fn, arg,
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: %s is NULL; pass %s %s", fn, arg, an,
                           kind_name(kind));
     if (is == kind)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
@@ -229,6 +230,6 @@ rill_status rill__handle_fail(const char *fn, const char *arg, const void *handl
             RILL_ERROR_INVALID_ARGUMENT, "%s: %s is %s %s handle where a %s is needed", fn, arg,
             strchr("aeiou", kind_name(is)[0]) != NULL ? "an" : "a", kind_name(is), kind_name(kind));
     return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                      "%s: %s (%p) is not a handle that rill gave out; pass a %s", fn, arg, handle,
-                      kind_name(kind));
+                      "%s: %s (%p) is not a handle that rill gave out; pass %s %s", fn, arg, handle,
+                      an, kind_name(kind));
 }

@@ -57,6 +57,7 @@ typedef enum rill__handle_kind {
     RILL__HANDLE_GRAPH,
     RILL__HANDLE_NODE,
     RILL__HANDLE_EXEC,
+    RILL__HANDLE_COMM, /* rill_comm (src/comm/comm.c) */
     RILL__HANDLE_KINDS /* one past the last */
 } rill__handle_kind;
 

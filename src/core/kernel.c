@@ -9,10 +9,9 @@
 
 #include "core/alloc.h"
 #include "core/event.h"
+#include "core/hooks.h"
 #include "core/status.h"
 #include "core/stream.h"
-#include "graph/graph.h"
-#include "mem/pool.h"
 
 /* Frees a destroyed kernel whose pending work has completed, with no lock
  * held (dropping a stream's last reference takes its device's lock). */
@@ -26,28 +25,28 @@ static void kernel_free(rill__kernel *k) {
     rill__free(k);
 }
 
-/* Frees a chain of kernels linked by rt_next. */
-static void free_chain(rill__kernel *k) {
-    while (k != NULL) {
-        rill__kernel *next = k->rt_next;
-        kernel_free(k);
-        k = next;
+/* Frees a chain of kernels linked by rt_link.next. */
+static void free_chain(rill__link *l) {
+    while (l != NULL) {
+        rill__link *next = l->next;
+        kernel_free(RILL__OWNER(l, rill__kernel, rt_link));
+        l = next;
     }
 }
 
 void rill__kernels_reap(rill__runtime *rt) {
-    rill__kernel *done = NULL;
+    rill__link *done = NULL;
     rill__mutex_lock(&rt->lock);
-    for (rill__kernel **p = &rt->zombie_kernels; *p != NULL;) {
-        rill__kernel *k = *p;
+    for (rill__link **p = &rt->zombie_kernels; *p != NULL;) {
+        rill__kernel *k = RILL__OWNER(*p, rill__kernel, rt_link);
         /* The last graph reference is dropped with a seq_cst decrement,
          * after the node's last use of the kernel. */
         if (atomic_load(&k->graph_refs) == 0 && rill__deps_done(k->pending, k->num_pending)) {
-            *p = k->rt_next;
-            k->rt_next = done;
-            done = k;
+            *p = k->rt_link.next;
+            k->rt_link.next = done;
+            done = &k->rt_link;
         } else {
-            p = &k->rt_next;
+            p = &k->rt_link.next;
         }
     }
     rill__mutex_unlock(&rt->lock);
@@ -56,7 +55,7 @@ void rill__kernels_reap(rill__runtime *rt) {
 
 void rill__kernels_shutdown(rill__runtime *rt) {
     rill__mutex_lock(&rt->lock);
-    rill__kernel *live = rt->kernels, *zombies = rt->zombie_kernels;
+    rill__link *live = rt->kernels, *zombies = rt->zombie_kernels;
     rt->kernels = rt->zombie_kernels = NULL;
     rill__mutex_unlock(&rt->lock);
     free_chain(live);
@@ -117,7 +116,7 @@ void rill__cmd_release(rill__cmd *cmd) {
     case RILL__CMD_GRAPH:
         if (cmd->u.graph.after_stream != NULL)
             rill__stream_unref(cmd->u.graph.after_stream);
-        rill__xparams_unref(cmd->u.graph.params);
+        cmd->u.graph.release(cmd->u.graph.params);
         break;
     default:
         break;
@@ -180,11 +179,7 @@ rill_status rill_kernel_create(const rill_kernel_desc *desc, rill_kernel **out) 
     atomic_store(&k->magic, RILL__MAGIC_KERNEL);
     rill__kernels_reap(rt);
     rill__mutex_lock(&rt->lock);
-    k->rt_prev = NULL;
-    k->rt_next = rt->kernels;
-    if (rt->kernels != NULL)
-        rt->kernels->rt_prev = k;
-    rt->kernels = k;
+    rill__list_push(&rt->kernels, &k->rt_link);
     rill__mutex_unlock(&rt->lock);
     *out = k->handle;
     return RILL_OK;
@@ -224,15 +219,9 @@ rill_status rill_kernel_destroy(rill_kernel *kernel_h) {
     /* One critical section moves the kernel to the zombies and gives it its
      * pending work: a reap on another thread sees both or neither. */
     rill__mutex_lock(&rt->lock);
-    if (kernel->rt_prev != NULL)
-        kernel->rt_prev->rt_next = kernel->rt_next;
-    else
-        rt->kernels = kernel->rt_next;
-    if (kernel->rt_next != NULL)
-        kernel->rt_next->rt_prev = kernel->rt_prev;
-    kernel->rt_prev = NULL;
-    kernel->rt_next = rt->zombie_kernels;
-    rt->zombie_kernels = kernel;
+    rill__list_remove(&rt->kernels, &kernel->rt_link);
+    kernel->rt_link.next = rt->zombie_kernels;
+    rt->zombie_kernels = &kernel->rt_link;
     kernel->pending = deps;
     kernel->num_pending = n;
     rill__mutex_unlock(&rt->lock);
@@ -240,28 +229,61 @@ rill_status rill_kernel_destroy(rill_kernel *kernel_h) {
     return RILL_OK;
 }
 
-void rill_kernel_fail(const rill_block_ctx *ctx, const char *message) {
-    if (ctx == NULL || ctx->state == NULL)
-        return;
-    rill__launch_state *ls = ctx->state;
+bool rill__launch_state_fail(rill__launch_state *ls, const char *message) {
     int expected = 0;
     /* The first failing block's message wins; the flag also stops the
      * launch's remaining blocks from starting. */
-    if (atomic_compare_exchange_strong(&ls->failed, &expected, 2)) {
-        rill__fit(ls->message, sizeof ls->message, message != NULL ? message : "");
-        atomic_store_explicit(&ls->failed, 1, memory_order_release);
-    }
+    if (!atomic_compare_exchange_strong(&ls->failed, &expected, 2))
+        return false;
+    rill__fit(ls->message, sizeof ls->message, message != NULL ? message : "");
+    atomic_store_explicit(&ls->failed, 1, memory_order_release);
+    return true;
 }
 
-rill_status rill_launch_kernel(rill_stream *stream_h, rill_kernel *kernel_h,
-                               const rill_launch *launch) {
-    static const char fn[] = "rill_launch_kernel";
-    rill__stream *stream;
-    rill_status st = rill__stream_resolve(stream_h, fn, &stream);
-    if (st != RILL_OK)
-        return st;
+/* Set on the thread whose rill_kernel_fail recorded its launch's failure
+ * (rill__took_kernel_failure). */
+static _Thread_local bool tls_failed_here;
+
+void rill_kernel_fail(const rill_block_ctx *ctx, const char *message) {
+    if (ctx == NULL || ctx->state == NULL)
+        return;
+    if (rill__launch_state_fail(ctx->state, message))
+        tls_failed_here = true;
+}
+
+bool rill__took_kernel_failure(void) {
+    bool failed = tls_failed_here;
+    tls_failed_here = false;
+    return failed;
+}
+
+/* The state of the host function that runs on this thread (NULL outside
+ * one): where rill_host_func_fail writes. */
+static _Thread_local rill__launch_state *tls_host;
+
+bool rill__host_run(rill_host_fn fn, void *user_data, rill__launch_state *ls) {
+    rill__launch_state *outer = tls_host;
+    atomic_store_explicit(&ls->failed, 0, memory_order_relaxed);
+    ls->message[0] = '\0';
+    tls_host = ls;
+    fn(user_data);
+    tls_host = outer;
+    return atomic_load_explicit(&ls->failed, memory_order_relaxed) != 0; /* this thread wrote it */
+}
+
+rill_status rill_host_func_fail(const char *message) {
+    if (tls_host == NULL)
+        return rill__fail(RILL_ERROR_NOT_PERMITTED,
+                          "rill_host_func_fail: the calling thread is not running a host "
+                          "function; call it from the function given to rill_launch_host_func");
+    rill__launch_state_fail(tls_host, message);
+    return RILL_OK;
+}
+
+rill_status rill__launch_check(rill_kernel *kernel_h, const rill_launch *launch, const char *fn,
+                               rill__kernel **out) {
     rill__kernel *kernel;
-    st = rill__kernel_resolve(kernel_h, fn, &kernel);
+    rill_status st = rill__kernel_resolve(kernel_h, fn, &kernel);
     if (st != RILL_OK)
         return st;
     if (launch == NULL)
@@ -292,6 +314,21 @@ rill_status rill_launch_kernel(rill_stream *stream_h, rill_kernel *kernel_h,
                               "than RILL_READ, RILL_WRITE or RILL_READ_WRITE",
                               fn, kernel->name, i);
     }
+    *out = kernel;
+    return RILL_OK;
+}
+
+rill_status rill_launch_kernel(rill_stream *stream_h, rill_kernel *kernel_h,
+                               const rill_launch *launch) {
+    static const char fn[] = "rill_launch_kernel";
+    rill__stream *stream;
+    rill_status st = rill__stream_resolve(stream_h, fn, &stream);
+    if (st != RILL_OK)
+        return st;
+    rill__kernel *kernel;
+    st = rill__launch_check(kernel_h, launch, fn, &kernel);
+    if (st != RILL_OK)
+        return st;
     if (stream->dev->info.kind == RILL_DEVICE_CPU && kernel->cpu == NULL)
         return rill__fail(RILL_ERROR_NOT_SUPPORTED,
                           "%s: kernel '%s' has no CPU body (desc->cpu) and cannot run on the CPU "
@@ -310,7 +347,7 @@ rill_status rill_launch_kernel(rill_stream *stream_h, rill_kernel *kernel_h,
     /* Declared accesses are uses of memory: the pool keeps a block that
      * another stream uses from being handed out before that use is done. */
     for (size_t i = 0; st == RILL_OK && i < launch->num_accesses; i++)
-        rill__pool_note_use(stream, seq, launch->accesses[i].ptr, launch->accesses[i].bytes);
+        rill__mem_note_use(stream, seq, launch->accesses[i].ptr, launch->accesses[i].bytes);
     return st;
 }
 

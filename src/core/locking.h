@@ -4,7 +4,7 @@
  *
  *   0. init lock          src/core/device.c: initialisation, rill_shutdown, fork()
  *   1. exec->lock         src/graph/exec.c: an exec's parameter set, last launch
- *   2. caps_lock          src/graph/capture.c: every capture, graph memory
+ *   2. rill__caps_lock    src/graph/capture*.c, gmem.c: every capture, graph memory
  *   3. rt->lock           runtime: event, kernel, graph and exec lists, tagged events
  *   4. dev->lock          device: its stream list and tagged streams
  *   5. event->lock        an event's recorded point
@@ -14,6 +14,8 @@
  *                         a graph run's active_lock after it
  *   9. pool lock          src/mem/pool.c: a device's memory pool
  *  10. registry lock      src/mem/registry.c: the pointer registry
+ *  11. comm engine lock   src/comm/engine.c: communicators' queues, free proxy streams;
+ *                         taken with no other lock held, and takes none
  *
  * Locks of one line are never held together, except the dev->locks of
  * every device, taken in ordinal order by fork()'s prepare handler.

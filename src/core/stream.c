@@ -21,7 +21,6 @@
 #include "core/event.h"
 #include "core/kernel.h"
 #include "core/status.h"
-#include "graph/graph.h"
 
 /* How long a default (non-blocking) host wait spins before it sleeps:
  * work that completes within this window wakes the host in well under a
@@ -678,7 +677,16 @@ rill_status rill_stream_clear_error(rill_stream *stream_h) {
     if (st != RILL_OK)
         return st;
     rill__cmd cmd = {.kind = RILL__CMD_CLEAR};
-    return rill__stream_submit(stream, &cmd, NULL);
+    uint64_t seq;
+    st = rill__stream_submit(stream, &cmd, &seq);
+    /* The work submitted from now on runs: an open failure window ends at
+     * the clear already, so that queries and waits for that work made
+     * before the clear has run do not report the failure. (A failure still
+     * to come before the clear opens a window that the clear closes when it
+     * runs.) */
+    if (st == RILL_OK && seq != 0)
+        rill__stream_clear_failure(stream, seq);
+    return st;
 }
 
 rill_status rill__stream_tagged(rill__device *dev, const char *tag, int priority,

@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
+#include "core/hooks.h"
 #include "core/runtime.h"
 #include "core/status.h"
 
@@ -66,7 +67,7 @@ struct rill__stream {
     size_t num_windows, cap_windows;
     rill__fail_window first_window;
     /* guarded by dev->lock; a stream stays listed until it is freed */
-    rill__stream *dev_next, *dev_prev;
+    rill__link dev_link; /* on dev->streams */
     /* guarded by wait_lock */
     rill__mutex wait_lock;
     rill__waiter *waiters;
@@ -185,6 +186,12 @@ static inline bool rill__stream_opaque_pending(rill__stream *s) {
      * opaque command's store (see opaque_seq); done_seq after it. */
     uint64_t opaque = atomic_load_explicit(&s->opaque_seq, memory_order_acquire);
     return opaque > atomic_load_explicit(&s->done_seq, memory_order_acquire);
+}
+
+/* True when s belongs to an active capture; one relaxed load otherwise. */
+static inline bool rill__stream_capturing(rill__stream *s) {
+    return atomic_load_explicit(&rill__captures_active, memory_order_relaxed) != 0 &&
+           atomic_load_explicit(&s->capture, memory_order_acquire) != NULL;
 }
 
 /* Submits a command, the one path every command takes into a backend. On

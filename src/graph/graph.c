@@ -55,12 +55,7 @@ static void graph_free(rill__graph *g) {
 
 static void graph_unlink(rill__runtime *rt, rill__graph *g) {
     rill__mutex_lock(&rt->lock);
-    if (g->rt_prev != NULL)
-        g->rt_prev->rt_next = g->rt_next;
-    else
-        rt->graphs = g->rt_next;
-    if (g->rt_next != NULL)
-        g->rt_next->rt_prev = g->rt_prev;
+    rill__list_remove(&rt->graphs, &g->rt_link);
     rill__mutex_unlock(&rt->lock);
 }
 
@@ -76,20 +71,47 @@ rill_status rill__graph_new(rill__graph **out) {
     }
     atomic_store(&g->magic, RILL__MAGIC_GRAPH);
     rill__mutex_lock(&rt->lock);
-    g->rt_next = rt->graphs;
-    if (rt->graphs != NULL)
-        rt->graphs->rt_prev = g;
-    rt->graphs = g;
+    rill__list_push(&rt->graphs, &g->rt_link);
     rill__mutex_unlock(&rt->lock);
     *out = g;
     return RILL_OK;
 }
 
+/* ------------------------------------------------------------ subsystem */
+
+static void graph_start(rill__runtime *rt) {
+    (void)rt;
+    atomic_store_explicit(&rill__capture_ops, &rill__capture_table, memory_order_relaxed);
+}
+
+static void graph_shutdown(rill__runtime *rt, rill__shutdown_phase phase) {
+    if (phase == RILL__SHUTDOWN_BEGIN)
+        rill__captures_shutdown(); /* nothing captured runs */
+    else if (phase == RILL__SHUTDOWN_DRAINED)
+        rill__graphs_shutdown(rt);
+}
+
+/* Marks the parent's graphs and execs dead and forgets its captures. */
+static void graph_fork_child(rill__runtime *rt) {
+    for (rill__link *l = rt != NULL ? rt->graphs : NULL; l != NULL; l = l->next)
+        atomic_store(&RILL__OWNER(l, rill__graph, rt_link)->magic, RILL__MAGIC_DEAD);
+    for (rill__link *l = rt != NULL ? rt->execs : NULL; l != NULL; l = l->next)
+        atomic_store(&RILL__OWNER(l, rill__graph_exec, rt_link)->magic, RILL__MAGIC_DEAD);
+    rill__captures_forget();
+}
+
+const rill__subsystem rill__graph_subsystem = {
+    .name = "graph",
+    .start = graph_start,
+    .shutdown = graph_shutdown,
+    .fork_child = graph_fork_child,
+};
+
 void rill__graphs_shutdown(rill__runtime *rt) {
     rill__execs_shutdown(rt);
     while (rt->graphs != NULL) {
-        rill__graph *g = rt->graphs;
-        rt->graphs = g->rt_next;
+        rill__graph *g = RILL__OWNER(rt->graphs, rill__graph, rt_link);
+        rill__list_remove(&rt->graphs, &g->rt_link);
         atomic_store(&g->magic, RILL__MAGIC_DEAD);
         graph_free(g);
     }
@@ -291,46 +313,20 @@ void rill__graph_destroy(rill__graph *g) {
     graph_free(g);
 }
 
-/* Checks a kernel launch description; shared with rill_launch_kernel's
- * rules. */
-static rill_status check_kernel(rill_kernel *kernel_h, const rill_launch *launch, const char *fn,
-                                rill__kernel **out) {
-    rill__kernel *kernel;
-    rill_status st = rill__kernel_resolve(kernel_h, fn, &kernel);
-    if (st != RILL_OK)
-        return st;
-    *out = kernel;
-    if (launch == NULL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: launch is NULL", fn);
-    if (launch->grid.x == 0 || launch->grid.y == 0 || launch->grid.z == 0 ||
-        (uint64_t)launch->grid.x * launch->grid.y * launch->grid.z > UINT32_MAX)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                          "%s: kernel '%s' has grid (%u, %u, %u); each dimension needs 1 or more "
-                          "blocks, at most 2^32-1 in all",
-                          fn, kernel->name, launch->grid.x, launch->grid.y, launch->grid.z);
-    if ((launch->args_size > 0 && launch->args == NULL) ||
-        (launch->num_accesses > 0 && launch->accesses == NULL))
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                          "%s: kernel '%s' has a size or count for args or accesses but a NULL "
-                          "pointer",
-                          fn, kernel->name);
-    if (kernel->cpu == NULL)
-        return rill__fail(RILL_ERROR_NOT_SUPPORTED,
-                          "%s: kernel '%s' has no CPU body; graphs run on the CPU device", fn,
-                          kernel->name);
-    return RILL_OK;
-}
-
 rill_status rill_graph_add_kernel_node(rill_graph *graph_h, rill_graph_node *const *deps,
                                        size_t num_deps, rill_kernel *kernel_h,
                                        const rill_launch *launch, rill_graph_node **out) {
     static const char fn[] = "rill_graph_add_kernel_node";
     if (out != NULL)
         *out = NULL;
-    rill__kernel *kernel;
-    rill_status st = check_kernel(kernel_h, launch, fn, &kernel);
+    rill__kernel *kernel = NULL;
+    rill_status st = rill__launch_check(kernel_h, launch, fn, &kernel);
     if (st != RILL_OK)
         return st;
+    if (kernel->cpu == NULL)
+        return rill__fail(RILL_ERROR_NOT_SUPPORTED,
+                          "%s: kernel '%s' has no CPU body; graphs run on the CPU device", fn,
+                          kernel->name);
     rill__gnode_params p = {.kind = RILL__GNODE_KERNEL};
     p.u.kernel.kernel = kernel;
     p.u.kernel.grid = launch->grid;
@@ -490,6 +486,63 @@ static void dot_label(FILE *f, const rill__graph_node *n) {
     }
 }
 
+/* How many nodes the search for redundant edges may visit in all: beyond
+ * it, the rest of a very large graph is drawn with every edge. */
+#define DOT_REDUCE_BUDGET 4000000u
+
+/* Marks (stamp[x] = mark) the proper ancestors of node i's dependencies,
+ * with at most *budget visits; false when the budget ran out. */
+static bool mark_grand_ancestors(const rill__graph *g, uint32_t i, uint32_t *stamp, uint32_t *stack,
+                                 uint32_t mark, uint64_t *budget) {
+    const rill__graph_node *n = g->nodes[i];
+    uint32_t top = 0;
+    for (uint32_t k = 0; k < n->num_deps; k++) {
+        const rill__graph_node *d = g->nodes[n->deps[k]];
+        for (uint32_t j = 0; j < d->num_deps; j++)
+            if (stamp[d->deps[j]] != mark) {
+                stamp[d->deps[j]] = mark;
+                stack[top++] = d->deps[j];
+            }
+    }
+    while (top > 0) {
+        if ((*budget)-- == 0)
+            return false;
+        const rill__graph_node *x = g->nodes[stack[--top]];
+        for (uint32_t j = 0; j < x->num_deps; j++)
+            if (stamp[x->deps[j]] != mark) {
+                stamp[x->deps[j]] = mark;
+                stack[top++] = x->deps[j];
+            }
+    }
+    return true;
+}
+
+/* Writes the dependency edges, without those that a longer path implies
+ * (a transitive reduction: seed 004's copy -> copy beside copy -> add ->
+ * copy). A node's dependency is redundant when it is an ancestor of
+ * another of its dependencies. Every edge is kept where there is no memory
+ * for the search or its budget is spent. */
+static void write_edges(FILE *f, const rill__graph *g) {
+    uint32_t n = g->num_nodes;
+    uint32_t *stamp = rill__calloc(n > 0 ? n : 1, sizeof *stamp);
+    uint32_t *stack = rill__malloc((n > 0 ? n : 1) * sizeof *stack);
+    uint64_t budget = DOT_REDUCE_BUDGET;
+    bool reduce = stamp != NULL && stack != NULL;
+    for (uint32_t i = 0; i < n; i++) {
+        const rill__graph_node *x = g->nodes[i];
+        bool marked = reduce && x->num_deps > 1;
+        if (marked && !mark_grand_ancestors(g, i, stamp, stack, i + 1, &budget)) {
+            fprintf(f, "  /* nodes from n%u on: every edge (too large to reduce) */\n", i);
+            reduce = marked = false;
+        }
+        for (uint32_t j = 0; j < x->num_deps; j++)
+            if (!marked || stamp[x->deps[j]] != i + 1)
+                fprintf(f, "  n%u -> n%u;\n", x->deps[j], i);
+    }
+    rill__free(stamp);
+    rill__free(stack);
+}
+
 rill_status rill_graph_write_dot(rill_graph *graph_h, const char *path) {
     static const char fn[] = "rill_graph_write_dot";
     rill__graph *graph;
@@ -504,7 +557,7 @@ rill_status rill_graph_write_dot(rill_graph *graph_h, const char *path) {
                           path);
     /* Colour by stream: the first stream seen gets the first colour. */
     uint64_t seen[8] = {0};
-    fprintf(f, "digraph rill__graph {\n  rankdir=TB;\n"
+    fprintf(f, "digraph rill_graph {\n  rankdir=TB;\n"
                "  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\"];\n");
     for (uint32_t i = 0; i < graph->num_nodes; i++) {
         const rill__graph_node *n = graph->nodes[i];
@@ -529,9 +582,7 @@ rill_status rill_graph_write_dot(rill_graph *graph_h, const char *path) {
         }
         fprintf(f, "\", fillcolor=\"%s\"];\n", color);
     }
-    for (uint32_t i = 0; i < graph->num_nodes; i++)
-        for (uint32_t j = 0; j < graph->nodes[i]->num_deps; j++)
-            fprintf(f, "  n%u -> n%u;\n", graph->nodes[i]->deps[j], i);
+    write_edges(f, graph);
     fprintf(f, "}\n");
     if (fclose(f) != 0)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: writing '%s' failed", fn, path);

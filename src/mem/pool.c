@@ -564,11 +564,31 @@ void rill__pool_empty_cache(rill__device *dev) {
     rill__spinlock_unlock(&p->lock);
 }
 
+void rill__pool_reset_peak_stats(rill__device *dev) {
+    rill__pool *p = rill__pool_of(dev);
+    rill__spinlock_lock(&p->lock);
+    rill_mem_stats now;
+    stats_locked(p, &now); /* allocated less what the thread caches hold free */
+    p->stats.peak_allocated_bytes = now.allocated_bytes;
+    /* relaxed: read under the lock or as a hint, see peak_mirror */
+    atomic_store_explicit(&p->peak_mirror, now.allocated_bytes, memory_order_relaxed);
+    p->stats.peak_reserved_bytes = p->stats.reserved_bytes;
+    rill__spinlock_unlock(&p->lock);
+}
+
 void rill__pool_set_limit(rill__device *dev, size_t max_reserved_bytes) {
     rill__pool *p = rill__pool_of(dev);
     rill__spinlock_lock(&p->lock);
     p->limit = max_reserved_bytes;
     rill__spinlock_unlock(&p->lock);
+}
+
+size_t rill__pool_limit(rill__device *dev) {
+    rill__pool *p = rill__pool_of(dev);
+    rill__spinlock_lock(&p->lock);
+    size_t limit = p->limit;
+    rill__spinlock_unlock(&p->lock);
+    return limit;
 }
 
 void rill__pool_set_reuse_flags(rill__device *dev, unsigned flags) {
@@ -598,7 +618,7 @@ rill_status rill__pool_create(rill__device *dev) {
     }
     p->id = atomic_fetch_add(&next_pool_id, 1);
     p->reuse_flags = RILL_MEM_REUSE_INTERNAL_WAITS;
-    dev->mem.pool = p;
+    dev->pool = p;
     return RILL_OK;
 }
 
@@ -640,7 +660,7 @@ void rill__pool_destroy(rill__device *dev) {
     }
     rill__free(p->hash);
     rill__free(p);
-    dev->mem.pool = NULL;
+    dev->pool = NULL;
 }
 
 /* -------------------------------------------------------------- summary */

@@ -88,7 +88,10 @@ bool rill__pool_locate(const void *ptr, rill__pool_location *out);
 void rill__pool_get_stats(rill__device *dev, rill_mem_stats *out);
 /* Returns unused segments whose pending work has completed to the system. */
 void rill__pool_empty_cache(rill__device *dev);
+/* Lowers both peaks to the current figures (rill_mem_reset_peak_stats). */
+void rill__pool_reset_peak_stats(rill__device *dev);
 void rill__pool_set_limit(rill__device *dev, size_t max_reserved_bytes);
+size_t rill__pool_limit(rill__device *dev); /* 0: none */
 /* The reuse policy (enum rill_mem_reuse_flags; rill_mem_set_reuse_policy). */
 void rill__pool_set_reuse_flags(rill__device *dev, unsigned flags);
 unsigned rill__pool_reuse_flags(rill__device *dev);

@@ -3,7 +3,7 @@
  * small numbers (zeros once it runs out, so every input is a whole program),
  * a check that aborts, with the call's sentence, when a status is not one
  * the target allows, and the forging of interprocess handles from real ones
- * (the wire format is in src/mem/ipc.h). */
+ * (the wire format is in src/core/ipc_wire.h). */
 #ifndef RILL_FUZZ_INPUT_H
 #define RILL_FUZZ_INPUT_H
 

@@ -1,7 +1,11 @@
 # SPDX-License-Identifier: MIT
 # Installs the build tree into a scratch prefix, then builds and runs a
-# consumer twice: with pkg-config (rill.pc) and with find_package(rill).
-# Run as: cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DWORK_DIR=... -P check_install.cmake
+# consumer twice: with pkg-config (rill.pc) and with find_package(rill),
+# and checks that it links neither MPI nor librill_mpi. With HAVE_MPI, does
+# the same for a consumer of librill_mpi (rill_mpi.pc, and find_package(rill
+# COMPONENTS mpi)), run as a one-process MPI world.
+# Run as: cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DWORK_DIR=... [-DHAVE_MPI=ON]
+#   -P check_install.cmake
 set(prefix ${WORK_DIR}/prefix)
 file(REMOVE_RECURSE ${WORK_DIR})
 
@@ -29,12 +33,45 @@ if(NOT last_output MATCHES "^devices: [0-9]+")
   message(FATAL_ERROR "pkg-config consumer printed: ${last_output}")
 endif()
 
+# A program that uses no MPI links neither MPI nor librill_mpi, and neither
+# does librill itself.
+find_program(READELF readelf REQUIRED)
+function(check_no_mpi file)
+  run(${READELF} -d ${file})
+  if(last_output MATCHES "NEEDED[^\n]*(libmpi|librill_mpi)")
+    message(FATAL_ERROR "${file} links MPI:\n${last_output}")
+  endif()
+endfunction()
+check_no_mpi(${WORK_DIR}/consumer_pc)
+file(GLOB librill ${prefix}/lib*/librill.so ${prefix}/lib/*/librill.so)
+check_no_mpi(${librill})
+
+if(HAVE_MPI)
+  run(${PKG_CONFIG} --cflags --libs rill_mpi)
+  separate_arguments(flags UNIX_COMMAND "${last_output}")
+  run(${CC} ${SOURCE_DIR}/tests/install/consumer_mpi.c ${flags} -o ${WORK_DIR}/consumer_mpi_pc)
+  run(${WORK_DIR}/consumer_mpi_pc)
+  if(NOT last_output MATCHES "^mpi ranks: 1 sum: 2")
+    message(FATAL_ERROR "pkg-config consumer of rill_mpi printed: ${last_output}")
+  endif()
+endif()
+
 # find_package
+if(NOT HAVE_MPI)
+  set(HAVE_MPI OFF)
+endif()
 run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/install -B ${WORK_DIR}/cmake_build
-    -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release)
+    -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release -DRILL_CONSUMER_MPI=${HAVE_MPI})
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/cmake_build)
 run(${WORK_DIR}/cmake_build/consumer)
 if(NOT last_output MATCHES "^devices: [0-9]+")
   message(FATAL_ERROR "find_package consumer printed: ${last_output}")
+endif()
+check_no_mpi(${WORK_DIR}/cmake_build/consumer)
+if(HAVE_MPI)
+  run(${WORK_DIR}/cmake_build/consumer_mpi)
+  if(NOT last_output MATCHES "^mpi ranks: 1 sum: 2")
+    message(FATAL_ERROR "find_package consumer of rill::rill_mpi printed: ${last_output}")
+  endif()
 endif()
 message(STATUS "installed rill works with pkg-config and find_package")

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ------------------------------------------------------------ kernels */
 
@@ -203,6 +204,40 @@ static void test_capture_nested_forks_join_through_middle(void **state) {
     RT_OK(rill_stream_destroy(s1));
     RT_OK(rill_stream_destroy(s2));
     RT_OK(rill_stream_destroy(s3));
+}
+
+/* rill_graph_write_dot draws "edges [that] are dependencies", without those
+ * a longer path implies: a -> c is dropped beside a -> b -> c (seed 004's
+ * copy -> copy beside copy -> add -> copy), d -> e is kept. */
+static void test_graph_dot_drops_edges_a_longer_path_implies(void **state) {
+    (void)state;
+    rill_graph *g;
+    rill_graph_node *a, *b, *c, *d, *e;
+    RT_OK(rill_graph_create(&g));
+    RT_OK(rill_graph_add_empty_node(g, NULL, 0, &a));
+    RT_OK(rill_graph_add_empty_node(g, &a, 1, &b));
+    rill_graph_node *ab[2] = {a, b};
+    RT_OK(rill_graph_add_empty_node(g, ab, 2, &c));
+    RT_OK(rill_graph_add_empty_node(g, NULL, 0, &d));
+    rill_graph_node *cd[2] = {c, d};
+    RT_OK(rill_graph_add_empty_node(g, cd, 2, &e));
+    char path[] = "/tmp/rill_test_dot_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    RT_OK(rill_graph_write_dot(g, path));
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    char buf[4096] = {0};
+    assert_true(fread(buf, 1, sizeof buf - 1, f) > 0);
+    fclose(f);
+    remove(path);
+    assert_non_null(strstr(buf, "n0 -> n1;"));
+    assert_non_null(strstr(buf, "n1 -> n2;"));
+    assert_null(strstr(buf, "n0 -> n2;"));
+    assert_non_null(strstr(buf, "n2 -> n4;"));
+    assert_non_null(strstr(buf, "n3 -> n4;"));
+    RT_OK(rill_graph_destroy(g));
 }
 
 /* A forked stream not joined back, or given work after its last join:
@@ -621,6 +656,31 @@ static void test_graph_refused_node_sets_out_to_null(void **state) {
     RT_OK(rill_graph_destroy(g));
 }
 
+/* A kernel node's launch is checked as rill_launch_kernel checks one (one
+ * check serves both): a declared access with a NULL pointer or an unknown
+ * mode is refused, naming the access. */
+static void test_graph_kernel_node_accesses_are_checked_as_launches_are(void **state) {
+    (void)state;
+    rill_graph *g;
+    RT_OK(rill_graph_create(&g));
+    float x = 0.0f;
+    rill_access bad[2] = {{&x, sizeof x, RILL_READ}, {NULL, 4, RILL_WRITE}};
+    rill_launch l = {.grid = {1, 1, 1}, .block = {1, 1, 1}, .accesses = bad, .num_accesses = 2};
+    rill_graph_node *n;
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_graph_add_kernel_node(g, NULL, 0, step_k, &l, &n));
+    assert_non_null(strstr(rill_last_error(), "access 1"));
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_launch_kernel(NULL, step_k, &l));
+    assert_non_null(strstr(rill_last_error(), "access 1"));
+    bad[1].ptr = &x;
+    bad[1].mode = (rill_access_mode)7;
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_graph_add_kernel_node(g, NULL, 0, step_k, &l, &n));
+    assert_non_null(strstr(rill_last_error(), "mode"));
+    size_t count = 1;
+    RT_OK(rill_graph_node_count(g, &count));
+    assert_int_equal(count, 0);
+    RT_OK(rill_graph_destroy(g));
+}
+
 /* A memset or memcpy node is checked against the allocations it touches
  * as rill_memset_async and rill_memcpy_async check what they capture: one
  * byte past the end of device memory is RILL_ERROR_INVALID_ARGUMENT with
@@ -748,6 +808,115 @@ static void test_graph_kernel_failure_is_sticky(void **state) {
     RT_OK(rill_graph_exec_destroy(x));
     RT_OK(rill_stream_destroy(s));
     RT_OK(rill_stream_destroy(side));
+}
+
+typedef struct race_flags {
+    atomic_int started, failed, finishing;
+} race_flags;
+
+/* Fails once the other node runs, then returns only once it has finished. */
+static void fail_then_wait(const rill_block_ctx *ctx, const void *args) {
+    race_flags *f;
+    memcpy(&f, args, sizeof f);
+    uint64_t deadline = rt_now_ns() + RT_GATE_TIMEOUT_NS;
+    while (!atomic_load(&f->started) && rt_now_ns() < deadline)
+        rt_sleep_us(50);
+    rill_kernel_fail(ctx, "the first node failed");
+    atomic_store(&f->failed, 1);
+    while (!atomic_load(&f->finishing) && rt_now_ns() < deadline)
+        rt_sleep_us(50);
+    rt_sleep_us(20000); /* the other node's runner is done with it by now */
+}
+
+/* Succeeds, once the first node has failed after it started. */
+static void finish_after_failure(const rill_block_ctx *ctx, const void *args) {
+    (void)ctx;
+    race_flags *f;
+    memcpy(&f, args, sizeof f);
+    atomic_store(&f->started, 1);
+    uint64_t deadline = rt_now_ns() + RT_GATE_TIMEOUT_NS;
+    while (!atomic_load(&f->failed) && rt_now_ns() < deadline)
+        rt_sleep_us(50);
+    atomic_store(&f->finishing, 1);
+}
+
+/* The failure names the node that failed, also when a parallel node that
+ * succeeded finished after the failure and before the failed node did. */
+static void test_graph_failure_names_the_node_that_failed(void **state) {
+    (void)state;
+    race_flags f = {0};
+    race_flags *fp = &f;
+    rill_kernel_desc da = {.name = "fails_first", .cpu = fail_then_wait};
+    rill_kernel_desc db = {.name = "succeeds_later", .cpu = finish_after_failure};
+    rill_kernel *ka, *kb;
+    RT_OK(rill_kernel_create(&da, &ka));
+    RT_OK(rill_kernel_create(&db, &kb));
+    rill_graph *g;
+    rill_graph_node *a, *b;
+    rill_launch l = {.grid = {1, 1, 1}, .block = {1, 1, 1}, .args = &fp, .args_size = sizeof fp};
+    RT_OK(rill_graph_create(&g));
+    RT_OK(rill_graph_add_kernel_node(g, NULL, 0, ka, &l, &a));
+    RT_OK(rill_graph_add_kernel_node(g, NULL, 0, kb, &l, &b));
+    rill_graph_exec *x;
+    RT_OK(rill_graph_instantiate(g, &x));
+    rill_stream *s = named_stream("names");
+    RT_OK(rill_graph_launch(x, s));
+    RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(s));
+    assert_int_equal(atomic_load(&f.finishing), 1); /* both ran, at once */
+    assert_non_null(strstr(rill_last_error(), "fails_first"));
+    assert_null(strstr(rill_last_error(), "succeeds_later"));
+    RT_OK(rill_stream_clear_error(s));
+    RT_OK(rill_graph_exec_destroy(x));
+    RT_OK(rill_graph_destroy(g));
+    RT_OK(rill_kernel_destroy(ka));
+    RT_OK(rill_kernel_destroy(kb));
+    RT_OK(rill_stream_destroy(s));
+}
+
+static void host_fails(void *user_data) {
+    (void)user_data;
+    rill_host_func_fail("graph-host-failed");
+}
+
+static void host_marks(void *user_data) {
+    atomic_fetch_add((atomic_int *)user_data, 1);
+}
+
+/* rill_host_func_fail: "in a graph, the launch fails as with a failing kernel node": in a chain
+ * and in a graph with parallel branches, the stream's error is sticky, names the host node and
+ * its message, and the nodes after it are skipped. */
+static void test_graph_host_node_failure_is_sticky(void **state) {
+    (void)state;
+    static atomic_int marks;
+    atomic_store(&marks, 0);
+    rill_stream *s = named_stream("s");
+    for (int parallel = 0; parallel < 2; parallel++) {
+        rill_graph *g;
+        RT_OK(rill_graph_create(&g));
+        rill_graph_node *root = NULL, *fail = NULL, *side = NULL, *last = NULL;
+        if (parallel)
+            RT_OK(rill_graph_add_empty_node(g, NULL, 0, &root));
+        RT_OK(rill_graph_add_host_node(g, parallel ? &root : NULL, parallel ? 1 : 0, host_fails,
+                                       NULL, &fail));
+        rill_graph_node *deps[2] = {fail, NULL};
+        if (parallel) {
+            RT_OK(rill_graph_add_empty_node(g, &root, 1, &side));
+            deps[1] = side;
+        }
+        RT_OK(rill_graph_add_host_node(g, deps, parallel ? 2 : 1, host_marks, &marks, &last));
+        rill_graph_exec *x;
+        RT_OK(rill_graph_instantiate(g, &x));
+        RT_OK(rill_graph_launch(x, s));
+        RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(s));
+        assert_non_null(strstr(rill_last_error(), parallel ? "host function (graph node 1)"
+                                                           : "host function (graph node 0)"));
+        assert_non_null(strstr(rill_last_error(), "graph-host-failed"));
+        assert_int_equal(atomic_load(&marks), 0);
+        RT_OK(rill_stream_clear_error(s));
+        RT_OK(rill_graph_destroy(g));
+        RT_OK(rill_graph_exec_destroy(x));
+    }
+    RT_OK(rill_stream_destroy(s));
 }
 
 /* rill_shutdown with a capture active: nothing captured runs, the next
@@ -1470,9 +1639,13 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_graph_replays_with_fresh_inputs),
         cmocka_unit_test(test_graph_by_hand_and_update),
         cmocka_unit_test(test_graph_refused_node_sets_out_to_null),
+        cmocka_unit_test(test_graph_dot_drops_edges_a_longer_path_implies),
+        cmocka_unit_test(test_graph_kernel_node_accesses_are_checked_as_launches_are),
         cmocka_unit_test(test_graph_copy_and_set_nodes_refuse_to_run_past_an_allocation),
         cmocka_unit_test(test_graph_private_memory),
         cmocka_unit_test(test_graph_kernel_failure_is_sticky),
+        cmocka_unit_test(test_graph_failure_names_the_node_that_failed),
+        cmocka_unit_test(test_graph_host_node_failure_is_sticky),
         cmocka_unit_test(test_graph_random_programs_match_eager),
         cmocka_unit_test(test_graph_fan_out_runs_every_block_once),
         cmocka_unit_test(test_graph_branches_run_concurrently),

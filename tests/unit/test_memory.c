@@ -423,6 +423,61 @@ static void test_memory_stats_track_live_allocations(void **state) {
     assert_int_equal(after_bad.frees, end.frees);
 }
 
+/* rill_mem_reset_peak_stats: "Lowers peak_allocated_bytes and peak_reserved_bytes to the
+ * current allocated and reserved bytes"; "counts are kept"; later peaks rise again. */
+static void test_memory_reset_peak_stats_lowers_peaks_to_current(void **state) {
+    (void)state;
+    void *big = dev_alloc(8u << 20);
+    RT_OK(rill_free(big));
+    rill_mem_stats before = stats_now();
+    assert_true(before.peak_allocated_bytes >= before.allocated_bytes + (8u << 20));
+    RT_OK(rill_mem_reset_peak_stats(NULL));
+    rill_mem_stats reset = stats_now();
+    assert_int_equal(reset.peak_allocated_bytes, reset.allocated_bytes);
+    assert_int_equal(reset.peak_reserved_bytes, reset.reserved_bytes);
+    assert_int_equal(reset.allocations, before.allocations);
+    assert_int_equal(reset.frees, before.frees);
+    assert_int_equal(reset.cache_hits, before.cache_hits);
+
+    /* Same-stream pairs go through the thread's cache: the peak still sees them. */
+    rill_stream *s = new_stream();
+    void *p = NULL;
+    RT_OK(rill_malloc_async(1u << 20, s, &p));
+    rill_mem_stats live = stats_now();
+    assert_true(live.peak_allocated_bytes >= reset.allocated_bytes + (1u << 20));
+    RT_OK(rill_free_async(p, s));
+    RT_OK(rill_stream_synchronize(s));
+    RT_OK(rill_mem_reset_peak_stats(NULL));
+    rill_mem_stats again = stats_now();
+    assert_int_equal(again.peak_allocated_bytes, again.allocated_bytes);
+    RT_OK(rill_stream_destroy(s));
+
+    rill_device *forged = (rill_device *)&again;
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_mem_reset_peak_stats(forged));
+}
+
+/* rill_mem_get_limit: the limit rill_mem_set_limit set, "0: none"; a NULL out-parameter or a
+ * device that is not one is RILL_ERROR_INVALID_ARGUMENT and leaves the limit as it was. */
+static void test_memory_get_limit_returns_the_set_limit(void **state) {
+    (void)state;
+    size_t limit = 1;
+    RT_OK(rill_mem_get_limit(NULL, &limit));
+    assert_int_equal(limit, 0);
+    RT_OK(rill_mem_set_limit(NULL, (size_t)3 << 30));
+    RT_OK(rill_mem_get_limit(NULL, &limit));
+    assert_int_equal(limit, (size_t)3 << 30);
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_mem_get_limit(NULL, NULL));
+    rill_device *forged = (rill_device *)&limit;
+    limit = 1;
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_mem_get_limit(forged, &limit));
+    assert_int_equal(limit, 0);
+    RT_OK(rill_mem_get_limit(NULL, &limit));
+    assert_int_equal(limit, (size_t)3 << 30);
+    RT_OK(rill_mem_set_limit(NULL, 0));
+    RT_OK(rill_mem_get_limit(NULL, &limit));
+    assert_int_equal(limit, 0);
+}
+
 /* RILL_ERROR_OUT_OF_MEMORY: "after the cache was emptied and pending frees were waited for":
  * with rill_mem_set_limit below what is asked, the allocation fails, leaves the out-parameter
  * NULL and explains; without the limit ("0: none") it succeeds again. */
@@ -460,6 +515,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_memory_malloc_async_and_free_async),
         cmocka_unit_test(test_memory_stats_track_live_allocations),
         cmocka_unit_test(test_memory_over_limit_is_out_of_memory),
+        cmocka_unit_test(test_memory_reset_peak_stats_lowers_peaks_to_current),
+        cmocka_unit_test(test_memory_get_limit_returns_the_set_limit),
     };
     return RT_RUN(tests);
 }

@@ -1021,6 +1021,110 @@ static void test_stream_kernel_fail_is_sticky_and_named(void **state) {
     RT_OK(rill_kernel_destroy(mark));
 }
 
+/* What a failing host function does: fails with `first`, then with `second` (which must not
+ * count), and stores the statuses of both calls. */
+typedef struct host_fail_args {
+    const char *first, *second;
+    atomic_int first_status, second_status, ran;
+} host_fail_args;
+
+static void host_fail_fn(void *user_data) {
+    host_fail_args *a = user_data;
+    atomic_store(&a->first_status, (int)rill_host_func_fail(a->first));
+    if (a->second != NULL)
+        atomic_store(&a->second_status, (int)rill_host_func_fail(a->second));
+    atomic_store(&a->ran, 1);
+}
+
+/* rill_host_func_fail: "once fn returns, its stream's error is sticky (see
+ * rill_stream_clear_error) and the stream's sentence ends in message"; "the first call's
+ * message counts"; the stream's later work is skipped until the clear, then runs again, and a
+ * host function that does not fail after the clear leaves the stream well. */
+static void test_stream_host_func_fail_is_sticky_with_its_message(void **state) {
+    (void)state;
+    static host_fail_args a;
+    static _Atomic uint64_t after, cleared, well;
+    memset(&a, 0, sizeof a);
+    a.first = "host-said-boom-17";
+    a.second = "second-message-ignored";
+    atomic_store(&after, 0);
+    atomic_store(&cleared, 0);
+    atomic_store(&well, 0);
+    rill_stream *s = new_stream(0);
+    RT_OK(rill_stream_set_name(s, "host-fail-stream"));
+    RT_OK(rill_launch_host_func(s, host_fail_fn, &a));
+    rill_status st = rill_launch_host_func(s, marker_fn, (void *)&after);
+    assert_true(st == RILL_OK || st == RILL_ERROR_KERNEL_FAILED);
+    RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(s));
+    assert_non_null(strstr(rill_last_error(), "host function on stream 'host-fail-stream' failed: "
+                                              "host-said-boom-17"));
+    assert_null(strstr(rill_last_error(), "second-message-ignored"));
+    assert_int_equal(atomic_load(&a.ran), 1);
+    assert_int_equal(atomic_load(&a.first_status), RILL_OK);
+    assert_int_equal(atomic_load(&a.second_status), RILL_OK);
+    assert_true(atomic_load(&after) == 0);
+
+    RT_OK(rill_stream_clear_error(s));
+    RT_OK(rill_launch_host_func(s, marker_fn, (void *)&cleared));
+    RT_OK(rill_stream_synchronize(s));
+    assert_true(atomic_load(&cleared) != 0);
+    assert_true(atomic_load(&after) == 0);
+    RT_OK(rill_launch_host_func(s, marker_fn, (void *)&well));
+    RT_OK(rill_stream_synchronize(s));
+    assert_true(atomic_load(&well) != 0);
+    RT_OK(rill_stream_destroy(s));
+}
+
+static void kernel_calls_host_fail(const rill_block_ctx *ctx, const void *args) {
+    (void)ctx;
+    atomic_int *status;
+    memcpy(&status, args, sizeof status);
+    atomic_store(status, (int)rill_host_func_fail("from-a-kernel"));
+}
+
+/* rill_host_func_fail: "RILL_ERROR_NOT_PERMITTED when the calling thread is not running a host
+ * function": from the host and from a kernel body, which fails nothing. */
+static void test_stream_host_func_fail_outside_host_function_is_not_permitted(void **state) {
+    (void)state;
+    RT_STATUS(RILL_ERROR_NOT_PERMITTED, rill_host_func_fail("from-the-host"));
+    assert_non_null(strstr(rill_last_error(), "rill_host_func_fail"));
+    static atomic_int status;
+    atomic_store(&status, -1);
+    atomic_int *p = &status;
+    rill_kernel *k = make_kernel("calls_host_fail", kernel_calls_host_fail);
+    rill_stream *s = new_stream(0);
+    rill_launch launch = {.grid = {1, 1, 1}, .block = {1, 1, 1}, .args = &p, .args_size = sizeof p};
+    RT_OK(rill_launch_kernel(s, k, &launch));
+    RT_OK(rill_stream_synchronize(s));
+    assert_int_equal(atomic_load(&status), RILL_ERROR_NOT_PERMITTED);
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(rill_kernel_destroy(k));
+}
+
+/* A failing host function is a failure like a kernel's: "streams that wait on that work fail
+ * too", and their sentence names the host function's message. */
+static void test_stream_waiting_on_failed_host_func_fails(void **state) {
+    (void)state;
+    static host_fail_args a;
+    static _Atomic uint64_t b_after;
+    memset(&a, 0, sizeof a);
+    a.first = "host-root-cause-23";
+    atomic_store(&b_after, 0);
+    rill_stream *s = new_stream(0), *b = new_stream(0);
+    RT_OK(rill_launch_host_func(s, host_fail_fn, &a));
+    RT_OK(rill_stream_wait_stream(b, s));
+    rill_status st = rill_launch_host_func(b, marker_fn, (void *)&b_after);
+    assert_true(st == RILL_OK || st == RILL_ERROR_KERNEL_FAILED);
+    RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(b));
+    assert_non_null(strstr(rill_last_error(), "host-root-cause-23"));
+    assert_true(atomic_load(&b_after) == 0);
+    RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(s));
+    RT_OK(rill_stream_clear_error(s));
+    RT_OK(rill_stream_clear_error(b));
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(rill_stream_destroy(b));
+}
+
 /* Sticky errors: "streams that wait on that work fail too: nothing runs on inputs that were
  * never produced" (through wait_event and wait_stream alike); their earlier work still runs. */
 static void test_stream_waiting_on_failed_work_fails(void **state) {
@@ -1240,6 +1344,45 @@ static void test_stream_wait_made_while_failing_still_orders_work_after_clear(vo
     RT_OK(rill_kernel_destroy(fail));
 }
 
+/* "Clearing lets the stream run new work again": work submitted after
+ * rill_stream_clear_error is not reported failed, by query or by a wait,
+ * while the clear itself has not run yet (it waits behind a gate). */
+static void
+test_stream_work_after_a_clear_is_not_reported_failed_before_the_clear_runs(void **state) {
+    (void)state;
+    static rt_gate g;
+    static atomic_int failed_ran;
+    static _Atomic uint64_t ran_after;
+    rt_gate_reset(&g);
+    atomic_store(&failed_ran, 0);
+    atomic_store(&ran_after, 0);
+    rill_kernel *fail = make_kernel("fail_kernel", fail_kernel);
+    rill_stream *s = new_stream(0), *gated = new_stream(0), *waiter = new_stream(0);
+    RT_OK(launch_fail_kernel(s, fail, "failing before the clear", &failed_ran));
+    RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(s));
+    RT_OK(rill_launch_host_func(gated, rt_gate_fn, &g));
+    RT_OK(rill_stream_wait_stream(s, gated)); /* holds the clear back */
+    RT_OK(rill_stream_clear_error(s));
+    RT_OK(rill_launch_host_func(s, marker_fn, (void *)&ran_after));
+    assert_int_equal(rill_stream_query(s), RILL_NOT_READY);
+    rill_event *e;
+    RT_OK(rill_event_create(RILL_EVENT_DEFAULT, &e));
+    RT_OK(rill_event_record(e, s));
+    assert_int_equal(rill_event_query(e), RILL_NOT_READY);
+    RT_OK(rill_stream_wait_event(waiter, e));
+    assert_true(rt_gate_wait_entered(&g));
+    rt_gate_open(&g);
+    RT_OK(rill_stream_synchronize(s));
+    RT_OK(rill_stream_synchronize(waiter));
+    assert_false(atomic_load(&g.timed_out));
+    assert_true(atomic_load(&ran_after) > atomic_load(&g.end_ticket));
+    RT_OK(rill_event_destroy(e));
+    RT_OK(rill_stream_destroy(waiter));
+    RT_OK(rill_stream_destroy(gated));
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(rill_kernel_destroy(fail));
+}
+
 /* The number of times needle occurs in hay. */
 static int count_of(const char *hay, const char *needle) {
     int n = 0;
@@ -1406,11 +1549,16 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_stream_tagged_first_use_from_many_threads),
         cmocka_unit_test(test_stream_destroy_with_pending_work_completes),
         cmocka_unit_test(test_stream_kernel_fail_is_sticky_and_named),
+        cmocka_unit_test(test_stream_host_func_fail_is_sticky_with_its_message),
+        cmocka_unit_test(test_stream_host_func_fail_outside_host_function_is_not_permitted),
+        cmocka_unit_test(test_stream_waiting_on_failed_host_func_fails),
         cmocka_unit_test(test_stream_waiting_on_failed_work_fails),
         cmocka_unit_test(test_stream_multi_block_kernel_fail_is_sticky),
         cmocka_unit_test(test_stream_failed_work_stays_failed_after_later_failures),
         cmocka_unit_test(test_stream_clear_error_is_stream_ordered),
         cmocka_unit_test(test_stream_wait_made_while_failing_still_orders_work_after_clear),
+        cmocka_unit_test(
+            test_stream_work_after_a_clear_is_not_reported_failed_before_the_clear_runs),
         cmocka_unit_test(test_stream_failure_through_waits_names_root_cause_once),
         cmocka_unit_test(test_stream_long_kernel_message_is_cut_at_a_word),
         cmocka_unit_test(test_stream_wait_that_cannot_be_queued_names_the_call_once),

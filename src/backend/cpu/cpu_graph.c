@@ -130,10 +130,16 @@ static void complete(cpu_device *d, rill__graph_exec *x, gworker *g, uint32_t i)
     }
 }
 
-static void note_failure(rill__xrun *r, const rill__xnode *n) {
-    /* acquire: pairs with the release store in rill_kernel_fail. */
-    if (atomic_load_explicit(&r->ls.failed, memory_order_acquire) &&
-        !atomic_exchange(&r->named, 1)) {
+/* Names node n as the one whose failure the run records (called by the
+ * thread whose failure was recorded, so the name is the failed node's
+ * even when other nodes finish meanwhile). */
+static void name_failure(rill__xrun *r, const rill__xnode *n) {
+    if (!atomic_exchange(&r->named, 1)) {
+        if (n->p.kind == RILL__GNODE_HOST) {
+            snprintf(r->failed_node, sizeof r->failed_node, "host function (graph node %u)",
+                     n->graph_index);
+            return;
+        }
         char name[60]; /* with the rest, within failed_node */
         rill__fit(name, sizeof name, n->p.u.kernel.kernel->name);
         snprintf(r->failed_node, sizeof r->failed_node, "kernel '%s' (graph node %u)", name,
@@ -146,6 +152,7 @@ static void run_blocks(cpu_worker *w, rill__xrun *r, const rill__xnode *n, uint3
     rill_dim3 gd = n->p.u.kernel.grid;
     rill_block_ctx ctx = {.grid_dim = gd, .worker = w->unit, .state = &r->ls};
     rill_cpu_kernel_fn body = n->p.u.kernel.kernel->cpu;
+    (void)rill__took_kernel_failure(); /* an eager launch's, on this worker */
     for (uint32_t b = first; b < end; b++) {
         if (atomic_load_explicit(&r->ls.failed, memory_order_acquire))
             return;
@@ -153,6 +160,10 @@ static void run_blocks(cpu_worker *w, rill__xrun *r, const rill__xnode *n, uint3
         ctx.block_idx.y = (b / gd.x) % gd.y;
         ctx.block_idx.z = b / (gd.x * gd.y);
         body(&ctx, n->p.u.kernel.args);
+        if (rill__took_kernel_failure()) {
+            name_failure(r, n);
+            return;
+        }
     }
 }
 
@@ -188,10 +199,8 @@ static bool run_chunks(cpu_device *d, gworker *g, rill__graph_exec *x, uint32_t 
         /* acq_rel: the worker that runs the last block sees all the others. */
         if (atomic_fetch_add_explicit(&r->blocks_done[i], end - first, memory_order_acq_rel) +
                 (end - first) ==
-            n->blocks) {
-            note_failure(r, n);
+            n->blocks)
             return true;
-        }
     }
 }
 
@@ -207,22 +216,28 @@ static bool run_node(cpu_device *d, gworker *g, rill__graph_exec *x, uint32_t i)
         if (n->blocks == 1) {
             rill_block_ctx ctx = {
                 .grid_dim = n->p.u.kernel.grid, .worker = g->w->unit, .state = &r->ls};
+            (void)rill__took_kernel_failure(); /* an eager launch's, on this worker */
             n->p.u.kernel.kernel->cpu(&ctx, n->p.u.kernel.args);
-            note_failure(r, n);
+            if (rill__took_kernel_failure())
+                name_failure(r, n);
             break;
         }
         if (d->num_workers == 1) {
             run_blocks(g->w, r, n, 0, n->blocks);
-            note_failure(r, n);
             break;
         }
         atomic_store_explicit(&r->next_block[i], 0, memory_order_relaxed);
         atomic_store_explicit(&r->blocks_done[i], 0, memory_order_relaxed);
         activate(d, r, i, true);
         return run_chunks(d, g, x, i);
-    case RILL__GNODE_HOST:
-        n->p.u.host.fn(n->p.u.host.user_data);
+    case RILL__GNODE_HOST: {
+        /* A state of its own: the run's is shared with concurrent nodes. */
+        rill__launch_state hs;
+        if (rill__host_run(n->p.u.host.fn, n->p.u.host.user_data, &hs) &&
+            rill__launch_state_fail(&r->ls, hs.message))
+            name_failure(r, n);
         break;
+    }
     case RILL__GNODE_COPY:
         memmove(n->p.u.copy.dst, n->p.u.copy.src, n->p.u.copy.bytes);
         break;

@@ -455,8 +455,11 @@ static enum exec_result exec(cpu_device *d, cpu_worker *w, rill__stream *s, cpu_
         return cs->skipping ? EXEC_DONE : exec_kernel(d, w, c);
     case RILL__CMD_HOST:
         if (!cs->skipping) {
-            c->c.u.host.fn(c->c.u.host.user_data);
+            /* The stream's launch state is free: a kernel's ends with it. */
+            bool failed = rill__host_run(c->c.u.host.fn, c->c.u.host.user_data, &cs->ls);
             stop_if_forked(w);
+            if (failed)
+                fail_stream(s, c->seq, "host function", cs->ls.message);
         }
         return EXEC_DONE;
     case RILL__CMD_WAIT:

@@ -1,0 +1,46 @@
+# SPDX-License-Identifier: MIT
+"""rill for Python: streams, events, tensors and memory on rill's devices.
+
+    import rill
+    s = rill.Stream()
+    a = rill.ones(3, 3)
+    with rill.stream(s):
+        s.wait_stream(rill.default_stream())
+        c = a + a          # runs on s
+    print(c)               # waits for c's event, then prints as numpy does
+
+Failures raise rill.RillError subclasses carrying rill_last_error()'s
+sentence. librill.so is found through $RILL_LIBRARY, the installed package,
+a build of the source tree, or the dynamic linker (rill._ffi says how)."""
+
+from . import ops
+from ._device import Device, current_device, device, device_count, set_device
+from ._errors import (CaptureInvalidatedError, CaptureIsolationError, CaptureUnjoinedError,
+                      CaptureUnmatchedError, CaptureUnsupportedError, CaptureWrongThreadError,
+                      DeviceMismatchError, InternalError, InvalidArgumentError, IpcError,
+                      KernelFailedError, NoDeviceError, NotPermittedError, NotRecordedError,
+                      NotSupportedError, OutOfMemoryError, RillError, TimingDisabledError)
+from ._ffi import library_path
+from ._memory import (empty_cache, max_memory_allocated, max_memory_reserved, memory_allocated,
+                      memory_limit, memory_reserved, memory_stats, memory_summary,
+                      reset_peak_memory_stats, set_memory_limit)
+from ._runtime import shutdown
+from ._stream import (Event, Stream, StreamContext, current_stream, default_stream, set_stream,
+                      stream, synchronize, tagged_event, tagged_stream)
+from ._tensor import Tensor, dtype, empty, float32, from_numpy, full, ones, zeros
+
+StreamCtx = StreamContext
+
+__all__ = [
+    "CaptureInvalidatedError", "CaptureIsolationError", "CaptureUnjoinedError",
+    "CaptureUnmatchedError", "CaptureUnsupportedError", "CaptureWrongThreadError", "Device",
+    "DeviceMismatchError", "Event", "InternalError", "InvalidArgumentError", "IpcError",
+    "KernelFailedError", "NoDeviceError", "NotPermittedError", "NotRecordedError",
+    "NotSupportedError", "OutOfMemoryError", "RillError", "Stream", "StreamContext", "StreamCtx",
+    "Tensor", "TimingDisabledError", "current_device", "current_stream", "default_stream",
+    "device", "device_count", "dtype", "empty", "empty_cache", "float32", "from_numpy", "full",
+    "library_path", "max_memory_allocated", "max_memory_reserved", "memory_allocated",
+    "memory_limit", "memory_reserved", "memory_stats", "memory_summary", "ones", "ops",
+    "reset_peak_memory_stats", "set_device", "set_memory_limit", "set_stream", "shutdown",
+    "stream", "synchronize", "tagged_event", "tagged_stream", "zeros",
+]

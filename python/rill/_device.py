@@ -1,0 +1,111 @@
+# SPDX-License-Identifier: MIT
+"""Devices: owned by the library, alive until rill.shutdown()."""
+
+from ._errors import check
+from ._ffi import ffi, lib
+from ._runtime import life, on_shutdown, stale_error
+
+_KINDS = {1: "cpu", 2: "cuda"}
+_devices = {}  # rill_device * -> Device
+
+
+class Device:
+    """A rill device (the CPU device's compute units are worker threads).
+    Get one with rill.device(index) or rill.current_device()."""
+
+    __slots__ = ("_h", "_gen", "index", "kind", "name", "compute_units", "memory_bytes",
+                 "priority_range")
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("rill.Device cannot be created; use rill.device(index) or "
+                        "rill.current_device()")
+
+    @classmethod
+    def _wrap(cls, handle):
+        dev = _devices.get(handle)
+        if dev is not None:
+            return dev
+        info = ffi.new("rill_device_info *")
+        check(lib.rill_device_get_info(handle, info))
+        dev = object.__new__(cls)
+        dev._h = handle
+        dev._gen = life.generation
+        dev.index = info.ordinal
+        dev.kind = _KINDS.get(info.kind, str(info.kind))
+        dev.name = ffi.string(info.name).decode("utf-8", "replace")
+        dev.compute_units = info.compute_units
+        dev.memory_bytes = info.memory_bytes
+        dev.priority_range = (info.greatest_priority, info.least_priority)
+        _devices[handle] = dev
+        return dev
+
+    def _handle(self, where):
+        if self._gen != life.generation:
+            raise stale_error(where, "device")
+        return self._h
+
+    def synchronize(self):
+        """Waits for the work of every stream of this device; raises
+        KernelFailedError when one of them failed and was not cleared."""
+        from ._stream import synchronize
+        synchronize(self)
+
+    def __repr__(self):
+        return f"rill.Device(index={self.index}, kind='{self.kind}', name='{self.name}')"
+
+    def __eq__(self, other):
+        return isinstance(other, Device) and other._h == self._h and other._gen == self._gen
+
+    def __hash__(self):
+        return hash((self.index, self._gen))
+
+
+def device_count():
+    """The number of devices (CUDA devices first, then the CPU device)."""
+    out = ffi.new("int *")
+    check(lib.rill_device_count(out))
+    return out[0]
+
+
+def device(index=None):
+    """The device with this ordinal (an int or a Device); None: the current one."""
+    if index is None:
+        return current_device()
+    if isinstance(index, Device):
+        index._handle("rill.device")
+        return index
+    if isinstance(index, bool) or not isinstance(index, int):
+        raise TypeError(f"rill.device: index must be an int, not {type(index).__name__}")
+    out = ffi.new("rill_device **")
+    check(lib.rill_device_get(index, out))
+    return Device._wrap(out[0])
+
+
+def current_device():
+    """The calling thread's current device."""
+    out = ffi.new("rill_device **")
+    check(lib.rill_get_device(out))
+    return Device._wrap(out[0])
+
+
+def set_device(dev):
+    """Makes dev (a Device or an ordinal) the calling thread's current device."""
+    check(lib.rill_set_device(device(dev)._h))
+
+
+def handle_of(dev, where):
+    """The rill_device * for a device argument: NULL (the current device)
+    for None, else a Device or an ordinal."""
+    if dev is None:
+        return ffi.NULL
+    if isinstance(dev, Device):
+        return dev._handle(where)
+    if isinstance(dev, bool) or not isinstance(dev, int):
+        raise TypeError(f"{where}: device must be a rill.Device, an int or None, "
+                        f"not {type(dev).__name__}")
+    return device(dev)._h
+
+
+@on_shutdown
+def _forget():
+    _devices.clear()

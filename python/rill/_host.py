@@ -1,0 +1,139 @@
+# SPDX-License-Identifier: MIT
+"""Python callables run as rill host functions.
+
+One C callback (a cffi closure) serves every launch: rill calls it on a
+worker thread with a token as user_data; cffi takes the GIL for it (a
+thread state for the worker on first use), the callable runs, and an
+exception it raises becomes the stream's sticky error through
+rill_host_func_fail: the sentence carries the exception, the place it was
+raised and a number under which _errors keeps the whole traceback for the
+KernelFailedError that reports it.
+
+A launch keeps its callable in `pending` until it runs. A host function
+that its stream skips (after a failure) never runs; since a stream runs
+its host functions in the order of their tokens, the one that runs drops
+the earlier ones of its stream, and so does a synchronize or a successful
+query of the stream (or of the device), for the tokens taken before it.
+See _runtime for what happens at exit."""
+
+import collections
+import itertools
+import threading
+import traceback
+
+from . import _errors
+from ._ffi import ffi, lib
+from ._runtime import launch_lock, life, on_shutdown, pending
+
+_tokens = itertools.count(1)
+_next_token = [1]  # the token the next launch takes
+_exceptions = itertools.count(1)
+_by_stream = {}  # rill_stream * -> deque of its pending tokens, in launch order
+_device_of = {}  # rill_stream * -> its rill_device *, while in _by_stream
+_lock = threading.Lock()  # guards _by_stream and its deques; never held across a C call
+
+
+def _fail_message(number, exc):
+    frames = traceback.extract_tb(exc.__traceback__.tb_next)
+    where = ""
+    if frames:
+        f = frames[-1]
+        where = f' (File "{f.filename}", line {f.lineno}, in {f.name})'
+    text = str(exc)
+    kind = type(exc).__qualname__
+    if text:
+        return f"Python exception #{number}: {kind}: {text}{where}"
+    return f"Python exception #{number}: {kind}{where}"
+
+
+def _drop_before(tokens, token):
+    """Drops the stream's tokens below token: they ran or were skipped."""
+    while tokens and tokens[0] < token:
+        pending.pop(tokens.popleft(), None)
+
+
+@ffi.callback("void(void *)")
+def _trampoline(user_data):
+    token = int(ffi.cast("uintptr_t", user_data))
+    entry = pending.pop(token, None)
+    if entry is None:
+        return
+    fn, args, stream = entry
+    with _lock:
+        tokens = _by_stream.get(stream)
+        if tokens is not None:
+            _drop_before(tokens, token)
+            if tokens and tokens[0] == token:
+                tokens.popleft()
+    try:
+        fn(*args)
+    except BaseException as exc:  # every exception fails the stream, none escapes to C
+        number = next(_exceptions)
+        tb = exc.__traceback__.tb_next  # from fn's frame: this one is rill's
+        text = "".join(traceback.format_exception(type(exc), exc, tb))
+        _errors.remember_traceback(number, text, exc)
+        lib.rill_host_func_fail(_fail_message(number, exc).encode("utf-8", "replace"))
+
+
+def launch(stream_handle, device_handle, fn, args, where):
+    """Runs fn(*args) in the order of the stream; see Stream.launch_host_func."""
+    if not callable(fn):
+        raise TypeError(f"{where}: fn must be callable, not {type(fn).__name__}")
+    with launch_lock:
+        if life.exiting:
+            raise _errors.NotPermittedError(
+                f"{where}: the interpreter is exiting; no Python host function may be "
+                "launched any more")
+        token = next(_tokens)
+        _next_token[0] = token + 1
+        pending[token] = (fn, args, stream_handle)
+        with _lock:
+            tokens = _by_stream.get(stream_handle)
+            if tokens is None:
+                tokens = _by_stream[stream_handle] = collections.deque()
+                _device_of[stream_handle] = device_handle
+            tokens.append(token)
+        status = lib.rill_launch_host_func(stream_handle, _trampoline, ffi.cast("void *", token))
+        if status != 0:
+            exc = _errors.error(status)
+            pending.pop(token, None)
+            with _lock:
+                if tokens and tokens[-1] == token:
+                    tokens.pop()
+            raise exc
+
+
+def mark():
+    """The first token not yet taken: a wait begun after this call covers
+    every launch with a smaller token, since launches take their token and
+    submit under launch_lock."""
+    with launch_lock:
+        return _next_token[0]
+
+
+def done_before(stream_handle, token):
+    """The stream's work submitted before token was taken has ended."""
+    with _lock:
+        tokens = _by_stream.get(stream_handle)
+        if tokens is not None:
+            _drop_before(tokens, token)
+            if not tokens:
+                del _by_stream[stream_handle], _device_of[stream_handle]
+
+
+def device_done_before(device_handle, token):
+    """The work of every stream of the device submitted before token was
+    taken has ended."""
+    with _lock:
+        for stream_handle, tokens in list(_by_stream.items()):
+            if _device_of[stream_handle] == device_handle:
+                _drop_before(tokens, token)
+                if not tokens:
+                    del _by_stream[stream_handle], _device_of[stream_handle]
+
+
+@on_shutdown
+def _forget():
+    pending.clear()
+    _by_stream.clear()
+    _device_of.clear()

@@ -1,0 +1,476 @@
+# SPDX-License-Identifier: MIT
+"""Tensors: device memory with a shape and a dtype, and the built-in ops on
+the current stream.
+
+A tensor's memory comes from rill_malloc_async on the stream that was
+current when it was made (its stream) and goes back with rill_free_async on
+that stream when the tensor is garbage-collected: in stream order, and
+never reused while another stream's work still reads it, since every op
+declares what it touches (rill's automatic cross-stream lifetime, so code
+written for MindSpore, without record_stream, is safe). Each op that
+writes a tensor records the tensor's event after it; numpy() waits for
+that event, not for the device."""
+
+import numbers
+import operator
+
+import numpy as np
+
+from . import _stream
+from ._errors import check
+from ._ffi import ffi, lib
+from ._runtime import life, on_shutdown, stale_error
+
+
+class dtype:
+    """A tensor element type: rill.float32."""
+
+    __slots__ = ("name", "itemsize", "numpy")
+
+    def __init__(self, name, itemsize, numpy_type):
+        self.name = name
+        self.itemsize = itemsize
+        self.numpy = np.dtype(numpy_type)
+
+    def __repr__(self):
+        return f"rill.{self.name}"
+
+
+float32 = dtype("float32", 4, np.float32)
+_DTYPES = {"float32": float32, np.dtype(np.float32): float32}
+
+_events = {}  # rill_device * -> [rill_event *]: tensors' writer events, for reuse
+
+
+def _dtype_arg(value, where):
+    if value is None or isinstance(value, dtype):
+        return value
+    try:
+        found = _DTYPES.get(value if isinstance(value, str) else np.dtype(value))
+    except TypeError:
+        found = None
+    if found is None:
+        raise TypeError(f"{where}: dtype must be rill.float32, not {value!r}")
+    return found
+
+
+def _shape_arg(shape, where):
+    if len(shape) == 1 and not isinstance(shape[0], numbers.Integral):
+        shape = shape[0]
+    if isinstance(shape, numbers.Integral):
+        shape = (shape,)
+    try:
+        shape = tuple(operator.index(d) for d in shape)
+    except TypeError:
+        raise TypeError(f"{where}: shape must be ints or a sequence of ints, "
+                        f"not {shape!r}") from None
+    if any(d < 0 for d in shape):
+        raise ValueError(f"{where}: shape {shape} has a negative dimension")
+    return shape
+
+
+def _numel(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+class Tensor:
+    """A tensor in device memory.
+
+    Tensor(data, dtype=None): a copy of data (a numpy array, a sequence or a
+    number) on the current stream's device; dtype rill.float32 converts,
+    None keeps float32 data as it is. rill.ones/zeros/empty/full make
+    others; + - * @ and rill.ops run on the current stream.
+    """
+
+    __slots__ = ("_ptr", "_shape", "_numel", "_dtype", "_stream", "_event", "_gen",
+                 "__weakref__")
+
+    def __init__(self, data, dtype=None):
+        self._ptr = None
+        where = "rill.Tensor"
+        dt = _dtype_arg(dtype, where)
+        if isinstance(data, Tensor):
+            arr = data.numpy()
+        else:
+            arr = np.asarray(data)
+        if dt is None:
+            dt = _DTYPES.get(arr.dtype)
+            if dt is None:
+                raise TypeError(f"{where}: data of dtype {arr.dtype} is not supported; pass "
+                                "dtype=rill.float32 to convert it")
+        arr = np.asarray(arr, dtype=dt.numpy, order="C")  # keeps 0-d arrays 0-d
+        self._alloc(arr.shape, dt, _stream.current(), where)
+        if self._numel:
+            check(lib.rill_memcpy(self._ptr, ffi.from_buffer(arr), arr.nbytes))
+
+    def _alloc(self, shape, dt, stream, where):
+        self._ptr = None
+        self._shape = shape
+        self._numel = _numel(shape)
+        self._dtype = dt
+        self._stream = stream
+        self._event = None
+        self._gen = life.generation
+        nbytes = self._numel * dt.itemsize
+        if nbytes >= 1 << 63:
+            raise ValueError(f"{where}: shape {shape} needs {nbytes} bytes, more than any "
+                             "device has")
+        out = ffi.new("void **")
+        check(lib.rill_malloc_async(max(nbytes, 1), stream._handle(where), out))
+        self._ptr = ffi.cast("float *", out[0])
+
+    @classmethod
+    def _empty(cls, shape, dt, stream, where):
+        t = object.__new__(cls)
+        t._alloc(shape, dt, stream, where)
+        return t
+
+    def _valid(self, where):
+        if self._gen != life.generation:
+            raise stale_error(where, "tensor")
+        return self._ptr
+
+    def _written(self, stream):
+        """Records the tensor's event after the op that wrote it on stream."""
+        ev = self._event
+        if ev is None:
+            pool = _events.get(stream._dev)
+            if pool:
+                ev = pool.pop()
+            else:
+                out = ffi.new("rill_event **")
+                check(lib.rill_event_create(lib.RILL_EVENT_DEFAULT, out))
+                ev = out[0]
+            self._event = ev
+        check(lib.rill_event_record(ev, stream._h))
+
+    def __del__(self, _life=life, _free_async=lib.rill_free_async, _free=lib.rill_free,
+                _events=_events):
+        ptr = getattr(self, "_ptr", None)
+        if ptr is None or self._gen != _life.generation:
+            return
+        self._ptr = None
+        s = self._stream
+        if s._closed:
+            _free(ptr)  # at the end of its (destroyed) stream's work
+        else:
+            _free_async(ptr, s._h)
+        if self._event is not None:
+            _events.setdefault(s._dev, []).append(self._event)
+
+    # ---- what it is
+
+    @property
+    def shape(self):
+        """The dimensions, a tuple of ints."""
+        return self._shape
+
+    @property
+    def dtype(self):
+        return self._dtype
+
+    @property
+    def ndim(self):
+        return len(self._shape)
+
+    def numel(self):
+        """The number of elements."""
+        return self._numel
+
+    @property
+    def size(self):
+        return self._numel
+
+    @property
+    def nbytes(self):
+        return self._numel * self._dtype.itemsize
+
+    @property
+    def stream(self):
+        """The stream the tensor's memory belongs to (where it is freed)."""
+        return self._stream
+
+    @property
+    def device(self):
+        return self._stream.device
+
+    def __len__(self):
+        if not self._shape:
+            raise TypeError("len() of a 0-d rill.Tensor")
+        return self._shape[0]
+
+    # ---- to the host
+
+    def numpy(self):
+        """A numpy copy, once the work that writes the tensor is done: waits
+        for the tensor's event (KernelFailedError if that work failed)."""
+        where = "rill.Tensor.numpy"
+        ptr = self._valid(where)
+        arr = np.empty(self._shape, dtype=self._dtype.numpy)
+        if self._event is not None:
+            check(lib.rill_event_synchronize(self._event))
+        if self._numel:
+            check(lib.rill_memcpy(ffi.from_buffer(arr), ptr, arr.nbytes))
+        return arr
+
+    def __array__(self, dtype=None):
+        arr = self.numpy()
+        return arr if dtype is None else arr.astype(dtype, copy=False)
+
+    def item(self):
+        """The value of a one-element tensor, as a Python float."""
+        if self._numel != 1:
+            raise ValueError(f"rill.Tensor.item: the tensor has {self._numel} elements, not 1")
+        return self.numpy().item()
+
+    def __float__(self):
+        return float(self.item())
+
+    def __str__(self):
+        return str(self.numpy())
+
+    def __repr__(self):
+        if self._gen != life.generation:
+            return f"rill.Tensor(<released>, shape={self._shape}, dtype={self._dtype})"
+        return f"rill.Tensor({self.numpy()!r}, shape={self._shape}, dtype={self._dtype})"
+
+    # ---- streams
+
+    def record_stream(self, stream):
+        """Marks the memory as used by all work submitted to stream until the
+        tensor is freed: needed only for uses rill cannot see (host
+        functions); the ops declare theirs."""
+        where = "rill.Tensor.record_stream"
+        if not isinstance(stream, _stream.Stream):
+            raise TypeError(f"{where}: stream must be a rill.Stream, not {type(stream).__name__}")
+        check(lib.rill_record_stream(self._valid(where), stream._handle(where)))
+
+    # ---- arithmetic on the current stream
+
+    def __add__(self, other):
+        return add(self, other) if _operand(other) else NotImplemented
+
+    def __radd__(self, other):
+        return add(self, other) if _operand(other) else NotImplemented
+
+    def __sub__(self, other):
+        return sub(self, other) if _operand(other) else NotImplemented
+
+    def __rsub__(self, other):
+        return sub(other, self) if _operand(other) else NotImplemented
+
+    def __mul__(self, other):
+        return mul(self, other) if _operand(other) else NotImplemented
+
+    def __rmul__(self, other):
+        return mul(self, other) if _operand(other) else NotImplemented
+
+    def __matmul__(self, other):
+        return matmul(self, other) if isinstance(other, Tensor) else NotImplemented
+
+    def __neg__(self):
+        return mul(self, -1.0)
+
+
+def _operand(x):
+    return isinstance(x, Tensor) or _is_scalar(x)
+
+
+def _is_scalar(x):
+    return isinstance(x, numbers.Real) and not isinstance(x, Tensor)
+
+
+def _tensor_arg(x, where, name):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{where}: {name} must be a rill.Tensor, not {type(x).__name__}")
+    return x._valid(where)
+
+
+def _same_shape(a, b, where):
+    if a._shape != b._shape:
+        raise ValueError(f"{where}: shapes {a._shape} and {b._shape} differ; rill's "
+                         "elementwise ops take tensors of one shape, or a tensor and a number")
+
+
+def _new(shape, where, like=None):
+    """A new tensor on the current stream, of the class of like (a Tensor
+    subclass of a compatibility module stays itself through the ops)."""
+    s = _stream.current()
+    cls = Tensor if like is None else type(like)
+    return s, cls._empty(shape, float32, s, where)
+
+
+def _finish(out, s, status):
+    """Checks an op's status; the output is written once its event is."""
+    check(status)
+    out._written(s)
+    return out
+
+
+def add(a, b, alpha=1):
+    """a + alpha*b on the current stream; a or b may be a number."""
+    where = "rill.ops.add"
+    if not _is_scalar(alpha):
+        raise TypeError(f"{where}: alpha must be a number, not {type(alpha).__name__}")
+    if _is_scalar(a) and isinstance(b, Tensor):
+        if alpha == 1:
+            a, b = b, a
+        else:
+            return sub(a, b, alpha=-alpha)
+    pa = _tensor_arg(a, where, "a")
+    if _is_scalar(b):
+        s, out = _new(a._shape, where, a)
+        if out._numel:
+            return _finish(out, s, lib.rill_op_add_scalar_f32(s._h, out._ptr, pa,
+                                                              float(b) * alpha, out._numel))
+        return out
+    pb = _tensor_arg(b, where, "b")
+    _same_shape(a, b, where)
+    s, out = _new(a._shape, where, a)
+    if out._numel:
+        return _finish(out, s, lib.rill_op_add_f32(s._h, out._ptr, pa, pb, alpha, out._numel))
+    return out
+
+
+def sub(a, b, alpha=1):
+    """a - alpha*b on the current stream; a or b may be a number."""
+    where = "rill.ops.sub"
+    if not _is_scalar(alpha):
+        raise TypeError(f"{where}: alpha must be a number, not {type(alpha).__name__}")
+    if isinstance(a, Tensor):
+        if _is_scalar(b):
+            return add(a, -float(b) * alpha)
+        _tensor_arg(b, where, "b")
+        return add(a, b, alpha=-alpha)
+    if not _is_scalar(a):
+        raise TypeError(f"{where}: a must be a rill.Tensor or a number, not {type(a).__name__}")
+    pb = _tensor_arg(b, where, "b")
+    s, out = _new(b._shape, where, b)  # out = a, then out = out - alpha*b
+    if out._numel:
+        check(lib.rill_op_fill_f32(s._h, out._ptr, float(a), out._numel))
+        return _finish(out, s, lib.rill_op_add_f32(s._h, out._ptr, out._ptr, pb, -alpha,
+                                                   out._numel))
+    return out
+
+
+def mul(a, b):
+    """a * b elementwise on the current stream; a or b may be a number."""
+    where = "rill.ops.mul"
+    if _is_scalar(a) and isinstance(b, Tensor):
+        a, b = b, a
+    pa = _tensor_arg(a, where, "a")
+    if _is_scalar(b):
+        s, out = _new(a._shape, where, a)  # out = b, then out = a * out
+        if out._numel:
+            check(lib.rill_op_fill_f32(s._h, out._ptr, float(b), out._numel))
+            return _finish(out, s, lib.rill_op_mul_f32(s._h, out._ptr, pa, out._ptr, out._numel))
+        return out
+    pb = _tensor_arg(b, where, "b")
+    _same_shape(a, b, where)
+    s, out = _new(a._shape, where, a)
+    if out._numel:
+        return _finish(out, s, lib.rill_op_mul_f32(s._h, out._ptr, pa, pb, out._numel))
+    return out
+
+
+def matmul(a, b):
+    """The matrix product of 2-D tensors a [m, k] and b [k, n], on the
+    current stream."""
+    where = "rill.ops.matmul"
+    pa = _tensor_arg(a, where, "a")
+    pb = _tensor_arg(b, where, "b")
+    if len(a._shape) != 2 or len(b._shape) != 2 or a._shape[1] != b._shape[0]:
+        raise ValueError(f"{where}: shapes {a._shape} and {b._shape} do not multiply; pass "
+                         "2-D tensors [m, k] and [k, n]")
+    (m, k), n = a._shape, b._shape[1]
+    s, out = _new((m, n), where, a)
+    if out._numel == 0:
+        return out
+    if k == 0:
+        return _finish(out, s, lib.rill_op_fill_f32(s._h, out._ptr, 0.0, out._numel))
+    return _finish(out, s, lib.rill_op_matmul_f32(s._h, out._ptr, pa, pb, m, k, n))
+
+
+def sum(a):
+    """The sum of all elements, a 0-d tensor, on the current stream."""
+    where = "rill.ops.sum"
+    pa = _tensor_arg(a, where, "a")
+    s, out = _new((), where, a)
+    if a._numel == 0:
+        return _finish(out, s, lib.rill_op_fill_f32(s._h, out._ptr, 0.0, 1))
+    return _finish(out, s, lib.rill_op_sum_f32(s._h, out._ptr, pa, a._numel))
+
+
+def conv2d(input, weight):
+    """2-D convolution of input [n, c, h, w] with weight [k, c, r, s] (NCHW,
+    stride 1, no padding): [n, k, h-r+1, w-s+1], on the current stream."""
+    where = "rill.ops.conv2d"
+    pi = _tensor_arg(input, where, "input")
+    pw = _tensor_arg(weight, where, "weight")
+    if len(input._shape) != 4 or len(weight._shape) != 4:
+        raise ValueError(f"{where}: input {input._shape} and weight {weight._shape} must be "
+                         "4-D: [n, c, h, w] and [k, c, r, s]")
+    n, c, h, w = input._shape
+    k, c2, r, sz = weight._shape
+    if c != c2 or r > h or sz > w or r == 0 or sz == 0:
+        raise ValueError(f"{where}: input {input._shape} and weight {weight._shape} do not fit: "
+                         "the channels must agree and the kernel fit inside the image")
+    s, out = _new((n, k, h - r + 1, w - sz + 1), where, input)
+    if out._numel == 0:
+        return out
+    if c == 0:
+        return _finish(out, s, lib.rill_op_fill_f32(s._h, out._ptr, 0.0, out._numel))
+    return _finish(out, s, lib.rill_op_conv2d_f32(s._h, out._ptr, pi, pw, n, c, h, w, k, r, sz))
+
+
+def filled(shape, value, dtype, where, cls=Tensor):
+    """A new tensor of class cls filled with value on the current stream."""
+    if _dtype_arg(dtype, where) not in (None, float32):
+        raise TypeError(f"{where}: dtype must be rill.float32")
+    if not _is_scalar(value):
+        raise TypeError(f"{where}: value must be a number, not {type(value).__name__}")
+    s = _stream.current()
+    out = cls._empty(_shape_arg((shape,), where), float32, s, where)
+    if out._numel:
+        return _finish(out, s, lib.rill_op_fill_f32(s._h, out._ptr, float(value), out._numel))
+    return out
+
+
+def full(shape, value, dtype=None):
+    """A tensor of shape filled with value, on the current stream."""
+    return filled(shape, value, dtype, "rill.full")
+
+
+def ones(*shape, dtype=None):
+    """A tensor of ones: rill.ones(2, 3) or rill.ones((2, 3))."""
+    return filled(_shape_arg(shape, "rill.ones"), 1.0, dtype, "rill.ones")
+
+
+def zeros(*shape, dtype=None):
+    """A tensor of zeros: rill.zeros(2, 3) or rill.zeros((2, 3))."""
+    return filled(_shape_arg(shape, "rill.zeros"), 0.0, dtype, "rill.zeros")
+
+
+def empty(*shape, dtype=None):
+    """A tensor whose values are whatever the memory held."""
+    where = "rill.empty"
+    if _dtype_arg(dtype, where) not in (None, float32):
+        raise TypeError(f"{where}: dtype must be rill.float32")
+    return _new(_shape_arg(shape, where), where)[1]
+
+
+def from_numpy(array):
+    """A float32 tensor copied from a numpy array of float32."""
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"rill.from_numpy: array must be a numpy.ndarray, "
+                        f"not {type(array).__name__}")
+    return Tensor(array)
+
+
+@on_shutdown
+def _forget():
+    _events.clear()
+

@@ -1,0 +1,26 @@
+# SPDX-License-Identifier: MIT
+# Installs the build tree into a scratch prefix, then imports the installed
+# package there with the tests' interpreter, from outside the source tree and
+# without RILL_LIBRARY: it must load the installed librill.so and compute.
+# Run as: cmake -DBUILD_DIR=... -DPYTHON=... -DPYTHON_DIR=... -DWORK_DIR=... -P check_install.cmake
+set(prefix ${WORK_DIR}/prefix)
+file(REMOVE_RECURSE ${WORK_DIR})
+execute_process(COMMAND ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix}
+                RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "cmake --install failed (${rc}): ${err}")
+endif()
+if(IS_ABSOLUTE "${PYTHON_DIR}")
+  message(FATAL_ERROR "RILL_PYTHON_INSTALL_DIR is absolute; this check needs it under the prefix")
+endif()
+set(ENV{PYTHONPATH} "${prefix}/${PYTHON_DIR}")
+unset(ENV{RILL_LIBRARY})
+set(ENV{PYTHONDONTWRITEBYTECODE} 1)
+execute_process(
+  COMMAND ${PYTHON} -c
+    "import os, rill; assert os.path.realpath(rill.library_path).startswith(os.path.realpath('${prefix}')), rill.library_path; print((rill.ones(2, 2) @ rill.ones(2, 2)).numpy().tolist(), rill.library_path)"
+  WORKING_DIRECTORY ${WORK_DIR} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "^\\[\\[2\\.0, 2\\.0\\], \\[2\\.0, 2\\.0\\]\\]")
+  message(FATAL_ERROR "the installed package failed (${rc}): ${out}\n${err}")
+endif()
+message(STATUS "installed package: ${out}")

@@ -1,0 +1,57 @@
+# SPDX-License-Identifier: MIT
+"""The package's C declarations (rill/_ffi.py, used in cffi's ABI mode,
+where nothing checks them against the header) agree with include/rill.h:
+a C compiler sees every function declared again after the header, which it
+refuses unless the two agree, and asserts every enum value and every
+struct's size and field offsets as cffi lays them out."""
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from rill import _ffi
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+INCLUDE = os.environ.get("RILL_INCLUDE_DIR",
+                         os.path.join(os.path.dirname(os.path.dirname(HERE)), "include"))
+
+
+def _checks():
+    ffi = _ffi.ffi
+    lines = ["#include <stddef.h>", "#include \"rill.h\"", _ffi.FUNCS]
+    for enum in ("rill_status", "rill_device_kind", "enum rill_event_flags"):
+        for name, value in ffi.typeof(enum).relements.items():
+            lines.append(f'_Static_assert({name} == {value}, "{name} is {value} in _ffi.py");')
+    for struct in ("rill_device_info", "rill_ipc_event_handle", "rill_mem_stats"):
+        t = ffi.typeof(struct)
+        lines.append(f'_Static_assert(sizeof({struct}) == {ffi.sizeof(t)}, "sizeof {struct}");')
+        for name, field in t.fields:
+            lines.append(f'_Static_assert(offsetof({struct}, {name}) == {field.offset}, '
+                         f'"offset of {struct}.{name}");')
+    return "\n".join(lines) + "\n"
+
+
+def test_cdef_agrees_with_rill_h(tmp_path):
+    cc = shutil.which(os.environ.get("CC", "cc"))
+    if cc is None:
+        pytest.skip("no C compiler to check the declarations with")
+    assert os.path.exists(os.path.join(INCLUDE, "rill.h")), INCLUDE
+    src = tmp_path / "cdef_check.c"
+    src.write_text(_checks())
+    run = subprocess.run([cc, "-std=c11", "-Wall", "-Werror", "-fsyntax-only", "-I", INCLUDE,
+                          str(src)], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+
+
+def test_cdef_check_catches_a_wrong_declaration(tmp_path):
+    """The check above can fail: a declaration that disagrees is refused."""
+    cc = shutil.which(os.environ.get("CC", "cc"))
+    if cc is None:
+        pytest.skip("no C compiler to check the declarations with")
+    src = tmp_path / "wrong.c"
+    src.write_text('#include "rill.h"\nrill_status rill_stream_query(rill_stream *s, int x);\n')
+    run = subprocess.run([cc, "-std=c11", "-fsyntax-only", "-I", INCLUDE, str(src)],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode != 0

@@ -1,0 +1,105 @@
+# SPDX-License-Identifier: MIT
+"""The memory calls: statistics, peaks and their reset, the cache, the
+limit, the summary."""
+
+import gc
+
+import pytest
+
+import rill
+
+MIB = 1 << 20
+
+
+def settle():
+    gc.collect()
+    rill.synchronize()
+
+
+def test_memory_allocated_follows_live_tensors():
+    settle()
+    before = rill.memory_allocated()
+    t = rill.empty(MIB // 4)  # 1 MiB
+    assert rill.memory_allocated() >= before + MIB
+    assert rill.memory_reserved() >= rill.memory_allocated()
+    del t
+    settle()
+    assert rill.memory_allocated() == before
+
+
+def test_peaks_and_their_reset():
+    settle()
+    t = rill.empty(4 * MIB // 4)
+    del t
+    settle()
+    assert rill.max_memory_allocated() >= rill.memory_allocated() + 4 * MIB
+    assert rill.max_memory_reserved() >= rill.memory_reserved()
+    counts = rill.memory_stats()["allocation.all.allocated"]
+    rill.reset_peak_memory_stats()
+    assert rill.max_memory_allocated() == rill.memory_allocated()
+    assert rill.max_memory_reserved() == rill.memory_reserved()
+    assert rill.memory_stats()["allocation.all.allocated"] == counts
+    u = rill.empty(MIB // 4)
+    assert rill.max_memory_allocated() >= rill.memory_allocated()
+    del u
+
+
+def test_empty_cache_returns_freed_memory():
+    settle()
+    t = rill.empty(16 * MIB // 4)
+    reserved_with = rill.memory_reserved()
+    del t
+    settle()
+    rill.empty_cache()
+    assert rill.memory_reserved() <= reserved_with - 16 * MIB
+
+
+def test_memory_limit_makes_large_allocations_fail_cleanly():
+    settle()
+    assert rill.memory_limit() is None
+    rill.set_memory_limit(rill.memory_reserved() + MIB)
+    try:
+        assert rill.memory_limit() == rill.memory_reserved() + MIB
+        with pytest.raises(rill.OutOfMemoryError, match="limit"):
+            rill.empty(64 * MIB // 4)
+    finally:
+        rill.set_memory_limit(None)
+    assert rill.memory_limit() is None
+    assert rill.empty(64 * MIB // 4).shape == (16 * MIB,)
+
+
+def test_memory_stats_has_torch_names():
+    stats = rill.memory_stats()
+    for key in ("allocated_bytes.all.current", "allocated_bytes.all.peak",
+                "reserved_bytes.all.current", "reserved_bytes.all.peak",
+                "allocation.all.allocated", "allocation.all.freed", "num_alloc_retries",
+                "num_cache_hits", "num_deferred_frees", "limit_bytes"):
+        assert isinstance(stats[key], int), key
+    assert stats["allocated_bytes.all.current"] == rill.memory_allocated()
+
+
+def test_memory_summary_is_rill_mem_summary_as_text():
+    text = rill.memory_summary()
+    assert text.startswith("rill memory summary: device")
+    assert "allocated" in text and "reserved" in text and "limit" in text
+
+
+def test_memory_calls_take_a_device():
+    dev = rill.current_device()
+    assert rill.memory_allocated(dev) == rill.memory_allocated(dev.index) == \
+        rill.memory_allocated()
+    assert "device" in rill.memory_summary(dev)
+    with pytest.raises(rill.NoDeviceError):
+        rill.memory_allocated(rill.device_count() + 3)
+    with pytest.raises(TypeError):
+        rill.memory_reserved("cpu")
+
+
+def test_set_memory_limit_refuses_what_is_not_a_byte_count():
+    for bad in ("1GB", 1.5, True):
+        with pytest.raises(TypeError):
+            rill.set_memory_limit(bad)
+    for bad in (-1, 1 << 64):
+        with pytest.raises(ValueError):
+            rill.set_memory_limit(bad)
+    assert rill.memory_limit() is None

@@ -1,0 +1,429 @@
+/* SPDX-License-Identifier: MIT */
+/* Communicators, from the callers' threads (comm.h): creation and
+ * destruction through control tasks that the communication thread runs,
+ * the argument checks every operation passes before anything is issued,
+ * and issuing: an operation becomes one WAIT command of its stream, for a
+ * number of a proxy stream that the engine completes (engine.h), plus a
+ * waiter on the stream's previous command that hands the operation to the
+ * engine once the stream reaches it. A layer above the core: it orders
+ * through the core's streams, waiters and memory pool, and the core knows
+ * nothing of it. rill_shutdown destroys the communicators left. */
+#include "comm/comm.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm/engine.h"
+#include "core/alloc.h"
+#include "core/handle.h"
+#include "core/status.h"
+#include "core/stream.h"
+#include "graph/graph.h"
+#include "mem/memory.h"
+#include "mem/pool.h"
+
+/* ---------------------------------------------------------------- handles */
+
+static rill_status resolve(rill_comm *comm, const char *fn, rill__comm_channel **out) {
+    if (comm == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: comm is NULL; pass a communicator from rill_comm_create_mpi", fn);
+    rill__comm_channel *ch = rill__handle_get(comm, RILL__HANDLE_COMM);
+    if (ch == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: the communicator handle is not valid (destroyed, or not a "
+                          "communicator)",
+                          fn);
+    /* relaxed: only the fork's child handler, on this thread, changes it. */
+    if (ch->forks != atomic_load_explicit(&rill__fork_count, memory_order_relaxed))
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: the communicator was created by the parent of this process, "
+                          "before fork(); MPI communicators do not carry over to a child",
+                          fn);
+    *out = ch;
+    return RILL_OK;
+}
+
+rill_status rill__comm_get(rill_comm *comm, const char *fn, int *rank, int *size) {
+    rill__comm_channel *ch;
+    rill_status st = resolve(comm, fn, &ch);
+    if (st != RILL_OK)
+        return st;
+    if (rank != NULL)
+        *rank = ch->rank;
+    if (size != NULL)
+        *size = ch->size;
+    return RILL_OK;
+}
+
+/* ------------------------------------------------------- create, destroy */
+
+static void comm_shutdown(void);
+static void forget_after_fork(void);
+
+/* Reads RILL_COMM_TIMEOUT: seconds, decimals allowed; unset, empty or 0
+ * means no limit. */
+static rill_status read_timeout(const char *fn, rill__comm_channel *ch) {
+    const char *env = getenv("RILL_COMM_TIMEOUT");
+    ch->timeout_ns = 0;
+    ch->timeout_s = 0;
+    if (env == NULL || env[0] == '\0')
+        return RILL_OK;
+    char *end = NULL;
+    errno = 0;
+    double s = strtod(env, &end);
+    if (errno != 0 || end == env || *end != '\0' || !isfinite(s) || s < 0 || s > 1e9)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: RILL_COMM_TIMEOUT='%s' is not a number of seconds; set it to "
+                          "the longest time a collective may take (such as 30 or 0.5), or unset "
+                          "it for no limit",
+                          fn, env);
+    ch->timeout_s = s;
+    ch->timeout_ns = (uint64_t)(s * 1e9);
+    if (s > 0 && ch->timeout_ns == 0)
+        ch->timeout_ns = 1;
+    return RILL_OK;
+}
+
+static rill__comm_task *control_task(rill__comm_channel *ch, rill__comm_kind kind, const char *fn) {
+    rill__comm_task *t = rill__calloc(1, sizeof *t);
+    if (t == NULL)
+        return NULL;
+    t->op.a.kind = kind;
+    t->op.a.fn = fn;
+    t->ch = ch;
+    return t;
+}
+
+/* Queues CLOSE on a channel marked closing and waits for it. */
+static rill_status close_channel(rill__comm_channel *ch, rill__comm_task *t) {
+    rill__comm_engine_queue(ch, t);
+    rill__comm_engine_wait(t);
+    rill_status st = t->status;
+    if (st != RILL_OK)
+        rill__fail(st, "%s", t->message);
+    rill__free(t);
+    return st;
+}
+
+rill_status rill__comm_open(const rill__comm_transport *t, void *ctx, const char *fn,
+                            rill_comm **out) {
+    static _Atomic int fork_handler_set;
+    *out = NULL;
+    rill__runtime *rt;
+    rill_status st = rill__runtime_get(&rt);
+    if (st == RILL_OK)
+        st = rill__check_may_block(fn);
+    rill__comm_channel *ch = NULL;
+    rill__comm_task *open = NULL, *close = NULL;
+    if (st == RILL_OK) {
+        ch = rill__calloc(1, sizeof *ch);
+        open = control_task(ch, RILL__COMM_OPEN, fn);
+        close = control_task(ch, RILL__COMM_CLOSE, fn);
+        if (ch == NULL || open == NULL || close == NULL)
+            st = rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    }
+    if (st == RILL_OK)
+        st = read_timeout(fn, ch);
+    if (st != RILL_OK) {
+        rill__free(close);
+        rill__free(open);
+        rill__free(ch);
+        t->release(ctx);
+        return st;
+    }
+    ch->t = t;
+    ch->ctx = ctx;
+    ch->forks = atomic_load_explicit(&rill__fork_count, memory_order_relaxed);
+    if (!atomic_exchange(&fork_handler_set, 1))
+        rill__fork_handlers(NULL, NULL, forget_after_fork);
+    rill__on_shutdown(comm_shutdown);
+    rill__comm_engine_add(ch, open);
+    rill__comm_engine_wait(open);
+    st = open->status;
+    if (st != RILL_OK) {
+        /* ctx is released, and ch is the communication thread's to free. */
+        st = rill__fail(st, "%s", open->message);
+        rill__free(open);
+        rill__free(close);
+        return st;
+    }
+    rill__free(open);
+    if (!rill__handle_open(RILL__HANDLE_COMM, ch, &ch->handle)) {
+        rill__comm_engine_begin_close(ch);
+        close_channel(ch, close);
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY,
+                          "%s: out of memory for the communicator's handle", fn);
+    }
+    /* CLOSE's task, made now so that destroy cannot run out of memory. */
+    ch->close = close;
+    rill__comm_engine_set_opened(ch);
+    *out = ch->handle;
+    return RILL_OK;
+}
+
+rill_status rill__comm_close(rill_comm *comm, const char *fn) {
+    rill__comm_channel *ch;
+    rill_status st = resolve(comm, fn, &ch);
+    if (st == RILL_OK)
+        st = rill__check_may_block(fn);
+    if (st != RILL_OK)
+        return st;
+    if (!rill__comm_engine_begin_close(ch))
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: the communicator is already being destroyed", fn);
+    rill__handle_close(ch->handle);
+    ch->close->op.a.fn = fn;
+    return close_channel(ch, ch->close);
+}
+
+/* rill_shutdown: destroys the communicators left, then stops the thread. */
+static void comm_shutdown(void) {
+    rill__comm_channel *ch;
+    while ((ch = rill__comm_engine_claim_open()) != NULL) {
+        rill__handle_close(ch->handle);
+        ch->close->op.a.fn = "rill_shutdown";
+        close_channel(ch, ch->close);
+    }
+    rill__comm_engine_shutdown();
+}
+
+static void forget_after_fork(void) {
+    rill__comm_engine_forget();
+}
+
+/* ---------------------------------------------------------------- checks */
+
+/* One buffer an operation reads or writes. */
+typedef struct buffer {
+    const void *ptr;
+    size_t bytes;
+    const char *name;  /* the argument: "recv" */
+    const char *shape; /* where its size comes from: "count floats" */
+} buffer;
+
+/* The buffers of a, with their sizes; RILL_ERROR_INVALID_ARGUMENT when a
+ * size does not fit in memory. */
+static rill_status buffers_of(const rill__comm_channel *ch, const rill__comm_args *a, buffer *recv,
+                              buffer *send) {
+    const char *fn = a->fn;
+    size_t n = a->count, ranks = (size_t)ch->size;
+    *recv = (buffer){a->recv, 0, "recv", NULL};
+    *send = (buffer){a->send, 0, "send", NULL};
+    switch (a->kind) {
+    case RILL__COMM_ALLREDUCE:
+        recv->bytes = send->bytes = n * sizeof(float); /* n <= max_count: fits */
+        recv->shape = send->shape = "count floats";
+        break;
+    case RILL__COMM_REDUCE_SCATTER:
+        if (n > SIZE_MAX / sizeof(float) / ranks)
+            return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                              "%s: count_per_rank is %zu, and %d ranks times that many floats "
+                              "do not fit in memory",
+                              fn, n, ch->size);
+        recv->bytes = n * sizeof(float);
+        send->bytes = n * sizeof(float) * ranks;
+        recv->shape = "count_per_rank floats";
+        send->shape = "size * count_per_rank floats";
+        break;
+    case RILL__COMM_ALLGATHER:
+        if (n > SIZE_MAX / ranks)
+            return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                              "%s: bytes_per_rank is %zu, and %d ranks times that many bytes do "
+                              "not fit in memory",
+                              fn, n, ch->size);
+        recv->bytes = n * ranks;
+        send->bytes = n;
+        recv->shape = "size * bytes_per_rank";
+        send->shape = "bytes_per_rank";
+        break;
+    default: /* broadcast, send, recv: one buffer */
+        recv->bytes = n;
+        recv->name = "buf";
+        recv->shape = "bytes";
+        send->ptr = NULL;
+        break;
+    }
+    return RILL_OK;
+}
+
+static bool overlaps(const buffer *x, const buffer *y) {
+    uintptr_t a = (uintptr_t)x->ptr, b = (uintptr_t)y->ptr;
+    return x->bytes != 0 && y->bytes != 0 && a < b + y->bytes && b < a + x->bytes;
+}
+
+/* A buffer must be device memory of the stream's device, and the access
+ * must stay inside its allocation. */
+static rill_status check_buffer(const char *fn, const buffer *b, rill__stream *s) {
+    if (b->bytes == 0)
+        return RILL_OK; /* nothing is read or written: NULL is fine */
+    if (b->ptr == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: %s is NULL; pass device memory of %zu bytes (%s)", fn, b->name,
+                          b->bytes, b->shape);
+    rill__device *dev;
+    rill_status st = rill__mem_check_access(fn, b->name, b->shape, b->ptr, b->bytes, &dev);
+    if (st != RILL_OK)
+        return st;
+    if (dev == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: %s (%p) is not device memory; pass memory from rill_malloc or "
+                          "rill_malloc_async of the stream's device",
+                          fn, b->name, b->ptr);
+    if (dev != s->dev)
+        return rill__fail(RILL_ERROR_DEVICE_MISMATCH,
+                          "%s: %s (%p) is memory of device '%s', and the stream belongs to "
+                          "device '%s'; pass memory of the stream's device",
+                          fn, b->name, b->ptr, dev->info.name, s->dev->info.name);
+    return RILL_OK;
+}
+
+/* Every check of an operation, before anything is issued. */
+static rill_status check_args(const rill__comm_channel *ch, rill__stream *s,
+                              const rill__comm_args *a, buffer *recv, buffer *send) {
+    const char *fn = a->fn;
+    const char *count_name = a->kind == RILL__COMM_ALLREDUCE        ? "count"
+                             : a->kind == RILL__COMM_REDUCE_SCATTER ? "count_per_rank"
+                             : a->kind == RILL__COMM_ALLGATHER      ? "bytes_per_rank"
+                                                                    : "bytes";
+    if (a->count > ch->t->max_count)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: %s is %zu, more than %s takes in one call (%zu); split the "
+                          "transfer into several calls",
+                          fn, count_name, a->count, ch->t->name, ch->t->max_count);
+    bool reduces = a->kind == RILL__COMM_ALLREDUCE || a->kind == RILL__COMM_REDUCE_SCATTER;
+    if (reduces && (a->reduce < RILL__REDUCE_SUM || a->reduce > RILL__REDUCE_AVG))
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: op %d is not a reduction; pass RILL_REDUCE_SUM, RILL_REDUCE_MAX, "
+                          "RILL_REDUCE_MIN or RILL_REDUCE_AVG",
+                          fn, a->reduce);
+    bool ranked =
+        a->kind == RILL__COMM_BROADCAST || a->kind == RILL__COMM_SEND || a->kind == RILL__COMM_RECV;
+    if (ranked && (a->peer < 0 || a->peer >= ch->size))
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: %s %d is not a rank of the communicator, whose ranks are 0 to %d",
+                          fn, a->kind == RILL__COMM_BROADCAST ? "root" : "peer", a->peer,
+                          ch->size - 1);
+    rill_status st = buffers_of(ch, a, recv, send);
+    if (st != RILL_OK)
+        return st;
+    if (s->dev->info.kind != RILL_DEVICE_CPU)
+        return rill__fail(RILL_ERROR_NOT_SUPPORTED,
+                          "%s: the stream belongs to device '%s'; collectives run on streams of "
+                          "the CPU device in this version",
+                          fn, s->dev->info.name);
+    if ((st = check_buffer(fn, recv, s)) != RILL_OK || (st = check_buffer(fn, send, s)) != RILL_OK)
+        return st;
+    bool in_place = a->kind == RILL__COMM_ALLREDUCE && recv->ptr == send->ptr;
+    if (!in_place && overlaps(recv, send))
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: recv and send overlap%s; pass buffers that do not overlap", fn,
+                          a->kind == RILL__COMM_ALLREDUCE
+                              ? " without being equal (recv == send reduces in place)"
+                              : "");
+    return RILL_OK;
+}
+
+/* --------------------------------------------------------------- issuing */
+
+/* The stream has completed the command before the operation's WAIT: the
+ * operation may start (in its communicator's issue order). Runs on the
+ * thread that completed it, with no lock held, or on the issuing thread. */
+static void stream_reached(rill__waiter *w) {
+    rill__comm_task *t = (rill__comm_task *)((char *)w - offsetof(rill__comm_task, waiter));
+    char msg[RILL__ERROR_BYTES];
+    /* When the work before it failed, the stream skips the WAIT's wait for
+     * nothing: the operation is skipped, as the stream's kernels are. */
+    if (rill__stream_failed_at(t->stream, w->seq, msg, sizeof msg)) {
+        t->skipped = true;
+        rill__fit(t->skip_why, sizeof t->skip_why, msg);
+    }
+    /* release: pairs with the acquire load in the engine's startable. */
+    atomic_store_explicit(&t->ready, 1, memory_order_release);
+    rill__comm_engine_kick();
+}
+
+rill_status rill__comm_issue(rill_stream *stream, rill_comm *comm, const rill__comm_args *a) {
+    const char *fn = a->fn;
+    rill__comm_channel *ch;
+    rill__stream *s;
+    buffer recv, send;
+    rill_status st = resolve(comm, fn, &ch);
+    if (st == RILL_OK)
+        st = rill__stream_resolve(stream, fn, &s);
+    if (st == RILL_OK)
+        st = check_args(ch, s, a, &recv, &send);
+    if (st != RILL_OK)
+        return st;
+    if (rill__stream_capturing(s) && rill__capture_check_stream_sync(s, fn) != RILL_OK)
+        return rill__fail(RILL_ERROR_CAPTURE_UNSUPPORTED,
+                          "%s: collectives cannot be captured into graphs in this version; the "
+                          "capture is now invalidated. Issue the collective outside the capture",
+                          fn);
+    rill__comm_task *t = rill__calloc(1, sizeof *t);
+    if (t == NULL)
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    rill__stream *p;
+    st = rill__comm_engine_take_proxy(s->dev, &p);
+    if (st != RILL_OK) {
+        rill__free(t);
+        return rill__fail_from(st, fn);
+    }
+    t->op.a = *a;
+    t->ch = ch;
+    t->stream = s;
+    t->proxy = p;
+    /* The proxy is this task's alone: k ends the stream's wait, k + 1
+     * frees the buffers. release: pairs with acquire loads of sub_seq. */
+    t->number = atomic_load_explicit(&p->sub_seq, memory_order_relaxed) + 1;
+    atomic_store_explicit(&p->sub_seq, t->number + 1, memory_order_release);
+    rill__stream_ref(s);
+    if (!rill__comm_engine_queue(ch, t)) {
+        st = rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                        "%s: the communicator is being destroyed; issue collectives before "
+                        "rill_comm_destroy",
+                        fn);
+        goto undo;
+    }
+    /* The stream's command: it waits for k, parked, holding no worker. A
+     * collective may wait for anything (other processes): OPAQUE. Queued
+     * at once even if a capture began meanwhile (a race of the caller's). */
+    rill__cmd cmd = {.kind = RILL__CMD_WAIT, .flags = RILL__CMD_OPAQUE};
+    cmd.u.wait.stream = p;
+    cmd.u.wait.seq = t->number;
+    rill__stream_ref(p);
+    uint64_t seq;
+    st = rill__stream_submit_now(s, &cmd, &seq);
+    if (st != RILL_OK) {
+        rill__stream_unref(p);
+        rill__comm_engine_unqueue(ch, t);
+        st = rill__fail_from(st, fn);
+        goto undo;
+    }
+    /* Declared accesses: the pool hands the buffers out again only once
+     * the transport has let them go (k + 1). No note in the stream's clock
+     * (as rill_stream_wait_* make): the pool's only points on a proxy are
+     * these, at k + 1, which the WAIT does not order the stream after, and
+     * a note per operation would push out those of real streams. */
+    if (recv.bytes != 0)
+        rill__pool_note_use(p, t->number + 1, recv.ptr, recv.bytes);
+    if (send.bytes != 0 && send.ptr != recv.ptr)
+        rill__pool_note_use(p, t->number + 1, send.ptr, send.bytes);
+    /* Last: once the waiter is registered, the engine may start, finish
+     * and free t at any moment. */
+    t->waiter.seq = seq - 1;
+    t->waiter.fn = stream_reached;
+    if (seq == 1 || !rill__stream_add_waiter(s, &t->waiter))
+        stream_reached(&t->waiter);
+    return RILL_OK;
+
+undo:
+    rill__stream_unref(s);
+    rill__stream_complete(p, t->number + 1);
+    rill__comm_engine_give_proxy(p);
+    rill__free(t);
+    return st;
+}

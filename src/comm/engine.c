@@ -1,0 +1,660 @@
+/* SPDX-License-Identifier: MIT */
+/* The communication engine (see engine.h): one communication thread per
+ * process makes every call into the transport, so that MPI needs no more
+ * than MPI_THREAD_SERIALIZED. It starts each channel's tasks strictly in
+ * issue order, a stream operation once its stream has reached it (the
+ * waiter on the command before its WAIT marks it ready), because MPI
+ * matches operations of a communicator in the order they are called; it
+ * tests the started ones until they complete, fails those that miss their
+ * deadline, and completes their proxies' numbers, which resumes the parked
+ * streams. It holds no compute unit and never blocks in the transport.
+ *
+ * Invariants: a channel's queue holds its issued, not yet started tasks
+ * in issue order; ch->active counts its started, unfinished, not
+ * abandoned tasks; engine.live = the sum of ch->active; a proxy in the
+ * free list has done_seq == sub_seq.
+ *
+ * Progress: MPI advances nonblocking operations only inside MPI calls, so
+ * while an operation is under way the thread tests without pause for
+ * SPIN_NS after the last progress (an operation started or completed),
+ * then yields between tests until YIELD_NS, then sleeps SLEEP_NS between
+ * tests (a late peer costs little CPU; a new task wakes it at once).
+ * Operations abandoned after a timeout are tested every ABANDONED_NS until
+ * the transport lets them go or their channel closes. With nothing under
+ * way it sleeps until kicked and makes no MPI call. */
+#include "comm/engine.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/assert.h"
+#include "core/status.h"
+
+#define SPIN_NS  50000u
+#define YIELD_NS 5000000u
+#define SLEEP_NS 200000u
+/* How often operations that timed out are tested, while nothing else is
+ * under way. */
+#define ABANDONED_NS 1000000u
+
+static struct {
+    /* a spin lock: a fork's child resets it; never held across a call into
+     * the transport or a wait */
+    rill__spinlock lock;
+    /* guarded by lock */
+    bool started, stop;
+    rill__thread thread;
+    rill__comm_channel *channels;
+    rill__stream **proxies; /* owned: free proxy streams */
+    size_t num_proxies, cap_proxies;
+    /* atomic */
+    _Atomic uint32_t kick;     /* futex word: bumped when there is something to start */
+    _Atomic uint32_t sleeping; /* the thread is about to sleep on kick */
+    _Atomic uint32_t finished; /* futex word: bumped when a control task is done */
+    /* communication thread only */
+    rill__comm_task *active; /* started tasks, abandoned ones included */
+    int live;                /* started tasks that are not abandoned */
+} engine;
+
+/* ----------------------------------------------------------------- proxies */
+
+static void release_proxy(rill__stream *p) {
+    atomic_store(&p->owner_released, 1);
+    rill__stream_unref(p);
+}
+
+rill_status rill__comm_engine_take_proxy(rill__device *dev, rill__stream **out) {
+    rill__spinlock_lock(&engine.lock);
+    for (size_t i = 0; i < engine.num_proxies; i++) {
+        if (engine.proxies[i]->dev == dev) {
+            *out = engine.proxies[i];
+            engine.proxies[i] = engine.proxies[--engine.num_proxies];
+            rill__spinlock_unlock(&engine.lock);
+            return RILL_OK;
+        }
+    }
+    rill__spinlock_unlock(&engine.lock);
+    rill__stream *p;
+    rill_status st = rill__stream_new(dev, 0, RILL__STREAM_PROXY, &p);
+    if (st != RILL_OK)
+        return st;
+    /* Its numbers complete when other processes take part: work behind
+     * them may wait for anything (see rill__stream_opaque_pending), so the
+     * memory pool never makes a stream wait for them. Not yet visible: no
+     * lock needed. */
+    atomic_store(&p->opaque_seq, UINT64_MAX);
+    snprintf(p->name, sizeof p->name, "rill:communication");
+    *out = p;
+    return RILL_OK;
+}
+
+void rill__comm_engine_give_proxy(rill__stream *p) {
+    RILL_ASSERT(atomic_load(&p->done_seq) == atomic_load(&p->sub_seq));
+    rill__spinlock_lock(&engine.lock);
+    if (engine.num_proxies == engine.cap_proxies) {
+        size_t cap = engine.cap_proxies != 0 ? 2 * engine.cap_proxies : 8;
+        rill__stream **grown = rill__realloc(engine.proxies, cap * sizeof *grown);
+        if (grown == NULL) {
+            rill__spinlock_unlock(&engine.lock);
+            release_proxy(p); /* out of memory: the next operation makes one */
+            return;
+        }
+        engine.proxies = grown;
+        engine.cap_proxies = cap;
+    }
+    engine.proxies[engine.num_proxies++] = p;
+    rill__spinlock_unlock(&engine.lock);
+}
+
+/* ------------------------------------------------------------ sentences */
+
+static const char *reduce_name(int reduce) {
+    static const char *const names[] = {"sum", "max", "min", "avg"};
+    return reduce >= 0 && reduce < 4 ? names[reduce] : "?";
+}
+
+/* "rill_allreduce_f32 (sum of 1000 floats) on rank 1 of 4" */
+static void describe(const rill__comm_channel *ch, const rill__comm_args *a, char *buf,
+                     size_t size) {
+    char what[96];
+    switch (a->kind) {
+    case RILL__COMM_ALLREDUCE:
+        snprintf(what, sizeof what, "%s of %zu floats", reduce_name(a->reduce), a->count);
+        break;
+    case RILL__COMM_REDUCE_SCATTER:
+        snprintf(what, sizeof what, "%s, %zu floats per rank", reduce_name(a->reduce), a->count);
+        break;
+    case RILL__COMM_BROADCAST:
+        snprintf(what, sizeof what, "%zu bytes from rank %d", a->count, a->peer);
+        break;
+    case RILL__COMM_ALLGATHER:
+        snprintf(what, sizeof what, "%zu bytes per rank", a->count);
+        break;
+    case RILL__COMM_SEND:
+        snprintf(what, sizeof what, "%zu bytes to rank %d", a->count, a->peer);
+        break;
+    case RILL__COMM_RECV:
+        snprintf(what, sizeof what, "%zu bytes from rank %d", a->count, a->peer);
+        break;
+    default:
+        what[0] = '\0';
+        break;
+    }
+    snprintf(buf, size, "%s (%s) on rank %d of %d", a->fn, what, ch->rank, ch->size);
+}
+
+/* Breaks ch: operations after a failure would not match the other ranks'
+ * (one rank skipped or lost an operation), so none is started again. */
+static void break_channel(rill__comm_channel *ch, const char *why) {
+    if (ch->broken)
+        return;
+    ch->broken = true;
+    rill__fit(ch->broken_why, sizeof ch->broken_why, why);
+}
+
+/* ------------------------------------------------------------- finishing */
+
+static void finish_control(rill__comm_task *t, rill_status status, const char *message) {
+    t->status = status;
+    rill__fit(t->message, sizeof t->message, message);
+    /* release: pairs with the acquire load in rill__comm_engine_wait, which
+     * may free t at once: t is not touched after this store. */
+    atomic_store_explicit(&t->done, 1, memory_order_release);
+    atomic_fetch_add(&engine.finished, 1);
+    rill__futex_wake(&engine.finished, INT32_MAX);
+}
+
+enum outcome { OUT_OK, OUT_FAILED };
+
+/* Ends a stream operation whose memory the transport no longer holds:
+ * its proxy reaches k + 1 (failing k first when it failed), which resumes
+ * the stream, and goes back to the free list. */
+static void finish_stream(rill__comm_task *t, enum outcome outcome, const char *cause) {
+    rill__stream *p = t->proxy;
+    if (outcome == OUT_FAILED) {
+        rill__stream_fail(p, t->number, cause);
+        rill__stream_clear_failure(p, t->number + 1); /* only this operation fails */
+    }
+    rill__stream_complete(p, t->number + 1);
+    rill__comm_engine_give_proxy(p);
+    rill__stream_unref(t->stream);
+    rill__free(t);
+}
+
+/* A stream operation missed its deadline and the transport still holds
+ * its memory: the stream fails at once (k), and the memory stays held
+ * (k + 1) until the transport lets it go, if ever. */
+static void abandon_stream(rill__comm_task *t, const char *cause) {
+    rill__stream *p = t->proxy;
+    rill__stream_fail(p, t->number, cause);
+    rill__stream_clear_failure(p, t->number + 1);
+    rill__stream_complete(p, t->number);
+    rill__stream_unref(t->stream);
+    t->stream = NULL;
+    t->abandoned = true;
+}
+
+/* The transport has let go of an abandoned operation's memory. */
+static void release_abandoned(rill__comm_task *t) {
+    rill__stream_complete(t->proxy, t->number + 1);
+    rill__comm_engine_give_proxy(t->proxy);
+    rill__free(t);
+}
+
+/* Drops ch's abandoned tasks (CLOSE): their memory stays held for good,
+ * since nothing will test them again. */
+static void drop_abandoned(rill__comm_channel *ch) {
+    for (rill__comm_task **p = &engine.active; *p != NULL;) {
+        rill__comm_task *t = *p;
+        if (t->ch != ch) {
+            p = &t->active_next;
+            continue;
+        }
+        RILL_ASSERT(t->abandoned);
+        *p = t->active_next;
+        release_proxy(t->proxy);
+        rill__free(t);
+    }
+}
+
+static void activate(rill__comm_channel *ch, rill__comm_task *t) {
+    t->deadline_ns = ch->timeout_ns != 0 ? rill__now_ns() + ch->timeout_ns : 0;
+    t->active_next = engine.active;
+    engine.active = t;
+    ch->active++;
+    engine.live++;
+}
+
+/* -------------------------------------------------------------- starting */
+
+static bool startable(const rill__comm_channel *ch, rill__comm_task *t) {
+    switch (t->op.a.kind) {
+    case RILL__COMM_OPEN:
+        return true;
+    case RILL__COMM_CLOSE:
+        return ch->active == 0;
+    default:
+        /* acquire: pairs with the release store in the stream's waiter. */
+        return atomic_load_explicit(&t->ready, memory_order_acquire) != 0;
+    }
+}
+
+/* Ends ch (CLOSE ran, or OPEN failed): its state is released at once,
+ * unless the transport may still write it, and the channel is freed once
+ * it leaves the list. */
+static void end_channel(rill__comm_channel *ch) {
+    ch->closed = true;
+    if (!ch->leak_ctx)
+        ch->t->release(ch->ctx);
+    ch->ctx = NULL;
+}
+
+static void start_close(rill__comm_channel *ch, rill__comm_task *t) {
+    char why[256], msg[RILL__ERROR_BYTES];
+    rill_status st = ch->t->start(ch->ctx, &t->op, why, sizeof why);
+    drop_abandoned(ch);
+    end_channel(ch);
+    if (st != RILL_OK)
+        snprintf(msg, sizeof msg,
+                 "%s: %s could not release the communicator (%s); rill released its own state",
+                 t->op.a.fn, ch->t->name, why);
+    finish_control(t, st, st == RILL_OK ? "" : msg);
+}
+
+static void start_task(rill__comm_channel *ch, rill__comm_task *t) {
+    char what[192], why[256], cause[RILL__ERROR_BYTES];
+    rill__comm_kind kind = t->op.a.kind;
+    if (kind == RILL__COMM_CLOSE) {
+        start_close(ch, t);
+        return;
+    }
+    if (kind != RILL__COMM_OPEN) {
+        describe(ch, &t->op.a, what, sizeof what);
+        if (t->skipped) {
+            /* The other ranks will wait for it: nothing after it matches. */
+            snprintf(cause, sizeof cause, "%s was skipped because its stream had failed (%s)", what,
+                     t->skip_why);
+            break_channel(ch, cause);
+            finish_stream(t, OUT_OK, NULL); /* the stream fails already */
+            return;
+        }
+        if (ch->broken) {
+            snprintf(cause, sizeof cause,
+                     "%s was not started: the communicator failed before (%s), and later "
+                     "operations would not match the other ranks'; destroy it and create "
+                     "another on every rank, or end the job with MPI_Abort",
+                     what, ch->broken_why);
+            finish_stream(t, OUT_FAILED, cause);
+            return;
+        }
+    }
+    rill_status st = ch->t->start(ch->ctx, &t->op, why, sizeof why);
+    if (st == RILL_OK) {
+        activate(ch, t);
+        return;
+    }
+    if (kind == RILL__COMM_OPEN) {
+        char msg[RILL__ERROR_BYTES];
+        snprintf(msg, sizeof msg, "%s: %s", t->op.a.fn, why);
+        end_channel(ch);
+        finish_control(t, st, msg);
+        return;
+    }
+    snprintf(cause, sizeof cause, "%s failed: %s", what, why);
+    break_channel(ch, cause);
+    finish_stream(t, OUT_FAILED, cause);
+}
+
+/* Frees the channels that left the list; their tasks are all gone. */
+static void free_closed(rill__comm_channel *dead) {
+    while (dead != NULL) {
+        rill__comm_channel *ch = dead;
+        dead = ch->next;
+        rill__free(ch);
+    }
+}
+
+/* Starts the ready heads of every channel's queue, in order; returns
+ * whether it started (or finished) any. */
+static bool start_ready(void) {
+    bool progress = false;
+    rill__comm_channel *dead = NULL;
+    rill__spinlock_lock(&engine.lock);
+    /* Channels are added at the front and removed only here, so the walk
+     * survives the unlocked stretches. */
+    for (rill__comm_channel *ch = engine.channels; ch != NULL; ch = ch->next) {
+        rill__comm_task *t;
+        while (!ch->closed && (t = ch->head) != NULL && startable(ch, t)) {
+            ch->head = t->next;
+            if (ch->head == NULL)
+                ch->tail = NULL;
+            rill__spinlock_unlock(&engine.lock);
+            start_task(ch, t);
+            progress = true;
+            rill__spinlock_lock(&engine.lock);
+        }
+    }
+    for (rill__comm_channel **p = &engine.channels; *p != NULL;) {
+        rill__comm_channel *ch = *p;
+        if (ch->closed) {
+            *p = ch->next;
+            ch->next = dead;
+            dead = ch;
+        } else {
+            p = &ch->next;
+        }
+    }
+    rill__spinlock_unlock(&engine.lock);
+    free_closed(dead);
+    return progress;
+}
+
+/* --------------------------------------------------------------- testing */
+
+/* t is no longer under way (finished, failed or abandoned). */
+static void retire(rill__comm_task *t) {
+    t->ch->active--;
+    engine.live--;
+}
+
+/* An OPEN that missed its deadline (already off the active list): the
+ * transport cannot cancel it and may still write the duplicate into ctx,
+ * which is never released. */
+static void open_timed_out(rill__comm_task *t) {
+    rill__comm_channel *ch = t->ch;
+    char msg[RILL__ERROR_BYTES];
+    ch->t->cancel(ch->ctx, &t->op);
+    retire(t);
+    snprintf(msg, sizeof msg,
+             "%s: the other ranks did not create their communicators from the same one within "
+             "RILL_COMM_TIMEOUT (%g s); every rank must call it, in the same order",
+             t->op.a.fn, ch->timeout_s);
+    ch->leak_ctx = true;
+    end_channel(ch);
+    finish_control(t, RILL_ERROR_INTERNAL, msg);
+}
+
+/* A stream operation that missed its deadline: the stream fails now; the
+ * task stays on the active list, abandoned, until the transport lets go
+ * of its memory (a cancelled point-to-point operation soon, a collective
+ * perhaps never). */
+static void stream_timed_out(rill__comm_task *t) {
+    rill__comm_channel *ch = t->ch;
+    char what[192], cause[RILL__ERROR_BYTES];
+    ch->t->cancel(ch->ctx, &t->op);
+    retire(t);
+    describe(ch, &t->op.a, what, sizeof what);
+    snprintf(cause, sizeof cause,
+             "%s did not complete within RILL_COMM_TIMEOUT (%g s): a rank did not issue it, "
+             "issued other operations, or stopped; the communicator can no longer be used",
+             what, ch->timeout_s);
+    break_channel(ch, cause);
+    abandon_stream(t, cause);
+}
+
+/* Ends t (already off the active list) after its last test said r. */
+static void complete_task(rill__comm_task *t, rill__comm_test r, const char *why) {
+    rill__comm_channel *ch = t->ch;
+    char what[192], cause[RILL__ERROR_BYTES];
+    retire(t);
+    if (t->op.a.kind == RILL__COMM_OPEN) {
+        if (r == RILL__COMM_DONE) {
+            ch->rank = t->op.rank;
+            ch->size = t->op.size;
+            finish_control(t, RILL_OK, "");
+            return;
+        }
+        char msg[RILL__ERROR_BYTES];
+        snprintf(msg, sizeof msg, "%s: %s could not duplicate the communicator: %s", t->op.a.fn,
+                 ch->t->name, why);
+        ch->leak_ctx = r == RILL__COMM_FAILED_HELD;
+        end_channel(ch);
+        finish_control(t, RILL_ERROR_INTERNAL, msg);
+        return;
+    }
+    if (r == RILL__COMM_DONE) {
+        finish_stream(t, OUT_OK, NULL);
+        return;
+    }
+    describe(ch, &t->op.a, what, sizeof what);
+    snprintf(cause, sizeof cause, "%s failed: %s", what, why);
+    break_channel(ch, cause);
+    finish_stream(t, OUT_FAILED, cause);
+}
+
+/* A stream operation failed while the transport may still use its memory:
+ * the stream fails now, the memory stays held (t stays on the list). */
+static void stream_failed_held(rill__comm_task *t, const char *why) {
+    rill__comm_channel *ch = t->ch;
+    char what[192], cause[RILL__ERROR_BYTES];
+    retire(t);
+    describe(ch, &t->op.a, what, sizeof what);
+    snprintf(cause, sizeof cause, "%s failed: %s", what, why);
+    break_channel(ch, cause);
+    abandon_stream(t, cause);
+}
+
+/* Tests every started task once; returns whether any completed or timed
+ * out. */
+static bool test_active(void) {
+    bool progress = false;
+    uint64_t now = rill__now_ns();
+    for (rill__comm_task **p = &engine.active; *p != NULL;) {
+        rill__comm_task *t = *p;
+        rill__comm_channel *ch = t->ch;
+        char why[256];
+        rill__comm_test r = ch->t->test(ch->ctx, &t->op, why, sizeof why);
+        if (t->abandoned) {
+            if (r == RILL__COMM_DONE || r == RILL__COMM_FAILED) {
+                *p = t->active_next;
+                release_abandoned(t);
+                progress = true;
+            } else {
+                p = &t->active_next;
+            }
+            continue;
+        }
+        if (r == RILL__COMM_PENDING) {
+            if (t->deadline_ns != 0 && now >= t->deadline_ns) {
+                progress = true;
+                if (t->op.a.kind == RILL__COMM_OPEN) {
+                    *p = t->active_next; /* the opener frees t once it is finished */
+                    open_timed_out(t);
+                    continue;
+                }
+                stream_timed_out(t);
+            }
+            p = &t->active_next;
+            continue;
+        }
+        progress = true;
+        if (r == RILL__COMM_FAILED_HELD && t->op.a.kind != RILL__COMM_OPEN) {
+            stream_failed_held(t, why);
+            p = &t->active_next;
+            continue;
+        }
+        *p = t->active_next;
+        complete_task(t, r, why);
+    }
+    return progress;
+}
+
+/* ---------------------------------------------------------------- thread */
+
+/* Sleeps until kicked, or for timeout_ns (0: no limit). */
+static void sleep_on_kick(uint32_t kick, uint64_t timeout_ns) {
+    /* seq_cst, both: a Dekker pair with rill__comm_engine_kick, which
+     * bumps kick and then loads sleeping. */
+    atomic_store(&engine.sleeping, 1);
+    if (atomic_load(&engine.kick) == kick) {
+        if (timeout_ns != 0)
+            rill__futex_wait_for(&engine.kick, kick, timeout_ns);
+        else
+            rill__futex_wait(&engine.kick, kick);
+    }
+    atomic_store(&engine.sleeping, 0);
+}
+
+static void comm_main(void *arg) {
+    (void)arg;
+    uint64_t last = rill__now_ns();
+    for (;;) {
+        uint32_t kick = atomic_load(&engine.kick);
+        bool progress = start_ready();
+        progress |= test_active();
+        uint64_t now = rill__now_ns();
+        if (progress)
+            last = now;
+        rill__spinlock_lock(&engine.lock);
+        bool quit = engine.stop && engine.channels == NULL;
+        rill__spinlock_unlock(&engine.lock);
+        if (quit) {
+            RILL_ASSERT(engine.active == NULL);
+            return;
+        }
+        if (progress)
+            continue; /* a completion may have made a queued task startable */
+        if (engine.active == NULL) {
+            /* Nothing under way: no MPI call until there is. */
+            sleep_on_kick(kick, 0);
+            last = rill__now_ns();
+        } else if (engine.live == 0) {
+            /* Only abandoned operations: a cancelled one completes at its
+             * next test, a collective perhaps never. */
+            sleep_on_kick(kick, ABANDONED_NS);
+        } else if (now - last < SPIN_NS) {
+            rill__cpu_relax();
+        } else if (now - last < YIELD_NS) {
+            rill__thread_yield();
+        } else {
+            sleep_on_kick(kick, SLEEP_NS);
+        }
+    }
+}
+
+void rill__comm_engine_kick(void) {
+    atomic_fetch_add(&engine.kick, 1); /* seq_cst: see sleep_on_kick */
+    if (atomic_load(&engine.sleeping))
+        rill__futex_wake(&engine.kick, 1);
+}
+
+void rill__comm_engine_add(rill__comm_channel *ch, rill__comm_task *open) {
+    open->next = NULL;
+    rill__spinlock_lock(&engine.lock);
+    if (!engine.started) {
+        engine.started = true;
+        engine.stop = false;
+        rill__thread_start(&engine.thread, "rill-comm", comm_main, NULL);
+    }
+    ch->head = ch->tail = open;
+    ch->next = engine.channels;
+    engine.channels = ch;
+    rill__spinlock_unlock(&engine.lock);
+    rill__comm_engine_kick();
+}
+
+bool rill__comm_engine_queue(rill__comm_channel *ch, rill__comm_task *task) {
+    task->next = NULL;
+    rill__spinlock_lock(&engine.lock);
+    if (ch->closing && task->op.a.kind != RILL__COMM_CLOSE) {
+        rill__spinlock_unlock(&engine.lock);
+        return false;
+    }
+    if (ch->tail != NULL)
+        ch->tail->next = task;
+    else
+        ch->head = task;
+    ch->tail = task;
+    rill__spinlock_unlock(&engine.lock);
+    rill__comm_engine_kick();
+    return true;
+}
+
+void rill__comm_engine_unqueue(rill__comm_channel *ch, rill__comm_task *task) {
+    rill__spinlock_lock(&engine.lock);
+    rill__comm_task *prev = NULL;
+    for (rill__comm_task *t = ch->head; t != NULL; prev = t, t = t->next) {
+        if (t != task)
+            continue;
+        if (prev != NULL)
+            prev->next = t->next;
+        else
+            ch->head = t->next;
+        if (ch->tail == t)
+            ch->tail = prev;
+        break;
+    }
+    rill__spinlock_unlock(&engine.lock);
+    rill__comm_engine_kick(); /* the tasks behind it may start now */
+}
+
+void rill__comm_engine_wait(rill__comm_task *task) {
+    for (;;) {
+        uint32_t gen = atomic_load(&engine.finished);
+        /* acquire: pairs with the release store in finish_control. */
+        if (atomic_load_explicit(&task->done, memory_order_acquire))
+            return;
+        rill__futex_wait(&engine.finished, gen);
+    }
+}
+
+void rill__comm_engine_set_opened(rill__comm_channel *ch) {
+    rill__spinlock_lock(&engine.lock);
+    ch->opened = true;
+    rill__spinlock_unlock(&engine.lock);
+}
+
+bool rill__comm_engine_begin_close(rill__comm_channel *ch) {
+    rill__spinlock_lock(&engine.lock);
+    bool was = ch->closing;
+    ch->closing = true;
+    rill__spinlock_unlock(&engine.lock);
+    return !was;
+}
+
+rill__comm_channel *rill__comm_engine_claim_open(void) {
+    rill__spinlock_lock(&engine.lock);
+    rill__comm_channel *ch = engine.channels;
+    while (ch != NULL && (!ch->opened || ch->closing))
+        ch = ch->next;
+    if (ch != NULL)
+        ch->closing = true;
+    rill__spinlock_unlock(&engine.lock);
+    return ch;
+}
+
+void rill__comm_engine_shutdown(void) {
+    rill__spinlock_lock(&engine.lock);
+    bool started = engine.started;
+    engine.stop = true;
+    rill__spinlock_unlock(&engine.lock);
+    if (started) {
+        rill__comm_engine_kick();
+        /* It ends once the channels that other threads close are gone. */
+        rill__thread_join(&engine.thread);
+    }
+    rill__spinlock_lock(&engine.lock);
+    rill__stream **proxies = engine.proxies;
+    size_t n = engine.num_proxies;
+    engine.proxies = NULL;
+    engine.num_proxies = engine.cap_proxies = 0;
+    engine.started = engine.stop = false;
+    rill__spinlock_unlock(&engine.lock);
+    for (size_t i = 0; i < n; i++)
+        release_proxy(proxies[i]);
+    rill__free(proxies);
+}
+
+void rill__comm_engine_forget(void) {
+    /* The thread, its tasks and the proxies stayed with the parent. */
+    atomic_store(&engine.lock.held, 0);
+    engine.started = engine.stop = false;
+    engine.channels = NULL;
+    engine.proxies = NULL;
+    engine.num_proxies = engine.cap_proxies = 0;
+    engine.active = NULL;
+    engine.live = 0;
+    atomic_store(&engine.kick, 0);
+    atomic_store(&engine.sleeping, 0);
+}

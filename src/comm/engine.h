@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: MIT */
+/* The communication engine: the communication thread, the channels (one
+ * per communicator) whose operations it starts in issue order and tests
+ * until they complete, and the proxy streams through which the streams
+ * that issued them wait (src/comm/engine.c). comm.c drives it from the
+ * callers' threads.
+ *
+ * A stream operation is one WAIT command of its stream, for number k of a
+ * proxy stream that only this engine completes: k when the operation has
+ * completed or failed (the stream goes on, or fails), k + 1 once the
+ * transport no longer holds its buffers (the memory pool's point for
+ * them). The two differ only after a timeout that could not cancel the
+ * operation: the stream fails at once, and its buffers are never handed
+ * out again. */
+#ifndef RILL_COMM_ENGINE_H
+#define RILL_COMM_ENGINE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "comm/comm.h"
+#include "core/stream.h"
+
+/* Room for the reason a channel broke, quoted in later failures. */
+#define RILL__COMM_WHY_BYTES 320
+
+typedef struct rill__comm_channel rill__comm_channel;
+
+/* One operation as the engine tracks it: a stream operation from
+ * rill__comm_issue, or OPEN or CLOSE (control tasks, which a caller's
+ * thread waits for). */
+typedef struct rill__comm_task {
+    rill__comm_op op; /* what the transport sees */
+    /* immutable once queued */
+    rill__comm_channel *ch; /* borrowed: outlives its tasks */
+    /* guarded by the engine's lock */
+    struct rill__comm_task *next; /* the channel's queue, in issue order */
+    /* stream operations: immutable once queued */
+    rill__stream *stream; /* ref: released when the task finishes */
+    rill__stream *proxy;  /* the engine's proxy while the task holds it */
+    uint64_t number;     /* k (see above) */
+    rill__waiter waiter; /* on stream, for the command before the WAIT */
+    /* written by the waiter before ready is set (release), then read-only */
+    bool skipped;
+    char skip_why[RILL__COMM_WHY_BYTES];
+    _Atomic int ready; /* the stream has reached the operation */
+    /* communication thread only */
+    struct rill__comm_task *active_next;
+    uint64_t deadline_ns; /* 0: none */
+    bool abandoned;       /* failed by the timeout; the transport still holds its memory */
+    /* control tasks: written before done is set (release) */
+    rill_status status;
+    char message[RILL__ERROR_BYTES];
+    _Atomic int done;
+} rill__comm_task;
+
+struct rill__comm_channel {
+    /* immutable after create (rank and size: once OPEN is done) */
+    const rill__comm_transport *t;
+    void *ctx; /* owned: released by the engine */
+    int rank, size;
+    uint64_t timeout_ns;           /* 0: no limit */
+    double timeout_s;              /* the same, for sentences */
+    uint32_t forks;                /* rill__fork_count when made */
+    void *handle;                  /* the public handle, once open */
+    struct rill__comm_task *close; /* owned: CLOSE's task, made at create */
+    /* guarded by the engine's lock */
+    struct rill__comm_channel *next; /* the engine's channels */
+    rill__comm_task *head, *tail;    /* issued and not yet started, in issue order */
+    bool opened;                     /* OPEN succeeded */
+    bool closing;                    /* CLOSE is queued: nothing more may be */
+    /* communication thread only */
+    int active;    /* started and not finished, abandoned ones aside */
+    bool broken;   /* a failure: later operations would not match the other ranks' */
+    bool closed;   /* CLOSE ran, or OPEN failed: the channel is freed */
+    bool leak_ctx; /* the transport may still write ctx */
+    char broken_why[RILL__COMM_WHY_BYTES];
+};
+
+/* Adds a new channel and queues its OPEN task; starts the communication
+ * thread if it does not run. */
+void rill__comm_engine_add(rill__comm_channel *ch, rill__comm_task *open);
+/* Queues task at the end of ch's queue; false (nothing queued) when ch
+ * is closing and task is a stream operation. */
+bool rill__comm_engine_queue(rill__comm_channel *ch, rill__comm_task *task);
+/* Takes a queued task that is not ready back out of ch's queue. */
+void rill__comm_engine_unqueue(rill__comm_channel *ch, rill__comm_task *task);
+/* Wakes the communication thread: a task became ready. Any thread. */
+void rill__comm_engine_kick(void);
+/* Waits until the communication thread has finished a control task. */
+void rill__comm_engine_wait(rill__comm_task *task);
+/* Marks ch open (it gets a handle) or closing; begin_close returns false
+ * when it already was closing. */
+void rill__comm_engine_set_opened(rill__comm_channel *ch);
+bool rill__comm_engine_begin_close(rill__comm_channel *ch);
+/* An open channel that nothing closes yet, marked closing (NULL: none). */
+rill__comm_channel *rill__comm_engine_claim_open(void);
+
+/* A proxy stream of dev with nothing pending, for one operation (made when
+ * none is free). Its failure sentence names no public call. */
+rill_status rill__comm_engine_take_proxy(rill__device *dev, rill__stream **out);
+/* Gives a proxy taken for an operation that was never issued back. */
+void rill__comm_engine_give_proxy(rill__stream *proxy);
+
+/* Stops the communication thread once every channel has gone, and
+ * releases the proxies (rill_shutdown, after every channel was closed). */
+void rill__comm_engine_shutdown(void);
+/* In the child of a fork, on its only thread: forgets the parent's thread,
+ * channels and proxies, without freeing or locking anything. */
+void rill__comm_engine_forget(void);
+
+#endif

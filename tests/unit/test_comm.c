@@ -1,0 +1,930 @@
+/* SPDX-License-Identifier: MIT */
+/* Communicators through librill's communication engine (src/comm/comm.h),
+ * driven by a pretend transport instead of MPI, so that every rule of
+ * rill_mpi.h that does not need other processes is proved here, under the
+ * sanitizers: stream order on both sides of an operation, issue order, no
+ * worker held, sticky errors, the broken communicator, timeouts and the
+ * memory they keep, destroy and shutdown, and every refused argument.
+ *
+ * The pretend world has `size` ranks that all hold this rank's data: a sum
+ * is size times the input, an allgather size copies of it. Its operations
+ * complete at their first test unless the test holds them; it logs what it
+ * starts, in order. */
+#include "fixture.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm/comm.h"
+#include "core/alloc.h"
+
+#define LOG_MAX 64
+#define SEC_NS  1000000000ull
+
+typedef struct fake {
+    int size;
+    atomic_int hold;       /* operations stay under way while set */
+    atomic_int fail_start; /* the next operation's start fails */
+    atomic_int fail_test;  /* the next completing operation fails */
+    atomic_int fail_held;  /* completing operations fail, still holding their memory */
+    atomic_int open_fails; /* OPEN is refused */
+    atomic_int open_hangs; /* OPEN never completes */
+    atomic_int released;   /* release ran */
+    atomic_int cancels;
+    atomic_int done_tests; /* tests that said DONE */
+    /* what started, in order: written by the communication thread before
+     * nlog counts it (release) */
+    atomic_int nlog;
+    int log_kind[LOG_MAX];
+    size_t log_count[LOG_MAX];
+    /* the loopback message of send and recv (communication thread only) */
+    unsigned char msg[4096];
+    size_t msg_bytes;
+    int has_msg;
+} fake;
+
+typedef struct fake_state {
+    int cancelled;
+} fake_state;
+
+static void log_op(fake *f, const rill__comm_op *op) {
+    int n = atomic_load_explicit(&f->nlog, memory_order_relaxed);
+    if (n == LOG_MAX)
+        return;
+    f->log_kind[n] = op->a.kind;
+    f->log_count[n] = op->a.count;
+    atomic_store_explicit(&f->nlog, n + 1, memory_order_release);
+}
+
+static rill_status fake_start(void *ctx, rill__comm_op *op, char *why, size_t size) {
+    fake *f = ctx;
+    rill__comm_kind kind = op->a.kind;
+    if (kind == RILL__COMM_OPEN && atomic_load(&f->open_fails)) {
+        snprintf(why, size, "injected refusal");
+        return RILL_ERROR_NOT_SUPPORTED;
+    }
+    if (kind != RILL__COMM_OPEN && kind != RILL__COMM_CLOSE && atomic_exchange(&f->fail_start, 0)) {
+        snprintf(why, size, "injected start failure");
+        return RILL_ERROR_INTERNAL;
+    }
+    memset(op->state, 0, sizeof op->state);
+    log_op(f, op);
+    if (kind == RILL__COMM_SEND) {
+        memcpy(f->msg, op->a.recv, op->a.count);
+        f->msg_bytes = op->a.count;
+        f->has_msg = 1;
+    }
+    return RILL_OK;
+}
+
+/* What the pretend world computes: every rank holds this rank's data. */
+static void perform(fake *f, const rill__comm_args *a) {
+    size_t n = a->count;
+    float *recv = a->recv;
+    const float *send = a->send;
+    float scale = a->reduce == RILL__REDUCE_SUM ? (float)f->size : 1.0f;
+    switch (a->kind) {
+    case RILL__COMM_ALLREDUCE:
+    case RILL__COMM_REDUCE_SCATTER: /* rank 0 keeps block 0 */
+        for (size_t i = 0; i < n; i++)
+            recv[i] = send[i] * scale;
+        break;
+    case RILL__COMM_ALLGATHER:
+        for (int r = 0; r < f->size; r++)
+            memcpy((char *)a->recv + (size_t)r * n, a->send, n);
+        break;
+    case RILL__COMM_RECV:
+        memcpy(a->recv, f->msg, n < f->msg_bytes ? n : f->msg_bytes);
+        f->has_msg = 0;
+        break;
+    default: /* broadcast from rank 0, send: nothing more */
+        break;
+    }
+}
+
+static rill__comm_test fake_test(void *ctx, rill__comm_op *op, char *why, size_t size) {
+    fake *f = ctx;
+    fake_state *st = (fake_state *)(void *)op->state;
+    rill__comm_kind kind = op->a.kind;
+    if (kind == RILL__COMM_CLOSE)
+        return RILL__COMM_DONE;
+    if (st->cancelled) {
+        snprintf(why, size, "cancelled");
+        return RILL__COMM_FAILED;
+    }
+    if (kind == RILL__COMM_OPEN) {
+        if (atomic_load(&f->open_hangs))
+            return RILL__COMM_PENDING;
+        op->rank = 0;
+        op->size = f->size;
+        return RILL__COMM_DONE;
+    }
+    if (atomic_load(&f->hold) || (kind == RILL__COMM_RECV && !f->has_msg))
+        return RILL__COMM_PENDING;
+    if (atomic_load(&f->fail_held)) {
+        snprintf(why, size, "injected failure that keeps the buffers");
+        return RILL__COMM_FAILED_HELD;
+    }
+    if (atomic_exchange(&f->fail_test, 0)) {
+        snprintf(why, size, "injected failure");
+        return RILL__COMM_FAILED;
+    }
+    perform(f, &op->a);
+    atomic_fetch_add(&f->done_tests, 1);
+    return RILL__COMM_DONE;
+}
+
+static void fake_cancel(void *ctx, rill__comm_op *op) {
+    fake *f = ctx;
+    atomic_fetch_add(&f->cancels, 1);
+    if (op->a.kind == RILL__COMM_SEND || op->a.kind == RILL__COMM_RECV)
+        ((fake_state *)(void *)op->state)->cancelled = 1;
+}
+
+static void fake_release(void *ctx) {
+    atomic_store(&((fake *)ctx)->released, 1);
+}
+
+static const rill__comm_transport fake_transport = {
+    .name = "FAKE",
+    .max_count = 1u << 20,
+    .start = fake_start,
+    .test = fake_test,
+    .cancel = fake_cancel,
+    .release = fake_release,
+};
+
+/* The same, with no limit of its own on counts (overflow checks). */
+static const rill__comm_transport unlimited_transport = {
+    .name = "FAKE",
+    .max_count = SIZE_MAX,
+    .start = fake_start,
+    .test = fake_test,
+    .cancel = fake_cancel,
+    .release = fake_release,
+};
+
+static rill_comm *open_fake(fake *f, int size) {
+    f->size = size;
+    rill_comm *c = NULL;
+    RT_OK(rill__comm_open(&fake_transport, f, "rill_comm_create_mpi", &c));
+    return c;
+}
+
+static int logged(fake *f) {
+    return atomic_load_explicit(&f->nlog, memory_order_acquire);
+}
+
+/* Waits (at most 10 s) until *word reaches want; returns whether it did. */
+static bool wait_for(atomic_int *word, int want) {
+    uint64_t deadline = rt_now_ns() + 10 * SEC_NS;
+    while (atomic_load(word) < want && rt_now_ns() < deadline)
+        rt_sleep_us(100);
+    return atomic_load(word) >= want;
+}
+
+static rill_stream *new_stream(void) {
+    rill_stream *s;
+    RT_OK(rill_stream_create(NULL, 0, &s));
+    return s;
+}
+
+static float *new_floats(rill_stream *s, size_t n) {
+    float *p;
+    RT_OK(rill_malloc_async(n * sizeof(float), s, (void **)&p));
+    return p;
+}
+
+static rill_status allreduce(rill_stream *s, rill_comm *c, float *recv, const float *send,
+                             size_t n) {
+    rill__comm_args a = {.kind = RILL__COMM_ALLREDUCE, .fn = "rill_allreduce_f32"};
+    a.recv = recv;
+    a.send = send;
+    a.count = n;
+    a.reduce = RILL__REDUCE_SUM;
+    return rill__comm_issue(s, c, &a);
+}
+
+static rill_status point(rill_stream *s, rill_comm *c, rill__comm_kind kind, void *buf,
+                         size_t bytes, int peer) {
+    rill__comm_args a = {.kind = kind,
+                         .fn = kind == RILL__COMM_SEND   ? "rill_send"
+                               : kind == RILL__COMM_RECV ? "rill_recv"
+                                                         : "rill_broadcast"};
+    a.recv = buf;
+    a.count = bytes;
+    a.peer = peer;
+    return rill__comm_issue(s, c, &a);
+}
+
+static void set_flag(void *flag) {
+    atomic_store((atomic_int *)flag, 1);
+}
+
+static void fail_kernel(const rill_block_ctx *ctx, const void *args) {
+    (void)args;
+    rill_kernel_fail(ctx, "value out of range");
+}
+
+static void assert_contains(const char *text, const char *part) {
+    if (strstr(text, part) == NULL)
+        fail_msg("expected \"%s\" in: %s", part, text);
+}
+
+/* ------------------------------------------------------------ stream order */
+
+/* rill_mpi.h: "it starts when the stream's earlier work is done, the
+ * stream's later work waits for it". A fill before the allreduce is what
+ * it reduces; a copy after it sees the result; while the stream's earlier
+ * work runs, the operation has not started. */
+static void test_comm_operation_runs_between_earlier_and_later_work(void **state) {
+    (void)state;
+    fake f = {0};
+    rill_comm *c = open_fake(&f, 4);
+    rill_stream *s = new_stream();
+    float *x = new_floats(s, 4), *y = new_floats(s, 4), host[4] = {0};
+    rt_gate g;
+    rt_gate_reset(&g);
+    RT_OK(rt_launch_gate_kernel(s, &g));
+    RT_OK(rill_op_fill_f32(s, x, 2.0f, 4));
+    RT_OK(allreduce(s, c, y, x, 4));
+    RT_OK(rill_memcpy_async(host, y, sizeof host, s));
+    assert_true(rt_gate_wait_entered(&g));
+    assert_int_equal(logged(&f), 1); /* OPEN only */
+    rt_gate_open(&g);
+    RT_OK(rill_stream_synchronize(s));
+    assert_int_equal(logged(&f), 2);
+    assert_int_equal(f.log_kind[1], RILL__COMM_ALLREDUCE);
+    for (int i = 0; i < 4; i++)
+        assert_true(host[i] == 8.0f);
+    RT_OK(rill_free_async(x, s));
+    RT_OK(rill_free_async(y, s));
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(rill__comm_close(c, "rill_comm_destroy"));
+    assert_int_equal(atomic_load(&f.released), 1);
+}
+
+/* rill_mpi.h: "events and rill_stream_wait_* order it with other streams
+ * exactly like a kernel". A stream that waits for an event recorded after
+ * an operation still under way waits, then sees its result. */
+static void test_comm_event_after_operation_orders_other_stream(void **state) {
+    (void)state;
+    fake f = {0};
+    rill_comm *c = open_fake(&f, 2);
+    rill_stream *s1 = new_stream(), *s2 = new_stream();
+    float *x = new_floats(s1, 4), host[4] = {0};
+    rill_event *e;
+    RT_OK(rill_event_create(RILL_EVENT_DEFAULT, &e));
+    RT_OK(rill_op_fill_f32(s1, x, 3.0f, 4));
+    atomic_store(&f.hold, 1);
+    RT_OK(allreduce(s1, c, x, x, 4)); /* in place */
+    RT_OK(rill_event_record(e, s1));
+    RT_OK(rill_stream_wait_event(s2, e));
+    RT_OK(rill_memcpy_async(host, x, sizeof host, s2));
+    assert_int_equal(rill_event_query(e), RILL_NOT_READY);
+    assert_int_equal(rill_stream_query(s2), RILL_NOT_READY);
+    atomic_store(&f.hold, 0);
+    RT_OK(rill_stream_synchronize(s2));
+    for (int i = 0; i < 4; i++)
+        assert_true(host[i] == 6.0f);
+    RT_OK(rill_free_async(x, s2));
+    RT_OK(rill_event_destroy(e));
+    RT_OK(rill_stream_destroy(s1));
+    RT_OK(rill_stream_destroy(s2));
+    RT_OK(rill__comm_close(c, "rill_comm_destroy"));
+}
+
+/* rill_mpi.h: "A communicator starts its collectives in issue order, each
+ * once its stream has reached it and every collective issued before it on
+ * the communicator has started". B's stream reaches it at once, A's is
+ * held: B waits for A. A second communicator's operation, issued after B
+ * was ready and started, proves the engine looked at B meanwhile. */
+static void test_comm_operations_start_in_issue_order(void **state) {
+    (void)state;
+    fake f = {0}, other = {0};
+    rill_comm *c = open_fake(&f, 2), *c2 = open_fake(&other, 2);
+    rill_stream *s1 = new_stream(), *s2 = new_stream(), *s3 = new_stream();
+    float *x = new_floats(s1, 8);
+    RT_OK(rill_stream_synchronize(s1));
+    rt_gate g;
+    rt_gate_reset(&g);
+    RT_OK(rt_launch_gate_kernel(s1, &g));
+    RT_OK(allreduce(s1, c, x, x, 1));         /* A */
+    RT_OK(allreduce(s2, c, x + 4, x + 4, 2)); /* B: its stream is free */
+    RT_OK(allreduce(s3, c2, x + 2, x + 2, 1));
+    assert_true(wait_for(&other.nlog, 2));
+    assert_int_equal(logged(&f), 1); /* B has not started before A */
+    assert_int_equal(rill_stream_query(s2), RILL_NOT_READY);
+    rt_gate_open(&g);
+    RT_OK(rill_stream_synchronize(s1));
+    RT_OK(rill_stream_synchronize(s2));
+    RT_OK(rill_stream_synchronize(s3));
+    assert_int_equal(logged(&f), 3);
+    assert_int_equal(f.log_count[1], 1);
+    assert_int_equal(f.log_count[2], 2);
+    RT_OK(rill_free(x));
+    RT_OK(rill_stream_destroy(s1));
+    RT_OK(rill_stream_destroy(s2));
+    RT_OK(rill_stream_destroy(s3));
+    RT_OK(rill__comm_close(c, "rill_comm_destroy"));
+    RT_OK(rill__comm_close(c2, "rill_comm_destroy"));
+}
+
+/* rill_mpi.h: "Progress never holds a compute unit". Twice as many
+ * operations under way as there are workers, each on its own stream, and a
+ * kernel on another stream still runs. */
+static void test_comm_pending_operations_hold_no_worker(void **state) {
+    (void)state;
+    enum { N = 8 }; /* the tests run with 4 workers */
+    fake f = {0};
+    rill_comm *c = open_fake(&f, 2);
+    rill_stream *s[N], *free_stream = new_stream();
+    float *x = new_floats(free_stream, N + 1);
+    RT_OK(rill_stream_synchronize(free_stream));
+    atomic_store(&f.hold, 1);
+    for (int i = 0; i < N; i++) {
+        s[i] = new_stream();
+        RT_OK(allreduce(s[i], c, x + i, x + i, 1));
+    }
+    RT_OK(rill_op_fill_f32(free_stream, x + N, 1.0f, 1));
+    uint64_t deadline = rt_now_ns() + 10 * SEC_NS;
+    rill_status st;
+    while ((st = rill_stream_query(free_stream)) == RILL_NOT_READY && rt_now_ns() < deadline)
+        rt_sleep_us(100);
+    assert_int_equal(st, RILL_OK);
+    for (int i = 0; i < N; i++)
+        assert_int_equal(rill_stream_query(s[i]), RILL_NOT_READY);
+    atomic_store(&f.hold, 0);
+    for (int i = 0; i < N; i++) {
+        RT_OK(rill_stream_synchronize(s[i]));
+        RT_OK(rill_stream_destroy(s[i]));
+    }
+    RT_OK(rill_free(x));
+    RT_OK(rill_stream_destroy(free_stream));
+    RT_OK(rill__comm_close(c, "rill_comm_destroy"));
+}
+
+/* An operation of no bytes, with NULL buffers, is still a command of its
+ * stream and still issued to the transport (the other ranks issue it too). */
+static void test_comm_empty_operation_is_still_issued_in_order(void **state) {
+    (void)state;
+    fake f = {0};
+    rill_comm *c = open_fake(&f, 2);
+    rill_stream *s = new_stream();
+    atomic_int after = 0;
+    atomic_store(&f.hold, 1);
+    RT_OK(allreduce(s, c, NULL, NULL, 0));
+    RT_OK(rill_launch_host_func(s, set_flag, &after));
+    assert_int_equal(rill_stream_query(s), RILL_NOT_READY);
+    atomic_store(&f.hold, 0);
+    RT_OK(rill_stream_synchronize(s));
+    assert_int_equal(atomic_load(&after), 1);
+    assert_int_equal(logged(&f), 2);
+    assert_int_equal(f.log_count[1], 0);
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(rill__comm_close(c, "rill_comm_destroy"));
+}
+
+/* rill_mpi.h: "a send and its recv match in issue order". A receive issued
+ * first on one stream completes with the bytes of a send issued later on
+ * another (the pretend world loops them back). */
+static void test_comm_receive_completes_with_later_send(void **state) {
+    (void)state;
+    fake f = {0};
+    rill_comm *c = open_fake(&f, 1);
+    rill_stream *s1 = new_stream(), *s2 = new_stream();
+    unsigned char *in, *out, host[64];
+    RT_OK(rill_malloc(NULL, 64, (void **)&in));
+    RT_OK(rill_malloc(NULL, 64, (void **)&out));
+    RT_OK(rill_memset_async(out, 0x5a, 64, s2));
+    RT_OK(point(s1, c, RILL__COMM_RECV, in, 64, 0));
+    RT_OK(point(s2, c, RILL__COMM_SEND, out, 64, 0));
+    RT_OK(rill_stream_synchronize(s1));
+    RT_OK(rill_memcpy(host, in, 64));
+    for (int i = 0; i < 64; i++)
+        assert_int_equal(host[i], 0x5a);
+    RT_OK(rill_free(in));
+    RT_OK(rill_free(out));
+    RT_OK(rill_stream_destroy(s1));
+    RT_OK(rill_stream_destroy(s2));
+    RT_OK(rill__comm_close(c, "rill_comm_destroy"));
+}
+
+/* ------------------------------------------------------------- failures */
+
+/* rill_mpi.h: "An MPI failure ... fails the command: the stream's sticky
+ * error, with a sentence naming the collective, the rank and MPI's error
+ * string"; and "A failure breaks the communicator". */
+static void test_comm_transport_failure_is_sticky_and_breaks_communicator(void **state) {
+    (void)state;
+    fake f = {0};
+    rill_comm *c = open_fake(&f, 2);
+    rill_stream *s = new_stream();
+    float *x = new_floats(s, 4);
+    atomic_int after = 0;
+    atomic_store(&f.fail_test, 1);
+    RT_OK(allreduce(s, c, x, x, 4));
+    RT_OK(rill_launch_host_func(s, set_flag, &after));
+    RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(s));
+    assert_contains(rill_last_error(),
+                    "rill_allreduce_f32 (sum of 4 floats) on rank 0 of 2 failed: injected failure");
+    assert_int_equal(atomic_load(&after), 0); /* skipped */
+    RT_OK(rill_stream_clear_error(s));
+    RT_OK(point(s, c, RILL__COMM_BROADCAST, x, 16, 1));
+    RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(s));
+    assert_contains(rill_last_error(), "rill_broadcast (16 bytes from rank 1) on rank 0 of 2 was "
+                                       "not started: the communicator failed before "
+                                       "(rill_allreduce_f32");
+    assert_int_equal(logged(&f), 2); /* the broadcast never reached the transport */
+    RT_OK(rill_stream_clear_error(s));
+    RT_OK(rill_free_async(x, s));
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(rill__comm_close(c, "rill_comm_destroy"));
+}
+
+/* A transport that refuses to start an operation fails it the same way. */
+static void test_comm_start_failure_is_sticky(void **state) {
+    (void)state;
+    fake f = {0};
+    rill_comm *c = open_fake(&f, 3);
+    rill_stream *s = new_stream();
+    unsigned char *b;
+    RT_OK(rill_malloc(NULL, 8, (void **)&b));
+    atomic_store(&f.fail_start, 1);
+    RT_OK(point(s, c, RILL__COMM_SEND, b, 8, 2));
+    RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(s));
+    assert_contains(rill_last_error(),
+                    "rill_send (8 bytes to rank 2) on rank 0 of 3 failed: injected start failure");
+    RT_OK(rill_stream_clear_error(s));
+    RT_OK(rill_stream_synchronize(s));
+    RT_OK(rill_free(b));
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(rill__comm_close(c, "rill_comm_destroy"));
+}
+
+/* rill_mpi.h: a collective "skipped because its stream had failed (as a
+ * kernel is)" breaks the communicator, and the next one names why. */
+static void test_comm_skipped_operation_breaks_communicator(void **state) {
+    (void)state;
+    fake f = {0};
+    rill_comm *c = open_fake(&f, 2);
+    rill_stream *s = new_stream();
+    float *x = new_floats(s, 4);
+    rill_kernel_desc d = {.name = "check", .cpu = fail_kernel};
+    rill_kernel *k;
+    RT_OK(rill_kernel_create(&d, &k));
+    rill_launch l = {.grid = {1, 1, 1}, .block = {1, 1, 1}};
+    RT_OK(rill_launch_kernel(s, k, &l));
+    RT_OK(allreduce(s, c, x, x, 4));
+    RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(s));
+    assert_contains(rill_last_error(), "kernel 'check'");
+    RT_OK(rill_stream_clear_error(s));
+    RT_OK(allreduce(s, c, x, x, 2));
+    RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(s));
+    assert_contains(rill_last_error(), "was not started: the communicator failed before "
+                                       "(rill_allreduce_f32 (sum of 4 floats) on rank 0 of 2 "
+                                       "was skipped because its stream had failed");
+    assert_int_equal(logged(&f), 1); /* neither reached the transport */
+    RT_OK(rill_stream_clear_error(s));
+    RT_OK(rill_kernel_destroy(k));
+    RT_OK(rill_free_async(x, s));
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(rill__comm_close(c, "rill_comm_destroy"));
+}
+
+static rill_comm *open_with_timeout(fake *f, int size, const char *seconds) {
+    setenv("RILL_COMM_TIMEOUT", seconds, 1);
+    rill_comm *c = open_fake(f, size);
+    unsetenv("RILL_COMM_TIMEOUT");
+    return c;
+}
+
+/* p was freed on s while an operation still held it: the next
+ * allocation of its size on s (none other of that size being free there)
+ * does not get it, and once the transport lets go of it (release(), which
+ * returns when it did), an allocation gets it back within 10 s. */
+static void assert_kept_until_let_go(rill_stream *s, size_t bytes, void *p, void (*release)(void *),
+                                     void *arg) {
+    enum { MAX = 64 };
+    void *got[MAX];
+    int n = 0;
+    RT_OK(rill_malloc_async(bytes, s, &got[n]));
+    assert_ptr_not_equal(got[n++], p);
+    release(arg);
+    uint64_t deadline = rt_now_ns() + 10 * SEC_NS;
+    bool reused = false;
+    while (!reused && n < MAX && rt_now_ns() < deadline) {
+        /* Each earlier block stays allocated: a freed one would be taken
+         * first. */
+        RT_OK(rill_malloc_async(bytes, s, &got[n]));
+        reused = got[n++] == p;
+        if (!reused)
+            rt_sleep_us(5000);
+    }
+    assert_true(reused);
+    for (int i = 0; i < n; i++)
+        RT_OK(rill_free_async(got[i], s));
+}
+
+/* Lets the held operation complete, and waits until the transport saw it. */
+static void let_go_of_held(void *arg) {
+    fake *f = arg;
+    int done = atomic_load(&f->done_tests);
+    atomic_store(&f->hold, 0);
+    assert_true(wait_for(&f->done_tests, done + 1));
+}
+
+static void let_go_of_failed(void *arg) {
+    fake *f = arg;
+    int done = atomic_load(&f->done_tests);
+    atomic_store(&f->fail_held, 0);
+    assert_true(wait_for(&f->done_tests, done + 1));
+}
+
+/* rill_mpi.h: "no completion within RILL_COMM_TIMEOUT seconds ... fails
+ * the command", and a collective that timed out keeps its memory from
+ * being handed out again until the transport lets it go. */
+static void test_comm_timeout_fails_stream_and_keeps_memory(void **state) {
+    (void)state;
+    fake f = {0};
+    rill_comm *c = open_with_timeout(&f, 2, "0.05");
+    rill_stream *s = new_stream();
+    float *x = new_floats(s, 1024);
+    atomic_store(&f.hold, 1);
+    RT_OK(allreduce(s, c, x, x, 1024));
+    uint64_t t0 = rt_now_ns();
+    RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(s));
+    assert_true(rt_now_ns() - t0 < 5 * SEC_NS);
+    assert_contains(rill_last_error(), "rill_allreduce_f32 (sum of 1024 floats) on rank 0 of 2 "
+                                       "did not complete within RILL_COMM_TIMEOUT (0.05 s)");
+    RT_OK(rill_stream_clear_error(s));
+    RT_OK(rill_free_async(x, s));
+    /* The transport completes it after all. */
+    assert_kept_until_let_go(s, 4096, x, let_go_of_held, &f);
+    RT_OK(rill_stream_synchronize(s));
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(rill__comm_close(c, "rill_comm_destroy"));
+}
+
+/* A receive that times out is cancelled (point-to-point operations can
+ * be), and destroy then does not wait for it. */
+static void test_comm_timed_out_receive_is_cancelled(void **state) {
+    (void)state;
+    fake f = {0};
+    rill_comm *c = open_with_timeout(&f, 1, "0.05");
+    rill_stream *s = new_stream();
+    unsigned char *b;
+    RT_OK(rill_malloc(NULL, 16, (void **)&b));
+    RT_OK(point(s, c, RILL__COMM_RECV, b, 16, 0));
+    RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(s));
+    assert_contains(rill_last_error(), "rill_recv (16 bytes from rank 0) on rank 0 of 1 did not "
+                                       "complete within RILL_COMM_TIMEOUT (0.05 s)");
+    assert_int_equal(atomic_load(&f.cancels), 1);
+    RT_OK(rill_stream_clear_error(s));
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(rill__comm_close(c, "rill_comm_destroy"));
+    RT_OK(rill_free(b));
+}
+
+/* A failure after which the transport may still use the buffers fails the
+ * stream at once and keeps the memory until the transport lets go. */
+static void test_comm_failure_that_keeps_buffers_keeps_memory(void **state) {
+    (void)state;
+    fake f = {0};
+    rill_comm *c = open_fake(&f, 2);
+    rill_stream *s = new_stream();
+    float *x = new_floats(s, 1024);
+    atomic_store(&f.fail_held, 1);
+    RT_OK(allreduce(s, c, x, x, 1024));
+    RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(s));
+    assert_contains(rill_last_error(), "failed: injected failure that keeps the buffers");
+    RT_OK(rill_stream_clear_error(s));
+    RT_OK(rill_free_async(x, s));
+    assert_kept_until_let_go(s, 4096, x, let_go_of_failed, &f);
+    RT_OK(rill_stream_synchronize(s));
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(rill__comm_close(c, "rill_comm_destroy"));
+}
+
+/* ----------------------------------------------------- create and destroy */
+
+/* A transport that refuses OPEN fails creation with its status and reason,
+ * and its state is released. */
+static void test_comm_create_failure_releases_transport_state(void **state) {
+    (void)state;
+    fake f = {.size = 2};
+    atomic_store(&f.open_fails, 1);
+    rill_comm *c = (rill_comm *)&f;
+    RT_STATUS(RILL_ERROR_NOT_SUPPORTED,
+              rill__comm_open(&fake_transport, &f, "rill_comm_create_mpi", &c));
+    assert_null(c);
+    assert_contains(rill_last_error(), "rill_comm_create_mpi: injected refusal");
+    assert_int_equal(atomic_load(&f.released), 1);
+}
+
+/* rill_mpi.h: creation fails "when ... the other ranks do not within
+ * RILL_COMM_TIMEOUT"; the state the transport may still write is kept. */
+static void test_comm_create_times_out(void **state) {
+    (void)state;
+    static fake f; /* kept for good: the transport may still write it */
+    atomic_store(&f.open_hangs, 1);
+    f.size = 2;
+    setenv("RILL_COMM_TIMEOUT", "0.05", 1);
+    rill_comm *c = NULL;
+    RT_STATUS(RILL_ERROR_INTERNAL,
+              rill__comm_open(&fake_transport, &f, "rill_comm_create_mpi", &c));
+    unsetenv("RILL_COMM_TIMEOUT");
+    assert_null(c);
+    assert_contains(rill_last_error(), "did not create their communicators from the same one "
+                                       "within RILL_COMM_TIMEOUT (0.05 s)");
+    assert_int_equal(atomic_load(&f.released), 0);
+}
+
+/* A RILL_COMM_TIMEOUT that is not a number of seconds is refused at
+ * creation. */
+static void test_comm_bad_timeout_is_refused(void **state) {
+    (void)state;
+    fake f = {.size = 2};
+    setenv("RILL_COMM_TIMEOUT", "soon", 1);
+    rill_comm *c = NULL;
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT,
+              rill__comm_open(&fake_transport, &f, "rill_comm_create_mpi", &c));
+    unsetenv("RILL_COMM_TIMEOUT");
+    assert_contains(rill_last_error(), "RILL_COMM_TIMEOUT='soon' is not a number of seconds");
+    assert_int_equal(atomic_load(&f.released), 1);
+}
+
+typedef struct destroyer {
+    rill_comm *comm;
+    atomic_int returned;
+    rill_status status;
+} destroyer;
+
+static void *destroy_main(void *arg) {
+    destroyer *d = arg;
+    d->status = rill__comm_close(d->comm, "rill_comm_destroy");
+    atomic_store(&d->returned, 1);
+    return NULL;
+}
+
+/* rill_mpi.h: "Waits for the communicator's pending collectives, then
+ * frees it". The operation under way completes before CLOSE starts, and
+ * destroy returns only after both. */
+static void test_comm_destroy_waits_for_pending_operations(void **state) {
+    (void)state;
+    fake f = {0};
+    rill_comm *c = open_fake(&f, 2);
+    rill_stream *s = new_stream();
+    float *x = new_floats(s, 4);
+    RT_OK(rill_stream_synchronize(s));
+    atomic_store(&f.hold, 1);
+    RT_OK(allreduce(s, c, x, x, 4));
+    destroyer d = {.comm = c};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, destroy_main, &d), 0);
+    /* Once the handle is closed, destroy has begun. */
+    uint64_t deadline = rt_now_ns() + 10 * SEC_NS;
+    int rank;
+    while (rill__comm_get(c, "test", &rank, NULL) == RILL_OK && rt_now_ns() < deadline)
+        rt_sleep_us(100);
+    assert_int_equal(atomic_load(&d.returned), 0);
+    atomic_store(&f.hold, 0);
+    pthread_join(th, NULL);
+    RT_OK(d.status);
+    assert_int_equal(logged(&f), 3);
+    assert_int_equal(f.log_kind[2], RILL__COMM_CLOSE);
+    assert_int_equal(atomic_load(&f.done_tests), 1); /* before CLOSE logged */
+    assert_int_equal(atomic_load(&f.released), 1);
+    RT_OK(rill_stream_synchronize(s));
+    RT_OK(rill_free(x));
+    RT_OK(rill_stream_destroy(s));
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill__comm_close(c, "rill_comm_destroy"));
+    assert_contains(rill_last_error(), "rill_comm_destroy: the communicator handle is not valid");
+}
+
+typedef struct host_call {
+    rill_comm *comm;
+    atomic_int status;
+} host_call;
+
+static void destroy_in_host_function(void *arg) {
+    host_call *h = arg;
+    atomic_store(&h->status, rill__comm_close(h->comm, "rill_comm_destroy"));
+}
+
+/* rill_mpi.h: destroy "Blocks (RILL_ERROR_NOT_PERMITTED from a kernel or
+ * host function)". */
+static void test_comm_destroy_in_host_function_is_not_permitted(void **state) {
+    (void)state;
+    fake f = {0};
+    rill_comm *c = open_fake(&f, 2);
+    rill_stream *s = new_stream();
+    host_call h = {.comm = c};
+    RT_OK(rill_launch_host_func(s, destroy_in_host_function, &h));
+    RT_OK(rill_stream_synchronize(s));
+    assert_int_equal(atomic_load(&h.status), RILL_ERROR_NOT_PERMITTED);
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(rill__comm_close(c, "rill_comm_destroy"));
+}
+
+/* rill_mpi.h: "rill_shutdown destroys the communicators left, waiting for
+ * their collectives". */
+static void test_comm_shutdown_destroys_communicators_left(void **state) {
+    (void)state;
+    fake f = {0};
+    rill_comm *c = open_fake(&f, 2);
+    rill_stream *s = new_stream();
+    float *x = new_floats(s, 4);
+    RT_OK(allreduce(s, c, x, x, 4));
+    RT_OK(rill_shutdown());
+    assert_int_equal(atomic_load(&f.released), 1);
+    assert_int_equal(logged(&f), 3);
+    assert_int_equal(f.log_kind[2], RILL__COMM_CLOSE);
+    int rank;
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill__comm_get(c, "rill_comm_rank", &rank, NULL));
+}
+
+/* ------------------------------------------------------------- arguments */
+
+/* rill_mpi.h: each call refuses bad arguments "with
+ * RILL_ERROR_INVALID_ARGUMENT and before anything is issued". */
+static void test_comm_bad_arguments_are_refused_before_anything_is_issued(void **state) {
+    (void)state;
+    fake f = {0}, big = {0}, gone = {0};
+    rill_comm *c = open_fake(&f, 4), *dead = open_fake(&gone, 2);
+    RT_OK(rill__comm_close(dead, "rill_comm_destroy"));
+    big.size = 1 << 30;
+    rill_comm *huge;
+    RT_OK(rill__comm_open(&unlimited_transport, &big, "rill_comm_create_mpi", &huge));
+    rill_stream *s = new_stream();
+    float *x, *pinned, host[4];
+    RT_OK(rill_malloc(NULL, 16, (void **)&x));
+    RT_OK(rill_malloc_host(16, (void **)&pinned));
+    float *freed;
+    RT_OK(rill_malloc(NULL, 16, (void **)&freed));
+    RT_OK(rill_free(freed));
+    rill__comm_args a = {.kind = RILL__COMM_ALLREDUCE, .fn = "rill_allreduce_f32"};
+    a.recv = x;
+    a.send = x;
+    a.count = 4;
+
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill__comm_issue(s, NULL, &a));
+    assert_contains(rill_last_error(), "rill_allreduce_f32: comm is NULL");
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill__comm_issue(s, dead, &a));
+    assert_contains(rill_last_error(), "the communicator handle is not valid");
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill__comm_issue(s, (rill_comm *)host, &a));
+
+    rill__comm_args b = a;
+    b.count = (1u << 20) + 1;
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill__comm_issue(s, c, &b));
+    assert_contains(rill_last_error(), "count is 1048577, more than FAKE takes in one call");
+    b = a;
+    b.reduce = 7;
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill__comm_issue(s, c, &b));
+    assert_contains(rill_last_error(), "op 7 is not a reduction");
+    b = a;
+    b.recv = NULL;
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill__comm_issue(s, c, &b));
+    assert_contains(rill_last_error(), "recv is NULL");
+    b = a;
+    b.send = host;
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill__comm_issue(s, c, &b));
+    assert_contains(rill_last_error(), "send");
+    assert_contains(rill_last_error(), "is not device memory");
+    b = a;
+    b.recv = pinned;
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill__comm_issue(s, c, &b));
+    assert_contains(rill_last_error(), "is not device memory");
+    b = a;
+    b.count = 5;
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill__comm_issue(s, c, &b));
+    assert_contains(rill_last_error(), "covers 20 bytes (count floats), but its allocation has 16");
+    b = a;
+    b.recv = freed;
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill__comm_issue(s, c, &b));
+    assert_contains(rill_last_error(), "not allocated");
+    b = a;
+    b.count = 2;
+    b.recv = x + 1;
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill__comm_issue(s, c, &b));
+    assert_contains(rill_last_error(), "recv and send overlap without being equal");
+
+    b = a;
+    b.kind = RILL__COMM_ALLGATHER;
+    b.fn = "rill_allgather";
+    b.count = 8; /* 4 ranks: 32 bytes of recv */
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill__comm_issue(s, c, &b));
+    assert_contains(rill_last_error(), "recv (");
+    assert_contains(rill_last_error(), "covers 32 bytes (size * bytes_per_rank)");
+    b.count = 2; /* recv: bytes 0 to 8; send: 4 to 6 */
+    b.send = (char *)x + 4;
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill__comm_issue(s, c, &b));
+    assert_contains(rill_last_error(), "recv and send overlap; pass buffers");
+    b.count = (size_t)1 << 40;
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill__comm_issue(s, huge, &b));
+    assert_contains(rill_last_error(), "do not fit in memory");
+    b.kind = RILL__COMM_REDUCE_SCATTER;
+    b.fn = "rill_reduce_scatter_f32";
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill__comm_issue(s, huge, &b));
+    assert_contains(rill_last_error(), "count_per_rank is 1099511627776");
+
+    for (int peer = -1; peer <= 4; peer += 5) {
+        RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, point(s, c, RILL__COMM_BROADCAST, x, 4, peer));
+        assert_contains(rill_last_error(), "is not a rank of the communicator, whose ranks are 0 "
+                                           "to 3");
+        RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, point(s, c, RILL__COMM_SEND, x, 4, peer));
+        RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, point(s, c, RILL__COMM_RECV, x, 4, peer));
+    }
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, point(s, c, RILL__COMM_RECV, NULL, 4, 1));
+    assert_contains(rill_last_error(), "buf is NULL");
+
+    RT_OK(rill_stream_begin_capture(s, RILL_CAPTURE_GLOBAL));
+    RT_STATUS(RILL_ERROR_CAPTURE_UNSUPPORTED, rill__comm_issue(s, c, &a));
+    assert_contains(rill_last_error(), "collectives cannot be captured");
+    rill_graph *g = NULL;
+    RT_STATUS(RILL_ERROR_CAPTURE_INVALIDATED, rill_stream_end_capture(s, &g));
+
+    RT_OK(rill_stream_synchronize(s));
+    assert_int_equal(logged(&f), 1); /* nothing but OPEN reached the transport */
+    assert_int_equal(logged(&big), 1);
+    RT_OK(rill_free(x));
+    RT_OK(rill_free_host(pinned));
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(rill__comm_close(c, "rill_comm_destroy"));
+    RT_OK(rill__comm_close(huge, "rill_comm_destroy"));
+}
+
+/* Out of memory at every allocation in turn while issuing: the call fails
+ * with RILL_ERROR_OUT_OF_MEMORY and a sentence, nothing reaches the
+ * transport and the stream goes on; or it succeeds and runs. */
+static void test_comm_out_of_memory_while_issuing_changes_nothing(void **state) {
+    (void)state;
+    fake f = {0};
+    rill_comm *c = open_fake(&f, 2);
+    rill_stream *s = new_stream();
+    float *x = new_floats(s, 4);
+    RT_OK(rill_stream_synchronize(s));
+    int completed = 0, failed = 0;
+    for (long k = 1; k < 40 && completed < 3; k++) {
+        int before = logged(&f);
+        rill__alloc_fail_after(k);
+        rill_status st = allreduce(s, c, x, x, 4);
+        rill__alloc_fail_after(0);
+        if (st == RILL_OK) {
+            RT_OK(rill_stream_synchronize(s));
+            assert_int_equal(logged(&f), before + 1);
+            completed++;
+            continue;
+        }
+        failed++;
+        assert_int_equal(st, RILL_ERROR_OUT_OF_MEMORY);
+        assert_contains(rill_last_error(), "rill_allreduce_f32: out of");
+        RT_OK(rill_stream_synchronize(s));
+        assert_int_equal(logged(&f), before);
+    }
+    assert_int_equal(completed, 3);
+    assert_true(failed > 0);
+    RT_OK(rill_free_async(x, s));
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(rill__comm_close(c, "rill_comm_destroy"));
+}
+
+/* The rank and size of a communicator are those its transport reported. */
+static void test_comm_rank_and_size_come_from_transport(void **state) {
+    (void)state;
+    fake f = {0};
+    rill_comm *c = open_fake(&f, 3);
+    int rank = -1, size = -1;
+    RT_OK(rill__comm_get(c, "rill_comm_size", &rank, &size));
+    assert_int_equal(rank, 0);
+    assert_int_equal(size, 3);
+    RT_OK(rill__comm_close(c, "rill_comm_destroy"));
+}
+
+int main(int argc, char **argv) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_comm_operation_runs_between_earlier_and_later_work),
+        cmocka_unit_test(test_comm_event_after_operation_orders_other_stream),
+        cmocka_unit_test(test_comm_operations_start_in_issue_order),
+        cmocka_unit_test(test_comm_pending_operations_hold_no_worker),
+        cmocka_unit_test(test_comm_empty_operation_is_still_issued_in_order),
+        cmocka_unit_test(test_comm_receive_completes_with_later_send),
+        cmocka_unit_test(test_comm_transport_failure_is_sticky_and_breaks_communicator),
+        cmocka_unit_test(test_comm_start_failure_is_sticky),
+        cmocka_unit_test(test_comm_skipped_operation_breaks_communicator),
+        cmocka_unit_test(test_comm_timeout_fails_stream_and_keeps_memory),
+        cmocka_unit_test(test_comm_timed_out_receive_is_cancelled),
+        cmocka_unit_test(test_comm_failure_that_keeps_buffers_keeps_memory),
+        cmocka_unit_test(test_comm_create_failure_releases_transport_state),
+        cmocka_unit_test(test_comm_create_times_out),
+        cmocka_unit_test(test_comm_bad_timeout_is_refused),
+        cmocka_unit_test(test_comm_destroy_waits_for_pending_operations),
+        cmocka_unit_test(test_comm_destroy_in_host_function_is_not_permitted),
+        cmocka_unit_test(test_comm_shutdown_destroys_communicators_left),
+        cmocka_unit_test(test_comm_bad_arguments_are_refused_before_anything_is_issued),
+        cmocka_unit_test(test_comm_out_of_memory_while_issuing_changes_nothing),
+        cmocka_unit_test(test_comm_rank_and_size_come_from_transport),
+    };
+    return RT_RUN(tests);
+}
