@@ -314,48 +314,6 @@ void rill__device_remove_stream(rill__device *dev, rill__stream *s) {
     rill__mutex_unlock(&dev->lock);
 }
 
-bool rill__device_check_streams(rill_device *dev_h, char *why, size_t cap) {
-    rill__device *dev;
-    if (rill__device_resolve(dev_h, "rill__device_check_streams", &dev) != RILL_OK) {
-        if (why != NULL && cap > 0)
-            snprintf(why, cap, "%s", rill_last_error());
-        return false;
-    }
-    /* The streams are checked outside dev->lock, each held by a reference. */
-    rill__mutex_lock(&dev->lock);
-    size_t n = 0;
-    for (rill__stream *s = stream_at(dev->streams); s != NULL; s = stream_at(s->dev_link.next))
-        n++;
-    rill__stream **list = rill__malloc((n > 0 ? n : 1) * sizeof *list);
-    if (list != NULL) {
-        n = 0;
-        for (rill__stream *s = stream_at(dev->streams); s != NULL;
-             s = stream_at(s->dev_link.next)) {
-            /* A stream whose last reference is gone is being freed: it waits
-             * for this lock to leave the list, and must not be held again. */
-            int refs = atomic_load(&s->refs);
-            while (refs > 0 && !atomic_compare_exchange_weak(&s->refs, &refs, refs + 1)) {
-            }
-            if (refs > 0)
-                list[n++] = s;
-        }
-    }
-    rill__mutex_unlock(&dev->lock);
-    if (list == NULL) {
-        if (why != NULL && cap > 0)
-            snprintf(why, cap, "no memory to list the streams of device %d", dev->info.ordinal);
-        return false;
-    }
-    bool ok = true;
-    for (size_t i = 0; i < n; i++) {
-        if (ok)
-            ok = rill__stream_check(list[i], why, cap);
-        rill__stream_unref(list[i]);
-    }
-    rill__free(list);
-    return ok;
-}
-
 size_t rill__device_pending(rill__device *dev, rill__mem_dep *deps, size_t cap, int *overflow) {
     size_t n = 0;
     *overflow = 0;

@@ -247,61 +247,6 @@ void rill__stream_fail(rill__stream *s, uint64_t seq, const char *cause) {
     open_window(s, seq, text, n);
 }
 
-bool rill__stream_check(rill__stream *s, char *why, size_t cap) {
-    char what[200] = "";
-    /* done and opaque before sub: done_seq only grows, and never past
-     * sub_seq, so a later load of sub_seq cannot be below it; opaque_seq is
-     * stored just before submit publishes the same number in sub_seq, under
-     * the backend's lock of the stream, so it is at most one ahead. */
-    uint64_t done = atomic_load(&s->done_seq);
-    uint64_t opaque = atomic_load(&s->opaque_seq);
-    uint64_t sub = atomic_load(&s->sub_seq);
-    if (atomic_load(&s->magic) != RILL__MAGIC_STREAM)
-        snprintf(what, sizeof what, "is not a live stream");
-    else if (done > sub)
-        snprintf(what, sizeof what, "completed command %" PRIu64 " of %" PRIu64 " submitted", done,
-                 sub);
-    else if (opaque > sub + 1 && opaque != UINT64_MAX)
-        snprintf(what, sizeof what, "marks command %" PRIu64 " opaque of %" PRIu64 " submitted",
-                 opaque, sub);
-    if (what[0] == '\0') {
-        rill__mutex_lock(&s->err_lock);
-        size_t n = s->num_windows;
-        if (n > s->cap_windows || (n != 0) != (atomic_load(&s->has_failed) != 0))
-            snprintf(what, sizeof what, "has %zu failure windows in room for %zu (failed flag %d)",
-                     n, s->cap_windows, atomic_load(&s->has_failed));
-        for (size_t i = 0; what[0] == '\0' && i < n; i++) {
-            const rill__fail_window *w = &s->windows[i];
-            if (w->lo == 0 || w->lo >= w->hi || w->lo > sub ||
-                (i + 1 < n && w->hi > s->windows[i + 1].lo))
-                snprintf(what, sizeof what,
-                         "has a failure window [%" PRIu64 ", %" PRIu64
-                         ") out of order or past its %" PRIu64 " submitted commands",
-                         w->lo, w->hi, sub);
-        }
-        rill__mutex_unlock(&s->err_lock);
-    }
-    if (what[0] == '\0') {
-        rill__mutex_lock(&s->wait_lock);
-        uint64_t min = atomic_load(&s->waiter_min);
-        for (rill__waiter *w = s->waiters; what[0] == '\0' && w != NULL; w = w->next)
-            if (w->seq < min)
-                snprintf(what, sizeof what,
-                         "has a waiter for command %" PRIu64
-                         " below its least awaited number %" PRIu64,
-                         w->seq, min);
-        rill__mutex_unlock(&s->wait_lock);
-    }
-    if (what[0] == '\0')
-        return true;
-    if (why != NULL && cap > 0) {
-        char name[96];
-        rill__stream_name(s, name, sizeof name);
-        snprintf(why, cap, "stream %s %s", name, what);
-    }
-    return false;
-}
-
 void rill__stream_clear_failure(rill__stream *s, uint64_t seq) {
     rill__mutex_lock(&s->err_lock);
     size_t n = s->num_windows;
