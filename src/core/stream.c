@@ -14,7 +14,6 @@
  * lock. */
 #include "core/stream.h"
 
-#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
