@@ -24,7 +24,7 @@
 
 #define VALID_FLAGS (RILL_EVENT_TIMING | RILL_EVENT_BLOCKING_SYNC | RILL_EVENT_INTERPROCESS)
 
-rill_status rill__event_resolve(rill_event *handle, const char *fn, rill__event **out) {
+RILL_HOT rill_status rill__event_resolve(rill_event *handle, const char *fn, rill__event **out) {
     rill__event *e = rill__handle_get(handle, RILL__HANDLE_EVENT);
     if (e == NULL)
         return rill__handle_fail(fn, "the event", handle, RILL__HANDLE_EVENT);
@@ -79,7 +79,7 @@ void rill__event_unref(rill__event *e) {
         event_free(e);
 }
 
-void rill__event_stamp(rill__event *e, uint64_t gen, uint64_t now_ns, int failed) {
+RILL_HOT void rill__event_stamp(rill__event *e, uint64_t gen, uint64_t now_ns, int failed) {
     if (e->ipc != NULL) {
         rill__ipc_event_complete(e->ipc, gen, failed);
         return; /* interprocess events take no timestamps */
@@ -112,7 +112,7 @@ void rill__events_shutdown(rill__runtime *rt) {
  * *ipc_gen is the generation of an interprocess event's latest record in
  * any process (0 for other events); *s is NULL when another process made
  * that record (or a later one than this process's). */
-static void snapshot(rill__event *e, rill__stream **s, uint64_t *seq, uint64_t *ipc_gen) {
+RILL_HOT static void snapshot(rill__event *e, rill__stream **s, uint64_t *seq, uint64_t *ipc_gen) {
     rill__mutex_lock(&e->lock);
     uint64_t latest = e->ipc != NULL ? rill__ipc_event_latest(e->ipc) : e->gen;
     *ipc_gen = e->ipc != NULL ? latest : 0;
@@ -177,7 +177,7 @@ rill_status rill_event_destroy(rill_event *event_h) {
     return RILL_OK;
 }
 
-rill_status rill_event_record(rill_event *event_h, rill_stream *stream_h) {
+RILL_HOT rill_status rill_event_record(rill_event *event_h, rill_stream *stream_h) {
     rill__event *event;
     rill_status st = rill__event_resolve(event_h, "rill_event_record", &event);
     if (st != RILL_OK)
@@ -268,7 +268,7 @@ rill_status rill_event_query(rill_event *event_h) {
     return st;
 }
 
-rill_status rill_event_synchronize(rill_event *event_h) {
+RILL_HOT rill_status rill_event_synchronize(rill_event *event_h) {
     rill__event *event;
     rill_status st = rill__event_resolve(event_h, "rill_event_synchronize", &event);
     if (st != RILL_OK)

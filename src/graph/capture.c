@@ -366,7 +366,7 @@ out:
     return st;
 }
 
-rill_status rill__cap_event_record(rill__event *e, rill__stream *s, bool *handled) {
+RILL_HOT rill_status rill__cap_event_record(rill__event *e, rill__stream *s, bool *handled) {
     *handled = false;
     if (!rill__stream_capturing(s))
         return RILL_OK;
