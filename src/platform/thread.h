@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 /* Marks a function on the path of a launch, record and synchronize: the
- * compiler places these together (GCC and Clang: .text.hot), so that the
+ * compiler places these together (GCC: in .text.hot), so that the
  * path spans a few pages of code instead of one per source file. After a
  * pause the processor's caches and TLB hold other programs' lines, and a
  * launch then pays a miss per page and line it touches. */
