@@ -13,6 +13,7 @@
  * the core knows nothing of it. */
 #include "ops/ops.h"
 
+#include <math.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -33,6 +34,9 @@ typedef enum op_id {
     OP_SUM_FINAL,
     OP_MATMUL,
     OP_CONV2D,
+    OP_RANDN,
+    OP_CAST_F32_F16,
+    OP_CAST_F16_F32,
     OP_COUNT
 } op_id;
 
@@ -45,6 +49,9 @@ static const rill_kernel_desc op_descs[OP_COUNT] = {
     [OP_SUM_FINAL] = {"sum_f32_final", rill__cpu_op_sum_final_f32, NULL, NULL},
     [OP_MATMUL] = {"matmul_f32", rill__cpu_op_matmul_f32, NULL, NULL},
     [OP_CONV2D] = {"conv2d_f32", rill__cpu_op_conv2d_f32, NULL, NULL},
+    [OP_RANDN] = {"randn_f32", rill__cpu_op_randn_f32, NULL, NULL},
+    [OP_CAST_F32_F16] = {"cast_f32_f16", rill__cpu_op_cast_f32_f16, NULL, NULL},
+    [OP_CAST_F16_F32] = {"cast_f16_f32", rill__cpu_op_cast_f16_f32, NULL, NULL},
 };
 
 /* NULL until first use; then owned here until rill__ops_shutdown. */
@@ -312,6 +319,73 @@ rill_status rill_op_add_scalar_f32(rill_stream *s, float *out, const float *a, f
     access_add(&acc, out, bytes, RILL_WRITE);
     return launch(s, OP_ADD_SCALAR, blocks_for(n, ELEMENTS_PER_BLOCK_MIN, units), &args,
                   sizeof args, &acc);
+}
+
+/* ---- random normal fill ---- */
+
+rill_status rill_op_randn_f32(rill_stream *s, float *x, size_t n, float mean, float std,
+                              uint64_t seed) {
+    static const char fn[] = "rill_op_randn_f32";
+    size_t bytes = 0, units = 0;
+    rill_status st;
+    if ((st = check_pointer(fn, x, "x", "device memory of n floats")) != RILL_OK ||
+        (st = check_count(fn, n, &bytes)) != RILL_OK)
+        return st;
+    if (!isfinite(mean))
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: mean is %g; pass a finite mean", fn,
+                          (double)mean);
+    if (!isfinite(std) || std < 0.0f)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: std is %g; pass a finite standard deviation, 0 or more", fn,
+                          (double)std);
+    if ((st = check_fits(fn, x, "x", "n floats", bytes)) != RILL_OK ||
+        (st = stream_compute_units(fn, s, &units)) != RILL_OK)
+        return st;
+    rill__op_randn_args args = {x, n, mean, std, seed};
+    access_list acc = {.count = 0};
+    access_add(&acc, x, bytes, RILL_WRITE);
+    /* About 20 times the work of a fill per element: blocks for fewer. */
+    return launch(s, OP_RANDN, blocks_for(n, ELEMENTS_PER_BLOCK_MIN / 16, units), &args,
+                  sizeof args, &acc);
+}
+
+/* ---- float16 conversions ---- */
+
+static rill_status check_disjoint(const char *fn, const void *out, size_t out_bytes,
+                                  const char *out_name, const void *in, size_t in_bytes,
+                                  const char *in_name);
+
+static rill_status launch_cast(const char *fn, op_id id, rill_stream *s, void *out, size_t out_size,
+                               const void *in, size_t in_size, size_t n) {
+    size_t out_bytes = 0, in_bytes = 0, units = 0;
+    rill_status st;
+    if ((st = check_pointer(fn, out, "out", "device memory for n elements")) != RILL_OK ||
+        (st = check_pointer(fn, in, "in", "device memory of n elements")) != RILL_OK ||
+        (st = check_count(fn, n, &in_bytes)) != RILL_OK)
+        return st;
+    /* check_count sized floats; the halves' side is half of that. */
+    out_bytes = out_size == sizeof(float) ? in_bytes : in_bytes / 2;
+    in_bytes = in_size == sizeof(float) ? in_bytes : in_bytes / 2;
+    if ((st = check_fits(fn, in, "in", "n elements", in_bytes)) != RILL_OK ||
+        (st = check_fits(fn, out, "out", "n elements", out_bytes)) != RILL_OK ||
+        (st = check_disjoint(fn, out, out_bytes, "out", in, in_bytes, "in")) != RILL_OK ||
+        (st = stream_compute_units(fn, s, &units)) != RILL_OK)
+        return st;
+    rill__op_cast_args args = {out, in, n};
+    access_list acc = {.count = 0};
+    access_add(&acc, in, in_bytes, RILL_READ);
+    access_add(&acc, out, out_bytes, RILL_WRITE);
+    return launch(s, id, blocks_for(n, ELEMENTS_PER_BLOCK_MIN, units), &args, sizeof args, &acc);
+}
+
+rill_status rill_op_cast_f32_f16(rill_stream *s, rill_half *out, const float *in, size_t n) {
+    return launch_cast("rill_op_cast_f32_f16", OP_CAST_F32_F16, s, out, sizeof(rill_half), in,
+                       sizeof(float), n);
+}
+
+rill_status rill_op_cast_f16_f32(rill_stream *s, float *out, const rill_half *in, size_t n) {
+    return launch_cast("rill_op_cast_f16_f32", OP_CAST_F16_F32, s, out, sizeof(float), in,
+                       sizeof(rill_half), n);
 }
 
 /* ---- sum ---- */
