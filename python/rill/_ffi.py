@@ -136,6 +136,11 @@ rill_status rill_op_conv2d_f32(rill_stream *s, float *out, const float *in, cons
                                size_t n, size_t c, size_t h, size_t w,
                                size_t k, size_t r, size_t sz);
 
+rill_status rill_op_randn_f32(rill_stream *s, float *x, size_t n, float mean, float std,
+                              uint64_t seed);
+typedef uint16_t rill_half;
+rill_status rill_op_cast_f32_f16(rill_stream *s, rill_half *out, const float *in, size_t n);
+rill_status rill_op_cast_f16_f32(rill_stream *s, float *out, const rill_half *in, size_t n);
 rill_status rill_free(void *ptr);
 rill_status rill_malloc_async(size_t bytes, rill_stream *stream, void **out);
 rill_status rill_free_async(void *ptr, rill_stream *stream);
@@ -202,7 +207,10 @@ def _load():
     tried = []
     for where, path in _candidates():
         try:
-            return ffi.dlopen(path), path
+            # RTLD_NODELETE: the library stays mapped after cffi closes it
+            # at interpreter finalisation, since its worker threads still
+            # run (they sleep, and wake to unmapped code otherwise).
+            return ffi.dlopen(path, ffi.RTLD_NOW | ffi.RTLD_NODELETE), path
         except OSError as exc:
             tried.append(f"{path} ({where}): {exc}")
             if where == "$RILL_LIBRARY":

@@ -9,7 +9,7 @@ rill_host_func_fail: the sentence carries the exception, the place it was
 raised and a number under which _errors keeps the whole traceback for the
 KernelFailedError that reports it.
 
-A launch keeps its callable in `pending` until it runs. A host function
+A launch keeps its callable in `pending` until it has run. A host function
 that its stream skips (after a failure) never runs; since a stream runs
 its host functions in the order of their tokens, the one that runs drops
 the earlier ones of its stream, and so does a synchronize or a successful
@@ -55,9 +55,17 @@ def _drop_before(tokens, token):
 @ffi.callback("void(void *)")
 def _trampoline(user_data):
     token = int(ffi.cast("uintptr_t", user_data))
-    entry = pending.pop(token, None)
+    entry = pending.get(token)
     if entry is None:
         return
+    try:
+        _run(token, entry)
+    finally:
+        # Pending until it has run: the drain at exit waits for it.
+        pending.pop(token, None)
+
+
+def _run(token, entry):
     fn, args, stream = entry
     with _lock:
         tokens = _by_stream.get(stream)
