@@ -9,7 +9,13 @@ never reused while another stream's work still reads it, since every op
 declares what it touches (rill's automatic cross-stream lifetime, so code
 written for MindSpore, without record_stream, is safe). Each op that
 writes a tensor records the tensor's event after it; numpy() waits for
-that event, not for the device."""
+that event, not for the device.
+
+float16 tensors store halves and compute in float32: an op on them
+converts its float16 inputs to float32 scratch tensors on the stream
+(rill_op_cast_f16_f32), runs the float32 op and rounds the result to
+halves (rill_op_cast_f32_f16), so each result is rounded once. An op
+between a float16 and a float32 tensor gives float32, as torch promotes."""
 
 import numbers
 import operator
@@ -23,7 +29,8 @@ from ._runtime import life, on_shutdown, stale_error
 
 
 class dtype:
-    """A tensor element type: rill.float32."""
+    """A tensor element type: rill.float32, or rill.float16 (storage; the ops
+    compute in float32)."""
 
     __slots__ = ("name", "itemsize", "numpy")
 
@@ -37,7 +44,9 @@ class dtype:
 
 
 float32 = dtype("float32", 4, np.float32)
-_DTYPES = {"float32": float32, np.dtype(np.float32): float32}
+float16 = dtype("float16", 2, np.float16)
+_DTYPES = {"float32": float32, np.dtype(np.float32): float32,
+           "float16": float16, np.dtype(np.float16): float16}
 
 _events = {}  # rill_device * -> [rill_event *]: tensors' writer events, for reuse
 
@@ -50,7 +59,7 @@ def _dtype_arg(value, where):
     except TypeError:
         found = None
     if found is None:
-        raise TypeError(f"{where}: dtype must be rill.float32, not {value!r}")
+        raise TypeError(f"{where}: dtype must be rill.float32 or rill.float16, not {value!r}")
     return found
 
 
@@ -80,9 +89,10 @@ class Tensor:
     """A tensor in device memory.
 
     Tensor(data, dtype=None): a copy of data (a numpy array, a sequence or a
-    number) on the current stream's device; dtype rill.float32 converts,
-    None keeps float32 data as it is. rill.ones/zeros/empty/full make
-    others; + - * @ and rill.ops run on the current stream.
+    number) on the current stream's device; dtype rill.float32 or
+    rill.float16 converts, None keeps float32 and float16 data as they are.
+    rill.ones/zeros/empty/full/randn make others; + - * @ and rill.ops run
+    on the current stream.
     """
 
     __slots__ = ("_ptr", "_shape", "_numel", "_dtype", "_stream", "_event", "_gen",
@@ -100,7 +110,7 @@ class Tensor:
             dt = _DTYPES.get(arr.dtype)
             if dt is None:
                 raise TypeError(f"{where}: data of dtype {arr.dtype} is not supported; pass "
-                                "dtype=rill.float32 to convert it")
+                                "dtype=rill.float32 or rill.float16 to convert it")
         arr = np.asarray(arr, dtype=dt.numpy, order="C")  # keeps 0-d arrays 0-d
         self._alloc(arr.shape, dt, _stream.current(), where)
         if self._numel:
@@ -120,7 +130,7 @@ class Tensor:
                              "device has")
         out = ffi.new("void **")
         check(lib.rill_malloc_async(max(nbytes, 1), stream._handle(where), out))
-        self._ptr = ffi.cast("float *", out[0])
+        self._ptr = ffi.cast("float *" if dt is float32 else "void *", out[0])
 
     @classmethod
     def _empty(cls, shape, dt, stream, where):
@@ -274,6 +284,23 @@ class Tensor:
     def __neg__(self):
         return mul(self, -1.0)
 
+    def add_(self, other, alpha=1):
+        """self += alpha*other in place on the current stream; returns self."""
+        return add_(self, other, alpha)
+
+    def to(self, dtype):
+        """This tensor as dtype: itself when it has it, else a converted copy
+        made on the current stream."""
+        return to_dtype(self, dtype)
+
+    def half(self):
+        """to(rill.float16)."""
+        return to_dtype(self, float16, "rill.Tensor.half")
+
+    def float(self):
+        """to(rill.float32)."""
+        return to_dtype(self, float32, "rill.Tensor.float")
+
 
 def _operand(x):
     return isinstance(x, Tensor) or _is_scalar(x)
@@ -310,7 +337,7 @@ def _finish(out, s, status):
     return out
 
 
-def add(a, b, alpha=1):
+def _add32(a, b, alpha=1):
     """a + alpha*b on the current stream; a or b may be a number."""
     where = "rill.ops.add"
     if not _is_scalar(alpha):
@@ -319,7 +346,7 @@ def add(a, b, alpha=1):
         if alpha == 1:
             a, b = b, a
         else:
-            return sub(a, b, alpha=-alpha)
+            return _sub32(a, b, alpha=-alpha)
     pa = _tensor_arg(a, where, "a")
     if _is_scalar(b):
         s, out = _new(a._shape, where, a)
@@ -335,16 +362,16 @@ def add(a, b, alpha=1):
     return out
 
 
-def sub(a, b, alpha=1):
+def _sub32(a, b, alpha=1):
     """a - alpha*b on the current stream; a or b may be a number."""
     where = "rill.ops.sub"
     if not _is_scalar(alpha):
         raise TypeError(f"{where}: alpha must be a number, not {type(alpha).__name__}")
     if isinstance(a, Tensor):
         if _is_scalar(b):
-            return add(a, -float(b) * alpha)
+            return _add32(a, -float(b) * alpha)
         _tensor_arg(b, where, "b")
-        return add(a, b, alpha=-alpha)
+        return _add32(a, b, alpha=-alpha)
     if not _is_scalar(a):
         raise TypeError(f"{where}: a must be a rill.Tensor or a number, not {type(a).__name__}")
     pb = _tensor_arg(b, where, "b")
@@ -356,7 +383,7 @@ def sub(a, b, alpha=1):
     return out
 
 
-def mul(a, b):
+def _mul32(a, b):
     """a * b elementwise on the current stream; a or b may be a number."""
     where = "rill.ops.mul"
     if _is_scalar(a) and isinstance(b, Tensor):
@@ -376,7 +403,7 @@ def mul(a, b):
     return out
 
 
-def matmul(a, b):
+def _matmul32(a, b):
     """The matrix product of 2-D tensors a [m, k] and b [k, n], on the
     current stream."""
     where = "rill.ops.matmul"
@@ -394,7 +421,7 @@ def matmul(a, b):
     return _finish(out, s, lib.rill_op_matmul_f32(s._h, out._ptr, pa, pb, m, k, n))
 
 
-def sum(a):
+def _sum32(a):
     """The sum of all elements, a 0-d tensor, on the current stream."""
     where = "rill.ops.sum"
     pa = _tensor_arg(a, where, "a")
@@ -404,7 +431,7 @@ def sum(a):
     return _finish(out, s, lib.rill_op_sum_f32(s._h, out._ptr, pa, a._numel))
 
 
-def conv2d(input, weight):
+def _conv2d32(input, weight):
     """2-D convolution of input [n, c, h, w] with weight [k, c, r, s] (NCHW,
     stride 1, no padding): [n, k, h-r+1, w-s+1], on the current stream."""
     where = "rill.ops.conv2d"
@@ -426,17 +453,160 @@ def conv2d(input, weight):
     return _finish(out, s, lib.rill_op_conv2d_f32(s._h, out._ptr, pi, pw, n, c, h, w, k, r, sz))
 
 
+def _converted(x, dt, s, where, cls=None):
+    """A copy of tensor x as dtype dt, of class cls (x's by default), on s."""
+    out = (cls or type(x))._empty(x._shape, dt, s, where)
+    if out._numel:
+        cast = lib.rill_op_cast_f16_f32 if dt is float32 else lib.rill_op_cast_f32_f16
+        return _finish(out, s, cast(s._h, out._ptr, x._valid(where), out._numel))
+    return out
+
+
+def _via_float32(op32, where, *args, **kwargs):
+    """op32 on args whose float16 tensors are converted to float32 first;
+    the result is rounded back to float16 when every tensor was float16."""
+    s = _stream.current()
+    conv = []
+    all_half = True
+    for x in args:
+        if isinstance(x, Tensor):
+            if x._dtype is float16:
+                x = _converted(x, float32, s, where)
+            else:
+                all_half = False
+        conv.append(x)
+    out = op32(*conv, **kwargs)
+    return _converted(out, float16, s, where) if all_half else out
+
+
+def _has_half(a, b=None):
+    return ((isinstance(a, Tensor) and a._dtype is float16)
+            or (isinstance(b, Tensor) and b._dtype is float16))
+
+
+def add(a, b, alpha=1):
+    """a + alpha*b on the current stream; a or b may be a number."""
+    if _has_half(a, b):
+        return _via_float32(_add32, "rill.ops.add", a, b, alpha=alpha)
+    return _add32(a, b, alpha)
+
+
+def sub(a, b, alpha=1):
+    """a - alpha*b on the current stream; a or b may be a number."""
+    if _has_half(a, b):
+        return _via_float32(_sub32, "rill.ops.sub", a, b, alpha=alpha)
+    return _sub32(a, b, alpha)
+
+
+def mul(a, b):
+    """a * b elementwise on the current stream; a or b may be a number."""
+    if _has_half(a, b):
+        return _via_float32(_mul32, "rill.ops.mul", a, b)
+    return _mul32(a, b)
+
+
+def matmul(a, b):
+    """The matrix product of 2-D tensors a [m, k] and b [k, n], on the
+    current stream."""
+    if _has_half(a, b):
+        return _via_float32(_matmul32, "rill.ops.matmul", a, b)
+    return _matmul32(a, b)
+
+
+def sum(a):
+    """The sum of all elements, a 0-d tensor, on the current stream."""
+    if _has_half(a):
+        return _via_float32(_sum32, "rill.ops.sum", a)
+    return _sum32(a)
+
+
+def conv2d(input, weight):
+    """2-D convolution of input [n, c, h, w] with weight [k, c, r, s] (NCHW,
+    stride 1, no padding): [n, k, h-r+1, w-s+1], on the current stream."""
+    if _has_half(input, weight):
+        return _via_float32(_conv2d32, "rill.ops.conv2d", input, weight)
+    return _conv2d32(input, weight)
+
+
+def add_(t, other, alpha=1):
+    """t += alpha*other in place, on the current stream; returns t."""
+    where = "rill.Tensor.add_"
+    pt = _tensor_arg(t, where, "self")
+    if not _is_scalar(alpha):
+        raise TypeError(f"{where}: alpha must be a number, not {type(alpha).__name__}")
+    if not _operand(other):
+        raise TypeError(f"{where}: other must be a rill.Tensor or a number, "
+                        f"not {type(other).__name__}")
+    if isinstance(other, Tensor):
+        _tensor_arg(other, where, "other")
+        _same_shape(t, other, where)
+    if t._dtype is float16:
+        s = _stream.current()
+        result = _via_float32(_add32, where, _converted(t, float32, s, where), other,
+                              alpha=alpha)
+        if t._numel:
+            _finish(t, s, lib.rill_op_cast_f32_f16(s._h, pt, result._ptr, t._numel))
+        return t
+    if not t._numel:
+        return t
+    s = _stream.current()
+    if isinstance(other, Tensor):
+        if other._dtype is float16:
+            other = _converted(other, float32, s, where)
+        return _finish(t, s, lib.rill_op_add_f32(s._h, pt, pt, other._ptr, alpha, t._numel))
+    return _finish(t, s, lib.rill_op_add_scalar_f32(s._h, pt, pt, float(other) * alpha,
+                                                     t._numel))
+
+
+def to_dtype(t, dt, where="rill.Tensor.to"):
+    """t as dtype dt: t itself when it has that dtype, else a converted copy
+    on the current stream."""
+    _tensor_arg(t, where, "self")
+    dt = _dtype_arg(dt, where)
+    if dt is None or dt is t._dtype:
+        return t
+    return _converted(t, dt, _stream.current(), where)
+
+
+# The seed of randn and the number of calls since it was set: each call
+# fills from its own 64-bit seed, so the values depend only on the seed and
+# the order of the calls.
+_rng = {"seed": 67280421310721, "calls": 0}
+
+
+def manual_seed(seed):
+    """Sets the seed of rill.randn (an int); the values that follow depend
+    only on it and the order of the calls."""
+    if not isinstance(seed, numbers.Integral) or isinstance(seed, bool):
+        raise TypeError(f"rill.manual_seed: seed must be an int, not {type(seed).__name__}")
+    _rng["seed"] = int(seed) & 0xFFFFFFFFFFFFFFFF
+    _rng["calls"] = 0
+
+
+def randn(*shape, dtype=None, cls=Tensor, where="rill.randn"):
+    """A tensor of standard normal samples (float32, or float16 rounded from
+    them), filled on the current stream by rill_op_randn_f32."""
+    shape = _shape_arg(shape, where)
+    dt = _dtype_arg(dtype, where) or float32
+    s = _stream.current()
+    out = cls._empty(shape, float32, s, where)
+    seed = (_rng["seed"] * 0x9E3779B97F4A7C15 + _rng["calls"]) & 0xFFFFFFFFFFFFFFFF
+    _rng["calls"] += 1
+    if out._numel:
+        _finish(out, s, lib.rill_op_randn_f32(s._h, out._ptr, out._numel, 0.0, 1.0, seed))
+    return out if dt is float32 else _converted(out, dt, s, where)
+
+
 def filled(shape, value, dtype, where, cls=Tensor):
     """A new tensor of class cls filled with value on the current stream."""
-    if _dtype_arg(dtype, where) not in (None, float32):
-        raise TypeError(f"{where}: dtype must be rill.float32")
+    dt = _dtype_arg(dtype, where) or float32
     if not _is_scalar(value):
         raise TypeError(f"{where}: value must be a number, not {type(value).__name__}")
     s = _stream.current()
     out = cls._empty(_shape_arg((shape,), where), float32, s, where)
     if out._numel:
-        return _finish(out, s, lib.rill_op_fill_f32(s._h, out._ptr, float(value), out._numel))
-    return out
+        _finish(out, s, lib.rill_op_fill_f32(s._h, out._ptr, float(value), out._numel))
+    return out if dt is float32 else _converted(out, dt, s, where)
 
 
 def full(shape, value, dtype=None):
@@ -457,13 +627,12 @@ def zeros(*shape, dtype=None):
 def empty(*shape, dtype=None):
     """A tensor whose values are whatever the memory held."""
     where = "rill.empty"
-    if _dtype_arg(dtype, where) not in (None, float32):
-        raise TypeError(f"{where}: dtype must be rill.float32")
-    return _new(_shape_arg(shape, where), where)[1]
+    dt = _dtype_arg(dtype, where) or float32
+    return Tensor._empty(_shape_arg(shape, where), dt, _stream.current(), where)
 
 
 def from_numpy(array):
-    """A float32 tensor copied from a numpy array of float32."""
+    """A tensor copied from a numpy array of float32 or float16."""
     if not isinstance(array, np.ndarray):
         raise TypeError(f"rill.from_numpy: array must be a numpy.ndarray, "
                         f"not {type(array).__name__}")
