@@ -21,6 +21,7 @@ from ._errors import (CaptureInvalidatedError, CaptureIsolationError, CaptureUnj
                       KernelFailedError, NoDeviceError, NotPermittedError, NotRecordedError,
                       NotSupportedError, OutOfMemoryError, RillError, TimingDisabledError)
 from ._ffi import library_path
+from ._graph import Graph, compile, graph
 from ._memory import (empty_cache, max_memory_allocated, max_memory_reserved, memory_allocated,
                       memory_limit, memory_reserved, memory_stats, memory_summary,
                       reset_peak_memory_stats, set_memory_limit)
@@ -35,6 +36,7 @@ StreamCtx = StreamContext
 __all__ = [
     "CaptureInvalidatedError", "CaptureIsolationError", "CaptureUnjoinedError",
     "CaptureUnmatchedError", "CaptureUnsupportedError", "CaptureWrongThreadError", "Device",
+    "Graph", "compile", "graph",
     "DeviceMismatchError", "Event", "InternalError", "InvalidArgumentError", "IpcError",
     "KernelFailedError", "NoDeviceError", "NotPermittedError", "NotRecordedError",
     "NotSupportedError", "OutOfMemoryError", "RillError", "Stream", "StreamContext", "StreamCtx",

@@ -59,6 +59,18 @@ enum rill_event_flags {
     RILL_EVENT_INTERPROCESS = 4
 };
 
+typedef enum rill_capture_mode {
+    RILL_CAPTURE_GLOBAL = 0,
+    RILL_CAPTURE_THREAD_LOCAL = 1,
+    RILL_CAPTURE_RELAXED = 2
+} rill_capture_mode;
+
+typedef enum rill_capture_status {
+    RILL_CAPTURE_NONE = 0,
+    RILL_CAPTURE_ACTIVE = 1,
+    RILL_CAPTURE_INVALIDATED = 2
+} rill_capture_status;
+
 typedef struct rill_ipc_event_handle { unsigned char bytes[64]; } rill_ipc_event_handle;
 
 typedef struct rill_mem_stats {
@@ -141,6 +153,17 @@ rill_status rill_op_randn_f32(rill_stream *s, float *x, size_t n, float mean, fl
 typedef uint16_t rill_half;
 rill_status rill_op_cast_f32_f16(rill_stream *s, rill_half *out, const float *in, size_t n);
 rill_status rill_op_cast_f16_f32(rill_stream *s, float *out, const rill_half *in, size_t n);
+rill_status rill_memcpy_async(void *dst, const void *src, size_t bytes, rill_stream *stream);
+typedef struct rill_graph rill_graph;
+typedef struct rill_graph_exec rill_graph_exec;
+rill_status rill_stream_begin_capture(rill_stream *stream, rill_capture_mode mode);
+rill_status rill_stream_end_capture(rill_stream *stream, rill_graph **out);
+rill_status rill_stream_get_capture_status(rill_stream *stream, rill_capture_status *out);
+rill_status rill_graph_destroy(rill_graph *graph);
+rill_status rill_graph_node_count(rill_graph *graph, size_t *out);
+rill_status rill_graph_instantiate(rill_graph *graph, rill_graph_exec **out);
+rill_status rill_graph_exec_destroy(rill_graph_exec *exec);
+rill_status rill_graph_launch(rill_graph_exec *exec, rill_stream *stream);
 rill_status rill_free(void *ptr);
 rill_status rill_malloc_async(size_t bytes, rill_stream *stream, void **out);
 rill_status rill_free_async(void *ptr, rill_stream *stream);

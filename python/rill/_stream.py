@@ -369,6 +369,17 @@ def _stream_arg(stream, where):
     return stream._handle(where)
 
 
+def _stream_obj(stream, where):
+    """The Stream for a stream argument: the current stream for None."""
+    if stream is None:
+        return current()
+    if not isinstance(stream, Stream):
+        raise TypeError(f"{where}: stream must be a rill.Stream or None, "
+                        f"not {type(stream).__name__}")
+    stream._handle(where)
+    return stream
+
+
 def _current_failed():
     raise error(lib.RILL_ERROR_INVALID_ARGUMENT)
 

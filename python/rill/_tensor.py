@@ -22,7 +22,7 @@ import operator
 
 import numpy as np
 
-from . import _stream
+from . import _graph, _stream
 from ._errors import check
 from ._ffi import ffi, lib
 from ._runtime import life, on_shutdown, stale_error
@@ -95,7 +95,7 @@ class Tensor:
     on the current stream.
     """
 
-    __slots__ = ("_ptr", "_shape", "_numel", "_dtype", "_stream", "_event", "_gen",
+    __slots__ = ("_ptr", "_shape", "_numel", "_dtype", "_stream", "_event", "_gen", "_graph",
                  "__weakref__")
 
     def __init__(self, data, dtype=None):
@@ -124,6 +124,7 @@ class Tensor:
         self._stream = stream
         self._event = None
         self._gen = life.generation
+        self._graph = None
         nbytes = self._numel * dt.itemsize
         if nbytes >= 1 << 63:
             raise ValueError(f"{where}: shape {shape} needs {nbytes} bytes, more than any "
@@ -131,6 +132,18 @@ class Tensor:
         out = ffi.new("void **")
         check(lib.rill_malloc_async(max(nbytes, 1), stream._handle(where), out))
         self._ptr = ffi.cast("float *" if dt is float32 else "void *", out[0])
+        g = _graph._tls.__dict__.get("graph")
+        if g is not None and _graph.stream_captures(stream._h):
+            self._graph = g  # graph memory: the graph lives as long as the tensor
+
+    def _copy(self, stream):
+        """A copy made in stream order on stream, of this tensor's class."""
+        t = type(self)._empty(self._shape, self._dtype, stream, "rill.Tensor copy")
+        if self._numel:
+            check(lib.rill_memcpy_async(t._ptr, self._valid("rill.Tensor copy"), self.nbytes,
+                                        stream._h))
+            t._written(stream)
+        return t
 
     @classmethod
     def _empty(cls, shape, dt, stream, where):
@@ -145,6 +158,10 @@ class Tensor:
 
     def _written(self, stream):
         """Records the tensor's event after the op that wrote it on stream."""
+        g = _graph._tls.__dict__.get("graph")
+        if g is not None:  # captured: recorded again after each replay
+            g._written[id(self)] = self
+            g._streams[stream._h] = stream
         ev = self._event
         if ev is None:
             pool = _events.get(stream._dev)
@@ -163,6 +180,9 @@ class Tensor:
         if ptr is None or self._gen != _life.generation:
             return
         self._ptr = None
+        g = self._graph
+        if g is not None and _graph._tls.__dict__.get("graph") is not g:
+            return  # the graph's memory, released with the graph
         s = self._stream
         if s._closed:
             _free(ptr)  # at the end of its (destroyed) stream's work
