@@ -21,6 +21,11 @@ from ._ffi import ffi, lib
 from ._runtime import life, on_shutdown, stale_error
 
 _tls = threading.local()  # .graph: the Graph this thread is capturing, or absent
+# The captures Python has begun and not ended, in every thread: while there
+# are any, the ops take their general path, which tracks what a capture writes.
+active = [0]
+
+_active_lock = threading.Lock()
 
 _MODES = {"global": 0, "thread_local": 1, "relaxed": 2}
 
@@ -74,7 +79,14 @@ class Graph:
             raise ValueError(f"{where}: capture_error_mode must be one of {sorted(_MODES)}, "
                              f"not {capture_error_mode!r}")
         s = _stream._stream_obj(stream, where)
-        check(lib.rill_stream_begin_capture(s._handle(where), mode))
+        with _active_lock:
+            active[0] += 1
+        try:
+            check(lib.rill_stream_begin_capture(s._handle(where), mode))
+        except BaseException:
+            with _active_lock:
+                active[0] -= 1
+            raise
         self._stream = s
         _tls.graph = self
 
@@ -92,6 +104,8 @@ class Graph:
         if st == lib.RILL_ERROR_CAPTURE_UNMATCHED or st == lib.RILL_ERROR_CAPTURE_WRONG_THREAD:
             check(st)  # the capture goes on; the caller may still end it properly
         _tls.graph = None
+        with _active_lock:
+            active[0] -= 1
         self._streams = {}
         if st != 0:
             self._stream = None
@@ -278,3 +292,4 @@ def compile(fn=None, *, mode="reduce-overhead"):  # noqa: A001 - as torch names 
 @on_shutdown
 def _forget():
     _tls.__dict__.clear()
+    active[0] = 0

@@ -19,6 +19,7 @@ between a float16 and a float32 tensor gives float32, as torch promotes."""
 
 import numbers
 import operator
+import threading
 
 import numpy as np
 
@@ -131,7 +132,7 @@ class Tensor:
                              "device has")
         out = ffi.new("void **")
         check(lib.rill_malloc_async(max(nbytes, 1), stream._handle(where), out))
-        self._ptr = ffi.cast("float *" if dt is float32 else "void *", out[0])
+        self._ptr = out[0]
         g = _graph._tls.__dict__.get("graph")
         if g is not None and _graph.stream_captures(stream._h):
             self._graph = g  # graph memory: the graph lives as long as the tensor
@@ -281,18 +282,32 @@ class Tensor:
     # ---- arithmetic on the current stream
 
     def __add__(self, other):
+        if other.__class__ is self.__class__:
+            if _fast_ok(self, other):
+                return _fast(self, _op_add, other._ptr, 1.0)
+        elif other.__class__ is float or other.__class__ is int:
+            if _fast_ok(self, self):
+                return _fast(self, _op_add_scalar, None, other)
         return add(self, other) if _operand(other) else NotImplemented
 
     def __radd__(self, other):
         return add(self, other) if _operand(other) else NotImplemented
 
     def __sub__(self, other):
+        if other.__class__ is self.__class__:
+            if _fast_ok(self, other):
+                return _fast(self, _op_add, other._ptr, -1.0)
+        elif other.__class__ is float or other.__class__ is int:
+            if _fast_ok(self, self):
+                return _fast(self, _op_add_scalar, None, -other)
         return sub(self, other) if _operand(other) else NotImplemented
 
     def __rsub__(self, other):
         return sub(other, self) if _operand(other) else NotImplemented
 
     def __mul__(self, other):
+        if other.__class__ is self.__class__ and _fast_ok(self, other):
+            return _fast(self, _op_mul, other._ptr, None)
         return mul(self, other) if _operand(other) else NotImplemented
 
     def __rmul__(self, other):
@@ -320,6 +335,74 @@ class Tensor:
     def float(self):
         """to(rill.float32)."""
         return to_dtype(self, float32, "rill.Tensor.float")
+
+
+# ---- the fast path of the element-wise ops
+#
+# a + b, a - b, a * b and a + number on float32 tensors of one shape and
+# class with elements, while no capture is active anywhere: the same calls
+# as the general path (rill_malloc_async, the op, rill_event_record of the
+# output's event), with the checks that cannot fail there left out and the
+# lookups bound once. Anything else takes the general path, which raises
+# the errors.
+
+_op_add = lib.rill_op_add_f32
+_op_mul = lib.rill_op_mul_f32
+_op_add_scalar = lib.rill_op_add_scalar_f32
+_malloc_async = lib.rill_malloc_async
+_event_record = lib.rill_event_record
+_new_object = object.__new__
+_bufs = threading.local()  # .out: a void ** per thread for rill_malloc_async
+
+
+def _fast_ok(a, b):
+    return (a._dtype is float32 and b._dtype is float32 and a._shape == b._shape
+            and a._numel != 0 and a._gen == life.generation == b._gen
+            and not _graph.active[0])
+
+
+def _fast(a, op, pb, value):
+    """op(out, a, pb, value) (pb None: op(out, a, value); value None:
+    op(out, a, pb)) into a new tensor like a on the current stream."""
+    s = _stream.current()
+    h = s._h
+    n = a._numel
+    try:
+        out_buf = _bufs.out
+    except AttributeError:
+        out_buf = _bufs.out = ffi.new("void **")
+    st = _malloc_async(n * 4, h, out_buf)
+    if st:
+        check(st)
+    out = _new_object(a.__class__)
+    out._shape = a._shape
+    out._numel = n
+    out._dtype = float32
+    out._stream = s
+    out._event = None
+    out._graph = None
+    out._gen = a._gen
+    out._ptr = p = out_buf[0]
+    if pb is None:
+        st = op(h, p, a._ptr, value, n)
+    elif value is None:
+        st = op(h, p, a._ptr, pb, n)
+    else:
+        st = op(h, p, a._ptr, pb, value, n)
+    if st:
+        check(st)
+    pool = _events.get(s._dev)
+    if pool:
+        ev = pool.pop()
+    else:
+        evp = ffi.new("rill_event **")
+        check(lib.rill_event_create(lib.RILL_EVENT_DEFAULT, evp))
+        ev = evp[0]
+    out._event = ev
+    st = _event_record(ev, h)
+    if st:
+        check(st)
+    return out
 
 
 def _operand(x):

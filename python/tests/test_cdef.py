@@ -56,3 +56,14 @@ def test_cdef_check_catches_a_wrong_declaration(tmp_path):
     run = subprocess.run([cc, "-std=c11", "-fsyntax-only", "-I", INCLUDE, str(src)],
                          capture_output=True, text=True, timeout=60)
     assert run.returncode != 0
+
+
+def test_the_build_s_cffi_mode_is_in_use():
+    # ctest says which mode the build made possible: API when it compiled
+    # the declarations, unless RILL_PYTHON_ABI asks for ABI mode.
+    expected = os.environ.get("RILL_EXPECT_CFFI_MODE")
+    if expected is None:
+        pytest.skip("not run by ctest")
+    if os.environ.get("RILL_PYTHON_ABI"):
+        expected = "abi"
+    assert _ffi.mode == expected
