@@ -282,32 +282,33 @@ class Tensor:
     # ---- arithmetic on the current stream
 
     def __add__(self, other):
-        if other.__class__ is self.__class__:
-            if _fast_ok(self, other):
-                return _fast(self, _op_add, other._ptr, 1.0)
-        elif other.__class__ is float or other.__class__ is int:
-            if _fast_ok(self, self):
-                return _fast(self, _op_add_scalar, None, other)
+        if other.__class__ is float or other.__class__ is int:
+            r = _fast(self, _SCALAR, _op_add_scalar, other)
+        else:
+            r = _fast(self, other, _op_add, 1.0)
+        if r is not _NO:
+            return r
         return add(self, other) if _operand(other) else NotImplemented
 
     def __radd__(self, other):
         return add(self, other) if _operand(other) else NotImplemented
 
     def __sub__(self, other):
-        if other.__class__ is self.__class__:
-            if _fast_ok(self, other):
-                return _fast(self, _op_add, other._ptr, -1.0)
-        elif other.__class__ is float or other.__class__ is int:
-            if _fast_ok(self, self):
-                return _fast(self, _op_add_scalar, None, -other)
+        if other.__class__ is float or other.__class__ is int:
+            r = _fast(self, _SCALAR, _op_add_scalar, -other)
+        else:
+            r = _fast(self, other, _op_add, -1.0)
+        if r is not _NO:
+            return r
         return sub(self, other) if _operand(other) else NotImplemented
 
     def __rsub__(self, other):
         return sub(other, self) if _operand(other) else NotImplemented
 
     def __mul__(self, other):
-        if other.__class__ is self.__class__ and _fast_ok(self, other):
-            return _fast(self, _op_mul, other._ptr, None)
+        r = _fast(self, other, _op_mul, None)
+        if r is not _NO:
+            return r
         return mul(self, other) if _operand(other) else NotImplemented
 
     def __rmul__(self, other):
@@ -355,40 +356,50 @@ _new_object = object.__new__
 _bufs = threading.local()  # .out: a void ** per thread for rill_malloc_async
 
 
-def _fast_ok(a, b):
-    return (a._dtype is float32 and b._dtype is float32 and a._shape == b._shape
-            and a._numel != 0 and a._gen == life.generation == b._gen
-            and not _graph.active[0])
+_NO = object()  # what the fast path returns when it does not apply
+_SCALAR = object()  # b of the fast path for an op with a number
 
 
-def _fast(a, op, pb, value):
-    """op(out, a, pb, value) (pb None: op(out, a, value); value None:
-    op(out, a, pb)) into a new tensor like a on the current stream."""
-    s = _stream.current()
-    h = s._h
+def _fast(a, b, op, value, _life=life, _active=_graph.active, _current=lib.rill_current_stream,
+          _null=ffi.NULL, _streams=_stream, _events=_events, _f32=float32):
+    """out = op(a, b, value) into a new tensor like a on the current stream:
+    b a tensor (op(out, a, b, value, n), or op(out, a, b, n) when value is
+    None), or _SCALAR for op(out, a, value, n). _NO when the fast path does
+    not apply (then the general path runs, and raises the errors)."""
+    if b is _SCALAR:
+        if not (a._dtype is _f32 and a._numel and a._gen == _life.generation
+                and not _active[0]):
+            return _NO
+    elif not (b.__class__ is a.__class__ and a._dtype is _f32 and b._dtype is _f32
+              and a._shape == b._shape and a._numel and a._gen == _life.generation
+              and b._gen == a._gen and not _active[0]):
+        return _NO
+    h = _current(_null)
+    last = _streams._last
+    s = last[1] if last[0] == h else _streams.current()
     n = a._numel
     try:
-        out_buf = _bufs.out
+        buf = _bufs.out
     except AttributeError:
-        out_buf = _bufs.out = ffi.new("void **")
-    st = _malloc_async(n * 4, h, out_buf)
+        buf = _bufs.out = ffi.new("void **")
+    st = _malloc_async(n * 4, h, buf)
     if st:
         check(st)
     out = _new_object(a.__class__)
     out._shape = a._shape
     out._numel = n
-    out._dtype = float32
+    out._dtype = _f32
     out._stream = s
     out._event = None
     out._graph = None
     out._gen = a._gen
-    out._ptr = p = out_buf[0]
-    if pb is None:
+    out._ptr = p = buf[0]
+    if b is _SCALAR:
         st = op(h, p, a._ptr, value, n)
     elif value is None:
-        st = op(h, p, a._ptr, pb, n)
+        st = op(h, p, a._ptr, b._ptr, n)
     else:
-        st = op(h, p, a._ptr, pb, value, n)
+        st = op(h, p, a._ptr, b._ptr, value, n)
     if st:
         check(st)
     pool = _events.get(s._dev)
