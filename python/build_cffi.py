@@ -20,7 +20,7 @@ import tempfile
 import cffi
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rill._cdef import FUNCS, LIBC, TYPES  # noqa: E402
+from rill._cdef import DLPACK, FUNCS, LIBC, TYPES  # noqa: E402
 
 
 def main(out_dir, include_dir):
@@ -29,7 +29,9 @@ def main(out_dir, include_dir):
     ffi.cdef(TYPES)
     ffi.cdef(FUNCS)
     ffi.cdef(LIBC)
-    ffi.set_source("_rill_cffi", "#include <stdio.h>\n#include <stdlib.h>\n#include \"rill.h\"\n",
+    ffi.cdef(DLPACK)
+    ffi.set_source("_rill_cffi", "#include <stdio.h>\n#include <stdlib.h>\n#include \"rill.h\"\n"
+                   + DLPACK,
                    include_dirs=[os.path.abspath(include_dir)], extra_compile_args=["-O2"])
     os.makedirs(out_dir, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:

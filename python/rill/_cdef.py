@@ -175,3 +175,25 @@ FILE *open_memstream(char **ptr, size_t *sizeloc);
 int fclose(FILE *stream);
 void free(void *ptr);
 """
+
+# DLPack's C structures (dlpack.h, version 0.8, the "dltensor" capsule that
+# numpy.from_dlpack and torch.from_dlpack take), for Tensor.__dlpack__. Not
+# part of rill.h: build_cffi.py compiles them as they are written here.
+DLPACK = """
+typedef struct { int32_t device_type; int32_t device_id; } DLDevice;
+typedef struct { uint8_t code; uint8_t bits; uint16_t lanes; } DLDataType;
+typedef struct {
+    void *data;
+    DLDevice device;
+    int32_t ndim;
+    DLDataType dtype;
+    int64_t *shape;
+    int64_t *strides;
+    uint64_t byte_offset;
+} DLTensor;
+typedef struct DLManagedTensor {
+    DLTensor dl_tensor;
+    void *manager_ctx;
+    void (*deleter)(struct DLManagedTensor *self);
+} DLManagedTensor;
+"""

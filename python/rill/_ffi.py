@@ -18,13 +18,14 @@ import os
 
 import cffi
 
-from ._cdef import FUNCS, LIBC, TYPES
+from ._cdef import DLPACK, FUNCS, LIBC, TYPES
 
 _abi = cffi.FFI()
 _abi.cdef("typedef struct _IO_FILE FILE;")
 _abi.cdef(TYPES)
 _abi.cdef(FUNCS)
 _abi.cdef(LIBC)
+_abi.cdef(DLPACK)
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _SONAME = "librill.so.0"

@@ -268,6 +268,21 @@ class Tensor:
             return f"rill.Tensor(<released>, shape={self._shape}, dtype={self._dtype})"
         return f"rill.Tensor({self.numpy()!r}, shape={self._shape}, dtype={self._dtype})"
 
+    # ---- DLPack
+
+    def __dlpack__(self, stream=None):
+        """A DLPack capsule of the tensor's memory, for numpy.from_dlpack and
+        torch.from_dlpack: no copy. Waits for the work that writes the tensor
+        first; later writes by rill's ops show through it, in their stream's
+        order. The memory stays allocated while the consumer holds it (until
+        rill.shutdown(), which releases all memory)."""
+        from . import _dlpack
+        return _dlpack.export(self, stream, "rill.Tensor.__dlpack__")
+
+    def __dlpack_device__(self):
+        """(kDLCPU, 0): rill's CPU device memory is host memory."""
+        return (1, 0)
+
     # ---- streams
 
     def record_stream(self, stream):
