@@ -21,6 +21,7 @@
 #include "backend/cpu/op_kernels.h"
 #include "core/runtime.h"
 #include "core/status.h"
+#include "core/stream.h"
 #include "mem/memory.h"
 
 /* ---- cached kernels ---- */
@@ -167,22 +168,21 @@ static rill_status check_pointer(const char *fn, const void *p, const char *name
 #define CONV_SLOT_BYTES_MAX ((size_t)4 << 20)
 
 /* The compute units of s's device, which must be a CPU device: the built-in
- * ops have CPU bodies only. */
+ * ops have CPU bodies only. Read from the stream's device directly, as
+ * rill_stream_get_device and rill_device_get_info would give them, without
+ * copying the device's whole description for every op. */
 static rill_status stream_compute_units(const char *fn, rill_stream *s, size_t *units) {
-    rill_device *dev;
-    rill_status st = rill_stream_get_device(s, &dev);
+    rill__stream *stream;
+    rill_status st = rill__stream_resolve(s, fn, &stream);
     if (st != RILL_OK)
         return st;
-    rill_device_info info;
-    st = rill_device_get_info(dev, &info);
-    if (st != RILL_OK)
-        return st;
-    if (info.kind != RILL_DEVICE_CPU)
+    const rill_device_info *info = &stream->dev->info;
+    if (info->kind != RILL_DEVICE_CPU)
         return rill__fail(RILL_ERROR_NOT_SUPPORTED,
                           "%s: the stream belongs to device '%s', and the built-in ops run only "
                           "on CPU devices; pass a stream of the CPU device",
-                          fn, info.name);
-    *units = info.compute_units > 0 ? (size_t)info.compute_units : 1;
+                          fn, info->name);
+    *units = info->compute_units > 0 ? (size_t)info->compute_units : 1;
     return RILL_OK;
 }
 
