@@ -15,7 +15,7 @@ waits for the replay that wrote it."""
 import threading
 import weakref
 
-from . import _stream
+from . import _host, _stream
 from ._errors import check
 from ._ffi import ffi, lib
 from ._runtime import life, on_shutdown, stale_error
@@ -37,6 +37,45 @@ def stream_captures(handle):
         status[0] == lib.RILL_CAPTURE_ACTIVE
 
 
+# Python host functions of graphs that are gone, kept until the last replay
+# that may run them has ended: [(tokens, rill_event * after that replay)].
+_retired = []
+_retired_lock = threading.Lock()
+
+
+def _retire(tokens, last_replay):
+    if not tokens:
+        return
+    with _retired_lock:
+        _retired.append((list(tokens), last_replay))
+    _reap()
+
+
+def _reap():
+    """Forgets the retired host functions whose last replay has ended."""
+    with _retired_lock:
+        keep = []
+        for tokens, ev in _retired:
+            if ev is not None and lib.rill_event_query(ev) == lib.RILL_NOT_READY:
+                keep.append((tokens, ev))
+                continue
+            for token in tokens:
+                _host.persistent.pop(token, None)
+            if ev is not None:
+                lib.rill_event_destroy(ev)
+        _retired[:] = keep
+
+
+def _capture_of(handle):
+    """The Graph the calling thread captures, when stream handle is in that
+    capture (for _host: a Python host function launched there is kept)."""
+    g = getattr(_tls, "graph", None)
+    return g if g is not None and stream_captures(handle) else None
+
+
+_host.capture_of = _capture_of
+
+
 def capturing():
     """The Graph the calling thread is capturing, or None."""
     return getattr(_tls, "graph", None)
@@ -51,7 +90,8 @@ class Graph:
     g.replay()               # runs it; c holds the result once it is done
     """
 
-    __slots__ = ("_exec", "_gen", "_stream", "_written", "_streams", "__weakref__")
+    __slots__ = ("_exec", "_gen", "_stream", "_written", "_streams", "_host_tokens",
+                 "_last_replay", "__weakref__")
 
     def __init__(self):
         self._exec = None
@@ -59,6 +99,8 @@ class Graph:
         self._stream = None
         self._written = weakref.WeakValueDictionary()  # id -> Tensor written in the capture
         self._streams = {}  # rill_stream * -> Stream that ops of the capture ran on
+        self._host_tokens = []  # Python host functions captured (_host.persistent)
+        self._last_replay = None  # rill_event * recorded after the last replay, with them
 
     def capture_begin(self, stream=None, capture_error_mode="global"):
         """Starts capturing the calling thread's work on stream (None: the
@@ -66,6 +108,7 @@ class Graph:
         "relaxed") says which calls that a graph cannot replay fail during
         the capture (rill.h, rill_stream_begin_capture)."""
         where = "rill.Graph.capture_begin"
+        _reap()
         if self._gen != life.generation:
             raise stale_error(where, "graph")
         if self._exec is not None or self._stream is not None:
@@ -110,6 +153,7 @@ class Graph:
         if st != 0:
             self._stream = None
             self._written = weakref.WeakValueDictionary()
+            self._drop_host_functions()
             check(st)
         ex = ffi.new("rill_graph_exec **")
         st = lib.rill_graph_instantiate(out[0], ex)
@@ -146,12 +190,25 @@ class Graph:
         check(lib.rill_graph_launch(ex, h))
         for t in self._written.values():
             t._written(s)
+        if self._host_tokens:  # the launches of one exec run in order: the last one ends last
+            if self._last_replay is None:
+                out = ffi.new("rill_event **")
+                check(lib.rill_event_create(lib.RILL_EVENT_DEFAULT, out))
+                self._last_replay = out[0]
+            check(lib.rill_event_record(self._last_replay, h))
+        _reap()
+
+    def _drop_host_functions(self):
+        _retire(self._host_tokens, self._last_replay)
+        self._host_tokens = []
+        self._last_replay = None
 
     def reset(self):
         """Releases the captured work; the graph may capture again. Tensors
         of its memory keep it until they are gone."""
         if self._exec is not None and self._gen == life.generation:
             lib.rill_graph_exec_destroy(self._exec)
+        self._drop_host_functions()
         self._exec = None
         self._stream = None
         self._written = weakref.WeakValueDictionary()
@@ -160,7 +217,10 @@ class Graph:
     def __del__(self, _life=life, _destroy=lib.rill_graph_exec_destroy):
         ex = getattr(self, "_exec", None)
         if ex is not None and self._gen == _life.generation:
-            _destroy(ex)
+            _destroy(ex)  # waits for nothing: launches already made keep their graph
+        tokens = getattr(self, "_host_tokens", None)
+        if tokens and self._gen == _life.generation:
+            _retire(tokens, self._last_replay)
 
     def __repr__(self):
         state = "captured" if self._exec is not None else (
@@ -292,4 +352,5 @@ def compile(fn=None, *, mode="reduce-overhead"):  # noqa: A001 - as torch names 
 @on_shutdown
 def _forget():
     _tls.__dict__.clear()
+    _retired.clear()
     active[0] = 0

@@ -155,3 +155,50 @@ def test_an_exception_in_the_compiled_function_ends_its_capture():
         f(rill.ones(3))
     assert rill._graph.capturing() is None
     assert (rill.ones(3) + 1).numpy().tolist() == [2, 2, 2]
+
+
+def test_python_host_functions_run_at_every_replay():
+    seen = []
+    s = rill.Stream()
+    g = rill.Graph()
+    with rill.graph(g, stream=s):
+        s.launch_host_func(seen.append, "ran")
+        t = rill.ones(2) + 1
+    assert seen == []  # captured, not run
+    for _ in range(3):
+        g.replay(s)
+    s.synchronize()
+    assert seen == ["ran"] * 3 and np.all(t.numpy() == 2)
+
+
+def test_an_exception_in_a_captured_host_function_fails_the_replay_stream():
+    s = rill.Stream()
+    g = rill.Graph()
+
+    def boom():
+        raise ValueError("in the graph")
+    with rill.graph(g, stream=s):
+        s.launch_host_func(boom)
+    g.replay(s)
+    with pytest.raises(rill.KernelFailedError, match="in the graph"):
+        s.synchronize()
+    s.clear_error()
+
+
+def test_a_graph_collected_with_a_replay_pending_still_runs_its_host_functions(gate):
+    seen = []
+    s = rill.Stream()
+    g = rill.Graph()
+    with rill.graph(g, stream=s):
+        s.launch_host_func(seen.append, 1)
+    s.launch_host_func(gate)
+    g.replay(s)
+    tokens = list(g._host_tokens)
+    del g
+    gc.collect()
+    gate.open()
+    s.synchronize()
+    assert seen == [1]
+    rill.Graph().capture_begin(s)  # reaps what the finished replay no longer needs
+    rill._graph.capturing().capture_end()
+    assert tokens and not any(t in rill._host.persistent for t in tokens)
