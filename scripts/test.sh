@@ -7,10 +7,13 @@
 # (LeakSanitizer included), and the unit and stress tests under
 # ThreadSanitizer; then each libFuzzer target for a short, bounded time
 # (scripts/fuzz.sh; RILL_FUZZ_SECONDS per target, default 25). Warnings are
-# errors. Usage: scripts/test.sh [quick]
+# errors. First, scripts/layers.py checks that no include points up a layer.
+# Usage: scripts/test.sh [quick]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
+# The module graph points one way and docs/design.md shows the current one.
+/usr/bin/python3 scripts/layers.py --check
 
 jobs=$(nproc)
 run() { # preset, ctest label regex

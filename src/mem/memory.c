@@ -307,6 +307,16 @@ rill_status rill_mem_get_stats(rill_device *dev_h, rill_mem_stats *out) {
     return RILL_OK;
 }
 
+bool rill__mem_check(rill_device *dev_h, char *why, size_t cap) {
+    rill__device *dev;
+    if (rill__device_resolve(dev_h, "rill__mem_check", &dev) != RILL_OK) {
+        if (why != NULL && cap > 0)
+            snprintf(why, cap, "%s", rill_last_error());
+        return false;
+    }
+    return rill__pool_check(dev, why, cap);
+}
+
 rill_status rill_mem_empty_cache(rill_device *dev_h) {
     rill__device *dev;
     rill_status st = rill__device_resolve(dev_h, "rill_mem_empty_cache", &dev);

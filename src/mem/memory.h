@@ -4,6 +4,7 @@
 #ifndef RILL_MEM_MEMORY_H
 #define RILL_MEM_MEMORY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,5 +32,10 @@ void rill__mem_host_shutdown(void);
  * lock and the pool's lock of p's device, one after the other. */
 rill_status rill__mem_check_access(const char *fn, const char *what, const char *shape,
                                    const void *p, size_t bytes, rill__device **dev);
+
+/* For tests and debugging: rill__pool_check on dev's pool (NULL: the
+ * calling thread's current device). False with a sentence in why when an
+ * invariant of the pool does not hold or dev is not a device. */
+bool rill__mem_check(rill_device *dev, char *why, size_t cap);
 
 #endif

@@ -86,6 +86,12 @@ bool rill__pool_find(const void *p, rill__device **dev, size_t *bytes_to_end);
 bool rill__pool_locate(const void *ptr, rill__pool_location *out);
 
 void rill__pool_get_stats(rill__device *dev, rill_mem_stats *out);
+/* Checks the invariants above, and those of segment.c and block.c, on
+ * every block of dev's pool after taking the thread caches' blocks back
+ * (pool_check.c): false, with a sentence naming the first broken one in
+ * why (cap bytes), when one does not hold. Takes the pool's lock; walks
+ * every block, so it is for tests and debugging, not for hot paths. */
+bool rill__pool_check(rill__device *dev, char *why, size_t cap);
 /* Returns unused segments whose pending work has completed to the system. */
 void rill__pool_empty_cache(rill__device *dev);
 /* Lowers both peaks to the current figures (rill_mem_reset_peak_stats). */

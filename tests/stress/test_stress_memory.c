@@ -10,13 +10,16 @@
  * (a read waits for the last write, a write for the last write and every read since), so a read
  * that sees another pattern proves that the pool handed the block to another allocation while
  * the read was still pending. A host-side set of live blocks also checks that no allocation
- * overlaps another live one. A second phase runs the same mix under rill_mem_set_limit, so that
- * allocations take the pool's internal-wait and out-of-memory-recovery paths; both phases end
+ * overlaps another live one, and the pool's own structure is checked every 20 ms while the
+ * threads run (rill__pool_check). A second phase runs the same mix under rill_mem_set_limit, so
+ * that allocations take the pool's internal-wait and out-of-memory-recovery paths; both phases end
  * by checking the statistics. Bounded by iterations and seconds; the seed comes from
  * RILL_STRESS_SEED (or a fixed default) and is printed; the second phase's limit from
  * RILL_STRESS_MEM_LIMIT, in bytes (or 32 MiB): scripts/soak.sh runs this test in a loop with a
  * fixed limit and fresh seeds. */
+#include "core/runtime.h"
 #include "fixture.h"
+#include "mem/memory.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -549,18 +552,39 @@ typedef struct totals {
     uint64_t allocations, frees, oom_failures, uses, iterations;
 } totals;
 
+/* The pool's own invariants (rill__pool_check: blocks tile their segments, every free block is in
+ * its bin, the statistics match the blocks, ...) and the streams' (rill__stream_check), checked
+ * while the submitters run and once all is freed: a broken structure is found where it broke.
+ * Returns how many checks ran. */
+static int check_pool_until(uint64_t deadline_ns) {
+    int checks = 0;
+    char why[512];
+    do {
+        if (!rill__mem_check(NULL, why, sizeof why) ||
+            !rill__device_check_streams(NULL, why, sizeof why)) {
+            record_failure("the pool's invariants do not hold after %d checks: %s", checks, why);
+            break;
+        }
+        checks++;
+        rt_sleep_us(20000);
+    } while (rt_now_ns() < deadline_ns);
+    return checks;
+}
+
 /* Runs the threads until the deadline, frees everything, waits for all work and checks that no
- * read saw a foreign pattern and that no call failed. */
+ * read saw a foreign pattern, that no call failed and that the pool's invariants held. */
 static totals run_phase(const phase *ph) {
     pthread_barrier_init(&start_barrier, NULL, NUM_THREADS);
     submit_deadline_ns = rt_now_ns() + ph->submit_ns;
     pthread_t handles[NUM_THREADS];
     for (int t = 0; t < NUM_THREADS; t++)
         assert_int_equal(pthread_create(&handles[t], NULL, submitter, &threads[t]), 0);
+    int checks = check_pool_until(submit_deadline_ns);
     for (int t = 0; t < NUM_THREADS; t++)
         assert_int_equal(pthread_join(handles[t], NULL), 0);
     pthread_barrier_destroy(&start_barrier);
     rill_status synced = rill_device_synchronize(NULL);
+    checks += check_pool_until(0);
     totals sum = {0};
     for (int t = 0; t < NUM_THREADS; t++) {
         sum.allocations += threads[t].allocations;
@@ -569,9 +593,9 @@ static totals run_phase(const phase *ph) {
         sum.uses += threads[t].uses;
         sum.iterations += threads[t].iterations;
     }
-    print_message("%s: %" PRIu64 " iterations, %" PRIu64 " allocations, %" PRIu64
-                  " uses, %" PRIu64 " out-of-memory failures\n",
-                  ph->name, sum.iterations, sum.allocations, sum.uses, sum.oom_failures);
+    print_message("%s: %" PRIu64 " iterations, %" PRIu64 " allocations, %" PRIu64 " uses, %" PRIu64
+                  " out-of-memory failures, %d checks of the pool\n",
+                  ph->name, sum.iterations, sum.allocations, sum.uses, sum.oom_failures, checks);
     if (synced != RILL_OK)
         fail_msg("%s, seed %" PRIu64 ": rill_device_synchronize returned %s: %s", ph->name,
                  ph->seed, rill_status_name(synced), rill_last_error());

@@ -9,6 +9,7 @@
  * child that hangs fails the test instead of hanging it. */
 #include "fixture.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -17,6 +18,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -44,6 +46,48 @@
 #ifndef FORK_RACING_THREADS_SUPPORTED
 #define FORK_RACING_THREADS_SUPPORTED 1
 #endif
+
+/* The same holds for a thread that is starting: AddressSanitizer's start of a thread frees memory,
+ * so under it a fork right after rill started its workers waits until every other thread of the
+ * process sleeps (state S in /proc/self/task/TID/stat) on two reads 2 ms apart, or 5 s passed. */
+static bool other_threads_sleep(void) {
+    DIR *dir = opendir("/proc/self/task");
+    if (dir == NULL)
+        return true;
+    char self[32];
+    snprintf(self, sizeof self, "%ld", (long)syscall(SYS_gettid));
+    bool all = true;
+    for (struct dirent *d; all && (d = readdir(dir)) != NULL;) {
+        if (d->d_name[0] == '.' || strcmp(d->d_name, self) == 0)
+            continue;
+        char path[300], stat[512] = {0};
+        snprintf(path, sizeof path, "/proc/self/task/%s/stat", d->d_name);
+        FILE *f = fopen(path, "r");
+        if (f == NULL)
+            continue; /* the thread ended */
+        size_t n = fread(stat, 1, sizeof stat - 1, f);
+        fclose(f);
+        stat[n] = '\0';
+        const char *paren = strrchr(stat, ')');
+        all = paren == NULL || (paren[1] == ' ' && paren[2] == 'S');
+    }
+    closedir(dir);
+    return all;
+}
+
+static void settle_before_fork(void) {
+    if (FORK_RACING_THREADS_SUPPORTED)
+        return;
+    uint64_t deadline = rt_now_ns() + 5000000000ull;
+    while (rt_now_ns() < deadline) {
+        if (other_threads_sleep()) {
+            rt_sleep_us(2000);
+            if (other_threads_sleep())
+                return;
+        }
+        rt_sleep_us(1000);
+    }
+}
 
 #define CHILD_TIMEOUT_NS 20000000000ull
 
@@ -179,6 +223,7 @@ static void test_fork_child_gets_a_fresh_runtime_and_parent_is_unaffected(void *
     (void)state;
     static parent_state p;
     parent_begin(&p);
+    settle_before_fork();
     fflush(NULL);
     pid_t pid = fork();
     if (pid == 0) {
@@ -210,6 +255,7 @@ static void test_fork_child_shutdown_returns_with_parent_work_pending(void **sta
     (void)state;
     static parent_state p;
     parent_begin(&p);
+    settle_before_fork();
     fflush(NULL);
     pid_t pid = fork();
     if (pid == 0) {
