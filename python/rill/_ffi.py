@@ -76,8 +76,11 @@ def _compiled_module(path, where):
     if not os.path.exists(found):
         return None
     spec = importlib.util.spec_from_file_location("rill._rill_cffi", found)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    try:
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    except ImportError:  # a library older than the module (a partial rebuild): ABI mode
+        return None
     return module
 
 

@@ -67,3 +67,15 @@ def test_the_build_s_cffi_mode_is_in_use():
     if os.environ.get("RILL_PYTHON_ABI"):
         expected = "abi"
     assert _ffi.mode == expected
+
+
+def test_a_compiled_module_that_cannot_load_leaves_abi_mode(tmp_path, monkeypatch):
+    # As a module built for a newer library than the one found would: ABI mode.
+    import importlib.machinery
+    monkeypatch.delenv("RILL_PYTHON_ABI", raising=False)
+    (tmp_path / "python").mkdir()
+    name = "_rill_cffi" + importlib.machinery.EXTENSION_SUFFIXES[0]
+    (tmp_path / "python" / name).write_bytes(b"not a shared object")
+    assert _ffi._compiled_module(str(tmp_path / "librill.so"), "the build tree") is None
+    assert _ffi._compiled_module(str(tmp_path / "elsewhere" / "librill.so"),
+                                 "the build tree") is None  # none there
