@@ -392,13 +392,23 @@ rill_status rill_op_randn_f32(rill_stream *s, float *x, size_t n, float mean, fl
  * to even; values from 65520 up in magnitude become infinity; a NaN stays
  * a (quiet) NaN. Converting a half to float is exact. Where the processor
  * has F16C the conversions use it, with the same bits as the portable
- * code. An op on halves is the f32 op between the two conversions, which
+ * code. An op on halves (below, or the f32 op between the two conversions)
  * rounds its result to a half once. n counts elements; the checks are those
  * of the element-wise f32 ops (out and in, of different sizes, must not
  * overlap). */
 typedef uint16_t rill_half;
 rill_status rill_op_cast_f32_f16(rill_stream *s, rill_half *out, const float *in, size_t n);
 rill_status rill_op_cast_f16_f32(rill_stream *s, float *out, const rill_half *in, size_t n);
+/* The element-wise ops on halves: each element computed in float32 from
+ * the halves' values, as the f32 op computes it, and rounded to a half once.
+ * The arguments and their checks are the f32 ops', with n halves. */
+rill_status rill_op_fill_f16(rill_stream *s, rill_half *x, float value, size_t n);
+rill_status rill_op_add_f16(rill_stream *s, rill_half *out, const rill_half *a, const rill_half *b,
+                            float alpha, size_t n); /* out = a + alpha*b */
+rill_status rill_op_mul_f16(rill_stream *s, rill_half *out, const rill_half *a, const rill_half *b,
+                            size_t n);
+rill_status rill_op_add_scalar_f16(rill_stream *s, rill_half *out, const rill_half *a, float value,
+                                   size_t n);
 
 /* ---------------------------------------------------------------- memory */
 

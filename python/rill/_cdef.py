@@ -144,6 +144,13 @@ rill_status rill_op_randn_f32(rill_stream *s, float *x, size_t n, float mean, fl
 typedef uint16_t rill_half;
 rill_status rill_op_cast_f32_f16(rill_stream *s, rill_half *out, const float *in, size_t n);
 rill_status rill_op_cast_f16_f32(rill_stream *s, float *out, const rill_half *in, size_t n);
+rill_status rill_op_fill_f16(rill_stream *s, rill_half *x, float value, size_t n);
+rill_status rill_op_add_f16(rill_stream *s, rill_half *out, const rill_half *a, const rill_half *b,
+                            float alpha, size_t n);
+rill_status rill_op_mul_f16(rill_stream *s, rill_half *out, const rill_half *a, const rill_half *b,
+                            size_t n);
+rill_status rill_op_add_scalar_f16(rill_stream *s, rill_half *out, const rill_half *a, float value,
+                                   size_t n);
 rill_status rill_memcpy_async(void *dst, const void *src, size_t bytes, rill_stream *stream);
 typedef struct rill_graph rill_graph;
 typedef struct rill_graph_exec rill_graph_exec;

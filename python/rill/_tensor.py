@@ -11,10 +11,11 @@ written for MindSpore, without record_stream, is safe). Each op that
 writes a tensor records the tensor's event after it; numpy() waits for
 that event, not for the device.
 
-float16 tensors store halves and compute in float32: an op on them
-converts its float16 inputs to float32 scratch tensors on the stream
-(rill_op_cast_f16_f32), runs the float32 op and rounds the result to
-halves (rill_op_cast_f32_f16), so each result is rounded once. An op
+float16 tensors store halves and compute in float32: + - * and fills on
+float16 tensors (with each other or with numbers) run rill's f16 ops, and
+the other ops convert their float16 inputs to float32 scratch tensors on
+the stream (rill_op_cast_f16_f32), run the float32 op and round the result
+to halves (rill_op_cast_f32_f16): either way each result is rounded once. An op
 between a float16 and a float32 tensor gives float32, as torch promotes."""
 
 import numbers
@@ -613,9 +614,47 @@ def _has_half(a, b=None):
             or (isinstance(b, Tensor) and b._dtype is float16))
 
 
+def _half_op(kind, a, b, alpha, where):
+    """kind ("add" or "mul") on float16 operands with rill's f16 ops, or None
+    when they do not fit them (a float32 tensor among them, shapes that
+    differ, a number first in a subtraction): the caller goes through float32."""
+    if isinstance(a, Tensor):
+        t, other = a, b
+    elif kind == "add" and alpha == 1 or kind == "mul":
+        t, other = b, a
+    else:
+        return None
+    if not (isinstance(t, Tensor) and t._dtype is float16):
+        return None
+    if isinstance(other, Tensor):
+        if other._dtype is not float16 or other._shape != t._shape:
+            return None
+    elif not _is_scalar(other):
+        return None
+    if not _is_scalar(alpha):
+        raise TypeError(f"{where}: alpha must be a number, not {type(alpha).__name__}")
+    pt = t._valid(where)
+    s = _stream.current()
+    out = type(t)._empty(t._shape, float16, s, where)
+    if not out._numel:
+        return out
+    if isinstance(other, Tensor):
+        po = other._valid(where)
+        if kind == "add":
+            return _finish(out, s, lib.rill_op_add_f16(s._h, out._ptr, pt, po, alpha, out._numel))
+        return _finish(out, s, lib.rill_op_mul_f16(s._h, out._ptr, pt, po, out._numel))
+    if kind == "add":
+        return _finish(out, s, lib.rill_op_add_scalar_f16(s._h, out._ptr, pt,
+                                                          float(other) * alpha, out._numel))
+    return None  # tensor * number: through float32 (fill, then multiply)
+
+
 def add(a, b, alpha=1):
     """a + alpha*b on the current stream; a or b may be a number."""
     if _has_half(a, b):
+        out = _half_op("add", a, b, alpha, "rill.ops.add")
+        if out is not None:
+            return out
         return _via_float32(_add32, "rill.ops.add", a, b, alpha=alpha)
     return _add32(a, b, alpha)
 
@@ -623,6 +662,10 @@ def add(a, b, alpha=1):
 def sub(a, b, alpha=1):
     """a - alpha*b on the current stream; a or b may be a number."""
     if _has_half(a, b):
+        if isinstance(a, Tensor) and _is_scalar(alpha):
+            out = _half_op("add", a, b, -alpha, "rill.ops.sub")
+            if out is not None:
+                return out
         return _via_float32(_sub32, "rill.ops.sub", a, b, alpha=alpha)
     return _sub32(a, b, alpha)
 
@@ -630,6 +673,9 @@ def sub(a, b, alpha=1):
 def mul(a, b):
     """a * b elementwise on the current stream; a or b may be a number."""
     if _has_half(a, b):
+        out = _half_op("mul", a, b, 1, "rill.ops.mul")
+        if out is not None:
+            return out
         return _via_float32(_mul32, "rill.ops.mul", a, b)
     return _mul32(a, b)
 
@@ -671,11 +717,16 @@ def add_(t, other, alpha=1):
         _same_shape(t, other, where)
     if t._dtype is float16:
         s = _stream.current()
+        if not t._numel:
+            return t
+        if not isinstance(other, Tensor):
+            return _finish(t, s, lib.rill_op_add_scalar_f16(s._h, pt, pt, float(other) * alpha,
+                                                             t._numel))
+        if other._dtype is float16:
+            return _finish(t, s, lib.rill_op_add_f16(s._h, pt, pt, other._ptr, alpha, t._numel))
         result = _via_float32(_add32, where, _converted(t, float32, s, where), other,
                               alpha=alpha)
-        if t._numel:
-            _finish(t, s, lib.rill_op_cast_f32_f16(s._h, pt, result._ptr, t._numel))
-        return t
+        return _finish(t, s, lib.rill_op_cast_f32_f16(s._h, pt, result._ptr, t._numel))
     if not t._numel:
         return t
     s = _stream.current()
@@ -732,10 +783,11 @@ def filled(shape, value, dtype, where, cls=Tensor):
     if not _is_scalar(value):
         raise TypeError(f"{where}: value must be a number, not {type(value).__name__}")
     s = _stream.current()
-    out = cls._empty(_shape_arg((shape,), where), float32, s, where)
+    out = cls._empty(_shape_arg((shape,), where), dt, s, where)
     if out._numel:
-        _finish(out, s, lib.rill_op_fill_f32(s._h, out._ptr, float(value), out._numel))
-    return out if dt is float32 else _converted(out, dt, s, where)
+        fill = lib.rill_op_fill_f32 if dt is float32 else lib.rill_op_fill_f16
+        _finish(out, s, fill(s._h, out._ptr, float(value), out._numel))
+    return out
 
 
 def full(shape, value, dtype=None):

@@ -136,3 +136,24 @@ def test_half_ops_run_on_the_current_stream():
     assert c.stream == s
     want = (a.numpy().astype(F32) @ a.numpy().astype(F32)).astype(F16).astype(F32) + 1
     np.testing.assert_allclose(c.numpy().astype(F32), want, rtol=2e-3)
+
+
+def test_elementwise_ops_and_fills_on_halves_need_no_float32_scratch(monkeypatch):
+    from rill import _tensor
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("converted to float32")
+    monkeypatch.setattr(_tensor, "_via_float32", refuse)
+    monkeypatch.setattr(_tensor, "_converted", refuse)
+    a, b = halves((33, 5), 7), halves((33, 5), 8)
+    ta, tb = rill.Tensor(a), rill.Tensor(b)
+    fa, fb = a.astype(F32), b.astype(F32)
+    for got, want in ((ta + tb, fa + fb), (ta - tb, fa - fb), (ta * tb, fa * fb),
+                      (ta + 1.5, fa + 1.5), (ta - 1, fa - 1), (3 + ta, fa + 3),
+                      (rill.ops.add(ta, tb, alpha=0.5), fa + F32(0.5) * fb)):
+        assert got.dtype is rill.float16
+        assert np.array_equal(got.numpy().view(np.uint16), want.astype(F16).view(np.uint16))
+    ta.add_(tb, alpha=2)
+    assert np.array_equal(ta.numpy(), (fa + 2 * fb).astype(F16))
+    assert np.array_equal(rill.full((3,), 0.1, dtype=rill.float16).numpy(),
+                          np.full(3, 0.1, F32).astype(F16))

@@ -38,6 +38,10 @@ typedef enum op_id {
     OP_RANDN,
     OP_CAST_F32_F16,
     OP_CAST_F16_F32,
+    OP_FILL_F16,
+    OP_ADD_F16,
+    OP_MUL_F16,
+    OP_ADD_SCALAR_F16,
     OP_COUNT
 } op_id;
 
@@ -53,6 +57,10 @@ static const rill_kernel_desc op_descs[OP_COUNT] = {
     [OP_RANDN] = {"randn_f32", rill__cpu_op_randn_f32, NULL, NULL},
     [OP_CAST_F32_F16] = {"cast_f32_f16", rill__cpu_op_cast_f32_f16, NULL, NULL},
     [OP_CAST_F16_F32] = {"cast_f16_f32", rill__cpu_op_cast_f16_f32, NULL, NULL},
+    [OP_FILL_F16] = {"fill_f16", rill__cpu_op_fill_f16, NULL, NULL},
+    [OP_ADD_F16] = {"add_f16", rill__cpu_op_add_f16, NULL, NULL},
+    [OP_MUL_F16] = {"mul_f16", rill__cpu_op_mul_f16, NULL, NULL},
+    [OP_ADD_SCALAR_F16] = {"add_scalar_f16", rill__cpu_op_add_scalar_f16, NULL, NULL},
 };
 
 /* NULL until first use; then owned here until rill__ops_shutdown. */
@@ -386,6 +394,95 @@ rill_status rill_op_cast_f32_f16(rill_stream *s, rill_half *out, const float *in
 rill_status rill_op_cast_f16_f32(rill_stream *s, float *out, const rill_half *in, size_t n) {
     return launch_cast("rill_op_cast_f16_f32", OP_CAST_F16_F32, s, out, sizeof(float), in,
                        sizeof(rill_half), n);
+}
+
+/* ---- float16 element-wise ops ---- */
+
+/* The checks of an element-wise op on halves: out, a and b (b may be
+ * absent: NULL with b_name NULL) are n halves each, in their allocations,
+ * and out equals an input or overlaps none. *bytes is 2n. */
+static rill_status check_f16(const char *fn, rill_stream *s, const void *out, const void *a,
+                             const char *a_name, const void *b, const char *b_name, size_t n,
+                             size_t *bytes, size_t *units) {
+    size_t float_bytes_n = 0;
+    rill_status st;
+    if ((st = check_pointer(fn, out, a_name == NULL ? "x" : "out", "device memory for n halves")) !=
+            RILL_OK ||
+        (a_name != NULL &&
+         (st = check_pointer(fn, a, a_name, "device memory of n halves")) != RILL_OK) ||
+        (b_name != NULL &&
+         (st = check_pointer(fn, b, b_name, "device memory of n halves")) != RILL_OK) ||
+        (st = check_count(fn, n, &float_bytes_n)) != RILL_OK)
+        return st;
+    *bytes = float_bytes_n / 2;
+    if ((a_name != NULL && (st = check_fits(fn, a, a_name, "n halves", *bytes)) != RILL_OK) ||
+        (b_name != NULL && (st = check_fits(fn, b, b_name, "n halves", *bytes)) != RILL_OK) ||
+        (st = check_fits(fn, out, a_name == NULL ? "x" : "out", "n halves", *bytes)) != RILL_OK ||
+        (a_name != NULL && (st = check_elementwise_out(fn, out, a, a_name, *bytes)) != RILL_OK) ||
+        (b_name != NULL && (st = check_elementwise_out(fn, out, b, b_name, *bytes)) != RILL_OK) ||
+        (st = stream_compute_units(fn, s, units)) != RILL_OK)
+        return st;
+    return RILL_OK;
+}
+
+rill_status rill_op_fill_f16(rill_stream *s, rill_half *x, float value, size_t n) {
+    static const char fn[] = "rill_op_fill_f16";
+    size_t bytes = 0, units = 0;
+    rill_status st = check_f16(fn, s, x, NULL, NULL, NULL, NULL, n, &bytes, &units);
+    if (st != RILL_OK)
+        return st;
+    rill__op_f16_args args = {x, NULL, NULL, value, n};
+    access_list acc = {.count = 0};
+    access_add(&acc, x, bytes, RILL_WRITE);
+    return launch(s, OP_FILL_F16, blocks_for(n, ELEMENTS_PER_BLOCK_MIN, units), &args, sizeof args,
+                  &acc);
+}
+
+rill_status rill_op_add_f16(rill_stream *s, rill_half *out, const rill_half *a, const rill_half *b,
+                            float alpha, size_t n) {
+    static const char fn[] = "rill_op_add_f16";
+    size_t bytes = 0, units = 0;
+    rill_status st = check_f16(fn, s, out, a, "a", b, "b", n, &bytes, &units);
+    if (st != RILL_OK)
+        return st;
+    rill__op_f16_args args = {out, a, b, alpha, n};
+    access_list acc = {.count = 0};
+    access_add(&acc, a, bytes, RILL_READ);
+    access_add(&acc, b, bytes, RILL_READ);
+    access_add(&acc, out, bytes, RILL_WRITE);
+    return launch(s, OP_ADD_F16, blocks_for(n, ELEMENTS_PER_BLOCK_MIN, units), &args, sizeof args,
+                  &acc);
+}
+
+rill_status rill_op_mul_f16(rill_stream *s, rill_half *out, const rill_half *a, const rill_half *b,
+                            size_t n) {
+    static const char fn[] = "rill_op_mul_f16";
+    size_t bytes = 0, units = 0;
+    rill_status st = check_f16(fn, s, out, a, "a", b, "b", n, &bytes, &units);
+    if (st != RILL_OK)
+        return st;
+    rill__op_f16_args args = {out, a, b, 0.0f, n};
+    access_list acc = {.count = 0};
+    access_add(&acc, a, bytes, RILL_READ);
+    access_add(&acc, b, bytes, RILL_READ);
+    access_add(&acc, out, bytes, RILL_WRITE);
+    return launch(s, OP_MUL_F16, blocks_for(n, ELEMENTS_PER_BLOCK_MIN, units), &args, sizeof args,
+                  &acc);
+}
+
+rill_status rill_op_add_scalar_f16(rill_stream *s, rill_half *out, const rill_half *a, float value,
+                                   size_t n) {
+    static const char fn[] = "rill_op_add_scalar_f16";
+    size_t bytes = 0, units = 0;
+    rill_status st = check_f16(fn, s, out, a, "a", NULL, NULL, n, &bytes, &units);
+    if (st != RILL_OK)
+        return st;
+    rill__op_f16_args args = {out, a, NULL, value, n};
+    access_list acc = {.count = 0};
+    access_add(&acc, a, bytes, RILL_READ);
+    access_add(&acc, out, bytes, RILL_WRITE);
+    return launch(s, OP_ADD_SCALAR_F16, blocks_for(n, ELEMENTS_PER_BLOCK_MIN, units), &args,
+                  sizeof args, &acc);
 }
 
 /* ---- sum ---- */

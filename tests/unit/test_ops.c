@@ -1122,6 +1122,98 @@ static void test_casts_reject_bad_arguments(void **state) {
     RT_OK(rill_free(h));
 }
 
+/* rill.h: "each element computed in float32 from the halves' values, as
+ * the f32 op computes it, and rounded to a half once" — every f16 op
+ * against the f32 op on the halves' values, rounded, on odd sizes (chunk
+ * and block tails), out of place and in place. */
+static void test_f16_ops_are_the_f32_ops_rounded_once(void **state) {
+    (void)state;
+    for (size_t t = 0; t < NUM_ODD_SIZES; t++) {
+        size_t n = odd_sizes[t];
+        float *fa = host_floats(n), *fb = host_floats(n);
+        fill_random(fa, n, (uint32_t)t + 21);
+        fill_random(fb, n, (uint32_t)t + 22);
+        uint16_t *ha = malloc(n * 2), *hb = malloc(n * 2), *got = malloc(n * 2);
+        assert_non_null(ha);
+        assert_non_null(hb);
+        assert_non_null(got);
+        for (size_t i = 0; i < n; i++) {
+            ha[i] = rill__half_from_float(fa[i] * 300.0f);
+            hb[i] = rill__half_from_float(fb[i] * 3.0f);
+        }
+        void *pa = NULL, *pb = NULL, *po = NULL;
+        RT_OK(rill_malloc(cpu_device(), n * 2, &pa));
+        RT_OK(rill_malloc(cpu_device(), n * 2, &pb));
+        RT_OK(rill_malloc(cpu_device(), n * 2, &po));
+        RT_OK(rill_memcpy(pa, ha, n * 2));
+        RT_OK(rill_memcpy(pb, hb, n * 2));
+        for (int op = 0; op < 5; op++) {
+            switch (op) {
+            case 0:
+                RT_OK(rill_op_add_f16(NULL, po, pa, pb, 1.0f, n));
+                break;
+            case 1:
+                RT_OK(rill_op_add_f16(NULL, po, pa, pb, -0.75f, n));
+                break;
+            case 2:
+                RT_OK(rill_op_mul_f16(NULL, po, pa, pb, n));
+                break;
+            case 3:
+                RT_OK(rill_op_add_scalar_f16(NULL, po, pa, 0.1f, n));
+                break;
+            default:
+                RT_OK(rill_op_fill_f16(NULL, po, 1.0f / 3, n));
+                break;
+            }
+            RT_OK(rill_memcpy(got, po, n * 2));
+            for (size_t i = 0; i < n; i++) {
+                float x = rill__half_to_float(ha[i]), y = rill__half_to_float(hb[i]);
+                float r = op == 0   ? x + y
+                          : op == 1 ? x + -0.75f * y
+                          : op == 2 ? x * y
+                          : op == 3 ? x + 0.1f
+                                    : 1.0f / 3;
+                uint16_t w = rill__half_from_float(r);
+                if (got[i] != w)
+                    fail_msg("op %d, n %zu, element %zu: 0x%04x, expected 0x%04x", op, n, i, got[i],
+                             w);
+            }
+        }
+        RT_OK(rill_op_add_f16(NULL, pa, pa, pa, 1.0f, n)); /* in place: a = 2a */
+        RT_OK(rill_memcpy(got, pa, n * 2));
+        for (size_t i = 0; i < n; i++)
+            assert_int_equal(got[i], rill__half_from_float(2.0f * rill__half_to_float(ha[i])));
+        free(fa);
+        free(fb);
+        free(ha);
+        free(hb);
+        free(got);
+        RT_OK(rill_free(pa));
+        RT_OK(rill_free(pb));
+        RT_OK(rill_free(po));
+    }
+}
+
+static void test_f16_ops_reject_bad_arguments(void **state) {
+    (void)state;
+    void *p = NULL;
+    RT_OK(rill_malloc(cpu_device(), 16 * 2, &p));
+    rill_half *h = p;
+    expect_invalid(rill_op_fill_f16(NULL, NULL, 1.0f, 8), "rill_op_fill_f16: x is NULL");
+    expect_invalid(rill_op_fill_f16(NULL, h, 1.0f, 0), "rill_op_fill_f16: n is 0");
+    expect_invalid(rill_op_fill_f16(NULL, h, 1.0f, 17), "rill_op_fill_f16");
+    expect_invalid(rill_op_add_f16(NULL, NULL, h, h, 1.0f, 8), "rill_op_add_f16: out is NULL");
+    expect_invalid(rill_op_add_f16(NULL, h, NULL, h, 1.0f, 8), "rill_op_add_f16: a is NULL");
+    expect_invalid(rill_op_add_f16(NULL, h, h, NULL, 1.0f, 8), "rill_op_add_f16: b is NULL");
+    expect_invalid(rill_op_add_f16(NULL, h + 1, h, h + 8, 1.0f, 8), "out overlaps a");
+    expect_invalid(rill_op_mul_f16(NULL, h, h + 8, h + 1, 8), "out overlaps b");
+    expect_invalid(rill_op_mul_f16(NULL, h, h, h, 17), "rill_op_mul_f16");
+    expect_invalid(rill_op_add_scalar_f16(NULL, h, NULL, 1.0f, 8),
+                   "rill_op_add_scalar_f16: a is NULL");
+    expect_invalid(rill_op_add_scalar_f16(NULL, h + 2, h, 1.0f, 8), "out overlaps a");
+    RT_OK(rill_free(p));
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fill_sets_every_element),
@@ -1161,6 +1253,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_floats_round_to_the_nearest_half),
         cmocka_unit_test(test_casts_round_trip_through_halves),
         cmocka_unit_test(test_casts_reject_bad_arguments),
+        cmocka_unit_test(test_f16_ops_are_the_f32_ops_rounded_once),
+        cmocka_unit_test(test_f16_ops_reject_bad_arguments),
     };
     return RT_RUN(tests);
 }

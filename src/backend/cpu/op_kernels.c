@@ -134,6 +134,73 @@ void rill__cpu_op_cast_f16_f32(const rill_block_ctx *ctx, const void *args) {
     rill__half_to_float_n((float *)p->out + begin, (const uint16_t *)p->in + begin, end - begin);
 }
 
+/* ---- float16 element-wise ---- */
+
+/* Halves per chunk: converted to floats on the stack, computed, rounded back. */
+#define HALF_CHUNK 256
+/* Slices of halves start at multiples of 64 bytes, as the floats' do. */
+#define HALF_ALIGN (RILL__OP_SLICE_ALIGN * 2)
+
+void rill__cpu_op_fill_f16(const rill_block_ctx *ctx, const void *args) {
+    const rill__op_f16_args *p = args;
+    size_t begin, end;
+    block_range(ctx, p->n, HALF_ALIGN, &begin, &end);
+    uint16_t value = rill__half_from_float(p->value);
+    for (size_t i = begin; i < end; i++)
+        p->out[i] = value;
+}
+
+void rill__cpu_op_add_f16(const rill_block_ctx *ctx, const void *args) {
+    const rill__op_f16_args *p = args;
+    size_t begin, end;
+    block_range(ctx, p->n, HALF_ALIGN, &begin, &end);
+    float fa[HALF_CHUNK], fb[HALF_CHUNK];
+    float alpha = p->value;
+    for (size_t i = begin; i < end; i += HALF_CHUNK) {
+        size_t m = end - i < HALF_CHUNK ? end - i : HALF_CHUNK;
+        rill__half_to_float_n(fa, p->a + i, m);
+        rill__half_to_float_n(fb, p->b + i, m);
+        if (alpha == 1.0f) {
+            for (size_t j = 0; j < m; j++)
+                fa[j] = fa[j] + fb[j];
+        } else {
+            for (size_t j = 0; j < m; j++)
+                fa[j] = fa[j] + alpha * fb[j];
+        }
+        rill__half_from_float_n(p->out + i, fa, m);
+    }
+}
+
+void rill__cpu_op_mul_f16(const rill_block_ctx *ctx, const void *args) {
+    const rill__op_f16_args *p = args;
+    size_t begin, end;
+    block_range(ctx, p->n, HALF_ALIGN, &begin, &end);
+    float fa[HALF_CHUNK], fb[HALF_CHUNK];
+    for (size_t i = begin; i < end; i += HALF_CHUNK) {
+        size_t m = end - i < HALF_CHUNK ? end - i : HALF_CHUNK;
+        rill__half_to_float_n(fa, p->a + i, m);
+        rill__half_to_float_n(fb, p->b + i, m);
+        for (size_t j = 0; j < m; j++)
+            fa[j] = fa[j] * fb[j];
+        rill__half_from_float_n(p->out + i, fa, m);
+    }
+}
+
+void rill__cpu_op_add_scalar_f16(const rill_block_ctx *ctx, const void *args) {
+    const rill__op_f16_args *p = args;
+    size_t begin, end;
+    block_range(ctx, p->n, HALF_ALIGN, &begin, &end);
+    float fa[HALF_CHUNK];
+    float value = p->value;
+    for (size_t i = begin; i < end; i += HALF_CHUNK) {
+        size_t m = end - i < HALF_CHUNK ? end - i : HALF_CHUNK;
+        rill__half_to_float_n(fa, p->a + i, m);
+        for (size_t j = 0; j < m; j++)
+            fa[j] = fa[j] + value;
+        rill__half_from_float_n(p->out + i, fa, m);
+    }
+}
+
 /* ---- sum ---- */
 
 /* Sum of a[0..n) in double precision. Eight independent accumulators keep

@@ -137,6 +137,21 @@ typedef struct rill__op_cast_args {
  * 2 pi u2. A pure function of (seed, i), so any grid gives the same bits. */
 double rill__op_randn_value(uint64_t seed, size_t i);
 
+/* The f16 element-wise ops, on halves (uint16_t) for i < n: fill: out[i] =
+ * value; add: out[i] = a[i] + value * b[i]; mul: out[i] = a[i] * b[i];
+ * add_scalar: out[i] = a[i] + value; each computed in float and rounded
+ * once. out may equal a or b. */
+typedef struct rill__op_f16_args {
+    uint16_t *out;
+    const uint16_t *a, *b;
+    float value;
+    size_t n;
+} rill__op_f16_args;
+void rill__cpu_op_fill_f16(const rill_block_ctx *ctx, const void *args);
+void rill__cpu_op_add_f16(const rill_block_ctx *ctx, const void *args);
+void rill__cpu_op_mul_f16(const rill_block_ctx *ctx, const void *args);
+void rill__cpu_op_add_scalar_f16(const rill_block_ctx *ctx, const void *args);
+
 void rill__cpu_op_randn_f32(const rill_block_ctx *ctx, const void *args);
 void rill__cpu_op_cast_f32_f16(const rill_block_ctx *ctx, const void *args);
 void rill__cpu_op_cast_f16_f32(const rill_block_ctx *ctx, const void *args);
