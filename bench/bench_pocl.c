@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* bench_pocl: figures a to c of bench_runtime done with OpenCL on PoCL's
+/* bench_pocl: figures a to c and f of bench_runtime done with OpenCL on PoCL's
  * CPU device, against the same pthread baselines (baseline.c) in the same
  * run, so that the README can put rill and PoCL side by side: native
  * kernels stand for host functions, in-order command queues for streams,
  * event wait lists for event record/wait, clWaitForEvents for
  * rill_event_synchronize. It uses no part of rill, and the same command
- * counts and repeats as bench_runtime, so the rows compare one to one. */
+ * counts and repeats as bench_runtime, so the rows compare one to one;
+ * and figure f, the first launch after a pause, as bench_runtime's f1 to
+ * f3. */
 #include <CL/cl.h>
 #include <stdalign.h>
 #include <stdatomic.h>
@@ -24,10 +26,11 @@ typedef struct config {
     long hops; /* b: hops per sample */
     int hop_repeats;
     int wake_samples; /* c */
+    int idle_samples; /* f: samples of IDLE_BURST launches each */
 } config;
 
-static const config full_config = {1000000, 5, 100000, 5, 200};
-static const config quick_config = {100000, 3, 10000, 3, 40};
+static const config full_config = {1000000, 5, 100000, 5, 200, 31};
+static const config quick_config = {100000, 3, 10000, 3, 40, 5};
 
 enum { FLUSH_EVERY = 256 }; /* commands between clFlush calls */
 
@@ -421,6 +424,90 @@ out:
     return rc;
 }
 
+/* ---- f. the first launch after a pause ---- */
+
+/* As bench_runtime's figure f: the loop is enqueue an empty 1-work-item
+ * kernel with an event, flush, clWaitForEvents; each sample is the median
+ * of IDLE_BURST iterations, each after the pause. */
+enum { IDLE_BURST = 7, BUSY_WARM = 8 };
+
+typedef struct idle_ctx {
+    ocl *cl;           /* borrowed */
+    uint64_t pause_ns; /* idle time before the launch */
+    bool sleep;        /* sleep (or spin) for the pause */
+} idle_ctx;
+
+static int launch_and_wait(idle_ctx *c, double *us) {
+    static const size_t one = 1;
+    cl_event done;
+    uint64_t t0 = bench_now_ns();
+    if (failed(clEnqueueNDRangeKernel(c->cl->qa, c->cl->empty, 1, NULL, &one, NULL, 0, NULL, &done),
+               "clEnqueueNDRangeKernel"))
+        return -1;
+    cl_int err = clFlush(c->cl->qa);
+    if (err == CL_SUCCESS)
+        err = clWaitForEvents(1, &done);
+    *us = (double)(bench_now_ns() - t0) / 1000.0;
+    clReleaseEvent(done);
+    return failed(err, "clWaitForEvents") ? -1 : 0;
+}
+
+static int sample_after_pause(void *ctx, double *us) {
+    idle_ctx *c = ctx;
+    double v[IDLE_BURST];
+    for (int i = 0; i < IDLE_BURST; i++) {
+        bench_idle_ns(c->pause_ns, c->sleep);
+        if (launch_and_wait(c, &v[i]) != 0)
+            return -1;
+    }
+    *us = bench_stats_of(v, IDLE_BURST).median;
+    return 0;
+}
+
+static int sample_busy(void *ctx, double *us) {
+    idle_ctx *c = ctx;
+    double v[IDLE_BURST], one;
+    for (int i = 0; i < BUSY_WARM; i++)
+        if (launch_and_wait(c, &one) != 0)
+            return -1;
+    for (int i = 0; i < IDLE_BURST; i++)
+        if (launch_and_wait(c, &v[i]) != 0)
+            return -1;
+    *us = bench_stats_of(v, IDLE_BURST).median;
+    return 0;
+}
+
+static int figure_idle(void *ctx) {
+    bench *b = ctx;
+    static const struct {
+        const char *id, *name;
+        uint64_t pause_ns;
+        bool sleep;
+    } pauses[] = {
+        {"f1", "after 200 us of host idle (spinning)", 200000, false},
+        {"f2", "after 2 ms of host idle (spinning)", 2000000, false},
+        {"f3", "after 20 ms of host idle (sleeping)", 20000000, true},
+    };
+    bench_report_section(b->report, "f. enqueue + clWaitForEvents of an empty kernel after a "
+                                    "pause (baseline: the loop back to back)");
+    idle_ctx c = {.cl = &b->cl};
+    double ignored;
+    if (sample_busy(&c, &ignored) != 0)
+        return -1;
+    for (size_t i = 0; i < sizeof(pauses) / sizeof(pauses[0]); i++) {
+        c.pause_ns = pauses[i].pause_ns;
+        c.sleep = pauses[i].sleep;
+        bench_row row = {.id = pauses[i].id,
+                         .name = pauses[i].name,
+                         .unit = "us",
+                         .baseline_name = "the same loop back to back"};
+        if (bench_measure_row(b->report, &row, sample_after_pause, &c, sample_busy, &c,
+                              b->cfg.idle_samples) != 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* ---- main ---- */
 
 static int setup(void *ctx, bool quick, bench_report *report, bench_cli_device *device) {
@@ -445,6 +532,7 @@ static const bench_cli_figure figures[] = {
     {'a', figure_launch},
     {'b', figure_pingpong},
     {'c', figure_wake},
+    {'f', figure_idle},
 };
 
 static const bench_cli cli = {
@@ -453,7 +541,7 @@ static const bench_cli cli = {
     .figure_prefix = "",
     .quick_help = "fewer commands and repeats (a smoke run)",
     .figures_help = "                a launch throughput   b cross-queue ping-pong\n"
-                    "                c host wake-up\n",
+                    "                c host wake-up         f first launch after a pause\n",
     .figures = figures,
     .num_figures = sizeof(figures) / sizeof(figures[0]),
     .setup = setup,

@@ -365,11 +365,11 @@ void rill__thread_set_worker(int is_worker) {
     tls.is_worker = is_worker;
 }
 
-int rill__thread_is_worker(void) {
+RILL_HOT int rill__thread_is_worker(void) {
     return tls.is_worker;
 }
 
-void rill__thread_enter_worker(void) {
+RILL_HOT void rill__thread_enter_worker(void) {
     host_state *h = &host_saved;
     h->saved_errno = errno;
     h->tls = tls;
@@ -381,7 +381,7 @@ void rill__thread_enter_worker(void) {
     rill__error_save(h->error);
 }
 
-void rill__thread_leave_worker(void) {
+RILL_HOT void rill__thread_leave_worker(void) {
     host_state *h = &host_saved;
     /* Streams that the work made current hold references (the runtime is
      * the one the thread waits in: it cannot have been shut down). */
@@ -396,7 +396,7 @@ void rill__thread_leave_worker(void) {
     errno = h->saved_errno;
 }
 
-rill_status rill__check_may_block(const char *fn) {
+RILL_HOT rill_status rill__check_may_block(const char *fn) {
     if (!tls.is_worker)
         return RILL_OK;
     return rill__fail(RILL_ERROR_NOT_PERMITTED,

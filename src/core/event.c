@@ -24,7 +24,7 @@
 
 #define VALID_FLAGS (RILL_EVENT_TIMING | RILL_EVENT_BLOCKING_SYNC | RILL_EVENT_INTERPROCESS)
 
-rill_status rill__event_resolve(rill_event *handle, const char *fn, rill__event **out) {
+RILL_HOT rill_status rill__event_resolve(rill_event *handle, const char *fn, rill__event **out) {
     rill__event *e = rill__handle_get(handle, RILL__HANDLE_EVENT);
     if (e == NULL)
         return rill__handle_fail(fn, "the event", handle, RILL__HANDLE_EVENT);
@@ -44,7 +44,7 @@ static rill_status event_new(unsigned flags, int is_tagged, const char *fn, rill
         rill__free(e);
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory", fn);
     }
-    rill__mutex_init(&e->lock);
+    atomic_init(&e->lock.held, 0);
     atomic_init(&e->refs, 1);
     atomic_store(&e->magic, RILL__MAGIC_EVENT);
     rill__mutex_lock(&rt->lock);
@@ -69,7 +69,6 @@ static void event_free(rill__event *e) {
         rill__stream_unref(e->stream);
     if (e->ipc != NULL)
         rill__ipc_event_release(e->ipc);
-    rill__mutex_destroy(&e->lock);
     rill__free(e);
 }
 
@@ -79,17 +78,17 @@ void rill__event_unref(rill__event *e) {
         event_free(e);
 }
 
-void rill__event_stamp(rill__event *e, uint64_t gen, uint64_t now_ns, int failed) {
+RILL_HOT void rill__event_stamp(rill__event *e, uint64_t gen, uint64_t now_ns, int failed) {
     if (e->ipc != NULL) {
         rill__ipc_event_complete(e->ipc, gen, failed);
         return; /* interprocess events take no timestamps */
     }
-    rill__mutex_lock(&e->lock);
+    rill__spinlock_lock(&e->lock);
     if (e->gen == gen) {
         e->ts_ns = now_ns;
         e->ts_valid = 1;
     }
-    rill__mutex_unlock(&e->lock);
+    rill__spinlock_unlock(&e->lock);
 }
 
 void rill__events_shutdown(rill__runtime *rt) {
@@ -112,15 +111,15 @@ void rill__events_shutdown(rill__runtime *rt) {
  * *ipc_gen is the generation of an interprocess event's latest record in
  * any process (0 for other events); *s is NULL when another process made
  * that record (or a later one than this process's). */
-static void snapshot(rill__event *e, rill__stream **s, uint64_t *seq, uint64_t *ipc_gen) {
-    rill__mutex_lock(&e->lock);
+RILL_HOT static void snapshot(rill__event *e, rill__stream **s, uint64_t *seq, uint64_t *ipc_gen) {
+    rill__spinlock_lock(&e->lock);
     uint64_t latest = e->ipc != NULL ? rill__ipc_event_latest(e->ipc) : e->gen;
     *ipc_gen = e->ipc != NULL ? latest : 0;
     *s = latest == e->gen ? e->stream : NULL;
     *seq = e->seq;
     if (*s != NULL)
         rill__stream_ref(*s);
-    rill__mutex_unlock(&e->lock);
+    rill__spinlock_unlock(&e->lock);
 }
 
 /* ---------------------------------------------------------------- public */
@@ -177,7 +176,7 @@ rill_status rill_event_destroy(rill_event *event_h) {
     return RILL_OK;
 }
 
-rill_status rill_event_record(rill_event *event_h, rill_stream *stream_h) {
+RILL_HOT rill_status rill_event_record(rill_event *event_h, rill_stream *stream_h) {
     rill__event *event;
     rill_status st = rill__event_resolve(event_h, "rill_event_record", &event);
     if (st != RILL_OK)
@@ -190,9 +189,9 @@ rill_status rill_event_record(rill_event *event_h, rill_stream *stream_h) {
     st = rill__capture_event_record(event, stream, &captured);
     if (captured)
         return st;
-    rill__mutex_lock(&event->lock);
+    rill__spinlock_lock(&event->lock);
     if (event->dev != NULL && event->dev != stream->dev) {
-        rill__mutex_unlock(&event->lock);
+        rill__spinlock_unlock(&event->lock);
         return rill__fail(RILL_ERROR_DEVICE_MISMATCH,
                           "rill_event_record: the event was first recorded on device %d and may "
                           "only be recorded on streams of that device, not device %d; create "
@@ -217,7 +216,7 @@ rill_status rill_event_record(rill_event *event_h, rill_stream *stream_h) {
              * waits for a record that never happened. */
             if (event->ipc != NULL)
                 rill__ipc_event_complete(event->ipc, gen, 0);
-            rill__mutex_unlock(&event->lock);
+            rill__spinlock_unlock(&event->lock);
             return st;
         }
     } else {
@@ -232,7 +231,7 @@ rill_status rill_event_record(rill_event *event_h, rill_stream *stream_h) {
     event->gen = gen;
     event->ts_valid = 0;
     event->cap_id = 0;
-    rill__mutex_unlock(&event->lock);
+    rill__spinlock_unlock(&event->lock);
     if (old != NULL)
         rill__stream_unref(old);
     return RILL_OK;
@@ -268,7 +267,7 @@ rill_status rill_event_query(rill_event *event_h) {
     return st;
 }
 
-rill_status rill_event_synchronize(rill_event *event_h) {
+RILL_HOT rill_status rill_event_synchronize(rill_event *event_h) {
     rill__event *event;
     rill_status st = rill__event_resolve(event_h, "rill_event_synchronize", &event);
     if (st != RILL_OK)
@@ -316,12 +315,12 @@ static rill_status timing_point(rill__event *e, const char *which, uint64_t *ts)
     } else if (atomic_load_explicit(&s->done_seq, memory_order_acquire) < seq) {
         st = RILL_NOT_READY;
     } else {
-        rill__mutex_lock(&e->lock);
+        rill__spinlock_lock(&e->lock);
         if (e->stream == s && e->seq == seq && e->ts_valid)
             *ts = e->ts_ns;
         else
             st = RILL_NOT_READY; /* re-recorded since the snapshot */
-        rill__mutex_unlock(&e->lock);
+        rill__spinlock_unlock(&e->lock);
     }
     rill__stream_unref(s);
     return st;

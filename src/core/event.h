@@ -14,8 +14,9 @@ struct rill__event {
     unsigned flags;
     int is_tagged;        /* owned by the runtime */
     rill__ipc_event *ipc; /* owned: the shared state of interprocess events, else NULL */
-    /* guarded by lock */
-    rill__mutex lock;
+    /* guarded by lock: a spin lock, held for a few loads and stores (and
+     * across a submit for timing and interprocess records) */
+    rill__spinlock lock;
     rill__device *dev;    /* bound on first record; borrowed */
     rill__stream *stream; /* ref: the stream of the last record, or NULL */
     uint64_t seq;        /* the recorded point on stream */

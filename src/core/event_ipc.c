@@ -609,9 +609,9 @@ rill_status rill_event_ipc_handle(rill_event *event_h, rill_ipc_event_handle *ou
                           "with that flag to share it",
                           fn);
     rill__ipc_wire w = event->ipc->wire;
-    rill__mutex_lock(&event->lock);
+    rill__spinlock_lock(&event->lock);
     rill__device *dev = event->dev != NULL ? event->dev : event->ipc->proxy->dev;
-    rill__mutex_unlock(&event->lock);
+    rill__spinlock_unlock(&event->lock);
     rill__ipc_set_device(&w, dev);
     w.bytes = event->flags;
     rill__ipc_encode(&w, out->bytes);

@@ -119,7 +119,7 @@ static bool decode(const void *handle, uint32_t *gen, uint32_t *index, rill__han
     return *gen != 0 && *kind != 0 && *kind < RILL__HANDLE_KINDS;
 }
 
-void *rill__handle_get(const void *handle, rill__handle_kind kind) {
+RILL_HOT void *rill__handle_get(const void *handle, rill__handle_kind kind) {
     uint32_t gen, index;
     rill__handle_kind k;
     if (!decode(handle, &gen, &index, &k) || k != kind)

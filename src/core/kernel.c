@@ -105,7 +105,7 @@ static rill_status snapshot_pending(rill__runtime *rt, rill__mem_dep **out, size
     }
 }
 
-void rill__cmd_release(rill__cmd *cmd) {
+RILL_HOT void rill__cmd_release(rill__cmd *cmd) {
     switch (cmd->kind) {
     case RILL__CMD_WAIT:
         rill__stream_unref(cmd->u.wait.stream);
@@ -123,7 +123,7 @@ void rill__cmd_release(rill__cmd *cmd) {
     }
 }
 
-rill_status rill__kernel_resolve(rill_kernel *handle, const char *fn, rill__kernel **out) {
+RILL_HOT rill_status rill__kernel_resolve(rill_kernel *handle, const char *fn, rill__kernel **out) {
     rill__kernel *k = rill__handle_get(handle, RILL__HANDLE_KERNEL);
     if (k == NULL)
         return rill__handle_fail(fn, "the kernel", handle, RILL__HANDLE_KERNEL);
@@ -280,8 +280,8 @@ rill_status rill_host_func_fail(const char *message) {
     return RILL_OK;
 }
 
-rill_status rill__launch_check(rill_kernel *kernel_h, const rill_launch *launch, const char *fn,
-                               rill__kernel **out) {
+RILL_HOT rill_status rill__launch_check(rill_kernel *kernel_h, const rill_launch *launch,
+                                        const char *fn, rill__kernel **out) {
     rill__kernel *kernel;
     rill_status st = rill__kernel_resolve(kernel_h, fn, &kernel);
     if (st != RILL_OK)
@@ -318,8 +318,8 @@ rill_status rill__launch_check(rill_kernel *kernel_h, const rill_launch *launch,
     return RILL_OK;
 }
 
-rill_status rill_launch_kernel(rill_stream *stream_h, rill_kernel *kernel_h,
-                               const rill_launch *launch) {
+RILL_HOT rill_status rill_launch_kernel(rill_stream *stream_h, rill_kernel *kernel_h,
+                                        const rill_launch *launch) {
     static const char fn[] = "rill_launch_kernel";
     rill__stream *stream;
     rill_status st = rill__stream_resolve(stream_h, fn, &stream);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/assert.h"
+#include "platform/thread.h"
 
 #define RILL_STATUS_TABLE(X)                                                                     \
     X(RILL_OK, "success")                                                                        \
@@ -125,12 +126,22 @@ void rill__clear_error(void) {
     last_error[0] = '\0';
 }
 
-void rill__error_save(char *saved) {
+/* Usually there is no message: then neither copies (nor calls the C
+ * library, whose pages a launch after a pause would otherwise touch). */
+RILL_HOT void rill__error_save(char *saved) {
+    if (last_error[0] == '\0') {
+        saved[0] = '\0';
+        return;
+    }
     memcpy(saved, last_error, strlen(last_error) + 1);
     last_error[0] = '\0';
 }
 
-void rill__error_restore(const char *saved) {
+RILL_HOT void rill__error_restore(const char *saved) {
+    if (saved[0] == '\0') {
+        last_error[0] = '\0';
+        return;
+    }
     memcpy(last_error, saved, strlen(saved) + 1);
 }
 

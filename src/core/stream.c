@@ -43,7 +43,7 @@ static const char *kind_label(rill__stream_kind kind) {
 static _Atomic uint64_t next_stream_id = 1;
 static _Thread_local bool woke_host;
 
-bool rill__stream_took_host_wake(void) {
+RILL_HOT bool rill__stream_took_host_wake(void) {
     bool w = woke_host;
     woke_host = false;
     return w;
@@ -88,7 +88,7 @@ rill_status rill__stream_new(rill__device *dev, int priority, rill__stream_kind 
     return RILL_OK;
 }
 
-rill_status rill__stream_resolve(rill_stream *handle, const char *fn, rill__stream **out) {
+RILL_HOT rill_status rill__stream_resolve(rill_stream *handle, const char *fn, rill__stream **out) {
     if (handle == NULL) {
         rill__device *dev;
         rill_status st = rill__device_resolve(NULL, fn, &dev);
@@ -104,12 +104,12 @@ rill_status rill__stream_resolve(rill_stream *handle, const char *fn, rill__stre
     return RILL_OK;
 }
 
-void rill__stream_ref(rill__stream *s) {
+RILL_HOT void rill__stream_ref(rill__stream *s) {
     /* relaxed: taking a reference needs an existing one, which orders it. */
     atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);
 }
 
-void rill__stream_unref(rill__stream *s) {
+RILL_HOT void rill__stream_unref(rill__stream *s) {
     /* acq_rel: the last release must see every other holder's writes. */
     if (atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) == 1)
         rill__stream_free(s);
@@ -149,7 +149,7 @@ static uint64_t waiter_min_locked(rill__stream *s) {
     return min;
 }
 
-void rill__stream_complete(rill__stream *s, uint64_t seq) {
+RILL_HOT void rill__stream_complete(rill__stream *s, uint64_t seq) {
     /* seq_cst store and load: a Dekker pair with rill__stream_add_waiter,
      * which stores waiter_min and then loads done_seq, both seq_cst: either
      * it sees this completion or we see its waiter. The store also
@@ -307,7 +307,7 @@ bool rill__stream_carry_failure(rill__stream *s, uint64_t seq, rill__stream *t, 
     return true;
 }
 
-bool rill__stream_failed_at(rill__stream *s, uint64_t seq, char *msg, size_t size) {
+RILL_HOT bool rill__stream_failed_at(rill__stream *s, uint64_t seq, char *msg, size_t size) {
     char text[RILL__ERROR_BYTES], whole[2 * RILL__ERROR_BYTES];
     size_t cause_bytes;
     if (!failure_of(s, seq, msg != NULL ? text : NULL, sizeof text, &cause_bytes))
@@ -328,7 +328,7 @@ bool rill__stream_failed_at(rill__stream *s, uint64_t seq, char *msg, size_t siz
 
 /* ------------------------------------------------------------ host waits */
 
-static int reached(rill__stream *s, uint64_t seq) {
+RILL_HOT static int reached(rill__stream *s, uint64_t seq) {
     /* acquire: pairs with the release store in rill__stream_complete. */
     return atomic_load_explicit(&s->done_seq, memory_order_acquire) >= seq;
 }
@@ -365,14 +365,14 @@ static void sleep_until(rill__stream *s, uint64_t seq) {
 
 /* Runs what the backend lets this thread run of s's work up to seq; true
  * when seq is then reached. */
-static bool help(rill__stream *s, uint64_t seq) {
+RILL_HOT static bool help(rill__stream *s, uint64_t seq) {
     while (s->dev->ops->host_help(s, seq))
         if (reached(s, seq))
             return true;
     return false;
 }
 
-void rill__stream_host_wait(rill__stream *s, uint64_t seq, int blocking) {
+RILL_HOT void rill__stream_host_wait(rill__stream *s, uint64_t seq, int blocking) {
     if (reached(s, seq))
         return;
     /* A host thread that waits for work that no worker has taken runs it
@@ -404,7 +404,8 @@ void rill__stream_host_wait(rill__stream *s, uint64_t seq, int blocking) {
     sleep_until(s, seq);
 }
 
-rill_status rill__stream_wait_status(rill__stream *s, uint64_t seq, int blocking, const char *fn) {
+RILL_HOT rill_status rill__stream_wait_status(rill__stream *s, uint64_t seq, int blocking,
+                                              const char *fn) {
     char msg[RILL__ERROR_BYTES];
     rill__stream_host_wait(s, seq, blocking);
     if (rill__stream_failed_at(s, seq, msg, sizeof msg))
@@ -474,7 +475,7 @@ bool rill__stream_ordered_after(rill__stream *s, uint64_t other_id, uint64_t seq
     return rill__stream_known_after(s, other_id) >= seq;
 }
 
-rill_status rill__stream_submit(rill__stream *s, const rill__cmd *cmd, uint64_t *seq) {
+RILL_HOT rill_status rill__stream_submit(rill__stream *s, const rill__cmd *cmd, uint64_t *seq) {
     uint64_t unused;
     if (rill__stream_capturing(s))
         return rill__capture_submit(s, cmd, seq != NULL ? seq : &unused);

@@ -366,7 +366,7 @@ out:
     return st;
 }
 
-rill_status rill__cap_event_record(rill__event *e, rill__stream *s, bool *handled) {
+RILL_HOT rill_status rill__cap_event_record(rill__event *e, rill__stream *s, bool *handled) {
     *handled = false;
     if (!rill__stream_capturing(s))
         return RILL_OK;
@@ -402,9 +402,9 @@ rill_status rill__cap_event_record(rill__event *e, rill__stream *s, bool *handle
         st = rill__fail(RILL_ERROR_OUT_OF_MEMORY, "rill_event_record: out of memory");
         goto out;
     }
-    rill__mutex_lock(&e->lock);
+    rill__spinlock_lock(&e->lock);
     if (e->dev != NULL && e->dev != s->dev) {
-        rill__mutex_unlock(&e->lock);
+        rill__spinlock_unlock(&e->lock);
         rill__free(nodes);
         st = rill__fail(RILL_ERROR_DEVICE_MISMATCH,
                         "rill_event_record: the event is bound to another device; create "
@@ -418,7 +418,7 @@ rill_status rill__cap_event_record(rill__event *e, rill__stream *s, bool *handle
     e->gen++;
     e->ts_valid = 0;
     e->cap_id = c->id;
-    rill__mutex_unlock(&e->lock);
+    rill__spinlock_unlock(&e->lock);
     if (old != NULL)
         rill__stream_unref(old);
     if (cs->num_tail > 0)
@@ -464,10 +464,10 @@ rill_status rill__cap_wait_event(rill__stream *s, rill__event *e, bool *handled)
     *handled = false;
     if (atomic_load_explicit(&rill__captures_active, memory_order_relaxed) == 0)
         return RILL_OK;
-    rill__mutex_lock(&e->lock);
+    rill__spinlock_lock(&e->lock);
     uint64_t cap_id = e->cap_id;
     bool outside = e->stream != NULL;
-    rill__mutex_unlock(&e->lock);
+    rill__spinlock_unlock(&e->lock);
     rill__spinlock_lock(&rill__caps_lock);
     rill__capture *sc = atomic_load_explicit(&s->capture, memory_order_acquire);
     rill_status st = RILL_OK;

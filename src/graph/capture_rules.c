@@ -40,12 +40,12 @@ rill_status rill__cap_check_stream_sync(rill__stream *s, const char *fn) {
     return st;
 }
 
-rill_status rill__cap_check_event_sync(rill__event *e, const char *fn) {
+RILL_HOT rill_status rill__cap_check_event_sync(rill__event *e, const char *fn) {
     if (atomic_load_explicit(&rill__captures_active, memory_order_relaxed) == 0)
         return RILL_OK;
-    rill__mutex_lock(&e->lock);
+    rill__spinlock_lock(&e->lock);
     uint64_t cap_id = e->cap_id;
-    rill__mutex_unlock(&e->lock);
+    rill__spinlock_unlock(&e->lock);
     if (cap_id == 0)
         return RILL_OK;
     rill__spinlock_lock(&rill__caps_lock);
@@ -154,7 +154,7 @@ rill_status rill__cap_check_free(void *ptr, const char *fn) {
                       fn, ptr, name);
 }
 
-rill_status rill_thread_exchange_capture_mode(rill_capture_mode *mode) {
+RILL_HOT rill_status rill_thread_exchange_capture_mode(rill_capture_mode *mode) {
     if (mode == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "rill_thread_exchange_capture_mode: mode is NULL");

@@ -449,7 +449,7 @@ static void record_events(rill__graph_exec *x, const rill__xparams *v, rill__str
         if (v->nodes[i].p.kind != RILL__GNODE_RECORD)
             continue;
         rill__event *e = v->nodes[i].p.u.event.event;
-        rill__mutex_lock(&e->lock);
+        rill__spinlock_lock(&e->lock);
         rill__stream *old = e->stream;
         rill__stream_ref(s);
         e->dev = s->dev;
@@ -459,7 +459,7 @@ static void record_events(rill__graph_exec *x, const rill__xparams *v, rill__str
         e->cap_id = 0;
         e->ts_valid = 0;
         atomic_store_explicit(&x->run.record_gen[i], e->gen, memory_order_relaxed);
-        rill__mutex_unlock(&e->lock);
+        rill__spinlock_unlock(&e->lock);
         if (old != NULL)
             rill__stream_unref(old);
     }

@@ -237,6 +237,45 @@ static void test_host_function_run_by_waiting_thread_behaves_as_on_a_worker(void
     RT_OK(rill_stream_destroy(s));
 }
 
+/* The same from a thread that has no rill_last_error() sentence: after a host function it ran
+ * itself left one, the thread still has none. */
+static void *run_as_worker_without_sentence(void *arg) {
+    as_worker *a = arg;
+    a->who.host = pthread_self();
+    rill_stream *s = NULL;
+    if (rill_stream_create(NULL, 0, &s) != RILL_OK)
+        return (void *)"rill_stream_create failed";
+    const char *failure = NULL;
+    for (int i = 0; i < ATTEMPTS && failure == NULL && atomic_load(&a->who.on_host) == 0; i++) {
+        rt_sleep_us(PAUSE_US);
+        if (rill_launch_host_func(s, act_as_worker, a) != RILL_OK ||
+            rill_stream_synchronize(s) != RILL_OK)
+            failure = "launch or synchronize failed";
+        else if (atomic_load(&a->bad_create_status) != RILL_ERROR_INVALID_ARGUMENT)
+            failure = "the host function's bad call did not fail";
+        else if (rill_last_error()[0] != '\0')
+            failure = "the waiting thread was left a sentence it never caused";
+    }
+    if (rill_stream_destroy(s) != RILL_OK && failure == NULL)
+        failure = "rill_stream_destroy failed";
+    return (void *)failure;
+}
+
+static void test_host_function_run_by_thread_without_sentence_leaves_none(void **state) {
+    (void)state;
+    static as_worker a;
+    memset(&a, 0, sizeof a);
+    RT_OK(rill_stream_create(NULL, 0, &a.other));
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, run_as_worker_without_sentence, &a), 0);
+    void *failure = NULL;
+    assert_int_equal(pthread_join(t, &failure), 0);
+    if (failure != NULL)
+        fail_msg("%s", (const char *)failure);
+    assert_true(atomic_load(&a.who.on_host) > 0);
+    RT_OK(rill_stream_destroy(a.other));
+}
+
 /* ---- capture rules ---- */
 
 typedef struct unsafe_call {
@@ -506,6 +545,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_waiting_host_runs_work_no_worker_took),
         cmocka_unit_test(test_blocks_running_at_once_have_different_workers),
         cmocka_unit_test(test_host_function_run_by_waiting_thread_behaves_as_on_a_worker),
+        cmocka_unit_test(test_host_function_run_by_thread_without_sentence_leaves_none),
         cmocka_unit_test(test_host_function_run_by_capturing_thread_keeps_capture_rules),
         cmocka_unit_test(test_host_runs_commands_in_order_with_sticky_errors),
         cmocka_unit_test(test_host_runs_work_of_a_destroyed_stream),

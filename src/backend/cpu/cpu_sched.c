@@ -25,7 +25,7 @@
 #define STREAM_SPIN_NS 20000u
 #define WAIT_SPIN_NS   50000u
 
-static int prio_index(rill__stream *s) {
+RILL_HOT static int prio_index(rill__stream *s) {
     return s->priority - s->dev->info.greatest_priority;
 }
 
@@ -37,12 +37,12 @@ static int prio_index(rill__stream *s) {
  * nobody came for since. */
 static _Thread_local uint64_t tls_comes_back_mark;
 
-static void note_comes_back(cpu_device *d) {
+RILL_HOT static void note_comes_back(cpu_device *d) {
     tls_comes_back_mark = atomic_load_explicit(&d->watch_catches, memory_order_relaxed) + 1;
 }
 
 /* by_host: a host thread (not a worker) made s ready. */
-static void push_ready(cpu_device *d, rill__stream *s, bool by_host) {
+RILL_HOT static void push_ready(cpu_device *d, rill__stream *s, bool by_host) {
     cpu_stream *cs = cpu_stream_of(s);
     int i = prio_index(s);
     rill__spinlock_lock(&d->ready_lock);
@@ -122,7 +122,7 @@ void rill__cpu_stream_free_nodes(cpu_stream *cs) {
 
 /* Takes a node for a new command: from the submitters' free list, else
  * every node the worker has returned, else the heap. */
-static cpu_cmd *take_node_locked(cpu_stream *cs) {
+RILL_HOT static cpu_cmd *take_node_locked(cpu_stream *cs) {
     cpu_cmd *c = cs->free_list;
     if (c == NULL)
         /* acquire: pairs with the release CAS in return_nodes. */
@@ -140,7 +140,7 @@ static cpu_cmd *take_node_locked(cpu_stream *cs) {
     return c;
 }
 
-rill_status rill__cpu_submit(rill__stream *s, const rill__cmd *cmd, uint64_t *seq) {
+RILL_HOT rill_status rill__cpu_submit(rill__stream *s, const rill__cmd *cmd, uint64_t *seq) {
     cpu_stream *cs = cpu_stream_of(s);
     void *args_heap = NULL;
     rill_access *acc_heap = NULL;
@@ -236,7 +236,7 @@ oom:
 /* ------------------------------------------------------------- execution */
 
 /* Hands the nodes the worker has finished with back to the submitters. */
-static void return_nodes(cpu_stream *cs) {
+RILL_HOT static void return_nodes(cpu_stream *cs) {
     if (cs->done_list == NULL)
         return;
     cpu_cmd *top = atomic_load_explicit(&cs->returned, memory_order_relaxed);
@@ -251,7 +251,7 @@ static void return_nodes(cpu_stream *cs) {
 
 /* Completes the command after the dummy head: it becomes the new dummy,
  * the old one is recycled, and the stream's done_seq advances. */
-static void finish(rill__stream *s, cpu_cmd *c) {
+RILL_HOT static void finish(rill__stream *s, cpu_cmd *c) {
     cpu_stream *cs = cpu_stream_of(s);
     uint64_t seq = c->seq;
     rill__cmd_release(&c->c);
@@ -282,7 +282,7 @@ static void fail_stream(rill__stream *s, uint64_t seq, const char *what, const c
     rill__stream_fail(s, seq, msg);
 }
 
-static void run_blocks(cpu_worker *w, cpu_cmd *c, uint32_t first, uint32_t end) {
+RILL_HOT static void run_blocks(cpu_worker *w, cpu_cmd *c, uint32_t first, uint32_t end) {
     cpu_stream *cs = cpu_stream_of(c->stream);
     rill_dim3 g = c->c.u.kernel.grid;
     rill_block_ctx ctx = {.grid_dim = g, .worker = w->unit, .state = &cs->ls};
@@ -329,7 +329,7 @@ static void run_chunks(cpu_device *d, cpu_worker *w, cpu_cmd *c) {
 
 /* Called once every block of c has run: turns a failure into the
  * stream's sticky error. */
-static void kernel_done(cpu_cmd *c) {
+RILL_HOT static void kernel_done(cpu_cmd *c) {
     cpu_stream *cs = cpu_stream_of(c->stream);
     if (atomic_load_explicit(&cs->ls.failed, memory_order_acquire)) {
         char what[96], name[80];
@@ -339,7 +339,7 @@ static void kernel_done(cpu_cmd *c) {
     }
 }
 
-static enum exec_result exec_kernel(cpu_device *d, cpu_worker *w, cpu_cmd *c) {
+RILL_HOT static enum exec_result exec_kernel(cpu_device *d, cpu_worker *w, cpu_cmd *c) {
     cpu_stream *cs = cpu_stream_of(c->stream);
     rill_dim3 g = c->c.u.kernel.grid;
     uint32_t total = g.x * g.y * g.z;
@@ -448,7 +448,7 @@ static void stop_if_forked(const cpu_worker *w) {
         rill__thread_exit();
 }
 
-static enum exec_result exec(cpu_device *d, cpu_worker *w, rill__stream *s, cpu_cmd *c) {
+RILL_HOT static enum exec_result exec(cpu_device *d, cpu_worker *w, rill__stream *s, cpu_cmd *c) {
     cpu_stream *cs = cpu_stream_of(s);
     switch (c->c.kind) {
     case RILL__CMD_KERNEL:
@@ -524,7 +524,7 @@ static cpu_cmd *next_cmd(cpu_device *d, cpu_stream *cs) {
  * it linked its node: either we see the node or the submitter sees IDLE
  * and schedules the stream. No barrier is needed beyond the lock (the
  * stream going idle used to pay a membarrier system call here). */
-static int go_idle(rill__stream *s, cpu_stream *cs) {
+RILL_HOT static int go_idle(rill__stream *s, cpu_stream *cs) {
     return_nodes(cs);
     rill__spinlock_lock(&cs->lock);
     /* relaxed: the lock orders it with submit's store of next. */
@@ -595,7 +595,7 @@ int rill__cpu_help_launch(cpu_device *d, cpu_worker *w) {
 
 /* Takes s off the ready queue, where it waits for a worker; false when it
  * is not there (a worker took it, or it is about to be pushed). */
-static bool take_ready(cpu_device *d, rill__stream *s) {
+RILL_HOT static bool take_ready(cpu_device *d, rill__stream *s) {
     cpu_stream *cs = cpu_stream_of(s);
     int i = prio_index(s);
     bool taken = false;
@@ -628,7 +628,7 @@ static bool take_ready(cpu_device *d, rill__stream *s) {
 /* Runs s's commands on a host thread until s has completed seq. Returns
  * whether the thread still owns s: false when s parked on a wait or a
  * worker took it over (it finished the last block of a kernel). */
-static bool host_run(cpu_device *d, cpu_worker *w, rill__stream *s, uint64_t seq) {
+RILL_HOT static bool host_run(cpu_device *d, cpu_worker *w, rill__stream *s, uint64_t seq) {
     cpu_stream *cs = cpu_stream_of(s);
     atomic_store_explicit(&cs->state, CPU_RUNNING, memory_order_relaxed);
     /* relaxed: the owner wrote done_seq. */
@@ -646,7 +646,7 @@ static bool host_run(cpu_device *d, cpu_worker *w, rill__stream *s, uint64_t seq
 
 /* Hands a stream that a host thread ran back to the device: idle when its
  * queue is empty, else ready for a worker. */
-static void give_back(cpu_device *d, rill__stream *s) {
+RILL_HOT static void give_back(cpu_device *d, rill__stream *s) {
     cpu_stream *cs = cpu_stream_of(s);
     if (atomic_load_explicit(&cs->head->next, memory_order_acquire) == NULL && go_idle(s, cs))
         return;
@@ -680,7 +680,7 @@ static int host_help_launch(cpu_device *d, cpu_worker *w, rill__stream *s) {
     return 2;
 }
 
-bool rill__cpu_host_help(rill__stream *s, uint64_t seq) {
+RILL_HOT bool rill__cpu_host_help(rill__stream *s, uint64_t seq) {
     cpu_device *d = cpu_device_of(s->dev);
     cpu_stream *cs = cpu_stream_of(s);
     /* relaxed: hints; the ready lock and the launch lock decide. */
@@ -715,7 +715,7 @@ bool rill__cpu_host_help(rill__stream *s, uint64_t seq) {
     return ran;
 }
 
-void rill__cpu_kick(rill__stream *s) {
+RILL_HOT void rill__cpu_kick(rill__stream *s) {
     cpu_device *d = cpu_device_of(s->dev);
     /* The thread came back for work that is not done yet. */
     note_comes_back(d);

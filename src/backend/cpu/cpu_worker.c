@@ -62,7 +62,7 @@ bool rill__cpu_leaving_processor(void) {
     return leave_cpu;
 }
 
-void rill__cpu_wake_workers(cpu_device *d, int count) {
+RILL_HOT void rill__cpu_wake_workers(cpu_device *d, int count) {
     /* seq_cst load: a Dekker pair with the sleepers increment in
      * idle_wait, which is followed by a seq_cst load of the work state. */
     if (atomic_load(&d->sleepers) > 0) {
@@ -83,14 +83,14 @@ static void woken_here(cpu_device *d) {
         leave_cpu = true;
 }
 
-static int has_work(cpu_device *d) {
+RILL_HOT static int has_work(cpu_device *d) {
     return atomic_load(&d->ready_mask) != 0 || atomic_load(&d->num_launches) != 0 ||
            atomic_load(&d->graph_work) > 0 || atomic_load(&d->stop);
 }
 
 /* ---------------------------------------------------------- compute units */
 
-int rill__cpu_unit_take(cpu_device *d) {
+RILL_HOT int rill__cpu_unit_take(cpu_device *d) {
     int words = (d->num_workers + 63) / 64;
     for (int i = 0; i < words; i++) {
         /* seq_cst: a Dekker pair with unit_put's seq_cst store of the bit
@@ -108,12 +108,12 @@ int rill__cpu_unit_take(cpu_device *d) {
     return -1;
 }
 
-static void unit_put(cpu_device *d, int unit) {
+RILL_HOT static void unit_put(cpu_device *d, int unit) {
     /* seq_cst, a release: see rill__cpu_unit_take. */
     atomic_fetch_or(&d->free_units[unit / 64], (uint64_t)1 << (unit % 64));
 }
 
-void rill__cpu_unit_put(cpu_device *d, int unit) {
+RILL_HOT void rill__cpu_unit_put(cpu_device *d, int unit) {
     unit_put(d, unit);
     /* seq_cst: the other half of the pair in wait_for_unit. A worker that
      * waits for a unit is needed only when there is work to do. */
@@ -121,7 +121,7 @@ void rill__cpu_unit_put(cpu_device *d, int unit) {
         rill__cpu_wake_workers(d, 1);
 }
 
-bool rill__cpu_unit_any_free(cpu_device *d) {
+RILL_HOT bool rill__cpu_unit_any_free(cpu_device *d) {
     int words = (d->num_workers + 63) / 64;
     for (int i = 0; i < words; i++)
         /* relaxed: a hint; rill__cpu_unit_take decides. */

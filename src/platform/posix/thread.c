@@ -49,13 +49,13 @@ void rill__mutex_destroy(rill__mutex *m) {
         broken("pthread_mutex_destroy", err);
 }
 
-void rill__mutex_lock(rill__mutex *m) {
+RILL_HOT void rill__mutex_lock(rill__mutex *m) {
     int err = pthread_mutex_lock(pm(m));
     if (err != 0)
         broken("pthread_mutex_lock", err);
 }
 
-void rill__mutex_unlock(rill__mutex *m) {
+RILL_HOT void rill__mutex_unlock(rill__mutex *m) {
     int err = pthread_mutex_unlock(pm(m));
     if (err != 0)
         broken("pthread_mutex_unlock", err);
@@ -107,7 +107,7 @@ uint64_t rill__thread_id(void) {
     return tls_thread_id;
 }
 
-uint64_t rill__thread_id_exchange(uint64_t id) {
+RILL_HOT uint64_t rill__thread_id_exchange(uint64_t id) {
     uint64_t old = tls_thread_id;
     tls_thread_id =
         id != 0 ? id : atomic_fetch_add_explicit(&next_thread_id, 1, memory_order_relaxed);
@@ -173,7 +173,7 @@ void rill__barrier_heavy(void) {
         broken("membarrier", 0);
 }
 
-uint64_t rill__now_ns(void) {
+RILL_HOT uint64_t rill__now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
