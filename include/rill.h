@@ -379,6 +379,37 @@ rill_status rill_op_conv2d_f32(rill_stream *s, float *out, const float *in, cons
                                size_t n, size_t c, size_t h, size_t w,
                                size_t k, size_t r, size_t sz);
 
+/* x[i] = mean + std * z[i], z a standard normal sample that depends only
+ * on seed and i (a counter-based generator and the Box-Muller transform),
+ * so the values are the same for every grid, stream and device: the fill
+ * behind randn. std may be 0 (every element is mean); a negative or
+ * non-finite std or mean is RILL_ERROR_INVALID_ARGUMENT. */
+rill_status rill_op_randn_f32(rill_stream *s, float *x, size_t n, float mean, float std,
+                              uint64_t seed);
+
+/* float16 (IEEE 754 binary16) storage, float32 compute: rill_half holds
+ * the bits of one half. Converting a float rounds to the nearest half, ties
+ * to even; values from 65520 up in magnitude become infinity; a NaN stays
+ * a (quiet) NaN. Converting a half to float is exact. Where the processor
+ * has F16C the conversions use it, with the same bits as the portable
+ * code. An op on halves (below, or the f32 op between the two conversions)
+ * rounds its result to a half once. n counts elements; the checks are those
+ * of the element-wise f32 ops (out and in, of different sizes, must not
+ * overlap). */
+typedef uint16_t rill_half;
+rill_status rill_op_cast_f32_f16(rill_stream *s, rill_half *out, const float *in, size_t n);
+rill_status rill_op_cast_f16_f32(rill_stream *s, float *out, const rill_half *in, size_t n);
+/* The element-wise ops on halves: each element computed in float32 from
+ * the halves' values, as the f32 op computes it, and rounded to a half once.
+ * The arguments and their checks are the f32 ops', with n halves. */
+rill_status rill_op_fill_f16(rill_stream *s, rill_half *x, float value, size_t n);
+rill_status rill_op_add_f16(rill_stream *s, rill_half *out, const rill_half *a, const rill_half *b,
+                            float alpha, size_t n); /* out = a + alpha*b */
+rill_status rill_op_mul_f16(rill_stream *s, rill_half *out, const rill_half *a, const rill_half *b,
+                            size_t n);
+rill_status rill_op_add_scalar_f16(rill_stream *s, rill_half *out, const rill_half *a, float value,
+                                   size_t n);
+
 /* ---------------------------------------------------------------- memory */
 
 /* Device memory from the device's caching pool. Memory freed while work on

@@ -7,10 +7,12 @@ set -euo pipefail
 
 # BLIS runs the ops' matrix products; clang and its runtime libraries
 # (libFuzzer) build the fuzz targets; Debian's python3 with cffi, numpy and
-# pytest runs and tests the Python package; OpenMPI builds librill_mpi and
-# runs its tests (mpirun).
+# pytest runs and tests the Python package, and python3-dev's headers let the
+# build compile its cffi declarations (API mode); OpenMPI builds librill_mpi
+# and runs its tests (mpirun).
 packages=(cmake ninja-build pkg-config gcc libc6-dev libcmocka-dev libblis-serial-dev
-  clang libclang-rt-dev python3 python3-cffi python3-numpy python3-pytest libopenmpi-dev
+  clang libclang-rt-dev python3 python3-cffi python3-numpy python3-pytest python3-dev
+  libopenmpi-dev
   openmpi-bin)
 missing=()
 for p in "${packages[@]}"; do

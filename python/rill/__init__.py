@@ -21,26 +21,31 @@ from ._errors import (CaptureInvalidatedError, CaptureIsolationError, CaptureUnj
                       KernelFailedError, NoDeviceError, NotPermittedError, NotRecordedError,
                       NotSupportedError, OutOfMemoryError, RillError, TimingDisabledError)
 from ._ffi import library_path
+from ._graph import Graph, compile, graph
 from ._memory import (empty_cache, max_memory_allocated, max_memory_reserved, memory_allocated,
                       memory_limit, memory_reserved, memory_stats, memory_summary,
                       reset_peak_memory_stats, set_memory_limit)
 from ._runtime import shutdown
 from ._stream import (Event, Stream, StreamContext, current_stream, default_stream, set_stream,
                       stream, synchronize, tagged_event, tagged_stream)
-from ._tensor import Tensor, dtype, empty, float32, from_numpy, full, ones, zeros
+from ._tensor import (Tensor, dtype, empty, float16, float32, from_numpy, full, manual_seed, ones,
+                      randn, zeros)
 
 StreamCtx = StreamContext
 
 __all__ = [
     "CaptureInvalidatedError", "CaptureIsolationError", "CaptureUnjoinedError",
     "CaptureUnmatchedError", "CaptureUnsupportedError", "CaptureWrongThreadError", "Device",
+    "Graph", "compile", "graph",
     "DeviceMismatchError", "Event", "InternalError", "InvalidArgumentError", "IpcError",
     "KernelFailedError", "NoDeviceError", "NotPermittedError", "NotRecordedError",
     "NotSupportedError", "OutOfMemoryError", "RillError", "Stream", "StreamContext", "StreamCtx",
     "Tensor", "TimingDisabledError", "current_device", "current_stream", "default_stream",
-    "device", "device_count", "dtype", "empty", "empty_cache", "float32", "from_numpy", "full",
+    "device", "device_count", "dtype", "empty", "empty_cache", "float16", "float32", "from_numpy",
+    "full",
     "library_path", "max_memory_allocated", "max_memory_reserved", "memory_allocated",
-    "memory_limit", "memory_reserved", "memory_stats", "memory_summary", "ones", "ops",
+    "manual_seed", "memory_limit", "memory_reserved", "memory_stats", "memory_summary", "ones",
+    "ops", "randn",
     "reset_peak_memory_stats", "set_device", "set_memory_limit", "set_stream", "shutdown",
     "stream", "synchronize", "tagged_event", "tagged_stream", "zeros",
 ]

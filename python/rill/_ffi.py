@@ -1,167 +1,31 @@
 # SPDX-License-Identifier: MIT
-"""The C declarations of rill.h that the package uses, and librill.so loaded
-through cffi's ABI mode: no compiler is needed at import, only Debian's
-python3-cffi. tests/test_cdef.py compiles these declarations against
-include/rill.h, so a change of the header that they miss fails the tests.
+"""librill.so loaded, and its functions called through cffi: in API mode
+when the build compiled the declarations (rill/_cdef.py) into the module
+_rill_cffi beside the library (build/<preset>/python/, or this package
+when installed), else in ABI mode, which needs no compiler at all, only
+Debian's python3-cffi. API-mode calls are direct C calls, about a fifth of
+the cost of an ABI-mode call. `mode` says which ("api" or "abi");
+RILL_PYTHON_ABI=1 forces ABI mode.
 
 The library is looked for, in order: the path in $RILL_LIBRARY; the library
 that `cmake --install` put beside this package (_install.py says where); a
 build of the source tree this package sits in (build/release, then
 build/default: the newer one); then the dynamic linker's search path."""
 
+import importlib.machinery
+import importlib.util
 import os
 
 import cffi
 
-# Types: enums and structs, whose values and layouts tests/test_cdef.py checks.
-TYPES = """
-typedef enum rill_status {
-    RILL_OK = 0,
-    RILL_NOT_READY,
-    RILL_ERROR_INVALID_ARGUMENT,
-    RILL_ERROR_OUT_OF_MEMORY,
-    RILL_ERROR_NO_DEVICE,
-    RILL_ERROR_DEVICE_MISMATCH,
-    RILL_ERROR_NOT_SUPPORTED,
-    RILL_ERROR_NOT_PERMITTED,
-    RILL_ERROR_TIMING_DISABLED,
-    RILL_ERROR_NOT_RECORDED,
-    RILL_ERROR_KERNEL_FAILED,
-    RILL_ERROR_CAPTURE_UNSUPPORTED,
-    RILL_ERROR_CAPTURE_INVALIDATED,
-    RILL_ERROR_CAPTURE_UNJOINED,
-    RILL_ERROR_CAPTURE_UNMATCHED,
-    RILL_ERROR_CAPTURE_ISOLATION,
-    RILL_ERROR_CAPTURE_WRONG_THREAD,
-    RILL_ERROR_IPC,
-    RILL_ERROR_INTERNAL
-} rill_status;
+from ._cdef import DLPACK, FUNCS, LIBC, TYPES
 
-typedef enum rill_device_kind {
-    RILL_DEVICE_CPU = 1,
-    RILL_DEVICE_CUDA = 2
-} rill_device_kind;
-
-typedef struct rill_device_info {
-    rill_device_kind kind;
-    int ordinal;
-    char name[128];
-    int compute_units;
-    size_t memory_bytes;
-    int least_priority;
-    int greatest_priority;
-} rill_device_info;
-
-enum rill_event_flags {
-    RILL_EVENT_DEFAULT = 0,
-    RILL_EVENT_TIMING = 1,
-    RILL_EVENT_BLOCKING_SYNC = 2,
-    RILL_EVENT_INTERPROCESS = 4
-};
-
-typedef struct rill_ipc_event_handle { unsigned char bytes[64]; } rill_ipc_event_handle;
-
-typedef struct rill_mem_stats {
-    size_t allocated_bytes;
-    size_t reserved_bytes;
-    size_t peak_allocated_bytes;
-    size_t peak_reserved_bytes;
-    uint64_t allocations;
-    uint64_t frees;
-    uint64_t cache_hits;
-    uint64_t deferred_frees;
-    uint64_t oom_recoveries;
-} rill_mem_stats;
-"""
-
-# Opaque handles and functions: tests/test_cdef.py declares them again after
-# rill.h, which a C compiler refuses unless they agree.
-FUNCS = """
-typedef struct rill_device rill_device;
-typedef struct rill_stream rill_stream;
-typedef struct rill_event rill_event;
-typedef void (*rill_host_fn)(void *user_data);
-
-const char *rill_status_name(rill_status status);
-const char *rill_status_string(rill_status status);
-const char *rill_last_error(void);
-rill_status rill_shutdown(void);
-
-rill_status rill_device_count(int *count);
-rill_status rill_device_get(int ordinal, rill_device **out);
-rill_status rill_device_get_info(rill_device *dev, rill_device_info *out);
-rill_status rill_set_device(rill_device *dev);
-rill_status rill_get_device(rill_device **out);
-rill_status rill_device_synchronize(rill_device *dev);
-
-rill_status rill_stream_create(rill_device *dev, int priority, rill_stream **out);
-rill_status rill_stream_destroy(rill_stream *stream);
-rill_status rill_stream_set_name(rill_stream *stream, const char *name);
-rill_status rill_stream_get_priority(rill_stream *stream, int *priority);
-rill_status rill_stream_get_device(rill_stream *stream, rill_device **out);
-rill_stream *rill_default_stream(rill_device *dev);
-rill_stream *rill_current_stream(rill_device *dev);
-rill_stream *rill_set_current_stream(rill_stream *stream);
-rill_status rill_stream_query(rill_stream *stream);
-rill_status rill_stream_synchronize(rill_stream *stream);
-rill_status rill_stream_wait_event(rill_stream *stream, rill_event *event);
-rill_status rill_stream_wait_stream(rill_stream *stream, rill_stream *other);
-rill_status rill_stream_clear_error(rill_stream *stream);
-rill_status rill_stream_get_tagged(rill_device *dev, const char *tag, int priority,
-                                   rill_stream **out);
-
-rill_status rill_event_create(unsigned flags, rill_event **out);
-rill_status rill_event_destroy(rill_event *event);
-rill_status rill_event_record(rill_event *event, rill_stream *stream);
-rill_status rill_event_query(rill_event *event);
-rill_status rill_event_synchronize(rill_event *event);
-rill_status rill_event_elapsed_ms(rill_event *start, rill_event *end, float *ms);
-rill_status rill_event_get_tagged(const char *tag, rill_event **out);
-rill_status rill_event_ipc_handle(rill_event *event, rill_ipc_event_handle *out);
-rill_status rill_event_open_ipc_handle(const rill_ipc_event_handle *handle, rill_event **out);
-
-rill_status rill_launch_host_func(rill_stream *stream, rill_host_fn fn, void *user_data);
-rill_status rill_host_func_fail(const char *message);
-
-rill_status rill_op_fill_f32(rill_stream *s, float *x, float value, size_t n);
-rill_status rill_op_add_f32(rill_stream *s, float *out, const float *a, const float *b,
-                            float alpha, size_t n);
-rill_status rill_op_mul_f32(rill_stream *s, float *out, const float *a, const float *b, size_t n);
-rill_status rill_op_add_scalar_f32(rill_stream *s, float *out, const float *a, float value,
-                                   size_t n);
-rill_status rill_op_sum_f32(rill_stream *s, float *out, const float *a, size_t n);
-rill_status rill_op_matmul_f32(rill_stream *s, float *c, const float *a, const float *b,
-                               size_t m, size_t k, size_t n);
-rill_status rill_op_conv2d_f32(rill_stream *s, float *out, const float *in, const float *weight,
-                               size_t n, size_t c, size_t h, size_t w,
-                               size_t k, size_t r, size_t sz);
-
-rill_status rill_free(void *ptr);
-rill_status rill_malloc_async(size_t bytes, rill_stream *stream, void **out);
-rill_status rill_free_async(void *ptr, rill_stream *stream);
-rill_status rill_record_stream(void *ptr, rill_stream *stream);
-rill_status rill_memcpy(void *dst, const void *src, size_t bytes);
-
-rill_status rill_mem_get_stats(rill_device *dev, rill_mem_stats *out);
-rill_status rill_mem_reset_peak_stats(rill_device *dev);
-rill_status rill_mem_empty_cache(rill_device *dev);
-rill_status rill_mem_set_limit(rill_device *dev, size_t max_reserved_bytes);
-rill_status rill_mem_get_limit(rill_device *dev, size_t *max_reserved_bytes);
-rill_status rill_mem_summary(rill_device *dev, FILE *out);
-"""
-
-# What rill_mem_summary writes into: a memory stream of the C library.
-LIBC = """
-FILE *open_memstream(char **ptr, size_t *sizeloc);
-int fclose(FILE *stream);
-void free(void *ptr);
-"""
-
-ffi = cffi.FFI()
-ffi.cdef("typedef struct _IO_FILE FILE;")
-ffi.cdef(TYPES)
-ffi.cdef(FUNCS)
-ffi.cdef(LIBC)
+_abi = cffi.FFI()
+_abi.cdef("typedef struct _IO_FILE FILE;")
+_abi.cdef(TYPES)
+_abi.cdef(FUNCS)
+_abi.cdef(LIBC)
+_abi.cdef(DLPACK)
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _SONAME = "librill.so.0"
@@ -198,11 +62,41 @@ def _candidates():
     return out
 
 
+def _compiled_module(path, where):
+    """The _rill_cffi module built with the library at path, or None: the
+    one in build/<preset>/python/ beside a build's librill.so, or the one
+    installed in this package beside the installed library."""
+    if os.environ.get("RILL_PYTHON_ABI"):
+        return None
+    name = "_rill_cffi" + importlib.machinery.EXTENSION_SUFFIXES[0]
+    if where == "the installed package":
+        found = os.path.join(_HERE, name)
+    else:
+        found = os.path.join(os.path.dirname(os.path.realpath(path)), "python", name)
+    if not os.path.exists(found):
+        return None
+    spec = importlib.util.spec_from_file_location("rill._rill_cffi", found)
+    try:
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    except ImportError:  # a library older than the module (a partial rebuild): ABI mode
+        return None
+    return module
+
+
 def _load():
     tried = []
     for where, path in _candidates():
         try:
-            return ffi.dlopen(path), path
+            # RTLD_NODELETE: the library stays mapped after cffi closes it
+            # at interpreter finalisation, since its worker threads still
+            # run (they sleep, and wake to unmapped code otherwise).
+            # RTLD_GLOBAL: the compiled module's references resolve to it.
+            handle = _abi.dlopen(path, _abi.RTLD_NOW | _abi.RTLD_NODELETE | _abi.RTLD_GLOBAL)
+            compiled = _compiled_module(path, where)
+            if compiled is not None:
+                return compiled.ffi, compiled.lib, compiled.lib, path, "api"
+            return _abi, handle, _abi.dlopen(None), path, "abi"
         except OSError as exc:
             tried.append(f"{path} ({where}): {exc}")
             if where == "$RILL_LIBRARY":
@@ -214,5 +108,4 @@ def _load():
         "cmake --install build/release")
 
 
-lib, library_path = _load()
-libc = ffi.dlopen(None)
+ffi, lib, libc, library_path, mode = _load()

@@ -9,7 +9,7 @@ rill_host_func_fail: the sentence carries the exception, the place it was
 raised and a number under which _errors keeps the whole traceback for the
 KernelFailedError that reports it.
 
-A launch keeps its callable in `pending` until it runs. A host function
+A launch keeps its callable in `pending` until it has run. A host function
 that its stream skips (after a failure) never runs; since a stream runs
 its host functions in the order of their tokens, the one that runs drops
 the earlier ones of its stream, and so does a synchronize or a successful
@@ -31,6 +31,13 @@ _exceptions = itertools.count(1)
 _by_stream = {}  # rill_stream * -> deque of its pending tokens, in launch order
 _device_of = {}  # rill_stream * -> its rill_device *, while in _by_stream
 _lock = threading.Lock()  # guards _by_stream and its deques; never held across a C call
+
+# Host functions captured into graphs: token -> (callable, args), run at
+# every replay, kept until their graph is reset or collected (_graph says
+# which tokens are its own). capture_of(stream handle) is set by _graph: the
+# Graph the calling thread captures on that stream, or None.
+persistent = {}
+capture_of = None
 
 
 def _fail_message(number, exc):
@@ -55,9 +62,20 @@ def _drop_before(tokens, token):
 @ffi.callback("void(void *)")
 def _trampoline(user_data):
     token = int(ffi.cast("uintptr_t", user_data))
-    entry = pending.pop(token, None)
+    entry = pending.get(token)
     if entry is None:
+        kept = persistent.get(token)
+        if kept is not None:
+            _call(*kept)
         return
+    try:
+        _run(token, entry)
+    finally:
+        # Pending until it has run: the drain at exit waits for it.
+        pending.pop(token, None)
+
+
+def _run(token, entry):
     fn, args, stream = entry
     with _lock:
         tokens = _by_stream.get(stream)
@@ -65,6 +83,10 @@ def _trampoline(user_data):
             _drop_before(tokens, token)
             if tokens and tokens[0] == token:
                 tokens.popleft()
+    _call(fn, args)
+
+
+def _call(fn, args):
     try:
         fn(*args)
     except BaseException as exc:  # every exception fails the stream, none escapes to C
@@ -86,6 +108,17 @@ def launch(stream_handle, device_handle, fn, args, where):
                 "launched any more")
         token = next(_tokens)
         _next_token[0] = token + 1
+        graph = capture_of(stream_handle) if capture_of is not None else None
+        if graph is not None:  # captured: runs at every replay of the graph
+            persistent[token] = (fn, args)
+            graph._host_tokens.append(token)
+            status = lib.rill_launch_host_func(stream_handle, _trampoline,
+                                               ffi.cast("void *", token))
+            if status != 0:
+                persistent.pop(token, None)
+                graph._host_tokens.pop()
+                raise _errors.error(status)
+            return
         pending[token] = (fn, args, stream_handle)
         with _lock:
             tokens = _by_stream.get(stream_handle)
@@ -135,5 +168,6 @@ def device_done_before(device_handle, token):
 @on_shutdown
 def _forget():
     pending.clear()
+    persistent.clear()
     _by_stream.clear()
     _device_of.clear()

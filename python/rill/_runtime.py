@@ -72,7 +72,8 @@ def shutdown():
 def _drain_at_exit():
     with launch_lock:
         life.exiting = True
-    if not pending:
+    from ._host import persistent  # host functions of graphs, which replays may run
+    if not pending and not persistent:
         return
     count = ffi.new("int *")
     if lib.rill_device_count(count) != 0:

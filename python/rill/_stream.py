@@ -21,13 +21,26 @@ def _device_of(handle):
     return out[0]
 
 
-def current():
+# The last (handle, Stream) that current() found: handles are never reused
+# within a runtime, so a match is that Stream (a tuple, replaced whole, so
+# threads read it safely).
+_last = (None, None)
+
+
+def current(_current_stream=lib.rill_current_stream, _null=ffi.NULL):
     """The current Stream of the current device (the ops' stream)."""
-    h = lib.rill_current_stream(ffi.NULL)
+    global _last
+    h = _current_stream(_null)
+    last = _last
+    if last[0] == h:
+        return last[1]
     if h == ffi.NULL:
         _current_failed()
     s = _owned.get(h)
-    return s if s is not None else Stream._wrap(h)
+    if s is None:
+        s = Stream._wrap(h)
+    _last = (h, s)
+    return s
 
 
 def _is_int(value):
@@ -369,6 +382,17 @@ def _stream_arg(stream, where):
     return stream._handle(where)
 
 
+def _stream_obj(stream, where):
+    """The Stream for a stream argument: the current stream for None."""
+    if stream is None:
+        return current()
+    if not isinstance(stream, Stream):
+        raise TypeError(f"{where}: stream must be a rill.Stream or None, "
+                        f"not {type(stream).__name__}")
+    stream._handle(where)
+    return stream
+
+
 def _current_failed():
     raise error(lib.RILL_ERROR_INVALID_ARGUMENT)
 
@@ -498,6 +522,8 @@ def tagged_event(tag):
 
 @on_shutdown
 def _forget():
+    global _last
+    _last = (None, None)
     _owned.clear()
     _borrowed.clear()
     _tagged_events.clear()

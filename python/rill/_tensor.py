@@ -9,21 +9,30 @@ never reused while another stream's work still reads it, since every op
 declares what it touches (rill's automatic cross-stream lifetime, so code
 written for MindSpore, without record_stream, is safe). Each op that
 writes a tensor records the tensor's event after it; numpy() waits for
-that event, not for the device."""
+that event, not for the device.
+
+float16 tensors store halves and compute in float32: + - * and fills on
+float16 tensors (with each other or with numbers) run rill's f16 ops, and
+the other ops convert their float16 inputs to float32 scratch tensors on
+the stream (rill_op_cast_f16_f32), run the float32 op and round the result
+to halves (rill_op_cast_f32_f16): either way each result is rounded once. An op
+between a float16 and a float32 tensor gives float32, as torch promotes."""
 
 import numbers
 import operator
+import threading
 
 import numpy as np
 
-from . import _stream
+from . import _graph, _stream
 from ._errors import check
 from ._ffi import ffi, lib
 from ._runtime import life, on_shutdown, stale_error
 
 
 class dtype:
-    """A tensor element type: rill.float32."""
+    """A tensor element type: rill.float32, or rill.float16 (storage; the ops
+    compute in float32)."""
 
     __slots__ = ("name", "itemsize", "numpy")
 
@@ -37,7 +46,9 @@ class dtype:
 
 
 float32 = dtype("float32", 4, np.float32)
-_DTYPES = {"float32": float32, np.dtype(np.float32): float32}
+float16 = dtype("float16", 2, np.float16)
+_DTYPES = {"float32": float32, np.dtype(np.float32): float32,
+           "float16": float16, np.dtype(np.float16): float16}
 
 _events = {}  # rill_device * -> [rill_event *]: tensors' writer events, for reuse
 
@@ -50,7 +61,7 @@ def _dtype_arg(value, where):
     except TypeError:
         found = None
     if found is None:
-        raise TypeError(f"{where}: dtype must be rill.float32, not {value!r}")
+        raise TypeError(f"{where}: dtype must be rill.float32 or rill.float16, not {value!r}")
     return found
 
 
@@ -80,12 +91,13 @@ class Tensor:
     """A tensor in device memory.
 
     Tensor(data, dtype=None): a copy of data (a numpy array, a sequence or a
-    number) on the current stream's device; dtype rill.float32 converts,
-    None keeps float32 data as it is. rill.ones/zeros/empty/full make
-    others; + - * @ and rill.ops run on the current stream.
+    number) on the current stream's device; dtype rill.float32 or
+    rill.float16 converts, None keeps float32 and float16 data as they are.
+    rill.ones/zeros/empty/full/randn make others; + - * @ and rill.ops run
+    on the current stream.
     """
 
-    __slots__ = ("_ptr", "_shape", "_numel", "_dtype", "_stream", "_event", "_gen",
+    __slots__ = ("_ptr", "_shape", "_numel", "_dtype", "_stream", "_event", "_gen", "_graph",
                  "__weakref__")
 
     def __init__(self, data, dtype=None):
@@ -100,7 +112,7 @@ class Tensor:
             dt = _DTYPES.get(arr.dtype)
             if dt is None:
                 raise TypeError(f"{where}: data of dtype {arr.dtype} is not supported; pass "
-                                "dtype=rill.float32 to convert it")
+                                "dtype=rill.float32 or rill.float16 to convert it")
         arr = np.asarray(arr, dtype=dt.numpy, order="C")  # keeps 0-d arrays 0-d
         self._alloc(arr.shape, dt, _stream.current(), where)
         if self._numel:
@@ -114,13 +126,26 @@ class Tensor:
         self._stream = stream
         self._event = None
         self._gen = life.generation
+        self._graph = None
         nbytes = self._numel * dt.itemsize
         if nbytes >= 1 << 63:
             raise ValueError(f"{where}: shape {shape} needs {nbytes} bytes, more than any "
                              "device has")
         out = ffi.new("void **")
         check(lib.rill_malloc_async(max(nbytes, 1), stream._handle(where), out))
-        self._ptr = ffi.cast("float *", out[0])
+        self._ptr = out[0]
+        g = _graph._tls.__dict__.get("graph")
+        if g is not None and _graph.stream_captures(stream._h):
+            self._graph = g  # graph memory: the graph lives as long as the tensor
+
+    def _copy(self, stream):
+        """A copy made in stream order on stream, of this tensor's class."""
+        t = type(self)._empty(self._shape, self._dtype, stream, "rill.Tensor copy")
+        if self._numel:
+            check(lib.rill_memcpy_async(t._ptr, self._valid("rill.Tensor copy"), self.nbytes,
+                                        stream._h))
+            t._written(stream)
+        return t
 
     @classmethod
     def _empty(cls, shape, dt, stream, where):
@@ -135,6 +160,10 @@ class Tensor:
 
     def _written(self, stream):
         """Records the tensor's event after the op that wrote it on stream."""
+        g = _graph._tls.__dict__.get("graph")
+        if g is not None:  # captured: recorded again after each replay
+            g._written[id(self)] = self
+            g._streams[stream._h] = stream
         ev = self._event
         if ev is None:
             pool = _events.get(stream._dev)
@@ -153,6 +182,9 @@ class Tensor:
         if ptr is None or self._gen != _life.generation:
             return
         self._ptr = None
+        g = self._graph
+        if g is not None and _graph._tls.__dict__.get("graph") is not g:
+            return  # the graph's memory, released with the graph
         s = self._stream
         if s._closed:
             _free(ptr)  # at the end of its (destroyed) stream's work
@@ -237,6 +269,21 @@ class Tensor:
             return f"rill.Tensor(<released>, shape={self._shape}, dtype={self._dtype})"
         return f"rill.Tensor({self.numpy()!r}, shape={self._shape}, dtype={self._dtype})"
 
+    # ---- DLPack
+
+    def __dlpack__(self, stream=None):
+        """A DLPack capsule of the tensor's memory, for numpy.from_dlpack and
+        torch.from_dlpack: no copy. Waits for the work that writes the tensor
+        first; later writes by rill's ops show through it, in their stream's
+        order. The memory stays allocated while the consumer holds it (until
+        rill.shutdown(), which releases all memory)."""
+        from . import _dlpack
+        return _dlpack.export(self, stream, "rill.Tensor.__dlpack__")
+
+    def __dlpack_device__(self):
+        """(kDLCPU, 0): rill's CPU device memory is host memory."""
+        return (1, 0)
+
     # ---- streams
 
     def record_stream(self, stream):
@@ -251,18 +298,33 @@ class Tensor:
     # ---- arithmetic on the current stream
 
     def __add__(self, other):
+        if other.__class__ is float or other.__class__ is int:
+            r = _fast(self, _SCALAR, _op_add_scalar, other)
+        else:
+            r = _fast(self, other, _op_add, 1.0)
+        if r is not _NO:
+            return r
         return add(self, other) if _operand(other) else NotImplemented
 
     def __radd__(self, other):
         return add(self, other) if _operand(other) else NotImplemented
 
     def __sub__(self, other):
+        if other.__class__ is float or other.__class__ is int:
+            r = _fast(self, _SCALAR, _op_add_scalar, -other)
+        else:
+            r = _fast(self, other, _op_add, -1.0)
+        if r is not _NO:
+            return r
         return sub(self, other) if _operand(other) else NotImplemented
 
     def __rsub__(self, other):
         return sub(other, self) if _operand(other) else NotImplemented
 
     def __mul__(self, other):
+        r = _fast(self, other, _op_mul, None)
+        if r is not _NO:
+            return r
         return mul(self, other) if _operand(other) else NotImplemented
 
     def __rmul__(self, other):
@@ -273,6 +335,101 @@ class Tensor:
 
     def __neg__(self):
         return mul(self, -1.0)
+
+    def add_(self, other, alpha=1):
+        """self += alpha*other in place on the current stream; returns self."""
+        return add_(self, other, alpha)
+
+    def to(self, dtype):
+        """This tensor as dtype: itself when it has it, else a converted copy
+        made on the current stream."""
+        return to_dtype(self, dtype)
+
+    def half(self):
+        """to(rill.float16)."""
+        return to_dtype(self, float16, "rill.Tensor.half")
+
+    def float(self):
+        """to(rill.float32)."""
+        return to_dtype(self, float32, "rill.Tensor.float")
+
+
+# ---- the fast path of the element-wise ops
+#
+# a + b, a - b, a * b and a + number on float32 tensors of one shape and
+# class with elements, while no capture is active anywhere: the same calls
+# as the general path (rill_malloc_async, the op, rill_event_record of the
+# output's event), with the checks that cannot fail there left out and the
+# lookups bound once. Anything else takes the general path, which raises
+# the errors.
+
+_op_add = lib.rill_op_add_f32
+_op_mul = lib.rill_op_mul_f32
+_op_add_scalar = lib.rill_op_add_scalar_f32
+_malloc_async = lib.rill_malloc_async
+_event_record = lib.rill_event_record
+_new_object = object.__new__
+_bufs = threading.local()  # .out: a void ** per thread for rill_malloc_async
+
+
+_NO = object()  # what the fast path returns when it does not apply
+_SCALAR = object()  # b of the fast path for an op with a number
+
+
+def _fast(a, b, op, value, _life=life, _active=_graph.active, _current=lib.rill_current_stream,
+          _null=ffi.NULL, _streams=_stream, _events=_events, _f32=float32):
+    """out = op(a, b, value) into a new tensor like a on the current stream:
+    b a tensor (op(out, a, b, value, n), or op(out, a, b, n) when value is
+    None), or _SCALAR for op(out, a, value, n). _NO when the fast path does
+    not apply (then the general path runs, and raises the errors)."""
+    if b is _SCALAR:
+        if not (a._dtype is _f32 and a._numel and a._gen == _life.generation
+                and not _active[0]):
+            return _NO
+    elif not (b.__class__ is a.__class__ and a._dtype is _f32 and b._dtype is _f32
+              and a._shape == b._shape and a._numel and a._gen == _life.generation
+              and b._gen == a._gen and not _active[0]):
+        return _NO
+    h = _current(_null)
+    last = _streams._last
+    s = last[1] if last[0] == h else _streams.current()
+    n = a._numel
+    try:
+        buf = _bufs.out
+    except AttributeError:
+        buf = _bufs.out = ffi.new("void **")
+    st = _malloc_async(n * 4, h, buf)
+    if st:
+        check(st)
+    out = _new_object(a.__class__)
+    out._shape = a._shape
+    out._numel = n
+    out._dtype = _f32
+    out._stream = s
+    out._event = None
+    out._graph = None
+    out._gen = a._gen
+    out._ptr = p = buf[0]
+    if b is _SCALAR:
+        st = op(h, p, a._ptr, value, n)
+    elif value is None:
+        st = op(h, p, a._ptr, b._ptr, n)
+    else:
+        st = op(h, p, a._ptr, b._ptr, value, n)
+    if st:
+        check(st)
+    pool = _events.get(s._dev)
+    if pool:
+        ev = pool.pop()
+    else:
+        evp = ffi.new("rill_event **")
+        check(lib.rill_event_create(lib.RILL_EVENT_DEFAULT, evp))
+        ev = evp[0]
+    out._event = ev
+    st = _event_record(ev, h)
+    if st:
+        check(st)
+    return out
 
 
 def _operand(x):
@@ -310,7 +467,7 @@ def _finish(out, s, status):
     return out
 
 
-def add(a, b, alpha=1):
+def _add32(a, b, alpha=1):
     """a + alpha*b on the current stream; a or b may be a number."""
     where = "rill.ops.add"
     if not _is_scalar(alpha):
@@ -319,7 +476,7 @@ def add(a, b, alpha=1):
         if alpha == 1:
             a, b = b, a
         else:
-            return sub(a, b, alpha=-alpha)
+            return _sub32(a, b, alpha=-alpha)
     pa = _tensor_arg(a, where, "a")
     if _is_scalar(b):
         s, out = _new(a._shape, where, a)
@@ -335,16 +492,16 @@ def add(a, b, alpha=1):
     return out
 
 
-def sub(a, b, alpha=1):
+def _sub32(a, b, alpha=1):
     """a - alpha*b on the current stream; a or b may be a number."""
     where = "rill.ops.sub"
     if not _is_scalar(alpha):
         raise TypeError(f"{where}: alpha must be a number, not {type(alpha).__name__}")
     if isinstance(a, Tensor):
         if _is_scalar(b):
-            return add(a, -float(b) * alpha)
+            return _add32(a, -float(b) * alpha)
         _tensor_arg(b, where, "b")
-        return add(a, b, alpha=-alpha)
+        return _add32(a, b, alpha=-alpha)
     if not _is_scalar(a):
         raise TypeError(f"{where}: a must be a rill.Tensor or a number, not {type(a).__name__}")
     pb = _tensor_arg(b, where, "b")
@@ -356,7 +513,7 @@ def sub(a, b, alpha=1):
     return out
 
 
-def mul(a, b):
+def _mul32(a, b):
     """a * b elementwise on the current stream; a or b may be a number."""
     where = "rill.ops.mul"
     if _is_scalar(a) and isinstance(b, Tensor):
@@ -376,7 +533,7 @@ def mul(a, b):
     return out
 
 
-def matmul(a, b):
+def _matmul32(a, b):
     """The matrix product of 2-D tensors a [m, k] and b [k, n], on the
     current stream."""
     where = "rill.ops.matmul"
@@ -394,7 +551,7 @@ def matmul(a, b):
     return _finish(out, s, lib.rill_op_matmul_f32(s._h, out._ptr, pa, pb, m, k, n))
 
 
-def sum(a):
+def _sum32(a):
     """The sum of all elements, a 0-d tensor, on the current stream."""
     where = "rill.ops.sum"
     pa = _tensor_arg(a, where, "a")
@@ -404,7 +561,7 @@ def sum(a):
     return _finish(out, s, lib.rill_op_sum_f32(s._h, out._ptr, pa, a._numel))
 
 
-def conv2d(input, weight):
+def _conv2d32(input, weight):
     """2-D convolution of input [n, c, h, w] with weight [k, c, r, s] (NCHW,
     stride 1, no padding): [n, k, h-r+1, w-s+1], on the current stream."""
     where = "rill.ops.conv2d"
@@ -426,16 +583,210 @@ def conv2d(input, weight):
     return _finish(out, s, lib.rill_op_conv2d_f32(s._h, out._ptr, pi, pw, n, c, h, w, k, r, sz))
 
 
+def _converted(x, dt, s, where, cls=None):
+    """A copy of tensor x as dtype dt, of class cls (x's by default), on s."""
+    out = (cls or type(x))._empty(x._shape, dt, s, where)
+    if out._numel:
+        cast = lib.rill_op_cast_f16_f32 if dt is float32 else lib.rill_op_cast_f32_f16
+        return _finish(out, s, cast(s._h, out._ptr, x._valid(where), out._numel))
+    return out
+
+
+def _via_float32(op32, where, *args, **kwargs):
+    """op32 on args whose float16 tensors are converted to float32 first;
+    the result is rounded back to float16 when every tensor was float16."""
+    s = _stream.current()
+    conv = []
+    all_half = True
+    for x in args:
+        if isinstance(x, Tensor):
+            if x._dtype is float16:
+                x = _converted(x, float32, s, where)
+            else:
+                all_half = False
+        conv.append(x)
+    out = op32(*conv, **kwargs)
+    return _converted(out, float16, s, where) if all_half else out
+
+
+def _has_half(a, b=None):
+    return ((isinstance(a, Tensor) and a._dtype is float16)
+            or (isinstance(b, Tensor) and b._dtype is float16))
+
+
+def _half_op(kind, a, b, alpha, where):
+    """kind ("add" or "mul") on float16 operands with rill's f16 ops, or None
+    when they do not fit them (a float32 tensor among them, shapes that
+    differ, a number first in a subtraction): the caller goes through float32."""
+    if isinstance(a, Tensor):
+        t, other = a, b
+    elif kind == "add" and alpha == 1 or kind == "mul":
+        t, other = b, a
+    else:
+        return None
+    if not (isinstance(t, Tensor) and t._dtype is float16):
+        return None
+    if isinstance(other, Tensor):
+        if other._dtype is not float16 or other._shape != t._shape:
+            return None
+    elif not _is_scalar(other):
+        return None
+    if not _is_scalar(alpha):
+        raise TypeError(f"{where}: alpha must be a number, not {type(alpha).__name__}")
+    pt = t._valid(where)
+    s = _stream.current()
+    out = type(t)._empty(t._shape, float16, s, where)
+    if not out._numel:
+        return out
+    if isinstance(other, Tensor):
+        po = other._valid(where)
+        if kind == "add":
+            return _finish(out, s, lib.rill_op_add_f16(s._h, out._ptr, pt, po, alpha, out._numel))
+        return _finish(out, s, lib.rill_op_mul_f16(s._h, out._ptr, pt, po, out._numel))
+    if kind == "add":
+        return _finish(out, s, lib.rill_op_add_scalar_f16(s._h, out._ptr, pt,
+                                                          float(other) * alpha, out._numel))
+    return None  # tensor * number: through float32 (fill, then multiply)
+
+
+def add(a, b, alpha=1):
+    """a + alpha*b on the current stream; a or b may be a number."""
+    if _has_half(a, b):
+        out = _half_op("add", a, b, alpha, "rill.ops.add")
+        if out is not None:
+            return out
+        return _via_float32(_add32, "rill.ops.add", a, b, alpha=alpha)
+    return _add32(a, b, alpha)
+
+
+def sub(a, b, alpha=1):
+    """a - alpha*b on the current stream; a or b may be a number."""
+    if _has_half(a, b):
+        if isinstance(a, Tensor) and _is_scalar(alpha):
+            out = _half_op("add", a, b, -alpha, "rill.ops.sub")
+            if out is not None:
+                return out
+        return _via_float32(_sub32, "rill.ops.sub", a, b, alpha=alpha)
+    return _sub32(a, b, alpha)
+
+
+def mul(a, b):
+    """a * b elementwise on the current stream; a or b may be a number."""
+    if _has_half(a, b):
+        out = _half_op("mul", a, b, 1, "rill.ops.mul")
+        if out is not None:
+            return out
+        return _via_float32(_mul32, "rill.ops.mul", a, b)
+    return _mul32(a, b)
+
+
+def matmul(a, b):
+    """The matrix product of 2-D tensors a [m, k] and b [k, n], on the
+    current stream."""
+    if _has_half(a, b):
+        return _via_float32(_matmul32, "rill.ops.matmul", a, b)
+    return _matmul32(a, b)
+
+
+def sum(a):
+    """The sum of all elements, a 0-d tensor, on the current stream."""
+    if _has_half(a):
+        return _via_float32(_sum32, "rill.ops.sum", a)
+    return _sum32(a)
+
+
+def conv2d(input, weight):
+    """2-D convolution of input [n, c, h, w] with weight [k, c, r, s] (NCHW,
+    stride 1, no padding): [n, k, h-r+1, w-s+1], on the current stream."""
+    if _has_half(input, weight):
+        return _via_float32(_conv2d32, "rill.ops.conv2d", input, weight)
+    return _conv2d32(input, weight)
+
+
+def add_(t, other, alpha=1):
+    """t += alpha*other in place, on the current stream; returns t."""
+    where = "rill.Tensor.add_"
+    pt = _tensor_arg(t, where, "self")
+    if not _is_scalar(alpha):
+        raise TypeError(f"{where}: alpha must be a number, not {type(alpha).__name__}")
+    if not _operand(other):
+        raise TypeError(f"{where}: other must be a rill.Tensor or a number, "
+                        f"not {type(other).__name__}")
+    if isinstance(other, Tensor):
+        _tensor_arg(other, where, "other")
+        _same_shape(t, other, where)
+    if t._dtype is float16:
+        s = _stream.current()
+        if not t._numel:
+            return t
+        if not isinstance(other, Tensor):
+            return _finish(t, s, lib.rill_op_add_scalar_f16(s._h, pt, pt, float(other) * alpha,
+                                                             t._numel))
+        if other._dtype is float16:
+            return _finish(t, s, lib.rill_op_add_f16(s._h, pt, pt, other._ptr, alpha, t._numel))
+        result = _via_float32(_add32, where, _converted(t, float32, s, where), other,
+                              alpha=alpha)
+        return _finish(t, s, lib.rill_op_cast_f32_f16(s._h, pt, result._ptr, t._numel))
+    if not t._numel:
+        return t
+    s = _stream.current()
+    if isinstance(other, Tensor):
+        if other._dtype is float16:
+            other = _converted(other, float32, s, where)
+        return _finish(t, s, lib.rill_op_add_f32(s._h, pt, pt, other._ptr, alpha, t._numel))
+    return _finish(t, s, lib.rill_op_add_scalar_f32(s._h, pt, pt, float(other) * alpha,
+                                                     t._numel))
+
+
+def to_dtype(t, dt, where="rill.Tensor.to"):
+    """t as dtype dt: t itself when it has that dtype, else a converted copy
+    on the current stream."""
+    _tensor_arg(t, where, "self")
+    dt = _dtype_arg(dt, where)
+    if dt is None or dt is t._dtype:
+        return t
+    return _converted(t, dt, _stream.current(), where)
+
+
+# The seed of randn and the number of calls since it was set: each call
+# fills from its own 64-bit seed, so the values depend only on the seed and
+# the order of the calls.
+_rng = {"seed": 67280421310721, "calls": 0}
+
+
+def manual_seed(seed):
+    """Sets the seed of rill.randn (an int); the values that follow depend
+    only on it and the order of the calls."""
+    if not isinstance(seed, numbers.Integral) or isinstance(seed, bool):
+        raise TypeError(f"rill.manual_seed: seed must be an int, not {type(seed).__name__}")
+    _rng["seed"] = int(seed) & 0xFFFFFFFFFFFFFFFF
+    _rng["calls"] = 0
+
+
+def randn(*shape, dtype=None, cls=Tensor, where="rill.randn"):
+    """A tensor of standard normal samples (float32, or float16 rounded from
+    them), filled on the current stream by rill_op_randn_f32."""
+    shape = _shape_arg(shape, where)
+    dt = _dtype_arg(dtype, where) or float32
+    s = _stream.current()
+    out = cls._empty(shape, float32, s, where)
+    seed = (_rng["seed"] * 0x9E3779B97F4A7C15 + _rng["calls"]) & 0xFFFFFFFFFFFFFFFF
+    _rng["calls"] += 1
+    if out._numel:
+        _finish(out, s, lib.rill_op_randn_f32(s._h, out._ptr, out._numel, 0.0, 1.0, seed))
+    return out if dt is float32 else _converted(out, dt, s, where)
+
+
 def filled(shape, value, dtype, where, cls=Tensor):
     """A new tensor of class cls filled with value on the current stream."""
-    if _dtype_arg(dtype, where) not in (None, float32):
-        raise TypeError(f"{where}: dtype must be rill.float32")
+    dt = _dtype_arg(dtype, where) or float32
     if not _is_scalar(value):
         raise TypeError(f"{where}: value must be a number, not {type(value).__name__}")
     s = _stream.current()
-    out = cls._empty(_shape_arg((shape,), where), float32, s, where)
+    out = cls._empty(_shape_arg((shape,), where), dt, s, where)
     if out._numel:
-        return _finish(out, s, lib.rill_op_fill_f32(s._h, out._ptr, float(value), out._numel))
+        fill = lib.rill_op_fill_f32 if dt is float32 else lib.rill_op_fill_f16
+        _finish(out, s, fill(s._h, out._ptr, float(value), out._numel))
     return out
 
 
@@ -457,13 +808,12 @@ def zeros(*shape, dtype=None):
 def empty(*shape, dtype=None):
     """A tensor whose values are whatever the memory held."""
     where = "rill.empty"
-    if _dtype_arg(dtype, where) not in (None, float32):
-        raise TypeError(f"{where}: dtype must be rill.float32")
-    return _new(_shape_arg(shape, where), where)[1]
+    dt = _dtype_arg(dtype, where) or float32
+    return Tensor._empty(_shape_arg(shape, where), dt, _stream.current(), where)
 
 
 def from_numpy(array):
-    """A float32 tensor copied from a numpy array of float32."""
+    """A tensor copied from a numpy array of float32 or float16."""
     if not isinstance(array, np.ndarray):
         raise TypeError(f"rill.from_numpy: array must be a numpy.ndarray, "
                         f"not {type(array).__name__}")

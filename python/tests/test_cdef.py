@@ -21,7 +21,8 @@ INCLUDE = os.environ.get("RILL_INCLUDE_DIR",
 def _checks():
     ffi = _ffi.ffi
     lines = ["#include <stddef.h>", "#include \"rill.h\"", _ffi.FUNCS]
-    for enum in ("rill_status", "rill_device_kind", "enum rill_event_flags"):
+    for enum in ("rill_status", "rill_device_kind", "enum rill_event_flags", "rill_capture_mode",
+                 "rill_capture_status"):
         for name, value in ffi.typeof(enum).relements.items():
             lines.append(f'_Static_assert({name} == {value}, "{name} is {value} in _ffi.py");')
     for struct in ("rill_device_info", "rill_ipc_event_handle", "rill_mem_stats"):
@@ -55,3 +56,26 @@ def test_cdef_check_catches_a_wrong_declaration(tmp_path):
     run = subprocess.run([cc, "-std=c11", "-fsyntax-only", "-I", INCLUDE, str(src)],
                          capture_output=True, text=True, timeout=60)
     assert run.returncode != 0
+
+
+def test_the_build_s_cffi_mode_is_in_use():
+    # ctest says which mode the build made possible: API when it compiled
+    # the declarations, unless RILL_PYTHON_ABI asks for ABI mode.
+    expected = os.environ.get("RILL_EXPECT_CFFI_MODE")
+    if expected is None:
+        pytest.skip("not run by ctest")
+    if os.environ.get("RILL_PYTHON_ABI"):
+        expected = "abi"
+    assert _ffi.mode == expected
+
+
+def test_a_compiled_module_that_cannot_load_leaves_abi_mode(tmp_path, monkeypatch):
+    # As a module built for a newer library than the one found would: ABI mode.
+    import importlib.machinery
+    monkeypatch.delenv("RILL_PYTHON_ABI", raising=False)
+    (tmp_path / "python").mkdir()
+    name = "_rill_cffi" + importlib.machinery.EXTENSION_SUFFIXES[0]
+    (tmp_path / "python" / name).write_bytes(b"not a shared object")
+    assert _ffi._compiled_module(str(tmp_path / "librill.so"), "the build tree") is None
+    assert _ffi._compiled_module(str(tmp_path / "elsewhere" / "librill.so"),
+                                 "the build tree") is None  # none there

@@ -108,3 +108,13 @@ def test_cell_calls_construct():
     assert Double()(x).asnumpy().tolist() == [0, 2, 4, 6]
     with pytest.raises(NotImplementedError):
         nn.Cell()(x)
+
+
+def test_float16_tensors_and_ops():
+    a = Tensor(np.ones([2, 3]), ms.float16)
+    assert a.dtype is ms.float16 and a.asnumpy().dtype == np.float16
+    b = ops.ones((2, 3), ms.float16)
+    c = ops.add(a, b)
+    assert type(c) is Tensor and c.dtype is ms.float16 and np.all(c.asnumpy() == 2)
+    d = ops.matmul(a, Tensor(np.ones([3, 2]), ms.float16))
+    assert d.dtype is ms.float16 and np.all(d.asnumpy() == 3)

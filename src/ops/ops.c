@@ -13,6 +13,7 @@
  * the core knows nothing of it. */
 #include "ops/ops.h"
 
+#include <math.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -20,6 +21,7 @@
 #include "backend/cpu/op_kernels.h"
 #include "core/runtime.h"
 #include "core/status.h"
+#include "core/stream.h"
 #include "mem/memory.h"
 
 /* ---- cached kernels ---- */
@@ -33,6 +35,13 @@ typedef enum op_id {
     OP_SUM_FINAL,
     OP_MATMUL,
     OP_CONV2D,
+    OP_RANDN,
+    OP_CAST_F32_F16,
+    OP_CAST_F16_F32,
+    OP_FILL_F16,
+    OP_ADD_F16,
+    OP_MUL_F16,
+    OP_ADD_SCALAR_F16,
     OP_COUNT
 } op_id;
 
@@ -45,6 +54,13 @@ static const rill_kernel_desc op_descs[OP_COUNT] = {
     [OP_SUM_FINAL] = {"sum_f32_final", rill__cpu_op_sum_final_f32, NULL, NULL},
     [OP_MATMUL] = {"matmul_f32", rill__cpu_op_matmul_f32, NULL, NULL},
     [OP_CONV2D] = {"conv2d_f32", rill__cpu_op_conv2d_f32, NULL, NULL},
+    [OP_RANDN] = {"randn_f32", rill__cpu_op_randn_f32, NULL, NULL},
+    [OP_CAST_F32_F16] = {"cast_f32_f16", rill__cpu_op_cast_f32_f16, NULL, NULL},
+    [OP_CAST_F16_F32] = {"cast_f16_f32", rill__cpu_op_cast_f16_f32, NULL, NULL},
+    [OP_FILL_F16] = {"fill_f16", rill__cpu_op_fill_f16, NULL, NULL},
+    [OP_ADD_F16] = {"add_f16", rill__cpu_op_add_f16, NULL, NULL},
+    [OP_MUL_F16] = {"mul_f16", rill__cpu_op_mul_f16, NULL, NULL},
+    [OP_ADD_SCALAR_F16] = {"add_scalar_f16", rill__cpu_op_add_scalar_f16, NULL, NULL},
 };
 
 /* NULL until first use; then owned here until rill__ops_shutdown. */
@@ -160,22 +176,21 @@ static rill_status check_pointer(const char *fn, const void *p, const char *name
 #define CONV_SLOT_BYTES_MAX ((size_t)4 << 20)
 
 /* The compute units of s's device, which must be a CPU device: the built-in
- * ops have CPU bodies only. */
+ * ops have CPU bodies only. Read from the stream's device directly, as
+ * rill_stream_get_device and rill_device_get_info would give them, without
+ * copying the device's whole description for every op. */
 static rill_status stream_compute_units(const char *fn, rill_stream *s, size_t *units) {
-    rill_device *dev;
-    rill_status st = rill_stream_get_device(s, &dev);
+    rill__stream *stream;
+    rill_status st = rill__stream_resolve(s, fn, &stream);
     if (st != RILL_OK)
         return st;
-    rill_device_info info;
-    st = rill_device_get_info(dev, &info);
-    if (st != RILL_OK)
-        return st;
-    if (info.kind != RILL_DEVICE_CPU)
+    const rill_device_info *info = &stream->dev->info;
+    if (info->kind != RILL_DEVICE_CPU)
         return rill__fail(RILL_ERROR_NOT_SUPPORTED,
                           "%s: the stream belongs to device '%s', and the built-in ops run only "
                           "on CPU devices; pass a stream of the CPU device",
-                          fn, info.name);
-    *units = info.compute_units > 0 ? (size_t)info.compute_units : 1;
+                          fn, info->name);
+    *units = info->compute_units > 0 ? (size_t)info->compute_units : 1;
     return RILL_OK;
 }
 
@@ -311,6 +326,162 @@ rill_status rill_op_add_scalar_f32(rill_stream *s, float *out, const float *a, f
     access_add(&acc, a, bytes, RILL_READ);
     access_add(&acc, out, bytes, RILL_WRITE);
     return launch(s, OP_ADD_SCALAR, blocks_for(n, ELEMENTS_PER_BLOCK_MIN, units), &args,
+                  sizeof args, &acc);
+}
+
+/* ---- random normal fill ---- */
+
+rill_status rill_op_randn_f32(rill_stream *s, float *x, size_t n, float mean, float std,
+                              uint64_t seed) {
+    static const char fn[] = "rill_op_randn_f32";
+    size_t bytes = 0, units = 0;
+    rill_status st;
+    if ((st = check_pointer(fn, x, "x", "device memory of n floats")) != RILL_OK ||
+        (st = check_count(fn, n, &bytes)) != RILL_OK)
+        return st;
+    if (!isfinite(mean))
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: mean is %g; pass a finite mean", fn,
+                          (double)mean);
+    if (!isfinite(std) || std < 0.0f)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: std is %g; pass a finite standard deviation, 0 or more", fn,
+                          (double)std);
+    if ((st = check_fits(fn, x, "x", "n floats", bytes)) != RILL_OK ||
+        (st = stream_compute_units(fn, s, &units)) != RILL_OK)
+        return st;
+    rill__op_randn_args args = {x, n, mean, std, seed};
+    access_list acc = {.count = 0};
+    access_add(&acc, x, bytes, RILL_WRITE);
+    /* About 20 times the work of a fill per element: blocks for fewer. */
+    return launch(s, OP_RANDN, blocks_for(n, ELEMENTS_PER_BLOCK_MIN / 16, units), &args,
+                  sizeof args, &acc);
+}
+
+/* ---- float16 conversions ---- */
+
+static rill_status check_disjoint(const char *fn, const void *out, size_t out_bytes,
+                                  const char *out_name, const void *in, size_t in_bytes,
+                                  const char *in_name);
+
+static rill_status launch_cast(const char *fn, op_id id, rill_stream *s, void *out, size_t out_size,
+                               const void *in, size_t in_size, size_t n) {
+    size_t out_bytes = 0, in_bytes = 0, units = 0;
+    rill_status st;
+    if ((st = check_pointer(fn, out, "out", "device memory for n elements")) != RILL_OK ||
+        (st = check_pointer(fn, in, "in", "device memory of n elements")) != RILL_OK ||
+        (st = check_count(fn, n, &in_bytes)) != RILL_OK)
+        return st;
+    /* check_count sized floats; the halves' side is half of that. */
+    out_bytes = out_size == sizeof(float) ? in_bytes : in_bytes / 2;
+    in_bytes = in_size == sizeof(float) ? in_bytes : in_bytes / 2;
+    if ((st = check_fits(fn, in, "in", "n elements", in_bytes)) != RILL_OK ||
+        (st = check_fits(fn, out, "out", "n elements", out_bytes)) != RILL_OK ||
+        (st = check_disjoint(fn, out, out_bytes, "out", in, in_bytes, "in")) != RILL_OK ||
+        (st = stream_compute_units(fn, s, &units)) != RILL_OK)
+        return st;
+    rill__op_cast_args args = {out, in, n};
+    access_list acc = {.count = 0};
+    access_add(&acc, in, in_bytes, RILL_READ);
+    access_add(&acc, out, out_bytes, RILL_WRITE);
+    return launch(s, id, blocks_for(n, ELEMENTS_PER_BLOCK_MIN, units), &args, sizeof args, &acc);
+}
+
+rill_status rill_op_cast_f32_f16(rill_stream *s, rill_half *out, const float *in, size_t n) {
+    return launch_cast("rill_op_cast_f32_f16", OP_CAST_F32_F16, s, out, sizeof(rill_half), in,
+                       sizeof(float), n);
+}
+
+rill_status rill_op_cast_f16_f32(rill_stream *s, float *out, const rill_half *in, size_t n) {
+    return launch_cast("rill_op_cast_f16_f32", OP_CAST_F16_F32, s, out, sizeof(float), in,
+                       sizeof(rill_half), n);
+}
+
+/* ---- float16 element-wise ops ---- */
+
+/* The checks of an element-wise op on halves: out, a and b (b may be
+ * absent: NULL with b_name NULL) are n halves each, in their allocations,
+ * and out equals an input or overlaps none. *bytes is 2n. */
+static rill_status check_f16(const char *fn, rill_stream *s, const void *out, const void *a,
+                             const char *a_name, const void *b, const char *b_name, size_t n,
+                             size_t *bytes, size_t *units) {
+    size_t float_bytes_n = 0;
+    rill_status st;
+    if ((st = check_pointer(fn, out, a_name == NULL ? "x" : "out", "device memory for n halves")) !=
+            RILL_OK ||
+        (a_name != NULL &&
+         (st = check_pointer(fn, a, a_name, "device memory of n halves")) != RILL_OK) ||
+        (b_name != NULL &&
+         (st = check_pointer(fn, b, b_name, "device memory of n halves")) != RILL_OK) ||
+        (st = check_count(fn, n, &float_bytes_n)) != RILL_OK)
+        return st;
+    *bytes = float_bytes_n / 2;
+    if ((a_name != NULL && (st = check_fits(fn, a, a_name, "n halves", *bytes)) != RILL_OK) ||
+        (b_name != NULL && (st = check_fits(fn, b, b_name, "n halves", *bytes)) != RILL_OK) ||
+        (st = check_fits(fn, out, a_name == NULL ? "x" : "out", "n halves", *bytes)) != RILL_OK ||
+        (a_name != NULL && (st = check_elementwise_out(fn, out, a, a_name, *bytes)) != RILL_OK) ||
+        (b_name != NULL && (st = check_elementwise_out(fn, out, b, b_name, *bytes)) != RILL_OK) ||
+        (st = stream_compute_units(fn, s, units)) != RILL_OK)
+        return st;
+    return RILL_OK;
+}
+
+rill_status rill_op_fill_f16(rill_stream *s, rill_half *x, float value, size_t n) {
+    static const char fn[] = "rill_op_fill_f16";
+    size_t bytes = 0, units = 0;
+    rill_status st = check_f16(fn, s, x, NULL, NULL, NULL, NULL, n, &bytes, &units);
+    if (st != RILL_OK)
+        return st;
+    rill__op_f16_args args = {x, NULL, NULL, value, n};
+    access_list acc = {.count = 0};
+    access_add(&acc, x, bytes, RILL_WRITE);
+    return launch(s, OP_FILL_F16, blocks_for(n, ELEMENTS_PER_BLOCK_MIN, units), &args, sizeof args,
+                  &acc);
+}
+
+rill_status rill_op_add_f16(rill_stream *s, rill_half *out, const rill_half *a, const rill_half *b,
+                            float alpha, size_t n) {
+    static const char fn[] = "rill_op_add_f16";
+    size_t bytes = 0, units = 0;
+    rill_status st = check_f16(fn, s, out, a, "a", b, "b", n, &bytes, &units);
+    if (st != RILL_OK)
+        return st;
+    rill__op_f16_args args = {out, a, b, alpha, n};
+    access_list acc = {.count = 0};
+    access_add(&acc, a, bytes, RILL_READ);
+    access_add(&acc, b, bytes, RILL_READ);
+    access_add(&acc, out, bytes, RILL_WRITE);
+    return launch(s, OP_ADD_F16, blocks_for(n, ELEMENTS_PER_BLOCK_MIN, units), &args, sizeof args,
+                  &acc);
+}
+
+rill_status rill_op_mul_f16(rill_stream *s, rill_half *out, const rill_half *a, const rill_half *b,
+                            size_t n) {
+    static const char fn[] = "rill_op_mul_f16";
+    size_t bytes = 0, units = 0;
+    rill_status st = check_f16(fn, s, out, a, "a", b, "b", n, &bytes, &units);
+    if (st != RILL_OK)
+        return st;
+    rill__op_f16_args args = {out, a, b, 0.0f, n};
+    access_list acc = {.count = 0};
+    access_add(&acc, a, bytes, RILL_READ);
+    access_add(&acc, b, bytes, RILL_READ);
+    access_add(&acc, out, bytes, RILL_WRITE);
+    return launch(s, OP_MUL_F16, blocks_for(n, ELEMENTS_PER_BLOCK_MIN, units), &args, sizeof args,
+                  &acc);
+}
+
+rill_status rill_op_add_scalar_f16(rill_stream *s, rill_half *out, const rill_half *a, float value,
+                                   size_t n) {
+    static const char fn[] = "rill_op_add_scalar_f16";
+    size_t bytes = 0, units = 0;
+    rill_status st = check_f16(fn, s, out, a, "a", NULL, NULL, n, &bytes, &units);
+    if (st != RILL_OK)
+        return st;
+    rill__op_f16_args args = {out, a, NULL, value, n};
+    access_list acc = {.count = 0};
+    access_add(&acc, a, bytes, RILL_READ);
+    access_add(&acc, out, bytes, RILL_WRITE);
+    return launch(s, OP_ADD_SCALAR_F16, blocks_for(n, ELEMENTS_PER_BLOCK_MIN, units), &args,
                   sizeof args, &acc);
 }
 

@@ -6,6 +6,9 @@
  * thread-safe creation on first use. */
 #include "fixture.h"
 
+#include "backend/cpu/half.h"
+#include "backend/cpu/op_kernels.h"
+
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
@@ -880,6 +883,337 @@ static void test_first_use_of_ops_from_many_threads(void **state) {
     }
 }
 
+/* ---- randn ---- */
+
+/* rill.h: "x[i] = mean + std * z[i], z a standard normal sample that
+ * depends only on seed and i" — a million samples have the normal's mean,
+ * variance and share within one sigma. */
+static void test_randn_fills_normal_samples(void **state) {
+    (void)state;
+    size_t n = 1000003;
+    float *x = dev_floats(n);
+    RT_OK(rill_op_randn_f32(NULL, x, n, 2.0f, 3.0f, 42));
+    float *h = download(x, n);
+    double sum = 0.0, sq = 0.0;
+    size_t within = 0;
+    for (size_t i = 0; i < n; i++) {
+        double z = ((double)h[i] - 2.0) / 3.0;
+        sum += z;
+        sq += z * z;
+        within += fabs(z) <= 1.0;
+    }
+    double mean = sum / (double)n, var = sq / (double)n - mean * mean;
+    /* Standard errors: 1/sqrt(n) ~ 0.001 for the mean, sqrt(2/n) for the
+     * variance; five of them. */
+    expect_near("mean", 0, mean, 0.0, 0.005);
+    expect_near("variance", 0, var, 1.0, 0.007);
+    expect_near("share within one sigma", 0, (double)within / (double)n, 0.682689, 0.003);
+    free(h);
+    RT_OK(rill_free(x));
+}
+
+/* rill.h: "the values are the same for every grid, stream and device" —
+ * a prefix of a longer fill (another grid) has the same bits, and another
+ * seed gives other values. */
+static void test_randn_depends_only_on_seed_and_index(void **state) {
+    (void)state;
+    size_t n = 1 << 20, small = 37;
+    float *big = dev_floats(n), *few = dev_floats(small), *other = dev_floats(small);
+    RT_OK(rill_op_randn_f32(NULL, big, n, 0.0f, 1.0f, 7));
+    RT_OK(rill_op_randn_f32(NULL, few, small, 0.0f, 1.0f, 7));
+    RT_OK(rill_op_randn_f32(NULL, other, small, 0.0f, 1.0f, 8));
+    float *hb = download(big, small), *hf = download(few, small), *ho = download(other, small);
+    assert_memory_equal(hb, hf, small * sizeof(float));
+    size_t same = 0;
+    for (size_t i = 0; i < small; i++) {
+        expect_near("randn", i, hf[i], rill__op_randn_value(7, i), 1e-6 * (1 + fabs(hf[i])));
+        same += hf[i] == ho[i];
+    }
+    assert_true(same < small);
+    RT_OK(rill_op_randn_f32(NULL, few, small, 5.0f, 0.0f, 9));
+    free(hf);
+    hf = download(few, small);
+    for (size_t i = 0; i < small; i++)
+        expect_near("randn std 0", i, hf[i], 5.0, 0.0);
+    free(hb);
+    free(hf);
+    free(ho);
+    RT_OK(rill_free(big));
+    RT_OK(rill_free(few));
+    RT_OK(rill_free(other));
+}
+
+static void test_randn_rejects_bad_arguments(void **state) {
+    (void)state;
+    float *x = dev_floats(8);
+    expect_invalid(rill_op_randn_f32(NULL, NULL, 8, 0.0f, 1.0f, 1), "rill_op_randn_f32: x is NULL");
+    expect_invalid(rill_op_randn_f32(NULL, x, 0, 0.0f, 1.0f, 1), "rill_op_randn_f32: n is 0");
+    expect_invalid(rill_op_randn_f32(NULL, x, 8, 0.0f, -1.0f, 1), "std is -1");
+    expect_invalid(rill_op_randn_f32(NULL, x, 8, 0.0f, NAN, 1), "std is nan");
+    expect_invalid(rill_op_randn_f32(NULL, x, 8, INFINITY, 1.0f, 1), "mean is inf");
+    expect_invalid(rill_op_randn_f32(NULL, x, 9, 0.0f, 1.0f, 1), "rill_op_randn_f32");
+    RT_OK(rill_free(x));
+}
+
+/* ---- float16 ---- */
+
+static uint32_t float_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+static float bits_float(uint32_t u) {
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* The nearest half to f by search over all finite halves, ties to even,
+ * with 65520 and up to infinity: the reference the conversions must meet. */
+static uint16_t nearest_half(float f) {
+    if (isnan(f))
+        return 0; /* not used for NaN */
+    double v = fabs((double)f);
+    uint16_t sign = signbit(f) ? 0x8000u : 0;
+    if (v >= 65520.0)
+        return sign | 0x7c00u;
+    uint16_t best = 0;
+    double best_err = INFINITY;
+    for (uint32_t h = 0; h < 0x7c00u; h++) {
+        double err = fabs((double)rill__half_to_float((uint16_t)h) - v);
+        if (err < best_err || (err == best_err && (h & 1u) == 0)) {
+            best = (uint16_t)h;
+            best_err = err;
+        }
+    }
+    return sign | best;
+}
+
+/* rill.h: "Converting a half to float is exact" — every one of the 65536
+ * halves, against the value its fields define, and the F16C path (where
+ * the processor has it) gives the portable path's bits. */
+static void test_every_half_converts_to_its_float(void **state) {
+    (void)state;
+    uint16_t *all = malloc(65536 * sizeof *all);
+    float *fast = host_floats(65536), *portable = host_floats(65536);
+    assert_non_null(all);
+    for (uint32_t h = 0; h < 65536; h++) {
+        all[h] = (uint16_t)h;
+        unsigned e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+        double want = e == 0 ? ldexp(m, -24) : ldexp(1024 + m, (int)e - 25);
+        float got = rill__half_to_float((uint16_t)h);
+        if (e == 0x1f) {
+            assert_true(m == 0 ? isinf(got) : isnan(got));
+        } else {
+            expect_near("half", h, fabs(got), want, 0.0);
+        }
+        assert_int_equal(signbit(got) != 0, (h & 0x8000u) != 0);
+    }
+    rill__half_to_float_n(fast, all, 65536);
+    rill__half_force_portable(true);
+    rill__half_to_float_n(portable, all, 65536);
+    rill__half_force_portable(false);
+    for (uint32_t h = 0; h < 65536; h++)
+        if (float_bits(fast[h]) != float_bits(portable[h]))
+            fail_msg("half 0x%04x: F16C gives 0x%08x, portable 0x%08x", h, float_bits(fast[h]),
+                     float_bits(portable[h]));
+    free(all);
+    free(fast);
+    free(portable);
+}
+
+/* rill.h: "rounds to the nearest half, ties to even; values from 65520 up
+ * in magnitude become infinity; a NaN stays a (quiet) NaN" — halfway
+ * points, their neighbours, subnormals and a sweep of floats, against a
+ * search; the F16C and portable paths agree bit for bit. */
+static void test_floats_round_to_the_nearest_half(void **state) {
+    (void)state;
+    enum { SWEEP = 4096 };
+    float in[SWEEP + 64];
+    size_t count = 0;
+    for (uint32_t h = 0; h < 0x7bffu; h += 97) {
+        float lo = rill__half_to_float((uint16_t)h), hi = rill__half_to_float((uint16_t)(h + 1));
+        float mid = (float)(((double)lo + (double)hi) / 2);
+        if (count + 3 > SWEEP)
+            break;
+        in[count++] = mid;
+        in[count++] = nextafterf(mid, 0.0f);
+        in[count++] = -nextafterf(mid, INFINITY);
+    }
+    const float special[] = {0.0f,
+                             -0.0f,
+                             65504.0f,
+                             65519.99f,
+                             65520.0f,
+                             -1e9f,
+                             1e-8f,
+                             2.98e-8f,
+                             5.96e-8f,
+                             6.1e-5f,
+                             bits_float(0x33000001u),
+                             1.0f / 3};
+    for (size_t i = 0; i < sizeof special / sizeof special[0]; i++)
+        in[count++] = special[i];
+    uint16_t fast[SWEEP + 64], portable[SWEEP + 64];
+    rill__half_from_float_n(fast, in, count);
+    rill__half_force_portable(true);
+    rill__half_from_float_n(portable, in, count);
+    rill__half_force_portable(false);
+    for (size_t i = 0; i < count; i++) {
+        uint16_t want = nearest_half(in[i]);
+        if (portable[i] != want || fast[i] != want)
+            fail_msg("%.9g: portable 0x%04x, F16C 0x%04x, nearest 0x%04x", (double)in[i],
+                     portable[i], fast[i], want);
+    }
+    float nans[2] = {NAN, -bits_float(0x7f800001u)}; /* quiet, and a signalling one */
+    uint16_t hn[2];
+    rill__half_from_float_n(hn, nans, 2);
+    assert_int_equal(hn[0] & 0x7e00u, 0x7e00u);
+    assert_int_equal(hn[1] & 0xfe00u, 0xfe00u);
+}
+
+/* rill_op_cast_f32_f16 and rill_op_cast_f16_f32 on device memory: a float
+ * array to halves and back is the nearest half of each float, on odd
+ * sizes (so blocks end mid-cache-line). */
+static void test_casts_round_trip_through_halves(void **state) {
+    (void)state;
+    for (size_t t = 0; t < NUM_ODD_SIZES; t++) {
+        size_t n = odd_sizes[t];
+        float *host;
+        float *a = dev_random(n, (uint32_t)t + 11, &host);
+        void *hp = NULL;
+        RT_OK(rill_malloc(cpu_device(), n * sizeof(rill_half), &hp));
+        rill_half *h = hp;
+        float *back = dev_floats(n);
+        RT_OK(rill_op_randn_f32(NULL, back, n, 0.0f, 1.0f, 3)); /* overwritten below */
+        RT_OK(rill_op_cast_f32_f16(NULL, h, a, n));
+        RT_OK(rill_op_cast_f16_f32(NULL, back, h, n));
+        float *got = download(back, n);
+        for (size_t i = 0; i < n; i++) {
+            float want = rill__half_to_float(rill__half_from_float(host[i]));
+            if (float_bits(got[i]) != float_bits(want))
+                fail_msg("element %zu: %.9g came back %.9g, expected %.9g", i, (double)host[i],
+                         (double)got[i], (double)want);
+        }
+        free(host);
+        free(got);
+        RT_OK(rill_free(a));
+        RT_OK(rill_free(h));
+        RT_OK(rill_free(back));
+    }
+}
+
+static void test_casts_reject_bad_arguments(void **state) {
+    (void)state;
+    float *f = dev_floats(8);
+    void *hp = NULL;
+    RT_OK(rill_malloc(cpu_device(), 8 * sizeof(rill_half), &hp));
+    rill_half *h = hp;
+    expect_invalid(rill_op_cast_f32_f16(NULL, NULL, f, 8), "rill_op_cast_f32_f16: out is NULL");
+    expect_invalid(rill_op_cast_f32_f16(NULL, h, NULL, 8), "rill_op_cast_f32_f16: in is NULL");
+    expect_invalid(rill_op_cast_f16_f32(NULL, f, h, 0), "rill_op_cast_f16_f32: n is 0");
+    /* 8 halves hold 16 bytes: 9 run past them; 9 floats past f's 32. */
+    expect_invalid(rill_op_cast_f16_f32(NULL, f, h, 9), "rill_op_cast_f16_f32");
+    expect_invalid(rill_op_cast_f32_f16(NULL, h, f, 9), "rill_op_cast_f32_f16");
+    expect_invalid(rill_op_cast_f32_f16(NULL, (rill_half *)(void *)(f + 1), f, 4),
+                   "out overlaps in");
+    RT_OK(rill_free(f));
+    RT_OK(rill_free(h));
+}
+
+/* rill.h: "each element computed in float32 from the halves' values, as
+ * the f32 op computes it, and rounded to a half once" — every f16 op
+ * against the f32 op on the halves' values, rounded, on odd sizes (chunk
+ * and block tails), out of place and in place. */
+static void test_f16_ops_are_the_f32_ops_rounded_once(void **state) {
+    (void)state;
+    for (size_t t = 0; t < NUM_ODD_SIZES; t++) {
+        size_t n = odd_sizes[t];
+        float *fa = host_floats(n), *fb = host_floats(n);
+        fill_random(fa, n, (uint32_t)t + 21);
+        fill_random(fb, n, (uint32_t)t + 22);
+        uint16_t *ha = malloc(n * 2), *hb = malloc(n * 2), *got = malloc(n * 2);
+        assert_non_null(ha);
+        assert_non_null(hb);
+        assert_non_null(got);
+        for (size_t i = 0; i < n; i++) {
+            ha[i] = rill__half_from_float(fa[i] * 300.0f);
+            hb[i] = rill__half_from_float(fb[i] * 3.0f);
+        }
+        void *pa = NULL, *pb = NULL, *po = NULL;
+        RT_OK(rill_malloc(cpu_device(), n * 2, &pa));
+        RT_OK(rill_malloc(cpu_device(), n * 2, &pb));
+        RT_OK(rill_malloc(cpu_device(), n * 2, &po));
+        RT_OK(rill_memcpy(pa, ha, n * 2));
+        RT_OK(rill_memcpy(pb, hb, n * 2));
+        for (int op = 0; op < 5; op++) {
+            switch (op) {
+            case 0:
+                RT_OK(rill_op_add_f16(NULL, po, pa, pb, 1.0f, n));
+                break;
+            case 1:
+                RT_OK(rill_op_add_f16(NULL, po, pa, pb, -0.75f, n));
+                break;
+            case 2:
+                RT_OK(rill_op_mul_f16(NULL, po, pa, pb, n));
+                break;
+            case 3:
+                RT_OK(rill_op_add_scalar_f16(NULL, po, pa, 0.1f, n));
+                break;
+            default:
+                RT_OK(rill_op_fill_f16(NULL, po, 1.0f / 3, n));
+                break;
+            }
+            RT_OK(rill_memcpy(got, po, n * 2));
+            for (size_t i = 0; i < n; i++) {
+                float x = rill__half_to_float(ha[i]), y = rill__half_to_float(hb[i]);
+                float r = op == 0   ? x + y
+                          : op == 1 ? x + -0.75f * y
+                          : op == 2 ? x * y
+                          : op == 3 ? x + 0.1f
+                                    : 1.0f / 3;
+                uint16_t w = rill__half_from_float(r);
+                if (got[i] != w)
+                    fail_msg("op %d, n %zu, element %zu: 0x%04x, expected 0x%04x", op, n, i, got[i],
+                             w);
+            }
+        }
+        RT_OK(rill_op_add_f16(NULL, pa, pa, pa, 1.0f, n)); /* in place: a = 2a */
+        RT_OK(rill_memcpy(got, pa, n * 2));
+        for (size_t i = 0; i < n; i++)
+            assert_int_equal(got[i], rill__half_from_float(2.0f * rill__half_to_float(ha[i])));
+        free(fa);
+        free(fb);
+        free(ha);
+        free(hb);
+        free(got);
+        RT_OK(rill_free(pa));
+        RT_OK(rill_free(pb));
+        RT_OK(rill_free(po));
+    }
+}
+
+static void test_f16_ops_reject_bad_arguments(void **state) {
+    (void)state;
+    void *p = NULL;
+    RT_OK(rill_malloc(cpu_device(), 16 * 2, &p));
+    rill_half *h = p;
+    expect_invalid(rill_op_fill_f16(NULL, NULL, 1.0f, 8), "rill_op_fill_f16: x is NULL");
+    expect_invalid(rill_op_fill_f16(NULL, h, 1.0f, 0), "rill_op_fill_f16: n is 0");
+    expect_invalid(rill_op_fill_f16(NULL, h, 1.0f, 17), "rill_op_fill_f16");
+    expect_invalid(rill_op_add_f16(NULL, NULL, h, h, 1.0f, 8), "rill_op_add_f16: out is NULL");
+    expect_invalid(rill_op_add_f16(NULL, h, NULL, h, 1.0f, 8), "rill_op_add_f16: a is NULL");
+    expect_invalid(rill_op_add_f16(NULL, h, h, NULL, 1.0f, 8), "rill_op_add_f16: b is NULL");
+    expect_invalid(rill_op_add_f16(NULL, h + 1, h, h + 8, 1.0f, 8), "out overlaps a");
+    expect_invalid(rill_op_mul_f16(NULL, h, h + 8, h + 1, 8), "out overlaps b");
+    expect_invalid(rill_op_mul_f16(NULL, h, h, h, 17), "rill_op_mul_f16");
+    expect_invalid(rill_op_add_scalar_f16(NULL, h, NULL, 1.0f, 8),
+                   "rill_op_add_scalar_f16: a is NULL");
+    expect_invalid(rill_op_add_scalar_f16(NULL, h + 2, h, 1.0f, 8), "out overlaps a");
+    RT_OK(rill_free(p));
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fill_sets_every_element),
@@ -912,6 +1246,15 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_conv2d_refuses_to_run_past_an_allocation),
         cmocka_unit_test(test_ops_work_again_after_shutdown),
         cmocka_unit_test(test_first_use_of_ops_from_many_threads),
+        cmocka_unit_test(test_randn_fills_normal_samples),
+        cmocka_unit_test(test_randn_depends_only_on_seed_and_index),
+        cmocka_unit_test(test_randn_rejects_bad_arguments),
+        cmocka_unit_test(test_every_half_converts_to_its_float),
+        cmocka_unit_test(test_floats_round_to_the_nearest_half),
+        cmocka_unit_test(test_casts_round_trip_through_halves),
+        cmocka_unit_test(test_casts_reject_bad_arguments),
+        cmocka_unit_test(test_f16_ops_are_the_f32_ops_rounded_once),
+        cmocka_unit_test(test_f16_ops_reject_bad_arguments),
     };
     return RT_RUN(tests);
 }

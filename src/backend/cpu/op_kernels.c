@@ -13,9 +13,11 @@
 
 #include <assert.h>
 #include <blis.h>
+#include <math.h>
 #include <string.h>
 
 #include "backend/cpu/cpu.h"
+#include "backend/cpu/half.h"
 
 /* Launch arguments that fit the command's inline buffer are stored
  * without allocating: keep every op's struct within it. */
@@ -84,6 +86,119 @@ void rill__cpu_op_add_scalar_f32(const rill_block_ctx *ctx, const void *args) {
     float value = p->value;
     for (size_t i = begin; i < end; i++)
         out[i] = a[i] + value;
+}
+
+/* ---- random normal fill ---- */
+
+static uint64_t splitmix64(uint64_t x) {
+    x += 0x9e3779b97f4a7c15u;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9u;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebu;
+    return x ^ (x >> 31);
+}
+
+double rill__op_randn_value(uint64_t seed, size_t i) {
+    uint64_t pair = (uint64_t)(i / 2);
+    uint64_t h1 = splitmix64(splitmix64(seed) ^ pair);
+    uint64_t h2 = splitmix64(h1);
+    double u1 = ((double)(h1 >> 11) + 1.0) * 0x1.0p-53; /* (0, 1] */
+    double u2 = (double)(h2 >> 11) * 0x1.0p-53;         /* [0, 1) */
+    double r = sqrt(-2.0 * log(u1));
+    double theta = 6.283185307179586476925 * u2;
+    return (i & 1u) == 0 ? r * cos(theta) : r * sin(theta);
+}
+
+void rill__cpu_op_randn_f32(const rill_block_ctx *ctx, const void *args) {
+    const rill__op_randn_args *p = args;
+    size_t begin, end;
+    block_range(ctx, p->n, RILL__OP_SLICE_ALIGN, &begin, &end);
+    float *x = p->x;
+    double mean = p->mean, std = p->std;
+    for (size_t i = begin; i < end; i++)
+        x[i] = (float)(mean + std * rill__op_randn_value(p->seed, i));
+}
+
+/* ---- float16 conversions ---- */
+
+void rill__cpu_op_cast_f32_f16(const rill_block_ctx *ctx, const void *args) {
+    const rill__op_cast_args *p = args;
+    size_t begin, end;
+    block_range(ctx, p->n, RILL__OP_SLICE_ALIGN * 2, &begin, &end);
+    rill__half_from_float_n((uint16_t *)p->out + begin, (const float *)p->in + begin, end - begin);
+}
+
+void rill__cpu_op_cast_f16_f32(const rill_block_ctx *ctx, const void *args) {
+    const rill__op_cast_args *p = args;
+    size_t begin, end;
+    block_range(ctx, p->n, RILL__OP_SLICE_ALIGN, &begin, &end);
+    rill__half_to_float_n((float *)p->out + begin, (const uint16_t *)p->in + begin, end - begin);
+}
+
+/* ---- float16 element-wise ---- */
+
+/* Halves per chunk: converted to floats on the stack, computed, rounded back. */
+#define HALF_CHUNK 256
+/* Slices of halves start at multiples of 64 bytes, as the floats' do. */
+#define HALF_ALIGN (RILL__OP_SLICE_ALIGN * 2)
+
+void rill__cpu_op_fill_f16(const rill_block_ctx *ctx, const void *args) {
+    const rill__op_f16_args *p = args;
+    size_t begin, end;
+    block_range(ctx, p->n, HALF_ALIGN, &begin, &end);
+    uint16_t value = rill__half_from_float(p->value);
+    for (size_t i = begin; i < end; i++)
+        p->out[i] = value;
+}
+
+void rill__cpu_op_add_f16(const rill_block_ctx *ctx, const void *args) {
+    const rill__op_f16_args *p = args;
+    size_t begin, end;
+    block_range(ctx, p->n, HALF_ALIGN, &begin, &end);
+    float fa[HALF_CHUNK], fb[HALF_CHUNK];
+    float alpha = p->value;
+    for (size_t i = begin; i < end; i += HALF_CHUNK) {
+        size_t m = end - i < HALF_CHUNK ? end - i : HALF_CHUNK;
+        rill__half_to_float_n(fa, p->a + i, m);
+        rill__half_to_float_n(fb, p->b + i, m);
+        if (alpha == 1.0f) {
+            for (size_t j = 0; j < m; j++)
+                fa[j] = fa[j] + fb[j];
+        } else {
+            for (size_t j = 0; j < m; j++)
+                fa[j] = fa[j] + alpha * fb[j];
+        }
+        rill__half_from_float_n(p->out + i, fa, m);
+    }
+}
+
+void rill__cpu_op_mul_f16(const rill_block_ctx *ctx, const void *args) {
+    const rill__op_f16_args *p = args;
+    size_t begin, end;
+    block_range(ctx, p->n, HALF_ALIGN, &begin, &end);
+    float fa[HALF_CHUNK], fb[HALF_CHUNK];
+    for (size_t i = begin; i < end; i += HALF_CHUNK) {
+        size_t m = end - i < HALF_CHUNK ? end - i : HALF_CHUNK;
+        rill__half_to_float_n(fa, p->a + i, m);
+        rill__half_to_float_n(fb, p->b + i, m);
+        for (size_t j = 0; j < m; j++)
+            fa[j] = fa[j] * fb[j];
+        rill__half_from_float_n(p->out + i, fa, m);
+    }
+}
+
+void rill__cpu_op_add_scalar_f16(const rill_block_ctx *ctx, const void *args) {
+    const rill__op_f16_args *p = args;
+    size_t begin, end;
+    block_range(ctx, p->n, HALF_ALIGN, &begin, &end);
+    float fa[HALF_CHUNK];
+    float value = p->value;
+    for (size_t i = begin; i < end; i += HALF_CHUNK) {
+        size_t m = end - i < HALF_CHUNK ? end - i : HALF_CHUNK;
+        rill__half_to_float_n(fa, p->a + i, m);
+        for (size_t j = 0; j < m; j++)
+            fa[j] = fa[j] + value;
+        rill__half_from_float_n(p->out + i, fa, m);
+    }
 }
 
 /* ---- sum ---- */

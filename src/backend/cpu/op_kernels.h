@@ -11,6 +11,7 @@
 
 #include <limits.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/handle.h"
 #include "rill.h"
@@ -112,6 +113,48 @@ static inline size_t rill__op_conv2d_slot_floats(const rill__op_conv2d_args *p) 
     return p->c * p->r * p->s * p->band_rows * (p->w - p->s + 1);
 }
 
+/* x[i] = mean + std * (the i-th standard normal of seed) for i < n; see
+ * rill__op_randn_value. */
+typedef struct rill__op_randn_args {
+    float *x;
+    size_t n;
+    float mean, std;
+    uint64_t seed;
+} rill__op_randn_args;
+
+/* out[i] = in[i] converted, for i < n: float to half (rill__op_cast_args
+ * of cast_f32_f16) or half to float (cast_f16_f32). out and in do not
+ * overlap. */
+typedef struct rill__op_cast_args {
+    void *out;
+    const void *in;
+    size_t n;
+} rill__op_cast_args;
+
+/* The i-th standard normal sample of seed: pair i/2 of uniforms (u1 in
+ * (0, 1], u2 in [0, 1)) from two rounds of splitmix64 on seed and the pair,
+ * then Box-Muller: sqrt(-2 ln u1) times cos (even i) or sin (odd i) of
+ * 2 pi u2. A pure function of (seed, i), so any grid gives the same bits. */
+double rill__op_randn_value(uint64_t seed, size_t i);
+
+/* The f16 element-wise ops, on halves (uint16_t) for i < n: fill: out[i] =
+ * value; add: out[i] = a[i] + value * b[i]; mul: out[i] = a[i] * b[i];
+ * add_scalar: out[i] = a[i] + value; each computed in float and rounded
+ * once. out may equal a or b. */
+typedef struct rill__op_f16_args {
+    uint16_t *out;
+    const uint16_t *a, *b;
+    float value;
+    size_t n;
+} rill__op_f16_args;
+void rill__cpu_op_fill_f16(const rill_block_ctx *ctx, const void *args);
+void rill__cpu_op_add_f16(const rill_block_ctx *ctx, const void *args);
+void rill__cpu_op_mul_f16(const rill_block_ctx *ctx, const void *args);
+void rill__cpu_op_add_scalar_f16(const rill_block_ctx *ctx, const void *args);
+
+void rill__cpu_op_randn_f32(const rill_block_ctx *ctx, const void *args);
+void rill__cpu_op_cast_f32_f16(const rill_block_ctx *ctx, const void *args);
+void rill__cpu_op_cast_f16_f32(const rill_block_ctx *ctx, const void *args);
 void rill__cpu_op_fill_f32(const rill_block_ctx *ctx, const void *args);
 void rill__cpu_op_add_f32(const rill_block_ctx *ctx, const void *args);
 void rill__cpu_op_mul_f32(const rill_block_ctx *ctx, const void *args);

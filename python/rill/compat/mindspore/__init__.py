@@ -5,14 +5,14 @@ Tensor, ops` for `from mindspore import Tensor, ops`.
 
 What it has: hal (Stream, Event, StreamCtx, current_stream,
 default_stream, set_cur_stream, synchronize and the memory calls), Tensor
-(float32, with asnumpy()), ops (add, mul, matmul, sum, conv2d, ones, zeros),
-float32, context.set_context(mode=PYNATIVE_MODE, max_device_memory=...),
+(float32 or float16, with asnumpy()), ops (add, mul, matmul, sum, conv2d, ones,
+zeros), float32, float16, context.set_context(mode=PYNATIVE_MODE, max_device_memory=...),
 and nn.Cell. Work runs on rill's current device."""
 
-from ... import float32
+from ... import float16, float32
 from . import context, hal, nn, ops
 from ._tensor import Tensor
 from .context import GRAPH_MODE, PYNATIVE_MODE, get_context, set_context
 
-__all__ = ["GRAPH_MODE", "PYNATIVE_MODE", "Tensor", "context", "float32", "get_context", "hal",
-           "nn", "ops", "set_context"]
+__all__ = ["GRAPH_MODE", "PYNATIVE_MODE", "Tensor", "context", "float16", "float32", "get_context",
+           "hal", "nn", "ops", "set_context"]

@@ -5,7 +5,7 @@ from ... import _tensor
 
 
 class Tensor(_tensor.Tensor):
-    """mindspore.Tensor(input_data, dtype=None): a rill.Tensor (float32) with
+    """mindspore.Tensor(input_data, dtype=None): a rill.Tensor (float32 or float16) with
     MindSpore's names. Results of ops on it are of this class too."""
 
     __slots__ = ()

@@ -1,0 +1,206 @@
+# SPDX-License-Identifier: MIT
+"""The C declarations of rill.h that the package uses, for cffi: in ABI
+mode (rill._ffi, at import) and compiled in API mode (build_cffi.py, at
+build time). tests/test_cdef.py compiles them against include/rill.h, so a
+change of the header that they miss fails the tests."""
+
+# Types: enums and structs, whose values and layouts tests/test_cdef.py checks.
+TYPES = """
+typedef enum rill_status {
+    RILL_OK = 0,
+    RILL_NOT_READY,
+    RILL_ERROR_INVALID_ARGUMENT,
+    RILL_ERROR_OUT_OF_MEMORY,
+    RILL_ERROR_NO_DEVICE,
+    RILL_ERROR_DEVICE_MISMATCH,
+    RILL_ERROR_NOT_SUPPORTED,
+    RILL_ERROR_NOT_PERMITTED,
+    RILL_ERROR_TIMING_DISABLED,
+    RILL_ERROR_NOT_RECORDED,
+    RILL_ERROR_KERNEL_FAILED,
+    RILL_ERROR_CAPTURE_UNSUPPORTED,
+    RILL_ERROR_CAPTURE_INVALIDATED,
+    RILL_ERROR_CAPTURE_UNJOINED,
+    RILL_ERROR_CAPTURE_UNMATCHED,
+    RILL_ERROR_CAPTURE_ISOLATION,
+    RILL_ERROR_CAPTURE_WRONG_THREAD,
+    RILL_ERROR_IPC,
+    RILL_ERROR_INTERNAL
+} rill_status;
+
+typedef enum rill_device_kind {
+    RILL_DEVICE_CPU = 1,
+    RILL_DEVICE_CUDA = 2
+} rill_device_kind;
+
+typedef struct rill_device_info {
+    rill_device_kind kind;
+    int ordinal;
+    char name[128];
+    int compute_units;
+    size_t memory_bytes;
+    int least_priority;
+    int greatest_priority;
+} rill_device_info;
+
+enum rill_event_flags {
+    RILL_EVENT_DEFAULT = 0,
+    RILL_EVENT_TIMING = 1,
+    RILL_EVENT_BLOCKING_SYNC = 2,
+    RILL_EVENT_INTERPROCESS = 4
+};
+
+typedef enum rill_capture_mode {
+    RILL_CAPTURE_GLOBAL = 0,
+    RILL_CAPTURE_THREAD_LOCAL = 1,
+    RILL_CAPTURE_RELAXED = 2
+} rill_capture_mode;
+
+typedef enum rill_capture_status {
+    RILL_CAPTURE_NONE = 0,
+    RILL_CAPTURE_ACTIVE = 1,
+    RILL_CAPTURE_INVALIDATED = 2
+} rill_capture_status;
+
+typedef struct rill_ipc_event_handle { unsigned char bytes[64]; } rill_ipc_event_handle;
+
+typedef struct rill_mem_stats {
+    size_t allocated_bytes;
+    size_t reserved_bytes;
+    size_t peak_allocated_bytes;
+    size_t peak_reserved_bytes;
+    uint64_t allocations;
+    uint64_t frees;
+    uint64_t cache_hits;
+    uint64_t deferred_frees;
+    uint64_t oom_recoveries;
+} rill_mem_stats;
+"""
+
+# Opaque handles and functions: tests/test_cdef.py declares them again after
+# rill.h, which a C compiler refuses unless they agree.
+FUNCS = """
+typedef struct rill_device rill_device;
+typedef struct rill_stream rill_stream;
+typedef struct rill_event rill_event;
+typedef void (*rill_host_fn)(void *user_data);
+
+const char *rill_status_name(rill_status status);
+const char *rill_status_string(rill_status status);
+const char *rill_last_error(void);
+rill_status rill_shutdown(void);
+
+rill_status rill_device_count(int *count);
+rill_status rill_device_get(int ordinal, rill_device **out);
+rill_status rill_device_get_info(rill_device *dev, rill_device_info *out);
+rill_status rill_set_device(rill_device *dev);
+rill_status rill_get_device(rill_device **out);
+rill_status rill_device_synchronize(rill_device *dev);
+
+rill_status rill_stream_create(rill_device *dev, int priority, rill_stream **out);
+rill_status rill_stream_destroy(rill_stream *stream);
+rill_status rill_stream_set_name(rill_stream *stream, const char *name);
+rill_status rill_stream_get_priority(rill_stream *stream, int *priority);
+rill_status rill_stream_get_device(rill_stream *stream, rill_device **out);
+rill_stream *rill_default_stream(rill_device *dev);
+rill_stream *rill_current_stream(rill_device *dev);
+rill_stream *rill_set_current_stream(rill_stream *stream);
+rill_status rill_stream_query(rill_stream *stream);
+rill_status rill_stream_synchronize(rill_stream *stream);
+rill_status rill_stream_wait_event(rill_stream *stream, rill_event *event);
+rill_status rill_stream_wait_stream(rill_stream *stream, rill_stream *other);
+rill_status rill_stream_clear_error(rill_stream *stream);
+rill_status rill_stream_get_tagged(rill_device *dev, const char *tag, int priority,
+                                   rill_stream **out);
+
+rill_status rill_event_create(unsigned flags, rill_event **out);
+rill_status rill_event_destroy(rill_event *event);
+rill_status rill_event_record(rill_event *event, rill_stream *stream);
+rill_status rill_event_query(rill_event *event);
+rill_status rill_event_synchronize(rill_event *event);
+rill_status rill_event_elapsed_ms(rill_event *start, rill_event *end, float *ms);
+rill_status rill_event_get_tagged(const char *tag, rill_event **out);
+rill_status rill_event_ipc_handle(rill_event *event, rill_ipc_event_handle *out);
+rill_status rill_event_open_ipc_handle(const rill_ipc_event_handle *handle, rill_event **out);
+
+rill_status rill_launch_host_func(rill_stream *stream, rill_host_fn fn, void *user_data);
+rill_status rill_host_func_fail(const char *message);
+
+rill_status rill_op_fill_f32(rill_stream *s, float *x, float value, size_t n);
+rill_status rill_op_add_f32(rill_stream *s, float *out, const float *a, const float *b,
+                            float alpha, size_t n);
+rill_status rill_op_mul_f32(rill_stream *s, float *out, const float *a, const float *b, size_t n);
+rill_status rill_op_add_scalar_f32(rill_stream *s, float *out, const float *a, float value,
+                                   size_t n);
+rill_status rill_op_sum_f32(rill_stream *s, float *out, const float *a, size_t n);
+rill_status rill_op_matmul_f32(rill_stream *s, float *c, const float *a, const float *b,
+                               size_t m, size_t k, size_t n);
+rill_status rill_op_conv2d_f32(rill_stream *s, float *out, const float *in, const float *weight,
+                               size_t n, size_t c, size_t h, size_t w,
+                               size_t k, size_t r, size_t sz);
+
+rill_status rill_op_randn_f32(rill_stream *s, float *x, size_t n, float mean, float std,
+                              uint64_t seed);
+typedef uint16_t rill_half;
+rill_status rill_op_cast_f32_f16(rill_stream *s, rill_half *out, const float *in, size_t n);
+rill_status rill_op_cast_f16_f32(rill_stream *s, float *out, const rill_half *in, size_t n);
+rill_status rill_op_fill_f16(rill_stream *s, rill_half *x, float value, size_t n);
+rill_status rill_op_add_f16(rill_stream *s, rill_half *out, const rill_half *a, const rill_half *b,
+                            float alpha, size_t n);
+rill_status rill_op_mul_f16(rill_stream *s, rill_half *out, const rill_half *a, const rill_half *b,
+                            size_t n);
+rill_status rill_op_add_scalar_f16(rill_stream *s, rill_half *out, const rill_half *a, float value,
+                                   size_t n);
+rill_status rill_memcpy_async(void *dst, const void *src, size_t bytes, rill_stream *stream);
+typedef struct rill_graph rill_graph;
+typedef struct rill_graph_exec rill_graph_exec;
+rill_status rill_stream_begin_capture(rill_stream *stream, rill_capture_mode mode);
+rill_status rill_stream_end_capture(rill_stream *stream, rill_graph **out);
+rill_status rill_stream_get_capture_status(rill_stream *stream, rill_capture_status *out);
+rill_status rill_graph_destroy(rill_graph *graph);
+rill_status rill_graph_node_count(rill_graph *graph, size_t *out);
+rill_status rill_graph_instantiate(rill_graph *graph, rill_graph_exec **out);
+rill_status rill_graph_exec_destroy(rill_graph_exec *exec);
+rill_status rill_graph_launch(rill_graph_exec *exec, rill_stream *stream);
+rill_status rill_free(void *ptr);
+rill_status rill_malloc_async(size_t bytes, rill_stream *stream, void **out);
+rill_status rill_free_async(void *ptr, rill_stream *stream);
+rill_status rill_record_stream(void *ptr, rill_stream *stream);
+rill_status rill_memcpy(void *dst, const void *src, size_t bytes);
+
+rill_status rill_mem_get_stats(rill_device *dev, rill_mem_stats *out);
+rill_status rill_mem_reset_peak_stats(rill_device *dev);
+rill_status rill_mem_empty_cache(rill_device *dev);
+rill_status rill_mem_set_limit(rill_device *dev, size_t max_reserved_bytes);
+rill_status rill_mem_get_limit(rill_device *dev, size_t *max_reserved_bytes);
+rill_status rill_mem_summary(rill_device *dev, FILE *out);
+"""
+
+# What rill_mem_summary writes into: a memory stream of the C library.
+LIBC = """
+FILE *open_memstream(char **ptr, size_t *sizeloc);
+int fclose(FILE *stream);
+void free(void *ptr);
+"""
+
+# DLPack's C structures (dlpack.h, version 0.8, the "dltensor" capsule that
+# numpy.from_dlpack and torch.from_dlpack take), for Tensor.__dlpack__. Not
+# part of rill.h: build_cffi.py compiles them as they are written here.
+DLPACK = """
+typedef struct { int32_t device_type; int32_t device_id; } DLDevice;
+typedef struct { uint8_t code; uint8_t bits; uint16_t lanes; } DLDataType;
+typedef struct {
+    void *data;
+    DLDevice device;
+    int32_t ndim;
+    DLDataType dtype;
+    int64_t *shape;
+    int64_t *strides;
+    uint64_t byte_offset;
+} DLTensor;
+typedef struct DLManagedTensor {
+    DLTensor dl_tensor;
+    void *manager_ctx;
+    void (*deleter)(struct DLManagedTensor *self);
+} DLManagedTensor;
+"""

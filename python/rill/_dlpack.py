@@ -1,0 +1,73 @@
+# SPDX-License-Identifier: MIT
+"""DLPack export: Tensor.__dlpack__ and __dlpack_device__, so that
+numpy.from_dlpack and torch.from_dlpack see a tensor's device memory
+without a copy (rill's CPU device memory is host memory: kDLCPU).
+
+__dlpack__ waits for the tensor's event first (the consumer reads at
+once, in no stream order), then returns a "dltensor" capsule holding a
+DLManagedTensor. The capsule's structures, and a reference to the tensor
+(so its memory stays allocated), live in `_exported` until the consumer
+calls the deleter; a capsule dropped unconsumed calls it from its
+destructor, as the protocol says."""
+
+import ctypes
+
+from ._errors import check
+from ._ffi import ffi, lib
+
+_KDL_CPU = 1
+_KDL_FLOAT = 2
+
+_exported = {}  # DLManagedTensor address -> (cdata it lives in, shape cdata, Tensor)
+
+
+@ffi.callback("void(DLManagedTensor *)")
+def _deleter(managed):
+    _exported.pop(int(ffi.cast("uintptr_t", managed)), None)
+
+
+_api = ctypes.pythonapi
+_api.PyCapsule_New.restype = ctypes.py_object
+_api.PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+_api.PyCapsule_IsValid.restype = ctypes.c_int
+_api.PyCapsule_IsValid.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+_api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+_api.PyCapsule_GetPointer.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+
+
+@ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+def _capsule_destructor(capsule):
+    # Still named "dltensor": no consumer took it, so the producer's deleter runs.
+    if _api.PyCapsule_IsValid(capsule, b"dltensor"):
+        ptr = _api.PyCapsule_GetPointer(capsule, b"dltensor")
+        _exported.pop(ptr, None)
+
+
+_DESTRUCTOR = ctypes.cast(_capsule_destructor, ctypes.c_void_p).value
+
+
+def export(t, stream, where):
+    """The "dltensor" capsule of tensor t (see the module)."""
+    ptr = t._valid(where)
+    if stream is not None and not isinstance(stream, int):
+        raise TypeError(f"{where}: stream must be None or an int, not {type(stream).__name__}")
+    if t._event is not None:
+        check(lib.rill_event_synchronize(t._event))
+    managed = ffi.new("DLManagedTensor *")
+    shape = ffi.new("int64_t[]", list(t._shape) or [1])
+    dl = managed.dl_tensor
+    dl.data = ptr
+    dl.device.device_type = _KDL_CPU
+    dl.device.device_id = 0
+    dl.ndim = len(t._shape)
+    dl.dtype.code = _KDL_FLOAT
+    dl.dtype.bits = t._dtype.itemsize * 8
+    dl.dtype.lanes = 1
+    dl.shape = shape
+    dl.strides = ffi.NULL  # compact, row-major
+    dl.byte_offset = 0
+    managed.manager_ctx = ffi.NULL
+    managed.deleter = _deleter
+    address = int(ffi.cast("uintptr_t", managed))
+    _exported[address] = (managed, shape, t)
+    return _api.PyCapsule_New(address, b"dltensor", _DESTRUCTOR)

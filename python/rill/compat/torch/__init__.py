@@ -1,0 +1,28 @@
+# SPDX-License-Identifier: MIT
+"""torch's tensor and stream API on rill: `import rill.compat.torch as torch`
+stands for `import torch` in the seeds' examples.
+
+What it has: the dtypes float32/float (and float16/half, stored as halves
+and computed in float32), torch.device, Tensor (with .cuda(), .npu(),
+.cpu(), add_, mm, record_stream, size()), the makers randn/ones/zeros/
+empty/full/tensor/from_numpy with dtype= and device= ("cuda", "npu",
+"cpu", with an index or not: all are rill's current device), add/sub/mul/
+mm/matmul/sum, manual_seed, cuda (and npu, as torch_npu adds it): Stream,
+Event, stream, StreamContext, current_stream, default_stream, set_stream,
+synchronize and the memory calls, nn.Module, and compile(), which maps
+mode="reduce-overhead" (or a torchair backend configured so) to
+rill.compile."""
+
+from ..._tensor import dtype, float16, float32, manual_seed
+from . import cuda, nn
+from ._tensor import (Tensor, add, device, empty, from_numpy, full, matmul, mm, mul, ones,
+                      randn, sub, sum, tensor, zeros)
+from ._compile import compile
+
+npu = cuda  # torch_npu adds torch.npu: the same calls under another name
+half = float16
+float = float32  # noqa: A001 - torch's name
+
+__all__ = ["Tensor", "add", "compile", "cuda", "device", "dtype", "empty", "float", "float16",
+           "float32", "from_numpy", "full", "half", "manual_seed", "matmul", "mm", "mul", "nn",
+           "npu", "ones", "randn", "sub", "sum", "tensor", "zeros"]

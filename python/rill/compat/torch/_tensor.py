@@ -1,0 +1,215 @@
+# SPDX-License-Identifier: MIT
+"""torch.Tensor, torch.device and the tensor makers and ops on rill."""
+
+import numbers
+
+import numpy as np
+
+from ... import _device, _tensor
+
+_KINDS = ("cuda", "npu", "cpu")
+
+
+class device:
+    """torch.device("cuda:0"), torch.device("npu", 0), torch.device("cpu"):
+    every kind names rill's device of that index (the current one when
+    there is no index), which is where all tensors live."""
+
+    __slots__ = ("type", "index")
+
+    def __init__(self, type, index=None):  # noqa: A002 - torch's names
+        if isinstance(type, device):
+            type, index = type.type, type.index if index is None else index
+        if not isinstance(type, str):
+            raise TypeError(f"torch.device: type must be a str such as 'cuda:0', "
+                            f"not {builtins_type(type).__name__}")
+        kind, _, number = type.partition(":")
+        if kind not in _KINDS:
+            raise ValueError(f"torch.device: unknown device type {kind!r}; rill takes "
+                             "'cuda', 'npu' or 'cpu', with or without ':index'")
+        if number:
+            if index is not None:
+                raise ValueError(f"torch.device: {type!r} has an index already; "
+                                 "pass the index once")
+            if not number.isdigit():
+                raise ValueError(f"torch.device: {type!r} has a bad index; pass 'cuda:0'")
+            index = int(number)
+        if index is not None and (not isinstance(index, numbers.Integral)
+                                  or isinstance(index, bool) or index < 0):
+            raise ValueError(f"torch.device: index must be an int 0 or more, not {index!r}")
+        self.type = kind
+        self.index = None if index is None else int(index)
+
+    def __repr__(self):
+        return f"device(type='{self.type}'" + (
+            "" if self.index is None else f", index={self.index}") + ")"
+
+    def __str__(self):
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __eq__(self, other):
+        return isinstance(other, device) and (self.type, self.index) == (other.type, other.index)
+
+    def __hash__(self):
+        return hash((self.type, self.index))
+
+
+builtins_type = type
+
+
+def _device_arg(dev, where):
+    """Checks a device= argument; the tensor goes to rill's current device
+    (an index must name a device rill has)."""
+    if dev is None:
+        return
+    if isinstance(dev, numbers.Integral) and not isinstance(dev, bool):
+        dev = device("cuda", dev)
+    elif isinstance(dev, str):
+        dev = device(dev)
+    elif not isinstance(dev, device):
+        raise TypeError(f"{where}: device must be a str, a torch.device or an int, "
+                        f"not {type(dev).__name__}")
+    if dev.index is not None:
+        _device.device(dev.index)
+
+
+class Tensor(_tensor.Tensor):
+    """torch.Tensor on a rill.Tensor; results of ops on it are of this class."""
+
+    __slots__ = ()
+
+    def __init__(self, data, dtype=None):
+        super().__init__(data, dtype)
+
+    def cuda(self, device=None, non_blocking=False):
+        """The tensor itself: it is on rill's device already."""
+        _device_arg(device, "torch.Tensor.cuda")
+        return self
+
+    def npu(self, device=None, non_blocking=False):
+        """The tensor itself (torch_npu's name): it is on rill's device already."""
+        _device_arg(device, "torch.Tensor.npu")
+        return self
+
+    def cpu(self):
+        """The tensor itself; numpy() copies it to the host."""
+        return self
+
+    def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False):
+        """to(dtype), to(device), to(device, dtype): a converted copy for
+        another dtype, else the tensor itself."""
+        for a in args:
+            if isinstance(a, _tensor.dtype):
+                dtype = a
+            else:
+                device = a
+        _device_arg(device, "torch.Tensor.to")
+        return _tensor.to_dtype(self, dtype, "torch.Tensor.to")
+
+    def size(self, dim=None):
+        """The shape, or the length of dimension dim."""
+        return self.shape if dim is None else self.shape[dim]
+
+    def dim(self):
+        return self.ndim
+
+    def mm(self, other):
+        return mm(self, other)
+
+    def __repr__(self):
+        body = np.array2string(self.numpy(), separator=", ", prefix="tensor(")
+        extra = "" if self.dtype is _tensor.float32 else f", dtype=torch.{self.dtype.name}"
+        return f"tensor({body}, device='cuda:0'{extra})"
+
+
+def _size(size, where):
+    return _tensor._shape_arg(size, where)
+
+
+def randn(*size, dtype=None, device=None, requires_grad=False, generator=None):
+    """Standard normal samples (rill.randn) on the current stream."""
+    where = "torch.randn"
+    _device_arg(device, where)
+    if generator is not None:
+        raise NotImplementedError(f"{where}: rill has one generator; pass generator=None and "
+                                  "seed it with torch.manual_seed")
+    return _tensor.randn(*size, dtype=dtype, cls=Tensor, where=where)
+
+
+def ones(*size, dtype=None, device=None, requires_grad=False):
+    """A tensor of ones on the current stream."""
+    _device_arg(device, "torch.ones")
+    return _tensor.filled(_size(size, "torch.ones"), 1.0, dtype, "torch.ones", Tensor)
+
+
+def zeros(*size, dtype=None, device=None, requires_grad=False):
+    """A tensor of zeros on the current stream."""
+    _device_arg(device, "torch.zeros")
+    return _tensor.filled(_size(size, "torch.zeros"), 0.0, dtype, "torch.zeros", Tensor)
+
+
+def full(size, fill_value, dtype=None, device=None, requires_grad=False):
+    """A tensor of fill_value on the current stream."""
+    _device_arg(device, "torch.full")
+    return _tensor.filled(_size((size,), "torch.full"), fill_value, dtype, "torch.full", Tensor)
+
+
+def empty(*size, dtype=None, device=None, requires_grad=False):
+    """A tensor whose values are whatever its memory held."""
+    where = "torch.empty"
+    _device_arg(device, where)
+    from ... import _stream
+    dt = _tensor._dtype_arg(dtype, where) or _tensor.float32
+    return Tensor._empty(_size(size, where), dt, _stream.current(), where)
+
+
+def tensor(data, dtype=None, device=None, requires_grad=False):
+    """A tensor copied from data (numbers, sequences or a numpy array);
+    float64 data becomes float32, as torch's default dtype."""
+    _device_arg(device, "torch.tensor")
+    arr = np.asarray(data)
+    if dtype is None and arr.dtype not in (np.float32, np.float16):
+        dtype = _tensor.float32
+    return Tensor(arr, dtype)
+
+
+def from_numpy(array):
+    """A tensor copied from a float32 or float16 numpy array."""
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"torch.from_numpy: array must be a numpy.ndarray, "
+                        f"not {type(array).__name__}")
+    return Tensor(array)
+
+
+def add(input, other, *, alpha=1, out=None):
+    """input + alpha*other on the current stream."""
+    if out is not None:
+        raise NotImplementedError("torch.add: out= is not supported; use the result")
+    return _tensor.add(input, other, alpha)
+
+
+def sub(input, other, *, alpha=1):
+    """input - alpha*other on the current stream."""
+    return _tensor.sub(input, other, alpha)
+
+
+def mul(input, other):
+    """input * other elementwise on the current stream."""
+    return _tensor.mul(input, other)
+
+
+def mm(input, mat2):
+    """The product of 2-D tensors [m, k] and [k, n] on the current stream."""
+    return _tensor.matmul(input, mat2)
+
+
+def matmul(input, other):
+    """The product of 2-D tensors on the current stream."""
+    return _tensor.matmul(input, other)
+
+
+def sum(input, dtype=None):  # noqa: A001 - torch's name
+    """The sum of all elements, a 0-d tensor."""
+    if dtype is not None:
+        raise NotImplementedError("torch.sum: dtype= is not supported")
+    return _tensor.sum(input)

@@ -1,0 +1,6 @@
+# SPDX-License-Identifier: MIT
+"""torchair.core."""
+
+from . import utils
+
+__all__ = ["utils"]

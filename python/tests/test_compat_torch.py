@@ -1,0 +1,170 @@
+# SPDX-License-Identifier: MIT
+"""rill.compat.torch, torch_npu and torchair beyond the seeds' examples:
+devices, the stream and event signatures, IPC with a second process,
+tensors and their makers, nn.Module and compile, and bad arguments."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import rill
+import rill.compat.torch as torch
+import rill.compat.torch_npu as torch_npu
+import rill.compat.torchair as tng
+from rill.compat.torchair.configs.compiler_config import CompilerConfig
+
+
+def test_devices():
+    assert str(torch.device("cuda:0")) == "cuda:0" and torch.device("npu", 0).index == 0
+    assert torch.device("cuda") == torch.device("cuda") != torch.device("cuda:0")
+    assert repr(torch.device("cpu")) == "device(type='cpu')"
+    with pytest.raises(ValueError, match="unknown device type"):
+        torch.device("tpu")
+    with pytest.raises(ValueError, match="bad index"):
+        torch.device("cuda:x")
+    with pytest.raises(ValueError, match="index once"):
+        torch.device("cuda:0", 1)
+    with pytest.raises(TypeError, match="must be a str"):
+        torch.device(3)
+    with pytest.raises(rill.RillError):
+        torch.ones(2, device="cuda:99")  # no such device
+    with pytest.raises(TypeError, match="device must be"):
+        torch.ones(2, device=1.5)
+
+
+def test_streams_and_events_are_rill_ones_with_torch_signatures():
+    s = torch.cuda.Stream(device="cuda:0", priority=-1)
+    assert isinstance(s, rill.Stream) and torch.npu is torch.cuda and torch_npu.npu is torch.cuda
+    with torch.cuda.stream(s):
+        assert torch.cuda.current_stream() is s
+        e = torch.cuda.Event(enable_timing=True)
+        e.record()
+        x = torch.ones(3) + 1
+    assert x.stream is s
+    torch.cuda.default_stream().wait_event(e)
+    torch.cuda.synchronize()
+    assert torch.cuda.current_stream() is torch.cuda.default_stream()
+    assert torch.cuda.is_available() and torch.cuda.device_count() >= 1
+    assert torch.cuda.current_device() == rill.current_device().index
+    assert torch.cuda.memory_allocated() >= 12
+
+
+def test_event_ipc_with_a_second_process():
+    ev = torch.cuda.Event(interprocess=True)
+    s = torch.cuda.Stream()
+    gate = __import__("threading").Event()
+    s.launch_host_func(gate.wait, 10)
+    ev.record(s)
+    child = textwrap.dedent("""
+        import sys, time
+        import rill.compat.torch as torch
+        e = torch.cuda.Event.from_ipc_handle(torch.device('cuda:0'), bytes.fromhex(sys.argv[1]))
+        print(e.query(), flush=True)
+        sys.stdin.readline()
+        e.wait(torch.cuda.current_stream())
+        e.synchronize()
+        print(e.query(), flush=True)
+    """)
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(rill.__file__)))
+    p = subprocess.Popen([sys.executable, "-c", child, ev.ipc_handle().hex()], env=env,
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "False"  # held by the gate in this process
+        gate.set()
+        p.stdin.write("go\n")
+        p.stdin.flush()
+        assert p.stdout.readline().strip() == "True"
+        assert p.wait(30) == 0
+    finally:
+        gate.set()
+        if p.poll() is None:
+            p.kill()
+
+
+def test_makers_and_tensor_methods():
+    t = torch.tensor([[1.0, 2.0], [3.0, 4.0]], device="cuda")
+    assert isinstance(t, torch.Tensor) and t.dtype is torch.float32
+    assert t.cuda() is t and t.npu() is t and t.cpu() is t and t.to("cuda") is t
+    assert t.size() == (2, 2) and t.size(1) == 2 and t.dim() == 2
+    assert t.to(torch.half).dtype is torch.float16 and t.to("npu:0", torch.float16).dtype is \
+        torch.float16
+    assert np.array_equal(t.mm(t).numpy(), t.numpy() @ t.numpy())
+    assert np.array_equal(torch.add(t, t, alpha=2).numpy(), 3 * t.numpy())
+    assert np.array_equal(torch.sub(t, 1).numpy(), t.numpy() - 1)
+    assert np.array_equal(torch.mul(t, t).numpy(), t.numpy() ** 2)
+    assert torch.sum(t).item() == 10
+    assert type(t + 1) is torch.Tensor and type(torch.randn(2)) is torch.Tensor
+    assert torch.zeros(2, 3, dtype=torch.float16).dtype is torch.float16
+    assert torch.full((2,), 4.0).numpy().tolist() == [4, 4]
+    assert torch.empty(3, dtype=torch.half).shape == (3,)
+    assert torch.from_numpy(np.ones(2, np.float16)).dtype is torch.float16
+    assert repr(torch.ones(2)) == "tensor([1., 1.], device='cuda:0')"
+    assert repr(torch.ones(1, dtype=torch.half)) == \
+        "tensor([1.], device='cuda:0', dtype=torch.float16)"
+    torch.manual_seed(5)
+    a = torch.randn(4).numpy()
+    torch.manual_seed(5)
+    assert np.array_equal(torch.randn(4).numpy(), a)
+    with pytest.raises(NotImplementedError, match="generator"):
+        torch.randn(2, generator=object())
+    with pytest.raises(NotImplementedError, match="out="):
+        torch.add(t, t, out=t)
+    with pytest.raises(TypeError, match="must be a numpy.ndarray"):
+        torch.from_numpy([1.0])
+
+
+def test_module_and_compile():
+    class Twice(torch.nn.Module):
+        def forward(self, x):
+            return x * 2
+
+    m = Twice()
+    assert m.eval() is m and not m.training and m.train().training
+    assert m(torch.ones(2)).numpy().tolist() == [2, 2]
+    c = torch.compile(m, mode="reduce-overhead")
+    out = c(torch.ones(3))
+    assert c(torch.full((3,), 5.0)) is out and out.numpy().tolist() == [10, 10, 10]
+    assert torch.compile(m, disable=True) is m
+    assert torch.compile(backend="inductor")(m)(torch.ones(1)).numpy().tolist() == [2]
+    with pytest.raises(ValueError, match="mode"):
+        torch.compile(m, mode="max-autotune-no-cudagraphs")
+    with pytest.raises(ValueError, match="backend"):
+        torch.compile(m, backend="eager-but-named")
+    with pytest.raises(NotImplementedError):
+        torch.nn.Module()(1)
+
+
+def test_torchair_api():
+    config = CompilerConfig()
+    assert config.mode == "max-autotune"
+    config.mode = "reduce-overhead"
+    with pytest.raises(ValueError, match="mode must be"):
+        config.mode = "fast"
+    backend = tng.get_npu_backend(compiler_config=config)
+    assert "reduce-overhead" in repr(backend)
+    with pytest.raises(TypeError, match="CompilerConfig"):
+        tng.get_npu_backend(compiler_config={"mode": "reduce-overhead"})
+    e = tng.ops.npu_create_tagged_event(tag="py-torchair-1")
+    assert e is tng.ops.npu_create_tagged_event(tag="py-torchair-1")
+    x = torch.ones(64)
+    tng.ops.npu_tagged_event_record(e)
+    with tng.scope.npu_stream_switch("py-torchair-s", 0):
+        side = torch.cuda.current_stream()
+        assert side is rill.tagged_stream("py-torchair-s")
+        tng.ops.npu_tagged_event_wait(e)
+        y = x + 1
+        tng.ops.npu_record_tagged_stream(y, "py-torchair-s")
+    assert torch.cuda.current_stream() is torch.cuda.default_stream()
+    assert y.stream is side and y.numpy()[0] == 2
+    for bad in ((tng.scope.npu_stream_switch, 1), (tng.ops.npu_create_tagged_event, 2),
+                (tng.ops.npu_tagged_event_record, "e"), (tng.ops.npu_tagged_event_wait, None)):
+        with pytest.raises(TypeError):
+            bad[0](bad[1])
+    with pytest.raises(TypeError, match="input must be a tensor"):
+        tng.ops.npu_record_tagged_stream(np.ones(2), "s")
+    with pytest.raises(TypeError, match="str tag"):
+        tng.ops.npu_record_tagged_stream(y, 1)

@@ -1,0 +1,65 @@
+# SPDX-License-Identifier: MIT
+"""The element-wise ops' fast path gives what the general path gives, on the
+current stream, and leaves every other case (and every error) to it."""
+
+import numpy as np
+import pytest
+
+import rill
+from rill import _tensor
+
+F32 = np.float32
+
+
+def test_fast_and_general_paths_agree():
+    x = np.arange(-7, 8, dtype=F32) / 3
+    y = np.linspace(1, 2, 15, dtype=F32)
+    a, b = rill.Tensor(x), rill.Tensor(y)
+    cases = [(a + b, _tensor.add(a, b), x + y), (a - b, _tensor.sub(a, b), x - y),
+             (a * b, _tensor.mul(a, b), x * y), (a + 2, _tensor.add(a, 2), x + 2),
+             (a - 2.5, _tensor.sub(a, 2.5), x - 2.5)]
+    for fast, general, want in cases:
+        assert type(fast) is rill.Tensor and fast.dtype is rill.float32
+        assert np.array_equal(fast.numpy(), general.numpy())
+        assert np.array_equal(fast.numpy(), want)
+
+
+def test_fast_path_runs_on_the_current_stream_and_follows_its_changes():
+    s1, s2 = rill.Stream(), rill.Stream()
+    a = rill.ones(4)
+    rill.synchronize()
+    for s in (s1, s2, s1):
+        with rill.stream(s):
+            c = a + a
+        assert c.stream is s
+    assert (a + a).stream is rill.default_stream()
+
+
+def test_cases_the_fast_path_leaves_to_the_general_one():
+    a = rill.ones(3)
+    for bad in (None, "x", [1, 2, 3]):
+        for op in (lambda: a + bad, lambda: a - bad, lambda: a * bad):
+            with pytest.raises(TypeError):
+                op()
+    with pytest.raises(ValueError, match="shapes"):
+        a + rill.ones(4)
+    assert (a + True).numpy().tolist() == [2, 2, 2]  # a bool is a number, not an int here
+    empty = rill.ones(0)
+    assert (empty + empty).shape == (0,)
+    h = rill.ones(3, dtype=rill.float16)
+    assert (a + h).dtype is rill.float32 and (h + h).dtype is rill.float16
+    import rill.compat.torch as torch
+    t = torch.ones(3)
+    assert type(t + t) is torch.Tensor and type(t + a) is torch.Tensor
+    assert type(a + t) is rill.Tensor
+
+
+def test_fast_path_refuses_tensors_of_a_shut_down_runtime():
+    a = rill.ones(2)
+    rill.shutdown()
+    with pytest.raises(rill.InvalidArgumentError, match="rill.shutdown"):
+        a + a
+    with pytest.raises(rill.InvalidArgumentError, match="rill.shutdown"):
+        a + 1
+    b = rill.ones(2)
+    assert (b + b).numpy().tolist() == [2, 2]

@@ -1,0 +1,204 @@
+# SPDX-License-Identifier: MIT
+"""rill.Graph, `with rill.graph(g):` and rill.compile: capture, replay,
+graph memory, the outputs' events, tagged streams joined at the end, and
+the capture's errors."""
+
+import gc
+
+import numpy as np
+import pytest
+
+import rill
+
+F32 = np.float32
+
+
+def test_replay_recomputes_from_the_inputs_current_values():
+    a = rill.ones(8, 8)
+    b = rill.Tensor(np.arange(64, dtype=F32).reshape(8, 8))
+    g = rill.Graph()
+    with rill.graph(g):
+        c = a @ b + 1
+        d = c * 2
+    assert repr(g) == "rill.Graph(captured)"
+    for k in range(1, 4):
+        g.replay()
+        want = (np.full((8, 8), k, F32) @ b.numpy() + 1) * 2
+        assert np.array_equal(d.numpy(), want)  # numpy() waits for the replay
+        a.add_(1)
+
+
+def test_capture_runs_nothing():
+    a = rill.zeros(1000)
+    g = rill.Graph()
+    with rill.graph(g):
+        a.add_(5)
+    rill.synchronize()
+    assert np.all(a.numpy() == 0)
+    g.replay()
+    g.replay()
+    assert np.all(a.numpy() == 10)
+
+
+def test_graph_memory_keeps_its_address_and_lives_with_its_tensors():
+    g = rill.Graph()
+    with rill.graph(g):
+        t = rill.full((256,), 3.0)
+    ptr = int(rill._ffi.ffi.cast("uintptr_t", t._ptr))
+    del g  # the tensor keeps the graph (and its memory)
+    gc.collect()
+    t._graph.replay()
+    assert np.all(t.numpy() == 3)
+    assert int(rill._ffi.ffi.cast("uintptr_t", t._ptr)) == ptr
+    before = rill.memory_allocated()
+    del t
+    gc.collect()
+    rill.synchronize()
+    assert rill.memory_allocated() <= before
+
+
+def test_tagged_streams_of_a_capture_are_joined_at_its_end():
+    a = rill.ones(64, 64)
+    ev = rill.tagged_event("py-graph-fork")
+    g = rill.Graph()
+    s = rill.Stream()
+    s.wait_stream(rill.current_stream())
+    g.capture_begin(s)
+    with rill.stream(s):
+        b = a + 1
+        ev.record()
+        with rill.stream(rill.tagged_stream("py-graph-side")):
+            ev.wait()
+            c = b @ b  # on the tagged stream: never joined by the program
+    g.capture_end()  # joins it
+    g.replay(s)
+    assert np.array_equal(c.numpy(), np.full((64, 64), 4 * 64, F32))
+
+
+def test_capture_errors_are_rill_errors_and_leave_the_thread_free():
+    g = rill.Graph()
+    with pytest.raises(rill.CaptureUnsupportedError):
+        with rill.graph(g):
+            t = rill.ones(4)
+            t.numpy()  # synchronizes on an event recorded in the capture
+    assert rill._graph.capturing() is None
+    with pytest.raises(RuntimeError, match="nothing was captured"):
+        g.replay()
+    g2 = rill.Graph()
+    with rill.graph(g2):
+        x = rill.ones(3) + 1
+    g2.replay()
+    assert np.all(x.numpy() == 2)
+
+
+def test_graph_misuse_raises():
+    g = rill.Graph()
+    with pytest.raises(RuntimeError, match="capture_begin"):
+        g.capture_end()
+    with pytest.raises(TypeError, match="rill.Graph"):
+        rill.graph("g")
+    with pytest.raises(ValueError, match="capture_error_mode"):
+        g.capture_begin(capture_error_mode="loose")
+    with pytest.raises(TypeError, match="stream must be"):
+        g.capture_begin(stream=3)
+    s = rill.Stream()
+    g.capture_begin(s)
+    with pytest.raises(RuntimeError, match="another graph"):
+        rill.Graph().capture_begin(rill.Stream())
+    with pytest.raises(RuntimeError, match="captured already"):
+        g.capture_begin(s)
+    g.capture_end()
+    g.reset()
+    with rill.graph(g):
+        y = rill.ones(2) * 3
+    g.replay()
+    assert np.all(y.numpy() == 3)
+
+
+def test_compile_captures_once_per_signature_and_copies_new_inputs():
+    calls = []
+
+    @rill.compile
+    def f(x, y, scale=2.0):
+        calls.append(1)
+        return (x @ y) * scale, x + y
+
+    a, b = rill.ones(4, 4), rill.Tensor(np.eye(4, dtype=F32))
+    r1 = f(a, b)
+    assert np.array_equal(r1[0].numpy(), np.full((4, 4), 2, F32))
+    c = rill.full((4, 4), 3.0)
+    r2 = f(c, b)
+    assert r2[0] is r1[0] and len(calls) == 1  # replayed with c copied in
+    assert np.array_equal(r2[0].numpy(), np.full((4, 4), 6, F32))
+    assert np.array_equal(r2[1].numpy(), 3 + np.eye(4, dtype=F32))
+    f(c, b, scale=1.0)  # another argument: another graph
+    f(rill.ones(2, 2), rill.ones(2, 2))  # other shapes: another graph
+    assert len(calls) == 3
+    assert a.numpy()[0, 0] == 1  # the first inputs were copied, never written
+
+
+def test_compile_arguments():
+    with pytest.raises(TypeError, match="callable"):
+        rill.compile(3)
+    with pytest.raises(ValueError, match="reduce-overhead"):
+        rill.compile(lambda: None, mode="max-autotune")
+    deco = rill.compile(mode="reduce-overhead")
+    assert deco(lambda x: x + 1)(rill.ones(2)).numpy().tolist() == [2, 2]
+
+
+def test_an_exception_in_the_compiled_function_ends_its_capture():
+    def bad(x):
+        x + 1
+        raise KeyError("inside")
+    f = rill.compile(bad)
+    with pytest.raises(KeyError):
+        f(rill.ones(3))
+    assert rill._graph.capturing() is None
+    assert (rill.ones(3) + 1).numpy().tolist() == [2, 2, 2]
+
+
+def test_python_host_functions_run_at_every_replay():
+    seen = []
+    s = rill.Stream()
+    g = rill.Graph()
+    with rill.graph(g, stream=s):
+        s.launch_host_func(seen.append, "ran")
+        t = rill.ones(2) + 1
+    assert seen == []  # captured, not run
+    for _ in range(3):
+        g.replay(s)
+    s.synchronize()
+    assert seen == ["ran"] * 3 and np.all(t.numpy() == 2)
+
+
+def test_an_exception_in_a_captured_host_function_fails_the_replay_stream():
+    s = rill.Stream()
+    g = rill.Graph()
+
+    def boom():
+        raise ValueError("in the graph")
+    with rill.graph(g, stream=s):
+        s.launch_host_func(boom)
+    g.replay(s)
+    with pytest.raises(rill.KernelFailedError, match="in the graph"):
+        s.synchronize()
+    s.clear_error()
+
+
+def test_a_graph_collected_with_a_replay_pending_still_runs_its_host_functions(gate):
+    seen = []
+    s = rill.Stream()
+    g = rill.Graph()
+    with rill.graph(g, stream=s):
+        s.launch_host_func(seen.append, 1)
+    s.launch_host_func(gate)
+    g.replay(s)
+    tokens = list(g._host_tokens)
+    del g
+    gc.collect()
+    gate.open()
+    s.synchronize()
+    assert seen == [1]
+    rill.Graph().capture_begin(s)  # reaps what the finished replay no longer needs
+    rill._graph.capturing().capture_end()
+    assert tokens and not any(t in rill._host.persistent for t in tokens)
