@@ -87,12 +87,7 @@ bool rill__device_check_streams(rill_device *dev_h, char *why, size_t cap) {
         n = 0;
         for (rill__stream *s = stream_of(dev->streams); s != NULL;
              s = stream_of(s->dev_link.next)) {
-            /* A stream whose last reference is gone is being freed: it waits
-             * for this lock to leave the list, and must not be held again. */
-            int refs = atomic_load(&s->refs);
-            while (refs > 0 && !atomic_compare_exchange_weak(&s->refs, &refs, refs + 1)) {
-            }
-            if (refs > 0)
+            if (rill__stream_try_ref(s))
                 list[n++] = s;
         }
     }

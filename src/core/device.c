@@ -329,7 +329,8 @@ size_t rill__device_pending(rill__device *dev, rill__mem_dep *deps, size_t cap, 
             *overflow = 1;
             break;
         }
-        rill__stream_ref(s);
+        if (!rill__stream_try_ref(s))
+            continue; /* its last command just completed and it is being freed */
         deps[n].stream = s;
         deps[n++].seq = seq;
     }
@@ -522,7 +523,10 @@ static rill_status sync_device(rill__device *dev, const char *fn) {
             if (atomic_load_explicit(&s->done_seq, memory_order_acquire) >= seq &&
                 !atomic_load(&s->has_failed))
                 continue;
-            rill__stream_ref(s);
+            /* A failed stream that its owner destroyed, or one whose last
+             * command just completed, may be on its way out. */
+            if (!rill__stream_try_ref(s))
+                continue;
             deps[n].stream = s;
             deps[n++].seq = seq;
         }

@@ -109,6 +109,15 @@ RILL_HOT void rill__stream_ref(rill__stream *s) {
     atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);
 }
 
+bool rill__stream_try_ref(rill__stream *s) {
+    /* relaxed: dev->lock, held by the caller, orders it with the free. */
+    int refs = atomic_load_explicit(&s->refs, memory_order_relaxed);
+    while (refs > 0 && !atomic_compare_exchange_weak_explicit(
+                           &s->refs, &refs, refs + 1, memory_order_relaxed, memory_order_relaxed)) {
+    }
+    return refs > 0;
+}
+
 RILL_HOT void rill__stream_unref(rill__stream *s) {
     /* acq_rel: the last release must see every other holder's writes. */
     if (atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) == 1)

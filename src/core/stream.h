@@ -118,6 +118,11 @@ rill_status rill__stream_tagged(rill__device *dev, const char *tag, int priority
                                 rill__stream **out);
 void rill__stream_ref(rill__stream *s);
 void rill__stream_unref(rill__stream *s);
+/* Takes a reference on a stream found on its device's list (dev->lock
+ * held) unless its last reference is gone: such a stream is being freed and
+ * waits for that lock to leave the list, so it must not be held again.
+ * True when the reference was taken. */
+bool rill__stream_try_ref(rill__stream *s);
 /* Frees s whatever its references (rill_shutdown, once all work drained). */
 void rill__stream_free(rill__stream *s);
 /* Copies the stream's name ("stream 0x..." when unnamed) into buf. */

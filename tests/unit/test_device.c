@@ -287,6 +287,54 @@ static void test_device_synchronize_with_many_failed_streams_returns_kernel_fail
     RT_OK(rill_kernel_destroy(kernel));
 }
 
+typedef struct churn_failed {
+    rill_kernel *kernel;
+    atomic_int done;
+    atomic_int errors;
+} churn_failed;
+
+static void *create_fail_destroy(void *arg) {
+    churn_failed *c = arg;
+    rill_launch launch = {.grid = {1, 1, 1}, .block = {1, 1, 1}};
+    uint64_t deadline = rt_now_ns() + 500000000ull;
+    for (int i = 0; i < 20000 && rt_now_ns() < deadline; i++) {
+        rill_stream *s = NULL;
+        if (rill_stream_create(NULL, 0, &s) != RILL_OK ||
+            rill_launch_kernel(s, c->kernel, &launch) != RILL_OK ||
+            rill_stream_destroy(s) != RILL_OK)
+            atomic_fetch_add(&c->errors, 1);
+    }
+    atomic_store(&c->done, 1);
+    return NULL;
+}
+
+/* rill_device_synchronize racing the destroy of streams whose work failed: a destroyed stream
+ * leaves the device once its work is done, and a synchronize that finds it on the device's list
+ * at that moment must not take it back (under AddressSanitizer or ThreadSanitizer this was a
+ * use after free, and a double free). Every synchronize returns OK or the streams' failure. */
+static void test_device_synchronize_racing_destroy_of_failed_streams(void **state) {
+    (void)state;
+    static churn_failed c;
+    atomic_store(&c.done, 0);
+    atomic_store(&c.errors, 0);
+    rill_kernel_desc desc = {.name = "failing_kernel", .cpu = failing_kernel};
+    RT_OK(rill_kernel_create(&desc, &c.kernel));
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, create_fail_destroy, &c), 0);
+    int syncs = 0;
+    while (!atomic_load(&c.done)) {
+        rill_status st = rill_device_synchronize(NULL);
+        assert_true(st == RILL_OK || st == RILL_ERROR_KERNEL_FAILED);
+        syncs++;
+    }
+    assert_int_equal(pthread_join(t, NULL), 0);
+    assert_int_equal(atomic_load(&c.errors), 0);
+    assert_true(syncs > 0);
+    rill_status st = rill_device_synchronize(NULL);
+    assert_true(st == RILL_OK || st == RILL_ERROR_KERNEL_FAILED);
+    RT_OK(rill_kernel_destroy(c.kernel));
+}
+
 /* ---- rill_shutdown from several threads ---- */
 
 #define SHORT_WAIT_NS 100000000ull /* 100 ms: room for a wrong interleaving to show itself */
@@ -507,6 +555,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_device_set_and_get_current),
         cmocka_unit_test(test_device_synchronize_waits_for_all_streams),
         cmocka_unit_test(test_device_synchronize_with_many_failed_streams_returns_kernel_failed),
+        cmocka_unit_test(test_device_synchronize_racing_destroy_of_failed_streams),
         cmocka_unit_test(test_device_concurrent_shutdowns_release_once_and_both_return_ok),
         cmocka_unit_test(test_device_call_begun_during_shutdown_runs_on_a_fresh_runtime),
         cmocka_unit_test(test_device_shutdown_racing_first_use_initialisation_is_safe),
