@@ -6,7 +6,10 @@
  *                        seeds on the CPU device, once over two streams joined
  *                        by events and once on one stream, times each stream
  *                        with timing events, checks that both runs agree (and
- *                        spot-checks them against the host), prints the speedup.
+ *                        spot-checks them against the host), prints the speedup;
+ *   rill trace-summary T per-stream busy time, overlap, idle gaps and the
+ *                        critical path of a trace (rill_trace_start);
+ *   rill trace-svg T OUT the trace's timeline as an SVG picture.
  * Any failing rill call ends the command with its rill_last_error() sentence
  * and exit status 1; a usage error exits with 2. */
 #ifndef _POSIX_C_SOURCE
@@ -22,6 +25,7 @@
 #include <time.h>
 
 #include "rill.h"
+#include "trace_view.h"
 
 /* Prints a failed rill call and returns true; false when st is RILL_OK. */
 static bool failed(rill_status st, const char *call) {
@@ -596,7 +600,13 @@ static void usage(void) {
             "                    A NxN, then conv2d, conv2d and sum on each half of B\n"
             "                    (N a multiple of 32, 160..8192; default %d); --memory prints\n"
             "                    the memory summary afterwards\n"
-            "environment: RILL_DEVICE=cpu|cuda:N, RILL_CPU_WORKERS=N\n",
+            "  trace-summary TRACE\n"
+            "                    per-stream busy time, the overlap between streams, the\n"
+            "                    longest idle gaps and the critical path of a trace written by\n"
+            "                    rill_trace_start or RILL_TRACE=path\n"
+            "  trace-svg TRACE OUT.svg\n"
+            "                    draw the trace's timeline as an SVG picture\n"
+            "environment: RILL_DEVICE=cpu|cuda:N, RILL_CPU_WORKERS=N, RILL_TRACE=path\n",
             DEMO_DEFAULT_SIZE);
 }
 
@@ -617,6 +627,21 @@ int main(int argc, char **argv) {
     }
     int rc;
     bool memory = false;
+    /* the trace views read a file: no device, no runtime */
+    if (strcmp(argv[1], "trace-summary") == 0) {
+        if (argc != 3) {
+            usage();
+            return 2;
+        }
+        return rill_tool_trace_summary(argv[2], stdout);
+    }
+    if (strcmp(argv[1], "trace-svg") == 0) {
+        if (argc != 4) {
+            usage();
+            return 2;
+        }
+        return rill_tool_trace_svg(argv[2], argv[3]);
+    }
     if (strcmp(argv[1], "info") == 0 &&
         (argc == 2 || (argc == 3 && strcmp(argv[2], "--memory") == 0))) {
         rc = cmd_info();
