@@ -344,6 +344,49 @@ static int teardown(demo *d) {
     return rc ? -1 : 0;
 }
 
+/* ---- how many units are free ---- */
+
+static void spin_body(const rill_block_ctx *ctx, const void *args) {
+    (void)ctx;
+    volatile double x = 0;
+    for (long i = 0; i < *(const long *)args; i++)
+        x += 1.0;
+}
+
+/* How many compute units run at once now: a kernel of `units` blocks of
+ * fixed work against one block of it (other processes on the machine take
+ * processors from the device's workers). */
+static int free_units(demo *d, int units, double *out) {
+    rill_kernel *k;
+    rill_kernel_desc desc = {.name = "spin", .cpu = spin_body};
+    long iters = 2000000;
+    if (failed(rill_kernel_create(&desc, &k), "rill_kernel_create"))
+        return -1;
+    double best[2] = {1e30, 1e30};
+    int rc = 0;
+    for (int rep = 0; rep < 3 && rc == 0; rep++) {
+        for (int wide = 0; wide < 2; wide++) {
+            rill_launch l = {.grid = {wide ? (unsigned)units : 1u, 1, 1},
+                             .block = {1, 1, 1},
+                             .args = &iters,
+                             .args_size = sizeof iters};
+            double t0 = now_ms();
+            if (failed(rill_launch_kernel(d->main, k, &l), "rill_launch_kernel") ||
+                failed(rill_stream_synchronize(d->main), "rill_stream_synchronize")) {
+                rc = -1;
+                break;
+            }
+            double ms = now_ms() - t0;
+            if (ms < best[wide])
+                best[wide] = ms;
+        }
+    }
+    *out = units * best[0] / best[1];
+    if (failed(rill_kernel_destroy(k), "rill_kernel_destroy"))
+        rc = -1;
+    return rc;
+}
+
 /* ---- the command ---- */
 
 int rill_tool_demo(const char *trace_path) {
@@ -400,10 +443,17 @@ int rill_tool_demo(const char *trace_path) {
         printf("  %-40s %8.3f ms  (median of %d; min %.3f)\n", titles[w], median[w], DEMO_REPEATS,
                times[w][0]);
     }
+    double parallel;
+    if (free_units(&d, info.compute_units, &parallel) != 0)
+        goto out;
     printf("\n  speedup of streams over eager: %.2fx\n", median[EAGER] / median[STREAMS]);
     printf("  speedup of the graph over eager: %.2fx\n", median[EAGER] / median[GRAPH]);
     printf("  answers of all three agree with the host's (labels and checksums of %d requests)\n",
            DEMO_REQUESTS);
+    printf("  compute units running at once right after: %.2f of %d", parallel, info.compute_units);
+    if (parallel < 0.8 * info.compute_units)
+        printf(" (other processes hold processors:\n  the speedups cannot exceed this)");
+    printf("\n");
     /* one traced run of each way */
     if (trace_path != NULL) {
         if (failed(rill_trace_start(trace_path), "rill_trace_start"))
