@@ -299,9 +299,52 @@ static void test_trace_env_and_exit(void **state) {
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     check_trace(exit_path, "slice=stream default|at_exit|grid=[1,1,1]", NULL);
     remove(exit_path);
+
+    /* RILL_TRACE naming a path that cannot be written, in a fresh process
+     * (RILL_TRACE is read once per process): the library starts and works,
+     * says why on stderr, and exits cleanly */
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        dup2(fds[1], 2);
+        setenv("RILL_TRACE", "/nonexistent-dir-of-rill/t.json", 1);
+        execl("/proc/self/exe", "unit_test_trace", "--bad-env-child", (char *)NULL);
+        _exit(4);
+    }
+    close(fds[1]);
+    char err[1024] = {0};
+    size_t got = 0;
+    ssize_t n;
+    while (got < sizeof err - 1 && (n = read(fds[0], err + got, sizeof err - 1 - got)) > 0)
+        got += (size_t)n;
+    close(fds[0]);
+    assert_int_equal(waitpid(child, &status, 0), child);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    assert_non_null(strstr(err, "rill: RILL_TRACE: cannot open '/nonexistent-dir-of-rill/t.json' "
+                                "for writing (No such file or directory); no trace is written"));
+}
+
+/* The fresh process of test_trace_env_and_exit: works with a RILL_TRACE it
+ * cannot write. */
+static int bad_env_child(void) {
+    int count = 0;
+    rill_kernel *k = make_kernel("unwritten");
+    rill_launch l = {.grid = {1, 1, 1}, .block = {1, 1, 1}};
+    spin_args a = {10};
+    l.args = &a;
+    l.args_size = sizeof a;
+    if (rill_device_count(&count) != RILL_OK || count < 1 ||
+        rill_launch_kernel(NULL, k, &l) != RILL_OK || rill_device_synchronize(NULL) != RILL_OK ||
+        rill_kernel_destroy(k) != RILL_OK || rill_shutdown() != RILL_OK)
+        return 3;
+    return 0;
 }
 
 int main(int argc, char **argv) {
+    if (argc == 2 && strcmp(argv[1], "--bad-env-child") == 0)
+        return bad_env_child();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_trace_has_tracks_slices_arrows_counters),
         cmocka_unit_test(test_trace_renamed_stream_and_later_start),
