@@ -84,6 +84,11 @@ rill_status rill__runtime_get(rill__runtime **out);
 /* Resolves a device argument: NULL means the calling thread's current
  * device. fn names the public call for the error sentence. */
 rill_status rill__device_resolve(rill_device *handle, const char *fn, rill__device **out);
+/* For tests and debugging: rill__stream_check on every stream of dev (NULL:
+ * the calling thread's current device), default and tagged ones included.
+ * False with a sentence in why (cap bytes) when an invariant does not
+ * hold, dev is not a device, or there is no memory to list the streams. */
+bool rill__device_check_streams(rill_device *dev, char *why, size_t cap);
 /* The first device of kind, or NULL (the runtime is initialised). */
 rill__device *rill__device_of_kind(rill_device_kind kind);
 /* Fills deps with (stream, submitted seq) of every stream of dev that has

@@ -140,6 +140,13 @@ bool rill__stream_took_host_wake(void);
  * cause: what failed on s and why ("kernel 'scale' on stream 'main'
  * failed: ..."), without advice; cut to RILL__CAUSE_BYTES. */
 void rill__stream_fail(rill__stream *s, uint64_t seq, const char *cause);
+/* Checks the invariants of s that hold at any moment (done_seq <= sub_seq,
+ * the opaque mark at most one past the submitted numbers, the failure windows sorted
+ * and apart, waiter_min a lower bound of the waiters): false, with a
+ * sentence naming the first broken one in why (cap bytes), when one does
+ * not hold. Takes s's err_lock and wait_lock, one after the other; for
+ * tests and debugging. */
+bool rill__stream_check(rill__stream *s, char *why, size_t cap);
 /* When the work of t up to t_seq failed, opens a failure window on s at
  * seq (a WAIT of s for it ran) that carries t's root cause, names s, and
  * names t when the failure began before t; returns whether it did. */

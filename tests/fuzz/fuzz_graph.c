@@ -16,6 +16,7 @@
 #include <stdlib.h>
 
 #include "fuzz_input.h"
+#include "graph/graph.h"
 
 enum {
     MAX_NODES = 40,
@@ -257,6 +258,16 @@ static void launches(fuzz_input *in, rill_graph_exec *x) {
     }
 }
 
+/* The graph's and the exec's own invariants (rill__graph_check, rill__exec_check). */
+static void check_structures(rill_graph *g, rill_graph_exec *x, const char *when) {
+    char why[512];
+    if ((g != NULL && !rill__graph_check(g, why, sizeof why)) ||
+        (x != NULL && !rill__exec_check(x, why, sizeof why))) {
+        fprintf(stderr, "fuzz: %s: %s\n", when, why);
+        abort();
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fuzz_input in = {data, size};
     rill_graph *other = NULL;
@@ -272,6 +283,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     rill_graph_exec *x = NULL;
     st = rill_graph_instantiate(g1, &x);
     fuzz_check(st == RILL_OK, "rill_graph_instantiate", st);
+    check_structures(g1, x, "after rill_graph_instantiate");
     if (flags & 1) {
         st = rill_graph_destroy(g1); /* "the graph may be destroyed afterwards" */
         fuzz_check(st == RILL_OK, "rill_graph_destroy", st);
@@ -283,6 +295,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     rill_graph *g2 = build(&in, (flags & 2) ? &shape : NULL, &unused, foreign);
     st = rill_graph_exec_update(x, g2);
     fuzz_expect(st, RILL_ERROR_INVALID_ARGUMENT, RILL_OK, "rill_graph_exec_update");
+    check_structures(g2, x, "after rill_graph_exec_update");
     launches(&in, x);
 
     for (int i = 0; i < 2; i++) {

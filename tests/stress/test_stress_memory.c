@@ -17,6 +17,7 @@
  * RILL_STRESS_SEED (or a fixed default) and is printed; the second phase's limit from
  * RILL_STRESS_MEM_LIMIT, in bytes (or 32 MiB): scripts/soak.sh runs this test in a loop with a
  * fixed limit and fresh seeds. */
+#include "core/runtime.h"
 #include "fixture.h"
 #include "mem/memory.h"
 
@@ -552,13 +553,15 @@ typedef struct totals {
 } totals;
 
 /* The pool's own invariants (rill__pool_check: blocks tile their segments, every free block is in
- * its bin, the statistics match the blocks, ...), checked while the submitters run and once all
- * is freed: a broken structure is found where it broke. Returns how many checks ran. */
+ * its bin, the statistics match the blocks, ...) and the streams' (rill__stream_check), checked
+ * while the submitters run and once all is freed: a broken structure is found where it broke.
+ * Returns how many checks ran. */
 static int check_pool_until(uint64_t deadline_ns) {
     int checks = 0;
     char why[512];
     do {
-        if (!rill__mem_check(NULL, why, sizeof why)) {
+        if (!rill__mem_check(NULL, why, sizeof why) ||
+            !rill__device_check_streams(NULL, why, sizeof why)) {
             record_failure("the pool's invariants do not hold after %d checks: %s", checks, why);
             break;
         }

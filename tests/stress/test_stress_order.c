@@ -17,6 +17,7 @@
  * workers to go to sleep, then submits to a few streams itself and waits for that work: a thread
  * that waits for work no awake worker has taken runs it itself, and what it runs is checked like
  * the rest. */
+#include "core/runtime.h"
 #include "fixture.h"
 
 #include <inttypes.h>
@@ -408,10 +409,14 @@ static void test_stress_random_streams_keep_happens_before(void **state) {
     for (int t = 0; t < NUM_THREADS; t++)
         assert_int_equal(pthread_create(&handles[t], NULL, submitter, &threads[t]), 0);
     int phases = 0;
+    char why[512];
     while (atomic_load(&finished) < NUM_THREADS) {
         rt_sleep_us((unsigned)(QUIET_EVERY_NS / 1000u));
         quiet_phase(&threads[NUM_THREADS]);
         phases++;
+        /* The streams' own invariants (rill__stream_check), while the submitters run. */
+        if (!rill__device_check_streams(NULL, why, sizeof why))
+            fail_msg("seed %" PRIu64 ": after %d quiet phases: %s", seed, phases, why);
     }
     for (int t = 0; t < NUM_THREADS; t++)
         assert_int_equal(pthread_join(handles[t], NULL), 0);
@@ -438,7 +443,6 @@ static void test_stress_random_streams_keep_happens_before(void **state) {
     if (atomic_load(&num_failures) != 0)
         fail_msg("seed %" PRIu64 ": %d calls failed; the first: %s", seed,
                  atomic_load(&num_failures), first_failure);
-    char why[512];
     for (int id = 0; id < total; id++) {
         if (!command_is_ordered(id, why, sizeof why))
             fail_msg("seed %" PRIu64 ": %s", seed, why);
