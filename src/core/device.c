@@ -565,7 +565,7 @@ rill_status rill_device_synchronize(rill_device *handle) {
         return st;
     if (!rill__tracing())
         return sync_device(dev, "rill_device_synchronize");
-    uint64_t t0 = rill__now_ns();
+    uint64_t t0 = rill__trace_now();
     st = sync_device(dev, "rill_device_synchronize");
     rill__trace_blocked("rill_device_synchronize", NULL, t0);
     return st;

@@ -289,7 +289,7 @@ rill_status rill_event_synchronize(rill_event *event_h) {
                                            "rill_event_synchronize");
     if (s == NULL)
         return RILL_OK;
-    uint64_t t0 = rill__tracing() ? rill__now_ns() : 0;
+    uint64_t t0 = rill__tracing() ? rill__trace_now() : 0;
     st = rill__stream_wait_status(s, seq, (event->flags & RILL_EVENT_BLOCKING_SYNC) != 0,
                                   "rill_event_synchronize");
     if (t0 != 0)

@@ -150,7 +150,7 @@ void rill__stream_trace_track(rill__stream *s) {
     r.type = RILL__TRACE_TRACK;
     r.device = (int8_t)s->dev->info.ordinal;
     r.stream = s->id;
-    r.t0 = rill__now_ns();
+    r.t0 = rill__trace_now();
     r.a = s->kind == RILL__STREAM_DEFAULT;
     rill__mutex_lock(&s->err_lock);
     if (s->name[0] != '\0')
@@ -637,7 +637,7 @@ rill_status rill_stream_synchronize(rill_stream *stream_h) {
     uint64_t seq = atomic_load_explicit(&stream->sub_seq, memory_order_acquire);
     if (!rill__tracing())
         return rill__stream_wait_status(stream, seq, 0, "rill_stream_synchronize");
-    uint64_t t0 = rill__now_ns();
+    uint64_t t0 = rill__trace_now();
     st = rill__stream_wait_status(stream, seq, 0, "rill_stream_synchronize");
     rill__trace_blocked("rill_stream_synchronize", stream, t0);
     return st;

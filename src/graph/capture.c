@@ -549,7 +549,7 @@ static void trace_capture(rill__stream *s, const char *what) {
     r.type = RILL__TRACE_INSTANT;
     r.device = (int8_t)s->dev->info.ordinal;
     r.stream = s->id;
-    r.t0 = rill__now_ns();
+    r.t0 = rill__trace_now();
     rill__trace_set_name(&r, what);
     rill__stream_trace_track(s);
     rill__trace_emit(&r);

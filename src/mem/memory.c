@@ -77,7 +77,7 @@ static rill_status trace_memory(rill_status st) {
         memset(&r, 0, sizeof r);
         r.type = RILL__TRACE_COUNTER;
         r.device = (int8_t)rt->devices[i]->info.ordinal;
-        r.t0 = rill__now_ns();
+        r.t0 = rill__trace_now();
         r.a = ms.allocated_bytes;
         r.b = ms.reserved_bytes;
         rill__trace_emit(&r);
@@ -299,7 +299,7 @@ rill_status rill_memcpy(void *dst, const void *src, size_t bytes) {
         rill__pool_note_use(s, seq, src, bytes);
     if (!rill__tracing())
         return rill__stream_wait_status(s, seq, 0, fn);
-    uint64_t t0 = rill__now_ns();
+    uint64_t t0 = rill__trace_now();
     st = rill__stream_wait_status(s, seq, 0, fn);
     rill__stream_trace_track(s);
     rill__trace_host_slice(fn, s->id, t0);

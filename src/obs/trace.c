@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,7 @@
 #define UNITS_PER_DEVICE 1000u
 
 _Atomic int rill__trace_on;
+_Atomic int rill__trace_ticks;
 
 typedef struct chunk {
     struct chunk *next; /* owned */
@@ -46,12 +48,14 @@ typedef struct tbuf {
 
 static rill__spinlock ctl_lock;
 static rill__spinlock list_lock;
-static tbuf *buffers;              /* guarded by list_lock */
-static _Atomic uint32_t session;   /* written under ctl_lock */
-static FILE *out_file;             /* guarded by ctl_lock */
-static char out_path[512];         /* guarded by ctl_lock */
-static pid_t out_pid;              /* guarded by ctl_lock: the process that started the trace */
-static bool atfork_set;            /* guarded by ctl_lock */
+static tbuf *buffers;            /* guarded by list_lock */
+static _Atomic uint32_t session; /* written under ctl_lock */
+static FILE *out_file;           /* guarded by ctl_lock */
+static char out_path[512];       /* guarded by ctl_lock */
+static pid_t out_pid;            /* guarded by ctl_lock: the process that started the trace */
+static bool atfork_set;          /* guarded by ctl_lock */
+/* guarded by ctl_lock: (ticks, ns) at start, to turn ticks into ns */
+static uint64_t cal_ticks, cal_ns;
 static _Thread_local tbuf *my_buf; /* the calling thread's buffer */
 
 uint32_t rill__trace_session(void) {
@@ -121,7 +125,7 @@ void rill__trace_host_slice(const char *call, uint64_t stream_id, uint64_t t0) {
     r.type = RILL__TRACE_HOST_SLICE;
     r.stream = stream_id;
     r.t0 = t0;
-    r.t1 = rill__now_ns();
+    r.t1 = rill__trace_now();
     rill__trace_set_name(&r, call);
     rill__trace_emit(&r);
 }
@@ -183,6 +187,9 @@ int rill__trace_begin(const char *path, char *what, size_t what_size) {
     out_pid = getpid();
     snprintf(out_path, sizeof out_path, "%s", path);
     atomic_fetch_add_explicit(&session, 1, memory_order_relaxed);
+    atomic_store_explicit(&rill__trace_ticks, rill__ticks_steady(), memory_order_relaxed);
+    cal_ns = rill__now_ns();
+    cal_ticks = rill__trace_now();
     atomic_store_explicit(&rill__trace_on, 1, memory_order_relaxed);
     rill__spinlock_unlock(&ctl_lock);
     return 0;
@@ -516,10 +523,34 @@ static int cmp_t0(const void *a, const void *b) {
     return x->t0 < y->t0 ? -1 : x->t0 > y->t0;
 }
 
+/* Turns the records' times into nanoseconds of rill__now_ns: ticks are
+ * scaled by the rate measured between the start and now (at least a
+ * millisecond apart, so that the rate is good to a few parts in 10^5). */
+static void to_ns(chunk *all) {
+    if (!atomic_load_explicit(&rill__trace_ticks, memory_order_relaxed))
+        return;
+    uint64_t end_ns;
+    while ((end_ns = rill__now_ns()) < cal_ns + 1000000u)
+        rill__cpu_relax();
+    uint64_t end_ticks = rill__ticks();
+    double per_tick =
+        end_ticks > cal_ticks ? (double)(end_ns - cal_ns) / (double)(end_ticks - cal_ticks) : 1.0;
+    for (chunk *c = all; c != NULL; c = c->next) {
+        for (uint32_t i = 0; i < c->n; i++) {
+            rill__trace_rec *r = &c->recs[i];
+            /* signed: a record may predate the start by a little */
+            r->t0 = cal_ns + (uint64_t)llround((double)(int64_t)(r->t0 - cal_ticks) * per_tick);
+            if (r->t1 != 0)
+                r->t1 = cal_ns + (uint64_t)llround((double)(int64_t)(r->t1 - cal_ticks) * per_tick);
+        }
+    }
+}
+
 static int write_json(FILE *f, chunk *all, size_t count, uint64_t dropped) {
     rill__trace_rec **recs = malloc((count > 0 ? count : 1) * sizeof *recs);
     if (recs == NULL)
         return ENOMEM;
+    to_ns(all);
     size_t n = 0;
     for (chunk *c = all; c != NULL; c = c->next)
         for (uint32_t i = 0; i < c->n; i++)

@@ -23,6 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "platform/thread.h"
+
 /* Non-zero while a trace records (rill__tracing reads it). */
 extern _Atomic int rill__trace_on;
 
@@ -30,6 +32,18 @@ static inline bool rill__tracing(void) {
     /* relaxed: a record made just before or after a start or stop is
      * kept or dropped, either is right. */
     return __builtin_expect(atomic_load_explicit(&rill__trace_on, memory_order_relaxed), 0);
+}
+
+/* Non-zero while records take their times from rill__ticks (set at start). */
+extern _Atomic int rill__trace_ticks;
+
+/* The time for a record: rill__ticks when they are steady, else
+ * rill__now_ns; the writer turns either into nanoseconds. */
+static inline uint64_t rill__trace_now(void) {
+    /* relaxed: set before rill__trace_on, and constant for the machine. */
+    if (atomic_load_explicit(&rill__trace_ticks, memory_order_relaxed))
+        return rill__ticks();
+    return rill__now_ns();
 }
 
 /* The number of the trace that records now or last recorded (starts at 1):
@@ -88,7 +102,7 @@ typedef struct rill__trace_rec {
     uint32_t grid[3];
     uint32_t thread; /* the recording thread (rill__thread_id) */
     uint64_t stream, seq;
-    uint64_t t0, t1; /* rill__now_ns */
+    uint64_t t0, t1; /* rill__trace_now */
     uint64_t bytes;
     uint64_t a, b;
     char name[RILL__TRACE_NAME_BYTES];

@@ -299,9 +299,9 @@ static bool run_node_traced(cpu_device *d, gworker *g, rill__graph_exec *x, uint
         if (n->p.kind == RILL__GNODE_SET)
             t.bytes = n->p.u.set.bytes;
     }
-    t.t0 = rill__now_ns();
+    t.t0 = rill__trace_now();
     bool done = run_node_body(d, g, x, i);
-    t.t1 = rill__now_ns();
+    t.t1 = rill__trace_now();
     rill__trace_emit(&t);
     return done;
 }

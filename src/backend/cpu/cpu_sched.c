@@ -500,7 +500,7 @@ static enum exec_result exec_body(cpu_device *d, cpu_worker *w, rill__stream *s,
  * handed off, it may be finished and reused by another thread). Waits,
  * records and clears hold no unit. */
 static enum exec_result exec_traced(cpu_device *d, cpu_worker *w, rill__stream *s, cpu_cmd *c) {
-    uint64_t t0 = rill__now_ns();
+    uint64_t t0 = rill__trace_now();
     bool first = c->trace_t0 == 0;
     if (first) {
         c->trace_t0 = t0;
@@ -525,7 +525,7 @@ static enum exec_result exec_traced(cpu_device *d, cpu_worker *w, rill__stream *
         r.flags = 0;
         r.unit = w->unit;
         r.t0 = t0;
-        r.t1 = rill__now_ns();
+        r.t1 = rill__trace_now();
         rill__trace_emit(&r);
     }
     return res;
@@ -549,9 +549,9 @@ static void help_chunks(cpu_device *d, cpu_worker *w, cpu_cmd *c) {
     r.type = RILL__TRACE_UNIT_SLICE;
     r.flags = 0;
     r.unit = w->unit;
-    r.t0 = rill__now_ns();
+    r.t0 = rill__trace_now();
     run_chunks(d, w, c);
-    r.t1 = rill__now_ns();
+    r.t1 = rill__trace_now();
     rill__trace_emit(&r);
 }
 

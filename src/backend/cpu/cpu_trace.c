@@ -66,7 +66,7 @@ void rill__cpu_trace_stream_slice(rill__stream *s, cpu_cmd *c) {
     r.unit = c->trace_unit;
     r.flags = c->trace_on_unit ? RILL__TRACE_ON_UNIT : 0;
     r.t0 = c->trace_t0;
-    r.t1 = rill__now_ns();
+    r.t1 = rill__trace_now();
     c->trace_t0 = 0;
     rill__stream_trace_track(s);
     rill__trace_emit(&r);
