@@ -87,6 +87,7 @@ static void test_trace_has_tracks_slices_arrows_counters(void **state) {
     (void)state;
     char path[512];
     trace_path(path, sizeof path, "full");
+    uint64_t t_lo = rt_now_ns();
     RT_OK(rill_trace_start(path));
     rill_stream *p, *c, *t;
     RT_OK(rill_stream_create(NULL, 0, &p));
@@ -120,9 +121,14 @@ static void test_trace_has_tracks_slices_arrows_counters(void **state) {
     RT_OK(rill_graph_instantiate(g, &x));
     RT_OK(rill_graph_launch(x, p));
     RT_OK(rill_device_synchronize(NULL));
+    uint64_t t_hi = rt_now_ns();
     RT_OK(rill_trace_stop());
-    check_trace(path, "track=stream producer", "track=stream consumer", "track=stream tagged-io",
-                "track=compute unit 0 (device 0)",
+    /* the times are CLOCK_MONOTONIC's, in microseconds, whatever the
+     * recorder counted in */
+    char within[96];
+    snprintf(within, sizeof within, "within=%.3f|%.3f", (double)t_lo / 1e3, (double)t_hi / 1e3);
+    check_trace(path, within, "track=stream producer", "track=stream consumer",
+                "track=stream tagged-io", "track=compute unit 0 (device 0)",
                 "slice=stream producer|scale|grid=[4,1,1]|bytes=4096",
                 "slice=stream consumer|shift|grid=[1,1,1]|bytes=4096", "slice=stream consumer|wait",
                 "slice=stream tagged-io|shift", "flow=stream producer|stream consumer",

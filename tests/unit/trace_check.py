@@ -14,6 +14,8 @@ Usage: trace_check.py TRACE [EXPECTATION ...], where an expectation is
   host=NAME                  a slice NAME on a host thread's track
   nested=NAME                a graph node NAME lies inside a graph launch slice
                              on the same compute unit's track
+  within=LO|HI               every slice, instant and counter lies in [LO, HI]
+                             (microseconds of CLOCK_MONOTONIC)
 Exit status 0 when all hold; 1 with one line per failure otherwise."""
 import json
 import sys
@@ -91,6 +93,11 @@ def main(argv):
                 if e["name"] == rest and e.get("cat") == "graph node":
                     ok = ok or any(track(g) == track(e) and g["ts"] <= e["ts"] + 0.002 and
                                    e["ts"] + e["dur"] <= g["ts"] + g["dur"] + 0.002 for g in launches)
+        elif kind == "within":
+            lo, hi = float(parts[0]), float(parts[1])
+            timed = [e for e in events if e["ph"] in ("X", "i", "C")]
+            ok = len(timed) > 0 and all(
+                lo <= e["ts"] and e["ts"] + e.get("dur", 0) <= hi for e in timed)
         else:
             failures.append("unknown expectation " + exp)
             continue
