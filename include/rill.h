@@ -652,8 +652,8 @@ rill_status rill_graph_exec_update(rill_graph_exec *exec, rill_graph *graph);
  * command and graph node it ran; arrows from the work a wait waited for to
  * the wait; host slices for blocking calls (synchronize, rill_memcpy);
  * memory counters (allocated, reserved); instants where captures begin
- * and end. Records are buffered per thread: a few hundred nanoseconds per
- * command while on, one predictable branch while off.
+ * and end. Records are buffered per thread: about a hundred nanoseconds
+ * per command while on, one predictable branch while off.
  * RILL_TRACE=path in the environment starts one when the library starts.
  * path is created (or truncated) now: RILL_ERROR_INVALID_ARGUMENT when it
  * cannot be written (the sentence says why), RILL_ERROR_NOT_PERMITTED
