@@ -132,8 +132,8 @@ void rill__trace_host_slice(const char *call, uint64_t stream_id, uint64_t t0) {
 
 /* ---------------------------------------------------------------- control */
 
-/* In a fork's child: the trace is the parent's, which writes it. The
- * child's only thread holds no lock of ours (fork_prepare takes them). */
+/* In a fork's child: the trace is the parent's, which writes it. fork_prepare
+ * takes ctl_lock and list_lock, so the lists are whole in the child. */
 static void fork_prepare(void) {
     rill__spinlock_lock(&ctl_lock);
     rill__spinlock_lock(&list_lock);
@@ -146,6 +146,16 @@ static void fork_parent(void) {
 
 static void fork_child(void) {
     atomic_store_explicit(&rill__trace_on, 0, memory_order_relaxed);
+    /* The parent's threads are not here: a buffer one of them was filling
+     * stays locked in the child. Free every lock and forget the parent's
+     * records (the parent writes them), so that a trace the child starts
+     * can collect its own. */
+    for (tbuf *b = buffers; b != NULL; b = b->next) {
+        atomic_store_explicit(&b->lock.held, 0, memory_order_relaxed);
+        b->first = b->last = NULL;
+        b->count = 0;
+        b->dropped = 0;
+    }
     rill__spinlock_unlock(&list_lock);
     rill__spinlock_unlock(&ctl_lock);
 }

@@ -332,6 +332,54 @@ static void test_trace_env_and_exit(void **state) {
                                 "for writing (No such file or directory); no trace is written"));
 }
 
+/* A fork while the parent traces (and its workers record): the parent's
+ * trace stays the parent's; the child may start one of its own. */
+static void test_trace_fork_child_traces_on_its_own(void **state) {
+    (void)state;
+    char path[512], child_path[512];
+    trace_path(path, sizeof path, "fork-parent");
+    trace_path(child_path, sizeof child_path, "fork-child");
+    rill_kernel *k = make_kernel("in_parent");
+    rill_stream *s;
+    RT_OK(rill_stream_create(NULL, 0, &s));
+    RT_OK(rill_stream_set_name(s, "parent"));
+    RT_OK(rill_trace_start(path));
+    for (int i = 0; i < 200; i++)
+        launch(s, k, 1, 0, NULL, 0);
+    pid_t child = fork(); /* while the workers may be recording */
+    assert_true(child >= 0);
+    if (child == 0) {
+        rill_kernel *ck;
+        rill_kernel_desc desc = {.name = "in_child", .cpu = spin_body};
+        spin_args a = {10};
+        rill_launch l = {.grid = {1, 1, 1}, .block = {1, 1, 1}, .args = &a, .args_size = sizeof a};
+        if (rill_trace_start(child_path) != RILL_OK || rill_kernel_create(&desc, &ck) != RILL_OK ||
+            rill_launch_kernel(NULL, ck, &l) != RILL_OK ||
+            rill_device_synchronize(NULL) != RILL_OK || rill_trace_stop() != RILL_OK)
+            _exit(3);
+        _exit(0);
+    }
+    int status;
+    assert_int_equal(waitpid(child, &status, 0), child);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    RT_OK(rill_stream_synchronize(s));
+    RT_OK(rill_trace_stop());
+    check_trace(path, "count=stream parent|in_parent|200", NULL);
+    check_trace(child_path, "slice=stream default|in_child|grid=[1,1,1]", NULL);
+    FILE *f = fopen(child_path, "r");
+    assert_non_null(f);
+    char line[4096];
+    bool parent_seen = false;
+    while (fgets(line, sizeof line, f) != NULL)
+        parent_seen |= strstr(line, "\"in_parent\"") != NULL;
+    fclose(f);
+    assert_false(parent_seen);
+    remove(path);
+    remove(child_path);
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(rill_kernel_destroy(k));
+}
+
 /* The fresh process of test_trace_env_and_exit: works with a RILL_TRACE it
  * cannot write. */
 static int bad_env_child(void) {
@@ -356,6 +404,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_trace_renamed_stream_and_later_start),
         cmocka_unit_test(test_trace_bad_input),
         cmocka_unit_test(test_trace_threads),
+        cmocka_unit_test(test_trace_fork_child_traces_on_its_own),
         cmocka_unit_test(test_trace_env_and_exit),
     };
     return RT_RUN(tests);
