@@ -24,6 +24,22 @@
 
 static const char python[] = "/usr/bin/python3";
 
+#if defined(__SANITIZE_THREAD__)
+/* ThreadSanitizer cannot follow a child of a multithreaded process that
+ * starts threads (test_fork.c): under it, the child of a fork while the
+ * workers run traces nothing of its own that would start the runtime. */
+#define CHILD_MAY_START_THREADS 0
+#else
+#define CHILD_MAY_START_THREADS 1
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+/* GCC 12's AddressSanitizer keeps its allocator's locks across fork(): a
+ * child forked while a worker allocates may hang (test_fork.c). */
+#define FORK_RACING_THREADS_SUPPORTED 0
+#else
+#define FORK_RACING_THREADS_SUPPORTED 1
+#endif
+
 static void trace_path(char *buf, size_t size, const char *what) {
     const char *dir = getenv("TMPDIR");
     snprintf(buf, size, "%s/rill-test-trace-%d-%s.json", dir != NULL ? dir : "/tmp", (int)getpid(),
@@ -336,6 +352,8 @@ static void test_trace_env_and_exit(void **state) {
  * trace stays the parent's; the child may start one of its own. */
 static void test_trace_fork_child_traces_on_its_own(void **state) {
     (void)state;
+    if (!FORK_RACING_THREADS_SUPPORTED)
+        skip();
     char path[512], child_path[512];
     trace_path(path, sizeof path, "fork-parent");
     trace_path(child_path, sizeof child_path, "fork-child");
@@ -353,6 +371,8 @@ static void test_trace_fork_child_traces_on_its_own(void **state) {
         rill_kernel_desc desc = {.name = "in_child", .cpu = spin_body};
         spin_args a = {10};
         rill_launch l = {.grid = {1, 1, 1}, .block = {1, 1, 1}, .args = &a, .args_size = sizeof a};
+        if (!CHILD_MAY_START_THREADS) /* a trace of nothing, collected past the parent's buffers */
+            _exit(rill_trace_start(child_path) != RILL_OK || rill_trace_stop() != RILL_OK ? 3 : 0);
         if (rill_trace_start(child_path) != RILL_OK || rill_kernel_create(&desc, &ck) != RILL_OK ||
             rill_launch_kernel(NULL, ck, &l) != RILL_OK ||
             rill_device_synchronize(NULL) != RILL_OK || rill_trace_stop() != RILL_OK)
@@ -365,7 +385,10 @@ static void test_trace_fork_child_traces_on_its_own(void **state) {
     RT_OK(rill_stream_synchronize(s));
     RT_OK(rill_trace_stop());
     check_trace(path, "count=stream parent|in_parent|200", NULL);
-    check_trace(child_path, "slice=stream default|in_child|grid=[1,1,1]", NULL);
+    if (CHILD_MAY_START_THREADS)
+        check_trace(child_path, "slice=stream default|in_child|grid=[1,1,1]", NULL);
+    else
+        check_trace(child_path, NULL);
     FILE *f = fopen(child_path, "r");
     assert_non_null(f);
     char line[4096];
