@@ -26,7 +26,7 @@ execute_process(COMMAND /usr/bin/python3 ${CHECK} ${trace}
                         "track=stream main" "track=stream decode" "track=stream model 0"
                         "track=stream model 3" "track=stream postprocess"
                         "count=stream decode|host function|16"
-                        "count=stream model 0|matmul_f32|28"
+                        "count=stream model 0|matmul_f32|28" "count=stream model 1|sum_f32_partial|4"
                         "flow=stream decode|stream model 1" "flow=stream model 2|stream postprocess"
                         "slice=stream main|graph launch" "nested=matmul_f32"
                         "host=rill_device_synchronize"
