@@ -507,15 +507,62 @@ static const char *track_name(const trace *t, int k) {
     return t->tracks[k].name != NULL ? t->tracks[k].name : "unnamed track";
 }
 
-/* The slice of track k that contains ts (the latest that starts by ts). */
-static int slice_at(const trace *t, int k, double ts) {
-    int best = -1;
+static int cmp_flow(const void *a, const void *b) {
+    const flow *x = a, *y = b;
+    if (x->id != y->id)
+        return x->id < y->id ? -1 : 1;
+    return (int)y->start - (int)x->start; /* the start first */
+}
+
+/* Sorts the arrows so that each start is followed by its ends. */
+static void pair_flows(trace *t) {
+    qsort(t->flows, t->num_flows, sizeof *t->flows, cmp_flow);
+}
+
+/* Slices by track, each track's in start order (t->slices sorted): the
+ * slices of track k are order[first[k] .. first[k + 1]). */
+typedef struct track_index {
+    size_t *first;
+    int *order;
+} track_index;
+
+static bool index_tracks(const trace *t, track_index *ix) {
+    ix->first = calloc(t->num_tracks + 2, sizeof *ix->first);
+    ix->order = malloc((t->num_slices + 1) * sizeof *ix->order);
+    if (ix->first == NULL || ix->order == NULL)
+        return false;
+    for (size_t i = 0; i < t->num_slices; i++)
+        ix->first[t->slices[i].track + 1]++;
+    for (size_t k = 0; k < t->num_tracks; k++)
+        ix->first[k + 1] += ix->first[k];
+    size_t *fill = calloc(t->num_tracks + 1, sizeof *fill);
+    if (fill == NULL)
+        return false;
     for (size_t i = 0; i < t->num_slices; i++) {
-        const slice *s = &t->slices[i];
-        if (s->track == k && s->ts <= ts + 0.0015 && ts <= s->ts + s->dur + 0.0015)
-            best = (int)i;
+        int k = t->slices[i].track;
+        ix->order[ix->first[k] + fill[k]++] = (int)i;
     }
-    return best;
+    free(fill);
+    return true;
+}
+
+/* The slice of track k that contains ts: among the last few that start by
+ * ts (to within the trace's rounding), the latest. */
+static int slice_at(const trace *t, const track_index *ix, int k, double ts) {
+    size_t lo = ix->first[k], hi = ix->first[k + 1];
+    while (lo < hi) { /* the first that starts after ts */
+        size_t mid = lo + (hi - lo) / 2;
+        if (t->slices[ix->order[mid]].ts <= ts + 0.0015)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t j = lo, tries = 0; j > ix->first[k] && tries < 8; j--, tries++) {
+        const slice *s = &t->slices[ix->order[j - 1]];
+        if (ts <= s->ts + s->dur + 0.0015)
+            return ix->order[j - 1];
+    }
+    return -1;
 }
 
 static void critical_path(trace *t, FILE *out) {
@@ -524,27 +571,32 @@ static void critical_path(trace *t, FILE *out) {
      * every predecessor comes first */
     int *last = malloc((t->num_tracks + 1) * sizeof *last);
     int *from = calloc(t->num_slices + 1, sizeof *from);
-    if (last == NULL || from == NULL) {
+    track_index ix = {NULL, NULL};
+    if (last == NULL || from == NULL || !index_tracks(t, &ix)) {
         free(last);
         free(from);
+        free(ix.first);
+        free(ix.order);
         return;
     }
     for (size_t k = 0; k < t->num_tracks; k++)
         last[k] = -1;
     for (size_t i = 0; i < t->num_slices; i++)
         from[i] = -1;
-    for (size_t f = 0; f < t->num_flows; f++) {
-        if (t->flows[f].start)
+    pair_flows(t);
+    for (size_t g = 0; g < t->num_flows; g++) {
+        if (!t->flows[g].start)
             continue;
-        for (size_t g = 0; g < t->num_flows; g++) {
-            if (!t->flows[g].start || t->flows[g].id != t->flows[f].id)
-                continue;
-            int src = slice_at(t, t->flows[g].track, t->flows[g].ts);
-            int dst = slice_at(t, t->flows[f].track, t->flows[f].ts);
+        int src = slice_at(t, &ix, t->flows[g].track, t->flows[g].ts);
+        for (size_t f = g + 1;
+             f < t->num_flows && !t->flows[f].start && t->flows[f].id == t->flows[g].id; f++) {
+            int dst = slice_at(t, &ix, t->flows[f].track, t->flows[f].ts);
             if (src >= 0 && dst >= 0 && src != dst)
                 from[dst] = src;
         }
     }
+    free(ix.first);
+    free(ix.order);
     double best = 0;
     int best_i = -1;
     for (size_t i = 0; i < t->num_slices; i++) {
@@ -770,12 +822,12 @@ int rill_tool_trace_svg(const char *path, const char *svg_path) {
         }
     }
     /* arrows: producer to wait */
+    pair_flows(&t);
     for (size_t a = 0; a < t.num_flows; a++) {
         if (!t.flows[a].start)
             continue;
-        for (size_t b = 0; b < t.num_flows; b++) {
-            if (t.flows[b].start || t.flows[b].id != t.flows[a].id)
-                continue;
+        for (size_t b = a + 1;
+             b < t.num_flows && !t.flows[b].start && t.flows[b].id == t.flows[a].id; b++) {
             double x1 = label_w + (t.flows[a].ts - t.t_min) / span * plot_w;
             double x2 = label_w + (t.flows[b].ts - t.t_min) / span * plot_w;
             double y1 = top + row[t.flows[a].track] * row_h + row_h / 2;
