@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "baseline.h"
 #include "cli.h"
@@ -90,6 +91,22 @@ static int sample_launch(void *ctx, double *ns_per_cmd) {
     return 0;
 }
 
+/* sample_launch with a trace recording: started before the timed loop
+ * and written after it, so the row measures recording, not the file. */
+static int sample_launch_traced(void *ctx, double *ns_per_cmd) {
+    char path[512];
+    const char *dir = getenv("TMPDIR");
+    snprintf(path, sizeof path, "%s/bench-runtime-trace-%d.json", dir != NULL ? dir : "/tmp",
+             (int)getpid());
+    if (failed(rill_trace_start(path), "rill_trace_start"))
+        return -1;
+    int rc = sample_launch(ctx, ns_per_cmd);
+    if (failed(rill_trace_stop(), "rill_trace_stop"))
+        rc = -1;
+    remove(path);
+    return rc;
+}
+
 static int figure_launch(void *ctx) {
     bench *b = ctx;
     const config *cfg = &b->cfg;
@@ -151,6 +168,25 @@ static int figure_launch(void *ctx) {
                       .baseline_name = base_name};
     if (bench_measure_row(b->report, &kern, sample_launch, &kernel_ctx, base_sample_launch,
                           &base_ctx, cfg->launch_repeats) != 0)
+        goto out;
+
+    /* Tracing: the same commands with a trace recording, against the same
+     * without one, alternately in this run; the difference is the cost of
+     * recording per command (target: 200 ns at most). */
+    bench_row traced_kern = {.id = "a4",
+                             .name = "1-block empty kernel, tracing on: enqueue+execute",
+                             .unit = "ns/cmd",
+                             .baseline_name = "the same, tracing off"};
+    if (bench_measure_row(b->report, &traced_kern, sample_launch_traced, &kernel_ctx, sample_launch,
+                          &kernel_ctx, cfg->launch_repeats) != 0)
+        goto out;
+    launch_ctx host_ctx = {stream, NULL, cfg->launch_count, NULL};
+    bench_row traced_host = {.id = "a5",
+                             .name = "host func, tracing on: enqueue+execute",
+                             .unit = "ns/cmd",
+                             .baseline_name = "the same, tracing off"};
+    if (bench_measure_row(b->report, &traced_host, sample_launch_traced, &host_ctx, sample_launch,
+                          &host_ctx, cfg->launch_repeats) != 0)
         goto out;
     rc = 0;
 out:

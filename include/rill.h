@@ -8,8 +8,7 @@
  * stream may still touch it. Work on several streams can be captured into
  * a graph once and replayed many times at a fraction of the launch cost.
  *
- * Observability (traces, the stream sanitizer) is not part of this
- * version of the header.
+ * Observability: timeline traces (rill_trace_start, RILL_TRACE).
  *
  * Conventions
  *  - Every call returns rill_status; RILL_OK is 0. Results go through
@@ -672,6 +671,28 @@ rill_status rill_graph_exec_update(rill_graph_exec *exec, rill_graph *graph);
  *   on its stream). A launch into a stream with a sticky error is skipped,
  *   as any work there is, and still takes its turn among the exec's
  *   launches. */
+
+/* ---------------------------------------------------------- observability */
+
+/* Records a timeline of what runs, written as Chrome trace-event JSON to
+ * path when the trace stops (rill_trace_stop, rill_shutdown or the
+ * process's exit): open it in Perfetto (ui.perfetto.dev) or
+ * chrome://tracing. One track per stream (named by rill_stream_set_name,
+ * or its tag) with a slice per command (kernel or op name, grid, bytes its
+ * accesses declare); one track per compute unit with the part of each
+ * command and graph node it ran; arrows from the work a wait waited for to
+ * the wait; host slices for blocking calls (synchronize, rill_memcpy);
+ * memory counters (allocated, reserved); instants where captures begin
+ * and end. Records are buffered per thread: about a hundred nanoseconds
+ * per command while on, one predictable branch while off.
+ * RILL_TRACE=path in the environment starts one when the library starts.
+ * path is created (or truncated) now: RILL_ERROR_INVALID_ARGUMENT when it
+ * cannot be written (the sentence says why), RILL_ERROR_NOT_PERMITTED
+ * while a trace already records. */
+rill_status rill_trace_start(const char *path);
+/* Stops the trace and writes its file; RILL_OK when none records.
+ * RILL_ERROR_INVALID_ARGUMENT when the file could not be written. */
+rill_status rill_trace_stop(void);
 
 #ifdef __cplusplus
 }

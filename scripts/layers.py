@@ -8,6 +8,8 @@ interface. An edge A -> B means a file of A includes a header of B. The
 layers, bottom to top:
 
     platform, util   no rill module below them (util may use core/alloc.h)
+    obs              the trace recorder: the platform only, so that every
+                     layer above records into it directly
     backend          the device interface (backend.h), which the core calls
     backend/*        devices: the interface and platform only
     core             semantics
@@ -35,7 +37,7 @@ BEGIN, END = "<!-- modules: scripts/layers.py --mermaid -->", "<!-- end of modul
 
 # Higher number: higher layer. Modules at one level may not include each
 # other unless listed in ALLOWED.
-RANK = {"platform": 0, "util": 1, "backend": 2, "backend/cpu": 3, "core": 4,
+RANK = {"platform": 0, "util": 1, "obs": 1, "backend": 2, "backend/cpu": 3, "core": 4,
         "mem": 5, "graph": 6, "ops": 7, "comm": 7, "assembly": 8}
 # Downward edges are always allowed; these are the allowed exceptions.
 ALLOWED = {("util", "core")}  # util/ptrmap.c allocates through core/alloc.h

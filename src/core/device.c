@@ -18,6 +18,7 @@
 #include "core/kernel.h"
 #include "core/status.h"
 #include "core/stream.h"
+#include "core/trace_api.h"
 
 /* The runtime every call finds (NULL before the first call and from the
  * start of rill_shutdown), and the one rill_shutdown is releasing: its own
@@ -256,6 +257,7 @@ rill_status rill__runtime_get(rill__runtime **out) {
         rill__barrier_init();
         for (int i = 0; rill__subsystems[i] != NULL; i++)
             rill__subsystems[i]->start(rt);
+        rill__trace_env_start();
         if (device_create(rt, &rill__cpu_backend) != RILL_OK)
             rill__fit(rt->init_error, sizeof rt->init_error, rill_last_error());
         choose_initial_device(rt);
@@ -565,7 +567,12 @@ rill_status rill_device_synchronize(rill_device *handle) {
     st = rill__capture_check_device_sync(dev, "rill_device_synchronize");
     if (st != RILL_OK)
         return st;
-    return sync_device(dev, "rill_device_synchronize");
+    if (!rill__tracing())
+        return sync_device(dev, "rill_device_synchronize");
+    uint64_t t0 = rill__trace_now();
+    st = sync_device(dev, "rill_device_synchronize");
+    rill__trace_blocked("rill_device_synchronize", NULL, t0);
+    return st;
 }
 
 /* ---------------------------------------------------------------- shutdown */
@@ -639,6 +646,7 @@ rill_status rill_shutdown(void) {
     for (int i = 0; i < rt->num_devices; i++)
         device_destroy(rt->devices[i]);
     shutdown_phase(rt, RILL__SHUTDOWN_DEVICES); /* host memory, the pointer registry */
+    rill__trace_shutdown();                     /* every command has run and been recorded */
     rill__mutex_destroy(&rt->lock);
     rill__handle_close_all(0); /* every handle of this runtime is stale */
     tls.in_shutdown = 0;

@@ -21,6 +21,7 @@
 #include "core/alloc.h"
 #include "core/status.h"
 #include "core/stream.h"
+#include "core/trace_api.h"
 
 #define VALID_FLAGS (RILL_EVENT_TIMING | RILL_EVENT_BLOCKING_SYNC | RILL_EVENT_INTERPROCESS)
 
@@ -287,8 +288,11 @@ RILL_HOT rill_status rill_event_synchronize(rill_event *event_h) {
                                            "rill_event_synchronize");
     if (s == NULL)
         return RILL_OK;
+    uint64_t t0 = rill__tracing() ? rill__trace_now() : 0;
     st = rill__stream_wait_status(s, seq, (event->flags & RILL_EVENT_BLOCKING_SYNC) != 0,
                                   "rill_event_synchronize");
+    if (t0 != 0)
+        rill__trace_blocked("rill_event_synchronize", s, t0);
     rill__stream_unref(s);
     return st;
 }

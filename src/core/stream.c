@@ -21,6 +21,7 @@
 #include "core/event.h"
 #include "core/kernel.h"
 #include "core/status.h"
+#include "core/trace_api.h"
 
 /* How long a default (non-blocking) host wait spins before it sleeps:
  * work that completes within this window wakes the host in well under a
@@ -145,6 +146,30 @@ void rill__stream_name(rill__stream *s, char *buf, size_t size) {
     else
         snprintf(buf, size, "%p", (void *)s);
     rill__mutex_unlock(&s->err_lock);
+}
+
+void rill__stream_trace_track(rill__stream *s) {
+    uint32_t now = rill__trace_session();
+    /* relaxed: naming a track twice is harmless. */
+    if (atomic_load_explicit(&s->trace_session, memory_order_relaxed) == now)
+        return;
+    atomic_store_explicit(&s->trace_session, now, memory_order_relaxed);
+    rill__trace_rec r;
+    memset(&r, 0, sizeof r);
+    r.type = RILL__TRACE_TRACK;
+    r.device = (int8_t)s->dev->info.ordinal;
+    r.stream = s->id;
+    r.t0 = rill__trace_now();
+    r.a = s->kind == RILL__STREAM_DEFAULT;
+    rill__mutex_lock(&s->err_lock);
+    if (s->name[0] != '\0')
+        rill__trace_set_name(&r, s->name);
+    else if (s->kind == RILL__STREAM_DEFAULT)
+        snprintf(r.name, sizeof r.name, "default (device %d)", s->dev->info.ordinal);
+    else
+        snprintf(r.name, sizeof r.name, "%llu", (unsigned long long)s->id);
+    rill__mutex_unlock(&s->err_lock);
+    rill__trace_emit(&r);
 }
 
 /* ----------------------------------------------------------- completion */
@@ -560,6 +585,7 @@ rill_status rill_stream_set_name(rill_stream *stream_h, const char *name) {
     rill__mutex_lock(&stream->err_lock);
     snprintf(stream->name, sizeof stream->name, "%s", name);
     rill__mutex_unlock(&stream->err_lock);
+    atomic_store_explicit(&stream->trace_session, 0, memory_order_relaxed); /* named again */
     return RILL_OK;
 }
 
@@ -619,7 +645,12 @@ rill_status rill_stream_synchronize(rill_stream *stream_h) {
     if (st != RILL_OK)
         return st;
     uint64_t seq = atomic_load_explicit(&stream->sub_seq, memory_order_acquire);
-    return rill__stream_wait_status(stream, seq, 0, "rill_stream_synchronize");
+    if (!rill__tracing())
+        return rill__stream_wait_status(stream, seq, 0, "rill_stream_synchronize");
+    uint64_t t0 = rill__trace_now();
+    st = rill__stream_wait_status(stream, seq, 0, "rill_stream_synchronize");
+    rill__trace_blocked("rill_stream_synchronize", stream, t0);
+    return st;
 }
 
 /* Makes stream wait until other has completed seq. Shared by

@@ -63,6 +63,9 @@ struct rill__stream {
     /* guarded by err_lock (the name too: set_name may race with errors) */
     rill__mutex err_lock;
     char name[64];
+    /* the trace that last named the stream's track (rill__trace_stream_track);
+     * relaxed: naming a track twice is harmless */
+    _Atomic uint32_t trace_session;
     rill__fail_window *windows; /* owned, or first_window */
     size_t num_windows, cap_windows;
     rill__fail_window first_window;
@@ -127,6 +130,9 @@ bool rill__stream_try_ref(rill__stream *s);
 void rill__stream_free(rill__stream *s);
 /* Copies the stream's name ("stream 0x..." when unnamed) into buf. */
 void rill__stream_name(rill__stream *s, char *buf, size_t size);
+/* Names s's track in the running trace (src/obs/trace.h), once per trace
+ * and again after rill_stream_set_name. Call only while rill__tracing(). */
+void rill__stream_trace_track(rill__stream *s);
 
 /* Marks seq as completed (in order) and wakes waiters: parked streams and
  * sleeping host threads alike. Backend only. */

@@ -31,6 +31,7 @@
 #include "graph/capture_internal.h"
 #include "graph/graph.h"
 #include "mem/pool.h"
+#include "obs/trace.h"
 #include "util/ptrmap.h"
 
 /* A spin lock: it needs no initialisation, and it is held only for short
@@ -541,6 +542,19 @@ rill_status rill__cap_wait_stream(rill__stream *s, rill__stream *other, bool *ha
 
 /* ---------------------------------------------------------------- public */
 
+/* A capture began or ended on s: an instant on its track. */
+static void trace_capture(rill__stream *s, const char *what) {
+    rill__trace_rec r;
+    memset(&r, 0, sizeof r);
+    r.type = RILL__TRACE_INSTANT;
+    r.device = (int8_t)s->dev->info.ordinal;
+    r.stream = s->id;
+    r.t0 = rill__trace_now();
+    rill__trace_set_name(&r, what);
+    rill__stream_trace_track(s);
+    rill__trace_emit(&r);
+}
+
 rill_status rill_stream_begin_capture(rill_stream *stream_h, rill_capture_mode mode) {
     static const char fn[] = "rill_stream_begin_capture";
     rill__stream *stream;
@@ -599,6 +613,8 @@ rill_status rill_stream_begin_capture(rill_stream *stream_h, rill_capture_mode m
     }
     rill__list_push(&rill__caps, &c->link);
     rill__spinlock_unlock(&rill__caps_lock);
+    if (rill__tracing())
+        trace_capture(stream, "capture begin");
     return RILL_OK;
 }
 
@@ -724,6 +740,8 @@ rill_status rill_stream_end_capture(rill_stream *stream_h, rill_graph **out) {
     c->graph = NULL;
     detach(c);
     rill__spinlock_unlock(&rill__caps_lock);
+    if (rill__tracing())
+        trace_capture(stream, "capture end");
     *out = g->handle;
     return RILL_OK;
 }

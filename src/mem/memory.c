@@ -18,6 +18,7 @@
 #include "mem/ipc.h"
 #include "mem/pool.h"
 #include "mem/registry.h"
+#include "obs/trace.h"
 
 static void free_host_block(const rill__mem_block *b, void *ctx) {
     (void)ctx;
@@ -61,6 +62,29 @@ const rill__subsystem rill__mem_subsystem = {
     .fork_child = mem_fork_child,
 };
 
+/* ---------------------------------------------------------------- traces */
+
+/* The memory counters of every device, after an allocation or a free
+ * changed them (while a trace records). */
+static rill_status trace_memory(rill_status st) {
+    rill__runtime *rt;
+    if (st != RILL_OK || rill__runtime_get(&rt) != RILL_OK)
+        return st;
+    for (int i = 0; i < rt->num_devices; i++) {
+        rill_mem_stats ms;
+        rill__pool_get_stats(rt->devices[i], &ms);
+        rill__trace_rec r;
+        memset(&r, 0, sizeof r);
+        r.type = RILL__TRACE_COUNTER;
+        r.device = (int8_t)rt->devices[i]->info.ordinal;
+        r.t0 = rill__trace_now();
+        r.a = ms.allocated_bytes;
+        r.b = ms.reserved_bytes;
+        rill__trace_emit(&r);
+    }
+    return st;
+}
+
 /* ---------------------------------------------------------------- public */
 
 rill_status rill_malloc(rill_device *dev_h, size_t bytes, void **out) {
@@ -79,7 +103,8 @@ rill_status rill_malloc(rill_device *dev_h, size_t bytes, void **out) {
         return st;
     /* The memory belongs to the calling thread's current stream of dev:
      * work there is ordered with the free, uses elsewhere are tracked. */
-    return rill__pool_alloc(rill__thread_current_stream(dev), bytes, "rill_malloc", out);
+    st = rill__pool_alloc(rill__thread_current_stream(dev), bytes, "rill_malloc", out);
+    return rill__tracing() ? trace_memory(st) : st;
 }
 
 rill_status rill_free(void *ptr) {
@@ -88,7 +113,8 @@ rill_status rill_free(void *ptr) {
     rill_status st = rill__capture_check_free(ptr, "rill_free");
     if (st != RILL_OK)
         return st;
-    return rill__pool_free(ptr, NULL, "rill_free");
+    st = rill__pool_free(ptr, NULL, "rill_free");
+    return rill__tracing() ? trace_memory(st) : st;
 }
 
 rill_status rill_malloc_async(size_t bytes, rill_stream *stream_h, void **out) {
@@ -104,7 +130,8 @@ rill_status rill_malloc_async(size_t bytes, rill_stream *stream_h, void **out) {
         return st;
     if (rill__stream_capturing(stream))
         return rill__capture_malloc(stream, bytes, out);
-    return rill__pool_alloc_async(stream, bytes, "rill_malloc_async", out);
+    st = rill__pool_alloc_async(stream, bytes, "rill_malloc_async", out);
+    return rill__tracing() ? trace_memory(st) : st;
 }
 
 rill_status rill_free_async(void *ptr, rill_stream *stream_h) {
@@ -127,7 +154,8 @@ rill_status rill_free_async(void *ptr, rill_stream *stream_h) {
     }
     if (st != RILL_OK)
         return st;
-    return rill__pool_free(ptr, stream, "rill_free_async");
+    st = rill__pool_free(ptr, stream, "rill_free_async");
+    return rill__tracing() ? trace_memory(st) : st;
 }
 
 rill_status rill_record_stream(void *ptr, rill_stream *stream_h) {
@@ -269,7 +297,13 @@ rill_status rill_memcpy(void *dst, const void *src, size_t bytes) {
         rill__pool_note_use(s, seq, dst, bytes);
     if (sd != NULL)
         rill__pool_note_use(s, seq, src, bytes);
-    return rill__stream_wait_status(s, seq, 0, fn);
+    if (!rill__tracing())
+        return rill__stream_wait_status(s, seq, 0, fn);
+    uint64_t t0 = rill__trace_now();
+    st = rill__stream_wait_status(s, seq, 0, fn);
+    rill__stream_trace_track(s);
+    rill__trace_host_slice(fn, s->id, t0);
+    return st;
 }
 
 rill_status rill_memset_async(void *dst, int value, size_t bytes, rill_stream *stream_h) {

@@ -128,6 +128,21 @@ static inline void rill__barrier_light(void) {
 
 /* Monotonic time in nanoseconds. */
 uint64_t rill__now_ns(void);
+/* A timestamp counter cheaper than rill__now_ns (a few nanoseconds, not
+ * tens): the processor's time-stamp counter on x86-64, which only counts
+ * steadily and alike on every processor when the kernel keeps time with it
+ * (rill__ticks_steady); elsewhere rill__now_ns. Ticks become nanoseconds
+ * by calibration against rill__now_ns (src/obs/trace.c). */
+static inline uint64_t rill__ticks(void) {
+#if defined(__x86_64__)
+    return __builtin_ia32_rdtsc();
+#else
+    return rill__now_ns();
+#endif
+}
+/* True when rill__ticks is steady and agrees across processors: x86-64
+ * with the kernel's clock source "tsc" (read once). */
+bool rill__ticks_steady(void);
 /* Processors this process may run on (at least 1). */
 int rill__cpu_count(void);
 /* The processor the calling thread runs on now (-1 when unknown). */

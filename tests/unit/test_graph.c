@@ -199,6 +199,28 @@ static void test_capture_nested_forks_join_through_middle(void **state) {
     assert_non_null(strstr(buf, "[s3]"));
     assert_non_null(strstr(buf, "log"));
     assert_non_null(strstr(buf, "->"));
+    /* nodes are coloured by the stream they were captured from: one colour
+     * per stream, three streams, three colours */
+    char colour[3][16] = {"", "", ""};
+    for (char *line = strtok(buf, "\n"); line != NULL; line = strtok(NULL, "\n")) {
+        const char *fill = strstr(line, "fillcolor=\"");
+        for (int k = 0; k < 3 && fill != NULL; k++) {
+            char tag[8];
+            snprintf(tag, sizeof tag, "[s%d]", k + 1);
+            if (strstr(line, tag) == NULL)
+                continue;
+            char c[16] = {0};
+            sscanf(fill + strlen("fillcolor=\""), "%15[^\"]", c);
+            if (colour[k][0] == '\0')
+                memcpy(colour[k], c, sizeof c);
+            assert_string_equal(colour[k], c);
+        }
+    }
+    for (int k = 0; k < 3; k++)
+        assert_true(colour[k][0] == '#');
+    assert_string_not_equal(colour[0], colour[1]);
+    assert_string_not_equal(colour[1], colour[2]);
+    assert_string_not_equal(colour[0], colour[2]);
     RT_OK(rill_graph_destroy(g));
     RT_OK(rill_graph_exec_destroy(x));
     RT_OK(rill_stream_destroy(s1));

@@ -58,6 +58,11 @@ typedef struct cpu_cmd {
     /* immutable while the launch runs */
     uint32_t total_blocks;
     uint32_t chunk;
+    /* traces: when the command started (0: not traced) and on which unit;
+     * written by the thread that starts it, read by the one that finishes it */
+    uint64_t trace_t0;
+    int trace_unit;
+    int trace_on_unit; /* it ran whole on trace_unit: one record for both tracks */
     alignas(16) unsigned char args_inline[CPU_ARGS_INLINE];
     rill_access accesses_inline[CPU_ACCESS_INLINE];
 } cpu_cmd;

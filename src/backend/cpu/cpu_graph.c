@@ -36,6 +36,7 @@
 #include "core/event.h"
 #include "core/status.h"
 #include "graph/graph.h"
+#include "obs/trace.h"
 
 #define NONE          UINT32_MAX
 #define RANGE         0x80000000u /* an active-list entry for a node's successor range */
@@ -206,7 +207,7 @@ static bool run_chunks(cpu_device *d, gworker *g, rill__graph_exec *x, uint32_t 
 
 /* Runs node i; false when other workers still run its blocks (the one that
  * runs the last completes it). */
-static bool run_node(cpu_device *d, gworker *g, rill__graph_exec *x, uint32_t i) {
+static bool run_node_body(cpu_device *d, gworker *g, rill__graph_exec *x, uint32_t i) {
     rill__xrun *r = &x->run;
     const rill__xnode *n = &r->nodes[i];
     /* After a failure the remaining nodes are skipped, as a stream skips. */
@@ -254,6 +255,61 @@ static bool run_node(cpu_device *d, gworker *g, rill__graph_exec *x, uint32_t i)
         break;
     }
     return true;
+}
+
+static const char *const node_names[] = {
+    [RILL__GNODE_HOST] = "host function",  [RILL__GNODE_COPY] = "memcpy",
+    [RILL__GNODE_SET] = "memset",          [RILL__GNODE_EMPTY] = "empty",
+    [RILL__GNODE_RECORD] = "event record", [RILL__GNODE_WAIT] = "event wait",
+};
+
+/* run_node_body, traced: the node's slice on the unit that ran it (its
+ * part of the blocks, for a kernel node that others help with). */
+static bool run_node_traced(cpu_device *d, gworker *g, rill__graph_exec *x, uint32_t i) {
+    const rill__xrun *r = &x->run;
+    const rill__xnode *n = &r->nodes[i];
+    const cpu_cmd *c = r->cmd;
+    rill__trace_rec t;
+    memset(&t, 0, sizeof t);
+    t.type = RILL__TRACE_NODE_SLICE;
+    t.device = (int8_t)d->dev->info.ordinal;
+    t.unit = g->w->unit;
+    t.stream = c->stream->id;
+    t.seq = c->seq;
+    t.a = n->graph_index;
+    if (n->p.kind == RILL__GNODE_KERNEL) {
+        t.what = RILL__TRACE_KERNEL;
+        rill__trace_set_name(&t, n->p.u.kernel.kernel->name);
+        t.grid[0] = n->p.u.kernel.grid.x;
+        t.grid[1] = n->p.u.kernel.grid.y;
+        t.grid[2] = n->p.u.kernel.grid.z;
+        for (size_t k = 0; k < n->p.u.kernel.num_accesses; k++)
+            t.bytes += n->p.u.kernel.accesses[k].bytes;
+    } else {
+        t.what = n->p.kind == RILL__GNODE_HOST   ? RILL__TRACE_HOST_FN
+                 : n->p.kind == RILL__GNODE_COPY ? RILL__TRACE_COPY
+                 : n->p.kind == RILL__GNODE_SET  ? RILL__TRACE_SET
+                                                 : RILL__TRACE_RECORD;
+        if ((size_t)n->p.kind < sizeof node_names / sizeof node_names[0] &&
+            node_names[n->p.kind] != NULL)
+            rill__trace_set_name(&t, node_names[n->p.kind]);
+        t.grid[0] = t.grid[1] = t.grid[2] = 1;
+        if (n->p.kind == RILL__GNODE_COPY)
+            t.bytes = n->p.u.copy.bytes;
+        if (n->p.kind == RILL__GNODE_SET)
+            t.bytes = n->p.u.set.bytes;
+    }
+    t.t0 = rill__trace_now();
+    bool done = run_node_body(d, g, x, i);
+    t.t1 = rill__trace_now();
+    rill__trace_emit(&t);
+    return done;
+}
+
+static bool run_node(cpu_device *d, gworker *g, rill__graph_exec *x, uint32_t i) {
+    if (rill__tracing() && g->w->unit >= 0)
+        return run_node_traced(d, g, x, i);
+    return run_node_body(d, g, x, i);
 }
 
 static void run_and_complete(cpu_device *d, gworker *g, rill__graph_exec *x, uint32_t i) {
@@ -425,6 +481,8 @@ enum exec_result rill__cpu_exec_graph(cpu_device *d, cpu_worker *w, cpu_cmd *c) 
     if (n == 0)
         return EXEC_DONE;
     r->nodes = v->nodes;
+    r->cmd = c; /* for traces too, on a chain */
+    r->stream = c->stream;
     atomic_store_explicit(&r->ls.failed, 0, memory_order_relaxed);
     atomic_store_explicit(&r->named, 0, memory_order_relaxed);
     if (v->chain) {
@@ -446,8 +504,6 @@ enum exec_result rill__cpu_exec_graph(cpu_device *d, cpu_worker *w, cpu_cmd *c) 
     r->num_active = 0;
     atomic_store_explicit(&r->has_active, 0, memory_order_relaxed);
     atomic_store_explicit(&r->woken, 0, memory_order_relaxed);
-    r->cmd = c;
-    r->stream = c->stream;
     /* List the run for helpers (the lock orders the initialisation above
      * before their accesses), then publish the roots beyond the first. */
     rill__mutex_lock(&d->launch_lock);

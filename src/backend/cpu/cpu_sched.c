@@ -13,9 +13,11 @@
 #include <string.h>
 
 #include "backend/cpu/cpu.h"
+#include "backend/cpu/cpu_trace.h"
 #include "core/alloc.h"
 #include "core/event.h"
 #include "core/status.h"
+#include "obs/trace.h"
 
 /* A stream keeps its worker for at most this many commands while another
  * stream of the same priority is ready. */
@@ -136,6 +138,7 @@ RILL_HOT static cpu_cmd *take_node_locked(cpu_stream *cs) {
         c->args_heap = NULL;
         c->accesses_heap = NULL;
         c->stream = NULL;
+        c->trace_t0 = 0;
     }
     return c;
 }
@@ -254,6 +257,8 @@ RILL_HOT static void return_nodes(cpu_stream *cs) {
 RILL_HOT static void finish(rill__stream *s, cpu_cmd *c) {
     cpu_stream *cs = cpu_stream_of(s);
     uint64_t seq = c->seq;
+    if (__builtin_expect(c->trace_t0 != 0, 0))
+        rill__cpu_trace_stream_slice(s, c);
     rill__cmd_release(&c->c);
     if (c->args_heap != NULL || c->accesses_heap != NULL) {
         rill__free(c->args_heap);
@@ -448,7 +453,8 @@ static void stop_if_forked(const cpu_worker *w) {
         rill__thread_exit();
 }
 
-RILL_HOT static enum exec_result exec(cpu_device *d, cpu_worker *w, rill__stream *s, cpu_cmd *c) {
+RILL_HOT static enum exec_result exec_body(cpu_device *d, cpu_worker *w, rill__stream *s,
+                                           cpu_cmd *c) {
     cpu_stream *cs = cpu_stream_of(s);
     switch (c->c.kind) {
     case RILL__CMD_KERNEL:
@@ -485,6 +491,69 @@ RILL_HOT static enum exec_result exec(cpu_device *d, cpu_worker *w, rill__stream
         return rill__cpu_exec_graph(d, w, c);
     }
     return EXEC_DONE;
+}
+
+/* exec, traced: notes when c started (its stream slice ends at finish)
+ * and which unit ran it. A command that runs whole here, in one go, is
+ * finished by this thread next: its stream slice is its unit's slice too,
+ * one record. A kernel or graph that other threads may finish gets a unit
+ * slice of its own for this thread's part, described before it runs (once
+ * handed off, it may be finished and reused by another thread). Waits,
+ * records and clears hold no unit. */
+static enum exec_result exec_traced(cpu_device *d, cpu_worker *w, rill__stream *s, cpu_cmd *c) {
+    uint64_t t0 = rill__trace_now();
+    bool first = c->trace_t0 == 0;
+    if (first) {
+        c->trace_t0 = t0;
+        c->trace_unit = w->unit;
+        c->trace_on_unit = 0;
+    }
+    rill__cmd_kind kind = c->c.kind;
+    bool on_unit = w->unit >= 0 && kind != RILL__CMD_WAIT && kind != RILL__CMD_RECORD &&
+                   kind != RILL__CMD_CLEAR;
+    bool may_hand_off =
+        kind == RILL__CMD_GRAPH ||
+        (kind == RILL__CMD_KERNEL &&
+         (c->c.u.kernel.grid.x > 1 || c->c.u.kernel.grid.y > 1 || c->c.u.kernel.grid.z > 1));
+    rill__trace_rec r;
+    if (on_unit && may_hand_off)
+        rill__cpu_trace_describe(&r, s, c);
+    enum exec_result res = exec_body(d, w, s, c);
+    if (on_unit && first && res == EXEC_DONE) {
+        c->trace_on_unit = 1;
+    } else if (on_unit && may_hand_off) {
+        r.type = RILL__TRACE_UNIT_SLICE;
+        r.flags = 0;
+        r.unit = w->unit;
+        r.t0 = t0;
+        r.t1 = rill__trace_now();
+        rill__trace_emit(&r);
+    }
+    return res;
+}
+
+RILL_HOT static enum exec_result exec(cpu_device *d, cpu_worker *w, rill__stream *s, cpu_cmd *c) {
+    if (rill__tracing())
+        return exec_traced(d, w, s, c);
+    return exec_body(d, w, s, c);
+}
+
+/* run_chunks for a thread that helps with another's launch: traced as
+ * that thread's part of the kernel. */
+static void help_chunks(cpu_device *d, cpu_worker *w, cpu_cmd *c) {
+    if (!rill__tracing() || w->unit < 0) {
+        run_chunks(d, w, c);
+        return;
+    }
+    rill__trace_rec r;
+    rill__cpu_trace_describe(&r, c->stream, c);
+    r.type = RILL__TRACE_UNIT_SLICE;
+    r.flags = 0;
+    r.unit = w->unit;
+    r.t0 = rill__trace_now();
+    run_chunks(d, w, c);
+    r.t1 = rill__trace_now();
+    rill__trace_emit(&r);
 }
 
 /* True when s should give its worker to another ready stream. */
@@ -580,7 +649,7 @@ int rill__cpu_help_launch(cpu_device *d, cpu_worker *w) {
     rill__mutex_unlock(&d->launch_lock);
     if (c == NULL)
         return 0;
-    run_chunks(d, w, c);
+    help_chunks(d, w, c);
     unlist(d, c);
     if (atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) == 1) {
         rill__stream *s = c->stream;
@@ -670,7 +739,7 @@ static int host_help_launch(cpu_device *d, cpu_worker *w, rill__stream *s) {
     rill__mutex_unlock(&d->launch_lock);
     if (c == NULL)
         return 0;
-    run_chunks(d, w, c);
+    help_chunks(d, w, c);
     unlist(d, c);
     /* acq_rel: the last one out sees every block's writes. */
     if (atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) != 1)

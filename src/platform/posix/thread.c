@@ -179,6 +179,27 @@ RILL_HOT uint64_t rill__now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+bool rill__ticks_steady(void) {
+#if defined(__x86_64__)
+    static _Atomic int known; /* 0: not read yet, 1: steady, 2: not */
+    int k = atomic_load_explicit(&known, memory_order_relaxed);
+    if (k == 0) {
+        char source[32] = {0};
+        FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "r");
+        if (f != NULL) {
+            if (fgets(source, sizeof source, f) == NULL)
+                source[0] = '\0';
+            fclose(f);
+        }
+        k = strncmp(source, "tsc", 3) == 0 ? 1 : 2;
+        atomic_store_explicit(&known, k, memory_order_relaxed);
+    }
+    return k == 1;
+#else
+    return false;
+#endif
+}
+
 int rill__cpu_count(void) {
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof set, &set) == 0) {

@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/* rill_trace_start, rill_trace_stop and RILL_TRACE (trace_api.h). */
+#include "core/trace_api.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/runtime.h"
+#include "core/status.h"
+#include "core/stream.h"
+
+static _Atomic int env_done;
+
+rill_status rill_trace_start(const char *path) {
+    if (path == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_trace_start: path is NULL; pass the file to write the trace to");
+    if (path[0] == '\0')
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_trace_start: path is empty; pass the file to write the trace to");
+    char what[700];
+    int err = rill__trace_begin(path, what, sizeof what);
+    if (err == -1)
+        return rill__fail(RILL_ERROR_NOT_PERMITTED,
+                          "rill_trace_start: %s; call rill_trace_stop first", what);
+    if (err != 0)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_trace_start: %s; pass a path in a directory that exists and that "
+                          "you may write",
+                          what);
+    return RILL_OK;
+}
+
+rill_status rill_trace_stop(void) {
+    char what[700];
+    int err = rill__trace_end(what, sizeof what);
+    if (err > 0)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_trace_stop: %s; the trace is lost: check the disk and start again",
+                          what);
+    return RILL_OK; /* written, or no trace was running */
+}
+
+void rill__trace_env_start(void) {
+    const char *path = getenv("RILL_TRACE");
+    if (path == NULL || path[0] == '\0' || atomic_exchange(&env_done, 1))
+        return;
+    char what[700];
+    int err = rill__trace_begin(path, what, sizeof what);
+    if (err > 0)
+        fprintf(stderr, "rill: RILL_TRACE: %s; no trace is written\n", what);
+}
+
+void rill__trace_shutdown(void) {
+    char what[700];
+    if (rill__trace_end(what, sizeof what) > 0)
+        fprintf(stderr, "rill: rill_shutdown: %s\n", what);
+}
+
+void rill__trace_blocked(const char *call, rill__stream *s, uint64_t t0) {
+    if (s != NULL)
+        rill__stream_trace_track(s);
+    rill__trace_host_slice(call, s != NULL ? s->id : 0, t0);
+}

@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: MIT */
+/* The core's side of traces (src/obs/trace.h records): rill_trace_start
+ * and rill_trace_stop, RILL_TRACE, and the tracks of streams. */
+#ifndef RILL_CORE_TRACE_API_H
+#define RILL_CORE_TRACE_API_H
+
+#include <stdint.h>
+
+#include "core/handle.h"
+#include "obs/trace.h"
+
+/* At the runtime's start: RILL_TRACE=path starts a trace, once per
+ * process; a path that cannot be written is told on stderr. */
+void rill__trace_env_start(void);
+/* At rill_shutdown, once the work drained: the trace is written. */
+void rill__trace_shutdown(void);
+/* The calling thread spent [t0, now) in call, blocked on s (or NULL). */
+void rill__trace_blocked(const char *call, rill__stream *s, uint64_t t0);
+
+#endif

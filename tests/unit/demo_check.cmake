@@ -1,0 +1,36 @@
+# SPDX-License-Identifier: MIT
+# cmake -DRILL=<rill tool> -DCHECK=<trace_check.py> -DOUT=<dir> -P demo_check.cmake
+# `rill demo` runs the three ways, agrees with the host, prints the three
+# times and the two speedups, and writes a trace with every stream's track,
+# the arrows between them, the graph's nodes and the host functions.
+set(trace ${OUT}/rill-demo-trace.json)
+file(REMOVE ${trace})
+execute_process(COMMAND ${RILL} demo --trace ${trace} OUTPUT_VARIABLE out ERROR_VARIABLE err
+                RESULT_VARIABLE rc TIMEOUT 120)
+if(NOT rc STREQUAL "0")
+  message(FATAL_ERROR "rill demo failed (${rc}):\n${out}${err}")
+endif()
+foreach(line "eager, one stream +[0-9.]+ ms" "streams \\(decode, 4 model, postprocess\\) +[0-9.]+ ms"
+             "graph of the streams, replayed +[0-9.]+ ms" "speedup of streams over eager: [0-9.]+x"
+             "speedup of the graph over eager: [0-9.]+x" "answers of all three agree with the host's"
+             "compute units running at once right after: [0-9.]+ of [0-9]+"
+             "open it in https://ui.perfetto.dev")
+  if(NOT out MATCHES "${line}")
+    message(FATAL_ERROR "rill demo: no line matches '${line}' in\n${out}")
+  endif()
+endforeach()
+if(NOT EXISTS /usr/bin/python3)
+  return()
+endif()
+execute_process(COMMAND /usr/bin/python3 ${CHECK} ${trace}
+                        "track=stream main" "track=stream decode" "track=stream model 0"
+                        "track=stream model 3" "track=stream postprocess"
+                        "count=stream decode|host function|16"
+                        "count=stream model 0|matmul_f32|28" "count=stream model 1|sum_f32_partial|4"
+                        "flow=stream decode|stream model 1" "flow=stream model 2|stream postprocess"
+                        "slice=stream main|graph launch" "nested=matmul_f32"
+                        "host=rill_device_synchronize"
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc STREQUAL "0")
+  message(FATAL_ERROR "rill demo's trace: ${out}${err}")
+endif()

@@ -1,0 +1,853 @@
+/* SPDX-License-Identifier: MIT */
+/* `rill trace-summary` and `rill trace-svg` (trace_view.h).
+ *
+ * The trace is read with a small JSON parser of its own (the whole of
+ * JSON: objects, arrays, strings with escapes, numbers, literals), so a
+ * damaged file is told with the line and column where it stops being JSON,
+ * and then checked as a trace: a "traceEvents" array of objects. Tracks
+ * are the thread_name metadata; a "stream ..." track holds a stream's
+ * commands, a "compute unit ..." track what a unit ran.
+ *
+ * Busy time is the union of a track's slices (waits excluded: a stream
+ * that waits is not busy); overlap is the time during which two streams or
+ * more are busy; idle gaps are the spans between a stream's busy spans.
+ * The critical path is the longest chain of slices, ordered by stream
+ * order (one after the other on a stream) and by the trace's arrows (the
+ * work a wait waited for, then the wait), weighted by their durations:
+ * what bounds the run however many units there were. */
+#include "trace_view.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- JSON */
+
+typedef enum jkind { J_NULL, J_BOOL, J_NUM, J_STR, J_ARR, J_OBJ } jkind;
+
+typedef struct jval {
+    jkind kind;
+    double num;
+    char *str;          /* J_STR: owned */
+    struct jval *items; /* J_ARR, J_OBJ: owned, count of them */
+    char **keys;        /* J_OBJ: owned, one per item */
+    size_t count;
+} jval;
+
+typedef struct jparser {
+    const char *s, *end, *start;
+    char err[160];
+    int depth;
+} jparser;
+
+static void jfree(jval *v) {
+    free(v->str);
+    for (size_t i = 0; i < v->count; i++) {
+        jfree(&v->items[i]);
+        if (v->keys != NULL)
+            free(v->keys[i]);
+    }
+    free(v->items);
+    free(v->keys);
+}
+
+static bool jfail(jparser *p, const char *what) {
+    if (p->err[0] == '\0') {
+        int line = 1, col = 1;
+        for (const char *c = p->start; c < p->s && c < p->end; c++) {
+            if (*c == '\n') {
+                line++;
+                col = 1;
+            } else {
+                col++;
+            }
+        }
+        snprintf(p->err, sizeof p->err, "%s at line %d, column %d", what, line, col);
+    }
+    return false;
+}
+
+static void skip_ws(jparser *p) {
+    while (p->s < p->end && (*p->s == ' ' || *p->s == '\t' || *p->s == '\n' || *p->s == '\r'))
+        p->s++;
+}
+
+static bool parse_value(jparser *p, jval *v);
+
+static bool parse_string(jparser *p, char **out) {
+    p->s++; /* the quote */
+    size_t cap = 16, n = 0;
+    char *buf = malloc(cap);
+    if (buf == NULL)
+        return jfail(p, "out of memory");
+    for (;;) {
+        if (p->s >= p->end) {
+            free(buf);
+            return jfail(p, "the file ends inside a string");
+        }
+        unsigned char ch = (unsigned char)*p->s++;
+        if (ch == '"')
+            break;
+        if (ch < 0x20) {
+            free(buf);
+            return jfail(p, "a control character inside a string");
+        }
+        if (ch == '\\') {
+            if (p->s >= p->end) {
+                free(buf);
+                return jfail(p, "the file ends inside a string");
+            }
+            char e = *p->s++;
+            switch (e) {
+            case '"':
+            case '\\':
+            case '/':
+                ch = (unsigned char)e;
+                break;
+            case 'b':
+                ch = '\b';
+                break;
+            case 'f':
+                ch = '\f';
+                break;
+            case 'n':
+                ch = '\n';
+                break;
+            case 'r':
+                ch = '\r';
+                break;
+            case 't':
+                ch = '\t';
+                break;
+            case 'u': {
+                unsigned code = 0;
+                for (int i = 0; i < 4; i++) {
+                    if (p->s >= p->end || !isxdigit((unsigned char)*p->s)) {
+                        free(buf);
+                        return jfail(p, "a bad \\u escape");
+                    }
+                    char h = *p->s++;
+                    code =
+                        code * 16 +
+                        (unsigned)(isdigit((unsigned char)h) ? h - '0' : (tolower(h) - 'a' + 10));
+                }
+                ch = code < 0x80 ? (unsigned char)code : '?';
+                break;
+            }
+            default:
+                free(buf);
+                return jfail(p, "a bad escape in a string");
+            }
+        }
+        if (n + 1 >= cap) {
+            char *nb = realloc(buf, cap *= 2);
+            if (nb == NULL) {
+                free(buf);
+                return jfail(p, "out of memory");
+            }
+            buf = nb;
+        }
+        buf[n++] = (char)ch;
+    }
+    buf[n] = '\0';
+    *out = buf;
+    return true;
+}
+
+static bool push_item(jparser *p, jval *v, size_t *cap, char *key) {
+    if (v->count == *cap) {
+        size_t nc = *cap ? *cap * 2 : 8;
+        jval *ni = realloc(v->items, nc * sizeof *ni);
+        if (ni == NULL)
+            return jfail(p, "out of memory");
+        v->items = ni;
+        if (v->kind == J_OBJ) {
+            char **nk = realloc(v->keys, nc * sizeof *nk);
+            if (nk == NULL)
+                return jfail(p, "out of memory");
+            v->keys = nk;
+        }
+        *cap = nc;
+    }
+    memset(&v->items[v->count], 0, sizeof v->items[0]);
+    if (v->kind == J_OBJ)
+        v->keys[v->count] = key;
+    v->count++;
+    return true;
+}
+
+static bool parse_container(jparser *p, jval *v, bool object) {
+    char close = object ? '}' : ']';
+    v->kind = object ? J_OBJ : J_ARR;
+    if (++p->depth > 64)
+        return jfail(p, "nesting deeper than 64 levels");
+    p->s++;
+    size_t cap = 0;
+    skip_ws(p);
+    if (p->s < p->end && *p->s == close) {
+        p->s++;
+        p->depth--;
+        return true;
+    }
+    for (;;) {
+        char *key = NULL;
+        skip_ws(p);
+        if (object) {
+            if (p->s >= p->end || *p->s != '"')
+                return jfail(p, "expected a key in quotes");
+            if (!parse_string(p, &key))
+                return false;
+            skip_ws(p);
+            if (p->s >= p->end || *p->s != ':') {
+                free(key);
+                return jfail(p, "expected ':' after a key");
+            }
+            p->s++;
+        }
+        if (!push_item(p, v, &cap, key)) {
+            free(key);
+            return false;
+        }
+        if (!parse_value(p, &v->items[v->count - 1]))
+            return false;
+        skip_ws(p);
+        if (p->s >= p->end)
+            return jfail(p, object ? "the file ends inside an object"
+                                   : "the file ends inside an array");
+        if (*p->s == ',') {
+            p->s++;
+            continue;
+        }
+        if (*p->s == close) {
+            p->s++;
+            p->depth--;
+            return true;
+        }
+        return jfail(p, object ? "expected ',' or '}'" : "expected ',' or ']'");
+    }
+}
+
+static bool parse_value(jparser *p, jval *v) {
+    skip_ws(p);
+    if (p->s >= p->end)
+        return jfail(p, "the file ends where a value was expected");
+    char c = *p->s;
+    if (c == '{' || c == '[')
+        return parse_container(p, v, c == '{');
+    if (c == '"') {
+        v->kind = J_STR;
+        return parse_string(p, &v->str);
+    }
+    static const char *const lits[] = {"true", "false", "null"};
+    for (int i = 0; i < 3; i++) {
+        size_t n = strlen(lits[i]);
+        if ((size_t)(p->end - p->s) >= n && memcmp(p->s, lits[i], n) == 0) {
+            p->s += n;
+            v->kind = i == 2 ? J_NULL : J_BOOL;
+            v->num = i == 0;
+            return true;
+        }
+    }
+    if (c == '-' || isdigit((unsigned char)c)) {
+        char tmp[64];
+        size_t n = 0;
+        while (p->s + n < p->end && n < sizeof tmp - 1 &&
+               strchr("+-0123456789.eE", p->s[n]) != NULL) {
+            tmp[n] = p->s[n];
+            n++;
+        }
+        tmp[n] = '\0';
+        char *endp;
+        errno = 0;
+        v->num = strtod(tmp, &endp);
+        if (endp != tmp + n || n == 0)
+            return jfail(p, "a malformed number");
+        v->kind = J_NUM;
+        p->s += n;
+        return true;
+    }
+    return jfail(p, "unexpected character");
+}
+
+static const jval *jget(const jval *obj, const char *key) {
+    if (obj == NULL || obj->kind != J_OBJ)
+        return NULL;
+    for (size_t i = 0; i < obj->count; i++)
+        if (strcmp(obj->keys[i], key) == 0)
+            return &obj->items[i];
+    return NULL;
+}
+
+static const char *jstr(const jval *v) {
+    return v != NULL && v->kind == J_STR ? v->str : NULL;
+}
+
+static bool jnum(const jval *v, double *out) {
+    if (v == NULL || v->kind != J_NUM)
+        return false;
+    *out = v->num;
+    return true;
+}
+
+/* ---------------------------------------------------------------- trace */
+
+typedef struct slice {
+    double ts, dur; /* microseconds */
+    const char *name, *cat;
+    int track;
+    double pred_weight; /* critical path: the longest chain ending here */
+    int pred;           /* its previous slice, or -1 */
+} slice;
+
+typedef struct track {
+    double pid, tid;
+    const char *name;
+    bool is_stream, is_unit;
+} track;
+
+typedef struct flow {
+    double id, ts;
+    int track;
+    bool start;
+} flow;
+
+typedef struct trace {
+    jval root;
+    track *tracks;
+    size_t num_tracks;
+    slice *slices;
+    size_t num_slices;
+    flow *flows;
+    size_t num_flows;
+    double t_min, t_max;
+} trace;
+
+static void trace_free(trace *t) {
+    jfree(&t->root);
+    free(t->tracks);
+    free(t->slices);
+    free(t->flows);
+}
+
+static int track_of(trace *t, double pid, double tid) {
+    for (size_t i = 0; i < t->num_tracks; i++)
+        if (t->tracks[i].pid == pid && t->tracks[i].tid == tid)
+            return (int)i;
+    track *nt = realloc(t->tracks, (t->num_tracks + 1) * sizeof *nt);
+    if (nt == NULL)
+        return -1;
+    t->tracks = nt;
+    t->tracks[t->num_tracks] = (track){pid, tid, NULL, false, false};
+    return (int)t->num_tracks++;
+}
+
+static int bad(const char *path, const char *what) {
+    fprintf(stderr,
+            "rill: %s is not a trace that rill can read: %s; write one with "
+            "rill_trace_start or RILL_TRACE=path\n",
+            path, what);
+    return 1;
+}
+
+static int load(const char *path, trace *t) {
+    memset(t, 0, sizeof *t);
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        fprintf(stderr, "rill: cannot open %s: %s\n", path, strerror(errno));
+        return 1;
+    }
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    for (;;) {
+        if (buf == NULL) {
+            fclose(f);
+            fprintf(stderr, "rill: out of memory reading %s\n", path);
+            return 1;
+        }
+        n += fread(buf + n, 1, cap - n, f);
+        if (n < cap)
+            break;
+        char *nb = realloc(buf, cap *= 2);
+        if (nb == NULL)
+            free(buf);
+        buf = nb;
+    }
+    fclose(f);
+    jparser p = {.s = buf, .end = buf + n, .start = buf};
+    bool ok = parse_value(&p, &t->root);
+    skip_ws(&p);
+    if (ok && p.s != p.end)
+        ok = jfail(&p, "text after the end of the JSON value");
+    free(buf);
+    if (!ok) {
+        char what[200];
+        snprintf(what, sizeof what, "it is not valid JSON (%s)", p.err);
+        trace_free(t);
+        return bad(path, what);
+    }
+    const jval *events = jget(&t->root, "traceEvents");
+    if (events == NULL || events->kind != J_ARR) {
+        trace_free(t);
+        return bad(path, "it has no \"traceEvents\" array");
+    }
+    t->slices = calloc(events->count + 1, sizeof *t->slices);
+    t->flows = calloc(events->count + 1, sizeof *t->flows);
+    if (t->slices == NULL || t->flows == NULL) {
+        trace_free(t);
+        fprintf(stderr, "rill: out of memory reading %s\n", path);
+        return 1;
+    }
+    t->t_min = INFINITY;
+    t->t_max = -INFINITY;
+    for (size_t i = 0; i < events->count; i++) {
+        const jval *e = &events->items[i];
+        const char *ph = jstr(jget(e, "ph"));
+        double pid = 0, tid = 0, ts, dur;
+        if (e->kind != J_OBJ || ph == NULL) {
+            char what[96];
+            snprintf(what, sizeof what, "event %zu is not an object with a \"ph\"", i);
+            trace_free(t);
+            return bad(path, what);
+        }
+        jnum(jget(e, "pid"), &pid);
+        jnum(jget(e, "tid"), &tid);
+        if (strcmp(ph, "M") == 0) {
+            const char *name = jstr(jget(jget(e, "args"), "name"));
+            if (name != NULL &&
+                strcmp(jstr(jget(e, "name")) ? jstr(jget(e, "name")) : "", "thread_name") == 0) {
+                int k = track_of(t, pid, tid);
+                if (k < 0)
+                    continue;
+                t->tracks[k].name = name;
+                t->tracks[k].is_stream = strncmp(name, "stream ", 7) == 0;
+                t->tracks[k].is_unit = strncmp(name, "compute unit ", 13) == 0;
+            }
+            continue;
+        }
+        if (strcmp(ph, "X") == 0 || strcmp(ph, "s") == 0 || strcmp(ph, "f") == 0) {
+            if (!jnum(jget(e, "ts"), &ts)) {
+                char what[96];
+                snprintf(what, sizeof what, "event %zu has no numeric \"ts\"", i);
+                trace_free(t);
+                return bad(path, what);
+            }
+            int k = track_of(t, pid, tid);
+            if (k < 0)
+                continue;
+            if (ph[0] == 'X') {
+                if (!jnum(jget(e, "dur"), &dur) || dur < 0) {
+                    char what[96];
+                    snprintf(what, sizeof what, "slice %zu has no valid \"dur\"", i);
+                    trace_free(t);
+                    return bad(path, what);
+                }
+                slice *s = &t->slices[t->num_slices++];
+                s->ts = ts;
+                s->dur = dur;
+                s->name = jstr(jget(e, "name")) ? jstr(jget(e, "name")) : "?";
+                s->cat = jstr(jget(e, "cat")) ? jstr(jget(e, "cat")) : "";
+                s->track = k;
+                s->pred = -1;
+                if (ts < t->t_min)
+                    t->t_min = ts;
+                if (ts + dur > t->t_max)
+                    t->t_max = ts + dur;
+            } else {
+                flow *fl = &t->flows[t->num_flows++];
+                jnum(jget(e, "id"), &fl->id);
+                fl->ts = ts;
+                fl->track = k;
+                fl->start = ph[0] == 's';
+            }
+        }
+    }
+    if (t->num_slices == 0)
+        t->t_min = t->t_max = 0;
+    return 0;
+}
+
+static int cmp_slice(const void *a, const void *b) {
+    const slice *x = a, *y = b;
+    return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+static int cmp_edge(const void *a, const void *b) {
+    const double *x = a, *y = b;
+    return x[0] < y[0] ? -1 : x[0] > y[0];
+}
+
+static bool is_wait(const slice *s) {
+    return strcmp(s->cat, "wait") == 0;
+}
+
+/* The union of track k's busy slices as [begin, end) spans, in order. */
+static size_t busy_spans(const trace *t, int k, double (*spans)[2]) {
+    size_t n = 0;
+    for (size_t i = 0; i < t->num_slices; i++) {
+        const slice *s = &t->slices[i];
+        if (s->track != k || is_wait(s))
+            continue;
+        if (n > 0 && s->ts <= spans[n - 1][1]) {
+            if (s->ts + s->dur > spans[n - 1][1])
+                spans[n - 1][1] = s->ts + s->dur;
+        } else {
+            spans[n][0] = s->ts;
+            spans[n][1] = s->ts + s->dur;
+            n++;
+        }
+    }
+    return n;
+}
+
+static const char *track_name(const trace *t, int k) {
+    return t->tracks[k].name != NULL ? t->tracks[k].name : "unnamed track";
+}
+
+static int cmp_flow(const void *a, const void *b) {
+    const flow *x = a, *y = b;
+    if (x->id != y->id)
+        return x->id < y->id ? -1 : 1;
+    return (int)y->start - (int)x->start; /* the start first */
+}
+
+/* Sorts the arrows so that each start is followed by its ends. */
+static void pair_flows(trace *t) {
+    qsort(t->flows, t->num_flows, sizeof *t->flows, cmp_flow);
+}
+
+/* Slices by track, each track's in start order (t->slices sorted): the
+ * slices of track k are order[first[k] .. first[k + 1]). */
+typedef struct track_index {
+    size_t *first;
+    int *order;
+} track_index;
+
+static bool index_tracks(const trace *t, track_index *ix) {
+    ix->first = calloc(t->num_tracks + 2, sizeof *ix->first);
+    ix->order = malloc((t->num_slices + 1) * sizeof *ix->order);
+    if (ix->first == NULL || ix->order == NULL)
+        return false;
+    for (size_t i = 0; i < t->num_slices; i++)
+        ix->first[t->slices[i].track + 1]++;
+    for (size_t k = 0; k < t->num_tracks; k++)
+        ix->first[k + 1] += ix->first[k];
+    size_t *fill = calloc(t->num_tracks + 1, sizeof *fill);
+    if (fill == NULL)
+        return false;
+    for (size_t i = 0; i < t->num_slices; i++) {
+        int k = t->slices[i].track;
+        ix->order[ix->first[k] + fill[k]++] = (int)i;
+    }
+    free(fill);
+    return true;
+}
+
+/* The slice of track k that contains ts: among the last few that start by
+ * ts (to within the trace's rounding), the latest. */
+static int slice_at(const trace *t, const track_index *ix, int k, double ts) {
+    size_t lo = ix->first[k], hi = ix->first[k + 1];
+    while (lo < hi) { /* the first that starts after ts */
+        size_t mid = lo + (hi - lo) / 2;
+        if (t->slices[ix->order[mid]].ts <= ts + 0.0015)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t j = lo, tries = 0; j > ix->first[k] && tries < 8; j--, tries++) {
+        const slice *s = &t->slices[ix->order[j - 1]];
+        if (ts <= s->ts + s->dur + 0.0015)
+            return ix->order[j - 1];
+    }
+    return -1;
+}
+
+static void critical_path(trace *t, FILE *out) {
+    /* predecessors: the previous slice on the stream, and the producer of
+     * an arrow that ends in the slice; slices sorted by start time, so
+     * every predecessor comes first */
+    int *last = malloc((t->num_tracks + 1) * sizeof *last);
+    int *from = calloc(t->num_slices + 1, sizeof *from);
+    track_index ix = {NULL, NULL};
+    if (last == NULL || from == NULL || !index_tracks(t, &ix)) {
+        free(last);
+        free(from);
+        free(ix.first);
+        free(ix.order);
+        return;
+    }
+    for (size_t k = 0; k < t->num_tracks; k++)
+        last[k] = -1;
+    for (size_t i = 0; i < t->num_slices; i++)
+        from[i] = -1;
+    pair_flows(t);
+    for (size_t g = 0; g < t->num_flows; g++) {
+        if (!t->flows[g].start)
+            continue;
+        int src = slice_at(t, &ix, t->flows[g].track, t->flows[g].ts);
+        for (size_t f = g + 1;
+             f < t->num_flows && !t->flows[f].start && t->flows[f].id == t->flows[g].id; f++) {
+            int dst = slice_at(t, &ix, t->flows[f].track, t->flows[f].ts);
+            if (src >= 0 && dst >= 0 && src != dst)
+                from[dst] = src;
+        }
+    }
+    free(ix.first);
+    free(ix.order);
+    double best = 0;
+    int best_i = -1;
+    for (size_t i = 0; i < t->num_slices; i++) {
+        slice *s = &t->slices[i];
+        if (!t->tracks[s->track].is_stream)
+            continue;
+        double w = 0;
+        int pred = -1;
+        if (last[s->track] >= 0) {
+            pred = last[s->track];
+            w = t->slices[pred].pred_weight;
+        }
+        if (from[i] >= 0 && t->slices[from[i]].pred_weight > w) {
+            pred = from[i];
+            w = t->slices[pred].pred_weight;
+        }
+        s->pred = pred;
+        s->pred_weight = w + (is_wait(s) ? 0 : s->dur);
+        last[s->track] = (int)i;
+        if (s->pred_weight > best) {
+            best = s->pred_weight;
+            best_i = (int)i;
+        }
+    }
+    double span = t->t_max - t->t_min;
+    fprintf(out, "critical path: %.1f us of work in a %.1f us trace (%.0f%%)\n", best, span,
+            span > 0 ? 100.0 * best / span : 0.0);
+    /* the chain, from its end back to its start; printed from the start */
+    int chain[24], n = 0, total = 0;
+    for (int i = best_i; i >= 0; i = t->slices[i].pred) {
+        if (is_wait(&t->slices[i]))
+            continue;
+        if (n < 24)
+            chain[n++] = i;
+        total++;
+    }
+    if (total > n)
+        fprintf(out, "  ... %d earlier slices\n", total - n);
+    for (int j = n - 1; j >= 0; j--) {
+        const slice *s = &t->slices[chain[j]];
+        fprintf(out, "  %-28.28s %-24.24s %10.1f us\n", track_name(t, s->track), s->name, s->dur);
+    }
+    free(last);
+    free(from);
+}
+
+int rill_tool_trace_summary(const char *path, FILE *out) {
+    trace t;
+    if (load(path, &t) != 0)
+        return 1;
+    qsort(t.slices, t.num_slices, sizeof *t.slices, cmp_slice);
+    double span = t.t_max - t.t_min;
+    double(*spans)[2] = malloc((t.num_slices + 1) * sizeof *spans);
+    /* every stream's busy spans at once, for the overlap: +1 at a start,
+     * -1 at an end */
+    double(*edges)[2] = malloc((2 * t.num_slices + 1) * sizeof *edges);
+    if (spans == NULL || edges == NULL) {
+        free(spans);
+        free(edges);
+        trace_free(&t);
+        fprintf(stderr, "rill: out of memory\n");
+        return 1;
+    }
+    fprintf(out, "trace %s: %zu slices on %zu tracks over %.1f us\n\n", path, t.num_slices,
+            t.num_tracks, span);
+    fprintf(out, "%-36s %12s %7s %9s  %s\n", "track", "busy us", "busy%", "slices",
+            "longest idle gaps (us)");
+    size_t num_edges = 0;
+    int streams = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t k = 0; k < t.num_tracks; k++) {
+            const track *tr = &t.tracks[k];
+            if (pass == 0 ? !tr->is_stream : !tr->is_unit)
+                continue;
+            size_t n = busy_spans(&t, (int)k, spans);
+            double busy = 0;
+            size_t count = 0;
+            for (size_t i = 0; i < t.num_slices; i++)
+                count += t.slices[i].track == (int)k;
+            double gaps[3] = {0, 0, 0};
+            for (size_t i = 0; i < n; i++) {
+                busy += spans[i][1] - spans[i][0];
+                if (tr->is_stream) {
+                    edges[num_edges][0] = spans[i][0];
+                    edges[num_edges++][1] = 1;
+                    edges[num_edges][0] = spans[i][1];
+                    edges[num_edges++][1] = -1;
+                }
+                if (i > 0) {
+                    double g = spans[i][0] - spans[i - 1][1];
+                    for (int j = 0; j < 3; j++) {
+                        if (g > gaps[j]) {
+                            double tmp = gaps[j];
+                            gaps[j] = g;
+                            g = tmp;
+                        }
+                    }
+                }
+            }
+            streams += tr->is_stream && n > 0;
+            fprintf(out, "%-36.36s %12.1f %6.1f%% %9zu  %.1f %.1f %.1f\n", track_name(&t, (int)k),
+                    busy, span > 0 ? 100.0 * busy / span : 0.0, count, gaps[0], gaps[1], gaps[2]);
+        }
+    }
+    /* overlap: time during which two streams or more are busy */
+    qsort(edges, num_edges, sizeof *edges, cmp_edge);
+    double overlap = 0, any = 0, prev = 0;
+    int depth = 0;
+    for (size_t i = 0; i < num_edges; i++) {
+        if (depth >= 2)
+            overlap += edges[i][0] - prev;
+        if (depth >= 1)
+            any += edges[i][0] - prev;
+        depth += (int)edges[i][1];
+        prev = edges[i][0];
+    }
+    fprintf(out,
+            "\nstreams busy: %d; some stream busy %.1f us; two or more at once %.1f us "
+            "(%.0f%% of the busy time)\n",
+            streams, any, overlap, any > 0 ? 100.0 * overlap / any : 0.0);
+    critical_path(&t, out);
+    free(spans);
+    free(edges);
+    trace_free(&t);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- SVG */
+
+static void svg_text(FILE *f, const char *s) {
+    for (; *s != '\0'; s++) {
+        switch (*s) {
+        case '<':
+            fputs("&lt;", f);
+            break;
+        case '>':
+            fputs("&gt;", f);
+            break;
+        case '&':
+            fputs("&amp;", f);
+            break;
+        case '"':
+            fputs("&quot;", f);
+            break;
+        default:
+            fputc(*s, f);
+        }
+    }
+}
+
+static unsigned hash(const char *s) {
+    unsigned h = 2166136261u;
+    for (; *s != '\0'; s++)
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
+int rill_tool_trace_svg(const char *path, const char *svg_path) {
+    trace t;
+    if (load(path, &t) != 0)
+        return 1;
+    FILE *f = fopen(svg_path, "w");
+    if (f == NULL) {
+        fprintf(stderr, "rill: cannot open %s for writing: %s\n", svg_path, strerror(errno));
+        trace_free(&t);
+        return 1;
+    }
+    /* rows: streams, then units, then the rest (host threads) */
+    int *row = malloc((t.num_tracks + 1) * sizeof *row);
+    if (row == NULL) {
+        fclose(f);
+        trace_free(&t);
+        return 1;
+    }
+    int rows = 0;
+    for (int pass = 0; pass < 3; pass++)
+        for (size_t k = 0; k < t.num_tracks; k++) {
+            const track *tr = &t.tracks[k];
+            int cls = tr->is_stream ? 0 : tr->is_unit ? 1 : 2;
+            if (cls == pass)
+                row[k] = rows++;
+        }
+    const double label_w = 230, plot_w = 1000, row_h = 22, top = 40;
+    double span = t.t_max - t.t_min > 0 ? t.t_max - t.t_min : 1;
+    double height = top + rows * row_h + 30;
+    fprintf(f,
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+            "font-family=\"Helvetica,Arial,sans-serif\" font-size=\"11\">\n"
+            "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
+            "<text x=\"8\" y=\"18\" font-size=\"13\">",
+            label_w + plot_w + 20, height);
+    svg_text(f, path);
+    fprintf(f, ": %.1f us</text>\n", span);
+    for (size_t k = 0; k < t.num_tracks; k++) {
+        double y = top + row[k] * row_h;
+        fprintf(f, "<rect x=\"%.0f\" y=\"%.1f\" width=\"%.0f\" height=\"%.1f\" fill=\"%s\"/>\n",
+                label_w, y, plot_w, row_h - 2, row[k] % 2 ? "#f4f4f4" : "#fafafa");
+        fprintf(f, "<text x=\"8\" y=\"%.1f\">", y + row_h - 8);
+        svg_text(f, track_name(&t, (int)k));
+        fputs("</text>\n", f);
+    }
+    for (size_t i = 0; i < t.num_slices; i++) {
+        const slice *s = &t.slices[i];
+        double x = label_w + (s->ts - t.t_min) / span * plot_w;
+        double w = s->dur / span * plot_w;
+        if (w < 0.5)
+            w = 0.5;
+        double y = top + row[s->track] * row_h + 2;
+        unsigned h = hash(s->name);
+        const char *fill = is_wait(s) ? "#cccccc" : NULL;
+        char color[24];
+        snprintf(color, sizeof color, "hsl(%u,60%%,60%%)", h % 360);
+        fprintf(f,
+                "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"%s\">"
+                "<title>",
+                x, y, w, row_h - 6, fill != NULL ? fill : color);
+        svg_text(f, s->name);
+        fprintf(f, " (%.1f us)</title></rect>\n", s->dur);
+        if (w > 40) {
+            fprintf(f, "<text x=\"%.2f\" y=\"%.1f\" font-size=\"9\">", x + 2, y + row_h - 10);
+            svg_text(f, s->name);
+            fputs("</text>\n", f);
+        }
+    }
+    /* arrows: producer to wait */
+    pair_flows(&t);
+    for (size_t a = 0; a < t.num_flows; a++) {
+        if (!t.flows[a].start)
+            continue;
+        for (size_t b = a + 1;
+             b < t.num_flows && !t.flows[b].start && t.flows[b].id == t.flows[a].id; b++) {
+            double x1 = label_w + (t.flows[a].ts - t.t_min) / span * plot_w;
+            double x2 = label_w + (t.flows[b].ts - t.t_min) / span * plot_w;
+            double y1 = top + row[t.flows[a].track] * row_h + row_h / 2;
+            double y2 = top + row[t.flows[b].track] * row_h + row_h / 2;
+            fprintf(f,
+                    "<line x1=\"%.2f\" y1=\"%.1f\" x2=\"%.2f\" y2=\"%.1f\" stroke=\"#333\" "
+                    "stroke-width=\"0.8\"/>\n",
+                    x1, y1, x2, y2);
+        }
+    }
+    fprintf(f, "<text x=\"%.0f\" y=\"%.0f\">0 us</text>\n", label_w, height - 10);
+    fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"end\">%.1f us</text>\n", label_w + plot_w,
+            height - 10, span);
+    fputs("</svg>\n", f);
+    free(row);
+    int rc = 0;
+    if (ferror(f) | (fclose(f) != 0)) {
+        fprintf(stderr, "rill: writing %s failed\n", svg_path);
+        rc = 1;
+    }
+    trace_free(&t);
+    return rc;
+}
