@@ -561,7 +561,10 @@ rill_status rill_device_synchronize(rill_device *handle) {
     st = rill__capture_check_device_sync(dev, "rill_device_synchronize");
     if (st != RILL_OK)
         return st;
-    return sync_device(dev, "rill_device_synchronize");
+    st = sync_device(dev, "rill_device_synchronize");
+    if (rill__san_active())
+        rill__san()->observed_device(dev);
+    return st;
 }
 
 /* ---------------------------------------------------------------- shutdown */

@@ -264,6 +264,8 @@ rill_status rill_event_query(rill_event *event_h) {
     /* A program that polls needs a worker to run what it polls for. */
     if (st == RILL_NOT_READY && s->dev->ops->kick != NULL)
         s->dev->ops->kick(s);
+    if (st == RILL_OK && rill__san_active())
+        rill__san()->observed(s, seq);
     rill__stream_unref(s);
     return st;
 }

@@ -348,6 +348,8 @@ rill_status rill_launch_kernel(rill_stream *stream_h, rill_kernel *kernel_h,
      * another stream uses from being handed out before that use is done. */
     for (size_t i = 0; st == RILL_OK && i < launch->num_accesses; i++)
         rill__mem_note_use(stream, seq, launch->accesses[i].ptr, launch->accesses[i].bytes);
+    if (st == RILL_OK && seq != 0 && rill__san_active())
+        rill__san()->command(stream, seq, &cmd, 0);
     return st;
 }
 

@@ -407,6 +407,8 @@ void rill__stream_host_wait(rill__stream *s, uint64_t seq, int blocking) {
 rill_status rill__stream_wait_status(rill__stream *s, uint64_t seq, int blocking, const char *fn) {
     char msg[RILL__ERROR_BYTES];
     rill__stream_host_wait(s, seq, blocking);
+    if (rill__san_active())
+        rill__san()->observed(s, seq);
     if (rill__stream_failed_at(s, seq, msg, sizeof msg))
         return rill__fail(RILL_ERROR_KERNEL_FAILED, "%s: %s", fn, msg);
     return RILL_OK;
@@ -589,8 +591,11 @@ rill_status rill_stream_query(rill_stream *stream_h) {
     uint64_t seq = atomic_load_explicit(&stream->sub_seq, memory_order_acquire);
     if (rill__stream_failed_at(stream, seq, msg, sizeof msg))
         return rill__fail(RILL_ERROR_KERNEL_FAILED, "rill_stream_query: %s", msg);
-    if (reached(stream, seq))
+    if (reached(stream, seq)) {
+        if (rill__san_active())
+            rill__san()->observed(stream, seq);
         return RILL_OK;
+    }
     /* A program that polls needs a worker to run what it polls for. */
     if (stream->dev->ops->kick != NULL)
         stream->dev->ops->kick(stream);
@@ -622,6 +627,8 @@ static rill_status wait_point(rill__stream *stream, rill__stream *other, uint64_
     if (reached(other, seq) &&
         ((flags & RILL__CMD_ORDER_ONLY) || !rill__stream_failed_at(other, seq, NULL, 0))) {
         rill__stream_clock_note(stream, other->id, seq);
+        if (rill__san_active())
+            rill__san()->order(stream, other, seq);
         return RILL_OK;
     }
     rill__cmd cmd = {.kind = RILL__CMD_WAIT, .flags = flags};
@@ -641,6 +648,8 @@ static rill_status wait_point(rill__stream *stream, rill__stream *other, uint64_
      * that another thread submits to this stream from the moment the note
      * is visible, and that work must come after the wait. */
     rill__stream_clock_note(stream, other->id, seq);
+    if (rill__san_active())
+        rill__san()->order(stream, other, seq);
     return RILL_OK;
 }
 

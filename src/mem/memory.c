@@ -88,6 +88,8 @@ rill_status rill_free(void *ptr) {
     rill_status st = rill__capture_check_free(ptr, "rill_free");
     if (st != RILL_OK)
         return st;
+    if (rill__san_active())
+        rill__san()->free(ptr, NULL);
     return rill__pool_free(ptr, NULL, "rill_free");
 }
 
@@ -127,6 +129,8 @@ rill_status rill_free_async(void *ptr, rill_stream *stream_h) {
     }
     if (st != RILL_OK)
         return st;
+    if (rill__san_active())
+        rill__san()->free(ptr, stream);
     return rill__pool_free(ptr, stream, "rill_free_async");
 }
 
@@ -135,7 +139,10 @@ rill_status rill_record_stream(void *ptr, rill_stream *stream_h) {
     rill_status st = rill__stream_resolve(stream_h, "rill_record_stream", &stream);
     if (st != RILL_OK)
         return st;
-    return rill__pool_record_stream(ptr, stream, "rill_record_stream");
+    st = rill__pool_record_stream(ptr, stream, "rill_record_stream");
+    if (st == RILL_OK && rill__san_active())
+        rill__san()->record_stream(ptr, stream);
+    return st;
 }
 
 rill_status rill_malloc_host(size_t bytes, void **out) {
@@ -233,6 +240,8 @@ rill_status rill_memcpy_async(void *dst, const void *src, size_t bytes, rill_str
             rill__pool_note_use(stream, seq, dst, bytes);
         if (sd != NULL)
             rill__pool_note_use(stream, seq, src, bytes);
+        if (seq != 0 && rill__san_active())
+            rill__san()->command(stream, seq, &cmd, 0);
     }
     return st;
 }
@@ -269,6 +278,8 @@ rill_status rill_memcpy(void *dst, const void *src, size_t bytes) {
         rill__pool_note_use(s, seq, dst, bytes);
     if (sd != NULL)
         rill__pool_note_use(s, seq, src, bytes);
+    if (rill__san_active())
+        rill__san()->command(s, seq, &cmd, RILL__SAN_HOST);
     return rill__stream_wait_status(s, seq, 0, fn);
 }
 
@@ -292,6 +303,8 @@ rill_status rill_memset_async(void *dst, int value, size_t bytes, rill_stream *s
     st = rill__stream_submit(stream, &cmd, &seq);
     if (st == RILL_OK && dd != NULL)
         rill__pool_note_use(stream, seq, dst, bytes);
+    if (st == RILL_OK && seq != 0 && rill__san_active())
+        rill__san()->command(stream, seq, &cmd, 0);
     return st;
 }
 
