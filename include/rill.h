@@ -8,8 +8,7 @@
  * stream may still touch it. Work on several streams can be captured into
  * a graph once and replayed many times at a fraction of the launch cost.
  *
- * Observability (traces, the stream sanitizer) is not part of this
- * version of the header.
+ * Timeline traces are not part of this version of the header.
  *
  * Conventions
  *  - Every call returns rill_status; RILL_OK is 0. Results go through
@@ -641,6 +640,53 @@ rill_status rill_graph_exec_update(rill_graph_exec *exec, rill_graph *graph);
  *   on its stream). A launch into a stream with a sticky error is skipped,
  *   as any work there is, and still takes its turn among the exec's
  *   launches. */
+
+/* ---------------------------------------------------------- observability */
+
+/* The stream sanitizer: reports accesses that two streams make to the same
+ * memory with no event or stream wait ordering them, and memory freed
+ * while another stream may still use it. Also enabled by RILL_SANITIZE=1,
+ * or RILL_SANITIZE=abort (abort at the first report), read when the
+ * library starts.
+ *
+ * It follows the order that stream order, event records and waits,
+ * rill_stream_wait_stream, host synchronisation (rill_stream_synchronize,
+ * rill_event_synchronize, rill_device_synchronize, rill_memcpy, and a
+ * query that returned RILL_OK) and the launches of one exec make, and the
+ * bytes each command declares: the accesses of rill_launch_kernel (the
+ * built-in ops declare theirs), copies, fills, and the nodes of a launched
+ * graph. A host wait orders what any thread submits afterwards (the
+ * sanitizer does not see the program's own locks). It reports, on stderr,
+ * as they happen:
+ *  - "race between streams": two commands of different streams touch
+ *    overlapping bytes, at least one writes, and no wait orders them;
+ *  - "host access not ordered after device work": rill_memcpy reads or
+ *    writes bytes that work of another stream touches and that the host did
+ *    not wait for;
+ *  - "free of memory that another stream may still use": rill_free or
+ *    rill_free_async of a block that another stream's work may still use,
+ *    neither ordered before the free nor tracked by the pool (declared
+ *    accesses of launches, copies and fills are tracked; graph nodes and
+ *    undeclared uses are not, unless rill_record_stream names the stream).
+ * Each report names both commands (kernel or op, stream, command number,
+ * the bytes, and the file:line given with rill_sanitizer_set_location) and
+ * the wait that would order them. Work submitted before the sanitizer was
+ * turned on is not known to it.
+ *
+ * enabled: 0 off, 1 on, 2 on and abort at the first report. Turning it on
+ * or off forgets every order and access seen so far.
+ * RILL_ERROR_INVALID_ARGUMENT for another value. */
+rill_status rill_sanitizer_enable(int enabled);
+/* Reports made since the process started. */
+uint64_t rill_sanitizer_report_count(void);
+/* Names the source location of the next command that the calling thread
+ * submits (a launch, an op, a copy, a fill, a graph launch or a free), for
+ * the sanitizer's reports; file must stay valid (a string literal, as
+ * __FILE__). NULL and 0 forget it; another mix is
+ * RILL_ERROR_INVALID_ARGUMENT. RILL_SANITIZER_HERE() passes the caller's
+ * own location: RILL_SANITIZER_HERE(); rill_op_sum_f32(s, c, b, n); */
+rill_status rill_sanitizer_set_location(const char *file, int line);
+#define RILL_SANITIZER_HERE() rill_sanitizer_set_location(__FILE__, __LINE__)
 
 #ifdef __cplusplus
 }
