@@ -232,6 +232,8 @@ rill_status rill_event_record(rill_event *event_h, rill_stream *stream_h) {
     event->gen = gen;
     event->ts_valid = 0;
     event->cap_id = 0;
+    if (rill__san_active())
+        rill__san()->event_record(event, stream, seq);
     rill__mutex_unlock(&event->lock);
     if (old != NULL)
         rill__stream_unref(old);
@@ -265,7 +267,7 @@ rill_status rill_event_query(rill_event *event_h) {
     if (st == RILL_NOT_READY && s->dev->ops->kick != NULL)
         s->dev->ops->kick(s);
     if (st == RILL_OK && rill__san_active())
-        rill__san()->observed(s, seq);
+        rill__san()->event_observed(event);
     rill__stream_unref(s);
     return st;
 }
@@ -292,6 +294,8 @@ rill_status rill_event_synchronize(rill_event *event_h) {
         return RILL_OK;
     st = rill__stream_wait_status(s, seq, (event->flags & RILL_EVENT_BLOCKING_SYNC) != 0,
                                   "rill_event_synchronize");
+    if (rill__san_active())
+        rill__san()->event_observed(event);
     rill__stream_unref(s);
     return st;
 }
@@ -426,6 +430,8 @@ rill_status rill__event_wait(rill__stream *stream, rill__event *event, const cha
     if (s == NULL)
         return RILL_OK; /* never recorded (or only in a capture): nothing to wait for */
     rill_status st = rill__stream_wait_point(stream, s, seq, fn);
+    if (st == RILL_OK && rill__san_active())
+        rill__san()->event_wait(stream, event);
     rill__stream_unref(s);
     return st;
 }

@@ -96,12 +96,24 @@ static void san_no_command(rill__stream *s, uint64_t seq, const rill__cmd *cmd, 
     (void)s, (void)seq, (void)cmd, (void)flags;
 }
 
-static void san_no_order(rill__stream *s, rill__stream *other, uint64_t seq) {
-    (void)s, (void)other, (void)seq;
+static void san_no_order(rill__stream *s, rill__stream *other, uint64_t seq, bool all) {
+    (void)s, (void)other, (void)seq, (void)all;
 }
 
-static void san_no_observed(rill__stream *s, uint64_t seq) {
-    (void)s, (void)seq;
+static void san_no_observed(rill__stream *s, uint64_t seq, bool all) {
+    (void)s, (void)seq, (void)all;
+}
+
+static void san_no_record(rill__event *e, rill__stream *s, uint64_t seq) {
+    (void)e, (void)s, (void)seq;
+}
+
+static void san_no_wait(rill__stream *s, rill__event *e) {
+    (void)s, (void)e;
+}
+
+static void san_no_event(rill__event *e) {
+    (void)e;
 }
 
 static void san_no_device(rill__device *dev) {
@@ -115,6 +127,9 @@ static void san_no_ptr(const void *ptr, rill__stream *s) {
 static const rill__san_hooks no_san = {
     .command = san_no_command,
     .order = san_no_order,
+    .event_record = san_no_record,
+    .event_wait = san_no_wait,
+    .event_observed = san_no_event,
     .observed = san_no_observed,
     .observed_device = san_no_device,
     .free = san_no_ptr,

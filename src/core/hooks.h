@@ -180,11 +180,20 @@ typedef struct rill__san_hooks {
      * other streams' and remembered. */
     void (*command)(rill__stream *s, uint64_t seq, const rill__cmd *cmd, unsigned flags);
     /* The work submitted to s from now on is ordered after other's command
-     * seq (stream waits, event waits, the pool's internal waits). */
-    void (*order)(rill__stream *s, rill__stream *other, uint64_t seq);
+     * seq (stream waits, event waits, the pool's internal waits); all: seq
+     * is all of other's work so far (rill_stream_wait_stream), so the waits
+     * other made since its last command count too. */
+    void (*order)(rill__stream *s, rill__stream *other, uint64_t seq, bool all);
+    /* e was recorded on s (outside captures; e->lock held), s waited for
+     * e's record, the host saw e's record complete: events carry the
+     * order of their record, waits that came right before it included. */
+    void (*event_record)(rill__event *e, rill__stream *s, uint64_t seq);
+    void (*event_wait)(rill__stream *s, rill__event *e);
+    void (*event_observed)(rill__event *e);
     /* The host saw s complete seq (synchronize, a query that found it
-     * done): what follows on any thread is ordered after it. */
-    void (*observed)(rill__stream *s, uint64_t seq);
+     * done): what follows on any thread is ordered after it; all: as for
+     * order. */
+    void (*observed)(rill__stream *s, uint64_t seq, bool all);
     /* rill_device_synchronize of dev returned. */
     void (*observed_device)(rill__device *dev);
     /* ptr, an allocation of a device's pool, is about to be freed on

@@ -408,7 +408,7 @@ rill_status rill__stream_wait_status(rill__stream *s, uint64_t seq, int blocking
     char msg[RILL__ERROR_BYTES];
     rill__stream_host_wait(s, seq, blocking);
     if (rill__san_active())
-        rill__san()->observed(s, seq);
+        rill__san()->observed(s, seq, false);
     if (rill__stream_failed_at(s, seq, msg, sizeof msg))
         return rill__fail(RILL_ERROR_KERNEL_FAILED, "%s: %s", fn, msg);
     return RILL_OK;
@@ -593,7 +593,7 @@ rill_status rill_stream_query(rill_stream *stream_h) {
         return rill__fail(RILL_ERROR_KERNEL_FAILED, "rill_stream_query: %s", msg);
     if (reached(stream, seq)) {
         if (rill__san_active())
-            rill__san()->observed(stream, seq);
+            rill__san()->observed(stream, seq, true);
         return RILL_OK;
     }
     /* A program that polls needs a worker to run what it polls for. */
@@ -614,7 +614,10 @@ rill_status rill_stream_synchronize(rill_stream *stream_h) {
     if (st != RILL_OK)
         return st;
     uint64_t seq = atomic_load_explicit(&stream->sub_seq, memory_order_acquire);
-    return rill__stream_wait_status(stream, seq, 0, "rill_stream_synchronize");
+    st = rill__stream_wait_status(stream, seq, 0, "rill_stream_synchronize");
+    if (rill__san_active())
+        rill__san()->observed(stream, seq, true);
+    return st;
 }
 
 /* Makes stream wait until other has completed seq. Shared by
@@ -628,7 +631,7 @@ static rill_status wait_point(rill__stream *stream, rill__stream *other, uint64_
         ((flags & RILL__CMD_ORDER_ONLY) || !rill__stream_failed_at(other, seq, NULL, 0))) {
         rill__stream_clock_note(stream, other->id, seq);
         if (rill__san_active())
-            rill__san()->order(stream, other, seq);
+            rill__san()->order(stream, other, seq, false);
         return RILL_OK;
     }
     rill__cmd cmd = {.kind = RILL__CMD_WAIT, .flags = flags};
@@ -649,7 +652,7 @@ static rill_status wait_point(rill__stream *stream, rill__stream *other, uint64_
      * is visible, and that work must come after the wait. */
     rill__stream_clock_note(stream, other->id, seq);
     if (rill__san_active())
-        rill__san()->order(stream, other, seq);
+        rill__san()->order(stream, other, seq, false);
     return RILL_OK;
 }
 
@@ -677,7 +680,10 @@ rill_status rill_stream_wait_stream(rill_stream *stream_h, rill_stream *other_h)
     if (captured)
         return st;
     uint64_t seq = atomic_load_explicit(&other->sub_seq, memory_order_acquire);
-    return rill__stream_wait_point(stream, other, seq, "rill_stream_wait_stream");
+    st = rill__stream_wait_point(stream, other, seq, "rill_stream_wait_stream");
+    if (st == RILL_OK && other != stream && rill__san_active())
+        rill__san()->order(stream, other, seq, true);
+    return st;
 }
 
 rill_status rill_stream_clear_error(rill_stream *stream_h) {

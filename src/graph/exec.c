@@ -552,7 +552,7 @@ rill_status rill_graph_launch(rill_graph_exec *exec_h, rill_stream *stream_h) {
     /* Launches of one exec run one after another, whether or not the
      * previous one is done yet. */
     if (ls != NULL && ls != stream && rill__san_active())
-        rill__san()->order(stream, ls, exec->last_seq);
+        rill__san()->order(stream, ls, exec->last_seq, false);
     uint64_t seq;
     st = rill__stream_submit(stream, &cmd, &seq);
     if (st != RILL_OK) {

@@ -80,6 +80,9 @@ static struct {
     size_t max_len; /* the longest record since the last clear */
     san_cover *covers;
     size_t num_covers, cap_covers;
+    rill__ptrmap events; /* event -> index + 1 in ev */
+    vclock *ev;          /* owned: each event's clock at its last record */
+    uint32_t num_ev, cap_ev;
 } S;
 
 static _Atomic uint64_t reports;
@@ -142,6 +145,13 @@ static const vclock *vc_now(const san_stream *st) {
     return st->num_hist > 0 ? &st->hist[st->num_hist - 1].vc : NULL;
 }
 
+/* The clock that holds once stream st completed seq: the current one
+ * when seq is all its work so far (waits that submitted no command
+ * included), else that of its command seq. */
+static const vclock *upto(const san_stream *st, uint64_t seq, bool all) {
+    return all ? vc_now(st) : vc_at(st, seq);
+}
+
 /* Makes room for a new clock of st's work after `after`, a copy of the
  * current one, and returns it (NULL: out of memory). */
 static vclock *vc_next(san_stream *st, uint64_t after) {
@@ -176,6 +186,12 @@ static void clear_state(void) {
     rill__free(S.recs);
     rill__free(S.covers);
     rill__ptrmap_free(&S.ids);
+    for (uint32_t i = 0; i < S.num_ev; i++)
+        rill__free(S.ev[i].e);
+    rill__free(S.ev);
+    rill__ptrmap_free(&S.events);
+    S.ev = NULL;
+    S.num_ev = S.cap_ev = 0;
     S.streams = NULL;
     S.recs = NULL;
     S.covers = NULL;
@@ -241,11 +257,10 @@ static bool ordered(uint32_t t, uint32_t u, uint64_t seq) {
 
 /* The host saw stream t complete seq, and so what that work was ordered
  * after. */
-static void observe(uint32_t t, uint64_t seq) {
+static void observe(uint32_t t, uint64_t seq, const vclock *v) {
     san_stream *st = &S.streams[t];
     if (seq > st->done)
         st->done = seq;
-    const vclock *v = vc_at(st, seq);
     for (uint32_t i = 0; v != NULL && i < v->n; i++) {
         san_stream *o = &S.streams[v->e[i].idx];
         if (v->e[i].seq > o->done)
@@ -381,7 +396,9 @@ static bool check_access(uint32_t t, uint64_t seq, const access *a, seen *sn) {
     size_t first = rec_first(lo), k;
     for (k = first; k < S.num_recs && S.recs[k].lo < hi; k++) {
         const san_rec *r = &S.recs[k];
-        if (r->hi <= lo || !(r->write || a->write) || ordered(t, r->stream, r->seq))
+        if (r->hi <= lo || !(r->write || a->write))
+            continue;
+        if (ordered(t, r->stream, r->seq))
             continue;
         if (seen_before(sn, r))
             continue;
@@ -523,7 +540,7 @@ static void on_command(rill__stream *s, uint64_t seq, const rill__cmd *cmd, unsi
     tls_line = 0;
 }
 
-static void on_order(rill__stream *s, rill__stream *other, uint64_t seq) {
+static void on_order(rill__stream *s, rill__stream *other, uint64_t seq, bool all) {
     rill__mutex_lock(&S.lock);
     if (!rill__san_active()) {
         rill__mutex_unlock(&S.lock);
@@ -536,7 +553,7 @@ static void on_order(rill__stream *s, rill__stream *other, uint64_t seq) {
          * command seq and what that command was ordered after. */
         uint64_t after = atomic_load_explicit(&s->sub_seq, memory_order_acquire);
         vclock *tv = vc_next(&S.streams[t], after);
-        const vclock *ov = vc_at(&S.streams[o], seq);
+        const vclock *ov = upto(&S.streams[o], seq, all);
         ok = tv != NULL;
         for (uint32_t i = 0; ok && ov != NULL && i < ov->n; i++)
             ok = vc_raise(tv, ov->e[i].idx, ov->e[i].seq);
@@ -547,14 +564,86 @@ static void on_order(rill__stream *s, rill__stream *other, uint64_t seq) {
     rill__mutex_unlock(&S.lock);
 }
 
-static void on_observed(rill__stream *s, uint64_t seq) {
+/* Raises dst to src's entries. */
+static bool vc_join(vclock *dst, const vclock *src) {
+    for (uint32_t i = 0; src != NULL && i < src->n; i++)
+        if (!vc_raise(dst, src->e[i].idx, src->e[i].seq))
+            return false;
+    return true;
+}
+
+/* The clock of event e's last record, NULL when none was seen. */
+static vclock *event_clock(const rill__event *e) {
+    uint32_t v;
+    return rill__ptrmap_get(&S.events, e, &v) ? &S.ev[v - 1] : NULL;
+}
+
+static void on_event_record(rill__event *e, rill__stream *s, uint64_t seq) {
+    rill__mutex_lock(&S.lock);
+    if (!rill__san_active()) {
+        rill__mutex_unlock(&S.lock);
+        return;
+    }
+    uint32_t t = index_of(s);
+    vclock *v = t != UINT32_MAX ? event_clock(e) : NULL;
+    bool ok = t != UINT32_MAX;
+    if (ok && v == NULL) {
+        if (S.num_ev == S.cap_ev) {
+            uint32_t cap = S.cap_ev ? S.cap_ev * 2 : 16;
+            vclock *ev = rill__realloc(S.ev, cap * sizeof *ev);
+            ok = ev != NULL;
+            if (ok) {
+                S.ev = ev;
+                S.cap_ev = cap;
+            }
+        }
+        ok = ok && rill__ptrmap_put(&S.events, e, S.num_ev + 1);
+        if (ok) {
+            v = &S.ev[S.num_ev++];
+            *v = (vclock){NULL, 0, 0};
+        }
+    }
+    if (ok) {
+        v->n = 0; /* a record replaces the last one */
+        ok = vc_join(v, vc_now(&S.streams[t])) && vc_raise(v, t, seq);
+    }
+    if (!ok)
+        give_up();
+    rill__mutex_unlock(&S.lock);
+}
+
+static void on_event_wait(rill__stream *s, rill__event *e) {
+    rill__mutex_lock(&S.lock);
+    const vclock *ev = rill__san_active() ? event_clock(e) : NULL;
+    if (ev != NULL) {
+        uint32_t t = index_of(s);
+        uint64_t after = atomic_load_explicit(&s->sub_seq, memory_order_acquire);
+        vclock *tv = t != UINT32_MAX ? vc_next(&S.streams[t], after) : NULL;
+        if (tv == NULL || !vc_join(tv, ev))
+            give_up();
+    }
+    rill__mutex_unlock(&S.lock);
+}
+
+static void on_event_observed(rill__event *e) {
+    rill__mutex_lock(&S.lock);
+    const vclock *ev = rill__san_active() ? event_clock(e) : NULL;
+    for (uint32_t i = 0; ev != NULL && i < ev->n; i++) {
+        san_stream *o = &S.streams[ev->e[i].idx];
+        if (ev->e[i].seq > o->done)
+            o->done = ev->e[i].seq;
+    }
+    rill__mutex_unlock(&S.lock);
+}
+
+static void on_observed(rill__stream *s, uint64_t seq, bool all) {
     rill__mutex_lock(&S.lock);
     if (rill__san_active()) {
         uint32_t t = index_of(s);
         if (t == UINT32_MAX)
             give_up();
         else
-            observe(t, seq);
+            observe(t, seq, upto(&S.streams[t], seq, all));
     }
     rill__mutex_unlock(&S.lock);
 }
@@ -564,7 +653,7 @@ static void on_observed_device(rill__device *dev) {
     if (rill__san_active())
         for (uint32_t t = 0; t < S.num_streams; t++)
             if (S.streams[t].dev == dev)
-                observe(t, S.streams[t].last);
+                observe(t, S.streams[t].last, vc_now(&S.streams[t]));
     rill__mutex_unlock(&S.lock);
 }
 
@@ -648,6 +737,9 @@ static void on_record_stream(const void *ptr, rill__stream *s) {
 static const rill__san_hooks hooks = {
     .command = on_command,
     .order = on_order,
+    .event_record = on_event_record,
+    .event_wait = on_event_wait,
+    .event_observed = on_event_observed,
     .observed = on_observed,
     .observed_device = on_observed_device,
     .free = on_free,
@@ -706,6 +798,9 @@ static void san_fork_child(rill__runtime *rt) {
     S.recs = NULL;
     S.covers = NULL;
     S.ids = (rill__ptrmap)RILL__PTRMAP_INIT;
+    S.events = (rill__ptrmap)RILL__PTRMAP_INIT;
+    S.ev = NULL;
+    S.num_ev = S.cap_ev = 0;
     S.num_streams = S.cap_streams = 0;
     S.num_recs = S.cap_recs = S.max_len = 0;
     S.num_covers = S.cap_covers = 0;

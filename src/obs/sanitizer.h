@@ -7,10 +7,15 @@
  * command number (seq) reached by a wait (rill_stream_wait_stream,
  * rill_stream_wait_event, the pool's internal waits, a graph launch after
  * the exec's previous launch), with what that stream was itself ordered
- * after. The host has one clock for the whole process, `done`: the highest
- * seq of each stream that a host wait or query saw complete (synchronize of
- * a stream, an event or a device, rill_memcpy, a query that returned
- * RILL_OK), with what that work was ordered after. It is process-wide
+ * after. A stream keeps its last clocks, each with the seq after which it
+ * holds, so that a wait for an older command takes the clock of that
+ * command; an event keeps the clock of its stream at its record, which
+ * also counts the waits made since the stream's last command (a wait for
+ * work already done submits no command). The host has one clock for the
+ * whole process, `done`: the highest seq of each stream that a host wait
+ * or query saw complete (synchronize of a stream, an event or a device,
+ * rill_memcpy, a query that returned RILL_OK), with what that work was
+ * ordered after. It is process-wide
  * because the sanitizer cannot see the program's own locks and joins: a
  * wait on one thread orders what any thread submits afterwards. Command A
  * of stream u, number a, is ordered before command B of stream t when
