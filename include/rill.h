@@ -660,6 +660,8 @@ rill_status rill_graph_exec_update(rill_graph_exec *exec, rill_graph *graph);
  * as they happen:
  *  - "race between streams": two commands of different streams touch
  *    overlapping bytes, at least one writes, and no wait orders them;
+ *  - "race inside a graph": two nodes of a launched graph do so with no
+ *    path of edges between them (once per instantiation or update);
  *  - "host access not ordered after device work": rill_memcpy reads or
  *    writes bytes that work of another stream touches and that the host did
  *    not wait for;

@@ -457,6 +457,57 @@ static void test_graph_launches_ordered(void **state) {
     RT_OK(rill_stream_destroy(q));
 }
 
+/* Inside a graph, its edges order the nodes: two nodes writing the same
+ * bytes without a path between them race, once per instantiation. */
+static void test_graph_inside(void **state) {
+    (void)state;
+    rill_stream *s1 = named_stream("s1");
+    rill_kernel *k = touch_kernel();
+    float *x = device_floats(FLOATS);
+    rill_access acc = {x, BYTES, RILL_WRITE};
+    rill_launch l = {.grid = {1, 1, 1}, .block = {1, 1, 1}, .accesses = &acc, .num_accesses = 1};
+    rill_graph *g, *h;
+    rill_graph_node *a, *b, *c;
+    rill_graph_exec *ex, *ey;
+    RT_OK(rill_graph_create(&g));
+    RT_OK(rill_graph_add_kernel_node(g, NULL, 0, k, &l, &a));
+    RT_OK(rill_graph_add_empty_node(g, NULL, 0, &c));
+    RT_OK(rill_graph_add_kernel_node(g, &c, 1, k, &l, &b)); /* no path from a */
+    RT_OK(rill_graph_instantiate(g, &ex));
+    capture_begin();
+    RT_OK(rill_graph_launch(ex, s1));
+    RT_OK(rill_graph_launch(ex, s1)); /* reported once */
+    RT_OK(rill_stream_synchronize(s1));
+    const char *text = capture_end();
+    assert_int_equal(count_reports(text), 1);
+    char line[512];
+    snprintf(line, sizeof line,
+             "rill sanitizer: race inside a graph on bytes [%p, %p) (1600 bytes)\n", (void *)x,
+             (void *)(x + FLOATS));
+    expect_line(text, line);
+    expect_line(text, "  graph node 2 (kernel 'touch') writes them\n"
+                      "  graph node 0 (kernel 'touch') writes them\n"
+                      "  no edge of the graph orders the two (launched on stream 's1', command 1); "
+                      "fix: make graph node 2 depend on graph node 0\n");
+    /* With a path a -> c -> b: quiet. */
+    RT_OK(rill_graph_create(&h));
+    RT_OK(rill_graph_add_kernel_node(h, NULL, 0, k, &l, &a));
+    RT_OK(rill_graph_add_empty_node(h, &a, 1, &c));
+    RT_OK(rill_graph_add_kernel_node(h, &c, 1, k, &l, &b));
+    RT_OK(rill_graph_instantiate(h, &ey));
+    capture_begin();
+    RT_OK(rill_graph_launch(ey, s1));
+    RT_OK(rill_stream_synchronize(s1));
+    text = capture_end();
+    assert_int_equal(count_reports(text), 0);
+    RT_OK(rill_graph_exec_destroy(ex));
+    RT_OK(rill_graph_exec_destroy(ey));
+    RT_OK(rill_graph_destroy(g));
+    RT_OK(rill_graph_destroy(h));
+    RT_OK(rill_kernel_destroy(k));
+    RT_OK(rill_stream_destroy(s1));
+}
+
 /* ---- threads ---- */
 
 enum { THREADS = 4, ROUNDS = 200 };
@@ -547,6 +598,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_free_while_graph_uses, setup, teardown),
         cmocka_unit_test_setup_teardown(test_free_of_tracked_use_clean, setup, teardown),
         cmocka_unit_test_setup_teardown(test_graph_launches_ordered, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_graph_inside, setup, teardown),
         cmocka_unit_test_setup_teardown(test_threads_clean, setup, teardown),
         cmocka_unit_test_setup_teardown(test_off_reports_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_input, setup, teardown),
