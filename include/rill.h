@@ -662,9 +662,10 @@ rill_status rill_graph_exec_update(rill_graph_exec *exec, rill_graph *graph);
  *    overlapping bytes, at least one writes, and no wait orders them;
  *  - "race inside a graph": two nodes of a launched graph do so with no
  *    path of edges between them (once per instantiation or update);
- *  - "host access not ordered after device work": rill_memcpy reads or
- *    writes bytes that work of another stream touches and that the host did
- *    not wait for;
+ *  - "host access not ordered after device work": rill_memcpy, or a host
+ *    function with declared accesses (rill_sanitizer_host_accesses), reads
+ *    or writes bytes that work of another stream touches and that the host
+ *    or its stream did not wait for;
  *  - "free of memory that another stream may still use": rill_free or
  *    rill_free_async of a block that another stream's work may still use,
  *    neither ordered before the free nor tracked by the pool (declared
@@ -688,6 +689,16 @@ uint64_t rill_sanitizer_report_count(void);
  * RILL_ERROR_INVALID_ARGUMENT. RILL_SANITIZER_HERE() passes the caller's
  * own location: RILL_SANITIZER_HERE(); rill_op_sum_f32(s, c, b, n); */
 rill_status rill_sanitizer_set_location(const char *file, int line);
+/* Declares what the next host function that the calling thread launches
+ * (rill_launch_host_func) reads and writes, as a launch declares its
+ * accesses, for the sanitizer only: it checks them as the host's accesses
+ * ("host access not ordered after device work", naming "host function"),
+ * and, since the pool does not see them, a free of that memory on another
+ * stream needs a wait or rill_record_stream. The accesses are copied; at
+ * most 16; NULL and 0 declare none. RILL_ERROR_INVALID_ARGUMENT for a
+ * NULL pointer, a mode other than RILL_READ, RILL_WRITE or RILL_READ_WRITE,
+ * or more than 16. Does nothing while the sanitizer is off. */
+rill_status rill_sanitizer_host_accesses(const rill_access *accesses, size_t num_accesses);
 #define RILL_SANITIZER_HERE() rill_sanitizer_set_location(__FILE__, __LINE__)
 
 #ifdef __cplusplus

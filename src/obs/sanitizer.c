@@ -92,6 +92,11 @@ static _Atomic uint64_t reports;
 static _Thread_local const char *tls_file;
 static _Thread_local int tls_line;
 
+/* rill_sanitizer_host_accesses: the next host function of this thread. */
+#define HOST_ACCESSES_MAX 16
+static _Thread_local rill_access tls_host_acc[HOST_ACCESSES_MAX];
+static _Thread_local size_t tls_host_n;
+
 /* --------------------------------------------------------------- clocks */
 
 static uint32_t vc_find(const vclock *v, uint32_t idx) {
@@ -663,12 +668,17 @@ static void on_command(rill__stream *s, uint64_t seq, const rill__cmd *cmd, unsi
         ok = check_access(t, seq, &a, &sn);
     } else if (cmd->kind == RILL__CMD_GRAPH) {
         ok = check_graph(t, seq, cmd->u.graph.params, &sn);
+    } else if (cmd->kind == RILL__CMD_HOST) {
+        /* The pool does not see a host function's uses: not covered. */
+        ok = check_kernel(t, seq, tls_host_acc, tls_host_n, "host function", flags, false, &sn);
     }
     if (!ok)
         give_up();
     rill__mutex_unlock(&S.lock);
     tls_file = NULL;
     tls_line = 0;
+    if (cmd->kind == RILL__CMD_HOST)
+        tls_host_n = 0;
 }
 
 static void on_order(rill__stream *s, rill__stream *other, uint64_t seq, bool all) {
@@ -965,6 +975,33 @@ rill_status rill_sanitizer_enable(int enabled) {
 
 uint64_t rill_sanitizer_report_count(void) {
     return atomic_load_explicit(&reports, memory_order_relaxed);
+}
+
+rill_status rill_sanitizer_host_accesses(const rill_access *accesses, size_t num_accesses) {
+    static const char fn[] = "rill_sanitizer_host_accesses";
+    if (num_accesses > 0 && accesses == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: num_accesses is %zu but accesses is NULL; pass the accesses, or "
+                          "NULL and 0 to declare none",
+                          fn, num_accesses);
+    if (num_accesses > HOST_ACCESSES_MAX)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: %zu accesses; a host function declares at most %d (merge "
+                          "neighbouring buffers into one access)",
+                          fn, num_accesses, HOST_ACCESSES_MAX);
+    for (size_t i = 0; i < num_accesses; i++)
+        if (accesses[i].ptr == NULL || accesses[i].mode < RILL_READ ||
+            accesses[i].mode > RILL_READ_WRITE)
+            return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                              "%s: access %zu has a NULL pointer or a mode other than RILL_READ, "
+                              "RILL_WRITE or RILL_READ_WRITE",
+                              fn, i);
+    tls_host_n = 0;
+    if (!rill__san_active())
+        return RILL_OK; /* nothing will check them */
+    memcpy(tls_host_acc, accesses, num_accesses * sizeof *accesses);
+    tls_host_n = num_accesses;
+    return RILL_OK;
 }
 
 rill_status rill_sanitizer_set_location(const char *file, int line) {

@@ -333,6 +333,74 @@ static void test_host_memcpy_not_ordered(void **state) {
     RT_OK(rill_stream_destroy(s1));
 }
 
+static void empty_host(void *user_data) {
+    (void)user_data;
+}
+
+/* A host function's declared accesses: checked as the host's, and, the
+ * pool not seeing them, a free of that memory needs an order. */
+static void test_host_function_accesses(void **state) {
+    (void)state;
+    rill_stream *s1 = named_stream("s1"), *s2 = named_stream("s2");
+    float *x = device_floats(FLOATS);
+    rill_access rd = {x, BYTES, RILL_READ};
+    rt_gate gate;
+    rt_gate_reset(&gate);
+    capture_begin();
+    RT_OK(rill_op_fill_f32(s2, x, 1.0f, FLOATS));
+    RT_OK(rt_launch_gate_kernel(s1, &gate));
+    RT_OK(rill_sanitizer_host_accesses(&rd, 1));
+    RT_OK(rill_launch_host_func(s1, empty_host, NULL));
+    RT_OK(rill_stream_synchronize(s2));
+    rt_gate_open(&gate);
+    RT_OK(rill_stream_synchronize(s1));
+    const char *text = capture_end();
+    assert_int_equal(count_reports(text), 1);
+    expect_line(text, "  host function on the host (run through stream 's1') reads them\n");
+    expect_line(text, "  kernel 'fill_f32' on stream 's2' (command 1) writes them\n");
+    /* Ordered by a wait: quiet; the declaration held for one launch only. */
+    rt_gate gate2;
+    rt_gate_reset(&gate2);
+    capture_begin();
+    RT_OK(rt_launch_gate_kernel(s2, &gate2)); /* s2's work stays pending: the wait is a command */
+    RT_OK(rill_op_fill_f32(s2, x, 2.0f, FLOATS));
+    RT_OK(rill_stream_wait_stream(s1, s2));
+    RT_OK(rill_sanitizer_host_accesses(&rd, 1));
+    RT_OK(rill_launch_host_func(s1, empty_host, NULL));
+    RT_OK(rill_op_fill_f32(s2, x, 3.0f, FLOATS));       /* races with the host function */
+    RT_OK(rill_launch_host_func(s1, empty_host, NULL)); /* declares nothing */
+    rt_gate_open(&gate2);
+    RT_OK(rill_device_synchronize(NULL));
+    text = capture_end();
+    assert_int_equal(count_reports(text), 1);
+    expect_line(text, "  kernel 'fill_f32' on stream 's2' (command 4) writes them\n");
+    expect_line(text, "  host function on stream 's1' (command 4) reads them\n");
+    /* A free on another stream, not ordered after the host function. */
+    float *y = device_floats(FLOATS);
+    rill_access wr = {y, BYTES, RILL_WRITE};
+    capture_begin();
+    RT_OK(rill_sanitizer_host_accesses(&wr, 1));
+    RT_OK(rill_launch_host_func(s1, empty_host, NULL));
+    RT_OK(rill_free_async(y, s2));
+    RT_OK(rill_device_synchronize(NULL));
+    text = capture_end();
+    assert_int_equal(count_reports(text), 1);
+    expect_line(text, "  host function on stream 's1' (command 6) writes them\n");
+    char line[256];
+    snprintf(line, sizeof line, "  rill_free_async frees %p on stream 's2'\n", (void *)y);
+    expect_line(text, line);
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_sanitizer_host_accesses(NULL, 1));
+    rill_access bad = {x, BYTES, (rill_access_mode)7};
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_sanitizer_host_accesses(&bad, 1));
+    rill_access many[17];
+    for (int i = 0; i < 17; i++)
+        many[i] = rd;
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_sanitizer_host_accesses(many, 17));
+    RT_OK(rill_sanitizer_host_accesses(NULL, 0));
+    RT_OK(rill_stream_destroy(s1));
+    RT_OK(rill_stream_destroy(s2));
+}
+
 /* ---- (c) frees ---- */
 
 /* A graph's nodes are uses the pool does not track: freeing their memory
@@ -595,6 +663,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_host_waits_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_copy_and_fill_race, setup, teardown),
         cmocka_unit_test_setup_teardown(test_host_memcpy_not_ordered, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_host_function_accesses, setup, teardown),
         cmocka_unit_test_setup_teardown(test_free_while_graph_uses, setup, teardown),
         cmocka_unit_test_setup_teardown(test_free_of_tracked_use_clean, setup, teardown),
         cmocka_unit_test_setup_teardown(test_graph_launches_ordered, setup, teardown),
