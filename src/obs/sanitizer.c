@@ -997,8 +997,8 @@ rill_status rill_sanitizer_host_accesses(const rill_access *accesses, size_t num
                               "RILL_WRITE or RILL_READ_WRITE",
                               fn, i);
     tls_host_n = 0;
-    if (!rill__san_active())
-        return RILL_OK; /* nothing will check them */
+    if (!rill__san_active() || num_accesses == 0)
+        return RILL_OK; /* nothing to check */
     memcpy(tls_host_acc, accesses, num_accesses * sizeof *accesses);
     tls_host_n = num_accesses;
     return RILL_OK;
