@@ -5,6 +5,7 @@
  *   a. launch throughput and enqueue cost      b. cross-stream ping-pong
  *   c. host wake-up in rill_event_synchronize  d. two kernels on two streams
  *   e. the matmul and conv2d ops               f. the first launch after a pause
+ *   g. the stream sanitizer's cost per launch with two declared accesses
  * Every row shows the cross-core probe before and after it (harness.c). The
  * baselines live in baseline.c; this file holds the rill side and main. */
 #include <math.h>
@@ -915,9 +916,83 @@ static int teardown(void *ctx) {
     return failed(rill_shutdown(), "rill_shutdown") ? -1 : 0;
 }
 
+/* ---- g. the stream sanitizer ---- */
+
+typedef struct san_ctx {
+    rill_stream *stream; /* borrowed */
+    rill_kernel *kernel; /* borrowed */
+    rill_access acc[2];  /* a read and a write of a block each */
+    long count;
+    int sanitize; /* the sanitizer's state for the sample */
+} san_ctx;
+
+/* ns per rill_launch_kernel call with two declared accesses, the stream
+ * drained after each sample (not timed): the cost lands on the calling
+ * thread, so the call alone is what the sanitizer adds to. */
+static int sample_san(void *ctx, double *ns_per_call) {
+    san_ctx *c = ctx;
+    const rill_launch launch = {
+        .grid = {1, 1, 1}, .block = {1, 1, 1}, .accesses = c->acc, .num_accesses = 2};
+    if (failed(rill_sanitizer_enable(c->sanitize), "rill_sanitizer_enable"))
+        return -1;
+    uint64_t t0 = bench_now_ns();
+    for (long i = 0; i < c->count; i++)
+        if (failed(rill_launch_kernel(c->stream, c->kernel, &launch), "rill_launch_kernel"))
+            return -1;
+    *ns_per_call = (double)(bench_now_ns() - t0) / (double)c->count;
+    if (failed(rill_stream_synchronize(c->stream), "rill_stream_synchronize") ||
+        failed(rill_sanitizer_enable(0), "rill_sanitizer_enable"))
+        return -1;
+    return 0;
+}
+
+static int figure_sanitizer(void *ctx) {
+    bench *b = ctx;
+    const config *cfg = &b->cfg;
+    bench_report_section(b->report, "g. the stream sanitizer: 1-block kernel with two declared "
+                                    "accesses, launch call (baseline: the same, sanitizer off)");
+    rill_stream *stream = NULL;
+    rill_kernel *kernel = NULL;
+    void *in = NULL, *out = NULL;
+    int rc = -1;
+    const rill_kernel_desc desc = {.name = "empty", .cpu = empty_kernel};
+    if (failed(rill_stream_create(b->dev, 0, &stream), "rill_stream_create") ||
+        failed(rill_kernel_create(&desc, &kernel), "rill_kernel_create") ||
+        failed(rill_malloc(b->dev, 4096, &in), "rill_malloc") ||
+        failed(rill_malloc(b->dev, 4096, &out), "rill_malloc"))
+        goto out;
+    san_ctx on = {
+        stream, kernel, {{in, 4096, RILL_READ}, {out, 4096, RILL_WRITE}}, cfg->launch_count, 1};
+    san_ctx off = on;
+    off.sanitize = 0;
+    san_ctx warm = on;
+    warm.count = cfg->launch_count / 10;
+    double ignored;
+    if (sample_san(&warm, &ignored) != 0)
+        goto out;
+    bench_row row = {.id = "g1",
+                     .name = "rill_launch_kernel, 2 accesses, sanitizer on",
+                     .unit = "ns/call",
+                     .baseline_name = "sanitizer off"};
+    if (bench_measure_row(b->report, &row, sample_san, &on, sample_san, &off,
+                          cfg->launch_repeats) != 0)
+        goto out;
+    rc = 0;
+out:
+    if (in && failed(rill_free(in), "rill_free"))
+        rc = -1;
+    if (out && failed(rill_free(out), "rill_free"))
+        rc = -1;
+    if (kernel && failed(rill_kernel_destroy(kernel), "rill_kernel_destroy"))
+        rc = -1;
+    if (stream && failed(rill_stream_destroy(stream), "rill_stream_destroy"))
+        rc = -1;
+    return rc;
+}
+
 static const bench_cli_figure figures[] = {
-    {'a', figure_launch},  {'b', figure_pingpong}, {'c', figure_wake},
-    {'d', figure_overlap}, {'e', figure_ops},      {'f', figure_idle},
+    {'a', figure_launch}, {'b', figure_pingpong}, {'c', figure_wake},      {'d', figure_overlap},
+    {'e', figure_ops},    {'f', figure_idle},     {'g', figure_sanitizer},
 };
 
 static const bench_cli cli = {
@@ -927,7 +1002,8 @@ static const bench_cli cli = {
     .quick_help = "fewer commands and repeats (a CI smoke run, < 20 s)",
     .figures_help = "                a launch throughput   b cross-stream ping-pong\n"
                     "                c host wake-up        d two kernels on two streams\n"
-                    "                e matmul and conv2d ops     f first launch after a pause\n",
+                    "                e matmul and conv2d ops     f first launch after a pause\n"
+                    "                g the stream sanitizer's cost per launch\n",
     .figures = figures,
     .num_figures = sizeof(figures) / sizeof(figures[0]),
     .setup = setup,

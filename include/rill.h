@@ -8,7 +8,8 @@
  * stream may still touch it. Work on several streams can be captured into
  * a graph once and replayed many times at a fraction of the launch cost.
  *
- * Observability: timeline traces (rill_trace_start, RILL_TRACE).
+ * Observability: timeline traces (rill_trace_start, RILL_TRACE) and the
+ * stream sanitizer (rill_sanitizer_enable, RILL_SANITIZE).
  *
  * Conventions
  *  - Every call returns rill_status; RILL_OK is 0. Results go through
@@ -693,6 +694,64 @@ rill_status rill_trace_start(const char *path);
 /* Stops the trace and writes its file; RILL_OK when none records.
  * RILL_ERROR_INVALID_ARGUMENT when the file could not be written. */
 rill_status rill_trace_stop(void);
+
+/* The stream sanitizer: reports accesses that two streams make to the same
+ * memory with no event or stream wait ordering them, and memory freed
+ * while another stream may still use it. Also enabled by RILL_SANITIZE=1,
+ * or RILL_SANITIZE=abort (abort at the first report), read when the
+ * library starts.
+ *
+ * It follows the order that stream order, event records and waits,
+ * rill_stream_wait_stream, host synchronisation (rill_stream_synchronize,
+ * rill_event_synchronize, rill_device_synchronize, rill_memcpy, and a
+ * query that returned RILL_OK) and the launches of one exec make, and the
+ * bytes each command declares: the accesses of rill_launch_kernel (the
+ * built-in ops declare theirs), copies, fills, and the nodes of a launched
+ * graph. A host wait orders what any thread submits afterwards (the
+ * sanitizer does not see the program's own locks). It reports, on stderr,
+ * as they happen:
+ *  - "race between streams": two commands of different streams touch
+ *    overlapping bytes, at least one writes, and no wait orders them;
+ *  - "race inside a graph": two nodes of a launched graph do so with no
+ *    path of edges between them (once per instantiation or update);
+ *  - "host access not ordered after device work": rill_memcpy, or a host
+ *    function with declared accesses (rill_sanitizer_host_accesses), reads
+ *    or writes bytes that work of another stream touches and that the host
+ *    or its stream did not wait for;
+ *  - "free of memory that another stream may still use": rill_free or
+ *    rill_free_async of a block that another stream's work may still use,
+ *    neither ordered before the free nor tracked by the pool (declared
+ *    accesses of launches, copies and fills are tracked; graph nodes and
+ *    undeclared uses are not, unless rill_record_stream names the stream).
+ * Each report names both commands (kernel or op, stream, command number,
+ * the bytes, and the file:line given with rill_sanitizer_set_location) and
+ * the wait that would order them. Work submitted before the sanitizer was
+ * turned on is not known to it.
+ *
+ * enabled: 0 off, 1 on, 2 on and abort at the first report. Turning it on
+ * or off forgets every order and access seen so far.
+ * RILL_ERROR_INVALID_ARGUMENT for another value. */
+rill_status rill_sanitizer_enable(int enabled);
+/* Reports made since the process started. */
+uint64_t rill_sanitizer_report_count(void);
+/* Names the source location of the next command that the calling thread
+ * submits (a launch, an op, a copy, a fill, a graph launch or a free), for
+ * the sanitizer's reports; file must stay valid (a string literal, as
+ * __FILE__). NULL and 0 forget it; another mix is
+ * RILL_ERROR_INVALID_ARGUMENT. RILL_SANITIZER_HERE() passes the caller's
+ * own location: RILL_SANITIZER_HERE(); rill_op_sum_f32(s, c, b, n); */
+rill_status rill_sanitizer_set_location(const char *file, int line);
+/* Declares what the next host function that the calling thread launches
+ * (rill_launch_host_func) reads and writes, as a launch declares its
+ * accesses, for the sanitizer only: it checks them as the host's accesses
+ * ("host access not ordered after device work", naming "host function"),
+ * and, since the pool does not see them, a free of that memory on another
+ * stream needs a wait or rill_record_stream. The accesses are copied; at
+ * most 16; NULL and 0 declare none. RILL_ERROR_INVALID_ARGUMENT for a
+ * NULL pointer, a mode other than RILL_READ, RILL_WRITE or RILL_READ_WRITE,
+ * or more than 16. Does nothing while the sanitizer is off. */
+rill_status rill_sanitizer_host_accesses(const rill_access *accesses, size_t num_accesses);
+#define RILL_SANITIZER_HERE() rill_sanitizer_set_location(__FILE__, __LINE__)
 
 #ifdef __cplusplus
 }

@@ -13,7 +13,8 @@ layers, bottom to top:
     backend          the device interface (backend.h), which the core calls
     backend/*        devices: the interface and platform only
     core             semantics
-    mem, graph, ops  above the core, in that order; comm beside ops
+    mem, graph, ops  above the core, in that order; comm and obs (the stream
+                     sanitizer) beside ops
     assembly         src/assembly.c, which lists every layer's subsystem
 
 An edge that points up, from a lower layer to a higher one, is a loop
@@ -38,7 +39,7 @@ BEGIN, END = "<!-- modules: scripts/layers.py --mermaid -->", "<!-- end of modul
 # Higher number: higher layer. Modules at one level may not include each
 # other unless listed in ALLOWED.
 RANK = {"platform": 0, "util": 1, "obs": 1, "backend": 2, "backend/cpu": 3, "core": 4,
-        "mem": 5, "graph": 6, "ops": 7, "comm": 7, "assembly": 8}
+        "mem": 5, "graph": 6, "ops": 7, "comm": 7, "san": 7, "assembly": 8}
 # Downward edges are always allowed; these are the allowed exceptions.
 ALLOWED = {("util", "core")}  # util/ptrmap.c allocates through core/alloc.h
 # The includes by which the device interface and the CPU device still reach

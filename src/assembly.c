@@ -5,9 +5,11 @@
 #include "core/hooks.h"
 #include "graph/graph.h"
 #include "mem/memory.h"
+#include "san/sanitizer.h"
 
 const rill__subsystem *const rill__subsystems[] = {
     &rill__mem_subsystem,
     &rill__graph_subsystem,
+    &rill__sanitizer_subsystem,
     NULL,
 };

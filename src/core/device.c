@@ -567,11 +567,12 @@ rill_status rill_device_synchronize(rill_device *handle) {
     st = rill__capture_check_device_sync(dev, "rill_device_synchronize");
     if (st != RILL_OK)
         return st;
-    if (!rill__tracing())
-        return sync_device(dev, "rill_device_synchronize");
-    uint64_t t0 = rill__trace_now();
+    uint64_t t0 = rill__tracing() ? rill__trace_now() : 0;
     st = sync_device(dev, "rill_device_synchronize");
-    rill__trace_blocked("rill_device_synchronize", NULL, t0);
+    if (t0 != 0)
+        rill__trace_blocked("rill_device_synchronize", NULL, t0);
+    if (rill__san_active())
+        rill__san()->observed_device(dev);
     return st;
 }
 

@@ -232,6 +232,8 @@ RILL_HOT rill_status rill_event_record(rill_event *event_h, rill_stream *stream_
     event->gen = gen;
     event->ts_valid = 0;
     event->cap_id = 0;
+    if (rill__san_active())
+        rill__san()->event_record(event, stream, seq);
     rill__spinlock_unlock(&event->lock);
     if (old != NULL)
         rill__stream_unref(old);
@@ -264,6 +266,8 @@ rill_status rill_event_query(rill_event *event_h) {
     /* A program that polls needs a worker to run what it polls for. */
     if (st == RILL_NOT_READY && s->dev->ops->kick != NULL)
         s->dev->ops->kick(s);
+    if (st == RILL_OK && rill__san_active())
+        rill__san()->event_observed(event);
     rill__stream_unref(s);
     return st;
 }
@@ -293,6 +297,8 @@ RILL_HOT rill_status rill_event_synchronize(rill_event *event_h) {
                                   "rill_event_synchronize");
     if (t0 != 0)
         rill__trace_blocked("rill_event_synchronize", s, t0);
+    if (rill__san_active())
+        rill__san()->event_observed(event);
     rill__stream_unref(s);
     return st;
 }
@@ -427,6 +433,8 @@ rill_status rill__event_wait(rill__stream *stream, rill__event *event, const cha
     if (s == NULL)
         return RILL_OK; /* never recorded (or only in a capture): nothing to wait for */
     rill_status st = rill__stream_wait_point(stream, s, seq, fn);
+    if (st == RILL_OK && rill__san_active())
+        rill__san()->event_wait(stream, event);
     rill__stream_unref(s);
     return st;
 }

@@ -91,3 +91,50 @@ static const rill__capture_hooks no_capture = {
 _Atomic(const rill__mem_hooks *) rill__mem = &no_mem;
 _Atomic(const rill__capture_hooks *) rill__capture_ops = &no_capture;
 _Atomic int rill__captures_active;
+
+static void san_no_command(rill__stream *s, uint64_t seq, const rill__cmd *cmd, unsigned flags) {
+    (void)s, (void)seq, (void)cmd, (void)flags;
+}
+
+static void san_no_order(rill__stream *s, rill__stream *other, uint64_t seq, bool all) {
+    (void)s, (void)other, (void)seq, (void)all;
+}
+
+static void san_no_observed(rill__stream *s, uint64_t seq, bool all) {
+    (void)s, (void)seq, (void)all;
+}
+
+static void san_no_record(rill__event *e, rill__stream *s, uint64_t seq) {
+    (void)e, (void)s, (void)seq;
+}
+
+static void san_no_wait(rill__stream *s, rill__event *e) {
+    (void)s, (void)e;
+}
+
+static void san_no_event(rill__event *e) {
+    (void)e;
+}
+
+static void san_no_device(rill__device *dev) {
+    (void)dev;
+}
+
+static void san_no_ptr(const void *ptr, rill__stream *s) {
+    (void)ptr, (void)s;
+}
+
+static const rill__san_hooks no_san = {
+    .command = san_no_command,
+    .order = san_no_order,
+    .event_record = san_no_record,
+    .event_wait = san_no_wait,
+    .event_observed = san_no_event,
+    .observed = san_no_observed,
+    .observed_device = san_no_device,
+    .free = san_no_ptr,
+    .record_stream = san_no_ptr,
+};
+
+_Atomic(const rill__san_hooks *) rill__san_ops = &no_san;
+_Atomic int rill__san_on;

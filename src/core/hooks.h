@@ -164,4 +164,55 @@ static inline void rill__capture_stream_destroyed(rill__stream *s) {
     rill__capture_hooks_now()->stream_destroyed(s);
 }
 
+/* -------------------------------------------------------------- sanitizer */
+
+/* What the stream sanitizer (src/obs) learns from the core, the memory
+ * layer and graphs: commands with the memory they touch, the orders that
+ * waits and host synchronisation make, frees. Each call site first tests
+ * rill__san_on (one relaxed load and a branch that predicts "off"), so an
+ * unused sanitizer costs nothing more. */
+enum rill__san_flags {
+    RILL__SAN_HOST = 1u << 0 /* a synchronous host call (rill_memcpy) */
+};
+
+typedef struct rill__san_hooks {
+    /* The command seq of s was submitted: its accesses are checked against
+     * other streams' and remembered. */
+    void (*command)(rill__stream *s, uint64_t seq, const rill__cmd *cmd, unsigned flags);
+    /* The work submitted to s from now on is ordered after other's command
+     * seq (stream waits, event waits, the pool's internal waits); all: seq
+     * is all of other's work so far (rill_stream_wait_stream), so the waits
+     * other made since its last command count too. */
+    void (*order)(rill__stream *s, rill__stream *other, uint64_t seq, bool all);
+    /* e was recorded on s (outside captures; e->lock held), s waited for
+     * e's record, the host saw e's record complete: events carry the
+     * order of their record, waits that came right before it included. */
+    void (*event_record)(rill__event *e, rill__stream *s, uint64_t seq);
+    void (*event_wait)(rill__stream *s, rill__event *e);
+    void (*event_observed)(rill__event *e);
+    /* The host saw s complete seq (synchronize, a query that found it
+     * done): what follows on any thread is ordered after it; all: as for
+     * order. */
+    void (*observed)(rill__stream *s, uint64_t seq, bool all);
+    /* rill_device_synchronize of dev returned. */
+    void (*observed_device)(rill__device *dev);
+    /* ptr, an allocation of a device's pool, is about to be freed on
+     * stream (NULL: at the end of its allocation stream's work). */
+    void (*free)(const void *ptr, rill__stream *stream);
+    /* rill_record_stream(ptr, stream) succeeded. */
+    void (*record_stream)(const void *ptr, rill__stream *stream);
+} rill__san_hooks;
+
+/* Installed by the sanitizer's start (relaxed, as rill__mem). */
+extern _Atomic(const rill__san_hooks *) rill__san_ops;
+/* Non-zero while the sanitizer is on (rill_sanitizer_enable). */
+extern _Atomic int rill__san_on;
+
+static inline bool rill__san_active(void) {
+    return __builtin_expect(atomic_load_explicit(&rill__san_on, memory_order_relaxed) != 0, 0);
+}
+static inline const rill__san_hooks *rill__san(void) {
+    return atomic_load_explicit(&rill__san_ops, memory_order_relaxed);
+}
+
 #endif

@@ -348,6 +348,8 @@ RILL_HOT rill_status rill_launch_kernel(rill_stream *stream_h, rill_kernel *kern
      * another stream uses from being handed out before that use is done. */
     for (size_t i = 0; st == RILL_OK && i < launch->num_accesses; i++)
         rill__mem_note_use(stream, seq, launch->accesses[i].ptr, launch->accesses[i].bytes);
+    if (st == RILL_OK && seq != 0 && rill__san_active())
+        rill__san()->command(stream, seq, &cmd, 0);
     return st;
 }
 
@@ -364,5 +366,9 @@ rill_status rill_launch_host_func(rill_stream *stream_h, rill_host_fn fn, void *
     rill__cmd cmd = {.kind = RILL__CMD_HOST, .flags = RILL__CMD_OPAQUE};
     cmd.u.host.fn = fn;
     cmd.u.host.user_data = user_data;
-    return rill__stream_submit(stream, &cmd, NULL);
+    uint64_t seq;
+    st = rill__stream_submit(stream, &cmd, &seq);
+    if (st == RILL_OK && seq != 0 && rill__san_active())
+        rill__san()->command(stream, seq, &cmd, RILL__SAN_HOST);
+    return st;
 }

@@ -442,6 +442,8 @@ RILL_HOT rill_status rill__stream_wait_status(rill__stream *s, uint64_t seq, int
                                               const char *fn) {
     char msg[RILL__ERROR_BYTES];
     rill__stream_host_wait(s, seq, blocking);
+    if (rill__san_active())
+        rill__san()->observed(s, seq, false);
     if (rill__stream_failed_at(s, seq, msg, sizeof msg))
         return rill__fail(RILL_ERROR_KERNEL_FAILED, "%s: %s", fn, msg);
     return RILL_OK;
@@ -625,8 +627,11 @@ rill_status rill_stream_query(rill_stream *stream_h) {
     uint64_t seq = atomic_load_explicit(&stream->sub_seq, memory_order_acquire);
     if (rill__stream_failed_at(stream, seq, msg, sizeof msg))
         return rill__fail(RILL_ERROR_KERNEL_FAILED, "rill_stream_query: %s", msg);
-    if (reached(stream, seq))
+    if (reached(stream, seq)) {
+        if (rill__san_active())
+            rill__san()->observed(stream, seq, true);
         return RILL_OK;
+    }
     /* A program that polls needs a worker to run what it polls for. */
     if (stream->dev->ops->kick != NULL)
         stream->dev->ops->kick(stream);
@@ -645,11 +650,12 @@ rill_status rill_stream_synchronize(rill_stream *stream_h) {
     if (st != RILL_OK)
         return st;
     uint64_t seq = atomic_load_explicit(&stream->sub_seq, memory_order_acquire);
-    if (!rill__tracing())
-        return rill__stream_wait_status(stream, seq, 0, "rill_stream_synchronize");
-    uint64_t t0 = rill__trace_now();
+    uint64_t t0 = rill__tracing() ? rill__trace_now() : 0;
     st = rill__stream_wait_status(stream, seq, 0, "rill_stream_synchronize");
-    rill__trace_blocked("rill_stream_synchronize", stream, t0);
+    if (t0 != 0)
+        rill__trace_blocked("rill_stream_synchronize", stream, t0);
+    if (rill__san_active())
+        rill__san()->observed(stream, seq, true);
     return st;
 }
 
@@ -663,6 +669,8 @@ static rill_status wait_point(rill__stream *stream, rill__stream *other, uint64_
     if (reached(other, seq) &&
         ((flags & RILL__CMD_ORDER_ONLY) || !rill__stream_failed_at(other, seq, NULL, 0))) {
         rill__stream_clock_note(stream, other->id, seq);
+        if (rill__san_active())
+            rill__san()->order(stream, other, seq, false);
         return RILL_OK;
     }
     rill__cmd cmd = {.kind = RILL__CMD_WAIT, .flags = flags};
@@ -682,6 +690,8 @@ static rill_status wait_point(rill__stream *stream, rill__stream *other, uint64_
      * that another thread submits to this stream from the moment the note
      * is visible, and that work must come after the wait. */
     rill__stream_clock_note(stream, other->id, seq);
+    if (rill__san_active())
+        rill__san()->order(stream, other, seq, false);
     return RILL_OK;
 }
 
@@ -709,7 +719,10 @@ rill_status rill_stream_wait_stream(rill_stream *stream_h, rill_stream *other_h)
     if (captured)
         return st;
     uint64_t seq = atomic_load_explicit(&other->sub_seq, memory_order_acquire);
-    return rill__stream_wait_point(stream, other, seq, "rill_stream_wait_stream");
+    st = rill__stream_wait_point(stream, other, seq, "rill_stream_wait_stream");
+    if (st == RILL_OK && other != stream && rill__san_active())
+        rill__san()->order(stream, other, seq, true);
+    return st;
 }
 
 rill_status rill_stream_clear_error(rill_stream *stream_h) {

@@ -549,6 +549,10 @@ rill_status rill_graph_launch(rill_graph_exec *exec_h, rill_stream *stream_h) {
     /* relaxed: exec->lock and the exec's reference keep v alive; the
      * command's release is the acq_rel in rill__xparams_unref. */
     atomic_fetch_add_explicit(&v->refs, 1, memory_order_relaxed);
+    /* Launches of one exec run one after another, whether or not the
+     * previous one is done yet. */
+    if (ls != NULL && ls != stream && rill__san_active())
+        rill__san()->order(stream, ls, exec->last_seq, false);
     uint64_t seq;
     st = rill__stream_submit(stream, &cmd, &seq);
     if (st != RILL_OK) {
@@ -560,6 +564,8 @@ rill_status rill_graph_launch(rill_graph_exec *exec_h, rill_stream *stream_h) {
     }
     if (cmd.u.graph.after_stream != NULL)
         rill__stream_clock_note(stream, ls->id, exec->last_seq);
+    if (seq != 0 && rill__san_active())
+        rill__san()->command(stream, seq, &cmd, 0);
     record_events(exec, v, stream, seq);
     if (ls != stream) {
         if (ls != NULL)

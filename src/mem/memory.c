@@ -113,6 +113,8 @@ rill_status rill_free(void *ptr) {
     rill_status st = rill__capture_check_free(ptr, "rill_free");
     if (st != RILL_OK)
         return st;
+    if (rill__san_active())
+        rill__san()->free(ptr, NULL);
     st = rill__pool_free(ptr, NULL, "rill_free");
     return rill__tracing() ? trace_memory(st) : st;
 }
@@ -154,6 +156,8 @@ rill_status rill_free_async(void *ptr, rill_stream *stream_h) {
     }
     if (st != RILL_OK)
         return st;
+    if (rill__san_active())
+        rill__san()->free(ptr, stream);
     st = rill__pool_free(ptr, stream, "rill_free_async");
     return rill__tracing() ? trace_memory(st) : st;
 }
@@ -163,7 +167,10 @@ rill_status rill_record_stream(void *ptr, rill_stream *stream_h) {
     rill_status st = rill__stream_resolve(stream_h, "rill_record_stream", &stream);
     if (st != RILL_OK)
         return st;
-    return rill__pool_record_stream(ptr, stream, "rill_record_stream");
+    st = rill__pool_record_stream(ptr, stream, "rill_record_stream");
+    if (st == RILL_OK && rill__san_active())
+        rill__san()->record_stream(ptr, stream);
+    return st;
 }
 
 rill_status rill_malloc_host(size_t bytes, void **out) {
@@ -261,6 +268,8 @@ rill_status rill_memcpy_async(void *dst, const void *src, size_t bytes, rill_str
             rill__pool_note_use(stream, seq, dst, bytes);
         if (sd != NULL)
             rill__pool_note_use(stream, seq, src, bytes);
+        if (seq != 0 && rill__san_active())
+            rill__san()->command(stream, seq, &cmd, 0);
     }
     return st;
 }
@@ -297,6 +306,8 @@ rill_status rill_memcpy(void *dst, const void *src, size_t bytes) {
         rill__pool_note_use(s, seq, dst, bytes);
     if (sd != NULL)
         rill__pool_note_use(s, seq, src, bytes);
+    if (rill__san_active())
+        rill__san()->command(s, seq, &cmd, RILL__SAN_HOST);
     if (!rill__tracing())
         return rill__stream_wait_status(s, seq, 0, fn);
     uint64_t t0 = rill__trace_now();
@@ -326,6 +337,8 @@ rill_status rill_memset_async(void *dst, int value, size_t bytes, rill_stream *s
     st = rill__stream_submit(stream, &cmd, &seq);
     if (st == RILL_OK && dd != NULL)
         rill__pool_note_use(stream, seq, dst, bytes);
+    if (st == RILL_OK && seq != 0 && rill__san_active())
+        rill__san()->command(stream, seq, &cmd, 0);
     return st;
 }
 

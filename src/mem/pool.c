@@ -546,6 +546,24 @@ bool rill__pool_locate(const void *ptr, rill__pool_location *out) {
     return k != NULL;
 }
 
+bool rill__pool_owner(const void *ptr, rill__stream **stream, size_t *bytes) {
+    rill__device *dev = NULL;
+    segment *g = segment_of(ptr, &dev);
+    if (g == NULL)
+        return false;
+    rill__pool *p = rill__pool_of(dev);
+    rill__spinlock_lock(&p->lock);
+    block *k = rill__tcache_lookup_locked(p, ptr, true);
+    bool found = k != NULL && k->ptr == (uintptr_t)ptr && k->stream != NULL;
+    if (found) {
+        rill__stream_ref(k->stream);
+        *stream = k->stream;
+        *bytes = k->requested;
+    }
+    rill__spinlock_unlock(&p->lock);
+    return found;
+}
+
 /* -------------------------------------------------------- stats, limits */
 
 void rill__pool_get_stats(rill__device *dev, rill_mem_stats *out) {

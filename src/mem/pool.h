@@ -82,6 +82,10 @@ rill_status rill__pool_record_stream(void *ptr, rill__stream *stream, const char
 /* The allocated block that contains p: its device and the bytes from p to
  * the block's end. False when p is not in an allocated block. */
 bool rill__pool_find(const void *p, rill__device **dev, size_t *bytes_to_end);
+/* The allocated block starting at ptr: its allocation stream (a reference
+ * for the caller to drop) and its requested bytes (for the stream
+ * sanitizer). */
+bool rill__pool_owner(const void *ptr, rill__stream **stream, size_t *bytes);
 /* The segment and block of the allocated block starting at ptr. */
 bool rill__pool_locate(const void *ptr, rill__pool_location *out);
 

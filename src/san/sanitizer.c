@@ -1,0 +1,1017 @@
+/* SPDX-License-Identifier: MIT */
+/* The stream sanitizer: see sanitizer.h for the model, rill.h for the
+ * calls. */
+#include "san/sanitizer.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/kernel.h"
+#include "core/runtime.h"
+#include "core/status.h"
+#include "core/stream.h"
+#include "graph/graph.h"
+#include "mem/pool.h"
+#include "platform/thread.h"
+#include "util/ptrmap.h"
+
+typedef struct vc_entry {
+    uint32_t idx; /* a stream's index */
+    uint64_t seq;
+} vc_entry;
+
+/* A vector clock, sparse: entries sorted by idx; a missing one is 0. */
+typedef struct vclock {
+    vc_entry *e; /* owned */
+    uint32_t n, cap;
+} vclock;
+
+/* What a stream's work after a point is ordered after: the clock that holds
+ * for its commands numbered above `after`. */
+typedef struct snapshot {
+    uint64_t after;
+    vclock vc;
+} snapshot;
+
+/* The clocks a stream had, newest last; older ones are forgotten beyond
+ * this many (a wait for work that old then takes the oldest kept, which
+ * may hide a race but never invents one). */
+#define HISTORY 16
+
+typedef struct san_stream {
+    uint64_t id;            /* rill__stream.id */
+    rill__device *dev;      /* borrowed: devices outlive the state (cleared at shutdown) */
+    uint64_t last;          /* the highest seq of it that the sanitizer saw */
+    uint64_t done;          /* the highest seq of it that the host saw complete */
+    snapshot hist[HISTORY]; /* its clocks, oldest first */
+    uint32_t num_hist;
+    bool hist_lost; /* older clocks were forgotten */
+    char label[72]; /* "'name'" or "#id" */
+} san_stream;
+
+typedef struct san_rec {
+    uintptr_t lo, hi;
+    uint64_t seq;
+    uint32_t stream; /* index */
+    uint8_t write;
+    uint8_t covered; /* the pool tracks this use (rill_free waits for it) */
+    int line;
+    const char *file; /* static storage (__FILE__), or NULL */
+    char what[96];    /* "kernel 'k'", "rill_memcpy_async", "graph node 3 (kernel 'k')" */
+} san_rec;
+
+typedef struct san_cover {
+    uintptr_t ptr;   /* rill_record_stream's pointer */
+    uint32_t stream; /* index */
+} san_cover;
+
+static struct {
+    rill__mutex lock;
+    int lock_ready; /* written by start, under the runtime's init lock */
+    int abort_at_first;
+    san_stream *streams; /* owned */
+    uint32_t num_streams, cap_streams;
+    rill__ptrmap ids;     /* stream id -> index + 1 */
+    rill__ptrmap checked; /* the parameter sets of execs checked inside (value 1) */
+    san_rec *recs;        /* owned, sorted by lo */
+    size_t num_recs, cap_recs;
+    size_t max_len; /* the longest record since the last clear */
+    san_cover *covers;
+    size_t num_covers, cap_covers;
+    rill__ptrmap events; /* event -> index + 1 in ev */
+    vclock *ev;          /* owned: each event's clock at its last record */
+    uint32_t num_ev, cap_ev;
+} S;
+
+static _Atomic uint64_t reports;
+
+/* rill_sanitizer_set_location: the next command of this thread. */
+static _Thread_local const char *tls_file;
+static _Thread_local int tls_line;
+
+/* rill_sanitizer_host_accesses: the next host function of this thread. */
+#define HOST_ACCESSES_MAX 16
+static _Thread_local rill_access tls_host_acc[HOST_ACCESSES_MAX];
+static _Thread_local size_t tls_host_n;
+
+/* --------------------------------------------------------------- clocks */
+
+static uint32_t vc_find(const vclock *v, uint32_t idx) {
+    uint32_t lo = 0, hi = v->n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (v->e[mid].idx < idx)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static uint64_t vc_get(const vclock *v, uint32_t idx) {
+    uint32_t i = vc_find(v, idx);
+    return i < v->n && v->e[i].idx == idx ? v->e[i].seq : 0;
+}
+
+static bool vc_raise(vclock *v, uint32_t idx, uint64_t seq) {
+    uint32_t i = vc_find(v, idx);
+    if (i < v->n && v->e[i].idx == idx) {
+        if (seq > v->e[i].seq)
+            v->e[i].seq = seq;
+        return true;
+    }
+    if (v->n == v->cap) {
+        uint32_t cap = v->cap ? v->cap * 2 : 4;
+        vc_entry *e = rill__realloc(v->e, cap * sizeof *e);
+        if (e == NULL)
+            return false;
+        v->e = e;
+        v->cap = cap;
+    }
+    memmove(v->e + i + 1, v->e + i, (v->n - i) * sizeof *v->e);
+    v->e[i] = (vc_entry){idx, seq};
+    v->n++;
+    return true;
+}
+
+/* The clock of stream st for its command seq (NULL: ordered after
+ * nothing). */
+static const vclock *vc_at(const san_stream *st, uint64_t seq) {
+    for (uint32_t h = st->num_hist; h-- > 0;)
+        if (st->hist[h].after < seq)
+            return &st->hist[h].vc;
+    return st->hist_lost ? &st->hist[0].vc : NULL;
+}
+
+/* The clock of what st submits from now on. */
+static const vclock *vc_now(const san_stream *st) {
+    return st->num_hist > 0 ? &st->hist[st->num_hist - 1].vc : NULL;
+}
+
+/* The clock that holds once stream st completed seq: the current one
+ * when seq is all its work so far (waits that submitted no command
+ * included), else that of its command seq. */
+static const vclock *upto(const san_stream *st, uint64_t seq, bool all) {
+    return all ? vc_now(st) : vc_at(st, seq);
+}
+
+/* Makes room for a new clock of st's work after `after`, a copy of the
+ * current one, and returns it (NULL: out of memory). */
+static vclock *vc_next(san_stream *st, uint64_t after) {
+    if (st->num_hist > 0 && st->hist[st->num_hist - 1].after >= after)
+        return &st->hist[st->num_hist - 1].vc; /* no command since the last change */
+    const vclock *cur = vc_now(st);
+    vclock v = {NULL, 0, 0};
+    if (cur != NULL && cur->n > 0) {
+        v.e = rill__malloc(cur->n * sizeof *v.e);
+        if (v.e == NULL)
+            return NULL;
+        memcpy(v.e, cur->e, cur->n * sizeof *v.e);
+        v.n = v.cap = cur->n;
+    }
+    if (st->num_hist == HISTORY) {
+        rill__free(st->hist[0].vc.e);
+        memmove(st->hist, st->hist + 1, (HISTORY - 1) * sizeof *st->hist);
+        st->num_hist--;
+        st->hist_lost = true;
+    }
+    st->hist[st->num_hist] = (snapshot){after, v};
+    return &st->hist[st->num_hist++].vc;
+}
+
+/* ------------------------------------------------------------- streams */
+
+static void clear_state(void) {
+    for (uint32_t i = 0; i < S.num_streams; i++)
+        for (uint32_t h = 0; h < S.streams[i].num_hist; h++)
+            rill__free(S.streams[i].hist[h].vc.e);
+    rill__free(S.streams);
+    rill__free(S.recs);
+    rill__free(S.covers);
+    rill__ptrmap_free(&S.ids);
+    rill__ptrmap_free(&S.checked);
+    for (uint32_t i = 0; i < S.num_ev; i++)
+        rill__free(S.ev[i].e);
+    rill__free(S.ev);
+    rill__ptrmap_free(&S.events);
+    S.ev = NULL;
+    S.num_ev = S.cap_ev = 0;
+    S.streams = NULL;
+    S.recs = NULL;
+    S.covers = NULL;
+    S.num_streams = S.cap_streams = 0;
+    S.num_recs = S.cap_recs = S.max_len = 0;
+    S.num_covers = S.cap_covers = 0;
+}
+
+/* Out of memory: the sanitizer cannot go on without missing or inventing
+ * orders, so it says so and stops. */
+static void give_up(void) {
+    fprintf(stderr, "rill sanitizer: out of memory; the sanitizer stops here (turn it on again "
+                    "with rill_sanitizer_enable once memory is free)\n");
+    atomic_store_explicit(&rill__san_on, 0, memory_order_relaxed);
+    clear_state();
+}
+
+/* The index of the stream with this id, created when new (dev may be NULL
+ * for a stream only known by id). UINT32_MAX when out of memory. */
+static uint32_t index_of_id(uint64_t id, rill__device *dev) {
+    uint32_t v;
+    if (rill__ptrmap_get(&S.ids, (const void *)(uintptr_t)id, &v))
+        return v - 1;
+    if (S.num_streams == S.cap_streams) {
+        uint32_t cap = S.cap_streams ? S.cap_streams * 2 : 16;
+        san_stream *s = rill__realloc(S.streams, cap * sizeof *s);
+        if (s == NULL)
+            return UINT32_MAX;
+        S.streams = s;
+        S.cap_streams = cap;
+    }
+    uint32_t idx = S.num_streams;
+    if (!rill__ptrmap_put(&S.ids, (const void *)(uintptr_t)id, idx + 1))
+        return UINT32_MAX;
+    san_stream *st = &S.streams[idx];
+    memset(st, 0, sizeof *st);
+    st->id = id;
+    st->dev = dev;
+    snprintf(st->label, sizeof st->label, "#%" PRIu64, id);
+    S.num_streams++;
+    return idx;
+}
+
+static uint32_t index_of(rill__stream *s) {
+    uint32_t idx = index_of_id(s->id, s->dev);
+    if (idx == UINT32_MAX)
+        return idx;
+    san_stream *st = &S.streams[idx];
+    st->dev = s->dev;
+    /* The name may change (rill_stream_set_name): read it each time. */
+    rill__mutex_lock(&s->err_lock);
+    if (s->name[0] != '\0')
+        snprintf(st->label, sizeof st->label, "'%s'", s->name);
+    rill__mutex_unlock(&s->err_lock);
+    return idx;
+}
+
+/* Command seq of stream u is ordered before what stream t submits now. */
+static bool ordered(uint32_t t, uint32_t u, uint64_t seq) {
+    const vclock *v = vc_now(&S.streams[t]);
+    return t == u || S.streams[u].done >= seq || (v != NULL && vc_get(v, u) >= seq);
+}
+
+/* The host saw stream t complete seq, and so what that work was ordered
+ * after. */
+static void observe(uint32_t t, uint64_t seq, const vclock *v) {
+    san_stream *st = &S.streams[t];
+    if (seq > st->done)
+        st->done = seq;
+    for (uint32_t i = 0; v != NULL && i < v->n; i++) {
+        san_stream *o = &S.streams[v->e[i].idx];
+        if (v->e[i].seq > o->done)
+            o->done = v->e[i].seq;
+    }
+}
+
+/* ------------------------------------------------------------- reports */
+
+typedef struct access {
+    uintptr_t lo, hi;
+    uint8_t write, covered, host;
+    const char *file;
+    int line;
+    const char *what;
+} access;
+
+static void where(char *buf, size_t size, const char *file, int line) {
+    if (file != NULL)
+        snprintf(buf, size, ", at %s:%d", file, line);
+    else
+        buf[0] = '\0';
+}
+
+static void finish_report(void) {
+    atomic_fetch_add_explicit(&reports, 1, memory_order_relaxed);
+    fflush(stderr);
+    if (S.abort_at_first) {
+        fprintf(stderr, "rill sanitizer: aborting at the first report (RILL_SANITIZE=abort)\n");
+        fflush(stderr);
+        abort();
+    }
+}
+
+/* (a) and (b): a (on stream t) and r overlap on [lo, hi), unordered. */
+static void report_race(uint32_t t, uint64_t seq, const access *a, const san_rec *r, uintptr_t lo,
+                        uintptr_t hi) {
+    const char *sl = S.streams[t].label, *rl = S.streams[r->stream].label;
+    char wa[300], wr[300];
+    where(wa, sizeof wa, a->file, a->line);
+    where(wr, sizeof wr, r->file, r->line);
+    if (a->host) {
+        fprintf(stderr,
+                "rill sanitizer: host access not ordered after device work, on bytes [%p, %p) "
+                "(%zu bytes)\n"
+                "  %s on the host (run through stream %s) %s them%s\n"
+                "  %s on stream %s (command %" PRIu64 ") %s them%s\n"
+                "  the host did not wait for that work; fix: rill_stream_synchronize(stream %s) "
+                "(or rill_event_synchronize of an event recorded there after %s), or make stream "
+                "%s wait for stream %s, before %s\n",
+                (void *)lo, (void *)hi, (size_t)(hi - lo), a->what, sl,
+                a->write ? "writes" : "reads", wa, r->what, rl, r->seq,
+                r->write ? "writes" : "reads", wr, rl, r->what, sl, rl, a->what);
+    } else {
+        fprintf(stderr,
+                "rill sanitizer: race between streams on bytes [%p, %p) (%zu bytes)\n"
+                "  %s on stream %s (command %" PRIu64 ") %s them%s\n"
+                "  %s on stream %s (command %" PRIu64 ") %s them%s\n"
+                "  no wait orders the two; fix: make stream %s wait for stream %s before %s "
+                "(rill_stream_wait_stream, or rill_stream_wait_event on an event recorded on "
+                "stream %s after %s)\n",
+                (void *)lo, (void *)hi, (size_t)(hi - lo), a->what, sl, seq,
+                a->write ? "writes" : "reads", wa, r->what, rl, r->seq,
+                r->write ? "writes" : "reads", wr, sl, rl, a->what, rl, r->what);
+    }
+    finish_report();
+}
+
+/* (c): the block [lo, hi) freed on stream f while r may still use it. */
+static void report_free(uint32_t f, const char *fn, const void *ptr, uintptr_t lo, uintptr_t hi,
+                        const san_rec *r, const char *file, int line) {
+    const char *fl = S.streams[f].label, *rl = S.streams[r->stream].label;
+    char wf[300], wr[300];
+    where(wf, sizeof wf, file, line);
+    where(wr, sizeof wr, r->file, r->line);
+    fprintf(stderr,
+            "rill sanitizer: free of memory that another stream may still use, bytes [%p, %p) "
+            "(%zu bytes)\n"
+            "  %s frees %p on stream %s%s\n"
+            "  %s on stream %s (command %" PRIu64 ") %s them%s\n"
+            "  no wait orders the free after that use, and the pool does not track it; fix: make "
+            "stream %s wait for stream %s before the free (rill_stream_wait_stream), or call "
+            "rill_record_stream(%p, stream %s)\n",
+            (void *)lo, (void *)hi, (size_t)(hi - lo), fn, ptr, fl, wf, r->what, rl, r->seq,
+            r->write ? "writes" : "reads", wr, fl, rl, ptr, rl);
+    finish_report();
+}
+
+/* --------------------------------------------------------------- records */
+
+/* The first record whose lo is at least lo. */
+static size_t rec_lower(uintptr_t lo) {
+    size_t a = 0, b = S.num_recs;
+    while (a < b) {
+        size_t mid = a + (b - a) / 2;
+        if (S.recs[mid].lo < lo)
+            a = mid + 1;
+        else
+            b = mid;
+    }
+    return a;
+}
+
+/* The first record that may overlap [lo, ...). */
+static size_t rec_first(uintptr_t lo) {
+    return rec_lower(lo > S.max_len ? lo - S.max_len : 0);
+}
+
+typedef struct seen {
+    uint32_t stream[8];
+    uint64_t seq[8];
+    unsigned n;
+} seen;
+
+/* One report per pair of commands: true when r's command was reported
+ * with this one already (or too many were to remember). */
+static bool seen_before(seen *s, const san_rec *r) {
+    for (unsigned i = 0; i < s->n; i++)
+        if (s->stream[i] == r->stream && s->seq[i] == r->seq)
+            return true;
+    if (s->n == 8)
+        return true;
+    s->stream[s->n] = r->stream;
+    s->seq[s->n++] = r->seq;
+    return false;
+}
+
+/* Checks the access a of command seq of stream t, then remembers it. */
+static bool check_access(uint32_t t, uint64_t seq, const access *a, seen *sn) {
+    uintptr_t lo = a->lo, hi = a->hi;
+    if (hi <= lo)
+        return true;
+    size_t first = rec_first(lo), k;
+    for (k = first; k < S.num_recs && S.recs[k].lo < hi; k++) {
+        const san_rec *r = &S.recs[k];
+        if (r->hi <= lo || !(r->write || a->write))
+            continue;
+        if (ordered(t, r->stream, r->seq))
+            continue;
+        if (seen_before(sn, r))
+            continue;
+        report_race(t, seq, a, r, r->lo > lo ? r->lo : lo, r->hi < hi ? r->hi : hi);
+    }
+    /* Drop what the new record dominates (see sanitizer.h). */
+    size_t w = first;
+    for (k = first; k < S.num_recs && S.recs[k].lo < hi; k++) {
+        const san_rec *r = &S.recs[k];
+        bool drop = r->lo >= lo && r->hi <= hi && (a->write || !r->write) &&
+                    (r->covered || !a->covered) && ordered(t, r->stream, r->seq);
+        if (!drop)
+            S.recs[w++] = S.recs[k];
+    }
+    if (w != k) {
+        memmove(S.recs + w, S.recs + k, (S.num_recs - k) * sizeof *S.recs);
+        S.num_recs -= k - w;
+    }
+    if (S.num_recs == S.cap_recs) {
+        size_t cap = S.cap_recs ? S.cap_recs * 2 : 64;
+        san_rec *recs = rill__realloc(S.recs, cap * sizeof *recs);
+        if (recs == NULL)
+            return false;
+        S.recs = recs;
+        S.cap_recs = cap;
+    }
+    size_t at = rec_lower(lo);
+    memmove(S.recs + at + 1, S.recs + at, (S.num_recs - at) * sizeof *S.recs);
+    san_rec *r = &S.recs[at];
+    r->lo = lo;
+    r->hi = hi;
+    r->seq = seq;
+    r->stream = t;
+    r->write = a->write;
+    r->covered = a->covered;
+    r->file = a->file;
+    r->line = a->line;
+    snprintf(r->what, sizeof r->what, "%s", a->what);
+    S.num_recs++;
+    if (hi - lo > S.max_len)
+        S.max_len = hi - lo;
+    return true;
+}
+
+static access make_access(const void *p, size_t bytes, bool write, const char *what,
+                          unsigned flags) {
+    access a = {.lo = (uintptr_t)p,
+                .hi = (uintptr_t)p + bytes,
+                .write = write,
+                .covered = 1,
+                .host = (flags & RILL__SAN_HOST) != 0,
+                .file = tls_file,
+                .line = tls_line,
+                .what = what};
+    if (a.hi < a.lo)
+        a.hi = UINTPTR_MAX; /* the launch checks caught sizes past the end of memory */
+    return a;
+}
+
+static bool check_kernel(uint32_t t, uint64_t seq, const rill_access *acc, size_t n,
+                         const char *what, unsigned flags, bool covered, seen *sn) {
+    for (size_t i = 0; i < n; i++) {
+        access a =
+            make_access(acc[i].ptr, acc[i].bytes, (acc[i].mode & RILL_WRITE) != 0, what, flags);
+        a.covered = covered;
+        if (!check_access(t, seq, &a, sn))
+            return false;
+    }
+    return true;
+}
+
+/* ---- inside a graph: its edges ---- */
+
+typedef struct node_acc {
+    uintptr_t lo, hi;
+    uint32_t node;
+    uint8_t write;
+} node_acc;
+
+static int node_acc_cmp(const void *a, const void *b) {
+    const node_acc *x = a, *y = b;
+    return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* Pairs of nodes checked per parameter set, at most: the check is a search
+ * of the graph per pair. */
+#define GRAPH_PAIRS_MAX 4096
+
+/* Whether node `to` depends on node `from` through the exec's edges. Nodes
+ * are numbered in topological order, so the search stays below `to`. */
+static bool reaches(const rill__graph_exec *x, const rill__xparams *v, uint32_t from, uint32_t to,
+                    uint32_t *stack, uint8_t *mark) {
+    memset(mark, 0, x->num_nodes);
+    uint32_t n = 0;
+    stack[n++] = from;
+    mark[from] = 1;
+    while (n > 0) {
+        const rill__xnode *xn = &v->nodes[stack[--n]];
+        for (uint32_t k = 0; k < xn->num_succ; k++) {
+            uint32_t s = x->succ[xn->succ_begin + k];
+            if (s == to)
+                return true;
+            if (s < to && !mark[s]) {
+                mark[s] = 1;
+                stack[n++] = s;
+            }
+        }
+    }
+    return false;
+}
+
+static void node_name(const rill__xparams *v, uint32_t i, char *buf, size_t size) {
+    const rill__xnode *xn = &v->nodes[i];
+    if (xn->p.kind == RILL__GNODE_KERNEL)
+        snprintf(buf, size, "graph node %u (kernel '%s')", xn->graph_index,
+                 xn->p.u.kernel.kernel->name);
+    else
+        snprintf(buf, size, "graph node %u (%s)", xn->graph_index,
+                 xn->p.kind == RILL__GNODE_COPY ? "memcpy" : "memset");
+}
+
+/* Two nodes of the launch on stream t touch overlapping bytes, one writes,
+ * and no path of edges joins them. Checked once per parameter set. */
+static bool check_graph_inside(uint32_t t, uint64_t seq, const rill__xparams *v) {
+    uint32_t seen_before;
+    if (rill__ptrmap_get(&S.checked, v, &seen_before))
+        return true;
+    if (!rill__ptrmap_put(&S.checked, v, 1))
+        return false;
+    const rill__graph_exec *x = v->exec;
+    size_t n = 0, cap = 0;
+    for (uint32_t i = 0; i < x->num_nodes; i++) {
+        const rill__gnode_params *p = &v->nodes[i].p;
+        cap += p->kind == RILL__GNODE_KERNEL ? p->u.kernel.num_accesses
+               : p->kind == RILL__GNODE_COPY ? 2
+               : p->kind == RILL__GNODE_SET  ? 1
+                                             : 0;
+    }
+    if (cap < 2)
+        return true;
+    node_acc *acc = rill__malloc(cap * sizeof *acc);
+    uint32_t *stack = rill__malloc(x->num_nodes * sizeof *stack);
+    uint8_t *mark = rill__malloc(x->num_nodes);
+    bool ok = acc != NULL && stack != NULL && mark != NULL;
+    for (uint32_t i = 0; ok && i < x->num_nodes; i++) {
+        const rill__gnode_params *p = &v->nodes[i].p;
+        if (p->kind == RILL__GNODE_KERNEL) {
+            for (size_t a = 0; a < p->u.kernel.num_accesses; a++) {
+                const rill_access *d = &p->u.kernel.accesses[a];
+                acc[n++] = (node_acc){(uintptr_t)d->ptr, (uintptr_t)d->ptr + d->bytes, i,
+                                      (d->mode & RILL_WRITE) != 0};
+            }
+        } else if (p->kind == RILL__GNODE_COPY) {
+            acc[n++] = (node_acc){(uintptr_t)p->u.copy.src,
+                                  (uintptr_t)p->u.copy.src + p->u.copy.bytes, i, 0};
+            acc[n++] = (node_acc){(uintptr_t)p->u.copy.dst,
+                                  (uintptr_t)p->u.copy.dst + p->u.copy.bytes, i, 1};
+        } else if (p->kind == RILL__GNODE_SET) {
+            acc[n++] =
+                (node_acc){(uintptr_t)p->u.set.dst, (uintptr_t)p->u.set.dst + p->u.set.bytes, i, 1};
+        }
+    }
+    if (ok)
+        qsort(acc, n, sizeof *acc, node_acc_cmp);
+    unsigned pairs = 0;
+    for (size_t i = 0; ok && i < n && pairs < GRAPH_PAIRS_MAX; i++) {
+        for (size_t j = i + 1; j < n && acc[j].lo < acc[i].hi && pairs < GRAPH_PAIRS_MAX; j++) {
+            const node_acc *a = &acc[i], *b = &acc[j];
+            if (a->node == b->node || !(a->write || b->write))
+                continue;
+            uint32_t first = a->node < b->node ? a->node : b->node;
+            uint32_t last = a->node < b->node ? b->node : a->node;
+            pairs++;
+            if (reaches(x, v, first, last, stack, mark))
+                continue;
+            const node_acc *fa = a->node == first ? a : b, *la = a->node == first ? b : a;
+            char fw[96], lw[96];
+            node_name(v, first, fw, sizeof fw);
+            node_name(v, last, lw, sizeof lw);
+            uintptr_t lo = b->lo, hi = a->hi < b->hi ? a->hi : b->hi;
+            fprintf(stderr,
+                    "rill sanitizer: race inside a graph on bytes [%p, %p) (%zu bytes)\n"
+                    "  %s %s them\n"
+                    "  %s %s them\n"
+                    "  no edge of the graph orders the two (launched on stream %s, command "
+                    "%" PRIu64 "); fix: make graph node %u depend on graph node %u\n",
+                    (void *)lo, (void *)hi, (size_t)(hi - lo), lw, la->write ? "writes" : "reads",
+                    fw, fa->write ? "writes" : "reads", S.streams[t].label, seq,
+                    v->nodes[last].graph_index, v->nodes[first].graph_index);
+            finish_report();
+        }
+    }
+    rill__free(acc);
+    rill__free(stack);
+    rill__free(mark);
+    return ok;
+}
+
+static bool check_graph(uint32_t t, uint64_t seq, const rill__xparams *v, seen *sn) {
+    if (!check_graph_inside(t, seq, v))
+        return false;
+    char what[96];
+    for (uint32_t i = 0; i < v->exec->num_nodes; i++) {
+        const rill__xnode *xn = &v->nodes[i];
+        const rill__gnode_params *p = &xn->p;
+        bool ok = true;
+        /* The pool does not learn of a graph's uses: none is covered. */
+        if (p->kind == RILL__GNODE_KERNEL) {
+            snprintf(what, sizeof what, "graph node %u (kernel '%s')", xn->graph_index,
+                     p->u.kernel.kernel->name);
+            ok = check_kernel(t, seq, p->u.kernel.accesses, p->u.kernel.num_accesses, what, 0,
+                              false, sn);
+        } else if (p->kind == RILL__GNODE_COPY) {
+            snprintf(what, sizeof what, "graph node %u (memcpy)", xn->graph_index);
+            access a = make_access(p->u.copy.src, p->u.copy.bytes, false, what, 0);
+            a.covered = 0;
+            ok = check_access(t, seq, &a, sn);
+            a = make_access(p->u.copy.dst, p->u.copy.bytes, true, what, 0);
+            a.covered = 0;
+            ok = ok && check_access(t, seq, &a, sn);
+        } else if (p->kind == RILL__GNODE_SET) {
+            snprintf(what, sizeof what, "graph node %u (memset)", xn->graph_index);
+            access a = make_access(p->u.set.dst, p->u.set.bytes, true, what, 0);
+            a.covered = 0;
+            ok = check_access(t, seq, &a, sn);
+        }
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
+/* ----------------------------------------------------------------- hooks */
+
+static void on_command(rill__stream *s, uint64_t seq, const rill__cmd *cmd, unsigned flags) {
+    rill__mutex_lock(&S.lock);
+    if (!rill__san_active()) {
+        rill__mutex_unlock(&S.lock);
+        return;
+    }
+    uint32_t t = index_of(s);
+    bool ok = t != UINT32_MAX;
+    seen sn = {.n = 0};
+    if (ok && seq > S.streams[t].last)
+        S.streams[t].last = seq;
+    char what[96];
+    if (!ok) {
+    } else if (cmd->kind == RILL__CMD_KERNEL) {
+        snprintf(what, sizeof what, "kernel '%s'", cmd->u.kernel.kernel->name);
+        ok = check_kernel(t, seq, cmd->u.kernel.accesses, cmd->u.kernel.num_accesses, what, flags,
+                          true, &sn);
+    } else if (cmd->kind == RILL__CMD_COPY) {
+        const char *fn = (flags & RILL__SAN_HOST) ? "rill_memcpy" : "rill_memcpy_async";
+        access a = make_access(cmd->u.copy.src, cmd->u.copy.bytes, false, fn, flags);
+        ok = check_access(t, seq, &a, &sn);
+        a = make_access(cmd->u.copy.dst, cmd->u.copy.bytes, true, fn, flags);
+        ok = ok && check_access(t, seq, &a, &sn);
+    } else if (cmd->kind == RILL__CMD_SET) {
+        access a = make_access(cmd->u.set.dst, cmd->u.set.bytes, true, "rill_memset_async", flags);
+        ok = check_access(t, seq, &a, &sn);
+    } else if (cmd->kind == RILL__CMD_GRAPH) {
+        ok = check_graph(t, seq, cmd->u.graph.params, &sn);
+    } else if (cmd->kind == RILL__CMD_HOST) {
+        /* The pool does not see a host function's uses: not covered. */
+        ok = check_kernel(t, seq, tls_host_acc, tls_host_n, "host function", flags, false, &sn);
+    }
+    if (!ok)
+        give_up();
+    rill__mutex_unlock(&S.lock);
+    tls_file = NULL;
+    tls_line = 0;
+    if (cmd->kind == RILL__CMD_HOST)
+        tls_host_n = 0;
+}
+
+static void on_order(rill__stream *s, rill__stream *other, uint64_t seq, bool all) {
+    rill__mutex_lock(&S.lock);
+    if (!rill__san_active()) {
+        rill__mutex_unlock(&S.lock);
+        return;
+    }
+    uint32_t t = index_of(s), o = t != UINT32_MAX ? index_of(other) : UINT32_MAX;
+    bool ok = o != UINT32_MAX;
+    if (ok) {
+        /* s's work from its next command on is ordered after other's
+         * command seq and what that command was ordered after. */
+        uint64_t after = atomic_load_explicit(&s->sub_seq, memory_order_acquire);
+        vclock *tv = vc_next(&S.streams[t], after);
+        const vclock *ov = upto(&S.streams[o], seq, all);
+        ok = tv != NULL;
+        for (uint32_t i = 0; ok && ov != NULL && i < ov->n; i++)
+            ok = vc_raise(tv, ov->e[i].idx, ov->e[i].seq);
+        ok = ok && vc_raise(tv, o, seq);
+    }
+    if (!ok)
+        give_up();
+    rill__mutex_unlock(&S.lock);
+}
+
+/* Raises dst to src's entries. */
+static bool vc_join(vclock *dst, const vclock *src) {
+    for (uint32_t i = 0; src != NULL && i < src->n; i++)
+        if (!vc_raise(dst, src->e[i].idx, src->e[i].seq))
+            return false;
+    return true;
+}
+
+/* The clock of event e's last record, NULL when none was seen. */
+static vclock *event_clock(const rill__event *e) {
+    uint32_t v;
+    return rill__ptrmap_get(&S.events, e, &v) ? &S.ev[v - 1] : NULL;
+}
+
+static void on_event_record(rill__event *e, rill__stream *s, uint64_t seq) {
+    rill__mutex_lock(&S.lock);
+    if (!rill__san_active()) {
+        rill__mutex_unlock(&S.lock);
+        return;
+    }
+    uint32_t t = index_of(s);
+    vclock *v = t != UINT32_MAX ? event_clock(e) : NULL;
+    bool ok = t != UINT32_MAX;
+    if (ok && v == NULL) {
+        if (S.num_ev == S.cap_ev) {
+            uint32_t cap = S.cap_ev ? S.cap_ev * 2 : 16;
+            vclock *ev = rill__realloc(S.ev, cap * sizeof *ev);
+            ok = ev != NULL;
+            if (ok) {
+                S.ev = ev;
+                S.cap_ev = cap;
+            }
+        }
+        ok = ok && rill__ptrmap_put(&S.events, e, S.num_ev + 1);
+        if (ok) {
+            v = &S.ev[S.num_ev++];
+            *v = (vclock){NULL, 0, 0};
+        }
+    }
+    if (ok) {
+        v->n = 0; /* a record replaces the last one */
+        ok = vc_join(v, vc_now(&S.streams[t])) && vc_raise(v, t, seq);
+    }
+    if (!ok)
+        give_up();
+    rill__mutex_unlock(&S.lock);
+}
+
+static void on_event_wait(rill__stream *s, rill__event *e) {
+    rill__mutex_lock(&S.lock);
+    const vclock *ev = rill__san_active() ? event_clock(e) : NULL;
+    if (ev != NULL) {
+        uint32_t t = index_of(s);
+        uint64_t after = atomic_load_explicit(&s->sub_seq, memory_order_acquire);
+        vclock *tv = t != UINT32_MAX ? vc_next(&S.streams[t], after) : NULL;
+        if (tv == NULL || !vc_join(tv, ev))
+            give_up();
+    }
+    rill__mutex_unlock(&S.lock);
+}
+
+static void on_event_observed(rill__event *e) {
+    rill__mutex_lock(&S.lock);
+    const vclock *ev = rill__san_active() ? event_clock(e) : NULL;
+    for (uint32_t i = 0; ev != NULL && i < ev->n; i++) {
+        san_stream *o = &S.streams[ev->e[i].idx];
+        if (ev->e[i].seq > o->done)
+            o->done = ev->e[i].seq;
+    }
+    rill__mutex_unlock(&S.lock);
+}
+
+static void on_observed(rill__stream *s, uint64_t seq, bool all) {
+    rill__mutex_lock(&S.lock);
+    if (rill__san_active()) {
+        uint32_t t = index_of(s);
+        if (t == UINT32_MAX)
+            give_up();
+        else
+            observe(t, seq, upto(&S.streams[t], seq, all));
+    }
+    rill__mutex_unlock(&S.lock);
+}
+
+static void on_observed_device(rill__device *dev) {
+    rill__mutex_lock(&S.lock);
+    if (rill__san_active())
+        for (uint32_t t = 0; t < S.num_streams; t++)
+            if (S.streams[t].dev == dev)
+                observe(t, S.streams[t].last, vc_now(&S.streams[t]));
+    rill__mutex_unlock(&S.lock);
+}
+
+static bool recorded(uint32_t stream, uintptr_t lo, uintptr_t hi) {
+    for (size_t i = 0; i < S.num_covers; i++)
+        if (S.covers[i].stream == stream && S.covers[i].ptr >= lo && S.covers[i].ptr < hi)
+            return true;
+    return false;
+}
+
+static void on_free(const void *ptr, rill__stream *f) {
+    const char *file = tls_file;
+    int line = tls_line;
+    tls_file = NULL;
+    tls_line = 0;
+    rill__stream *owner;
+    size_t bytes;
+    if (!rill__pool_owner(ptr, &owner, &bytes))
+        return; /* not a block: rill_free says so */
+    rill__mutex_lock(&S.lock);
+    uint32_t fi = rill__san_active() ? index_of(f != NULL ? f : owner) : UINT32_MAX;
+    if (fi == UINT32_MAX) {
+        if (rill__san_active())
+            give_up();
+        rill__mutex_unlock(&S.lock);
+        rill__stream_unref(owner);
+        return;
+    }
+    uintptr_t lo = (uintptr_t)ptr, hi = lo + bytes;
+    const char *fn = f != NULL ? "rill_free_async" : "rill_free";
+    seen sn = {.n = 0};
+    size_t first = rec_first(lo), k, w = first;
+    for (k = first; k < S.num_recs && S.recs[k].lo < hi; k++) {
+        const san_rec *r = &S.recs[k];
+        if (r->hi <= lo)
+            continue;
+        if (!r->covered && !ordered(fi, r->stream, r->seq) && !recorded(r->stream, lo, hi) &&
+            !seen_before(&sn, r))
+            report_free(fi, fn, ptr, r->lo > lo ? r->lo : lo, r->hi < hi ? r->hi : hi, r, file,
+                        line);
+    }
+    /* The block's bytes are new memory for whoever allocates them next. */
+    for (k = first; k < S.num_recs && S.recs[k].lo < hi; k++)
+        if (!(S.recs[k].lo >= lo && S.recs[k].hi <= hi))
+            S.recs[w++] = S.recs[k];
+    memmove(S.recs + w, S.recs + k, (S.num_recs - k) * sizeof *S.recs);
+    S.num_recs -= k - w;
+    size_t c = 0;
+    for (size_t i = 0; i < S.num_covers; i++)
+        if (!(S.covers[i].ptr >= lo && S.covers[i].ptr < hi))
+            S.covers[c++] = S.covers[i];
+    S.num_covers = c;
+    rill__mutex_unlock(&S.lock);
+    rill__stream_unref(owner);
+}
+
+static void on_record_stream(const void *ptr, rill__stream *s) {
+    rill__mutex_lock(&S.lock);
+    if (!rill__san_active()) {
+        rill__mutex_unlock(&S.lock);
+        return;
+    }
+    uint32_t t = index_of(s);
+    bool ok = t != UINT32_MAX;
+    if (ok && S.num_covers == S.cap_covers) {
+        size_t cap = S.cap_covers ? S.cap_covers * 2 : 16;
+        san_cover *c = rill__realloc(S.covers, cap * sizeof *c);
+        ok = c != NULL;
+        if (ok) {
+            S.covers = c;
+            S.cap_covers = cap;
+        }
+    }
+    if (ok)
+        S.covers[S.num_covers++] = (san_cover){(uintptr_t)ptr, t};
+    else
+        give_up();
+    rill__mutex_unlock(&S.lock);
+}
+
+static const rill__san_hooks hooks = {
+    .command = on_command,
+    .order = on_order,
+    .event_record = on_event_record,
+    .event_wait = on_event_wait,
+    .event_observed = on_event_observed,
+    .observed = on_observed,
+    .observed_device = on_observed_device,
+    .free = on_free,
+    .record_stream = on_record_stream,
+};
+
+/* ------------------------------------------------------------ subsystem */
+
+/* Turns the sanitizer on or off; every order and record learnt so far is
+ * forgotten. S.lock held. */
+static void set_mode_locked(int mode) {
+    clear_state();
+    S.abort_at_first = mode == 2;
+    atomic_store_explicit(&rill__san_on, mode != 0, memory_order_relaxed);
+}
+
+static void san_start(rill__runtime *rt) {
+    (void)rt;
+    if (!S.lock_ready) {
+        rill__mutex_init(&S.lock);
+        S.lock_ready = 1;
+    }
+    atomic_store_explicit(&rill__san_ops, &hooks, memory_order_relaxed);
+    const char *env = getenv("RILL_SANITIZE");
+    if (env == NULL || env[0] == '\0' || strcmp(env, "0") == 0)
+        return;
+    int mode = strcmp(env, "1") == 0 ? 1 : strcmp(env, "abort") == 0 ? 2 : -1;
+    if (mode < 0) {
+        fprintf(stderr,
+                "rill: RILL_SANITIZE=%s is not 0, 1 or abort; the stream sanitizer stays as it "
+                "was\n",
+                env);
+        return;
+    }
+    rill__mutex_lock(&S.lock);
+    set_mode_locked(mode);
+    rill__mutex_unlock(&S.lock);
+}
+
+static void san_shutdown(rill__runtime *rt, rill__shutdown_phase phase) {
+    (void)rt;
+    if (phase != RILL__SHUTDOWN_DEVICES)
+        return;
+    /* Streams and devices are gone: forget them, and stay on or off. */
+    rill__mutex_lock(&S.lock);
+    clear_state();
+    rill__mutex_unlock(&S.lock);
+}
+
+static void san_fork_child(rill__runtime *rt) {
+    (void)rt;
+    /* Another thread may have held the lock mid-change: drop the state
+     * without reading or freeing it. */
+    rill__mutex_init(&S.lock);
+    S.streams = NULL;
+    S.recs = NULL;
+    S.covers = NULL;
+    S.ids = (rill__ptrmap)RILL__PTRMAP_INIT;
+    S.checked = (rill__ptrmap)RILL__PTRMAP_INIT;
+    S.events = (rill__ptrmap)RILL__PTRMAP_INIT;
+    S.ev = NULL;
+    S.num_ev = S.cap_ev = 0;
+    S.num_streams = S.cap_streams = 0;
+    S.num_recs = S.cap_recs = S.max_len = 0;
+    S.num_covers = S.cap_covers = 0;
+}
+
+const rill__subsystem rill__sanitizer_subsystem = {
+    .name = "sanitizer",
+    .start = san_start,
+    .shutdown = san_shutdown,
+    .fork_child = san_fork_child,
+};
+
+/* ---------------------------------------------------------------- public */
+
+rill_status rill_sanitizer_enable(int enabled) {
+    if (enabled < 0 || enabled > 2)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_sanitizer_enable: enabled is %d; pass 0 (off), 1 (report races "
+                          "on stderr) or 2 (report, then abort at the first)",
+                          enabled);
+    rill__runtime *rt;
+    rill_status st = rill__runtime_get(&rt);
+    if (st != RILL_OK)
+        return rill__fail_from(st, "rill_sanitizer_enable");
+    rill__mutex_lock(&S.lock);
+    set_mode_locked(enabled);
+    rill__mutex_unlock(&S.lock);
+    return RILL_OK;
+}
+
+uint64_t rill_sanitizer_report_count(void) {
+    return atomic_load_explicit(&reports, memory_order_relaxed);
+}
+
+rill_status rill_sanitizer_host_accesses(const rill_access *accesses, size_t num_accesses) {
+    static const char fn[] = "rill_sanitizer_host_accesses";
+    if (num_accesses > 0 && accesses == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: num_accesses is %zu but accesses is NULL; pass the accesses, or "
+                          "NULL and 0 to declare none",
+                          fn, num_accesses);
+    if (num_accesses > HOST_ACCESSES_MAX)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: %zu accesses; a host function declares at most %d (merge "
+                          "neighbouring buffers into one access)",
+                          fn, num_accesses, HOST_ACCESSES_MAX);
+    for (size_t i = 0; i < num_accesses; i++)
+        if (accesses[i].ptr == NULL || accesses[i].mode < RILL_READ ||
+            accesses[i].mode > RILL_READ_WRITE)
+            return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                              "%s: access %zu has a NULL pointer or a mode other than RILL_READ, "
+                              "RILL_WRITE or RILL_READ_WRITE",
+                              fn, i);
+    tls_host_n = 0;
+    if (!rill__san_active() || num_accesses == 0)
+        return RILL_OK; /* nothing to check */
+    memcpy(tls_host_acc, accesses, num_accesses * sizeof *accesses);
+    tls_host_n = num_accesses;
+    return RILL_OK;
+}
+
+rill_status rill_sanitizer_set_location(const char *file, int line) {
+    if ((file == NULL) != (line == 0) || line < 0)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_sanitizer_set_location: file is %s and line is %d; pass a file "
+                          "name and a line above 0 (RILL_SANITIZER_HERE() does), or NULL and 0 "
+                          "to forget the location",
+                          file == NULL ? "NULL" : "given", line);
+    tls_file = file;
+    tls_line = line;
+    return RILL_OK;
+}
