@@ -352,6 +352,7 @@ static void spin_body(const rill_block_ctx *ctx, const void *args) {
     volatile double x = 0;
     for (long i = 0; i < *(const long *)args; i++)
         x += 1.0;
+    (void)x;
 }
 
 /* How many compute units run at once now: a kernel of `units` blocks of

@@ -13,6 +13,7 @@
 
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #define HALF_HAVE_X86 1
+#include <cpuid.h>
 #include <immintrin.h>
 #else
 #define HALF_HAVE_X86 0
@@ -27,8 +28,19 @@ static bool processor_has_f16c(void) {
 #if HALF_HAVE_X86
     int known = atomic_load_explicit(&has_f16c, memory_order_relaxed);
     if (known < 0) {
-        __builtin_cpu_init();
-        known = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+        /* CPUID leaf 1: F16C (ECX bit 29), AVX (bit 28) and OSXSAVE (bit
+         * 27); then XCR0 must say the OS saves the SSE and AVX state (bits
+         * 1 and 2). cpuid rather than __builtin_cpu_supports, which older
+         * clang does not know "f16c" for. */
+        unsigned a = 0, b = 0, c = 0, d = 0;
+        known = 0;
+        if (__get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29)) && (c & (1u << 28)) &&
+            (c & (1u << 27))) {
+            unsigned lo, hi;
+            __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+            (void)hi;
+            known = (lo & 6u) == 6u;
+        }
         atomic_store_explicit(&has_f16c, known, memory_order_relaxed);
     }
     return known != 0;
