@@ -48,7 +48,7 @@ static rill_status resolve(rill_comm *comm, const char *fn, rill__comm_channel *
 }
 
 rill_status rill__comm_get(rill_comm *comm, const char *fn, int *rank, int *size) {
-    rill__comm_channel *ch;
+    rill__comm_channel *ch = NULL;
     rill_status st = resolve(comm, fn, &ch);
     if (st != RILL_OK)
         return st;
@@ -166,7 +166,7 @@ rill_status rill__comm_open(const rill__comm_transport *t, void *ctx, const char
 }
 
 rill_status rill__comm_close(rill_comm *comm, const char *fn) {
-    rill__comm_channel *ch;
+    rill__comm_channel *ch = NULL;
     rill_status st = resolve(comm, fn, &ch);
     if (st == RILL_OK)
         st = rill__check_may_block(fn);
@@ -182,7 +182,7 @@ rill_status rill__comm_close(rill_comm *comm, const char *fn) {
 
 /* rill_shutdown: destroys the communicators left, then stops the thread. */
 static void comm_shutdown(void) {
-    rill__comm_channel *ch;
+    rill__comm_channel *ch = NULL;
     while ((ch = rill__comm_engine_claim_open()) != NULL) {
         rill__handle_close(ch->handle);
         ch->close->op.a.fn = "rill_shutdown";
@@ -348,7 +348,7 @@ static void stream_reached(rill__waiter *w) {
 
 rill_status rill__comm_issue(rill_stream *stream, rill_comm *comm, const rill__comm_args *a) {
     const char *fn = a->fn;
-    rill__comm_channel *ch;
+    rill__comm_channel *ch = NULL;
     rill__stream *s;
     buffer recv, send;
     rill_status st = resolve(comm, fn, &ch);
