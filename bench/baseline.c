@@ -3,13 +3,16 @@
  * benchmark: a worker thread with a mutex+condvar queue of function
  * pointers (a), two threads handing a token through a spinning atomic (b), a
  * condition-variable wake-up (c), compute-bound work on one and two threads
- * (d), and cblas_sgemm, alone and under im2col (e). They are written as one
+ * (d), cblas_sgemm, alone and under im2col (e), and a task handed to a
+ * futex-sleeping thread by a host that sleeps on a futex until it is done
+ * (f). They are written as one
  * would write them without a runtime: no batching, no tricks, so that the
  * ratio in each row says what the runtime costs or gains. The token's spin
  * waits yield after ~20 us (bench_backoff), as rill's own waits do. */
 #include "baseline.h"
 
 #include <dlfcn.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <stdalign.h>
 #include <stdatomic.h>
@@ -17,6 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 /* A broken pthread primitive leaves nothing to measure. */
 static void must(int rc, const char *what) {
@@ -346,6 +351,78 @@ int base_sample_wake(void *ctx, double *us) {
     uint64_t now = bench_now_ns();
     uint64_t stamp = atomic_load_explicit(&w->stamp_ns, memory_order_relaxed);
     *us = (double)(now - stamp) / 1000.0;
+    return 0;
+}
+
+/* ---- f. a task for a sleeping thread, the host sleeping until it is done ---- */
+
+struct base_sleepers {
+    pthread_t thread; /* immutable after create */
+    /* bumped by the host per task; the thread sleeps on it */
+    alignas(64) _Atomic uint32_t go;
+    /* bumped by the thread per task; the host sleeps on it */
+    alignas(64) _Atomic uint32_t done;
+    _Atomic int stop;
+};
+
+static void futex_wait(_Atomic uint32_t *word, uint32_t expected) {
+    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
+}
+
+static void futex_wake(_Atomic uint32_t *word) {
+    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+static void *sleepers_thread(void *arg) {
+    base_sleepers *b = arg;
+    uint32_t seen = 0;
+    for (;;) {
+        uint32_t go;
+        while ((go = atomic_load(&b->go)) == seen)
+            futex_wait(&b->go, seen);
+        if (atomic_load(&b->stop))
+            break;
+        seen = go;
+        empty_task(NULL);
+        atomic_fetch_add(&b->done, 1);
+        futex_wake(&b->done);
+    }
+    return NULL;
+}
+
+base_sleepers *base_sleepers_create(void) {
+    base_sleepers *b = aligned_alloc(64, sizeof(*b));
+    if (!b)
+        return NULL;
+    memset(b, 0, sizeof(*b));
+    if (pthread_create(&b->thread, NULL, sleepers_thread, b) != 0) {
+        free(b);
+        return NULL;
+    }
+    return b;
+}
+
+void base_sleepers_destroy(base_sleepers *b) {
+    if (!b)
+        return;
+    atomic_store(&b->stop, 1);
+    atomic_fetch_add(&b->go, 1);
+    futex_wake(&b->go);
+    must(pthread_join(b->thread, NULL), "pthread_join");
+    free(b);
+}
+
+int base_sample_sleepers(void *ctx, double *us) {
+    base_sleepers_ctx *c = ctx;
+    base_sleepers *b = c->sleepers;
+    bench_idle_ns(c->pause_ns, c->sleep);
+    uint64_t t0 = bench_now_ns();
+    uint32_t done = atomic_load(&b->done);
+    atomic_fetch_add(&b->go, 1);
+    futex_wake(&b->go);
+    while (atomic_load(&b->done) == done)
+        futex_wait(&b->done, done);
+    *us = (double)(bench_now_ns() - t0) / 1000.0;
     return 0;
 }
 

@@ -6,6 +6,7 @@
 #ifndef RILL_BENCH_BASELINE_H
 #define RILL_BENCH_BASELINE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -60,6 +61,26 @@ base_wake *base_wake_create(uint64_t spin_ns);
 void base_wake_destroy(base_wake *w);
 /* Microseconds from the worker's stamp until the sampler's wait returned. */
 int base_sample_wake(void *ctx, double *us);
+
+/* ---- f. a task for a sleeping thread, the host sleeping until it is done ---- */
+
+typedef struct base_sleepers base_sleepers;
+
+/* Starts a thread that sleeps on a futex until it is handed a task, runs
+ * it (an empty function), wakes the host with a futex wake and sleeps
+ * again. NULL on failure. */
+base_sleepers *base_sleepers_create(void);
+void base_sleepers_destroy(base_sleepers *b);
+
+typedef struct base_sleepers_ctx {
+    base_sleepers *sleepers; /* borrowed */
+    uint64_t pause_ns;       /* idle time before each task */
+    bool sleep;              /* sleep (or spin) for the pause */
+} base_sleepers_ctx;
+/* After the pause, hands the thread a task with a futex wake and sleeps on
+ * a futex until the thread has run it: microseconds from the hand-over
+ * until the host is back, the floor of a wake-up both ways. */
+int base_sample_sleepers(void *ctx, double *us);
 
 /* ---- d. compute-bound work on two threads ---- */
 

@@ -4,7 +4,7 @@
  * in the same run, alternating with it repeat by repeat:
  *   a. launch throughput and enqueue cost      b. cross-stream ping-pong
  *   c. host wake-up in rill_event_synchronize  d. two kernels on two streams
- *   e. the matmul and conv2d ops
+ *   e. the matmul and conv2d ops               f. the first launch after a pause
  * Every row shows the cross-core probe before and after it (harness.c). The
  * baselines live in baseline.c; this file holds the rill side and main. */
 #include <math.h>
@@ -26,13 +26,14 @@ typedef struct config {
     long hops; /* b: hops per sample */
     int hop_repeats;
     int wake_samples; /* c */
+    int idle_samples; /* f: samples of IDLE_BURST launches each */
     double kernel_ms; /* d: length of each compute-bound kernel */
     int kernel_repeats;
     int op_repeats; /* e */
 } config;
 
-static const config full_config = {1000000, 5, 100000, 5, 200, 100.0, 3, 5};
-static const config quick_config = {100000, 3, 10000, 3, 40, 20.0, 2, 2};
+static const config full_config = {1000000, 5, 100000, 5, 200, 31, 100.0, 3, 5};
+static const config quick_config = {100000, 3, 10000, 3, 40, 5, 20.0, 2, 2};
 
 typedef struct bench {
     config cfg;
@@ -666,6 +667,196 @@ static int figure_ops(void *ctx) {
     return rc;
 }
 
+/* ---- f. the first launch after a pause ---- */
+
+typedef struct idle_ctx {
+    rill_stream *stream; /* borrowed */
+    rill_event *event;   /* borrowed: default or blocking-sync */
+    rill_kernel *kernel; /* borrowed */
+    rill_launch launch;
+    uint64_t pause_ns; /* idle time before the launch */
+    bool sleep;        /* sleep (or spin) for the pause */
+    bool by_stream;    /* synchronize the stream instead of recording the event */
+} idle_ctx;
+
+/* Launch, record, synchronize: microseconds from the launch until the
+ * synchronize returns. */
+static int launch_and_wait(idle_ctx *c, double *us) {
+    uint64_t t0 = bench_now_ns();
+    if (failed(rill_launch_kernel(c->stream, c->kernel, &c->launch), "rill_launch_kernel"))
+        return -1;
+    if (c->by_stream) {
+        if (failed(rill_stream_synchronize(c->stream), "rill_stream_synchronize"))
+            return -1;
+    } else if (failed(rill_event_record(c->event, c->stream), "rill_event_record") ||
+               failed(rill_event_synchronize(c->event), "rill_event_synchronize")) {
+        return -1;
+    }
+    *us = (double)(bench_now_ns() - t0) / 1000.0;
+    return 0;
+}
+
+/* Iterations per sample of figure f: the sample is their median, so that
+ * what the other side of the row left running (a worker still spinning, a
+ * processor not yet halted) touches one iteration of the burst, not the
+ * figure. */
+enum { IDLE_BURST = 7 };
+
+static int median_of(double *v, int n, double *out) {
+    *out = bench_stats_of(v, n).median;
+    return 0;
+}
+
+/* Launches after the pause, IDLE_BURST times. */
+static int sample_after_pause(void *ctx, double *us) {
+    idle_ctx *c = ctx;
+    double v[IDLE_BURST];
+    for (int i = 0; i < IDLE_BURST; i++) {
+        bench_idle_ns(c->pause_ns, c->sleep);
+        if (launch_and_wait(c, &v[i]) != 0)
+            return -1;
+    }
+    return median_of(v, IDLE_BURST, us);
+}
+
+/* The pthread baseline of the blocking-sync rows, in bursts too. */
+static int sample_sleepers_burst(void *ctx, double *us) {
+    double v[IDLE_BURST];
+    for (int i = 0; i < IDLE_BURST; i++)
+        if (base_sample_sleepers(ctx, &v[i]) != 0)
+            return -1;
+    return median_of(v, IDLE_BURST, us);
+}
+
+enum { BUSY_WARM = 8 };
+
+/* The same loop back to back, the device busy with it: the median of
+ * IDLE_BURST iterations after BUSY_WARM untimed ones. */
+static int sample_busy(void *ctx, double *us) {
+    idle_ctx *c = ctx;
+    double v[IDLE_BURST], one;
+    for (int i = 0; i < BUSY_WARM; i++)
+        if (launch_and_wait(c, &one) != 0)
+            return -1;
+    for (int i = 0; i < IDLE_BURST; i++)
+        if (launch_and_wait(c, &v[i]) != 0)
+            return -1;
+    return median_of(v, IDLE_BURST, us);
+}
+
+typedef struct block_work {
+    uint64_t iters;
+} block_work;
+
+static void work_kernel(const rill_block_ctx *ctx, const void *args) {
+    (void)ctx;
+    const block_work *w = args;
+    volatile double sink = bench_spin_work(w->iters);
+    (void)sink;
+}
+
+static const struct {
+    const char *id, *name;
+    uint64_t pause_ns;
+    bool sleep;
+} pauses[] = {
+    {"f1", "after 200 us of host idle (spinning)", 200000, false},
+    {"f2", "after 2 ms of host idle (spinning)", 2000000, false},
+    {"f3", "after 20 ms of host idle (sleeping)", 20000000, true},
+};
+enum { NUM_PAUSES = sizeof(pauses) / sizeof(pauses[0]) };
+
+static const char *blocking_ids[NUM_PAUSES] = {"f4", "f5", "f6"};
+
+static int figure_idle(void *ctx) {
+    bench *b = ctx;
+    bench_report_section(b->report, "f. launch + record + synchronize of an empty kernel after "
+                                    "a pause (baselines: the loop back to back; a pthread pair "
+                                    "that sleeps on futexes)");
+    rill_stream *stream = NULL;
+    rill_event *spin_event = NULL, *blocking_event = NULL;
+    rill_kernel *kernel = NULL, *worker = NULL;
+    base_sleepers *sleepers = NULL;
+    int rc = -1;
+    const rill_kernel_desc empty = {.name = "empty", .cpu = empty_kernel};
+    const rill_kernel_desc work = {.name = "work", .cpu = work_kernel};
+    if (failed(rill_stream_create(b->dev, 0, &stream), "rill_stream_create") ||
+        failed(rill_stream_set_name(stream, "bench-f"), "rill_stream_set_name") ||
+        failed(rill_event_create(RILL_EVENT_DEFAULT, &spin_event), "rill_event_create") ||
+        failed(rill_event_create(RILL_EVENT_BLOCKING_SYNC, &blocking_event), "rill_event_create") ||
+        failed(rill_kernel_create(&empty, &kernel), "rill_kernel_create") ||
+        failed(rill_kernel_create(&work, &worker), "rill_kernel_create"))
+        goto out;
+    sleepers = base_sleepers_create();
+    if (!sleepers) {
+        fprintf(stderr, "bench: cannot start the sleeping-thread baseline\n");
+        goto out;
+    }
+    idle_ctx c = {.stream = stream,
+                  .event = spin_event,
+                  .kernel = kernel,
+                  .launch = {.grid = {1, 1, 1}, .block = {1, 1, 1}}};
+    double ignored;
+    if (sample_busy(&c, &ignored) != 0)
+        goto out;
+    for (int i = 0; i < NUM_PAUSES; i++) {
+        c.pause_ns = pauses[i].pause_ns;
+        c.sleep = pauses[i].sleep;
+        bench_row row = {.id = pauses[i].id,
+                         .name = pauses[i].name,
+                         .unit = "us",
+                         .baseline_name = "the same loop back to back"};
+        if (bench_measure_row(b->report, &row, sample_after_pause, &c, sample_busy, &c,
+                              b->cfg.idle_samples) != 0)
+            goto out;
+    }
+    c.event = blocking_event;
+    for (int i = 0; i < NUM_PAUSES; i++) {
+        char name[96];
+        snprintf(name, sizeof name, "  blocking-sync event, %s", pauses[i].name + 6);
+        c.pause_ns = pauses[i].pause_ns;
+        c.sleep = pauses[i].sleep;
+        base_sleepers_ctx base = {sleepers, pauses[i].pause_ns, pauses[i].sleep};
+        bench_row row = {.id = blocking_ids[i],
+                         .name = name,
+                         .unit = "us",
+                         .baseline_name = "pthreads: futex wake, futex sleep, same pause"};
+        if (bench_measure_row(b->report, &row, sample_after_pause, &c, sample_sleepers_burst, &base,
+                              b->cfg.idle_samples) != 0)
+            goto out;
+    }
+    /* A 64-block kernel of about 2 us per block, synchronized by stream. */
+    block_work w = {bench_spin_calibrate(0.002)};
+    idle_ctx k = {
+        .stream = stream,
+        .kernel = worker,
+        .launch = {.grid = {64, 1, 1}, .block = {1, 1, 1}, .args = &w, .args_size = sizeof w},
+        .pause_ns = 2000000,
+        .by_stream = true};
+    bench_row blocks = {.id = "f7",
+                        .name = "64 blocks of ~2 us after 2 ms idle (spinning)",
+                        .unit = "us",
+                        .baseline_name = "the same back to back"};
+    if (sample_busy(&k, &ignored) != 0 ||
+        bench_measure_row(b->report, &blocks, sample_after_pause, &k, sample_busy, &k,
+                          b->cfg.idle_samples) != 0)
+        goto out;
+    rc = 0;
+out:
+    base_sleepers_destroy(sleepers);
+    if (worker && failed(rill_kernel_destroy(worker), "rill_kernel_destroy"))
+        rc = -1;
+    if (kernel && failed(rill_kernel_destroy(kernel), "rill_kernel_destroy"))
+        rc = -1;
+    if (blocking_event && failed(rill_event_destroy(blocking_event), "rill_event_destroy"))
+        rc = -1;
+    if (spin_event && failed(rill_event_destroy(spin_event), "rill_event_destroy"))
+        rc = -1;
+    if (stream && failed(rill_stream_destroy(stream), "rill_stream_destroy"))
+        rc = -1;
+    return rc;
+}
+
 /* ---- main ---- */
 
 static int setup(void *ctx, bool quick, bench_report *report, bench_cli_device *device) {
@@ -690,7 +881,7 @@ static int teardown(void *ctx) {
 
 static const bench_cli_figure figures[] = {
     {'a', figure_launch},  {'b', figure_pingpong}, {'c', figure_wake},
-    {'d', figure_overlap}, {'e', figure_ops},
+    {'d', figure_overlap}, {'e', figure_ops},      {'f', figure_idle},
 };
 
 static const bench_cli cli = {
@@ -700,7 +891,7 @@ static const bench_cli cli = {
     .quick_help = "fewer commands and repeats (a CI smoke run, < 20 s)",
     .figures_help = "                a launch throughput   b cross-stream ping-pong\n"
                     "                c host wake-up        d two kernels on two streams\n"
-                    "                e matmul and conv2d ops\n",
+                    "                e matmul and conv2d ops     f first launch after a pause\n",
     .figures = figures,
     .num_figures = sizeof(figures) / sizeof(figures[0]),
     .setup = setup,

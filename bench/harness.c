@@ -41,6 +41,13 @@ void bench_sleep_us(unsigned us) {
     }
 }
 
+void bench_idle_ns(uint64_t ns, bool sleep) {
+    if (sleep)
+        bench_sleep_us((unsigned)(ns / 1000u));
+    else
+        bench_spin_ns(ns);
+}
+
 /* ---- spin waits ---- */
 
 enum { BACKOFF_SPIN_NS = 20000 };

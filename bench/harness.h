@@ -18,6 +18,9 @@ uint64_t bench_now_ns(void);
 uint64_t bench_spin_ns(uint64_t ns);
 /* Sleeps the calling thread for us microseconds. */
 void bench_sleep_us(unsigned us);
+/* Lets the calling thread be idle for ns nanoseconds, as a program between
+ * two requests: it spins, or (sleep) it sleeps. */
+void bench_idle_ns(uint64_t ns, bool sleep);
 
 /* ---- spin waits ---- */
 

@@ -113,8 +113,9 @@ rill_status rill_shutdown(void);
  * rill_shutdown under way in another thread. The child of a fork made
  * inside a kernel or host function must exec or _exit before that function
  * returns (POSIX already restricts the child of a multithreaded process so);
- * if it returns, the child's copy of the worker thread ends, and with it
- * the child unless the child made threads. */
+ * if it returns, the child's copy of the thread that ran it (a worker, or a
+ * thread that ran it while it waited for it) ends, and with it the child
+ * unless the child made threads. */
 
 /* --------------------------------------------------------------- devices */
 
@@ -122,7 +123,8 @@ typedef struct rill_device rill_device;
 
 typedef enum rill_device_kind {
     RILL_DEVICE_CPU = 1,  /* always present: worker threads act as compute units */
-    RILL_DEVICE_CUDA = 2  /* present where a CUDA driver and GPU are found at run time */
+    RILL_DEVICE_CUDA = 2  /* not built in this version (docs/cuda.md is its design):
+                           * no device of this kind is ever listed */
 } rill_device_kind;
 
 typedef struct rill_device_info {
@@ -136,8 +138,10 @@ typedef struct rill_device_info {
 } rill_device_info;
 
 /* Devices are owned by the library and live until rill_shutdown. Ordinals:
- * CUDA devices first, then the CPU device; RILL_DEVICE=cpu|cuda:N in the
- * environment chooses the initial current device (default: ordinal 0).
+ * CUDA devices first (once a CUDA backend is built), then the CPU device;
+ * RILL_DEVICE=cpu|cuda:N in the environment chooses the initial current
+ * device (default: ordinal 0; cuda:N names no device in this version, see
+ * rill_device_get's RILL_ERROR_NO_DEVICE).
  * RILL_CPU_WORKERS=N sets the CPU device's compute units (default: the
  * number of processors the process may run on). */
 rill_status rill_device_count(int *count);
@@ -176,6 +180,19 @@ rill_stream *rill_set_current_stream(rill_stream *stream);
 
 /* RILL_OK when all work submitted so far has completed, else RILL_NOT_READY. */
 rill_status rill_stream_query(rill_stream *stream);
+/* Waits until all work submitted to stream so far has completed. Blocks;
+ * RILL_ERROR_NOT_PERMITTED from a kernel or host function.
+ *
+ * Waiting threads help: rill_stream_synchronize, rill_device_synchronize
+ * and rill_event_synchronize of an event without RILL_EVENT_BLOCKING_SYNC
+ * run the awaited work on the calling thread when no awake worker has taken
+ * it (the device's workers slept while there was nothing to do), up to the
+ * point awaited, in stream order and with the same sticky errors. The
+ * thread then stands for a sleeping compute unit (rill_block_ctx.worker),
+ * and runs kernels and host functions as a worker would: blocking calls
+ * from them return RILL_ERROR_NOT_PERMITTED, and what they change of the
+ * calling thread's rill state (current device and stream, capture mode,
+ * rill_last_error) is the thread's own again once the wait returns. */
 rill_status rill_stream_synchronize(rill_stream *stream);
 /* Work submitted to stream after this call waits until event completes, as
  * recorded at the time of this call (later records of event do not
@@ -268,8 +285,9 @@ rill_status rill_event_open_ipc_handle(const rill_ipc_event_handle *handle, rill
 
 typedef void (*rill_host_fn)(void *user_data);
 
-/* Runs fn(user_data) on a worker in stream order. fn must not block on
- * rill (synchronize calls from it return RILL_ERROR_NOT_PERMITTED). */
+/* Runs fn(user_data) on a worker in stream order, or on a thread that
+ * waits for it (see rill_stream_synchronize). fn must not block on rill
+ * (synchronize calls from it return RILL_ERROR_NOT_PERMITTED). */
 rill_status rill_launch_host_func(rill_stream *stream, rill_host_fn fn, void *user_data);
 /* A host function calls this to fail itself, as a kernel calls
  * rill_kernel_fail: once fn returns, its stream's error is sticky (see
@@ -289,7 +307,10 @@ typedef struct rill_dim3 { uint32_t x, y, z; } rill_dim3;
 typedef struct rill_block_ctx {
     rill_dim3 block_idx;
     rill_dim3 grid_dim;
-    int worker;                 /* which compute unit runs this block */
+    int worker;                 /* which compute unit runs this block: 0 to compute_units - 1,
+                                 * never the same for two blocks that run at once (a unit is
+                                 * a worker thread, or a thread that waits for the work and
+                                 * runs it meanwhile: see rill_stream_synchronize) */
     void *state;                /* private to the library */
 } rill_block_ctx;
 typedef void (*rill_cpu_kernel_fn)(const rill_block_ctx *ctx, const void *args);

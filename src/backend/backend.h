@@ -48,6 +48,26 @@ typedef struct rill__backend_ops {
      * stored (nothing was submitted then), with a sentence that names no
      * public call. */
     rill_status (*submit)(rill__stream *s, const rill__cmd *cmd, uint64_t *seq);
+    /* Runs work of s, up to the command numbered seq, on the calling thread
+     * when no awake worker has taken it. The caller is a host thread about
+     * to wait for seq (not a worker, not inside a kernel or host function),
+     * with no locks held. It runs that work as a worker would, kernels and
+     * host functions included (between rill__thread_enter_worker and
+     * rill__thread_leave_worker), in stream order and with the stream's
+     * sticky errors, and gives the stream back to the device before it
+     * returns. Returns true when it ran some of the work (the caller checks
+     * seq again, and may call again), false when it found nothing it may run
+     * now. May block as long as the work it runs. NULL when the device's
+     * work never runs on host threads. */
+    bool (*host_help)(rill__stream *s, uint64_t seq);
+    /* Makes sure that work of s's device which no worker has taken gets
+     * one: a host thread is about to wait or poll for s's work and does not
+     * run it itself (submit may leave the wake-up of a sleeping worker for
+     * later, when the submitting thread is expected to come back for its
+     * work). Any thread, no locks held; never blocks beyond waking a
+     * thread; cheap when there is nothing to do. NULL when submit always
+     * wakes. */
+    void (*kick)(rill__stream *s);
 
     /* Reserves a segment of device memory for the pool (src/mem/pool.c),
      * bytes of address space that the pool commits piece by piece: the

@@ -71,6 +71,9 @@ typedef struct rill__cmd {
         } set;
         struct {
             struct rill__xparams *params; /* ref: the exec's parameters for this launch */
+            /* drops the reference on params (src/graph owns them): the
+             * core calls it and knows nothing of execs */
+            void (*release)(struct rill__xparams *params);
             /* the exec's previous launch, on another stream, or NULL: the
              * launch runs (or is skipped) only once after_stream completed
              * after_seq, whether that work ran, failed or was skipped, so

@@ -14,13 +14,10 @@
 #include "core/alloc.h"
 #include "core/assert.h"
 #include "core/event.h"
+#include "core/hooks.h"
 #include "core/kernel.h"
 #include "core/status.h"
 #include "core/stream.h"
-#include "graph/graph.h"
-#include "mem/ipc.h"
-#include "mem/pool.h"
-#include "mem/registry.h"
 
 /* The runtime every call finds (NULL before the first call and from the
  * start of rill_shutdown), and the one rill_shutdown is releasing: its own
@@ -53,10 +50,22 @@ typedef struct thread_state {
 
 static _Thread_local thread_state tls;
 
+/* A host thread's own state while it runs work as a worker would
+ * (rill__thread_enter_worker). */
+typedef struct host_state {
+    thread_state tls;
+    rill_capture_mode mode;
+    uint64_t thread_id;
+    int saved_errno;
+    char error[RILL__LAST_ERROR_BYTES];
+} host_state;
+
+static _Thread_local host_state host_saved;
+
 /* fork(): see the section at the end of this file. */
 _Atomic uint32_t rill__fork_count;
 static bool fork_handlers_registered;  /* guarded by the init lock */
-static rill__kernel *inherited_kernels; /* in a child: the parent's live kernels, until built */
+static rill__link *inherited_kernels;  /* in a child: the parent's live kernels, until built */
 static void fork_prepare(void);
 static void fork_parent(void);
 static void fork_child(void);
@@ -158,6 +167,22 @@ static void choose_initial_device(rill__runtime *rt) {
              env, rt->num_devices);
 }
 
+/* How many subsystems the assembly lists. */
+static int subsystem_count(void) {
+    int n = 0;
+    while (rill__subsystems[n] != NULL)
+        n++;
+    return n;
+}
+
+/* Runs a phase of rill_shutdown in every subsystem, the highest layer
+ * first (a layer's state may hold the layers below it). */
+static void shutdown_phase(rill__runtime *rt, rill__shutdown_phase phase) {
+    for (int i = subsystem_count(); i-- > 0;)
+        if (rill__subsystems[i]->shutdown != NULL)
+            rill__subsystems[i]->shutdown(rt, phase);
+}
+
 static rill_status device_create(rill__runtime *rt, const rill__backend_ops *ops) {
     rill__device *dev = rill__calloc(1, sizeof *dev);
     if (dev == NULL)
@@ -170,9 +195,15 @@ static rill_status device_create(rill__runtime *rt, const rill__backend_ops *ops
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "out of memory creating a device");
     }
     rill__mutex_init(&dev->lock);
-    rill_status st = rill__pool_create(dev);
-    if (st != RILL_OK)
-        goto fail_pool;
+    rill_status st = RILL_OK;
+    int inited = 0; /* subsystems whose device_init succeeded */
+    for (; rill__subsystems[inited] != NULL && st == RILL_OK; inited++)
+        if (rill__subsystems[inited]->device_init != NULL)
+            st = rill__subsystems[inited]->device_init(dev);
+    if (st != RILL_OK) {
+        inited--; /* the one that failed has nothing to undo */
+        goto fail_subsystems;
+    }
     st = ops->device_init(dev);
     if (st != RILL_OK)
         goto fail_init;
@@ -185,8 +216,10 @@ static rill_status device_create(rill__runtime *rt, const rill__backend_ops *ops
 fail_stream:
     ops->device_shutdown(dev);
 fail_init:
-    rill__pool_destroy(dev);
-fail_pool:
+fail_subsystems:
+    while (inited-- > 0)
+        if (rill__subsystems[inited]->device_fini != NULL)
+            rill__subsystems[inited]->device_fini(dev);
     rill__mutex_destroy(&dev->lock);
     rill__handle_close(dev->handle);
     rill__free(dev);
@@ -221,7 +254,8 @@ rill_status rill__runtime_get(rill__runtime **out) {
         if (!fork_handlers_registered)
             fork_handlers_registered = rill__fork_handlers(fork_prepare, fork_parent, fork_child);
         rill__barrier_init();
-        rill__registry_init();
+        for (int i = 0; rill__subsystems[i] != NULL; i++)
+            rill__subsystems[i]->start(rt);
         if (device_create(rt, &rill__cpu_backend) != RILL_OK)
             rill__fit(rt->init_error, sizeof rt->init_error, rill_last_error());
         choose_initial_device(rt);
@@ -263,25 +297,20 @@ rill__device *rill__device_of_kind(rill_device_kind kind) {
     return NULL;
 }
 
+/* The stream whose dev_link l is (NULL for NULL): walks dev->streams. */
+static rill__stream *stream_at(rill__link *l) {
+    return l != NULL ? RILL__OWNER(l, rill__stream, dev_link) : NULL;
+}
+
 void rill__device_add_stream(rill__device *dev, rill__stream *s) {
     rill__mutex_lock(&dev->lock);
-    s->dev_prev = NULL;
-    s->dev_next = dev->streams;
-    if (dev->streams != NULL)
-        dev->streams->dev_prev = s;
-    dev->streams = s;
+    rill__list_push(&dev->streams, &s->dev_link);
     rill__mutex_unlock(&dev->lock);
 }
 
 void rill__device_remove_stream(rill__device *dev, rill__stream *s) {
     rill__mutex_lock(&dev->lock);
-    if (s->dev_prev != NULL)
-        s->dev_prev->dev_next = s->dev_next;
-    else
-        dev->streams = s->dev_next;
-    if (s->dev_next != NULL)
-        s->dev_next->dev_prev = s->dev_prev;
-    s->dev_next = s->dev_prev = NULL;
+    rill__list_remove(&dev->streams, &s->dev_link);
     rill__mutex_unlock(&dev->lock);
 }
 
@@ -289,7 +318,7 @@ size_t rill__device_pending(rill__device *dev, rill__mem_dep *deps, size_t cap, 
     size_t n = 0;
     *overflow = 0;
     rill__mutex_lock(&dev->lock);
-    for (rill__stream *s = dev->streams; s != NULL; s = s->dev_next) {
+    for (rill__stream *s = stream_at(dev->streams); s != NULL; s = stream_at(s->dev_link.next)) {
         if (s->kind == RILL__STREAM_PROXY)
             continue; /* it runs no work: its numbers stand for other processes' work */
         /* acquire: pairs with the submit that assigned the number. */
@@ -338,6 +367,33 @@ void rill__thread_set_worker(int is_worker) {
 
 int rill__thread_is_worker(void) {
     return tls.is_worker;
+}
+
+void rill__thread_enter_worker(void) {
+    host_state *h = &host_saved;
+    h->saved_errno = errno;
+    h->tls = tls;
+    memset(&tls, 0, sizeof tls); /* epoch 0: thread_get starts afresh */
+    tls.is_worker = 1;
+    h->mode = RILL_CAPTURE_GLOBAL;
+    rill_thread_exchange_capture_mode(&h->mode); /* a valid mode: cannot fail */
+    h->thread_id = rill__thread_id_exchange(0);
+    rill__error_save(h->error);
+}
+
+void rill__thread_leave_worker(void) {
+    host_state *h = &host_saved;
+    /* Streams that the work made current hold references (the runtime is
+     * the one the thread waits in: it cannot have been shut down). */
+    if (tls.epoch != 0)
+        for (int i = 0; i < RILL__MAX_DEVICES; i++)
+            if (tls.current[i] != NULL)
+                rill__stream_unref(tls.current[i]);
+    tls = h->tls;
+    rill_thread_exchange_capture_mode(&h->mode);
+    rill__thread_id_exchange(h->thread_id);
+    rill__error_restore(h->error);
+    errno = h->saved_errno;
 }
 
 rill_status rill__check_may_block(const char *fn) {
@@ -457,8 +513,8 @@ static rill_status sync_device(rill__device *dev, const char *fn) {
         rill__mem_dep deps[BATCH];
         size_t n = 0;
         rill__mutex_lock(&dev->lock);
-        rill__stream *s = mark != NULL ? mark->dev_next : dev->streams;
-        for (; s != NULL && n < BATCH; s = s->dev_next) {
+        rill__stream *s = stream_at(mark != NULL ? mark->dev_link.next : dev->streams);
+        for (; s != NULL && n < BATCH; s = stream_at(s->dev_link.next)) {
             if (s->kind == RILL__STREAM_PROXY)
                 continue;
             /* acquire: pairs with the submit that assigned the number. */
@@ -520,10 +576,12 @@ static void device_destroy(rill__device *dev) {
         rill__free(t->tag);
         rill__free(t);
     }
-    rill__pool_destroy(dev);
+    for (int i = subsystem_count(); i-- > 0;)
+        if (rill__subsystems[i]->device_fini != NULL)
+            rill__subsystems[i]->device_fini(dev);
     rill__stream *next;
-    for (rill__stream *s = dev->streams; s != NULL; s = next) {
-        next = s->dev_next;
+    for (rill__stream *s = stream_at(dev->streams); s != NULL; s = next) {
+        next = stream_at(s->dev_link.next);
         if (!atomic_exchange(&s->owner_released, 1)) {
             atomic_store(&s->magic, RILL__MAGIC_DEAD);
             rill__stream_unref(s);
@@ -533,7 +591,7 @@ static void device_destroy(rill__device *dev) {
      * that exited, or that never switched back): their pointers die with
      * this runtime's epoch. */
     while (dev->streams != NULL)
-        rill__stream_free(dev->streams);
+        rill__stream_free(stream_at(dev->streams));
     rill__mutex_destroy(&dev->lock);
     dev->magic = RILL__MAGIC_DEAD;
     rill__free(dev);
@@ -560,24 +618,23 @@ rill_status rill_shutdown(void) {
     atomic_store_explicit(&runtime, NULL, memory_order_release);
     tls.in_shutdown = 1;
     run_shutdown_hooks();
-    rill__captures_shutdown(); /* nothing captured runs */
+    shutdown_phase(rt, RILL__SHUTDOWN_BEGIN); /* captures end: nothing captured runs */
     /* Wait for all work, including that of destroyed (zombie) streams,
      * which lives on in waits and events of live streams. */
     for (int i = 0; i < rt->num_devices; i++)
         sync_device(rt->devices[i], "rill_shutdown");
-    rill__graphs_shutdown(rt);
+    shutdown_phase(rt, RILL__SHUTDOWN_DRAINED); /* graphs and execs go */
     for (int i = 0; i < rt->num_devices; i++)
         sync_device(rt->devices[i], "rill_shutdown"); /* graph memory's deferred frees */
     for (int i = 0; i < rt->num_devices; i++)
         rt->devices[i]->ops->device_shutdown(rt->devices[i]);
     rill__ipc_events_shutdown();
-    rill__ipc_mem_shutdown(rt);
+    shutdown_phase(rt, RILL__SHUTDOWN_STOPPED); /* interprocess memory */
     rill__events_shutdown(rt);
     rill__kernels_shutdown(rt); /* destroyed ones release their streams */
     for (int i = 0; i < rt->num_devices; i++)
         device_destroy(rt->devices[i]);
-    rill__mem_host_shutdown();
-    rill__registry_shutdown();
+    shutdown_phase(rt, RILL__SHUTDOWN_DEVICES); /* host memory, the pointer registry */
     rill__mutex_destroy(&rt->lock);
     rill__handle_close_all(0); /* every handle of this runtime is stale */
     tls.in_shutdown = 0;
@@ -691,18 +748,17 @@ static void forget_runtime(rill__runtime *rt) {
     for (int i = 0; i < rt->num_devices; i++) {
         rill__device *dev = rt->devices[i];
         atomic_store(&dev->magic, RILL__MAGIC_DEAD);
-        for (rill__stream *s = dev->streams; s != NULL; s = s->dev_next)
+        for (rill__stream *s = stream_at(dev->streams); s != NULL; s = stream_at(s->dev_link.next))
             atomic_store(&s->magic, RILL__MAGIC_DEAD);
     }
-    for (rill__event *e = rt->events; e != NULL; e = e->rt_next)
-        atomic_store(&e->magic, RILL__MAGIC_DEAD);
-    for (rill__graph *g = rt->graphs; g != NULL; g = g->rt_next)
-        atomic_store(&g->magic, RILL__MAGIC_DEAD);
-    for (rill__graph_exec *x = rt->execs; x != NULL; x = x->rt_next)
-        atomic_store(&x->magic, RILL__MAGIC_DEAD);
+    for (rill__link *l = rt->events; l != NULL; l = l->next)
+        atomic_store(&RILL__OWNER(l, rill__event, rt_link)->magic, RILL__MAGIC_DEAD);
+    for (int i = 0; rill__subsystems[i] != NULL; i++)
+        if (rill__subsystems[i]->fork_child != NULL)
+            rill__subsystems[i]->fork_child(rt);
     /* The graphs that named them are gone with the parent's runtime. */
-    for (rill__kernel *k = rt->kernels; k != NULL; k = k->rt_next)
-        atomic_store(&k->graph_refs, 0);
+    for (rill__link *l = rt->kernels; l != NULL; l = l->next)
+        atomic_store(&RILL__OWNER(l, rill__kernel, rt_link)->graph_refs, 0);
     rill__handle_close_all(RILL__HANDLE_KERNEL);
     inherited_kernels = rt->kernels;
     rt->kernels = NULL;
@@ -724,8 +780,10 @@ static void fork_child(void) {
     /* Locks that other threads of the parent may have held at the fork;
      * what they guard is forgotten, or rebuilt by the next runtime. */
     atomic_store(&hooks_lock.held, 0);
-    rill__captures_forget();
+    if (rt == NULL)
+        for (int i = 0; rill__subsystems[i] != NULL; i++)
+            if (rill__subsystems[i]->fork_child != NULL)
+                rill__subsystems[i]->fork_child(NULL);
     rill__ipc_events_forget();
-    rill__registry_init();
     atomic_store(&init_lock, 0);
 }

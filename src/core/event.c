@@ -21,7 +21,6 @@
 #include "core/alloc.h"
 #include "core/status.h"
 #include "core/stream.h"
-#include "graph/graph.h"
 
 #define VALID_FLAGS (RILL_EVENT_TIMING | RILL_EVENT_BLOCKING_SYNC | RILL_EVENT_INTERPROCESS)
 
@@ -49,10 +48,7 @@ static rill_status event_new(unsigned flags, int is_tagged, const char *fn, rill
     atomic_init(&e->refs, 1);
     atomic_store(&e->magic, RILL__MAGIC_EVENT);
     rill__mutex_lock(&rt->lock);
-    e->rt_next = rt->events;
-    if (rt->events != NULL)
-        rt->events->rt_prev = e;
-    rt->events = e;
+    rill__list_push(&rt->events, &e->rt_link);
     rill__mutex_unlock(&rt->lock);
     *out = e;
     return RILL_OK;
@@ -66,12 +62,7 @@ static void event_free(rill__event *e) {
     rill__runtime *rt;
     rill__runtime_get(&rt);
     rill__mutex_lock(&rt->lock);
-    if (e->rt_prev != NULL)
-        e->rt_prev->rt_next = e->rt_next;
-    else
-        rt->events = e->rt_next;
-    if (e->rt_next != NULL)
-        e->rt_next->rt_prev = e->rt_prev;
+    rill__list_remove(&rt->events, &e->rt_link);
     rill__mutex_unlock(&rt->lock);
     rill__handle_close(e->handle);
     if (e->stream != NULL)
@@ -111,7 +102,7 @@ void rill__events_shutdown(rill__runtime *rt) {
     /* Every stream has drained, so no record command holds a reference:
      * free the events nobody destroyed. */
     while (rt->events != NULL) {
-        rill__event *e = rt->events;
+        rill__event *e = RILL__OWNER(rt->events, rill__event, rt_link);
         atomic_store(&e->magic, RILL__MAGIC_DEAD);
         event_free(e);
     }
@@ -270,6 +261,9 @@ rill_status rill_event_query(rill_event *event_h) {
     else if (atomic_load_explicit(&s->done_seq, memory_order_acquire) < seq &&
              !(remote != 0 && rill__ipc_event_completed_ok(event->ipc, remote)))
         st = RILL_NOT_READY;
+    /* A program that polls needs a worker to run what it polls for. */
+    if (st == RILL_NOT_READY && s->dev->ops->kick != NULL)
+        s->dev->ops->kick(s);
     rill__stream_unref(s);
     return st;
 }

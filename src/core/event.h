@@ -24,7 +24,7 @@ struct rill__event {
     uint64_t cap_id;     /* recorded inside this capture (src/graph), or 0 */
     int ts_valid;
     /* guarded by rt->lock */
-    rill__event *rt_next, *rt_prev;
+    rill__link rt_link; /* on rt->events */
     /* atomic */
     _Atomic int refs; /* creator plus pending record commands */
 };

@@ -9,10 +9,9 @@
 
 #include "core/alloc.h"
 #include "core/event.h"
+#include "core/hooks.h"
 #include "core/status.h"
 #include "core/stream.h"
-#include "graph/graph.h"
-#include "mem/pool.h"
 
 /* Frees a destroyed kernel whose pending work has completed, with no lock
  * held (dropping a stream's last reference takes its device's lock). */
@@ -26,28 +25,28 @@ static void kernel_free(rill__kernel *k) {
     rill__free(k);
 }
 
-/* Frees a chain of kernels linked by rt_next. */
-static void free_chain(rill__kernel *k) {
-    while (k != NULL) {
-        rill__kernel *next = k->rt_next;
-        kernel_free(k);
-        k = next;
+/* Frees a chain of kernels linked by rt_link.next. */
+static void free_chain(rill__link *l) {
+    while (l != NULL) {
+        rill__link *next = l->next;
+        kernel_free(RILL__OWNER(l, rill__kernel, rt_link));
+        l = next;
     }
 }
 
 void rill__kernels_reap(rill__runtime *rt) {
-    rill__kernel *done = NULL;
+    rill__link *done = NULL;
     rill__mutex_lock(&rt->lock);
-    for (rill__kernel **p = &rt->zombie_kernels; *p != NULL;) {
-        rill__kernel *k = *p;
+    for (rill__link **p = &rt->zombie_kernels; *p != NULL;) {
+        rill__kernel *k = RILL__OWNER(*p, rill__kernel, rt_link);
         /* The last graph reference is dropped with a seq_cst decrement,
          * after the node's last use of the kernel. */
         if (atomic_load(&k->graph_refs) == 0 && rill__deps_done(k->pending, k->num_pending)) {
-            *p = k->rt_next;
-            k->rt_next = done;
-            done = k;
+            *p = k->rt_link.next;
+            k->rt_link.next = done;
+            done = &k->rt_link;
         } else {
-            p = &k->rt_next;
+            p = &k->rt_link.next;
         }
     }
     rill__mutex_unlock(&rt->lock);
@@ -56,7 +55,7 @@ void rill__kernels_reap(rill__runtime *rt) {
 
 void rill__kernels_shutdown(rill__runtime *rt) {
     rill__mutex_lock(&rt->lock);
-    rill__kernel *live = rt->kernels, *zombies = rt->zombie_kernels;
+    rill__link *live = rt->kernels, *zombies = rt->zombie_kernels;
     rt->kernels = rt->zombie_kernels = NULL;
     rill__mutex_unlock(&rt->lock);
     free_chain(live);
@@ -117,7 +116,7 @@ void rill__cmd_release(rill__cmd *cmd) {
     case RILL__CMD_GRAPH:
         if (cmd->u.graph.after_stream != NULL)
             rill__stream_unref(cmd->u.graph.after_stream);
-        rill__xparams_unref(cmd->u.graph.params);
+        cmd->u.graph.release(cmd->u.graph.params);
         break;
     default:
         break;
@@ -180,11 +179,7 @@ rill_status rill_kernel_create(const rill_kernel_desc *desc, rill_kernel **out) 
     atomic_store(&k->magic, RILL__MAGIC_KERNEL);
     rill__kernels_reap(rt);
     rill__mutex_lock(&rt->lock);
-    k->rt_prev = NULL;
-    k->rt_next = rt->kernels;
-    if (rt->kernels != NULL)
-        rt->kernels->rt_prev = k;
-    rt->kernels = k;
+    rill__list_push(&rt->kernels, &k->rt_link);
     rill__mutex_unlock(&rt->lock);
     *out = k->handle;
     return RILL_OK;
@@ -224,15 +219,9 @@ rill_status rill_kernel_destroy(rill_kernel *kernel_h) {
     /* One critical section moves the kernel to the zombies and gives it its
      * pending work: a reap on another thread sees both or neither. */
     rill__mutex_lock(&rt->lock);
-    if (kernel->rt_prev != NULL)
-        kernel->rt_prev->rt_next = kernel->rt_next;
-    else
-        rt->kernels = kernel->rt_next;
-    if (kernel->rt_next != NULL)
-        kernel->rt_next->rt_prev = kernel->rt_prev;
-    kernel->rt_prev = NULL;
-    kernel->rt_next = rt->zombie_kernels;
-    rt->zombie_kernels = kernel;
+    rill__list_remove(&rt->kernels, &kernel->rt_link);
+    kernel->rt_link.next = rt->zombie_kernels;
+    rt->zombie_kernels = &kernel->rt_link;
     kernel->pending = deps;
     kernel->num_pending = n;
     rill__mutex_unlock(&rt->lock);
@@ -358,7 +347,7 @@ rill_status rill_launch_kernel(rill_stream *stream_h, rill_kernel *kernel_h,
     /* Declared accesses are uses of memory: the pool keeps a block that
      * another stream uses from being handed out before that use is done. */
     for (size_t i = 0; st == RILL_OK && i < launch->num_accesses; i++)
-        rill__pool_note_use(stream, seq, launch->accesses[i].ptr, launch->accesses[i].bytes);
+        rill__mem_note_use(stream, seq, launch->accesses[i].ptr, launch->accesses[i].bytes);
     return st;
 }
 

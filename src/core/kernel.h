@@ -17,12 +17,12 @@ struct rill__kernel {
     char *cuda_ptx;   /* owned, or NULL */
     char *cuda_entry; /* owned, or NULL */
     /* guarded by rt->lock: a live kernel is on rt->kernels (both links); a
-     * destroyed one is on rt->zombie_kernels (rt_next only) together with
+     * destroyed one is on rt->zombie_kernels (rt_link.next only) together with
      * the work that may still launch it, and is freed once every pair of
      * pending has completed and graph_refs is 0. Destroy moves the kernel
      * and sets pending in one critical section, so no reap ever sees a
      * destroyed kernel without its pending work. */
-    rill__kernel *rt_next, *rt_prev;
+    rill__link rt_link;
     rill__mem_dep *pending; /* owned, refs on the streams */
     size_t num_pending;
     /* atomic: graph and exec nodes that name it */

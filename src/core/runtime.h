@@ -6,9 +6,9 @@
 #define RILL_CORE_RUNTIME_H
 
 #include "backend/backend.h"
-#include "mem/memory.h"
 #include "platform/thread.h"
 #include "rill.h"
+#include "util/list.h"
 
 #define RILL__MAX_DEVICES 16
 
@@ -20,6 +20,13 @@
 #define RILL__MAGIC_EVENT  0x52455654u /* "REVT" */
 #define RILL__MAGIC_KERNEL 0x524b524eu /* "RKRN" */
 #define RILL__MAGIC_DEAD   0xdeadbeefu
+
+/* The work of stream up to seq: the unit in which the library says "after
+ * this work". */
+typedef struct rill__mem_dep {
+    rill__stream *stream; /* ref */
+    uint64_t seq;
+} rill__mem_dep;
 
 /* Runs fn at the start of every rill_shutdown, once registered (modules
  * above the core, such as the built-in ops, release their state so). */
@@ -41,10 +48,10 @@ struct rill__device {
     rill__stream *default_stream; /* owned */
     /* guarded by lock */
     rill__mutex lock;
-    rill__stream *streams; /* live streams (not destroyed), default and tagged included */
+    rill__link *streams; /* by dev_link: the streams not yet freed, default and tagged ones too */
     rill__tagged_stream *tagged;
-    /* memory state: guarded by its own lock (src/mem) */
-    rill__mem_device mem;
+    /* owned by the memory layer (src/mem/pool.c), guarded by its lock */
+    struct rill__pool *pool;
 };
 
 typedef struct rill__tagged_event {
@@ -62,11 +69,12 @@ typedef struct rill__runtime {
     uint64_t epoch;                          /* distinguishes successive inits */
     /* guarded by lock */
     rill__mutex lock;
-    rill__event *events;          /* every live event, for rill_shutdown */
-    rill__kernel *kernels;        /* live kernels (src/core/kernel.h) */
-    rill__kernel *zombie_kernels; /* destroyed kernels not yet freed */
-    rill__graph *graphs;          /* every graph not destroyed */
-    rill__graph_exec *execs;      /* every exec not yet freed */
+    /* lists by rt_link (util/list.h) */
+    rill__link *events;         /* every live event, for rill_shutdown */
+    rill__link *kernels;        /* live kernels (src/core/kernel.h) */
+    rill__link *zombie_kernels; /* destroyed kernels not yet freed (rt_link.next only) */
+    rill__link *graphs;         /* every graph not destroyed */
+    rill__link *execs;          /* every exec not yet freed */
     rill__tagged_event *tagged_events;
 } rill__runtime;
 
@@ -110,5 +118,14 @@ void rill__thread_set_worker(int is_worker);
 int rill__thread_is_worker(void);
 /* RILL_ERROR_NOT_PERMITTED with a sentence when called on a worker. */
 rill_status rill__check_may_block(const char *fn);
+/* A host thread that runs device work while it waits for it (a backend's
+ * host_help) does so as a worker would: enter sets the thread's own state
+ * aside (current device and streams, capture mode, thread number, last
+ * error sentence, errno) and gives it a worker's (no current stream,
+ * RILL_CAPTURE_GLOBAL, a fresh thread number, blocking calls
+ * RILL_ERROR_NOT_PERMITTED); leave drops what the work set and puts the
+ * thread's own state back. Not nested. */
+void rill__thread_enter_worker(void);
+void rill__thread_leave_worker(void);
 
 #endif

@@ -125,6 +125,15 @@ void rill__clear_error(void) {
     last_error[0] = '\0';
 }
 
+void rill__error_save(char *saved) {
+    memcpy(saved, last_error, strlen(last_error) + 1);
+    last_error[0] = '\0';
+}
+
+void rill__error_restore(const char *saved) {
+    memcpy(last_error, saved, strlen(saved) + 1);
+}
+
 _Noreturn void rill__assert_fail(const char *cond, const char *file, int line) {
     fprintf(stderr, "rill: internal error: %s:%d: assertion '%s' failed\n", file, line, cond);
     abort();

@@ -37,5 +37,11 @@ size_t rill__fit(char *dst, size_t size, const char *src);
 /* Clears the calling thread's sentence (a public call that succeeds leaves
  * the previous sentence in place, as errno does; tests use this). */
 void rill__clear_error(void);
+/* Moves the calling thread's sentence into saved (RILL__LAST_ERROR_BYTES
+ * bytes), leaving it empty; rill__error_restore puts saved back. For a host
+ * thread that runs work as a worker would, whose calls must not leave
+ * their sentences to the thread's own caller. */
+void rill__error_save(char *saved);
+void rill__error_restore(const char *saved);
 
 #endif

@@ -4,11 +4,14 @@
  * public stream calls. The backend runs commands; everything a stream
  * means is decided here.
  *
- * A host wait (default events and streams) spins briefly, then sleeps on
- * wake_gen; blocking-sync events sleep at once. Sleeping host threads and parked
- * streams publish the least sequence number they await (host_wake_at,
- * waiter_min), so a completion that nobody awaits costs two loads and a
- * compare, and never a system call or a lock. */
+ * A host wait (default events and streams) first runs the awaited work
+ * itself when the backend lets it (host_help), then spins briefly, then
+ * sleeps; blocking-sync events sleep at once. A sleeping host thread is a
+ * waiter like a parked stream, with a futex word of its own that the
+ * completing thread sets and wakes. Waiters publish the least sequence
+ * number they await (waiter_min), so a completion that nobody awaits costs
+ * an atomic exchange, a load and a compare, and never a system call or a
+ * lock. */
 #include "core/stream.h"
 
 #include <stdio.h>
@@ -18,7 +21,6 @@
 #include "core/event.h"
 #include "core/kernel.h"
 #include "core/status.h"
-#include "graph/graph.h"
 
 /* How long a default (non-blocking) host wait spins before it sleeps:
  * work that completes within this window wakes the host in well under a
@@ -62,7 +64,6 @@ rill_status rill__stream_new(rill__device *dev, int priority, rill__stream_kind 
     rill__mutex_init(&s->wait_lock);
     atomic_init(&s->refs, 1);
     atomic_init(&s->waiter_min, UINT64_MAX);
-    atomic_init(&s->host_wake_at, UINT64_MAX);
     s->windows = &s->first_window;
     s->cap_windows = 1;
     rill_status st = dev->ops->stream_init(s);
@@ -149,16 +150,16 @@ static uint64_t waiter_min_locked(rill__stream *s) {
 }
 
 void rill__stream_complete(rill__stream *s, uint64_t seq) {
-    /* release: pairs with the acquire loads of done_seq in waits and
-     * queries, publishing the completed command's writes. */
-    atomic_store_explicit(&s->done_seq, seq, memory_order_release);
-    /* A Dekker pair with rill__stream_add_waiter and rill__stream_host_wait,
-     * which publish waiter_min / host_wake_at and run a heavy barrier before
-     * they load done_seq: either they see this store or we see them.
-     * Completions are hot and waiters rare, hence the light barrier here. */
-    rill__barrier_light();
-    /* relaxed: ordered by the barrier above. */
-    if (seq >= atomic_load_explicit(&s->waiter_min, memory_order_relaxed)) {
+    /* seq_cst store and load: a Dekker pair with rill__stream_add_waiter,
+     * which stores waiter_min and then loads done_seq, both seq_cst: either
+     * it sees this completion or we see its waiter. The store also
+     * publishes the completed command's writes to the acquire loads of
+     * done_seq in waits and queries. Both sides pay one locked instruction
+     * (an exchange here); the waiter's side used to pay a membarrier
+     * system call instead, tens of microseconds on some virtual machines
+     * (docs/design.md, "Idle and busy"). */
+    atomic_store(&s->done_seq, seq);
+    if (seq >= atomic_load(&s->waiter_min)) {
         rill__waiter *ready = NULL;
         rill__mutex_lock(&s->wait_lock);
         for (rill__waiter **p = &s->waiters; *p != NULL;) {
@@ -176,16 +177,8 @@ void rill__stream_complete(rill__stream *s, uint64_t seq) {
         while (ready != NULL) {
             rill__waiter *w = ready;
             ready = w->next;
-            w->fn(w);
+            w->fn(w); /* w may be gone once fn returns (or sooner: see wake_host) */
         }
-    }
-    if (seq >= atomic_load_explicit(&s->host_wake_at, memory_order_relaxed)) {
-        /* Wake every sleeper; those still short of their point register
-         * again. */
-        atomic_store_explicit(&s->host_wake_at, UINT64_MAX, memory_order_relaxed);
-        atomic_fetch_add_explicit(&s->wake_gen, 1, memory_order_release);
-        rill__futex_wake(&s->wake_gen, INT32_MAX);
-        woke_host = true;
     }
 }
 
@@ -193,10 +186,12 @@ bool rill__stream_add_waiter(rill__stream *s, rill__waiter *w) {
     rill__mutex_lock(&s->wait_lock);
     w->next = s->waiters;
     s->waiters = w;
-    if (w->seq < atomic_load_explicit(&s->waiter_min, memory_order_relaxed))
-        atomic_store_explicit(&s->waiter_min, w->seq, memory_order_seq_cst);
-    rill__barrier_heavy(); /* pairs with the light barrier in rill__stream_complete */
-    if (atomic_load_explicit(&s->done_seq, memory_order_acquire) >= w->seq) {
+    /* The other half of the Dekker pair in rill__stream_complete: a seq_cst
+     * store of waiter_min (even when it does not go down, so that the pair
+     * never rests on an older store), then a seq_cst load of done_seq. */
+    uint64_t min = atomic_load_explicit(&s->waiter_min, memory_order_relaxed);
+    atomic_store(&s->waiter_min, w->seq < min ? w->seq : min);
+    if (atomic_load(&s->done_seq) >= w->seq) {
         s->waiters = w->next; /* still first: the lock was held throughout */
         atomic_store_explicit(&s->waiter_min, waiter_min_locked(s), memory_order_relaxed);
         rill__mutex_unlock(&s->wait_lock);
@@ -338,37 +333,75 @@ static int reached(rill__stream *s, uint64_t seq) {
     return atomic_load_explicit(&s->done_seq, memory_order_acquire) >= seq;
 }
 
+/* A host thread asleep in rill__stream_host_wait: a waiter of the stream
+ * with a futex word of its own, so that the thread that completes the
+ * awaited number wakes exactly this thread, with one futex wake. */
+typedef struct host_waiter {
+    rill__waiter w; /* first: wake_host casts back */
+    _Atomic uint32_t woken;
+} host_waiter;
+
+static void wake_host(rill__waiter *w) {
+    _Atomic uint32_t *word = &((host_waiter *)w)->woken;
+    /* release: pairs with the acquire load in sleep_until. From this store
+     * on the sleeper may return and its stack frame go: only the word's
+     * address is used after it, for the wake, and a wake that reaches a
+     * later user of that address is a spurious one, which every futex
+     * waiter allows. */
+    atomic_store_explicit(word, 1, memory_order_release);
+    rill__futex_wake(word, 1);
+    woke_host = true;
+}
+
+/* Sleeps until s completes seq: one futex wait, woken by the completer. */
+static void sleep_until(rill__stream *s, uint64_t seq) {
+    host_waiter h = {.w = {.seq = seq, .fn = wake_host}};
+    atomic_init(&h.woken, 0);
+    if (!rill__stream_add_waiter(s, &h.w))
+        return;
+    while (!atomic_load_explicit(&h.woken, memory_order_acquire))
+        rill__futex_wait(&h.woken, 0);
+}
+
+/* Runs what the backend lets this thread run of s's work up to seq; true
+ * when seq is then reached. */
+static bool help(rill__stream *s, uint64_t seq) {
+    while (s->dev->ops->host_help(s, seq))
+        if (reached(s, seq))
+            return true;
+    return false;
+}
+
 void rill__stream_host_wait(rill__stream *s, uint64_t seq, int blocking) {
     if (reached(s, seq))
         return;
+    /* A host thread that waits for work that no worker has taken runs it
+     * itself: that costs what running it costs, where waking a sleeping
+     * worker costs what the system charges for a wake-up. Workers (and
+     * host threads running work as workers) never do. */
+    bool helps = !blocking && s->dev->ops->host_help != NULL && !rill__thread_is_worker();
+    if (helps && help(s, seq))
+        return;
+    /* What this thread does not run needs a worker. */
+    if (s->dev->ops->kick != NULL)
+        s->dev->ops->kick(s);
     if (!blocking) {
         uint64_t until = rill__now_ns() + SPIN_NS;
         for (unsigned spins = 1;; spins++) {
             if (reached(s, seq))
                 return;
             rill__cpu_relax();
-            if ((spins & 63u) == 0 && rill__now_ns() > until)
+            if ((spins & 63u) != 0)
+                continue;
+            /* The stream may have become ready meanwhile (its wait was
+             * met), or a kernel of it may have blocks to hand out. */
+            if (helps && help(s, seq))
+                return;
+            if (rill__now_ns() > until)
                 break;
         }
     }
-    for (;;) {
-        uint32_t gen = atomic_load_explicit(&s->wake_gen, memory_order_acquire);
-        uint64_t cur = atomic_load_explicit(&s->host_wake_at, memory_order_relaxed);
-        while (seq < cur && !atomic_compare_exchange_weak(&s->host_wake_at, &cur, seq)) {
-        }
-        rill__barrier_heavy(); /* pairs with the light barrier in rill__stream_complete */
-        if (reached(s, seq))
-            return;
-        /* Woken when some sleeper's point was reached: check ours before
-         * paying for another registration. */
-        do {
-            rill__futex_wait(&s->wake_gen, gen);
-            gen = atomic_load_explicit(&s->wake_gen, memory_order_acquire);
-        } while (!reached(s, seq) &&
-                 atomic_load_explicit(&s->host_wake_at, memory_order_relaxed) <= seq);
-        if (reached(s, seq))
-            return;
-    }
+    sleep_until(s, seq);
 }
 
 rill_status rill__stream_wait_status(rill__stream *s, uint64_t seq, int blocking, const char *fn) {
@@ -556,7 +589,12 @@ rill_status rill_stream_query(rill_stream *stream_h) {
     uint64_t seq = atomic_load_explicit(&stream->sub_seq, memory_order_acquire);
     if (rill__stream_failed_at(stream, seq, msg, sizeof msg))
         return rill__fail(RILL_ERROR_KERNEL_FAILED, "rill_stream_query: %s", msg);
-    return reached(stream, seq) ? RILL_OK : RILL_NOT_READY;
+    if (reached(stream, seq))
+        return RILL_OK;
+    /* A program that polls needs a worker to run what it polls for. */
+    if (stream->dev->ops->kick != NULL)
+        stream->dev->ops->kick(stream);
+    return RILL_NOT_READY;
 }
 
 rill_status rill_stream_synchronize(rill_stream *stream_h) {

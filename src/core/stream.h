@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
+#include "core/hooks.h"
 #include "core/runtime.h"
 #include "core/status.h"
 
@@ -66,7 +67,7 @@ struct rill__stream {
     size_t num_windows, cap_windows;
     rill__fail_window first_window;
     /* guarded by dev->lock; a stream stays listed until it is freed */
-    rill__stream *dev_next, *dev_prev;
+    rill__link dev_link; /* on dev->streams */
     /* guarded by wait_lock */
     rill__mutex wait_lock;
     rill__waiter *waiters;
@@ -88,8 +89,6 @@ struct rill__stream {
     alignas(64) _Atomic int owner_released; /* destroyed by its owner (a zombie if work remains) */
     _Atomic int has_failed;                 /* num_windows != 0, for a lock-free fast path */
     _Atomic uint64_t waiter_min;            /* least seq in waiters; UINT64_MAX: none */
-    _Atomic uint64_t host_wake_at;          /* least seq a sleeping host thread awaits */
-    _Atomic uint32_t wake_gen;              /* futex word for host waiters */
     alignas(64) _Atomic uint64_t sub_seq;   /* written by the backend's submit */
     /* the last command submitted with RILL__CMD_OPAQUE (0: none; UINT64_MAX
      * for streams that complete by events outside the process): written by
@@ -124,7 +123,8 @@ void rill__stream_free(rill__stream *s);
 /* Copies the stream's name ("stream 0x..." when unnamed) into buf. */
 void rill__stream_name(rill__stream *s, char *buf, size_t size);
 
-/* Marks seq as completed (in order) and wakes waiters. Backend only. */
+/* Marks seq as completed (in order) and wakes waiters: parked streams and
+ * sleeping host threads alike. Backend only. */
 void rill__stream_complete(rill__stream *s, uint64_t seq);
 /* True, once, after the calling thread woke a sleeping host thread in
  * rill__stream_complete: a worker then leaves its processor to the woken
@@ -150,7 +150,10 @@ bool rill__stream_failed_at(rill__stream *s, uint64_t seq, char *msg, size_t siz
 bool rill__stream_add_waiter(rill__stream *s, rill__waiter *w);
 
 /* Blocks the calling thread until s completes seq. blocking != 0 sleeps at
- * once; otherwise spins briefly, yields, then sleeps. */
+ * once; otherwise the thread first runs the work itself where the backend
+ * lets it (a host thread, and no worker has taken it), then spins briefly,
+ * then sleeps. A sleeping thread is a waiter of s, which the thread that
+ * completes seq wakes. */
 void rill__stream_host_wait(rill__stream *s, uint64_t seq, int blocking);
 /* Waits for seq and turns a failure into RILL_ERROR_KERNEL_FAILED. */
 rill_status rill__stream_wait_status(rill__stream *s, uint64_t seq, int blocking, const char *fn);
@@ -183,6 +186,12 @@ static inline bool rill__stream_opaque_pending(rill__stream *s) {
      * opaque command's store (see opaque_seq); done_seq after it. */
     uint64_t opaque = atomic_load_explicit(&s->opaque_seq, memory_order_acquire);
     return opaque > atomic_load_explicit(&s->done_seq, memory_order_acquire);
+}
+
+/* True when s belongs to an active capture; one relaxed load otherwise. */
+static inline bool rill__stream_capturing(rill__stream *s) {
+    return atomic_load_explicit(&rill__captures_active, memory_order_relaxed) != 0 &&
+           atomic_load_explicit(&s->capture, memory_order_acquire) != NULL;
 }
 
 /* Submits a command, the one path every command takes into a backend. On

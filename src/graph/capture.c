@@ -33,13 +33,11 @@
 #include "mem/pool.h"
 #include "util/ptrmap.h"
 
-_Atomic int rill__captures_active;
-
 /* A spin lock: it needs no initialisation, and it is held only for short
  * bookkeeping (never across a wait). */
 rill__spinlock rill__caps_lock;
-rill__capture *rill__caps;
-rill__gpool *rill__gpools;
+rill__link *rill__caps;
+rill__link *rill__gpools;
 _Atomic int rill__gpools_live;
 static uint64_t next_capture_id = 1;
 
@@ -87,7 +85,7 @@ static cap_record *find_record(rill__capture *c, rill__event *e) {
 }
 
 rill__capture *rill__cap_find(uint64_t id) {
-    for (rill__capture *c = rill__caps; c != NULL; c = c->next)
+    for (rill__capture *c = rill__cap_at(rill__caps); c != NULL; c = rill__cap_at(c->link.next))
         if (c->id == id)
             return c;
     return NULL;
@@ -184,12 +182,7 @@ rill_status rill__cap_fail_invalidated(rill__capture *c, const char *fn) {
 /* ------------------------------------------------------------ capture */
 
 static void detach(rill__capture *c) {
-    if (c->prev != NULL)
-        c->prev->next = c->next;
-    else
-        rill__caps = c->next;
-    if (c->next != NULL)
-        c->next->prev = c->prev;
+    rill__list_remove(&rill__caps, &c->link);
     for (size_t i = 0; i < c->num_streams; i++) {
         atomic_store_explicit(&c->streams[i].s->capture, NULL, memory_order_release);
         rill__stream_unref(c->streams[i].s);
@@ -225,7 +218,7 @@ static rill__graph *discard_unlock(rill__capture *c) {
 void rill__captures_shutdown(void) {
     for (;;) {
         rill__spinlock_lock(&rill__caps_lock);
-        rill__graph *g = rill__caps != NULL ? discard(rill__caps) : NULL;
+        rill__graph *g = rill__caps != NULL ? discard(rill__cap_at(rill__caps)) : NULL;
         rill__spinlock_unlock(&rill__caps_lock);
         if (g == NULL)
             return;
@@ -252,7 +245,7 @@ rill__capture *rill__cap_lock_of(rill__stream *s) {
     return c;
 }
 
-void rill__capture_stream_destroyed(rill__stream *s) {
+void rill__cap_stream_destroyed(rill__stream *s) {
     /* No fast path on rill__captures_active: only the lock orders this
      * against a rill_stream_begin_capture racing on the same stream (see
      * the owner_released check there). */
@@ -296,7 +289,7 @@ static const char *cmd_what(const rill__cmd *cmd) {
     }
 }
 
-rill_status rill__capture_submit(rill__stream *s, const rill__cmd *cmd, uint64_t *seq) {
+rill_status rill__cap_submit(rill__stream *s, const rill__cmd *cmd, uint64_t *seq) {
     *seq = 0;
     rill__capture *c = rill__cap_lock_of(s);
     if (c == NULL)
@@ -373,7 +366,7 @@ out:
     return st;
 }
 
-rill_status rill__capture_event_record(rill__event *e, rill__stream *s, bool *handled) {
+rill_status rill__cap_event_record(rill__event *e, rill__stream *s, bool *handled) {
     *handled = false;
     if (!rill__stream_capturing(s))
         return RILL_OK;
@@ -467,7 +460,7 @@ static rill_status join(rill__capture *c, rill__capture *sc, rill__stream *s, co
     return RILL_OK;
 }
 
-rill_status rill__capture_wait_event(rill__stream *s, rill__event *e, bool *handled) {
+rill_status rill__cap_wait_event(rill__stream *s, rill__event *e, bool *handled) {
     *handled = false;
     if (atomic_load_explicit(&rill__captures_active, memory_order_relaxed) == 0)
         return RILL_OK;
@@ -505,7 +498,7 @@ rill_status rill__capture_wait_event(rill__stream *s, rill__event *e, bool *hand
     return st;
 }
 
-rill_status rill__capture_wait_stream(rill__stream *s, rill__stream *other, bool *handled) {
+rill_status rill__cap_wait_stream(rill__stream *s, rill__stream *other, bool *handled) {
     *handled = false;
     if (atomic_load_explicit(&rill__captures_active, memory_order_relaxed) == 0)
         return RILL_OK;
@@ -604,10 +597,7 @@ rill_status rill_stream_begin_capture(rill_stream *stream_h, rill_capture_mode m
         rill__graph_destroy(g);
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory", fn);
     }
-    c->next = rill__caps;
-    if (rill__caps != NULL)
-        rill__caps->prev = c;
-    rill__caps = c;
+    rill__list_push(&rill__caps, &c->link);
     rill__spinlock_unlock(&rill__caps_lock);
     return RILL_OK;
 }
@@ -754,3 +744,18 @@ rill_status rill_stream_get_capture_status(rill_stream *stream_h, rill_capture_s
     rill__spinlock_unlock(&rill__caps_lock);
     return RILL_OK;
 }
+
+const rill__capture_hooks rill__capture_table = {
+    .submit = rill__cap_submit,
+    .event_record = rill__cap_event_record,
+    .wait_event = rill__cap_wait_event,
+    .wait_stream = rill__cap_wait_stream,
+    .check_stream_sync = rill__cap_check_stream_sync,
+    .check_event_sync = rill__cap_check_event_sync,
+    .check_device_sync = rill__cap_check_device_sync,
+    .check_unsafe = rill__cap_check_unsafe,
+    .check_free = rill__cap_check_free,
+    .malloc = rill__cap_malloc,
+    .free = rill__cap_free,
+    .stream_destroyed = rill__cap_stream_destroyed,
+};

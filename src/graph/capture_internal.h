@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "graph/graph.h"
+#include "util/list.h"
 #include "util/ptrmap.h"
 
 /* A tail may hold a node more than once: merging appends, and the tail is
@@ -38,7 +39,7 @@ typedef struct cap_use {
 
 struct rill__capture {
     uint64_t id;
-    rill__capture *next, *prev;
+    rill__link link; /* on rill__caps */
     rill_capture_mode mode;
     uint64_t thread; /* rill__thread_id() of the beginning thread */
     rill__stream *origin;
@@ -69,16 +70,24 @@ struct rill__gpool {
     _Atomic uint64_t ready_seq; /* launches wait for stream to reach it */
     gblock *blocks;             /* guarded by rill__caps_lock */
     size_t num_blocks, cap_blocks;
-    rill__gpool *next, *prev; /* live pools, guarded by rill__caps_lock */
+    rill__link link; /* on rill__gpools, guarded by rill__caps_lock */
 };
 
 /* The lock of every capture and graph memory pool, the active captures
  * and the live pools (rill__gpools_live counts them, read without the
  * lock as a hint). */
 extern rill__spinlock rill__caps_lock;
-extern rill__capture *rill__caps;
-extern rill__gpool *rill__gpools;
+extern rill__link *rill__caps;   /* captures, by link */
+extern rill__link *rill__gpools; /* graph memory pools, by link */
 extern _Atomic int rill__gpools_live;
+
+/* The capture or pool of a list's link l (NULL for NULL). */
+static inline rill__capture *rill__cap_at(rill__link *l) {
+    return l != NULL ? RILL__OWNER(l, rill__capture, link) : NULL;
+}
+static inline rill__gpool *rill__gpool_at(rill__link *l) {
+    return l != NULL ? RILL__OWNER(l, rill__gpool, link) : NULL;
+}
 
 /* Grows *arr to hold need elements of elem bytes (doubling); false when
  * out of memory, *arr unchanged. */
@@ -100,5 +109,19 @@ rill_status rill__cap_fail_invalidated(rill__capture *c, const char *fn);
 rill__capture *rill__cap_lock_of(rill__stream *s);
 /* The block of graph memory pool p that starts at ptr, or NULL. */
 gblock *rill__gpool_find(rill__gpool *p, const void *ptr);
+
+/* The capture hooks (core/hooks.h says what each does). */
+rill_status rill__cap_submit(rill__stream *s, const rill__cmd *cmd, uint64_t *seq);
+rill_status rill__cap_event_record(rill__event *e, rill__stream *s, bool *handled);
+rill_status rill__cap_wait_event(rill__stream *s, rill__event *e, bool *handled);
+rill_status rill__cap_wait_stream(rill__stream *s, rill__stream *other, bool *handled);
+rill_status rill__cap_check_stream_sync(rill__stream *s, const char *fn);
+rill_status rill__cap_check_event_sync(rill__event *e, const char *fn);
+rill_status rill__cap_check_device_sync(rill__device *dev, const char *fn);
+rill_status rill__cap_check_unsafe(const char *fn);
+rill_status rill__cap_check_free(void *ptr, const char *fn);
+rill_status rill__cap_malloc(rill__stream *s, size_t bytes, void **out);
+rill_status rill__cap_free(rill__stream *s, void *ptr, bool *handled);
+void rill__cap_stream_destroyed(rill__stream *s);
 
 #endif

@@ -24,7 +24,7 @@ static bool forbids(const rill__capture *c) {
            c->thread == rill__thread_id();
 }
 
-rill_status rill__capture_check_stream_sync(rill__stream *s, const char *fn) {
+rill_status rill__cap_check_stream_sync(rill__stream *s, const char *fn) {
     if (!rill__stream_capturing(s))
         return RILL_OK;
     rill__capture *c = rill__cap_lock_of(s);
@@ -40,7 +40,7 @@ rill_status rill__capture_check_stream_sync(rill__stream *s, const char *fn) {
     return st;
 }
 
-rill_status rill__capture_check_event_sync(rill__event *e, const char *fn) {
+rill_status rill__cap_check_event_sync(rill__event *e, const char *fn) {
     if (atomic_load_explicit(&rill__captures_active, memory_order_relaxed) == 0)
         return RILL_OK;
     rill__mutex_lock(&e->lock);
@@ -62,13 +62,13 @@ rill_status rill__capture_check_event_sync(rill__event *e, const char *fn) {
     return st;
 }
 
-rill_status rill__capture_check_device_sync(rill__device *dev, const char *fn) {
+rill_status rill__cap_check_device_sync(rill__device *dev, const char *fn) {
     if (atomic_load_explicit(&rill__captures_active, memory_order_relaxed) == 0)
         return RILL_OK;
     rill__spinlock_lock(&rill__caps_lock);
     int n = 0;
     char name[80] = "";
-    for (rill__capture *c = rill__caps; c != NULL; c = c->next) {
+    for (rill__capture *c = rill__cap_at(rill__caps); c != NULL; c = rill__cap_at(c->link.next)) {
         if (c->origin->dev != dev)
             continue;
         if (n++ == 0)
@@ -88,7 +88,7 @@ rill_status rill__capture_check_device_sync(rill__device *dev, const char *fn) {
  * unsafe call (all, or those using [lo, hi)); returns how many. */
 static int forbid(const char *fn, uintptr_t lo, uintptr_t hi, char *name, size_t size) {
     int n = 0;
-    for (rill__capture *c = rill__caps; c != NULL; c = c->next) {
+    for (rill__capture *c = rill__cap_at(rill__caps); c != NULL; c = rill__cap_at(c->link.next)) {
         if (!forbids(c))
             continue;
         if (hi != 0) {
@@ -105,7 +105,7 @@ static int forbid(const char *fn, uintptr_t lo, uintptr_t hi, char *name, size_t
     return n;
 }
 
-rill_status rill__capture_check_unsafe(const char *fn) {
+rill_status rill__cap_check_unsafe(const char *fn) {
     if (atomic_load_explicit(&rill__captures_active, memory_order_relaxed) == 0)
         return RILL_OK;
     char name[80] = "";
@@ -122,12 +122,13 @@ rill_status rill__capture_check_unsafe(const char *fn) {
                       fn, name);
 }
 
-rill_status rill__capture_check_free(void *ptr, const char *fn) {
+rill_status rill__cap_check_free(void *ptr, const char *fn) {
     if (atomic_load_explicit(&rill__captures_active, memory_order_relaxed) == 0 &&
         atomic_load_explicit(&rill__gpools_live, memory_order_relaxed) == 0)
         return RILL_OK;
     rill__spinlock_lock(&rill__caps_lock);
-    for (rill__gpool *p = rill__gpools; p != NULL; p = p->next) {
+    for (rill__gpool *p = rill__gpool_at(rill__gpools); p != NULL;
+         p = rill__gpool_at(p->link.next)) {
         if (rill__gpool_find(p, ptr) != NULL) {
             rill__spinlock_unlock(&rill__caps_lock);
             return rill__fail(RILL_ERROR_INVALID_ARGUMENT,

@@ -38,12 +38,7 @@ static void exec_free(rill__graph_exec *x) {
     rill__runtime_get(&rt);
     rill__handle_close(x->handle);
     rill__mutex_lock(&rt->lock);
-    if (x->rt_prev != NULL)
-        x->rt_prev->rt_next = x->rt_next;
-    else
-        rt->execs = x->rt_next;
-    if (x->rt_next != NULL)
-        x->rt_next->rt_prev = x->rt_prev;
+    rill__list_remove(&rt->execs, &x->rt_link);
     rill__mutex_unlock(&rt->lock);
     if (x->pool != NULL)
         rill__gpool_unref(x->pool, x->last_stream, x->last_seq);
@@ -87,7 +82,7 @@ void rill__execs_shutdown(rill__runtime *rt) {
     /* Every stream has drained: no launch holds an exec or a parameter
      * set, and each exec left has only its current set. */
     while (rt->execs != NULL) {
-        rill__graph_exec *x = rt->execs;
+        rill__graph_exec *x = RILL__OWNER(rt->execs, rill__graph_exec, rt_link);
         atomic_store(&x->magic, RILL__MAGIC_DEAD);
         if (x->params != NULL)
             xparams_free(x->params, x->num_nodes);
@@ -283,10 +278,7 @@ rill_status rill_graph_instantiate(rill_graph *graph_h, rill_graph_exec **out) {
     rill__runtime *rt;
     rill__runtime_get(&rt);
     rill__mutex_lock(&rt->lock);
-    x->rt_next = rt->execs;
-    if (rt->execs != NULL)
-        rt->execs->rt_prev = x;
-    rt->execs = x;
+    rill__list_push(&rt->execs, &x->rt_link);
     rill__mutex_unlock(&rt->lock);
     *out = x->handle;
     return RILL_OK;
@@ -541,6 +533,7 @@ rill_status rill_graph_launch(rill_graph_exec *exec_h, rill_stream *stream_h) {
     /* A host node may wait for anything, as a host function does. */
     rill__cmd cmd = {.kind = RILL__CMD_GRAPH, .flags = exec->has_host ? RILL__CMD_OPAQUE : 0};
     cmd.u.graph.params = v;
+    cmd.u.graph.release = rill__xparams_unref;
     /* The previous launch on another stream: this one waits for it to end,
      * however it ended (see rill__cmd). On the same stream, stream order
      * does it. */

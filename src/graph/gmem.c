@@ -23,12 +23,7 @@ void rill__gpool_unref(rill__gpool *p, rill__stream *last_stream, uint64_t last_
     if (atomic_fetch_sub_explicit(&p->refs, 1, memory_order_acq_rel) != 1)
         return;
     rill__spinlock_lock(&rill__caps_lock);
-    if (p->prev != NULL)
-        p->prev->next = p->next;
-    else
-        rill__gpools = p->next;
-    if (p->next != NULL)
-        p->next->prev = p->prev;
+    rill__list_remove(&rill__gpools, &p->link);
     atomic_fetch_sub(&rill__gpools_live, 1);
     rill__spinlock_unlock(&rill__caps_lock);
     for (size_t i = 0; i < p->num_blocks; i++) {
@@ -60,7 +55,7 @@ gblock *rill__gpool_find(rill__gpool *p, const void *ptr) {
     return NULL;
 }
 
-rill_status rill__capture_malloc(rill__stream *s, size_t bytes, void **out) {
+rill_status rill__cap_malloc(rill__stream *s, size_t bytes, void **out) {
     static const char fn[] = "rill_malloc_async";
     rill__capture *c = rill__cap_lock_of(s);
     if (c == NULL)
@@ -84,10 +79,7 @@ rill_status rill__capture_malloc(rill__stream *s, size_t bytes, void **out) {
         }
         p->stream = ps;
         atomic_init(&p->refs, 1);
-        p->next = rill__gpools;
-        if (rill__gpools != NULL)
-            rill__gpools->prev = p;
-        rill__gpools = p;
+        rill__list_push(&rill__gpools, &p->link);
         atomic_fetch_add(&rill__gpools_live, 1);
         g->pool = p;
     }
@@ -155,7 +147,7 @@ out:
     return st;
 }
 
-rill_status rill__capture_free(rill__stream *s, void *ptr, bool *handled) {
+rill_status rill__cap_free(rill__stream *s, void *ptr, bool *handled) {
     static const char fn[] = "rill_free_async";
     *handled = false;
     rill__capture *c = rill__cap_lock_of(s);

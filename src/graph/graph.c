@@ -55,12 +55,7 @@ static void graph_free(rill__graph *g) {
 
 static void graph_unlink(rill__runtime *rt, rill__graph *g) {
     rill__mutex_lock(&rt->lock);
-    if (g->rt_prev != NULL)
-        g->rt_prev->rt_next = g->rt_next;
-    else
-        rt->graphs = g->rt_next;
-    if (g->rt_next != NULL)
-        g->rt_next->rt_prev = g->rt_prev;
+    rill__list_remove(&rt->graphs, &g->rt_link);
     rill__mutex_unlock(&rt->lock);
 }
 
@@ -76,20 +71,47 @@ rill_status rill__graph_new(rill__graph **out) {
     }
     atomic_store(&g->magic, RILL__MAGIC_GRAPH);
     rill__mutex_lock(&rt->lock);
-    g->rt_next = rt->graphs;
-    if (rt->graphs != NULL)
-        rt->graphs->rt_prev = g;
-    rt->graphs = g;
+    rill__list_push(&rt->graphs, &g->rt_link);
     rill__mutex_unlock(&rt->lock);
     *out = g;
     return RILL_OK;
 }
 
+/* ------------------------------------------------------------ subsystem */
+
+static void graph_start(rill__runtime *rt) {
+    (void)rt;
+    atomic_store_explicit(&rill__capture_ops, &rill__capture_table, memory_order_relaxed);
+}
+
+static void graph_shutdown(rill__runtime *rt, rill__shutdown_phase phase) {
+    if (phase == RILL__SHUTDOWN_BEGIN)
+        rill__captures_shutdown(); /* nothing captured runs */
+    else if (phase == RILL__SHUTDOWN_DRAINED)
+        rill__graphs_shutdown(rt);
+}
+
+/* Marks the parent's graphs and execs dead and forgets its captures. */
+static void graph_fork_child(rill__runtime *rt) {
+    for (rill__link *l = rt != NULL ? rt->graphs : NULL; l != NULL; l = l->next)
+        atomic_store(&RILL__OWNER(l, rill__graph, rt_link)->magic, RILL__MAGIC_DEAD);
+    for (rill__link *l = rt != NULL ? rt->execs : NULL; l != NULL; l = l->next)
+        atomic_store(&RILL__OWNER(l, rill__graph_exec, rt_link)->magic, RILL__MAGIC_DEAD);
+    rill__captures_forget();
+}
+
+const rill__subsystem rill__graph_subsystem = {
+    .name = "graph",
+    .start = graph_start,
+    .shutdown = graph_shutdown,
+    .fork_child = graph_fork_child,
+};
+
 void rill__graphs_shutdown(rill__runtime *rt) {
     rill__execs_shutdown(rt);
     while (rt->graphs != NULL) {
-        rill__graph *g = rt->graphs;
-        rt->graphs = g->rt_next;
+        rill__graph *g = RILL__OWNER(rt->graphs, rill__graph, rt_link);
+        rill__list_remove(&rt->graphs, &g->rt_link);
         atomic_store(&g->magic, RILL__MAGIC_DEAD);
         graph_free(g);
     }

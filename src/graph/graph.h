@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/hooks.h"
 #include "core/kernel.h"
 #include "core/runtime.h"
 #include "core/stream.h"
@@ -96,7 +97,7 @@ struct rill__graph {
     uint32_t num_slabs;
     rill__gpool *pool; /* ref, or NULL: memory allocated during its capture */
     /* guarded by rt->lock: every live graph, for rill_shutdown */
-    rill__graph *rt_next, *rt_prev;
+    rill__link rt_link; /* on rt->graphs */
 };
 
 /* A node of an exec, laid out for the launch path. */
@@ -181,7 +182,7 @@ struct rill__graph_exec {
     rill__stream *last_stream; /* ref: where the last launch went, or NULL */
     uint64_t last_seq;
     /* guarded by rt->lock */
-    rill__graph_exec *rt_next, *rt_prev;
+    rill__link rt_link; /* on rt->execs */
 };
 
 /* Drops a reference to exec (a parameter set was freed, or the owner
@@ -208,47 +209,17 @@ rill_status rill__graph_new(rill__graph **out);
 void rill__graph_destroy(rill__graph *g);
 
 /* ---------------------------------------------------------------- capture
- * src/graph/capture.c. Every hook has a fast path of one relaxed load when
- * no capture is active. */
+ * src/graph/capture*.c and gmem.c, reached from the layers below through
+ * the hooks of core/hooks.h, which the graph layer's subsystem installs. */
 
-typedef struct rill__capture rill__capture;
-
-/* rill__stream_submit's detour for a capturing stream: the command
- * becomes a node; *seq receives 0. */
-rill_status rill__capture_submit(rill__stream *s, const rill__cmd *cmd, uint64_t *seq);
-/* Event record and waits on capturing streams, or on events recorded in a
- * capture. *handled is false when the call is none of the capture's
- * business and must go on as usual. */
-rill_status rill__capture_event_record(rill__event *e, rill__stream *s, bool *handled);
-rill_status rill__capture_wait_event(rill__stream *s, rill__event *e, bool *handled);
-rill_status rill__capture_wait_stream(rill__stream *s, rill__stream *other, bool *handled);
-/* Synchronizing or querying a capturing stream, an event recorded in an
- * active capture, or a device with an active capture: RILL_ERROR_CAPTURE_
- * UNSUPPORTED (the capture is invalidated), else RILL_OK. */
-rill_status rill__capture_check_stream_sync(rill__stream *s, const char *fn);
-rill_status rill__capture_check_event_sync(rill__event *e, const char *fn);
-rill_status rill__capture_check_device_sync(rill__device *dev, const char *fn);
-/* An unsafe call (rill_malloc, rill_memcpy, rill_ipc_open_mem_handle): RILL_OK
- * when the calling thread may make it (it then runs at once, uncaptured),
- * else RILL_ERROR_CAPTURE_UNSUPPORTED and the captures that forbid it are
- * invalidated. */
-rill_status rill__capture_check_unsafe(const char *fn);
-/* rill_free / rill_free_async of ptr: the same check, for the captures that
- * use the allocation [base, base + bytes), and a refusal for memory that a
- * graph owns. */
-rill_status rill__capture_check_free(void *ptr, const char *fn);
-/* rill_malloc_async / rill_free_async on a capturing stream: served from
- * the capture's private pool. */
-rill_status rill__capture_malloc(rill__stream *s, size_t bytes, void **out);
-rill_status rill__capture_free(rill__stream *s, void *ptr, bool *handled);
+/* The graph layer in the runtime's life (graph.c): it installs the
+ * capture hooks, ends captures and frees graphs and execs at shutdown,
+ * and forgets them in a fork's child. */
+extern const rill__subsystem rill__graph_subsystem;
+/* The capture hooks (capture.c). */
+extern const rill__capture_hooks rill__capture_table;
 /* Ends every capture (rill_shutdown): nothing captured runs. */
 void rill__captures_shutdown(void);
-/* rill_stream_destroy of s (its owner_released already set): when s is
- * the origin of a capture, the capture is discarded (nothing captured
- * runs, its other streams leave it); when s was forked into one, the
- * capture is invalidated. Takes caps_lock; call with no lock held. */
-void rill__capture_stream_destroyed(rill__stream *s);
-
 /* In the child of a fork, on its only thread: forgets every capture and
  * graph memory pool of the parent, without freeing or locking anything. */
 void rill__captures_forget(void);
@@ -259,14 +230,5 @@ void rill__gpool_ref(rill__gpool *pool);
 /* The point after which the pool's memory may be used by any stream:
  * launches wait for it (it is the end of the internal allocation waits). */
 void rill__gpool_ready_point(rill__gpool *pool, rill__stream **s, uint64_t *seq);
-
-/* How many captures are active, in any thread. */
-extern _Atomic int rill__captures_active;
-
-/* True when s belongs to an active capture; one relaxed load otherwise. */
-static inline bool rill__stream_capturing(rill__stream *s) {
-    return atomic_load_explicit(&rill__captures_active, memory_order_relaxed) != 0 &&
-           atomic_load_explicit(&s->capture, memory_order_acquire) != NULL;
-}
 
 #endif

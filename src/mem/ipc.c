@@ -18,7 +18,6 @@
 #include "core/runtime.h"
 #include "core/status.h"
 #include "core/stream.h"
-#include "graph/graph.h"
 #include "mem/pool.h"
 #include "mem/registry.h"
 

@@ -15,7 +15,7 @@
 #include "core/runtime.h"
 #include "core/status.h"
 #include "core/stream.h"
-#include "graph/graph.h"
+#include "mem/ipc.h"
 #include "mem/pool.h"
 #include "mem/registry.h"
 
@@ -27,6 +27,39 @@ static void free_host_block(const rill__mem_block *b, void *ctx) {
 void rill__mem_host_shutdown(void) {
     rill__registry_drain(NULL, RILL__MEM_HOST, free_host_block, NULL);
 }
+
+/* ------------------------------------------------------------ subsystem */
+
+static const rill__mem_hooks hooks = {.note_use = rill__pool_note_use};
+
+static void mem_start(rill__runtime *rt) {
+    (void)rt;
+    rill__registry_init();
+    atomic_store_explicit(&rill__mem, &hooks, memory_order_relaxed);
+}
+
+static void mem_shutdown(rill__runtime *rt, rill__shutdown_phase phase) {
+    if (phase == RILL__SHUTDOWN_STOPPED) {
+        rill__ipc_mem_shutdown(rt);
+    } else if (phase == RILL__SHUTDOWN_DEVICES) {
+        rill__mem_host_shutdown();
+        rill__registry_shutdown();
+    }
+}
+
+static void mem_fork_child(rill__runtime *rt) {
+    (void)rt;
+    rill__registry_init(); /* its lock may have been held at the fork */
+}
+
+const rill__subsystem rill__mem_subsystem = {
+    .name = "memory",
+    .start = mem_start,
+    .device_init = rill__pool_create,
+    .device_fini = rill__pool_destroy,
+    .shutdown = mem_shutdown,
+    .fork_child = mem_fork_child,
+};
 
 /* ---------------------------------------------------------------- public */
 

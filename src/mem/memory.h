@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Per-device memory state, and (stream, seq) pairs: the unit in which the
- * library says "after this work". */
+/* The memory layer's subsystem (core/hooks.h), the host-memory shutdown
+ * and the check of a declared access against its allocation. */
 #ifndef RILL_MEM_MEMORY_H
 #define RILL_MEM_MEMORY_H
 
@@ -8,19 +8,13 @@
 #include <stdint.h>
 
 #include "core/handle.h"
+#include "core/hooks.h"
 #include "rill.h"
 
-/* The work of stream up to seq. */
-typedef struct rill__mem_dep {
-    rill__stream *stream; /* ref */
-    uint64_t seq;
-} rill__mem_dep;
-
-typedef struct rill__pool rill__pool;
-
-typedef struct rill__mem_device {
-    rill__pool *pool; /* owned: src/mem/pool.c */
-} rill__mem_device;
+/* The memory layer in the runtime's life: a pool per device, the pointer
+ * registry, the hook that notes uses of memory, interprocess and host
+ * memory at shutdown (memory.c). */
+extern const rill__subsystem rill__mem_subsystem;
 
 /* Frees all page-locked host memory still allocated (rill_shutdown). */
 void rill__mem_host_shutdown(void);

@@ -618,7 +618,7 @@ rill_status rill__pool_create(rill__device *dev) {
     }
     p->id = atomic_fetch_add(&next_pool_id, 1);
     p->reuse_flags = RILL_MEM_REUSE_INTERNAL_WAITS;
-    dev->mem.pool = p;
+    dev->pool = p;
     return RILL_OK;
 }
 
@@ -660,7 +660,7 @@ void rill__pool_destroy(rill__device *dev) {
     }
     rill__free(p->hash);
     rill__free(p);
-    dev->mem.pool = NULL;
+    dev->pool = NULL;
 }
 
 /* -------------------------------------------------------------- summary */

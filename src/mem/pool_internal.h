@@ -93,6 +93,8 @@ typedef struct bins {
     uint64_t map[NUM_BINS / 64];
 } bins;
 
+typedef struct rill__pool rill__pool;
+
 struct rill__pool {
     rill__spinlock lock; /* short critical sections; see drain_points for the long wait */
     /* guarded by lock */
@@ -128,7 +130,7 @@ struct rill__pool {
 };
 
 static inline rill__pool *rill__pool_of(rill__device *dev) {
-    return dev->mem.pool;
+    return dev->pool;
 }
 
 static inline uint64_t rill__done_of(rill__stream *s) {

@@ -39,6 +39,11 @@ void rill__thread_yield(void);
  * the address of a thread-local variable or a pthread_t, which a thread
  * started after another exits may inherit. */
 uint64_t rill__thread_id(void);
+/* Gives the calling thread the number id (0: a fresh one, as rill__thread_id
+ * hands out) and returns the number it had (0 when it had none yet): a host
+ * thread that runs work as a worker would takes a number of its own for
+ * that time, and then its own back. */
+uint64_t rill__thread_id_exchange(uint64_t id);
 
 /* Ends the calling thread (the last one ends the process, as if it
  * returned 0 from main). */
@@ -93,7 +98,10 @@ static inline void rill__spinlock_unlock(rill__spinlock *l) {
  * calls rill__barrier_heavy, which makes every running thread of the
  * process execute a full barrier. Either way, a store before a light
  * barrier and a load after it pair with a store before a heavy barrier
- * and a load after it as two full fences would. */
+ * and a load after it as two full fences would. The heavy side costs
+ * microseconds (tens on some virtual machines, bench_primitives p2): only
+ * for sides that are rare and off the way between idle and busy (the
+ * thread cache's steal, src/mem/tcache.c). */
 extern _Atomic int rill__barrier_asymmetric;
 /* Enables the asymmetric mode when the kernel supports it (idempotent). */
 void rill__barrier_init(void);
@@ -111,6 +119,8 @@ static inline void rill__barrier_light(void) {
 uint64_t rill__now_ns(void);
 /* Processors this process may run on (at least 1). */
 int rill__cpu_count(void);
+/* The processor the calling thread runs on now (-1 when unknown). */
+int rill__cpu_current(void);
 /* Physical memory in bytes. */
 size_t rill__physical_memory_bytes(void);
 /* The processor's model name, or "unknown processor". */

@@ -11,7 +11,12 @@
  * Submissions to one stream are serialised by a test lock, so the order in which the calls
  * returned is known. Each thread records and waits only on its own events, so it knows which
  * record a wait saw. Bounded by iterations and by seconds; the seed comes from RILL_STRESS_SEED
- * (or a fixed default) and is printed on failure. */
+ * (or a fixed default) and is printed on failure.
+ *
+ * Every QUIET_EVERY_NS the main thread quiets the submitters for a moment, long enough for idle
+ * workers to go to sleep, then submits to a few streams itself and waits for that work: a thread
+ * that waits for work no awake worker has taken runs it itself, and what it runs is checked like
+ * the rest. */
 #include "fixture.h"
 
 #include <inttypes.h>
@@ -22,9 +27,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SEC_NS       1000000000ull
-#define SUBMIT_NS    (5 * SEC_NS) /* stop submitting after this */
-#define DEFAULT_SEED 0x5eed0f0bu
+#define SEC_NS         1000000000ull
+#define SUBMIT_NS      (5 * SEC_NS) /* stop submitting after this */
+#define QUIET_EVERY_NS 25000000ull  /* how often the main thread quiets the submitters */
+#define QUIET_US       3000u        /* how long the device stays without new work then */
+#define DEFAULT_SEED   0x5eed0f0bu
 
 enum {
     NUM_STREAMS = 24,
@@ -50,6 +57,7 @@ typedef struct command {
     _Atomic uint64_t start; /* smallest start ticket of its blocks */
     _Atomic uint64_t end;   /* largest end ticket of its blocks */
     atomic_int blocks_run;
+    atomic_int on_main; /* blocks that the main thread ran (while it waited) */
 } command;
 
 typedef struct stream_state {
@@ -72,7 +80,12 @@ typedef struct thread_state {
 static command cmds[MAX_CMDS];
 static atomic_int num_cmds;
 static stream_state streams[NUM_STREAMS];
-static thread_state threads[NUM_THREADS];
+static thread_state threads[NUM_THREADS + 1]; /* the submitters, then the main thread */
+static pthread_t main_thread;
+
+/* The quiet phases: the main thread sets quiet, each submitter that sees it counts itself in
+ * paused (or in finished, once done) and waits until quiet is clear. */
+static atomic_int quiet, paused, finished;
 static rill_kernel *kernel;
 static _Atomic uint64_t ticket_counter;
 static uint64_t submit_deadline_ns;
@@ -119,6 +132,8 @@ static void command_end(command *c) {
     uint64_t cur = atomic_load(&c->end);
     while (cur < t && !atomic_compare_exchange_weak(&c->end, &cur, t)) {
     }
+    if (pthread_equal(pthread_self(), main_thread))
+        atomic_fetch_add(&c->on_main, 1);
     atomic_fetch_add(&c->blocks_run, 1);
 }
 
@@ -234,10 +249,21 @@ static void wait_stream(int si, int ui) {
     pthread_mutex_unlock(&first->lock);
 }
 
+/* Waits while the main thread keeps the device quiet. */
+static void stay_quiet(void) {
+    if (!atomic_load(&quiet))
+        return;
+    atomic_fetch_add(&paused, 1);
+    while (atomic_load(&quiet))
+        rt_sleep_us(100);
+    atomic_fetch_sub(&paused, 1);
+}
+
 static void *submitter(void *arg) {
     thread_state *t = arg;
     pthread_barrier_wait(&start_barrier);
     for (int i = 0; i < ITERATIONS; i++) {
+        stay_quiet();
         if (i % 64 == 0 && rt_now_ns() > submit_deadline_ns)
             break;
         t->iterations = i + 1;
@@ -268,7 +294,36 @@ static void *submitter(void *arg) {
         if (!more)
             break;
     }
+    atomic_fetch_add(&finished, 1);
     return NULL;
+}
+
+/* One quiet phase: no new work for QUIET_US, so idle workers go to sleep; then the main thread
+ * submits to a few streams and waits for what it submitted, by event or by stream. */
+static void quiet_phase(thread_state *t) {
+    atomic_store(&quiet, 1);
+    while (atomic_load(&paused) + atomic_load(&finished) < NUM_THREADS)
+        rt_sleep_us(100);
+    rt_sleep_us(QUIET_US);
+    for (int n = 1 + (int)pick(t, 3); n > 0; n--) {
+        int si = (int)pick(t, NUM_STREAMS);
+        unsigned op = pick(t, 3);
+        if (!submit_command(t, si, op == 0, op == 2 ? 2 + (int)pick(t, MAX_BLOCKS - 1) : 1))
+            break;
+        rill_status status;
+        if (pick(t, 2) == 0) {
+            int ei = (int)pick(t, EVENTS_PER_THREAD);
+            record_event(t, si, ei);
+            status = rill_event_synchronize(t->events[ei]);
+            if (status != RILL_OK)
+                record_failure("rill_event_synchronize", status);
+        } else {
+            status = rill_stream_synchronize(streams[si].stream);
+            if (status != RILL_OK)
+                record_failure("rill_stream_synchronize", status);
+        }
+    }
+    atomic_store(&quiet, 0);
 }
 
 /* ---- the test ---- */
@@ -333,7 +388,7 @@ static void test_stress_random_streams_keep_happens_before(void **state) {
         streams[s].last = NO_COMMAND;
         streams[s].num_pending = 0;
     }
-    for (int t = 0; t < NUM_THREADS; t++) {
+    for (int t = 0; t <= NUM_THREADS; t++) {
         threads[t].index = t;
         threads[t].rng =
             (seed + 1) * 0x9E3779B97F4A7C15ull ^ ((uint64_t)t + 1) * 0xD1B54A32D192ED03ull;
@@ -348,9 +403,16 @@ static void test_stress_random_streams_keep_happens_before(void **state) {
 
     pthread_barrier_init(&start_barrier, NULL, NUM_THREADS);
     submit_deadline_ns = rt_now_ns() + SUBMIT_NS;
+    main_thread = pthread_self();
     pthread_t handles[NUM_THREADS];
     for (int t = 0; t < NUM_THREADS; t++)
         assert_int_equal(pthread_create(&handles[t], NULL, submitter, &threads[t]), 0);
+    int phases = 0;
+    while (atomic_load(&finished) < NUM_THREADS) {
+        rt_sleep_us((unsigned)(QUIET_EVERY_NS / 1000u));
+        quiet_phase(&threads[NUM_THREADS]);
+        phases++;
+    }
     for (int t = 0; t < NUM_THREADS; t++)
         assert_int_equal(pthread_join(handles[t], NULL), 0);
     pthread_barrier_destroy(&start_barrier);
@@ -361,10 +423,14 @@ static void test_stress_random_streams_keep_happens_before(void **state) {
     int total = atomic_load(&num_cmds);
     if (total > MAX_CMDS)
         total = MAX_CMDS;
-    int iterations = 0;
+    int iterations = 0, on_main = 0;
     for (int t = 0; t < NUM_THREADS; t++)
         iterations += threads[t].iterations;
-    print_message("stress: %d iterations, %d commands\n", iterations, total);
+    for (int id = 0; id < total; id++)
+        on_main += atomic_load(&cmds[id].on_main) > 0;
+    print_message("stress: %d iterations, %d commands, %d quiet phases, %d commands run (in part) "
+                  "by the waiting main thread\n",
+                  iterations, total, phases, on_main);
 
     if (synced != RILL_OK)
         fail_msg("seed %" PRIu64 ": synchronize returned %s: %s", seed, rill_status_name(synced),
@@ -378,8 +444,9 @@ static void test_stress_random_streams_keep_happens_before(void **state) {
             fail_msg("seed %" PRIu64 ": %s", seed, why);
     }
     assert_true(total > 0);
+    assert_true(on_main > 0); /* the waiting thread did run work itself */
 
-    for (int t = 0; t < NUM_THREADS; t++) {
+    for (int t = 0; t <= NUM_THREADS; t++) {
         for (int e = 0; e < EVENTS_PER_THREAD; e++)
             RT_OK(rill_event_destroy(threads[t].events[e]));
     }

@@ -29,6 +29,22 @@
 #define CHILD_MAY_START_THREADS 1
 #endif
 
+/* GCC 12's AddressSanitizer does not take its allocator's locks around fork(): a child forked
+ * while another thread is inside malloc or free inherits a held size-class lock, and its first
+ * allocation of that size waits forever (seen: the child's new workers stuck in the allocator's
+ * GetFromAllocator). glibc's malloc, which the other builds use, takes its locks around fork, so
+ * the test of forks racing other threads runs there and under ThreadSanitizer. */
+#if defined(__SANITIZE_ADDRESS__)
+#define FORK_RACING_THREADS_SUPPORTED 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FORK_RACING_THREADS_SUPPORTED 0
+#endif
+#endif
+#ifndef FORK_RACING_THREADS_SUPPORTED
+#define FORK_RACING_THREADS_SUPPORTED 1
+#endif
+
 #define CHILD_TIMEOUT_NS 20000000000ull
 
 /* In a child: a failed check prints itself and ends the child with status 1. */
@@ -251,6 +267,8 @@ static void *churn_thread(void *arg) {
  * parent's locks and lists are whole at the fork. */
 static void test_fork_while_other_threads_use_rill_gives_a_working_child(void **state) {
     (void)state;
+    if (!FORK_RACING_THREADS_SUPPORTED)
+        skip();
     enum { THREADS = 2, FORKS = 12 };
     static churn c;
     memset(&c, 0, sizeof c);

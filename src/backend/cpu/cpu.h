@@ -13,9 +13,11 @@
  *                                             RUNNING --wait not met--> PARKED --met--> READY
  * and a stream that is not IDLE holds one reference on itself (the
  * "scheduled" reference), so a destroyed stream lives until its work is
- * done. Exactly one worker owns a RUNNING stream, except while a
- * multi-block kernel of it runs: then the worker that finishes the last
- * block takes it over. */
+ * done. Exactly one thread owns a RUNNING stream: a worker, or a host
+ * thread that took it off the ready queue to run the work it waits for
+ * (rill__cpu_host_help); except while a multi-block kernel of it runs:
+ * then the thread that finishes the last block takes it over. IDLE is
+ * stored, and read by submitters, under the stream's lock. */
 #ifndef RILL_BACKEND_CPU_H
 #define RILL_BACKEND_CPU_H
 
@@ -81,11 +83,14 @@ typedef struct cpu_stream {
     rill__stream *ready_next;
 } cpu_stream;
 
+/* A thread that runs work: a worker thread, or a host thread that runs
+ * work while it waits for it (rill__cpu_host_help; then thread is unset). */
 typedef struct cpu_worker {
     struct cpu_device *d;
-    int index;
+    int index;      /* the worker thread's number (its name), -1 for a host thread */
+    int unit;       /* the compute unit it holds (rill_block_ctx.worker), -1: none */
     unsigned naps;  /* timed sleeps in a row that found no graph work */
-    uint32_t forks; /* rill__fork_count when the worker started */
+    uint32_t forks; /* rill__fork_count when the thread started running work */
     rill__thread thread;
 } cpu_worker;
 
@@ -94,8 +99,12 @@ typedef struct cpu_device {
     int num_workers;
     int num_cpus;        /* processors the process may run on, at init */
     cpu_worker *workers; /* owned */
-    /* guarded by ready_lock */
-    alignas(64) rill__mutex ready_lock;
+    /* atomic, owned: (num_workers + 63) / 64 words; bit u set while no
+     * thread holds compute unit u (cpu_worker.c) */
+    _Atomic uint64_t *free_units;
+    /* guarded by ready_lock: a spin lock, held for a few loads and stores,
+     * whose code is inline (a launch after a pause runs with cold caches) */
+    alignas(64) rill__spinlock ready_lock;
     rill__stream *ready_head[CPU_PRIORITY_LEVELS], *ready_tail[CPU_PRIORITY_LEVELS];
     /* atomic: bit i set when level i has ready streams */
     alignas(64) _Atomic uint32_t ready_mask;
@@ -109,6 +118,11 @@ typedef struct cpu_device {
     _Atomic int num_graph_runs;            /* entries in graph_runs */
     alignas(64) _Atomic uint32_t work_gen; /* futex word idle workers sleep on */
     _Atomic int sleepers;
+    _Atomic int unit_waiters; /* sleepers that woke up and wait for a unit */
+    _Atomic int watching;     /* 1 while a worker naps as the watch (cpu_worker.c) */
+    _Atomic int waker_cpu;    /* the processor of the last thread that woke workers */
+    _Atomic int left_to_watch;      /* set when a host thread leaves a wake-up to the watch */
+    _Atomic uint64_t watch_catches; /* times the watch (or a kick) ran work left to it */
     _Atomic int idle;     /* workers in idle_wait, spinning or asleep */
     _Atomic int spinning; /* workers spinning in idle_wait */
     _Atomic int stop;
@@ -124,14 +138,27 @@ static inline cpu_device *cpu_device_of(rill__device *dev) {
 
 /* cpu_sched.c */
 rill_status rill__cpu_submit(rill__stream *s, const rill__cmd *cmd, uint64_t *seq);
-void rill__cpu_workers_start(cpu_device *d);
-void rill__cpu_workers_stop(cpu_device *d);
 void rill__cpu_free_cmd(cpu_cmd *c);
 /* Frees every node a stream holds (stream_fini). */
 void rill__cpu_stream_free_nodes(cpu_stream *cs);
-/* For cpu_graph.c: wakes up to count sleeping workers; opens a stream's
- * failure window; completes c and goes on running its stream. */
-void rill__cpu_wake_workers(cpu_device *d, int count);
+/* For cpu_worker.c: takes the ready stream of greatest priority, or NULL;
+ * runs a stream's commands until its queue is empty, it parks, a
+ * multi-block kernel hands it to another worker, or it yields to other
+ * streams; runs blocks of a published launch (the last worker out finishes
+ * the command and carries on with its stream), 0 when there was none. */
+rill__stream *rill__cpu_pop_ready(cpu_device *d);
+void rill__cpu_run_stream(cpu_device *d, cpu_worker *w, rill__stream *s);
+int rill__cpu_help_launch(cpu_device *d, cpu_worker *w);
+/* The backend's kick (backend.h): wakes a worker for ready work that no
+ * worker has taken, when one sleeps. */
+void rill__cpu_kick(rill__stream *s);
+/* The backend's host_help (backend.h): a host thread that waits for s up
+ * to seq runs that work itself, with a borrowed compute unit, when the
+ * stream waits in the ready queue for a worker or a kernel of it has
+ * blocks left. */
+bool rill__cpu_host_help(rill__stream *s, uint64_t seq);
+/* For cpu_graph.c: opens a stream's failure window; completes c and goes
+ * on running its stream. */
 void rill__cpu_fail_stream(rill__stream *s, uint64_t seq, const char *what, const char *detail);
 void rill__cpu_resume_stream(cpu_device *d, cpu_worker *w, rill__stream *s, cpu_cmd *c);
 /* For cpu_graph.c, on the worker running s: EXEC_DONE once t has completed
@@ -139,6 +166,24 @@ void rill__cpu_resume_stream(cpu_device *d, cpu_worker *w, rill__stream *s, cpu_
  * failure of s), else EXEC_PARKED: s parks and its command runs again
  * when t gets there. */
 enum exec_result rill__cpu_wait_ended(rill__stream *s, rill__stream *t, uint64_t seq);
+
+/* cpu_worker.c */
+void rill__cpu_workers_start(cpu_device *d);
+void rill__cpu_workers_stop(cpu_device *d);
+/* Wakes up to count sleeping workers (none when none sleeps). */
+void rill__cpu_wake_workers(cpu_device *d, int count);
+/* Makes the calling worker sleep at once when it next finds nothing to
+ * do, without spinning for more: another thread needs its processor (it
+ * woke a host thread, or was woken onto its waker's processor); whether
+ * it is to. */
+void rill__cpu_leave_processor(void);
+bool rill__cpu_leaving_processor(void);
+/* Takes a free compute unit (-1 when none is free); puts one back, waking
+ * a worker that waits for a unit when there is work; whether any is free
+ * (a hint). */
+int rill__cpu_unit_take(cpu_device *d);
+void rill__cpu_unit_put(cpu_device *d, int unit);
+bool rill__cpu_unit_any_free(cpu_device *d);
 
 /* cpu_graph.c */
 enum exec_result rill__cpu_exec_graph(cpu_device *d, cpu_worker *w, cpu_cmd *c);

@@ -41,9 +41,11 @@ static rill_status cpu_device_init(rill__device *dev) {
         return st;
     cpu_device *d = rill__calloc(1, sizeof *d);
     cpu_worker *w = rill__calloc((size_t)workers, sizeof *w);
-    if (d == NULL || w == NULL) {
+    _Atomic uint64_t *units = rill__calloc((size_t)(workers + 63) / 64, sizeof *units);
+    if (d == NULL || w == NULL || units == NULL) {
         rill__free(d);
         rill__free(w);
+        rill__free((void *)units);
         return rill__fail(RILL_ERROR_NO_DEVICE, "the CPU device cannot start: out of memory");
     }
     char model[96];
@@ -58,7 +60,7 @@ static rill_status cpu_device_init(rill__device *dev) {
     d->num_workers = workers;
     d->num_cpus = rill__cpu_count();
     d->workers = w;
-    rill__mutex_init(&d->ready_lock);
+    d->free_units = units;
     rill__mutex_init(&d->launch_lock);
     dev->backend = d;
     rill__cpu_workers_start(d);
@@ -69,8 +71,8 @@ static void cpu_device_shutdown(rill__device *dev) {
     cpu_device *d = cpu_device_of(dev);
     rill__cpu_workers_stop(d);
     rill__mutex_destroy(&d->launch_lock);
-    rill__mutex_destroy(&d->ready_lock);
     rill__free(d->workers);
+    rill__free((void *)d->free_units);
     rill__free(d);
     dev->backend = NULL;
 }
@@ -158,6 +160,8 @@ const rill__backend_ops rill__cpu_backend = {
     .stream_init = cpu_stream_init,
     .stream_fini = cpu_stream_fini,
     .submit = rill__cpu_submit,
+    .host_help = rill__cpu_host_help,
+    .kick = rill__cpu_kick,
     .mem_alloc = cpu_mem_alloc,
     .mem_free = cpu_mem_free,
     .mem_decommit = cpu_mem_decommit,

@@ -150,7 +150,7 @@ static void name_failure(rill__xrun *r, const rill__xnode *n) {
 static void run_blocks(cpu_worker *w, rill__xrun *r, const rill__xnode *n, uint32_t first,
                        uint32_t end) {
     rill_dim3 gd = n->p.u.kernel.grid;
-    rill_block_ctx ctx = {.grid_dim = gd, .worker = w->index, .state = &r->ls};
+    rill_block_ctx ctx = {.grid_dim = gd, .worker = w->unit, .state = &r->ls};
     rill_cpu_kernel_fn body = n->p.u.kernel.kernel->cpu;
     (void)rill__took_kernel_failure(); /* an eager launch's, on this worker */
     for (uint32_t b = first; b < end; b++) {
@@ -215,7 +215,7 @@ static bool run_node(cpu_device *d, gworker *g, rill__graph_exec *x, uint32_t i)
     case RILL__GNODE_KERNEL:
         if (n->blocks == 1) {
             rill_block_ctx ctx = {
-                .grid_dim = n->p.u.kernel.grid, .worker = g->w->index, .state = &r->ls};
+                .grid_dim = n->p.u.kernel.grid, .worker = g->w->unit, .state = &r->ls};
             (void)rill__took_kernel_failure(); /* an eager launch's, on this worker */
             n->p.u.kernel.kernel->cpu(&ctx, n->p.u.kernel.args);
             if (rill__took_kernel_failure())

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The CPU device's scheduler: stream queues, the priority-ordered ready
- * queue, worker threads, and command execution.
+ * queue, and command execution (the worker threads are in cpu_worker.c).
  *
  * Workers take whole ready streams, highest priority first, and run their
  * commands in order; a worker yields a stream between commands when a
@@ -8,8 +8,7 @@
  * priority wait. A kernel with several blocks is published on the device's
  * launch list, and idle workers take chunks of its blocks by atomic
  * counter. A stream blocked on a wait parks on the producing stream (a
- * rill__waiter) and holds no worker. Idle workers spin briefly, then sleep
- * on the device's work_gen futex word. */
+ * rill__waiter) and holds no worker. */
 #include <stdio.h>
 #include <string.h>
 
@@ -18,11 +17,6 @@
 #include "core/event.h"
 #include "core/status.h"
 
-/* Idle workers spin this long before sleeping: a steady flow of work never
- * pays a wake-up, and an idle process stops using the CPU within a tenth
- * of a millisecond. They do not sched_yield: on a machine shared with busy
- * processes a yield gives away a whole time slice. */
-#define IDLE_SPIN_NS 100000u
 /* A stream keeps its worker for at most this many commands while another
  * stream of the same priority is ready. */
 #define FAIR_BATCH 64
@@ -31,28 +25,27 @@
 #define STREAM_SPIN_NS 20000u
 #define WAIT_SPIN_NS   50000u
 
-/* Set when this worker woke a sleeping host thread and has nothing left to
- * run: it sleeps at once instead of spinning, so that the woken thread
- * gets a processor without waiting for an idle one to wake up. */
-static _Thread_local bool leave_cpu;
-
 static int prio_index(rill__stream *s) {
     return s->priority - s->dev->info.greatest_priority;
 }
 
-static void wake_workers(cpu_device *d, int count) {
-    /* seq_cst load: a Dekker pair with the sleepers increment in
-     * idle_wait, which is followed by a seq_cst load of the work state. */
-    if (atomic_load(&d->sleepers) > 0) {
-        atomic_fetch_add(&d->work_gen, 1);
-        rill__futex_wake(&d->work_gen, count);
-    }
+/* The value of watch_catches + 1 when this host thread last came to wait
+ * or poll for work that was not done yet (rill__cpu_host_help ran it, or
+ * rill__cpu_kick saw it); 0: never. While it matches, the thread's
+ * launches may leave the wake-up to the watch (see push_ready): the thread
+ * comes back for its work, and the watch has not had to run work that
+ * nobody came for since. */
+static _Thread_local uint64_t tls_comes_back_mark;
+
+static void note_comes_back(cpu_device *d) {
+    tls_comes_back_mark = atomic_load_explicit(&d->watch_catches, memory_order_relaxed) + 1;
 }
 
-static void push_ready(cpu_device *d, rill__stream *s) {
+/* by_host: a host thread (not a worker) made s ready. */
+static void push_ready(cpu_device *d, rill__stream *s, bool by_host) {
     cpu_stream *cs = cpu_stream_of(s);
     int i = prio_index(s);
-    rill__mutex_lock(&d->ready_lock);
+    rill__spinlock_lock(&d->ready_lock);
     cs->ready_next = NULL;
     if (d->ready_tail[i] != NULL)
         cpu_stream_of(d->ready_tail[i])->ready_next = s;
@@ -60,15 +53,30 @@ static void push_ready(cpu_device *d, rill__stream *s) {
         d->ready_head[i] = s;
     d->ready_tail[i] = s;
     atomic_fetch_or(&d->ready_mask, 1u << i);
-    rill__mutex_unlock(&d->ready_lock);
-    wake_workers(d, 1);
+    rill__spinlock_unlock(&d->ready_lock);
+    /* A host thread that came back for its work last time will likely
+     * wait for this too, and run it then: while a worker watches (naps,
+     * cpu_worker.c), waking another would cost this thread a futex wake of
+     * a halted processor, and the woken worker could take this thread's
+     * processor. The watch runs the work within a nap when nobody waits for
+     * it. seq_cst load of watching: a Dekker pair with the watch, which
+     * stores 0 there and then loads ready_mask; we set ready_mask (the
+     * seq_cst fetch_or above) and then load watching. */
+    if (by_host &&
+        tls_comes_back_mark == atomic_load_explicit(&d->watch_catches, memory_order_relaxed) + 1 &&
+        atomic_load(&d->watching)) {
+        /* relaxed: a hint that keeps the watch watching. */
+        atomic_store_explicit(&d->left_to_watch, 1, memory_order_relaxed);
+        return;
+    }
+    rill__cpu_wake_workers(d, 1);
 }
 
-static rill__stream *pop_ready(cpu_device *d) {
+rill__stream *rill__cpu_pop_ready(cpu_device *d) {
     /* relaxed: a hint; the lock below orders the queue itself. */
     if (atomic_load_explicit(&d->ready_mask, memory_order_relaxed) == 0)
         return NULL;
-    rill__mutex_lock(&d->ready_lock);
+    rill__spinlock_lock(&d->ready_lock);
     uint32_t mask = atomic_load_explicit(&d->ready_mask, memory_order_relaxed);
     rill__stream *s = NULL;
     if (mask != 0) {
@@ -77,10 +85,14 @@ static rill__stream *pop_ready(cpu_device *d) {
         d->ready_head[i] = cpu_stream_of(s)->ready_next;
         if (d->ready_head[i] == NULL) {
             d->ready_tail[i] = NULL;
-            atomic_fetch_and(&d->ready_mask, ~(1u << i));
+            mask = atomic_fetch_and(&d->ready_mask, ~(1u << i)) & ~(1u << i);
         }
     }
-    rill__mutex_unlock(&d->ready_lock);
+    rill__spinlock_unlock(&d->ready_lock);
+    /* More streams wait: a push that left its wake-up to the watch woke
+     * nobody for them (push_ready), so wake a sleeper, who does the same. */
+    if (mask != 0)
+        rill__cpu_wake_workers(d, 1);
     return s;
 }
 
@@ -196,18 +208,18 @@ rill_status rill__cpu_submit(rill__stream *s, const rill__cmd *cmd, uint64_t *se
     atomic_store_explicit(&s->sub_seq, n, memory_order_release);
     c->seq = n;
     /* release: publishes the node to the worker (its acquire load of
-     * next). With the light barrier, one half of a Dekker pair with
-     * go_idle, which stores IDLE, runs a heavy barrier and loads next:
-     * either the worker sees this node or we see IDLE. */
+     * next). */
     atomic_store_explicit(&cs->tail->next, c, memory_order_release);
     cs->tail = c;
+    /* relaxed: go_idle stores IDLE under this lock once it has seen the
+     * queue empty, so either it sees this node or we see IDLE. */
+    bool idle = atomic_load_explicit(&cs->state, memory_order_relaxed) == CPU_IDLE;
     rill__spinlock_unlock(&cs->lock);
-    rill__barrier_light();
-    if (atomic_load_explicit(&cs->state, memory_order_relaxed) == CPU_IDLE) {
+    if (idle) {
         int expected = CPU_IDLE;
         if (atomic_compare_exchange_strong(&cs->state, &expected, CPU_READY)) {
             rill__stream_ref(s); /* the scheduled reference */
-            push_ready(cpu_device_of(s->dev), s);
+            push_ready(cpu_device_of(s->dev), s, !rill__thread_is_worker());
         }
     }
     *seq = n;
@@ -273,7 +285,7 @@ static void fail_stream(rill__stream *s, uint64_t seq, const char *what, const c
 static void run_blocks(cpu_worker *w, cpu_cmd *c, uint32_t first, uint32_t end) {
     cpu_stream *cs = cpu_stream_of(c->stream);
     rill_dim3 g = c->c.u.kernel.grid;
-    rill_block_ctx ctx = {.grid_dim = g, .worker = w->index, .state = &cs->ls};
+    rill_block_ctx ctx = {.grid_dim = g, .worker = w->unit, .state = &cs->ls};
     rill_cpu_kernel_fn body = c->c.u.kernel.kernel->cpu;
     for (uint32_t i = first; i < end; i++) {
         /* acquire: pairs with the release store in rill_kernel_fail. */
@@ -349,7 +361,7 @@ static enum exec_result exec_kernel(cpu_device *d, cpu_worker *w, cpu_cmd *c) {
     c->listed = 1;
     atomic_fetch_add(&d->num_launches, 1);
     rill__mutex_unlock(&d->launch_lock);
-    wake_workers(
+    rill__cpu_wake_workers(
         d, (int)(total - 1 < (uint32_t)d->num_workers ? total - 1 : (uint32_t)d->num_workers));
     run_chunks(d, w, c);
     unlist(d, c);
@@ -364,7 +376,7 @@ static void on_wait_met(rill__waiter *wt) {
     cpu_stream *cs = (cpu_stream *)((char *)wt - offsetof(cpu_stream, waiter));
     rill__stream *s = cs->self;
     atomic_store_explicit(&cs->state, CPU_READY, memory_order_relaxed);
-    push_ready(cpu_device_of(s->dev), s);
+    push_ready(cpu_device_of(s->dev), s, false);
 }
 
 /* True when this worker may spin for its stream: the device has nothing
@@ -493,11 +505,10 @@ static cpu_cmd *next_cmd(cpu_device *d, cpu_stream *cs) {
     cpu_cmd *c = atomic_load_explicit(&cs->head->next, memory_order_acquire);
     if (c != NULL || !device_quiet(d))
         return c;
-    if (rill__stream_took_host_wake()) {
-        /* The woken host thread needs a processor: leave this one. */
-        leave_cpu = true;
+    if (rill__stream_took_host_wake())
+        rill__cpu_leave_processor(); /* the woken host thread needs a processor */
+    if (rill__cpu_leaving_processor())
         return NULL;
-    }
     uint64_t until = rill__now_ns() + STREAM_SPIN_NS;
     for (unsigned spins = 1;; spins++) {
         rill__cpu_relax();
@@ -508,25 +519,26 @@ static cpu_cmd *next_cmd(cpu_device *d, cpu_stream *cs) {
 }
 
 /* The queue looked empty: marks s IDLE unless a command arrived meanwhile.
- * Returns 1 when the worker gave s up. */
+ * Returns 1 when the worker gave s up. The check and the store happen
+ * under the submitters' lock, and submit reads the state under it after
+ * it linked its node: either we see the node or the submitter sees IDLE
+ * and schedules the stream. No barrier is needed beyond the lock (the
+ * stream going idle used to pay a membarrier system call here). */
 static int go_idle(rill__stream *s, cpu_stream *cs) {
     return_nodes(cs);
-    cpu_cmd *h = cs->head;
-    /* The other half of the Dekker pair in submit. */
-    atomic_store_explicit(&cs->state, CPU_IDLE, memory_order_seq_cst);
-    rill__barrier_heavy();
-    if (atomic_load_explicit(&h->next, memory_order_acquire) != NULL) {
-        int expected = CPU_IDLE;
-        if (atomic_compare_exchange_strong(&cs->state, &expected, CPU_RUNNING))
-            return 0; /* still ours, with the scheduled reference */
-    }
+    rill__spinlock_lock(&cs->lock);
+    /* relaxed: the lock orders it with submit's store of next. */
+    bool empty = atomic_load_explicit(&cs->head->next, memory_order_relaxed) == NULL;
+    if (empty)
+        atomic_store_explicit(&cs->state, CPU_IDLE, memory_order_relaxed);
+    rill__spinlock_unlock(&cs->lock);
+    if (!empty)
+        return 0;          /* still ours, with the scheduled reference */
     rill__stream_unref(s); /* the scheduled reference */
     return 1;
 }
 
-/* Runs s's commands until its queue is empty, it parks, a multi-block
- * kernel hands it to another worker, or it yields to other streams. */
-static void run_stream(cpu_device *d, cpu_worker *w, rill__stream *s) {
+void rill__cpu_run_stream(cpu_device *d, cpu_worker *w, rill__stream *s) {
     cpu_stream *cs = cpu_stream_of(s);
     atomic_store_explicit(&cs->state, CPU_RUNNING, memory_order_relaxed);
     for (int batch = 1;; batch++) {
@@ -543,14 +555,10 @@ static void run_stream(cpu_device *d, cpu_worker *w, rill__stream *s) {
         if (should_yield(d, s, batch) &&
             atomic_load_explicit(&cs->head->next, memory_order_acquire) != NULL) {
             atomic_store_explicit(&cs->state, CPU_READY, memory_order_relaxed);
-            push_ready(d, s);
+            push_ready(d, s, false);
             return;
         }
     }
-}
-
-void rill__cpu_wake_workers(cpu_device *d, int count) {
-    wake_workers(d, count);
 }
 
 void rill__cpu_fail_stream(rill__stream *s, uint64_t seq, const char *what, const char *detail) {
@@ -559,12 +567,10 @@ void rill__cpu_fail_stream(rill__stream *s, uint64_t seq, const char *what, cons
 
 void rill__cpu_resume_stream(cpu_device *d, cpu_worker *w, rill__stream *s, cpu_cmd *c) {
     finish(s, c);
-    run_stream(d, w, s);
+    rill__cpu_run_stream(d, w, s);
 }
 
-/* Runs blocks of a published launch; the last worker out finishes the
- * command and carries on with its stream. Returns 0 when there was none. */
-static int help_launch(cpu_device *d, cpu_worker *w) {
+int rill__cpu_help_launch(cpu_device *d, cpu_worker *w) {
     if (atomic_load_explicit(&d->num_launches, memory_order_relaxed) == 0)
         return 0;
     rill__mutex_lock(&d->launch_lock);
@@ -580,105 +586,141 @@ static int help_launch(cpu_device *d, cpu_worker *w) {
         rill__stream *s = c->stream;
         kernel_done(c);
         finish(s, c);
-        run_stream(d, w, s);
+        rill__cpu_run_stream(d, w, s);
     }
     return 1;
 }
 
-static int has_work(cpu_device *d) {
-    return atomic_load(&d->ready_mask) != 0 || atomic_load(&d->num_launches) != 0 ||
-           atomic_load(&d->graph_work) > 0 || atomic_load(&d->stop);
-}
+/* ---------------------------------------------------------- host threads */
 
-/* True when an idle worker may spin: a processor is left over after the
- * busy workers, the workers already spinning, and one for the threads that
- * submit work. Spinning on a processor that a submitting thread needs
- * would slow the very submissions it waits for. */
-static int may_spin(cpu_device *d) {
-    /* relaxed: a hint. */
-    int busy = d->num_workers - atomic_load_explicit(&d->idle, memory_order_relaxed);
-    int spinning = atomic_load_explicit(&d->spinning, memory_order_relaxed);
-    return busy + spinning + 1 < d->num_cpus;
-}
-
-/* Idle workers sleep at most this long while a graph launch runs, so that
- * nodes its publisher did not wake anyone for (cpu_graph.c) find a worker
- * even while the publisher runs a long node; the nap doubles, up to 32
- * times, while naps find nothing. */
-#define GRAPH_NAP_NS 50000u
-
-static void idle_wait(cpu_device *d, cpu_worker *w) {
-    atomic_fetch_add_explicit(&d->idle, 1, memory_order_relaxed);
-    bool spin = !leave_cpu && !rill__stream_took_host_wake();
-    leave_cpu = false;
-    if (spin && may_spin(d)) {
-        uint64_t start = rill__now_ns();
-        atomic_fetch_add_explicit(&d->spinning, 1, memory_order_relaxed);
-        for (unsigned spins = 1;; spins++) {
-            if (has_work(d)) {
-                atomic_fetch_sub_explicit(&d->spinning, 1, memory_order_relaxed);
-                atomic_fetch_sub_explicit(&d->idle, 1, memory_order_relaxed);
-                return;
-            }
-            rill__cpu_relax();
-            if ((spins & 63u) == 0 && rill__now_ns() - start > IDLE_SPIN_NS)
-                break;
-        }
-        atomic_fetch_sub_explicit(&d->spinning, 1, memory_order_relaxed);
-    }
-    uint32_t gen = atomic_load(&d->work_gen);
-    atomic_fetch_add(&d->sleepers, 1);
-    if (!has_work(d)) {
-        if (atomic_load_explicit(&d->num_graph_runs, memory_order_relaxed) > 0) {
-            unsigned shift = w->naps < 5 ? w->naps : 5;
-            w->naps++;
-            rill__futex_wait_for(&d->work_gen, gen, (uint64_t)GRAPH_NAP_NS << shift);
-        } else {
-            w->naps = 0;
-            rill__futex_wait(&d->work_gen, gen);
-        }
-    }
-    atomic_fetch_sub(&d->sleepers, 1);
-    atomic_fetch_sub_explicit(&d->idle, 1, memory_order_relaxed);
-}
-
-static void worker_main(void *arg) {
-    cpu_worker *w = arg;
-    cpu_device *d = w->d;
-    rill__thread_set_worker(1);
-    w->forks = atomic_load_explicit(&rill__fork_count, memory_order_relaxed);
-    for (;;) {
-        rill__stream *s = pop_ready(d);
-        if (s != NULL) {
-            run_stream(d, w, s);
+/* Takes s off the ready queue, where it waits for a worker; false when it
+ * is not there (a worker took it, or it is about to be pushed). */
+static bool take_ready(cpu_device *d, rill__stream *s) {
+    cpu_stream *cs = cpu_stream_of(s);
+    int i = prio_index(s);
+    bool taken = false;
+    rill__spinlock_lock(&d->ready_lock);
+    rill__stream *prev = NULL;
+    for (rill__stream *t = d->ready_head[i]; t != NULL; t = cpu_stream_of(t)->ready_next) {
+        if (t != s) {
+            prev = t;
             continue;
         }
-        if (help_launch(d, w))
-            continue;
-        if (rill__cpu_help_graph(d, w)) {
-            w->naps = 0;
-            continue;
-        }
-        if (atomic_load(&d->stop))
-            return;
-        idle_wait(d, w);
+        if (prev != NULL)
+            cpu_stream_of(prev)->ready_next = cs->ready_next;
+        else
+            d->ready_head[i] = cs->ready_next;
+        if (d->ready_tail[i] == s)
+            d->ready_tail[i] = prev;
+        if (d->ready_head[i] == NULL)
+            atomic_fetch_and(&d->ready_mask, ~(1u << i));
+        taken = true;
+        break;
     }
+    rill__spinlock_unlock(&d->ready_lock);
+    /* Other streams wait, maybe left to the watch by this thread's other
+     * launches: they get a worker now (as in rill__cpu_pop_ready). */
+    if (taken && atomic_load(&d->ready_mask) != 0)
+        rill__cpu_wake_workers(d, 1);
+    return taken;
 }
 
-void rill__cpu_workers_start(cpu_device *d) {
-    for (int i = 0; i < d->num_workers; i++) {
-        char name[32];
-        snprintf(name, sizeof name, "rill-cpu-%d", i);
-        d->workers[i].d = d;
-        d->workers[i].index = i;
-        rill__thread_start(&d->workers[i].thread, name, worker_main, &d->workers[i]);
+/* Runs s's commands on a host thread until s has completed seq. Returns
+ * whether the thread still owns s: false when s parked on a wait or a
+ * worker took it over (it finished the last block of a kernel). */
+static bool host_run(cpu_device *d, cpu_worker *w, rill__stream *s, uint64_t seq) {
+    cpu_stream *cs = cpu_stream_of(s);
+    atomic_store_explicit(&cs->state, CPU_RUNNING, memory_order_relaxed);
+    /* relaxed: the owner wrote done_seq. */
+    while (atomic_load_explicit(&s->done_seq, memory_order_relaxed) < seq) {
+        /* acquire: pairs with the release store of next in submit. */
+        cpu_cmd *c = atomic_load_explicit(&cs->head->next, memory_order_acquire);
+        if (c == NULL)
+            break; /* the awaited command's node is still being linked */
+        if (exec(d, w, s, c) != EXEC_DONE)
+            return false;
+        finish(s, c);
     }
+    return true;
 }
 
-void rill__cpu_workers_stop(cpu_device *d) {
-    atomic_store(&d->stop, 1);
-    atomic_fetch_add(&d->work_gen, 1);
-    rill__futex_wake(&d->work_gen, INT32_MAX);
-    for (int i = 0; i < d->num_workers; i++)
-        rill__thread_join(&d->workers[i].thread);
+/* Hands a stream that a host thread ran back to the device: idle when its
+ * queue is empty, else ready for a worker. */
+static void give_back(cpu_device *d, rill__stream *s) {
+    cpu_stream *cs = cpu_stream_of(s);
+    if (atomic_load_explicit(&cs->head->next, memory_order_acquire) == NULL && go_idle(s, cs))
+        return;
+    atomic_store_explicit(&cs->state, CPU_READY, memory_order_relaxed);
+    push_ready(d, s, true);
+}
+
+/* Runs blocks of a published launch of s: 0 when there is none, 1 when it
+ * ran some, 2 when it ran the last one and so completed the command and
+ * took the stream over, as a worker does. */
+static int host_help_launch(cpu_device *d, cpu_worker *w, rill__stream *s) {
+    /* relaxed: a hint; the lock decides. */
+    if (atomic_load_explicit(&d->num_launches, memory_order_relaxed) == 0)
+        return 0;
+    rill__mutex_lock(&d->launch_lock);
+    cpu_cmd *c = d->launches;
+    while (c != NULL && c->stream != s)
+        c = c->launch_next;
+    if (c != NULL)
+        atomic_fetch_add_explicit(&c->refs, 1, memory_order_relaxed);
+    rill__mutex_unlock(&d->launch_lock);
+    if (c == NULL)
+        return 0;
+    run_chunks(d, w, c);
+    unlist(d, c);
+    /* acq_rel: the last one out sees every block's writes. */
+    if (atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) != 1)
+        return 1;
+    kernel_done(c);
+    finish(s, c);
+    return 2;
+}
+
+bool rill__cpu_host_help(rill__stream *s, uint64_t seq) {
+    cpu_device *d = cpu_device_of(s->dev);
+    cpu_stream *cs = cpu_stream_of(s);
+    /* relaxed: hints; the ready lock and the launch lock decide. */
+    bool ready = atomic_load_explicit(&cs->state, memory_order_relaxed) == CPU_READY;
+    if ((!ready && atomic_load_explicit(&d->num_launches, memory_order_relaxed) == 0) ||
+        !rill__cpu_unit_any_free(d))
+        return false;
+    /* The unit of a sleeping worker: while we hold it, no other thread
+     * runs blocks as that compute unit. */
+    cpu_worker w = {.d = d, .index = -1, .unit = rill__cpu_unit_take(d)};
+    if (w.unit < 0)
+        return false;
+    w.forks = atomic_load_explicit(&rill__fork_count, memory_order_relaxed);
+    rill__thread_enter_worker();
+    bool ran = false, owned = false;
+    if (ready && take_ready(d, s)) {
+        ran = true;
+        note_comes_back(d);
+        owned = host_run(d, &w, s, seq);
+    } else {
+        int r = host_help_launch(d, &w, s);
+        ran = r != 0;
+        owned = r == 2 && host_run(d, &w, s, seq);
+    }
+    rill__thread_leave_worker();
+    /* The unit goes back first, so that a worker woken for the stream's
+     * later work finds it free. */
+    rill__cpu_unit_put(d, w.unit);
+    if (owned)
+        give_back(d, s);
+    (void)rill__stream_took_host_wake(); /* a hint for workers, not for us */
+    return ran;
+}
+
+void rill__cpu_kick(rill__stream *s) {
+    cpu_device *d = cpu_device_of(s->dev);
+    /* The thread came back for work that is not done yet. */
+    note_comes_back(d);
+    /* seq_cst load: a stale zero only delays the work until the watch's
+     * next nap ends. */
+    if (atomic_load(&d->ready_mask) != 0)
+        rill__cpu_wake_workers(d, 1);
 }

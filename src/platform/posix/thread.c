@@ -107,6 +107,13 @@ uint64_t rill__thread_id(void) {
     return tls_thread_id;
 }
 
+uint64_t rill__thread_id_exchange(uint64_t id) {
+    uint64_t old = tls_thread_id;
+    tls_thread_id =
+        id != 0 ? id : atomic_fetch_add_explicit(&next_thread_id, 1, memory_order_relaxed);
+    return old;
+}
+
 void rill__thread_exit(void) {
     pthread_exit(NULL);
 }
@@ -181,6 +188,10 @@ int rill__cpu_count(void) {
     }
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n > 0 ? (int)n : 1;
+}
+
+int rill__cpu_current(void) {
+    return sched_getcpu();
 }
 
 size_t rill__physical_memory_bytes(void) {

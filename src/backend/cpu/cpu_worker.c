@@ -1,0 +1,309 @@
+/* SPDX-License-Identifier: MIT */
+/* The CPU device's worker threads: their compute units, how an idle worker
+ * waits (a bounded spin, then a futex sleep) and how others wake it.
+ *
+ * Compute units are what rill_block_ctx.worker names: 0 .. num_workers-1.
+ * Bit u of free_units is set while no thread holds unit u. A worker holds
+ * one from the moment it wakes until it goes to sleep; a host thread that
+ * runs work while it waits (cpu_sched.c, rill__cpu_host_help) borrows a
+ * free one, the unit of a sleeping worker, for that time. Every block runs
+ * on a thread that holds a unit, and a unit changes hands through a
+ * release and an acquire of its bit, so the blocks that run at once have
+ * different units:
+ *     units held by awake workers + units borrowed + free units = num_workers.
+ * A worker that wakes while every free unit is borrowed waits for one as a
+ * sleeper (unit_waiters), and whoever puts a unit back wakes a sleeper when
+ * there is work for it.
+ *
+ * The watch: for WATCH_WINDOW_NS after the device was last busy, one idle
+ * worker does not sleep for good but naps, WATCH_NAP_NS at a time, and
+ * looks for work after each nap. While it does, a host thread that is
+ * expected to run its work itself (cpu_sched.c, push_ready) makes a stream
+ * ready without waking anyone: a futex wake of a sleeping worker costs the
+ * waker about 15 us on a virtual machine whose idle processors halt, and
+ * the woken worker may preempt the waker. If the host thread does not come
+ * to run the work, the watch runs it after at most a nap. A nap costs
+ * about 29 us of processor time there (bench_primitives p4), so the watch
+ * costs about 0.7% of a processor while it watches, and nothing once the
+ * window has passed. */
+#include <stdio.h>
+
+#include "backend/cpu/cpu.h"
+#include "core/stream.h"
+
+/* Idle workers spin this long before sleeping: a steady flow of work never
+ * pays a wake-up, and an idle process stops using the CPU within a tenth
+ * of a millisecond. They do not sched_yield: on a machine shared with busy
+ * processes a yield gives away a whole time slice. */
+#define IDLE_SPIN_NS 100000u
+
+/* The watch's nap, and how long after the device was last busy it keeps
+ * watching: more than the pauses of a program that serves requests a few
+ * milliseconds apart. */
+#define WATCH_NAP_NS    4000000u
+#define WATCH_WINDOW_NS 50000000u
+
+/* Idle workers sleep at most this long while a graph launch runs, so that
+ * nodes its publisher did not wake anyone for (cpu_graph.c) find a worker
+ * even while the publisher runs a long node; the nap doubles, up to 32
+ * times, while naps find nothing. */
+#define GRAPH_NAP_NS 50000u
+
+/* Set when this worker woke a sleeping host thread and has nothing left to
+ * run: it sleeps at once instead of spinning, so that the woken thread
+ * gets a processor without waiting for an idle one to wake up. */
+static _Thread_local bool leave_cpu;
+
+void rill__cpu_leave_processor(void) {
+    leave_cpu = true;
+}
+
+bool rill__cpu_leaving_processor(void) {
+    return leave_cpu;
+}
+
+void rill__cpu_wake_workers(cpu_device *d, int count) {
+    /* seq_cst load: a Dekker pair with the sleepers increment in
+     * idle_wait, which is followed by a seq_cst load of the work state. */
+    if (atomic_load(&d->sleepers) > 0) {
+        /* relaxed: a hint for woken_here. */
+        atomic_store_explicit(&d->waker_cpu, rill__cpu_current(), memory_order_relaxed);
+        atomic_fetch_add(&d->work_gen, 1);
+        rill__futex_wake(&d->work_gen, count);
+    }
+}
+
+/* After a sleep: a worker that the system woke on the processor of the
+ * thread that woke it takes that thread's processor (the waker goes on
+ * only when the worker sleeps again). It then runs what it finds but does
+ * not spin for more. */
+static void woken_here(cpu_device *d) {
+    /* relaxed: a hint. */
+    if (rill__cpu_current() == atomic_load_explicit(&d->waker_cpu, memory_order_relaxed))
+        leave_cpu = true;
+}
+
+static int has_work(cpu_device *d) {
+    return atomic_load(&d->ready_mask) != 0 || atomic_load(&d->num_launches) != 0 ||
+           atomic_load(&d->graph_work) > 0 || atomic_load(&d->stop);
+}
+
+/* ---------------------------------------------------------- compute units */
+
+int rill__cpu_unit_take(cpu_device *d) {
+    int words = (d->num_workers + 63) / 64;
+    for (int i = 0; i < words; i++) {
+        /* seq_cst: a Dekker pair with unit_put's seq_cst store of the bit
+         * and load of unit_waiters (see wait_for_unit). */
+        uint64_t v = atomic_load(&d->free_units[i]);
+        while (v != 0) {
+            uint64_t bit = v & (~v + 1);
+            /* seq_cst, an acquire: pairs with the release in
+             * rill__cpu_unit_put, so the previous holder's blocks happen
+             * before ours. */
+            if (atomic_compare_exchange_weak(&d->free_units[i], &v, v & ~bit))
+                return i * 64 + __builtin_ctzll(bit);
+        }
+    }
+    return -1;
+}
+
+static void unit_put(cpu_device *d, int unit) {
+    /* seq_cst, a release: see rill__cpu_unit_take. */
+    atomic_fetch_or(&d->free_units[unit / 64], (uint64_t)1 << (unit % 64));
+}
+
+void rill__cpu_unit_put(cpu_device *d, int unit) {
+    unit_put(d, unit);
+    /* seq_cst: the other half of the pair in wait_for_unit. A worker that
+     * waits for a unit is needed only when there is work to do. */
+    if (atomic_load(&d->unit_waiters) > 0 && has_work(d))
+        rill__cpu_wake_workers(d, 1);
+}
+
+bool rill__cpu_unit_any_free(cpu_device *d) {
+    int words = (d->num_workers + 63) / 64;
+    for (int i = 0; i < words; i++)
+        /* relaxed: a hint; rill__cpu_unit_take decides. */
+        if (atomic_load_explicit(&d->free_units[i], memory_order_relaxed) != 0)
+            return true;
+    return false;
+}
+
+/* Takes a unit for a worker that has just woken up, sleeping while every
+ * free unit is borrowed. False when the device stops meanwhile. */
+static bool wait_for_unit(cpu_device *d, cpu_worker *w) {
+    for (;;) {
+        if ((w->unit = rill__cpu_unit_take(d)) >= 0)
+            return true;
+        if (atomic_load(&d->stop))
+            return false;
+        /* A Dekker pair with rill__cpu_unit_put: waiters up, then the bits
+         * again; there, the bit set, then waiters loaded. */
+        uint32_t gen = atomic_load(&d->work_gen);
+        atomic_fetch_add(&d->unit_waiters, 1);
+        atomic_fetch_add(&d->sleepers, 1);
+        w->unit = rill__cpu_unit_take(d);
+        if (w->unit < 0 && !atomic_load(&d->stop)) {
+            rill__futex_wait(&d->work_gen, gen);
+            woken_here(d);
+        }
+        atomic_fetch_sub(&d->sleepers, 1);
+        atomic_fetch_sub(&d->unit_waiters, 1);
+        if (w->unit >= 0)
+            return true;
+    }
+}
+
+/* ------------------------------------------------------------ idle waits */
+
+/* True when an idle worker may spin: a processor is left over after the
+ * busy workers, the workers already spinning, and one for the threads that
+ * submit work. Spinning on a processor that a submitting thread needs
+ * would slow the very submissions it waits for. */
+static int may_spin(cpu_device *d) {
+    /* relaxed: a hint. */
+    int busy = d->num_workers - atomic_load_explicit(&d->idle, memory_order_relaxed);
+    int spinning = atomic_load_explicit(&d->spinning, memory_order_relaxed);
+    return busy + spinning + 1 < d->num_cpus;
+}
+
+/* Spins for work while that is worth a processor; true when work came. */
+static bool spin_for_work(cpu_device *d) {
+    bool spin = !leave_cpu && !rill__stream_took_host_wake();
+    leave_cpu = false;
+    if (!spin || !may_spin(d))
+        return false;
+    uint64_t start = rill__now_ns();
+    atomic_fetch_add_explicit(&d->spinning, 1, memory_order_relaxed);
+    bool found = false;
+    for (unsigned spins = 1;; spins++) {
+        if (has_work(d)) {
+            found = true;
+            break;
+        }
+        rill__cpu_relax();
+        if ((spins & 63u) == 0 && rill__now_ns() - start > IDLE_SPIN_NS)
+            break;
+    }
+    atomic_fetch_sub_explicit(&d->spinning, 1, memory_order_relaxed);
+    return found;
+}
+
+/* Naps as the watch until work comes or the window passes. Returns true
+ * when there is work (the watch is over either way). */
+static bool watch(cpu_device *d) {
+    uint64_t last_busy = rill__now_ns();
+    bool woken_by_call = true;
+    for (;;) {
+        uint32_t gen = atomic_load(&d->work_gen);
+        atomic_fetch_add(&d->sleepers, 1);
+        if (!has_work(d))
+            rill__futex_wait_for(&d->work_gen, gen, WATCH_NAP_NS);
+        atomic_fetch_sub(&d->sleepers, 1);
+        if (has_work(d)) {
+            /* Woken (work_gen moved), or the nap ended: then the watch
+             * caught work that nobody came for. */
+            woken_by_call = atomic_load(&d->work_gen) != gen;
+            woken_here(d);
+            break;
+        }
+        /* relaxed: a hint, set by host threads that left work to us (and
+         * ran it themselves meanwhile): the device was busy. */
+        uint64_t now = rill__now_ns();
+        if (atomic_exchange_explicit(&d->left_to_watch, 0, memory_order_relaxed))
+            last_busy = now;
+        if (now - last_busy > WATCH_WINDOW_NS)
+            break;
+    }
+    /* seq_cst: the other half of the Dekker pair in push_ready (cpu_sched.c):
+     * a host thread that saw watching set before this store left work that
+     * the load of ready_mask in has_work below sees. */
+    atomic_store(&d->watching, 0);
+    if (!has_work(d))
+        return false;
+    /* Work that a host thread left to the watch: its guess that it would
+     * come back for the work was wrong. (Streams that others left too get
+     * a worker each as the workers take them: rill__cpu_pop_ready.) */
+    if (!woken_by_call && atomic_load_explicit(&d->ready_mask, memory_order_relaxed) != 0)
+        atomic_fetch_add_explicit(&d->watch_catches, 1, memory_order_relaxed);
+    return true;
+}
+
+/* Sleeps until woken. The worker's unit is free meanwhile, for a host
+ * thread to borrow; the caller takes one again before it runs anything.
+ * The first worker to go idle after the device was busy keeps watch. */
+static void sleep_for_work(cpu_device *d, cpu_worker *w) {
+    unit_put(d, w->unit);
+    w->unit = -1;
+    int idle = 0;
+    /* relaxed: graph runs nap their own way (below). */
+    if (atomic_load_explicit(&d->num_graph_runs, memory_order_relaxed) == 0 &&
+        atomic_compare_exchange_strong(&d->watching, &idle, 1) && watch(d))
+        return;
+    uint32_t gen = atomic_load(&d->work_gen);
+    atomic_fetch_add(&d->sleepers, 1);
+    if (!has_work(d)) {
+        if (atomic_load_explicit(&d->num_graph_runs, memory_order_relaxed) > 0) {
+            unsigned shift = w->naps < 5 ? w->naps : 5;
+            w->naps++;
+            rill__futex_wait_for(&d->work_gen, gen, (uint64_t)GRAPH_NAP_NS << shift);
+        } else {
+            w->naps = 0;
+            rill__futex_wait(&d->work_gen, gen);
+        }
+        woken_here(d);
+    }
+    atomic_fetch_sub(&d->sleepers, 1);
+}
+
+static void idle_wait(cpu_device *d, cpu_worker *w) {
+    atomic_fetch_add_explicit(&d->idle, 1, memory_order_relaxed);
+    if (!spin_for_work(d))
+        sleep_for_work(d, w);
+    atomic_fetch_sub_explicit(&d->idle, 1, memory_order_relaxed);
+}
+
+static void worker_main(void *arg) {
+    cpu_worker *w = arg;
+    cpu_device *d = w->d;
+    rill__thread_set_worker(1);
+    w->forks = atomic_load_explicit(&rill__fork_count, memory_order_relaxed);
+    for (;;) {
+        if (w->unit < 0 && !wait_for_unit(d, w))
+            return;
+        rill__stream *s = rill__cpu_pop_ready(d);
+        if (s != NULL) {
+            rill__cpu_run_stream(d, w, s);
+            continue;
+        }
+        if (rill__cpu_help_launch(d, w))
+            continue;
+        if (rill__cpu_help_graph(d, w)) {
+            w->naps = 0;
+            continue;
+        }
+        if (atomic_load(&d->stop))
+            return;
+        idle_wait(d, w);
+    }
+}
+
+void rill__cpu_workers_start(cpu_device *d) {
+    for (int i = 0; i < d->num_workers; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "rill-cpu-%d", i);
+        d->workers[i].d = d;
+        d->workers[i].index = i;
+        d->workers[i].unit = i; /* every unit starts held: free_units is all zero */
+        rill__thread_start(&d->workers[i].thread, name, worker_main, &d->workers[i]);
+    }
+}
+
+void rill__cpu_workers_stop(cpu_device *d) {
+    atomic_store(&d->stop, 1);
+    atomic_fetch_add(&d->work_gen, 1);
+    rill__futex_wake(&d->work_gen, INT32_MAX);
+    for (int i = 0; i < d->num_workers; i++)
+        rill__thread_join(&d->workers[i].thread);
+}

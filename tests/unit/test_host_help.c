@@ -1,0 +1,518 @@
+/* SPDX-License-Identifier: MIT */
+/* A host thread that waits for work no awake worker has taken runs that work itself: compute
+ * units stay unique, host functions run as on a worker, and stream order, sticky errors, stream
+ * destruction and shutdown keep their rules.
+ *
+ * Whether the waiting thread or a worker runs a command is up to timing; the tests that need the
+ * host to run it pause first (so the workers sleep) and repeat until it did, and check the rules
+ * whoever ran it. Kernels and host functions report through atomics; only the main thread
+ * asserts. */
+#include "fixture.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+enum {
+    MAX_UNITS = 64,
+    ATTEMPTS = 50,  /* tries for the host to be the one that runs the work */
+    PAUSE_US = 3000 /* long enough for idle workers to go to sleep */
+};
+
+static rill_kernel *make_kernel(const char *name, rill_cpu_kernel_fn fn) {
+    rill_kernel_desc desc = {.name = name, .cpu = fn};
+    rill_kernel *k = NULL;
+    RT_OK(rill_kernel_create(&desc, &k));
+    return k;
+}
+
+static int compute_units(void) {
+    rill_device_info info;
+    RT_OK(rill_device_get_info(NULL, &info));
+    assert_true(info.compute_units > 0 && info.compute_units <= MAX_UNITS);
+    return info.compute_units;
+}
+
+/* ---- who ran it ---- */
+
+typedef struct ran_on {
+    pthread_t host; /* the waiting thread */
+    atomic_int runs;
+    atomic_int on_host;
+} ran_on;
+
+static void note_thread(ran_on *r) {
+    atomic_fetch_add(&r->runs, 1);
+    if (pthread_equal(pthread_self(), r->host))
+        atomic_fetch_add(&r->on_host, 1);
+}
+
+static void note_thread_fn(void *user_data) {
+    note_thread(user_data);
+}
+
+/* "the waiting thread does the work": after a pause, a launch and a synchronize of a default
+ * event run the command on the synchronizing thread (at least once in a few tries: a worker
+ * that is still awake may take it first). */
+static void test_waiting_host_runs_work_no_worker_took(void **state) {
+    (void)state;
+    rill_stream *s;
+    rill_event *e;
+    RT_OK(rill_stream_create(NULL, 0, &s));
+    RT_OK(rill_event_create(RILL_EVENT_DEFAULT, &e));
+    static ran_on r;
+    memset(&r, 0, sizeof r);
+    r.host = pthread_self();
+    for (int i = 0; i < ATTEMPTS && atomic_load(&r.on_host) == 0; i++) {
+        rt_sleep_us(PAUSE_US);
+        RT_OK(rill_launch_host_func(s, note_thread_fn, &r));
+        RT_OK(rill_event_record(e, s));
+        RT_OK(rill_event_synchronize(e));
+        assert_int_equal(atomic_load(&r.runs), i + 1);
+    }
+    assert_true(atomic_load(&r.on_host) > 0);
+    RT_OK(rill_event_destroy(e));
+    RT_OK(rill_stream_destroy(s));
+}
+
+/* ---- compute units ---- */
+
+typedef struct unit_check {
+    int units;
+    atomic_int busy[MAX_UNITS]; /* blocks running as each unit now */
+    atomic_int clashes;         /* a block found its unit busy */
+    atomic_int out_of_range;
+    atomic_int blocks;
+    ran_on who;
+} unit_check;
+
+typedef struct unit_args {
+    unit_check *check;
+    pthread_t host;
+} unit_args;
+
+static void unit_kernel(const rill_block_ctx *ctx, const void *args) {
+    unit_args a;
+    memcpy(&a, args, sizeof a);
+    unit_check *u = a.check;
+    int w = ctx->worker;
+    if (w < 0 || w >= u->units) {
+        atomic_fetch_add(&u->out_of_range, 1);
+        return;
+    }
+    if (atomic_fetch_add(&u->busy[w], 1) != 0)
+        atomic_fetch_add(&u->clashes, 1);
+    rt_spin_us(20);
+    atomic_fetch_sub(&u->busy[w], 1);
+    atomic_fetch_add(&u->blocks, 1);
+    atomic_fetch_add(&u->who.runs, 1);
+    if (pthread_equal(pthread_self(), a.host))
+        atomic_fetch_add(&u->who.on_host, 1);
+}
+
+enum { UNIT_THREADS = 3, UNIT_ROUNDS = 40, UNIT_BLOCKS = 12 };
+
+typedef struct unit_thread {
+    unit_check *check;
+    rill_kernel *kernel;
+    int index;
+    atomic_int failures;
+} unit_thread;
+
+static void *unit_thread_main(void *arg) {
+    unit_thread *t = arg;
+    rill_stream *s = NULL;
+    if (rill_stream_create(NULL, 0, &s) != RILL_OK) {
+        atomic_fetch_add(&t->failures, 1);
+        return NULL;
+    }
+    unit_args a = {t->check, pthread_self()};
+    rill_launch launch = {
+        .grid = {UNIT_BLOCKS, 1, 1}, .block = {1, 1, 1}, .args = &a, .args_size = sizeof a};
+    for (int r = 0; r < UNIT_ROUNDS; r++) {
+        /* Pauses of 0 to 3 ms: sometimes the workers are awake, sometimes asleep. */
+        rt_sleep_us((unsigned)((r * 7 + t->index * 3) % 4) * 1000u);
+        if (rill_launch_kernel(s, t->kernel, &launch) != RILL_OK ||
+            rill_stream_synchronize(s) != RILL_OK)
+            atomic_fetch_add(&t->failures, 1);
+    }
+    if (rill_stream_destroy(s) != RILL_OK)
+        atomic_fetch_add(&t->failures, 1);
+    return NULL;
+}
+
+/* rill_block_ctx.worker: "which compute unit runs this block". Blocks that run at once, on
+ * workers and on host threads that run kernels while they wait, never share a unit, and every
+ * unit is one of the device's. */
+static void test_blocks_running_at_once_have_different_workers(void **state) {
+    (void)state;
+    static unit_check u;
+    memset(&u, 0, sizeof u);
+    u.units = compute_units();
+    rill_kernel *k = make_kernel("unit_check", unit_kernel);
+    static unit_thread threads[UNIT_THREADS];
+    pthread_t handles[UNIT_THREADS];
+    for (int i = 0; i < UNIT_THREADS; i++) {
+        threads[i] = (unit_thread){.check = &u, .kernel = k, .index = i};
+        assert_int_equal(pthread_create(&handles[i], NULL, unit_thread_main, &threads[i]), 0);
+    }
+    for (int i = 0; i < UNIT_THREADS; i++) {
+        assert_int_equal(pthread_join(handles[i], NULL), 0);
+        assert_int_equal(atomic_load(&threads[i].failures), 0);
+    }
+    assert_int_equal(atomic_load(&u.out_of_range), 0);
+    assert_int_equal(atomic_load(&u.clashes), 0);
+    assert_int_equal(atomic_load(&u.blocks), UNIT_THREADS * UNIT_ROUNDS * UNIT_BLOCKS);
+    /* The waiting threads did run blocks themselves, next to the workers. */
+    assert_true(atomic_load(&u.who.on_host) > 0);
+    assert_true(atomic_load(&u.who.on_host) < atomic_load(&u.who.runs));
+    RT_OK(rill_kernel_destroy(k));
+}
+
+/* ---- host functions run as on a worker ---- */
+
+typedef struct as_worker {
+    ran_on who;
+    rill_stream *other; /* made current by the function */
+    atomic_int sync_status;
+    atomic_int bad_create_status;
+    atomic_int mode_was_global;
+} as_worker;
+
+static void act_as_worker(void *user_data) {
+    as_worker *a = user_data;
+    note_thread(&a->who);
+    atomic_store(&a->sync_status, rill_stream_synchronize(a->other));
+    rill_event *bad = NULL;
+    atomic_store(&a->bad_create_status, rill_event_create(0x80u, &bad)); /* leaves a sentence */
+    rill_set_current_stream(a->other);
+    rill_capture_mode mode = RILL_CAPTURE_GLOBAL;
+    rill_thread_exchange_capture_mode(&mode);
+    atomic_store(&a->mode_was_global, mode == RILL_CAPTURE_GLOBAL);
+    mode = RILL_CAPTURE_RELAXED; /* changed, as a function may: the waiting thread keeps its own */
+    rill_thread_exchange_capture_mode(&mode);
+}
+
+/* rill_launch_host_func: "fn must not block on rill (synchronize calls from it return
+ * RILL_ERROR_NOT_PERMITTED)", whichever thread runs it; a host function that the waiting thread
+ * runs leaves that thread's current stream, capture mode and rill_last_error() sentence as they
+ * were. */
+static void test_host_function_run_by_waiting_thread_behaves_as_on_a_worker(void **state) {
+    (void)state;
+    rill_stream *s, *mine, *other;
+    RT_OK(rill_stream_create(NULL, 0, &s));
+    RT_OK(rill_stream_create(NULL, 0, &mine));
+    RT_OK(rill_stream_create(NULL, 0, &other));
+    rill_stream *prev = rill_set_current_stream(mine);
+    rill_capture_mode mode = RILL_CAPTURE_THREAD_LOCAL;
+    RT_OK(rill_thread_exchange_capture_mode(&mode));
+    static as_worker a;
+    memset(&a, 0, sizeof a);
+    a.who.host = pthread_self();
+    a.other = other;
+    for (int i = 0; i < ATTEMPTS && atomic_load(&a.who.on_host) == 0; i++) {
+        rt_sleep_us(PAUSE_US);
+        rill_event *bad = NULL;
+        RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_event_create(0x40u, &bad));
+        char before[1024];
+        snprintf(before, sizeof before, "%s", rill_last_error());
+        RT_OK(rill_launch_host_func(s, act_as_worker, &a));
+        RT_OK(rill_stream_synchronize(s));
+        assert_int_equal(atomic_load(&a.sync_status), RILL_ERROR_NOT_PERMITTED);
+        assert_int_equal(atomic_load(&a.bad_create_status), RILL_ERROR_INVALID_ARGUMENT);
+        assert_true(atomic_load(&a.mode_was_global));
+        assert_string_equal(rill_last_error(), before);
+        assert_true(rill_current_stream(NULL) == mine);
+        rill_capture_mode now = RILL_CAPTURE_THREAD_LOCAL;
+        RT_OK(rill_thread_exchange_capture_mode(&now));
+        assert_int_equal(now, RILL_CAPTURE_THREAD_LOCAL);
+    }
+    assert_true(atomic_load(&a.who.on_host) > 0);
+    RT_OK(rill_thread_exchange_capture_mode(&mode));
+    rill_set_current_stream(prev);
+    RT_OK(rill_stream_destroy(other));
+    RT_OK(rill_stream_destroy(mine));
+    RT_OK(rill_stream_destroy(s));
+}
+
+/* ---- capture rules ---- */
+
+typedef struct unsafe_call {
+    ran_on who;
+    atomic_int malloc_status;
+} unsafe_call;
+
+static void call_unsafe(void *user_data) {
+    unsafe_call *u = user_data;
+    note_thread(&u->who);
+    void *p = NULL;
+    rill_status st = rill_malloc(NULL, 256, &p);
+    atomic_store(&u->malloc_status, st);
+    if (st == RILL_OK)
+        rill_free(p);
+}
+
+/* Capture modes: "unsafe calls fail in the capturing thread" for a capture begun THREAD_LOCAL,
+ * and a host function runs as on a worker, not as the capturing thread, even when the capturing
+ * thread runs it while it waits: its rill_malloc is allowed and leaves the capture valid. */
+static void test_host_function_run_by_capturing_thread_keeps_capture_rules(void **state) {
+    (void)state;
+    rill_stream *captured, *other;
+    RT_OK(rill_stream_create(NULL, 0, &captured));
+    RT_OK(rill_stream_create(NULL, 0, &other));
+    static unsafe_call u;
+    memset(&u, 0, sizeof u);
+    u.who.host = pthread_self();
+    static ran_on in_graph;
+    for (int i = 0; i < ATTEMPTS && atomic_load(&u.who.on_host) == 0; i++) {
+        rt_sleep_us(PAUSE_US);
+        RT_OK(rill_stream_begin_capture(captured, RILL_CAPTURE_THREAD_LOCAL));
+        RT_OK(rill_launch_host_func(captured, note_thread_fn, &in_graph));
+        atomic_store(&u.malloc_status, -1);
+        RT_OK(rill_launch_host_func(other, call_unsafe, &u));
+        RT_OK(rill_stream_synchronize(other));
+        assert_int_equal(atomic_load(&u.malloc_status), RILL_OK);
+        rill_graph *g = NULL;
+        RT_OK(rill_stream_end_capture(captured, &g));
+        RT_OK(rill_graph_destroy(g));
+    }
+    assert_true(atomic_load(&u.who.on_host) > 0);
+    assert_int_equal(atomic_load(&in_graph.runs), 0); /* captured, never launched */
+    RT_OK(rill_stream_destroy(other));
+    RT_OK(rill_stream_destroy(captured));
+}
+
+/* ---- stream order and sticky errors ---- */
+
+typedef struct order_log {
+    ran_on who;
+    atomic_int next;
+    atomic_int order[8];
+} order_log;
+
+typedef struct step_args {
+    order_log *log;
+    int step;
+    int fail;
+} step_args;
+
+static void step_kernel(const rill_block_ctx *ctx, const void *args) {
+    step_args a;
+    memcpy(&a, args, sizeof a);
+    note_thread(&a.log->who);
+    atomic_store(&a.log->order[atomic_fetch_add(&a.log->next, 1)], a.step);
+    if (a.fail)
+        rill_kernel_fail(ctx, "step failed on purpose");
+}
+
+static void launch_step(rill_stream *s, rill_kernel *k, order_log *log, int step, int fail) {
+    step_args a = {log, step, fail};
+    rill_launch launch = {.grid = {1, 1, 1}, .block = {1, 1, 1}, .args = &a, .args_size = sizeof a};
+    RT_OK(rill_launch_kernel(s, k, &launch));
+}
+
+/* Sticky errors: "when a kernel or host function fails, the rest of its stream's work is
+ * skipped, query/synchronize return RILL_ERROR_KERNEL_FAILED", also when the waiting thread runs
+ * the stream's commands; commands run in stream order, and only up to the point awaited. */
+static void test_host_runs_commands_in_order_with_sticky_errors(void **state) {
+    (void)state;
+    rill_kernel *k = make_kernel("step", step_kernel);
+    rill_stream *s;
+    RT_OK(rill_stream_create(NULL, 0, &s));
+    RT_OK(rill_stream_set_name(s, "helped"));
+    rill_event *mid;
+    RT_OK(rill_event_create(RILL_EVENT_DEFAULT, &mid));
+    static order_log log;
+    for (int i = 0; i < ATTEMPTS; i++) {
+        memset(&log, 0, sizeof log);
+        log.who.host = pthread_self();
+        rt_sleep_us(PAUSE_US);
+        launch_step(s, k, &log, 1, 0);
+        launch_step(s, k, &log, 2, 0);
+        RT_OK(rill_event_record(mid, s));
+        launch_step(s, k, &log, 3, 1);
+        launch_step(s, k, &log, 4, 0); /* skipped */
+        RT_OK(rill_event_synchronize(mid));
+        RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(s));
+        assert_non_null(strstr(rill_last_error(), "step failed on purpose"));
+        assert_non_null(strstr(rill_last_error(), "'helped'"));
+        assert_int_equal(atomic_load(&log.next), 3);
+        for (int j = 0; j < 3; j++)
+            assert_int_equal(atomic_load(&log.order[j]), j + 1);
+        RT_OK(rill_stream_clear_error(s));
+        RT_OK(rill_stream_synchronize(s));
+        if (atomic_load(&log.who.on_host) > 0)
+            break;
+    }
+    assert_true(atomic_load(&log.who.on_host) > 0);
+    RT_OK(rill_event_destroy(mid));
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(rill_kernel_destroy(k));
+}
+
+/* ---- lifetime ---- */
+
+/* rill_stream_destroy with work pending: the stream lives until that work is done, also when the
+ * thread that waits for it through an event runs it. */
+static void test_host_runs_work_of_a_destroyed_stream(void **state) {
+    (void)state;
+    static ran_on r;
+    memset(&r, 0, sizeof r);
+    r.host = pthread_self();
+    rill_event *e;
+    RT_OK(rill_event_create(RILL_EVENT_DEFAULT, &e));
+    for (int i = 0; i < ATTEMPTS && atomic_load(&r.on_host) == 0; i++) {
+        rill_stream *s;
+        RT_OK(rill_stream_create(NULL, 0, &s));
+        rt_sleep_us(PAUSE_US);
+        RT_OK(rill_launch_host_func(s, note_thread_fn, &r));
+        RT_OK(rill_launch_host_func(s, note_thread_fn, &r));
+        RT_OK(rill_event_record(e, s));
+        RT_OK(rill_stream_destroy(s));
+        RT_OK(rill_event_synchronize(e));
+        assert_int_equal(atomic_load(&r.runs), 2 * (i + 1));
+    }
+    assert_true(atomic_load(&r.on_host) > 0);
+    RT_OK(rill_event_destroy(e));
+}
+
+/* rill_device_synchronize waits for every stream; the waiting thread runs what no worker took,
+ * stream by stream. */
+static void test_device_synchronize_runs_work_of_every_stream(void **state) {
+    (void)state;
+    enum { STREAMS = 6 };
+    static ran_on r;
+    memset(&r, 0, sizeof r);
+    r.host = pthread_self();
+    rill_stream *s[STREAMS];
+    for (int i = 0; i < STREAMS; i++)
+        RT_OK(rill_stream_create(NULL, -(i % 3), &s[i]));
+    for (int a = 0; a < ATTEMPTS && atomic_load(&r.on_host) == 0; a++) {
+        rt_sleep_us(PAUSE_US);
+        for (int i = 0; i < STREAMS; i++)
+            RT_OK(rill_launch_host_func(s[i], note_thread_fn, &r));
+        RT_OK(rill_device_synchronize(NULL));
+        assert_int_equal(atomic_load(&r.runs), STREAMS * (a + 1));
+    }
+    assert_true(atomic_load(&r.on_host) > 0);
+    for (int i = 0; i < STREAMS; i++)
+        RT_OK(rill_stream_destroy(s[i]));
+}
+
+/* rill_shutdown waits for all work; the thread that shuts down may run it, and a fresh library
+ * works afterwards. */
+static void test_shutdown_runs_pending_work(void **state) {
+    (void)state;
+    enum { STREAMS = 4, PER_STREAM = 50 };
+    static ran_on r;
+    memset(&r, 0, sizeof r);
+    r.host = pthread_self();
+    rt_sleep_us(PAUSE_US);
+    for (int i = 0; i < STREAMS; i++) {
+        rill_stream *s;
+        RT_OK(rill_stream_create(NULL, 0, &s));
+        for (int j = 0; j < PER_STREAM; j++)
+            RT_OK(rill_launch_host_func(s, note_thread_fn, &r));
+    }
+    RT_OK(rill_shutdown());
+    assert_int_equal(atomic_load(&r.runs), STREAMS * PER_STREAM);
+    rill_stream *s;
+    RT_OK(rill_stream_create(NULL, 0, &s));
+    RT_OK(rill_launch_host_func(s, note_thread_fn, &r));
+    RT_OK(rill_stream_synchronize(s));
+    assert_int_equal(atomic_load(&r.runs), STREAMS * PER_STREAM + 1);
+    RT_OK(rill_stream_destroy(s));
+}
+
+/* ---- work that nobody waits for ---- */
+
+static void set_flag(void *user_data) {
+    atomic_store((atomic_int *)user_data, 1);
+}
+
+/* Makes the calling thread one that came back for its work: a launch after a pause, then a
+ * wait for it. */
+static void come_back_for_work(rill_stream *s) {
+    static ran_on r;
+    r.host = pthread_self();
+    rt_sleep_us(PAUSE_US);
+    RT_OK(rill_launch_host_func(s, note_thread_fn, &r));
+    RT_OK(rill_stream_synchronize(s));
+}
+
+/* Work runs without the program waiting for it: a launch by a thread that came back for its
+ * work before may leave waking a worker for later, and the work still runs while the thread
+ * makes no rill call at all (here it watches a flag that the work sets). */
+static void test_work_nobody_waits_for_still_runs(void **state) {
+    (void)state;
+    rill_stream *s;
+    RT_OK(rill_stream_create(NULL, 0, &s));
+    static atomic_int flag;
+    for (int round = 0; round < 5; round++) {
+        come_back_for_work(s);
+        rt_sleep_us(PAUSE_US);
+        atomic_store(&flag, 0);
+        RT_OK(rill_launch_host_func(s, set_flag, &flag));
+        uint64_t deadline = rt_now_ns() + 5000000000ull;
+        while (!atomic_load(&flag) && rt_now_ns() < deadline)
+            rt_sleep_us(50);
+        assert_true(atomic_load(&flag));
+        RT_OK(rill_stream_synchronize(s));
+    }
+    RT_OK(rill_stream_destroy(s));
+}
+
+/* RILL_EVENT_BLOCKING_SYNC: "host waits sleep instead of spinning"; the work that a sleeping
+ * waiter waits for runs on a worker, also when its launch left the wake-up for later. A query
+ * that polls gets its work run too. */
+static void test_sleeping_or_polling_waits_get_their_work_run(void **state) {
+    (void)state;
+    rill_stream *s;
+    rill_event *blocking, *polled;
+    RT_OK(rill_stream_create(NULL, 0, &s));
+    RT_OK(rill_event_create(RILL_EVENT_BLOCKING_SYNC, &blocking));
+    RT_OK(rill_event_create(RILL_EVENT_DEFAULT, &polled));
+    static atomic_int flag;
+    for (int round = 0; round < 5; round++) {
+        come_back_for_work(s);
+        rt_sleep_us(PAUSE_US);
+        atomic_store(&flag, 0);
+        RT_OK(rill_launch_host_func(s, set_flag, &flag));
+        RT_OK(rill_event_record(blocking, s));
+        RT_OK(rill_event_synchronize(blocking));
+        assert_true(atomic_load(&flag));
+
+        come_back_for_work(s);
+        rt_sleep_us(PAUSE_US);
+        atomic_store(&flag, 0);
+        RT_OK(rill_launch_host_func(s, set_flag, &flag));
+        RT_OK(rill_event_record(polled, s));
+        uint64_t deadline = rt_now_ns() + 5000000000ull;
+        rill_status st;
+        while ((st = rill_event_query(polled)) == RILL_NOT_READY && rt_now_ns() < deadline)
+            rt_sleep_us(10);
+        assert_int_equal(st, RILL_OK);
+        assert_true(atomic_load(&flag));
+    }
+    RT_OK(rill_event_destroy(polled));
+    RT_OK(rill_event_destroy(blocking));
+    RT_OK(rill_stream_destroy(s));
+}
+
+int main(int argc, char **argv) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_waiting_host_runs_work_no_worker_took),
+        cmocka_unit_test(test_blocks_running_at_once_have_different_workers),
+        cmocka_unit_test(test_host_function_run_by_waiting_thread_behaves_as_on_a_worker),
+        cmocka_unit_test(test_host_function_run_by_capturing_thread_keeps_capture_rules),
+        cmocka_unit_test(test_host_runs_commands_in_order_with_sticky_errors),
+        cmocka_unit_test(test_host_runs_work_of_a_destroyed_stream),
+        cmocka_unit_test(test_device_synchronize_runs_work_of_every_stream),
+        cmocka_unit_test(test_work_nobody_waits_for_still_runs),
+        cmocka_unit_test(test_sleeping_or_polling_waits_get_their_work_run),
+        cmocka_unit_test(test_shutdown_runs_pending_work),
+    };
+    return RT_RUN(tests);
+}
