@@ -412,10 +412,13 @@ rill_status rill__comm_issue(rill_stream *stream, rill_comm *comm, const rill__c
         rill__pool_note_use(p, t->number + 1, recv.ptr, recv.bytes);
     if (send.bytes != 0 && send.ptr != recv.ptr)
         rill__pool_note_use(p, t->number + 1, send.ptr, send.bytes);
-    /* Last: once the waiter is registered, the engine may start, finish
-     * and free t at any moment. */
+    /* Last: once t is chained or its waiter registered, the engine may
+     * start, finish and free t at any moment. */
+    t->wait_seq = seq;
     t->waiter.seq = seq - 1;
     t->waiter.fn = stream_reached;
+    if (rill__comm_engine_chain(ch, t))
+        return RILL_OK;
     if (seq == 1 || !rill__stream_add_waiter(s, &t->waiter))
         stream_reached(&t->waiter);
     return RILL_OK;

@@ -3,8 +3,11 @@
  * process makes every call into the transport, so that MPI needs no more
  * than MPI_THREAD_SERIALIZED. It starts each channel's tasks strictly in
  * issue order, a stream operation once its stream has reached it (the
- * waiter on the command before its WAIT marks it ready), because MPI
- * matches operations of a communicator in the order they are called; it
+ * waiter on the command before its WAIT marks it ready; for an operation
+ * issued right behind another of its channel on the same stream, that
+ * one's completion does, so back-to-back operations follow each other
+ * without a worker in between), because MPI matches operations of a
+ * communicator in the order they are called; it
  * tests the started ones until they complete, fails those that miss their
  * deadline, and completes their proxies' numbers, which resumes the parked
  * streams. It holds no compute unit and never blocks in the transport.
@@ -12,7 +15,9 @@
  * Invariants: a channel's queue holds its issued, not yet started tasks
  * in issue order; ch->active counts its started, unfinished, not
  * abandoned tasks; engine.live = the sum of ch->active; a proxy in the
- * free list has done_seq == sub_seq.
+ * free list has done_seq == sub_seq; ch->last, when set, is the unfinished
+ * task whose WAIT is (stream last_stream_id, last_wait_seq), and a task's
+ * chained successor is queued behind it, not ready.
  *
  * Progress: MPI advances nonblocking operations only inside MPI calls, so
  * while an operation is under way the thread tests without pause for
@@ -167,11 +172,36 @@ static void finish_control(rill__comm_task *t, rill_status status, const char *m
 
 enum outcome { OUT_OK, OUT_FAILED };
 
+/* t finished, failed or was abandoned: the task chained behind it may
+ * start, skipped when t failed or was skipped (its stream fails at t's
+ * WAIT, as rill__stream_failed_at would tell that task's waiter). */
+static void unchain(rill__comm_task *t, const char *cause) {
+    rill__comm_channel *ch = t->ch;
+    rill__spinlock_lock(&engine.lock);
+    if (ch->last == t) {
+        ch->last = NULL;
+        ch->last_ok = !t->skipped && cause == NULL;
+    }
+    rill__comm_task *n = t->chained;
+    t->chained = NULL;
+    rill__spinlock_unlock(&engine.lock);
+    if (n == NULL)
+        return;
+    const char *why = t->skipped ? t->skip_why : cause;
+    if (why != NULL) {
+        n->skipped = true;
+        rill__fit(n->skip_why, sizeof n->skip_why, why);
+    }
+    /* release: pairs with the acquire load in startable. */
+    atomic_store_explicit(&n->ready, 1, memory_order_release);
+}
+
 /* Ends a stream operation whose memory the transport no longer holds:
  * its proxy reaches k + 1 (failing k first when it failed), which resumes
  * the stream, and goes back to the free list. */
 static void finish_stream(rill__comm_task *t, enum outcome outcome, const char *cause) {
     rill__stream *p = t->proxy;
+    unchain(t, outcome == OUT_FAILED ? cause : NULL);
     if (outcome == OUT_FAILED) {
         rill__stream_fail(p, t->number, cause);
         rill__stream_clear_failure(p, t->number + 1); /* only this operation fails */
@@ -187,6 +217,7 @@ static void finish_stream(rill__comm_task *t, enum outcome outcome, const char *
  * (k + 1) until the transport lets it go, if ever. */
 static void abandon_stream(rill__comm_task *t, const char *cause) {
     rill__stream *p = t->proxy;
+    unchain(t, cause);
     rill__stream_fail(p, t->number, cause);
     rill__stream_clear_failure(p, t->number + 1);
     rill__stream_complete(p, t->number);
@@ -567,8 +598,35 @@ bool rill__comm_engine_queue(rill__comm_channel *ch, rill__comm_task *task) {
         ch->head = task;
     ch->tail = task;
     rill__spinlock_unlock(&engine.lock);
-    rill__comm_engine_kick();
+    if (task->op.a.kind == RILL__COMM_CLOSE)
+        rill__comm_engine_kick(); /* a stream operation is kicked when ready */
     return true;
+}
+
+bool rill__comm_engine_chain(rill__comm_channel *ch, rill__comm_task *task) {
+    uint64_t id = task->stream->id;
+    rill__spinlock_lock(&engine.lock);
+    bool behind = ch->last_stream_id == id && ch->last_wait_seq + 1 == task->wait_seq;
+    /* ch->last is cleared (under this lock) before its task finishes, so
+     * a task found here is alive. */
+    rill__comm_task *p = ch->last;
+    bool chained = behind && p != NULL;
+    bool ready = behind && p == NULL && ch->last_ok;
+    if (chained)
+        p->chained = task;
+    ch->last = task;
+    ch->last_stream_id = id;
+    ch->last_wait_seq = task->wait_seq;
+    ch->last_ok = false;
+    rill__spinlock_unlock(&engine.lock);
+    if (ready) {
+        /* The stream reaches it once its worker passes the WAIT of an
+         * operation that completed: nothing can fail it any more. release:
+         * pairs with the acquire load in startable. */
+        atomic_store_explicit(&task->ready, 1, memory_order_release);
+        rill__comm_engine_kick();
+    }
+    return chained || ready;
 }
 
 void rill__comm_engine_unqueue(rill__comm_channel *ch, rill__comm_task *task) {

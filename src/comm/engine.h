@@ -36,11 +36,15 @@ typedef struct rill__comm_task {
     rill__comm_channel *ch; /* borrowed: outlives its tasks */
     /* guarded by the engine's lock */
     struct rill__comm_task *next; /* the channel's queue, in issue order */
-    /* stream operations: immutable once queued */
+    /* stream operations: immutable once queued (wait_seq: once chained) */
     rill__stream *stream; /* ref: released when the task finishes */
     rill__stream *proxy;  /* the engine's proxy while the task holds it */
     uint64_t number;     /* k (see above) */
+    uint64_t wait_seq;   /* the WAIT's number on stream */
     rill__waiter waiter; /* on stream, for the command before the WAIT */
+    /* guarded by the engine's lock: the task issued right behind this one
+     * on the same stream and channel, made ready when this one finishes */
+    struct rill__comm_task *chained;
     /* written by the waiter before ready is set (release), then read-only */
     bool skipped;
     char skip_why[RILL__COMM_WHY_BYTES];
@@ -68,6 +72,11 @@ struct rill__comm_channel {
     /* guarded by the engine's lock */
     struct rill__comm_channel *next; /* the engine's channels */
     rill__comm_task *head, *tail;    /* issued and not yet started, in issue order */
+    /* the last stream operation issued: its stream's id, its WAIT's
+     * number, the task until it finishes, then whether it completed */
+    uint64_t last_stream_id, last_wait_seq;
+    rill__comm_task *last;
+    bool last_ok;
     bool opened;                     /* OPEN succeeded */
     bool closing;                    /* CLOSE is queued: nothing more may be */
     /* communication thread only */
@@ -82,8 +91,18 @@ struct rill__comm_channel {
  * thread if it does not run. */
 void rill__comm_engine_add(rill__comm_channel *ch, rill__comm_task *open);
 /* Queues task at the end of ch's queue; false (nothing queued) when ch
- * is closing and task is a stream operation. */
+ * is closing and task is a stream operation. A stream operation is not
+ * startable yet: whoever marks it ready kicks the thread. */
 bool rill__comm_engine_queue(rill__comm_channel *ch, rill__comm_task *task);
+/* When the stream's command just before task's WAIT (task queued, its
+ * WAIT at task->wait_seq) is the WAIT of ch's previous stream operation,
+ * makes task ready once that one completes, or at once when it has
+ * completed, and returns true: the caller registers no waiter (the engine
+ * may free task at once). Otherwise false. Back-to-back operations on one
+ * stream thus start one after another on the communication thread,
+ * without the stream's worker in between; after a failure the stream's
+ * waiter decides, as for any operation. */
+bool rill__comm_engine_chain(rill__comm_channel *ch, rill__comm_task *task);
 /* Takes a queued task that is not ready back out of ch's queue. */
 void rill__comm_engine_unqueue(rill__comm_channel *ch, rill__comm_task *task);
 /* Wakes the communication thread: a task became ready. Any thread. */

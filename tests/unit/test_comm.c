@@ -176,12 +176,17 @@ static int logged(fake *f) {
     return atomic_load_explicit(&f->nlog, memory_order_acquire);
 }
 
-/* Waits (at most 10 s) until *word reaches want; returns whether it did. */
-static bool wait_for(atomic_int *word, int want) {
-    uint64_t deadline = rt_now_ns() + 10 * SEC_NS;
+/* Waits (at most timeout_ns) until *word reaches want; returns whether it
+ * did. */
+static bool wait_for_ns(atomic_int *word, int want, uint64_t timeout_ns) {
+    uint64_t deadline = rt_now_ns() + timeout_ns;
     while (atomic_load(word) < want && rt_now_ns() < deadline)
         rt_sleep_us(100);
     return atomic_load(word) >= want;
+}
+
+static bool wait_for(atomic_int *word, int want) {
+    return wait_for_ns(word, want, 10 * SEC_NS);
 }
 
 static rill_stream *new_stream(void) {
@@ -365,6 +370,60 @@ static void test_comm_pending_operations_hold_no_worker(void **state) {
     RT_OK(rill__comm_close(c, "rill_comm_destroy"));
 }
 
+/* Operations issued back to back on one stream start one after another
+ * on the communication thread, without the stream's worker running the
+ * WAIT between them: with every worker held by a gate, the second starts
+ * once the first completes (it was under way when the second was issued),
+ * and a third, issued once the second had completed, starts at once. */
+static void test_comm_back_to_back_operations_start_while_workers_are_busy(void **state) {
+    (void)state;
+    enum { MAX_WORKERS = 16 };
+    rill_device *dev;
+    rill_device_info info;
+    RT_OK(rill_device_get_by_kind(RILL_DEVICE_CPU, 0, &dev));
+    RT_OK(rill_device_get_info(dev, &info));
+    int workers = info.compute_units;
+    assert_true(workers <= MAX_WORKERS);
+    fake f = {0};
+    rill_comm *c = open_fake(&f, 2);
+    rill_stream *busy[MAX_WORKERS], *s;
+    float *x;
+    RT_OK(rill_malloc(NULL, 8 * sizeof(float), (void **)&x));
+    rt_gate g[MAX_WORKERS];
+    for (int i = 0; i < workers; i++) {
+        busy[i] = new_stream();
+        rt_gate_reset(&g[i]);
+        RT_OK(rt_launch_gate_kernel(busy[i], &g[i]));
+    }
+    for (int i = 0; i < workers; i++)
+        assert_true(rt_gate_wait_entered(&g[i]));
+    s = new_stream();
+    atomic_store(&f.hold, 1);
+    RT_OK(allreduce(s, c, x, x, 1));
+    RT_OK(allreduce(s, c, x + 4, x + 4, 2));
+    /* Each wait well within the gates' own timeout (10 s). */
+    assert_true(wait_for_ns(&f.nlog, 2, 2 * SEC_NS));
+    atomic_store(&f.hold, 0);
+    assert_true(wait_for_ns(&f.done_tests, 2, 2 * SEC_NS));
+    RT_OK(allreduce(s, c, x + 2, x + 2, 1));
+    assert_true(wait_for_ns(&f.done_tests, 3, 2 * SEC_NS));
+    for (int i = 0; i < workers; i++)
+        assert_int_equal(rill_stream_query(busy[i]), RILL_NOT_READY);
+    assert_int_equal(logged(&f), 4);
+    assert_int_equal(f.log_count[2], 2);
+    for (int i = 0; i < workers; i++)
+        rt_gate_open(&g[i]);
+    RT_OK(rill_stream_synchronize(s));
+    for (int i = 0; i < workers; i++) {
+        assert_int_equal(atomic_load(&g[i].timed_out), 0);
+        RT_OK(rill_stream_synchronize(busy[i]));
+        RT_OK(rill_stream_destroy(busy[i]));
+    }
+    RT_OK(rill_free(x));
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(rill__comm_close(c, "rill_comm_destroy"));
+}
+
 /* An operation of no bytes, with NULL buffers, is still a command of its
  * stream and still issued to the transport (the other ranks issue it too). */
 static void test_comm_empty_operation_is_still_issued_in_order(void **state) {
@@ -437,6 +496,31 @@ static void test_comm_transport_failure_is_sticky_and_breaks_communicator(void *
                                        "not started: the communicator failed before "
                                        "(rill_allreduce_f32");
     assert_int_equal(logged(&f), 2); /* the broadcast never reached the transport */
+    RT_OK(rill_stream_clear_error(s));
+    RT_OK(rill_free_async(x, s));
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(rill__comm_close(c, "rill_comm_destroy"));
+}
+
+/* An operation issued right behind one that fails, on the same stream,
+ * is skipped (its stream fails at the first one's WAIT) and never reaches
+ * the transport; the stream's error names the first failure. */
+static void test_comm_operation_behind_a_failed_one_is_skipped(void **state) {
+    (void)state;
+    fake f = {0};
+    rill_comm *c = open_fake(&f, 2);
+    rill_stream *s = new_stream();
+    float *x = new_floats(s, 4);
+    RT_OK(rill_stream_synchronize(s));
+    atomic_store(&f.hold, 1);
+    atomic_store(&f.fail_test, 1);
+    RT_OK(allreduce(s, c, x, x, 4));
+    RT_OK(allreduce(s, c, x, x, 2));
+    atomic_store(&f.hold, 0);
+    RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(s));
+    assert_contains(rill_last_error(),
+                    "rill_allreduce_f32 (sum of 4 floats) on rank 0 of 2 failed: injected failure");
+    assert_int_equal(logged(&f), 2); /* the second never reached the transport */
     RT_OK(rill_stream_clear_error(s));
     RT_OK(rill_free_async(x, s));
     RT_OK(rill_stream_destroy(s));
@@ -908,9 +992,11 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_comm_event_after_operation_orders_other_stream),
         cmocka_unit_test(test_comm_operations_start_in_issue_order),
         cmocka_unit_test(test_comm_pending_operations_hold_no_worker),
+        cmocka_unit_test(test_comm_back_to_back_operations_start_while_workers_are_busy),
         cmocka_unit_test(test_comm_empty_operation_is_still_issued_in_order),
         cmocka_unit_test(test_comm_receive_completes_with_later_send),
         cmocka_unit_test(test_comm_transport_failure_is_sticky_and_breaks_communicator),
+        cmocka_unit_test(test_comm_operation_behind_a_failed_one_is_skipped),
         cmocka_unit_test(test_comm_start_failure_is_sticky),
         cmocka_unit_test(test_comm_skipped_operation_breaks_communicator),
         cmocka_unit_test(test_comm_timeout_fails_stream_and_keeps_memory),
