@@ -17,6 +17,38 @@
 
 #include "rill.h"
 
+/* fork() under the sanitizers (tests/unit/test_fork.c).
+ * CHILD_MAY_START_THREADS: ThreadSanitizer cannot follow a child of a
+ * multithreaded process that starts threads (it finds the ids of the
+ * parent's threads taken), so under it a child checks only what starts no
+ * thread (a call that builds the child's runtime starts its workers).
+ * FORK_RACING_THREADS_SUPPORTED: GCC 12's AddressSanitizer does not take
+ * its allocator's locks around fork(), so a child forked while another
+ * thread is inside malloc or free (or while ASan starts a thread, which
+ * frees) may wait forever on the first allocation of that size; glibc's
+ * malloc takes its locks, so tests that fork while other threads run rill
+ * run in the other builds. */
+#if defined(__SANITIZE_THREAD__)
+#define CHILD_MAY_START_THREADS 0
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define CHILD_MAY_START_THREADS 0
+#endif
+#endif
+#ifndef CHILD_MAY_START_THREADS
+#define CHILD_MAY_START_THREADS 1
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define FORK_RACING_THREADS_SUPPORTED 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FORK_RACING_THREADS_SUPPORTED 0
+#endif
+#endif
+#ifndef FORK_RACING_THREADS_SUPPORTED
+#define FORK_RACING_THREADS_SUPPORTED 1
+#endif
+
 /* Asserts that `call` returns RILL_OK; on failure prints rill_last_error(). */
 #define RT_OK(call)                                                                                \
     do {                                                                                           \

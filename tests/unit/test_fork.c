@@ -22,33 +22,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#if defined(__SANITIZE_THREAD__)
-/* ThreadSanitizer cannot follow a child of a multithreaded process that starts threads (it finds
- * the ids of the parent's threads taken): under it, children check only what starts no thread
- * (a call that builds the child's runtime starts its workers). */
-#define CHILD_MAY_START_THREADS 0
-#else
-#define CHILD_MAY_START_THREADS 1
-#endif
+/* CHILD_MAY_START_THREADS and FORK_RACING_THREADS_SUPPORTED (what the sanitizers allow a fork):
+ * fixture.h. */
 
-/* GCC 12's AddressSanitizer does not take its allocator's locks around fork(): a child forked
- * while another thread is inside malloc or free inherits a held size-class lock, and its first
- * allocation of that size waits forever (seen: the child's new workers stuck in the allocator's
- * GetFromAllocator). glibc's malloc, which the other builds use, takes its locks around fork, so
- * the test of forks racing other threads runs there and under ThreadSanitizer. */
-#if defined(__SANITIZE_ADDRESS__)
-#define FORK_RACING_THREADS_SUPPORTED 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define FORK_RACING_THREADS_SUPPORTED 0
-#endif
-#endif
-#ifndef FORK_RACING_THREADS_SUPPORTED
-#define FORK_RACING_THREADS_SUPPORTED 1
-#endif
-
-/* The same holds for a thread that is starting: AddressSanitizer's start of a thread frees memory,
- * so under it a fork right after rill started its workers waits until every other thread of the
+/* A thread that AddressSanitizer is starting frees memory too, so under it a fork right after rill
+ * started its workers waits until every other thread of the
  * process sleeps (state S in /proc/self/task/TID/stat) on two reads 2 ms apart, or 5 s passed. */
 static bool other_threads_sleep(void) {
     DIR *dir = opendir("/proc/self/task");

@@ -24,21 +24,7 @@
 
 static const char python[] = "/usr/bin/python3";
 
-#if defined(__SANITIZE_THREAD__)
-/* ThreadSanitizer cannot follow a child of a multithreaded process that
- * starts threads (test_fork.c): under it, the child of a fork while the
- * workers run traces nothing of its own that would start the runtime. */
-#define CHILD_MAY_START_THREADS 0
-#else
-#define CHILD_MAY_START_THREADS 1
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-/* GCC 12's AddressSanitizer keeps its allocator's locks across fork(): a
- * child forked while a worker allocates may hang (test_fork.c). */
-#define FORK_RACING_THREADS_SUPPORTED 0
-#else
-#define FORK_RACING_THREADS_SUPPORTED 1
-#endif
+/* CHILD_MAY_START_THREADS and FORK_RACING_THREADS_SUPPORTED: fixture.h. */
 
 static void trace_path(char *buf, size_t size, const char *what) {
     const char *dir = getenv("TMPDIR");
