@@ -22,8 +22,11 @@
  * Progress: MPI advances nonblocking operations only inside MPI calls, so
  * while an operation is under way the thread tests without pause for
  * SPIN_NS after the last progress (an operation started or completed),
- * then yields between tests until YIELD_NS, then sleeps SLEEP_NS between
- * tests (a late peer costs little CPU; a new task wakes it at once).
+ * then sleeps SLEEP_NS between tests (a late peer costs little CPU; a new
+ * task wakes it at once). It never yields: where processes share the
+ * processors (ranks on one machine), a yield hands the rest of the time
+ * slice to another thread while the peer's message may be arriving, which
+ * cost a synchronized 4-byte allreduce 137 us against 85 us without.
  * Operations abandoned after a timeout are tested every ABANDONED_NS until
  * the transport lets them go or their channel closes. With nothing under
  * way it sleeps until kicked and makes no MPI call. */
@@ -36,8 +39,7 @@
 #include "core/assert.h"
 #include "core/status.h"
 
-#define SPIN_NS  50000u
-#define YIELD_NS 5000000u
+#define SPIN_NS  5000000u
 #define SLEEP_NS 200000u
 /* How often operations that timed out are tested, while nothing else is
  * under way. */
@@ -556,8 +558,6 @@ static void comm_main(void *arg) {
             sleep_on_kick(kick, ABANDONED_NS);
         } else if (now - last < SPIN_NS) {
             rill__cpu_relax();
-        } else if (now - last < YIELD_NS) {
-            rill__thread_yield();
         } else {
             sleep_on_kick(kick, SLEEP_NS);
         }
