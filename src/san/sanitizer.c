@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The stream sanitizer: see sanitizer.h for the model, rill.h for the
- * calls. */
+ * calls. Races inside a launched graph are san_graph.c's; the state and
+ * helpers the two share are in san_internal.h. */
 #include "san/sanitizer.h"
 
 #include <inttypes.h>
@@ -16,75 +17,10 @@
 #include "graph/graph.h"
 #include "mem/pool.h"
 #include "platform/thread.h"
+#include "san/san_internal.h"
 #include "util/ptrmap.h"
 
-typedef struct vc_entry {
-    uint32_t idx; /* a stream's index */
-    uint64_t seq;
-} vc_entry;
-
-/* A vector clock, sparse: entries sorted by idx; a missing one is 0. */
-typedef struct vclock {
-    vc_entry *e; /* owned */
-    uint32_t n, cap;
-} vclock;
-
-/* What a stream's work after a point is ordered after: the clock that holds
- * for its commands numbered above `after`. */
-typedef struct snapshot {
-    uint64_t after;
-    vclock vc;
-} snapshot;
-
-/* The clocks a stream had, newest last; older ones are forgotten beyond
- * this many (a wait for work that old then takes the oldest kept, which
- * may hide a race but never invents one). */
-#define HISTORY 16
-
-typedef struct san_stream {
-    uint64_t id;            /* rill__stream.id */
-    rill__device *dev;      /* borrowed: devices outlive the state (cleared at shutdown) */
-    uint64_t last;          /* the highest seq of it that the sanitizer saw */
-    uint64_t done;          /* the highest seq of it that the host saw complete */
-    snapshot hist[HISTORY]; /* its clocks, oldest first */
-    uint32_t num_hist;
-    bool hist_lost; /* older clocks were forgotten */
-    char label[72]; /* "'name'" or "#id" */
-} san_stream;
-
-typedef struct san_rec {
-    uintptr_t lo, hi;
-    uint64_t seq;
-    uint32_t stream; /* index */
-    uint8_t write;
-    uint8_t covered; /* the pool tracks this use (rill_free waits for it) */
-    int line;
-    const char *file; /* static storage (__FILE__), or NULL */
-    char what[96];    /* "kernel 'k'", "rill_memcpy_async", "graph node 3 (kernel 'k')" */
-} san_rec;
-
-typedef struct san_cover {
-    uintptr_t ptr;   /* rill_record_stream's pointer */
-    uint32_t stream; /* index */
-} san_cover;
-
-static struct {
-    rill__mutex lock;
-    int lock_ready; /* written by start, under the runtime's init lock */
-    int abort_at_first;
-    san_stream *streams; /* owned */
-    uint32_t num_streams, cap_streams;
-    rill__ptrmap ids;     /* stream id -> index + 1 */
-    rill__ptrmap checked; /* the parameter sets of execs checked inside (value 1) */
-    san_rec *recs;        /* owned, sorted by lo */
-    size_t num_recs, cap_recs;
-    size_t max_len; /* the longest record since the last clear */
-    san_cover *covers;
-    size_t num_covers, cap_covers;
-    rill__ptrmap events; /* event -> index + 1 in ev */
-    vclock *ev;          /* owned: each event's clock at its last record */
-    uint32_t num_ev, cap_ev;
-} S;
+san_state rill__san_state;
 
 static _Atomic uint64_t reports;
 
@@ -277,14 +213,6 @@ static void observe(uint32_t t, uint64_t seq, const vclock *v) {
 
 /* ------------------------------------------------------------- reports */
 
-typedef struct access {
-    uintptr_t lo, hi;
-    uint8_t write, covered, host;
-    const char *file;
-    int line;
-    const char *what;
-} access;
-
 static void where(char *buf, size_t size, const char *file, int line) {
     if (file != NULL)
         snprintf(buf, size, ", at %s:%d", file, line);
@@ -292,7 +220,7 @@ static void where(char *buf, size_t size, const char *file, int line) {
         buf[0] = '\0';
 }
 
-static void finish_report(void) {
+void rill__san_finish_report(void) {
     atomic_fetch_add_explicit(&reports, 1, memory_order_relaxed);
     fflush(stderr);
     if (S.abort_at_first) {
@@ -333,7 +261,7 @@ static void report_race(uint32_t t, uint64_t seq, const access *a, const san_rec
                 a->write ? "writes" : "reads", wa, r->what, rl, r->seq,
                 r->write ? "writes" : "reads", wr, sl, rl, a->what, rl, r->what);
     }
-    finish_report();
+    rill__san_finish_report();
 }
 
 /* (c): the block [lo, hi) freed on stream f while r may still use it. */
@@ -353,7 +281,7 @@ static void report_free(uint32_t f, const char *fn, const void *ptr, uintptr_t l
             "rill_record_stream(%p, stream %s)\n",
             (void *)lo, (void *)hi, (size_t)(hi - lo), fn, ptr, fl, wf, r->what, rl, r->seq,
             r->write ? "writes" : "reads", wr, fl, rl, ptr, rl);
-    finish_report();
+    rill__san_finish_report();
 }
 
 /* --------------------------------------------------------------- records */
@@ -376,12 +304,6 @@ static size_t rec_first(uintptr_t lo) {
     return rec_lower(lo > S.max_len ? lo - S.max_len : 0);
 }
 
-typedef struct seen {
-    uint32_t stream[8];
-    uint64_t seq[8];
-    unsigned n;
-} seen;
-
 /* One report per pair of commands: true when r's command was reported
  * with this one already (or too many were to remember). */
 static bool seen_before(seen *s, const san_rec *r) {
@@ -396,7 +318,7 @@ static bool seen_before(seen *s, const san_rec *r) {
 }
 
 /* Checks the access a of command seq of stream t, then remembers it. */
-static bool check_access(uint32_t t, uint64_t seq, const access *a, seen *sn) {
+bool rill__san_check_access(uint32_t t, uint64_t seq, const access *a, seen *sn) {
     uintptr_t lo = a->lo, hi = a->hi;
     if (hi <= lo)
         return true;
@@ -450,8 +372,8 @@ static bool check_access(uint32_t t, uint64_t seq, const access *a, seen *sn) {
     return true;
 }
 
-static access make_access(const void *p, size_t bytes, bool write, const char *what,
-                          unsigned flags) {
+access rill__san_make_access(const void *p, size_t bytes, bool write, const char *what,
+                             unsigned flags) {
     access a = {.lo = (uintptr_t)p,
                 .hi = (uintptr_t)p + bytes,
                 .write = write,
@@ -465,174 +387,13 @@ static access make_access(const void *p, size_t bytes, bool write, const char *w
     return a;
 }
 
-static bool check_kernel(uint32_t t, uint64_t seq, const rill_access *acc, size_t n,
-                         const char *what, unsigned flags, bool covered, seen *sn) {
+bool rill__san_check_kernel(uint32_t t, uint64_t seq, const rill_access *acc, size_t n,
+                            const char *what, unsigned flags, bool covered, seen *sn) {
     for (size_t i = 0; i < n; i++) {
-        access a =
-            make_access(acc[i].ptr, acc[i].bytes, (acc[i].mode & RILL_WRITE) != 0, what, flags);
+        access a = rill__san_make_access(acc[i].ptr, acc[i].bytes, (acc[i].mode & RILL_WRITE) != 0,
+                                         what, flags);
         a.covered = covered;
-        if (!check_access(t, seq, &a, sn))
-            return false;
-    }
-    return true;
-}
-
-/* ---- inside a graph: its edges ---- */
-
-typedef struct node_acc {
-    uintptr_t lo, hi;
-    uint32_t node;
-    uint8_t write;
-} node_acc;
-
-static int node_acc_cmp(const void *a, const void *b) {
-    const node_acc *x = a, *y = b;
-    return x->lo < y->lo ? -1 : x->lo > y->lo;
-}
-
-/* Pairs of nodes checked per parameter set, at most: the check is a search
- * of the graph per pair. */
-#define GRAPH_PAIRS_MAX 4096
-
-/* Whether node `to` depends on node `from` through the exec's edges. Nodes
- * are numbered in topological order, so the search stays below `to`. */
-static bool reaches(const rill__graph_exec *x, const rill__xparams *v, uint32_t from, uint32_t to,
-                    uint32_t *stack, uint8_t *mark) {
-    memset(mark, 0, x->num_nodes);
-    uint32_t n = 0;
-    stack[n++] = from;
-    mark[from] = 1;
-    while (n > 0) {
-        const rill__xnode *xn = &v->nodes[stack[--n]];
-        for (uint32_t k = 0; k < xn->num_succ; k++) {
-            uint32_t s = x->succ[xn->succ_begin + k];
-            if (s == to)
-                return true;
-            if (s < to && !mark[s]) {
-                mark[s] = 1;
-                stack[n++] = s;
-            }
-        }
-    }
-    return false;
-}
-
-static void node_name(const rill__xparams *v, uint32_t i, char *buf, size_t size) {
-    const rill__xnode *xn = &v->nodes[i];
-    if (xn->p.kind == RILL__GNODE_KERNEL)
-        snprintf(buf, size, "graph node %u (kernel '%s')", xn->graph_index,
-                 xn->p.u.kernel.kernel->name);
-    else
-        snprintf(buf, size, "graph node %u (%s)", xn->graph_index,
-                 xn->p.kind == RILL__GNODE_COPY ? "memcpy" : "memset");
-}
-
-/* Two nodes of the launch on stream t touch overlapping bytes, one writes,
- * and no path of edges joins them. Checked once per parameter set. */
-static bool check_graph_inside(uint32_t t, uint64_t seq, const rill__xparams *v) {
-    uint32_t seen_before;
-    if (rill__ptrmap_get(&S.checked, v, &seen_before))
-        return true;
-    if (!rill__ptrmap_put(&S.checked, v, 1))
-        return false;
-    const rill__graph_exec *x = v->exec;
-    size_t n = 0, cap = 0;
-    for (uint32_t i = 0; i < x->num_nodes; i++) {
-        const rill__gnode_params *p = &v->nodes[i].p;
-        cap += p->kind == RILL__GNODE_KERNEL ? p->u.kernel.num_accesses
-               : p->kind == RILL__GNODE_COPY ? 2
-               : p->kind == RILL__GNODE_SET  ? 1
-                                             : 0;
-    }
-    if (cap < 2)
-        return true;
-    node_acc *acc = rill__malloc(cap * sizeof *acc);
-    uint32_t *stack = rill__malloc(x->num_nodes * sizeof *stack);
-    uint8_t *mark = rill__malloc(x->num_nodes);
-    bool ok = acc != NULL && stack != NULL && mark != NULL;
-    for (uint32_t i = 0; ok && i < x->num_nodes; i++) {
-        const rill__gnode_params *p = &v->nodes[i].p;
-        if (p->kind == RILL__GNODE_KERNEL) {
-            for (size_t a = 0; a < p->u.kernel.num_accesses; a++) {
-                const rill_access *d = &p->u.kernel.accesses[a];
-                acc[n++] = (node_acc){(uintptr_t)d->ptr, (uintptr_t)d->ptr + d->bytes, i,
-                                      (d->mode & RILL_WRITE) != 0};
-            }
-        } else if (p->kind == RILL__GNODE_COPY) {
-            acc[n++] = (node_acc){(uintptr_t)p->u.copy.src,
-                                  (uintptr_t)p->u.copy.src + p->u.copy.bytes, i, 0};
-            acc[n++] = (node_acc){(uintptr_t)p->u.copy.dst,
-                                  (uintptr_t)p->u.copy.dst + p->u.copy.bytes, i, 1};
-        } else if (p->kind == RILL__GNODE_SET) {
-            acc[n++] =
-                (node_acc){(uintptr_t)p->u.set.dst, (uintptr_t)p->u.set.dst + p->u.set.bytes, i, 1};
-        }
-    }
-    if (ok)
-        qsort(acc, n, sizeof *acc, node_acc_cmp);
-    unsigned pairs = 0;
-    for (size_t i = 0; ok && i < n && pairs < GRAPH_PAIRS_MAX; i++) {
-        for (size_t j = i + 1; j < n && acc[j].lo < acc[i].hi && pairs < GRAPH_PAIRS_MAX; j++) {
-            const node_acc *a = &acc[i], *b = &acc[j];
-            if (a->node == b->node || !(a->write || b->write))
-                continue;
-            uint32_t first = a->node < b->node ? a->node : b->node;
-            uint32_t last = a->node < b->node ? b->node : a->node;
-            pairs++;
-            if (reaches(x, v, first, last, stack, mark))
-                continue;
-            const node_acc *fa = a->node == first ? a : b, *la = a->node == first ? b : a;
-            char fw[96], lw[96];
-            node_name(v, first, fw, sizeof fw);
-            node_name(v, last, lw, sizeof lw);
-            uintptr_t lo = b->lo, hi = a->hi < b->hi ? a->hi : b->hi;
-            fprintf(stderr,
-                    "rill sanitizer: race inside a graph on bytes [%p, %p) (%zu bytes)\n"
-                    "  %s %s them\n"
-                    "  %s %s them\n"
-                    "  no edge of the graph orders the two (launched on stream %s, command "
-                    "%" PRIu64 "); fix: make graph node %u depend on graph node %u\n",
-                    (void *)lo, (void *)hi, (size_t)(hi - lo), lw, la->write ? "writes" : "reads",
-                    fw, fa->write ? "writes" : "reads", S.streams[t].label, seq,
-                    v->nodes[last].graph_index, v->nodes[first].graph_index);
-            finish_report();
-        }
-    }
-    rill__free(acc);
-    rill__free(stack);
-    rill__free(mark);
-    return ok;
-}
-
-static bool check_graph(uint32_t t, uint64_t seq, const rill__xparams *v, seen *sn) {
-    if (!check_graph_inside(t, seq, v))
-        return false;
-    char what[96];
-    for (uint32_t i = 0; i < v->exec->num_nodes; i++) {
-        const rill__xnode *xn = &v->nodes[i];
-        const rill__gnode_params *p = &xn->p;
-        bool ok = true;
-        /* The pool does not learn of a graph's uses: none is covered. */
-        if (p->kind == RILL__GNODE_KERNEL) {
-            snprintf(what, sizeof what, "graph node %u (kernel '%s')", xn->graph_index,
-                     p->u.kernel.kernel->name);
-            ok = check_kernel(t, seq, p->u.kernel.accesses, p->u.kernel.num_accesses, what, 0,
-                              false, sn);
-        } else if (p->kind == RILL__GNODE_COPY) {
-            snprintf(what, sizeof what, "graph node %u (memcpy)", xn->graph_index);
-            access a = make_access(p->u.copy.src, p->u.copy.bytes, false, what, 0);
-            a.covered = 0;
-            ok = check_access(t, seq, &a, sn);
-            a = make_access(p->u.copy.dst, p->u.copy.bytes, true, what, 0);
-            a.covered = 0;
-            ok = ok && check_access(t, seq, &a, sn);
-        } else if (p->kind == RILL__GNODE_SET) {
-            snprintf(what, sizeof what, "graph node %u (memset)", xn->graph_index);
-            access a = make_access(p->u.set.dst, p->u.set.bytes, true, what, 0);
-            a.covered = 0;
-            ok = check_access(t, seq, &a, sn);
-        }
-        if (!ok)
+        if (!rill__san_check_access(t, seq, &a, sn))
             return false;
     }
     return true;
@@ -655,22 +416,24 @@ static void on_command(rill__stream *s, uint64_t seq, const rill__cmd *cmd, unsi
     if (!ok) {
     } else if (cmd->kind == RILL__CMD_KERNEL) {
         snprintf(what, sizeof what, "kernel '%s'", cmd->u.kernel.kernel->name);
-        ok = check_kernel(t, seq, cmd->u.kernel.accesses, cmd->u.kernel.num_accesses, what, flags,
-                          true, &sn);
+        ok = rill__san_check_kernel(t, seq, cmd->u.kernel.accesses, cmd->u.kernel.num_accesses,
+                                    what, flags, true, &sn);
     } else if (cmd->kind == RILL__CMD_COPY) {
         const char *fn = (flags & RILL__SAN_HOST) ? "rill_memcpy" : "rill_memcpy_async";
-        access a = make_access(cmd->u.copy.src, cmd->u.copy.bytes, false, fn, flags);
-        ok = check_access(t, seq, &a, &sn);
-        a = make_access(cmd->u.copy.dst, cmd->u.copy.bytes, true, fn, flags);
-        ok = ok && check_access(t, seq, &a, &sn);
+        access a = rill__san_make_access(cmd->u.copy.src, cmd->u.copy.bytes, false, fn, flags);
+        ok = rill__san_check_access(t, seq, &a, &sn);
+        a = rill__san_make_access(cmd->u.copy.dst, cmd->u.copy.bytes, true, fn, flags);
+        ok = ok && rill__san_check_access(t, seq, &a, &sn);
     } else if (cmd->kind == RILL__CMD_SET) {
-        access a = make_access(cmd->u.set.dst, cmd->u.set.bytes, true, "rill_memset_async", flags);
-        ok = check_access(t, seq, &a, &sn);
+        access a = rill__san_make_access(cmd->u.set.dst, cmd->u.set.bytes, true,
+                                         "rill_memset_async", flags);
+        ok = rill__san_check_access(t, seq, &a, &sn);
     } else if (cmd->kind == RILL__CMD_GRAPH) {
-        ok = check_graph(t, seq, cmd->u.graph.params, &sn);
+        ok = rill__san_check_graph(t, seq, cmd->u.graph.params, &sn);
     } else if (cmd->kind == RILL__CMD_HOST) {
         /* The pool does not see a host function's uses: not covered. */
-        ok = check_kernel(t, seq, tls_host_acc, tls_host_n, "host function", flags, false, &sn);
+        ok = rill__san_check_kernel(t, seq, tls_host_acc, tls_host_n, "host function", flags, false,
+                                    &sn);
     }
     if (!ok)
         give_up();

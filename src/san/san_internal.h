@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: MIT */
+/* The stream sanitizer's shared state and helpers (sanitizer.c: clocks,
+ * records, hooks, public calls; san_graph.c: races inside a launched
+ * graph). Internal to src/san. */
+#ifndef RILL_SAN_INTERNAL_H
+#define RILL_SAN_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "graph/graph.h"
+#include "platform/thread.h"
+#include "san/sanitizer.h"
+#include "util/ptrmap.h"
+
+typedef struct vc_entry {
+    uint32_t idx; /* a stream's index */
+    uint64_t seq;
+} vc_entry;
+
+/* A vector clock, sparse: entries sorted by idx; a missing one is 0. */
+typedef struct vclock {
+    vc_entry *e; /* owned */
+    uint32_t n, cap;
+} vclock;
+
+/* What a stream's work after a point is ordered after: the clock that holds
+ * for its commands numbered above `after`. */
+typedef struct snapshot {
+    uint64_t after;
+    vclock vc;
+} snapshot;
+
+/* The clocks a stream had, newest last; older ones are forgotten beyond
+ * this many (a wait for work that old then takes the oldest kept, which
+ * may hide a race but never invents one). */
+#define HISTORY 16
+
+typedef struct san_stream {
+    uint64_t id;            /* rill__stream.id */
+    rill__device *dev;      /* borrowed: devices outlive the state (cleared at shutdown) */
+    uint64_t last;          /* the highest seq of it that the sanitizer saw */
+    uint64_t done;          /* the highest seq of it that the host saw complete */
+    snapshot hist[HISTORY]; /* its clocks, oldest first */
+    uint32_t num_hist;
+    bool hist_lost; /* older clocks were forgotten */
+    char label[72]; /* "'name'" or "#id" */
+} san_stream;
+
+typedef struct san_rec {
+    uintptr_t lo, hi;
+    uint64_t seq;
+    uint32_t stream; /* index */
+    uint8_t write;
+    uint8_t covered; /* the pool tracks this use (rill_free waits for it) */
+    int line;
+    const char *file; /* static storage (__FILE__), or NULL */
+    char what[96];    /* "kernel 'k'", "rill_memcpy_async", "graph node 3 (kernel 'k')" */
+} san_rec;
+
+typedef struct san_cover {
+    uintptr_t ptr;   /* rill_record_stream's pointer */
+    uint32_t stream; /* index */
+} san_cover;
+
+typedef struct san_state {
+    rill__mutex lock;
+    int lock_ready; /* written by start, under the runtime's init lock */
+    int abort_at_first;
+    san_stream *streams; /* owned */
+    uint32_t num_streams, cap_streams;
+    rill__ptrmap ids;     /* stream id -> index + 1 */
+    rill__ptrmap checked; /* the parameter sets of execs checked inside (value 1) */
+    san_rec *recs;        /* owned, sorted by lo */
+    size_t num_recs, cap_recs;
+    size_t max_len; /* the longest record since the last clear */
+    san_cover *covers;
+    size_t num_covers, cap_covers;
+    rill__ptrmap events; /* event -> index + 1 in ev */
+    vclock *ev;          /* owned: each event's clock at its last record */
+    uint32_t num_ev, cap_ev;
+} san_state;
+
+/* The sanitizer's state (sanitizer.c). */
+extern san_state rill__san_state;
+
+/* In both files, S is the state. */
+#define S rill__san_state
+
+/* One access of a command: its bytes and what names it in a report. */
+typedef struct access {
+    uintptr_t lo, hi;
+    uint8_t write, covered, host;
+    const char *file;
+    int line;
+    const char *what;
+} access;
+
+/* The commands reported with the one being checked, so that a pair is
+ * reported once. */
+typedef struct seen {
+    uint32_t stream[8];
+    uint64_t seq[8];
+    unsigned n;
+} seen;
+
+/* Ends a report: counts it, and aborts under RILL_SANITIZE=abort. */
+void rill__san_finish_report(void);
+/* Checks access a of command seq of stream t against what other streams
+ * did, reports a race, then remembers it; false when out of memory. */
+bool rill__san_check_access(uint32_t t, uint64_t seq, const access *a, seen *sn);
+/* The access [p, p + bytes) of a command named what, at the thread's
+ * location (rill_sanitizer_set_location). */
+access rill__san_make_access(const void *p, size_t bytes, bool write, const char *what,
+                             unsigned flags);
+/* Checks a kernel's declared accesses as check_access does. */
+bool rill__san_check_kernel(uint32_t t, uint64_t seq, const rill_access *acc, size_t n,
+                            const char *what, unsigned flags, bool covered, seen *sn);
+/* Checks the nodes of a launched graph (its parameter set v): against the
+ * other streams, and against each other (races inside it, once per set). */
+bool rill__san_check_graph(uint32_t t, uint64_t seq, const rill__xparams *v, seen *sn);
+
+#endif
