@@ -22,7 +22,8 @@ typedef struct vc_entry {
 /* A vector clock, sparse: entries sorted by idx; a missing one is 0. */
 typedef struct vclock {
     vc_entry *e; /* owned */
-    uint32_t n, cap;
+    uint32_t n;
+    size_t cap;
 } vclock;
 
 /* What a stream's work after a point is ordered after: the clock that holds
@@ -69,7 +70,8 @@ typedef struct san_state {
     int lock_ready; /* written by start, under the runtime's init lock */
     int abort_at_first;
     san_stream *streams; /* owned */
-    uint32_t num_streams, cap_streams;
+    uint32_t num_streams;
+    size_t cap_streams;
     rill__ptrmap ids;     /* stream id -> index + 1 */
     rill__ptrmap checked; /* the parameter sets of execs checked inside (value 1) */
     san_rec *recs;        /* owned, sorted by lo */
@@ -79,7 +81,8 @@ typedef struct san_state {
     size_t num_covers, cap_covers;
     rill__ptrmap events; /* event -> index + 1 in ev */
     vclock *ev;          /* owned: each event's clock at its last record */
-    uint32_t num_ev, cap_ev;
+    uint32_t num_ev;
+    size_t cap_ev;
 } san_state;
 
 /* The sanitizer's state (sanitizer.c). */

@@ -33,6 +33,19 @@ static _Thread_local int tls_line;
 static _Thread_local rill_access tls_host_acc[HOST_ACCESSES_MAX];
 static _Thread_local size_t tls_host_n;
 
+/* An array arr of elements of elem bytes, n of them in room for *cap,
+ * with room for one more: arr itself, or arr doubled (first elements at
+ * first). NULL when out of memory, arr and *cap unchanged. */
+static void *room_for_one(void *arr, size_t n, size_t *cap, size_t elem, size_t first) {
+    if (n < *cap)
+        return arr;
+    size_t c = *cap ? *cap * 2 : first;
+    void *a = rill__realloc(arr, c * elem);
+    if (a != NULL)
+        *cap = c;
+    return a;
+}
+
 /* --------------------------------------------------------------- clocks */
 
 static uint32_t vc_find(const vclock *v, uint32_t idx) {
@@ -59,14 +72,10 @@ static bool vc_raise(vclock *v, uint32_t idx, uint64_t seq) {
             v->e[i].seq = seq;
         return true;
     }
-    if (v->n == v->cap) {
-        uint32_t cap = v->cap ? v->cap * 2 : 4;
-        vc_entry *e = rill__realloc(v->e, cap * sizeof *e);
-        if (e == NULL)
-            return false;
-        v->e = e;
-        v->cap = cap;
-    }
+    vc_entry *e = room_for_one(v->e, v->n, &v->cap, sizeof *e, 4);
+    if (e == NULL)
+        return false;
+    v->e = e;
     memmove(v->e + i + 1, v->e + i, (v->n - i) * sizeof *v->e);
     v->e[i] = (vc_entry){idx, seq};
     v->n++;
@@ -158,14 +167,10 @@ static uint32_t index_of_id(uint64_t id, rill__device *dev) {
     uint32_t v;
     if (rill__ptrmap_get(&S.ids, (const void *)(uintptr_t)id, &v))
         return v - 1;
-    if (S.num_streams == S.cap_streams) {
-        uint32_t cap = S.cap_streams ? S.cap_streams * 2 : 16;
-        san_stream *s = rill__realloc(S.streams, cap * sizeof *s);
-        if (s == NULL)
-            return UINT32_MAX;
-        S.streams = s;
-        S.cap_streams = cap;
-    }
+    san_stream *grown = room_for_one(S.streams, S.num_streams, &S.cap_streams, sizeof *grown, 16);
+    if (grown == NULL)
+        return UINT32_MAX;
+    S.streams = grown;
     uint32_t idx = S.num_streams;
     if (!rill__ptrmap_put(&S.ids, (const void *)(uintptr_t)id, idx + 1))
         return UINT32_MAX;
@@ -346,14 +351,10 @@ bool rill__san_check_access(uint32_t t, uint64_t seq, const access *a, seen *sn)
         memmove(S.recs + w, S.recs + k, (S.num_recs - k) * sizeof *S.recs);
         S.num_recs -= k - w;
     }
-    if (S.num_recs == S.cap_recs) {
-        size_t cap = S.cap_recs ? S.cap_recs * 2 : 64;
-        san_rec *recs = rill__realloc(S.recs, cap * sizeof *recs);
-        if (recs == NULL)
-            return false;
-        S.recs = recs;
-        S.cap_recs = cap;
-    }
+    san_rec *recs = room_for_one(S.recs, S.num_recs, &S.cap_recs, sizeof *recs, 64);
+    if (recs == NULL)
+        return false;
+    S.recs = recs;
     size_t at = rec_lower(lo);
     memmove(S.recs + at + 1, S.recs + at, (S.num_recs - at) * sizeof *S.recs);
     san_rec *r = &S.recs[at];
@@ -492,15 +493,10 @@ static void on_event_record(rill__event *e, rill__stream *s, uint64_t seq) {
     vclock *v = t != UINT32_MAX ? event_clock(e) : NULL;
     bool ok = t != UINT32_MAX;
     if (ok && v == NULL) {
-        if (S.num_ev == S.cap_ev) {
-            uint32_t cap = S.cap_ev ? S.cap_ev * 2 : 16;
-            vclock *ev = rill__realloc(S.ev, cap * sizeof *ev);
-            ok = ev != NULL;
-            if (ok) {
-                S.ev = ev;
-                S.cap_ev = cap;
-            }
-        }
+        vclock *ev = room_for_one(S.ev, S.num_ev, &S.cap_ev, sizeof *ev, 16);
+        ok = ev != NULL;
+        if (ok)
+            S.ev = ev;
         ok = ok && rill__ptrmap_put(&S.events, e, S.num_ev + 1);
         if (ok) {
             v = &S.ev[S.num_ev++];
@@ -622,15 +618,11 @@ static void on_record_stream(const void *ptr, rill__stream *s) {
     }
     uint32_t t = index_of(s);
     bool ok = t != UINT32_MAX;
-    if (ok && S.num_covers == S.cap_covers) {
-        size_t cap = S.cap_covers ? S.cap_covers * 2 : 16;
-        san_cover *c = rill__realloc(S.covers, cap * sizeof *c);
-        ok = c != NULL;
-        if (ok) {
-            S.covers = c;
-            S.cap_covers = cap;
-        }
-    }
+    san_cover *covers =
+        ok ? room_for_one(S.covers, S.num_covers, &S.cap_covers, sizeof *covers, 16) : NULL;
+    ok = covers != NULL;
+    if (ok)
+        S.covers = covers;
     if (ok)
         S.covers[S.num_covers++] = (san_cover){(uintptr_t)ptr, t};
     else
