@@ -241,6 +241,20 @@ static rill_status launch(rill_stream *s, op_id id, size_t blocks, const void *a
     return rill_launch_kernel(s, kernel, &l);
 }
 
+/* An element-wise op over n elements of bytes in all: reads a (and b, when
+ * not NULL), writes out, in blocks of at least ELEMENTS_PER_BLOCK_MIN
+ * elements over the stream's units. */
+static rill_status launch_elementwise(rill_stream *s, op_id id, void *out, const void *a,
+                                      const void *b, size_t bytes, size_t n, size_t units,
+                                      const void *args, size_t args_size) {
+    access_list acc = {.count = 0};
+    access_add(&acc, a, bytes, RILL_READ);
+    if (b != NULL)
+        access_add(&acc, b, bytes, RILL_READ);
+    access_add(&acc, out, bytes, RILL_WRITE);
+    return launch(s, id, blocks_for(n, ELEMENTS_PER_BLOCK_MIN, units), args, args_size, &acc);
+}
+
 /* ---- element-wise ops ---- */
 
 rill_status rill_op_fill_f32(rill_stream *s, float *x, float value, size_t n) {
@@ -276,12 +290,7 @@ rill_status rill_op_add_f32(rill_stream *s, float *out, const float *a, const fl
         (st = stream_compute_units(fn, s, &units)) != RILL_OK)
         return st;
     rill__op_add_args args = {out, a, b, alpha, n};
-    access_list acc = {.count = 0};
-    access_add(&acc, a, bytes, RILL_READ);
-    access_add(&acc, b, bytes, RILL_READ);
-    access_add(&acc, out, bytes, RILL_WRITE);
-    return launch(s, OP_ADD, blocks_for(n, ELEMENTS_PER_BLOCK_MIN, units), &args, sizeof args,
-                  &acc);
+    return launch_elementwise(s, OP_ADD, out, a, b, bytes, n, units, &args, sizeof args);
 }
 
 rill_status rill_op_mul_f32(rill_stream *s, float *out, const float *a, const float *b, size_t n) {
@@ -300,12 +309,7 @@ rill_status rill_op_mul_f32(rill_stream *s, float *out, const float *a, const fl
         (st = stream_compute_units(fn, s, &units)) != RILL_OK)
         return st;
     rill__op_mul_args args = {out, a, b, n};
-    access_list acc = {.count = 0};
-    access_add(&acc, a, bytes, RILL_READ);
-    access_add(&acc, b, bytes, RILL_READ);
-    access_add(&acc, out, bytes, RILL_WRITE);
-    return launch(s, OP_MUL, blocks_for(n, ELEMENTS_PER_BLOCK_MIN, units), &args, sizeof args,
-                  &acc);
+    return launch_elementwise(s, OP_MUL, out, a, b, bytes, n, units, &args, sizeof args);
 }
 
 rill_status rill_op_add_scalar_f32(rill_stream *s, float *out, const float *a, float value,
@@ -322,11 +326,7 @@ rill_status rill_op_add_scalar_f32(rill_stream *s, float *out, const float *a, f
         (st = stream_compute_units(fn, s, &units)) != RILL_OK)
         return st;
     rill__op_add_scalar_args args = {out, a, value, n};
-    access_list acc = {.count = 0};
-    access_add(&acc, a, bytes, RILL_READ);
-    access_add(&acc, out, bytes, RILL_WRITE);
-    return launch(s, OP_ADD_SCALAR, blocks_for(n, ELEMENTS_PER_BLOCK_MIN, units), &args,
-                  sizeof args, &acc);
+    return launch_elementwise(s, OP_ADD_SCALAR, out, a, NULL, bytes, n, units, &args, sizeof args);
 }
 
 /* ---- random normal fill ---- */
@@ -446,12 +446,7 @@ rill_status rill_op_add_f16(rill_stream *s, rill_half *out, const rill_half *a, 
     if (st != RILL_OK)
         return st;
     rill__op_f16_args args = {out, a, b, alpha, n};
-    access_list acc = {.count = 0};
-    access_add(&acc, a, bytes, RILL_READ);
-    access_add(&acc, b, bytes, RILL_READ);
-    access_add(&acc, out, bytes, RILL_WRITE);
-    return launch(s, OP_ADD_F16, blocks_for(n, ELEMENTS_PER_BLOCK_MIN, units), &args, sizeof args,
-                  &acc);
+    return launch_elementwise(s, OP_ADD_F16, out, a, b, bytes, n, units, &args, sizeof args);
 }
 
 rill_status rill_op_mul_f16(rill_stream *s, rill_half *out, const rill_half *a, const rill_half *b,
@@ -462,12 +457,7 @@ rill_status rill_op_mul_f16(rill_stream *s, rill_half *out, const rill_half *a, 
     if (st != RILL_OK)
         return st;
     rill__op_f16_args args = {out, a, b, 0.0f, n};
-    access_list acc = {.count = 0};
-    access_add(&acc, a, bytes, RILL_READ);
-    access_add(&acc, b, bytes, RILL_READ);
-    access_add(&acc, out, bytes, RILL_WRITE);
-    return launch(s, OP_MUL_F16, blocks_for(n, ELEMENTS_PER_BLOCK_MIN, units), &args, sizeof args,
-                  &acc);
+    return launch_elementwise(s, OP_MUL_F16, out, a, b, bytes, n, units, &args, sizeof args);
 }
 
 rill_status rill_op_add_scalar_f16(rill_stream *s, rill_half *out, const rill_half *a, float value,
@@ -478,11 +468,8 @@ rill_status rill_op_add_scalar_f16(rill_stream *s, rill_half *out, const rill_ha
     if (st != RILL_OK)
         return st;
     rill__op_f16_args args = {out, a, NULL, value, n};
-    access_list acc = {.count = 0};
-    access_add(&acc, a, bytes, RILL_READ);
-    access_add(&acc, out, bytes, RILL_WRITE);
-    return launch(s, OP_ADD_SCALAR_F16, blocks_for(n, ELEMENTS_PER_BLOCK_MIN, units), &args,
-                  sizeof args, &acc);
+    return launch_elementwise(s, OP_ADD_SCALAR_F16, out, a, NULL, bytes, n, units, &args,
+                              sizeof args);
 }
 
 /* ---- sum ---- */
