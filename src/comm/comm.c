@@ -17,9 +17,9 @@
 #include <string.h>
 
 #include "comm/engine.h"
-#include "core/alloc.h"
+#include "util/alloc.h"
 #include "core/handle.h"
-#include "core/status.h"
+#include "util/status.h"
 #include "core/stream.h"
 #include "graph/graph.h"
 #include "mem/memory.h"

@@ -35,9 +35,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/alloc.h"
-#include "core/assert.h"
-#include "core/status.h"
+#include "util/alloc.h"
+#include "util/assert.h"
+#include "util/status.h"
 
 #define SPIN_NS  5000000u
 #define SLEEP_NS 200000u

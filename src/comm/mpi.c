@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "comm/comm.h"
-#include "core/status.h"
+#include "util/status.h"
 
 _Static_assert((int)RILL_REDUCE_SUM == (int)RILL__REDUCE_SUM &&
                    (int)RILL_REDUCE_MAX == (int)RILL__REDUCE_MAX &&

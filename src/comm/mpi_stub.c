@@ -5,7 +5,7 @@
  * stand-in header of src/comm/nompi. */
 #include "rill_mpi.h"
 
-#include "core/status.h"
+#include "util/status.h"
 
 static rill_status no_mpi(const char *fn) {
     return rill__fail(RILL_ERROR_NOT_SUPPORTED,

@@ -6,9 +6,9 @@
 #include <stdatomic.h>
 #include <stdio.h>
 
-#include "core/alloc.h"
+#include "util/alloc.h"
 #include "core/runtime.h"
-#include "core/status.h"
+#include "util/status.h"
 #include "core/stream.h"
 
 static rill__stream *stream_of(rill__link *l) {

@@ -11,12 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/alloc.h"
-#include "core/assert.h"
+#include "util/alloc.h"
+#include "util/assert.h"
 #include "core/event.h"
 #include "core/hooks.h"
 #include "core/kernel.h"
-#include "core/status.h"
+#include "util/status.h"
 #include "core/stream.h"
 #include "core/trace_api.h"
 

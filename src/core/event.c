@@ -18,8 +18,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/alloc.h"
-#include "core/status.h"
+#include "util/alloc.h"
+#include "util/status.h"
 #include "core/stream.h"
 #include "core/trace_api.h"
 

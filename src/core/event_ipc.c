@@ -45,10 +45,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/alloc.h"
+#include "util/alloc.h"
 #include "core/event.h"
 #include "core/ipc_wire.h"
-#include "core/status.h"
+#include "util/status.h"
 #include "core/stream.h"
 #include "platform/shm.h"
 

@@ -14,8 +14,8 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "core/alloc.h"
-#include "core/status.h"
+#include "util/alloc.h"
+#include "util/status.h"
 #include "platform/thread.h"
 
 #define KIND_BITS   4u

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "core/runtime.h"
-#include "core/status.h"
+#include "util/status.h"
 
 /* Largest object a handle may describe: far beyond any real segment, and
  * small enough that offset + bytes cannot overflow. */

@@ -7,10 +7,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/alloc.h"
+#include "util/alloc.h"
 #include "core/event.h"
 #include "core/hooks.h"
-#include "core/status.h"
+#include "util/status.h"
 #include "core/stream.h"
 
 /* Frees a destroyed kernel whose pending work has completed, with no lock

@@ -17,10 +17,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/alloc.h"
+#include "util/alloc.h"
 #include "core/event.h"
 #include "core/kernel.h"
-#include "core/status.h"
+#include "util/status.h"
 #include "core/trace_api.h"
 
 /* How long a default (non-blocking) host wait spins before it sleeps:

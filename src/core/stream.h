@@ -14,7 +14,7 @@
 
 #include "core/hooks.h"
 #include "core/runtime.h"
-#include "core/status.h"
+#include "util/status.h"
 
 /* Size of a buffer that holds a whole sentence about a failure, as
  * rill_last_error() may return it. */

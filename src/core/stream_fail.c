@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/alloc.h"
-#include "core/status.h"
+#include "util/alloc.h"
+#include "util/status.h"
 #include "core/stream.h"
 
 /* Opens a window at seq whose sentence is message, the first cause_bytes

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "core/runtime.h"
-#include "core/status.h"
+#include "util/status.h"
 #include "core/stream.h"
 
 static _Atomic int env_done;

@@ -25,9 +25,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/alloc.h"
+#include "util/alloc.h"
 #include "core/event.h"
-#include "core/status.h"
+#include "util/status.h"
 #include "graph/capture_internal.h"
 #include "graph/graph.h"
 #include "mem/pool.h"

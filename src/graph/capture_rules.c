@@ -9,7 +9,7 @@
 #include <stdio.h>
 
 #include "core/event.h"
-#include "core/status.h"
+#include "util/status.h"
 #include "graph/capture_internal.h"
 #include "mem/pool.h"
 

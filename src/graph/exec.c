@@ -13,9 +13,9 @@
 
 #include <string.h>
 
-#include "core/alloc.h"
+#include "util/alloc.h"
 #include "core/event.h"
-#include "core/status.h"
+#include "util/status.h"
 
 /* ------------------------------------------------------------- lifetime */
 

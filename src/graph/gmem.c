@@ -10,8 +10,8 @@
  * last exec are gone. Guarded by rill__caps_lock (capture_internal.h). */
 #include <string.h>
 
-#include "core/alloc.h"
-#include "core/status.h"
+#include "util/alloc.h"
+#include "util/status.h"
 #include "graph/capture_internal.h"
 #include "mem/pool.h"
 

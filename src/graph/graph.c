@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/alloc.h"
+#include "util/alloc.h"
 #include "core/event.h"
-#include "core/status.h"
+#include "util/status.h"
 #include "mem/memory.h"
 #include "mem/pool.h"
 

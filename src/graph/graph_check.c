@@ -7,7 +7,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "core/alloc.h"
+#include "util/alloc.h"
 #include "core/runtime.h"
 #include "graph/graph.h"
 

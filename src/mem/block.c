@@ -14,8 +14,8 @@
 
 #include <string.h>
 
-#include "core/alloc.h"
-#include "core/assert.h"
+#include "util/alloc.h"
+#include "util/assert.h"
 
 /* --------------------------------------------------------------- owners */
 

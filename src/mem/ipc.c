@@ -16,7 +16,7 @@
 
 #include "core/ipc_wire.h"
 #include "core/runtime.h"
-#include "core/status.h"
+#include "util/status.h"
 #include "core/stream.h"
 #include "mem/pool.h"
 #include "mem/registry.h"

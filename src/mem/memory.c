@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/alloc.h"
+#include "util/alloc.h"
 #include "core/runtime.h"
-#include "core/status.h"
+#include "util/status.h"
 #include "core/stream.h"
 #include "mem/ipc.h"
 #include "mem/pool.h"

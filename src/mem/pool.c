@@ -20,10 +20,10 @@
 #include <inttypes.h>
 #include <string.h>
 
-#include "core/alloc.h"
-#include "core/assert.h"
+#include "util/alloc.h"
+#include "util/assert.h"
 #include "core/runtime.h"
-#include "core/status.h"
+#include "util/status.h"
 #include "core/stream.h"
 #include "mem/block.h"
 #include "mem/pool_internal.h"

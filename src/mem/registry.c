@@ -6,7 +6,7 @@
 
 #include <string.h>
 
-#include "core/alloc.h"
+#include "util/alloc.h"
 #include "platform/thread.h"
 
 static rill__mutex lock;

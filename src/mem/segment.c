@@ -32,8 +32,8 @@
  * no two unmapped blocks are neighbours after a decommit pass. */
 #include "mem/segment.h"
 
-#include "core/alloc.h"
-#include "core/assert.h"
+#include "util/alloc.h"
+#include "util/assert.h"
 #include "mem/block.h"
 #include "mem/registry.h"
 

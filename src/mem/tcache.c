@@ -31,8 +31,8 @@
 
 #include <stdalign.h>
 
-#include "core/alloc.h"
-#include "core/assert.h"
+#include "util/alloc.h"
+#include "util/assert.h"
 #include "mem/block.h"
 
 #define TC_BINS        64                 /* blocks up to rill__bin_of(TC_MAX_BLOCK) */

@@ -20,7 +20,7 @@
 
 #include "backend/cpu/op_kernels.h"
 #include "core/runtime.h"
-#include "core/status.h"
+#include "util/status.h"
 #include "core/stream.h"
 #include "mem/memory.h"
 

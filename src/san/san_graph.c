@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/alloc.h"
+#include "util/alloc.h"
 #include "core/kernel.h"
 #include "san/san_internal.h"
 

@@ -9,10 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/alloc.h"
+#include "util/alloc.h"
 #include "core/kernel.h"
 #include "core/runtime.h"
-#include "core/status.h"
+#include "util/status.h"
 #include "core/stream.h"
 #include "graph/graph.h"
 #include "mem/pool.h"

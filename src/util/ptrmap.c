@@ -3,7 +3,7 @@
  * doubling and rehashing, so n insertions cost O(n) in all. */
 #include "util/ptrmap.h"
 
-#include "core/alloc.h"
+#include "util/alloc.h"
 
 /* Fibonacci hashing: the multiply spreads the pointer's middle bits (its
  * low bits are alignment) into the top bits, which the shift keeps. */

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "comm/comm.h"
-#include "core/alloc.h"
+#include "util/alloc.h"
 
 #define LOG_MAX 64
 #define SEC_NS  1000000000ull

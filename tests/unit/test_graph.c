@@ -7,7 +7,7 @@
  * against eager runs. */
 #include "fixture.h"
 
-#include "core/alloc.h"
+#include "util/alloc.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

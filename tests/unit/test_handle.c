@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/alloc.h"
+#include "util/alloc.h"
 #include "core/handle.h"
 
 static void test_handle_resolves_until_closed(void **state) {

@@ -21,7 +21,7 @@
 
 #include <fcntl.h>
 
-#include "core/alloc.h"
+#include "util/alloc.h"
 
 #define N 4096 /* floats in the shared buffer */
 #define SEC_NS 1000000000ull

@@ -6,7 +6,7 @@
  * wait has a deadline. */
 #include "fixture.h"
 
-#include "core/alloc.h"
+#include "util/alloc.h"
 
 #include <pthread.h>
 #include <sched.h>

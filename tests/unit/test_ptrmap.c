@@ -4,7 +4,7 @@
  * map as it was. */
 #include "fixture.h"
 
-#include "core/alloc.h"
+#include "util/alloc.h"
 #include "util/ptrmap.h"
 
 #include <stdlib.h>

@@ -13,8 +13,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "core/alloc.h"
-#include "core/status.h"
+#include "util/alloc.h"
+#include "util/status.h"
 #include "platform/thread.h"
 
 /* ThreadSanitizer would report the locked mutex that

@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/alloc.h"
+#include "util/alloc.h"
 
 #define SEC_NS          1000000000ull
 #define WAIT_TIMEOUT_NS (10 * SEC_NS) /* the main thread gives up waiting after this */

@@ -12,8 +12,8 @@
 #include <string.h>
 
 #include "backend/cpu/cpu.h"
-#include "core/alloc.h"
-#include "core/status.h"
+#include "util/alloc.h"
+#include "util/status.h"
 
 #define MAX_WORKERS 1024
 

@@ -34,7 +34,7 @@
 
 #include "backend/cpu/cpu.h"
 #include "core/event.h"
-#include "core/status.h"
+#include "util/status.h"
 #include "graph/graph.h"
 #include "obs/trace.h"
 

@@ -14,9 +14,9 @@
 
 #include "backend/cpu/cpu.h"
 #include "backend/cpu/cpu_trace.h"
-#include "core/alloc.h"
+#include "util/alloc.h"
 #include "core/event.h"
-#include "core/status.h"
+#include "util/status.h"
 #include "obs/trace.h"
 
 /* A stream keeps its worker for at most this many commands while another

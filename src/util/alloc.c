@@ -2,7 +2,7 @@
 /* Internal allocation with a fault hook (libuv's loop_init_oom tests): the
  * hook is an atomic countdown read on every call, so it costs one relaxed
  * load when unused. */
-#include "core/alloc.h"
+#include "util/alloc.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>

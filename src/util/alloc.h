@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Internal allocation: every allocation the library makes for itself goes
  * through here, so tests can inject allocation failures. */
-#ifndef RILL_CORE_ALLOC_H
-#define RILL_CORE_ALLOC_H
+#ifndef RILL_UTIL_ALLOC_H
+#define RILL_UTIL_ALLOC_H
 
 #include <stddef.h>
 

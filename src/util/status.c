@@ -2,7 +2,7 @@
 /* The status table: one row per rill_status, read by rill_status_name and
  * rill_status_string. The last-error sentence is thread-local, so a failure
  * on one thread never overwrites another thread's explanation. */
-#include "core/status.h"
+#include "util/status.h"
 
 #include <assert.h>
 #include <stdarg.h>
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/assert.h"
+#include "util/assert.h"
 #include "platform/thread.h"
 
 #define RILL_STATUS_TABLE(X)                                                                     \

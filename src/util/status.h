@@ -1,11 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* Status names and sentences, and the per-thread last-error sentence. */
-#ifndef RILL_CORE_STATUS_H
-#define RILL_CORE_STATUS_H
+#ifndef RILL_UTIL_STATUS_H
+#define RILL_UTIL_STATUS_H
 
 #include <stddef.h>
 
-#include "core/handle.h"
 #include "rill.h"
 
 #if defined(__GNUC__)

@@ -2,8 +2,8 @@
 /* RILL_ASSERT: broken internal invariants, which no input may reach. In
  * debug builds a failure aborts with the file and line; in release builds
  * the check is compiled out. */
-#ifndef RILL_CORE_ASSERT_H
-#define RILL_CORE_ASSERT_H
+#ifndef RILL_UTIL_ASSERT_H
+#define RILL_UTIL_ASSERT_H
 
 #ifdef NDEBUG
 #define RILL_ASSERT(cond) ((void)sizeof(cond))
