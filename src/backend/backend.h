@@ -1,34 +1,388 @@
 /* SPDX-License-Identifier: MIT */
-/* The device interface: the table of operations every backend implements.
- * The core owns the semantics (sequence numbers, events, sticky errors,
- * waits); a backend owns the mechanism that runs commands. Backends see
- * the core only through this header and the functions it names.
+/* The device interface: everything a backend and the core share. The core
+ * owns the semantics (sequence numbers, events, sticky errors, waits,
+ * memory reuse, graphs); a backend owns the mechanism that runs commands
+ * on its devices. A backend includes this header and platform headers
+ * only: what it may read of the core's objects, the commands it runs, the
+ * graphs it launches, the core functions it may call, and the table of
+ * operations it implements (rill__backend_ops, at the end).
  *
  * Sequence numbers: each stream numbers its commands 1, 2, 3, ... in
- * submission order. stream->sub_seq is the last number handed out (the
- * backend assigns it inside submit), stream->done_seq the last command
- * completed. A backend completes commands strictly in order by calling
- * rill__stream_complete(stream, seq) for each. */
+ * submission order. A stream's queue (rill__queue) holds sub_seq, the last
+ * number handed out (the backend assigns it inside submit), and done_seq,
+ * the last command completed. A backend completes commands strictly in
+ * order by calling rill__stream_complete(stream, seq) for each.
+ *
+ * Completion: rill__stream_complete, rill__stream_fail and the other calls
+ * of "What the core provides" below may be made from any thread (a worker,
+ * a driver's callback thread, a host thread that runs work while it waits)
+ * with no lock of the backend held, since they wake waiters and run their
+ * callbacks, which may submit work to any stream of any device.
+ *
+ * Waits across devices: a WAIT command names a stream that may belong to
+ * another device, even another backend. The waiting backend reads that
+ * stream's done_seq (acquire) and registers a rill__waiter on it with
+ * rill__stream_add_waiter to learn when it moves; it never calls into the
+ * other backend. A backend with a faster path for waits on its own
+ * devices (a device-side wait on a device event) uses it when the awaited
+ * stream is one of its own, and the waiter otherwise. */
 #ifndef RILL_BACKEND_H
 #define RILL_BACKEND_H
 
-#include "core/cmd.h"
-#include "core/handle.h"
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
 #include "platform/shm.h"
 #include "rill.h"
 
+/* --------------------------------------------------------------- objects
+ * The internal objects behind rill.h's handles. Code below the public
+ * calls works with these; a public call turns each handle it receives into
+ * its object (core/handle.h) and gives users the object's handle. The
+ * distinct types make the compiler refuse a handle where an object is
+ * meant, and the other way round. A backend sees them as opaque, except
+ * for the first member of three of them (below). */
+typedef struct rill__device rill__device;
+typedef struct rill__stream rill__stream;
+typedef struct rill__event rill__event;
+typedef struct rill__kernel rill__kernel;
+typedef struct rill__graph rill__graph;
+typedef struct rill__graph_node rill__graph_node;
+typedef struct rill__graph_exec rill__graph_exec;
+
+/* What a backend reads of a device: the first member of rill__device. */
+typedef struct rill__device_base {
+    /* filled by the backend's device_init (all but ordinal), then immutable */
+    rill_device_info info;
+    void *state; /* owned by the backend: set by device_init, freed by device_shutdown */
+} rill__device_base;
+
+/* What a backend reads and writes of a stream: the first member of
+ * rill__stream. The sequence counters sit on lines of their own, apart
+ * from the immutable fields that every command reads. */
+typedef struct rill__queue {
+    /* immutable after the stream is created */
+    uint64_t id; /* unique for the life of the process, never reused */
+    rill__device *dev;
+    int priority; /* within [greatest_priority, least_priority] of the device */
+    void *state;  /* the backend's, rill__backend_ops.stream_state_bytes long, 64-aligned */
+    /* written by the backend's submit (release) */
+    alignas(64) _Atomic uint64_t sub_seq;
+    /* the last command submitted with RILL__CMD_OPAQUE (0: none; UINT64_MAX
+     * for streams that complete by events outside the process): written by
+     * submit before it publishes sub_seq, so whoever read a sequence
+     * number from sub_seq sees the opaque commands up to it */
+    _Atomic uint64_t opaque_seq;
+    /* written by rill__stream_complete (release) */
+    alignas(64) _Atomic uint64_t done_seq;
+} rill__queue;
+
+/* What a backend reads of a kernel: the first member of rill__kernel,
+ * immutable while the kernel lives (which is at least as long as any
+ * launch of it may run). */
+typedef struct rill__kernel_image {
+    char name[64];
+    rill_cpu_kernel_fn cpu; /* the body for CPU devices, or NULL */
+    char *cuda_ptx;         /* PTX text, or NULL */
+    char *cuda_entry;       /* the entry point's name in cuda_ptx, or NULL */
+} rill__kernel_image;
+
+static inline rill__device_base *rill__device_base_of(rill__device *dev) {
+    return (rill__device_base *)(void *)dev;
+}
+static inline rill__queue *rill__queue_of(rill__stream *s) {
+    return (rill__queue *)(void *)s;
+}
+static inline const rill__kernel_image *rill__kernel_image_of(const rill__kernel *k) {
+    return (const rill__kernel_image *)(const void *)k;
+}
+
+/* -------------------------------------------------------------- commands
+ * A command as the core hands it to a backend's submit op. The core takes
+ * a reference on every handle a command names before submitting it; the
+ * backend releases them (rill__cmd_release) once the command has run or
+ * been skipped. Pointers to caller memory (args, accesses) are borrowed
+ * only for the duration of submit: the backend copies them. */
+
+typedef enum rill__cmd_kind {
+    RILL__CMD_KERNEL = 1, /* a grid of blocks */
+    RILL__CMD_HOST,       /* rill_launch_host_func */
+    RILL__CMD_WAIT,       /* wait until u.wait.stream completes u.wait.seq */
+    RILL__CMD_RECORD,     /* timestamp a timing event; publish an interprocess record */
+    RILL__CMD_COPY,       /* memcpy */
+    RILL__CMD_SET,        /* memset */
+    RILL__CMD_CLEAR,      /* rill_stream_clear_error: later work runs again */
+    RILL__CMD_GRAPH       /* rill_graph_launch: every node of an exec */
+} rill__cmd_kind;
+
+enum rill__cmd_flags {
+    /* The command may wait for something the library cannot see: a host
+     * function, a wait for another process, or a wait for a stream with
+     * such work pending. Work queued behind it may come to wait for any
+     * later work of any stream, so the memory pool never makes another
+     * stream wait behind it (see rill__stream_opaque_pending). */
+    RILL__CMD_OPAQUE = 1u << 0,
+    /* A WAIT that orders memory only (the pool's internal waits): it ends
+     * when the awaited work completes or is skipped after a failure, and
+     * never carries that failure to the waiting stream. */
+    RILL__CMD_ORDER_ONLY = 1u << 1
+};
+
+struct rill__graph_launch;
+
+typedef struct rill__cmd {
+    rill__cmd_kind kind;
+    unsigned flags; /* enum rill__cmd_flags */
+    union {
+        struct {
+            rill__kernel *kernel; /* borrowed: a destroyed kernel outlives its launches */
+            void *loaded;         /* what kernel_load returned for the stream's device */
+            rill_dim3 grid;
+            rill_dim3 block;
+            const void *args; /* borrowed during submit */
+            size_t args_size;
+            const rill_access *accesses; /* borrowed during submit */
+            size_t num_accesses;
+        } kernel;
+        struct {
+            rill_host_fn fn;
+            void *user_data;
+        } host;
+        struct {
+            rill__stream *stream; /* ref; of any device */
+            uint64_t seq;
+        } wait;
+        struct {
+            rill__event *event; /* ref */
+            uint64_t gen;
+        } record;
+        struct {
+            void *dst;
+            const void *src;
+            size_t bytes;
+            /* the devices whose memory dst and src are, or NULL for host
+             * memory that no device owns */
+            rill__device *dst_dev, *src_dev;
+        } copy;
+        struct {
+            void *dst;
+            int value;
+            size_t bytes;
+        } set;
+        struct {
+            /* ref: what the launch runs (below); the core releases it */
+            struct rill__graph_launch *launch;
+            void (*release)(struct rill__graph_launch *launch);
+            /* the exec's previous launch, on another stream, or NULL: the
+             * launch runs (or is skipped) only once after_stream completed
+             * after_seq, whether that work ran, failed or was skipped, so
+             * launches of one exec never overlap and a failure of one does
+             * not fail the next */
+            rill__stream *after_stream; /* ref */
+            uint64_t after_seq;
+        } graph;
+    } u;
+} rill__cmd;
+
+/* ---------------------------------------------------------------- graphs
+ * An exec (a graph instantiated for launching) as a backend runs it: its
+ * nodes in a topological order, each with its count of predecessors and
+ * the list of its successors, so that a launch only resets counters and
+ * runs. The graph layer (src/graph) builds it; the backend prepares its own
+ * state for it once (graph_prepare) and runs each launch with that. */
+
+typedef enum rill__gnode_kind {
+    RILL__GNODE_KERNEL = 1,
+    RILL__GNODE_HOST,
+    RILL__GNODE_COPY,
+    RILL__GNODE_SET,
+    RILL__GNODE_EMPTY,
+    RILL__GNODE_RECORD, /* rill_graph_add_event_record_node */
+    RILL__GNODE_WAIT    /* rill_graph_add_event_wait_node */
+} rill__gnode_kind;
+
+/* What a node does; the same in graphs and execs. */
+typedef struct rill__gnode_params {
+    rill__gnode_kind kind;
+    union {
+        struct {
+            rill__kernel *kernel; /* held by the graph layer */
+            rill_dim3 grid, block;
+            void *args; /* owned */
+            size_t args_size;
+            rill_access *accesses; /* owned */
+            size_t num_accesses;
+        } kernel;
+        struct {
+            rill_host_fn fn;
+            void *user_data;
+        } host;
+        struct {
+            void *dst;
+            const void *src;
+            size_t bytes;
+        } copy;
+        struct {
+            void *dst;
+            int value;
+            size_t bytes;
+        } set;
+        struct {
+            rill__event *event; /* ref */
+            int timing;         /* record nodes: the event has RILL_EVENT_TIMING */
+        } event;
+    } u;
+} rill__gnode_params;
+
+/* A node of an exec, laid out for the launch path. */
+typedef struct rill__xnode {
+    rill__gnode_params p; /* args/accesses point into its parameter set's arena */
+    uint32_t num_preds;
+    uint32_t succ_begin, num_succ; /* in rill__gprog.succ */
+    /* the first num_single successors have this node as their only
+     * predecessor: they are all ready when it completes */
+    uint32_t num_single;
+    uint32_t blocks;      /* kernel nodes: blocks in the grid */
+    uint32_t graph_index; /* the node's index in its graph, for errors */
+} rill__xnode;
+
+/* The topology of an exec: immutable after instantiation. */
+typedef struct rill__gprog {
+    uint32_t num_nodes;
+    const uint32_t *succ;  /* the successor lists, each node's a slice */
+    const uint32_t *roots; /* nodes without predecessors */
+    uint32_t num_roots;
+} rill__gprog;
+
+/* One launch of an exec, as the command carries it: the topology, the
+ * backend's state from graph_prepare, and the parameter set current when
+ * it was submitted (launches of one exec never overlap, but an update may
+ * replace the set of later launches while one runs). */
+typedef struct rill__graph_launch {
+    const rill__gprog *prog;
+    void *state;                  /* from graph_prepare, for the stream's device */
+    const rill__xnode *nodes;     /* prog->num_nodes, topological order */
+    _Atomic uint64_t *record_gen; /* per node: event record nodes' generation (relaxed) */
+    /* a single chain of one-block nodes: the launch may run them in order
+     * on one thread, with no bookkeeping */
+    int chain;
+} rill__graph_launch;
+
+/* -------------------------------------------------- what the core provides */
+
+/* Marks seq as completed (in order) and wakes waiters: parked streams and
+ * sleeping host threads alike. */
+void rill__stream_complete(rill__stream *s, uint64_t seq);
+/* True, once, after the calling thread woke a sleeping host thread in
+ * rill__stream_complete: a worker then leaves its processor to the woken
+ * thread instead of spinning on it. */
+bool rill__stream_took_host_wake(void);
+/* Size of the root cause of a sticky error (what failed, where, and its
+ * message): short enough that a sentence carrying it from stream to stream
+ * still fits rill_last_error's buffer. */
+#define RILL__CAUSE_BYTES 512
+/* Opens a failure window at seq, unless one is open, whose root cause is
+ * cause: what failed on s and why ("kernel 'scale' on stream 'main'
+ * failed: ..."), without advice; cut to RILL__CAUSE_BYTES. */
+void rill__stream_fail(rill__stream *s, uint64_t seq, const char *cause);
+/* When the work of t up to t_seq failed, opens a failure window on s at
+ * seq (a WAIT of s for it ran) that carries t's root cause, names s, and
+ * names t when the failure began before t; returns whether it did. */
+bool rill__stream_carry_failure(rill__stream *s, uint64_t seq, rill__stream *t, uint64_t t_seq);
+/* Closes the open failure window at seq (a CLEAR command ran). */
+void rill__stream_clear_failure(rill__stream *s, uint64_t seq);
+void rill__stream_ref(rill__stream *s);
+void rill__stream_unref(rill__stream *s);
+/* Copies the stream's name ("stream 0x..." when unnamed) into buf. */
+void rill__stream_name(rill__stream *s, char *buf, size_t size);
+/* Names s's track in the running trace (src/obs/trace.h), once per trace
+ * and again after rill_stream_set_name. Call only while rill__tracing(). */
+void rill__stream_trace_track(rill__stream *s);
+
+/* Someone to notify when a stream completes a sequence number. */
+typedef struct rill__waiter {
+    struct rill__waiter *next;
+    uint64_t seq;
+    void (*fn)(struct rill__waiter *w); /* called with no lock held */
+} rill__waiter;
+/* Registers w to be called once s completes w->seq. Returns false, without
+ * registering, when that already happened. */
+bool rill__stream_add_waiter(rill__stream *s, rill__waiter *w);
+
+/* Releases the references a command holds (see rill__cmd). */
+void rill__cmd_release(rill__cmd *cmd);
+
+/* Called when a RECORD command or record node of generation gen runs, with
+ * the device's timestamp (timestamp_ns); failed != 0 when the stream is
+ * skipping work after a failure. */
+void rill__event_stamp(rill__event *e, uint64_t gen, uint64_t now_ns, int failed);
+
+/* What rill_block_ctx.state points at while a launch runs: the backend
+ * provides it; rill_kernel_fail records the first message. */
+typedef struct rill__launch_state {
+    _Atomic int failed;
+    char message[256];
+} rill__launch_state;
+/* Records message as the failure of the launch with state ls, unless one
+ * is recorded already; returns whether this call recorded it. */
+bool rill__launch_state_fail(rill__launch_state *ls, const char *message);
+/* True, once, when a kernel body that ran on the calling thread since the
+ * last call recorded its launch's failure (its rill_kernel_fail came
+ * first): a graph runner names that node, not another that finished
+ * later. */
+bool rill__took_kernel_failure(void);
+/* Runs fn(user_data) as a host function whose rill_host_func_fail writes
+ * into *ls (reset first); returns whether it failed. Worker threads only. */
+bool rill__host_run(rill_host_fn fn, void *user_data, rill__launch_state *ls);
+
+/* Worker threads of a backend mark themselves, so blocking calls made from
+ * kernels and host functions fail with RILL_ERROR_NOT_PERMITTED. */
+void rill__thread_set_worker(int is_worker);
+int rill__thread_is_worker(void);
+/* A host thread that runs device work while it waits for it (host_help)
+ * does so as a worker would: enter sets the thread's own state aside
+ * (current device and streams, capture mode, thread number, last error
+ * sentence, errno) and gives it a worker's (no current stream,
+ * RILL_CAPTURE_GLOBAL, a fresh thread number, blocking calls
+ * RILL_ERROR_NOT_PERMITTED); leave drops what the work set and puts the
+ * thread's own state back. Not nested. */
+void rill__thread_enter_worker(void);
+void rill__thread_leave_worker(void);
+/* How many times this process was made by fork() from a process that had
+ * used rill: a worker that finds it changed after a host function returns
+ * is the child's copy of a worker, and must stop. */
+extern _Atomic uint32_t rill__fork_count;
+
+/* ------------------------------------------------------------ operations */
+
 typedef struct rill__backend_ops {
     const char *name;
-    /* Bytes of backend state that rill__stream_backend(s) points at. */
+    rill_device_kind kind;
+    /* Bytes of backend state that rill__queue.state points at. */
     size_t stream_state_bytes;
 
-    /* Fills dev->info (except ordinal) and creates the backend's state in
-     * dev->backend. Called once, on the initialising thread, no locks held.
-     * RILL_ERROR_NO_DEVICE with a sentence when the device cannot start. */
-    rill_status (*device_init)(rill__device *dev);
-    /* Stops the device's threads and frees dev->backend. Called by
+    /* How many devices of this backend the process may use (0 when none:
+     * no driver, no hardware); when it returns 0, a sentence saying why
+     * goes into why (size bytes), for rill_device_count's callers. Called
+     * once, on the initialising thread, no locks held. */
+    int (*probe)(char *why, size_t size);
+    /* Fills the device's info (except ordinal) and creates the backend's
+     * state in its state field, for the index-th device of this backend
+     * (0 <= index < probe()). Called once per device, on the initialising
+     * thread, no locks held. RILL_ERROR_NO_DEVICE with a sentence when the
+     * device cannot start. */
+    rill_status (*device_init)(rill__device *dev, int index);
+    /* Stops the device's threads and frees its state. Called by
      * rill_shutdown after every stream has drained; no locks held. */
     void (*device_shutdown)(rill__device *dev);
+    /* The device's clock, in nanoseconds from an epoch of the device's
+     * choosing: what RECORD commands of timing events are stamped with
+     * (rill__event_stamp), so rill_event_elapsed_ms compares two stamps of
+     * one device. Any thread. */
+    uint64_t (*timestamp_ns)(rill__device *dev);
 
     /* Prepares or releases a stream's backend state. Any thread, no locks
      * held; stream_fini runs only when the stream has no pending work. A
@@ -39,8 +393,8 @@ typedef struct rill__backend_ops {
     /* Appends cmd to s in stream order, assigns it the next sequence number
      * (stored in *seq), and arranges for it to run. Takes over the
      * references in cmd and copies what cmd borrows. When cmd->flags has
-     * RILL__CMD_OPAQUE, stores the number in s->opaque_seq before it
-     * publishes s->sub_seq (release). A WAIT runs even while the stream
+     * RILL__CMD_OPAQUE, stores the number in opaque_seq before it
+     * publishes sub_seq (release). A WAIT runs even while the stream
      * skips work after a failure; it fails the stream only when the
      * awaited work failed, the stream is not failing already, and the WAIT
      * is not RILL__CMD_ORDER_ONLY. Any thread, no locks held; never blocks
@@ -69,29 +423,79 @@ typedef struct rill__backend_ops {
      * wakes. */
     void (*kick)(rill__stream *s);
 
+    /* Makes a kernel ready to launch on dev (a CUDA device loads its
+     * module and finds its function) and returns the device's state for it
+     * in *loaded, which launches on dev carry (rill__cmd.u.kernel.loaded).
+     * RILL_ERROR_NOT_SUPPORTED, with a sentence that names the kernel and
+     * no public call, when the kernel has no body this device can run.
+     * Called once per kernel and device, at its first launch or graph node
+     * there, under a lock of the core's; never blocks on other work. */
+    rill_status (*kernel_load)(rill__device *dev, const rill__kernel_image *k, void **loaded);
+    /* Frees what kernel_load made, once no launch of the kernel may run
+     * (NULL when kernel_load makes nothing to free). No locks held. */
+    void (*kernel_unload)(rill__device *dev, const rill__kernel_image *k, void *loaded);
+
+    /* Prepares the backend's state for launching an exec on dev, once,
+     * when the exec is instantiated: RILL_ERROR_OUT_OF_MEMORY or
+     * RILL_ERROR_NOT_SUPPORTED (a node the device cannot run) with a
+     * sentence that names no public call. Every launch carries *state
+     * (rill__graph_launch); graph_release frees it after the last launch
+     * completed. Any thread, no locks held. */
+    rill_status (*graph_prepare)(rill__device *dev, const rill__gprog *prog, void **state);
+    void (*graph_release)(rill__device *dev, void *state);
+
     /* Reserves a segment of device memory for the pool (src/mem/pool.c),
-     * bytes of address space that the pool commits piece by piece: the
-     * device provides memory for a page when it is first touched (the CPU
-     * device's shared memory objects are sparse), so a segment costs
-     * nothing until it is used. *handle receives what the backend keeps
-     * with the segment (for the CPU device, what makes it shareable with
-     * other processes); it is passed back to mem_free and mem_decommit.
-     * Any thread; the pool's lock may be held; RILL_ERROR_OUT_OF_MEMORY
-     * when the device cannot reserve that much. */
+     * bytes of address space that the pool commits piece by piece, in
+     * granules of mem_granule bytes (mem_commit). *handle receives what the
+     * backend keeps with the segment (for the CPU device, what makes it
+     * shareable with other processes); it is passed back to the other
+     * memory ops. Any thread; the pool's lock may be held;
+     * RILL_ERROR_OUT_OF_MEMORY when the device cannot reserve that much. */
     rill_status (*mem_alloc)(rill__device *dev, size_t bytes, void **out, void **handle);
     void (*mem_free)(rill__device *dev, void *ptr, size_t bytes, void *handle);
-    /* Gives the memory behind [offset, offset + bytes) of a segment back to
-     * the device (the whole pages inside it); the range stays reserved and
-     * reads as zeros when touched again. NULL when the device cannot. Any
+    /* The unit in which the pool commits and decommits segment memory: a
+     * power of two, at least the page size. */
+    size_t mem_granule;
+    /* Backs [offset, offset + bytes) of a segment (whole granules) with
+     * memory before the pool hands it out: RILL_ERROR_OUT_OF_MEMORY, with
+     * a sentence that names no public call, when the device has none left.
+     * NULL when the device provides memory for a page when it is first
+     * touched (the CPU device's shared memory objects are sparse). Any
      * thread; the pool's lock may be held; never blocks on other work. */
+    rill_status (*mem_commit)(rill__device *dev, void *handle, size_t offset, size_t bytes);
+    /* Gives the memory behind [offset, offset + bytes) of a segment back to
+     * the device (the whole granules inside it); the range stays reserved
+     * and reads as zeros once committed again. NULL when the device cannot.
+     * Any thread; the pool's lock may be held; never blocks on other work. */
     void (*mem_decommit)(rill__device *dev, void *handle, size_t offset, size_t bytes);
-    /* The shared memory object behind a segment from mem_alloc, which other
-     * processes may map (src/mem/ipc.c), or NULL when that segment cannot
-     * be shared. NULL as an op on devices whose memory is not host shared
-     * memory. Any thread, no lock needed; never blocks. */
-    const rill__shm *(*mem_shared)(rill__device *dev, void *handle);
+
+    /* Host memory for copies to and from dev at the device's full speed
+     * (page-locked where the device copies by DMA), rill_malloc_host: NULL
+     * and a sentence naming no public call when there is none. The CPU
+     * device needs no pinning: its memory is host memory. Any thread. */
+    void *(*host_alloc)(rill__device *dev, size_t bytes);
+    void (*host_free)(rill__device *dev, void *ptr, size_t bytes);
+
+    /* Interprocess memory. ipc_export names the shared memory object behind
+     * a segment from mem_alloc, which another process maps (src/mem/ipc.c):
+     * NULL when that segment could not be made shareable. ipc_map maps
+     * [offset, offset + bytes) of such an object, named in a handle from
+     * another process, into this one for dev (a sentence naming no public
+     * call in why when it cannot), and ipc_unmap undoes it once no work
+     * touches the mapping (at rill_shutdown, after device_shutdown). NULL as
+     * ops on devices without interprocess memory. Any thread, no locks
+     * held. */
+    const rill__shm *(*ipc_export)(rill__device *dev, void *handle);
+    rill__shm_map_result (*ipc_map)(rill__device *dev, const rill__shm_name *name,
+                                    size_t object_bytes, size_t offset, size_t bytes, void **out,
+                                    char *why, size_t why_size);
+    void (*ipc_unmap)(rill__device *dev, void *ptr, size_t bytes);
 } rill__backend_ops;
 
+/* The backends built into this version, in device order (the ordinals of
+ * a backend's devices follow those of the backends before it);
+ * NULL-terminated. Defined by src/assembly.c. */
+extern const rill__backend_ops *const rill__backends[];
 extern const rill__backend_ops rill__cpu_backend;
 
 #endif

@@ -273,11 +273,11 @@ static rill_status check_buffer(const char *fn, const buffer *b, rill__stream *s
                           "%s: %s (%p) is not device memory; pass memory from rill_malloc or "
                           "rill_malloc_async of the stream's device",
                           fn, b->name, b->ptr);
-    if (dev != s->dev)
+    if (dev != s->q.dev)
         return rill__fail(RILL_ERROR_DEVICE_MISMATCH,
                           "%s: %s (%p) is memory of device '%s', and the stream belongs to "
                           "device '%s'; pass memory of the stream's device",
-                          fn, b->name, b->ptr, dev->info.name, s->dev->info.name);
+                          fn, b->name, b->ptr, dev->base.info.name, s->q.dev->base.info.name);
     return RILL_OK;
 }
 
@@ -310,11 +310,11 @@ static rill_status check_args(const rill__comm_channel *ch, rill__stream *s,
     rill_status st = buffers_of(ch, a, recv, send);
     if (st != RILL_OK)
         return st;
-    if (s->dev->info.kind != RILL_DEVICE_CPU)
+    if (s->q.dev->base.info.kind != RILL_DEVICE_CPU)
         return rill__fail(RILL_ERROR_NOT_SUPPORTED,
                           "%s: the stream belongs to device '%s'; collectives run on streams of "
                           "the CPU device in this version",
-                          fn, s->dev->info.name);
+                          fn, s->q.dev->base.info.name);
     if ((st = check_buffer(fn, recv, s)) != RILL_OK || (st = check_buffer(fn, send, s)) != RILL_OK)
         return st;
     bool in_place = a->kind == RILL__COMM_ALLREDUCE && recv->ptr == send->ptr;
@@ -367,7 +367,7 @@ rill_status rill__comm_issue(rill_stream *stream, rill_comm *comm, const rill__c
     if (t == NULL)
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory", fn);
     rill__stream *p;
-    st = rill__comm_engine_take_proxy(s->dev, &p);
+    st = rill__comm_engine_take_proxy(s->q.dev, &p);
     if (st != RILL_OK) {
         rill__free(t);
         return rill__fail_from(st, fn);
@@ -378,8 +378,8 @@ rill_status rill__comm_issue(rill_stream *stream, rill_comm *comm, const rill__c
     t->proxy = p;
     /* The proxy is this task's alone: k ends the stream's wait, k + 1
      * frees the buffers. release: pairs with acquire loads of sub_seq. */
-    t->number = atomic_load_explicit(&p->sub_seq, memory_order_relaxed) + 1;
-    atomic_store_explicit(&p->sub_seq, t->number + 1, memory_order_release);
+    t->number = atomic_load_explicit(&p->q.sub_seq, memory_order_relaxed) + 1;
+    atomic_store_explicit(&p->q.sub_seq, t->number + 1, memory_order_release);
     rill__stream_ref(s);
     if (!rill__comm_engine_queue(ch, t)) {
         st = rill__fail(RILL_ERROR_INVALID_ARGUMENT,

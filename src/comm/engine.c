@@ -74,7 +74,7 @@ static void release_proxy(rill__stream *p) {
 rill_status rill__comm_engine_take_proxy(rill__device *dev, rill__stream **out) {
     rill__spinlock_lock(&engine.lock);
     for (size_t i = 0; i < engine.num_proxies; i++) {
-        if (engine.proxies[i]->dev == dev) {
+        if (engine.proxies[i]->q.dev == dev) {
             *out = engine.proxies[i];
             engine.proxies[i] = engine.proxies[--engine.num_proxies];
             rill__spinlock_unlock(&engine.lock);
@@ -90,14 +90,14 @@ rill_status rill__comm_engine_take_proxy(rill__device *dev, rill__stream **out) 
      * them may wait for anything (see rill__stream_opaque_pending), so the
      * memory pool never makes a stream wait for them. Not yet visible: no
      * lock needed. */
-    atomic_store(&p->opaque_seq, UINT64_MAX);
+    atomic_store(&p->q.opaque_seq, UINT64_MAX);
     snprintf(p->name, sizeof p->name, "rill:communication");
     *out = p;
     return RILL_OK;
 }
 
 void rill__comm_engine_give_proxy(rill__stream *p) {
-    RILL_ASSERT(atomic_load(&p->done_seq) == atomic_load(&p->sub_seq));
+    RILL_ASSERT(atomic_load(&p->q.done_seq) == atomic_load(&p->q.sub_seq));
     rill__spinlock_lock(&engine.lock);
     if (engine.num_proxies == engine.cap_proxies) {
         size_t cap = engine.cap_proxies != 0 ? 2 * engine.cap_proxies : 8;
@@ -604,7 +604,7 @@ bool rill__comm_engine_queue(rill__comm_channel *ch, rill__comm_task *task) {
 }
 
 bool rill__comm_engine_chain(rill__comm_channel *ch, rill__comm_task *task) {
-    uint64_t id = task->stream->id;
+    uint64_t id = task->stream->q.id;
     rill__spinlock_lock(&engine.lock);
     bool behind = ch->last_stream_id == id && ch->last_wait_seq + 1 == task->wait_seq;
     /* ch->last is cleared (under this lock) before its task finishes, so

@@ -21,9 +21,9 @@ bool rill__stream_check(rill__stream *s, char *why, size_t cap) {
      * sub_seq, so a later load of sub_seq cannot be below it; opaque_seq is
      * stored just before submit publishes the same number in sub_seq, under
      * the backend's lock of the stream, so it is at most one ahead. */
-    uint64_t done = atomic_load(&s->done_seq);
-    uint64_t opaque = atomic_load(&s->opaque_seq);
-    uint64_t sub = atomic_load(&s->sub_seq);
+    uint64_t done = atomic_load(&s->q.done_seq);
+    uint64_t opaque = atomic_load(&s->q.opaque_seq);
+    uint64_t sub = atomic_load(&s->q.sub_seq);
     if (atomic_load(&s->magic) != RILL__MAGIC_STREAM)
         snprintf(what, sizeof what, "is not a live stream");
     else if (done > sub)
@@ -94,7 +94,8 @@ bool rill__device_check_streams(rill_device *dev_h, char *why, size_t cap) {
     rill__mutex_unlock(&dev->lock);
     if (list == NULL) {
         if (why != NULL && cap > 0)
-            snprintf(why, cap, "no memory to list the streams of device %d", dev->info.ordinal);
+            snprintf(why, cap, "no memory to list the streams of device %d",
+                     dev->base.info.ordinal);
         return false;
     }
     bool ok = true;

@@ -156,7 +156,7 @@ static void choose_initial_device(rill__runtime *rt) {
     }
     int seen = 0;
     for (int i = 0; kind != 0 && (end == NULL || *end == '\0') && i < rt->num_devices; i++) {
-        if (rt->devices[i]->info.kind == kind && seen++ == index) {
+        if (rt->devices[i]->base.info.kind == kind && seen++ == index) {
             rt->initial_device = rt->devices[i];
             return;
         }
@@ -184,13 +184,13 @@ static void shutdown_phase(rill__runtime *rt, rill__shutdown_phase phase) {
             rill__subsystems[i]->shutdown(rt, phase);
 }
 
-static rill_status device_create(rill__runtime *rt, const rill__backend_ops *ops) {
+static rill_status device_create(rill__runtime *rt, const rill__backend_ops *ops, int index) {
     rill__device *dev = rill__calloc(1, sizeof *dev);
     if (dev == NULL)
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "out of memory creating a device");
     dev->ops = ops;
     dev->magic = RILL__MAGIC_DEVICE;
-    dev->info.ordinal = rt->num_devices;
+    dev->base.info.ordinal = rt->num_devices;
     if (!rill__handle_open(RILL__HANDLE_DEVICE, dev, (void **)&dev->handle)) {
         rill__free(dev);
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "out of memory creating a device");
@@ -205,7 +205,7 @@ static rill_status device_create(rill__runtime *rt, const rill__backend_ops *ops
         inited--; /* the one that failed has nothing to undo */
         goto fail_subsystems;
     }
-    st = ops->device_init(dev);
+    st = ops->device_init(dev, index);
     if (st != RILL_OK)
         goto fail_init;
     st = rill__stream_new(dev, 0, RILL__STREAM_DEFAULT, &dev->default_stream);
@@ -225,6 +225,22 @@ fail_subsystems:
     rill__handle_close(dev->handle);
     rill__free(dev);
     return st;
+}
+
+/* Creates the devices of every backend the assembly lists, in order; the
+ * first reason a backend has none, or a device did not start, goes into
+ * rt->init_error. */
+static void create_devices(rill__runtime *rt) {
+    for (int b = 0; rill__backends[b] != NULL; b++) {
+        const rill__backend_ops *ops = rill__backends[b];
+        char why[sizeof rt->init_error] = "";
+        int n = ops->probe(why, sizeof why);
+        if (n == 0 && rt->init_error[0] == '\0')
+            rill__fit(rt->init_error, sizeof rt->init_error, why);
+        for (int i = 0; i < n && rt->num_devices < RILL__MAX_DEVICES; i++)
+            if (device_create(rt, ops, i) != RILL_OK && rt->init_error[0] == '\0')
+                rill__fit(rt->init_error, sizeof rt->init_error, rill_last_error());
+    }
 }
 
 rill_status rill__runtime_get(rill__runtime **out) {
@@ -258,8 +274,7 @@ rill_status rill__runtime_get(rill__runtime **out) {
         for (int i = 0; rill__subsystems[i] != NULL; i++)
             rill__subsystems[i]->start(rt);
         rill__trace_env_start();
-        if (device_create(rt, &rill__cpu_backend) != RILL_OK)
-            rill__fit(rt->init_error, sizeof rt->init_error, rill_last_error());
+        create_devices(rt);
         choose_initial_device(rt);
         atomic_store_explicit(&runtime, rt, memory_order_release);
     }
@@ -294,7 +309,7 @@ rill__device *rill__device_of_kind(rill_device_kind kind) {
     rill__runtime *rt;
     rill__runtime_get(&rt);
     for (int i = 0; i < rt->num_devices; i++)
-        if (rt->devices[i]->info.kind == kind)
+        if (rt->devices[i]->base.info.kind == kind)
             return rt->devices[i];
     return NULL;
 }
@@ -324,8 +339,8 @@ size_t rill__device_pending(rill__device *dev, rill__mem_dep *deps, size_t cap, 
         if (s->kind == RILL__STREAM_PROXY)
             continue; /* it runs no work: its numbers stand for other processes' work */
         /* acquire: pairs with the submit that assigned the number. */
-        uint64_t seq = atomic_load_explicit(&s->sub_seq, memory_order_acquire);
-        if (atomic_load_explicit(&s->done_seq, memory_order_acquire) >= seq)
+        uint64_t seq = atomic_load_explicit(&s->q.sub_seq, memory_order_acquire);
+        if (atomic_load_explicit(&s->q.done_seq, memory_order_acquire) >= seq)
             continue;
         if (n == cap) {
             *overflow = 1;
@@ -342,7 +357,7 @@ size_t rill__device_pending(rill__device *dev, rill__mem_dep *deps, size_t cap, 
 
 int rill__deps_done(const rill__mem_dep *deps, size_t n) {
     for (size_t i = 0; i < n; i++)
-        if (atomic_load_explicit(&deps[i].stream->done_seq, memory_order_acquire) < deps[i].seq)
+        if (atomic_load_explicit(&deps[i].stream->q.done_seq, memory_order_acquire) < deps[i].seq)
             return 0;
     return 1;
 }
@@ -351,13 +366,13 @@ rill__stream *rill__thread_current_stream(rill__device *dev) {
     rill__runtime *rt;
     rill__runtime_get(&rt);
     thread_state *ts = thread_get(rt);
-    rill__stream *s = ts->current[dev->info.ordinal];
+    rill__stream *s = ts->current[dev->base.info.ordinal];
     if (s == NULL)
         return dev->default_stream;
     /* The slot holds a reference, so a stream destroyed while current is a
      * zombie here, not freed memory: fall back to the default stream. */
     if (atomic_load_explicit(&s->owner_released, memory_order_relaxed)) {
-        ts->current[dev->info.ordinal] = NULL;
+        ts->current[dev->base.info.ordinal] = NULL;
         rill__stream_unref(s);
         return dev->default_stream;
     }
@@ -450,7 +465,7 @@ rill_status rill_device_get_by_kind(rill_device_kind kind, int index, rill_devic
     rill__runtime_get(&rt);
     int seen = 0;
     for (int i = 0; i < rt->num_devices; i++) {
-        if (rt->devices[i]->info.kind == kind && seen++ == index) {
+        if (rt->devices[i]->base.info.kind == kind && seen++ == index) {
             *out = rt->devices[i]->handle;
             return RILL_OK;
         }
@@ -470,7 +485,7 @@ rill_status rill_device_get_info(rill_device *handle, rill_device_info *out) {
         memset(out, 0, sizeof *out);
         return st;
     }
-    *out = dev->info;
+    *out = dev->base.info;
     return RILL_OK;
 }
 
@@ -521,8 +536,8 @@ static rill_status sync_device(rill__device *dev, const char *fn) {
             if (s->kind == RILL__STREAM_PROXY)
                 continue;
             /* acquire: pairs with the submit that assigned the number. */
-            uint64_t seq = atomic_load_explicit(&s->sub_seq, memory_order_acquire);
-            if (atomic_load_explicit(&s->done_seq, memory_order_acquire) >= seq &&
+            uint64_t seq = atomic_load_explicit(&s->q.sub_seq, memory_order_acquire);
+            if (atomic_load_explicit(&s->q.done_seq, memory_order_acquire) >= seq &&
                 !atomic_load(&s->has_failed))
                 continue;
             /* A failed stream that its owner destroyed, or one whose last
@@ -638,12 +653,14 @@ rill_status rill_shutdown(void) {
     shutdown_phase(rt, RILL__SHUTDOWN_DRAINED); /* graphs and execs go */
     for (int i = 0; i < rt->num_devices; i++)
         sync_device(rt->devices[i], "rill_shutdown"); /* graph memory's deferred frees */
+    /* Kernels before the backends stop, which unload them; destroyed ones
+     * release their streams. */
+    rill__kernels_shutdown(rt);
     for (int i = 0; i < rt->num_devices; i++)
         rt->devices[i]->ops->device_shutdown(rt->devices[i]);
     rill__ipc_events_shutdown();
     shutdown_phase(rt, RILL__SHUTDOWN_STOPPED); /* interprocess memory */
     rill__events_shutdown(rt);
-    rill__kernels_shutdown(rt); /* destroyed ones release their streams */
     for (int i = 0; i < rt->num_devices; i++)
         device_destroy(rt->devices[i]);
     shutdown_phase(rt, RILL__SHUTDOWN_DEVICES); /* host memory, the pointer registry */
@@ -685,12 +702,12 @@ rill_stream *rill_set_current_stream(rill_stream *handle) {
         rill__handle_fail("rill_set_current_stream", "the stream", handle, RILL__HANDLE_STREAM);
         return NULL;
     }
-    dev = stream->dev;
+    dev = stream->q.dev;
     thread_state *ts = thread_get(rt);
     rill__stream *prev = rill__thread_current_stream(dev);
-    rill__stream *old = ts->current[dev->info.ordinal];
+    rill__stream *old = ts->current[dev->base.info.ordinal];
     rill__stream_ref(stream);
-    ts->current[dev->info.ordinal] = stream;
+    ts->current[dev->base.info.ordinal] = stream;
     if (old != NULL)
         rill__stream_unref(old);
     return prev->handle;
@@ -769,9 +786,12 @@ static void forget_runtime(rill__runtime *rt) {
     for (int i = 0; rill__subsystems[i] != NULL; i++)
         if (rill__subsystems[i]->fork_child != NULL)
             rill__subsystems[i]->fork_child(rt);
-    /* The graphs that named them are gone with the parent's runtime. */
-    for (rill__link *l = rt->kernels; l != NULL; l = l->next)
+    /* The graphs that named them are gone with the parent's runtime, and
+     * so are the devices they were loaded on (the child's are new). */
+    for (rill__link *l = rt->kernels; l != NULL; l = l->next) {
         atomic_store(&RILL__OWNER(l, rill__kernel, rt_link)->graph_refs, 0);
+        atomic_store(&RILL__OWNER(l, rill__kernel, rt_link)->loaded_mask, 0);
+    }
     rill__handle_close_all(RILL__HANDLE_KERNEL);
     inherited_kernels = rt->kernels;
     rt->kernels = NULL;

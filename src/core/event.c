@@ -191,13 +191,13 @@ RILL_HOT rill_status rill_event_record(rill_event *event_h, rill_stream *stream_
     if (captured)
         return st;
     rill__spinlock_lock(&event->lock);
-    if (event->dev != NULL && event->dev != stream->dev) {
+    if (event->dev != NULL && event->dev != stream->q.dev) {
         rill__spinlock_unlock(&event->lock);
         return rill__fail(RILL_ERROR_DEVICE_MISMATCH,
                           "rill_event_record: the event was first recorded on device %d and may "
                           "only be recorded on streams of that device, not device %d; create "
                           "another event for this stream",
-                          event->dev->info.ordinal, stream->dev->info.ordinal);
+                          event->dev->base.info.ordinal, stream->q.dev->base.info.ordinal);
     }
     uint64_t seq;
     uint64_t gen = event->ipc != NULL ? rill__ipc_event_next_gen(event->ipc) : event->gen + 1;
@@ -222,11 +222,11 @@ RILL_HOT rill_status rill_event_record(rill_event *event_h, rill_stream *stream_
         }
     } else {
         /* acquire: pairs with the submit that assigned the number. */
-        seq = atomic_load_explicit(&stream->sub_seq, memory_order_acquire);
+        seq = atomic_load_explicit(&stream->q.sub_seq, memory_order_acquire);
     }
     rill__stream *old = event->stream;
     rill__stream_ref(stream);
-    event->dev = stream->dev;
+    event->dev = stream->q.dev;
     event->stream = stream;
     event->seq = seq;
     event->gen = gen;
@@ -260,12 +260,12 @@ rill_status rill_event_query(rill_event *event_h) {
      * runs, a moment before the stream counts it done: agree with them. */
     if (rill__stream_failed_at(s, seq, msg, sizeof msg))
         st = rill__fail(RILL_ERROR_KERNEL_FAILED, "rill_event_query: %s", msg);
-    else if (atomic_load_explicit(&s->done_seq, memory_order_acquire) < seq &&
+    else if (atomic_load_explicit(&s->q.done_seq, memory_order_acquire) < seq &&
              !(remote != 0 && rill__ipc_event_completed_ok(event->ipc, remote)))
         st = RILL_NOT_READY;
     /* A program that polls needs a worker to run what it polls for. */
-    if (st == RILL_NOT_READY && s->dev->ops->kick != NULL)
-        s->dev->ops->kick(s);
+    if (st == RILL_NOT_READY && s->q.dev->ops->kick != NULL)
+        s->q.dev->ops->kick(s);
     if (st == RILL_OK && rill__san_active())
         rill__san()->event_observed(event);
     rill__stream_unref(s);
@@ -322,7 +322,7 @@ static rill_status timing_point(rill__event *e, const char *which, uint64_t *ts)
     rill_status st = RILL_OK;
     if (rill__stream_failed_at(s, seq, msg, sizeof msg)) {
         st = rill__fail(RILL_ERROR_KERNEL_FAILED, "rill_event_elapsed_ms: %s", msg);
-    } else if (atomic_load_explicit(&s->done_seq, memory_order_acquire) < seq) {
+    } else if (atomic_load_explicit(&s->q.done_seq, memory_order_acquire) < seq) {
         st = RILL_NOT_READY;
     } else {
         rill__spinlock_lock(&e->lock);

@@ -149,7 +149,7 @@ static rill_status make_proxy(rill__ipc_event *ipc, const char *fn) {
         return rill__fail_from(st, fn);
     /* Another process completes its numbers: work behind them may wait for
      * anything (see rill__stream_opaque_pending). */
-    atomic_store(&ipc->proxy->opaque_seq, UINT64_MAX);
+    atomic_store(&ipc->proxy->q.opaque_seq, UINT64_MAX);
     rill__mutex_lock(&ipc->proxy->err_lock);
     snprintf(ipc->proxy->name, sizeof ipc->proxy->name, "interprocess event of process %d",
              (int)ipc->wire.name.pid);
@@ -386,7 +386,7 @@ static rill_status enqueue(rill__ipc_event *ipc, uint64_t gen, uint64_t *seq, co
     uint64_t number = n->seq = ++ipc->proxy_seq; /* n is the waiter's once unlocked */
     /* release: pairs with the acquire loads of sub_seq in waits and
      * synchronize; numbers go up in queue order, under this lock. */
-    atomic_store_explicit(&ipc->proxy->sub_seq, number, memory_order_release);
+    atomic_store_explicit(&ipc->proxy->q.sub_seq, number, memory_order_release);
     if (ipc->tail != NULL)
         ipc->tail->next = n;
     else
@@ -610,7 +610,7 @@ rill_status rill_event_ipc_handle(rill_event *event_h, rill_ipc_event_handle *ou
                           fn);
     rill__ipc_wire w = event->ipc->wire;
     rill__spinlock_lock(&event->lock);
-    rill__device *dev = event->dev != NULL ? event->dev : event->ipc->proxy->dev;
+    rill__device *dev = event->dev != NULL ? event->dev : event->ipc->proxy->q.dev;
     rill__spinlock_unlock(&event->lock);
     rill__ipc_set_device(&w, dev);
     w.bytes = event->flags;

@@ -33,21 +33,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "core/handle.h"
+#include "backend/backend.h"
 #include "rill.h"
 
-/* The internal objects behind rill.h's handles. Code below the public
- * calls works with these; a public call turns each handle it receives into
- * its object (rill__*_resolve) and gives users the object's handle. The
- * distinct types make the compiler refuse a handle where an object is
- * meant, and the other way round. */
-typedef struct rill__device rill__device;
-typedef struct rill__stream rill__stream;
-typedef struct rill__event rill__event;
-typedef struct rill__kernel rill__kernel;
-typedef struct rill__graph rill__graph;
-typedef struct rill__graph_node rill__graph_node;
-typedef struct rill__graph_exec rill__graph_exec;
+/* The internal objects behind the handles are declared in backend/backend.h. */
 
 typedef enum rill__handle_kind {
     RILL__HANDLE_DEVICE = 1,

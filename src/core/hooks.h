@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/cmd.h"
+#include "backend/backend.h"
 #include "core/handle.h"
 #include "rill.h"
 

@@ -121,8 +121,8 @@ void rill__ipc_set_device(rill__ipc_wire *w, rill__device *dev) {
     rill__runtime_get(&rt);
     int index = 0;
     for (int i = 0; i < rt->num_devices && rt->devices[i] != dev; i++)
-        index += rt->devices[i]->info.kind == dev->info.kind;
-    w->device_kind = (uint8_t)dev->info.kind;
+        index += rt->devices[i]->base.info.kind == dev->base.info.kind;
+    w->device_kind = (uint8_t)dev->base.info.kind;
     w->device_index = (uint16_t)index;
 }
 
@@ -133,7 +133,7 @@ rill_status rill__ipc_get_device(const rill__ipc_wire *w, const char *fn, rill__
         return st;
     int index = 0;
     for (int i = 0; i < rt->num_devices; i++) {
-        if (rt->devices[i]->info.kind != (rill_device_kind)w->device_kind)
+        if (rt->devices[i]->base.info.kind != (rill_device_kind)w->device_kind)
             continue;
         if (index++ == w->device_index) {
             *out = rt->devices[i];

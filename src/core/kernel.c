@@ -15,21 +15,27 @@
 
 /* Frees a destroyed kernel whose pending work has completed, with no lock
  * held (dropping a stream's last reference takes its device's lock). */
-static void kernel_free(rill__kernel *k) {
+static void kernel_free(rill__runtime *rt, rill__kernel *k) {
     rill__handle_close(k->handle);
+    uint32_t mask = atomic_load_explicit(&k->loaded_mask, memory_order_acquire);
+    for (int i = 0; i < rt->num_devices; i++) {
+        rill__device *dev = rt->devices[i];
+        if ((mask & 1u << i) != 0 && dev->ops->kernel_unload != NULL)
+            dev->ops->kernel_unload(dev, &k->image, k->loaded[i]);
+    }
     for (size_t i = 0; i < k->num_pending; i++)
         rill__stream_unref(k->pending[i].stream);
     rill__free(k->pending);
-    rill__free(k->cuda_ptx);
-    rill__free(k->cuda_entry);
+    rill__free(k->image.cuda_ptx);
+    rill__free(k->image.cuda_entry);
     rill__free(k);
 }
 
 /* Frees a chain of kernels linked by rt_link.next. */
-static void free_chain(rill__link *l) {
+static void free_chain(rill__runtime *rt, rill__link *l) {
     while (l != NULL) {
         rill__link *next = l->next;
-        kernel_free(RILL__OWNER(l, rill__kernel, rt_link));
+        kernel_free(rt, RILL__OWNER(l, rill__kernel, rt_link));
         l = next;
     }
 }
@@ -50,7 +56,7 @@ void rill__kernels_reap(rill__runtime *rt) {
         }
     }
     rill__mutex_unlock(&rt->lock);
-    free_chain(done);
+    free_chain(rt, done);
 }
 
 void rill__kernels_shutdown(rill__runtime *rt) {
@@ -58,8 +64,8 @@ void rill__kernels_shutdown(rill__runtime *rt) {
     rill__link *live = rt->kernels, *zombies = rt->zombie_kernels;
     rt->kernels = rt->zombie_kernels = NULL;
     rill__mutex_unlock(&rt->lock);
-    free_chain(live);
-    free_chain(zombies);
+    free_chain(rt, live);
+    free_chain(rt, zombies);
 }
 
 /* Snapshots (stream, submitted seq) of every stream, on every device, that
@@ -116,11 +122,36 @@ RILL_HOT void rill__cmd_release(rill__cmd *cmd) {
     case RILL__CMD_GRAPH:
         if (cmd->u.graph.after_stream != NULL)
             rill__stream_unref(cmd->u.graph.after_stream);
-        cmd->u.graph.release(cmd->u.graph.params);
+        cmd->u.graph.release(cmd->u.graph.launch);
         break;
     default:
         break;
     }
+}
+
+rill_status rill__kernel_load(rill__kernel *k, rill__device *dev, const char *fn, void **loaded) {
+    int ordinal = dev->base.info.ordinal;
+    uint32_t bit = 1u << ordinal;
+    /* acquire: pairs with the release below, which follows the store of
+     * loaded[ordinal]. */
+    if (atomic_load_explicit(&k->loaded_mask, memory_order_acquire) & bit) {
+        *loaded = k->loaded[ordinal];
+        return RILL_OK;
+    }
+    rill__runtime *rt;
+    rill__runtime_get(&rt);
+    rill_status st = RILL_OK;
+    rill__mutex_lock(&rt->lock);
+    if ((atomic_load_explicit(&k->loaded_mask, memory_order_relaxed) & bit) == 0) {
+        st = dev->ops->kernel_load(dev, &k->image, &k->loaded[ordinal]);
+        if (st == RILL_OK)
+            atomic_fetch_or_explicit(&k->loaded_mask, bit, memory_order_release);
+    }
+    rill__mutex_unlock(&rt->lock);
+    if (st != RILL_OK)
+        return rill__fail_from(st, fn);
+    *loaded = k->loaded[ordinal];
+    return RILL_OK;
 }
 
 RILL_HOT rill_status rill__kernel_resolve(rill_kernel *handle, const char *fn, rill__kernel **out) {
@@ -158,21 +189,21 @@ rill_status rill_kernel_create(const rill_kernel_desc *desc, rill_kernel **out) 
     rill__kernel *k = rill__calloc(1, sizeof *k);
     if (k == NULL)
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "rill_kernel_create: out of memory");
-    snprintf(k->name, sizeof k->name, "%s", desc->name);
-    k->cpu = desc->cpu;
+    snprintf(k->image.name, sizeof k->image.name, "%s", desc->name);
+    k->image.cpu = desc->cpu;
     if (desc->cuda_ptx != NULL) {
-        k->cuda_ptx = rill__strdup(desc->cuda_ptx);
-        k->cuda_entry = rill__strdup(desc->cuda_entry);
-        if (k->cuda_ptx == NULL || k->cuda_entry == NULL) {
-            rill__free(k->cuda_ptx);
-            rill__free(k->cuda_entry);
+        k->image.cuda_ptx = rill__strdup(desc->cuda_ptx);
+        k->image.cuda_entry = rill__strdup(desc->cuda_entry);
+        if (k->image.cuda_ptx == NULL || k->image.cuda_entry == NULL) {
+            rill__free(k->image.cuda_ptx);
+            rill__free(k->image.cuda_entry);
             rill__free(k);
             return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "rill_kernel_create: out of memory");
         }
     }
     if (!rill__handle_open(RILL__HANDLE_KERNEL, k, (void **)&k->handle)) {
-        rill__free(k->cuda_ptx);
-        rill__free(k->cuda_entry);
+        rill__free(k->image.cuda_ptx);
+        rill__free(k->image.cuda_entry);
         rill__free(k);
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "rill_kernel_create: out of memory");
     }
@@ -203,7 +234,7 @@ rill_status rill_kernel_destroy(rill_kernel *kernel_h) {
                               "rill_kernel_destroy: out of memory noting the work that may still "
                               "launch kernel '%s', and a kernel or host function cannot wait for "
                               "it; the kernel was not destroyed, destroy it from the host",
-                              kernel->name);
+                              kernel->image.name);
         for (int i = 0; i < rt->num_devices; i++)
             rill__device_drain(rt->devices[i], "rill_kernel_destroy");
     }
@@ -293,26 +324,26 @@ RILL_HOT rill_status rill__launch_check(rill_kernel *kernel_h, const rill_launch
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "%s: kernel '%s' launched with grid (%u, %u, %u); every dimension "
                           "needs at least one block",
-                          fn, kernel->name, launch->grid.x, launch->grid.y, launch->grid.z);
+                          fn, kernel->image.name, launch->grid.x, launch->grid.y, launch->grid.z);
     if ((uint64_t)launch->grid.x * launch->grid.y * launch->grid.z > UINT32_MAX)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "%s: kernel '%s' launched with more than 2^32-1 blocks", fn,
-                          kernel->name);
+                          kernel->image.name);
     if (launch->args_size > 0 && launch->args == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                          "%s: kernel '%s' has args_size %zu but args is NULL", fn, kernel->name,
-                          launch->args_size);
+                          "%s: kernel '%s' has args_size %zu but args is NULL", fn,
+                          kernel->image.name, launch->args_size);
     if (launch->num_accesses > 0 && launch->accesses == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "%s: kernel '%s' has num_accesses %zu but accesses is NULL", fn,
-                          kernel->name, launch->num_accesses);
+                          kernel->image.name, launch->num_accesses);
     for (size_t i = 0; i < launch->num_accesses; i++) {
         const rill_access *a = &launch->accesses[i];
         if (a->ptr == NULL || a->mode < RILL_READ || a->mode > RILL_READ_WRITE)
             return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                               "%s: kernel '%s' access %zu has a NULL pointer or a mode other "
                               "than RILL_READ, RILL_WRITE or RILL_READ_WRITE",
-                              fn, kernel->name, i);
+                              fn, kernel->image.name, i);
     }
     *out = kernel;
     return RILL_OK;
@@ -329,13 +360,13 @@ RILL_HOT rill_status rill_launch_kernel(rill_stream *stream_h, rill_kernel *kern
     st = rill__launch_check(kernel_h, launch, fn, &kernel);
     if (st != RILL_OK)
         return st;
-    if (stream->dev->info.kind == RILL_DEVICE_CPU && kernel->cpu == NULL)
-        return rill__fail(RILL_ERROR_NOT_SUPPORTED,
-                          "%s: kernel '%s' has no CPU body (desc->cpu) and cannot run on the CPU "
-                          "device",
-                          fn, kernel->name);
+    void *loaded;
+    st = rill__kernel_load(kernel, stream->q.dev, fn, &loaded);
+    if (st != RILL_OK)
+        return st;
     rill__cmd cmd = {.kind = RILL__CMD_KERNEL};
     cmd.u.kernel.kernel = kernel; /* see kernel.h: no reference */
+    cmd.u.kernel.loaded = loaded;
     cmd.u.kernel.grid = launch->grid;
     cmd.u.kernel.block = launch->block;
     cmd.u.kernel.args = launch->args;

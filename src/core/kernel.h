@@ -9,13 +9,17 @@
 #include "core/runtime.h"
 
 struct rill__kernel {
+    /* immutable after create: the name and bodies (cuda_ptx and cuda_entry
+     * owned), what backends read (backend.h); first, so
+     * rill__kernel_image_of can find it */
+    rill__kernel_image image;
     _Atomic uint32_t magic;
     /* immutable after create */
     rill_kernel *handle; /* its handle (handle.h), closed by destroy or free */
-    char name[64];
-    rill_cpu_kernel_fn cpu;
-    char *cuda_ptx;   /* owned, or NULL */
-    char *cuda_entry; /* owned, or NULL */
+    /* per device ordinal: what the device's kernel_load returned, valid
+     * once bit ordinal of loaded_mask is set (release, under rt->lock) */
+    void *loaded[RILL__MAX_DEVICES];
+    _Atomic uint32_t loaded_mask;
     /* guarded by rt->lock: a live kernel is on rt->kernels (both links); a
      * destroyed one is on rt->zombie_kernels (rt_link.next only) together with
      * the work that may still launch it, and is freed once every pair of
@@ -29,25 +33,6 @@ struct rill__kernel {
     _Atomic int graph_refs;
 };
 
-/* What rill_block_ctx.state points at while a launch runs: the backend
- * provides it; rill_kernel_fail records the first message. */
-typedef struct rill__launch_state {
-    _Atomic int failed;
-    char message[256];
-} rill__launch_state;
-
-/* Records message as the failure of the launch with state ls, unless one
- * is recorded already; returns whether this call recorded it. */
-bool rill__launch_state_fail(rill__launch_state *ls, const char *message);
-/* True, once, when a kernel body that ran on the calling thread since the
- * last call recorded its launch's failure (its rill_kernel_fail came
- * first): the graph runner names that node, not another that finished
- * later. */
-bool rill__took_kernel_failure(void);
-/* Runs fn(user_data) as a host function whose rill_host_func_fail writes
- * into *ls (reset first); returns whether it failed. Worker threads only. */
-bool rill__host_run(rill_host_fn fn, void *user_data, rill__launch_state *ls);
-
 /* Frees destroyed kernels whose pending work has completed. */
 void rill__kernels_reap(rill__runtime *rt);
 /* Frees every kernel (rill_shutdown), live and destroyed. */
@@ -60,6 +45,11 @@ void rill__kernels_shutdown(rill__runtime *rt);
  * kernel has a body for the device is the caller's check. */
 rill_status rill__launch_check(rill_kernel *handle, const rill_launch *launch, const char *fn,
                                rill__kernel **out);
+/* What dev's backend made of k for launching it there (kernel_load), made
+ * at the first call for that device; the backend's failure (a kernel with
+ * no body for the device: RILL_ERROR_NOT_SUPPORTED) with its sentence
+ * after "fn: ". */
+rill_status rill__kernel_load(rill__kernel *k, rill__device *dev, const char *fn, void **loaded);
 /* The kernel that handle names (live: not destroyed);
  * RILL_ERROR_INVALID_ARGUMENT with a sentence naming fn otherwise. */
 rill_status rill__kernel_resolve(rill_kernel *handle, const char *fn, rill__kernel **out);

@@ -39,12 +39,13 @@ typedef struct rill__tagged_stream {
 } rill__tagged_stream;
 
 struct rill__device {
+    /* what the backend reads (backend.h): info, and the backend's state;
+     * first, so rill__device_base_of can find it */
+    rill__device_base base;
     _Atomic uint32_t magic; /* see RILL__MAGIC_DEVICE */
     /* immutable after init */
     rill_device *handle; /* its handle (handle.h), open until rill_shutdown */
-    rill_device_info info;
     const rill__backend_ops *ops;
-    void *backend;               /* owned by the backend */
     rill__stream *default_stream; /* owned */
     /* guarded by lock */
     rill__mutex lock;
@@ -112,25 +113,7 @@ void rill__device_remove_stream(rill__device *dev, rill__stream *s);
  * rill_set_current_stream changed it). */
 rill__stream *rill__thread_current_stream(rill__device *dev);
 
-/* How many times this process was made by fork() from a process that had
- * used rill: a worker that finds it changed after a host function returns
- * is the child's copy of a worker, and must stop (src/core/device.c). */
-extern _Atomic uint32_t rill__fork_count;
-
-/* Worker threads of a backend mark themselves, so blocking calls made from
- * kernels and host functions fail with RILL_ERROR_NOT_PERMITTED. */
-void rill__thread_set_worker(int is_worker);
-int rill__thread_is_worker(void);
 /* RILL_ERROR_NOT_PERMITTED with a sentence when called on a worker. */
 rill_status rill__check_may_block(const char *fn);
-/* A host thread that runs device work while it waits for it (a backend's
- * host_help) does so as a worker would: enter sets the thread's own state
- * aside (current device and streams, capture mode, thread number, last
- * error sentence, errno) and gives it a worker's (no current stream,
- * RILL_CAPTURE_GLOBAL, a fresh thread number, blocking calls
- * RILL_ERROR_NOT_PERMITTED); leave drops what the work set and puts the
- * thread's own state back. Not nested. */
-void rill__thread_enter_worker(void);
-void rill__thread_leave_worker(void);
 
 #endif

@@ -57,9 +57,10 @@ rill_status rill__stream_new(rill__device *dev, int priority, rill__stream_kind 
     if (s == NULL)
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "out of memory creating a stream");
     memset(s, 0, bytes);
-    s->id = atomic_fetch_add_explicit(&next_stream_id, 1, memory_order_relaxed);
-    s->dev = dev;
-    s->priority = priority;
+    s->q.id = atomic_fetch_add_explicit(&next_stream_id, 1, memory_order_relaxed);
+    s->q.dev = dev;
+    s->q.priority = priority;
+    s->q.state = s->backend;
     s->kind = kind;
     rill__mutex_init(&s->err_lock);
     rill__mutex_init(&s->wait_lock);
@@ -126,7 +127,7 @@ RILL_HOT void rill__stream_unref(rill__stream *s) {
 }
 
 void rill__stream_free(rill__stream *s) {
-    rill__device *dev = s->dev;
+    rill__device *dev = s->q.dev;
     rill__handle_close(s->handle); /* library-owned streams: closed only now */
     rill__device_remove_stream(dev, s);
     dev->ops->stream_fini(s);
@@ -157,17 +158,17 @@ void rill__stream_trace_track(rill__stream *s) {
     rill__trace_rec r;
     memset(&r, 0, sizeof r);
     r.type = RILL__TRACE_TRACK;
-    r.device = (int8_t)s->dev->info.ordinal;
-    r.stream = s->id;
+    r.device = (int8_t)s->q.dev->base.info.ordinal;
+    r.stream = s->q.id;
     r.t0 = rill__trace_now();
     r.a = s->kind == RILL__STREAM_DEFAULT;
     rill__mutex_lock(&s->err_lock);
     if (s->name[0] != '\0')
         rill__trace_set_name(&r, s->name);
     else if (s->kind == RILL__STREAM_DEFAULT)
-        snprintf(r.name, sizeof r.name, "default (device %d)", s->dev->info.ordinal);
+        snprintf(r.name, sizeof r.name, "default (device %d)", s->q.dev->base.info.ordinal);
     else
-        snprintf(r.name, sizeof r.name, "%llu", (unsigned long long)s->id);
+        snprintf(r.name, sizeof r.name, "%llu", (unsigned long long)s->q.id);
     rill__mutex_unlock(&s->err_lock);
     rill__trace_emit(&r);
 }
@@ -192,7 +193,7 @@ RILL_HOT void rill__stream_complete(rill__stream *s, uint64_t seq) {
      * (an exchange here); the waiter's side used to pay a membarrier
      * system call instead, tens of microseconds on some virtual machines
      * (docs/design.md, "Idle and busy"). */
-    atomic_store(&s->done_seq, seq);
+    atomic_store(&s->q.done_seq, seq);
     if (seq >= atomic_load(&s->waiter_min)) {
         rill__waiter *ready = NULL;
         rill__mutex_lock(&s->wait_lock);
@@ -225,7 +226,7 @@ bool rill__stream_add_waiter(rill__stream *s, rill__waiter *w) {
      * never rests on an older store), then a seq_cst load of done_seq. */
     uint64_t min = atomic_load_explicit(&s->waiter_min, memory_order_relaxed);
     atomic_store(&s->waiter_min, w->seq < min ? w->seq : min);
-    if (atomic_load(&s->done_seq) >= w->seq) {
+    if (atomic_load(&s->q.done_seq) >= w->seq) {
         s->waiters = w->next; /* still first: the lock was held throughout */
         atomic_store_explicit(&s->waiter_min, waiter_min_locked(s), memory_order_relaxed);
         rill__mutex_unlock(&s->wait_lock);
@@ -239,7 +240,7 @@ bool rill__stream_add_waiter(rill__stream *s, rill__waiter *w) {
 
 RILL_HOT static int reached(rill__stream *s, uint64_t seq) {
     /* acquire: pairs with the release store in rill__stream_complete. */
-    return atomic_load_explicit(&s->done_seq, memory_order_acquire) >= seq;
+    return atomic_load_explicit(&s->q.done_seq, memory_order_acquire) >= seq;
 }
 
 /* A host thread asleep in rill__stream_host_wait: a waiter of the stream
@@ -275,7 +276,7 @@ static void sleep_until(rill__stream *s, uint64_t seq) {
 /* Runs what the backend lets this thread run of s's work up to seq; true
  * when seq is then reached. */
 RILL_HOT static bool help(rill__stream *s, uint64_t seq) {
-    while (s->dev->ops->host_help(s, seq))
+    while (s->q.dev->ops->host_help(s, seq))
         if (reached(s, seq))
             return true;
     return false;
@@ -288,12 +289,12 @@ RILL_HOT void rill__stream_host_wait(rill__stream *s, uint64_t seq, int blocking
      * itself: that costs what running it costs, where waking a sleeping
      * worker costs what the system charges for a wake-up. Workers (and
      * host threads running work as workers) never do. */
-    bool helps = !blocking && s->dev->ops->host_help != NULL && !rill__thread_is_worker();
+    bool helps = !blocking && s->q.dev->ops->host_help != NULL && !rill__thread_is_worker();
     if (helps && help(s, seq))
         return;
     /* What this thread does not run needs a worker. */
-    if (s->dev->ops->kick != NULL)
-        s->dev->ops->kick(s);
+    if (s->q.dev->ops->kick != NULL)
+        s->q.dev->ops->kick(s);
     if (!blocking) {
         uint64_t until = rill__now_ns() + SPIN_NS;
         for (unsigned spins = 1;; spins++) {
@@ -355,7 +356,7 @@ void rill__stream_clock_note(rill__stream *s, uint64_t other_id, uint64_t seq) {
 }
 
 uint64_t rill__stream_known_after(rill__stream *s, uint64_t other_id) {
-    if (s->id == other_id)
+    if (s->q.id == other_id)
         return UINT64_MAX;
     for (int spins = 0;; spins++) {
         /* acquire: pairs with the release store of the even generation. */
@@ -390,21 +391,21 @@ RILL_HOT rill_status rill__stream_submit(rill__stream *s, const rill__cmd *cmd, 
     uint64_t unused;
     if (rill__stream_capturing(s))
         return rill__capture_submit(s, cmd, seq != NULL ? seq : &unused);
-    return s->dev->ops->submit(s, cmd, seq != NULL ? seq : &unused);
+    return s->q.dev->ops->submit(s, cmd, seq != NULL ? seq : &unused);
 }
 
 rill_status rill__stream_submit_now(rill__stream *s, const rill__cmd *cmd, uint64_t *seq) {
     uint64_t unused;
-    return s->dev->ops->submit(s, cmd, seq != NULL ? seq : &unused);
+    return s->q.dev->ops->submit(s, cmd, seq != NULL ? seq : &unused);
 }
 
 /* ---------------------------------------------------------------- public */
 
 static int clamp_priority(rill__device *dev, int priority) {
-    if (priority < dev->info.greatest_priority)
-        return dev->info.greatest_priority;
-    if (priority > dev->info.least_priority)
-        return dev->info.least_priority;
+    if (priority < dev->base.info.greatest_priority)
+        return dev->base.info.greatest_priority;
+    if (priority > dev->base.info.least_priority)
+        return dev->base.info.least_priority;
     return priority;
 }
 
@@ -474,7 +475,7 @@ rill_status rill_stream_get_priority(rill_stream *stream_h, int *priority) {
     rill__stream *stream;
     rill_status st = rill__stream_resolve(stream_h, "rill_stream_get_priority", &stream);
     if (st == RILL_OK)
-        *priority = stream->priority;
+        *priority = stream->q.priority;
     return st;
 }
 
@@ -485,7 +486,7 @@ rill_status rill_stream_get_device(rill_stream *stream_h, rill_device **out) {
     rill__stream *stream;
     rill_status st = rill__stream_resolve(stream_h, "rill_stream_get_device", &stream);
     if (st == RILL_OK)
-        *out = stream->dev->handle;
+        *out = stream->q.dev->handle;
     return st;
 }
 
@@ -499,7 +500,7 @@ rill_status rill_stream_query(rill_stream *stream_h) {
     if (st != RILL_OK)
         return st;
     /* acquire: pairs with the submit that assigned the sequence number. */
-    uint64_t seq = atomic_load_explicit(&stream->sub_seq, memory_order_acquire);
+    uint64_t seq = atomic_load_explicit(&stream->q.sub_seq, memory_order_acquire);
     if (rill__stream_failed_at(stream, seq, msg, sizeof msg))
         return rill__fail(RILL_ERROR_KERNEL_FAILED, "rill_stream_query: %s", msg);
     if (reached(stream, seq)) {
@@ -508,8 +509,8 @@ rill_status rill_stream_query(rill_stream *stream_h) {
         return RILL_OK;
     }
     /* A program that polls needs a worker to run what it polls for. */
-    if (stream->dev->ops->kick != NULL)
-        stream->dev->ops->kick(stream);
+    if (stream->q.dev->ops->kick != NULL)
+        stream->q.dev->ops->kick(stream);
     return RILL_NOT_READY;
 }
 
@@ -524,7 +525,7 @@ rill_status rill_stream_synchronize(rill_stream *stream_h) {
     st = rill__capture_check_stream_sync(stream, "rill_stream_synchronize");
     if (st != RILL_OK)
         return st;
-    uint64_t seq = atomic_load_explicit(&stream->sub_seq, memory_order_acquire);
+    uint64_t seq = atomic_load_explicit(&stream->q.sub_seq, memory_order_acquire);
     uint64_t t0 = rill__tracing() ? rill__trace_now() : 0;
     st = rill__stream_wait_status(stream, seq, 0, "rill_stream_synchronize");
     if (t0 != 0)
@@ -543,7 +544,7 @@ static rill_status wait_point(rill__stream *stream, rill__stream *other, uint64_
         return RILL_OK; /* stream order already implies it */
     if (reached(other, seq) &&
         ((flags & RILL__CMD_ORDER_ONLY) || !rill__stream_failed_at(other, seq, NULL, 0))) {
-        rill__stream_clock_note(stream, other->id, seq);
+        rill__stream_clock_note(stream, other->q.id, seq);
         if (rill__san_active())
             rill__san()->order(stream, other, seq, false);
         return RILL_OK;
@@ -564,7 +565,7 @@ static rill_status wait_point(rill__stream *stream, rill__stream *other, uint64_
     /* Noted only once the wait is queued: the pool hands a block to work
      * that another thread submits to this stream from the moment the note
      * is visible, and that work must come after the wait. */
-    rill__stream_clock_note(stream, other->id, seq);
+    rill__stream_clock_note(stream, other->q.id, seq);
     if (rill__san_active())
         rill__san()->order(stream, other, seq, false);
     return RILL_OK;
@@ -593,7 +594,7 @@ rill_status rill_stream_wait_stream(rill_stream *stream_h, rill_stream *other_h)
     st = rill__capture_wait_stream(stream, other, &captured);
     if (captured)
         return st;
-    uint64_t seq = atomic_load_explicit(&other->sub_seq, memory_order_acquire);
+    uint64_t seq = atomic_load_explicit(&other->q.sub_seq, memory_order_acquire);
     st = rill__stream_wait_point(stream, other, seq, "rill_stream_wait_stream");
     if (st == RILL_OK && other != stream && rill__san_active())
         rill__san()->order(stream, other, seq, true);

@@ -19,10 +19,6 @@
 /* Size of a buffer that holds a whole sentence about a failure, as
  * rill_last_error() may return it. */
 #define RILL__ERROR_BYTES RILL__LAST_ERROR_BYTES
-/* Size of the root cause of a sticky error (what failed, where, and its
- * message): short enough that a sentence carrying it from stream to stream
- * still fits RILL__ERROR_BYTES. */
-#define RILL__CAUSE_BYTES 512
 
 typedef enum rill__stream_kind {
     RILL__STREAM_USER = 0, /* rill_stream_create; the caller destroys it */
@@ -39,23 +35,17 @@ typedef struct rill__fail_window {
     size_t cause_bytes; /* the root cause's length at the start of message */
 } rill__fail_window;
 
-/* Someone to notify when a stream completes a sequence number. */
-typedef struct rill__waiter {
-    struct rill__waiter *next;
-    uint64_t seq;
-    void (*fn)(struct rill__waiter *w); /* called with no lock held */
-} rill__waiter;
-
 /* How many other streams' wait points a stream remembers (see clock). */
 #define RILL__CLOCK_ENTRIES 8
 
 struct rill__stream {
+    /* what the backend reads and writes (backend.h): the identity, the
+     * device (borrowed: outlives this), the priority, the backend's state
+     * and the sequence counters; first, so rill__queue_of can find it */
+    rill__queue q;
     _Atomic uint32_t magic;
     /* immutable after create */
     rill_stream *handle; /* its handle (handle.h), closed by destroy or free */
-    uint64_t id;      /* unique for the life of the process, never reused */
-    rill__device *dev; /* borrowed: outlives this */
-    int priority;
     rill__stream_kind kind;
     /* the capture the stream belongs to, or NULL; written under the
      * capture's lock by begin/end capture and forks (src/graph/capture.c) */
@@ -92,20 +82,9 @@ struct rill__stream {
     alignas(64) _Atomic int owner_released; /* destroyed by its owner (a zombie if work remains) */
     _Atomic int has_failed;                 /* num_windows != 0, for a lock-free fast path */
     _Atomic uint64_t waiter_min;            /* least seq in waiters; UINT64_MAX: none */
-    alignas(64) _Atomic uint64_t sub_seq;   /* written by the backend's submit */
-    /* the last command submitted with RILL__CMD_OPAQUE (0: none; UINT64_MAX
-     * for streams that complete by events outside the process): written by
-     * the backend's submit before it publishes sub_seq, so whoever read a
-     * sequence number from sub_seq sees the opaque commands up to it */
-    _Atomic uint64_t opaque_seq;
-    alignas(64) _Atomic uint64_t done_seq;  /* written by the executing backend */
-    /* backend state, rill__backend_ops.stream_state_bytes long */
+    /* the backend's state, rill__backend_ops.stream_state_bytes long: q.state */
     alignas(64) unsigned char backend[];
 };
-
-static inline void *rill__stream_backend(rill__stream *s) {
-    return s->backend;
-}
 
 /* Creates a stream of the given kind (priority already clamped). Its
  * failure sentence names no public call: the caller adds its own
@@ -119,8 +98,6 @@ rill_status rill__stream_resolve(rill_stream *handle, const char *fn, rill__stre
  * (rill_stream_get_tagged, and the library's own tagged streams). */
 rill_status rill__stream_tagged(rill__device *dev, const char *tag, int priority,
                                 rill__stream **out);
-void rill__stream_ref(rill__stream *s);
-void rill__stream_unref(rill__stream *s);
 /* Takes a reference on a stream found on its device's list (dev->lock
  * held) unless its last reference is gone: such a stream is being freed and
  * waits for that lock to leave the list, so it must not be held again.
@@ -128,23 +105,7 @@ void rill__stream_unref(rill__stream *s);
 bool rill__stream_try_ref(rill__stream *s);
 /* Frees s whatever its references (rill_shutdown, once all work drained). */
 void rill__stream_free(rill__stream *s);
-/* Copies the stream's name ("stream 0x..." when unnamed) into buf. */
-void rill__stream_name(rill__stream *s, char *buf, size_t size);
-/* Names s's track in the running trace (src/obs/trace.h), once per trace
- * and again after rill_stream_set_name. Call only while rill__tracing(). */
-void rill__stream_trace_track(rill__stream *s);
 
-/* Marks seq as completed (in order) and wakes waiters: parked streams and
- * sleeping host threads alike. Backend only. */
-void rill__stream_complete(rill__stream *s, uint64_t seq);
-/* True, once, after the calling thread woke a sleeping host thread in
- * rill__stream_complete: a worker then leaves its processor to the woken
- * thread instead of spinning on it. */
-bool rill__stream_took_host_wake(void);
-/* Opens a failure window at seq, unless one is open, whose root cause is
- * cause: what failed on s and why ("kernel 'scale' on stream 'main'
- * failed: ..."), without advice; cut to RILL__CAUSE_BYTES. */
-void rill__stream_fail(rill__stream *s, uint64_t seq, const char *cause);
 /* Checks the invariants of s that hold at any moment (done_seq <= sub_seq,
  * the opaque mark at most one past the submitted numbers, the failure windows sorted
  * and apart, waiter_min a lower bound of the waiters): false, with a
@@ -152,20 +113,10 @@ void rill__stream_fail(rill__stream *s, uint64_t seq, const char *cause);
  * not hold. Takes s's err_lock and wait_lock, one after the other; for
  * tests and debugging. */
 bool rill__stream_check(rill__stream *s, char *why, size_t cap);
-/* When the work of t up to t_seq failed, opens a failure window on s at
- * seq (a WAIT of s for it ran) that carries t's root cause, names s, and
- * names t when the failure began before t; returns whether it did. */
-bool rill__stream_carry_failure(rill__stream *s, uint64_t seq, rill__stream *t, uint64_t t_seq);
-/* Closes the open failure window at seq (a CLEAR command ran). */
-void rill__stream_clear_failure(rill__stream *s, uint64_t seq);
 /* True when the work up to seq failed; writes into msg the sentence for
  * the caller to put after its function's name: the root cause once, the
  * streams it reached, and what the stream does until cleared. */
 bool rill__stream_failed_at(rill__stream *s, uint64_t seq, char *msg, size_t size);
-
-/* Registers w to be called once s completes w->seq. Returns false, without
- * registering, when that already happened. */
-bool rill__stream_add_waiter(rill__stream *s, rill__waiter *w);
 
 /* Blocks the calling thread until s completes seq. blocking != 0 sleeps at
  * once; otherwise the thread first runs the work itself where the backend
@@ -202,8 +153,8 @@ bool rill__stream_ordered_after(rill__stream *s, uint64_t other_id, uint64_t seq
 static inline bool rill__stream_opaque_pending(rill__stream *s) {
     /* acquire: pairs with the release store of sub_seq that followed the
      * opaque command's store (see opaque_seq); done_seq after it. */
-    uint64_t opaque = atomic_load_explicit(&s->opaque_seq, memory_order_acquire);
-    return opaque > atomic_load_explicit(&s->done_seq, memory_order_acquire);
+    uint64_t opaque = atomic_load_explicit(&s->q.opaque_seq, memory_order_acquire);
+    return opaque > atomic_load_explicit(&s->q.done_seq, memory_order_acquire);
 }
 
 /* True when s belongs to an active capture; one relaxed load otherwise. */

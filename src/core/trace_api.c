@@ -61,5 +61,5 @@ void rill__trace_shutdown(void) {
 void rill__trace_blocked(const char *call, rill__stream *s, uint64_t t0) {
     if (s != NULL)
         rill__stream_trace_track(s);
-    rill__trace_host_slice(call, s != NULL ? s->id : 0, t0);
+    rill__trace_host_slice(call, s != NULL ? s->q.id : 0, t0);
 }

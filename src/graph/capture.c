@@ -404,7 +404,7 @@ RILL_HOT rill_status rill__cap_event_record(rill__event *e, rill__stream *s, boo
         goto out;
     }
     rill__spinlock_lock(&e->lock);
-    if (e->dev != NULL && e->dev != s->dev) {
+    if (e->dev != NULL && e->dev != s->q.dev) {
         rill__spinlock_unlock(&e->lock);
         rill__free(nodes);
         st = rill__fail(RILL_ERROR_DEVICE_MISMATCH,
@@ -413,7 +413,7 @@ RILL_HOT rill_status rill__cap_event_record(rill__event *e, rill__stream *s, boo
         goto out;
     }
     rill__stream *old = e->stream;
-    e->dev = s->dev;
+    e->dev = s->q.dev;
     e->stream = NULL;
     e->seq = 0;
     e->gen++;
@@ -525,7 +525,7 @@ rill_status rill__cap_wait_stream(rill__stream *s, rill__stream *other, bool *ha
         *handled = true;
         if (sc->invalidated) {
             st = rill__cap_fail_invalidated(sc, "rill_stream_wait_stream");
-        } else if (atomic_load_explicit(&other->sub_seq, memory_order_acquire) != 0) {
+        } else if (atomic_load_explicit(&other->q.sub_seq, memory_order_acquire) != 0) {
             char a[80], b[80];
             rill__stream_name(s, a, sizeof a);
             rill__stream_name(other, b, sizeof b);
@@ -547,8 +547,8 @@ static void trace_capture(rill__stream *s, const char *what) {
     rill__trace_rec r;
     memset(&r, 0, sizeof r);
     r.type = RILL__TRACE_INSTANT;
-    r.device = (int8_t)s->dev->info.ordinal;
-    r.stream = s->id;
+    r.device = (int8_t)s->q.dev->base.info.ordinal;
+    r.stream = s->q.id;
     r.t0 = rill__trace_now();
     rill__trace_set_name(&r, what);
     rill__stream_trace_track(s);
@@ -634,7 +634,7 @@ static uint32_t unjoined(rill__graph *g, uint64_t stream_id, const unsigned char
 static void node_label(const rill__graph_node *n, char *buf, size_t size) {
     switch (n->p.kind) {
     case RILL__GNODE_KERNEL:
-        snprintf(buf, size, "kernel '%s'", n->p.u.kernel.kernel->name);
+        snprintf(buf, size, "kernel '%s'", n->p.u.kernel.kernel->image.name);
         break;
     case RILL__GNODE_HOST:
         snprintf(buf, size, "a host function");
@@ -715,14 +715,14 @@ rill_status rill_stream_end_capture(rill_stream *stream_h, rill_graph **out) {
      * tail; the origin's own nodes all are. */
     uint32_t bad = g->num_nodes;
     for (uint32_t i = 0; i < g->num_nodes && bad == g->num_nodes; i++)
-        if (!mark[i] && g->nodes[i]->stream_id != stream->id)
+        if (!mark[i] && g->nodes[i]->stream_id != stream->q.id)
             bad = i;
     for (size_t i = 0; bad < g->num_nodes && i < c->num_streams; i++) {
         rill__stream *s = c->streams[i].s;
-        if (s->id != g->nodes[bad]->stream_id)
+        if (s->q.id != g->nodes[bad]->stream_id)
             continue;
         uint32_t first = 0;
-        uint32_t n = unjoined(g, s->id, mark, &first);
+        uint32_t n = unjoined(g, s->q.id, mark, &first);
         char what[96];
         rill__stream_name(s, b, sizeof b);
         node_label(g->nodes[first], what, sizeof what);

@@ -69,7 +69,7 @@ rill_status rill__cap_check_device_sync(rill__device *dev, const char *fn) {
     int n = 0;
     char name[80] = "";
     for (rill__capture *c = rill__cap_at(rill__caps); c != NULL; c = rill__cap_at(c->link.next)) {
-        if (c->origin->dev != dev)
+        if (c->origin->q.dev != dev)
             continue;
         if (n++ == 0)
             rill__stream_name(c->origin, name, sizeof name);

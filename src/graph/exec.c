@@ -24,13 +24,7 @@ static void exec_arrays_free(rill__graph_exec *x) {
     rill__free(x->succ);
     rill__free(x->roots);
     rill__free(x->event_nodes);
-    rill__free((void *)x->run.pending);
-    rill__free((void *)x->run.ready);
-    rill__free((void *)x->run.next_block);
-    rill__free((void *)x->run.blocks_done);
-    rill__free((void *)x->run.next_succ);
-    rill__free((void *)x->run.record_gen);
-    rill__free(x->run.active);
+    rill__free((void *)x->record_gen);
 }
 
 static void exec_free(rill__graph_exec *x) {
@@ -44,6 +38,7 @@ static void exec_free(rill__graph_exec *x) {
         rill__gpool_unref(x->pool, x->last_stream, x->last_seq);
     if (x->last_stream != NULL)
         rill__stream_unref(x->last_stream);
+    x->dev->ops->graph_release(x->dev, x->backend);
     exec_arrays_free(x);
     rill__mutex_destroy(&x->lock);
     rill__free(x);
@@ -152,7 +147,11 @@ static rill__xparams *xparams_make(rill__graph_exec *x, rill__graph *graph, rill
     v->nodes = nodes;
     v->arena = arena;
     v->exec = x;
-    v->chain = x->num_roots <= 1;
+    v->launch = (rill__graph_launch){.prog = &x->prog,
+                                     .state = x->backend,
+                                     .nodes = nodes,
+                                     .record_gen = x->record_gen,
+                                     .chain = x->num_roots <= 1};
     for (uint32_t i = 0; i < x->num_nodes; i++) {
         rill__xnode *xn = &nodes[i];
         take_params(xn, graph->nodes[i]);
@@ -161,7 +160,7 @@ static rill__xparams *xparams_make(rill__graph_exec *x, rill__graph *graph, rill
         else if (xn->p.kind == RILL__GNODE_RECORD || xn->p.kind == RILL__GNODE_WAIT)
             atomic_fetch_add(&xn->p.u.event.event->refs, 1);
         if (xn->num_succ > 1 || xn->blocks > 1)
-            v->chain = 0;
+            v->launch.chain = 0;
     }
     atomic_init(&v->refs, 1);
     /* relaxed: the caller holds x (its owner's reference or a set's); the
@@ -226,6 +225,13 @@ rill_status rill_graph_instantiate(rill_graph *graph_h, rill_graph_exec **out) {
     rill_status st = rill__graph_resolve(graph_h, fn, &graph);
     if (st != RILL_OK)
         return st;
+    /* The exec is for the calling thread's current device, as a CUDA graph
+     * exec is for its context's: launches go to that device's streams. */
+    rill__stream *current;
+    st = rill__stream_resolve(NULL, fn, &current);
+    if (st != RILL_OK)
+        return st;
+    rill__device *dev = current->q.dev;
     uint32_t n = graph->num_nodes, num_events = 0;
     size_t edges = 0;
     for (uint32_t i = 0; i < n; i++) {
@@ -243,17 +249,9 @@ rill_status rill_graph_instantiate(rill_graph *graph_h, rill_graph_exec **out) {
     x->succ = rill__malloc((edges > 0 ? edges : 1) * sizeof *x->succ);
     x->roots = rill__malloc(m * sizeof *x->roots);
     x->event_nodes = rill__malloc((num_events > 0 ? num_events : 1) * sizeof *x->event_nodes);
-    x->run.pending = rill__malloc(m * sizeof *x->run.pending);
-    x->run.ready = rill__calloc(m, sizeof *x->run.ready); /* claimers wait for nonzero */
-    x->run.next_block = rill__malloc(m * sizeof *x->run.next_block);
-    x->run.blocks_done = rill__malloc(m * sizeof *x->run.blocks_done);
-    x->run.next_succ = rill__malloc(m * sizeof *x->run.next_succ);
-    x->run.record_gen = rill__calloc(m, sizeof *x->run.record_gen);
-    x->run.active = rill__malloc(m * sizeof *x->run.active);
+    x->record_gen = rill__calloc(m, sizeof *x->record_gen);
     if (nodes == NULL || x->succ == NULL || x->roots == NULL || x->event_nodes == NULL ||
-        x->run.pending == NULL || x->run.ready == NULL || x->run.next_block == NULL ||
-        x->run.blocks_done == NULL || x->run.next_succ == NULL || x->run.record_gen == NULL ||
-        x->run.active == NULL) {
+        x->record_gen == NULL) {
         rill__free(nodes);
         exec_arrays_free(x);
         rill__handle_close(x->handle);
@@ -262,9 +260,21 @@ rill_status rill_graph_instantiate(rill_graph *graph_h, rill_graph_exec **out) {
     }
     x->num_nodes = n;
     build_topology(x, graph, nodes);
+    x->prog = (rill__gprog){
+        .num_nodes = n, .succ = x->succ, .roots = x->roots, .num_roots = x->num_roots};
+    x->dev = dev;
+    st = dev->ops->graph_prepare(dev, &x->prog, &x->backend);
+    if (st != RILL_OK) {
+        rill__free(nodes);
+        exec_arrays_free(x);
+        rill__handle_close(x->handle);
+        rill__free(x);
+        return rill__fail_from(st, fn);
+    }
     atomic_init(&x->refs, 1);
     x->params = xparams_make(x, graph, nodes);
     if (x->params == NULL) {
+        dev->ops->graph_release(dev, x->backend);
         exec_arrays_free(x);
         rill__handle_close(x->handle);
         rill__free(x);
@@ -452,13 +462,13 @@ static void record_events(rill__graph_exec *x, const rill__xparams *v, rill__str
         rill__spinlock_lock(&e->lock);
         rill__stream *old = e->stream;
         rill__stream_ref(s);
-        e->dev = s->dev;
+        e->dev = s->q.dev;
         e->stream = s;
         e->seq = seq;
         e->gen++;
         e->cap_id = 0;
         e->ts_valid = 0;
-        atomic_store_explicit(&x->run.record_gen[i], e->gen, memory_order_relaxed);
+        atomic_store_explicit(&x->record_gen[i], e->gen, memory_order_relaxed);
         rill__spinlock_unlock(&e->lock);
         if (old != NULL)
             rill__stream_unref(old);
@@ -474,7 +484,7 @@ static rill_status launch_waits(rill__graph_exec *x, const rill__xparams *v, ril
     for (uint32_t k = 0; k < x->num_event_nodes; k++) {
         const rill__xnode *xn = &v->nodes[x->event_nodes[k]];
         if (xn->p.kind == RILL__GNODE_RECORD && xn->p.u.event.event->dev != NULL &&
-            xn->p.u.event.event->dev != stream->dev)
+            xn->p.u.event.event->dev != stream->q.dev)
             return rill__fail(RILL_ERROR_DEVICE_MISMATCH,
                               "%s: node %u records an event bound to another device", fn,
                               xn->graph_index);
@@ -502,6 +512,11 @@ static rill_status launch_waits(rill__graph_exec *x, const rill__xparams *v, ril
     return RILL_OK;
 }
 
+/* The release of a launch command: drops its parameter set. */
+static void release_launch(rill__graph_launch *launch) {
+    rill__xparams_unref(rill__xparams_of(launch));
+}
+
 rill_status rill_graph_launch(rill_graph_exec *exec_h, rill_stream *stream_h) {
     static const char fn[] = "rill_graph_launch";
     rill__graph_exec *exec = NULL;
@@ -517,6 +532,13 @@ rill_status rill_graph_launch(rill_graph_exec *exec_h, rill_stream *stream_h) {
                           "%s: the stream is capturing; launching a graph into a capture is not "
                           "supported: capture its work directly",
                           fn);
+    if (stream->q.dev != exec->dev)
+        return rill__fail(RILL_ERROR_DEVICE_MISMATCH,
+                          "%s: the exec was instantiated for device %d and the stream belongs to "
+                          "device %d; launch it on a stream of device %d, or instantiate the graph "
+                          "again with device %d current",
+                          fn, exec->dev->base.info.ordinal, stream->q.dev->base.info.ordinal,
+                          exec->dev->base.info.ordinal, stream->q.dev->base.info.ordinal);
     /* The lock serializes the launches of one exec: each takes the current
      * parameter set and comes after the one before. */
     rill__mutex_lock(&exec->lock);
@@ -532,14 +554,14 @@ rill_status rill_graph_launch(rill_graph_exec *exec_h, rill_stream *stream_h) {
     }
     /* A host node may wait for anything, as a host function does. */
     rill__cmd cmd = {.kind = RILL__CMD_GRAPH, .flags = exec->has_host ? RILL__CMD_OPAQUE : 0};
-    cmd.u.graph.params = v;
-    cmd.u.graph.release = rill__xparams_unref;
+    cmd.u.graph.launch = &v->launch;
+    cmd.u.graph.release = release_launch;
     /* The previous launch on another stream: this one waits for it to end,
      * however it ended (see rill__cmd). On the same stream, stream order
      * does it. */
     rill__stream *ls = exec->last_stream;
     if (ls != NULL && ls != stream &&
-        atomic_load_explicit(&ls->done_seq, memory_order_acquire) < exec->last_seq) {
+        atomic_load_explicit(&ls->q.done_seq, memory_order_acquire) < exec->last_seq) {
         rill__stream_ref(ls);
         cmd.u.graph.after_stream = ls;
         cmd.u.graph.after_seq = exec->last_seq;
@@ -563,7 +585,7 @@ rill_status rill_graph_launch(rill_graph_exec *exec_h, rill_stream *stream_h) {
         return st;
     }
     if (cmd.u.graph.after_stream != NULL)
-        rill__stream_clock_note(stream, ls->id, exec->last_seq);
+        rill__stream_clock_note(stream, ls->q.id, exec->last_seq);
     if (seq != 0 && rill__san_active())
         rill__san()->command(stream, seq, &cmd, 0);
     record_events(exec, v, stream, seq);

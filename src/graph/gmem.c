@@ -42,7 +42,7 @@ void rill__gpool_unref(rill__gpool *p, rill__stream *last_stream, uint64_t last_
 void rill__gpool_ready_point(rill__gpool *p, rill__stream **s, uint64_t *seq) {
     *seq = atomic_load_explicit(&p->ready_seq, memory_order_acquire);
     *s = NULL;
-    if (*seq > atomic_load_explicit(&p->stream->done_seq, memory_order_acquire)) {
+    if (*seq > atomic_load_explicit(&p->stream->q.done_seq, memory_order_acquire)) {
         rill__stream_ref(p->stream);
         *s = p->stream;
     }
@@ -72,7 +72,7 @@ rill_status rill__cap_malloc(rill__stream *s, size_t bytes, void **out) {
     if (g->pool == NULL) {
         rill__gpool *p = rill__calloc(1, sizeof *p);
         rill__stream *ps = NULL;
-        if (p == NULL || rill__stream_tagged(s->dev, "rill:graph-memory", 0, &ps) != RILL_OK) {
+        if (p == NULL || rill__stream_tagged(s->q.dev, "rill:graph-memory", 0, &ps) != RILL_OK) {
             rill__free(p);
             st = rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory", fn);
             goto out;
@@ -137,7 +137,7 @@ rill_status rill__cap_malloc(rill__stream *s, size_t bytes, void **out) {
     b->ptr = ptr;
     b->bytes = bytes;
     atomic_store_explicit(&p->ready_seq,
-                          atomic_load_explicit(&p->stream->sub_seq, memory_order_acquire),
+                          atomic_load_explicit(&p->stream->q.sub_seq, memory_order_acquire),
                           memory_order_release);
     *out = ptr;
 out:

@@ -209,13 +209,13 @@ rill_status rill__graph_add(rill__graph *g, const uint32_t *deps, uint32_t num_d
     n->graph = g;
     n->index = g->num_nodes;
     if (captured_from != NULL) {
-        n->stream_id = captured_from->id;
+        n->stream_id = captured_from->q.id;
         rill__mutex_lock(&captured_from->err_lock);
         if (captured_from->name[0] != '\0')
             snprintf(n->stream_name, sizeof n->stream_name, "%s", captured_from->name);
         else
             snprintf(n->stream_name, sizeof n->stream_name, "stream %llu",
-                     (unsigned long long)captured_from->id);
+                     (unsigned long long)captured_from->q.id);
         rill__mutex_unlock(&captured_from->err_lock);
     }
     g->nodes[g->num_nodes++] = n;
@@ -323,10 +323,15 @@ rill_status rill_graph_add_kernel_node(rill_graph *graph_h, rill_graph_node *con
     rill_status st = rill__launch_check(kernel_h, launch, fn, &kernel);
     if (st != RILL_OK)
         return st;
-    if (kernel->cpu == NULL)
-        return rill__fail(RILL_ERROR_NOT_SUPPORTED,
-                          "%s: kernel '%s' has no CPU body; graphs run on the CPU device", fn,
-                          kernel->name);
+    /* A node refused now rather than at instantiation: the current device
+     * (where the graph's exec will run) must be able to run the kernel. */
+    rill__stream *current;
+    st = rill__stream_resolve(NULL, fn, &current);
+    void *loaded;
+    if (st == RILL_OK)
+        st = rill__kernel_load(kernel, current->q.dev, fn, &loaded);
+    if (st != RILL_OK)
+        return st;
     rill__gnode_params p = {.kind = RILL__GNODE_KERNEL};
     p.u.kernel.kernel = kernel;
     p.u.kernel.grid = launch->grid;
@@ -416,6 +421,7 @@ static rill_status add_event_node(rill_graph *graph_h, rill_graph_node *const *d
                           fn);
     rill__gnode_params p = {.kind = kind};
     p.u.event.event = event;
+    p.u.event.timing = (event->flags & RILL_EVENT_TIMING) != 0;
     return add_node(graph_h, deps, num_deps, &p, fn, out);
 }
 
@@ -462,7 +468,7 @@ static void dot_label(FILE *f, const rill__graph_node *n) {
     const rill__gnode_params *p = &n->p;
     switch (p->kind) {
     case RILL__GNODE_KERNEL:
-        dot_escape(f, p->u.kernel.kernel->name);
+        dot_escape(f, p->u.kernel.kernel->image.name);
         fprintf(f, "\\ngrid %ux%ux%u", p->u.kernel.grid.x, p->u.kernel.grid.y, p->u.kernel.grid.z);
         break;
     case RILL__GNODE_HOST:

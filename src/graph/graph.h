@@ -15,6 +15,7 @@
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/hooks.h"
@@ -24,48 +25,6 @@
 
 #define RILL__MAGIC_GRAPH 0x52475048u /* "RGPH" */
 #define RILL__MAGIC_EXEC  0x52455843u /* "REXC" */
-
-typedef enum rill__gnode_kind {
-    RILL__GNODE_KERNEL = 1,
-    RILL__GNODE_HOST,
-    RILL__GNODE_COPY,
-    RILL__GNODE_SET,
-    RILL__GNODE_EMPTY,
-    RILL__GNODE_RECORD, /* rill_graph_add_event_record_node */
-    RILL__GNODE_WAIT    /* rill_graph_add_event_wait_node */
-} rill__gnode_kind;
-
-/* What a node does; the same in graphs and execs. */
-typedef struct rill__gnode_params {
-    rill__gnode_kind kind;
-    union {
-        struct {
-            rill__kernel *kernel; /* held: kernel->graph_refs */
-            rill_dim3 grid, block;
-            void *args; /* owned */
-            size_t args_size;
-            rill_access *accesses; /* owned */
-            size_t num_accesses;
-        } kernel;
-        struct {
-            rill_host_fn fn;
-            void *user_data;
-        } host;
-        struct {
-            void *dst;
-            const void *src;
-            size_t bytes;
-        } copy;
-        struct {
-            void *dst;
-            int value;
-            size_t bytes;
-        } set;
-        struct {
-            rill__event *event; /* ref */
-        } event;
-    } u;
-} rill__gnode_params;
 
 typedef struct rill__gpool rill__gpool;
 
@@ -100,52 +59,6 @@ struct rill__graph {
     rill__link rt_link; /* on rt->graphs */
 };
 
-/* A node of an exec, laid out for the launch path. */
-typedef struct rill__xnode {
-    rill__gnode_params p; /* args/accesses point into its parameter set's arena */
-    uint32_t num_preds;
-    uint32_t succ_begin, num_succ; /* in exec->succ */
-    /* the first num_single successors have this node as their only
-     * predecessor: they are all ready when it completes */
-    uint32_t num_single;
-    uint32_t blocks;      /* kernel nodes: blocks in the grid */
-    uint32_t graph_index; /* the node's index in its graph, for errors */
-} rill__xnode;
-
-/* The state of one launch while it runs; the exec owns it, and launches of
- * one exec never overlap. Nodes become ready once each; a ready node is
- * run at once by the worker that readied it, or published in the ready
- * array, whose slots [head, tail) are there for any worker to claim. */
-typedef struct rill__xrun {
-    _Atomic int32_t *pending;     /* per node: predecessors not yet done */
-    _Atomic uint32_t *ready;      /* per slot: node index + 1, 0 until published */
-    _Atomic uint32_t *next_block; /* per node: multi-block kernels' next block */
-    _Atomic uint32_t *next_succ;  /* per node: next single successor to hand out */
-    _Atomic uint32_t *blocks_done;
-    _Atomic uint64_t *record_gen; /* per node: event record nodes' generation */
-    /* the launch being run and its parameters; set by the backend */
-    void *cmd;
-    rill__stream *stream;
-    const struct rill__xnode *nodes;
-    struct rill__xrun *list_next; /* the device's list of runs; its lock */
-    int listed;
-    alignas(64) _Atomic uint32_t head;      /* next slot to claim */
-    _Atomic uint32_t tail;                  /* slots reserved by publishers */
-    alignas(64) _Atomic uint32_t remaining; /* nodes not yet done */
-    alignas(64) _Atomic int refs;           /* workers inside the run */
-    /* multi-block kernel nodes with blocks to hand out; guarded by
-     * active_lock */
-    rill__spinlock active_lock;
-    uint32_t *active;
-    uint32_t num_active;
-    _Atomic uint32_t has_active;
-    rill__launch_state ls; /* the first kernel failure */
-    _Atomic int named;     /* failed_node is being or has been written */
-    char failed_node[96];  /* the kernel that failed, for the stream's sentence */
-    uint32_t last_tail;    /* slots the previous launch used (to clear) */
-    _Atomic int woken;     /* sleeping workers were woken for this launch */
-} rill__xrun;
-
 /* The parameters an exec's launches run with: every node (its topology
  * copied, the same in every set) and the kernel nodes' arguments. A launch
  * holds the set that was current when it was submitted, so it runs with
@@ -156,26 +69,34 @@ typedef struct rill__xparams {
     rill__graph_exec *exec; /* ref: each set holds one of exec->refs */
     rill__xnode *nodes;    /* owned, topological order */
     unsigned char *arena;  /* owned: the kernel nodes' args and accesses */
-    /* a single chain of one-block nodes: a launch runs them in order on one
-     * worker, with no bookkeeping */
-    int chain;
+    /* what launches with this set run (launch.nodes is nodes) */
+    rill__graph_launch launch;
 } rill__xparams;
+
+/* The parameter set whose launch is l (rill__cmd.u.graph.launch). */
+static inline rill__xparams *rill__xparams_of(const rill__graph_launch *l) {
+    return (rill__xparams *)(void *)((char *)(uintptr_t)l - offsetof(rill__xparams, launch));
+}
 
 struct rill__graph_exec {
     _Atomic uint32_t magic;  /* RILL__MAGIC_EXEC, or dead once destroyed */
     rill_graph_exec *handle; /* its handle (handle.h), closed by destroy or free */
     _Atomic int refs;       /* the owner and every parameter set */
     /* immutable after instantiate */
-    uint32_t num_nodes;
-    uint32_t *succ;  /* owned */
-    uint32_t *roots; /* owned: nodes without predecessors */
-    uint32_t num_roots;
+    rill__gprog prog;      /* succ and roots owned */
+    uint32_t num_nodes;    /* prog.num_nodes */
+    uint32_t *succ;        /* prog.succ, writable */
+    uint32_t *roots;       /* prog.roots, writable */
+    uint32_t num_roots;    /* prog.num_roots */
+    rill__device *dev;     /* the device the backend prepared the exec for */
+    void *backend;         /* the backend's state (graph_prepare), owned */
     uint32_t *event_nodes; /* owned: the event record and wait nodes */
     uint32_t num_event_nodes;
     int has_host; /* a host node: launches are RILL__CMD_OPAQUE */
     rill__gpool *pool; /* ref, or NULL */
-    /* the state of the launch being run: launches run one after another */
-    rill__xrun run;
+    /* per node: the generation of event record nodes, written by each
+     * launch as it is submitted (launches run one after another) */
+    _Atomic uint64_t *record_gen; /* owned */
     /* guarded by lock */
     rill__mutex lock;
     rill__xparams *params;    /* ref: the current set, NULL once destroyed */

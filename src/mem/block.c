@@ -133,7 +133,8 @@ void rill__points_prune(rill__pool *p, block *k) {
 static bool point_over_for(const point *pt, rill__stream *s) {
     if (rill__done_of(pt->stream) >= pt->seq)
         return true;
-    return s != NULL && (pt->stream == s || rill__stream_ordered_after(s, pt->stream->id, pt->seq));
+    return s != NULL &&
+           (pt->stream == s || rill__stream_ordered_after(s, pt->stream->q.id, pt->seq));
 }
 
 /* May stream s (NULL: any stream, at once) take free block k without
@@ -160,7 +161,7 @@ uint64_t rill__block_wait_cost(const block *k, rill__stream *s) {
         if (s == NULL || rill__stream_opaque_pending(pt->stream))
             return UINT64_MAX;
         uint64_t from = rill__done_of(pt->stream);
-        uint64_t known = rill__stream_known_after(s, pt->stream->id);
+        uint64_t known = rill__stream_known_after(s, pt->stream->q.id);
         if (known > from)
             from = known;
         if (from < pt->seq && pt->seq - from > cost)

@@ -55,11 +55,11 @@ rill_status rill_ipc_get_mem_handle(void *ptr, rill_ipc_mem_handle *out) {
                           "%s: %p lies inside an allocation but is not its start; export the "
                           "pointer that the allocation returned",
                           fn, ptr);
-    if (dev->ops->mem_shared == NULL)
+    if (dev->ops->ipc_export == NULL)
         return rill__fail(RILL_ERROR_NOT_SUPPORTED,
                           "%s: device %d (%s) cannot share its memory with other processes", fn,
-                          dev->info.ordinal, dev->info.name);
-    const rill__shm *shm = dev->ops->mem_shared(dev, loc.backend_handle);
+                          dev->base.info.ordinal, dev->base.info.name);
+    const rill__shm *shm = dev->ops->ipc_export(dev, loc.backend_handle);
     if (shm == NULL)
         return rill__fail(RILL_ERROR_IPC,
                           "%s: the segment holding %p could not be made shareable when it was "
@@ -94,19 +94,20 @@ static rill_status open_mem(const rill_ipc_mem_handle *handle, void **out, const
     st = rill__ipc_get_device(&w, fn, &dev);
     if (st != RILL_OK)
         return st;
-    if (dev->ops->mem_shared == NULL)
+    if (dev->ops->ipc_map == NULL)
         return rill__fail(RILL_ERROR_NOT_SUPPORTED,
                           "%s: device %d (%s) cannot map memory of other processes", fn,
-                          dev->info.ordinal, dev->info.name);
+                          dev->base.info.ordinal, dev->base.info.name);
     void *p;
     char why[256];
-    rill__shm_map_result mapped = rill__shm_map_range(
-        &w.name, (size_t)w.object_bytes, (size_t)w.offset, (size_t)w.bytes, &p, why, sizeof why);
+    rill__shm_map_result mapped =
+        dev->ops->ipc_map(dev, &w.name, (size_t)w.object_bytes, (size_t)w.offset, (size_t)w.bytes,
+                          &p, why, sizeof why);
     if (mapped != RILL__SHM_MAPPED)
         return rill__ipc_map_failed(&w, fn, "memory", mapped, why);
     rill__mem_block b = {(uintptr_t)p, (size_t)w.bytes, dev, RILL__MEM_IPC, NULL};
     if (rill__registry_insert(&b) != RILL_OK) {
-        rill__shm_unmap_range(p, (size_t)w.bytes);
+        dev->ops->ipc_unmap(dev, p, (size_t)w.bytes);
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn);
     }
     *out = p;
@@ -159,13 +160,13 @@ rill_status rill_ipc_close_mem_handle(void *ptr) {
     wait_device_work(b.dev);
     if (!rill__registry_remove(ptr, RILL__MEM_IPC, &b))
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: %p was already closed", fn, ptr);
-    rill__shm_unmap_range(ptr, b.bytes);
+    b.dev->ops->ipc_unmap(b.dev, ptr, b.bytes);
     return RILL_OK;
 }
 
 static void unmap_block(const rill__mem_block *b, void *ctx) {
     (void)ctx;
-    rill__shm_unmap_range((void *)b->base, b->bytes);
+    b->dev->ops->ipc_unmap(b->dev, (void *)b->base, b->bytes);
 }
 
 void rill__ipc_mem_shutdown(rill__runtime *rt) {

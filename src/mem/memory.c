@@ -22,11 +22,12 @@
 
 static void free_host_block(const rill__mem_block *b, void *ctx) {
     (void)ctx;
-    free((void *)b->base);
+    b->dev->ops->host_free(b->dev, (void *)b->base, b->bytes);
 }
 
-void rill__mem_host_shutdown(void) {
-    rill__registry_drain(NULL, RILL__MEM_HOST, free_host_block, NULL);
+void rill__mem_host_shutdown(rill__runtime *rt) {
+    for (int i = 0; i < rt->num_devices; i++)
+        rill__registry_drain(rt->devices[i], RILL__MEM_HOST, free_host_block, NULL);
 }
 
 /* ------------------------------------------------------------ subsystem */
@@ -42,8 +43,8 @@ static void mem_start(rill__runtime *rt) {
 static void mem_shutdown(rill__runtime *rt, rill__shutdown_phase phase) {
     if (phase == RILL__SHUTDOWN_STOPPED) {
         rill__ipc_mem_shutdown(rt);
+        rill__mem_host_shutdown(rt); /* while the devices that made it exist */
     } else if (phase == RILL__SHUTDOWN_DEVICES) {
-        rill__mem_host_shutdown();
         rill__registry_shutdown();
     }
 }
@@ -76,7 +77,7 @@ static rill_status trace_memory(rill_status st) {
         rill__trace_rec r;
         memset(&r, 0, sizeof r);
         r.type = RILL__TRACE_COUNTER;
-        r.device = (int8_t)rt->devices[i]->info.ordinal;
+        r.device = (int8_t)rt->devices[i]->base.info.ordinal;
         r.t0 = rill__trace_now();
         r.a = ms.allocated_bytes;
         r.b = ms.reserved_bytes;
@@ -180,15 +181,19 @@ rill_status rill_malloc_host(size_t bytes, void **out) {
     if (bytes == 0)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "rill_malloc_host: bytes is 0; allocate at least one byte");
-    rill__runtime *rt;
-    rill__runtime_get(&rt);
-    void *p = NULL;
-    if (posix_memalign(&p, 256, bytes) != 0)
-        return rill__fail(RILL_ERROR_OUT_OF_MEMORY,
-                          "rill_malloc_host: cannot allocate %zu bytes of host memory", bytes);
-    rill__mem_block b = {(uintptr_t)p, bytes, NULL, RILL__MEM_HOST, NULL};
+    /* Host memory for the current device's copies, as cudaMallocHost
+     * pins memory for the current context's. */
+    rill__stream *current;
+    rill_status st = rill__stream_resolve(NULL, "rill_malloc_host", &current);
+    if (st != RILL_OK)
+        return st;
+    rill__device *dev = current->q.dev;
+    void *p = dev->ops->host_alloc(dev, bytes);
+    if (p == NULL)
+        return rill__fail_from(RILL_ERROR_OUT_OF_MEMORY, "rill_malloc_host");
+    rill__mem_block b = {(uintptr_t)p, bytes, dev, RILL__MEM_HOST, NULL};
     if (rill__registry_insert(&b) != RILL_OK) {
-        free(p);
+        dev->ops->host_free(dev, p, bytes);
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "rill_malloc_host: out of host memory");
     }
     *out = p;
@@ -204,7 +209,7 @@ rill_status rill_free_host(void *ptr) {
                           "rill_free_host: %p is not page-locked host memory from "
                           "rill_malloc_host (or was already freed)",
                           ptr);
-    free(ptr);
+    b.dev->ops->host_free(b.dev, ptr, b.bytes);
     return RILL_OK;
 }
 
@@ -261,6 +266,8 @@ rill_status rill_memcpy_async(void *dst, const void *src, size_t bytes, rill_str
     cmd.u.copy.dst = dst;
     cmd.u.copy.src = src;
     cmd.u.copy.bytes = bytes;
+    cmd.u.copy.dst_dev = dd;
+    cmd.u.copy.src_dev = sd;
     uint64_t seq;
     st = rill__stream_submit(stream, &cmd, &seq);
     if (st == RILL_OK) {
@@ -298,6 +305,8 @@ rill_status rill_memcpy(void *dst, const void *src, size_t bytes) {
     cmd.u.copy.dst = dst;
     cmd.u.copy.src = src;
     cmd.u.copy.bytes = bytes;
+    cmd.u.copy.dst_dev = dd;
+    cmd.u.copy.src_dev = sd;
     uint64_t seq;
     st = rill__stream_submit_now(s, &cmd, &seq);
     if (st != RILL_OK)
@@ -313,7 +322,7 @@ rill_status rill_memcpy(void *dst, const void *src, size_t bytes) {
     uint64_t t0 = rill__trace_now();
     st = rill__stream_wait_status(s, seq, 0, fn);
     rill__stream_trace_track(s);
-    rill__trace_host_slice(fn, s->id, t0);
+    rill__trace_host_slice(fn, s->q.id, t0);
     return st;
 }
 

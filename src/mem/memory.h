@@ -17,8 +17,9 @@
  * memory at shutdown (memory.c). */
 extern const rill__subsystem rill__mem_subsystem;
 
-/* Frees all page-locked host memory still allocated (rill_shutdown). */
-void rill__mem_host_shutdown(void);
+/* Frees all rill_malloc_host memory still allocated (rill_shutdown, once
+ * the backends stopped, before the devices go). */
+void rill__mem_host_shutdown(struct rill__runtime *rt);
 
 /* Checks a declared access of fn, [p, p + bytes), against the allocation
  * that holds p, when rill made that allocation (device memory of a pool,

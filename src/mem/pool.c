@@ -177,7 +177,7 @@ static rill_status out_of_memory(rill__device *dev, rill__pool *p, size_t bytes,
                       "%s: cannot allocate %zu bytes on device %d (limit %s; %zu bytes allocated, "
                       "%zu bytes reserved of which %zu cached and unusable); free memory, raise "
                       "the limit with rill_mem_set_limit, or allocate less",
-                      fn, bytes, dev->info.ordinal, lim, st.allocated_bytes, st.reserved_bytes,
+                      fn, bytes, dev->base.info.ordinal, lim, st.allocated_bytes, st.reserved_bytes,
                       st.reserved_bytes - st.allocated_bytes);
 }
 
@@ -231,7 +231,7 @@ static uint64_t wait_budget(rill__stream *s) {
  * pool cannot grow. */
 static rill_status pool_alloc(rill__stream *s, size_t bytes, bool may_wait, const char *fn,
                               void **out) {
-    rill__device *dev = s->dev;
+    rill__device *dev = s->q.dev;
     rill__pool *p = rill__pool_of(dev);
     if (bytes > SIZE_MAX / 2)
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY,
@@ -400,12 +400,12 @@ rill_status rill__pool_free(void *ptr, rill__stream *f, const char *fn) {
     block *k = find_allocated_locked(ptr, &p, &dev);
     if (k == NULL)
         return bad_free(ptr, fn);
-    if (f != NULL && f->dev != dev) {
+    if (f != NULL && f->q.dev != dev) {
         rill__spinlock_unlock(&p->lock);
         return rill__fail(RILL_ERROR_DEVICE_MISMATCH,
                           "%s: %p belongs to device %d but the stream to device %d; free it on a "
                           "stream of its own device",
-                          fn, ptr, dev->info.ordinal, f->dev->info.ordinal);
+                          fn, ptr, dev->base.info.ordinal, f->q.dev->base.info.ordinal);
     }
     segment *g = k->seg;
     rill__hash_remove(p, k);
@@ -464,7 +464,7 @@ void rill__pool_note_use(rill__stream *s, uint64_t seq, const void *ptr, size_t 
     /* Most uses name the start of a block of the stream's own device, often
      * one the calling thread's cache leased: noted there without the lock;
      * otherwise the hash answers without the registry's lock. */
-    rill__pool *p = rill__pool_of(s->dev);
+    rill__pool *p = rill__pool_of(s->q.dev);
     if (rill__tcache_note_use(p, s, seq, ptr))
         return;
     rill__spinlock_lock(&p->lock);
@@ -727,7 +727,8 @@ void rill__pool_summary(rill__device *dev, FILE *out) {
     }
     rill__spinlock_unlock(&p->lock);
     char a[32], b[32], c[32], d[32], e[32];
-    fprintf(out, "rill memory summary: device %d (%s)\n", dev->info.ordinal, dev->info.name);
+    fprintf(out, "rill memory summary: device %d (%s)\n", dev->base.info.ordinal,
+            dev->base.info.name);
     human(a, sizeof a, st.allocated_bytes);
     human(b, sizeof b, st.peak_allocated_bytes);
     human(c, sizeof c, st.reserved_bytes);

@@ -3,8 +3,8 @@
  *
  * Memory comes from the backend in segments: address space (4 GiB, at
  * most the device's memory) of which the pool commits only what its blocks
- * need, in 16 KiB steps, so that a segment grows in place: a request that
- * no free block serves commits the missing bytes next to a free block the
+ * need, in the device's granules (mem_granule: 16 KiB on the CPU device), so that a segment grows
+ * in place: a request that no free block serves commits the missing bytes next to a free block the
  * stream may take, and the two become one block (segment.c). Small
  * requests (up to 1 MiB) and large ones have a kind of segment each, so
  * that small blocks do not fragment the space of large ones. Requests are

@@ -24,7 +24,6 @@
 #define MIN_BLOCK         512u               /* allocation granularity */
 #define ROUND_DIVISIONS   64u                /* see round_request in pool.c */
 #define SMALL_REQUEST     ((size_t)1 << 20)  /* up to this: the small kind of segment */
-#define COMMIT_GRANULE    ((size_t)16 << 10) /* segments commit address space in these */
 #define SEGMENT_SPAN      ((size_t)4 << 30)  /* address space of a segment, see segment.c */
 #define INDEX_CHUNK_SHIFT 16                 /* 64 KiB chunks, see segment.c */
 #define INDEX_GROUP_SHIFT 22                 /* 4 MiB groups of chunks */
@@ -135,12 +134,12 @@ static inline rill__pool *rill__pool_of(rill__device *dev) {
 
 static inline uint64_t rill__done_of(rill__stream *s) {
     /* acquire: pairs with the release store in rill__stream_complete. */
-    return atomic_load_explicit(&s->done_seq, memory_order_acquire);
+    return atomic_load_explicit(&s->q.done_seq, memory_order_acquire);
 }
 
 static inline uint64_t rill__submitted_of(rill__stream *s) {
     /* acquire: pairs with the submit that assigned the number. */
-    return atomic_load_explicit(&s->sub_seq, memory_order_acquire);
+    return atomic_load_explicit(&s->q.sub_seq, memory_order_acquire);
 }
 
 /* The bin of a free block of size bytes: four sub-bins per power of two. */

@@ -16,7 +16,7 @@
 
 typedef enum rill__mem_kind {
     RILL__MEM_DEVICE = 1, /* a segment of a device's pool; owner: rill__segment */
-    RILL__MEM_HOST,       /* rill_malloc_host; owner: NULL */
+    RILL__MEM_HOST,       /* rill_malloc_host, dev: its host_alloc's; owner: NULL */
     RILL__MEM_IPC         /* memory of another process opened here; owner: the mapping */
 } rill__mem_kind;
 

@@ -46,10 +46,10 @@ static size_t round_up(size_t n, size_t to) {
  * a second segment, but no more than the device's memory. */
 static size_t segment_span(const rill__device *dev, size_t size) {
     size_t span = SEGMENT_SPAN;
-    size_t memory = dev->info.memory_bytes & ~(COMMIT_GRANULE - 1);
+    size_t memory = dev->base.info.memory_bytes & ~(dev->ops->mem_granule - 1);
     if (memory != 0 && span > memory)
         span = memory;
-    size_t need = round_up(size, COMMIT_GRANULE);
+    size_t need = round_up(size, dev->ops->mem_granule);
     return span > need ? span : need;
 }
 
@@ -112,7 +112,7 @@ static segment *segment_new(rill__device *dev, rill__pool *p, int small, size_t 
         goto fail;
     if (dev->ops->mem_alloc(dev, span, &base, &handle) != RILL_OK) {
         /* Address space is short (a process limit): the least that serves. */
-        span = round_up(size, COMMIT_GRANULE);
+        span = round_up(size, dev->ops->mem_granule);
         if (dev->ops->mem_alloc(dev, span, &base, &handle) != RILL_OK)
             goto fail;
     }
@@ -155,8 +155,12 @@ fail:
 /* Commits the first bytes of unmapped block u, splitting off the rest,
  * and returns u, now mapped and free but in no bin; NULL when no block
  * structure is left for the rest. */
-static block *commit_front(rill__pool *p, block *u, size_t bytes) {
+static block *commit_front(rill__device *dev, rill__pool *p, block *u, size_t bytes) {
     RILL_ASSERT(u->unmapped && bytes <= u->size);
+    /* The device backs the range now, or at first touch (no mem_commit). */
+    if (dev->ops->mem_commit != NULL &&
+        dev->ops->mem_commit(dev, u->seg->handle, u->ptr - u->seg->base, bytes) != RILL_OK)
+        return NULL;
     if (bytes < u->size) {
         block *r = rill__block_new(p);
         if (r == NULL)
@@ -225,7 +229,7 @@ block *rill__segment_grow(rill__device *dev, rill__pool *p, int small, rill__str
         size_t missing = size - have;
         if (missing > u->size)
             continue;
-        size_t commit = round_up(missing, COMMIT_GRANULE);
+        size_t commit = round_up(missing, dev->ops->mem_granule);
         if (commit > u->size)
             commit = u->size;
         if (commit < best_commit && within_limit(p, commit)) {
@@ -234,14 +238,14 @@ block *rill__segment_grow(rill__device *dev, rill__pool *p, int small, rill__str
         }
     }
     if (best == NULL) {
-        best_commit = round_up(size, COMMIT_GRANULE);
+        best_commit = round_up(size, dev->ops->mem_granule);
         segment *g;
         if (!within_limit(p, best_commit) || (g = segment_new(dev, p, small, size)) == NULL)
             return NULL;
         best = g->first;
     }
     block *before = best->prev;
-    block *k = commit_front(p, best, best_commit);
+    block *k = commit_front(dev, p, best, best_commit);
     if (k == NULL)
         return NULL;
     bins *b = rill__bins_for(p, small);

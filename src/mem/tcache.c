@@ -407,7 +407,8 @@ static bool whole_fit(const block *k, size_t size) {
  * completion, and a fresh read of it costs about a cross-core hop. */
 static bool use_over_for(tcache *c, const block *k, rill__stream *s) {
     tc_held *h = held_find(c, k->use_stream);
-    if (k->use_seq <= h->done_seen || rill__stream_ordered_after(s, k->use_stream->id, k->use_seq))
+    if (k->use_seq <= h->done_seen ||
+        rill__stream_ordered_after(s, k->use_stream->q.id, k->use_seq))
         return true;
     h->done_seen = rill__done_of(k->use_stream);
     return k->use_seq <= h->done_seen;
@@ -559,7 +560,7 @@ bool rill__tcache_note_use(rill__pool *p, rill__stream *s, uint64_t seq, const v
  * calling thread's cache belongs to. */
 bool rill__tcache_free(const void *ptr, rill__stream *f) {
     if (f != NULL)
-        return tc_free(rill__pool_of(f->dev), ptr, f);
+        return tc_free(rill__pool_of(f->q.dev), ptr, f);
     if (tls_cache == NULL)
         return false;
     rill__runtime *rt;

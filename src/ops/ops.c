@@ -184,7 +184,7 @@ static rill_status stream_compute_units(const char *fn, rill_stream *s, size_t *
     rill_status st = rill__stream_resolve(s, fn, &stream);
     if (st != RILL_OK)
         return st;
-    const rill_device_info *info = &stream->dev->info;
+    const rill_device_info *info = &stream->q.dev->base.info;
     if (info->kind != RILL_DEVICE_CPU)
         return rill__fail(RILL_ERROR_NOT_SUPPORTED,
                           "%s: the stream belongs to device '%s', and the built-in ops run only "

@@ -54,7 +54,7 @@ static void node_name(const rill__xparams *v, uint32_t i, char *buf, size_t size
     const rill__xnode *xn = &v->nodes[i];
     if (xn->p.kind == RILL__GNODE_KERNEL)
         snprintf(buf, size, "graph node %u (kernel '%s')", xn->graph_index,
-                 xn->p.u.kernel.kernel->name);
+                 xn->p.u.kernel.kernel->image.name);
     else
         snprintf(buf, size, "graph node %u (%s)", xn->graph_index,
                  xn->p.kind == RILL__GNODE_COPY ? "memcpy" : "memset");
@@ -148,7 +148,7 @@ bool rill__san_check_graph(uint32_t t, uint64_t seq, const rill__xparams *v, see
         /* The pool does not learn of a graph's uses: none is covered. */
         if (p->kind == RILL__GNODE_KERNEL) {
             snprintf(what, sizeof what, "graph node %u (kernel '%s')", xn->graph_index,
-                     p->u.kernel.kernel->name);
+                     p->u.kernel.kernel->image.name);
             ok = rill__san_check_kernel(t, seq, p->u.kernel.accesses, p->u.kernel.num_accesses,
                                         what, 0, false, sn);
         } else if (p->kind == RILL__GNODE_COPY) {

@@ -184,11 +184,11 @@ static uint32_t index_of_id(uint64_t id, rill__device *dev) {
 }
 
 static uint32_t index_of(rill__stream *s) {
-    uint32_t idx = index_of_id(s->id, s->dev);
+    uint32_t idx = index_of_id(s->q.id, s->q.dev);
     if (idx == UINT32_MAX)
         return idx;
     san_stream *st = &S.streams[idx];
-    st->dev = s->dev;
+    st->dev = s->q.dev;
     /* The name may change (rill_stream_set_name): read it each time. */
     rill__mutex_lock(&s->err_lock);
     if (s->name[0] != '\0')
@@ -416,7 +416,7 @@ static void on_command(rill__stream *s, uint64_t seq, const rill__cmd *cmd, unsi
     char what[96];
     if (!ok) {
     } else if (cmd->kind == RILL__CMD_KERNEL) {
-        snprintf(what, sizeof what, "kernel '%s'", cmd->u.kernel.kernel->name);
+        snprintf(what, sizeof what, "kernel '%s'", cmd->u.kernel.kernel->image.name);
         ok = rill__san_check_kernel(t, seq, cmd->u.kernel.accesses, cmd->u.kernel.num_accesses,
                                     what, flags, true, &sn);
     } else if (cmd->kind == RILL__CMD_COPY) {
@@ -430,7 +430,7 @@ static void on_command(rill__stream *s, uint64_t seq, const rill__cmd *cmd, unsi
                                          "rill_memset_async", flags);
         ok = rill__san_check_access(t, seq, &a, &sn);
     } else if (cmd->kind == RILL__CMD_GRAPH) {
-        ok = rill__san_check_graph(t, seq, cmd->u.graph.params, &sn);
+        ok = rill__san_check_graph(t, seq, rill__xparams_of(cmd->u.graph.launch), &sn);
     } else if (cmd->kind == RILL__CMD_HOST) {
         /* The pool does not see a host function's uses: not covered. */
         ok = rill__san_check_kernel(t, seq, tls_host_acc, tls_host_n, "host function", flags, false,
@@ -456,7 +456,7 @@ static void on_order(rill__stream *s, rill__stream *other, uint64_t seq, bool al
     if (ok) {
         /* s's work from its next command on is ordered after other's
          * command seq and what that command was ordered after. */
-        uint64_t after = atomic_load_explicit(&s->sub_seq, memory_order_acquire);
+        uint64_t after = atomic_load_explicit(&s->q.sub_seq, memory_order_acquire);
         vclock *tv = vc_next(&S.streams[t], after);
         const vclock *ov = upto(&S.streams[o], seq, all);
         ok = tv != NULL;
@@ -517,7 +517,7 @@ static void on_event_wait(rill__stream *s, rill__event *e) {
     const vclock *ev = rill__san_active() ? event_clock(e) : NULL;
     if (ev != NULL) {
         uint32_t t = index_of(s);
-        uint64_t after = atomic_load_explicit(&s->sub_seq, memory_order_acquire);
+        uint64_t after = atomic_load_explicit(&s->q.sub_seq, memory_order_acquire);
         vclock *tv = t != UINT32_MAX ? vc_next(&S.streams[t], after) : NULL;
         if (tv == NULL || !vc_join(tv, ev))
             give_up();

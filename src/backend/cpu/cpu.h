@@ -24,8 +24,8 @@
 #include <stdalign.h>
 #include <stdatomic.h>
 
-#include "core/kernel.h"
-#include "core/stream.h"
+#include "backend/backend.h"
+#include "platform/thread.h"
 
 #define CPU_PRIORITY_LEVELS 6 /* priorities -5 (greatest) .. 0 (least) */
 #define CPU_ARGS_INLINE     96
@@ -36,8 +36,6 @@ enum cpu_stream_state { CPU_IDLE = 0, CPU_READY, CPU_RUNNING, CPU_PARKED };
 /* What running a command did to its stream: done (the worker goes on),
  * parked on a wait, or handed to the worker that finishes the command. */
 enum exec_result { EXEC_DONE, EXEC_PARKED, EXEC_HANDED_OFF };
-
-struct rill__xrun;
 
 typedef struct cpu_cmd {
     /* first cache line: all a host function, wait or record touches */
@@ -66,6 +64,41 @@ typedef struct cpu_cmd {
     alignas(16) unsigned char args_inline[CPU_ARGS_INLINE];
     rill_access accesses_inline[CPU_ACCESS_INLINE];
 } cpu_cmd;
+
+/* A graph exec's state on the CPU device (graph_prepare), used by one
+ * launch at a time: launches of one exec never overlap. Nodes become ready once each; a ready node
+ * is run at once by the worker that readied it, or published in the ready array, whose slots [head,
+ * tail) are there for any worker to claim. */
+typedef struct cpu_grun {
+    _Atomic int32_t *pending;     /* per node: predecessors not yet done */
+    _Atomic uint32_t *ready;      /* per slot: node index + 1, 0 until published */
+    _Atomic uint32_t *next_block; /* per node: multi-block kernels' next block */
+    _Atomic uint32_t *next_succ;  /* per node: next single successor to hand out */
+    _Atomic uint32_t *blocks_done;
+    const rill__gprog *prog; /* the exec's topology */
+    /* the launch being run and its parameters */
+    struct cpu_cmd *cmd;
+    rill__stream *stream;
+    const rill__xnode *nodes;
+    _Atomic uint64_t *record_gen; /* per node: event record nodes' generation */
+    struct cpu_grun *list_next;   /* the device's list of runs; its lock */
+    int listed;
+    alignas(64) _Atomic uint32_t head;      /* next slot to claim */
+    _Atomic uint32_t tail;                  /* slots reserved by publishers */
+    alignas(64) _Atomic uint32_t remaining; /* nodes not yet done */
+    alignas(64) _Atomic int refs;           /* workers inside the run */
+    /* multi-block kernel nodes with blocks to hand out; guarded by
+     * active_lock */
+    rill__spinlock active_lock;
+    uint32_t *active;
+    uint32_t num_active;
+    _Atomic uint32_t has_active;
+    rill__launch_state ls; /* the first kernel failure */
+    _Atomic int named;     /* failed_node is being or has been written */
+    char failed_node[96];  /* the kernel that failed, for the stream's sentence */
+    uint32_t last_tail;    /* slots the previous launch used (to clear) */
+    _Atomic int woken;     /* sleeping workers were woken for this launch */
+} cpu_grun;
 
 typedef struct cpu_stream {
     rill__stream *self; /* borrowed: the stream this state belongs to */
@@ -116,7 +149,7 @@ typedef struct cpu_device {
     /* guarded by launch_lock */
     alignas(64) rill__mutex launch_lock;
     cpu_cmd *launches;             /* multi-block launches with blocks left to hand out */
-    struct rill__xrun *graph_runs; /* graph launches that others may help with */
+    cpu_grun *graph_runs;          /* graph launches that others may help with */
     /* atomic */
     alignas(64) _Atomic int num_launches;  /* entries in launches */
     _Atomic int graph_work;                /* published, unclaimed graph nodes (a hint) */
@@ -134,11 +167,11 @@ typedef struct cpu_device {
 } cpu_device;
 
 static inline cpu_stream *cpu_stream_of(rill__stream *s) {
-    return (cpu_stream *)rill__stream_backend(s);
+    return (cpu_stream *)rill__queue_of(s)->state;
 }
 
 static inline cpu_device *cpu_device_of(rill__device *dev) {
-    return (cpu_device *)dev->backend;
+    return (cpu_device *)rill__device_base_of(dev)->state;
 }
 
 /* cpu_sched.c */
@@ -191,6 +224,9 @@ void rill__cpu_unit_put(cpu_device *d, int unit);
 bool rill__cpu_unit_any_free(cpu_device *d);
 
 /* cpu_graph.c */
+/* The backend's graph_prepare and graph_release (backend.h). */
+rill_status rill__cpu_graph_prepare(rill__device *dev, const rill__gprog *prog, void **state);
+void rill__cpu_graph_release(rill__device *dev, void *state);
 enum exec_result rill__cpu_exec_graph(cpu_device *d, cpu_worker *w, cpu_cmd *c);
 /* Helps a graph launch in progress; 0 when there was nothing to do. */
 int rill__cpu_help_graph(cpu_device *d, cpu_worker *w);

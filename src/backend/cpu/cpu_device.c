@@ -4,8 +4,8 @@
  * on). Its memory is host memory in shared memory segments (memfd), so
  * that any block can be exported to another process (src/mem/ipc.c);
  * segments are page aligned, more than CUDA's 256 bytes. This file holds
- * the backend's ops table, device start and stop, per-stream state and
- * memory; cpu_sched.c runs the commands. */
+ * the backend's ops table, device start and stop, per-stream state,
+ * kernels and memory; cpu_sched.c runs the commands, cpu_graph.c graphs. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,7 +34,16 @@ static rill_status parse_workers(int *out) {
     return RILL_OK;
 }
 
-static rill_status cpu_device_init(rill__device *dev) {
+/* One CPU device: the processors this process may run on. */
+static int cpu_probe(char *why, size_t size) {
+    (void)why;
+    (void)size;
+    return 1;
+}
+
+static rill_status cpu_device_init(rill__device *dev, int index) {
+    (void)index;
+    rill_device_info *info = &rill__device_base_of(dev)->info;
     int workers;
     rill_status st = parse_workers(&workers);
     if (st != RILL_OK)
@@ -50,19 +59,19 @@ static rill_status cpu_device_init(rill__device *dev) {
     }
     char model[96];
     rill__cpu_model_name(model, sizeof model);
-    dev->info.kind = RILL_DEVICE_CPU;
-    snprintf(dev->info.name, sizeof dev->info.name, "CPU (%s)", model);
-    dev->info.compute_units = workers;
-    dev->info.memory_bytes = rill__physical_memory_bytes();
-    dev->info.least_priority = 0;
-    dev->info.greatest_priority = -(CPU_PRIORITY_LEVELS - 1);
+    info->kind = RILL_DEVICE_CPU;
+    snprintf(info->name, sizeof info->name, "CPU (%s)", model);
+    info->compute_units = workers;
+    info->memory_bytes = rill__physical_memory_bytes();
+    info->least_priority = 0;
+    info->greatest_priority = -(CPU_PRIORITY_LEVELS - 1);
     d->dev = dev;
     d->num_workers = workers;
     d->num_cpus = rill__cpu_count();
     d->workers = w;
     d->free_units = units;
     rill__mutex_init(&d->launch_lock);
-    dev->backend = d;
+    rill__device_base_of(dev)->state = d;
     rill__cpu_workers_start(d);
     return RILL_OK;
 }
@@ -74,7 +83,24 @@ static void cpu_device_shutdown(rill__device *dev) {
     rill__free(d->workers);
     rill__free((void *)d->free_units);
     rill__free(d);
-    dev->backend = NULL;
+    rill__device_base_of(dev)->state = NULL;
+}
+
+static uint64_t cpu_timestamp_ns(rill__device *dev) {
+    (void)dev;
+    return rill__now_ns();
+}
+
+/* Kernels: the CPU device runs a kernel's CPU body and keeps nothing. */
+static rill_status cpu_kernel_load(rill__device *dev, const rill__kernel_image *k, void **loaded) {
+    (void)dev;
+    *loaded = NULL;
+    if (k->cpu == NULL)
+        return rill__fail(RILL_ERROR_NOT_SUPPORTED,
+                          "kernel '%s' has no CPU body (desc->cpu) and cannot run on the CPU "
+                          "device",
+                          k->name);
+    return RILL_OK;
 }
 
 static rill_status cpu_stream_init(rill__stream *s) {
@@ -106,7 +132,8 @@ static rill_status cpu_mem_alloc(rill__device *dev, size_t bytes, void **out, vo
     /* Shared memory is not charged to the commit limit when mapped, so a
      * reservation beyond the machine's memory is refused here rather than
      * failing at first touch. */
-    if (dev->info.memory_bytes != 0 && bytes > dev->info.memory_bytes)
+    size_t memory = (size_t)rill__device_base_of(dev)->info.memory_bytes;
+    if (memory != 0 && bytes > memory)
         return RILL_ERROR_OUT_OF_MEMORY;
     cpu_segment *g = rill__calloc(1, sizeof *g);
     if (g == NULL)
@@ -146,24 +173,69 @@ static void cpu_mem_decommit(rill__device *dev, void *handle, size_t offset, siz
         rill__pages_discard(&g->pages, offset, bytes);
 }
 
-static const rill__shm *cpu_mem_shared(rill__device *dev, void *handle) {
+static const rill__shm *cpu_ipc_export(rill__device *dev, void *handle) {
     (void)dev;
     const cpu_segment *g = handle;
     return g->shared ? &g->shm : NULL;
 }
 
+static rill__shm_map_result cpu_ipc_map(rill__device *dev, const rill__shm_name *name,
+                                        size_t object_bytes, size_t offset, size_t bytes,
+                                        void **out, char *why, size_t why_size) {
+    (void)dev;
+    return rill__shm_map_range(name, object_bytes, offset, bytes, out, why, why_size);
+}
+
+static void cpu_ipc_unmap(rill__device *dev, void *ptr, size_t bytes) {
+    (void)dev;
+    rill__shm_unmap_range(ptr, bytes);
+}
+
+/* The CPU device copies with the processor, so its host memory needs no
+ * pinning: rill_malloc_host is pageable memory, 256-byte aligned like a
+ * device allocation. (Locking pages with mlock would cost the program its
+ * RLIMIT_MEMLOCK, 8 MiB by default, for no speed on this device.) */
+static void *cpu_host_alloc(rill__device *dev, size_t bytes) {
+    (void)dev;
+    void *p = NULL;
+    if (posix_memalign(&p, 256, bytes) != 0) {
+        rill__fail(RILL_ERROR_OUT_OF_MEMORY, "cannot allocate %zu bytes of host memory", bytes);
+        return NULL;
+    }
+    return p;
+}
+
+static void cpu_host_free(rill__device *dev, void *ptr, size_t bytes) {
+    (void)dev;
+    (void)bytes;
+    free(ptr);
+}
+
 const rill__backend_ops rill__cpu_backend = {
     .name = "cpu",
+    .kind = RILL_DEVICE_CPU,
     .stream_state_bytes = sizeof(cpu_stream),
+    .probe = cpu_probe,
     .device_init = cpu_device_init,
     .device_shutdown = cpu_device_shutdown,
+    .timestamp_ns = cpu_timestamp_ns,
     .stream_init = cpu_stream_init,
     .stream_fini = cpu_stream_fini,
     .submit = rill__cpu_submit,
     .host_help = rill__cpu_host_help,
     .kick = rill__cpu_kick,
+    .kernel_load = cpu_kernel_load,
+    .kernel_unload = NULL,
+    .graph_prepare = rill__cpu_graph_prepare,
+    .graph_release = rill__cpu_graph_release,
     .mem_alloc = cpu_mem_alloc,
     .mem_free = cpu_mem_free,
+    .mem_granule = (size_t)16 << 10, /* a few pages: a segment grows in place */
+    .mem_commit = NULL,              /* sparse segments: a page is backed at first touch */
     .mem_decommit = cpu_mem_decommit,
-    .mem_shared = cpu_mem_shared,
+    .host_alloc = cpu_host_alloc,
+    .host_free = cpu_host_free,
+    .ipc_export = cpu_ipc_export,
+    .ipc_map = cpu_ipc_map,
+    .ipc_unmap = cpu_ipc_unmap,
 };

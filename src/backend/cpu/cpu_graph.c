@@ -33,10 +33,9 @@
 #include <string.h>
 
 #include "backend/cpu/cpu.h"
-#include "core/event.h"
-#include "util/status.h"
-#include "graph/graph.h"
 #include "obs/trace.h"
+#include "util/alloc.h"
+#include "util/status.h"
 
 #define NONE          UINT32_MAX
 #define RANGE         0x80000000u /* an active-list entry for a node's successor range */
@@ -55,7 +54,7 @@ typedef struct gworker {
 
 enum gresult { G_LEFT, G_FINISHED };
 
-static void publish(cpu_device *d, rill__xrun *r, gworker *g) {
+static void publish(cpu_device *d, cpu_grun *r, gworker *g) {
     uint32_t k = g->num_out;
     if (k == 0)
         return;
@@ -71,7 +70,7 @@ static void publish(cpu_device *d, rill__xrun *r, gworker *g) {
         rill__cpu_wake_workers(d, d->num_workers - 1);
 }
 
-static void make_ready(cpu_device *d, rill__xrun *r, gworker *g, uint32_t j) {
+static void make_ready(cpu_device *d, cpu_grun *r, gworker *g, uint32_t j) {
     if (g->next == NONE) {
         g->next = j;
         return;
@@ -81,7 +80,7 @@ static void make_ready(cpu_device *d, rill__xrun *r, gworker *g, uint32_t j) {
         publish(d, r, g);
 }
 
-static void flush_fan(cpu_device *d, rill__xrun *r, gworker *g) {
+static void flush_fan(cpu_device *d, cpu_grun *r, gworker *g) {
     if (g->fan_count == 0)
         return;
     uint32_t j = g->fan_node, n = g->fan_count;
@@ -93,7 +92,7 @@ static void flush_fan(cpu_device *d, rill__xrun *r, gworker *g) {
 
 /* Puts an entry on the run's active list: a multi-block kernel node whose
  * blocks are handed out, or (RANGE) a node whose single successors are. */
-static void activate(cpu_device *d, rill__xrun *r, uint32_t entry, bool wake_always) {
+static void activate(cpu_device *d, cpu_grun *r, uint32_t entry, bool wake_always) {
     rill__spinlock_lock(&r->active_lock);
     r->active[r->num_active++] = entry;
     atomic_store_explicit(&r->has_active, r->num_active, memory_order_relaxed);
@@ -104,10 +103,9 @@ static void activate(cpu_device *d, rill__xrun *r, uint32_t entry, bool wake_alw
         rill__cpu_wake_workers(d, d->num_workers - 1);
 }
 
-static void complete(cpu_device *d, rill__graph_exec *x, gworker *g, uint32_t i) {
-    rill__xrun *r = &x->run;
+static void complete(cpu_device *d, cpu_grun *r, gworker *g, uint32_t i) {
     const rill__xnode *n = &r->nodes[i];
-    const uint32_t *succ = x->succ + n->succ_begin;
+    const uint32_t *succ = r->prog->succ + n->succ_begin;
     g->done++;
     /* Successors with no other predecessor are ready now: run the first,
      * and hand the rest out as a range (the successor list is read-only,
@@ -134,7 +132,7 @@ static void complete(cpu_device *d, rill__graph_exec *x, gworker *g, uint32_t i)
 /* Names node n as the one whose failure the run records (called by the
  * thread whose failure was recorded, so the name is the failed node's
  * even when other nodes finish meanwhile). */
-static void name_failure(rill__xrun *r, const rill__xnode *n) {
+static void name_failure(cpu_grun *r, const rill__xnode *n) {
     if (!atomic_exchange(&r->named, 1)) {
         if (n->p.kind == RILL__GNODE_HOST) {
             snprintf(r->failed_node, sizeof r->failed_node, "host function (graph node %u)",
@@ -142,17 +140,17 @@ static void name_failure(rill__xrun *r, const rill__xnode *n) {
             return;
         }
         char name[60]; /* with the rest, within failed_node */
-        rill__fit(name, sizeof name, n->p.u.kernel.kernel->name);
+        rill__fit(name, sizeof name, rill__kernel_image_of(n->p.u.kernel.kernel)->name);
         snprintf(r->failed_node, sizeof r->failed_node, "kernel '%s' (graph node %u)", name,
                  n->graph_index);
     }
 }
 
-static void run_blocks(cpu_worker *w, rill__xrun *r, const rill__xnode *n, uint32_t first,
+static void run_blocks(cpu_worker *w, cpu_grun *r, const rill__xnode *n, uint32_t first,
                        uint32_t end) {
     rill_dim3 gd = n->p.u.kernel.grid;
     rill_block_ctx ctx = {.grid_dim = gd, .worker = w->unit, .state = &r->ls};
-    rill_cpu_kernel_fn body = n->p.u.kernel.kernel->cpu;
+    rill_cpu_kernel_fn body = rill__kernel_image_of(n->p.u.kernel.kernel)->cpu;
     (void)rill__took_kernel_failure(); /* an eager launch's, on this worker */
     for (uint32_t b = first; b < end; b++) {
         if (atomic_load_explicit(&r->ls.failed, memory_order_acquire))
@@ -168,7 +166,7 @@ static void run_blocks(cpu_worker *w, rill__xrun *r, const rill__xnode *n, uint3
     }
 }
 
-static void deactivate(rill__xrun *r, uint32_t i, cpu_device *d) {
+static void deactivate(cpu_grun *r, uint32_t i, cpu_device *d) {
     rill__spinlock_lock(&r->active_lock);
     for (uint32_t k = 0; k < r->num_active; k++) {
         if (r->active[k] == i) {
@@ -182,8 +180,7 @@ static void deactivate(rill__xrun *r, uint32_t i, cpu_device *d) {
 }
 
 /* Runs chunks of node i's blocks; true when this worker ran the last. */
-static bool run_chunks(cpu_device *d, gworker *g, rill__graph_exec *x, uint32_t i) {
-    rill__xrun *r = &x->run;
+static bool run_chunks(cpu_device *d, gworker *g, cpu_grun *r, uint32_t i) {
     const rill__xnode *n = &r->nodes[i];
     uint32_t chunk = n->blocks / ((uint32_t)d->num_workers * 4u);
     if (chunk == 0)
@@ -207,8 +204,7 @@ static bool run_chunks(cpu_device *d, gworker *g, rill__graph_exec *x, uint32_t 
 
 /* Runs node i; false when other workers still run its blocks (the one that
  * runs the last completes it). */
-static bool run_node_body(cpu_device *d, gworker *g, rill__graph_exec *x, uint32_t i) {
-    rill__xrun *r = &x->run;
+static bool run_node_body(cpu_device *d, gworker *g, cpu_grun *r, uint32_t i) {
     const rill__xnode *n = &r->nodes[i];
     /* After a failure the remaining nodes are skipped, as a stream skips. */
     bool skip = atomic_load_explicit(&r->ls.failed, memory_order_acquire) != 0;
@@ -218,7 +214,7 @@ static bool run_node_body(cpu_device *d, gworker *g, rill__graph_exec *x, uint32
             rill_block_ctx ctx = {
                 .grid_dim = n->p.u.kernel.grid, .worker = g->w->unit, .state = &r->ls};
             (void)rill__took_kernel_failure(); /* an eager launch's, on this worker */
-            n->p.u.kernel.kernel->cpu(&ctx, n->p.u.kernel.args);
+            rill__kernel_image_of(n->p.u.kernel.kernel)->cpu(&ctx, n->p.u.kernel.args);
             if (rill__took_kernel_failure())
                 name_failure(r, n);
             break;
@@ -230,7 +226,7 @@ static bool run_node_body(cpu_device *d, gworker *g, rill__graph_exec *x, uint32
         atomic_store_explicit(&r->next_block[i], 0, memory_order_relaxed);
         atomic_store_explicit(&r->blocks_done[i], 0, memory_order_relaxed);
         activate(d, r, i, true);
-        return run_chunks(d, g, x, i);
+        return run_chunks(d, g, r, i);
     case RILL__GNODE_HOST: {
         /* A state of its own: the run's is shared with concurrent nodes. */
         rill__launch_state hs;
@@ -246,10 +242,10 @@ static bool run_node_body(cpu_device *d, gworker *g, rill__graph_exec *x, uint32
         memset(n->p.u.set.dst, n->p.u.set.value, n->p.u.set.bytes);
         break;
     case RILL__GNODE_RECORD:
-        if (n->p.u.event.event->flags & RILL_EVENT_TIMING)
+        if (n->p.u.event.timing)
             rill__event_stamp(n->p.u.event.event,
                               atomic_load_explicit(&r->record_gen[i], memory_order_relaxed),
-                              rill__now_ns(), 0);
+                              rill__now_ns(), 0); /* the CPU device's timestamp_ns */
         break;
     default: /* empty and wait nodes: the wait happened before the launch */
         break;
@@ -265,21 +261,20 @@ static const char *const node_names[] = {
 
 /* run_node_body, traced: the node's slice on the unit that ran it (its
  * part of the blocks, for a kernel node that others help with). */
-static bool run_node_traced(cpu_device *d, gworker *g, rill__graph_exec *x, uint32_t i) {
-    const rill__xrun *r = &x->run;
+static bool run_node_traced(cpu_device *d, gworker *g, cpu_grun *r, uint32_t i) {
     const rill__xnode *n = &r->nodes[i];
     const cpu_cmd *c = r->cmd;
     rill__trace_rec t;
     memset(&t, 0, sizeof t);
     t.type = RILL__TRACE_NODE_SLICE;
-    t.device = (int8_t)d->dev->info.ordinal;
+    t.device = (int8_t)rill__device_base_of(d->dev)->info.ordinal;
     t.unit = g->w->unit;
-    t.stream = c->stream->id;
+    t.stream = rill__queue_of(c->stream)->id;
     t.seq = c->seq;
     t.a = n->graph_index;
     if (n->p.kind == RILL__GNODE_KERNEL) {
         t.what = RILL__TRACE_KERNEL;
-        rill__trace_set_name(&t, n->p.u.kernel.kernel->name);
+        rill__trace_set_name(&t, rill__kernel_image_of(n->p.u.kernel.kernel)->name);
         t.grid[0] = n->p.u.kernel.grid.x;
         t.grid[1] = n->p.u.kernel.grid.y;
         t.grid[2] = n->p.u.kernel.grid.z;
@@ -300,25 +295,25 @@ static bool run_node_traced(cpu_device *d, gworker *g, rill__graph_exec *x, uint
             t.bytes = n->p.u.set.bytes;
     }
     t.t0 = rill__trace_now();
-    bool done = run_node_body(d, g, x, i);
+    bool done = run_node_body(d, g, r, i);
     t.t1 = rill__trace_now();
     rill__trace_emit(&t);
     return done;
 }
 
-static bool run_node(cpu_device *d, gworker *g, rill__graph_exec *x, uint32_t i) {
+static bool run_node(cpu_device *d, gworker *g, cpu_grun *r, uint32_t i) {
     if (rill__tracing() && g->w->unit >= 0)
-        return run_node_traced(d, g, x, i);
-    return run_node_body(d, g, x, i);
+        return run_node_traced(d, g, r, i);
+    return run_node_body(d, g, r, i);
 }
 
-static void run_and_complete(cpu_device *d, gworker *g, rill__graph_exec *x, uint32_t i) {
-    if (run_node(d, g, x, i))
-        complete(d, x, g, i);
+static void run_and_complete(cpu_device *d, gworker *g, cpu_grun *r, uint32_t i) {
+    if (run_node(d, g, r, i))
+        complete(d, r, g, i);
 }
 
 /* Claims up to MAX_CLAIM published nodes into out; returns how many. */
-static uint32_t claim(cpu_device *d, rill__xrun *r, uint32_t *out) {
+static uint32_t claim(cpu_device *d, cpu_grun *r, uint32_t *out) {
     uint32_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
     for (;;) {
         uint32_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
@@ -345,14 +340,13 @@ static uint32_t claim(cpu_device *d, rill__xrun *r, uint32_t *out) {
     }
 }
 
-static void run_ready(cpu_device *d, gworker *g, rill__graph_exec *x);
+static void run_ready(cpu_device *d, gworker *g, cpu_grun *r);
 
 /* Runs chunks of node i's single successors (guided: a share of what is
  * left each time), each with whatever it readies for this worker. */
-static void run_range(cpu_device *d, gworker *g, rill__graph_exec *x, uint32_t i) {
-    rill__xrun *r = &x->run;
+static void run_range(cpu_device *d, gworker *g, cpu_grun *r, uint32_t i) {
     const rill__xnode *n = &r->nodes[i];
-    const uint32_t *succ = x->succ + n->succ_begin;
+    const uint32_t *succ = r->prog->succ + n->succ_begin;
     uint32_t total = n->num_single;
     for (;;) {
         /* relaxed: the counter only partitions the range. */
@@ -370,15 +364,14 @@ static void run_range(cpu_device *d, gworker *g, rill__graph_exec *x, uint32_t i
             deactivate(r, i | RANGE, d);
         for (uint32_t k = first; k < end; k++) {
             g->next = succ[k];
-            run_ready(d, g, x);
+            run_ready(d, g, r);
         }
     }
 }
 
 /* Takes work from the active list: blocks of a multi-block node, or a
  * chunk of a node's successor range. */
-static bool help_active(cpu_device *d, gworker *g, rill__graph_exec *x) {
-    rill__xrun *r = &x->run;
+static bool help_active(cpu_device *d, gworker *g, cpu_grun *r) {
     if (atomic_load_explicit(&r->has_active, memory_order_relaxed) == 0)
         return false;
     rill__spinlock_lock(&r->active_lock);
@@ -387,32 +380,30 @@ static bool help_active(cpu_device *d, gworker *g, rill__graph_exec *x) {
     if (e == NONE)
         return false;
     if (e & RANGE)
-        run_range(d, g, x, e & ~RANGE);
-    else if (run_chunks(d, g, x, e))
-        complete(d, x, g, e);
+        run_range(d, g, r, e & ~RANGE);
+    else if (run_chunks(d, g, r, e))
+        complete(d, r, g, e);
     return true;
 }
 
 /* Runs g->next and the successors it readies for itself, publishing the
  * others first so that other workers may start on them meanwhile. */
-static void run_ready(cpu_device *d, gworker *g, rill__graph_exec *x) {
-    rill__xrun *r = &x->run;
+static void run_ready(cpu_device *d, gworker *g, cpu_grun *r) {
     while (g->next != NONE) {
         uint32_t i = g->next;
         g->next = NONE;
         publish(d, r, g);
-        run_and_complete(d, g, x, i);
+        run_and_complete(d, g, r, i);
     }
 }
 
 /* Works on the run until nothing is left to claim (G_LEFT) or this worker
  * completed the last node (G_FINISHED). */
-static enum gresult work(cpu_device *d, cpu_worker *w, rill__graph_exec *x, uint32_t first) {
-    rill__xrun *r = &x->run;
+static enum gresult work(cpu_device *d, cpu_worker *w, cpu_grun *r, uint32_t first) {
     gworker g = {.w = w, .next = first};
     uint32_t claimed[MAX_CLAIM];
     for (;;) {
-        run_ready(d, &g, x);
+        run_ready(d, &g, r);
         /* Batched decrements go out before this worker claims or leaves. */
         flush_fan(d, r, &g);
         if (g.next != NONE)
@@ -429,20 +420,20 @@ static enum gresult work(cpu_device *d, cpu_worker *w, rill__graph_exec *x, uint
         if (k > 0) {
             for (uint32_t c = 0; c < k; c++) {
                 g.next = claimed[c];
-                run_ready(d, &g, x);
+                run_ready(d, &g, r);
             }
             continue;
         }
-        if (help_active(d, &g, x))
+        if (help_active(d, &g, r))
             continue;
         return G_LEFT;
     }
 }
 
-static void unlist(cpu_device *d, rill__xrun *r) {
+static void unlist(cpu_device *d, cpu_grun *r) {
     rill__mutex_lock(&d->launch_lock);
     if (r->listed) {
-        rill__xrun **p = &d->graph_runs;
+        cpu_grun **p = &d->graph_runs;
         while (*p != r)
             p = &(*p)->list_next;
         *p = r->list_next;
@@ -454,7 +445,7 @@ static void unlist(cpu_device *d, rill__xrun *r) {
 
 /* The finisher's part: waits for the other workers to leave the run and
  * turns a failure into the stream's sticky error. */
-static void finish_run(cpu_device *d, rill__xrun *r, cpu_cmd *c) {
+static void finish_run(cpu_device *d, cpu_grun *r, cpu_cmd *c) {
     unlist(d, r);
     /* acquire: the others' last accesses to the run happen before. */
     while (atomic_load_explicit(&r->refs, memory_order_acquire) > 1)
@@ -465,8 +456,8 @@ static void finish_run(cpu_device *d, rill__xrun *r, cpu_cmd *c) {
 }
 
 enum exec_result rill__cpu_exec_graph(cpu_device *d, cpu_worker *w, cpu_cmd *c) {
-    const rill__xparams *v = c->c.u.graph.params;
-    rill__graph_exec *x = v->exec;
+    const rill__graph_launch *v = c->c.u.graph.launch;
+    cpu_grun *r = v->state;
     /* The exec's previous launch, on another stream, must have ended, even
      * when this stream skips this launch: a later launch that waits for
      * this one must find the run free. */
@@ -476,11 +467,11 @@ enum exec_result rill__cpu_exec_graph(cpu_device *d, cpu_worker *w, cpu_cmd *c) 
         return EXEC_PARKED;
     if (cpu_stream_of(c->stream)->skipping)
         return EXEC_DONE;
-    rill__xrun *r = &x->run;
-    uint32_t n = x->num_nodes;
+    uint32_t n = r->prog->num_nodes;
     if (n == 0)
         return EXEC_DONE;
     r->nodes = v->nodes;
+    r->record_gen = v->record_gen;
     r->cmd = c; /* for traces too, on a chain */
     r->stream = c->stream;
     atomic_store_explicit(&r->ls.failed, 0, memory_order_relaxed);
@@ -488,7 +479,7 @@ enum exec_result rill__cpu_exec_graph(cpu_device *d, cpu_worker *w, cpu_cmd *c) 
     if (v->chain) {
         gworker g = {.w = w, .next = NONE};
         for (uint32_t i = 0; i < n; i++)
-            run_node(d, &g, x, i); /* one-block nodes: always completed */
+            run_node(d, &g, r, i); /* one-block nodes: always completed */
         if (atomic_load_explicit(&r->ls.failed, memory_order_acquire))
             rill__cpu_fail_stream(c->stream, c->seq, r->failed_node, r->ls.message);
         return EXEC_DONE;
@@ -513,12 +504,12 @@ enum exec_result rill__cpu_exec_graph(cpu_device *d, cpu_worker *w, cpu_cmd *c) 
     atomic_fetch_add_explicit(&d->num_graph_runs, 1, memory_order_relaxed);
     rill__mutex_unlock(&d->launch_lock);
     gworker g0 = {.w = w, .next = NONE};
-    for (uint32_t k = 1; k < x->num_roots;) {
-        while (k < x->num_roots && g0.num_out < PUBLISH_BATCH)
-            g0.out[g0.num_out++] = x->roots[k++];
+    for (uint32_t k = 1; k < r->prog->num_roots;) {
+        while (k < r->prog->num_roots && g0.num_out < PUBLISH_BATCH)
+            g0.out[g0.num_out++] = r->prog->roots[k++];
         publish(d, r, &g0);
     }
-    enum gresult res = work(d, w, x, x->roots[0]);
+    enum gresult res = work(d, w, r, r->prog->roots[0]);
     if (res == G_FINISHED) {
         r->last_tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
         finish_run(d, r, c);
@@ -533,15 +524,14 @@ int rill__cpu_help_graph(cpu_device *d, cpu_worker *w) {
     if (atomic_load_explicit(&d->graph_work, memory_order_relaxed) <= 0)
         return 0;
     rill__mutex_lock(&d->launch_lock);
-    rill__xrun *r = d->graph_runs;
+    cpu_grun *r = d->graph_runs;
     if (r != NULL)
         atomic_fetch_add_explicit(&r->refs, 1, memory_order_relaxed);
     rill__mutex_unlock(&d->launch_lock);
     if (r == NULL)
         return 0;
     cpu_cmd *c = r->cmd;
-    rill__graph_exec *x = c->c.u.graph.params->exec;
-    if (work(d, w, x, NONE) == G_FINISHED) {
+    if (work(d, w, r, NONE) == G_FINISHED) {
         r->last_tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
         finish_run(d, r, c);
         rill__cpu_resume_stream(d, w, c->stream, c);
@@ -549,4 +539,41 @@ int rill__cpu_help_graph(cpu_device *d, cpu_worker *w) {
     }
     atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel);
     return 1;
+}
+
+rill_status rill__cpu_graph_prepare(rill__device *dev, const rill__gprog *prog, void **state) {
+    (void)dev;
+    size_t m = prog->num_nodes > 0 ? prog->num_nodes : 1;
+    cpu_grun *r = rill__calloc(1, sizeof *r);
+    if (r != NULL) {
+        r->prog = prog;
+        r->pending = rill__malloc(m * sizeof *r->pending);
+        r->ready = rill__calloc(m, sizeof *r->ready); /* claimers wait for nonzero */
+        r->next_block = rill__malloc(m * sizeof *r->next_block);
+        r->blocks_done = rill__malloc(m * sizeof *r->blocks_done);
+        r->next_succ = rill__malloc(m * sizeof *r->next_succ);
+        r->active = rill__malloc(m * sizeof *r->active);
+    }
+    if (r == NULL || r->pending == NULL || r->ready == NULL || r->next_block == NULL ||
+        r->blocks_done == NULL || r->next_succ == NULL || r->active == NULL) {
+        rill__cpu_graph_release(dev, r);
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "out of memory for a graph of %u nodes",
+                          prog->num_nodes);
+    }
+    *state = r;
+    return RILL_OK;
+}
+
+void rill__cpu_graph_release(rill__device *dev, void *state) {
+    (void)dev;
+    cpu_grun *r = state;
+    if (r == NULL)
+        return;
+    rill__free((void *)r->pending);
+    rill__free((void *)r->ready);
+    rill__free((void *)r->next_block);
+    rill__free((void *)r->blocks_done);
+    rill__free((void *)r->next_succ);
+    rill__free(r->active);
+    rill__free(r);
 }

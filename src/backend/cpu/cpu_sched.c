@@ -14,10 +14,9 @@
 
 #include "backend/cpu/cpu.h"
 #include "backend/cpu/cpu_trace.h"
-#include "util/alloc.h"
-#include "core/event.h"
-#include "util/status.h"
 #include "obs/trace.h"
+#include "util/alloc.h"
+#include "util/status.h"
 
 /* A stream keeps its worker for at most this many commands while another
  * stream of the same priority is ready. */
@@ -28,7 +27,8 @@
 #define WAIT_SPIN_NS   50000u
 
 RILL_HOT static int prio_index(rill__stream *s) {
-    return s->priority - s->dev->info.greatest_priority;
+    return rill__queue_of(s)->priority -
+           rill__device_base_of(rill__queue_of(s)->dev)->info.greatest_priority;
 }
 
 /* The value of watch_catches + 1 when this host thread last came to wait
@@ -205,10 +205,10 @@ RILL_HOT rill_status rill__cpu_submit(rill__stream *s, const rill__cmd *cmd, uin
     atomic_store_explicit(&c->next, NULL, memory_order_relaxed);
     /* release: pairs with the acquire loads of sub_seq in queries, records
      * and synchronize. */
-    uint64_t n = atomic_load_explicit(&s->sub_seq, memory_order_relaxed) + 1;
+    uint64_t n = atomic_load_explicit(&rill__queue_of(s)->sub_seq, memory_order_relaxed) + 1;
     if (cmd->flags & RILL__CMD_OPAQUE) /* published by the release store below */
-        atomic_store_explicit(&s->opaque_seq, n, memory_order_relaxed);
-    atomic_store_explicit(&s->sub_seq, n, memory_order_release);
+        atomic_store_explicit(&rill__queue_of(s)->opaque_seq, n, memory_order_relaxed);
+    atomic_store_explicit(&rill__queue_of(s)->sub_seq, n, memory_order_release);
     c->seq = n;
     /* release: publishes the node to the worker (its acquire load of
      * next). */
@@ -222,7 +222,7 @@ RILL_HOT rill_status rill__cpu_submit(rill__stream *s, const rill__cmd *cmd, uin
         int expected = CPU_IDLE;
         if (atomic_compare_exchange_strong(&cs->state, &expected, CPU_READY)) {
             rill__stream_ref(s); /* the scheduled reference */
-            push_ready(cpu_device_of(s->dev), s, !rill__thread_is_worker());
+            push_ready(cpu_device_of(rill__queue_of(s)->dev), s, !rill__thread_is_worker());
         }
     }
     *seq = n;
@@ -291,7 +291,7 @@ RILL_HOT static void run_blocks(cpu_worker *w, cpu_cmd *c, uint32_t first, uint3
     cpu_stream *cs = cpu_stream_of(c->stream);
     rill_dim3 g = c->c.u.kernel.grid;
     rill_block_ctx ctx = {.grid_dim = g, .worker = w->unit, .state = &cs->ls};
-    rill_cpu_kernel_fn body = c->c.u.kernel.kernel->cpu;
+    rill_cpu_kernel_fn body = rill__kernel_image_of(c->c.u.kernel.kernel)->cpu;
     for (uint32_t i = first; i < end; i++) {
         /* acquire: pairs with the release store in rill_kernel_fail. */
         if (atomic_load_explicit(&cs->ls.failed, memory_order_acquire))
@@ -338,7 +338,7 @@ RILL_HOT static void kernel_done(cpu_cmd *c) {
     cpu_stream *cs = cpu_stream_of(c->stream);
     if (atomic_load_explicit(&cs->ls.failed, memory_order_acquire)) {
         char what[96], name[80];
-        rill__fit(name, sizeof name, c->c.u.kernel.kernel->name);
+        rill__fit(name, sizeof name, rill__kernel_image_of(c->c.u.kernel.kernel)->name);
         snprintf(what, sizeof what, "kernel '%s'", name);
         fail_stream(c->stream, c->seq, what, cs->ls.message);
     }
@@ -381,7 +381,7 @@ static void on_wait_met(rill__waiter *wt) {
     cpu_stream *cs = (cpu_stream *)((char *)wt - offsetof(cpu_stream, waiter));
     rill__stream *s = cs->self;
     atomic_store_explicit(&cs->state, CPU_READY, memory_order_relaxed);
-    push_ready(cpu_device_of(s->dev), s, false);
+    push_ready(cpu_device_of(rill__queue_of(s)->dev), s, false);
 }
 
 /* True when this worker may spin for its stream: the device has nothing
@@ -411,7 +411,7 @@ static enum exec_result exec_wait(cpu_device *d, rill__stream *s, cpu_cmd *c) {
     uint64_t seq = c->c.u.wait.seq;
     uint64_t spin_until = 0;
     for (unsigned spins = 0;; spins++) {
-        if (atomic_load_explicit(&t->done_seq, memory_order_acquire) >= seq) {
+        if (atomic_load_explicit(&rill__queue_of(t)->done_seq, memory_order_acquire) >= seq) {
             /* A stream already failing skips its work anyway; an order-only
              * wait never carries a failure. */
             if (!cs->skipping && !(c->c.flags & RILL__CMD_ORDER_ONLY) &&
@@ -435,7 +435,7 @@ static enum exec_result exec_wait(cpu_device *d, rill__stream *s, cpu_cmd *c) {
 enum exec_result rill__cpu_wait_ended(rill__stream *s, rill__stream *t, uint64_t seq) {
     cpu_stream *cs = cpu_stream_of(s);
     for (;;) {
-        if (atomic_load_explicit(&t->done_seq, memory_order_acquire) >= seq)
+        if (atomic_load_explicit(&rill__queue_of(t)->done_seq, memory_order_acquire) >= seq)
             return EXEC_DONE;
         if (park(cs, t, seq))
             return EXEC_PARKED; /* s may already run elsewhere: touch nothing */
@@ -701,7 +701,7 @@ RILL_HOT static bool host_run(cpu_device *d, cpu_worker *w, rill__stream *s, uin
     cpu_stream *cs = cpu_stream_of(s);
     atomic_store_explicit(&cs->state, CPU_RUNNING, memory_order_relaxed);
     /* relaxed: the owner wrote done_seq. */
-    while (atomic_load_explicit(&s->done_seq, memory_order_relaxed) < seq) {
+    while (atomic_load_explicit(&rill__queue_of(s)->done_seq, memory_order_relaxed) < seq) {
         /* acquire: pairs with the release store of next in submit. */
         cpu_cmd *c = atomic_load_explicit(&cs->head->next, memory_order_acquire);
         if (c == NULL)
@@ -750,7 +750,7 @@ static int host_help_launch(cpu_device *d, cpu_worker *w, rill__stream *s) {
 }
 
 RILL_HOT bool rill__cpu_host_help(rill__stream *s, uint64_t seq) {
-    cpu_device *d = cpu_device_of(s->dev);
+    cpu_device *d = cpu_device_of(rill__queue_of(s)->dev);
     cpu_stream *cs = cpu_stream_of(s);
     /* relaxed: hints; the ready lock and the launch lock decide. */
     bool ready = atomic_load_explicit(&cs->state, memory_order_relaxed) == CPU_READY;
@@ -785,7 +785,7 @@ RILL_HOT bool rill__cpu_host_help(rill__stream *s, uint64_t seq) {
 }
 
 RILL_HOT void rill__cpu_kick(rill__stream *s) {
-    cpu_device *d = cpu_device_of(s->dev);
+    cpu_device *d = cpu_device_of(rill__queue_of(s)->dev);
     /* The thread came back for work that is not done yet. */
     note_comes_back(d);
     /* seq_cst load: a stale zero only delays the work until the watch's

@@ -11,16 +11,16 @@ void rill__cpu_trace_describe(rill__trace_rec *r, rill__stream *s, const cpu_cmd
     /* every field but thread, which emit sets, and the caller's (type,
      * unit, flags, t0, t1): no memset of the whole record */
     r->what = 0;
-    r->device = (int8_t)s->dev->info.ordinal;
+    r->device = (int8_t)rill__device_base_of(rill__queue_of(s)->dev)->info.ordinal;
     r->grid[0] = r->grid[1] = r->grid[2] = 0;
-    r->stream = s->id;
+    r->stream = rill__queue_of(s)->id;
     r->seq = c->seq;
     r->bytes = r->a = r->b = 0;
     r->name[0] = '\0';
     switch (c->c.kind) {
     case RILL__CMD_KERNEL:
         r->what = RILL__TRACE_KERNEL;
-        rill__trace_set_name(r, c->c.u.kernel.kernel->name);
+        rill__trace_set_name(r, rill__kernel_image_of(c->c.u.kernel.kernel)->name);
         r->grid[0] = c->c.u.kernel.grid.x;
         r->grid[1] = c->c.u.kernel.grid.y;
         r->grid[2] = c->c.u.kernel.grid.z;
@@ -32,7 +32,7 @@ void rill__cpu_trace_describe(rill__trace_rec *r, rill__stream *s, const cpu_cmd
         break;
     case RILL__CMD_WAIT:
         r->what = RILL__TRACE_WAIT;
-        r->a = c->c.u.wait.stream->id;
+        r->a = rill__queue_of(c->c.u.wait.stream)->id;
         r->b = c->c.u.wait.seq;
         break;
     case RILL__CMD_RECORD:

@@ -29,7 +29,6 @@
 #include <stdio.h>
 
 #include "backend/cpu/cpu.h"
-#include "core/stream.h"
 
 /* Idle workers spin this long before sleeping: a steady flow of work never
  * pays a wake-up, and an idle process stops using the CPU within a tenth

@@ -13,7 +13,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/handle.h"
 #include "rill.h"
 
 /* Element slices start at multiples of this many floats (64 bytes), so two
