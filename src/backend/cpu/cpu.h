@@ -26,6 +26,7 @@
 
 #include "backend/backend.h"
 #include "platform/thread.h"
+#include "util/list.h"
 
 #define CPU_PRIORITY_LEVELS 6 /* priorities -5 (greatest) .. 0 (least) */
 #define CPU_ARGS_INLINE     96
@@ -37,6 +38,13 @@ enum cpu_stream_state { CPU_IDLE = 0, CPU_READY, CPU_RUNNING, CPU_PARKED };
  * parked on a wait, or handed to the worker that finishes the command. */
 enum exec_result { EXEC_DONE, EXEC_PARKED, EXEC_HANDED_OFF };
 
+/* Multi-block work published for idle workers to help with (a launch, a
+ * graph run), on one of the device's lists; guarded by its launch_lock. */
+typedef struct cpu_pub {
+    rill__link link;
+    int listed;
+} cpu_pub;
+
 typedef struct cpu_cmd {
     /* first cache line: all a host function, wait or record touches */
     _Atomic(struct cpu_cmd *) next; /* written once by the submitter, read by the worker */
@@ -47,9 +55,8 @@ typedef struct cpu_cmd {
      * NULL otherwise (and always between uses of the node) */
     void *args_heap;
     rill_access *accesses_heap;
-    /* multi-block launches; guarded by the device's launch_lock */
-    struct cpu_cmd *launch_next;
-    int listed;
+    /* multi-block launches: on the device's launches */
+    cpu_pub pub;
     /* atomic */
     _Atomic uint32_t next_block; /* next block index to hand out */
     _Atomic int refs;            /* workers still running blocks of it */
@@ -81,8 +88,7 @@ typedef struct cpu_grun {
     rill__stream *stream;
     const rill__xnode *nodes;
     _Atomic uint64_t *record_gen; /* per node: event record nodes' generation */
-    struct cpu_grun *list_next;   /* the device's list of runs; its lock */
-    int listed;
+    cpu_pub pub;                  /* on the device's graph_runs */
     alignas(64) _Atomic uint32_t head;      /* next slot to claim */
     _Atomic uint32_t tail;                  /* slots reserved by publishers */
     alignas(64) _Atomic uint32_t remaining; /* nodes not yet done */
@@ -148,8 +154,8 @@ typedef struct cpu_device {
     alignas(64) _Atomic uint32_t ready_mask;
     /* guarded by launch_lock */
     alignas(64) rill__mutex launch_lock;
-    cpu_cmd *launches;             /* multi-block launches with blocks left to hand out */
-    cpu_grun *graph_runs;          /* graph launches that others may help with */
+    rill__link *launches;   /* cpu_cmd: multi-block launches with blocks left to hand out */
+    rill__link *graph_runs; /* cpu_grun: graph launches that others may help with */
     /* atomic */
     alignas(64) _Atomic int num_launches;  /* entries in launches */
     _Atomic int graph_work;                /* published, unclaimed graph nodes (a hint) */
@@ -222,6 +228,23 @@ bool rill__cpu_leaving_processor(void);
 int rill__cpu_unit_take(cpu_device *d);
 void rill__cpu_unit_put(cpu_device *d, int unit);
 bool rill__cpu_unit_any_free(cpu_device *d);
+
+/* cpu_grid.c */
+/* How many blocks of a grid of blocks a worker takes at once. */
+uint32_t rill__cpu_grid_chunk(const cpu_device *d, uint32_t blocks);
+/* Takes the next chunk, [*first, *end), of blocks [0, blocks) from the
+ * counter next; false when none is left. */
+bool rill__cpu_grid_take(_Atomic uint32_t *next, uint32_t chunk, uint32_t blocks, uint32_t *first,
+                         uint32_t *end);
+/* Runs blocks [first, end) of a grid on w, with ls as the launch's state;
+ * stops once the launch failed. True when a body run here recorded that
+ * failure (so the caller names the right kernel). */
+bool rill__cpu_grid_run(const cpu_worker *w, rill_cpu_kernel_fn body, const void *args,
+                        rill_dim3 grid, rill__launch_state *ls, uint32_t first, uint32_t end);
+/* Puts p on the device's list *list, or takes it off (nothing when it is
+ * not on it), keeping *count (read without the lock, as a hint) in step. */
+void rill__cpu_publish(cpu_device *d, rill__link **list, _Atomic int *count, cpu_pub *p);
+void rill__cpu_unpublish(cpu_device *d, rill__link **list, _Atomic int *count, cpu_pub *p);
 
 /* cpu_graph.c */
 /* The backend's graph_prepare and graph_release (backend.h). */

@@ -148,22 +148,9 @@ static void name_failure(cpu_grun *r, const rill__xnode *n) {
 
 static void run_blocks(cpu_worker *w, cpu_grun *r, const rill__xnode *n, uint32_t first,
                        uint32_t end) {
-    rill_dim3 gd = n->p.u.kernel.grid;
-    rill_block_ctx ctx = {.grid_dim = gd, .worker = w->unit, .state = &r->ls};
-    rill_cpu_kernel_fn body = rill__kernel_image_of(n->p.u.kernel.kernel)->cpu;
-    (void)rill__took_kernel_failure(); /* an eager launch's, on this worker */
-    for (uint32_t b = first; b < end; b++) {
-        if (atomic_load_explicit(&r->ls.failed, memory_order_acquire))
-            return;
-        ctx.block_idx.x = b % gd.x;
-        ctx.block_idx.y = (b / gd.x) % gd.y;
-        ctx.block_idx.z = b / (gd.x * gd.y);
-        body(&ctx, n->p.u.kernel.args);
-        if (rill__took_kernel_failure()) {
-            name_failure(r, n);
-            return;
-        }
-    }
+    if (rill__cpu_grid_run(w, rill__kernel_image_of(n->p.u.kernel.kernel)->cpu, n->p.u.kernel.args,
+                           n->p.u.kernel.grid, &r->ls, first, end))
+        name_failure(r, n);
 }
 
 static void deactivate(cpu_grun *r, uint32_t i, cpu_device *d) {
@@ -182,15 +169,10 @@ static void deactivate(cpu_grun *r, uint32_t i, cpu_device *d) {
 /* Runs chunks of node i's blocks; true when this worker ran the last. */
 static bool run_chunks(cpu_device *d, gworker *g, cpu_grun *r, uint32_t i) {
     const rill__xnode *n = &r->nodes[i];
-    uint32_t chunk = n->blocks / ((uint32_t)d->num_workers * 4u);
-    if (chunk == 0)
-        chunk = 1;
+    uint32_t chunk = rill__cpu_grid_chunk(d, n->blocks), first, end;
     for (;;) {
-        /* relaxed: the counter only partitions block indices. */
-        uint32_t first = atomic_fetch_add_explicit(&r->next_block[i], chunk, memory_order_relaxed);
-        if (first >= n->blocks)
+        if (!rill__cpu_grid_take(&r->next_block[i], chunk, n->blocks, &first, &end))
             return false;
-        uint32_t end = n->blocks - first <= chunk ? n->blocks : first + chunk;
         if (end == n->blocks)
             deactivate(r, i, d);
         run_blocks(g->w, r, n, first, end);
@@ -431,16 +413,7 @@ static enum gresult work(cpu_device *d, cpu_worker *w, cpu_grun *r, uint32_t fir
 }
 
 static void unlist(cpu_device *d, cpu_grun *r) {
-    rill__mutex_lock(&d->launch_lock);
-    if (r->listed) {
-        cpu_grun **p = &d->graph_runs;
-        while (*p != r)
-            p = &(*p)->list_next;
-        *p = r->list_next;
-        r->listed = 0;
-        atomic_fetch_sub_explicit(&d->num_graph_runs, 1, memory_order_relaxed);
-    }
-    rill__mutex_unlock(&d->launch_lock);
+    rill__cpu_unpublish(d, &d->graph_runs, &d->num_graph_runs, &r->pub);
 }
 
 /* The finisher's part: waits for the other workers to leave the run and
@@ -497,12 +470,7 @@ enum exec_result rill__cpu_exec_graph(cpu_device *d, cpu_worker *w, cpu_cmd *c) 
     atomic_store_explicit(&r->woken, 0, memory_order_relaxed);
     /* List the run for helpers (the lock orders the initialisation above
      * before their accesses), then publish the roots beyond the first. */
-    rill__mutex_lock(&d->launch_lock);
-    r->list_next = d->graph_runs;
-    d->graph_runs = r;
-    r->listed = 1;
-    atomic_fetch_add_explicit(&d->num_graph_runs, 1, memory_order_relaxed);
-    rill__mutex_unlock(&d->launch_lock);
+    rill__cpu_publish(d, &d->graph_runs, &d->num_graph_runs, &r->pub);
     gworker g0 = {.w = w, .next = NONE};
     for (uint32_t k = 1; k < r->prog->num_roots;) {
         while (k < r->prog->num_roots && g0.num_out < PUBLISH_BATCH)
@@ -524,7 +492,7 @@ int rill__cpu_help_graph(cpu_device *d, cpu_worker *w) {
     if (atomic_load_explicit(&d->graph_work, memory_order_relaxed) <= 0)
         return 0;
     rill__mutex_lock(&d->launch_lock);
-    cpu_grun *r = d->graph_runs;
+    cpu_grun *r = d->graph_runs != NULL ? RILL__OWNER(d->graph_runs, cpu_grun, pub.link) : NULL;
     if (r != NULL)
         atomic_fetch_add_explicit(&r->refs, 1, memory_order_relaxed);
     rill__mutex_unlock(&d->launch_lock);

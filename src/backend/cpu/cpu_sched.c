@@ -287,45 +287,22 @@ static void fail_stream(rill__stream *s, uint64_t seq, const char *what, const c
     rill__stream_fail(s, seq, msg);
 }
 
-RILL_HOT static void run_blocks(cpu_worker *w, cpu_cmd *c, uint32_t first, uint32_t end) {
-    cpu_stream *cs = cpu_stream_of(c->stream);
-    rill_dim3 g = c->c.u.kernel.grid;
-    rill_block_ctx ctx = {.grid_dim = g, .worker = w->unit, .state = &cs->ls};
-    rill_cpu_kernel_fn body = rill__kernel_image_of(c->c.u.kernel.kernel)->cpu;
-    for (uint32_t i = first; i < end; i++) {
-        /* acquire: pairs with the release store in rill_kernel_fail. */
-        if (atomic_load_explicit(&cs->ls.failed, memory_order_acquire))
-            return;
-        ctx.block_idx.x = i % g.x;
-        ctx.block_idx.y = (i / g.x) % g.y;
-        ctx.block_idx.z = i / (g.x * g.y);
-        body(&ctx, c->c.u.kernel.args);
-    }
+static void unlist(cpu_device *d, cpu_cmd *c) {
+    rill__cpu_unpublish(d, &d->launches, &d->num_launches, &c->pub);
 }
 
-static void unlist(cpu_device *d, cpu_cmd *c) {
-    rill__mutex_lock(&d->launch_lock);
-    if (c->listed) {
-        cpu_cmd **p = &d->launches;
-        while (*p != c)
-            p = &(*p)->launch_next;
-        *p = c->launch_next;
-        c->listed = 0;
-        atomic_fetch_sub(&d->num_launches, 1);
-    }
-    rill__mutex_unlock(&d->launch_lock);
+RILL_HOT static void run_blocks(cpu_worker *w, cpu_cmd *c, uint32_t first, uint32_t end) {
+    (void)rill__cpu_grid_run(w, rill__kernel_image_of(c->c.u.kernel.kernel)->cpu,
+                             c->c.u.kernel.args, c->c.u.kernel.grid, &cpu_stream_of(c->stream)->ls,
+                             first, end);
 }
 
 /* Takes chunks of c's blocks until none are left. The worker that takes
  * the last chunk removes c from the launch list at once, so idle workers
  * do not keep finding a launch with nothing left to hand out. */
 static void run_chunks(cpu_device *d, cpu_worker *w, cpu_cmd *c) {
-    for (;;) {
-        /* relaxed: the counter only partitions block indices. */
-        uint32_t first = atomic_fetch_add_explicit(&c->next_block, c->chunk, memory_order_relaxed);
-        if (first >= c->total_blocks)
-            return;
-        uint32_t end = c->total_blocks - first <= c->chunk ? c->total_blocks : first + c->chunk;
+    uint32_t first, end;
+    while (rill__cpu_grid_take(&c->next_block, c->chunk, c->total_blocks, &first, &end)) {
         if (end == c->total_blocks)
             unlist(d, c);
         run_blocks(w, c, first, end);
@@ -355,17 +332,11 @@ RILL_HOT static enum exec_result exec_kernel(cpu_device *d, cpu_worker *w, cpu_c
         return EXEC_DONE;
     }
     c->total_blocks = total;
-    c->chunk = total / ((uint32_t)d->num_workers * 4u);
-    if (c->chunk == 0)
-        c->chunk = 1;
+    c->chunk = rill__cpu_grid_chunk(d, total);
     atomic_store_explicit(&c->next_block, 0, memory_order_relaxed);
     atomic_store_explicit(&c->refs, 1, memory_order_relaxed);
-    rill__mutex_lock(&d->launch_lock);
-    c->launch_next = d->launches;
-    d->launches = c;
-    c->listed = 1;
-    atomic_fetch_add(&d->num_launches, 1);
-    rill__mutex_unlock(&d->launch_lock);
+    /* The lock orders the initialisation above before the helpers' accesses. */
+    rill__cpu_publish(d, &d->launches, &d->num_launches, &c->pub);
     rill__cpu_wake_workers(
         d, (int)(total - 1 < (uint32_t)d->num_workers ? total - 1 : (uint32_t)d->num_workers));
     run_chunks(d, w, c);
@@ -643,7 +614,7 @@ int rill__cpu_help_launch(cpu_device *d, cpu_worker *w) {
     if (atomic_load_explicit(&d->num_launches, memory_order_relaxed) == 0)
         return 0;
     rill__mutex_lock(&d->launch_lock);
-    cpu_cmd *c = d->launches;
+    cpu_cmd *c = d->launches != NULL ? RILL__OWNER(d->launches, cpu_cmd, pub.link) : NULL;
     if (c != NULL)
         atomic_fetch_add_explicit(&c->refs, 1, memory_order_relaxed);
     rill__mutex_unlock(&d->launch_lock);
@@ -731,9 +702,10 @@ static int host_help_launch(cpu_device *d, cpu_worker *w, rill__stream *s) {
     if (atomic_load_explicit(&d->num_launches, memory_order_relaxed) == 0)
         return 0;
     rill__mutex_lock(&d->launch_lock);
-    cpu_cmd *c = d->launches;
-    while (c != NULL && c->stream != s)
-        c = c->launch_next;
+    cpu_cmd *c = NULL;
+    for (rill__link *l = d->launches; l != NULL && c == NULL; l = l->next)
+        if (RILL__OWNER(l, cpu_cmd, pub.link)->stream == s)
+            c = RILL__OWNER(l, cpu_cmd, pub.link);
     if (c != NULL)
         atomic_fetch_add_explicit(&c->refs, 1, memory_order_relaxed);
     rill__mutex_unlock(&d->launch_lock);
