@@ -352,8 +352,8 @@ static int replay_op(replay_ctx *c, const trace_op *op, size_t *live_requested) 
         return failed(rill_free_async(c->ptrs[op->id], s), "rill_free_async");
     case OP_USE: {
         rill_access acc = {c->ptrs[op->id], c->bytes[op->id], RILL_READ_WRITE};
-        rill_launch l = {.grid = {1, 1, 1}, .block = {1, 1, 1}, .accesses = &acc,
-                         .num_accesses = 1};
+        rill_launch l = {
+            .grid = {1, 1, 1}, .block = {1, 1, 1}, .accesses = &acc, .num_accesses = 1};
         return failed(rill_launch_kernel(s, c->kernel, &l), "rill_launch_kernel");
     }
     case OP_RECORD:
@@ -523,8 +523,8 @@ enum { EXCHANGE_MAX_DEPTH = 32 };
  * block; each frees, in its own stream order, the block of the other that
  * it read depth - 1 iterations before, so depth blocks per stream are live. */
 static trace make_exchange_trace(long iterations, int depth) {
-    static const size_t mix[] = {256,      3 * KiB,   24 * KiB,   100 * KiB,
-                                 700 * KiB, 1 * MiB + 4 * KiB, 3 * MiB, 4 * MiB};
+    static const size_t mix[] = {256,       3 * KiB,           24 * KiB, 100 * KiB,
+                                 700 * KiB, 1 * MiB + 4 * KiB, 3 * MiB,  4 * MiB};
     const int n = (int)(sizeof mix / sizeof mix[0]);
     trace t = {0};
     int pending[2][EXCHANGE_MAX_DEPTH];
@@ -601,7 +601,7 @@ static int layer_forward(trace *t, const model *m, int x, layer_saved *sv) {
     sv->ln1 = trace_alloc(t, 0, act);
     sv->ln1_stats = trace_alloc(t, 0, stats);
     sv->qkv = trace_alloc(t, 0, 3 * act);
-    int raw = trace_alloc(t, 0, scores); /* q k^T, scaled and masked */
+    int raw = trace_alloc(t, 0, scores);   /* q k^T, scaled and masked */
     sv->probs = trace_alloc(t, 0, scores); /* softmax */
     trace_free(t, 0, raw);
     sv->ctx = trace_alloc(t, 0, act);
@@ -620,8 +620,8 @@ static int layer_forward(trace *t, const model *m, int x, layer_saved *sv) {
 
 /* Backward of one layer, in reverse: each step allocates its gradients and
  * frees what it consumed. Takes dy (freed) and returns dx. */
-static int layer_backward(trace *t, const model *m, const layer_saved *sv, int dy,
-                          param_grads *g, bool side) {
+static int layer_backward(trace *t, const model *m, const layer_saved *sv, int dy, param_grads *g,
+                          bool side) {
     const size_t f = sizeof(float), tokens = m->batch * m->seq;
     const size_t act = tokens * m->hidden * f, h = m->hidden;
     const size_t scores = m->batch * m->heads * m->seq * m->seq * f;
@@ -681,8 +681,8 @@ static trace make_transformer_trace(const model *m, int steps, bool side) {
     const size_t act = tokens * h * f;
     trace t = {0};
     int params[16 * 64 + 8], num_params = 0;
-    size_t param_bytes[] = {3 * h * h * f, 3 * h * f, h * h * f, h * f, h * m->ffn * f,
-                            m->ffn * f,    m->ffn * h * f, h * f, h * f, h * f, h * f, h * f};
+    size_t param_bytes[] = {3 * h * h * f,  3 * h * f, h * h * f, h * f, h * m->ffn * f, m->ffn * f,
+                            m->ffn * h * f, h * f,     h * f,     h * f, h * f,          h * f};
     int per_layer = (int)(sizeof param_bytes / sizeof param_bytes[0]);
     params[num_params++] = trace_alloc(&t, 0, m->vocab * h * f); /* embedding, tied head */
     for (int l = 0; l < m->layers; l++)

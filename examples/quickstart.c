@@ -34,9 +34,9 @@ int main(void) {
     printf("%.1f\n", out);
 
     if (check(rill_event_destroy(ev), "rill_event_destroy") ||
-        check(rill_stream_destroy(s1), "rill_stream_destroy") ||
-        check(rill_free(a), "rill_free") || check(rill_free(b), "rill_free") ||
-        check(rill_free(c), "rill_free") || check(rill_shutdown(), "rill_shutdown"))
+        check(rill_stream_destroy(s1), "rill_stream_destroy") || check(rill_free(a), "rill_free") ||
+        check(rill_free(b), "rill_free") || check(rill_free(c), "rill_free") ||
+        check(rill_shutdown(), "rill_shutdown"))
         return 1;
     return 0;
 }

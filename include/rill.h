@@ -38,6 +38,8 @@
  *  - The library initialises itself on first use; rill_shutdown() waits for
  *    all work and releases everything (for leak checkers and embedders).
  */
+/* The contract keeps the layout of its tables and comments as written. */
+/* clang-format off */
 #ifndef RILL_H
 #define RILL_H
 
@@ -757,4 +759,5 @@ rill_status rill_sanitizer_host_accesses(const rill_access *accesses, size_t num
 }
 #endif
 
+/* clang-format on */
 #endif /* RILL_H */

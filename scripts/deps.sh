@@ -9,9 +9,9 @@ set -euo pipefail
 # (libFuzzer) build the fuzz targets; Debian's python3 with cffi, numpy and
 # pytest runs and tests the Python package, and python3-dev's headers let the
 # build compile its cffi declarations (API mode); OpenMPI builds librill_mpi
-# and runs its tests (mpirun).
+# and runs its tests (mpirun); clang-format checks the sources' layout.
 packages=(cmake ninja-build pkg-config gcc libc6-dev libcmocka-dev libblis-serial-dev
-  clang libclang-rt-dev python3 python3-cffi python3-numpy python3-pytest python3-dev
+  clang libclang-rt-dev clang-format python3 python3-cffi python3-numpy python3-pytest python3-dev
   libopenmpi-dev
   openmpi-bin)
 missing=()

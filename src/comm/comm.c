@@ -17,13 +17,13 @@
 #include <string.h>
 
 #include "comm/engine.h"
-#include "util/alloc.h"
 #include "core/handle.h"
-#include "util/status.h"
 #include "core/stream.h"
 #include "graph/graph.h"
 #include "mem/memory.h"
 #include "mem/pool.h"
+#include "util/alloc.h"
+#include "util/status.h"
 
 /* ---------------------------------------------------------------- handles */
 

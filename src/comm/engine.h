@@ -39,9 +39,9 @@ typedef struct rill__comm_task {
     /* stream operations: immutable once queued (wait_seq: once chained) */
     rill__stream *stream; /* ref: released when the task finishes */
     rill__stream *proxy;  /* the engine's proxy while the task holds it */
-    uint64_t number;     /* k (see above) */
-    uint64_t wait_seq;   /* the WAIT's number on stream */
-    rill__waiter waiter; /* on stream, for the command before the WAIT */
+    uint64_t number;      /* k (see above) */
+    uint64_t wait_seq;    /* the WAIT's number on stream */
+    rill__waiter waiter;  /* on stream, for the command before the WAIT */
     /* guarded by the engine's lock: the task issued right behind this one
      * on the same stream and channel, made ready when this one finishes */
     struct rill__comm_task *chained;
@@ -77,8 +77,8 @@ struct rill__comm_channel {
     uint64_t last_stream_id, last_wait_seq;
     rill__comm_task *last;
     bool last_ok;
-    bool opened;                     /* OPEN succeeded */
-    bool closing;                    /* CLOSE is queued: nothing more may be */
+    bool opened;  /* OPEN succeeded */
+    bool closing; /* CLOSE is queued: nothing more may be */
     /* communication thread only */
     int active;    /* started and not finished, abandoned ones aside */
     bool broken;   /* a failure: later operations would not match the other ranks' */

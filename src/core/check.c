@@ -6,10 +6,10 @@
 #include <stdatomic.h>
 #include <stdio.h>
 
-#include "util/alloc.h"
 #include "core/runtime.h"
-#include "util/status.h"
 #include "core/stream.h"
+#include "util/alloc.h"
+#include "util/status.h"
 
 static rill__stream *stream_of(rill__link *l) {
     return l != NULL ? RILL__OWNER(l, rill__stream, dev_link) : NULL;

@@ -11,14 +11,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/alloc.h"
-#include "util/assert.h"
 #include "core/event.h"
 #include "core/hooks.h"
 #include "core/kernel.h"
-#include "util/status.h"
 #include "core/stream.h"
 #include "core/trace_api.h"
+#include "util/alloc.h"
+#include "util/assert.h"
+#include "util/status.h"
 
 /* The runtime every call finds (NULL before the first call and from the
  * start of rill_shutdown), and the one rill_shutdown is releasing: its own
@@ -65,8 +65,8 @@ static _Thread_local host_state host_saved;
 
 /* fork(): see the section at the end of this file. */
 _Atomic uint32_t rill__fork_count;
-static bool fork_handlers_registered;  /* guarded by the init lock */
-static rill__link *inherited_kernels;  /* in a child: the parent's live kernels, until built */
+static bool fork_handlers_registered; /* guarded by the init lock */
+static rill__link *inherited_kernels; /* in a child: the parent's live kernels, until built */
 static void fork_prepare(void);
 static void fork_parent(void);
 static void fork_child(void);

@@ -18,10 +18,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "util/alloc.h"
-#include "util/status.h"
 #include "core/stream.h"
 #include "core/trace_api.h"
+#include "util/alloc.h"
+#include "util/status.h"
 
 #define VALID_FLAGS (RILL_EVENT_TIMING | RILL_EVENT_BLOCKING_SYNC | RILL_EVENT_INTERPROCESS)
 

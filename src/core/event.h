@@ -19,10 +19,10 @@ struct rill__event {
     rill__spinlock lock;
     rill__device *dev;    /* bound on first record; borrowed */
     rill__stream *stream; /* ref: the stream of the last record, or NULL */
-    uint64_t seq;        /* the recorded point on stream */
-    uint64_t gen;        /* bumped by every record */
-    uint64_t ts_ns;      /* timing events: when the record ran */
-    uint64_t cap_id;     /* recorded inside this capture (src/graph), or 0 */
+    uint64_t seq;         /* the recorded point on stream */
+    uint64_t gen;         /* bumped by every record */
+    uint64_t ts_ns;       /* timing events: when the record ran */
+    uint64_t cap_id;      /* recorded inside this capture (src/graph), or 0 */
     int ts_valid;
     /* guarded by rt->lock */
     rill__link rt_link; /* on rt->events */

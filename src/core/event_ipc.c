@@ -45,15 +45,15 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "util/alloc.h"
 #include "core/event.h"
 #include "core/ipc_wire.h"
-#include "util/status.h"
 #include "core/stream.h"
 #include "platform/shm.h"
+#include "util/alloc.h"
+#include "util/status.h"
 
-#define PAGE_MAGIC 0x52455650u /* "PVER" backwards: a page of event state */
-#define PAGE_BYTES 4096u
+#define PAGE_MAGIC  0x52455650u /* "PVER" backwards: a page of event state */
+#define PAGE_BYTES  4096u
 #define LIVENESS_NS 100000000u /* how often the waiter checks that exporters run */
 #define VALID_FLAGS (RILL_EVENT_BLOCKING_SYNC | RILL_EVENT_INTERPROCESS)
 

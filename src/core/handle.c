@@ -14,9 +14,9 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "platform/thread.h"
 #include "util/alloc.h"
 #include "util/status.h"
-#include "platform/thread.h"
 
 #define KIND_BITS   4u
 #define INDEX_BITS  26u /* 2^26 handles open at once */

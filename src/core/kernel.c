@@ -7,11 +7,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "util/alloc.h"
 #include "core/event.h"
 #include "core/hooks.h"
-#include "util/status.h"
 #include "core/stream.h"
+#include "util/alloc.h"
+#include "util/status.h"
 
 /* Frees a destroyed kernel whose pending work has completed, with no lock
  * held (dropping a stream's last reference takes its device's lock). */

@@ -34,7 +34,7 @@ void rill__on_shutdown(void (*fn)(void));
 
 typedef struct rill__tagged_stream {
     struct rill__tagged_stream *next;
-    char *tag;           /* owned */
+    char *tag;            /* owned */
     rill__stream *stream; /* owned by the device */
 } rill__tagged_stream;
 
@@ -57,7 +57,7 @@ struct rill__device {
 
 typedef struct rill__tagged_event {
     struct rill__tagged_event *next;
-    char *tag;         /* owned */
+    char *tag;          /* owned */
     rill__event *event; /* owned by the runtime */
 } rill__tagged_event;
 
@@ -66,8 +66,8 @@ typedef struct rill__runtime {
     int num_devices;
     rill__device *devices[RILL__MAX_DEVICES]; /* owned */
     rill__device *initial_device;             /* NULL when RILL_DEVICE names none */
-    char init_error[256];                    /* why a device is missing, or "" */
-    uint64_t epoch;                          /* distinguishes successive inits */
+    char init_error[256];                     /* why a device is missing, or "" */
+    uint64_t epoch;                           /* distinguishes successive inits */
     /* guarded by lock */
     rill__mutex lock;
     /* lists by rt_link (util/list.h) */

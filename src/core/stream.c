@@ -17,11 +17,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "util/alloc.h"
 #include "core/event.h"
 #include "core/kernel.h"
-#include "util/status.h"
 #include "core/trace_api.h"
+#include "util/alloc.h"
+#include "util/status.h"
 
 /* How long a default (non-blocking) host wait spins before it sleeps:
  * work that completes within this window wakes the host in well under a

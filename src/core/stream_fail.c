@@ -6,9 +6,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/stream.h"
 #include "util/alloc.h"
 #include "util/status.h"
-#include "core/stream.h"
 
 /* Opens a window at seq whose sentence is message, the first cause_bytes
  * of it the root cause, unless a window is open. */

@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "core/runtime.h"
-#include "util/status.h"
 #include "core/stream.h"
+#include "util/status.h"
 
 static _Atomic int env_done;
 

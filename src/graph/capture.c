@@ -25,14 +25,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/alloc.h"
 #include "core/event.h"
-#include "util/status.h"
 #include "graph/capture_internal.h"
 #include "graph/graph.h"
 #include "mem/pool.h"
 #include "obs/trace.h"
+#include "util/alloc.h"
 #include "util/ptrmap.h"
+#include "util/status.h"
 
 /* A spin lock: it needs no initialisation, and it is held only for short
  * bookkeeping (never across a wait). */

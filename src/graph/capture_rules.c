@@ -9,9 +9,9 @@
 #include <stdio.h>
 
 #include "core/event.h"
-#include "util/status.h"
 #include "graph/capture_internal.h"
 #include "mem/pool.h"
+#include "util/status.h"
 
 /* The calling thread's mode (rill_thread_exchange_capture_mode). */
 static _Thread_local rill_capture_mode rill__cap_thread_mode = RILL_CAPTURE_GLOBAL;

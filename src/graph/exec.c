@@ -13,8 +13,8 @@
 
 #include <string.h>
 
-#include "util/alloc.h"
 #include "core/event.h"
+#include "util/alloc.h"
 #include "util/status.h"
 
 /* ------------------------------------------------------------- lifetime */

@@ -10,10 +10,10 @@
  * last exec are gone. Guarded by rill__caps_lock (capture_internal.h). */
 #include <string.h>
 
-#include "util/alloc.h"
-#include "util/status.h"
 #include "graph/capture_internal.h"
 #include "mem/pool.h"
+#include "util/alloc.h"
+#include "util/status.h"
 
 void rill__gpool_ref(rill__gpool *p) {
     atomic_fetch_add_explicit(&p->refs, 1, memory_order_relaxed);

@@ -14,11 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/alloc.h"
 #include "core/event.h"
-#include "util/status.h"
 #include "mem/memory.h"
 #include "mem/pool.h"
+#include "util/alloc.h"
+#include "util/status.h"
 
 /* ------------------------------------------------------------- lifetime */
 

@@ -31,7 +31,7 @@ typedef struct rill__gpool rill__gpool;
 struct rill__graph_node {
     rill_graph_node *handle; /* nodes added by hand: open while the graph lives; else NULL */
     rill__graph *graph;      /* borrowed: the owner */
-    uint32_t index;    /* in graph->nodes */
+    uint32_t index;          /* in graph->nodes */
     rill__gnode_params p;
     uint32_t *deps; /* owned: indices of the nodes this one depends on */
     uint32_t num_deps, cap_deps;
@@ -65,10 +65,10 @@ struct rill__graph {
  * one whole set, old or new, whatever rill_graph_exec_update does
  * meanwhile; a set is freed after the last launch that holds it. */
 typedef struct rill__xparams {
-    _Atomic int refs;      /* the exec while current, and every pending launch */
+    _Atomic int refs;       /* the exec while current, and every pending launch */
     rill__graph_exec *exec; /* ref: each set holds one of exec->refs */
-    rill__xnode *nodes;    /* owned, topological order */
-    unsigned char *arena;  /* owned: the kernel nodes' args and accesses */
+    rill__xnode *nodes;     /* owned, topological order */
+    unsigned char *arena;   /* owned: the kernel nodes' args and accesses */
     /* what launches with this set run (launch.nodes is nodes) */
     rill__graph_launch launch;
 } rill__xparams;
@@ -81,7 +81,7 @@ static inline rill__xparams *rill__xparams_of(const rill__graph_launch *l) {
 struct rill__graph_exec {
     _Atomic uint32_t magic;  /* RILL__MAGIC_EXEC, or dead once destroyed */
     rill_graph_exec *handle; /* its handle (handle.h), closed by destroy or free */
-    _Atomic int refs;       /* the owner and every parameter set */
+    _Atomic int refs;        /* the owner and every parameter set */
     /* immutable after instantiate */
     rill__gprog prog;      /* succ and roots owned */
     uint32_t num_nodes;    /* prog.num_nodes */
@@ -92,14 +92,14 @@ struct rill__graph_exec {
     void *backend;         /* the backend's state (graph_prepare), owned */
     uint32_t *event_nodes; /* owned: the event record and wait nodes */
     uint32_t num_event_nodes;
-    int has_host; /* a host node: launches are RILL__CMD_OPAQUE */
+    int has_host;      /* a host node: launches are RILL__CMD_OPAQUE */
     rill__gpool *pool; /* ref, or NULL */
     /* per node: the generation of event record nodes, written by each
      * launch as it is submitted (launches run one after another) */
     _Atomic uint64_t *record_gen; /* owned */
     /* guarded by lock */
     rill__mutex lock;
-    rill__xparams *params;    /* ref: the current set, NULL once destroyed */
+    rill__xparams *params;     /* ref: the current set, NULL once destroyed */
     rill__stream *last_stream; /* ref: where the last launch went, or NULL */
     uint64_t last_seq;
     /* guarded by rt->lock */

@@ -7,9 +7,9 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "util/alloc.h"
 #include "core/runtime.h"
 #include "graph/graph.h"
+#include "util/alloc.h"
 
 #if defined(__GNUC__)
 __attribute__((format(printf, 3, 4)))

@@ -16,10 +16,10 @@
 
 #include "core/ipc_wire.h"
 #include "core/runtime.h"
-#include "util/status.h"
 #include "core/stream.h"
 #include "mem/pool.h"
 #include "mem/registry.h"
+#include "util/status.h"
 
 /* -------------------------------------------------------------- memory */
 

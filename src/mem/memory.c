@@ -11,14 +11,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/alloc.h"
 #include "core/runtime.h"
-#include "util/status.h"
 #include "core/stream.h"
 #include "mem/ipc.h"
 #include "mem/pool.h"
 #include "mem/registry.h"
 #include "obs/trace.h"
+#include "util/alloc.h"
+#include "util/status.h"
 
 static void free_host_block(const rill__mem_block *b, void *ctx) {
     (void)ctx;

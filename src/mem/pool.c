@@ -20,16 +20,16 @@
 #include <inttypes.h>
 #include <string.h>
 
-#include "util/alloc.h"
-#include "util/assert.h"
 #include "core/runtime.h"
-#include "util/status.h"
 #include "core/stream.h"
 #include "mem/block.h"
 #include "mem/pool_internal.h"
 #include "mem/registry.h"
 #include "mem/segment.h"
 #include "mem/tcache.h"
+#include "util/alloc.h"
+#include "util/assert.h"
+#include "util/status.h"
 
 static _Atomic uint64_t next_pool_id = 1; /* see rill__pool.id */
 

@@ -21,12 +21,12 @@
 #include "core/runtime.h"
 #include "core/stream.h"
 
-#define MIN_BLOCK         512u               /* allocation granularity */
-#define ROUND_DIVISIONS   64u                /* see round_request in pool.c */
-#define SMALL_REQUEST     ((size_t)1 << 20)  /* up to this: the small kind of segment */
-#define SEGMENT_SPAN      ((size_t)4 << 30)  /* address space of a segment, see segment.c */
-#define INDEX_CHUNK_SHIFT 16                 /* 64 KiB chunks, see segment.c */
-#define INDEX_GROUP_SHIFT 22                 /* 4 MiB groups of chunks */
+#define MIN_BLOCK         512u              /* allocation granularity */
+#define ROUND_DIVISIONS   64u               /* see round_request in pool.c */
+#define SMALL_REQUEST     ((size_t)1 << 20) /* up to this: the small kind of segment */
+#define SEGMENT_SPAN      ((size_t)4 << 30) /* address space of a segment, see segment.c */
+#define INDEX_CHUNK_SHIFT 16                /* 64 KiB chunks, see segment.c */
+#define INDEX_GROUP_SHIFT 22                /* 4 MiB groups of chunks */
 #define NUM_BINS          192
 #define SCAN_LIMIT        64         /* blocks examined per allocation */
 #define UNTIL_FREE        UINT64_MAX /* a use that lasts until the free */

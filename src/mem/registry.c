@@ -6,8 +6,8 @@
 
 #include <string.h>
 
-#include "util/alloc.h"
 #include "platform/thread.h"
+#include "util/alloc.h"
 
 static rill__mutex lock;
 /* guarded by lock */

@@ -32,10 +32,10 @@
  * no two unmapped blocks are neighbours after a decommit pass. */
 #include "mem/segment.h"
 
-#include "util/alloc.h"
-#include "util/assert.h"
 #include "mem/block.h"
 #include "mem/registry.h"
+#include "util/alloc.h"
+#include "util/assert.h"
 
 static size_t round_up(size_t n, size_t to) {
     return (n + to - 1) / to * to;

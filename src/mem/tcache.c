@@ -31,9 +31,9 @@
 
 #include <stdalign.h>
 
+#include "mem/block.h"
 #include "util/alloc.h"
 #include "util/assert.h"
-#include "mem/block.h"
 
 #define TC_BINS        64                 /* blocks up to rill__bin_of(TC_MAX_BLOCK) */
 #define TC_LIVE        64                 /* leased allocated blocks, by address */
@@ -48,8 +48,8 @@
 /* A stream that the use slots of a cache's blocks may name. */
 typedef struct tc_held {
     rill__stream *stream; /* held through one count in pool->owners while listed */
-    uint64_t done_seen;  /* the latest reading of its done_seq (see use_over_for) */
-    unsigned uses;       /* use slots of this cache's blocks that name it */
+    uint64_t done_seen;   /* the latest reading of its done_seq (see use_over_for) */
+    unsigned uses;        /* use slots of this cache's blocks that name it */
 } tc_held;
 
 typedef struct tcache {

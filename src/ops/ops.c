@@ -20,9 +20,9 @@
 
 #include "backend/cpu/op_kernels.h"
 #include "core/runtime.h"
-#include "util/status.h"
 #include "core/stream.h"
 #include "mem/memory.h"
+#include "util/status.h"
 
 /* ---- cached kernels ---- */
 

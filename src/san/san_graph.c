@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/alloc.h"
 #include "core/kernel.h"
 #include "san/san_internal.h"
+#include "util/alloc.h"
 
 typedef struct node_acc {
     uintptr_t lo, hi;

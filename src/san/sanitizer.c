@@ -9,16 +9,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/alloc.h"
 #include "core/kernel.h"
 #include "core/runtime.h"
-#include "util/status.h"
 #include "core/stream.h"
 #include "graph/graph.h"
 #include "mem/pool.h"
 #include "platform/thread.h"
 #include "san/san_internal.h"
+#include "util/alloc.h"
 #include "util/ptrmap.h"
+#include "util/status.h"
 
 san_state rill__san_state;
 

@@ -10,9 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/assert.h"
 #include "platform/thread.h"
+#include "util/assert.h"
 
+/* A table, aligned by hand. */
+/* clang-format off */
 #define RILL_STATUS_TABLE(X)                                                                     \
     X(RILL_OK, "success")                                                                        \
     X(RILL_NOT_READY, "the work is still pending; this is not an error")                         \
@@ -42,6 +44,7 @@
                                        "one that began it")                                      \
     X(RILL_ERROR_IPC, "an inter-process handle could not be exported or opened")                 \
     X(RILL_ERROR_INTERNAL, "an internal error occurred in rill")
+/* clang-format on */
 
 static const struct {
     const char *name;

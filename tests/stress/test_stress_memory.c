@@ -38,8 +38,8 @@
 enum {
     NUM_STREAMS = 12,
     NUM_THREADS = 4,
-    SLOTS = 12,       /* live blocks per thread at most */
-    MAX_READERS = 3,  /* reads of one block since its last write */
+    SLOTS = 12,      /* live blocks per thread at most */
+    MAX_READERS = 3, /* reads of one block since its last write */
     ITERATIONS = 400000,
     MAX_IN_FLIGHT = 256, /* launches not yet run: bounds the queues and the final drain */
     STRIDE_WORDS = 32,   /* patterns are checked every 128 bytes and at the last word */
@@ -52,21 +52,21 @@ typedef enum write_kind { WRITE_KERNEL, WRITE_MEMSET } write_kind;
 typedef struct use_args {
     uint32_t *ptr;
     size_t bytes;
-    uint64_t tag;      /* the allocation: thread << 32 | its allocation count */
-    uint64_t seed;     /* the pattern of the last write */
+    uint64_t tag;  /* the allocation: thread << 32 | its allocation count */
+    uint64_t seed; /* the pattern of the last write */
     write_kind kind;
-    unsigned version;  /* the write's number within the allocation */
-    int writer;        /* the stream that wrote it */
-    int user;          /* the stream of this use */
-    unsigned slow_us;  /* reads: check, spin this long, check again */
+    unsigned version; /* the write's number within the allocation */
+    int writer;       /* the stream that wrote it */
+    int user;         /* the stream of this use */
+    unsigned slow_us; /* reads: check, spin this long, check again */
 } use_args;
 
 typedef struct slot {
-    use_args block;       /* block.ptr NULL: empty */
+    use_args block; /* block.ptr NULL: empty */
     int alloc_stream;
-    rill_event *written;  /* recorded after the allocation, then after each write */
+    rill_event *written; /* recorded after the allocation, then after each write */
     rill_event *read[MAX_READERS];
-    int num_reads;        /* reads since the last write, each with its event in read[] */
+    int num_reads; /* reads since the last write, each with its event in read[] */
 } slot;
 
 typedef struct thread_state {
@@ -176,8 +176,8 @@ static void check_range(const use_args *a, size_t lo, size_t hi, const char *wha
         record_failure("%s on stream %d: block %p (%zu bytes, allocation %" PRIu64
                        " of thread %" PRIu64 ") word %zu is 0x%08x, expected 0x%08x from write %u "
                        "by stream %d: the block was handed out again while in use",
-                       what, a->user, (void *)a->ptr, a->bytes, a->tag & 0xffffffffu,
-                       a->tag >> 32, w, got, want, a->version, a->writer);
+                       what, a->user, (void *)a->ptr, a->bytes, a->tag & 0xffffffffu, a->tag >> 32,
+                       w, got, want, a->version, a->writer);
         return;
     }
 }
@@ -226,8 +226,8 @@ static void live_add(int index, const use_args *a) {
     pthread_mutex_lock(&live_lock);
     for (int i = 0; i < NUM_THREADS * SLOTS; i++) {
         if (live_hi[i] != 0 && lo < live_hi[i] && live_lo[i] < hi)
-            record_failure("allocation %p (%zu bytes) overlaps the live block [%p, %p)",
-                           (void *)lo, a->bytes, (void *)live_lo[i], (void *)live_hi[i]);
+            record_failure("allocation %p (%zu bytes) overlaps the live block [%p, %p)", (void *)lo,
+                           a->bytes, (void *)live_lo[i], (void *)live_hi[i]);
     }
     live_lo[index] = lo;
     live_hi[index] = hi;
@@ -290,8 +290,12 @@ static void write_block(thread_state *t, slot *s, int si) {
         a->kind = WRITE_KERNEL;
         uint32_t blocks = 1 + pick(t, 3);
         rill_access acc = {a->ptr, a->bytes, RILL_WRITE};
-        rill_launch l = {.grid = {blocks, 1, 1}, .block = {1, 1, 1}, .args = a,
-                         .args_size = sizeof *a, .accesses = &acc, .num_accesses = 1};
+        rill_launch l = {.grid = {blocks, 1, 1},
+                         .block = {1, 1, 1},
+                         .args = a,
+                         .args_size = sizeof *a,
+                         .accesses = &acc,
+                         .num_accesses = 1};
         atomic_fetch_add(&in_flight, (int)blocks);
         st = rill_launch_kernel(streams[si], fill_kernel, &l);
         if (st != RILL_OK) {
@@ -331,8 +335,12 @@ static void read_block(thread_state *t, slot *s, int si) {
         }
     } else {
         rill_access acc = {a.ptr, a.bytes, RILL_READ};
-        rill_launch l = {.grid = {1, 1, 1}, .block = {1, 1, 1}, .args = &a,
-                         .args_size = sizeof a, .accesses = &acc, .num_accesses = 1};
+        rill_launch l = {.grid = {1, 1, 1},
+                         .block = {1, 1, 1},
+                         .args = &a,
+                         .args_size = sizeof a,
+                         .accesses = &acc,
+                         .num_accesses = 1};
         st = rill_launch_kernel(streams[si], check_kernel, &l);
         if (st != RILL_OK) {
             atomic_fetch_sub(&in_flight, 1);
@@ -394,9 +402,8 @@ static void allocate(thread_state *t, int index) {
     }
     t->allocations++;
     check_limit();
-    s->block = (use_args){.ptr = p,
-                          .bytes = bytes,
-                          .tag = (uint64_t)t->index << 32 | (t->allocations & 0xffffffffu)};
+    s->block = (use_args){
+        .ptr = p, .bytes = bytes, .tag = (uint64_t)t->index << 32 | (t->allocations & 0xffffffffu)};
     s->alloc_stream = si;
     live_add(t->index * SLOTS + index, &s->block);
     record(s->written, si); /* uses elsewhere start after the allocation in stream order */
@@ -520,7 +527,8 @@ static void setup_phase(const phase *ph) {
         thread_state *ts = &threads[t];
         memset(ts, 0, sizeof *ts);
         ts->index = t;
-        ts->rng = (ph->seed + 1) * 0x9E3779B97F4A7C15ull ^ ((uint64_t)t + 1) * 0xD1B54A32D192ED03ull;
+        ts->rng =
+            (ph->seed + 1) * 0x9E3779B97F4A7C15ull ^ ((uint64_t)t + 1) * 0xD1B54A32D192ED03ull;
         if (ts->rng == 0)
             ts->rng = 1;
         RT_OK(rill_event_create(RILL_EVENT_DEFAULT, &ts->spare));

@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/alloc.h"
 #include "core/handle.h"
+#include "util/alloc.h"
 
 static void test_handle_resolves_until_closed(void **state) {
     (void)state;

@@ -23,7 +23,7 @@
 
 #include "util/alloc.h"
 
-#define N 4096 /* floats in the shared buffer */
+#define N      4096 /* floats in the shared buffer */
 #define SEC_NS 1000000000ull
 
 /* ---------------------------------------------------------------- helpers */
@@ -103,14 +103,14 @@ static float *dev_buffer(float value) {
 
 static int child_failed;
 
-#define CHECK(cond, ...)                                                 \
-    do {                                                                 \
-        if (!(cond)) {                                                   \
-            fprintf(stderr, "child: %s:%d: ", __FILE__, __LINE__);       \
-            fprintf(stderr, __VA_ARGS__);                                \
-            fprintf(stderr, " (last error: %s)\n", rill_last_error());   \
-            child_failed = 1;                                            \
-        }                                                                \
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "child: %s:%d: ", __FILE__, __LINE__);                                 \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fprintf(stderr, " (last error: %s)\n", rill_last_error());                             \
+            child_failed = 1;                                                                      \
+        }                                                                                          \
     } while (0)
 
 static void child_signal(char b) {

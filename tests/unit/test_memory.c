@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SEC_NS          1000000000ull
+#define SEC_NS 1000000000ull
 
 static rill_stream *new_stream(void) {
     rill_stream *s = NULL;

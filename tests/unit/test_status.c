@@ -13,9 +13,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "platform/thread.h"
 #include "util/alloc.h"
 #include "util/status.h"
-#include "platform/thread.h"
 
 /* ThreadSanitizer would report the locked mutex that
  * test_broken_lock_aborts_saying_why destroys on purpose (in a child, before it aborts) instead

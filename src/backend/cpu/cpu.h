@@ -50,7 +50,7 @@ typedef struct cpu_cmd {
     _Atomic(struct cpu_cmd *) next; /* written once by the submitter, read by the worker */
     uint64_t seq;
     rill__stream *stream; /* borrowed: the stream that owns the command */
-    rill__cmd c;         /* only the member of c.u that c.kind names is set */
+    rill__cmd c;          /* only the member of c.u that c.kind names is set */
     /* owned heap copies when a kernel's args or accesses do not fit inline;
      * NULL otherwise (and always between uses of the node) */
     void *args_heap;
@@ -87,8 +87,8 @@ typedef struct cpu_grun {
     struct cpu_cmd *cmd;
     rill__stream *stream;
     const rill__xnode *nodes;
-    _Atomic uint64_t *record_gen; /* per node: event record nodes' generation */
-    cpu_pub pub;                  /* on the device's graph_runs */
+    _Atomic uint64_t *record_gen;           /* per node: event record nodes' generation */
+    cpu_pub pub;                            /* on the device's graph_runs */
     alignas(64) _Atomic uint32_t head;      /* next slot to claim */
     _Atomic uint32_t tail;                  /* slots reserved by publishers */
     alignas(64) _Atomic uint32_t remaining; /* nodes not yet done */
@@ -162,13 +162,13 @@ typedef struct cpu_device {
     _Atomic int num_graph_runs;            /* entries in graph_runs */
     alignas(64) _Atomic uint32_t work_gen; /* futex word idle workers sleep on */
     _Atomic int sleepers;
-    _Atomic int unit_waiters; /* sleepers that woke up and wait for a unit */
-    _Atomic int watching;     /* 1 while a worker naps as the watch (cpu_worker.c) */
-    _Atomic int waker_cpu;    /* the processor of the last thread that woke workers */
+    _Atomic int unit_waiters;       /* sleepers that woke up and wait for a unit */
+    _Atomic int watching;           /* 1 while a worker naps as the watch (cpu_worker.c) */
+    _Atomic int waker_cpu;          /* the processor of the last thread that woke workers */
     _Atomic int left_to_watch;      /* set when a host thread leaves a wake-up to the watch */
     _Atomic uint64_t watch_catches; /* times the watch (or a kick) ran work left to it */
-    _Atomic int idle;     /* workers in idle_wait, spinning or asleep */
-    _Atomic int spinning; /* workers spinning in idle_wait */
+    _Atomic int idle;               /* workers in idle_wait, spinning or asleep */
+    _Atomic int spinning;           /* workers spinning in idle_wait */
     _Atomic int stop;
 } cpu_device;
 
