@@ -439,7 +439,11 @@ rill_status rill_malloc_async(size_t bytes, rill_stream *stream, void **out);
 rill_status rill_free_async(void *ptr, rill_stream *stream);
 rill_status rill_record_stream(void *ptr, rill_stream *stream);
 
-/* Page-locked host memory, fastest for copies to and from devices. */
+/* Host memory, fastest for copies to and from the current device: page-
+ * locked where the device copies by DMA. The CPU device copies with the
+ * processor, so there it is ordinary pageable memory, 256-byte aligned
+ * (nothing is locked, nothing counts against RLIMIT_MEMLOCK). Freed by
+ * rill_free_host, or by rill_shutdown. */
 rill_status rill_malloc_host(size_t bytes, void **out);
 rill_status rill_free_host(void *ptr);
 

@@ -206,7 +206,7 @@ rill_status rill_free_host(void *ptr) {
     rill__mem_block b;
     if (!rill__registry_remove(ptr, RILL__MEM_HOST, &b))
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                          "rill_free_host: %p is not page-locked host memory from "
+                          "rill_free_host: %p is not host memory from "
                           "rill_malloc_host (or was already freed)",
                           ptr);
     b.dev->ops->host_free(b.dev, ptr, b.bytes);
