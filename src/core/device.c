@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* The runtime and its devices: initialisation on first use, the device
- * list (CUDA devices first, then the CPU device), the calling thread's
- * current device and streams, and rill_shutdown.
+/* The runtime and its devices: initialisation on first use, the devices
+ * of each backend src/assembly.c lists, in that order, the calling
+ * thread's current device and streams, and rill_shutdown (device_query.c:
+ * the calls that list the devices).
  *
  * Thread-local state carries the runtime's epoch: after rill_shutdown and a
  * new initialisation, stale per-thread pointers are recognised and reset. */
@@ -283,7 +284,7 @@ rill_status rill__runtime_get(rill__runtime **out) {
     return RILL_OK;
 }
 
-static rill_status no_device(rill__runtime *rt, const char *fn) {
+rill_status rill__no_device(rill__runtime *rt, const char *fn) {
     if (rt->init_error[0] != '\0')
         return rill__fail(RILL_ERROR_NO_DEVICE, "%s: %s", fn, rt->init_error);
     return rill__fail(RILL_ERROR_NO_DEVICE, "%s: no device is available", fn);
@@ -296,22 +297,13 @@ rill_status rill__device_resolve(rill_device *handle, const char *fn, rill__devi
     if (handle == NULL) {
         dev = thread_get(rt)->device;
         if (dev == NULL)
-            return no_device(rt, fn);
+            return rill__no_device(rt, fn);
     } else if ((dev = rill__handle_get(handle, RILL__HANDLE_DEVICE)) == NULL) {
         /* Devices come from rill_device_get and live until rill_shutdown. */
         return rill__handle_fail(fn, "the device", handle, RILL__HANDLE_DEVICE);
     }
     *out = dev;
     return RILL_OK;
-}
-
-rill__device *rill__device_of_kind(rill_device_kind kind) {
-    rill__runtime *rt;
-    rill__runtime_get(&rt);
-    for (int i = 0; i < rt->num_devices; i++)
-        if (rt->devices[i]->base.info.kind == kind)
-            return rt->devices[i];
-    return NULL;
 }
 
 /* The stream whose dev_link l is (NULL for NULL): walks dev->streams. */
@@ -424,70 +416,6 @@ RILL_HOT rill_status rill__check_may_block(const char *fn) {
 }
 
 /* ---------------------------------------------------------------- public */
-
-rill_status rill_device_count(int *count) {
-    rill__runtime *rt;
-    if (count == NULL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_device_count: count is NULL");
-    rill__runtime_get(&rt);
-    *count = rt->num_devices;
-    return RILL_OK;
-}
-
-rill_status rill_device_get(int ordinal, rill_device **out) {
-    rill__runtime *rt;
-    if (out == NULL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_device_get: out is NULL");
-    *out = NULL;
-    rill__runtime_get(&rt);
-    if (ordinal < 0 || ordinal >= rt->num_devices) {
-        if (rt->num_devices == 0)
-            return no_device(rt, "rill_device_get");
-        return rill__fail(RILL_ERROR_NO_DEVICE,
-                          "rill_device_get: there is no device %d; ordinals run from 0 to %d "
-                          "(see rill_device_count or `rill info`)",
-                          ordinal, rt->num_devices - 1);
-    }
-    *out = rt->devices[ordinal]->handle;
-    return RILL_OK;
-}
-
-rill_status rill_device_get_by_kind(rill_device_kind kind, int index, rill_device **out) {
-    rill__runtime *rt;
-    if (out == NULL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_device_get_by_kind: out is NULL");
-    *out = NULL;
-    if (kind != RILL_DEVICE_CPU && kind != RILL_DEVICE_CUDA)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                          "rill_device_get_by_kind: kind %d is neither RILL_DEVICE_CPU nor "
-                          "RILL_DEVICE_CUDA",
-                          (int)kind);
-    rill__runtime_get(&rt);
-    int seen = 0;
-    for (int i = 0; i < rt->num_devices; i++) {
-        if (rt->devices[i]->base.info.kind == kind && seen++ == index) {
-            *out = rt->devices[i]->handle;
-            return RILL_OK;
-        }
-    }
-    return rill__fail(RILL_ERROR_NO_DEVICE,
-                      "rill_device_get_by_kind: there is no %s device with index %d here (%d "
-                      "such device(s)); see `rill info`",
-                      kind == RILL_DEVICE_CPU ? "CPU" : "CUDA", index, seen);
-}
-
-rill_status rill_device_get_info(rill_device *handle, rill_device_info *out) {
-    if (out == NULL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_device_get_info: out is NULL");
-    rill__device *dev;
-    rill_status st = rill__device_resolve(handle, "rill_device_get_info", &dev);
-    if (st != RILL_OK) {
-        memset(out, 0, sizeof *out);
-        return st;
-    }
-    *out = dev->base.info;
-    return RILL_OK;
-}
 
 rill_status rill_set_device(rill_device *handle) {
     rill__runtime *rt;

@@ -92,6 +92,10 @@ rill_status rill__device_resolve(rill_device *handle, const char *fn, rill__devi
 bool rill__device_check_streams(rill_device *dev, char *why, size_t cap);
 /* The first device of kind, or NULL (the runtime is initialised). */
 rill__device *rill__device_of_kind(rill_device_kind kind);
+/* RILL_ERROR_NO_DEVICE for fn, with the reason the runtime found no device
+ * (a backend's probe, a device that did not start, RILL_DEVICE) when it
+ * knows one. */
+rill_status rill__no_device(rill__runtime *rt, const char *fn);
 /* Fills deps with (stream, submitted seq) of every stream of dev that has
  * work pending (proxy streams aside: they run no work), taking a reference
  * on each stream, and returns how many;

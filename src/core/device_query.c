@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT */
+/* The calls that list the devices and describe them: ordinals in the order
+ * of the backends, the first device of a kind, a device's info. */
+#include <string.h>
+
+#include "core/runtime.h"
+#include "util/status.h"
+
+rill__device *rill__device_of_kind(rill_device_kind kind) {
+    rill__runtime *rt;
+    rill__runtime_get(&rt);
+    for (int i = 0; i < rt->num_devices; i++)
+        if (rt->devices[i]->base.info.kind == kind)
+            return rt->devices[i];
+    return NULL;
+}
+
+rill_status rill_device_count(int *count) {
+    rill__runtime *rt;
+    if (count == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_device_count: count is NULL");
+    rill__runtime_get(&rt);
+    *count = rt->num_devices;
+    return RILL_OK;
+}
+
+rill_status rill_device_get(int ordinal, rill_device **out) {
+    rill__runtime *rt;
+    if (out == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_device_get: out is NULL");
+    *out = NULL;
+    rill__runtime_get(&rt);
+    if (ordinal < 0 || ordinal >= rt->num_devices) {
+        if (rt->num_devices == 0)
+            return rill__no_device(rt, "rill_device_get");
+        return rill__fail(RILL_ERROR_NO_DEVICE,
+                          "rill_device_get: there is no device %d; ordinals run from 0 to %d "
+                          "(see rill_device_count or `rill info`)",
+                          ordinal, rt->num_devices - 1);
+    }
+    *out = rt->devices[ordinal]->handle;
+    return RILL_OK;
+}
+
+rill_status rill_device_get_by_kind(rill_device_kind kind, int index, rill_device **out) {
+    rill__runtime *rt;
+    if (out == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_device_get_by_kind: out is NULL");
+    *out = NULL;
+    if (kind != RILL_DEVICE_CPU && kind != RILL_DEVICE_CUDA)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_device_get_by_kind: kind %d is neither RILL_DEVICE_CPU nor "
+                          "RILL_DEVICE_CUDA",
+                          (int)kind);
+    rill__runtime_get(&rt);
+    int seen = 0;
+    for (int i = 0; i < rt->num_devices; i++) {
+        if (rt->devices[i]->base.info.kind == kind && seen++ == index) {
+            *out = rt->devices[i]->handle;
+            return RILL_OK;
+        }
+    }
+    return rill__fail(RILL_ERROR_NO_DEVICE,
+                      "rill_device_get_by_kind: there is no %s device with index %d here (%d "
+                      "such device(s)); see `rill info`",
+                      kind == RILL_DEVICE_CPU ? "CPU" : "CUDA", index, seen);
+}
+
+rill_status rill_device_get_info(rill_device *handle, rill_device_info *out) {
+    if (out == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_device_get_info: out is NULL");
+    rill__device *dev;
+    rill_status st = rill__device_resolve(handle, "rill_device_get_info", &dev);
+    if (st != RILL_OK) {
+        memset(out, 0, sizeof *out);
+        return st;
+    }
+    *out = dev->base.info;
+    return RILL_OK;
+}
