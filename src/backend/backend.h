@@ -133,24 +133,48 @@ enum rill__cmd_flags {
 
 struct rill__graph_launch;
 
+/* The payloads that commands and graph nodes share: a node is a command
+ * that waits in a graph. */
+typedef struct rill__kernel_call {
+    rill__kernel *kernel; /* borrowed: a destroyed kernel outlives its launches */
+    /* what kernel_load returned for the device (commands; NULL in graph
+     * nodes, whose backend state comes from graph_prepare) */
+    void *loaded;
+    rill_dim3 grid;
+    rill_dim3 block;
+    /* commands: borrowed during submit; graph nodes: owned by the node */
+    const void *args;
+    size_t args_size;
+    const rill_access *accesses;
+    size_t num_accesses;
+} rill__kernel_call;
+
+typedef struct rill__host_call {
+    rill_host_fn fn;
+    void *user_data;
+} rill__host_call;
+
+typedef struct rill__copy_call {
+    void *dst;
+    const void *src;
+    size_t bytes;
+    /* the devices whose memory dst and src are, or NULL for host memory
+     * that no device owns */
+    rill__device *dst_dev, *src_dev;
+} rill__copy_call;
+
+typedef struct rill__set_call {
+    void *dst;
+    int value;
+    size_t bytes;
+} rill__set_call;
+
 typedef struct rill__cmd {
     rill__cmd_kind kind;
     unsigned flags; /* enum rill__cmd_flags */
     union {
-        struct {
-            rill__kernel *kernel; /* borrowed: a destroyed kernel outlives its launches */
-            void *loaded;         /* what kernel_load returned for the stream's device */
-            rill_dim3 grid;
-            rill_dim3 block;
-            const void *args; /* borrowed during submit */
-            size_t args_size;
-            const rill_access *accesses; /* borrowed during submit */
-            size_t num_accesses;
-        } kernel;
-        struct {
-            rill_host_fn fn;
-            void *user_data;
-        } host;
+        rill__kernel_call kernel;
+        rill__host_call host;
         struct {
             rill__stream *stream; /* ref; of any device */
             uint64_t seq;
@@ -159,19 +183,8 @@ typedef struct rill__cmd {
             rill__event *event; /* ref */
             uint64_t gen;
         } record;
-        struct {
-            void *dst;
-            const void *src;
-            size_t bytes;
-            /* the devices whose memory dst and src are, or NULL for host
-             * memory that no device owns */
-            rill__device *dst_dev, *src_dev;
-        } copy;
-        struct {
-            void *dst;
-            int value;
-            size_t bytes;
-        } set;
+        rill__copy_call copy;
+        rill__set_call set;
         struct {
             /* ref: what the launch runs (below); the core releases it */
             struct rill__graph_launch *launch;
@@ -208,28 +221,10 @@ typedef enum rill__gnode_kind {
 typedef struct rill__gnode_params {
     rill__gnode_kind kind;
     union {
-        struct {
-            rill__kernel *kernel; /* held by the graph layer */
-            rill_dim3 grid, block;
-            void *args; /* owned */
-            size_t args_size;
-            rill_access *accesses; /* owned */
-            size_t num_accesses;
-        } kernel;
-        struct {
-            rill_host_fn fn;
-            void *user_data;
-        } host;
-        struct {
-            void *dst;
-            const void *src;
-            size_t bytes;
-        } copy;
-        struct {
-            void *dst;
-            int value;
-            size_t bytes;
-        } set;
+        rill__kernel_call kernel; /* the kernel held by the graph layer; args owned */
+        rill__host_call host;
+        rill__copy_call copy;
+        rill__set_call set;
         struct {
             rill__event *event; /* ref */
             int timing;         /* record nodes: the event has RILL_EVENT_TIMING */

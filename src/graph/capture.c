@@ -303,31 +303,22 @@ rill_status rill__cap_submit(rill__stream *s, const rill__cmd *cmd, uint64_t *se
     }
     switch (cmd->kind) {
     case RILL__CMD_KERNEL:
+        /* A captured command becomes the node of the same payload (the
+         * graph copies what it borrows). */
         p.kind = RILL__GNODE_KERNEL;
-        p.u.kernel.kernel = cmd->u.kernel.kernel;
-        p.u.kernel.grid = cmd->u.kernel.grid;
-        p.u.kernel.block = cmd->u.kernel.block;
-        p.u.kernel.args = (void *)cmd->u.kernel.args;
-        p.u.kernel.args_size = cmd->u.kernel.args_size;
-        p.u.kernel.accesses = (rill_access *)cmd->u.kernel.accesses;
-        p.u.kernel.num_accesses = cmd->u.kernel.num_accesses;
+        p.u.kernel = cmd->u.kernel;
         break;
     case RILL__CMD_HOST:
         p.kind = RILL__GNODE_HOST;
-        p.u.host.fn = cmd->u.host.fn;
-        p.u.host.user_data = cmd->u.host.user_data;
+        p.u.host = cmd->u.host;
         break;
     case RILL__CMD_COPY:
         p.kind = RILL__GNODE_COPY;
-        p.u.copy.dst = cmd->u.copy.dst;
-        p.u.copy.src = cmd->u.copy.src;
-        p.u.copy.bytes = cmd->u.copy.bytes;
+        p.u.copy = cmd->u.copy;
         break;
     case RILL__CMD_SET:
         p.kind = RILL__GNODE_SET;
-        p.u.set.dst = cmd->u.set.dst;
-        p.u.set.value = cmd->u.set.value;
-        p.u.set.bytes = cmd->u.set.bytes;
+        p.u.set = cmd->u.set;
         break;
     case RILL__CMD_CLEAR:
         st = rill__fail(RILL_ERROR_NOT_PERMITTED,

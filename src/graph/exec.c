@@ -120,8 +120,8 @@ static unsigned char *build_arena(rill__graph *g, rill__xnode *xn) {
 }
 
 static void take_params(rill__xnode *xn, const rill__graph_node *n) {
-    void *args = xn->p.u.kernel.args;
-    rill_access *acc = xn->p.u.kernel.accesses;
+    const void *args = xn->p.u.kernel.args; /* in the parameter set's arena */
+    const rill_access *acc = xn->p.u.kernel.accesses;
     xn->p = n->p;
     if (n->p.kind == RILL__GNODE_KERNEL) {
         xn->p.u.kernel.args = args;

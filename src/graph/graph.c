@@ -26,8 +26,8 @@ static void params_release(rill__gnode_params *p) {
     switch (p->kind) {
     case RILL__GNODE_KERNEL:
         atomic_fetch_sub(&p->u.kernel.kernel->graph_refs, 1);
-        rill__free(p->u.kernel.args);
-        rill__free(p->u.kernel.accesses);
+        rill__free((void *)p->u.kernel.args); /* owned by the node */
+        rill__free((void *)p->u.kernel.accesses);
         break;
     case RILL__GNODE_RECORD:
     case RILL__GNODE_WAIT:
@@ -184,15 +184,20 @@ rill_status rill__graph_add(rill__graph *g, const uint32_t *deps, uint32_t num_d
     if (params->kind == RILL__GNODE_KERNEL) {
         n->p.u.kernel.args = NULL;
         n->p.u.kernel.accesses = NULL;
+        n->p.u.kernel.loaded = NULL; /* graph_prepare's business */
         size_t as = params->u.kernel.args_size, na = params->u.kernel.num_accesses;
-        if (as > 0 && (n->p.u.kernel.args = rill__malloc(as)) == NULL)
+        void *args = as > 0 ? rill__malloc(as) : NULL;
+        n->p.u.kernel.args = args;
+        if (as > 0 && args == NULL)
             goto oom;
-        if (na > 0 && (n->p.u.kernel.accesses = rill__malloc(na * sizeof(rill_access))) == NULL)
+        rill_access *acc = na > 0 ? rill__malloc(na * sizeof *acc) : NULL;
+        n->p.u.kernel.accesses = acc;
+        if (na > 0 && acc == NULL)
             goto oom;
         if (as > 0)
-            memcpy(n->p.u.kernel.args, params->u.kernel.args, as);
+            memcpy(args, params->u.kernel.args, as);
         if (na > 0)
-            memcpy(n->p.u.kernel.accesses, params->u.kernel.accesses, na * sizeof(rill_access));
+            memcpy(acc, params->u.kernel.accesses, na * sizeof *acc);
     }
     if (g->num_nodes == g->cap_nodes) {
         uint32_t cap = g->cap_nodes == 0 ? 16 : 2 * g->cap_nodes;
@@ -225,8 +230,8 @@ rill_status rill__graph_add(rill__graph *g, const uint32_t *deps, uint32_t num_d
 oom:
     /* The slot stays free for the next node. */
     if (params->kind == RILL__GNODE_KERNEL) {
-        rill__free(n->p.u.kernel.args);
-        rill__free(n->p.u.kernel.accesses);
+        rill__free((void *)n->p.u.kernel.args);
+        rill__free((void *)n->p.u.kernel.accesses);
     }
     rill__free(n->deps);
     return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory adding a graph node", fn);
@@ -336,9 +341,9 @@ rill_status rill_graph_add_kernel_node(rill_graph *graph_h, rill_graph_node *con
     p.u.kernel.kernel = kernel;
     p.u.kernel.grid = launch->grid;
     p.u.kernel.block = launch->block;
-    p.u.kernel.args = (void *)launch->args;
+    p.u.kernel.args = launch->args;
     p.u.kernel.args_size = launch->args_size;
-    p.u.kernel.accesses = (rill_access *)launch->accesses;
+    p.u.kernel.accesses = launch->accesses;
     p.u.kernel.num_accesses = launch->num_accesses;
     return add_node(graph_h, deps, num_deps, &p, fn, out);
 }
@@ -366,14 +371,14 @@ rill_status rill_graph_add_memcpy_node(rill_graph *graph_h, rill_graph_node *con
     if (dst == NULL || src == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", fn,
                           dst == NULL ? "dst" : "src");
-    /* As rill_memcpy_async checks a copy it captures. */
-    rill__device *dev;
-    rill_status st = rill__mem_check_access(fn, "dst", NULL, dst, bytes, &dev);
+    /* As rill_memcpy_async checks a copy it captures, and with the devices
+     * of both sides, as a command carries them. */
+    rill__gnode_params p = {.kind = RILL__GNODE_COPY};
+    rill_status st = rill__mem_check_access(fn, "dst", NULL, dst, bytes, &p.u.copy.dst_dev);
     if (st == RILL_OK)
-        st = rill__mem_check_access(fn, "src", NULL, src, bytes, &dev);
+        st = rill__mem_check_access(fn, "src", NULL, src, bytes, &p.u.copy.src_dev);
     if (st != RILL_OK)
         return st;
-    rill__gnode_params p = {.kind = RILL__GNODE_COPY};
     p.u.copy.dst = dst;
     p.u.copy.src = src;
     p.u.copy.bytes = bytes;
