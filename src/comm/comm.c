@@ -303,10 +303,7 @@ static rill_status check_buffer(const char *fn, const buffer *b, rill__stream *s
 static rill_status check_args(const rill__comm_channel *ch, rill__stream *s,
                               const rill__comm_args *a, buffer *recv, buffer *send) {
     const char *fn = a->fn;
-    const char *count_name = a->kind == RILL__COMM_ALLREDUCE        ? "count"
-                             : a->kind == RILL__COMM_REDUCE_SCATTER ? "count_per_rank"
-                             : a->kind == RILL__COMM_ALLGATHER      ? "bytes_per_rank"
-                                                                    : "bytes";
+    const char *count_name = rill__comm_count_name(a->kind);
     if (a->count > ch->t->max_count)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "%s: %s is %zu, more than %s takes in one call (%zu); split the "

@@ -37,6 +37,26 @@ typedef enum rill__comm_kind {
  * which needs MPI's header and so cannot be included here). */
 enum { RILL__REDUCE_SUM, RILL__REDUCE_MAX, RILL__REDUCE_MIN, RILL__REDUCE_AVG };
 
+/* "sum", "max", "min", "avg": a reduction in sentences. */
+static inline const char *rill__comm_reduce_name(int reduce) {
+    static const char *const names[] = {"sum", "max", "min", "avg"};
+    return reduce >= 0 && reduce < 4 ? names[reduce] : "?";
+}
+
+/* The public parameter that holds an operation's count, for sentences. */
+static inline const char *rill__comm_count_name(rill__comm_kind kind) {
+    switch (kind) {
+    case RILL__COMM_ALLREDUCE:
+        return "count";
+    case RILL__COMM_REDUCE_SCATTER:
+        return "count_per_rank";
+    case RILL__COMM_ALLGATHER:
+        return "bytes_per_rank";
+    default:
+        return "bytes";
+    }
+}
+
 /* One operation as the public call describes it. */
 typedef struct rill__comm_args {
     rill__comm_kind kind;

@@ -120,21 +120,18 @@ void rill__comm_engine_give_proxy(rill__stream *p) {
 
 /* ------------------------------------------------------------ sentences */
 
-static const char *reduce_name(int reduce) {
-    static const char *const names[] = {"sum", "max", "min", "avg"};
-    return reduce >= 0 && reduce < 4 ? names[reduce] : "?";
-}
-
 /* "rill_allreduce_f32 (sum of 1000 floats) on rank 1 of 4" */
 static void describe(const rill__comm_channel *ch, const rill__comm_args *a, char *buf,
                      size_t size) {
     char what[96];
     switch (a->kind) {
     case RILL__COMM_ALLREDUCE:
-        snprintf(what, sizeof what, "%s of %zu floats", reduce_name(a->reduce), a->count);
+        snprintf(what, sizeof what, "%s of %zu floats", rill__comm_reduce_name(a->reduce),
+                 a->count);
         break;
     case RILL__COMM_REDUCE_SCATTER:
-        snprintf(what, sizeof what, "%s, %zu floats per rank", reduce_name(a->reduce), a->count);
+        snprintf(what, sizeof what, "%s, %zu floats per rank", rill__comm_reduce_name(a->reduce),
+                 a->count);
         break;
     case RILL__COMM_BROADCAST:
         snprintf(what, sizeof what, "%zu bytes from rank %d", a->count, a->peer);

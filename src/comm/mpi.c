@@ -43,8 +43,7 @@ typedef struct mpi_ctx {
     /* the check under way: at most one per communicator (op.starting) */
     int check_send[2 * CHECK_ARGS], check_recv[2 * CHECK_ARGS];
     /* a check timed out, and MPI may still write check_recv: ctx is never
-     * freed (the engine never releases one while its OPEN may write it
-     * either) */
+     * freed, as the engine never frees the ctx of an OPEN that timed out */
     bool check_held;
 } mpi_ctx;
 
@@ -224,11 +223,6 @@ static rill__comm_test opened(mpi_ctx *c, rill__comm_op *op, char *why, size_t s
     return RILL__COMM_FAILED;
 }
 
-static const char *reduce_name(int reduce) {
-    static const char *const names[] = {"sum", "max", "min", "avg"};
-    return reduce >= 0 && reduce < 4 ? names[reduce] : "?";
-}
-
 static const char *collective_name(int kind) {
     switch (kind) {
     case RILL__COMM_ALLREDUCE:
@@ -264,10 +258,7 @@ static bool check_agrees(const mpi_ctx *c, const rill__comm_op *op, char *why, s
                      found, collective_name(mine[i]), collective_name(other));
             break;
         case CHECK_COUNT: {
-            const char *name = op->a.kind == RILL__COMM_ALLREDUCE        ? "count"
-                               : op->a.kind == RILL__COMM_REDUCE_SCATTER ? "count_per_rank"
-                               : op->a.kind == RILL__COMM_ALLGATHER      ? "bytes_per_rank"
-                                                                         : "bytes";
+            const char *name = rill__comm_count_name(op->a.kind);
             snprintf(why, size,
                      "%s passed %s %d and another rank passed %d; pass the same %s on every "
                      "rank",
@@ -278,7 +269,7 @@ static bool check_agrees(const mpi_ctx *c, const rill__comm_op *op, char *why, s
             snprintf(why, size,
                      "%s passed op %s and another rank passed op %s; pass the same op on every "
                      "rank",
-                     found, reduce_name(mine[i]), reduce_name(other));
+                     found, rill__comm_reduce_name(mine[i]), rill__comm_reduce_name(other));
             break;
         default:
             snprintf(why, size,
