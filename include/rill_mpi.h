@@ -56,6 +56,22 @@
  *    _f32 calls, bytes for the others.
  *  - RILL_COMM_TIMEOUT is read when a communicator is created, in seconds
  *    (0.5 is allowed); unset, empty or 0 means no limit.
+ *  - RILL_COMM_CHECK=1, read when a communicator is created, is a debug
+ *    mode for mismatched arguments, which MPI itself may not detect (it
+ *    may hang, or read and write past the buffers). Each collective on the
+ *    communicator first makes one small extra allreduce of its kind,
+ *    count, op and root, in its stream's order on the communication
+ *    thread, and the next collective waits for it. A collective whose
+ *    count (count, count_per_rank, bytes_per_rank, bytes), op, root or
+ *    kind differs between ranks then fails on every rank, before any rank
+ *    starts it, with a sentence that names the collective, this rank's
+ *    value and another rank's, and says to pass the same on every rank;
+ *    it breaks the communicator as any failure does. Set it on every rank
+ *    or on none: a rank without the check would match another's check
+ *    with its collective. Sends and receives are not checked (a receive
+ *    already fails when the byte counts differ). Unset, empty or 0: no
+ *    check and no extra call; another value is RILL_ERROR_INVALID_ARGUMENT
+ *    from rill_comm_create_mpi.
  *  - rill_shutdown destroys the communicators left, waiting for their
  *    collectives; after MPI_Finalize it releases only rill's part of them.
  *  - The program that calls rill_comm_create_mpi may fork, but the child
@@ -87,7 +103,8 @@ typedef enum rill_reduce_op {
  * called it; RILL_ERROR_NOT_PERMITTED from a kernel or host function. The
  * duplicate returns MPI's errors to rill (MPI_ERRORS_RETURN). Statuses:
  * RILL_ERROR_INVALID_ARGUMENT for MPI_COMM_NULL, MPI not initialised or
- * already finalised, or a RILL_COMM_TIMEOUT that is not a number;
+ * already finalised, a RILL_COMM_TIMEOUT that is not a number, or a
+ * RILL_COMM_CHECK other than 0 or 1;
  * RILL_ERROR_NOT_SUPPORTED below MPI_THREAD_SERIALIZED;
  * RILL_ERROR_INTERNAL when MPI cannot duplicate comm, or the other ranks do
  * not within RILL_COMM_TIMEOUT. */

@@ -88,6 +88,22 @@ static rill_status read_timeout(const char *fn, rill__comm_channel *ch) {
     return RILL_OK;
 }
 
+/* Reads RILL_COMM_CHECK: 1 checks every collective's arguments against
+ * the other ranks'; unset, empty or 0 does not. */
+static rill_status read_check(const char *fn, rill__comm_channel *ch) {
+    const char *env = getenv("RILL_COMM_CHECK");
+    ch->check = false;
+    if (env == NULL || env[0] == '\0' || strcmp(env, "0") == 0)
+        return RILL_OK;
+    if (strcmp(env, "1") != 0)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: RILL_COMM_CHECK='%s' is neither 0 nor 1; set it to 1 (on every "
+                          "rank) to check that the ranks pass the same counts, or unset it",
+                          fn, env);
+    ch->check = true;
+    return RILL_OK;
+}
+
 static rill__comm_task *control_task(rill__comm_channel *ch, rill__comm_kind kind, const char *fn) {
     rill__comm_task *t = rill__calloc(1, sizeof *t);
     if (t == NULL)
@@ -128,6 +144,8 @@ rill_status rill__comm_open(const rill__comm_transport *t, void *ctx, const char
     }
     if (st == RILL_OK)
         st = read_timeout(fn, ch);
+    if (st == RILL_OK)
+        st = read_check(fn, ch);
     if (st != RILL_OK) {
         rill__free(close);
         rill__free(open);
@@ -285,10 +303,7 @@ static rill_status check_buffer(const char *fn, const buffer *b, rill__stream *s
 static rill_status check_args(const rill__comm_channel *ch, rill__stream *s,
                               const rill__comm_args *a, buffer *recv, buffer *send) {
     const char *fn = a->fn;
-    const char *count_name = a->kind == RILL__COMM_ALLREDUCE        ? "count"
-                             : a->kind == RILL__COMM_REDUCE_SCATTER ? "count_per_rank"
-                             : a->kind == RILL__COMM_ALLGATHER      ? "bytes_per_rank"
-                                                                    : "bytes";
+    const char *count_name = rill__comm_count_name(a->kind);
     if (a->count > ch->t->max_count)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "%s: %s is %zu, more than %s takes in one call (%zu); split the "
@@ -373,6 +388,7 @@ rill_status rill__comm_issue(rill_stream *stream, rill_comm *comm, const rill__c
         return rill__fail_from(st, fn);
     }
     t->op.a = *a;
+    t->op.check = ch->check && a->kind != RILL__COMM_SEND && a->kind != RILL__COMM_RECV;
     t->ch = ch;
     t->stream = s;
     t->proxy = p;

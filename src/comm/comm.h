@@ -37,6 +37,26 @@ typedef enum rill__comm_kind {
  * which needs MPI's header and so cannot be included here). */
 enum { RILL__REDUCE_SUM, RILL__REDUCE_MAX, RILL__REDUCE_MIN, RILL__REDUCE_AVG };
 
+/* "sum", "max", "min", "avg": a reduction in sentences. */
+static inline const char *rill__comm_reduce_name(int reduce) {
+    static const char *const names[] = {"sum", "max", "min", "avg"};
+    return reduce >= 0 && reduce < 4 ? names[reduce] : "?";
+}
+
+/* The public parameter that holds an operation's count, for sentences. */
+static inline const char *rill__comm_count_name(rill__comm_kind kind) {
+    switch (kind) {
+    case RILL__COMM_ALLREDUCE:
+        return "count";
+    case RILL__COMM_REDUCE_SCATTER:
+        return "count_per_rank";
+    case RILL__COMM_ALLGATHER:
+        return "bytes_per_rank";
+    default:
+        return "bytes";
+    }
+}
+
 /* One operation as the public call describes it. */
 typedef struct rill__comm_args {
     rill__comm_kind kind;
@@ -54,6 +74,14 @@ typedef struct rill__comm_args {
 typedef struct rill__comm_op {
     /* immutable once issued */
     rill__comm_args a;
+    /* a collective of a communicator made under RILL_COMM_CHECK=1: the
+     * transport first checks that every rank passed the same arguments */
+    bool check;
+    /* written by the transport's start and test: the operation is under
+     * way but its own call into the transport is not made yet (the check
+     * runs first). The engine starts nothing later on the channel until
+     * it is cleared, so that every rank makes its calls in one order. */
+    bool starting;
     /* the transport's, between start and its last test (an MPI_Request) */
     _Alignas(16) unsigned char state[64];
     /* OPEN: written by the transport's test when it completes */
@@ -93,7 +121,9 @@ typedef struct rill__comm_transport {
  * call on, whatever the outcome (released with t->release). Blocks:
  * RILL_ERROR_NOT_PERMITTED from a kernel or host function. The timeout is
  * read from RILL_COMM_TIMEOUT (RILL_ERROR_INVALID_ARGUMENT when it is not a
- * number of seconds). fn names the public call. */
+ * number of seconds), the argument check from RILL_COMM_CHECK
+ * (RILL_ERROR_INVALID_ARGUMENT when it is not 0 or 1). fn names the public
+ * call. */
 rill_status rill__comm_open(const rill__comm_transport *t, void *ctx, const char *fn,
                             rill_comm **out);
 /* Closes comm: waits until every operation issued on it has completed,

@@ -7,15 +7,19 @@
  * issued right behind another of its channel on the same stream, that
  * one's completion does, so back-to-back operations follow each other
  * without a worker in between), because MPI matches operations of a
- * communicator in the order they are called; it
+ * communicator in the order they are called (and an operation whose
+ * transport makes a check call before its own, under RILL_COMM_CHECK,
+ * holds the channel's later ones back until its own call is made); it
  * tests the started ones until they complete, fails those that miss their
  * deadline, and completes their proxies' numbers, which resumes the parked
  * streams. It holds no compute unit and never blocks in the transport.
  *
  * Invariants: a channel's queue holds its issued, not yet started tasks
  * in issue order; ch->active counts its started, unfinished, not
- * abandoned tasks; engine.live = the sum of ch->active; a proxy in the
- * free list has done_seq == sub_seq; ch->last, when set, is the unfinished
+ * abandoned tasks; engine.live = the sum of ch->active; ch->gate, when
+ * set, is an active task of ch with op.starting set, and nothing of ch
+ * starts while it is; a proxy in the free list has done_seq == sub_seq;
+ * ch->last, when set, is the unfinished
  * task whose WAIT is (stream last_stream_id, last_wait_seq), and a task's
  * chained successor is queued behind it, not ready.
  *
@@ -116,21 +120,18 @@ void rill__comm_engine_give_proxy(rill__stream *p) {
 
 /* ------------------------------------------------------------ sentences */
 
-static const char *reduce_name(int reduce) {
-    static const char *const names[] = {"sum", "max", "min", "avg"};
-    return reduce >= 0 && reduce < 4 ? names[reduce] : "?";
-}
-
 /* "rill_allreduce_f32 (sum of 1000 floats) on rank 1 of 4" */
 static void describe(const rill__comm_channel *ch, const rill__comm_args *a, char *buf,
                      size_t size) {
     char what[96];
     switch (a->kind) {
     case RILL__COMM_ALLREDUCE:
-        snprintf(what, sizeof what, "%s of %zu floats", reduce_name(a->reduce), a->count);
+        snprintf(what, sizeof what, "%s of %zu floats", rill__comm_reduce_name(a->reduce),
+                 a->count);
         break;
     case RILL__COMM_REDUCE_SCATTER:
-        snprintf(what, sizeof what, "%s, %zu floats per rank", reduce_name(a->reduce), a->count);
+        snprintf(what, sizeof what, "%s, %zu floats per rank", rill__comm_reduce_name(a->reduce),
+                 a->count);
         break;
     case RILL__COMM_BROADCAST:
         snprintf(what, sizeof what, "%zu bytes from rank %d", a->count, a->peer);
@@ -252,6 +253,8 @@ static void drop_abandoned(rill__comm_channel *ch) {
 }
 
 static void activate(rill__comm_channel *ch, rill__comm_task *t) {
+    if (t->op.starting)
+        ch->gate = t;
     t->deadline_ns = ch->timeout_ns != 0 ? rill__now_ns() + ch->timeout_ns : 0;
     t->active_next = engine.active;
     engine.active = t;
@@ -358,7 +361,7 @@ static bool start_ready(void) {
      * survives the unlocked stretches. */
     for (rill__comm_channel *ch = engine.channels; ch != NULL; ch = ch->next) {
         rill__comm_task *t;
-        while (!ch->closed && (t = ch->head) != NULL && startable(ch, t)) {
+        while (!ch->closed && ch->gate == NULL && (t = ch->head) != NULL && startable(ch, t)) {
             ch->head = t->next;
             if (ch->head == NULL)
                 ch->tail = NULL;
@@ -387,6 +390,8 @@ static bool start_ready(void) {
 
 /* t is no longer under way (finished, failed or abandoned). */
 static void retire(rill__comm_task *t) {
+    if (t->ch->gate == t)
+        t->ch->gate = NULL;
     t->ch->active--;
     engine.live--;
 }
@@ -489,6 +494,10 @@ static bool test_active(void) {
             continue;
         }
         if (r == RILL__COMM_PENDING) {
+            if (ch->gate == t && !t->op.starting) {
+                ch->gate = NULL; /* its own call is made: the next may start */
+                progress = true;
+            }
             if (t->deadline_ns != 0 && now >= t->deadline_ns) {
                 progress = true;
                 if (t->op.a.kind == RILL__COMM_OPEN) {

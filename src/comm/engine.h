@@ -66,6 +66,7 @@ struct rill__comm_channel {
     int rank, size;
     uint64_t timeout_ns;           /* 0: no limit */
     double timeout_s;              /* the same, for sentences */
+    bool check;                    /* RILL_COMM_CHECK=1: collectives check their arguments */
     uint32_t forks;                /* rill__fork_count when made */
     void *handle;                  /* the public handle, once open */
     struct rill__comm_task *close; /* owned: CLOSE's task, made at create */
@@ -81,6 +82,8 @@ struct rill__comm_channel {
     bool closing; /* CLOSE is queued: nothing more may be */
     /* communication thread only */
     int active;    /* started and not finished, abandoned ones aside */
+    /* the started task whose op.starting is set: nothing later starts */
+    rill__comm_task *gate;
     bool broken;   /* a failure: later operations would not match the other ranks' */
     bool closed;   /* CLOSE ran, or OPEN failed: the channel is freed */
     bool leak_ctx; /* the transport may still write ctx */

@@ -8,7 +8,15 @@
  * duplicate of the caller's (MPI_Comm_idup, so that creating one never
  * stops the thread from progressing others' collectives) whose errors
  * return to rill (MPI_ERRORS_RETURN). Allocation here is plain malloc:
- * librill's allocation hooks are internal to it. */
+ * librill's allocation hooks are internal to it.
+ *
+ * Under RILL_COMM_CHECK=1 a collective is two calls on the duplicate: an
+ * MPI_Iallreduce (MPI_MAX) of its kind, count, op and root, each also
+ * negated so that one reduction gives every rank the largest and the
+ * smallest value, then, once every rank agreed, the collective itself. The
+ * engine starts nothing later on the communicator in between (op.starting),
+ * so every rank makes the calls in one order, and a mismatch is seen by
+ * every rank at the same collective, before any of them starts it. */
 #include "rill_mpi.h"
 
 #include <limits.h>
@@ -24,17 +32,42 @@ _Static_assert((int)RILL_REDUCE_SUM == (int)RILL__REDUCE_SUM &&
                    (int)RILL_REDUCE_MIN == (int)RILL__REDUCE_MIN &&
                    (int)RILL_REDUCE_AVG == (int)RILL__REDUCE_AVG,
                "the engine names reductions by rill_reduce_op's values");
-_Static_assert(sizeof(MPI_Request) <= sizeof(((rill__comm_op *)0)->state),
-               "an operation's state holds its MPI_Request");
+
+/* What the check reduces: each argument, then its negation. */
+enum { CHECK_KIND, CHECK_COUNT, CHECK_REDUCE, CHECK_ROOT, CHECK_ARGS };
 
 /* One communicator's MPI state; the communication thread's only. */
 typedef struct mpi_ctx {
     MPI_Comm parent; /* the caller's: read by OPEN */
     MPI_Comm comm;   /* the duplicate: rill's traffic only */
+    /* the check under way: at most one per communicator (op.starting) */
+    int check_send[2 * CHECK_ARGS], check_recv[2 * CHECK_ARGS];
+    /* a check timed out, and MPI may still write check_recv: ctx is never
+     * freed, as the engine never frees the ctx of an OPEN that timed out */
+    bool check_held;
 } mpi_ctx;
 
+/* Where an operation is, in op->state beside its request. */
+enum phase {
+    PHASE_RUN = 0,   /* the operation's own call is made (no check, or it passed) */
+    PHASE_CHECK,     /* the check's MPI_Iallreduce is under way */
+    PHASE_CHECK_LOST /* the check timed out: its completion starts nothing */
+};
+
+typedef struct mpi_state {
+    MPI_Request req;
+    enum phase phase;
+} mpi_state;
+
+_Static_assert(sizeof(mpi_state) <= sizeof(((rill__comm_op *)0)->state),
+               "an operation's state holds its MPI_Request and phase");
+
+static mpi_state *state_of(rill__comm_op *op) {
+    return (mpi_state *)(void *)op->state;
+}
+
 static MPI_Request *request_of(rill__comm_op *op) {
-    return (MPI_Request *)(void *)op->state;
+    return &state_of(op)->req;
 }
 
 /* "MPI_ERR_TRUNCATE: message truncated" */
@@ -85,13 +118,65 @@ static rill_status check_mpi(char *why, size_t size) {
 
 /* -------------------------------------------------------------- transport */
 
+/* Makes the operation's own call (a stream operation's). */
+static int start_call(mpi_ctx *c, const rill__comm_args *a, MPI_Request *req) {
+    int n = (int)a->count; /* the engine checked count <= max_count */
+    switch (a->kind) {
+    case RILL__COMM_ALLREDUCE: {
+        /* recv == send reduces in place; 0 floats never need it */
+        const void *send = a->send == a->recv && n > 0 ? MPI_IN_PLACE : a->send;
+        return MPI_Iallreduce(send, a->recv, n, MPI_FLOAT, mpi_op(a->reduce), c->comm, req);
+    }
+    case RILL__COMM_BROADCAST:
+        return MPI_Ibcast(a->recv, n, MPI_BYTE, a->peer, c->comm, req);
+    case RILL__COMM_ALLGATHER:
+        return MPI_Iallgather(a->send, n, MPI_BYTE, a->recv, n, MPI_BYTE, c->comm, req);
+    case RILL__COMM_REDUCE_SCATTER:
+        return MPI_Ireduce_scatter_block(a->send, a->recv, n, MPI_FLOAT, mpi_op(a->reduce), c->comm,
+                                         req);
+    case RILL__COMM_SEND:
+        return MPI_Isend(a->recv, n, MPI_BYTE, a->peer, 0, c->comm, req);
+    case RILL__COMM_RECV:
+        return MPI_Irecv(a->recv, n, MPI_BYTE, a->peer, 0, c->comm, req);
+    default:
+        return MPI_ERR_OP; /* OPEN and CLOSE are not stream operations */
+    }
+}
+
+/* What the check compares of a: its kind, count, and op and root where
+ * the collective has them (-1 where not). */
+static void check_args_of(const rill__comm_args *a, int out[CHECK_ARGS]) {
+    bool reduces = a->kind == RILL__COMM_ALLREDUCE || a->kind == RILL__COMM_REDUCE_SCATTER;
+    out[CHECK_KIND] = (int)a->kind;
+    out[CHECK_COUNT] = (int)a->count;
+    out[CHECK_REDUCE] = reduces ? a->reduce : -1;
+    out[CHECK_ROOT] = a->kind == RILL__COMM_BROADCAST ? a->peer : -1;
+}
+
+/* Starts the check of op: the operation's own call waits for its result. */
+static int start_check(mpi_ctx *c, rill__comm_op *op) {
+    int mine[CHECK_ARGS];
+    check_args_of(&op->a, mine);
+    for (int i = 0; i < CHECK_ARGS; i++) {
+        c->check_send[i] = mine[i];
+        c->check_send[CHECK_ARGS + i] = -mine[i]; /* its maximum is minus the minimum */
+    }
+    int rc = MPI_Iallreduce(c->check_send, c->check_recv, 2 * CHECK_ARGS, MPI_INT, MPI_MAX, c->comm,
+                            request_of(op));
+    if (rc == MPI_SUCCESS) {
+        state_of(op)->phase = PHASE_CHECK;
+        op->starting = true;
+    }
+    return rc;
+}
+
 static rill_status mpi_start(void *vctx, rill__comm_op *op, char *why, size_t size) {
     mpi_ctx *c = vctx;
     const rill__comm_args *a = &op->a;
     MPI_Request *req = request_of(op);
-    int n = (int)a->count; /* the engine checked count <= max_count */
     int rc = MPI_SUCCESS;
     *req = MPI_REQUEST_NULL;
+    state_of(op)->phase = PHASE_RUN;
     switch (a->kind) {
     case RILL__COMM_OPEN: {
         rill_status st = check_mpi(why, size);
@@ -113,27 +198,8 @@ static rill_status mpi_start(void *vctx, rill__comm_op *op, char *why, size_t si
             rc = MPI_Comm_free(&c->comm);
         break;
     }
-    case RILL__COMM_ALLREDUCE: {
-        /* recv == send reduces in place; 0 floats never need it */
-        const void *send = a->send == a->recv && n > 0 ? MPI_IN_PLACE : a->send;
-        rc = MPI_Iallreduce(send, a->recv, n, MPI_FLOAT, mpi_op(a->reduce), c->comm, req);
-        break;
-    }
-    case RILL__COMM_BROADCAST:
-        rc = MPI_Ibcast(a->recv, n, MPI_BYTE, a->peer, c->comm, req);
-        break;
-    case RILL__COMM_ALLGATHER:
-        rc = MPI_Iallgather(a->send, n, MPI_BYTE, a->recv, n, MPI_BYTE, c->comm, req);
-        break;
-    case RILL__COMM_REDUCE_SCATTER:
-        rc = MPI_Ireduce_scatter_block(a->send, a->recv, n, MPI_FLOAT, mpi_op(a->reduce), c->comm,
-                                       req);
-        break;
-    case RILL__COMM_SEND:
-        rc = MPI_Isend(a->recv, n, MPI_BYTE, a->peer, 0, c->comm, req);
-        break;
-    case RILL__COMM_RECV:
-        rc = MPI_Irecv(a->recv, n, MPI_BYTE, a->peer, 0, c->comm, req);
+    default:
+        rc = op->check ? start_check(c, op) : start_call(c, a, req);
         break;
     }
     if (rc != MPI_SUCCESS) {
@@ -157,12 +223,112 @@ static rill__comm_test opened(mpi_ctx *c, rill__comm_op *op, char *why, size_t s
     return RILL__COMM_FAILED;
 }
 
+static const char *collective_name(int kind) {
+    switch (kind) {
+    case RILL__COMM_ALLREDUCE:
+        return "rill_allreduce_f32";
+    case RILL__COMM_BROADCAST:
+        return "rill_broadcast";
+    case RILL__COMM_ALLGATHER:
+        return "rill_allgather";
+    case RILL__COMM_REDUCE_SCATTER:
+        return "rill_reduce_scatter_f32";
+    default:
+        return "another operation";
+    }
+}
+
+/* The check's result: false, and why, when a rank passed other arguments
+ * than this one. Every rank reads the same maxima and minima, so every
+ * rank finds the same argument differing. */
+static bool check_agrees(const mpi_ctx *c, const rill__comm_op *op, char *why, size_t size) {
+    static const char found[] = "RILL_COMM_CHECK found that this rank";
+    int mine[CHECK_ARGS];
+    check_args_of(&op->a, mine);
+    for (int i = 0; i < CHECK_ARGS; i++) {
+        int max = c->check_recv[i], min = -c->check_recv[CHECK_ARGS + i];
+        if (max == min)
+            continue;
+        int other = max != mine[i] ? max : min;
+        switch (i) {
+        case CHECK_KIND:
+            snprintf(why, size,
+                     "%s issued %s where another rank issued %s; issue the same collectives in "
+                     "the same order on every rank",
+                     found, collective_name(mine[i]), collective_name(other));
+            break;
+        case CHECK_COUNT: {
+            const char *name = rill__comm_count_name(op->a.kind);
+            snprintf(why, size,
+                     "%s passed %s %d and another rank passed %d; pass the same %s on every "
+                     "rank",
+                     found, name, mine[i], other, name);
+            break;
+        }
+        case CHECK_REDUCE:
+            snprintf(why, size,
+                     "%s passed op %s and another rank passed op %s; pass the same op on every "
+                     "rank",
+                     found, rill__comm_reduce_name(mine[i]), rill__comm_reduce_name(other));
+            break;
+        default:
+            snprintf(why, size,
+                     "%s passed root %d and another rank passed root %d; pass the same root on "
+                     "every rank",
+                     found, mine[i], other);
+            break;
+        }
+        return false;
+    }
+    return true;
+}
+
+/* Tests the check of op; once every rank agreed, makes the operation's
+ * own call. */
+static rill__comm_test test_check(mpi_ctx *c, rill__comm_op *op, char *why, size_t size) {
+    mpi_state *st = state_of(op);
+    int flag = 0;
+    int rc = MPI_Test(&st->req, &flag, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) {
+        error_string(rc, why, size);
+        op->starting = false;
+        if (flag || st->req == MPI_REQUEST_NULL) {
+            c->check_held = false;
+            return RILL__COMM_FAILED;
+        }
+        /* MPI may still write check_recv: the test goes on, starting
+         * nothing. */
+        st->phase = PHASE_CHECK_LOST;
+        c->check_held = true;
+        return RILL__COMM_FAILED_HELD;
+    }
+    if (!flag)
+        return RILL__COMM_PENDING;
+    op->starting = false;
+    if (st->phase == PHASE_CHECK_LOST) {
+        c->check_held = false;
+        snprintf(why, size, "the check completed after the operation was given up");
+        return RILL__COMM_FAILED;
+    }
+    if (!check_agrees(c, op, why, size))
+        return RILL__COMM_FAILED;
+    st->phase = PHASE_RUN;
+    rc = start_call(c, &op->a, &st->req);
+    if (rc != MPI_SUCCESS) {
+        error_string(rc, why, size);
+        return RILL__COMM_FAILED;
+    }
+    return RILL__COMM_PENDING;
+}
+
 static rill__comm_test mpi_test(void *vctx, rill__comm_op *op, char *why, size_t size) {
     mpi_ctx *c = vctx;
     const rill__comm_args *a = &op->a;
     MPI_Request *req = request_of(op);
     if (a->kind == RILL__COMM_CLOSE)
         return RILL__COMM_DONE;
+    if (state_of(op)->phase != PHASE_RUN)
+        return test_check(c, op, why, size);
     int flag = 0;
     MPI_Status status;
     int rc = MPI_Test(req, &flag, &status);
@@ -203,7 +369,15 @@ static rill__comm_test mpi_test(void *vctx, rill__comm_op *op, char *why, size_t
 }
 
 static void mpi_cancel(void *vctx, rill__comm_op *op) {
-    (void)vctx;
+    mpi_ctx *c = vctx;
+    mpi_state *st = state_of(op);
+    if (st->phase == PHASE_CHECK) {
+        /* A check cannot be cancelled either; its late completion must
+         * start nothing, and MPI may write check_recv until then. */
+        st->phase = PHASE_CHECK_LOST;
+        c->check_held = true;
+        return;
+    }
     /* Only point-to-point operations can be cancelled; a collective
      * stays under way in MPI. */
     if (op->a.kind == RILL__COMM_SEND || op->a.kind == RILL__COMM_RECV)
@@ -211,7 +385,9 @@ static void mpi_cancel(void *vctx, rill__comm_op *op) {
 }
 
 static void mpi_release(void *vctx) {
-    free(vctx);
+    mpi_ctx *c = vctx;
+    if (!c->check_held) /* else MPI may still write c->check_recv: kept for good */
+        free(c);
 }
 
 static const rill__comm_transport mpi_transport = {
