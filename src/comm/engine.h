@@ -81,7 +81,7 @@ struct rill__comm_channel {
     bool opened;  /* OPEN succeeded */
     bool closing; /* CLOSE is queued: nothing more may be */
     /* communication thread only */
-    int active;    /* started and not finished, abandoned ones aside */
+    int active; /* started and not finished, abandoned ones aside */
     /* the started task whose op.starting is set: nothing later starts */
     rill__comm_task *gate;
     bool broken;   /* a failure: later operations would not match the other ranks' */
