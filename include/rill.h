@@ -140,20 +140,25 @@ typedef struct rill_device_info {
 } rill_device_info;
 
 /* Devices are owned by the library and live until rill_shutdown. Ordinals:
- * CUDA devices first (once a CUDA backend is built), then the CPU device;
- * RILL_DEVICE=cpu|cuda:N in the environment chooses the initial current
- * device (default: ordinal 0; cuda:N names no device in this version, see
- * rill_device_get's RILL_ERROR_NO_DEVICE).
- * RILL_CPU_WORKERS=N sets the CPU device's compute units (default: the
- * number of processors the process may run on). */
+ * CUDA devices first (once a CUDA backend is built), then the CPU devices:
+ * one per NUMA node the process may run on (one on a machine without NUMA
+ * information), or RILL_CPU_DEVICES=N of them, which split the processors
+ * the process may run on into N even runs. With several CPU devices, each
+ * one's workers run on its own processors only, and its name says which.
+ * RILL_CPU_WORKERS=N sets each CPU device's compute units (default: the
+ * number of its processors). RILL_DEVICE=cpu:N|cuda:N in the environment
+ * chooses the initial current device, the N-th of that kind ("cpu" is
+ * cpu:0; default: ordinal 0; cuda:N names no device in this version, see
+ * rill_device_get's RILL_ERROR_NO_DEVICE). */
 rill_status rill_device_count(int *count);
 rill_status rill_device_get(int ordinal, rill_device **out);
 rill_status rill_device_get_by_kind(rill_device_kind kind, int index, rill_device **out);
 rill_status rill_device_get_info(rill_device *dev, rill_device_info *out);
 rill_status rill_set_device(rill_device *dev);        /* for the calling thread */
 rill_status rill_get_device(rill_device **out);       /* the calling thread's current device */
-/* Waits for every stream of dev; RILL_ERROR_KERNEL_FAILED when one of them
- * failed and was not cleared since (see rill_stream_clear_error). */
+/* Waits for every stream of dev (other devices' streams are not waited
+ * for); RILL_ERROR_KERNEL_FAILED when one of them failed and was not
+ * cleared since (see rill_stream_clear_error). */
 rill_status rill_device_synchronize(rill_device *dev);
 
 /* --------------------------------------------------------------- streams */

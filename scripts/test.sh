@@ -35,6 +35,10 @@ if [ "${1:-}" != quick ]; then
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" run tsan 'unit|stress'
 fi
 run default 'unit|seeds|stress|install|python|mpi'
+# The unit tests again with two CPU devices (a split of the processors):
+# every rule holds whatever the number of devices.
+echo "== default, RILL_CPU_DEVICES=2: ctest -L unit"
+(cd build/default && RILL_CPU_DEVICES=2 ctest -L unit --output-on-failure -j 1)
 if [ "${1:-}" != quick ]; then
   scripts/fuzz.sh "${RILL_FUZZ_SECONDS:-25}"
 fi

@@ -100,8 +100,9 @@ static int cmd_info(void) {
                in->compute_units, (double)in->memory_bytes / (1024.0 * 1024.0 * 1024.0),
                in->greatest_priority, in->least_priority);
     }
-    printf("* the current device (RILL_DEVICE=cpu|cuda:N chooses it; RILL_CPU_WORKERS=N sets the\n"
-           "  CPU device's compute units); lower priority numbers run first\n");
+    printf("* the current device (RILL_DEVICE=cpu:N|cuda:N chooses it); RILL_CPU_DEVICES=N splits\n"
+           "  the processors into N CPU devices (default: one per NUMA node), RILL_CPU_WORKERS=N\n"
+           "  sets each CPU device's compute units; lower priority numbers run first\n");
     if (current_st != RILL_OK) {
         fprintf(stderr, "rill: rill_get_device failed: %s: %s\n", rill_status_name(current_st),
                 current_error);

@@ -353,6 +353,19 @@ rill_status rill_event_elapsed_ms(rill_event *start_h, rill_event *end_h, float 
     st = timing_point(end, "end", &t1);
     if (st != RILL_OK)
         return st;
+    /* Timestamps are of one device's clock (timestamp_ns). */
+    rill__spinlock_lock(&start->lock);
+    rill__device *d0 = start->dev;
+    rill__spinlock_unlock(&start->lock);
+    rill__spinlock_lock(&end->lock);
+    rill__device *d1 = end->dev;
+    rill__spinlock_unlock(&end->lock);
+    if (d0 != d1)
+        return rill__fail(RILL_ERROR_DEVICE_MISMATCH,
+                          "rill_event_elapsed_ms: the start event was recorded on device %d and "
+                          "the end event on device %d; elapsed time compares two events of one "
+                          "device: record both on streams of the same device",
+                          d0->base.info.ordinal, d1->base.info.ordinal);
     *ms = (float)((double)((int64_t)(t1 - t0)) / 1e6);
     return RILL_OK;
 }

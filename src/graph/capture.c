@@ -447,6 +447,19 @@ static rill_status join(rill__capture *c, rill__capture *sc, rill__stream *s, co
                           "two captures cannot depend on each other",
                           fn, a, b);
     }
+    if (s->q.dev != c->origin->q.dev) {
+        /* A graph's exec runs on one device (the one current when it is
+         * instantiated), so a capture takes streams of its origin's only. */
+        char a[80], b[80];
+        rill__stream_name(s, a, sizeof a);
+        rill__stream_name(c->origin, b, sizeof b);
+        return rill__fail(RILL_ERROR_DEVICE_MISMATCH,
+                          "%s: stream %s belongs to device %d and the capture begun on %s to "
+                          "device %d; a graph runs on one device, so only streams of device %d "
+                          "can join it: capture each device's work into a graph of its own",
+                          fn, a, s->q.dev->base.info.ordinal, b,
+                          c->origin->q.dev->base.info.ordinal, c->origin->q.dev->base.info.ordinal);
+    }
     if (add_stream(c, s, nodes, n) == NULL)
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory", fn);
     return RILL_OK;

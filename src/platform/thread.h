@@ -145,6 +145,15 @@ static inline uint64_t rill__ticks(void) {
 bool rill__ticks_steady(void);
 /* Processors this process may run on (at least 1). */
 int rill__cpu_count(void);
+/* The numbers of the processors this process may run on, ascending, into
+ * cpus (cap entries at most); returns how many there are (at least 1). */
+int rill__cpu_list(int *cpus, int cap);
+/* The NUMA node of processor cpu, from /sys/devices/system/cpu; -1 when
+ * the system does not say (no NUMA information). */
+int rill__cpu_node(int cpu);
+/* Lets the calling thread run only on the n processors of cpus; false
+ * (the thread runs where it did) when the system refuses. */
+bool rill__thread_pin(const int *cpus, int n);
 /* The processor the calling thread runs on now (-1 when unknown). */
 int rill__cpu_current(void);
 /* Physical memory in bytes. */

@@ -19,8 +19,9 @@ static rill_device *cpu_device(void) {
     return dev;
 }
 
-/* The number of compute units the CPU device must have: RILL_CPU_WORKERS when set, else "the
- * number of processors the process may run on". */
+/* The number of compute units the first CPU device must have: RILL_CPU_WORKERS when set, else
+ * "the number of processors the process may run on", or its share of them when RILL_CPU_DEVICES
+ * splits them (the first n / N). */
 static int expected_cpu_workers(void) {
     const char *env = getenv("RILL_CPU_WORKERS");
     if (env != NULL && env[0] != '\0')
@@ -29,7 +30,23 @@ static int expected_cpu_workers(void) {
     CPU_ZERO(&set);
     if (sched_getaffinity(0, sizeof set, &set) != 0)
         return -1;
-    return CPU_COUNT(&set);
+    const char *devices = getenv("RILL_CPU_DEVICES");
+    int n = devices != NULL && devices[0] != '\0' ? atoi(devices) : 1;
+    return CPU_COUNT(&set) / n;
+}
+
+/* How many CPU devices there are. */
+static int cpu_device_count(void) {
+    int count = 0, cpus = 0;
+    RT_OK(rill_device_count(&count));
+    for (int i = 0; i < count; i++) {
+        rill_device *dev = NULL;
+        rill_device_info info;
+        RT_OK(rill_device_get(i, &dev));
+        RT_OK(rill_device_get_info(dev, &info));
+        cpus += info.kind == RILL_DEVICE_CPU;
+    }
+    return cpus;
 }
 
 /* RILL_DEVICE_CPU: "always present": at least one device, and the CPU device is found by kind. */
@@ -44,8 +61,8 @@ static void test_device_count_includes_cpu(void **state) {
     assert_int_equal(info.kind, RILL_DEVICE_CPU);
 }
 
-/* "Ordinals: CUDA devices first, then the CPU device": every ordinal names a device whose
- * info.ordinal is that ordinal, and the CPU device comes last. */
+/* "Ordinals: CUDA devices first, then the CPU devices": every ordinal names a device whose
+ * info.ordinal is that ordinal, and no CUDA device follows a CPU device. */
 static void test_device_ordinals_match_info(void **state) {
     (void)state;
     int count = 0;
@@ -57,14 +74,14 @@ static void test_device_ordinals_match_info(void **state) {
         rill_device_info info;
         RT_OK(rill_device_get_info(dev, &info));
         assert_int_equal(info.ordinal, i);
-        if (i < count - 1)
-            assert_int_equal(info.kind, RILL_DEVICE_CUDA);
-        else
+        if (i >= count - cpu_device_count())
             assert_int_equal(info.kind, RILL_DEVICE_CPU);
+        else
+            assert_int_equal(info.kind, RILL_DEVICE_CUDA);
     }
-    rill_device *last = NULL;
-    RT_OK(rill_device_get(count - 1, &last));
-    assert_ptr_equal(last, cpu_device());
+    rill_device *first_cpu = NULL;
+    RT_OK(rill_device_get(count - cpu_device_count(), &first_cpu));
+    assert_ptr_equal(first_cpu, cpu_device());
 }
 
 /* compute_units: "CPU: worker threads" (RILL_CPU_WORKERS=N sets them); memory_bytes: "total
@@ -97,7 +114,8 @@ static void test_device_bad_ordinal_is_no_device(void **state) {
     RT_STATUS(RILL_ERROR_NO_DEVICE, rill_device_get(-1, &dev));
     assert_null(dev);
     dev = (rill_device *)&dev;
-    RT_STATUS(RILL_ERROR_NO_DEVICE, rill_device_get_by_kind(RILL_DEVICE_CPU, 1, &dev));
+    RT_STATUS(RILL_ERROR_NO_DEVICE,
+              rill_device_get_by_kind(RILL_DEVICE_CPU, cpu_device_count(), &dev));
     assert_null(dev);
 
     int num_cuda = 0;

@@ -141,7 +141,9 @@ typedef struct cpu_worker {
 typedef struct cpu_device {
     rill__device *dev; /* borrowed: owns this */
     int num_workers;
-    int num_cpus;        /* processors the process may run on, at init */
+    int num_cpus;        /* the device's processors (all the process may run on, for one device) */
+    int *cpus;           /* owned: their numbers */
+    int pinned;          /* the workers run on the device's processors only */
     cpu_worker *workers; /* owned */
     /* atomic, owned: (num_workers + 63) / 64 words; bit u set while no
      * thread holds compute unit u (cpu_worker.c) */

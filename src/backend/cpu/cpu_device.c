@@ -16,10 +16,82 @@
 #include "util/status.h"
 
 #define MAX_WORKERS 1024
+#define MAX_CPUS    4096 /* processors considered when splitting them into devices */
 
-static rill_status parse_workers(int *out) {
+/* The processors of the index-th of num CPU devices. The processors this
+ * process may run on are split by NUMA node when there is a device per
+ * node (the default), else into num runs of consecutive processors, as
+ * even as they divide. Returns how many went into cpus (cap entries). */
+static int device_cpus(int index, int num, int *cpus, int cap) {
+    static int all[MAX_CPUS];
+    int n = rill__cpu_list(all, MAX_CPUS);
+    if (n > MAX_CPUS)
+        n = MAX_CPUS;
+    int nodes = 0, node_ids[64];
+    for (int i = 0; i < n; i++) {
+        int node = rill__cpu_node(all[i]);
+        bool seen = false;
+        for (int k = 0; k < nodes; k++)
+            seen = seen || node_ids[k] == node;
+        if (!seen && nodes < 64)
+            node_ids[nodes++] = node;
+    }
+    int got = 0;
+    if (nodes == num && num > 1) {
+        /* Node ids ascending: device i is the i-th node. */
+        for (int a = 0; a < nodes; a++)
+            for (int b = a + 1; b < nodes; b++)
+                if (node_ids[b] < node_ids[a]) {
+                    int t = node_ids[a];
+                    node_ids[a] = node_ids[b];
+                    node_ids[b] = t;
+                }
+        for (int i = 0; i < n && got < cap; i++)
+            if (rill__cpu_node(all[i]) == node_ids[index])
+                cpus[got++] = all[i];
+        return got;
+    }
+    for (int i = (int)((long)index * n / num); i < (int)((long)(index + 1) * n / num) && got < cap;
+         i++)
+        cpus[got++] = all[i];
+    return got;
+}
+
+/* How many NUMA nodes the processors this process may run on span (1
+ * without NUMA information). */
+static int count_nodes(void) {
+    static int all[MAX_CPUS];
+    int n = rill__cpu_list(all, MAX_CPUS), nodes = 0, ids[64];
+    for (int i = 0; i < n && i < MAX_CPUS; i++) {
+        int node = rill__cpu_node(all[i]);
+        bool seen = false;
+        for (int k = 0; k < nodes; k++)
+            seen = seen || ids[k] == node;
+        if (!seen && nodes < 64)
+            ids[nodes++] = node;
+    }
+    return nodes > 0 ? nodes : 1;
+}
+
+/* Writes processors as ranges ("0-3,8,10-11") into buf. */
+static void format_cpus(const int *cpus, int n, char *buf, size_t size) {
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < n && used < size;) {
+        int j = i;
+        while (j + 1 < n && cpus[j + 1] == cpus[j] + 1)
+            j++;
+        int w =
+            j > i ? snprintf(buf + used, size - used, "%s%d-%d", i > 0 ? "," : "", cpus[i], cpus[j])
+                  : snprintf(buf + used, size - used, "%s%d", i > 0 ? "," : "", cpus[i]);
+        used += w > 0 ? (size_t)w : 0;
+        i = j + 1;
+    }
+}
+
+static rill_status parse_workers(int cpus, int *out) {
     const char *env = getenv("RILL_CPU_WORKERS");
-    *out = rill__cpu_count();
+    *out = cpus;
     if (env == NULL || env[0] == '\0')
         return RILL_OK;
     char *end;
@@ -34,20 +106,41 @@ static rill_status parse_workers(int *out) {
     return RILL_OK;
 }
 
-/* One CPU device: the processors this process may run on. */
+/* How many CPU devices: RILL_CPU_DEVICES, else one per NUMA node the
+ * process may run on (one without NUMA information). */
 static int cpu_probe(char *why, size_t size) {
-    (void)why;
-    (void)size;
-    return 1;
+    const char *env = getenv("RILL_CPU_DEVICES");
+    int cpus = rill__cpu_count();
+    if (env == NULL || env[0] == '\0')
+        return count_nodes() <= cpus ? count_nodes() : 1;
+    char *end;
+    errno = 0;
+    long n = strtol(env, &end, 10);
+    if (errno != 0 || *end != '\0' || n < 1 || n > cpus || n > 16) {
+        snprintf(why, size,
+                 "RILL_CPU_DEVICES='%s' is not a number of CPU devices from 1 to %d (the "
+                 "processors this process may run on, at most 16); unset it for one device per "
+                 "NUMA node",
+                 env, cpus < 16 ? cpus : 16);
+        return 0;
+    }
+    return (int)n;
 }
 
 static rill_status cpu_device_init(rill__device *dev, int index) {
-    (void)index;
     rill_device_info *info = &rill__device_base_of(dev)->info;
+    char probe_why[8];
+    int num = cpu_probe(probe_why, sizeof probe_why);
+    int *cpus = rill__calloc(MAX_CPUS, sizeof *cpus);
+    if (cpus == NULL)
+        return rill__fail(RILL_ERROR_NO_DEVICE, "the CPU device cannot start: out of memory");
+    int num_cpus = device_cpus(index, num, cpus, MAX_CPUS);
     int workers;
-    rill_status st = parse_workers(&workers);
-    if (st != RILL_OK)
+    rill_status st = parse_workers(num_cpus, &workers);
+    if (st != RILL_OK) {
+        rill__free(cpus);
         return st;
+    }
     cpu_device *d = rill__calloc(1, sizeof *d);
     cpu_worker *w = rill__calloc((size_t)workers, sizeof *w);
     _Atomic uint64_t *units = rill__calloc((size_t)(workers + 63) / 64, sizeof *units);
@@ -55,19 +148,40 @@ static rill_status cpu_device_init(rill__device *dev, int index) {
         rill__free(d);
         rill__free(w);
         rill__free((void *)units);
+        rill__free(cpus);
         return rill__fail(RILL_ERROR_NO_DEVICE, "the CPU device cannot start: out of memory");
     }
     char model[96];
     rill__cpu_model_name(model, sizeof model);
     info->kind = RILL_DEVICE_CPU;
-    snprintf(info->name, sizeof info->name, "CPU (%s)", model);
+    if (num == 1) {
+        snprintf(info->name, sizeof info->name, "CPU (%s)", model);
+    } else {
+        /* Which processors and node: what tells the devices apart. */
+        char list[48];
+        format_cpus(cpus, num_cpus, list, sizeof list);
+        int node = rill__cpu_node(cpus[0]);
+        for (int i = 1; i < num_cpus; i++)
+            if (rill__cpu_node(cpus[i]) != node)
+                node = -1;
+        char where[80];
+        if (node >= 0)
+            snprintf(where, sizeof where, "processors %s, NUMA node %d", list, node);
+        else
+            snprintf(where, sizeof where, "processors %s", list);
+        char full[256];
+        snprintf(full, sizeof full, "CPU (%s; %s)", where, model);
+        rill__fit(info->name, sizeof info->name, full);
+    }
     info->compute_units = workers;
     info->memory_bytes = rill__physical_memory_bytes();
     info->least_priority = 0;
     info->greatest_priority = -(CPU_PRIORITY_LEVELS - 1);
     d->dev = dev;
     d->num_workers = workers;
-    d->num_cpus = rill__cpu_count();
+    d->num_cpus = num_cpus;
+    d->cpus = cpus;
+    d->pinned = num > 1; /* one device: the scheduler places the workers */
     d->workers = w;
     d->free_units = units;
     rill__mutex_init(&d->launch_lock);
@@ -82,6 +196,7 @@ static void cpu_device_shutdown(rill__device *dev) {
     rill__mutex_destroy(&d->launch_lock);
     rill__free(d->workers);
     rill__free((void *)d->free_units);
+    rill__free(d->cpus);
     rill__free(d);
     rill__device_base_of(dev)->state = NULL;
 }

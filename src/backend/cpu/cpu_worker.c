@@ -267,6 +267,10 @@ static void worker_main(void *arg) {
     cpu_worker *w = arg;
     cpu_device *d = w->d;
     rill__thread_set_worker(1);
+    /* Several devices split the processors: a device's workers stay on
+     * its own (its NUMA node's, when there is a device per node). */
+    if (d->pinned)
+        (void)rill__thread_pin(d->cpus, d->num_cpus);
     w->forks = atomic_load_explicit(&rill__fork_count, memory_order_relaxed);
     for (;;) {
         if (w->unit < 0 && !wait_for_unit(d, w))
@@ -291,7 +295,11 @@ static void worker_main(void *arg) {
 void rill__cpu_workers_start(cpu_device *d) {
     for (int i = 0; i < d->num_workers; i++) {
         char name[32];
-        snprintf(name, sizeof name, "rill-cpu-%d", i);
+        int ordinal = rill__device_base_of(d->dev)->info.ordinal;
+        if (ordinal == 0)
+            snprintf(name, sizeof name, "rill-cpu-%d", i);
+        else
+            snprintf(name, sizeof name, "rill-cpu%d-%d", ordinal, i);
         d->workers[i].d = d;
         d->workers[i].index = i;
         d->workers[i].unit = i; /* every unit starts held: free_units is all zero */

@@ -5,6 +5,7 @@
 #include "platform/thread.h"
 
 #include <assert.h>
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
@@ -209,6 +210,57 @@ int rill__cpu_count(void) {
     }
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n > 0 ? (int)n : 1;
+}
+
+int rill__cpu_list(int *cpus, int cap) {
+    cpu_set_t set;
+    int n = 0;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        for (int c = 0; c < CPU_SETSIZE; c++) {
+            if (!CPU_ISSET(c, &set))
+                continue;
+            if (n < cap)
+                cpus[n] = c;
+            n++;
+        }
+    }
+    if (n == 0) { /* affinity unknown: the processors online */
+        long online = sysconf(_SC_NPROCESSORS_ONLN);
+        n = online > 0 ? (int)online : 1;
+        for (int c = 0; c < n && c < cap; c++)
+            cpus[c] = c;
+    }
+    return n;
+}
+
+int rill__cpu_node(int cpu) {
+    /* cpuN/nodeM is a link to the processor's node, present on kernels
+     * with NUMA support. */
+    char path[64];
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d", cpu);
+    DIR *dir = opendir(path);
+    if (dir == NULL)
+        return -1;
+    int node = -1;
+    for (struct dirent *e; node < 0 && (e = readdir(dir)) != NULL;) {
+        char *end;
+        if (strncmp(e->d_name, "node", 4) == 0 && e->d_name[4] >= '0' && e->d_name[4] <= '9') {
+            long m = strtol(e->d_name + 4, &end, 10);
+            if (*end == '\0' && m >= 0 && m < INT_MAX)
+                node = (int)m;
+        }
+    }
+    closedir(dir);
+    return node;
+}
+
+bool rill__thread_pin(const int *cpus, int n) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int i = 0; i < n; i++)
+        if (cpus[i] >= 0 && cpus[i] < CPU_SETSIZE)
+            CPU_SET(cpus[i], &set);
+    return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
 }
 
 int rill__cpu_current(void) {
