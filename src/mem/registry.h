@@ -23,7 +23,8 @@ typedef enum rill__mem_kind {
 typedef struct rill__mem_block {
     uintptr_t base;
     size_t bytes;
-    rill__device *dev; /* NULL for host memory */
+    rill__device
+        *dev; /* the device whose memory it is (rill_malloc_host: whose host_alloc made it) */
     rill__mem_kind kind;
     void *owner; /* see rill__mem_kind */
 } rill__mem_block;

@@ -7,6 +7,9 @@
  * capture and graphs on one device. */
 #include "fixture.h"
 
+#include "core/runtime.h"
+#include "mem/registry.h"
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -358,6 +361,41 @@ static void test_capture_and_graphs_stay_on_one_device(void **state) {
     RT_OK(rill_stream_destroy(s1));
 }
 
+/* IPC handles keep the device they came from: memory of device 1 opened from its handle is
+ * device 1's mapping, whatever the opening thread's current device. */
+static void test_ipc_memory_keeps_its_device(void **state) {
+    (void)state;
+    float *p = NULL;
+    RT_OK(rill_malloc(device(1), 4096, (void **)&p));
+    rill_ipc_mem_handle h;
+    RT_OK(rill_ipc_get_mem_handle(p, &h));
+    float *q = NULL;
+    RT_OK(rill_ipc_open_mem_handle(&h, (void **)&q));
+    rill__mem_block b;
+    assert_true(rill__registry_find(q, &b));
+    assert_int_equal(b.kind, RILL__MEM_IPC);
+    assert_ptr_equal(b.dev->handle, device(1));
+    RT_OK(rill_ipc_close_mem_handle(q));
+    RT_OK(rill_free(p));
+}
+
+/* RILL_DEVICE=cpu:N chooses the initial current device, the N-th CPU device; one that names no
+ * device makes calls that need a device fail with a sentence naming it. */
+static void test_rill_device_chooses_the_initial_device(void **state) {
+    (void)state;
+    RT_OK(rill_shutdown());
+    setenv("RILL_DEVICE", "cpu:1", 1);
+    rill_device *cur = NULL;
+    RT_OK(rill_get_device(&cur));
+    assert_ptr_equal(cur, device(1));
+    RT_OK(rill_shutdown());
+    setenv("RILL_DEVICE", "cpu:2", 1);
+    RT_STATUS(RILL_ERROR_NO_DEVICE, rill_get_device(&cur));
+    assert_non_null(strstr(rill_last_error(), "cpu:2"));
+    RT_OK(rill_shutdown());
+    unsetenv("RILL_DEVICE");
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_two_cpu_devices_split_the_processors),
@@ -371,6 +409,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_copies_and_kernels_across_devices),
         cmocka_unit_test(test_memory_used_by_another_device_is_not_reused),
         cmocka_unit_test(test_capture_and_graphs_stay_on_one_device),
+        cmocka_unit_test(test_ipc_memory_keeps_its_device),
+        cmocka_unit_test(test_rill_device_chooses_the_initial_device),
     };
     return RT_RUN(tests);
 }

@@ -164,7 +164,7 @@ static rill_status cpu_device_init(rill__device *dev, int index) {
         for (int i = 1; i < num_cpus; i++)
             if (rill__cpu_node(cpus[i]) != node)
                 node = -1;
-        char where[80];
+        char where[112];
         if (node >= 0)
             snprintf(where, sizeof where, "processors %s, NUMA node %d", list, node);
         else
