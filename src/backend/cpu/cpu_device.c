@@ -17,60 +17,56 @@
 
 #define MAX_WORKERS 1024
 #define MAX_CPUS    4096 /* processors considered when splitting them into devices */
+#define MAX_NODES   64
+
+/* The processors this process may run on, ascending (at most MAX_CPUS),
+ * and the NUMA nodes they span (ids ascending; one entry, -1, without NUMA
+ * information). Called on the initialising thread only. */
+static int all_cpus[MAX_CPUS];
+static int cpus_and_nodes(int *node_ids, int *num_nodes) {
+    int n = rill__cpu_list(all_cpus, MAX_CPUS);
+    if (n > MAX_CPUS)
+        n = MAX_CPUS;
+    int nodes = 0;
+    for (int i = 0; i < n; i++) {
+        int node = rill__cpu_node(all_cpus[i]), k = 0;
+        while (k < nodes && node_ids[k] < node)
+            k++;
+        if ((k < nodes && node_ids[k] == node) || nodes == MAX_NODES)
+            continue;
+        memmove(node_ids + k + 1, node_ids + k, (size_t)(nodes - k) * sizeof *node_ids);
+        node_ids[k] = node;
+        nodes++;
+    }
+    *num_nodes = nodes > 0 ? nodes : 1;
+    return n;
+}
 
 /* The processors of the index-th of num CPU devices. The processors this
  * process may run on are split by NUMA node when there is a device per
  * node (the default), else into num runs of consecutive processors, as
  * even as they divide. Returns how many went into cpus (cap entries). */
 static int device_cpus(int index, int num, int *cpus, int cap) {
-    static int all[MAX_CPUS];
-    int n = rill__cpu_list(all, MAX_CPUS);
-    if (n > MAX_CPUS)
-        n = MAX_CPUS;
-    int nodes = 0, node_ids[64];
-    for (int i = 0; i < n; i++) {
-        int node = rill__cpu_node(all[i]);
-        bool seen = false;
-        for (int k = 0; k < nodes; k++)
-            seen = seen || node_ids[k] == node;
-        if (!seen && nodes < 64)
-            node_ids[nodes++] = node;
-    }
-    int got = 0;
+    int node_ids[MAX_NODES], nodes;
+    int n = cpus_and_nodes(node_ids, &nodes), got = 0;
     if (nodes == num && num > 1) {
-        /* Node ids ascending: device i is the i-th node. */
-        for (int a = 0; a < nodes; a++)
-            for (int b = a + 1; b < nodes; b++)
-                if (node_ids[b] < node_ids[a]) {
-                    int t = node_ids[a];
-                    node_ids[a] = node_ids[b];
-                    node_ids[b] = t;
-                }
         for (int i = 0; i < n && got < cap; i++)
-            if (rill__cpu_node(all[i]) == node_ids[index])
-                cpus[got++] = all[i];
+            if (rill__cpu_node(all_cpus[i]) == node_ids[index])
+                cpus[got++] = all_cpus[i];
         return got;
     }
     for (int i = (int)((long)index * n / num); i < (int)((long)(index + 1) * n / num) && got < cap;
          i++)
-        cpus[got++] = all[i];
+        cpus[got++] = all_cpus[i];
     return got;
 }
 
 /* How many NUMA nodes the processors this process may run on span (1
  * without NUMA information). */
 static int count_nodes(void) {
-    static int all[MAX_CPUS];
-    int n = rill__cpu_list(all, MAX_CPUS), nodes = 0, ids[64];
-    for (int i = 0; i < n && i < MAX_CPUS; i++) {
-        int node = rill__cpu_node(all[i]);
-        bool seen = false;
-        for (int k = 0; k < nodes; k++)
-            seen = seen || ids[k] == node;
-        if (!seen && nodes < 64)
-            ids[nodes++] = node;
-    }
-    return nodes > 0 ? nodes : 1;
+    int node_ids[MAX_NODES], nodes;
+    (void)cpus_and_nodes(node_ids, &nodes);
+    return nodes;
 }
 
 /* Writes processors as ranges ("0-3,8,10-11") into buf. */
@@ -112,7 +108,7 @@ static int cpu_probe(char *why, size_t size) {
     const char *env = getenv("RILL_CPU_DEVICES");
     int cpus = rill__cpu_count();
     if (env == NULL || env[0] == '\0')
-        return count_nodes() <= cpus ? count_nodes() : 1;
+        return count_nodes(); /* each node has a processor of ours, or it would not count */
     char *end;
     errno = 0;
     long n = strtol(env, &end, 10);
