@@ -108,7 +108,9 @@ static int cpu_probe(char *why, size_t size) {
     const char *env = getenv("RILL_CPU_DEVICES");
     int cpus = rill__cpu_count();
     if (env == NULL || env[0] == '\0')
-        return count_nodes(); /* each node has a processor of ours, or it would not count */
+        /* Each node counted has a processor of ours; past 16 nodes (the
+         * devices a runtime holds), 16 even runs of processors instead. */
+        return count_nodes() < 16 ? count_nodes() : 16;
     char *end;
     errno = 0;
     long n = strtol(env, &end, 10);
