@@ -164,7 +164,7 @@ static void choose_initial_device(rill__runtime *rt) {
     }
     rt->initial_device = NULL;
     snprintf(rt->init_error, sizeof rt->init_error,
-             "RILL_DEVICE='%s' names no device here (this process has %d device(s); use 'cpu' "
+             "RILL_DEVICE='%s' names no device here (this process has %d device(s); use 'cpu:N' "
              "or 'cuda:N', see `rill info`)",
              env, rt->num_devices);
 }

@@ -61,6 +61,14 @@ void rill__pages_discard(const rill__pages *pages, size_t offset, size_t bytes);
 /* This process's name for shm. */
 void rill__shm_name_of(const rill__shm *shm, rill__shm_name *out);
 
+/* Asks the kernel to place the pages of [addr, addr + bytes) (page
+ * aligned) on NUMA node node when they are first touched, and on others
+ * only when it has no memory left (mbind, MPOL_PREFERRED); false when the
+ * system refuses (no NUMA support). rill__pages_node tells the node a
+ * range prefers: -1 when none. */
+bool rill__pages_prefer_node(void *addr, size_t bytes, int node);
+int rill__pages_node(void *addr);
+
 typedef enum rill__shm_map_result {
     RILL__SHM_MAPPED = 0,
     RILL__SHM_UNREACHABLE, /* the object cannot be opened (gone, another user's) or is not it */

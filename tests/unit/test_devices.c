@@ -9,6 +9,8 @@
 
 #include "core/runtime.h"
 #include "mem/registry.h"
+#include "platform/shm.h"
+#include "platform/thread.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -361,6 +363,26 @@ static void test_capture_and_graphs_stay_on_one_device(void **state) {
     RT_OK(rill_stream_destroy(s1));
 }
 
+/* A device's memory prefers the NUMA node of its processors (mbind), whichever thread touches
+ * it first: device 1's pool memory names its node. */
+static void test_device_memory_prefers_its_node(void **state) {
+    (void)state;
+    int cpus[256];
+    int n = rill__cpu_list(cpus, 256);
+    if (n > 256)
+        n = 256;
+    int node = rill__cpu_node(cpus[n / 2]); /* device 1: the second half */
+    for (int i = n / 2; i < n; i++)
+        if (rill__cpu_node(cpus[i]) != node)
+            node = -1;
+    if (node < 0)
+        skip(); /* no NUMA information, or device 1 spans nodes: no preference */
+    void *p = NULL;
+    RT_OK(rill_malloc(device(1), 1 << 20, &p));
+    assert_int_equal(rill__pages_node(p), node);
+    RT_OK(rill_free(p));
+}
+
 /* IPC handles keep the device they came from: memory of device 1 opened from its handle is
  * device 1's mapping, whatever the opening thread's current device. */
 static void test_ipc_memory_keeps_its_device(void **state) {
@@ -409,6 +431,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_copies_and_kernels_across_devices),
         cmocka_unit_test(test_memory_used_by_another_device_is_not_reused),
         cmocka_unit_test(test_capture_and_graphs_stay_on_one_device),
+        cmocka_unit_test(test_device_memory_prefers_its_node),
         cmocka_unit_test(test_ipc_memory_keeps_its_device),
         cmocka_unit_test(test_rill_device_chooses_the_initial_device),
     };

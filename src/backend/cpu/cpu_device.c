@@ -149,6 +149,11 @@ static rill_status cpu_device_init(rill__device *dev, int index) {
         rill__free(cpus);
         return rill__fail(RILL_ERROR_NO_DEVICE, "the CPU device cannot start: out of memory");
     }
+    /* The node of the device's processors, when they share one. */
+    int node = rill__cpu_node(cpus[0]);
+    for (int i = 1; i < num_cpus; i++)
+        if (rill__cpu_node(cpus[i]) != node)
+            node = -1;
     char model[96];
     rill__cpu_model_name(model, sizeof model);
     info->kind = RILL_DEVICE_CPU;
@@ -158,10 +163,6 @@ static rill_status cpu_device_init(rill__device *dev, int index) {
         /* Which processors and node: what tells the devices apart. */
         char list[48];
         format_cpus(cpus, num_cpus, list, sizeof list);
-        int node = rill__cpu_node(cpus[0]);
-        for (int i = 1; i < num_cpus; i++)
-            if (rill__cpu_node(cpus[i]) != node)
-                node = -1;
         char where[112];
         if (node >= 0)
             snprintf(where, sizeof where, "processors %s, NUMA node %d", list, node);
@@ -180,6 +181,7 @@ static rill_status cpu_device_init(rill__device *dev, int index) {
     d->num_cpus = num_cpus;
     d->cpus = cpus;
     d->pinned = num > 1; /* one device: the scheduler places the workers */
+    d->node = num > 1 ? node : -1;
     d->workers = w;
     d->free_units = units;
     rill__mutex_init(&d->launch_lock);
@@ -261,6 +263,12 @@ static rill_status cpu_mem_alloc(rill__device *dev, size_t bytes, void **out, vo
         rill__free(g);
         return RILL_ERROR_OUT_OF_MEMORY;
     }
+    /* Several devices: a device's memory lives on its node, wherever the
+     * thread that touches a page first runs (mbind, preferred: another
+     * node's memory rather than none). */
+    int node = cpu_device_of(dev)->node;
+    if (node >= 0)
+        (void)rill__pages_prefer_node(*out, bytes, node);
     *handle = g;
     return RILL_OK;
 }

@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <linux/mempolicy.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -247,4 +248,25 @@ bool rill__process_alive(int32_t pid, uint64_t start_time) {
         return false;
     /* A zombie has exited; a different start time is another process. */
     return state != 'Z' && state != 'X' && t == start_time;
+}
+
+bool rill__pages_prefer_node(void *addr, size_t bytes, int node) {
+    if (node < 0 || node >= 1024)
+        return false;
+    unsigned long mask[1024 / (8 * sizeof(unsigned long))] = {0};
+    mask[node / (8 * sizeof(unsigned long))] |= 1ul << (node % (8 * sizeof(unsigned long)));
+    /* The system call itself: libnuma's mbind is a wrapper of it. */
+    return syscall(SYS_mbind, addr, bytes, MPOL_PREFERRED, mask, (unsigned long)1024, 0u) == 0;
+}
+
+int rill__pages_node(void *addr) {
+    int mode = -1;
+    unsigned long mask[1024 / (8 * sizeof(unsigned long))] = {0};
+    if (syscall(SYS_get_mempolicy, &mode, mask, (unsigned long)1024, addr, MPOL_F_ADDR) != 0 ||
+        mode != MPOL_PREFERRED)
+        return -1;
+    for (int node = 0; node < 1024; node++)
+        if (mask[node / (8 * sizeof(unsigned long))] >> (node % (8 * sizeof(unsigned long))) & 1)
+            return node;
+    return -1;
 }
