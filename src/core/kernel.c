@@ -129,6 +129,11 @@ RILL_HOT void rill__cmd_release(rill__cmd *cmd) {
     }
 }
 
+/* A launch reads the CPU body, the mask and its device's entry: one line. */
+_Static_assert(offsetof(rill__kernel, loaded_mask) / 64 == offsetof(rill__kernel, image.cpu) / 64 &&
+                   offsetof(rill__kernel, loaded[1]) / 64 == offsetof(rill__kernel, image.cpu) / 64,
+               "rill__kernel: the launch path's fields on one cache line");
+
 rill_status rill__kernel_load(rill__kernel *k, rill__device *dev, const char *fn, void **loaded) {
     int ordinal = dev->base.info.ordinal;
     uint32_t bit = 1u << ordinal;

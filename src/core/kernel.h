@@ -6,6 +6,8 @@
 #ifndef RILL_CORE_KERNEL_H
 #define RILL_CORE_KERNEL_H
 
+#include <stddef.h>
+
 #include "core/runtime.h"
 
 struct rill__kernel {
@@ -17,9 +19,11 @@ struct rill__kernel {
     /* immutable after create */
     rill_kernel *handle; /* its handle (handle.h), closed by destroy or free */
     /* per device ordinal: what the device's kernel_load returned, valid
-     * once bit ordinal of loaded_mask is set (release, under rt->lock) */
-    void *loaded[RILL__MAX_DEVICES];
+     * once bit ordinal of loaded_mask is set (release, under rt->lock);
+     * the mask and the first devices' entries share the cache line of the
+     * CPU body, the one line a launch reads */
     _Atomic uint32_t loaded_mask;
+    void *loaded[RILL__MAX_DEVICES];
     /* guarded by rt->lock: a live kernel is on rt->kernels (both links); a
      * destroyed one is on rt->zombie_kernels (rt_link.next only) together with
      * the work that may still launch it, and is freed once every pair of
