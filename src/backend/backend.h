@@ -137,8 +137,9 @@ struct rill__graph_launch;
  * that waits in a graph. */
 typedef struct rill__kernel_call {
     rill__kernel *kernel; /* borrowed: a destroyed kernel outlives its launches */
-    /* what kernel_load returned for the device (commands; NULL in graph
-     * nodes, whose backend state comes from graph_prepare) */
+    /* what kernel_load returned for the device: the stream's (commands),
+     * the exec's (the nodes of an exec's parameter sets); NULL in the
+     * nodes of a graph, which is for no device yet */
     void *loaded;
     rill_dim3 grid;
     rill_dim3 block;

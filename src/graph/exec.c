@@ -133,6 +133,22 @@ static void take_params(rill__xnode *xn, const rill__graph_node *n) {
     }
 }
 
+/* Loads the kernels of graph's kernel nodes on dev (kernel_load), the
+ * device an exec of it runs on: a kernel with no body for dev is refused
+ * here, before anything is made. */
+static rill_status load_kernels(rill__graph *graph, rill__device *dev, const char *fn) {
+    for (uint32_t i = 0; i < graph->num_nodes; i++) {
+        const rill__gnode_params *p = &graph->nodes[i]->p;
+        void *loaded;
+        if (p->kind == RILL__GNODE_KERNEL) {
+            rill_status st = rill__kernel_load(p->u.kernel.kernel, dev, fn, &loaded);
+            if (st != RILL_OK)
+                return st;
+        }
+    }
+    return RILL_OK;
+}
+
 /* A parameter set of x from graph's nodes. nodes has x's topology filled
  * in; the set owns it from now on (it is freed on failure). Takes the
  * references of the set's nodes and one on x. NULL when out of memory. */
@@ -152,12 +168,15 @@ static rill__xparams *xparams_make(rill__graph_exec *x, rill__graph *graph, rill
                                      .nodes = nodes,
                                      .record_gen = x->record_gen,
                                      .chain = x->num_roots <= 1};
+    int ordinal = x->dev->base.info.ordinal;
     for (uint32_t i = 0; i < x->num_nodes; i++) {
         rill__xnode *xn = &nodes[i];
         take_params(xn, graph->nodes[i]);
-        if (xn->p.kind == RILL__GNODE_KERNEL)
+        if (xn->p.kind == RILL__GNODE_KERNEL) {
+            /* Loaded by load_kernels before the set was made. */
+            xn->p.u.kernel.loaded = xn->p.u.kernel.kernel->loaded[ordinal];
             atomic_fetch_add(&xn->p.u.kernel.kernel->graph_refs, 1);
-        else if (xn->p.kind == RILL__GNODE_RECORD || xn->p.kind == RILL__GNODE_WAIT)
+        } else if (xn->p.kind == RILL__GNODE_RECORD || xn->p.kind == RILL__GNODE_WAIT)
             atomic_fetch_add(&xn->p.u.event.event->refs, 1);
         if (xn->num_succ > 1 || xn->blocks > 1)
             v->launch.chain = 0;
@@ -232,6 +251,9 @@ rill_status rill_graph_instantiate(rill_graph *graph_h, rill_graph_exec **out) {
     if (st != RILL_OK)
         return st;
     rill__device *dev = current->q.dev;
+    st = load_kernels(graph, dev, fn);
+    if (st != RILL_OK)
+        return st;
     uint32_t n = graph->num_nodes, num_events = 0;
     size_t edges = 0;
     for (uint32_t i = 0; i < n; i++) {
@@ -418,6 +440,8 @@ rill_status rill_graph_exec_update(rill_graph_exec *exec_h, rill_graph *graph_h)
     if (cur == NULL)
         return fail_destroyed(fn);
     st = check_topology(exec, cur->nodes, graph, fn);
+    if (st == RILL_OK)
+        st = load_kernels(graph, exec->dev, fn);
     rill__xparams *v = NULL;
     if (st == RILL_OK) {
         size_t bytes = (exec->num_nodes > 0 ? exec->num_nodes : 1) * sizeof(rill__xnode);

@@ -184,7 +184,7 @@ rill_status rill__graph_add(rill__graph *g, const uint32_t *deps, uint32_t num_d
     if (params->kind == RILL__GNODE_KERNEL) {
         n->p.u.kernel.args = NULL;
         n->p.u.kernel.accesses = NULL;
-        n->p.u.kernel.loaded = NULL; /* graph_prepare's business */
+        n->p.u.kernel.loaded = NULL; /* a graph is for no device: its execs load */
         size_t as = params->u.kernel.args_size, na = params->u.kernel.num_accesses;
         void *args = as > 0 ? rill__malloc(as) : NULL;
         n->p.u.kernel.args = args;
