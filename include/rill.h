@@ -416,6 +416,22 @@ rill_status rill_op_mul_f16(rill_stream *s, rill_half *out, const rill_half *a, 
                             size_t n);
 rill_status rill_op_add_scalar_f16(rill_stream *s, rill_half *out, const rill_half *a, float value,
                                    size_t n);
+/* sum, matmul and conv2d on halves: the arguments, shapes, checks and
+ * declared accesses of their f32 twins, with halves in place of floats,
+ * and the same splitting of the work into blocks. The inputs' halves are
+ * converted to floats (F16C where the processor has it), multiplied and
+ * accumulated in float32 (sum adds in double, as rill_op_sum_f32 does),
+ * and each output element is rounded to a half once. matmul converts a
+ * and b tile by tile for the sgemm of the f32 op, conv2d the weight once
+ * per call: into scratch memory that the call allocates on s and frees in
+ * stream order, as the f32 sum and conv2d do with theirs
+ * (RILL_ERROR_OUT_OF_MEMORY when the pool cannot provide it). */
+rill_status rill_op_sum_f16(rill_stream *s, rill_half *out, const rill_half *a, size_t n);
+rill_status rill_op_matmul_f16(rill_stream *s, rill_half *c, const rill_half *a, const rill_half *b,
+                               size_t m, size_t k, size_t n);
+rill_status rill_op_conv2d_f16(rill_stream *s, rill_half *out, const rill_half *in,
+                               const rill_half *weight, size_t n, size_t c, size_t h, size_t w,
+                               size_t k, size_t r, size_t sz);
 
 /* ---------------------------------------------------------------- memory */
 
