@@ -151,6 +151,12 @@ rill_status rill_op_mul_f16(rill_stream *s, rill_half *out, const rill_half *a, 
                             size_t n);
 rill_status rill_op_add_scalar_f16(rill_stream *s, rill_half *out, const rill_half *a, float value,
                                    size_t n);
+rill_status rill_op_sum_f16(rill_stream *s, rill_half *out, const rill_half *a, size_t n);
+rill_status rill_op_matmul_f16(rill_stream *s, rill_half *c, const rill_half *a, const rill_half *b,
+                               size_t m, size_t k, size_t n);
+rill_status rill_op_conv2d_f16(rill_stream *s, rill_half *out, const rill_half *in,
+                               const rill_half *weight, size_t n, size_t c, size_t h, size_t w,
+                               size_t k, size_t r, size_t sz);
 rill_status rill_memcpy_async(void *dst, const void *src, size_t bytes, rill_stream *stream);
 typedef struct rill_graph rill_graph;
 typedef struct rill_graph_exec rill_graph_exec;
