@@ -515,7 +515,7 @@ typedef struct rill_mem_pool_stats {
 /* The figures of one pool of dev's memory: the rows of rill_mem_summary's
  * per-pool table, read at one moment. Summed over both pools,
  * allocated_bytes is rill_mem_stats' allocated_bytes and reserved_bytes
- * its reserved_bytes. Walks every block of the pool, and takes back the
+ * its reserved_bytes. Walks every block of dev's pools, and takes back the
  * free blocks that threads keep cached for their next allocations (as
  * rill_mem_summary and rill_mem_empty_cache do): meant for inspection,
  * not for every allocation. Does not block; allowed anywhere. A pool
