@@ -416,6 +416,22 @@ rill_status rill_op_mul_f16(rill_stream *s, rill_half *out, const rill_half *a, 
                             size_t n);
 rill_status rill_op_add_scalar_f16(rill_stream *s, rill_half *out, const rill_half *a, float value,
                                    size_t n);
+/* sum, matmul and conv2d on halves: the arguments, shapes, checks and
+ * declared accesses of their f32 twins, with halves in place of floats,
+ * and the same splitting of the work into blocks. The inputs' halves are
+ * converted to floats (F16C where the processor has it), multiplied and
+ * accumulated in float32 (sum adds in double, as rill_op_sum_f32 does),
+ * and each output element is rounded to a half once. matmul converts a
+ * and b tile by tile for the sgemm of the f32 op, conv2d the weight once
+ * per call: into scratch memory that the call allocates on s and frees in
+ * stream order, as the f32 sum and conv2d do with theirs
+ * (RILL_ERROR_OUT_OF_MEMORY when the pool cannot provide it). */
+rill_status rill_op_sum_f16(rill_stream *s, rill_half *out, const rill_half *a, size_t n);
+rill_status rill_op_matmul_f16(rill_stream *s, rill_half *c, const rill_half *a, const rill_half *b,
+                               size_t m, size_t k, size_t n);
+rill_status rill_op_conv2d_f16(rill_stream *s, rill_half *out, const rill_half *in,
+                               const rill_half *weight, size_t n, size_t c, size_t h, size_t w,
+                               size_t k, size_t r, size_t sz);
 
 /* ---------------------------------------------------------------- memory */
 
@@ -473,8 +489,39 @@ typedef struct rill_mem_stats {
     uint64_t cache_hits;         /* allocations served without the system */
     uint64_t deferred_frees;     /* frees that waited for another stream */
     uint64_t oom_recoveries;     /* allocations that succeeded after emptying the cache */
+    uint64_t pending_reuses;     /* allocations served by an internal stream wait
+                                    instead of growing (rill_mem_set_reuse_policy) */
+    size_t limit_bytes;          /* rill_mem_set_limit's limit; 0: none */
 } rill_mem_stats;
+/* The device-wide figures of dev's caching pool, all read at one moment.
+ * Does not block; allowed anywhere. */
 rill_status rill_mem_get_stats(rill_device *dev, rill_mem_stats *out);
+
+/* The pools of a device's memory, as rill_mem_summary shows them: small
+ * serves requests up to 1 MiB, large the rest; each has its own segments. */
+typedef enum rill_mem_pool {
+    RILL_MEM_POOL_SMALL = 0,
+    RILL_MEM_POOL_LARGE = 1
+} rill_mem_pool;
+typedef struct rill_mem_pool_stats {
+    size_t segments;             /* segments held from the system */
+    size_t reserved_bytes;       /* bytes of those segments held from the system */
+    size_t allocated_bytes;      /* bytes of the live blocks, as rounded by the pool */
+    size_t live_blocks;          /* blocks handed out and not yet freed */
+    size_t free_blocks;          /* free blocks, those in per-thread caches included */
+    size_t largest_free_bytes;   /* the largest free block; 0 when there is none */
+    size_t pending_free_blocks;  /* free blocks that pending work of other streams still holds */
+} rill_mem_pool_stats;
+/* The figures of one pool of dev's memory: the rows of rill_mem_summary's
+ * per-pool table, read at one moment. Summed over both pools,
+ * allocated_bytes is rill_mem_stats' allocated_bytes and reserved_bytes
+ * its reserved_bytes. Walks every block of dev's pools, and takes back the
+ * free blocks that threads keep cached for their next allocations (as
+ * rill_mem_summary and rill_mem_empty_cache do): meant for inspection,
+ * not for every allocation. Does not block; allowed anywhere. A pool
+ * other than RILL_MEM_POOL_SMALL or RILL_MEM_POOL_LARGE is
+ * RILL_ERROR_INVALID_ARGUMENT. */
+rill_status rill_mem_get_pool_stats(rill_device *dev, rill_mem_pool pool, rill_mem_pool_stats *out);
 /* Lowers peak_allocated_bytes and peak_reserved_bytes to the current
  * allocated and reserved bytes, so that later peaks measure a phase of the
  * program (torch.cuda.reset_peak_memory_stats); counts are kept. Does not

@@ -74,7 +74,24 @@ typedef struct rill_mem_stats {
     uint64_t cache_hits;
     uint64_t deferred_frees;
     uint64_t oom_recoveries;
+    uint64_t pending_reuses;
+    size_t limit_bytes;
 } rill_mem_stats;
+
+typedef enum rill_mem_pool {
+    RILL_MEM_POOL_SMALL = 0,
+    RILL_MEM_POOL_LARGE = 1
+} rill_mem_pool;
+
+typedef struct rill_mem_pool_stats {
+    size_t segments;
+    size_t reserved_bytes;
+    size_t allocated_bytes;
+    size_t live_blocks;
+    size_t free_blocks;
+    size_t largest_free_bytes;
+    size_t pending_free_blocks;
+} rill_mem_pool_stats;
 """
 
 # Opaque handles and functions: tests/test_cdef.py declares them again after
@@ -151,6 +168,12 @@ rill_status rill_op_mul_f16(rill_stream *s, rill_half *out, const rill_half *a, 
                             size_t n);
 rill_status rill_op_add_scalar_f16(rill_stream *s, rill_half *out, const rill_half *a, float value,
                                    size_t n);
+rill_status rill_op_sum_f16(rill_stream *s, rill_half *out, const rill_half *a, size_t n);
+rill_status rill_op_matmul_f16(rill_stream *s, rill_half *c, const rill_half *a, const rill_half *b,
+                               size_t m, size_t k, size_t n);
+rill_status rill_op_conv2d_f16(rill_stream *s, rill_half *out, const rill_half *in,
+                               const rill_half *weight, size_t n, size_t c, size_t h, size_t w,
+                               size_t k, size_t r, size_t sz);
 rill_status rill_memcpy_async(void *dst, const void *src, size_t bytes, rill_stream *stream);
 typedef struct rill_graph rill_graph;
 typedef struct rill_graph_exec rill_graph_exec;
@@ -169,6 +192,7 @@ rill_status rill_record_stream(void *ptr, rill_stream *stream);
 rill_status rill_memcpy(void *dst, const void *src, size_t bytes);
 
 rill_status rill_mem_get_stats(rill_device *dev, rill_mem_stats *out);
+rill_status rill_mem_get_pool_stats(rill_device *dev, rill_mem_pool pool, rill_mem_pool_stats *out);
 rill_status rill_mem_reset_peak_stats(rill_device *dev);
 rill_status rill_mem_empty_cache(rill_device *dev);
 rill_status rill_mem_set_limit(rill_device *dev, size_t max_reserved_bytes);

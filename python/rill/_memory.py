@@ -71,16 +71,30 @@ def memory_limit(device=None):
     return out[0] or None
 
 
+_POOLS = (("small_pool", "RILL_MEM_POOL_SMALL"), ("large_pool", "RILL_MEM_POOL_LARGE"))
+
+
 def memory_stats(device=None):
-    """The pool's statistics as a dict, with torch.cuda.memory_stats' names
-    where it has one: allocated_bytes.all.{current,peak},
-    reserved_bytes.all.{current,peak}, allocation.all.{allocated,freed},
-    num_alloc_retries (allocations that succeeded after emptying the
-    cache); and num_cache_hits, num_deferred_frees (frees that waited for
-    another stream) and limit_bytes (0: none)."""
+    """The pool's statistics as a dict, from rill_mem_get_stats and
+    rill_mem_get_pool_stats (the figures memory_summary() prints), with
+    torch.cuda.memory_stats' names where it has one:
+    allocated_bytes.all.{current,peak}, reserved_bytes.all.{current,peak},
+    allocation.all.{allocated,freed}, num_alloc_retries (allocations that
+    succeeded after emptying the cache); num_cache_hits, num_deferred_frees
+    (frees that waited for another stream), num_pending_reuses (allocations
+    served by an internal stream wait instead of growing) and limit_bytes
+    (0: none); and for each pool P, small_pool (requests up to 1 MiB) and
+    large_pool: segment.P.current, reserved_bytes.P.current,
+    allocated_bytes.P.current, active.P.current (live blocks),
+    free_blocks.P.current, largest_free_bytes.P and
+    pending_free_blocks.P (free blocks that pending work of other streams
+    still holds). Reading the pools takes the free blocks that threads
+    cache back into them."""
     where = "rill.memory_stats"
-    st = _stats(device, where)
-    return {
+    dev = _device.handle_of(device, where)
+    st = ffi.new("rill_mem_stats *")
+    check(lib.rill_mem_get_stats(dev, st))
+    stats = {
         "allocated_bytes.all.current": st.allocated_bytes,
         "allocated_bytes.all.peak": st.peak_allocated_bytes,
         "reserved_bytes.all.current": st.reserved_bytes,
@@ -90,8 +104,22 @@ def memory_stats(device=None):
         "num_alloc_retries": st.oom_recoveries,
         "num_cache_hits": st.cache_hits,
         "num_deferred_frees": st.deferred_frees,
-        "limit_bytes": memory_limit(device) or 0,
+        "num_pending_reuses": st.pending_reuses,
+        "limit_bytes": st.limit_bytes,
     }
+    ps = ffi.new("rill_mem_pool_stats *")
+    for name, pool in _POOLS:
+        check(lib.rill_mem_get_pool_stats(dev, getattr(lib, pool), ps))
+        stats.update({
+            f"segment.{name}.current": ps.segments,
+            f"reserved_bytes.{name}.current": ps.reserved_bytes,
+            f"allocated_bytes.{name}.current": ps.allocated_bytes,
+            f"active.{name}.current": ps.live_blocks,
+            f"free_blocks.{name}.current": ps.free_blocks,
+            f"largest_free_bytes.{name}": ps.largest_free_bytes,
+            f"pending_free_blocks.{name}": ps.pending_free_blocks,
+        })
+    return stats
 
 
 def memory_summary(device=None):

@@ -11,12 +11,13 @@ written for MindSpore, without record_stream, is safe). Each op that
 writes a tensor records the tensor's event after it; numpy() waits for
 that event, not for the device.
 
-float16 tensors store halves and compute in float32: + - * and fills on
-float16 tensors (with each other or with numbers) run rill's f16 ops, and
-the other ops convert their float16 inputs to float32 scratch tensors on
-the stream (rill_op_cast_f16_f32), run the float32 op and round the result
-to halves (rill_op_cast_f32_f16): either way each result is rounded once. An op
-between a float16 and a float32 tensor gives float32, as torch promotes."""
+float16 tensors store halves and compute in float32: + - *, fills, matmul,
+sum and conv2d on float16 tensors (with each other or, for + - *, with
+numbers) run rill's f16 ops, and the other cases convert their float16
+inputs to float32 scratch tensors on the stream (rill_op_cast_f16_f32), run
+the float32 op and round the result to halves (rill_op_cast_f32_f16):
+either way each result is rounded once. An op between a float16 and a
+float32 tensor gives float32, as torch promotes."""
 
 import numbers
 import operator
@@ -452,12 +453,20 @@ def _same_shape(a, b, where):
                          "elementwise ops take tensors of one shape, or a tensor and a number")
 
 
-def _new(shape, where, like=None):
-    """A new tensor on the current stream, of the class of like (a Tensor
-    subclass of a compatibility module stays itself through the ops)."""
+def _new(shape, where, like=None, dt=float32):
+    """A new tensor of dtype dt on the current stream, of the class of like
+    (a Tensor subclass of a compatibility module stays itself through the
+    ops)."""
     s = _stream.current()
     cls = Tensor if like is None else type(like)
-    return s, cls._empty(shape, float32, s, where)
+    return s, cls._empty(shape, dt, s, where)
+
+
+def _zeros(out, s):
+    """Fills out (float32 or float16) with zeros on s: the result of a sum
+    or product over nothing."""
+    fill = lib.rill_op_fill_f16 if out._dtype is float16 else lib.rill_op_fill_f32
+    return _finish(out, s, fill(s._h, out._ptr, 0.0, max(out._numel, 1)))
 
 
 def _finish(out, s, status):
@@ -533,9 +542,9 @@ def _mul32(a, b):
     return out
 
 
-def _matmul32(a, b):
-    """The matrix product of 2-D tensors a [m, k] and b [k, n], on the
-    current stream."""
+def _matmul_same(a, b):
+    """The matrix product of 2-D tensors a [m, k] and b [k, n] of one dtype
+    (float32, or float16 with rill_op_matmul_f16), on the current stream."""
     where = "rill.ops.matmul"
     pa = _tensor_arg(a, where, "a")
     pb = _tensor_arg(b, where, "b")
@@ -543,25 +552,28 @@ def _matmul32(a, b):
         raise ValueError(f"{where}: shapes {a._shape} and {b._shape} do not multiply; pass "
                          "2-D tensors [m, k] and [k, n]")
     (m, k), n = a._shape, b._shape[1]
-    s, out = _new((m, n), where, a)
+    s, out = _new((m, n), where, a, a._dtype)
     if out._numel == 0:
         return out
     if k == 0:
-        return _finish(out, s, lib.rill_op_fill_f32(s._h, out._ptr, 0.0, out._numel))
-    return _finish(out, s, lib.rill_op_matmul_f32(s._h, out._ptr, pa, pb, m, k, n))
+        return _zeros(out, s)
+    op = lib.rill_op_matmul_f16 if a._dtype is float16 else lib.rill_op_matmul_f32
+    return _finish(out, s, op(s._h, out._ptr, pa, pb, m, k, n))
 
 
-def _sum32(a):
-    """The sum of all elements, a 0-d tensor, on the current stream."""
+def _sum_same(a):
+    """The sum of all elements, a 0-d tensor of a's dtype (float16 with
+    rill_op_sum_f16), on the current stream."""
     where = "rill.ops.sum"
     pa = _tensor_arg(a, where, "a")
-    s, out = _new((), where, a)
+    s, out = _new((), where, a, a._dtype)
     if a._numel == 0:
-        return _finish(out, s, lib.rill_op_fill_f32(s._h, out._ptr, 0.0, 1))
-    return _finish(out, s, lib.rill_op_sum_f32(s._h, out._ptr, pa, a._numel))
+        return _zeros(out, s)
+    op = lib.rill_op_sum_f16 if a._dtype is float16 else lib.rill_op_sum_f32
+    return _finish(out, s, op(s._h, out._ptr, pa, a._numel))
 
 
-def _conv2d32(input, weight):
+def _conv2d_same(input, weight):
     """2-D convolution of input [n, c, h, w] with weight [k, c, r, s] (NCHW,
     stride 1, no padding): [n, k, h-r+1, w-s+1], on the current stream."""
     where = "rill.ops.conv2d"
@@ -575,12 +587,13 @@ def _conv2d32(input, weight):
     if c != c2 or r > h or sz > w or r == 0 or sz == 0:
         raise ValueError(f"{where}: input {input._shape} and weight {weight._shape} do not fit: "
                          "the channels must agree and the kernel fit inside the image")
-    s, out = _new((n, k, h - r + 1, w - sz + 1), where, input)
+    s, out = _new((n, k, h - r + 1, w - sz + 1), where, input, input._dtype)
     if out._numel == 0:
         return out
     if c == 0:
-        return _finish(out, s, lib.rill_op_fill_f32(s._h, out._ptr, 0.0, out._numel))
-    return _finish(out, s, lib.rill_op_conv2d_f32(s._h, out._ptr, pi, pw, n, c, h, w, k, r, sz))
+        return _zeros(out, s)
+    op = lib.rill_op_conv2d_f16 if input._dtype is float16 else lib.rill_op_conv2d_f32
+    return _finish(out, s, op(s._h, out._ptr, pi, pw, n, c, h, w, k, r, sz))
 
 
 def _converted(x, dt, s, where, cls=None):
@@ -612,6 +625,12 @@ def _via_float32(op32, where, *args, **kwargs):
 def _has_half(a, b=None):
     return ((isinstance(a, Tensor) and a._dtype is float16)
             or (isinstance(b, Tensor) and b._dtype is float16))
+
+
+def _mixed(*xs):
+    """Whether the tensors among xs have both dtypes: then the float16 ones
+    go through float32 (torch's promotion), else one dtype's op runs."""
+    return len({x._dtype for x in xs if isinstance(x, Tensor)}) > 1
 
 
 def _half_op(kind, a, b, alpha, where):
@@ -683,24 +702,22 @@ def mul(a, b):
 def matmul(a, b):
     """The matrix product of 2-D tensors a [m, k] and b [k, n], on the
     current stream."""
-    if _has_half(a, b):
-        return _via_float32(_matmul32, "rill.ops.matmul", a, b)
-    return _matmul32(a, b)
+    if _mixed(a, b):
+        return _via_float32(_matmul_same, "rill.ops.matmul", a, b)
+    return _matmul_same(a, b)
 
 
 def sum(a):
     """The sum of all elements, a 0-d tensor, on the current stream."""
-    if _has_half(a):
-        return _via_float32(_sum32, "rill.ops.sum", a)
-    return _sum32(a)
+    return _sum_same(a)
 
 
 def conv2d(input, weight):
     """2-D convolution of input [n, c, h, w] with weight [k, c, r, s] (NCHW,
     stride 1, no padding): [n, k, h-r+1, w-s+1], on the current stream."""
-    if _has_half(input, weight):
-        return _via_float32(_conv2d32, "rill.ops.conv2d", input, weight)
-    return _conv2d32(input, weight)
+    if _mixed(input, weight):
+        return _via_float32(_conv2d_same, "rill.ops.conv2d", input, weight)
+    return _conv2d_same(input, weight)
 
 
 def add_(t, other, alpha=1):

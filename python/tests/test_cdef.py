@@ -22,10 +22,11 @@ def _checks():
     ffi = _ffi.ffi
     lines = ["#include <stddef.h>", "#include \"rill.h\"", _ffi.FUNCS]
     for enum in ("rill_status", "rill_device_kind", "enum rill_event_flags", "rill_capture_mode",
-                 "rill_capture_status"):
+                 "rill_capture_status", "rill_mem_pool"):
         for name, value in ffi.typeof(enum).relements.items():
             lines.append(f'_Static_assert({name} == {value}, "{name} is {value} in _ffi.py");')
-    for struct in ("rill_device_info", "rill_ipc_event_handle", "rill_mem_stats"):
+    for struct in ("rill_device_info", "rill_ipc_event_handle", "rill_mem_stats",
+                   "rill_mem_pool_stats"):
         t = ffi.typeof(struct)
         lines.append(f'_Static_assert(sizeof({struct}) == {ffi.sizeof(t)}, "sizeof {struct}");')
         for name, field in t.fields:

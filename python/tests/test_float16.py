@@ -157,3 +157,59 @@ def test_elementwise_ops_and_fills_on_halves_need_no_float32_scratch(monkeypatch
     assert np.array_equal(ta.numpy(), (fa + 2 * fb).astype(F16))
     assert np.array_equal(rill.full((3,), 0.1, dtype=rill.float16).numpy(),
                           np.full(3, 0.1, F32).astype(F16))
+
+
+def _conv2d_reference(x, w):
+    """NCHW, stride 1, no padding, in float64."""
+    n, c, h, wd = x.shape
+    k, _, r, s = w.shape
+    out = np.zeros((n, k, h - r + 1, wd - s + 1))
+    for ri in range(r):
+        for si in range(s):
+            patch = x[:, :, ri:ri + h - r + 1, si:si + wd - s + 1].astype(np.float64)
+            out += np.einsum("nchw,kc->nkhw", patch, w[:, :, ri, si].astype(np.float64))
+    return out
+
+
+def test_matmul_sum_conv2d_on_halves_run_the_f16_ops(monkeypatch):
+    """rill_op_matmul_f16, rill_op_sum_f16 and rill_op_conv2d_f16: no
+    float32 copies of the inputs, and the float64 result rounded once to a
+    half (within half a half's spacing, plus float32 accumulation)."""
+    from rill import _tensor
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("converted to float32")
+    monkeypatch.setattr(_tensor, "_via_float32", refuse)
+    monkeypatch.setattr(_tensor, "_converted", refuse)
+    a, b = halves((70, 300), 11), halves((300, 40), 12)
+    x, w = halves((2, 3, 9, 8), 13), halves((4, 3, 3, 2), 14)
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    # (result, float64 reference, its terms' magnitudes summed, terms per element)
+    cases = ((rill.Tensor(a) @ rill.Tensor(b), a64 @ b64, np.abs(a64) @ np.abs(b64), 300),
+             (rill.ops.sum(rill.Tensor(a)), np.array(a64.sum()), np.array(np.abs(a64).sum()), 1),
+             (rill.ops.conv2d(rill.Tensor(x), rill.Tensor(w)), _conv2d_reference(x, w),
+              _conv2d_reference(np.abs(x), np.abs(w)), 18))
+    for got, want, magnitude, terms in cases:
+        assert got.dtype is rill.float16 and got.shape == want.shape
+        g = got.numpy().astype(np.float64)
+        spacing = np.spacing(np.abs(want).astype(F16)).astype(np.float64)
+        accumulation = (terms + 2) * 2.0 ** -24 * magnitude
+        assert np.all(np.abs(g - want) <= 0.5 * spacing + accumulation)
+
+
+def test_matmul_and_conv2d_of_a_half_and_a_float_give_a_float():
+    a, b = halves((5, 6), 15), halves((6, 3), 16)
+    got = rill.Tensor(a) @ rill.Tensor(b.astype(F32))
+    assert got.dtype is rill.float32
+    np.testing.assert_allclose(got.numpy(), a.astype(F32) @ b.astype(F32), rtol=1e-5, atol=1e-5)
+    x, w = halves((1, 2, 5, 5), 17), halves((3, 2, 2, 2), 18)
+    got = rill.ops.conv2d(rill.Tensor(x.astype(F32)), rill.Tensor(w))
+    assert got.dtype is rill.float32
+    np.testing.assert_allclose(got.numpy(), _conv2d_reference(x, w), rtol=1e-5, atol=1e-5)
+
+
+def test_empty_products_and_sums_of_halves_are_zero():
+    z = rill.Tensor(np.zeros((3, 0), F16)) @ rill.Tensor(np.zeros((0, 2), F16))
+    assert z.dtype is rill.float16 and np.array_equal(z.numpy(), np.zeros((3, 2), F16))
+    s = rill.ops.sum(rill.Tensor(np.zeros((0,), F16)))
+    assert s.dtype is rill.float16 and s.numpy() == 0

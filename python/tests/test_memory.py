@@ -78,6 +78,45 @@ def test_memory_stats_has_torch_names():
     assert stats["allocated_bytes.all.current"] == rill.memory_allocated()
 
 
+def test_memory_stats_per_pool_figures_follow_allocations():
+    """The per-pool keys come from rill_mem_get_pool_stats: a small tensor
+    (up to 1 MiB) is a live block of the small pool, a large one of the
+    large pool, and the pools' bytes add up to the device's."""
+    settle()
+    before = rill.memory_stats()
+    small = rill.empty(1000)            # 4000 bytes
+    large = rill.empty(2 * MIB // 4)    # 2 MiB
+    settle()
+    stats = rill.memory_stats()
+    for pool, nbytes in (("small_pool", small.nbytes), ("large_pool", large.nbytes)):
+        assert stats[f"active.{pool}.current"] == before[f"active.{pool}.current"] + 1
+        assert (stats[f"allocated_bytes.{pool}.current"]
+                >= before[f"allocated_bytes.{pool}.current"] + nbytes)
+        assert stats[f"segment.{pool}.current"] >= 1
+        assert stats[f"reserved_bytes.{pool}.current"] >= stats[f"allocated_bytes.{pool}.current"]
+        for key in (f"free_blocks.{pool}.current", f"largest_free_bytes.{pool}",
+                    f"pending_free_blocks.{pool}"):
+            assert isinstance(stats[key], int), key
+    for kind in ("allocated_bytes", "reserved_bytes"):
+        assert (stats[f"{kind}.small_pool.current"] + stats[f"{kind}.large_pool.current"]
+                == stats[f"{kind}.all.current"])
+    del large
+    settle()
+    after = rill.memory_stats()
+    assert after["active.large_pool.current"] == before["active.large_pool.current"]
+    assert after["largest_free_bytes.large_pool"] >= 2 * MIB
+    del small
+
+
+def test_memory_stats_limit_is_the_set_limit():
+    rill.set_memory_limit(1 << 40)
+    try:
+        assert rill.memory_stats()["limit_bytes"] == 1 << 40
+    finally:
+        rill.set_memory_limit(None)
+    assert rill.memory_stats()["limit_bytes"] == 0
+
+
 def test_memory_summary_is_rill_mem_summary_as_text():
     text = rill.memory_summary()
     assert text.startswith("rill memory summary: device")

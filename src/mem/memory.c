@@ -363,6 +363,26 @@ rill_status rill_mem_get_stats(rill_device *dev_h, rill_mem_stats *out) {
     return RILL_OK;
 }
 
+rill_status rill_mem_get_pool_stats(rill_device *dev_h, rill_mem_pool pool,
+                                    rill_mem_pool_stats *out) {
+    static const char fn[] = "rill_mem_get_pool_stats";
+    if (out == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: out is NULL", fn);
+    memset(out, 0, sizeof *out);
+    if (pool != RILL_MEM_POOL_SMALL && pool != RILL_MEM_POOL_LARGE)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: pool is %d; pass RILL_MEM_POOL_SMALL or RILL_MEM_POOL_LARGE", fn,
+                          (int)pool);
+    rill__device *dev;
+    rill_status st = rill__device_resolve(dev_h, fn, &dev);
+    if (st != RILL_OK)
+        return st;
+    rill_mem_pool_stats both[2];
+    rill__pool_get_pool_stats(dev, both);
+    *out = both[pool];
+    return RILL_OK;
+}
+
 bool rill__mem_check(rill_device *dev_h, char *why, size_t cap) {
     rill__device *dev;
     if (rill__device_resolve(dev_h, "rill__mem_check", &dev) != RILL_OK) {

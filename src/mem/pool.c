@@ -161,6 +161,8 @@ static void drain_points(rill__device *dev, rill__pool *p) {
 static void stats_locked(rill__pool *p, rill_mem_stats *out) {
     *out = p->stats;
     rill__tcache_stats_locked(p, out);
+    out->pending_reuses = p->pending_reuses;
+    out->limit_bytes = p->limit;
 }
 
 static rill_status out_of_memory(rill__device *dev, rill__pool *p, size_t bytes, const char *fn) {
@@ -573,6 +575,40 @@ void rill__pool_get_stats(rill__device *dev, rill_mem_stats *out) {
     rill__spinlock_unlock(&p->lock);
 }
 
+/* Both pools' figures (pool->lock held, the thread caches' blocks taken
+ * back, so that cached blocks count as free): one walk over every block. */
+static void pool_stats_locked(rill__pool *p, rill_mem_pool_stats out[2]) {
+    memset(out, 0, 2 * sizeof *out);
+    for (segment *g = p->segments; g != NULL; g = g->next) {
+        rill_mem_pool_stats *row = &out[g->small ? RILL_MEM_POOL_SMALL : RILL_MEM_POOL_LARGE];
+        row->segments++;
+        row->reserved_bytes += g->mapped;
+        for (block *k = g->first; k != NULL; k = k->next) {
+            if (k->unmapped)
+                continue;
+            if (k->allocated) {
+                row->allocated_bytes += k->size;
+                row->live_blocks++;
+                continue;
+            }
+            row->free_blocks++;
+            if (k->size > row->largest_free_bytes)
+                row->largest_free_bytes = k->size;
+            rill__points_prune(p, k);
+            if (k->num_points != 0 || k->conservative)
+                row->pending_free_blocks++;
+        }
+    }
+}
+
+void rill__pool_get_pool_stats(rill__device *dev, rill_mem_pool_stats out[2]) {
+    rill__pool *p = rill__pool_of(dev);
+    rill__spinlock_lock(&p->lock);
+    rill__tcache_steal_all(p);
+    pool_stats_locked(p, out);
+    rill__spinlock_unlock(&p->lock);
+}
+
 void rill__pool_empty_cache(rill__device *dev) {
     rill__pool *p = rill__pool_of(dev);
     rill__spinlock_lock(&p->lock);
@@ -696,35 +732,14 @@ static void human(char *buf, size_t size, size_t bytes) {
 
 void rill__pool_summary(rill__device *dev, FILE *out) {
     rill__pool *p = rill__pool_of(dev);
-    struct {
-        size_t segments, reserved, allocated, live, free_blocks, largest_free, pending;
-    } row[2] = {{0}};
+    rill_mem_pool_stats row[2];
     rill__spinlock_lock(&p->lock);
     rill__tcache_steal_all(p); /* cached blocks show as free */
     rill_mem_stats st;
     stats_locked(p, &st);
-    size_t limit = p->limit;
-    uint64_t pending_reuses = p->pending_reuses;
-    for (segment *g = p->segments; g != NULL; g = g->next) {
-        int r = g->small ? 0 : 1;
-        row[r].segments++;
-        row[r].reserved += g->mapped;
-        for (block *k = g->first; k != NULL; k = k->next) {
-            if (k->unmapped)
-                continue;
-            if (k->allocated) {
-                row[r].allocated += k->size;
-                row[r].live++;
-                continue;
-            }
-            row[r].free_blocks++;
-            if (k->size > row[r].largest_free)
-                row[r].largest_free = k->size;
-            rill__points_prune(p, k);
-            if (k->num_points != 0 || k->conservative)
-                row[r].pending++;
-        }
-    }
+    size_t limit = st.limit_bytes;
+    uint64_t pending_reuses = st.pending_reuses;
+    pool_stats_locked(p, row);
     rill__spinlock_unlock(&p->lock);
     char a[32], b[32], c[32], d[32], e[32];
     fprintf(out, "rill memory summary: device %d (%s)\n", dev->base.info.ordinal,
@@ -742,11 +757,11 @@ void rill__pool_summary(rill__device *dev, FILE *out) {
             "allocated", "blocks", "free", "largest free", "pending");
     static const char *const names[2] = {"small", "large"};
     for (int r = 0; r < 2; r++) {
-        human(a, sizeof a, row[r].reserved);
-        human(b, sizeof b, row[r].allocated);
-        human(c, sizeof c, row[r].largest_free);
+        human(a, sizeof a, row[r].reserved_bytes);
+        human(b, sizeof b, row[r].allocated_bytes);
+        human(c, sizeof c, row[r].largest_free_bytes);
         fprintf(out, "  %-8s %9zu %12s %12s %8zu %8zu %13s %8zu\n", names[r], row[r].segments, a, b,
-                row[r].live, row[r].free_blocks, c, row[r].pending);
+                row[r].live_blocks, row[r].free_blocks, c, row[r].pending_free_blocks);
     }
     double hit = st.allocations != 0 ? 100.0 * (double)st.cache_hits / (double)st.allocations : 0;
     fprintf(out,

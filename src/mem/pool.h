@@ -90,6 +90,10 @@ bool rill__pool_owner(const void *ptr, rill__stream **stream, size_t *bytes);
 bool rill__pool_locate(const void *ptr, rill__pool_location *out);
 
 void rill__pool_get_stats(rill__device *dev, rill_mem_stats *out);
+/* The figures of both pools, indexed by rill_mem_pool, after taking the
+ * thread caches' blocks back (rill_mem_get_pool_stats). Takes the pool's
+ * lock and walks every block. */
+void rill__pool_get_pool_stats(rill__device *dev, rill_mem_pool_stats out[2]);
 /* Checks the invariants above, and those of segment.c and block.c, on
  * every block of dev's pool after taking the thread caches' blocks back
  * (pool_check.c): false, with a sentence naming the first broken one in

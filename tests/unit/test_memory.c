@@ -423,6 +423,90 @@ static void test_memory_stats_track_live_allocations(void **state) {
     assert_int_equal(after_bad.frees, end.frees);
 }
 
+static rill_mem_pool_stats pool_now(rill_mem_pool pool) {
+    rill_mem_pool_stats st;
+    RT_OK(rill_mem_get_pool_stats(NULL, pool, &st));
+    return st;
+}
+
+/* rill_mem_get_pool_stats: "the rows of rill_mem_summary's per-pool table"; "small serves
+ * requests up to 1 MiB, large the rest"; "Summed over both pools, allocated_bytes is
+ * rill_mem_stats' allocated_bytes and reserved_bytes its reserved_bytes"; a freed block that
+ * pending work of another stream still holds counts in pending_free_blocks until that work
+ * completes. */
+static void test_memory_pool_stats_count_each_pools_blocks(void **state) {
+    (void)state;
+    rill_mem_pool_stats bad;
+    memset(&bad, 0xff, sizeof bad);
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT,
+              rill_mem_get_pool_stats(NULL, RILL_MEM_POOL_SMALL, NULL));
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_mem_get_pool_stats(NULL, (rill_mem_pool)2, &bad));
+    assert_non_null(strstr(rill_last_error(), "RILL_MEM_POOL_SMALL or RILL_MEM_POOL_LARGE"));
+    assert_int_equal(bad.segments, 0); /* out-parameters are zero on failure */
+    assert_int_equal(bad.live_blocks, 0);
+
+    rill_mem_pool_stats small0 = pool_now(RILL_MEM_POOL_SMALL);
+    rill_mem_pool_stats large0 = pool_now(RILL_MEM_POOL_LARGE);
+    void *s1 = dev_alloc(1000), *s2 = dev_alloc(100000), *s3 = dev_alloc(1u << 20);
+    void *l1 = dev_alloc((1u << 20) + 1), *l2 = dev_alloc(5u << 20);
+    rill_mem_pool_stats small = pool_now(RILL_MEM_POOL_SMALL);
+    rill_mem_pool_stats large = pool_now(RILL_MEM_POOL_LARGE);
+    rill_mem_stats all = stats_now();
+    assert_int_equal(small.live_blocks, small0.live_blocks + 3);
+    assert_int_equal(large.live_blocks, large0.live_blocks + 2);
+    assert_true(small.allocated_bytes >= small0.allocated_bytes + 1000 + 100000 + (1u << 20));
+    assert_true(large.allocated_bytes >= large0.allocated_bytes + (1u << 20) + 1 + (5u << 20));
+    assert_true(small.segments >= 1 && large.segments >= 1);
+    assert_true(small.reserved_bytes >= small.allocated_bytes);
+    assert_true(large.reserved_bytes >= large.allocated_bytes);
+    assert_int_equal(small.allocated_bytes + large.allocated_bytes, all.allocated_bytes);
+    assert_int_equal(small.reserved_bytes + large.reserved_bytes, all.reserved_bytes);
+
+    /* A free leaves a free block at least as large in its pool. */
+    RT_OK(rill_free(l2));
+    rill_mem_stats after_free = stats_now();
+    rill_mem_pool_stats large_freed = pool_now(RILL_MEM_POOL_LARGE);
+    assert_int_equal(large_freed.live_blocks, large.live_blocks - 1);
+    assert_int_equal(large_freed.allocated_bytes,
+                     large.allocated_bytes - (all.allocated_bytes - after_free.allocated_bytes));
+    assert_true(large_freed.free_blocks >= 1);
+    assert_true(large_freed.largest_free_bytes >= (5u << 20));
+    assert_int_equal(pool_now(RILL_MEM_POOL_SMALL).live_blocks, small.live_blocks);
+
+    /* Freed while a gated stream may still use it: pending until the stream's work is done. */
+    rill_stream *s = new_stream();
+    rt_gate g;
+    rt_gate_reset(&g);
+    RT_OK(rt_launch_gate_kernel(s, &g));
+    RT_OK(rill_record_stream(l1, s));
+    size_t pending0 = pool_now(RILL_MEM_POOL_LARGE).pending_free_blocks;
+    RT_OK(rill_free(l1));
+    rill_mem_pool_stats held = pool_now(RILL_MEM_POOL_LARGE);
+    assert_int_equal(held.pending_free_blocks, pending0 + 1);
+    rt_gate_open(&g);
+    RT_OK(rill_stream_synchronize(s));
+    assert_false(atomic_load(&g.timed_out));
+    assert_int_equal(pool_now(RILL_MEM_POOL_LARGE).pending_free_blocks, pending0);
+    RT_OK(rill_stream_destroy(s));
+
+    RT_OK(rill_free(s1));
+    RT_OK(rill_free(s2));
+    RT_OK(rill_free(s3));
+    rill_mem_pool_stats small_end = pool_now(RILL_MEM_POOL_SMALL);
+    assert_int_equal(small_end.live_blocks, small0.live_blocks);
+    assert_int_equal(small_end.allocated_bytes, small0.allocated_bytes);
+}
+
+/* rill_mem_stats.limit_bytes is "rill_mem_set_limit's limit; 0: none". */
+static void test_memory_stats_carry_the_limit(void **state) {
+    (void)state;
+    assert_int_equal(stats_now().limit_bytes, 0);
+    RT_OK(rill_mem_set_limit(NULL, (size_t)1 << 40));
+    assert_int_equal(stats_now().limit_bytes, (size_t)1 << 40);
+    RT_OK(rill_mem_set_limit(NULL, 0));
+    assert_int_equal(stats_now().limit_bytes, 0);
+}
+
 /* rill_mem_reset_peak_stats: "Lowers peak_allocated_bytes and peak_reserved_bytes to the
  * current allocated and reserved bytes"; "counts are kept"; later peaks rise again. */
 static void test_memory_reset_peak_stats_lowers_peaks_to_current(void **state) {
@@ -517,6 +601,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_memory_over_limit_is_out_of_memory),
         cmocka_unit_test(test_memory_reset_peak_stats_lowers_peaks_to_current),
         cmocka_unit_test(test_memory_get_limit_returns_the_set_limit),
+        cmocka_unit_test(test_memory_pool_stats_count_each_pools_blocks),
+        cmocka_unit_test(test_memory_stats_carry_the_limit),
     };
     return RT_RUN(tests);
 }

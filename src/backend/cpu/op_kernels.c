@@ -24,6 +24,8 @@
 static_assert(sizeof(rill__op_conv2d_args) <= CPU_ARGS_INLINE, "conv2d args too big");
 static_assert(sizeof(rill__op_matmul_args) <= CPU_ARGS_INLINE, "matmul args too big");
 static_assert(sizeof(rill__op_add_args) <= CPU_ARGS_INLINE, "add args too big");
+static_assert(sizeof(rill__op_conv2d_f16_args) <= CPU_ARGS_INLINE, "conv2d f16 args too big");
+static_assert(sizeof(rill__op_matmul_f16_args) <= CPU_ARGS_INLINE, "matmul f16 args too big");
 
 /* ---- slices ---- */
 
@@ -246,6 +248,39 @@ void rill__cpu_op_sum_final_f32(const rill_block_ctx *ctx, const void *args) {
     p->out[0] = (float)total;
 }
 
+/* The sum of n halves in double precision: chunks converted to floats,
+ * each added by sum_run. */
+static double sum_run_f16(const uint16_t *a, size_t n) {
+    float chunk[HALF_CHUNK];
+    double total = 0.0;
+    for (size_t i = 0; i < n; i += HALF_CHUNK) {
+        size_t m = n - i < HALF_CHUNK ? n - i : HALF_CHUNK;
+        rill__half_to_float_n(chunk, a + i, m);
+        total += sum_run(chunk, m);
+    }
+    return total;
+}
+
+void rill__cpu_op_sum_partial_f16(const rill_block_ctx *ctx, const void *args) {
+    const rill__op_sum_f16_args *p = args;
+    size_t begin, end;
+    block_range(ctx, p->n, HALF_ALIGN, &begin, &end);
+    double total = sum_run_f16(p->a + begin, end - begin);
+    if (p->partials != NULL)
+        p->partials[ctx->block_idx.x] = total;
+    else
+        p->out[0] = rill__half_from_float((float)total);
+}
+
+void rill__cpu_op_sum_final_f16(const rill_block_ctx *ctx, const void *args) {
+    (void)ctx;
+    const rill__op_sum_final_f16_args *p = args;
+    double total = 0.0;
+    for (size_t i = 0; i < p->count; i++)
+        total += p->partials[i];
+    p->out[0] = rill__half_from_float((float)total);
+}
+
 /* ---- sgemm ---- */
 
 /* Row-major c = a b (leading dimensions lda, ldb, ldc) with BLIS on the
@@ -254,50 +289,118 @@ void rill__cpu_op_sum_final_f32(const rill_block_ctx *ctx, const void *args) {
  * dimension is at most RILL__OP_MAX_DIM (checked by ops.c), so the casts
  * to dim_t and inc_t are exact. BLIS takes its inputs through non-const
  * pointers and does not write them. */
+static void sgemm_beta(size_t m, size_t n, size_t k, const float *a, size_t lda, const float *b,
+                       size_t ldb, float beta, float *c, size_t ldc) {
+    float one = 1.0f;
+    bli_sgemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, (dim_t)m, (dim_t)n, (dim_t)k, &one, (float *)a,
+              (inc_t)lda, 1, (float *)b, (inc_t)ldb, 1, &beta, c, (inc_t)ldc, 1);
+}
+
+/* c = a b, c's previous contents ignored. */
 static void sgemm(size_t m, size_t n, size_t k, const float *a, size_t lda, const float *b,
                   size_t ldb, float *c, size_t ldc) {
-    float one = 1.0f, zero = 0.0f;
-    bli_sgemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, (dim_t)m, (dim_t)n, (dim_t)k, &one, (float *)a,
-              (inc_t)lda, 1, (float *)b, (inc_t)ldb, 1, &zero, c, (inc_t)ldc, 1);
+    sgemm_beta(m, n, k, a, lda, b, ldb, 0.0f, c, ldc);
 }
 
 /* ---- matmul ---- */
 
+/* Rows [r0, r1) and columns [c0, c1) of c that block `tile` computes; an
+ * empty range when the panels run out before the tiles do. */
+typedef struct tile_range {
+    size_t r0, r1, c0, c1;
+} tile_range;
+
+static tile_range matmul_tile(size_t m, size_t n, size_t row_panels, size_t col_panels,
+                              size_t tile) {
+    size_t pi = tile / col_panels, pj = tile % col_panels;
+    size_t rows_per = rill__op_matmul_panel_rows(m, row_panels);
+    size_t cols_per = rill__op_matmul_panel_cols(n, col_panels);
+    tile_range t;
+    t.r0 = pi * rows_per < m ? pi * rows_per : m;
+    t.r1 = m - t.r0 > rows_per ? t.r0 + rows_per : m;
+    t.c0 = pj * cols_per < n ? pj * cols_per : n;
+    t.c1 = n - t.c0 > cols_per ? t.c0 + cols_per : n;
+    return t;
+}
+
 void rill__cpu_op_matmul_f32(const rill_block_ctx *ctx, const void *args) {
     const rill__op_matmul_args *p = args;
-    size_t tile = ctx->block_idx.x;
-    size_t pi = tile / p->col_panels, pj = tile % p->col_panels;
-
-    size_t rows_per = (p->m + p->row_panels - 1) / p->row_panels;
-    size_t r0 = pi * rows_per < p->m ? pi * rows_per : p->m;
-    size_t r1 = p->m - r0 > rows_per ? r0 + rows_per : p->m;
-    /* Column panels are whole cache lines wide, so tiles never share one. */
-    size_t cols_per = (p->n + p->col_panels - 1) / p->col_panels;
-    cols_per = (cols_per + RILL__OP_SLICE_ALIGN - 1) / RILL__OP_SLICE_ALIGN * RILL__OP_SLICE_ALIGN;
-    size_t c0 = pj * cols_per < p->n ? pj * cols_per : p->n;
-    size_t c1 = p->n - c0 > cols_per ? c0 + cols_per : p->n;
-    if (r0 == r1 || c0 == c1)
+    tile_range t = matmul_tile(p->m, p->n, p->row_panels, p->col_panels, ctx->block_idx.x);
+    if (t.r0 == t.r1 || t.c0 == t.c1)
         return;
-    sgemm(r1 - r0, c1 - c0, p->k, p->a + r0 * p->k, p->k, p->b + c0, p->n, p->c + r0 * p->n + c0,
-          p->n);
+    sgemm(t.r1 - t.r0, t.c1 - t.c0, p->k, p->a + t.r0 * p->k, p->k, p->b + t.c0, p->n,
+          p->c + t.r0 * p->n + t.c0, p->n);
+}
+
+/* Each chunk of c (at most RILL__OP_F16_MM_ROWS x RILL__OP_F16_MM_COLS)
+ * is accumulated in float over depth chunks of a and b converted to
+ * floats, then rounded to halves once. The chunks' sizes are those that
+ * rill__op_matmul_f16_slot_floats sized the slot for. */
+void rill__cpu_op_matmul_f16(const rill_block_ctx *ctx, const void *args) {
+    const rill__op_matmul_f16_args *p = args;
+    tile_range t = matmul_tile(p->m, p->n, p->row_panels, p->col_panels, ctx->block_idx.x);
+    if (t.r0 == t.r1 || t.c0 == t.c1)
+        return;
+    size_t rows_max =
+        rill__op_min_size(rill__op_matmul_panel_rows(p->m, p->row_panels), RILL__OP_F16_MM_ROWS);
+    size_t cols_max =
+        rill__op_min_size(rill__op_matmul_panel_cols(p->n, p->col_panels), RILL__OP_F16_MM_COLS);
+    size_t depth_max = rill__op_min_size(p->k, RILL__OP_F16_MM_DEPTH);
+    float *fa = p->scratch + (size_t)ctx->block_idx.x * rill__op_matmul_f16_slot_floats(p);
+    float *fb = fa + rows_max * depth_max;
+    float *fc = fb + depth_max * cols_max;
+    for (size_t i0 = t.r0; i0 < t.r1; i0 += rows_max) {
+        size_t rows = rill__op_min_size(rows_max, t.r1 - i0);
+        for (size_t j0 = t.c0; j0 < t.c1; j0 += cols_max) {
+            size_t cols = rill__op_min_size(cols_max, t.c1 - j0);
+            for (size_t k0 = 0; k0 < p->k; k0 += depth_max) {
+                size_t depth = rill__op_min_size(depth_max, p->k - k0);
+                for (size_t i = 0; i < rows; i++)
+                    rill__half_to_float_n(fa + i * depth, p->a + (i0 + i) * p->k + k0, depth);
+                for (size_t d = 0; d < depth; d++)
+                    rill__half_to_float_n(fb + d * cols, p->b + (k0 + d) * p->n + j0, cols);
+                sgemm_beta(rows, cols, depth, fa, depth, fb, cols, k0 == 0 ? 0.0f : 1.0f, fc, cols);
+            }
+            for (size_t i = 0; i < rows; i++)
+                rill__half_from_float_n(p->c + (i0 + i) * p->n + j0, fc + i * cols, cols);
+        }
+    }
 }
 
 /* ---- conv2d ---- */
 
-/* Writes the im2col matrix of output rows [oh0, oh0 + rows) of image img:
- * row (ci*r + ri)*s + si, column y*ow + x holds in[img, ci, oh0+y+ri, x+si];
- * the matrix is c*r*s by rows*ow, row-major. */
-static void im2col(const rill__op_conv2d_args *p, size_t img, size_t oh0, size_t rows, float *col) {
-    size_t ow = p->w - p->s + 1;
+/* The shape of a conv2d, shared by the float and half bodies. */
+typedef struct conv_shape {
+    size_t c, h, w, r, s;
+} conv_shape;
+
+/* Copies count input elements at src (floats or halves) to floats at dst. */
+typedef void conv_row_fn(float *dst, const void *src, size_t count);
+
+static void row_from_floats(float *dst, const void *src, size_t count) {
+    memcpy(dst, src, count * sizeof(float));
+}
+
+static void row_from_halves(float *dst, const void *src, size_t count) {
+    rill__half_to_float_n(dst, src, count);
+}
+
+/* Writes the im2col matrix of output rows [oh0, oh0 + rows) of the image
+ * at img (c planes of h*w elements of elem_bytes each): row (ci*r + ri)*s
+ * + si, column y*ow + x holds in[ci, oh0+y+ri, x+si] as a float; the
+ * matrix is c*r*s by rows*ow, row-major. */
+static void im2col(const conv_shape *g, const unsigned char *img, size_t elem_bytes,
+                   conv_row_fn *row, size_t oh0, size_t rows, float *col) {
+    size_t ow = g->w - g->s + 1;
     size_t cols = rows * ow;
-    for (size_t ci = 0; ci < p->c; ci++) {
-        const float *plane = p->in + (img * p->c + ci) * p->h * p->w;
-        for (size_t ri = 0; ri < p->r; ri++) {
-            for (size_t si = 0; si < p->s; si++) {
-                float *dst = col + ((ci * p->r + ri) * p->s + si) * cols;
-                const float *src = plane + (oh0 + ri) * p->w + si;
+    for (size_t ci = 0; ci < g->c; ci++) {
+        const unsigned char *plane = img + ci * g->h * g->w * elem_bytes;
+        for (size_t ri = 0; ri < g->r; ri++) {
+            for (size_t si = 0; si < g->s; si++) {
+                float *dst = col + ((ci * g->r + ri) * g->s + si) * cols;
+                const unsigned char *src = plane + ((oh0 + ri) * g->w + si) * elem_bytes;
                 for (size_t y = 0; y < rows; y++)
-                    memcpy(dst + y * ow, src + y * p->w, ow * sizeof(float));
+                    row(dst + y * ow, src + y * g->w * elem_bytes, ow);
             }
         }
     }
@@ -326,8 +429,37 @@ void rill__cpu_op_conv2d_f32(const rill_block_ctx *ctx, const void *args) {
             const float *src = p->in + img * p->c * p->h * p->w + oh0 * p->w;
             sgemm(p->k, rows * ow, crs, p->weight, crs, src, p->h * p->w, dst, oh * ow);
         } else {
-            im2col(p, img, oh0, rows, col);
+            conv_shape g = {p->c, p->h, p->w, p->r, p->s};
+            const float *in = p->in + img * p->c * p->h * p->w;
+            im2col(&g, (const unsigned char *)in, sizeof(float), row_from_floats, oh0, rows, col);
             sgemm(p->k, rows * ow, crs, p->weight, crs, col, rows * ow, dst, oh * ow);
         }
+    }
+}
+
+/* As the float body, except that every band goes through the slot: its
+ * im2col matrix converted from halves, then its float output, rounded to
+ * halves filter by filter. */
+void rill__cpu_op_conv2d_f16(const rill_block_ctx *ctx, const void *args) {
+    const rill__op_conv2d_f16_args *p = args;
+    size_t bands = (p->h - p->r + p->band_rows) / p->band_rows;
+    size_t begin, end;
+    block_range(ctx, p->n * bands, 1, &begin, &end);
+    size_t oh = p->h - p->r + 1, ow = p->w - p->s + 1;
+    size_t crs = p->c * p->r * p->s;
+    float *col = p->scratch + (size_t)ctx->block_idx.x * rill__op_conv2d_f16_slot_floats(p);
+    float *band_out = col + crs * p->band_rows * ow;
+    conv_shape g = {p->c, p->h, p->w, p->r, p->s};
+
+    for (size_t item = begin; item < end; item++) {
+        size_t img = item / bands;
+        size_t oh0 = (item % bands) * p->band_rows;
+        size_t rows = oh - oh0 < p->band_rows ? oh - oh0 : p->band_rows;
+        const uint16_t *in = p->in + img * p->c * p->h * p->w;
+        im2col(&g, (const unsigned char *)in, sizeof(uint16_t), row_from_halves, oh0, rows, col);
+        sgemm(p->k, rows * ow, crs, p->weight, crs, col, rows * ow, band_out, rows * ow);
+        for (size_t ki = 0; ki < p->k; ki++)
+            rill__half_from_float_n(p->out + ((img * p->k + ki) * oh + oh0) * ow,
+                                    band_out + ki * rows * ow, rows * ow);
     }
 }

@@ -107,6 +107,17 @@ static inline size_t rill__op_conv2d_bands(const rill__op_conv2d_args *p) {
     return (p->h - p->r + p->band_rows) / p->band_rows;
 }
 
+/* Rows of a in each row panel of a matmul's tiles (the last may be
+ * shorter), and columns of b in each column panel: a whole number of
+ * slices, so tiles never share a cache line of c. */
+static inline size_t rill__op_matmul_panel_rows(size_t m, size_t row_panels) {
+    return (m + row_panels - 1) / row_panels;
+}
+static inline size_t rill__op_matmul_panel_cols(size_t n, size_t col_panels) {
+    size_t cols = (n + col_panels - 1) / col_panels;
+    return (cols + RILL__OP_SLICE_ALIGN - 1) / RILL__OP_SLICE_ALIGN * RILL__OP_SLICE_ALIGN;
+}
+
 /* Floats in one block's im2col slot: c*r*s rows of band_rows*(w-s+1). */
 static inline size_t rill__op_conv2d_slot_floats(const rill__op_conv2d_args *p) {
     return p->c * p->r * p->s * p->band_rows * (p->w - p->s + 1);
@@ -146,6 +157,85 @@ typedef struct rill__op_f16_args {
     float value;
     size_t n;
 } rill__op_f16_args;
+/* sum on halves, in the two phases of the f32 sum: phase one adds block
+ * b's slice of a[0..n) (halves, converted to floats) in double precision
+ * into partials[b], or, with partials NULL and a grid of one block, rounds
+ * the total to a float and then to a half in out[0]; phase two (a grid of
+ * one block) adds partials[0..count) in index order and stores that, so
+ * rounded, in out[0]. */
+typedef struct rill__op_sum_f16_args {
+    const uint16_t *a;
+    size_t n;
+    double *partials;
+    uint16_t *out;
+} rill__op_sum_f16_args;
+typedef struct rill__op_sum_final_f16_args {
+    const double *partials;
+    size_t count;
+    uint16_t *out;
+} rill__op_sum_final_f16_args;
+
+/* matmul on halves: c[m,n] = a[m,k] b[k,n], all row-major halves, with
+ * the tiles (and grid) of the f32 matmul. Each tile is computed in chunks
+ * of at most RILL__OP_F16_MM_ROWS rows by RILL__OP_F16_MM_COLS columns:
+ * for each chunk the matching pieces of a and b, RILL__OP_F16_MM_DEPTH
+ * deep at a time, are converted into float buffers in block b's scratch
+ * slot (scratch + b * rill__op_matmul_f16_slot_floats floats), multiplied
+ * and accumulated in float by sgemm, and the float chunk of c is rounded
+ * to halves once. c overlaps neither a, b nor scratch. */
+#define RILL__OP_F16_MM_ROWS  ((size_t)64)
+#define RILL__OP_F16_MM_COLS  ((size_t)256)
+#define RILL__OP_F16_MM_DEPTH ((size_t)256)
+typedef struct rill__op_matmul_f16_args {
+    uint16_t *c;
+    const uint16_t *a, *b;
+    float *scratch;
+    size_t m, k, n;
+    size_t row_panels, col_panels;
+} rill__op_matmul_f16_args;
+
+static inline size_t rill__op_min_size(size_t x, size_t y) {
+    return x < y ? x : y;
+}
+
+/* Floats in one block's slot: an a chunk (rows x depth), a b chunk
+ * (depth x columns) and a c chunk (rows x columns). */
+static inline size_t rill__op_matmul_f16_slot_floats(const rill__op_matmul_f16_args *p) {
+    size_t rows =
+        rill__op_min_size(rill__op_matmul_panel_rows(p->m, p->row_panels), RILL__OP_F16_MM_ROWS);
+    size_t cols =
+        rill__op_min_size(rill__op_matmul_panel_cols(p->n, p->col_panels), RILL__OP_F16_MM_COLS);
+    size_t depth = rill__op_min_size(p->k, RILL__OP_F16_MM_DEPTH);
+    return rows * depth + depth * cols + rows * cols;
+}
+
+/* conv2d on halves: out, in as halves with the shapes, items and bands of
+ * rill__op_conv2d_args; weight holds the k*c*r*s weights already
+ * converted to floats (by a cast launch before this one). Each item
+ * converts its band's im2col matrix to floats in block b's slot, then
+ * multiplies the weight by it into the float output band that follows it
+ * in the slot (k rows of band_rows*(w-s+1)), and rounds that to halves
+ * once. The slot holds rill__op_conv2d_f16_slot_floats floats; out
+ * overlaps neither in, weight nor scratch. */
+typedef struct rill__op_conv2d_f16_args {
+    uint16_t *out;
+    const uint16_t *in;
+    const float *weight;
+    float *scratch;
+    size_t n, c, h, w, k, r, s;
+    size_t band_rows;
+} rill__op_conv2d_f16_args;
+
+/* Floats in one block's slot: the im2col matrix of a band and its output,
+ * (c*r*s + k) rows of band_rows*(w-s+1). */
+static inline size_t rill__op_conv2d_f16_slot_floats(const rill__op_conv2d_f16_args *p) {
+    return (p->c * p->r * p->s + p->k) * p->band_rows * (p->w - p->s + 1);
+}
+
+void rill__cpu_op_sum_partial_f16(const rill_block_ctx *ctx, const void *args);
+void rill__cpu_op_sum_final_f16(const rill_block_ctx *ctx, const void *args);
+void rill__cpu_op_matmul_f16(const rill_block_ctx *ctx, const void *args);
+void rill__cpu_op_conv2d_f16(const rill_block_ctx *ctx, const void *args);
 void rill__cpu_op_fill_f16(const rill_block_ctx *ctx, const void *args);
 void rill__cpu_op_add_f16(const rill_block_ctx *ctx, const void *args);
 void rill__cpu_op_mul_f16(const rill_block_ctx *ctx, const void *args);
