@@ -740,11 +740,16 @@ rill_status rill_graph_exec_update(rill_graph_exec *exec, rill_graph *graph);
  * or its tag) with a slice per command (kernel or op name, grid, bytes its
  * accesses declare); one track per compute unit with the part of each
  * command and graph node it ran; arrows from the work a wait waited for to
- * the wait; host slices for blocking calls (synchronize, rill_memcpy);
- * memory counters (allocated, reserved); instants where captures begin
- * and end. Records are buffered per thread: about a hundred nanoseconds
- * per command while on, one predictable branch while off.
- * RILL_TRACE=path in the environment starts one when the library starts.
+ * the wait, and from an interprocess event's record to the waits it
+ * released, named the same in every process's trace (`rill trace-merge`
+ * joins the traces of several processes into one); host slices for
+ * blocking calls (synchronize, rill_memcpy); memory counters (allocated,
+ * reserved); instants where captures begin and end. Records are buffered
+ * per thread: about a hundred nanoseconds per command while on, one
+ * predictable branch while off.
+ * RILL_TRACE=path in the environment starts one when the library starts;
+ * "%p" in it stands for the process id, so that the processes of one
+ * program (which inherit the environment) write a trace each.
  * path is created (or truncated) now: RILL_ERROR_INVALID_ARGUMENT when it
  * cannot be written (the sentence says why), RILL_ERROR_NOT_PERMITTED
  * while a trace already records. */

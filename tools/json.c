@@ -278,3 +278,47 @@ bool jparse(const char *text, size_t n, jval *out, char *err, size_t err_size) {
     }
     return ok;
 }
+
+static void write_string(FILE *f, const char *s) {
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p < 0x20)
+            fprintf(f, "\\u%04x", *p);
+        else
+            fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+void jwrite(FILE *f, const jval *v) {
+    switch (v->kind) {
+    case J_NULL:
+        fputs("null", f);
+        break;
+    case J_BOOL:
+        fputs(v->num != 0 ? "true" : "false", f);
+        break;
+    case J_NUM:
+        fprintf(f, "%.15g", v->num);
+        break;
+    case J_STR:
+        write_string(f, v->str);
+        break;
+    case J_ARR:
+    case J_OBJ:
+        fputc(v->kind == J_ARR ? '[' : '{', f);
+        for (size_t i = 0; i < v->count; i++) {
+            if (i > 0)
+                fputc(',', f);
+            if (v->kind == J_OBJ) {
+                write_string(f, v->keys[i]);
+                fputc(':', f);
+            }
+            jwrite(f, &v->items[i]);
+        }
+        fputc(v->kind == J_ARR ? ']' : '}', f);
+        break;
+    }
+}

@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 typedef enum jkind { J_NULL, J_BOOL, J_NUM, J_STR, J_ARR, J_OBJ } jkind;
 
@@ -29,5 +30,8 @@ const jval *jget(const jval *obj, const char *key);
 const char *jstr(const jval *v);
 /* A number into *out; false when v is no number. */
 bool jnum(const jval *v, double *out);
+/* Writes v to f as JSON (numbers with up to 15 significant digits, which
+ * keeps a trace's microsecond times to the nanosecond). */
+void jwrite(FILE *f, const jval *v);
 
 #endif

@@ -8,7 +8,9 @@
  *                        and a trace of one run of each;
  *   rill trace-summary T per-stream busy time, overlap, idle gaps and the
  *                        critical path of a trace (rill_trace_start);
- *   rill trace-svg T OUT the trace's timeline as an SVG picture.
+ *   rill trace-svg T OUT the trace's timeline as an SVG picture;
+ *   rill trace-merge OUT T... the traces of several processes in one file,
+ *                        with the arrows of their interprocess events.
  * Any failing rill call ends the command with its rill_last_error() sentence
  * and exit status 1; a usage error exits with 2. */
 #ifndef _POSIX_C_SOURCE
@@ -137,6 +139,9 @@ static void usage(void) {
             "                    rill_trace_start or RILL_TRACE=path\n"
             "  trace-svg TRACE OUT.svg\n"
             "                    draw the trace's timeline as an SVG picture\n"
+            "  trace-merge OUT.json TRACE TRACE...\n"
+            "                    one trace of several processes' traces (each its own tracks),\n"
+            "                    where the arrows of interprocess events join the processes\n"
             "environment: RILL_DEVICE=cpu|cuda:N, RILL_CPU_WORKERS=N, RILL_TRACE=path\n");
 }
 
@@ -161,6 +166,13 @@ int main(int argc, char **argv) {
             return 2;
         }
         return rill_tool_trace_svg(argv[2], argv[3]);
+    }
+    if (strcmp(argv[1], "trace-merge") == 0) {
+        if (argc < 4) {
+            usage();
+            return 2;
+        }
+        return rill_tool_trace_merge(argv[2], argv + 3, argc - 3);
     }
     if (strcmp(argv[1], "info") == 0 &&
         (argc == 2 || (argc == 3 && strcmp(argv[2], "--memory") == 0))) {

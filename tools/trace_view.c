@@ -580,3 +580,43 @@ int rill_tool_trace_svg(const char *path, const char *svg_path) {
     trace_free(&t);
     return rc;
 }
+
+int rill_tool_trace_merge(const char *out_path, char *const *paths, int n) {
+    trace *t = calloc((size_t)n, sizeof *t);
+    if (t == NULL) {
+        fprintf(stderr, "rill: out of memory\n");
+        return 1;
+    }
+    int loaded = 0, rc = 1;
+    for (; loaded < n; loaded++)
+        if (load(paths[loaded], &t[loaded]) != 0)
+            goto out;
+    FILE *f = fopen(out_path, "w");
+    if (f == NULL) {
+        fprintf(stderr, "rill: cannot write %s: %s\n", out_path, strerror(errno));
+        goto out;
+    }
+    fputs("{\"traceEvents\":[", f);
+    const char *sep = "\n";
+    size_t events = 0;
+    for (int i = 0; i < n; i++) {
+        const jval *ev = jget(&t[i].root, "traceEvents");
+        for (size_t k = 0; k < ev->count; k++, events++) {
+            fputs(sep, f);
+            jwrite(f, &ev->items[k]);
+            sep = ",\n";
+        }
+    }
+    fprintf(f, "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"merged_traces\":%d}}\n", n);
+    if (fclose(f) != 0) {
+        fprintf(stderr, "rill: cannot write %s: %s\n", out_path, strerror(errno));
+        goto out;
+    }
+    printf("%s: %zu events of %d traces\n", out_path, events, n);
+    rc = 0;
+out:
+    for (int i = 0; i < loaded; i++)
+        trace_free(&t[i]);
+    free(t);
+    return rc;
+}

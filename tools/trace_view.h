@@ -13,5 +13,11 @@ int rill_tool_trace_summary(const char *path, FILE *out);
 /* Draws the timeline of the trace at path as an SVG picture into svg_path.
  * Returns 0, or 1 after a sentence on stderr. */
 int rill_tool_trace_svg(const char *path, const char *svg_path);
+/* Writes to out_path one trace holding the events of the n traces at
+ * paths, each process keeping its own tracks: the traces of the processes
+ * that share interprocess events, whose arrows then join records in one
+ * process to the waits they released in another. Returns the exit status
+ * (0, or 1 after a message on stderr). */
+int rill_tool_trace_merge(const char *out_path, char *const *paths, int n);
 
 #endif

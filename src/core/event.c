@@ -20,6 +20,7 @@
 
 #include "core/stream.h"
 #include "core/trace_api.h"
+#include "obs/trace.h"
 #include "util/alloc.h"
 #include "util/status.h"
 
@@ -81,6 +82,14 @@ void rill__event_unref(rill__event *e) {
 
 RILL_HOT void rill__event_stamp(rill__event *e, uint64_t gen, uint64_t now_ns, int failed) {
     if (e->ipc != NULL) {
+        if (rill__tracing() && !failed) {
+            /* The arrow's start, on the recording stream's track, before
+             * a waiter can see the record complete. */
+            rill__spinlock_lock(&e->lock);
+            uint64_t sid = e->stream != NULL ? e->stream->q.id : 0;
+            rill__spinlock_unlock(&e->lock);
+            rill__trace_flow(sid, rill__ipc_event_flow_id(e->ipc, gen), false);
+        }
         rill__ipc_event_complete(e->ipc, gen, failed);
         return; /* interprocess events take no timestamps */
     }

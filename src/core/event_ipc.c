@@ -48,6 +48,7 @@
 #include "core/event.h"
 #include "core/ipc_wire.h"
 #include "core/stream.h"
+#include "obs/trace.h"
 #include "platform/shm.h"
 #include "util/alloc.h"
 #include "util/status.h"
@@ -95,8 +96,9 @@ static_assert(sizeof(ipc_page) <= PAGE_BYTES, "the event state must fit its page
 typedef struct entry {
     struct entry *next;
     uint64_t gen, seq;
-    int outcome;      /* ready entries: OUT_* */
-    int32_t gone_pid; /* OUT_RECORDER_GONE: a process that took gen or later, and exited */
+    uint64_t stream_id; /* the stream that waits, for traces; 0: a host wait */
+    int outcome;        /* ready entries: OUT_* */
+    int32_t gone_pid;   /* OUT_RECORDER_GONE: a process that took gen or later, and exited */
     struct rill__ipc_event *ipc;
 } entry;
 
@@ -326,6 +328,16 @@ void rill__ipc_event_complete(rill__ipc_event *ipc, uint64_t gen, int failed) {
     }
 }
 
+uint64_t rill__ipc_event_flow_id(const rill__ipc_event *ipc, uint64_t gen) {
+    /* splitmix64's finaliser over the fields that name the page */
+    uint64_t h = (uint64_t)(uint32_t)ipc->wire.name.pid << 32 ^ (uint32_t)ipc->wire.name.fd;
+    h ^= ipc->wire.start_time * 0x9e3779b97f4a7c15u;
+    h ^= gen * 0xbf58476d1ce4e5b9u;
+    h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9u;
+    h = (h ^ (h >> 27)) * 0x94d049bb133111ebu;
+    return h ^ (h >> 31);
+}
+
 static int is_done(rill__ipc_event *ipc, uint64_t gen) {
     return atomic_load(&ipc->page->completed) >= gen;
 }
@@ -368,12 +380,14 @@ static const char *failure_sentence(rill__ipc_event *ipc, int outcome, int32_t p
 static void waiter_main(void *arg);
 
 /* Queues a wait for gen and returns the proxy number that stands for it. */
-static rill_status enqueue(rill__ipc_event *ipc, uint64_t gen, uint64_t *seq, const char *fn) {
+static rill_status enqueue(rill__ipc_event *ipc, uint64_t gen, uint64_t stream_id, uint64_t *seq,
+                           const char *fn) {
     entry *n = rill__malloc(sizeof *n);
     if (n == NULL)
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory", fn);
     n->next = NULL;
     n->gen = gen;
+    n->stream_id = stream_id;
     n->ipc = ipc;
     n->outcome = OUT_OK;
     n->gone_pid = 0;
@@ -450,6 +464,10 @@ static void finish_entry(entry *n) {
         rill__stream_fail(ipc->proxy, n->seq,
                           failure_sentence(ipc, n->outcome, n->gone_pid, msg, sizeof msg));
         rill__stream_clear_failure(ipc->proxy, n->seq + 1); /* only this wait fails */
+    } else if (n->stream_id != 0) {
+        /* The arrow's end, on the waiting stream's track: the record in
+         * another process (or this one) released this wait now. */
+        rill__trace_flow(n->stream_id, rill__ipc_event_flow_id(ipc, n->gen), true);
     }
     rill__stream_complete(ipc->proxy, n->seq);
     rill__free(n);
@@ -575,7 +593,7 @@ rill_status rill__ipc_event_synchronize(rill__ipc_event *ipc, uint64_t gen, int 
     if (is_done(ipc, gen))
         return rill__ipc_event_query(ipc, gen, fn);
     uint64_t seq;
-    rill_status st = enqueue(ipc, gen, &seq, fn);
+    rill_status st = enqueue(ipc, gen, 0, &seq, fn); /* a host wait: no stream's track */
     if (st != RILL_OK)
         return st;
     return rill__stream_wait_status(ipc->proxy, seq, blocking, fn);
@@ -586,7 +604,7 @@ rill_status rill__ipc_event_wait(rill__ipc_event *ipc, rill__stream *stream, uin
     if (is_done(ipc, gen) && !has_failed(ipc, gen))
         return RILL_OK;
     uint64_t seq;
-    rill_status st = enqueue(ipc, gen, &seq, fn);
+    rill_status st = enqueue(ipc, gen, stream->q.id, &seq, fn);
     if (st != RILL_OK)
         return st;
     return rill__stream_wait_point(stream, ipc->proxy, seq, fn);

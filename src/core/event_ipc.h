@@ -26,6 +26,10 @@ uint64_t rill__ipc_event_latest(rill__ipc_event *ipc);
 /* The RECORD command of generation gen ran; failed != 0 when the work
  * before it failed. Any thread, no lock held; never blocks. */
 void rill__ipc_event_complete(rill__ipc_event *ipc, uint64_t gen, int failed);
+/* The id of the trace arrow from generation gen's record to the waits it
+ * releases: the same in every process that opened the event (a hash of
+ * the exporter's object and process start time, and gen). */
+uint64_t rill__ipc_event_flow_id(const rill__ipc_event *ipc, uint64_t gen);
 
 /* rill_event_query, rill_event_synchronize and rill_stream_wait_event for
  * a record of generation gen that this process cannot follow itself (it

@@ -8,6 +8,7 @@
 
 #include "core/runtime.h"
 #include "core/stream.h"
+#include "platform/shm.h"
 #include "util/status.h"
 
 static _Atomic int env_done;
@@ -43,9 +44,23 @@ rill_status rill_trace_stop(void) {
 }
 
 void rill__trace_env_start(void) {
-    const char *path = getenv("RILL_TRACE");
-    if (path == NULL || path[0] == '\0' || atomic_exchange(&env_done, 1))
+    const char *env = getenv("RILL_TRACE");
+    if (env == NULL || env[0] == '\0' || atomic_exchange(&env_done, 1))
         return;
+    /* "%p": the process id, so that processes that inherit the variable
+     * (a program that starts itself again, mpirun's ranks) do not write
+     * over each other's traces. */
+    char path[4096];
+    size_t n = 0;
+    for (const char *c = env; *c != '\0' && n + 24 < sizeof path; c++) {
+        if (c[0] == '%' && c[1] == 'p') {
+            n += (size_t)snprintf(path + n, sizeof path - n, "%d", (int)rill__process_id());
+            c++;
+        } else {
+            path[n++] = *c;
+        }
+    }
+    path[n] = '\0';
     char what[700];
     int err = rill__trace_begin(path, what, sizeof what);
     if (err > 0)

@@ -119,6 +119,19 @@ void rill__trace_emit(rill__trace_rec *r) {
     rill__spinlock_unlock(&b->lock);
 }
 
+void rill__trace_flow(uint64_t stream_id, uint64_t id, bool end) {
+    if (!rill__tracing())
+        return;
+    rill__trace_rec r;
+    memset(&r, 0, sizeof r);
+    r.type = RILL__TRACE_FLOW;
+    r.stream = stream_id;
+    r.t0 = rill__trace_now();
+    r.a = id;
+    r.b = end;
+    rill__trace_emit(&r);
+}
+
 void rill__trace_host_slice(const char *call, uint64_t stream_id, uint64_t t0) {
     rill__trace_rec r;
     memset(&r, 0, sizeof r);
@@ -336,7 +349,7 @@ static void put_tracks(FILE *f, int pid, rill__trace_rec **recs, size_t n, const
         const rill__trace_rec *r = recs[i];
         uint64_t sid = 0;
         if (r->type == RILL__TRACE_STREAM_SLICE || r->type == RILL__TRACE_INSTANT ||
-            r->type == RILL__TRACE_TRACK)
+            r->type == RILL__TRACE_TRACK || r->type == RILL__TRACE_FLOW)
             sid = r->stream;
         if (sid == 0)
             continue;
@@ -467,6 +480,16 @@ static void put_slice(FILE *f, int pid, const rill__trace_rec *r) {
         fprintf(f, ",\n{\"ph\":\"C\",\"name\":\"memory (device %d)\",\"pid\":%d,", r->device, pid);
         put_ts(f, "ts", r->t0);
         fprintf(f, ",\"args\":{\"allocated\":%" PRIu64 ",\"reserved\":%" PRIu64 "}}", r->a, r->b);
+        break;
+    case RILL__TRACE_FLOW:
+        /* A string id: the arrows of one trace are numbered, these are
+         * named the same in every process's trace (rill trace-merge). */
+        fprintf(f,
+                ",\n{\"ph\":\"%s\",%s\"name\":\"ipc event\",\"cat\":\"ipc\","
+                "\"id\":\"ipc-%016" PRIx64 "\",\"pid\":%d,\"tid\":%" PRIu64 ",",
+                r->b ? "f" : "s", r->b ? "\"bp\":\"e\"," : "", r->a, pid, stream_tid(r->stream));
+        put_ts(f, "ts", r->t0);
+        fputc('}', f);
         break;
     case RILL__TRACE_INSTANT:
         fputs(",\n{\"ph\":\"i\",\"s\":\"t\",\"name\":", f);

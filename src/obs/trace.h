@@ -58,7 +58,8 @@ typedef enum rill__trace_type {
     RILL__TRACE_HOST_SLICE,       /* a blocking call on the calling thread's track */
     RILL__TRACE_COUNTER,          /* memory: allocated (a) and reserved (b) bytes */
     RILL__TRACE_INSTANT,          /* a mark on a stream's track (capture begin, end) */
-    RILL__TRACE_TRACK             /* the name of a stream's track */
+    RILL__TRACE_TRACK,            /* the name of a stream's track */
+    RILL__TRACE_FLOW              /* an end of an arrow between processes */
 } rill__trace_type;
 
 /* What a command is (the slice's category). */
@@ -92,6 +93,9 @@ enum rill__trace_flags {
  *   COUNTER       device, a = allocated bytes, b = reserved bytes, t0
  *   INSTANT       device, stream, name, t0
  *   TRACK         device, stream, name, a = 1 for a device's default stream
+ *   FLOW          stream, t0, a = the arrow's id (the same in every process),
+ *                 b = 0 where it starts (a record ran), 1 where it ends (a
+ *                 wait was released)
  * thread is filled in by rill__trace_emit. */
 typedef struct rill__trace_rec {
     uint8_t type; /* rill__trace_type */
@@ -115,6 +119,11 @@ void rill__trace_emit(rill__trace_rec *r);
 /* A host slice: the calling thread spent [t0, now) in call (a blocking
  * call, for stream stream_id or 0). */
 void rill__trace_host_slice(const char *call, uint64_t stream_id, uint64_t t0);
+
+/* An end of an arrow that crosses processes (an interprocess event's
+ * record and the waits it released), on stream stream_id's track now; id
+ * names the arrow in every process's trace. Nothing when no trace runs. */
+void rill__trace_flow(uint64_t stream_id, uint64_t id, bool end);
 
 /* Starts recording into path, which is created (or truncated) now. Returns
  * 0, or an errno value with what (up to what_size bytes) saying why the

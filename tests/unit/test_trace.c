@@ -149,6 +149,40 @@ static void test_trace_has_tracks_slices_arrows_counters(void **state) {
     RT_OK(rill_stream_destroy(c));
 }
 
+/* An interprocess event draws an arrow from its record to the waits it
+ * released, named the same in every process (here the exporter and an
+ * opener of its handle in one process, so one trace holds both ends). */
+static void test_trace_ipc_event_arrow(void **state) {
+    (void)state;
+    char path[512];
+    trace_path(path, sizeof path, "ipc");
+    RT_OK(rill_trace_start(path));
+    rill_stream *p, *c;
+    RT_OK(rill_stream_create(NULL, 0, &p));
+    RT_OK(rill_stream_create(NULL, 0, &c));
+    RT_OK(rill_stream_set_name(p, "ipc-producer"));
+    RT_OK(rill_stream_set_name(c, "ipc-consumer"));
+    rill_event *e, *opened;
+    RT_OK(rill_event_create(RILL_EVENT_INTERPROCESS, &e));
+    rill_ipc_event_handle h;
+    RT_OK(rill_event_ipc_handle(e, &h));
+    RT_OK(rill_event_open_ipc_handle(&h, &opened));
+    rill_kernel *k = make_kernel("before-record");
+    launch(p, k, 1, 20000, NULL, 0); /* the wait below is queued, not met */
+    RT_OK(rill_event_record(e, p));
+    RT_OK(rill_stream_wait_event(c, opened));
+    launch(c, k, 1, 10, NULL, 0);
+    RT_OK(rill_stream_synchronize(c));
+    RT_OK(rill_trace_stop());
+    check_trace(path, "ipcflow=stream ipc-producer|stream ipc-consumer", NULL);
+    remove(path);
+    RT_OK(rill_event_destroy(opened));
+    RT_OK(rill_event_destroy(e));
+    RT_OK(rill_kernel_destroy(k));
+    RT_OK(rill_stream_destroy(p));
+    RT_OK(rill_stream_destroy(c));
+}
+
 /* A stream renamed while a trace records takes its new name; work before
  * the trace started is not in it. */
 static void test_trace_renamed_stream_and_later_start(void **state) {
@@ -411,6 +445,7 @@ int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_trace_has_tracks_slices_arrows_counters),
         cmocka_unit_test(test_trace_renamed_stream_and_later_start),
+        cmocka_unit_test(test_trace_ipc_event_arrow),
         cmocka_unit_test(test_trace_bad_input),
         cmocka_unit_test(test_trace_threads),
         cmocka_unit_test(test_trace_fork_child_traces_on_its_own),

@@ -9,6 +9,11 @@ Usage: trace_check.py TRACE [EXPECTATION ...], where an expectation is
                              (V compared as JSON: 4096, [4,1,1], "x")
   count=TRACK|NAME|N         at least N slices NAME on TRACK
   flow=TRACK_A|TRACK_B       an arrow from a slice of TRACK_A to one of TRACK_B
+  ipcflow=TRACK_A|TRACK_B    an interprocess event's arrow: its start on TRACK_A
+                             (a record), its end on TRACK_B (a wait it released),
+                             in any process of the trace
+  xflow                      an interprocess event's arrow between two processes
+                             (a trace made by rill trace-merge)
   counter=NAME|KEY           a counter NAME with KEY > 0 at some point
   instant=TRACK|NAME         an instant NAME on TRACK
   host=NAME                  a slice NAME on a host thread's track
@@ -78,6 +83,17 @@ def main(argv):
                     s = starts[e["id"]]
                     if track(s) == parts[0] and track(e) == parts[1] and s["ts"] <= e["ts"]:
                         ok = True
+        elif kind == "ipcflow":
+            starts = {e["id"]: e for e in events if e["ph"] == "s" and e.get("cat") == "ipc"}
+            for e in events:
+                if e["ph"] == "f" and e.get("cat") == "ipc" and e["id"] in starts:
+                    s = starts[e["id"]]
+                    if track(s) == parts[0] and track(e) == parts[1] and s["ts"] <= e["ts"]:
+                        ok = True
+        elif kind == "xflow":
+            starts = {e["id"]: e for e in events if e["ph"] == "s" and e.get("cat") == "ipc"}
+            ok = any(e["ph"] == "f" and e.get("cat") == "ipc" and e["id"] in starts and
+                     starts[e["id"]]["pid"] != e["pid"] for e in events)
         elif kind == "counter":
             ok = any(e["ph"] == "C" and e["name"] == parts[0] and e["args"].get(parts[1], 0) > 0
                      for e in events)
