@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: MIT */
+/* What the files of the built-in ops share (ops.c: kernels, checks, grids
+ * and the element-wise ops; ops_nn.c: sum, matmul and conv2d). */
+#ifndef RILL_OPS_OPS_INTERNAL_H
+#define RILL_OPS_OPS_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "rill.h"
+
+/* Below this many elements per block, launching another block costs more
+ * than the work it takes over. */
+#define ELEMENTS_PER_BLOCK_MIN ((size_t)1 << 15)
+/* Below this many multiply-adds per block (about 10 us of sgemm on one
+ * core), a matmul or conv2d uses fewer blocks. */
+#define MACS_PER_BLOCK_MIN ((size_t)1 << 18)
+/* Largest im2col scratch slot of a conv2d block: bands get fewer rows
+ * rather than a bigger slot. */
+#define CONV_SLOT_BYTES_MAX ((size_t)4 << 20)
+
+/* The built-in kernels, created on first use (ops.c). */
+typedef enum op_id {
+    OP_FILL,
+    OP_ADD,
+    OP_MUL,
+    OP_ADD_SCALAR,
+    OP_SUM_PARTIAL,
+    OP_SUM_FINAL,
+    OP_MATMUL,
+    OP_CONV2D,
+    OP_RANDN,
+    OP_CAST_F32_F16,
+    OP_CAST_F16_F32,
+    OP_FILL_F16,
+    OP_ADD_F16,
+    OP_MUL_F16,
+    OP_ADD_SCALAR_F16,
+    OP_SUM_PARTIAL_F16,
+    OP_SUM_FINAL_F16,
+    OP_MATMUL_F16,
+    OP_CONV2D_F16,
+    OP_COUNT
+} op_id;
+
+/* The accesses an op declares: at most four buffers. */
+typedef struct access_list {
+    rill_access items[4];
+    size_t count;
+} access_list;
+
+/* *bytes = elem * d0 * d1 * d2 * d3; false when it does not fit a size_t. */
+bool rill__op_elem_bytes(size_t *bytes, size_t elem, size_t d0, size_t d1, size_t d2, size_t d3);
+bool rill__op_overlaps(const void *p, size_t p_bytes, const void *q, size_t q_bytes);
+/* The checks every op makes, each RILL_ERROR_INVALID_ARGUMENT with a
+ * sentence naming fn: the element count, an access inside its allocation,
+ * a non-NULL pointer, an output apart from an input. */
+rill_status rill__op_check_count(const char *fn, size_t n, size_t *bytes);
+rill_status rill__op_check_fits(const char *fn, const void *p, const char *name, const char *shape,
+                                size_t bytes);
+rill_status rill__op_check_pointer(const char *fn, const void *p, const char *name,
+                                   const char *what);
+rill_status rill__op_check_disjoint(const char *fn, const void *out, size_t out_bytes,
+                                    const char *out_name, const void *in, size_t in_bytes,
+                                    const char *in_name);
+/* The compute units of s's device (a CPU device: the ops have CPU bodies
+ * only), and blocks for work units at min per block, 1 to units. */
+rill_status rill__op_stream_compute_units(const char *fn, rill_stream *s, size_t *units);
+size_t rill__op_blocks_for(size_t work, size_t min, size_t units);
+/* Adds an access, merging a second one to the same pointer. */
+void rill__op_access_add(access_list *list, const void *ptr, size_t bytes, rill_access_mode mode);
+/* Launches op id's kernel on s over blocks blocks. */
+rill_status rill__op_launch(rill_stream *s, op_id id, size_t blocks, const void *args,
+                            size_t args_size, const access_list *accesses);
+
+#endif

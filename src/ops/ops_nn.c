@@ -1,0 +1,346 @@
+/* SPDX-License-Identifier: MIT */
+/* The built-in sum, matmul and conv2d, on floats and on halves: the checks
+ * an f32 op and its f16 twin share, their grids (tiles of the output for
+ * the matrix products, bands of output rows for the convolution) and
+ * their launches, on what ops.c provides (ops_internal.h). */
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backend/cpu/op_kernels.h"
+#include "ops/ops.h"
+#include "ops/ops_internal.h"
+#include "util/status.h"
+
+/* The f32 op and its f16 twin check the same things; their messages name
+ * the element type the caller passed. */
+#define ELEMS(half, text) ((half) ? text " halves" : text " floats")
+
+/* ---- sum ---- */
+
+/* One block sums everything and writes out[0] directly; several blocks
+ * write double partial sums into a stream-ordered scratch buffer that a
+ * one-block launch then adds up in block order. */
+static rill_status sum(const char *fn, rill_stream *s, bool half, void *out, const void *a,
+                       size_t n) {
+    size_t elem = half ? sizeof(rill_half) : sizeof(float);
+    size_t bytes = 0, units = 0;
+    rill_status st;
+    if ((st = rill__op_check_pointer(fn, out, "out",
+                                     half ? "device memory for one half"
+                                          : "device memory for one float")) != RILL_OK ||
+        (st = rill__op_check_pointer(fn, a, "a", ELEMS(half, "device memory of n"))) != RILL_OK ||
+        (st = rill__op_check_count(fn, n, &bytes)) != RILL_OK)
+        return st;
+    bytes = bytes / sizeof(float) * elem;
+    if ((st = rill__op_check_fits(fn, a, "a", ELEMS(half, "n"), bytes)) != RILL_OK ||
+        (st = rill__op_check_fits(fn, out, "out", half ? "one half" : "one float", elem)) !=
+            RILL_OK ||
+        (st = rill__op_stream_compute_units(fn, s, &units)) != RILL_OK)
+        return st;
+    size_t blocks = rill__op_blocks_for(n, ELEMENTS_PER_BLOCK_MIN, units);
+    access_list acc = {.count = 0};
+    rill__op_access_add(&acc, a, bytes, RILL_READ);
+    if (blocks == 1) {
+        rill__op_access_add(&acc, out, elem, RILL_WRITE);
+        if (half) {
+            rill__op_sum_f16_args args = {a, n, NULL, out};
+            return rill__op_launch(s, OP_SUM_PARTIAL_F16, 1, &args, sizeof args, &acc);
+        }
+        rill__op_sum_partial_args args = {a, n, NULL, out};
+        return rill__op_launch(s, OP_SUM_PARTIAL, 1, &args, sizeof args, &acc);
+    }
+
+    double *partials;
+    size_t partial_bytes = blocks * sizeof(double);
+    if ((st = rill_malloc_async(partial_bytes, s, (void **)&partials)) != RILL_OK)
+        return st;
+    rill__op_access_add(&acc, partials, partial_bytes, RILL_WRITE);
+    if (half) {
+        rill__op_sum_f16_args pargs = {a, n, partials, NULL};
+        st = rill__op_launch(s, OP_SUM_PARTIAL_F16, blocks, &pargs, sizeof pargs, &acc);
+    } else {
+        rill__op_sum_partial_args pargs = {a, n, partials, NULL};
+        st = rill__op_launch(s, OP_SUM_PARTIAL, blocks, &pargs, sizeof pargs, &acc);
+    }
+    if (st == RILL_OK) {
+        access_list facc = {.count = 0};
+        rill__op_access_add(&facc, partials, partial_bytes, RILL_READ);
+        rill__op_access_add(&facc, out, elem, RILL_WRITE);
+        if (half) {
+            rill__op_sum_final_f16_args fargs = {partials, blocks, out};
+            st = rill__op_launch(s, OP_SUM_FINAL_F16, 1, &fargs, sizeof fargs, &facc);
+        } else {
+            rill__op_sum_final_args fargs = {partials, blocks, out};
+            st = rill__op_launch(s, OP_SUM_FINAL, 1, &fargs, sizeof fargs, &facc);
+        }
+    }
+    rill_status free_st = rill_free_async(partials, s);
+    return st != RILL_OK ? st : free_st;
+}
+
+rill_status rill_op_sum_f32(rill_stream *s, float *out, const float *a, size_t n) {
+    return sum("rill_op_sum_f32", s, false, out, a, n);
+}
+
+rill_status rill_op_sum_f16(rill_stream *s, rill_half *out, const rill_half *a, size_t n) {
+    return sum("rill_op_sum_f16", s, true, out, a, n);
+}
+
+/* ---- matmul ---- */
+
+static rill_status check_dim(const char *fn, size_t value, const char *name, const char *what) {
+    if (value == 0)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: %s is 0; pass %s (at least 1)", fn,
+                          name, what);
+    if (value > RILL__OP_MAX_DIM)
+        return rill__fail(RILL_ERROR_NOT_SUPPORTED,
+                          "%s: %s is %zu, above %zu, the largest dimension the CPU sgemm "
+                          "takes; split the op into smaller ones",
+                          fn, name, value, RILL__OP_MAX_DIM);
+    return RILL_OK;
+}
+
+/* shape names the product and its elements ("m*k floats"). */
+static rill_status check_size(const char *fn, bool fits, const char *name, const char *shape) {
+    if (!fits)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: %s has %s, more than fit in memory; pass smaller dimensions", fn,
+                          name, shape);
+    return RILL_OK;
+}
+
+/* Tiles: row panels of at least 16 rows (OpenBLAS's register blocking)
+ * while m allows, then column panels of at least 64 columns to reach the
+ * block count when m is small. */
+static void matmul_tiles(size_t m, size_t k, size_t n, size_t units, size_t *row_panels,
+                         size_t *col_panels) {
+    size_t macs = m * k;
+    macs = n != 0 && macs > SIZE_MAX / n ? SIZE_MAX : macs * n;
+    size_t blocks = rill__op_blocks_for(macs, MACS_PER_BLOCK_MIN, units);
+    size_t rp = m / 16 > 0 ? m / 16 : 1;
+    *row_panels = rp < blocks ? rp : blocks;
+    size_t cp = n / 64 > 0 ? n / 64 : 1;
+    size_t want = blocks / *row_panels;
+    *col_panels = cp < want ? cp : want;
+}
+
+/* The checks of matmul on floats or halves; bytes[] gets the sizes of a,
+ * b and c, and the accesses a read, b read, c write. */
+static rill_status check_matmul(const char *fn, rill_stream *s, bool half, const void *c,
+                                const void *a, const void *b, size_t m, size_t k, size_t n,
+                                access_list *acc, size_t *units) {
+    size_t elem = half ? sizeof(rill_half) : sizeof(float);
+    size_t a_bytes = 0, b_bytes = 0, c_bytes = 0;
+    rill_status st;
+    if ((st = rill__op_check_pointer(fn, c, "c", ELEMS(half, "device memory for m*n"))) !=
+            RILL_OK ||
+        (st = rill__op_check_pointer(fn, a, "a", ELEMS(half, "device memory of m*k"))) != RILL_OK ||
+        (st = rill__op_check_pointer(fn, b, "b", ELEMS(half, "device memory of k*n"))) != RILL_OK ||
+        (st = check_dim(fn, m, "m", "the number of rows of a and c")) != RILL_OK ||
+        (st = check_dim(fn, k, "k", "the number of columns of a and rows of b")) != RILL_OK ||
+        (st = check_dim(fn, n, "n", "the number of columns of b and c")) != RILL_OK ||
+        (st = check_size(fn, rill__op_elem_bytes(&a_bytes, elem, m, k, 1, 1), "a",
+                         ELEMS(half, "m*k"))) != RILL_OK ||
+        (st = check_size(fn, rill__op_elem_bytes(&b_bytes, elem, k, n, 1, 1), "b",
+                         ELEMS(half, "k*n"))) != RILL_OK ||
+        (st = check_size(fn, rill__op_elem_bytes(&c_bytes, elem, m, n, 1, 1), "c",
+                         ELEMS(half, "m*n"))) != RILL_OK ||
+        (st = rill__op_check_fits(fn, a, "a", ELEMS(half, "m*k"), a_bytes)) != RILL_OK ||
+        (st = rill__op_check_fits(fn, b, "b", ELEMS(half, "k*n"), b_bytes)) != RILL_OK ||
+        (st = rill__op_check_fits(fn, c, "c", ELEMS(half, "m*n"), c_bytes)) != RILL_OK ||
+        (st = rill__op_check_disjoint(fn, c, c_bytes, "c", a, a_bytes, "a")) != RILL_OK ||
+        (st = rill__op_check_disjoint(fn, c, c_bytes, "c", b, b_bytes, "b")) != RILL_OK ||
+        (st = rill__op_stream_compute_units(fn, s, units)) != RILL_OK)
+        return st;
+    rill__op_access_add(acc, a, a_bytes, RILL_READ);
+    rill__op_access_add(acc, b, b_bytes, RILL_READ);
+    rill__op_access_add(acc, c, c_bytes, RILL_WRITE);
+    return RILL_OK;
+}
+
+rill_status rill_op_matmul_f32(rill_stream *s, float *c, const float *a, const float *b, size_t m,
+                               size_t k, size_t n) {
+    size_t units = 0;
+    access_list acc = {.count = 0};
+    rill_status st = check_matmul("rill_op_matmul_f32", s, false, c, a, b, m, k, n, &acc, &units);
+    if (st != RILL_OK)
+        return st;
+    rill__op_matmul_args args = {c, a, b, m, k, n, 1, 1};
+    matmul_tiles(m, k, n, units, &args.row_panels, &args.col_panels);
+    return rill__op_launch(s, OP_MATMUL, args.row_panels * args.col_panels, &args, sizeof args,
+                           &acc);
+}
+
+/* The tiles and grid of the f32 matmul; each block converts its chunks of
+ * a and b to floats in its slot of a stream-ordered scratch buffer. */
+rill_status rill_op_matmul_f16(rill_stream *s, rill_half *c, const rill_half *a, const rill_half *b,
+                               size_t m, size_t k, size_t n) {
+    size_t units = 0;
+    access_list acc = {.count = 0};
+    rill_status st = check_matmul("rill_op_matmul_f16", s, true, c, a, b, m, k, n, &acc, &units);
+    if (st != RILL_OK)
+        return st;
+    rill__op_matmul_f16_args args = {c, a, b, NULL, m, k, n, 1, 1};
+    matmul_tiles(m, k, n, units, &args.row_panels, &args.col_panels);
+    size_t blocks = args.row_panels * args.col_panels;
+    size_t scratch_bytes = blocks * rill__op_matmul_f16_slot_floats(&args) * sizeof(float);
+    if ((st = rill_malloc_async(scratch_bytes, s, (void **)&args.scratch)) != RILL_OK)
+        return st;
+    rill__op_access_add(&acc, args.scratch, scratch_bytes, RILL_READ_WRITE);
+    st = rill__op_launch(s, OP_MATMUL_F16, blocks, &args, sizeof args, &acc);
+    rill_status free_st = rill_free_async(args.scratch, s);
+    return st != RILL_OK ? st : free_st;
+}
+
+/* ---- conv2d ---- */
+
+/* Work items are (image, band of output rows). Large inputs get about four
+ * items per block for balance; bands shrink further when one band's slot
+ * (slot_floats_per_row floats per output row) would exceed
+ * CONV_SLOT_BYTES_MAX. Sets p->band_rows and returns the number of
+ * blocks. */
+static size_t conv_plan(rill__op_conv2d_args *p, size_t units, size_t slot_floats_per_row) {
+    size_t oh = p->h - p->r + 1;
+    size_t crs = p->c * p->r * p->s;
+    size_t macs = p->n * p->k;
+    size_t factors[3] = {crs, oh, p->w - p->s + 1};
+    for (int i = 0; i < 3; i++)
+        macs = macs > SIZE_MAX / factors[i] ? SIZE_MAX : macs * factors[i];
+    size_t blocks = rill__op_blocks_for(macs, MACS_PER_BLOCK_MIN, units);
+
+    size_t bands = blocks > 1 ? (4 * blocks + p->n - 1) / p->n : 1;
+    if (bands > oh)
+        bands = oh;
+    size_t band_rows = (oh + bands - 1) / bands;
+    size_t row_bytes = slot_floats_per_row * sizeof(float);
+    if (band_rows * row_bytes > CONV_SLOT_BYTES_MAX)
+        band_rows = CONV_SLOT_BYTES_MAX / row_bytes > 0 ? CONV_SLOT_BYTES_MAX / row_bytes : 1;
+    p->band_rows = band_rows;
+
+    size_t items = p->n * rill__op_conv2d_bands(p);
+    return blocks < items ? blocks : items;
+}
+
+/* The checks of conv2d on floats or halves; adds the accesses in read,
+ * weight read, out write, and sets *w_bytes to the weight's size. */
+static rill_status check_conv2d(const char *fn, rill_stream *s, bool half, const void *out,
+                                const void *in, const void *weight, const rill__op_conv2d_args *g,
+                                access_list *acc, size_t *w_bytes, size_t *units) {
+    size_t elem = half ? sizeof(rill_half) : sizeof(float);
+    size_t in_bytes = 0, out_bytes = 0;
+    rill_status st;
+    if ((st = rill__op_check_pointer(
+             fn, out, "out", ELEMS(half, "device memory for n*k*(h-r+1)*(w-sz+1)"))) != RILL_OK ||
+        (st = rill__op_check_pointer(fn, in, "in", ELEMS(half, "device memory of n*c*h*w"))) !=
+            RILL_OK ||
+        (st = rill__op_check_pointer(fn, weight, "weight",
+                                     ELEMS(half, "device memory of k*c*r*sz"))) != RILL_OK ||
+        (st = check_dim(fn, g->n, "n", "the number of images")) != RILL_OK ||
+        (st = check_dim(fn, g->c, "c", "the number of input channels")) != RILL_OK ||
+        (st = check_dim(fn, g->h, "h", "the input height")) != RILL_OK ||
+        (st = check_dim(fn, g->w, "w", "the input width")) != RILL_OK ||
+        (st = check_dim(fn, g->k, "k", "the number of filters (output channels)")) != RILL_OK ||
+        (st = check_dim(fn, g->r, "r", "the filter height")) != RILL_OK ||
+        (st = check_dim(fn, g->s, "sz", "the filter width")) != RILL_OK)
+        return st;
+    if (g->r > g->h)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: the filter height r (%zu) exceeds the input height h (%zu); pass "
+                          "a filter no taller than the input",
+                          fn, g->r, g->h);
+    if (g->s > g->w)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: the filter width sz (%zu) exceeds the input width w (%zu); pass "
+                          "a filter no wider than the input",
+                          fn, g->s, g->w);
+    size_t oh = g->h - g->r + 1, ow = g->w - g->s + 1;
+    if ((st = check_size(fn, rill__op_elem_bytes(&in_bytes, elem, g->n, g->c, g->h, g->w), "in",
+                         ELEMS(half, "n*c*h*w"))) != RILL_OK ||
+        (st = check_size(fn, rill__op_elem_bytes(w_bytes, elem, g->k, g->c, g->r, g->s), "weight",
+                         ELEMS(half, "k*c*r*sz"))) != RILL_OK ||
+        (st = check_size(fn, rill__op_elem_bytes(&out_bytes, elem, g->n, g->k, oh, ow), "out",
+                         ELEMS(half, "n*k*(h-r+1)*(w-sz+1)"))) != RILL_OK)
+        return st;
+    /* The sgemm of one band is k x (rows*ow) x (c*r*sz) with leading
+     * dimensions up to h*w; both products fit in a size_t because the
+     * weight and the input do, and must fit sgemm's integer dimensions. */
+    if ((st = check_dim(fn, g->c * g->r * g->s, "c*r*sz", "")) != RILL_OK ||
+        (st = check_dim(fn, g->h * g->w, "h*w", "")) != RILL_OK ||
+        (st = rill__op_check_fits(fn, in, "in", ELEMS(half, "n*c*h*w"), in_bytes)) != RILL_OK ||
+        (st = rill__op_check_fits(fn, weight, "weight", ELEMS(half, "k*c*r*sz"), *w_bytes)) !=
+            RILL_OK ||
+        (st = rill__op_check_fits(fn, out, "out", ELEMS(half, "n*k*(h-r+1)*(w-sz+1)"),
+                                  out_bytes)) != RILL_OK ||
+        (st = rill__op_check_disjoint(fn, out, out_bytes, "out", in, in_bytes, "in")) != RILL_OK ||
+        (st = rill__op_check_disjoint(fn, out, out_bytes, "out", weight, *w_bytes, "weight")) !=
+            RILL_OK ||
+        (st = rill__op_stream_compute_units(fn, s, units)) != RILL_OK)
+        return st;
+    rill__op_access_add(acc, in, in_bytes, RILL_READ);
+    rill__op_access_add(acc, weight, *w_bytes, RILL_READ);
+    rill__op_access_add(acc, out, out_bytes, RILL_WRITE);
+    return RILL_OK;
+}
+
+rill_status rill_op_conv2d_f32(rill_stream *s, float *out, const float *in, const float *weight,
+                               size_t n, size_t c, size_t h, size_t w, size_t k, size_t r,
+                               size_t sz) {
+    static const char fn[] = "rill_op_conv2d_f32";
+    rill__op_conv2d_args args = {out, in, weight, NULL, n, c, h, w, k, r, sz, 1};
+    size_t w_bytes = 0, units = 0;
+    access_list acc = {.count = 0};
+    rill_status st = check_conv2d(fn, s, false, out, in, weight, &args, &acc, &w_bytes, &units);
+    if (st != RILL_OK)
+        return st;
+    size_t blocks = conv_plan(&args, units, c * r * sz * (w - sz + 1));
+    if (r == 1 && sz == 1)
+        return rill__op_launch(s, OP_CONV2D, blocks, &args, sizeof args, &acc);
+
+    size_t scratch_bytes = blocks * rill__op_conv2d_slot_floats(&args) * sizeof(float);
+    if ((st = rill_malloc_async(scratch_bytes, s, (void **)&args.scratch)) != RILL_OK)
+        return st;
+    rill__op_access_add(&acc, args.scratch, scratch_bytes, RILL_READ_WRITE);
+    st = rill__op_launch(s, OP_CONV2D, blocks, &args, sizeof args, &acc);
+    rill_status free_st = rill_free_async(args.scratch, s);
+    return st != RILL_OK ? st : free_st;
+}
+
+/* Two launches on one stream-ordered scratch buffer: the weight converted
+ * to floats at its start (by the cast body), then the items and bands of
+ * the f32 conv2d, whose slots, after the weight, also hold each band's
+ * float output (so bands may be shorter than the f32 op's). */
+rill_status rill_op_conv2d_f16(rill_stream *s, rill_half *out, const rill_half *in,
+                               const rill_half *weight, size_t n, size_t c, size_t h, size_t w,
+                               size_t k, size_t r, size_t sz) {
+    static const char fn[] = "rill_op_conv2d_f16";
+    rill__op_conv2d_args plan = {NULL, NULL, NULL, NULL, n, c, h, w, k, r, sz, 1};
+    size_t w_bytes = 0, units = 0;
+    access_list acc = {.count = 0};
+    rill_status st = check_conv2d(fn, s, true, out, in, weight, &plan, &acc, &w_bytes, &units);
+    if (st != RILL_OK)
+        return st;
+    size_t blocks = conv_plan(&plan, units, (c * r * sz + k) * (w - sz + 1));
+    rill__op_conv2d_f16_args args = {out, in, NULL, NULL, n, c, h, w, k, r, sz, plan.band_rows};
+    size_t weights = k * c * r * sz;
+    size_t scratch_bytes =
+        (weights + blocks * rill__op_conv2d_f16_slot_floats(&args)) * sizeof(float);
+    float *scratch;
+    if ((st = rill_malloc_async(scratch_bytes, s, (void **)&scratch)) != RILL_OK)
+        return st;
+    args.weight = scratch;
+    args.scratch = scratch + weights;
+
+    rill__op_cast_args cargs = {scratch, weight, weights};
+    access_list cacc = {.count = 0};
+    rill__op_access_add(&cacc, weight, w_bytes, RILL_READ);
+    rill__op_access_add(&cacc, scratch, weights * sizeof(float), RILL_WRITE);
+    st = rill__op_launch(s, OP_CAST_F16_F32,
+                         rill__op_blocks_for(weights, ELEMENTS_PER_BLOCK_MIN, units), &cargs,
+                         sizeof cargs, &cacc);
+    if (st == RILL_OK) {
+        rill__op_access_add(&acc, scratch, scratch_bytes, RILL_READ_WRITE);
+        st = rill__op_launch(s, OP_CONV2D_F16, blocks, &args, sizeof args, &acc);
+    }
+    rill_status free_st = rill_free_async(scratch, s);
+    return st != RILL_OK ? st : free_st;
+}
