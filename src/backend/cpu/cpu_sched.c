@@ -396,6 +396,12 @@ static enum exec_result exec_wait(cpu_device *d, rill__stream *s, cpu_cmd *c) {
             spin_until = rill__now_ns() + WAIT_SPIN_NS;
         if (device_quiet(d) && ((spins & 31u) != 0 || rill__now_ns() < spin_until)) {
             rill__cpu_relax();
+            /* Every so often, the processor to a thread that wants it: on a
+             * machine with no processor to spare, the host thread that
+             * submits the work this wait is for (or the worker that runs
+             * it) would otherwise wait for this spin to end. */
+            if ((spins & 31u) == 31u)
+                rill__thread_yield();
             continue;
         }
         if (park(cs, t, seq))
