@@ -107,10 +107,12 @@ static rill_status parse_workers(int cpus, int *out) {
 static int cpu_probe(char *why, size_t size) {
     const char *env = getenv("RILL_CPU_DEVICES");
     int cpus = rill__cpu_count();
-    if (env == NULL || env[0] == '\0')
+    if (env == NULL || env[0] == '\0') {
         /* Each node counted has a processor of ours; past 16 nodes (the
          * devices a runtime holds), 16 even runs of processors instead. */
-        return count_nodes() < 16 ? count_nodes() : 16;
+        int nodes = count_nodes();
+        return nodes < 16 ? nodes : 16;
+    }
     char *end;
     errno = 0;
     long n = strtol(env, &end, 10);
