@@ -418,6 +418,26 @@ static void test_rill_device_chooses_the_initial_device(void **state) {
     unsetenv("RILL_DEVICE");
 }
 
+/* A RILL_CPU_DEVICES that names no possible count gives no device, and every call that needs one
+ * says why and what to set. */
+static void test_bad_cpu_device_count_is_explained(void **state) {
+    (void)state;
+    const char *bad[] = {"x", "0", "4096"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        RT_OK(rill_shutdown());
+        setenv("RILL_CPU_DEVICES", bad[i], 1);
+        int count = -1;
+        RT_OK(rill_device_count(&count));
+        assert_int_equal(count, 0);
+        rill_device *cur = NULL;
+        RT_STATUS(RILL_ERROR_NO_DEVICE, rill_get_device(&cur));
+        assert_non_null(strstr(rill_last_error(), "RILL_CPU_DEVICES"));
+        assert_non_null(strstr(rill_last_error(), "unset it"));
+    }
+    RT_OK(rill_shutdown());
+    setenv("RILL_CPU_DEVICES", "2", 1);
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_two_cpu_devices_split_the_processors),
@@ -434,6 +454,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_device_memory_prefers_its_node),
         cmocka_unit_test(test_ipc_memory_keeps_its_device),
         cmocka_unit_test(test_rill_device_chooses_the_initial_device),
+        cmocka_unit_test(test_bad_cpu_device_count_is_explained),
     };
     return RT_RUN(tests);
 }
