@@ -72,6 +72,13 @@
  *    already fails when the byte counts differ). Unset, empty or 0: no
  *    check and no extra call; another value is RILL_ERROR_INVALID_ARGUMENT
  *    from rill_comm_create_mpi.
+ *  - Under Open MPI, the first rill_comm_create_mpi of a process selects
+ *    libnbc's Rabenseifner algorithm for MPI_Iallreduce (the control
+ *    variable coll_libnbc_iallreduce_algorithm, set through the MPI tool
+ *    interface) unless the program or the environment chose one: its
+ *    default on few ranks reaches less than half the blocking
+ *    MPI_Allreduce's bandwidth. The variable is the process's: the
+ *    program's own MPI_Iallreduce calls use it too.
  *  - rill_shutdown destroys the communicators left, waiting for their
  *    collectives; after MPI_Finalize it releases only rill's part of them.
  *  - The program that calls rill_comm_create_mpi may fork, but the child
