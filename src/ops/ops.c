@@ -249,21 +249,30 @@ rill_status rill_op_fill_f32(rill_stream *s, float *x, float value, size_t n) {
                            sizeof args, &acc);
 }
 
+/* The checks of an element-wise op out = a (op) b over n floats, and the
+ * bytes and compute units it runs with. */
+static rill_status check_binary(const char *fn, rill_stream *s, const float *out, const float *a,
+                                const float *b, size_t n, size_t *bytes, size_t *units) {
+    rill_status st;
+    if ((st = rill__op_check_pointer(fn, out, "out", "device memory for n floats")) != RILL_OK ||
+        (st = rill__op_check_pointer(fn, a, "a", "device memory of n floats")) != RILL_OK ||
+        (st = rill__op_check_pointer(fn, b, "b", "device memory of n floats")) != RILL_OK ||
+        (st = rill__op_check_count(fn, n, bytes)) != RILL_OK ||
+        (st = rill__op_check_fits(fn, a, "a", "n floats", *bytes)) != RILL_OK ||
+        (st = rill__op_check_fits(fn, b, "b", "n floats", *bytes)) != RILL_OK ||
+        (st = rill__op_check_fits(fn, out, "out", "n floats", *bytes)) != RILL_OK ||
+        (st = check_elementwise_out(fn, out, a, "a", *bytes)) != RILL_OK ||
+        (st = check_elementwise_out(fn, out, b, "b", *bytes)) != RILL_OK)
+        return st;
+    return rill__op_stream_compute_units(fn, s, units);
+}
+
 rill_status rill_op_add_f32(rill_stream *s, float *out, const float *a, const float *b, float alpha,
                             size_t n) {
     static const char fn[] = "rill_op_add_f32";
     size_t bytes = 0, units = 0;
     rill_status st;
-    if ((st = rill__op_check_pointer(fn, out, "out", "device memory for n floats")) != RILL_OK ||
-        (st = rill__op_check_pointer(fn, a, "a", "device memory of n floats")) != RILL_OK ||
-        (st = rill__op_check_pointer(fn, b, "b", "device memory of n floats")) != RILL_OK ||
-        (st = rill__op_check_count(fn, n, &bytes)) != RILL_OK ||
-        (st = rill__op_check_fits(fn, a, "a", "n floats", bytes)) != RILL_OK ||
-        (st = rill__op_check_fits(fn, b, "b", "n floats", bytes)) != RILL_OK ||
-        (st = rill__op_check_fits(fn, out, "out", "n floats", bytes)) != RILL_OK ||
-        (st = check_elementwise_out(fn, out, a, "a", bytes)) != RILL_OK ||
-        (st = check_elementwise_out(fn, out, b, "b", bytes)) != RILL_OK ||
-        (st = rill__op_stream_compute_units(fn, s, &units)) != RILL_OK)
+    if ((st = check_binary(fn, s, out, a, b, n, &bytes, &units)) != RILL_OK)
         return st;
     rill__op_add_args args = {out, a, b, alpha, n};
     return launch_elementwise(s, OP_ADD, out, a, b, bytes, n, units, &args, sizeof args);
@@ -273,16 +282,7 @@ rill_status rill_op_mul_f32(rill_stream *s, float *out, const float *a, const fl
     static const char fn[] = "rill_op_mul_f32";
     size_t bytes = 0, units = 0;
     rill_status st;
-    if ((st = rill__op_check_pointer(fn, out, "out", "device memory for n floats")) != RILL_OK ||
-        (st = rill__op_check_pointer(fn, a, "a", "device memory of n floats")) != RILL_OK ||
-        (st = rill__op_check_pointer(fn, b, "b", "device memory of n floats")) != RILL_OK ||
-        (st = rill__op_check_count(fn, n, &bytes)) != RILL_OK ||
-        (st = rill__op_check_fits(fn, a, "a", "n floats", bytes)) != RILL_OK ||
-        (st = rill__op_check_fits(fn, b, "b", "n floats", bytes)) != RILL_OK ||
-        (st = rill__op_check_fits(fn, out, "out", "n floats", bytes)) != RILL_OK ||
-        (st = check_elementwise_out(fn, out, a, "a", bytes)) != RILL_OK ||
-        (st = check_elementwise_out(fn, out, b, "b", bytes)) != RILL_OK ||
-        (st = rill__op_stream_compute_units(fn, s, &units)) != RILL_OK)
+    if ((st = check_binary(fn, s, out, a, b, n, &bytes, &units)) != RILL_OK)
         return st;
     rill__op_mul_args args = {out, a, b, n};
     return launch_elementwise(s, OP_MUL, out, a, b, bytes, n, units, &args, sizeof args);

@@ -15,6 +15,21 @@
  * the element type the caller passed. */
 #define ELEMS(half, text) ((half) ? text " halves" : text " floats")
 
+/* One launch of op id whose blocks work in scratch memory: scratch_bytes
+ * allocated on s into *scratch (a field of args), declared read-write,
+ * and freed in stream order after the launch. */
+static rill_status launch_with_scratch(rill_stream *s, op_id id, size_t blocks, const void *args,
+                                       size_t args_size, void **scratch, size_t scratch_bytes,
+                                       access_list *acc) {
+    rill_status st = rill_malloc_async(scratch_bytes, s, scratch);
+    if (st != RILL_OK)
+        return st;
+    rill__op_access_add(acc, *scratch, scratch_bytes, RILL_READ_WRITE);
+    st = rill__op_launch(s, id, blocks, args, args_size, acc);
+    rill_status free_st = rill_free_async(*scratch, s);
+    return st != RILL_OK ? st : free_st;
+}
+
 /* ---- sum ---- */
 
 /* One block sums everything and writes out[0] directly; several blocks
@@ -184,12 +199,8 @@ rill_status rill_op_matmul_f16(rill_stream *s, rill_half *c, const rill_half *a,
     matmul_tiles(m, k, n, units, &args.row_panels, &args.col_panels);
     size_t blocks = args.row_panels * args.col_panels;
     size_t scratch_bytes = blocks * rill__op_matmul_f16_slot_floats(&args) * sizeof(float);
-    if ((st = rill_malloc_async(scratch_bytes, s, (void **)&args.scratch)) != RILL_OK)
-        return st;
-    rill__op_access_add(&acc, args.scratch, scratch_bytes, RILL_READ_WRITE);
-    st = rill__op_launch(s, OP_MATMUL_F16, blocks, &args, sizeof args, &acc);
-    rill_status free_st = rill_free_async(args.scratch, s);
-    return st != RILL_OK ? st : free_st;
+    return launch_with_scratch(s, OP_MATMUL_F16, blocks, &args, sizeof args, (void **)&args.scratch,
+                               scratch_bytes, &acc);
 }
 
 /* ---- conv2d ---- */
@@ -297,12 +308,8 @@ rill_status rill_op_conv2d_f32(rill_stream *s, float *out, const float *in, cons
         return rill__op_launch(s, OP_CONV2D, blocks, &args, sizeof args, &acc);
 
     size_t scratch_bytes = blocks * rill__op_conv2d_slot_floats(&args) * sizeof(float);
-    if ((st = rill_malloc_async(scratch_bytes, s, (void **)&args.scratch)) != RILL_OK)
-        return st;
-    rill__op_access_add(&acc, args.scratch, scratch_bytes, RILL_READ_WRITE);
-    st = rill__op_launch(s, OP_CONV2D, blocks, &args, sizeof args, &acc);
-    rill_status free_st = rill_free_async(args.scratch, s);
-    return st != RILL_OK ? st : free_st;
+    return launch_with_scratch(s, OP_CONV2D, blocks, &args, sizeof args, (void **)&args.scratch,
+                               scratch_bytes, &acc);
 }
 
 /* Two launches on one stream-ordered scratch buffer: the weight converted
