@@ -4,7 +4,7 @@
  * float rounding; in-place use; non-default and current streams; every bad
  * argument; re-creation of the cached kernels after rill_shutdown and their
  * thread-safe creation on first use. */
-#include "fixture.h"
+#include "ops_support.h"
 
 #include "backend/cpu/half.h"
 #include "backend/cpu/op_kernels.h"
@@ -17,17 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Unit roundoff of float. */
-#define U32 (1.0 / 16777216.0)
-
 /* ---- helpers ---- */
-
-static rill_device *cpu_device(void) {
-    rill_device *dev = NULL;
-    RT_OK(rill_device_get_by_kind(RILL_DEVICE_CPU, 0, &dev));
-    RT_OK(rill_set_device(dev));
-    return dev;
-}
 
 static float *dev_floats(size_t n) {
     void *p = NULL;
@@ -70,17 +60,6 @@ static float *download(const float *dev, size_t n) {
 static void expect_near(const char *what, size_t i, double got, double want, double tol) {
     if (!(fabs(got - want) <= tol))
         fail_msg("%s[%zu] = %.9g, expected %.9g (tolerance %.3g)", what, i, got, want, tol);
-}
-
-/* Fails unless status is RILL_ERROR_INVALID_ARGUMENT and rill_last_error()
- * contains needle (the function and the argument it names). */
-static void expect_invalid(rill_status status, const char *needle) {
-    if (status != RILL_ERROR_INVALID_ARGUMENT)
-        fail_msg("returned %s, expected RILL_ERROR_INVALID_ARGUMENT (%s)", rill_status_name(status),
-                 rill_last_error());
-    if (strstr(rill_last_error(), needle) == NULL)
-        fail_msg("rill_last_error() is \"%s\", which does not mention \"%s\"", rill_last_error(),
-                 needle);
 }
 
 static const size_t odd_sizes[] = {1, 7, 1000003};

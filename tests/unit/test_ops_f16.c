@@ -4,7 +4,7 @@
  * half a half's spacing at the result (its one rounding) plus the float32
  * accumulation's error; accumulation in float32 rather than in halves;
  * every bad argument. */
-#include "fixture.h"
+#include "ops_support.h"
 
 #include "backend/cpu/half.h"
 
@@ -14,17 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Unit roundoff of float. */
-#define U32 (1.0 / 16777216.0)
-
 /* ---- helpers ---- */
-
-static rill_device *cpu_device(void) {
-    rill_device *dev = NULL;
-    RT_OK(rill_device_get_by_kind(RILL_DEVICE_CPU, 0, &dev));
-    RT_OK(rill_set_device(dev));
-    return dev;
-}
 
 static rill_half *dev_halves(size_t n) {
     void *p = NULL;
@@ -80,17 +70,6 @@ static void expect_rounded(const char *what, size_t i, rill_half got, double wan
     if (!(fabs(g - want) <= tol))
         fail_msg("%s[%zu] = %.9g (0x%04x), expected %.9g (tolerance %.3g)", what, i, g, got, want,
                  tol);
-}
-
-/* Fails unless status is RILL_ERROR_INVALID_ARGUMENT and rill_last_error()
- * contains needle. */
-static void expect_invalid(rill_status status, const char *needle) {
-    if (status != RILL_ERROR_INVALID_ARGUMENT)
-        fail_msg("returned %s, expected RILL_ERROR_INVALID_ARGUMENT (%s)", rill_status_name(status),
-                 rill_last_error());
-    if (strstr(rill_last_error(), needle) == NULL)
-        fail_msg("rill_last_error() is \"%s\", which does not mention \"%s\"", rill_last_error(),
-                 needle);
 }
 
 /* ---- sum ---- */
