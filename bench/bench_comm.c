@@ -25,6 +25,7 @@
 #include "cli.h"
 #include "harness.h"
 #include "rill.h"
+#include "rill_bench.h"
 #include "rill_mpi.h"
 
 typedef struct config {
@@ -47,13 +48,6 @@ typedef struct bench {
 } bench;
 
 enum { MAX_FLOATS = 16u << 20 }; /* 64 MiB */
-
-static bool failed(rill_status st, const char *call) {
-    if (st == RILL_OK)
-        return false;
-    fprintf(stderr, "bench_comm: %s: %s: %s\n", call, rill_status_name(st), rill_last_error());
-    return true;
-}
 
 static bool mpi_failed(int rc, const char *call) {
     if (rc == MPI_SUCCESS)
@@ -87,13 +81,14 @@ static int sample_rill(void *p, double *value) {
         return -1;
     uint64_t t0 = bench_now_ns();
     for (int i = 0; i < c->calls; i++) {
-        if (failed(
+        if (bench_failed(
                 rill_allreduce_f32(b->stream, b->comm, b->dev, b->dev, c->count, RILL_REDUCE_SUM),
                 "rill_allreduce_f32") ||
-            (c->sync_each && failed(rill_stream_synchronize(b->stream), "rill_stream_synchronize")))
+            (c->sync_each &&
+             bench_failed(rill_stream_synchronize(b->stream), "rill_stream_synchronize")))
             return -1;
     }
-    if (failed(rill_stream_synchronize(b->stream), "rill_stream_synchronize"))
+    if (bench_failed(rill_stream_synchronize(b->stream), "rill_stream_synchronize"))
         return -1;
     *value = value_of(c, bench_now_ns() - t0);
     return 0;
@@ -185,14 +180,15 @@ static int setup(void *ctx, bool quick, bench_report *report, bench_cli_device *
     MPI_Comm_size(MPI_COMM_WORLD, &b->size);
     rill_device *dev;
     rill_device_info info;
-    if (failed(rill_device_get_by_kind(RILL_DEVICE_CPU, 0, &dev), "rill_device_get_by_kind") ||
-        failed(rill_device_get_info(dev, &info), "rill_device_get_info") ||
-        failed(rill_comm_create_mpi(MPI_COMM_WORLD, &b->comm), "rill_comm_create_mpi") ||
-        failed(rill_stream_create(dev, 0, &b->stream), "rill_stream_create") ||
-        failed(rill_malloc(dev, (size_t)MAX_FLOATS * sizeof(float), (void **)&b->dev),
-               "rill_malloc") ||
-        failed(rill_memset_async(b->dev, 0, (size_t)MAX_FLOATS * sizeof(float), b->stream),
-               "rill_memset_async"))
+    if (bench_failed(rill_device_get_by_kind(RILL_DEVICE_CPU, 0, &dev),
+                     "rill_device_get_by_kind") ||
+        bench_failed(rill_device_get_info(dev, &info), "rill_device_get_info") ||
+        bench_failed(rill_comm_create_mpi(MPI_COMM_WORLD, &b->comm), "rill_comm_create_mpi") ||
+        bench_failed(rill_stream_create(dev, 0, &b->stream), "rill_stream_create") ||
+        bench_failed(rill_malloc(dev, (size_t)MAX_FLOATS * sizeof(float), (void **)&b->dev),
+                     "rill_malloc") ||
+        bench_failed(rill_memset_async(b->dev, 0, (size_t)MAX_FLOATS * sizeof(float), b->stream),
+                     "rill_memset_async"))
         return -1;
     b->host = calloc(MAX_FLOATS, sizeof(float));
     if (b->host == NULL) {
@@ -212,13 +208,13 @@ static int setup(void *ctx, bool quick, bench_report *report, bench_cli_device *
 static int teardown(void *ctx) {
     bench *b = ctx;
     int rc = 0;
-    if (b->dev != NULL && failed(rill_free(b->dev), "rill_free"))
+    if (b->dev != NULL && bench_failed(rill_free(b->dev), "rill_free"))
         rc = -1;
-    if (b->stream != NULL && failed(rill_stream_destroy(b->stream), "rill_stream_destroy"))
+    if (b->stream != NULL && bench_failed(rill_stream_destroy(b->stream), "rill_stream_destroy"))
         rc = -1;
-    if (b->comm != NULL && failed(rill_comm_destroy(b->comm), "rill_comm_destroy"))
+    if (b->comm != NULL && bench_failed(rill_comm_destroy(b->comm), "rill_comm_destroy"))
         rc = -1;
-    if (failed(rill_shutdown(), "rill_shutdown"))
+    if (bench_failed(rill_shutdown(), "rill_shutdown"))
         rc = -1;
     free(b->host);
     return rc;

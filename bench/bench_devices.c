@@ -15,6 +15,7 @@
 #include "cli.h"
 #include "harness.h"
 #include "rill.h"
+#include "rill_bench.h"
 
 typedef struct bench_config {
     long hops;
@@ -31,13 +32,6 @@ typedef struct bench {
     bench_report *report;
     rill_device *dev[2];
 } bench;
-
-static bool failed(rill_status st, const char *call) {
-    if (st == RILL_OK)
-        return false;
-    fprintf(stderr, "bench: %s: %s: %s\n", call, rill_status_name(st), rill_last_error());
-    return true;
-}
 
 /* ---- 1. event hops ---- */
 
@@ -59,16 +53,16 @@ static int sample_hops(void *ctx, double *ns_per_hop) {
     rill_launch l = {.grid = {1, 1, 1}, .block = {1, 1, 1}};
     uint64_t t0 = bench_now_ns();
     for (long i = 0; i < c->hops; i += 2) {
-        if (failed(rill_launch_kernel(c->a, c->k, &l), "rill_launch_kernel") ||
-            failed(rill_event_record(c->a_done, c->a), "rill_event_record") ||
-            failed(rill_stream_wait_event(c->b, c->a_done), "rill_stream_wait_event") ||
-            failed(rill_launch_kernel(c->b, c->k, &l), "rill_launch_kernel") ||
-            failed(rill_event_record(c->b_done, c->b), "rill_event_record") ||
-            failed(rill_stream_wait_event(c->a, c->b_done), "rill_stream_wait_event"))
+        if (bench_failed(rill_launch_kernel(c->a, c->k, &l), "rill_launch_kernel") ||
+            bench_failed(rill_event_record(c->a_done, c->a), "rill_event_record") ||
+            bench_failed(rill_stream_wait_event(c->b, c->a_done), "rill_stream_wait_event") ||
+            bench_failed(rill_launch_kernel(c->b, c->k, &l), "rill_launch_kernel") ||
+            bench_failed(rill_event_record(c->b_done, c->b), "rill_event_record") ||
+            bench_failed(rill_stream_wait_event(c->a, c->b_done), "rill_stream_wait_event"))
             return -1;
     }
-    if (failed(rill_stream_synchronize(c->a), "rill_stream_synchronize") ||
-        failed(rill_stream_synchronize(c->b), "rill_stream_synchronize"))
+    if (bench_failed(rill_stream_synchronize(c->a), "rill_stream_synchronize") ||
+        bench_failed(rill_stream_synchronize(c->b), "rill_stream_synchronize"))
         return -1;
     *ns_per_hop = (double)(bench_now_ns() - t0) / (double)c->hops;
     return 0;
@@ -78,10 +72,12 @@ static int hop_open(hop_ctx *c, rill_device *a, rill_device *b, rill_kernel *k, 
     memset(c, 0, sizeof *c);
     c->k = k;
     c->hops = hops + hops % 2;
-    return failed(rill_stream_create(a, 0, &c->a), "rill_stream_create") ||
-                   failed(rill_stream_create(b, 0, &c->b), "rill_stream_create") ||
-                   failed(rill_event_create(RILL_EVENT_DEFAULT, &c->a_done), "rill_event_create") ||
-                   failed(rill_event_create(RILL_EVENT_DEFAULT, &c->b_done), "rill_event_create")
+    return bench_failed(rill_stream_create(a, 0, &c->a), "rill_stream_create") ||
+                   bench_failed(rill_stream_create(b, 0, &c->b), "rill_stream_create") ||
+                   bench_failed(rill_event_create(RILL_EVENT_DEFAULT, &c->a_done),
+                                "rill_event_create") ||
+                   bench_failed(rill_event_create(RILL_EVENT_DEFAULT, &c->b_done),
+                                "rill_event_create")
                ? -1
                : 0;
 }
@@ -103,7 +99,7 @@ static int figure_hops(void *ctx) {
                                     "(baseline: the same between two streams of device 0)");
     rill_kernel *k = NULL;
     const rill_kernel_desc desc = {.name = "empty", .cpu = empty_kernel};
-    if (failed(rill_kernel_create(&desc, &k), "rill_kernel_create"))
+    if (bench_failed(rill_kernel_create(&desc, &k), "rill_kernel_create"))
         return -1;
     hop_ctx across, same;
     int rc = -1;
@@ -137,8 +133,8 @@ typedef struct copy_ctx {
 static int sample_peer_copy(void *ctx, double *gb_per_s) {
     copy_ctx *c = ctx;
     uint64_t t0 = bench_now_ns();
-    if (failed(rill_memcpy_async(c->dst, c->src, c->bytes, c->s), "rill_memcpy_async") ||
-        failed(rill_stream_synchronize(c->s), "rill_stream_synchronize"))
+    if (bench_failed(rill_memcpy_async(c->dst, c->src, c->bytes, c->s), "rill_memcpy_async") ||
+        bench_failed(rill_stream_synchronize(c->s), "rill_stream_synchronize"))
         return -1;
     *gb_per_s = (double)c->bytes / (double)(bench_now_ns() - t0);
     return 0;
@@ -159,9 +155,9 @@ static int figure_copy(void *ctx) {
     size_t n = b->cfg.copy_bytes;
     copy_ctx peer = {.bytes = n}, host = {.bytes = n};
     int rc = -1;
-    if (failed(rill_malloc(b->dev[0], n, &peer.src), "rill_malloc") ||
-        failed(rill_malloc(b->dev[1], n, &peer.dst), "rill_malloc") ||
-        failed(rill_stream_create(b->dev[1], 0, &peer.s), "rill_stream_create"))
+    if (bench_failed(rill_malloc(b->dev[0], n, &peer.src), "rill_malloc") ||
+        bench_failed(rill_malloc(b->dev[1], n, &peer.dst), "rill_malloc") ||
+        bench_failed(rill_stream_create(b->dev[1], 0, &peer.s), "rill_stream_create"))
         goto out;
     host.src = malloc(n);
     host.dst = malloc(n);
@@ -172,9 +168,9 @@ static int figure_copy(void *ctx) {
     /* Every page touched once, on both sides, before timing. */
     memset(host.src, 1, n);
     memset(host.dst, 0, n);
-    if (failed(rill_memset_async(peer.src, 1, n, peer.s), "rill_memset_async") ||
-        failed(rill_memset_async(peer.dst, 0, n, peer.s), "rill_memset_async") ||
-        failed(rill_stream_synchronize(peer.s), "rill_stream_synchronize"))
+    if (bench_failed(rill_memset_async(peer.src, 1, n, peer.s), "rill_memset_async") ||
+        bench_failed(rill_memset_async(peer.dst, 0, n, peer.s), "rill_memset_async") ||
+        bench_failed(rill_stream_synchronize(peer.s), "rill_stream_synchronize"))
         goto out;
     bench_row row = {.id = "x2",
                      .name = "rill_memcpy_async, device 0 -> device 1",
@@ -197,14 +193,12 @@ out:
 
 /* ---- main ---- */
 
-static char devices_note[512];
-
 static int setup(void *ctx, bool quick, bench_report *report, bench_cli_device *device) {
     bench *b = ctx;
     b->cfg = quick ? quick_config : full_config;
     b->report = report;
     int count = 0;
-    if (failed(rill_device_count(&count), "rill_device_count"))
+    if (bench_failed(rill_device_count(&count), "rill_device_count"))
         return -1;
     if (count < 2) {
         fprintf(stderr, "bench_devices: %d device; set RILL_CPU_DEVICES=2 or more\n", count);
@@ -212,21 +206,14 @@ static int setup(void *ctx, bool quick, bench_report *report, bench_cli_device *
     }
     rill_device_info info[2];
     for (int i = 0; i < 2; i++)
-        if (failed(rill_device_get(i, &b->dev[i]), "rill_device_get") ||
-            failed(rill_device_get_info(b->dev[i], &info[i]), "rill_device_get_info"))
+        if (bench_failed(rill_device_get(i, &b->dev[i]), "rill_device_get") ||
+            bench_failed(rill_device_get_info(b->dev[i], &info[i]), "rill_device_get_info"))
             return -1;
     snprintf(device->name, sizeof(device->name), "%.*s", 100, info[0].name);
     device->compute_units = info[0].compute_units;
-    snprintf(devices_note, sizeof devices_note, "%d devices; device 1: %.*s", count, 200,
+    snprintf(device->platform, sizeof(device->platform), "%d devices; device 1: %.*s", count, 100,
              info[1].name);
-    snprintf(device->platform, sizeof(device->platform), "%.*s", 120, devices_note);
     return 0;
-}
-
-static int teardown(void *ctx) {
-    (void)ctx;
-    bench_watchdog_note("rill_shutdown");
-    return failed(rill_shutdown(), "rill_shutdown") ? -1 : 0;
 }
 
 static const bench_cli_figure figures[] = {
@@ -243,7 +230,7 @@ static const bench_cli cli = {
     .figures = figures,
     .num_figures = sizeof(figures) / sizeof(figures[0]),
     .setup = setup,
-    .teardown = teardown,
+    .teardown = bench_rill_shutdown,
 };
 
 int main(int argc, char **argv) {

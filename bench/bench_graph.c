@@ -25,6 +25,7 @@
 #include "cli.h"
 #include "harness.h"
 #include "rill.h"
+#include "rill_bench.h"
 #ifdef RILL_BENCH_TBB
 #include "tbb_flow.h"
 #endif
@@ -38,13 +39,6 @@ typedef struct config {
 
 static const config full_config = {2000, 7};
 static const config quick_config = {100, 3};
-
-static bool failed(rill_status st, const char *call) {
-    if (st == RILL_OK)
-        return false;
-    fprintf(stderr, "bench_graph: %s: %s: %s\n", call, rill_status_name(st), rill_last_error());
-    return true;
-}
 
 static void empty_kernel(const rill_block_ctx *ctx, const void *args) {
     (void)ctx;
@@ -63,8 +57,8 @@ static int sample_replay(void *p, double *ns_per_node) {
     graph_ctx *c = p;
     uint64_t t0 = bench_now_ns();
     for (int r = 0; r < c->runs; r++) {
-        if (failed(rill_graph_launch(c->exec, c->stream), "rill_graph_launch") ||
-            failed(rill_stream_synchronize(c->stream), "rill_stream_synchronize"))
+        if (bench_failed(rill_graph_launch(c->exec, c->stream), "rill_graph_launch") ||
+            bench_failed(rill_stream_synchronize(c->stream), "rill_stream_synchronize"))
             return -1;
     }
     *ns_per_node = (double)(bench_now_ns() - t0) / ((double)c->runs * c->nodes);
@@ -77,9 +71,9 @@ static int sample_eager(void *p, double *ns_per_node) {
     uint64_t t0 = bench_now_ns();
     for (int r = 0; r < c->runs; r++) {
         for (int i = 0; i < c->nodes; i++)
-            if (failed(rill_launch_kernel(c->stream, c->kernel, &l), "rill_launch_kernel"))
+            if (bench_failed(rill_launch_kernel(c->stream, c->kernel, &l), "rill_launch_kernel"))
                 return -1;
-        if (failed(rill_stream_synchronize(c->stream), "rill_stream_synchronize"))
+        if (bench_failed(rill_stream_synchronize(c->stream), "rill_stream_synchronize"))
             return -1;
     }
     *ns_per_node = (double)(bench_now_ns() - t0) / ((double)c->runs * c->nodes);
@@ -106,7 +100,7 @@ static rill_graph_exec *build(rill_kernel *k, bool fan_out) {
     rill_graph_exec *x = NULL;
     rill_launch l = {.grid = {1, 1, 1}, .block = {1, 1, 1}};
     rill_graph_node *nodes[NODES];
-    if (failed(rill_graph_create(&g), "rill_graph_create"))
+    if (bench_failed(rill_graph_create(&g), "rill_graph_create"))
         return NULL;
     for (int i = 0; i < NODES; i++) {
         rill_graph_node **deps = NULL;
@@ -121,11 +115,11 @@ static rill_graph_exec *build(rill_kernel *k, bool fan_out) {
             deps = &nodes[1];
             num_deps = NODES - 2;
         }
-        if (failed(rill_graph_add_kernel_node(g, deps, num_deps, k, &l, &nodes[i]),
-                   "rill_graph_add_kernel_node"))
+        if (bench_failed(rill_graph_add_kernel_node(g, deps, num_deps, k, &l, &nodes[i]),
+                         "rill_graph_add_kernel_node"))
             goto out;
     }
-    failed(rill_graph_instantiate(g, &x), "rill_graph_instantiate");
+    bench_failed(rill_graph_instantiate(g, &x), "rill_graph_instantiate");
 out:
     rill_graph_destroy(g);
     return x;
@@ -179,10 +173,10 @@ static int setup(void *ctx, bool quick, bench_report *report, bench_cli_device *
     rill_device *dev;
     rill_device_info info;
     rill_kernel_desc kd = {.name = "empty", .cpu = empty_kernel};
-    if (failed(rill_device_get_by_kind(RILL_DEVICE_CPU, 0, &dev), "device") ||
-        failed(rill_device_get_info(dev, &info), "rill_device_get_info") ||
-        failed(rill_kernel_create(&kd, &b->kernel), "rill_kernel_create") ||
-        failed(rill_stream_create(dev, 0, &b->stream), "rill_stream_create"))
+    if (bench_failed(rill_device_get_by_kind(RILL_DEVICE_CPU, 0, &dev), "device") ||
+        bench_failed(rill_device_get_info(dev, &info), "rill_device_get_info") ||
+        bench_failed(rill_kernel_create(&kd, &b->kernel), "rill_kernel_create") ||
+        bench_failed(rill_stream_create(dev, 0, &b->stream), "rill_stream_create"))
         return -1;
     b->workers = info.compute_units;
     snprintf(device->name, sizeof(device->name), "%.*s", (int)sizeof(info.name), info.name);
@@ -247,16 +241,16 @@ static int figure_fan_tbb(void *ctx) {
 static int teardown(void *ctx) {
     bench *b = ctx;
     int rc = 0;
-    if (b->chain && failed(rill_graph_exec_destroy(b->chain), "rill_graph_exec_destroy"))
+    if (b->chain && bench_failed(rill_graph_exec_destroy(b->chain), "rill_graph_exec_destroy"))
         rc = -1;
-    if (b->fan && failed(rill_graph_exec_destroy(b->fan), "rill_graph_exec_destroy"))
+    if (b->fan && bench_failed(rill_graph_exec_destroy(b->fan), "rill_graph_exec_destroy"))
         rc = -1;
-    if (b->stream && failed(rill_stream_destroy(b->stream), "rill_stream_destroy"))
+    if (b->stream && bench_failed(rill_stream_destroy(b->stream), "rill_stream_destroy"))
         rc = -1;
-    if (b->kernel && failed(rill_kernel_destroy(b->kernel), "rill_kernel_destroy"))
+    if (b->kernel && bench_failed(rill_kernel_destroy(b->kernel), "rill_kernel_destroy"))
         rc = -1;
     bench_watchdog_note("rill_shutdown");
-    if (failed(rill_shutdown(), "rill_shutdown"))
+    if (bench_failed(rill_shutdown(), "rill_shutdown"))
         rc = -1;
     return rc;
 }

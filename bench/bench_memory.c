@@ -23,6 +23,7 @@
 #include "cli.h"
 #include "harness.h"
 #include "rill.h"
+#include "rill_bench.h"
 
 #define KiB ((size_t)1 << 10)
 #define MiB ((size_t)1 << 20)
@@ -52,13 +53,6 @@ typedef struct bench {
 } bench;
 
 /* Prints a failed rill call and returns true; false when st is RILL_OK. */
-static bool failed(rill_status st, const char *call) {
-    if (st == RILL_OK)
-        return false;
-    fprintf(stderr, "bench: %s: %s: %s\n", call, rill_status_name(st), rill_last_error());
-    return true;
-}
-
 static void empty_kernel(const rill_block_ctx *ctx, const void *args) {
     (void)ctx;
     (void)args;
@@ -76,9 +70,9 @@ static int sample_pair(void *ctx, double *ns_per_pair) {
     uint64_t t0 = bench_now_ns();
     for (long i = 0; i < c->count; i++) {
         void *p;
-        if (failed(rill_malloc_async(pair_sizes[i % NUM_PAIR_SIZES], c->stream, &p),
-                   "rill_malloc_async") ||
-            failed(rill_free_async(p, c->stream), "rill_free_async"))
+        if (bench_failed(rill_malloc_async(pair_sizes[i % NUM_PAIR_SIZES], c->stream, &p),
+                         "rill_malloc_async") ||
+            bench_failed(rill_free_async(p, c->stream), "rill_free_async"))
             return -1;
     }
     *ns_per_pair = (double)(bench_now_ns() - t0) / (double)c->count;
@@ -110,8 +104,8 @@ static int figure_pair(void *ctx) {
                                     "256 B..4 MiB in turn (baseline: glibc malloc + free)");
     rill_stream *s = NULL;
     int rc = -1;
-    if (failed(rill_stream_create(b->dev, 0, &s), "rill_stream_create") ||
-        failed(rill_stream_set_name(s, "bench-m1"), "rill_stream_set_name"))
+    if (bench_failed(rill_stream_create(b->dev, 0, &s), "rill_stream_create") ||
+        bench_failed(rill_stream_set_name(s, "bench-m1"), "rill_stream_set_name"))
         goto out;
     pair_ctx c = {s, b->cfg.pairs};
     pair_ctx warm = {s, b->cfg.pairs / 10};
@@ -127,7 +121,7 @@ static int figure_pair(void *ctx) {
         goto out;
     rc = 0;
 out:
-    if (s && failed(rill_stream_destroy(s), "rill_stream_destroy"))
+    if (s && bench_failed(rill_stream_destroy(s), "rill_stream_destroy"))
         rc = -1;
     return rc;
 }
@@ -166,23 +160,23 @@ static int sample_tracked(void *ctx, double *ns_per_pair) {
     for (long i = 0; i < c->count; i++) {
         size_t bytes = pair_sizes[i % NUM_PAIR_SIZES];
         void *p = NULL;
-        if (pair && failed(rill_malloc_async(bytes, c->a, &p), "rill_malloc_async"))
+        if (pair && bench_failed(rill_malloc_async(bytes, c->a, &p), "rill_malloc_async"))
             return -1;
         rill_access acc = {p, bytes, RILL_READ};
         rill_launch l = {.grid = {1, 1, 1},
                          .block = {1, 1, 1},
                          .accesses = &acc,
                          .num_accesses = c->mode == PAIR_TRACKED ? 1 : 0};
-        if (failed(rill_launch_kernel(c->b, c->kernel, &l), "rill_launch_kernel") ||
-            (pair && failed(rill_free_async(p, c->a), "rill_free_async")))
+        if (bench_failed(rill_launch_kernel(c->b, c->kernel, &l), "rill_launch_kernel") ||
+            (pair && bench_failed(rill_free_async(p, c->a), "rill_free_async")))
             return -1;
         if ((i + 1) % RETURN_FLOW_EVERY == 0 &&
-            (failed(rill_event_record(c->b_done, c->b), "rill_event_record") ||
-             failed(rill_stream_wait_event(c->a, c->b_done), "rill_stream_wait_event")))
+            (bench_failed(rill_event_record(c->b_done, c->b), "rill_event_record") ||
+             bench_failed(rill_stream_wait_event(c->a, c->b_done), "rill_stream_wait_event")))
             return -1;
     }
-    if (failed(rill_stream_synchronize(c->b), "rill_stream_synchronize") ||
-        failed(rill_stream_synchronize(c->a), "rill_stream_synchronize"))
+    if (bench_failed(rill_stream_synchronize(c->b), "rill_stream_synchronize") ||
+        bench_failed(rill_stream_synchronize(c->a), "rill_stream_synchronize"))
         return -1;
     *ns_per_pair = (double)(bench_now_ns() - t0) / (double)c->count;
     return 0;
@@ -234,12 +228,12 @@ static int figure_tracked(void *ctx) {
     rill_kernel *k = NULL;
     int rc = -1;
     const rill_kernel_desc desc = {.name = "bench_use", .cpu = empty_kernel};
-    if (failed(rill_stream_create(b->dev, 0, &sa), "rill_stream_create") ||
-        failed(rill_stream_set_name(sa, "bench-m2-alloc"), "rill_stream_set_name") ||
-        failed(rill_stream_create(b->dev, 0, &sb), "rill_stream_create") ||
-        failed(rill_stream_set_name(sb, "bench-m2-use"), "rill_stream_set_name") ||
-        failed(rill_event_create(RILL_EVENT_DEFAULT, &e), "rill_event_create") ||
-        failed(rill_kernel_create(&desc, &k), "rill_kernel_create"))
+    if (bench_failed(rill_stream_create(b->dev, 0, &sa), "rill_stream_create") ||
+        bench_failed(rill_stream_set_name(sa, "bench-m2-alloc"), "rill_stream_set_name") ||
+        bench_failed(rill_stream_create(b->dev, 0, &sb), "rill_stream_create") ||
+        bench_failed(rill_stream_set_name(sb, "bench-m2-use"), "rill_stream_set_name") ||
+        bench_failed(rill_event_create(RILL_EVENT_DEFAULT, &e), "rill_event_create") ||
+        bench_failed(rill_kernel_create(&desc, &k), "rill_kernel_create"))
         goto out;
     tracked_ctx tracked = {sa, sb, e, k, b->cfg.tracked_pairs, PAIR_TRACKED};
     tracked_ctx warm = tracked;
@@ -252,13 +246,13 @@ static int figure_tracked(void *ctx) {
             goto out;
     rc = 0;
 out:
-    if (k && failed(rill_kernel_destroy(k), "rill_kernel_destroy"))
+    if (k && bench_failed(rill_kernel_destroy(k), "rill_kernel_destroy"))
         rc = -1;
-    if (e && failed(rill_event_destroy(e), "rill_event_destroy"))
+    if (e && bench_failed(rill_event_destroy(e), "rill_event_destroy"))
         rc = -1;
-    if (sb && failed(rill_stream_destroy(sb), "rill_stream_destroy"))
+    if (sb && bench_failed(rill_stream_destroy(sb), "rill_stream_destroy"))
         rc = -1;
-    if (sa && failed(rill_stream_destroy(sa), "rill_stream_destroy"))
+    if (sa && bench_failed(rill_stream_destroy(sa), "rill_stream_destroy"))
         rc = -1;
     return rc;
 }
@@ -346,22 +340,22 @@ static int replay_op(replay_ctx *c, const trace_op *op, size_t *live_requested) 
     case OP_ALLOC:
         c->bytes[op->id] = op->bytes;
         *live_requested += op->bytes;
-        return failed(rill_malloc_async(op->bytes, s, &c->ptrs[op->id]), "rill_malloc_async");
+        return bench_failed(rill_malloc_async(op->bytes, s, &c->ptrs[op->id]), "rill_malloc_async");
     case OP_FREE:
         *live_requested -= c->bytes[op->id];
-        return failed(rill_free_async(c->ptrs[op->id], s), "rill_free_async");
+        return bench_failed(rill_free_async(c->ptrs[op->id], s), "rill_free_async");
     case OP_USE: {
         rill_access acc = {c->ptrs[op->id], c->bytes[op->id], RILL_READ_WRITE};
         rill_launch l = {
             .grid = {1, 1, 1}, .block = {1, 1, 1}, .accesses = &acc, .num_accesses = 1};
-        return failed(rill_launch_kernel(s, c->kernel, &l), "rill_launch_kernel");
+        return bench_failed(rill_launch_kernel(s, c->kernel, &l), "rill_launch_kernel");
     }
     case OP_RECORD:
-        return failed(rill_event_record(c->e[op->other], s), "rill_event_record");
+        return bench_failed(rill_event_record(c->e[op->other], s), "rill_event_record");
     case OP_WAIT_EVENT:
-        return failed(rill_stream_wait_event(s, c->e[op->other]), "rill_stream_wait_event");
+        return bench_failed(rill_stream_wait_event(s, c->e[op->other]), "rill_stream_wait_event");
     case OP_WAIT_STREAM:
-        return failed(rill_stream_wait_stream(s, c->s[op->other]), "rill_stream_wait_stream");
+        return bench_failed(rill_stream_wait_stream(s, c->s[op->other]), "rill_stream_wait_stream");
     }
     return 1;
 }
@@ -375,9 +369,9 @@ static int replay_op(replay_ctx *c, const trace_op *op, size_t *live_requested) 
 static int sample_replay(void *ctx, double *ratio) {
     replay_ctx *c = ctx;
     rill_mem_stats st;
-    if (failed(rill_device_synchronize(NULL), "rill_device_synchronize") ||
-        failed(rill_mem_empty_cache(NULL), "rill_mem_empty_cache") ||
-        failed(rill_mem_get_stats(NULL, &st), "rill_mem_get_stats"))
+    if (bench_failed(rill_device_synchronize(NULL), "rill_device_synchronize") ||
+        bench_failed(rill_mem_empty_cache(NULL), "rill_mem_empty_cache") ||
+        bench_failed(rill_mem_get_stats(NULL, &st), "rill_mem_get_stats"))
         return -1;
     if (st.reserved_bytes != 0 || st.allocated_bytes != 0) {
         fprintf(stderr, "bench: %zu bytes still reserved before a replay\n", st.reserved_bytes);
@@ -391,7 +385,7 @@ static int sample_replay(void *ctx, double *ratio) {
             return -1;
         if (op->kind != OP_ALLOC)
             continue;
-        if (failed(rill_mem_get_stats(NULL, &st), "rill_mem_get_stats"))
+        if (bench_failed(rill_mem_get_stats(NULL, &st), "rill_mem_get_stats"))
             return -1;
         if (st.reserved_bytes > pk.reserved)
             pk.reserved = st.reserved_bytes;
@@ -400,8 +394,8 @@ static int sample_replay(void *ctx, double *ratio) {
         if (live > pk.requested)
             pk.requested = live;
     }
-    if (failed(rill_stream_synchronize(c->s[0]), "rill_stream_synchronize") ||
-        failed(rill_stream_synchronize(c->s[1]), "rill_stream_synchronize"))
+    if (bench_failed(rill_stream_synchronize(c->s[0]), "rill_stream_synchronize") ||
+        bench_failed(rill_stream_synchronize(c->s[1]), "rill_stream_synchronize"))
         return -1;
     c->last = pk;
     *ratio = (double)pk.reserved / (double)(c->requested ? pk.requested : pk.allocated);
@@ -739,28 +733,28 @@ static trace make_transformer_trace(const model *m, int steps, bool side) {
 
 static int trace_env_create(bench *b, trace_env *env, const char *n0, const char *n1) {
     const rill_kernel_desc desc = {.name = "bench_trace_use", .cpu = empty_kernel};
-    if (failed(rill_stream_create(b->dev, 0, &env->s0), "rill_stream_create") ||
-        failed(rill_stream_set_name(env->s0, n0), "rill_stream_set_name") ||
-        failed(rill_stream_create(b->dev, 0, &env->s1), "rill_stream_create") ||
-        failed(rill_stream_set_name(env->s1, n1), "rill_stream_set_name") ||
-        failed(rill_event_create(RILL_EVENT_DEFAULT, &env->e0), "rill_event_create") ||
-        failed(rill_event_create(RILL_EVENT_DEFAULT, &env->e1), "rill_event_create") ||
-        failed(rill_kernel_create(&desc, &env->kernel), "rill_kernel_create"))
+    if (bench_failed(rill_stream_create(b->dev, 0, &env->s0), "rill_stream_create") ||
+        bench_failed(rill_stream_set_name(env->s0, n0), "rill_stream_set_name") ||
+        bench_failed(rill_stream_create(b->dev, 0, &env->s1), "rill_stream_create") ||
+        bench_failed(rill_stream_set_name(env->s1, n1), "rill_stream_set_name") ||
+        bench_failed(rill_event_create(RILL_EVENT_DEFAULT, &env->e0), "rill_event_create") ||
+        bench_failed(rill_event_create(RILL_EVENT_DEFAULT, &env->e1), "rill_event_create") ||
+        bench_failed(rill_kernel_create(&desc, &env->kernel), "rill_kernel_create"))
         return -1;
     return 0;
 }
 
 static int trace_env_destroy(trace_env *env) {
     int rc = 0;
-    if (env->kernel && failed(rill_kernel_destroy(env->kernel), "rill_kernel_destroy"))
+    if (env->kernel && bench_failed(rill_kernel_destroy(env->kernel), "rill_kernel_destroy"))
         rc = -1;
-    if (env->e1 && failed(rill_event_destroy(env->e1), "rill_event_destroy"))
+    if (env->e1 && bench_failed(rill_event_destroy(env->e1), "rill_event_destroy"))
         rc = -1;
-    if (env->e0 && failed(rill_event_destroy(env->e0), "rill_event_destroy"))
+    if (env->e0 && bench_failed(rill_event_destroy(env->e0), "rill_event_destroy"))
         rc = -1;
-    if (env->s1 && failed(rill_stream_destroy(env->s1), "rill_stream_destroy"))
+    if (env->s1 && bench_failed(rill_stream_destroy(env->s1), "rill_stream_destroy"))
         rc = -1;
-    if (env->s0 && failed(rill_stream_destroy(env->s0), "rill_stream_destroy"))
+    if (env->s0 && bench_failed(rill_stream_destroy(env->s0), "rill_stream_destroy"))
         rc = -1;
     return rc;
 }
@@ -827,19 +821,14 @@ static int setup(void *ctx, bool quick, bench_report *report, bench_cli_device *
     b->cfg = quick ? quick_config : full_config;
     b->report = report;
     rill_device_info info;
-    if (failed(rill_device_get_by_kind(RILL_DEVICE_CPU, 0, &b->dev), "rill_device_get_by_kind") ||
-        failed(rill_device_get_info(b->dev, &info), "rill_device_get_info") ||
-        failed(rill_set_device(b->dev), "rill_set_device"))
+    if (bench_failed(rill_device_get_by_kind(RILL_DEVICE_CPU, 0, &b->dev),
+                     "rill_device_get_by_kind") ||
+        bench_failed(rill_device_get_info(b->dev, &info), "rill_device_get_info") ||
+        bench_failed(rill_set_device(b->dev), "rill_set_device"))
         return -1;
     snprintf(device->name, sizeof(device->name), "%.*s", (int)sizeof(info.name), info.name);
     device->compute_units = info.compute_units;
     return 0;
-}
-
-static int teardown(void *ctx) {
-    (void)ctx;
-    bench_watchdog_note("rill_shutdown");
-    return failed(rill_shutdown(), "rill_shutdown") ? -1 : 0;
 }
 
 static const bench_cli_figure figures[] = {
@@ -861,7 +850,7 @@ static const bench_cli cli = {
     .figures = figures,
     .num_figures = sizeof(figures) / sizeof(figures[0]),
     .setup = setup,
-    .teardown = teardown,
+    .teardown = bench_rill_shutdown,
 };
 
 int main(int argc, char **argv) {

@@ -21,6 +21,7 @@
 #include "cli.h"
 #include "harness.h"
 #include "rill.h"
+#include "rill_bench.h"
 
 typedef struct config {
     long launch_count; /* a: commands per sample */
@@ -45,13 +46,6 @@ typedef struct bench {
 } bench;
 
 /* Prints a failed rill call and returns true; false when st is RILL_OK. */
-static bool failed(rill_status st, const char *call) {
-    if (st == RILL_OK)
-        return false;
-    fprintf(stderr, "bench: %s: %s: %s\n", call, rill_status_name(st), rill_last_error());
-    return true;
-}
-
 /* ---- a. launch throughput and enqueue cost ---- */
 
 static void empty_host_fn(void *user_data) {
@@ -77,7 +71,7 @@ static int sample_launch(void *ctx, double *ns_per_cmd) {
     for (long i = 0; i < c->count; i++) {
         rill_status st = c->kernel ? rill_launch_kernel(c->stream, c->kernel, &launch)
                                    : rill_launch_host_func(c->stream, empty_host_fn, NULL);
-        if (failed(st, c->kernel ? "rill_launch_kernel" : "rill_launch_host_func"))
+        if (bench_failed(st, c->kernel ? "rill_launch_kernel" : "rill_launch_host_func"))
             return -1;
         if ((i + 1) % BENCH_ENQUEUE_BATCH == 0) {
             uint64_t now = bench_now_ns();
@@ -86,7 +80,7 @@ static int sample_launch(void *ctx, double *ns_per_cmd) {
             batch_start = now;
         }
     }
-    if (failed(rill_stream_synchronize(c->stream), "rill_stream_synchronize"))
+    if (bench_failed(rill_stream_synchronize(c->stream), "rill_stream_synchronize"))
         return -1;
     *ns_per_cmd = (double)(bench_now_ns() - t0) / (double)c->count;
     return 0;
@@ -99,10 +93,10 @@ static int sample_launch_traced(void *ctx, double *ns_per_cmd) {
     const char *dir = getenv("TMPDIR");
     snprintf(path, sizeof path, "%s/bench-runtime-trace-%d.json", dir != NULL ? dir : "/tmp",
              (int)getpid());
-    if (failed(rill_trace_start(path), "rill_trace_start"))
+    if (bench_failed(rill_trace_start(path), "rill_trace_start"))
         return -1;
     int rc = sample_launch(ctx, ns_per_cmd);
-    if (failed(rill_trace_stop(), "rill_trace_stop"))
+    if (bench_failed(rill_trace_stop(), "rill_trace_stop"))
         rc = -1;
     remove(path);
     return rc;
@@ -121,9 +115,9 @@ static int figure_launch(void *ctx) {
     bench_batches rill_batches = {0}, base_batches = {0};
     int rc = -1;
     const rill_kernel_desc desc = {.name = "empty", .cpu = empty_kernel};
-    if (failed(rill_stream_create(b->dev, 0, &stream), "rill_stream_create") ||
-        failed(rill_stream_set_name(stream, "bench-a"), "rill_stream_set_name") ||
-        failed(rill_kernel_create(&desc, &kernel), "rill_kernel_create"))
+    if (bench_failed(rill_stream_create(b->dev, 0, &stream), "rill_stream_create") ||
+        bench_failed(rill_stream_set_name(stream, "bench-a"), "rill_stream_set_name") ||
+        bench_failed(rill_kernel_create(&desc, &kernel), "rill_kernel_create"))
         goto out;
     queue = base_queue_create((size_t)cfg->launch_count + 1);
     if (!queue || bench_batches_init(&rill_batches, batch_capacity) != 0 ||
@@ -194,9 +188,9 @@ out:
     bench_batches_free(&base_batches);
     bench_batches_free(&rill_batches);
     base_queue_destroy(queue);
-    if (kernel && failed(rill_kernel_destroy(kernel), "rill_kernel_destroy"))
+    if (kernel && bench_failed(rill_kernel_destroy(kernel), "rill_kernel_destroy"))
         rc = -1;
-    if (stream && failed(rill_stream_destroy(stream), "rill_stream_destroy"))
+    if (stream && bench_failed(rill_stream_destroy(stream), "rill_stream_destroy"))
         rc = -1;
     return rc;
 }
@@ -235,22 +229,23 @@ static int sample_pingpong(void *ctx, double *ns_per_hop) {
     pingpong_ctx *c = ctx;
     atomic_store(&c->work, 0);
     atomic_store(&c->gate, 0);
-    if (c->gated && failed(rill_launch_host_func(c->a, hold_gate, c), "rill_launch_host_func"))
+    if (c->gated &&
+        bench_failed(rill_launch_host_func(c->a, hold_gate, c), "rill_launch_host_func"))
         return -1;
     uint64_t t0 = bench_now_ns();
     for (long i = 0; i < c->hops; i += 2) {
-        if (failed(rill_launch_host_func(c->a, tick, c), "rill_launch_host_func") ||
-            failed(rill_event_record(c->a_done, c->a), "rill_event_record") ||
-            failed(rill_stream_wait_event(c->b, c->a_done), "rill_stream_wait_event") ||
-            failed(rill_launch_host_func(c->b, tick, c), "rill_launch_host_func") ||
-            failed(rill_event_record(c->b_done, c->b), "rill_event_record") ||
-            failed(rill_stream_wait_event(c->a, c->b_done), "rill_stream_wait_event"))
+        if (bench_failed(rill_launch_host_func(c->a, tick, c), "rill_launch_host_func") ||
+            bench_failed(rill_event_record(c->a_done, c->a), "rill_event_record") ||
+            bench_failed(rill_stream_wait_event(c->b, c->a_done), "rill_stream_wait_event") ||
+            bench_failed(rill_launch_host_func(c->b, tick, c), "rill_launch_host_func") ||
+            bench_failed(rill_event_record(c->b_done, c->b), "rill_event_record") ||
+            bench_failed(rill_stream_wait_event(c->a, c->b_done), "rill_stream_wait_event"))
             return -1;
     }
     if (c->gated)
         atomic_store_explicit(&c->gate, 1, memory_order_release);
-    if (failed(rill_stream_synchronize(c->a), "rill_stream_synchronize") ||
-        failed(rill_stream_synchronize(c->b), "rill_stream_synchronize"))
+    if (bench_failed(rill_stream_synchronize(c->a), "rill_stream_synchronize") ||
+        bench_failed(rill_stream_synchronize(c->b), "rill_stream_synchronize"))
         return -1;
     if (c->gated)
         t0 = atomic_load(&c->t_open);
@@ -276,12 +271,12 @@ static int figure_pingpong(void *ctx) {
     atomic_init(&c->work, 0);
     c->hops = b->cfg.hops + b->cfg.hops % 2;
     int rc = -1;
-    if (failed(rill_stream_create(b->dev, 0, &c->a), "rill_stream_create") ||
-        failed(rill_stream_set_name(c->a, "bench-b-ping"), "rill_stream_set_name") ||
-        failed(rill_stream_create(b->dev, 0, &c->b), "rill_stream_create") ||
-        failed(rill_stream_set_name(c->b, "bench-b-pong"), "rill_stream_set_name") ||
-        failed(rill_event_create(RILL_EVENT_DEFAULT, &c->a_done), "rill_event_create") ||
-        failed(rill_event_create(RILL_EVENT_DEFAULT, &c->b_done), "rill_event_create"))
+    if (bench_failed(rill_stream_create(b->dev, 0, &c->a), "rill_stream_create") ||
+        bench_failed(rill_stream_set_name(c->a, "bench-b-ping"), "rill_stream_set_name") ||
+        bench_failed(rill_stream_create(b->dev, 0, &c->b), "rill_stream_create") ||
+        bench_failed(rill_stream_set_name(c->b, "bench-b-pong"), "rill_stream_set_name") ||
+        bench_failed(rill_event_create(RILL_EVENT_DEFAULT, &c->a_done), "rill_event_create") ||
+        bench_failed(rill_event_create(RILL_EVENT_DEFAULT, &c->b_done), "rill_event_create"))
         goto out;
     base_token_ctx base = {c->hops};
     /* Warm-up with a tenth of the hops. */
@@ -312,13 +307,13 @@ static int figure_pingpong(void *ctx) {
         goto out;
     rc = 0;
 out:
-    if (c->b_done && failed(rill_event_destroy(c->b_done), "rill_event_destroy"))
+    if (c->b_done && bench_failed(rill_event_destroy(c->b_done), "rill_event_destroy"))
         rc = -1;
-    if (c->a_done && failed(rill_event_destroy(c->a_done), "rill_event_destroy"))
+    if (c->a_done && bench_failed(rill_event_destroy(c->a_done), "rill_event_destroy"))
         rc = -1;
-    if (c->b && failed(rill_stream_destroy(c->b), "rill_stream_destroy"))
+    if (c->b && bench_failed(rill_stream_destroy(c->b), "rill_stream_destroy"))
         rc = -1;
-    if (c->a && failed(rill_stream_destroy(c->a), "rill_stream_destroy"))
+    if (c->a && bench_failed(rill_stream_destroy(c->a), "rill_stream_destroy"))
         rc = -1;
     free(c);
     return rc;
@@ -345,9 +340,10 @@ static void spin_then_stamp(void *user_data) {
 static int sample_wake(void *ctx, double *us) {
     wake_ctx *c = ctx;
     atomic_store(&c->stamp_ns, 0);
-    if (failed(rill_launch_host_func(c->stream, spin_then_stamp, c), "rill_launch_host_func") ||
-        failed(rill_event_record(c->done, c->stream), "rill_event_record") ||
-        failed(rill_event_synchronize(c->done), "rill_event_synchronize"))
+    if (bench_failed(rill_launch_host_func(c->stream, spin_then_stamp, c),
+                     "rill_launch_host_func") ||
+        bench_failed(rill_event_record(c->done, c->stream), "rill_event_record") ||
+        bench_failed(rill_event_synchronize(c->done), "rill_event_synchronize"))
         return -1;
     uint64_t now = bench_now_ns();
     uint64_t stamp = atomic_load_explicit(&c->stamp_ns, memory_order_acquire);
@@ -373,10 +369,11 @@ static int figure_wake(void *ctx) {
     rill_event *spin_event = NULL, *blocking_event = NULL;
     base_wake *base = NULL;
     int rc = -1;
-    if (failed(rill_stream_create(b->dev, 0, &c->stream), "rill_stream_create") ||
-        failed(rill_stream_set_name(c->stream, "bench-c"), "rill_stream_set_name") ||
-        failed(rill_event_create(RILL_EVENT_DEFAULT, &spin_event), "rill_event_create") ||
-        failed(rill_event_create(RILL_EVENT_BLOCKING_SYNC, &blocking_event), "rill_event_create"))
+    if (bench_failed(rill_stream_create(b->dev, 0, &c->stream), "rill_stream_create") ||
+        bench_failed(rill_stream_set_name(c->stream, "bench-c"), "rill_stream_set_name") ||
+        bench_failed(rill_event_create(RILL_EVENT_DEFAULT, &spin_event), "rill_event_create") ||
+        bench_failed(rill_event_create(RILL_EVENT_BLOCKING_SYNC, &blocking_event),
+                     "rill_event_create"))
         goto out;
     base = base_wake_create(WAKE_SPIN_NS);
     if (!base) {
@@ -405,11 +402,11 @@ static int figure_wake(void *ctx) {
     rc = 0;
 out:
     base_wake_destroy(base);
-    if (blocking_event && failed(rill_event_destroy(blocking_event), "rill_event_destroy"))
+    if (blocking_event && bench_failed(rill_event_destroy(blocking_event), "rill_event_destroy"))
         rc = -1;
-    if (spin_event && failed(rill_event_destroy(spin_event), "rill_event_destroy"))
+    if (spin_event && bench_failed(rill_event_destroy(spin_event), "rill_event_destroy"))
         rc = -1;
-    if (c->stream && failed(rill_stream_destroy(c->stream), "rill_stream_destroy"))
+    if (c->stream && bench_failed(rill_stream_destroy(c->stream), "rill_stream_destroy"))
         rc = -1;
     free(c);
     return rc;
@@ -439,7 +436,7 @@ static int launch_spin(overlap_ctx *c, rill_stream *s, int i) {
     spin_args args = {c->iters, &c->results[i]};
     rill_launch launch = {
         .grid = {1, 1, 1}, .block = {1, 1, 1}, .args = &args, .args_size = sizeof(args)};
-    return failed(rill_launch_kernel(s, c->kernel, &launch), "rill_launch_kernel") ? -1 : 0;
+    return bench_failed(rill_launch_kernel(s, c->kernel, &launch), "rill_launch_kernel") ? -1 : 0;
 }
 
 /* One stream's time for both kernels over two streams' time. */
@@ -447,12 +444,12 @@ static int sample_overlap(void *ctx, double *speedup) {
     overlap_ctx *c = ctx;
     uint64_t t0 = bench_now_ns();
     if (launch_spin(c, c->s1, 0) != 0 || launch_spin(c, c->s1, 1) != 0 ||
-        failed(rill_stream_synchronize(c->s1), "rill_stream_synchronize"))
+        bench_failed(rill_stream_synchronize(c->s1), "rill_stream_synchronize"))
         return -1;
     uint64_t t1 = bench_now_ns();
     if (launch_spin(c, c->s1, 0) != 0 || launch_spin(c, c->s2, 1) != 0 ||
-        failed(rill_stream_synchronize(c->s1), "rill_stream_synchronize") ||
-        failed(rill_stream_synchronize(c->s2), "rill_stream_synchronize"))
+        bench_failed(rill_stream_synchronize(c->s1), "rill_stream_synchronize") ||
+        bench_failed(rill_stream_synchronize(c->s2), "rill_stream_synchronize"))
         return -1;
     uint64_t t2 = bench_now_ns();
     *speedup = (double)(t1 - t0) / (double)(t2 - t1);
@@ -468,11 +465,11 @@ static int figure_overlap(void *ctx) {
     overlap_ctx c = {.iters = bench_spin_calibrate(b->cfg.kernel_ms)};
     const rill_kernel_desc desc = {.name = "spin", .cpu = spin_kernel};
     int rc = -1;
-    if (failed(rill_stream_create(b->dev, 0, &c.s1), "rill_stream_create") ||
-        failed(rill_stream_set_name(c.s1, "bench-d-1"), "rill_stream_set_name") ||
-        failed(rill_stream_create(b->dev, 0, &c.s2), "rill_stream_create") ||
-        failed(rill_stream_set_name(c.s2, "bench-d-2"), "rill_stream_set_name") ||
-        failed(rill_kernel_create(&desc, &c.kernel), "rill_kernel_create"))
+    if (bench_failed(rill_stream_create(b->dev, 0, &c.s1), "rill_stream_create") ||
+        bench_failed(rill_stream_set_name(c.s1, "bench-d-1"), "rill_stream_set_name") ||
+        bench_failed(rill_stream_create(b->dev, 0, &c.s2), "rill_stream_create") ||
+        bench_failed(rill_stream_set_name(c.s2, "bench-d-2"), "rill_stream_set_name") ||
+        bench_failed(rill_kernel_create(&desc, &c.kernel), "rill_kernel_create"))
         goto out;
     base_speedup_ctx base = {c.iters};
     bench_row row = {.id = "d1",
@@ -485,11 +482,11 @@ static int figure_overlap(void *ctx) {
         goto out;
     rc = 0;
 out:
-    if (c.kernel && failed(rill_kernel_destroy(c.kernel), "rill_kernel_destroy"))
+    if (c.kernel && bench_failed(rill_kernel_destroy(c.kernel), "rill_kernel_destroy"))
         rc = -1;
-    if (c.s2 && failed(rill_stream_destroy(c.s2), "rill_stream_destroy"))
+    if (c.s2 && bench_failed(rill_stream_destroy(c.s2), "rill_stream_destroy"))
         rc = -1;
-    if (c.s1 && failed(rill_stream_destroy(c.s1), "rill_stream_destroy"))
+    if (c.s1 && bench_failed(rill_stream_destroy(c.s1), "rill_stream_destroy"))
         rc = -1;
     return rc;
 }
@@ -533,12 +530,13 @@ static int buffers_alloc(op_buffers *o, rill_device *dev, const size_t count[3])
             return -1;
         }
         void *p = NULL;
-        if (failed(rill_malloc(dev, count[i] * sizeof(float), &p), "rill_malloc"))
+        if (bench_failed(rill_malloc(dev, count[i] * sizeof(float), &p), "rill_malloc"))
             return -1;
         o->dev[i] = p;
         if (i < 2) {
             fill_random(o->host[i], count[i], (uint64_t)i + 1);
-            if (failed(rill_memcpy(o->dev[i], o->host[i], count[i] * sizeof(float)), "rill_memcpy"))
+            if (bench_failed(rill_memcpy(o->dev[i], o->host[i], count[i] * sizeof(float)),
+                             "rill_memcpy"))
                 return -1;
         }
     }
@@ -548,7 +546,7 @@ static int buffers_alloc(op_buffers *o, rill_device *dev, const size_t count[3])
 static int buffers_free(op_buffers *o) {
     int rc = 0;
     for (int i = 0; i < 3; i++) {
-        if (o->dev[i] && failed(rill_free(o->dev[i]), "rill_free"))
+        if (o->dev[i] && bench_failed(rill_free(o->dev[i]), "rill_free"))
             rc = -1;
         free(o->host[i]);
     }
@@ -572,8 +570,8 @@ static int sample_op(void *ctx, double *gflops) {
     rill_status st = c->is_conv ? rill_op_conv2d_f32(c->stream, out, x, y, d[0], d[1], d[2], d[3],
                                                      d[4], d[5], d[6])
                                 : rill_op_matmul_f32(c->stream, out, x, y, d[0], d[1], d[2]);
-    if (failed(st, c->is_conv ? "rill_op_conv2d_f32" : "rill_op_matmul_f32") ||
-        failed(rill_stream_synchronize(c->stream), "rill_stream_synchronize"))
+    if (bench_failed(st, c->is_conv ? "rill_op_conv2d_f32" : "rill_op_matmul_f32") ||
+        bench_failed(rill_stream_synchronize(c->stream), "rill_stream_synchronize"))
         return -1;
     *gflops = c->flops / (double)(bench_now_ns() - t0);
     return 0;
@@ -585,8 +583,8 @@ static int verify_op(op_ctx *c, bench_sample_fn base_fn, void *base_ctx, const f
     double ignored;
     if (sample_op(c, &ignored) != 0 || base_fn(base_ctx, &ignored) != 0)
         return -1;
-    if (failed(rill_memcpy(c->buf.host[2], c->buf.dev[2], c->buf.count[2] * sizeof(float)),
-               "rill_memcpy"))
+    if (bench_failed(rill_memcpy(c->buf.host[2], c->buf.dev[2], c->buf.count[2] * sizeof(float)),
+                     "rill_memcpy"))
         return -1;
     double err = relative_error(c->buf.host[2], base_out, c->buf.count[2]);
     if (!(err < 1e-3)) {
@@ -693,13 +691,13 @@ static int figure_ops(void *ctx) {
         return 0;
     }
     rill_stream *stream = NULL;
-    if (failed(rill_stream_create(b->dev, 0, &stream), "rill_stream_create") ||
-        failed(rill_stream_set_name(stream, "bench-e"), "rill_stream_set_name"))
+    if (bench_failed(rill_stream_create(b->dev, 0, &stream), "rill_stream_create") ||
+        bench_failed(rill_stream_set_name(stream, "bench-e"), "rill_stream_set_name"))
         return -1;
     int rc = figure_matmul(b, stream);
     if (figure_conv2d(b, stream) != 0)
         rc = -1;
-    if (failed(rill_stream_destroy(stream), "rill_stream_destroy"))
+    if (bench_failed(rill_stream_destroy(stream), "rill_stream_destroy"))
         rc = -1;
     return rc;
 }
@@ -720,13 +718,13 @@ typedef struct idle_ctx {
  * synchronize returns. */
 static int launch_and_wait(idle_ctx *c, double *us) {
     uint64_t t0 = bench_now_ns();
-    if (failed(rill_launch_kernel(c->stream, c->kernel, &c->launch), "rill_launch_kernel"))
+    if (bench_failed(rill_launch_kernel(c->stream, c->kernel, &c->launch), "rill_launch_kernel"))
         return -1;
     if (c->by_stream) {
-        if (failed(rill_stream_synchronize(c->stream), "rill_stream_synchronize"))
+        if (bench_failed(rill_stream_synchronize(c->stream), "rill_stream_synchronize"))
             return -1;
-    } else if (failed(rill_event_record(c->event, c->stream), "rill_event_record") ||
-               failed(rill_event_synchronize(c->event), "rill_event_synchronize")) {
+    } else if (bench_failed(rill_event_record(c->event, c->stream), "rill_event_record") ||
+               bench_failed(rill_event_synchronize(c->event), "rill_event_synchronize")) {
         return -1;
     }
     *us = (double)(bench_now_ns() - t0) / 1000.0;
@@ -817,12 +815,13 @@ static int figure_idle(void *ctx) {
     int rc = -1;
     const rill_kernel_desc empty = {.name = "empty", .cpu = empty_kernel};
     const rill_kernel_desc work = {.name = "work", .cpu = work_kernel};
-    if (failed(rill_stream_create(b->dev, 0, &stream), "rill_stream_create") ||
-        failed(rill_stream_set_name(stream, "bench-f"), "rill_stream_set_name") ||
-        failed(rill_event_create(RILL_EVENT_DEFAULT, &spin_event), "rill_event_create") ||
-        failed(rill_event_create(RILL_EVENT_BLOCKING_SYNC, &blocking_event), "rill_event_create") ||
-        failed(rill_kernel_create(&empty, &kernel), "rill_kernel_create") ||
-        failed(rill_kernel_create(&work, &worker), "rill_kernel_create"))
+    if (bench_failed(rill_stream_create(b->dev, 0, &stream), "rill_stream_create") ||
+        bench_failed(rill_stream_set_name(stream, "bench-f"), "rill_stream_set_name") ||
+        bench_failed(rill_event_create(RILL_EVENT_DEFAULT, &spin_event), "rill_event_create") ||
+        bench_failed(rill_event_create(RILL_EVENT_BLOCKING_SYNC, &blocking_event),
+                     "rill_event_create") ||
+        bench_failed(rill_kernel_create(&empty, &kernel), "rill_kernel_create") ||
+        bench_failed(rill_kernel_create(&work, &worker), "rill_kernel_create"))
         goto out;
     sleepers = base_sleepers_create();
     if (!sleepers) {
@@ -881,15 +880,15 @@ static int figure_idle(void *ctx) {
     rc = 0;
 out:
     base_sleepers_destroy(sleepers);
-    if (worker && failed(rill_kernel_destroy(worker), "rill_kernel_destroy"))
+    if (worker && bench_failed(rill_kernel_destroy(worker), "rill_kernel_destroy"))
         rc = -1;
-    if (kernel && failed(rill_kernel_destroy(kernel), "rill_kernel_destroy"))
+    if (kernel && bench_failed(rill_kernel_destroy(kernel), "rill_kernel_destroy"))
         rc = -1;
-    if (blocking_event && failed(rill_event_destroy(blocking_event), "rill_event_destroy"))
+    if (blocking_event && bench_failed(rill_event_destroy(blocking_event), "rill_event_destroy"))
         rc = -1;
-    if (spin_event && failed(rill_event_destroy(spin_event), "rill_event_destroy"))
+    if (spin_event && bench_failed(rill_event_destroy(spin_event), "rill_event_destroy"))
         rc = -1;
-    if (stream && failed(rill_stream_destroy(stream), "rill_stream_destroy"))
+    if (stream && bench_failed(rill_stream_destroy(stream), "rill_stream_destroy"))
         rc = -1;
     return rc;
 }
@@ -901,19 +900,14 @@ static int setup(void *ctx, bool quick, bench_report *report, bench_cli_device *
     b->cfg = quick ? quick_config : full_config;
     b->report = report;
     rill_device_info info;
-    if (failed(rill_device_get_by_kind(RILL_DEVICE_CPU, 0, &b->dev), "rill_device_get_by_kind") ||
-        failed(rill_device_get_info(b->dev, &info), "rill_device_get_info"))
+    if (bench_failed(rill_device_get_by_kind(RILL_DEVICE_CPU, 0, &b->dev),
+                     "rill_device_get_by_kind") ||
+        bench_failed(rill_device_get_info(b->dev, &info), "rill_device_get_info"))
         return -1;
     b->compute_units = info.compute_units > 0 ? info.compute_units : 1;
     snprintf(device->name, sizeof(device->name), "%.*s", (int)sizeof(info.name), info.name);
     device->compute_units = b->compute_units;
     return 0;
-}
-
-static int teardown(void *ctx) {
-    (void)ctx;
-    bench_watchdog_note("rill_shutdown");
-    return failed(rill_shutdown(), "rill_shutdown") ? -1 : 0;
 }
 
 /* ---- g. the stream sanitizer ---- */
@@ -933,15 +927,15 @@ static int sample_san(void *ctx, double *ns_per_call) {
     san_ctx *c = ctx;
     const rill_launch launch = {
         .grid = {1, 1, 1}, .block = {1, 1, 1}, .accesses = c->acc, .num_accesses = 2};
-    if (failed(rill_sanitizer_enable(c->sanitize), "rill_sanitizer_enable"))
+    if (bench_failed(rill_sanitizer_enable(c->sanitize), "rill_sanitizer_enable"))
         return -1;
     uint64_t t0 = bench_now_ns();
     for (long i = 0; i < c->count; i++)
-        if (failed(rill_launch_kernel(c->stream, c->kernel, &launch), "rill_launch_kernel"))
+        if (bench_failed(rill_launch_kernel(c->stream, c->kernel, &launch), "rill_launch_kernel"))
             return -1;
     *ns_per_call = (double)(bench_now_ns() - t0) / (double)c->count;
-    if (failed(rill_stream_synchronize(c->stream), "rill_stream_synchronize") ||
-        failed(rill_sanitizer_enable(0), "rill_sanitizer_enable"))
+    if (bench_failed(rill_stream_synchronize(c->stream), "rill_stream_synchronize") ||
+        bench_failed(rill_sanitizer_enable(0), "rill_sanitizer_enable"))
         return -1;
     return 0;
 }
@@ -956,10 +950,10 @@ static int figure_sanitizer(void *ctx) {
     void *in = NULL, *out = NULL;
     int rc = -1;
     const rill_kernel_desc desc = {.name = "empty", .cpu = empty_kernel};
-    if (failed(rill_stream_create(b->dev, 0, &stream), "rill_stream_create") ||
-        failed(rill_kernel_create(&desc, &kernel), "rill_kernel_create") ||
-        failed(rill_malloc(b->dev, 4096, &in), "rill_malloc") ||
-        failed(rill_malloc(b->dev, 4096, &out), "rill_malloc"))
+    if (bench_failed(rill_stream_create(b->dev, 0, &stream), "rill_stream_create") ||
+        bench_failed(rill_kernel_create(&desc, &kernel), "rill_kernel_create") ||
+        bench_failed(rill_malloc(b->dev, 4096, &in), "rill_malloc") ||
+        bench_failed(rill_malloc(b->dev, 4096, &out), "rill_malloc"))
         goto out;
     san_ctx on = {
         stream, kernel, {{in, 4096, RILL_READ}, {out, 4096, RILL_WRITE}}, cfg->launch_count, 1};
@@ -979,13 +973,13 @@ static int figure_sanitizer(void *ctx) {
         goto out;
     rc = 0;
 out:
-    if (in && failed(rill_free(in), "rill_free"))
+    if (in && bench_failed(rill_free(in), "rill_free"))
         rc = -1;
-    if (out && failed(rill_free(out), "rill_free"))
+    if (out && bench_failed(rill_free(out), "rill_free"))
         rc = -1;
-    if (kernel && failed(rill_kernel_destroy(kernel), "rill_kernel_destroy"))
+    if (kernel && bench_failed(rill_kernel_destroy(kernel), "rill_kernel_destroy"))
         rc = -1;
-    if (stream && failed(rill_stream_destroy(stream), "rill_stream_destroy"))
+    if (stream && bench_failed(rill_stream_destroy(stream), "rill_stream_destroy"))
         rc = -1;
     return rc;
 }
@@ -1007,7 +1001,7 @@ static const bench_cli cli = {
     .figures = figures,
     .num_figures = sizeof(figures) / sizeof(figures[0]),
     .setup = setup,
-    .teardown = teardown,
+    .teardown = bench_rill_shutdown,
 };
 
 int main(int argc, char **argv) {
