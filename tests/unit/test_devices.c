@@ -97,22 +97,33 @@ static void test_event_binds_to_the_device_of_its_first_record(void **state) {
     RT_OK(rill_stream_destroy(s1));
 }
 
+/* Work on `then`, after a wait for `first` (through an event, or
+ * rill_stream_wait_stream), runs after first's work: sees its flag set. */
+static void expect_ordered(rill_stream *first, rill_stream *then, bool through_event) {
+    atomic_int flag = 0, seen = -1;
+    check_args args = {&flag, &seen};
+    rill_event *e = NULL;
+    RT_OK(rill_launch_host_func(first, sleep_then_set, &flag));
+    if (through_event) {
+        RT_OK(rill_event_create(0, &e));
+        RT_OK(rill_event_record(e, first));
+        RT_OK(rill_stream_wait_event(then, e));
+    } else {
+        RT_OK(rill_stream_wait_stream(then, first));
+    }
+    RT_OK(rill_launch_host_func(then, read_flag, &args));
+    RT_OK(rill_stream_synchronize(then));
+    assert_int_equal(atomic_load(&seen), 1);
+    if (e != NULL)
+        RT_OK(rill_event_destroy(e));
+}
+
 /* "streams on any device can wait on the event": work on device 1 after the wait runs after the
  * recorded work of device 0. */
 static void test_a_stream_of_another_device_waits_for_an_event(void **state) {
     (void)state;
     rill_stream *s0 = new_stream(0), *s1 = new_stream(1);
-    atomic_int flag = 0, seen = -1;
-    check_args args = {&flag, &seen};
-    rill_event *e = NULL;
-    RT_OK(rill_event_create(0, &e));
-    RT_OK(rill_launch_host_func(s0, sleep_then_set, &flag));
-    RT_OK(rill_event_record(e, s0));
-    RT_OK(rill_stream_wait_event(s1, e));
-    RT_OK(rill_launch_host_func(s1, read_flag, &args));
-    RT_OK(rill_stream_synchronize(s1));
-    assert_int_equal(atomic_load(&seen), 1);
-    RT_OK(rill_event_destroy(e));
+    expect_ordered(s0, s1, true);
     RT_OK(rill_stream_destroy(s0));
     RT_OK(rill_stream_destroy(s1));
 }
@@ -121,13 +132,7 @@ static void test_a_stream_of_another_device_waits_for_an_event(void **state) {
 static void test_wait_stream_across_devices(void **state) {
     (void)state;
     rill_stream *s0 = new_stream(0), *s1 = new_stream(1);
-    atomic_int flag = 0, seen = -1;
-    check_args args = {&flag, &seen};
-    RT_OK(rill_launch_host_func(s1, sleep_then_set, &flag));
-    RT_OK(rill_stream_wait_stream(s0, s1));
-    RT_OK(rill_launch_host_func(s0, read_flag, &args));
-    RT_OK(rill_stream_synchronize(s0));
-    assert_int_equal(atomic_load(&seen), 1);
+    expect_ordered(s1, s0, false);
     RT_OK(rill_stream_destroy(s0));
     RT_OK(rill_stream_destroy(s1));
 }
@@ -249,6 +254,25 @@ static void fill_kernel(const rill_block_ctx *ctx, const void *args) {
         a.p[i] = a.value;
 }
 
+/* Launches one block of fill_kernel on s writing value into a[0, n), with
+ * that write declared. The kernel is destroyed at once: it lives until the
+ * launch has run. */
+static void launch_fill(rill_stream *s, float *a, float value, size_t n) {
+    rill_kernel *k = NULL;
+    const rill_kernel_desc desc = {.name = "fill", .cpu = fill_kernel};
+    RT_OK(rill_kernel_create(&desc, &k));
+    fill_args fa = {a, value, (int)n};
+    rill_access acc = {a, n * sizeof(float), RILL_WRITE};
+    rill_launch l = {.grid = {1, 1, 1},
+                     .block = {1, 1, 1},
+                     .args = &fa,
+                     .args_size = sizeof fa,
+                     .accesses = &acc,
+                     .num_accesses = 1};
+    RT_OK(rill_launch_kernel(s, k, &l));
+    RT_OK(rill_kernel_destroy(k));
+}
+
 /* A peer copy: rill_memcpy_async between two devices' memory on a stream of device 1 that waits
  * for device 0's kernel writing the source copies what the kernel wrote; a kernel on device 1
  * may declare an access to device 0's memory (allowed, and tracked by the pool). */
@@ -260,27 +284,14 @@ static void test_copies_and_kernels_across_devices(void **state) {
     RT_OK(rill_malloc(device(0), N * sizeof(float), (void **)&a));
     RT_OK(rill_malloc(device(1), N * sizeof(float), (void **)&b));
     RT_OK(rill_memset_async(a, 0, N * sizeof(float), s0));
-    rill_kernel *k = NULL;
-    const rill_kernel_desc desc = {.name = "fill", .cpu = fill_kernel};
-    RT_OK(rill_kernel_create(&desc, &k));
-    fill_args fa = {a, 3.0f, N};
-    rill_access acc = {a, N * sizeof(float), RILL_WRITE};
-    rill_launch l = {.grid = {1, 1, 1},
-                     .block = {1, 1, 1},
-                     .args = &fa,
-                     .args_size = sizeof fa,
-                     .accesses = &acc,
-                     .num_accesses = 1};
-    RT_OK(rill_launch_kernel(s0, k, &l));
+    launch_fill(s0, a, 3.0f, N);
     rill_event *e = NULL;
     RT_OK(rill_event_create(0, &e));
     RT_OK(rill_event_record(e, s0));
     RT_OK(rill_stream_wait_event(s1, e));
     RT_OK(rill_memcpy_async(b, a, N * sizeof(float), s1));
     /* Device 1's kernel writes device 0's memory after the copy read it. */
-    fill_args fb = {a, 5.0f, N};
-    l.args = &fb;
-    RT_OK(rill_launch_kernel(s1, k, &l));
+    launch_fill(s1, a, 5.0f, N);
     RT_OK(rill_stream_synchronize(s1));
     RT_OK(rill_memcpy(host, b, sizeof host));
     for (int i = 0; i < N; i++)
@@ -289,7 +300,6 @@ static void test_copies_and_kernels_across_devices(void **state) {
     for (int i = 0; i < N; i++)
         assert_true(host[i] == 5.0f);
     RT_OK(rill_event_destroy(e));
-    RT_OK(rill_kernel_destroy(k));
     RT_OK(rill_free(a));
     RT_OK(rill_free(b));
     RT_OK(rill_stream_destroy(s0));
@@ -306,18 +316,7 @@ static void test_memory_used_by_another_device_is_not_reused(void **state) {
     RT_OK(rill_malloc(device(0), N * sizeof(float), (void **)&a));
     atomic_int release = 0;
     RT_OK(rill_launch_host_func(s1, wait_flag, &release));
-    rill_kernel *k = NULL;
-    const rill_kernel_desc desc = {.name = "fill", .cpu = fill_kernel};
-    RT_OK(rill_kernel_create(&desc, &k));
-    fill_args fa = {a, 1.0f, N};
-    rill_access acc = {a, N * sizeof(float), RILL_WRITE};
-    rill_launch l = {.grid = {1, 1, 1},
-                     .block = {1, 1, 1},
-                     .args = &fa,
-                     .args_size = sizeof fa,
-                     .accesses = &acc,
-                     .num_accesses = 1};
-    RT_OK(rill_launch_kernel(s1, k, &l));
+    launch_fill(s1, a, 1.0f, N);
     RT_OK(rill_free(a));
     float *again = NULL;
     RT_OK(rill_malloc(device(0), N * sizeof(float), (void **)&again));
@@ -325,7 +324,6 @@ static void test_memory_used_by_another_device_is_not_reused(void **state) {
     atomic_store(&release, 1);
     RT_OK(rill_stream_synchronize(s1));
     RT_OK(rill_free(again));
-    RT_OK(rill_kernel_destroy(k));
     RT_OK(rill_stream_destroy(s1));
 }
 
