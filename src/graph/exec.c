@@ -246,11 +246,10 @@ rill_status rill_graph_instantiate(rill_graph *graph_h, rill_graph_exec **out) {
         return st;
     /* The exec is for the calling thread's current device, as a CUDA graph
      * exec is for its context's: launches go to that device's streams. */
-    rill__stream *current;
-    st = rill__stream_resolve(NULL, fn, &current);
+    rill__device *dev;
+    st = rill__device_resolve(NULL, fn, &dev);
     if (st != RILL_OK)
         return st;
-    rill__device *dev = current->q.dev;
     st = load_kernels(graph, dev, fn);
     if (st != RILL_OK)
         return st;

@@ -330,11 +330,11 @@ rill_status rill_graph_add_kernel_node(rill_graph *graph_h, rill_graph_node *con
         return st;
     /* A node refused now rather than at instantiation: the current device
      * (where the graph's exec will run) must be able to run the kernel. */
-    rill__stream *current;
-    st = rill__stream_resolve(NULL, fn, &current);
+    rill__device *current;
+    st = rill__device_resolve(NULL, fn, &current);
     void *loaded;
     if (st == RILL_OK)
-        st = rill__kernel_load(kernel, current->q.dev, fn, &loaded);
+        st = rill__kernel_load(kernel, current, fn, &loaded);
     if (st != RILL_OK)
         return st;
     rill__gnode_params p = {.kind = RILL__GNODE_KERNEL};

@@ -183,11 +183,10 @@ rill_status rill_malloc_host(size_t bytes, void **out) {
                           "rill_malloc_host: bytes is 0; allocate at least one byte");
     /* Host memory for the current device's copies, as cudaMallocHost
      * pins memory for the current context's. */
-    rill__stream *current;
-    rill_status st = rill__stream_resolve(NULL, "rill_malloc_host", &current);
+    rill__device *dev;
+    rill_status st = rill__device_resolve(NULL, "rill_malloc_host", &dev);
     if (st != RILL_OK)
         return st;
-    rill__device *dev = current->q.dev;
     void *p = dev->ops->host_alloc(dev, bytes);
     if (p == NULL)
         return rill__fail_from(RILL_ERROR_OUT_OF_MEMORY, "rill_malloc_host");
