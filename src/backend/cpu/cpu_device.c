@@ -102,9 +102,10 @@ static rill_status parse_workers(int cpus, int *out) {
     return RILL_OK;
 }
 
-/* How many CPU devices: RILL_CPU_DEVICES, else one per NUMA node the
- * process may run on (one without NUMA information). */
-static int cpu_probe(char *why, size_t size) {
+/* How many CPU devices RILL_CPU_DEVICES asks for (0, with why, when it
+ * names no possible count), else one per NUMA node the process may run
+ * on (one without NUMA information). */
+static int probe_count(char *why, size_t size) {
     const char *env = getenv("RILL_CPU_DEVICES");
     int cpus = rill__cpu_count();
     if (env == NULL || env[0] == '\0') {
@@ -127,10 +128,19 @@ static int cpu_probe(char *why, size_t size) {
     return (int)n;
 }
 
+/* How many devices the last probe found: the devices device_init splits
+ * the processors into (probe runs first, on the initialising thread). */
+static int probed_devices;
+
+/* The backend's probe (backend.h). */
+static int cpu_probe(char *why, size_t size) {
+    probed_devices = probe_count(why, size);
+    return probed_devices;
+}
+
 static rill_status cpu_device_init(rill__device *dev, int index) {
     rill_device_info *info = &rill__device_base_of(dev)->info;
-    char probe_why[8];
-    int num = cpu_probe(probe_why, sizeof probe_why);
+    int num = probed_devices;
     int *cpus = rill__calloc(MAX_CPUS, sizeof *cpus);
     if (cpus == NULL)
         return rill__fail(RILL_ERROR_NO_DEVICE, "the CPU device cannot start: out of memory");
