@@ -255,6 +255,9 @@ typedef struct rill__extern_ops {
     /* The launch was never submitted (a later node's issue failed): token's
      * work is taken back, as if it had never been issued. */
     void (*withdraw)(void *token);
+    /* The memory the work touches, for the stream sanitizer: *acc gets an
+     * array that lives as long as obj; returns its length. */
+    size_t (*accesses)(void *obj, const rill_access **acc);
 } rill__extern_ops;
 
 typedef struct rill__extern_call {

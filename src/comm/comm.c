@@ -372,11 +372,31 @@ static void stream_reached(rill__waiter *w) {
  * starts it when the run reaches the node: the operation becomes ready and
  * a waiter on its proxy number completes the node. */
 
+/* The accesses of a's buffers (checked), into acc; returns how many. The
+ * one buffer of send is read; broadcast's is read on the root and written
+ * on the others; an allreduce in place reads what it writes. */
+static size_t accesses_of(const rill__comm_args *a, const buffer *recv, const buffer *send,
+                          rill_access acc[2]) {
+    rill_access_mode mode = RILL_WRITE;
+    if (a->kind == RILL__COMM_SEND)
+        mode = RILL_READ;
+    else if (a->kind == RILL__COMM_BROADCAST || recv->ptr == send->ptr)
+        mode = RILL_READ_WRITE;
+    size_t k = 0;
+    if (recv->bytes != 0)
+        acc[k++] = (rill_access){recv->ptr, recv->bytes, mode};
+    if (send->bytes != 0 && send->ptr != recv->ptr)
+        acc[k++] = (rill_access){send->ptr, send->bytes, RILL_READ};
+    return k;
+}
+
 typedef struct comm_node {
     _Atomic int refs;
     rill_comm *comm; /* the handle: resolved at each launch */
     rill__comm_args a;
     buffer recv, send;
+    rill_access acc[2];
+    size_t num_acc;
 } comm_node;
 
 static void node_ref(void *obj) {
@@ -482,6 +502,12 @@ static void node_drop(void *token) {
     node_ready(token, "the stream's earlier work failed, and its graph launch was skipped");
 }
 
+static size_t node_accesses(void *obj, const rill_access **acc) {
+    comm_node *n = obj;
+    *acc = n->acc;
+    return n->num_acc;
+}
+
 static void node_withdraw(void *token) {
     rill__comm_task *t = token;
     rill__comm_engine_unqueue(t->ch, t);
@@ -496,6 +522,7 @@ static const rill__extern_ops node_ops = {
     .start = node_start,
     .drop = node_drop,
     .withdraw = node_withdraw,
+    .accesses = node_accesses,
 };
 
 /* a, checked, on capturing stream s: a node of the capture's graph. */
@@ -509,21 +536,9 @@ static rill_status capture(rill_comm *comm, rill__stream *s, const rill__comm_ar
     n->a = *a;
     n->recv = *recv;
     n->send = *send;
-    /* The one buffer of send is read; broadcast's is read on the root and
-     * written on the others; an allreduce in place reads what it writes. */
-    rill_access_mode mode = RILL_WRITE;
-    if (a->kind == RILL__COMM_SEND)
-        mode = RILL_READ;
-    else if (a->kind == RILL__COMM_BROADCAST || recv->ptr == send->ptr)
-        mode = RILL_READ_WRITE;
-    rill_access acc[2];
-    size_t k = 0;
-    if (recv->bytes != 0)
-        acc[k++] = (rill_access){recv->ptr, recv->bytes, mode};
-    if (send->bytes != 0 && send->ptr != recv->ptr)
-        acc[k++] = (rill_access){send->ptr, send->bytes, RILL_READ};
+    n->num_acc = accesses_of(a, recv, send, n->acc);
     rill__extern_call call = {.ops = &node_ops, .obj = n};
-    rill_status st = rill__capture_extern(s, &call, acc, k, a->fn);
+    rill_status st = rill__capture_extern(s, &call, n->acc, n->num_acc, a->fn);
     node_unref(n); /* the graph holds its own */
     return st;
 }
@@ -592,6 +607,12 @@ rill_status rill__comm_issue(rill_stream *stream, rill_comm *comm, const rill__c
         rill__pool_note_use(p, t->number + 1, recv.ptr, recv.bytes);
     if (send.bytes != 0 && send.ptr != recv.ptr)
         rill__pool_note_use(p, t->number + 1, send.ptr, send.bytes);
+    if (rill__san_active()) {
+        rill_access acc[2];
+        char what[160];
+        rill__comm_describe(a, what, sizeof what);
+        rill__san()->touches(s, seq, acc, accesses_of(a, &recv, &send, acc), what);
+    }
     /* Last: once t is chained or its waiter registered, the engine may
      * start, finish and free t at any moment. */
     t->wait_seq = seq;

@@ -1122,6 +1122,60 @@ static void test_comm_launch_after_destroy_is_refused(void **state) {
     RT_OK(rill_stream_destroy(s));
 }
 
+/* rill_mpi.h: the buffers "count as declared accesses": the stream
+ * sanitizer sees an operation's, eager or in a graph. A fill on another
+ * stream of the buffer an allreduce writes, with no order between them,
+ * is reported; after rill_stream_wait_stream it is not. In a graph, an
+ * operation and a fill captured on two forked streams without an edge
+ * between them are a race inside the graph. */
+static void test_comm_sanitizer_sees_operation_buffers(void **state) {
+    (void)state;
+    fake f = {0};
+    rill_comm *c = open_fake(&f, 4);
+    rill_stream *s = new_stream(), *o = new_stream();
+    float *x = new_floats(s, 4), *y = new_floats(s, 4);
+    RT_OK(rill_stream_synchronize(s));
+    RT_OK(rill_sanitizer_enable(1));
+    uint64_t before = rill_sanitizer_report_count();
+    RT_OK(allreduce(s, c, y, x, 4));
+    RT_OK(rill_op_fill_f32(o, y, 1.0f, 4));
+    RT_OK(rill_device_synchronize(NULL));
+    assert_int_equal(rill_sanitizer_report_count(), before + 1);
+    RT_OK(allreduce(s, c, y, x, 4));
+    RT_OK(rill_stream_wait_stream(o, s));
+    RT_OK(rill_op_fill_f32(o, y, 1.0f, 4));
+    RT_OK(rill_device_synchronize(NULL));
+    assert_int_equal(rill_sanitizer_report_count(), before + 1);
+
+    rill_event *fork, *join;
+    RT_OK(rill_event_create(0, &fork));
+    RT_OK(rill_event_create(0, &join));
+    RT_OK(rill_stream_begin_capture(s, RILL_CAPTURE_THREAD_LOCAL));
+    RT_OK(rill_event_record(fork, s));
+    RT_OK(rill_stream_wait_event(o, fork));
+    RT_OK(allreduce(s, c, y, x, 4));
+    RT_OK(rill_op_fill_f32(o, y, 2.0f, 4));
+    RT_OK(rill_event_record(join, o));
+    RT_OK(rill_stream_wait_event(s, join));
+    rill_graph *g;
+    rill_graph_exec *e;
+    RT_OK(rill_stream_end_capture(s, &g));
+    RT_OK(rill_graph_instantiate(g, &e));
+    RT_OK(rill_graph_launch(e, s));
+    RT_OK(rill_stream_synchronize(s));
+    assert_int_equal(rill_sanitizer_report_count(), before + 2);
+    RT_OK(rill_sanitizer_enable(0));
+    RT_OK(rill_graph_exec_destroy(e));
+    RT_OK(rill_graph_destroy(g));
+    RT_OK(rill_event_destroy(fork));
+    RT_OK(rill_event_destroy(join));
+    RT_OK(rill_free(x));
+    RT_OK(rill_free(y));
+    RT_OK(rill_stream_destroy(o));
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(rill__comm_close(c, "rill_comm_destroy"));
+}
+
 /* Out of memory at every allocation in turn while issuing: the call fails
  * with RILL_ERROR_OUT_OF_MEMORY and a sentence, nothing reaches the
  * transport and the stream goes on; or it succeeds and runs. */
@@ -1196,6 +1250,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_comm_captured_failure_fails_launch),
         cmocka_unit_test(test_comm_launch_and_eager_operations_start_in_call_order),
         cmocka_unit_test(test_comm_launch_after_destroy_is_refused),
+        cmocka_unit_test(test_comm_sanitizer_sees_operation_buffers),
         cmocka_unit_test(test_comm_bad_arguments_are_refused_before_anything_is_issued),
         cmocka_unit_test(test_comm_out_of_memory_while_issuing_changes_nothing),
         cmocka_unit_test(test_comm_rank_and_size_come_from_transport),
