@@ -1127,7 +1127,9 @@ static void test_comm_launch_after_destroy_is_refused(void **state) {
  * stream of the buffer an allreduce writes, with no order between them,
  * is reported; after rill_stream_wait_stream it is not. In a graph, an
  * operation and a fill captured on two forked streams without an edge
- * between them are a race inside the graph. */
+ * between them are a race inside the graph. The pretend transport holds
+ * the operations until the racing fill is done, so that the races are the
+ * sanitizer's to find, not real ones. */
 static void test_comm_sanitizer_sees_operation_buffers(void **state) {
     (void)state;
     fake f = {0};
@@ -1137,8 +1139,11 @@ static void test_comm_sanitizer_sees_operation_buffers(void **state) {
     RT_OK(rill_stream_synchronize(s));
     RT_OK(rill_sanitizer_enable(1));
     uint64_t before = rill_sanitizer_report_count();
+    atomic_store(&f.hold, 1);
     RT_OK(allreduce(s, c, y, x, 4));
     RT_OK(rill_op_fill_f32(o, y, 1.0f, 4));
+    RT_OK(rill_stream_synchronize(o));
+    atomic_store(&f.hold, 0);
     RT_OK(rill_device_synchronize(NULL));
     assert_int_equal(rill_sanitizer_report_count(), before + 1);
     RT_OK(allreduce(s, c, y, x, 4));
@@ -1155,13 +1160,18 @@ static void test_comm_sanitizer_sees_operation_buffers(void **state) {
     RT_OK(rill_stream_wait_event(o, fork));
     RT_OK(allreduce(s, c, y, x, 4));
     RT_OK(rill_op_fill_f32(o, y, 2.0f, 4));
+    atomic_int filled = 0;
+    RT_OK(rill_launch_host_func(o, set_flag, &filled));
     RT_OK(rill_event_record(join, o));
     RT_OK(rill_stream_wait_event(s, join));
     rill_graph *g;
     rill_graph_exec *e;
     RT_OK(rill_stream_end_capture(s, &g));
     RT_OK(rill_graph_instantiate(g, &e));
+    atomic_store(&f.hold, 1);
     RT_OK(rill_graph_launch(e, s));
+    assert_true(wait_for(&filled, 1));
+    atomic_store(&f.hold, 0);
     RT_OK(rill_stream_synchronize(s));
     assert_int_equal(rill_sanitizer_report_count(), before + 2);
     RT_OK(rill_sanitizer_enable(0));
