@@ -55,6 +55,16 @@ typedef struct gworker {
 
 enum gresult { G_LEFT, G_FINISHED };
 
+/* One step of a wait for another worker of the run: a pause, and every
+ * 256th a yield, so that a wait for a preempted thread (more runnable
+ * threads than processors) costs a yield, not the rest of a time slice. */
+static void spin_or_yield(unsigned spins) {
+    if ((spins & 255u) == 0)
+        rill__thread_yield();
+    else
+        rill__cpu_relax();
+}
+
 static void publish(cpu_device *d, cpu_grun *r, gworker *g) {
     uint32_t k = g->num_out;
     if (k == 0)
@@ -202,6 +212,7 @@ static void extern_done(void *arg, const char *failure) {
     uint32_t slot = atomic_fetch_add_explicit(&r->tail, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&d->graph_work, 1, memory_order_relaxed);
     /* release: pairs with the acquire load in claim. */
+    atomic_store_explicit(&r->woken, 0, memory_order_relaxed);
     atomic_store_explicit(&r->ready[slot], (i | EXT_DONE) + 1, memory_order_release);
     rill__cpu_wake_workers(d, 1);
 }
@@ -350,9 +361,13 @@ static uint32_t claim(cpu_device *d, cpu_grun *r, uint32_t *out) {
             for (uint32_t i = 0; i < k; i++) {
                 uint32_t v;
                 /* acquire: pairs with the release store in publish; a slot
-                 * reserved but not yet written is a publisher mid-store. */
-                while ((v = atomic_load_explicit(&r->ready[head + i], memory_order_acquire)) == 0)
-                    rill__cpu_relax();
+                 * reserved but not yet written is a publisher mid-store,
+                 * perhaps preempted (processes that share the processors,
+                 * such as MPI ranks): spin a little, then yield to it. */
+                for (unsigned spins = 1;
+                     (v = atomic_load_explicit(&r->ready[head + i], memory_order_acquire)) == 0;
+                     spins++)
+                    spin_or_yield(spins);
                 out[i] = v - 1;
             }
             atomic_fetch_sub_explicit(&d->graph_work, (int)k, memory_order_relaxed);
@@ -462,9 +477,10 @@ static void unlist(cpu_device *d, cpu_grun *r) {
  * turns a failure into the stream's sticky error. */
 static void finish_run(cpu_device *d, cpu_grun *r, cpu_cmd *c) {
     unlist(d, r);
-    /* acquire: the others' last accesses to the run happen before. */
-    while (atomic_load_explicit(&r->refs, memory_order_acquire) > 1)
-        rill__cpu_relax();
+    /* acquire: the others' last accesses to the run happen before. A
+     * worker still inside may have been preempted: spin, then yield. */
+    for (unsigned spins = 1; atomic_load_explicit(&r->refs, memory_order_acquire) > 1; spins++)
+        spin_or_yield(spins);
     atomic_store_explicit(&r->refs, 0, memory_order_relaxed);
     if (atomic_load_explicit(&r->ls.failed, memory_order_acquire))
         rill__cpu_fail_stream(c->stream, c->seq, r->failed_node, r->ls.message);
