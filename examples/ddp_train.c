@@ -6,17 +6,24 @@
  * ranks (rill_allreduce_f32, RILL_REDUCE_AVG) on a communication stream as
  * soon as that layer's backward has made it (an event recorded on the
  * compute stream, which the communication stream waits for), so that the
- * allreduce of the last layers overlaps the backward of the first. The
- * optimizer step waits for the allreduces' events.
+ * allreduce of the last layers overlaps the backward of the first. As in
+ * DDP, the gradients live in one buffer in backward order and are reduced
+ * in buckets: a bucket is the gradients of consecutive layers, at least
+ * --bucket-kb KiB (the last may be smaller), reduced by one allreduce once
+ * its last layer's backward is done. The optimizer step waits for the
+ * allreduces' events.
  *
- * It times the step with the two streams and with everything on one
- * stream (median over repeats of the steps' mean, slowest rank), then
- * checks that every rank holds the same weights, and that they equal,
- * within 1e-5 relative, those of one process that trained on the whole
- * batch (rank 0 trains that reference with rill, on one stream). Exit code
- * 0 when both checks pass, 1 otherwise.
+ * It times the step three ways: with the two streams, with everything on
+ * one stream, and with the two-stream step captured once into a graph
+ * (collectives included) and replayed each step, as CUDA graphs replay
+ * NCCL calls (median over repeats of the steps' mean, slowest rank). After
+ * each run it checks that every rank holds the same weights, and that they
+ * equal, within 1e-5 relative, those of one process that trained on the
+ * whole batch (rank 0 trains that reference with rill, on one stream).
+ * Exit code 0 when every check passes, 1 otherwise.
  *
  *   mpirun -np 4 ddp_train [--steps N] [--batch B] [--hidden H] [--repeats R]
+ *                          [--bucket-kb K]
  *
  * The model: y = W3 relu(W2 relu(W1 x)) with W1 [in, hidden], W2 [hidden,
  * hidden], W3 [hidden, out], no biases; loss = sum over the batch of
@@ -139,12 +146,18 @@ typedef struct mlp {
     size_t dim[LAYERS + 1];
     size_t batch;
     float *w[LAYERS];  /* [dim[l], dim[l + 1]] */
-    float *dw[LAYERS]; /* the gradients, same shapes */
-    float *z[LAYERS];  /* pre-activations [batch, dim[l + 1]]; z[LAYERS - 1] is y */
-    float *a[LAYERS];  /* relu(z[l]) for l < LAYERS - 1: the next layer's input */
-    float *dz, *da;    /* scratch gradients [batch, max dim] */
-    float *xt;         /* scratch transposed input [max dim, batch] */
-    float *wt;         /* scratch transposed weights [max dim, max dim] */
+    float *dw[LAYERS]; /* the gradients, same shapes, in grads */
+    float *grads;      /* every gradient, last layer first (backward order) */
+    /* the buckets: bucket_end[l] when layer l's backward closes a bucket
+     * that starts at bucket_begin[l] (a layer with a higher index), else
+     * NULL; bucket_of[l]: the layer whose event says l's bucket is reduced */
+    float *bucket_begin[LAYERS], *bucket_end[LAYERS];
+    int bucket_of[LAYERS];
+    float *z[LAYERS]; /* pre-activations [batch, dim[l + 1]]; z[LAYERS - 1] is y */
+    float *a[LAYERS]; /* relu(z[l]) for l < LAYERS - 1: the next layer's input */
+    float *dz, *da;   /* scratch gradients [batch, max dim] */
+    float *xt;        /* scratch transposed input [max dim, batch] */
+    float *wt;        /* scratch transposed weights [max dim, max dim] */
     rill_event *grad_ready[LAYERS], *reduced[LAYERS];
 } mlp;
 
@@ -161,14 +174,42 @@ static float *dev_alloc(size_t floats) {
     return p;
 }
 
-static void mlp_create(mlp *m, const size_t dim[LAYERS + 1], size_t batch) {
+/* Lays the gradients out in backward order and cuts them into buckets of
+ * at least bucket_bytes. */
+static void mlp_buckets(mlp *m, size_t bucket_bytes) {
+    size_t total = 0;
+    for (int l = 0; l < LAYERS; l++)
+        total += m->dim[l] * m->dim[l + 1];
+    m->grads = dev_alloc(total);
+    size_t at = 0, open = 0;
+    float *begin = m->grads;
+    int members[LAYERS], n = 0;
+    for (int l = LAYERS - 1; l >= 0; l--) {
+        size_t k = m->dim[l] * m->dim[l + 1];
+        m->dw[l] = m->grads + at;
+        at += k;
+        open += k * sizeof(float);
+        members[n++] = l;
+        if (open >= bucket_bytes || l == 0) {
+            m->bucket_begin[l] = begin;
+            m->bucket_end[l] = m->grads + at;
+            for (int i = 0; i < n; i++)
+                m->bucket_of[members[i]] = l;
+            begin = m->grads + at;
+            open = 0;
+            n = 0;
+        }
+    }
+}
+
+static void mlp_create(mlp *m, const size_t dim[LAYERS + 1], size_t batch, size_t bucket_bytes) {
     memset(m, 0, sizeof *m);
     memcpy(m->dim, dim, sizeof m->dim);
     m->batch = batch;
     size_t d = max_dim(m);
+    mlp_buckets(m, bucket_bytes);
     for (int l = 0; l < LAYERS; l++) {
         m->w[l] = dev_alloc(dim[l] * dim[l + 1]);
-        m->dw[l] = dev_alloc(dim[l] * dim[l + 1]);
         m->z[l] = dev_alloc(batch * dim[l + 1]);
         if (l < LAYERS - 1)
             m->a[l] = dev_alloc(batch * dim[l + 1]);
@@ -184,12 +225,12 @@ static void mlp_create(mlp *m, const size_t dim[LAYERS + 1], size_t batch) {
 static void mlp_destroy(mlp *m) {
     for (int l = 0; l < LAYERS; l++) {
         rill_free(m->w[l]);
-        rill_free(m->dw[l]);
         rill_free(m->z[l]);
         rill_free(m->a[l]);
         rill_event_destroy(m->grad_ready[l]);
         rill_event_destroy(m->reduced[l]);
     }
+    rill_free(m->grads);
     rill_free(m->dz);
     rill_free(m->da);
     rill_free(m->xt);
@@ -206,9 +247,9 @@ static void mlp_init(mlp *m, rill_stream *s) {
 
 /* One SGD step on x [batch, dim[0]] and targets t [batch, dim[LAYERS]].
  * The forward, the backward and the update run on cs. With comm, each
- * layer's gradient is averaged over the ranks on ms (which may be cs:
- * everything on one stream) as soon as its backward has made it, and the
- * update of a layer waits for its average. The step is LEARNING_RATE /
+ * bucket of gradients is averaged over the ranks on ms (which may be cs:
+ * everything on one stream) as soon as the backward has made its last
+ * layer's, and the update of a layer waits for its bucket's average. The step is LEARNING_RATE /
  * batch times the gradient of the loss summed over the local rows: averaged
  * over the ranks, that is LEARNING_RATE times the gradient of the mean over
  * the whole batch, as the one process on the whole batch computes it. */
@@ -232,12 +273,14 @@ static void mlp_step(mlp *m, rill_stream *cs, rill_stream *ms, rill_comm *comm, 
         size_t din = m->dim[l], dout = m->dim[l + 1];
         transpose(cs, m->xt, layer_in, b, din);
         ck(rill_op_matmul_f32(cs, m->dw[l], m->xt, m->dz, din, b, dout), "matmul");
-        if (comm != NULL) {
+        if (comm != NULL && m->bucket_end[l] != NULL) {
             if (ms != cs) {
                 ck(rill_event_record(m->grad_ready[l], cs), "rill_event_record");
                 ck(rill_stream_wait_event(ms, m->grad_ready[l]), "rill_stream_wait_event");
             }
-            ck(rill_allreduce_f32(ms, comm, m->dw[l], m->dw[l], din * dout, RILL_REDUCE_AVG),
+            float *bucket = m->bucket_begin[l];
+            ck(rill_allreduce_f32(ms, comm, bucket, bucket, (size_t)(m->bucket_end[l] - bucket),
+                                  RILL_REDUCE_AVG),
                "rill_allreduce_f32");
             if (ms != cs)
                 ck(rill_event_record(m->reduced[l], ms), "rill_event_record");
@@ -250,7 +293,7 @@ static void mlp_step(mlp *m, rill_stream *cs, rill_stream *ms, rill_comm *comm, 
     }
     /* the update: w -= lr / batch * dw, each layer once its average is in */
     for (int l = 0; l < LAYERS; l++) {
-        if (comm != NULL && ms != cs)
+        if (comm != NULL && ms != cs && m->bucket_of[l] == l)
             ck(rill_stream_wait_event(cs, m->reduced[l]), "rill_stream_wait_event");
         ck(rill_op_add_f32(cs, m->w[l], m->w[l], m->dw[l], -LEARNING_RATE / (float)b,
                            m->dim[l] * m->dim[l + 1]),
@@ -280,16 +323,16 @@ static float *mlp_read(const mlp *m, size_t *n) {
 
 typedef struct options {
     int steps, repeats;
-    size_t batch, hidden;
+    size_t batch, hidden, bucket_kb;
 } options;
 
 static bool parse(int argc, char **argv, options *o) {
-    *o = (options){.steps = 5, .repeats = 3, .batch = 64, .hidden = 256};
+    *o = (options){.steps = 5, .repeats = 3, .batch = 64, .hidden = 256, .bucket_kb = 256};
     for (int i = 1; i < argc; i++) {
         long v = i + 1 < argc ? strtol(argv[i + 1], NULL, 10) : 0;
         if (v <= 0) {
-            fprintf(stderr,
-                    "usage: ddp_train [--steps N] [--batch B] [--hidden H] [--repeats R]\n");
+            fprintf(stderr, "usage: ddp_train [--steps N] [--batch B] [--hidden H] [--repeats R] "
+                            "[--bucket-kb K]\n");
             return false;
         }
         if (strcmp(argv[i], "--steps") == 0)
@@ -300,6 +343,8 @@ static bool parse(int argc, char **argv, options *o) {
             o->batch = (size_t)v;
         else if (strcmp(argv[i], "--hidden") == 0)
             o->hidden = (size_t)v;
+        else if (strcmp(argv[i], "--bucket-kb") == 0)
+            o->bucket_kb = (size_t)v;
         else {
             fprintf(stderr, "ddp_train: unknown option %s\n", argv[i]);
             return false;
@@ -315,18 +360,36 @@ static int compare_doubles(const void *a, const void *b) {
 }
 
 /* Trains the replica `steps` steps from the first weights and returns the
- * mean step time of the slowest rank, in seconds (negative on failure). */
+ * mean step time of the slowest rank, in seconds (negative on failure).
+ * graph: the step is captured once (before the clock starts: capturing
+ * runs nothing) and replayed. */
 static double train(mlp *m, rill_stream *cs, rill_stream *ms, rill_comm *comm, const float *x,
-                    const float *t, int steps) {
+                    const float *t, int steps, bool graph) {
     mlp_init(m, cs);
     ck(rill_stream_synchronize(cs), "rill_stream_synchronize");
+    rill_graph *g = NULL;
+    rill_graph_exec *exec = NULL;
+    if (graph) {
+        ck(rill_stream_begin_capture(cs, RILL_CAPTURE_THREAD_LOCAL), "rill_stream_begin_capture");
+        mlp_step(m, cs, ms, comm, x, t);
+        ck(rill_stream_end_capture(cs, &g), "rill_stream_end_capture");
+        ck(rill_graph_instantiate(g, &exec), "rill_graph_instantiate");
+    }
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
-    for (int i = 0; i < steps; i++)
-        mlp_step(m, cs, ms, comm, x, t);
+    for (int i = 0; i < steps && first_error == RILL_OK; i++) {
+        if (graph)
+            ck(rill_graph_launch(exec, cs), "rill_graph_launch");
+        else
+            mlp_step(m, cs, ms, comm, x, t);
+    }
     ck(rill_stream_synchronize(cs), "rill_stream_synchronize");
     double mine = (MPI_Wtime() - t0) / steps, slowest = 0;
     MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    if (exec != NULL)
+        ck(rill_graph_exec_destroy(exec), "rill_graph_exec_destroy");
+    if (g != NULL)
+        ck(rill_graph_destroy(g), "rill_graph_destroy");
     return first_error == RILL_OK ? slowest : -1.0;
 }
 
@@ -433,7 +496,7 @@ int main(int argc, char **argv) {
     if (my_rank == 0 && first_error == RILL_OK) {
         mlp whole;
         size_t n = 0;
-        mlp_create(&whole, dim, o.batch);
+        mlp_create(&whole, dim, o.batch, o.bucket_kb * 1024);
         if (first_error == RILL_OK) {
             mlp_init(&whole, cs);
             for (int i = 0; i < o.steps; i++)
@@ -445,8 +508,8 @@ int main(int argc, char **argv) {
     }
 
     mlp m;
-    mlp_create(&m, dim, local);
-    double overlap[64], single[64], diff_overlap = 0, diff_single = 0;
+    mlp_create(&m, dim, local, o.bucket_kb * 1024);
+    double overlap[64], single[64], graphed[64], diff = 0;
     int repeats = o.repeats < 64 ? o.repeats : 64;
     int ready = first_error == RILL_OK && (my_rank != 0 || ref != NULL), all_ready = 0;
     MPI_Allreduce(&ready, &all_ready, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
@@ -454,27 +517,37 @@ int main(int argc, char **argv) {
     /* Alternated, so that both see the same machine; each run starts
      * from the first weights and is checked. */
     for (int r = 0; ok && r < repeats; r++) {
-        double d;
-        overlap[r] = train(&m, cs, ms, comm, my_x, my_t, o.steps);
+        double d = 0;
+        overlap[r] = train(&m, cs, ms, comm, my_x, my_t, o.steps, false);
         ok = overlap[r] >= 0 && check(&m, ref, ms, comm, size, &d);
-        diff_overlap = fmax(diff_overlap, d);
-        single[r] = ok ? train(&m, cs, cs, comm, my_x, my_t, o.steps) : -1;
+        diff = fmax(diff, d);
+        single[r] = ok ? train(&m, cs, cs, comm, my_x, my_t, o.steps, false) : -1;
         ok = ok && single[r] >= 0 && check(&m, ref, ms, comm, size, &d);
-        diff_single = fmax(diff_single, d);
+        diff = fmax(diff, d);
+        graphed[r] = ok ? train(&m, cs, ms, comm, my_x, my_t, o.steps, true) : -1;
+        ok = ok && graphed[r] >= 0 && check(&m, ref, ms, comm, size, &d);
+        diff = fmax(diff, d);
     }
     if (ok && my_rank == 0) {
         qsort(overlap, (size_t)repeats, sizeof overlap[0], compare_doubles);
         qsort(single, (size_t)repeats, sizeof single[0], compare_doubles);
+        qsort(graphed, (size_t)repeats, sizeof graphed[0], compare_doubles);
         double to = overlap[repeats / 2] * 1e3, ts = single[repeats / 2] * 1e3;
+        double tg = graphed[repeats / 2] * 1e3;
+        int buckets = 0;
+        for (int l = 0; l < LAYERS; l++)
+            buckets += m.bucket_end[l] != NULL;
         printf("ddp_train: %d ranks, MLP %zu-%zu-%zu-%zu, batch %zu (%zu per rank), %d steps, "
-               "median of %d\n",
-               size, dim[0], dim[1], dim[2], dim[3], o.batch, local, o.steps, repeats);
+               "%d gradient buckets (--bucket-kb %zu), median of %d\n",
+               size, dim[0], dim[1], dim[2], dim[3], o.batch, local, o.steps, buckets, o.bucket_kb,
+               repeats);
         printf("step time, compute and communication streams: %.3f ms\n", to);
         printf("step time, everything on one stream:          %.3f ms\n", ts);
-        printf("two streams / one stream: %.2f\n", to / ts);
+        printf("step time, two streams captured in a graph:   %.3f ms\n", tg);
+        printf("two streams / one stream: %.2f; graph / two streams: %.2f\n", to / ts, tg / to);
         printf("weights: the same on all %d ranks, and within %.2g (<= %g relative) of one "
                "process on the whole batch\n",
-               size, fmax(diff_overlap, diff_single), TOLERANCE);
+               size, diff, TOLERANCE);
     } else if (!ok && my_rank == 0) {
         printf("ddp_train: FAILED\n");
     }

@@ -49,9 +49,23 @@
  *    issue it late, so rill hands that memory out again only once MPI has
  *    completed it, which it keeps testing until the communicator is
  *    destroyed (and after that, never).
- *  - Collectives run on streams of the CPU device, and cannot be captured
- *    into graphs yet: on a capturing stream they are
- *    RILL_ERROR_CAPTURE_UNSUPPORTED and invalidate the capture.
+ *  - Collectives run on streams of the CPU device.
+ *  - A collective issued on a capturing stream is checked as usual and
+ *    becomes a node of the graph; nothing reaches MPI until a launch runs
+ *    it. Each rill_graph_launch issues the graph's collectives at once, in
+ *    capture order, so the issue-order rule above holds with the launching
+ *    call in the place of the capturing ones: every rank must capture the
+ *    same collectives in the same order and launch in the same order
+ *    relative to its other collectives. A collective starts when the run
+ *    reaches its node, holding no compute unit while it is under way, and
+ *    the nodes after it run once it completes. A failure or timeout fails
+ *    the launch (the stream's sticky error names the graph node and the
+ *    collective) and skips the nodes after it; the collectives of a launch
+ *    that is skipped, or whose earlier node failed, are skipped and break
+ *    the communicator, as on a stream. A graph names its communicator:
+ *    once that is destroyed, rill_graph_launch fails with
+ *    RILL_ERROR_INVALID_ARGUMENT and runs nothing. rill_graph_exec_update
+ *    takes collectives with other buffers or counts.
  *  - One call moves at most INT_MAX elements (MPI's count): floats for the
  *    _f32 calls, bytes for the others.
  *  - RILL_COMM_TIMEOUT is read when a communicator is created, in seconds

@@ -189,7 +189,7 @@ typedef struct rill__cmd {
         struct {
             /* ref: what the launch runs (below); the core releases it */
             struct rill__graph_launch *launch;
-            void (*release)(struct rill__graph_launch *launch);
+            void (*release)(struct rill__graph_launch *launch, void **ext);
             /* the exec's previous launch, on another stream, or NULL: the
              * launch runs (or is skipped) only once after_stream completed
              * after_seq, whether that work ran, failed or was skipped, so
@@ -197,6 +197,12 @@ typedef struct rill__cmd {
              * not fail the next */
             rill__stream *after_stream; /* ref */
             uint64_t after_seq;
+            /* owned, NULL when the exec has no extern node: this launch's
+             * extern work, issued when it was submitted, one token per
+             * extern node (rill__xnode.ext_slot). The backend takes a token
+             * (sets its slot to NULL) when it starts the node; the release
+             * drops the tokens left, as skipped. */
+            void **ext;
         } graph;
     } u;
 } rill__cmd;
@@ -215,8 +221,49 @@ typedef enum rill__gnode_kind {
     RILL__GNODE_SET,
     RILL__GNODE_EMPTY,
     RILL__GNODE_RECORD, /* rill_graph_add_event_record_node */
-    RILL__GNODE_WAIT    /* rill_graph_add_event_wait_node */
+    RILL__GNODE_WAIT,   /* rill_graph_add_event_wait_node */
+    RILL__GNODE_EXTERN  /* work another part of the library carries out (a collective) */
 } rill__gnode_kind;
+
+/* An extern node's work: done outside the backend, by a part of the
+ * library above the graph layer (a collective, carried out by the
+ * communication engine), which provides these operations. The graph
+ * layer issues the work when a launch is submitted, so that work of one
+ * kind keeps the order of the submitting calls (collectives of a
+ * communicator must start in the same order on every rank); the backend
+ * starts it when the run reaches the node, holding no compute unit while
+ * it is under way, and runs the node's successors once it is done. */
+typedef void (*rill__extern_done)(void *arg, const char *failure);
+typedef struct rill__extern_ops {
+    void (*ref)(void *obj);
+    void (*unref)(void *obj);
+    /* What the node does, for traces, graph dumps and sentences
+     * ("rill_allreduce_f32 (sum of 1000 floats)"). */
+    void (*describe)(void *obj, char *buf, size_t size);
+    /* A launch on s was submitted: *token receives the launch's work,
+     * issued and not started. Any thread, under the exec's launch lock;
+     * a failure with a sentence that names no public call. */
+    rill_status (*issue)(void *obj, rill__stream *s, void **token);
+    /* The run reached the node: starts token's work, or skips it (skip:
+     * the launch failed before it). done(arg, failure) is called once,
+     * from any thread with no lock held, perhaps before start returns:
+     * failure is NULL, or what failed and why. */
+    void (*start)(void *token, bool skip, rill__extern_done done, void *arg);
+    /* The launch ended without reaching the node (its stream skipped it):
+     * token's work is skipped. */
+    void (*drop)(void *token);
+    /* The launch was never submitted (a later node's issue failed): token's
+     * work is taken back, as if it had never been issued. */
+    void (*withdraw)(void *token);
+    /* The memory the work touches, for the stream sanitizer: *acc gets an
+     * array that lives as long as obj; returns its length. */
+    size_t (*accesses)(void *obj, const rill_access **acc);
+} rill__extern_ops;
+
+typedef struct rill__extern_call {
+    const rill__extern_ops *ops;
+    void *obj; /* ref */
+} rill__extern_call;
 
 /* What a node does; the same in graphs and execs. */
 typedef struct rill__gnode_params {
@@ -230,6 +277,7 @@ typedef struct rill__gnode_params {
             rill__event *event; /* ref */
             int timing;         /* record nodes: the event has RILL_EVENT_TIMING */
         } event;
+        rill__extern_call ext;
     } u;
 } rill__gnode_params;
 
@@ -243,6 +291,7 @@ typedef struct rill__xnode {
     uint32_t num_single;
     uint32_t blocks;      /* kernel nodes: blocks in the grid */
     uint32_t graph_index; /* the node's index in its graph, for errors */
+    uint32_t ext_slot;    /* extern nodes: the slot of its token (rill__cmd.u.graph.ext) */
 } rill__xnode;
 
 /* The topology of an exec: immutable after instantiation. */
@@ -251,6 +300,7 @@ typedef struct rill__gprog {
     const uint32_t *succ;  /* the successor lists, each node's a slice */
     const uint32_t *roots; /* nodes without predecessors */
     uint32_t num_roots;
+    uint32_t num_ext; /* extern nodes, numbered by ext_slot in node order */
 } rill__gprog;
 
 /* One launch of an exec, as the command carries it: the topology, the

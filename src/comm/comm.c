@@ -361,6 +361,188 @@ static void stream_reached(rill__waiter *w) {
     rill__comm_engine_kick();
 }
 
+/* ------------------------------------------------------------ in graphs
+ *
+ * A collective issued on a capturing stream becomes an extern node of the
+ * graph (backend.h) that names the communicator by its handle, so that a
+ * graph outliving its communicator fails at launch instead of reaching a
+ * freed channel. Each launch issues the node's operation as rill__comm_issue
+ * would (a proxy number and the channel's queue, in the order of the
+ * launching calls, graph node order within a launch), and the backend
+ * starts it when the run reaches the node: the operation becomes ready and
+ * a waiter on its proxy number completes the node. */
+
+/* The accesses of a's buffers (checked), into acc; returns how many. The
+ * one buffer of send is read; broadcast's is read on the root and written
+ * on the others; an allreduce in place reads what it writes. */
+static size_t accesses_of(const rill__comm_args *a, const buffer *recv, const buffer *send,
+                          rill_access acc[2]) {
+    rill_access_mode mode = RILL_WRITE;
+    if (a->kind == RILL__COMM_SEND)
+        mode = RILL_READ;
+    else if (a->kind == RILL__COMM_BROADCAST || recv->ptr == send->ptr)
+        mode = RILL_READ_WRITE;
+    size_t k = 0;
+    if (recv->bytes != 0)
+        acc[k++] = (rill_access){recv->ptr, recv->bytes, mode};
+    if (send->bytes != 0 && send->ptr != recv->ptr)
+        acc[k++] = (rill_access){send->ptr, send->bytes, RILL_READ};
+    return k;
+}
+
+typedef struct comm_node {
+    _Atomic int refs;
+    rill_comm *comm; /* the handle: resolved at each launch */
+    rill__comm_args a;
+    buffer recv, send;
+    rill_access acc[2];
+    size_t num_acc;
+} comm_node;
+
+static void node_ref(void *obj) {
+    comm_node *n = obj;
+    atomic_fetch_add_explicit(&n->refs, 1, memory_order_relaxed);
+}
+
+static void node_unref(void *obj) {
+    comm_node *n = obj;
+    if (atomic_fetch_sub_explicit(&n->refs, 1, memory_order_acq_rel) == 1)
+        rill__free(n);
+}
+
+static void node_describe(void *obj, char *buf, size_t size) {
+    rill__comm_describe(&((comm_node *)obj)->a, buf, size);
+}
+
+/* The proxy number k of t was reached: the operation completed, failed or
+ * was skipped. Runs on the communication thread, with no lock held. */
+static void node_reached(rill__waiter *w) {
+    rill__comm_task *t = (rill__comm_task *)((char *)w - offsetof(rill__comm_task, waiter));
+    char msg[RILL__ERROR_BYTES];
+    bool failed = rill__stream_failed_at(t->proxy, t->number, msg, sizeof msg);
+    t->node_done(t->node_arg, failed ? msg : NULL);
+}
+
+/* Takes back an operation that was queued and not made ready. */
+static void node_undo(rill__comm_task *t) {
+    rill__stream_unref(t->stream);
+    rill__stream_complete(t->proxy, t->number + 1);
+    rill__comm_engine_give_proxy(t->proxy);
+    rill__free(t);
+}
+
+static rill_status node_issue(void *obj, rill__stream *s, void **token) {
+    comm_node *n = obj;
+    const char *fn = n->a.fn;
+    rill__comm_channel *ch = NULL;
+    rill_status st = resolve(n->comm, fn, &ch);
+    if (st != RILL_OK)
+        return rill__fail(st,
+                          "%s, captured in the graph, names a communicator that was destroyed; "
+                          "capture the graph again with a live communicator",
+                          fn);
+    rill__comm_task *t = rill__calloc(1, sizeof *t);
+    if (t == NULL)
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "out of memory for %s", fn);
+    rill__stream *p;
+    st = rill__comm_engine_take_proxy(s->q.dev, &p);
+    if (st != RILL_OK) {
+        rill__free(t);
+        return st;
+    }
+    t->op.a = n->a;
+    t->op.check = ch->check && n->a.kind != RILL__COMM_SEND && n->a.kind != RILL__COMM_RECV;
+    t->ch = ch;
+    t->stream = s;
+    t->proxy = p;
+    /* As in rill__comm_issue: k completes the node, k + 1 frees the
+     * buffers. release: pairs with acquire loads of sub_seq. */
+    t->number = atomic_load_explicit(&p->q.sub_seq, memory_order_relaxed) + 1;
+    atomic_store_explicit(&p->q.sub_seq, t->number + 1, memory_order_release);
+    rill__stream_ref(s);
+    if (!rill__comm_engine_queue(ch, t)) {
+        node_undo(t);
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s, captured in the graph, names a communicator that is being "
+                          "destroyed; launch the graph before rill_comm_destroy",
+                          fn);
+    }
+    if (n->recv.bytes != 0)
+        rill__pool_note_use(p, t->number + 1, n->recv.ptr, n->recv.bytes);
+    if (n->send.bytes != 0 && n->send.ptr != n->recv.ptr)
+        rill__pool_note_use(p, t->number + 1, n->send.ptr, n->send.bytes);
+    *token = t;
+    return RILL_OK;
+}
+
+/* Makes t ready, skipped with why when why is not NULL. */
+static void node_ready(rill__comm_task *t, const char *why) {
+    if (why != NULL) {
+        t->skipped = true;
+        rill__fit(t->skip_why, sizeof t->skip_why, why);
+    }
+    /* release: pairs with the acquire load in the engine's startable. */
+    atomic_store_explicit(&t->ready, 1, memory_order_release);
+    rill__comm_engine_kick();
+}
+
+static void node_start(void *token, bool skip, rill__extern_done done, void *arg) {
+    rill__comm_task *t = token;
+    t->node_done = done;
+    t->node_arg = arg;
+    t->waiter.seq = t->number;
+    t->waiter.fn = node_reached;
+    /* Not ready yet: the proxy cannot have reached k. */
+    bool added = rill__stream_add_waiter(t->proxy, &t->waiter);
+    (void)added;
+    node_ready(t, skip ? "an earlier node of its graph launch failed" : NULL);
+}
+
+static void node_drop(void *token) {
+    node_ready(token, "the stream's earlier work failed, and its graph launch was skipped");
+}
+
+static size_t node_accesses(void *obj, const rill_access **acc) {
+    comm_node *n = obj;
+    *acc = n->acc;
+    return n->num_acc;
+}
+
+static void node_withdraw(void *token) {
+    rill__comm_task *t = token;
+    rill__comm_engine_unqueue(t->ch, t);
+    node_undo(t);
+}
+
+static const rill__extern_ops node_ops = {
+    .ref = node_ref,
+    .unref = node_unref,
+    .describe = node_describe,
+    .issue = node_issue,
+    .start = node_start,
+    .drop = node_drop,
+    .withdraw = node_withdraw,
+    .accesses = node_accesses,
+};
+
+/* a, checked, on capturing stream s: a node of the capture's graph. */
+static rill_status capture(rill_comm *comm, rill__stream *s, const rill__comm_args *a,
+                           const buffer *recv, const buffer *send) {
+    comm_node *n = rill__calloc(1, sizeof *n);
+    if (n == NULL)
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory", a->fn);
+    atomic_init(&n->refs, 1);
+    n->comm = comm;
+    n->a = *a;
+    n->recv = *recv;
+    n->send = *send;
+    n->num_acc = accesses_of(a, recv, send, n->acc);
+    rill__extern_call call = {.ops = &node_ops, .obj = n};
+    rill_status st = rill__capture_extern(s, &call, n->acc, n->num_acc, a->fn);
+    node_unref(n); /* the graph holds its own */
+    return st;
+}
+
 rill_status rill__comm_issue(rill_stream *stream, rill_comm *comm, const rill__comm_args *a) {
     const char *fn = a->fn;
     rill__comm_channel *ch = NULL;
@@ -373,11 +555,8 @@ rill_status rill__comm_issue(rill_stream *stream, rill_comm *comm, const rill__c
         st = check_args(ch, s, a, &recv, &send);
     if (st != RILL_OK)
         return st;
-    if (rill__stream_capturing(s) && rill__capture_check_stream_sync(s, fn) != RILL_OK)
-        return rill__fail(RILL_ERROR_CAPTURE_UNSUPPORTED,
-                          "%s: collectives cannot be captured into graphs in this version; the "
-                          "capture is now invalidated. Issue the collective outside the capture",
-                          fn);
+    if (rill__stream_capturing(s))
+        return capture(comm, s, a, &recv, &send);
     rill__comm_task *t = rill__calloc(1, sizeof *t);
     if (t == NULL)
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory", fn);
@@ -428,6 +607,12 @@ rill_status rill__comm_issue(rill_stream *stream, rill_comm *comm, const rill__c
         rill__pool_note_use(p, t->number + 1, recv.ptr, recv.bytes);
     if (send.bytes != 0 && send.ptr != recv.ptr)
         rill__pool_note_use(p, t->number + 1, send.ptr, send.bytes);
+    if (rill__san_active()) {
+        rill_access acc[2];
+        char what[160];
+        rill__comm_describe(a, what, sizeof what);
+        rill__san()->touches(s, seq, acc, accesses_of(a, &recv, &send, acc), what);
+    }
     /* Last: once t is chained or its waiter registered, the engine may
      * start, finish and free t at any moment. */
     t->wait_seq = seq;

@@ -120,9 +120,7 @@ void rill__comm_engine_give_proxy(rill__stream *p) {
 
 /* ------------------------------------------------------------ sentences */
 
-/* "rill_allreduce_f32 (sum of 1000 floats) on rank 1 of 4" */
-static void describe(const rill__comm_channel *ch, const rill__comm_args *a, char *buf,
-                     size_t size) {
+void rill__comm_describe(const rill__comm_args *a, char *buf, size_t size) {
     char what[96];
     switch (a->kind) {
     case RILL__COMM_ALLREDUCE:
@@ -149,7 +147,15 @@ static void describe(const rill__comm_channel *ch, const rill__comm_args *a, cha
         what[0] = '\0';
         break;
     }
-    snprintf(buf, size, "%s (%s) on rank %d of %d", a->fn, what, ch->rank, ch->size);
+    snprintf(buf, size, "%s (%s)", a->fn, what);
+}
+
+/* "rill_allreduce_f32 (sum of 1000 floats) on rank 1 of 4" */
+static void describe(const rill__comm_channel *ch, const rill__comm_args *a, char *buf,
+                     size_t size) {
+    char what[160];
+    rill__comm_describe(a, what, sizeof what);
+    snprintf(buf, size, "%s on rank %d of %d", what, ch->rank, ch->size);
 }
 
 /* Breaks ch: operations after a failure would not match the other ranks'

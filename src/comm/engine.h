@@ -41,7 +41,11 @@ typedef struct rill__comm_task {
     rill__stream *proxy;  /* the engine's proxy while the task holds it */
     uint64_t number;      /* k (see above) */
     uint64_t wait_seq;    /* the WAIT's number on stream */
-    rill__waiter waiter;  /* on stream, for the command before the WAIT */
+    rill__waiter waiter;  /* on stream, for the command before the WAIT;
+                           * a graph node's: on proxy, for number */
+    /* a graph node's operation: its completion, called by the waiter */
+    rill__extern_done node_done;
+    void *node_arg;
     /* guarded by the engine's lock: the task issued right behind this one
      * on the same stream and channel, made ready when this one finishes */
     struct rill__comm_task *chained;
@@ -89,6 +93,9 @@ struct rill__comm_channel {
     bool leak_ctx; /* the transport may still write ctx */
     char broken_why[RILL__COMM_WHY_BYTES];
 };
+
+/* "rill_allreduce_f32 (sum of 1000 floats)": what a does, in sentences. */
+void rill__comm_describe(const rill__comm_args *a, char *buf, size_t size);
 
 /* Adds a new channel and queues its OPEN task; starts the communication
  * thread if it does not run. */

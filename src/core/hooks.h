@@ -201,6 +201,12 @@ typedef struct rill__san_hooks {
     void (*free)(const void *ptr, rill__stream *stream);
     /* rill_record_stream(ptr, stream) succeeded. */
     void (*record_stream)(const void *ptr, rill__stream *stream);
+    /* The command seq of s stands for work done elsewhere (a collective's
+     * WAIT) that touches acc (n accesses, which the memory pool tracks):
+     * checked and remembered as a kernel's declared accesses are. what
+     * names the work in reports. */
+    void (*touches)(rill__stream *s, uint64_t seq, const rill_access *acc, size_t n,
+                    const char *what);
 } rill__san_hooks;
 
 /* Installed by the sanitizer's start (relaxed, as rill__mem). */

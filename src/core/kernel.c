@@ -122,7 +122,7 @@ RILL_HOT void rill__cmd_release(rill__cmd *cmd) {
     case RILL__CMD_GRAPH:
         if (cmd->u.graph.after_stream != NULL)
             rill__stream_unref(cmd->u.graph.after_stream);
-        cmd->u.graph.release(cmd->u.graph.launch);
+        cmd->u.graph.release(cmd->u.graph.launch, cmd->u.graph.ext);
         break;
     default:
         break;

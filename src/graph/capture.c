@@ -290,6 +290,45 @@ static const char *cmd_what(const rill__cmd *cmd) {
     }
 }
 
+/* Adds a node of p to c after the last node of s, which it becomes. */
+static rill_status add_node(rill__capture *c, rill__stream *s, const rill__gnode_params *p,
+                            const char *what, rill__graph_node **out) {
+    cap_stream *cs = rill__cap_stream_of(c, s);
+    size_t cap = cs->cap_tail;
+    if (!rill__cap_grow((void **)&cs->tail, &cap, 1, sizeof *cs->tail))
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory", what);
+    cs->cap_tail = (uint32_t)cap;
+    rill_status st = rill__graph_add(c->graph, cs->tail, cs->num_tail, p, s, what, out);
+    if (st != RILL_OK)
+        return st;
+    cs->tail[0] = (*out)->index; /* the stream's next command follows this one */
+    cs->num_tail = 1;
+    return RILL_OK;
+}
+
+rill_status rill__capture_extern(rill__stream *s, const rill__extern_call *call,
+                                 const rill_access *accesses, size_t num_accesses, const char *fn) {
+    rill__capture *c = rill__cap_lock_of(s);
+    if (c == NULL) /* cap_lock_of unlocked */
+        return rill__fail(RILL_ERROR_CAPTURE_INVALIDATED,
+                          "%s: the stream's capture ended while the call was made; issue it "
+                          "again",
+                          fn);
+    rill_status st;
+    rill__graph_node *node;
+    if (c->invalidated) {
+        st = rill__cap_fail_invalidated(c, fn);
+    } else {
+        rill__gnode_params p = {.kind = RILL__GNODE_EXTERN};
+        p.u.ext = *call;
+        st = add_node(c, s, &p, fn, &node);
+        for (size_t i = 0; st == RILL_OK && i < num_accesses; i++)
+            note_use(c, accesses[i].ptr, accesses[i].bytes, node->index);
+    }
+    rill__spinlock_unlock(&rill__caps_lock);
+    return st;
+}
+
 rill_status rill__cap_submit(rill__stream *s, const rill__cmd *cmd, uint64_t *seq) {
     *seq = 0;
     rill__capture *c = rill__cap_lock_of(s);
@@ -330,19 +369,10 @@ rill_status rill__cap_submit(rill__stream *s, const rill__cmd *cmd, uint64_t *se
                         "this command cannot be captured; submit it outside the capture");
         goto out;
     }
-    cap_stream *cs = rill__cap_stream_of(c, s);
-    size_t cap = cs->cap_tail;
-    if (!rill__cap_grow((void **)&cs->tail, &cap, 1, sizeof *cs->tail)) {
-        st = rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory", cmd_what(cmd));
-        goto out;
-    }
-    cs->cap_tail = (uint32_t)cap;
     rill__graph_node *node;
-    st = rill__graph_add(c->graph, cs->tail, cs->num_tail, &p, s, cmd_what(cmd), &node);
+    st = add_node(c, s, &p, cmd_what(cmd), &node);
     if (st != RILL_OK)
         goto out;
-    cs->tail[0] = node->index; /* the stream's next command follows this one */
-    cs->num_tail = 1;
     if (cmd->kind == RILL__CMD_KERNEL) {
         for (size_t i = 0; i < cmd->u.kernel.num_accesses; i++)
             note_use(c, cmd->u.kernel.accesses[i].ptr, cmd->u.kernel.accesses[i].bytes,
@@ -648,6 +678,9 @@ static void node_label(const rill__graph_node *n, char *buf, size_t size) {
         break;
     case RILL__GNODE_SET:
         snprintf(buf, size, "a memset");
+        break;
+    case RILL__GNODE_EXTERN:
+        snprintf(buf, size, "a collective");
         break;
     default:
         snprintf(buf, size, "a command");

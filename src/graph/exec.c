@@ -11,6 +11,7 @@
  * its failure. */
 #include "graph/graph.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "core/event.h"
@@ -58,6 +59,8 @@ static void xparams_free(rill__xparams *v, uint32_t num_nodes) {
             atomic_fetch_sub(&p->u.kernel.kernel->graph_refs, 1);
         else if (p->kind == RILL__GNODE_RECORD || p->kind == RILL__GNODE_WAIT)
             rill__event_unref(p->u.event.event);
+        else if (p->kind == RILL__GNODE_EXTERN)
+            p->u.ext.ops->unref(p->u.ext.obj);
     }
     rill__free(v->nodes);
     rill__free(v->arena);
@@ -176,8 +179,12 @@ static rill__xparams *xparams_make(rill__graph_exec *x, rill__graph *graph, rill
             /* Loaded by load_kernels before the set was made. */
             xn->p.u.kernel.loaded = xn->p.u.kernel.kernel->loaded[ordinal];
             atomic_fetch_add(&xn->p.u.kernel.kernel->graph_refs, 1);
-        } else if (xn->p.kind == RILL__GNODE_RECORD || xn->p.kind == RILL__GNODE_WAIT)
+        } else if (xn->p.kind == RILL__GNODE_RECORD || xn->p.kind == RILL__GNODE_WAIT) {
             atomic_fetch_add(&xn->p.u.event.event->refs, 1);
+        } else if (xn->p.kind == RILL__GNODE_EXTERN) {
+            xn->p.u.ext.ops->ref(xn->p.u.ext.obj);
+            v->launch.chain = 0; /* it completes later, on another thread */
+        }
         if (xn->num_succ > 1 || xn->blocks > 1)
             v->launch.chain = 0;
     }
@@ -202,6 +209,12 @@ static void build_topology(rill__graph_exec *x, rill__graph *graph, rill__xnode 
             x->event_nodes[x->num_event_nodes++] = i;
         if (gn->p.kind == RILL__GNODE_HOST)
             x->has_host = 1;
+        if (gn->p.kind == RILL__GNODE_EXTERN) {
+            /* A collective waits for other processes: anything. */
+            x->has_host = 1;
+            nodes[i].ext_slot = x->num_ext;
+            x->ext_nodes[x->num_ext++] = i;
+        }
         for (uint32_t j = 0; j < gn->num_deps; j++)
             nodes[gn->deps[j]].num_succ++;
     }
@@ -253,12 +266,13 @@ rill_status rill_graph_instantiate(rill_graph *graph_h, rill_graph_exec **out) {
     st = load_kernels(graph, dev, fn);
     if (st != RILL_OK)
         return st;
-    uint32_t n = graph->num_nodes, num_events = 0;
+    uint32_t n = graph->num_nodes, num_events = 0, num_ext = 0;
     size_t edges = 0;
     for (uint32_t i = 0; i < n; i++) {
         edges += graph->nodes[i]->num_deps;
         rill__gnode_kind k = graph->nodes[i]->p.kind;
         num_events += k == RILL__GNODE_RECORD || k == RILL__GNODE_WAIT;
+        num_ext += k == RILL__GNODE_EXTERN;
     }
     rill__graph_exec *x = rill__calloc(1, sizeof *x);
     if (x == NULL || !rill__handle_open(RILL__HANDLE_EXEC, x, (void **)&x->handle)) {
@@ -269,7 +283,10 @@ rill_status rill_graph_instantiate(rill_graph *graph_h, rill_graph_exec **out) {
     rill__xnode *nodes = rill__calloc(m, sizeof *nodes);
     x->succ = rill__malloc((edges > 0 ? edges : 1) * sizeof *x->succ);
     x->roots = rill__malloc(m * sizeof *x->roots);
-    x->event_nodes = rill__malloc((num_events > 0 ? num_events : 1) * sizeof *x->event_nodes);
+    /* One array: the event nodes, then the extern nodes. */
+    x->event_nodes = rill__malloc((num_events + num_ext > 0 ? num_events + num_ext : 1) *
+                                  sizeof *x->event_nodes);
+    x->ext_nodes = x->event_nodes + num_events;
     x->record_gen = rill__calloc(m, sizeof *x->record_gen);
     if (nodes == NULL || x->succ == NULL || x->roots == NULL || x->event_nodes == NULL ||
         x->record_gen == NULL) {
@@ -281,8 +298,11 @@ rill_status rill_graph_instantiate(rill_graph *graph_h, rill_graph_exec **out) {
     }
     x->num_nodes = n;
     build_topology(x, graph, nodes);
-    x->prog = (rill__gprog){
-        .num_nodes = n, .succ = x->succ, .roots = x->roots, .num_roots = x->num_roots};
+    x->prog = (rill__gprog){.num_nodes = n,
+                            .succ = x->succ,
+                            .roots = x->roots,
+                            .num_roots = x->num_roots,
+                            .num_ext = x->num_ext};
     x->dev = dev;
     st = dev->ops->graph_prepare(dev, &x->prog, &x->backend);
     if (st != RILL_OK) {
@@ -351,8 +371,9 @@ rill_status rill_graph_exec_destroy(rill_graph_exec *exec_h) {
 }
 
 static const char *kind_name(rill__gnode_kind k) {
-    static const char *const names[] = {"?",      "kernel", "host",         "memcpy",
-                                        "memset", "empty",  "event record", "event wait"};
+    static const char *const names[] = {"?",         "kernel", "host",         "memcpy",
+                                        "memset",    "empty",  "event record", "event wait",
+                                        "collective"};
     return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "?";
 }
 
@@ -535,9 +556,55 @@ static rill_status launch_waits(rill__graph_exec *x, const rill__xparams *v, ril
     return RILL_OK;
 }
 
-/* The release of a launch command: drops its parameter set. */
-static void release_launch(rill__graph_launch *launch) {
-    rill__xparams_unref(rill__xparams_of(launch));
+/* Drops the extern work of a launch that was not run (ext[k] NULL: the
+ * backend started that node) and frees ext. withdraw: the launch was never
+ * submitted. */
+static void drop_ext(const rill__graph_exec *x, const rill__xnode *nodes, void **ext,
+                     bool withdraw) {
+    if (ext == NULL)
+        return;
+    for (uint32_t k = 0; k < x->num_ext; k++) {
+        if (ext[k] == NULL)
+            continue;
+        const rill__extern_call *call = &nodes[x->ext_nodes[k]].p.u.ext;
+        if (withdraw)
+            call->ops->withdraw(ext[k]);
+        else
+            call->ops->drop(ext[k]);
+    }
+    rill__free(ext);
+}
+
+/* The release of a launch command: drops what it did not run and its
+ * parameter set. */
+static void release_launch(rill__graph_launch *launch, void **ext) {
+    rill__xparams *v = rill__xparams_of(launch);
+    drop_ext(v->exec, v->nodes, ext, false);
+    rill__xparams_unref(v);
+}
+
+/* Issues the extern work of a launch of v on stream, in node order, into
+ * *out (NULL when the exec has none). */
+static rill_status issue_ext(const rill__graph_exec *x, const rill__xparams *v,
+                             rill__stream *stream, const char *fn, void ***out) {
+    *out = NULL;
+    if (x->num_ext == 0)
+        return RILL_OK;
+    void **ext = rill__calloc(x->num_ext, sizeof *ext);
+    if (ext == NULL)
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    for (uint32_t k = 0; k < x->num_ext; k++) {
+        const rill__xnode *xn = &v->nodes[x->ext_nodes[k]];
+        rill_status st = xn->p.u.ext.ops->issue(xn->p.u.ext.obj, stream, &ext[k]);
+        if (st != RILL_OK) {
+            drop_ext(x, v->nodes, ext, true);
+            char where[96];
+            snprintf(where, sizeof where, "%s (graph node %u)", fn, xn->graph_index);
+            return rill__fail_from(st, where);
+        }
+    }
+    *out = ext;
+    return RILL_OK;
 }
 
 rill_status rill_graph_launch(rill_graph_exec *exec_h, rill_stream *stream_h) {
@@ -579,6 +646,11 @@ rill_status rill_graph_launch(rill_graph_exec *exec_h, rill_stream *stream_h) {
     rill__cmd cmd = {.kind = RILL__CMD_GRAPH, .flags = exec->has_host ? RILL__CMD_OPAQUE : 0};
     cmd.u.graph.launch = &v->launch;
     cmd.u.graph.release = release_launch;
+    st = issue_ext(exec, v, stream, fn, &cmd.u.graph.ext);
+    if (st != RILL_OK) {
+        rill__mutex_unlock(&exec->lock);
+        return st;
+    }
     /* The previous launch on another stream: this one waits for it to end,
      * however it ended (see rill__cmd). On the same stream, stream order
      * does it. */
@@ -602,6 +674,7 @@ rill_status rill_graph_launch(rill_graph_exec *exec_h, rill_stream *stream_h) {
     st = rill__stream_submit(stream, &cmd, &seq);
     if (st != RILL_OK) {
         atomic_fetch_sub_explicit(&v->refs, 1, memory_order_relaxed);
+        drop_ext(exec, v->nodes, cmd.u.graph.ext, true);
         if (cmd.u.graph.after_stream != NULL)
             rill__stream_unref(cmd.u.graph.after_stream);
         rill__mutex_unlock(&exec->lock);

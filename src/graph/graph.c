@@ -33,6 +33,9 @@ static void params_release(rill__gnode_params *p) {
     case RILL__GNODE_WAIT:
         rill__event_unref(p->u.event.event);
         break;
+    case RILL__GNODE_EXTERN:
+        p->u.ext.ops->unref(p->u.ext.obj);
+        break;
     default:
         break;
     }
@@ -211,6 +214,8 @@ rill_status rill__graph_add(rill__graph *g, const uint32_t *deps, uint32_t num_d
         atomic_fetch_add(&params->u.kernel.kernel->graph_refs, 1);
     else if (params->kind == RILL__GNODE_RECORD || params->kind == RILL__GNODE_WAIT)
         atomic_fetch_add(&params->u.event.event->refs, 1);
+    else if (params->kind == RILL__GNODE_EXTERN)
+        params->u.ext.ops->ref(params->u.ext.obj);
     n->graph = g;
     n->index = g->num_nodes;
     if (captured_from != NULL) {
@@ -494,6 +499,12 @@ static void dot_label(FILE *f, const rill__graph_node *n) {
     case RILL__GNODE_WAIT:
         fprintf(f, "event wait");
         break;
+    case RILL__GNODE_EXTERN: {
+        char what[160];
+        p->u.ext.ops->describe(p->u.ext.obj, what, sizeof what);
+        dot_escape(f, what);
+        break;
+    }
     }
 }
 

@@ -92,6 +92,8 @@ struct rill__graph_exec {
     void *backend;         /* the backend's state (graph_prepare), owned */
     uint32_t *event_nodes; /* owned: the event record and wait nodes */
     uint32_t num_event_nodes;
+    uint32_t *ext_nodes; /* the extern nodes, in event_nodes' array after them */
+    uint32_t num_ext;
     int has_host;      /* a host node: launches are RILL__CMD_OPAQUE */
     rill__gpool *pool; /* ref, or NULL */
     /* per node: the generation of event record nodes, written by each
@@ -153,6 +155,13 @@ void rill__captures_shutdown(void);
 /* In the child of a fork, on its only thread: forgets every capture and
  * graph memory pool of the parent, without freeing or locking anything. */
 void rill__captures_forget(void);
+
+/* Adds an extern node (a collective) to the capture of s, after the
+ * stream's last node, with the memory it touches (accesses): the parts of
+ * the library above the graph layer capture their work through this.
+ * Takes a reference on call->obj. */
+rill_status rill__capture_extern(rill__stream *s, const rill__extern_call *call,
+                                 const rill_access *accesses, size_t num_accesses, const char *fn);
 
 /* Memory owned by graphs (src/graph/capture.c). */
 void rill__gpool_unref(rill__gpool *pool, rill__stream *last_stream, uint64_t last_seq);

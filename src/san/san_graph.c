@@ -52,10 +52,14 @@ static bool reaches(const rill__graph_exec *x, const rill__xparams *v, uint32_t 
 
 static void node_name(const rill__xparams *v, uint32_t i, char *buf, size_t size) {
     const rill__xnode *xn = &v->nodes[i];
-    if (xn->p.kind == RILL__GNODE_KERNEL)
+    char what[128];
+    if (xn->p.kind == RILL__GNODE_KERNEL) {
         snprintf(buf, size, "graph node %u (kernel '%s')", xn->graph_index,
                  xn->p.u.kernel.kernel->image.name);
-    else
+    } else if (xn->p.kind == RILL__GNODE_EXTERN) {
+        xn->p.u.ext.ops->describe(xn->p.u.ext.obj, what, sizeof what);
+        snprintf(buf, size, "graph node %u (%s)", xn->graph_index, what);
+    } else
         snprintf(buf, size, "graph node %u (%s)", xn->graph_index,
                  xn->p.kind == RILL__GNODE_COPY ? "memcpy" : "memset");
 }
@@ -72,10 +76,12 @@ static bool check_graph_inside(uint32_t t, uint64_t seq, const rill__xparams *v)
     size_t n = 0, cap = 0;
     for (uint32_t i = 0; i < x->num_nodes; i++) {
         const rill__gnode_params *p = &v->nodes[i].p;
-        cap += p->kind == RILL__GNODE_KERNEL ? p->u.kernel.num_accesses
-               : p->kind == RILL__GNODE_COPY ? 2
-               : p->kind == RILL__GNODE_SET  ? 1
-                                             : 0;
+        const rill_access *ext;
+        cap += p->kind == RILL__GNODE_KERNEL   ? p->u.kernel.num_accesses
+               : p->kind == RILL__GNODE_COPY   ? 2
+               : p->kind == RILL__GNODE_SET    ? 1
+               : p->kind == RILL__GNODE_EXTERN ? p->u.ext.ops->accesses(p->u.ext.obj, &ext)
+                                               : 0;
     }
     if (cap < 2)
         return true;
@@ -99,6 +105,12 @@ static bool check_graph_inside(uint32_t t, uint64_t seq, const rill__xparams *v)
         } else if (p->kind == RILL__GNODE_SET) {
             acc[n++] =
                 (node_acc){(uintptr_t)p->u.set.dst, (uintptr_t)p->u.set.dst + p->u.set.bytes, i, 1};
+        } else if (p->kind == RILL__GNODE_EXTERN) {
+            const rill_access *ext;
+            size_t k = p->u.ext.ops->accesses(p->u.ext.obj, &ext);
+            for (size_t a = 0; a < k; a++)
+                acc[n++] = (node_acc){(uintptr_t)ext[a].ptr, (uintptr_t)ext[a].ptr + ext[a].bytes,
+                                      i, (ext[a].mode & RILL_WRITE) != 0};
         }
     }
     if (ok)
@@ -115,7 +127,7 @@ static bool check_graph_inside(uint32_t t, uint64_t seq, const rill__xparams *v)
             if (reaches(x, v, first, last, stack, mark))
                 continue;
             const node_acc *fa = a->node == first ? a : b, *la = a->node == first ? b : a;
-            char fw[96], lw[96];
+            char fw[160], lw[160];
             node_name(v, first, fw, sizeof fw);
             node_name(v, last, lw, sizeof lw);
             uintptr_t lo = b->lo, hi = a->hi < b->hi ? a->hi : b->hi;
@@ -140,7 +152,7 @@ static bool check_graph_inside(uint32_t t, uint64_t seq, const rill__xparams *v)
 bool rill__san_check_graph(uint32_t t, uint64_t seq, const rill__xparams *v, seen *sn) {
     if (!check_graph_inside(t, seq, v))
         return false;
-    char what[96];
+    char what[160];
     for (uint32_t i = 0; i < v->exec->num_nodes; i++) {
         const rill__xnode *xn = &v->nodes[i];
         const rill__gnode_params *p = &xn->p;
@@ -164,6 +176,11 @@ bool rill__san_check_graph(uint32_t t, uint64_t seq, const rill__xparams *v, see
             access a = rill__san_make_access(p->u.set.dst, p->u.set.bytes, true, what, 0);
             a.covered = 0;
             ok = rill__san_check_access(t, seq, &a, sn);
+        } else if (p->kind == RILL__GNODE_EXTERN) {
+            const rill_access *ext;
+            size_t k = p->u.ext.ops->accesses(p->u.ext.obj, &ext);
+            node_name(v, i, what, sizeof what);
+            ok = rill__san_check_kernel(t, seq, ext, k, what, 0, false, sn);
         }
         if (!ok)
             return false;

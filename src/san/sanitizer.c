@@ -445,6 +445,27 @@ static void on_command(rill__stream *s, uint64_t seq, const rill__cmd *cmd, unsi
         tls_host_n = 0;
 }
 
+static void on_touches(rill__stream *s, uint64_t seq, const rill_access *acc, size_t n,
+                       const char *what) {
+    rill__mutex_lock(&S.lock);
+    if (!rill__san_active()) {
+        rill__mutex_unlock(&S.lock);
+        return;
+    }
+    uint32_t t = index_of(s);
+    seen sn = {.n = 0};
+    bool ok = t != UINT32_MAX;
+    if (ok && seq > S.streams[t].last)
+        S.streams[t].last = seq;
+    if (ok)
+        ok = rill__san_check_kernel(t, seq, acc, n, what, 0, true, &sn);
+    if (!ok)
+        give_up();
+    rill__mutex_unlock(&S.lock);
+    tls_file = NULL;
+    tls_line = 0;
+}
+
 static void on_order(rill__stream *s, rill__stream *other, uint64_t seq, bool all) {
     rill__mutex_lock(&S.lock);
     if (!rill__san_active()) {
@@ -640,6 +661,7 @@ static const rill__san_hooks hooks = {
     .observed_device = on_observed_device,
     .free = on_free,
     .record_stream = on_record_stream,
+    .touches = on_touches,
 };
 
 /* ------------------------------------------------------------ subsystem */

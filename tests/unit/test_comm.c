@@ -923,11 +923,14 @@ static void test_comm_bad_arguments_are_refused_before_anything_is_issued(void *
     RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, point(s, c, RILL__COMM_RECV, NULL, 4, 1));
     assert_contains(rill_last_error(), "buf is NULL");
 
+    /* Checked in a capture too; a valid one becomes a node, which reaches
+     * the transport only when a launch runs it. */
     RT_OK(rill_stream_begin_capture(s, RILL_CAPTURE_GLOBAL));
-    RT_STATUS(RILL_ERROR_CAPTURE_UNSUPPORTED, rill__comm_issue(s, c, &a));
-    assert_contains(rill_last_error(), "collectives cannot be captured");
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, point(s, c, RILL__COMM_RECV, NULL, 4, 1));
+    RT_OK(rill__comm_issue(s, c, &a));
     rill_graph *g = NULL;
-    RT_STATUS(RILL_ERROR_CAPTURE_INVALIDATED, rill_stream_end_capture(s, &g));
+    RT_OK(rill_stream_end_capture(s, &g));
+    RT_OK(rill_graph_destroy(g));
 
     RT_OK(rill_stream_synchronize(s));
     assert_int_equal(logged(&f), 1); /* nothing but OPEN reached the transport */
@@ -937,6 +940,250 @@ static void test_comm_bad_arguments_are_refused_before_anything_is_issued(void *
     RT_OK(rill_stream_destroy(s));
     RT_OK(rill__comm_close(c, "rill_comm_destroy"));
     RT_OK(rill__comm_close(huge, "rill_comm_destroy"));
+}
+
+/* ---------------------------------------------------------------- graphs */
+
+typedef struct step {
+    rill_graph *graph;
+    rill_graph_exec *exec;
+} step;
+
+/* A step captured on s: y = 4 x (the pretend allreduce of 4 ranks), then
+ * x = y + 1. */
+static step capture_step(rill_stream *s, rill_comm *c, float *x, float *y, size_t n) {
+    step st;
+    RT_OK(rill_stream_begin_capture(s, RILL_CAPTURE_THREAD_LOCAL));
+    RT_OK(allreduce(s, c, y, x, n));
+    RT_OK(rill_op_add_scalar_f32(s, x, y, 1.0f, n));
+    RT_OK(rill_stream_end_capture(s, &st.graph));
+    RT_OK(rill_graph_instantiate(st.graph, &st.exec));
+    return st;
+}
+
+static void step_destroy(step st) {
+    RT_OK(rill_graph_exec_destroy(st.exec));
+    RT_OK(rill_graph_destroy(st.graph));
+}
+
+/* rill_mpi.h: "Collectives captured from a stream replay with the graph".
+ * Each of 40 launches, submitted back to back, issues the operation once,
+ * after the work before it in the graph and before the work after it. */
+static void test_comm_captured_operation_runs_with_each_launch(void **state) {
+    (void)state;
+    fake f = {0};
+    rill_comm *c = open_fake(&f, 4);
+    rill_stream *s = new_stream();
+    float *x = new_floats(s, 8), *y = new_floats(s, 8), host[8];
+    RT_OK(rill_op_fill_f32(s, x, 0.0f, 8));
+    step st = capture_step(s, c, x, y, 8);
+    assert_int_equal(logged(&f), 1); /* capturing issued nothing */
+    float want = 0;                  /* the same float operations as the device's */
+    for (int k = 0; k < 40; k++) {
+        RT_OK(rill_graph_launch(st.exec, s));
+        want = want * 4.0f + 1.0f;
+    }
+    RT_OK(rill_stream_synchronize(s));
+    RT_OK(rill_memcpy(host, x, sizeof host));
+    for (int i = 0; i < 8; i++)
+        assert_true(host[i] == want);
+    assert_int_equal(logged(&f), 41);
+    for (int k = 1; k < 41; k++) {
+        assert_int_equal(f.log_kind[k], RILL__COMM_ALLREDUCE);
+        assert_int_equal(f.log_count[k], 8);
+    }
+    step_destroy(st);
+    RT_OK(rill_free_async(x, s));
+    RT_OK(rill_free_async(y, s));
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(rill__comm_close(c, "rill_comm_destroy"));
+}
+
+/* A launch whose operation is under way holds no worker: launches of
+ * other execs on other streams, more than there are workers, all run. */
+static void test_comm_captured_operation_under_way_holds_no_worker(void **state) {
+    (void)state;
+    enum { N = 6 }; /* the tests run with 4 workers */
+    fake f = {0};
+    rill_comm *c = open_fake(&f, 4);
+    rill_stream *s[N], *other = new_stream();
+    float *x = new_floats(other, N), *y = new_floats(other, N);
+    RT_OK(rill_stream_synchronize(other));
+    step st[N];
+    atomic_store(&f.hold, 1);
+    for (int i = 0; i < N; i++) {
+        s[i] = new_stream();
+        st[i] = capture_step(s[i], c, x + i, y + i, 1);
+        RT_OK(rill_graph_launch(st[i].exec, s[i]));
+    }
+    atomic_int ran = 0;
+    RT_OK(rill_launch_host_func(other, set_flag, &ran));
+    RT_OK(rill_stream_synchronize(other));
+    assert_int_equal(atomic_load(&ran), 1);
+    for (int i = 0; i < N; i++)
+        assert_int_equal(rill_stream_query(s[i]), RILL_NOT_READY);
+    atomic_store(&f.hold, 0);
+    for (int i = 0; i < N; i++) {
+        RT_OK(rill_stream_synchronize(s[i]));
+        step_destroy(st[i]);
+        RT_OK(rill_stream_destroy(s[i]));
+    }
+    RT_OK(rill_free(x));
+    RT_OK(rill_free(y));
+    RT_OK(rill_stream_destroy(other));
+    RT_OK(rill__comm_close(c, "rill_comm_destroy"));
+}
+
+/* A transport failure inside a launch fails the launch: the stream's
+ * sticky error names the graph node and the operation, the nodes after it
+ * are skipped, and the communicator is broken for later operations. */
+static void test_comm_captured_failure_fails_launch(void **state) {
+    (void)state;
+    fake f = {0};
+    rill_comm *c = open_fake(&f, 4);
+    rill_stream *s = new_stream();
+    float *x = new_floats(s, 4), *y = new_floats(s, 4), host[4];
+    RT_OK(rill_op_fill_f32(s, x, 2.0f, 4));
+    step st = capture_step(s, c, x, y, 4);
+    atomic_store(&f.fail_test, 1);
+    RT_OK(rill_graph_launch(st.exec, s));
+    RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(s));
+    assert_contains(rill_last_error(), "collective (graph node 0)");
+    assert_contains(rill_last_error(),
+                    "rill_allreduce_f32 (sum of 4 floats) on rank 0 of 4 failed: injected failure");
+    RT_OK(rill_stream_clear_error(s));
+    RT_OK(rill_memcpy(host, x, sizeof host));
+    assert_true(host[0] == 2.0f); /* the node after it was skipped */
+    RT_OK(rill_graph_launch(st.exec, s));
+    RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(s));
+    assert_contains(rill_last_error(), "was not started: the communicator failed before");
+    RT_OK(rill_stream_clear_error(s));
+    assert_int_equal(logged(&f), 2);
+    step_destroy(st);
+    RT_OK(rill_free_async(x, s));
+    RT_OK(rill_free_async(y, s));
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(rill__comm_close(c, "rill_comm_destroy"));
+}
+
+/* Operations of a launch and eager ones start in the order of the calls
+ * that issued them, whatever order the streams reach them in: the launch's
+ * stream is held back by a host function while an eager operation issued
+ * after the launch, on a free stream, is ready at once. */
+static void test_comm_launch_and_eager_operations_start_in_call_order(void **state) {
+    (void)state;
+    fake f = {0};
+    rill_comm *c = open_fake(&f, 4);
+    rill_stream *s = new_stream(), *e = new_stream();
+    float *x = new_floats(s, 4), *y = new_floats(s, 4), *z = new_floats(s, 64);
+    RT_OK(rill_stream_synchronize(s));
+    step st = capture_step(s, c, x, y, 4);
+    rt_gate gate;
+    rt_gate_reset(&gate);
+    RT_OK(rill_launch_host_func(s, rt_gate_fn, &gate));
+    RT_OK(rill_graph_launch(st.exec, s));
+    RT_OK(allreduce(e, c, z, z, 64));
+    rt_sleep_us(20000);
+    assert_int_equal(logged(&f), 1); /* the eager one waits for the launch's */
+    rt_gate_open(&gate);
+    RT_OK(rill_stream_synchronize(e));
+    RT_OK(rill_stream_synchronize(s));
+    assert_int_equal(logged(&f), 3);
+    assert_int_equal(f.log_count[1], 4);
+    assert_int_equal(f.log_count[2], 64);
+    step_destroy(st);
+    RT_OK(rill_free(x));
+    RT_OK(rill_free(y));
+    RT_OK(rill_free(z));
+    RT_OK(rill_stream_destroy(e));
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(rill__comm_close(c, "rill_comm_destroy"));
+}
+
+/* A graph outlives its communicator: launching it fails, issues nothing,
+ * and leaves the stream usable. */
+static void test_comm_launch_after_destroy_is_refused(void **state) {
+    (void)state;
+    fake f = {0};
+    rill_comm *c = open_fake(&f, 4);
+    rill_stream *s = new_stream();
+    float *x = new_floats(s, 4), *y = new_floats(s, 4);
+    step st = capture_step(s, c, x, y, 4);
+    RT_OK(rill__comm_close(c, "rill_comm_destroy"));
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_graph_launch(st.exec, s));
+    assert_contains(rill_last_error(), "rill_graph_launch (graph node 0): rill_allreduce_f32, "
+                                       "captured in the graph, names a communicator that was "
+                                       "destroyed");
+    RT_OK(rill_stream_synchronize(s));
+    assert_int_equal(logged(&f), 2); /* OPEN and CLOSE */
+    step_destroy(st);
+    RT_OK(rill_free_async(x, s));
+    RT_OK(rill_free_async(y, s));
+    RT_OK(rill_stream_destroy(s));
+}
+
+/* rill_mpi.h: the buffers "count as declared accesses": the stream
+ * sanitizer sees an operation's, eager or in a graph. A fill on another
+ * stream of the buffer an allreduce writes, with no order between them,
+ * is reported; after rill_stream_wait_stream it is not. In a graph, an
+ * operation and a fill captured on two forked streams without an edge
+ * between them are a race inside the graph. The pretend transport holds
+ * the operations until the racing fill is done, so that the races are the
+ * sanitizer's to find, not real ones. */
+static void test_comm_sanitizer_sees_operation_buffers(void **state) {
+    (void)state;
+    fake f = {0};
+    rill_comm *c = open_fake(&f, 4);
+    rill_stream *s = new_stream(), *o = new_stream();
+    float *x = new_floats(s, 4), *y = new_floats(s, 4);
+    RT_OK(rill_stream_synchronize(s));
+    RT_OK(rill_sanitizer_enable(1));
+    uint64_t before = rill_sanitizer_report_count();
+    atomic_store(&f.hold, 1);
+    RT_OK(allreduce(s, c, y, x, 4));
+    RT_OK(rill_op_fill_f32(o, y, 1.0f, 4));
+    RT_OK(rill_stream_synchronize(o));
+    atomic_store(&f.hold, 0);
+    RT_OK(rill_device_synchronize(NULL));
+    assert_int_equal(rill_sanitizer_report_count(), before + 1);
+    RT_OK(allreduce(s, c, y, x, 4));
+    RT_OK(rill_stream_wait_stream(o, s));
+    RT_OK(rill_op_fill_f32(o, y, 1.0f, 4));
+    RT_OK(rill_device_synchronize(NULL));
+    assert_int_equal(rill_sanitizer_report_count(), before + 1);
+
+    rill_event *fork, *join;
+    RT_OK(rill_event_create(0, &fork));
+    RT_OK(rill_event_create(0, &join));
+    RT_OK(rill_stream_begin_capture(s, RILL_CAPTURE_THREAD_LOCAL));
+    RT_OK(rill_event_record(fork, s));
+    RT_OK(rill_stream_wait_event(o, fork));
+    RT_OK(allreduce(s, c, y, x, 4));
+    RT_OK(rill_op_fill_f32(o, y, 2.0f, 4));
+    atomic_int filled = 0;
+    RT_OK(rill_launch_host_func(o, set_flag, &filled));
+    RT_OK(rill_event_record(join, o));
+    RT_OK(rill_stream_wait_event(s, join));
+    rill_graph *g;
+    rill_graph_exec *e;
+    RT_OK(rill_stream_end_capture(s, &g));
+    RT_OK(rill_graph_instantiate(g, &e));
+    atomic_store(&f.hold, 1);
+    RT_OK(rill_graph_launch(e, s));
+    assert_true(wait_for(&filled, 1));
+    atomic_store(&f.hold, 0);
+    RT_OK(rill_stream_synchronize(s));
+    assert_int_equal(rill_sanitizer_report_count(), before + 2);
+    RT_OK(rill_sanitizer_enable(0));
+    RT_OK(rill_graph_exec_destroy(e));
+    RT_OK(rill_graph_destroy(g));
+    RT_OK(rill_event_destroy(fork));
+    RT_OK(rill_event_destroy(join));
+    RT_OK(rill_free(x));
+    RT_OK(rill_free(y));
+    RT_OK(rill_stream_destroy(o));
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(rill__comm_close(c, "rill_comm_destroy"));
 }
 
 /* Out of memory at every allocation in turn while issuing: the call fails
@@ -1008,6 +1255,12 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_comm_destroy_waits_for_pending_operations),
         cmocka_unit_test(test_comm_destroy_in_host_function_is_not_permitted),
         cmocka_unit_test(test_comm_shutdown_destroys_communicators_left),
+        cmocka_unit_test(test_comm_captured_operation_runs_with_each_launch),
+        cmocka_unit_test(test_comm_captured_operation_under_way_holds_no_worker),
+        cmocka_unit_test(test_comm_captured_failure_fails_launch),
+        cmocka_unit_test(test_comm_launch_and_eager_operations_start_in_call_order),
+        cmocka_unit_test(test_comm_launch_after_destroy_is_refused),
+        cmocka_unit_test(test_comm_sanitizer_sees_operation_buffers),
         cmocka_unit_test(test_comm_bad_arguments_are_refused_before_anything_is_issued),
         cmocka_unit_test(test_comm_out_of_memory_while_issuing_changes_nothing),
         cmocka_unit_test(test_comm_rank_and_size_come_from_transport),

@@ -104,7 +104,18 @@ typedef struct cpu_grun {
     char failed_node[96];  /* the kernel that failed, for the stream's sentence */
     uint32_t last_tail;    /* slots the previous launch used (to clear) */
     _Atomic int woken;     /* sleeping workers were woken for this launch */
+    /* extern nodes: the launch's tokens (rill__cmd.u.graph.ext), and per
+     * slot what their completion needs to find the run */
+    void **ext;
+    struct cpu_gext *ext_args;
 } cpu_grun;
+
+/* What an extern node's completion carries (rill__extern_done's arg). */
+typedef struct cpu_gext {
+    struct cpu_device *d;
+    cpu_grun *r;
+    uint32_t node;
+} cpu_gext;
 
 typedef struct cpu_stream {
     rill__stream *self; /* borrowed: the stream this state belongs to */

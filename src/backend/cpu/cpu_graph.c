@@ -39,6 +39,7 @@
 
 #define NONE          UINT32_MAX
 #define RANGE         0x80000000u /* an active-list entry for a node's successor range */
+#define EXT_DONE      0x80000000u /* a ready-array entry: an extern node to complete */
 #define PUBLISH_BATCH 32
 #define MAX_CLAIM     32
 
@@ -53,6 +54,16 @@ typedef struct gworker {
 } gworker;
 
 enum gresult { G_LEFT, G_FINISHED };
+
+/* One step of a wait for another worker of the run: a pause, and every
+ * 256th a yield, so that a wait for a preempted thread (more runnable
+ * threads than processors) costs a yield, not the rest of a time slice. */
+static void spin_or_yield(unsigned spins) {
+    if ((spins & 255u) == 0)
+        rill__thread_yield();
+    else
+        rill__cpu_relax();
+}
 
 static void publish(cpu_device *d, cpu_grun *r, gworker *g) {
     uint32_t k = g->num_out;
@@ -134,8 +145,9 @@ static void complete(cpu_device *d, cpu_grun *r, gworker *g, uint32_t i) {
  * even when other nodes finish meanwhile). */
 static void name_failure(cpu_grun *r, const rill__xnode *n) {
     if (!atomic_exchange(&r->named, 1)) {
-        if (n->p.kind == RILL__GNODE_HOST) {
-            snprintf(r->failed_node, sizeof r->failed_node, "host function (graph node %u)",
+        if (n->p.kind == RILL__GNODE_HOST || n->p.kind == RILL__GNODE_EXTERN) {
+            snprintf(r->failed_node, sizeof r->failed_node, "%s (graph node %u)",
+                     n->p.kind == RILL__GNODE_HOST ? "host function" : "collective",
                      n->graph_index);
             return;
         }
@@ -184,12 +196,49 @@ static bool run_chunks(cpu_device *d, gworker *g, cpu_grun *r, uint32_t i) {
     }
 }
 
-/* Runs node i; false when other workers still run its blocks (the one that
- * runs the last completes it). */
+/* An extern node's work is done (any thread, no lock held): the node is
+ * published for a worker to complete, like a ready node, and a worker is
+ * woken for it. Nothing of the run is touched after the publication: the
+ * worker that completes the node may finish the run at once. */
+static void extern_done(void *arg, const char *failure) {
+    cpu_gext *e = arg;
+    cpu_device *d = e->d;
+    cpu_grun *r = e->r;
+    uint32_t i = e->node;
+    if (failure != NULL && rill__launch_state_fail(&r->ls, failure))
+        name_failure(r, &r->nodes[i]);
+    /* relaxed: the slot store publishes the entry; the count is a hint
+     * that lets a sleeping worker find it. */
+    uint32_t slot = atomic_fetch_add_explicit(&r->tail, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&d->graph_work, 1, memory_order_relaxed);
+    /* release: pairs with the acquire load in claim. */
+    atomic_store_explicit(&r->woken, 0, memory_order_relaxed);
+    atomic_store_explicit(&r->ready[slot], (i | EXT_DONE) + 1, memory_order_release);
+    rill__cpu_wake_workers(d, 1);
+}
+
+/* Starts extern node i (skip: the launch failed before it); it completes
+ * through extern_done, holding no worker meanwhile. */
+static void start_extern(cpu_device *d, cpu_grun *r, uint32_t i, bool skip) {
+    const rill__xnode *n = &r->nodes[i];
+    void *token = r->ext[n->ext_slot];
+    r->ext[n->ext_slot] = NULL; /* started: the release leaves it alone */
+    cpu_gext *e = &r->ext_args[n->ext_slot];
+    *e = (cpu_gext){.d = d, .r = r, .node = i};
+    n->p.u.ext.ops->start(token, skip, extern_done, e);
+}
+
+/* Runs node i; false when it is not complete yet: other workers still run
+ * its blocks (the one that runs the last completes it), or it is extern
+ * work under way. */
 static bool run_node_body(cpu_device *d, gworker *g, cpu_grun *r, uint32_t i) {
     const rill__xnode *n = &r->nodes[i];
     /* After a failure the remaining nodes are skipped, as a stream skips. */
     bool skip = atomic_load_explicit(&r->ls.failed, memory_order_acquire) != 0;
+    if (n->p.kind == RILL__GNODE_EXTERN) {
+        start_extern(d, r, i, skip);
+        return false;
+    }
     switch (skip ? RILL__GNODE_EMPTY : n->p.kind) {
     case RILL__GNODE_KERNEL:
         if (n->blocks == 1) {
@@ -284,7 +333,8 @@ static bool run_node_traced(cpu_device *d, gworker *g, cpu_grun *r, uint32_t i) 
 }
 
 static bool run_node(cpu_device *d, gworker *g, cpu_grun *r, uint32_t i) {
-    if (rill__tracing() && g->w->unit >= 0)
+    /* An extern node holds no unit while it runs: no slice on one. */
+    if (rill__tracing() && g->w->unit >= 0 && r->nodes[i].p.kind != RILL__GNODE_EXTERN)
         return run_node_traced(d, g, r, i);
     return run_node_body(d, g, r, i);
 }
@@ -311,9 +361,13 @@ static uint32_t claim(cpu_device *d, cpu_grun *r, uint32_t *out) {
             for (uint32_t i = 0; i < k; i++) {
                 uint32_t v;
                 /* acquire: pairs with the release store in publish; a slot
-                 * reserved but not yet written is a publisher mid-store. */
-                while ((v = atomic_load_explicit(&r->ready[head + i], memory_order_acquire)) == 0)
-                    rill__cpu_relax();
+                 * reserved but not yet written is a publisher mid-store,
+                 * perhaps preempted (processes that share the processors,
+                 * such as MPI ranks): spin a little, then yield to it. */
+                for (unsigned spins = 1;
+                     (v = atomic_load_explicit(&r->ready[head + i], memory_order_acquire)) == 0;
+                     spins++)
+                    spin_or_yield(spins);
                 out[i] = v - 1;
             }
             atomic_fetch_sub_explicit(&d->graph_work, (int)k, memory_order_relaxed);
@@ -401,7 +455,10 @@ static enum gresult work(cpu_device *d, cpu_worker *w, cpu_grun *r, uint32_t fir
         uint32_t k = claim(d, r, claimed);
         if (k > 0) {
             for (uint32_t c = 0; c < k; c++) {
-                g.next = claimed[c];
+                if (claimed[c] & EXT_DONE)
+                    complete(d, r, &g, claimed[c] & ~EXT_DONE);
+                else
+                    g.next = claimed[c];
                 run_ready(d, &g, r);
             }
             continue;
@@ -420,9 +477,10 @@ static void unlist(cpu_device *d, cpu_grun *r) {
  * turns a failure into the stream's sticky error. */
 static void finish_run(cpu_device *d, cpu_grun *r, cpu_cmd *c) {
     unlist(d, r);
-    /* acquire: the others' last accesses to the run happen before. */
-    while (atomic_load_explicit(&r->refs, memory_order_acquire) > 1)
-        rill__cpu_relax();
+    /* acquire: the others' last accesses to the run happen before. A
+     * worker still inside may have been preempted: spin, then yield. */
+    for (unsigned spins = 1; atomic_load_explicit(&r->refs, memory_order_acquire) > 1; spins++)
+        spin_or_yield(spins);
     atomic_store_explicit(&r->refs, 0, memory_order_relaxed);
     if (atomic_load_explicit(&r->ls.failed, memory_order_acquire))
         rill__cpu_fail_stream(c->stream, c->seq, r->failed_node, r->ls.message);
@@ -445,6 +503,7 @@ enum exec_result rill__cpu_exec_graph(cpu_device *d, cpu_worker *w, cpu_cmd *c) 
         return EXEC_DONE;
     r->nodes = v->nodes;
     r->record_gen = v->record_gen;
+    r->ext = c->c.u.graph.ext;
     r->cmd = c; /* for traces too, on a chain */
     r->stream = c->stream;
     atomic_store_explicit(&r->ls.failed, 0, memory_order_relaxed);
@@ -516,14 +575,18 @@ rill_status rill__cpu_graph_prepare(rill__device *dev, const rill__gprog *prog, 
     if (r != NULL) {
         r->prog = prog;
         r->pending = rill__malloc(m * sizeof *r->pending);
-        r->ready = rill__calloc(m, sizeof *r->ready); /* claimers wait for nonzero */
+        /* Every node is published once at most, and each extern node once
+         * more, when its work is done. Claimers wait for nonzero. */
+        r->ready = rill__calloc(m + prog->num_ext, sizeof *r->ready);
+        r->ext_args = rill__calloc(prog->num_ext > 0 ? prog->num_ext : 1, sizeof *r->ext_args);
         r->next_block = rill__malloc(m * sizeof *r->next_block);
         r->blocks_done = rill__malloc(m * sizeof *r->blocks_done);
         r->next_succ = rill__malloc(m * sizeof *r->next_succ);
         r->active = rill__malloc(m * sizeof *r->active);
     }
     if (r == NULL || r->pending == NULL || r->ready == NULL || r->next_block == NULL ||
-        r->blocks_done == NULL || r->next_succ == NULL || r->active == NULL) {
+        r->blocks_done == NULL || r->next_succ == NULL || r->active == NULL ||
+        r->ext_args == NULL) {
         rill__cpu_graph_release(dev, r);
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "out of memory for a graph of %u nodes",
                           prog->num_nodes);
@@ -543,5 +606,6 @@ void rill__cpu_graph_release(rill__device *dev, void *state) {
     rill__free((void *)r->blocks_done);
     rill__free((void *)r->next_succ);
     rill__free(r->active);
+    rill__free(r->ext_args);
     rill__free(r);
 }
