@@ -2,6 +2,7 @@
 """Streams and events (rill.h's streams and events, in the manner of
 torch.cuda.Stream/Event and mindspore.hal.Stream/Event)."""
 
+import collections
 import threading
 import weakref
 
@@ -13,8 +14,9 @@ from ._runtime import closed_error, life, on_shutdown, stale_error
 _owned = weakref.WeakValueDictionary()  # rill_stream * -> Stream made by Python
 _borrowed = {}  # rill_stream * -> Stream owned by the library (default, tagged, others')
 _tls = threading.local()  # .held: {rill_device *: Stream}, what keeps current streams alive
-# rill_device * -> [rill_event *]: the events of freed tensors, for the
-# tensors made next on the device's streams (each Stream holds its list).
+# rill_device * -> deque of rill_event *: the events of freed tensors, for
+# the tensors made next on the device's streams (each Stream holds its
+# device's; a deque, since a list that empties and refills reallocates).
 _event_pools = {}
 
 
@@ -87,7 +89,7 @@ class Stream:
         check(lib.rill_stream_create(dev, _clamp_int(priority), out))
         self._h = out[0]
         self._dev = _device_of(self._h)
-        self._events = _event_pools.setdefault(self._dev, [])
+        self._events = _event_pools.setdefault(self._dev, collections.deque())
         self._gen = life.generation
         self._owned = True
         self._closed = False
@@ -107,7 +109,7 @@ class Stream:
             s = object.__new__(cls)
             s._h = handle
             s._dev = _device_of(handle)
-            s._events = _event_pools.setdefault(s._dev, [])
+            s._events = _event_pools.setdefault(s._dev, collections.deque())
             s._gen = life.generation
             s._owned = False
             s._closed = False

@@ -294,35 +294,14 @@ class Tensor:
 
     # ---- arithmetic on the current stream
 
-    def __add__(self, other):
-        if other.__class__ is float or other.__class__ is int:
-            r = _fast_scalar(self, other)
-        else:
-            r = _fast(self, other, _op_add, 1.0)
-        if r is not _NO:
-            return r
-        return add(self, other) if _operand(other) else NotImplemented
+    # __add__, __sub__ and __mul__: _elementwise's methods, set after the
+    # class (their general path is add, sub and mul below).
 
     def __radd__(self, other):
         return add(self, other) if _operand(other) else NotImplemented
 
-    def __sub__(self, other):
-        if other.__class__ is float or other.__class__ is int:
-            r = _fast_scalar(self, -other)
-        else:
-            r = _fast(self, other, _op_add, -1.0)
-        if r is not _NO:
-            return r
-        return sub(self, other) if _operand(other) else NotImplemented
-
     def __rsub__(self, other):
         return sub(other, self) if _operand(other) else NotImplemented
-
-    def __mul__(self, other):
-        r = _fast(self, other, _op_mul, None)
-        if r is not _NO:
-            return r
-        return mul(self, other) if _operand(other) else NotImplemented
 
     def __rmul__(self, other):
         return mul(self, other) if _operand(other) else NotImplemented
@@ -361,87 +340,11 @@ class Tensor:
 # Anything else takes the general path, which raises the errors.
 
 _bufs = threading.local()  # .out: a float ** per thread for rill_op_*_f32_new
-_NO = object()  # what the fast path returns when it does not apply
 
 
 def _out_buf():
     buf = _bufs.out = ffi.new("float **")
     return buf
-
-
-def _fast(a, b, op, value, _life=life, _active=_graph.active, _current=lib.rill_current_stream,
-          _null=ffi.NULL, _streams=_stream, _f32=float32, _new_object=object.__new__):
-    """op(h, a, b, value, n, event, out) (value None: op(h, a, b, n, event,
-    out)) into a new tensor like a on the current stream; _NO when the fast
-    path does not apply (then the general path runs, and raises the errors)."""
-    if not (b.__class__ is a.__class__ and a._dtype is _f32 and b._dtype is _f32
-            and a._shape == b._shape and a._numel and a._gen == _life.generation
-            and b._gen == a._gen and not _active[0]):
-        return _NO
-    h = _current(_null)
-    last = _streams._last
-    s = last[1] if last[0] == h else _streams.current()
-    n = a._numel
-    pool = s._events
-    ev = pool.pop() if pool else _new_event()
-    try:
-        buf = _bufs.out
-    except AttributeError:
-        buf = _out_buf()
-    if value is None:
-        st = op(h, a._ptr, b._ptr, n, ev, buf)
-    else:
-        st = op(h, a._ptr, b._ptr, value, n, ev, buf)
-    if st:
-        pool.append(ev)
-        check(st)
-    out = _new_object(a.__class__)
-    out._ptr = buf[0]
-    out._shape = a._shape
-    out._numel = n
-    out._dtype = _f32
-    out._stream = s
-    out._event = ev
-    out._gen = a._gen
-    out._graph = None
-    return out
-
-
-def _fast_scalar(a, value, _life=life, _active=_graph.active, _current=lib.rill_current_stream,
-                 _null=ffi.NULL, _streams=_stream, _f32=float32, _new_object=object.__new__,
-                 _op=lib.rill_op_add_scalar_f32_new):
-    """a + value (a number) into a new tensor like a on the current stream,
-    as _fast does for two tensors; _NO when the fast path does not apply."""
-    if not (a._dtype is _f32 and a._numel and a._gen == _life.generation and not _active[0]):
-        return _NO
-    h = _current(_null)
-    last = _streams._last
-    s = last[1] if last[0] == h else _streams.current()
-    n = a._numel
-    pool = s._events
-    ev = pool.pop() if pool else _new_event()
-    try:
-        buf = _bufs.out
-    except AttributeError:
-        buf = _out_buf()
-    st = _op(h, a._ptr, value, n, ev, buf)
-    if st:
-        pool.append(ev)
-        check(st)
-    out = _new_object(a.__class__)
-    out._ptr = buf[0]
-    out._shape = a._shape
-    out._numel = n
-    out._dtype = _f32
-    out._stream = s
-    out._event = ev
-    out._gen = a._gen
-    out._graph = None
-    return out
-
-
-_op_add = lib.rill_op_add_f32_new
-_op_mul = lib.rill_op_mul_f32_new
 
 
 def _new_event():
@@ -450,6 +353,59 @@ def _new_event():
     out = ffi.new("rill_event **")
     check(lib.rill_event_create(lib.RILL_EVENT_DEFAULT, out))
     return out[0]
+
+
+def _elementwise(op, alpha, general):
+    """The operator method a (op) b: op(h, a, b, alpha, n, event, out) on
+    two tensors (alpha None: op(h, a, b, n, event, out)), or a + alpha*b
+    with rill_op_add_scalar_f32_new on a number b (alpha not None), into a
+    new tensor like a on the current stream; general(a, b) in every other
+    case, which raises the errors. One function per operator, its frame the
+    only Python one of the fast path."""
+
+    def method(self, other, _life=life, _active=_graph.active, _current=lib.rill_current_stream,
+               _null=ffi.NULL, _streams=_stream, _f32=float32, _new_object=object.__new__,
+               _add_scalar=lib.rill_op_add_scalar_f32_new):
+        cls = other.__class__
+        if cls is self.__class__:
+            if not (self._dtype is _f32 and other._dtype is _f32 and self._shape == other._shape
+                    and self._numel and self._gen == _life.generation
+                    and other._gen == self._gen and not _active[0]):
+                return general(self, other)
+        elif not ((cls is float or cls is int) and alpha is not None and self._dtype is _f32
+                  and self._numel and self._gen == _life.generation and not _active[0]):
+            return general(self, other) if _operand(other) else NotImplemented
+        h = _current(_null)
+        last = _streams._last
+        s = last[1] if last[0] == h else _streams.current()
+        n = self._numel
+        pool = s._events
+        ev = pool.pop() if pool else _new_event()
+        try:
+            buf = _bufs.out
+        except AttributeError:
+            buf = _out_buf()
+        if cls is not self.__class__:
+            st = _add_scalar(h, self._ptr, other * alpha, n, ev, buf)
+        elif alpha is None:
+            st = op(h, self._ptr, other._ptr, n, ev, buf)
+        else:
+            st = op(h, self._ptr, other._ptr, alpha, n, ev, buf)
+        if st:
+            pool.append(ev)
+            check(st)
+        out = _new_object(self.__class__)
+        out._ptr = buf[0]
+        out._shape = self._shape
+        out._numel = n
+        out._dtype = _f32
+        out._stream = s
+        out._event = ev
+        out._gen = self._gen
+        out._graph = None
+        return out
+
+    return method
 
 
 def _operand(x):
@@ -716,6 +672,11 @@ def mul(a, b):
             return out
         return _via_float32(_mul32, "rill.ops.mul", a, b)
     return _mul32(a, b)
+
+
+Tensor.__add__ = _elementwise(lib.rill_op_add_f32_new, 1.0, add)
+Tensor.__sub__ = _elementwise(lib.rill_op_add_f32_new, -1.0, sub)
+Tensor.__mul__ = _elementwise(lib.rill_op_mul_f32_new, None, mul)
 
 
 def matmul(a, b):
