@@ -372,8 +372,10 @@ def _elementwise(op, alpha, general):
                     and self._numel and self._gen == _life.generation
                     and other._gen == self._gen and not _active[0]):
                 return general(self, other)
-        elif not ((cls is float or cls is int) and alpha is not None and self._dtype is _f32
-                  and self._numel and self._gen == _life.generation and not _active[0]):
+        elif ((cls is float or cls is int) and alpha is not None and self._dtype is _f32
+              and self._numel and self._gen == _life.generation and not _active[0]):
+            other = other * alpha  # before anything is taken: OverflowError for a huge int
+        else:
             return general(self, other) if _operand(other) else NotImplemented
         h = _current(_null)
         last = _streams._last
@@ -386,7 +388,7 @@ def _elementwise(op, alpha, general):
         except AttributeError:
             buf = _out_buf()
         if cls is not self.__class__:
-            st = _add_scalar(h, self._ptr, other * alpha, n, ev, buf)
+            st = _add_scalar(h, self._ptr, other, n, ev, buf)
         elif alpha is None:
             st = op(h, self._ptr, other._ptr, n, ev, buf)
         else:

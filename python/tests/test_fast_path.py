@@ -101,3 +101,22 @@ def test_fast_path_failure_raises_and_keeps_the_event_for_reuse():
         rill.set_memory_limit(None)
     assert len(pool) == max(before, 1)
     assert (a + a).numpy()[0] == 2
+
+
+def test_fast_path_number_too_large_for_a_float_takes_nothing():
+    a = rill.ones(2)
+    c = a + a
+    del c  # an event in the pool
+    pool = rill.current_stream()._events
+    before = len(pool)
+    for op in (lambda: a + 10 ** 400, lambda: a - 10 ** 400):
+        with pytest.raises(OverflowError):
+            op()
+    assert len(pool) == before
+
+
+def test_fast_path_subtracts_a_number_as_the_general_path_does():
+    z = rill.Tensor(np.array([-0.0, 1.5], dtype=F32))
+    for fast, general in ((z - 0, _tensor.sub(z, 0)), (z - 0.0, _tensor.sub(z, 0.0))):
+        assert np.array_equal(np.signbit(fast.numpy()), np.signbit(general.numpy()))
+        assert np.array_equal(fast.numpy(), general.numpy())
