@@ -366,14 +366,16 @@ def _elementwise(op, alpha, general):
     def method(self, other, _life=life, _active=_graph.active, _current=lib.rill_current_stream,
                _null=ffi.NULL, _streams=_stream, _f32=float32, _new_object=object.__new__,
                _add_scalar=lib.rill_op_add_scalar_f32_new):
-        cls = other.__class__
-        if cls is self.__class__:
+        cls = self.__class__
+        tensors = other.__class__ is cls
+        if tensors:
             if not (self._dtype is _f32 and other._dtype is _f32 and self._shape == other._shape
                     and self._numel and self._gen == _life.generation
                     and other._gen == self._gen and not _active[0]):
                 return general(self, other)
-        elif ((cls is float or cls is int) and alpha is not None and self._dtype is _f32
-              and self._numel and self._gen == _life.generation and not _active[0]):
+        elif ((other.__class__ is float or other.__class__ is int) and alpha is not None
+              and self._dtype is _f32 and self._numel and self._gen == _life.generation
+              and not _active[0]):
             other = other * alpha  # before anything is taken: OverflowError for a huge int
         else:
             return general(self, other) if _operand(other) else NotImplemented
@@ -387,7 +389,7 @@ def _elementwise(op, alpha, general):
             buf = _bufs.out
         except AttributeError:
             buf = _out_buf()
-        if cls is not self.__class__:
+        if not tensors:
             st = _add_scalar(h, self._ptr, other, n, ev, buf)
         elif alpha is None:
             st = op(h, self._ptr, other._ptr, n, ev, buf)
@@ -396,7 +398,7 @@ def _elementwise(op, alpha, general):
         if st:
             pool.append(ev)
             check(st)
-        out = _new_object(self.__class__)
+        out = _new_object(cls)
         out._ptr = buf[0]
         out._shape = self._shape
         out._numel = n
