@@ -52,7 +52,6 @@ _DTYPES = {"float32": float32, np.dtype(np.float32): float32,
            "float16": float16, np.dtype(np.float16): float16}
 
 
-
 def _dtype_arg(value, where):
     if value is None or isinstance(value, dtype):
         return value
@@ -819,6 +818,3 @@ def from_numpy(array):
         raise TypeError(f"rill.from_numpy: array must be a numpy.ndarray, "
                         f"not {type(array).__name__}")
     return Tensor(array)
-
-
-

@@ -39,7 +39,8 @@ static size_t allocated_bytes(void) {
 /* ---- values ---- */
 
 /* rill.h: "rill_malloc_async of n floats on s, the op ... into that memory
- * on s" — each computes what its op computes. */
+ * on s ... (s NULL: the calling thread's current stream, as for the ops)"
+ * — each computes what its op computes. */
 static void test_new_ops_compute_their_ops(void **state) {
     (void)state;
     size_t n = 1001;
@@ -48,7 +49,7 @@ static void test_new_ops_compute_their_ops(void **state) {
     float *sum = NULL, *prod = NULL, *shifted = NULL;
     RT_OK(rill_op_add_f32_new(s, a, b, -0.5f, n, NULL, &sum));
     RT_OK(rill_op_mul_f32_new(s, a, b, n, NULL, &prod));
-    RT_OK(rill_op_add_scalar_f32_new(s, a, 4.0f, n, NULL, &shifted));
+    RT_OK(rill_op_add_scalar_f32_new(NULL, a, 4.0f, n, NULL, &shifted)); /* s, the current one */
     assert_non_null(sum);
     assert_non_null(prod);
     assert_non_null(shifted);
