@@ -386,6 +386,30 @@ rill_status rill_op_conv2d_f32(rill_stream *s, float *out, const float *in, cons
                                size_t n, size_t c, size_t h, size_t w,
                                size_t k, size_t r, size_t sz);
 
+/* The element-wise ops into new memory, the per-op sequence of an eager
+ * tensor library in one call: rill_malloc_async of n floats on s, the op
+ * (rill_op_add_f32, rill_op_mul_f32, rill_op_add_scalar_f32) into that
+ * memory on s, then, when event is not NULL, rill_event_record(event, s)
+ * after it (s NULL: the calling thread's current stream, as for the ops).
+ * *out receives the memory, which the caller frees with rill_free_async
+ * like any memory of rill_malloc_async. The commands are those of the
+ * separate calls, so capture, stream order and the cross-stream lifetime
+ * of the inputs behave as they do for them. Every argument is checked
+ * before anything happens, with the ops' checks for a, b and n (the new
+ * memory needs none); RILL_ERROR_OUT_OF_MEMORY when the pool cannot
+ * provide the memory. A status of the record (such as
+ * RILL_ERROR_DEVICE_MISMATCH for an event bound to another device) comes
+ * after the op was submitted: its memory is then freed in stream order
+ * after it. On any failure *out is NULL and nothing stays allocated.
+ * Blocks only where rill_malloc_async would; allowed inside a host
+ * function and during capture, as the separate calls are. */
+rill_status rill_op_add_f32_new(rill_stream *s, const float *a, const float *b, float alpha,
+                                size_t n, rill_event *event, float **out); /* a + alpha*b */
+rill_status rill_op_mul_f32_new(rill_stream *s, const float *a, const float *b, size_t n,
+                                rill_event *event, float **out);
+rill_status rill_op_add_scalar_f32_new(rill_stream *s, const float *a, float value, size_t n,
+                                       rill_event *event, float **out);
+
 /* x[i] = mean + std * z[i], z a standard normal sample that depends only
  * on seed and i (a counter-based generator and the Box-Muller transform),
  * so the values are the same for every grid, stream and device: the fill

@@ -149,6 +149,12 @@ rill_status rill_op_add_f32(rill_stream *s, float *out, const float *a, const fl
 rill_status rill_op_mul_f32(rill_stream *s, float *out, const float *a, const float *b, size_t n);
 rill_status rill_op_add_scalar_f32(rill_stream *s, float *out, const float *a, float value,
                                    size_t n);
+rill_status rill_op_add_f32_new(rill_stream *s, const float *a, const float *b, float alpha,
+                                size_t n, rill_event *event, float **out);
+rill_status rill_op_mul_f32_new(rill_stream *s, const float *a, const float *b, size_t n,
+                                rill_event *event, float **out);
+rill_status rill_op_add_scalar_f32_new(rill_stream *s, const float *a, float value, size_t n,
+                                       rill_event *event, float **out);
 rill_status rill_op_sum_f32(rill_stream *s, float *out, const float *a, size_t n);
 rill_status rill_op_matmul_f32(rill_stream *s, float *c, const float *a, const float *b,
                                size_t m, size_t k, size_t n);

@@ -2,6 +2,7 @@
 """Streams and events (rill.h's streams and events, in the manner of
 torch.cuda.Stream/Event and mindspore.hal.Stream/Event)."""
 
+import collections
 import threading
 import weakref
 
@@ -13,6 +14,10 @@ from ._runtime import closed_error, life, on_shutdown, stale_error
 _owned = weakref.WeakValueDictionary()  # rill_stream * -> Stream made by Python
 _borrowed = {}  # rill_stream * -> Stream owned by the library (default, tagged, others')
 _tls = threading.local()  # .held: {rill_device *: Stream}, what keeps current streams alive
+# rill_device * -> deque of rill_event *: the events of freed tensors, for
+# the tensors made next on the device's streams (each Stream holds its
+# device's; a deque, since a list that empties and refills reallocates).
+_event_pools = {}
 
 
 def _device_of(handle):
@@ -72,7 +77,7 @@ class Stream:
     error sentences. close() destroys the stream (its submitted work still
     runs); streams made here are also destroyed when garbage-collected."""
 
-    __slots__ = ("_h", "_dev", "_gen", "_owned", "_closed", "_name", "__weakref__")
+    __slots__ = ("_h", "_dev", "_gen", "_owned", "_closed", "_name", "_events", "__weakref__")
 
     def __init__(self, priority=0, device=None, *, name=None):
         if not _is_int(priority):
@@ -84,6 +89,7 @@ class Stream:
         check(lib.rill_stream_create(dev, _clamp_int(priority), out))
         self._h = out[0]
         self._dev = _device_of(self._h)
+        self._events = _event_pools.setdefault(self._dev, collections.deque())
         self._gen = life.generation
         self._owned = True
         self._closed = False
@@ -103,6 +109,7 @@ class Stream:
             s = object.__new__(cls)
             s._h = handle
             s._dev = _device_of(handle)
+            s._events = _event_pools.setdefault(s._dev, collections.deque())
             s._gen = life.generation
             s._owned = False
             s._closed = False
@@ -526,4 +533,5 @@ def _forget():
     _last = (None, None)
     _owned.clear()
     _borrowed.clear()
+    _event_pools.clear()
     _tagged_events.clear()

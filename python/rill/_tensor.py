@@ -28,7 +28,7 @@ import numpy as np
 from . import _graph, _stream
 from ._errors import check
 from ._ffi import ffi, lib
-from ._runtime import life, on_shutdown, stale_error
+from ._runtime import life, stale_error
 
 
 class dtype:
@@ -50,8 +50,6 @@ float32 = dtype("float32", 4, np.float32)
 float16 = dtype("float16", 2, np.float16)
 _DTYPES = {"float32": float32, np.dtype(np.float32): float32,
            "float16": float16, np.dtype(np.float16): float16}
-
-_events = {}  # rill_device * -> [rill_event *]: tensors' writer events, for reuse
 
 
 def _dtype_arg(value, where):
@@ -167,19 +165,15 @@ class Tensor:
             g._streams[stream._h] = stream
         ev = self._event
         if ev is None:
-            pool = _events.get(stream._dev)
-            if pool:
-                ev = pool.pop()
-            else:
-                out = ffi.new("rill_event **")
-                check(lib.rill_event_create(lib.RILL_EVENT_DEFAULT, out))
-                ev = out[0]
-            self._event = ev
+            pool = stream._events
+            ev = self._event = pool.pop() if pool else _new_event()
         check(lib.rill_event_record(ev, stream._h))
 
-    def __del__(self, _life=life, _free_async=lib.rill_free_async, _free=lib.rill_free,
-                _events=_events):
-        ptr = getattr(self, "_ptr", None)
+    def __del__(self, _life=life, _free_async=lib.rill_free_async, _free=lib.rill_free):
+        try:
+            ptr = self._ptr
+        except AttributeError:  # __init__ failed before it allocated
+            return
         if ptr is None or self._gen != _life.generation:
             return
         self._ptr = None
@@ -191,8 +185,9 @@ class Tensor:
             _free(ptr)  # at the end of its (destroyed) stream's work
         else:
             _free_async(ptr, s._h)
-        if self._event is not None:
-            _events.setdefault(s._dev, []).append(self._event)
+        ev = self._event
+        if ev is not None:
+            s._events.append(ev)
 
     # ---- what it is
 
@@ -298,35 +293,14 @@ class Tensor:
 
     # ---- arithmetic on the current stream
 
-    def __add__(self, other):
-        if other.__class__ is float or other.__class__ is int:
-            r = _fast(self, _SCALAR, _op_add_scalar, other)
-        else:
-            r = _fast(self, other, _op_add, 1.0)
-        if r is not _NO:
-            return r
-        return add(self, other) if _operand(other) else NotImplemented
+    # __add__, __sub__ and __mul__: _elementwise's methods, set after the
+    # class (their general path is add, sub and mul below).
 
     def __radd__(self, other):
         return add(self, other) if _operand(other) else NotImplemented
 
-    def __sub__(self, other):
-        if other.__class__ is float or other.__class__ is int:
-            r = _fast(self, _SCALAR, _op_add_scalar, -other)
-        else:
-            r = _fast(self, other, _op_add, -1.0)
-        if r is not _NO:
-            return r
-        return sub(self, other) if _operand(other) else NotImplemented
-
     def __rsub__(self, other):
         return sub(other, self) if _operand(other) else NotImplemented
-
-    def __mul__(self, other):
-        r = _fast(self, other, _op_mul, None)
-        if r is not _NO:
-            return r
-        return mul(self, other) if _operand(other) else NotImplemented
 
     def __rmul__(self, other):
         return mul(self, other) if _operand(other) else NotImplemented
@@ -358,79 +332,83 @@ class Tensor:
 # ---- the fast path of the element-wise ops
 #
 # a + b, a - b, a * b and a + number on float32 tensors of one shape and
-# class with elements, while no capture is active anywhere: the same calls
-# as the general path (rill_malloc_async, the op, rill_event_record of the
-# output's event), with the checks that cannot fail there left out and the
-# lookups bound once. Anything else takes the general path, which raises
-# the errors.
+# class with elements, while no capture is active anywhere: one call of
+# rill_op_*_f32_new (rill_malloc_async, the op and rill_event_record of the
+# output's event, the calls the general path makes one by one), with the
+# checks that cannot fail there left out and the lookups bound once.
+# Anything else takes the general path, which raises the errors.
 
-_op_add = lib.rill_op_add_f32
-_op_mul = lib.rill_op_mul_f32
-_op_add_scalar = lib.rill_op_add_scalar_f32
-_malloc_async = lib.rill_malloc_async
-_event_record = lib.rill_event_record
-_new_object = object.__new__
-_bufs = threading.local()  # .out: a void ** per thread for rill_malloc_async
+_bufs = threading.local()  # .out: a float ** per thread for rill_op_*_f32_new
 
 
-_NO = object()  # what the fast path returns when it does not apply
-_SCALAR = object()  # b of the fast path for an op with a number
+def _out_buf():
+    buf = _bufs.out = ffi.new("float **")
+    return buf
 
 
-def _fast(a, b, op, value, _life=life, _active=_graph.active, _current=lib.rill_current_stream,
-          _null=ffi.NULL, _streams=_stream, _events=_events, _f32=float32):
-    """out = op(a, b, value) into a new tensor like a on the current stream:
-    b a tensor (op(out, a, b, value, n), or op(out, a, b, n) when value is
-    None), or _SCALAR for op(out, a, value, n). _NO when the fast path does
-    not apply (then the general path runs, and raises the errors)."""
-    if b is _SCALAR:
-        if not (a._dtype is _f32 and a._numel and a._gen == _life.generation
-                and not _active[0]):
-            return _NO
-    elif not (b.__class__ is a.__class__ and a._dtype is _f32 and b._dtype is _f32
-              and a._shape == b._shape and a._numel and a._gen == _life.generation
-              and b._gen == a._gen and not _active[0]):
-        return _NO
-    h = _current(_null)
-    last = _streams._last
-    s = last[1] if last[0] == h else _streams.current()
-    n = a._numel
-    try:
-        buf = _bufs.out
-    except AttributeError:
-        buf = _bufs.out = ffi.new("void **")
-    st = _malloc_async(n * 4, h, buf)
-    if st:
-        check(st)
-    out = _new_object(a.__class__)
-    out._shape = a._shape
-    out._numel = n
-    out._dtype = _f32
-    out._stream = s
-    out._event = None
-    out._graph = None
-    out._gen = a._gen
-    out._ptr = p = buf[0]
-    if b is _SCALAR:
-        st = op(h, p, a._ptr, value, n)
-    elif value is None:
-        st = op(h, p, a._ptr, b._ptr, n)
-    else:
-        st = op(h, p, a._ptr, b._ptr, value, n)
-    if st:
-        check(st)
-    pool = _events.get(s._dev)
-    if pool:
-        ev = pool.pop()
-    else:
-        evp = ffi.new("rill_event **")
-        check(lib.rill_event_create(lib.RILL_EVENT_DEFAULT, evp))
-        ev = evp[0]
-    out._event = ev
-    st = _event_record(ev, h)
-    if st:
-        check(st)
-    return out
+def _new_event():
+    """A new event for a tensor's writes (the pools of rill.Stream's
+    devices hand back those of freed tensors)."""
+    out = ffi.new("rill_event **")
+    check(lib.rill_event_create(lib.RILL_EVENT_DEFAULT, out))
+    return out[0]
+
+
+def _elementwise(op, alpha, general):
+    """The operator method a (op) b: op(h, a, b, alpha, n, event, out) on
+    two tensors (alpha None: op(h, a, b, n, event, out)), or a + alpha*b
+    with rill_op_add_scalar_f32_new on a number b (alpha not None), into a
+    new tensor like a on the current stream; general(a, b) in every other
+    case, which raises the errors. One function per operator, its frame the
+    only Python one of the fast path."""
+
+    def method(self, other, _life=life, _active=_graph.active, _current=lib.rill_current_stream,
+               _null=ffi.NULL, _streams=_stream, _f32=float32, _new_object=object.__new__,
+               _add_scalar=lib.rill_op_add_scalar_f32_new):
+        cls = self.__class__
+        tensors = other.__class__ is cls
+        if tensors:
+            if not (self._dtype is _f32 and other._dtype is _f32 and self._shape == other._shape
+                    and self._numel and self._gen == _life.generation
+                    and other._gen == self._gen and not _active[0]):
+                return general(self, other)
+        elif ((other.__class__ is float or other.__class__ is int) and alpha is not None
+              and self._dtype is _f32 and self._numel and self._gen == _life.generation
+              and not _active[0]):
+            other = other * alpha  # before anything is taken: OverflowError for a huge int
+        else:
+            return general(self, other) if _operand(other) else NotImplemented
+        h = _current(_null)
+        last = _streams._last
+        s = last[1] if last[0] == h else _streams.current()
+        n = self._numel
+        pool = s._events
+        ev = pool.pop() if pool else _new_event()
+        try:
+            buf = _bufs.out
+        except AttributeError:
+            buf = _out_buf()
+        if not tensors:
+            st = _add_scalar(h, self._ptr, other, n, ev, buf)
+        elif alpha is None:
+            st = op(h, self._ptr, other._ptr, n, ev, buf)
+        else:
+            st = op(h, self._ptr, other._ptr, alpha, n, ev, buf)
+        if st:
+            pool.append(ev)
+            check(st)
+        out = _new_object(cls)
+        out._ptr = buf[0]
+        out._shape = self._shape
+        out._numel = n
+        out._dtype = _f32
+        out._stream = s
+        out._event = ev
+        out._gen = self._gen
+        out._graph = None
+        return out
+
+    return method
 
 
 def _operand(x):
@@ -699,6 +677,11 @@ def mul(a, b):
     return _mul32(a, b)
 
 
+Tensor.__add__ = _elementwise(lib.rill_op_add_f32_new, 1.0, add)
+Tensor.__sub__ = _elementwise(lib.rill_op_add_f32_new, -1.0, sub)
+Tensor.__mul__ = _elementwise(lib.rill_op_mul_f32_new, None, mul)
+
+
 def matmul(a, b):
     """The matrix product of 2-D tensors a [m, k] and b [k, n], on the
     current stream."""
@@ -835,9 +818,3 @@ def from_numpy(array):
         raise TypeError(f"rill.from_numpy: array must be a numpy.ndarray, "
                         f"not {type(array).__name__}")
     return Tensor(array)
-
-
-@on_shutdown
-def _forget():
-    _events.clear()
-

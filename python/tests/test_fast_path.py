@@ -2,6 +2,8 @@
 """The element-wise ops' fast path gives what the general path gives, on the
 current stream, and leaves every other case (and every error) to it."""
 
+import threading
+
 import numpy as np
 import pytest
 
@@ -63,3 +65,58 @@ def test_fast_path_refuses_tensors_of_a_shut_down_runtime():
         a + 1
     b = rill.ones(2)
     assert (b + b).numpy().tolist() == [2, 2]
+
+
+def test_fast_path_records_the_output_event_and_reuses_freed_ones():
+    gate = threading.Event()
+    s = rill.Stream()
+    a = rill.ones(5)
+    rill.synchronize()
+    with rill.stream(s):
+        s.launch_host_func(gate.wait, 10)
+        c = a * a + 2
+    assert rill._ffi.lib.rill_event_query(c._event) == rill._ffi.lib.RILL_NOT_READY
+    gate.set()
+    assert c.numpy().tolist() == [3] * 5  # waits for c's event
+    ev = c._event
+    del c  # its memory goes back on s, its event to the device's pool
+    assert ev in s._events
+    d = a + a
+    assert d._event == ev and ev not in s._events
+    assert d.numpy().tolist() == [2] * 5
+
+
+def test_fast_path_failure_raises_and_keeps_the_event_for_reuse():
+    a = rill.ones(1 << 20)
+    rill.synchronize()
+    pool = rill.current_stream()._events
+    before = len(pool)
+    rill.set_memory_limit(rill.memory_reserved())
+    try:
+        with pytest.raises(rill.OutOfMemoryError, match="rill_malloc_async"):
+            a + a
+        with pytest.raises(rill.OutOfMemoryError, match="rill_malloc_async"):
+            a + 1
+    finally:
+        rill.set_memory_limit(None)
+    assert len(pool) == max(before, 1)
+    assert (a + a).numpy()[0] == 2
+
+
+def test_fast_path_number_too_large_for_a_float_takes_nothing():
+    a = rill.ones(2)
+    c = a + a
+    del c  # an event in the pool
+    pool = rill.current_stream()._events
+    before = len(pool)
+    for op in (lambda: a + 10 ** 400, lambda: a - 10 ** 400):
+        with pytest.raises(OverflowError):
+            op()
+    assert len(pool) == before
+
+
+def test_fast_path_subtracts_a_number_as_the_general_path_does():
+    z = rill.Tensor(np.array([-0.0, 1.5], dtype=F32))
+    for fast, general in ((z - 0, _tensor.sub(z, 0)), (z - 0.0, _tensor.sub(z, 0.0))):
+        assert np.array_equal(np.signbit(fast.numpy()), np.signbit(general.numpy()))
+        assert np.array_equal(fast.numpy(), general.numpy())

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "backend/cpu/op_kernels.h"
+#include "core/event.h"
 #include "core/runtime.h"
 #include "core/stream.h"
 #include "mem/memory.h"
@@ -303,6 +304,94 @@ rill_status rill_op_add_scalar_f32(rill_stream *s, float *out, const float *a, f
         return st;
     rill__op_add_scalar_args args = {out, a, value, n};
     return launch_elementwise(s, OP_ADD_SCALAR, out, a, NULL, bytes, n, units, &args, sizeof args);
+}
+
+/* ---- element-wise ops into new memory ----
+ *
+ * rill_malloc_async, the op and rill_event_record in one call, the per-op
+ * sequence of an eager tensor library: the same checks (every argument
+ * before anything happens), the same commands on s. The output is fresh
+ * memory, so it cannot overlap an input and fits by construction. */
+
+/* Checks the inputs (a, and b unless the op takes a number instead:
+ * has_b false), n, s and event, then allocates the output's bytes on s
+ * into *mem; *out is NULL until the op finishes (finish_new). */
+static rill_status begin_new(const char *fn, rill_stream *s, const float *a, bool has_b,
+                             const float *b, size_t n, rill_event *event, float **out,
+                             size_t *bytes, size_t *units, void **mem) {
+    if (out == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: out is NULL; pass where to store the new memory's address", fn);
+    *out = NULL;
+    rill_status st;
+    if ((st = rill__op_check_pointer(fn, a, "a", "device memory of n floats")) != RILL_OK ||
+        (has_b &&
+         (st = rill__op_check_pointer(fn, b, "b", "device memory of n floats")) != RILL_OK) ||
+        (st = rill__op_check_count(fn, n, bytes)) != RILL_OK ||
+        (st = rill__op_check_fits(fn, a, "a", "n floats", *bytes)) != RILL_OK ||
+        (has_b && (st = rill__op_check_fits(fn, b, "b", "n floats", *bytes)) != RILL_OK) ||
+        (st = rill__op_stream_compute_units(fn, s, units)) != RILL_OK)
+        return st;
+    rill__event *ev;
+    if (event != NULL && (st = rill__event_resolve(event, fn, &ev)) != RILL_OK)
+        return st;
+    return rill_malloc_async(*bytes, s, mem);
+}
+
+/* Records event after the op that launch_st reports and hands mem out;
+ * when either failed, mem goes back in stream order (after the op, when
+ * it was launched) and *out stays NULL. */
+static rill_status finish_new(rill_stream *s, rill_status launch_st, void *mem, rill_event *event,
+                              float **out) {
+    rill_status st = launch_st;
+    if (st == RILL_OK && event != NULL)
+        st = rill_event_record(event, s);
+    if (st != RILL_OK) {
+        /* Cannot fail: mem is a live allocation of s, which resolved. */
+        (void)rill_free_async(mem, s);
+        return st;
+    }
+    *out = mem;
+    return RILL_OK;
+}
+
+rill_status rill_op_add_f32_new(rill_stream *s, const float *a, const float *b, float alpha,
+                                size_t n, rill_event *event, float **out) {
+    static const char fn[] = "rill_op_add_f32_new";
+    size_t bytes = 0, units = 0;
+    void *mem = NULL;
+    rill_status st = begin_new(fn, s, a, true, b, n, event, out, &bytes, &units, &mem);
+    if (st != RILL_OK)
+        return st;
+    rill__op_add_args args = {mem, a, b, alpha, n};
+    st = launch_elementwise(s, OP_ADD, mem, a, b, bytes, n, units, &args, sizeof args);
+    return finish_new(s, st, mem, event, out);
+}
+
+rill_status rill_op_mul_f32_new(rill_stream *s, const float *a, const float *b, size_t n,
+                                rill_event *event, float **out) {
+    static const char fn[] = "rill_op_mul_f32_new";
+    size_t bytes = 0, units = 0;
+    void *mem = NULL;
+    rill_status st = begin_new(fn, s, a, true, b, n, event, out, &bytes, &units, &mem);
+    if (st != RILL_OK)
+        return st;
+    rill__op_mul_args args = {mem, a, b, n};
+    st = launch_elementwise(s, OP_MUL, mem, a, b, bytes, n, units, &args, sizeof args);
+    return finish_new(s, st, mem, event, out);
+}
+
+rill_status rill_op_add_scalar_f32_new(rill_stream *s, const float *a, float value, size_t n,
+                                       rill_event *event, float **out) {
+    static const char fn[] = "rill_op_add_scalar_f32_new";
+    size_t bytes = 0, units = 0;
+    void *mem = NULL;
+    rill_status st = begin_new(fn, s, a, false, NULL, n, event, out, &bytes, &units, &mem);
+    if (st != RILL_OK)
+        return st;
+    rill__op_add_scalar_args args = {mem, a, value, n};
+    st = launch_elementwise(s, OP_ADD_SCALAR, mem, a, NULL, bytes, n, units, &args, sizeof args);
+    return finish_new(s, st, mem, event, out);
 }
 
 /* ---- random normal fill ---- */
