@@ -361,6 +361,64 @@ static void stream_reached(rill__waiter *w) {
     rill__comm_engine_kick();
 }
 
+/* ----------------------------------------------------------------- tasks */
+
+/* The task of operation a (checked, buffers recv and send) for stream s
+ * on ch: a proxy of its own, whose number k ends the operation and k + 1
+ * frees its buffers (noted as uses there: the pool hands them out again
+ * only once the transport has let them go), queued on ch in issue order,
+ * not ready. RILL_ERROR_INVALID_ARGUMENT, with no sentence, when ch is
+ * closing; other failures with a sentence naming a->fn. Nothing is left
+ * behind on failure. */
+static rill_status task_new(rill__comm_channel *ch, rill__stream *s, const rill__comm_args *a,
+                            const buffer *recv, const buffer *send, rill__comm_task **out) {
+    rill__comm_task *t = rill__calloc(1, sizeof *t);
+    if (t == NULL)
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory", a->fn);
+    rill__stream *p;
+    rill_status st = rill__comm_engine_take_proxy(s->q.dev, &p);
+    if (st != RILL_OK) {
+        rill__free(t);
+        return rill__fail_from(st, a->fn);
+    }
+    t->op.a = *a;
+    t->op.check = ch->check && a->kind != RILL__COMM_SEND && a->kind != RILL__COMM_RECV;
+    t->ch = ch;
+    t->stream = s;
+    t->proxy = p;
+    /* The proxy is this task's alone. release: pairs with acquire loads
+     * of sub_seq. */
+    t->number = atomic_load_explicit(&p->q.sub_seq, memory_order_relaxed) + 1;
+    atomic_store_explicit(&p->q.sub_seq, t->number + 1, memory_order_release);
+    rill__stream_ref(s);
+    if (!rill__comm_engine_queue(ch, t)) {
+        rill__stream_unref(s);
+        rill__stream_complete(p, t->number + 1);
+        rill__comm_engine_give_proxy(p);
+        rill__free(t);
+        return RILL_ERROR_INVALID_ARGUMENT;
+    }
+    /* No note in the stream's clock (as rill_stream_wait_* make): the
+     * pool's only points on a proxy are these, at k + 1, which the
+     * stream's WAIT does not order it after, and a note per operation
+     * would push out those of real streams. */
+    if (recv->bytes != 0)
+        rill__pool_note_use(p, t->number + 1, recv->ptr, recv->bytes);
+    if (send->bytes != 0 && send->ptr != recv->ptr)
+        rill__pool_note_use(p, t->number + 1, send->ptr, send->bytes);
+    *out = t;
+    return RILL_OK;
+}
+
+/* Takes back a task that task_new queued and nothing made ready. */
+static void task_undo(rill__comm_task *t) {
+    rill__comm_engine_unqueue(t->ch, t);
+    rill__stream_unref(t->stream);
+    rill__stream_complete(t->proxy, t->number + 1);
+    rill__comm_engine_give_proxy(t->proxy);
+    rill__free(t);
+}
+
 /* ------------------------------------------------------------ in graphs
  *
  * A collective issued on a capturing stream becomes an extern node of the
@@ -423,14 +481,6 @@ static void node_reached(rill__waiter *w) {
     t->node_done(t->node_arg, failed ? msg : NULL);
 }
 
-/* Takes back an operation that was queued and not made ready. */
-static void node_undo(rill__comm_task *t) {
-    rill__stream_unref(t->stream);
-    rill__stream_complete(t->proxy, t->number + 1);
-    rill__comm_engine_give_proxy(t->proxy);
-    rill__free(t);
-}
-
 static rill_status node_issue(void *obj, rill__stream *s, void **token) {
     comm_node *n = obj;
     const char *fn = n->a.fn;
@@ -441,38 +491,17 @@ static rill_status node_issue(void *obj, rill__stream *s, void **token) {
                           "%s, captured in the graph, names a communicator that was destroyed; "
                           "capture the graph again with a live communicator",
                           fn);
-    rill__comm_task *t = rill__calloc(1, sizeof *t);
-    if (t == NULL)
-        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "out of memory for %s", fn);
-    rill__stream *p;
-    st = rill__comm_engine_take_proxy(s->q.dev, &p);
-    if (st != RILL_OK) {
-        rill__free(t);
-        return st;
-    }
-    t->op.a = n->a;
-    t->op.check = ch->check && n->a.kind != RILL__COMM_SEND && n->a.kind != RILL__COMM_RECV;
-    t->ch = ch;
-    t->stream = s;
-    t->proxy = p;
-    /* As in rill__comm_issue: k completes the node, k + 1 frees the
-     * buffers. release: pairs with acquire loads of sub_seq. */
-    t->number = atomic_load_explicit(&p->q.sub_seq, memory_order_relaxed) + 1;
-    atomic_store_explicit(&p->q.sub_seq, t->number + 1, memory_order_release);
-    rill__stream_ref(s);
-    if (!rill__comm_engine_queue(ch, t)) {
-        node_undo(t);
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+    /* k completes the node, k + 1 frees the buffers. */
+    rill__comm_task *t;
+    st = task_new(ch, s, &n->a, &n->recv, &n->send, &t);
+    if (st == RILL_ERROR_INVALID_ARGUMENT)
+        return rill__fail(st,
                           "%s, captured in the graph, names a communicator that is being "
                           "destroyed; launch the graph before rill_comm_destroy",
                           fn);
-    }
-    if (n->recv.bytes != 0)
-        rill__pool_note_use(p, t->number + 1, n->recv.ptr, n->recv.bytes);
-    if (n->send.bytes != 0 && n->send.ptr != n->recv.ptr)
-        rill__pool_note_use(p, t->number + 1, n->send.ptr, n->send.bytes);
-    *token = t;
-    return RILL_OK;
+    if (st == RILL_OK)
+        *token = t;
+    return st;
 }
 
 /* Makes t ready, skipped with why when why is not NULL. */
@@ -509,9 +538,7 @@ static size_t node_accesses(void *obj, const rill_access **acc) {
 }
 
 static void node_withdraw(void *token) {
-    rill__comm_task *t = token;
-    rill__comm_engine_unqueue(t->ch, t);
-    node_undo(t);
+    task_undo(token);
 }
 
 static const rill__extern_ops node_ops = {
@@ -557,56 +584,30 @@ rill_status rill__comm_issue(rill_stream *stream, rill_comm *comm, const rill__c
         return st;
     if (rill__stream_capturing(s))
         return capture(comm, s, a, &recv, &send);
-    rill__comm_task *t = rill__calloc(1, sizeof *t);
-    if (t == NULL)
-        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory", fn);
-    rill__stream *p;
-    st = rill__comm_engine_take_proxy(s->q.dev, &p);
-    if (st != RILL_OK) {
-        rill__free(t);
-        return rill__fail_from(st, fn);
-    }
-    t->op.a = *a;
-    t->op.check = ch->check && a->kind != RILL__COMM_SEND && a->kind != RILL__COMM_RECV;
-    t->ch = ch;
-    t->stream = s;
-    t->proxy = p;
-    /* The proxy is this task's alone: k ends the stream's wait, k + 1
-     * frees the buffers. release: pairs with acquire loads of sub_seq. */
-    t->number = atomic_load_explicit(&p->q.sub_seq, memory_order_relaxed) + 1;
-    atomic_store_explicit(&p->q.sub_seq, t->number + 1, memory_order_release);
-    rill__stream_ref(s);
-    if (!rill__comm_engine_queue(ch, t)) {
-        st = rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                        "%s: the communicator is being destroyed; issue collectives before "
-                        "rill_comm_destroy",
-                        fn);
-        goto undo;
-    }
+    /* k ends the stream's wait, k + 1 frees the buffers. */
+    rill__comm_task *t;
+    st = task_new(ch, s, a, &recv, &send, &t);
+    if (st == RILL_ERROR_INVALID_ARGUMENT)
+        return rill__fail(st,
+                          "%s: the communicator is being destroyed; issue collectives before "
+                          "rill_comm_destroy",
+                          fn);
+    if (st != RILL_OK)
+        return st;
     /* The stream's command: it waits for k, parked, holding no worker. A
      * collective may wait for anything (other processes): OPAQUE. Queued
      * at once even if a capture began meanwhile (a race of the caller's). */
     rill__cmd cmd = {.kind = RILL__CMD_WAIT, .flags = RILL__CMD_OPAQUE};
-    cmd.u.wait.stream = p;
+    cmd.u.wait.stream = t->proxy;
     cmd.u.wait.seq = t->number;
-    rill__stream_ref(p);
+    rill__stream_ref(t->proxy);
     uint64_t seq;
     st = rill__stream_submit_now(s, &cmd, &seq);
     if (st != RILL_OK) {
-        rill__stream_unref(p);
-        rill__comm_engine_unqueue(ch, t);
-        st = rill__fail_from(st, fn);
-        goto undo;
+        rill__stream_unref(t->proxy);
+        task_undo(t);
+        return rill__fail_from(st, fn);
     }
-    /* Declared accesses: the pool hands the buffers out again only once
-     * the transport has let them go (k + 1). No note in the stream's clock
-     * (as rill_stream_wait_* make): the pool's only points on a proxy are
-     * these, at k + 1, which the WAIT does not order the stream after, and
-     * a note per operation would push out those of real streams. */
-    if (recv.bytes != 0)
-        rill__pool_note_use(p, t->number + 1, recv.ptr, recv.bytes);
-    if (send.bytes != 0 && send.ptr != recv.ptr)
-        rill__pool_note_use(p, t->number + 1, send.ptr, send.bytes);
     if (rill__san_active()) {
         rill_access acc[2];
         char what[160];
@@ -623,11 +624,4 @@ rill_status rill__comm_issue(rill_stream *stream, rill_comm *comm, const rill__c
     if (seq == 1 || !rill__stream_add_waiter(s, &t->waiter))
         stream_reached(&t->waiter);
     return RILL_OK;
-
-undo:
-    rill__stream_unref(s);
-    rill__stream_complete(p, t->number + 1);
-    rill__comm_engine_give_proxy(p);
-    rill__free(t);
-    return st;
 }

@@ -190,23 +190,26 @@ static void test_mpi_unordered_collectives_start_in_capture_order(void **state) 
     MPI_Barrier(MPI_COMM_WORLD);
 }
 
-/* A kernel node that fails before the collective node: the launch fails
- * with the kernel's error, its collective is skipped (as on a stream), and
- * the skip breaks the communicator on every rank, so the next collective
- * fails at once naming it instead of mismatching. */
-static void test_mpi_failure_in_launch_skips_collective_and_breaks_communicator(void **state) {
-    (void)state;
+/* A kernel fails, inside the launch before its collective node (inside)
+ * or on the stream before the launch: the stream's error is the kernel's,
+ * the collective is skipped (as on a stream), and the skip breaks the
+ * communicator on every rank, so that the next collective fails at once
+ * with a sentence containing expect instead of mismatching. */
+static void collective_skipped_after_failure(bool inside, const char *expect) {
     rill_comm *comm = rt_world();
     rill_stream *s;
     RT_OK(rill_stream_create(NULL, 0, &s));
     float *x = rt_dev_alloc(4 * sizeof(float), NULL);
     RT_OK(rill_stream_begin_capture(s, RILL_CAPTURE_THREAD_LOCAL));
-    launch(s, fail_kernel, "check", 0);
+    if (inside)
+        launch(s, fail_kernel, "check", 0);
     RT_OK(rill_allreduce_f32(s, comm, x, x, 4, RILL_REDUCE_SUM));
     rill_graph *graph;
     RT_OK(rill_stream_end_capture(s, &graph));
     rill_graph_exec *exec;
     RT_OK(rill_graph_instantiate(graph, &exec));
+    if (!inside)
+        launch(s, fail_kernel, "check", 0);
     RT_OK(rill_graph_launch(exec, s));
     RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(s));
     assert_contains(rill_last_error(), "kernel 'check'");
@@ -214,7 +217,7 @@ static void test_mpi_failure_in_launch_skips_collective_and_breaks_communicator(
     RT_OK(rill_allreduce_f32(s, comm, x, x, 4, RILL_REDUCE_SUM));
     RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(s));
     assert_contains(rill_last_error(), "was not started: the communicator failed before");
-    assert_contains(rill_last_error(), "an earlier node of its graph launch failed");
+    assert_contains(rill_last_error(), expect);
     RT_OK(rill_stream_clear_error(s));
     RT_OK(rill_graph_exec_destroy(exec));
     RT_OK(rill_graph_destroy(graph));
@@ -224,36 +227,15 @@ static void test_mpi_failure_in_launch_skips_collective_and_breaks_communicator(
     MPI_Barrier(MPI_COMM_WORLD);
 }
 
-/* A launch that its stream skips (the stream failed before it) skips its
- * collectives too, and they break the communicator as a skipped eager
- * collective does; the stream's error stays the first failure's. */
+static void test_mpi_failure_in_launch_skips_collective_and_breaks_communicator(void **state) {
+    (void)state;
+    collective_skipped_after_failure(true, "an earlier node of its graph launch failed");
+}
+
+/* A launch that its stream skips skips its collectives too. */
 static void test_mpi_skipped_launch_skips_its_collectives(void **state) {
     (void)state;
-    rill_comm *comm = rt_world();
-    rill_stream *s;
-    RT_OK(rill_stream_create(NULL, 0, &s));
-    float *x = rt_dev_alloc(4 * sizeof(float), NULL);
-    RT_OK(rill_stream_begin_capture(s, RILL_CAPTURE_THREAD_LOCAL));
-    RT_OK(rill_allreduce_f32(s, comm, x, x, 4, RILL_REDUCE_SUM));
-    rill_graph *graph;
-    RT_OK(rill_stream_end_capture(s, &graph));
-    rill_graph_exec *exec;
-    RT_OK(rill_graph_instantiate(graph, &exec));
-    launch(s, fail_kernel, "check", 0);
-    RT_OK(rill_graph_launch(exec, s));
-    RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(s));
-    assert_contains(rill_last_error(), "kernel 'check'");
-    RT_OK(rill_stream_clear_error(s));
-    RT_OK(rill_allreduce_f32(s, comm, x, x, 4, RILL_REDUCE_SUM));
-    RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(s));
-    assert_contains(rill_last_error(), "was skipped because its stream had failed");
-    RT_OK(rill_stream_clear_error(s));
-    RT_OK(rill_graph_exec_destroy(exec));
-    RT_OK(rill_graph_destroy(graph));
-    rt_dev_free(x);
-    RT_OK(rill_stream_destroy(s));
-    RT_OK(rill_comm_destroy(comm));
-    MPI_Barrier(MPI_COMM_WORLD);
+    collective_skipped_after_failure(false, "its graph launch was skipped");
 }
 
 /* RILL_COMM_TIMEOUT holds inside graphs: rank 0 launches a graph whose
