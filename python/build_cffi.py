@@ -12,6 +12,7 @@ CMake runs it at build time (python/CMakeLists.txt) with Debian's
 package runs in ABI mode as before."""
 
 import importlib.machinery
+import importlib.util
 import os
 import shutil
 import sys
@@ -19,8 +20,20 @@ import tempfile
 
 import cffi
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rill._cdef import DLPACK, FUNCS, LIBC, TYPES  # noqa: E402
+
+def _load_cdef():
+    """rill/_cdef.py alone: importing the package would load the module
+    that a previous build made, whose declarations may be older than the
+    package's (an incremental build after a new function)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rill", "_cdef.py")
+    spec = importlib.util.spec_from_file_location("_rill_cdef", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_cdef = _load_cdef()
+DLPACK, FUNCS, LIBC, TYPES = _cdef.DLPACK, _cdef.FUNCS, _cdef.LIBC, _cdef.TYPES
 
 
 def main(out_dir, include_dir):
