@@ -208,6 +208,17 @@ static void unchain(rill__comm_task *t, const char *cause) {
 /* Ends a stream operation whose memory the transport no longer holds:
  * its proxy reaches k + 1 (failing k first when it failed), which resumes
  * the stream, and goes back to the free list. */
+/* The second half of finish_stream, for an operation that completed and
+ * was unchained: completing the proxy resumes the stream (a wake-up,
+ * which test_active defers until the next operations have started). */
+static void release_stream(rill__comm_task *t) {
+    rill__stream *p = t->proxy;
+    rill__stream_complete(p, t->number + 1);
+    rill__comm_engine_give_proxy(p);
+    rill__stream_unref(t->stream);
+    rill__free(t);
+}
+
 static void finish_stream(rill__comm_task *t, enum outcome outcome, const char *cause) {
     rill__stream *p = t->proxy;
     unchain(t, outcome == OUT_FAILED ? cause : NULL);
@@ -215,10 +226,7 @@ static void finish_stream(rill__comm_task *t, enum outcome outcome, const char *
         rill__stream_fail(p, t->number, cause);
         rill__stream_clear_failure(p, t->number + 1); /* only this operation fails */
     }
-    rill__stream_complete(p, t->number + 1);
-    rill__comm_engine_give_proxy(p);
-    rill__stream_unref(t->stream);
-    rill__free(t);
+    release_stream(t);
 }
 
 /* A stream operation missed its deadline and the transport still holds
@@ -311,8 +319,11 @@ static void start_task(rill__comm_channel *ch, rill__comm_task *t) {
         start_close(ch, t);
         return;
     }
-    if (kind != RILL__COMM_OPEN) {
+    /* Sentences only on the way to a failure: formatting one costs more
+     * than a small collective's start. */
+    if (kind != RILL__COMM_OPEN && (t->skipped || ch->broken))
         describe(ch, &t->op.a, what, sizeof what);
+    if (kind != RILL__COMM_OPEN) {
         if (t->skipped) {
             /* The other ranks will wait for it: nothing after it matches. */
             snprintf(cause, sizeof cause, "%s was skipped because its stream had failed (%s)", what,
@@ -343,6 +354,7 @@ static void start_task(rill__comm_channel *ch, rill__comm_task *t) {
         finish_control(t, st, msg);
         return;
     }
+    describe(ch, &t->op.a, what, sizeof what);
     snprintf(cause, sizeof cause, "%s failed: %s", what, why);
     break_channel(ch, cause);
     finish_stream(t, OUT_FAILED, cause);
@@ -437,8 +449,11 @@ static void stream_timed_out(rill__comm_task *t) {
     abandon_stream(t, cause);
 }
 
-/* Ends t (already off the active list) after its last test said r. */
-static void complete_task(rill__comm_task *t, rill__comm_test r, const char *why) {
+/* Ends t (already off the active list) after its last test said r. A
+ * stream operation that completed is only unchained and put on *done:
+ * the caller starts what that made ready first, then releases them. */
+static void complete_task(rill__comm_task *t, rill__comm_test r, const char *why,
+                          rill__comm_task **done) {
     rill__comm_channel *ch = t->ch;
     char what[192], cause[RILL__ERROR_BYTES];
     retire(t);
@@ -458,7 +473,9 @@ static void complete_task(rill__comm_task *t, rill__comm_test r, const char *why
         return;
     }
     if (r == RILL__COMM_DONE) {
-        finish_stream(t, OUT_OK, NULL);
+        unchain(t, NULL);
+        t->active_next = *done;
+        *done = t;
         return;
     }
     describe(ch, &t->op.a, what, sizeof what);
@@ -480,8 +497,8 @@ static void stream_failed_held(rill__comm_task *t, const char *why) {
 }
 
 /* Tests every started task once; returns whether any completed or timed
- * out. */
-static bool test_active(void) {
+ * out. Stream operations that completed go on *done (complete_task). */
+static bool test_active(rill__comm_task **done) {
     bool progress = false;
     uint64_t now = rill__now_ns();
     for (rill__comm_task **p = &engine.active; *p != NULL;) {
@@ -523,7 +540,7 @@ static bool test_active(void) {
             continue;
         }
         *p = t->active_next;
-        complete_task(t, r, why);
+        complete_task(t, r, why, done);
     }
     return progress;
 }
@@ -550,7 +567,19 @@ static void comm_main(void *arg) {
     for (;;) {
         uint32_t kick = atomic_load(&engine.kick);
         bool progress = start_ready();
-        progress |= test_active();
+        rill__comm_task *done = NULL;
+        progress |= test_active(&done);
+        if (done != NULL) {
+            /* Operations chained behind the completed ones start before
+             * their streams are resumed, so that the next transfer is
+             * under way while the wake-ups are made. */
+            start_ready();
+            while (done != NULL) {
+                rill__comm_task *t = done;
+                done = t->active_next;
+                release_stream(t);
+            }
+        }
         uint64_t now = rill__now_ns();
         if (progress)
             last = now;
@@ -564,7 +593,10 @@ static void comm_main(void *arg) {
         if (progress)
             continue; /* a completion may have made a queued task startable */
         if (engine.active == NULL) {
-            /* Nothing under way: no MPI call until there is. */
+            /* Nothing under way: no MPI call until there is. (Spinning
+             * here for the next operation made a synchronized 4-byte
+             * allreduce 41 us instead of 4.8 on two cores shared by two
+             * ranks: the spin takes the processor its issuer needs.) */
             sleep_on_kick(kick, 0);
             last = rill__now_ns();
         } else if (engine.live == 0) {
