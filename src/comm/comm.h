@@ -82,6 +82,10 @@ typedef struct rill__comm_op {
      * runs first). The engine starts nothing later on the channel until
      * it is cleared, so that every rank makes its calls in one order. */
     bool starting;
+    /* set by the transport's test when the operation moved on without
+     * completing (it started its next piece): the engine keeps testing
+     * without pause, as after a completion */
+    bool progressed;
     /* the transport's, between start and its last test (an MPI_Request) */
     _Alignas(16) unsigned char state[64];
     /* OPEN: written by the transport's test when it completes */

@@ -517,6 +517,10 @@ static bool test_active(rill__comm_task **done) {
             continue;
         }
         if (r == RILL__COMM_PENDING) {
+            if (t->op.progressed) {
+                t->op.progressed = false;
+                progress = true;
+            }
             if (ch->gate == t && !t->op.starting) {
                 ch->gate = NULL; /* its own call is made: the next may start */
                 progress = true;

@@ -58,6 +58,7 @@ enum phase {
 typedef struct mpi_state {
     MPI_Request req;
     enum phase phase;
+    size_t offset; /* an allreduce in pieces: the first float of the piece under way */
 } mpi_state;
 
 _Static_assert(sizeof(mpi_state) <= sizeof(((rill__comm_op *)0)->state),
@@ -152,17 +153,46 @@ static void tune_iallreduce(void) {
 
 /* -------------------------------------------------------------- transport */
 
+/* A large allreduce or broadcast runs as consecutive calls of PIECE_BYTES
+ * (4 MiB) each. Measured with plain MPI on 2 ranks of one machine, 64 MiB
+ * allreduced in place: MPI_Iallreduce 1.72 GB/s, the blocking call 1.69 to
+ * 1.73, and 16 pieces of 4 MiB one after another 3.7 to 3.9 (a piece's
+ * working set stays in the caches). Each piece that completes is progress
+ * for the engine, which keeps testing without pause (a single call of 64
+ * MiB outlasts the engine's spin, and MPI progresses it only inside the
+ * tests). Every rank cuts the same count the same way, so the pieces
+ * match. */
+#define PIECE_BYTES ((size_t)4 << 20)
+
+/* The size in bytes of an element of a's pieces: 0 when a is not cut. */
+static size_t piece_elem(const rill__comm_args *a) {
+    return a->kind == RILL__COMM_ALLREDUCE   ? sizeof(float)
+           : a->kind == RILL__COMM_BROADCAST ? 1
+                                             : 0;
+}
+
+/* Starts the piece of a that begins at element offset. */
+static int start_piece(mpi_ctx *c, const rill__comm_args *a, size_t offset, MPI_Request *req) {
+    size_t per = PIECE_BYTES / piece_elem(a), left = a->count - offset;
+    int n = (int)(left < per ? left : per);
+    if (a->kind == RILL__COMM_BROADCAST)
+        return MPI_Ibcast((char *)a->recv + offset, n, MPI_BYTE, a->peer, c->comm, req);
+    float *recv = (float *)a->recv + offset;
+    /* recv == send reduces in place; 0 floats never need it */
+    const void *send = a->send == a->recv && n > 0 ? MPI_IN_PLACE : (const float *)a->send + offset;
+    return MPI_Iallreduce(send, recv, n, MPI_FLOAT, mpi_op(a->reduce), c->comm, req);
+}
+
 /* Makes the operation's own call (a stream operation's). */
-static int start_call(mpi_ctx *c, const rill__comm_args *a, MPI_Request *req) {
+static int start_call(mpi_ctx *c, rill__comm_op *op) {
+    const rill__comm_args *a = &op->a;
+    MPI_Request *req = request_of(op);
     int n = (int)a->count; /* the engine checked count <= max_count */
     switch (a->kind) {
-    case RILL__COMM_ALLREDUCE: {
-        /* recv == send reduces in place; 0 floats never need it */
-        const void *send = a->send == a->recv && n > 0 ? MPI_IN_PLACE : a->send;
-        return MPI_Iallreduce(send, a->recv, n, MPI_FLOAT, mpi_op(a->reduce), c->comm, req);
-    }
+    case RILL__COMM_ALLREDUCE:
     case RILL__COMM_BROADCAST:
-        return MPI_Ibcast(a->recv, n, MPI_BYTE, a->peer, c->comm, req);
+        state_of(op)->offset = 0;
+        return start_piece(c, a, 0, req);
     case RILL__COMM_ALLGATHER:
         return MPI_Iallgather(a->send, n, MPI_BYTE, a->recv, n, MPI_BYTE, c->comm, req);
     case RILL__COMM_REDUCE_SCATTER:
@@ -233,7 +263,7 @@ static rill_status mpi_start(void *vctx, rill__comm_op *op, char *why, size_t si
         break;
     }
     default:
-        rc = op->check ? start_check(c, op) : start_call(c, a, req);
+        rc = op->check ? start_check(c, op) : start_call(c, op);
         break;
     }
     if (rc != MPI_SUCCESS) {
@@ -347,7 +377,7 @@ static rill__comm_test test_check(mpi_ctx *c, rill__comm_op *op, char *why, size
     if (!check_agrees(c, op, why, size))
         return RILL__COMM_FAILED;
     st->phase = PHASE_RUN;
-    rc = start_call(c, &op->a, &st->req);
+    rc = start_call(c, op);
     if (rc != MPI_SUCCESS) {
         error_string(rc, why, size);
         return RILL__COMM_FAILED;
@@ -375,6 +405,18 @@ static rill__comm_test mpi_test(void *vctx, rill__comm_op *op, char *why, size_t
         return RILL__COMM_PENDING;
     if (a->kind == RILL__COMM_OPEN)
         return opened(c, op, why, size);
+    mpi_state *st = state_of(op);
+    size_t elem = piece_elem(a);
+    if (elem != 0 && a->count - st->offset > PIECE_BYTES / elem) {
+        st->offset += PIECE_BYTES / elem;
+        rc = start_piece(c, a, st->offset, req);
+        if (rc != MPI_SUCCESS) {
+            error_string(rc, why, size);
+            return RILL__COMM_FAILED;
+        }
+        op->progressed = true;
+        return RILL__COMM_PENDING;
+    }
     if (a->kind == RILL__COMM_RECV) {
         int cancelled = 0, got = 0;
         MPI_Test_cancelled(&status, &cancelled);
