@@ -365,11 +365,11 @@ static void stream_reached(rill__waiter *w) {
 
 /* The task of operation a (checked, buffers recv and send) for stream s
  * on ch: a proxy of its own, whose number k ends the operation and k + 1
- * frees its buffers (noted as uses there: the pool hands them out again
- * only once the transport has let them go), queued on ch in issue order,
- * not ready. RILL_ERROR_INVALID_ARGUMENT, with no sentence, when ch is
- * closing; other failures with a sentence naming a->fn. Nothing is left
- * behind on failure. */
+ * frees its buffers (engine.h says where the pool's points for them are:
+ * the caller notes them), queued on ch in issue order, not ready.
+ * RILL_ERROR_INVALID_ARGUMENT, with no sentence, when ch is closing; other
+ * failures with a sentence naming a->fn. Nothing is left behind on
+ * failure. */
 static rill_status task_new(rill__comm_channel *ch, rill__stream *s, const rill__comm_args *a,
                             const buffer *recv, const buffer *send, rill__comm_task **out) {
     rill__comm_task *t = rill__calloc(1, sizeof *t);
@@ -386,6 +386,12 @@ static rill_status task_new(rill__comm_channel *ch, rill__stream *s, const rill_
     t->ch = ch;
     t->stream = s;
     t->proxy = p;
+    t->buf[0] = recv->ptr;
+    t->bytes[0] = recv->bytes;
+    if (send->ptr != recv->ptr) {
+        t->buf[1] = send->ptr;
+        t->bytes[1] = send->bytes;
+    }
     /* The proxy is this task's alone. release: pairs with acquire loads
      * of sub_seq. */
     t->number = atomic_load_explicit(&p->q.sub_seq, memory_order_relaxed) + 1;
@@ -398,14 +404,6 @@ static rill_status task_new(rill__comm_channel *ch, rill__stream *s, const rill_
         rill__free(t);
         return RILL_ERROR_INVALID_ARGUMENT;
     }
-    /* No note in the stream's clock (as rill_stream_wait_* make): the
-     * pool's only points on a proxy are these, at k + 1, which the
-     * stream's WAIT does not order it after, and a note per operation
-     * would push out those of real streams. */
-    if (recv->bytes != 0)
-        rill__pool_note_use(p, t->number + 1, recv->ptr, recv->bytes);
-    if (send->bytes != 0 && send->ptr != recv->ptr)
-        rill__pool_note_use(p, t->number + 1, send->ptr, send->bytes);
     *out = t;
     return RILL_OK;
 }
@@ -499,8 +497,11 @@ static rill_status node_issue(void *obj, rill__stream *s, void **token) {
                           "%s, captured in the graph, names a communicator that is being "
                           "destroyed; launch the graph before rill_comm_destroy",
                           fn);
-    if (st == RILL_OK)
+    if (st == RILL_OK) {
+        /* No WAIT holds the buffers: the proxy's k + 1 does. */
+        rill__comm_task_hold_buffers(t);
         *token = t;
+    }
     return st;
 }
 
@@ -608,6 +609,15 @@ rill_status rill__comm_issue(rill_stream *stream, rill_comm *comm, const rill__c
         task_undo(t);
         return rill__fail_from(st, fn);
     }
+    /* Declared accesses: the pool hands the buffers out again only after
+     * the WAIT, which ends when the operation does (engine.h). No note in
+     * the stream's clock (as rill_stream_wait_* make): the proxy's numbers
+     * order nothing the pool tracks, and a note per operation would push
+     * out those of real streams. */
+    if (recv.bytes != 0)
+        rill__pool_note_use(s, seq, recv.ptr, recv.bytes);
+    if (send.bytes != 0 && send.ptr != recv.ptr)
+        rill__pool_note_use(s, seq, send.ptr, send.bytes);
     if (rill__san_active()) {
         rill_access acc[2];
         char what[160];

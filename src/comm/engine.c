@@ -39,6 +39,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "mem/pool.h"
 #include "util/alloc.h"
 #include "util/assert.h"
 #include "util/status.h"
@@ -69,6 +70,12 @@ static struct {
 } engine;
 
 /* ----------------------------------------------------------------- proxies */
+
+void rill__comm_task_hold_buffers(rill__comm_task *t) {
+    for (int i = 0; i < 2; i++)
+        if (t->bytes[i] != 0)
+            rill__pool_note_use(t->proxy, t->number + 1, t->buf[i], t->bytes[i]);
+}
 
 static void release_proxy(rill__stream *p) {
     atomic_store(&p->owner_released, 1);
@@ -234,6 +241,9 @@ static void finish_stream(rill__comm_task *t, enum outcome outcome, const char *
  * (k + 1) until the transport lets it go, if ever. */
 static void abandon_stream(rill__comm_task *t, const char *cause) {
     rill__stream *p = t->proxy;
+    /* Before k completes, and with it the stream's WAIT, whose point held
+     * the buffers until now. */
+    rill__comm_task_hold_buffers(t);
     unchain(t, cause);
     rill__stream_fail(p, t->number, cause);
     rill__stream_clear_failure(p, t->number + 1);

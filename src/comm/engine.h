@@ -8,10 +8,13 @@
  * A stream operation is one WAIT command of its stream, for number k of a
  * proxy stream that only this engine completes: k when the operation has
  * completed or failed (the stream goes on, or fails), k + 1 once the
- * transport no longer holds its buffers (the memory pool's point for
- * them). The two differ only after a timeout that could not cancel the
- * operation: the stream fails at once, and its buffers are never handed
- * out again. */
+ * transport no longer holds its buffers. The two differ only after a
+ * timeout that could not cancel the operation: the stream fails at once,
+ * and its buffers are never handed out again. The memory pool's point for
+ * the buffers is the WAIT itself while the operation is under way (one
+ * point per stream and buffer, however many operations are in flight),
+ * and (proxy, k + 1) from the moment an operation is abandoned; a graph
+ * node's operation, which has no WAIT, has (proxy, k + 1) from the start. */
 #ifndef RILL_COMM_ENGINE_H
 #define RILL_COMM_ENGINE_H
 
@@ -40,6 +43,9 @@ typedef struct rill__comm_task {
     rill__stream *stream; /* ref: released when the task finishes */
     rill__stream *proxy;  /* the engine's proxy while the task holds it */
     uint64_t number;      /* k (see above) */
+    /* the buffers the transport may write or read (bytes 0: none) */
+    const void *buf[2];
+    size_t bytes[2];
     uint64_t wait_seq;    /* the WAIT's number on stream */
     rill__waiter waiter;  /* on stream, for the command before the WAIT;
                            * a graph node's: on proxy, for number */
@@ -125,6 +131,10 @@ void rill__comm_engine_set_opened(rill__comm_channel *ch);
 bool rill__comm_engine_begin_close(rill__comm_channel *ch);
 /* An open channel that nothing closes yet, marked closing (NULL: none). */
 rill__comm_channel *rill__comm_engine_claim_open(void);
+
+/* Notes task's buffers as uses of the memory pool at (proxy, k + 1): they
+ * are not handed out again before the transport has let them go. */
+void rill__comm_task_hold_buffers(rill__comm_task *task);
 
 /* A proxy stream of dev with nothing pending, for one operation (made when
  * none is free). Its failure sentence names no public call. */

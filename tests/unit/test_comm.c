@@ -651,6 +651,36 @@ static void test_comm_timeout_fails_stream_and_keeps_memory(void **state) {
     RT_OK(rill__comm_close(c, "rill_comm_destroy"));
 }
 
+/* The buffers of operations under way are never handed out again, however
+ * many are in flight on them: 200 allreduces of one buffer held by the
+ * transport, the buffer freed on another stream, and an allocation of its
+ * size there gets other memory (the pool never makes a stream wait behind
+ * a collective, which may wait for anything), until the transport lets
+ * the operations go. */
+static void test_comm_buffers_of_operations_in_flight_are_kept(void **state) {
+    (void)state;
+    fake f = {0};
+    rill_comm *c = open_fake(&f, 2);
+    rill_stream *s = new_stream(), *o = new_stream();
+    float *x; /* no stream of its own: only the operations' uses keep it */
+    RT_OK(rill_malloc(NULL, 4096, (void **)&x));
+    atomic_store(&f.hold, 1);
+    for (int i = 0; i < 200; i++)
+        RT_OK(allreduce(s, c, x, x, 1024));
+    RT_OK(rill_free_async(x, o));
+    void *y;
+    RT_OK(rill_malloc_async(4096, o, &y));
+    atomic_store(&f.hold, 0); /* before the check, so that a failure ends */
+    RT_OK(rill_stream_synchronize(s));
+    assert_ptr_not_equal(y, x);
+    assert_int_equal(atomic_load(&f.done_tests), 200);
+    RT_OK(rill_free_async(y, o));
+    RT_OK(rill_stream_synchronize(o));
+    RT_OK(rill_stream_destroy(o));
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(rill__comm_close(c, "rill_comm_destroy"));
+}
+
 /* A receive that times out is cancelled (point-to-point operations can
  * be), and destroy then does not wait for it. */
 static void test_comm_timed_out_receive_is_cancelled(void **state) {
@@ -1247,6 +1277,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_comm_start_failure_is_sticky),
         cmocka_unit_test(test_comm_skipped_operation_breaks_communicator),
         cmocka_unit_test(test_comm_timeout_fails_stream_and_keeps_memory),
+        cmocka_unit_test(test_comm_buffers_of_operations_in_flight_are_kept),
         cmocka_unit_test(test_comm_timed_out_receive_is_cancelled),
         cmocka_unit_test(test_comm_failure_that_keeps_buffers_keeps_memory),
         cmocka_unit_test(test_comm_create_failure_releases_transport_state),
