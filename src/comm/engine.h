@@ -46,9 +46,9 @@ typedef struct rill__comm_task {
     /* the buffers the transport may write or read (bytes 0: none) */
     const void *buf[2];
     size_t bytes[2];
-    uint64_t wait_seq;    /* the WAIT's number on stream */
-    rill__waiter waiter;  /* on stream, for the command before the WAIT;
-                           * a graph node's: on proxy, for number */
+    uint64_t wait_seq;   /* the WAIT's number on stream */
+    rill__waiter waiter; /* on stream, for the command before the WAIT;
+                          * a graph node's: on proxy, for number */
     /* a graph node's operation: its completion, called by the waiter */
     rill__extern_done node_done;
     void *node_arg;
