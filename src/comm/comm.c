@@ -27,22 +27,35 @@
 
 /* ---------------------------------------------------------------- handles */
 
+/* The channel comm names, in use by the caller until it calls
+ * rill__comm_engine_leave (a destroy on another thread waits for that). */
 static rill_status resolve(rill_comm *comm, const char *fn, rill__comm_channel **out) {
     if (comm == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "%s: comm is NULL; pass a communicator from rill_comm_create_mpi", fn);
-    rill__comm_channel *ch = rill__handle_get(comm, RILL__HANDLE_COMM);
-    if (ch == NULL)
+    rill__comm_channel *ch;
+    switch (rill__comm_engine_enter(comm, &ch)) {
+    case RILL__COMM_NO_CHANNEL:
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "%s: the communicator handle is not valid (destroyed, or not a "
                           "communicator)",
                           fn);
+    case RILL__COMM_CLOSING:
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: the communicator is being destroyed by another call; use it "
+                          "before rill_comm_destroy",
+                          fn);
+    default:
+        break;
+    }
     /* relaxed: only the fork's child handler, on this thread, changes it. */
-    if (ch->forks != atomic_load_explicit(&rill__fork_count, memory_order_relaxed))
+    if (ch->forks != atomic_load_explicit(&rill__fork_count, memory_order_relaxed)) {
+        rill__comm_engine_leave(ch);
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "%s: the communicator was created by the parent of this process, "
                           "before fork(); MPI communicators do not carry over to a child",
                           fn);
+    }
     *out = ch;
     return RILL_OK;
 }
@@ -56,6 +69,7 @@ rill_status rill__comm_get(rill_comm *comm, const char *fn, int *rank, int *size
         *rank = ch->rank;
     if (size != NULL)
         *size = ch->size;
+    rill__comm_engine_leave(ch);
     return RILL_OK;
 }
 
@@ -184,13 +198,17 @@ rill_status rill__comm_open(const rill__comm_transport *t, void *ctx, const char
 }
 
 rill_status rill__comm_close(rill_comm *comm, const char *fn) {
-    rill__comm_channel *ch = NULL;
-    rill_status st = resolve(comm, fn, &ch);
-    if (st == RILL_OK)
-        st = rill__check_may_block(fn);
+    rill_status st = rill__check_may_block(fn);
     if (st != RILL_OK)
         return st;
-    if (!rill__comm_engine_begin_close(ch))
+    rill__comm_channel *ch = NULL;
+    if ((st = resolve(comm, fn, &ch)) != RILL_OK)
+        return st;
+    bool first = rill__comm_engine_begin_close(ch);
+    /* Closing: nothing enters any more, and CLOSE waits for the calls
+     * still inside. */
+    rill__comm_engine_leave(ch);
+    if (!first)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "%s: the communicator is already being destroyed", fn);
     rill__handle_close(ch->handle);
@@ -492,6 +510,7 @@ static rill_status node_issue(void *obj, rill__stream *s, void **token) {
     /* k completes the node, k + 1 frees the buffers. */
     rill__comm_task *t;
     st = task_new(ch, s, &n->a, &n->recv, &n->send, &t);
+    rill__comm_engine_leave(ch); /* t is queued: the channel outlives it */
     if (st == RILL_ERROR_INVALID_ARGUMENT)
         return rill__fail(st,
                           "%s, captured in the graph, names a communicator that is being "
@@ -571,14 +590,26 @@ static rill_status capture(rill_comm *comm, rill__stream *s, const rill__comm_ar
     return st;
 }
 
+static rill_status issue_on(rill__comm_channel *ch, rill_stream *stream, rill_comm *comm,
+                            const rill__comm_args *a);
+
 rill_status rill__comm_issue(rill_stream *stream, rill_comm *comm, const rill__comm_args *a) {
-    const char *fn = a->fn;
     rill__comm_channel *ch = NULL;
+    rill_status st = resolve(comm, a->fn, &ch);
+    if (st != RILL_OK)
+        return st;
+    st = issue_on(ch, stream, comm, a);
+    rill__comm_engine_leave(ch);
+    return st;
+}
+
+/* rill__comm_issue on ch, which the caller holds (resolve). */
+static rill_status issue_on(rill__comm_channel *ch, rill_stream *stream, rill_comm *comm,
+                            const rill__comm_args *a) {
+    const char *fn = a->fn;
     rill__stream *s;
     buffer recv, send;
-    rill_status st = resolve(comm, fn, &ch);
-    if (st == RILL_OK)
-        st = rill__stream_resolve(stream, fn, &s);
+    rill_status st = rill__stream_resolve(stream, fn, &s);
     if (st == RILL_OK)
         st = check_args(ch, s, a, &recv, &send);
     if (st != RILL_OK)

@@ -42,6 +42,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/handle.h"
 #include "mem/pool.h"
 #include "util/alloc.h"
 #include "util/assert.h"
@@ -298,7 +299,7 @@ static bool startable(const rill__comm_channel *ch, rill__comm_task *t) {
     case RILL__COMM_OPEN:
         return true;
     case RILL__COMM_CLOSE:
-        return ch->active == 0;
+        return ch->active == 0 && ch->users == 0;
     default:
         /* acquire: pairs with the release store in the stream's waiter. */
         return atomic_load_explicit(&t->ready, memory_order_acquire) != 0;
@@ -730,6 +731,27 @@ void rill__comm_engine_wait(rill__comm_task *task) {
             return;
         rill__futex_wait(&engine.finished, gen);
     }
+}
+
+rill__comm_entry rill__comm_engine_enter(const void *handle, rill__comm_channel **out) {
+    rill__spinlock_lock(&engine.lock);
+    rill__comm_channel *ch = rill__handle_get(handle, RILL__HANDLE_COMM);
+    rill__comm_entry e = ch == NULL    ? RILL__COMM_NO_CHANNEL
+                         : ch->closing ? RILL__COMM_CLOSING
+                                       : RILL__COMM_ENTERED;
+    if (e == RILL__COMM_ENTERED)
+        ch->users++;
+    rill__spinlock_unlock(&engine.lock);
+    *out = e == RILL__COMM_ENTERED ? ch : NULL;
+    return e;
+}
+
+void rill__comm_engine_leave(rill__comm_channel *ch) {
+    rill__spinlock_lock(&engine.lock);
+    bool kick = --ch->users == 0 && ch->closing;
+    rill__spinlock_unlock(&engine.lock);
+    if (kick)
+        rill__comm_engine_kick(); /* its CLOSE may start now */
 }
 
 void rill__comm_engine_set_opened(rill__comm_channel *ch) {

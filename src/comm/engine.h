@@ -90,6 +90,7 @@ struct rill__comm_channel {
     bool last_ok;
     bool opened;  /* OPEN succeeded */
     bool closing; /* CLOSE is queued: nothing more may be */
+    int users;    /* calls between rill__comm_engine_enter and _leave */
     /* communication thread only */
     int active; /* started and not finished, abandoned ones aside */
     /* the started task whose op.starting is set: nothing later starts */
@@ -125,6 +126,20 @@ void rill__comm_engine_unqueue(rill__comm_channel *ch, rill__comm_task *task);
 void rill__comm_engine_kick(void);
 /* Waits until the communication thread has finished a control task. */
 void rill__comm_engine_wait(rill__comm_task *task);
+/* What rill__comm_engine_enter found. */
+typedef enum rill__comm_entry {
+    RILL__COMM_ENTERED = 0,
+    RILL__COMM_NO_CHANNEL, /* the handle names no communicator */
+    RILL__COMM_CLOSING     /* it names one that is being destroyed */
+} rill__comm_entry;
+/* The channel that handle names, into *out, marked in use until
+ * rill__comm_engine_leave: its CLOSE does not start meanwhile, so a
+ * rill_comm_destroy on another thread cannot free it under the caller.
+ * The handle is resolved under the engine's lock, which orders it with
+ * the destroy's: a handle that resolves names a channel not yet freed. */
+rill__comm_entry rill__comm_engine_enter(const void *handle, rill__comm_channel **out);
+void rill__comm_engine_leave(rill__comm_channel *ch);
+
 /* Marks ch open (it gets a handle) or closing; begin_close returns false
  * when it already was closing. */
 void rill__comm_engine_set_opened(rill__comm_channel *ch);
