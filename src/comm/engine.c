@@ -44,6 +44,7 @@
 
 #include "core/handle.h"
 #include "mem/pool.h"
+#include "obs/trace.h"
 #include "util/alloc.h"
 #include "util/assert.h"
 #include "util/status.h"
@@ -221,6 +222,38 @@ static void unchain(rill__comm_task *t, const char *cause) {
 /* Ends a stream operation whose memory the transport no longer holds:
  * its proxy reaches k + 1 (failing k first when it failed), which resumes
  * the stream, and goes back to the free list. */
+/* A slice for t on its proxy's track ("rill:communication"), from its
+ * start to now, as number k: the stream's WAIT for k draws its arrow from
+ * it. Nothing unless a trace recorded its start. */
+static void trace_task(rill__comm_task *t) {
+    if (t->trace_t0 == 0 || !rill__tracing())
+        return;
+    static const char *const kinds[] = {
+        [RILL__COMM_ALLREDUCE] = "allreduce", [RILL__COMM_BROADCAST] = "broadcast",
+        [RILL__COMM_ALLGATHER] = "allgather", [RILL__COMM_REDUCE_SCATTER] = "reduce-scatter",
+        [RILL__COMM_SEND] = "send",           [RILL__COMM_RECV] = "receive"};
+    rill__stream *p = t->proxy;
+    rill__stream_trace_track(p);
+    rill__trace_rec r;
+    memset(&r, 0, sizeof r);
+    r.type = RILL__TRACE_STREAM_SLICE;
+    r.what = RILL__TRACE_COLLECTIVE;
+    r.device = (int8_t)p->q.dev->base.info.ordinal;
+    r.unit = -1;
+    r.stream = p->q.id;
+    r.seq = t->number;
+    r.bytes = t->bytes[0] + t->bytes[1];
+    char name[RILL__TRACE_NAME_BYTES];
+    rill__comm_kind kind = t->op.a.kind;
+    bool reduces = kind == RILL__COMM_ALLREDUCE || kind == RILL__COMM_REDUCE_SCATTER;
+    snprintf(name, sizeof name, "%s%s%s", kinds[kind], reduces ? " " : "",
+             reduces ? rill__comm_reduce_name(t->op.a.reduce) : "");
+    rill__trace_set_name(&r, name);
+    r.t0 = t->trace_t0;
+    r.t1 = rill__trace_now();
+    rill__trace_emit(&r);
+}
+
 /* The second half of finish_stream, for an operation that completed and
  * was unchained: completing the proxy resumes the stream (a wake-up,
  * which test_active defers until the next operations have started). */
@@ -234,6 +267,7 @@ static void release_stream(rill__comm_task *t) {
 
 static void finish_stream(rill__comm_task *t, enum outcome outcome, const char *cause) {
     rill__stream *p = t->proxy;
+    trace_task(t);
     unchain(t, outcome == OUT_FAILED ? cause : NULL);
     if (outcome == OUT_FAILED) {
         rill__stream_fail(p, t->number, cause);
@@ -250,6 +284,7 @@ static void abandon_stream(rill__comm_task *t, const char *cause) {
     /* Before k completes, and with it the stream's WAIT, whose point held
      * the buffers until now. */
     rill__comm_task_hold_buffers(t);
+    trace_task(t);
     unchain(t, cause);
     rill__stream_fail(p, t->number, cause);
     rill__stream_clear_failure(p, t->number + 1);
@@ -285,6 +320,7 @@ static void drop_abandoned(rill__comm_channel *ch) {
 static void activate(rill__comm_channel *ch, rill__comm_task *t) {
     if (t->op.starting)
         ch->gate = t;
+    t->trace_t0 = t->proxy != NULL && rill__tracing() ? rill__trace_now() : 0;
     t->deadline_ns = ch->timeout_ns != 0 ? rill__now_ns() + ch->timeout_ns : 0;
     t->active_next = engine.active;
     engine.active = t;
@@ -489,6 +525,7 @@ static void complete_task(rill__comm_task *t, rill__comm_test r, const char *why
         return;
     }
     if (r == RILL__COMM_DONE) {
+        trace_task(t);
         unchain(t, NULL);
         t->active_next = *done;
         *done = t;

@@ -60,6 +60,7 @@ typedef struct rill__comm_task {
     char skip_why[RILL__COMM_WHY_BYTES];
     _Atomic int ready; /* the stream has reached the operation */
     /* communication thread only */
+    uint64_t trace_t0; /* when it started, while a trace records; else 0 */
     struct rill__comm_task *active_next;
     uint64_t deadline_ns; /* 0: none */
     bool abandoned;       /* failed by the timeout; the transport still holds its memory */

@@ -252,10 +252,15 @@ static void free_chunks(chunk *c) {
 /* ---------------------------------------------------------------- writer */
 
 static const char *const what_names[RILL__TRACE_WHAT_COUNT] = {
-    [RILL__TRACE_KERNEL] = "kernel", [RILL__TRACE_HOST_FN] = "host function",
-    [RILL__TRACE_WAIT] = "wait",     [RILL__TRACE_RECORD] = "event record",
-    [RILL__TRACE_COPY] = "memcpy",   [RILL__TRACE_SET] = "memset",
-    [RILL__TRACE_CLEAR] = "clear",   [RILL__TRACE_GRAPH] = "graph launch",
+    [RILL__TRACE_KERNEL] = "kernel",
+    [RILL__TRACE_HOST_FN] = "host function",
+    [RILL__TRACE_WAIT] = "wait",
+    [RILL__TRACE_RECORD] = "event record",
+    [RILL__TRACE_COPY] = "memcpy",
+    [RILL__TRACE_SET] = "memset",
+    [RILL__TRACE_CLEAR] = "clear",
+    [RILL__TRACE_GRAPH] = "graph launch",
+    [RILL__TRACE_COLLECTIVE] = "collective",
 };
 
 static const char *what_name(unsigned w) {
@@ -446,6 +451,8 @@ static void put_slice(FILE *f, int pid, const rill__trace_rec *r) {
             put_grid_args(f, r);
         if (r->what == RILL__TRACE_WAIT)
             fprintf(f, ",\"waits_for_stream\":%" PRIu64 ",\"waits_for_seq\":%" PRIu64, r->a, r->b);
+        if (r->what == RILL__TRACE_COLLECTIVE)
+            fprintf(f, ",\"bytes\":%" PRIu64, r->bytes);
         fputs("}}", f);
         break;
     case RILL__TRACE_UNIT_SLICE:

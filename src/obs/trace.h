@@ -72,6 +72,7 @@ typedef enum rill__trace_what {
     RILL__TRACE_SET,
     RILL__TRACE_CLEAR,
     RILL__TRACE_GRAPH,
+    RILL__TRACE_COLLECTIVE, /* an operation of a communicator, on its proxy's track */
     RILL__TRACE_WHAT_COUNT
 } rill__trace_what;
 

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 #include "fixture.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 uint64_t rt_now_ns(void) {
     struct timespec ts;
@@ -92,4 +95,27 @@ rill_status rt_launch_gate_kernel(rill_stream *s, rt_gate *g) {
     st = rill_launch_kernel(s, k, &l);
     rill_kernel_destroy(k); /* lives until the launch is done */
     return st;
+}
+
+void rt_trace_path(char *buf, size_t size, const char *what) {
+    const char *dir = getenv("TMPDIR");
+    snprintf(buf, size, "%s/rill-test-trace-%d-%s.json", dir != NULL ? dir : "/tmp", (int)getpid(),
+             what);
+}
+
+void rt_check_trace(const char *path, ...) {
+    static const char python[] = "/usr/bin/python3";
+    if (access(python, X_OK) != 0)
+        skip();
+    char cmd[8192];
+    size_t n = (size_t)snprintf(cmd, sizeof cmd, "%s %s '%s'", python, RILL_TRACE_CHECK, path);
+    va_list ap;
+    va_start(ap, path);
+    for (const char *e = va_arg(ap, const char *); e != NULL; e = va_arg(ap, const char *))
+        n += (size_t)snprintf(cmd + n, sizeof cmd - n, " '%s'", e);
+    va_end(ap);
+    assert_true(n < sizeof cmd);
+    int rc = system(cmd);
+    if (rc != 0)
+        fail_msg("trace_check failed on %s (status %d): see its output above", path, rc);
 }

@@ -109,6 +109,14 @@ bool rt_gate_wait_entered(rt_gate *g);
  * function (which may wait for anything). Returns the launch's status. */
 rill_status rt_launch_gate_kernel(rill_stream *s, rt_gate *g);
 
+/* A path for a test's trace: $TMPDIR (or /tmp)/rill-test-trace-PID-what.json. */
+void rt_trace_path(char *buf, size_t size, const char *what);
+/* Runs tests/unit/trace_check.py (with Debian's python3; the test is
+ * skipped without it) on path with the expectations that follow, ending
+ * with NULL; fails the test with the checker's output when one does not
+ * hold. */
+void rt_check_trace(const char *path, ...);
+
 #define RT_RUN(tests) rt_run(__FILE__, tests, sizeof(tests) / sizeof((tests)[0]), argc, argv)
 
 #endif

@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "comm/comm.h"
 #include "util/alloc.h"
@@ -1278,6 +1279,34 @@ static void test_comm_sanitizer_sees_operation_buffers(void **state) {
     RT_OK(rill__comm_close(c, "rill_comm_destroy"));
 }
 
+/* A trace shows each operation as a slice on the communication track,
+ * from its start to its completion, with an arrow to the wait of the
+ * stream that issued it. */
+static void test_comm_operations_are_traced(void **state) {
+    (void)state;
+    fake f = {0};
+    rill_comm *c = open_fake(&f, 2);
+    rill_stream *s = new_stream();
+    RT_OK(rill_stream_set_name(s, "compute"));
+    float *x = new_floats(s, 256);
+    RT_OK(rill_stream_synchronize(s));
+    char path[256];
+    rt_trace_path(path, sizeof path, "comm");
+    RT_OK(rill_trace_start(path));
+    RT_OK(allreduce(s, c, x, x, 256));
+    RT_OK(point(s, c, RILL__COMM_BROADCAST, x, 64, 1));
+    RT_OK(rill_stream_synchronize(s));
+    RT_OK(rill_trace_stop());
+    rt_check_trace(path, "track=stream rill:communication",
+                   "slice=stream rill:communication|allreduce sum|bytes=1024",
+                   "slice=stream rill:communication|broadcast|bytes=64",
+                   "flow=stream rill:communication|stream compute", NULL);
+    unlink(path);
+    RT_OK(rill_free_async(x, s));
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(rill__comm_close(c, "rill_comm_destroy"));
+}
+
 /* Out of memory at every allocation in turn while issuing: the call fails
  * with RILL_ERROR_OUT_OF_MEMORY and a sentence, nothing reaches the
  * transport and the stream goes on; or it succeeds and runs. */
@@ -1355,6 +1384,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_comm_launch_and_eager_operations_start_in_call_order),
         cmocka_unit_test(test_comm_launch_after_destroy_is_refused),
         cmocka_unit_test(test_comm_sanitizer_sees_operation_buffers),
+        cmocka_unit_test(test_comm_operations_are_traced),
         cmocka_unit_test(test_comm_bad_arguments_are_refused_before_anything_is_issued),
         cmocka_unit_test(test_comm_out_of_memory_while_issuing_changes_nothing),
         cmocka_unit_test(test_comm_rank_and_size_come_from_transport),

@@ -18,37 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#ifndef RILL_TRACE_CHECK
-#error "RILL_TRACE_CHECK must name tests/unit/trace_check.py"
-#endif
-
-static const char python[] = "/usr/bin/python3";
-
 /* CHILD_MAY_START_THREADS and FORK_RACING_THREADS_SUPPORTED: fixture.h. */
-
-static void trace_path(char *buf, size_t size, const char *what) {
-    const char *dir = getenv("TMPDIR");
-    snprintf(buf, size, "%s/rill-test-trace-%d-%s.json", dir != NULL ? dir : "/tmp", (int)getpid(),
-             what);
-}
-
-/* Runs trace_check.py on path with the expectations (NULL-terminated);
- * fails the test with its output when one does not hold. */
-static void check_trace(const char *path, ...) {
-    if (access(python, X_OK) != 0)
-        skip();
-    char cmd[8192];
-    size_t n = (size_t)snprintf(cmd, sizeof cmd, "%s %s '%s'", python, RILL_TRACE_CHECK, path);
-    va_list ap;
-    va_start(ap, path);
-    for (const char *e = va_arg(ap, const char *); e != NULL; e = va_arg(ap, const char *))
-        n += (size_t)snprintf(cmd + n, sizeof cmd - n, " '%s'", e);
-    va_end(ap);
-    assert_true(n < sizeof cmd);
-    int rc = system(cmd);
-    if (rc != 0)
-        fail_msg("trace_check failed on %s (status %d): see its output above", path, rc);
-}
 
 /* ---- kernels ---- */
 
@@ -88,7 +58,7 @@ static void launch(rill_stream *s, rill_kernel *k, unsigned blocks, unsigned us,
 static void test_trace_has_tracks_slices_arrows_counters(void **state) {
     (void)state;
     char path[512];
-    trace_path(path, sizeof path, "full");
+    rt_trace_path(path, sizeof path, "full");
     uint64_t t_lo = rt_now_ns();
     RT_OK(rill_trace_start(path));
     rill_stream *p, *c, *t;
@@ -129,15 +99,15 @@ static void test_trace_has_tracks_slices_arrows_counters(void **state) {
      * recorder counted in */
     char within[96];
     snprintf(within, sizeof within, "within=%.3f|%.3f", (double)t_lo / 1e3, (double)t_hi / 1e3);
-    check_trace(path, within, "track=stream producer", "track=stream consumer",
-                "track=stream tagged-io", "track=compute unit 0 (device 0)",
-                "slice=stream producer|scale|grid=[4,1,1]|bytes=4096",
-                "slice=stream consumer|shift|grid=[1,1,1]|bytes=4096", "slice=stream consumer|wait",
-                "slice=stream tagged-io|shift", "flow=stream producer|stream consumer",
-                "counter=memory (device 0)|allocated", "counter=memory (device 0)|reserved",
-                "host=rill_stream_synchronize", "host=rill_memcpy", "host=rill_device_synchronize",
-                "instant=stream producer|capture begin", "instant=stream producer|capture end",
-                "slice=stream producer|graph launch", "nested=scale", NULL);
+    rt_check_trace(
+        path, within, "track=stream producer", "track=stream consumer", "track=stream tagged-io",
+        "track=compute unit 0 (device 0)", "slice=stream producer|scale|grid=[4,1,1]|bytes=4096",
+        "slice=stream consumer|shift|grid=[1,1,1]|bytes=4096", "slice=stream consumer|wait",
+        "slice=stream tagged-io|shift", "flow=stream producer|stream consumer",
+        "counter=memory (device 0)|allocated", "counter=memory (device 0)|reserved",
+        "host=rill_stream_synchronize", "host=rill_memcpy", "host=rill_device_synchronize",
+        "instant=stream producer|capture begin", "instant=stream producer|capture end",
+        "slice=stream producer|graph launch", "nested=scale", NULL);
     remove(path);
     RT_OK(rill_graph_exec_destroy(x));
     RT_OK(rill_graph_destroy(g));
@@ -155,7 +125,7 @@ static void test_trace_has_tracks_slices_arrows_counters(void **state) {
 static void test_trace_ipc_event_arrow(void **state) {
     (void)state;
     char path[512];
-    trace_path(path, sizeof path, "ipc");
+    rt_trace_path(path, sizeof path, "ipc");
     RT_OK(rill_trace_start(path));
     rill_stream *p, *c;
     RT_OK(rill_stream_create(NULL, 0, &p));
@@ -174,7 +144,7 @@ static void test_trace_ipc_event_arrow(void **state) {
     launch(c, k, 1, 10, NULL, 0);
     RT_OK(rill_stream_synchronize(c));
     RT_OK(rill_trace_stop());
-    check_trace(path, "ipcflow=stream ipc-producer|stream ipc-consumer", NULL);
+    rt_check_trace(path, "ipcflow=stream ipc-producer|stream ipc-consumer", NULL);
     remove(path);
     RT_OK(rill_event_destroy(opened));
     RT_OK(rill_event_destroy(e));
@@ -188,7 +158,7 @@ static void test_trace_ipc_event_arrow(void **state) {
 static void test_trace_renamed_stream_and_later_start(void **state) {
     (void)state;
     char path[512];
-    trace_path(path, sizeof path, "rename");
+    rt_trace_path(path, sizeof path, "rename");
     rill_stream *s;
     RT_OK(rill_stream_create(NULL, 0, &s));
     RT_OK(rill_stream_set_name(s, "before"));
@@ -202,7 +172,7 @@ static void test_trace_renamed_stream_and_later_start(void **state) {
     launch(s, late, 1, 10, NULL, 0);
     RT_OK(rill_stream_synchronize(s));
     RT_OK(rill_trace_stop());
-    check_trace(path, "track=stream after", "count=stream after|late|2", NULL);
+    rt_check_trace(path, "track=stream after", "count=stream after|late|2", NULL);
     FILE *f = fopen(path, "r");
     assert_non_null(f);
     char line[4096];
@@ -226,13 +196,13 @@ static void test_trace_bad_input(void **state) {
     assert_non_null(strstr(rill_last_error(), "No such file or directory"));
     RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_trace_start("/"));
     char path[512];
-    trace_path(path, sizeof path, "twice");
+    rt_trace_path(path, sizeof path, "twice");
     RT_OK(rill_trace_start(path));
     RT_STATUS(RILL_ERROR_NOT_PERMITTED, rill_trace_start(path));
     assert_non_null(strstr(rill_last_error(), "rill_trace_stop"));
     RT_OK(rill_trace_stop());
-    RT_OK(rill_trace_stop()); /* none records: nothing to do */
-    check_trace(path, NULL);  /* an empty trace is still a trace */
+    RT_OK(rill_trace_stop());   /* none records: nothing to do */
+    rt_check_trace(path, NULL); /* an empty trace is still a trace */
     remove(path);
 }
 
@@ -261,7 +231,7 @@ static void *launcher(void *arg) {
 static void test_trace_threads(void **state) {
     (void)state;
     char path[512];
-    trace_path(path, sizeof path, "threads");
+    rt_trace_path(path, sizeof path, "threads");
     rill_kernel *k = make_kernel("tiny");
     pthread_t th[THREADS];
     /* whole: every launch of every thread lands in the trace */
@@ -285,7 +255,7 @@ static void test_trace_threads(void **state) {
     fclose(f);
     assert_int_equal(tiny_on_streams, THREADS * PER_THREAD);
     snprintf(count, sizeof count, "track=compute unit 0 (device 0)");
-    check_trace(path, count, "host=rill_stream_synchronize", NULL);
+    rt_check_trace(path, count, "host=rill_stream_synchronize", NULL);
     /* traces starting and stopping while the threads launch */
     atomic_store(&go, 0);
     for (int i = 0; i < THREADS; i++)
@@ -295,7 +265,7 @@ static void test_trace_threads(void **state) {
         RT_OK(rill_trace_start(path));
         rt_sleep_us(2000);
         RT_OK(rill_trace_stop());
-        check_trace(path, NULL);
+        rt_check_trace(path, NULL);
     }
     for (int i = 0; i < THREADS; i++)
         pthread_join(th[i], NULL);
@@ -308,8 +278,8 @@ static void test_trace_threads(void **state) {
 static void test_trace_env_and_exit(void **state) {
     (void)state;
     char path[512], exit_path[512];
-    trace_path(path, sizeof path, "env");
-    trace_path(exit_path, sizeof exit_path, "exit");
+    rt_trace_path(path, sizeof path, "env");
+    rt_trace_path(exit_path, sizeof exit_path, "exit");
     RT_OK(rill_shutdown());
     setenv("RILL_TRACE", path, 1);
     rill_kernel *k = make_kernel("from_env");
@@ -321,7 +291,7 @@ static void test_trace_env_and_exit(void **state) {
     RT_OK(rill_kernel_destroy(k));
     RT_OK(rill_shutdown());
     unsetenv("RILL_TRACE");
-    check_trace(path, "slice=stream env|from_env|grid=[2,1,1]", NULL);
+    rt_check_trace(path, "slice=stream env|from_env|grid=[2,1,1]", NULL);
     remove(path);
 
     pid_t child = fork();
@@ -339,7 +309,7 @@ static void test_trace_env_and_exit(void **state) {
     int status;
     assert_int_equal(waitpid(child, &status, 0), child);
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    check_trace(exit_path, "slice=stream default|at_exit|grid=[1,1,1]", NULL);
+    rt_check_trace(exit_path, "slice=stream default|at_exit|grid=[1,1,1]", NULL);
     remove(exit_path);
 
     /* RILL_TRACE naming a path that cannot be written, in a fresh process
@@ -375,8 +345,8 @@ static void test_trace_fork_child_traces_on_its_own(void **state) {
     if (!FORK_RACING_THREADS_SUPPORTED)
         skip();
     char path[512], child_path[512];
-    trace_path(path, sizeof path, "fork-parent");
-    trace_path(child_path, sizeof child_path, "fork-child");
+    rt_trace_path(path, sizeof path, "fork-parent");
+    rt_trace_path(child_path, sizeof child_path, "fork-child");
     rill_kernel *k = make_kernel("in_parent");
     rill_stream *s;
     RT_OK(rill_stream_create(NULL, 0, &s));
@@ -404,11 +374,11 @@ static void test_trace_fork_child_traces_on_its_own(void **state) {
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     RT_OK(rill_stream_synchronize(s));
     RT_OK(rill_trace_stop());
-    check_trace(path, "count=stream parent|in_parent|200", NULL);
+    rt_check_trace(path, "count=stream parent|in_parent|200", NULL);
     if (CHILD_MAY_START_THREADS)
-        check_trace(child_path, "slice=stream default|in_child|grid=[1,1,1]", NULL);
+        rt_check_trace(child_path, "slice=stream default|in_child|grid=[1,1,1]", NULL);
     else
-        check_trace(child_path, NULL);
+        rt_check_trace(child_path, NULL);
     FILE *f = fopen(child_path, "r");
     assert_non_null(f);
     char line[4096];
