@@ -211,8 +211,11 @@ static void extern_done(void *arg, const char *failure) {
      * that lets a sleeping worker find it. */
     uint32_t slot = atomic_fetch_add_explicit(&r->tail, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&d->graph_work, 1, memory_order_relaxed);
-    /* release: pairs with the acquire load in claim. */
+    /* The workers may have gone to sleep while the work was under way:
+     * the next publication of the run wakes them again, as the launch's
+     * first one did. */
     atomic_store_explicit(&r->woken, 0, memory_order_relaxed);
+    /* release: pairs with the acquire load in claim. */
     atomic_store_explicit(&r->ready[slot], (i | EXT_DONE) + 1, memory_order_release);
     rill__cpu_wake_workers(d, 1);
 }
