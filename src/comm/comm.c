@@ -23,6 +23,7 @@
 #include "mem/memory.h"
 #include "mem/pool.h"
 #include "util/alloc.h"
+#include "util/assert.h"
 #include "util/status.h"
 
 /* ---------------------------------------------------------------- handles */
@@ -543,7 +544,7 @@ static void node_start(void *token, bool skip, rill__extern_done done, void *arg
     t->waiter.fn = node_reached;
     /* Not ready yet: the proxy cannot have reached k. */
     bool added = rill__stream_add_waiter(t->proxy, &t->waiter);
-    (void)added;
+    RILL_ASSERT(added);
     node_ready(t, skip ? "an earlier node of its graph launch failed" : NULL);
 }
 
@@ -587,19 +588,6 @@ static rill_status capture(rill_comm *comm, rill__stream *s, const rill__comm_ar
     rill__extern_call call = {.ops = &node_ops, .obj = n};
     rill_status st = rill__capture_extern(s, &call, n->acc, n->num_acc, a->fn);
     node_unref(n); /* the graph holds its own */
-    return st;
-}
-
-static rill_status issue_on(rill__comm_channel *ch, rill_stream *stream, rill_comm *comm,
-                            const rill__comm_args *a);
-
-rill_status rill__comm_issue(rill_stream *stream, rill_comm *comm, const rill__comm_args *a) {
-    rill__comm_channel *ch = NULL;
-    rill_status st = resolve(comm, a->fn, &ch);
-    if (st != RILL_OK)
-        return st;
-    st = issue_on(ch, stream, comm, a);
-    rill__comm_engine_leave(ch);
     return st;
 }
 
@@ -665,4 +653,14 @@ static rill_status issue_on(rill__comm_channel *ch, rill_stream *stream, rill_co
     if (seq == 1 || !rill__stream_add_waiter(s, &t->waiter))
         stream_reached(&t->waiter);
     return RILL_OK;
+}
+
+rill_status rill__comm_issue(rill_stream *stream, rill_comm *comm, const rill__comm_args *a) {
+    rill__comm_channel *ch = NULL;
+    rill_status st = resolve(comm, a->fn, &ch);
+    if (st != RILL_OK)
+        return st;
+    st = issue_on(ch, stream, comm, a);
+    rill__comm_engine_leave(ch);
+    return st;
 }

@@ -207,11 +207,11 @@ static void build_topology(rill__graph_exec *x, rill__graph *graph, rill__xnode 
             x->roots[x->num_roots++] = i;
         if (gn->p.kind == RILL__GNODE_RECORD || gn->p.kind == RILL__GNODE_WAIT)
             x->event_nodes[x->num_event_nodes++] = i;
-        if (gn->p.kind == RILL__GNODE_HOST)
-            x->has_host = 1;
+        /* A host function, or a collective (other processes), may wait
+         * for anything. */
+        if (gn->p.kind == RILL__GNODE_HOST || gn->p.kind == RILL__GNODE_EXTERN)
+            x->opaque = 1;
         if (gn->p.kind == RILL__GNODE_EXTERN) {
-            /* A collective waits for other processes: anything. */
-            x->has_host = 1;
             nodes[i].ext_slot = x->num_ext;
             x->ext_nodes[x->num_ext++] = i;
         }
@@ -642,8 +642,8 @@ rill_status rill_graph_launch(rill_graph_exec *exec_h, rill_stream *stream_h) {
         rill__mutex_unlock(&exec->lock);
         return st;
     }
-    /* A host node may wait for anything, as a host function does. */
-    rill__cmd cmd = {.kind = RILL__CMD_GRAPH, .flags = exec->has_host ? RILL__CMD_OPAQUE : 0};
+    /* A host or extern node may wait for anything, as a host function does. */
+    rill__cmd cmd = {.kind = RILL__CMD_GRAPH, .flags = exec->opaque ? RILL__CMD_OPAQUE : 0};
     cmd.u.graph.launch = &v->launch;
     cmd.u.graph.release = release_launch;
     st = issue_ext(exec, v, stream, fn, &cmd.u.graph.ext);

@@ -94,7 +94,7 @@ struct rill__graph_exec {
     uint32_t num_event_nodes;
     uint32_t *ext_nodes; /* the extern nodes, in event_nodes' array after them */
     uint32_t num_ext;
-    int has_host;      /* a host node: launches are RILL__CMD_OPAQUE */
+    int opaque;        /* a host or extern node: launches are RILL__CMD_OPAQUE */
     rill__gpool *pool; /* ref, or NULL */
     /* per node: the generation of event record nodes, written by each
      * launch as it is submitted (launches run one after another) */
