@@ -371,11 +371,10 @@ static void start_task(rill__comm_channel *ch, rill__comm_task *t) {
         start_close(ch, t);
         return;
     }
-    /* Sentences only on the way to a failure: formatting one costs more
-     * than a small collective's start. */
-    if (kind != RILL__COMM_OPEN && (t->skipped || ch->broken))
+    /* Sentences (describe) only on the way to a failure: formatting one
+     * costs more than a small collective's start. */
+    if (kind != RILL__COMM_OPEN && (t->skipped || ch->broken)) {
         describe(ch, &t->op.a, what, sizeof what);
-    if (kind != RILL__COMM_OPEN) {
         if (t->skipped) {
             /* The other ranks will wait for it: nothing after it matches. */
             snprintf(cause, sizeof cause, "%s was skipped because its stream had failed (%s)", what,
