@@ -58,7 +58,7 @@ enum phase {
 typedef struct mpi_state {
     MPI_Request req;
     enum phase phase;
-    size_t offset; /* an allreduce in pieces: the first float of the piece under way */
+    size_t offset; /* in pieces (start_piece): the first element of the piece under way */
 } mpi_state;
 
 _Static_assert(sizeof(mpi_state) <= sizeof(((rill__comm_op *)0)->state),
