@@ -5,7 +5,10 @@ _rill_cffi beside the library (build/<preset>/python/, or this package
 when installed), else in ABI mode, which needs no compiler at all, only
 Debian's python3-cffi. API-mode calls are direct C calls, about a fifth of
 the cost of an ABI-mode call. `mode` says which ("api" or "abi");
-RILL_PYTHON_ABI=1 forces ABI mode.
+RILL_PYTHON_ABI=1 forces ABI mode. In API mode `fast` is the module
+_rill_fast (rill_fast.c: rill.Tensor's fields and element-wise fast path
+in C) when the build compiled it too, else None, and rill.Tensor is then
+Python code throughout.
 
 The library is looked for, in order: the path in $RILL_LIBRARY; the library
 that `cmake --install` put beside this package (_install.py says where); a
@@ -62,20 +65,21 @@ def _candidates():
     return out
 
 
-def _compiled_module(path, where):
-    """The _rill_cffi module built with the library at path, or None: the
-    one in build/<preset>/python/ beside a build's librill.so, or the one
-    installed in this package beside the installed library."""
+def _compiled_module(path, where, module="_rill_cffi"):
+    """The compiled module (_rill_cffi or _rill_fast) built with the library
+    at path, or None: the one in build/<preset>/python/ beside a build's
+    librill.so, or the one installed in this package beside the installed
+    library."""
     if os.environ.get("RILL_PYTHON_ABI"):
         return None
-    name = "_rill_cffi" + importlib.machinery.EXTENSION_SUFFIXES[0]
+    name = module + importlib.machinery.EXTENSION_SUFFIXES[0]
     if where == "the installed package":
         found = os.path.join(_HERE, name)
     else:
         found = os.path.join(os.path.dirname(os.path.realpath(path)), "python", name)
     if not os.path.exists(found):
         return None
-    spec = importlib.util.spec_from_file_location("rill._rill_cffi", found)
+    spec = importlib.util.spec_from_file_location("rill." + module, found)
     try:
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
@@ -95,8 +99,9 @@ def _load():
             handle = _abi.dlopen(path, _abi.RTLD_NOW | _abi.RTLD_NODELETE | _abi.RTLD_GLOBAL)
             compiled = _compiled_module(path, where)
             if compiled is not None:
-                return compiled.ffi, compiled.lib, compiled.lib, path, "api"
-            return _abi, handle, _abi.dlopen(None), path, "abi"
+                fast = _compiled_module(path, where, "_rill_fast")
+                return compiled.ffi, compiled.lib, compiled.lib, path, "api", fast
+            return _abi, handle, _abi.dlopen(None), path, "abi", None
         except OSError as exc:
             tried.append(f"{path} ({where}): {exc}")
             if where == "$RILL_LIBRARY":
@@ -108,4 +113,4 @@ def _load():
         "cmake --install build/release")
 
 
-ffi, lib, libc, library_path, mode = _load()
+ffi, lib, libc, library_path, mode, fast = _load()

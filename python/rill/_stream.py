@@ -8,7 +8,7 @@ import weakref
 
 from . import _device, _host
 from ._errors import check, error
-from ._ffi import ffi, lib
+from ._ffi import fast, ffi, lib
 from ._runtime import closed_error, life, on_shutdown, stale_error
 
 _owned = weakref.WeakValueDictionary()  # rill_stream * -> Stream made by Python
@@ -18,6 +18,9 @@ _tls = threading.local()  # .held: {rill_device *: Stream}, what keeps current s
 # the tensors made next on the device's streams (each Stream holds its
 # device's; a deque, since a list that empties and refills reallocates).
 _event_pools = {}
+# A pool: a stack of events (deque's pop and append), in C when the
+# element-wise fast path is (_rill_fast), which takes and returns events in C.
+_new_pool = fast.EventPool if fast is not None else collections.deque
 
 
 def _device_of(handle):
@@ -77,7 +80,8 @@ class Stream:
     error sentences. close() destroys the stream (its submitted work still
     runs); streams made here are also destroyed when garbage-collected."""
 
-    __slots__ = ("_h", "_dev", "_gen", "_owned", "_closed", "_name", "_events", "__weakref__")
+    __slots__ = ("_h", "_addr", "_dev", "_gen", "_owned", "_closed", "_name", "_events",
+                 "__weakref__")
 
     def __init__(self, priority=0, device=None, *, name=None):
         if not _is_int(priority):
@@ -88,8 +92,9 @@ class Stream:
         out = ffi.new("rill_stream **")
         check(lib.rill_stream_create(dev, _clamp_int(priority), out))
         self._h = out[0]
+        self._addr = int(ffi.cast("uintptr_t", self._h))  # for _rill_fast
         self._dev = _device_of(self._h)
-        self._events = _event_pools.setdefault(self._dev, collections.deque())
+        self._events = _event_pools.setdefault(self._dev, _new_pool())
         self._gen = life.generation
         self._owned = True
         self._closed = False
@@ -108,8 +113,9 @@ class Stream:
         if s is None:
             s = object.__new__(cls)
             s._h = handle
+            s._addr = int(ffi.cast("uintptr_t", handle))
             s._dev = _device_of(handle)
-            s._events = _event_pools.setdefault(s._dev, collections.deque())
+            s._events = _event_pools.setdefault(s._dev, _new_pool())
             s._gen = life.generation
             s._owned = False
             s._closed = False

@@ -27,8 +27,8 @@ import numpy as np
 
 from . import _graph, _stream
 from ._errors import check
-from ._ffi import ffi, lib
-from ._runtime import life, stale_error
+from ._ffi import fast, ffi, lib
+from ._runtime import life, on_shutdown, stale_error
 
 
 class dtype:
@@ -86,7 +86,19 @@ def _numel(shape):
     return n
 
 
-class Tensor:
+class _Fields:
+    """rill.Tensor's fields, in Python: the package's form where the build
+    did not compile _rill_fast, whose TensorBase holds them in C (with the
+    element-wise fast path and the release of the memory)."""
+
+    __slots__ = ("_ptr", "_shape", "_numel", "_dtype", "_stream", "_event", "_gen", "_graph",
+                 "__weakref__")
+
+    def __del__(self):
+        _release(self)
+
+
+class Tensor(fast.TensorBase if fast is not None else _Fields):
     """A tensor in device memory.
 
     Tensor(data, dtype=None): a copy of data (a numpy array, a sequence or a
@@ -96,8 +108,7 @@ class Tensor:
     on the current stream.
     """
 
-    __slots__ = ("_ptr", "_shape", "_numel", "_dtype", "_stream", "_event", "_gen", "_graph",
-                 "__weakref__")
+    __slots__ = ()
 
     def __init__(self, data, dtype=None):
         self._ptr = None
@@ -148,7 +159,7 @@ class Tensor:
 
     @classmethod
     def _empty(cls, shape, dt, stream, where):
-        t = object.__new__(cls)
+        t = cls.__new__(cls)
         t._alloc(shape, dt, stream, where)
         return t
 
@@ -168,26 +179,6 @@ class Tensor:
             pool = stream._events
             ev = self._event = pool.pop() if pool else _new_event()
         check(lib.rill_event_record(ev, stream._h))
-
-    def __del__(self, _life=life, _free_async=lib.rill_free_async, _free=lib.rill_free):
-        try:
-            ptr = self._ptr
-        except AttributeError:  # __init__ failed before it allocated
-            return
-        if ptr is None or self._gen != _life.generation:
-            return
-        self._ptr = None
-        g = self._graph
-        if g is not None and _graph._tls.__dict__.get("graph") is not g:
-            return  # the graph's memory, released with the graph
-        s = self._stream
-        if s._closed:
-            _free(ptr)  # at the end of its (destroyed) stream's work
-        else:
-            _free_async(ptr, s._h)
-        ev = self._event
-        if ev is not None:
-            s._events.append(ev)
 
     # ---- what it is
 
@@ -293,17 +284,8 @@ class Tensor:
 
     # ---- arithmetic on the current stream
 
-    # __add__, __sub__ and __mul__: _elementwise's methods, set after the
-    # class (their general path is add, sub and mul below).
-
-    def __radd__(self, other):
-        return add(self, other) if _operand(other) else NotImplemented
-
-    def __rsub__(self, other):
-        return sub(other, self) if _operand(other) else NotImplemented
-
-    def __rmul__(self, other):
-        return mul(self, other) if _operand(other) else NotImplemented
+    # + - * and their reflections: set after the class, on TensorBase's C
+    # slots or on _Fields (their general path is add, sub and mul below).
 
     def __matmul__(self, other):
         return matmul(self, other) if isinstance(other, Tensor) else NotImplemented
@@ -327,6 +309,30 @@ class Tensor:
     def float(self):
         """to(rill.float32)."""
         return to_dtype(self, float32, "rill.Tensor.float")
+
+
+def _release(self, _life=life, _free_async=lib.rill_free_async, _free=lib.rill_free):
+    """Frees a garbage-collected tensor's memory in stream order and gives
+    its event back to the pool (TensorBase does this in C, except for the
+    tensors of a graph, which it leaves to this function)."""
+    try:
+        ptr = self._ptr
+    except AttributeError:  # __init__ failed before it allocated
+        return
+    if ptr is None or self._gen != _life.generation:
+        return
+    self._ptr = None
+    g = self._graph
+    if g is not None and _graph._tls.__dict__.get("graph") is not g:
+        return  # the graph's memory, released with the graph
+    s = self._stream
+    if s._closed:
+        _free(ptr)  # at the end of its (destroyed) stream's work
+    else:
+        _free_async(ptr, s._h)
+    ev = self._event
+    if ev is not None:
+        s._events.append(ev)
 
 
 # ---- the fast path of the element-wise ops
@@ -677,9 +683,42 @@ def mul(a, b):
     return _mul32(a, b)
 
 
-Tensor.__add__ = _elementwise(lib.rill_op_add_f32_new, 1.0, add)
-Tensor.__sub__ = _elementwise(lib.rill_op_add_f32_new, -1.0, sub)
-Tensor.__mul__ = _elementwise(lib.rill_op_mul_f32_new, None, mul)
+def _general(general):
+    """The operator method a (op) b off the fast path: general(a, b)."""
+    def method(self, other):
+        return general(self, other) if _operand(other) else NotImplemented
+    return method
+
+
+def _radd(self, other):
+    return add(self, other) if _operand(other) else NotImplemented
+
+
+def _rsub(self, other):
+    return sub(other, self) if _operand(other) else NotImplemented
+
+
+def _rmul(self, other):
+    return mul(self, other) if _operand(other) else NotImplemented
+
+
+if fast is None:
+    _Fields.__add__ = _elementwise(lib.rill_op_add_f32_new, 1.0, add)
+    _Fields.__sub__ = _elementwise(lib.rill_op_add_f32_new, -1.0, sub)
+    _Fields.__mul__ = _elementwise(lib.rill_op_mul_f32_new, None, mul)
+    _Fields.__radd__, _Fields.__rsub__, _Fields.__rmul__ = _radd, _rsub, _rmul
+else:
+    # TensorBase's number slots run the fast path in C and call these
+    # otherwise; the Tensor classes define none of these methods, so that
+    # Python calls the slots directly.
+    fast.configure(float32=float32, cast_ptr=lambda a: ffi.cast("void *", a),
+                   cast_event=lambda a: ffi.cast("rill_event *", a),
+                   address_of=lambda p: int(ffi.cast("uintptr_t", p)), check=check,
+                   current=_stream.current, active=_graph.active, add=_general(add), radd=_radd,
+                   sub=_general(sub), rsub=_rsub, mul=_general(mul), rmul=_rmul,
+                   finalize_other=_release)
+    fast.set_generation(life.generation)
+    on_shutdown(lambda: fast.set_generation(life.generation))
 
 
 def matmul(a, b):

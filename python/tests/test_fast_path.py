@@ -3,6 +3,7 @@
 current stream, and leaves every other case (and every error) to it."""
 
 import threading
+import weakref
 
 import numpy as np
 import pytest
@@ -120,3 +121,116 @@ def test_fast_path_subtracts_a_number_as_the_general_path_does():
     for fast, general in ((z - 0, _tensor.sub(z, 0)), (z - 0.0, _tensor.sub(z, 0.0))):
         assert np.array_equal(np.signbit(fast.numpy()), np.signbit(general.numpy()))
         assert np.array_equal(fast.numpy(), general.numpy())
+
+
+# ---- the fast path in C (_rill_fast), where the build compiled it
+
+needs_c = pytest.mark.skipif(rill._ffi.fast is None, reason="no _rill_fast: pure Python tensors")
+
+
+@needs_c
+def test_the_c_slots_are_what_python_calls():
+    # A Tensor class that defined an operator in Python would replace the C
+    # slot with a lookup of that method on every op.
+    import rill.compat.mindspore as ms
+    import rill.compat.torch as torch
+    for cls in (rill.Tensor, ms.Tensor, torch.Tensor):
+        assert issubclass(cls, rill._ffi.fast.TensorBase)
+        for name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__",
+                     "__del__"):
+            assert all(name not in k.__dict__ for k in cls.__mro__[:-2]), (cls, name)
+
+
+@needs_c
+def test_c_fields_read_and_write_as_the_package_s_objects():
+    a = rill.ones(3)
+    c = a + a
+    ffi, lib = rill._ffi.ffi, rill._ffi.lib
+    assert ffi.typeof(c._ptr) is ffi.typeof("void *") and c._ptr != ffi.NULL
+    assert ffi.typeof(c._event) is ffi.typeof("rill_event *")
+    out = np.zeros(3, F32)
+    assert lib.rill_event_synchronize(c._event) == 0
+    assert lib.rill_memcpy(ffi.from_buffer(out), c._ptr, out.nbytes) == 0
+    assert out.tolist() == [2, 2, 2]
+    assert c._gen == a._gen and c._graph is None and c._stream is a._stream
+    ref = weakref.ref(c)
+    del c
+    assert ref() is None
+    with pytest.raises(AttributeError):
+        rill.Tensor.__new__(rill.Tensor)._shape  # a field never set
+
+
+@needs_c
+def test_tensors_freed_by_the_c_finalizer_give_their_memory_back():
+    a = rill.ones(1 << 10)
+    rill.synchronize()
+    before = rill.memory_allocated()
+    for _ in range(1000):
+        c = a + a  # noqa: F841: each replaces (and frees) the previous one
+    del c
+    rill.synchronize()
+    assert rill.memory_allocated() == before
+
+
+@needs_c
+def test_a_tensor_of_a_closed_stream_is_freed_at_the_end_of_its_work():
+    gate = threading.Event()
+    s = rill.Stream()
+    a = rill.ones(1 << 10)
+    rill.synchronize()
+    before = rill.memory_allocated()
+    with rill.stream(s):
+        s.launch_host_func(gate.wait, 10)
+        c = a + a
+    s.close()
+    del c  # rill_free: its stream's work still runs
+    gate.set()
+    rill.synchronize()
+    assert rill.memory_allocated() == before
+
+
+@needs_c
+def test_tensors_in_reference_cycles_are_collected():
+    import gc
+    a = rill.ones(4)
+    rill.synchronize()
+    before = rill.memory_allocated()
+    refs = []
+    for _ in range(10):
+        c = a + a
+        holder = [c]
+        c._shape = (4, holder)  # a cycle through one of the tensor's fields
+        refs.append(weakref.ref(c))
+        del c, holder
+    gc.collect()
+    assert all(r() is None for r in refs)
+    rill.synchronize()
+    assert rill.memory_allocated() == before
+
+
+@needs_c
+def test_threads_on_their_own_streams_race_on_the_fast_path():
+    # Each op runs without the GIL; the stream the last op found must not
+    # leak into another thread's op.
+    a = rill.Tensor(np.arange(64, dtype=F32))
+    rill.synchronize()
+    errors = []
+
+    def work(k):
+        try:
+            s = rill.Stream()
+            with rill.stream(s):
+                for i in range(300):
+                    c = a + float(k)
+                    d = c * a - a
+                    assert c.stream is s and d.stream is s
+            assert np.array_equal(d.numpy(), (np.arange(64) + k) * np.arange(64) - np.arange(64))
+        except BaseException as exc:  # reported by the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
