@@ -20,9 +20,10 @@
  * no cdata at all.
  *
  * Every call into librill that may block (an allocation that waits for
- * memory, a free) runs with the GIL released, as cffi's calls do: a host
- * function in Python that the wait depends on needs it. The module links
- * no library: the package loads librill with RTLD_GLOBAL first. */
+ * memory) runs with the GIL released, as cffi's calls do: a host function
+ * in Python that the wait depends on needs it. Frees and event creation
+ * never wait, and keep the GIL. The module links no library: the package
+ * loads librill with RTLD_GLOBAL first. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -57,7 +58,7 @@ static PyObject *str_closed, *str_events, *str_addr;
 /* -------------------------------------------------------------- EventPool */
 
 typedef struct {
-    PyObject_HEAD
+    PyObject ob_base;
     rill_event **items;
     Py_ssize_t count, capacity;
 } EventPool;
@@ -173,7 +174,7 @@ static PyTypeObject EventPool_Type = {
 /* ------------------------------------------------------------- TensorBase */
 
 typedef struct {
-    PyObject_HEAD
+    PyObject ob_base;
     void *addr;          /* the device memory; NULL before it is allocated and once freed */
     rill_event *event;   /* recorded after the last op that wrote the tensor, or NULL */
     rill_stream *handle; /* the handle of stream, when the fast path made the tensor */
@@ -242,12 +243,10 @@ static int tensor_release(Tensor *t) {
     void *addr = t->addr;
     t->addr = NULL;
     Py_CLEAR(t->ptr);
-    Py_BEGIN_ALLOW_THREADS
-    if (is_closed)
+    if (is_closed) /* neither call waits: both free at the end of work submitted */
         rill_free(addr);
     else
         rill_free_async(addr, h);
-    Py_END_ALLOW_THREADS
     if (t->event != NULL) {
         rill_event *ev = t->event;
         t->event = NULL;
@@ -358,8 +357,7 @@ static PyObject *get_stream(Tensor *t, void *closure) {
 
 static PyGetSetDef tensor_getset[] = {
     {"_ptr", (getter)get_ptr, (setter)set_ptr, "The device memory (void *), or None.", NULL},
-    {"_event", (getter)get_event, (setter)set_event, "The event of the last write, or None.",
-     NULL},
+    {"_event", (getter)get_event, (setter)set_event, "The event of the last write, or None.", NULL},
     {"_gen", (getter)get_gen, (setter)set_gen, "The runtime generation of the tensor.", NULL},
     {"_stream", (getter)get_stream, (setter)set_stream, "The stream the memory belongs to.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
@@ -460,15 +458,14 @@ static PyObject *fast_op(Tensor *a, PyObject *other, int op) {
     float *out = NULL;
     if (status == RILL_OK) {
         const float *x = a->addr, *y = tensors ? ((Tensor *)other)->addr : NULL;
-        Py_BEGIN_ALLOW_THREADS
+        PyThreadState *ts = PyEval_SaveThread(); /* the GIL: see the top of the file */
         if (!tensors)
             status = rill_op_add_scalar_f32_new(h, x, value, (size_t)n, ev, &out);
         else if (op == OP_MUL)
             status = rill_op_mul_f32_new(h, x, y, (size_t)n, ev, &out);
         else
-            status = rill_op_add_f32_new(h, x, y, op == OP_SUB ? -1.0f : 1.0f, (size_t)n, ev,
-                                         &out);
-        Py_END_ALLOW_THREADS
+            status = rill_op_add_f32_new(h, x, y, op == OP_SUB ? -1.0f : 1.0f, (size_t)n, ev, &out);
+        PyEval_RestoreThread(ts);
         if (status != RILL_OK && pool_push(pool, ev) < 0)
             goto done;
     }
@@ -481,9 +478,7 @@ static PyObject *fast_op(Tensor *a, PyObject *other, int op) {
     }
     t = (Tensor *)type->tp_alloc(type, 0);
     if (t == NULL) {
-        Py_BEGIN_ALLOW_THREADS
         rill_free_async(out, h);
-        Py_END_ALLOW_THREADS
         pool_push(pool, ev);
         goto done;
     }
@@ -552,21 +547,21 @@ static PyTypeObject TensorBase_Type = {
 
 static PyObject *configure(PyObject *module, PyObject *args, PyObject *kwargs) {
     (void)module;
-    static char *names[] = {"float32",  "cast_ptr", "cast_event", "address_of", "check",
-                            "current",  "active",   "add",        "radd",       "sub",
-                            "rsub",     "mul",      "rmul",       "finalize_other", NULL};
+    static char *names[] = {"float32", "cast_ptr", "cast_event", "address_of",     "check",
+                            "current", "active",   "add",        "radd",           "sub",
+                            "rsub",    "mul",      "rmul",       "finalize_other", NULL};
     PyObject *v[14];
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$OOOOOOO!OOOOOOO:configure", names, &v[0],
-                                     &v[1], &v[2], &v[3], &v[4], &v[5], &PyList_Type, &v[6],
-                                     &v[7], &v[8], &v[9], &v[10], &v[11], &v[12], &v[13]))
+                                     &v[1], &v[2], &v[3], &v[4], &v[5], &PyList_Type, &v[6], &v[7],
+                                     &v[8], &v[9], &v[10], &v[11], &v[12], &v[13]))
         return NULL;
     if (PyList_GET_SIZE(v[6]) != 1) {
         PyErr_SetString(PyExc_ValueError, "configure: active must be a list of one item");
         return NULL;
     }
-    PyObject **slots[] = {&st.float32,    &st.cast_ptr,   &st.cast_event, &st.address_of,
-                          &st.check,      &st.current,    &st.active,     &st.general[0],
-                          &st.general[1], &st.general[2], &st.general[3], &st.general[4],
+    PyObject **slots[] = {&st.float32,    &st.cast_ptr,      &st.cast_event, &st.address_of,
+                          &st.check,      &st.current,       &st.active,     &st.general[0],
+                          &st.general[1], &st.general[2],    &st.general[3], &st.general[4],
                           &st.general[5], &st.finalize_other};
     for (size_t i = 0; i < sizeof slots / sizeof *slots; i++)
         Py_XSETREF(*slots[i], Py_NewRef(v[i]));

@@ -17,7 +17,7 @@ scripts/deps.sh
 /usr/bin/python3 scripts/layers.py --check
 # Every C source is formatted as .clang-format says (include/rill.h keeps
 # its hand-aligned tables: it turns the formatter off).
-find src include tests bench examples tools -type f \( -name '*.[ch]' -o -name '*.cpp' \) -print0 |
+find src include tests bench examples tools python -type f \( -name '*.[ch]' -o -name '*.cpp' \) -print0 |
   xargs -0 clang-format --dry-run -Werror
 
 jobs=$(nproc)

@@ -45,6 +45,9 @@ class dtype:
     def __repr__(self):
         return f"rill.{self.name}"
 
+    def __reduce__(self):
+        return self.name  # pickled as the module's rill.float32 or rill.float16
+
 
 float32 = dtype("float32", 4, np.float32)
 float16 = dtype("float16", 2, np.float16)
@@ -255,6 +258,20 @@ class Tensor(fast.TensorBase if fast is not None else _Fields):
         if self._gen != life.generation:
             return f"rill.Tensor(<released>, shape={self._shape}, dtype={self._dtype})"
         return f"rill.Tensor({self.numpy()!r}, shape={self._shape}, dtype={self._dtype})"
+
+    # ---- copies
+
+    def __copy__(self):
+        """A copy made on the current stream (copy.copy, copy.deepcopy): a
+        tensor owns its memory, and no two tensors share it."""
+        return self._copy(_stream.current())
+
+    def __deepcopy__(self, memo):
+        return self.__copy__()
+
+    def __reduce__(self):
+        """Pickled by value: numpy() and the dtype."""
+        return (type(self), (self.numpy(), self._dtype))
 
     # ---- DLPack
 
@@ -711,9 +728,15 @@ else:
     # TensorBase's number slots run the fast path in C and call these
     # otherwise; the Tensor classes define none of these methods, so that
     # Python calls the slots directly.
+    def _address_of(p):
+        if not isinstance(p, ffi.CData):
+            raise TypeError(f"rill.Tensor: a pointer field takes a cdata pointer or None, "
+                            f"not {type(p).__name__}")
+        return int(ffi.cast("uintptr_t", p))
+
     fast.configure(float32=float32, cast_ptr=lambda a: ffi.cast("void *", a),
-                   cast_event=lambda a: ffi.cast("rill_event *", a),
-                   address_of=lambda p: int(ffi.cast("uintptr_t", p)), check=check,
+                   cast_event=lambda a: ffi.cast("rill_event *", a), address_of=_address_of,
+                   check=check,
                    current=_stream.current, active=_graph.active, add=_general(add), radd=_radd,
                    sub=_general(sub), rsub=_rsub, mul=_general(mul), rmul=_rmul,
                    finalize_other=_release)

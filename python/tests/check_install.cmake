@@ -18,7 +18,7 @@ unset(ENV{RILL_LIBRARY})
 set(ENV{PYTHONDONTWRITEBYTECODE} 1)
 execute_process(
   COMMAND ${PYTHON} -c
-    "import glob, os, rill; assert os.path.realpath(rill.library_path).startswith(os.path.realpath('${prefix}')), rill.library_path; built = glob.glob(os.path.join(os.path.dirname(rill.__file__), '_rill_cffi*.so')); assert rill._ffi.mode == ('api' if built else 'abi'), (rill._ffi.mode, built); print((rill.ones(2, 2) @ rill.ones(2, 2)).numpy().tolist(), rill.library_path, rill._ffi.mode)"
+    "import glob, os, rill; assert os.path.realpath(rill.library_path).startswith(os.path.realpath('${prefix}')), rill.library_path; built = glob.glob(os.path.join(os.path.dirname(rill.__file__), '_rill_cffi*.so')); assert rill._ffi.mode == ('api' if built else 'abi'), (rill._ffi.mode, built); fast = glob.glob(os.path.join(os.path.dirname(rill.__file__), '_rill_fast*.so')); assert (rill._ffi.fast is not None) == bool(built and fast), (rill._ffi.fast, fast); print((rill.ones(2, 2) @ rill.ones(2, 2)).numpy().tolist(), (rill.ones(2) + 1).numpy().tolist(), rill.library_path, rill._ffi.mode)"
   WORKING_DIRECTORY ${WORK_DIR} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(NOT rc EQUAL 0 OR NOT out MATCHES "^\\[\\[2\\.0, 2\\.0\\], \\[2\\.0, 2\\.0\\]\\]")
   message(FATAL_ERROR "the installed package failed (${rc}): ${out}\n${err}")

@@ -68,6 +68,8 @@ def test_the_build_s_cffi_mode_is_in_use():
     if os.environ.get("RILL_PYTHON_ABI"):
         expected = "abi"
     assert _ffi.mode == expected
+    # The build compiles _rill_fast wherever it compiles _rill_cffi.
+    assert (_ffi.fast is not None) == (expected == "api")
 
 
 def test_a_compiled_module_that_cannot_load_leaves_abi_mode(tmp_path, monkeypatch):

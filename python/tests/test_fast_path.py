@@ -158,6 +158,11 @@ def test_c_fields_read_and_write_as_the_package_s_objects():
     assert ref() is None
     with pytest.raises(AttributeError):
         rill.Tensor.__new__(rill.Tensor)._shape  # a field never set
+    b = a + a
+    for field in ("_ptr", "_event"):
+        with pytest.raises(TypeError, match="cdata"):
+            setattr(b, field, 5)  # an int is not an address here
+    assert b.numpy().tolist() == [2, 2, 2]
 
 
 @needs_c

@@ -200,3 +200,20 @@ def test_in_a_tensor_subclass_ops_keep_the_class():
         __slots__ = ()
     a = Mine(np.ones(3, F32))
     assert type(a + 1) is Mine and type(a * a) is Mine and type(rill.ops.sum(a)) is Mine
+
+
+def test_copies_and_pickles_own_their_memory():
+    import copy
+    import pickle
+    a = rill.Tensor(np.arange(4, dtype=np.float32))
+    for b in (copy.copy(a), copy.deepcopy(a), pickle.loads(pickle.dumps(a))):
+        assert type(b) is rill.Tensor and b.dtype is rill.float32
+        assert b._ptr != a._ptr
+        assert b.numpy().tolist() == [0, 1, 2, 3]
+    h = pickle.loads(pickle.dumps(a.half()))
+    assert h.dtype is rill.float16 and h.numpy().tolist() == [0, 1, 2, 3]
+    a.add_(1)  # the copies are apart
+    assert b.numpy().tolist() == [0, 1, 2, 3]
+    import rill.compat.torch as torch
+    t = copy.deepcopy(torch.ones(2))
+    assert type(t) is torch.Tensor and t.numpy().tolist() == [1, 1]
