@@ -171,6 +171,126 @@ static void test_blocks_running_at_once_have_different_workers(void **state) {
     RT_OK(rill_kernel_destroy(k));
 }
 
+/* ---- graph launches ---- */
+
+typedef struct root_args {
+    ran_on *who;
+    unsigned us;
+} root_args;
+
+static void root_kernel(const rill_block_ctx *ctx, const void *args) {
+    (void)ctx;
+    root_args a;
+    memcpy(&a, args, sizeof a);
+    note_thread(a.who);
+    rt_spin_us(a.us);
+}
+
+/* A graph launch that a worker runs gets help from the thread that waits for it, as a launch's
+ * blocks do: the blocks of its nodes run on the waiting thread too, each as a unit that nobody
+ * else holds at the time. The graph's first node keeps the worker that took the launch busy
+ * for 100 us; the waiting thread spins for 60 us before it sleeps, so the tries start to wait
+ * at different times, and those that count are the ones in which a worker ran the first node
+ * and the waiting thread ran blocks of the second. */
+static void test_waiting_host_helps_a_graph_launch_a_worker_runs(void **state) {
+    (void)state;
+    static unit_check u;
+    static ran_on root;
+    memset(&u, 0, sizeof u);
+    memset(&root, 0, sizeof root);
+    u.units = compute_units();
+    root.host = pthread_self();
+    rill_kernel *k = make_kernel("unit_check", unit_kernel);
+    rill_kernel *first = make_kernel("first", root_kernel);
+    rill_stream *s;
+    RT_OK(rill_stream_create(NULL, 0, &s));
+    unit_args a = {&u, pthread_self()};
+    root_args ra = {&root, 100};
+    rill_launch one = {.grid = {1, 1, 1}, .block = {1, 1, 1}, .args = &ra, .args_size = sizeof ra};
+    rill_launch many = {
+        .grid = {UNIT_BLOCKS, 1, 1}, .block = {1, 1, 1}, .args = &a, .args_size = sizeof a};
+    RT_OK(rill_stream_begin_capture(s, RILL_CAPTURE_THREAD_LOCAL));
+    RT_OK(rill_launch_kernel(s, first, &one));
+    RT_OK(rill_launch_kernel(s, k, &many));
+    rill_graph *graph;
+    rill_graph_exec *x;
+    RT_OK(rill_stream_end_capture(s, &graph));
+    RT_OK(rill_graph_instantiate(graph, &x));
+    int helped = 0, tries = 0;
+    for (; tries < 4 * ATTEMPTS && helped == 0; tries++) {
+        int root_on_host = atomic_load(&root.on_host);
+        int blocks_on_host = atomic_load(&u.who.on_host);
+        RT_OK(rill_graph_launch(x, s));
+        assert_int_equal(rill_stream_query(s), RILL_NOT_READY); /* a poll: a worker takes it */
+        rt_spin_us((unsigned)(tries % 8) * 25u);
+        RT_OK(rill_stream_synchronize(s));
+        if (atomic_load(&root.on_host) == root_on_host &&
+            atomic_load(&u.who.on_host) > blocks_on_host)
+            helped++;
+    }
+    assert_true(helped > 0);
+    assert_int_equal(atomic_load(&u.out_of_range), 0);
+    assert_int_equal(atomic_load(&u.clashes), 0);
+    assert_int_equal(atomic_load(&u.blocks), tries * UNIT_BLOCKS);
+    RT_OK(rill_graph_exec_destroy(x));
+    RT_OK(rill_graph_destroy(graph));
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(rill_kernel_destroy(first));
+    RT_OK(rill_kernel_destroy(k));
+}
+
+/* Threads that each replay a graph of two multi-block kernels after pauses of 0 to 3 ms, and
+ * wait for it: the workers and the waiting threads that help share the blocks, and blocks that
+ * run at once never share a unit. */
+static void *graph_thread_main(void *arg) {
+    unit_thread *t = arg;
+    rill_stream *s = NULL;
+    rill_graph *g = NULL;
+    rill_graph_exec *x = NULL;
+    unit_args a = {t->check, pthread_self()};
+    rill_launch launch = {
+        .grid = {UNIT_BLOCKS, 1, 1}, .block = {1, 1, 1}, .args = &a, .args_size = sizeof a};
+    if (rill_stream_create(NULL, 0, &s) != RILL_OK ||
+        rill_stream_begin_capture(s, RILL_CAPTURE_THREAD_LOCAL) != RILL_OK ||
+        rill_launch_kernel(s, t->kernel, &launch) != RILL_OK ||
+        rill_launch_kernel(s, t->kernel, &launch) != RILL_OK ||
+        rill_stream_end_capture(s, &g) != RILL_OK || rill_graph_instantiate(g, &x) != RILL_OK) {
+        atomic_fetch_add(&t->failures, 1);
+        return NULL;
+    }
+    for (int r = 0; r < UNIT_ROUNDS; r++) {
+        rt_sleep_us((unsigned)((r * 5 + t->index * 3) % 4) * 1000u);
+        if (rill_graph_launch(x, s) != RILL_OK || rill_stream_synchronize(s) != RILL_OK)
+            atomic_fetch_add(&t->failures, 1);
+    }
+    if (rill_graph_exec_destroy(x) != RILL_OK || rill_graph_destroy(g) != RILL_OK ||
+        rill_stream_destroy(s) != RILL_OK)
+        atomic_fetch_add(&t->failures, 1);
+    return NULL;
+}
+
+static void test_graph_blocks_running_at_once_have_different_workers(void **state) {
+    (void)state;
+    static unit_check u;
+    memset(&u, 0, sizeof u);
+    u.units = compute_units();
+    rill_kernel *k = make_kernel("unit_check", unit_kernel);
+    static unit_thread threads[UNIT_THREADS];
+    pthread_t handles[UNIT_THREADS];
+    for (int i = 0; i < UNIT_THREADS; i++) {
+        threads[i] = (unit_thread){.check = &u, .kernel = k, .index = i};
+        assert_int_equal(pthread_create(&handles[i], NULL, graph_thread_main, &threads[i]), 0);
+    }
+    for (int i = 0; i < UNIT_THREADS; i++) {
+        assert_int_equal(pthread_join(handles[i], NULL), 0);
+        assert_int_equal(atomic_load(&threads[i].failures), 0);
+    }
+    assert_int_equal(atomic_load(&u.out_of_range), 0);
+    assert_int_equal(atomic_load(&u.clashes), 0);
+    assert_int_equal(atomic_load(&u.blocks), UNIT_THREADS * UNIT_ROUNDS * 2 * UNIT_BLOCKS);
+    RT_OK(rill_kernel_destroy(k));
+}
+
 /* ---- host functions run as on a worker ---- */
 
 typedef struct as_worker {
@@ -544,6 +664,8 @@ int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_waiting_host_runs_work_no_worker_took),
         cmocka_unit_test(test_blocks_running_at_once_have_different_workers),
+        cmocka_unit_test(test_waiting_host_helps_a_graph_launch_a_worker_runs),
+        cmocka_unit_test(test_graph_blocks_running_at_once_have_different_workers),
         cmocka_unit_test(test_host_function_run_by_waiting_thread_behaves_as_on_a_worker),
         cmocka_unit_test(test_host_function_run_by_thread_without_sentence_leaves_none),
         cmocka_unit_test(test_host_function_run_by_capturing_thread_keeps_capture_rules),

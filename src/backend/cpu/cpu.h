@@ -267,5 +267,11 @@ void rill__cpu_graph_release(rill__device *dev, void *state);
 enum exec_result rill__cpu_exec_graph(cpu_device *d, cpu_worker *w, cpu_cmd *c);
 /* Helps a graph launch in progress; 0 when there was nothing to do. */
 int rill__cpu_help_graph(cpu_device *d, cpu_worker *w);
+/* For a host thread that waits for s (rill__cpu_host_help) and holds a
+ * borrowed unit: runs nodes of s's graph launch, as an idle worker does.
+ * 0 when s has no launch with nodes to claim, 1 when it took part, 2 when
+ * it completed the launch: *done is then the command, which the caller
+ * finishes, and the caller owns s (as after a kernel's last block). */
+int rill__cpu_host_help_graph(cpu_device *d, cpu_worker *w, rill__stream *s, cpu_cmd **done);
 
 #endif

@@ -571,6 +571,32 @@ int rill__cpu_help_graph(cpu_device *d, cpu_worker *w) {
     return 1;
 }
 
+int rill__cpu_host_help_graph(cpu_device *d, cpu_worker *w, rill__stream *s, cpu_cmd **done) {
+    /* relaxed: a hint; the lock decides. */
+    if (atomic_load_explicit(&d->graph_work, memory_order_relaxed) <= 0)
+        return 0;
+    cpu_grun *r = NULL;
+    rill__mutex_lock(&d->launch_lock);
+    for (rill__link *l = d->graph_runs; l != NULL && r == NULL; l = l->next)
+        if (RILL__OWNER(l, cpu_grun, pub.link)->stream == s)
+            r = RILL__OWNER(l, cpu_grun, pub.link);
+    if (r != NULL)
+        atomic_fetch_add_explicit(&r->refs, 1, memory_order_relaxed);
+    rill__mutex_unlock(&d->launch_lock);
+    if (r == NULL)
+        return 0;
+    cpu_cmd *c = r->cmd;
+    if (work(d, w, r, NONE) == G_FINISHED) {
+        r->last_tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+        finish_run(d, r, c);
+        *done = c;
+        return 2;
+    }
+    /* acq_rel: our accesses to the run happen before the finisher's reuse. */
+    atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel);
+    return 1;
+}
+
 rill_status rill__cpu_graph_prepare(rill__device *dev, const rill__gprog *prog, void **state) {
     (void)dev;
     size_t m = prog->num_nodes > 0 ? prog->num_nodes : 1;

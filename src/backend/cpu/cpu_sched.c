@@ -732,7 +732,8 @@ RILL_HOT bool rill__cpu_host_help(rill__stream *s, uint64_t seq) {
     cpu_stream *cs = cpu_stream_of(s);
     /* relaxed: hints; the ready lock and the launch lock decide. */
     bool ready = atomic_load_explicit(&cs->state, memory_order_relaxed) == CPU_READY;
-    if ((!ready && atomic_load_explicit(&d->num_launches, memory_order_relaxed) == 0) ||
+    if ((!ready && atomic_load_explicit(&d->num_launches, memory_order_relaxed) == 0 &&
+         atomic_load_explicit(&d->graph_work, memory_order_relaxed) <= 0) ||
         !rill__cpu_unit_any_free(d))
         return false;
     /* The unit of a sleeping worker: while we hold it, no other thread
@@ -749,6 +750,9 @@ RILL_HOT bool rill__cpu_host_help(rill__stream *s, uint64_t seq) {
         owned = host_run(d, &w, s, seq);
     } else {
         int r = host_help_launch(d, &w, s);
+        cpu_cmd *done = NULL;
+        if (r == 0 && (r = rill__cpu_host_help_graph(d, &w, s, &done)) == 2)
+            finish(s, done);
         ran = r != 0;
         owned = r == 2 && host_run(d, &w, s, seq);
     }
