@@ -293,14 +293,21 @@ static PyObject *get_ptr(Tensor *t, void *closure) {
     return Py_NewRef(t->ptr);
 }
 
+/* The address of a pointer field's new value: a cdata pointer, or None
+ * (or a deletion) for NULL. -1 with an exception for anything else. */
+static int field_address(PyObject *value, void **out) {
+    *out = NULL;
+    if (value == NULL || value == Py_None)
+        return 0;
+    *out = address_of(value);
+    return *out == NULL && PyErr_Occurred() ? -1 : 0;
+}
+
 static int set_ptr(Tensor *t, PyObject *value, void *closure) {
     (void)closure;
-    void *addr = NULL;
-    if (value != NULL && value != Py_None) {
-        addr = address_of(value);
-        if (addr == NULL && PyErr_Occurred())
-            return -1;
-    }
+    void *addr;
+    if (field_address(value, &addr) < 0)
+        return -1;
     t->addr = addr;
     Py_XSETREF(t->ptr, addr != NULL ? Py_NewRef(value) : NULL);
     return 0;
@@ -315,12 +322,9 @@ static PyObject *get_event(Tensor *t, void *closure) {
 
 static int set_event(Tensor *t, PyObject *value, void *closure) {
     (void)closure;
-    void *addr = NULL;
-    if (value != NULL && value != Py_None) {
-        addr = address_of(value);
-        if (addr == NULL && PyErr_Occurred())
-            return -1;
-    }
+    void *addr;
+    if (field_address(value, &addr) < 0)
+        return -1;
     t->event = addr;
     return 0;
 }

@@ -550,51 +550,50 @@ enum exec_result rill__cpu_exec_graph(cpu_device *d, cpu_worker *w, cpu_cmd *c) 
     return EXEC_HANDED_OFF;
 }
 
-int rill__cpu_help_graph(cpu_device *d, cpu_worker *w) {
-    if (atomic_load_explicit(&d->graph_work, memory_order_relaxed) <= 0)
-        return 0;
-    rill__mutex_lock(&d->launch_lock);
-    cpu_grun *r = d->graph_runs != NULL ? RILL__OWNER(d->graph_runs, cpu_grun, pub.link) : NULL;
-    if (r != NULL)
-        atomic_fetch_add_explicit(&r->refs, 1, memory_order_relaxed);
-    rill__mutex_unlock(&d->launch_lock);
-    if (r == NULL)
-        return 0;
-    cpu_cmd *c = r->cmd;
-    if (work(d, w, r, NONE) == G_FINISHED) {
-        r->last_tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
-        finish_run(d, r, c);
-        rill__cpu_resume_stream(d, w, c->stream, c);
-        return 1;
-    }
-    atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel);
-    return 1;
-}
-
-int rill__cpu_host_help_graph(cpu_device *d, cpu_worker *w, rill__stream *s, cpu_cmd **done) {
+/* Joins a listed graph launch as a helper: the first one, or (s not NULL)
+ * the first of stream s. Returns the command when this thread completed
+ * the launch (it is finished then: the caller finishes the command and
+ * carries on with its stream), else NULL; *joined says whether there was
+ * a launch to join. */
+static cpu_cmd *help_run(cpu_device *d, cpu_worker *w, rill__stream *s, bool *joined) {
+    *joined = false;
     /* relaxed: a hint; the lock decides. */
     if (atomic_load_explicit(&d->graph_work, memory_order_relaxed) <= 0)
-        return 0;
+        return NULL;
     cpu_grun *r = NULL;
     rill__mutex_lock(&d->launch_lock);
     for (rill__link *l = d->graph_runs; l != NULL && r == NULL; l = l->next)
-        if (RILL__OWNER(l, cpu_grun, pub.link)->stream == s)
+        if (s == NULL || RILL__OWNER(l, cpu_grun, pub.link)->stream == s)
             r = RILL__OWNER(l, cpu_grun, pub.link);
     if (r != NULL)
         atomic_fetch_add_explicit(&r->refs, 1, memory_order_relaxed);
     rill__mutex_unlock(&d->launch_lock);
     if (r == NULL)
-        return 0;
+        return NULL;
+    *joined = true;
     cpu_cmd *c = r->cmd;
     if (work(d, w, r, NONE) == G_FINISHED) {
         r->last_tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
         finish_run(d, r, c);
-        *done = c;
-        return 2;
+        return c;
     }
     /* acq_rel: our accesses to the run happen before the finisher's reuse. */
     atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel);
-    return 1;
+    return NULL;
+}
+
+int rill__cpu_help_graph(cpu_device *d, cpu_worker *w) {
+    bool joined;
+    cpu_cmd *c = help_run(d, w, NULL, &joined);
+    if (c != NULL)
+        rill__cpu_resume_stream(d, w, c->stream, c);
+    return joined;
+}
+
+int rill__cpu_host_help_graph(cpu_device *d, cpu_worker *w, rill__stream *s, cpu_cmd **done) {
+    bool joined;
+    *done = help_run(d, w, s, &joined);
+    return *done != NULL ? 2 : joined;
 }
 
 rill_status rill__cpu_graph_prepare(rill__device *dev, const rill__gprog *prog, void **state) {
