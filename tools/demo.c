@@ -8,7 +8,10 @@
  * It runs three ways, over the same buffers:
  *   eager, one stream   every request's work in turn on one stream;
  *   streams             decode on a stream of its own, the model of
- *                       request i on compute stream i % DEMO_STREAMS,
+ *                       request i on compute stream i % (compute units),
+ *                       one compute stream per compute unit (more would
+ *                       leave one stream's queue of models running alone
+ *                       at the end, since a stream's work is in order),
  *                       post-processing on a stream of its own, ordered by
  *                       events: stages of different requests overlap;
  *   graph               the streams version captured once into a graph,
@@ -37,8 +40,8 @@ enum {
     DEMO_IN = 128,
     DEMO_HIDDEN = 128,
     DEMO_OUT = 128,
-    DEMO_LAYERS = 6,  /* matmul by W[l], then square, each */
-    DEMO_STREAMS = 4, /* compute streams */
+    DEMO_LAYERS = 6,       /* matmul by W[l], then square, each */
+    DEMO_MAX_STREAMS = 16, /* compute streams: one per compute unit, up to this */
     DEMO_REPEATS = 15,
     DEMO_POOL = 8 /* raw bytes per input feature */
 };
@@ -59,14 +62,15 @@ typedef struct weights {
 } weights;
 
 typedef struct demo {
-    rill_device *dev;                    /* borrowed */
-    rill_stream *main;                   /* owned: eager runs, capture origin */
-    rill_stream *decode, *post;          /* owned */
-    rill_stream *compute[DEMO_STREAMS];  /* owned */
-    rill_event *decoded[DEMO_REQUESTS];  /* owned */
-    rill_event *computed[DEMO_REQUESTS]; /* owned */
-    rill_event *fork, *join;             /* owned */
-    float *w[DEMO_LAYERS], *w_out;       /* device memory, owned */
+    rill_device *dev;                       /* borrowed */
+    rill_stream *main;                      /* owned: eager runs, capture origin */
+    rill_stream *decode, *post;             /* owned */
+    rill_stream *compute[DEMO_MAX_STREAMS]; /* owned */
+    int num_compute;                        /* streams in compute */
+    rill_event *decoded[DEMO_REQUESTS];     /* owned */
+    rill_event *computed[DEMO_REQUESTS];    /* owned */
+    rill_event *fork, *join;                /* owned */
+    float *w[DEMO_LAYERS], *w_out;          /* device memory, owned */
     request req[DEMO_REQUESTS];
 } demo;
 
@@ -163,7 +167,7 @@ static int submit_streams(demo *d) {
         return -1;
     for (int i = 0; i < DEMO_REQUESTS; i++) {
         request *r = &d->req[i];
-        rill_stream *c = d->compute[i % DEMO_STREAMS];
+        rill_stream *c = d->compute[i % d->num_compute];
         if (failed(rill_launch_host_func(d->decode, decode_fn, r), "rill_launch_host_func") ||
             failed(rill_event_record(d->decoded[i], d->decode), "rill_event_record") ||
             failed(rill_stream_wait_event(c, d->decoded[i]), "rill_stream_wait_event") ||
@@ -280,7 +284,11 @@ static int setup(demo *d, weights *wt) {
         failed(rill_event_create(0, &d->fork), "rill_event_create") ||
         failed(rill_event_create(0, &d->join), "rill_event_create"))
         return -1;
-    for (int c = 0; c < DEMO_STREAMS; c++) {
+    rill_device_info info;
+    if (failed(rill_device_get_info(d->dev, &info), "rill_device_get_info"))
+        return -1;
+    d->num_compute = info.compute_units < DEMO_MAX_STREAMS ? info.compute_units : DEMO_MAX_STREAMS;
+    for (int c = 0; c < d->num_compute; c++) {
         char name[32];
         snprintf(name, sizeof name, "model %d", c);
         if (failed(rill_stream_create(d->dev, 0, &d->compute[c]), "rill_stream_create") ||
@@ -340,7 +348,7 @@ static int teardown(demo *d) {
     rill_stream *streams[] = {d->main, d->decode, d->post};
     for (size_t k = 0; k < 3; k++)
         rc |= streams[k] && failed(rill_stream_destroy(streams[k]), "rill_stream_destroy");
-    for (int c = 0; c < DEMO_STREAMS; c++)
+    for (int c = 0; c < d->num_compute; c++)
         rc |= d->compute[c] && failed(rill_stream_destroy(d->compute[c]), "rill_stream_destroy");
     return rc ? -1 : 0;
 }
@@ -422,9 +430,11 @@ int rill_tool_demo(const char *trace_path) {
     if (failed(rill_stream_end_capture(d.main, &g), "rill_stream_end_capture") ||
         failed(rill_graph_instantiate(g, &x), "rill_graph_instantiate"))
         goto out;
-    static const char *const titles[NUM_WAYS] = {"eager, one stream",
-                                                 "streams (decode, 4 model, postprocess)",
-                                                 "graph of the streams, replayed"};
+    char streams_title[64];
+    snprintf(streams_title, sizeof streams_title, "streams (decode, %d model, postprocess)",
+             d.num_compute);
+    const char *const titles[NUM_WAYS] = {"eager, one stream", streams_title,
+                                          "graph of the streams, replayed"};
     double median[NUM_WAYS];
     /* warm-up, and each way's answers checked against the host's */
     for (int w = 0; w < NUM_WAYS; w++) {

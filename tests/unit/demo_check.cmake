@@ -10,7 +10,7 @@ execute_process(COMMAND ${RILL} demo --trace ${trace} OUTPUT_VARIABLE out ERROR_
 if(NOT rc STREQUAL "0")
   message(FATAL_ERROR "rill demo failed (${rc}):\n${out}${err}")
 endif()
-foreach(line "eager, one stream +[0-9.]+ ms" "streams \\(decode, 4 model, postprocess\\) +[0-9.]+ ms"
+foreach(line "eager, one stream +[0-9.]+ ms" "streams \\(decode, [0-9]+ model, postprocess\\) +[0-9.]+ ms"
              "graph of the streams, replayed +[0-9.]+ ms" "speedup of streams over eager: [0-9.]+x"
              "speedup of the graph over eager: [0-9.]+x" "answers of all three agree with the host's"
              "compute units running at once right after: [0-9.]+ of [0-9]+"
@@ -22,12 +22,21 @@ endforeach()
 if(NOT EXISTS /usr/bin/python3)
   return()
 endif()
+# One model stream per compute unit: request i's model runs on stream i % n,
+# 16 requests of 7 matmuls and a sum each.
+string(REGEX MATCH "streams \\(decode, ([0-9]+) model" unused "${out}")
+set(n ${CMAKE_MATCH_1})
+math(EXPR last "${n} - 1")
+math(EXPR requests0 "(16 + ${n} - 1) / ${n}")
+math(EXPR matmuls0 "7 * ${requests0}")
 execute_process(COMMAND /usr/bin/python3 ${CHECK} ${trace}
                         "track=stream main" "track=stream decode" "track=stream model 0"
-                        "track=stream model 3" "track=stream postprocess"
+                        "track=stream model ${last}" "track=stream postprocess"
                         "count=stream decode|host function|16"
-                        "count=stream model 0|matmul_f32|28" "count=stream model 1|sum_f32_partial|4"
-                        "flow=stream decode|stream model 1" "flow=stream model 2|stream postprocess"
+                        "count=stream model 0|matmul_f32|${matmuls0}"
+                        "count=stream model 0|sum_f32_partial|${requests0}"
+                        "flow=stream decode|stream model ${last}"
+                        "flow=stream model ${last}|stream postprocess"
                         "slice=stream main|graph launch" "nested=matmul_f32"
                         "host=rill_device_synchronize"
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
