@@ -353,48 +353,44 @@ static int teardown(demo *d) {
     return rc ? -1 : 0;
 }
 
-/* ---- how many units are free ---- */
+/* ---- how many units run at once ---- */
 
-static void spin_body(const rill_block_ctx *ctx, const void *args) {
-    (void)ctx;
-    volatile double x = 0;
-    for (long i = 0; i < *(const long *)args; i++)
-        x += 1.0;
-    (void)x;
+enum { PROBE_MATMULS = 32 };
+
+/* Runs PROBE_MATMULS of the model's first layer on each of the first
+ * `streams` compute streams at once; *ms is the time until all are done. */
+static int probe_matmuls(demo *d, int streams, double *ms) {
+    double t0 = now_ms();
+    for (int k = 0; k < PROBE_MATMULS; k++)
+        for (int c = 0; c < streams; c++) {
+            request *r = &d->req[c];
+            if (failed(rill_op_matmul_f32(d->compute[c], r->t, r->x, d->w[0], DEMO_ROWS, DEMO_IN,
+                                          DEMO_HIDDEN),
+                       "rill_op_matmul_f32"))
+                return -1;
+        }
+    if (failed(rill_device_synchronize(d->dev), "rill_device_synchronize"))
+        return -1;
+    *ms = now_ms() - t0;
+    return 0;
 }
 
-/* How many compute units run at once now: a kernel of `units` blocks of
- * fixed work against one block of it (other processes on the machine take
- * processors from the device's workers). */
-static int free_units(demo *d, int units, double *out) {
-    rill_kernel *k;
-    rill_kernel_desc desc = {.name = "spin", .cpu = spin_body};
-    long iters = 2000000;
-    if (failed(rill_kernel_create(&desc, &k), "rill_kernel_create"))
-        return -1;
+/* How many model streams' matmuls run at once now: the model's own work on
+ * every compute stream against the same on one (best of three). Other
+ * processes that take processors, or processors that are hyperthreads of
+ * one core, lower it; a kernel of scalar work would not see the latter. */
+static int units_at_once(demo *d, double *out) {
     double best[2] = {1e30, 1e30};
-    int rc = 0;
-    for (int rep = 0; rep < 3 && rc == 0; rep++) {
+    for (int rep = 0; rep < 3; rep++)
         for (int wide = 0; wide < 2; wide++) {
-            rill_launch l = {.grid = {wide ? (unsigned)units : 1u, 1, 1},
-                             .block = {1, 1, 1},
-                             .args = &iters,
-                             .args_size = sizeof iters};
-            double t0 = now_ms();
-            if (failed(rill_launch_kernel(d->main, k, &l), "rill_launch_kernel") ||
-                failed(rill_stream_synchronize(d->main), "rill_stream_synchronize")) {
-                rc = -1;
-                break;
-            }
-            double ms = now_ms() - t0;
+            double ms;
+            if (probe_matmuls(d, wide ? d->num_compute : 1, &ms) != 0)
+                return -1;
             if (ms < best[wide])
                 best[wide] = ms;
         }
-    }
-    *out = units * best[0] / best[1];
-    if (failed(rill_kernel_destroy(k), "rill_kernel_destroy"))
-        rc = -1;
-    return rc;
+    *out = d->num_compute * best[0] / best[1];
+    return 0;
 }
 
 /* ---- the command ---- */
@@ -456,15 +452,16 @@ int rill_tool_demo(const char *trace_path) {
                times[w][0]);
     }
     double parallel;
-    if (free_units(&d, info.compute_units, &parallel) != 0)
+    if (units_at_once(&d, &parallel) != 0)
         goto out;
     printf("\n  speedup of streams over eager: %.2fx\n", median[EAGER] / median[STREAMS]);
     printf("  speedup of the graph over eager: %.2fx\n", median[EAGER] / median[GRAPH]);
     printf("  answers of all three agree with the host's (labels and checksums of %d requests)\n",
            DEMO_REQUESTS);
-    printf("  compute units running at once right after: %.2f of %d", parallel, info.compute_units);
-    if (parallel < 0.8 * info.compute_units)
-        printf(" (other processes hold processors:\n  the speedups cannot exceed this)");
+    printf("  model streams running at once right after: %.2f of %d", parallel, d.num_compute);
+    if (parallel < 0.8 * d.num_compute)
+        printf(" (other processes hold processors, or\n  they are hyperthreads of one core: the "
+               "speedups cannot exceed this)");
     printf("\n");
     /* one traced run of each way */
     if (trace_path != NULL) {

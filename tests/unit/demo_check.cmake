@@ -13,7 +13,7 @@ endif()
 foreach(line "eager, one stream +[0-9.]+ ms" "streams \\(decode, [0-9]+ model, postprocess\\) +[0-9.]+ ms"
              "graph of the streams, replayed +[0-9.]+ ms" "speedup of streams over eager: [0-9.]+x"
              "speedup of the graph over eager: [0-9.]+x" "answers of all three agree with the host's"
-             "compute units running at once right after: [0-9.]+ of [0-9]+"
+             "model streams running at once right after: [0-9.]+ of [0-9]+"
              "open it in https://ui.perfetto.dev")
   if(NOT out MATCHES "${line}")
     message(FATAL_ERROR "rill demo: no line matches '${line}' in\n${out}")
