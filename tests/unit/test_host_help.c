@@ -614,6 +614,37 @@ static void test_work_nobody_waits_for_still_runs(void **state) {
     RT_OK(rill_stream_destroy(s));
 }
 
+static void nothing(void *user_data) {
+    (void)user_data;
+}
+
+/* A thread that came back for its work before, and now submits a long batch without waiting:
+ * the batch starts running while the thread still submits, well before the watch's next nap
+ * ends (4 ms), although its first launch left the wake-up for later. In each round the thread
+ * submits for at most 1 ms, a little every few microseconds, after a pause of 1 ms. */
+static void test_a_long_batch_starts_while_the_thread_submits(void **state) {
+    (void)state;
+    rill_stream *s;
+    RT_OK(rill_stream_create(NULL, 0, &s));
+    static atomic_int flag;
+    int started = 0;
+    for (int round = 0; round < 5; round++) {
+        come_back_for_work(s);
+        rt_sleep_us(1000);
+        atomic_store(&flag, 0);
+        RT_OK(rill_launch_host_func(s, set_flag, &flag));
+        uint64_t until = rt_now_ns() + 1000000;
+        while (!atomic_load(&flag) && rt_now_ns() < until) {
+            RT_OK(rill_launch_host_func(s, nothing, NULL));
+            rt_spin_us(5);
+        }
+        started += atomic_load(&flag);
+        RT_OK(rill_stream_synchronize(s));
+    }
+    assert_true(started >= 3);
+    RT_OK(rill_stream_destroy(s));
+}
+
 /* RILL_EVENT_BLOCKING_SYNC: "host waits sleep instead of spinning"; the work that a sleeping
  * waiter waits for runs on a worker, also when its launch left the wake-up for later. A query
  * that polls gets its work run too. */
@@ -664,6 +695,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_host_runs_work_of_a_destroyed_stream),
         cmocka_unit_test(test_device_synchronize_runs_work_of_every_stream),
         cmocka_unit_test(test_work_nobody_waits_for_still_runs),
+        cmocka_unit_test(test_a_long_batch_starts_while_the_thread_submits),
         cmocka_unit_test(test_sleeping_or_polling_waits_get_their_work_run),
         cmocka_unit_test(test_shutdown_runs_pending_work),
     };

@@ -123,6 +123,14 @@ typedef struct cpu_stream {
     alignas(64) rill__spinlock lock;
     cpu_cmd *tail;      /* the last node submitted (or the dummy) */
     cpu_cmd *free_list; /* nodes the submitters may reuse */
+    /* atomic, beside the lock that every submit takes: set when a host
+     * thread made the stream ready and left its wake-up to the watch
+     * (push_ready); left_ns is when a later submit first found it set (0:
+     * none yet). A submit that finds it set LEFT_WAKE_NS after that wakes a
+     * worker: the thread is submitting a long batch, not coming back at
+     * once (rill__cpu_submit). */
+    _Atomic bool wake_left;
+    _Atomic uint64_t left_ns;
     /* atomic: written by the worker only on state changes */
     alignas(64) _Atomic int state; /* enum cpu_stream_state */
     /* atomic: nodes the worker has finished with, taken whole by submitters */

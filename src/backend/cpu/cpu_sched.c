@@ -39,6 +39,13 @@ RILL_HOT static int prio_index(rill__stream *s) {
  * nobody came for since. */
 static _Thread_local uint64_t tls_comes_back_mark;
 
+/* How long a host thread may go on submitting to a stream whose wake-up it
+ * left to the watch before a worker is woken for it: longer than the few
+ * launches of a request (which the thread runs itself when it waits), and
+ * about what the wake-up costs the waker on a virtual machine whose idle
+ * processors halt (bench_primitives p3). */
+#define LEFT_WAKE_NS 20000u
+
 RILL_HOT static void note_comes_back(cpu_device *d) {
     tls_comes_back_mark = atomic_load_explicit(&d->watch_catches, memory_order_relaxed) + 1;
 }
@@ -67,11 +74,35 @@ RILL_HOT static void push_ready(cpu_device *d, rill__stream *s, bool by_host) {
     if (by_host &&
         tls_comes_back_mark == atomic_load_explicit(&d->watch_catches, memory_order_relaxed) + 1 &&
         atomic_load(&d->watching)) {
-        /* relaxed: a hint that keeps the watch watching. */
+        /* relaxed: hints, for the watch and for later submits. */
         atomic_store_explicit(&d->left_to_watch, 1, memory_order_relaxed);
+        atomic_store_explicit(&cs->left_ns, 0, memory_order_relaxed);
+        atomic_store_explicit(&cs->wake_left, true, memory_order_relaxed);
         return;
     }
+    /* relaxed: a hint (see cpu_stream). */
+    if (atomic_load_explicit(&cs->wake_left, memory_order_relaxed))
+        atomic_store_explicit(&cs->wake_left, false, memory_order_relaxed);
     rill__cpu_wake_workers(d, 1);
+}
+
+/* A submit to a stream whose wake-up was left to the watch: the first one
+ * notes the time; one LEFT_WAKE_NS later wakes a worker, once. A thread
+ * that comes back within that time (a request of a few launches, then a
+ * wait) runs the work itself and pays no wake-up; one that goes on
+ * submitting (a batch of many launches) has its work start while it does,
+ * for the price of one. */
+static void submitted_with_wake_left(rill__stream *s, cpu_stream *cs) {
+    uint64_t now = rill__now_ns();
+    /* relaxed: hints. */
+    uint64_t since = atomic_load_explicit(&cs->left_ns, memory_order_relaxed);
+    if (since == 0) {
+        atomic_store_explicit(&cs->left_ns, now, memory_order_relaxed);
+        return;
+    }
+    if (now - since >= LEFT_WAKE_NS &&
+        atomic_exchange_explicit(&cs->wake_left, false, memory_order_relaxed))
+        rill__cpu_wake_workers(cpu_device_of(rill__queue_of(s)->dev), 1);
 }
 
 rill__stream *rill__cpu_pop_ready(cpu_device *d) {
@@ -218,6 +249,8 @@ RILL_HOT rill_status rill__cpu_submit(rill__stream *s, const rill__cmd *cmd, uin
      * queue empty, so either it sees this node or we see IDLE. */
     bool idle = atomic_load_explicit(&cs->state, memory_order_relaxed) == CPU_IDLE;
     rill__spinlock_unlock(&cs->lock);
+    if (!idle && __builtin_expect(atomic_load_explicit(&cs->wake_left, memory_order_relaxed), 0))
+        submitted_with_wake_left(s, cs);
     if (idle) {
         int expected = CPU_IDLE;
         if (atomic_compare_exchange_strong(&cs->state, &expected, CPU_READY)) {
