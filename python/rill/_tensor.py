@@ -97,8 +97,7 @@ class _Fields:
     __slots__ = ("_ptr", "_shape", "_numel", "_dtype", "_stream", "_event", "_gen", "_graph",
                  "__weakref__")
 
-    def __del__(self):
-        _release(self)
+    # __del__ is _release, set after it.
 
 
 class Tensor(fast.TensorBase if fast is not None else _Fields):
@@ -350,6 +349,9 @@ def _release(self, _life=life, _free_async=lib.rill_free_async, _free=lib.rill_f
     ev = self._event
     if ev is not None:
         s._events.append(ev)
+
+
+_Fields.__del__ = _release
 
 
 # ---- the fast path of the element-wise ops
