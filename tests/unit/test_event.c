@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Events: flags, record/query/synchronize, re-recording, elapsed time and its statuses, blocking
- * sync, tags, destroy with a pending record and failed recorded work.
+ * sync, tags, destroy with a pending record, a waiting stream destroyed once done and failed
+ * recorded work.
  *
  * Work on the device reports through atomics; only the test's main thread asserts. Every wait
  * has a deadline. */
@@ -475,6 +476,29 @@ static void test_event_destroy_with_pending_record(void **state) {
     RT_OK(rill_stream_destroy(waiter));
 }
 
+/* A stream whose wait another stream's worker met is destroyed as soon as its work is done: the
+ * worker that made it ready must not touch it afterwards (ThreadSanitizer and AddressSanitizer
+ * see it when it does). Several rounds, each with a fresh waiting stream. */
+static void test_event_waiting_stream_destroyed_once_done(void **state) {
+    (void)state;
+    rill_kernel *k = make_kernel("spin", spin_kernel);
+    rill_stream *s = new_stream();
+    rill_event *e = new_event(0);
+    for (int round = 0; round < 20; round++) {
+        rill_stream *waiter = new_stream();
+        RT_OK(launch_spin(s, k, 200)); /* the waiter parks before the record completes */
+        RT_OK(rill_event_record(e, s));
+        RT_OK(rill_stream_wait_event(waiter, e));
+        RT_OK(launch_spin(waiter, k, 0));
+        RT_OK(rill_stream_synchronize(waiter));
+        RT_OK(rill_stream_destroy(waiter));
+    }
+    RT_OK(rill_stream_synchronize(s));
+    RT_OK(rill_event_destroy(e));
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(rill_kernel_destroy(k));
+}
+
 typedef struct fail_args {
     const char *message;
 } fail_args;
@@ -527,6 +551,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_event_elapsed_pending_is_not_ready),
         cmocka_unit_test(test_event_tagged_same_tag_same_event),
         cmocka_unit_test(test_event_destroy_with_pending_record),
+        cmocka_unit_test(test_event_waiting_stream_destroyed_once_done),
         cmocka_unit_test(test_event_synchronize_on_failed_work_is_kernel_failed),
     };
     return RT_RUN(tests);

@@ -50,10 +50,27 @@ RILL_HOT static void note_comes_back(cpu_device *d) {
     tls_comes_back_mark = atomic_load_explicit(&d->watch_catches, memory_order_relaxed) + 1;
 }
 
-/* by_host: a host thread (not a worker) made s ready. */
+/* by_host: a host thread (not a worker) made s ready.
+ *
+ * s may be gone as soon as it is in the ready queue: a worker can run its
+ * last command and drop the last reference before this returns. So
+ * nothing here touches s after the unlock; the hints for a wake-up left
+ * to the watch are written before, on the guess that it will be left, and
+ * stay set when it is not (then a long batch wakes one worker more, once:
+ * see submitted_with_wake_left). */
 RILL_HOT static void push_ready(cpu_device *d, rill__stream *s, bool by_host) {
     cpu_stream *cs = cpu_stream_of(s);
     int i = prio_index(s);
+    bool may_leave =
+        by_host &&
+        tls_comes_back_mark == atomic_load_explicit(&d->watch_catches, memory_order_relaxed) + 1;
+    /* relaxed: hints (see cpu_stream); the lock below publishes them with s. */
+    if (may_leave) {
+        atomic_store_explicit(&cs->left_ns, 0, memory_order_relaxed);
+        atomic_store_explicit(&cs->wake_left, true, memory_order_relaxed);
+    } else if (atomic_load_explicit(&cs->wake_left, memory_order_relaxed)) {
+        atomic_store_explicit(&cs->wake_left, false, memory_order_relaxed);
+    }
     rill__spinlock_lock(&d->ready_lock);
     cs->ready_next = NULL;
     if (d->ready_tail[i] != NULL)
@@ -71,18 +88,11 @@ RILL_HOT static void push_ready(cpu_device *d, rill__stream *s, bool by_host) {
      * it. seq_cst load of watching: a Dekker pair with the watch, which
      * stores 0 there and then loads ready_mask; we set ready_mask (the
      * seq_cst fetch_or above) and then load watching. */
-    if (by_host &&
-        tls_comes_back_mark == atomic_load_explicit(&d->watch_catches, memory_order_relaxed) + 1 &&
-        atomic_load(&d->watching)) {
-        /* relaxed: hints, for the watch and for later submits. */
+    if (may_leave && atomic_load(&d->watching)) {
+        /* relaxed: a hint for the watch. */
         atomic_store_explicit(&d->left_to_watch, 1, memory_order_relaxed);
-        atomic_store_explicit(&cs->left_ns, 0, memory_order_relaxed);
-        atomic_store_explicit(&cs->wake_left, true, memory_order_relaxed);
         return;
     }
-    /* relaxed: a hint (see cpu_stream). */
-    if (atomic_load_explicit(&cs->wake_left, memory_order_relaxed))
-        atomic_store_explicit(&cs->wake_left, false, memory_order_relaxed);
     rill__cpu_wake_workers(d, 1);
 }
 
