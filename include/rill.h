@@ -294,7 +294,11 @@ typedef void (*rill_host_fn)(void *user_data);
 
 /* Runs fn(user_data) on a worker in stream order, or on a thread that
  * waits for it (see rill_stream_synchronize). fn must not block on rill
- * (synchronize calls from it return RILL_ERROR_NOT_PERMITTED). */
+ * (synchronize calls from it return RILL_ERROR_NOT_PERMITTED). Every call
+ * of fn starts from a worker's state, whichever thread runs it and
+ * whatever ran there before: the default device and current streams,
+ * RILL_CAPTURE_GLOBAL, no rill_last_error() sentence; what fn changes of
+ * these ends with it. */
 rill_status rill_launch_host_func(rill_stream *stream, rill_host_fn fn, void *user_data);
 /* A host function calls this to fail itself, as a kernel calls
  * rill_kernel_fail: once fn returns, its stream's error is sticky (see

@@ -397,6 +397,10 @@ int rill__thread_is_worker(void);
  * thread's own state back. Not nested. */
 void rill__thread_enter_worker(void);
 void rill__thread_leave_worker(void);
+/* After each host function, on whichever thread ran it: drops what the
+ * function set (current device and streams, capture mode, last error
+ * sentence), so that the next one starts from a worker's state. */
+void rill__thread_reset_worker(void);
 /* How many times this process was made by fork() from a process that had
  * used rill: a worker that finds it changed after a host function returns
  * is the child's copy of a worker, and must stop. */

@@ -391,19 +391,37 @@ RILL_HOT void rill__thread_enter_worker(void) {
     rill__error_save(h->error);
 }
 
-RILL_HOT void rill__thread_leave_worker(void) {
-    host_state *h = &host_saved;
-    /* Streams that the work made current hold references (the runtime is
-     * the one the thread waits in: it cannot have been shut down). */
+/* Streams that the work made current hold references (the runtime is the
+ * one the work runs in: it cannot have been shut down). */
+static void drop_current_streams(void) {
     if (tls.epoch != 0)
         for (int i = 0; i < RILL__MAX_DEVICES; i++)
             if (tls.current[i] != NULL)
                 rill__stream_unref(tls.current[i]);
+}
+
+RILL_HOT void rill__thread_leave_worker(void) {
+    host_state *h = &host_saved;
+    drop_current_streams();
     tls = h->tls;
     rill_thread_exchange_capture_mode(&h->mode);
     rill__thread_id_exchange(h->thread_id);
     rill__error_restore(h->error);
     errno = h->saved_errno;
+}
+
+RILL_HOT void rill__thread_reset_worker(void) {
+    /* Usually the function changed nothing: then this reads and compares. */
+    bool changed = tls.epoch != 0 || tls.device != NULL;
+    if (changed) {
+        drop_current_streams();
+        memset(&tls, 0, sizeof tls);
+        tls.is_worker = 1;
+    }
+    rill_capture_mode mode = RILL_CAPTURE_GLOBAL;
+    rill_thread_exchange_capture_mode(&mode); /* a valid mode: cannot fail */
+    char drop[RILL__LAST_ERROR_BYTES];
+    rill__error_save(drop);
 }
 
 RILL_HOT rill_status rill__check_may_block(const char *fn) {

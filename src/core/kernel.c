@@ -304,6 +304,7 @@ bool rill__host_run(rill_host_fn fn, void *user_data, rill__launch_state *ls) {
     tls_host = ls;
     fn(user_data);
     tls_host = outer;
+    rill__thread_reset_worker();
     return atomic_load_explicit(&ls->failed, memory_order_relaxed) != 0; /* this thread wrote it */
 }
 

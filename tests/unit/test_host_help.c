@@ -224,7 +224,7 @@ static void test_waiting_host_helps_a_graph_launch_a_worker_runs(void **state) {
     RT_OK(rill_stream_end_capture(s, &graph));
     RT_OK(rill_graph_instantiate(graph, &x));
     int helped = 0, tries = 0;
-    for (; tries < 2 * ATTEMPTS && helped == 0; tries++) {
+    for (; tries < 6 * ATTEMPTS && helped == 0; tries++) {
         int root_runs = atomic_load(&root.runs);
         int root_on_host = atomic_load(&root.on_host);
         int blocks_on_host = atomic_load(&u.who.on_host);
@@ -391,6 +391,57 @@ static void test_host_function_run_by_thread_without_sentence_leaves_none(void *
         fail_msg("%s", (const char *)failure);
     assert_true(atomic_load(&a.who.on_host) > 0);
     RT_OK(rill_stream_destroy(a.other));
+}
+
+/* Whichever thread runs them, and whatever the one before did, host functions start from a
+ * worker's state: a function that made a stream current, changed its capture mode and left a
+ * sentence leaves none of it to the next one. */
+typedef struct fresh_state {
+    rill_stream *other;
+    atomic_int checked;
+    atomic_int stale; /* how many checks found the previous function's state */
+} fresh_state;
+
+static void dirty_state(void *user_data) {
+    fresh_state *f = user_data;
+    rill_set_current_stream(f->other);
+    rill_capture_mode mode = RILL_CAPTURE_RELAXED;
+    rill_thread_exchange_capture_mode(&mode);
+    rill_event *bad = NULL;
+    (void)rill_event_create(0x80u, &bad); /* leaves a sentence */
+}
+
+static void check_state(void *user_data) {
+    fresh_state *f = user_data;
+    rill_capture_mode mode = RILL_CAPTURE_GLOBAL;
+    rill_thread_exchange_capture_mode(&mode);
+    if (rill_current_stream(NULL) == f->other || mode != RILL_CAPTURE_GLOBAL ||
+        rill_last_error()[0] != '\0')
+        atomic_fetch_add(&f->stale, 1);
+    atomic_fetch_add(&f->checked, 1);
+}
+
+static void test_host_functions_start_from_a_worker_state(void **state) {
+    (void)state;
+    enum { ROUNDS = 200 };
+    static fresh_state f;
+    memset(&f, 0, sizeof f);
+    rill_stream *s[2];
+    RT_OK(rill_stream_create(NULL, 0, &s[0]));
+    RT_OK(rill_stream_create(NULL, 0, &s[1]));
+    RT_OK(rill_stream_create(NULL, 0, &f.other));
+    for (int i = 0; i < ROUNDS; i++) {
+        RT_OK(rill_launch_host_func(s[i % 2], dirty_state, &f));
+        RT_OK(rill_launch_host_func(s[(i / 2) % 2], check_state, &f));
+        if (i % 16 == 15)
+            RT_OK(rill_stream_synchronize(s[i % 2])); /* the waiting thread runs some */
+    }
+    RT_OK(rill_device_synchronize(NULL));
+    assert_int_equal(atomic_load(&f.checked), ROUNDS);
+    assert_int_equal(atomic_load(&f.stale), 0);
+    for (int i = 0; i < 2; i++)
+        RT_OK(rill_stream_destroy(s[i]));
+    RT_OK(rill_stream_destroy(f.other));
 }
 
 /* ---- capture rules ---- */
@@ -697,6 +748,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_graph_blocks_running_at_once_have_different_workers),
         cmocka_unit_test(test_host_function_run_by_waiting_thread_behaves_as_on_a_worker),
         cmocka_unit_test(test_host_function_run_by_thread_without_sentence_leaves_none),
+        cmocka_unit_test(test_host_functions_start_from_a_worker_state),
         cmocka_unit_test(test_host_function_run_by_capturing_thread_keeps_capture_rules),
         cmocka_unit_test(test_host_runs_commands_in_order_with_sticky_errors),
         cmocka_unit_test(test_host_runs_work_of_a_destroyed_stream),
