@@ -339,12 +339,26 @@ rill_status rill__pool_alloc_async(rill__stream *s, size_t bytes, const char *fn
 
 /* ------------------------------------------------------------- freeing */
 
-/* Looks up the segment that holds ptr; NULL when ptr is no device memory. */
-static segment *segment_of(const void *ptr, rill__device **dev) {
+/* The device whose pool's segments hold ptr; false when ptr is no device
+ * memory. Only the device: without pool->lock, the segment itself may be
+ * released (rill__segment_release, under the lock) before the caller takes
+ * the lock, so a caller that reads the segment looks it up again with
+ * segment_of_locked. */
+static bool device_of(const void *ptr, rill__device **dev) {
     rill__mem_block rb;
     if (!rill__registry_find(ptr, &rb) || rb.kind != RILL__MEM_DEVICE)
-        return NULL;
+        return false;
     *dev = rb.dev;
+    return true;
+}
+
+/* The segment of p that holds ptr, with pool->lock held (the lock order is
+ * pool->lock, then the registry's, as in rill__segment_grow); NULL when
+ * there is none now. */
+static segment *segment_of_locked(rill__pool *p, const void *ptr) {
+    rill__mem_block rb;
+    if (!rill__registry_find(ptr, &rb) || rb.kind != RILL__MEM_DEVICE || rill__pool_of(rb.dev) != p)
+        return NULL;
     return rb.owner;
 }
 
@@ -371,12 +385,12 @@ static block *find_allocated_locked(const void *ptr, rill__pool **pool, rill__de
 /* The sentence for a free of a pointer that is no allocated block. */
 static rill_status bad_free(void *ptr, const char *fn) {
     rill__device *dev = NULL;
-    segment *g = segment_of(ptr, &dev);
-    if (g != NULL) {
+    if (device_of(ptr, &dev)) {
         rill__pool *p = rill__pool_of(dev);
         rill__spinlock_lock(&p->lock);
         rill__tcache_steal_all(p); /* its cached blocks are free, not allocated */
-        block *in = rill__segment_block_at(g, (uintptr_t)ptr);
+        segment *g = segment_of_locked(p, ptr);
+        block *in = g != NULL ? rill__segment_block_at(g, (uintptr_t)ptr) : NULL;
         int inside = in != NULL && in->allocated;
         uintptr_t base = inside ? in->ptr : 0;
         rill__spinlock_unlock(&p->lock);
@@ -474,12 +488,12 @@ void rill__pool_note_use(rill__stream *s, uint64_t seq, const void *ptr, size_t 
     if (k == NULL) {
         rill__spinlock_unlock(&p->lock);
         rill__device *dev = NULL;
-        segment *g = segment_of(ptr, &dev);
-        if (g == NULL)
+        if (!device_of(ptr, &dev))
             return;
         p = rill__pool_of(dev);
         rill__spinlock_lock(&p->lock);
-        k = rill__segment_block_at(g, (uintptr_t)ptr);
+        segment *g = segment_of_locked(p, ptr);
+        k = g != NULL ? rill__segment_block_at(g, (uintptr_t)ptr) : NULL;
     }
     if (k != NULL && k->allocated && k->stream != s && !rill__tcache_holds_free(k))
         rill__points_add(p, k, s, seq);
@@ -488,10 +502,9 @@ void rill__pool_note_use(rill__stream *s, uint64_t seq, const void *ptr, size_t 
 
 rill_status rill__pool_record_stream(void *ptr, rill__stream *s, const char *fn) {
     rill__device *dev = NULL;
-    segment *g = segment_of(ptr, &dev);
     block *k = NULL;
     rill__pool *p = NULL;
-    if (g != NULL) {
+    if (device_of(ptr, &dev)) {
         p = rill__pool_of(dev);
         rill__spinlock_lock(&p->lock);
         k = rill__tcache_lookup_locked(p, ptr, true);
@@ -513,14 +526,15 @@ rill_status rill__pool_record_stream(void *ptr, rill__stream *s, const char *fn)
 /* ----------------------------------------------------------- lookups */
 
 bool rill__pool_find(const void *ptr, rill__device **dev, size_t *bytes_to_end) {
-    segment *g = segment_of(ptr, dev);
-    if (g == NULL)
+    if (!device_of(ptr, dev))
         return false;
     rill__pool *p = rill__pool_of(*dev);
     rill__spinlock_lock(&p->lock);
     block *k = rill__hash_find(p, (uintptr_t)ptr);
-    if (k == NULL)
-        k = rill__segment_block_at(g, (uintptr_t)ptr);
+    if (k == NULL) {
+        segment *g = segment_of_locked(p, ptr);
+        k = g != NULL ? rill__segment_block_at(g, (uintptr_t)ptr) : NULL;
+    }
     bool found = k != NULL && k->allocated && !rill__tcache_holds_free(k) &&
                  (uintptr_t)ptr < k->ptr + k->requested;
     if (found)
@@ -531,13 +545,13 @@ bool rill__pool_find(const void *ptr, rill__device **dev, size_t *bytes_to_end) 
 
 bool rill__pool_locate(const void *ptr, rill__pool_location *out) {
     rill__device *dev = NULL;
-    segment *g = segment_of(ptr, &dev);
-    if (g == NULL)
+    if (!device_of(ptr, &dev))
         return false;
     rill__pool *p = rill__pool_of(dev);
     rill__spinlock_lock(&p->lock);
     block *k = rill__tcache_lookup_locked(p, ptr, true);
     if (k != NULL) {
+        const segment *g = k->seg;
         out->segment_base = (void *)g->base;
         out->segment_bytes = g->size;
         out->offset = k->ptr - g->base;
@@ -550,8 +564,7 @@ bool rill__pool_locate(const void *ptr, rill__pool_location *out) {
 
 bool rill__pool_owner(const void *ptr, rill__stream **stream, size_t *bytes) {
     rill__device *dev = NULL;
-    segment *g = segment_of(ptr, &dev);
-    if (g == NULL)
+    if (!device_of(ptr, &dev))
         return false;
     rill__pool *p = rill__pool_of(dev);
     rill__spinlock_lock(&p->lock);

@@ -6,6 +6,7 @@
  * has a deadline. */
 #include "fixture.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -584,6 +585,53 @@ static void test_memory_over_limit_is_out_of_memory(void **state) {
     RT_OK(rill_free(q));
 }
 
+/* A lookup of a pointer that is no allocated block's start (an interior or stale pointer, as an
+ * op's argument check makes) never reads a segment that another thread releases meanwhile: one
+ * thread allocates, frees and empties the cache (each round releases the segment) while another
+ * exports interior pointers of those rounds, live or stale (rill_ipc_get_mem_handle refuses
+ * both). AddressSanitizer reports a read of a released segment. */
+typedef struct churn {
+    _Atomic(uintptr_t) last; /* the last block's address, freed or about to be */
+    atomic_int stop;
+    atomic_int failures;
+} churn;
+
+static void *churn_main(void *arg) {
+    churn *c = arg;
+    for (int i = 0; i < 2000; i++) {
+        void *p = NULL;
+        if (rill_malloc(NULL, (size_t)1 << 20, &p) != RILL_OK) {
+            atomic_fetch_add(&c->failures, 1);
+            break;
+        }
+        atomic_store(&c->last, (uintptr_t)p);
+        if (rill_free(p) != RILL_OK || rill_mem_empty_cache(NULL) != RILL_OK)
+            atomic_fetch_add(&c->failures, 1);
+    }
+    atomic_store(&c->stop, 1);
+    return NULL;
+}
+
+static void test_memory_lookups_race_with_released_segments(void **state) {
+    (void)state;
+    static churn c;
+    memset(&c, 0, sizeof c);
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, churn_main, &c), 0);
+    int checked = 0;
+    while (!atomic_load(&c.stop)) {
+        uintptr_t last = atomic_load(&c.last);
+        if (last == 0)
+            continue;
+        rill_ipc_mem_handle h;
+        RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_ipc_get_mem_handle((void *)(last + 4096), &h));
+        checked++;
+    }
+    assert_int_equal(pthread_join(t, NULL), 0);
+    assert_int_equal(atomic_load(&c.failures), 0);
+    assert_true(checked > 0);
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_memory_malloc_and_free),
@@ -603,6 +651,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_memory_get_limit_returns_the_set_limit),
         cmocka_unit_test(test_memory_pool_stats_count_each_pools_blocks),
         cmocka_unit_test(test_memory_stats_carry_the_limit),
+        cmocka_unit_test(test_memory_lookups_race_with_released_segments),
     };
     return RT_RUN(tests);
 }
