@@ -392,6 +392,15 @@ bool rill__mem_check(rill_device *dev_h, char *why, size_t cap) {
     return rill__pool_check(dev, why, cap);
 }
 
+void rill__mem_describe(rill_device *dev_h, const void *ptr, char *out, size_t cap) {
+    rill__device *dev;
+    if (rill__device_resolve(dev_h, "rill__mem_describe", &dev) != RILL_OK) {
+        snprintf(out, cap, "%s", rill_last_error());
+        return;
+    }
+    rill__pool_describe(dev, ptr, out, cap);
+}
+
 rill_status rill_mem_empty_cache(rill_device *dev_h) {
     rill__device *dev;
     rill_status st = rill__device_resolve(dev_h, "rill_mem_empty_cache", &dev);

@@ -38,5 +38,8 @@ rill_status rill__mem_check_access(const char *fn, const char *what, const char 
  * calling thread's current device). False with a sentence in why when an
  * invariant of the pool does not hold or dev is not a device. */
 bool rill__mem_check(rill_device *dev, char *why, size_t cap);
+/* For tests and debugging: rill__pool_describe on dev's pool (NULL: the
+ * calling thread's current device). */
+void rill__mem_describe(rill_device *dev, const void *ptr, char *out, size_t cap);
 
 #endif

@@ -100,6 +100,10 @@ void rill__pool_get_pool_stats(rill__device *dev, rill_mem_pool_stats out[2]);
  * why (cap bytes), when one does not hold. Takes the pool's lock; walks
  * every block, so it is for tests and debugging, not for hot paths. */
 bool rill__pool_check(rill__device *dev, char *why, size_t cap);
+/* Describes, into out (cap bytes), the block and segment of dev's pool
+ * that hold ptr, as the pool sees them now (pool_check.c; for tests and
+ * debugging). Takes the pool's lock. */
+void rill__pool_describe(rill__device *dev, const void *ptr, char *out, size_t cap);
 /* Returns unused segments whose pending work has completed to the system. */
 void rill__pool_empty_cache(rill__device *dev);
 /* Lowers both peaks to the current figures (rill_mem_reset_peak_stats). */

@@ -12,6 +12,8 @@
 #include "mem/block.h"
 #include "mem/pool.h"
 #include "mem/pool_internal.h"
+#include "mem/registry.h"
+#include "mem/segment.h"
 #include "mem/tcache.h"
 
 typedef struct check {
@@ -150,6 +152,22 @@ static size_t check_bins(check *c, const bins *b, int small) {
     return n;
 }
 
+/* g's address range is its own: no other segment of the pool overlaps it,
+ * and the registry names g for its first and last byte (the lock order
+ * is pool->lock, then the registry's). */
+static void check_range(check *c, const rill__pool *p, const segment *g) {
+    for (const segment *o = p->segments; o != NULL && c->ok; o = o->next)
+        if (o != g && o->base < g->base + g->size && g->base < o->base + o->size)
+            broken(c, "segments %#" PRIxPTR " (%zu bytes) and %#" PRIxPTR " (%zu bytes) overlap",
+                   g->base, g->size, o->base, o->size);
+    rill__mem_block lo, hi;
+    if (c->ok && (!rill__registry_find((void *)g->base, &lo) ||
+                  !rill__registry_find((void *)(g->base + g->size - 1), &hi) || lo.owner != g ||
+                  hi.owner != g))
+        broken(c, "segment %#" PRIxPTR " (%zu bytes): the registry does not name it for its range",
+               g->base, g->size);
+}
+
 bool rill__pool_check(rill__device *dev, char *why, size_t cap) {
     rill__pool *p = rill__pool_of(dev);
     check c = {why, cap, true};
@@ -164,6 +182,8 @@ bool rill__pool_check(rill__device *dev, char *why, size_t cap) {
             broken(&c, "segment %#" PRIxPTR ": wrong list links", g->base);
         else
             check_segment(&c, p, g, &t);
+        if (c.ok)
+            check_range(&c, p, g);
     }
     size_t unmapped = 0;
     for (const block *k = p->unmapped; k != NULL && c.ok; k = k->bin_next, unmapped++)
@@ -187,4 +207,34 @@ bool rill__pool_check(rill__device *dev, char *why, size_t cap) {
         broken(&c, "%zu free committed blocks, %zu in the bins", t.free_mapped, binned);
     rill__spinlock_unlock(&p->lock);
     return c.ok;
+}
+
+void rill__pool_describe(rill__device *dev, const void *ptr, char *out, size_t cap) {
+    rill__pool *p = rill__pool_of(dev);
+    uintptr_t a = (uintptr_t)ptr;
+    rill__spinlock_lock(&p->lock);
+    const segment *g = p->segments;
+    while (g != NULL && (a < g->base || a - g->base >= g->size))
+        g = g->next;
+    const block *k = g != NULL ? rill__segment_block_at(g, a) : NULL;
+    if (g == NULL) {
+        snprintf(out, cap, "%#" PRIxPTR ": in no segment of the pool", a);
+    } else {
+        unsigned tc = atomic_load_explicit(&k->tc_state, memory_order_relaxed);
+        snprintf(out, cap,
+                 "%#" PRIxPTR ": in block [%#" PRIxPTR ", %#" PRIxPTR ") %s%s, stream %p, %zu "
+                 "points; segment [%#" PRIxPTR ", %#" PRIxPTR ")%s",
+                 a, k->ptr, k->ptr + k->size,
+                 k->allocated  ? "allocated"
+                 : k->unmapped ? "uncommitted"
+                               : "free",
+                 tc == TC_NONE     ? ""
+                 : tc == TC_CACHED ? " (a thread cache holds it free)"
+                                   : " (leased by a thread cache)",
+                 (void *)k->stream, k->num_points, g->base, g->base + g->size,
+                 k->allocated && tc == TC_NONE && rill__hash_find(p, k->ptr) != k
+                     ? "; not in the hash"
+                     : "");
+    }
+    rill__spinlock_unlock(&p->lock);
 }

@@ -100,7 +100,7 @@ static uintptr_t live_lo[NUM_THREADS * SLOTS], live_hi[NUM_THREADS * SLOTS];
 
 static atomic_int num_failures;
 static atomic_int first_failure_claimed;
-static char first_failure[640]; /* written once, by the thread that claimed it */
+static char first_failure[1024]; /* written once, by the thread that claimed it */
 
 static void record_failure(const char *fmt, ...) {
     atomic_fetch_add(&num_failures, 1);
@@ -225,9 +225,16 @@ static void live_add(int index, const use_args *a) {
     uintptr_t lo = (uintptr_t)a->ptr, hi = lo + a->bytes;
     pthread_mutex_lock(&live_lock);
     for (int i = 0; i < NUM_THREADS * SLOTS; i++) {
-        if (live_hi[i] != 0 && lo < live_hi[i] && live_lo[i] < hi)
-            record_failure("allocation %p (%zu bytes) overlaps the live block [%p, %p)", (void *)lo,
-                           a->bytes, (void *)live_lo[i], (void *)live_hi[i]);
+        if (live_hi[i] != 0 && lo < live_hi[i] && live_lo[i] < hi) {
+            /* What the pool holds there now, for whoever reads the failure. */
+            char mine[256], theirs[256];
+            rill__mem_describe(NULL, (void *)lo, mine, sizeof mine);
+            rill__mem_describe(NULL, (void *)live_lo[i], theirs, sizeof theirs);
+            record_failure("allocation %p (%zu bytes) overlaps the live block [%p, %p) of "
+                           "thread %d; the pool: %s; %s",
+                           (void *)lo, a->bytes, (void *)live_lo[i], (void *)live_hi[i], i / SLOTS,
+                           mine, theirs);
+        }
     }
     live_lo[index] = lo;
     live_hi[index] = hi;

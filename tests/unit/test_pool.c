@@ -5,7 +5,9 @@
  * once, same-stream reuse hits the cache, out-of-memory recovers by waiting
  * for pending frees, and the statistics are exact. */
 #include "fixture.h"
+#include "mem/memory.h"
 
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -1023,6 +1025,28 @@ static void test_pool_graph_memory_reuse_keeps_device_clean_after_failure(void *
     RT_OK(rill_stream_destroy(b));
 }
 
+/* rill__mem_describe (for failure messages of the stress tests): an address inside an allocated
+ * block names the block's start and "allocated"; once the block is freed and the cache
+ * emptied, the address is in no segment. */
+static void test_pool_describe_names_the_block_and_its_state(void **state) {
+    (void)state;
+    rill_stream *s = NULL;
+    RT_OK(rill_stream_create(NULL, 0, &s));
+    void *p = NULL;
+    RT_OK(rill_malloc_async(100000, s, &p));
+    char out[256], start[32];
+    snprintf(start, sizeof start, "[%#" PRIxPTR ",", (uintptr_t)p);
+    rill__mem_describe(NULL, (char *)p + 4096, out, sizeof out);
+    assert_non_null(strstr(out, start));
+    assert_non_null(strstr(out, " allocated"));
+    RT_OK(rill_free_async(p, s));
+    RT_OK(rill_stream_synchronize(s));
+    RT_OK(rill_mem_empty_cache(NULL));
+    rill__mem_describe(NULL, (char *)p + 4096, out, sizeof out);
+    assert_non_null(strstr(out, "in no segment"));
+    RT_OK(rill_stream_destroy(s));
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pool_free_while_other_stream_reads_is_not_reused),
@@ -1049,6 +1073,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_pool_no_internal_wait_behind_host_functions),
         cmocka_unit_test(test_pool_reuse_policy_without_internal_waits_grows),
         cmocka_unit_test(test_pool_graph_memory_reuse_keeps_device_clean_after_failure),
+        cmocka_unit_test(test_pool_describe_names_the_block_and_its_state),
     };
     if (argc > 1)
         cmocka_set_test_filter(argv[1]);
