@@ -219,6 +219,9 @@ void rill__pool_describe(rill__device *dev, const void *ptr, char *out, size_t c
     const block *k = g != NULL ? rill__segment_block_at(g, a) : NULL;
     if (g == NULL) {
         snprintf(out, cap, "%#" PRIxPTR ": in no segment of the pool", a);
+    } else if (k == NULL) {
+        snprintf(out, cap, "%#" PRIxPTR ": in segment [%#" PRIxPTR ", %#" PRIxPTR ") but no block",
+                 a, g->base, g->base + g->size);
     } else {
         unsigned tc = atomic_load_explicit(&k->tc_state, memory_order_relaxed);
         snprintf(out, cap,
