@@ -202,6 +202,7 @@ bool rill__points_collect_waits(const block *k, rill__stream *s, point *waits, s
 /* ---------------------------------------------------------------- bins */
 
 void rill__bin_insert(bins *b, block *k) {
+    RILL_ASSERT(!k->allocated && !k->unmapped && rill__block_tiles(k));
     unsigned i = rill__bin_of(k->size);
     k->bin = i;
     k->bin_prev = NULL;

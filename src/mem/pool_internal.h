@@ -154,6 +154,17 @@ static inline bins *rill__bins_for(rill__pool *p, int small) {
     return small ? &p->small : &p->large;
 }
 
+/* Does k lie in its segment and meet its address neighbours exactly (the
+ * tiling of segment.c)? For RILL_ASSERT where blocks change hands: a
+ * broken tiling is caught where it appears, not as an overlap later. */
+static inline bool rill__block_tiles(const block *k) {
+    return k->seg != NULL && k->ptr >= k->seg->base && k->size <= k->seg->size &&
+           k->ptr - k->seg->base <= k->seg->size - k->size &&
+           (k->prev == NULL ? k->ptr == k->seg->base : k->prev->ptr + k->prev->size == k->ptr) &&
+           (k->next == NULL ? k->ptr + k->size == k->seg->base + k->seg->size
+                            : k->next->ptr == k->ptr + k->size);
+}
+
 /* Does a free block of a segment of this kind split off a rest of rest
  * bytes when handed out (see above), rather than go whole? */
 static inline bool rill__splits(int small, size_t rest) {

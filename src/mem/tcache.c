@@ -272,6 +272,7 @@ static void fold_use_locked(rill__pool *p, tcache *c, block *k) {
 /* Returns a cached block of c to the pool as a free block (pool->lock
  * held). */
 static void release_cached(rill__pool *p, tcache *c, block *k) {
+    RILL_ASSERT(k->allocated && rill__block_tiles(k));
     atomic_store_explicit(&k->tc_state, TC_NONE, memory_order_relaxed);
     fold_use_locked(p, c, k);
     /* The cache relied on stream order; other streams need the point. */
@@ -470,6 +471,7 @@ void *rill__tcache_alloc(rill__pool *p, rill__stream *s, size_t size, size_t byt
             c->waiting[i].tail = before;
         clear_use(c, k);
     }
+    RILL_ASSERT(k->allocated && rill__block_tiles(k));
     *slot = k;
     live_add(c, 1);
     k->requested = bytes;

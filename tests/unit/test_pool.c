@@ -6,6 +6,7 @@
  * for pending frees, and the statistics are exact. */
 #include "fixture.h"
 #include "mem/memory.h"
+#include "mem/pool_internal.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -1047,6 +1048,28 @@ static void test_pool_describe_names_the_block_and_its_state(void **state) {
     RT_OK(rill_stream_destroy(s));
 }
 
+/* rill__block_tiles, behind the pool's RILL_ASSERTs where blocks change hands: true for blocks that
+ * tile their segment, false for one that runs into its neighbour, leaves a gap or leaves the
+ * segment. */
+static void test_pool_block_tiles_finds_a_broken_tiling(void **state) {
+    (void)state;
+    segment g = {.base = 0x100000, .size = 0x3000};
+    block a = {.ptr = 0x100000, .size = 0x1000, .seg = &g};
+    block b = {.ptr = 0x101000, .size = 0x2000, .seg = &g};
+    a.next = &b;
+    b.prev = &a;
+    assert_true(rill__block_tiles(&a));
+    assert_true(rill__block_tiles(&b));
+    a.size = 0x1800; /* runs into b */
+    assert_false(rill__block_tiles(&a));
+    a.size = 0x800; /* a gap before b */
+    assert_false(rill__block_tiles(&a));
+    assert_false(rill__block_tiles(&b));
+    a.size = 0x1000;
+    b.size = 0x3000; /* past the segment's end */
+    assert_false(rill__block_tiles(&b));
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pool_free_while_other_stream_reads_is_not_reused),
@@ -1074,6 +1097,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_pool_reuse_policy_without_internal_waits_grows),
         cmocka_unit_test(test_pool_graph_memory_reuse_keeps_device_clean_after_failure),
         cmocka_unit_test(test_pool_describe_names_the_block_and_its_state),
+        cmocka_unit_test(test_pool_block_tiles_finds_a_broken_tiling),
     };
     if (argc > 1)
         cmocka_set_test_filter(argv[1]);
