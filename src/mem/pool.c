@@ -74,7 +74,7 @@ static block *find_free(rill__pool *p, int small, size_t size, rill__stream *s, 
 /* Takes free block k for an allocation of size bytes (rounded from
  * requested) on s. */
 static void take(rill__pool *p, block *k, size_t size, size_t requested, rill__stream *s) {
-    RILL_ASSERT(!k->allocated && !k->unmapped && rill__block_tiles(k));
+    RILL_ASSERT(!k->allocated && !k->unmapped && k->size >= size && rill__block_tiles(k));
     int small = k->seg->small;
     bins *b = rill__bins_for(p, small);
     rill__bin_remove(b, k);

@@ -217,13 +217,21 @@ static bool within_limit(const rill__pool *p, size_t bytes) {
 block *rill__segment_grow(rill__device *dev, rill__pool *p, int small, rill__stream *s, size_t size,
                           uint64_t max_cost) {
     /* The unmapped block that needs the fewest new bytes: the free block
-     * before it counts when s may take it. */
+     * before it counts when s may take it. Whether it counts is decided
+     * once, here: asked again after the commit, the answer can change
+     * (another thread may submit a host function to a stream that the
+     * block's points name, and rill__block_wait_cost refuses to wait
+     * behind one), and a block committed for "before plus this" without
+     * before would be short of size: take() would then stretch it over its
+     * neighbour, an allocated block. */
     block *best = NULL;
     size_t best_commit = SIZE_MAX;
+    bool best_joins = false; /* the free block before best is part of the result */
     for (block *u = p->unmapped; u != NULL; u = u->bin_next) {
         if (u->seg->small != small)
             continue;
-        size_t have = takes(u->prev, s, max_cost) ? u->prev->size : 0;
+        bool joins = takes(u->prev, s, max_cost);
+        size_t have = joins ? u->prev->size : 0;
         if (have >= size)
             return u->prev; /* beyond find_free's scan: nothing to commit */
         size_t missing = size - have;
@@ -235,6 +243,7 @@ block *rill__segment_grow(rill__device *dev, rill__pool *p, int small, rill__str
         if (commit < best_commit && within_limit(p, commit)) {
             best = u;
             best_commit = commit;
+            best_joins = joins;
         }
     }
     if (best == NULL) {
@@ -243,17 +252,19 @@ block *rill__segment_grow(rill__device *dev, rill__pool *p, int small, rill__str
         if (!within_limit(p, best_commit) || (g = segment_new(dev, p, small, size)) == NULL)
             return NULL;
         best = g->first;
+        best_joins = false;
     }
     block *before = best->prev;
     block *k = commit_front(dev, p, best, best_commit);
     if (k == NULL)
         return NULL;
     bins *b = rill__bins_for(p, small);
-    if (takes(before, s, max_cost)) {
+    if (best_joins) {
         rill__bin_remove(b, before);
         absorb(p, before, k);
         k = before;
     }
+    RILL_ASSERT(k->size >= size);
     rill__bin_insert(b, k);
     return k;
 }
