@@ -390,9 +390,12 @@ static bool capture_active(void) {
     return n != NULL && PyObject_IsTrue(n) != 0;
 }
 
-/* The rill.Stream whose handle is h, and its event pool: the last ones
- * unless the current stream changed (handles are not reused within a
- * runtime; reset() forgets them at shutdown). */
+/* The rill.Stream whose handle is h, and its event pool, as new
+ * references: the last ones unless the current stream changed (handles
+ * are not reused within a runtime; reset() forgets them at shutdown). The
+ * cache is whole before the old entries are released: their release may
+ * run Python code, and another thread with it, which must not find a new
+ * stream under an old handle. */
 static PyObject *stream_of(rill_stream *h, EventPool **pool) {
     if (h != st.last_handle || st.last_stream == NULL) {
         PyObject *s = PyObject_CallNoArgs(st.current);
@@ -409,10 +412,19 @@ static PyObject *stream_of(rill_stream *h, EventPool **pool) {
             PyErr_SetString(PyExc_TypeError, "rill: a stream's event pool is not an EventPool");
             return NULL;
         }
-        Py_XSETREF(st.last_stream, s);
-        Py_XSETREF(st.last_pool, p);
+        PyObject *old_stream = st.last_stream, *old_pool = st.last_pool;
+        Py_INCREF(s);
+        Py_INCREF(p);
+        st.last_stream = s;
+        st.last_pool = p;
         st.last_handle = h;
+        Py_XDECREF(old_stream);
+        Py_XDECREF(old_pool);
+        *pool = (EventPool *)p;
+        return s;
     }
+    Py_INCREF(st.last_stream);
+    Py_INCREF(st.last_pool);
     *pool = (EventPool *)st.last_pool;
     return st.last_stream;
 }
@@ -448,10 +460,8 @@ static PyObject *fast_op(Tensor *a, PyObject *other, int op) {
     PyObject *s = h == NULL ? NULL : stream_of(h, &pool);
     if (s == NULL)
         return PyErr_Occurred() ? NULL : Py_NotImplemented; /* the general path says why */
-    /* Strong references: another thread may look up another stream while
-     * this one runs the op without the GIL. */
-    Py_INCREF(s);
-    Py_INCREF(pool);
+    /* stream_of's references are strong: another thread may look up
+     * another stream while this one runs the op without the GIL. */
     Tensor *t = NULL;
     rill_event *ev = NULL;
     rill_status status = RILL_OK;
