@@ -15,7 +15,8 @@
  *     every accepted launch (kernels, host functions, and each node of each accepted graph launch)
  *     ran exactly once.
  * Each thread also allocates, fills and frees memory in stream order on a stream of its own, and
- * captures graphs there (RILL_CAPTURE_RELAXED, so that other threads' calls are not restricted).
+ * captures graphs there (RILL_CAPTURE_RELAXED, so that other threads' calls are not restricted),
+ * which it instantiates or takes into an exec of the table that others may be launching.
  * Nothing fails on purpose: failures and their sticky windows are the order stress test's subject.
  * Bounded by iterations and by seconds; the seed comes from RILL_STRESS_SEED (or a fixed default)
  * and is printed. */
@@ -42,7 +43,7 @@ enum {
     NUM_EXECS = 3,
     GRAPH_NODES = 3, /* kernels per captured graph, one block each */
     MAX_BLOCKS = 4,
-    NUM_OPS = 26,
+    NUM_OPS = 27,
 };
 
 /* A table slot: the handle it last held (NULL: none yet) and whether that object is live. Uses
@@ -249,12 +250,14 @@ static void make_kernel(worker_state *w) {
 }
 
 /* Captures GRAPH_NODES one-block launches on the thread's own stream, each of a kernel from the
- * table; a destroyed kernel is refused, and then the graph is dropped, so that every exec in the
- * table has GRAPH_NODES nodes. The kernels may be destroyed before the exec runs. */
-static void make_exec(worker_state *w) {
+ * table, into *g; false when a kernel had been destroyed (it is refused, and the graph is
+ * dropped), so that every graph made here has the same shape. The kernels may be destroyed
+ * before the graph runs. */
+static bool capture_graph(worker_state *w, rill_graph **g) {
     const rill_launch one = {.grid = {1, 1, 1}, .block = {1, 1, 1}};
+    *g = NULL;
     if (!CHECK_OK(rill_stream_begin_capture(w->own, RILL_CAPTURE_RELAXED), true))
-        return;
+        return false;
     bool whole = true;
     for (int i = 0; i < GRAPH_NODES; i++) {
         slot *k = &kernels[pick(w, NUM_KERNELS)];
@@ -266,14 +269,39 @@ static void make_exec(worker_state *w) {
             whole = false;
         release(&h);
     }
-    rill_graph *g = NULL;
-    if (!CHECK_OK(rill_stream_end_capture(w->own, &g), true))
+    if (!CHECK_OK(rill_stream_end_capture(w->own, g), true))
+        return false;
+    if (!whole) {
+        (void)CHECK_OK(rill_graph_destroy(*g), true);
+        *g = NULL;
+    }
+    return whole;
+}
+
+static void make_exec(worker_state *w) {
+    rill_graph *g;
+    if (!capture_graph(w, &g))
         return;
     rill_graph_exec *x = NULL;
-    bool made = whole && CHECK_OK(rill_graph_instantiate(g, &x), true);
+    bool made = CHECK_OK(rill_graph_instantiate(g, &x), true);
     (void)CHECK_OK(rill_graph_destroy(g), true);
     if (made)
         replace(&execs[pick(w, NUM_EXECS)], x, destroy_exec, "rill_graph_exec_destroy");
+}
+
+/* Updates an exec of the table, which other threads may be launching meanwhile, with a graph of
+ * the same shape. */
+static void update_exec(worker_state *w) {
+    rill_graph *g;
+    if (!capture_graph(w, &g))
+        return;
+    slot *x = &execs[pick(w, NUM_EXECS)];
+    held h;
+    hold(&h, x, NULL, NULL);
+    if (x->handle != NULL)
+        (void)CHECK_OK(rill_graph_exec_update(x->handle, g), x->live);
+    release(&h);
+    (void)CHECK_OK(rill_graph_destroy(g), true);
 }
 
 static void own_memory(worker_state *w) {
@@ -404,6 +432,9 @@ static void one_op(worker_state *w) {
                         ELAPSED);
         break;
     }
+    case 26:
+        update_exec(w);
+        return;
     default: /* 21 */
         own_memory(w);
         return;
