@@ -99,7 +99,8 @@ bool rill__handle_open(rill__handle_kind kind, void *obj, void **out) {
     }
     slot *s = slot_at(index);
     uint32_t gen = (uint32_t)(atomic_load_explicit(&s->tag, memory_order_relaxed) >> KIND_BITS);
-    atomic_store_explicit(&s->obj, obj, memory_order_relaxed);
+    /* release: see rill__handle_get. */
+    atomic_store_explicit(&s->obj, obj, memory_order_release);
     /* release: a lookup that sees the tag sees obj. */
     atomic_store_explicit(&s->tag, (uint64_t)gen << KIND_BITS | (uint64_t)kind,
                           memory_order_release);
@@ -127,11 +128,19 @@ RILL_HOT void *rill__handle_get(const void *handle, rill__handle_kind kind) {
     slot *s = slot_at(index);
     if (s == NULL)
         return NULL;
+    uint64_t tag = (uint64_t)gen << KIND_BITS | (uint64_t)kind;
     /* acquire: pairs with the release store of the tag in open. */
-    if (atomic_load_explicit(&s->tag, memory_order_acquire) !=
-        ((uint64_t)gen << KIND_BITS | (uint64_t)kind))
+    if (atomic_load_explicit(&s->tag, memory_order_acquire) != tag)
         return NULL;
-    return atomic_load_explicit(&s->obj, memory_order_relaxed);
+    /* acquire: pairs with the release store of obj in open, which comes
+     * after this generation's close: when obj is a later owner's, the tag
+     * read again below is that close's or later. */
+    void *obj = atomic_load_explicit(&s->obj, memory_order_acquire);
+    /* The slot may have been closed and opened for another object (of any
+     * kind) between the two loads: obj is ours only if the tag is still. */
+    if (atomic_load_explicit(&s->tag, memory_order_relaxed) != tag)
+        return NULL;
+    return obj;
 }
 
 rill__handle_kind rill__handle_kind_of(const void *handle) {

@@ -23,10 +23,11 @@
  *
  * Invariant: a slot's tag is (generation << 4 | kind) while in use and
  * (generation << 4) while free; closing a slot increments its generation
- * (skipping 0). A lookup that races with the close of the same handle may
- * return the object being destroyed: using a handle while another thread
- * destroys it is a caller error that this detects only once the destroy
- * has returned. */
+ * (skipping 0). A lookup reads the tag, the object, then the tag again, so
+ * that it never returns another object that took the slot meanwhile. One
+ * that races with the close of the same handle may return the object being
+ * destroyed: the object then stays whole until the call that looked it up
+ * returns (core/calls.h). */
 #ifndef RILL_CORE_HANDLE_H
 #define RILL_CORE_HANDLE_H
 
