@@ -30,9 +30,10 @@
  *    from an object created later in its place: passing it again is
  *    RILL_ERROR_INVALID_ARGUMENT with a sentence, never a crash or a call
  *    on another object. So is a handle of another kind, or a pointer rill
- *    never gave out. Using a handle while another thread destroys it is
- *    still a race of the program's. Compare handles with ==; never
- *    dereference them.
+ *    never gave out. A call that races with the destruction of one of its
+ *    handles on another thread either behaves as if it came first (the
+ *    object stays whole until the call returns) or is refused as given a
+ *    destroyed handle. Compare handles with ==; never dereference them.
  *  - Every function is thread-safe. Commands that several threads submit to
  *    one stream run in the order in which the calls returned.
  *  - The library initialises itself on first use; rill_shutdown() waits for

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "comm/engine.h"
+#include "core/calls.h"
 #include "core/handle.h"
 #include "core/stream.h"
 #include "graph/graph.h"
@@ -656,6 +657,7 @@ static rill_status issue_on(rill__comm_channel *ch, rill_stream *stream, rill_co
 }
 
 rill_status rill__comm_issue(rill_stream *stream, rill_comm *comm, const rill__comm_args *a) {
+    RILL_CALL_SCOPE(); /* the public collectives of librill_mpi come here */
     rill__comm_channel *ch = NULL;
     rill_status st = resolve(comm, a->fn, &ch);
     if (st != RILL_OK)

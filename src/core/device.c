@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/calls.h"
 #include "core/event.h"
 #include "core/hooks.h"
 #include "core/kernel.h"
@@ -590,6 +591,8 @@ rill_status rill_shutdown(void) {
     atomic_store_explicit(&dying, rt, memory_order_release);
     atomic_store_explicit(&runtime, NULL, memory_order_release);
     tls.in_shutdown = 1;
+    /* Objects destroyed while other threads were in calls go now. */
+    rill__call_drain();
     run_shutdown_hooks();
     shutdown_phase(rt, RILL__SHUTDOWN_BEGIN); /* captures end: nothing captured runs */
     /* Wait for all work, including that of destroyed (zombie) streams,
@@ -636,6 +639,7 @@ rill_stream *rill_current_stream(rill_device *handle) {
 }
 
 rill_stream *rill_set_current_stream(rill_stream *handle) {
+    RILL_CALL_SCOPE();
     rill__runtime *rt;
     rill__device *dev;
     rill__stream *stream;
@@ -700,6 +704,7 @@ static void fork_prepare(void) {
     for (int i = 0; i < rt->num_devices; i++)
         rill__mutex_lock(&rt->devices[i]->lock); /* by ordinal */
     rill__handle_fork_prepare();                 /* a leaf: taken last, released first */
+    rill__call_fork_prepare();                   /* a leaf too */
 }
 
 static void unlock_lists(rill__runtime *rt) {
@@ -710,6 +715,7 @@ static void unlock_lists(rill__runtime *rt) {
 
 static void fork_parent(void) {
     if (forking.rt != NULL) {
+        rill__call_fork_parent();
         rill__handle_fork_release();
         unlock_lists(forking.rt);
     }
@@ -747,6 +753,7 @@ static void fork_child(void) {
     atomic_fetch_add(&rill__fork_count, 1);
     rill__runtime *rt = forking.rt;
     if (rt != NULL) {
+        rill__call_fork_child();
         rill__handle_fork_release();
         forget_runtime(rt);
         unlock_lists(rt);

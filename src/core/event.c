@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/calls.h"
 #include "core/stream.h"
 #include "core/trace_api.h"
 #include "obs/trace.h"
@@ -135,6 +136,7 @@ RILL_HOT static void snapshot(rill__event *e, rill__stream **s, uint64_t *seq, u
 /* ---------------------------------------------------------------- public */
 
 rill_status rill_event_create(unsigned flags, rill_event **out) {
+    RILL_CALL_SCOPE();
     if (out == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_event_create: out is NULL");
     *out = NULL;
@@ -168,7 +170,13 @@ rill_status rill_event_create(unsigned flags, rill_event **out) {
     return RILL_OK;
 }
 
+static void release_event(void *e, bool waited) {
+    (void)waited;
+    rill__event_unref(e);
+}
+
 rill_status rill_event_destroy(rill_event *event_h) {
+    RILL_CALL_SCOPE();
     rill__event *event;
     rill_status st = rill__event_resolve(event_h, "rill_event_destroy", &event);
     if (st != RILL_OK)
@@ -181,12 +189,13 @@ rill_status rill_event_destroy(rill_event *event_h) {
     if (!atomic_compare_exchange_strong(&event->magic, &expected, RILL__MAGIC_DEAD))
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "rill_event_destroy: the event was already destroyed");
-    rill__handle_close(event->handle); /* stale from here on */
-    rill__event_unref(event);
+    rill__handle_close(event->handle);  /* stale from here on */
+    rill__retire(release_event, event); /* calls that found it may still use it */
     return RILL_OK;
 }
 
 RILL_HOT rill_status rill_event_record(rill_event *event_h, rill_stream *stream_h) {
+    RILL_CALL_SCOPE();
     rill__event *event;
     rill_status st = rill__event_resolve(event_h, "rill_event_record", &event);
     if (st != RILL_OK)
@@ -250,6 +259,7 @@ RILL_HOT rill_status rill_event_record(rill_event *event_h, rill_stream *stream_
 }
 
 rill_status rill_event_query(rill_event *event_h) {
+    RILL_CALL_SCOPE();
     rill__event *event;
     rill_status st = rill__event_resolve(event_h, "rill_event_query", &event);
     if (st != RILL_OK)
@@ -282,6 +292,7 @@ rill_status rill_event_query(rill_event *event_h) {
 }
 
 RILL_HOT rill_status rill_event_synchronize(rill_event *event_h) {
+    RILL_CALL_SCOPE();
     rill__event *event;
     rill_status st = rill__event_resolve(event_h, "rill_event_synchronize", &event);
     if (st != RILL_OK)
@@ -346,6 +357,7 @@ static rill_status timing_point(rill__event *e, const char *which, uint64_t *ts)
 }
 
 rill_status rill_event_elapsed_ms(rill_event *start_h, rill_event *end_h, float *ms) {
+    RILL_CALL_SCOPE();
     if (ms == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_event_elapsed_ms: ms is NULL");
     *ms = 0.0f;
@@ -380,6 +392,7 @@ rill_status rill_event_elapsed_ms(rill_event *start_h, rill_event *end_h, float 
 }
 
 rill_status rill_event_get_tagged(const char *tag, rill_event **out) {
+    RILL_CALL_SCOPE();
     rill__runtime *rt;
     if (out == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_event_get_tagged: out is NULL");
@@ -431,6 +444,7 @@ rill_status rill_event_get_tagged(const char *tag, rill_event **out) {
 }
 
 rill_status rill_stream_wait_event(rill_stream *stream_h, rill_event *event_h) {
+    RILL_CALL_SCOPE();
     rill__stream *stream;
     rill_status st = rill__stream_resolve(stream_h, "rill_stream_wait_event", &stream);
     if (st != RILL_OK)

@@ -45,6 +45,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/calls.h"
 #include "core/event.h"
 #include "core/ipc_wire.h"
 #include "core/stream.h"
@@ -613,6 +614,7 @@ rill_status rill__ipc_event_wait(rill__ipc_event *ipc, rill__stream *stream, uin
 /* ---------------------------------------------------------------- public */
 
 rill_status rill_event_ipc_handle(rill_event *event_h, rill_ipc_event_handle *out) {
+    RILL_CALL_SCOPE();
     static const char fn[] = "rill_event_ipc_handle";
     if (out == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: out is NULL", fn);
@@ -658,6 +660,7 @@ static rill_status open_page(const rill__ipc_wire *w, ipc_page **out, const char
 }
 
 rill_status rill_event_open_ipc_handle(const rill_ipc_event_handle *handle, rill_event **out) {
+    RILL_CALL_SCOPE();
     static const char fn[] = "rill_event_open_ipc_handle";
     if (out == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: out is NULL", fn);

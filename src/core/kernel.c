@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/calls.h"
 #include "core/event.h"
 #include "core/hooks.h"
 #include "core/stream.h"
@@ -170,6 +171,7 @@ RILL_HOT rill_status rill__kernel_resolve(rill_kernel *handle, const char *fn, r
 /* ---------------------------------------------------------------- public */
 
 rill_status rill_kernel_create(const rill_kernel_desc *desc, rill_kernel **out) {
+    RILL_CALL_SCOPE();
     rill__runtime *rt;
     if (out == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_kernel_create: out is NULL");
@@ -221,16 +223,49 @@ rill_status rill_kernel_create(const rill_kernel_desc *desc, rill_kernel **out) 
     return RILL_OK;
 }
 
+static void drop_deps(rill__mem_dep *deps, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        rill__stream_unref(deps[i].stream);
+    rill__free(deps);
+}
+
+/* The owner's hold on a kernel whose handle closed, once no call that
+ * found it is still running (core/calls.h), so that every launch of it has
+ * been submitted. Launches hold no reference (kernel.h): the kernel waits
+ * for the work pending now, on every device, then goes. Without memory to
+ * note that work, it stays until rill_shutdown. */
+static void release_kernel(void *obj, bool waited) {
+    (void)waited;
+    rill__kernel *kernel = obj;
+    rill__runtime *rt;
+    rill__runtime_get(&rt);
+    rill__mem_dep *deps;
+    size_t n;
+    if (snapshot_pending(rt, &deps, &n) != RILL_OK)
+        return;
+    /* One critical section moves the kernel to the zombies and gives it its
+     * pending work: a reap on another thread sees both or neither. */
+    rill__mutex_lock(&rt->lock);
+    rill__list_remove(&rt->kernels, &kernel->rt_link);
+    kernel->rt_link.next = rt->zombie_kernels;
+    rt->zombie_kernels = &kernel->rt_link;
+    kernel->pending = deps;
+    kernel->num_pending = n;
+    rill__mutex_unlock(&rt->lock);
+    rill__kernels_reap(rt);
+}
+
 rill_status rill_kernel_destroy(rill_kernel *kernel_h) {
+    RILL_CALL_SCOPE();
     rill__runtime *rt;
     rill__kernel *kernel;
     rill_status st = rill__kernel_resolve(kernel_h, "rill_kernel_destroy", &kernel);
     if (st != RILL_OK)
         return st;
     rill__runtime_get(&rt);
-    /* Launches hold no reference (kernel.h): the kernel waits for the work
-     * pending now, on every device. Without memory for that list, wait for
-     * the work instead. */
+    /* The kernel will wait for the work pending when it goes (release_kernel).
+     * When there is no memory to note that work now, wait for it instead,
+     * so that little is pending then. */
     rill__mem_dep *deps;
     size_t n;
     if (snapshot_pending(rt, &deps, &n) != RILL_OK) {
@@ -242,26 +277,17 @@ rill_status rill_kernel_destroy(rill_kernel *kernel_h) {
                               kernel->image.name);
         for (int i = 0; i < rt->num_devices; i++)
             rill__device_drain(rt->devices[i], "rill_kernel_destroy");
+    } else {
+        drop_deps(deps, n);
     }
     uint32_t expected = RILL__MAGIC_KERNEL;
-    if (!atomic_compare_exchange_strong(&kernel->magic, &expected, RILL__MAGIC_DEAD)) {
-        for (size_t i = 0; i < n; i++)
-            rill__stream_unref(deps[i].stream);
-        rill__free(deps);
+    if (!atomic_compare_exchange_strong(&kernel->magic, &expected, RILL__MAGIC_DEAD))
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "rill_kernel_destroy: the kernel was already destroyed");
-    }
     rill__handle_close(kernel->handle); /* stale from here on */
-    /* One critical section moves the kernel to the zombies and gives it its
-     * pending work: a reap on another thread sees both or neither. */
-    rill__mutex_lock(&rt->lock);
-    rill__list_remove(&rt->kernels, &kernel->rt_link);
-    kernel->rt_link.next = rt->zombie_kernels;
-    rt->zombie_kernels = &kernel->rt_link;
-    kernel->pending = deps;
-    kernel->num_pending = n;
-    rill__mutex_unlock(&rt->lock);
-    rill__kernels_reap(rt);
+    /* Not before: calls that found the kernel may launch it until they
+     * return, the handle closed or not. */
+    rill__retire(release_kernel, kernel);
     return RILL_OK;
 }
 
@@ -357,6 +383,7 @@ RILL_HOT rill_status rill__launch_check(rill_kernel *kernel_h, const rill_launch
 
 RILL_HOT rill_status rill_launch_kernel(rill_stream *stream_h, rill_kernel *kernel_h,
                                         const rill_launch *launch) {
+    RILL_CALL_SCOPE();
     static const char fn[] = "rill_launch_kernel";
     rill__stream *stream;
     rill_status st = rill__stream_resolve(stream_h, fn, &stream);
@@ -391,6 +418,7 @@ RILL_HOT rill_status rill_launch_kernel(rill_stream *stream_h, rill_kernel *kern
 }
 
 rill_status rill_launch_host_func(rill_stream *stream_h, rill_host_fn fn, void *user_data) {
+    RILL_CALL_SCOPE();
     rill__stream *stream;
     rill_status st = rill__stream_resolve(stream_h, "rill_launch_host_func", &stream);
     if (st != RILL_OK)

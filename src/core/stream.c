@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/calls.h"
 #include "core/event.h"
 #include "core/kernel.h"
 #include "core/trace_api.h"
@@ -410,6 +411,7 @@ static int clamp_priority(rill__device *dev, int priority) {
 }
 
 rill_status rill_stream_create(rill_device *dev_h, int priority, rill_stream **out) {
+    RILL_CALL_SCOPE();
     if (out == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_stream_create: out is NULL");
     *out = NULL;
@@ -425,7 +427,13 @@ rill_status rill_stream_create(rill_device *dev_h, int priority, rill_stream **o
     return RILL_OK;
 }
 
+static void release_stream(void *s, bool waited) {
+    (void)waited;
+    rill__stream_unref(s);
+}
+
 rill_status rill_stream_destroy(rill_stream *stream_h) {
+    RILL_CALL_SCOPE();
     if (stream_h == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "rill_stream_destroy: stream is NULL; pass a stream from "
@@ -448,12 +456,14 @@ rill_status rill_stream_destroy(rill_stream *stream_h) {
      * (forked stream); the capture's reference keeps the stream until then. */
     rill__capture_stream_destroyed(stream);
     /* Pending work keeps its own reference: the stream is a zombie until
-     * that work completes. */
-    rill__stream_unref(stream);
+     * that work completes. Calls that found the stream before its handle
+     * closed may still submit to it (core/calls.h). */
+    rill__retire(release_stream, stream);
     return RILL_OK;
 }
 
 rill_status rill_stream_set_name(rill_stream *stream_h, const char *name) {
+    RILL_CALL_SCOPE();
     if (name == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_stream_set_name: name is NULL");
     rill__stream *stream;
@@ -468,6 +478,7 @@ rill_status rill_stream_set_name(rill_stream *stream_h, const char *name) {
 }
 
 rill_status rill_stream_get_priority(rill_stream *stream_h, int *priority) {
+    RILL_CALL_SCOPE();
     if (priority == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "rill_stream_get_priority: priority is NULL");
@@ -480,6 +491,7 @@ rill_status rill_stream_get_priority(rill_stream *stream_h, int *priority) {
 }
 
 rill_status rill_stream_get_device(rill_stream *stream_h, rill_device **out) {
+    RILL_CALL_SCOPE();
     if (out == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_stream_get_device: out is NULL");
     *out = NULL;
@@ -491,6 +503,7 @@ rill_status rill_stream_get_device(rill_stream *stream_h, rill_device **out) {
 }
 
 rill_status rill_stream_query(rill_stream *stream_h) {
+    RILL_CALL_SCOPE();
     char msg[RILL__ERROR_BYTES];
     rill__stream *stream;
     rill_status st = rill__stream_resolve(stream_h, "rill_stream_query", &stream);
@@ -515,6 +528,7 @@ rill_status rill_stream_query(rill_stream *stream_h) {
 }
 
 rill_status rill_stream_synchronize(rill_stream *stream_h) {
+    RILL_CALL_SCOPE();
     rill__stream *stream;
     rill_status st = rill__stream_resolve(stream_h, "rill_stream_synchronize", &stream);
     if (st != RILL_OK)
@@ -582,6 +596,7 @@ rill_status rill__stream_wait_order(rill__stream *stream, rill__stream *other, u
 }
 
 rill_status rill_stream_wait_stream(rill_stream *stream_h, rill_stream *other_h) {
+    RILL_CALL_SCOPE();
     rill__stream *stream;
     rill_status st = rill__stream_resolve(stream_h, "rill_stream_wait_stream", &stream);
     if (st != RILL_OK)
@@ -602,6 +617,7 @@ rill_status rill_stream_wait_stream(rill_stream *stream_h, rill_stream *other_h)
 }
 
 rill_status rill_stream_clear_error(rill_stream *stream_h) {
+    RILL_CALL_SCOPE();
     rill__stream *stream;
     rill_status st = rill__stream_resolve(stream_h, "rill_stream_clear_error", &stream);
     if (st != RILL_OK)
@@ -670,6 +686,7 @@ rill_status rill__stream_tagged(rill__device *dev, const char *tag, int priority
 
 rill_status rill_stream_get_tagged(rill_device *dev_h, const char *tag, int priority,
                                    rill_stream **out) {
+    RILL_CALL_SCOPE();
     if (out == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_stream_get_tagged: out is NULL");
     *out = NULL;

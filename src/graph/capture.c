@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/calls.h"
 #include "core/event.h"
 #include "graph/capture_internal.h"
 #include "graph/graph.h"
@@ -590,6 +591,7 @@ static void trace_capture(rill__stream *s, const char *what) {
 }
 
 rill_status rill_stream_begin_capture(rill_stream *stream_h, rill_capture_mode mode) {
+    RILL_CALL_SCOPE();
     static const char fn[] = "rill_stream_begin_capture";
     rill__stream *stream;
     rill_status st = rill__stream_resolve(stream_h, fn, &stream);
@@ -689,6 +691,7 @@ static void node_label(const rill__graph_node *n, char *buf, size_t size) {
 }
 
 rill_status rill_stream_end_capture(rill_stream *stream_h, rill_graph **out) {
+    RILL_CALL_SCOPE();
     static const char fn[] = "rill_stream_end_capture";
     if (out == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: out is NULL", fn);
@@ -784,6 +787,7 @@ rill_status rill_stream_end_capture(rill_stream *stream_h, rill_graph **out) {
 }
 
 rill_status rill_stream_get_capture_status(rill_stream *stream_h, rill_capture_status *out) {
+    RILL_CALL_SCOPE();
     static const char fn[] = "rill_stream_get_capture_status";
     if (out == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: out is NULL", fn);

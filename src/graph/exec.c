@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/calls.h"
 #include "core/event.h"
 #include "util/alloc.h"
 #include "util/status.h"
@@ -249,6 +250,7 @@ static void build_topology(rill__graph_exec *x, rill__graph *graph, rill__xnode 
 }
 
 rill_status rill_graph_instantiate(rill_graph *graph_h, rill_graph_exec **out) {
+    RILL_CALL_SCOPE();
     static const char fn[] = "rill_graph_instantiate";
     if (out == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: out is NULL", fn);
@@ -349,7 +351,22 @@ static rill_status fail_destroyed(const char *fn) {
                       "%s: the exec was destroyed by another thread during the call", fn);
 }
 
+/* The owner's hold on an exec whose handle closed, once no call uses it. */
+static void release_exec(void *x, bool waited) {
+    (void)waited;
+    rill__graph_exec *exec = x;
+    /* Pending launches hold their own parameter sets, which hold the
+     * exec. */
+    rill__mutex_lock(&exec->lock);
+    rill__xparams *v = exec->params;
+    exec->params = NULL;
+    rill__mutex_unlock(&exec->lock);
+    rill__xparams_unref(v);
+    rill__exec_unref(exec);
+}
+
 rill_status rill_graph_exec_destroy(rill_graph_exec *exec_h) {
+    RILL_CALL_SCOPE();
     rill__graph_exec *exec = NULL;
     rill_status st = resolve_exec(exec_h, "rill_graph_exec_destroy", &exec);
     if (st != RILL_OK)
@@ -359,14 +376,9 @@ rill_status rill_graph_exec_destroy(rill_graph_exec *exec_h) {
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "rill_graph_exec_destroy: the exec was already destroyed");
     rill__handle_close(exec->handle); /* stale from here on */
-    /* Pending launches hold their own parameter sets, which hold the
-     * exec. */
-    rill__mutex_lock(&exec->lock);
-    rill__xparams *v = exec->params;
-    exec->params = NULL;
-    rill__mutex_unlock(&exec->lock);
-    rill__xparams_unref(v);
-    rill__exec_unref(exec);
+    /* Calls that found it before may still launch or update it
+     * (core/calls.h). */
+    rill__retire(release_exec, exec);
     return RILL_OK;
 }
 
@@ -441,6 +453,7 @@ out:
 }
 
 rill_status rill_graph_exec_update(rill_graph_exec *exec_h, rill_graph *graph_h) {
+    RILL_CALL_SCOPE();
     static const char fn[] = "rill_graph_exec_update";
     rill__graph_exec *exec = NULL;
     rill__graph *graph;
@@ -608,6 +621,7 @@ static rill_status issue_ext(const rill__graph_exec *x, const rill__xparams *v,
 }
 
 rill_status rill_graph_launch(rill_graph_exec *exec_h, rill_stream *stream_h) {
+    RILL_CALL_SCOPE();
     static const char fn[] = "rill_graph_launch";
     rill__graph_exec *exec = NULL;
     rill_status st = resolve_exec(exec_h, fn, &exec);

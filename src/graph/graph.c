@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/calls.h"
 #include "core/event.h"
 #include "mem/memory.h"
 #include "mem/pool.h"
@@ -292,6 +293,7 @@ static rill_status add_node(rill_graph *graph_h, rill_graph_node *const *deps, s
 }
 
 rill_status rill_graph_create(rill_graph **out) {
+    RILL_CALL_SCOPE();
     if (out == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_graph_create: out is NULL");
     *out = NULL;
@@ -302,7 +304,13 @@ rill_status rill_graph_create(rill_graph **out) {
     return st;
 }
 
+static void release_graph(void *g, bool waited) {
+    (void)waited;
+    rill__graph_destroy(g);
+}
+
 rill_status rill_graph_destroy(rill_graph *graph_h) {
+    RILL_CALL_SCOPE();
     rill__graph *graph;
     rill_status st = rill__graph_resolve(graph_h, "rill_graph_destroy", &graph);
     if (st != RILL_OK)
@@ -311,7 +319,8 @@ rill_status rill_graph_destroy(rill_graph *graph_h) {
     if (!atomic_compare_exchange_strong(&graph->magic, &expected, RILL__MAGIC_DEAD))
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "rill_graph_destroy: the graph was already destroyed");
-    rill__graph_destroy(graph);
+    rill__handle_close(graph->handle);  /* stale from here on; its nodes' when it goes */
+    rill__retire(release_graph, graph); /* calls that found it may still use it */
     return RILL_OK;
 }
 
@@ -326,6 +335,7 @@ void rill__graph_destroy(rill__graph *g) {
 rill_status rill_graph_add_kernel_node(rill_graph *graph_h, rill_graph_node *const *deps,
                                        size_t num_deps, rill_kernel *kernel_h,
                                        const rill_launch *launch, rill_graph_node **out) {
+    RILL_CALL_SCOPE();
     static const char fn[] = "rill_graph_add_kernel_node";
     if (out != NULL)
         *out = NULL;
@@ -356,6 +366,7 @@ rill_status rill_graph_add_kernel_node(rill_graph *graph_h, rill_graph_node *con
 rill_status rill_graph_add_host_node(rill_graph *graph_h, rill_graph_node *const *deps,
                                      size_t num_deps, rill_host_fn fn_, void *user_data,
                                      rill_graph_node **out) {
+    RILL_CALL_SCOPE();
     static const char fn[] = "rill_graph_add_host_node";
     if (out != NULL)
         *out = NULL;
@@ -370,6 +381,7 @@ rill_status rill_graph_add_host_node(rill_graph *graph_h, rill_graph_node *const
 rill_status rill_graph_add_memcpy_node(rill_graph *graph_h, rill_graph_node *const *deps,
                                        size_t num_deps, void *dst, const void *src, size_t bytes,
                                        rill_graph_node **out) {
+    RILL_CALL_SCOPE();
     static const char fn[] = "rill_graph_add_memcpy_node";
     if (out != NULL)
         *out = NULL;
@@ -393,6 +405,7 @@ rill_status rill_graph_add_memcpy_node(rill_graph *graph_h, rill_graph_node *con
 rill_status rill_graph_add_memset_node(rill_graph *graph_h, rill_graph_node *const *deps,
                                        size_t num_deps, void *dst, int value, size_t bytes,
                                        rill_graph_node **out) {
+    RILL_CALL_SCOPE();
     static const char fn[] = "rill_graph_add_memset_node";
     if (out != NULL)
         *out = NULL;
@@ -411,6 +424,7 @@ rill_status rill_graph_add_memset_node(rill_graph *graph_h, rill_graph_node *con
 
 rill_status rill_graph_add_empty_node(rill_graph *graph_h, rill_graph_node *const *deps,
                                       size_t num_deps, rill_graph_node **out) {
+    RILL_CALL_SCOPE();
     rill__gnode_params p = {.kind = RILL__GNODE_EMPTY};
     return add_node(graph_h, deps, num_deps, &p, "rill_graph_add_empty_node", out);
 }
@@ -438,6 +452,7 @@ static rill_status add_event_node(rill_graph *graph_h, rill_graph_node *const *d
 rill_status rill_graph_add_event_record_node(rill_graph *graph_h, rill_graph_node *const *deps,
                                              size_t num_deps, rill_event *event_h,
                                              rill_graph_node **out) {
+    RILL_CALL_SCOPE();
     return add_event_node(graph_h, deps, num_deps, event_h, RILL__GNODE_RECORD,
                           "rill_graph_add_event_record_node", out);
 }
@@ -445,11 +460,13 @@ rill_status rill_graph_add_event_record_node(rill_graph *graph_h, rill_graph_nod
 rill_status rill_graph_add_event_wait_node(rill_graph *graph_h, rill_graph_node *const *deps,
                                            size_t num_deps, rill_event *event_h,
                                            rill_graph_node **out) {
+    RILL_CALL_SCOPE();
     return add_event_node(graph_h, deps, num_deps, event_h, RILL__GNODE_WAIT,
                           "rill_graph_add_event_wait_node", out);
 }
 
 rill_status rill_graph_node_count(rill_graph *graph_h, size_t *out) {
+    RILL_CALL_SCOPE();
     if (out == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_graph_node_count: out is NULL");
     *out = 0;
@@ -566,6 +583,7 @@ static void write_edges(FILE *f, const rill__graph *g) {
 }
 
 rill_status rill_graph_write_dot(rill_graph *graph_h, const char *path) {
+    RILL_CALL_SCOPE();
     static const char fn[] = "rill_graph_write_dot";
     rill__graph *graph;
     rill_status st = rill__graph_resolve(graph_h, fn, &graph);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/calls.h"
 #include "core/runtime.h"
 #include "core/stream.h"
 #include "mem/ipc.h"
@@ -121,6 +122,7 @@ rill_status rill_free(void *ptr) {
 }
 
 rill_status rill_malloc_async(size_t bytes, rill_stream *stream_h, void **out) {
+    RILL_CALL_SCOPE();
     if (out == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_malloc_async: out is NULL");
     *out = NULL;
@@ -138,6 +140,7 @@ rill_status rill_malloc_async(size_t bytes, rill_stream *stream_h, void **out) {
 }
 
 rill_status rill_free_async(void *ptr, rill_stream *stream_h) {
+    RILL_CALL_SCOPE();
     rill__stream *stream;
     rill_status st = rill__stream_resolve(stream_h, "rill_free_async", &stream);
     if (st != RILL_OK)
@@ -164,6 +167,7 @@ rill_status rill_free_async(void *ptr, rill_stream *stream_h) {
 }
 
 rill_status rill_record_stream(void *ptr, rill_stream *stream_h) {
+    RILL_CALL_SCOPE();
     rill__stream *stream;
     rill_status st = rill__stream_resolve(stream_h, "rill_record_stream", &stream);
     if (st != RILL_OK)
@@ -252,6 +256,7 @@ static rill_status check_copy(void *dst, const void *src, const char *fn, rill__
 }
 
 rill_status rill_memcpy_async(void *dst, const void *src, size_t bytes, rill_stream *stream_h) {
+    RILL_CALL_SCOPE();
     static const char fn[] = "rill_memcpy_async";
     rill__stream *stream;
     rill_status st = rill__stream_resolve(stream_h, fn, &stream);
@@ -326,6 +331,7 @@ rill_status rill_memcpy(void *dst, const void *src, size_t bytes) {
 }
 
 rill_status rill_memset_async(void *dst, int value, size_t bytes, rill_stream *stream_h) {
+    RILL_CALL_SCOPE();
     static const char fn[] = "rill_memset_async";
     rill__stream *stream;
     rill_status st = rill__stream_resolve(stream_h, fn, &stream);

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "backend/cpu/op_kernels.h"
+#include "core/calls.h"
 #include "core/event.h"
 #include "core/runtime.h"
 #include "core/stream.h"
@@ -235,6 +236,7 @@ static rill_status launch_elementwise(rill_stream *s, op_id id, void *out, const
 /* ---- element-wise ops ---- */
 
 rill_status rill_op_fill_f32(rill_stream *s, float *x, float value, size_t n) {
+    RILL_CALL_SCOPE();
     static const char fn[] = "rill_op_fill_f32";
     size_t bytes = 0, units = 0;
     rill_status st;
@@ -270,6 +272,7 @@ static rill_status check_binary(const char *fn, rill_stream *s, const float *out
 
 rill_status rill_op_add_f32(rill_stream *s, float *out, const float *a, const float *b, float alpha,
                             size_t n) {
+    RILL_CALL_SCOPE();
     static const char fn[] = "rill_op_add_f32";
     size_t bytes = 0, units = 0;
     rill_status st;
@@ -280,6 +283,7 @@ rill_status rill_op_add_f32(rill_stream *s, float *out, const float *a, const fl
 }
 
 rill_status rill_op_mul_f32(rill_stream *s, float *out, const float *a, const float *b, size_t n) {
+    RILL_CALL_SCOPE();
     static const char fn[] = "rill_op_mul_f32";
     size_t bytes = 0, units = 0;
     rill_status st;
@@ -291,6 +295,7 @@ rill_status rill_op_mul_f32(rill_stream *s, float *out, const float *a, const fl
 
 rill_status rill_op_add_scalar_f32(rill_stream *s, float *out, const float *a, float value,
                                    size_t n) {
+    RILL_CALL_SCOPE();
     static const char fn[] = "rill_op_add_scalar_f32";
     size_t bytes = 0, units = 0;
     rill_status st;
@@ -357,6 +362,7 @@ static rill_status finish_new(rill_stream *s, rill_status launch_st, void *mem, 
 
 rill_status rill_op_add_f32_new(rill_stream *s, const float *a, const float *b, float alpha,
                                 size_t n, rill_event *event, float **out) {
+    RILL_CALL_SCOPE();
     static const char fn[] = "rill_op_add_f32_new";
     size_t bytes = 0, units = 0;
     void *mem = NULL;
@@ -370,6 +376,7 @@ rill_status rill_op_add_f32_new(rill_stream *s, const float *a, const float *b, 
 
 rill_status rill_op_mul_f32_new(rill_stream *s, const float *a, const float *b, size_t n,
                                 rill_event *event, float **out) {
+    RILL_CALL_SCOPE();
     static const char fn[] = "rill_op_mul_f32_new";
     size_t bytes = 0, units = 0;
     void *mem = NULL;
@@ -383,6 +390,7 @@ rill_status rill_op_mul_f32_new(rill_stream *s, const float *a, const float *b, 
 
 rill_status rill_op_add_scalar_f32_new(rill_stream *s, const float *a, float value, size_t n,
                                        rill_event *event, float **out) {
+    RILL_CALL_SCOPE();
     static const char fn[] = "rill_op_add_scalar_f32_new";
     size_t bytes = 0, units = 0;
     void *mem = NULL;
@@ -398,6 +406,7 @@ rill_status rill_op_add_scalar_f32_new(rill_stream *s, const float *a, float val
 
 rill_status rill_op_randn_f32(rill_stream *s, float *x, size_t n, float mean, float std,
                               uint64_t seed) {
+    RILL_CALL_SCOPE();
     static const char fn[] = "rill_op_randn_f32";
     size_t bytes = 0, units = 0;
     rill_status st;
@@ -460,11 +469,13 @@ static rill_status launch_cast(const char *fn, op_id id, rill_stream *s, void *o
 }
 
 rill_status rill_op_cast_f32_f16(rill_stream *s, rill_half *out, const float *in, size_t n) {
+    RILL_CALL_SCOPE();
     return launch_cast("rill_op_cast_f32_f16", OP_CAST_F32_F16, s, out, sizeof(rill_half), in,
                        sizeof(float), n);
 }
 
 rill_status rill_op_cast_f16_f32(rill_stream *s, float *out, const rill_half *in, size_t n) {
+    RILL_CALL_SCOPE();
     return launch_cast("rill_op_cast_f16_f32", OP_CAST_F16_F32, s, out, sizeof(float), in,
                        sizeof(rill_half), n);
 }
@@ -502,6 +513,7 @@ static rill_status check_f16(const char *fn, rill_stream *s, const void *out, co
 }
 
 rill_status rill_op_fill_f16(rill_stream *s, rill_half *x, float value, size_t n) {
+    RILL_CALL_SCOPE();
     static const char fn[] = "rill_op_fill_f16";
     size_t bytes = 0, units = 0;
     rill_status st = check_f16(fn, s, x, NULL, NULL, NULL, NULL, n, &bytes, &units);
@@ -516,6 +528,7 @@ rill_status rill_op_fill_f16(rill_stream *s, rill_half *x, float value, size_t n
 
 rill_status rill_op_add_f16(rill_stream *s, rill_half *out, const rill_half *a, const rill_half *b,
                             float alpha, size_t n) {
+    RILL_CALL_SCOPE();
     static const char fn[] = "rill_op_add_f16";
     size_t bytes = 0, units = 0;
     rill_status st = check_f16(fn, s, out, a, "a", b, "b", n, &bytes, &units);
@@ -527,6 +540,7 @@ rill_status rill_op_add_f16(rill_stream *s, rill_half *out, const rill_half *a, 
 
 rill_status rill_op_mul_f16(rill_stream *s, rill_half *out, const rill_half *a, const rill_half *b,
                             size_t n) {
+    RILL_CALL_SCOPE();
     static const char fn[] = "rill_op_mul_f16";
     size_t bytes = 0, units = 0;
     rill_status st = check_f16(fn, s, out, a, "a", b, "b", n, &bytes, &units);
@@ -538,6 +552,7 @@ rill_status rill_op_mul_f16(rill_stream *s, rill_half *out, const rill_half *a, 
 
 rill_status rill_op_add_scalar_f16(rill_stream *s, rill_half *out, const rill_half *a, float value,
                                    size_t n) {
+    RILL_CALL_SCOPE();
     static const char fn[] = "rill_op_add_scalar_f16";
     size_t bytes = 0, units = 0;
     rill_status st = check_f16(fn, s, out, a, "a", NULL, NULL, n, &bytes, &units);

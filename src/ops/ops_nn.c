@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "backend/cpu/op_kernels.h"
+#include "core/calls.h"
 #include "ops/ops.h"
 #include "ops/ops_internal.h"
 #include "util/status.h"
@@ -94,10 +95,12 @@ static rill_status sum(const char *fn, rill_stream *s, bool half, void *out, con
 }
 
 rill_status rill_op_sum_f32(rill_stream *s, float *out, const float *a, size_t n) {
+    RILL_CALL_SCOPE();
     return sum("rill_op_sum_f32", s, false, out, a, n);
 }
 
 rill_status rill_op_sum_f16(rill_stream *s, rill_half *out, const rill_half *a, size_t n) {
+    RILL_CALL_SCOPE();
     return sum("rill_op_sum_f16", s, true, out, a, n);
 }
 
@@ -175,6 +178,7 @@ static rill_status check_matmul(const char *fn, rill_stream *s, bool half, const
 
 rill_status rill_op_matmul_f32(rill_stream *s, float *c, const float *a, const float *b, size_t m,
                                size_t k, size_t n) {
+    RILL_CALL_SCOPE();
     size_t units = 0;
     access_list acc = {.count = 0};
     rill_status st = check_matmul("rill_op_matmul_f32", s, false, c, a, b, m, k, n, &acc, &units);
@@ -190,6 +194,7 @@ rill_status rill_op_matmul_f32(rill_stream *s, float *c, const float *a, const f
  * a and b to floats in its slot of a stream-ordered scratch buffer. */
 rill_status rill_op_matmul_f16(rill_stream *s, rill_half *c, const rill_half *a, const rill_half *b,
                                size_t m, size_t k, size_t n) {
+    RILL_CALL_SCOPE();
     size_t units = 0;
     access_list acc = {.count = 0};
     rill_status st = check_matmul("rill_op_matmul_f16", s, true, c, a, b, m, k, n, &acc, &units);
@@ -296,6 +301,7 @@ static rill_status check_conv2d(const char *fn, rill_stream *s, bool half, const
 rill_status rill_op_conv2d_f32(rill_stream *s, float *out, const float *in, const float *weight,
                                size_t n, size_t c, size_t h, size_t w, size_t k, size_t r,
                                size_t sz) {
+    RILL_CALL_SCOPE();
     static const char fn[] = "rill_op_conv2d_f32";
     rill__op_conv2d_args args = {out, in, weight, NULL, n, c, h, w, k, r, sz, 1};
     size_t w_bytes = 0, units = 0;
@@ -319,6 +325,7 @@ rill_status rill_op_conv2d_f32(rill_stream *s, float *out, const float *in, cons
 rill_status rill_op_conv2d_f16(rill_stream *s, rill_half *out, const rill_half *in,
                                const rill_half *weight, size_t n, size_t c, size_t h, size_t w,
                                size_t k, size_t r, size_t sz) {
+    RILL_CALL_SCOPE();
     static const char fn[] = "rill_op_conv2d_f16";
     rill__op_conv2d_args plan = {NULL, NULL, NULL, NULL, n, c, h, w, k, r, sz, 1};
     size_t w_bytes = 0, units = 0;

@@ -60,6 +60,16 @@ uint64_t rill__thread_id_exchange(uint64_t id);
  * returned 0 from main). */
 _Noreturn void rill__thread_exit(void);
 
+/* A per-thread value with a destructor: a thread that set a non-NULL value
+ * runs fn(value) when it exits. Zero-initialised; the key is made on the
+ * first set. */
+typedef struct rill__exit_key {
+    void (*fn)(void *); /* set before the first use */
+    _Atomic int made;   /* 0: not yet, 1: being made, 2: made */
+    unsigned key;
+} rill__exit_key;
+void rill__exit_key_set(rill__exit_key *k, void *value);
+
 /* Registers handlers that fork() runs: prepare on the forking thread
  * before the fork, parent in the parent after it, child in the child (whose
  * only thread is the one that forked) after it. Handlers registered by a

@@ -4,8 +4,8 @@
  * replaced while other threads submit to their neighbours, graphs are captured with kernels that
  * are destroyed before the graph runs, and destroyed handles are passed again. A table slot keeps
  * the handle it last held after its object is destroyed, and a lock per slot orders each use of a
- * handle with its destruction: rill.h makes a call that races with the destruction of its own
- * handle a race of the program's, but a call made after the destroy returned must be refused.
+ * handle with its destruction, so that the status each call must return is known exactly (calls
+ * that race with the destruction of their handles are test_stress_destroy_races.c's subject).
  * What must hold:
  *   - no crash or hang (this runs under AddressSanitizer and ThreadSanitizer in CI);
  *   - each call returns what its contract says for the state of its handles: RILL_OK (or, for

@@ -108,6 +108,29 @@ uint64_t rill__thread_id(void) {
     return tls_thread_id;
 }
 
+_Static_assert(sizeof(pthread_key_t) <= sizeof(unsigned), "a key fits rill__exit_key");
+
+void rill__exit_key_set(rill__exit_key *k, void *value) {
+    if (atomic_load_explicit(&k->made, memory_order_acquire) != 2) {
+        int expected = 0;
+        if (atomic_compare_exchange_strong(&k->made, &expected, 1)) {
+            pthread_key_t key;
+            int err = pthread_key_create(&key, k->fn);
+            if (err != 0)
+                broken("pthread_key_create", err);
+            k->key = (unsigned)key;
+            /* release: the key before made. */
+            atomic_store_explicit(&k->made, 2, memory_order_release);
+        } else {
+            while (atomic_load_explicit(&k->made, memory_order_acquire) != 2)
+                sched_yield();
+        }
+    }
+    int err = pthread_setspecific((pthread_key_t)k->key, value);
+    if (err != 0)
+        broken("pthread_setspecific", err);
+}
+
 RILL_HOT uint64_t rill__thread_id_exchange(uint64_t id) {
     uint64_t old = tls_thread_id;
     tls_thread_id =
