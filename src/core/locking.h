@@ -3,18 +3,19 @@
  * later line, never of an earlier one:
  *
  *   0. init lock          src/core/device.c: initialisation, rill_shutdown, fork()
- *   1. exec->lock         src/graph/exec.c: an exec's parameter set, last launch
- *   2. rill__caps_lock    src/graph/capture*.c, gmem.c: every capture, graph memory
- *   3. rt->lock           runtime: event, kernel, graph and exec lists, tagged events
- *   4. dev->lock          device: its stream list and tagged streams
- *   5. event->lock        an event's recorded point
- *   6. stream queue lock  (backend) a stream's command queue and state
- *   7. stream->wait_lock  a stream's waiter list; stream->err_lock
- *   8. ready/launch lock  (backend) a device's ready queue, launches, graph runs;
+ *   1. graph->lock        src/graph/graph.c, exec.c: a hand-built graph's nodes
+ *   2. exec->lock         src/graph/exec.c: an exec's parameter set, last launch
+ *   3. rill__caps_lock    src/graph/capture*.c, gmem.c: every capture, graph memory
+ *   4. rt->lock           runtime: event, kernel, graph and exec lists, tagged events
+ *   5. dev->lock          device: its stream list and tagged streams
+ *   6. event->lock        an event's recorded point
+ *   7. stream queue lock  (backend) a stream's command queue and state
+ *   8. stream->wait_lock  a stream's waiter list; stream->err_lock
+ *   9. ready/launch lock  (backend) a device's ready queue, launches, graph runs;
  *                         a graph run's active_lock after it
- *   9. pool lock          src/mem/pool.c: a device's memory pool
- *  10. registry lock      src/mem/registry.c: the pointer registry
- *  11. comm engine lock   src/comm/engine.c: communicators' queues, free proxy streams;
+ *  10. pool lock          src/mem/pool.c: a device's memory pool
+ *  11. registry lock      src/mem/registry.c: the pointer registry
+ *  12. comm engine lock   src/comm/engine.c: communicators' queues, free proxy streams;
  *                         taken with no other lock held, and takes none
  *
  * Locks of one line are never held together, except the dev->locks of

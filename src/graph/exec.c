@@ -249,6 +249,9 @@ static void build_topology(rill__graph_exec *x, rill__graph *graph, rill__xnode 
     }
 }
 
+static rill_status instantiate_locked(rill__graph *graph, rill__device *dev, const char *fn,
+                                      rill_graph_exec **out);
+
 rill_status rill_graph_instantiate(rill_graph *graph_h, rill_graph_exec **out) {
     RILL_CALL_SCOPE();
     static const char fn[] = "rill_graph_instantiate";
@@ -265,7 +268,16 @@ rill_status rill_graph_instantiate(rill_graph *graph_h, rill_graph_exec **out) {
     st = rill__device_resolve(NULL, fn, &dev);
     if (st != RILL_OK)
         return st;
-    st = load_kernels(graph, dev, fn);
+    rill__mutex_lock(&graph->lock);
+    st = instantiate_locked(graph, dev, fn, out);
+    rill__mutex_unlock(&graph->lock);
+    return st;
+}
+
+/* rill_graph_instantiate's work on the graph (graph->lock held). */
+static rill_status instantiate_locked(rill__graph *graph, rill__device *dev, const char *fn,
+                                      rill_graph_exec **out) {
+    rill_status st = load_kernels(graph, dev, fn);
     if (st != RILL_OK)
         return st;
     uint32_t n = graph->num_nodes, num_events = 0, num_ext = 0;
@@ -472,6 +484,7 @@ rill_status rill_graph_exec_update(rill_graph_exec *exec_h, rill_graph *graph_h)
     rill__mutex_unlock(&exec->lock);
     if (cur == NULL)
         return fail_destroyed(fn);
+    rill__mutex_lock(&graph->lock);
     st = check_topology(exec, cur->nodes, graph, fn);
     if (st == RILL_OK)
         st = load_kernels(graph, exec->dev, fn);
@@ -486,6 +499,7 @@ rill_status rill_graph_exec_update(rill_graph_exec *exec_h, rill_graph *graph_h)
         if (v == NULL)
             st = rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory", fn);
     }
+    rill__mutex_unlock(&graph->lock);
     if (v != NULL) {
         /* Launches submitted from now on take v; those already submitted,
          * running or not, hold the set they were submitted with. */

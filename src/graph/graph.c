@@ -54,6 +54,7 @@ static void graph_free(rill__graph *g) {
     rill__free(g->nodes);
     if (g->pool != NULL)
         rill__gpool_unref(g->pool, NULL, 0);
+    rill__mutex_destroy(&g->lock);
     rill__free(g);
 }
 
@@ -73,6 +74,7 @@ rill_status rill__graph_new(rill__graph **out) {
         rill__free(g);
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "rill_graph_create: out of memory");
     }
+    rill__mutex_init(&g->lock);
     atomic_store(&g->magic, RILL__MAGIC_GRAPH);
     rill__mutex_lock(&rt->lock);
     rill__list_push(&rt->graphs, &g->rt_link);
@@ -243,6 +245,10 @@ oom:
     return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory adding a graph node", fn);
 }
 
+static rill_status add_node_locked(rill__graph *graph, rill_graph_node *const *deps,
+                                   size_t num_deps, uint32_t *idx, const rill__gnode_params *p,
+                                   const char *fn, rill_graph_node **out);
+
 /* Validates a hand-made node's dependency list and adds the node, with a
  * handle for the caller. */
 static rill_status add_node(rill_graph *graph_h, rill_graph_node *const *deps, size_t num_deps,
@@ -264,12 +270,23 @@ static rill_status add_node(rill_graph *graph_h, rill_graph_node *const *deps, s
     uint32_t *idx = num_deps <= 16 ? local : rill__malloc(num_deps * sizeof *idx);
     if (idx == NULL)
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    rill__mutex_lock(&graph->lock);
+    st = add_node_locked(graph, deps, num_deps, idx, p, fn, out);
+    rill__mutex_unlock(&graph->lock);
+    if (idx != local)
+        rill__free(idx);
+    return st;
+}
+
+/* add_node's work on the graph's nodes (graph->lock held); idx has room
+ * for num_deps indices. */
+static rill_status add_node_locked(rill__graph *graph, rill_graph_node *const *deps,
+                                   size_t num_deps, uint32_t *idx, const rill__gnode_params *p,
+                                   const char *fn, rill_graph_node **out) {
     for (size_t i = 0; i < num_deps; i++) {
         /* A node pointer is valid when it lies in the graph's slabs. */
         int64_t k = node_index(graph, deps[i]);
         if (k < 0) {
-            if (idx != local)
-                rill__free(idx);
             return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                               "%s: dependency %zu is NULL, a node of another (or a destroyed) "
                               "graph, or no node; pass nodes this graph returned",
@@ -278,9 +295,7 @@ static rill_status add_node(rill_graph *graph_h, rill_graph_node *const *deps, s
         idx[i] = (uint32_t)k;
     }
     rill__graph_node *n = NULL;
-    st = rill__graph_add(graph, idx, (uint32_t)num_deps, p, NULL, fn, &n);
-    if (idx != local)
-        rill__free(idx);
+    rill_status st = rill__graph_add(graph, idx, (uint32_t)num_deps, p, NULL, fn, &n);
     if (st != RILL_OK)
         return st;
     if (!rill__handle_open(RILL__HANDLE_NODE, n, (void **)&n->handle))
@@ -472,8 +487,11 @@ rill_status rill_graph_node_count(rill_graph *graph_h, size_t *out) {
     *out = 0;
     rill__graph *graph;
     rill_status st = rill__graph_resolve(graph_h, "rill_graph_node_count", &graph);
-    if (st == RILL_OK)
+    if (st == RILL_OK) {
+        rill__mutex_lock(&graph->lock);
         *out = graph->num_nodes;
+        rill__mutex_unlock(&graph->lock);
+    }
     return st;
 }
 
@@ -597,6 +615,7 @@ rill_status rill_graph_write_dot(rill_graph *graph_h, const char *path) {
                           path);
     /* Colour by stream: the first stream seen gets the first colour. */
     uint64_t seen[8] = {0};
+    rill__mutex_lock(&graph->lock);
     fprintf(f, "digraph rill_graph {\n  rankdir=TB;\n"
                "  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\"];\n");
     for (uint32_t i = 0; i < graph->num_nodes; i++) {
@@ -623,6 +642,7 @@ rill_status rill_graph_write_dot(rill_graph *graph_h, const char *path) {
         fprintf(f, "\", fillcolor=\"%s\"];\n", color);
     }
     write_edges(f, graph);
+    rill__mutex_unlock(&graph->lock);
     fprintf(f, "}\n");
     if (fclose(f) != 0)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: writing '%s' failed", fn, path);

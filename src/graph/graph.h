@@ -55,6 +55,11 @@ struct rill__graph {
     rill__graph_node *slabs[RILL__GRAPH_SLABS]; /* owned */
     uint32_t num_slabs;
     rill__gpool *pool; /* ref, or NULL: memory allocated during its capture */
+    /* Guards the nodes (nodes, num_nodes, cap_nodes, slabs, num_slabs and
+     * what the nodes hold) of a graph that calls on several threads build
+     * and read at once. A capture's graph is its capture's alone until
+     * rill_stream_end_capture hands it out. */
+    rill__mutex lock;
     /* guarded by rt->lock: every live graph, for rill_shutdown */
     rill__link rt_link; /* on rt->graphs */
 };

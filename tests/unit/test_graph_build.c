@@ -4,9 +4,11 @@
  * origin and joins them back. Building is linear in the graph's size, so
  * both end well inside the test's timeout; a quadratic build (a node
  * looked for among all the others at every dependency, a stream among all
- * the capture's streams at every command) takes minutes here. */
+ * the capture's streams at every command) takes minutes here. And one
+ * graph built by several threads at once. */
 #include "fixture.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,10 +155,74 @@ static void test_graph_capture_fork_join_of_40k_streams_builds_in_linear_time(vo
     free(join);
 }
 
+enum { BUILDERS = 4, CHAIN = 3000 };
+
+typedef struct builder {
+    rill_graph *graph;
+    atomic_int *count;
+    int failures;
+} builder;
+
+static void *build_chain(void *arg) {
+    builder *b = arg;
+    rill_launch l = {.grid = {1, 1, 1}, .args = &b->count, .args_size = sizeof b->count};
+    rill_graph_node *prev = NULL;
+    for (int i = 0; i < CHAIN; i++) {
+        rill_graph_node *n;
+        if (rill_graph_add_kernel_node(b->graph, &prev, prev != NULL, count_k, &l, &n) != RILL_OK)
+            b->failures++;
+        else
+            prev = n;
+    }
+    return NULL;
+}
+
+/* "Every function is thread-safe": threads that add chains of nodes to one graph at once,
+ * while another counts its nodes and instantiates it, build one graph that has every node and
+ * runs each once. */
+static void test_graph_built_by_several_threads_at_once(void **state) {
+    (void)state;
+    static atomic_int count;
+    atomic_store(&count, 0);
+    rill_graph *g;
+    RT_OK(rill_graph_create(&g));
+    builder b[BUILDERS];
+    pthread_t t[BUILDERS];
+    for (int i = 0; i < BUILDERS; i++) {
+        b[i] = (builder){g, &count, 0};
+        assert_int_equal(pthread_create(&t[i], NULL, build_chain, &b[i]), 0);
+    }
+    size_t seen = 0;
+    for (int round = 0; round < 20; round++) {
+        size_t nodes;
+        RT_OK(rill_graph_node_count(g, &nodes));
+        assert_true(nodes >= seen); /* nodes are only ever added */
+        seen = nodes;
+        rill_graph_exec *x;
+        RT_OK(rill_graph_instantiate(g, &x)); /* a graph of the nodes added so far */
+        RT_OK(rill_graph_exec_destroy(x));
+    }
+    for (int i = 0; i < BUILDERS; i++) {
+        assert_int_equal(pthread_join(t[i], NULL), 0);
+        assert_int_equal(b[i].failures, 0);
+    }
+    size_t nodes;
+    RT_OK(rill_graph_node_count(g, &nodes));
+    assert_int_equal(nodes, BUILDERS * CHAIN);
+    rill_graph_exec *x;
+    RT_OK(rill_graph_instantiate(g, &x));
+    RT_OK(rill_graph_launch(x, NULL));
+    RT_OK(rill_stream_synchronize(NULL));
+    assert_int_equal(atomic_load(&count), BUILDERS * CHAIN);
+    RT_OK(rill_graph_exec_destroy(x));
+    RT_OK(rill_graph_destroy(g));
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_graph_by_hand_chain_of_200k_nodes_builds_in_linear_time),
         cmocka_unit_test(test_graph_capture_fork_join_of_40k_streams_builds_in_linear_time),
+        cmocka_unit_test(test_graph_built_by_several_threads_at_once),
     };
     if (argc > 1)
         cmocka_set_test_filter(argv[1]);
