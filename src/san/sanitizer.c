@@ -620,7 +620,8 @@ static void on_free(const void *ptr, rill__stream *f) {
     for (k = first; k < S.num_recs && S.recs[k].lo < hi; k++)
         if (!(S.recs[k].lo >= lo && S.recs[k].hi <= hi))
             S.recs[w++] = S.recs[k];
-    memmove(S.recs + w, S.recs + k, (S.num_recs - k) * sizeof *S.recs);
+    if (k > w) /* S.recs is NULL until the first access is recorded */
+        memmove(S.recs + w, S.recs + k, (S.num_recs - k) * sizeof *S.recs);
     S.num_recs -= k - w;
     size_t c = 0;
     for (size_t i = 0; i < S.num_covers; i++)

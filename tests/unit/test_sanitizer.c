@@ -654,8 +654,23 @@ static void test_bad_input(void **state) {
     RT_OK(rill_sanitizer_set_location(NULL, 0));
 }
 
+/* A free before any access was recorded (the sanitizer holds no record yet): nothing to report,
+ * and nothing read (UndefinedBehaviorSanitizer: no copy from the absent records). */
+static void test_free_before_any_recorded_access(void **state) {
+    (void)state;
+    rill_stream *s = named_stream("first");
+    void *p;
+    RT_OK(rill_malloc_async(256, s, &p));
+    RT_OK(rill_free_async(p, s));
+    float *q = device_floats(16);
+    RT_OK(rill_free(q));
+    RT_OK(rill_stream_synchronize(s));
+    RT_OK(rill_stream_destroy(s));
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_free_before_any_recorded_access, setup, teardown),
         cmocka_unit_test_setup_teardown(test_seed000_race_reported, setup, teardown),
         cmocka_unit_test_setup_teardown(test_seed000_wait_stream_clean, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reads_share_writes_wait, setup, teardown),
