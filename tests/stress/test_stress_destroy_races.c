@@ -42,34 +42,20 @@ static _Atomic(rill_graph_exec *) execs[SLOTS];
 
 static _Atomic uint64_t expected_runs, runs, calls, refused;
 static uint64_t deadline_ns;
-static atomic_int num_failures;
-static atomic_int first_failure_claimed;
-static char first_failure[512]; /* written once, by the thread that claimed it */
+static rt_failures failures;
 
 typedef struct worker_state {
     uint64_t rng;
     rill_stream *own; /* captures */
 } worker_state;
 
-static uint64_t next_random(uint64_t *state) {
-    /* xorshift64* */
-    uint64_t x = *state;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    *state = x;
-    return x * 0x2545F4914F6CDD1Dull;
-}
-
 static unsigned pick(worker_state *w, unsigned n) {
-    return (unsigned)(next_random(&w->rng) % n);
+    return (unsigned)(rt_next_random(&w->rng) % n);
 }
 
 static void note_failure(const char *call, rill_status st, const char *why) {
-    atomic_fetch_add(&num_failures, 1);
-    if (atomic_exchange(&first_failure_claimed, 1) == 0)
-        snprintf(first_failure, sizeof first_failure, "%s returned %s (%s): %s", call,
-                 rill_status_name(st), why, rill_last_error());
+    rt_failure(&failures, "%s returned %s (%s): %s", call, rill_status_name(st), why,
+               rill_last_error());
 }
 
 /* RILL_OK, one of allowed, or a destroyed handle; true when RILL_OK. */
@@ -286,10 +272,7 @@ static void *worker_main(void *arg) {
 
 static void test_stress_calls_racing_destroys_of_their_handles(void **state) {
     (void)state;
-    uint64_t seed = DEFAULT_SEED;
-    const char *env = getenv("RILL_STRESS_SEED");
-    if (env != NULL && env[0] != '\0')
-        seed = strtoull(env, NULL, 0);
+    uint64_t seed = rt_stress_seed(DEFAULT_SEED);
     print_message("stress seed: %" PRIu64 " (set RILL_STRESS_SEED to repeat)\n", seed);
     worker_state ws[NUM_THREADS];
     for (int i = 0; i < NUM_THREADS; i++) {
@@ -328,9 +311,9 @@ static void test_stress_calls_racing_destroys_of_their_handles(void **state) {
     print_message("%" PRIu64 " calls, %" PRIu64 " refused a destroyed handle, %" PRIu64
                   " blocks ran\n",
                   atomic_load(&calls), atomic_load(&refused), atomic_load(&runs));
-    if (atomic_load(&num_failures) > 0)
-        fail_msg("%d calls broke their contract; the first: %s", atomic_load(&num_failures),
-                 first_failure);
+    if (atomic_load(&failures.count) > 0)
+        fail_msg("%d calls broke their contract; the first: %s", atomic_load(&failures.count),
+                 failures.first);
     assert_int_equal(atomic_load(&runs), atomic_load(&expected_runs));
     /* Some calls met a handle destroyed under them, most were accepted. */
     assert_true(atomic_load(&refused) > 0);

@@ -23,7 +23,6 @@
 
 #include <inttypes.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -98,36 +97,14 @@ static atomic_int in_flight; /* launched kernel blocks and host functions not ye
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
 static uintptr_t live_lo[NUM_THREADS * SLOTS], live_hi[NUM_THREADS * SLOTS];
 
-static atomic_int num_failures;
-static atomic_int first_failure_claimed;
-static char first_failure[1024]; /* written once, by the thread that claimed it */
-
-static void record_failure(const char *fmt, ...) {
-    atomic_fetch_add(&num_failures, 1);
-    if (atomic_exchange(&first_failure_claimed, 1) != 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(first_failure, sizeof first_failure, fmt, ap);
-    va_end(ap);
-}
+static rt_failures failures;
 
 static void call_failed(const char *call, rill_status st) {
-    record_failure("%s returned %s: %s", call, rill_status_name(st), rill_last_error());
-}
-
-static uint64_t next_random(uint64_t *state) {
-    /* xorshift64* */
-    uint64_t x = *state;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    *state = x;
-    return x * 0x2545F4914F6CDD1Dull;
+    rt_failure(&failures, "%s returned %s: %s", call, rill_status_name(st), rill_last_error());
 }
 
 static unsigned pick(thread_state *t, unsigned n) {
-    return (unsigned)(next_random(&t->rng) % n);
+    return (unsigned)(rt_next_random(&t->rng) % n);
 }
 
 static uint64_t mix64(uint64_t x) {
@@ -173,11 +150,12 @@ static void check_range(const use_args *a, size_t lo, size_t hi, const char *wha
         uint32_t got = a->ptr[w], want = expected_word(a, w);
         if (got == want)
             continue;
-        record_failure("%s on stream %d: block %p (%zu bytes, allocation %" PRIu64
-                       " of thread %" PRIu64 ") word %zu is 0x%08x, expected 0x%08x from write %u "
-                       "by stream %d: the block was handed out again while in use",
-                       what, a->user, (void *)a->ptr, a->bytes, a->tag & 0xffffffffu, a->tag >> 32,
-                       w, got, want, a->version, a->writer);
+        rt_failure(&failures,
+                   "%s on stream %d: block %p (%zu bytes, allocation %" PRIu64 " of thread %" PRIu64
+                   ") word %zu is 0x%08x, expected 0x%08x from write %u "
+                   "by stream %d: the block was handed out again while in use",
+                   what, a->user, (void *)a->ptr, a->bytes, a->tag & 0xffffffffu, a->tag >> 32, w,
+                   got, want, a->version, a->writer);
         return;
     }
 }
@@ -230,10 +208,11 @@ static void live_add(int index, const use_args *a) {
             char mine[256], theirs[256];
             rill__mem_describe(NULL, (void *)lo, mine, sizeof mine);
             rill__mem_describe(NULL, (void *)live_lo[i], theirs, sizeof theirs);
-            record_failure("allocation %p (%zu bytes) overlaps the live block [%p, %p) of "
-                           "thread %d; the pool: %s; %s",
-                           (void *)lo, a->bytes, (void *)live_lo[i], (void *)live_hi[i], i / SLOTS,
-                           mine, theirs);
+            rt_failure(&failures,
+                       "allocation %p (%zu bytes) overlaps the live block [%p, %p) of "
+                       "thread %d; the pool: %s; %s",
+                       (void *)lo, a->bytes, (void *)live_lo[i], (void *)live_hi[i], i / SLOTS,
+                       mine, theirs);
         }
     }
     live_lo[index] = lo;
@@ -255,8 +234,8 @@ static void throttle(void) {
     uint64_t deadline = rt_now_ns() + 20 * SEC_NS;
     while (atomic_load(&in_flight) > MAX_IN_FLIGHT) {
         if (rt_now_ns() > deadline) {
-            record_failure("launched work did not drain within 20 s (%d launches pending)",
-                           atomic_load(&in_flight));
+            rt_failure(&failures, "launched work did not drain within 20 s (%d launches pending)",
+                       atomic_load(&in_flight));
             return;
         }
         rt_sleep_us(50);
@@ -328,7 +307,7 @@ static void read_block(thread_state *t, slot *s, int si) {
         use_args *copy = malloc(sizeof *copy);
         if (copy == NULL) {
             atomic_fetch_sub(&in_flight, 1);
-            record_failure("out of host memory for a host function's arguments");
+            rt_failure(&failures, "out of host memory for a host function's arguments");
             return;
         }
         *copy = a;
@@ -380,8 +359,8 @@ static void check_limit(void) {
     if (status != RILL_OK)
         call_failed("rill_mem_get_stats", status);
     else if (st.reserved_bytes > current_phase->limit)
-        record_failure("%zu bytes reserved, over the limit of %zu", st.reserved_bytes,
-                       current_phase->limit);
+        rt_failure(&failures, "%zu bytes reserved, over the limit of %zu", st.reserved_bytes,
+                   current_phase->limit);
 }
 
 /* Allocates into an empty slot on a random stream (rill_malloc_async, or rill_malloc with that
@@ -498,13 +477,6 @@ static void *submitter(void *arg) {
 
 /* ---- the phases ---- */
 
-static uint64_t stress_seed(void) {
-    const char *env = getenv("RILL_STRESS_SEED");
-    if (env != NULL && env[0] != '\0')
-        return strtoull(env, NULL, 0);
-    return DEFAULT_SEED;
-}
-
 /* The second phase's limit: RILL_STRESS_MEM_LIMIT, else LIMIT_BYTES. */
 static size_t limit_bytes(void) {
     const char *env = getenv("RILL_STRESS_MEM_LIMIT");
@@ -515,8 +487,8 @@ static size_t limit_bytes(void) {
 
 static void setup_phase(const phase *ph) {
     current_phase = ph;
-    atomic_store(&num_failures, 0);
-    atomic_store(&first_failure_claimed, 0);
+    atomic_store(&failures.count, 0);
+    atomic_store(&failures.claimed, 0);
     atomic_store(&in_flight, 0);
     memset(live_lo, 0, sizeof live_lo);
     memset(live_hi, 0, sizeof live_hi);
@@ -577,7 +549,8 @@ static int check_pool_until(uint64_t deadline_ns) {
     do {
         if (!rill__mem_check(NULL, why, sizeof why) ||
             !rill__device_check_streams(NULL, why, sizeof why)) {
-            record_failure("the pool's invariants do not hold after %d checks: %s", checks, why);
+            rt_failure(&failures, "the pool's invariants do not hold after %d checks: %s", checks,
+                       why);
             break;
         }
         checks++;
@@ -614,9 +587,9 @@ static totals run_phase(const phase *ph) {
     if (synced != RILL_OK)
         fail_msg("%s, seed %" PRIu64 ": rill_device_synchronize returned %s: %s", ph->name,
                  ph->seed, rill_status_name(synced), rill_last_error());
-    if (atomic_load(&num_failures) != 0)
+    if (atomic_load(&failures.count) != 0)
         fail_msg("%s, seed %" PRIu64 ": %d failures; the first: %s", ph->name, ph->seed,
-                 atomic_load(&num_failures), first_failure);
+                 atomic_load(&failures.count), failures.first);
     assert_int_equal(atomic_load(&in_flight), 0);
     assert_true(sum.allocations > 0 && sum.uses > 0);
     return sum;
@@ -649,7 +622,7 @@ static void check_stats_after(const rill_mem_stats *before, const totals *sum, s
  * see (host functions, undeclared access)." */
 static void test_stress_memory_never_reuses_a_block_in_use(void **state) {
     (void)state;
-    uint64_t seed = stress_seed();
+    uint64_t seed = rt_stress_seed(DEFAULT_SEED);
     print_message("stress seed: %" PRIu64 " (set RILL_STRESS_SEED to repeat)\n", seed);
     const phase ph = {"reuse", seed, 2 * SEC_NS, 0, 0};
     RT_OK(rill_device_synchronize(NULL));
@@ -672,7 +645,7 @@ static void test_stress_memory_never_reuses_a_block_in_use(void **state) {
  * fails with RILL_ERROR_OUT_OF_MEMORY; no block in use is handed out on those paths either. */
 static void test_stress_memory_under_a_limit_recovers_and_keeps_invariants(void **state) {
     (void)state;
-    uint64_t seed = mix64(stress_seed() + 1);
+    uint64_t seed = mix64(rt_stress_seed(DEFAULT_SEED) + 1);
     print_message("limit phase seed: %" PRIu64 " (derived from RILL_STRESS_SEED)\n", seed);
     /* Sizes from 64 KiB: the threads' live blocks alone exceed the default limit on average. */
     size_t limit = limit_bytes();

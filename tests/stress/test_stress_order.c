@@ -92,29 +92,14 @@ static _Atomic uint64_t ticket_counter;
 static uint64_t submit_deadline_ns;
 static pthread_barrier_t start_barrier;
 
-static atomic_int num_failures;
-static atomic_int first_failure_claimed;
-static char first_failure[512]; /* written once, by the thread that claimed it */
+static rt_failures failures;
 
 static void record_failure(const char *call, rill_status st) {
-    atomic_fetch_add(&num_failures, 1);
-    if (atomic_exchange(&first_failure_claimed, 1) == 0)
-        snprintf(first_failure, sizeof first_failure, "%s returned %s: %s", call,
-                 rill_status_name(st), rill_last_error());
-}
-
-static uint64_t next_random(uint64_t *state) {
-    /* xorshift64* */
-    uint64_t x = *state;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    *state = x;
-    return x * 0x2545F4914F6CDD1Dull;
+    rt_failure(&failures, "%s returned %s: %s", call, rill_status_name(st), rill_last_error());
 }
 
 static unsigned pick(thread_state *t, unsigned n) {
-    return (unsigned)(next_random(&t->rng) % n);
+    return (unsigned)(rt_next_random(&t->rng) % n);
 }
 
 /* ---- command bodies ---- */
@@ -329,13 +314,6 @@ static void quiet_phase(thread_state *t) {
 
 /* ---- the test ---- */
 
-static uint64_t stress_seed(void) {
-    const char *env = getenv("RILL_STRESS_SEED");
-    if (env != NULL && env[0] != '\0')
-        return strtoull(env, NULL, 0);
-    return DEFAULT_SEED;
-}
-
 /* Checks one command against the happens-before relation; returns false (and explains in buf)
  * when it is broken. */
 static bool command_is_ordered(int id, char *buf, size_t size) {
@@ -375,7 +353,7 @@ static bool command_is_ordered(int id, char *buf, size_t size) {
  * stream after this call waits for all work submitted to other before this call". */
 static void test_stress_random_streams_keep_happens_before(void **state) {
     (void)state;
-    uint64_t seed = stress_seed();
+    uint64_t seed = rt_stress_seed(DEFAULT_SEED);
     print_message("stress seed: %" PRIu64 " (set RILL_STRESS_SEED to repeat)\n", seed);
 
     rill_kernel_desc desc = {.name = "stress_command", .cpu = command_kernel};
@@ -440,9 +418,9 @@ static void test_stress_random_streams_keep_happens_before(void **state) {
     if (synced != RILL_OK)
         fail_msg("seed %" PRIu64 ": synchronize returned %s: %s", seed, rill_status_name(synced),
                  rill_last_error());
-    if (atomic_load(&num_failures) != 0)
+    if (atomic_load(&failures.count) != 0)
         fail_msg("seed %" PRIu64 ": %d calls failed; the first: %s", seed,
-                 atomic_load(&num_failures), first_failure);
+                 atomic_load(&failures.count), failures.first);
     for (int id = 0; id < total; id++) {
         if (!command_is_ordered(id, why, sizeof why))
             fail_msg("seed %" PRIu64 ": %s", seed, why);

@@ -39,6 +39,32 @@ int rt_teardown_shutdown(void **state) {
 
 static _Atomic uint64_t ticket_counter;
 
+uint64_t rt_next_random(uint64_t *state) {
+    uint64_t x = *state;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *state = x;
+    return x * 0x2545F4914F6CDD1Dull;
+}
+
+uint64_t rt_stress_seed(uint64_t fallback) {
+    const char *env = getenv("RILL_STRESS_SEED");
+    if (env != NULL && env[0] != '\0')
+        return strtoull(env, NULL, 0);
+    return fallback;
+}
+
+void rt_failure(rt_failures *f, const char *fmt, ...) {
+    atomic_fetch_add(&f->count, 1);
+    if (atomic_exchange(&f->claimed, 1) != 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(f->first, sizeof f->first, fmt, ap);
+    va_end(ap);
+}
+
 uint64_t rt_take_ticket(void) {
     return atomic_fetch_add(&ticket_counter, 1) + 1;
 }

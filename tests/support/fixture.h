@@ -80,6 +80,23 @@ int rt_run(const char *group_name, const struct CMUnitTest *tests, size_t count,
 /* Group teardown helper: calls rill_shutdown so leak checkers see leaks. */
 int rt_teardown_shutdown(void **state);
 
+/* ---- randomized stress tests ---- */
+
+/* xorshift64*: the next number of the sequence whose state is *state (not 0). */
+uint64_t rt_next_random(uint64_t *state);
+/* RILL_STRESS_SEED (decimal, or hexadecimal with 0x) when set, else fallback. */
+uint64_t rt_stress_seed(uint64_t fallback);
+
+/* The failures of a test whose threads go on after one: how many, and the
+ * sentence of the first (written once, by the thread that claims it).
+ * Zero-initialised. */
+typedef struct rt_failures {
+    atomic_int count;
+    atomic_int claimed;
+    char first[1024];
+} rt_failures;
+void rt_failure(rt_failures *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* A number larger than every ticket taken before, in any thread: tickets
  * taken by host functions and kernels tell the order in which they ran. */
 uint64_t rt_take_ticket(void);
