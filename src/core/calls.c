@@ -115,7 +115,7 @@ static limbo_entry *take_done(bool all) {
 static void release_all(limbo_entry *e) {
     while (e != NULL) {
         limbo_entry *next = e->next;
-        e->release(e->obj, true);
+        e->release(e->obj);
         rill__free(e);
         e = next;
     }
@@ -147,7 +147,7 @@ void rill__retire(rill__release_fn release, void *obj) {
             others++;
     }
     if (others == 0) {
-        release(obj, false);
+        release(obj);
         return;
     }
     /* Pairs with the light barrier of rill__call_enter. */
@@ -174,7 +174,7 @@ void rill__retire(rill__release_fn release, void *obj) {
     }
     if (n == 0) {
         rill__free(e);
-        release(obj, false);
+        release(obj);
         return;
     }
     e->release = release;

@@ -34,7 +34,6 @@
 
 #include <stdalign.h>
 #include <stdatomic.h>
-#include <stdbool.h>
 #include <stdint.h>
 
 #include "platform/thread.h"
@@ -93,11 +92,10 @@ static inline void rill__call_leave(rill__call_rec **scope) {
     rill__call_rec *rill__call_scope_ __attribute__((cleanup(rill__call_leave), unused)) =         \
         rill__call_enter()
 
-/* Drops the owner's reference to obj, release(obj, waited), once no call
- * that may have found obj through its handle is still running; obj's
- * handle is closed already. At once (waited false) when no other thread is
- * in a call; waited true when calls that may have used obj ran meanwhile. */
-typedef void (*rill__release_fn)(void *obj, bool waited);
+/* Drops the owner's reference to obj, release(obj), once no call that may
+ * have found obj through its handle is still running; obj's handle is
+ * closed already. At once when no other thread is in a call. */
+typedef void (*rill__release_fn)(void *obj);
 void rill__retire(rill__release_fn release, void *obj);
 /* rill_shutdown: releases every retired object now (the calls that other
  * threads make while the runtime shuts down race with it anyway). */

@@ -170,8 +170,7 @@ rill_status rill_event_create(unsigned flags, rill_event **out) {
     return RILL_OK;
 }
 
-static void release_event(void *e, bool waited) {
-    (void)waited;
+static void release_event(void *e) {
     rill__event_unref(e);
 }
 

@@ -234,8 +234,7 @@ static void drop_deps(rill__mem_dep *deps, size_t n) {
  * been submitted. Launches hold no reference (kernel.h): the kernel waits
  * for the work pending now, on every device, then goes. Without memory to
  * note that work, it stays until rill_shutdown. */
-static void release_kernel(void *obj, bool waited) {
-    (void)waited;
+static void release_kernel(void *obj) {
     rill__kernel *kernel = obj;
     rill__runtime *rt;
     rill__runtime_get(&rt);

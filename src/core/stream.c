@@ -427,8 +427,7 @@ rill_status rill_stream_create(rill_device *dev_h, int priority, rill_stream **o
     return RILL_OK;
 }
 
-static void release_stream(void *s, bool waited) {
-    (void)waited;
+static void release_stream(void *s) {
     rill__stream_unref(s);
 }
 

@@ -364,8 +364,7 @@ static rill_status fail_destroyed(const char *fn) {
 }
 
 /* The owner's hold on an exec whose handle closed, once no call uses it. */
-static void release_exec(void *x, bool waited) {
-    (void)waited;
+static void release_exec(void *x) {
     rill__graph_exec *exec = x;
     /* Pending launches hold their own parameter sets, which hold the
      * exec. */

@@ -319,8 +319,7 @@ rill_status rill_graph_create(rill_graph **out) {
     return st;
 }
 
-static void release_graph(void *g, bool waited) {
-    (void)waited;
+static void release_graph(void *g) {
     rill__graph_destroy(g);
 }
 
