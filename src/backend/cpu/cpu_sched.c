@@ -263,6 +263,7 @@ RILL_HOT rill_status rill__cpu_submit(rill__stream *s, const rill__cmd *cmd, uin
         submitted_with_wake_left(s, cs);
     if (idle) {
         int expected = CPU_IDLE;
+        /* seq_cst, an acquire: pairs with the release store in go_idle. */
         if (atomic_compare_exchange_strong(&cs->state, &expected, CPU_READY)) {
             rill__stream_ref(s); /* the scheduled reference */
             push_ready(cpu_device_of(rill__queue_of(s)->dev), s, !rill__thread_is_worker());
@@ -618,8 +619,13 @@ RILL_HOT static int go_idle(rill__stream *s, cpu_stream *cs) {
     rill__spinlock_lock(&cs->lock);
     /* relaxed: the lock orders it with submit's store of next. */
     bool empty = atomic_load_explicit(&cs->head->next, memory_order_relaxed) == NULL;
+    /* release: pairs with the compare-exchange in rill__cpu_submit. A
+     * submitter that read IDLE under the lock in an earlier idle spell may
+     * make the stream ready after this spell began, without taking the
+     * lock after us: its exchange must still see what this runner wrote,
+     * for the worker it hands the stream to. */
     if (empty)
-        atomic_store_explicit(&cs->state, CPU_IDLE, memory_order_relaxed);
+        atomic_store_explicit(&cs->state, CPU_IDLE, memory_order_release);
     rill__spinlock_unlock(&cs->lock);
     if (!empty)
         return 0;          /* still ours, with the scheduled reference */
