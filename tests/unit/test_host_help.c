@@ -682,6 +682,11 @@ static void nothing(void *user_data) {
  * to end then would start without the wake-up. */
 static void test_a_long_batch_starts_while_the_thread_submits(void **state) {
     (void)state;
+    /* A device of one compute unit (RILL_CPU_DEVICES splits the processors) has one worker,
+     * pinned to its processor, which this thread may be spinning on: the worker starts only
+     * when the system preempts this thread, a time slice later, whatever rill does. */
+    if (compute_units() < 2)
+        skip();
     rill_stream *s;
     RT_OK(rill_stream_create(NULL, 0, &s));
     static atomic_int flag;
