@@ -21,8 +21,11 @@
  * the odd value and then, through a light barrier, looks handles up;
  * retiring closes the handle and then, through a heavy barrier
  * (platform/thread.h), reads every record: a thread whose state it reads
- * even found the handle closed, and one it reads odd is waited for until
- * its state moves on. Leaving a call stores the next even value (release),
+ * even is in no call that found the object (a call it enters later finds
+ * the handle closed), and one it reads odd is waited for until its state
+ * moves on. A destroy made by a kernel or host function waits for its own
+ * thread's call too: that thread may be running the work while it waits in
+ * a call on the same object. Leaving a call stores the next even value (release),
  * so whoever sees it sees the call's last use of the object. Records are
  * never freed; a thread that exits leaves its record to the next new thread.
  *
