@@ -68,8 +68,8 @@ rill__call_rec *rill__call_register(void) {
                         : (rill__call_rec *)(raw + (alignof(rill__call_rec) -
                                                     (uintptr_t)raw % alignof(rill__call_rec)));
         if (r == NULL) {
-            /* A record is a few bytes, and a call cannot fail for want of
-             * one: wait for memory (or for an exiting thread's record). */
+            /* A record is one cache line, and a call cannot fail for want
+             * of one: wait for memory (or for an exiting thread's record). */
             rill__thread_yield();
             continue;
         }
