@@ -9,29 +9,40 @@
  * takes a handle runs inside RILL_CALL_SCOPE(), which marks the calling
  * thread as in a call; a destroy closes the handle and then hands the
  * owner's reference to rill__retire, which drops it (release) at once when
- * no other thread is in a call, and otherwise once each thread that was in
- * one has left it. A call that races with the destruction of its handle
- * thus either finds the handle closed (RILL_ERROR_INVALID_ARGUMENT) or
- * works on an object that is still whole, as if it came before the
- * destroy; the object's own references keep it for work that the call
- * submitted.
+ * no other thread has made calls, and otherwise once each such thread is
+ * seen out of the calls that may have found it. A call that races with the destruction of its
+ * handle thus either finds the handle closed (RILL_ERROR_INVALID_ARGUMENT) or works on an object
+ * that is still whole, as if it came before the destroy; the object's own references keep it for
+ * work that the call submitted.
  *
  * Each thread that makes a call has a record whose state counts its calls:
  * odd while it is in one (the outermost, for nested calls). Entering stores
- * the odd value and then, through a light barrier, looks handles up;
- * retiring closes the handle and then, through a heavy barrier
- * (platform/thread.h), reads every record: a thread whose state it reads
- * even is in no call that found the object (a call it enters later finds
- * the handle closed), and one it reads odd is waited for until its state
- * moves on. A destroy made by a kernel or host function waits for its own
- * thread's call too: that thread may be running the work while it waits in
- * a call on the same object. Leaving a call stores the next even value (release),
- * so whoever sees it sees the call's last use of the object. Records are
- * never freed; a thread that exits leaves its record to the next new thread.
+ * the odd value and then, through a light barrier, looks handles up.
+ * Retiring closes the handle and lists the other threads that have
+ * records; each listed thread is owed the object's release until it is
+ * seen out of any call that may have found the object, in one of two ways:
  *
- * The heavy barrier is a membarrier system call when the process has other
- * threads with records (microseconds, more on some virtual machines): it is
- * paid by destroys, not by calls. */
+ *   - it checks in: leaving its next outermost call (or exiting), it finds
+ *     entries owed by it and, under the limbo's lock, a full barrier of its
+ *     own, marks itself out of them. Its later calls find the handle
+ *     closed. This costs the thread nothing until it owes something.
+ *   - a heavy barrier (platform/thread.h) after the retire, then a read of
+ *     its state: even, it is in no call that found the object; odd, it
+ *     checks in when that call ends.
+ *
+ * The heavy barrier is a membarrier system call (microseconds; tens, and an
+ * interrupt of every other processor running the process, on some virtual
+ * machines), so batched retires share one: it is issued once their limbo
+ * holds RILL__LIMBO_BATCH entries or its oldest is RILL__LIMBO_AGE_NS old,
+ * for the threads that have made calls but make none now. Prompt retires
+ * (objects whose release returns memory the program may allocate next)
+ * issue it at once. A destroy made by a kernel or host function counts its
+ * own thread's call too: that thread may be running the work while it
+ * waits in a call on the same object. Leaving a call stores the next even
+ * value (release), so whoever sees it sees the call's last use of the
+ * object. Records are never freed; a thread that exits leaves its record
+ * to the next new thread. A program whose other threads never made a call
+ * releases at once, without a barrier. */
 #ifndef RILL_CORE_CALLS_H
 #define RILL_CORE_CALLS_H
 
@@ -41,23 +52,25 @@
 
 #include "platform/thread.h"
 
-/* A line of its own: its thread writes it twice per call, and sharing a
- * line with what a worker uses would make every call a cache miss. */
+/* Lines of its own: its thread writes state twice per call, and sharing a
+ * line with what a worker uses would make every call a cache miss. owed,
+ * which retiring threads write and its thread reads as it leaves a call,
+ * is on the next line, so that they do not take state's line from a
+ * thread that is calling. */
 typedef struct rill__call_rec {
     alignas(64) _Atomic uint64_t state; /* calls entered and left; odd while in one */
     _Atomic int taken;                  /* a live thread owns the record */
     struct rill__call_rec *next;        /* the registry, newest first; never unlinked */
+    alignas(64) _Atomic uint32_t owed;  /* limbo entries waiting for it to check in */
 } rill__call_rec;
 
 /* The calling thread's record (NULL until its first call). */
 extern _Thread_local rill__call_rec *rill__call_self;
-/* Retired objects not yet released (a hint for leaving calls). */
-extern _Atomic int rill__call_limbo;
-
 /* Gives the calling thread a record and returns it. */
 rill__call_rec *rill__call_register(void);
-/* Releases what retired objects no call holds any more. */
-void rill__call_reclaim(void);
+/* r's thread, in no call now, marks itself out of the limbo entries that
+ * wait for it, and releases those it was the last of. */
+void rill__call_check_in(rill__call_rec *r);
 
 /* Enters a call: the record when this is the outermost call of the thread
  * (a public call made by another, or from a host function that a waiting
@@ -84,9 +97,9 @@ static inline void rill__call_leave(rill__call_rec **scope) {
     uint64_t v = atomic_load_explicit(&r->state, memory_order_relaxed);
     /* release: our uses of the objects happen before their release. */
     atomic_store_explicit(&r->state, v + 1, memory_order_release);
-    /* relaxed: a hint; the limbo's lock decides. */
-    if (atomic_load_explicit(&rill__call_limbo, memory_order_relaxed) != 0)
-        rill__call_reclaim();
+    /* relaxed: a hint (the limbo's lock decides), on this thread's line. */
+    if (__builtin_expect(atomic_load_explicit(&r->owed, memory_order_relaxed) != 0, 0))
+        rill__call_check_in(r);
 }
 
 /* The first statement of a public call that takes a handle: the call is in
@@ -95,11 +108,30 @@ static inline void rill__call_leave(rill__call_rec **scope) {
     rill__call_rec *rill__call_scope_ __attribute__((cleanup(rill__call_leave), unused)) =         \
         rill__call_enter()
 
+/* A batch's heavy barrier is issued once the limbo holds this many batched
+ * entries not yet read under one, or the oldest of them is this old. */
+#define RILL__LIMBO_BATCH  64
+#define RILL__LIMBO_AGE_NS 10000000u
+
+typedef enum rill__retire_mode {
+    /* Events, streams, kernels: small, and destroyed often (an event per
+     * step of a training loop). The release may wait for the other
+     * threads' next calls, or for the batch's barrier. */
+    RILL__RETIRE_BATCHED,
+    /* Graphs and execs: their release returns memory (nodes, graph
+     * memory) that the program may allocate next, and they are destroyed
+     * rarely. The barrier is issued now: the object goes as soon as the
+     * calls in flight that may have found it return. */
+    RILL__RETIRE_PROMPT,
+} rill__retire_mode;
+
 /* Drops the owner's reference to obj, release(obj), once no call that may
  * have found obj through its handle is still running; obj's handle is
- * closed already. At once when no other thread is in a call. */
+ * closed already. At once when no other thread has a record. */
 typedef void (*rill__release_fn)(void *obj);
-void rill__retire(rill__release_fn release, void *obj);
+void rill__retire(rill__release_fn release, void *obj, rill__retire_mode mode);
+/* Heavy barriers issued by retires so far (for tests and benchmarks). */
+uint64_t rill__call_heavy_barriers(void);
 /* rill_shutdown: releases every retired object now (the calls that other
  * threads make while the runtime shuts down race with it anyway). */
 void rill__call_drain(void);

@@ -602,6 +602,10 @@ rill_status rill_shutdown(void) {
     shutdown_phase(rt, RILL__SHUTDOWN_DRAINED); /* graphs and execs go */
     for (int i = 0; i < rt->num_devices; i++)
         sync_device(rt->devices[i], "rill_shutdown"); /* graph memory's deferred frees */
+    /* What the hooks and phases above destroyed while other threads had
+     * records waits in the limbo (a batched retire): it goes now, before
+     * the kernels, streams and devices it refers to. */
+    rill__call_drain();
     /* Kernels before the backends stop, which unload them; destroyed ones
      * release their streams. */
     rill__kernels_shutdown(rt);
@@ -610,6 +614,7 @@ rill_status rill_shutdown(void) {
     rill__ipc_events_shutdown();
     shutdown_phase(rt, RILL__SHUTDOWN_STOPPED); /* interprocess memory */
     rill__events_shutdown(rt);
+    rill__call_drain();
     for (int i = 0; i < rt->num_devices; i++)
         device_destroy(rt->devices[i]);
     shutdown_phase(rt, RILL__SHUTDOWN_DEVICES); /* host memory, the pointer registry */

@@ -188,8 +188,9 @@ rill_status rill_event_destroy(rill_event *event_h) {
     if (!atomic_compare_exchange_strong(&event->magic, &expected, RILL__MAGIC_DEAD))
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "rill_event_destroy: the event was already destroyed");
-    rill__handle_close(event->handle);  /* stale from here on */
-    rill__retire(release_event, event); /* calls that found it may still use it */
+    rill__handle_close(event->handle); /* stale from here on */
+    /* Calls that found it may still use it. */
+    rill__retire(release_event, event, RILL__RETIRE_BATCHED);
     return RILL_OK;
 }
 

@@ -286,7 +286,7 @@ rill_status rill_kernel_destroy(rill_kernel *kernel_h) {
     rill__handle_close(kernel->handle); /* stale from here on */
     /* Not before: calls that found the kernel may launch it until they
      * return, the handle closed or not. */
-    rill__retire(release_kernel, kernel);
+    rill__retire(release_kernel, kernel, RILL__RETIRE_BATCHED);
     return RILL_OK;
 }
 

@@ -457,7 +457,7 @@ rill_status rill_stream_destroy(rill_stream *stream_h) {
     /* Pending work keeps its own reference: the stream is a zombie until
      * that work completes. Calls that found the stream before its handle
      * closed may still submit to it (core/calls.h). */
-    rill__retire(release_stream, stream);
+    rill__retire(release_stream, stream, RILL__RETIRE_BATCHED);
     return RILL_OK;
 }
 

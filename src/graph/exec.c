@@ -389,7 +389,7 @@ rill_status rill_graph_exec_destroy(rill_graph_exec *exec_h) {
     rill__handle_close(exec->handle); /* stale from here on */
     /* Calls that found it before may still launch or update it
      * (core/calls.h). */
-    rill__retire(release_exec, exec);
+    rill__retire(release_exec, exec, RILL__RETIRE_PROMPT);
     return RILL_OK;
 }
 

@@ -333,8 +333,9 @@ rill_status rill_graph_destroy(rill_graph *graph_h) {
     if (!atomic_compare_exchange_strong(&graph->magic, &expected, RILL__MAGIC_DEAD))
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "rill_graph_destroy: the graph was already destroyed");
-    rill__handle_close(graph->handle);  /* stale from here on; its nodes' when it goes */
-    rill__retire(release_graph, graph); /* calls that found it may still use it */
+    rill__handle_close(graph->handle); /* stale from here on; its nodes' when it goes */
+    /* Calls that found it may still use it. */
+    rill__retire(release_graph, graph, RILL__RETIRE_PROMPT);
     return RILL_OK;
 }
 

@@ -57,12 +57,13 @@ static void test_calls_retire_without_calls_in_flight_releases_at_once(void **st
     (void)state;
     RILL_CALL_SCOPE();
     atomic_int obj = 0;
-    rill__retire(count_release, &obj);
+    rill__retire(count_release, &obj, RILL__RETIRE_BATCHED);
     assert_int_equal(atomic_load(&obj), 1);
 }
 
 /* An object retired while another thread is in a call stays until that call, the outermost
- * one, returns; then the thread that leaves it releases the object. */
+ * one, returns; then the thread that leaves it releases the object (a prompt retire: the
+ * barrier finds the thread in the call). */
 static void test_calls_retired_object_waits_for_the_calls_in_flight(void **state) {
     (void)state;
     static in_call c;
@@ -75,7 +76,7 @@ static void test_calls_retired_object_waits_for_the_calls_in_flight(void **state
     wait_flag(&c.inside);
     {
         RILL_CALL_SCOPE();
-        rill__retire(count_release, (void *)&obj);
+        rill__retire(count_release, (void *)&obj, RILL__RETIRE_PROMPT);
     }
     rt_sleep_us(2000);
     assert_int_equal(atomic_load(&obj), 0);
@@ -99,7 +100,7 @@ static void test_calls_begun_after_the_retire_do_not_hold_it(void **state) {
     pthread_t t;
     {
         RILL_CALL_SCOPE();
-        rill__retire(count_release, &obj);
+        rill__retire(count_release, &obj, RILL__RETIRE_BATCHED);
     }
     assert_int_equal(atomic_load(&obj), 1);
     assert_int_equal(pthread_create(&t, NULL, call_thread, &c), 0);
@@ -108,6 +109,160 @@ static void test_calls_begun_after_the_retire_do_not_hold_it(void **state) {
     atomic_store(&c.leave, 1);
     assert_int_equal(pthread_join(t, NULL), 0);
     assert_int_equal(atomic_load(&obj), 1);
+}
+
+/* A thread that made a call and now makes none: it waits outside any call until told to make
+ * one more, then until told to exit. */
+typedef struct idle_caller {
+    atomic_int ready; /* its first call made */
+    atomic_int call;  /* make one more */
+    atomic_int called;
+    atomic_int exit;
+} idle_caller;
+
+static void *idle_thread(void *arg) {
+    idle_caller *c = arg;
+    { RILL_CALL_SCOPE(); }
+    atomic_store(&c->ready, 1);
+    wait_flag(&c->call);
+    { RILL_CALL_SCOPE(); }
+    atomic_store(&c->called, 1);
+    wait_flag(&c->exit);
+    return NULL;
+}
+
+static pthread_t start_idle_caller(idle_caller *c) {
+    memset(c, 0, sizeof *c);
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, idle_thread, c), 0);
+    wait_flag(&c->ready);
+    return t;
+}
+
+static void stop_idle_caller(idle_caller *c, pthread_t t) {
+    atomic_store(&c->call, 1);
+    atomic_store(&c->exit, 1);
+    assert_int_equal(pthread_join(t, NULL), 0);
+}
+
+/* A batched retire issues no heavy barrier: another thread that has made calls is owed the
+ * release until it leaves its next call; the next retire then releases the object. */
+static void test_calls_batched_retire_waits_for_the_next_call_of_another_thread(void **state) {
+    (void)state;
+    static idle_caller c;
+    pthread_t t = start_idle_caller(&c);
+    static atomic_int obj;
+    atomic_store(&obj, 0);
+    uint64_t barriers = rill__call_heavy_barriers();
+    {
+        RILL_CALL_SCOPE();
+        rill__retire(count_release, (void *)&obj, RILL__RETIRE_BATCHED);
+    }
+    assert_int_equal(atomic_load(&obj), 0);
+    atomic_store(&c.call, 1);
+    wait_flag(&c.called);
+    static atomic_int next;
+    atomic_store(&next, 0);
+    {
+        RILL_CALL_SCOPE();
+        rill__retire(count_release, (void *)&next, RILL__RETIRE_BATCHED);
+    }
+    assert_int_equal(atomic_load(&obj), 1);
+    assert_int_equal(atomic_load(&next), 0); /* owed by the thread again */
+    assert_int_equal(rill__call_heavy_barriers(), barriers);
+    stop_idle_caller(&c, t);
+    {
+        RILL_CALL_SCOPE();
+        rill__retire(count_release, (void *)&next, RILL__RETIRE_BATCHED);
+    }
+    assert_int_equal(atomic_load(&next), 2);
+}
+
+/* Batched retires while another thread makes no calls share one heavy barrier per
+ * RILL__LIMBO_BATCH: it finds the thread out of any call, and every object goes. */
+static void test_calls_batched_retires_share_one_barrier(void **state) {
+    (void)state;
+    static idle_caller c;
+    pthread_t t = start_idle_caller(&c);
+    static atomic_int obj;
+    atomic_store(&obj, 0);
+    uint64_t barriers = rill__call_heavy_barriers();
+    for (int i = 0; i < RILL__LIMBO_BATCH - 1; i++) {
+        RILL_CALL_SCOPE();
+        rill__retire(count_release, (void *)&obj, RILL__RETIRE_BATCHED);
+    }
+    /* Unless the machine paused the loop for RILL__LIMBO_AGE_NS, nothing went yet. */
+    if (rill__call_heavy_barriers() == barriers) {
+        assert_int_equal(atomic_load(&obj), 0);
+        RILL_CALL_SCOPE();
+        rill__retire(count_release, (void *)&obj, RILL__RETIRE_BATCHED);
+        assert_int_equal(rill__call_heavy_barriers(), barriers + 1);
+        assert_int_equal(atomic_load(&obj), RILL__LIMBO_BATCH);
+    }
+    stop_idle_caller(&c, t);
+}
+
+/* A batched retire that waited RILL__LIMBO_AGE_NS goes with the next retire's barrier. */
+static void test_calls_old_batched_retire_goes_with_the_next(void **state) {
+    (void)state;
+    static idle_caller c;
+    pthread_t t = start_idle_caller(&c);
+    static atomic_int obj;
+    atomic_store(&obj, 0);
+    {
+        RILL_CALL_SCOPE();
+        rill__retire(count_release, (void *)&obj, RILL__RETIRE_BATCHED);
+    }
+    rt_sleep_us(RILL__LIMBO_AGE_NS / 1000 + 1000);
+    uint64_t barriers = rill__call_heavy_barriers();
+    {
+        RILL_CALL_SCOPE();
+        rill__retire(count_release, (void *)&obj, RILL__RETIRE_BATCHED);
+    }
+    assert_int_equal(rill__call_heavy_barriers(), barriers + 1);
+    assert_int_equal(atomic_load(&obj), 2);
+    stop_idle_caller(&c, t);
+}
+
+/* A prompt retire issues the barrier at once: with the other thread in no call, the object
+ * goes before the retire returns. */
+static void test_calls_prompt_retire_releases_at_once(void **state) {
+    (void)state;
+    static idle_caller c;
+    pthread_t t = start_idle_caller(&c);
+    static atomic_int obj;
+    atomic_store(&obj, 0);
+    uint64_t barriers = rill__call_heavy_barriers();
+    {
+        RILL_CALL_SCOPE();
+        rill__retire(count_release, (void *)&obj, RILL__RETIRE_PROMPT);
+    }
+    assert_int_equal(atomic_load(&obj), 1);
+    assert_int_equal(rill__call_heavy_barriers(), barriers + 1);
+    stop_idle_caller(&c, t);
+}
+
+/* A thread that exits owing releases checks in as it goes: the next retire, which has no
+ * thread to wait for, releases the object too. */
+static void test_calls_exiting_thread_checks_in(void **state) {
+    (void)state;
+    static idle_caller c;
+    pthread_t t = start_idle_caller(&c);
+    static atomic_int obj;
+    atomic_store(&obj, 0);
+    {
+        RILL_CALL_SCOPE();
+        rill__retire(count_release, (void *)&obj, RILL__RETIRE_BATCHED);
+    }
+    assert_int_equal(atomic_load(&obj), 0);
+    atomic_store(&c.exit, 1);
+    atomic_store(&c.call, 1);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    {
+        RILL_CALL_SCOPE();
+        rill__retire(count_release, (void *)&obj, RILL__RETIRE_BATCHED);
+    }
+    assert_int_equal(atomic_load(&obj), 2);
 }
 
 /* ---- through the public interface ---- */
@@ -199,6 +354,11 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_calls_retire_without_calls_in_flight_releases_at_once),
         cmocka_unit_test(test_calls_retired_object_waits_for_the_calls_in_flight),
         cmocka_unit_test(test_calls_begun_after_the_retire_do_not_hold_it),
+        cmocka_unit_test(test_calls_batched_retire_waits_for_the_next_call_of_another_thread),
+        cmocka_unit_test(test_calls_batched_retires_share_one_barrier),
+        cmocka_unit_test(test_calls_old_batched_retire_goes_with_the_next),
+        cmocka_unit_test(test_calls_prompt_retire_releases_at_once),
+        cmocka_unit_test(test_calls_exiting_thread_checks_in),
         cmocka_unit_test(test_calls_waits_outlive_the_destroy_of_what_they_wait_on),
         cmocka_unit_test(test_calls_host_function_destroys_the_stream_its_runner_waits_on),
     };
