@@ -9,6 +9,7 @@
  * Every row shows the cross-core probe before and after it (harness.c). The
  * baselines live in baseline.c; this file holds the rill side and main. */
 #include <math.h>
+#include <pthread.h>
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -32,11 +33,13 @@ typedef struct config {
     int idle_samples; /* f: samples of IDLE_BURST launches each */
     double kernel_ms; /* d: length of each compute-bound kernel */
     int kernel_repeats;
-    int op_repeats; /* e */
+    int op_repeats;     /* e */
+    long destroy_pairs; /* h: create + destroy pairs per sample */
+    int destroy_repeats;
 } config;
 
-static const config full_config = {1000000, 5, 100000, 5, 200, 31, 100.0, 3, 5};
-static const config quick_config = {100000, 3, 10000, 3, 40, 5, 20.0, 2, 2};
+static const config full_config = {1000000, 5, 100000, 5, 200, 31, 100.0, 3, 5, 20000, 7};
+static const config quick_config = {100000, 3, 10000, 3, 40, 5, 20.0, 2, 2, 2000, 3};
 
 typedef struct bench {
     config cfg;
@@ -984,9 +987,120 @@ out:
     return rc;
 }
 
+/* ---- h. destroys while other threads have made calls ---- */
+
+/* What the other thread does once it has made a call. */
+typedef enum other_kind { OTHER_NONE, OTHER_ASLEEP, OTHER_COMPUTING, OTHER_CALLING } other_kind;
+
+typedef struct other_thread {
+    other_kind kind;
+    rill_stream *stream; /* borrowed: what its calls pass */
+    atomic_int ready, stop;
+    int failed;
+} other_thread;
+
+static void *other_main(void *arg) {
+    other_thread *o = arg;
+    /* A call: the thread has a record from now on (src/core/calls.h). */
+    o->failed = bench_failed(rill_stream_query(o->stream), "rill_stream_query");
+    atomic_store(&o->ready, 1);
+    while (!atomic_load(&o->stop)) {
+        if (o->kind == OTHER_ASLEEP) {
+            bench_sleep_us(1000);
+        } else if (o->kind == OTHER_COMPUTING) {
+            volatile double sink = bench_spin_work(1000);
+            (void)sink;
+        } else if (bench_failed(rill_stream_query(o->stream), "rill_stream_query")) {
+            o->failed = 1;
+            break;
+        }
+    }
+    return NULL;
+}
+
+typedef struct destroy_ctx {
+    other_kind other;
+    rill_stream *stream; /* borrowed */
+    long pairs;
+} destroy_ctx;
+
+static int create_destroy_pairs(long n) {
+    for (long i = 0; i < n; i++) {
+        rill_event *e;
+        if (bench_failed(rill_event_create(RILL_EVENT_DEFAULT, &e), "rill_event_create") ||
+            bench_failed(rill_event_destroy(e), "rill_event_destroy"))
+            return -1;
+    }
+    return 0;
+}
+
+/* ns per rill_event_create + rill_event_destroy pair, with the other thread
+ * (if any) started before and joined after the timed loop. */
+static int sample_destroys(void *ctx, double *ns) {
+    destroy_ctx *c = ctx;
+    other_thread o = {.kind = c->other, .stream = c->stream};
+    pthread_t t;
+    if (c->other != OTHER_NONE) {
+        if (pthread_create(&t, NULL, other_main, &o) != 0) {
+            fprintf(stderr, "bench: cannot start a thread\n");
+            return -1;
+        }
+        while (!atomic_load(&o.ready))
+            bench_sleep_us(100);
+        bench_sleep_us(2000); /* asleep, computing or calling by now */
+    }
+    int rc = create_destroy_pairs(c->pairs / 20);
+    uint64_t t0 = bench_now_ns();
+    if (rc == 0)
+        rc = create_destroy_pairs(c->pairs);
+    *ns = (double)(bench_now_ns() - t0) / (double)c->pairs;
+    if (c->other != OTHER_NONE) {
+        atomic_store(&o.stop, 1);
+        pthread_join(t, NULL);
+        if (o.failed)
+            rc = -1;
+    }
+    return rc;
+}
+
+static int figure_destroys(void *ctx) {
+    bench *b = ctx;
+    bench_report_section(b->report, "h. rill_event_create + rill_event_destroy while another "
+                                    "thread that made a call sleeps, computes or calls "
+                                    "(baseline: no other thread made calls)");
+    static const struct {
+        const char *id, *name;
+        other_kind kind;
+    } rows[] = {
+        {"h1", "another thread asleep", OTHER_ASLEEP},
+        {"h2", "another thread computing", OTHER_COMPUTING},
+        {"h3", "another thread calling rill_stream_query", OTHER_CALLING},
+    };
+    rill_stream *stream = NULL;
+    int rc = -1;
+    if (bench_failed(rill_stream_create(b->dev, 0, &stream), "rill_stream_create"))
+        goto out;
+    destroy_ctx alone = {OTHER_NONE, stream, b->cfg.destroy_pairs};
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        destroy_ctx c = {rows[i].kind, stream, b->cfg.destroy_pairs};
+        bench_row row = {.id = rows[i].id,
+                         .name = rows[i].name,
+                         .unit = "ns/pair",
+                         .baseline_name = "no other thread made calls"};
+        if (bench_measure_row(b->report, &row, sample_destroys, &c, sample_destroys, &alone,
+                              b->cfg.destroy_repeats) != 0)
+            goto out;
+    }
+    rc = 0;
+out:
+    if (stream && bench_failed(rill_stream_destroy(stream), "rill_stream_destroy"))
+        rc = -1;
+    return rc;
+}
+
 static const bench_cli_figure figures[] = {
     {'a', figure_launch}, {'b', figure_pingpong}, {'c', figure_wake},      {'d', figure_overlap},
-    {'e', figure_ops},    {'f', figure_idle},     {'g', figure_sanitizer},
+    {'e', figure_ops},    {'f', figure_idle},     {'g', figure_sanitizer}, {'h', figure_destroys},
 };
 
 static const bench_cli cli = {
@@ -997,7 +1111,8 @@ static const bench_cli cli = {
     .figures_help = "                a launch throughput   b cross-stream ping-pong\n"
                     "                c host wake-up        d two kernels on two streams\n"
                     "                e matmul and conv2d ops     f first launch after a pause\n"
-                    "                g the stream sanitizer's cost per launch\n",
+                    "                g the stream sanitizer's cost per launch\n"
+                    "                h event create + destroy while other threads make calls\n",
     .figures = figures,
     .num_figures = sizeof(figures) / sizeof(figures[0]),
     .setup = setup,
