@@ -22,7 +22,11 @@
  *    "with stream s: ..." style of the frameworks work in C.
  *  - Handles are opaque. Whoever creates a handle destroys it. Destroying a
  *    stream, event, kernel or graph exec with work still pending is
- *    allowed: the work finishes, then the resources are released.
+ *    allowed: the work finishes, then the resources are released. In a
+ *    program whose other threads have made calls, a destroyed stream,
+ *    event or kernel may be released later still: once those threads'
+ *    next calls, or later destroys, show that no call still uses it
+ *    (rill_shutdown releases everything). Its handle is stale at once.
  *  - A handle is not the address of anything: it names a slot of the
  *    library's handle table and that slot's generation. A destroyed handle
  *    (and every handle after rill_shutdown, devices and library-owned
