@@ -9,7 +9,9 @@
  * object was retired (the retiring thread's own left out, unless it runs
  * work); left counts those not yet seen out of a call that may have found
  * the object, and a record's owed counts the entries in which it is one of
- * those. An entry is released, and leaves the limbo, when left reaches 0.
+ * those. An entry is released, and leaves the limbo, once left is 0: a
+ * prompt one by whoever makes it 0, a batched one by the next retire,
+ * barrier or drain.
  * Entries with ids up to read_upto have been read under a heavy barrier;
  * unread counts those after it, the oldest of which was retired at
  * unread_since_ns or later. All of it is guarded by limbo_lock. */

@@ -10,10 +10,11 @@
  * thread as in a call; a destroy closes the handle and then hands the
  * owner's reference to rill__retire, which drops it (release) at once when
  * no other thread has made calls, and otherwise once each such thread is
- * seen out of the calls that may have found it. A call that races with the destruction of its
- * handle thus either finds the handle closed (RILL_ERROR_INVALID_ARGUMENT) or works on an object
- * that is still whole, as if it came before the destroy; the object's own references keep it for
- * work that the call submitted.
+ * seen out of the calls that may have found it. A call that races with the
+ * destruction of its handle thus either finds the handle closed
+ * (RILL_ERROR_INVALID_ARGUMENT) or works on an object that is still whole,
+ * as if it came before the destroy; the object's own references keep it
+ * for work that the call submitted.
  *
  * Each thread that makes a call has a record whose state counts its calls:
  * odd while it is in one (the outermost, for nested calls). Entering stores
@@ -25,7 +26,9 @@
  *   - it checks in: leaving its next outermost call (or exiting), it finds
  *     entries owed by it and, under the limbo's lock, a full barrier of its
  *     own, marks itself out of them. Its later calls find the handle
- *     closed. This costs the thread nothing until it owes something.
+ *     closed. This costs the thread nothing until it owes something. A
+ *     batched entry it completes is released by the next retire, on the
+ *     thread that destroys, or by a barrier's reading.
  *   - a heavy barrier (platform/thread.h) after the retire, then a read of
  *     its state: even, it is in no call that found the object; odd, it
  *     checks in when that call ends.
@@ -69,7 +72,7 @@ extern _Thread_local rill__call_rec *rill__call_self;
 /* Gives the calling thread a record and returns it. */
 rill__call_rec *rill__call_register(void);
 /* r's thread, in no call now, marks itself out of the limbo entries that
- * wait for it, and releases those it was the last of. */
+ * wait for it, and releases the prompt ones it was the last of. */
 void rill__call_check_in(rill__call_rec *r);
 
 /* Enters a call: the record when this is the outermost call of the thread
@@ -97,7 +100,7 @@ static inline void rill__call_leave(rill__call_rec **scope) {
     uint64_t v = atomic_load_explicit(&r->state, memory_order_relaxed);
     /* release: our uses of the objects happen before their release. */
     atomic_store_explicit(&r->state, v + 1, memory_order_release);
-    /* relaxed: a hint (the limbo's lock decides), on this thread's line. */
+    /* relaxed: a hint (the limbo's lock decides), on the thread's record. */
     if (__builtin_expect(atomic_load_explicit(&r->owed, memory_order_relaxed) != 0, 0))
         rill__call_check_in(r);
 }
