@@ -233,7 +233,9 @@ void rill__retire(rill__release_fn release, void *obj, rill__retire_mode mode) {
     size_t records = 0, others = 0;
     for (rill__call_rec *c = head; c != NULL; c = c->next) {
         records++;
-        if (c != self && atomic_load_explicit(&c->taken, memory_order_relaxed))
+        /* acquire: pairs with the release store of a thread that gave its
+         * record up as it exited, after its last call. */
+        if (c != self && atomic_load_explicit(&c->taken, memory_order_acquire))
             others++;
     }
     if (others == 0) {
@@ -258,7 +260,7 @@ void rill__retire(rill__release_fn release, void *obj, rill__retire_mode mode) {
      * above found it closed too; one given up since is in no call. */
     size_t n = 0;
     for (rill__call_rec *c = head; c != NULL && n < records; c = c->next)
-        if (c != self && atomic_load_explicit(&c->taken, memory_order_relaxed)) {
+        if (c != self && atomic_load_explicit(&c->taken, memory_order_acquire)) {
             e->on[n].rec = c;
             e->on[n].out = false;
             n++;
