@@ -6,6 +6,8 @@
  *   c. host wake-up in rill_event_synchronize  d. two kernels on two streams
  *   e. the matmul and conv2d ops               f. the first launch after a pause
  *   g. the stream sanitizer's cost per launch with two declared accesses
+ *   h. event create + destroy while another thread that made calls runs
+ *      (baseline: no other thread made calls)
  * Every row shows the cross-core probe before and after it (harness.c). The
  * baselines live in baseline.c; this file holds the rill side and main. */
 #include <math.h>
