@@ -3,6 +3,7 @@
  * of the backends, the first device of a kind, a device's info. */
 #include <string.h>
 
+#include "core/calls.h"
 #include "core/runtime.h"
 #include "util/status.h"
 
@@ -16,6 +17,7 @@ rill__device *rill__device_of_kind(rill_device_kind kind) {
 }
 
 rill_status rill_device_count(int *count) {
+    RILL_CALL_SCOPE();
     rill__runtime *rt;
     if (count == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_device_count: count is NULL");
@@ -25,6 +27,7 @@ rill_status rill_device_count(int *count) {
 }
 
 rill_status rill_device_get(int ordinal, rill_device **out) {
+    RILL_CALL_SCOPE();
     rill__runtime *rt;
     if (out == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_device_get: out is NULL");
@@ -43,6 +46,7 @@ rill_status rill_device_get(int ordinal, rill_device **out) {
 }
 
 rill_status rill_device_get_by_kind(rill_device_kind kind, int index, rill_device **out) {
+    RILL_CALL_SCOPE();
     rill__runtime *rt;
     if (out == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_device_get_by_kind: out is NULL");
@@ -67,6 +71,7 @@ rill_status rill_device_get_by_kind(rill_device_kind kind, int index, rill_devic
 }
 
 rill_status rill_device_get_info(rill_device *handle, rill_device_info *out) {
+    RILL_CALL_SCOPE();
     if (out == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_device_get_info: out is NULL");
     rill__device *dev;

@@ -81,6 +81,15 @@ typedef struct rill__runtime {
 
 /* The runtime, initialised on first use. */
 rill_status rill__runtime_get(rill__runtime **out);
+/* The first step, after RILL_CALL_SCOPE(), of a public call that reaches
+ * the runtime's state through a pointer rather than a handle (rill_free,
+ * rill_memcpy, ...): a rill_shutdown on another thread then waits for the
+ * call, or the call for the shutdown (core/calls.h), as a handle lookup
+ * would make it. */
+static inline void rill__runtime_enter(void) {
+    rill__runtime *rt;
+    (void)rill__runtime_get(&rt);
+}
 
 /* Resolves a device argument: NULL means the calling thread's current
  * device. fn names the public call for the error sentence. */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/calls.h"
 #include "core/runtime.h"
 #include "core/stream.h"
 #include "platform/shm.h"
@@ -14,6 +15,7 @@
 static _Atomic int env_done;
 
 rill_status rill_trace_start(const char *path) {
+    RILL_CALL_SCOPE();
     if (path == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "rill_trace_start: path is NULL; pass the file to write the trace to");
@@ -34,6 +36,7 @@ rill_status rill_trace_start(const char *path) {
 }
 
 rill_status rill_trace_stop(void) {
+    RILL_CALL_SCOPE();
     char what[700];
     int err = rill__trace_end(what, sizeof what);
     if (err > 0)

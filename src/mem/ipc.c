@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/calls.h"
 #include "core/ipc_wire.h"
 #include "core/runtime.h"
 #include "core/stream.h"
@@ -24,6 +25,7 @@
 /* -------------------------------------------------------------- memory */
 
 rill_status rill_ipc_get_mem_handle(void *ptr, rill_ipc_mem_handle *out) {
+    RILL_CALL_SCOPE();
     static const char fn[] = "rill_ipc_get_mem_handle";
     if (out == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: out is NULL", fn);
@@ -115,6 +117,8 @@ static rill_status open_mem(const rill_ipc_mem_handle *handle, void **out, const
 }
 
 rill_status rill_ipc_open_mem_handle(const rill_ipc_mem_handle *handle, void **out) {
+    RILL_CALL_SCOPE();
+    rill__runtime_enter();
     static const char fn[] = "rill_ipc_open_mem_handle";
     if (out == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: out is NULL", fn);
@@ -144,6 +148,8 @@ static void wait_device_work(rill__device *dev) {
 }
 
 rill_status rill_ipc_close_mem_handle(void *ptr) {
+    RILL_CALL_SCOPE();
+    rill__runtime_enter();
     static const char fn[] = "rill_ipc_close_mem_handle";
     if (ptr == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,

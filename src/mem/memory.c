@@ -90,6 +90,7 @@ static rill_status trace_memory(rill_status st) {
 /* ---------------------------------------------------------------- public */
 
 rill_status rill_malloc(rill_device *dev_h, size_t bytes, void **out) {
+    RILL_CALL_SCOPE();
     if (out == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_malloc: out is NULL");
     *out = NULL;
@@ -110,8 +111,10 @@ rill_status rill_malloc(rill_device *dev_h, size_t bytes, void **out) {
 }
 
 rill_status rill_free(void *ptr) {
+    RILL_CALL_SCOPE();
     if (ptr == NULL)
         return RILL_OK;
+    rill__runtime_enter();
     rill_status st = rill__capture_check_free(ptr, "rill_free");
     if (st != RILL_OK)
         return st;
@@ -179,6 +182,7 @@ rill_status rill_record_stream(void *ptr, rill_stream *stream_h) {
 }
 
 rill_status rill_malloc_host(size_t bytes, void **out) {
+    RILL_CALL_SCOPE();
     if (out == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_malloc_host: out is NULL");
     *out = NULL;
@@ -204,8 +208,10 @@ rill_status rill_malloc_host(size_t bytes, void **out) {
 }
 
 rill_status rill_free_host(void *ptr) {
+    RILL_CALL_SCOPE();
     if (ptr == NULL)
         return RILL_OK;
+    rill__runtime_enter();
     rill__mem_block b;
     if (!rill__registry_remove(ptr, RILL__MEM_HOST, &b))
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
@@ -286,7 +292,9 @@ rill_status rill_memcpy_async(void *dst, const void *src, size_t bytes, rill_str
 }
 
 rill_status rill_memcpy(void *dst, const void *src, size_t bytes) {
+    RILL_CALL_SCOPE();
     static const char fn[] = "rill_memcpy";
+    rill__runtime_enter();
     rill__device *sd = NULL, *dd = NULL;
     rill_status st = check_copy(dst, src, fn, &sd, &dd, bytes);
     if (st != RILL_OK || bytes == 0)
@@ -357,6 +365,7 @@ rill_status rill_memset_async(void *dst, int value, size_t bytes, rill_stream *s
 }
 
 rill_status rill_mem_get_stats(rill_device *dev_h, rill_mem_stats *out) {
+    RILL_CALL_SCOPE();
     if (out == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_mem_get_stats: out is NULL");
     memset(out, 0, sizeof *out);
@@ -370,6 +379,7 @@ rill_status rill_mem_get_stats(rill_device *dev_h, rill_mem_stats *out) {
 
 rill_status rill_mem_get_pool_stats(rill_device *dev_h, rill_mem_pool pool,
                                     rill_mem_pool_stats *out) {
+    RILL_CALL_SCOPE();
     static const char fn[] = "rill_mem_get_pool_stats";
     if (out == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: out is NULL", fn);
@@ -408,6 +418,7 @@ void rill__mem_describe(rill_device *dev_h, const void *ptr, char *out, size_t c
 }
 
 rill_status rill_mem_empty_cache(rill_device *dev_h) {
+    RILL_CALL_SCOPE();
     rill__device *dev;
     rill_status st = rill__device_resolve(dev_h, "rill_mem_empty_cache", &dev);
     if (st != RILL_OK)
@@ -417,6 +428,7 @@ rill_status rill_mem_empty_cache(rill_device *dev_h) {
 }
 
 rill_status rill_mem_set_limit(rill_device *dev_h, size_t max_reserved_bytes) {
+    RILL_CALL_SCOPE();
     rill__device *dev;
     rill_status st = rill__device_resolve(dev_h, "rill_mem_set_limit", &dev);
     if (st != RILL_OK)
@@ -426,6 +438,7 @@ rill_status rill_mem_set_limit(rill_device *dev_h, size_t max_reserved_bytes) {
 }
 
 rill_status rill_mem_get_limit(rill_device *dev_h, size_t *max_reserved_bytes) {
+    RILL_CALL_SCOPE();
     if (max_reserved_bytes == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "rill_mem_get_limit: max_reserved_bytes is NULL; pass where to store "
@@ -440,6 +453,7 @@ rill_status rill_mem_get_limit(rill_device *dev_h, size_t *max_reserved_bytes) {
 }
 
 rill_status rill_mem_reset_peak_stats(rill_device *dev_h) {
+    RILL_CALL_SCOPE();
     rill__device *dev;
     rill_status st = rill__device_resolve(dev_h, "rill_mem_reset_peak_stats", &dev);
     if (st != RILL_OK)
@@ -449,6 +463,7 @@ rill_status rill_mem_reset_peak_stats(rill_device *dev_h) {
 }
 
 rill_status rill_mem_set_reuse_policy(rill_device *dev_h, unsigned flags) {
+    RILL_CALL_SCOPE();
     rill__device *dev;
     rill_status st = rill__device_resolve(dev_h, "rill_mem_set_reuse_policy", &dev);
     if (st != RILL_OK)
@@ -463,6 +478,7 @@ rill_status rill_mem_set_reuse_policy(rill_device *dev_h, unsigned flags) {
 }
 
 rill_status rill_mem_get_reuse_policy(rill_device *dev_h, unsigned *flags) {
+    RILL_CALL_SCOPE();
     if (flags == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_mem_get_reuse_policy: flags is NULL");
     *flags = 0;
@@ -475,6 +491,7 @@ rill_status rill_mem_get_reuse_policy(rill_device *dev_h, unsigned *flags) {
 }
 
 rill_status rill_mem_summary(rill_device *dev_h, FILE *out) {
+    RILL_CALL_SCOPE();
     if (out == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "rill_mem_summary: out is NULL; pass a FILE such as stdout");

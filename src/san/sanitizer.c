@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/calls.h"
 #include "core/kernel.h"
 #include "core/runtime.h"
 #include "core/stream.h"
@@ -736,6 +737,7 @@ const rill__subsystem rill__sanitizer_subsystem = {
 /* ---------------------------------------------------------------- public */
 
 rill_status rill_sanitizer_enable(int enabled) {
+    RILL_CALL_SCOPE();
     if (enabled < 0 || enabled > 2)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "rill_sanitizer_enable: enabled is %d; pass 0 (off), 1 (report races "
@@ -756,6 +758,8 @@ uint64_t rill_sanitizer_report_count(void) {
 }
 
 rill_status rill_sanitizer_host_accesses(const rill_access *accesses, size_t num_accesses) {
+    RILL_CALL_SCOPE();
+    rill__runtime_enter();
     static const char fn[] = "rill_sanitizer_host_accesses";
     if (num_accesses > 0 && accesses == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
@@ -783,6 +787,7 @@ rill_status rill_sanitizer_host_accesses(const rill_access *accesses, size_t num
 }
 
 rill_status rill_sanitizer_set_location(const char *file, int line) {
+    RILL_CALL_SCOPE();
     if ((file == NULL) != (line == 0) || line < 0)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "rill_sanitizer_set_location: file is %s and line is %d; pass a file "
