@@ -95,14 +95,16 @@ const char *rill_last_error(void);
 /* Waits for all work, then releases everything the library holds: every
  * handle becomes invalid, and the next call initialises the library
  * afresh. Blocks; RILL_ERROR_NOT_PERMITTED from a kernel or host function.
- * rill_shutdown must not run while a call of another thread uses or creates
- * handles (it would release them under that call). Two threads may call it
- * at once: one releases everything, the other waits for it, and both
- * return RILL_OK. A call that another thread begins while rill_shutdown
- * runs (its first call, say) waits for it, then runs on a freshly
- * initialised library; a rill_shutdown that finds another thread's first
- * call initialising the library returns RILL_OK at once and leaves that
- * library running. */
+ * Calls of other threads may race with it: one under way when it begins is
+ * waited for, and returns as if it came first; one that begins while it
+ * runs is refused the handles of the library it releases
+ * (RILL_ERROR_INVALID_ARGUMENT, with a sentence that says so), and one
+ * that needs no handle (its first call, say, or a launch on the current
+ * stream) waits for it, then runs on a freshly initialised library. Two
+ * threads may call it at once: one releases everything, the other waits
+ * for it, and both return RILL_OK. A rill_shutdown that finds another
+ * thread's first call initialising the library returns RILL_OK at once
+ * and leaves that library running. */
 rill_status rill_shutdown(void);
 
 /* fork(): the child of a process that has used rill gets a fresh library,

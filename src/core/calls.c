@@ -298,6 +298,80 @@ void rill__retire(rill__release_fn release, void *obj, rill__retire_mode mode) {
         read_under_barrier();
 }
 
+/* 1 from rill__call_quiesce_begin until the records in calls are marked. */
+static _Atomic int quiescing;
+/* Nobody wakes it: rill__call_quiesce naps on it. */
+static _Atomic uint32_t nap_word;
+
+void rill__call_quiesce_begin(void) {
+    /* seq_cst: before the store that unpublishes the runtime, so that a
+     * thread that finds it unpublished finds this set, or the marks. */
+    atomic_store(&quiescing, 1);
+}
+
+/* Is c's thread still in the call w (odd) that a shutdown waits for, and
+ * not waiting for the init lock? */
+static bool still_in(rill__call_rec *c, uint64_t w) {
+    /* acquire: the call's last use happens before the teardown. */
+    return (w & 1u) && atomic_load_explicit(&c->state, memory_order_acquire) == w &&
+           atomic_load(&c->init_waits) != w;
+}
+
+void rill__call_quiesce(void) {
+    rill__call_rec *self = rill__call_self;
+    rill__barrier_heavy();
+    rill__call_rec *head = atomic_load(&registry);
+    for (rill__call_rec *c = head; c != NULL; c = c->next) {
+        /* acquire: as in read_under_barrier. */
+        uint64_t v = atomic_load_explicit(&c->state, memory_order_acquire);
+        if (c != self && (v & 1u))
+            atomic_store_explicit(&c->shutdown_waits, v, memory_order_relaxed);
+    }
+    /* release: publishes the marks to rill__call_waited_by_shutdown. */
+    atomic_store_explicit(&quiescing, 0, memory_order_release);
+    /* A record pushed since entered no call that found the runtime. One
+     * not marked now has a mark of an earlier shutdown's, which its state
+     * has passed. */
+    for (rill__call_rec *c = head; c != NULL; c = c->next) {
+        uint64_t w = atomic_load_explicit(&c->shutdown_waits, memory_order_relaxed);
+        for (unsigned naps = 0; c != self && still_in(c, w); naps++) {
+            if (naps < 64)
+                rill__thread_yield();
+            else
+                rill__futex_wait_for(&nap_word, 0, 100000); /* a 100 us nap */
+        }
+    }
+}
+
+bool rill__call_waited_by_shutdown(void) {
+    rill__call_rec *r = rill__call_self;
+    if (r == NULL)
+        return false;
+    uint64_t v = atomic_load_explicit(&r->state, memory_order_relaxed);
+    if ((v & 1u) == 0)
+        return false;
+    /* acquire: pairs with the release store in rill__call_quiesce. The
+     * marking takes a barrier and a walk of the records: microseconds. */
+    while (atomic_load_explicit(&quiescing, memory_order_acquire))
+        rill__thread_yield();
+    return atomic_load_explicit(&r->shutdown_waits, memory_order_relaxed) == v;
+}
+
+void rill__call_init_wait_begin(void) {
+    rill__call_rec *r = rill__call_self;
+    if (r == NULL)
+        return;
+    uint64_t v = atomic_load_explicit(&r->state, memory_order_relaxed);
+    if (v & 1u)
+        atomic_store(&r->init_waits, v);
+}
+
+void rill__call_init_wait_end(void) {
+    rill__call_rec *r = rill__call_self;
+    if (r != NULL && atomic_load_explicit(&r->init_waits, memory_order_relaxed) != 0)
+        atomic_store_explicit(&r->init_waits, 0, memory_order_relaxed);
+}
+
 void rill__call_fork_prepare(void) {
     rill__spinlock_lock(&limbo_lock);
 }
@@ -320,6 +394,7 @@ void rill__call_fork_child(void) {
         rill__free(e);
         e = next;
     }
+    atomic_store(&quiescing, 0);
     /* The other threads are gone, out of their calls, and nothing is owed. */
     rill__call_rec *self = rill__call_self;
     for (rill__call_rec *c = atomic_load(&registry); c != NULL; c = c->next) {

@@ -51,6 +51,7 @@
 
 #include <stdalign.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "platform/thread.h"
@@ -65,6 +66,8 @@ typedef struct rill__call_rec {
     _Atomic int taken;                  /* a live thread owns the record */
     struct rill__call_rec *next;        /* the registry, newest first; never unlinked */
     alignas(64) _Atomic uint32_t owed;  /* limbo entries waiting for it to check in */
+    _Atomic uint64_t shutdown_waits;    /* the call a rill_shutdown waited for (odd) */
+    _Atomic uint64_t init_waits;        /* the call that waits for the init lock (odd) */
 } rill__call_rec;
 
 /* The calling thread's record (NULL until its first call). */
@@ -138,6 +141,29 @@ uint64_t rill__call_heavy_barriers(void);
 /* rill_shutdown: releases every retired object now (the calls that other
  * threads make while the runtime shuts down race with it anyway). */
 void rill__call_drain(void);
+/* rill_shutdown (core/device.c) makes sure that no call of another thread
+ * still uses the runtime it tears down:
+ *
+ *   rill__call_quiesce_begin();   before it unpublishes the runtime
+ *   ... unpublish the runtime, refuse other threads' handle lookups ...
+ *   rill__call_quiesce();         heavy barrier, then wait
+ *
+ * The barrier pairs with the light one of rill__call_enter: a call that
+ * entered before it is seen in it and waited for, and one that entered
+ * after it finds the runtime unpublished (and waits for the init lock, to
+ * build the next one) and its handles refused. A waited call that needs
+ * the runtime meanwhile gets the dying one (rill__call_waited_by_shutdown)
+ * rather than wait for the init lock that the shutdown holds. */
+void rill__call_quiesce_begin(void);
+void rill__call_quiesce(void);
+/* True when the calling thread is in the call that a rill_shutdown in
+ * progress waits for. */
+bool rill__call_waited_by_shutdown(void);
+/* rill__runtime_get, around its wait for the init lock: the call uses no
+ * runtime meanwhile (it goes on with the next one), so a shutdown, which
+ * holds that lock, does not wait for it. */
+void rill__call_init_wait_begin(void);
+void rill__call_init_wait_end(void);
 /* fork(): the registry's lock around the fork; in the child, the parent's
  * other threads are gone (their records are left) and so are the objects
  * retired in the parent's runtime, which the child forgets. */

@@ -252,7 +252,10 @@ rill_status rill__runtime_get(rill__runtime **out) {
         *out = rt;
         return RILL_OK;
     }
-    if (tls.in_shutdown || tls.is_worker) {
+    /* The shutdown's own thread, its workers, and the calls of other
+     * threads that it waits for (core/calls.h) still use the dying
+     * runtime; other calls wait for the init lock and build the next. */
+    if (tls.in_shutdown || tls.is_worker || rill__call_waited_by_shutdown()) {
         /* acquire: pairs with the release store in rill_shutdown. */
         rt = atomic_load_explicit(&dying, memory_order_acquire);
         if (rt != NULL) {
@@ -260,7 +263,9 @@ rill_status rill__runtime_get(rill__runtime **out) {
             return RILL_OK;
         }
     }
+    rill__call_init_wait_begin();
     lock_init();
+    rill__call_init_wait_end();
     rt = atomic_load_explicit(&runtime, memory_order_acquire);
     if (rt == NULL) {
         lock_init_building();
@@ -437,6 +442,7 @@ RILL_HOT rill_status rill__check_may_block(const char *fn) {
 /* ---------------------------------------------------------------- public */
 
 rill_status rill_set_device(rill_device *handle) {
+    RILL_CALL_SCOPE();
     rill__runtime *rt;
     if (handle == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
@@ -451,6 +457,7 @@ rill_status rill_set_device(rill_device *handle) {
 }
 
 rill_status rill_get_device(rill_device **out) {
+    RILL_CALL_SCOPE();
     if (out == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_get_device: out is NULL");
     *out = NULL;
@@ -519,6 +526,7 @@ rill_status rill__device_drain(rill__device *dev, const char *fn) {
 }
 
 rill_status rill_device_synchronize(rill_device *handle) {
+    RILL_CALL_SCOPE();
     rill__device *dev;
     rill_status st = rill__device_resolve(handle, "rill_device_synchronize", &dev);
     if (st != RILL_OK)
@@ -571,6 +579,13 @@ static void device_destroy(rill__device *dev) {
     rill__free(dev);
 }
 
+/* While rill_shutdown runs, the threads that may still look its handles
+ * up: its own, the workers (whose work it waits for), and the calls it
+ * waits for. */
+static bool may_use_dying(void) {
+    return tls.in_shutdown || tls.is_worker || rill__call_waited_by_shutdown();
+}
+
 rill_status rill_shutdown(void) {
     rill_status st = rill__check_may_block("rill_shutdown");
     if (st != RILL_OK)
@@ -586,11 +601,15 @@ rill_status rill_shutdown(void) {
         return RILL_OK;
     }
     /* From here on, calls that other threads begin wait for the init lock
-     * and then build a fresh runtime. release: pairs with the acquire load
-     * of dying in rill__runtime_get. */
+     * and then build a fresh runtime, and their handle lookups fail; the
+     * calls in flight are waited for (core/calls.h). release: pairs with
+     * the acquire load of dying in rill__runtime_get. */
+    rill__call_quiesce_begin();
     atomic_store_explicit(&dying, rt, memory_order_release);
     atomic_store_explicit(&runtime, NULL, memory_order_release);
     tls.in_shutdown = 1;
+    rill__handle_set_closing(may_use_dying);
+    rill__call_quiesce();
     /* Objects destroyed while other threads were in calls go now. */
     rill__call_drain();
     run_shutdown_hooks();
@@ -621,6 +640,7 @@ rill_status rill_shutdown(void) {
     rill__trace_shutdown();                     /* every command has run and been recorded */
     rill__mutex_destroy(&rt->lock);
     rill__handle_close_all(0); /* every handle of this runtime is stale */
+    rill__handle_set_closing(NULL);
     tls.in_shutdown = 0;
     atomic_store_explicit(&dying, NULL, memory_order_relaxed);
     unlock_init();
@@ -630,6 +650,7 @@ rill_status rill_shutdown(void) {
 /* --------------------------------------------------------------- current stream */
 
 rill_stream *rill_default_stream(rill_device *handle) {
+    RILL_CALL_SCOPE();
     rill__device *dev;
     if (rill__device_resolve(handle, "rill_default_stream", &dev) != RILL_OK)
         return NULL;
@@ -637,6 +658,7 @@ rill_stream *rill_default_stream(rill_device *handle) {
 }
 
 rill_stream *rill_current_stream(rill_device *handle) {
+    RILL_CALL_SCOPE();
     rill__device *dev;
     if (rill__device_resolve(handle, "rill_current_stream", &dev) != RILL_OK)
         return NULL;
@@ -760,6 +782,7 @@ static void fork_child(void) {
     if (rt != NULL) {
         rill__call_fork_child();
         rill__handle_fork_release();
+        rill__handle_set_closing(NULL); /* a worker forked during a shutdown */
         forget_runtime(rt);
         unlock_lists(rt);
         parent_runtime = *rt;

@@ -39,6 +39,10 @@ typedef struct slot {
 
 static struct {
     rill__spinlock lock;
+    /* While rill_shutdown runs: which threads may still look handles up
+     * (rill__handle_set_closing); NULL otherwise. On the line that every
+     * lookup reads (chunks). */
+    _Atomic(bool (*)(void)) closing;
     /* written under lock; read without it (acquire) by lookups */
     _Atomic(slot *) chunks[MAX_CHUNKS];
     /* guarded by lock */
@@ -120,7 +124,8 @@ static bool decode(const void *handle, uint32_t *gen, uint32_t *index, rill__han
     return *gen != 0 && *kind != 0 && *kind < RILL__HANDLE_KINDS;
 }
 
-RILL_HOT void *rill__handle_get(const void *handle, rill__handle_kind kind) {
+/* The object behind handle, or NULL; while closing, for every thread. */
+RILL_HOT static void *lookup(const void *handle, rill__handle_kind kind) {
     uint32_t gen, index;
     rill__handle_kind k;
     if (!decode(handle, &gen, &index, &k) || k != kind)
@@ -141,6 +146,21 @@ RILL_HOT void *rill__handle_get(const void *handle, rill__handle_kind kind) {
     if (atomic_load_explicit(&s->tag, memory_order_relaxed) != tag)
         return NULL;
     return obj;
+}
+
+RILL_HOT void *rill__handle_get(const void *handle, rill__handle_kind kind) {
+    void *obj = lookup(handle, kind);
+    /* relaxed: rill_shutdown stores it before its heavy barrier, and a
+     * call looks handles up after its light barrier (core/calls.h): either
+     * this load sees it, or the shutdown waits for this call. */
+    bool (*may_use)(void) = atomic_load_explicit(&table.closing, memory_order_relaxed);
+    if (__builtin_expect(may_use != NULL, 0) && obj != NULL && !may_use())
+        return NULL;
+    return obj;
+}
+
+void rill__handle_set_closing(bool (*may_use)(void)) {
+    atomic_store(&table.closing, may_use);
 }
 
 rill__handle_kind rill__handle_kind_of(const void *handle) {
@@ -229,6 +249,12 @@ rill_status rill__handle_fail(const char *fn, const char *arg, const void *handl
     if (handle == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: %s is NULL; pass %s %s", fn, arg, an,
                           kind_name(kind));
+    if (atomic_load(&table.closing) != NULL && lookup(handle, kind) != NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: %s belongs to the runtime that rill_shutdown is ending on another "
+                          "thread; calls made while it runs are refused, and its handles are "
+                          "stale once it returns",
+                          fn, arg);
     if (is == kind)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "%s: %s is a %s that was destroyed (or one from before rill_shutdown); "

@@ -68,6 +68,10 @@ void rill__handle_close(const void *handle);
 /* Closes every open handle but those of kind keep (0: none): rill_shutdown,
  * and the child of a fork, which keeps its parent's kernels. */
 void rill__handle_close_all(rill__handle_kind keep);
+/* rill_shutdown: from now on (may_use not NULL) lookups return NULL to
+ * the calls of threads for which may_use() is false, and
+ * rill__handle_fail says why; NULL ends it. */
+void rill__handle_set_closing(bool (*may_use)(void));
 /* Handles open now, of every kind (tests). */
 uint64_t rill__handle_count(void);
 

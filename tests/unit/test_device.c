@@ -9,6 +9,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -508,6 +509,128 @@ static void test_device_call_begun_during_shutdown_runs_on_a_fresh_runtime(void 
     assert_int_equal(atomic_load(&hook_runs), 1);
 }
 
+typedef struct in_flight {
+    rill_stream *stream;
+    atomic_int calling;
+    rill_status status;
+    char error[512];
+} in_flight;
+
+static void *sync_in_flight(void *arg) {
+    in_flight *c = arg;
+    atomic_store(&c->calling, 1);
+    c->status = rill_stream_synchronize(c->stream);
+    snprintf(c->error, sizeof c->error, "%s", rill_last_error());
+    return NULL;
+}
+
+/* rill_shutdown while another thread is in a call that found its handles: the shutdown waits for
+ * the call, which returns as if it came first (RILL_OK), and meanwhile refuses the handles to
+ * other threads with a sentence that names rill_shutdown. (Before, the shutdown freed the stream
+ * under the call.) */
+static void test_device_shutdown_waits_for_calls_in_flight_and_refuses_new_ones(void **state) {
+    (void)state;
+    static rt_gate gate;
+    rt_gate_reset(&gate);
+    rill_stream *s = NULL;
+    RT_OK(rill_stream_create(NULL, 0, &s));
+    RT_OK(rill_launch_host_func(s, rt_gate_fn, &gate));
+    assert_true(rt_gate_wait_entered(&gate));
+    static in_flight call;
+    memset(&call, 0, sizeof call);
+    call.stream = s;
+    static shutdown_call shut;
+    memset(&shut, 0, sizeof shut);
+    pthread_t sync_t, shutdown_t;
+    assert_int_equal(pthread_create(&sync_t, NULL, sync_in_flight, &call), 0);
+    assert_true(wait_at_least(&call.calling, 1, LONG_WAIT_NS));
+    rt_sleep_us(200000); /* in rill_stream_synchronize, waiting for the gate */
+    assert_int_equal(pthread_create(&shutdown_t, NULL, shutdown_thread, &shut), 0);
+    /* The shutdown cannot end while the gate holds the work: its handles are refused. */
+    uint64_t deadline = rt_now_ns() + LONG_WAIT_NS;
+    rill_status st;
+    while ((st = rill_stream_query(s)) == RILL_NOT_READY && rt_now_ns() < deadline)
+        sched_yield();
+    assert_int_equal(st, RILL_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(rill_last_error(), "rill_shutdown is ending"));
+    assert_false(atomic_load(&shut.returned));
+    rt_gate_open(&gate);
+    assert_int_equal(pthread_join(shutdown_t, NULL), 0);
+    assert_int_equal(pthread_join(sync_t, NULL), 0);
+    assert_false(atomic_load(&gate.timed_out));
+    assert_int_equal(shut.status, RILL_OK);
+    if (call.status != RILL_OK)
+        fail_msg("the call in flight returned %s: %s", rill_status_name(call.status), call.error);
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_stream_query(s)); /* stale once it returned */
+}
+
+/* Threads that call on their own objects (and on the current stream) while rill_shutdown runs
+ * again and again: every call returns RILL_OK, RILL_NOT_READY or RILL_ERROR_INVALID_ARGUMENT
+ * (a handle of the runtime being shut down), and nothing is used after it is freed
+ * (AddressSanitizer). */
+typedef struct racing_caller {
+    atomic_int stop;
+    atomic_int bad; /* statuses outside those allowed */
+    long calls;
+} racing_caller;
+
+static void racing_host_fn(void *user_data) {
+    (void)user_data;
+}
+
+static void note_status(racing_caller *c, rill_status st) {
+    c->calls++;
+    if (st != RILL_OK && st != RILL_NOT_READY && st != RILL_ERROR_INVALID_ARGUMENT)
+        atomic_fetch_add(&c->bad, 1);
+}
+
+static void *racing_calls(void *arg) {
+    racing_caller *c = arg;
+    rill_stream *s = NULL;
+    rill_event *e = NULL;
+    note_status(c, rill_stream_create(NULL, 0, &s));
+    note_status(c, rill_event_create(RILL_EVENT_DEFAULT, &e));
+    while (!atomic_load(&c->stop)) {
+        void *mem = NULL;
+        note_status(c, rill_launch_host_func(s, racing_host_fn, NULL));
+        note_status(c, rill_launch_host_func(NULL, racing_host_fn, NULL));
+        note_status(c, rill_event_record(e, s));
+        note_status(c, rill_stream_query(s));
+        note_status(c, rill_event_synchronize(e));
+        note_status(c, rill_malloc(NULL, 256, &mem));
+        note_status(c, rill_free(mem));
+        rill_event *tmp = NULL;
+        if (rill_event_create(RILL_EVENT_DEFAULT, &tmp) == RILL_OK)
+            note_status(c, rill_event_destroy(tmp));
+    }
+    rill_stream_destroy(s); /* stale after a shutdown: refused, which is fine */
+    rill_event_destroy(e);
+    return NULL;
+}
+
+static void test_device_shutdowns_racing_calls_of_other_threads(void **state) {
+    (void)state;
+    enum { ROUNDS = 8, THREADS = 2 };
+    for (int r = 0; r < ROUNDS; r++) {
+        static racing_caller callers[THREADS];
+        pthread_t t[THREADS];
+        for (int i = 0; i < THREADS; i++) {
+            memset(&callers[i], 0, sizeof callers[i]);
+            assert_int_equal(pthread_create(&t[i], NULL, racing_calls, &callers[i]), 0);
+        }
+        rt_sleep_us(2000);
+        RT_OK(rill_shutdown());
+        rt_sleep_us(2000);
+        for (int i = 0; i < THREADS; i++) {
+            atomic_store(&callers[i].stop, 1);
+            assert_int_equal(pthread_join(t[i], NULL), 0);
+            assert_int_equal(atomic_load(&callers[i].bad), 0);
+            assert_true(callers[i].calls > 0);
+        }
+    }
+    RT_OK(rill_device_synchronize(NULL));
+}
+
 /* Two threads that start together: one makes its first calls, the other shuts down. */
 typedef struct first_use_race {
     atomic_int start;
@@ -576,6 +699,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_device_synchronize_racing_destroy_of_failed_streams),
         cmocka_unit_test(test_device_concurrent_shutdowns_release_once_and_both_return_ok),
         cmocka_unit_test(test_device_call_begun_during_shutdown_runs_on_a_fresh_runtime),
+        cmocka_unit_test(test_device_shutdown_waits_for_calls_in_flight_and_refuses_new_ones),
+        cmocka_unit_test(test_device_shutdowns_racing_calls_of_other_threads),
         cmocka_unit_test(test_device_shutdown_racing_first_use_initialisation_is_safe),
     };
     return RT_RUN(tests);
