@@ -59,8 +59,11 @@ def closed_error(fn, what):
 def shutdown():
     """Waits for all work, then releases everything rill holds (every
     stream, event and tensor becomes invalid) and starts afresh at the next
-    call: rill_shutdown. It must not run while another thread uses rill.
-    Raises NotPermittedError from inside a host function."""
+    call: rill_shutdown. Calls that other threads are making meanwhile are
+    waited for or refused, as in C, but their tensors (and NumPy arrays
+    that view them) die with it: do not shut down while another thread
+    still uses its tensors. Raises NotPermittedError from inside a host
+    function."""
     from ._errors import check
     with launch_lock:
         check(lib.rill_shutdown())
