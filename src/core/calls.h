@@ -6,8 +6,9 @@
  * locked instructions per handle on every launch. So an object must not go
  * while a call that found it before its handle closed is still running,
  * even when another thread destroys it meanwhile. Every public call that
- * takes a handle runs inside RILL_CALL_SCOPE(), which marks the calling
- * thread as in a call; a destroy closes the handle and then hands the
+ * reaches the runtime runs inside RILL_CALL_SCOPE(), which marks the
+ * calling thread as in a call (rill_shutdown waits for such calls too: see
+ * rill__call_quiesce below); a destroy closes the handle and then hands the
  * owner's reference to rill__retire, which drops it (release) at once when
  * no other thread has made calls, and otherwise once each such thread is
  * seen out of the calls that may have found it. A call that races with the
