@@ -9,9 +9,9 @@
  *     ThreadSanitizer; a shutdown waiting for a call that waits for the shutdown would hang);
  *   - each call returns RILL_OK, RILL_NOT_READY (queries) or RILL_ERROR_INVALID_ARGUMENT with a
  *     sentence (a handle of a runtime that a shutdown ended, or is ending);
- *   - the work of a launch that returned RILL_OK runs unless a shutdown came after it (a
- *     shutdown waits for all work): a thread that synchronizes its stream and gets RILL_OK saw
- *     every launch it made on that stream since it created it run.
+ *   - the work of a launch that returned RILL_OK runs, shutdowns or not (a shutdown waits for
+ *     all work): a thread that synchronizes its stream and gets RILL_OK saw every launch it made
+ *     on that stream since it created it run.
  * Bounded by iterations and by seconds; the seed comes from RILL_STRESS_SEED (or a fixed default)
  * and is printed. */
 #include "fixture.h"
