@@ -10,8 +10,8 @@
  *   - each call returns RILL_OK, RILL_NOT_READY (queries) or RILL_ERROR_INVALID_ARGUMENT with a
  *     sentence (a handle of a runtime that a shutdown ended, or is ending);
  *   - the work of a launch that returned RILL_OK runs, shutdowns or not (a shutdown waits for
- *     all work): a thread that synchronizes its stream and gets RILL_OK saw every launch it made
- *     on that stream since it created it run.
+ *     all work): a thread whose synchronize of its stream, or whose own rill_shutdown, returns
+ *     RILL_OK saw every launch it made on that stream since it created it run.
  * Bounded by iterations and by seconds; the seed comes from RILL_STRESS_SEED (or a fixed default)
  * and is printed. */
 #include "fixture.h"
@@ -94,8 +94,14 @@ static void renew(thread_state *t) {
 static void one_op(thread_state *t) {
     uint64_t r = rt_next_random(&t->rng);
     if (r % SHUTDOWN_ONE_IN == 0) {
-        check(t, "rill_shutdown", rill_shutdown(), false);
+        rill_status st = rill_shutdown();
+        check(t, "rill_shutdown", st, false);
         atomic_fetch_add(&shutdowns, 1);
+        /* It waited for all work: every launch accepted on the stream has run. */
+        int ran = atomic_load(&t->ran) - t->ran_at_start;
+        if (st == RILL_OK && ran < t->launched)
+            rt_failure(&failures, "thread %d: %d launches accepted, %d ran after rill_shutdown",
+                       t->index, t->launched, ran);
         renew(t);
         return;
     }
