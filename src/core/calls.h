@@ -69,6 +69,7 @@ typedef struct rill__call_rec {
     alignas(64) _Atomic uint32_t owed;  /* limbo entries waiting for it to check in */
     _Atomic uint64_t shutdown_waits;    /* the call a rill_shutdown waited for (odd) */
     _Atomic uint64_t init_waits;        /* the call that waits for the init lock (odd) */
+    uint64_t checked_upto; /* limbo_lock: its last check-in saw the entries up to this id */
 } rill__call_rec;
 
 /* The calling thread's record (NULL until its first call). */
