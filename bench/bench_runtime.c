@@ -992,7 +992,13 @@ out:
 /* ---- h. destroys while other threads have made calls ---- */
 
 /* What the other thread does once it has made a call. */
-typedef enum other_kind { OTHER_NONE, OTHER_ASLEEP, OTHER_COMPUTING, OTHER_CALLING } other_kind;
+typedef enum other_kind {
+    OTHER_NONE,
+    OTHER_ASLEEP,
+    OTHER_COMPUTING,
+    OTHER_CALLING,
+    OTHER_BLOCKED /* in rill_stream_synchronize for the whole sample */
+} other_kind;
 
 typedef struct other_thread {
     other_kind kind;
@@ -1001,10 +1007,29 @@ typedef struct other_thread {
     int failed;
 } other_thread;
 
+/* A host function that holds its stream until the sample ends. */
+static void hold_until_stop(void *arg) {
+    other_thread *o = arg;
+    while (!atomic_load(&o->stop))
+        bench_sleep_us(100);
+}
+
 static void *other_main(void *arg) {
     other_thread *o = arg;
     /* A call: the thread has a record from now on (src/core/calls.h). */
     o->failed = bench_failed(rill_stream_query(o->stream), "rill_stream_query");
+    if (o->kind == OTHER_BLOCKED) {
+        rill_stream *held = NULL;
+        if (bench_failed(rill_stream_create(NULL, 0, &held), "rill_stream_create") ||
+            bench_failed(rill_launch_host_func(held, hold_until_stop, o), "rill_launch_host_func"))
+            o->failed = 1;
+        atomic_store(&o->ready, 1);
+        if (held != NULL &&
+            (bench_failed(rill_stream_synchronize(held), "rill_stream_synchronize") ||
+             bench_failed(rill_stream_destroy(held), "rill_stream_destroy")))
+            o->failed = 1;
+        return NULL;
+    }
     atomic_store(&o->ready, 1);
     while (!atomic_load(&o->stop)) {
         if (o->kind == OTHER_ASLEEP) {
@@ -1049,7 +1074,7 @@ static int sample_destroys(void *ctx, double *ns) {
         }
         while (!atomic_load(&o.ready))
             bench_sleep_us(100);
-        bench_sleep_us(2000); /* asleep, computing or calling by now */
+        bench_sleep_us(2000); /* asleep, computing, calling or blocked by now */
     }
     int rc = create_destroy_pairs(c->pairs / 20);
     uint64_t t0 = bench_now_ns();
@@ -1068,7 +1093,7 @@ static int sample_destroys(void *ctx, double *ns) {
 static int figure_destroys(void *ctx) {
     bench *b = ctx;
     bench_report_section(b->report, "h. rill_event_create + rill_event_destroy while another "
-                                    "thread that made a call sleeps, computes or calls "
+                                    "thread that made a call sleeps, computes, calls or waits "
                                     "(baseline: no other thread made calls)");
     static const struct {
         const char *id, *name;
@@ -1077,6 +1102,7 @@ static int figure_destroys(void *ctx) {
         {"h1", "another thread asleep", OTHER_ASLEEP},
         {"h2", "another thread computing", OTHER_COMPUTING},
         {"h3", "another thread calling rill_stream_query", OTHER_CALLING},
+        {"h4", "another thread in rill_stream_synchronize", OTHER_BLOCKED},
     };
     rill_stream *stream = NULL;
     int rc = -1;
