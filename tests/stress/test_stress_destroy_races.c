@@ -41,7 +41,6 @@ static _Atomic(rill_kernel *) kernels[SLOTS];
 static _Atomic(rill_graph_exec *) execs[SLOTS];
 
 static _Atomic uint64_t expected_runs, runs, calls, refused;
-static uint64_t deadline_ns;
 static rt_failures failures;
 
 typedef struct worker_state {
@@ -163,7 +162,8 @@ static void make_exec(worker_state *w) {
     (void)CHECK(rill_graph_destroy(g));
 }
 
-static void one_op(worker_state *w) {
+static void one_op(void *arg) {
+    worker_state *w = arg;
     rill_stream *s = atomic_load(&streams[pick(w, SLOTS)]);
     rill_stream *t = atomic_load(&streams[pick(w, SLOTS)]);
     rill_event *e = atomic_load(&events[pick(w, SLOTS)]);
@@ -260,20 +260,9 @@ static void one_op(worker_state *w) {
     }
 }
 
-static void *worker_main(void *arg) {
-    worker_state *w = arg;
-    for (int i = 0; i < ITERATIONS; i++) {
-        if (i % 64 == 0 && rt_now_ns() > deadline_ns)
-            break;
-        one_op(w);
-    }
-    return NULL;
-}
-
 static void test_stress_calls_racing_destroys_of_their_handles(void **state) {
     (void)state;
     uint64_t seed = rt_stress_seed(DEFAULT_SEED);
-    print_message("stress seed: %" PRIu64 " (set RILL_STRESS_SEED to repeat)\n", seed);
     worker_state ws[NUM_THREADS];
     for (int i = 0; i < NUM_THREADS; i++) {
         ws[i].rng = seed * 0x9E3779B97F4A7C15ull + (uint64_t)i + 1;
@@ -285,12 +274,7 @@ static void test_stress_calls_racing_destroys_of_their_handles(void **state) {
         make_event(&setup);
         make_kernel(&setup);
     }
-    deadline_ns = rt_now_ns() + RUN_NS;
-    pthread_t threads[NUM_THREADS];
-    for (int i = 0; i < NUM_THREADS; i++)
-        assert_int_equal(pthread_create(&threads[i], NULL, worker_main, &ws[i]), 0);
-    for (int i = 0; i < NUM_THREADS; i++)
-        assert_int_equal(pthread_join(threads[i], NULL), 0);
+    rt_stress_threads(NUM_THREADS, ws, sizeof ws[0], one_op, ITERATIONS, RUN_NS);
     for (int i = 0; i < SLOTS; i++) {
         rill_stream *s = atomic_exchange(&streams[i], NULL);
         rill_event *e = atomic_exchange(&events[i], NULL);

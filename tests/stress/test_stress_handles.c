@@ -59,7 +59,6 @@ static slot streams[NUM_STREAMS], events[NUM_EVENTS], kernels[NUM_KERNELS], exec
 /* Blocks expected to run (counted when a launch is accepted) and blocks that ran. */
 static _Atomic uint64_t expected_runs, runs;
 static _Atomic uint64_t calls, refused;
-static uint64_t deadline_ns;
 
 static rt_failures failures;
 
@@ -303,7 +302,8 @@ static void own_memory(worker_state *w) {
 
 #define ANY(table, n) (&(table)[pick(w, (n))])
 
-static void one_op(worker_state *w) {
+static void one_op(void *arg) {
+    worker_state *w = arg;
     slot *a, *b;
     held h;
     switch (pick(w, NUM_OPS)) {
@@ -428,20 +428,9 @@ static void one_op(worker_state *w) {
     release(&h);
 }
 
-static void *worker_main(void *arg) {
-    worker_state *w = arg;
-    for (int i = 0; i < ITERATIONS; i++) {
-        if (i % 64 == 0 && rt_now_ns() > deadline_ns)
-            break;
-        one_op(w);
-    }
-    return NULL;
-}
-
 static void test_stress_objects_made_used_and_destroyed_by_many_threads(void **state) {
     (void)state;
     uint64_t seed = rt_stress_seed(DEFAULT_SEED);
-    print_message("stress seed: %" PRIu64 " (set RILL_STRESS_SEED to repeat)\n", seed);
     worker_state ws[NUM_THREADS];
     for (int i = 0; i < NUM_THREADS; i++) {
         ws[i].rng = seed * 0x9E3779B97F4A7C15ull + (uint64_t)i + 1;
@@ -462,12 +451,7 @@ static void test_stress_objects_made_used_and_destroyed_by_many_threads(void **s
         make_event(&setup);
     for (int i = 0; i < NUM_KERNELS; i++)
         make_kernel(&setup);
-    deadline_ns = rt_now_ns() + RUN_NS;
-    pthread_t threads[NUM_THREADS];
-    for (int i = 0; i < NUM_THREADS; i++)
-        assert_int_equal(pthread_create(&threads[i], NULL, worker_main, &ws[i]), 0);
-    for (int i = 0; i < NUM_THREADS; i++)
-        assert_int_equal(pthread_join(threads[i], NULL), 0);
+    rt_stress_threads(NUM_THREADS, ws, sizeof ws[0], one_op, ITERATIONS, RUN_NS);
 
     for (int i = 0; i < NUM_STREAMS; i++)
         destroy_slot(&streams[i], destroy_stream, "rill_stream_destroy");

@@ -623,7 +623,6 @@ static void check_stats_after(const rill_mem_stats *before, const totals *sum, s
 static void test_stress_memory_never_reuses_a_block_in_use(void **state) {
     (void)state;
     uint64_t seed = rt_stress_seed(DEFAULT_SEED);
-    print_message("stress seed: %" PRIu64 " (set RILL_STRESS_SEED to repeat)\n", seed);
     const phase ph = {"reuse", seed, 2 * SEC_NS, 0, 0};
     RT_OK(rill_device_synchronize(NULL));
     rill_mem_stats before;

@@ -354,7 +354,6 @@ static bool command_is_ordered(int id, char *buf, size_t size) {
 static void test_stress_random_streams_keep_happens_before(void **state) {
     (void)state;
     uint64_t seed = rt_stress_seed(DEFAULT_SEED);
-    print_message("stress seed: %" PRIu64 " (set RILL_STRESS_SEED to repeat)\n", seed);
 
     rill_kernel_desc desc = {.name = "stress_command", .cpu = command_kernel};
     RT_OK(rill_kernel_create(&desc, &kernel));

@@ -35,7 +35,6 @@ enum {
 
 static rt_failures failures;
 static _Atomic uint64_t calls, refused, shutdowns;
-static uint64_t deadline_ns;
 
 typedef struct thread_state {
     uint64_t rng;
@@ -91,7 +90,8 @@ static void renew(thread_state *t) {
     t->ran_at_start = atomic_load(&t->ran);
 }
 
-static void one_op(thread_state *t) {
+static void one_op(void *arg) {
+    thread_state *t = arg;
     uint64_t r = rt_next_random(&t->rng);
     if (r % SHUTDOWN_ONE_IN == 0) {
         rill_status st = rill_shutdown();
@@ -174,30 +174,18 @@ static void one_op(thread_state *t) {
         renew(t);
 }
 
-static void *thread_main(void *arg) {
-    thread_state *t = arg;
-    renew(t);
-    for (int i = 0; i < ITERATIONS && rt_now_ns() < deadline_ns; i++)
-        one_op(t);
-    return NULL;
-}
-
 static void test_stress_shutdowns_racing_calls_of_other_threads(void **state) {
     (void)state;
     uint64_t seed = rt_stress_seed(DEFAULT_SEED);
-    print_message("stress seed: %" PRIu64 " (set RILL_STRESS_SEED to repeat)\n", seed);
     static thread_state ts[NUM_THREADS];
     memset(ts, 0, sizeof ts);
     for (int i = 0; i < NUM_THREADS; i++) {
         ts[i].rng = seed + 1 + (uint64_t)i * 0x9e3779b97f4a7c15ull;
         ts[i].index = i;
     }
-    deadline_ns = rt_now_ns() + RUN_NS;
-    pthread_t threads[NUM_THREADS];
     for (int i = 0; i < NUM_THREADS; i++)
-        assert_int_equal(pthread_create(&threads[i], NULL, thread_main, &ts[i]), 0);
-    for (int i = 0; i < NUM_THREADS; i++)
-        assert_int_equal(pthread_join(threads[i], NULL), 0);
+        renew(&ts[i]);
+    rt_stress_threads(NUM_THREADS, ts, sizeof ts[0], one_op, ITERATIONS, RUN_NS);
     for (int i = 0; i < NUM_THREADS; i++) {
         rill_stream_destroy(ts[i].stream); /* stale after the last shutdown: refused */
         rill_event_destroy(ts[i].event);

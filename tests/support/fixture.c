@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "fixture.h"
 
+#include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,9 +52,43 @@ uint64_t rt_next_random(uint64_t *state) {
 
 uint64_t rt_stress_seed(uint64_t fallback) {
     const char *env = getenv("RILL_STRESS_SEED");
-    if (env != NULL && env[0] != '\0')
-        return strtoull(env, NULL, 0);
-    return fallback;
+    uint64_t seed = env != NULL && env[0] != '\0' ? strtoull(env, NULL, 0) : fallback;
+    print_message("stress seed: %" PRIu64 " (set RILL_STRESS_SEED to repeat)\n", seed);
+    return seed;
+}
+
+typedef struct stress_thread {
+    void *state;
+    void (*op)(void *state);
+    int iterations;
+    uint64_t deadline_ns;
+} stress_thread;
+
+static void *stress_thread_main(void *arg) {
+    stress_thread *t = arg;
+    for (int i = 0; i < t->iterations; i++) {
+        if (i % 64 == 0 && rt_now_ns() > t->deadline_ns)
+            break;
+        t->op(t->state);
+    }
+    return NULL;
+}
+
+void rt_stress_threads(int n, void *states, size_t stride, void (*op)(void *state), int iterations,
+                       uint64_t run_ns) {
+    stress_thread *ts = calloc((size_t)n, sizeof *ts);
+    pthread_t *threads = calloc((size_t)n, sizeof *threads);
+    assert_non_null(ts);
+    assert_non_null(threads);
+    uint64_t deadline_ns = rt_now_ns() + run_ns;
+    for (int i = 0; i < n; i++) {
+        ts[i] = (stress_thread){(char *)states + (size_t)i * stride, op, iterations, deadline_ns};
+        assert_int_equal(pthread_create(&threads[i], NULL, stress_thread_main, &ts[i]), 0);
+    }
+    for (int i = 0; i < n; i++)
+        assert_int_equal(pthread_join(threads[i], NULL), 0);
+    free(threads);
+    free(ts);
 }
 
 void rt_failure(rt_failures *f, const char *fmt, ...) {

@@ -84,8 +84,14 @@ int rt_teardown_shutdown(void **state);
 
 /* xorshift64*: the next number of the sequence whose state is *state (not 0). */
 uint64_t rt_next_random(uint64_t *state);
-/* RILL_STRESS_SEED (decimal, or hexadecimal with 0x) when set, else fallback. */
+/* RILL_STRESS_SEED (decimal, or hexadecimal with 0x) when set, else
+ * fallback; printed, so that a failing run can be repeated. */
 uint64_t rt_stress_seed(uint64_t fallback);
+/* Runs op(states + i * stride) on n threads at once, each until it has run
+ * iterations times or run_ns has passed (read every 64 operations), and
+ * joins them. */
+void rt_stress_threads(int n, void *states, size_t stride, void (*op)(void *state), int iterations,
+                       uint64_t run_ns);
 
 /* The failures of a test whose threads go on after one: how many, and the
  * sentence of the first (written once, by the thread that claims it).
