@@ -467,9 +467,7 @@ static void test_stress_objects_made_used_and_destroyed_by_many_threads(void **s
     print_message("%" PRIu64 " calls, %" PRIu64 " refused a destroyed handle, %" PRIu64
                   " blocks ran\n",
                   atomic_load(&calls), atomic_load(&refused), atomic_load(&runs));
-    if (atomic_load(&failures.count) > 0)
-        fail_msg("%d calls broke their contract; the first: %s", atomic_load(&failures.count),
-                 failures.first);
+    rt_failures_assert_none(&failures);
     assert_int_equal(atomic_load(&runs), atomic_load(&expected_runs));
     /* The mix did what it is for: some calls met destroyed handles, and most were accepted. */
     assert_true(atomic_load(&refused) > 0);

@@ -194,9 +194,7 @@ static void test_stress_shutdowns_racing_calls_of_other_threads(void **state) {
     RT_OK(rill_device_synchronize(NULL));
     print_message("%" PRIu64 " calls, %" PRIu64 " refused, %" PRIu64 " shutdowns\n",
                   atomic_load(&calls), atomic_load(&refused), atomic_load(&shutdowns));
-    if (atomic_load(&failures.count) > 0)
-        fail_msg("%d calls broke their contract; the first: %s", atomic_load(&failures.count),
-                 failures.first);
+    rt_failures_assert_none(&failures);
     assert_true(atomic_load(&shutdowns) > 0);
 }
 

@@ -57,6 +57,12 @@ uint64_t rt_stress_seed(uint64_t fallback) {
     return seed;
 }
 
+void rt_failures_assert_none(rt_failures *f) {
+    int n = atomic_load(&f->count);
+    if (n > 0)
+        fail_msg("%d calls broke their contract; the first: %s", n, f->first);
+}
+
 typedef struct stress_thread {
     void *state;
     void (*op)(void *state);

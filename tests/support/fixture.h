@@ -102,6 +102,8 @@ typedef struct rt_failures {
     char first[1024];
 } rt_failures;
 void rt_failure(rt_failures *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Fails the test, with the first sentence, when any failure was noted. */
+void rt_failures_assert_none(rt_failures *f);
 
 /* A number larger than every ticket taken before, in any thread: tickets
  * taken by host functions and kernels tell the order in which they ran. */
