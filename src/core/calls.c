@@ -5,7 +5,8 @@
  *
  * Invariants: a record is in the registry from its first use on, taken
  * while a live thread owns it; its state is odd exactly while that thread
- * is in a call. A limbo entry lists the records that were taken when its
+ * is in a call, parked only while it is in one, and hold set only while it
+ * is in one. A limbo entry lists the records that were taken when its
  * object was retired (the retiring thread's own left out, unless it runs
  * work); left counts those not yet seen out of a call that may have found
  * the object, and a record's owed counts the entries in which it is one of
@@ -60,6 +61,9 @@ static _Atomic uint64_t heavy_barriers;
  * exits inside a call (a host function that ends its thread) is out of it. */
 static void record_unused(void *rec) {
     rill__call_rec *r = rec;
+    if (r->hold != NULL)
+        rill__call_drop_hold(r);
+    atomic_store_explicit(&r->parked, 0, memory_order_relaxed);
     uint64_t v = atomic_load_explicit(&r->state, memory_order_relaxed);
     if (v & 1u)
         atomic_store_explicit(&r->state, v + 1, memory_order_release);
@@ -172,8 +176,42 @@ void rill__call_check_in(rill__call_rec *r) {
     release_all(done);
 }
 
+void rill__call_drop_hold(rill__call_rec *r) {
+    void *hold = r->hold;
+    r->hold = NULL;
+    r->hold_release(hold);
+}
+
+rill__call_rec *rill__call_park(void *hold, rill__release_fn hold_release) {
+    rill__call_rec *r = rill__call_self;
+    /* relaxed: only this thread writes its state and its hold. */
+    if (r == NULL || (atomic_load_explicit(&r->state, memory_order_relaxed) & 1u) == 0 ||
+        (hold != NULL && r->hold != NULL))
+        return NULL;
+    if (hold != NULL) {
+        r->hold = hold;
+        r->hold_release = hold_release;
+    }
+    /* release: the call's uses of objects so far happen before a release
+     * that a barrier's reading of parked allows (read_under_barrier). */
+    atomic_store_explicit(&r->parked, 1, memory_order_release);
+    if (atomic_load_explicit(&r->owed, memory_order_relaxed) != 0)
+        rill__call_check_in(r);
+    return r;
+}
+
+void rill__call_unpark(rill__call_rec *r) {
+    if (r == NULL)
+        return;
+    atomic_store_explicit(&r->parked, 0, memory_order_relaxed);
+    /* As in rill__call_enter: a barrier's reading sees the call unparked,
+     * or what the call looks up from here on sees the handles closed
+     * before that barrier. */
+    rill__barrier_light();
+}
+
 /* Issues a heavy barrier for the entries made so far, then marks out the
- * records it reads even, and releases the entries that leaves. */
+ * records it reads even or parked, and releases the entries that leaves. */
 static void read_under_barrier(void) {
     rill__spinlock_lock(&limbo_lock);
     uint64_t upto = last_id;
@@ -190,11 +228,13 @@ static void read_under_barrier(void) {
         if (e->id > upto)
             continue;
         for (size_t i = 0; i < e->n; i++) {
-            /* acquire: pairs with the release store of rill__call_leave,
-             * so the call's last use of the object happens before its
-             * release. */
+            /* acquire: pairs with the release store of rill__call_leave
+             * or rill__call_park, so the call's last use of the object
+             * happens before its release. */
+            rill__call_rec *c = e->on[i].rec;
             if (!e->on[i].out &&
-                (atomic_load_explicit(&e->on[i].rec->state, memory_order_acquire) & 1u) == 0)
+                ((atomic_load_explicit(&c->state, memory_order_acquire) & 1u) == 0 ||
+                 atomic_load_explicit(&c->parked, memory_order_acquire)))
                 mark_out(e, i);
         }
     }
@@ -414,6 +454,9 @@ void rill__call_fork_child(void) {
         atomic_store(&c->owed, 0);
         if (c == self)
             continue;
+        /* What they held belongs to the parent's runtime too. */
+        c->hold = NULL;
+        atomic_store(&c->parked, 0);
         uint64_t v = atomic_load(&c->state);
         atomic_store(&c->state, v + (v & 1u));
         atomic_store(&c->taken, 0);

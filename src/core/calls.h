@@ -46,7 +46,14 @@
  * value (release), so whoever sees it sees the call's last use of the
  * object. Records are never freed; a thread that exits leaves its record
  * to the next new thread. A program whose other threads never made a call
- * releases at once, without a barrier. */
+ * releases at once, without a barrier.
+ *
+ * A call that sleeps for long (a synchronize whose work takes seconds)
+ * would hold back every object destroyed meanwhile, so it parks for the
+ * sleep (rill__call_park): it promises to use, until it returns, no object
+ * that it found through a handle without holding a reference of its own,
+ * and then retires need not wait for it. A parked call is still in flight
+ * for rill_shutdown, which waits for it as for any other. */
 #ifndef RILL_CORE_CALLS_H
 #define RILL_CORE_CALLS_H
 
@@ -57,6 +64,8 @@
 
 #include "platform/thread.h"
 
+typedef void (*rill__release_fn)(void *obj);
+
 /* Lines of its own: its thread writes state twice per call, and sharing a
  * line with what a worker uses would make every call a cache miss. owed,
  * which retiring threads write and its thread reads as it leaves a call,
@@ -65,10 +74,15 @@
 typedef struct rill__call_rec {
     alignas(64) _Atomic uint64_t state; /* calls entered and left; odd while in one */
     _Atomic int taken;                  /* a live thread owns the record */
-    struct rill__call_rec *next;        /* the registry, newest first; never unlinked */
-    alignas(64) _Atomic uint32_t owed;  /* limbo entries waiting for it to check in */
-    _Atomic uint64_t shutdown_waits;    /* the call a rill_shutdown waited for (odd) */
-    _Atomic uint64_t init_waits;        /* the call that waits for the init lock (odd) */
+    _Atomic int parked;                 /* 1 while its call sleeps parked; its thread writes it */
+    /* its thread's own: what its call holds for as long as it runs (set by
+     * rill__call_park), released by hold_release as the call leaves */
+    void *hold;
+    rill__release_fn hold_release;
+    struct rill__call_rec *next;       /* the registry, newest first; never unlinked */
+    alignas(64) _Atomic uint32_t owed; /* limbo entries waiting for it to check in */
+    _Atomic uint64_t shutdown_waits;   /* the call a rill_shutdown waited for (odd) */
+    _Atomic uint64_t init_waits;       /* the call that waits for the init lock (odd) */
     uint64_t checked_upto; /* limbo_lock: its last check-in saw the entries up to this id */
 } rill__call_rec;
 
@@ -76,9 +90,12 @@ typedef struct rill__call_rec {
 extern _Thread_local rill__call_rec *rill__call_self;
 /* Gives the calling thread a record and returns it. */
 rill__call_rec *rill__call_register(void);
-/* r's thread, in no call now, marks itself out of the limbo entries that
- * wait for it, and releases the prompt ones it was the last of. */
+/* r's thread, in no call now (or parked), marks itself out of the limbo
+ * entries that wait for it, and releases the prompt ones it was the last
+ * of. */
 void rill__call_check_in(rill__call_rec *r);
+/* Leaving a call that holds an object (rill__call_park): releases it. */
+void rill__call_drop_hold(rill__call_rec *r);
 
 /* Enters a call: the record when this is the outermost call of the thread
  * (a public call made by another, or from a host function that a waiting
@@ -102,6 +119,9 @@ static inline void rill__call_leave(rill__call_rec **scope) {
     rill__call_rec *r = *scope;
     if (r == NULL)
         return;
+    /* Before the call is out, for rill_shutdown waits for it. */
+    if (__builtin_expect(r->hold != NULL, 0))
+        rill__call_drop_hold(r);
     uint64_t v = atomic_load_explicit(&r->state, memory_order_relaxed);
     /* release: our uses of the objects happen before their release. */
     atomic_store_explicit(&r->state, v + 1, memory_order_release);
@@ -136,8 +156,19 @@ typedef enum rill__retire_mode {
 /* Drops the owner's reference to obj, release(obj), once no call that may
  * have found obj through its handle is still running; obj's handle is
  * closed already. At once when no other thread has a record. */
-typedef void (*rill__release_fn)(void *obj);
 void rill__retire(rill__release_fn release, void *obj, rill__retire_mode mode);
+/* Parks the calling thread's call for a sleep: until rill__call_unpark,
+ * retires do not wait for it (it checks in now for what it owes). The
+ * caller promises that the call, from now until it returns, uses no object
+ * that it found through a handle unless it holds a reference to it: its
+ * own, or hold, a reference it took that the call releases with
+ * hold_release as it returns (hold NULL: none). Returns what to give
+ * rill__call_unpark: NULL when the thread is in no call, or its call holds
+ * something already (then the call does not park, and hold is not kept:
+ * the caller drops it). */
+rill__call_rec *rill__call_park(void *hold, rill__release_fn hold_release);
+/* The sleep is over: the call is one that retires wait for again. */
+void rill__call_unpark(rill__call_rec *r);
 /* Heavy barriers issued by retires so far (for tests and benchmarks). */
 uint64_t rill__call_heavy_barriers(void);
 /* rill_shutdown: releases every retired object now (the calls that other

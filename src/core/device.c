@@ -477,7 +477,10 @@ rill_status rill_get_device(rill_device **out) {
  * streams are passed by: they run no work, a stream that waits for one is
  * waited for itself, and a failure they record belongs to the waits that
  * saw it (which a clear of the waiting stream ends), not to the device. */
-static rill_status sync_device(rill__device *dev, const char *fn) {
+/* Waits for every stream of dev; flags as for rill__stream_wait_status:
+ * RILL__WAIT_PARKS only when the caller uses, after this, no object that it
+ * found through a handle without holding a reference to it. */
+static rill_status sync_device(rill__device *dev, unsigned flags, const char *fn) {
     enum { BATCH = 64 };
     rill_status first = RILL_OK;
     rill__stream *mark = NULL; /* ref: the next batch starts after it */
@@ -509,7 +512,9 @@ static rill_status sync_device(rill__device *dev, const char *fn) {
             rill__stream_unref(mark);
         mark = next_mark;
         for (size_t i = 0; i < n; i++) {
-            rill_status r = rill__stream_wait_status(deps[i].stream, deps[i].seq, 0, fn);
+            /* deps and mark hold their streams, and devices live until
+             * rill_shutdown, which waits for a parked call too. */
+            rill_status r = rill__stream_wait_status(deps[i].stream, deps[i].seq, flags, fn);
             if (r != RILL_OK && first == RILL_OK)
                 first = r;
             rill__stream_unref(deps[i].stream);
@@ -522,7 +527,7 @@ static rill_status sync_device(rill__device *dev, const char *fn) {
 }
 
 rill_status rill__device_drain(rill__device *dev, const char *fn) {
-    return sync_device(dev, fn);
+    return sync_device(dev, 0, fn);
 }
 
 rill_status rill_device_synchronize(rill_device *handle) {
@@ -538,7 +543,7 @@ rill_status rill_device_synchronize(rill_device *handle) {
     if (st != RILL_OK)
         return st;
     uint64_t t0 = rill__tracing() ? rill__trace_now() : 0;
-    st = sync_device(dev, "rill_device_synchronize");
+    st = sync_device(dev, RILL__WAIT_PARKS, "rill_device_synchronize");
     if (t0 != 0)
         rill__trace_blocked("rill_device_synchronize", NULL, t0);
     if (rill__san_active())
@@ -617,10 +622,10 @@ rill_status rill_shutdown(void) {
     /* Wait for all work, including that of destroyed (zombie) streams,
      * which lives on in waits and events of live streams. */
     for (int i = 0; i < rt->num_devices; i++)
-        sync_device(rt->devices[i], "rill_shutdown");
+        sync_device(rt->devices[i], 0, "rill_shutdown");
     shutdown_phase(rt, RILL__SHUTDOWN_DRAINED); /* graphs and execs go */
     for (int i = 0; i < rt->num_devices; i++)
-        sync_device(rt->devices[i], "rill_shutdown"); /* graph memory's deferred frees */
+        sync_device(rt->devices[i], 0, "rill_shutdown"); /* graph memory's deferred frees */
     /* What the hooks and phases above destroyed while other threads had
      * records waits in the limbo (a batched retire): it goes now, before
      * the kernels, streams and devices it refers to. */

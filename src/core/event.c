@@ -313,11 +313,16 @@ RILL_HOT rill_status rill_event_synchronize(rill_event *event_h) {
     if (s == NULL)
         return RILL_OK;
     uint64_t t0 = rill__tracing() ? rill__trace_now() : 0;
-    st = rill__stream_wait_status(s, seq, (event->flags & RILL_EVENT_BLOCKING_SYNC) != 0,
+    /* The snapshot's reference holds s. The sanitizer's note uses the
+     * event, which another thread may destroy while this one sleeps: then
+     * the sleep does not park. */
+    bool san = rill__san_active();
+    unsigned flags = (event->flags & RILL_EVENT_BLOCKING_SYNC) ? RILL__WAIT_BLOCKING : 0;
+    st = rill__stream_wait_status(s, seq, flags | (san ? 0 : RILL__WAIT_PARKS),
                                   "rill_event_synchronize");
     if (t0 != 0)
         rill__trace_blocked("rill_event_synchronize", s, t0);
-    if (rill__san_active())
+    if (san)
         rill__san()->event_observed(event);
     rill__stream_unref(s);
     return st;

@@ -264,14 +264,36 @@ static void wake_host(rill__waiter *w) {
     woke_host = true;
 }
 
+static void drop_held(void *s) {
+    rill__stream_unref(s);
+}
+
+/* Parks the calling thread's call for a sleep on s (flags: see
+ * RILL__WAIT_PARKS); NULL when it does not park. */
+static rill__call_rec *park(rill__stream *s, unsigned flags) {
+    if (flags & RILL__WAIT_PARKS)
+        return rill__call_park(NULL, NULL);
+    if (!(flags & RILL__WAIT_PARKS_HOLDING))
+        return NULL;
+    /* The call's scope keeps s whole until the park: this is not its last
+     * reference, and neither is the one dropped below. */
+    rill__stream_ref(s);
+    rill__call_rec *r = rill__call_park(s, drop_held);
+    if (r == NULL)
+        rill__stream_unref(s);
+    return r;
+}
+
 /* Sleeps until s completes seq: one futex wait, woken by the completer. */
-static void sleep_until(rill__stream *s, uint64_t seq) {
+static void sleep_until(rill__stream *s, uint64_t seq, unsigned flags) {
     host_waiter h = {.w = {.seq = seq, .fn = wake_host}};
     atomic_init(&h.woken, 0);
     if (!rill__stream_add_waiter(s, &h.w))
         return;
+    rill__call_rec *parked = park(s, flags);
     while (!atomic_load_explicit(&h.woken, memory_order_acquire))
         rill__futex_wait(&h.woken, 0);
+    rill__call_unpark(parked);
 }
 
 /* Runs what the backend lets this thread run of s's work up to seq; true
@@ -283,7 +305,8 @@ RILL_HOT static bool help(rill__stream *s, uint64_t seq) {
     return false;
 }
 
-RILL_HOT void rill__stream_host_wait(rill__stream *s, uint64_t seq, int blocking) {
+RILL_HOT void rill__stream_host_wait(rill__stream *s, uint64_t seq, unsigned flags) {
+    bool blocking = (flags & RILL__WAIT_BLOCKING) != 0;
     if (reached(s, seq))
         return;
     /* A host thread that waits for work that no worker has taken runs it
@@ -312,13 +335,13 @@ RILL_HOT void rill__stream_host_wait(rill__stream *s, uint64_t seq, int blocking
                 break;
         }
     }
-    sleep_until(s, seq);
+    sleep_until(s, seq, flags);
 }
 
-RILL_HOT rill_status rill__stream_wait_status(rill__stream *s, uint64_t seq, int blocking,
+RILL_HOT rill_status rill__stream_wait_status(rill__stream *s, uint64_t seq, unsigned flags,
                                               const char *fn) {
     char msg[RILL__ERROR_BYTES];
-    rill__stream_host_wait(s, seq, blocking);
+    rill__stream_host_wait(s, seq, flags);
     if (rill__san_active())
         rill__san()->observed(s, seq, false);
     if (rill__stream_failed_at(s, seq, msg, sizeof msg))
@@ -540,7 +563,9 @@ rill_status rill_stream_synchronize(rill_stream *stream_h) {
         return st;
     uint64_t seq = atomic_load_explicit(&stream->q.sub_seq, memory_order_acquire);
     uint64_t t0 = rill__tracing() ? rill__trace_now() : 0;
-    st = rill__stream_wait_status(stream, seq, 0, "rill_stream_synchronize");
+    /* Its uses of stream after the wait hold it: another thread may
+     * destroy the stream while this one sleeps. */
+    st = rill__stream_wait_status(stream, seq, RILL__WAIT_PARKS_HOLDING, "rill_stream_synchronize");
     if (t0 != 0)
         rill__trace_blocked("rill_stream_synchronize", stream, t0);
     if (rill__san_active())

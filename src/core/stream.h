@@ -118,14 +118,27 @@ bool rill__stream_check(rill__stream *s, char *why, size_t cap);
  * streams it reached, and what the stream does until cleared. */
 bool rill__stream_failed_at(rill__stream *s, uint64_t seq, char *msg, size_t size);
 
-/* Blocks the calling thread until s completes seq. blocking != 0 sleeps at
- * once; otherwise the thread first runs the work itself where the backend
- * lets it (a host thread, and no worker has taken it), then spins briefly,
- * then sleeps. A sleeping thread is a waiter of s, which the thread that
- * completes seq wakes. */
-void rill__stream_host_wait(rill__stream *s, uint64_t seq, int blocking);
+/* How rill__stream_host_wait waits (flags). */
+enum {
+    /* Sleep at once (blocking-sync events). Without it the thread first
+     * runs the work itself where the backend lets it (a host thread, and no
+     * worker has taken it), then spins briefly, then sleeps. */
+    RILL__WAIT_BLOCKING = 1,
+    /* The caller holds a reference to every object that it uses after the
+     * wait until its call returns: the sleep parks the call (core/calls.h),
+     * so that objects destroyed meanwhile need not wait for it. */
+    RILL__WAIT_PARKS = 2,
+    /* The same for a caller that holds a reference to every such object
+     * but s: the sleep takes one on s, which the call drops as it returns. */
+    RILL__WAIT_PARKS_HOLDING = 4,
+};
+
+/* Blocks the calling thread until s completes seq (flags: RILL__WAIT_*). A
+ * sleeping thread is a waiter of s, which the thread that completes seq
+ * wakes. */
+void rill__stream_host_wait(rill__stream *s, uint64_t seq, unsigned flags);
 /* Waits for seq and turns a failure into RILL_ERROR_KERNEL_FAILED. */
-rill_status rill__stream_wait_status(rill__stream *s, uint64_t seq, int blocking, const char *fn);
+rill_status rill__stream_wait_status(rill__stream *s, uint64_t seq, unsigned flags, const char *fn);
 
 /* Makes stream's later work wait until other completes seq (nothing when
  * that is already implied or done). fn names the public call. A failure

@@ -140,7 +140,7 @@ static void drain_points(rill__device *dev, rill__pool *p) {
     }
     rill__spinlock_unlock(&p->lock);
     for (size_t i = 0; i < n; i++) {
-        rill__stream_host_wait(all[i].stream, all[i].seq, 1);
+        rill__stream_host_wait(all[i].stream, all[i].seq, RILL__WAIT_BLOCKING);
         rill__stream_unref(all[i].stream);
     }
     rill__free(all);
@@ -323,7 +323,7 @@ static rill_status pool_alloc(rill__stream *s, size_t bytes, bool may_wait, cons
         /* Orders memory only: a failure of the other stream's work is not
          * this stream's. Without memory for the command, the host waits. */
         if (rill__stream_wait_order(s, waits[i].stream, waits[i].seq, fn) != RILL_OK)
-            rill__stream_host_wait(waits[i].stream, waits[i].seq, 1);
+            rill__stream_host_wait(waits[i].stream, waits[i].seq, RILL__WAIT_BLOCKING);
         rill__stream_unref(waits[i].stream);
     }
     *out = ptr;
