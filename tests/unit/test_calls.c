@@ -243,21 +243,39 @@ typedef struct waiter {
     rill_event *event;
     rill_stream *stream;
     atomic_int started;
+    _Atomic(rill__call_rec *) rec; /* the waiting thread's record */
     rill_status status;
 } waiter;
 
+/* The waiting thread's record, for the test to see it park. */
+static void publish_record(waiter *w) {
+    { RILL_CALL_SCOPE(); }
+    atomic_store(&w->rec, rill__call_self);
+    atomic_store(&w->started, 1);
+}
+
 static void *sync_event(void *arg) {
     waiter *w = arg;
-    atomic_store(&w->started, 1);
+    publish_record(w);
     w->status = rill_event_synchronize(w->event);
     return NULL;
 }
 
 static void *sync_stream(void *arg) {
     waiter *w = arg;
-    atomic_store(&w->started, 1);
+    publish_record(w);
     w->status = rill_stream_synchronize(w->stream);
     return NULL;
+}
+
+/* Waits until w's thread sleeps parked in its wait. */
+static void wait_parked(waiter *w) {
+    wait_flag(&w->started);
+    rill__call_rec *r = atomic_load(&w->rec);
+    uint64_t deadline = rt_now_ns() + 10000000000ull;
+    while (!atomic_load(&r->parked) && rt_now_ns() < deadline)
+        rt_sleep_us(100);
+    assert_true(atomic_load(&r->parked));
 }
 
 /* rill.h: a call that races with the destruction of its handle behaves as if it came first.
@@ -298,6 +316,87 @@ static void test_calls_waits_outlive_the_destroy_of_what_they_wait_on(void **sta
     RT_OK(rill_device_synchronize(NULL));
 }
 
+/* A thread asleep in rill_event_synchronize (a blocking-sync event on gated work) parks its
+ * call: objects that another thread destroys meanwhile go with their batch's barrier instead of
+ * waiting for the wait to return, and a prompt retire goes at once. */
+static void test_calls_sleeping_wait_does_not_hold_back_releases(void **state) {
+    (void)state;
+    static rt_gate g;
+    rt_gate_reset(&g);
+    rill_stream *s;
+    rill_event *e;
+    RT_OK(rill_stream_create(NULL, 0, &s));
+    RT_OK(rill_event_create(RILL_EVENT_BLOCKING_SYNC, &e));
+    RT_OK(rill_launch_host_func(s, rt_gate_fn, &g));
+    RT_OK(rill_event_record(e, s));
+    static waiter w;
+    memset(&w, 0, sizeof w);
+    w.event = e;
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, sync_event, &w), 0);
+    wait_parked(&w);
+    static atomic_int batched, prompt;
+    atomic_store(&batched, 0);
+    atomic_store(&prompt, 0);
+    uint64_t barriers = rill__call_heavy_barriers();
+    for (int i = 0; i < RILL__LIMBO_BATCH; i++)
+        retire_in_call(&batched, RILL__RETIRE_BATCHED);
+    assert_true(rill__call_heavy_barriers() > barriers);
+    retire_in_call(&prompt, RILL__RETIRE_PROMPT);
+    /* The gate is shut: the thread still sleeps in its call. */
+    assert_true(atomic_load(&w.rec)->parked);
+    assert_int_equal(atomic_load(&prompt), 1);
+    assert_int_equal(atomic_load(&batched), RILL__LIMBO_BATCH);
+    rt_gate_open(&g);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    assert_false(atomic_load(&g.timed_out));
+    RT_OK(w.status);
+    assert_false(atomic_load(&w.rec)->parked);
+    RT_OK(rill_event_destroy(e));
+    RT_OK(rill_stream_destroy(s));
+}
+
+/* A stream and an event destroyed while threads sleep in rill_stream_synchronize and
+ * rill_event_synchronize on them, and released meanwhile (a prompt retire's barrier finds the
+ * calls parked): the sleeping calls hold what they use after the wait, and return RILL_OK once
+ * the work is done (AddressSanitizer: without a use of the freed stream). */
+static void test_calls_parked_waits_hold_what_they_use(void **state) {
+    (void)state;
+    static rt_gate g;
+    rt_gate_reset(&g);
+    rill_stream *s;
+    rill_event *e;
+    RT_OK(rill_stream_create(NULL, 0, &s));
+    RT_OK(rill_event_create(RILL_EVENT_DEFAULT, &e));
+    RT_OK(rill_launch_host_func(s, rt_gate_fn, &g));
+    RT_OK(rill_event_record(e, s));
+    /* A worker runs the gate: the waits cannot run it themselves, and sleep. */
+    assert_true(rt_gate_wait_entered(&g));
+    static waiter on_event, on_stream;
+    memset(&on_event, 0, sizeof on_event);
+    memset(&on_stream, 0, sizeof on_stream);
+    on_event.event = e;
+    on_stream.stream = s;
+    pthread_t a, b;
+    assert_int_equal(pthread_create(&a, NULL, sync_event, &on_event), 0);
+    assert_int_equal(pthread_create(&b, NULL, sync_stream, &on_stream), 0);
+    wait_parked(&on_event);
+    wait_parked(&on_stream);
+    RT_OK(rill_event_destroy(e));
+    RT_OK(rill_stream_destroy(s));
+    static atomic_int prompt;
+    atomic_store(&prompt, 0);
+    retire_in_call(&prompt, RILL__RETIRE_PROMPT);
+    assert_int_equal(atomic_load(&prompt), 1);
+    rt_gate_open(&g);
+    assert_int_equal(pthread_join(a, NULL), 0);
+    assert_int_equal(pthread_join(b, NULL), 0);
+    assert_false(atomic_load(&g.timed_out));
+    RT_OK(on_event.status);
+    RT_OK(on_stream.status);
+    RT_OK(rill_device_synchronize(NULL));
+}
+
 static void destroy_own_stream(void *stream) {
     if (rill_stream_destroy(stream) != RILL_OK)
         abort();
@@ -333,6 +432,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_calls_exiting_thread_checks_in),
         cmocka_unit_test(test_calls_waits_outlive_the_destroy_of_what_they_wait_on),
         cmocka_unit_test(test_calls_host_function_destroys_the_stream_its_runner_waits_on),
+        cmocka_unit_test(test_calls_sleeping_wait_does_not_hold_back_releases),
+        cmocka_unit_test(test_calls_parked_waits_hold_what_they_use),
     };
     return RT_RUN(tests);
 }
