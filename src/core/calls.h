@@ -136,6 +136,12 @@ static inline void rill__call_leave(rill__call_rec **scope) {
     rill__call_rec *rill__call_scope_ __attribute__((cleanup(rill__call_leave), unused)) =         \
         rill__call_enter()
 
+/* In a function that began with RILL_CALL_SCOPE(): whether its call is the
+ * thread's outermost, whose sleep may park (rill__call_park); a call made
+ * inside another one must not park that one, which may still use what it
+ * found without a reference. */
+#define RILL_CALL_OUTERMOST() (rill__call_scope_ != NULL)
+
 /* A batch's heavy barrier is issued once the limbo holds this many batched
  * entries not yet read under one, or the oldest of them is this old. */
 #define RILL__LIMBO_BATCH  64

@@ -543,7 +543,7 @@ rill_status rill_device_synchronize(rill_device *handle) {
     if (st != RILL_OK)
         return st;
     uint64_t t0 = rill__tracing() ? rill__trace_now() : 0;
-    st = sync_device(dev, RILL__WAIT_PARKS, "rill_device_synchronize");
+    st = sync_device(dev, RILL_CALL_OUTERMOST() ? RILL__WAIT_PARKS : 0, "rill_device_synchronize");
     if (t0 != 0)
         rill__trace_blocked("rill_device_synchronize", NULL, t0);
     if (rill__san_active())

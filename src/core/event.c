@@ -318,8 +318,9 @@ RILL_HOT rill_status rill_event_synchronize(rill_event *event_h) {
      * the sleep does not park. */
     bool san = rill__san_active();
     unsigned flags = (event->flags & RILL_EVENT_BLOCKING_SYNC) ? RILL__WAIT_BLOCKING : 0;
-    st = rill__stream_wait_status(s, seq, flags | (san ? 0 : RILL__WAIT_PARKS),
-                                  "rill_event_synchronize");
+    if (!san && RILL_CALL_OUTERMOST())
+        flags |= RILL__WAIT_PARKS;
+    st = rill__stream_wait_status(s, seq, flags, "rill_event_synchronize");
     if (t0 != 0)
         rill__trace_blocked("rill_event_synchronize", s, t0);
     if (san)

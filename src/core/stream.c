@@ -565,7 +565,8 @@ rill_status rill_stream_synchronize(rill_stream *stream_h) {
     uint64_t t0 = rill__tracing() ? rill__trace_now() : 0;
     /* Its uses of stream after the wait hold it: another thread may
      * destroy the stream while this one sleeps. */
-    st = rill__stream_wait_status(stream, seq, RILL__WAIT_PARKS_HOLDING, "rill_stream_synchronize");
+    st = rill__stream_wait_status(stream, seq, RILL_CALL_OUTERMOST() ? RILL__WAIT_PARKS_HOLDING : 0,
+                                  "rill_stream_synchronize");
     if (t0 != 0)
         rill__trace_blocked("rill_stream_synchronize", stream, t0);
     if (rill__san_active())
