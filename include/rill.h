@@ -26,7 +26,8 @@
  *    program whose other threads have made calls, a destroyed stream,
  *    event or kernel may be released later still: once those threads'
  *    next calls, or later destroys, show that no call still uses it
- *    (rill_shutdown releases everything). Its handle is stale at once.
+ *    (rill_shutdown releases everything); a thread asleep in a
+ *    synchronize does not hold it back. Its handle is stale at once.
  *  - A handle is not the address of anything: it names a slot of the
  *    library's handle table and that slot's generation. A destroyed handle
  *    (and every handle after rill_shutdown, devices and library-owned
