@@ -476,10 +476,10 @@ rill_status rill_get_device(rill_device **out) {
  * (streams created meanwhile go to the front and are not waited for). Proxy
  * streams are passed by: they run no work, a stream that waits for one is
  * waited for itself, and a failure they record belongs to the waits that
- * saw it (which a clear of the waiting stream ends), not to the device. */
-/* Waits for every stream of dev; flags as for rill__stream_wait_status:
- * RILL__WAIT_PARKS only when the caller uses, after this, no object that it
- * found through a handle without holding a reference to it. */
+ * saw it (which a clear of the waiting stream ends), not to the device.
+ * flags as for rill__stream_wait_status: RILL__WAIT_PARKS only when the
+ * caller uses, after this, no object that it found through a handle without
+ * holding a reference to it. */
 static rill_status sync_device(rill__device *dev, unsigned flags, const char *fn) {
     enum { BATCH = 64 };
     rill_status first = RILL_OK;
