@@ -480,7 +480,9 @@ static const rill__comm_transport mpi_transport = {
 rill_status rill_comm_create_mpi(MPI_Comm comm, rill_comm **out) {
     static const char fn[] = "rill_comm_create_mpi";
     if (out == NULL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: out is NULL", fn);
+        return rill__fail(
+            RILL_ERROR_INVALID_ARGUMENT,
+            "%s: out is NULL; pass the address of a rill_comm * to receive the communicator", fn);
     *out = NULL;
     if (comm == MPI_COMM_NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
@@ -504,14 +506,18 @@ rill_status rill_comm_destroy(rill_comm *comm) {
 
 rill_status rill_comm_rank(rill_comm *comm, int *out) {
     if (out == NULL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_comm_rank: out is NULL");
+        return rill__fail(
+            RILL_ERROR_INVALID_ARGUMENT,
+            "rill_comm_rank: out is NULL; pass the address of an int to receive the rank");
     *out = 0;
     return rill__comm_get(comm, "rill_comm_rank", out, NULL);
 }
 
 rill_status rill_comm_size(rill_comm *comm, int *out) {
     if (out == NULL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_comm_size: out is NULL");
+        return rill__fail(
+            RILL_ERROR_INVALID_ARGUMENT,
+            "rill_comm_size: out is NULL; pass the address of an int to receive the size");
     *out = 0;
     return rill__comm_get(comm, "rill_comm_size", NULL, out);
 }

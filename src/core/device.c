@@ -459,7 +459,9 @@ rill_status rill_set_device(rill_device *handle) {
 rill_status rill_get_device(rill_device **out) {
     RILL_CALL_SCOPE();
     if (out == NULL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_get_device: out is NULL");
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_get_device: out is NULL; pass the address of a rill_device * to "
+                          "receive the device");
     *out = NULL;
     rill__device *dev;
     rill_status st = rill__device_resolve(NULL, "rill_get_device", &dev);

@@ -30,7 +30,9 @@ rill_status rill_device_get(int ordinal, rill_device **out) {
     RILL_CALL_SCOPE();
     rill__runtime *rt;
     if (out == NULL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_device_get: out is NULL");
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_device_get: out is NULL; pass the address of a rill_device * to "
+                          "receive the device");
     *out = NULL;
     rill__runtime_get(&rt);
     if (ordinal < 0 || ordinal >= rt->num_devices) {
@@ -49,7 +51,9 @@ rill_status rill_device_get_by_kind(rill_device_kind kind, int index, rill_devic
     RILL_CALL_SCOPE();
     rill__runtime *rt;
     if (out == NULL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_device_get_by_kind: out is NULL");
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_device_get_by_kind: out is NULL; pass the address of a rill_device "
+                          "* to receive the device");
     *out = NULL;
     if (kind != RILL_DEVICE_CPU && kind != RILL_DEVICE_CUDA)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
@@ -73,7 +77,9 @@ rill_status rill_device_get_by_kind(rill_device_kind kind, int index, rill_devic
 rill_status rill_device_get_info(rill_device *handle, rill_device_info *out) {
     RILL_CALL_SCOPE();
     if (out == NULL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_device_get_info: out is NULL");
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_device_get_info: out is NULL; pass the address of a "
+                          "rill_device_info to receive the description");
     rill__device *dev;
     rill_status st = rill__device_resolve(handle, "rill_device_get_info", &dev);
     if (st != RILL_OK) {

@@ -138,7 +138,9 @@ RILL_HOT static void snapshot(rill__event *e, rill__stream **s, uint64_t *seq, u
 rill_status rill_event_create(unsigned flags, rill_event **out) {
     RILL_CALL_SCOPE();
     if (out == NULL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_event_create: out is NULL");
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_event_create: out is NULL; pass the address of a rill_event * to "
+                          "receive the event");
     *out = NULL;
     if ((flags & ~(unsigned)VALID_FLAGS) != 0)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
@@ -401,7 +403,9 @@ rill_status rill_event_get_tagged(const char *tag, rill_event **out) {
     RILL_CALL_SCOPE();
     rill__runtime *rt;
     if (out == NULL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_event_get_tagged: out is NULL");
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_event_get_tagged: out is NULL; pass the address of a rill_event * "
+                          "to receive the event");
     *out = NULL;
     if (tag == NULL || tag[0] == '\0')
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
@@ -438,7 +442,8 @@ rill_status rill_event_get_tagged(const char *tag, rill_event **out) {
         rill__free(t);
         rill__free(copy);
         rill__event_unref(e);
-        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "rill_event_get_tagged: out of memory");
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY,
+                          "rill_event_get_tagged: out of host memory; no event was created");
     }
     t->tag = copy;
     t->event = e;

@@ -617,7 +617,10 @@ rill_status rill_event_ipc_handle(rill_event *event_h, rill_ipc_event_handle *ou
     RILL_CALL_SCOPE();
     static const char fn[] = "rill_event_ipc_handle";
     if (out == NULL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: out is NULL", fn);
+        return rill__fail(
+            RILL_ERROR_INVALID_ARGUMENT,
+            "%s: out is NULL; pass the address of a rill_ipc_event_handle to receive the handle",
+            fn);
     memset(out, 0, sizeof *out);
     rill__event *event;
     rill_status st = rill__event_resolve(event_h, fn, &event);
@@ -663,7 +666,9 @@ rill_status rill_event_open_ipc_handle(const rill_ipc_event_handle *handle, rill
     RILL_CALL_SCOPE();
     static const char fn[] = "rill_event_open_ipc_handle";
     if (out == NULL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: out is NULL", fn);
+        return rill__fail(
+            RILL_ERROR_INVALID_ARGUMENT,
+            "%s: out is NULL; pass the address of a rill_event * to receive the event", fn);
     *out = NULL;
     if (handle == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,

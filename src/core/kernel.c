@@ -174,7 +174,9 @@ rill_status rill_kernel_create(const rill_kernel_desc *desc, rill_kernel **out) 
     RILL_CALL_SCOPE();
     rill__runtime *rt;
     if (out == NULL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_kernel_create: out is NULL");
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_kernel_create: out is NULL; pass the address of a rill_kernel * to "
+                          "receive the kernel");
     *out = NULL;
     if (desc == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_kernel_create: desc is NULL");
@@ -195,7 +197,8 @@ rill_status rill_kernel_create(const rill_kernel_desc *desc, rill_kernel **out) 
     rill__runtime_get(&rt);
     rill__kernel *k = rill__calloc(1, sizeof *k);
     if (k == NULL)
-        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "rill_kernel_create: out of memory");
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY,
+                          "rill_kernel_create: out of host memory; no kernel was created");
     snprintf(k->image.name, sizeof k->image.name, "%s", desc->name);
     k->image.cpu = desc->cpu;
     if (desc->cuda_ptx != NULL) {
@@ -205,14 +208,16 @@ rill_status rill_kernel_create(const rill_kernel_desc *desc, rill_kernel **out) 
             rill__free(k->image.cuda_ptx);
             rill__free(k->image.cuda_entry);
             rill__free(k);
-            return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "rill_kernel_create: out of memory");
+            return rill__fail(RILL_ERROR_OUT_OF_MEMORY,
+                              "rill_kernel_create: out of host memory; no kernel was created");
         }
     }
     if (!rill__handle_open(RILL__HANDLE_KERNEL, k, (void **)&k->handle)) {
         rill__free(k->image.cuda_ptx);
         rill__free(k->image.cuda_entry);
         rill__free(k);
-        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "rill_kernel_create: out of memory");
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY,
+                          "rill_kernel_create: out of host memory; no kernel was created");
     }
     atomic_store(&k->magic, RILL__MAGIC_KERNEL);
     rill__kernels_reap(rt);

@@ -436,7 +436,9 @@ static int clamp_priority(rill__device *dev, int priority) {
 rill_status rill_stream_create(rill_device *dev_h, int priority, rill_stream **out) {
     RILL_CALL_SCOPE();
     if (out == NULL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_stream_create: out is NULL");
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_stream_create: out is NULL; pass the address of a rill_stream * to "
+                          "receive the stream");
     *out = NULL;
     rill__device *dev;
     rill_status st = rill__device_resolve(dev_h, "rill_stream_create", &dev);
@@ -515,7 +517,9 @@ rill_status rill_stream_get_priority(rill_stream *stream_h, int *priority) {
 rill_status rill_stream_get_device(rill_stream *stream_h, rill_device **out) {
     RILL_CALL_SCOPE();
     if (out == NULL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_stream_get_device: out is NULL");
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_stream_get_device: out is NULL; pass the address of a rill_device "
+                          "* to receive the device");
     *out = NULL;
     rill__stream *stream;
     rill_status st = rill__stream_resolve(stream_h, "rill_stream_get_device", &stream);
@@ -686,7 +690,8 @@ rill_status rill__stream_tagged(rill__device *dev, const char *tag, int priority
         rill__free(copy);
         atomic_store(&s->owner_released, 1);
         rill__stream_unref(s);
-        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "rill_stream_get_tagged: out of memory");
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY,
+                          "rill_stream_get_tagged: out of host memory; no stream was created");
     }
     rill__mutex_lock(&dev->lock);
     for (rill__tagged_stream *o = dev->tagged; o != NULL; o = o->next) {
@@ -713,7 +718,9 @@ rill_status rill_stream_get_tagged(rill_device *dev_h, const char *tag, int prio
                                    rill_stream **out) {
     RILL_CALL_SCOPE();
     if (out == NULL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_stream_get_tagged: out is NULL");
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_stream_get_tagged: out is NULL; pass the address of a rill_stream "
+                          "* to receive the stream");
     *out = NULL;
     if (tag == NULL || tag[0] == '\0')
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,

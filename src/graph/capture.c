@@ -694,7 +694,10 @@ rill_status rill_stream_end_capture(rill_stream *stream_h, rill_graph **out) {
     RILL_CALL_SCOPE();
     static const char fn[] = "rill_stream_end_capture";
     if (out == NULL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: out is NULL", fn);
+        return rill__fail(
+            RILL_ERROR_INVALID_ARGUMENT,
+            "%s: out is NULL; pass the address of a rill_graph * to receive the captured graph",
+            fn);
     *out = NULL;
     rill__stream *stream;
     rill_status st = rill__stream_resolve(stream_h, fn, &stream);
@@ -790,7 +793,9 @@ rill_status rill_stream_get_capture_status(rill_stream *stream_h, rill_capture_s
     RILL_CALL_SCOPE();
     static const char fn[] = "rill_stream_get_capture_status";
     if (out == NULL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: out is NULL", fn);
+        return rill__fail(
+            RILL_ERROR_INVALID_ARGUMENT,
+            "%s: out is NULL; pass the address of a rill_capture_status to receive the status", fn);
     *out = RILL_CAPTURE_NONE;
     rill__stream *stream;
     rill_status st = rill__stream_resolve(stream_h, fn, &stream);

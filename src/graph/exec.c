@@ -256,7 +256,9 @@ rill_status rill_graph_instantiate(rill_graph *graph_h, rill_graph_exec **out) {
     RILL_CALL_SCOPE();
     static const char fn[] = "rill_graph_instantiate";
     if (out == NULL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: out is NULL", fn);
+        return rill__fail(
+            RILL_ERROR_INVALID_ARGUMENT,
+            "%s: out is NULL; pass the address of a rill_graph_exec * to receive the exec", fn);
     *out = NULL;
     rill__graph *graph;
     rill_status st = rill__graph_resolve(graph_h, fn, &graph);
@@ -308,7 +310,9 @@ static rill_status instantiate_locked(rill__graph *graph, rill__device *dev, con
         exec_arrays_free(x);
         rill__handle_close(x->handle);
         rill__free(x);
-        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory for %u nodes", fn, n);
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY,
+                          "%s: out of host memory for an exec of %u nodes; no exec was created", fn,
+                          n);
     }
     x->num_nodes = n;
     build_topology(x, graph, nodes);
@@ -333,7 +337,9 @@ static rill_status instantiate_locked(rill__graph *graph, rill__device *dev, con
         exec_arrays_free(x);
         rill__handle_close(x->handle);
         rill__free(x);
-        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory for %u nodes", fn, n);
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY,
+                          "%s: out of host memory for an exec of %u nodes; no exec was created", fn,
+                          n);
     }
     x->pool = graph->pool;
     if (x->pool != NULL)

@@ -10,6 +10,7 @@
  * its nodes. */
 #include "graph/graph.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,7 +73,8 @@ rill_status rill__graph_new(rill__graph **out) {
     rill__graph *g = rill__calloc(1, sizeof *g);
     if (g == NULL || !rill__handle_open(RILL__HANDLE_GRAPH, g, (void **)&g->handle)) {
         rill__free(g);
-        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "rill_graph_create: out of memory");
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY,
+                          "rill_graph_create: out of host memory; no graph was created");
     }
     rill__mutex_init(&g->lock);
     atomic_store(&g->magic, RILL__MAGIC_GRAPH);
@@ -172,7 +174,8 @@ rill_status rill__graph_add(rill__graph *g, const uint32_t *deps, uint32_t num_d
                             const char *fn, rill__graph_node **out) {
     rill__graph_node *n = next_slot(g);
     if (n == NULL)
-        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory adding a graph node", fn);
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY,
+                          "%s: out of host memory adding a graph node; the graph is unchanged", fn);
     memset(n, 0, sizeof *n);
     if (num_deps > 0) {
         n->deps = rill__malloc(num_deps * sizeof *n->deps);
@@ -242,7 +245,8 @@ oom:
         rill__free((void *)n->p.u.kernel.accesses);
     }
     rill__free(n->deps);
-    return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory adding a graph node", fn);
+    return rill__fail(RILL_ERROR_OUT_OF_MEMORY,
+                      "%s: out of host memory adding a graph node; the graph is unchanged", fn);
 }
 
 static rill_status add_node_locked(rill__graph *graph, rill_graph_node *const *deps,
@@ -260,12 +264,19 @@ static rill_status add_node(rill_graph *graph_h, rill_graph_node *const *deps, s
     if (st != RILL_OK)
         return st;
     if (out == NULL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: out is NULL", fn);
+        return rill__fail(
+            RILL_ERROR_INVALID_ARGUMENT,
+            "%s: out is NULL; pass the address of a rill_graph_node * to receive the node", fn);
     if (num_deps > 0 && deps == NULL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: num_deps is %zu but deps is NULL", fn,
-                          num_deps);
+        return rill__fail(
+            RILL_ERROR_INVALID_ARGUMENT,
+            "%s: num_deps is %zu but deps is NULL; pass the nodes it depends on, or 0 for none", fn,
+            num_deps);
     if (num_deps > UINT32_MAX)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: too many dependencies", fn);
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: %zu dependencies, more than a node can have (2^32 - 1); join them "
+                          "through empty nodes",
+                          fn, num_deps);
     uint32_t local[16] = {0};
     uint32_t *idx = num_deps <= 16 ? local : rill__malloc(num_deps * sizeof *idx);
     if (idx == NULL)
@@ -310,7 +321,9 @@ static rill_status add_node_locked(rill__graph *graph, rill_graph_node *const *d
 rill_status rill_graph_create(rill_graph **out) {
     RILL_CALL_SCOPE();
     if (out == NULL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_graph_create: out is NULL");
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_graph_create: out is NULL; pass the address of a rill_graph * to "
+                          "receive the graph");
     *out = NULL;
     rill__graph *g;
     rill_status st = rill__graph_new(&g);
@@ -386,7 +399,8 @@ rill_status rill_graph_add_host_node(rill_graph *graph_h, rill_graph_node *const
     if (out != NULL)
         *out = NULL;
     if (fn_ == NULL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: fn is NULL", fn);
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: fn is NULL; pass the host function the node runs", fn);
     rill__gnode_params p = {.kind = RILL__GNODE_HOST};
     p.u.host.fn = fn_;
     p.u.host.user_data = user_data;
@@ -401,8 +415,8 @@ rill_status rill_graph_add_memcpy_node(rill_graph *graph_h, rill_graph_node *con
     if (out != NULL)
         *out = NULL;
     if (dst == NULL || src == NULL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", fn,
-                          dst == NULL ? "dst" : "src");
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: %s is NULL; pass the %s of the copy",
+                          fn, dst == NULL ? "dst" : "src", dst == NULL ? "destination" : "source");
     /* As rill_memcpy_async checks a copy it captures, and with the devices
      * of both sides, as a command carries them. */
     rill__gnode_params p = {.kind = RILL__GNODE_COPY};
@@ -425,7 +439,8 @@ rill_status rill_graph_add_memset_node(rill_graph *graph_h, rill_graph_node *con
     if (out != NULL)
         *out = NULL;
     if (dst == NULL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: dst is NULL", fn);
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: dst is NULL; pass the memory to set",
+                          fn);
     rill__device *dev;
     rill_status st = rill__mem_check_access(fn, "dst", NULL, dst, bytes, &dev);
     if (st != RILL_OK)
@@ -483,7 +498,9 @@ rill_status rill_graph_add_event_wait_node(rill_graph *graph_h, rill_graph_node 
 rill_status rill_graph_node_count(rill_graph *graph_h, size_t *out) {
     RILL_CALL_SCOPE();
     if (out == NULL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_graph_node_count: out is NULL");
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_graph_node_count: out is NULL; pass the address of a size_t to "
+                          "receive the count");
     *out = 0;
     rill__graph *graph;
     rill_status st = rill__graph_resolve(graph_h, "rill_graph_node_count", &graph);
@@ -608,11 +625,14 @@ rill_status rill_graph_write_dot(rill_graph *graph_h, const char *path) {
     if (st != RILL_OK)
         return st;
     if (path == NULL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: path is NULL", fn);
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: path is NULL; pass the name of the file to write", fn);
     FILE *f = fopen(path, "w");
     if (f == NULL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: cannot open '%s' for writing", fn,
-                          path);
+        return rill__fail(
+            RILL_ERROR_INVALID_ARGUMENT,
+            "%s: cannot open '%s' for writing (%s); pass a path in a writable directory", fn, path,
+            strerror(errno));
     /* Colour by stream: the first stream seen gets the first colour. */
     uint64_t seen[8] = {0};
     rill__mutex_lock(&graph->lock);
@@ -644,7 +664,9 @@ rill_status rill_graph_write_dot(rill_graph *graph_h, const char *path) {
     write_edges(f, graph);
     rill__mutex_unlock(&graph->lock);
     fprintf(f, "}\n");
-    if (fclose(f) != 0)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: writing '%s' failed", fn, path);
+    if (ferror(f) | fclose(f)) /* both: a failed write, or a failed flush */
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: writing '%s' failed (%s); check that its file system has room", fn,
+                          path, strerror(errno));
     return RILL_OK;
 }

@@ -28,7 +28,9 @@ rill_status rill_ipc_get_mem_handle(void *ptr, rill_ipc_mem_handle *out) {
     RILL_CALL_SCOPE();
     static const char fn[] = "rill_ipc_get_mem_handle";
     if (out == NULL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: out is NULL", fn);
+        return rill__fail(
+            RILL_ERROR_INVALID_ARGUMENT,
+            "%s: out is NULL; pass the address of a rill_ipc_mem_handle to receive the handle", fn);
     memset(out, 0, sizeof *out);
     if (ptr == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
@@ -121,7 +123,9 @@ rill_status rill_ipc_open_mem_handle(const rill_ipc_mem_handle *handle, void **o
     rill__runtime_enter();
     static const char fn[] = "rill_ipc_open_mem_handle";
     if (out == NULL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: out is NULL", fn);
+        return rill__fail(
+            RILL_ERROR_INVALID_ARGUMENT,
+            "%s: out is NULL; pass the address of a void * to receive the mapped pointer", fn);
     *out = NULL;
     if (handle == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
@@ -165,7 +169,8 @@ rill_status rill_ipc_close_mem_handle(void *ptr) {
         return st;
     wait_device_work(b.dev);
     if (!rill__registry_remove(ptr, RILL__MEM_IPC, &b))
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: %p was already closed", fn, ptr);
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: %p was already closed; close each mapping once", fn, ptr);
     b.dev->ops->ipc_unmap(b.dev, ptr, b.bytes);
     return RILL_OK;
 }

@@ -92,7 +92,9 @@ static rill_status trace_memory(rill_status st) {
 rill_status rill_malloc(rill_device *dev_h, size_t bytes, void **out) {
     RILL_CALL_SCOPE();
     if (out == NULL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_malloc: out is NULL");
+        return rill__fail(
+            RILL_ERROR_INVALID_ARGUMENT,
+            "rill_malloc: out is NULL; pass the address of a void * to receive the pointer");
     *out = NULL;
     if (bytes == 0)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
@@ -127,7 +129,9 @@ rill_status rill_free(void *ptr) {
 rill_status rill_malloc_async(size_t bytes, rill_stream *stream_h, void **out) {
     RILL_CALL_SCOPE();
     if (out == NULL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_malloc_async: out is NULL");
+        return rill__fail(
+            RILL_ERROR_INVALID_ARGUMENT,
+            "rill_malloc_async: out is NULL; pass the address of a void * to receive the pointer");
     *out = NULL;
     if (bytes == 0)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
@@ -184,7 +188,9 @@ rill_status rill_record_stream(void *ptr, rill_stream *stream_h) {
 rill_status rill_malloc_host(size_t bytes, void **out) {
     RILL_CALL_SCOPE();
     if (out == NULL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_malloc_host: out is NULL");
+        return rill__fail(
+            RILL_ERROR_INVALID_ARGUMENT,
+            "rill_malloc_host: out is NULL; pass the address of a void * to receive the pointer");
     *out = NULL;
     if (bytes == 0)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
@@ -253,8 +259,8 @@ rill_status rill__mem_check_access(const char *fn, const char *what, const char 
 static rill_status check_copy(void *dst, const void *src, const char *fn, rill__device **src_dev,
                               rill__device **dst_dev, size_t bytes) {
     if (dst == NULL || src == NULL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", fn,
-                          dst == NULL ? "dst" : "src");
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: %s is NULL; pass the %s of the copy",
+                          fn, dst == NULL ? "dst" : "src", dst == NULL ? "destination" : "source");
     rill_status st = rill__mem_check_access(fn, "dst", NULL, dst, bytes, dst_dev);
     if (st == RILL_OK)
         st = rill__mem_check_access(fn, "src", NULL, src, bytes, src_dev);
@@ -346,7 +352,8 @@ rill_status rill_memset_async(void *dst, int value, size_t bytes, rill_stream *s
     if (st != RILL_OK)
         return st;
     if (dst == NULL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: dst is NULL", fn);
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: dst is NULL; pass the memory to set",
+                          fn);
     rill__device *dd;
     st = rill__mem_check_access(fn, "dst", NULL, dst, bytes, &dd);
     if (st != RILL_OK || bytes == 0)
@@ -367,7 +374,9 @@ rill_status rill_memset_async(void *dst, int value, size_t bytes, rill_stream *s
 rill_status rill_mem_get_stats(rill_device *dev_h, rill_mem_stats *out) {
     RILL_CALL_SCOPE();
     if (out == NULL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_mem_get_stats: out is NULL");
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_mem_get_stats: out is NULL; pass the address of a rill_mem_stats "
+                          "to receive the statistics");
     memset(out, 0, sizeof *out);
     rill__device *dev;
     rill_status st = rill__device_resolve(dev_h, "rill_mem_get_stats", &dev);
@@ -382,7 +391,10 @@ rill_status rill_mem_get_pool_stats(rill_device *dev_h, rill_mem_pool pool,
     RILL_CALL_SCOPE();
     static const char fn[] = "rill_mem_get_pool_stats";
     if (out == NULL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: out is NULL", fn);
+        return rill__fail(
+            RILL_ERROR_INVALID_ARGUMENT,
+            "%s: out is NULL; pass the address of a rill_mem_pool_stats to receive the statistics",
+            fn);
     memset(out, 0, sizeof *out);
     if (pool != RILL_MEM_POOL_SMALL && pool != RILL_MEM_POOL_LARGE)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
@@ -480,7 +492,9 @@ rill_status rill_mem_set_reuse_policy(rill_device *dev_h, unsigned flags) {
 rill_status rill_mem_get_reuse_policy(rill_device *dev_h, unsigned *flags) {
     RILL_CALL_SCOPE();
     if (flags == NULL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_mem_get_reuse_policy: flags is NULL");
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_mem_get_reuse_policy: flags is NULL; pass the address of an "
+                          "unsigned to receive the policy's flags");
     *flags = 0;
     rill__device *dev;
     rill_status st = rill__device_resolve(dev_h, "rill_mem_get_reuse_policy", &dev);
