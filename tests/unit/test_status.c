@@ -320,6 +320,68 @@ static void break_a_lock(void) {
 
 /* "A failing pthread primitive aborts, as in libuv": and says on stderr which one failed and
  * why, first. */
+/* Every call given a NULL out-parameter says what to pass instead: the address of a variable
+ * of the type that the call writes. */
+static void expect_out_null(rill_status st, const char *fn, const char *type) {
+    assert_int_equal(st, RILL_ERROR_INVALID_ARGUMENT);
+    char want[160];
+    snprintf(want, sizeof want, "%s: out is NULL; pass the address of %s to receive ", fn, type);
+    if (strncmp(rill_last_error(), want, strlen(want)) != 0)
+        fail_msg("wanted a sentence beginning \"%s\"; got \"%s\"", want, rill_last_error());
+}
+
+static void empty_kernel(const rill_block_ctx *ctx, const void *args) {
+    (void)ctx;
+    (void)args;
+}
+
+static void test_null_out_parameters_say_what_to_pass(void **state) {
+    (void)state;
+    rill_stream *s;
+    rill_graph *g;
+    void *p;
+    RT_OK(rill_stream_create(NULL, 0, &s));
+    RT_OK(rill_graph_create(&g));
+    RT_OK(rill_malloc(NULL, 64, &p));
+    const rill_kernel_desc desc = {.name = "empty", .cpu = empty_kernel};
+    expect_out_null(rill_device_get(0, NULL), "rill_device_get", "a rill_device *");
+    expect_out_null(rill_device_get_by_kind(RILL_DEVICE_CPU, 0, NULL), "rill_device_get_by_kind",
+                    "a rill_device *");
+    expect_out_null(rill_device_get_info(NULL, NULL), "rill_device_get_info", "a rill_device_info");
+    expect_out_null(rill_get_device(NULL), "rill_get_device", "a rill_device *");
+    expect_out_null(rill_stream_create(NULL, 0, NULL), "rill_stream_create", "a rill_stream *");
+    expect_out_null(rill_stream_get_device(s, NULL), "rill_stream_get_device", "a rill_device *");
+    expect_out_null(rill_stream_get_tagged(NULL, "tag", 0, NULL), "rill_stream_get_tagged",
+                    "a rill_stream *");
+    expect_out_null(rill_event_create(RILL_EVENT_DEFAULT, NULL), "rill_event_create",
+                    "a rill_event *");
+    expect_out_null(rill_event_get_tagged("tag", NULL), "rill_event_get_tagged", "a rill_event *");
+    expect_out_null(rill_kernel_create(&desc, NULL), "rill_kernel_create", "a rill_kernel *");
+    expect_out_null(rill_malloc(NULL, 64, NULL), "rill_malloc", "a void *");
+    expect_out_null(rill_malloc_async(64, s, NULL), "rill_malloc_async", "a void *");
+    expect_out_null(rill_malloc_host(64, NULL), "rill_malloc_host", "a void *");
+    expect_out_null(rill_mem_get_stats(NULL, NULL), "rill_mem_get_stats", "a rill_mem_stats");
+    expect_out_null(rill_ipc_get_mem_handle(p, NULL), "rill_ipc_get_mem_handle",
+                    "a rill_ipc_mem_handle");
+    expect_out_null(rill_stream_end_capture(s, NULL), "rill_stream_end_capture", "a rill_graph *");
+    expect_out_null(rill_stream_get_capture_status(s, NULL), "rill_stream_get_capture_status",
+                    "a rill_capture_status");
+    expect_out_null(rill_graph_create(NULL), "rill_graph_create", "a rill_graph *");
+    expect_out_null(rill_graph_add_empty_node(g, NULL, 0, NULL), "rill_graph_add_empty_node",
+                    "a rill_graph_node *");
+    expect_out_null(rill_graph_node_count(g, NULL), "rill_graph_node_count", "a size_t");
+    expect_out_null(rill_graph_instantiate(g, NULL), "rill_graph_instantiate",
+                    "a rill_graph_exec *");
+    /* A file that cannot be written says why, as the system put it. */
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT,
+              rill_graph_write_dot(g, "/nonexistent-dir-of-rill/graph.dot"));
+    assert_non_null(strstr(rill_last_error(), "cannot open '/nonexistent-dir-of-rill/graph.dot' "
+                                              "for writing (No such file or directory)"));
+    RT_OK(rill_free(p));
+    RT_OK(rill_graph_destroy(g));
+    RT_OK(rill_stream_destroy(s));
+}
+
 static void test_broken_lock_aborts_saying_why(void **state) {
     (void)state;
     int out[2];
@@ -363,6 +425,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_last_error_may_quote_itself),
         cmocka_unit_test(test_last_error_too_long_is_cut_at_a_word),
         cmocka_unit_test(test_init_failure_names_the_call_once),
+        cmocka_unit_test(test_null_out_parameters_say_what_to_pass),
         cmocka_unit_test(test_broken_lock_aborts_saying_why),
     };
     return RT_RUN(tests);
