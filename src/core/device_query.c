@@ -20,7 +20,9 @@ rill_status rill_device_count(int *count) {
     RILL_CALL_SCOPE();
     rill__runtime *rt;
     if (count == NULL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_device_count: count is NULL");
+        return rill__fail(
+            RILL_ERROR_INVALID_ARGUMENT,
+            "rill_device_count: count is NULL; pass the address of an int to receive the count");
     rill__runtime_get(&rt);
     *count = rt->num_devices;
     return RILL_OK;

@@ -367,7 +367,9 @@ static rill_status timing_point(rill__event *e, const char *which, uint64_t *ts)
 rill_status rill_event_elapsed_ms(rill_event *start_h, rill_event *end_h, float *ms) {
     RILL_CALL_SCOPE();
     if (ms == NULL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_event_elapsed_ms: ms is NULL");
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_event_elapsed_ms: ms is NULL; pass the address of a float to "
+                          "receive the milliseconds");
     *ms = 0.0f;
     rill__event *start, *end;
     rill_status st = rill__event_resolve(start_h, "rill_event_elapsed_ms", &start);

@@ -179,7 +179,9 @@ rill_status rill_kernel_create(const rill_kernel_desc *desc, rill_kernel **out) 
                           "receive the kernel");
     *out = NULL;
     if (desc == NULL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_kernel_create: desc is NULL");
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_kernel_create: desc is NULL; pass a rill_kernel_desc with the "
+                          "kernel's name and body");
     if (desc->name == NULL || desc->name[0] == '\0')
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "rill_kernel_create: desc->name is NULL or empty; kernels need a name "
@@ -363,16 +365,19 @@ RILL_HOT rill_status rill__launch_check(rill_kernel *kernel_h, const rill_launch
                           fn, kernel->image.name, launch->grid.x, launch->grid.y, launch->grid.z);
     if ((uint64_t)launch->grid.x * launch->grid.y * launch->grid.z > UINT32_MAX)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                          "%s: kernel '%s' launched with more than 2^32-1 blocks", fn,
-                          kernel->image.name);
+                          "%s: kernel '%s' launched with more than 2^32-1 blocks; give each block "
+                          "more of the work",
+                          fn, kernel->image.name);
     if (launch->args_size > 0 && launch->args == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                          "%s: kernel '%s' has args_size %zu but args is NULL", fn,
-                          kernel->image.name, launch->args_size);
+                          "%s: kernel '%s' has args_size %zu but args is NULL; pass the arguments, "
+                          "or args_size 0",
+                          fn, kernel->image.name, launch->args_size);
     if (launch->num_accesses > 0 && launch->accesses == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                          "%s: kernel '%s' has num_accesses %zu but accesses is NULL", fn,
-                          kernel->image.name, launch->num_accesses);
+                          "%s: kernel '%s' has num_accesses %zu but accesses is NULL; pass the "
+                          "accesses, or num_accesses 0",
+                          fn, kernel->image.name, launch->num_accesses);
     for (size_t i = 0; i < launch->num_accesses; i++) {
         const rill_access *a = &launch->accesses[i];
         if (a->ptr == NULL || a->mode < RILL_READ || a->mode > RILL_READ_WRITE)

@@ -489,7 +489,9 @@ rill_status rill_stream_destroy(rill_stream *stream_h) {
 rill_status rill_stream_set_name(rill_stream *stream_h, const char *name) {
     RILL_CALL_SCOPE();
     if (name == NULL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "rill_stream_set_name: name is NULL");
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_stream_set_name: name is NULL; pass a name for traces and reports, "
+                          "or \"\" for none");
     rill__stream *stream;
     rill_status st = rill__stream_resolve(stream_h, "rill_stream_set_name", &stream);
     if (st != RILL_OK)
@@ -505,7 +507,8 @@ rill_status rill_stream_get_priority(rill_stream *stream_h, int *priority) {
     RILL_CALL_SCOPE();
     if (priority == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                          "rill_stream_get_priority: priority is NULL");
+                          "rill_stream_get_priority: priority is NULL; pass the address of an int "
+                          "to receive the priority");
     *priority = 0;
     rill__stream *stream;
     rill_status st = rill__stream_resolve(stream_h, "rill_stream_get_priority", &stream);

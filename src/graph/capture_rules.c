@@ -157,11 +157,13 @@ rill_status rill__cap_check_free(void *ptr, const char *fn) {
 RILL_HOT rill_status rill_thread_exchange_capture_mode(rill_capture_mode *mode) {
     if (mode == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                          "rill_thread_exchange_capture_mode: mode is NULL");
+                          "rill_thread_exchange_capture_mode: mode is NULL; pass the address of a "
+                          "rill_capture_mode holding the new mode, which receives the old one");
     if (*mode != RILL_CAPTURE_GLOBAL && *mode != RILL_CAPTURE_THREAD_LOCAL &&
         *mode != RILL_CAPTURE_RELAXED)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                          "rill_thread_exchange_capture_mode: %d is not a capture mode",
+                          "rill_thread_exchange_capture_mode: %d is not a capture mode; use "
+                          "RILL_CAPTURE_GLOBAL, RILL_CAPTURE_THREAD_LOCAL or RILL_CAPTURE_RELAXED",
                           (int)*mode);
     rill_capture_mode old = rill__cap_thread_mode;
     rill__cap_thread_mode = *mode;
