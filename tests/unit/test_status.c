@@ -382,6 +382,51 @@ static void test_null_out_parameters_say_what_to_pass(void **state) {
     RT_OK(rill_stream_destroy(s));
 }
 
+/* The other arguments that a call cannot do without say what to pass too. */
+static void expect_says(rill_status st, const char *begins, const char *then) {
+    assert_int_equal(st, RILL_ERROR_INVALID_ARGUMENT);
+    const char *err = rill_last_error();
+    if (strncmp(err, begins, strlen(begins)) != 0 || strstr(err, then) == NULL)
+        fail_msg("wanted \"%s...%s...\"; got \"%s\"", begins, then, err);
+}
+
+static void test_missing_arguments_say_what_to_pass(void **state) {
+    (void)state;
+    rill_stream *s;
+    rill_kernel *k;
+    rill_event *e;
+    RT_OK(rill_stream_create(NULL, 0, &s));
+    RT_OK(rill_event_create(RILL_EVENT_TIMING, &e));
+    const rill_kernel_desc desc = {.name = "empty", .cpu = empty_kernel};
+    RT_OK(rill_kernel_create(&desc, &k));
+    expect_says(rill_device_count(NULL), "rill_device_count: count is NULL",
+                "; pass the address of an int");
+    expect_says(rill_stream_set_name(s, NULL), "rill_stream_set_name: name is NULL",
+                "; pass a name");
+    expect_says(rill_stream_get_priority(s, NULL), "rill_stream_get_priority: priority is NULL",
+                "; pass the address of an int");
+    expect_says(rill_event_elapsed_ms(e, e, NULL), "rill_event_elapsed_ms: ms is NULL",
+                "; pass the address of a float");
+    rill_kernel *none;
+    expect_says(rill_kernel_create(NULL, &none), "rill_kernel_create: desc is NULL",
+                "; pass a rill_kernel_desc");
+    rill_launch l = {.grid = {1, 1, 1}, .block = {1, 1, 1}, .args_size = 8};
+    expect_says(rill_launch_kernel(s, k, &l), "rill_launch_kernel: kernel 'empty' has args_size 8",
+                "; pass the arguments, or args_size 0");
+    l = (rill_launch){.grid = {1, 1, 1}, .block = {1, 1, 1}, .num_accesses = 2};
+    expect_says(rill_launch_kernel(s, k, &l), "rill_launch_kernel: kernel 'empty' has num_accesses",
+                "; pass the accesses, or num_accesses 0");
+    expect_says(rill_thread_exchange_capture_mode(NULL), "rill_thread_exchange_capture_mode: mode",
+                "; pass the address of a rill_capture_mode");
+    rill_capture_mode bad = (rill_capture_mode)77;
+    expect_says(rill_thread_exchange_capture_mode(&bad),
+                "rill_thread_exchange_capture_mode: 77 is not a capture mode",
+                "; use RILL_CAPTURE_GLOBAL");
+    RT_OK(rill_kernel_destroy(k));
+    RT_OK(rill_event_destroy(e));
+    RT_OK(rill_stream_destroy(s));
+}
+
 static void test_broken_lock_aborts_saying_why(void **state) {
     (void)state;
     int out[2];
@@ -426,6 +471,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_last_error_too_long_is_cut_at_a_word),
         cmocka_unit_test(test_init_failure_names_the_call_once),
         cmocka_unit_test(test_null_out_parameters_say_what_to_pass),
+        cmocka_unit_test(test_missing_arguments_say_what_to_pass),
         cmocka_unit_test(test_broken_lock_aborts_saying_why),
     };
     return RT_RUN(tests);
