@@ -316,6 +316,7 @@ static void gated_waits_finish(gated_waits *g) {
     RT_OK(g->on_stream.status);
     assert_false(atomic_load(&g->on_event.rec)->parked);
     assert_false(atomic_load(&g->on_stream.rec)->parked);
+    assert_null(atomic_load(&g->on_stream.rec)->hold); /* dropped as the call returned */
 }
 
 /* rill.h: a call that races with the destruction of its handle behaves as if it came first.
@@ -327,6 +328,10 @@ static void test_calls_waits_outlive_the_destroy_of_what_they_wait_on(void **sta
     (void)state;
     static gated_waits g;
     gated_waits_start(&g, RILL_EVENT_DEFAULT);
+    /* rill_stream_synchronize holds its stream while it sleeps; rill_event_synchronize needs no
+     * hold (its snapshot of the event holds the stream). parked was stored after hold. */
+    assert_non_null(atomic_load(&g.on_stream.rec)->hold);
+    assert_null(atomic_load(&g.on_event.rec)->hold);
     RT_OK(rill_event_destroy(g.event));
     RT_OK(rill_stream_destroy(g.stream));
     RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_event_query(g.event));
