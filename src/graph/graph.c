@@ -414,15 +414,11 @@ rill_status rill_graph_add_memcpy_node(rill_graph *graph_h, rill_graph_node *con
     static const char fn[] = "rill_graph_add_memcpy_node";
     if (out != NULL)
         *out = NULL;
-    if (dst == NULL || src == NULL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: %s is NULL; pass the %s of the copy",
-                          fn, dst == NULL ? "dst" : "src", dst == NULL ? "destination" : "source");
     /* As rill_memcpy_async checks a copy it captures, and with the devices
      * of both sides, as a command carries them. */
     rill__gnode_params p = {.kind = RILL__GNODE_COPY};
-    rill_status st = rill__mem_check_access(fn, "dst", NULL, dst, bytes, &p.u.copy.dst_dev);
-    if (st == RILL_OK)
-        st = rill__mem_check_access(fn, "src", NULL, src, bytes, &p.u.copy.src_dev);
+    rill_status st =
+        rill__mem_check_copy(dst, src, bytes, fn, &p.u.copy.src_dev, &p.u.copy.dst_dev);
     if (st != RILL_OK)
         return st;
     p.u.copy.dst = dst;

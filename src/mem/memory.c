@@ -256,8 +256,8 @@ rill_status rill__mem_check_access(const char *fn, const char *what, const char 
     return RILL_OK;
 }
 
-static rill_status check_copy(void *dst, const void *src, const char *fn, rill__device **src_dev,
-                              rill__device **dst_dev, size_t bytes) {
+rill_status rill__mem_check_copy(void *dst, const void *src, size_t bytes, const char *fn,
+                                 rill__device **src_dev, rill__device **dst_dev) {
     if (dst == NULL || src == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: %s is NULL; pass the %s of the copy",
                           fn, dst == NULL ? "dst" : "src", dst == NULL ? "destination" : "source");
@@ -275,7 +275,7 @@ rill_status rill_memcpy_async(void *dst, const void *src, size_t bytes, rill_str
     if (st != RILL_OK)
         return st;
     rill__device *sd = NULL, *dd = NULL;
-    st = check_copy(dst, src, fn, &sd, &dd, bytes);
+    st = rill__mem_check_copy(dst, src, bytes, fn, &sd, &dd);
     if (st != RILL_OK || bytes == 0)
         return st;
     rill__cmd cmd = {.kind = RILL__CMD_COPY};
@@ -302,7 +302,7 @@ rill_status rill_memcpy(void *dst, const void *src, size_t bytes) {
     static const char fn[] = "rill_memcpy";
     rill__runtime_enter();
     rill__device *sd = NULL, *dd = NULL;
-    rill_status st = check_copy(dst, src, fn, &sd, &dd, bytes);
+    rill_status st = rill__mem_check_copy(dst, src, bytes, fn, &sd, &dd);
     if (st != RILL_OK || bytes == 0)
         return st;
     rill__device *dev = sd != NULL ? sd : dd;

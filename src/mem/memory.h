@@ -33,6 +33,11 @@ void rill__mem_host_shutdown(struct rill__runtime *rt);
  * lock and the pool's lock of p's device, one after the other. */
 rill_status rill__mem_check_access(const char *fn, const char *what, const char *shape,
                                    const void *p, size_t bytes, rill__device **dev);
+/* Checks both sides of a copy of bytes from src to dst (neither NULL, each
+ * within its allocation) for fn, as rill__mem_check_access does; *src_dev
+ * and *dst_dev receive their devices (NULL: host memory). */
+rill_status rill__mem_check_copy(void *dst, const void *src, size_t bytes, const char *fn,
+                                 rill__device **src_dev, rill__device **dst_dev);
 
 /* For tests and debugging: rill__pool_check on dev's pool (NULL: the
  * calling thread's current device). False with a sentence in why when an
