@@ -245,6 +245,13 @@ static void create_devices(rill__runtime *rt) {
     }
 }
 
+/* While rill_shutdown runs, the threads that still use the dying runtime
+ * and may look its handles up: its own, the workers (whose work it waits
+ * for), and the calls of other threads that it waits for (core/calls.h). */
+static bool may_use_dying(void) {
+    return tls.in_shutdown || tls.is_worker || rill__call_waited_by_shutdown();
+}
+
 rill_status rill__runtime_get(rill__runtime **out) {
     /* acquire: pairs with the release store that publishes the runtime. */
     rill__runtime *rt = atomic_load_explicit(&runtime, memory_order_acquire);
@@ -252,10 +259,8 @@ rill_status rill__runtime_get(rill__runtime **out) {
         *out = rt;
         return RILL_OK;
     }
-    /* The shutdown's own thread, its workers, and the calls of other
-     * threads that it waits for (core/calls.h) still use the dying
-     * runtime; other calls wait for the init lock and build the next. */
-    if (tls.in_shutdown || tls.is_worker || rill__call_waited_by_shutdown()) {
+    /* Other calls wait for the init lock and build the next runtime. */
+    if (may_use_dying()) {
         /* acquire: pairs with the release store in rill_shutdown. */
         rt = atomic_load_explicit(&dying, memory_order_acquire);
         if (rt != NULL) {
@@ -584,13 +589,6 @@ static void device_destroy(rill__device *dev) {
     rill__mutex_destroy(&dev->lock);
     dev->magic = RILL__MAGIC_DEAD;
     rill__free(dev);
-}
-
-/* While rill_shutdown runs, the threads that may still look its handles
- * up: its own, the workers (whose work it waits for), and the calls it
- * waits for. */
-static bool may_use_dying(void) {
-    return tls.in_shutdown || tls.is_worker || rill__call_waited_by_shutdown();
 }
 
 rill_status rill_shutdown(void) {
