@@ -633,8 +633,13 @@ static void test_off_reports_nothing(void **state) {
     rill_stream *s1 = named_stream("s1");
     float *a = device_floats(FLOATS), *b = device_floats(FLOATS), *c = device_floats(1);
     uint64_t before = rill_sanitizer_report_count();
+    rt_gate gate;
+    rt_gate_reset(&gate);
     RT_OK(rill_op_matmul_f32(NULL, b, a, a, N, N, N));
+    RT_OK(rt_launch_gate_kernel(s1, &gate));
     RT_OK(rill_op_sum_f32(s1, c, b, FLOATS));
+    RT_OK(rill_stream_synchronize(NULL));
+    rt_gate_open(&gate);
     RT_OK(rill_device_synchronize(NULL));
     assert_int_equal(rill_sanitizer_report_count(), before);
     RT_OK(rill_stream_destroy(s1));
