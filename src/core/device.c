@@ -560,19 +560,27 @@ rill_status rill_device_synchronize(rill_device *handle) {
 
 /* ---------------------------------------------------------------- shutdown */
 
+/* Ends the subsystems' per-device state (the pool among them). What one
+ * device's state holds may be another device's streams (a pool remembers
+ * every stream that used its blocks), so every device's state goes before
+ * any device's streams (device_destroy). */
+static void device_fini(rill__device *dev) {
+    for (int i = subsystem_count(); i-- > 0;)
+        if (rill__subsystems[i]->device_fini != NULL)
+            rill__subsystems[i]->device_fini(dev);
+}
+
 static void device_destroy(rill__device *dev) {
-    /* Every stream has drained and the workers have stopped: release the
-     * owners' references of streams nobody destroyed (default, tagged and
-     * leaked ones); each stream leaves the list when it is freed. */
+    /* Every stream has drained, the workers have stopped and no device's
+     * state refers to a stream: release the owners' references of streams
+     * nobody destroyed (default, tagged and leaked ones); each stream
+     * leaves the list when it is freed. */
     while (dev->tagged != NULL) {
         rill__tagged_stream *t = dev->tagged;
         dev->tagged = t->next;
         rill__free(t->tag);
         rill__free(t);
     }
-    for (int i = subsystem_count(); i-- > 0;)
-        if (rill__subsystems[i]->device_fini != NULL)
-            rill__subsystems[i]->device_fini(dev);
     rill__stream *next;
     for (rill__stream *s = stream_at(dev->streams); s != NULL; s = next) {
         next = stream_at(s->dev_link.next);
@@ -639,6 +647,8 @@ rill_status rill_shutdown(void) {
     shutdown_phase(rt, RILL__SHUTDOWN_STOPPED); /* interprocess memory */
     rill__events_shutdown(rt);
     rill__call_drain();
+    for (int i = 0; i < rt->num_devices; i++)
+        device_fini(rt->devices[i]);
     for (int i = 0; i < rt->num_devices; i++)
         device_destroy(rt->devices[i]);
     shutdown_phase(rt, RILL__SHUTDOWN_DEVICES); /* host memory, the pointer registry */

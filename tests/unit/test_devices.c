@@ -327,6 +327,49 @@ static void test_memory_used_by_another_device_is_not_reused(void **state) {
     RT_OK(rill_stream_destroy(s1));
 }
 
+/* rill_shutdown after a stream of one device touched memory of another, in every direction
+ * between the devices present: a copy from the other device's memory, a fill of it, a kernel
+ * declaring an access to it, and a copy from it into memory allocated in order on the stream.
+ * The program destroyed the stream, freed the memory and synchronized; each pool still remembers
+ * the streams that used its blocks until the teardown, which must not free a stream that another
+ * device's pool still refers to (AddressSanitizer saw that as a use-after-free). */
+static void test_shutdown_after_streams_touched_other_devices(void **state) {
+    (void)state;
+    enum { N = 1024 };
+    int count = 0;
+    RT_OK(rill_device_count(&count));
+    assert_true(count >= 2);
+    for (int from = 0; from < count; from++) {
+        for (int to = 0; to < count; to++) {
+            if (from == to)
+                continue;
+            rill_stream *s = new_stream(from);
+            float *mine = NULL, *theirs = NULL, *ordered = NULL;
+            RT_OK(rill_malloc(device(from), N * sizeof(float), (void **)&mine));
+            RT_OK(rill_malloc(device(to), N * sizeof(float), (void **)&theirs));
+            RT_OK(rill_memset_async(theirs, 0, N * sizeof(float), s));
+            RT_OK(rill_memcpy_async(mine, theirs, N * sizeof(float), s));
+            RT_OK(rill_op_fill_f32(s, theirs, 2.0f, N));
+            launch_fill(s, theirs, 3.0f, N);
+            RT_OK(rill_memcpy_async(mine, theirs, N * sizeof(float), s));
+            RT_OK(rill_malloc_async(N * sizeof(float), s, (void **)&ordered));
+            RT_OK(rill_memcpy_async(ordered, theirs, N * sizeof(float), s));
+            RT_OK(rill_free_async(ordered, s));
+            RT_OK(rill_stream_synchronize(s));
+            float host[N];
+            RT_OK(rill_memcpy(host, mine, sizeof host));
+            for (int i = 0; i < N; i++)
+                assert_true(host[i] == 3.0f);
+            RT_OK(rill_free(mine));
+            RT_OK(rill_free(theirs));
+            RT_OK(rill_stream_destroy(s));
+            RT_OK(rill_device_synchronize(device(from)));
+            RT_OK(rill_device_synchronize(device(to)));
+            RT_OK(rill_shutdown());
+        }
+    }
+}
+
 /* A capture takes streams of its origin's device only: a stream of the other device that waits
  * for a captured event is RILL_ERROR_DEVICE_MISMATCH, and the capture goes on; an exec runs on
  * the device it was instantiated for. */
@@ -448,6 +491,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_tagged_streams_are_per_device),
         cmocka_unit_test(test_copies_and_kernels_across_devices),
         cmocka_unit_test(test_memory_used_by_another_device_is_not_reused),
+        cmocka_unit_test(test_shutdown_after_streams_touched_other_devices),
         cmocka_unit_test(test_capture_and_graphs_stay_on_one_device),
         cmocka_unit_test(test_device_memory_prefers_its_node),
         cmocka_unit_test(test_ipc_memory_keeps_its_device),
