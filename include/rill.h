@@ -164,9 +164,13 @@ rill_status rill_device_get_by_kind(rill_device_kind kind, int index, rill_devic
 rill_status rill_device_get_info(rill_device *dev, rill_device_info *out);
 rill_status rill_set_device(rill_device *dev);        /* for the calling thread */
 rill_status rill_get_device(rill_device **out);       /* the calling thread's current device */
-/* Waits for every stream of dev (other devices' streams are not waited
- * for); RILL_ERROR_KERNEL_FAILED when one of them failed and was not
- * cleared since (see rill_stream_clear_error). */
+/* Waits for the work submitted to dev's streams before the call (other
+ * devices' streams are not waited for). Work that host functions or other
+ * threads submit while it waits is not promised to be waited for: each
+ * stream is waited for up to the work it held when the call reached it,
+ * so the wait ends even while a host function keeps submitting more.
+ * RILL_ERROR_KERNEL_FAILED when one of them failed and was not cleared
+ * since (see rill_stream_clear_error). */
 rill_status rill_device_synchronize(rill_device *dev);
 
 /* --------------------------------------------------------------- streams */
@@ -211,8 +215,10 @@ rill_status rill_stream_query(rill_stream *stream);
 rill_status rill_stream_synchronize(rill_stream *stream);
 /* Work submitted to stream after this call waits until event completes, as
  * recorded at the time of this call (later records of event do not
- * matter). Waiting on a never-recorded event does nothing. Streams of any
- * device may wait on any event. */
+ * matter). Waiting on a never-recorded event, or on one whose work has
+ * already completed without failing, enqueues nothing: the stream is
+ * ordered after that work at once, and a trace shows no wait (no arrow)
+ * for it. Streams of any device may wait on any event. */
 rill_status rill_stream_wait_event(rill_stream *stream, rill_event *event);
 /* Work submitted to stream after this call waits for all work submitted to
  * other before this call. */

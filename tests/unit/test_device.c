@@ -275,6 +275,44 @@ static void test_device_synchronize_waits_for_all_streams(void **state) {
     RT_OK(rill_kernel_destroy(kernel));
 }
 
+typedef struct resubmitting {
+    rill_stream *stream;
+    atomic_int runs;
+    atomic_int stop;
+} resubmitting;
+
+/* Runs again on its stream until told to stop: a host function that keeps
+ * submitting. */
+static void resubmit(void *p) {
+    resubmitting *r = p;
+    atomic_fetch_add(&r->runs, 1);
+    rt_spin_us(200);
+    if (!atomic_load(&r->stop))
+        RT_OK(rill_launch_host_func(r->stream, resubmit, r));
+}
+
+/* rill.h: rill_device_synchronize waits for the work submitted before the
+ * call, not for work that host functions submit while it waits: it returns
+ * while a host function keeps submitting more. */
+static void test_device_synchronize_ends_while_host_functions_submit(void **state) {
+    (void)state;
+    static resubmitting r;
+    RT_OK(rill_stream_create(cpu_device(), 0, &r.stream));
+    atomic_store(&r.runs, 0);
+    atomic_store(&r.stop, 0);
+    RT_OK(rill_launch_host_func(r.stream, resubmit, &r));
+    RT_OK(rill_device_synchronize(cpu_device()));
+    assert_true(atomic_load(&r.runs) >= 1);
+    /* Each link submits the next before it completes: the chain goes on. */
+    RT_STATUS(RILL_NOT_READY, rill_stream_query(r.stream));
+    atomic_store(&r.stop, 1);
+    /* A link that read stop before the store submits one more, which stops. */
+    RT_OK(rill_device_synchronize(cpu_device()));
+    RT_OK(rill_device_synchronize(cpu_device()));
+    RT_OK(rill_stream_query(r.stream));
+    RT_OK(rill_stream_destroy(r.stream));
+}
+
 static void failing_kernel(const rill_block_ctx *ctx, const void *args) {
     (void)args;
     rill_kernel_fail(ctx, "failed on purpose");
@@ -695,6 +733,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_device_null_means_current_device),
         cmocka_unit_test(test_device_set_and_get_current),
         cmocka_unit_test(test_device_synchronize_waits_for_all_streams),
+        cmocka_unit_test(test_device_synchronize_ends_while_host_functions_submit),
         cmocka_unit_test(test_device_synchronize_with_many_failed_streams_returns_kernel_failed),
         cmocka_unit_test(test_device_synchronize_racing_destroy_of_failed_streams),
         cmocka_unit_test(test_device_concurrent_shutdowns_release_once_and_both_return_ok),

@@ -153,6 +153,47 @@ static void test_trace_ipc_event_arrow(void **state) {
     RT_OK(rill_stream_destroy(c));
 }
 
+/* rill.h: a wait on an event whose work already completed enqueues nothing,
+ * so the trace shows no wait and no arrow for it; a wait on pending work
+ * shows both. */
+static void test_trace_wait_on_completed_event_draws_nothing(void **state) {
+    (void)state;
+    char path[512];
+    rt_trace_path(path, sizeof path, "completed");
+    RT_OK(rill_trace_start(path));
+    rill_stream *p, *done, *pending;
+    RT_OK(rill_stream_create(NULL, 0, &p));
+    RT_OK(rill_stream_create(NULL, 0, &done));
+    RT_OK(rill_stream_create(NULL, 0, &pending));
+    RT_OK(rill_stream_set_name(p, "recorder"));
+    RT_OK(rill_stream_set_name(done, "after-completion"));
+    RT_OK(rill_stream_set_name(pending, "while-pending"));
+    rill_kernel *k = make_kernel("work");
+    rill_event *e;
+    RT_OK(rill_event_create(0, &e));
+    launch(p, k, 1, 10, NULL, 0);
+    RT_OK(rill_event_record(e, p));
+    RT_OK(rill_event_synchronize(e));
+    RT_OK(rill_stream_wait_event(done, e));
+    launch(done, k, 1, 10, NULL, 0);
+    launch(p, k, 1, 20000, NULL, 0); /* the wait below is queued, not met */
+    RT_OK(rill_event_record(e, p));
+    RT_OK(rill_stream_wait_event(pending, e));
+    launch(pending, k, 1, 10, NULL, 0);
+    RT_OK(rill_device_synchronize(NULL));
+    RT_OK(rill_trace_stop());
+    rt_check_trace(
+        path, "slice=stream after-completion|work", "!slice=stream after-completion|wait",
+        "!flow=stream recorder|stream after-completion", "slice=stream while-pending|wait",
+        "flow=stream recorder|stream while-pending", NULL);
+    remove(path);
+    RT_OK(rill_event_destroy(e));
+    RT_OK(rill_kernel_destroy(k));
+    RT_OK(rill_stream_destroy(p));
+    RT_OK(rill_stream_destroy(done));
+    RT_OK(rill_stream_destroy(pending));
+}
+
 /* A stream renamed while a trace records takes its new name; work before
  * the trace started is not in it. */
 static void test_trace_renamed_stream_and_later_start(void **state) {
@@ -416,6 +457,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_trace_has_tracks_slices_arrows_counters),
         cmocka_unit_test(test_trace_renamed_stream_and_later_start),
         cmocka_unit_test(test_trace_ipc_event_arrow),
+        cmocka_unit_test(test_trace_wait_on_completed_event_draws_nothing),
         cmocka_unit_test(test_trace_bad_input),
         cmocka_unit_test(test_trace_threads),
         cmocka_unit_test(test_trace_fork_child_traces_on_its_own),

@@ -21,6 +21,7 @@ Usage: trace_check.py TRACE [EXPECTATION ...], where an expectation is
                              on the same compute unit's track
   within=LO|HI               every slice, instant and counter lies in [LO, HI]
                              (microseconds of CLOCK_MONOTONIC)
+  !EXPECTATION               the expectation does not hold (e.g. !flow=A|B: no arrow)
 Exit status 0 when all hold; 1 with one line per failure otherwise."""
 import json
 import sys
@@ -57,7 +58,8 @@ def main(argv):
     slices = [e for e in events if e["ph"] == "X"]
     failures = []
     for exp in argv[2:]:
-        kind, _, rest = exp.partition("=")
+        negated = exp.startswith("!")
+        kind, _, rest = exp[negated:].partition("=")
         parts = rest.split("|")
         ok = False
         if kind == "track":
@@ -117,8 +119,8 @@ def main(argv):
         else:
             failures.append("unknown expectation " + exp)
             continue
-        if not ok:
-            failures.append("missing: " + exp)
+        if ok == negated:
+            failures.append(("present: " if negated else "missing: ") + exp)
     for f in failures:
         print("trace_check: %s: %s" % (path, f))
     return 1 if failures else 0
