@@ -250,6 +250,29 @@ class Tensor(fast.TensorBase if fast is not None else _Fields):
     def __float__(self):
         return float(self.item())
 
+    # ---- truth and comparison, as torch's tensors on a device
+
+    def __bool__(self):
+        """The truth of a one-element tensor's value; RuntimeError for any
+        other tensor, as torch raises (an empty or a longer tensor has no
+        single truth)."""
+        if self._numel != 1:
+            what = "no values" if self._numel == 0 else "more than one value"
+            raise RuntimeError(f"Boolean value of Tensor with {what} is ambiguous")
+        return bool(self.item())
+
+    def __eq__(self, other):
+        return _no_comparison(self, other, "==")
+
+    def __ne__(self, other):
+        return _no_comparison(self, other, "!=")
+
+    __hash__ = object.__hash__  # by identity, as torch hashes tensors
+
+    # numpy defers its operators to the tensor's (which refuse arrays with
+    # a sentence), instead of converting the tensor to an array.
+    __array_ufunc__ = None
+
     def __str__(self):
         return str(self.numpy())
 
@@ -304,7 +327,14 @@ class Tensor(fast.TensorBase if fast is not None else _Fields):
     # slots or on _Fields (their general path is add, sub and mul below).
 
     def __matmul__(self, other):
+        if isinstance(other, np.ndarray):
+            _no_array(other)
         return matmul(self, other) if isinstance(other, Tensor) else NotImplemented
+
+    def __rmatmul__(self, other):
+        if isinstance(other, np.ndarray):
+            _no_array(other)
+        return NotImplemented
 
     def __neg__(self):
         return mul(self, -1.0)
@@ -437,7 +467,26 @@ def _elementwise(op, alpha, general):
 
 
 def _operand(x):
+    if isinstance(x, np.ndarray):
+        _no_array(x)
     return isinstance(x, Tensor) or _is_scalar(x)
+
+
+def _no_array(x):
+    raise TypeError(f"rill.Tensor: an op between a tensor and a numpy.ndarray {x.shape} is not "
+                    "run on the host; make the array a tensor first (rill.from_numpy(a), "
+                    "torch.from_numpy(a).cuda()), or the tensor an array (t.numpy())")
+
+
+def _no_comparison(a, b, op):
+    """a == b and a != b: torch compares element-wise into a bool tensor,
+    which rill has no dtype and op for; rather than compare identities in
+    silence, say so. Other objects are never equal to a tensor."""
+    if not (isinstance(b, (Tensor, np.ndarray)) or _is_scalar(b)):
+        return NotImplemented
+    raise TypeError(f"rill.Tensor {op}: rill has no element-wise comparison on the device "
+                    "(torch's gives a bool tensor); compare on the host (a.numpy() "
+                    f"{op} b.numpy()), or test identity with 'is'")
 
 
 def _is_scalar(x):

@@ -217,3 +217,40 @@ def test_copies_and_pickles_own_their_memory():
     import rill.compat.torch as torch
     t = copy.deepcopy(torch.ones(2))
     assert type(t) is torch.Tensor and t.numpy().tolist() == [1, 1]
+
+
+def test_truth_of_a_tensor_is_its_one_value_and_ambiguous_otherwise():
+    # torch: bool() of a one-element tensor is its value; of any other it raises.
+    assert bool(rill.ones(1)) and not bool(rill.zeros(())) and bool(rill.full((1, 1), -2.0))
+    for t in (rill.ones(3), rill.zeros(2, 2), rill.empty(0)):
+        with pytest.raises(RuntimeError, match="ambiguous"):
+            bool(t)
+        with pytest.raises(RuntimeError, match="ambiguous"):
+            if t:
+                pass
+
+
+def test_equality_of_tensors_is_refused_not_identity():
+    # torch compares element-wise; rill has no bool tensors, so it says so
+    # instead of comparing identities.
+    a, b = rill.ones(3), rill.ones(3)
+    for x, y in ((a, b), (a, a), (a, 1.0), (2, a), (a, np.ones(3, F32))):
+        with pytest.raises(TypeError, match="element-wise comparison"):
+            x == y
+        with pytest.raises(TypeError, match="element-wise comparison"):
+            x != y
+    assert (a == "x") is False and (a != None) is True  # noqa: E711 - other objects
+    assert {a: 1}[a] == 1 and a in {a} and hash(a) != hash(b)  # hashed by identity
+
+
+def test_an_op_with_a_numpy_array_raises_instead_of_returning_an_array():
+    a = rill.ones(3)
+    arr = np.ones(3, F32)
+    for op in (lambda: a + arr, lambda: arr + a, lambda: a - arr, lambda: arr * a,
+               lambda: a @ arr, lambda: arr @ a, lambda: a.add_(arr), lambda: np.add(arr, a)):
+        with pytest.raises(TypeError, match="numpy.ndarray|ufunc"):
+            op()
+    assert a.numpy().tolist() == [1, 1, 1]
+    assert np.array_equal(np.asarray(a) + arr, [2, 2, 2])  # on the host when asked
+    assert (a + np.float32(2)).numpy().tolist() == [3, 3, 3]  # numpy scalars are numbers
+    assert (np.float32(2) * a).numpy().tolist() == [2, 2, 2]
