@@ -457,9 +457,10 @@ def set_stream(stream):
 
 
 class StreamContext:
-    """`with StreamContext(s):` makes s the current stream of its device for
-    the block and restores the previous one after it; None does nothing.
-    rill.stream(s) returns one."""
+    """`with StreamContext(s):` makes s the current stream of its device,
+    and that device the current device, for the block, and restores the
+    previous stream and device after it (as torch.cuda.StreamContext
+    does); None does nothing. rill.stream(s) returns one."""
 
     __slots__ = ("stream", "_prev")
 
@@ -468,20 +469,30 @@ class StreamContext:
             raise TypeError("rill.StreamContext: stream must be a rill.Stream or None, "
                             f"not {type(stream).__name__}")
         self.stream = stream
-        self._prev = []
+        self._prev = []  # (the stream current before on s's device, the device before or None)
 
     def __enter__(self):
-        if self.stream is not None:
-            self._prev.append(set_stream(self.stream))
-        return self.stream
+        s = self.stream
+        if s is not None:
+            s._handle("rill.StreamContext")
+            out = ffi.new("rill_device **")
+            check(lib.rill_get_device(out))
+            prev_dev = out[0] if out[0] != s._dev else None
+            prev = set_stream(s)
+            if prev_dev is not None:
+                check(lib.rill_set_device(s._dev))
+            self._prev.append((prev, prev_dev))
+        return s
 
     def __exit__(self, *exc):
         if self.stream is not None:
-            prev = self._prev.pop()
+            prev, prev_dev = self._prev.pop()
             if prev._gen == life.generation and not prev._closed:
                 set_stream(prev)
             else:
                 set_stream(None)
+            if prev_dev is not None and self.stream._gen == life.generation:
+                check(lib.rill_set_device(prev_dev))
         return False
 
 

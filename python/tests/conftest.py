@@ -47,3 +47,23 @@ def gate():
     g = Gate()
     yield g
     g.open()
+
+
+@pytest.fixture
+def two_devices():
+    """The test runs on a runtime with two CPU devices (RILL_CPU_DEVICES=2,
+    read when the runtime starts after rill.shutdown()); the one after it
+    has the devices the environment gives."""
+    before = os.environ.get("RILL_CPU_DEVICES")
+    rill.shutdown()
+    os.environ["RILL_CPU_DEVICES"] = "2"
+    try:
+        assert rill.device_count() == 2
+        yield
+    finally:
+        rill.set_device(0)
+        rill.shutdown()
+        if before is None:
+            del os.environ["RILL_CPU_DEVICES"]
+        else:
+            os.environ["RILL_CPU_DEVICES"] = before

@@ -249,3 +249,24 @@ def test_many_streams_run_concurrently_and_compute_right():
             outs.append(base * (i + 1) + i)
     for i, out in enumerate(outs):
         assert np.array_equal(out.numpy(), np.arange(64, dtype=np.float32) * (i + 1) + i)
+
+
+def test_stream_context_makes_the_streams_device_current_and_restores_it(two_devices):
+    # torch.cuda.stream(s) on another device's stream switches the device too.
+    s1 = rill.Stream(device=1)
+    assert rill.current_device().index == 0
+    with rill.stream(s1):
+        assert rill.current_device().index == 1 and rill.current_stream() is s1
+        t = rill.ones(2) + 1
+        assert t.device.index == 1 and t.stream is s1
+        with rill.stream(rill.Stream(device=0)):
+            assert rill.current_device().index == 0
+        assert rill.current_device().index == 1 and rill.current_stream() is s1
+    assert rill.current_device().index == 0
+    assert rill.current_stream() is rill.default_stream()
+    assert rill.current_stream(1) is rill.default_stream(1)
+    assert t.numpy().tolist() == [2, 2]
+    with pytest.raises(KeyError):
+        with rill.stream(s1):
+            raise KeyError("inside")
+    assert rill.current_device().index == 0
