@@ -128,12 +128,17 @@ def test_compile_captures_once_per_signature_and_copies_new_inputs():
     assert np.array_equal(r1[0].numpy(), np.full((4, 4), 2, F32))
     c = rill.full((4, 4), 3.0)
     r2 = f(c, b)
-    assert r2[0] is r1[0] and len(calls) == 1  # replayed with c copied in
+    assert r2[0] is not r1[0] and len(calls) == 1  # replayed with c copied in
     assert np.array_equal(r2[0].numpy(), np.full((4, 4), 6, F32))
     assert np.array_equal(r2[1].numpy(), 3 + np.eye(4, dtype=F32))
+    assert np.array_equal(r1[0].numpy(), np.full((4, 4), 2, F32))  # its own values
     f(c, b, scale=1.0)  # another argument: another graph
+    assert len(calls) == 2 and len(f._entries) == 2
+    r3 = f(c, b, scale=4.0)  # another number: that graph captured again, in its place
+    assert len(calls) == 3 and len(f._entries) == 2
+    assert np.array_equal(r3[0].numpy(), np.full((4, 4), 12, F32))
     f(rill.ones(2, 2), rill.ones(2, 2))  # other shapes: another graph
-    assert len(calls) == 3
+    assert len(calls) == 4 and len(f._entries) == 3
     assert a.numpy()[0, 0] == 1  # the first inputs were copied, never written
 
 
@@ -202,3 +207,44 @@ def test_a_graph_collected_with_a_replay_pending_still_runs_its_host_functions(g
     rill.Graph().capture_begin(s)  # reaps what the finished replay no longer needs
     rill._graph.capturing().capture_end()
     assert tokens and not any(t in rill._host.persistent for t in tokens)
+
+
+def test_compile_outputs_kept_from_earlier_calls_keep_their_values():
+    # The example: outputs kept in a list read [0, 2, 4], not [4, 4, 4].
+    f = rill.compile(lambda x: x * 2)
+    outs = [f(rill.full((1,), float(i))) for i in range(3)]
+    assert [o.item() for o in outs] == [0, 2, 4]
+    assert len({id(o) for o in outs}) == 3
+    g = rill.compile(lambda x: {"sum": x + x, "both": (x, x * 3)})
+    first = g(rill.ones(2))
+    g(rill.full((2,), 5.0))
+    assert first["sum"].numpy().tolist() == [2, 2]
+    assert first["both"][0].numpy().tolist() == [1, 1]
+    assert first["both"][1].numpy().tolist() == [3, 3]
+
+
+def test_compile_cache_is_bounded_by_shapes_and_dtypes_least_recently_used_first():
+    calls = []
+
+    def fn(x, k):
+        calls.append(x.shape)
+        return x + k
+
+    f = rill.compile(fn, cache_size_limit=2)
+    for k in range(50):  # numbers never add graphs
+        assert f(rill.ones(3), float(k)).numpy().tolist() == [1 + k] * 3
+    assert len(f._entries) == 1 and len(calls) == 50  # captured again for each new number
+    f(rill.ones(3), 49.0)
+    assert len(calls) == 50  # the same number: replayed
+    f(rill.ones(4), 1.0)
+    f(rill.ones(3), 49.0)  # (3,) is now the most recently used
+    f(rill.ones(5), 1.0)  # full: (4,) goes
+    assert sorted(k[0][2] for k in f._entries) == [(3,), (5,)]
+    assert len(calls) == 52
+    f(rill.ones(3, dtype=rill.float16), 1.0)  # another dtype: another graph
+    assert len(f._entries) == 2 and calls[-1] == (3,)
+    assert rill.compile(fn)._entries.__class__ is f._entries.__class__
+    assert rill._graph.compiled(fn).cache_size_limit == rill._graph.CACHE_SIZE_LIMIT == 8
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="cache_size_limit"):
+            rill.compile(fn, cache_size_limit=bad)
