@@ -1,12 +1,13 @@
 # SPDX-License-Identifier: MIT
 """Per-op overhead of rill from Python, against baselines measured in the
 same run: `c = a + b` on 1-element tensors (rill, PyTorch CPU eager,
-numpy), a record_event + wait_event pair, and a captured 100-op graph
-replayed against the same 100 ops run eagerly. Each figure is the median
+numpy), a record_event + wait_event pair, a captured 100-op graph
+replayed against the same 100 ops run eagerly, and `c = a + 2.0` with no
+graph alive and with --graphs (400) graphs and their memory alive. Each figure is the median
 of REPEATS runs of N operations; the ratios compare medians of this run.
 
     RILL_LIBRARY=build/release/librill.so PYTHONPATH=python \\
-        /usr/bin/python3 bench/python/bench_overhead.py [--repeats 15] [--n 20000]
+        /usr/bin/python3 bench/python/bench_overhead.py [--repeats 15] [--n 20000] [--graphs 400]
 
 Not a test: it prints a table and judges nothing."""
 
@@ -31,6 +32,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=15)
     ap.add_argument("--n", type=int, default=20000)
+    ap.add_argument("--graphs", type=int, default=400)
     args = ap.parse_args()
     import numpy as np
     import rill
@@ -102,6 +104,24 @@ def main():
     rows.append(("rill: 100 ops as one graph replay, per op", per_op(replay, args.n,
                                                                       args.repeats)))
     assert out.item() == ops + 1
+
+    # Every eager free looks its pointer up among the blocks of graph
+    # memory: the figure must not grow with the number of graphs alive.
+    def add_scalar(n):
+        for _ in range(n):
+            c = a + 2.0  # noqa: F841
+        rill.synchronize()
+    rows.append(("rill: c = a + 2.0, no graph alive", per_op(add_scalar, args.n, args.repeats)))
+    del g, out
+    graphs = []
+    for i in range(args.graphs):
+        gi = rill.Graph()
+        with rill.graph(gi):
+            kept = (x + float(i), x * 2.0)
+        graphs.append((gi, kept))
+    rows.append((f"rill: c = a + 2.0, {args.graphs} graphs alive",
+                 per_op(add_scalar, args.n, args.repeats)))
+    del graphs
 
     base = dict(rows)
     width = max(len(r[0]) for r in rows)

@@ -39,7 +39,7 @@
  * bookkeeping (never across a wait). */
 rill__spinlock rill__caps_lock;
 rill__link *rill__caps;
-rill__link *rill__gpools;
+rill__ptrmap rill__gmem_index;
 _Atomic int rill__gpools_live;
 static uint64_t next_capture_id = 1;
 
@@ -179,8 +179,6 @@ rill_status rill__cap_fail_invalidated(rill__capture *c, const char *fn) {
                       fn, name, c->why);
 }
 
-/* ------------------------------------------------------------ rill__gpools */
-
 /* ------------------------------------------------------------ capture */
 
 static void detach(rill__capture *c) {
@@ -233,7 +231,7 @@ void rill__captures_forget(void) {
      * this process no longer runs: drop them, without touching them. */
     atomic_store(&rill__caps_lock.held, 0);
     rill__caps = NULL;
-    rill__gpools = NULL;
+    memset(&rill__gmem_index, 0, sizeof rill__gmem_index);
     atomic_store(&rill__gpools_live, 0);
     atomic_store(&rill__captures_active, 0);
 }

@@ -70,23 +70,22 @@ struct rill__gpool {
     _Atomic uint64_t ready_seq; /* launches wait for stream to reach it */
     gblock *blocks;             /* guarded by rill__caps_lock */
     size_t num_blocks, cap_blocks;
-    rill__link link; /* on rill__gpools, guarded by rill__caps_lock */
 };
 
-/* The lock of every capture and graph memory pool, the active captures
- * and the live pools (rill__gpools_live counts them, read without the
- * lock as a hint). */
+/* The lock of every capture and graph memory pool, the active captures,
+ * and the index of the blocks of every live pool: rill_free and
+ * rill_free_async look a pointer up there in O(1), however many graphs
+ * live (rill__gpools_live counts the pools, read without the lock as a
+ * hint that there are none). Invariant: rill__gmem_index holds b->ptr for
+ * each block b of each pool whose refs are above 0, and nothing else. */
 extern rill__spinlock rill__caps_lock;
-extern rill__link *rill__caps;   /* captures, by link */
-extern rill__link *rill__gpools; /* graph memory pools, by link */
+extern rill__link *rill__caps; /* captures, by link */
+extern rill__ptrmap rill__gmem_index;
 extern _Atomic int rill__gpools_live;
 
-/* The capture or pool of a list's link l (NULL for NULL). */
+/* The capture of a list's link l (NULL for NULL). */
 static inline rill__capture *rill__cap_at(rill__link *l) {
     return l != NULL ? RILL__OWNER(l, rill__capture, link) : NULL;
-}
-static inline rill__gpool *rill__gpool_at(rill__link *l) {
-    return l != NULL ? RILL__OWNER(l, rill__gpool, link) : NULL;
 }
 
 /* Grows *arr to hold need elements of elem bytes (doubling); false when

@@ -127,16 +127,14 @@ rill_status rill__cap_check_free(void *ptr, const char *fn) {
         atomic_load_explicit(&rill__gpools_live, memory_order_relaxed) == 0)
         return RILL_OK;
     rill__spinlock_lock(&rill__caps_lock);
-    for (rill__gpool *p = rill__gpool_at(rill__gpools); p != NULL;
-         p = rill__gpool_at(p->link.next)) {
-        if (rill__gpool_find(p, ptr) != NULL) {
-            rill__spinlock_unlock(&rill__caps_lock);
-            return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                              "%s: %p was allocated during a capture and belongs to its graph; "
-                              "free it with rill_free_async on a capturing stream, or it is "
-                              "released with the graph and its execs",
-                              fn, ptr);
-        }
+    uint32_t unused;
+    if (rill__ptrmap_get(&rill__gmem_index, ptr, &unused)) {
+        rill__spinlock_unlock(&rill__caps_lock);
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: %p was allocated during a capture and belongs to its graph; "
+                          "free it with rill_free_async on a capturing stream, or it is "
+                          "released with the graph and its execs",
+                          fn, ptr);
     }
     rill__device *dev;
     size_t bytes = 0;

@@ -7,7 +7,9 @@
  * it, and a later allocation of the capture reuses it when all of those are
  * ancestors of the allocating stream's tail. The blocks go back to the
  * device's pool, as frees behind the last launch, when the graph and its
- * last exec are gone. Guarded by rill__caps_lock (capture_internal.h). */
+ * last exec are gone. Guarded by rill__caps_lock (capture_internal.h),
+ * which also guards rill__gmem_index, the blocks of every live pool by
+ * address, so that a free outside the capture finds graph memory in O(1). */
 #include <string.h>
 
 #include "graph/capture_internal.h"
@@ -23,8 +25,10 @@ void rill__gpool_unref(rill__gpool *p, rill__stream *last_stream, uint64_t last_
     if (atomic_fetch_sub_explicit(&p->refs, 1, memory_order_acq_rel) != 1)
         return;
     rill__spinlock_lock(&rill__caps_lock);
-    rill__list_remove(&rill__gpools, &p->link);
-    atomic_fetch_sub(&rill__gpools_live, 1);
+    for (size_t i = 0; i < p->num_blocks; i++)
+        rill__ptrmap_remove(&rill__gmem_index, p->blocks[i].ptr);
+    if (atomic_fetch_sub(&rill__gpools_live, 1) == 1)
+        rill__ptrmap_free(&rill__gmem_index); /* empty: no table kept */
     rill__spinlock_unlock(&rill__caps_lock);
     for (size_t i = 0; i < p->num_blocks; i++) {
         gblock *b = &p->blocks[i];
@@ -79,7 +83,6 @@ rill_status rill__cap_malloc(rill__stream *s, size_t bytes, void **out) {
         }
         p->stream = ps;
         atomic_init(&p->refs, 1);
-        rill__list_push(&rill__gpools, &p->link);
         atomic_fetch_add(&rill__gpools_live, 1);
         g->pool = p;
     }
@@ -118,8 +121,10 @@ rill_status rill__cap_malloc(rill__stream *s, size_t bytes, void **out) {
     st = rill__pool_alloc(p->stream, bytes, fn, &ptr);
     rill__spinlock_lock(&rill__caps_lock);
     bool alive = rill__cap_find(id) == c;
-    if (st == RILL_OK && (!alive || !rill__cap_grow((void **)&p->blocks, &p->cap_blocks,
-                                                    p->num_blocks + 1, sizeof *p->blocks))) {
+    if (st == RILL_OK && (!alive ||
+                          !rill__cap_grow((void **)&p->blocks, &p->cap_blocks, p->num_blocks + 1,
+                                          sizeof *p->blocks) ||
+                          !rill__ptrmap_put(&rill__gmem_index, ptr, 0))) {
         rill__pool_free(ptr, NULL, fn);
         st = alive ? rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory", fn)
                    : rill__fail(RILL_ERROR_CAPTURE_UNSUPPORTED,

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Pointer maps (ptrmap.h): a table of keys and one of values, grown by
- * doubling and rehashing, so n insertions cost O(n) in all. */
+ * doubling and rehashing, so n insertions cost O(n) in all; a removal
+ * never shrinks them. */
 #include "util/ptrmap.h"
 
 #include "util/alloc.h"
@@ -68,6 +69,28 @@ bool rill__ptrmap_get(const rill__ptrmap *m, const void *key, uint32_t *val) {
         return false;
     *val = m->vals[i];
     return true;
+}
+
+void rill__ptrmap_remove(rill__ptrmap *m, const void *key) {
+    if (m->cap == 0)
+        return;
+    size_t mask = m->cap - 1;
+    size_t hole = find_slot(m->keys, m->cap, key);
+    if (m->keys[hole] != key)
+        return;
+    /* Backward shift: an entry after the hole whose home slot is not
+     * cyclically in (hole, its slot] would no longer be found past the
+     * hole; it moves into the hole, which moves to where it was. */
+    for (size_t i = (hole + 1) & mask; m->keys[i] != NULL; i = (i + 1) & mask) {
+        size_t home = slot_of(m->keys[i], m->cap);
+        if (((i - home) & mask) >= ((i - hole) & mask)) {
+            m->keys[hole] = m->keys[i];
+            m->vals[hole] = m->vals[i];
+            hole = i;
+        }
+    }
+    m->keys[hole] = NULL;
+    m->count--;
 }
 
 void rill__ptrmap_free(rill__ptrmap *m) {

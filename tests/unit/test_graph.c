@@ -801,6 +801,47 @@ static void test_graph_private_memory(void **state) {
     RT_OK(rill_stream_destroy(s));
 }
 
+/* "refused to rill_free" with many graphs alive, each free answered from
+ * the index of graph memory: 256 graphs with two live blocks each are
+ * destroyed in a scattered order; after each, the blocks of every graph
+ * still alive are refused and memory allocated eagerly (which may reuse
+ * the addresses of the graphs gone) is freed. */
+static void test_graph_memory_of_many_graphs_is_refused_until_they_go(void **state) {
+    (void)state;
+    enum { GRAPHS = 256 };
+    rill_stream *s = named_stream("s");
+    static rill_graph_exec *execs[GRAPHS];
+    static void *blocks[GRAPHS][2];
+    for (int i = 0; i < GRAPHS; i++) {
+        RT_OK(rill_stream_begin_capture(s, RILL_CAPTURE_GLOBAL));
+        RT_OK(rill_malloc_async(512, s, &blocks[i][0]));
+        RT_OK(rill_malloc_async(4096, s, &blocks[i][1]));
+        RT_OK(rill_op_fill_f32(s, blocks[i][0], 1.0f, 16));
+        rill_graph *g;
+        RT_OK(rill_stream_end_capture(s, &g));
+        RT_OK(rill_graph_instantiate(g, &execs[i]));
+        RT_OK(rill_graph_destroy(g));
+    }
+    for (int k = 0; k < GRAPHS; k++) {
+        int gone = (k * 97) % GRAPHS; /* 97 is prime to 256: each graph once */
+        RT_OK(rill_graph_exec_destroy(execs[gone]));
+        execs[gone] = NULL;
+        for (int i = 0; i < GRAPHS; i += 7) {
+            if (execs[i] == NULL)
+                continue;
+            RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_free(blocks[i][k % 2]));
+            assert_non_null(strstr(rill_last_error(), "belongs to its graph"));
+        }
+        void *p, *q;
+        RT_OK(rill_malloc(NULL, 512, &p));
+        RT_OK(rill_malloc_async(4096, s, &q));
+        RT_OK(rill_free(p));
+        RT_OK(rill_free_async(q, s));
+    }
+    RT_OK(rill_stream_synchronize(s));
+    RT_OK(rill_stream_destroy(s));
+}
+
 /* A kernel failing inside a launch fails the stream like an eager one. */
 static void test_graph_kernel_failure_is_sticky(void **state) {
     (void)state;
@@ -1665,6 +1706,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_graph_kernel_node_accesses_are_checked_as_launches_are),
         cmocka_unit_test(test_graph_copy_and_set_nodes_refuse_to_run_past_an_allocation),
         cmocka_unit_test(test_graph_private_memory),
+        cmocka_unit_test(test_graph_memory_of_many_graphs_is_refused_until_they_go),
         cmocka_unit_test(test_graph_kernel_failure_is_sticky),
         cmocka_unit_test(test_graph_failure_names_the_node_that_failed),
         cmocka_unit_test(test_graph_host_node_failure_is_sticky),

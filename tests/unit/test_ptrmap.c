@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Pointer maps (src/util/ptrmap.h): lookups after many insertions and
- * growths, overwrites, absent keys, and a failed growth that leaves the
- * map as it was. */
+ * growths, overwrites, absent keys, a failed growth that leaves the map
+ * as it was, and removals among many collisions. */
 #include "fixture.h"
 
 #include "util/alloc.h"
@@ -63,10 +63,55 @@ static void test_ptrmap_failed_growth_leaves_map_as_it_was(void **state) {
     rill__ptrmap_free(&m);
 }
 
+/* "Removes key (nothing when it is absent)": 200,000 random puts and
+ * removals of 4,096 keys (a table of many collisions), checked after each
+ * against an array of what the map holds; a removal keeps every other key
+ * findable. */
+static void test_ptrmap_remove_keeps_every_other_key(void **state) {
+    (void)state;
+    enum { KEYS = 4096, STEPS = 200000 };
+    static char keys[KEYS];
+    static uint32_t want[KEYS]; /* 0: absent, else value + 1 */
+    rill__ptrmap m = RILL__PTRMAP_INIT;
+    rill__ptrmap_remove(&m, &keys[0]); /* empty map: nothing */
+    uint64_t x = 88172645463325252u;
+    size_t count = 0;
+    for (uint32_t step = 0; step < STEPS; step++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        uint32_t k = (uint32_t)(x % KEYS);
+        if ((x >> 32) % 3 != 0) {
+            assert_true(rill__ptrmap_put(&m, &keys[k], step));
+            count += want[k] == 0;
+            want[k] = step + 1;
+        } else {
+            rill__ptrmap_remove(&m, &keys[k]);
+            count -= want[k] != 0;
+            want[k] = 0;
+        }
+        assert_int_equal(m.count, count);
+        if (step % 4096 == 0 || step == STEPS - 1) {
+            for (uint32_t j = 0; j < KEYS; j++) {
+                uint32_t v;
+                bool found = rill__ptrmap_get(&m, &keys[j], &v);
+                assert_int_equal(found, want[j] != 0);
+                if (found)
+                    assert_int_equal(v, want[j] - 1);
+            }
+        }
+    }
+    for (uint32_t j = 0; j < KEYS; j++)
+        rill__ptrmap_remove(&m, &keys[j]);
+    assert_int_equal(m.count, 0);
+    rill__ptrmap_free(&m);
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ptrmap_finds_every_key_put),
         cmocka_unit_test(test_ptrmap_failed_growth_leaves_map_as_it_was),
+        cmocka_unit_test(test_ptrmap_remove_keeps_every_other_key),
     };
     if (argc > 1)
         cmocka_set_test_filter(argv[1]);
