@@ -247,8 +247,9 @@ enum rill_event_flags {
     RILL_EVENT_INTERPROCESS = 1u << 2   /* may be shared with other processes; not with TIMING */
 };
 
-/* An event binds to a device when first recorded; after that only streams
- * of that device may record it (RILL_ERROR_DEVICE_MISMATCH). */
+/* An event binds to a device when first recorded (or, if never recorded,
+ * when rill_event_ipc_handle exports it); after that only streams of that
+ * device may record it (RILL_ERROR_DEVICE_MISMATCH). */
 rill_status rill_event_create(unsigned flags, rill_event **out);
 rill_status rill_event_destroy(rill_event *event);
 /* Captures the work submitted to stream so far; re-recording moves the
@@ -265,6 +266,10 @@ rill_status rill_event_elapsed_ms(rill_event *start, rill_event *end, float *ms)
 
 /* The same tag always names the same event (torchair's tagged events). */
 rill_status rill_event_get_tagged(const char *tag, rill_event **out);
+/* The device the event is bound to (see rill_event_create; an opened
+ * interprocess event is bound to its handle's), or NULL when it is bound
+ * to none yet. Does not block. */
+rill_status rill_event_get_device(rill_event *event, rill_device **out);
 
 /* Inter-process events: the handle is plain bytes that may be sent to
  * another process on the same machine, which opens it on the same device.
@@ -291,7 +296,9 @@ rill_status rill_event_get_tagged(const char *tag, rill_event **out);
  *
  * rill_event_ipc_handle: RILL_ERROR_INVALID_ARGUMENT unless the event was
  * created with RILL_EVENT_INTERPROCESS; an opened event's handle may be
- * passed on. Does not block. rill_event_open_ipc_handle: RILL_ERROR_IPC
+ * passed on. The handle names the event's device: a never-recorded event
+ * is bound to the calling thread's current device first (as CUDA binds an
+ * event to the device current at its creation). Does not block. rill_event_open_ipc_handle: RILL_ERROR_IPC
  * when the bytes are not a handle (damaged, zeroed, another kind; a
  * checksum catches changed bytes) or its exporter has exited;
  * RILL_ERROR_OUT_OF_MEMORY when this process has no room for another

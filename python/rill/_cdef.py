@@ -137,6 +137,7 @@ rill_status rill_event_query(rill_event *event);
 rill_status rill_event_synchronize(rill_event *event);
 rill_status rill_event_elapsed_ms(rill_event *start, rill_event *end, float *ms);
 rill_status rill_event_get_tagged(const char *tag, rill_event **out);
+rill_status rill_event_get_device(rill_event *event, rill_device **out);
 rill_status rill_event_ipc_handle(rill_event *event, rill_ipc_event_handle *out);
 rill_status rill_event_open_ipc_handle(const rill_ipc_event_handle *handle, rill_event **out);
 

@@ -214,9 +214,10 @@ RILL_HOT rill_status rill_event_record(rill_event *event_h, rill_stream *stream_
     if (event->dev != NULL && event->dev != stream->q.dev) {
         rill__spinlock_unlock(&event->lock);
         return rill__fail(RILL_ERROR_DEVICE_MISMATCH,
-                          "rill_event_record: the event was first recorded on device %d and may "
-                          "only be recorded on streams of that device, not device %d; create "
-                          "another event for this stream",
+                          "rill_event_record: the event is bound to device %d (by its first "
+                          "record or its interprocess handle) and may only be recorded on "
+                          "streams of that device, not device %d; create another event for "
+                          "this stream",
                           event->dev->base.info.ordinal, stream->q.dev->base.info.ordinal);
     }
     uint64_t seq;
@@ -257,6 +258,24 @@ RILL_HOT rill_status rill_event_record(rill_event *event_h, rill_stream *stream_
     rill__spinlock_unlock(&event->lock);
     if (old != NULL)
         rill__stream_unref(old);
+    return RILL_OK;
+}
+
+rill_status rill_event_get_device(rill_event *event_h, rill_device **out) {
+    RILL_CALL_SCOPE();
+    if (out == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_event_get_device: out is NULL; pass the address of a rill_device "
+                          "* to receive the device");
+    *out = NULL;
+    rill__event *event;
+    rill_status st = rill__event_resolve(event_h, "rill_event_get_device", &event);
+    if (st != RILL_OK)
+        return st;
+    rill__spinlock_lock(&event->lock);
+    if (event->dev != NULL)
+        *out = event->dev->handle;
+    rill__spinlock_unlock(&event->lock);
     return RILL_OK;
 }
 

@@ -631,9 +631,15 @@ rill_status rill_event_ipc_handle(rill_event *event_h, rill_ipc_event_handle *ou
                           "%s: the event was created without RILL_EVENT_INTERPROCESS; create it "
                           "with that flag to share it",
                           fn);
+    rill__device *current;
+    st = rill__device_resolve(NULL, fn, &current);
+    if (st != RILL_OK)
+        return st;
     rill__ipc_wire w = event->ipc->wire;
     rill__spinlock_lock(&event->lock);
-    rill__device *dev = event->dev != NULL ? event->dev : event->ipc->proxy->q.dev;
+    if (event->dev == NULL)
+        event->dev = current; /* the device the handle names, for every record to come */
+    rill__device *dev = event->dev;
     rill__spinlock_unlock(&event->lock);
     rill__ipc_set_device(&w, dev);
     w.bytes = event->flags;

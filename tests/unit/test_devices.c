@@ -87,7 +87,12 @@ static void test_event_binds_to_the_device_of_its_first_record(void **state) {
     rill_stream *s0 = new_stream(0), *s1 = new_stream(1);
     rill_event *e = NULL;
     RT_OK(rill_event_create(0, &e));
+    rill_device *bound = device(1);
+    RT_OK(rill_event_get_device(e, &bound));
+    assert_null(bound); /* "NULL when it is bound to none yet" */
     RT_OK(rill_event_record(e, s0));
+    RT_OK(rill_event_get_device(e, &bound));
+    assert_ptr_equal(bound, device(0));
     RT_STATUS(RILL_ERROR_DEVICE_MISMATCH, rill_event_record(e, s1));
     assert_non_null(strstr(rill_last_error(), "device 0"));
     RT_OK(rill_event_record(e, s0)); /* its own device still may */
@@ -442,6 +447,44 @@ static void test_ipc_memory_keeps_its_device(void **state) {
     RT_OK(rill_free(p));
 }
 
+/* "a never-recorded event is bound to the calling thread's current device first": with device 1
+ * current, the handle of a fresh interprocess event names device 1, the event and its opened copy
+ * are bound to it, and a stream of device 0 may not record it. An event recorded first keeps its
+ * device whatever is current. */
+static void test_ipc_handle_binds_a_never_recorded_event_to_the_current_device(void **state) {
+    (void)state;
+    rill_stream *s0 = new_stream(0), *s1 = new_stream(1);
+    RT_OK(rill_set_device(device(1)));
+    rill_event *e = NULL, *opened = NULL, *recorded = NULL;
+    RT_OK(rill_event_create(RILL_EVENT_INTERPROCESS, &e));
+    rill_ipc_event_handle h;
+    RT_OK(rill_event_ipc_handle(e, &h));
+    rill_device *bound = NULL;
+    RT_OK(rill_event_get_device(e, &bound));
+    assert_ptr_equal(bound, device(1));
+    RT_OK(rill_event_open_ipc_handle(&h, &opened));
+    RT_OK(rill_event_get_device(opened, &bound));
+    assert_ptr_equal(bound, device(1));
+    RT_STATUS(RILL_ERROR_DEVICE_MISMATCH, rill_event_record(e, s0));
+    assert_non_null(strstr(rill_last_error(), "interprocess handle"));
+    RT_OK(rill_event_record(e, s1));
+    RT_OK(rill_stream_wait_event(s0, opened)); /* any device may wait */
+    RT_OK(rill_stream_synchronize(s0));
+
+    RT_OK(rill_event_create(RILL_EVENT_INTERPROCESS, &recorded));
+    RT_OK(rill_event_record(recorded, s0));
+    RT_OK(rill_event_ipc_handle(recorded, &h));
+    RT_OK(rill_event_get_device(recorded, &bound));
+    assert_ptr_equal(bound, device(0));
+    RT_OK(rill_set_device(device(0)));
+    RT_OK(rill_event_synchronize(recorded));
+    RT_OK(rill_event_destroy(recorded));
+    RT_OK(rill_event_destroy(opened));
+    RT_OK(rill_event_destroy(e));
+    RT_OK(rill_stream_destroy(s0));
+    RT_OK(rill_stream_destroy(s1));
+}
+
 /* RILL_DEVICE=cpu:N chooses the initial current device, the N-th CPU device; one that names no
  * device makes calls that need a device fail with a sentence naming it. */
 static void test_rill_device_chooses_the_initial_device(void **state) {
@@ -495,6 +538,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_capture_and_graphs_stay_on_one_device),
         cmocka_unit_test(test_device_memory_prefers_its_node),
         cmocka_unit_test(test_ipc_memory_keeps_its_device),
+        cmocka_unit_test(test_ipc_handle_binds_a_never_recorded_event_to_the_current_device),
         cmocka_unit_test(test_rill_device_chooses_the_initial_device),
         cmocka_unit_test(test_bad_cpu_device_count_is_explained),
     };

@@ -280,6 +280,8 @@ static void test_handle_handles_from_before_shutdown_are_stale(void **state) {
     expect_stale(rill_stream_synchronize(def), "stream that was destroyed");
     expect_stale(rill_stream_synchronize(tagged), "stream that was destroyed");
     expect_stale(rill_event_query(te), "event that was destroyed");
+    rill_device *bound;
+    expect_stale(rill_event_get_device(te, &bound), "event that was destroyed");
     RT_OK(rill_device_get_info(dev2, &info));
     RT_OK(rill_stream_synchronize(rill_default_stream(dev2)));
 }

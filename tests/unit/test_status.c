@@ -356,6 +356,10 @@ static void test_null_out_parameters_say_what_to_pass(void **state) {
     expect_out_null(rill_event_create(RILL_EVENT_DEFAULT, NULL), "rill_event_create",
                     "a rill_event *");
     expect_out_null(rill_event_get_tagged("tag", NULL), "rill_event_get_tagged", "a rill_event *");
+    rill_event *tagged;
+    RT_OK(rill_event_get_tagged("tag", &tagged));
+    expect_out_null(rill_event_get_device(tagged, NULL), "rill_event_get_device",
+                    "a rill_device *");
     expect_out_null(rill_kernel_create(&desc, NULL), "rill_kernel_create", "a rill_kernel *");
     expect_out_null(rill_malloc(NULL, 64, NULL), "rill_malloc", "a void *");
     expect_out_null(rill_malloc_async(64, s, NULL), "rill_malloc_async", "a void *");
