@@ -327,10 +327,19 @@ class Event:
         check(lib.rill_event_elapsed_ms(self._handle(where), end_event._handle(where), ms))
         return ms[0]
 
+    @property
+    def device(self):
+        """The rill.Device the event is bound to (by its first record, by
+        ipc_handle(), or, opened, by its handle), or None before that."""
+        out = ffi.new("rill_device **")
+        check(lib.rill_event_get_device(self._handle("rill.Event.device"), out))
+        return None if out[0] == ffi.NULL else _device.Device._wrap(out[0])
+
     def ipc_handle(self):
         """64 bytes that another process on this machine passes to
         Event.from_ipc_handle to wait on this event's records (interprocess
-        events only)."""
+        events only). A never-recorded event is bound to the current device
+        first: the handle names the event's device."""
         out = ffi.new("rill_ipc_event_handle *")
         check(lib.rill_event_ipc_handle(self._handle("rill.Event.ipc_handle"), out))
         return bytes(ffi.buffer(out.bytes))
@@ -338,11 +347,12 @@ class Event:
     @classmethod
     def from_ipc_handle(cls, device, handle):
         """Opens an event exported by ipc_handle() (in this or another
-        process) on the same device; device may be None. Raises IpcError for
-        bytes that are not a handle or whose exporter has exited."""
+        process), bound to the device the handle names; device (a Device,
+        an ordinal or None) must be that device (DeviceMismatchError
+        otherwise). Raises IpcError for bytes that are not a handle or whose
+        exporter has exited."""
         where = "rill.Event.from_ipc_handle"
-        if device is not None:
-            _device.handle_of(device, where)
+        want = None if device is None else _device.handle_of(device, where)
         if not isinstance(handle, (bytes, bytearray, memoryview)):
             raise TypeError(f"{where}: handle must be bytes from Event.ipc_handle(), "
                             f"not {type(handle).__name__}")
@@ -356,6 +366,12 @@ class Event:
         check(lib.rill_event_open_ipc_handle(h, out))
         ev = object.__new__(cls)
         ev._init(out[0], True)
+        bound = ev.device
+        if want is not None and bound._h != want:
+            ev.close()
+            raise error(lib.RILL_ERROR_DEVICE_MISMATCH,
+                        f"{where}: the handle is of an event of device {bound.index}, not of "
+                        f"device {_device.Device._wrap(want).index}; pass the exporter's device")
         return ev
 
     def close(self):

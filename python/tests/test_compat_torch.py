@@ -169,3 +169,58 @@ def test_torchair_api():
         tng.ops.npu_record_tagged_stream(np.ones(2), "s")
     with pytest.raises(TypeError, match="str tag"):
         tng.ops.npu_record_tagged_stream(y, 1)
+
+
+def test_device_arguments_name_the_device(two_devices):
+    # torch.cuda.Stream(device='cuda:1'), the makers' device= and
+    # Event.from_ipc_handle(device, ...) put things on that device.
+    assert torch.cuda.Stream(device="cuda:1").device.index == 1
+    assert torch.cuda.Stream(device=torch.device("cuda", 1)).device.index == 1
+    assert torch.cuda.Stream().device.index == 0
+    for make in (lambda d: torch.ones(2, device=d), lambda d: torch.zeros(2, device=d),
+                 lambda d: torch.full((2,), 3.0, device=d), lambda d: torch.empty(2, device=d),
+                 lambda d: torch.randn(2, device=d), lambda d: torch.tensor([1.0, 2.0], device=d)):
+        t = make("cuda:1")
+        assert t.device.index == 1 and t.get_device() == 1 and t.stream.device.index == 1
+        assert make(1).get_device() == 1 and make("cuda").get_device() == 0
+        assert make(None).get_device() == 0
+    assert torch.cuda.current_device() == 0  # the makers leave the device as it was
+    t = torch.full((3,), 2.0, device="cuda:1")
+    assert "device='cuda:1'" in repr(t)
+    u = t.cuda()  # to the current device: a copy
+    assert u.get_device() == 0 and u.numpy().tolist() == [2, 2, 2]
+    assert t.cuda(1) is t and t.to("cuda:1") is t and u.to("cuda:0") is u
+    h = u.to("cuda:1", torch.half)
+    assert h.get_device() == 1 and h.dtype is torch.float16 and h.numpy().tolist() == [2, 2, 2]
+    assert torch.cuda.current_stream(1) is torch.cuda.default_stream("cuda:1")
+    assert torch.cuda.current_stream("cuda:1").device.index == 1
+    with torch.cuda.device(1):
+        assert torch.cuda.current_device() == 1 and torch.ones(1).get_device() == 1
+    assert torch.cuda.current_device() == 0
+    s1 = torch.cuda.Stream(device=1)
+    torch.cuda.set_stream(s1)  # torch: the stream's device becomes current
+    assert torch.cuda.current_device() == 1 and torch.cuda.current_stream() is s1
+    torch.cuda.set_device(0)
+    torch.cuda.set_stream(torch.cuda.default_stream(1))
+    torch.cuda.set_device("cuda:0")
+    torch.cuda.synchronize("cuda:1")
+
+
+def test_ipc_handle_binds_a_never_recorded_event_to_the_current_device(two_devices):
+    # Seed 003: the exporter's event belongs to the device current when it
+    # is exported, and the importer names that device.
+    ev = torch.cuda.Event(interprocess=True)
+    assert ev.device is None
+    with torch.cuda.device(1):
+        handle = ev.ipc_handle()
+    assert ev.device.index == 1
+    opened = torch.cuda.Event.from_ipc_handle("cuda:1", handle)
+    assert opened.device.index == 1
+    with pytest.raises(rill.DeviceMismatchError, match="device 1, not of device 0"):
+        torch.cuda.Event.from_ipc_handle(torch.device("cuda:0"), handle)
+    with pytest.raises(rill.DeviceMismatchError):
+        ev.record(torch.cuda.current_stream(0))  # bound to device 1
+    ev.record(torch.cuda.current_stream(1))
+    opened.wait(torch.cuda.current_stream(0))  # any device may wait
+    torch.cuda.synchronize(0)
+    assert opened.query() and ev.query()

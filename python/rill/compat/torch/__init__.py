@@ -4,14 +4,16 @@ stands for `import torch` in the seeds' examples.
 
 What it has: the dtypes float32/float (and float16/half, stored as halves
 and computed in float32), torch.device, Tensor (with .cuda(), .npu(),
-.cpu(), add_, mm, record_stream, size()), the makers randn/ones/zeros/
-empty/full/tensor/from_numpy with dtype= and device= ("cuda", "npu",
-"cpu", with an index or not: all are rill's current device), add/sub/mul/
-mm/matmul/sum, manual_seed, cuda (and npu, as torch_npu adds it): Stream,
-Event, stream, StreamContext, current_stream, default_stream, set_stream,
+.cpu(), .to(), add_, mm, record_stream, size(), get_device()), the makers
+randn/ones/zeros/empty/full/tensor/from_numpy with dtype= and device=
+("cuda", "npu", "cpu" with an index: rill's device of that index; without
+one: the current device), add/sub/mul/mm/matmul/sum, manual_seed, cuda
+(and npu, as torch_npu adds it): Stream, Event, device, set_device,
+stream, StreamContext, current_stream, default_stream, set_stream,
 synchronize and the memory calls, nn.Module, and compile(), which maps
 mode="reduce-overhead" (or a torchair backend configured so) to
-rill.compile."""
+rill.compile. Ops run on the current stream, as rill's do, whatever
+device their tensors are on."""
 
 from ..._tensor import dtype, float16, float32, manual_seed
 from . import cuda, nn

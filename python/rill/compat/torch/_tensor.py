@@ -58,10 +58,14 @@ builtins_type = type
 
 
 def _device_arg(dev, where):
-    """Checks a device= argument; the tensor goes to rill's current device
-    (an index must name a device rill has)."""
+    """The rill device index that a device= argument names (a str, a
+    torch.device, an int or a rill.Device), or None for the current device
+    (None, or a kind without an index). The index must name a device rill
+    has."""
     if dev is None:
-        return
+        return None
+    if isinstance(dev, _device.Device):
+        return _device.device(dev).index
     if isinstance(dev, numbers.Integral) and not isinstance(dev, bool):
         dev = device("cuda", dev)
     elif isinstance(dev, str):
@@ -69,8 +73,53 @@ def _device_arg(dev, where):
     elif not isinstance(dev, device):
         raise TypeError(f"{where}: device must be a str, a torch.device or an int, "
                         f"not {type(dev).__name__}")
-    if dev.index is not None:
-        _device.device(dev.index)
+    if dev.index is None:
+        return None
+    return _device.device(dev.index).index
+
+
+class _on:
+    """`with _on(index):` makes device index (None: the current one) the
+    current device for the block, so that the makers' work and memory go
+    to its current stream, as torch's makers put a tensor on device=."""
+
+    __slots__ = ("index", "_prev")
+
+    def __init__(self, index):
+        self.index = index
+        self._prev = None
+
+    def __enter__(self):
+        if self.index is not None:
+            prev = _device.current_device()
+            if prev.index != self.index:
+                self._prev = prev
+                _device.set_device(self.index)
+        return self
+
+    def __exit__(self, *exc):
+        if self._prev is not None:
+            _device.set_device(self._prev)
+            self._prev = None
+        return False
+
+
+def _moved(t, index, where):
+    """t on device index (None: the current device): t itself when it is
+    there, else a copy made on that device's current stream after the work
+    that writes t (torch's .to(device) and .cuda(device))."""
+    from ... import _stream
+    from ..._errors import check
+    from ..._ffi import lib
+    if index is None:
+        index = _device.current_device().index
+    if t.device.index == index:
+        return t
+    with _on(index):
+        s = _stream.current()
+        if t._event is not None:
+            check(lib.rill_stream_wait_event(s._handle(where), t._event))
+        return t._copy(s)
 
 
 class Tensor(_tensor.Tensor):
@@ -82,29 +131,32 @@ class Tensor(_tensor.Tensor):
         super().__init__(data, dtype)
 
     def cuda(self, device=None, non_blocking=False):
-        """The tensor itself: it is on rill's device already."""
-        _device_arg(device, "torch.Tensor.cuda")
-        return self
+        """The tensor on device (None: the current device): itself when it
+        is there already, else a copy."""
+        return _moved(self, _device_arg(device, "torch.Tensor.cuda"), "torch.Tensor.cuda")
 
     def npu(self, device=None, non_blocking=False):
-        """The tensor itself (torch_npu's name): it is on rill's device already."""
-        _device_arg(device, "torch.Tensor.npu")
-        return self
+        """cuda() under torch_npu's name."""
+        return _moved(self, _device_arg(device, "torch.Tensor.npu"), "torch.Tensor.npu")
 
     def cpu(self):
         """The tensor itself; numpy() copies it to the host."""
         return self
 
     def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False):
-        """to(dtype), to(device), to(device, dtype): a converted copy for
-        another dtype, else the tensor itself."""
+        """to(dtype), to(device), to(device, dtype): a copy on another device
+        or of another dtype, else the tensor itself."""
         for a in args:
             if isinstance(a, _tensor.dtype):
                 dtype = a
             else:
                 device = a
-        _device_arg(device, "torch.Tensor.to")
-        return _tensor.to_dtype(self, dtype, "torch.Tensor.to")
+        t = self
+        if device is not None:
+            index = _device_arg(device, "torch.Tensor.to")
+            t = _moved(t, index, "torch.Tensor.to")
+        with _on(t.device.index):
+            return _tensor.to_dtype(t, dtype, "torch.Tensor.to")
 
     def size(self, dim=None):
         """The shape, or the length of dimension dim."""
@@ -116,10 +168,14 @@ class Tensor(_tensor.Tensor):
     def mm(self, other):
         return mm(self, other)
 
+    def get_device(self):
+        """The index of the tensor's device."""
+        return self._stream.device.index
+
     def __repr__(self):
         body = np.array2string(self.numpy(), separator=", ", prefix="tensor(")
         extra = "" if self.dtype is _tensor.float32 else f", dtype=torch.{self.dtype.name}"
-        return f"tensor({body}, device='cuda:0'{extra})"
+        return f"tensor({body}, device='cuda:{self.get_device()}'{extra})"
 
 
 def _size(size, where):
@@ -129,48 +185,52 @@ def _size(size, where):
 def randn(*size, dtype=None, device=None, requires_grad=False, generator=None):
     """Standard normal samples (rill.randn) on the current stream."""
     where = "torch.randn"
-    _device_arg(device, where)
+    index = _device_arg(device, where)
     if generator is not None:
         raise NotImplementedError(f"{where}: rill has one generator; pass generator=None and "
                                   "seed it with torch.manual_seed")
-    return _tensor.randn(*size, dtype=dtype, cls=Tensor, where=where)
+    with _on(index):
+        return _tensor.randn(*size, dtype=dtype, cls=Tensor, where=where)
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False):
     """A tensor of ones on the current stream."""
-    _device_arg(device, "torch.ones")
-    return _tensor.filled(_size(size, "torch.ones"), 1.0, dtype, "torch.ones", Tensor)
+    with _on(_device_arg(device, "torch.ones")):
+        return _tensor.filled(_size(size, "torch.ones"), 1.0, dtype, "torch.ones", Tensor)
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False):
     """A tensor of zeros on the current stream."""
-    _device_arg(device, "torch.zeros")
-    return _tensor.filled(_size(size, "torch.zeros"), 0.0, dtype, "torch.zeros", Tensor)
+    with _on(_device_arg(device, "torch.zeros")):
+        return _tensor.filled(_size(size, "torch.zeros"), 0.0, dtype, "torch.zeros", Tensor)
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
     """A tensor of fill_value on the current stream."""
-    _device_arg(device, "torch.full")
-    return _tensor.filled(_size((size,), "torch.full"), fill_value, dtype, "torch.full", Tensor)
+    with _on(_device_arg(device, "torch.full")):
+        return _tensor.filled(_size((size,), "torch.full"), fill_value, dtype, "torch.full",
+                              Tensor)
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False):
     """A tensor whose values are whatever its memory held."""
     where = "torch.empty"
-    _device_arg(device, where)
+    index = _device_arg(device, where)
     from ... import _stream
     dt = _tensor._dtype_arg(dtype, where) or _tensor.float32
-    return Tensor._empty(_size(size, where), dt, _stream.current(), where)
+    with _on(index):
+        return Tensor._empty(_size(size, where), dt, _stream.current(), where)
 
 
 def tensor(data, dtype=None, device=None, requires_grad=False):
     """A tensor copied from data (numbers, sequences or a numpy array);
     float64 data becomes float32, as torch's default dtype."""
-    _device_arg(device, "torch.tensor")
+    index = _device_arg(device, "torch.tensor")
     arr = np.asarray(data)
     if dtype is None and arr.dtype not in (np.float32, np.float16):
         dtype = _tensor.float32
-    return Tensor(arr, dtype)
+    with _on(index):
+        return Tensor(arr, dtype)
 
 
 def from_numpy(array):
