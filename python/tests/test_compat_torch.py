@@ -224,3 +224,40 @@ def test_ipc_handle_binds_a_never_recorded_event_to_the_current_device(two_devic
     opened.wait(torch.cuda.current_stream(0))  # any device may wait
     torch.cuda.synchronize(0)
     assert opened.query() and ev.query()
+
+
+def test_tensor_methods_that_pytorchs_tests_use():
+    t = torch.cuda.FloatTensor([1.0, 2.0, 3.0])
+    assert type(t) is torch.Tensor and t.is_cuda and t.get_device() == 0
+    assert t.size() == torch.Size([3]) == (3,) and repr(t.size()) == "torch.Size([3])"
+    assert t.data_ptr() != 0 and t.element_size() == 4 and t.nelement() == 3
+    assert t.storage_offset() == 0 and t.pin_memory() is t and t.tolist() == [1, 2, 3]
+    c = t.clone()
+    assert c.data_ptr() != t.data_ptr() and c.tolist() == [1, 2, 3]
+    assert c.fill_(7) is c and c.tolist() == [7, 7, 7] and t.tolist() == [1, 2, 3]
+    assert c.zero_() is c and c.tolist() == [0, 0, 0]
+    assert c.copy_(t) is c and c.tolist() == [1, 2, 3]
+    c += t
+    c -= 0.5
+    c *= 2
+    assert c.tolist() == [3, 7, 11] and c.sub_(t, alpha=2).tolist() == [1, 3, 5]
+    assert c.mul_(t).tolist() == [1, 6, 15]
+    h = torch.cuda.HalfTensor(2, 2)
+    assert h.dtype is torch.float16 and h.shape == (2, 2)
+    assert h.copy_(torch.ones(4)).tolist() == [[1, 1], [1, 1]]  # converted, same count
+    assert torch.cuda.FloatTensor(torch.Size([2, 3])).shape == (2, 3)
+    assert torch.cuda.FloatTensor().shape == (0,)
+    host = torch.FloatTensor([1.0, 2.0])
+    assert not host.is_cuda and host.get_device() == -1 and "device" not in repr(host)
+    dev = host.cuda()
+    assert type(dev) is torch.Tensor and dev.data_ptr() != host.data_ptr()
+    assert dev.tolist() == [1, 2] and host.to("cpu") is host
+    assert host.to("cuda", torch.half).dtype is torch.float16
+    with pytest.raises(ValueError, match="elements"):
+        c.copy_(torch.ones(2))
+    with pytest.raises(TypeError, match="must be a tensor"):
+        c.copy_([1, 2, 3])
+    with pytest.raises(TypeError, match="number"):
+        c.fill_("x")
+    with pytest.raises(TypeError, match="sizes"):
+        torch.FloatTensor([1.0], [2.0])

@@ -57,6 +57,12 @@ class device:
 builtins_type = type
 
 
+def _is_host(dev):
+    """Whether a device argument names the host ("cpu")."""
+    return (isinstance(dev, str) and dev.partition(":")[0] == "cpu") or \
+        (isinstance(dev, device) and dev.type == "cpu")
+
+
 def _device_arg(dev, where):
     """The rill device index that a device= argument names (a str, a
     torch.device, an int or a rill.Device), or None for the current device
@@ -122,6 +128,22 @@ def _moved(t, index, where):
         return t._copy(s)
 
 
+class Size(tuple):
+    """torch.Size: a tensor's shape, a tuple (which the legacy constructors
+    torch.FloatTensor(size) tell from data)."""
+
+    __slots__ = ()
+
+    def numel(self):
+        n = 1
+        for d in self:
+            n *= d
+        return n
+
+    def __repr__(self):
+        return f"torch.Size({list(self)})"
+
+
 class Tensor(_tensor.Tensor):
     """torch.Tensor on a rill.Tensor; results of ops on it are of this class."""
 
@@ -129,6 +151,107 @@ class Tensor(_tensor.Tensor):
 
     def __init__(self, data, dtype=None):
         super().__init__(data, dtype)
+
+    # ---- what PyTorch's stream and allocator tests use
+
+    def data_ptr(self):
+        """The address of the first element (an int)."""
+        from ..._ffi import ffi
+        return int(ffi.cast("uintptr_t", self._valid("torch.Tensor.data_ptr")))
+
+    def element_size(self):
+        return self.dtype.itemsize
+
+    def nelement(self):
+        return self.numel()
+
+    def storage_offset(self):
+        """0: a rill tensor owns its memory from its start (no views)."""
+        return 0
+
+    @property
+    def is_cuda(self):
+        return True
+
+    def get_device(self):
+        """The index of the tensor's device."""
+        return self._stream.device.index
+
+    def tolist(self):
+        """The values as (nested) Python lists, once the work that writes
+        the tensor is done."""
+        return self.numpy().tolist()
+
+    def pin_memory(self):
+        """The tensor itself: rill's device memory is what the host reads."""
+        return self
+
+    def is_pinned(self):
+        return False
+
+    def clone(self):
+        """A copy made on the current stream."""
+        from ... import _stream
+        return self._copy(_stream.current())
+
+    def copy_(self, src, non_blocking=False):
+        """Copies src (a tensor of the same number of elements, converted
+        to this dtype) into self on the current stream; returns self."""
+        from ... import _stream
+        from ..._errors import check
+        from ..._ffi import lib
+        where = "torch.Tensor.copy_"
+        if not isinstance(src, _tensor.Tensor):
+            raise TypeError(f"{where}: src must be a tensor, not {type(src).__name__}")
+        if src.numel() != self.numel():
+            raise ValueError(f"{where}: src has {src.numel()} elements and self "
+                             f"{self.numel()}; they must agree")
+        dst = self._valid(where)
+        s = _stream.current()
+        if src.dtype is not self.dtype:
+            src = _tensor.to_dtype(src, self.dtype, where)
+        if self._numel:
+            check(lib.rill_memcpy_async(dst, src._valid(where), self.nbytes, s._handle(where)))
+            self._written(s)
+        return self
+
+    def fill_(self, value):
+        """Fills self with value on the current stream; returns self."""
+        from ... import _stream
+        from ..._errors import check
+        from ..._ffi import lib
+        where = "torch.Tensor.fill_"
+        if not _tensor._is_scalar(value):
+            raise TypeError(f"{where}: value must be a number, not {type(value).__name__}")
+        ptr = self._valid(where)
+        s = _stream.current()
+        if self._numel:
+            fill = lib.rill_op_fill_f16 if self.dtype is _tensor.float16 else \
+                lib.rill_op_fill_f32
+            check(fill(s._handle(where), ptr, float(value), self._numel))
+            self._written(s)
+        return self
+
+    def zero_(self):
+        """Fills self with zeros on the current stream; returns self."""
+        return self.fill_(0.0)
+
+    def sub_(self, other, alpha=1):
+        """self -= alpha*other in place on the current stream; returns self."""
+        return self.add_(other, alpha=-alpha)
+
+    def mul_(self, other):
+        """self *= other in place on the current stream; returns self."""
+        return self.copy_(_tensor.mul(self, other))
+
+    def __iadd__(self, other):
+        return self.add_(other)
+
+    def __isub__(self, other):
+        return self.sub_(other)
+
+    def __imul__(self, other):
+        return self.mul_(other)
 
     def cuda(self, device=None, non_blocking=False):
         """The tensor on device (None: the current device): itself when it
@@ -159,18 +282,14 @@ class Tensor(_tensor.Tensor):
             return _tensor.to_dtype(t, dtype, "torch.Tensor.to")
 
     def size(self, dim=None):
-        """The shape, or the length of dimension dim."""
-        return self.shape if dim is None else self.shape[dim]
+        """The shape (a torch.Size), or the length of dimension dim."""
+        return Size(self.shape) if dim is None else self.shape[dim]
 
     def dim(self):
         return self.ndim
 
     def mm(self, other):
         return mm(self, other)
-
-    def get_device(self):
-        """The index of the tensor's device."""
-        return self._stream.device.index
 
     def __repr__(self):
         body = np.array2string(self.numpy(), separator=", ", prefix="tensor(")
@@ -273,3 +392,70 @@ def sum(input, dtype=None):  # noqa: A001 - torch's name
     if dtype is not None:
         raise NotImplementedError("torch.sum: dtype= is not supported")
     return _tensor.sum(input)
+
+
+class _HostTensor(Tensor):
+    """A tensor that torch.FloatTensor(...) and torch.HalfTensor(...) make,
+    which torch keeps in host memory: its memory is rill's like any other
+    (rill's CPU device memory is host memory), but .cuda() and .to("cuda")
+    copy it, as torch copies a host tensor to the device."""
+
+    __slots__ = ()
+
+    def cuda(self, device=None, non_blocking=False):
+        """A copy on device (None: the current device), of class Tensor."""
+        index = _device_arg(device, "torch.Tensor.cuda")
+        with _on(index):
+            from ... import _stream
+            s = _stream.current()
+            t = Tensor._empty(self.shape, self.dtype, s, "torch.Tensor.cuda")
+            return t.copy_(self)
+
+    npu = cuda
+
+    def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False):
+        """to(dtype), to(device), to(device, dtype): to a device other than
+        "cpu", a copy of class Tensor (cuda())."""
+        for a in args:
+            if isinstance(a, _tensor.dtype):
+                dtype = a
+            else:
+                device = a
+        t = self if device is None or _is_host(device) else self.cuda(device)
+        return Tensor.to(t, dtype=dtype)
+
+    def get_device(self):
+        return -1  # torch's index of the host
+
+    @property
+    def is_cuda(self):
+        return False
+
+    def __repr__(self):
+        body = np.array2string(self.numpy(), separator=", ", prefix="tensor(")
+        extra = "" if self.dtype is _tensor.float32 else f", dtype=torch.{self.dtype.name}"
+        return f"tensor({body}{extra})"
+
+
+def _legacy(cls, dt, where):
+    """torch.FloatTensor and its kin: (), sizes, a torch.Size, or data."""
+
+    def make(*args):
+        from ... import _stream
+        if len(args) == 1 and isinstance(args[0], Size):
+            args = tuple(args[0])
+        if all(isinstance(a, numbers.Integral) and not isinstance(a, bool) for a in args):
+            return cls._empty(tuple(int(a) for a in args) if args else (0,), dt,
+                              _stream.current(), where)
+        if len(args) != 1:
+            raise TypeError(f"{where}: pass sizes, a torch.Size or one sequence of data")
+        return cls(np.asarray(args[0], dtype=dt.numpy), dt)
+
+    make.__name__ = where.rpartition(".")[2]
+    make.__doc__ = (f"{where}(*sizes), {where}(size) or {where}(data): a tensor of "
+                    f"{dt.name}, uninitialised or copied from data.")
+    return make
+
+
+FloatTensor = _legacy(_HostTensor, _tensor.float32, "torch.FloatTensor")
+HalfTensor = _legacy(_HostTensor, _tensor.float16, "torch.HalfTensor")

@@ -2,10 +2,13 @@
 """torch.cuda (and torch.npu) on rill: streams, events, the current stream,
 synchronize, graphs and the memory calls, on rill's device."""
 
-from ... import _device, _memory, _stream
+import time
+
+from ... import _device, _memory, _stream, _tensor
+from ..._ffi import ffi
 from ..._graph import Graph as CUDAGraph, graph
 from ..._stream import StreamContext
-from ._tensor import _device_arg, _on
+from ._tensor import Tensor, _device_arg, _legacy, _on
 
 memory_allocated = _memory.memory_allocated
 max_memory_allocated = _memory.max_memory_allocated
@@ -19,12 +22,56 @@ memory_summary = _memory.memory_summary
 
 class Stream(_stream.Stream):
     """torch.cuda.Stream(device=None, priority=0): a rill.Stream on device
-    (None: the current device; lower priority numbers run first)."""
+    (None: the current device; lower priority numbers run first).
+    `with torch.cuda.Stream() as s:` makes it current for the block. The
+    default and tagged streams that the calls below return are of this
+    class too."""
 
     __slots__ = ()
 
     def __init__(self, device=None, priority=0, **kwargs):
         super().__init__(priority=priority, device=_device_arg(device, "torch.cuda.Stream"))
+
+    @property
+    def cuda_stream(self):
+        """The stream's handle as an int (never 0: rill's default stream
+        is a stream like the others)."""
+        return int(ffi.cast("uintptr_t", self._handle("torch.cuda.Stream.cuda_stream")))
+
+    @property
+    def device_index(self):
+        return self.device.index
+
+    def record_event(self, event=None):
+        """Records event (a new torch.cuda.Event when None) and returns it."""
+        return super().record_event(Event() if event is None else event)
+
+    def __enter__(self):
+        ctx = StreamContext(self)
+        ctx.__enter__()
+        _contexts.setdefault(self, []).append(ctx)
+        return self
+
+    def __exit__(self, *exc):
+        ctx = _contexts[self].pop()
+        if not _contexts[self]:
+            del _contexts[self]
+        return ctx.__exit__(*exc)
+
+    def __repr__(self):
+        return (f"<torch.cuda.Stream device=cuda:{self.device.index} "
+                f"cuda_stream={self.cuda_stream:#x}>")
+
+
+_contexts = {}  # Stream -> [StreamContext] of its open `with` blocks
+
+
+def _torch_stream(s):
+    """s as a torch.cuda.Stream: a stream that rill made (the default and
+    tagged ones) becomes one; the class adds only methods."""
+    if type(s) is _stream.Stream:
+        s.__class__ = Stream
+    return s
 
 
 class Event(_stream.Event):
@@ -32,6 +79,20 @@ class Event(_stream.Event):
     a rill.Event; record() and wait() take the current stream by default."""
 
     __slots__ = ()
+
+    @property
+    def cuda_event(self):
+        """The event's handle as an int once it is bound to a device (by a
+        record or ipc_handle()), 0 before, as torch creates its CUDA event
+        at the first record."""
+        if self.device is None:
+            return 0
+        return int(ffi.cast("uintptr_t", self._handle("torch.cuda.Event.cuda_event")))
+
+    event_id = cuda_event
+
+    def __repr__(self):
+        return f"<torch.cuda.Event {self.cuda_event:#x}>"
 
     @classmethod
     def from_ipc_handle(cls, device, handle):
@@ -76,12 +137,29 @@ def stream(s):
 
 def current_stream(device=None):
     """The calling thread's current stream of device (None: the current one)."""
-    return _stream.current_stream(_device_arg(device, "torch.cuda.current_stream"))
+    return _torch_stream(_stream.current_stream(
+        _device_arg(device, "torch.cuda.current_stream")))
 
 
 def default_stream(device=None):
     """The default stream of device (None: the current one)."""
-    return _stream.default_stream(_device_arg(device, "torch.cuda.default_stream"))
+    return _torch_stream(_stream.default_stream(
+        _device_arg(device, "torch.cuda.default_stream")))
+
+
+# torch.cuda._sleep(cycles) spins the current stream for that many GPU
+# cycles; here a host function on the current stream sleeps, at
+# CYCLES_PER_MS cycles a millisecond (a 1 GHz clock).
+CYCLES_PER_MS = 1_000_000
+
+
+def _sleep(cycles):
+    """Holds the current stream for cycles / CYCLES_PER_MS milliseconds."""
+    _stream.current().launch_host_func(time.sleep, cycles / CYCLES_PER_MS / 1000.0)
+
+
+FloatTensor = _legacy(Tensor, _tensor.float32, "torch.cuda.FloatTensor")
+HalfTensor = _legacy(Tensor, _tensor.float16, "torch.cuda.HalfTensor")
 
 
 def set_stream(s):
@@ -111,8 +189,9 @@ def current_device():
     return _device.current_device().index
 
 
-__all__ = ["CUDAGraph", "Event", "Stream", "StreamContext", "current_device", "current_stream",
-           "default_stream", "device", "device_count", "set_device", "empty_cache", "graph", "is_available",
+__all__ = ["CUDAGraph", "Event", "FloatTensor", "HalfTensor", "Stream", "StreamContext",
+           "current_device", "current_stream", "default_stream", "device", "device_count",
+           "set_device", "empty_cache", "graph", "is_available",
            "max_memory_allocated", "max_memory_reserved", "memory_allocated", "memory_reserved",
            "memory_stats", "memory_summary", "reset_peak_memory_stats", "set_stream", "stream",
            "synchronize"]
