@@ -181,7 +181,8 @@ def test_device_arguments_name_the_device(two_devices):
                  lambda d: torch.full((2,), 3.0, device=d), lambda d: torch.empty(2, device=d),
                  lambda d: torch.randn(2, device=d), lambda d: torch.tensor([1.0, 2.0], device=d)):
         t = make("cuda:1")
-        assert t.device.index == 1 and t.get_device() == 1 and t.stream.device.index == 1
+        assert t.device == torch.device("cuda:1") and t.get_device() == 1
+        assert t.stream.device.index == 1
         assert make(1).get_device() == 1 and make("cuda").get_device() == 0
         assert make(None).get_device() == 0
     assert torch.cuda.current_device() == 0  # the makers leave the device as it was
@@ -249,6 +250,7 @@ def test_tensor_methods_that_pytorchs_tests_use():
     assert torch.cuda.FloatTensor().shape == (0,)
     host = torch.FloatTensor([1.0, 2.0])
     assert not host.is_cuda and host.get_device() == -1 and "device" not in repr(host)
+    assert host.device == torch.device("cpu") and t.device == torch.device("cuda", 0)
     dev = host.cuda()
     assert type(dev) is torch.Tensor and dev.data_ptr() != host.data_ptr()
     assert dev.tolist() == [1, 2] and host.to("cpu") is host

@@ -119,7 +119,7 @@ def _moved(t, index, where):
     from ..._ffi import lib
     if index is None:
         index = _device.current_device().index
-    if t.device.index == index:
+    if t.get_device() == index:
         return t
     with _on(index):
         s = _stream.current()
@@ -172,6 +172,11 @@ class Tensor(_tensor.Tensor):
     @property
     def is_cuda(self):
         return True
+
+    @property
+    def device(self):
+        """torch.device("cuda", index) of the tensor's device."""
+        return device("cuda", self._stream.device.index)
 
     def get_device(self):
         """The index of the tensor's device."""
@@ -278,7 +283,7 @@ class Tensor(_tensor.Tensor):
         if device is not None:
             index = _device_arg(device, "torch.Tensor.to")
             t = _moved(t, index, "torch.Tensor.to")
-        with _on(t.device.index):
+        with _on(t._stream.device.index):
             return _tensor.to_dtype(t, dtype, "torch.Tensor.to")
 
     def size(self, dim=None):
@@ -426,6 +431,10 @@ class _HostTensor(Tensor):
 
     def get_device(self):
         return -1  # torch's index of the host
+
+    @property
+    def device(self):
+        return device("cpu")
 
     @property
     def is_cuda(self):

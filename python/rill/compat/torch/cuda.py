@@ -2,6 +2,7 @@
 """torch.cuda (and torch.npu) on rill: streams, events, the current stream,
 synchronize, graphs and the memory calls, on rill's device."""
 
+import threading
 import time
 
 from ... import _device, _memory, _stream, _tensor
@@ -49,13 +50,14 @@ class Stream(_stream.Stream):
     def __enter__(self):
         ctx = StreamContext(self)
         ctx.__enter__()
-        _contexts.setdefault(self, []).append(ctx)
+        _contexts.__dict__.setdefault("open", {}).setdefault(self, []).append(ctx)
         return self
 
     def __exit__(self, *exc):
-        ctx = _contexts[self].pop()
-        if not _contexts[self]:
-            del _contexts[self]
+        open_ = _contexts.open
+        ctx = open_[self].pop()
+        if not open_[self]:
+            del open_[self]
         return ctx.__exit__(*exc)
 
     def __repr__(self):
@@ -63,7 +65,7 @@ class Stream(_stream.Stream):
                 f"cuda_stream={self.cuda_stream:#x}>")
 
 
-_contexts = {}  # Stream -> [StreamContext] of its open `with` blocks
+_contexts = threading.local()  # .open: {Stream: [StreamContext]}, the thread's `with` blocks
 
 
 def _torch_stream(s):
