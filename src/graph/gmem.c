@@ -63,7 +63,7 @@ rill_status rill__cap_malloc(rill__stream *s, size_t bytes, void **out) {
     static const char fn[] = "rill_malloc_async";
     rill__capture *c = rill__cap_lock_of(s);
     if (c == NULL)
-        return rill__pool_alloc(s, bytes, fn, out);
+        return rill__pool_alloc_async(s, bytes, fn, out); /* the capture ended meanwhile */
     rill_status st = RILL_OK;
     rill__graph *g = c->graph;
     cap_stream *cs = rill__cap_stream_of(c, s);
@@ -112,13 +112,15 @@ rill_status rill__cap_malloc(rill__stream *s, size_t bytes, void **out) {
         *out = best->ptr;
         goto out;
     }
-    /* Allocate without the lock: the pool may wait for pending frees. The
-     * graph holds the gpool, and the capture may end meanwhile. */
+    /* Allocate without the lock: the pool may queue internal waits on the
+     * pool's stream, which launches wait for (ready_seq, read after them).
+     * It never waits on the host, as rill_malloc_async does not. The graph
+     * holds the gpool, and the capture may end meanwhile. */
     uint64_t id = c->id;
     rill__gpool_ref(p);
     rill__spinlock_unlock(&rill__caps_lock);
     void *ptr;
-    st = rill__pool_alloc(p->stream, bytes, fn, &ptr);
+    st = rill__pool_alloc_async(p->stream, bytes, fn, &ptr);
     rill__spinlock_lock(&rill__caps_lock);
     bool alive = rill__cap_find(id) == c;
     if (st == RILL_OK && (!alive ||

@@ -166,22 +166,93 @@ static void stats_locked(rill__pool *p, rill_mem_stats *out) {
     out->limit_bytes = p->limit;
 }
 
-static rill_status out_of_memory(rill__device *dev, rill__pool *p, size_t bytes, const char *fn) {
+/* What an allocation that failed could not use: the free blocks that
+ * pending work still holds, and one stream that holds them, preferably
+ * one with a host function or other opaque work pending (a reference for
+ * the caller to drop; NULL when nothing is pending). pool->lock held. */
+static size_t pending_locked(rill__pool *p, rill__stream **holder, bool *opaque) {
+    size_t bytes = 0;
+    *holder = NULL;
+    *opaque = false;
+    for (segment *g = p->segments; g != NULL; g = g->next) {
+        for (block *k = g->first; k != NULL; k = k->next) {
+            if (k->allocated || k->unmapped)
+                continue;
+            rill__points_prune(p, k);
+            if (k->num_points == 0 && !k->conservative)
+                continue;
+            bytes += k->size;
+            for (size_t i = 0; i < k->num_points && !*opaque; i++) {
+                rill__stream *t = k->points[i].stream;
+                bool o = rill__stream_opaque_pending(t);
+                if (*holder == NULL || o) {
+                    if (*holder != NULL)
+                        rill__stream_unref(*holder);
+                    rill__stream_ref(t);
+                    *holder = t;
+                    *opaque = o;
+                }
+            }
+        }
+    }
+    return bytes;
+}
+
+/* Fails an allocation of bytes with a sentence that names the limit, what
+ * is in use, what is pending and where, and what to do. may_wait: the
+ * stream-ordered call, which never waits on the host for pending frees.
+ * Drops pool->lock. */
+static rill_status out_of_memory(rill__device *dev, rill__pool *p, size_t bytes, bool may_wait,
+                                 const char *fn) {
+    rill__tcache_steal_all(p); /* their free blocks count as cached or pending */
     rill_mem_stats st;
     stats_locked(p, &st);
+    rill__stream *holder;
+    bool opaque;
+    size_t pending = pending_locked(p, &holder, &opaque);
     size_t limit = p->limit;
+    bool internal_waits = (p->reuse_flags & RILL_MEM_REUSE_INTERNAL_WAITS) != 0;
     rill__spinlock_unlock(&p->lock);
-    char lim[48];
+    size_t in_use = st.allocated_bytes;
+    size_t unused = st.reserved_bytes - in_use;
+    size_t cached = unused > pending ? unused - pending : 0;
+    char lim[64];
     if (limit != 0)
-        snprintf(lim, sizeof lim, "%zu bytes", limit);
+        snprintf(lim, sizeof lim, "within the pool's limit of %zu bytes", limit);
     else
-        snprintf(lim, sizeof lim, "none");
+        snprintf(lim, sizeof lim, "(no limit set: the device is full)");
+    char held[256] = "";
+    char todo[512];
+    if (holder != NULL) {
+        char name[80];
+        rill__stream_name(holder, name, sizeof name);
+        rill__stream_unref(holder);
+        snprintf(held, sizeof held, " on stream %s%s", name,
+                 opaque ? ", behind a host function or other work that may wait for anything" : "");
+        if (may_wait)
+            snprintf(todo, sizeof todo,
+                     "a stream-ordered allocation never waits on the host: allocate once stream "
+                     "%s has passed that work (rill_stream_synchronize), or with rill_malloc, "
+                     "which waits for it%s; else free memory, raise the limit with "
+                     "rill_mem_set_limit, or allocate less",
+                     name,
+                     !opaque && !internal_waits
+                         ? ", or let the pool wait in stream order with rill_mem_set_reuse_policy"
+                         : "");
+        else
+            snprintf(todo, sizeof todo,
+                     "rill_malloc waits for pending frees except inside a kernel or host "
+                     "function: synchronize stream %s first, free memory, raise the limit with "
+                     "rill_mem_set_limit, or allocate less",
+                     name);
+    } else {
+        snprintf(todo, sizeof todo,
+                 "free memory, raise the limit with rill_mem_set_limit, or allocate less");
+    }
     return rill__fail(RILL_ERROR_OUT_OF_MEMORY,
-                      "%s: cannot allocate %zu bytes on device %d (limit %s; %zu bytes allocated, "
-                      "%zu bytes reserved of which %zu cached and unusable); free memory, raise "
-                      "the limit with rill_mem_set_limit, or allocate less",
-                      fn, bytes, dev->base.info.ordinal, lim, st.allocated_bytes, st.reserved_bytes,
-                      st.reserved_bytes - st.allocated_bytes);
+                      "%s: cannot allocate %zu bytes on device %d %s: %zu bytes in use, %zu bytes "
+                      "freed but still held by pending work%s, %zu bytes cached; %s",
+                      fn, bytes, dev->base.info.ordinal, lim, in_use, pending, held, cached, todo);
 }
 
 /* A free block of at least size bytes that s may take after internal
@@ -224,14 +295,55 @@ static uint64_t wait_budget(rill__stream *s) {
     return (sub > done ? sub - done : 0) + WAIT_SLACK;
 }
 
+/* Takes what a stream-ordered allocation may take when the pool cannot
+ * grow, without waiting on the host: the thread caches' blocks, the cache
+ * returned to the system, then a free block s may take, growth, or (with
+ * internal waits) a pending block s waits for in stream order. NULL when
+ * none: the caller fails at once. pool->lock held throughout. */
+static block *recover_ordered(rill__device *dev, rill__pool *p, int small, size_t size,
+                              rill__stream *s, bool internal_waits, point *waits,
+                              size_t *num_waits) {
+    rill__tcache_steal_all(p);
+    rill__segment_empty_cache_locked(dev, p);
+    block *k = find_free(p, small, size, s, 1);
+    if (k == NULL)
+        k = rill__segment_grow(dev, p, small, s, size, 0);
+    if (k == NULL && internal_waits) {
+        k = find_pending(p, small, size, s, UINT64_MAX - 1);
+        if (k != NULL && !rill__points_collect_waits(k, s, waits, MAX_WAITS, num_waits))
+            k = NULL;
+        if (k != NULL)
+            p->pending_reuses++;
+    }
+    return k;
+}
+
+/* Gives back block ptr (size bytes) that s took but cannot be made to wait
+ * for: waits[from..n) become uses of the block again, and the block is
+ * freed on s, behind the waits already queued there. Drops every wait's
+ * reference. */
+static void give_back(rill__stream *s, void *ptr, size_t size, point *waits, size_t from, size_t n,
+                      const char *fn) {
+    for (size_t i = from; i < n; i++)
+        rill__pool_note_use(waits[i].stream, waits[i].seq, ptr, size);
+    rill_status st = rill__pool_free(ptr, s, fn);
+    RILL_ASSERT(st == RILL_OK); /* a live block of s's own device */
+    (void)st;
+    for (size_t i = from; i < n; i++)
+        rill__stream_unref(waits[i].stream);
+}
+
 /* Allocates bytes for s's device, owned by s (work there is ordered with
  * the free). With may_wait (rill_malloc_async), the block is for use in
  * s's order: one that s's own work or work s waits for still holds may be
  * handed out, and, when the reuse policy allows, one that other streams'
  * pending work holds, through internal waits of s before the pool grows.
- * Without it (rill_malloc), the block is for any stream at once: only
- * blocks whose work is complete, and the host waits for that work when the
- * pool cannot grow. */
+ * It never waits on the host: a pending free may sit behind a host
+ * function that the calling thread itself releases only after this call
+ * returns. What stream order cannot provide fails at once. Without it
+ * (rill_malloc), the block is for any stream at once: only blocks whose
+ * work is complete, and the host waits for that work when the pool cannot
+ * grow. */
 static rill_status pool_alloc(rill__stream *s, size_t bytes, bool may_wait, const char *fn,
                               void **out) {
     rill__device *dev = s->q.dev;
@@ -286,15 +398,23 @@ static rill_status pool_alloc(rill__stream *s, size_t bytes, bool may_wait, cons
             (void)fit;
             p->pending_reuses++;
         }
-    } else {
+    } else if (may_wait) {
         /* Cannot grow: reuse a block that s must first wait for (an
-         * internal stream wait), if one has few enough points. */
+         * internal stream wait), if one has few enough points, after
+         * taking back what needs no wait; never a wait on the host. */
         k = internal_waits ? find_pending(p, small, size, s, UINT64_MAX - 1) : NULL;
         if (k != NULL && !rill__points_collect_waits(k, s, waits, MAX_WAITS, &num_waits))
             k = NULL;
         if (k != NULL) {
             p->stats.cache_hits++;
-        } else if (!rill__thread_is_worker()) {
+        } else if ((k = recover_ordered(dev, p, small, size, s, internal_waits, waits,
+                                        &num_waits)) != NULL) {
+            p->stats.oom_recoveries++;
+        } else {
+            return out_of_memory(dev, p, bytes, may_wait, fn);
+        }
+    } else {
+        if (!rill__thread_is_worker()) {
             /* Last resort: take back the thread caches, wait on the host
              * for pending frees, return the cache to the system, and grow. */
             rill__tcache_steal_all(p);
@@ -307,7 +427,7 @@ static rill_status pool_alloc(rill__stream *s, size_t bytes, bool may_wait, cons
                 p->stats.oom_recoveries++;
         }
         if (k == NULL)
-            return out_of_memory(dev, p, bytes, fn);
+            return out_of_memory(dev, p, bytes, may_wait, fn);
     }
     if (!rill__owners_hold(p, s)) {
         /* The owners table is full: hold this one directly. */
@@ -321,9 +441,13 @@ static rill_status pool_alloc(rill__stream *s, size_t bytes, bool may_wait, cons
     rill__spinlock_unlock(&p->lock);
     for (size_t i = 0; i < num_waits; i++) {
         /* Orders memory only: a failure of the other stream's work is not
-         * this stream's. Without memory for the command, the host waits. */
-        if (rill__stream_wait_order(s, waits[i].stream, waits[i].seq, fn) != RILL_OK)
-            rill__stream_host_wait(waits[i].stream, waits[i].seq, RILL__WAIT_BLOCKING);
+         * this stream's. Without memory for the command, the block goes
+         * back with the uses s could not wait for, and the call fails. */
+        rill_status st = rill__stream_wait_order(s, waits[i].stream, waits[i].seq, fn);
+        if (st != RILL_OK) {
+            give_back(s, ptr, size, waits, i, num_waits, fn);
+            return st;
+        }
         rill__stream_unref(waits[i].stream);
     }
     *out = ptr;

@@ -23,7 +23,11 @@
  * (beyond what B already waits for) than B's own unfinished work, and
  * makes B wait for them (an internal stream wait, as CUDA's pools do by
  * default); otherwise the pool grows; when it cannot grow, it makes B wait
- * for a fitting block's points, and only then waits on the host.
+ * for a fitting block's points, else empties its cache and tries again,
+ * else fails: a stream-ordered allocation never waits on the host, since
+ * a pending free may sit behind a host function that the allocating
+ * thread releases only later. rill_malloc, whose block any stream may use
+ * at once, waits on the host for pending frees when it cannot grow.
  *
  * A per-thread cache in front of the pool serves a same-stream
  * allocate/free pair without the pool's lock, and notes another stream's
@@ -63,12 +67,15 @@ typedef struct rill__pool_location {
 } rill__pool_location;
 
 /* Allocates bytes for use on stream (its device's pool), usable at once
- * by any stream (rill_malloc): no internal wait unless the pool cannot
- * grow. */
+ * by any stream (rill_malloc): no internal wait; when the pool cannot
+ * grow, blocks until pending frees complete (except on a worker, which
+ * may not wait). */
 rill_status rill__pool_alloc(rill__stream *stream, size_t bytes, const char *fn, void **out);
-/* Allocates bytes for use in stream order on stream (rill_malloc_async):
- * before growing, the pool may hand out a block that other streams'
- * pending work still holds, making stream wait for that work. */
+/* Allocates bytes for use in stream order on stream (rill_malloc_async,
+ * and graph memory on the pool's stream): before growing, the pool may
+ * hand out a block that other streams' pending work still holds, making
+ * stream wait for that work. Never blocks: RILL_ERROR_OUT_OF_MEMORY at
+ * once when stream order cannot provide the memory. */
 rill_status rill__pool_alloc_async(rill__stream *stream, size_t bytes, const char *fn, void **out);
 /* Frees ptr: on stream (stream-ordered) or, when stream is NULL, at the
  * current end of the work of its allocation stream. */

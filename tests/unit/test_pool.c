@@ -248,9 +248,10 @@ static void *open_later(void *p) {
     return NULL;
 }
 
-/* "When an allocation cannot be served, the pool waits for pending
- * deferred frees, empties the cache and retries": a cached small segment
- * held by another stream's pending use is returned to the system once that
+/* rill_malloc: "When the pool can only serve it by reusing such a block
+ * (the limit is reached or the device is full), it waits on the host for
+ * the pending frees": a cached small segment held by another stream's
+ * pending use behind a host function is returned to the system once that
  * use is done, and the large allocation then fits under the limit. */
 static void test_pool_out_of_memory_recovers_when_frees_drain(void **state) {
     (void)state;
@@ -280,12 +281,13 @@ static void test_pool_out_of_memory_recovers_when_frees_drain(void **state) {
     pthread_t t;
     opener o = {&g, 50000};
     assert_int_equal(pthread_create(&t, NULL, open_later, &o), 0);
-    RT_OK(rill_malloc_async(3 * MiB, a, (void **)&big));
+    rill_status st = rill_malloc(NULL, 3 * MiB, (void **)&big);
     assert_int_equal(pthread_join(t, NULL), 0);
+    RT_OK(st);
     RT_OK(rill_mem_get_stats(NULL, &st1));
     assert_int_equal(st1.oom_recoveries - st0.oom_recoveries, 1);
     assert_true(st1.reserved_bytes <= limit);
-    RT_OK(rill_free_async(big, a));
+    RT_OK(rill_free(big));
     RT_OK(rill_stream_synchronize(a));
     RT_OK(rill_stream_synchronize(b));
     RT_OK(rill_mem_set_limit(NULL, 0));
@@ -293,8 +295,8 @@ static void test_pool_out_of_memory_recovers_when_frees_drain(void **state) {
     RT_OK(rill_stream_destroy(a));
 }
 
-/* RILL_ERROR_OUT_OF_MEMORY: "after the cache was emptied and pending frees
- * were waited for", with a sentence giving the request and the limit;
+/* RILL_ERROR_OUT_OF_MEMORY: "the pool cannot serve it, even from its
+ * emptied cache", with a sentence giving the request and the limit;
  * nothing already submitted is lost. */
 static void test_pool_out_of_memory_fails_cleanly(void **state) {
     (void)state;
