@@ -63,7 +63,7 @@ typedef enum rill_status {
     RILL_OK = 0,
     RILL_NOT_READY,                  /* query: work still pending; not an error */
     RILL_ERROR_INVALID_ARGUMENT,     /* NULL where a value is needed, bad flag, size 0, ... */
-    RILL_ERROR_OUT_OF_MEMORY,        /* after the cache was emptied and pending frees were waited for */
+    RILL_ERROR_OUT_OF_MEMORY,        /* the pool cannot serve it, even from its emptied cache (see rill_malloc) */
     RILL_ERROR_NO_DEVICE,            /* no such device, or its backend is not available here */
     RILL_ERROR_DEVICE_MISMATCH,      /* e.g. recording an event on a stream of another device */
     RILL_ERROR_NOT_SUPPORTED,        /* the device or build lacks the feature */
@@ -426,7 +426,7 @@ rill_status rill_op_conv2d_f32(rill_stream *s, float *out, const float *in, cons
  * RILL_ERROR_DEVICE_MISMATCH for an event bound to another device) comes
  * after the op was submitted: its memory is then freed in stream order
  * after it. On any failure *out is NULL and nothing stays allocated.
- * Blocks only where rill_malloc_async would; allowed inside a host
+ * Does not block, as rill_malloc_async does not; allowed inside a host
  * function and during capture, as the separate calls are. */
 rill_status rill_op_add_f32_new(rill_stream *s, const float *a, const float *b, float alpha,
                                 size_t n, rill_event *event, float **out); /* a + alpha*b */
@@ -493,16 +493,30 @@ rill_status rill_op_conv2d_f16(rill_stream *s, rill_half *out, const rill_half *
  * rill_malloc returns memory that any stream may use at once: never a
  * block that pending work still touches. When the pool can only serve it
  * by reusing such a block (the limit is reached or the device is full), it
- * waits on the host for the pending frees, as MindSpore synchronises
- * pending events when an allocation fails (RILL_ERROR_OUT_OF_MEMORY from a
- * kernel or host function, which may not wait). rill_malloc_async returns
- * memory for use in stream order: it may reuse a block freed on stream, or
- * one whose last use another stream made before stream waited for it
- * ("return flow"), at once; see rill_mem_set_reuse_policy for blocks that
- * other streams' pending work still holds. The allocation belongs to the
- * stream (rill_malloc: the calling thread's current stream of dev), whose
- * later work is ordered with the free; rill_free frees at the end of the
- * work submitted to it so far, rill_free_async on stream. */
+ * blocks: it waits on the host for the pending frees, as MindSpore
+ * synchronises pending events when an allocation fails, even when they sit
+ * behind host functions (RILL_ERROR_OUT_OF_MEMORY from a kernel or host
+ * function, which may not wait).
+ *
+ * rill_malloc_async returns memory for use in stream order and never
+ * blocks, as cudaMallocAsync: it may reuse a block freed on stream, or one
+ * whose last use another stream made before stream waited for it ("return
+ * flow"), at once; see rill_mem_set_reuse_policy for blocks that other
+ * streams' pending work still holds. When stream order cannot provide the
+ * memory (with the cache emptied and the pool grown to its limit), it
+ * fails at once with RILL_ERROR_OUT_OF_MEMORY, a sentence giving the
+ * limit, the bytes in use and those still held by pending frees (and a
+ * stream that holds them), and nothing already submitted changes: it
+ * never waits on the host for a free, which may sit behind a host
+ * function that the calling thread releases only later. The same holds
+ * for rill_malloc_async during capture and for the ops that allocate in
+ * stream order (scratch memory, the *_new ops). Allowed inside a host
+ * function.
+ *
+ * The allocation belongs to the stream (rill_malloc: the calling thread's
+ * current stream of dev), whose later work is ordered with the free;
+ * rill_free frees at the end of the work submitted to it so far,
+ * rill_free_async on stream. */
 rill_status rill_malloc(rill_device *dev, size_t bytes, void **out);
 rill_status rill_free(void *ptr);
 rill_status rill_malloc_async(size_t bytes, rill_stream *stream, void **out);
@@ -596,7 +610,8 @@ rill_status rill_mem_get_limit(rill_device *dev, size_t *max_reserved_bytes); /*
  *    records, and waits for streams with such work pending. Kernels are
  *    taken to finish on their own.
  *  - 0: the pool never adds a wait; it grows instead, and when it cannot
- *    grow it waits on the host for pending frees as rill_malloc does.
+ *    grow the allocation fails with RILL_ERROR_OUT_OF_MEMORY (it never
+ *    waits on the host; rill_malloc does).
  * A block whose work is complete, or that S is already ordered after, is
  * reused either way. Per device; takes effect for later allocations. */
 enum rill_mem_reuse_flags { RILL_MEM_REUSE_INTERNAL_WAITS = 1u << 0 };

@@ -26,7 +26,7 @@ class InvalidArgumentError(RillError, ValueError):
 
 
 class OutOfMemoryError(RillError):
-    """Out of device memory, after the cache was emptied and pending frees waited for."""
+    """Out of device memory: the pool cannot serve the request, even from its emptied cache."""
 
 
 class NoDeviceError(RillError):

@@ -51,8 +51,10 @@ def empty_cache(device=None):
 
 def set_memory_limit(limit_bytes, device=None):
     """Caps the bytes the device's pool may reserve (None or 0: no cap); an
-    allocation beyond it raises OutOfMemoryError once the cache was emptied
-    and pending frees waited for."""
+    allocation beyond it raises OutOfMemoryError once the cache was emptied.
+    Stream-ordered allocations (tensors, ops) never wait on the host for
+    pending frees: they reuse what stream order allows and otherwise raise
+    at once, naming the limit, the bytes in use and those pending."""
     where = "rill.set_memory_limit"
     if limit_bytes is None:
         limit_bytes = 0
