@@ -20,8 +20,8 @@
     X(RILL_NOT_READY, "the work is still pending; this is not an error")                         \
     X(RILL_ERROR_INVALID_ARGUMENT, "an argument is invalid (NULL where a value is needed, a "    \
                                    "bad flag, a size of zero, or a destroyed handle)")           \
-    X(RILL_ERROR_OUT_OF_MEMORY, "out of memory, after the cache was emptied and pending frees "  \
-                                "were waited for")                                               \
+    X(RILL_ERROR_OUT_OF_MEMORY, "out of memory: the pool cannot serve the request, even from "   \
+                                "its emptied cache")                                             \
     X(RILL_ERROR_NO_DEVICE, "no such device, or its backend is not available here")              \
     X(RILL_ERROR_DEVICE_MISMATCH, "the objects belong to different devices")                     \
     X(RILL_ERROR_NOT_SUPPORTED, "the device or this build lacks the feature")                    \

@@ -563,7 +563,7 @@ static void test_memory_get_limit_returns_the_set_limit(void **state) {
     assert_int_equal(limit, 0);
 }
 
-/* RILL_ERROR_OUT_OF_MEMORY: "after the cache was emptied and pending frees were waited for":
+/* RILL_ERROR_OUT_OF_MEMORY: "the pool cannot serve it, even from its emptied cache":
  * with rill_mem_set_limit below what is asked, the allocation fails, leaves the out-parameter
  * NULL and explains; without the limit ("0: none") it succeeds again. */
 static void test_memory_over_limit_is_out_of_memory(void **state) {
