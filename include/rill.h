@@ -142,7 +142,7 @@ typedef struct rill_device_info {
     int ordinal;                 /* index in rill_device_get */
     char name[128];
     int compute_units;           /* CPU: worker threads; CUDA: multiprocessors */
-    size_t memory_bytes;         /* total device memory */
+    size_t memory_bytes;         /* total device memory (CPU: what rill may take, see below) */
     int least_priority;          /* stream priority range: lower number = higher priority, */
     int greatest_priority;       /* so greatest_priority <= least_priority; default 0 */
 } rill_device_info;
@@ -157,7 +157,25 @@ typedef struct rill_device_info {
  * number of its processors). RILL_DEVICE=cpu:N|cuda:N in the environment
  * chooses the initial current device, the N-th of that kind ("cpu" is
  * cpu:0; default: ordinal 0; cuda:N names no device in this version, see
- * rill_device_get's RILL_ERROR_NO_DEVICE). */
+ * rill_device_get's RILL_ERROR_NO_DEVICE).
+ *
+ * A CPU device's memory_bytes is not the machine's memory but what rill may
+ * take of it, so that a program that allocates until it fails gets
+ * RILL_ERROR_OUT_OF_MEMORY rather than being killed by the kernel (Linux
+ * hands out pages only when they are first touched, and its out-of-memory
+ * killer ends the process that touches one too many). By default it is
+ * 3/4 of the smaller of physical memory and the limit of the process's
+ * memory cgroup (cgroup v2's memory.max, v1's memory.limit_in_bytes, the
+ * smallest over the cgroup and its ancestors), read at initialisation;
+ * the rest is left to the program's own memory, other processes and the
+ * kernel. RILL_CPU_MEMORY=SIZE (bytes, or a number with K, M, G or T:
+ * powers of 1024) or RILL_CPU_MEMORY=PERCENT% (1 to 100, of that smaller
+ * figure) sets it instead; any other value makes no CPU device
+ * (RILL_ERROR_NO_DEVICE, naming the variable). The amount is the process's,
+ * not each device's: every CPU device reports it, and all of them together
+ * reserve at most that much, rill_malloc_host's memory included (see
+ * rill_mem_set_limit to give a device less). `rill info` shows it and how
+ * to change it; rill_mem_summary says what chose it and how much is taken. */
 rill_status rill_device_count(int *count);
 rill_status rill_device_get(int ordinal, rill_device **out);
 rill_status rill_device_get_by_kind(rill_device_kind kind, int index, rill_device **out);
@@ -526,8 +544,10 @@ rill_status rill_record_stream(void *ptr, rill_stream *stream);
 /* Host memory, fastest for copies to and from the current device: page-
  * locked where the device copies by DMA. The CPU device copies with the
  * processor, so there it is ordinary pageable memory, 256-byte aligned
- * (nothing is locked, nothing counts against RLIMIT_MEMLOCK). Freed by
- * rill_free_host, or by rill_shutdown. */
+ * (nothing is locked, nothing counts against RLIMIT_MEMLOCK), and it counts
+ * against the CPU devices' memory_bytes as their pools' memory does:
+ * RILL_ERROR_OUT_OF_MEMORY when it does not fit. Freed by rill_free_host,
+ * or by rill_shutdown. */
 rill_status rill_malloc_host(size_t bytes, void **out);
 rill_status rill_free_host(void *ptr);
 
@@ -591,6 +611,18 @@ rill_status rill_mem_get_pool_stats(rill_device *dev, rill_mem_pool pool, rill_m
  * block; allowed anywhere. */
 rill_status rill_mem_reset_peak_stats(rill_device *dev);
 rill_status rill_mem_empty_cache(rill_device *dev);
+/* The most that dev's pool may reserve (rill_mem_stats' reserved_bytes),
+ * cache included: an allocation that would reserve more first empties the
+ * cache and waits for pending frees (as rill_malloc says), then fails with
+ * RILL_ERROR_OUT_OF_MEMORY, whose sentence gives the pool's figures and
+ * says what stood in the way. The limit may be raised or lowered at any
+ * time; memory already reserved beyond a lowered limit stays until it is
+ * freed and the cache emptied. 0 (the default) is none: the device's
+ * memory still caps what the pool reserves, and a limit above it does not
+ * raise it. For the CPU devices that memory is memory_bytes, shared with
+ * the other CPU devices and rill_malloc_host (rill_device_info): set
+ * RILL_CPU_MEMORY before the first call to change it. Does not block;
+ * allowed anywhere. */
 rill_status rill_mem_set_limit(rill_device *dev, size_t max_reserved_bytes); /* 0: none */
 rill_status rill_mem_get_limit(rill_device *dev, size_t *max_reserved_bytes); /* 0: none */
 
@@ -644,7 +676,9 @@ rill_status rill_ipc_get_mem_handle(void *ptr, rill_ipc_mem_handle *out);
 rill_status rill_ipc_open_mem_handle(const rill_ipc_mem_handle *handle, void **out);
 rill_status rill_ipc_close_mem_handle(void *ptr);
 /* Writes a table of dev's memory to out (like torch.cuda.memory_summary):
- * allocated and reserved bytes now and at peak, the limit, per pool (small:
+ * allocated and reserved bytes now and at peak, the limit, the device's
+ * memory (for the CPU devices: how much, how much all of them and host
+ * memory have taken, and what chose the amount), per pool (small:
  * requests up to 1 MiB; large: the rest) its segments, live and free
  * blocks, the largest free block and the free blocks still held by pending
  * work of other streams, and the allocation, free, cache-hit, deferred-free

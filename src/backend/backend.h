@@ -510,14 +510,22 @@ typedef struct rill__backend_ops {
      * memory before the pool hands it out: RILL_ERROR_OUT_OF_MEMORY, with
      * a sentence that names no public call, when the device has none left.
      * NULL when the device provides memory for a page when it is first
-     * touched (the CPU device's shared memory objects are sparse). Any
-     * thread; the pool's lock may be held; never blocks on other work. */
+     * touched and has no count of its own to keep. (The CPU device's
+     * shared memory objects are sparse: its mem_commit only counts the
+     * bytes against the memory all CPU devices may take.) Any thread; the
+     * pool's lock may be held; never blocks on other work. */
     rill_status (*mem_commit)(rill__device *dev, void *handle, size_t offset, size_t bytes);
     /* Gives the memory behind [offset, offset + bytes) of a segment back to
      * the device (the whole granules inside it); the range stays reserved
      * and reads as zeros once committed again. NULL when the device cannot.
      * Any thread; the pool's lock may be held; never blocks on other work. */
     void (*mem_decommit)(rill__device *dev, void *handle, size_t offset, size_t bytes);
+    /* Writes a phrase about dev's memory for out-of-memory sentences and
+     * rill_mem_summary: how much there is, how much is taken, what chose
+     * the amount and how to change it (the CPU devices: "17.6 GiB for the
+     * CPU devices and host memory together, ..."). NULL when memory_bytes
+     * says it all. Any thread; the pool's lock may be held; never blocks. */
+    void (*mem_describe)(rill__device *dev, char *buf, size_t size);
 
     /* Host memory for copies to and from dev at the device's full speed
      * (page-locked where the device copies by DMA), rill_malloc_host: NULL

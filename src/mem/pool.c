@@ -198,10 +198,11 @@ static size_t pending_locked(rill__pool *p, rill__stream **holder, bool *opaque)
     return bytes;
 }
 
-/* Fails an allocation of bytes with a sentence that names the limit, what
- * is in use, what is pending and where, and what to do. may_wait: the
- * stream-ordered call, which never waits on the host for pending frees.
- * Drops pool->lock. */
+/* Fails an allocation of bytes with a sentence that names what stood in
+ * the way (the pool's limit, or the device's memory with the backend's
+ * phrase about it), what is in use, what is pending and where, and what
+ * to do. may_wait: the stream-ordered call, which never waits on the host
+ * for pending frees. Drops pool->lock. */
 static rill_status out_of_memory(rill__device *dev, rill__pool *p, size_t bytes, bool may_wait,
                                  const char *fn) {
     rill__tcache_steal_all(p); /* their free blocks count as cached or pending */
@@ -210,17 +211,25 @@ static rill_status out_of_memory(rill__device *dev, rill__pool *p, size_t bytes,
     rill__stream *holder;
     bool opaque;
     size_t pending = pending_locked(p, &holder, &opaque);
-    size_t limit = p->limit;
+    size_t limit = p->limit, need = round_request(bytes);
+    bool at_limit = limit != 0 && (st.reserved_bytes >= limit || limit - st.reserved_bytes < need);
     bool internal_waits = (p->reuse_flags & RILL_MEM_REUSE_INTERNAL_WAITS) != 0;
     rill__spinlock_unlock(&p->lock);
+    char memory[384] = "";
+    if (!at_limit && dev->ops->mem_describe != NULL)
+        dev->ops->mem_describe(dev, memory, sizeof memory);
     size_t in_use = st.allocated_bytes;
     size_t unused = st.reserved_bytes - in_use;
     size_t cached = unused > pending ? unused - pending : 0;
-    char lim[64];
-    if (limit != 0)
+    char lim[448];
+    if (at_limit)
         snprintf(lim, sizeof lim, "within the pool's limit of %zu bytes", limit);
+    else if (memory[0] != '\0')
+        snprintf(lim, sizeof lim, "within the device's memory (%s)", memory);
     else
-        snprintf(lim, sizeof lim, "(no limit set: the device is full)");
+        snprintf(lim, sizeof lim, "(the device is full)");
+    /* Raising the limit helps only where the limit stood in the way. */
+    const char *raise = memory[0] == '\0' ? "raise the limit with rill_mem_set_limit, " : "";
     char held[256] = "";
     char todo[512];
     if (holder != NULL) {
@@ -233,21 +242,19 @@ static rill_status out_of_memory(rill__device *dev, rill__pool *p, size_t bytes,
             snprintf(todo, sizeof todo,
                      "a stream-ordered allocation never waits on the host: allocate once stream "
                      "%s has passed that work (rill_stream_synchronize), or with rill_malloc, "
-                     "which waits for it%s; else free memory, raise the limit with "
-                     "rill_mem_set_limit, or allocate less",
+                     "which waits for it%s; else free memory, %sor allocate less",
                      name,
                      !opaque && !internal_waits
                          ? ", or let the pool wait in stream order with rill_mem_set_reuse_policy"
-                         : "");
+                         : "",
+                     raise);
         else
             snprintf(todo, sizeof todo,
                      "rill_malloc waits for pending frees except inside a kernel or host "
-                     "function: synchronize stream %s first, free memory, raise the limit with "
-                     "rill_mem_set_limit, or allocate less",
-                     name);
+                     "function: synchronize stream %s first, free memory, %sor allocate less",
+                     name, raise);
     } else {
-        snprintf(todo, sizeof todo,
-                 "free memory, raise the limit with rill_mem_set_limit, or allocate less");
+        snprintf(todo, sizeof todo, "free memory, %sor allocate less", raise);
     }
     return rill__fail(RILL_ERROR_OUT_OF_MEMORY,
                       "%s: cannot allocate %zu bytes on device %d %s: %zu bytes in use, %zu bytes "
@@ -891,6 +898,11 @@ void rill__pool_summary(rill__device *dev, FILE *out) {
     fprintf(out, "  %-28s %14s %14s\n", "allocated", a, b);
     fprintf(out, "  %-28s %14s %14s\n", "reserved", c, d);
     fprintf(out, "  %-28s %14s\n", "limit", limit != 0 ? e : "none");
+    if (dev->ops->mem_describe != NULL) {
+        char memory[384];
+        dev->ops->mem_describe(dev, memory, sizeof memory);
+        fprintf(out, "  device memory: %s\n", memory);
+    }
     fprintf(out, "\n  %-8s %9s %12s %12s %8s %8s %13s %8s\n", "pool", "segments", "reserved",
             "allocated", "blocks", "free", "largest free", "pending");
     static const char *const names[2] = {"small", "large"};

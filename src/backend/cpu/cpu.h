@@ -202,6 +202,32 @@ static inline cpu_device *cpu_device_of(rill__device *dev) {
     return (cpu_device *)rill__device_base_of(dev)->state;
 }
 
+/* cpu_memory.c: the memory ops of the ops table, and the memory that all
+ * CPU devices and host memory may take together (the budget). probe sets
+ * the budget from RILL_CPU_MEMORY, physical memory and the memory cgroup
+ * (false, with why, when RILL_CPU_MEMORY names no amount), on the
+ * initialising thread before any CPU device exists. choose is probe's
+ * rule, for tests: env is RILL_CPU_MEMORY's value (NULL: unset), physical
+ * and cgroup the system's figures (0: unknown, none); how receives what
+ * chose *out, or why env names no amount (then false). */
+bool rill__cpu_memory_probe(char *why, size_t size);
+bool rill__cpu_memory_choose(const char *env, size_t physical, size_t cgroup, size_t *out,
+                             char *how, size_t size);
+size_t rill__cpu_memory_bytes(void); /* the budget; 0: none (the system gave no figures) */
+size_t rill__cpu_memory_taken(void); /* committed segment memory and host memory, all devices */
+rill_status rill__cpu_mem_alloc(rill__device *dev, size_t bytes, void **out, void **handle);
+void rill__cpu_mem_free(rill__device *dev, void *ptr, size_t bytes, void *handle);
+rill_status rill__cpu_mem_commit(rill__device *dev, void *handle, size_t offset, size_t bytes);
+void rill__cpu_mem_decommit(rill__device *dev, void *handle, size_t offset, size_t bytes);
+void rill__cpu_mem_describe(rill__device *dev, char *buf, size_t size);
+const rill__shm *rill__cpu_ipc_export(rill__device *dev, void *handle);
+rill__shm_map_result rill__cpu_ipc_map(rill__device *dev, const rill__shm_name *name,
+                                       size_t object_bytes, size_t offset, size_t bytes, void **out,
+                                       char *why, size_t why_size);
+void rill__cpu_ipc_unmap(rill__device *dev, void *ptr, size_t bytes);
+void *rill__cpu_host_alloc(rill__device *dev, size_t bytes);
+void rill__cpu_host_free(rill__device *dev, void *ptr, size_t bytes);
+
 /* cpu_sched.c */
 rill_status rill__cpu_submit(rill__stream *s, const rill__cmd *cmd, uint64_t *seq);
 void rill__cpu_free_cmd(cpu_cmd *c);

@@ -4,8 +4,9 @@
  * on). Its memory is host memory in shared memory segments (memfd), so
  * that any block can be exported to another process (src/mem/ipc.c);
  * segments are page aligned, more than CUDA's 256 bytes. This file holds
- * the backend's ops table, device start and stop, per-stream state,
- * kernels and memory; cpu_sched.c runs the commands, cpu_graph.c graphs. */
+ * the backend's ops table, device start and stop, per-stream state and
+ * kernels; cpu_memory.c the memory, cpu_sched.c runs the commands,
+ * cpu_graph.c graphs. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,6 +136,8 @@ static int probed_devices;
 /* The backend's probe (backend.h). */
 static int cpu_probe(char *why, size_t size) {
     probed_devices = probe_count(why, size);
+    if (probed_devices > 0 && !rill__cpu_memory_probe(why, size))
+        probed_devices = 0;
     return probed_devices;
 }
 
@@ -185,7 +188,7 @@ static rill_status cpu_device_init(rill__device *dev, int index) {
         rill__fit(info->name, sizeof info->name, full);
     }
     info->compute_units = workers;
-    info->memory_bytes = rill__physical_memory_bytes();
+    info->memory_bytes = rill__cpu_memory_bytes(); /* shared by the CPU devices (cpu_memory.c) */
     info->least_priority = 0;
     info->greatest_priority = -(CPU_PRIORITY_LEVELS - 1);
     d->dev = dev;
@@ -245,105 +248,6 @@ static void cpu_stream_fini(rill__stream *s) {
     rill__cpu_stream_free_nodes(cs);
 }
 
-/* A segment is a rill__shm; when none can be made (the process has no
- * descriptor left, say), it is private address space that cannot be
- * exported: running out of descriptors must not make allocation fail.
- * Both are sparse: a page takes memory when first touched. */
-typedef struct cpu_segment {
-    int shared;
-    rill__shm shm;     /* owned, when shared */
-    rill__pages pages; /* owned, when not */
-} cpu_segment;
-
-static rill_status cpu_mem_alloc(rill__device *dev, size_t bytes, void **out, void **handle) {
-    /* Shared memory is not charged to the commit limit when mapped, so a
-     * reservation beyond the machine's memory is refused here rather than
-     * failing at first touch. */
-    size_t memory = (size_t)rill__device_base_of(dev)->info.memory_bytes;
-    if (memory != 0 && bytes > memory)
-        return RILL_ERROR_OUT_OF_MEMORY;
-    cpu_segment *g = rill__calloc(1, sizeof *g);
-    if (g == NULL)
-        return RILL_ERROR_OUT_OF_MEMORY;
-    char why[160];
-    g->shared = rill__shm_create("rill-segment", bytes, &g->shm, why, sizeof why);
-    if (g->shared) {
-        *out = g->shm.base;
-    } else if (rill__pages_reserve(bytes, &g->pages)) {
-        *out = g->pages.base;
-    } else {
-        rill__free(g);
-        return RILL_ERROR_OUT_OF_MEMORY;
-    }
-    /* Several devices: a device's memory lives on its node, wherever the
-     * thread that touches a page first runs (mbind, preferred: another
-     * node's memory rather than none). */
-    int node = cpu_device_of(dev)->node;
-    if (node >= 0)
-        (void)rill__pages_prefer_node(*out, bytes, node);
-    *handle = g;
-    return RILL_OK;
-}
-
-static void cpu_mem_free(rill__device *dev, void *ptr, size_t bytes, void *handle) {
-    (void)dev;
-    (void)ptr;
-    (void)bytes;
-    cpu_segment *g = handle;
-    if (g->shared)
-        rill__shm_destroy(&g->shm);
-    else
-        rill__pages_release(&g->pages);
-    rill__free(g);
-}
-
-static void cpu_mem_decommit(rill__device *dev, void *handle, size_t offset, size_t bytes) {
-    (void)dev;
-    cpu_segment *g = handle;
-    if (g->shared)
-        rill__shm_discard(&g->shm, offset, bytes);
-    else
-        rill__pages_discard(&g->pages, offset, bytes);
-}
-
-static const rill__shm *cpu_ipc_export(rill__device *dev, void *handle) {
-    (void)dev;
-    const cpu_segment *g = handle;
-    return g->shared ? &g->shm : NULL;
-}
-
-static rill__shm_map_result cpu_ipc_map(rill__device *dev, const rill__shm_name *name,
-                                        size_t object_bytes, size_t offset, size_t bytes,
-                                        void **out, char *why, size_t why_size) {
-    (void)dev;
-    return rill__shm_map_range(name, object_bytes, offset, bytes, out, why, why_size);
-}
-
-static void cpu_ipc_unmap(rill__device *dev, void *ptr, size_t bytes) {
-    (void)dev;
-    rill__shm_unmap_range(ptr, bytes);
-}
-
-/* The CPU device copies with the processor, so its host memory needs no
- * pinning: rill_malloc_host is pageable memory, 256-byte aligned like a
- * device allocation. (Locking pages with mlock would cost the program its
- * RLIMIT_MEMLOCK, 8 MiB by default, for no speed on this device.) */
-static void *cpu_host_alloc(rill__device *dev, size_t bytes) {
-    (void)dev;
-    void *p = NULL;
-    if (posix_memalign(&p, 256, bytes) != 0) {
-        rill__fail(RILL_ERROR_OUT_OF_MEMORY, "cannot allocate %zu bytes of host memory", bytes);
-        return NULL;
-    }
-    return p;
-}
-
-static void cpu_host_free(rill__device *dev, void *ptr, size_t bytes) {
-    (void)dev;
-    (void)bytes;
-    free(ptr);
-}
-
 const rill__backend_ops rill__cpu_backend = {
     .name = "cpu",
     .kind = RILL_DEVICE_CPU,
@@ -361,14 +265,16 @@ const rill__backend_ops rill__cpu_backend = {
     .kernel_unload = NULL,
     .graph_prepare = rill__cpu_graph_prepare,
     .graph_release = rill__cpu_graph_release,
-    .mem_alloc = cpu_mem_alloc,
-    .mem_free = cpu_mem_free,
+    .mem_alloc = rill__cpu_mem_alloc,
+    .mem_free = rill__cpu_mem_free,
     .mem_granule = (size_t)16 << 10, /* a few pages: a segment grows in place */
-    .mem_commit = NULL,              /* sparse segments: a page is backed at first touch */
-    .mem_decommit = cpu_mem_decommit,
-    .host_alloc = cpu_host_alloc,
-    .host_free = cpu_host_free,
-    .ipc_export = cpu_ipc_export,
-    .ipc_map = cpu_ipc_map,
-    .ipc_unmap = cpu_ipc_unmap,
+    .mem_commit =
+        rill__cpu_mem_commit, /* counts against the budget; pages back it at first touch */
+    .mem_decommit = rill__cpu_mem_decommit,
+    .mem_describe = rill__cpu_mem_describe,
+    .host_alloc = rill__cpu_host_alloc,
+    .host_free = rill__cpu_host_free,
+    .ipc_export = rill__cpu_ipc_export,
+    .ipc_map = rill__cpu_ipc_map,
+    .ipc_unmap = rill__cpu_ipc_unmap,
 };
