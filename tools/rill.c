@@ -105,6 +105,18 @@ static int cmd_info(void) {
     printf("* the current device (RILL_DEVICE=cpu:N|cuda:N chooses it); RILL_CPU_DEVICES=N splits\n"
            "  the processors into N CPU devices (default: one per NUMA node), RILL_CPU_WORKERS=N\n"
            "  sets each CPU device's compute units; lower priority numbers run first\n");
+    /* The CPU devices' memory is a limit rill sets, not the machine's. */
+    for (int i = 0; i < count; i++) {
+        if (infos[i].kind != RILL_DEVICE_CPU)
+            continue;
+        printf("  memory of the CPU devices: %.1f GiB, the most that all of them and host memory\n"
+               "  may take together before an allocation fails with RILL_ERROR_OUT_OF_MEMORY;\n"
+               "  by default 3/4 of physical memory or of the memory cgroup's limit, whichever\n"
+               "  is smaller (rill info --memory says which); RILL_CPU_MEMORY=SIZE[K|M|G|T] or\n"
+               "  RILL_CPU_MEMORY=PERCENT%% sets it, rill_mem_set_limit gives one device less\n",
+               (double)infos[i].memory_bytes / (1024.0 * 1024.0 * 1024.0));
+        break;
+    }
     if (current_st != RILL_OK) {
         fprintf(stderr, "rill: rill_get_device failed: %s: %s\n", rill_status_name(current_st),
                 current_error);
@@ -142,7 +154,8 @@ static void usage(void) {
             "  trace-merge OUT.json TRACE TRACE...\n"
             "                    one trace of several processes' traces (each its own tracks),\n"
             "                    where the arrows of interprocess events join the processes\n"
-            "environment: RILL_DEVICE=cpu|cuda:N, RILL_CPU_WORKERS=N, RILL_TRACE=path\n");
+            "environment: RILL_DEVICE=cpu|cuda:N, RILL_CPU_DEVICES=N, RILL_CPU_WORKERS=N,\n"
+            "  RILL_CPU_MEMORY=SIZE[K|M|G|T]|PERCENT%%, RILL_TRACE=path\n");
 }
 
 int main(int argc, char **argv) {
