@@ -11,7 +11,11 @@ _devices = {}  # rill_device * -> Device
 
 class Device:
     """A rill device (the CPU device's compute units are worker threads).
-    Get one with rill.device(index) or rill.current_device()."""
+    Get one with rill.device(index) or rill.current_device(). memory_bytes
+    is the device's memory; for the CPU devices, what rill may take of the
+    machine's, all of them together (3/4 of physical memory or of the
+    memory cgroup's limit, or RILL_CPU_MEMORY): past it an allocation raises
+    rill.OutOfMemoryError rather than the kernel killing the process."""
 
     __slots__ = ("_h", "_gen", "index", "kind", "name", "compute_units", "memory_bytes",
                  "priority_range")

@@ -2,7 +2,8 @@
 """One exception class per rill_status, all derived from RillError (a
 RuntimeError, as the frameworks' runtime failures are). Each carries the
 sentence of rill_last_error() that the failing call left, its status
-number and its status name. InvalidArgumentError is also a ValueError."""
+number and its status name. InvalidArgumentError is also a ValueError,
+OutOfMemoryError a MemoryError."""
 
 import re
 
@@ -25,8 +26,13 @@ class InvalidArgumentError(RillError, ValueError):
     """An argument is invalid: a destroyed or closed handle, a size of zero, ..."""
 
 
-class OutOfMemoryError(RillError):
-    """Out of device memory: the pool cannot serve the request, even from its emptied cache."""
+class OutOfMemoryError(RillError, MemoryError):
+    """Out of device memory: the pool cannot serve the request, even from its
+    emptied cache, within the device's limit (set_memory_limit) or its memory
+    (for the CPU devices, what rill may take of the machine's,
+    Device.memory_bytes; RILL_CPU_MEMORY sets it). The message gives the
+    pool's figures. Also a MemoryError, so that code that handles running
+    out of memory catches it."""
 
 
 class NoDeviceError(RillError):

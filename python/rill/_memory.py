@@ -54,7 +54,10 @@ def set_memory_limit(limit_bytes, device=None):
     allocation beyond it raises OutOfMemoryError once the cache was emptied.
     Stream-ordered allocations (tensors, ops) never wait on the host for
     pending frees: they reuse what stream order allows and otherwise raise
-    at once, naming the limit, the bytes in use and those pending."""
+    at once, naming the limit, the bytes in use and those pending. The
+    device's memory (Device.memory_bytes) caps the pool in any case: a cap
+    above it does not raise it (for the CPU devices, RILL_CPU_MEMORY set
+    before the first call does)."""
     where = "rill.set_memory_limit"
     if limit_bytes is None:
         limit_bytes = 0

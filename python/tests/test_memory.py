@@ -3,6 +3,10 @@
 limit, the summary."""
 
 import gc
+import os
+import subprocess
+import sys
+import textwrap
 
 import pytest
 
@@ -142,3 +146,39 @@ def test_set_memory_limit_refuses_what_is_not_a_byte_count():
         with pytest.raises(ValueError):
             rill.set_memory_limit(bad)
     assert rill.memory_limit() is None
+
+
+def test_out_of_memory_error_is_a_memory_error():
+    assert issubclass(rill.OutOfMemoryError, MemoryError)
+    assert issubclass(rill.OutOfMemoryError, rill.RillError)
+    assert issubclass(rill.OutOfMemoryError, RuntimeError)
+
+
+def test_allocating_until_failure_raises_out_of_memory_error():
+    """The PyTorch user's loop that allocates until it fails ends in
+    rill.OutOfMemoryError, a MemoryError, at the CPU devices' memory, not in
+    the kernel's out-of-memory killer. In a child whose RILL_CPU_MEMORY is
+    256M, so that the test touches little memory; the message gives the
+    pool's figures and what sets the amount."""
+    child = textwrap.dedent("""
+        import rill
+        kept = []
+        try:
+            while len(kept) < 64:
+                kept.append(rill.zeros(16 << 20))  # 64 MiB, every page touched
+        except MemoryError as e:
+            print(type(e).__name__, len(kept), rill.current_device().memory_bytes)
+            print(e)
+    """)
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(rill.__file__)),
+               RILL_CPU_MEMORY="256M")
+    run = subprocess.run([sys.executable, "-c", child], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr
+    first, message = run.stdout.split("\n", 1)
+    name, kept, memory = first.split()
+    assert name == "OutOfMemoryError"
+    assert int(memory) == 256 * MIB
+    assert 1 <= int(kept) <= 4  # at most what fits in 256 MiB
+    assert "cannot allocate 67108864 bytes" in message
+    assert "bytes allocated" in message and "RILL_CPU_MEMORY=256M" in message
