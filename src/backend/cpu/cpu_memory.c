@@ -104,7 +104,7 @@ bool rill__cpu_memory_choose(const char *env, size_t physical, size_t cgroup, si
             snprintf(how, size, "RILL_CPU_MEMORY=%s", env);
         return true;
     }
-    /* Without figures from the system: no budget (0), as before there was one. */
+    /* 0 (no budget) when the system gives no figure for its memory. */
     *out = system / DEFAULT_DENOMINATOR * DEFAULT_NUMERATOR;
     snprintf(how, size, "%d/%d of %s (%s)", DEFAULT_NUMERATOR, DEFAULT_DENOMINATOR, what, sys);
     return true;
