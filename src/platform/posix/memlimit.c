@@ -66,8 +66,9 @@ static bool find_mount(const char *root, bool v1, char *point, char *hroot) {
         if (dash == NULL)
             continue;
         *dash = '\0';
-        char *type = strtok(dash + 3, " "), *source = strtok(NULL, " ");
-        char *super = strtok(NULL, " ");
+        char *tail = NULL; /* strtok_r: the program may use strtok in another thread */
+        char *type = strtok_r(dash + 3, " ", &tail), *source = strtok_r(NULL, " ", &tail);
+        char *super = strtok_r(NULL, " ", &tail);
         if (type == NULL || source == NULL)
             continue;
         if (v1 ? strcmp(type, "cgroup") != 0 || super == NULL || !has_word(super, "memory")
