@@ -181,4 +181,4 @@ def test_allocating_until_failure_raises_out_of_memory_error():
     assert int(memory) == 256 * MIB
     assert 1 <= int(kept) <= 4  # at most what fits in 256 MiB
     assert "cannot allocate 67108864 bytes" in message
-    assert "bytes allocated" in message and "RILL_CPU_MEMORY=256M" in message
+    assert "bytes in use" in message and "RILL_CPU_MEMORY=256M" in message
