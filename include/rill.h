@@ -231,6 +231,26 @@ rill_status rill_stream_query(rill_stream *stream);
  * calling thread's rill state (current device and stream, capture mode,
  * rill_last_error) is the thread's own again once the wait returns. */
 rill_status rill_stream_synchronize(rill_stream *stream);
+/* rill_stream_synchronize, rill_event_synchronize and
+ * rill_device_synchronize with a time limit, for a thread that must stay
+ * responsive while it waits (a language runtime that handles signals
+ * between waits: rill's Python package waits in slices of these). Each
+ * waits as its plain call does, for the work submitted before it, but
+ * returns RILL_NOT_READY when that work has not completed within
+ * timeout_ns nanoseconds (0: at once), changing nothing: the work runs on,
+ * and the caller may wait again (for what is submitted by then) or query.
+ * They run the awaited work on the calling thread (see "Waiting threads
+ * help" above) only while the stream has none pending that may wait for
+ * anything (a host function, a graph with host nodes, a wait for another
+ * process or for a stream with such work), so they return in time even
+ * behind a host function that never returns: blocks for timeout_ns at
+ * most, or as long as a kernel or copy that the thread runs meanwhile.
+ * RILL_ERROR_NOT_PERMITTED from a kernel or host function. A wait for an
+ * interprocess event's record made in another process that ends at the
+ * limit leaves a small entry queued until that record completes. */
+rill_status rill_stream_synchronize_for(rill_stream *stream, uint64_t timeout_ns);
+rill_status rill_event_synchronize_for(rill_event *event, uint64_t timeout_ns);
+rill_status rill_device_synchronize_for(rill_device *dev, uint64_t timeout_ns);
 /* Work submitted to stream after this call waits until event completes, as
  * recorded at the time of this call (later records of event do not
  * matter). Waiting on a never-recorded event, or on one whose work has

@@ -486,8 +486,10 @@ rill_status rill_get_device(rill_device **out) {
  * saw it (which a clear of the waiting stream ends), not to the device.
  * flags as for rill__stream_wait_status: RILL__WAIT_PARKS only when the
  * caller uses, after this, no object that it found through a handle without
- * holding a reference to it. */
-static rill_status sync_device(rill__device *dev, unsigned flags, const char *fn) {
+ * holding a reference to it. RILL_NOT_READY when deadline_ns (UINT64_MAX:
+ * none) comes before the work does. */
+static rill_status sync_device(rill__device *dev, unsigned flags, uint64_t deadline_ns,
+                               const char *fn) {
     enum { BATCH = 64 };
     rill_status first = RILL_OK;
     rill__stream *mark = NULL; /* ref: the next batch starts after it */
@@ -520,13 +522,21 @@ static rill_status sync_device(rill__device *dev, unsigned flags, const char *fn
         mark = next_mark;
         for (size_t i = 0; i < n; i++) {
             /* deps and mark hold their streams, and devices live until
-             * rill_shutdown, which waits for a parked call too. */
-            rill_status r = rill__stream_wait_status(deps[i].stream, deps[i].seq, flags, fn);
-            if (r != RILL_OK && first == RILL_OK)
+             * rill_shutdown, which waits for a parked call too. Past the
+             * deadline, the rest is not waited for. */
+            rill_status r =
+                first == RILL_NOT_READY
+                    ? RILL_NOT_READY
+                    : rill__stream_wait_status(deps[i].stream, deps[i].seq, flags, deadline_ns, fn);
+            if (r == RILL_NOT_READY || (r != RILL_OK && first == RILL_OK))
                 first = r;
             rill__stream_unref(deps[i].stream);
         }
-    } while (mark != NULL);
+    } while (mark != NULL && first != RILL_NOT_READY);
+    if (mark != NULL)
+        rill__stream_unref(mark);
+    if (first == RILL_NOT_READY)
+        return first;
     rill__runtime *rt;
     rill__runtime_get(&rt);
     rill__kernels_reap(rt);
@@ -534,28 +544,41 @@ static rill_status sync_device(rill__device *dev, unsigned flags, const char *fn
 }
 
 rill_status rill__device_drain(rill__device *dev, const char *fn) {
-    return sync_device(dev, 0, fn);
+    return sync_device(dev, 0, UINT64_MAX, fn);
+}
+
+/* rill_device_synchronize and rill_device_synchronize_for (deadline
+ * UINT64_MAX: none); outermost: RILL_CALL_OUTERMOST() of the call. */
+static rill_status device_sync(rill_device *handle, uint64_t deadline_ns, bool outermost,
+                               const char *fn) {
+    rill__device *dev;
+    rill_status st = rill__device_resolve(handle, fn, &dev);
+    if (st != RILL_OK)
+        return st;
+    st = rill__check_may_block(fn);
+    if (st != RILL_OK)
+        return st;
+    st = rill__capture_check_device_sync(dev, fn);
+    if (st != RILL_OK)
+        return st;
+    uint64_t t0 = rill__tracing() ? rill__trace_now() : 0;
+    st = sync_device(dev, outermost ? RILL__WAIT_PARKS : 0, deadline_ns, fn);
+    if (t0 != 0)
+        rill__trace_blocked(fn, NULL, t0);
+    if (st != RILL_NOT_READY && rill__san_active())
+        rill__san()->observed_device(dev);
+    return st;
 }
 
 rill_status rill_device_synchronize(rill_device *handle) {
     RILL_CALL_SCOPE();
-    rill__device *dev;
-    rill_status st = rill__device_resolve(handle, "rill_device_synchronize", &dev);
-    if (st != RILL_OK)
-        return st;
-    st = rill__check_may_block("rill_device_synchronize");
-    if (st != RILL_OK)
-        return st;
-    st = rill__capture_check_device_sync(dev, "rill_device_synchronize");
-    if (st != RILL_OK)
-        return st;
-    uint64_t t0 = rill__tracing() ? rill__trace_now() : 0;
-    st = sync_device(dev, RILL_CALL_OUTERMOST() ? RILL__WAIT_PARKS : 0, "rill_device_synchronize");
-    if (t0 != 0)
-        rill__trace_blocked("rill_device_synchronize", NULL, t0);
-    if (rill__san_active())
-        rill__san()->observed_device(dev);
-    return st;
+    return device_sync(handle, UINT64_MAX, RILL_CALL_OUTERMOST(), "rill_device_synchronize");
+}
+
+rill_status rill_device_synchronize_for(rill_device *handle, uint64_t timeout_ns) {
+    RILL_CALL_SCOPE();
+    return device_sync(handle, rill__deadline_after(timeout_ns), RILL_CALL_OUTERMOST(),
+                       "rill_device_synchronize_for");
 }
 
 /* ---------------------------------------------------------------- shutdown */
@@ -630,10 +653,11 @@ rill_status rill_shutdown(void) {
     /* Wait for all work, including that of destroyed (zombie) streams,
      * which lives on in waits and events of live streams. */
     for (int i = 0; i < rt->num_devices; i++)
-        sync_device(rt->devices[i], 0, "rill_shutdown");
+        sync_device(rt->devices[i], 0, UINT64_MAX, "rill_shutdown");
     shutdown_phase(rt, RILL__SHUTDOWN_DRAINED); /* graphs and execs go */
     for (int i = 0; i < rt->num_devices; i++)
-        sync_device(rt->devices[i], 0, "rill_shutdown"); /* graph memory's deferred frees */
+        sync_device(rt->devices[i], 0, UINT64_MAX,
+                    "rill_shutdown"); /* graph memory's deferred frees */
     /* What the hooks and phases above destroyed while other threads had
      * records waits in the limbo (a batched retire): it goes now, before
      * the kernels, streams and devices it refers to. */

@@ -312,25 +312,26 @@ rill_status rill_event_query(rill_event *event_h) {
     return st;
 }
 
-RILL_HOT rill_status rill_event_synchronize(rill_event *event_h) {
-    RILL_CALL_SCOPE();
+/* rill_event_synchronize and rill_event_synchronize_for (deadline
+ * UINT64_MAX: none); outermost: RILL_CALL_OUTERMOST() of the call. */
+RILL_HOT static rill_status event_sync(rill_event *event_h, uint64_t deadline_ns, bool outermost,
+                                       const char *fn) {
     rill__event *event;
-    rill_status st = rill__event_resolve(event_h, "rill_event_synchronize", &event);
+    rill_status st = rill__event_resolve(event_h, fn, &event);
     if (st != RILL_OK)
         return st;
-    st = rill__capture_check_event_sync(event, "rill_event_synchronize");
+    st = rill__capture_check_event_sync(event, fn);
     if (st != RILL_OK)
         return st;
-    st = rill__check_may_block("rill_event_synchronize");
+    st = rill__check_may_block(fn);
     if (st != RILL_OK)
         return st;
     rill__stream *s;
     uint64_t seq, remote;
     snapshot(event, &s, &seq, &remote);
     if (s == NULL && remote != 0)
-        return rill__ipc_event_synchronize(event->ipc, remote,
-                                           (event->flags & RILL_EVENT_BLOCKING_SYNC) != 0,
-                                           "rill_event_synchronize");
+        return rill__ipc_event_synchronize(
+            event->ipc, remote, (event->flags & RILL_EVENT_BLOCKING_SYNC) != 0, deadline_ns, fn);
     if (s == NULL)
         return RILL_OK;
     uint64_t t0 = rill__tracing() ? rill__trace_now() : 0;
@@ -339,15 +340,26 @@ RILL_HOT rill_status rill_event_synchronize(rill_event *event_h) {
      * the sleep does not park. */
     bool san = rill__san_active();
     unsigned flags = (event->flags & RILL_EVENT_BLOCKING_SYNC) ? RILL__WAIT_BLOCKING : 0;
-    if (!san && RILL_CALL_OUTERMOST())
+    if (!san && outermost)
         flags |= RILL__WAIT_PARKS;
-    st = rill__stream_wait_status(s, seq, flags, "rill_event_synchronize");
+    st = rill__stream_wait_status(s, seq, flags, deadline_ns, fn);
     if (t0 != 0)
-        rill__trace_blocked("rill_event_synchronize", s, t0);
-    if (san)
+        rill__trace_blocked(fn, s, t0);
+    if (san && st != RILL_NOT_READY)
         rill__san()->event_observed(event);
     rill__stream_unref(s);
     return st;
+}
+
+RILL_HOT rill_status rill_event_synchronize(rill_event *event_h) {
+    RILL_CALL_SCOPE();
+    return event_sync(event_h, UINT64_MAX, RILL_CALL_OUTERMOST(), "rill_event_synchronize");
+}
+
+rill_status rill_event_synchronize_for(rill_event *event_h, uint64_t timeout_ns) {
+    RILL_CALL_SCOPE();
+    return event_sync(event_h, rill__deadline_after(timeout_ns), RILL_CALL_OUTERMOST(),
+                      "rill_event_synchronize_for");
 }
 
 /* Reads a timing event's state for elapsed_ms. */

@@ -590,14 +590,14 @@ bool rill__ipc_event_completed_ok(rill__ipc_event *ipc, uint64_t gen) {
 }
 
 rill_status rill__ipc_event_synchronize(rill__ipc_event *ipc, uint64_t gen, int blocking,
-                                        const char *fn) {
+                                        uint64_t deadline_ns, const char *fn) {
     if (is_done(ipc, gen))
         return rill__ipc_event_query(ipc, gen, fn);
     uint64_t seq;
     rill_status st = enqueue(ipc, gen, 0, &seq, fn); /* a host wait: no stream's track */
     if (st != RILL_OK)
         return st;
-    return rill__stream_wait_status(ipc->proxy, seq, blocking, fn);
+    return rill__stream_wait_status(ipc->proxy, seq, blocking, deadline_ns, fn);
 }
 
 rill_status rill__ipc_event_wait(rill__ipc_event *ipc, rill__stream *stream, uint64_t gen,

@@ -284,16 +284,55 @@ static rill__call_rec *park(rill__stream *s, unsigned flags) {
     return r;
 }
 
-/* Sleeps until s completes seq: one futex wait, woken by the completer. */
-static void sleep_until(rill__stream *s, uint64_t seq, unsigned flags) {
+/* Takes w off s's waiters: true when it was still there, false when a
+ * completer took it first (and then sets its word, or has set it). */
+static bool remove_waiter(rill__stream *s, rill__waiter *w) {
+    bool found = false;
+    rill__mutex_lock(&s->wait_lock);
+    for (rill__waiter **p = &s->waiters; *p != NULL; p = &(*p)->next) {
+        if (*p == w) {
+            *p = w->next;
+            found = true;
+            break;
+        }
+    }
+    if (found)
+        atomic_store_explicit(&s->waiter_min, waiter_min_locked(s), memory_order_relaxed);
+    rill__mutex_unlock(&s->wait_lock);
+    return found;
+}
+
+/* Sleeps until s completes seq: one futex wait, woken by the completer.
+ * With a deadline (not UINT64_MAX), false when it passed first: the
+ * waiter is off the list again, so that nothing touches this frame. */
+static bool sleep_until(rill__stream *s, uint64_t seq, unsigned flags, uint64_t deadline_ns) {
     host_waiter h = {.w = {.seq = seq, .fn = wake_host}};
     atomic_init(&h.woken, 0);
     if (!rill__stream_add_waiter(s, &h.w))
-        return;
+        return true;
     rill__call_rec *parked = park(s, flags);
-    while (!atomic_load_explicit(&h.woken, memory_order_acquire))
-        rill__futex_wait(&h.woken, 0);
+    bool done = true;
+    while (!atomic_load_explicit(&h.woken, memory_order_acquire)) {
+        if (deadline_ns == UINT64_MAX) {
+            rill__futex_wait(&h.woken, 0);
+            continue;
+        }
+        uint64_t now = rill__now_ns();
+        if (now < deadline_ns) {
+            rill__futex_wait_for(&h.woken, 0, deadline_ns - now);
+            continue;
+        }
+        if (remove_waiter(s, &h.w)) {
+            done = false;
+            break;
+        }
+        /* A completer holds the waiter: its store of the word comes soon,
+         * and this frame must live until then. */
+        while (!atomic_load_explicit(&h.woken, memory_order_acquire))
+            rill__futex_wait(&h.woken, 0);
+    }
     rill__call_unpark(parked);
+    return done;
 }
 
 /* Runs what the backend lets this thread run of s's work up to seq; true
@@ -305,48 +344,66 @@ RILL_HOT static bool help(rill__stream *s, uint64_t seq) {
     return false;
 }
 
-RILL_HOT void rill__stream_host_wait(rill__stream *s, uint64_t seq, unsigned flags) {
+RILL_HOT bool rill__stream_host_wait_until(rill__stream *s, uint64_t seq, unsigned flags,
+                                           uint64_t deadline_ns) {
     bool blocking = (flags & RILL__WAIT_BLOCKING) != 0;
     if (reached(s, seq))
-        return;
+        return true;
     /* A host thread that waits for work that no worker has taken runs it
      * itself: that costs what running it costs, where waking a sleeping
      * worker costs what the system charges for a wake-up. Workers (and
-     * host threads running work as workers) never do. */
-    bool helps = !blocking && s->q.dev->ops->host_help != NULL && !rill__thread_is_worker();
+     * host threads running work as workers) never do. A wait with a
+     * deadline must return by then whatever the work does, so it runs
+     * none while s has work pending that may wait for anything (a host
+     * function may never return); kernels, copies and waits for such
+     * work end on their own. */
+    bool helps = !blocking && s->q.dev->ops->host_help != NULL && !rill__thread_is_worker() &&
+                 (deadline_ns == UINT64_MAX || !rill__stream_opaque_pending(s));
     if (helps && help(s, seq))
-        return;
+        return true;
     /* What this thread does not run needs a worker. */
     if (s->q.dev->ops->kick != NULL)
         s->q.dev->ops->kick(s);
     if (!blocking) {
         uint64_t until = rill__now_ns() + SPIN_NS;
+        if (until > deadline_ns)
+            until = deadline_ns;
         for (unsigned spins = 1;; spins++) {
             if (reached(s, seq))
-                return;
+                return true;
             rill__cpu_relax();
             if ((spins & 63u) != 0)
                 continue;
             /* The stream may have become ready meanwhile (its wait was
              * met), or a kernel of it may have blocks to hand out. */
             if (helps && help(s, seq))
-                return;
+                return true;
             if (rill__now_ns() > until)
                 break;
         }
     }
-    sleep_until(s, seq, flags);
+    return sleep_until(s, seq, flags, deadline_ns);
+}
+
+RILL_HOT void rill__stream_host_wait(rill__stream *s, uint64_t seq, unsigned flags) {
+    (void)rill__stream_host_wait_until(s, seq, flags, UINT64_MAX);
 }
 
 RILL_HOT rill_status rill__stream_wait_status(rill__stream *s, uint64_t seq, unsigned flags,
-                                              const char *fn) {
+                                              uint64_t deadline_ns, const char *fn) {
     char msg[RILL__ERROR_BYTES];
-    rill__stream_host_wait(s, seq, flags);
+    if (!rill__stream_host_wait_until(s, seq, flags, deadline_ns))
+        return RILL_NOT_READY;
     if (rill__san_active())
         rill__san()->observed(s, seq, false);
     if (rill__stream_failed_at(s, seq, msg, sizeof msg))
         return rill__fail(RILL_ERROR_KERNEL_FAILED, "%s: %s", fn, msg);
     return RILL_OK;
+}
+
+uint64_t rill__deadline_after(uint64_t timeout_ns) {
+    uint64_t now = rill__now_ns();
+    return timeout_ns >= UINT64_MAX - now ? UINT64_MAX - 1 : now + timeout_ns;
 }
 
 /* The clock is a seqlock: writers, serialised by clock_lock, make
@@ -556,29 +613,42 @@ rill_status rill_stream_query(rill_stream *stream_h) {
     return RILL_NOT_READY;
 }
 
-rill_status rill_stream_synchronize(rill_stream *stream_h) {
-    RILL_CALL_SCOPE();
+/* rill_stream_synchronize and rill_stream_synchronize_for (deadline
+ * UINT64_MAX: none); outermost: RILL_CALL_OUTERMOST() of the call. */
+static rill_status stream_sync(rill_stream *stream_h, uint64_t deadline_ns, bool outermost,
+                               const char *fn) {
     rill__stream *stream;
-    rill_status st = rill__stream_resolve(stream_h, "rill_stream_synchronize", &stream);
+    rill_status st = rill__stream_resolve(stream_h, fn, &stream);
     if (st != RILL_OK)
         return st;
-    st = rill__check_may_block("rill_stream_synchronize");
+    st = rill__check_may_block(fn);
     if (st != RILL_OK)
         return st;
-    st = rill__capture_check_stream_sync(stream, "rill_stream_synchronize");
+    st = rill__capture_check_stream_sync(stream, fn);
     if (st != RILL_OK)
         return st;
     uint64_t seq = atomic_load_explicit(&stream->q.sub_seq, memory_order_acquire);
     uint64_t t0 = rill__tracing() ? rill__trace_now() : 0;
     /* Its uses of stream after the wait hold it: another thread may
      * destroy the stream while this one sleeps. */
-    st = rill__stream_wait_status(stream, seq, RILL_CALL_OUTERMOST() ? RILL__WAIT_PARKS_HOLDING : 0,
-                                  "rill_stream_synchronize");
+    st = rill__stream_wait_status(stream, seq, outermost ? RILL__WAIT_PARKS_HOLDING : 0,
+                                  deadline_ns, fn);
     if (t0 != 0)
-        rill__trace_blocked("rill_stream_synchronize", stream, t0);
-    if (rill__san_active())
+        rill__trace_blocked(fn, stream, t0);
+    if (st != RILL_NOT_READY && rill__san_active())
         rill__san()->observed(stream, seq, true);
     return st;
+}
+
+rill_status rill_stream_synchronize(rill_stream *stream_h) {
+    RILL_CALL_SCOPE();
+    return stream_sync(stream_h, UINT64_MAX, RILL_CALL_OUTERMOST(), "rill_stream_synchronize");
+}
+
+rill_status rill_stream_synchronize_for(rill_stream *stream_h, uint64_t timeout_ns) {
+    RILL_CALL_SCOPE();
+    return stream_sync(stream_h, rill__deadline_after(timeout_ns), RILL_CALL_OUTERMOST(),
+                       "rill_stream_synchronize_for");
 }
 
 /* Makes stream wait until other has completed seq. Shared by

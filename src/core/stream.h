@@ -137,8 +137,20 @@ enum {
  * sleeping thread is a waiter of s, which the thread that completes seq
  * wakes. */
 void rill__stream_host_wait(rill__stream *s, uint64_t seq, unsigned flags);
-/* Waits for seq and turns a failure into RILL_ERROR_KERNEL_FAILED. */
-rill_status rill__stream_wait_status(rill__stream *s, uint64_t seq, unsigned flags, const char *fn);
+/* The same until rill__now_ns() reaches deadline_ns at most (UINT64_MAX:
+ * no deadline): true when s completed seq, false when the deadline came
+ * first. A wait with a deadline runs the work itself (host_help) only
+ * while s has none pending that may wait for anything (opaque). */
+bool rill__stream_host_wait_until(rill__stream *s, uint64_t seq, unsigned flags,
+                                  uint64_t deadline_ns);
+/* Waits for seq until deadline_ns (UINT64_MAX: none) and turns a failure
+ * into RILL_ERROR_KERNEL_FAILED; RILL_NOT_READY when the deadline came
+ * first. */
+rill_status rill__stream_wait_status(rill__stream *s, uint64_t seq, unsigned flags,
+                                     uint64_t deadline_ns, const char *fn);
+/* The deadline of a wait of at most timeout_ns from now, below UINT64_MAX
+ * (which means no deadline) however long the timeout. */
+uint64_t rill__deadline_after(uint64_t timeout_ns);
 
 /* Makes stream's later work wait until other completes seq (nothing when
  * that is already implied or done). fn names the public call. A failure

@@ -336,9 +336,9 @@ rill_status rill_memcpy(void *dst, const void *src, size_t bytes) {
     if (rill__san_active())
         rill__san()->command(s, seq, &cmd, RILL__SAN_HOST);
     if (!rill__tracing())
-        return rill__stream_wait_status(s, seq, 0, fn);
+        return rill__stream_wait_status(s, seq, 0, UINT64_MAX, fn);
     uint64_t t0 = rill__trace_now();
-    st = rill__stream_wait_status(s, seq, 0, fn);
+    st = rill__stream_wait_status(s, seq, 0, UINT64_MAX, fn);
     rill__stream_trace_track(s);
     rill__trace_host_slice(fn, s->q.id, t0);
     return st;

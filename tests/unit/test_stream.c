@@ -392,6 +392,71 @@ static void test_stream_synchronize_waits_for_work(void **state) {
     RT_OK(rill_stream_destroy(s));
 }
 
+/* rill_stream_synchronize_for, rill_event_synchronize_for, rill_device_synchronize_for: "returns
+ * RILL_NOT_READY when that work has not completed within timeout_ns nanoseconds (0: at once),
+ * changing nothing: the work runs on, and the caller may wait again" and "They never run the
+ * awaited work on the calling thread ... even a host function that never returns". The gate
+ * holds until opened; a wait that ran it here would return only when the gate gave up. */
+static void test_stream_synchronize_for_ends_at_its_limit_and_may_wait_again(void **state) {
+    (void)state;
+    static rt_gate g;
+    rt_gate_reset(&g);
+    rill_stream *s = new_stream(0);
+    rill_event *e, *blocking;
+    RT_OK(rill_event_create(RILL_EVENT_DEFAULT, &e));
+    RT_OK(rill_event_create(RILL_EVENT_BLOCKING_SYNC, &blocking));
+    RT_OK(rill_launch_host_func(s, rt_gate_fn, &g));
+    RT_OK(rill_event_record(e, s));
+    RT_OK(rill_event_record(blocking, s));
+    rill_status st[7];
+    st[0] = rill_stream_synchronize_for(s, 20000000);
+    st[1] = rill_stream_synchronize_for(s, 0);
+    st[2] = rill_event_synchronize_for(e, 1000000);
+    st[3] = rill_event_synchronize_for(blocking, 1000000);
+    st[4] = rill_device_synchronize_for(NULL, 1000000);
+    st[5] = rill_stream_query(s);
+    rt_gate_open(&g);
+    st[6] = rill_stream_synchronize_for(s, WAIT_TIMEOUT_NS);
+    assert_false(atomic_load(&g.timed_out));
+    for (int i = 0; i < 6; i++)
+        assert_int_equal(st[i], RILL_NOT_READY);
+    RT_OK(st[6]);
+    assert_true(atomic_load(&g.done) != 0);
+    RT_OK(rill_event_synchronize_for(e, WAIT_TIMEOUT_NS));
+    RT_OK(rill_event_synchronize_for(blocking, 0));
+    RT_OK(rill_device_synchronize_for(NULL, WAIT_TIMEOUT_NS));
+    RT_OK(rill_stream_synchronize_for(s, 0));
+    RT_OK(rill_event_destroy(e));
+    RT_OK(rill_event_destroy(blocking));
+    RT_OK(rill_stream_destroy(s));
+}
+
+/* A wait whose limit comes as the work completes either sees it done or returns RILL_NOT_READY,
+ * and the next wait sees it done: the limit and the completion race here on every round. */
+static void test_stream_synchronize_for_racing_its_limit_is_ok_or_not_ready(void **state) {
+    (void)state;
+    static atomic_int count;
+    atomic_store(&count, 0);
+    rill_stream *s = new_stream(0);
+    rill_event *e;
+    RT_OK(rill_event_create(RILL_EVENT_BLOCKING_SYNC, &e));
+    int bad = 0;
+    for (int i = 0; i < 200; i++) {
+        RT_OK(rill_launch_host_func(s, slow_count_fn, &count));
+        RT_OK(rill_event_record(e, s));
+        uint64_t limit = 1000000 + (uint64_t)(i % 20) * 100000; /* about the 2 ms of the work */
+        rill_status a =
+            (i & 1) ? rill_event_synchronize_for(e, limit) : rill_stream_synchronize_for(s, limit);
+        rill_status b = rill_stream_synchronize_for(s, WAIT_TIMEOUT_NS);
+        if ((a != RILL_OK && a != RILL_NOT_READY) || b != RILL_OK)
+            bad++;
+    }
+    assert_int_equal(bad, 0);
+    assert_int_equal(atomic_load(&count), 200);
+    RT_OK(rill_event_destroy(e));
+    RT_OK(rill_stream_destroy(s));
+}
+
 /* ---- order ---- */
 
 #define LOG_CAPACITY 4096
@@ -1535,6 +1600,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_stream_query_empty_is_ok),
         cmocka_unit_test(test_stream_query_not_ready_while_work_pending),
         cmocka_unit_test(test_stream_synchronize_waits_for_work),
+        cmocka_unit_test(test_stream_synchronize_for_ends_at_its_limit_and_may_wait_again),
+        cmocka_unit_test(test_stream_synchronize_for_racing_its_limit_is_ok_or_not_ready),
         cmocka_unit_test(test_stream_runs_commands_in_order),
         cmocka_unit_test(test_stream_order_across_streams_and_threads),
         cmocka_unit_test(test_stream_order_with_concurrent_submitters),
