@@ -12,6 +12,7 @@ destructor, as the protocol says."""
 
 import ctypes
 
+from . import _wait
 from ._errors import check
 from ._ffi import ffi, lib
 
@@ -52,7 +53,7 @@ def export(t, stream, where):
     if stream is not None and not isinstance(stream, int):
         raise TypeError(f"{where}: stream must be None or an int, not {type(stream).__name__}")
     if t._event is not None:
-        check(lib.rill_event_synchronize(t._event))
+        check(_wait.event(t._event))
     managed = ffi.new("DLManagedTensor *")
     shape = ffi.new("int64_t[]", list(t._shape) or [1])
     dl = managed.dl_tensor

@@ -12,9 +12,16 @@ new Python host functions and waits for the devices' work, so that every
 Python host function has run (or was skipped) while the interpreter could
 still take it: a worker thread never calls into an interpreter that is
 finalising. A Python host function that never returns therefore holds the
-exit, as a non-daemon thread does."""
+exit, as a non-daemon thread does, until Ctrl-C: SIGINT during that wait
+ends the process at once, killed by SIGINT as Python's own exit on an
+uncaught KeyboardInterrupt is (stdout and stderr are flushed first; the
+atexit functions registered before rill's do not run), since the host
+functions still pending must not run in a finalising interpreter."""
 
 import atexit
+import os
+import signal
+import sys
 import threading
 
 from ._errors import InvalidArgumentError
@@ -56,6 +63,18 @@ def closed_error(fn, what):
     return InvalidArgumentError(f"{fn}: this {what} was closed; create a new {what}")
 
 
+def _devices():
+    count = ffi.new("int *")
+    if lib.rill_device_count(count) != 0:
+        return []
+    dev = ffi.new("rill_device **")
+    out = []
+    for i in range(count[0]):
+        if lib.rill_device_get(i, dev) == 0:
+            out.append(dev[0])
+    return out
+
+
 def shutdown():
     """Waits for all work, then releases everything rill holds (every
     stream, event and tensor becomes invalid) and starts afresh at the next
@@ -63,8 +82,14 @@ def shutdown():
     waited for or refused, as in C, but their tensors (and NumPy arrays
     that view them) die with it: do not shut down while another thread
     still uses its tensors. Raises NotPermittedError from inside a host
-    function."""
+    function. Ctrl-C while it waits for the work raises KeyboardInterrupt
+    and releases nothing."""
+    from . import _wait
     from ._errors import check
+    for dev in _devices():
+        st = _wait.device(dev)  # interruptible; rill_shutdown's own wait is then short
+        if st not in (0, lib.RILL_ERROR_KERNEL_FAILED):
+            check(st)
     with launch_lock:
         check(lib.rill_shutdown())
         life.generation += 1
@@ -78,14 +103,25 @@ def _drain_at_exit():
     from ._host import persistent  # host functions of graphs, which replays may run
     if not pending and not persistent:
         return
-    count = ffi.new("int *")
-    if lib.rill_device_count(count) != 0:
-        return
-    dev = ffi.new("rill_device **")
-    for i in range(count[0]):
-        if lib.rill_device_get(i, dev) == 0:
-            lib.rill_device_synchronize(dev[0])  # a sticky error does not matter now
+    from . import _wait
+    try:
+        for dev in _devices():
+            _wait.device(dev)  # a sticky error does not matter now
+    except KeyboardInterrupt:
+        _die_of_sigint()
     pending.clear()
+
+
+def _die_of_sigint():
+    """Ends the process as SIGINT's default action does (see the module)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # a closed or broken stream: nothing more to do for it
+            pass
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGINT)
+    os._exit(128 + signal.SIGINT)  # where SIGINT is blocked
 
 
 atexit.register(_drain_at_exit)

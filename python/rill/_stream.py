@@ -6,7 +6,7 @@ import collections
 import threading
 import weakref
 
-from . import _device, _host
+from . import _device, _host, _wait
 from ._errors import check, error
 from ._ffi import fast, ffi, lib
 from ._runtime import closed_error, life, on_shutdown, stale_error
@@ -144,10 +144,12 @@ class Stream:
 
     def synchronize(self):
         """Waits until all work submitted so far has completed; raises
-        KernelFailedError when the stream has a sticky error."""
+        KernelFailedError when the stream has a sticky error. Ctrl-C raises
+        KeyboardInterrupt out of the wait (on the main thread), and the work
+        runs on: wait for it again, or not."""
         h = self._handle("rill.Stream.synchronize")
         mark = _host.mark()
-        st = lib.rill_stream_synchronize(h)
+        st = _wait.stream(h)
         if st == 0 or st == lib.RILL_ERROR_KERNEL_FAILED:  # either way, its work has ended
             _host.done_before(h, mark)
         check(st)
@@ -313,8 +315,9 @@ class Event:
         return True
 
     def synchronize(self):
-        """Waits until the recorded work has completed."""
-        check(lib.rill_event_synchronize(self._handle("rill.Event.synchronize")))
+        """Waits until the recorded work has completed (Ctrl-C: as
+        Stream.synchronize)."""
+        check(_wait.event(self._handle("rill.Event.synchronize")))
 
     def elapsed_time(self, end_event):
         """Milliseconds from this event's record to end_event's, both
@@ -520,12 +523,12 @@ def stream(s):
 def synchronize(device=None):
     """Waits for the work of every stream of device (None: the current
     device); raises KernelFailedError when one of them failed and was not
-    cleared since."""
+    cleared since. Ctrl-C: as Stream.synchronize."""
     dev = _device.handle_of(device, "rill.synchronize")
     if dev == ffi.NULL:
         dev = _device.current_device()._h
     mark = _host.mark()
-    st = lib.rill_device_synchronize(dev)
+    st = _wait.device(dev)
     if st == 0 or st == lib.RILL_ERROR_KERNEL_FAILED:
         _host.device_done_before(dev, mark)
     check(st)

@@ -25,7 +25,7 @@ import threading
 
 import numpy as np
 
-from . import _graph, _stream
+from . import _graph, _stream, _wait
 from ._errors import check
 from ._ffi import fast, ffi, lib
 from ._runtime import life, on_shutdown, stale_error
@@ -126,8 +126,12 @@ class Tensor(fast.TensorBase if fast is not None else _Fields):
                 raise TypeError(f"{where}: data of dtype {arr.dtype} is not supported; pass "
                                 "dtype=rill.float32 or rill.float16 to convert it")
         arr = np.asarray(arr, dtype=dt.numpy, order="C")  # keeps 0-d arrays 0-d
-        self._alloc(arr.shape, dt, _stream.current(), where)
+        s = _stream.current()
+        self._alloc(arr.shape, dt, s, where)
         if self._numel:
+            # rill_memcpy comes after the current stream's work: waited for
+            # here first, so that Ctrl-C can interrupt the wait.
+            check(_wait.stream(s._h))
             check(lib.rill_memcpy(self._ptr, ffi.from_buffer(arr), arr.nbytes))
 
     def _alloc(self, shape, dt, stream, where):
@@ -227,13 +231,17 @@ class Tensor(fast.TensorBase if fast is not None else _Fields):
 
     def numpy(self):
         """A numpy copy, once the work that writes the tensor is done: waits
-        for the tensor's event (KernelFailedError if that work failed)."""
+        for the tensor's event (KernelFailedError if that work failed), and
+        copies after the current stream's work, as rill_memcpy does. Ctrl-C
+        raises KeyboardInterrupt out of the wait (on the main thread); the
+        work runs on."""
         where = "rill.Tensor.numpy"
         ptr = self._valid(where)
         arr = np.empty(self._shape, dtype=self._dtype.numpy)
         if self._event is not None:
-            check(lib.rill_event_synchronize(self._event))
+            check(_wait.event(self._event))
         if self._numel:
+            check(_wait.stream(lib.rill_current_stream(ffi.NULL)))  # what rill_memcpy waits for
             check(lib.rill_memcpy(ffi.from_buffer(arr), ptr, arr.nbytes))
         return arr
 
