@@ -19,7 +19,8 @@ from ._errors import (CaptureInvalidatedError, CaptureIsolationError, CaptureUnj
                       CaptureUnmatchedError, CaptureUnsupportedError, CaptureWrongThreadError,
                       DeviceMismatchError, InternalError, InvalidArgumentError, IpcError,
                       KernelFailedError, NoDeviceError, NotPermittedError, NotRecordedError,
-                      NotSupportedError, OutOfMemoryError, RillError, TimingDisabledError)
+                      NotReadyError, NotSupportedError, OutOfMemoryError, RillError,
+                      TimingDisabledError)
 from ._ffi import library_path
 from ._graph import Graph, compile, graph
 from ._memory import (empty_cache, max_memory_allocated, max_memory_reserved, memory_allocated,
@@ -38,7 +39,7 @@ __all__ = [
     "CaptureUnmatchedError", "CaptureUnsupportedError", "CaptureWrongThreadError", "Device",
     "Graph", "compile", "graph",
     "DeviceMismatchError", "Event", "InternalError", "InvalidArgumentError", "IpcError",
-    "KernelFailedError", "NoDeviceError", "NotPermittedError", "NotRecordedError",
+    "KernelFailedError", "NoDeviceError", "NotPermittedError", "NotReadyError", "NotRecordedError",
     "NotSupportedError", "OutOfMemoryError", "RillError", "Stream", "StreamContext", "StreamCtx",
     "Tensor", "TimingDisabledError", "current_device", "current_stream", "default_stream",
     "device", "device_count", "dtype", "empty", "empty_cache", "float16", "float32", "from_numpy",

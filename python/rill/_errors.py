@@ -1,13 +1,16 @@
 # SPDX-License-Identifier: MIT
-"""One exception class per rill_status, all derived from RillError (a
-RuntimeError, as the frameworks' runtime failures are). Each carries the
-sentence of rill_last_error() that the failing call left, its status
-number and its status name. InvalidArgumentError is also a ValueError,
-OutOfMemoryError a MemoryError."""
+"""One exception class per rill_status but RILL_OK, all derived from
+RillError (a RuntimeError, as the frameworks' runtime failures are). Each
+carries the sentence of rill_last_error() that the failing call left (or
+rill_status_string's, where the call left none), its status number and its
+status name. InvalidArgumentError is also a ValueError, OutOfMemoryError a
+MemoryError. RILL_NOT_READY is no failure to rill, and query() answers False
+for it; NotReadyError is for the calls that need the work done
+(elapsed_time)."""
 
 import re
 
-from ._ffi import ffi, lib
+from ._ffi import ffi, lib, library_path
 
 
 class RillError(RuntimeError):
@@ -20,6 +23,11 @@ class RillError(RuntimeError):
 
     def __init__(self, message):
         super().__init__(message)
+
+
+class NotReadyError(RillError):
+    """The work is still pending where the call needs it completed, e.g.
+    elapsed_time of events whose work has not completed."""
 
 
 class InvalidArgumentError(RillError, ValueError):
@@ -100,8 +108,9 @@ class InternalError(RillError):
     """An internal error occurred in rill."""
 
 
-# rill_status name -> class; every status but RILL_OK and RILL_NOT_READY.
+# rill_status name -> class; every status but RILL_OK.
 _BY_NAME = {
+    "RILL_NOT_READY": NotReadyError,
     "RILL_ERROR_INVALID_ARGUMENT": InvalidArgumentError,
     "RILL_ERROR_OUT_OF_MEMORY": OutOfMemoryError,
     "RILL_ERROR_NO_DEVICE": NoDeviceError,
@@ -150,15 +159,25 @@ def remember_traceback(number, text, exc):
         del _TRACEBACKS[next(iter(_TRACEBACKS))]
 
 
+def _status_string(status):
+    return ffi.string(lib.rill_status_string(status)).decode("utf-8", "replace")
+
+
 def error(status, message=None):
     """The exception for a failed call: its class by status, its message
-    the thread's rill_last_error() sentence unless one is given."""
-    if message is None:
+    the thread's rill_last_error() sentence unless one is given, or where
+    the call left none (RILL_NOT_READY sets none), rill_status_string's."""
+    if message is None and status != lib.RILL_NOT_READY:
         message = ffi.string(lib.rill_last_error()).decode("utf-8", "replace")
+    if not message:
+        message = _status_string(status)
     cls = ERRORS.get(status)
     if cls is None:
         cls = InternalError
-        message = f"unknown rill status {status}: {message}"
+        name = ffi.string(lib.rill_status_name(status)).decode("utf-8", "replace")
+        message = (f"unknown rill status {status} ({name}): {message}; the package and "
+                   f"librill.so ({library_path}) are of different versions, install them "
+                   "from one build")
     exc = cls(message)
     if cls is KernelFailedError:
         match = _TRACEBACK_MARK.search(message)

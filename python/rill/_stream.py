@@ -321,13 +321,19 @@ class Event:
 
     def elapsed_time(self, end_event):
         """Milliseconds from this event's record to end_event's, both
-        completed and made with enable_timing=True (microsecond resolution)."""
+        completed and made with enable_timing=True (microsecond resolution).
+        NotReadyError (a RuntimeError, as torch raises) while the work of
+        either is pending."""
         where = "rill.Event.elapsed_time"
         if not isinstance(end_event, Event):
             raise TypeError(f"{where}: end_event must be a rill.Event, "
                             f"not {type(end_event).__name__}")
         ms = ffi.new("float *")
-        check(lib.rill_event_elapsed_ms(self._handle(where), end_event._handle(where), ms))
+        st = lib.rill_event_elapsed_ms(self._handle(where), end_event._handle(where), ms)
+        if st == lib.RILL_NOT_READY:
+            raise error(st, f"{where}: both events must be completed before calculating "
+                        "elapsed time; wait for the end event (end_event.synchronize()) first")
+        check(st)
         return ms[0]
 
     @property
