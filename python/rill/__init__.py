@@ -11,7 +11,21 @@
 
 Failures raise rill.RillError subclasses carrying rill_last_error()'s
 sentence. librill.so is found through $RILL_LIBRARY, the installed package,
-a build of the source tree, or the dynamic linker (rill._ffi says how)."""
+a build of the source tree, or the dynamic linker (rill._ffi says how).
+rill.__version__ is the rill project's version (rill._version says where
+it comes from). The package needs cffi and NumPy."""
+
+import sys as _sys
+
+for _module, _debian in (("cffi", "python3-cffi"), ("numpy", "python3-numpy")):
+    try:
+        __import__(_module)
+    except ImportError as _exc:
+        raise ModuleNotFoundError(
+            f"rill: the package needs {_module}, which this Python ({_sys.executable}) cannot "
+            f"import ({_exc}); install it: on Debian or Ubuntu `apt install {_debian}`, "
+            f"elsewhere `{_sys.executable} -m pip install {_module}`", name=_module) from None
+del _module, _debian
 
 from . import ops
 from ._device import Device, current_device, device, device_count, set_device
@@ -31,11 +45,12 @@ from ._stream import (Event, Stream, StreamContext, current_stream, default_stre
                       stream, synchronize, tagged_event, tagged_stream)
 from ._tensor import (Tensor, dtype, empty, float16, float32, from_numpy, full, manual_seed, ones,
                       randn, zeros)
+from ._version import __version__
 
 StreamCtx = StreamContext
 
 __all__ = [
-    "CaptureInvalidatedError", "CaptureIsolationError", "CaptureUnjoinedError",
+    "__version__", "CaptureInvalidatedError", "CaptureIsolationError", "CaptureUnjoinedError",
     "CaptureUnmatchedError", "CaptureUnsupportedError", "CaptureWrongThreadError", "Device",
     "Graph", "compile", "graph",
     "DeviceMismatchError", "Event", "InternalError", "InvalidArgumentError", "IpcError",
