@@ -8,12 +8,18 @@ once, in no stream order), then returns a "dltensor" capsule holding a
 DLManagedTensor. The capsule's structures, and a reference to the tensor
 (so its memory stays allocated), live in `_exported` until the consumer
 calls the deleter; a capsule dropped unconsumed calls it from its
-destructor, as the protocol says."""
+destructor, as the protocol says.
+
+The memory must stay valid until then, so rill.shutdown(), which releases
+all of rill's memory, refuses to run while an export is alive
+(refuse_shutdown): a view read after the release would read unmapped
+memory, or memory that the next runtime gave to another tensor."""
 
 import ctypes
+import gc
 
 from . import _wait
-from ._errors import check
+from ._errors import check, error
 from ._ffi import ffi, lib
 
 _KDL_CPU = 1
@@ -72,3 +78,21 @@ def export(t, stream, where):
     address = int(ffi.cast("uintptr_t", managed))
     _exported[address] = (managed, shape, t)
     return _api.PyCapsule_New(address, b"dltensor", _DESTRUCTOR)
+
+
+def refuse_shutdown(where):
+    """Raises NotPermittedError while an export is alive (see the module),
+    after a garbage collection has freed the views that only cycles held."""
+    if not _exported:
+        return
+    gc.collect()
+    if not _exported:
+        return
+    shapes = ", ".join(str(entry[2]._shape) for entry in list(_exported.values())[:4])
+    more = ", ..." if len(_exported) > 4 else ""
+    raise error(lib.RILL_ERROR_NOT_PERMITTED,
+                f"{where}: {len(_exported)} DLPack export(s) of rill tensors "
+                f"(shapes {shapes}{more}) are still held by their consumers (numpy.from_dlpack or torch.from_dlpack "
+                "views, or capsules not consumed yet), and their memory must stay valid until "
+                "the consumers release it; delete those arrays and tensors (keep copies: "
+                "numpy's .copy(), torch's .clone()), then call rill.shutdown() again")

@@ -83,9 +83,13 @@ def shutdown():
     that view them) die with it: do not shut down while another thread
     still uses its tensors. Raises NotPermittedError from inside a host
     function. Ctrl-C while it waits for the work raises KeyboardInterrupt
-    and releases nothing."""
-    from . import _wait
+    and releases nothing. Raises NotPermittedError, releasing nothing, while
+    a DLPack export of a tensor is alive (a numpy.from_dlpack or
+    torch.from_dlpack view, or a capsule not consumed yet): DLPack's
+    consumer may use the memory until it calls the deleter."""
+    from . import _dlpack, _wait
     from ._errors import check
+    _dlpack.refuse_shutdown("rill.shutdown")
     for dev in _devices():
         st = _wait.device(dev)  # interruptible; rill_shutdown's own wait is then short
         if st not in (0, lib.RILL_ERROR_KERNEL_FAILED):

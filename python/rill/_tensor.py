@@ -309,8 +309,8 @@ class Tensor(fast.TensorBase if fast is not None else _Fields):
         """A DLPack capsule of the tensor's memory, for numpy.from_dlpack and
         torch.from_dlpack: no copy. Waits for the work that writes the tensor
         first; later writes by rill's ops show through it, in their stream's
-        order. The memory stays allocated while the consumer holds it (until
-        rill.shutdown(), which releases all memory)."""
+        order. The memory stays allocated while the consumer holds it, and
+        rill.shutdown() refuses to release it meanwhile (NotPermittedError)."""
         from . import _dlpack
         return _dlpack.export(self, stream, "rill.Tensor.__dlpack__")
 

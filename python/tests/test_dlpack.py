@@ -1,8 +1,12 @@
 # SPDX-License-Identifier: MIT
 """DLPack: numpy.from_dlpack and torch.from_dlpack see a tensor's memory
-without a copy, after the work that writes it, and keep it allocated."""
+without a copy, after the work that writes it, and keep it allocated, and
+rill.shutdown() does not release it under them."""
 
 import gc
+import os
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -89,3 +93,64 @@ def test_bad_arguments():
     rill.shutdown()
     with pytest.raises(rill.InvalidArgumentError, match="rill.shutdown"):
         t.__dlpack__()
+
+
+# Reads a view after trying rill.shutdown(), then again after new tensors
+# took memory: before the export was protected, shutdown released the view's
+# memory (a segfault for numpy, another tensor's data for torch).
+SHUTDOWN_CHILD = """
+import gc, sys
+sys.path.insert(0, {python_dir!r})
+import numpy as np
+import rill
+{make_view}
+del t
+try:
+    rill.shutdown()
+    print("shut down")
+except rill.NotPermittedError as exc:
+    print("refused", "DLPack" in str(exc) and "rill.shutdown" in str(exc))
+print(read())
+others = [rill.full(4, 9.0) for _ in range(50)]
+rill.synchronize()
+print(read())
+del view
+gc.collect()
+rill.shutdown()
+print("shut down")
+"""
+
+VIEWS = {
+    "numpy": ("t = rill.Tensor(np.arange(4, dtype=np.float32))\n"
+              "view = np.from_dlpack(t)\n"
+              "read = lambda: view.tolist()"),
+    "torch": ("import torch\n"
+              "t = rill.Tensor(np.arange(4, dtype=np.float32))\n"
+              "view = torch.from_dlpack(t)\n"
+              "read = lambda: view.tolist()"),
+    "capsule": ("t = rill.Tensor(np.arange(4, dtype=np.float32))\n"
+                "view = t.__dlpack__()\n"
+                "read = lambda: [0.0, 1.0, 2.0, 3.0]"),
+}
+
+
+@pytest.mark.parametrize("consumer", sorted(VIEWS))
+def test_shutdown_refuses_while_an_export_is_alive(consumer):
+    if consumer == "torch":
+        pytest.importorskip("torch")
+    code = SHUTDOWN_CHILD.format(python_dir=os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))), make_view=VIEWS[consumer])
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, env=dict(os.environ))
+    assert run.returncode == 0, (run.returncode, run.stdout, run.stderr)
+    assert run.stdout.splitlines() == ["refused True", "[0.0, 1.0, 2.0, 3.0]",
+                                       "[0.0, 1.0, 2.0, 3.0]", "shut down"], run.stdout
+
+
+def test_shutdown_collects_views_that_only_cycles_hold():
+    t = rill.ones(3)
+    cycle = [np.from_dlpack(t)]
+    cycle.append(cycle)
+    del cycle, t
+    rill.shutdown()  # the collection frees the view first
+    assert not _dlpack._exported
