@@ -245,9 +245,7 @@ rill_status rill_stream_synchronize(rill_stream *stream);
  * process or for a stream with such work), so they return in time even
  * behind a host function that never returns: blocks for timeout_ns at
  * most, or as long as a kernel or copy that the thread runs meanwhile.
- * RILL_ERROR_NOT_PERMITTED from a kernel or host function. A wait for an
- * interprocess event's record made in another process that ends at the
- * limit leaves a small entry queued until that record completes. */
+ * RILL_ERROR_NOT_PERMITTED from a kernel or host function. */
 rill_status rill_stream_synchronize_for(rill_stream *stream, uint64_t timeout_ns);
 rill_status rill_event_synchronize_for(rill_event *event, uint64_t timeout_ns);
 rill_status rill_device_synchronize_for(rill_device *dev, uint64_t timeout_ns);

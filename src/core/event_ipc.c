@@ -593,10 +593,18 @@ rill_status rill__ipc_event_synchronize(rill__ipc_event *ipc, uint64_t gen, int 
                                         uint64_t deadline_ns, const char *fn) {
     if (is_done(ipc, gen))
         return rill__ipc_event_query(ipc, gen, fn);
-    uint64_t seq;
-    rill_status st = enqueue(ipc, gen, 0, &seq, fn); /* a host wait: no stream's track */
-    if (st != RILL_OK)
-        return st;
+    uint64_t seq = 0;
+    /* A wait that its deadline ended is followed by another for the same
+     * record (a caller that waits in slices): the queued one stands. */
+    rill__spinlock_lock(&waiter.lock);
+    if (ipc->tail != NULL && ipc->tail->gen == gen && ipc->tail->stream_id == 0)
+        seq = ipc->tail->seq;
+    rill__spinlock_unlock(&waiter.lock);
+    if (seq == 0) {
+        rill_status st = enqueue(ipc, gen, 0, &seq, fn); /* a host wait: no stream's track */
+        if (st != RILL_OK)
+            return st;
+    }
     return rill__stream_wait_status(ipc->proxy, seq, blocking, deadline_ns, fn);
 }
 

@@ -40,7 +40,8 @@ rill_status rill__ipc_event_query(rill__ipc_event *ipc, uint64_t gen, const char
 bool rill__ipc_event_completed_ok(rill__ipc_event *ipc, uint64_t gen);
 /* deadline_ns: as for rill__stream_wait_status. A synchronize that the
  * deadline ends leaves its queued wait behind, which completes with the
- * record as usual; the next synchronize queues another. */
+ * record as usual; the next synchronize for the same record waits on it
+ * while it is the last one queued. */
 rill_status rill__ipc_event_synchronize(rill__ipc_event *ipc, uint64_t gen, int blocking,
                                         uint64_t deadline_ns, const char *fn);
 rill_status rill__ipc_event_wait(rill__ipc_event *ipc, rill__stream *stream, uint64_t gen,

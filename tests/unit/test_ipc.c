@@ -432,6 +432,33 @@ static void test_ipc_exporter_exit_fails_waits(void **state) {
     RT_OK(rill_event_destroy(e));
 }
 
+/* rill_event_synchronize_for: "returns RILL_NOT_READY when that work has not completed within
+ * timeout_ns nanoseconds ... the caller may wait again": for another process's record too, and
+ * waits in slices share one queued wait; once the exporter exits, the wait fails as the plain
+ * one does. */
+static void test_ipc_event_synchronize_for_ends_at_its_limit(void **state) {
+    (void)state;
+    child c;
+    rill_ipc_event_handle h;
+    rill_event *e = NULL;
+    child_start(&c, "exporter");
+    assert_true(recv_bytes(c.from, &h, sizeof h));
+    RT_OK(rill_event_open_ipc_handle(&h, &e));
+    rill_status st[3];
+    for (int i = 0; i < 3; i++)
+        st[i] = rill_event_synchronize_for(e, 2000000);
+    kill(c.pid, SIGKILL);
+    int status;
+    assert_int_equal(waitpid(c.pid, &status, 0), c.pid);
+    close(c.to);
+    close(c.from);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(st[i], RILL_NOT_READY);
+    RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_event_synchronize_for(e, 10 * SEC_NS));
+    assert_non_null(strstr(rill_last_error(), "exited"));
+    RT_OK(rill_event_destroy(e));
+}
+
 /* Kills the child and reaps it. */
 static void child_kill(child *c) {
     int status;
@@ -833,6 +860,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_ipc_wait_is_a_snapshot),
         cmocka_unit_test(test_ipc_opener_records_exporter_waits),
         cmocka_unit_test(test_ipc_exporter_exit_fails_waits),
+        cmocka_unit_test(test_ipc_event_synchronize_for_ends_at_its_limit),
         cmocka_unit_test(test_ipc_cleared_wait_failure_leaves_device_synchronize_ok),
         cmocka_unit_test(test_ipc_recorder_exit_fails_exporter_waits),
         cmocka_unit_test(test_ipc_recorder_exit_keeps_waits_a_later_record_meets),
