@@ -79,9 +79,8 @@ def shutdown():
     """Waits for all work, then releases everything rill holds (every
     stream, event and tensor becomes invalid) and starts afresh at the next
     call: rill_shutdown. Calls that other threads are making meanwhile are
-    waited for or refused, as in C, but their tensors (and NumPy arrays
-    that view them) die with it: do not shut down while another thread
-    still uses its tensors. Raises NotPermittedError from inside a host
+    waited for or refused, as in C, but their tensors die with it: do not
+    shut down while another thread still uses its tensors. Raises NotPermittedError from inside a host
     function. Ctrl-C while it waits for the work raises KeyboardInterrupt
     and releases nothing. Raises NotPermittedError, releasing nothing, while
     a DLPack export of a tensor is alive (a numpy.from_dlpack or
