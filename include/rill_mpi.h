@@ -3,7 +3,9 @@
  * A collective is a command of the stream it is issued on: it starts when
  * the stream's earlier work is done, the stream's later work waits for it,
  * and events and rill_stream_wait_* order it with other streams exactly like
- * a kernel. Progress never holds a compute unit. Buffers are device memory
+ * a kernel. Its start, progress and completion need no compute unit: once
+ * the stream's earlier work is done, it starts and completes while every
+ * compute unit runs other streams' work. Buffers are device memory
  * (rill_malloc / rill_malloc_async) and count as declared accesses: recv is
  * written, send is read. An MPI failure, or no completion within
  * RILL_COMM_TIMEOUT seconds (unset: no limit), fails the command: the

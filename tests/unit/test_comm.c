@@ -425,6 +425,68 @@ static void test_comm_back_to_back_operations_start_while_workers_are_busy(void 
     RT_OK(rill__comm_close(c, "rill_comm_destroy"));
 }
 
+/* rill_mpi.h: "Its start, progress and completion need no compute unit".
+ * With every worker held by a gate, an operation on an idle stream, the
+ * event recorded after it, a stream that waits on that event and the
+ * operation after that wait all complete (the second operation reduces
+ * the first's result), and the host's synchronize returns, before any gate
+ * opens. */
+static void test_comm_operations_complete_while_every_unit_is_busy(void **state) {
+    (void)state;
+    enum { MAX_WORKERS = 16 };
+    rill_device *dev;
+    rill_device_info info;
+    RT_OK(rill_device_get_by_kind(RILL_DEVICE_CPU, 0, &dev));
+    RT_OK(rill_device_get_info(dev, &info));
+    int workers = info.compute_units;
+    assert_true(workers <= MAX_WORKERS);
+    fake f = {0};
+    rill_comm *c = open_fake(&f, 2);
+    rill_stream *busy[MAX_WORKERS], *s1 = new_stream(), *s2 = new_stream();
+    rill_event *e;
+    RT_OK(rill_event_create(RILL_EVENT_DEFAULT, &e));
+    float *x;
+    RT_OK(rill_malloc(NULL, 4 * sizeof(float), (void **)&x));
+    for (int i = 0; i < 4; i++)
+        x[i] = 1.0f;
+    rt_gate g[MAX_WORKERS];
+    for (int i = 0; i < workers; i++) {
+        busy[i] = new_stream();
+        rt_gate_reset(&g[i]);
+        RT_OK(rt_launch_gate_kernel(busy[i], &g[i]));
+    }
+    for (int i = 0; i < workers; i++)
+        assert_true(rt_gate_wait_entered(&g[i]));
+    RT_OK(allreduce(s1, c, x, x, 4));
+    RT_OK(rill_event_record(e, s1));
+    RT_OK(rill_stream_wait_event(s2, e));
+    RT_OK(allreduce(s2, c, x, x, 4));
+    /* Well within the gates' own timeout (10 s). */
+    uint64_t deadline = rt_now_ns() + 2 * SEC_NS;
+    rill_status st;
+    while ((st = rill_stream_query(s2)) == RILL_NOT_READY && rt_now_ns() < deadline)
+        rt_sleep_us(100);
+    assert_int_equal(st, RILL_OK);
+    RT_OK(rill_stream_synchronize(s1));
+    RT_OK(rill_event_synchronize(e));
+    for (int i = 0; i < workers; i++)
+        assert_int_equal(rill_stream_query(busy[i]), RILL_NOT_READY);
+    for (int i = 0; i < 4; i++)
+        assert_true(x[i] == 4.0f);
+    for (int i = 0; i < workers; i++)
+        rt_gate_open(&g[i]);
+    for (int i = 0; i < workers; i++) {
+        assert_int_equal(atomic_load(&g[i].timed_out), 0);
+        RT_OK(rill_stream_synchronize(busy[i]));
+        RT_OK(rill_stream_destroy(busy[i]));
+    }
+    RT_OK(rill_free(x));
+    RT_OK(rill_event_destroy(e));
+    RT_OK(rill_stream_destroy(s1));
+    RT_OK(rill_stream_destroy(s2));
+    RT_OK(rill__comm_close(c, "rill_comm_destroy"));
+}
+
 /* An operation of no bytes, with NULL buffers, is still a command of its
  * stream and still issued to the transport (the other ranks issue it too). */
 static void test_comm_empty_operation_is_still_issued_in_order(void **state) {
@@ -1361,6 +1423,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_comm_operations_start_in_issue_order),
         cmocka_unit_test(test_comm_pending_operations_hold_no_worker),
         cmocka_unit_test(test_comm_back_to_back_operations_start_while_workers_are_busy),
+        cmocka_unit_test(test_comm_operations_complete_while_every_unit_is_busy),
         cmocka_unit_test(test_comm_empty_operation_is_still_issued_in_order),
         cmocka_unit_test(test_comm_receive_completes_with_later_send),
         cmocka_unit_test(test_comm_transport_failure_is_sticky_and_breaks_communicator),

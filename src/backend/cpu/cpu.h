@@ -142,6 +142,9 @@ typedef struct cpu_stream {
     int skipping;          /* a failure is open: skip work until CLEAR */
     rill__waiter waiter;   /* registered while PARKED */
     rill__launch_state ls; /* the running launch's failure state */
+    /* owned by the thread that met the stream's wait: its list of streams
+     * to run after the one it runs (cpu_sched.c, on_wait_met) */
+    rill__stream *met_next;
     /* guarded by the device's ready_lock */
     rill__stream *ready_next;
 } cpu_stream;

@@ -8,7 +8,15 @@
  * priority wait. A kernel with several blocks is published on the device's
  * launch list, and idle workers take chunks of its blocks by atomic
  * counter. A stream blocked on a wait parks on the producing stream (a
- * rill__waiter) and holds no worker. */
+ * rill__waiter) and holds no worker.
+ *
+ * Waits, records and clears need no compute unit: a stream whose first
+ * command is a wait not yet met parks at submit, and the thread that meets
+ * a parked stream's wait (a worker, the communication thread, whoever
+ * completes the producer) runs such commands itself, handing the stream to
+ * the ready queue only at the first command that needs a unit. So a
+ * collective, a wait on another process or on a stream of another device,
+ * and the records behind them complete while every unit runs other work. */
 #include <stdio.h>
 #include <string.h>
 
@@ -184,6 +192,8 @@ RILL_HOT static cpu_cmd *take_node_locked(cpu_stream *cs) {
     return c;
 }
 
+static bool park_first_wait(cpu_stream *cs);
+
 RILL_HOT rill_status rill__cpu_submit(rill__stream *s, const rill__cmd *cmd, uint64_t *seq) {
     cpu_stream *cs = cpu_stream_of(s);
     void *args_heap = NULL;
@@ -266,7 +276,8 @@ RILL_HOT rill_status rill__cpu_submit(rill__stream *s, const rill__cmd *cmd, uin
         /* seq_cst, an acquire: pairs with the release store in go_idle. */
         if (atomic_compare_exchange_strong(&cs->state, &expected, CPU_READY)) {
             rill__stream_ref(s); /* the scheduled reference */
-            push_ready(cpu_device_of(rill__queue_of(s)->dev), s, !rill__thread_is_worker());
+            if (!park_first_wait(cs))
+                push_ready(cpu_device_of(rill__queue_of(s)->dev), s, !rill__thread_is_worker());
         }
     }
     *seq = n;
@@ -392,11 +403,39 @@ RILL_HOT static enum exec_result exec_kernel(cpu_device *d, cpu_worker *w, cpu_c
     return EXEC_DONE;
 }
 
+static void run_unitless(rill__stream *s);
+
+/* Streams whose waits this thread met while it ran another stream's
+ * commands in on_wait_met: run after that one, not inside it, so that a
+ * chain of streams that wait on each other does not nest a call per
+ * stream on the thread's stack. */
+static _Thread_local rill__stream *tls_met_head, *tls_met_tail;
+static _Thread_local bool tls_running_met;
+
+/* A parked stream's wait is met: this thread, which completed the
+ * producer's number, now owns the stream and runs what needs no unit. */
 static void on_wait_met(rill__waiter *wt) {
     cpu_stream *cs = (cpu_stream *)((char *)wt - offsetof(cpu_stream, waiter));
     rill__stream *s = cs->self;
-    atomic_store_explicit(&cs->state, CPU_READY, memory_order_relaxed);
-    push_ready(cpu_device_of(rill__queue_of(s)->dev), s, false);
+    if (tls_running_met) {
+        cs->met_next = NULL;
+        if (tls_met_tail != NULL)
+            cpu_stream_of(tls_met_tail)->met_next = s;
+        else
+            tls_met_head = s;
+        tls_met_tail = s;
+        return;
+    }
+    tls_running_met = true;
+    for (;;) {
+        run_unitless(s);
+        if ((s = tls_met_head) == NULL)
+            break;
+        tls_met_head = cpu_stream_of(s)->met_next;
+        if (tls_met_head == NULL)
+            tls_met_tail = NULL;
+    }
+    tls_running_met = false;
 }
 
 /* True when this worker may spin for its stream: the device has nothing
@@ -420,20 +459,27 @@ static bool park(cpu_stream *cs, rill__stream *t, uint64_t seq) {
     return false;
 }
 
-static enum exec_result exec_wait(cpu_device *d, rill__stream *s, cpu_cmd *c) {
-    cpu_stream *cs = cpu_stream_of(s);
+/* Whether the producer of c, a WAIT of s, has completed the awaited
+ * number; when it has, s takes on the producer's failure there. */
+static bool wait_met(rill__stream *s, cpu_stream *cs, cpu_cmd *c) {
     rill__stream *t = c->c.u.wait.stream;
     uint64_t seq = c->c.u.wait.seq;
+    if (atomic_load_explicit(&rill__queue_of(t)->done_seq, memory_order_acquire) < seq)
+        return false;
+    /* A stream already failing skips its work anyway; an order-only wait
+     * never carries a failure. */
+    if (!cs->skipping && !(c->c.flags & RILL__CMD_ORDER_ONLY) &&
+        rill__stream_carry_failure(s, c->seq, t, seq))
+        cs->skipping = 1;
+    return true;
+}
+
+static enum exec_result exec_wait(cpu_device *d, rill__stream *s, cpu_cmd *c) {
+    cpu_stream *cs = cpu_stream_of(s);
     uint64_t spin_until = 0;
     for (unsigned spins = 0;; spins++) {
-        if (atomic_load_explicit(&rill__queue_of(t)->done_seq, memory_order_acquire) >= seq) {
-            /* A stream already failing skips its work anyway; an order-only
-             * wait never carries a failure. */
-            if (!cs->skipping && !(c->c.flags & RILL__CMD_ORDER_ONLY) &&
-                rill__stream_carry_failure(s, c->seq, t, seq))
-                cs->skipping = 1;
+        if (wait_met(s, cs, c))
             return EXEC_DONE;
-        }
         /* A dependency that completes within a few microseconds is cheaper
          * to spin for than to park and wake, when no other work waits. */
         if (spin_until == 0)
@@ -448,9 +494,41 @@ static enum exec_result exec_wait(cpu_device *d, rill__stream *s, cpu_cmd *c) {
                 rill__thread_yield();
             continue;
         }
-        if (park(cs, t, seq))
+        if (park(cs, c->c.u.wait.stream, c->c.u.wait.seq))
             return EXEC_PARKED; /* s may already run elsewhere: touch nothing */
     }
+}
+
+/* A command that a thread without a compute unit runs starts its trace
+ * slice here, on no unit's track (once: a wait met later keeps it). */
+static void trace_unitless(cpu_cmd *c) {
+    if (c->trace_t0 != 0 || !rill__tracing())
+        return;
+    c->trace_t0 = rill__trace_now();
+    c->trace_unit = -1;
+    c->trace_on_unit = 0;
+}
+
+/* cs's stream just became ready on a submitting thread, which owns it
+ * until it hands it on. When its first command is a WAIT whose producer
+ * has not got there, parks it on the producer instead of putting it in
+ * the ready queue: no worker, and so no compute unit, is needed to see the
+ * wait, and the thread that meets it runs the stream (on_wait_met). */
+static bool park_first_wait(cpu_stream *cs) {
+    /* acquire: pairs with the release store of next in submit. */
+    cpu_cmd *c = atomic_load_explicit(&cs->head->next, memory_order_acquire);
+    if (c == NULL || c->c.kind != RILL__CMD_WAIT)
+        return false;
+    rill__stream *t = c->c.u.wait.stream;
+    uint64_t seq = c->c.u.wait.seq;
+    /* acquire: pairs with the release store in rill__stream_complete. */
+    if (atomic_load_explicit(&rill__queue_of(t)->done_seq, memory_order_acquire) >= seq)
+        return false;  /* met: a worker runs it with what follows */
+    trace_unitless(c); /* before the park: c may be finished at once after it */
+    if (park(cs, t, seq))
+        return true;
+    atomic_store_explicit(&cs->state, CPU_READY, memory_order_relaxed);
+    return false;
 }
 
 enum exec_result rill__cpu_wait_ended(rill__stream *s, rill__stream *t, uint64_t seq) {
@@ -460,6 +538,16 @@ enum exec_result rill__cpu_wait_ended(rill__stream *s, rill__stream *t, uint64_t
             return EXEC_DONE;
         if (park(cs, t, seq))
             return EXEC_PARKED; /* s may already run elsewhere: touch nothing */
+    }
+}
+
+/* A RECORD or a CLEAR of s: what needs no compute unit besides waits. */
+static void exec_mark(rill__stream *s, cpu_stream *cs, cpu_cmd *c) {
+    if (c->c.kind == RILL__CMD_RECORD) {
+        rill__event_stamp(c->c.u.record.event, c->c.u.record.gen, rill__now_ns(), cs->skipping);
+    } else {
+        cs->skipping = 0;
+        rill__stream_clear_failure(s, c->seq);
     }
 }
 
@@ -494,7 +582,8 @@ RILL_HOT static enum exec_result exec_body(cpu_device *d, cpu_worker *w, rill__s
          * pool handed out behind this wait, rely on the order. */
         return exec_wait(d, s, c);
     case RILL__CMD_RECORD:
-        rill__event_stamp(c->c.u.record.event, c->c.u.record.gen, rill__now_ns(), cs->skipping);
+    case RILL__CMD_CLEAR:
+        exec_mark(s, cs, c);
         return EXEC_DONE;
     case RILL__CMD_COPY:
         if (!cs->skipping)
@@ -503,10 +592,6 @@ RILL_HOT static enum exec_result exec_body(cpu_device *d, cpu_worker *w, rill__s
     case RILL__CMD_SET:
         if (!cs->skipping)
             memset(c->c.u.set.dst, c->c.u.set.value, c->c.u.set.bytes);
-        return EXEC_DONE;
-    case RILL__CMD_CLEAR:
-        cs->skipping = 0;
-        rill__stream_clear_failure(s, c->seq);
         return EXEC_DONE;
     case RILL__CMD_GRAPH: /* skipped there, after its wait for the exec's last launch */
         return rill__cpu_exec_graph(d, w, c);
@@ -631,6 +716,41 @@ RILL_HOT static int go_idle(rill__stream *s, cpu_stream *cs) {
         return 0;          /* still ours, with the scheduled reference */
     rill__stream_unref(s); /* the scheduled reference */
     return 1;
+}
+
+/* Runs s, whose wait this thread met (on_wait_met), as far as it can
+ * without a compute unit: waits that are met, records and clears, up to a
+ * batch. It parks s again at a wait not met, lets it go idle when its
+ * queue is empty, and makes it ready for a worker at the first command
+ * that needs a unit (or after the batch). */
+static void run_unitless(rill__stream *s) {
+    cpu_stream *cs = cpu_stream_of(s);
+    atomic_store_explicit(&cs->state, CPU_RUNNING, memory_order_relaxed);
+    for (int batch = 0; batch < FAIR_BATCH; batch++) {
+        /* acquire: pairs with the release store of next in submit. */
+        cpu_cmd *c = atomic_load_explicit(&cs->head->next, memory_order_acquire);
+        if (c == NULL) {
+            if (go_idle(s, cs))
+                return;
+            continue;
+        }
+        rill__cmd_kind kind = c->c.kind;
+        if (kind != RILL__CMD_WAIT && kind != RILL__CMD_RECORD && kind != RILL__CMD_CLEAR)
+            break;
+        trace_unitless(c);
+        if (kind == RILL__CMD_WAIT) {
+            if (!wait_met(s, cs, c)) {
+                if (park(cs, c->c.u.wait.stream, c->c.u.wait.seq))
+                    return; /* s may already run elsewhere: touch nothing */
+                continue;   /* met meanwhile */
+            }
+        } else {
+            exec_mark(s, cs, c);
+        }
+        finish(s, c);
+    }
+    atomic_store_explicit(&cs->state, CPU_READY, memory_order_relaxed);
+    push_ready(cpu_device_of(rill__queue_of(s)->dev), s, false);
 }
 
 void rill__cpu_run_stream(cpu_device *d, cpu_worker *w, rill__stream *s) {
