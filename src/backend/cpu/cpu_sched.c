@@ -10,8 +10,9 @@
  * counter. A stream blocked on a wait parks on the producing stream (a
  * rill__waiter) and holds no worker.
  *
- * Waits, records and clears need no compute unit: a stream whose first
- * command is a wait not yet met parks at submit, and the thread that meets
+ * Waits, records and clears need no compute unit: the submitter of a
+ * stream whose first command is a wait finishes the waits that are met
+ * and parks the stream at the first that is not, and the thread that meets
  * a parked stream's wait (a worker, the communication thread, whoever
  * completes the producer) runs such commands itself, handing the stream to
  * the ready queue only at the first command that needs a unit. So a
@@ -192,7 +193,7 @@ RILL_HOT static cpu_cmd *take_node_locked(cpu_stream *cs) {
     return c;
 }
 
-static bool park_first_wait(cpu_stream *cs);
+static bool dispatch_first_waits(rill__stream *s);
 
 RILL_HOT rill_status rill__cpu_submit(rill__stream *s, const rill__cmd *cmd, uint64_t *seq) {
     cpu_stream *cs = cpu_stream_of(s);
@@ -276,7 +277,7 @@ RILL_HOT rill_status rill__cpu_submit(rill__stream *s, const rill__cmd *cmd, uin
         /* seq_cst, an acquire: pairs with the release store in go_idle. */
         if (atomic_compare_exchange_strong(&cs->state, &expected, CPU_READY)) {
             rill__stream_ref(s); /* the scheduled reference */
-            if (!park_first_wait(cs))
+            if (!dispatch_first_waits(s))
                 push_ready(cpu_device_of(rill__queue_of(s)->dev), s, !rill__thread_is_worker());
         }
     }
@@ -411,12 +412,22 @@ static void run_unitless(rill__stream *s);
  * stream on the thread's stack. */
 static _Thread_local rill__stream *tls_met_head, *tls_met_tail;
 static _Thread_local bool tls_running_met;
+/* Set while a submitting thread completes waits (dispatch_first_waits):
+ * it may hold a lock of a caller's (an event's, while it records), so the
+ * streams it wakes go to the ready queue, as they went before any thread
+ * without a unit ran waits. */
+static _Thread_local bool tls_submitting;
 
 /* A parked stream's wait is met: this thread, which completed the
  * producer's number, now owns the stream and runs what needs no unit. */
 static void on_wait_met(rill__waiter *wt) {
     cpu_stream *cs = (cpu_stream *)((char *)wt - offsetof(cpu_stream, waiter));
     rill__stream *s = cs->self;
+    if (tls_submitting) {
+        atomic_store_explicit(&cs->state, CPU_READY, memory_order_relaxed);
+        push_ready(cpu_device_of(rill__queue_of(s)->dev), s, false);
+        return;
+    }
     if (tls_running_met) {
         cs->met_next = NULL;
         if (tls_met_tail != NULL)
@@ -507,28 +518,6 @@ static void trace_unitless(cpu_cmd *c) {
     c->trace_t0 = rill__trace_now();
     c->trace_unit = -1;
     c->trace_on_unit = 0;
-}
-
-/* cs's stream just became ready on a submitting thread, which owns it
- * until it hands it on. When its first command is a WAIT whose producer
- * has not got there, parks it on the producer instead of putting it in
- * the ready queue: no worker, and so no compute unit, is needed to see the
- * wait, and the thread that meets it runs the stream (on_wait_met). */
-static bool park_first_wait(cpu_stream *cs) {
-    /* acquire: pairs with the release store of next in submit. */
-    cpu_cmd *c = atomic_load_explicit(&cs->head->next, memory_order_acquire);
-    if (c == NULL || c->c.kind != RILL__CMD_WAIT)
-        return false;
-    rill__stream *t = c->c.u.wait.stream;
-    uint64_t seq = c->c.u.wait.seq;
-    /* acquire: pairs with the release store in rill__stream_complete. */
-    if (atomic_load_explicit(&rill__queue_of(t)->done_seq, memory_order_acquire) >= seq)
-        return false;  /* met: a worker runs it with what follows */
-    trace_unitless(c); /* before the park: c may be finished at once after it */
-    if (park(cs, t, seq))
-        return true;
-    atomic_store_explicit(&cs->state, CPU_READY, memory_order_relaxed);
-    return false;
 }
 
 enum exec_result rill__cpu_wait_ended(rill__stream *s, rill__stream *t, uint64_t seq) {
@@ -751,6 +740,42 @@ static void run_unitless(rill__stream *s) {
     }
     atomic_store_explicit(&cs->state, CPU_READY, memory_order_relaxed);
     push_ready(cpu_device_of(rill__queue_of(s)->dev), s, false);
+}
+
+/* s just became ready on a submitting thread, which owns it until it
+ * hands it on. While its first command is a WAIT, the thread runs it
+ * here instead of putting s in the ready queue: a WAIT that is met it
+ * finishes, one that is not it parks on its producer, whose completion
+ * runs s on (on_wait_met). So no worker, and no compute unit, is needed to
+ * get a stream past its waits. Returns false when s is to go to the ready
+ * queue (its first command needs a unit), true when it is parked or idle.
+ * Only waits run here: the caller may hold the lock of an event that a
+ * record would take. */
+static bool dispatch_first_waits(rill__stream *s) {
+    cpu_stream *cs = cpu_stream_of(s);
+    atomic_store_explicit(&cs->state, CPU_RUNNING, memory_order_relaxed);
+    for (int batch = 0; batch < FAIR_BATCH; batch++) {
+        /* acquire: pairs with the release store of next in submit. */
+        cpu_cmd *c = atomic_load_explicit(&cs->head->next, memory_order_acquire);
+        if (c == NULL) {
+            if (go_idle(s, cs))
+                return true;
+            continue;
+        }
+        if (c->c.kind != RILL__CMD_WAIT)
+            break;
+        trace_unitless(c); /* before the park: c may be finished at once after it */
+        if (!wait_met(s, cs, c)) {
+            if (park(cs, c->c.u.wait.stream, c->c.u.wait.seq))
+                return true; /* s may already run elsewhere: touch nothing */
+            continue;        /* met meanwhile */
+        }
+        tls_submitting = true;
+        finish(s, c);
+        tls_submitting = false;
+    }
+    atomic_store_explicit(&cs->state, CPU_READY, memory_order_relaxed);
+    return false;
 }
 
 void rill__cpu_run_stream(cpu_device *d, cpu_worker *w, rill__stream *s) {
