@@ -864,17 +864,6 @@ void rill__pool_destroy(rill__device *dev) {
 
 /* -------------------------------------------------------------- summary */
 
-static void human(char *buf, size_t size, size_t bytes) {
-    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    double v = (double)bytes;
-    int u = 0;
-    while (v >= 1024.0 && u < 4) {
-        v /= 1024.0;
-        u++;
-    }
-    snprintf(buf, size, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
-}
-
 void rill__pool_summary(rill__device *dev, FILE *out) {
     rill__pool *p = rill__pool_of(dev);
     rill_mem_pool_stats row[2];
@@ -889,11 +878,11 @@ void rill__pool_summary(rill__device *dev, FILE *out) {
     char a[32], b[32], c[32], d[32], e[32];
     fprintf(out, "rill memory summary: device %d (%s)\n", dev->base.info.ordinal,
             dev->base.info.name);
-    human(a, sizeof a, st.allocated_bytes);
-    human(b, sizeof b, st.peak_allocated_bytes);
-    human(c, sizeof c, st.reserved_bytes);
-    human(d, sizeof d, st.peak_reserved_bytes);
-    human(e, sizeof e, limit);
+    rill__format_bytes(a, sizeof a, st.allocated_bytes);
+    rill__format_bytes(b, sizeof b, st.peak_allocated_bytes);
+    rill__format_bytes(c, sizeof c, st.reserved_bytes);
+    rill__format_bytes(d, sizeof d, st.peak_reserved_bytes);
+    rill__format_bytes(e, sizeof e, limit);
     fprintf(out, "  %-28s %14s %14s\n", "", "current", "peak");
     fprintf(out, "  %-28s %14s %14s\n", "allocated", a, b);
     fprintf(out, "  %-28s %14s %14s\n", "reserved", c, d);
@@ -907,9 +896,9 @@ void rill__pool_summary(rill__device *dev, FILE *out) {
             "allocated", "blocks", "free", "largest free", "pending");
     static const char *const names[2] = {"small", "large"};
     for (int r = 0; r < 2; r++) {
-        human(a, sizeof a, row[r].reserved_bytes);
-        human(b, sizeof b, row[r].allocated_bytes);
-        human(c, sizeof c, row[r].largest_free_bytes);
+        rill__format_bytes(a, sizeof a, row[r].reserved_bytes);
+        rill__format_bytes(b, sizeof b, row[r].allocated_bytes);
+        rill__format_bytes(c, sizeof c, row[r].largest_free_bytes);
         fprintf(out, "  %-8s %9zu %12s %12s %8zu %8zu %13s %8zu\n", names[r], row[r].segments, a, b,
                 row[r].live_blocks, row[r].free_blocks, c, row[r].pending_free_blocks);
     }

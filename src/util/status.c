@@ -152,3 +152,14 @@ _Noreturn void rill__assert_fail(const char *cond, const char *file, int line) {
     fprintf(stderr, "rill: internal error: %s:%d: assertion '%s' failed\n", file, line, cond);
     abort();
 }
+
+void rill__format_bytes(char *buf, size_t size, size_t bytes) {
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)bytes;
+    int u = 0;
+    while (v >= 1024.0 && u < 4) {
+        v /= 1024.0;
+        u++;
+    }
+    snprintf(buf, size, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
+}

@@ -43,4 +43,8 @@ void rill__clear_error(void);
 void rill__error_save(char *saved);
 void rill__error_restore(const char *saved);
 
+/* Writes bytes for a sentence or a table, in the largest binary unit
+ * under which it is at least 1 ("512 B", "17.7 GiB"). */
+void rill__format_bytes(char *buf, size_t size, size_t bytes);
+
 #endif

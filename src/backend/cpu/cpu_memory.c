@@ -40,17 +40,6 @@ static char budget_how[320]; /* what chose budget_bytes, for sentences */
  * read-modify-write, so the sum never passes the budget. */
 static _Atomic size_t taken_bytes;
 
-static void human(char *buf, size_t size, size_t bytes) {
-    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    double v = (double)bytes;
-    int u = 0;
-    while (v >= 1024.0 && u < 4) {
-        v /= 1024.0;
-        u++;
-    }
-    snprintf(buf, size, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
-}
-
 /* Parses RILL_CPU_MEMORY's value: bytes, with an optional K, M, G or T
  * (powers of 1024, "G", "GB" and "GiB" alike), or a percentage of system
  * from 1 to 100. */
@@ -88,7 +77,7 @@ bool rill__cpu_memory_choose(const char *env, size_t physical, size_t cgroup, si
     bool by_cgroup = cgroup != 0 && (physical == 0 || cgroup < physical);
     size_t system = by_cgroup ? cgroup : physical;
     char sys[32];
-    human(sys, sizeof sys, system);
+    rill__format_bytes(sys, sizeof sys, system);
     const char *what = by_cgroup ? "the memory cgroup's limit" : "physical memory";
     if (env != NULL && env[0] != '\0') {
         if (!parse_setting(env, system, out)) {
@@ -150,8 +139,8 @@ static void uncharge(size_t bytes) {
 void rill__cpu_mem_describe(rill__device *dev, char *buf, size_t size) {
     (void)dev;
     char total[32], taken[32];
-    human(total, sizeof total, budget_bytes);
-    human(taken, sizeof taken, rill__cpu_memory_taken());
+    rill__format_bytes(total, sizeof total, budget_bytes);
+    rill__format_bytes(taken, sizeof taken, rill__cpu_memory_taken());
     snprintf(buf, size,
              "%s for the CPU devices and host memory together, %s of it taken; %s; "
              "RILL_CPU_MEMORY=SIZE or PERCENT%% sets it",
