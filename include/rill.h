@@ -631,7 +631,8 @@ rill_status rill_mem_reset_peak_stats(rill_device *dev);
 rill_status rill_mem_empty_cache(rill_device *dev);
 /* The most that dev's pool may reserve (rill_mem_stats' reserved_bytes),
  * cache included: an allocation that would reserve more first empties the
- * cache and waits for pending frees (as rill_malloc says), then fails with
+ * cache (rill_malloc also waits for pending frees, rill_malloc_async only
+ * in stream order: see rill_malloc), then fails with
  * RILL_ERROR_OUT_OF_MEMORY, whose sentence gives the pool's figures and
  * says what stood in the way. The limit may be raised or lowered at any
  * time; memory already reserved beyond a lowered limit stays until it is
