@@ -78,7 +78,10 @@ typedef enum rill_status {
     RILL_ERROR_CAPTURE_ISOLATION,    /* a dependency between captured and uncaptured work, or two captures */
     RILL_ERROR_CAPTURE_WRONG_THREAD, /* end_capture from another thread than begin_capture (not RELAXED) */
     RILL_ERROR_IPC,                  /* an inter-process handle could not be exported or opened */
-    RILL_ERROR_INTERNAL
+    RILL_ERROR_INTERNAL,
+    RILL_ERROR_DEVICE_LOST           /* the device failed as a whole (a GPU fault ended its context): every
+                                      * stream of it fails; only rill_shutdown and a new runtime recover.
+                                      * CPU devices never report it */
 } rill_status;
 
 const char *rill_status_name(rill_status status);   /* "RILL_ERROR_CAPTURE_UNJOINED" */
@@ -217,6 +220,17 @@ rill_stream *rill_set_current_stream(rill_stream *stream);
 
 /* RILL_OK when all work submitted so far has completed, else RILL_NOT_READY. */
 rill_status rill_stream_query(rill_stream *stream);
+
+/* The device's own handle of a stream or event, for libraries that take it
+ * (cuBLAS, NCCL, PyTorch's ExternalStream): a CUstream / CUevent on a CUDA
+ * device, NULL on a CPU device (whose streams are rill's own queues), and
+ * NULL for an event not yet bound to a device. rill keeps ownership; work
+ * a library submits to a native stream is ordered with the stream's rill
+ * work, but rill does not see it (it is not captured, traced or checked by
+ * the sanitizer). RILL_ERROR_INVALID_ARGUMENT for a destroyed handle or a
+ * NULL out. Does not block; allowed anywhere. */
+rill_status rill_stream_native(rill_stream *stream, void **out);
+rill_status rill_event_native(rill_event *event, void **out);
 /* Waits until all work submitted to stream so far has completed. Blocks;
  * RILL_ERROR_NOT_PERMITTED from a kernel or host function.
  *

@@ -31,10 +31,10 @@ from . import ops
 from ._device import Device, current_device, device, device_count, set_device
 from ._errors import (CaptureInvalidatedError, CaptureIsolationError, CaptureUnjoinedError,
                       CaptureUnmatchedError, CaptureUnsupportedError, CaptureWrongThreadError,
-                      DeviceMismatchError, InternalError, InvalidArgumentError, IpcError,
-                      KernelFailedError, NoDeviceError, NotPermittedError, NotRecordedError,
-                      NotReadyError, NotSupportedError, OutOfMemoryError, RillError,
-                      TimingDisabledError)
+                      DeviceLostError, DeviceMismatchError, InternalError,
+                      InvalidArgumentError, IpcError, KernelFailedError, NoDeviceError,
+                      NotPermittedError, NotRecordedError, NotReadyError, NotSupportedError,
+                      OutOfMemoryError, RillError, TimingDisabledError)
 from ._ffi import library_path
 from ._graph import Graph, compile, graph
 from ._memory import (empty_cache, max_memory_allocated, max_memory_reserved, memory_allocated,
@@ -53,7 +53,8 @@ __all__ = [
     "__version__", "CaptureInvalidatedError", "CaptureIsolationError", "CaptureUnjoinedError",
     "CaptureUnmatchedError", "CaptureUnsupportedError", "CaptureWrongThreadError", "Device",
     "Graph", "compile", "graph",
-    "DeviceMismatchError", "Event", "InternalError", "InvalidArgumentError", "IpcError",
+    "DeviceLostError", "DeviceMismatchError", "Event", "InternalError", "InvalidArgumentError",
+    "IpcError",
     "KernelFailedError", "NoDeviceError", "NotPermittedError", "NotReadyError", "NotRecordedError",
     "NotSupportedError", "OutOfMemoryError", "RillError", "Stream", "StreamContext", "StreamCtx",
     "Tensor", "TimingDisabledError", "current_device", "current_stream", "default_stream",

@@ -25,7 +25,8 @@ typedef enum rill_status {
     RILL_ERROR_CAPTURE_ISOLATION,
     RILL_ERROR_CAPTURE_WRONG_THREAD,
     RILL_ERROR_IPC,
-    RILL_ERROR_INTERNAL
+    RILL_ERROR_INTERNAL,
+    RILL_ERROR_DEVICE_LOST
 } rill_status;
 
 typedef enum rill_device_kind {
@@ -120,6 +121,7 @@ rill_status rill_stream_destroy(rill_stream *stream);
 rill_status rill_stream_set_name(rill_stream *stream, const char *name);
 rill_status rill_stream_get_priority(rill_stream *stream, int *priority);
 rill_status rill_stream_get_device(rill_stream *stream, rill_device **out);
+rill_status rill_stream_native(rill_stream *stream, void **out);
 rill_stream *rill_default_stream(rill_device *dev);
 rill_stream *rill_current_stream(rill_device *dev);
 rill_stream *rill_set_current_stream(rill_stream *stream);
@@ -141,6 +143,7 @@ rill_status rill_event_synchronize_for(rill_event *event, uint64_t timeout_ns);
 rill_status rill_event_elapsed_ms(rill_event *start, rill_event *end, float *ms);
 rill_status rill_event_get_tagged(const char *tag, rill_event **out);
 rill_status rill_event_get_device(rill_event *event, rill_device **out);
+rill_status rill_event_native(rill_event *event, void **out);
 rill_status rill_event_ipc_handle(rill_event *event, rill_ipc_event_handle *out);
 rill_status rill_event_open_ipc_handle(const rill_ipc_event_handle *handle, rill_event **out);
 

@@ -108,6 +108,11 @@ class InternalError(RillError):
     """An internal error occurred in rill."""
 
 
+class DeviceLostError(RillError):
+    """The device failed as a whole (a GPU fault ended its context): every
+    stream of it fails; only rill.shutdown() and a new runtime recover."""
+
+
 # rill_status name -> class; every status but RILL_OK.
 _BY_NAME = {
     "RILL_NOT_READY": NotReadyError,
@@ -128,6 +133,7 @@ _BY_NAME = {
     "RILL_ERROR_CAPTURE_WRONG_THREAD": CaptureWrongThreadError,
     "RILL_ERROR_IPC": IpcError,
     "RILL_ERROR_INTERNAL": InternalError,
+    "RILL_ERROR_DEVICE_LOST": DeviceLostError,
 }
 
 for _cls in (RillError, *_BY_NAME.values()):

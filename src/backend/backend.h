@@ -439,6 +439,12 @@ typedef struct rill__backend_ops {
      * failure's sentence names no public call (the caller names its own). */
     rill_status (*stream_init)(rill__stream *s);
     void (*stream_fini)(rill__stream *s);
+    /* The device's own handle of stream s, or of event e's state on dev
+     * (rill_stream_native, rill_event_native: a CUstream, a CUevent). NULL
+     * as ops where streams and events have none (the CPU device). Any
+     * thread; never blocks. */
+    void *(*stream_native)(rill__stream *s);
+    void *(*event_native)(rill__device *dev, rill__event *e);
 
     /* Appends cmd to s in stream order, assigns it the next sequence number
      * (stored in *seq), and arranges for it to run. Takes over the

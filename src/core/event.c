@@ -261,6 +261,25 @@ RILL_HOT rill_status rill_event_record(rill_event *event_h, rill_stream *stream_
     return RILL_OK;
 }
 
+rill_status rill_event_native(rill_event *event_h, void **out) {
+    RILL_CALL_SCOPE();
+    if (out == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_event_native: out is NULL; pass the address of a void * to receive "
+                          "the native event");
+    *out = NULL;
+    rill__event *event;
+    rill_status st = rill__event_resolve(event_h, "rill_event_native", &event);
+    if (st != RILL_OK)
+        return st;
+    rill__spinlock_lock(&event->lock);
+    rill__device *dev = event->dev; /* devices live until rill_shutdown */
+    rill__spinlock_unlock(&event->lock);
+    if (dev != NULL && dev->ops->event_native != NULL)
+        *out = dev->ops->event_native(dev, event);
+    return RILL_OK;
+}
+
 rill_status rill_event_get_device(rill_event *event_h, rill_device **out) {
     RILL_CALL_SCOPE();
     if (out == NULL)

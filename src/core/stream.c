@@ -574,6 +574,21 @@ rill_status rill_stream_get_priority(rill_stream *stream_h, int *priority) {
     return st;
 }
 
+rill_status rill_stream_native(rill_stream *stream_h, void **out) {
+    RILL_CALL_SCOPE();
+    if (out == NULL)
+        return rill__fail(
+            RILL_ERROR_INVALID_ARGUMENT,
+            "rill_stream_native: out is NULL; pass the address of a void * to receive "
+            "the native stream");
+    *out = NULL;
+    rill__stream *stream;
+    rill_status st = rill__stream_resolve(stream_h, "rill_stream_native", &stream);
+    if (st == RILL_OK && stream->q.dev->ops->stream_native != NULL)
+        *out = stream->q.dev->ops->stream_native(stream);
+    return st;
+}
+
 rill_status rill_stream_get_device(rill_stream *stream_h, rill_device **out) {
     RILL_CALL_SCOPE();
     if (out == NULL)

@@ -43,7 +43,8 @@
     X(RILL_ERROR_CAPTURE_WRONG_THREAD, "the capture was ended from another thread than the "     \
                                        "one that began it")                                      \
     X(RILL_ERROR_IPC, "an inter-process handle could not be exported or opened")                 \
-    X(RILL_ERROR_INTERNAL, "an internal error occurred in rill")
+    X(RILL_ERROR_INTERNAL, "an internal error occurred in rill")                                 \
+    X(RILL_ERROR_DEVICE_LOST, "the device failed as a whole; shut rill down and start again")
 /* clang-format on */
 
 static const struct {
@@ -55,19 +56,19 @@ static const struct {
 #undef X
 };
 
-static_assert(sizeof(status_table) / sizeof(status_table[0]) == RILL_ERROR_INTERNAL + 1,
+static_assert(sizeof(status_table) / sizeof(status_table[0]) == RILL_ERROR_DEVICE_LOST + 1,
               "status_table must have one row per rill_status");
 
 static _Thread_local char last_error[RILL__LAST_ERROR_BYTES];
 
 const char *rill_status_name(rill_status status) {
-    if ((unsigned)status > (unsigned)RILL_ERROR_INTERNAL)
+    if ((unsigned)status > (unsigned)RILL_ERROR_DEVICE_LOST)
         return "RILL_STATUS_UNKNOWN";
     return status_table[status].name;
 }
 
 const char *rill_status_string(rill_status status) {
-    if ((unsigned)status > (unsigned)RILL_ERROR_INTERNAL)
+    if ((unsigned)status > (unsigned)RILL_ERROR_DEVICE_LOST)
         return "unknown status code";
     return status_table[status].text;
 }

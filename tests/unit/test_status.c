@@ -48,13 +48,14 @@ static const struct {
     {RILL_ERROR_CAPTURE_WRONG_THREAD, "RILL_ERROR_CAPTURE_WRONG_THREAD"},
     {RILL_ERROR_IPC, "RILL_ERROR_IPC"},
     {RILL_ERROR_INTERNAL, "RILL_ERROR_INTERNAL"},
+    {RILL_ERROR_DEVICE_LOST, "RILL_ERROR_DEVICE_LOST"},
 };
 #define NUM_STATUSES (sizeof(all_statuses) / sizeof(all_statuses[0]))
 
 /* rill_status_name(status): "RILL_ERROR_CAPTURE_UNJOINED" (the enum identifier). */
 static void test_status_name_is_enum_identifier(void **state) {
     (void)state;
-    assert_int_equal(NUM_STATUSES, RILL_ERROR_INTERNAL + 1);
+    assert_int_equal(NUM_STATUSES, RILL_ERROR_DEVICE_LOST + 1);
     for (size_t i = 0; i < NUM_STATUSES; i++) {
         assert_int_equal(all_statuses[i].status, (int)i);
         const char *name = rill_status_name(all_statuses[i].status);
@@ -80,7 +81,7 @@ static void test_status_string_is_nonempty_and_distinct(void **state) {
 /* A value outside the enum still gets a non-empty name and sentence that no real status has. */
 static void test_status_unknown_value_is_handled(void **state) {
     (void)state;
-    const rill_status unknown[] = {(rill_status)(RILL_ERROR_INTERNAL + 1), (rill_status)1000,
+    const rill_status unknown[] = {(rill_status)(RILL_ERROR_DEVICE_LOST + 1), (rill_status)1000,
                                    (rill_status)0x7fffffff};
     for (size_t u = 0; u < sizeof(unknown) / sizeof(unknown[0]); u++) {
         const char *name = rill_status_name(unknown[u]);

@@ -866,6 +866,39 @@ static void rendezvous_fn(void *user_data) {
 
 /* Streams run "concurrently with other streams": two host functions that each wait for the other
  * to start both finish, so they ran at the same time. */
+/* rill_stream_native / rill_event_native: "NULL on a CPU device", and for an event not yet
+ * bound to a device; a NULL out or a destroyed handle is RILL_ERROR_INVALID_ARGUMENT. */
+static void test_native_handles_are_null_on_the_cpu_device(void **state) {
+    (void)state;
+    rill_stream *s;
+    rill_event *e;
+    RT_OK(rill_stream_create(NULL, 0, &s));
+    RT_OK(rill_event_create(0, &e));
+    void *native = (void *)&native;
+    RT_OK(rill_stream_native(s, &native));
+    assert_null(native);
+    native = (void *)&native;
+    RT_OK(rill_event_native(e, &native));
+    assert_null(native); /* not bound yet */
+    RT_OK(rill_event_record(e, s));
+    native = (void *)&native;
+    RT_OK(rill_event_native(e, &native));
+    assert_null(native);
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_stream_native(s, NULL));
+    assert_non_null(strstr(rill_last_error(), "pass the address of a void *"));
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_event_native(e, NULL));
+    assert_non_null(strstr(rill_last_error(), "pass the address of a void *"));
+    RT_OK(rill_stream_synchronize(s));
+    RT_OK(rill_event_destroy(e));
+    RT_OK(rill_stream_destroy(s));
+    native = (void *)&native;
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_stream_native(s, &native));
+    assert_null(native);
+    native = (void *)&native;
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_event_native(e, &native));
+    assert_null(native);
+}
+
 static void test_streams_run_concurrently(void **state) {
     (void)state;
     require_two_compute_units();
@@ -1610,6 +1643,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_stream_default_has_no_implicit_sync),
         cmocka_unit_test(test_stream_wait_event_uses_record_at_call_time),
         cmocka_unit_test(test_stream_wait_unrecorded_event_does_nothing),
+        cmocka_unit_test(test_native_handles_are_null_on_the_cpu_device),
         cmocka_unit_test(test_streams_run_concurrently),
         cmocka_unit_test(test_stream_tagged_same_tag_same_stream),
         cmocka_unit_test(test_stream_tagged_is_not_destroyable),
