@@ -35,6 +35,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backend/op_args.h"
 #include "platform/shm.h"
 #include "rill.h"
 
@@ -88,6 +89,7 @@ typedef struct rill__kernel_image {
     rill_cpu_kernel_fn cpu; /* the body for CPU devices, or NULL */
     char *cuda_ptx;         /* PTX text, or NULL */
     char *cuda_entry;       /* the entry point's name in cuda_ptx, or NULL */
+    rill__op op;            /* a built-in op's id (op_args.h), or RILL__OP_NONE */
 } rill__kernel_image;
 
 static inline rill__device_base *rill__device_base_of(rill__device *dev) {
@@ -490,6 +492,11 @@ typedef struct rill__backend_ops {
     /* Frees what kernel_load made, once no launch of the kernel may run
      * (NULL when kernel_load makes nothing to free). No locks held. */
     void (*kernel_unload)(rill__device *dev, const rill__kernel_image *k, void *loaded);
+    /* Fills the fields of image that this backend launches a built-in op
+     * from (the CPU device: image->cpu, its body for op), when the op's
+     * kernel is created. NULL when kernel_load finds the op's body from
+     * image->op alone. Any thread, no locks held. */
+    void (*op_image)(rill__op op, rill__kernel_image *image);
 
     /* Prepares the backend's state for launching an exec on dev, once,
      * when the exec is instantiated: RILL_ERROR_OUT_OF_MEMORY or

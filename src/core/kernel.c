@@ -168,42 +168,24 @@ RILL_HOT rill_status rill__kernel_resolve(rill_kernel *handle, const char *fn, r
     return RILL_OK;
 }
 
-/* ---------------------------------------------------------------- public */
-
-rill_status rill_kernel_create(const rill_kernel_desc *desc, rill_kernel **out) {
-    RILL_CALL_SCOPE();
+/* Creates a kernel named name with desc's bodies (none when desc is NULL)
+ * and, for a built-in op, each backend's body for it (op_image). */
+static rill_status create(const char *name, rill__op op, const rill_kernel_desc *desc,
+                          rill_kernel **out) {
     rill__runtime *rt;
-    if (out == NULL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                          "rill_kernel_create: out is NULL; pass the address of a rill_kernel * to "
-                          "receive the kernel");
-    *out = NULL;
-    if (desc == NULL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                          "rill_kernel_create: desc is NULL; pass a rill_kernel_desc with the "
-                          "kernel's name and body");
-    if (desc->name == NULL || desc->name[0] == '\0')
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                          "rill_kernel_create: desc->name is NULL or empty; kernels need a name "
-                          "for errors and traces");
-    if (desc->cpu == NULL && desc->cuda_ptx == NULL)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                          "rill_kernel_create: kernel '%s' has no body; set desc->cpu, or "
-                          "desc->cuda_ptx and desc->cuda_entry",
-                          desc->name);
-    if ((desc->cuda_ptx == NULL) != (desc->cuda_entry == NULL))
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                          "rill_kernel_create: kernel '%s' sets only one of cuda_ptx and "
-                          "cuda_entry; set both or neither",
-                          desc->name);
     rill__runtime_get(&rt);
     rill__kernel *k = rill__calloc(1, sizeof *k);
     if (k == NULL)
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY,
                           "rill_kernel_create: out of host memory; no kernel was created");
-    snprintf(k->image.name, sizeof k->image.name, "%s", desc->name);
-    k->image.cpu = desc->cpu;
-    if (desc->cuda_ptx != NULL) {
+    snprintf(k->image.name, sizeof k->image.name, "%s", name);
+    k->image.op = op;
+    for (const rill__backend_ops *const *b = rill__backends; op != RILL__OP_NONE && *b != NULL; b++)
+        if ((*b)->op_image != NULL)
+            (*b)->op_image(op, &k->image);
+    if (desc != NULL && desc->cpu != NULL)
+        k->image.cpu = desc->cpu;
+    if (desc != NULL && desc->cuda_ptx != NULL) {
         k->image.cuda_ptx = rill__strdup(desc->cuda_ptx);
         k->image.cuda_entry = rill__strdup(desc->cuda_entry);
         if (k->image.cuda_ptx == NULL || k->image.cuda_entry == NULL) {
@@ -228,6 +210,40 @@ rill_status rill_kernel_create(const rill_kernel_desc *desc, rill_kernel **out) 
     rill__mutex_unlock(&rt->lock);
     *out = k->handle;
     return RILL_OK;
+}
+
+rill_status rill__kernel_create_op(rill__op op, const char *name, rill_kernel **out) {
+    return create(name, op, NULL, out);
+}
+
+/* ---------------------------------------------------------------- public */
+
+rill_status rill_kernel_create(const rill_kernel_desc *desc, rill_kernel **out) {
+    RILL_CALL_SCOPE();
+    if (out == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_kernel_create: out is NULL; pass the address of a rill_kernel * to "
+                          "receive the kernel");
+    *out = NULL;
+    if (desc == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_kernel_create: desc is NULL; pass a rill_kernel_desc with the "
+                          "kernel's name and body");
+    if (desc->name == NULL || desc->name[0] == '\0')
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_kernel_create: desc->name is NULL or empty; kernels need a name "
+                          "for errors and traces");
+    if (desc->cpu == NULL && desc->cuda_ptx == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_kernel_create: kernel '%s' has no body; set desc->cpu, or "
+                          "desc->cuda_ptx and desc->cuda_entry",
+                          desc->name);
+    if ((desc->cuda_ptx == NULL) != (desc->cuda_entry == NULL))
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_kernel_create: kernel '%s' sets only one of cuda_ptx and "
+                          "cuda_entry; set both or neither",
+                          desc->name);
+    return create(desc->name, RILL__OP_NONE, desc, out);
 }
 
 static void drop_deps(rill__mem_dep *deps, size_t n) {

@@ -16,14 +16,14 @@ struct rill__kernel {
      * rill__kernel_image_of can find it */
     rill__kernel_image image;
     _Atomic uint32_t magic;
-    /* immutable after create */
-    rill_kernel *handle; /* its handle (handle.h), closed by destroy or free */
     /* per device ordinal: what the device's kernel_load returned, valid
      * once bit ordinal of loaded_mask is set (release, under rt->lock);
      * the mask and the first devices' entries share the cache line of the
      * CPU body, the one line a launch reads */
     _Atomic uint32_t loaded_mask;
     void *loaded[RILL__MAX_DEVICES];
+    /* immutable after create */
+    rill_kernel *handle; /* its handle (handle.h), closed by destroy or free */
     /* guarded by rt->lock: a live kernel is on rt->kernels (both links); a
      * destroyed one is on rt->zombie_kernels (rt_link.next only) together with
      * the work that may still launch it, and is freed once every pair of
@@ -37,6 +37,10 @@ struct rill__kernel {
     _Atomic int graph_refs;
 };
 
+/* Creates the kernel of a built-in op (src/ops), named name, whose bodies
+ * the backends provide (op_image, kernel_load); as rill_kernel_create
+ * otherwise. */
+rill_status rill__kernel_create_op(rill__op op, const char *name, rill_kernel **out);
 /* Frees destroyed kernels whose pending work has completed. */
 void rill__kernels_reap(rill__runtime *rt);
 /* Frees every kernel (rill_shutdown), live and destroyed. */

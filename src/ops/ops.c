@@ -1,16 +1,15 @@
 /* SPDX-License-Identifier: MIT */
-/* The built-in float32 ops: each public rill_op_*_f32 checks every argument
- * before it does anything, picks a grid from the size of the work and the
- * device's compute units (one block for tiny inputs, where launch cost
- * dominates; up to one block per compute unit for large ones), and launches
- * a CPU body from backend/cpu/op_kernels.c with its exact accesses, using
- * only the public API. Each access is checked against the allocation that
+/* The built-in ops: each public rill_op_* checks every argument before it
+ * does anything, picks a grid from the size of the work and the device's
+ * compute units (one block for tiny inputs, where launch cost dominates; up
+ * to one block per compute unit for large ones), and launches the op's
+ * kernel with its exact accesses, whose body each backend provides
+ * (backend/op_args.h). Each access is checked against the allocation that
  * will hold it (rill__mem_check_access), as copies and fills are. The
  * kernels are created on first use and cached in atomic pointers: racing
  * creators compare-exchange, the loser destroys its copy;
- * rill__ops_shutdown, run by rill_shutdown, forgets them. This layer sits
- * above the core: it uses the public API and the backend's op bodies, and
- * the core knows nothing of it. */
+ * rill__ops_shutdown, run by rill_shutdown, forgets them. The core knows
+ * nothing of this layer. */
 #include "ops/ops.h"
 
 #include <math.h>
@@ -18,9 +17,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "backend/cpu/op_kernels.h"
+#include "backend/op_args.h"
 #include "core/calls.h"
 #include "core/event.h"
+#include "core/kernel.h"
 #include "core/runtime.h"
 #include "core/stream.h"
 #include "mem/memory.h"
@@ -29,32 +29,33 @@
 
 /* ---- cached kernels ---- */
 
-static const rill_kernel_desc op_descs[OP_COUNT] = {
-    [OP_FILL] = {"fill_f32", rill__cpu_op_fill_f32, NULL, NULL},
-    [OP_ADD] = {"add_f32", rill__cpu_op_add_f32, NULL, NULL},
-    [OP_MUL] = {"mul_f32", rill__cpu_op_mul_f32, NULL, NULL},
-    [OP_ADD_SCALAR] = {"add_scalar_f32", rill__cpu_op_add_scalar_f32, NULL, NULL},
-    [OP_SUM_PARTIAL] = {"sum_f32_partial", rill__cpu_op_sum_partial_f32, NULL, NULL},
-    [OP_SUM_FINAL] = {"sum_f32_final", rill__cpu_op_sum_final_f32, NULL, NULL},
-    [OP_MATMUL] = {"matmul_f32", rill__cpu_op_matmul_f32, NULL, NULL},
-    [OP_CONV2D] = {"conv2d_f32", rill__cpu_op_conv2d_f32, NULL, NULL},
-    [OP_RANDN] = {"randn_f32", rill__cpu_op_randn_f32, NULL, NULL},
-    [OP_CAST_F32_F16] = {"cast_f32_f16", rill__cpu_op_cast_f32_f16, NULL, NULL},
-    [OP_CAST_F16_F32] = {"cast_f16_f32", rill__cpu_op_cast_f16_f32, NULL, NULL},
-    [OP_FILL_F16] = {"fill_f16", rill__cpu_op_fill_f16, NULL, NULL},
-    [OP_ADD_F16] = {"add_f16", rill__cpu_op_add_f16, NULL, NULL},
-    [OP_MUL_F16] = {"mul_f16", rill__cpu_op_mul_f16, NULL, NULL},
-    [OP_ADD_SCALAR_F16] = {"add_scalar_f16", rill__cpu_op_add_scalar_f16, NULL, NULL},
-    [OP_SUM_PARTIAL_F16] = {"sum_f16_partial", rill__cpu_op_sum_partial_f16, NULL, NULL},
-    [OP_SUM_FINAL_F16] = {"sum_f16_final", rill__cpu_op_sum_final_f16, NULL, NULL},
-    [OP_MATMUL_F16] = {"matmul_f16", rill__cpu_op_matmul_f16, NULL, NULL},
-    [OP_CONV2D_F16] = {"conv2d_f16", rill__cpu_op_conv2d_f16, NULL, NULL},
+/* The kernels' names, in errors, traces and graph dumps. */
+static const char *const op_names[RILL__OP_COUNT] = {
+    [RILL__OP_FILL_F32] = "fill_f32",
+    [RILL__OP_ADD_F32] = "add_f32",
+    [RILL__OP_MUL_F32] = "mul_f32",
+    [RILL__OP_ADD_SCALAR_F32] = "add_scalar_f32",
+    [RILL__OP_SUM_PARTIAL_F32] = "sum_f32_partial",
+    [RILL__OP_SUM_FINAL_F32] = "sum_f32_final",
+    [RILL__OP_MATMUL_F32] = "matmul_f32",
+    [RILL__OP_CONV2D_F32] = "conv2d_f32",
+    [RILL__OP_RANDN_F32] = "randn_f32",
+    [RILL__OP_CAST_F32_F16] = "cast_f32_f16",
+    [RILL__OP_CAST_F16_F32] = "cast_f16_f32",
+    [RILL__OP_FILL_F16] = "fill_f16",
+    [RILL__OP_ADD_F16] = "add_f16",
+    [RILL__OP_MUL_F16] = "mul_f16",
+    [RILL__OP_ADD_SCALAR_F16] = "add_scalar_f16",
+    [RILL__OP_SUM_PARTIAL_F16] = "sum_f16_partial",
+    [RILL__OP_SUM_FINAL_F16] = "sum_f16_final",
+    [RILL__OP_MATMUL_F16] = "matmul_f16",
+    [RILL__OP_CONV2D_F16] = "conv2d_f16",
 };
 
 /* NULL until first use; then owned here until rill__ops_shutdown. */
-static _Atomic(rill_kernel *) op_kernels[OP_COUNT];
+static _Atomic(rill_kernel *) op_kernels[RILL__OP_COUNT];
 
-static rill_status get_kernel(op_id id, rill_kernel **out) {
+static rill_status get_kernel(rill__op id, rill_kernel **out) {
     /* acquire: pairs with the release of the compare-exchange below, so
      * the kernel's fields are visible to a thread that sees the pointer. */
     rill_kernel *k = atomic_load_explicit(&op_kernels[id], memory_order_acquire);
@@ -63,7 +64,7 @@ static rill_status get_kernel(op_id id, rill_kernel **out) {
         return RILL_OK;
     }
     rill_kernel *mine;
-    rill_status st = rill_kernel_create(&op_descs[id], &mine);
+    rill_status st = rill__kernel_create_op(id, op_names[id], &mine);
     if (st != RILL_OK)
         return st;
     rill_kernel *expected = NULL;
@@ -80,7 +81,7 @@ static rill_status get_kernel(op_id id, rill_kernel **out) {
 }
 
 void rill__ops_shutdown(void) {
-    for (int i = 0; i < OP_COUNT; i++) {
+    for (int i = 0; i < RILL__OP_COUNT; i++) {
         rill_kernel *k = atomic_exchange(&op_kernels[i], NULL);
         if (k != NULL)
             rill_kernel_destroy(k);
@@ -157,8 +158,7 @@ rill_status rill__op_check_pointer(const char *fn, const void *p, const char *na
 
 /* ---- grids and launches ---- */
 
-/* The compute units of s's device, which must be a CPU device: the built-in
- * ops have CPU bodies only. Read from the stream's device directly, as
+/* The compute units of s's device, read from the stream's device directly, as
  * rill_stream_get_device and rill_device_get_info would give them, without
  * copying the device's whole description for every op. */
 rill_status rill__op_stream_compute_units(const char *fn, rill_stream *s, size_t *units) {
@@ -167,11 +167,6 @@ rill_status rill__op_stream_compute_units(const char *fn, rill_stream *s, size_t
     if (st != RILL_OK)
         return st;
     const rill_device_info *info = &stream->q.dev->base.info;
-    if (info->kind != RILL_DEVICE_CPU)
-        return rill__fail(RILL_ERROR_NOT_SUPPORTED,
-                          "%s: the stream belongs to device '%s', and the built-in ops run only "
-                          "on CPU devices; pass a stream of the CPU device",
-                          fn, info->name);
     *units = info->compute_units > 0 ? (size_t)info->compute_units : 1;
     return RILL_OK;
 }
@@ -201,7 +196,7 @@ void rill__op_access_add(access_list *list, const void *ptr, size_t bytes, rill_
     list->items[list->count++] = (rill_access){ptr, bytes, mode};
 }
 
-rill_status rill__op_launch(rill_stream *s, op_id id, size_t blocks, const void *args,
+rill_status rill__op_launch(rill_stream *s, rill__op id, size_t blocks, const void *args,
                             size_t args_size, const access_list *accesses) {
     rill_kernel *kernel;
     rill_status st = get_kernel(id, &kernel);
@@ -209,7 +204,7 @@ rill_status rill__op_launch(rill_stream *s, op_id id, size_t blocks, const void 
         return st;
     rill_launch l = {
         .grid = {(uint32_t)blocks, 1, 1},
-        .block = {1, 1, 1},
+        .block = {RILL__OP_BLOCK_THREADS, 1, 1},
         .args = args,
         .args_size = args_size,
         .accesses = accesses->items,
@@ -221,7 +216,7 @@ rill_status rill__op_launch(rill_stream *s, op_id id, size_t blocks, const void 
 /* An element-wise op over n elements of bytes in all: reads a (and b, when
  * not NULL), writes out, in blocks of at least ELEMENTS_PER_BLOCK_MIN
  * elements over the stream's units. */
-static rill_status launch_elementwise(rill_stream *s, op_id id, void *out, const void *a,
+static rill_status launch_elementwise(rill_stream *s, rill__op id, void *out, const void *a,
                                       const void *b, size_t bytes, size_t n, size_t units,
                                       const void *args, size_t args_size) {
     access_list acc = {.count = 0};
@@ -248,7 +243,8 @@ rill_status rill_op_fill_f32(rill_stream *s, float *x, float value, size_t n) {
     rill__op_fill_args args = {x, value, n};
     access_list acc = {.count = 0};
     rill__op_access_add(&acc, x, bytes, RILL_WRITE);
-    return rill__op_launch(s, OP_FILL, rill__op_blocks_for(n, ELEMENTS_PER_BLOCK_MIN, units), &args,
+    return rill__op_launch(s, RILL__OP_FILL_F32,
+                           rill__op_blocks_for(n, ELEMENTS_PER_BLOCK_MIN, units), &args,
                            sizeof args, &acc);
 }
 
@@ -279,7 +275,7 @@ rill_status rill_op_add_f32(rill_stream *s, float *out, const float *a, const fl
     if ((st = check_binary(fn, s, out, a, b, n, &bytes, &units)) != RILL_OK)
         return st;
     rill__op_add_args args = {out, a, b, alpha, n};
-    return launch_elementwise(s, OP_ADD, out, a, b, bytes, n, units, &args, sizeof args);
+    return launch_elementwise(s, RILL__OP_ADD_F32, out, a, b, bytes, n, units, &args, sizeof args);
 }
 
 rill_status rill_op_mul_f32(rill_stream *s, float *out, const float *a, const float *b, size_t n) {
@@ -290,7 +286,7 @@ rill_status rill_op_mul_f32(rill_stream *s, float *out, const float *a, const fl
     if ((st = check_binary(fn, s, out, a, b, n, &bytes, &units)) != RILL_OK)
         return st;
     rill__op_mul_args args = {out, a, b, n};
-    return launch_elementwise(s, OP_MUL, out, a, b, bytes, n, units, &args, sizeof args);
+    return launch_elementwise(s, RILL__OP_MUL_F32, out, a, b, bytes, n, units, &args, sizeof args);
 }
 
 rill_status rill_op_add_scalar_f32(rill_stream *s, float *out, const float *a, float value,
@@ -308,7 +304,8 @@ rill_status rill_op_add_scalar_f32(rill_stream *s, float *out, const float *a, f
         (st = rill__op_stream_compute_units(fn, s, &units)) != RILL_OK)
         return st;
     rill__op_add_scalar_args args = {out, a, value, n};
-    return launch_elementwise(s, OP_ADD_SCALAR, out, a, NULL, bytes, n, units, &args, sizeof args);
+    return launch_elementwise(s, RILL__OP_ADD_SCALAR_F32, out, a, NULL, bytes, n, units, &args,
+                              sizeof args);
 }
 
 /* ---- element-wise ops into new memory ----
@@ -370,7 +367,7 @@ rill_status rill_op_add_f32_new(rill_stream *s, const float *a, const float *b, 
     if (st != RILL_OK)
         return st;
     rill__op_add_args args = {mem, a, b, alpha, n};
-    st = launch_elementwise(s, OP_ADD, mem, a, b, bytes, n, units, &args, sizeof args);
+    st = launch_elementwise(s, RILL__OP_ADD_F32, mem, a, b, bytes, n, units, &args, sizeof args);
     return finish_new(s, st, mem, event, out);
 }
 
@@ -384,7 +381,7 @@ rill_status rill_op_mul_f32_new(rill_stream *s, const float *a, const float *b, 
     if (st != RILL_OK)
         return st;
     rill__op_mul_args args = {mem, a, b, n};
-    st = launch_elementwise(s, OP_MUL, mem, a, b, bytes, n, units, &args, sizeof args);
+    st = launch_elementwise(s, RILL__OP_MUL_F32, mem, a, b, bytes, n, units, &args, sizeof args);
     return finish_new(s, st, mem, event, out);
 }
 
@@ -398,7 +395,8 @@ rill_status rill_op_add_scalar_f32_new(rill_stream *s, const float *a, float val
     if (st != RILL_OK)
         return st;
     rill__op_add_scalar_args args = {mem, a, value, n};
-    st = launch_elementwise(s, OP_ADD_SCALAR, mem, a, NULL, bytes, n, units, &args, sizeof args);
+    st = launch_elementwise(s, RILL__OP_ADD_SCALAR_F32, mem, a, NULL, bytes, n, units, &args,
+                            sizeof args);
     return finish_new(s, st, mem, event, out);
 }
 
@@ -427,8 +425,9 @@ rill_status rill_op_randn_f32(rill_stream *s, float *x, size_t n, float mean, fl
     access_list acc = {.count = 0};
     rill__op_access_add(&acc, x, bytes, RILL_WRITE);
     /* About 20 times the work of a fill per element: blocks for fewer. */
-    return rill__op_launch(s, OP_RANDN, rill__op_blocks_for(n, ELEMENTS_PER_BLOCK_MIN / 16, units),
-                           &args, sizeof args, &acc);
+    return rill__op_launch(s, RILL__OP_RANDN_F32,
+                           rill__op_blocks_for(n, ELEMENTS_PER_BLOCK_MIN / 16, units), &args,
+                           sizeof args, &acc);
 }
 
 /* ---- float16 conversions ---- */
@@ -444,8 +443,8 @@ rill_status rill__op_check_disjoint(const char *fn, const void *out, size_t out_
     return RILL_OK;
 }
 
-static rill_status launch_cast(const char *fn, op_id id, rill_stream *s, void *out, size_t out_size,
-                               const void *in, size_t in_size, size_t n) {
+static rill_status launch_cast(const char *fn, rill__op id, rill_stream *s, void *out,
+                               size_t out_size, const void *in, size_t in_size, size_t n) {
     size_t out_bytes = 0, in_bytes = 0, units = 0;
     rill_status st;
     if ((st = rill__op_check_pointer(fn, out, "out", "device memory for n elements")) != RILL_OK ||
@@ -470,13 +469,13 @@ static rill_status launch_cast(const char *fn, op_id id, rill_stream *s, void *o
 
 rill_status rill_op_cast_f32_f16(rill_stream *s, rill_half *out, const float *in, size_t n) {
     RILL_CALL_SCOPE();
-    return launch_cast("rill_op_cast_f32_f16", OP_CAST_F32_F16, s, out, sizeof(rill_half), in,
+    return launch_cast("rill_op_cast_f32_f16", RILL__OP_CAST_F32_F16, s, out, sizeof(rill_half), in,
                        sizeof(float), n);
 }
 
 rill_status rill_op_cast_f16_f32(rill_stream *s, float *out, const rill_half *in, size_t n) {
     RILL_CALL_SCOPE();
-    return launch_cast("rill_op_cast_f16_f32", OP_CAST_F16_F32, s, out, sizeof(float), in,
+    return launch_cast("rill_op_cast_f16_f32", RILL__OP_CAST_F16_F32, s, out, sizeof(float), in,
                        sizeof(rill_half), n);
 }
 
@@ -522,8 +521,9 @@ rill_status rill_op_fill_f16(rill_stream *s, rill_half *x, float value, size_t n
     rill__op_f16_args args = {x, NULL, NULL, value, n};
     access_list acc = {.count = 0};
     rill__op_access_add(&acc, x, bytes, RILL_WRITE);
-    return rill__op_launch(s, OP_FILL_F16, rill__op_blocks_for(n, ELEMENTS_PER_BLOCK_MIN, units),
-                           &args, sizeof args, &acc);
+    return rill__op_launch(s, RILL__OP_FILL_F16,
+                           rill__op_blocks_for(n, ELEMENTS_PER_BLOCK_MIN, units), &args,
+                           sizeof args, &acc);
 }
 
 rill_status rill_op_add_f16(rill_stream *s, rill_half *out, const rill_half *a, const rill_half *b,
@@ -535,7 +535,7 @@ rill_status rill_op_add_f16(rill_stream *s, rill_half *out, const rill_half *a, 
     if (st != RILL_OK)
         return st;
     rill__op_f16_args args = {out, a, b, alpha, n};
-    return launch_elementwise(s, OP_ADD_F16, out, a, b, bytes, n, units, &args, sizeof args);
+    return launch_elementwise(s, RILL__OP_ADD_F16, out, a, b, bytes, n, units, &args, sizeof args);
 }
 
 rill_status rill_op_mul_f16(rill_stream *s, rill_half *out, const rill_half *a, const rill_half *b,
@@ -547,7 +547,7 @@ rill_status rill_op_mul_f16(rill_stream *s, rill_half *out, const rill_half *a, 
     if (st != RILL_OK)
         return st;
     rill__op_f16_args args = {out, a, b, 0.0f, n};
-    return launch_elementwise(s, OP_MUL_F16, out, a, b, bytes, n, units, &args, sizeof args);
+    return launch_elementwise(s, RILL__OP_MUL_F16, out, a, b, bytes, n, units, &args, sizeof args);
 }
 
 rill_status rill_op_add_scalar_f16(rill_stream *s, rill_half *out, const rill_half *a, float value,
@@ -559,6 +559,6 @@ rill_status rill_op_add_scalar_f16(rill_stream *s, rill_half *out, const rill_ha
     if (st != RILL_OK)
         return st;
     rill__op_f16_args args = {out, a, NULL, value, n};
-    return launch_elementwise(s, OP_ADD_SCALAR_F16, out, a, NULL, bytes, n, units, &args,
+    return launch_elementwise(s, RILL__OP_ADD_SCALAR_F16, out, a, NULL, bytes, n, units, &args,
                               sizeof args);
 }

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "backend/op_args.h"
 #include "rill.h"
 
 /* Below this many elements per block, launching another block costs more
@@ -18,30 +19,6 @@
 /* Largest im2col scratch slot of a conv2d block: bands get fewer rows
  * rather than a bigger slot. */
 #define CONV_SLOT_BYTES_MAX ((size_t)4 << 20)
-
-/* The built-in kernels, created on first use (ops.c). */
-typedef enum op_id {
-    OP_FILL,
-    OP_ADD,
-    OP_MUL,
-    OP_ADD_SCALAR,
-    OP_SUM_PARTIAL,
-    OP_SUM_FINAL,
-    OP_MATMUL,
-    OP_CONV2D,
-    OP_RANDN,
-    OP_CAST_F32_F16,
-    OP_CAST_F16_F32,
-    OP_FILL_F16,
-    OP_ADD_F16,
-    OP_MUL_F16,
-    OP_ADD_SCALAR_F16,
-    OP_SUM_PARTIAL_F16,
-    OP_SUM_FINAL_F16,
-    OP_MATMUL_F16,
-    OP_CONV2D_F16,
-    OP_COUNT
-} op_id;
 
 /* The accesses an op declares: at most four buffers. */
 typedef struct access_list {
@@ -63,14 +40,14 @@ rill_status rill__op_check_pointer(const char *fn, const void *p, const char *na
 rill_status rill__op_check_disjoint(const char *fn, const void *out, size_t out_bytes,
                                     const char *out_name, const void *in, size_t in_bytes,
                                     const char *in_name);
-/* The compute units of s's device (a CPU device: the ops have CPU bodies
- * only), and blocks for work units at min per block, 1 to units. */
+/* The compute units of s's device, and blocks for work units at min per
+ * block, 1 to units. */
 rill_status rill__op_stream_compute_units(const char *fn, rill_stream *s, size_t *units);
 size_t rill__op_blocks_for(size_t work, size_t min, size_t units);
 /* Adds an access, merging a second one to the same pointer. */
 void rill__op_access_add(access_list *list, const void *ptr, size_t bytes, rill_access_mode mode);
 /* Launches op id's kernel on s over blocks blocks. */
-rill_status rill__op_launch(rill_stream *s, op_id id, size_t blocks, const void *args,
+rill_status rill__op_launch(rill_stream *s, rill__op id, size_t blocks, const void *args,
                             size_t args_size, const access_list *accesses);
 
 #endif

@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "backend/cpu/op_kernels.h"
+#include "backend/op_args.h"
 #include "core/calls.h"
 #include "ops/ops.h"
 #include "ops/ops_internal.h"
@@ -19,7 +19,7 @@
 /* One launch of op id whose blocks work in scratch memory: scratch_bytes
  * allocated on s into *scratch (a field of args), declared read-write,
  * and freed in stream order after the launch. */
-static rill_status launch_with_scratch(rill_stream *s, op_id id, size_t blocks, const void *args,
+static rill_status launch_with_scratch(rill_stream *s, rill__op id, size_t blocks, const void *args,
                                        size_t args_size, void **scratch, size_t scratch_bytes,
                                        access_list *acc) {
     rill_status st = rill_malloc_async(scratch_bytes, s, scratch);
@@ -60,10 +60,10 @@ static rill_status sum(const char *fn, rill_stream *s, bool half, void *out, con
         rill__op_access_add(&acc, out, elem, RILL_WRITE);
         if (half) {
             rill__op_sum_f16_args args = {a, n, NULL, out};
-            return rill__op_launch(s, OP_SUM_PARTIAL_F16, 1, &args, sizeof args, &acc);
+            return rill__op_launch(s, RILL__OP_SUM_PARTIAL_F16, 1, &args, sizeof args, &acc);
         }
         rill__op_sum_partial_args args = {a, n, NULL, out};
-        return rill__op_launch(s, OP_SUM_PARTIAL, 1, &args, sizeof args, &acc);
+        return rill__op_launch(s, RILL__OP_SUM_PARTIAL_F32, 1, &args, sizeof args, &acc);
     }
 
     double *partials;
@@ -73,10 +73,10 @@ static rill_status sum(const char *fn, rill_stream *s, bool half, void *out, con
     rill__op_access_add(&acc, partials, partial_bytes, RILL_WRITE);
     if (half) {
         rill__op_sum_f16_args pargs = {a, n, partials, NULL};
-        st = rill__op_launch(s, OP_SUM_PARTIAL_F16, blocks, &pargs, sizeof pargs, &acc);
+        st = rill__op_launch(s, RILL__OP_SUM_PARTIAL_F16, blocks, &pargs, sizeof pargs, &acc);
     } else {
         rill__op_sum_partial_args pargs = {a, n, partials, NULL};
-        st = rill__op_launch(s, OP_SUM_PARTIAL, blocks, &pargs, sizeof pargs, &acc);
+        st = rill__op_launch(s, RILL__OP_SUM_PARTIAL_F32, blocks, &pargs, sizeof pargs, &acc);
     }
     if (st == RILL_OK) {
         access_list facc = {.count = 0};
@@ -84,10 +84,10 @@ static rill_status sum(const char *fn, rill_stream *s, bool half, void *out, con
         rill__op_access_add(&facc, out, elem, RILL_WRITE);
         if (half) {
             rill__op_sum_final_f16_args fargs = {partials, blocks, out};
-            st = rill__op_launch(s, OP_SUM_FINAL_F16, 1, &fargs, sizeof fargs, &facc);
+            st = rill__op_launch(s, RILL__OP_SUM_FINAL_F16, 1, &fargs, sizeof fargs, &facc);
         } else {
             rill__op_sum_final_args fargs = {partials, blocks, out};
-            st = rill__op_launch(s, OP_SUM_FINAL, 1, &fargs, sizeof fargs, &facc);
+            st = rill__op_launch(s, RILL__OP_SUM_FINAL_F32, 1, &fargs, sizeof fargs, &facc);
         }
     }
     rill_status free_st = rill_free_async(partials, s);
@@ -186,8 +186,8 @@ rill_status rill_op_matmul_f32(rill_stream *s, float *c, const float *a, const f
         return st;
     rill__op_matmul_args args = {c, a, b, m, k, n, 1, 1};
     matmul_tiles(m, k, n, units, &args.row_panels, &args.col_panels);
-    return rill__op_launch(s, OP_MATMUL, args.row_panels * args.col_panels, &args, sizeof args,
-                           &acc);
+    return rill__op_launch(s, RILL__OP_MATMUL_F32, args.row_panels * args.col_panels, &args,
+                           sizeof args, &acc);
 }
 
 /* The tiles and grid of the f32 matmul; each block converts its chunks of
@@ -204,8 +204,8 @@ rill_status rill_op_matmul_f16(rill_stream *s, rill_half *c, const rill_half *a,
     matmul_tiles(m, k, n, units, &args.row_panels, &args.col_panels);
     size_t blocks = args.row_panels * args.col_panels;
     size_t scratch_bytes = blocks * rill__op_matmul_f16_slot_floats(&args) * sizeof(float);
-    return launch_with_scratch(s, OP_MATMUL_F16, blocks, &args, sizeof args, (void **)&args.scratch,
-                               scratch_bytes, &acc);
+    return launch_with_scratch(s, RILL__OP_MATMUL_F16, blocks, &args, sizeof args,
+                               (void **)&args.scratch, scratch_bytes, &acc);
 }
 
 /* ---- conv2d ---- */
@@ -311,11 +311,11 @@ rill_status rill_op_conv2d_f32(rill_stream *s, float *out, const float *in, cons
         return st;
     size_t blocks = conv_plan(&args, units, c * r * sz * (w - sz + 1));
     if (r == 1 && sz == 1)
-        return rill__op_launch(s, OP_CONV2D, blocks, &args, sizeof args, &acc);
+        return rill__op_launch(s, RILL__OP_CONV2D_F32, blocks, &args, sizeof args, &acc);
 
     size_t scratch_bytes = blocks * rill__op_conv2d_slot_floats(&args) * sizeof(float);
-    return launch_with_scratch(s, OP_CONV2D, blocks, &args, sizeof args, (void **)&args.scratch,
-                               scratch_bytes, &acc);
+    return launch_with_scratch(s, RILL__OP_CONV2D_F32, blocks, &args, sizeof args,
+                               (void **)&args.scratch, scratch_bytes, &acc);
 }
 
 /* Two launches on one stream-ordered scratch buffer: the weight converted
@@ -348,12 +348,12 @@ rill_status rill_op_conv2d_f16(rill_stream *s, rill_half *out, const rill_half *
     access_list cacc = {.count = 0};
     rill__op_access_add(&cacc, weight, w_bytes, RILL_READ);
     rill__op_access_add(&cacc, scratch, weights * sizeof(float), RILL_WRITE);
-    st = rill__op_launch(s, OP_CAST_F16_F32,
+    st = rill__op_launch(s, RILL__OP_CAST_F16_F32,
                          rill__op_blocks_for(weights, ELEMENTS_PER_BLOCK_MIN, units), &cargs,
                          sizeof cargs, &cacc);
     if (st == RILL_OK) {
         rill__op_access_add(&acc, scratch, scratch_bytes, RILL_READ_WRITE);
-        st = rill__op_launch(s, OP_CONV2D_F16, blocks, &args, sizeof args, &acc);
+        st = rill__op_launch(s, RILL__OP_CONV2D_F16, blocks, &args, sizeof args, &acc);
     }
     rill_status free_st = rill_free_async(scratch, s);
     return st != RILL_OK ? st : free_st;

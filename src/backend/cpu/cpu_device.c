@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "backend/cpu/cpu.h"
+#include "backend/cpu/op_kernels.h"
 #include "util/alloc.h"
 #include "util/status.h"
 
@@ -233,6 +234,10 @@ static rill_status cpu_kernel_load(rill__device *dev, const rill__kernel_image *
     return RILL_OK;
 }
 
+static void cpu_op_image(rill__op op, rill__kernel_image *image) {
+    image->cpu = rill__cpu_op_body(op);
+}
+
 static rill_status cpu_stream_init(rill__stream *s) {
     cpu_stream *cs = cpu_stream_of(s);
     cpu_cmd *dummy = rill__calloc(1, sizeof *dummy);
@@ -263,6 +268,7 @@ const rill__backend_ops rill__cpu_backend = {
     .kick = rill__cpu_kick,
     .kernel_load = cpu_kernel_load,
     .kernel_unload = NULL,
+    .op_image = cpu_op_image,
     .graph_prepare = rill__cpu_graph_prepare,
     .graph_release = rill__cpu_graph_release,
     .mem_alloc = rill__cpu_mem_alloc,

@@ -463,3 +463,28 @@ void rill__cpu_op_conv2d_f16(const rill_block_ctx *ctx, const void *args) {
                                     band_out + ki * rows * ow, rows * ow);
     }
 }
+
+rill_cpu_kernel_fn rill__cpu_op_body(rill__op op) {
+    static const rill_cpu_kernel_fn bodies[RILL__OP_COUNT] = {
+        [RILL__OP_FILL_F32] = rill__cpu_op_fill_f32,
+        [RILL__OP_ADD_F32] = rill__cpu_op_add_f32,
+        [RILL__OP_MUL_F32] = rill__cpu_op_mul_f32,
+        [RILL__OP_ADD_SCALAR_F32] = rill__cpu_op_add_scalar_f32,
+        [RILL__OP_SUM_PARTIAL_F32] = rill__cpu_op_sum_partial_f32,
+        [RILL__OP_SUM_FINAL_F32] = rill__cpu_op_sum_final_f32,
+        [RILL__OP_MATMUL_F32] = rill__cpu_op_matmul_f32,
+        [RILL__OP_CONV2D_F32] = rill__cpu_op_conv2d_f32,
+        [RILL__OP_RANDN_F32] = rill__cpu_op_randn_f32,
+        [RILL__OP_CAST_F32_F16] = rill__cpu_op_cast_f32_f16,
+        [RILL__OP_CAST_F16_F32] = rill__cpu_op_cast_f16_f32,
+        [RILL__OP_FILL_F16] = rill__cpu_op_fill_f16,
+        [RILL__OP_ADD_F16] = rill__cpu_op_add_f16,
+        [RILL__OP_MUL_F16] = rill__cpu_op_mul_f16,
+        [RILL__OP_ADD_SCALAR_F16] = rill__cpu_op_add_scalar_f16,
+        [RILL__OP_SUM_PARTIAL_F16] = rill__cpu_op_sum_partial_f16,
+        [RILL__OP_SUM_FINAL_F16] = rill__cpu_op_sum_final_f16,
+        [RILL__OP_MATMUL_F16] = rill__cpu_op_matmul_f16,
+        [RILL__OP_CONV2D_F16] = rill__cpu_op_conv2d_f16,
+    };
+    return op > RILL__OP_NONE && op < RILL__OP_COUNT ? bodies[op] : NULL;
+}

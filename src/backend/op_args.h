@@ -1,0 +1,261 @@
+/* SPDX-License-Identifier: MIT */
+/* The built-in ops (rill_op_*) as the device interface names them: their
+ * ids and the argument structs their launches carry. The op layer
+ * (src/ops) checks every field and chooses the grid; a backend's body for
+ * an op (kernel_load, or rill__kernel_image.cpu for CPU bodies) trusts
+ * them. Block b of a grid of G blocks computes the b-th of G contiguous
+ * slices of the op's work, so blocks never write the same bytes; a body
+ * that does the whole op in one go (a CUDA device's library call) may
+ * ignore the grid and the fields that only shape it (panels, bands,
+ * scratch slots), as long as the results are the same within float
+ * rounding. */
+#ifndef RILL_BACKEND_OP_ARGS_H
+#define RILL_BACKEND_OP_ARGS_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The built-in ops whose bodies backends provide: a kernel made by
+ * rill__kernel_create_op carries one of these (rill__kernel_image.op) and
+ * its launches carry the op's argument struct below. */
+typedef enum rill__op {
+    RILL__OP_NONE = 0, /* a kernel of the user's */
+    RILL__OP_FILL_F32,
+    RILL__OP_ADD_F32,
+    RILL__OP_MUL_F32,
+    RILL__OP_ADD_SCALAR_F32,
+    RILL__OP_SUM_PARTIAL_F32,
+    RILL__OP_SUM_FINAL_F32,
+    RILL__OP_MATMUL_F32,
+    RILL__OP_CONV2D_F32,
+    RILL__OP_RANDN_F32,
+    RILL__OP_CAST_F32_F16,
+    RILL__OP_CAST_F16_F32,
+    RILL__OP_FILL_F16,
+    RILL__OP_ADD_F16,
+    RILL__OP_MUL_F16,
+    RILL__OP_ADD_SCALAR_F16,
+    RILL__OP_SUM_PARTIAL_F16,
+    RILL__OP_SUM_FINAL_F16,
+    RILL__OP_MATMUL_F16,
+    RILL__OP_CONV2D_F16,
+    RILL__OP_COUNT
+} rill__op;
+
+/* Threads per block of every op launch: what CUDA bodies are written for
+ * (CPU bodies ignore it). */
+#define RILL__OP_BLOCK_THREADS 256
+
+/* Element slices start at multiples of this many floats (64 bytes), so two
+ * blocks never write the same cache line of an output. */
+#define RILL__OP_SLICE_ALIGN 16
+
+/* The largest matrix dimension and leading dimension an sgemm tile takes
+ * (OpenBLAS's blasint is a 32-bit int in most builds): ops.c rejects
+ * larger matmul and conv2d shapes. */
+#define RILL__OP_MAX_DIM ((size_t)INT_MAX)
+
+/* x[i] = value for i < n. */
+typedef struct rill__op_fill_args {
+    float *x;
+    float value;
+    size_t n;
+} rill__op_fill_args;
+
+/* out[i] = a[i] + alpha * b[i] for i < n. out may equal a or b. */
+typedef struct rill__op_add_args {
+    float *out;
+    const float *a, *b;
+    float alpha;
+    size_t n;
+} rill__op_add_args;
+
+/* out[i] = a[i] * b[i] for i < n. out may equal a or b. */
+typedef struct rill__op_mul_args {
+    float *out;
+    const float *a, *b;
+    size_t n;
+} rill__op_mul_args;
+
+/* out[i] = a[i] + value for i < n. out may equal a. */
+typedef struct rill__op_add_scalar_args {
+    float *out;
+    const float *a;
+    float value;
+    size_t n;
+} rill__op_add_scalar_args;
+
+/* Phase one of sum: block b adds its slice of a[0..n) in double precision
+ * and stores the result in partials[b] (partials has grid_dim.x entries).
+ * When partials is NULL the grid must be one block, which stores the
+ * total, rounded to float, in out[0] and no second phase is needed. */
+typedef struct rill__op_sum_partial_args {
+    const float *a;
+    size_t n;
+    double *partials;
+    float *out;
+} rill__op_sum_partial_args;
+
+/* Phase two of sum, a grid of one block: out[0] = (float) the sum of
+ * partials[0..count) in index order, so the result is deterministic. */
+typedef struct rill__op_sum_final_args {
+    const double *partials;
+    size_t count;
+    float *out;
+} rill__op_sum_final_args;
+
+/* c[m,n] = a[m,k] b[k,n], all row-major. The output is cut into
+ * row_panels x col_panels tiles; block b computes tile
+ * (b / col_panels, b % col_panels) with one single-threaded sgemm, and
+ * the grid has row_panels * col_panels blocks. c overlaps neither a nor b. */
+typedef struct rill__op_matmul_args {
+    float *c;
+    const float *a, *b;
+    size_t m, k, n;
+    size_t row_panels, col_panels;
+} rill__op_matmul_args;
+
+/* out[n,k,oh,ow] = sum over c,r,s of in[n,c,oh+r,ow+s] * weight[k,c,r,s],
+ * NCHW, stride 1, no padding; oh < h-r+1, ow < w-s+1 (the header's sz is
+ * s here). The work is n * bands items (image, band of band_rows output
+ * rows; the last band of an image may be shorter); block b handles a
+ * contiguous range of items. Each item builds the im2col matrix of its
+ * band in block b's slot of the scratch, scratch + b * slot floats (see
+ * below), and multiplies the weight by it with one sgemm. A 1x1 filter
+ * needs no scratch (it may be NULL): the input rows are the matrix. out
+ * overlaps neither in, weight nor scratch. 96 bytes, the size the CPU
+ * backend stores without allocating. */
+typedef struct rill__op_conv2d_args {
+    float *out;
+    const float *in, *weight;
+    float *scratch;
+    size_t n, c, h, w, k, r, s;
+    size_t band_rows;
+} rill__op_conv2d_args;
+
+/* Bands per image: ceil((h-r+1) / band_rows). */
+static inline size_t rill__op_conv2d_bands(const rill__op_conv2d_args *p) {
+    return (p->h - p->r + p->band_rows) / p->band_rows;
+}
+
+/* Rows of a in each row panel of a matmul's tiles (the last may be
+ * shorter), and columns of b in each column panel: a whole number of
+ * slices, so tiles never share a cache line of c. */
+static inline size_t rill__op_matmul_panel_rows(size_t m, size_t row_panels) {
+    return (m + row_panels - 1) / row_panels;
+}
+static inline size_t rill__op_matmul_panel_cols(size_t n, size_t col_panels) {
+    size_t cols = (n + col_panels - 1) / col_panels;
+    return (cols + RILL__OP_SLICE_ALIGN - 1) / RILL__OP_SLICE_ALIGN * RILL__OP_SLICE_ALIGN;
+}
+
+/* Floats in one block's im2col slot: c*r*s rows of band_rows*(w-s+1). */
+static inline size_t rill__op_conv2d_slot_floats(const rill__op_conv2d_args *p) {
+    return p->c * p->r * p->s * p->band_rows * (p->w - p->s + 1);
+}
+
+/* x[i] = mean + std * (the i-th standard normal of seed) for i < n; see
+ * rill__op_randn_value. */
+typedef struct rill__op_randn_args {
+    float *x;
+    size_t n;
+    float mean, std;
+    uint64_t seed;
+} rill__op_randn_args;
+
+/* out[i] = in[i] converted, for i < n: float to half (rill__op_cast_args
+ * of cast_f32_f16) or half to float (cast_f16_f32). out and in do not
+ * overlap. */
+typedef struct rill__op_cast_args {
+    void *out;
+    const void *in;
+    size_t n;
+} rill__op_cast_args;
+
+/* The f16 element-wise ops, on halves (uint16_t) for i < n: fill: out[i] =
+ * value; add: out[i] = a[i] + value * b[i]; mul: out[i] = a[i] * b[i];
+ * add_scalar: out[i] = a[i] + value; each computed in float and rounded
+ * once. out may equal a or b. */
+typedef struct rill__op_f16_args {
+    uint16_t *out;
+    const uint16_t *a, *b;
+    float value;
+    size_t n;
+} rill__op_f16_args;
+/* sum on halves, in the two phases of the f32 sum: phase one adds block
+ * b's slice of a[0..n) (halves, converted to floats) in double precision
+ * into partials[b], or, with partials NULL and a grid of one block, rounds
+ * the total to a float and then to a half in out[0]; phase two (a grid of
+ * one block) adds partials[0..count) in index order and stores that, so
+ * rounded, in out[0]. */
+typedef struct rill__op_sum_f16_args {
+    const uint16_t *a;
+    size_t n;
+    double *partials;
+    uint16_t *out;
+} rill__op_sum_f16_args;
+typedef struct rill__op_sum_final_f16_args {
+    const double *partials;
+    size_t count;
+    uint16_t *out;
+} rill__op_sum_final_f16_args;
+
+/* matmul on halves: c[m,n] = a[m,k] b[k,n], all row-major halves, with
+ * the tiles (and grid) of the f32 matmul. Each tile is computed in chunks
+ * of at most RILL__OP_F16_MM_ROWS rows by RILL__OP_F16_MM_COLS columns:
+ * for each chunk the matching pieces of a and b, RILL__OP_F16_MM_DEPTH
+ * deep at a time, are converted into float buffers in block b's scratch
+ * slot (scratch + b * rill__op_matmul_f16_slot_floats floats), multiplied
+ * and accumulated in float by sgemm, and the float chunk of c is rounded
+ * to halves once. c overlaps neither a, b nor scratch. */
+#define RILL__OP_F16_MM_ROWS  ((size_t)64)
+#define RILL__OP_F16_MM_COLS  ((size_t)256)
+#define RILL__OP_F16_MM_DEPTH ((size_t)256)
+typedef struct rill__op_matmul_f16_args {
+    uint16_t *c;
+    const uint16_t *a, *b;
+    float *scratch;
+    size_t m, k, n;
+    size_t row_panels, col_panels;
+} rill__op_matmul_f16_args;
+
+static inline size_t rill__op_min_size(size_t x, size_t y) {
+    return x < y ? x : y;
+}
+
+/* Floats in one block's slot: an a chunk (rows x depth), a b chunk
+ * (depth x columns) and a c chunk (rows x columns). */
+static inline size_t rill__op_matmul_f16_slot_floats(const rill__op_matmul_f16_args *p) {
+    size_t rows =
+        rill__op_min_size(rill__op_matmul_panel_rows(p->m, p->row_panels), RILL__OP_F16_MM_ROWS);
+    size_t cols =
+        rill__op_min_size(rill__op_matmul_panel_cols(p->n, p->col_panels), RILL__OP_F16_MM_COLS);
+    size_t depth = rill__op_min_size(p->k, RILL__OP_F16_MM_DEPTH);
+    return rows * depth + depth * cols + rows * cols;
+}
+
+/* conv2d on halves: out, in as halves with the shapes, items and bands of
+ * rill__op_conv2d_args; weight holds the k*c*r*s weights already
+ * converted to floats (by a cast launch before this one). Each item
+ * converts its band's im2col matrix to floats in block b's slot, then
+ * multiplies the weight by it into the float output band that follows it
+ * in the slot (k rows of band_rows*(w-s+1)), and rounds that to halves
+ * once. The slot holds rill__op_conv2d_f16_slot_floats floats; out
+ * overlaps neither in, weight nor scratch. */
+typedef struct rill__op_conv2d_f16_args {
+    uint16_t *out;
+    const uint16_t *in;
+    const float *weight;
+    float *scratch;
+    size_t n, c, h, w, k, r, s;
+    size_t band_rows;
+} rill__op_conv2d_f16_args;
+
+/* Floats in one block's slot: the im2col matrix of a band and its output,
+ * (c*r*s + k) rows of band_rows*(w-s+1). */
+static inline size_t rill__op_conv2d_f16_slot_floats(const rill__op_conv2d_f16_args *p) {
+    return (p->c * p->r * p->s + p->k) * p->band_rows * (p->w - p->s + 1);
+}
+
+#endif
