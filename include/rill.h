@@ -136,8 +136,9 @@ typedef struct rill_device rill_device;
 
 typedef enum rill_device_kind {
     RILL_DEVICE_CPU = 1,  /* always present: worker threads act as compute units */
-    RILL_DEVICE_CUDA = 2  /* not built in this version (docs/cuda.md is its design):
-                           * no device of this kind is ever listed */
+    RILL_DEVICE_CUDA = 2  /* not in this version: the CUDA backend finds the driver and
+                           * GPUs (rill_device_count_of_kind says what it found) but
+                           * lists no device (docs/cuda.md) */
 } rill_device_kind;
 
 typedef struct rill_device_info {
@@ -151,7 +152,7 @@ typedef struct rill_device_info {
 } rill_device_info;
 
 /* Devices are owned by the library and live until rill_shutdown. Ordinals:
- * CUDA devices first (once a CUDA backend is built), then the CPU devices:
+ * CUDA devices first (once the CUDA backend lists devices), then the CPU devices:
  * one per NUMA node the process may run on (one on a machine without NUMA
  * information), or RILL_CPU_DEVICES=N of them, which split the processors
  * the process may run on into N even runs. With several CPU devices, each
@@ -160,7 +161,9 @@ typedef struct rill_device_info {
  * number of its processors). RILL_DEVICE=cpu:N|cuda:N in the environment
  * chooses the initial current device, the N-th of that kind ("cpu" is
  * cpu:0; default: ordinal 0; cuda:N names no device in this version, see
- * rill_device_get's RILL_ERROR_NO_DEVICE).
+ * rill_device_get's RILL_ERROR_NO_DEVICE). The CUDA backend loads the
+ * NVIDIA driver at run time (libcuda.so.1, or the file RILL_CUDA_DRIVER
+ * names); rill links no CUDA library.
  *
  * A CPU device's memory_bytes is not the machine's memory but what rill may
  * take of it, so that a program that allocates until it fails gets
@@ -180,6 +183,11 @@ typedef struct rill_device_info {
  * rill_mem_set_limit to give a device less). `rill info` shows it and how
  * to change it; rill_mem_summary says what chose it and how much is taken. */
 rill_status rill_device_count(int *count);
+/* The number of devices of kind in *count; when it is 0, a sentence saying
+ * why goes into why (size bytes; one too long ends in "..." at a word
+ * boundary; why may be NULL when size is 0): no driver, no GPU, a backend not built, RILL_CPU_DEVICES refused.
+ * An unknown kind is RILL_ERROR_INVALID_ARGUMENT. */
+rill_status rill_device_count_of_kind(rill_device_kind kind, int *count, char *why, size_t size);
 rill_status rill_device_get(int ordinal, rill_device **out);
 rill_status rill_device_get_by_kind(rill_device_kind kind, int index, rill_device **out);
 rill_status rill_device_get_info(rill_device *dev, rill_device_info *out);

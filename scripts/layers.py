@@ -11,7 +11,7 @@ layers, bottom to top:
     obs              the trace recorder: the platform only, so that every
                      layer above records into it directly
     backend          the device interface (backend.h), which the core calls
-    backend/*        devices: the interface and the layers below it
+    backend/*        devices (cpu, cuda): the interface and the layers below it
     core             semantics
     mem, graph, ops  above the core, in that order; comm and obs (the stream
                      sanitizer) beside ops
@@ -37,7 +37,7 @@ BEGIN, END = "<!-- modules: scripts/layers.py --mermaid -->", "<!-- end of modul
 
 # Higher number: higher layer. Modules at one level may not include each
 # other unless listed in ALLOWED.
-RANK = {"platform": 0, "util": 1, "obs": 1, "backend": 2, "backend/cpu": 3, "core": 4,
+RANK = {"platform": 0, "util": 1, "obs": 1, "backend": 2, "backend/cpu": 3, "backend/cuda": 3, "core": 4,
         "mem": 5, "graph": 6, "ops": 7, "comm": 7, "san": 7, "assembly": 8}
 # Downward edges are always allowed; these are the allowed exceptions.
 ALLOWED = set()

@@ -20,3 +20,10 @@ const rill__backend_ops *const rill__backends[] = {
     &rill__cpu_backend,
     NULL,
 };
+
+const rill__backend_ops *const rill__finders[] = {
+#ifdef RILL_HAVE_CUDA
+    &rill__cuda_backend,
+#endif
+    NULL,
+};

@@ -105,6 +105,14 @@ static int cmd_info(void) {
     printf("* the current device (RILL_DEVICE=cpu:N|cuda:N chooses it); RILL_CPU_DEVICES=N splits\n"
            "  the processors into N CPU devices (default: one per NUMA node), RILL_CPU_WORKERS=N\n"
            "  sets each CPU device's compute units; lower priority numbers run first\n");
+    /* A kind with no device: what its backend found instead. */
+    int cuda_count = 0;
+    char cuda_why[512];
+    if (failed(rill_device_count_of_kind(RILL_DEVICE_CUDA, &cuda_count, cuda_why, sizeof cuda_why),
+               "rill_device_count_of_kind"))
+        goto out;
+    if (cuda_count == 0)
+        printf("  CUDA: %s\n", cuda_why);
     /* The CPU devices' memory is a limit rill sets, not the machine's. */
     for (int i = 0; i < count; i++) {
         if (infos[i].kind != RILL_DEVICE_CPU)

@@ -229,20 +229,35 @@ fail_subsystems:
     return st;
 }
 
-/* Creates the devices of every backend the assembly lists, in order; the
- * first reason a backend has none, or a device did not start, goes into
- * rt->init_error. */
+/* Creates the devices of every backend the assembly lists, in order, and
+ * asks the finders what they found. Why a kind has no device goes into
+ * rt->none_why, and into rt->init_error when the process has no device at
+ * all; the first device that did not start goes into rt->init_error. */
 static void create_devices(rill__runtime *rt) {
     for (int b = 0; rill__backends[b] != NULL; b++) {
         const rill__backend_ops *ops = rill__backends[b];
         char why[sizeof rt->init_error] = "";
         int n = ops->probe(why, sizeof why);
-        if (n == 0 && rt->init_error[0] == '\0')
-            rill__fit(rt->init_error, sizeof rt->init_error, why);
+        if (n == 0 && rt->none_why[ops->kind][0] == '\0')
+            rill__fit(rt->none_why[ops->kind], sizeof rt->none_why[ops->kind], why);
+        int before = rt->num_devices;
         for (int i = 0; i < n && rt->num_devices < RILL__MAX_DEVICES; i++)
             if (device_create(rt, ops, i) != RILL_OK && rt->init_error[0] == '\0')
                 rill__fit(rt->init_error, sizeof rt->init_error, rill_last_error());
+        if (n > 0 && rt->num_devices == before && rt->none_why[ops->kind][0] == '\0')
+            rill__fit(rt->none_why[ops->kind], sizeof rt->none_why[ops->kind], rt->init_error);
     }
+    for (int b = 0; rill__finders[b] != NULL; b++) {
+        const rill__backend_ops *ops = rill__finders[b];
+        char why[sizeof rt->init_error] = "";
+        (void)ops->probe(why, sizeof why);
+        if (rt->none_why[ops->kind][0] == '\0')
+            rill__fit(rt->none_why[ops->kind], sizeof rt->none_why[ops->kind], why);
+    }
+    /* No device at all: the CPU devices' reason, since every machine has
+     * them (RILL_CPU_DEVICES refused, say). */
+    if (rt->num_devices == 0 && rt->init_error[0] == '\0')
+        rill__fit(rt->init_error, sizeof rt->init_error, rt->none_why[RILL_DEVICE_CPU]);
 }
 
 /* While rill_shutdown runs, the threads that still use the dying runtime

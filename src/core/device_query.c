@@ -28,6 +28,48 @@ rill_status rill_device_count(int *count) {
     return RILL_OK;
 }
 
+rill_status rill_device_count_of_kind(rill_device_kind kind, int *count, char *why, size_t size) {
+    RILL_CALL_SCOPE();
+    rill__runtime *rt;
+    if (kind != RILL_DEVICE_CPU && kind != RILL_DEVICE_CUDA)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_device_count_of_kind: kind %d is not a rill_device_kind; pass "
+                          "RILL_DEVICE_CPU or RILL_DEVICE_CUDA",
+                          (int)kind);
+    if (count == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_device_count_of_kind: count is NULL; pass the address of an int "
+                          "to receive the count");
+    if (why == NULL && size > 0)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_device_count_of_kind: why is NULL but size is %zu; pass a buffer "
+                          "of size bytes, or size 0",
+                          size);
+    rill__runtime_get(&rt);
+    int n = 0;
+    for (int i = 0; i < rt->num_devices; i++)
+        n += rt->devices[i]->base.info.kind == kind;
+    *count = n;
+    if (size > 0) {
+        const char *text = rt->none_why[kind];
+        if (n == 0 && text[0] == '\0')
+            text = kind == RILL_DEVICE_CUDA
+                       ? "this build of rill has no CUDA backend (built without the CUDA "
+                         "toolkit's headers; see cmake/cuda.cmake)"
+                       : "no device of this kind";
+        if (n > 0)
+            why[0] = '\0';
+        else if (size >= 4)
+            rill__fit(why, size, text);
+        else {
+            size_t len = strnlen(text, size - 1);
+            memcpy(why, text, len);
+            why[len] = '\0';
+        }
+    }
+    return RILL_OK;
+}
+
 rill_status rill_device_get(int ordinal, rill_device **out) {
     RILL_CALL_SCOPE();
     rill__runtime *rt;

@@ -67,6 +67,8 @@ typedef struct rill__runtime {
     rill__device *devices[RILL__MAX_DEVICES]; /* owned */
     rill__device *initial_device;             /* NULL when RILL_DEVICE names none */
     char init_error[256];                     /* why a device is missing, or "" */
+    /* per rill_device_kind: why the process has no device of that kind */
+    char none_why[RILL_DEVICE_CUDA + 1][256];
     uint64_t epoch;                           /* distinguishes successive inits */
     /* guarded by lock */
     rill__mutex lock;

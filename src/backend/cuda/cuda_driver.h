@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+/* The CUDA driver API, loaded at run time: rill never links libcuda, so
+ * it builds and runs where no NVIDIA driver is installed. The library is
+ * opened once per process with dlopen (libcuda.so.1, or the file named by
+ * RILL_CUDA_DRIVER), and every entry point is asked of cuGetProcAddress
+ * for the ABI of the headers rill was built with (CUDA_VERSION). The
+ * types come from the toolkit's cuda.h; the field of each entry point has
+ * the name cuda.h gives the function, so calls read as the driver API. */
+#ifndef RILL_CUDA_DRIVER_H
+#define RILL_CUDA_DRIVER_H
+
+#include <cuda.h>
+#include <stddef.h>
+
+/* The entry points the backend calls. */
+#define RILL__CUDA_DRIVER_FUNCS(X)                                                                 \
+    X(cuInit)                                                                                      \
+    X(cuDriverGetVersion)                                                                          \
+    X(cuGetErrorName)                                                                              \
+    X(cuGetErrorString)                                                                            \
+    X(cuDeviceGetCount)                                                                            \
+    X(cuDeviceGet)                                                                                 \
+    X(cuDeviceGetName)                                                                             \
+    X(cuDeviceTotalMem)                                                                            \
+    X(cuDeviceGetAttribute)
+
+typedef struct rill__cuda_driver {
+#define RILL__CUDA_FIELD(fn) __typeof__(&fn) fn;
+    RILL__CUDA_DRIVER_FUNCS(RILL__CUDA_FIELD)
+#undef RILL__CUDA_FIELD
+    int version; /* cuDriverGetVersion: 1000 * major + 10 * minor */
+} rill__cuda_driver;
+
+/* The driver's entry points, loaded and initialised (cuInit) at the first
+ * call; NULL, with a sentence saying why in why (size bytes), when there
+ * is no driver, it is too old, or it found no usable GPU. Later calls give
+ * the same answer. Any thread. */
+const rill__cuda_driver *rill__cuda_driver_load(char *why, size_t size);
+
+/* Writes "NAME (description)" for a driver result into buf. */
+void rill__cuda_result_text(const rill__cuda_driver *drv, CUresult r, char *buf, size_t size);
+
+#endif
