@@ -33,3 +33,29 @@ function(rill_cuda_configure target)
     target_compile_definitions(${target} PRIVATE RILL_HAVE_CUDA)
   endif()
 endfunction()
+
+# nvcc, for the PTX of the kernels rill ships and of its tests' kernels.
+find_program(RILL_NVCC nvcc HINTS ENV CUDA_PATH ENV CUDA_HOME /usr/local/cuda PATH_SUFFIXES bin)
+
+# rill_ptx_source(<out.c> <source.cu> <function>): generates out.c, which
+# defines `const char *<function>(void)` returning the PTX of source.cu
+# (compiled for compute_75, which every supported driver compiles for its
+# GPU when it loads the module), or NULL when nvcc was not found.
+function(rill_ptx_source out_c cu symbol)
+  get_filename_component(base ${out_c} NAME_WE)
+  set(ptx ${CMAKE_CURRENT_BINARY_DIR}/${base}.ptx)
+  if(RILL_NVCC)
+    add_custom_command(OUTPUT ${out_c}
+      COMMAND ${RILL_NVCC} -ptx -arch=compute_75 -std=c++17 -I${PROJECT_SOURCE_DIR}/src
+              -I${PROJECT_SOURCE_DIR}/include -o ${ptx} ${cu}
+      COMMAND ${CMAKE_COMMAND} -DPTX=${ptx} -DOUT=${out_c} -DSYMBOL=${symbol}
+              -P ${PROJECT_SOURCE_DIR}/cmake/embed_ptx.cmake
+      DEPENDS ${cu} ${PROJECT_SOURCE_DIR}/cmake/embed_ptx.cmake
+      COMMENT "PTX of ${cu}" VERBATIM)
+  else()
+    add_custom_command(OUTPUT ${out_c}
+      COMMAND ${CMAKE_COMMAND} -DOUT=${out_c} -DSYMBOL=${symbol}
+              -P ${PROJECT_SOURCE_DIR}/cmake/embed_ptx.cmake
+      DEPENDS ${PROJECT_SOURCE_DIR}/cmake/embed_ptx.cmake VERBATIM)
+  endif()
+endfunction()

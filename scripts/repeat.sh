@@ -38,5 +38,5 @@ run() { # preset, ctest label regex
   echo "== $preset: ctest -L '$labels' --repeat until-fail:$repeats"
   (cd "build/$preset" && ctest -L "$labels" --output-on-failure -j 1 --repeat "until-fail:$repeats")
 }
-run asan-ubsan 'unit|seeds'
-TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" run tsan 'unit|stress'
+run asan-ubsan 'unit|contract|seeds'
+TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" run tsan 'unit|contract|stress'

@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: MIT */
+/* The contract tests' device and kernels (contract.h). */
+#include "contract.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* The PTX of kernels.cu (generated; NULL when built without nvcc). */
+const char *contract_kernels_ptx(void);
+
+static rill_device_kind kind_under_test(const char **name) {
+    const char *env = getenv("RILL_TEST_DEVICE");
+    *name = env != NULL && env[0] != '\0' ? env : "cpu";
+    return strcmp(*name, "cuda") == 0 ? RILL_DEVICE_CUDA : RILL_DEVICE_CPU;
+}
+
+rill_device *contract_device(void) {
+    const char *name;
+    rill_device_kind kind = kind_under_test(&name);
+    int count = 0;
+    char why[512] = "";
+    RT_OK(rill_device_count_of_kind(kind, &count, why, sizeof why));
+    if (count == 0) {
+        printf("skipped: no %s device: %s\n", kind == RILL_DEVICE_CUDA ? "CUDA" : "CPU", why);
+        fflush(stdout);
+        exit(77);
+    }
+    rill_device *dev = NULL;
+    RT_OK(rill_device_get_by_kind(kind, 0, &dev));
+    RT_OK(rill_set_device(dev));
+    return dev;
+}
+
+int contract_run(const char *file, const struct CMUnitTest *tests, size_t count, int argc,
+                 char **argv) {
+    (void)contract_device();
+    return rt_run(file, tests, count, argc, argv);
+}
+
+/* ---- CPU bodies: block b of G takes the b-th of G slices ---- */
+
+static void slice(const rill_block_ctx *ctx, uint64_t n, uint64_t *begin, uint64_t *end) {
+    uint64_t blocks = ctx->grid_dim.x, b = ctx->block_idx.x;
+    *begin = n * b / blocks;
+    *end = n * (b + 1) / blocks;
+}
+
+static void add_cpu(const rill_block_ctx *ctx, const void *args) {
+    const contract_add_args *a = args;
+    uint64_t begin, end;
+    slice(ctx, a->n, &begin, &end);
+    for (uint64_t i = begin; i < end; i++)
+        a->x[i] += a->value;
+}
+
+static void scale_cpu(const rill_block_ctx *ctx, const void *args) {
+    const contract_scale_args *a = args;
+    uint64_t begin, end;
+    slice(ctx, a->n, &begin, &end);
+    for (uint64_t i = begin; i < end; i++)
+        a->out[i] = a->in[i] * a->factor;
+}
+
+static void spin_cpu(const rill_block_ctx *ctx, const void *args) {
+    const contract_spin_args *a = args;
+    if (ctx->block_idx.x != 0)
+        return;
+    uint64_t end = rt_now_ns() + a->ns;
+    while (rt_now_ns() < end) {
+    }
+    a->x[0] += 1;
+}
+
+/* ---- kernels ---- */
+
+/* Kernels live until the group's teardown shuts the runtime down; the
+ * tests of a group share them. */
+static rill_kernel *make(rill_kernel **slot, const char *name, rill_cpu_kernel_fn cpu) {
+    if (*slot == NULL) {
+        rill_kernel_desc desc = {name, cpu, contract_kernels_ptx(), NULL};
+        desc.cuda_entry = desc.cuda_ptx != NULL ? name : NULL;
+        RT_OK(rill_kernel_create(&desc, slot));
+    }
+    return *slot;
+}
+
+static rill_kernel *add_k, *scale_k, *spin_k;
+
+rill_kernel *contract_add_kernel(void) {
+    return make(&add_k, "contract_add", add_cpu);
+}
+rill_kernel *contract_scale_kernel(void) {
+    return make(&scale_k, "contract_scale", scale_cpu);
+}
+rill_kernel *contract_spin_kernel(void) {
+    return make(&spin_k, "contract_spin", spin_cpu);
+}
+
+static rill_status launch(rill_stream *s, rill_kernel *k, uint32_t blocks, const void *args,
+                          size_t args_size, const rill_access *acc, size_t num_acc) {
+    rill_launch l = {{blocks, 1, 1}, {128, 1, 1}, args, args_size, acc, num_acc};
+    return rill_launch_kernel(s, k, &l);
+}
+
+static uint32_t blocks_for(size_t n) {
+    return n < 4096 ? 1 : 4;
+}
+
+rill_status contract_add(rill_stream *s, uint32_t *x, uint32_t value, size_t n) {
+    contract_add_args a = {x, value, n};
+    rill_access acc[] = {{x, n * sizeof *x, RILL_READ_WRITE}};
+    return launch(s, contract_add_kernel(), blocks_for(n), &a, sizeof a, acc, 1);
+}
+
+rill_status contract_scale(rill_stream *s, uint32_t *out, const uint32_t *in, uint32_t factor,
+                           size_t n) {
+    contract_scale_args a = {out, in, factor, n};
+    rill_access acc[] = {{in, n * sizeof *in, RILL_READ}, {out, n * sizeof *out, RILL_WRITE}};
+    if (out == in)
+        acc[0].mode = RILL_READ_WRITE;
+    return launch(s, contract_scale_kernel(), blocks_for(n), &a, sizeof a, acc, out == in ? 1 : 2);
+}
+
+rill_status contract_spin(rill_stream *s, uint32_t *x, uint64_t ns) {
+    contract_spin_args a = {x, ns};
+    rill_access acc[] = {{x, sizeof *x, RILL_READ_WRITE}};
+    return launch(s, contract_spin_kernel(), 1, &a, sizeof a, acc, 1);
+}
+
+uint32_t *contract_words(rill_stream *s, size_t n, uint32_t value) {
+    void *p = NULL;
+    RT_OK(rill_malloc_async(n * sizeof(uint32_t), s, &p));
+    RT_OK(rill_memset_async(p, 0, n * sizeof(uint32_t), s));
+    if (value != 0)
+        RT_OK(contract_add(s, p, value, n));
+    return p;
+}
+
+void contract_read(uint32_t *host, const uint32_t *dev, size_t n) {
+    RT_OK(rill_memcpy(host, dev, n * sizeof *host));
+}

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: MIT */
+/* The contract tests: rules of rill.h checked on one device, the same test
+ * for every kind of device. RILL_TEST_DEVICE names the kind under test
+ * ("cpu" or "cuda"); ctest runs each test once per kind, and a kind this
+ * machine has no device of is reported as skipped with the reason. The
+ * tests touch device memory only through rill's copies, and their kernels
+ * have a CPU body and a PTX body (kernels.cu). */
+#ifndef RILL_TEST_CONTRACT_H
+#define RILL_TEST_CONTRACT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fixture.h"
+
+/* The device under test, made current on the calling thread. The first
+ * call exits with status 77 (ctest: skipped) and the reason when the
+ * process has no device of the kind RILL_TEST_DEVICE names. */
+rill_device *contract_device(void);
+/* Runs the tests after choosing the device (so that a skip is reported
+ * once, before any test). */
+int contract_run(const char *file, const struct CMUnitTest *tests, size_t count, int argc,
+                 char **argv);
+#define CONTRACT_RUN(tests)                                                                        \
+    contract_run(__FILE__, tests, sizeof(tests) / sizeof((tests)[0]), argc, argv)
+
+/* x[i] += value for i < n. */
+typedef struct contract_add_args {
+    uint32_t *x;
+    uint32_t value;
+    uint64_t n;
+} contract_add_args;
+/* out[i] = in[i] * factor for i < n; out may equal in. */
+typedef struct contract_scale_args {
+    uint32_t *out;
+    const uint32_t *in;
+    uint32_t factor;
+    uint64_t n;
+} contract_scale_args;
+/* Keeps its block busy for about ns nanoseconds, then x[0] += 1. */
+typedef struct contract_spin_args {
+    uint32_t *x;
+    uint64_t ns;
+} contract_spin_args;
+
+/* The kernels above, created on first use and kept until the group's
+ * teardown shuts the runtime down (a contract test does not). */
+rill_kernel *contract_add_kernel(void);
+rill_kernel *contract_scale_kernel(void);
+rill_kernel *contract_spin_kernel(void);
+
+/* Launches on s, with the accesses each kernel makes. */
+rill_status contract_add(rill_stream *s, uint32_t *x, uint32_t value, size_t n);
+rill_status contract_scale(rill_stream *s, uint32_t *out, const uint32_t *in, uint32_t factor,
+                           size_t n);
+rill_status contract_spin(rill_stream *s, uint32_t *x, uint64_t ns);
+
+/* Device memory of n words set to value, on s's device, ready when s's
+ * work so far is. */
+uint32_t *contract_words(rill_stream *s, size_t n, uint32_t value);
+/* Copies n words of device memory to host memory and waits for it. */
+void contract_read(uint32_t *host, const uint32_t *dev, size_t n);
+
+#endif
