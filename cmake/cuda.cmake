@@ -23,6 +23,8 @@ if(RILL_CUDA_BUILT)
   set(RILL_CUDA_SOURCES
     src/backend/cuda/cuda_driver.c
     src/backend/cuda/cuda_device.c
+    src/backend/cuda/cuda_stream.c
+    src/backend/cuda/cuda_memory.c
   )
 endif()
 

@@ -136,9 +136,10 @@ typedef struct rill_device rill_device;
 
 typedef enum rill_device_kind {
     RILL_DEVICE_CPU = 1,  /* always present: worker threads act as compute units */
-    RILL_DEVICE_CUDA = 2  /* not in this version: the CUDA backend finds the driver and
-                           * GPUs (rill_device_count_of_kind says what it found) but
-                           * lists no device (docs/cuda.md) */
+    RILL_DEVICE_CUDA = 2  /* a GPU the NVIDIA driver lists, where RILL_CUDA_ENABLE=1 is
+                           * set (off by default until the backend has passed its GPU
+                           * checks, docs/cuda.md); rill_device_count_of_kind says why
+                           * there is none */
 } rill_device_kind;
 
 typedef struct rill_device_info {
@@ -152,7 +153,7 @@ typedef struct rill_device_info {
 } rill_device_info;
 
 /* Devices are owned by the library and live until rill_shutdown. Ordinals:
- * CUDA devices first (once the CUDA backend lists devices), then the CPU devices:
+ * CUDA devices first, then the CPU devices:
  * one per NUMA node the process may run on (one on a machine without NUMA
  * information), or RILL_CPU_DEVICES=N of them, which split the processors
  * the process may run on into N even runs. With several CPU devices, each
@@ -160,10 +161,10 @@ typedef struct rill_device_info {
  * RILL_CPU_WORKERS=N sets each CPU device's compute units (default: the
  * number of its processors). RILL_DEVICE=cpu:N|cuda:N in the environment
  * chooses the initial current device, the N-th of that kind ("cpu" is
- * cpu:0; default: ordinal 0; cuda:N names no device in this version, see
- * rill_device_get's RILL_ERROR_NO_DEVICE). The CUDA backend loads the
- * NVIDIA driver at run time (libcuda.so.1, or the file RILL_CUDA_DRIVER
- * names); rill links no CUDA library.
+ * cpu:0; default: ordinal 0; a cuda:N that names no device makes
+ * rill_get_device fail with RILL_ERROR_NO_DEVICE and the reason). The CUDA
+ * backend loads the NVIDIA driver at run time (libcuda.so.1, or the file
+ * RILL_CUDA_DRIVER names); rill links no CUDA library.
  *
  * A CPU device's memory_bytes is not the machine's memory but what rill may
  * take of it, so that a program that allocates until it fails gets

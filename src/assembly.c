@@ -17,13 +17,9 @@ const rill__subsystem *const rill__subsystems[] = {
 };
 
 const rill__backend_ops *const rill__backends[] = {
-    &rill__cpu_backend,
-    NULL,
-};
-
-const rill__backend_ops *const rill__finders[] = {
 #ifdef RILL_HAVE_CUDA
     &rill__cuda_backend,
 #endif
+    &rill__cpu_backend,
     NULL,
 };

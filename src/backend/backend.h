@@ -567,11 +567,6 @@ typedef struct rill__backend_ops {
  * a backend's devices follow those of the backends before it);
  * NULL-terminated. Defined by src/assembly.c. */
 extern const rill__backend_ops *const rill__backends[];
-/* Backends that find their hardware but run no work on it in this version:
- * only their probe is called, for the sentence that says what it found
- * (rill_device_count_of_kind); they list no device. NULL-terminated;
- * defined by src/assembly.c. */
-extern const rill__backend_ops *const rill__finders[];
 extern const rill__backend_ops rill__cpu_backend;
 extern const rill__backend_ops rill__cuda_backend; /* built when the toolkit is found */
 

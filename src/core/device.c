@@ -229,8 +229,8 @@ fail_subsystems:
     return st;
 }
 
-/* Creates the devices of every backend the assembly lists, in order, and
- * asks the finders what they found. Why a kind has no device goes into
+/* Creates the devices of every backend the assembly lists, in order. Why a
+ * kind has no device goes into
  * rt->none_why, and into rt->init_error when the process has no device at
  * all; the first device that did not start goes into rt->init_error. */
 static void create_devices(rill__runtime *rt) {
@@ -246,13 +246,6 @@ static void create_devices(rill__runtime *rt) {
                 rill__fit(rt->init_error, sizeof rt->init_error, rill_last_error());
         if (n > 0 && rt->num_devices == before && rt->none_why[ops->kind][0] == '\0')
             rill__fit(rt->none_why[ops->kind], sizeof rt->none_why[ops->kind], rt->init_error);
-    }
-    for (int b = 0; rill__finders[b] != NULL; b++) {
-        const rill__backend_ops *ops = rill__finders[b];
-        char why[sizeof rt->init_error] = "";
-        (void)ops->probe(why, sizeof why);
-        if (rt->none_why[ops->kind][0] == '\0')
-            rill__fit(rt->none_why[ops->kind], sizeof rt->none_why[ops->kind], why);
     }
     /* No device at all: the CPU devices' reason, since every machine has
      * them (RILL_CPU_DEVICES refused, say). */

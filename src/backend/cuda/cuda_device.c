@@ -1,15 +1,30 @@
 /* SPDX-License-Identifier: MIT */
-/* The CUDA backend's discovery: it loads the driver (cuda_driver.h) and
- * finds the GPUs this process may use. Streams, memory and launches on
- * them are not in this version: the assembly lists the backend among the
- * finders (backend.h), whose probe says what it found
- * (rill_device_count_of_kind, `rill info`) and lists no device. */
+/* The CUDA backend's devices: discovery, the primary context, the pump
+ * thread, streams, and the table of operations (backend.h). */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
-#include "backend/backend.h"
-#include "backend/cuda/cuda_driver.h"
+#include "backend/cuda/cuda.h"
+#include "util/alloc.h"
+#include "util/status.h"
 
-/* Appends the GPUs' names ("NVIDIA H200, NVIDIA H200") to buf. */
+/* The context current on this thread, as far as rill set it. */
+static _Thread_local CUcontext tls_context;
+
+void rill__cuda_use(cuda_device *d) {
+    if (tls_context != d->ctx && d->drv->cuCtxSetCurrent(d->ctx) == CUDA_SUCCESS)
+        tls_context = d->ctx;
+}
+
+void rill__cuda_describe(const cuda_device *d, CUresult r, const char *what, char *buf,
+                         size_t size) {
+    char text[200];
+    rill__cuda_result_text(d->drv, r, text, sizeof text);
+    snprintf(buf, size, "%s: %s", what, text);
+}
+
+/* Writes the GPUs' names ("NVIDIA H200, NVIDIA H200") into buf. */
 static void gpu_names(const rill__cuda_driver *drv, int count, char *buf, size_t size) {
     size_t used = 0;
     buf[0] = '\0';
@@ -25,7 +40,8 @@ static void gpu_names(const rill__cuda_driver *drv, int count, char *buf, size_t
     }
 }
 
-/* Returns 0: the sentence in why says what was found. */
+/* The GPUs the driver lists; they become devices only where RILL_CUDA_ENABLE=1
+ * asks for them, and otherwise the sentence says what was found. */
 static int cuda_probe(char *why, size_t size) {
     const rill__cuda_driver *drv = rill__cuda_driver_load(why, size);
     if (drv == NULL)
@@ -40,17 +56,225 @@ static int cuda_probe(char *why, size_t size) {
                  drv->version / 1000, drv->version % 1000 / 10, text);
         return 0;
     }
+    const char *on = getenv("RILL_CUDA_ENABLE");
+    if (on != NULL && strcmp(on, "1") == 0)
+        return count;
     char names[256];
     gpu_names(drv, count, names, sizeof names);
-    snprintf(why, size,
-             "the CUDA driver %d.%d lists %d GPU%s (%s), but this version of rill runs work on "
-             "CPU devices only (docs/cuda.md)",
-             drv->version / 1000, drv->version % 1000 / 10, count, count == 1 ? "" : "s", names);
+    snprintf(
+        why, size,
+        "the CUDA driver %d.%d lists %d GPU%s (%s); rill's CUDA device is off by default "
+        "until it has passed its checks on a GPU (docs/cuda.md): set RILL_CUDA_ENABLE=1 to use it",
+        drv->version / 1000, drv->version % 1000 / 10, count, count == 1 ? "" : "s", names);
     return 0;
+}
+
+/* A device attribute, or fallback when the driver does not say. */
+static int attribute(cuda_device *d, CUdevice_attribute a, int fallback) {
+    int v = fallback;
+    if (d->drv->cuDeviceGetAttribute(&v, a, d->cu_dev) != CUDA_SUCCESS)
+        return fallback;
+    return v;
+}
+
+/* Checks what the backend relies on; a sentence in why when it is missing. */
+static bool capable(cuda_device *d, char *why, size_t size) {
+    if (!attribute(d, CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING, 0))
+        snprintf(why, size, "it has no unified addressing");
+    else if (!attribute(d, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, 0))
+        snprintf(why, size,
+                 "its driver does not allow 64-bit stream memory operations "
+                 "(cuStreamWriteValue64)");
+    else if (!attribute(d, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, 0))
+        snprintf(why, size, "it has no virtual memory management (cuMemCreate, cuMemMap)");
+    else {
+        CUmemAllocationProp prop = {
+            .type = CU_MEM_ALLOCATION_TYPE_PINNED,
+            .requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+            .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = d->ordinal},
+        };
+        size_t g = 0;
+        if (d->drv->cuMemGetAllocationGranularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) !=
+                CUDA_SUCCESS ||
+            g == 0 || RILL__CUDA_GRANULE % g != 0)
+            snprintf(why, size, "its allocation granularity (%zu bytes) does not divide %zu", g,
+                     RILL__CUDA_GRANULE);
+        else
+            return true;
+    }
+    return false;
+}
+
+static rill_status cuda_device_init(rill__device *dev, int index) {
+    char why[256] = "";
+    const rill__cuda_driver *drv = rill__cuda_driver_load(why, sizeof why);
+    if (drv == NULL)
+        return rill__fail(RILL_ERROR_NO_DEVICE, "CUDA device %d: %s", index, why);
+    cuda_device *d = rill__calloc(1, sizeof *d);
+    if (d == NULL)
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "out of host memory creating a CUDA device");
+    d->drv = drv;
+    d->ordinal = index;
+    rill_device_info *info = &rill__device_base_of(dev)->info;
+    CUresult r = drv->cuDeviceGet(&d->cu_dev, index);
+    if (r == CUDA_SUCCESS)
+        r = drv->cuDeviceGetName(info->name, (int)sizeof info->name, d->cu_dev);
+    if (r != CUDA_SUCCESS) {
+        rill__cuda_describe(d, r, "cuDeviceGet", why, sizeof why);
+        rill__free(d);
+        return rill__fail(RILL_ERROR_NO_DEVICE, "CUDA device %d: %s", index, why);
+    }
+    if (!capable(d, why, sizeof why)) {
+        rill__free(d);
+        return rill__fail(RILL_ERROR_NO_DEVICE,
+                          "CUDA device %d (%s) cannot be used: %s; update the NVIDIA driver or "
+                          "use another GPU",
+                          index, info->name, why);
+    }
+    if ((r = drv->cuDevicePrimaryCtxRetain(&d->ctx, d->cu_dev)) != CUDA_SUCCESS) {
+        rill__cuda_describe(d, r, "cuDevicePrimaryCtxRetain", why, sizeof why);
+        rill__free(d);
+        return rill__fail(RILL_ERROR_NO_DEVICE, "CUDA device %d (%s) did not start: %s", index,
+                          info->name, why);
+    }
+    rill__cuda_use(d);
+    int least = 0, greatest = 0;
+    size_t total = 0;
+    if ((r = drv->cuCtxGetStreamPriorityRange(&least, &greatest)) != CUDA_SUCCESS ||
+        (r = drv->cuDeviceTotalMem(&total, d->cu_dev)) != CUDA_SUCCESS ||
+        (r = drv->cuStreamCreate(&d->aside, CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS) {
+        rill__cuda_describe(d, r, "the context", why, sizeof why);
+        (void)drv->cuDevicePrimaryCtxRelease(d->cu_dev);
+        rill__free(d);
+        return rill__fail(RILL_ERROR_NO_DEVICE, "CUDA device %d (%s) did not start: %s", index,
+                          info->name, why);
+    }
+    info->kind = RILL_DEVICE_CUDA;
+    info->compute_units = attribute(d, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 1);
+    info->memory_bytes = total;
+    info->least_priority = least;
+    info->greatest_priority = greatest;
+    rill__mutex_init(&d->lock);
+    rill__device_base_of(dev)->state = d;
+    rill__thread_start(&d->pump, "rill-cuda-pump", rill__cuda_pump, d);
+    return RILL_OK;
+}
+
+static void cuda_device_shutdown(rill__device *dev) {
+    cuda_device *d = cuda_device_of(dev);
+    atomic_store(&d->stop, 1);
+    rill__cuda_ring(d);
+    rill__thread_join(&d->pump);
+    rill__cuda_use(d);
+    (void)d->drv->cuStreamDestroy(d->aside);
+    (void)d->drv->cuDevicePrimaryCtxRelease(d->cu_dev);
+    rill__mutex_destroy(&d->lock);
+    rill__free(d->active);
+    rill__free(d);
+    rill__device_base_of(dev)->state = NULL;
+}
+
+static uint64_t cuda_timestamp_ns(rill__device *dev) {
+    (void)dev;
+    return rill__now_ns();
+}
+
+static rill_status cuda_stream_init(rill__stream *s) {
+    cuda_device *d = cuda_device_of(rill__queue_of(s)->dev);
+    cuda_stream *cs = cuda_stream_of(s);
+    const rill__cuda_driver *drv = d->drv;
+    char why[256];
+    memset(cs, 0, sizeof *cs);
+    cs->self = s;
+    rill__cuda_use(d);
+    void *word = NULL;
+    CUresult r = drv->cuStreamCreateWithPriority(&cs->cu, CU_STREAM_NON_BLOCKING,
+                                                 rill__queue_of(s)->priority);
+    if (r != CUDA_SUCCESS) {
+        rill__cuda_describe(d, r, "cuStreamCreateWithPriority", why, sizeof why);
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "the GPU could not make a stream (%s)", why);
+    }
+    if ((r = drv->cuMemHostAlloc(&word, sizeof(uint64_t),
+                                 CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP)) !=
+            CUDA_SUCCESS ||
+        (r = drv->cuMemHostGetDevicePointer(&cs->done_dev, word, 0)) != CUDA_SUCCESS) {
+        rill__cuda_describe(d, r, "cuMemHostAlloc", why, sizeof why);
+        if (word != NULL)
+            (void)drv->cuMemFreeHost(word);
+        (void)drv->cuStreamDestroy(cs->cu);
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY,
+                          "no page-locked host memory for a stream's done word (%s)", why);
+    }
+    cs->done_word = word;
+    atomic_store(cs->done_word, 0);
+    rill__mutex_init(&cs->lock);
+    return RILL_OK;
+}
+
+static void cuda_stream_fini(rill__stream *s) {
+    cuda_device *d = cuda_device_of(rill__queue_of(s)->dev);
+    cuda_stream *cs = cuda_stream_of(s);
+    rill__cuda_use(d);
+    (void)d->drv->cuStreamDestroy(cs->cu);
+    (void)d->drv->cuMemFreeHost((void *)cs->done_word);
+    rill__mutex_destroy(&cs->lock);
+}
+
+static void *cuda_stream_native(rill__stream *s) {
+    return cuda_stream_of(s)->cu;
+}
+
+/* Events keep no CUevent: a wait is met by an event recorded when it is
+ * submitted (cuda_stream.c). */
+static void *cuda_event_native(rill__device *dev, rill__event *e) {
+    (void)dev;
+    (void)e;
+    return NULL;
+}
+
+/* Graph launches issue their nodes one by one (cuda_stream.c): nothing to
+ * prepare. */
+static rill_status cuda_graph_prepare(rill__device *dev, const rill__gprog *prog, void **state) {
+    (void)dev;
+    (void)prog;
+    *state = NULL;
+    return RILL_OK;
+}
+
+static void cuda_graph_release(rill__device *dev, void *state) {
+    (void)dev;
+    (void)state;
 }
 
 const rill__backend_ops rill__cuda_backend = {
     .name = "cuda",
     .kind = RILL_DEVICE_CUDA,
+    .stream_state_bytes = sizeof(cuda_stream),
     .probe = cuda_probe,
+    .device_init = cuda_device_init,
+    .device_shutdown = cuda_device_shutdown,
+    .timestamp_ns = cuda_timestamp_ns,
+    .stream_init = cuda_stream_init,
+    .stream_fini = cuda_stream_fini,
+    .stream_native = cuda_stream_native,
+    .event_native = cuda_event_native,
+    .submit = rill__cuda_submit,
+    .host_help = NULL,
+    .kick = NULL,
+    .kernel_load = rill__cuda_kernel_load,
+    .kernel_unload = rill__cuda_kernel_unload,
+    .op_image = NULL,
+    .graph_prepare = cuda_graph_prepare,
+    .graph_release = cuda_graph_release,
+    .mem_alloc = rill__cuda_mem_alloc,
+    .mem_free = rill__cuda_mem_free,
+    .mem_granule = RILL__CUDA_GRANULE,
+    .mem_commit = rill__cuda_mem_commit,
+    .mem_decommit = rill__cuda_mem_decommit,
+    .mem_describe = NULL,
+    .host_alloc = rill__cuda_host_alloc,
+    .host_free = rill__cuda_host_free,
+    .ipc_export = NULL,
+    .ipc_map = NULL,
+    .ipc_unmap = NULL,
 };

@@ -13,6 +13,7 @@
 #include <stddef.h>
 
 /* The entry points the backend calls. */
+/* The entry points the backend calls. */
 #define RILL__CUDA_DRIVER_FUNCS(X)                                                                 \
     X(cuInit)                                                                                      \
     X(cuDriverGetVersion)                                                                          \
@@ -22,7 +23,38 @@
     X(cuDeviceGet)                                                                                 \
     X(cuDeviceGetName)                                                                             \
     X(cuDeviceTotalMem)                                                                            \
-    X(cuDeviceGetAttribute)
+    X(cuDeviceGetAttribute)                                                                        \
+    X(cuDevicePrimaryCtxRetain)                                                                    \
+    X(cuDevicePrimaryCtxRelease)                                                                   \
+    X(cuCtxSetCurrent)                                                                             \
+    X(cuCtxGetStreamPriorityRange)                                                                 \
+    X(cuMemGetAllocationGranularity)                                                               \
+    X(cuStreamCreate)                                                                              \
+    X(cuStreamCreateWithPriority)                                                                  \
+    X(cuStreamDestroy)                                                                             \
+    X(cuStreamQuery)                                                                               \
+    X(cuStreamSynchronize)                                                                         \
+    X(cuStreamWaitEvent)                                                                           \
+    X(cuStreamWriteValue64)                                                                        \
+    X(cuEventCreate)                                                                               \
+    X(cuEventDestroy)                                                                              \
+    X(cuEventRecord)                                                                               \
+    X(cuLaunchKernel)                                                                              \
+    X(cuMemcpyAsync)                                                                               \
+    X(cuMemsetD8Async)                                                                             \
+    X(cuModuleLoadData)                                                                            \
+    X(cuModuleGetFunction)                                                                         \
+    X(cuModuleUnload)                                                                              \
+    X(cuMemAddressReserve)                                                                         \
+    X(cuMemAddressFree)                                                                            \
+    X(cuMemCreate)                                                                                 \
+    X(cuMemRelease)                                                                                \
+    X(cuMemMap)                                                                                    \
+    X(cuMemUnmap)                                                                                  \
+    X(cuMemSetAccess)                                                                              \
+    X(cuMemHostAlloc)                                                                              \
+    X(cuMemFreeHost)                                                                               \
+    X(cuMemHostGetDevicePointer)
 
 typedef struct rill__cuda_driver {
 #define RILL__CUDA_FIELD(fn) __typeof__(&fn) fn;

@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: MIT */
+/* What the files of the CUDA backend share. Every rill stream is a
+ * non-blocking CUstream of the device's primary context. A command is
+ * issued to the driver as soon as nothing before it holds it back, and
+ * each issued command is followed by a write of its sequence number into
+ * the stream's done word, host memory the GPU writes (cuStreamWriteValue64).
+ * The device's pump thread reads the done words and reports completions
+ * in order (rill__stream_complete). Work the GPU cannot order by itself
+ * holds the commands behind it on the host until the pump has seen it
+ * through: a host function (run by the pump once everything before it
+ * completed), a graph launch (its nodes issued by the pump), and a wait
+ * for a stream of another device or backend, or for work not issued yet
+ * (met through a rill__waiter). A wait for issued work of a stream of the
+ * same device is an event recorded there and waited for by the GPU. */
+#ifndef RILL_CUDA_H
+#define RILL_CUDA_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backend/backend.h"
+#include "backend/cuda/cuda_driver.h"
+#include "platform/thread.h"
+
+/* The unit the pool commits device memory in: a multiple of the
+ * allocation granularity of every GPU the backend takes (2 MiB on current
+ * GPUs; device_init refuses a device whose granularity does not divide
+ * it). */
+#define RILL__CUDA_GRANULE ((size_t)2 << 20)
+
+typedef struct cuda_cmd cuda_cmd;
+
+typedef struct cuda_device {
+    const rill__cuda_driver *drv;
+    CUdevice cu_dev;
+    CUcontext ctx;  /* the primary context, retained */
+    int ordinal;    /* the CUDA ordinal */
+    CUstream aside; /* the backend's own stream, for clearing committed memory */
+    /* the pump: completes issued work, runs what holds streams back */
+    rill__thread pump;
+    _Atomic uint32_t bell; /* bumped to wake the pump */
+    _Atomic int sleeping;  /* the pump is asleep on bell */
+    _Atomic int stop;
+    int lost; /* the pump's: a context failure was reported */
+    /* guarded by lock: the streams with work not completed yet */
+    rill__mutex lock;
+    rill__stream **active;
+    size_t num_active, cap_active;
+} cuda_device;
+
+typedef struct cuda_stream {
+    rill__stream *self;
+    CUstream cu;
+    CUevent mark;                /* recorded for waits of other streams of the device */
+    _Atomic uint64_t *done_word; /* host memory the GPU writes */
+    CUdeviceptr done_dev;        /* the same word, as the GPU sees it */
+    /* guarded by lock */
+    rill__mutex lock;
+    cuda_cmd *head, *tail; /* not completed yet, in stream order */
+    cuda_cmd *next_issue;  /* the first command not issued, or NULL */
+    bool active;           /* on the device's active list */
+    int skipping;          /* issue skips work: a failure is open and no CLEAR followed */
+    uint64_t clear_seq;    /* the last CLEAR issued */
+    /* written under lock (release): the last command issued to the GPU or
+     * settled on the host; other streams' waits read it */
+    _Atomic uint64_t issued_seq;
+    /* the pump's alone */
+    int failing; /* a failure window is open (closed by a CLEAR's completion) */
+    rill__launch_state ls;
+} cuda_stream;
+
+static inline cuda_device *cuda_device_of(rill__device *dev) {
+    return rill__device_base_of(dev)->state;
+}
+static inline cuda_stream *cuda_stream_of(rill__stream *s) {
+    return rill__queue_of(s)->state;
+}
+
+/* Makes dev's primary context current on the calling thread (once per
+ * thread and context). */
+void rill__cuda_use(cuda_device *d);
+/* A sentence "what failed: NAME (description)" for a driver result. */
+void rill__cuda_describe(const cuda_device *d, CUresult r, const char *what, char *buf,
+                         size_t size);
+
+/* cuda_stream.c */
+rill_status rill__cuda_submit(rill__stream *s, const rill__cmd *cmd, uint64_t *seq);
+void rill__cuda_pump(void *arg);
+void rill__cuda_ring(cuda_device *d);
+
+/* cuda_memory.c */
+rill_status rill__cuda_mem_alloc(rill__device *dev, size_t bytes, void **out, void **handle);
+void rill__cuda_mem_free(rill__device *dev, void *ptr, size_t bytes, void *handle);
+rill_status rill__cuda_mem_commit(rill__device *dev, void *handle, size_t offset, size_t bytes);
+void rill__cuda_mem_decommit(rill__device *dev, void *handle, size_t offset, size_t bytes);
+void *rill__cuda_host_alloc(rill__device *dev, size_t bytes);
+void rill__cuda_host_free(rill__device *dev, void *ptr, size_t bytes);
+rill_status rill__cuda_kernel_load(rill__device *dev, const rill__kernel_image *k, void **loaded);
+void rill__cuda_kernel_unload(rill__device *dev, const rill__kernel_image *k, void *loaded);
+
+/* What kernel_load makes of a kernel. */
+typedef struct cuda_loaded {
+    CUmodule module; /* NULL when the function belongs to a module shared by others */
+    CUfunction fn;
+} cuda_loaded;
+
+#endif

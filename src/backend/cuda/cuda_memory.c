@@ -1,0 +1,194 @@
+/* SPDX-License-Identifier: MIT */
+/* Device memory, pinned host memory and kernels of the CUDA backend. A
+ * pool segment is a range of address space (cuMemAddressReserve) that the
+ * pool commits granule by granule: each granule is its own physical
+ * allocation (cuMemCreate), mapped into the range and made readable and
+ * writable by the device, so any whole granule can be given back. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cuda/cuda.h"
+#include "util/alloc.h"
+#include "util/status.h"
+
+typedef struct cuda_segment {
+    CUdeviceptr base;
+    size_t bytes;
+    CUmemGenericAllocationHandle granules[]; /* 0 where not committed */
+} cuda_segment;
+
+rill_status rill__cuda_mem_alloc(rill__device *dev, size_t bytes, void **out, void **handle) {
+    cuda_device *d = cuda_device_of(dev);
+    size_t count = (bytes + RILL__CUDA_GRANULE - 1) / RILL__CUDA_GRANULE;
+    cuda_segment *seg = rill__calloc(1, sizeof *seg + count * sizeof seg->granules[0]);
+    if (seg == NULL)
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "out of host memory for a segment's record");
+    rill__cuda_use(d);
+    seg->bytes = count * RILL__CUDA_GRANULE;
+    CUresult r = d->drv->cuMemAddressReserve(&seg->base, seg->bytes, RILL__CUDA_GRANULE, 0, 0);
+    if (r != CUDA_SUCCESS) {
+        char why[256];
+        rill__cuda_describe(d, r, "cuMemAddressReserve", why, sizeof why);
+        rill__free(seg);
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY,
+                          "the GPU could not reserve %zu bytes of address space (%s)", bytes, why);
+    }
+    *out = (void *)(uintptr_t)seg->base;
+    *handle = seg;
+    return RILL_OK;
+}
+
+/* Unmaps and releases the committed granules in [first, end). */
+static void release_granules(cuda_device *d, cuda_segment *seg, size_t first, size_t end) {
+    for (size_t g = first; g < end; g++) {
+        if (seg->granules[g] == 0)
+            continue;
+        (void)d->drv->cuMemUnmap(seg->base + g * RILL__CUDA_GRANULE, RILL__CUDA_GRANULE);
+        (void)d->drv->cuMemRelease(seg->granules[g]);
+        seg->granules[g] = 0;
+    }
+}
+
+void rill__cuda_mem_free(rill__device *dev, void *ptr, size_t bytes, void *handle) {
+    cuda_device *d = cuda_device_of(dev);
+    cuda_segment *seg = handle;
+    (void)ptr;
+    (void)bytes;
+    rill__cuda_use(d);
+    release_granules(d, seg, 0, seg->bytes / RILL__CUDA_GRANULE);
+    (void)d->drv->cuMemAddressFree(seg->base, seg->bytes);
+    rill__free(seg);
+}
+
+/* Backs granule g of seg with physical memory, readable and writable by
+ * the device, zeroed. */
+static CUresult commit_granule(cuda_device *d, cuda_segment *seg, size_t g) {
+    const rill__cuda_driver *drv = d->drv;
+    CUmemAllocationProp prop = {
+        .type = CU_MEM_ALLOCATION_TYPE_PINNED,
+        .requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+        .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = d->ordinal},
+    };
+    CUmemAccessDesc access = {
+        .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = d->ordinal},
+        .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+    };
+    CUdeviceptr at = seg->base + g * RILL__CUDA_GRANULE;
+    CUmemGenericAllocationHandle h;
+    CUresult r = drv->cuMemCreate(&h, RILL__CUDA_GRANULE, &prop, 0);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if ((r = drv->cuMemMap(at, RILL__CUDA_GRANULE, 0, h, 0)) != CUDA_SUCCESS) {
+        (void)drv->cuMemRelease(h);
+        return r;
+    }
+    seg->granules[g] = h;
+    if ((r = drv->cuMemSetAccess(at, RILL__CUDA_GRANULE, &access, 1)) != CUDA_SUCCESS)
+        return r;
+    /* Fresh physical memory holds whatever it held: zero it on the
+     * backend's own stream, which no other work shares. */
+    if ((r = drv->cuMemsetD8Async(at, 0, RILL__CUDA_GRANULE, d->aside)) != CUDA_SUCCESS)
+        return r;
+    return drv->cuStreamSynchronize(d->aside);
+}
+
+rill_status rill__cuda_mem_commit(rill__device *dev, void *handle, size_t offset, size_t bytes) {
+    cuda_device *d = cuda_device_of(dev);
+    cuda_segment *seg = handle;
+    size_t first = offset / RILL__CUDA_GRANULE;
+    size_t end = (offset + bytes + RILL__CUDA_GRANULE - 1) / RILL__CUDA_GRANULE;
+    rill__cuda_use(d);
+    for (size_t g = first; g < end; g++) {
+        if (seg->granules[g] != 0)
+            continue;
+        CUresult r = commit_granule(d, seg, g);
+        if (r != CUDA_SUCCESS) {
+            char why[256];
+            release_granules(d, seg, first, g + 1);
+            rill__cuda_describe(d, r, "cuMemCreate", why, sizeof why);
+            return rill__fail(RILL_ERROR_OUT_OF_MEMORY,
+                              "the GPU has no %zu bytes of memory left to back (%s)", bytes, why);
+        }
+    }
+    return RILL_OK;
+}
+
+void rill__cuda_mem_decommit(rill__device *dev, void *handle, size_t offset, size_t bytes) {
+    cuda_device *d = cuda_device_of(dev);
+    cuda_segment *seg = handle;
+    /* The whole granules inside the range only. */
+    size_t first = (offset + RILL__CUDA_GRANULE - 1) / RILL__CUDA_GRANULE;
+    size_t end = (offset + bytes) / RILL__CUDA_GRANULE;
+    if (first >= end)
+        return;
+    rill__cuda_use(d);
+    release_granules(d, seg, first, end);
+}
+
+void *rill__cuda_host_alloc(rill__device *dev, size_t bytes) {
+    cuda_device *d = cuda_device_of(dev);
+    void *p = NULL;
+    rill__cuda_use(d);
+    CUresult r = d->drv->cuMemHostAlloc(&p, bytes > 0 ? bytes : 1,
+                                        CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP);
+    if (r != CUDA_SUCCESS) {
+        char why[256];
+        rill__cuda_describe(d, r, "cuMemHostAlloc", why, sizeof why);
+        rill__fail(RILL_ERROR_OUT_OF_MEMORY, "no %zu bytes of page-locked host memory (%s)", bytes,
+                   why);
+        return NULL;
+    }
+    return p;
+}
+
+void rill__cuda_host_free(rill__device *dev, void *ptr, size_t bytes) {
+    cuda_device *d = cuda_device_of(dev);
+    (void)bytes;
+    rill__cuda_use(d);
+    (void)d->drv->cuMemFreeHost(ptr);
+}
+
+rill_status rill__cuda_kernel_load(rill__device *dev, const rill__kernel_image *k, void **loaded) {
+    cuda_device *d = cuda_device_of(dev);
+    if (k->cuda_ptx == NULL)
+        return rill__fail(RILL_ERROR_NOT_SUPPORTED,
+                          "kernel '%s' has no PTX body (desc->cuda_ptx) and cannot run on CUDA "
+                          "device '%s'",
+                          k->name, rill__device_base_of(dev)->info.name);
+    cuda_loaded *l = rill__calloc(1, sizeof *l);
+    if (l == NULL)
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "out of host memory loading kernel '%s'",
+                          k->name);
+    rill__cuda_use(d);
+    char why[256];
+    CUresult r = d->drv->cuModuleLoadData(&l->module, k->cuda_ptx);
+    if (r != CUDA_SUCCESS) {
+        rill__cuda_describe(d, r, "cuModuleLoadData", why, sizeof why);
+        rill__free(l);
+        return rill__fail(RILL_ERROR_NOT_SUPPORTED,
+                          "kernel '%s': the CUDA driver could not load its PTX (%s)", k->name, why);
+    }
+    if ((r = d->drv->cuModuleGetFunction(&l->fn, l->module, k->cuda_entry)) != CUDA_SUCCESS) {
+        rill__cuda_describe(d, r, "cuModuleGetFunction", why, sizeof why);
+        (void)d->drv->cuModuleUnload(l->module);
+        rill__free(l);
+        return rill__fail(RILL_ERROR_NOT_SUPPORTED,
+                          "kernel '%s': its PTX has no entry point '%s' (%s)", k->name,
+                          k->cuda_entry, why);
+    }
+    *loaded = l;
+    return RILL_OK;
+}
+
+void rill__cuda_kernel_unload(rill__device *dev, const rill__kernel_image *k, void *loaded) {
+    cuda_device *d = cuda_device_of(dev);
+    cuda_loaded *l = loaded;
+    (void)k;
+    if (l == NULL)
+        return;
+    rill__cuda_use(d);
+    if (l->module != NULL)
+        (void)d->drv->cuModuleUnload(l->module);
+    rill__free(l);
+}

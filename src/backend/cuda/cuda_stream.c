@@ -1,0 +1,598 @@
+/* SPDX-License-Identifier: MIT */
+/* Streams of the CUDA backend: submit, issue, and the pump that reports
+ * completions (see cuda.h). Each stream's commands sit in a list in stream
+ * order, from submission to completion; next_issue marks the first one not
+ * handed to the driver yet. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cuda/cuda.h"
+#include "util/alloc.h"
+#include "util/status.h"
+
+enum cmd_state {
+    QUEUED = 0, /* not issued: held back by a command before it */
+    ON_GPU,     /* issued; complete once the done word reaches its number */
+    MET,        /* nothing left on the GPU: complete once the ones before it are */
+    RUNNING     /* a host function or graph launch the pump is running */
+};
+
+struct cuda_cmd {
+    cuda_cmd *next;
+    rill__cmd c; /* kernel args point into args, the command's own copy */
+    uint64_t seq;
+    enum cmd_state state;
+    CUresult error;  /* an issue that failed: the command fails the stream */
+    CUevent ev;      /* a WAIT done by the GPU: the event it waits for */
+    bool waiting;    /* a WAIT or graph launch with its waiter registered */
+    _Atomic int met; /* ... and the waiter was called */
+    cuda_device *d;  /* for the waiter */
+    rill__waiter waiter;
+    unsigned char args[];
+};
+
+/* ------------------------------------------------------------- the bell */
+
+void rill__cuda_ring(cuda_device *d) {
+    /* seq_cst: a Dekker pair with the pump's store of sleeping and load
+     * of bell. */
+    atomic_fetch_add(&d->bell, 1);
+    if (atomic_load(&d->sleeping))
+        rill__futex_wake(&d->bell, 1);
+}
+
+static void on_met(rill__waiter *w) {
+    cuda_cmd *n = (cuda_cmd *)(void *)((char *)w - offsetof(cuda_cmd, waiter));
+    cuda_device *d = n->d; /* n may be freed once met is seen */
+    atomic_store_explicit(&n->met, 1, memory_order_release);
+    rill__cuda_ring(d);
+}
+
+/* Registers n's waiter for t's seq; true when that is done already. */
+static bool wait_for(cuda_cmd *n, rill__stream *t, uint64_t seq) {
+    if (atomic_load_explicit(&rill__queue_of(t)->done_seq, memory_order_acquire) >= seq)
+        return true;
+    if (!n->waiting) {
+        n->waiting = true;
+        n->waiter.seq = seq;
+        n->waiter.fn = on_met;
+        if (!rill__stream_add_waiter(t, &n->waiter))
+            return true;
+    }
+    return atomic_load_explicit(&n->met, memory_order_acquire) != 0;
+}
+
+/* ---------------------------------------------------------------- issue */
+
+static CUresult launch(cuda_device *d, CUstream stream, const rill__kernel_call *k) {
+    const cuda_loaded *l = k->loaded;
+    size_t size = k->args_size;
+    void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, (void *)k->args, CU_LAUNCH_PARAM_BUFFER_SIZE,
+                     &size, CU_LAUNCH_PARAM_END};
+    return d->drv->cuLaunchKernel(l->fn, k->grid.x, k->grid.y, k->grid.z, k->block.x, k->block.y,
+                                  k->block.z, 0, stream, NULL, size > 0 ? extra : NULL);
+}
+
+static CUresult copy(cuda_device *d, CUstream stream, const rill__copy_call *c) {
+    return d->drv->cuMemcpyAsync((CUdeviceptr)(uintptr_t)c->dst, (CUdeviceptr)(uintptr_t)c->src,
+                                 c->bytes, stream);
+}
+
+static CUresult set(cuda_device *d, CUstream stream, const rill__set_call *c) {
+    return d->drv->cuMemsetD8Async((CUdeviceptr)(uintptr_t)c->dst, (unsigned char)c->value,
+                                   c->bytes, stream);
+}
+
+/* Appends the write of n's number to the done word: n is on the GPU. */
+static void mark_done_on_gpu(cuda_device *d, cuda_stream *cs, cuda_cmd *n) {
+    CUresult r =
+        d->drv->cuStreamWriteValue64(cs->cu, cs->done_dev, n->seq, CU_STREAM_WRITE_VALUE_DEFAULT);
+    if (r != CUDA_SUCCESS && n->error == CUDA_SUCCESS)
+        n->error = r;
+    /* Without the write, nothing would report n: it completes on the host
+     * once the ones before it have. */
+    n->state = r == CUDA_SUCCESS ? ON_GPU : MET;
+}
+
+/* A WAIT of cs for t's seq, where t is a stream of the same device whose
+ * work up to seq is issued: an event recorded on t now and waited for by
+ * cs's CUstream. The event covers what t had when the WAIT was submitted,
+ * never work submitted later, so it closes no cycle. False when the GPU
+ * cannot take the wait (the host waits instead). */
+static bool wait_on_gpu(cuda_device *d, cuda_stream *cs, cuda_cmd *n, cuda_stream *ts) {
+    const rill__cuda_driver *drv = d->drv;
+    CUevent ev;
+    if (drv->cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
+        return false;
+    if (drv->cuEventRecord(ev, ts->cu) != CUDA_SUCCESS ||
+        drv->cuStreamWaitEvent(cs->cu, ev, 0) != CUDA_SUCCESS) {
+        (void)drv->cuEventDestroy(ev);
+        return false;
+    }
+    n->ev = ev;
+    return true;
+}
+
+/* Hands n to the GPU, or settles it on the host; false when n holds the
+ * work after it back (cs->lock held). */
+static bool issue_one(cuda_device *d, cuda_stream *cs, cuda_cmd *n) {
+    switch (n->c.kind) {
+    case RILL__CMD_KERNEL:
+    case RILL__CMD_COPY:
+    case RILL__CMD_SET:
+        if (cs->skipping) {
+            n->state = MET;
+            return true;
+        }
+        n->error = n->c.kind == RILL__CMD_KERNEL ? launch(d, cs->cu, &n->c.u.kernel)
+                   : n->c.kind == RILL__CMD_COPY ? copy(d, cs->cu, &n->c.u.copy)
+                                                 : set(d, cs->cu, &n->c.u.set);
+        if (n->error != CUDA_SUCCESS) {
+            n->state = MET;
+            return true;
+        }
+        mark_done_on_gpu(d, cs, n);
+        return true;
+    case RILL__CMD_CLEAR:
+        cs->skipping = 0;
+        cs->clear_seq = n->seq;
+        mark_done_on_gpu(d, cs, n);
+        return true;
+    case RILL__CMD_RECORD:
+        mark_done_on_gpu(d, cs, n);
+        return true;
+    case RILL__CMD_WAIT: {
+        rill__stream *t = n->c.u.wait.stream;
+        uint64_t seq = n->c.u.wait.seq;
+        if (!n->waiting && rill__queue_of(t)->dev == rill__queue_of(cs->self)->dev &&
+            atomic_load_explicit(&cuda_stream_of(t)->issued_seq, memory_order_acquire) >= seq &&
+            wait_on_gpu(d, cs, n, cuda_stream_of(t))) {
+            mark_done_on_gpu(d, cs, n);
+            return true;
+        }
+        if (!wait_for(n, t, seq))
+            return false;
+        n->state = MET;
+        return true;
+    }
+    case RILL__CMD_HOST:
+    case RILL__CMD_GRAPH:
+        return false; /* the pump runs it once it is first */
+    }
+    return false;
+}
+
+/* Issues what nothing holds back any more (cs->lock held). */
+static void issue_ready(cuda_device *d, cuda_stream *cs) {
+    cuda_cmd *n = cs->next_issue;
+    while (n != NULL && issue_one(d, cs, n)) {
+        atomic_store_explicit(&cs->issued_seq, n->seq, memory_order_release);
+        n = n->next;
+    }
+    cs->next_issue = n;
+}
+
+/* Puts s on the device's active list (with a reference) unless it is. */
+static rill_status activate(cuda_device *d, rill__stream *s) {
+    rill__mutex_lock(&d->lock);
+    if (d->num_active == d->cap_active) {
+        size_t cap = d->cap_active > 0 ? 2 * d->cap_active : 16;
+        rill__stream **a = rill__realloc(d->active, cap * sizeof *a);
+        if (a == NULL) {
+            rill__mutex_unlock(&d->lock);
+            return RILL_ERROR_OUT_OF_MEMORY;
+        }
+        d->active = a;
+        d->cap_active = cap;
+    }
+    rill__stream_ref(s);
+    d->active[d->num_active++] = s;
+    rill__mutex_unlock(&d->lock);
+    return RILL_OK;
+}
+
+rill_status rill__cuda_submit(rill__stream *s, const rill__cmd *cmd, uint64_t *seq) {
+    rill__queue *q = rill__queue_of(s);
+    cuda_device *d = cuda_device_of(q->dev);
+    cuda_stream *cs = cuda_stream_of(s);
+    size_t args = cmd->kind == RILL__CMD_KERNEL ? cmd->u.kernel.args_size : 0;
+    cuda_cmd *n = rill__calloc(1, sizeof *n + args);
+    if (n == NULL)
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "out of host memory queuing a command");
+    n->c = *cmd;
+    n->d = d;
+    if (cmd->kind == RILL__CMD_KERNEL) {
+        if (args > 0)
+            memcpy(n->args, cmd->u.kernel.args, args);
+        n->c.u.kernel.args = n->args;
+        n->c.u.kernel.accesses = NULL; /* borrowed; the GPU needs none */
+        n->c.u.kernel.num_accesses = 0;
+    }
+    rill__cuda_use(d);
+    rill__mutex_lock(&cs->lock);
+    if (!cs->active && activate(d, s) != RILL_OK) {
+        rill__mutex_unlock(&cs->lock);
+        rill__free(n);
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "out of host memory queuing a command");
+    }
+    cs->active = true;
+    n->seq = atomic_load_explicit(&q->sub_seq, memory_order_relaxed) + 1;
+    if (cs->tail != NULL)
+        cs->tail->next = n;
+    else
+        cs->head = n;
+    cs->tail = n;
+    if (cs->next_issue == NULL)
+        cs->next_issue = n;
+    if (cmd->flags & RILL__CMD_OPAQUE)
+        atomic_store_explicit(&q->opaque_seq, n->seq, memory_order_relaxed);
+    issue_ready(d, cs);
+    /* release: whoever reads the number sees the command and opaque_seq. */
+    atomic_store_explicit(&q->sub_seq, n->seq, memory_order_release);
+    *seq = n->seq;
+    rill__mutex_unlock(&cs->lock);
+    rill__cuda_ring(d);
+    return RILL_OK;
+}
+
+/* ------------------------------------------------------------ completion */
+
+/* Opens a failure window at seq: what failed on s, and why. */
+static void fail_stream(cuda_stream *cs, uint64_t seq, const char *what, const char *detail) {
+    char name[80], msg[RILL__CAUSE_BYTES];
+    rill__stream_name(cs->self, name, sizeof name);
+    snprintf(msg, sizeof msg, "%s on stream %s failed: %s", what, name,
+             detail[0] != '\0' ? detail : "(no message)");
+    rill__stream_fail(cs->self, seq, msg);
+    cs->failing = 1;
+    /* Work issued after a CLEAR past seq runs; what follows seq does not. */
+    rill__mutex_lock(&cs->lock);
+    if (cs->clear_seq < seq)
+        cs->skipping = 1;
+    rill__mutex_unlock(&cs->lock);
+}
+
+static const char *kind_name(const cuda_cmd *n) {
+    switch (n->c.kind) {
+    case RILL__CMD_COPY:
+        return "memcpy";
+    case RILL__CMD_SET:
+        return "memset";
+    case RILL__CMD_WAIT:
+        return "wait";
+    case RILL__CMD_HOST:
+        return "host function";
+    case RILL__CMD_GRAPH:
+        return "graph launch";
+    default:
+        return "command";
+    }
+}
+
+/* What a completed command does on the host, then its release and
+ * completion (no lock held). */
+static void finish(cuda_device *d, cuda_stream *cs, cuda_cmd *n) {
+    rill__stream *s = cs->self;
+    if (n->error != CUDA_SUCCESS && !cs->failing) {
+        char what[96], why[256];
+        if (n->c.kind == RILL__CMD_KERNEL)
+            snprintf(what, sizeof what, "kernel '%.60s'",
+                     rill__kernel_image_of(n->c.u.kernel.kernel)->name);
+        else
+            snprintf(what, sizeof what, "%s", kind_name(n));
+        rill__cuda_describe(d, n->error, "the CUDA driver refused it", why, sizeof why);
+        fail_stream(cs, n->seq, what, why);
+    }
+    switch (n->c.kind) {
+    case RILL__CMD_WAIT:
+        if (n->ev != NULL)
+            (void)d->drv->cuEventDestroy(n->ev);
+        /* A stream already failing skips its work anyway; an order-only
+         * wait never carries a failure. */
+        if (!cs->failing && !(n->c.flags & RILL__CMD_ORDER_ONLY) &&
+            rill__stream_carry_failure(s, n->seq, n->c.u.wait.stream, n->c.u.wait.seq)) {
+            cs->failing = 1;
+            rill__mutex_lock(&cs->lock);
+            if (cs->clear_seq < n->seq)
+                cs->skipping = 1;
+            rill__mutex_unlock(&cs->lock);
+        }
+        break;
+    case RILL__CMD_RECORD:
+        rill__event_stamp(n->c.u.record.event, n->c.u.record.gen, rill__now_ns(), cs->failing);
+        break;
+    case RILL__CMD_CLEAR:
+        cs->failing = 0;
+        rill__stream_clear_failure(s, n->seq);
+        break;
+    default:
+        break;
+    }
+    uint64_t seq = n->seq;
+    rill__cmd_release(&n->c);
+    rill__free(n);
+    rill__stream_complete(s, seq);
+}
+
+/* --------------------------------------------------- host functions, graphs */
+
+static void run_host(cuda_stream *cs, cuda_cmd *n) {
+    if (cs->failing)
+        return;
+    if (rill__host_run(n->c.u.host.fn, n->c.u.host.user_data, &cs->ls))
+        fail_stream(cs, n->seq, "host function", cs->ls.message);
+}
+
+typedef struct ext_wait {
+    _Atomic uint32_t done;
+    char failure[RILL__CAUSE_BYTES];
+} ext_wait;
+
+static void ext_done(void *arg, const char *failure) {
+    ext_wait *w = arg;
+    if (failure != NULL)
+        snprintf(w->failure, sizeof w->failure, "%s", failure);
+    atomic_store_explicit(&w->done, 1, memory_order_release);
+    rill__futex_wake(&w->done, 1);
+}
+
+/* Whether a graph's nodes need the host between them: host functions,
+ * collectives and timing records run there once the nodes before them are
+ * done. */
+static bool needs_host(const rill__graph_launch *v) {
+    for (uint32_t i = 0; i < v->prog->num_nodes; i++) {
+        const rill__gnode_params *p = &v->nodes[i].p;
+        if (p->kind == RILL__GNODE_HOST || p->kind == RILL__GNODE_EXTERN ||
+            (p->kind == RILL__GNODE_RECORD && p->u.event.timing))
+            return true;
+    }
+    return false;
+}
+
+/* Issues a graph launch's nodes in their topological order on cs's
+ * CUstream; nodes the host must run wait for the GPU first. Returns
+ * whether the nodes are all done (false: the last ones are on the GPU and
+ * complete through the done word). */
+static bool run_graph(cuda_device *d, cuda_stream *cs, cuda_cmd *n) {
+    const rill__cuda_driver *drv = d->drv;
+    const rill__graph_launch *v = n->c.u.graph.launch;
+    bool failed = cs->failing, sync = needs_host(v);
+    char what[96] = "", why[RILL__CAUSE_BYTES] = "";
+    for (uint32_t i = 0; i < v->prog->num_nodes; i++) {
+        const rill__xnode *x = &v->nodes[i];
+        const rill__gnode_params *p = &x->p;
+        CUresult r = CUDA_SUCCESS;
+        if (p->kind == RILL__GNODE_EXTERN) {
+            void *token = n->c.u.graph.ext[x->ext_slot];
+            n->c.u.graph.ext[x->ext_slot] = NULL;
+            ext_wait w = {.done = 0};
+            if (!failed && (r = drv->cuStreamSynchronize(cs->cu)) != CUDA_SUCCESS)
+                failed = true;
+            p->u.ext.ops->start(token, failed, ext_done, &w);
+            while (atomic_load_explicit(&w.done, memory_order_acquire) == 0)
+                rill__futex_wait(&w.done, 0);
+            if (w.failure[0] != '\0' && !failed) {
+                failed = true;
+                snprintf(what, sizeof what, "collective (graph node %u)", x->graph_index);
+                snprintf(why, sizeof why, "%s", w.failure);
+            }
+            continue;
+        }
+        if (failed)
+            continue;
+        switch (p->kind) {
+        case RILL__GNODE_KERNEL:
+            r = launch(d, cs->cu, &p->u.kernel);
+            break;
+        case RILL__GNODE_COPY:
+            r = copy(d, cs->cu, &p->u.copy);
+            break;
+        case RILL__GNODE_SET:
+            r = set(d, cs->cu, &p->u.set);
+            break;
+        case RILL__GNODE_HOST: {
+            rill__launch_state hs;
+            if ((r = drv->cuStreamSynchronize(cs->cu)) == CUDA_SUCCESS &&
+                rill__host_run(p->u.host.fn, p->u.host.user_data, &hs)) {
+                failed = true;
+                snprintf(what, sizeof what, "host function (graph node %u)", x->graph_index);
+                snprintf(why, sizeof why, "%s", hs.message);
+            }
+            break;
+        }
+        case RILL__GNODE_RECORD:
+            if (p->u.event.timing && (r = drv->cuStreamSynchronize(cs->cu)) == CUDA_SUCCESS)
+                rill__event_stamp(p->u.event.event,
+                                  atomic_load_explicit(&v->record_gen[i], memory_order_relaxed),
+                                  rill__now_ns(), 0);
+            break;
+        default: /* empty and wait nodes: the wait happened before the launch */
+            break;
+        }
+        if (r != CUDA_SUCCESS && !failed) {
+            failed = true;
+            snprintf(what, sizeof what, "graph node %u", x->graph_index);
+            rill__cuda_describe(d, r, "the CUDA driver refused it", why, sizeof why);
+        }
+    }
+    if (failed && what[0] != '\0')
+        fail_stream(cs, n->seq, what, why);
+    return sync || failed;
+}
+
+/* ------------------------------------------------------------------ pump */
+
+/* Completes what is done on s, runs the host function or graph launch
+ * that comes first, and issues what that lets through. Returns whether
+ * anything moved; *gpu is set when work is left on the GPU. */
+static bool service(cuda_device *d, rill__stream *s, bool *gpu, bool *idle) {
+    cuda_stream *cs = cuda_stream_of(s);
+    cuda_cmd *done = NULL, **done_tail = &done, *run = NULL;
+    bool moved = false;
+    rill__mutex_lock(&cs->lock);
+    /* acquire: the GPU's write follows the command's work. */
+    uint64_t word = atomic_load_explicit(cs->done_word, memory_order_acquire);
+    cuda_cmd *h;
+    while ((h = cs->head) != NULL && h != cs->next_issue &&
+           (h->state == MET || (h->state == ON_GPU && h->seq <= word))) {
+        cs->head = h->next;
+        if (cs->head == NULL)
+            cs->tail = NULL;
+        h->next = NULL;
+        *done_tail = h;
+        done_tail = &h->next;
+    }
+    h = cs->head;
+    /* next_issue stays on a command the pump runs, so that nothing after
+     * it is issued before it is done. */
+    if (done == NULL && h != NULL && h == cs->next_issue && h->state == QUEUED &&
+        (h->c.kind == RILL__CMD_HOST || h->c.kind == RILL__CMD_GRAPH)) {
+        rill__stream *after = h->c.kind == RILL__CMD_GRAPH ? h->c.u.graph.after_stream : NULL;
+        /* A launch waits for the exec's previous one, even when skipped. */
+        if (after == NULL || wait_for(h, after, h->c.u.graph.after_seq)) {
+            h->state = RUNNING;
+            run = h;
+        }
+    }
+    *gpu = *gpu || (cs->head != NULL && cs->head->state == ON_GPU);
+    rill__mutex_unlock(&cs->lock);
+
+    while (done != NULL) {
+        cuda_cmd *next = done->next;
+        finish(d, cs, done);
+        done = next;
+        moved = true;
+    }
+    if (run != NULL) {
+        bool settled = true;
+        if (run->c.kind == RILL__CMD_HOST)
+            run_host(cs, run);
+        else if (!cs->failing)
+            settled = run_graph(d, cs, run);
+        rill__mutex_lock(&cs->lock);
+        if (settled)
+            run->state = MET;
+        else
+            mark_done_on_gpu(d, cs, run);
+        cs->next_issue = run->next;
+        atomic_store_explicit(&cs->issued_seq, run->seq, memory_order_release);
+        rill__mutex_unlock(&cs->lock);
+        moved = true;
+    }
+    rill__mutex_lock(&cs->lock);
+    issue_ready(d, cs);
+    *idle = cs->head == NULL;
+    if (*idle)
+        cs->active = false;
+    rill__mutex_unlock(&cs->lock);
+    return moved;
+}
+
+/* A stream whose CUstream reports an error: the context failed (an illegal
+ * address, a trap). Everything issued is lost; the stream fails, and so
+ * does every later command. */
+static void check_context(cuda_device *d, rill__stream *s) {
+    cuda_stream *cs = cuda_stream_of(s);
+    CUresult r = d->drv->cuStreamQuery(cs->cu);
+    if (r == CUDA_SUCCESS || r == CUDA_ERROR_NOT_READY)
+        return;
+    rill__mutex_lock(&cs->lock);
+    cuda_cmd *h = cs->head;
+    uint64_t seq = h != NULL ? h->seq : 0;
+    for (cuda_cmd *n = h; n != NULL && n != cs->next_issue; n = n->next)
+        if (n->state == ON_GPU)
+            n->state = MET;
+    cs->skipping = 1;
+    cs->clear_seq = 0;
+    rill__mutex_unlock(&cs->lock);
+    if (seq != 0 && !d->lost) {
+        char why[256];
+        rill__cuda_describe(d, r, "the GPU stopped", why, sizeof why);
+        fail_stream(cs, seq, "the device", why);
+        d->lost = 1;
+    }
+}
+
+/* Removes one entry of s from the active list and drops its reference. */
+static void deactivate(cuda_device *d, rill__stream *s) {
+    rill__mutex_lock(&d->lock);
+    for (size_t i = 0; i < d->num_active; i++) {
+        if (d->active[i] == s) {
+            d->active[i] = d->active[--d->num_active];
+            break;
+        }
+    }
+    rill__mutex_unlock(&d->lock);
+    rill__stream_unref(s);
+}
+
+#define POLL_SPINS   64
+#define POLL_WAIT_NS 20000u   /* the longest nap while work is on the GPU */
+#define CHECK_NS     1000000u /* how often a stream with no progress is queried */
+
+void rill__cuda_pump(void *arg) {
+    cuda_device *d = arg;
+    rill__cuda_use(d);
+    rill__thread_set_worker(1);
+    rill__stream **snap = NULL;
+    size_t cap = 0;
+    unsigned idle_rounds = 0;
+    uint64_t last_move = rill__now_ns();
+    for (;;) {
+        uint32_t bell = atomic_load(&d->bell);
+        rill__mutex_lock(&d->lock);
+        size_t n = d->num_active;
+        if (n > cap) {
+            rill__stream **grown = rill__realloc(snap, n * sizeof *grown);
+            if (grown != NULL) {
+                snap = grown;
+                cap = n;
+            }
+        }
+        n = n < cap ? n : cap;
+        for (size_t i = 0; i < n; i++) {
+            snap[i] = d->active[i];
+            rill__stream_ref(snap[i]);
+        }
+        rill__mutex_unlock(&d->lock);
+
+        bool moved = false, gpu = false;
+        for (size_t i = 0; i < n; i++) {
+            bool idle = false;
+            moved |= service(d, snap[i], &gpu, &idle);
+            if (idle)
+                deactivate(d, snap[i]);
+        }
+        uint64_t now = rill__now_ns();
+        if (moved)
+            last_move = now;
+        else if (gpu && now - last_move > CHECK_NS) {
+            for (size_t i = 0; i < n; i++)
+                check_context(d, snap[i]);
+            last_move = now;
+        }
+        for (size_t i = 0; i < n; i++)
+            rill__stream_unref(snap[i]);
+        if (moved) {
+            idle_rounds = 0;
+            continue;
+        }
+        if (atomic_load(&d->stop) && n == 0)
+            break;
+        if (gpu && ++idle_rounds < POLL_SPINS) {
+            rill__cpu_relax();
+            continue;
+        }
+        /* seq_cst: the other half of the Dekker pair in rill__cuda_ring. */
+        atomic_store(&d->sleeping, 1);
+        if (atomic_load(&d->bell) == bell) {
+            if (gpu)
+                rill__futex_wait_for(&d->bell, bell, POLL_WAIT_NS);
+            else
+                rill__futex_wait(&d->bell, bell);
+        }
+        atomic_store(&d->sleeping, 0);
+    }
+    rill__free(snap);
+}
