@@ -29,7 +29,7 @@ struct cuda_cmd {
     _Atomic int met; /* ... and the waiter was called */
     cuda_device *d;  /* for the waiter */
     rill__waiter waiter;
-    unsigned char args[];
+    alignas(16) unsigned char args[]; /* kernel args, aligned for any parameter */
 };
 
 /* ------------------------------------------------------------- the bell */
