@@ -47,7 +47,7 @@ static void slice(const rill_block_ctx *ctx, uint64_t n, uint64_t *begin, uint64
     *end = n * (b + 1) / blocks;
 }
 
-static void add_cpu(const rill_block_ctx *ctx, const void *args) {
+void contract_add_host(const rill_block_ctx *ctx, const void *args) {
     const contract_add_args *a = args;
     uint64_t begin, end;
     slice(ctx, a->n, &begin, &end);
@@ -55,7 +55,7 @@ static void add_cpu(const rill_block_ctx *ctx, const void *args) {
         a->x[i] += a->value;
 }
 
-static void scale_cpu(const rill_block_ctx *ctx, const void *args) {
+void contract_scale_host(const rill_block_ctx *ctx, const void *args) {
     const contract_scale_args *a = args;
     uint64_t begin, end;
     slice(ctx, a->n, &begin, &end);
@@ -63,7 +63,7 @@ static void scale_cpu(const rill_block_ctx *ctx, const void *args) {
         a->out[i] = a->in[i] * a->factor;
 }
 
-static void spin_cpu(const rill_block_ctx *ctx, const void *args) {
+void contract_spin_host(const rill_block_ctx *ctx, const void *args) {
     const contract_spin_args *a = args;
     if (ctx->block_idx.x != 0)
         return;
@@ -89,13 +89,13 @@ static rill_kernel *make(rill_kernel **slot, const char *name, rill_cpu_kernel_f
 static rill_kernel *add_k, *scale_k, *spin_k;
 
 rill_kernel *contract_add_kernel(void) {
-    return make(&add_k, "contract_add", add_cpu);
+    return make(&add_k, "contract_add", contract_add_host);
 }
 rill_kernel *contract_scale_kernel(void) {
-    return make(&scale_k, "contract_scale", scale_cpu);
+    return make(&scale_k, "contract_scale", contract_scale_host);
 }
 rill_kernel *contract_spin_kernel(void) {
-    return make(&spin_k, "contract_spin", spin_cpu);
+    return make(&spin_k, "contract_spin", contract_spin_host);
 }
 
 static rill_status launch(rill_stream *s, rill_kernel *k, uint32_t blocks, const void *args,

@@ -43,6 +43,13 @@ typedef struct contract_spin_args {
     uint64_t ns;
 } contract_spin_args;
 
+/* The CPU bodies of the kernels above. They are exported under the PTX
+ * entry's name followed by "_host": the stand-in driver of
+ * tests/cuda_fake runs them for the PTX kernels. */
+void contract_add_host(const rill_block_ctx *ctx, const void *args);
+void contract_scale_host(const rill_block_ctx *ctx, const void *args);
+void contract_spin_host(const rill_block_ctx *ctx, const void *args);
+
 /* The kernels above, created on first use and kept until the group's
  * teardown shuts the runtime down (a contract test does not). */
 rill_kernel *contract_add_kernel(void);

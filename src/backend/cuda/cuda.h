@@ -37,12 +37,19 @@ typedef struct cuda_device {
     CUcontext ctx;  /* the primary context, retained */
     int ordinal;    /* the CUDA ordinal */
     CUstream aside; /* the backend's own stream, for clearing committed memory */
+    /* timestamps: a timing event recorded at init, and rill__now_ns then */
+    CUevent epoch;
+    uint64_t epoch_ns;
     /* the pump: completes issued work, runs what holds streams back */
     rill__thread pump;
     _Atomic uint32_t bell; /* bumped to wake the pump */
     _Atomic int sleeping;  /* the pump is asleep on bell */
     _Atomic int stop;
     int lost; /* the pump's: a context failure was reported */
+    /* the device's, and one per stream, pool segment and pinned host
+     * allocation: rill frees those after device_shutdown, which drops the
+     * first */
+    _Atomic int refs;
     /* guarded by lock: the streams with work not completed yet */
     rill__mutex lock;
     rill__stream **active;
@@ -77,12 +84,18 @@ static inline cuda_stream *cuda_stream_of(rill__stream *s) {
     return rill__queue_of(s)->state;
 }
 
+/* Drops a reference to d; the last one releases the context. */
+void rill__cuda_unref(cuda_device *d);
 /* Makes dev's primary context current on the calling thread (once per
  * thread and context). */
 void rill__cuda_use(cuda_device *d);
 /* A sentence "what failed: NAME (description)" for a driver result. */
 void rill__cuda_describe(const cuda_device *d, CUresult r, const char *what, char *buf,
                          size_t size);
+
+/* The time of a timing event that completed, in the device's clock
+ * (timestamp_ns): the epoch plus cuEventElapsedTime from it. */
+uint64_t rill__cuda_stamp(cuda_device *d, CUevent ev);
 
 /* cuda_stream.c */
 rill_status rill__cuda_submit(rill__stream *s, const rill__cmd *cmd, uint64_t *seq);

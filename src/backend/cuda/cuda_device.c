@@ -142,41 +142,67 @@ static rill_status cuda_device_init(rill__device *dev, int index) {
     size_t total = 0;
     if ((r = drv->cuCtxGetStreamPriorityRange(&least, &greatest)) != CUDA_SUCCESS ||
         (r = drv->cuDeviceTotalMem(&total, d->cu_dev)) != CUDA_SUCCESS ||
-        (r = drv->cuStreamCreate(&d->aside, CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS) {
+        (r = drv->cuStreamCreate(&d->aside, CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS ||
+        (r = drv->cuEventCreate(&d->epoch, CU_EVENT_DEFAULT)) != CUDA_SUCCESS ||
+        (r = drv->cuEventRecord(d->epoch, d->aside)) != CUDA_SUCCESS ||
+        (r = drv->cuEventSynchronize(d->epoch)) != CUDA_SUCCESS) {
         rill__cuda_describe(d, r, "the context", why, sizeof why);
+        if (d->epoch != NULL)
+            (void)drv->cuEventDestroy(d->epoch);
+        if (d->aside != NULL)
+            (void)drv->cuStreamDestroy(d->aside);
         (void)drv->cuDevicePrimaryCtxRelease(d->cu_dev);
         rill__free(d);
         return rill__fail(RILL_ERROR_NO_DEVICE, "CUDA device %d (%s) did not start: %s", index,
                           info->name, why);
     }
+    d->epoch_ns = rill__now_ns();
     info->kind = RILL_DEVICE_CUDA;
     info->compute_units = attribute(d, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 1);
     info->memory_bytes = total;
     info->least_priority = least;
     info->greatest_priority = greatest;
     rill__mutex_init(&d->lock);
+    atomic_store(&d->refs, 1);
     rill__device_base_of(dev)->state = d;
     rill__thread_start(&d->pump, "rill-cuda-pump", rill__cuda_pump, d);
     return RILL_OK;
 }
 
-static void cuda_device_shutdown(rill__device *dev) {
-    cuda_device *d = cuda_device_of(dev);
-    atomic_store(&d->stop, 1);
-    rill__cuda_ring(d);
-    rill__thread_join(&d->pump);
+void rill__cuda_unref(cuda_device *d) {
+    /* acq_rel: the last one sees every other holder's work. */
+    if (atomic_fetch_sub_explicit(&d->refs, 1, memory_order_acq_rel) != 1)
+        return;
     rill__cuda_use(d);
+    (void)d->drv->cuEventDestroy(d->epoch);
     (void)d->drv->cuStreamDestroy(d->aside);
     (void)d->drv->cuDevicePrimaryCtxRelease(d->cu_dev);
     rill__mutex_destroy(&d->lock);
     rill__free(d->active);
     rill__free(d);
-    rill__device_base_of(dev)->state = NULL;
 }
 
+/* Stops the pump; the memory rill frees after this keeps the rest. */
+static void cuda_device_shutdown(rill__device *dev) {
+    cuda_device *d = cuda_device_of(dev);
+    atomic_store(&d->stop, 1);
+    rill__cuda_ring(d);
+    rill__thread_join(&d->pump);
+    rill__cuda_unref(d);
+}
+
+/* The device's clock: the host's, which GPU events are stamped in by their
+ * distance from the epoch (rill__cuda_stamp). */
 static uint64_t cuda_timestamp_ns(rill__device *dev) {
     (void)dev;
     return rill__now_ns();
+}
+
+uint64_t rill__cuda_stamp(cuda_device *d, CUevent ev) {
+    float ms = 0;
+    if (d->drv->cuEventElapsedTime(&ms, d->epoch, ev) != CUDA_SUCCESS || ms < 0)
+        return rill__now_ns();
+    return d->epoch_ns + (uint64_t)((double)ms * 1e6);
 }
 
 static rill_status cuda_stream_init(rill__stream *s) {
@@ -208,6 +234,7 @@ static rill_status cuda_stream_init(rill__stream *s) {
     cs->done_word = word;
     atomic_store(cs->done_word, 0);
     rill__mutex_init(&cs->lock);
+    atomic_fetch_add(&d->refs, 1);
     return RILL_OK;
 }
 
@@ -218,6 +245,7 @@ static void cuda_stream_fini(rill__stream *s) {
     (void)d->drv->cuStreamDestroy(cs->cu);
     (void)d->drv->cuMemFreeHost((void *)cs->done_word);
     rill__mutex_destroy(&cs->lock);
+    rill__cuda_unref(d);
 }
 
 static void *cuda_stream_native(rill__stream *s) {

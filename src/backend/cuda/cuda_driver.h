@@ -39,6 +39,8 @@
     X(cuEventCreate)                                                                               \
     X(cuEventDestroy)                                                                              \
     X(cuEventRecord)                                                                               \
+    X(cuEventSynchronize)                                                                          \
+    X(cuEventElapsedTime)                                                                          \
     X(cuLaunchKernel)                                                                              \
     X(cuMemcpyAsync)                                                                               \
     X(cuMemsetD8Async)                                                                             \

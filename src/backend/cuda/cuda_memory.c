@@ -34,6 +34,7 @@ rill_status rill__cuda_mem_alloc(rill__device *dev, size_t bytes, void **out, vo
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY,
                           "the GPU could not reserve %zu bytes of address space (%s)", bytes, why);
     }
+    atomic_fetch_add(&d->refs, 1);
     *out = (void *)(uintptr_t)seg->base;
     *handle = seg;
     return RILL_OK;
@@ -59,6 +60,7 @@ void rill__cuda_mem_free(rill__device *dev, void *ptr, size_t bytes, void *handl
     release_granules(d, seg, 0, seg->bytes / RILL__CUDA_GRANULE);
     (void)d->drv->cuMemAddressFree(seg->base, seg->bytes);
     rill__free(seg);
+    rill__cuda_unref(d);
 }
 
 /* Backs granule g of seg with physical memory, readable and writable by
@@ -139,6 +141,7 @@ void *rill__cuda_host_alloc(rill__device *dev, size_t bytes) {
                    why);
         return NULL;
     }
+    atomic_fetch_add(&d->refs, 1);
     return p;
 }
 
@@ -147,6 +150,7 @@ void rill__cuda_host_free(rill__device *dev, void *ptr, size_t bytes) {
     (void)bytes;
     rill__cuda_use(d);
     (void)d->drv->cuMemFreeHost(ptr);
+    rill__cuda_unref(d);
 }
 
 rill_status rill__cuda_kernel_load(rill__device *dev, const rill__kernel_image *k, void **loaded) {

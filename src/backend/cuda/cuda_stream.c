@@ -140,6 +140,14 @@ static bool issue_one(cuda_device *d, cuda_stream *cs, cuda_cmd *n) {
         mark_done_on_gpu(d, cs, n);
         return true;
     case RILL__CMD_RECORD:
+        /* The GPU's time of the point, for timing events (rill__cuda_stamp);
+         * without it, the pump's time when it sees the point done. */
+        if (d->drv->cuEventCreate(&n->ev, CU_EVENT_DEFAULT) != CUDA_SUCCESS)
+            n->ev = NULL;
+        else if (d->drv->cuEventRecord(n->ev, cs->cu) != CUDA_SUCCESS) {
+            (void)d->drv->cuEventDestroy(n->ev);
+            n->ev = NULL;
+        }
         mark_done_on_gpu(d, cs, n);
         return true;
     case RILL__CMD_WAIT: {
@@ -300,7 +308,10 @@ static void finish(cuda_device *d, cuda_stream *cs, cuda_cmd *n) {
         }
         break;
     case RILL__CMD_RECORD:
-        rill__event_stamp(n->c.u.record.event, n->c.u.record.gen, rill__now_ns(), cs->failing);
+        rill__event_stamp(n->c.u.record.event, n->c.u.record.gen,
+                          n->ev != NULL ? rill__cuda_stamp(d, n->ev) : rill__now_ns(), cs->failing);
+        if (n->ev != NULL)
+            (void)d->drv->cuEventDestroy(n->ev);
         break;
     case RILL__CMD_CLEAR:
         cs->failing = 0;
@@ -401,12 +412,19 @@ static bool run_graph(cuda_device *d, cuda_stream *cs, cuda_cmd *n) {
             }
             break;
         }
-        case RILL__GNODE_RECORD:
-            if (p->u.event.timing && (r = drv->cuStreamSynchronize(cs->cu)) == CUDA_SUCCESS)
+        case RILL__GNODE_RECORD: {
+            CUevent ev;
+            if (!p->u.event.timing ||
+                (r = drv->cuEventCreate(&ev, CU_EVENT_DEFAULT)) != CUDA_SUCCESS)
+                break;
+            if ((r = drv->cuEventRecord(ev, cs->cu)) == CUDA_SUCCESS &&
+                (r = drv->cuEventSynchronize(ev)) == CUDA_SUCCESS)
                 rill__event_stamp(p->u.event.event,
                                   atomic_load_explicit(&v->record_gen[i], memory_order_relaxed),
-                                  rill__now_ns(), 0);
+                                  rill__cuda_stamp(d, ev), 0);
+            (void)drv->cuEventDestroy(ev);
             break;
+        }
         default: /* empty and wait nodes: the wait happened before the launch */
             break;
         }

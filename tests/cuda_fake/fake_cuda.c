@@ -1,0 +1,635 @@
+/* SPDX-License-Identifier: MIT */
+/* A stand-in for the NVIDIA driver (libcuda.so.1), for testing rill's CUDA
+ * backend where there is no GPU: RILL_CUDA_DRIVER names this library. It
+ * offers the driver entry points the backend asks cuGetProcAddress for,
+ * with the driver's ordering rules, on the host: one GPU, each CUstream a
+ * thread that runs its operations in order, events that streams record and
+ * wait for, memory from the virtual memory calls as mappings of memory
+ * files, and host memory as ordinary memory. A kernel runs as the host
+ * function the test program exports under the entry's name followed by
+ * "_host" (a rill_cpu_kernel_fn, called once per block); PTX is not read. */
+#include <cuda.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rill.h"
+
+#define GRANULE ((size_t)2 << 20)
+
+/* ------------------------------------------------------------- streams */
+
+typedef enum op_kind { OP_KERNEL, OP_COPY, OP_SET, OP_WRITE, OP_RECORD, OP_WAIT } op_kind;
+
+struct CUevent_st {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    uint64_t recorded; /* records made (calls) */
+    uint64_t reached;  /* records the stream got to */
+    uint64_t when_ns;  /* when it got to the last one */
+};
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+typedef struct op {
+    struct op *next;
+    op_kind kind;
+    union {
+        struct {
+            rill_cpu_kernel_fn fn;
+            unsigned grid[3];
+            unsigned char *args;
+        } kernel;
+        struct {
+            void *dst;
+            const void *src;
+            size_t bytes;
+            int value;
+        } mem;
+        struct {
+            _Atomic uint64_t *word;
+            uint64_t value;
+        } write;
+        struct {
+            CUevent ev;
+            uint64_t gen;
+        } event;
+    } u;
+} op;
+
+struct CUstream_st {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    op *head, *tail;
+    bool busy, stop;
+    pthread_t thread;
+};
+
+static void run_op(op *o) {
+    switch (o->kind) {
+    case OP_KERNEL: {
+        rill_block_ctx ctx = {
+            .grid_dim = {o->u.kernel.grid[0], o->u.kernel.grid[1], o->u.kernel.grid[2]}};
+        for (unsigned z = 0; z < ctx.grid_dim.z; z++)
+            for (unsigned y = 0; y < ctx.grid_dim.y; y++)
+                for (unsigned x = 0; x < ctx.grid_dim.x; x++) {
+                    ctx.block_idx = (rill_dim3){x, y, z};
+                    o->u.kernel.fn(&ctx, o->u.kernel.args);
+                }
+        free(o->u.kernel.args);
+        break;
+    }
+    case OP_COPY:
+        memmove(o->u.mem.dst, o->u.mem.src, o->u.mem.bytes);
+        break;
+    case OP_SET:
+        memset(o->u.mem.dst, o->u.mem.value, o->u.mem.bytes);
+        break;
+    case OP_WRITE:
+        atomic_store_explicit(o->u.write.word, o->u.write.value, memory_order_release);
+        break;
+    case OP_RECORD: {
+        CUevent ev = o->u.event.ev;
+        pthread_mutex_lock(&ev->lock);
+        if (ev->reached < o->u.event.gen) {
+            ev->reached = o->u.event.gen;
+            ev->when_ns = now_ns();
+        }
+        pthread_cond_broadcast(&ev->cond);
+        pthread_mutex_unlock(&ev->lock);
+        break;
+    }
+    case OP_WAIT: {
+        CUevent ev = o->u.event.ev;
+        pthread_mutex_lock(&ev->lock);
+        while (ev->reached < o->u.event.gen)
+            pthread_cond_wait(&ev->cond, &ev->lock);
+        pthread_mutex_unlock(&ev->lock);
+        break;
+    }
+    }
+}
+
+static void *stream_main(void *arg) {
+    CUstream s = arg;
+    pthread_mutex_lock(&s->lock);
+    for (;;) {
+        while (s->head == NULL && !s->stop)
+            pthread_cond_wait(&s->cond, &s->lock);
+        if (s->head == NULL)
+            break;
+        op *o = s->head;
+        s->head = o->next;
+        if (s->head == NULL)
+            s->tail = NULL;
+        s->busy = true;
+        pthread_mutex_unlock(&s->lock);
+        run_op(o);
+        free(o);
+        pthread_mutex_lock(&s->lock);
+        s->busy = false;
+        pthread_cond_broadcast(&s->cond);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return NULL;
+}
+
+static CUresult push(CUstream s, op *o) {
+    if (s == NULL)
+        return CUDA_ERROR_INVALID_HANDLE; /* rill never uses the legacy stream */
+    pthread_mutex_lock(&s->lock);
+    if (s->tail != NULL)
+        s->tail->next = o;
+    else
+        s->head = o;
+    s->tail = o;
+    pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+    return CUDA_SUCCESS;
+}
+
+static op *new_op(op_kind kind) {
+    op *o = calloc(1, sizeof *o);
+    if (o != NULL)
+        o->kind = kind;
+    return o;
+}
+
+static CUresult fake_cuStreamCreate(CUstream *out, unsigned int flags) {
+    (void)flags;
+    CUstream s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->cond, NULL);
+    if (pthread_create(&s->thread, NULL, stream_main, s) != 0) {
+        free(s);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *out = s;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuStreamCreateWithPriority(CUstream *out, unsigned int flags, int priority) {
+    if (priority > 0 || priority < -5)
+        return CUDA_ERROR_INVALID_VALUE;
+    return fake_cuStreamCreate(out, flags);
+}
+
+static CUresult fake_cuStreamSynchronize(CUstream s) {
+    pthread_mutex_lock(&s->lock);
+    while (s->head != NULL || s->busy)
+        pthread_cond_wait(&s->cond, &s->lock);
+    pthread_mutex_unlock(&s->lock);
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuStreamQuery(CUstream s) {
+    pthread_mutex_lock(&s->lock);
+    bool idle = s->head == NULL && !s->busy;
+    pthread_mutex_unlock(&s->lock);
+    return idle ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+
+static CUresult fake_cuStreamDestroy(CUstream s) {
+    pthread_mutex_lock(&s->lock);
+    s->stop = true;
+    pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+    pthread_join(s->thread, NULL);
+    pthread_mutex_destroy(&s->lock);
+    pthread_cond_destroy(&s->cond);
+    free(s);
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuStreamWriteValue64(CUstream s, CUdeviceptr addr, cuuint64_t value,
+                                          unsigned int flags) {
+    (void)flags;
+    op *o = new_op(OP_WRITE);
+    if (o == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    o->u.write.word = (_Atomic uint64_t *)(uintptr_t)addr;
+    o->u.write.value = value;
+    return push(s, o);
+}
+
+/* -------------------------------------------------------------- events */
+
+static CUresult fake_cuEventCreate(CUevent *out, unsigned int flags) {
+    (void)flags;
+    CUevent ev = calloc(1, sizeof *ev);
+    if (ev == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_init(&ev->lock, NULL);
+    pthread_cond_init(&ev->cond, NULL);
+    *out = ev;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuEventDestroy(CUevent ev) {
+    /* The driver defers the release until the event's work is done;
+     * rill destroys an event only once its wait completed. */
+    pthread_mutex_destroy(&ev->lock);
+    pthread_cond_destroy(&ev->cond);
+    free(ev);
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuEventRecord(CUevent ev, CUstream s) {
+    op *o = new_op(OP_RECORD);
+    if (o == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_lock(&ev->lock);
+    o->u.event.gen = ++ev->recorded;
+    pthread_mutex_unlock(&ev->lock);
+    o->u.event.ev = ev;
+    return push(s, o);
+}
+
+static CUresult fake_cuStreamWaitEvent(CUstream s, CUevent ev, unsigned int flags) {
+    (void)flags;
+    op *o = new_op(OP_WAIT);
+    if (o == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_lock(&ev->lock);
+    o->u.event.gen = ev->recorded; /* the latest record at the call */
+    pthread_mutex_unlock(&ev->lock);
+    o->u.event.ev = ev;
+    return push(s, o);
+}
+
+static CUresult fake_cuEventSynchronize(CUevent ev) {
+    pthread_mutex_lock(&ev->lock);
+    while (ev->reached < ev->recorded)
+        pthread_cond_wait(&ev->cond, &ev->lock);
+    pthread_mutex_unlock(&ev->lock);
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuEventElapsedTime(float *ms, CUevent start, CUevent end) {
+    uint64_t t[2];
+    CUevent evs[2] = {start, end};
+    for (int i = 0; i < 2; i++) {
+        pthread_mutex_lock(&evs[i]->lock);
+        bool done = evs[i]->recorded > 0 && evs[i]->reached == evs[i]->recorded;
+        t[i] = evs[i]->when_ns;
+        pthread_mutex_unlock(&evs[i]->lock);
+        if (!done)
+            return CUDA_ERROR_NOT_READY;
+    }
+    *ms = (float)((double)((int64_t)(t[1] - t[0])) / 1e6);
+    return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------------------- kernels */
+
+struct CUmod_st {
+    int unused;
+};
+
+static CUresult fake_cuModuleLoadData(CUmodule *out, const void *image) {
+    if (image == NULL)
+        return CUDA_ERROR_INVALID_IMAGE;
+    *out = calloc(1, sizeof **out);
+    return *out != NULL ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+static CUresult fake_cuModuleUnload(CUmodule m) {
+    free(m);
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuModuleGetFunction(CUfunction *out, CUmodule m, const char *name) {
+    (void)m;
+    char symbol[160];
+    snprintf(symbol, sizeof symbol, "%s_host", name);
+    void *fn = dlsym(RTLD_DEFAULT, symbol);
+    if (fn == NULL)
+        return CUDA_ERROR_NOT_FOUND;
+    *out = (CUfunction)fn;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                                    unsigned bx, unsigned by, unsigned bz, unsigned shared,
+                                    CUstream s, void **params, void **extra) {
+    (void)bx;
+    (void)by;
+    (void)bz;
+    (void)shared;
+    if (params != NULL || gx == 0 || gy == 0 || gz == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    const void *buf = NULL;
+    size_t size = 0;
+    for (void **e = extra; e != NULL && *e != CU_LAUNCH_PARAM_END; e += 2) {
+        if (e[0] == CU_LAUNCH_PARAM_BUFFER_POINTER)
+            buf = e[1];
+        else if (e[0] == CU_LAUNCH_PARAM_BUFFER_SIZE)
+            size = *(size_t *)e[1];
+    }
+    op *o = new_op(OP_KERNEL);
+    if (o == NULL || (o->u.kernel.args = malloc(size > 0 ? size : 1)) == NULL) {
+        free(o);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    if (size > 0)
+        memcpy(o->u.kernel.args, buf, size);
+    memcpy(&o->u.kernel.fn, &f, sizeof o->u.kernel.fn);
+    o->u.kernel.grid[0] = gx;
+    o->u.kernel.grid[1] = gy;
+    o->u.kernel.grid[2] = gz;
+    return push(s, o);
+}
+
+/* -------------------------------------------------------------- memory */
+
+static CUresult fake_cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream s) {
+    op *o = new_op(OP_COPY);
+    if (o == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    o->u.mem.dst = (void *)(uintptr_t)dst;
+    o->u.mem.src = (const void *)(uintptr_t)src;
+    o->u.mem.bytes = bytes;
+    return push(s, o);
+}
+
+static CUresult fake_cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t n, CUstream s) {
+    op *o = new_op(OP_SET);
+    if (o == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    o->u.mem.dst = (void *)(uintptr_t)dst;
+    o->u.mem.value = value;
+    o->u.mem.bytes = n;
+    return push(s, o);
+}
+
+static CUresult fake_cuMemAddressReserve(CUdeviceptr *out, size_t size, size_t align,
+                                         CUdeviceptr addr, unsigned long long flags) {
+    (void)addr;
+    (void)flags;
+    if (align == 0)
+        align = GRANULE;
+    char *p =
+        mmap(NULL, size + align, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    uintptr_t base = ((uintptr_t)p + align - 1) / align * align;
+    if (base > (uintptr_t)p)
+        munmap(p, base - (uintptr_t)p);
+    if ((uintptr_t)p + align > base)
+        munmap((char *)base + size, (uintptr_t)p + align - base);
+    *out = (CUdeviceptr)base;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuMemAddressFree(CUdeviceptr ptr, size_t size) {
+    return munmap((void *)(uintptr_t)ptr, size) == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+static CUresult fake_cuMemCreate(CUmemGenericAllocationHandle *out, size_t size,
+                                 const CUmemAllocationProp *prop, unsigned long long flags) {
+    (void)prop;
+    (void)flags;
+    if (size % GRANULE != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    int fd = memfd_create("fake-cuda", MFD_CLOEXEC);
+    if (fd < 0 || ftruncate(fd, (off_t)size) != 0) {
+        if (fd >= 0)
+            close(fd);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *out = (CUmemGenericAllocationHandle)fd + 1;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuMemRelease(CUmemGenericAllocationHandle h) {
+    return close((int)(h - 1)) == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+static CUresult fake_cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
+                              CUmemGenericAllocationHandle h, unsigned long long flags) {
+    (void)flags;
+    void *p = mmap((void *)(uintptr_t)ptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+                   (int)(h - 1), (off_t)offset);
+    return p == MAP_FAILED ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
+}
+
+static CUresult fake_cuMemUnmap(CUdeviceptr ptr, size_t size) {
+    void *p = mmap((void *)(uintptr_t)ptr, size, PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+    return p == MAP_FAILED ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+}
+
+static CUresult fake_cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc,
+                                    size_t count) {
+    (void)ptr;
+    (void)size;
+    return desc != NULL && count > 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+static CUresult fake_cuMemGetAllocationGranularity(size_t *out, const CUmemAllocationProp *prop,
+                                                   CUmemAllocationGranularity_flags flags) {
+    (void)prop;
+    (void)flags;
+    *out = GRANULE;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuMemHostAlloc(void **out, size_t bytes, unsigned int flags) {
+    (void)flags;
+    *out = aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
+    if (*out == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    memset(*out, 0, bytes);
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuMemFreeHost(void *p) {
+    free(p);
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuMemHostGetDevicePointer(CUdeviceptr *out, void *p, unsigned int flags) {
+    (void)flags;
+    *out = (CUdeviceptr)(uintptr_t)p;
+    return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------ the device and driver */
+
+struct CUctx_st {
+    int unused;
+};
+static struct CUctx_st the_context;
+
+static CUresult fake_cuInit(unsigned int flags) {
+    return flags == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+static CUresult fake_cuDriverGetVersion(int *v) {
+    *v = CUDA_VERSION;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuGetErrorName(CUresult r, const char **out) {
+    *out = r == CUDA_SUCCESS ? "CUDA_SUCCESS" : "CUDA_ERROR_FAKE";
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuGetErrorString(CUresult r, const char **out) {
+    (void)r;
+    *out = "an error of the stand-in driver";
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuDeviceGetCount(int *n) {
+    *n = 1;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuDeviceGet(CUdevice *d, int ordinal) {
+    if (ordinal != 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    *d = 0;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuDeviceGetName(char *name, int len, CUdevice d) {
+    (void)d;
+    snprintf(name, (size_t)len, "stand-in GPU");
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuDeviceTotalMem(size_t *bytes, CUdevice d) {
+    (void)d;
+    *bytes = (size_t)4 << 30;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice d) {
+    (void)d;
+    switch (a) {
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
+        *v = 4;
+        return CUDA_SUCCESS;
+    case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING:
+    case CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS:
+    case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
+        *v = 1;
+        return CUDA_SUCCESS;
+    default:
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+}
+
+static CUresult fake_cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice d) {
+    (void)d;
+    *ctx = &the_context;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuDevicePrimaryCtxRelease(CUdevice d) {
+    (void)d;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuCtxSetCurrent(CUcontext ctx) {
+    return ctx == &the_context ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+
+static CUresult fake_cuCtxGetStreamPriorityRange(int *least, int *greatest) {
+    *least = 0;
+    *greatest = -5;
+    return CUDA_SUCCESS;
+}
+
+/* Each entry point, checked against cuda.h's declaration. */
+#define ENTRY(name)                                                                                \
+    {#name,                                                                                        \
+     (void *)(uintptr_t)(__typeof__(&name))fake_##name}, /* a mismatch with cuda.h fails here */
+#define CHECK(name)                                                                                \
+    static __typeof__(&name) const check_##name __attribute__((unused)) = fake_##name;
+
+#define FAKE_FUNCS(X)                                                                              \
+    X(cuInit)                                                                                      \
+    X(cuDriverGetVersion)                                                                          \
+    X(cuGetErrorName)                                                                              \
+    X(cuGetErrorString)                                                                            \
+    X(cuDeviceGetCount)                                                                            \
+    X(cuDeviceGet)                                                                                 \
+    X(cuDeviceGetName)                                                                             \
+    X(cuDeviceTotalMem)                                                                            \
+    X(cuDeviceGetAttribute)                                                                        \
+    X(cuDevicePrimaryCtxRetain)                                                                    \
+    X(cuDevicePrimaryCtxRelease)                                                                   \
+    X(cuCtxSetCurrent)                                                                             \
+    X(cuCtxGetStreamPriorityRange)                                                                 \
+    X(cuMemGetAllocationGranularity)                                                               \
+    X(cuStreamCreate)                                                                              \
+    X(cuStreamCreateWithPriority)                                                                  \
+    X(cuStreamDestroy)                                                                             \
+    X(cuStreamQuery)                                                                               \
+    X(cuStreamSynchronize)                                                                         \
+    X(cuStreamWaitEvent)                                                                           \
+    X(cuStreamWriteValue64)                                                                        \
+    X(cuEventCreate)                                                                               \
+    X(cuEventDestroy)                                                                              \
+    X(cuEventRecord)                                                                               \
+    X(cuEventSynchronize)                                                                          \
+    X(cuEventElapsedTime)                                                                          \
+    X(cuLaunchKernel)                                                                              \
+    X(cuMemcpyAsync)                                                                               \
+    X(cuMemsetD8Async)                                                                             \
+    X(cuModuleLoadData)                                                                            \
+    X(cuModuleGetFunction)                                                                         \
+    X(cuModuleUnload)                                                                              \
+    X(cuMemAddressReserve)                                                                         \
+    X(cuMemAddressFree)                                                                            \
+    X(cuMemCreate)                                                                                 \
+    X(cuMemRelease)                                                                                \
+    X(cuMemMap)                                                                                    \
+    X(cuMemUnmap)                                                                                  \
+    X(cuMemSetAccess)                                                                              \
+    X(cuMemHostAlloc)                                                                              \
+    X(cuMemFreeHost)                                                                               \
+    X(cuMemHostGetDevicePointer)
+
+FAKE_FUNCS(CHECK)
+
+static const struct {
+    const char *name;
+    void *fn;
+} entries[] = {FAKE_FUNCS(ENTRY)};
+
+CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
+                             CUdriverProcAddressQueryResult *status);
+CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
+                             CUdriverProcAddressQueryResult *status) {
+    (void)version;
+    (void)flags;
+    for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++) {
+        if (strcmp(entries[i].name, symbol) == 0) {
+            *pfn = entries[i].fn;
+            if (status != NULL)
+                *status = CU_GET_PROC_ADDRESS_SUCCESS;
+            return CUDA_SUCCESS;
+        }
+    }
+    *pfn = NULL;
+    if (status != NULL)
+        *status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    return CUDA_ERROR_NOT_FOUND;
+}
