@@ -37,8 +37,8 @@ fi
 run default 'unit|contract|seeds|stress|install|python|mpi'
 # The unit tests again with two CPU devices (a split of the processors):
 # every rule holds whatever the number of devices.
-echo "== default, RILL_CPU_DEVICES=2: ctest -L unit"
-(cd build/default && RILL_CPU_DEVICES=2 ctest -L unit --output-on-failure -j 1)
+echo "== default, RILL_CPU_DEVICES=2: ctest -L 'unit|contract'"
+(cd build/default && RILL_CPU_DEVICES=2 ctest -L 'unit|contract' --output-on-failure -j 1)
 if [ "${1:-}" != quick ]; then
   scripts/fuzz.sh "${RILL_FUZZ_SECONDS:-25}"
 fi

@@ -26,6 +26,7 @@ struct cuda_cmd {
     CUresult error;  /* an issue that failed: the command fails the stream */
     CUevent ev;      /* a WAIT done by the GPU: the event it waits for */
     bool waiting;    /* a WAIT or graph launch with its waiter registered */
+    bool carried;    /* a WAIT that took on the awaited work's failure when issued */
     _Atomic int met; /* ... and the waiter was called */
     cuda_device *d;  /* for the waiter */
     rill__waiter waiter;
@@ -114,6 +115,20 @@ static bool wait_on_gpu(cuda_device *d, cuda_stream *cs, cuda_cmd *n, cuda_strea
     return true;
 }
 
+/* A WAIT being issued takes on the failure of the work it waits for, as
+ * far as it is known now: a failure seen later (work still on the GPU) is
+ * taken on when the WAIT completes (cs->lock held). A stream already
+ * skipping skips its work anyway; an order-only wait never carries a
+ * failure. */
+static void carry(cuda_stream *cs, cuda_cmd *n) {
+    if (cs->skipping || (n->c.flags & RILL__CMD_ORDER_ONLY))
+        return;
+    if (rill__stream_carry_failure(cs->self, n->seq, n->c.u.wait.stream, n->c.u.wait.seq)) {
+        n->carried = true;
+        cs->skipping = 1;
+    }
+}
+
 /* Hands n to the GPU, or settles it on the host; false when n holds the
  * work after it back (cs->lock held). */
 static bool issue_one(cuda_device *d, cuda_stream *cs, cuda_cmd *n) {
@@ -156,11 +171,13 @@ static bool issue_one(cuda_device *d, cuda_stream *cs, cuda_cmd *n) {
         if (!n->waiting && rill__queue_of(t)->dev == rill__queue_of(cs->self)->dev &&
             atomic_load_explicit(&cuda_stream_of(t)->issued_seq, memory_order_acquire) >= seq &&
             wait_on_gpu(d, cs, n, cuda_stream_of(t))) {
+            carry(cs, n);
             mark_done_on_gpu(d, cs, n);
             return true;
         }
         if (!wait_for(n, t, seq))
             return false;
+        carry(cs, n);
         n->state = MET;
         return true;
     }
@@ -296,10 +313,10 @@ static void finish(cuda_device *d, cuda_stream *cs, cuda_cmd *n) {
     case RILL__CMD_WAIT:
         if (n->ev != NULL)
             (void)d->drv->cuEventDestroy(n->ev);
-        /* A stream already failing skips its work anyway; an order-only
-         * wait never carries a failure. */
-        if (!cs->failing && !(n->c.flags & RILL__CMD_ORDER_ONLY) &&
-            rill__stream_carry_failure(s, n->seq, n->c.u.wait.stream, n->c.u.wait.seq)) {
+        if (n->carried)
+            cs->failing = 1;
+        else if (!cs->failing && !(n->c.flags & RILL__CMD_ORDER_ONLY) &&
+                 rill__stream_carry_failure(s, n->seq, n->c.u.wait.stream, n->c.u.wait.seq)) {
             cs->failing = 1;
             rill__mutex_lock(&cs->lock);
             if (cs->clear_seq < n->seq)
@@ -473,7 +490,6 @@ static bool service(cuda_device *d, rill__stream *s, bool *gpu, bool *idle) {
             run = h;
         }
     }
-    *gpu = *gpu || (cs->head != NULL && cs->head->state == ON_GPU);
     rill__mutex_unlock(&cs->lock);
 
     while (done != NULL) {
@@ -499,7 +515,11 @@ static bool service(cuda_device *d, rill__stream *s, bool *gpu, bool *idle) {
         moved = true;
     }
     rill__mutex_lock(&cs->lock);
+    uint64_t issued = atomic_load_explicit(&cs->issued_seq, memory_order_relaxed);
     issue_ready(d, cs);
+    moved |= atomic_load_explicit(&cs->issued_seq, memory_order_relaxed) != issued;
+    /* Issued and not completed: the done word is to be watched. */
+    *gpu = *gpu || (cs->head != NULL && cs->head != cs->next_issue);
     *idle = cs->head == NULL;
     if (*idle)
         cs->active = false;

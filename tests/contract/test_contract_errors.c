@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: MIT */
+/* Sticky errors and waits across devices, on the device under test
+ * (contract.h): a failed host function skips the rest of its stream and
+ * fails the streams that wait on it, until rill_stream_clear_error; work
+ * of the device under test and of another device order each other through
+ * events both ways. */
+#include "contract.h"
+
+#include <string.h>
+
+#define SPIN_NS 5000000ull
+
+static void fail_here(void *message) {
+    rill_host_func_fail(message);
+}
+
+/* Work queued behind a failed host function is skipped; synchronize says
+ * why; after a clear, new work runs. */
+static void test_a_failure_skips_the_rest_until_cleared(void **state) {
+    (void)state;
+    rill_device *dev = contract_device();
+    rill_stream *s;
+    RT_OK(rill_stream_create(dev, 0, &s));
+    uint32_t *x = contract_words(s, 64, 1);
+    RT_OK(rill_launch_host_func(s, fail_here, "the input was bad"));
+    RT_OK(contract_add(s, x, 100, 64));
+    RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(s));
+    if (strstr(rill_last_error(), "the input was bad") == NULL)
+        fail_msg("the sentence does not carry the host function's message: %s", rill_last_error());
+    RT_OK(rill_stream_clear_error(s));
+    RT_OK(contract_add(s, x, 10, 64));
+    RT_OK(rill_stream_synchronize(s));
+    uint32_t host[64];
+    contract_read(host, x, 64);
+    for (int i = 0; i < 64; i++)
+        assert_int_equal(host[i], 11);
+    RT_OK(rill_free(x));
+    RT_OK(rill_stream_destroy(s));
+}
+
+/* A stream that waits on failed work fails too, and skips its work. */
+static void test_a_wait_on_failed_work_fails_the_waiter(void **state) {
+    (void)state;
+    rill_device *dev = contract_device();
+    rill_stream *a, *b;
+    rill_event *e;
+    RT_OK(rill_stream_create(dev, 0, &a));
+    RT_OK(rill_stream_create(dev, 0, &b));
+    RT_OK(rill_event_create(RILL_EVENT_DEFAULT, &e));
+    uint32_t *x = contract_words(b, 16, 0);
+    RT_OK(rill_stream_synchronize(b));
+    RT_OK(contract_spin(a, x, SPIN_NS));
+    RT_OK(rill_launch_host_func(a, fail_here, "the producer failed"));
+    RT_OK(rill_event_record(e, a));
+    RT_OK(rill_stream_wait_event(b, e));
+    RT_OK(contract_add(b, x, 5, 16));
+    RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(b));
+    RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(a));
+    RT_OK(rill_stream_clear_error(a));
+    RT_OK(rill_stream_clear_error(b));
+    uint32_t host[16];
+    contract_read(host, x, 16);
+    assert_int_equal(host[0], 1); /* the spin ran; the add did not */
+    for (int i = 1; i < 16; i++)
+        assert_int_equal(host[i], 0);
+    RT_OK(rill_free(x));
+    RT_OK(rill_event_destroy(e));
+    RT_OK(rill_stream_destroy(a));
+    RT_OK(rill_stream_destroy(b));
+}
+
+/* Another device than the one under test: the CPU device for a CUDA one,
+ * a second CPU device (RILL_CPU_DEVICES=2) for a CPU one; NULL when there
+ * is none. */
+static rill_device *other_device(rill_device *dev) {
+    int count = 0;
+    RT_OK(rill_device_count(&count));
+    for (int i = 0; i < count; i++) {
+        rill_device *d = NULL;
+        RT_OK(rill_device_get(i, &d));
+        if (d != dev)
+            return d;
+    }
+    return NULL;
+}
+
+/* Work of two devices orders each other through events, both ways, while
+ * each side is slow: each read sees the other's write. */
+static void test_events_order_work_across_devices_both_ways(void **state) {
+    (void)state;
+    rill_device *dev = contract_device();
+    rill_device *other = other_device(dev);
+    if (other == NULL)
+        skip();
+    rill_stream *s, *t;
+    rill_event *e1, *e2;
+    RT_OK(rill_stream_create(dev, 0, &s));
+    RT_OK(rill_stream_create(other, 0, &t));
+    RT_OK(rill_event_create(RILL_EVENT_DEFAULT, &e1));
+    RT_OK(rill_event_create(RILL_EVENT_DEFAULT, &e2));
+    enum { N = 4096 };
+    uint32_t *x = contract_words(s, N, 0), *y = contract_words(t, N, 0);
+    RT_OK(rill_stream_synchronize(s));
+    RT_OK(rill_stream_synchronize(t));
+    /* s writes x after a spin; t copies x into its own memory and scales it;
+     * s waits for that and adds it back. */
+    RT_OK(contract_spin(s, x, SPIN_NS));
+    RT_OK(contract_add(s, x, 3, N));
+    RT_OK(rill_event_record(e1, s));
+    RT_OK(rill_stream_wait_event(t, e1));
+    RT_OK(rill_memcpy_async(y, x, N * sizeof(uint32_t), t));
+    RT_OK(contract_spin(t, y, SPIN_NS));
+    RT_OK(contract_scale(t, y, y, 10, N));
+    RT_OK(rill_event_record(e2, t));
+    RT_OK(rill_stream_wait_event(s, e2));
+    RT_OK(rill_memcpy_async(x, y, N * sizeof(uint32_t), s));
+    RT_OK(rill_stream_synchronize(s));
+    uint32_t host[N];
+    contract_read(host, x, N);
+    assert_int_equal(host[0], (1 + 3 + 1) * 10);
+    for (int i = 1; i < N; i++)
+        assert_int_equal(host[i], 30);
+    RT_OK(rill_free(x));
+    RT_OK(rill_free(y));
+    RT_OK(rill_event_destroy(e1));
+    RT_OK(rill_event_destroy(e2));
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(rill_stream_destroy(t));
+}
+
+/* A stream destroyed with work pending finishes it. */
+static void test_a_destroyed_stream_finishes_its_work(void **state) {
+    (void)state;
+    rill_device *dev = contract_device();
+    rill_stream *s, *r;
+    RT_OK(rill_stream_create(dev, 0, &s));
+    RT_OK(rill_stream_create(dev, 0, &r));
+    uint32_t *x = contract_words(r, 8, 0);
+    RT_OK(rill_stream_synchronize(r));
+    RT_OK(contract_spin(s, x, SPIN_NS));
+    RT_OK(contract_add(s, x, 7, 8));
+    rill_event *e;
+    RT_OK(rill_event_create(RILL_EVENT_DEFAULT, &e));
+    RT_OK(rill_event_record(e, s));
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(rill_event_synchronize(e));
+    uint32_t host[8];
+    contract_read(host, x, 8);
+    assert_int_equal(host[0], 8);
+    assert_int_equal(host[7], 7);
+    RT_OK(rill_event_destroy(e));
+    RT_OK(rill_free(x));
+    RT_OK(rill_stream_destroy(r));
+}
+
+int main(int argc, char **argv) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_a_failure_skips_the_rest_until_cleared),
+        cmocka_unit_test(test_a_wait_on_failed_work_fails_the_waiter),
+        cmocka_unit_test(test_events_order_work_across_devices_both_ways),
+        cmocka_unit_test(test_a_destroyed_stream_finishes_its_work),
+    };
+    return CONTRACT_RUN(tests);
+}
