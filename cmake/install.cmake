@@ -2,7 +2,8 @@
 # Installs the libraries, the headers, the `rill` command, pkg-config files
 # and a CMake package config (find_package(rill) gives rill::rill;
 # find_package(rill COMPONENTS mpi) adds rill::rill_mpi, and only then looks
-# for MPI).
+# for MPI; find_package(rill COMPONENTS acl) adds rill::rill_acl, Ascend
+# ACL's C API, whose headers are the one folder include/rill/acl).
 include(CMakePackageConfigHelpers)
 
 install(TARGETS rill rill_static EXPORT rillTargets
@@ -16,9 +17,14 @@ install(TARGETS rill_mpi rill_mpi_static EXPORT rillMpiTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(FILES include/rill_mpi.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(TARGETS rill_acl rill_acl_static EXPORT rillAclTargets
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(DIRECTORY compat/acl/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/rill/acl)
 
 install(EXPORT rillTargets NAMESPACE rill:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/rill)
 install(EXPORT rillMpiTargets NAMESPACE rill:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/rill)
+install(EXPORT rillAclTargets NAMESPACE rill:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/rill)
 configure_package_config_file(cmake/rillConfig.cmake.in
   ${CMAKE_CURRENT_BINARY_DIR}/rillConfig.cmake
   INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/rill)
@@ -33,6 +39,8 @@ file(RELATIVE_PATH RILL_PC_TO_PREFIX "/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/")
 string(REGEX REPLACE "/$" "" RILL_PC_TO_PREFIX "${RILL_PC_TO_PREFIX}")
 configure_file(cmake/rill.pc.in ${CMAKE_CURRENT_BINARY_DIR}/rill.pc @ONLY)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/rill.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+configure_file(cmake/rill_acl.pc.in ${CMAKE_CURRENT_BINARY_DIR}/rill_acl.pc @ONLY)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/rill_acl.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 
 # rill_mpi.pc carries MPI's flags, since rill_mpi.h includes mpi.h.
 set(RILL_MPI_PC_CFLAGS "")

@@ -11,8 +11,9 @@ set -euo pipefail
 # build compile its cffi declarations (API mode); python3-torch (CPU) is
 # what the Python tests check DLPack exchange and torch semantics against;
 # OpenMPI builds librill_mpi and runs its tests (mpirun); clang-format
-# checks the sources' layout.
-packages=(cmake ninja-build pkg-config gcc libc6-dev libcmocka-dev libblis-serial-dev
+# checks the sources' layout; g++ builds seed 004's ACL program, which is
+# C++, on librill_acl.
+packages=(cmake ninja-build pkg-config gcc g++ libc6-dev libcmocka-dev libblis-serial-dev
   clang libclang-rt-dev clang-format python3 python3-cffi python3-numpy python3-pytest python3-dev
   python3-torch
   libopenmpi-dev

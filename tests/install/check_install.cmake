@@ -3,7 +3,10 @@
 # consumer twice: with pkg-config (rill.pc) and with find_package(rill),
 # and checks that it links neither MPI nor librill_mpi. With HAVE_MPI, does
 # the same for a consumer of librill_mpi (rill_mpi.pc, and find_package(rill
-# COMPONENTS mpi)), run as a one-process MPI world.
+# COMPONENTS mpi)), run as a one-process MPI world. Then builds seed 004's
+# ACL program, unchanged, against the installed ACL headers alone (-I from
+# rill_acl.pc, which is rill.pc's acl_includedir) and with find_package(rill
+# COMPONENTS acl), and compares what it prints with what the seed prints.
 # Run as: cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DWORK_DIR=... [-DHAVE_MPI=ON]
 #   -P check_install.cmake
 set(prefix ${WORK_DIR}/prefix)
@@ -56,18 +59,47 @@ if(HAVE_MPI)
   endif()
 endif()
 
+# Seed 004's ACL program on the installed librill_acl: with -I at the ACL
+# folder and the library, nothing else.
+find_program(CXX NAMES c++ g++ REQUIRED)
+set(seed004 ${SOURCE_DIR}/examples/acl/seed004_capture.cpp)
+file(READ ${SOURCE_DIR}/tests/seeds/expected/acl_seed004_capture.txt seed004_expected)
+run(${PKG_CONFIG} --variable=acl_includedir rill)
+string(STRIP "${last_output}" acl_includedir)
+run(${PKG_CONFIG} --cflags rill_acl)
+separate_arguments(acl_cflags UNIX_COMMAND "${last_output}")
+list(GET acl_cflags 0 acl_first_cflag)
+if(NOT acl_first_cflag STREQUAL "-I${acl_includedir}")
+  message(FATAL_ERROR "rill_acl.pc's flags (${acl_cflags}) do not begin with -I${acl_includedir}")
+endif()
+if(NOT EXISTS ${acl_includedir}/acl/acl.h OR NOT EXISTS ${acl_includedir}/aclnnop/aclnn_add.h)
+  message(FATAL_ERROR "the ACL headers are not in ${acl_includedir}")
+endif()
+run(${PKG_CONFIG} --libs rill_acl)
+separate_arguments(acl_libs UNIX_COMMAND "${last_output}")
+run(${CXX} ${seed004} -I${acl_includedir} ${acl_libs} -o ${WORK_DIR}/seed004_pc)
+run(${WORK_DIR}/seed004_pc)
+if(NOT last_output STREQUAL seed004_expected)
+  message(FATAL_ERROR "seed 004's program on the installed librill_acl printed:\n${last_output}")
+endif()
+
 # find_package
 if(NOT HAVE_MPI)
   set(HAVE_MPI OFF)
 endif()
 run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/install -B ${WORK_DIR}/cmake_build
-    -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release -DRILL_CONSUMER_MPI=${HAVE_MPI})
+    -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release -DRILL_CONSUMER_MPI=${HAVE_MPI}
+    -DRILL_SEED004=${seed004})
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/cmake_build)
 run(${WORK_DIR}/cmake_build/consumer)
 if(NOT last_output MATCHES "^devices: [0-9]+")
   message(FATAL_ERROR "find_package consumer printed: ${last_output}")
 endif()
 check_no_mpi(${WORK_DIR}/cmake_build/consumer)
+run(${WORK_DIR}/cmake_build/seed004)
+if(NOT last_output STREQUAL seed004_expected)
+  message(FATAL_ERROR "seed 004's program on rill::rill_acl printed:\n${last_output}")
+endif()
 if(HAVE_MPI)
   run(${WORK_DIR}/cmake_build/consumer_mpi)
   if(NOT last_output MATCHES "^mpi ranks: 1 sum: 2")

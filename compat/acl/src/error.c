@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The error side of librill_acl: one message per thread, set only by
+ * rill__acl_fail (so one breakpoint catches every failure), and the table
+ * that gives each rill status its ACL code. A rill failure passes through
+ * with rill's sentence; the codes are ACL's runtime codes for the same
+ * situation (docs/acl.md lists them).
+ */
+#include "error.h"
+
+#include <assert.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+enum { MESSAGE_BYTES = 1280 }; /* a call's name and rill's 1023-byte sentence fit */
+
+static _Thread_local char message[MESSAGE_BYTES];
+static _Thread_local int has_message;
+
+/* Indexed by rill_status; one row per status, in the enum's order. */
+static const aclError code_of_status[] = {
+    [RILL_OK] = ACL_SUCCESS,
+    [RILL_NOT_READY] = ACL_ERROR_RT_EVENT_NOT_COMPLETE,
+    [RILL_ERROR_INVALID_ARGUMENT] = ACL_ERROR_RT_PARAM_INVALID,
+    [RILL_ERROR_OUT_OF_MEMORY] = ACL_ERROR_RT_MEMORY_ALLOCATION,
+    [RILL_ERROR_NO_DEVICE] = ACL_ERROR_RT_NO_DEVICE,
+    [RILL_ERROR_DEVICE_MISMATCH] = ACL_ERROR_RT_STREAM_CONTEXT,
+    [RILL_ERROR_NOT_SUPPORTED] = ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+    [RILL_ERROR_NOT_PERMITTED] = ACL_ERROR_RT_NO_PERMISSION,
+    [RILL_ERROR_TIMING_DISABLED] = ACL_ERROR_RT_EVENT_TIMESTAMP_INVALID,
+    [RILL_ERROR_NOT_RECORDED] = ACL_ERROR_RT_EVENT_TIMESTAMP_INVALID,
+    [RILL_ERROR_KERNEL_FAILED] = ACL_ERROR_RT_AICORE_EXCEPTION,
+    [RILL_ERROR_CAPTURE_UNSUPPORTED] = ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT,
+    [RILL_ERROR_CAPTURE_INVALIDATED] = ACL_ERROR_RT_STREAM_CAPTURE_INVALIDATED,
+    [RILL_ERROR_CAPTURE_UNJOINED] = ACL_ERROR_RT_STREAM_UNJOINED,
+    [RILL_ERROR_CAPTURE_UNMATCHED] = ACL_ERROR_RT_STREAM_CAPTURE_UNMATCHED,
+    [RILL_ERROR_CAPTURE_ISOLATION] = ACL_ERROR_STREAM_CAPTURE_CONFLICT,
+    [RILL_ERROR_CAPTURE_WRONG_THREAD] = ACL_ERROR_RT_STREAM_CAPTURE_WRONG_THREAD,
+    [RILL_ERROR_IPC] = ACL_ERROR_RT_IPC_ERROR,
+    [RILL_ERROR_INTERNAL] = ACL_ERROR_RT_INTERNAL_ERROR,
+    [RILL_ERROR_DEVICE_LOST] = ACL_ERROR_RT_NO_DEVICE,
+};
+static_assert(sizeof code_of_status / sizeof code_of_status[0] == RILL_ERROR_DEVICE_LOST + 1,
+              "every rill_status needs its ACL code");
+
+aclError rill__acl_code_of(rill_status status) {
+    if ((unsigned)status >= sizeof code_of_status / sizeof code_of_status[0])
+        return ACL_ERROR_RT_INTERNAL_ERROR;
+    return code_of_status[status];
+}
+
+aclError rill__acl_fail(aclError code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(message, sizeof message, fmt, ap);
+    va_end(ap);
+    has_message = 1;
+    return code;
+}
+
+static void fail_from_rill(rill_status status, const char *call) {
+    /* RILL_NOT_READY is no failure to rill and leaves no sentence of its own. */
+    const char *sentence = status == RILL_NOT_READY ? "" : rill_last_error();
+    if (sentence[0] == '\0')
+        sentence = rill_status_string(status);
+    rill__acl_fail(rill__acl_code_of(status), "%s: %s", call, sentence);
+}
+
+aclError rill__acl_check(rill_status status, const char *call) {
+    if (status == RILL_OK)
+        return ACL_SUCCESS;
+    fail_from_rill(status, call);
+    return rill__acl_code_of(status);
+}
+
+aclnnStatus rill__aclnn_check(rill_status status, const char *call) {
+    if (status == RILL_OK)
+        return ACLNN_SUCCESS;
+    fail_from_rill(status, call);
+    return status == RILL_ERROR_INVALID_ARGUMENT ? ACLNN_ERR_PARAM_INVALID
+                                                 : ACLNN_ERR_RUNTIME_ERROR;
+}
+
+const char *aclGetRecentErrMsg(void) {
+    return has_message ? message : NULL;
+}

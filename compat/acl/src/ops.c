@@ -1,0 +1,397 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The two-phase op API: the first phase (…GetWorkspaceSize) checks the
+ * tensors and copies what the op needs into an executor, so the tensors may
+ * be destroyed before the second phase submits the work to a stream. No op
+ * needs a workspace. An executor runs once and is freed by its run, unless
+ * aclSetAclOpExecutorRepeatable made it repeatable.
+ */
+#include "ops.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "elementwise.h"
+#include "error.h"
+
+enum { EXECUTOR_MAGIC = 0x45786563, DEAD_MAGIC = 0x0dead };
+enum op_kind { OP_ADD, OP_MUL, OP_MATMUL };
+static const char *const op_names[] = {"aclnnAdd", "aclnnMul", "aclnnMatmul"};
+
+struct aclOpExecutor {
+    uint32_t magic; /* EXECUTOR_MAGIC while alive */
+    enum op_kind op;
+    bool repeatable;
+    struct rill__acl_view out, a, b;
+    float alpha;
+};
+
+/* ---- checks of the first phase ---- */
+
+static aclnnStatus null_arg(const char *call, const char *name) {
+    return rill__acl_fail(ACLNN_ERR_PARAM_NULLPTR, "%s: %s is NULL", call, name);
+}
+
+/* t as a view, after the checks every op makes of its tensors. */
+static aclnnStatus take_view(const char *call, const char *name, const aclTensor *t,
+                             struct rill__acl_view *v) {
+    if (!rill__acl_is_tensor(t))
+        return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
+                              "%s: %s (%p) is no tensor from aclCreateTensor", call, name,
+                              (const void *)t);
+    if (t->dtype != ACL_FLOAT && t->dtype != ACL_FLOAT16)
+        return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
+                              "%s: %s has data type %d; rill's ops take ACL_FLOAT and ACL_FLOAT16",
+                              call, name, (int)t->dtype);
+    v->dtype = t->dtype;
+    v->ndim = t->ndim;
+    uint64_t numel = 1;
+    for (int d = 0; d < t->ndim; d++) {
+        v->dims[d] = t->dims[d];
+        v->strides[d] = t->strides[d];
+        if (t->dims[d] != 0 && numel > (UINT64_C(1) << 48) / (uint64_t)t->dims[d])
+            return rill__acl_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s has more than 2^48 elements",
+                                  call, name);
+        numel *= (uint64_t)t->dims[d];
+    }
+    if (numel > 0 && !t->data)
+        return rill__acl_fail(ACLNN_ERR_PARAM_NULLPTR, "%s: %s has %llu elements and NULL data",
+                              call, name, (unsigned long long)numel);
+    v->data = (char *)t->data + t->offset * (int64_t)aclDataTypeSize(t->dtype);
+    return ACLNN_SUCCESS;
+}
+
+static void format_dims(const struct rill__acl_view *v, char *buf, size_t size) {
+    size_t used = (size_t)snprintf(buf, size, "[");
+    for (int d = 0; d < v->ndim && used < size; d++)
+        used +=
+            (size_t)snprintf(buf + used, size - used, d ? ", %lld" : "%lld", (long long)v->dims[d]);
+    if (used < size)
+        snprintf(buf + used, size - used, "]");
+}
+
+static aclnnStatus same_dtype(const char *call, const struct rill__acl_view *out,
+                              const struct rill__acl_view *a, const struct rill__acl_view *b) {
+    if (a->dtype == out->dtype && b->dtype == out->dtype)
+        return ACLNN_SUCCESS;
+    return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
+                          "%s: the tensors' data types differ (%d, %d, out %d); rill computes "
+                          "with one data type for all three",
+                          call, (int)a->dtype, (int)b->dtype, (int)out->dtype);
+}
+
+/* The broadcast of a's and b's shapes must be out's. */
+static aclnnStatus check_broadcast(const char *call, const struct rill__acl_view *out,
+                                   const struct rill__acl_view *a, const struct rill__acl_view *b) {
+    int ndim = a->ndim > b->ndim ? a->ndim : b->ndim;
+    bool ok = out->ndim == ndim;
+    for (int d = 0; d < ndim && ok; d++) {
+        int da = d - (ndim - a->ndim), db = d - (ndim - b->ndim);
+        int64_t sa = da < 0 ? 1 : a->dims[da], sb = db < 0 ? 1 : b->dims[db];
+        if (sa != sb && sa != 1 && sb != 1) {
+            char ba[160], bb[160];
+            format_dims(a, ba, sizeof ba);
+            format_dims(b, bb, sizeof bb);
+            return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
+                                  "%s: shapes %s and %s do not broadcast (dimension %d: %lld "
+                                  "against %lld)",
+                                  call, ba, bb, d, (long long)sa, (long long)sb);
+        }
+        ok = out->dims[d] == (sa == 1 ? sb : sa);
+    }
+    if (ok)
+        return ACLNN_SUCCESS;
+    char ba[160], bb[160], bo[160];
+    format_dims(a, ba, sizeof ba);
+    format_dims(b, bb, sizeof bb);
+    format_dims(out, bo, sizeof bo);
+    return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
+                          "%s: out has shape %s, but %s and %s broadcast to another", call, bo, ba,
+                          bb);
+}
+
+static aclnnStatus new_executor(const char *call, enum op_kind op, aclOpExecutor **executor) {
+    aclOpExecutor *e = calloc(1, sizeof *e);
+    if (!e)
+        return rill__acl_fail(ACLNN_ERR_RUNTIME_ERROR, "%s: out of host memory", call);
+    e->magic = EXECUTOR_MAGIC;
+    e->op = op;
+    *executor = e;
+    return ACLNN_SUCCESS;
+}
+
+static aclnnStatus elementwise_phase1(const char *call, enum op_kind op, const aclTensor *self,
+                                      const aclTensor *other, float alpha, aclTensor *out,
+                                      uint64_t *workspaceSize, aclOpExecutor **executor) {
+    struct rill__acl_view vo, va, vb;
+    aclnnStatus st = take_view(call, "self", self, &va);
+    if (st == ACLNN_SUCCESS)
+        st = take_view(call, "other", other, &vb);
+    if (st == ACLNN_SUCCESS)
+        st = take_view(call, "out", out, &vo);
+    if (st == ACLNN_SUCCESS)
+        st = same_dtype(call, &vo, &va, &vb);
+    if (st == ACLNN_SUCCESS)
+        st = check_broadcast(call, &vo, &va, &vb);
+    if (st == ACLNN_SUCCESS)
+        st = new_executor(call, op, executor);
+    if (st != ACLNN_SUCCESS)
+        return st;
+    (*executor)->out = vo;
+    (*executor)->a = va;
+    (*executor)->b = vb;
+    (*executor)->alpha = alpha;
+    *workspaceSize = 0;
+    return ACLNN_SUCCESS;
+}
+
+aclnnStatus aclnnAddGetWorkspaceSize(const aclTensor *self, const aclTensor *other,
+                                     const aclScalar *alpha, aclTensor *out,
+                                     uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const char *call = "aclnnAddGetWorkspaceSize";
+    if (!self || !other || !alpha || !out || !workspaceSize || !executor)
+        return null_arg(call, !self            ? "self"
+                              : !other         ? "other"
+                              : !alpha         ? "alpha"
+                              : !out           ? "out"
+                              : !workspaceSize ? "workspaceSize"
+                                               : "executor");
+    if (!rill__acl_is_scalar(alpha))
+        return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
+                              "%s: alpha (%p) is no scalar from aclCreateScalar", call,
+                              (const void *)alpha);
+    return elementwise_phase1(call, OP_ADD, self, other, (float)alpha->value, out, workspaceSize,
+                              executor);
+}
+
+aclnnStatus aclnnMulGetWorkspaceSize(const aclTensor *self, const aclTensor *other, aclTensor *out,
+                                     uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const char *call = "aclnnMulGetWorkspaceSize";
+    if (!self || !other || !out || !workspaceSize || !executor)
+        return null_arg(call, !self            ? "self"
+                              : !other         ? "other"
+                              : !out           ? "out"
+                              : !workspaceSize ? "workspaceSize"
+                                               : "executor");
+    return elementwise_phase1(call, OP_MUL, self, other, 1.0f, out, workspaceSize, executor);
+}
+
+/* ---- matmul ---- */
+
+/* The shapes of torch.matmul: batch dimensions broadcast, a 1-D operand a
+ * row (self) or a column (mat2) whose dimension leaves out. */
+struct mm_shape {
+    int64_t m, k, n;
+    struct rill__acl_view batch; /* the broadcast batch dimensions (dims only) */
+};
+
+static aclnnStatus matmul_shape(const char *call, const struct rill__acl_view *a,
+                                const struct rill__acl_view *b, const struct rill__acl_view *out,
+                                struct mm_shape *s) {
+    if (a->ndim == 0 || b->ndim == 0)
+        return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
+                              "%s: %s has no dimensions; matmul needs at least one", call,
+                              a->ndim == 0 ? "self" : "mat2");
+    s->m = a->ndim == 1 ? 1 : a->dims[a->ndim - 2];
+    s->k = a->dims[a->ndim - 1];
+    int64_t k2 = b->ndim == 1 ? b->dims[0] : b->dims[b->ndim - 2];
+    s->n = b->ndim == 1 ? 1 : b->dims[b->ndim - 1];
+    if (s->k != k2)
+        return rill__acl_fail(
+            ACLNN_ERR_PARAM_INVALID, "%s: self's last dimension (%lld) is not mat2's %s (%lld)",
+            call, (long long)s->k, b->ndim == 1 ? "only one" : "second to last", (long long)k2);
+    /* Batch dimensions: those before the last two, broadcast like aclnnAdd's. */
+    struct rill__acl_view ba = {.ndim = a->ndim > 2 ? a->ndim - 2 : 0};
+    struct rill__acl_view bb = {.ndim = b->ndim > 2 ? b->ndim - 2 : 0};
+    for (int d = 0; d < ba.ndim; d++)
+        ba.dims[d] = a->dims[d];
+    for (int d = 0; d < bb.ndim; d++)
+        bb.dims[d] = b->dims[d];
+    int nb = ba.ndim > bb.ndim ? ba.ndim : bb.ndim;
+    s->batch = (struct rill__acl_view){.ndim = nb};
+    for (int d = 0; d < nb; d++) {
+        int da = d - (nb - ba.ndim), db = d - (nb - bb.ndim);
+        int64_t x = da < 0 ? 1 : ba.dims[da], y = db < 0 ? 1 : bb.dims[db];
+        if (x != y && x != 1 && y != 1)
+            return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
+                                  "%s: batch dimension %d of self (%lld) and mat2 (%lld) do not "
+                                  "broadcast",
+                                  call, d, (long long)x, (long long)y);
+        s->batch.dims[d] = x == 1 ? y : x;
+    }
+    /* out: batch, then m unless self is 1-D, then n unless mat2 is 1-D. */
+    struct rill__acl_view want = s->batch;
+    if (a->ndim > 1)
+        want.dims[want.ndim++] = s->m;
+    if (b->ndim > 1)
+        want.dims[want.ndim++] = s->n;
+    bool dot_as_one = a->ndim == 1 && b->ndim == 1 && out->ndim == 1 && out->dims[0] == 1;
+    bool same = out->ndim == want.ndim;
+    for (int d = 0; d < want.ndim && same; d++)
+        same = out->dims[d] == want.dims[d];
+    if (!same && !dot_as_one) {
+        char bo[160], bw[160];
+        format_dims(out, bo, sizeof bo);
+        format_dims(&want, bw, sizeof bw);
+        return rill__acl_fail(ACLNN_ERR_PARAM_INVALID, "%s: out has shape %s; the product has %s",
+                              call, bo, bw);
+    }
+    return ACLNN_SUCCESS;
+}
+
+aclnnStatus aclnnMatmulGetWorkspaceSize(const aclTensor *self, const aclTensor *mat2,
+                                        aclTensor *out, int8_t cubeMathType,
+                                        uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const char *call = "aclnnMatmulGetWorkspaceSize";
+    if (!self || !mat2 || !out || !workspaceSize || !executor)
+        return null_arg(call, !self            ? "self"
+                              : !mat2          ? "mat2"
+                              : !out           ? "out"
+                              : !workspaceSize ? "workspaceSize"
+                                               : "executor");
+    if (cubeMathType < 0 || cubeMathType > 3)
+        return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
+                              "%s: cubeMathType %d is none of 0 (KEEP_DTYPE) to 3 (USE_HF32)", call,
+                              (int)cubeMathType);
+    struct rill__acl_view vo, va, vb;
+    struct mm_shape shape;
+    aclnnStatus st = take_view(call, "self", self, &va);
+    if (st == ACLNN_SUCCESS)
+        st = take_view(call, "mat2", mat2, &vb);
+    if (st == ACLNN_SUCCESS)
+        st = take_view(call, "out", out, &vo);
+    if (st == ACLNN_SUCCESS)
+        st = same_dtype(call, &vo, &va, &vb);
+    if (st == ACLNN_SUCCESS)
+        st = matmul_shape(call, &va, &vb, &vo, &shape);
+    if (st != ACLNN_SUCCESS)
+        return st;
+    const struct rill__acl_view *views[] = {&va, &vb, &vo};
+    const char *names[] = {"self", "mat2", "out"};
+    for (int i = 0; i < 3; i++)
+        if (!rill__acl_view_is_contiguous(views[i]))
+            return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
+                                  "%s: %s is not contiguous; rill's matmul takes row-major "
+                                  "tensors: copy it into one first",
+                                  call, names[i]);
+    st = new_executor(call, OP_MATMUL, executor);
+    if (st != ACLNN_SUCCESS)
+        return st;
+    (*executor)->out = vo;
+    (*executor)->a = va;
+    (*executor)->b = vb;
+    *workspaceSize = 0;
+    return ACLNN_SUCCESS;
+}
+
+/* One product per batch element; batch coordinates index each operand's own
+ * batch dimensions, 0 where it is broadcast. */
+static rill_status run_matmul(rill_stream *stream, const aclOpExecutor *e) {
+    const struct rill__acl_view *a = &e->a, *b = &e->b, *out = &e->out;
+    struct mm_shape s;
+    if (matmul_shape("aclnnMatmul", a, b, out, &s) != ACLNN_SUCCESS)
+        return RILL_ERROR_INTERNAL; /* checked by the first phase */
+    size_t esize = out->dtype == ACL_FLOAT16 ? 2 : 4;
+    uint64_t batches = rill__acl_view_numel(&s.batch);
+    size_t out_bytes = (size_t)(s.m * s.n) * esize;
+    int a_batch = a->ndim > 2 ? a->ndim - 2 : 0, b_batch = b->ndim > 2 ? b->ndim - 2 : 0;
+    for (uint64_t i = 0; i < batches && s.m * s.n > 0; i++) {
+        /* Offsets of batch element i in a and b, in matrices. */
+        uint64_t rest = i, ia = 0, ib = 0, sa = 1, sb = 1;
+        for (int d = s.batch.ndim - 1; d >= 0; d--) {
+            int64_t c = (int64_t)(rest % (uint64_t)s.batch.dims[d]);
+            rest /= (uint64_t)s.batch.dims[d];
+            int da = d - (s.batch.ndim - a_batch), db = d - (s.batch.ndim - b_batch);
+            if (da >= 0) {
+                ia += (uint64_t)(a->dims[da] == 1 ? 0 : c) * sa;
+                sa *= (uint64_t)a->dims[da];
+            }
+            if (db >= 0) {
+                ib += (uint64_t)(b->dims[db] == 1 ? 0 : c) * sb;
+                sb *= (uint64_t)b->dims[db];
+            }
+        }
+        char *o = out->data + i * out_bytes;
+        const char *pa = a->data + ia * (uint64_t)(s.m * s.k) * esize;
+        const char *pb = b->data + ib * (uint64_t)(s.k * s.n) * esize;
+        rill_status st;
+        if (s.k == 0)
+            st = rill_memset_async(o, 0, out_bytes, stream); /* an empty sum: zeros */
+        else if (esize == 2)
+            st = rill_op_matmul_f16(stream, (rill_half *)o, (const rill_half *)pa,
+                                    (const rill_half *)pb, (size_t)s.m, (size_t)s.k, (size_t)s.n);
+        else
+            st = rill_op_matmul_f32(stream, (float *)o, (const float *)pa, (const float *)pb,
+                                    (size_t)s.m, (size_t)s.k, (size_t)s.n);
+        if (st != RILL_OK)
+            return st;
+    }
+    return RILL_OK;
+}
+
+/* ---- the second phase ---- */
+
+static aclnnStatus run(enum op_kind op, uint64_t workspaceSize, aclOpExecutor *executor,
+                       aclrtStream stream) {
+    const char *call = op_names[op];
+    (void)workspaceSize; /* no op needs a workspace */
+    if (!executor)
+        return null_arg(call, "executor");
+    if (executor->magic != EXECUTOR_MAGIC || executor->op != op)
+        return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
+                              "%s: executor %p is no executor of %sGetWorkspaceSize", call,
+                              (void *)executor, call);
+    rill_stream *s = stream;
+    rill_status st = RILL_OK;
+    if (rill__acl_view_numel(&executor->out) > 0) {
+        if (op == OP_MATMUL)
+            st = run_matmul(s, executor);
+        else
+            st = rill__acl_elementwise(s, op == OP_ADD ? RILL_ACL_EW_ADD : RILL_ACL_EW_MUL,
+                                       &executor->out, &executor->a, &executor->b, executor->alpha);
+    }
+    if (!executor->repeatable) {
+        executor->magic = DEAD_MAGIC;
+        free(executor);
+    }
+    return rill__aclnn_check(st, call);
+}
+
+aclnnStatus aclnnAdd(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+                     aclrtStream stream) {
+    (void)workspace;
+    return run(OP_ADD, workspaceSize, executor, stream);
+}
+
+aclnnStatus aclnnMul(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+                     aclrtStream stream) {
+    (void)workspace;
+    return run(OP_MUL, workspaceSize, executor, stream);
+}
+
+aclnnStatus aclnnMatmul(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+                        aclrtStream stream) {
+    (void)workspace;
+    return run(OP_MATMUL, workspaceSize, executor, stream);
+}
+
+aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor *executor) {
+    if (!executor)
+        return null_arg("aclSetAclOpExecutorRepeatable", "executor");
+    if (executor->magic != EXECUTOR_MAGIC)
+        return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
+                              "aclSetAclOpExecutorRepeatable: %p is no executor", (void *)executor);
+    executor->repeatable = true;
+    return ACLNN_SUCCESS;
+}
+
+aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor *executor) {
+    if (!executor)
+        return null_arg("aclDestroyAclOpExecutor", "executor");
+    if (executor->magic != EXECUTOR_MAGIC)
+        return rill__acl_fail(ACLNN_ERR_PARAM_INVALID, "aclDestroyAclOpExecutor: %p is no executor",
+                              (void *)executor);
+    executor->magic = DEAD_MAGIC;
+    free(executor);
+    return ACLNN_SUCCESS;
+}
