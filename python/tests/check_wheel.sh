@@ -4,9 +4,10 @@
 # interpreter (Debian's /usr/bin/python3) with nothing else set, from
 # outside the source tree:
 #  1. pip installs the repository (its root) into one: scikit-build-core
-#     builds the wheel with CMake in WORK_DIR/build;
-#  2. `pip wheel ./python` makes the wheel again from python/, reusing that
-#     build, so that both ways in cost one build;
+#     builds the wheel with CMake;
+#  2. `pip wheel ./python` makes the wheel again from python/ (each build
+#     takes about 10 s: sharing one would not pay, since scikit-build-core
+#     starts a build directory afresh in each new isolated environment);
 #  3. that wheel installs into a second fresh virtualenv, as it would on
 #     another machine of the same kind: its binaries need nothing but the C
 #     library, and name no path of this one;
@@ -27,10 +28,9 @@ step() { echo "== wheel: $* ($SECONDS s)"; }
 
 step "a virtualenv, and pip install $src"
 "$python" -m venv root-venv
-root-venv/bin/pip install -q --config-settings=build-dir="$work/build" "$src"
-step "pip wheel $src/python, on the same build"
-root-venv/bin/pip wheel -q --no-deps --config-settings=build-dir="$work/build" -w dist \
-  "$src/python"
+root-venv/bin/pip install -q "$src"
+step "pip wheel $src/python"
+root-venv/bin/pip wheel -q --no-deps -w dist "$src/python"
 wheels=(dist/rill-*.whl)
 [ ${#wheels[@]} -eq 1 ] || { echo "expected one wheel in dist/: ${wheels[*]}"; exit 1; }
 step "a second virtualenv, and pip install ${wheels[0]#dist/} pytest"
