@@ -82,9 +82,9 @@ step "the package installed from the wheel"
 wheel-venv/bin/python check_installed.py "$version" "${wheels[0]}"
 
 # The tests that need neither the source tree nor torch (test_dlpack's
-# torch cases skip), copied out of the
-# tree: conftest.py puts their parent directory, which has no package, first
-# on sys.path, so they import the installed one.
+# torch cases skip), copied out of the tree: conftest.py puts their parent
+# directory, which holds no package, first on sys.path, so they import the
+# installed one.
 step "Python tests against the installed wheel"
 mkdir tests
 for t in conftest.py test_arguments.py test_cdef.py test_dlpack.py test_errors.py test_events.py \
