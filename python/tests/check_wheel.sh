@@ -6,7 +6,7 @@
 #  1. pip installs the repository (its root) into one: scikit-build-core
 #     builds the wheel with CMake;
 #  2. `pip wheel ./python` makes the wheel again from python/ (each build
-#     takes about 10 s: sharing one would not pay, since scikit-build-core
+#     takes about 15 s: sharing one would not pay, since scikit-build-core
 #     starts a build directory afresh in each new isolated environment);
 #  3. that wheel installs into a second fresh virtualenv, as it would on
 #     another machine of the same kind: its binaries need nothing but the C
