@@ -1,22 +1,21 @@
 # SPDX-License-Identifier: MIT
-"""Compiles rill's cffi declarations (rill/_cdef.py) in cffi's API mode into
-the extension module _rill_cffi: direct C calls, about a fifth of the cost
-of an ABI-mode call, which the per-op overhead of the tensors is made of.
-The module does not link librill: rill._ffi loads the library it chose
-with RTLD_GLOBAL first, and the module's references resolve to it.
+"""Writes rill's cffi declarations (rill/_cdef.py) in cffi's API mode as the
+C source of the extension module _rill_cffi, which CMake compiles
+(python/CMakeLists.txt): direct C calls, about a fifth of the cost of an
+ABI-mode call, which the per-op overhead of the tensors is made of. The
+module does not link librill: rill._ffi loads the library it chose with
+RTLD_GLOBAL first, and the module's references resolve to it.
 
-    python3 build_cffi.py OUT_DIR INCLUDE_DIR
+    python3 build_cffi.py OUT_C_FILE
 
-CMake runs it at build time (python/CMakeLists.txt) with Debian's
-/usr/bin/python3, which needs python3-dev's headers; without them the
-package runs in ABI mode as before."""
+CMake runs it at build time with the package's interpreter (Debian's
+/usr/bin/python3, or the one that runs pip), which compiles the result
+against its own headers (python3-dev); without them the package runs in
+ABI mode as before."""
 
-import importlib.machinery
 import importlib.util
 import os
-import shutil
 import sys
-import tempfile
 
 import cffi
 
@@ -36,7 +35,7 @@ _cdef = _load_cdef()
 DLPACK, FUNCS, LIBC, TYPES = _cdef.DLPACK, _cdef.FUNCS, _cdef.LIBC, _cdef.TYPES
 
 
-def main(out_dir, include_dir):
+def main(out_c):
     ffi = cffi.FFI()
     ffi.cdef("typedef ... FILE;")
     ffi.cdef(TYPES)
@@ -44,18 +43,15 @@ def main(out_dir, include_dir):
     ffi.cdef(LIBC)
     ffi.cdef(DLPACK)
     ffi.set_source("_rill_cffi", "#include <stdio.h>\n#include <stdlib.h>\n#include \"rill.h\"\n"
-                   + DLPACK,
-                   include_dirs=[os.path.abspath(include_dir)], extra_compile_args=["-O2"])
-    os.makedirs(out_dir, exist_ok=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        built = ffi.compile(tmpdir=tmp, verbose=False)
-        name = "_rill_cffi" + importlib.machinery.EXTENSION_SUFFIXES[0]
-        shutil.copyfile(built, os.path.join(out_dir, name + ".tmp"))
-        os.replace(os.path.join(out_dir, name + ".tmp"), os.path.join(out_dir, name))
+                   + DLPACK)
+    # Written beside, then renamed: an interrupted build leaves no half file
+    # that the next one would take as up to date.
+    ffi.emit_c_code(out_c + ".tmp")
+    os.replace(out_c + ".tmp", out_c)
     return 0
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        sys.exit("usage: build_cffi.py OUT_DIR INCLUDE_DIR")
-    sys.exit(main(sys.argv[1], sys.argv[2]))
+    if len(sys.argv) != 2:
+        sys.exit("usage: build_cffi.py OUT_C_FILE")
+    sys.exit(main(sys.argv[1]))

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Builds rill and runs every test: all labels in an optimised build (the
-# Python package's included, with Debian's /usr/bin/python3; the
-# collectives over MPI, label mpi, under mpirun there), the
+# Python package's included, with Debian's /usr/bin/python3; `pip install`
+# of the repository into fresh virtualenvs, label wheel, which needs PyPI;
+# the collectives over MPI, label mpi, under mpirun there), the
 # unit and seed tests under AddressSanitizer+UndefinedBehaviorSanitizer
 # (LeakSanitizer included), and the unit and stress tests under
 # ThreadSanitizer; then each libFuzzer target for a short, bounded time
@@ -35,7 +36,7 @@ if [ "${1:-}" != quick ]; then
   run asan-ubsan 'unit|contract|seeds'
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" run tsan 'unit|contract|stress'
 fi
-run default 'unit|contract|seeds|stress|install|python|mpi'
+run default 'unit|contract|seeds|stress|install|python|wheel|mpi'
 # The unit tests again with two CPU devices (a split of the processors):
 # every rule holds whatever the number of devices.
 echo "== default, RILL_CPU_DEVICES=2: ctest -L 'unit|contract'"

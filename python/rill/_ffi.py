@@ -11,8 +11,8 @@ in C) when the build compiled it too, else None, and rill.Tensor is then
 Python code throughout.
 
 The library is looked for, in order: the path in $RILL_LIBRARY; the library
-that `cmake --install` put beside this package (_install.py says where); a
-build of the source tree this package sits in (build/release, then
+that `cmake --install` put beside this package, or pip's wheel inside it
+(_install.py says where, relative to the package); a build of the source tree this package sits in (build/release, then
 build/default: the newer one); then the dynamic linker's search path."""
 
 import importlib.machinery

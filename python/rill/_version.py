@@ -1,10 +1,10 @@
 # SPDX-License-Identifier: MIT
 """rill.__version__: the version of the rill project, as CMakeLists.txt's
 project() gives it. The package keeps no copy of its own: an installed
-package reads the one `cmake --install` wrote into _install.py, a package
-used from the source tree reads CMakeLists.txt two directories up, and one
-that pip installed from python/ asks the package metadata (pyproject.toml,
-which a test holds equal to CMakeLists.txt)."""
+package reads the one that `cmake --install` (run by pip too, through
+scikit-build-core) wrote into _install.py, a package used from the source
+tree reads CMakeLists.txt two directories up, and any other asks the
+package metadata, which pyproject.toml takes from CMakeLists.txt too."""
 
 import os
 import re

@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: MIT
-"""The package itself: rill.__version__ is the project's version, and a
-Python that lacks a dependency is told what to install."""
+"""The package itself: rill.__version__ is the project's version (pip's
+metadata too), the two pyproject.toml build the same wheel, and a Python
+that lacks a dependency is told what to install."""
 
 import os
+import re
 import subprocess
 import sys
 
@@ -22,11 +24,39 @@ def test_version_is_the_project_version_of_cmakelists():
     assert "__version__" in rill.__all__
 
 
-def test_pyproject_gives_the_project_version_too():
-    with open(os.path.join(PYTHON_DIR, "pyproject.toml"), encoding="utf-8") as f:
-        lines = [line.strip() for line in f]
-    assert f'version = "{rill.__version__}"' in lines, \
-        "python/pyproject.toml's version differs from CMakeLists.txt's project() version"
+def _pyproject(directory):
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11
+    with open(os.path.join(directory, "pyproject.toml"), "rb") as f:
+        return tomllib.load(f)
+
+
+@pytest.mark.parametrize("directory", [ROOT, PYTHON_DIR], ids=["root", "python"])
+def test_pyproject_gives_the_project_version_too(directory):
+    # pip's metadata takes the version from the project() call of
+    # CMakeLists.txt, with the pattern each pyproject.toml names.
+    project = _pyproject(directory)
+    assert project["project"]["dynamic"] == ["version"]
+    assert "version" not in project["project"]
+    found, = project["tool"]["dynamic-metadata"]
+    assert found["field"] == "version"
+    with open(os.path.join(directory, found["input"]), encoding="utf-8") as f:
+        match = re.search(found["regex"], f.read())
+    assert match and match.group("value") == rill.__version__
+    source = os.path.join(directory, project["tool"]["scikit-build"]["cmake"]["source-dir"])
+    assert os.path.samefile(source, ROOT)
+
+
+def test_python_pyproject_is_the_root_one_with_its_paths_one_level_up():
+    # `pip install .` and `pip install ./python` build the same wheel.
+    root, python = _pyproject(ROOT), _pyproject(PYTHON_DIR)
+    python["tool"].pop("pytest")
+    skbuild = python["tool"]["scikit-build"]
+    skbuild["cmake"]["source-dir"] = os.path.normpath(
+        os.path.join("python", skbuild["cmake"]["source-dir"]))
+    version, = python["tool"]["dynamic-metadata"]
+    version["input"] = os.path.normpath(os.path.join("python", version["input"]))
+    assert root["tool"]["scikit-build"]["cmake"]["source-dir"] == "."
+    assert python == root
 
 
 @pytest.mark.parametrize("module,debian", [("numpy", "python3-numpy"), ("cffi", "python3-cffi")])
