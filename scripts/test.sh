@@ -34,7 +34,7 @@ if [ "${1:-}" != quick ]; then
   run asan-ubsan 'unit|seeds'
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" run tsan 'unit|stress'
 fi
-run default 'unit|seeds|stress|install|python|mpi'
+run default 'unit|seeds|stress|install|python|mpi|bench|cuda'
 # The unit tests again with two CPU devices (a split of the processors):
 # every rule holds whatever the number of devices.
 echo "== default, RILL_CPU_DEVICES=2: ctest -L unit"
