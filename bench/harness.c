@@ -255,11 +255,13 @@ typedef struct meta_entry {
     double num;
 } meta_entry;
 
-/* A row as kept by the report, with its own copy of the name, which
- * figures often format into a buffer on their stack. */
+/* A row as kept by the report, with its own copies of the name and the
+ * notes, which figures often format into a buffer on their stack. */
 typedef struct stored_row {
-    bench_row row; /* row.name is not used: see name */
+    bench_row row; /* row.name and the notes are not used: see name and notes */
     char name[128];
+    char value_note[64]; /* "" when the row has none */
+    char baseline_note[64];
 } stored_row;
 
 struct bench_report {
@@ -332,9 +334,9 @@ static void fmt_num(char *buf, size_t size, double v) {
         snprintf(buf, size, "%.3f", v);
 }
 
-static void fmt_stats(char *buf, size_t size, bench_stats s) {
+static void fmt_stats(char *buf, size_t size, bench_stats s, const char *note) {
     if (s.count == 0) {
-        snprintf(buf, size, "-");
+        snprintf(buf, size, "%s", note && note[0] ? note : "-");
         return;
     }
     char med[32], lo[32], hi[32];
@@ -379,10 +381,16 @@ int bench_report_add(bench_report *report, const bench_row *row) {
     stored->row = *row;
     stored->row.name = NULL;
     snprintf(stored->name, sizeof(stored->name), "%s", row->name);
+    snprintf(stored->value_note, sizeof(stored->value_note), "%s",
+             row->value_note ? row->value_note : "");
+    snprintf(stored->baseline_note, sizeof(stored->baseline_note), "%s",
+             row->baseline_note ? row->baseline_note : "");
+    stored->row.value_note = NULL;
+    stored->row.baseline_note = NULL;
 
     char value[128], base[128], ratio[32], before[32], after[32], probe[72];
-    fmt_stats(value, sizeof(value), row->value);
-    fmt_stats(base, sizeof(base), row->baseline);
+    fmt_stats(value, sizeof(value), row->value, row->value_note);
+    fmt_stats(base, sizeof(base), row->baseline, row->baseline_note);
     double q = row_ratio(row);
     if (isnan(q))
         snprintf(ratio, sizeof(ratio), "-");
@@ -470,7 +478,16 @@ static void json_row(FILE *f, const char *subject, const stored_row *stored) {
     json_number(f, row->probe_before_ns);
     fputs(", \"after\": ", f);
     json_number(f, row->probe_after_ns);
-    fputs("}}", f);
+    fputs("}", f);
+    if (stored->value_note[0]) {
+        fputs(", \"value_note\": ", f);
+        json_string(f, stored->value_note);
+    }
+    if (stored->baseline_note[0]) {
+        fputs(", \"baseline_note\": ", f);
+        json_string(f, stored->baseline_note);
+    }
+    fputs("}", f);
 }
 
 int bench_report_write_json(const bench_report *report, const char *path) {

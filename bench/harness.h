@@ -89,6 +89,11 @@ typedef struct bench_row {
     bench_stats baseline;
     double probe_before_ns; /* bench_probe_hop_ns() before and after */
     double probe_after_ns;
+    /* NULL, or why value (baseline) has no figure ("no CUDA device"): shown
+     * in its column in place of "-", and kept in the JSON as "value_note"
+     * ("baseline_note"). */
+    const char *value_note;
+    const char *baseline_note;
 } bench_row;
 
 typedef struct bench_report bench_report;
@@ -107,7 +112,8 @@ void bench_report_header(bench_report *report);
 /* Prints a section line ("a. launch throughput") between rows. */
 void bench_report_section(bench_report *report, const char *title);
 /* Copies row into the report and prints it. Returns 0, or -1 when out of
- * memory. The ratio printed is value.median / baseline.median. */
+ * memory. The ratio printed is value.median / baseline.median. The notes are
+ * copied (up to 63 bytes each). */
 int bench_report_add(bench_report *report, const bench_row *row);
 /* Measures a row and adds it: the probe, then value_fn and base_fn
  * alternately (bench_repeat_pair) repeats times each, then the probe again.

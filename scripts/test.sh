@@ -36,7 +36,7 @@ if [ "${1:-}" != quick ]; then
   run asan-ubsan 'unit|contract|seeds'
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" run tsan 'unit|contract|stress'
 fi
-run default 'unit|contract|seeds|stress|install|python|wheel|mpi'
+run default 'unit|contract|seeds|stress|install|python|wheel|mpi|bench|cuda'
 # The unit tests again with two CPU devices (a split of the processors):
 # every rule holds whatever the number of devices.
 echo "== default, RILL_CPU_DEVICES=2: ctest -L 'unit|contract'"
