@@ -1,63 +1,99 @@
 # SPDX-License-Identifier: MIT
 # The CUDA backend (src/backend/cuda): built when the CUDA toolkit's
-# headers are found. It includes cuda.h for the driver API's types only and
-# links no CUDA library: the driver is loaded at run time, so the library
-# runs where no NVIDIA driver is installed (rill_device_count_of_kind says
-# why there is no CUDA device then).
+# headers are found (cuda.h, cublas_v2.h, cudnn.h), for their types only.
+# Nothing here links libcuda, libcudart, cuBLAS or cuDNN: the backend loads
+# them at run time, so the library runs where no NVIDIA driver is installed
+# (rill_device_count_of_kind says why there is no CUDA device then). The
+# built-in ops' kernels (op_kernels.cu) are compiled to PTX by nvcc and
+# embedded; without nvcc they have no PTX and the ops are refused on CUDA
+# devices with a sentence. Sets RILL_CUDA_BUILT, RILL_CUDA_SOURCES and
+# RILL_NVCC, and defines rill_cuda_configure and rill_ptx_source.
 option(RILL_CUDA "Build the CUDA backend when the CUDA toolkit's headers are found" ON)
+
+find_program(RILL_NVCC nvcc HINTS ENV CUDA_PATH ENV CUDA_HOME PATH_SUFFIXES bin
+  PATHS /usr/local/cuda/bin)
+set(rill_cuda_hints ENV CUDA_PATH ENV CUDA_HOME /usr/local/cuda)
+if(RILL_NVCC)
+  get_filename_component(rill_cuda_bin ${RILL_NVCC} DIRECTORY)
+  get_filename_component(rill_cuda_root ${rill_cuda_bin} DIRECTORY)
+  list(PREPEND rill_cuda_hints ${rill_cuda_root})
+  find_program(RILL_PTXAS ptxas HINTS ${rill_cuda_bin} NO_DEFAULT_PATH)
+endif()
+
 set(RILL_CUDA_BUILT OFF)
+set(RILL_CUDA_SOURCES)
 if(RILL_CUDA)
-  find_path(RILL_CUDA_INCLUDE_DIR cuda.h
-    HINTS ENV CUDA_PATH ENV CUDA_HOME /usr/local/cuda
-    PATH_SUFFIXES include)
-  if(RILL_CUDA_INCLUDE_DIR)
+  find_path(RILL_CUDA_INCLUDE_DIR cuda.h HINTS ${rill_cuda_hints} PATH_SUFFIXES include)
+  find_path(RILL_CUBLAS_INCLUDE_DIR cublas_v2.h HINTS ${rill_cuda_hints} PATH_SUFFIXES include)
+  find_path(RILL_CUDNN_INCLUDE_DIR cudnn.h HINTS ${rill_cuda_hints} PATH_SUFFIXES include)
+  if(RILL_CUDA_INCLUDE_DIR AND RILL_CUBLAS_INCLUDE_DIR AND RILL_CUDNN_INCLUDE_DIR)
     set(RILL_CUDA_BUILT ON)
-    message(STATUS "rill: CUDA backend on (cuda.h in ${RILL_CUDA_INCLUDE_DIR})")
+    message(STATUS "rill: CUDA backend on (headers in ${RILL_CUDA_INCLUDE_DIR})")
   else()
-    message(STATUS "rill: CUDA backend off (no cuda.h; set CUDA_PATH to the toolkit to build it)")
+    message(STATUS "rill: CUDA backend off: cuda.h, cublas_v2.h and cudnn.h not all found; "
+                   "install the CUDA toolkit and cuDNN, or point RILL_CUDA_INCLUDE_DIR, "
+                   "RILL_CUBLAS_INCLUDE_DIR and RILL_CUDNN_INCLUDE_DIR at them")
   endif()
 endif()
 
-set(RILL_CUDA_SOURCES)
+# rill_ptx_source(<out.c> <source.cu> <function> [DEPENDS files...]):
+# generates out.c, which defines `const char *<function>(void)` returning
+# the PTX of source.cu, or NULL when nvcc was not found. The PTX is for
+# compute_75, the oldest architecture nvcc 13 targets, which the driver
+# compiles for the GPU it finds; ptxas assembles it for sm_90 (the GPUs
+# rill is checked on), so PTX the driver would refuse fails the build.
+# -lineinfo lets compute-sanitizer name source lines.
+function(rill_ptx_source out_c cu symbol)
+  cmake_parse_arguments(P "" "" "DEPENDS" ${ARGN})
+  get_filename_component(base ${out_c} NAME_WE)
+  get_filename_component(dir ${out_c} DIRECTORY)
+  set(ptx ${dir}/${base}.ptx)
+  set(embed ${PROJECT_SOURCE_DIR}/cmake/embed_ptx.cmake)
+  if(RILL_NVCC AND RILL_PTXAS)
+    set(flags -ptx -arch=compute_75 -std=c++17 -O3 -lineinfo -I${PROJECT_SOURCE_DIR}/src
+      -I${PROJECT_SOURCE_DIR}/include)
+    if(RILL_WERROR)
+      list(APPEND flags -Werror all-warnings)
+    endif()
+    add_custom_command(OUTPUT ${out_c}
+      COMMAND ${RILL_NVCC} ${flags} ${cu} -o ${ptx}
+      COMMAND ${RILL_PTXAS} -arch=sm_90 ${ptx} -o ${dir}/${base}.sm_90.cubin
+      COMMAND ${CMAKE_COMMAND} -DPTX=${ptx} -DOUT=${out_c} -DSYMBOL=${symbol} -P ${embed}
+      DEPENDS ${cu} ${P_DEPENDS} ${embed}
+      COMMENT "PTX of ${cu}" VERBATIM)
+  else()
+    add_custom_command(OUTPUT ${out_c}
+      COMMAND ${CMAKE_COMMAND} -DOUT=${out_c} -DSYMBOL=${symbol} -P ${embed}
+      DEPENDS ${embed} VERBATIM)
+  endif()
+endfunction()
+
 if(RILL_CUDA_BUILT)
+  set(rill_op_ptx_c ${PROJECT_BINARY_DIR}/generated/cuda/op_ptx.c)
+  rill_ptx_source(${rill_op_ptx_c} ${PROJECT_SOURCE_DIR}/src/backend/cuda/op_kernels.cu
+    rill__cuda_op_ptx DEPENDS ${PROJECT_SOURCE_DIR}/src/backend/op_args.h
+    ${PROJECT_SOURCE_DIR}/src/backend/half_bits.h)
   set(RILL_CUDA_SOURCES
     src/backend/cuda/cuda_driver.c
     src/backend/cuda/cuda_device.c
     src/backend/cuda/cuda_stream.c
     src/backend/cuda/cuda_memory.c
+    src/backend/cuda/cuda_ops.c
+    src/backend/cuda/cuda_libs.c
+    ${rill_op_ptx_c}
   )
+  if(NOT RILL_NVCC OR NOT RILL_PTXAS)
+    message(STATUS "rill: nvcc not found: the CUDA op kernels are built without PTX; put the "
+                   "CUDA toolkit's bin on PATH or set RILL_NVCC")
+  endif()
 endif()
 
-# Adds the backend to target, a target of the library's objects.
+# Adds the backend to target, a target of the library's objects; the
+# toolkit's headers are SYSTEM, so that their warnings are not rill's.
 function(rill_cuda_configure target)
   if(RILL_CUDA_BUILT)
-    target_include_directories(${target} SYSTEM PRIVATE ${RILL_CUDA_INCLUDE_DIR})
+    target_include_directories(${target} SYSTEM PRIVATE
+      ${RILL_CUDA_INCLUDE_DIR} ${RILL_CUBLAS_INCLUDE_DIR} ${RILL_CUDNN_INCLUDE_DIR})
     target_compile_definitions(${target} PRIVATE RILL_HAVE_CUDA)
-  endif()
-endfunction()
-
-# nvcc, for the PTX of the kernels rill ships and of its tests' kernels.
-find_program(RILL_NVCC nvcc HINTS ENV CUDA_PATH ENV CUDA_HOME /usr/local/cuda PATH_SUFFIXES bin)
-
-# rill_ptx_source(<out.c> <source.cu> <function>): generates out.c, which
-# defines `const char *<function>(void)` returning the PTX of source.cu
-# (compiled for compute_75, which every supported driver compiles for its
-# GPU when it loads the module), or NULL when nvcc was not found.
-function(rill_ptx_source out_c cu symbol)
-  get_filename_component(base ${out_c} NAME_WE)
-  set(ptx ${CMAKE_CURRENT_BINARY_DIR}/${base}.ptx)
-  if(RILL_NVCC)
-    add_custom_command(OUTPUT ${out_c}
-      COMMAND ${RILL_NVCC} -ptx -arch=compute_75 -std=c++17 -I${PROJECT_SOURCE_DIR}/src
-              -I${PROJECT_SOURCE_DIR}/include -o ${ptx} ${cu}
-      COMMAND ${CMAKE_COMMAND} -DPTX=${ptx} -DOUT=${out_c} -DSYMBOL=${symbol}
-              -P ${PROJECT_SOURCE_DIR}/cmake/embed_ptx.cmake
-      DEPENDS ${cu} ${PROJECT_SOURCE_DIR}/cmake/embed_ptx.cmake
-      COMMENT "PTX of ${cu}" VERBATIM)
-  else()
-    add_custom_command(OUTPUT ${out_c}
-      COMMAND ${CMAKE_COMMAND} -DOUT=${out_c} -DSYMBOL=${symbol}
-              -P ${PROJECT_SOURCE_DIR}/cmake/embed_ptx.cmake
-      DEPENDS ${PROJECT_SOURCE_DIR}/cmake/embed_ptx.cmake VERBATIM)
   endif()
 endfunction()

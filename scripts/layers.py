@@ -37,8 +37,8 @@ BEGIN, END = "<!-- modules: scripts/layers.py --mermaid -->", "<!-- end of modul
 
 # Higher number: higher layer. Modules at one level may not include each
 # other unless listed in ALLOWED.
-RANK = {"platform": 0, "util": 1, "obs": 1, "backend": 2, "backend/cpu": 3, "backend/cuda": 3, "core": 4,
-        "mem": 5, "graph": 6, "ops": 7, "comm": 7, "san": 7, "assembly": 8}
+RANK = {"platform": 0, "util": 1, "obs": 1, "backend": 2, "backend/cpu": 3, "backend/cuda": 3,
+        "core": 4, "mem": 5, "graph": 6, "ops": 7, "comm": 7, "san": 7, "assembly": 8}
 # Downward edges are always allowed; these are the allowed exceptions.
 ALLOWED = set()
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_/]+)\.h"', re.M)

@@ -370,7 +370,7 @@ static void rill_release(void *state, cb_op op) {
 
 static bool kernel_failed(const char *entry, rill_cpu_kernel_fn cpu, rill_kernel **out) {
     rill_kernel_desc d = {
-        .name = entry, .cpu = cpu, .cuda_ptx = bench_cuda_ptx, .cuda_entry = entry};
+        .name = entry, .cpu = cpu, .cuda_ptx = bench_cuda_ptx(), .cuda_entry = entry};
     return bench_failed(rill_kernel_create(&d, out), "rill_kernel_create");
 }
 

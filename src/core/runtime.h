@@ -69,7 +69,7 @@ typedef struct rill__runtime {
     char init_error[256];                     /* why a device is missing, or "" */
     /* per rill_device_kind: why the process has no device of that kind */
     char none_why[RILL_DEVICE_CUDA + 1][256];
-    uint64_t epoch;                           /* distinguishes successive inits */
+    uint64_t epoch; /* distinguishes successive inits */
     /* guarded by lock */
     rill__mutex lock;
     /* lists by rt_link (util/list.h) */

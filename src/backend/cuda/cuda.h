@@ -21,6 +21,7 @@
 
 #include "backend/backend.h"
 #include "backend/cuda/cuda_driver.h"
+#include "backend/cuda/cuda_libs.h"
 #include "platform/thread.h"
 
 /* The unit the pool commits device memory in: a multiple of the
@@ -34,9 +35,11 @@ typedef struct cuda_cmd cuda_cmd;
 typedef struct cuda_device {
     const rill__cuda_driver *drv;
     CUdevice cu_dev;
-    CUcontext ctx;  /* the primary context, retained */
-    int ordinal;    /* the CUDA ordinal */
-    CUstream aside; /* the backend's own stream, for clearing committed memory */
+    CUcontext ctx;        /* the primary context, retained */
+    int ordinal;          /* the CUDA ordinal */
+    CUstream aside;       /* the backend's own stream, for clearing committed memory */
+    rill__cuda_libs libs; /* cuBLAS and cuDNN, for the built-in ops that use them */
+    CUmodule op_module;   /* the built-in ops' PTX, loaded at the first op (guarded by lock) */
     /* timestamps: a timing event recorded at init, and rill__now_ns then */
     CUevent epoch;
     uint64_t epoch_ns;
@@ -115,7 +118,8 @@ void rill__cuda_kernel_unload(rill__device *dev, const rill__kernel_image *k, vo
 /* What kernel_load makes of a kernel. */
 typedef struct cuda_loaded {
     CUmodule module; /* NULL when the function belongs to a module shared by others */
-    CUfunction fn;
+    CUfunction fn;   /* NULL for a built-in op that a library runs */
+    rill__op op;     /* the built-in op, or RILL__OP_NONE */
 } cuda_loaded;
 
 #endif

@@ -163,6 +163,7 @@ static rill_status cuda_device_init(rill__device *dev, int index) {
     info->least_priority = least;
     info->greatest_priority = greatest;
     rill__mutex_init(&d->lock);
+    rill__cuda_libs_init(&d->libs);
     atomic_store(&d->refs, 1);
     rill__device_base_of(dev)->state = d;
     rill__thread_start(&d->pump, "rill-cuda-pump", rill__cuda_pump, d);
@@ -174,6 +175,9 @@ void rill__cuda_unref(cuda_device *d) {
     if (atomic_fetch_sub_explicit(&d->refs, 1, memory_order_acq_rel) != 1)
         return;
     rill__cuda_use(d);
+    rill__cuda_libs_fini(&d->libs);
+    if (d->op_module != NULL)
+        (void)d->drv->cuModuleUnload(d->op_module);
     (void)d->drv->cuEventDestroy(d->epoch);
     (void)d->drv->cuStreamDestroy(d->aside);
     (void)d->drv->cuDevicePrimaryCtxRelease(d->cu_dev);

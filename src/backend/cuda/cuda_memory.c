@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "backend/cuda/cuda.h"
+#include "backend/cuda/cuda_ops.h"
 #include "util/alloc.h"
 #include "util/status.h"
 
@@ -153,9 +154,39 @@ void rill__cuda_host_free(rill__device *dev, void *ptr, size_t bytes) {
     rill__cuda_unref(d);
 }
 
+/* A built-in op's body: a kernel of the ops' PTX module (loaded once per
+ * device), or the library that runs it. */
+static rill_status load_op(cuda_device *d, const rill__kernel_image *k, cuda_loaded *l) {
+    char why[320];
+    l->op = k->op;
+    if (rill__cuda_op_uses_library(k->op)) {
+        rill_status st = rill__cuda_libs_prepare(&d->libs, k->op, why, sizeof why);
+        return st == RILL_OK ? RILL_OK : rill__fail(st, "op '%s': %s", k->name, why);
+    }
+    const char *ptx = rill__cuda_op_ptx(), *entry = rill__cuda_op_entry(k->op);
+    if (ptx == NULL || entry == NULL)
+        return rill__fail(RILL_ERROR_NOT_SUPPORTED,
+                          "op '%s' has no CUDA body in this build of rill (built without "
+                          "nvcc); run it on a CPU device's stream",
+                          k->name);
+    CUresult r = CUDA_SUCCESS;
+    rill__mutex_lock(&d->lock);
+    if (d->op_module == NULL)
+        r = d->drv->cuModuleLoadData(&d->op_module, ptx);
+    if (r == CUDA_SUCCESS)
+        r = d->drv->cuModuleGetFunction(&l->fn, d->op_module, entry);
+    rill__mutex_unlock(&d->lock);
+    if (r != CUDA_SUCCESS) {
+        rill__cuda_describe(d, r, "loading the built-in ops' PTX", why, sizeof why);
+        return rill__fail(RILL_ERROR_NOT_SUPPORTED, "op '%s' cannot run on this GPU (%s)", k->name,
+                          why);
+    }
+    return RILL_OK;
+}
+
 rill_status rill__cuda_kernel_load(rill__device *dev, const rill__kernel_image *k, void **loaded) {
     cuda_device *d = cuda_device_of(dev);
-    if (k->cuda_ptx == NULL)
+    if (k->op == RILL__OP_NONE && k->cuda_ptx == NULL)
         return rill__fail(RILL_ERROR_NOT_SUPPORTED,
                           "kernel '%s' has no PTX body (desc->cuda_ptx) and cannot run on CUDA "
                           "device '%s'",
@@ -165,6 +196,15 @@ rill_status rill__cuda_kernel_load(rill__device *dev, const rill__kernel_image *
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "out of host memory loading kernel '%s'",
                           k->name);
     rill__cuda_use(d);
+    if (k->op != RILL__OP_NONE) {
+        rill_status st = load_op(d, k, l);
+        if (st != RILL_OK) {
+            rill__free(l);
+            return st;
+        }
+        *loaded = l;
+        return RILL_OK;
+    }
     char why[256];
     CUresult r = d->drv->cuModuleLoadData(&l->module, k->cuda_ptx);
     if (r != CUDA_SUCCESS) {

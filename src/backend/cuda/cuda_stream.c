@@ -24,6 +24,7 @@ struct cuda_cmd {
     uint64_t seq;
     enum cmd_state state;
     CUresult error;  /* an issue that failed: the command fails the stream */
+    char *why;       /* owned: a library's sentence for error, or NULL */
     CUevent ev;      /* a WAIT done by the GPU: the event it waits for */
     bool waiting;    /* a WAIT or graph launch with its waiter registered */
     bool carried;    /* a WAIT that took on the awaited work's failure when issued */
@@ -66,8 +67,18 @@ static bool wait_for(cuda_cmd *n, rill__stream *t, uint64_t seq) {
 
 /* ---------------------------------------------------------------- issue */
 
-static CUresult launch(cuda_device *d, CUstream stream, const rill__kernel_call *k) {
+/* Runs a kernel call; a built-in op that a library runs goes there, and a
+ * failure of the library's leaves its sentence in *why (owned). */
+static CUresult launch(cuda_device *d, CUstream stream, const rill__kernel_call *k, char **why) {
     const cuda_loaded *l = k->loaded;
+    if (l->fn == NULL) {
+        char text[320];
+        if (rill__cuda_op_library(&d->libs, l->op, stream, k->args, text, sizeof text) == RILL_OK)
+            return CUDA_SUCCESS;
+        if (*why == NULL)
+            *why = rill__strdup(text);
+        return CUDA_ERROR_UNKNOWN;
+    }
     size_t size = k->args_size;
     void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, (void *)k->args, CU_LAUNCH_PARAM_BUFFER_SIZE,
                      &size, CU_LAUNCH_PARAM_END};
@@ -140,7 +151,7 @@ static bool issue_one(cuda_device *d, cuda_stream *cs, cuda_cmd *n) {
             n->state = MET;
             return true;
         }
-        n->error = n->c.kind == RILL__CMD_KERNEL ? launch(d, cs->cu, &n->c.u.kernel)
+        n->error = n->c.kind == RILL__CMD_KERNEL ? launch(d, cs->cu, &n->c.u.kernel, &n->why)
                    : n->c.kind == RILL__CMD_COPY ? copy(d, cs->cu, &n->c.u.copy)
                                                  : set(d, cs->cu, &n->c.u.set);
         if (n->error != CUDA_SUCCESS) {
@@ -306,9 +317,13 @@ static void finish(cuda_device *d, cuda_stream *cs, cuda_cmd *n) {
                      rill__kernel_image_of(n->c.u.kernel.kernel)->name);
         else
             snprintf(what, sizeof what, "%s", kind_name(n));
-        rill__cuda_describe(d, n->error, "the CUDA driver refused it", why, sizeof why);
+        if (n->why != NULL)
+            snprintf(why, sizeof why, "%s", n->why);
+        else
+            rill__cuda_describe(d, n->error, "the CUDA driver refused it", why, sizeof why);
         fail_stream(cs, n->seq, what, why);
     }
+    rill__free(n->why);
     switch (n->c.kind) {
     case RILL__CMD_WAIT:
         if (n->ev != NULL)
@@ -410,9 +425,17 @@ static bool run_graph(cuda_device *d, cuda_stream *cs, cuda_cmd *n) {
         if (failed)
             continue;
         switch (p->kind) {
-        case RILL__GNODE_KERNEL:
-            r = launch(d, cs->cu, &p->u.kernel);
+        case RILL__GNODE_KERNEL: {
+            char *lib_why = NULL;
+            r = launch(d, cs->cu, &p->u.kernel, &lib_why);
+            if (lib_why != NULL && !failed) {
+                failed = true;
+                snprintf(what, sizeof what, "graph node %u", x->graph_index);
+                snprintf(why, sizeof why, "%s", lib_why);
+            }
+            rill__free(lib_why);
             break;
+        }
         case RILL__GNODE_COPY:
             r = copy(d, cs->cu, &p->u.copy);
             break;

@@ -1,0 +1,614 @@
+/* SPDX-License-Identifier: MIT */
+/* cuBLAS and cuDNN, loaded with dlopen, and the built-in ops that run
+ * through them. Layer: CUDA backend. The toolkit's headers give the types
+ * and the entry points' signatures only (__typeof__ names a function
+ * without referring to its symbol), so the library links neither. Each
+ * library is loaded at most once per rill__cuda_libs, under its lock; its
+ * table of entry points is immutable from then on. Invariants: every
+ * handle of the pool was created with the device's context current, and a
+ * handle is either on an idle list (guarded by the lock) or held by
+ * exactly one call. See cuda_libs.h for the threading and capture rules. */
+#include "backend/cuda/cuda_libs.h"
+
+#include <cublas_v2.h>
+#include <cudnn.h>
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "util/alloc.h"
+
+/* ---- sentences ---- */
+
+/* Writes the sentence into why, cut to why_size bytes (nothing when
+ * why_size is 0). */
+static void say(char *why, size_t why_size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void say(char *why, size_t why_size, const char *fmt, ...) {
+    if (why == NULL || why_size == 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, why_size, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- entry points ---- */
+
+struct rill__cuda_blas {
+    const char *file; /* the name it was loaded from (borrowed from the list) */
+    __typeof__(&cublasCreate_v2) create;
+    __typeof__(&cublasDestroy_v2) destroy;
+    __typeof__(&cublasSetStream_v2) set_stream;
+    __typeof__(&cublasSetWorkspace_v2) set_workspace;
+    __typeof__(&cublasSetMathMode) set_math_mode;
+    __typeof__(&cublasSetPointerMode_v2) set_pointer_mode;
+    __typeof__(&cublasSgemm_v2) sgemm;
+    __typeof__(&cublasGemmEx) gemm_ex;
+    __typeof__(&cublasGetStatusName) status_name;
+};
+
+struct rill__cuda_dnn {
+    const char *file;
+    __typeof__(&cudnnCreate) create;
+    __typeof__(&cudnnDestroy) destroy;
+    __typeof__(&cudnnSetStream) set_stream;
+    __typeof__(&cudnnGetErrorString) error_string;
+    __typeof__(&cudnnCreateTensorDescriptor) create_tensor;
+    __typeof__(&cudnnDestroyTensorDescriptor) destroy_tensor;
+    __typeof__(&cudnnSetTensor4dDescriptor) set_tensor;
+    __typeof__(&cudnnCreateFilterDescriptor) create_filter;
+    __typeof__(&cudnnDestroyFilterDescriptor) destroy_filter;
+    __typeof__(&cudnnSetFilter4dDescriptor) set_filter;
+    __typeof__(&cudnnCreateConvolutionDescriptor) create_conv;
+    __typeof__(&cudnnDestroyConvolutionDescriptor) destroy_conv;
+    __typeof__(&cudnnSetConvolution2dDescriptor) set_conv;
+    __typeof__(&cudnnSetConvolutionMathType) set_conv_math;
+    __typeof__(&cudnnGetConvolutionForwardAlgorithm_v7) forward_algorithms;
+    __typeof__(&cudnnGetConvolutionForwardWorkspaceSize) forward_workspace;
+    __typeof__(&cudnnConvolutionForward) forward;
+};
+
+/* One entry point to resolve: its exported name and where it goes. */
+typedef struct symbol {
+    const char *name;
+    void **slot;
+} symbol;
+
+/* Opens the first of names that loads into *so (and *file); else says why
+ * (naming `what`, the library, and `needed_by`, the ops that need it). */
+static bool open_first(const char *const *names, const char *what, const char *needed_by, void **so,
+                       const char **file, char *why, size_t why_size) {
+    char tried[160] = "";
+    const char *error = "no file names to try";
+    for (size_t i = 0; names[i] != NULL; i++) {
+        *so = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+        if (*so != NULL) {
+            *file = names[i];
+            return true;
+        }
+        const char *e = dlerror();
+        error = e != NULL ? e : "dlopen failed";
+        size_t used = strlen(tried);
+        snprintf(tried + used, sizeof tried - used, "%s%s", i == 0 ? "" : " or ", names[i]);
+    }
+    say(why, why_size,
+        "%s is not available: %s could not be loaded (%s); CUDA devices run %s through %s: "
+        "install it where the dynamic loader finds it (LD_LIBRARY_PATH or ldconfig)",
+        what, tried, error, needed_by, what);
+    return false;
+}
+
+/* Resolves every symbol of syms from so; else says which is missing. */
+static bool resolve(void *so, const char *file, const symbol *syms, size_t count, const char *what,
+                    char *why, size_t why_size) {
+    for (size_t i = 0; i < count; i++) {
+        void *p = dlsym(so, syms[i].name);
+        if (p == NULL) {
+            say(why, why_size,
+                "%s is not usable: %s has no %s; install a newer %s (cuBLAS 12 or later, "
+                "cuDNN 9)",
+                what, file, syms[i].name, what);
+            return false;
+        }
+        *syms[i].slot = p;
+    }
+    return true;
+}
+
+/* A function pointer's slot as dlsym fills it: POSIX requires that a
+ * dlsym result converts to a function pointer, which these slots hold. */
+#define SLOT(field) ((void **)(void *)&(field))
+
+static struct rill__cuda_blas *load_blas(const char *const *names, char *why, size_t why_size) {
+    void *so;
+    const char *file;
+    if (!open_first(names, "cuBLAS", "matmul", &so, &file, why, why_size))
+        return NULL;
+    struct rill__cuda_blas *t = rill__calloc(1, sizeof *t);
+    if (t == NULL) {
+        say(why, why_size, "cuBLAS is not available: out of host memory for its entry points");
+        return NULL;
+    }
+    t->file = file;
+    const symbol syms[] = {
+        {"cublasCreate_v2", SLOT(t->create)},
+        {"cublasDestroy_v2", SLOT(t->destroy)},
+        {"cublasSetStream_v2", SLOT(t->set_stream)},
+        {"cublasSetWorkspace_v2", SLOT(t->set_workspace)},
+        {"cublasSetMathMode", SLOT(t->set_math_mode)},
+        {"cublasSetPointerMode_v2", SLOT(t->set_pointer_mode)},
+        {"cublasSgemm_v2", SLOT(t->sgemm)},
+        {"cublasGemmEx", SLOT(t->gemm_ex)},
+        {"cublasGetStatusName", SLOT(t->status_name)},
+    };
+    if (!resolve(so, file, syms, sizeof syms / sizeof syms[0], "cuBLAS", why, why_size)) {
+        rill__free(t);
+        return NULL;
+    }
+    return t;
+}
+
+static struct rill__cuda_dnn *load_dnn(const char *const *names, char *why, size_t why_size) {
+    void *so;
+    const char *file;
+    if (!open_first(names, "cuDNN", "conv2d_f32", &so, &file, why, why_size))
+        return NULL;
+    struct rill__cuda_dnn *t = rill__calloc(1, sizeof *t);
+    if (t == NULL) {
+        say(why, why_size, "cuDNN is not available: out of host memory for its entry points");
+        return NULL;
+    }
+    t->file = file;
+    const symbol syms[] = {
+        {"cudnnCreate", SLOT(t->create)},
+        {"cudnnDestroy", SLOT(t->destroy)},
+        {"cudnnSetStream", SLOT(t->set_stream)},
+        {"cudnnGetErrorString", SLOT(t->error_string)},
+        {"cudnnCreateTensorDescriptor", SLOT(t->create_tensor)},
+        {"cudnnDestroyTensorDescriptor", SLOT(t->destroy_tensor)},
+        {"cudnnSetTensor4dDescriptor", SLOT(t->set_tensor)},
+        {"cudnnCreateFilterDescriptor", SLOT(t->create_filter)},
+        {"cudnnDestroyFilterDescriptor", SLOT(t->destroy_filter)},
+        {"cudnnSetFilter4dDescriptor", SLOT(t->set_filter)},
+        {"cudnnCreateConvolutionDescriptor", SLOT(t->create_conv)},
+        {"cudnnDestroyConvolutionDescriptor", SLOT(t->destroy_conv)},
+        {"cudnnSetConvolution2dDescriptor", SLOT(t->set_conv)},
+        {"cudnnSetConvolutionMathType", SLOT(t->set_conv_math)},
+        {"cudnnGetConvolutionForwardAlgorithm_v7", SLOT(t->forward_algorithms)},
+        {"cudnnGetConvolutionForwardWorkspaceSize", SLOT(t->forward_workspace)},
+        {"cudnnConvolutionForward", SLOT(t->forward)},
+    };
+    if (!resolve(so, file, syms, sizeof syms / sizeof syms[0], "cuDNN", why, why_size)) {
+        rill__free(t);
+        return NULL;
+    }
+    return t;
+}
+
+/* ---- init, fini, loading ---- */
+
+static const char *const default_blas_names[] = {"libcublas.so.13", "libcublas.so.12", NULL};
+static const char *const default_dnn_names[] = {"libcudnn.so.9", NULL};
+
+void rill__cuda_libs_init_names(rill__cuda_libs *libs, const char *const *blas_names,
+                                const char *const *dnn_names) {
+    memset(libs, 0, sizeof *libs);
+    libs->blas_names = blas_names;
+    libs->dnn_names = dnn_names;
+    rill__mutex_init(&libs->lock);
+}
+
+void rill__cuda_libs_init(rill__cuda_libs *libs) {
+    rill__cuda_libs_init_names(libs, default_blas_names, default_dnn_names);
+}
+
+typedef enum lib_kind { LIB_BLAS, LIB_DNN } lib_kind;
+
+/* Loads the library of kind, the first time; true when it is there. */
+static bool load_locked(rill__cuda_libs *libs, lib_kind kind, char *why, size_t why_size) {
+    if (kind == LIB_BLAS) {
+        if (!libs->blas_tried) {
+            libs->blas_tried = true;
+            libs->blas = load_blas(libs->blas_names, libs->blas_why, sizeof libs->blas_why);
+        }
+        if (libs->blas == NULL)
+            say(why, why_size, "%s", libs->blas_why);
+        return libs->blas != NULL;
+    }
+    if (!libs->dnn_tried) {
+        libs->dnn_tried = true;
+        libs->dnn = load_dnn(libs->dnn_names, libs->dnn_why, sizeof libs->dnn_why);
+    }
+    if (libs->dnn == NULL)
+        say(why, why_size, "%s", libs->dnn_why);
+    return libs->dnn != NULL;
+}
+
+static rill_status load(rill__cuda_libs *libs, lib_kind kind, char *why, size_t why_size) {
+    rill__mutex_lock(&libs->lock);
+    bool ok = load_locked(libs, kind, why, why_size);
+    rill__mutex_unlock(&libs->lock);
+    return ok ? RILL_OK : RILL_ERROR_NOT_SUPPORTED;
+}
+
+rill_status rill__cuda_libs_load_blas(rill__cuda_libs *libs, char *why, size_t why_size) {
+    return load(libs, LIB_BLAS, why, why_size);
+}
+
+rill_status rill__cuda_libs_load_dnn(rill__cuda_libs *libs, char *why, size_t why_size) {
+    return load(libs, LIB_DNN, why, why_size);
+}
+
+/* ---- the handle pool ---- */
+
+/* A cuBLAS handle, or a cuDNN handle with the descriptors of a
+ * convolution (set afresh by every call). */
+struct rill__cuda_handle {
+    struct rill__cuda_handle *next; /* guarded by libs->lock while idle */
+    cublasHandle_t blas;
+    cudnnHandle_t dnn;
+    cudnnTensorDescriptor_t x, y;
+    cudnnFilterDescriptor_t w;
+    cudnnConvolutionDescriptor_t conv;
+};
+
+/* The status of a library failure: what the op's caller can act on. */
+static rill_status blas_status(cublasStatus_t s) {
+    switch (s) {
+    case CUBLAS_STATUS_ALLOC_FAILED:
+        return RILL_ERROR_OUT_OF_MEMORY;
+    case CUBLAS_STATUS_NOT_SUPPORTED:
+    case CUBLAS_STATUS_ARCH_MISMATCH:
+    case CUBLAS_STATUS_NOT_INITIALIZED:
+        return RILL_ERROR_NOT_SUPPORTED;
+    default:
+        return RILL_ERROR_KERNEL_FAILED;
+    }
+}
+
+static rill_status dnn_status(cudnnStatus_t s) {
+    if (s == CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED ||
+        s == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED)
+        return RILL_ERROR_OUT_OF_MEMORY;
+    if ((s >= CUDNN_STATUS_NOT_SUPPORTED && s < CUDNN_STATUS_INTERNAL_ERROR) ||
+        s == CUDNN_STATUS_NOT_INITIALIZED || s == CUDNN_STATUS_SUBLIBRARY_LOADING_FAILED)
+        return RILL_ERROR_NOT_SUPPORTED;
+    return RILL_ERROR_KERNEL_FAILED;
+}
+
+static rill_status blas_fail(const struct rill__cuda_blas *t, const char *call, cublasStatus_t s,
+                             char *why, size_t why_size) {
+    say(why, why_size, "%s: %s", call, t->status_name(s));
+    return blas_status(s);
+}
+
+static rill_status dnn_fail(const struct rill__cuda_dnn *t, const char *call, cudnnStatus_t s,
+                            char *why, size_t why_size) {
+    say(why, why_size, "%s: %s", call, t->error_string(s));
+    return dnn_status(s);
+}
+
+static void destroy_handle(const rill__cuda_libs *libs, struct rill__cuda_handle *h) {
+    if (h->blas != NULL)
+        libs->blas->destroy(h->blas);
+    if (h->dnn != NULL) {
+        const struct rill__cuda_dnn *t = libs->dnn;
+        if (h->conv != NULL)
+            t->destroy_conv(h->conv);
+        if (h->w != NULL)
+            t->destroy_filter(h->w);
+        if (h->y != NULL)
+            t->destroy_tensor(h->y);
+        if (h->x != NULL)
+            t->destroy_tensor(h->x);
+        t->destroy(h->dnn);
+    }
+    rill__free(h);
+}
+
+/* A new handle of kind on the current context, with cuBLAS's settings
+ * that never change: host scalars, no tensor-core rounding of floats. */
+static rill_status create_handle(const rill__cuda_libs *libs, lib_kind kind,
+                                 struct rill__cuda_handle **out, char *why, size_t why_size) {
+    struct rill__cuda_handle *h = rill__calloc(1, sizeof *h);
+    if (h == NULL) {
+        say(why, why_size, "out of host memory for a %s handle",
+            kind == LIB_BLAS ? "cuBLAS" : "cuDNN");
+        return RILL_ERROR_OUT_OF_MEMORY;
+    }
+    rill_status st = RILL_OK;
+    if (kind == LIB_BLAS) {
+        const struct rill__cuda_blas *t = libs->blas;
+        cublasStatus_t s = t->create(&h->blas);
+        if (s != CUBLAS_STATUS_SUCCESS) {
+            h->blas = NULL;
+            st = blas_fail(t, "cublasCreate_v2", s, why, why_size);
+        } else if ((s = t->set_pointer_mode(h->blas, CUBLAS_POINTER_MODE_HOST)) !=
+                   CUBLAS_STATUS_SUCCESS) {
+            st = blas_fail(t, "cublasSetPointerMode_v2", s, why, why_size);
+        } else if ((s = t->set_math_mode(h->blas, CUBLAS_DEFAULT_MATH)) != CUBLAS_STATUS_SUCCESS) {
+            st = blas_fail(t, "cublasSetMathMode", s, why, why_size);
+        }
+    } else {
+        const struct rill__cuda_dnn *t = libs->dnn;
+        cudnnStatus_t s = t->create(&h->dnn);
+        if (s != CUDNN_STATUS_SUCCESS) {
+            h->dnn = NULL;
+            st = dnn_fail(t, "cudnnCreate", s, why, why_size);
+        } else if ((s = t->create_tensor(&h->x)) != CUDNN_STATUS_SUCCESS ||
+                   (s = t->create_tensor(&h->y)) != CUDNN_STATUS_SUCCESS ||
+                   (s = t->create_filter(&h->w)) != CUDNN_STATUS_SUCCESS ||
+                   (s = t->create_conv(&h->conv)) != CUDNN_STATUS_SUCCESS) {
+            st = dnn_fail(t, "cudnnCreate*Descriptor", s, why, why_size);
+        }
+    }
+    if (st != RILL_OK) {
+        destroy_handle(libs, h);
+        return st;
+    }
+    *out = h;
+    return RILL_OK;
+}
+
+static struct rill__cuda_handle **idle_list(rill__cuda_libs *libs, lib_kind kind) {
+    return kind == LIB_BLAS ? &libs->idle_blas : &libs->idle_dnn;
+}
+
+/* Loads the library of kind if needed and takes an idle handle of it, or
+ * creates one (with the lock released: creation is slow). */
+static rill_status take_handle(rill__cuda_libs *libs, lib_kind kind, struct rill__cuda_handle **out,
+                               char *why, size_t why_size) {
+    rill__mutex_lock(&libs->lock);
+    if (!load_locked(libs, kind, why, why_size)) {
+        rill__mutex_unlock(&libs->lock);
+        return RILL_ERROR_NOT_SUPPORTED;
+    }
+    struct rill__cuda_handle **idle = idle_list(libs, kind);
+    struct rill__cuda_handle *h = *idle;
+    if (h != NULL)
+        *idle = h->next;
+    rill__mutex_unlock(&libs->lock);
+    if (h != NULL) {
+        *out = h;
+        return RILL_OK;
+    }
+    return create_handle(libs, kind, out, why, why_size);
+}
+
+static void give_handle(rill__cuda_libs *libs, lib_kind kind, struct rill__cuda_handle *h) {
+    rill__mutex_lock(&libs->lock);
+    struct rill__cuda_handle **idle = idle_list(libs, kind);
+    h->next = *idle;
+    *idle = h;
+    rill__mutex_unlock(&libs->lock);
+}
+
+void rill__cuda_libs_fini(rill__cuda_libs *libs) {
+    lib_kind kinds[2] = {LIB_BLAS, LIB_DNN};
+    for (int i = 0; i < 2; i++) {
+        struct rill__cuda_handle **idle = idle_list(libs, kinds[i]);
+        while (*idle != NULL) {
+            struct rill__cuda_handle *h = *idle;
+            *idle = h->next;
+            destroy_handle(libs, h);
+        }
+    }
+    rill__free(libs->blas);
+    rill__free(libs->dnn);
+    rill__mutex_destroy(&libs->lock);
+    memset(libs, 0, sizeof *libs);
+}
+
+/* ---- matmul ---- */
+
+/* Points h at stream with no workspace: cublasSetStream restores the
+ * default workspace, which a handle shares between the streams it serves. */
+static rill_status blas_bind(const struct rill__cuda_blas *t, cublasHandle_t h, CUstream stream,
+                             char *why, size_t why_size) {
+    cublasStatus_t s = t->set_stream(h, stream);
+    if (s != CUBLAS_STATUS_SUCCESS)
+        return blas_fail(t, "cublasSetStream_v2", s, why, why_size);
+    if ((s = t->set_workspace(h, NULL, 0)) != CUBLAS_STATUS_SUCCESS)
+        return blas_fail(t, "cublasSetWorkspace_v2", s, why, why_size);
+    return RILL_OK;
+}
+
+/* Row-major c[m,n] = a[m,k] b[k,n] is column-major c^T = b^T a^T: the
+ * operands swap and nothing is transposed. Every dimension is at most
+ * RILL__OP_MAX_DIM = INT_MAX (checked by the op layer), so the casts to
+ * int are exact. */
+static rill_status matmul(const struct rill__cuda_blas *t, cublasHandle_t h, rill__op op,
+                          const void *args, char *why, size_t why_size) {
+    const float one = 1.0f, zero = 0.0f;
+    cublasStatus_t s;
+    const char *call;
+    if (op == RILL__OP_MATMUL_F32) {
+        const rill__op_matmul_args *p = args;
+        call = "cublasSgemm_v2";
+        s = t->sgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, (int)p->n, (int)p->m, (int)p->k, &one, p->b,
+                     (int)p->n, p->a, (int)p->k, &zero, p->c, (int)p->n);
+    } else {
+        const rill__op_matmul_f16_args *p = args;
+        call = "cublasGemmEx";
+        s = t->gemm_ex(h, CUBLAS_OP_N, CUBLAS_OP_N, (int)p->n, (int)p->m, (int)p->k, &one, p->b,
+                       CUDA_R_16F, (int)p->n, p->a, CUDA_R_16F, (int)p->k, &zero, p->c, CUDA_R_16F,
+                       (int)p->n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    }
+    if (s != CUBLAS_STATUS_SUCCESS)
+        return blas_fail(t, call, s, why, why_size);
+    return RILL_OK;
+}
+
+static rill_status run_blas(rill__cuda_libs *libs, rill__op op, CUstream stream, const void *args,
+                            char *why, size_t why_size) {
+    struct rill__cuda_handle *h;
+    rill_status st = take_handle(libs, LIB_BLAS, &h, why, why_size);
+    if (st != RILL_OK)
+        return st;
+    const struct rill__cuda_blas *t = libs->blas;
+    st = blas_bind(t, h->blas, stream, why, why_size);
+    if (st == RILL_OK)
+        st = matmul(t, h->blas, op, args, why, why_size);
+    give_handle(libs, LIB_BLAS, h);
+    return st;
+}
+
+/* ---- conv2d ---- */
+
+/* Algorithms the heuristics may rank, at most. */
+#define CONV_CANDIDATES 8
+
+/* Sets h's descriptors to p's convolution: NCHW floats, stride 1, no
+ * padding, cross-correlation (rill's weight is not flipped), float
+ * arithmetic without TF32 (CUDNN_FMA_MATH). */
+static cudnnStatus_t conv_describe(const struct rill__cuda_dnn *t, struct rill__cuda_handle *h,
+                                   const rill__op_conv2d_args *p, const char **call) {
+    cudnnStatus_t s;
+    int oh = (int)(p->h - p->r + 1), ow = (int)(p->w - p->s + 1);
+    if ((s = t->set_tensor(h->x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, (int)p->n, (int)p->c,
+                           (int)p->h, (int)p->w)) != CUDNN_STATUS_SUCCESS) {
+        *call = "cudnnSetTensor4dDescriptor";
+        return s;
+    }
+    if ((s = t->set_tensor(h->y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, (int)p->n, (int)p->k, oh,
+                           ow)) != CUDNN_STATUS_SUCCESS) {
+        *call = "cudnnSetTensor4dDescriptor";
+        return s;
+    }
+    if ((s = t->set_filter(h->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, (int)p->k, (int)p->c,
+                           (int)p->r, (int)p->s)) != CUDNN_STATUS_SUCCESS) {
+        *call = "cudnnSetFilter4dDescriptor";
+        return s;
+    }
+    if ((s = t->set_conv(h->conv, 0, 0, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT)) !=
+        CUDNN_STATUS_SUCCESS) {
+        *call = "cudnnSetConvolution2dDescriptor";
+        return s;
+    }
+    if ((s = t->set_conv_math(h->conv, CUDNN_FMA_MATH)) != CUDNN_STATUS_SUCCESS)
+        *call = "cudnnSetConvolutionMathType";
+    return s;
+}
+
+/* The algorithm the heuristics rank first among those that keep to
+ * float arithmetic and fit in ws_bytes of workspace; implicit GEMM, which
+ * needs none, when none does. Asks the heuristics only (no trial runs, no
+ * allocation), so a captured call stays capture-safe. */
+static cudnnConvolutionFwdAlgo_t
+conv_algorithm(const struct rill__cuda_dnn *t, const struct rill__cuda_handle *h, size_t ws_bytes) {
+    cudnnConvolutionFwdAlgoPerf_t perf[CONV_CANDIDATES];
+    int found = 0;
+    if (t->forward_algorithms(h->dnn, h->x, h->w, h->conv, h->y, CONV_CANDIDATES, &found, perf) ==
+        CUDNN_STATUS_SUCCESS) {
+        for (int i = 0; i < found; i++) {
+            if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].mathType == CUDNN_FMA_MATH &&
+                perf[i].memory <= ws_bytes)
+                return perf[i].algo;
+        }
+    }
+    return CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+}
+
+/* out = conv(in, weight) with cuDNN's int dimensions: each of n, c, h, w,
+ * k, r, s is at most INT_MAX (checked by the op layer), and each tensor
+ * must hold at most INT_MAX elements. The workspace is the op's scratch,
+ * one block's slot of it (a grid has at least one block): the op holds it
+ * until its work is done, and no other work touches it. */
+static rill_status conv2d(const struct rill__cuda_dnn *t, struct rill__cuda_handle *h,
+                          const rill__op_conv2d_args *p, char *why, size_t why_size) {
+    size_t oh = p->h - p->r + 1, ow = p->w - p->s + 1;
+    size_t in_elems = p->n * p->c * p->h * p->w, out_elems = p->n * p->k * oh * ow;
+    if (in_elems > INT_MAX || out_elems > INT_MAX) {
+        say(why, why_size,
+            "conv2d_f32: in has %zu and out %zu elements, and cuDNN's convolution takes at most "
+            "%d each; split the batch into smaller ones",
+            in_elems, out_elems, INT_MAX);
+        return RILL_ERROR_NOT_SUPPORTED;
+    }
+    const char *call = NULL;
+    cudnnStatus_t s = conv_describe(t, h, p, &call);
+    if (s != CUDNN_STATUS_SUCCESS)
+        return dnn_fail(t, call, s, why, why_size);
+    size_t ws_bytes = p->scratch != NULL ? rill__op_conv2d_slot_floats(p) * sizeof(float) : 0;
+    cudnnConvolutionFwdAlgo_t algo = conv_algorithm(t, h, ws_bytes);
+    size_t need = 0;
+    if ((s = t->forward_workspace(h->dnn, h->x, h->w, h->conv, h->y, algo, &need)) !=
+        CUDNN_STATUS_SUCCESS)
+        return dnn_fail(t, "cudnnGetConvolutionForwardWorkspaceSize", s, why, why_size);
+    if (need > ws_bytes) {
+        say(why, why_size,
+            "conv2d_f32: cuDNN's algorithm %d needs %zu bytes of workspace, and the op has %zu",
+            (int)algo, need, ws_bytes);
+        return RILL_ERROR_NOT_SUPPORTED;
+    }
+    const float one = 1.0f, zero = 0.0f;
+    s = t->forward(h->dnn, &one, h->x, p->in, h->w, p->weight, h->conv, algo,
+                   need > 0 ? p->scratch : NULL, need, &zero, h->y, p->out);
+    if (s != CUDNN_STATUS_SUCCESS)
+        return dnn_fail(t, "cudnnConvolutionForward", s, why, why_size);
+    return RILL_OK;
+}
+
+static rill_status run_dnn(rill__cuda_libs *libs, CUstream stream, const void *args, char *why,
+                           size_t why_size) {
+    struct rill__cuda_handle *h;
+    rill_status st = take_handle(libs, LIB_DNN, &h, why, why_size);
+    if (st != RILL_OK)
+        return st;
+    const struct rill__cuda_dnn *t = libs->dnn;
+    cudnnStatus_t s = t->set_stream(h->dnn, stream);
+    if (s != CUDNN_STATUS_SUCCESS)
+        st = dnn_fail(t, "cudnnSetStream", s, why, why_size);
+    else
+        st = conv2d(t, h, args, why, why_size);
+    give_handle(libs, LIB_DNN, h);
+    return st;
+}
+
+/* ---- entry points ---- */
+
+/* The library op runs through; false for an op that runs as a kernel. */
+static bool library_of(rill__op op, lib_kind *kind) {
+    switch (op) {
+    case RILL__OP_MATMUL_F32:
+    case RILL__OP_MATMUL_F16:
+        *kind = LIB_BLAS;
+        return true;
+    case RILL__OP_CONV2D_F32:
+        *kind = LIB_DNN;
+        return true;
+    default:
+        return false;
+    }
+}
+
+static rill_status not_a_library_op(rill__op op, char *why, size_t why_size) {
+    say(why, why_size, "op %d runs as a kernel on CUDA devices, not through a library", (int)op);
+    return RILL_ERROR_INTERNAL;
+}
+
+rill_status rill__cuda_libs_prepare(rill__cuda_libs *libs, rill__op op, char *why,
+                                    size_t why_size) {
+    lib_kind kind;
+    if (!library_of(op, &kind))
+        return RILL_OK;
+    struct rill__cuda_handle *h;
+    rill_status st = take_handle(libs, kind, &h, why, why_size);
+    if (st != RILL_OK)
+        return st;
+    give_handle(libs, kind, h);
+    return RILL_OK;
+}
+
+rill_status rill__cuda_op_library(rill__cuda_libs *libs, rill__op op, CUstream stream,
+                                  const void *args, char *why, size_t why_size) {
+    lib_kind kind;
+    if (!library_of(op, &kind))
+        return not_a_library_op(op, why, why_size);
+    if (kind == LIB_BLAS)
+        return run_blas(libs, op, stream, args, why, why_size);
+    return run_dnn(libs, stream, args, why, why_size);
+}

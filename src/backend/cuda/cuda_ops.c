@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+/* Which body runs each built-in op on a CUDA device: a kernel of
+ * op_kernels.cu, named by its entry point, or a library call of
+ * cuda_libs.c. Layer: CUDA backend. Invariant: every op but RILL__OP_NONE
+ * has exactly one of the two (tests/unit/test_cuda_ops.c checks it, and
+ * that every entry is in the PTX). */
+#include "backend/cuda/cuda_ops.h"
+
+typedef struct op_body {
+    const char *entry; /* the kernel's entry point, or NULL */
+    bool library;      /* run by rill__cuda_op_library */
+} op_body;
+
+static const op_body bodies[RILL__OP_COUNT] = {
+    [RILL__OP_FILL_F32] = {"rill__cuda_op_fill_f32", false},
+    [RILL__OP_ADD_F32] = {"rill__cuda_op_add_f32", false},
+    [RILL__OP_MUL_F32] = {"rill__cuda_op_mul_f32", false},
+    [RILL__OP_ADD_SCALAR_F32] = {"rill__cuda_op_add_scalar_f32", false},
+    [RILL__OP_SUM_PARTIAL_F32] = {"rill__cuda_op_sum_f32_partial", false},
+    [RILL__OP_SUM_FINAL_F32] = {"rill__cuda_op_sum_f32_final", false},
+    [RILL__OP_MATMUL_F32] = {NULL, true},
+    [RILL__OP_CONV2D_F32] = {NULL, true},
+    [RILL__OP_RANDN_F32] = {"rill__cuda_op_randn_f32", false},
+    [RILL__OP_CAST_F32_F16] = {"rill__cuda_op_cast_f32_f16", false},
+    [RILL__OP_CAST_F16_F32] = {"rill__cuda_op_cast_f16_f32", false},
+    [RILL__OP_FILL_F16] = {"rill__cuda_op_fill_f16", false},
+    [RILL__OP_ADD_F16] = {"rill__cuda_op_add_f16", false},
+    [RILL__OP_MUL_F16] = {"rill__cuda_op_mul_f16", false},
+    [RILL__OP_ADD_SCALAR_F16] = {"rill__cuda_op_add_scalar_f16", false},
+    [RILL__OP_SUM_PARTIAL_F16] = {"rill__cuda_op_sum_f16_partial", false},
+    [RILL__OP_SUM_FINAL_F16] = {"rill__cuda_op_sum_f16_final", false},
+    [RILL__OP_MATMUL_F16] = {NULL, true},
+    /* A kernel: cuDNN would need the weight as halves, and the op hands
+     * its body the weight converted to floats. */
+    [RILL__OP_CONV2D_F16] = {"rill__cuda_op_conv2d_f16", false},
+};
+
+const char *rill__cuda_op_entry(rill__op op) {
+    return op > RILL__OP_NONE && op < RILL__OP_COUNT ? bodies[op].entry : NULL;
+}
+
+bool rill__cuda_op_uses_library(rill__op op) {
+    return op > RILL__OP_NONE && op < RILL__OP_COUNT && bodies[op].library;
+}

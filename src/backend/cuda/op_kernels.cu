@@ -1,0 +1,285 @@
+/* SPDX-License-Identifier: MIT */
+/* CUDA bodies of the built-in ops that run as kernels rill ships: compiled
+ * to PTX at build time (cmake/cuda.cmake) and embedded in the library
+ * (rill__cuda_op_ptx), so a machine with the NVIDIA driver alone runs them.
+ * Matrix products and the f32 convolution go to cuBLAS and cuDNN instead
+ * (cuda_libs.c). Layer: CUDA backend; the launches are built in src/ops.
+ *
+ * Each entry takes its op's argument struct (backend/op_args.h) by value as
+ * its only parameter, so the struct is exactly the packed parameter buffer
+ * a launch carries. Every kernel is correct for any grid and for any block
+ * of up to RILL__OP_BLOCK_THREADS threads (the launch bounds; the driver
+ * refuses larger blocks): element-wise work runs in grid-stride loops, and
+ * a sum's partial is whatever its block added, stored in
+ * partials[blockIdx.x]. Results against the CPU bodies:
+ *  - element-wise f32 and f16 ops and casts: the same bits (no fused
+ *    multiply-add, the half conversions of backend/half_bits.h), except
+ *    the payload of a NaN that arithmetic made, which on a GPU is its
+ *    canonical NaN;
+ *  - sum: a double-precision total of the same values added in another
+ *    order, so the same float unless the two totals straddle a float
+ *    rounding boundary; the final phase adds the partials in index order,
+ *    as the CPU does;
+ *  - randn: the same formula in double precision, whose libm differs from
+ *    the host's in the last bits of a double, below float's resolution;
+ *  - conv2d f16: accumulated in float in (c, r, s) order where the CPU's
+ *    sgemm picks its own order, then rounded to a half once, as there. */
+#include "backend/half_bits.h"
+#include "backend/op_args.h"
+
+/* The structs are the launches' parameter buffers: their sizes as the
+ * host's C compiler lays them out (LP64), which CUDA's ABI shares. */
+static_assert(sizeof(rill__op_fill_args) == 24, "fill args");
+static_assert(sizeof(rill__op_add_args) == 40, "add args");
+static_assert(sizeof(rill__op_mul_args) == 32, "mul args");
+static_assert(sizeof(rill__op_add_scalar_args) == 32, "add_scalar args");
+static_assert(sizeof(rill__op_sum_partial_args) == 32, "sum partial args");
+static_assert(sizeof(rill__op_sum_final_args) == 24, "sum final args");
+static_assert(sizeof(rill__op_randn_args) == 32, "randn args");
+static_assert(sizeof(rill__op_cast_args) == 24, "cast args");
+static_assert(sizeof(rill__op_f16_args) == 40, "f16 args");
+static_assert(sizeof(rill__op_sum_f16_args) == 32, "sum f16 args");
+static_assert(sizeof(rill__op_sum_final_f16_args) == 24, "sum final f16 args");
+static_assert(sizeof(rill__op_conv2d_f16_args) == 96, "conv2d f16 args");
+
+#define ENTRY extern "C" __global__ void __launch_bounds__(RILL__OP_BLOCK_THREADS)
+
+/* ---- grid-stride loops ---- */
+
+static __device__ size_t first_index() {
+    return (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+}
+
+static __device__ size_t grid_threads() {
+    return (size_t)gridDim.x * blockDim.x;
+}
+
+/* ---- element-wise f32 ---- */
+
+ENTRY rill__cuda_op_fill_f32(rill__op_fill_args a) {
+    for (size_t i = first_index(); i < a.n; i += grid_threads())
+        a.x[i] = a.value;
+}
+
+/* a + alpha * b as two rounded operations, as the CPU computes it. */
+ENTRY rill__cuda_op_add_f32(rill__op_add_args a) {
+    for (size_t i = first_index(); i < a.n; i += grid_threads())
+        a.out[i] = __fadd_rn(a.a[i], __fmul_rn(a.alpha, a.b[i]));
+}
+
+ENTRY rill__cuda_op_mul_f32(rill__op_mul_args a) {
+    for (size_t i = first_index(); i < a.n; i += grid_threads())
+        a.out[i] = __fmul_rn(a.a[i], a.b[i]);
+}
+
+ENTRY rill__cuda_op_add_scalar_f32(rill__op_add_scalar_args a) {
+    for (size_t i = first_index(); i < a.n; i += grid_threads())
+        a.out[i] = __fadd_rn(a.a[i], a.value);
+}
+
+/* ---- element-wise f16: computed in float, rounded once ---- */
+
+ENTRY rill__cuda_op_fill_f16(rill__op_f16_args a) {
+    uint16_t value = rill__half_from_float(a.value);
+    for (size_t i = first_index(); i < a.n; i += grid_threads())
+        a.out[i] = value;
+}
+
+ENTRY rill__cuda_op_add_f16(rill__op_f16_args a) {
+    for (size_t i = first_index(); i < a.n; i += grid_threads()) {
+        float x = rill__half_to_float(a.a[i]), y = rill__half_to_float(a.b[i]);
+        a.out[i] = rill__half_from_float(__fadd_rn(x, __fmul_rn(a.value, y)));
+    }
+}
+
+ENTRY rill__cuda_op_mul_f16(rill__op_f16_args a) {
+    for (size_t i = first_index(); i < a.n; i += grid_threads()) {
+        float x = rill__half_to_float(a.a[i]), y = rill__half_to_float(a.b[i]);
+        a.out[i] = rill__half_from_float(__fmul_rn(x, y));
+    }
+}
+
+ENTRY rill__cuda_op_add_scalar_f16(rill__op_f16_args a) {
+    for (size_t i = first_index(); i < a.n; i += grid_threads())
+        a.out[i] = rill__half_from_float(__fadd_rn(rill__half_to_float(a.a[i]), a.value));
+}
+
+/* ---- casts ---- */
+
+ENTRY rill__cuda_op_cast_f32_f16(rill__op_cast_args a) {
+    const float *in = (const float *)a.in;
+    uint16_t *out = (uint16_t *)a.out;
+    for (size_t i = first_index(); i < a.n; i += grid_threads())
+        out[i] = rill__half_from_float(in[i]);
+}
+
+ENTRY rill__cuda_op_cast_f16_f32(rill__op_cast_args a) {
+    const uint16_t *in = (const uint16_t *)a.in;
+    float *out = (float *)a.out;
+    for (size_t i = first_index(); i < a.n; i += grid_threads())
+        out[i] = rill__half_to_float(in[i]);
+}
+
+/* ---- random normal fill ---- */
+
+static __device__ uint64_t splitmix64(uint64_t x) {
+    x += 0x9e3779b97f4a7c15u;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9u;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebu;
+    return x ^ (x >> 31);
+}
+
+/* rill__op_randn_value of the CPU backend, step for step: element i is one
+ * of the pair i / 2's Box-Muller normals, a pure function of (seed, i). */
+static __device__ double randn_value(uint64_t seed, size_t i) {
+    uint64_t pair = (uint64_t)(i / 2);
+    uint64_t h1 = splitmix64(splitmix64(seed) ^ pair);
+    uint64_t h2 = splitmix64(h1);
+    double u1 = ((double)(h1 >> 11) + 1.0) * 0x1.0p-53; /* (0, 1] */
+    double u2 = (double)(h2 >> 11) * 0x1.0p-53;         /* [0, 1) */
+    double r = sqrt(-2.0 * log(u1));
+    double theta = 6.283185307179586476925 * u2;
+    return (i & 1u) == 0 ? r * cos(theta) : r * sin(theta);
+}
+
+ENTRY rill__cuda_op_randn_f32(rill__op_randn_args a) {
+    double mean = a.mean, std = a.std;
+    for (size_t i = first_index(); i < a.n; i += grid_threads())
+        a.x[i] = (float)__dadd_rn(mean, __dmul_rn(std, randn_value(a.seed, i)));
+}
+
+/* ---- sum ---- */
+
+/* The sum of every thread's v, in thread 0 (the other threads get 0):
+ * a tree over shared memory in a fixed order, so a launch with the same
+ * block gives the same bits. Every thread of the block must call it. */
+static __device__ double block_sum(double v) {
+    __shared__ double lane[RILL__OP_BLOCK_THREADS];
+    unsigned t = threadIdx.x, threads = blockDim.x;
+    lane[t] = v;
+    __syncthreads();
+    unsigned width = 1;
+    while (width < threads)
+        width <<= 1;
+    for (unsigned half = width / 2; half > 0; half /= 2) {
+        if (t < half && t + half < threads)
+            lane[t] += lane[t + half];
+        __syncthreads();
+    }
+    return t == 0 ? lane[0] : 0.0;
+}
+
+/* The block's share of a[0..n), a grid-stride run over the blocks that
+ * take part (all of them with partials, block 0 alone without). */
+template <typename T, typename Load>
+static __device__ double sum_share(const T *a, size_t n, bool whole_grid, Load load) {
+    size_t blocks = whole_grid ? gridDim.x : 1;
+    size_t stride = blocks * blockDim.x;
+    double acc = 0.0;
+    for (size_t i = first_index(); i < n; i += stride)
+        acc += (double)load(a[i]);
+    return block_sum(acc);
+}
+
+struct load_float {
+    __device__ float operator()(float x) const {
+        return x;
+    }
+};
+struct load_half {
+    __device__ float operator()(uint16_t h) const {
+        return rill__half_to_float(h);
+    }
+};
+
+/* Without partials only block 0 works, on all of a: the op layer launches
+ * one block then, and more blocks would write out[0] with partial sums. */
+ENTRY rill__cuda_op_sum_f32_partial(rill__op_sum_partial_args a) {
+    bool whole_grid = a.partials != NULL;
+    if (!whole_grid && blockIdx.x != 0)
+        return;
+    double total = sum_share(a.a, a.n, whole_grid, load_float());
+    if (threadIdx.x != 0)
+        return;
+    if (whole_grid)
+        a.partials[blockIdx.x] = total;
+    else
+        a.out[0] = (float)total;
+}
+
+ENTRY rill__cuda_op_sum_f16_partial(rill__op_sum_f16_args a) {
+    bool whole_grid = a.partials != NULL;
+    if (!whole_grid && blockIdx.x != 0)
+        return;
+    double total = sum_share(a.a, a.n, whole_grid, load_half());
+    if (threadIdx.x != 0)
+        return;
+    if (whole_grid)
+        a.partials[blockIdx.x] = total;
+    else
+        a.out[0] = rill__half_from_float((float)total);
+}
+
+/* The partials one after another, as the CPU adds them: count is the
+ * partial phase's block count, a few hundred at most. */
+static __device__ double sum_in_order(const double *partials, size_t count) {
+    double total = 0.0;
+    for (size_t i = 0; i < count; i++)
+        total += partials[i];
+    return total;
+}
+
+ENTRY rill__cuda_op_sum_f32_final(rill__op_sum_final_args a) {
+    if (blockIdx.x == 0 && threadIdx.x == 0)
+        a.out[0] = (float)sum_in_order(a.partials, a.count);
+}
+
+ENTRY rill__cuda_op_sum_f16_final(rill__op_sum_final_f16_args a) {
+    if (blockIdx.x == 0 && threadIdx.x == 0)
+        a.out[0] = rill__half_from_float((float)sum_in_order(a.partials, a.count));
+}
+
+/* ---- conv2d f16 ---- */
+
+/* Filters per thread: each input value loaded is used this many times. */
+#define CONV_FILTERS 8
+
+/* out[img, kk, y, x] = sum over (ci, ri, si) of in[img, ci, y+ri, x+si] *
+ * weight[kk, ci, ri, si], in float, rounded to a half once. One work item
+ * is one output pixel for CONV_FILTERS consecutive filters, x fastest, so
+ * a warp reads neighbouring inputs and (mostly) the same weights. The
+ * bands, items and scratch slots of the CPU body are not needed here. */
+ENTRY rill__cuda_op_conv2d_f16(rill__op_conv2d_f16_args a) {
+    size_t oh = a.h - a.r + 1, ow = a.w - a.s + 1;
+    size_t groups = (a.k + CONV_FILTERS - 1) / CONV_FILTERS;
+    size_t rs = a.r * a.s, crs = a.c * rs;
+    size_t items = a.n * groups * oh * ow;
+    for (size_t item = first_index(); item < items; item += grid_threads()) {
+        size_t x = item % ow, t = item / ow;
+        size_t y = t % oh;
+        t /= oh;
+        size_t k0 = (t % groups) * CONV_FILTERS, img = t / groups;
+        /* Filters past k repeat the last one and are not stored. */
+        const float *wrow[CONV_FILTERS];
+        for (int j = 0; j < CONV_FILTERS; j++)
+            wrow[j] = a.weight + (k0 + j < a.k ? k0 + j : a.k - 1) * crs;
+        float acc[CONV_FILTERS];
+        for (int j = 0; j < CONV_FILTERS; j++)
+            acc[j] = 0.0f;
+        const uint16_t *plane = a.in + img * a.c * a.h * a.w + y * a.w + x;
+        for (size_t ci = 0; ci < a.c; ci++, plane += a.h * a.w) {
+            for (size_t ri = 0; ri < a.r; ri++) {
+                for (size_t si = 0; si < a.s; si++) {
+                    float v = rill__half_to_float(plane[ri * a.w + si]);
+                    size_t wi = ci * rs + ri * a.s + si;
+                    for (int j = 0; j < CONV_FILTERS; j++)
+                        acc[j] = fmaf(v, wrow[j][wi], acc[j]);
+                }
+            }
+        }
+        uint16_t *dst = a.out + ((img * a.k + k0) * oh + y) * ow + x;
+        for (int j = 0; j < CONV_FILTERS; j++)
+            if (k0 + j < a.k)
+                dst[(size_t)j * oh * ow] = rill__half_from_float(acc[j]);
+    }
+}

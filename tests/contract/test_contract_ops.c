@@ -1,0 +1,264 @@
+/* SPDX-License-Identifier: MIT */
+/* The built-in ops on the device under test (contract.h): each result
+ * against one computed here on the host, within float rounding. Matrix
+ * products and convolutions need cuBLAS and cuDNN on a CUDA device; where
+ * they cannot run (the stand-in driver of tests/cuda_fake, which sets
+ * RILL_TEST_NO_LIBRARIES), those tests are skipped. */
+#include "contract.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void *device_memory(rill_stream *s, size_t bytes) {
+    void *p = NULL;
+    RT_OK(rill_malloc_async(bytes, s, &p));
+    return p;
+}
+
+static void upload(rill_stream *s, void *dst, const void *src, size_t bytes) {
+    RT_OK(rill_memcpy_async(dst, src, bytes, s));
+    RT_OK(rill_stream_synchronize(s));
+}
+
+static void download(rill_stream *s, void *dst, const void *src, size_t bytes) {
+    RT_OK(rill_stream_synchronize(s));
+    RT_OK(rill_memcpy(dst, src, bytes));
+}
+
+static void expect_close(const char *what, size_t i, double got, double want, double tol) {
+    if (!(fabs(got - want) <= tol * (1.0 + fabs(want))))
+        fail_msg("%s[%zu] = %.9g, want %.9g", what, i, got, want);
+}
+
+/* fill, add, mul and add_scalar in f32, over sizes that give one block
+ * and several. */
+static void test_elementwise_f32(void **state) {
+    (void)state;
+    rill_device *dev = contract_device();
+    rill_stream *s;
+    RT_OK(rill_stream_create(dev, 0, &s));
+    size_t sizes[] = {1, 1000, 1 << 20};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        size_t n = sizes[k];
+        float *host = malloc(n * sizeof *host), *got = malloc(n * sizeof *got);
+        for (size_t i = 0; i < n; i++)
+            host[i] = (float)(i % 97) * 0.25f - 7.0f;
+        float *a = device_memory(s, n * sizeof *a), *b = device_memory(s, n * sizeof *b);
+        float *out = device_memory(s, n * sizeof *out);
+        upload(s, a, host, n * sizeof *a);
+        RT_OK(rill_op_fill_f32(s, b, 1.5f, n));
+        RT_OK(rill_op_add_f32(s, out, a, b, -2.0f, n)); /* a - 3 */
+        RT_OK(rill_op_mul_f32(s, out, out, a, n));      /* (a - 3) a */
+        RT_OK(rill_op_add_scalar_f32(s, out, out, 0.5f, n));
+        download(s, got, out, n * sizeof *got);
+        for (size_t i = 0; i < n; i++) {
+            float want = (host[i] + (-2.0f) * 1.5f) * host[i] + 0.5f;
+            expect_close("out", i, got[i], want, 1e-6);
+        }
+        RT_OK(rill_free(a));
+        RT_OK(rill_free(b));
+        RT_OK(rill_free(out));
+        free(host);
+        free(got);
+    }
+    RT_OK(rill_stream_destroy(s));
+}
+
+/* sum in f32 of a sequence whose total is known. */
+static void test_sum_f32(void **state) {
+    (void)state;
+    rill_device *dev = contract_device();
+    rill_stream *s;
+    RT_OK(rill_stream_create(dev, 0, &s));
+    size_t n = 3000001;
+    float *host = malloc(n * sizeof *host);
+    double want = 0;
+    for (size_t i = 0; i < n; i++) {
+        host[i] = (float)((i % 1000) * 0.001);
+        want += host[i];
+    }
+    float *a = device_memory(s, n * sizeof *a), *out = device_memory(s, sizeof *out);
+    upload(s, a, host, n * sizeof *a);
+    RT_OK(rill_op_sum_f32(s, out, a, n));
+    float got;
+    download(s, &got, out, sizeof got);
+    expect_close("sum", 0, got, want, 1e-6);
+    RT_OK(rill_free(a));
+    RT_OK(rill_free(out));
+    free(host);
+    RT_OK(rill_stream_destroy(s));
+}
+
+/* randn: the same values for the same seed, whatever the device, with
+ * the mean and spread asked for. */
+static void test_randn_is_a_function_of_the_seed(void **state) {
+    (void)state;
+    rill_device *dev = contract_device();
+    rill_stream *s;
+    RT_OK(rill_stream_create(dev, 0, &s));
+    size_t n = 1 << 18;
+    float *x = device_memory(s, n * sizeof *x), *y = device_memory(s, n * sizeof *y);
+    RT_OK(rill_op_randn_f32(s, x, n, 2.0f, 3.0f, 42));
+    RT_OK(rill_op_randn_f32(s, y, n, 2.0f, 3.0f, 42));
+    float *hx = malloc(n * sizeof *hx), *hy = malloc(n * sizeof *hy);
+    download(s, hx, x, n * sizeof *hx);
+    download(s, hy, y, n * sizeof *hy);
+    assert_memory_equal(hx, hy, n * sizeof *hx);
+    double mean = 0, var = 0;
+    for (size_t i = 0; i < n; i++)
+        mean += hx[i];
+    mean /= (double)n;
+    for (size_t i = 0; i < n; i++)
+        var += (hx[i] - mean) * (hx[i] - mean);
+    var /= (double)n;
+    expect_close("mean", 0, mean, 2.0, 0.02);
+    expect_close("std", 0, sqrt(var), 3.0, 0.02);
+    RT_OK(rill_free(x));
+    RT_OK(rill_free(y));
+    free(hx);
+    free(hy);
+    RT_OK(rill_stream_destroy(s));
+}
+
+/* f16: casts both ways, element-wise ops and sum, against the float
+ * results rounded once. */
+static void test_f16_ops(void **state) {
+    (void)state;
+    rill_device *dev = contract_device();
+    rill_stream *s;
+    RT_OK(rill_stream_create(dev, 0, &s));
+    size_t n = 4099;
+    float *host = malloc(n * sizeof *host), *back = malloc(n * sizeof *back);
+    for (size_t i = 0; i < n; i++)
+        host[i] = (float)(i % 64) * 0.125f; /* exact in half */
+    float *f = device_memory(s, n * sizeof *f), *g = device_memory(s, n * sizeof *g);
+    rill_half *h = device_memory(s, n * sizeof *h), *k = device_memory(s, n * sizeof *k);
+    rill_half *sum = device_memory(s, sizeof *sum);
+    upload(s, f, host, n * sizeof *f);
+    RT_OK(rill_op_cast_f32_f16(s, h, f, n));
+    RT_OK(rill_op_fill_f16(s, k, 2.0f, n));
+    RT_OK(rill_op_mul_f16(s, k, k, h, n));           /* 2h */
+    RT_OK(rill_op_add_f16(s, k, k, h, 1.0f, n));     /* 3h */
+    RT_OK(rill_op_add_scalar_f16(s, k, k, 1.0f, n)); /* 3h + 1 */
+    RT_OK(rill_op_cast_f16_f32(s, g, k, n));
+    RT_OK(rill_op_sum_f16(s, sum, h, n));
+    download(s, back, g, n * sizeof *back);
+    double want_sum = 0;
+    for (size_t i = 0; i < n; i++) {
+        expect_close("3h+1", i, back[i], 3.0 * host[i] + 1.0, 1e-3);
+        want_sum += host[i];
+    }
+    RT_OK(rill_op_cast_f16_f32(s, g, sum, 1));
+    float got_sum;
+    download(s, &got_sum, g, sizeof got_sum);
+    expect_close("sum", 0, got_sum, want_sum, 1e-3);
+    RT_OK(rill_free(f));
+    RT_OK(rill_free(g));
+    RT_OK(rill_free(h));
+    RT_OK(rill_free(k));
+    RT_OK(rill_free(sum));
+    free(host);
+    free(back);
+    RT_OK(rill_stream_destroy(s));
+}
+
+/* True when this run cannot reach cuBLAS and cuDNN on purpose. */
+static bool no_libraries(void) {
+    const char *env = getenv("RILL_TEST_NO_LIBRARIES");
+    return env != NULL && env[0] == '1';
+}
+
+/* matmul f32 against a product computed here. */
+static void test_matmul_f32(void **state) {
+    (void)state;
+    if (no_libraries())
+        skip();
+    rill_device *dev = contract_device();
+    rill_stream *s;
+    RT_OK(rill_stream_create(dev, 0, &s));
+    size_t m = 67, k = 129, n = 33;
+    float *ha = malloc(m * k * sizeof *ha), *hb = malloc(k * n * sizeof *hb);
+    float *hc = malloc(m * n * sizeof *hc);
+    for (size_t i = 0; i < m * k; i++)
+        ha[i] = (float)((i * 7) % 13) * 0.1f - 0.6f;
+    for (size_t i = 0; i < k * n; i++)
+        hb[i] = (float)((i * 5) % 11) * 0.2f - 1.0f;
+    float *a = device_memory(s, m * k * sizeof *a), *b = device_memory(s, k * n * sizeof *b);
+    float *c = device_memory(s, m * n * sizeof *c);
+    upload(s, a, ha, m * k * sizeof *a);
+    upload(s, b, hb, k * n * sizeof *b);
+    RT_OK(rill_op_matmul_f32(s, c, a, b, m, k, n));
+    download(s, hc, c, m * n * sizeof *hc);
+    for (size_t i = 0; i < m; i++)
+        for (size_t j = 0; j < n; j++) {
+            double want = 0;
+            for (size_t p = 0; p < k; p++)
+                want += (double)ha[i * k + p] * hb[p * n + j];
+            expect_close("c", i * n + j, hc[i * n + j], want, 1e-4);
+        }
+    RT_OK(rill_free(a));
+    RT_OK(rill_free(b));
+    RT_OK(rill_free(c));
+    free(ha);
+    free(hb);
+    free(hc);
+    RT_OK(rill_stream_destroy(s));
+}
+
+/* conv2d f32 against a direct convolution computed here. */
+static void test_conv2d_f32(void **state) {
+    (void)state;
+    if (no_libraries())
+        skip();
+    rill_device *dev = contract_device();
+    rill_stream *s;
+    RT_OK(rill_stream_create(dev, 0, &s));
+    size_t n = 2, c = 3, h = 9, w = 8, k = 4, r = 3, q = 2;
+    size_t oh = h - r + 1, ow = w - q + 1;
+    size_t in_n = n * c * h * w, wt_n = k * c * r * q, out_n = n * k * oh * ow;
+    float *hin = malloc(in_n * sizeof *hin), *hwt = malloc(wt_n * sizeof *hwt);
+    float *hout = malloc(out_n * sizeof *hout);
+    for (size_t i = 0; i < in_n; i++)
+        hin[i] = (float)((i * 3) % 17) * 0.1f - 0.8f;
+    for (size_t i = 0; i < wt_n; i++)
+        hwt[i] = (float)((i * 11) % 7) * 0.3f - 0.9f;
+    float *in = device_memory(s, in_n * sizeof *in), *wt = device_memory(s, wt_n * sizeof *wt);
+    float *out = device_memory(s, out_n * sizeof *out);
+    upload(s, in, hin, in_n * sizeof *in);
+    upload(s, wt, hwt, wt_n * sizeof *wt);
+    RT_OK(rill_op_conv2d_f32(s, out, in, wt, n, c, h, w, k, r, q));
+    download(s, hout, out, out_n * sizeof *hout);
+    for (size_t b = 0; b < n; b++)
+        for (size_t o = 0; o < k; o++)
+            for (size_t y = 0; y < oh; y++)
+                for (size_t x = 0; x < ow; x++) {
+                    double want = 0;
+                    for (size_t ci = 0; ci < c; ci++)
+                        for (size_t dy = 0; dy < r; dy++)
+                            for (size_t dx = 0; dx < q; dx++)
+                                want += (double)hin[((b * c + ci) * h + y + dy) * w + x + dx] *
+                                        hwt[((o * c + ci) * r + dy) * q + dx];
+                    size_t i = ((b * k + o) * oh + y) * ow + x;
+                    expect_close("out", i, hout[i], want, 1e-4);
+                }
+    RT_OK(rill_free(in));
+    RT_OK(rill_free(wt));
+    RT_OK(rill_free(out));
+    free(hin);
+    free(hwt);
+    free(hout);
+    RT_OK(rill_stream_destroy(s));
+}
+
+int main(int argc, char **argv) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_elementwise_f32),
+        cmocka_unit_test(test_sum_f32),
+        cmocka_unit_test(test_randn_is_a_function_of_the_seed),
+        cmocka_unit_test(test_f16_ops),
+        cmocka_unit_test(test_matmul_f32),
+        cmocka_unit_test(test_conv2d_f32),
+    };
+    return CONTRACT_RUN(tests);
+}
