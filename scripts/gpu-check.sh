@@ -47,6 +47,9 @@ steps_dir="$OUT/steps"
 json_dir="$steps_dir/json"
 rm -rf "$steps_dir"
 mkdir -p "$json_dir"
+# rill's CUDA device is off by default until this check passes on a GPU
+# (docs/cuda.md): every step here turns it on.
+export RILL_CUDA_ENABLE=1
 # Open MPI refuses root without these; the GPU machines run as root.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 start=$(date +%s)
