@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* `rill demo`: what streams and graphs are for, on the CPU device.
+/* `rill demo`: what streams and graphs are for, on the current device (a
+ * CUDA device where rill lists one, else the CPU device).
  *
  * A small-batch inference pipeline: a batch of requests, each decoded on
- * the host (a host function: bytes to floats), run through a small model
+ * the host (a host function: bytes to floats, into page-locked host memory
+ * that the stream then copies to the device), run through a small model
  * (matmul, square, matmul, sum: one block each, as small batches are) and
- * post-processed on the host (a host function: the argmax of each row).
+ * post-processed on the host (the stream copies the outputs to host memory,
+ * then a host function takes the argmax of each row).
  * It runs three ways, over the same buffers:
  *   eager, one stream   every request's work in turn on one stream;
  *   streams             decode on a stream of its own, the model of
@@ -51,8 +54,11 @@ typedef struct request {
     int index;
     unsigned char raw[DEMO_ROWS * DEMO_IN * DEMO_POOL]; /* the request as it arrives */
     float *x, *t, *h, *o, *sum;                         /* device memory, owned */
-    int label[DEMO_ROWS];                               /* the answer: argmax of each row */
-    float checksum; /* sum of o, as the post-processing saw it */
+    /* page-locked host memory, owned: what the host functions read and
+     * write (device memory need not be the host's) */
+    float *x_host, *o_host, *sum_host;
+    int label[DEMO_ROWS]; /* the answer: argmax of each row */
+    float checksum;       /* sum of o, as the post-processing saw it */
 } request;
 
 /* The model's weights, as the host keeps them for its own answers. */
@@ -109,21 +115,21 @@ static void decode_row(const unsigned char *in, float *out) {
 static void decode_fn(void *user_data) {
     request *r = user_data;
     for (int row = 0; row < DEMO_ROWS; row++)
-        decode_row(r->raw + row * DEMO_IN * DEMO_POOL, r->x + row * DEMO_IN);
+        decode_row(r->raw + row * DEMO_IN * DEMO_POOL, r->x_host + row * DEMO_IN);
 }
 
 /* The label of each row (its largest output) and the checksum. */
 static void post_fn(void *user_data) {
     request *r = user_data;
     for (int row = 0; row < DEMO_ROWS; row++) {
-        const float *o = r->o + row * DEMO_OUT;
+        const float *o = r->o_host + row * DEMO_OUT;
         int best = 0;
         for (int j = 1; j < DEMO_OUT; j++)
             if (o[j] > o[best])
                 best = j;
         r->label[row] = best;
     }
-    r->checksum = r->sum[0];
+    r->checksum = r->sum_host[0];
 }
 
 /* ---- the three ways ---- */
@@ -148,12 +154,31 @@ static int model(demo *d, request *r, rill_stream *s) {
     return 0;
 }
 
+/* Decodes request r on the host and copies it to the device, on s. */
+static int decode(request *r, rill_stream *s) {
+    return failed(rill_launch_host_func(s, decode_fn, r), "rill_launch_host_func") ||
+                   failed(
+                       rill_memcpy_async(r->x, r->x_host, DEMO_ROWS * DEMO_IN * sizeof(float), s),
+                       "rill_memcpy_async")
+               ? -1
+               : 0;
+}
+
+/* Copies request r's outputs to the host and post-processes them, on s. */
+static int post(request *r, rill_stream *s) {
+    return failed(rill_memcpy_async(r->o_host, r->o, DEMO_ROWS * DEMO_OUT * sizeof(float), s),
+                  "rill_memcpy_async") ||
+                   failed(rill_memcpy_async(r->sum_host, r->sum, sizeof(float), s),
+                          "rill_memcpy_async") ||
+                   failed(rill_launch_host_func(s, post_fn, r), "rill_launch_host_func")
+               ? -1
+               : 0;
+}
+
 static int submit_eager(demo *d) {
     for (int i = 0; i < DEMO_REQUESTS; i++) {
         request *r = &d->req[i];
-        if (failed(rill_launch_host_func(d->main, decode_fn, r), "rill_launch_host_func") ||
-            model(d, r, d->main) != 0 ||
-            failed(rill_launch_host_func(d->main, post_fn, r), "rill_launch_host_func"))
+        if (decode(r, d->main) != 0 || model(d, r, d->main) != 0 || post(r, d->main) != 0)
             return -1;
     }
     return 0;
@@ -168,13 +193,13 @@ static int submit_streams(demo *d) {
     for (int i = 0; i < DEMO_REQUESTS; i++) {
         request *r = &d->req[i];
         rill_stream *c = d->compute[i % d->num_compute];
-        if (failed(rill_launch_host_func(d->decode, decode_fn, r), "rill_launch_host_func") ||
+        if (decode(r, d->decode) != 0 ||
             failed(rill_event_record(d->decoded[i], d->decode), "rill_event_record") ||
             failed(rill_stream_wait_event(c, d->decoded[i]), "rill_stream_wait_event") ||
             model(d, r, c) != 0 ||
             failed(rill_event_record(d->computed[i], c), "rill_event_record") ||
             failed(rill_stream_wait_event(d->post, d->computed[i]), "rill_stream_wait_event") ||
-            failed(rill_launch_host_func(d->post, post_fn, r), "rill_launch_host_func"))
+            post(r, d->post) != 0)
             return -1;
     }
     if (failed(rill_event_record(d->join, d->post), "rill_event_record") ||
@@ -274,7 +299,7 @@ static float *device_floats(demo *d, size_t n) {
 }
 
 static int setup(demo *d, weights *wt) {
-    if (failed(rill_device_get_by_kind(RILL_DEVICE_CPU, 0, &d->dev), "rill_device_get_by_kind") ||
+    if (failed(rill_get_device(&d->dev), "rill_get_device") ||
         failed(rill_stream_create(d->dev, 0, &d->main), "rill_stream_create") ||
         failed(rill_stream_set_name(d->main, "main"), "rill_stream_set_name") ||
         failed(rill_stream_create(d->dev, 0, &d->decode), "rill_stream_create") ||
@@ -323,7 +348,12 @@ static int setup(demo *d, weights *wt) {
             (r->t = device_floats(d, DEMO_ROWS * DEMO_HIDDEN)) == NULL ||
             (r->h = device_floats(d, DEMO_ROWS * DEMO_HIDDEN)) == NULL ||
             (r->o = device_floats(d, DEMO_ROWS * DEMO_OUT)) == NULL ||
-            (r->sum = device_floats(d, 1)) == NULL)
+            (r->sum = device_floats(d, 1)) == NULL ||
+            failed(rill_malloc_host(DEMO_ROWS * DEMO_IN * sizeof(float), (void **)&r->x_host),
+                   "rill_malloc_host") ||
+            failed(rill_malloc_host(DEMO_ROWS * DEMO_OUT * sizeof(float), (void **)&r->o_host),
+                   "rill_malloc_host") ||
+            failed(rill_malloc_host(sizeof(float), (void **)&r->sum_host), "rill_malloc_host"))
             return -1;
     }
     return 0;
@@ -337,6 +367,9 @@ static int teardown(demo *d) {
         float *bufs[] = {r->x, r->t, r->h, r->o, r->sum};
         for (size_t k = 0; k < 5; k++)
             rc |= bufs[k] != NULL && failed(rill_free(bufs[k]), "rill_free");
+        float *host[] = {r->x_host, r->o_host, r->sum_host};
+        for (size_t k = 0; k < 3; k++)
+            rc |= host[k] != NULL && failed(rill_free_host(host[k]), "rill_free_host");
         rc |= d->decoded[i] && failed(rill_event_destroy(d->decoded[i]), "rill_event_destroy");
         rc |= d->computed[i] && failed(rill_event_destroy(d->computed[i]), "rill_event_destroy");
     }
@@ -409,10 +442,11 @@ int rill_tool_demo(const char *trace_path) {
     if (failed(rill_device_get_info(d.dev, &info), "rill_device_get_info"))
         goto out;
     printf("rill demo on %s (%d compute units)\n", info.name, info.compute_units);
-    printf("A batch of %d requests of %d rows, each: decode on the host (a host function),\n"
+    printf("A batch of %d requests of %d rows, each: decode on the host (a host function)\n"
+           "and a copy to the device,\n"
            "the model (%d matmuls by %dx%d, then matmul by %dx%d and sum:\n"
-           "%d ops of one block each), then post-process on the host (a host function:\n"
-           "the argmax of each row).\n\n",
+           "%d ops of one block each), then a copy to the host and post-processing there\n"
+           "(a host function: the argmax of each row).\n\n",
            DEMO_REQUESTS, DEMO_ROWS, DEMO_LAYERS, DEMO_IN, DEMO_HIDDEN, DEMO_HIDDEN, DEMO_OUT,
            DEMO_LAYERS + 2);
     /* the graph: the streams version, captured from main */
