@@ -300,6 +300,13 @@ main() {
     program_step torch-mm 90 python3 bench/cuda/torch_mm.py --json "$json_dir/torch_mm.json" \
         "${compare[@]}" && finish torch-mm "$(grep -c '^i[0-9] ' "$step_log") rows"
 
+    # -- rill demo, the README's first command, on cuda:0 --
+    if [ -z "$rill_cuda" ]; then
+        skip demo "${rill_why:-no rill CUDA device}"
+    elif program_step demo 90 env RILL_DEVICE="$rill_cuda" build/release/rill demo --no-trace; then
+        finish demo "$(grep -E 'speedup of (streams|the graph)' "$step_log" | tr -s ' ' | tr '\n' ';')"
+    fi
+
     # -- tests on cuda:0 --
     local no_cuda="${rill_why:-no rill CUDA device}"
     if [ -n "$rill_cuda" ]; then
