@@ -5,9 +5,11 @@
  * with the driver's ordering rules, on the host: one GPU, each CUstream a
  * thread that runs its operations in order, events that streams record and
  * wait for, memory from the virtual memory calls as mappings of memory
- * files, and host memory as ordinary memory. A kernel runs as the host
- * function the test program exports under the entry's name followed by
- * "_host" (a rill_cpu_kernel_fn, called once per block); PTX is not read. */
+ * files, and host memory as ordinary memory. A kernel runs as a host
+ * function called once per block (a rill_cpu_kernel_fn): for the built-in
+ * ops' entries, the op's CPU body (op_twins.c); for others, the function
+ * the program exports under the entry's name followed by "_host". PTX is
+ * not read. */
 #include <cuda.h>
 #include <dlfcn.h>
 #include <pthread.h>
@@ -21,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "op_twins.h"
 #include "rill.h"
 
 #define GRANULE ((size_t)2 << 20)
@@ -314,6 +317,11 @@ static CUresult fake_cuModuleUnload(CUmodule m) {
 
 static CUresult fake_cuModuleGetFunction(CUfunction *out, CUmodule m, const char *name) {
     (void)m;
+    rill_cpu_kernel_fn twin = fake_op_twin(name);
+    if (twin != NULL) {
+        memcpy(out, &twin, sizeof twin);
+        return CUDA_SUCCESS;
+    }
     char symbol[160];
     snprintf(symbol, sizeof symbol, "%s_host", name);
     void *fn = dlsym(RTLD_DEFAULT, symbol);
@@ -614,8 +622,9 @@ static const struct {
     void *fn;
 } entries[] = {FAKE_FUNCS(ENTRY)};
 
-CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
-                             CUdriverProcAddressQueryResult *status);
+__attribute__((visibility("default"))) CUresult
+cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
+                    CUdriverProcAddressQueryResult *status);
 CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
                              CUdriverProcAddressQueryResult *status) {
     (void)version;

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/* The built-in ops' CPU bodies under their CUDA entry points' names
+ * (src/backend/cuda/cuda_ops.c): the stand-in driver runs them for the
+ * ops' PTX kernels. */
+#include <string.h>
+
+#include "backend/cpu/op_kernels.h"
+#include "op_twins.h"
+
+static const struct {
+    const char *entry;
+    rill__op op;
+} twins[] = {
+    {"rill__cuda_op_fill_f32", RILL__OP_FILL_F32},
+    {"rill__cuda_op_add_f32", RILL__OP_ADD_F32},
+    {"rill__cuda_op_mul_f32", RILL__OP_MUL_F32},
+    {"rill__cuda_op_add_scalar_f32", RILL__OP_ADD_SCALAR_F32},
+    {"rill__cuda_op_sum_f32_partial", RILL__OP_SUM_PARTIAL_F32},
+    {"rill__cuda_op_sum_f32_final", RILL__OP_SUM_FINAL_F32},
+    {"rill__cuda_op_randn_f32", RILL__OP_RANDN_F32},
+    {"rill__cuda_op_cast_f32_f16", RILL__OP_CAST_F32_F16},
+    {"rill__cuda_op_cast_f16_f32", RILL__OP_CAST_F16_F32},
+    {"rill__cuda_op_fill_f16", RILL__OP_FILL_F16},
+    {"rill__cuda_op_add_f16", RILL__OP_ADD_F16},
+    {"rill__cuda_op_mul_f16", RILL__OP_MUL_F16},
+    {"rill__cuda_op_add_scalar_f16", RILL__OP_ADD_SCALAR_F16},
+    {"rill__cuda_op_sum_f16_partial", RILL__OP_SUM_PARTIAL_F16},
+    {"rill__cuda_op_sum_f16_final", RILL__OP_SUM_FINAL_F16},
+    {"rill__cuda_op_conv2d_f16", RILL__OP_CONV2D_F16},
+};
+
+rill_cpu_kernel_fn fake_op_twin(const char *entry) {
+    for (size_t i = 0; i < sizeof twins / sizeof twins[0]; i++)
+        if (strcmp(twins[i].entry, entry) == 0)
+            return rill__cpu_op_body(twins[i].op);
+    return NULL;
+}
