@@ -32,6 +32,10 @@
 
 typedef struct cuda_cmd cuda_cmd;
 
+/* The most host functions and graph launches a device runs at once (one
+ * per stream that has one first in line). */
+#define RILL__CUDA_MAX_RUNNERS 64
+
 typedef struct cuda_device {
     const rill__cuda_driver *drv;
     CUdevice cu_dev;
@@ -53,6 +57,14 @@ typedef struct cuda_device {
      * allocation: rill frees those after device_shutdown, which drops the
      * first */
     _Atomic int refs;
+    /* runners: threads that run host functions and graph launches, which
+     * may take long, so that the pump goes on completing other streams'
+     * work; guarded by run_lock */
+    rill__mutex run_lock;
+    cuda_cmd *jobs, *jobs_tail; /* handed over, not started */
+    int num_runners, idle_runners;
+    _Atomic uint32_t run_bell;
+    rill__thread runners[RILL__CUDA_MAX_RUNNERS];
     /* guarded by lock: the streams with work not completed yet */
     rill__mutex lock;
     rill__stream **active;
@@ -103,6 +115,8 @@ uint64_t rill__cuda_stamp(cuda_device *d, CUevent ev);
 /* cuda_stream.c */
 rill_status rill__cuda_submit(rill__stream *s, const rill__cmd *cmd, uint64_t *seq);
 void rill__cuda_pump(void *arg);
+/* Stops the runners (device_shutdown, after the pump). */
+void rill__cuda_runners_stop(cuda_device *d);
 void rill__cuda_ring(cuda_device *d);
 
 /* cuda_memory.c */

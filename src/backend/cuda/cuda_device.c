@@ -163,6 +163,7 @@ static rill_status cuda_device_init(rill__device *dev, int index) {
     info->least_priority = least;
     info->greatest_priority = greatest;
     rill__mutex_init(&d->lock);
+    rill__mutex_init(&d->run_lock);
     rill__cuda_libs_init(&d->libs);
     atomic_store(&d->refs, 1);
     rill__device_base_of(dev)->state = d;
@@ -182,6 +183,7 @@ void rill__cuda_unref(cuda_device *d) {
     (void)d->drv->cuStreamDestroy(d->aside);
     (void)d->drv->cuDevicePrimaryCtxRelease(d->cu_dev);
     rill__mutex_destroy(&d->lock);
+    rill__mutex_destroy(&d->run_lock);
     rill__free(d->active);
     rill__free(d);
 }
@@ -192,6 +194,7 @@ static void cuda_device_shutdown(rill__device *dev) {
     atomic_store(&d->stop, 1);
     rill__cuda_ring(d);
     rill__thread_join(&d->pump);
+    rill__cuda_runners_stop(d);
     rill__cuda_unref(d);
 }
 

@@ -23,13 +23,15 @@ struct cuda_cmd {
     rill__cmd c; /* kernel args point into args, the command's own copy */
     uint64_t seq;
     enum cmd_state state;
-    CUresult error;  /* an issue that failed: the command fails the stream */
-    char *why;       /* owned: a library's sentence for error, or NULL */
-    CUevent ev;      /* a WAIT done by the GPU: the event it waits for */
-    bool waiting;    /* a WAIT or graph launch with its waiter registered */
-    bool carried;    /* a WAIT that took on the awaited work's failure when issued */
-    _Atomic int met; /* ... and the waiter was called */
-    cuda_device *d;  /* for the waiter */
+    CUresult error;     /* an issue that failed: the command fails the stream */
+    char *why;          /* owned: a library's sentence for error, or NULL */
+    CUevent ev;         /* a WAIT the GPU does: its event; a RECORD: the point's time */
+    bool waiting;       /* a WAIT or graph launch with its waiter registered */
+    bool carried;       /* a WAIT that took on the awaited work's failure when issued */
+    _Atomic int met;    /* ... and the waiter was called */
+    cuda_device *d;     /* for the waiter */
+    cuda_stream *cs;    /* its stream, for a runner */
+    cuda_cmd *job_next; /* on the device's list of jobs for the runners */
     rill__waiter waiter;
     alignas(16) unsigned char args[]; /* kernel args, aligned for any parameter */
 };
@@ -238,6 +240,7 @@ rill_status rill__cuda_submit(rill__stream *s, const rill__cmd *cmd, uint64_t *s
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "out of host memory queuing a command");
     n->c = *cmd;
     n->d = d;
+    n->cs = cs;
     if (cmd->kind == RILL__CMD_KERNEL) {
         if (args > 0)
             memcpy(n->args, cmd->u.kernel.args, args);
@@ -479,6 +482,85 @@ static bool run_graph(cuda_device *d, cuda_stream *cs, cuda_cmd *n) {
     return sync || failed;
 }
 
+/* --------------------------------------------------------------- runners */
+
+/* Runs a host function or graph launch that is first in its stream, then
+ * lets the stream's later work through (a runner thread, no lock held). */
+static void run_job(cuda_device *d, cuda_cmd *n) {
+    cuda_stream *cs = n->cs;
+    bool settled = true;
+    if (n->c.kind == RILL__CMD_HOST)
+        run_host(cs, n);
+    else if (!cs->failing)
+        settled = run_graph(d, cs, n);
+    rill__mutex_lock(&cs->lock);
+    if (settled)
+        n->state = MET;
+    else
+        mark_done_on_gpu(d, cs, n);
+    cs->next_issue = n->next;
+    atomic_store_explicit(&cs->issued_seq, n->seq, memory_order_release);
+    rill__mutex_unlock(&cs->lock);
+    rill__cuda_ring(d);
+}
+
+static void runner_main(void *arg) {
+    cuda_device *d = arg;
+    rill__cuda_use(d);
+    rill__thread_set_worker(1);
+    rill__mutex_lock(&d->run_lock);
+    for (;;) {
+        while (d->jobs == NULL && !atomic_load(&d->stop)) {
+            uint32_t bell = atomic_load(&d->run_bell);
+            d->idle_runners++;
+            rill__mutex_unlock(&d->run_lock);
+            rill__futex_wait(&d->run_bell, bell);
+            rill__mutex_lock(&d->run_lock);
+            d->idle_runners--;
+        }
+        cuda_cmd *n = d->jobs;
+        if (n == NULL)
+            break; /* stopping, and nothing is left */
+        d->jobs = n->job_next;
+        if (d->jobs == NULL)
+            d->jobs_tail = NULL;
+        rill__mutex_unlock(&d->run_lock);
+        run_job(d, n);
+        rill__mutex_lock(&d->run_lock);
+    }
+    rill__mutex_unlock(&d->run_lock);
+}
+
+/* Gives n to a runner: an idle one, or a new one while there are fewer
+ * than RILL__CUDA_MAX_RUNNERS (beyond that, n waits for one to finish). */
+static void hand_over(cuda_device *d, cuda_cmd *n) {
+    rill__mutex_lock(&d->run_lock);
+    n->job_next = NULL;
+    if (d->jobs_tail != NULL)
+        d->jobs_tail->job_next = n;
+    else
+        d->jobs = n;
+    d->jobs_tail = n;
+    if (d->idle_runners == 0 && d->num_runners < RILL__CUDA_MAX_RUNNERS) {
+        rill__thread_start(&d->runners[d->num_runners], "rill-cuda-run", runner_main, d);
+        d->num_runners++;
+    }
+    rill__mutex_unlock(&d->run_lock);
+    atomic_fetch_add(&d->run_bell, 1);
+    rill__futex_wake(&d->run_bell, 1);
+}
+
+void rill__cuda_runners_stop(cuda_device *d) {
+    atomic_store(&d->stop, 1);
+    rill__mutex_lock(&d->run_lock);
+    int n = d->num_runners;
+    rill__mutex_unlock(&d->run_lock);
+    atomic_fetch_add(&d->run_bell, 1);
+    rill__futex_wake(&d->run_bell, INT32_MAX);
+    for (int i = 0; i < n; i++)
+        rill__thread_join(&d->runners[i]);
+}
+
 /* ------------------------------------------------------------------ pump */
 
 /* Completes what is done on s, runs the host function or graph launch
@@ -522,19 +604,7 @@ static bool service(cuda_device *d, rill__stream *s, bool *gpu, bool *idle) {
         moved = true;
     }
     if (run != NULL) {
-        bool settled = true;
-        if (run->c.kind == RILL__CMD_HOST)
-            run_host(cs, run);
-        else if (!cs->failing)
-            settled = run_graph(d, cs, run);
-        rill__mutex_lock(&cs->lock);
-        if (settled)
-            run->state = MET;
-        else
-            mark_done_on_gpu(d, cs, run);
-        cs->next_issue = run->next;
-        atomic_store_explicit(&cs->issued_seq, run->seq, memory_order_release);
-        rill__mutex_unlock(&cs->lock);
+        hand_over(d, run);
         moved = true;
     }
     rill__mutex_lock(&cs->lock);
