@@ -529,8 +529,9 @@ typedef struct rill__backend_ops {
      * pool's lock may be held; never blocks on other work. */
     rill_status (*mem_commit)(rill__device *dev, void *handle, size_t offset, size_t bytes);
     /* Gives the memory behind [offset, offset + bytes) of a segment back to
-     * the device (the whole granules inside it); the range stays reserved
-     * and reads as zeros once committed again. NULL when the device cannot.
+     * the device (the whole granules inside it); the range stays reserved,
+     * and what it holds once committed again is unspecified (rill_malloc
+     * promises no contents). NULL when the device cannot.
      * Any thread; the pool's lock may be held; never blocks on other work. */
     void (*mem_decommit)(rill__device *dev, void *handle, size_t offset, size_t bytes);
     /* Writes a phrase about dev's memory for out-of-memory sentences and

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -27,6 +28,10 @@
 #include "rill.h"
 
 #define GRANULE ((size_t)2 << 20)
+/* The GPU's memory: what cuDeviceTotalMem says and cuMemCreate keeps to. */
+#define TOTAL_MEMORY ((size_t)4 << 30)
+
+static _Atomic size_t created; /* bytes of cuMemCreate not released */
 
 /* ------------------------------------------------------------- streams */
 
@@ -413,10 +418,15 @@ static CUresult fake_cuMemCreate(CUmemGenericAllocationHandle *out, size_t size,
     (void)flags;
     if (size % GRANULE != 0)
         return CUDA_ERROR_INVALID_VALUE;
+    if (atomic_fetch_add(&created, size) + size > TOTAL_MEMORY) {
+        atomic_fetch_sub(&created, size);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
     int fd = memfd_create("fake-cuda", MFD_CLOEXEC);
     if (fd < 0 || ftruncate(fd, (off_t)size) != 0) {
         if (fd >= 0)
             close(fd);
+        atomic_fetch_sub(&created, size);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     *out = (CUmemGenericAllocationHandle)fd + 1;
@@ -424,7 +434,12 @@ static CUresult fake_cuMemCreate(CUmemGenericAllocationHandle *out, size_t size,
 }
 
 static CUresult fake_cuMemRelease(CUmemGenericAllocationHandle h) {
-    return close((int)(h - 1)) == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    struct stat st;
+    int fd = (int)(h - 1);
+    if (fstat(fd, &st) != 0 || close(fd) != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    atomic_fetch_sub(&created, (size_t)st.st_size);
+    return CUDA_SUCCESS;
 }
 
 static CUresult fake_cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
@@ -523,7 +538,7 @@ static CUresult fake_cuDeviceGetName(char *name, int len, CUdevice d) {
 
 static CUresult fake_cuDeviceTotalMem(size_t *bytes, CUdevice d) {
     (void)d;
-    *bytes = (size_t)4 << 30;
+    *bytes = TOTAL_MEMORY;
     return CUDA_SUCCESS;
 }
 

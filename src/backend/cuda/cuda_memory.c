@@ -21,6 +21,13 @@ typedef struct cuda_segment {
 
 rill_status rill__cuda_mem_alloc(rill__device *dev, size_t bytes, void **out, void **handle) {
     cuda_device *d = cuda_device_of(dev);
+    size_t total = rill__device_base_of(dev)->info.memory_bytes;
+    /* More than the GPU has in all: refused now, not after committing all
+     * of its memory on the way. */
+    if (bytes > total)
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY,
+                          "%zu bytes is more than the GPU's %zu bytes of memory in all", bytes,
+                          total);
     size_t count = (bytes + RILL__CUDA_GRANULE - 1) / RILL__CUDA_GRANULE;
     cuda_segment *seg = rill__calloc(1, sizeof *seg + count * sizeof seg->granules[0]);
     if (seg == NULL)
@@ -65,7 +72,7 @@ void rill__cuda_mem_free(rill__device *dev, void *ptr, size_t bytes, void *handl
 }
 
 /* Backs granule g of seg with physical memory, readable and writable by
- * the device, zeroed. */
+ * the device. */
 static CUresult commit_granule(cuda_device *d, cuda_segment *seg, size_t g) {
     const rill__cuda_driver *drv = d->drv;
     CUmemAllocationProp prop = {
@@ -87,13 +94,7 @@ static CUresult commit_granule(cuda_device *d, cuda_segment *seg, size_t g) {
         return r;
     }
     seg->granules[g] = h;
-    if ((r = drv->cuMemSetAccess(at, RILL__CUDA_GRANULE, &access, 1)) != CUDA_SUCCESS)
-        return r;
-    /* Fresh physical memory holds whatever it held: zero it on the
-     * backend's own stream, which no other work shares. */
-    if ((r = drv->cuMemsetD8Async(at, 0, RILL__CUDA_GRANULE, d->aside)) != CUDA_SUCCESS)
-        return r;
-    return drv->cuStreamSynchronize(d->aside);
+    return drv->cuMemSetAccess(at, RILL__CUDA_GRANULE, &access, 1);
 }
 
 rill_status rill__cuda_mem_commit(rill__device *dev, void *handle, size_t offset, size_t bytes) {
