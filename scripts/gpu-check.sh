@@ -350,6 +350,14 @@ main() {
             finish "${b/_/-}" "$(grep -cE '^[a-z]+[0-9]+ ' "$step_log") rows, quick"
         fi
     done
+    # -- the CPU device against its number of workers (the GPU machine's
+    #    processors are more than CI's) --
+    if [ ! -x build/release/bench/bench_graph ]; then
+        skip sweep-workers "no build/release/bench"
+    elif program_step sweep-workers 150 python3 bench/sweep_workers.py --build build/release \
+        --quick --json "$json_dir/sweep_workers.json" --svg "$OUT/sweep_workers.svg"; then
+        finish sweep-workers "$(grep -c '^| ' "$step_log") table lines"
+    fi
 
     report
 }
