@@ -87,7 +87,10 @@ typedef struct cuda_stream {
     /* written under lock (release): the last command issued to the GPU or
      * settled on the host; other streams' waits read it */
     _Atomic uint64_t issued_seq;
-    /* the pump's alone */
+    /* 1 while a thread completes the stream's commands (complete_done):
+     * failing and ls belong to it then, or to the runner of the command
+     * that is first (cuda_stream.c) */
+    _Atomic int completing;
     int failing; /* a failure window is open (closed by a CLEAR's completion) */
     rill__launch_state ls;
 } cuda_stream;
@@ -114,6 +117,9 @@ uint64_t rill__cuda_stamp(cuda_device *d, CUevent ev);
 
 /* cuda_stream.c */
 rill_status rill__cuda_submit(rill__stream *s, const rill__cmd *cmd, uint64_t *seq);
+/* host_help: completes what the GPU finished on s, on a host thread about
+ * to wait for it, instead of leaving that to the pump's next look. */
+bool rill__cuda_host_help(rill__stream *s, uint64_t seq);
 void rill__cuda_pump(void *arg);
 /* Stops the runners (device_shutdown, after the pump). */
 void rill__cuda_runners_stop(cuda_device *d);

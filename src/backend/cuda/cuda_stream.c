@@ -566,14 +566,20 @@ void rill__cuda_runners_stop(cuda_device *d) {
 /* Completes what is done on s, runs the host function or graph launch
  * that comes first, and issues what that lets through. Returns whether
  * anything moved; *gpu is set when work is left on the GPU. */
-static bool service(cuda_device *d, rill__stream *s, bool *gpu, bool *idle) {
-    cuda_stream *cs = cuda_stream_of(s);
-    cuda_cmd *done = NULL, **done_tail = &done, *run = NULL;
-    bool moved = false;
+/* Completes, in order, the commands of cs that are done: on the GPU (the
+ * done word passed them) or settled on the host. One thread at a time
+ * does (the pump, or a host thread waiting for the stream: host_help);
+ * false, doing nothing, when another one is at it. Returns whether it
+ * completed any; no lock held. */
+static bool complete_done(cuda_device *d, cuda_stream *cs) {
+    int idle = 0;
+    if (!atomic_compare_exchange_strong_explicit(&cs->completing, &idle, 1, memory_order_acquire,
+                                                 memory_order_relaxed))
+        return false;
+    cuda_cmd *done = NULL, **done_tail = &done, *h;
     rill__mutex_lock(&cs->lock);
     /* acquire: the GPU's write follows the command's work. */
     uint64_t word = atomic_load_explicit(cs->done_word, memory_order_acquire);
-    cuda_cmd *h;
     while ((h = cs->head) != NULL && h != cs->next_issue &&
            (h->state == MET || (h->state == ON_GPU && h->seq <= word))) {
         cs->head = h->next;
@@ -583,10 +589,27 @@ static bool service(cuda_device *d, rill__stream *s, bool *gpu, bool *idle) {
         *done_tail = h;
         done_tail = &h->next;
     }
-    h = cs->head;
-    /* next_issue stays on a command the pump runs, so that nothing after
+    rill__mutex_unlock(&cs->lock);
+    bool moved = done != NULL;
+    while (done != NULL) {
+        cuda_cmd *next = done->next;
+        finish(d, cs, done);
+        done = next;
+    }
+    /* release: the next completer sees what this one did (failing). */
+    atomic_store_explicit(&cs->completing, 0, memory_order_release);
+    return moved;
+}
+
+static bool service(cuda_device *d, rill__stream *s, bool *gpu, bool *idle) {
+    cuda_stream *cs = cuda_stream_of(s);
+    cuda_cmd *run = NULL;
+    bool moved = complete_done(d, cs);
+    rill__mutex_lock(&cs->lock);
+    cuda_cmd *h = cs->head;
+    /* next_issue stays on a command a runner runs, so that nothing after
      * it is issued before it is done. */
-    if (done == NULL && h != NULL && h == cs->next_issue && h->state == QUEUED &&
+    if (!moved && h != NULL && h == cs->next_issue && h->state == QUEUED &&
         (h->c.kind == RILL__CMD_HOST || h->c.kind == RILL__CMD_GRAPH)) {
         rill__stream *after = h->c.kind == RILL__CMD_GRAPH ? h->c.u.graph.after_stream : NULL;
         /* A launch waits for the exec's previous one, even when skipped. */
@@ -596,13 +619,6 @@ static bool service(cuda_device *d, rill__stream *s, bool *gpu, bool *idle) {
         }
     }
     rill__mutex_unlock(&cs->lock);
-
-    while (done != NULL) {
-        cuda_cmd *next = done->next;
-        finish(d, cs, done);
-        done = next;
-        moved = true;
-    }
     if (run != NULL) {
         hand_over(d, run);
         moved = true;
@@ -620,6 +636,24 @@ static bool service(cuda_device *d, rill__stream *s, bool *gpu, bool *idle) {
     return moved;
 }
 
+bool rill__cuda_host_help(rill__stream *s, uint64_t seq) {
+    cuda_stream *cs = cuda_stream_of(s);
+    (void)seq;
+    /* Nothing the GPU finished that is not completed yet: the pump sees to
+     * the rest (host-settled commands, runners' work). acquire: pairs with
+     * the GPU's write, as in complete_done. */
+    if (atomic_load_explicit(cs->done_word, memory_order_acquire) <=
+        atomic_load_explicit(&rill__queue_of(s)->done_seq, memory_order_acquire))
+        return false;
+    cuda_device *d = cuda_device_of(rill__queue_of(s)->dev);
+    rill__thread_enter_worker();
+    bool moved = complete_done(d, cs);
+    rill__thread_leave_worker();
+    if (moved)
+        rill__cuda_ring(d); /* the pump issues what the completions let through */
+    return moved;
+}
+
 /* A stream whose CUstream reports an error: the context failed (an illegal
  * address, a trap). Everything issued is lost; the stream fails, and so
  * does every later command. */
@@ -628,6 +662,10 @@ static void check_context(cuda_device *d, rill__stream *s) {
     CUresult r = d->drv->cuStreamQuery(cs->cu);
     if (r == CUDA_SUCCESS || r == CUDA_ERROR_NOT_READY)
         return;
+    int idle = 0;
+    if (!atomic_compare_exchange_strong_explicit(&cs->completing, &idle, 1, memory_order_acquire,
+                                                 memory_order_relaxed))
+        return; /* a completer is at work: the next round sees the failure */
     rill__mutex_lock(&cs->lock);
     cuda_cmd *h = cs->head;
     uint64_t seq = h != NULL ? h->seq : 0;
@@ -643,6 +681,7 @@ static void check_context(cuda_device *d, rill__stream *s) {
         fail_stream(cs, seq, "the device", why);
         d->lost = 1;
     }
+    atomic_store_explicit(&cs->completing, 0, memory_order_release);
 }
 
 /* Removes one entry of s from the active list and drops its reference. */
@@ -692,8 +731,10 @@ void rill__cuda_pump(void *arg) {
         for (size_t i = 0; i < n; i++) {
             bool idle = false;
             moved |= service(d, snap[i], &gpu, &idle);
-            if (idle)
+            if (idle) {
                 deactivate(d, snap[i]);
+                moved = true; /* the list changed: look again before sleeping */
+            }
         }
         uint64_t now = rill__now_ns();
         if (moved)
