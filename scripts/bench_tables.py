@@ -101,7 +101,7 @@ def load_results():
 
 def session_line(r):
     load = r.get("load_average")
-    load = f"; load average {load}" if load else ""
+    load = f"; load average {load} after the runs" if load else ""
     note = f" {r['note']}" if r.get("note") else ""
     return (f"{r['date']}, {r['machine']}, commit `{r['commit']}`{load}; "
             f"`{r['_file']}`.{note}")
