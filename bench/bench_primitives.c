@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* bench_primitives: what the operating system charges for the primitives
  * that rill's scheduler could use on the way between idle and busy, so that
- * docs/design.md can say why it uses which, with figures of this machine:
+ * docs/cpu.md can say why it uses which, with figures of this machine:
  *
  *   p1  membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED), the other threads of
  *       the process asleep, against a seq_cst fence

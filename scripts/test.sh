@@ -9,13 +9,20 @@
 # ThreadSanitizer; then each libFuzzer target for a short, bounded time
 # (scripts/fuzz.sh; RILL_FUZZ_SECONDS per target, default 25). Warnings are
 # errors. First, scripts/layers.py checks that no include points up a layer,
-# and clang-format that every source is formatted.
+# scripts/refs.py that every path a comment or document names exists,
+# scripts/bench_tables.py that the benchmark tables are current, and
+# clang-format that every source is formatted.
 # Usage: scripts/test.sh [quick]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
 # The module graph points one way and docs/design.md shows the current one.
 /usr/bin/python3 scripts/layers.py --check
+# Every path and file:line that a comment or a document names exists.
+/usr/bin/python3 scripts/refs.py
+# The benchmark tables of docs/bench.md and the README are what
+# bench/results/ gives.
+/usr/bin/python3 scripts/bench_tables.py --check
 # Every C source is formatted as .clang-format says (include/rill.h keeps
 # its hand-aligned tables: it turns the formatter off, and examples/acl's
 # seed program is the seed's text: its folder's .clang-format does).

@@ -1,42 +1,17 @@
 /* SPDX-License-Identifier: MIT */
-/* The communication engine (see engine.h): one communication thread per
- * process makes every call into the transport, so that MPI needs no more
- * than MPI_THREAD_SERIALIZED. It starts each channel's tasks strictly in
- * issue order, a stream operation once its stream has reached it (the
- * waiter on the command before its WAIT marks it ready; for an operation
- * issued right behind another of its channel on the same stream, that
- * one's completion does, so back-to-back operations follow each other
- * without a worker in between), because MPI matches operations of a
- * communicator in the order they are called (and an operation whose
- * transport makes a check call before its own, under RILL_COMM_CHECK,
- * holds the channel's later ones back until its own call is made); it
- * tests the started ones until they complete, fails those that miss their
- * deadline, and completes their proxies' numbers, which resumes the parked
- * streams. It holds no compute unit and never blocks in the transport.
- *
- * Invariants: a channel's queue holds its issued, not yet started tasks
- * in issue order; ch->active counts its started, unfinished, not
- * abandoned tasks; engine.live = the sum of ch->active; ch->gate, when
- * set, is an active task of ch with op.starting set, and nothing of ch
- * starts while it is; a proxy in the free list has done_seq == sub_seq;
- * ch->last, when set, is the unfinished
- * task whose WAIT is (stream last_stream_id, last_wait_seq), and a task's
- * chained successor is queued behind it, not ready.
- *
- * Progress: MPI advances nonblocking operations only inside MPI calls, so
- * while an operation is under way the thread tests without pause for
- * SPIN_NS after the last progress (an operation started or completed,
- * or a piece of one), then sleeps SLEEP_NS between tests (a late peer
- * costs little CPU; a new task wakes it at once). It never yields while
- * an operation is under way: where processes share the processors (ranks
- * on one machine), a yield hands the rest of the time slice to another
- * thread while the peer's message may be arriving, which cost a
- * synchronized 4-byte allreduce 137 us against 85 us without. Operations
- * abandoned after a timeout are tested every ABANDONED_NS until the
- * transport lets them go or their channel closes. With nothing under way
- * it makes no MPI call: it stays awake, yielding, for IDLE_YIELD_NS after
- * the last progress (the next operation of a synchronized loop then wakes
- * nobody), then sleeps until kicked. */
+/* The communication engine (see engine.h): one thread per process makes
+ * every call into the transport (MPI_THREAD_SERIALIZED suffices), starts each
+ * channel's tasks strictly in issue order once their streams reach them,
+ * tests started ones until they complete or miss their deadline, and
+ * completes their proxies' numbers; it holds no compute unit and never
+ * blocks in the transport. How it polls: docs/mpi.md, "The communication
+ * thread". Invariants: a channel's queue holds its issued, unstarted tasks
+ * in issue order; ch->active counts its started, unfinished, unabandoned
+ * tasks; engine.live = the sum of ch->active; ch->gate, when set, is an
+ * active task of ch with op.starting set, and nothing of ch starts while it
+ * is; a proxy in the free list has done_seq == sub_seq; ch->last, when set,
+ * is the unfinished task whose WAIT is (last_stream_id, last_wait_seq), and
+ * a task's chained successor is queued behind it, not ready. */
 #include "comm/engine.h"
 
 #include <stdio.h>

@@ -1,41 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* Interprocess events. The state every process sees is one page of shared
- * memory (a memfd of the exporter) holding three counters:
- *
- *   recorded   the last generation handed to a record, in any process
- *   completed  the greatest generation whose record has run
- *   failed     the greatest generation whose record ran after a failure
- *   invariant: completed <= recorded, failed <= completed
- *
- * and a table of the processes that record (pid and start time), each with
- * the greatest generation it took: a process raises its entry to r + 1
- * before it moves recorded from r to r + 1, so an entry >= g is seen by
- * whoever sees generation g.
- *
- * A record takes recorded + 1 and puts a RECORD command into its stream,
- * which raises completed (and failed) when the stream reaches it and wakes
- * sleepers on the page's futex word. A wait or query is for the
- * generation that was latest at the time of the call (snapshot
- * semantics); it is met when completed reaches it. Records of one stream
- * complete in order, so that is exact for them; with records on several
- * streams, a later record that completes first also meets earlier waits.
- * A failure is reported when the awaited or a later completed record
- * failed: never more lenient, sometimes stricter.
- *
- * A process cannot be signalled by another's stream, so waits for records
- * it cannot follow itself go through a proxy stream per event: the wait
- * takes the proxy's next sequence number and becomes an ordinary WAIT on
- * it (a parked stream holds no worker), and one waiter thread per process
- * completes the proxy's numbers in order as the shared counter reaches
- * their generations. It sleeps on the futex words of every page it
- * watches at once (futex_waitv), waking every 100 ms to check that each
- * exporter still runs: a wait whose exporter exited fails rather than
- * hanging. A wait for g fails too once no process that took a generation
- * >= g still runs while completed < g: the record it waits for can no
- * longer complete, and no later record that would meet it is pending (the
- * process that made the latest record died with it pending, say). The
- * waiter thread and its list are the only process-wide state, used only
- * by waits for other processes. */
+/* Interprocess events: the state every process sees is one shared page (a
+ * memfd of the exporter) with three counters and a table of the processes
+ * that record; waits for other processes' records go through a proxy stream
+ * per event, completed by one waiter thread per process, which fails the
+ * waits whose records can no longer complete (docs/design.md,
+ * "Inter-process sharing").
+ * Invariants: completed <= recorded, failed <= completed; a process raises
+ * its table entry to r + 1 before it moves recorded from r to r + 1, so an
+ * entry >= g is seen by whoever sees generation g. */
 #include "core/event_ipc.h"
 
 #include <assert.h>

@@ -193,7 +193,7 @@ RILL_HOT void rill__stream_complete(rill__stream *s, uint64_t seq) {
      * done_seq in waits and queries. Both sides pay one locked instruction
      * (an exchange here); the waiter's side used to pay a membarrier
      * system call instead, tens of microseconds on some virtual machines
-     * (docs/design.md, "Idle and busy"). */
+     * (docs/cpu.md, "Idle and busy"). */
     atomic_store(&s->q.done_seq, seq);
     if (seq >= atomic_load(&s->waiter_min)) {
         rill__waiter *ready = NULL;

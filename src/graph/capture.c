@@ -1,26 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* Stream capture: commands submitted to a capturing stream become nodes of
- * the capture's graph. Each stream in the capture keeps its tail, the set
- * of nodes its next command depends on; an event recorded in the capture
- * keeps the tail of its stream at that point, and a wait on it (or a
- * wait_stream) merges that set into the waiting stream's tail, pulling the
- * stream into the capture if it was not in one (a fork). At the end, every
- * node of a forked stream must be an ancestor of the origin's tail (it was
- * joined back).
- *
- * Capture is rare and never on a hot path: one mutex (rill__caps_lock) guards
- * every capture, its streams' membership and the graph memory pools. The
- * hooks the rest of the library calls cost one relaxed load when no
- * capture is active (rill__captures_active).
- *
- * Memory allocated during a capture comes from a pool private to the
- * graph (a gpool): its blocks are allocated for real at capture time, on a
- * library-owned stream, so their addresses hold for every replay; a block
- * freed in the capture is reused by a later allocation of the capture when
- * every node that used it is an ancestor of the allocating point. The
- * blocks return to the device's pool when the graph and its last exec are
- * gone, after the exec's last launch (gmem.c). Which calls a capture
- * forbids, and when, is in capture_rules.c. */
+ * the capture's graph; records and waits become edges through each stream's
+ * tail (docs/design.md, "Graphs"). At the end, every node of a forked stream
+ * must be an ancestor of the origin's tail. One spin lock (rill__caps_lock)
+ * guards every capture, its streams' membership and the graph memory pools;
+ * with no capture active, the hooks cost one relaxed load
+ * (rill__captures_active). Graph memory is in gmem.c, the calls a capture
+ * forbids in capture_rules.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

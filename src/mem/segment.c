@@ -1,35 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* The pool's segments: address space that the backend reserves (mem_alloc),
- * tiled by blocks in address order, of which the pool commits only what
- * its blocks need. pool->lock held throughout.
- *
- * Why segments grow in place: a pool that reserves a new segment whenever
- * no free block fits ends up with segments sized for the requests that
- * happened to miss, and a later, slightly larger request fits none of
- * their free blocks (two streams freeing each other's jittered blocks
- * reserve half again what they use that way). Here a miss commits only
- * the missing bytes, next to a free block the stream may take when there
- * is one, so that the two become one block; and emptying the cache
- * decommits free blocks wherever they lie, so that one live block does
- * not keep a whole segment reserved. This is what CUDA's virtual memory
- * management gives PyTorch's expandable segments.
- *
- * A block is allocated, free and mapped (in a bin), or free and unmapped
- * (committed nowhere: on the pool's list of unmapped blocks, with no
- * points, not reserved), so that growing looks at those alone.
- *
- * Finding the block that holds an address (an interior pointer in a
- * launch's accesses, a copy's bounds) must not walk a segment's blocks,
- * which may number in the hundreds of thousands: an index records, for
- * each 64 KiB chunk and each 4 MiB group of chunks, the first block that
- * starts in it. A lookup steps back to the nearest chunk where a block
- * starts (through the groups over a large block) and walks forward from
- * there, past at most the blocks of two chunks.
- *
+ * tiled by blocks in address order, of which the pool commits only what its
+ * blocks need; segments grow in place, and a chunk index finds the block
+ * that holds an interior pointer (docs/design.md, "Memory"). pool->lock held
+ * throughout. A block is allocated, free and mapped (in a bin), or free and
+ * unmapped (on the pool's unmapped list, with no points, not reserved).
  * Invariants: for each segment g, the blocks from g->first tile
- * [g->base, g->base + g->size) exactly; g->mapped = the sizes of its
- * blocks that are not unmapped; reserved_bytes = the sum of g->mapped;
- * no two unmapped blocks are neighbours after a decommit pass. */
+ * [g->base, g->base + g->size) exactly; g->mapped = the sizes of its blocks
+ * that are not unmapped; reserved_bytes = the sum of g->mapped; no two
+ * unmapped blocks are neighbours after a decommit pass. */
 #include "mem/segment.h"
 
 #include "mem/block.h"

@@ -1,32 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* The per-thread caches in front of the pool. A thread cache serves a
- * malloc_async/free_async pair on one stream without pool->lock (whose atomic exchange was most of
- * the pair's cost). It holds blocks "leased" from the pool: free ones (TC_CACHED, by bin, each
- * freed on its own allocation stream with no point of another stream, so that stream may take it
- * again at once: stream order) and allocated ones handed out from there (TC_LIVE, in a small table
- * by address instead of pool->hash). The pool sees both as allocated blocks of their stream (owners
- * counts held, never merged); stats.allocated_bytes counts them, and the true allocated bytes are
- * that minus every cache's cached_bytes.
- *
- * A use of a leased block by another stream (a launch's declared access) is noted in the block's
- * use slot, also without the lock: a launch has just stored to lines that a worker reads, and the
- * lock's atomic exchange would wait for those stores to reach the other processor (about a
- * cross-core hop per pair). The slot is a point like any other: a block whose slot holds a use
- * goes to the cache when freed on its own stream, but is handed out again only once that use is
- * complete or its stream is ordered after it, and the slot becomes a point in block.points when
- * the block leaves the cache. The streams that slots name are held through pool->owners, one count
- * per cache and stream, taken once under the lock (held[]). Such blocks wait on their own list,
- * oldest first, until the using stream completes the use or the stream that freed them waits for
- * it ("return flow"); a stream that waits only every few dozen pairs has that many blocks of each
- * size waiting, hence a bound of TC_MAX_BYTES on a cache's free bytes well above one pair's.
- *
- * Only the owning thread touches a cache, except that a thread holding
- * pool->lock may take everything back ("steal": empty_cache, summaries,
- * out-of-memory recovery, a lookup of another thread's leased block). The
- * two meet in a Dekker pair: the owner stores busy, runs a light barrier
- * and loads steal; the stealer stores steal, runs a heavy barrier and
- * waits for busy to clear. A cache another thread had to steal from stops
- * caching for TC_COOLDOWN frees (a producer-consumer pattern). */
+/* The per-thread caches in front of the pool: a same-stream
+ * malloc_async/free_async pair without pool->lock, from blocks leased from the
+ * pool (TC_CACHED free, TC_LIVE handed out), whose uses by other streams go to
+ * the block's use slot, also without the lock (docs/design.md, "Memory").
+ * Only the owning thread touches a cache, except a thread holding pool->lock
+ * that takes it back ("steal"); the two meet in a Dekker pair with a light
+ * barrier on the owner's side and a heavy one on the stealer's.
+ * Invariant: the pool counts leased blocks as allocated, so the true
+ * allocated bytes = stats.allocated_bytes - the sum of every cache's
+ * cached_bytes. */
 #include "mem/tcache.h"
 
 #include <stdalign.h>

@@ -59,7 +59,7 @@ static void burst(rill_stream *s, _Atomic int *counter, int n) {
 }
 
 /* "Idle workers sleep: an idle process uses no CPU a few milliseconds after
- * its last command." (the CPU device's promise in the README) */
+ * its last command." (the CPU device's promise in docs/design.md, "Concepts") */
 static void test_idle_workers_use_no_cpu(void **state) {
     (void)state;
     _Atomic int counter = 0;

@@ -1,34 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* Graph launches on the CPU device.
- *
- * A launch is one command of its stream. The worker that reaches it runs
- * the nodes; a single chain of one-block nodes simply runs in order.
- * Otherwise each node carries a counter of predecessors not yet done; a
- * worker that completes a node decrements its successors' counters and
- * runs one newly ready successor itself at once (no queue, no atomics for
- * a node with one predecessor), publishing the others in the run's ready
- * array, from which idle workers claim chunks. Decrements of the same
- * successor (a fan-in) and the count of completed nodes are batched per
- * worker, so a fan-out/fan-in of many small nodes costs a few shared
- * atomics per chunk, not per node. Multi-block kernel nodes hand out their
- * blocks like ordinary launches do.
- *
- * Waking a sleeping worker costs the waker a system call and the sleeper
- * tens of microseconds, so a launch wakes sleeping workers once, at its
- * first publication; workers that go back to sleep while a launch runs
- * nap (cpu_sched.c), so nodes published later find a worker even while
- * their publisher runs a long node, and the publisher never pays for
- * another wake-up. Spinning workers see published nodes at once.
- *
- * The worker that completes the last node finishes the command, once every
- * other worker has left the run (they leave as soon as nothing is left to
- * claim), and carries on with the stream, as the last block of a
- * multi-block kernel does.
- *
- * A launch whose command names the exec's previous launch (made on another
- * stream) first parks its stream until that launch has ended, however it
- * ended; a stream that skips work after a failure makes that wait too, and
- * only then skips the launch, so launches of one exec end in order. */
+/* Graph launches on the CPU device: the worker that reaches a launch runs
+ * its nodes (a chain of one-block nodes in order; otherwise by predecessor
+ * counters, one ready successor run at once and the others published in the
+ * run's ready array for idle workers), wakes sleepers once per launch, and
+ * the worker that completes the last node finishes the command once the
+ * others have left the run (docs/design.md, "Graphs"). A launch on another
+ * stream than the exec's previous one first parks until that one has ended,
+ * so launches of one exec end in order. */
 #include <stdio.h>
 #include <string.h>
 

@@ -1,23 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* The CPU device's scheduler: stream queues, the priority-ordered ready
  * queue, and command execution (the worker threads are in cpu_worker.c).
- *
- * Workers take whole ready streams, highest priority first, and run their
- * commands in order; a worker yields a stream between commands when a
- * stream of higher priority is ready, or after a batch when others of equal
- * priority wait. A kernel with several blocks is published on the device's
- * launch list, and idle workers take chunks of its blocks by atomic
- * counter. A stream blocked on a wait parks on the producing stream (a
- * rill__waiter) and holds no worker.
- *
- * Waits, records and clears need no compute unit: the submitter of a
- * stream whose first command is a wait finishes the waits that are met
- * and parks the stream at the first that is not, and the thread that meets
- * a parked stream's wait (a worker, the communication thread, whoever
- * completes the producer) runs such commands itself, handing the stream to
- * the ready queue only at the first command that needs a unit. So a
- * collective, a wait on another process or on a stream of another device,
- * and the records behind them complete while every unit runs other work. */
+ * Workers take whole ready streams, highest priority first; multi-block
+ * kernels are shared through the device's launch list; a stream blocked on a
+ * wait parks on the producing stream and holds no worker; waits, records and
+ * clears run on whichever thread meets the wait, without a compute unit
+ * (docs/cpu.md, "Scheduling"). */
 #include <stdio.h>
 #include <string.h>
 

@@ -1,31 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* The CPU device's worker threads: their compute units, how an idle worker
- * waits (a bounded spin, then a futex sleep) and how others wake it.
- *
- * Compute units are what rill_block_ctx.worker names: 0 .. num_workers-1.
- * Bit u of free_units is set while no thread holds unit u. A worker holds
- * one from the moment it wakes until it goes to sleep; a host thread that
- * runs work while it waits (cpu_sched.c, rill__cpu_host_help) borrows a
- * free one, the unit of a sleeping worker, for that time. Every block runs
- * on a thread that holds a unit, and a unit changes hands through a
- * release and an acquire of its bit, so the blocks that run at once have
- * different units:
- *     units held by awake workers + units borrowed + free units = num_workers.
- * A worker that wakes while every free unit is borrowed waits for one as a
- * sleeper (unit_waiters), and whoever puts a unit back wakes a sleeper when
- * there is work for it.
- *
- * The watch: for WATCH_WINDOW_NS after the device was last busy, one idle
- * worker does not sleep for good but naps, WATCH_NAP_NS at a time, and
- * looks for work after each nap. While it does, a host thread that is
- * expected to run its work itself (cpu_sched.c, push_ready) makes a stream
- * ready without waking anyone: a futex wake of a sleeping worker costs the
- * waker about 15 us on a virtual machine whose idle processors halt, and
- * the woken worker may preempt the waker. If the host thread does not come
- * to run the work, the watch runs it after at most a nap. A nap costs
- * about 29 us of processor time there (bench_primitives p4), so the watch
- * costs about 0.7% of a processor while it watches, and nothing once the
- * window has passed. */
+ * waits (a bounded spin, then a futex sleep), how others wake it, and the
+ * watch: for WATCH_WINDOW_NS after the device was last busy one idle worker
+ * naps instead of sleeping, so that a launch from a thread that comes back
+ * for its work wakes no one (docs/cpu.md, "Idle and busy").
+ * Invariant: bit u of free_units is set while no thread holds unit u, and
+ * units held by awake workers + units borrowed + free units = num_workers. */
 #include <stdio.h>
 
 #include "backend/cpu/cpu.h"

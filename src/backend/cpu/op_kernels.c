@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* CPU bodies of the built-in float32 ops. Layer: CPU backend; the launches
- * are built in src/core/ops.c. Invariants: block b of G writes only its own
+ * are built in src/ops/ops.c. Invariants: block b of G writes only its own
  * slice of the output (element ranges aligned to RILL__OP_SLICE_ALIGN,
  * matmul tiles, conv2d image bands), so blocks never race; every result is
  * a pure function of the inputs and the grid, so a launch with the same
