@@ -541,6 +541,137 @@ rill_status rill_op_conv2d_f16(rill_stream *s, rill_half *out, const rill_half *
                                const rill_half *weight, size_t n, size_t c, size_t h, size_t w,
                                size_t k, size_t r, size_t sz);
 
+/* ------------------------------------------------------------ tensor ops
+ * What a small neural network needs beyond the ops above, on float32 device
+ * memory: strided layouts (the views of a tensor library: transposes,
+ * slices, broadcasting), element-wise maps, reductions and softmax along
+ * one dimension, conv2d with strides and padding, and pooling. Each is a
+ * stream-ordered launch like the ops above, declares its exact accesses,
+ * and checks every argument first (RILL_ERROR_INVALID_ARGUMENT, with a
+ * sentence naming the argument; nothing runs). Each access is checked
+ * against the allocation that holds it, as for the ops above. Does not
+ * block; allowed inside a host function and during capture.
+ *
+ * A strided operand: the element at index (i[0], .., i[ndim-1]) of shape is
+ * at sum over d of i[d] * strides[d] floats from the pointer; a stride may
+ * be 0 (the operand repeats along that dimension: broadcasting). ndim is 0
+ * to RILL_OP_MAX_DIMS (0: one element; shape and strides may then be
+ * NULL); every dimension at least 1. */
+#define RILL_OP_MAX_DIMS 6
+
+/* out at i = in at i for every index i of shape: a gather (a transposed or
+ * sliced view made contiguous), a scatter (a tensor written into a slice
+ * of another, as cat does), or both. out's layout must not reach one
+ * element twice (no stride 0 along a dimension of more than one), and out
+ * may not overlap in. */
+rill_status rill_op_copy_strided_f32(rill_stream *s, float *out, const size_t *out_strides,
+                                     const float *in, const size_t *in_strides,
+                                     const size_t *shape, size_t ndim);
+
+typedef enum rill_binary_op {
+    RILL_BINARY_ADD, /* a + b */
+    RILL_BINARY_SUB, /* a - b */
+    RILL_BINARY_MUL, /* a * b */
+    RILL_BINARY_DIV, /* a / b (IEEE: x/0 is an infinity or NaN) */
+    RILL_BINARY_MAX, /* the larger; NaN when either is NaN */
+    RILL_BINARY_MIN, /* the smaller; NaN when either is NaN */
+    RILL_BINARY_POW  /* powf(a, b) */
+} rill_binary_op;
+/* out[i] = a at i (op) b at i, out contiguous in shape (row-major), a and
+ * b strided: with strides 0 this is broadcasting. out may equal a (or b)
+ * when that input's strides are the contiguous ones of shape (in place);
+ * otherwise it may overlap neither. An op outside rill_binary_op is
+ * RILL_ERROR_INVALID_ARGUMENT. */
+rill_status rill_op_binary_f32(rill_stream *s, rill_binary_op op, float *out, const float *a,
+                               const size_t *a_strides, const float *b, const size_t *b_strides,
+                               const size_t *shape, size_t ndim);
+
+typedef enum rill_map_op {
+    RILL_MAP_NEG,        /* -x */
+    RILL_MAP_SCALE,      /* x * alpha */
+    RILL_MAP_DIV,        /* x / alpha */
+    RILL_MAP_RDIV,       /* alpha / x */
+    RILL_MAP_RSUB,       /* alpha - x */
+    RILL_MAP_POW,        /* powf(x, alpha) */
+    RILL_MAP_MAX,        /* max(x, alpha): clamp from below; NaN stays NaN */
+    RILL_MAP_MIN,        /* min(x, alpha): clamp from above; NaN stays NaN */
+    RILL_MAP_RELU,       /* max(x, 0); NaN stays NaN */
+    RILL_MAP_LEAKY_RELU, /* x > 0 ? x : alpha * x */
+    RILL_MAP_GELU,       /* x/2 (1 + erf(x / sqrt 2)) */
+    RILL_MAP_GELU_TANH,  /* x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+    RILL_MAP_SIGMOID,    /* 1 / (1 + exp(-x)) */
+    RILL_MAP_TANH,       /* tanh x */
+    RILL_MAP_SILU,       /* x * sigmoid(x) */
+    RILL_MAP_EXP,        /* exp x */
+    RILL_MAP_LOG,        /* log x (natural) */
+    RILL_MAP_SQRT,       /* sqrt x */
+    RILL_MAP_ABS         /* |x| */
+} rill_map_op;
+/* out[i] = op(a[i]) for i < n, with alpha where op names it (ignored
+ * otherwise): activations and the ops between a tensor and a number.
+ * Computed in float32 with the C library's functions on the CPU and CUDA's
+ * on a GPU (which may differ in the last bit). out may equal a, as for
+ * rill_op_add_f32; an op outside rill_map_op is
+ * RILL_ERROR_INVALID_ARGUMENT. */
+rill_status rill_op_map_f32(rill_stream *s, rill_map_op op, float *out, const float *a,
+                            float alpha, size_t n);
+
+typedef enum rill_reduce_dim_op {
+    RILL_REDUCE_DIM_SUM,  /* the sum, added in double precision */
+    RILL_REDUCE_DIM_MEAN, /* the sum over dim, divided by dim */
+    RILL_REDUCE_DIM_MAX,  /* the largest; NaN when any is NaN */
+    RILL_REDUCE_DIM_MIN   /* the smallest; NaN when any is NaN */
+} rill_reduce_dim_op;
+/* Reduces the middle dimension of a, contiguous [outer, dim, inner], into
+ * out, [outer, inner]: out[o, i] = op over d < dim of a[o, d, i] (a
+ * reduction along any one dimension of a row-major tensor: outer is the
+ * product of the dimensions before it, inner of those after). For MAX and
+ * MIN, indices, when not NULL, receives [outer, inner] int64 positions d
+ * of the results (the first one; the first NaN's when there is one); for
+ * SUM and MEAN it must be NULL. out and indices overlap neither a nor each
+ * other. */
+rill_status rill_op_reduce_dim_f32(rill_stream *s, rill_reduce_dim_op op, float *out,
+                                   int64_t *indices, const float *a, size_t outer, size_t dim,
+                                   size_t inner);
+
+/* Softmax along the middle dimension of a, contiguous [outer, dim, inner]:
+ * out[o, d, i] = exp(a[o, d, i] - m) / sum over e of exp(a[o, e, i] - m),
+ * m the largest a[o, :, i], the sum in double precision; out has a's
+ * shape and may equal a. log_softmax gives a[o, d, i] - m - log(sum), the
+ * logarithm without its rounding errors. */
+rill_status rill_op_softmax_f32(rill_stream *s, float *out, const float *a, size_t outer,
+                                size_t dim, size_t inner);
+rill_status rill_op_log_softmax_f32(rill_stream *s, float *out, const float *a, size_t outer,
+                                    size_t dim, size_t inner);
+
+/* rill_op_conv2d_f32 with strides and zero padding, as torch's conv2d:
+ * input [n,c,h,w], weight [k,c,r,sz], output [n,k,oh,ow] with oh = (h +
+ * 2*pad_h - r) / stride_h + 1 and ow = (w + 2*pad_w - sz) / stride_w + 1
+ * (rounded down); the input is read as if surrounded by pad_h rows and
+ * pad_w columns of zeros. Strides are at least 1 and the filter no larger
+ * than the padded input. Uses scratch
+ * memory that it allocates on s and frees in stream order
+ * (RILL_ERROR_OUT_OF_MEMORY when the pool cannot provide it). With
+ * strides 1 and no padding it computes what rill_op_conv2d_f32 does. */
+rill_status rill_op_conv2d_ex_f32(rill_stream *s, float *out, const float *in,
+                                  const float *weight, size_t n, size_t c, size_t h, size_t w,
+                                  size_t k, size_t r, size_t sz, size_t stride_h, size_t stride_w,
+                                  size_t pad_h, size_t pad_w);
+
+typedef enum rill_pool_op {
+    RILL_POOL_MAX, /* the largest in the window (padding left out); NaN wins */
+    RILL_POOL_AVG  /* the mean over r*sz, padding counted as zeros */
+} rill_pool_op;
+/* 2-D pooling of planes images [h, w] (an NCHW tensor has n*c of them)
+ * into [oh, ow], oh = (h + 2*pad_h - r) / stride_h + 1, ow likewise, as
+ * torch's max_pool2d and avg_pool2d (without ceil_mode and dilation):
+ * out[p, y, x] = op over the r x sz window at (y*stride_h - pad_h,
+ * x*stride_w - pad_w). Strides at least 1, padding at most half the window,
+ * the window no larger than the padded image; out may not overlap in. */
+rill_status rill_op_pool2d_f32(rill_stream *s, rill_pool_op op, float *out, const float *in,
+                               size_t planes, size_t h, size_t w, size_t r, size_t sz,
+                               size_t stride_h, size_t stride_w, size_t pad_h, size_t pad_w);
+
 /* ---------------------------------------------------------------- memory */
 
 /* Device memory from the device's caching pool. Memory freed while work on

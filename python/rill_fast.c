@@ -9,8 +9,9 @@
  * Python objects. Its number slots run `a + b`, `a - b`, `a * b` and
  * `a + number` on float32 tensors of one shape and class with one call of
  * rill_op_*_f32_new, and hand every other case to the Python functions that
- * configure() names (which raise the errors); its finalizer frees the memory
- * in stream order and gives the event back to its pool. EventPool is a stack
+ * configure() names (which raise the errors; a view with strides goes there
+ * too); its finalizer frees the memory in stream order (a view's is its
+ * base's: left alone) and gives the event back to its pool. EventPool is a stack
  * of events a device's tensors reuse.
  *
  * The package passes cffi pointers (cdata) where the C code needs
@@ -181,6 +182,8 @@ typedef struct {
     long gen;            /* the runtime generation the tensor belongs to */
     PyObject *ptr;       /* the cdata that _ptr returned or was set to, or NULL */
     PyObject *shape, *numel, *dtype, *stream, *graph;
+    PyObject *base;    /* a view's: the tensor whose memory it shows, kept alive; or NULL/None */
+    PyObject *strides; /* a view's strides in elements, when not contiguous; or NULL/None */
     PyObject *weakrefs;
 } Tensor;
 
@@ -193,6 +196,8 @@ static int tensor_traverse(Tensor *t, visitproc visit, void *arg) {
     Py_VISIT(t->dtype);
     Py_VISIT(t->stream);
     Py_VISIT(t->graph);
+    Py_VISIT(t->base);
+    Py_VISIT(t->strides);
     return 0;
 }
 
@@ -203,6 +208,8 @@ static int tensor_clear(Tensor *t) {
     Py_CLEAR(t->dtype);
     Py_CLEAR(t->stream);
     Py_CLEAR(t->graph);
+    Py_CLEAR(t->base);
+    Py_CLEAR(t->strides);
     return 0;
 }
 
@@ -243,10 +250,13 @@ static int tensor_release(Tensor *t) {
     void *addr = t->addr;
     t->addr = NULL;
     Py_CLEAR(t->ptr);
-    if (is_closed) /* neither call waits: both free at the end of work submitted */
+    if (t->base != NULL && t->base != Py_None) {
+        /* A view: the memory is its base's, freed with the base. */
+    } else if (is_closed) { /* neither call waits: both free at the end of work submitted */
         rill_free(addr);
-    else
+    } else {
         rill_free_async(addr, h);
+    }
     if (t->event != NULL) {
         rill_event *ev = t->event;
         t->event = NULL;
@@ -372,6 +382,8 @@ static PyMemberDef tensor_members[] = {
     {"_numel", T_OBJECT_EX, offsetof(Tensor, numel), 0, NULL},
     {"_dtype", T_OBJECT_EX, offsetof(Tensor, dtype), 0, NULL},
     {"_graph", T_OBJECT_EX, offsetof(Tensor, graph), 0, NULL},
+    {"_base", T_OBJECT, offsetof(Tensor, base), 0, NULL},
+    {"_strides", T_OBJECT, offsetof(Tensor, strides), 0, NULL},
     {NULL, 0, 0, 0, NULL},
 };
 
@@ -379,8 +391,11 @@ static PyMemberDef tensor_members[] = {
 
 enum { OP_ADD, OP_SUB, OP_MUL };
 
+/* A float32 tensor of this runtime, contiguous (a view with strides takes
+ * the general path, which reads them). */
 static bool is_fast_f32(Tensor *t) {
-    return t->dtype == st.float32 && t->addr != NULL && t->gen == st.generation;
+    return t->dtype == st.float32 && t->addr != NULL && t->gen == st.generation &&
+           (t->strides == NULL || t->strides == Py_None);
 }
 
 /* Whether a capture is under way in any thread (the package's count):

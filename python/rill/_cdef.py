@@ -93,6 +93,20 @@ typedef struct rill_mem_pool_stats {
     size_t largest_free_bytes;
     size_t pending_free_blocks;
 } rill_mem_pool_stats;
+typedef enum rill_binary_op {
+    RILL_BINARY_ADD, RILL_BINARY_SUB, RILL_BINARY_MUL, RILL_BINARY_DIV, RILL_BINARY_MAX,
+    RILL_BINARY_MIN, RILL_BINARY_POW
+} rill_binary_op;
+typedef enum rill_map_op {
+    RILL_MAP_NEG, RILL_MAP_SCALE, RILL_MAP_DIV, RILL_MAP_RDIV, RILL_MAP_RSUB, RILL_MAP_POW,
+    RILL_MAP_MAX, RILL_MAP_MIN, RILL_MAP_RELU, RILL_MAP_LEAKY_RELU, RILL_MAP_GELU,
+    RILL_MAP_GELU_TANH, RILL_MAP_SIGMOID, RILL_MAP_TANH, RILL_MAP_SILU, RILL_MAP_EXP,
+    RILL_MAP_LOG, RILL_MAP_SQRT, RILL_MAP_ABS
+} rill_map_op;
+typedef enum rill_reduce_dim_op {
+    RILL_REDUCE_DIM_SUM, RILL_REDUCE_DIM_MEAN, RILL_REDUCE_DIM_MAX, RILL_REDUCE_DIM_MIN
+} rill_reduce_dim_op;
+typedef enum rill_pool_op { RILL_POOL_MAX, RILL_POOL_AVG } rill_pool_op;
 """
 
 # Opaque handles and functions: tests/test_cdef.py declares them again after
@@ -187,6 +201,28 @@ rill_status rill_op_matmul_f16(rill_stream *s, rill_half *c, const rill_half *a,
 rill_status rill_op_conv2d_f16(rill_stream *s, rill_half *out, const rill_half *in,
                                const rill_half *weight, size_t n, size_t c, size_t h, size_t w,
                                size_t k, size_t r, size_t sz);
+rill_status rill_op_copy_strided_f32(rill_stream *s, float *out, const size_t *out_strides,
+                                     const float *in, const size_t *in_strides,
+                                     const size_t *shape, size_t ndim);
+rill_status rill_op_binary_f32(rill_stream *s, rill_binary_op op, float *out, const float *a,
+                               const size_t *a_strides, const float *b, const size_t *b_strides,
+                               const size_t *shape, size_t ndim);
+rill_status rill_op_map_f32(rill_stream *s, rill_map_op op, float *out, const float *a,
+                            float alpha, size_t n);
+rill_status rill_op_reduce_dim_f32(rill_stream *s, rill_reduce_dim_op op, float *out,
+                                   int64_t *indices, const float *a, size_t outer, size_t dim,
+                                   size_t inner);
+rill_status rill_op_softmax_f32(rill_stream *s, float *out, const float *a, size_t outer,
+                                size_t dim, size_t inner);
+rill_status rill_op_log_softmax_f32(rill_stream *s, float *out, const float *a, size_t outer,
+                                    size_t dim, size_t inner);
+rill_status rill_op_conv2d_ex_f32(rill_stream *s, float *out, const float *in,
+                                  const float *weight, size_t n, size_t c, size_t h, size_t w,
+                                  size_t k, size_t r, size_t sz, size_t stride_h, size_t stride_w,
+                                  size_t pad_h, size_t pad_w);
+rill_status rill_op_pool2d_f32(rill_stream *s, rill_pool_op op, float *out, const float *in,
+                               size_t planes, size_t h, size_t w, size_t r, size_t sz,
+                               size_t stride_h, size_t stride_w, size_t pad_h, size_t pad_w);
 rill_status rill_memcpy_async(void *dst, const void *src, size_t bytes, rill_stream *stream);
 typedef struct rill_graph rill_graph;
 typedef struct rill_graph_exec rill_graph_exec;

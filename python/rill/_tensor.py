@@ -51,13 +51,18 @@ class dtype:
 
 float32 = dtype("float32", 4, np.float32)
 float16 = dtype("float16", 2, np.float16)
+# The positions that max and min along a dimension give: storage only (no
+# op computes on them; numpy(), item() and tolist() read them).
+int64 = dtype("int64", 8, np.int64)
 _DTYPES = {"float32": float32, np.dtype(np.float32): float32,
            "float16": float16, np.dtype(np.float16): float16}
 
 
 def _dtype_arg(value, where):
-    if value is None or isinstance(value, dtype):
+    if value is None or value is float32 or value is float16:
         return value
+    if isinstance(value, dtype) and value.name == "float64":
+        return float32  # torch.float64 of rill.compat.torch: float64 data becomes float32
     try:
         found = _DTYPES.get(value if isinstance(value, str) else np.dtype(value))
     except TypeError:
@@ -95,7 +100,7 @@ class _Fields:
     element-wise fast path and the release of the memory)."""
 
     __slots__ = ("_ptr", "_shape", "_numel", "_dtype", "_stream", "_event", "_gen", "_graph",
-                 "__weakref__")
+                 "_base", "_strides", "__weakref__")
 
     # __del__ is _release, set after it.
 
@@ -143,6 +148,8 @@ class Tensor(fast.TensorBase if fast is not None else _Fields):
         self._event = None
         self._gen = life.generation
         self._graph = None
+        self._base = None
+        self._strides = None
         nbytes = self._numel * dt.itemsize
         if nbytes >= 1 << 63:
             raise ValueError(f"{where}: shape {shape} needs {nbytes} bytes, more than any "
@@ -180,6 +187,8 @@ class Tensor(fast.TensorBase if fast is not None else _Fields):
         if g is not None:  # captured: recorded again after each replay
             g._written[id(self)] = self
             g._streams[stream._h] = stream
+        if self._base is not None:  # a view: its base was written too
+            self._base._written(stream)
         ev = self._event
         if ev is None:
             pool = stream._events
@@ -237,7 +246,12 @@ class Tensor(fast.TensorBase if fast is not None else _Fields):
         work runs on."""
         where = "rill.Tensor.numpy"
         ptr = self._valid(where)
+        if self._strides is not None:  # a view with strides: gathered first
+            from . import _views
+            return _views.contiguous(self).numpy()
         arr = np.empty(self._shape, dtype=self._dtype.numpy)
+        if self._base is not None and self._base._event is not None:
+            check(_wait.event(self._base._event))  # writes to the memory through the base
         if self._event is not None:
             check(_wait.event(self._event))
         if self._numel:
@@ -347,6 +361,131 @@ class Tensor(fast.TensorBase if fast is not None else _Fields):
     def __neg__(self):
         return mul(self, -1.0)
 
+    def __truediv__(self, other):
+        from . import _math
+        return _math.binary("div", self, other) if _operand(other) else NotImplemented
+
+    def __rtruediv__(self, other):
+        from . import _math
+        return _math.rdiv(float(other), self) if _is_scalar(other) else NotImplemented
+
+    def __pow__(self, other):
+        from . import _math
+        return _math.binary("pow", self, other) if _operand(other) else NotImplemented
+
+    # ---- views (rill._views): they share the tensor's memory
+
+    def __getitem__(self, index):
+        from . import _views
+        return _views.getitem(self, index)
+
+    def __setitem__(self, index, value):
+        from . import _views
+        _views.setitem(self, index, value)
+
+    def reshape(self, *shape):
+        """A view with shape (-1 inferred) when contiguous, else a copy."""
+        from . import _views
+        return _views.reshape(self, *shape)
+
+    def view(self, *shape):
+        """A view with shape (-1 inferred) of a contiguous tensor."""
+        from . import _views
+        return _views.view(self, *shape)
+
+    def transpose(self, dim0, dim1):
+        """A view with dimensions dim0 and dim1 swapped."""
+        from . import _views
+        return _views.transpose(self, dim0, dim1)
+
+    def permute(self, *dims):
+        """A view with the dimensions in the order dims."""
+        from . import _views
+        return _views.permute(self, *dims)
+
+    def t(self):
+        """transpose(0, 1) of a tensor of at most 2 dimensions."""
+        if self.ndim > 2:
+            raise RuntimeError(f"rill.Tensor.t: the tensor has {self.ndim} dimensions; t() "
+                               "expects at most 2 (use transpose(dim0, dim1))")
+        return self.transpose(0, 1) if self.ndim == 2 else self
+
+    @property
+    def T(self):
+        """The dimensions reversed (a view)."""
+        return self.permute(*reversed(range(self.ndim)))
+
+    def contiguous(self):
+        """Itself when contiguous, else a contiguous copy."""
+        from . import _views
+        return _views.contiguous(self)
+
+    def is_contiguous(self):
+        return self._strides is None
+
+    def stride(self, dim=None):
+        """The strides in elements (or dimension dim's)."""
+        from . import _views
+        st = _views.strides_of(self)
+        return st if dim is None else st[dim]
+
+    def unsqueeze(self, dim):
+        from . import _views
+        return _views.unsqueeze(self, dim)
+
+    def squeeze(self, dim=None):
+        from . import _views
+        return _views.squeeze(self, dim)
+
+    def flatten(self, start_dim=0, end_dim=-1):
+        from . import _views
+        return _views.flatten(self, start_dim, end_dim)
+
+    def expand(self, *sizes):
+        """A view repeated along its dimensions of 1 (no copy)."""
+        from . import _views
+        return _views.expand(self, *sizes)
+
+    # ---- reductions and activations (rill._math)
+
+    def sum(self, dim=None, keepdim=False):
+        """The sum of all elements (a 0-d tensor) or along dim."""
+        from . import _math
+        return _math.reduce("sum", self, dim, keepdim)
+
+    def mean(self, dim=None, keepdim=False):
+        from . import _math
+        return _math.reduce("mean", self, dim, keepdim)
+
+    def max(self, dim=None, keepdim=False):
+        """The largest element, or (values, indices) along dim."""
+        from . import _math
+        if isinstance(dim, Tensor):
+            return _math.binary("maximum", self, dim)
+        return _math.extreme("max", self, dim, keepdim)
+
+    def min(self, dim=None, keepdim=False):
+        from . import _math
+        if isinstance(dim, Tensor):
+            return _math.binary("minimum", self, dim)
+        return _math.extreme("min", self, dim, keepdim)
+
+    def argmax(self, dim=None, keepdim=False):
+        from . import _math
+        return _math.argextreme("max", self, dim, keepdim)
+
+    def argmin(self, dim=None, keepdim=False):
+        from . import _math
+        return _math.argextreme("min", self, dim, keepdim)
+
+    def softmax(self, dim):
+        from . import _math
+        return _math.softmax(self, dim)
+
+    def log_softmax(self, dim):
+        from . import _math
+        return _math.softmax(self, dim, log=True)
+
     def add_(self, other, alpha=1):
         """self += alpha*other in place on the current stream; returns self."""
         return add_(self, other, alpha)
@@ -355,6 +494,12 @@ class Tensor(fast.TensorBase if fast is not None else _Fields):
         """This tensor as dtype: itself when it has it, else a converted copy
         made on the current stream."""
         return to_dtype(self, dtype)
+
+    def __iter__(self):
+        """The sub-tensors along the first dimension (views)."""
+        if not self._shape:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self._shape[0]))
 
     def half(self):
         """to(rill.float16)."""
@@ -376,6 +521,11 @@ def _release(self, _life=life, _free_async=lib.rill_free_async, _free=lib.rill_f
     if ptr is None or self._gen != _life.generation:
         return
     self._ptr = None
+    if self._base is not None:  # a view: the memory is its base's
+        ev = self._event
+        if ev is not None:
+            self._stream._events.append(ev)
+        return
     g = self._graph
     if g is not None and _graph._tls.__dict__.get("graph") is not g:
         return  # the graph's memory, released with the graph
@@ -432,11 +582,13 @@ def _elementwise(op, alpha, general):
         tensors = other.__class__ is cls
         if tensors:
             if not (self._dtype is _f32 and other._dtype is _f32 and self._shape == other._shape
+                    and self._strides is None and other._strides is None
                     and self._numel and self._gen == _life.generation
                     and other._gen == self._gen and not _active[0]):
                 return general(self, other)
         elif ((other.__class__ is float or other.__class__ is int) and alpha is not None
-              and self._dtype is _f32 and self._numel and self._gen == _life.generation
+              and self._dtype is _f32 and self._strides is None and self._numel
+              and self._gen == _life.generation
               and not _active[0]):
             other = other * alpha  # before anything is taken: OverflowError for a huge int
         else:
@@ -469,6 +621,8 @@ def _elementwise(op, alpha, general):
         out._event = ev
         out._gen = self._gen
         out._graph = None
+        out._base = None
+        out._strides = None
         return out
 
     return method
@@ -504,6 +658,13 @@ def _is_scalar(x):
 def _tensor_arg(x, where, name):
     if not isinstance(x, Tensor):
         raise TypeError(f"{where}: {name} must be a rill.Tensor, not {type(x).__name__}")
+    if x._dtype is int64:
+        raise NotImplementedError(f"{where}: {name} is an int64 tensor (positions from max or "
+                                  "min along a dimension), which rill stores but computes "
+                                  "nothing on; read it with numpy() or tolist()")
+    if x._strides is not None:
+        raise ValueError(f"{where}: {name} is a view with strides; this op takes contiguous "
+                         f"tensors: pass {name}.contiguous()")
     return x._valid(where)
 
 
@@ -728,8 +889,34 @@ def _half_op(kind, a, b, alpha, where):
     return None  # tensor * number: through float32 (fill, then multiply)
 
 
+def _needs_layout(a, b):
+    """Whether a (op) b broadcasts or reads a view with strides: then
+    rill_op_binary_f32 (or a gather first) computes it."""
+    ta, tb = isinstance(a, Tensor), isinstance(b, Tensor)
+    return ((ta and a._strides is not None) or (tb and b._strides is not None)
+            or (ta and tb and a._shape != b._shape))
+
+
+def _layout_binary(kind, a, b, alpha=1):
+    from . import _math, _views
+    if not _is_scalar(alpha):
+        raise TypeError(f"rill.ops.{kind}: alpha must be a number, not {type(alpha).__name__}")
+    if alpha != 1:
+        b = b * alpha if _is_scalar(b) else _math.binary("mul", b, alpha)
+    if isinstance(a, Tensor) and isinstance(b, Tensor):
+        return _math.binary(kind, a, b)
+    if isinstance(a, Tensor):
+        a = _views.contiguous(a, f"rill.ops.{kind}")
+    if isinstance(b, Tensor):
+        b = _views.contiguous(b, f"rill.ops.{kind}")
+    return {"add": add, "sub": sub, "mul": mul}[kind](a, b)
+
+
 def add(a, b, alpha=1):
-    """a + alpha*b on the current stream; a or b may be a number."""
+    """a + alpha*b on the current stream; a or b may be a number, and two
+    tensors broadcast."""
+    if _needs_layout(a, b):
+        return _layout_binary("add", a, b, alpha)
     if _has_half(a, b):
         out = _half_op("add", a, b, alpha, "rill.ops.add")
         if out is not None:
@@ -739,7 +926,10 @@ def add(a, b, alpha=1):
 
 
 def sub(a, b, alpha=1):
-    """a - alpha*b on the current stream; a or b may be a number."""
+    """a - alpha*b on the current stream; a or b may be a number, and two
+    tensors broadcast."""
+    if _needs_layout(a, b):
+        return _layout_binary("sub", a, b, alpha)
     if _has_half(a, b):
         if isinstance(a, Tensor) and _is_scalar(alpha):
             out = _half_op("add", a, b, -alpha, "rill.ops.sub")
@@ -750,7 +940,10 @@ def sub(a, b, alpha=1):
 
 
 def mul(a, b):
-    """a * b elementwise on the current stream; a or b may be a number."""
+    """a * b elementwise on the current stream; a or b may be a number, and
+    two tensors broadcast."""
+    if _needs_layout(a, b):
+        return _layout_binary("mul", a, b)
     if _has_half(a, b):
         out = _half_op("mul", a, b, 1, "rill.ops.mul")
         if out is not None:
@@ -805,7 +998,11 @@ else:
 
 def matmul(a, b):
     """The matrix product of 2-D tensors a [m, k] and b [k, n], on the
-    current stream."""
+    current stream (views are gathered first)."""
+    if (isinstance(a, Tensor) and a._strides is not None) or \
+            (isinstance(b, Tensor) and b._strides is not None):
+        from . import _views
+        a, b = _views.contiguous(a, "rill.ops.matmul"), _views.contiguous(b, "rill.ops.matmul")
     if _mixed(a, b):
         return _via_float32(_matmul_same, "rill.ops.matmul", a, b)
     return _matmul_same(a, b)
@@ -861,11 +1058,18 @@ def add_(t, other, alpha=1):
 
 def to_dtype(t, dt, where="rill.Tensor.to"):
     """t as dtype dt: t itself when it has that dtype, else a converted copy
-    on the current stream."""
-    _tensor_arg(t, where, "self")
+    on the current stream (of an int64 tensor, through the host)."""
+    if not isinstance(t, Tensor):
+        raise TypeError(f"{where}: self must be a rill.Tensor, not {type(t).__name__}")
     dt = _dtype_arg(dt, where)
     if dt is None or dt is t._dtype:
         return t
+    if t._dtype is int64:
+        return type(t)(t.numpy().astype(dt.numpy), dt)
+    if t._strides is not None:
+        from . import _views
+        t = _views.contiguous(t, where)
+    _tensor_arg(t, where, "self")
     return _converted(t, dt, _stream.current(), where)
 
 

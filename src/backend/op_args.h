@@ -40,6 +40,13 @@ typedef enum rill__op {
     RILL__OP_SUM_FINAL_F16,
     RILL__OP_MATMUL_F16,
     RILL__OP_CONV2D_F16,
+    RILL__OP_COPY_STRIDED_F32,
+    RILL__OP_BINARY_F32,
+    RILL__OP_MAP_F32,
+    RILL__OP_REDUCE_DIM_F32,
+    RILL__OP_SOFTMAX_F32,
+    RILL__OP_CONV2D_EX_F32,
+    RILL__OP_POOL2D_F32,
     RILL__OP_COUNT
 } rill__op;
 
@@ -257,5 +264,105 @@ typedef struct rill__op_conv2d_f16_args {
 static inline size_t rill__op_conv2d_f16_slot_floats(const rill__op_conv2d_f16_args *p) {
     return (p->c * p->r * p->s + p->k) * p->band_rows * (p->w - p->s + 1);
 }
+
+/* ---- the tensor ops (ops_tensor.c) ---- */
+
+/* The most dimensions a strided op takes (rill.h's RILL_OP_MAX_DIMS). */
+#define RILL__OP_MAX_DIMS 6
+
+/* A strided op over every index i = (i[0], .., i[ndim-1]) of shape, whose
+ * n = shape[0] * .. * shape[ndim-1] elements are taken in row-major order
+ * (the last index fastest). The element of an operand at i is at
+ * sum over d of i[d] * strides[d] floats from its pointer. copy_strided:
+ * out at i = a at i (b unused); binary: out at i = a at i (op) b at i,
+ * op a rill_binary_op. The op layer has merged what dimensions it could,
+ * so ndim is at least 1 and no dimension is 1 unless ndim is 1; out's
+ * layout never writes one element twice, and out overlaps an input only
+ * when it equals it with the same strides. Block b takes the b-th slice
+ * of the n indices. */
+typedef struct rill__op_strided_args {
+    float *out;
+    const float *a, *b;
+    size_t n;
+    uint32_t ndim, op;
+    size_t shape[RILL__OP_MAX_DIMS];
+    size_t out_strides[RILL__OP_MAX_DIMS];
+    size_t a_strides[RILL__OP_MAX_DIMS];
+    size_t b_strides[RILL__OP_MAX_DIMS];
+} rill__op_strided_args;
+
+/* out[i] = f(a[i]) for i < n, f the rill_map_op op with its number alpha.
+ * out may equal a. */
+typedef struct rill__op_map_args {
+    float *out;
+    const float *a;
+    float alpha;
+    uint32_t op;
+    size_t n;
+} rill__op_map_args;
+
+/* a is [outer, dim, inner] and out [outer, inner], contiguous: out[o, i]
+ * = the rill_reduce_dim_op op over d < dim of a[o, d, i]; for MAX and MIN,
+ * indices (when not NULL) gets the first d that gives it (a NaN wins, as
+ * the first NaN). Sums add in double precision in order of d. Block b
+ * takes the b-th slice of the outer * inner outputs. */
+typedef struct rill__op_reduce_dim_args {
+    float *out;
+    int64_t *indices;
+    const float *a;
+    size_t outer, dim, inner;
+    uint32_t op;
+} rill__op_reduce_dim_args;
+
+/* a and out are [outer, dim, inner], contiguous: out[o, :, i] = the
+ * softmax (log_softmax when is_log) of a[o, :, i]: exp(x - max) / sum of
+ * exp(x - max), the sum in double precision. out may equal a. Block b
+ * takes the b-th slice of the outer * inner rows. */
+typedef struct rill__op_softmax_args {
+    float *out;
+    const float *a;
+    size_t outer, dim, inner;
+    uint32_t is_log;
+} rill__op_softmax_args;
+
+/* conv2d with strides and zero padding: out[n,k,oh,ow] = sum over c,r,s
+ * of in[n, c, y*stride_h + r - pad_h, x*stride_w + s - pad_w] *
+ * weight[k,c,r,s], where input indices outside [0,h) x [0,w) read 0; oh =
+ * (h + 2 pad_h - r) / stride_h + 1, ow likewise. The work items, bands and
+ * scratch slots are those of rill__op_conv2d_args, with
+ * rill__op_conv2d_ex_slot_floats floats per slot (scratch is never NULL).
+ * out overlaps neither in, weight nor scratch. */
+typedef struct rill__op_conv2d_ex_args {
+    float *out;
+    const float *in, *weight;
+    float *scratch;
+    size_t n, c, h, w, k, r, s;
+    size_t stride_h, stride_w, pad_h, pad_w;
+    size_t oh, ow;
+    size_t band_rows;
+} rill__op_conv2d_ex_args;
+
+static inline size_t rill__op_conv2d_ex_bands(const rill__op_conv2d_ex_args *p) {
+    return (p->oh + p->band_rows - 1) / p->band_rows;
+}
+
+/* Floats in one block's im2col slot: c*r*s rows of band_rows*ow. */
+static inline size_t rill__op_conv2d_ex_slot_floats(const rill__op_conv2d_ex_args *p) {
+    return p->c * p->r * p->s * p->band_rows * p->ow;
+}
+
+/* 2-D pooling of planes images [h, w] into [oh, ow]: out[p, y, x] = the
+ * max (op RILL_POOL_MAX) or the mean (RILL_POOL_AVG, zero padding counted,
+ * a divisor of r*s) of in[p, y*stride_h + i - pad_h, x*stride_w + j -
+ * pad_w] over i < r, j < s, indices outside the image left out of a max.
+ * Block b takes the b-th slice of the planes * oh output rows. out
+ * overlaps in nowhere. */
+typedef struct rill__op_pool2d_args {
+    float *out;
+    const float *in;
+    size_t planes, h, w, oh, ow, r, s;
+    size_t stride_h, stride_w, pad_h, pad_w;
+    uint32_t op;
+} rill__op_pool2d_args;
 
 #endif

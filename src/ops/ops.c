@@ -50,6 +50,13 @@ static const char *const op_names[RILL__OP_COUNT] = {
     [RILL__OP_SUM_FINAL_F16] = "sum_f16_final",
     [RILL__OP_MATMUL_F16] = "matmul_f16",
     [RILL__OP_CONV2D_F16] = "conv2d_f16",
+    [RILL__OP_COPY_STRIDED_F32] = "copy_strided_f32",
+    [RILL__OP_BINARY_F32] = "binary_f32",
+    [RILL__OP_MAP_F32] = "map_f32",
+    [RILL__OP_REDUCE_DIM_F32] = "reduce_dim_f32",
+    [RILL__OP_SOFTMAX_F32] = "softmax_f32",
+    [RILL__OP_CONV2D_EX_F32] = "conv2d_ex_f32",
+    [RILL__OP_POOL2D_F32] = "pool2d_f32",
 };
 
 /* NULL until first use; then owned here until rill__ops_shutdown. */

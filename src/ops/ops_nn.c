@@ -2,7 +2,9 @@
 /* The built-in sum, matmul and conv2d, on floats and on halves: the checks
  * an f32 op and its f16 twin share, their grids (tiles of the output for
  * the matrix products, bands of output rows for the convolution) and
- * their launches, on what ops.c provides (ops_internal.h). */
+ * their launches, on what ops.c provides (ops_internal.h); and the f32
+ * conv2d with strides and padding and the 2-D pooling, which share the
+ * convolution's checks and plan. */
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -357,4 +359,135 @@ rill_status rill_op_conv2d_f16(rill_stream *s, rill_half *out, const rill_half *
     }
     rill_status free_st = rill_free_async(scratch, s);
     return st != RILL_OK ? st : free_st;
+}
+
+/* ---- conv2d with strides and padding ---- */
+
+/* The checks of the geometry of a strided, padded window over [h, w]:
+ * strides at least 1 and the window inside the padded image; *oh and *ow
+ * get the output's size. half_window_pad caps the padding at half the
+ * window (pooling's rule). */
+static rill_status check_window(const char *fn, size_t h, size_t w, size_t r, size_t sz,
+                                size_t stride_h, size_t stride_w, size_t pad_h, size_t pad_w,
+                                bool half_window_pad, size_t *oh, size_t *ow) {
+    rill_status st;
+    if ((st = check_dim(fn, stride_h, "stride_h", "the vertical stride")) != RILL_OK ||
+        (st = check_dim(fn, stride_w, "stride_w", "the horizontal stride")) != RILL_OK)
+        return st;
+    if (pad_h > RILL__OP_MAX_DIM || pad_w > RILL__OP_MAX_DIM)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: the padding (%zu, %zu) is larger than any image; pass padding "
+                          "smaller than the window",
+                          fn, pad_h, pad_w);
+    if (half_window_pad && (pad_h > r / 2 || pad_w > sz / 2))
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: the padding (%zu, %zu) is more than half the window (%zu, %zu); "
+                          "pass padding of at most half the window",
+                          fn, pad_h, pad_w, r, sz);
+    if (r > h + 2 * pad_h || sz > w + 2 * pad_w)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: the window (%zu, %zu) is larger than the padded input (%zu, %zu); "
+                          "pass a window that fits",
+                          fn, r, sz, h + 2 * pad_h, w + 2 * pad_w);
+    *oh = (h + 2 * pad_h - r) / stride_h + 1;
+    *ow = (w + 2 * pad_w - sz) / stride_w + 1;
+    return RILL_OK;
+}
+
+rill_status rill_op_conv2d_ex_f32(rill_stream *s, float *out, const float *in, const float *weight,
+                                  size_t n, size_t c, size_t h, size_t w, size_t k, size_t r,
+                                  size_t sz, size_t stride_h, size_t stride_w, size_t pad_h,
+                                  size_t pad_w) {
+    RILL_CALL_SCOPE();
+    static const char fn[] = "rill_op_conv2d_ex_f32";
+    size_t in_bytes = 0, w_bytes = 0, out_bytes = 0, units = 0, oh = 0, ow = 0;
+    rill_status st;
+    if ((st = rill__op_check_pointer(fn, out, "out", "device memory for n*k*oh*ow floats")) !=
+            RILL_OK ||
+        (st = rill__op_check_pointer(fn, in, "in", "device memory of n*c*h*w floats")) != RILL_OK ||
+        (st = rill__op_check_pointer(fn, weight, "weight", "device memory of k*c*r*sz floats")) !=
+            RILL_OK ||
+        (st = check_dim(fn, n, "n", "the number of images")) != RILL_OK ||
+        (st = check_dim(fn, c, "c", "the number of input channels")) != RILL_OK ||
+        (st = check_dim(fn, h, "h", "the input height")) != RILL_OK ||
+        (st = check_dim(fn, w, "w", "the input width")) != RILL_OK ||
+        (st = check_dim(fn, k, "k", "the number of filters (output channels)")) != RILL_OK ||
+        (st = check_dim(fn, r, "r", "the filter height")) != RILL_OK ||
+        (st = check_dim(fn, sz, "sz", "the filter width")) != RILL_OK ||
+        (st = check_window(fn, h, w, r, sz, stride_h, stride_w, pad_h, pad_w, false, &oh, &ow)) !=
+            RILL_OK ||
+        (st = check_size(fn, rill__op_elem_bytes(&in_bytes, sizeof(float), n, c, h, w), "in",
+                         "n*c*h*w floats")) != RILL_OK ||
+        (st = check_size(fn, rill__op_elem_bytes(&w_bytes, sizeof(float), k, c, r, sz), "weight",
+                         "k*c*r*sz floats")) != RILL_OK ||
+        (st = check_size(fn, rill__op_elem_bytes(&out_bytes, sizeof(float), n, k, oh, ow), "out",
+                         "n*k*oh*ow floats")) != RILL_OK ||
+        (st = check_dim(fn, c * r * sz, "c*r*sz", "")) != RILL_OK ||
+        (st = check_dim(fn, oh * ow, "oh*ow", "")) != RILL_OK ||
+        (st = rill__op_check_fits(fn, in, "in", "n*c*h*w floats", in_bytes)) != RILL_OK ||
+        (st = rill__op_check_fits(fn, weight, "weight", "k*c*r*sz floats", w_bytes)) != RILL_OK ||
+        (st = rill__op_check_fits(fn, out, "out", "n*k*oh*ow floats", out_bytes)) != RILL_OK ||
+        (st = rill__op_check_disjoint(fn, out, out_bytes, "out", in, in_bytes, "in")) != RILL_OK ||
+        (st = rill__op_check_disjoint(fn, out, out_bytes, "out", weight, w_bytes, "weight")) !=
+            RILL_OK ||
+        (st = rill__op_stream_compute_units(fn, s, &units)) != RILL_OK)
+        return st;
+    rill__op_conv2d_ex_args args = {out, in, weight,   NULL,     n,     c,     h,  w,  k,
+                                    r,   sz, stride_h, stride_w, pad_h, pad_w, oh, ow, 1};
+    /* The plan of the unpadded conv2d, on the output's rows. */
+    rill__op_conv2d_args plan = {NULL, NULL, NULL, NULL, n, c, oh, ow, k, 1, 1, 1};
+    plan.c = c * r * sz; /* its multiply-adds: k * c*r*sz * oh * ow per image */
+    size_t blocks = conv_plan(&plan, units, c * r * sz * ow);
+    args.band_rows = plan.band_rows;
+    access_list acc = {.count = 0};
+    rill__op_access_add(&acc, in, in_bytes, RILL_READ);
+    rill__op_access_add(&acc, weight, w_bytes, RILL_READ);
+    rill__op_access_add(&acc, out, out_bytes, RILL_WRITE);
+    size_t scratch_bytes = blocks * rill__op_conv2d_ex_slot_floats(&args) * sizeof(float);
+    return launch_with_scratch(s, RILL__OP_CONV2D_EX_F32, blocks, &args, sizeof args,
+                               (void **)&args.scratch, scratch_bytes, &acc);
+}
+
+/* ---- pooling ---- */
+
+rill_status rill_op_pool2d_f32(rill_stream *s, rill_pool_op op, float *out, const float *in,
+                               size_t planes, size_t h, size_t w, size_t r, size_t sz,
+                               size_t stride_h, size_t stride_w, size_t pad_h, size_t pad_w) {
+    RILL_CALL_SCOPE();
+    static const char fn[] = "rill_op_pool2d_f32";
+    if (op != RILL_POOL_MAX && op != RILL_POOL_AVG)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: op is %d, not a rill_pool_op; pass RILL_POOL_MAX or RILL_POOL_AVG",
+                          fn, (int)op);
+    size_t in_bytes = 0, out_bytes = 0, units = 0, oh = 0, ow = 0;
+    rill_status st;
+    if ((st = rill__op_check_pointer(fn, out, "out", "device memory for planes*oh*ow floats")) !=
+            RILL_OK ||
+        (st = rill__op_check_pointer(fn, in, "in", "device memory of planes*h*w floats")) !=
+            RILL_OK ||
+        (st = check_dim(fn, planes, "planes", "the number of images (n*c)")) != RILL_OK ||
+        (st = check_dim(fn, h, "h", "the input height")) != RILL_OK ||
+        (st = check_dim(fn, w, "w", "the input width")) != RILL_OK ||
+        (st = check_dim(fn, r, "r", "the window height")) != RILL_OK ||
+        (st = check_dim(fn, sz, "sz", "the window width")) != RILL_OK ||
+        (st = check_window(fn, h, w, r, sz, stride_h, stride_w, pad_h, pad_w, true, &oh, &ow)) !=
+            RILL_OK ||
+        (st = check_size(fn, rill__op_elem_bytes(&in_bytes, sizeof(float), planes, h, w, 1), "in",
+                         "planes*h*w floats")) != RILL_OK ||
+        (st = check_size(fn, rill__op_elem_bytes(&out_bytes, sizeof(float), planes, oh, ow, 1),
+                         "out", "planes*oh*ow floats")) != RILL_OK ||
+        (st = rill__op_check_fits(fn, in, "in", "planes*h*w floats", in_bytes)) != RILL_OK ||
+        (st = rill__op_check_fits(fn, out, "out", "planes*oh*ow floats", out_bytes)) != RILL_OK ||
+        (st = rill__op_check_disjoint(fn, out, out_bytes, "out", in, in_bytes, "in")) != RILL_OK ||
+        (st = rill__op_stream_compute_units(fn, s, &units)) != RILL_OK)
+        return st;
+    rill__op_pool2d_args args = {out, in, planes,   h,        w,     oh,    ow,
+                                 r,   sz, stride_h, stride_w, pad_h, pad_w, (uint32_t)op};
+    access_list acc = {.count = 0};
+    rill__op_access_add(&acc, in, in_bytes, RILL_READ);
+    rill__op_access_add(&acc, out, out_bytes, RILL_WRITE);
+    size_t rows = planes * oh;
+    size_t blocks = rill__op_blocks_for(planes * oh * ow * r * sz, ELEMENTS_PER_BLOCK_MIN, units);
+    return rill__op_launch(s, RILL__OP_POOL2D_F32, blocks < rows ? blocks : rows, &args,
+                           sizeof args, &acc);
 }

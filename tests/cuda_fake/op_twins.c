@@ -27,6 +27,13 @@ static const struct {
     {"rill__cuda_op_sum_f16_partial", RILL__OP_SUM_PARTIAL_F16},
     {"rill__cuda_op_sum_f16_final", RILL__OP_SUM_FINAL_F16},
     {"rill__cuda_op_conv2d_f16", RILL__OP_CONV2D_F16},
+    {"rill__cuda_op_copy_strided_f32", RILL__OP_COPY_STRIDED_F32},
+    {"rill__cuda_op_binary_f32", RILL__OP_BINARY_F32},
+    {"rill__cuda_op_map_f32", RILL__OP_MAP_F32},
+    {"rill__cuda_op_reduce_dim_f32", RILL__OP_REDUCE_DIM_F32},
+    {"rill__cuda_op_softmax_f32", RILL__OP_SOFTMAX_F32},
+    {"rill__cuda_op_conv2d_ex_f32", RILL__OP_CONV2D_EX_F32},
+    {"rill__cuda_op_pool2d_f32", RILL__OP_POOL2D_F32},
 };
 
 rill_cpu_kernel_fn fake_op_twin(const char *entry) {

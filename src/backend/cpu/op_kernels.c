@@ -18,6 +18,7 @@
 
 #include "backend/cpu/cpu.h"
 #include "backend/cpu/half.h"
+#include "backend/cpu/tensor_kernels.h"
 
 /* Launch arguments that fit the command's inline buffer are stored
  * without allocating: keep every op's struct within it. */
@@ -464,6 +465,54 @@ void rill__cpu_op_conv2d_f16(const rill_block_ctx *ctx, const void *args) {
     }
 }
 
+/* ---- conv2d with strides and padding ---- */
+
+/* The im2col matrix of output rows [oy0, oy0 + rows) of one image with
+ * strides and zero padding: row (ci*r + ri)*s + si, column y*ow + x holds
+ * in[ci, (oy0+y)*stride_h + ri - pad_h, x*stride_w + si - pad_w], or 0
+ * outside the image. */
+static void im2col_ex(const rill__op_conv2d_ex_args *p, const float *img, size_t oy0, size_t rows,
+                      float *col) {
+    size_t ow = p->ow, cols = rows * ow;
+    for (size_t ci = 0; ci < p->c; ci++) {
+        const float *plane = img + ci * p->h * p->w;
+        for (size_t ri = 0; ri < p->r; ri++) {
+            for (size_t si = 0; si < p->s; si++) {
+                float *dst = col + ((ci * p->r + ri) * p->s + si) * cols;
+                for (size_t y = 0; y < rows; y++, dst += ow) {
+                    size_t iy = (oy0 + y) * p->stride_h + ri; /* + pad_h: unsigned */
+                    if (iy < p->pad_h || iy - p->pad_h >= p->h) {
+                        memset(dst, 0, ow * sizeof *dst);
+                        continue;
+                    }
+                    const float *src = plane + (iy - p->pad_h) * p->w;
+                    for (size_t x = 0; x < ow; x++) {
+                        size_t ix = x * p->stride_w + si;
+                        dst[x] = ix < p->pad_w || ix - p->pad_w >= p->w ? 0.0f : src[ix - p->pad_w];
+                    }
+                }
+            }
+        }
+    }
+}
+
+void rill__cpu_op_conv2d_ex_f32(const rill_block_ctx *ctx, const void *args) {
+    const rill__op_conv2d_ex_args *p = args;
+    size_t bands = rill__op_conv2d_ex_bands(p);
+    size_t begin, end;
+    block_range(ctx, p->n * bands, 1, &begin, &end);
+    size_t crs = p->c * p->r * p->s;
+    float *col = p->scratch + (size_t)ctx->block_idx.x * rill__op_conv2d_ex_slot_floats(p);
+    for (size_t item = begin; item < end; item++) {
+        size_t img = item / bands;
+        size_t oy0 = (item % bands) * p->band_rows;
+        size_t rows = p->oh - oy0 < p->band_rows ? p->oh - oy0 : p->band_rows;
+        im2col_ex(p, p->in + img * p->c * p->h * p->w, oy0, rows, col);
+        float *dst = p->out + (img * p->k * p->oh + oy0) * p->ow;
+        sgemm(p->k, rows * p->ow, crs, p->weight, crs, col, rows * p->ow, dst, p->oh * p->ow);
+    }
+}
+
 rill_cpu_kernel_fn rill__cpu_op_body(rill__op op) {
     static const rill_cpu_kernel_fn bodies[RILL__OP_COUNT] = {
         [RILL__OP_FILL_F32] = rill__cpu_op_fill_f32,
@@ -485,6 +534,13 @@ rill_cpu_kernel_fn rill__cpu_op_body(rill__op op) {
         [RILL__OP_SUM_FINAL_F16] = rill__cpu_op_sum_final_f16,
         [RILL__OP_MATMUL_F16] = rill__cpu_op_matmul_f16,
         [RILL__OP_CONV2D_F16] = rill__cpu_op_conv2d_f16,
+        [RILL__OP_COPY_STRIDED_F32] = rill__cpu_op_copy_strided_f32,
+        [RILL__OP_BINARY_F32] = rill__cpu_op_binary_f32,
+        [RILL__OP_MAP_F32] = rill__cpu_op_map_f32,
+        [RILL__OP_REDUCE_DIM_F32] = rill__cpu_op_reduce_dim_f32,
+        [RILL__OP_SOFTMAX_F32] = rill__cpu_op_softmax_f32,
+        [RILL__OP_CONV2D_EX_F32] = rill__cpu_op_conv2d_ex_f32,
+        [RILL__OP_POOL2D_F32] = rill__cpu_op_pool2d_f32,
     };
     return op > RILL__OP_NONE && op < RILL__OP_COUNT ? bodies[op] : NULL;
 }

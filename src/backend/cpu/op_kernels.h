@@ -41,5 +41,6 @@ void rill__cpu_op_sum_partial_f32(const rill_block_ctx *ctx, const void *args);
 void rill__cpu_op_sum_final_f32(const rill_block_ctx *ctx, const void *args);
 void rill__cpu_op_matmul_f32(const rill_block_ctx *ctx, const void *args);
 void rill__cpu_op_conv2d_f32(const rill_block_ctx *ctx, const void *args);
+void rill__cpu_op_conv2d_ex_f32(const rill_block_ctx *ctx, const void *args);
 
 #endif

@@ -33,6 +33,15 @@ static const op_body bodies[RILL__OP_COUNT] = {
     /* A kernel: cuDNN would need the weight as halves, and the op hands
      * its body the weight converted to floats. */
     [RILL__OP_CONV2D_F16] = {"rill__cuda_op_conv2d_f16", false},
+    [RILL__OP_COPY_STRIDED_F32] = {"rill__cuda_op_copy_strided_f32", false},
+    [RILL__OP_BINARY_F32] = {"rill__cuda_op_binary_f32", false},
+    [RILL__OP_MAP_F32] = {"rill__cuda_op_map_f32", false},
+    [RILL__OP_REDUCE_DIM_F32] = {"rill__cuda_op_reduce_dim_f32", false},
+    [RILL__OP_SOFTMAX_F32] = {"rill__cuda_op_softmax_f32", false},
+    /* A kernel: the CPU's im2col plan has no use on a GPU, and a direct
+     * convolution handles strides and padding by bounds. */
+    [RILL__OP_CONV2D_EX_F32] = {"rill__cuda_op_conv2d_ex_f32", false},
+    [RILL__OP_POOL2D_F32] = {"rill__cuda_op_pool2d_f32", false},
 };
 
 const char *rill__cuda_op_entry(rill__op op) {

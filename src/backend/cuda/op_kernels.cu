@@ -26,6 +26,7 @@
  *    sgemm picks its own order, then rounded to a half once, as there. */
 #include "backend/half_bits.h"
 #include "backend/op_args.h"
+#include "rill.h"
 
 /* The structs are the launches' parameter buffers: their sizes as the
  * host's C compiler lays them out (LP64), which CUDA's ABI shares. */
@@ -41,6 +42,12 @@ static_assert(sizeof(rill__op_f16_args) == 40, "f16 args");
 static_assert(sizeof(rill__op_sum_f16_args) == 32, "sum f16 args");
 static_assert(sizeof(rill__op_sum_final_f16_args) == 24, "sum final f16 args");
 static_assert(sizeof(rill__op_conv2d_f16_args) == 96, "conv2d f16 args");
+static_assert(sizeof(rill__op_strided_args) == 232, "strided args");
+static_assert(sizeof(rill__op_map_args) == 32, "map args");
+static_assert(sizeof(rill__op_reduce_dim_args) == 56, "reduce_dim args");
+static_assert(sizeof(rill__op_softmax_args) == 48, "softmax args");
+static_assert(sizeof(rill__op_conv2d_ex_args) == 144, "conv2d_ex args");
+static_assert(sizeof(rill__op_pool2d_args) == 112, "pool2d args");
 
 #define ENTRY extern "C" __global__ void __launch_bounds__(RILL__OP_BLOCK_THREADS)
 
@@ -281,5 +288,231 @@ ENTRY rill__cuda_op_conv2d_f16(rill__op_conv2d_f16_args a) {
         for (int j = 0; j < CONV_FILTERS; j++)
             if (k0 + j < a.k)
                 dst[(size_t)j * oh * ow] = rill__half_from_float(acc[j]);
+    }
+}
+
+/* ---- tensor ops: strided, maps, along one dimension, pooling ----
+ *
+ * Against the CPU bodies: copies, and the binary ops and maps made of one
+ * IEEE operation, give the same bits; the maps of the math library (exp,
+ * erf, tanh, pow, ...) use CUDA's, within a few units in the last place of
+ * the host's; sums and softmax add in double precision in the CPU's order
+ * of d; the strided conv2d accumulates in float in (c, r, s) order, as the
+ * f16 kernel does. */
+
+/* The offset of linear index i of p's shape in each operand. */
+static __device__ void strided_offsets(const rill__op_strided_args &p, size_t i, size_t *oo,
+                                       size_t *ao, size_t *bo) {
+    size_t o = 0, a = 0, b = 0;
+    for (uint32_t d = p.ndim; d-- > 0;) {
+        size_t at = i % p.shape[d];
+        i /= p.shape[d];
+        o += at * p.out_strides[d];
+        a += at * p.a_strides[d];
+        b += at * p.b_strides[d];
+    }
+    *oo = o;
+    *ao = a;
+    *bo = b;
+}
+
+ENTRY rill__cuda_op_copy_strided_f32(rill__op_strided_args p) {
+    for (size_t i = first_index(); i < p.n; i += grid_threads()) {
+        size_t oo, ao, bo;
+        strided_offsets(p, i, &oo, &ao, &bo);
+        p.out[oo] = p.a[ao];
+    }
+}
+
+static __device__ float binary_value(uint32_t op, float x, float y) {
+    switch (op) {
+    case RILL_BINARY_ADD:
+        return __fadd_rn(x, y);
+    case RILL_BINARY_SUB:
+        return __fsub_rn(x, y);
+    case RILL_BINARY_MUL:
+        return __fmul_rn(x, y);
+    case RILL_BINARY_DIV:
+        return __fdiv_rn(x, y);
+    case RILL_BINARY_MAX:
+        return isnan(x) || x > y ? x : y;
+    case RILL_BINARY_MIN:
+        return isnan(x) || x < y ? x : y;
+    default:
+        return powf(x, y);
+    }
+}
+
+ENTRY rill__cuda_op_binary_f32(rill__op_strided_args p) {
+    for (size_t i = first_index(); i < p.n; i += grid_threads()) {
+        size_t oo, ao, bo;
+        strided_offsets(p, i, &oo, &ao, &bo);
+        p.out[oo] = binary_value(p.op, p.a[ao], p.b[bo]);
+    }
+}
+
+static __device__ float sigmoid_value(float x) {
+    return __fdiv_rn(1.0f, __fadd_rn(1.0f, expf(-x)));
+}
+
+static __device__ float map_value(uint32_t op, float x, float alpha) {
+    switch (op) {
+    case RILL_MAP_NEG:
+        return -x;
+    case RILL_MAP_SCALE:
+        return __fmul_rn(x, alpha);
+    case RILL_MAP_DIV:
+        return __fdiv_rn(x, alpha);
+    case RILL_MAP_RDIV:
+        return __fdiv_rn(alpha, x);
+    case RILL_MAP_RSUB:
+        return __fsub_rn(alpha, x);
+    case RILL_MAP_POW:
+        return powf(x, alpha);
+    case RILL_MAP_MAX:
+        return isnan(x) || x > alpha ? x : alpha;
+    case RILL_MAP_MIN:
+        return isnan(x) || x < alpha ? x : alpha;
+    case RILL_MAP_RELU:
+        return isnan(x) || x > 0.0f ? x : 0.0f;
+    case RILL_MAP_LEAKY_RELU:
+        return x > 0.0f ? x : __fmul_rn(x, alpha);
+    case RILL_MAP_GELU:
+        return 0.5f * x * (1.0f + erff(x * 0.70710678118654752440f));
+    case RILL_MAP_GELU_TANH:
+        return 0.5f * x * (1.0f + tanhf(0.79788456080286535588f * (x + 0.044715f * x * x * x)));
+    case RILL_MAP_SIGMOID:
+        return sigmoid_value(x);
+    case RILL_MAP_TANH:
+        return tanhf(x);
+    case RILL_MAP_SILU:
+        return __fmul_rn(x, sigmoid_value(x));
+    case RILL_MAP_EXP:
+        return expf(x);
+    case RILL_MAP_LOG:
+        return logf(x);
+    case RILL_MAP_SQRT:
+        return __fsqrt_rn(x);
+    default:
+        return fabsf(x);
+    }
+}
+
+ENTRY rill__cuda_op_map_f32(rill__op_map_args p) {
+    for (size_t i = first_index(); i < p.n; i += grid_threads())
+        p.out[i] = map_value(p.op, p.a[i], p.alpha);
+}
+
+/* One thread per output (o, i): consecutive threads read consecutive i. */
+ENTRY rill__cuda_op_reduce_dim_f32(rill__op_reduce_dim_args p) {
+    size_t outputs = p.outer * p.inner;
+    bool is_sum = p.op == RILL_REDUCE_DIM_SUM || p.op == RILL_REDUCE_DIM_MEAN;
+    bool is_max = p.op == RILL_REDUCE_DIM_MAX;
+    for (size_t item = first_index(); item < outputs; item += grid_threads()) {
+        size_t o = item / p.inner, i = item % p.inner;
+        const float *a = p.a + o * p.dim * p.inner + i;
+        if (is_sum) {
+            double total = 0.0;
+            for (size_t d = 0; d < p.dim; d++)
+                total += (double)a[d * p.inner];
+            if (p.op == RILL_REDUCE_DIM_MEAN)
+                total /= (double)p.dim;
+            p.out[item] = (float)total;
+            continue;
+        }
+        float best = a[0];
+        size_t at = 0;
+        for (size_t d = 1; d < p.dim && !isnan(best); d++) {
+            float v = a[d * p.inner];
+            if (isnan(v) || (is_max ? v > best : v < best)) {
+                best = v;
+                at = d;
+            }
+        }
+        p.out[item] = best;
+        if (p.indices != NULL)
+            p.indices[item] = (int64_t)at;
+    }
+}
+
+ENTRY rill__cuda_op_softmax_f32(rill__op_softmax_args p) {
+    size_t rows = p.outer * p.inner, step = p.inner;
+    for (size_t row = first_index(); row < rows; row += grid_threads()) {
+        size_t o = row / p.inner, i = row % p.inner;
+        const float *a = p.a + o * p.dim * p.inner + i;
+        float *out = p.out + o * p.dim * p.inner + i;
+        float m = a[0];
+        for (size_t d = 1; d < p.dim; d++)
+            if (a[d * step] > m || isnan(a[d * step]))
+                m = a[d * step];
+        double total = 0.0;
+        for (size_t d = 0; d < p.dim; d++)
+            total += (double)expf(__fsub_rn(a[d * step], m));
+        if (p.is_log) {
+            float shift = __fadd_rn(m, (float)log(total));
+            for (size_t d = 0; d < p.dim; d++)
+                out[d * step] = __fsub_rn(a[d * step], shift);
+        } else {
+            float scale = (float)(1.0 / total);
+            for (size_t d = 0; d < p.dim; d++)
+                out[d * step] = __fmul_rn(expf(__fsub_rn(a[d * step], m)), scale);
+        }
+    }
+}
+
+/* One thread per output pixel and filter; zero padding by bounds. The
+ * CPU body's bands and scratch are not needed here. */
+ENTRY rill__cuda_op_conv2d_ex_f32(rill__op_conv2d_ex_args p) {
+    size_t items = p.n * p.k * p.oh * p.ow;
+    for (size_t item = first_index(); item < items; item += grid_threads()) {
+        size_t x = item % p.ow, t = item / p.ow;
+        size_t y = t % p.oh;
+        t /= p.oh;
+        size_t kk = t % p.k, img = t / p.k;
+        const float *wk = p.weight + kk * p.c * p.r * p.s;
+        float acc = 0.0f;
+        for (size_t ci = 0; ci < p.c; ci++) {
+            const float *plane = p.in + (img * p.c + ci) * p.h * p.w;
+            for (size_t ri = 0; ri < p.r; ri++) {
+                size_t iy = y * p.stride_h + ri;
+                if (iy < p.pad_h || iy - p.pad_h >= p.h)
+                    continue;
+                for (size_t si = 0; si < p.s; si++) {
+                    size_t ix = x * p.stride_w + si;
+                    if (ix < p.pad_w || ix - p.pad_w >= p.w)
+                        continue;
+                    acc = fmaf(plane[(iy - p.pad_h) * p.w + ix - p.pad_w],
+                               wk[(ci * p.r + ri) * p.s + si], acc);
+                }
+            }
+        }
+        p.out[item] = acc;
+    }
+}
+
+ENTRY rill__cuda_op_pool2d_f32(rill__op_pool2d_args p) {
+    size_t items = p.planes * p.oh * p.ow;
+    bool is_max = p.op == RILL_POOL_MAX;
+    float divisor = (float)(p.r * p.s);
+    for (size_t item = first_index(); item < items; item += grid_threads()) {
+        size_t x = item % p.ow, t = item / p.ow;
+        size_t y = t % p.oh, plane = t / p.oh;
+        const float *img = p.in + plane * p.h * p.w;
+        size_t top = y * p.stride_h, left = x * p.stride_w;
+        size_t y0 = top > p.pad_h ? top - p.pad_h : 0;
+        size_t y1 = top + p.r - p.pad_h < p.h ? top + p.r - p.pad_h : p.h;
+        size_t x0 = left > p.pad_w ? left - p.pad_w : 0;
+        size_t x1 = left + p.s - p.pad_w < p.w ? left + p.s - p.pad_w : p.w;
+        float v = is_max ? -INFINITY : 0.0f;
+        for (size_t yy = y0; yy < y1; yy++)
+            for (size_t xx = x0; xx < x1; xx++) {
+                float e = img[yy * p.w + xx];
+                if (is_max) {
+                    if (!isnan(v) && (e > v || isnan(e)))
+                        v = e; /* the first NaN stays */
+                } else
+                    v = __fadd_rn(v, e);
+            }
+        p.out[item] = is_max ? v : __fdiv_rn(v, divisor);
     }
 }

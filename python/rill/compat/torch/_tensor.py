@@ -5,7 +5,9 @@ import numbers
 
 import numpy as np
 
-from ... import _device, _tensor
+from ... import _device, _math, _tensor
+from ... import _views as _V
+from ._missing import not_provided
 
 _KINDS = ("cuda", "npu", "cpu")
 
@@ -296,6 +298,73 @@ class Tensor(_tensor.Tensor):
     def mm(self, other):
         return mm(self, other)
 
+    # ---- what a small model's code calls (forward only)
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(f"'Tensor' object has no attribute {name!r}")
+        raise not_provided(f"torch.Tensor.{name}")
+
+    @property
+    def requires_grad(self):
+        """False: rill computes no gradients."""
+        return False
+
+    def requires_grad_(self, requires_grad=True):
+        if requires_grad:
+            raise not_provided("torch.Tensor.requires_grad_ (rill computes no gradients)")
+        return self
+
+    def detach(self):
+        """The tensor itself: rill records no graph of its ops."""
+        return self
+
+    def double(self):
+        """float32: rill converts float64 to float32 (torch.float64 names it)."""
+        return self.float()
+
+    def type_as(self, other):
+        return self.to(other.dtype)
+
+    def div(self, other):
+        return self / other
+
+    def pow(self, exponent):
+        return self ** exponent
+
+    def neg(self):
+        return -self
+
+    def relu(self):
+        return _math.map_op(_math.lib.RILL_MAP_RELU, self, 0.0, "torch.Tensor.relu")
+
+    def sigmoid(self):
+        return _math.map_op(_math.lib.RILL_MAP_SIGMOID, self, 0.0, "torch.Tensor.sigmoid")
+
+    def tanh(self):
+        return _math.map_op(_math.lib.RILL_MAP_TANH, self, 0.0, "torch.Tensor.tanh")
+
+    def exp(self):
+        return _math.map_op(_math.lib.RILL_MAP_EXP, self, 0.0, "torch.Tensor.exp")
+
+    def log(self):
+        return _math.map_op(_math.lib.RILL_MAP_LOG, self, 0.0, "torch.Tensor.log")
+
+    def sqrt(self):
+        return _math.map_op(_math.lib.RILL_MAP_SQRT, self, 0.0, "torch.Tensor.sqrt")
+
+    def abs(self):
+        return _math.map_op(_math.lib.RILL_MAP_ABS, self, 0.0, "torch.Tensor.abs")
+
+    def clamp(self, min=None, max=None):  # noqa: A002 - torch's names
+        return clamp(self, min, max)
+
+    def view_as(self, other):
+        return self.view(other.shape)
+
+    def reshape_as(self, other):
+        return self.reshape(other.shape)
+
     def __repr__(self):
         body = np.array2string(self.numpy(), separator=", ", prefix="tensor(")
         extra = "" if self.dtype is _tensor.float32 else f", dtype=torch.{self.dtype.name}"
@@ -346,11 +415,18 @@ def empty(*size, dtype=None, device=None, requires_grad=False):
         return Tensor._empty(_size(size, where), dt, _stream.current(), where)
 
 
+def _dtype_or_float32(dtype):
+    """dtype, with torch.float64 (and torch.double) meaning float32: rill
+    converts float64 data to float32."""
+    return _tensor.float32 if dtype is float64 else dtype
+
+
 def tensor(data, dtype=None, device=None, requires_grad=False):
     """A tensor copied from data (numbers, sequences or a numpy array);
-    float64 data becomes float32, as torch's default dtype."""
+    float64 and integer data become float32, as torch's default dtype."""
     index = _device_arg(device, "torch.tensor")
-    arr = np.asarray(data)
+    arr = np.asarray(data.numpy() if isinstance(data, _tensor.Tensor) else data)
+    dtype = _dtype_or_float32(dtype)
     if dtype is None and arr.dtype not in (np.float32, np.float16):
         dtype = _tensor.float32
     with _on(index):
@@ -358,11 +434,187 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
 
 
 def from_numpy(array):
-    """A tensor copied from a float32 or float16 numpy array."""
+    """A tensor copied from a numpy array: float32 and float16 as they are,
+    float64 (and integers) converted to float32. torch keeps float64: rill
+    computes in float32, so results agree to float32's precision."""
     if not isinstance(array, np.ndarray):
         raise TypeError(f"torch.from_numpy: array must be a numpy.ndarray, "
                         f"not {type(array).__name__}")
+    if array.dtype not in (np.float32, np.float16):
+        if not (np.issubdtype(array.dtype, np.floating) or np.issubdtype(array.dtype, np.integer)
+                or array.dtype == np.bool_):
+            raise TypeError(f"torch.from_numpy: arrays of {array.dtype} are not supported; pass "
+                            "float or integer data")
+        return Tensor(array, _tensor.float32)
     return Tensor(array)
+
+
+def as_tensor(data, dtype=None, device=None):
+    """tensor(data): a copy (rill's memory is its own)."""
+    return tensor(data, dtype=dtype, device=device)
+
+
+def is_tensor(obj):
+    return isinstance(obj, _tensor.Tensor)
+
+
+def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
+    """start, start + step, ... below end, as float32 (made on the host)."""
+    if end is None:
+        start, end = 0, start
+    return tensor(np.arange(start, end, step), dtype=dtype, device=device)
+
+
+def zeros_like(input, dtype=None, device=None):
+    return zeros(*input.shape, dtype=dtype or input.dtype, device=device)
+
+
+def ones_like(input, dtype=None, device=None):
+    return ones(*input.shape, dtype=dtype or input.dtype, device=device)
+
+
+def randn_like(input, dtype=None, device=None):
+    return randn(*input.shape, dtype=dtype or input.dtype, device=device)
+
+
+class float64_dtype(_tensor.dtype):
+    """torch.float64 (torch.double): tensors made with it hold float32, to
+    which rill converts float64 data."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return "torch.float64"
+
+
+float64 = float64_dtype("float64", 8, np.float64)
+
+
+class no_grad:
+    """with torch.no_grad(): (or as a decorator) the block as it is: rill
+    computes no gradients anywhere."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def __call__(self, fn):
+        return fn
+
+
+inference_mode = no_grad
+
+
+def cat(tensors, dim=0):
+    """The tensors joined along dim."""
+    return _V.cat(tensors, dim, "torch.cat")
+
+
+concat = cat
+
+
+def stack(tensors, dim=0):
+    """The tensors (of one shape) joined along a new dimension."""
+    return _V.stack(tensors, dim, "torch.stack")
+
+
+def reshape(input, shape):
+    return _V.reshape(input, shape, where="torch.reshape")
+
+
+def flatten(input, start_dim=0, end_dim=-1):
+    return _V.flatten(input, start_dim, end_dim, "torch.flatten")
+
+
+def transpose(input, dim0, dim1):
+    return _V.transpose(input, dim0, dim1, "torch.transpose")
+
+
+def permute(input, dims):
+    return _V.permute(input, dims, where="torch.permute")
+
+
+def unsqueeze(input, dim):
+    return _V.unsqueeze(input, dim, "torch.unsqueeze")
+
+
+def squeeze(input, dim=None):
+    return _V.squeeze(input, dim, "torch.squeeze")
+
+
+def div(input, other):
+    if not isinstance(input, _tensor.Tensor):
+        return _math.rdiv(float(input), other, "torch.div")
+    return _math.binary("div", input, other, "torch.div")
+
+
+def maximum(input, other):
+    return _math.binary("maximum", input, other, "torch.maximum")
+
+
+def minimum(input, other):
+    return _math.binary("minimum", input, other, "torch.minimum")
+
+
+def clamp(input, min=None, max=None):  # noqa: A002 - torch's names
+    out = input
+    if min is not None:
+        out = _math.binary("maximum", out, min, "torch.clamp")
+    if max is not None:
+        out = _math.binary("minimum", out, max, "torch.clamp")
+    return out
+
+
+def mean(input, dim=None, keepdim=False):
+    return _math.reduce("mean", input, dim, keepdim, "torch.mean")
+
+
+def max(input, dim=None, keepdim=False):  # noqa: A001 - torch's name
+    if isinstance(dim, _tensor.Tensor):
+        return maximum(input, dim)
+    return _math.extreme("max", input, dim, keepdim, "torch.max")
+
+
+def min(input, dim=None, keepdim=False):  # noqa: A001 - torch's name
+    if isinstance(dim, _tensor.Tensor):
+        return minimum(input, dim)
+    return _math.extreme("min", input, dim, keepdim, "torch.min")
+
+
+def argmax(input, dim=None, keepdim=False):
+    return _math.argextreme("max", input, dim, keepdim, "torch.argmax")
+
+
+def argmin(input, dim=None, keepdim=False):
+    return _math.argextreme("min", input, dim, keepdim, "torch.argmin")
+
+
+def softmax(input, dim, dtype=None):
+    return _math.softmax(input, dim, where="torch.softmax")
+
+
+def log_softmax(input, dim, dtype=None):
+    return _math.softmax(input, dim, log=True, where="torch.log_softmax")
+
+
+def _unary(name, op):
+    def fn(input):
+        return _math.map_op(op, input, 0.0, f"torch.{name}")
+
+    fn.__name__ = name
+    fn.__doc__ = f"torch.{name} element-wise on the current stream."
+    return fn
+
+
+relu = _unary("relu", _math.lib.RILL_MAP_RELU)
+sigmoid = _unary("sigmoid", _math.lib.RILL_MAP_SIGMOID)
+tanh = _unary("tanh", _math.lib.RILL_MAP_TANH)
+exp = _unary("exp", _math.lib.RILL_MAP_EXP)
+log = _unary("log", _math.lib.RILL_MAP_LOG)
+sqrt = _unary("sqrt", _math.lib.RILL_MAP_SQRT)
+abs = _unary("abs", _math.lib.RILL_MAP_ABS)  # noqa: A001 - torch's name
 
 
 def add(input, other, *, alpha=1, out=None):
@@ -392,11 +644,13 @@ def matmul(input, other):
     return _tensor.matmul(input, other)
 
 
-def sum(input, dtype=None):  # noqa: A001 - torch's name
-    """The sum of all elements, a 0-d tensor."""
+def sum(input, dim=None, keepdim=False, dtype=None):  # noqa: A001 - torch's name
+    """The sum of all elements (a 0-d tensor), or along dim."""
     if dtype is not None:
         raise NotImplementedError("torch.sum: dtype= is not supported")
-    return _tensor.sum(input)
+    if dim is None and not keepdim and input._strides is None:
+        return _tensor.sum(input)
+    return _math.reduce("sum", input, dim, keepdim, "torch.sum")
 
 
 class _HostTensor(Tensor):

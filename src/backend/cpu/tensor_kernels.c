@@ -1,0 +1,289 @@
+/* SPDX-License-Identifier: MIT */
+/* CPU bodies of the tensor ops. Layer: CPU backend; the launches are built
+ * in src/ops/ops_tensor.c and ops_nn.c. Invariants, as in op_kernels.c:
+ * block b of G writes only the outputs of its own slice (a range of the
+ * strided ops' indices, of the reductions' outputs, of softmax's rows, of
+ * pooling's output rows), so blocks never race, and every result is a pure
+ * function of the inputs: sums add in double precision in a fixed order. */
+#include "backend/cpu/tensor_kernels.h"
+
+#include <math.h>
+#include <stdbool.h>
+
+/* [*begin, *end): block ctx's share of count items, in equal runs (the
+ * last runs may be shorter or empty). */
+static void slice_of(const rill_block_ctx *ctx, size_t count, size_t *begin, size_t *end) {
+    size_t blocks = ctx->grid_dim.x;
+    size_t per = (count + blocks - 1) / blocks;
+    size_t b = ctx->block_idx.x;
+    *begin = b * per < count ? b * per : count;
+    *end = count - *begin > per ? *begin + per : count;
+}
+
+/* ---- strided copies and binary ops ---- */
+
+static float binary(uint32_t op, float x, float y) {
+    switch ((rill_binary_op)op) {
+    case RILL_BINARY_ADD:
+        return x + y;
+    case RILL_BINARY_SUB:
+        return x - y;
+    case RILL_BINARY_MUL:
+        return x * y;
+    case RILL_BINARY_DIV:
+        return x / y;
+    case RILL_BINARY_MAX:
+        return isnan(x) || x > y ? x : y;
+    case RILL_BINARY_MIN:
+        return isnan(x) || x < y ? x : y;
+    case RILL_BINARY_POW:
+        return powf(x, y);
+    }
+    return NAN;
+}
+
+/* Runs the indices [begin, end) of p's shape in row-major order: along the
+ * last dimension in runs, the others as an odometer. copy true: out = a,
+ * else out = a (op) b. */
+static void strided_run(const rill__op_strided_args *p, size_t begin, size_t end, bool copy) {
+    size_t nd = p->ndim, last = nd - 1;
+    size_t idx[RILL__OP_MAX_DIMS];
+    size_t rest = begin;
+    for (size_t d = nd; d-- > 0;) {
+        idx[d] = rest % p->shape[d];
+        rest /= p->shape[d];
+    }
+    size_t oo = 0, ao = 0, bo = 0;
+    for (size_t d = 0; d < nd; d++) {
+        oo += idx[d] * p->out_strides[d];
+        ao += idx[d] * p->a_strides[d];
+        bo += idx[d] * p->b_strides[d];
+    }
+    size_t os = p->out_strides[last], as = p->a_strides[last], bs = p->b_strides[last];
+    for (size_t i = begin; i < end;) {
+        size_t run = p->shape[last] - idx[last];
+        if (run > end - i)
+            run = end - i;
+        float *out = p->out + oo;
+        const float *a = p->a + ao;
+        if (copy) {
+            for (size_t j = 0; j < run; j++)
+                out[j * os] = a[j * as];
+        } else {
+            const float *b = p->b + bo;
+            if (os == 1 && as == 1 && bs == 1 && p->op == RILL_BINARY_ADD) {
+                for (size_t j = 0; j < run; j++)
+                    out[j] = a[j] + b[j];
+            } else if (os == 1 && as == 1 && bs == 0 && p->op == RILL_BINARY_ADD) {
+                float y = b[0];
+                for (size_t j = 0; j < run; j++)
+                    out[j] = a[j] + y;
+            } else {
+                for (size_t j = 0; j < run; j++)
+                    out[j * os] = binary(p->op, a[j * as], b[j * bs]);
+            }
+        }
+        i += run;
+        /* Step the odometer past the run. */
+        oo += run * os;
+        ao += run * as;
+        bo += run * bs;
+        idx[last] += run;
+        for (size_t d = last; d > 0 && idx[d] == p->shape[d]; d--) {
+            oo += p->out_strides[d - 1] - p->shape[d] * p->out_strides[d];
+            ao += p->a_strides[d - 1] - p->shape[d] * p->a_strides[d];
+            bo += p->b_strides[d - 1] - p->shape[d] * p->b_strides[d];
+            idx[d] = 0;
+            idx[d - 1]++;
+        }
+    }
+}
+
+void rill__cpu_op_copy_strided_f32(const rill_block_ctx *ctx, const void *args) {
+    const rill__op_strided_args *p = args;
+    size_t begin, end;
+    slice_of(ctx, p->n, &begin, &end);
+    if (begin < end)
+        strided_run(p, begin, end, true);
+}
+
+void rill__cpu_op_binary_f32(const rill_block_ctx *ctx, const void *args) {
+    const rill__op_strided_args *p = args;
+    size_t begin, end;
+    slice_of(ctx, p->n, &begin, &end);
+    if (begin < end)
+        strided_run(p, begin, end, false);
+}
+
+/* ---- maps ---- */
+
+static float sigmoid(float x) {
+    return 1.0f / (1.0f + expf(-x));
+}
+
+static float map(uint32_t op, float x, float alpha) {
+    switch ((rill_map_op)op) {
+    case RILL_MAP_NEG:
+        return -x;
+    case RILL_MAP_SCALE:
+        return x * alpha;
+    case RILL_MAP_DIV:
+        return x / alpha;
+    case RILL_MAP_RDIV:
+        return alpha / x;
+    case RILL_MAP_RSUB:
+        return alpha - x;
+    case RILL_MAP_POW:
+        return powf(x, alpha);
+    case RILL_MAP_MAX:
+        return isnan(x) || x > alpha ? x : alpha;
+    case RILL_MAP_MIN:
+        return isnan(x) || x < alpha ? x : alpha;
+    case RILL_MAP_RELU:
+        return isnan(x) || x > 0.0f ? x : 0.0f;
+    case RILL_MAP_LEAKY_RELU:
+        return x > 0.0f ? x : x * alpha;
+    case RILL_MAP_GELU:
+        return 0.5f * x * (1.0f + erff(x * 0.70710678118654752440f));
+    case RILL_MAP_GELU_TANH: {
+        float inner = 0.79788456080286535588f * (x + 0.044715f * x * x * x);
+        return 0.5f * x * (1.0f + tanhf(inner));
+    }
+    case RILL_MAP_SIGMOID:
+        return sigmoid(x);
+    case RILL_MAP_TANH:
+        return tanhf(x);
+    case RILL_MAP_SILU:
+        return x * sigmoid(x);
+    case RILL_MAP_EXP:
+        return expf(x);
+    case RILL_MAP_LOG:
+        return logf(x);
+    case RILL_MAP_SQRT:
+        return sqrtf(x);
+    case RILL_MAP_ABS:
+        return fabsf(x);
+    }
+    return NAN;
+}
+
+void rill__cpu_op_map_f32(const rill_block_ctx *ctx, const void *args) {
+    const rill__op_map_args *p = args;
+    size_t begin, end;
+    slice_of(ctx, p->n, &begin, &end);
+    float *out = p->out;
+    const float *a = p->a;
+    float alpha = p->alpha;
+    if (p->op == RILL_MAP_RELU) {
+        for (size_t i = begin; i < end; i++)
+            out[i] = isnan(a[i]) || a[i] > 0.0f ? a[i] : 0.0f;
+        return;
+    }
+    for (size_t i = begin; i < end; i++)
+        out[i] = map(p->op, a[i], alpha);
+}
+
+/* ---- along one dimension ---- */
+
+void rill__cpu_op_reduce_dim_f32(const rill_block_ctx *ctx, const void *args) {
+    const rill__op_reduce_dim_args *p = args;
+    size_t begin, end;
+    slice_of(ctx, p->outer * p->inner, &begin, &end);
+    bool is_sum = p->op == RILL_REDUCE_DIM_SUM || p->op == RILL_REDUCE_DIM_MEAN;
+    bool is_max = p->op == RILL_REDUCE_DIM_MAX;
+    for (size_t item = begin; item < end; item++) {
+        size_t o = item / p->inner, i = item % p->inner;
+        const float *a = p->a + o * p->dim * p->inner + i;
+        if (is_sum) {
+            double total = 0.0;
+            for (size_t d = 0; d < p->dim; d++)
+                total += (double)a[d * p->inner];
+            if (p->op == RILL_REDUCE_DIM_MEAN)
+                total /= (double)p->dim;
+            p->out[item] = (float)total;
+            continue;
+        }
+        float best = a[0];
+        size_t at = 0;
+        for (size_t d = 1; d < p->dim && !isnan(best); d++) {
+            float v = a[d * p->inner];
+            if (isnan(v) || (is_max ? v > best : v < best)) {
+                best = v;
+                at = d;
+            }
+        }
+        p->out[item] = best;
+        if (p->indices != NULL)
+            p->indices[item] = (int64_t)at;
+    }
+}
+
+void rill__cpu_op_softmax_f32(const rill_block_ctx *ctx, const void *args) {
+    const rill__op_softmax_args *p = args;
+    size_t begin, end;
+    slice_of(ctx, p->outer * p->inner, &begin, &end);
+    size_t step = p->inner;
+    for (size_t row = begin; row < end; row++) {
+        size_t o = row / p->inner, i = row % p->inner;
+        const float *a = p->a + o * p->dim * p->inner + i;
+        float *out = p->out + o * p->dim * p->inner + i;
+        float m = a[0];
+        for (size_t d = 1; d < p->dim; d++)
+            if (a[d * step] > m || isnan(a[d * step]))
+                m = a[d * step];
+        double total = 0.0;
+        for (size_t d = 0; d < p->dim; d++)
+            total += (double)expf(a[d * step] - m);
+        if (p->is_log) {
+            float shift = m + (float)log(total);
+            for (size_t d = 0; d < p->dim; d++)
+                out[d * step] = a[d * step] - shift;
+        } else {
+            float scale = (float)(1.0 / total);
+            for (size_t d = 0; d < p->dim; d++)
+                out[d * step] = expf(a[d * step] - m) * scale;
+        }
+    }
+}
+
+/* ---- pooling ---- */
+
+void rill__cpu_op_pool2d_f32(const rill_block_ctx *ctx, const void *args) {
+    const rill__op_pool2d_args *p = args;
+    size_t begin, end;
+    slice_of(ctx, p->planes * p->oh, &begin, &end);
+    bool is_max = p->op == RILL_POOL_MAX;
+    float divisor = (float)(p->r * p->s);
+    for (size_t row = begin; row < end; row++) {
+        size_t plane = row / p->oh, y = row % p->oh;
+        const float *img = p->in + plane * p->h * p->w;
+        float *out = p->out + row * p->ow;
+        /* The window's rows inside the image: [y0, y1). */
+        size_t top = y * p->stride_h;
+        size_t y0 = top > p->pad_h ? top - p->pad_h : 0;
+        size_t y1 = top + p->r - p->pad_h < p->h ? top + p->r - p->pad_h : p->h;
+        for (size_t x = 0; x < p->ow; x++) {
+            size_t left = x * p->stride_w;
+            size_t x0 = left > p->pad_w ? left - p->pad_w : 0;
+            size_t x1 = left + p->s - p->pad_w < p->w ? left + p->s - p->pad_w : p->w;
+            if (is_max) {
+                float best = -INFINITY;
+                for (size_t yy = y0; yy < y1; yy++)
+                    for (size_t xx = x0; xx < x1; xx++) {
+                        float v = img[yy * p->w + xx];
+                        if (v > best || isnan(v))
+                            best = v;
+                        if (isnan(best))
+                            break;
+                    }
+                out[x] = best;
+            } else {
+                float total = 0.0f;
+                for (size_t yy = y0; yy < y1; yy++)
+                    for (size_t xx = x0; xx < x1; xx++)
+                        total += img[yy * p->w + xx];
+                out[x] = total / divisor;
+            }
+        }
+    }
+}

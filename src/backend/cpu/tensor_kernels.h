@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: MIT */
+/* CPU bodies of the tensor ops (backend/op_args.h): strided copies,
+ * broadcasting binary ops, maps, reductions and softmax along one
+ * dimension, and 2-D pooling. Each is a rill_cpu_kernel_fn, called once
+ * per block; op_kernels.c lists them in rill__cpu_op_body. */
+#ifndef RILL_CPU_TENSOR_KERNELS_H
+#define RILL_CPU_TENSOR_KERNELS_H
+
+#include "backend/op_args.h"
+#include "rill.h"
+
+void rill__cpu_op_copy_strided_f32(const rill_block_ctx *ctx, const void *args);
+void rill__cpu_op_binary_f32(const rill_block_ctx *ctx, const void *args);
+void rill__cpu_op_map_f32(const rill_block_ctx *ctx, const void *args);
+void rill__cpu_op_reduce_dim_f32(const rill_block_ctx *ctx, const void *args);
+void rill__cpu_op_softmax_f32(const rill_block_ctx *ctx, const void *args);
+void rill__cpu_op_pool2d_f32(const rill_block_ctx *ctx, const void *args);
+
+#endif

@@ -1,0 +1,472 @@
+/* SPDX-License-Identifier: MIT */
+/* The tensor ops on the device under test (contract.h): strided copies,
+ * broadcasting binary ops, maps, reductions and softmax along a dimension,
+ * conv2d with strides and padding, and pooling, each against a result
+ * computed here on the host; and their refusals, each with its sentence. */
+#include "contract.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static rill_stream *new_stream(void) {
+    rill_stream *s;
+    RT_OK(rill_stream_create(contract_device(), 0, &s));
+    return s;
+}
+
+/* Device memory holding n floats of host (NULL: uninitialised). */
+static float *upload(rill_stream *s, const float *host, size_t n) {
+    void *p = NULL;
+    RT_OK(rill_malloc_async(n * sizeof(float), s, &p));
+    if (host != NULL) {
+        RT_OK(rill_memcpy_async(p, host, n * sizeof(float), s));
+        RT_OK(rill_stream_synchronize(s));
+    }
+    return p;
+}
+
+static void download(rill_stream *s, void *dst, const void *src, size_t bytes) {
+    RT_OK(rill_stream_synchronize(s));
+    RT_OK(rill_memcpy(dst, src, bytes));
+}
+
+static void expect_close(const char *what, size_t i, double got, double want, double tol) {
+    if (isnan(want) && isnan(got))
+        return;
+    if (!(fabs(got - want) <= tol * (1.0 + fabs(want))))
+        fail_msg("%s[%zu] = %.9g, want %.9g", what, i, got, want);
+}
+
+static float value_at(size_t i) {
+    return (float)((i * 37) % 23) * 0.25f - 2.5f;
+}
+
+static float *host_values(size_t n) {
+    float *h = malloc(n * sizeof *h);
+    for (size_t i = 0; i < n; i++)
+        h[i] = value_at(i);
+    return h;
+}
+
+static void expect_error(rill_status want, rill_status got, const char *fn, const char *words) {
+    assert_int_equal(got, want);
+    const char *e = rill_last_error();
+    if (strstr(e, fn) == NULL || strstr(e, words) == NULL)
+        fail_msg("the sentence should name %s and say '%s': %s", fn, words, e);
+}
+
+/* "out at i = in at i for every index i of shape": a transpose gathered
+ * into contiguous memory, then scattered into a column band of a wider
+ * matrix (cat along the last dimension). */
+static void test_copy_strided_transposes_and_scatters(void **state) {
+    (void)state;
+    rill_stream *s = new_stream();
+    size_t rows = 37, cols = 300;
+    float *h = host_values(rows * cols);
+    float *a = upload(s, h, rows * cols), *t = upload(s, NULL, rows * cols);
+    float *wide = upload(s, NULL, cols * (rows + 5));
+    size_t shape[2] = {cols, rows}, in_strides[2] = {1, cols}, out_strides[2] = {rows, 1};
+    RT_OK(rill_op_copy_strided_f32(s, t, out_strides, a, in_strides, shape, 2));
+    size_t wide_strides[2] = {rows + 5, 1};
+    RT_OK(rill_op_copy_strided_f32(s, wide + 5, wide_strides, t, out_strides, shape, 2));
+    float *got = malloc(cols * (rows + 5) * sizeof *got);
+    download(s, got, t, rows * cols * sizeof *got);
+    for (size_t j = 0; j < cols; j++)
+        for (size_t i = 0; i < rows; i++)
+            assert_true(got[j * rows + i] == h[i * cols + j]);
+    download(s, got, wide, cols * (rows + 5) * sizeof *got);
+    for (size_t j = 0; j < cols; j++)
+        for (size_t i = 0; i < rows; i++)
+            assert_true(got[j * (rows + 5) + 5 + i] == h[i * cols + j]);
+    RT_OK(rill_free(a));
+    RT_OK(rill_free(t));
+    RT_OK(rill_free(wide));
+    free(h);
+    free(got);
+    RT_OK(rill_stream_destroy(s));
+}
+
+static float host_binary(rill_binary_op op, float x, float y) {
+    switch (op) {
+    case RILL_BINARY_ADD:
+        return x + y;
+    case RILL_BINARY_SUB:
+        return x - y;
+    case RILL_BINARY_MUL:
+        return x * y;
+    case RILL_BINARY_DIV:
+        return x / y;
+    case RILL_BINARY_MAX:
+        return x > y ? x : y;
+    case RILL_BINARY_MIN:
+        return x < y ? x : y;
+    case RILL_BINARY_POW:
+        return powf(x, y);
+    }
+    return NAN;
+}
+
+/* "with strides 0 this is broadcasting": a [n, 1, k] with b [1, m, k]
+ * into [n, m, k], for every op, over sizes of one block and several. */
+static void test_binary_broadcasts(void **state) {
+    (void)state;
+    rill_stream *s = new_stream();
+    size_t dims[2][3] = {{3, 4, 5}, {64, 96, 33}};
+    for (int t = 0; t < 2; t++) {
+        size_t n = dims[t][0], m = dims[t][1], k = dims[t][2], total = n * m * k;
+        float *ha = host_values(n * k), *hb = malloc(m * k * sizeof *hb);
+        for (size_t i = 0; i < m * k; i++)
+            hb[i] = (float)(i % 7) * 0.5f + 0.25f;
+        float *a = upload(s, ha, n * k), *b = upload(s, hb, m * k), *out = upload(s, NULL, total);
+        float *got = malloc(total * sizeof *got);
+        size_t shape[3] = {n, m, k}, as[3] = {k, 0, 1}, bs[3] = {0, k, 1};
+        for (int op = RILL_BINARY_ADD; op <= RILL_BINARY_POW; op++) {
+            RT_OK(rill_op_binary_f32(s, (rill_binary_op)op, out, a, as, b, bs, shape, 3));
+            download(s, got, out, total * sizeof *got);
+            for (size_t i = 0; i < n; i++)
+                for (size_t j = 0; j < m; j++)
+                    for (size_t q = 0; q < k; q++) {
+                        size_t at = (i * m + j) * k + q;
+                        float want = host_binary((rill_binary_op)op, ha[i * k + q], hb[j * k + q]);
+                        expect_close("out", at, got[at], want, 1e-6);
+                    }
+        }
+        /* In place: out == a with a's contiguous strides. */
+        size_t cs[3] = {m * k, k, 1};
+        RT_OK(rill_op_binary_f32(s, RILL_BINARY_SUB, out, out, cs, b, bs, shape, 3));
+        download(s, got, out, total * sizeof *got);
+        for (size_t i = 0; i < n * m * k; i++) {
+            size_t j = (i / k) % m, q = i % k;
+            float want = powf(ha[(i / (m * k)) * k + q], hb[j * k + q]) - hb[j * k + q];
+            expect_close("in place", i, got[i], want, 1e-5);
+        }
+        RT_OK(rill_free(a));
+        RT_OK(rill_free(b));
+        RT_OK(rill_free(out));
+        free(ha);
+        free(hb);
+        free(got);
+    }
+    RT_OK(rill_stream_destroy(s));
+}
+
+static float host_map(rill_map_op op, float x, float alpha) {
+    switch (op) {
+    case RILL_MAP_NEG:
+        return -x;
+    case RILL_MAP_SCALE:
+        return x * alpha;
+    case RILL_MAP_DIV:
+        return x / alpha;
+    case RILL_MAP_RDIV:
+        return alpha / x;
+    case RILL_MAP_RSUB:
+        return alpha - x;
+    case RILL_MAP_POW:
+        return powf(x, alpha);
+    case RILL_MAP_MAX:
+        return x > alpha ? x : alpha;
+    case RILL_MAP_MIN:
+        return x < alpha ? x : alpha;
+    case RILL_MAP_RELU:
+        return x > 0 ? x : 0;
+    case RILL_MAP_LEAKY_RELU:
+        return x > 0 ? x : x * alpha;
+    case RILL_MAP_GELU:
+        return (float)(0.5 * x * (1.0 + erf(x / sqrt(2.0))));
+    case RILL_MAP_GELU_TANH:
+        return (float)(0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x))));
+    case RILL_MAP_SIGMOID:
+        return (float)(1.0 / (1.0 + exp(-x)));
+    case RILL_MAP_TANH:
+        return (float)tanh(x);
+    case RILL_MAP_SILU:
+        return (float)(x / (1.0 + exp(-x)));
+    case RILL_MAP_EXP:
+        return (float)exp(x);
+    case RILL_MAP_LOG:
+        return (float)log(x);
+    case RILL_MAP_SQRT:
+        return (float)sqrt(x);
+    case RILL_MAP_ABS:
+        return fabsf(x);
+    }
+    return NAN;
+}
+
+/* Every map against the double-precision formula, within float rounding;
+ * in place (out == a) as well. */
+static void test_map_ops(void **state) {
+    (void)state;
+    rill_stream *s = new_stream();
+    size_t n = 70001;
+    float *h = host_values(n), *got = malloc(n * sizeof *got);
+    float *a = upload(s, h, n), *out = upload(s, NULL, n);
+    for (int op = RILL_MAP_NEG; op <= RILL_MAP_ABS; op++) {
+        float alpha = op == RILL_MAP_POW ? 2.0f : 0.75f;
+        bool positive = op == RILL_MAP_LOG || op == RILL_MAP_SQRT || op == RILL_MAP_POW;
+        RT_OK(rill_op_map_f32(s, RILL_MAP_ABS, out, a, 0.0f, n));
+        RT_OK(rill_op_map_f32(s, (rill_map_op)op, out, positive ? out : a, alpha, n));
+        download(s, got, out, n * sizeof *got);
+        for (size_t i = 0; i < n; i++) {
+            float x = positive ? fabsf(h[i]) : h[i];
+            if ((op == RILL_MAP_RDIV || op == RILL_MAP_LOG) && x == 0.0f)
+                continue;
+            expect_close("map", i, got[i], host_map((rill_map_op)op, x, alpha), 1e-5);
+        }
+    }
+    RT_OK(rill_free(a));
+    RT_OK(rill_free(out));
+    free(h);
+    free(got);
+    RT_OK(rill_stream_destroy(s));
+}
+
+/* "out[o, i] = op over d < dim of a[o, d, i]", with the positions of max
+ * and min, for a middle dimension (inner > 1) and the last (inner 1). */
+static void test_reduce_dim(void **state) {
+    (void)state;
+    rill_stream *s = new_stream();
+    size_t shapes[2][3] = {{5, 17, 9}, {300, 129, 1}};
+    for (int t = 0; t < 2; t++) {
+        size_t outer = shapes[t][0], dim = shapes[t][1], inner = shapes[t][2];
+        size_t total = outer * dim * inner, outs = outer * inner;
+        float *h = host_values(total), *got = malloc(outs * sizeof *got);
+        int64_t *idx = malloc(outs * sizeof *idx), *didx = NULL;
+        float *a = upload(s, h, total), *out = upload(s, NULL, outs);
+        RT_OK(rill_malloc_async(outs * sizeof *didx, s, (void **)&didx));
+        for (int op = RILL_REDUCE_DIM_SUM; op <= RILL_REDUCE_DIM_MIN; op++) {
+            bool positional = op == RILL_REDUCE_DIM_MAX || op == RILL_REDUCE_DIM_MIN;
+            RT_OK(rill_op_reduce_dim_f32(s, (rill_reduce_dim_op)op, out, positional ? didx : NULL,
+                                         a, outer, dim, inner));
+            download(s, got, out, outs * sizeof *got);
+            if (positional)
+                download(s, idx, didx, outs * sizeof *idx);
+            for (size_t o = 0; o < outer; o++)
+                for (size_t i = 0; i < inner; i++) {
+                    double sum = 0;
+                    float best = h[o * dim * inner + i];
+                    int64_t at = 0;
+                    for (size_t d = 0; d < dim; d++) {
+                        float v = h[(o * dim + d) * inner + i];
+                        sum += v;
+                        if (op == RILL_REDUCE_DIM_MAX ? v > best : v < best) {
+                            best = v;
+                            at = (int64_t)d;
+                        }
+                    }
+                    double want = op == RILL_REDUCE_DIM_SUM    ? sum
+                                  : op == RILL_REDUCE_DIM_MEAN ? sum / (double)dim
+                                                               : best;
+                    expect_close("reduce", o * inner + i, got[o * inner + i], want, 1e-6);
+                    if (positional)
+                        assert_int_equal(idx[o * inner + i], at);
+                }
+        }
+        RT_OK(rill_free(a));
+        RT_OK(rill_free(out));
+        RT_OK(rill_free(didx));
+        free(h);
+        free(got);
+        free(idx);
+    }
+    RT_OK(rill_stream_destroy(s));
+}
+
+/* softmax and log_softmax along a middle dimension, against the formula
+ * in double precision; softmax's rows sum to 1. */
+static void test_softmax(void **state) {
+    (void)state;
+    rill_stream *s = new_stream();
+    size_t outer = 7, dim = 33, inner = 5, total = outer * dim * inner;
+    float *h = host_values(total), *got = malloc(total * sizeof *got);
+    float *a = upload(s, h, total), *out = upload(s, NULL, total);
+    for (int is_log = 0; is_log < 2; is_log++) {
+        if (is_log)
+            RT_OK(rill_op_log_softmax_f32(s, out, a, outer, dim, inner));
+        else
+            RT_OK(rill_op_softmax_f32(s, out, a, outer, dim, inner));
+        download(s, got, out, total * sizeof *got);
+        for (size_t o = 0; o < outer; o++)
+            for (size_t i = 0; i < inner; i++) {
+                double sum = 0;
+                for (size_t d = 0; d < dim; d++)
+                    sum += exp(h[(o * dim + d) * inner + i]);
+                for (size_t d = 0; d < dim; d++) {
+                    size_t at = (o * dim + d) * inner + i;
+                    double want = is_log ? h[at] - log(sum) : exp(h[at]) / sum;
+                    expect_close("softmax", at, got[at], want, 1e-5);
+                }
+            }
+    }
+    RT_OK(rill_op_softmax_f32(s, a, a, outer, dim, inner)); /* in place */
+    download(s, got, a, total * sizeof *got);
+    for (size_t o = 0; o < outer; o++) {
+        double row = 0;
+        for (size_t d = 0; d < dim; d++)
+            row += got[(o * dim + d) * inner];
+        expect_close("row sum", o, row, 1.0, 1e-5);
+    }
+    RT_OK(rill_free(a));
+    RT_OK(rill_free(out));
+    free(h);
+    free(got);
+    RT_OK(rill_stream_destroy(s));
+}
+
+/* conv2d with strides and zero padding against a direct convolution; with
+ * stride 1 and no padding it equals rill_op_conv2d_f32's result. */
+static void test_conv2d_ex(void **state) {
+    (void)state;
+    rill_stream *s = new_stream();
+    size_t n = 2, c = 3, h = 11, w = 10, k = 5, r = 3, q = 3;
+    size_t geoms[3][4] = {{2, 2, 1, 1}, {1, 3, 2, 0}, {1, 1, 0, 0}};
+    size_t in_n = n * c * h * w, wt_n = k * c * r * q;
+    float *hin = host_values(in_n), *hwt = malloc(wt_n * sizeof *hwt);
+    for (size_t i = 0; i < wt_n; i++)
+        hwt[i] = (float)((i * 11) % 7) * 0.3f - 0.9f;
+    float *in = upload(s, hin, in_n), *wt = upload(s, hwt, wt_n);
+    for (int g = 0; g < 3; g++) {
+        size_t sh = geoms[g][0], sw = geoms[g][1], ph = geoms[g][2], pw = geoms[g][3];
+        size_t oh = (h + 2 * ph - r) / sh + 1, ow = (w + 2 * pw - q) / sw + 1;
+        size_t out_n = n * k * oh * ow;
+        float *out = upload(s, NULL, out_n), *got = malloc(out_n * sizeof *got);
+        RT_OK(rill_op_conv2d_ex_f32(s, out, in, wt, n, c, h, w, k, r, q, sh, sw, ph, pw));
+        download(s, got, out, out_n * sizeof *got);
+        for (size_t b = 0; b < n; b++)
+            for (size_t o = 0; o < k; o++)
+                for (size_t y = 0; y < oh; y++)
+                    for (size_t x = 0; x < ow; x++) {
+                        double want = 0;
+                        for (size_t ci = 0; ci < c; ci++)
+                            for (size_t dy = 0; dy < r; dy++)
+                                for (size_t dx = 0; dx < q; dx++) {
+                                    long iy = (long)(y * sh + dy) - (long)ph;
+                                    long ix = (long)(x * sw + dx) - (long)pw;
+                                    if (iy < 0 || ix < 0 || iy >= (long)h || ix >= (long)w)
+                                        continue;
+                                    want +=
+                                        (double)
+                                            hin[((b * c + ci) * h + (size_t)iy) * w + (size_t)ix] *
+                                        hwt[((o * c + ci) * r + dy) * q + dx];
+                                }
+                        size_t i = ((b * k + o) * oh + y) * ow + x;
+                        expect_close("conv", i, got[i], want, 1e-4);
+                    }
+        RT_OK(rill_free(out));
+        free(got);
+    }
+    RT_OK(rill_free(in));
+    RT_OK(rill_free(wt));
+    free(hin);
+    free(hwt);
+    RT_OK(rill_stream_destroy(s));
+}
+
+/* max and average pooling, with strides and padding. */
+static void test_pool2d(void **state) {
+    (void)state;
+    rill_stream *s = new_stream();
+    size_t planes = 6, h = 9, w = 8;
+    size_t geoms[2][6] = {{2, 2, 2, 2, 0, 0}, {3, 3, 2, 1, 1, 1}};
+    float *hin = host_values(planes * h * w);
+    float *in = upload(s, hin, planes * h * w);
+    for (int g = 0; g < 2; g++)
+        for (int op = RILL_POOL_MAX; op <= RILL_POOL_AVG; op++) {
+            size_t r = geoms[g][0], q = geoms[g][1], sh = geoms[g][2], sw = geoms[g][3];
+            size_t ph = geoms[g][4], pw = geoms[g][5];
+            size_t oh = (h + 2 * ph - r) / sh + 1, ow = (w + 2 * pw - q) / sw + 1;
+            float *out = upload(s, NULL, planes * oh * ow);
+            float *got = malloc(planes * oh * ow * sizeof *got);
+            RT_OK(rill_op_pool2d_f32(s, (rill_pool_op)op, out, in, planes, h, w, r, q, sh, sw, ph,
+                                     pw));
+            download(s, got, out, planes * oh * ow * sizeof *got);
+            for (size_t p = 0; p < planes; p++)
+                for (size_t y = 0; y < oh; y++)
+                    for (size_t x = 0; x < ow; x++) {
+                        double best = -INFINITY, sum = 0;
+                        for (size_t dy = 0; dy < r; dy++)
+                            for (size_t dx = 0; dx < q; dx++) {
+                                long iy = (long)(y * sh + dy) - (long)ph;
+                                long ix = (long)(x * sw + dx) - (long)pw;
+                                if (iy < 0 || ix < 0 || iy >= (long)h || ix >= (long)w)
+                                    continue;
+                                float v = hin[(p * h + (size_t)iy) * w + (size_t)ix];
+                                best = v > best ? v : best;
+                                sum += v;
+                            }
+                        double want = op == RILL_POOL_MAX ? best : sum / (double)(r * q);
+                        size_t i = (p * oh + y) * ow + x;
+                        expect_close("pool", i, got[i], want, 1e-6);
+                    }
+            RT_OK(rill_free(out));
+            free(got);
+        }
+    RT_OK(rill_free(in));
+    free(hin);
+    RT_OK(rill_stream_destroy(s));
+}
+
+/* "Each checks every argument first (RILL_ERROR_INVALID_ARGUMENT, with a
+ * sentence naming the argument; nothing runs)". */
+static void test_tensor_ops_refuse_bad_arguments(void **state) {
+    (void)state;
+    rill_stream *s = new_stream();
+    float *a = upload(s, NULL, 64), *b = upload(s, NULL, 64);
+    size_t shape[2] = {4, 4}, contig[2] = {4, 1}, zero[2] = {0, 1}, big[2] = {64, 1};
+    expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                 rill_op_copy_strided_f32(s, b, zero, a, contig, shape, 2),
+                 "rill_op_copy_strided_f32", "more than once");
+    expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                 rill_op_copy_strided_f32(s, b, contig, a, big, shape, 2),
+                 "rill_op_copy_strided_f32", "in");
+    expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                 rill_op_copy_strided_f32(s, a + 2, contig, a, contig, shape, 2),
+                 "rill_op_copy_strided_f32", "overlaps");
+    expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                 rill_op_copy_strided_f32(s, b, contig, a, contig, shape, 7),
+                 "rill_op_copy_strided_f32", "RILL_OP_MAX_DIMS");
+    expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                 rill_op_binary_f32(s, (rill_binary_op)99, b, a, contig, a, contig, shape, 2),
+                 "rill_op_binary_f32", "not a rill_binary_op");
+    expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                 rill_op_binary_f32(s, RILL_BINARY_ADD, a, a, zero, b, contig, shape, 2),
+                 "rill_op_binary_f32", "overlaps a");
+    expect_error(RILL_ERROR_INVALID_ARGUMENT, rill_op_map_f32(s, RILL_MAP_RELU, b, a, 0.0f, 0),
+                 "rill_op_map_f32", "n is 0");
+    expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                 rill_op_reduce_dim_f32(s, RILL_REDUCE_DIM_SUM, b, (int64_t *)(b + 32), a, 4, 4, 1),
+                 "rill_op_reduce_dim_f32", "indices");
+    expect_error(RILL_ERROR_INVALID_ARGUMENT, rill_op_softmax_f32(s, b, a, 4, 0, 4),
+                 "rill_op_softmax_f32", "dim is 0");
+    expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                 rill_op_conv2d_ex_f32(s, b, a, a, 1, 1, 8, 8, 1, 3, 3, 0, 1, 0, 0),
+                 "rill_op_conv2d_ex_f32", "stride_h");
+    expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                 rill_op_conv2d_ex_f32(s, b, a, a, 1, 1, 2, 2, 1, 5, 5, 1, 1, 1, 1),
+                 "rill_op_conv2d_ex_f32", "larger than the padded input");
+    expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                 rill_op_pool2d_f32(s, RILL_POOL_MAX, b, a, 1, 8, 8, 2, 2, 2, 2, 2, 0),
+                 "rill_op_pool2d_f32", "half the window");
+    expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                 rill_op_pool2d_f32(s, (rill_pool_op)7, b, a, 1, 8, 8, 2, 2, 2, 2, 0, 0),
+                 "rill_op_pool2d_f32", "not a rill_pool_op");
+    RT_OK(rill_free(a));
+    RT_OK(rill_free(b));
+    RT_OK(rill_stream_destroy(s));
+}
+
+int main(int argc, char **argv) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_copy_strided_transposes_and_scatters),
+        cmocka_unit_test(test_binary_broadcasts),
+        cmocka_unit_test(test_map_ops),
+        cmocka_unit_test(test_reduce_dim),
+        cmocka_unit_test(test_softmax),
+        cmocka_unit_test(test_conv2d_ex),
+        cmocka_unit_test(test_pool2d),
+        cmocka_unit_test(test_tensor_ops_refuse_bad_arguments),
+    };
+    return CONTRACT_RUN(tests);
+}
