@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backend/cuda/cuda_driver.h"
 #include "op_twins.h"
 #include "rill.h"
 
@@ -586,56 +587,13 @@ static CUresult fake_cuCtxGetStreamPriorityRange(int *least, int *greatest) {
 #define CHECK(name)                                                                                \
     static __typeof__(&name) const check_##name __attribute__((unused)) = fake_##name;
 
-#define FAKE_FUNCS(X)                                                                              \
-    X(cuInit)                                                                                      \
-    X(cuDriverGetVersion)                                                                          \
-    X(cuGetErrorName)                                                                              \
-    X(cuGetErrorString)                                                                            \
-    X(cuDeviceGetCount)                                                                            \
-    X(cuDeviceGet)                                                                                 \
-    X(cuDeviceGetName)                                                                             \
-    X(cuDeviceTotalMem)                                                                            \
-    X(cuDeviceGetAttribute)                                                                        \
-    X(cuDevicePrimaryCtxRetain)                                                                    \
-    X(cuDevicePrimaryCtxRelease)                                                                   \
-    X(cuCtxSetCurrent)                                                                             \
-    X(cuCtxGetStreamPriorityRange)                                                                 \
-    X(cuMemGetAllocationGranularity)                                                               \
-    X(cuStreamCreate)                                                                              \
-    X(cuStreamCreateWithPriority)                                                                  \
-    X(cuStreamDestroy)                                                                             \
-    X(cuStreamQuery)                                                                               \
-    X(cuStreamSynchronize)                                                                         \
-    X(cuStreamWaitEvent)                                                                           \
-    X(cuStreamWriteValue64)                                                                        \
-    X(cuEventCreate)                                                                               \
-    X(cuEventDestroy)                                                                              \
-    X(cuEventRecord)                                                                               \
-    X(cuEventSynchronize)                                                                          \
-    X(cuEventElapsedTime)                                                                          \
-    X(cuLaunchKernel)                                                                              \
-    X(cuMemcpyAsync)                                                                               \
-    X(cuMemsetD8Async)                                                                             \
-    X(cuModuleLoadData)                                                                            \
-    X(cuModuleGetFunction)                                                                         \
-    X(cuModuleUnload)                                                                              \
-    X(cuMemAddressReserve)                                                                         \
-    X(cuMemAddressFree)                                                                            \
-    X(cuMemCreate)                                                                                 \
-    X(cuMemRelease)                                                                                \
-    X(cuMemMap)                                                                                    \
-    X(cuMemUnmap)                                                                                  \
-    X(cuMemSetAccess)                                                                              \
-    X(cuMemHostAlloc)                                                                              \
-    X(cuMemFreeHost)                                                                               \
-    X(cuMemHostGetDevicePointer)
-
-FAKE_FUNCS(CHECK)
+/* Every entry point the backend asks for (cuda_driver.h). */
+RILL__CUDA_DRIVER_FUNCS(CHECK)
 
 static const struct {
     const char *name;
     void *fn;
-} entries[] = {FAKE_FUNCS(ENTRY)};
+} entries[] = {RILL__CUDA_DRIVER_FUNCS(ENTRY)};
 
 __attribute__((visibility("default"))) CUresult
 cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
