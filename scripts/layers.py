@@ -8,13 +8,13 @@ interface. An edge A -> B means a file of A includes a header of B. The
 layers, bottom to top:
 
     platform, util   no rill module below them
-    obs              the trace recorder: the platform only, so that every
+    trace            the trace recorder: the platform only, so that every
                      layer above records into it directly
     backend          the device interface (backend.h), which the core calls
     backend/*        devices (cpu, cuda): the interface and the layers below it
     core             semantics
-    mem, graph, ops  above the core, in that order; comm and obs (the stream
-                     sanitizer) beside ops
+    mem, graph, ops  above the core, in that order; comm and sanitizer (the
+                     stream sanitizer) beside ops
     assembly         src/assembly.c, which lists the subsystems and backends
 
 An edge that points up, from a lower layer to a higher one, is a loop
@@ -37,8 +37,8 @@ BEGIN, END = "<!-- modules: scripts/layers.py --mermaid -->", "<!-- end of modul
 
 # Higher number: higher layer. Modules at one level may not include each
 # other unless listed in ALLOWED.
-RANK = {"platform": 0, "util": 1, "obs": 1, "backend": 2, "backend/cpu": 3, "backend/cuda": 3,
-        "core": 4, "mem": 5, "graph": 6, "ops": 7, "comm": 7, "san": 7, "assembly": 8}
+RANK = {"platform": 0, "util": 1, "trace": 1, "backend": 2, "backend/cpu": 3, "backend/cuda": 3,
+        "core": 4, "mem": 5, "graph": 6, "ops": 7, "comm": 7, "sanitizer": 7, "assembly": 8}
 # Downward edges are always allowed; these are the allowed exceptions.
 ALLOWED = set()
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_/]+)\.h"', re.M)

@@ -7,7 +7,7 @@
 #include "core/hooks.h"
 #include "graph/graph.h"
 #include "mem/memory.h"
-#include "san/sanitizer.h"
+#include "sanitizer/sanitizer.h"
 
 const rill__subsystem *const rill__subsystems[] = {
     &rill__mem_subsystem,

@@ -346,7 +346,7 @@ void rill__stream_ref(rill__stream *s);
 void rill__stream_unref(rill__stream *s);
 /* Copies the stream's name ("stream 0x..." when unnamed) into buf. */
 void rill__stream_name(rill__stream *s, char *buf, size_t size);
-/* Names s's track in the running trace (src/obs/trace.h), once per trace
+/* Names s's track in the running trace (src/trace/trace.h), once per trace
  * and again after rill_stream_set_name. Call only while rill__tracing(). */
 void rill__stream_trace_track(rill__stream *s);
 

@@ -19,7 +19,7 @@
 
 #include "core/handle.h"
 #include "mem/pool.h"
-#include "obs/trace.h"
+#include "trace/trace.h"
 #include "util/alloc.h"
 #include "util/assert.h"
 #include "util/status.h"

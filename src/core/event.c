@@ -21,7 +21,7 @@
 #include "core/calls.h"
 #include "core/stream.h"
 #include "core/trace_api.h"
-#include "obs/trace.h"
+#include "trace/trace.h"
 #include "util/alloc.h"
 #include "util/status.h"
 

@@ -21,7 +21,7 @@
 #include "core/event.h"
 #include "core/ipc_wire.h"
 #include "core/stream.h"
-#include "obs/trace.h"
+#include "trace/trace.h"
 #include "platform/shm.h"
 #include "util/alloc.h"
 #include "util/status.h"

@@ -166,7 +166,7 @@ static inline void rill__capture_stream_destroyed(rill__stream *s) {
 
 /* -------------------------------------------------------------- sanitizer */
 
-/* What the stream sanitizer (src/san) learns from the core, the memory
+/* What the stream sanitizer (src/sanitizer) learns from the core, the memory
  * layer and graphs: commands with the memory they touch, the orders that
  * waits and host synchronisation make, frees. Each call site first tests
  * rill__san_on (one relaxed load and a branch that predicts "off"), so an

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The core's side of traces (src/obs/trace.h records): rill_trace_start
+/* The core's side of traces (src/trace/trace.h records): rill_trace_start
  * and rill_trace_stop, RILL_TRACE, and the tracks of streams. */
 #ifndef RILL_CORE_TRACE_API_H
 #define RILL_CORE_TRACE_API_H
@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 #include "core/handle.h"
-#include "obs/trace.h"
+#include "trace/trace.h"
 
 /* At the runtime's start: RILL_TRACE=path starts a trace, once per
  * process; a path that cannot be written is told on stderr. */

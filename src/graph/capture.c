@@ -16,7 +16,7 @@
 #include "graph/capture_internal.h"
 #include "graph/graph.h"
 #include "mem/pool.h"
-#include "obs/trace.h"
+#include "trace/trace.h"
 #include "util/alloc.h"
 #include "util/ptrmap.h"
 #include "util/status.h"

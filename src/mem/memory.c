@@ -17,7 +17,7 @@
 #include "mem/ipc.h"
 #include "mem/pool.h"
 #include "mem/registry.h"
-#include "obs/trace.h"
+#include "trace/trace.h"
 #include "util/alloc.h"
 #include "util/status.h"
 

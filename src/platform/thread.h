@@ -142,7 +142,7 @@ uint64_t rill__now_ns(void);
  * tens): the processor's time-stamp counter on x86-64, which only counts
  * steadily and alike on every processor when the kernel keeps time with it
  * (rill__ticks_steady); elsewhere rill__now_ns. Ticks become nanoseconds
- * by calibration against rill__now_ns (src/obs/trace.c). */
+ * by calibration against rill__now_ns (src/trace/trace.c). */
 static inline uint64_t rill__ticks(void) {
 #if defined(__x86_64__)
     return __builtin_ia32_rdtsc();

@@ -11,7 +11,7 @@
 
 #include "backend/cpu/cpu.h"
 #include "backend/cpu/cpu_trace.h"
-#include "obs/trace.h"
+#include "trace/trace.h"
 #include "util/alloc.h"
 #include "util/status.h"
 

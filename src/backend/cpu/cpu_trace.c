@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The CPU device's records for traces (cpu_trace.h, src/obs/trace.h). */
+/* The CPU device's records for traces (cpu_trace.h, src/trace/trace.h). */
 #include "backend/cpu/cpu_trace.h"
 
 #include <string.h>

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* What the CPU device records for traces (src/obs/trace.h): a command's
+/* What the CPU device records for traces (src/trace/trace.h): a command's
  * fields, and its slice on its stream's track. Called only while a trace
  * records (cpu_sched.c, cpu_graph.c). */
 #ifndef RILL_BACKEND_CPU_TRACE_H
 #define RILL_BACKEND_CPU_TRACE_H
 
 #include "backend/cpu/cpu.h"
-#include "obs/trace.h"
+#include "trace/trace.h"
 
 /* Fills the fields of *r that c's kind decides (what, device, stream, seq,
  * name, grid, bytes, a, b); the caller sets type, unit, flags, t0, t1. */

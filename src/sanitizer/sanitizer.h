@@ -38,8 +38,8 @@
  * Everything is guarded by one mutex; the hooks run only while the
  * sanitizer is on (core/hooks.h), and rill_shutdown forgets every stream
  * and record. */
-#ifndef RILL_OBS_SANITIZER_H
-#define RILL_OBS_SANITIZER_H
+#ifndef RILL_SANITIZER_H
+#define RILL_SANITIZER_H
 
 #include "core/hooks.h"
 

@@ -15,8 +15,8 @@
  * slices, flow arrows from the work a wait waited for to the wait, and
  * counters. While no trace runs, each recording point costs one relaxed
  * load and a branch predicted not taken (rill__tracing). */
-#ifndef RILL_OBS_TRACE_H
-#define RILL_OBS_TRACE_H
+#ifndef RILL_TRACE_TRACE_H
+#define RILL_TRACE_TRACE_H
 
 #include <stdatomic.h>
 #include <stdbool.h>

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The stream sanitizer: see sanitizer.h for the model, rill.h for the
- * calls. Races inside a launched graph are san_graph.c's; the state and
- * helpers the two share are in san_internal.h. */
-#include "san/sanitizer.h"
+ * calls. Races inside a launched graph are graphs.c's; the state and
+ * helpers the two share are in internal.h. */
+#include "sanitizer/sanitizer.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -16,7 +16,7 @@
 #include "graph/graph.h"
 #include "mem/pool.h"
 #include "platform/thread.h"
-#include "san/san_internal.h"
+#include "sanitizer/internal.h"
 #include "util/alloc.h"
 #include "util/ptrmap.h"
 #include "util/status.h"

@@ -2,14 +2,14 @@
 /* The stream sanitizer inside a launched graph: two nodes that touch the
  * same bytes, one writing, with no path of edges between them race; and
  * every node's accesses are checked against other streams as a command's
- * are (san_internal.h). */
+ * are (internal.h). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/kernel.h"
-#include "san/san_internal.h"
+#include "sanitizer/internal.h"
 #include "util/alloc.h"
 
 typedef struct node_acc {

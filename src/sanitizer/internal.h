@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* The stream sanitizer's shared state and helpers (sanitizer.c: clocks,
- * records, hooks, public calls; san_graph.c: races inside a launched
- * graph). Internal to src/san. */
-#ifndef RILL_SAN_INTERNAL_H
-#define RILL_SAN_INTERNAL_H
+ * records, hooks, public calls; graphs.c: races inside a launched
+ * graph). Internal to src/sanitizer. */
+#ifndef RILL_SANITIZER_INTERNAL_H
+#define RILL_SANITIZER_INTERNAL_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -11,7 +11,7 @@
 
 #include "graph/graph.h"
 #include "platform/thread.h"
-#include "san/sanitizer.h"
+#include "sanitizer/sanitizer.h"
 #include "util/ptrmap.h"
 
 typedef struct vc_entry {

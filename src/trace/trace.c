@@ -9,7 +9,7 @@
  * needs one is a new one): the writer takes their records and leaves them
  * empty, so a thread that read rill__trace_on just before a stop never
  * touches freed memory. */
-#include "obs/trace.h"
+#include "trace/trace.h"
 
 #include <errno.h>
 #include <inttypes.h>
