@@ -75,6 +75,7 @@ if(RILL_CUDA_BUILT)
     ${PROJECT_SOURCE_DIR}/src/backend/half_bits.h)
   set(RILL_CUDA_SOURCES
     src/backend/cuda/cuda_driver.c
+    src/backend/cuda/cuda_context.c
     src/backend/cuda/cuda_device.c
     src/backend/cuda/cuda_stream.c
     src/backend/cuda/cuda_memory.c

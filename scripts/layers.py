@@ -20,11 +20,27 @@ layers, bottom to top:
 An edge that points up, from a lower layer to a higher one, is a loop
 across layers.
 
+Calls, from a build's object files (--calls BUILD): an edge A -> B means a
+file of A refers to a function or variable of B. A symbol belongs to the
+module whose header declares it, else to the module that defines it: the
+functions the core provides to backends are declared in backend.h, so a
+backend's calls to them go to the device interface, not up to the core.
+No call may point up, and inside the modules of ONE_WAY the files call
+each other one way: no loop of calls among them (KNOWN_LOOPS lists the
+ones not undone yet).
+
 Usage:
   scripts/layers.py            print the edges, upward ones marked
   scripts/layers.py --mermaid  the graph as a Mermaid block (docs/design.md)
   scripts/layers.py --check    exit 1 when an edge points up, or when the
                                block in docs/design.md is not the current one
+  scripts/layers.py --check --calls BUILD
+                               also exit 1 when a call points up, or files
+                               of a ONE_WAY module call each other in a loop
+  scripts/layers.py --check --python
+                               also exit 1 when modules of python/rill
+                               import each other in a loop not listed in
+                               KNOWN_PYTHON_LOOPS
 """
 import os
 import re
@@ -42,6 +58,23 @@ RANK = {"platform": 0, "util": 1, "trace": 1, "backend": 2, "backend/cpu": 3, "b
 # Downward edges are always allowed; these are the allowed exceptions.
 ALLOWED = set()
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_/]+)\.h"', re.M)
+# Modules whose files call each other one way (--calls).
+ONE_WAY = ["backend/cpu", "backend/cuda", "comm", "ops", "mem", "trace", "platform", "util"]
+# Loops of calls inside a ONE_WAY module that are not undone yet, each as
+# the sorted list of its files.
+KNOWN_LOOPS = [
+    # the CPU scheduler, its workers and its graph runner
+    ["src/backend/cpu/cpu_graph.c", "src/backend/cpu/cpu_sched.c", "src/backend/cpu/cpu_worker.c"],
+]
+# Loops of imports among the modules of python/rill not undone yet.
+KNOWN_PYTHON_LOOPS = [
+    ["rill._device", "rill._stream"],
+    ["rill._graph", "rill._math", "rill._tensor", "rill._views"],
+    ["rill._host", "rill._runtime"],
+]
+# A declaration at the start of a line of a header: a function or variable.
+DECLARED = re.compile(r'^(?!\s|#|return\b|typedef\b|static\b)[^;{}()]*?\b(rill_\w+)\s*[(\[;]',
+                      re.M)
 
 
 def module_of(path):
@@ -103,6 +136,144 @@ def committed_block():
     return text.split(BEGIN, 1)[1].split(END, 1)[0].strip()
 
 
+def declarations():
+    """{symbol: module of the header that declares it}"""
+    owners = {}
+    for dirpath, _, files in os.walk(SRC):
+        for name in sorted(files):
+            if name.endswith(".h"):
+                path = os.path.join(dirpath, name)
+                with open(path, encoding="utf-8") as f:
+                    for sym in DECLARED.findall(f.read()):
+                        owners.setdefault(sym, module_of(path))
+    return owners
+
+
+def symbols(build):
+    """{source file: (defined symbols, undefined symbols)} from the
+    library's objects in build."""
+    import subprocess
+    objs = os.path.join(build, "CMakeFiles", "rill_objects.dir", "src")
+    found = {}
+    for dirpath, _, files in os.walk(objs):
+        for name in files:
+            if not name.endswith(".o"):
+                continue
+            src = os.path.join(SRC, os.path.relpath(os.path.join(dirpath, name), objs)[:-2])
+            if not os.path.exists(src):
+                continue  # an object of a file that is gone
+            out = subprocess.run(["nm", os.path.join(dirpath, name)], capture_output=True,
+                                 text=True, check=True).stdout
+            defined, undefined = set(), set()
+            for line in out.splitlines():
+                parts = line.split()
+                if len(parts) == 3 and parts[1] in "TDBRC":
+                    defined.add(parts[2])
+                elif len(parts) == 2 and parts[0] == "U":
+                    undefined.add(parts[1])
+            found[src] = (defined, undefined)
+    return found
+
+
+def call_problems(build):
+    """Sentences for each upward call and each loop of calls inside a
+    ONE_WAY module that KNOWN_LOOPS does not list."""
+    syms = symbols(build)
+    if not syms:
+        return ["layers: no objects of the library under %s; build it first" % build]
+    definer = {s: f for f, (defs, _) in syms.items() for s in defs}
+    declared = declarations()
+    problems, inside = [], {}
+    for f, (_, undefs) in sorted(syms.items()):
+        mf = module_of(f)
+        for s in sorted(undefs):
+            if s not in definer:
+                continue
+            g = definer[s]
+            owner = declared.get(s, module_of(g))
+            if owner != mf and upward(mf, owner):
+                problems.append("layers: %s calls %s of %s, a higher layer" % (
+                    os.path.relpath(f, ROOT), s, owner))
+            if module_of(g) == mf and g != f:
+                inside.setdefault(f, set()).add(g)
+    loops = [[os.path.relpath(f, ROOT) for f in comp]
+             for comp in strongly_connected(inside)]
+    for comp in loops:
+        if module_of(os.path.join(ROOT, comp[0])) in ONE_WAY and comp not in KNOWN_LOOPS:
+            problems.append("layers: files of %s call each other in a loop: %s" % (
+                module_of(os.path.join(ROOT, comp[0])), ", ".join(comp)))
+    return problems
+
+
+def strongly_connected(graph):
+    """The sets of nodes of graph ({node: successors}) that reach each
+    other, of two nodes or more, each sorted."""
+    index, low, stack, on, found = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def python_problems():
+    """Sentences for each loop of imports among python/rill's modules
+    that KNOWN_PYTHON_LOOPS does not list."""
+    import ast
+    base = os.path.join(ROOT, "python")
+    modules = {}
+    for dirpath, _, files in os.walk(os.path.join(base, "rill")):
+        for name in files:
+            if name.endswith(".py"):
+                path = os.path.join(dirpath, name)
+                mod = os.path.relpath(path, base)[:-3].replace(os.sep, ".")
+                modules[mod[:-9] if mod.endswith(".__init__") else mod] = path
+    graph = {}
+    for mod, path in modules.items():
+        package = mod if path.endswith("__init__.py") else mod.rsplit(".", 1)[0]
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+        for node in ast.walk(tree):
+            targets = []
+            if isinstance(node, ast.ImportFrom):
+                parts = package.split(".")
+                if node.level:
+                    origin = ".".join(parts[:len(parts) - node.level + 1] +
+                                      ([node.module] if node.module else []))
+                else:
+                    origin = node.module or ""
+                targets = ([origin] if node.module else []) + [
+                    origin + "." + a.name for a in node.names]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            for target in targets:
+                if target in modules and target != mod:
+                    graph.setdefault(mod, set()).add(target)
+    return ["layers: python modules import each other in a loop: %s" % ", ".join(loop)
+            for loop in strongly_connected(graph) if loop not in KNOWN_PYTHON_LOOPS]
+
+
 def main(argv):
     found = edges()
     if "--mermaid" in argv:
@@ -111,6 +282,14 @@ def main(argv):
     ups = sorted(e for e in found if upward(*e))
     if "--check" in argv:
         status = 0
+        if "--calls" in argv:
+            for problem in call_problems(argv[argv.index("--calls") + 1]):
+                print(problem)
+                status = 1
+        if "--python" in argv:
+            for problem in python_problems():
+                print(problem)
+                status = 1
         for (a, b) in ups:
             for inc in found[(a, b)]:
                 print("layers: %s includes %s, a higher layer: %s" % (a, b, inc))

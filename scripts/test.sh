@@ -8,7 +8,8 @@
 # (LeakSanitizer included), and the unit and stress tests under
 # ThreadSanitizer; then each libFuzzer target for a short, bounded time
 # (scripts/fuzz.sh; RILL_FUZZ_SECONDS per target, default 25). Warnings are
-# errors. First, scripts/layers.py checks that no include points up a layer,
+# errors. First, scripts/layers.py checks that no include points up a layer
+# (and, after the optimised build, no call),
 # scripts/refs.py that every path a comment or document names exists,
 # scripts/bench_tables.py that the benchmark tables are current, and
 # clang-format that every source is formatted.
@@ -16,8 +17,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
-# The module graph points one way and docs/design.md shows the current one.
-/usr/bin/python3 scripts/layers.py --check
+# The module graph points one way, docs/design.md shows the current one,
+# and python/rill's modules import each other one way.
+/usr/bin/python3 scripts/layers.py --check --python
 # Every path and file:line that a comment or a document names exists.
 /usr/bin/python3 scripts/refs.py
 # The benchmark tables of docs/bench.md and the README are what
@@ -44,6 +46,9 @@ if [ "${1:-}" != quick ]; then
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" run tsan 'unit|contract|stress'
 fi
 run default 'unit|contract|seeds|stress|install|python|wheel|mpi|bench|cuda'
+# Calls point one way too: none up a layer, none in a loop among the files
+# of a module that is to be one-way (scripts/layers.py, ONE_WAY).
+/usr/bin/python3 scripts/layers.py --check --calls build/default
 # The unit tests again with two CPU devices (a split of the processors):
 # every rule holds whatever the number of devices.
 echo "== default, RILL_CPU_DEVICES=2: ctest -L 'unit|contract'"

@@ -53,6 +53,8 @@ typedef struct thread_state {
 
 static _Thread_local thread_state tls;
 
+_Thread_local rill_capture_mode rill__thread_capture_mode = RILL_CAPTURE_GLOBAL;
+
 /* A host thread's own state while it runs work as a worker would
  * (rill__thread_enter_worker). */
 typedef struct host_state {
@@ -404,8 +406,8 @@ RILL_HOT void rill__thread_enter_worker(void) {
     h->tls = tls;
     memset(&tls, 0, sizeof tls); /* epoch 0: thread_get starts afresh */
     tls.is_worker = 1;
-    h->mode = RILL_CAPTURE_GLOBAL;
-    rill_thread_exchange_capture_mode(&h->mode); /* a valid mode: cannot fail */
+    h->mode = rill__thread_capture_mode;
+    rill__thread_capture_mode = RILL_CAPTURE_GLOBAL;
     h->thread_id = rill__thread_id_exchange(0);
     rill__error_save(h->error);
 }
@@ -423,7 +425,7 @@ RILL_HOT void rill__thread_leave_worker(void) {
     host_state *h = &host_saved;
     drop_current_streams();
     tls = h->tls;
-    rill_thread_exchange_capture_mode(&h->mode);
+    rill__thread_capture_mode = h->mode;
     rill__thread_id_exchange(h->thread_id);
     rill__error_restore(h->error);
     errno = h->saved_errno;
@@ -437,8 +439,7 @@ RILL_HOT void rill__thread_reset_worker(void) {
         memset(&tls, 0, sizeof tls);
         tls.is_worker = 1;
     }
-    rill_capture_mode mode = RILL_CAPTURE_GLOBAL;
-    rill_thread_exchange_capture_mode(&mode); /* a valid mode: cannot fail */
+    rill__thread_capture_mode = RILL_CAPTURE_GLOBAL;
     char drop[RILL__LAST_ERROR_BYTES];
     rill__error_save(drop);
 }

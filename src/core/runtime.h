@@ -131,4 +131,10 @@ rill__stream *rill__thread_current_stream(rill__device *dev);
 /* RILL_ERROR_NOT_PERMITTED with a sentence when called on a worker. */
 rill_status rill__check_may_block(const char *fn);
 
+/* The calling thread's capture mode (rill_thread_exchange_capture_mode,
+ * src/graph): thread state that the core keeps, so that a host thread
+ * running work as a worker (rill__thread_enter_worker) sets it aside with
+ * the rest. */
+extern _Thread_local rill_capture_mode rill__thread_capture_mode;
+
 #endif

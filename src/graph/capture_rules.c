@@ -9,18 +9,16 @@
 #include <stdio.h>
 
 #include "core/event.h"
+#include "core/runtime.h"
 #include "graph/capture_internal.h"
 #include "mem/pool.h"
 #include "util/status.h"
 
-/* The calling thread's mode (rill_thread_exchange_capture_mode). */
-static _Thread_local rill_capture_mode rill__cap_thread_mode = RILL_CAPTURE_GLOBAL;
-
 /* True when the calling thread may not make an unsafe call because of c. */
 static bool forbids(const rill__capture *c) {
-    if (c->mode == RILL_CAPTURE_GLOBAL && rill__cap_thread_mode == RILL_CAPTURE_GLOBAL)
+    if (c->mode == RILL_CAPTURE_GLOBAL && rill__thread_capture_mode == RILL_CAPTURE_GLOBAL)
         return true;
-    return c->mode != RILL_CAPTURE_RELAXED && rill__cap_thread_mode != RILL_CAPTURE_RELAXED &&
+    return c->mode != RILL_CAPTURE_RELAXED && rill__thread_capture_mode != RILL_CAPTURE_RELAXED &&
            c->thread == rill__thread_id();
 }
 
@@ -163,8 +161,8 @@ RILL_HOT rill_status rill_thread_exchange_capture_mode(rill_capture_mode *mode) 
                           "rill_thread_exchange_capture_mode: %d is not a capture mode; use "
                           "RILL_CAPTURE_GLOBAL, RILL_CAPTURE_THREAD_LOCAL or RILL_CAPTURE_RELAXED",
                           (int)*mode);
-    rill_capture_mode old = rill__cap_thread_mode;
-    rill__cap_thread_mode = *mode;
+    rill_capture_mode old = rill__thread_capture_mode;
+    rill__thread_capture_mode = *mode;
     *mode = old;
     return RILL_OK;
 }

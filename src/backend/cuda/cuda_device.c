@@ -9,21 +9,6 @@
 #include "util/alloc.h"
 #include "util/status.h"
 
-/* The context current on this thread, as far as rill set it. */
-static _Thread_local CUcontext tls_context;
-
-void rill__cuda_use(cuda_device *d) {
-    if (tls_context != d->ctx && d->drv->cuCtxSetCurrent(d->ctx) == CUDA_SUCCESS)
-        tls_context = d->ctx;
-}
-
-void rill__cuda_describe(const cuda_device *d, CUresult r, const char *what, char *buf,
-                         size_t size) {
-    char text[200];
-    rill__cuda_result_text(d->drv, r, text, sizeof text);
-    snprintf(buf, size, "%s: %s", what, text);
-}
-
 /* Writes the GPUs' names ("NVIDIA H200, NVIDIA H200") into buf. */
 static void gpu_names(const rill__cuda_driver *drv, int count, char *buf, size_t size) {
     size_t used = 0;
@@ -171,23 +156,6 @@ static rill_status cuda_device_init(rill__device *dev, int index) {
     return RILL_OK;
 }
 
-void rill__cuda_unref(cuda_device *d) {
-    /* acq_rel: the last one sees every other holder's work. */
-    if (atomic_fetch_sub_explicit(&d->refs, 1, memory_order_acq_rel) != 1)
-        return;
-    rill__cuda_use(d);
-    rill__cuda_libs_fini(&d->libs);
-    if (d->op_module != NULL)
-        (void)d->drv->cuModuleUnload(d->op_module);
-    (void)d->drv->cuEventDestroy(d->epoch);
-    (void)d->drv->cuStreamDestroy(d->aside);
-    (void)d->drv->cuDevicePrimaryCtxRelease(d->cu_dev);
-    rill__mutex_destroy(&d->lock);
-    rill__mutex_destroy(&d->run_lock);
-    rill__free(d->active);
-    rill__free(d);
-}
-
 /* Stops the pump; the memory rill frees after this keeps the rest. */
 static void cuda_device_shutdown(rill__device *dev) {
     cuda_device *d = cuda_device_of(dev);
@@ -203,13 +171,6 @@ static void cuda_device_shutdown(rill__device *dev) {
 static uint64_t cuda_timestamp_ns(rill__device *dev) {
     (void)dev;
     return rill__now_ns();
-}
-
-uint64_t rill__cuda_stamp(cuda_device *d, CUevent ev) {
-    float ms = 0;
-    if (d->drv->cuEventElapsedTime(&ms, d->epoch, ev) != CUDA_SUCCESS || ms < 0)
-        return rill__now_ns();
-    return d->epoch_ns + (uint64_t)((double)ms * 1e6);
 }
 
 static rill_status cuda_stream_init(rill__stream *s) {
