@@ -21,8 +21,8 @@
 #include "core/event.h"
 #include "core/ipc_wire.h"
 #include "core/stream.h"
-#include "trace/trace.h"
 #include "platform/shm.h"
+#include "trace/trace.h"
 #include "util/alloc.h"
 #include "util/status.h"
 
