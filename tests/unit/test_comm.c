@@ -1417,6 +1417,33 @@ static void test_comm_rank_and_size_come_from_transport(void **state) {
     RT_OK(rill__comm_close(c, "rill_comm_destroy"));
 }
 
+/* Collectives on a CUDA device's stream (whose memory the host cannot reach) are
+ * refused with a sentence before anything is issued (the run with the
+ * stand-in CUDA driver, unit_test_comm_cuda_memory; skipped elsewhere). */
+static void test_comm_cuda_memory_is_refused(void **state) {
+    (void)state;
+    int count = 0;
+    RT_OK(rill_device_count_of_kind(RILL_DEVICE_CUDA, &count, NULL, 0));
+    if (count == 0)
+        skip();
+    fake f = {0};
+    rill_comm *c = open_fake(&f, 2);
+    rill_device *gpu;
+    rill_stream *s;
+    RT_OK(rill_device_get_by_kind(RILL_DEVICE_CUDA, 0, &gpu));
+    RT_OK(rill_stream_create(gpu, 0, &s));
+    float *buf = NULL;
+    RT_OK(rill_malloc_async(64 * sizeof(float), s, (void **)&buf));
+    int before = logged(&f);
+    RT_STATUS(RILL_ERROR_NOT_SUPPORTED, allreduce(s, c, buf, buf, 64));
+    assert_contains(rill_last_error(), "streams of the CPU device");
+    RT_OK(rill_stream_synchronize(s));
+    assert_int_equal(logged(&f), before);
+    RT_OK(rill_free(buf));
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(rill__comm_close(c, "rill_comm_destroy"));
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_comm_operation_runs_between_earlier_and_later_work),
@@ -1452,6 +1479,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_comm_bad_arguments_are_refused_before_anything_is_issued),
         cmocka_unit_test(test_comm_out_of_memory_while_issuing_changes_nothing),
         cmocka_unit_test(test_comm_rank_and_size_come_from_transport),
+        cmocka_unit_test(test_comm_cuda_memory_is_refused),
     };
     return RT_RUN(tests);
 }
