@@ -114,8 +114,9 @@ finish() { # NAME [DETAIL]
 }
 
 # A ctest run: `ctest_step NAME LIMIT_S BUILD_DIR DEVICE CTEST_ARGS...`, with
-# RILL_DEVICE=DEVICE unless DEVICE is empty. "No tests" is skipped, never
-# passed; the counts come from ctest's own summary.
+# RILL_DEVICE=DEVICE unless DEVICE is empty (then without RILL_CUDA_ENABLE).
+# "No tests" is skipped, never passed; the counts come from ctest's own
+# summary.
 ctest_step() {
     local name=$1 limit=$2 dir=$3 device=$4
     shift 4
@@ -125,7 +126,12 @@ ctest_step() {
     }
     local filter=()
     [ -n "$tests" ] && filter=(-R "$tests")
-    run_step "$name" "$limit" env ${device:+RILL_DEVICE=$device} ctest --test-dir "$dir" \
+    # Without a device named, the tests run on rill's default device as in
+    # CI: the CUDA device stays off for them (tests of their own, such as
+    # the contract tests' CUDA runs, turn it on).
+    local enable=(-u RILL_CUDA_ENABLE)
+    [ -n "$device" ] && enable=()
+    run_step "$name" "$limit" env "${enable[@]}" ${device:+RILL_DEVICE=$device} ctest --test-dir "$dir" \
         --output-on-failure --no-tests=error -j "$ctest_jobs" --timeout 120 "$@" "${filter[@]}"
     if grep -q "No tests were found" "$step_log"; then
         record "$name" skipped "$step_secs" "no tests match: ctest $* ${filter[*]}"
