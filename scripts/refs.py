@@ -146,6 +146,8 @@ def check():
                 first = name.split("/")[0]
                 if name.startswith("../") and path.endswith(".md"):
                     p = os.path.normpath(os.path.join(ROOT, base_dir, name.rstrip("/")))
+                    if os.path.relpath(p, ROOT).split(os.sep)[0] == "build":
+                        continue  # build outputs, which a fresh checkout lacks
                     if p.startswith(ROOT + os.sep) and not os.path.exists(p):
                         stale.append(f"{path}:{line}: no such path: {name}")
                     continue
