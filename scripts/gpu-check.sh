@@ -47,6 +47,9 @@ steps_dir="$OUT/steps"
 json_dir="$steps_dir/json"
 rm -rf "$steps_dir"
 mkdir -p "$json_dir"
+# The toolkit's tools (compute-sanitizer among them) where a toolkit puts
+# them, in case the PATH lacks them.
+export PATH="$PATH:/usr/local/cuda/bin:/usr/local/cuda/compute-sanitizer"
 # rill's CUDA device is off by default until this check passes on a GPU
 # (docs/cuda.md): every step here turns it on.
 export RILL_CUDA_ENABLE=1

@@ -383,27 +383,14 @@ static void ext_done(void *arg, const char *failure) {
     rill__futex_wake(&w->done, 1);
 }
 
-/* Whether a graph's nodes need the host between them: host functions,
- * collectives and timing records run there once the nodes before them are
- * done. */
-static bool needs_host(const rill__graph_launch *v) {
-    for (uint32_t i = 0; i < v->prog->num_nodes; i++) {
-        const rill__gnode_params *p = &v->nodes[i].p;
-        if (p->kind == RILL__GNODE_HOST || p->kind == RILL__GNODE_EXTERN ||
-            (p->kind == RILL__GNODE_RECORD && p->u.event.timing))
-            return true;
-    }
-    return false;
-}
-
 /* Issues a graph launch's nodes in their topological order on cs's
- * CUstream; nodes the host must run wait for the GPU first. Returns
- * whether the nodes are all done (false: the last ones are on the GPU and
- * complete through the done word). */
+ * CUstream; nodes the host runs (host functions, collectives, timing
+ * records) wait for the GPU first. Returns whether nothing is left on the
+ * GPU (false: the last nodes complete through the done word). */
 static bool run_graph(cuda_device *d, cuda_stream *cs, cuda_cmd *n) {
     const rill__cuda_driver *drv = d->drv;
     const rill__graph_launch *v = n->c.u.graph.launch;
-    bool failed = cs->failing, sync = needs_host(v);
+    bool failed = cs->failing, on_gpu = false; /* issued since the last wait for the GPU */
     char what[96] = "", why[RILL__CAUSE_BYTES] = "";
     for (uint32_t i = 0; i < v->prog->num_nodes; i++) {
         const rill__xnode *x = &v->nodes[i];
@@ -415,6 +402,8 @@ static bool run_graph(cuda_device *d, cuda_stream *cs, cuda_cmd *n) {
             ext_wait w = {.done = 0};
             if (!failed && (r = drv->cuStreamSynchronize(cs->cu)) != CUDA_SUCCESS)
                 failed = true;
+            else
+                on_gpu = false;
             p->u.ext.ops->start(token, failed, ext_done, &w);
             while (atomic_load_explicit(&w.done, memory_order_acquire) == 0)
                 rill__futex_wait(&w.done, 0);
@@ -431,6 +420,7 @@ static bool run_graph(cuda_device *d, cuda_stream *cs, cuda_cmd *n) {
         case RILL__GNODE_KERNEL: {
             char *lib_why = NULL;
             r = launch(d, cs->cu, &p->u.kernel, &lib_why);
+            on_gpu = true;
             if (lib_why != NULL && !failed) {
                 failed = true;
                 snprintf(what, sizeof what, "graph node %u", x->graph_index);
@@ -441,14 +431,17 @@ static bool run_graph(cuda_device *d, cuda_stream *cs, cuda_cmd *n) {
         }
         case RILL__GNODE_COPY:
             r = copy(d, cs->cu, &p->u.copy);
+            on_gpu = true;
             break;
         case RILL__GNODE_SET:
             r = set(d, cs->cu, &p->u.set);
+            on_gpu = true;
             break;
         case RILL__GNODE_HOST: {
             rill__launch_state hs;
-            if ((r = drv->cuStreamSynchronize(cs->cu)) == CUDA_SUCCESS &&
-                rill__host_run(p->u.host.fn, p->u.host.user_data, &hs)) {
+            if ((r = drv->cuStreamSynchronize(cs->cu)) == CUDA_SUCCESS)
+                on_gpu = false;
+            if (r == CUDA_SUCCESS && rill__host_run(p->u.host.fn, p->u.host.user_data, &hs)) {
                 failed = true;
                 snprintf(what, sizeof what, "host function (graph node %u)", x->graph_index);
                 snprintf(why, sizeof why, "%s", hs.message);
@@ -461,10 +454,12 @@ static bool run_graph(cuda_device *d, cuda_stream *cs, cuda_cmd *n) {
                 (r = drv->cuEventCreate(&ev, CU_EVENT_DEFAULT)) != CUDA_SUCCESS)
                 break;
             if ((r = drv->cuEventRecord(ev, cs->cu)) == CUDA_SUCCESS &&
-                (r = drv->cuEventSynchronize(ev)) == CUDA_SUCCESS)
+                (r = drv->cuEventSynchronize(ev)) == CUDA_SUCCESS) {
+                on_gpu = false;
                 rill__event_stamp(p->u.event.event,
                                   atomic_load_explicit(&v->record_gen[i], memory_order_relaxed),
                                   rill__cuda_stamp(d, ev), 0);
+            }
             (void)drv->cuEventDestroy(ev);
             break;
         }
@@ -479,7 +474,7 @@ static bool run_graph(cuda_device *d, cuda_stream *cs, cuda_cmd *n) {
     }
     if (failed && what[0] != '\0')
         fail_stream(cs, n->seq, what, why);
-    return sync || failed;
+    return !on_gpu;
 }
 
 /* --------------------------------------------------------------- runners */
