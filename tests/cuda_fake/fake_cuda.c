@@ -494,10 +494,19 @@ static CUresult fake_cuMemHostGetDevicePointer(CUdeviceptr *out, void *p, unsign
 
 /* ------------------------------------------------ the device and driver */
 
+/* RILL_FAKE_CUDA_DEVICES GPUs (1 to MAX_GPUS, default 1), each with a
+ * primary context. */
+#define MAX_GPUS 4
 struct CUctx_st {
-    int unused;
+    int device;
 };
-static struct CUctx_st the_context;
+static struct CUctx_st contexts[MAX_GPUS] = {{0}, {1}, {2}, {3}};
+
+static int gpus(void) {
+    const char *env = getenv("RILL_FAKE_CUDA_DEVICES");
+    int n = env != NULL ? atoi(env) : 1;
+    return n < 1 ? 1 : n > MAX_GPUS ? MAX_GPUS : n;
+}
 
 static CUresult fake_cuInit(unsigned int flags) {
     return flags == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
@@ -520,20 +529,22 @@ static CUresult fake_cuGetErrorString(CUresult r, const char **out) {
 }
 
 static CUresult fake_cuDeviceGetCount(int *n) {
-    *n = 1;
+    *n = gpus();
     return CUDA_SUCCESS;
 }
 
 static CUresult fake_cuDeviceGet(CUdevice *d, int ordinal) {
-    if (ordinal != 0)
+    if (ordinal < 0 || ordinal >= gpus())
         return CUDA_ERROR_INVALID_DEVICE;
-    *d = 0;
+    *d = ordinal;
     return CUDA_SUCCESS;
 }
 
 static CUresult fake_cuDeviceGetName(char *name, int len, CUdevice d) {
-    (void)d;
-    snprintf(name, (size_t)len, "stand-in GPU");
+    if (d == 0)
+        snprintf(name, (size_t)len, "stand-in GPU");
+    else
+        snprintf(name, (size_t)len, "stand-in GPU %d", (int)d);
     return CUDA_SUCCESS;
 }
 
@@ -560,8 +571,9 @@ static CUresult fake_cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice
 }
 
 static CUresult fake_cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice d) {
-    (void)d;
-    *ctx = &the_context;
+    if (d < 0 || d >= gpus())
+        return CUDA_ERROR_INVALID_DEVICE;
+    *ctx = &contexts[d];
     return CUDA_SUCCESS;
 }
 
@@ -571,7 +583,7 @@ static CUresult fake_cuDevicePrimaryCtxRelease(CUdevice d) {
 }
 
 static CUresult fake_cuCtxSetCurrent(CUcontext ctx) {
-    return ctx == &the_context ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+    return ctx >= contexts && ctx < contexts + gpus() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
 }
 
 static CUresult fake_cuCtxGetStreamPriorityRange(int *least, int *greatest) {
