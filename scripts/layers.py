@@ -26,8 +26,8 @@ module whose header declares it, else to the module that defines it: the
 functions the core provides to backends are declared in backend.h, so a
 backend's calls to them go to the device interface, not up to the core.
 No call may point up, and inside the modules of ONE_WAY the files call
-each other one way: no loop of calls among them (KNOWN_LOOPS lists the
-ones not undone yet).
+each other one way: no loop of calls among them (KNOWN_LOOPS would list
+one not undone yet).
 
 Usage:
   scripts/layers.py            print the edges, upward ones marked
@@ -62,10 +62,7 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_/]+)\.h"', re.M)
 ONE_WAY = ["backend/cpu", "backend/cuda", "comm", "ops", "mem", "trace", "platform", "util"]
 # Loops of calls inside a ONE_WAY module that are not undone yet, each as
 # the sorted list of its files.
-KNOWN_LOOPS = [
-    # the CPU scheduler, its workers and its graph runner
-    ["src/backend/cpu/cpu_graph.c", "src/backend/cpu/cpu_sched.c", "src/backend/cpu/cpu_worker.c"],
-]
+KNOWN_LOOPS = []
 # Loops of imports among the modules of python/rill not undone yet.
 KNOWN_PYTHON_LOOPS = [
     ["rill._device", "rill._stream"],

@@ -252,33 +252,39 @@ void rill__cpu_kick(rill__stream *s);
  * stream waits in the ready queue for a worker or a kernel of it has
  * blocks left. */
 bool rill__cpu_host_help(rill__stream *s, uint64_t seq);
-/* For cpu_graph.c: opens a stream's failure window; completes c and goes
- * on running its stream. */
-void rill__cpu_fail_stream(rill__stream *s, uint64_t seq, const char *what, const char *detail);
+/* For a worker that ran a graph launch's last node (rill__cpu_help_graph):
+ * completes c and goes on running its stream. */
 void rill__cpu_resume_stream(cpu_device *d, cpu_worker *w, rill__stream *s, cpu_cmd *c);
-/* For cpu_graph.c, on the worker running s: EXEC_DONE once t has completed
- * seq, whether that work ran, failed or was skipped (an ordering, never a
- * failure of s), else EXEC_PARKED: s parks and its command runs again
- * when t gets there. */
+/* On the worker running s: EXEC_DONE once t has completed seq, whether
+ * that work ran, failed or was skipped (an ordering, never a failure of
+ * s), else EXEC_PARKED: s parks and its command runs again when t gets
+ * there. */
 enum exec_result rill__cpu_wait_ended(rill__stream *s, rill__stream *t, uint64_t seq);
 
 /* cpu_worker.c */
 void rill__cpu_workers_start(cpu_device *d);
 void rill__cpu_workers_stop(cpu_device *d);
+
+/* cpu_units.c */
 /* Wakes up to count sleeping workers (none when none sleeps). */
 void rill__cpu_wake_workers(cpu_device *d, int count);
 /* Makes the calling worker sleep at once when it next finds nothing to
  * do, without spinning for more: another thread needs its processor (it
  * woke a host thread, or was woken onto its waker's processor); whether
- * it is to. */
+ * it is to; and forgetting it again. */
 void rill__cpu_leave_processor(void);
 bool rill__cpu_leaving_processor(void);
+void rill__cpu_stay_on_processor(void);
+/* Whether the device has work a worker could take, or stops. */
+int rill__cpu_has_work(cpu_device *d);
 /* Takes a free compute unit (-1 when none is free); puts one back, waking
  * a worker that waits for a unit when there is work; whether any is free
  * (a hint). */
 int rill__cpu_unit_take(cpu_device *d);
 void rill__cpu_unit_put(cpu_device *d, int unit);
 bool rill__cpu_unit_any_free(cpu_device *d);
+/* Puts a unit back and wakes no one: a worker about to sleep. */
+void rill__cpu_unit_release(cpu_device *d, int unit);
 
 /* cpu_grid.c */
 /* How many blocks of a grid of blocks a worker takes at once. */
@@ -287,6 +293,9 @@ uint32_t rill__cpu_grid_chunk(const cpu_device *d, uint32_t blocks);
  * counter next; false when none is left. */
 bool rill__cpu_grid_take(_Atomic uint32_t *next, uint32_t chunk, uint32_t blocks, uint32_t *first,
                          uint32_t *end);
+/* Opens s's failure window at seq: what ("kernel 'scale'") failed, with
+ * its message, detail; later work of s is skipped. */
+void rill__cpu_fail_stream(rill__stream *s, uint64_t seq, const char *what, const char *detail);
 /* Runs blocks [first, end) of a grid on w, with ls as the launch's state;
  * stops once the launch failed. True when a body run here recorded that
  * failure (so the caller names the right kernel). */
@@ -302,8 +311,10 @@ void rill__cpu_unpublish(cpu_device *d, rill__link **list, _Atomic int *count, c
 rill_status rill__cpu_graph_prepare(rill__device *dev, const rill__gprog *prog, void **state);
 void rill__cpu_graph_release(rill__device *dev, void *state);
 enum exec_result rill__cpu_exec_graph(cpu_device *d, cpu_worker *w, cpu_cmd *c);
-/* Helps a graph launch in progress; 0 when there was nothing to do. */
-int rill__cpu_help_graph(cpu_device *d, cpu_worker *w);
+/* Helps a graph launch in progress; 0 when there was nothing to do. When
+ * this worker completed the launch, *done is its command, which the
+ * caller finishes (rill__cpu_resume_stream); else NULL. */
+int rill__cpu_help_graph(cpu_device *d, cpu_worker *w, cpu_cmd **done);
 /* For a host thread that waits for s (rill__cpu_host_help) and holds a
  * borrowed unit: runs nodes of s's graph launch, as an idle worker does.
  * 0 when s has no launch with nodes to claim, 1 when it took part, 2 when

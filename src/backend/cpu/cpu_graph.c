@@ -470,15 +470,6 @@ static void finish_run(cpu_device *d, cpu_grun *r, cpu_cmd *c) {
 enum exec_result rill__cpu_exec_graph(cpu_device *d, cpu_worker *w, cpu_cmd *c) {
     const rill__graph_launch *v = c->c.u.graph.launch;
     cpu_grun *r = v->state;
-    /* The exec's previous launch, on another stream, must have ended, even
-     * when this stream skips this launch: a later launch that waits for
-     * this one must find the run free. */
-    if (c->c.u.graph.after_stream != NULL &&
-        rill__cpu_wait_ended(c->stream, c->c.u.graph.after_stream, c->c.u.graph.after_seq) ==
-            EXEC_PARKED)
-        return EXEC_PARKED;
-    if (cpu_stream_of(c->stream)->skipping)
-        return EXEC_DONE;
     uint32_t n = r->prog->num_nodes;
     if (n == 0)
         return EXEC_DONE;
@@ -560,11 +551,9 @@ static cpu_cmd *help_run(cpu_device *d, cpu_worker *w, rill__stream *s, bool *jo
     return NULL;
 }
 
-int rill__cpu_help_graph(cpu_device *d, cpu_worker *w) {
+int rill__cpu_help_graph(cpu_device *d, cpu_worker *w, cpu_cmd **done) {
     bool joined;
-    cpu_cmd *c = help_run(d, w, NULL, &joined);
-    if (c != NULL)
-        rill__cpu_resume_stream(d, w, c->stream, c);
+    *done = help_run(d, w, NULL, &joined);
     return joined;
 }
 

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* Grids of blocks on the CPU device, the same for kernel launches
  * (cpu_sched.c) and the kernel nodes of graphs (cpu_graph.c): how many
- * blocks a worker takes at once, taking them, running them, and the lists
- * by which multi-block work is published to idle workers. */
+ * blocks a worker takes at once, taking them, running them, the lists by
+ * which multi-block work is published to idle workers, and the stream
+ * failure that a failed kernel or node opens. */
+#include <stdio.h>
+
 #include "backend/cpu/cpu.h"
 
 uint32_t rill__cpu_grid_chunk(const cpu_device *d, uint32_t blocks) {
@@ -61,4 +64,14 @@ void rill__cpu_unpublish(cpu_device *d, rill__link **list, _Atomic int *count, c
         atomic_fetch_sub(count, 1);
     }
     rill__mutex_unlock(&d->launch_lock);
+}
+
+/* what ("kernel 'scale'") failed with the kernel's message, detail. */
+void rill__cpu_fail_stream(rill__stream *s, uint64_t seq, const char *what, const char *detail) {
+    char name[80], msg[RILL__CAUSE_BYTES];
+    cpu_stream_of(s)->skipping = 1;
+    rill__stream_name(s, name, sizeof name);
+    snprintf(msg, sizeof msg, "%s on stream %s failed: %s", what, name,
+             detail[0] != '\0' ? detail : "(no message)");
+    rill__stream_fail(s, seq, msg);
 }

@@ -321,16 +321,6 @@ RILL_HOT static void finish(rill__stream *s, cpu_cmd *c) {
     rill__stream_complete(s, seq);
 }
 
-/* what ("kernel 'scale'") failed with the kernel's message, detail. */
-static void fail_stream(rill__stream *s, uint64_t seq, const char *what, const char *detail) {
-    char name[80], msg[RILL__CAUSE_BYTES];
-    cpu_stream_of(s)->skipping = 1;
-    rill__stream_name(s, name, sizeof name);
-    snprintf(msg, sizeof msg, "%s on stream %s failed: %s", what, name,
-             detail[0] != '\0' ? detail : "(no message)");
-    rill__stream_fail(s, seq, msg);
-}
-
 static void unlist(cpu_device *d, cpu_cmd *c) {
     rill__cpu_unpublish(d, &d->launches, &d->num_launches, &c->pub);
 }
@@ -361,7 +351,7 @@ RILL_HOT static void kernel_done(cpu_cmd *c) {
         char what[96], name[80];
         rill__fit(name, sizeof name, rill__kernel_image_of(c->c.u.kernel.kernel)->name);
         snprintf(what, sizeof what, "kernel '%s'", name);
-        fail_stream(c->stream, c->seq, what, cs->ls.message);
+        rill__cpu_fail_stream(c->stream, c->seq, what, cs->ls.message);
     }
 }
 
@@ -551,7 +541,7 @@ RILL_HOT static enum exec_result exec_body(cpu_device *d, cpu_worker *w, rill__s
             bool failed = rill__host_run(c->c.u.host.fn, c->c.u.host.user_data, &cs->ls);
             stop_if_forked(w);
             if (failed)
-                fail_stream(s, c->seq, "host function", cs->ls.message);
+                rill__cpu_fail_stream(s, c->seq, "host function", cs->ls.message);
         }
         return EXEC_DONE;
     case RILL__CMD_WAIT:
@@ -570,8 +560,15 @@ RILL_HOT static enum exec_result exec_body(cpu_device *d, cpu_worker *w, rill__s
         if (!cs->skipping)
             memset(c->c.u.set.dst, c->c.u.set.value, c->c.u.set.bytes);
         return EXEC_DONE;
-    case RILL__CMD_GRAPH: /* skipped there, after its wait for the exec's last launch */
-        return rill__cpu_exec_graph(d, w, c);
+    case RILL__CMD_GRAPH:
+        /* The exec's previous launch, on another stream, must have ended,
+         * even when this stream skips this launch: a later launch that
+         * waits for this one must find the run free. */
+        if (c->c.u.graph.after_stream != NULL &&
+            rill__cpu_wait_ended(s, c->c.u.graph.after_stream, c->c.u.graph.after_seq) ==
+                EXEC_PARKED)
+            return EXEC_PARKED;
+        return cs->skipping ? EXEC_DONE : rill__cpu_exec_graph(d, w, c);
     }
     return EXEC_DONE;
 }
@@ -787,10 +784,6 @@ void rill__cpu_run_stream(cpu_device *d, cpu_worker *w, rill__stream *s) {
             return;
         }
     }
-}
-
-void rill__cpu_fail_stream(rill__stream *s, uint64_t seq, const char *what, const char *detail) {
-    fail_stream(s, seq, what, detail);
 }
 
 void rill__cpu_resume_stream(cpu_device *d, cpu_worker *w, rill__stream *s, cpu_cmd *c) {

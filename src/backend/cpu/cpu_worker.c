@@ -1,11 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* The CPU device's worker threads: their compute units, how an idle worker
- * waits (a bounded spin, then a futex sleep), how others wake it, and the
- * watch: for WATCH_WINDOW_NS after the device was last busy one idle worker
- * naps instead of sleeping, so that a launch from a thread that comes back
- * for its work wakes no one (docs/cpu.md, "Idle and busy").
- * Invariant: bit u of free_units is set while no thread holds unit u, and
- * units held by awake workers + units borrowed + free units = num_workers. */
+/* The CPU device's worker threads: their loop, how an idle worker waits (a
+ * bounded spin, then a futex sleep), and the watch: for WATCH_WINDOW_NS
+ * after the device was last busy one idle worker naps instead of
+ * sleeping, so that a launch from a thread that comes back for its work
+ * wakes no one (docs/cpu.md, "Idle and busy"). Invariant: units held by
+ * awake workers + units borrowed + free units = num_workers. */
 #include <stdio.h>
 
 #include "backend/cpu/cpu.h"
@@ -28,30 +27,6 @@
  * times, while naps find nothing. */
 #define GRAPH_NAP_NS 50000u
 
-/* Set when this worker woke a sleeping host thread and has nothing left to
- * run: it sleeps at once instead of spinning, so that the woken thread
- * gets a processor without waiting for an idle one to wake up. */
-static _Thread_local bool leave_cpu;
-
-void rill__cpu_leave_processor(void) {
-    leave_cpu = true;
-}
-
-bool rill__cpu_leaving_processor(void) {
-    return leave_cpu;
-}
-
-RILL_HOT void rill__cpu_wake_workers(cpu_device *d, int count) {
-    /* seq_cst load: a Dekker pair with the sleepers increment in
-     * idle_wait, which is followed by a seq_cst load of the work state. */
-    if (atomic_load(&d->sleepers) > 0) {
-        /* relaxed: a hint for woken_here. */
-        atomic_store_explicit(&d->waker_cpu, rill__cpu_current(), memory_order_relaxed);
-        atomic_fetch_add(&d->work_gen, 1);
-        rill__futex_wake(&d->work_gen, count);
-    }
-}
-
 /* After a sleep: a worker that the system woke on the processor of the
  * thread that woke it takes that thread's processor (the waker goes on
  * only when the worker sleeps again). It then runs what it finds but does
@@ -59,54 +34,7 @@ RILL_HOT void rill__cpu_wake_workers(cpu_device *d, int count) {
 static void woken_here(cpu_device *d) {
     /* relaxed: a hint. */
     if (rill__cpu_current() == atomic_load_explicit(&d->waker_cpu, memory_order_relaxed))
-        leave_cpu = true;
-}
-
-RILL_HOT static int has_work(cpu_device *d) {
-    return atomic_load(&d->ready_mask) != 0 || atomic_load(&d->num_launches) != 0 ||
-           atomic_load(&d->graph_work) > 0 || atomic_load(&d->stop);
-}
-
-/* ---------------------------------------------------------- compute units */
-
-RILL_HOT int rill__cpu_unit_take(cpu_device *d) {
-    int words = (d->num_workers + 63) / 64;
-    for (int i = 0; i < words; i++) {
-        /* seq_cst: a Dekker pair with unit_put's seq_cst store of the bit
-         * and load of unit_waiters (see wait_for_unit). */
-        uint64_t v = atomic_load(&d->free_units[i]);
-        while (v != 0) {
-            uint64_t bit = v & (~v + 1);
-            /* seq_cst, an acquire: pairs with the release in
-             * rill__cpu_unit_put, so the previous holder's blocks happen
-             * before ours. */
-            if (atomic_compare_exchange_weak(&d->free_units[i], &v, v & ~bit))
-                return i * 64 + __builtin_ctzll(bit);
-        }
-    }
-    return -1;
-}
-
-RILL_HOT static void unit_put(cpu_device *d, int unit) {
-    /* seq_cst, a release: see rill__cpu_unit_take. */
-    atomic_fetch_or(&d->free_units[unit / 64], (uint64_t)1 << (unit % 64));
-}
-
-RILL_HOT void rill__cpu_unit_put(cpu_device *d, int unit) {
-    unit_put(d, unit);
-    /* seq_cst: the other half of the pair in wait_for_unit. A worker that
-     * waits for a unit is needed only when there is work to do. */
-    if (atomic_load(&d->unit_waiters) > 0 && has_work(d))
-        rill__cpu_wake_workers(d, 1);
-}
-
-RILL_HOT bool rill__cpu_unit_any_free(cpu_device *d) {
-    int words = (d->num_workers + 63) / 64;
-    for (int i = 0; i < words; i++)
-        /* relaxed: a hint; rill__cpu_unit_take decides. */
-        if (atomic_load_explicit(&d->free_units[i], memory_order_relaxed) != 0)
-            return true;
-    return false;
+        rill__cpu_leave_processor();
 }
 
 /* Takes a unit for a worker that has just woken up, sleeping while every
@@ -149,15 +77,15 @@ static int may_spin(cpu_device *d) {
 
 /* Spins for work while that is worth a processor; true when work came. */
 static bool spin_for_work(cpu_device *d) {
-    bool spin = !leave_cpu && !rill__stream_took_host_wake();
-    leave_cpu = false;
+    bool spin = !rill__cpu_leaving_processor() && !rill__stream_took_host_wake();
+    rill__cpu_stay_on_processor();
     if (!spin || !may_spin(d))
         return false;
     uint64_t start = rill__now_ns();
     atomic_fetch_add_explicit(&d->spinning, 1, memory_order_relaxed);
     bool found = false;
     for (unsigned spins = 1;; spins++) {
-        if (has_work(d)) {
+        if (rill__cpu_has_work(d)) {
             found = true;
             break;
         }
@@ -177,10 +105,10 @@ static bool watch(cpu_device *d) {
     for (;;) {
         uint32_t gen = atomic_load(&d->work_gen);
         atomic_fetch_add(&d->sleepers, 1);
-        if (!has_work(d))
+        if (!rill__cpu_has_work(d))
             rill__futex_wait_for(&d->work_gen, gen, WATCH_NAP_NS);
         atomic_fetch_sub(&d->sleepers, 1);
-        if (has_work(d)) {
+        if (rill__cpu_has_work(d)) {
             /* Woken (work_gen moved), or the nap ended: then the watch
              * caught work that nobody came for. */
             woken_by_call = atomic_load(&d->work_gen) != gen;
@@ -199,7 +127,7 @@ static bool watch(cpu_device *d) {
      * a host thread that saw watching set before this store left work that
      * the load of ready_mask in has_work below sees. */
     atomic_store(&d->watching, 0);
-    if (!has_work(d))
+    if (!rill__cpu_has_work(d))
         return false;
     /* Work that a host thread left to the watch: its guess that it would
      * come back for the work was wrong. (Streams that others left too get
@@ -213,7 +141,7 @@ static bool watch(cpu_device *d) {
  * thread to borrow; the caller takes one again before it runs anything.
  * The first worker to go idle after the device was busy keeps watch. */
 static void sleep_for_work(cpu_device *d, cpu_worker *w) {
-    unit_put(d, w->unit);
+    rill__cpu_unit_release(d, w->unit);
     w->unit = -1;
     int idle = 0;
     /* relaxed: graph runs nap their own way (below). */
@@ -222,7 +150,7 @@ static void sleep_for_work(cpu_device *d, cpu_worker *w) {
         return;
     uint32_t gen = atomic_load(&d->work_gen);
     atomic_fetch_add(&d->sleepers, 1);
-    if (!has_work(d)) {
+    if (!rill__cpu_has_work(d)) {
         if (atomic_load_explicit(&d->num_graph_runs, memory_order_relaxed) > 0) {
             unsigned shift = w->naps < 5 ? w->naps : 5;
             w->naps++;
@@ -262,7 +190,10 @@ static void worker_main(void *arg) {
         }
         if (rill__cpu_help_launch(d, w))
             continue;
-        if (rill__cpu_help_graph(d, w)) {
+        cpu_cmd *ran = NULL;
+        if (rill__cpu_help_graph(d, w, &ran)) {
+            if (ran != NULL) /* this worker ran the launch's last node */
+                rill__cpu_resume_stream(d, w, ran->stream, ran);
             w->naps = 0;
             continue;
         }
