@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 """Devices: owned by the library, alive until rill.shutdown()."""
 
+from . import _host, _wait
 from ._errors import check
 from ._ffi import ffi, lib
 from ._runtime import life, on_shutdown, stale_error
@@ -51,8 +52,7 @@ class Device:
     def synchronize(self):
         """Waits for the work of every stream of this device; raises
         KernelFailedError when one of them failed and was not cleared."""
-        from ._stream import synchronize
-        synchronize(self)
+        synchronize_handle(handle_of(self, "rill.Device.synchronize"))
 
     def __repr__(self):
         return f"rill.Device(index={self.index}, kind='{self.kind}', name='{self.name}')"
@@ -113,3 +113,14 @@ def handle_of(dev, where):
 @on_shutdown
 def _forget():
     _devices.clear()
+
+
+def synchronize_handle(dev):
+    """Waits for the work of every stream of dev (a rill_device *); raises
+    KernelFailedError when one of them failed and was not cleared since.
+    Ctrl-C: as Stream.synchronize."""
+    mark = _host.mark()
+    st = _wait.device(dev)
+    if st == 0 or st == lib.RILL_ERROR_KERNEL_FAILED:
+        _host.device_done_before(dev, mark)
+    check(st)

@@ -23,7 +23,7 @@ import traceback
 
 from . import _errors
 from ._ffi import ffi, lib
-from ._runtime import launch_lock, life, on_shutdown, pending
+from ._runtime import exit_waits_for, launch_lock, life, on_shutdown, pending
 
 _tokens = itertools.count(1)
 _next_token = [1]  # the token the next launch takes
@@ -38,6 +38,11 @@ _lock = threading.Lock()  # guards _by_stream and its deques; never held across 
 # Graph the calling thread captures on that stream, or None.
 persistent = {}
 capture_of = None
+
+
+@exit_waits_for
+def _graphs_keep_host_functions():
+    return bool(persistent)
 
 
 def _fail_message(number, exc):

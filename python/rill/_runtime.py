@@ -100,11 +100,21 @@ def shutdown():
             fn()
 
 
+# Functions that say whether work the interpreter's exit must wait for
+# may still be queued beside `pending` (host functions that graphs keep,
+# which replays may run): the modules that keep such work add theirs.
+_exit_waits_for = []
+
+
+def exit_waits_for(fn):
+    _exit_waits_for.append(fn)
+    return fn
+
+
 def _drain_at_exit():
     with launch_lock:
         life.exiting = True
-    from ._host import persistent  # host functions of graphs, which replays may run
-    if not pending and not persistent:
+    if not pending and not any(fn() for fn in _exit_waits_for):
         return
     from . import _wait
     try:

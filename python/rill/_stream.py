@@ -533,11 +533,7 @@ def synchronize(device=None):
     dev = _device.handle_of(device, "rill.synchronize")
     if dev == ffi.NULL:
         dev = _device.current_device()._h
-    mark = _host.mark()
-    st = _wait.device(dev)
-    if st == 0 or st == lib.RILL_ERROR_KERNEL_FAILED:
-        _host.device_done_before(dev, mark)
-    check(st)
+    _device.synchronize_handle(dev)
 
 
 def tagged_stream(tag, priority=0, device=None):
