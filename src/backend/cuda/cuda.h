@@ -1,17 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /* What the files of the CUDA backend share. Every rill stream is a
  * non-blocking CUstream of the device's primary context. A command is
- * issued to the driver as soon as nothing before it holds it back, and
- * each issued command is followed by a write of its sequence number into
- * the stream's done word, host memory the GPU writes (cuStreamWriteValue64).
- * The device's pump thread reads the done words and reports completions
- * in order (rill__stream_complete). Work the GPU cannot order by itself
- * holds the commands behind it on the host until the pump has seen it
- * through: a host function (run by the pump once everything before it
- * completed), a graph launch (its nodes issued by the pump), and a wait
- * for a stream of another device or backend, or for work not issued yet
- * (met through a rill__waiter). A wait for issued work of a stream of the
- * same device is an event recorded there and waited for by the GPU. */
+ * issued to the driver as soon as nothing before it holds it back, and is
+ * followed by a write of its sequence number into the stream's done word
+ * (cuStreamWriteValue64 into page-locked host memory). The device's pump
+ * thread, or a host thread about to wait, reads the done words and reports
+ * completions in order. What the GPU cannot order by itself holds the
+ * commands behind it on the host: a host function or graph launch (run by
+ * a runner thread once everything before it completed), and a wait for a
+ * stream of another device or backend, or for work not issued yet (met
+ * through a rill__waiter). A wait for issued work of a stream of the same
+ * device is an event recorded there and waited for by the GPU. */
 #ifndef RILL_CUDA_H
 #define RILL_CUDA_H
 

@@ -196,7 +196,7 @@ static bool issue_one(cuda_device *d, cuda_stream *cs, cuda_cmd *n) {
     }
     case RILL__CMD_HOST:
     case RILL__CMD_GRAPH:
-        return false; /* the pump runs it once it is first */
+        return false; /* a runner runs it once it is first (service) */
     }
     return false;
 }
