@@ -2,6 +2,7 @@
 /* The contract tests' device and kernels (contract.h). */
 #include "contract.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,4 +141,27 @@ uint32_t *contract_words(rill_stream *s, size_t n, uint32_t value) {
 
 void contract_read(uint32_t *host, const uint32_t *dev, size_t n) {
     RT_OK(rill_memcpy(host, dev, n * sizeof *host));
+}
+
+void *contract_alloc(rill_stream *s, size_t bytes) {
+    void *p = NULL;
+    RT_OK(rill_malloc_async(bytes, s, &p));
+    return p;
+}
+
+void contract_upload(rill_stream *s, void *dst, const void *src, size_t bytes) {
+    RT_OK(rill_memcpy_async(dst, src, bytes, s));
+    RT_OK(rill_stream_synchronize(s));
+}
+
+void contract_download(rill_stream *s, void *dst, const void *src, size_t bytes) {
+    RT_OK(rill_stream_synchronize(s));
+    RT_OK(rill_memcpy(dst, src, bytes));
+}
+
+void contract_expect_close(const char *what, size_t i, double got, double want, double tol) {
+    if (isnan(want) && isnan(got))
+        return;
+    if (!(fabs(got - want) <= tol * (1.0 + fabs(want))))
+        fail_msg("%s[%zu] = %.9g, want %.9g", what, i, got, want);
 }

@@ -68,4 +68,14 @@ uint32_t *contract_words(rill_stream *s, size_t n, uint32_t value);
 /* Copies n words of device memory to host memory and waits for it. */
 void contract_read(uint32_t *host, const uint32_t *dev, size_t n);
 
+/* Device memory of bytes on s's device, from rill_malloc_async on s. */
+void *contract_alloc(rill_stream *s, size_t bytes);
+/* Copies bytes from host memory to device memory on s and waits for it. */
+void contract_upload(rill_stream *s, void *dst, const void *src, size_t bytes);
+/* Waits for s, then copies bytes from device memory to host memory. */
+void contract_download(rill_stream *s, void *dst, const void *src, size_t bytes);
+/* Fails the test unless got is want within tol (relative, past 1), or
+ * both are NaN; what[i] names the value. */
+void contract_expect_close(const char *what, size_t i, double got, double want, double tol);
+
 #endif

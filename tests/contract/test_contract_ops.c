@@ -10,27 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void *device_memory(rill_stream *s, size_t bytes) {
-    void *p = NULL;
-    RT_OK(rill_malloc_async(bytes, s, &p));
-    return p;
-}
-
-static void upload(rill_stream *s, void *dst, const void *src, size_t bytes) {
-    RT_OK(rill_memcpy_async(dst, src, bytes, s));
-    RT_OK(rill_stream_synchronize(s));
-}
-
-static void download(rill_stream *s, void *dst, const void *src, size_t bytes) {
-    RT_OK(rill_stream_synchronize(s));
-    RT_OK(rill_memcpy(dst, src, bytes));
-}
-
-static void expect_close(const char *what, size_t i, double got, double want, double tol) {
-    if (!(fabs(got - want) <= tol * (1.0 + fabs(want))))
-        fail_msg("%s[%zu] = %.9g, want %.9g", what, i, got, want);
-}
-
 /* fill, add, mul and add_scalar in f32, over sizes that give one block
  * and several. */
 static void test_elementwise_f32(void **state) {
@@ -44,17 +23,17 @@ static void test_elementwise_f32(void **state) {
         float *host = malloc(n * sizeof *host), *got = malloc(n * sizeof *got);
         for (size_t i = 0; i < n; i++)
             host[i] = (float)(i % 97) * 0.25f - 7.0f;
-        float *a = device_memory(s, n * sizeof *a), *b = device_memory(s, n * sizeof *b);
-        float *out = device_memory(s, n * sizeof *out);
-        upload(s, a, host, n * sizeof *a);
+        float *a = contract_alloc(s, n * sizeof *a), *b = contract_alloc(s, n * sizeof *b);
+        float *out = contract_alloc(s, n * sizeof *out);
+        contract_upload(s, a, host, n * sizeof *a);
         RT_OK(rill_op_fill_f32(s, b, 1.5f, n));
         RT_OK(rill_op_add_f32(s, out, a, b, -2.0f, n)); /* a - 3 */
         RT_OK(rill_op_mul_f32(s, out, out, a, n));      /* (a - 3) a */
         RT_OK(rill_op_add_scalar_f32(s, out, out, 0.5f, n));
-        download(s, got, out, n * sizeof *got);
+        contract_download(s, got, out, n * sizeof *got);
         for (size_t i = 0; i < n; i++) {
             float want = (host[i] + (-2.0f) * 1.5f) * host[i] + 0.5f;
-            expect_close("out", i, got[i], want, 1e-6);
+            contract_expect_close("out", i, got[i], want, 1e-6);
         }
         RT_OK(rill_free(a));
         RT_OK(rill_free(b));
@@ -78,12 +57,12 @@ static void test_sum_f32(void **state) {
         host[i] = (float)((i % 1000) * 0.001);
         want += host[i];
     }
-    float *a = device_memory(s, n * sizeof *a), *out = device_memory(s, sizeof *out);
-    upload(s, a, host, n * sizeof *a);
+    float *a = contract_alloc(s, n * sizeof *a), *out = contract_alloc(s, sizeof *out);
+    contract_upload(s, a, host, n * sizeof *a);
     RT_OK(rill_op_sum_f32(s, out, a, n));
     float got;
-    download(s, &got, out, sizeof got);
-    expect_close("sum", 0, got, want, 1e-6);
+    contract_download(s, &got, out, sizeof got);
+    contract_expect_close("sum", 0, got, want, 1e-6);
     RT_OK(rill_free(a));
     RT_OK(rill_free(out));
     free(host);
@@ -98,12 +77,12 @@ static void test_randn_is_a_function_of_the_seed(void **state) {
     rill_stream *s;
     RT_OK(rill_stream_create(dev, 0, &s));
     size_t n = 1 << 18;
-    float *x = device_memory(s, n * sizeof *x), *y = device_memory(s, n * sizeof *y);
+    float *x = contract_alloc(s, n * sizeof *x), *y = contract_alloc(s, n * sizeof *y);
     RT_OK(rill_op_randn_f32(s, x, n, 2.0f, 3.0f, 42));
     RT_OK(rill_op_randn_f32(s, y, n, 2.0f, 3.0f, 42));
     float *hx = malloc(n * sizeof *hx), *hy = malloc(n * sizeof *hy);
-    download(s, hx, x, n * sizeof *hx);
-    download(s, hy, y, n * sizeof *hy);
+    contract_download(s, hx, x, n * sizeof *hx);
+    contract_download(s, hy, y, n * sizeof *hy);
     assert_memory_equal(hx, hy, n * sizeof *hx);
     double mean = 0, var = 0;
     for (size_t i = 0; i < n; i++)
@@ -112,8 +91,8 @@ static void test_randn_is_a_function_of_the_seed(void **state) {
     for (size_t i = 0; i < n; i++)
         var += (hx[i] - mean) * (hx[i] - mean);
     var /= (double)n;
-    expect_close("mean", 0, mean, 2.0, 0.02);
-    expect_close("std", 0, sqrt(var), 3.0, 0.02);
+    contract_expect_close("mean", 0, mean, 2.0, 0.02);
+    contract_expect_close("std", 0, sqrt(var), 3.0, 0.02);
     RT_OK(rill_free(x));
     RT_OK(rill_free(y));
     free(hx);
@@ -132,10 +111,10 @@ static void test_f16_ops(void **state) {
     float *host = malloc(n * sizeof *host), *back = malloc(n * sizeof *back);
     for (size_t i = 0; i < n; i++)
         host[i] = (float)(i % 64) * 0.125f; /* exact in half */
-    float *f = device_memory(s, n * sizeof *f), *g = device_memory(s, n * sizeof *g);
-    rill_half *h = device_memory(s, n * sizeof *h), *k = device_memory(s, n * sizeof *k);
-    rill_half *sum = device_memory(s, sizeof *sum);
-    upload(s, f, host, n * sizeof *f);
+    float *f = contract_alloc(s, n * sizeof *f), *g = contract_alloc(s, n * sizeof *g);
+    rill_half *h = contract_alloc(s, n * sizeof *h), *k = contract_alloc(s, n * sizeof *k);
+    rill_half *sum = contract_alloc(s, sizeof *sum);
+    contract_upload(s, f, host, n * sizeof *f);
     RT_OK(rill_op_cast_f32_f16(s, h, f, n));
     RT_OK(rill_op_fill_f16(s, k, 2.0f, n));
     RT_OK(rill_op_mul_f16(s, k, k, h, n));           /* 2h */
@@ -143,16 +122,16 @@ static void test_f16_ops(void **state) {
     RT_OK(rill_op_add_scalar_f16(s, k, k, 1.0f, n)); /* 3h + 1 */
     RT_OK(rill_op_cast_f16_f32(s, g, k, n));
     RT_OK(rill_op_sum_f16(s, sum, h, n));
-    download(s, back, g, n * sizeof *back);
+    contract_download(s, back, g, n * sizeof *back);
     double want_sum = 0;
     for (size_t i = 0; i < n; i++) {
-        expect_close("3h+1", i, back[i], 3.0 * host[i] + 1.0, 1e-3);
+        contract_expect_close("3h+1", i, back[i], 3.0 * host[i] + 1.0, 1e-3);
         want_sum += host[i];
     }
     RT_OK(rill_op_cast_f16_f32(s, g, sum, 1));
     float got_sum;
-    download(s, &got_sum, g, sizeof got_sum);
-    expect_close("sum", 0, got_sum, want_sum, 1e-3);
+    contract_download(s, &got_sum, g, sizeof got_sum);
+    contract_expect_close("sum", 0, got_sum, want_sum, 1e-3);
     RT_OK(rill_free(f));
     RT_OK(rill_free(g));
     RT_OK(rill_free(h));
@@ -184,18 +163,18 @@ static void test_matmul_f32(void **state) {
         ha[i] = (float)((i * 7) % 13) * 0.1f - 0.6f;
     for (size_t i = 0; i < k * n; i++)
         hb[i] = (float)((i * 5) % 11) * 0.2f - 1.0f;
-    float *a = device_memory(s, m * k * sizeof *a), *b = device_memory(s, k * n * sizeof *b);
-    float *c = device_memory(s, m * n * sizeof *c);
-    upload(s, a, ha, m * k * sizeof *a);
-    upload(s, b, hb, k * n * sizeof *b);
+    float *a = contract_alloc(s, m * k * sizeof *a), *b = contract_alloc(s, k * n * sizeof *b);
+    float *c = contract_alloc(s, m * n * sizeof *c);
+    contract_upload(s, a, ha, m * k * sizeof *a);
+    contract_upload(s, b, hb, k * n * sizeof *b);
     RT_OK(rill_op_matmul_f32(s, c, a, b, m, k, n));
-    download(s, hc, c, m * n * sizeof *hc);
+    contract_download(s, hc, c, m * n * sizeof *hc);
     for (size_t i = 0; i < m; i++)
         for (size_t j = 0; j < n; j++) {
             double want = 0;
             for (size_t p = 0; p < k; p++)
                 want += (double)ha[i * k + p] * hb[p * n + j];
-            expect_close("c", i * n + j, hc[i * n + j], want, 1e-4);
+            contract_expect_close("c", i * n + j, hc[i * n + j], want, 1e-4);
         }
     RT_OK(rill_free(a));
     RT_OK(rill_free(b));
@@ -223,12 +202,12 @@ static void test_conv2d_f32(void **state) {
         hin[i] = (float)((i * 3) % 17) * 0.1f - 0.8f;
     for (size_t i = 0; i < wt_n; i++)
         hwt[i] = (float)((i * 11) % 7) * 0.3f - 0.9f;
-    float *in = device_memory(s, in_n * sizeof *in), *wt = device_memory(s, wt_n * sizeof *wt);
-    float *out = device_memory(s, out_n * sizeof *out);
-    upload(s, in, hin, in_n * sizeof *in);
-    upload(s, wt, hwt, wt_n * sizeof *wt);
+    float *in = contract_alloc(s, in_n * sizeof *in), *wt = contract_alloc(s, wt_n * sizeof *wt);
+    float *out = contract_alloc(s, out_n * sizeof *out);
+    contract_upload(s, in, hin, in_n * sizeof *in);
+    contract_upload(s, wt, hwt, wt_n * sizeof *wt);
     RT_OK(rill_op_conv2d_f32(s, out, in, wt, n, c, h, w, k, r, q));
-    download(s, hout, out, out_n * sizeof *hout);
+    contract_download(s, hout, out, out_n * sizeof *hout);
     for (size_t b = 0; b < n; b++)
         for (size_t o = 0; o < k; o++)
             for (size_t y = 0; y < oh; y++)
@@ -240,7 +219,7 @@ static void test_conv2d_f32(void **state) {
                                 want += (double)hin[((b * c + ci) * h + y + dy) * w + x + dx] *
                                         hwt[((o * c + ci) * r + dy) * q + dx];
                     size_t i = ((b * k + o) * oh + y) * ow + x;
-                    expect_close("out", i, hout[i], want, 1e-4);
+                    contract_expect_close("out", i, hout[i], want, 1e-4);
                 }
     RT_OK(rill_free(in));
     RT_OK(rill_free(wt));

@@ -17,25 +17,10 @@ static rill_stream *new_stream(void) {
 
 /* Device memory holding n floats of host (NULL: uninitialised). */
 static float *upload(rill_stream *s, const float *host, size_t n) {
-    void *p = NULL;
-    RT_OK(rill_malloc_async(n * sizeof(float), s, &p));
-    if (host != NULL) {
-        RT_OK(rill_memcpy_async(p, host, n * sizeof(float), s));
-        RT_OK(rill_stream_synchronize(s));
-    }
+    float *p = contract_alloc(s, n * sizeof(float));
+    if (host != NULL)
+        contract_upload(s, p, host, n * sizeof(float));
     return p;
-}
-
-static void download(rill_stream *s, void *dst, const void *src, size_t bytes) {
-    RT_OK(rill_stream_synchronize(s));
-    RT_OK(rill_memcpy(dst, src, bytes));
-}
-
-static void expect_close(const char *what, size_t i, double got, double want, double tol) {
-    if (isnan(want) && isnan(got))
-        return;
-    if (!(fabs(got - want) <= tol * (1.0 + fabs(want))))
-        fail_msg("%s[%zu] = %.9g, want %.9g", what, i, got, want);
 }
 
 static float value_at(size_t i) {
@@ -71,11 +56,11 @@ static void test_copy_strided_transposes_and_scatters(void **state) {
     size_t wide_strides[2] = {rows + 5, 1};
     RT_OK(rill_op_copy_strided_f32(s, wide + 5, wide_strides, t, out_strides, shape, 2));
     float *got = malloc(cols * (rows + 5) * sizeof *got);
-    download(s, got, t, rows * cols * sizeof *got);
+    contract_download(s, got, t, rows * cols * sizeof *got);
     for (size_t j = 0; j < cols; j++)
         for (size_t i = 0; i < rows; i++)
             assert_true(got[j * rows + i] == h[i * cols + j]);
-    download(s, got, wide, cols * (rows + 5) * sizeof *got);
+    contract_download(s, got, wide, cols * (rows + 5) * sizeof *got);
     for (size_t j = 0; j < cols; j++)
         for (size_t i = 0; i < rows; i++)
             assert_true(got[j * (rows + 5) + 5 + i] == h[i * cols + j]);
@@ -123,23 +108,23 @@ static void test_binary_broadcasts(void **state) {
         size_t shape[3] = {n, m, k}, as[3] = {k, 0, 1}, bs[3] = {0, k, 1};
         for (int op = RILL_BINARY_ADD; op <= RILL_BINARY_POW; op++) {
             RT_OK(rill_op_binary_f32(s, (rill_binary_op)op, out, a, as, b, bs, shape, 3));
-            download(s, got, out, total * sizeof *got);
+            contract_download(s, got, out, total * sizeof *got);
             for (size_t i = 0; i < n; i++)
                 for (size_t j = 0; j < m; j++)
                     for (size_t q = 0; q < k; q++) {
                         size_t at = (i * m + j) * k + q;
                         float want = host_binary((rill_binary_op)op, ha[i * k + q], hb[j * k + q]);
-                        expect_close("out", at, got[at], want, 1e-6);
+                        contract_expect_close("out", at, got[at], want, 1e-6);
                     }
         }
         /* In place: out == a with a's contiguous strides. */
         size_t cs[3] = {m * k, k, 1};
         RT_OK(rill_op_binary_f32(s, RILL_BINARY_SUB, out, out, cs, b, bs, shape, 3));
-        download(s, got, out, total * sizeof *got);
+        contract_download(s, got, out, total * sizeof *got);
         for (size_t i = 0; i < n * m * k; i++) {
             size_t j = (i / k) % m, q = i % k;
             float want = powf(ha[(i / (m * k)) * k + q], hb[j * k + q]) - hb[j * k + q];
-            expect_close("in place", i, got[i], want, 1e-5);
+            contract_expect_close("in place", i, got[i], want, 1e-5);
         }
         RT_OK(rill_free(a));
         RT_OK(rill_free(b));
@@ -208,12 +193,12 @@ static void test_map_ops(void **state) {
         bool positive = op == RILL_MAP_LOG || op == RILL_MAP_SQRT || op == RILL_MAP_POW;
         RT_OK(rill_op_map_f32(s, RILL_MAP_ABS, out, a, 0.0f, n));
         RT_OK(rill_op_map_f32(s, (rill_map_op)op, out, positive ? out : a, alpha, n));
-        download(s, got, out, n * sizeof *got);
+        contract_download(s, got, out, n * sizeof *got);
         for (size_t i = 0; i < n; i++) {
             float x = positive ? fabsf(h[i]) : h[i];
             if ((op == RILL_MAP_RDIV || op == RILL_MAP_LOG) && x == 0.0f)
                 continue;
-            expect_close("map", i, got[i], host_map((rill_map_op)op, x, alpha), 1e-5);
+            contract_expect_close("map", i, got[i], host_map((rill_map_op)op, x, alpha), 1e-5);
         }
     }
     RT_OK(rill_free(a));
@@ -240,9 +225,9 @@ static void test_reduce_dim(void **state) {
             bool positional = op == RILL_REDUCE_DIM_MAX || op == RILL_REDUCE_DIM_MIN;
             RT_OK(rill_op_reduce_dim_f32(s, (rill_reduce_dim_op)op, out, positional ? didx : NULL,
                                          a, outer, dim, inner));
-            download(s, got, out, outs * sizeof *got);
+            contract_download(s, got, out, outs * sizeof *got);
             if (positional)
-                download(s, idx, didx, outs * sizeof *idx);
+                contract_download(s, idx, didx, outs * sizeof *idx);
             for (size_t o = 0; o < outer; o++)
                 for (size_t i = 0; i < inner; i++) {
                     double sum = 0;
@@ -259,7 +244,7 @@ static void test_reduce_dim(void **state) {
                     double want = op == RILL_REDUCE_DIM_SUM    ? sum
                                   : op == RILL_REDUCE_DIM_MEAN ? sum / (double)dim
                                                                : best;
-                    expect_close("reduce", o * inner + i, got[o * inner + i], want, 1e-6);
+                    contract_expect_close("reduce", o * inner + i, got[o * inner + i], want, 1e-6);
                     if (positional)
                         assert_int_equal(idx[o * inner + i], at);
                 }
@@ -287,7 +272,7 @@ static void test_softmax(void **state) {
             RT_OK(rill_op_log_softmax_f32(s, out, a, outer, dim, inner));
         else
             RT_OK(rill_op_softmax_f32(s, out, a, outer, dim, inner));
-        download(s, got, out, total * sizeof *got);
+        contract_download(s, got, out, total * sizeof *got);
         for (size_t o = 0; o < outer; o++)
             for (size_t i = 0; i < inner; i++) {
                 double sum = 0;
@@ -296,17 +281,17 @@ static void test_softmax(void **state) {
                 for (size_t d = 0; d < dim; d++) {
                     size_t at = (o * dim + d) * inner + i;
                     double want = is_log ? h[at] - log(sum) : exp(h[at]) / sum;
-                    expect_close("softmax", at, got[at], want, 1e-5);
+                    contract_expect_close("softmax", at, got[at], want, 1e-5);
                 }
             }
     }
     RT_OK(rill_op_softmax_f32(s, a, a, outer, dim, inner)); /* in place */
-    download(s, got, a, total * sizeof *got);
+    contract_download(s, got, a, total * sizeof *got);
     for (size_t o = 0; o < outer; o++) {
         double row = 0;
         for (size_t d = 0; d < dim; d++)
             row += got[(o * dim + d) * inner];
-        expect_close("row sum", o, row, 1.0, 1e-5);
+        contract_expect_close("row sum", o, row, 1.0, 1e-5);
     }
     RT_OK(rill_free(a));
     RT_OK(rill_free(out));
@@ -333,7 +318,7 @@ static void test_conv2d_ex(void **state) {
         size_t out_n = n * k * oh * ow;
         float *out = upload(s, NULL, out_n), *got = malloc(out_n * sizeof *got);
         RT_OK(rill_op_conv2d_ex_f32(s, out, in, wt, n, c, h, w, k, r, q, sh, sw, ph, pw));
-        download(s, got, out, out_n * sizeof *got);
+        contract_download(s, got, out, out_n * sizeof *got);
         for (size_t b = 0; b < n; b++)
             for (size_t o = 0; o < k; o++)
                 for (size_t y = 0; y < oh; y++)
@@ -352,7 +337,7 @@ static void test_conv2d_ex(void **state) {
                                         hwt[((o * c + ci) * r + dy) * q + dx];
                                 }
                         size_t i = ((b * k + o) * oh + y) * ow + x;
-                        expect_close("conv", i, got[i], want, 1e-4);
+                        contract_expect_close("conv", i, got[i], want, 1e-4);
                     }
         RT_OK(rill_free(out));
         free(got);
@@ -381,7 +366,7 @@ static void test_pool2d(void **state) {
             float *got = malloc(planes * oh * ow * sizeof *got);
             RT_OK(rill_op_pool2d_f32(s, (rill_pool_op)op, out, in, planes, h, w, r, q, sh, sw, ph,
                                      pw));
-            download(s, got, out, planes * oh * ow * sizeof *got);
+            contract_download(s, got, out, planes * oh * ow * sizeof *got);
             for (size_t p = 0; p < planes; p++)
                 for (size_t y = 0; y < oh; y++)
                     for (size_t x = 0; x < ow; x++) {
@@ -398,7 +383,7 @@ static void test_pool2d(void **state) {
                             }
                         double want = op == RILL_POOL_MAX ? best : sum / (double)(r * q);
                         size_t i = (p * oh + y) * ow + x;
-                        expect_close("pool", i, got[i], want, 1e-6);
+                        contract_expect_close("pool", i, got[i], want, 1e-6);
                     }
             RT_OK(rill_free(out));
             free(got);
