@@ -12,12 +12,12 @@
 #include "backend/cpu/op_kernels.h"
 
 #include <assert.h>
-#include <blis.h>
 #include <math.h>
 #include <string.h>
 
 #include "backend/cpu/cpu.h"
 #include "backend/cpu/half.h"
+#include "backend/cpu/sgemm.h"
 #include "backend/cpu/tensor_kernels.h"
 
 /* Launch arguments that fit the command's inline buffer are stored
@@ -284,17 +284,13 @@ void rill__cpu_op_sum_final_f16(const rill_block_ctx *ctx, const void *args) {
 
 /* ---- sgemm ---- */
 
-/* Row-major c = a b (leading dimensions lda, ldb, ldc) with BLIS on the
- * calling thread: BLIS runs single-threaded unless the program asks for
- * more (BLIS_NUM_THREADS), in every variant. Every dimension and leading
- * dimension is at most RILL__OP_MAX_DIM (checked by ops.c), so the casts
- * to dim_t and inc_t are exact. BLIS takes its inputs through non-const
- * pointers and does not write them. */
+/* Row-major c = a b + beta c (leading dimensions lda, ldb, ldc) on the
+ * calling thread (sgemm.c). BLIS runs single-threaded unless the program
+ * asks for more (BLIS_NUM_THREADS), in every variant. Every dimension and
+ * leading dimension is at most RILL__OP_MAX_DIM (checked by ops.c). */
 static void sgemm_beta(size_t m, size_t n, size_t k, const float *a, size_t lda, const float *b,
                        size_t ldb, float beta, float *c, size_t ldc) {
-    float one = 1.0f;
-    bli_sgemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, (dim_t)m, (dim_t)n, (dim_t)k, &one, (float *)a,
-              (inc_t)lda, 1, (float *)b, (inc_t)ldb, 1, &beta, c, (inc_t)ldc, 1);
+    rill__cpu_sgemm(m, n, k, a, lda, b, ldb, beta, c, ldc);
 }
 
 /* c = a b, c's previous contents ignored. */
@@ -470,26 +466,40 @@ void rill__cpu_op_conv2d_f16(const rill_block_ctx *ctx, const void *args) {
 /* The im2col matrix of output rows [oy0, oy0 + rows) of one image with
  * strides and zero padding: row (ci*r + ri)*s + si, column y*ow + x holds
  * in[ci, (oy0+y)*stride_h + ri - pad_h, x*stride_w + si - pad_w], or 0
- * outside the image. */
+ * outside the image. Along a row, the columns that read the image are one
+ * run [x0, x1): zeros either side, a copy between (a memcpy at stride 1). */
 static void im2col_ex(const rill__op_conv2d_ex_args *p, const float *img, size_t oy0, size_t rows,
                       float *col) {
-    size_t ow = p->ow, cols = rows * ow;
+    size_t ow = p->ow, cols = rows * ow, sw = p->stride_w;
     for (size_t ci = 0; ci < p->c; ci++) {
         const float *plane = img + ci * p->h * p->w;
         for (size_t ri = 0; ri < p->r; ri++) {
             for (size_t si = 0; si < p->s; si++) {
+                /* Column x reads ix = x*sw + si - pad_w: inside the image for
+                 * x in [x0, x1). */
+                size_t x0 = si >= p->pad_w ? 0 : (p->pad_w - si + sw - 1) / sw;
+                size_t x1 = p->w + p->pad_w > si ? (p->w + p->pad_w - si + sw - 1) / sw : 0;
+                if (x1 > ow)
+                    x1 = ow;
+                if (x0 > x1)
+                    x0 = x1;
                 float *dst = col + ((ci * p->r + ri) * p->s + si) * cols;
                 for (size_t y = 0; y < rows; y++, dst += ow) {
                     size_t iy = (oy0 + y) * p->stride_h + ri; /* + pad_h: unsigned */
-                    if (iy < p->pad_h || iy - p->pad_h >= p->h) {
+                    if (iy < p->pad_h || iy - p->pad_h >= p->h || x0 == x1) {
                         memset(dst, 0, ow * sizeof *dst);
                         continue;
                     }
-                    const float *src = plane + (iy - p->pad_h) * p->w;
-                    for (size_t x = 0; x < ow; x++) {
-                        size_t ix = x * p->stride_w + si;
-                        dst[x] = ix < p->pad_w || ix - p->pad_w >= p->w ? 0.0f : src[ix - p->pad_w];
+                    /* src[x*sw] is in[ci, iy - pad_h, x*sw + si - pad_w], for x >= x0. */
+                    const float *src = plane + (iy - p->pad_h) * p->w + x0 * sw + si - p->pad_w;
+                    memset(dst, 0, x0 * sizeof *dst);
+                    if (sw == 1) {
+                        memcpy(dst + x0, src, (x1 - x0) * sizeof *dst);
+                    } else {
+                        for (size_t x = x0; x < x1; x++)
+                            dst[x] = src[(x - x0) * sw];
                     }
+                    memset(dst + x1, 0, (ow - x1) * sizeof *dst);
                 }
             }
         }
