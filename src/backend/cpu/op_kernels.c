@@ -50,6 +50,12 @@ void rill__cpu_op_fill_f32(const rill_block_ctx *ctx, const void *args) {
     block_range(ctx, p->n, RILL__OP_SLICE_ALIGN, &begin, &end);
     float *x = p->x;
     float value = p->value;
+    uint32_t bits;
+    memcpy(&bits, &value, sizeof bits);
+    if (bits == 0) { /* +0.0: the C library's memset, with the widest stores */
+        memset(x + begin, 0, (end - begin) * sizeof *x);
+        return;
+    }
     for (size_t i = begin; i < end; i++)
         x[i] = value;
 }
