@@ -615,6 +615,12 @@ typedef enum rill_map_op {
  * RILL_ERROR_INVALID_ARGUMENT. */
 rill_status rill_op_map_f32(rill_stream *s, rill_map_op op, float *out, const float *a,
                             float alpha, size_t n);
+/* rill_op_map_f32 into new memory, as rill_op_add_f32_new and its kin do
+ * (rill_malloc_async of n floats on s, the map, the record of event when
+ * not NULL; *out NULL on failure, with nothing left allocated): the
+ * per-op sequence of `a * 2.0` and `-a` in one call. */
+rill_status rill_op_map_f32_new(rill_stream *s, rill_map_op op, const float *a, float alpha,
+                                size_t n, rill_event *event, float **out);
 
 typedef enum rill_reduce_dim_op {
     RILL_REDUCE_DIM_SUM,  /* the sum, added in double precision */

@@ -209,6 +209,8 @@ rill_status rill_op_binary_f32(rill_stream *s, rill_binary_op op, float *out, co
                                const size_t *shape, size_t ndim);
 rill_status rill_op_map_f32(rill_stream *s, rill_map_op op, float *out, const float *a,
                             float alpha, size_t n);
+rill_status rill_op_map_f32_new(rill_stream *s, rill_map_op op, const float *a, float alpha,
+                                size_t n, rill_event *event, float **out);
 rill_status rill_op_reduce_dim_f32(rill_stream *s, rill_reduce_dim_op op, float *out,
                                    int64_t *indices, const float *a, size_t outer, size_t dim,
                                    size_t inner);

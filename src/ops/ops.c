@@ -407,6 +407,33 @@ rill_status rill_op_add_scalar_f32_new(rill_stream *s, const float *a, float val
     return finish_new(s, st, mem, event, out);
 }
 
+rill_status rill_op_map_f32_new(rill_stream *s, rill_map_op op, const float *a, float alpha,
+                                size_t n, rill_event *event, float **out) {
+    RILL_CALL_SCOPE();
+    static const char fn[] = "rill_op_map_f32_new";
+    if ((unsigned)op > (unsigned)RILL_MAP_ABS) {
+        if (out != NULL)
+            *out = NULL;
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: op is %d, not a rill_map_op; pass RILL_MAP_NEG to RILL_MAP_ABS", fn,
+                          (int)op);
+    }
+    size_t bytes = 0, units = 0;
+    void *mem = NULL;
+    rill_status st = begin_new(fn, s, a, false, NULL, n, event, out, &bytes, &units, &mem);
+    if (st != RILL_OK)
+        return st;
+    rill__op_map_args args = {mem, a, alpha, (uint32_t)op, n};
+    access_list acc = {.count = 0};
+    rill__op_access_add(&acc, a, bytes, RILL_READ);
+    rill__op_access_add(&acc, mem, bytes, RILL_WRITE);
+    /* The grid of rill_op_map_f32. */
+    st = rill__op_launch(s, RILL__OP_MAP_F32,
+                         rill__op_blocks_for(n, ELEMENTS_PER_BLOCK_MIN / 4, units), &args,
+                         sizeof args, &acc);
+    return finish_new(s, st, mem, event, out);
+}
+
 /* ---- random normal fill ---- */
 
 rill_status rill_op_randn_f32(rill_stream *s, float *x, size_t n, float mean, float std,

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* The element-wise ops into new memory (rill_op_*_f32_new): the values of
+/* The element-wise ops into new memory (rill_op_*_f32_new, and the maps'
+ * rill_op_map_f32_new): the values of
  * the ops they stand for, in stream order on the stream given, the event
  * recorded after the op, and every bad argument refused with nothing
  * allocated, launched or recorded. */
@@ -46,20 +47,33 @@ static void test_new_ops_compute_their_ops(void **state) {
     size_t n = 1001;
     float *a = dev_filled(n, 1.5f), *b = dev_filled(n, 2.0f);
     rill_stream *s = rill_current_stream(NULL);
-    float *sum = NULL, *prod = NULL, *shifted = NULL;
+    float *sum = NULL, *prod = NULL, *shifted = NULL, *scaled = NULL, *negated = NULL;
+    float *rsub = NULL;
     RT_OK(rill_op_add_f32_new(s, a, b, -0.5f, n, NULL, &sum));
     RT_OK(rill_op_mul_f32_new(s, a, b, n, NULL, &prod));
     RT_OK(rill_op_add_scalar_f32_new(NULL, a, 4.0f, n, NULL, &shifted)); /* s, the current one */
+    RT_OK(rill_op_map_f32_new(s, RILL_MAP_SCALE, a, -3.0f, n, NULL, &scaled));
+    RT_OK(rill_op_map_f32_new(s, RILL_MAP_NEG, b, 0.0f, n, NULL, &negated));
+    RT_OK(rill_op_map_f32_new(NULL, RILL_MAP_RSUB, a, 10.0f, n, NULL, &rsub));
     assert_non_null(sum);
     assert_non_null(prod);
     assert_non_null(shifted);
+    assert_non_null(scaled);
+    assert_non_null(negated);
+    assert_non_null(rsub);
     RT_OK(rill_stream_synchronize(s));
     expect_all(sum, n, 0.5f);
     expect_all(prod, n, 3.0f);
     expect_all(shifted, n, 5.5f);
+    expect_all(scaled, n, -4.5f);
+    expect_all(negated, n, -2.0f);
+    expect_all(rsub, n, 8.5f);
     RT_OK(rill_free_async(sum, s));
     RT_OK(rill_free_async(prod, s));
     RT_OK(rill_free_async(shifted, s));
+    RT_OK(rill_free_async(scaled, s));
+    RT_OK(rill_free_async(negated, s));
+    RT_OK(rill_free_async(rsub, s));
     RT_OK(rill_free(a));
     RT_OK(rill_free(b));
 }
@@ -127,6 +141,19 @@ static void test_new_ops_reject_bad_arguments(void **state) {
     expect_invalid(rill_op_mul_f32_new(s, a, a, n, dead, &out), "rill_op_mul_f32_new");
     expect_invalid(rill_op_add_scalar_f32_new((rill_stream *)a, a, 1.0f, n, NULL, &out),
                    "rill_op_add_scalar_f32_new");
+    assert_null(out);
+    out = a;
+    expect_invalid(rill_op_map_f32_new(s, (rill_map_op)99, a, 1.0f, n, NULL, &out),
+                   "rill_op_map_f32_new: op is 99");
+    assert_null(out);
+    expect_invalid(rill_op_map_f32_new(s, RILL_MAP_NEG, NULL, 0.0f, n, NULL, &out),
+                   "rill_op_map_f32_new: a is NULL");
+    expect_invalid(rill_op_map_f32_new(s, RILL_MAP_SCALE, a, 2.0f, n + 1, NULL, &out),
+                   "rill_op_map_f32_new: a");
+    expect_invalid(rill_op_map_f32_new(s, RILL_MAP_SCALE, a, 2.0f, n, dead, &out),
+                   "rill_op_map_f32_new");
+    expect_invalid(rill_op_map_f32_new(s, RILL_MAP_NEG, a, 0.0f, n, NULL, NULL),
+                   "rill_op_map_f32_new: out is NULL");
     assert_null(out);
     assert_int_equal(allocated_bytes(), before);
     /* a was never written: 1.0 everywhere still */
