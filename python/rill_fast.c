@@ -6,13 +6,16 @@
  *
  * TensorBase holds a tensor's fields: the device address and the event
  * recorded after the op that wrote the tensor as C pointers, the others as
- * Python objects. Its number slots run `a + b`, `a - b`, `a * b` and
- * `a + number` on float32 tensors of one shape and class with one call of
- * rill_op_*_f32_new, and hand every other case to the Python functions that
- * configure() names (which raise the errors; a view with strides goes there
- * too); its finalizer frees the memory in stream order (a view's is its
- * base's: left alone) and gives the event back to its pool. EventPool is a stack
- * of events a device's tensors reuse.
+ * Python objects. Its number slots run `a + b`, `a - b`, `a * b`, a tensor
+ * with a number (either side) and `-a` on float32 tensors of one shape and
+ * class with one call of rill_op_*_f32_new (a product with a number, a
+ * number minus a tensor and `-a` are maps: rill_op_map_f32_new), and hand
+ * every other case to the Python functions that configure() names (which
+ * raise the errors; a view with strides goes there too); its finalizer
+ * frees the memory in stream order (a view's is its base's: left alone)
+ * and gives the event back to its pool. new() makes the tensors of
+ * rill.empty, zeros, ones and full in one pass. EventPool is a stack of
+ * events a device's tensors reuse.
  *
  * The package passes cffi pointers (cdata) where the C code needs
  * addresses: configure() takes Python callables that make one from an
@@ -47,6 +50,7 @@ static struct {
     PyObject *current;        /* () -> the current rill.Stream */
     PyObject *active;         /* list: [captures under way] */
     PyObject *general[6];     /* add, radd, sub, rsub, mul, rmul */
+    PyObject *neg;            /* -a off the fast path */
     PyObject *finalize_other; /* a tensor of a graph: Python frees it */
     long generation;
     rill_stream *last_handle; /* the current stream's handle when last looked up */
@@ -444,11 +448,20 @@ static PyObject *stream_of(rill_stream *h, EventPool **pool) {
     return st.last_stream;
 }
 
-static PyObject *fast_op(Tensor *a, PyObject *other, int op) {
+/* a (op) other, or other (op) a when reflected (other is then a number);
+ * other NULL: -a. */
+static PyObject *fast_op(Tensor *a, PyObject *other, int op, bool reflected) {
     PyTypeObject *type = Py_TYPE(a);
-    bool tensors = Py_TYPE(other) == type;
+    bool tensors = other != NULL && Py_TYPE(other) == type;
     float value = 0;
-    if (tensors) {
+    /* A number and a tensor: a + number and number + a add the number;
+     * the others are maps. */
+    int map = -1;
+    if (other == NULL) {
+        if (!is_fast_f32(a) || capture_active())
+            return Py_NotImplemented;
+        map = RILL_MAP_NEG;
+    } else if (tensors) {
         Tensor *b = (Tensor *)other;
         if (!is_fast_f32(a) || !is_fast_f32(b) || capture_active())
             return Py_NotImplemented; /* borrowed: the general path decides */
@@ -457,12 +470,16 @@ static PyObject *fast_op(Tensor *a, PyObject *other, int op) {
             if (same <= 0)
                 return same < 0 ? NULL : Py_NotImplemented;
         }
-    } else if ((PyFloat_CheckExact(other) || PyLong_CheckExact(other)) && op != OP_MUL &&
-               is_fast_f32(a) && !capture_active()) {
+    } else if ((PyFloat_CheckExact(other) || PyLong_CheckExact(other)) && is_fast_f32(a) &&
+               !capture_active()) {
         double v = PyFloat_CheckExact(other) ? PyFloat_AS_DOUBLE(other) : PyLong_AsDouble(other);
         if (v == -1.0 && PyErr_Occurred())
             return NULL; /* OverflowError for a huge int, as the general path raises */
-        value = (float)(op == OP_SUB ? -v : v);
+        if (op == OP_MUL)
+            map = RILL_MAP_SCALE;
+        else if (op == OP_SUB && reflected)
+            map = RILL_MAP_RSUB;
+        value = (float)(op == OP_SUB && !reflected ? -v : v);
     } else {
         return Py_NotImplemented;
     }
@@ -488,7 +505,9 @@ static PyObject *fast_op(Tensor *a, PyObject *other, int op) {
     if (status == RILL_OK) {
         const float *x = a->addr, *y = tensors ? ((Tensor *)other)->addr : NULL;
         PyThreadState *ts = PyEval_SaveThread(); /* the GIL: see the top of the file */
-        if (!tensors)
+        if (map >= 0)
+            status = rill_op_map_f32_new(h, (rill_map_op)map, x, value, (size_t)n, ev, &out);
+        else if (!tensors)
             status = rill_op_add_scalar_f32_new(h, x, value, (size_t)n, ev, &out);
         else if (op == OP_MUL)
             status = rill_op_mul_f32_new(h, x, y, (size_t)n, ev, &out);
@@ -530,11 +549,14 @@ done:
  * function of the operator (reflected when only b is a tensor). */
 static PyObject *binary(PyObject *a, PyObject *b, int op) {
     if (PyObject_TypeCheck(a, &TensorBase_Type)) {
-        PyObject *r = fast_op((Tensor *)a, b, op);
+        PyObject *r = fast_op((Tensor *)a, b, op, false);
         if (r != Py_NotImplemented)
             return r;
         return PyObject_CallFunctionObjArgs(st.general[2 * op], a, b, NULL);
     }
+    PyObject *r = fast_op((Tensor *)b, a, op, true);
+    if (r != Py_NotImplemented)
+        return r;
     return PyObject_CallFunctionObjArgs(st.general[2 * op + 1], b, a, NULL);
 }
 
@@ -550,10 +572,18 @@ static PyObject *tensor_mul(PyObject *a, PyObject *b) {
     return binary(a, b, OP_MUL);
 }
 
+static PyObject *tensor_neg(PyObject *a) {
+    PyObject *r = fast_op((Tensor *)a, NULL, OP_MUL, false);
+    if (r != Py_NotImplemented)
+        return r;
+    return PyObject_CallOneArg(st.neg, a);
+}
+
 static PyNumberMethods tensor_as_number = {
     .nb_add = tensor_add,
     .nb_subtract = tensor_sub,
     .nb_multiply = tensor_mul,
+    .nb_negative = tensor_neg,
 };
 
 static PyTypeObject TensorBase_Type = {
@@ -572,26 +602,143 @@ static PyTypeObject TensorBase_Type = {
     .tp_members = tensor_members,
 };
 
+/* ---- new tensors: rill.empty, rill.zeros, rill.ones, rill.full */
+
+/* The shape of new(): a tuple of ints at least 0, as a new reference, and
+ * its number of elements; NULL (no exception) when it is not such a tuple
+ * or has no elements: the general path decides. */
+static PyObject *shape_of(PyObject *shape, Py_ssize_t *numel) {
+    if (!PyTuple_CheckExact(shape))
+        return NULL;
+    Py_ssize_t nd = PyTuple_GET_SIZE(shape), n = 1;
+    for (Py_ssize_t i = 0; i < nd; i++) {
+        PyObject *d = PyTuple_GET_ITEM(shape, i);
+        if (!PyLong_CheckExact(d))
+            return NULL;
+        Py_ssize_t v = PyLong_AsSsize_t(d);
+        if (v <= 0 || v > (PY_SSIZE_T_MAX >> 3) / n) { /* 0, negative, overflow: general */
+            PyErr_Clear();
+            return NULL;
+        }
+        n *= v;
+    }
+    *numel = n;
+    return Py_NewRef(shape);
+}
+
+/* new(cls, shape, value): a new float32 tensor of class cls (a subclass
+ * of TensorBase) and shape (a tuple of ints) on the current stream, as
+ * rill.empty makes one (value None) or rill.full (filled with the number
+ * value by rill_op_fill_f32, its event recorded after the fill); None when
+ * the general path must make it (no elements, a shape or value of another
+ * kind, a capture under way). */
+static PyObject *new_tensor(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 3 || !PyType_Check(args[0]) ||
+        !PyType_IsSubtype((PyTypeObject *)args[0], &TensorBase_Type)) {
+        PyErr_SetString(PyExc_TypeError, "new: pass (a TensorBase subclass, shape, value)");
+        return NULL;
+    }
+    PyTypeObject *type = (PyTypeObject *)args[0];
+    PyObject *value = args[2];
+    bool fill = value != Py_None;
+    if ((fill && !PyFloat_CheckExact(value) && !PyLong_CheckExact(value)) || capture_active())
+        Py_RETURN_NONE;
+    float fvalue = 0;
+    if (fill) {
+        double v = PyFloat_CheckExact(value) ? PyFloat_AS_DOUBLE(value) : PyLong_AsDouble(value);
+        if (v == -1.0 && PyErr_Occurred()) {
+            PyErr_Clear(); /* a huge int: the general path raises */
+            Py_RETURN_NONE;
+        }
+        fvalue = (float)v;
+    }
+    Py_ssize_t n = 0;
+    PyObject *shape = shape_of(args[1], &n);
+    if (shape == NULL)
+        Py_RETURN_NONE;
+    rill_stream *h = rill_current_stream(NULL);
+    EventPool *pool;
+    PyObject *s = h == NULL ? NULL : stream_of(h, &pool);
+    if (s == NULL) {
+        Py_DECREF(shape);
+        if (PyErr_Occurred())
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    Tensor *t = NULL;
+    void *mem = NULL;
+    rill_event *ev = NULL;
+    PyThreadState *ts = PyEval_SaveThread(); /* the GIL: see the top of the file */
+    rill_status status = rill_malloc_async((size_t)n * sizeof(float), h, &mem);
+    if (status == RILL_OK && fill)
+        status = rill_op_fill_f32(h, mem, fvalue, (size_t)n);
+    PyEval_RestoreThread(ts);
+    if (status == RILL_OK && fill) {
+        if (pool->count > 0)
+            ev = pool->items[--pool->count];
+        else
+            status = rill_event_create(RILL_EVENT_DEFAULT, &ev);
+        if (status == RILL_OK && (status = rill_event_record(ev, h)) != RILL_OK) {
+            pool_push(pool, ev);
+            ev = NULL;
+        }
+    }
+    if (status != RILL_OK) {
+        if (mem != NULL)
+            rill_free_async(mem, h);
+        PyObject *code = PyLong_FromLong(status);
+        PyObject *r = code == NULL ? NULL : PyObject_CallOneArg(st.check, code);
+        Py_XDECREF(code);
+        Py_XDECREF(r);
+        goto done;
+    }
+    t = (Tensor *)type->tp_alloc(type, 0);
+    if (t == NULL) {
+        rill_free_async(mem, h);
+        if (ev != NULL)
+            pool_push(pool, ev);
+        goto done;
+    }
+    t->addr = mem;
+    t->event = ev;
+    t->handle = h;
+    t->gen = st.generation;
+    t->shape = Py_NewRef(shape);
+    t->numel = PyLong_FromSsize_t(n);
+    t->dtype = Py_NewRef(st.float32);
+    t->stream = Py_NewRef(s);
+    t->graph = Py_NewRef(Py_None);
+    if (t->numel == NULL)
+        Py_CLEAR(t); /* its finalizer frees the memory */
+done:
+    Py_DECREF(shape);
+    Py_DECREF(pool);
+    Py_DECREF(s);
+    return (PyObject *)t;
+}
+
 /* ---------------------------------------------------------------- module */
 
 static PyObject *configure(PyObject *module, PyObject *args, PyObject *kwargs) {
     (void)module;
     static char *names[] = {"float32", "cast_ptr", "cast_event", "address_of",     "check",
                             "current", "active",   "add",        "radd",           "sub",
-                            "rsub",    "mul",      "rmul",       "finalize_other", NULL};
-    PyObject *v[14];
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$OOOOOOO!OOOOOOO:configure", names, &v[0],
+                            "rsub",    "mul",      "rmul",       "finalize_other", "neg",
+                            NULL};
+    PyObject *v[15];
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$OOOOOOO!OOOOOOOO:configure", names, &v[0],
                                      &v[1], &v[2], &v[3], &v[4], &v[5], &PyList_Type, &v[6], &v[7],
-                                     &v[8], &v[9], &v[10], &v[11], &v[12], &v[13]))
+                                     &v[8], &v[9], &v[10], &v[11], &v[12], &v[13], &v[14]))
         return NULL;
     if (PyList_GET_SIZE(v[6]) != 1) {
         PyErr_SetString(PyExc_ValueError, "configure: active must be a list of one item");
         return NULL;
     }
-    PyObject **slots[] = {&st.float32,    &st.cast_ptr,      &st.cast_event, &st.address_of,
-                          &st.check,      &st.current,       &st.active,     &st.general[0],
-                          &st.general[1], &st.general[2],    &st.general[3], &st.general[4],
-                          &st.general[5], &st.finalize_other};
+    PyObject **slots[] = {&st.float32,    &st.cast_ptr,       &st.cast_event, &st.address_of,
+                          &st.check,      &st.current,        &st.active,     &st.general[0],
+                          &st.general[1], &st.general[2],     &st.general[3], &st.general[4],
+                          &st.general[5], &st.finalize_other, &st.neg};
     for (size_t i = 0; i < sizeof slots / sizeof *slots; i++)
         Py_XSETREF(*slots[i], Py_NewRef(v[i]));
     Py_RETURN_NONE;
@@ -612,6 +759,8 @@ static PyObject *set_generation(PyObject *module, PyObject *arg) {
 static PyMethodDef module_methods[] = {
     {"configure", (PyCFunction)(void (*)(void))configure, METH_VARARGS | METH_KEYWORDS,
      "Names the package's objects and functions that the fast path uses."},
+    {"new", (PyCFunction)(void (*)(void))new_tensor, METH_FASTCALL,
+     "new(cls, shape, value): a new float32 tensor, or None for the general path."},
     {"set_generation", set_generation, METH_O,
      "The runtime generation (rill.shutdown starts a new one); forgets the current stream."},
     {NULL, NULL, 0, NULL},

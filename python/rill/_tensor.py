@@ -345,8 +345,9 @@ class Tensor(fast.TensorBase if fast is not None else _Fields):
 
     # ---- arithmetic on the current stream
 
-    # + - * and their reflections: set after the class, on TensorBase's C
-    # slots or on _Fields (their general path is add, sub and mul below).
+    # + - * and their reflections, and -a: set after the class, on
+    # TensorBase's C slots or on _Fields (their general path is add, sub,
+    # mul and neg below).
 
     def __matmul__(self, other):
         if isinstance(other, np.ndarray):
@@ -357,9 +358,6 @@ class Tensor(fast.TensorBase if fast is not None else _Fields):
         if isinstance(other, np.ndarray):
             _no_array(other)
         return NotImplemented
-
-    def __neg__(self):
-        return mul(self, -1.0)
 
     def __truediv__(self, other):
         from . import _math
@@ -569,15 +567,17 @@ def _new_event():
 
 def _elementwise(op, alpha, general):
     """The operator method a (op) b: op(h, a, b, alpha, n, event, out) on
-    two tensors (alpha None: op(h, a, b, n, event, out)), or a + alpha*b
-    with rill_op_add_scalar_f32_new on a number b (alpha not None), into a
-    new tensor like a on the current stream; general(a, b) in every other
-    case, which raises the errors. One function per operator, its frame the
-    only Python one of the fast path."""
+    two tensors (alpha None: op(h, a, b, n, event, out)), or with a number
+    b a + alpha*b (rill_op_add_scalar_f32_new; alpha None: a * b, the map
+    RILL_MAP_SCALE by rill_op_map_f32_new), into a new tensor like a on the
+    current stream; general(a, b) in every other case, which raises the
+    errors. One function per operator, its frame the only Python one of
+    the fast path."""
 
     def method(self, other, _life=life, _active=_graph.active, _current=lib.rill_current_stream,
                _null=ffi.NULL, _streams=_stream, _f32=float32, _new_object=object.__new__,
-               _add_scalar=lib.rill_op_add_scalar_f32_new):
+               _add_scalar=lib.rill_op_add_scalar_f32_new, _map=lib.rill_op_map_f32_new,
+               _scale=lib.RILL_MAP_SCALE):
         cls = self.__class__
         tensors = other.__class__ is cls
         if tensors:
@@ -586,11 +586,12 @@ def _elementwise(op, alpha, general):
                     and self._numel and self._gen == _life.generation
                     and other._gen == self._gen and not _active[0]):
                 return general(self, other)
-        elif ((other.__class__ is float or other.__class__ is int) and alpha is not None
+        elif ((other.__class__ is float or other.__class__ is int)
               and self._dtype is _f32 and self._strides is None and self._numel
               and self._gen == _life.generation
               and not _active[0]):
-            other = other * alpha  # before anything is taken: OverflowError for a huge int
+            # before anything is taken: OverflowError for a huge int
+            other = other * alpha if alpha is not None else float(other)
         else:
             return general(self, other) if _operand(other) else NotImplemented
         h = _current(_null)
@@ -604,7 +605,8 @@ def _elementwise(op, alpha, general):
         except AttributeError:
             buf = _out_buf()
         if not tensors:
-            st = _add_scalar(h, self._ptr, other, n, ev, buf)
+            st = (_add_scalar(h, self._ptr, other, n, ev, buf) if alpha is not None
+                  else _map(h, _scale, self._ptr, other, n, ev, buf))
         elif alpha is None:
             st = op(h, self._ptr, other._ptr, n, ev, buf)
         else:
@@ -626,6 +628,53 @@ def _elementwise(op, alpha, general):
         return out
 
     return method
+
+
+def _negation(general):
+    """The method -a: RILL_MAP_NEG by rill_op_map_f32_new on a float32
+    tensor into a new tensor like it, as the other operators' fast path
+    does (its conditions); general(a) in every other case."""
+
+    def method(self, _life=life, _active=_graph.active, _current=lib.rill_current_stream,
+               _null=ffi.NULL, _streams=_stream, _f32=float32, _new_object=object.__new__,
+               _map=lib.rill_op_map_f32_new, _neg=lib.RILL_MAP_NEG):
+        if not (self._dtype is _f32 and self._strides is None and self._numel
+                and self._gen == _life.generation and not _active[0]):
+            return general(self)
+        h = _current(_null)
+        last = _streams._last
+        s = last[1] if last[0] == h else _streams.current()
+        n = self._numel
+        pool = s._events
+        ev = pool.pop() if pool else _new_event()
+        try:
+            buf = _bufs.out
+        except AttributeError:
+            buf = _out_buf()
+        st = _map(h, _neg, self._ptr, 0.0, n, ev, buf)
+        if st:
+            pool.append(ev)
+            check(st)
+        out = _new_object(self.__class__)
+        out._ptr = buf[0]
+        out._shape = self._shape
+        out._numel = n
+        out._dtype = _f32
+        out._stream = s
+        out._event = ev
+        out._gen = self._gen
+        out._graph = None
+        out._base = None
+        out._strides = None
+        return out
+
+    return method
+
+
+def neg(a):
+    """-a element-wise on the current stream (RILL_MAP_NEG)."""
+    from . import _math
+    return _math.map_op(lib.RILL_MAP_NEG, a, 0.0, "rill.ops.neg")
 
 
 def _operand(x):
@@ -750,10 +799,10 @@ def _mul32(a, b):
         a, b = b, a
     pa = _tensor_arg(a, where, "a")
     if _is_scalar(b):
-        s, out = _new(a._shape, where, a)  # out = b, then out = a * out
+        s, out = _new(a._shape, where, a)
         if out._numel:
-            check(lib.rill_op_fill_f32(s._h, out._ptr, float(b), out._numel))
-            return _finish(out, s, lib.rill_op_mul_f32(s._h, out._ptr, pa, out._ptr, out._numel))
+            return _finish(out, s, lib.rill_op_map_f32(s._h, lib.RILL_MAP_SCALE, out._ptr, pa,
+                                                       float(b), out._numel))
         return out
     pb = _tensor_arg(b, where, "b")
     _same_shape(a, b, where)
@@ -976,6 +1025,7 @@ if fast is None:
     _Fields.__sub__ = _elementwise(lib.rill_op_add_f32_new, -1.0, sub)
     _Fields.__mul__ = _elementwise(lib.rill_op_mul_f32_new, None, mul)
     _Fields.__radd__, _Fields.__rsub__, _Fields.__rmul__ = _radd, _rsub, _rmul
+    _Fields.__neg__ = _negation(neg)
 else:
     # TensorBase's number slots run the fast path in C and call these
     # otherwise; the Tensor classes define none of these methods, so that
@@ -991,7 +1041,7 @@ else:
                    check=check,
                    current=_stream.current, active=_graph.active, add=_general(add), radd=_radd,
                    sub=_general(sub), rsub=_rsub, mul=_general(mul), rmul=_rmul,
-                   finalize_other=_release)
+                   finalize_other=_release, neg=neg)
     fast.set_generation(life.generation)
     on_shutdown(lambda: fast.set_generation(life.generation))
 
@@ -1104,6 +1154,10 @@ def randn(*shape, dtype=None, cls=Tensor, where="rill.randn"):
 
 def filled(shape, value, dtype, where, cls=Tensor):
     """A new tensor of class cls filled with value on the current stream."""
+    if fast is not None and (dtype is None or dtype is float32) and shape.__class__ is tuple:
+        t = fast.new(cls, shape, value)  # None: the general path below
+        if t is not None:
+            return t
     dt = _dtype_arg(dtype, where) or float32
     if not _is_scalar(value):
         raise TypeError(f"{where}: value must be a number, not {type(value).__name__}")
@@ -1122,17 +1176,32 @@ def full(shape, value, dtype=None):
 
 def ones(*shape, dtype=None):
     """A tensor of ones: rill.ones(2, 3) or rill.ones((2, 3))."""
+    if fast is not None and (dtype is None or dtype is float32):
+        t = fast.new(Tensor, shape[0] if len(shape) == 1 and shape[0].__class__ is tuple
+                     else shape, 1.0)  # None: the general path below
+        if t is not None:
+            return t
     return filled(_shape_arg(shape, "rill.ones"), 1.0, dtype, "rill.ones")
 
 
 def zeros(*shape, dtype=None):
     """A tensor of zeros: rill.zeros(2, 3) or rill.zeros((2, 3))."""
+    if fast is not None and (dtype is None or dtype is float32):
+        t = fast.new(Tensor, shape[0] if len(shape) == 1 and shape[0].__class__ is tuple
+                     else shape, 0.0)  # None: the general path below
+        if t is not None:
+            return t
     return filled(_shape_arg(shape, "rill.zeros"), 0.0, dtype, "rill.zeros")
 
 
 def empty(*shape, dtype=None):
     """A tensor whose values are whatever the memory held."""
     where = "rill.empty"
+    if fast is not None and (dtype is None or dtype is float32):
+        t = fast.new(Tensor, shape[0] if len(shape) == 1 and shape[0].__class__ is tuple
+                     else shape, None)  # None: the general path below
+        if t is not None:
+            return t
     dt = _dtype_arg(dtype, where) or float32
     return Tensor._empty(_shape_arg(shape, where), dt, _stream.current(), where)
 

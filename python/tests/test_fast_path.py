@@ -20,11 +20,74 @@ def test_fast_and_general_paths_agree():
     a, b = rill.Tensor(x), rill.Tensor(y)
     cases = [(a + b, _tensor.add(a, b), x + y), (a - b, _tensor.sub(a, b), x - y),
              (a * b, _tensor.mul(a, b), x * y), (a + 2, _tensor.add(a, 2), x + 2),
-             (a - 2.5, _tensor.sub(a, 2.5), x - 2.5)]
+             (a - 2.5, _tensor.sub(a, 2.5), x - 2.5), (a * 2.5, _tensor.mul(a, 2.5), x * F32(2.5)),
+             (a * 3, _tensor.mul(a, 3), x * 3), (2.5 * a, _tensor.mul(2.5, a), F32(2.5) * x),
+             (2 + a, _tensor.add(2, a), 2 + x), (3.5 - a, _tensor.sub(3.5, a), F32(3.5) - x),
+             (-a, _tensor.neg(a), -x)]
     for fast, general, want in cases:
         assert type(fast) is rill.Tensor and fast.dtype is rill.float32
         assert np.array_equal(fast.numpy(), general.numpy())
         assert np.array_equal(fast.numpy(), want)
+
+
+def test_negation_and_products_with_numbers_keep_signs_and_specials():
+    x = np.array([0.0, -0.0, 1.5, -np.inf, np.inf], dtype=F32)
+    a = rill.Tensor(x)
+    for got, want in ((-a, -x), (a * -1.0, x * F32(-1)), (a * 0, x * F32(0)), (-1 * a, -x)):
+        assert np.array_equal(got.numpy(), want, equal_nan=True)
+        assert np.array_equal(np.signbit(got.numpy()), np.signbit(want))
+    assert np.isnan((-rill.Tensor(np.array([np.nan], F32))).numpy()[0])
+
+
+def test_negation_and_numbers_off_the_fast_path():
+    h = rill.Tensor(np.array([1.5, -2.0], np.float16))
+    assert (-h).dtype is rill.float16 and (-h).numpy().tolist() == [-1.5, 2.0]
+    assert (h * 2).dtype is rill.float16 and (2 * h).numpy().tolist() == [3.0, -4.0]
+    v = rill.Tensor(np.arange(6, dtype=F32).reshape(2, 3))[:, 1:]  # a view with strides
+    assert (-v).numpy().tolist() == [[-1, -2], [-4, -5]]
+    assert (v * 2).numpy().tolist() == [[2, 4], [8, 10]]
+    assert (-rill.ones(0)).shape == (0,)
+    a = rill.ones(2)
+    with pytest.raises(OverflowError):
+        a * 10 ** 400
+    with pytest.raises(OverflowError):
+        10 ** 400 - a
+
+
+def test_new_tensors_of_every_form():
+    import rill.compat.torch as torch
+    for make, value in ((rill.zeros, 0), (rill.ones, 1)):
+        for shape in ((2, 3), ((2, 3),), ([2, 3],), (np.int64(2), 3)):
+            t = make(*shape)
+            assert type(t) is rill.Tensor and t.shape == (2, 3) and t.dtype is rill.float32
+            assert t.numpy().tolist() == [[value] * 3] * 2
+        assert make(4, dtype=rill.float16).dtype is rill.float16
+        assert make(0).shape == (0,) and make().shape == ()
+        with pytest.raises(ValueError, match="negative"):
+            make(2, -1)
+        with pytest.raises(TypeError):
+            make(2.5)
+    assert rill.full((3,), 2.5).numpy().tolist() == [2.5] * 3
+    assert rill.full((2,), 7).numpy().tolist() == [7, 7]
+    with pytest.raises(OverflowError):
+        rill.full((2,), 10 ** 400)
+    e = rill.empty(5)
+    assert type(e) is rill.Tensor and e.shape == (5,) and e.dtype is rill.float32
+    assert rill.empty((2, 2)).shape == (2, 2) and rill.empty(3, dtype=rill.float16).nbytes == 6
+    assert type(torch.zeros(2)) is torch.Tensor and torch.zeros(2).numpy().tolist() == [0, 0]
+    s = rill.Stream()
+    with rill.stream(s):
+        assert rill.zeros(2).stream is s and rill.empty(2).stream is s
+
+
+def test_new_tensors_give_their_memory_back():
+    rill.synchronize()
+    before = rill.memory_allocated()
+    for _ in range(100):
+        t = rill.zeros(1 << 10)  # noqa: F841: each replaces (and frees) the previous one
+    del t
+    rill.synchronize()
+    assert rill.memory_allocated() == before
 
 
 def test_fast_path_runs_on_the_current_stream_and_follows_its_changes():
@@ -137,7 +200,7 @@ def test_the_c_slots_are_what_python_calls():
     for cls in (rill.Tensor, ms.Tensor, torch.Tensor):
         assert issubclass(cls, rill._ffi.fast.TensorBase)
         for name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__",
-                     "__del__"):
+                     "__neg__", "__del__"):
             assert all(name not in k.__dict__ for k in cls.__mro__[:-2]), (cls, name)
 
 
