@@ -174,10 +174,23 @@ void rill__cpu_op_map_f32(const rill_block_ctx *ctx, const void *args) {
     float *out = p->out;
     const float *a = p->a;
     float alpha = p->alpha;
-    if (p->op == RILL_MAP_RELU) {
+    /* The common maps as loops of their own, which the compiler vectorizes
+     * (a * number and -a of the tensors). */
+    switch ((rill_map_op)p->op) {
+    case RILL_MAP_RELU:
         for (size_t i = begin; i < end; i++)
             out[i] = isnan(a[i]) || a[i] > 0.0f ? a[i] : 0.0f;
         return;
+    case RILL_MAP_SCALE:
+        for (size_t i = begin; i < end; i++)
+            out[i] = a[i] * alpha;
+        return;
+    case RILL_MAP_NEG:
+        for (size_t i = begin; i < end; i++)
+            out[i] = -a[i];
+        return;
+    default:
+        break;
     }
     for (size_t i = begin; i < end; i++)
         out[i] = map(p->op, a[i], alpha);
