@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """Benchmark results as tables: docs/bench.md's and the README's headline
-table are generated from the results files in bench/results/.
+table are generated from the results files in bench/results/: docs/bench.md's every session,
+the README's headline rows each from the newest session that measured it,
+and the README's Python table from the newest session of
+bench/python/bench_ops.py.
 
 A results file (bench/results/<date>-<machine>.json) holds one session of
 runs: the date, the machine, the commit, the load average and the command,
@@ -25,9 +28,9 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "bench", "results")
-BLOCKS = {  # file -> block name -> renderer
-    "docs/bench.md": "results",
-    "README.md": "headline",
+BLOCKS = {  # file -> block names
+    "docs/bench.md": ["results"],
+    "README.md": ["headline", "python"],
 }
 BEGIN = "<!-- bench-tables: {} -->"
 END = "<!-- end of bench-tables -->"
@@ -144,25 +147,40 @@ def render_results(results):
     return "\n".join(lines).rstrip("\n")
 
 
+def find(r, bench, rid):
+    for row in r["benches"].get(bench, {}).get("rows", []):
+        if row["id"] == rid:
+            return row
+    return None
+
+
+def newest_with(results, bench, rid):
+    """The newest session that measured row rid of bench, and the row."""
+    for r in results:
+        row = find(r, bench, rid)
+        if row is not None:
+            return r, row
+    return None, None
+
+
 def render_headline(results):
-    if not results:
+    """Each headline row from the newest session that measured it (a
+    session may run some benchmarks only); the PoCL column from the same
+    session as its rill row."""
+    picked = []
+    for bench, rid, label in HEADLINE:
+        r, row = newest_with(results, bench, rid)
+        if row is not None:
+            picked.append((r, bench, rid, label, row))
+    if not picked:
         return "No results yet (bench/results/)."
-    r = results[0]
-    b = r["benches"]
-
-    def find(bench, rid):
-        for row in b.get(bench, {}).get("rows", []):
-            if row["id"] == rid:
-                return row
-        return None
-
-    has_pocl = "bench_pocl" in b
+    has_pocl = any("bench_pocl" in r["benches"] for r, *_ in picked)
     head = "| figure | rill | baseline, same run | ratio |" + (" PoCL |" if has_pocl else "")
     lines = [head, "|---|---|---|---|" + ("---|" if has_pocl else "")]
-    for bench, rid, label in HEADLINE:
-        row = find(bench, rid)
-        if row is None:
-            continue
+    sessions = []
+    for r, bench, rid, label, row in picked:
+        if r not in sessions:
+            sessions.append(r)
         _, fig = side(row)
         base = row.get("baseline")
         bname = row.get("baseline_name") or ""
@@ -170,12 +188,40 @@ def render_headline(results):
         line = f"| {label} | {cell(fig, row['unit'], spread=False)} | {bcell} | " \
                f"{fmt(row.get('ratio'))} |"
         if has_pocl:
-            p = find("bench_pocl", rid) if bench == "bench_runtime" else None
+            p = find(r, "bench_pocl", rid) if bench == "bench_runtime" else None
             line += f" {cell(side(p)[1], p['unit'], spread=False) if p else ''} |"
         lines.append(line)
     lines.append("")
-    lines.append(f"{session_line(r)} More rows, and other machines: "
-                 "[docs/bench.md](docs/bench.md#results).")
+    if len(sessions) > 1:
+        for r in sessions:
+            rows = ", ".join(label for rr, _, _, label, _ in picked if rr is r)
+            lines.append(f"- {rows}: {session_line(r)}")
+        lines.append("")
+        lines.append("More rows, and other machines: [docs/bench.md](docs/bench.md#results).")
+    else:
+        lines.append(f"{session_line(sessions[0])} More rows, and other machines: "
+                     "[docs/bench.md](docs/bench.md#results).")
+    return "\n".join(lines)
+
+
+def render_python(results):
+    """bench/python/bench_ops.py's rows of the newest session that ran it:
+    rill's ops against PyTorch's in the same run."""
+    r = next((x for x in results if "bench_python" in x["benches"]), None)
+    if r is None:
+        return "No results yet: run `bench/python/bench_ops.py --json`, then " \
+               "`scripts/bench_tables.py collect`."
+    b = r["benches"]["bench_python"]
+    meta = b.get("meta", {})
+    lines = ["| figure | rill | PyTorch, same run | ratio |", "|---|---|---|---|"]
+    for row in b.get("rows", []):
+        _, fig = side(row)
+        lines.append(f"| {row['name']} | {cell(fig, row['unit'], spread=False)} | "
+                     f"{cell(row.get('baseline'), row['unit'], spread=False)} | "
+                     f"{fmt(row.get('ratio'))} |")
+    lines.append("")
+    desc = meta.get("platform_version")
+    lines.append(f"{session_line(r)}" + (f" {desc}." if desc else ""))
     return "\n".join(lines)
 
 
@@ -190,13 +236,16 @@ def splice(text, name, body, path):
 
 def render_all(check):
     results = load_results()
-    bodies = {"results": render_results(results), "headline": render_headline(results)}
+    bodies = {"results": render_results(results), "headline": render_headline(results),
+              "python": render_python(results)}
     stale = []
-    for rel, name in BLOCKS.items():
+    for rel, names in BLOCKS.items():
         path = os.path.join(ROOT, rel)
         with open(path, encoding="utf-8") as f:
             text = f.read()
-        new = splice(text, name, bodies[name], rel)
+        new = text
+        for name in names:
+            new = splice(new, name, bodies[name], rel)
         if new != text:
             if check:
                 stale.append(rel)
