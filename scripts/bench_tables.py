@@ -7,7 +7,7 @@ and the README's Python table from the newest session of
 bench/python/bench_ops.py.
 
 A results file (bench/results/<date>-<machine>.json) holds one session of
-runs: the date, the machine, the commit, the load average and the command,
+runs: the date and time, the machine, the commit, the load average and the command,
 and each benchmark's JSON (`--json PATH`) as the benchmark wrote it.
 
 Usage:
@@ -98,7 +98,9 @@ def load_results():
             r = json.load(f)
         r["_file"] = os.path.relpath(path, ROOT)
         out.append(r)
-    out.sort(key=lambda r: (r["date"], r["_file"]), reverse=True)
+    # Newest first: by date, then by the time collect wrote (older files
+    # have none), then by name.
+    out.sort(key=lambda r: (r["date"], r.get("time", ""), r["_file"]), reverse=True)
     return out
 
 
@@ -178,14 +180,19 @@ def render_headline(results):
     head = "| figure | rill | baseline, same run | ratio |" + (" PoCL |" if has_pocl else "")
     lines = [head, "|---|---|---|---|" + ("---|" if has_pocl else "")]
     sessions = []
-    for r, bench, rid, label, row in picked:
+    for r, *_ in picked:
         if r not in sessions:
             sessions.append(r)
+    marks = "¹²³⁴⁵⁶⁷⁸⁹"
+
+    def mark(r):
+        return marks[sessions.index(r)] if len(sessions) > 1 else ""
+    for r, bench, rid, label, row in picked:
         _, fig = side(row)
         base = row.get("baseline")
         bname = row.get("baseline_name") or ""
         bcell = f"{cell(base, row['unit'], spread=False)} ({bname})" if base else ""
-        line = f"| {label} | {cell(fig, row['unit'], spread=False)} | {bcell} | " \
+        line = f"| {label}{mark(r)} | {cell(fig, row['unit'], spread=False)} | {bcell} | " \
                f"{fmt(row.get('ratio'))} |"
         if has_pocl:
             p = find(r, "bench_pocl", rid) if bench == "bench_runtime" else None
@@ -194,9 +201,8 @@ def render_headline(results):
     lines.append("")
     if len(sessions) > 1:
         for r in sessions:
-            rows = ", ".join(label for rr, _, _, label, _ in picked if rr is r)
-            lines.append(f"- {rows}: {session_line(r)}")
-        lines.append("")
+            lines.append(f"{mark(r)} {session_line(r)}")
+            lines.append("")
         lines.append("More rows, and other machines: [docs/bench.md](docs/bench.md#results).")
     else:
         lines.append(f"{session_line(sessions[0])} More rows, and other machines: "
@@ -289,7 +295,9 @@ def collect(argv):
                             capture_output=True, text=True).stdout.strip()
     with open("/proc/loadavg") as f:
         load = " ".join(f.read().split()[:3])
-    result = {"date": datetime.date.today().isoformat(), "machine": machine, "commit": commit,
+    now = datetime.datetime.now()
+    result = {"date": now.date().isoformat(), "time": now.strftime("%H:%M"), "machine": machine,
+              "commit": commit,
               "load_average": load, "command": command, "note": note, "benches": benches}
     with open(out, "w", encoding="utf-8") as f:
         json.dump(result, f, indent=1)
