@@ -36,7 +36,8 @@ from ._errors import (CaptureInvalidatedError, CaptureIsolationError, CaptureUnj
                       NotPermittedError, NotRecordedError, NotReadyError, NotSupportedError,
                       OutOfMemoryError, RillError, TimingDisabledError)
 from ._ffi import library_path
-from ._graph import Graph, compile, graph
+from ._compile import compile
+from ._graph import Graph, graph
 from ._memory import (empty_cache, max_memory_allocated, max_memory_reserved, memory_allocated,
                       memory_limit, memory_reserved, memory_stats, memory_summary,
                       reset_peak_memory_stats, set_memory_limit)

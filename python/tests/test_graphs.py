@@ -244,7 +244,7 @@ def test_compile_cache_is_bounded_by_shapes_and_dtypes_least_recently_used_first
     f(rill.ones(3, dtype=rill.float16), 1.0)  # another dtype: another graph
     assert len(f._entries) == 2 and calls[-1] == (3,)
     assert rill.compile(fn)._entries.__class__ is f._entries.__class__
-    assert rill._graph.compiled(fn).cache_size_limit == rill._graph.CACHE_SIZE_LIMIT == 8
+    assert rill._compile.compiled(fn).cache_size_limit == rill._compile.CACHE_SIZE_LIMIT == 8
     for bad in (0, -1, 1.5, True):
         with pytest.raises(ValueError, match="cache_size_limit"):
             rill.compile(fn, cache_size_limit=bad)
