@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* The communication engine (see engine.h): one thread per process makes
- * every call into the transport (MPI_THREAD_SERIALIZED suffices), starts each
- * channel's tasks strictly in issue order once their streams reach them,
- * tests started ones until they complete or miss their deadline, and
- * completes their proxies' numbers; it holds no compute unit and never
+ * every call into the transport, starts each channel's tasks in issue order
+ * once their streams reach them, tests started ones until they complete or
+ * miss their deadline, and completes their proxies' numbers; it never
  * blocks in the transport. How it polls: docs/mpi.md, "The communication
- * thread". Invariants: a channel's queue holds its issued, unstarted tasks
+ * thread". */
+
+/* thread". Invariants: a channel's queue holds its issued, unstarted tasks
  * in issue order; ch->active counts its started, unfinished, unabandoned
  * tasks; engine.live = the sum of ch->active; ch->gate, when set, is an
  * active task of ch with op.starting set, and nothing of ch starts while it

@@ -3,9 +3,9 @@
  * per communicator) whose operations it starts in issue order and tests
  * until they complete, and the proxy streams through which the streams
  * that issued them wait (src/comm/engine.c). comm.c drives it from the
- * callers' threads.
- *
- * A stream operation is one WAIT command of its stream, for number k of a
+ * callers' threads. */
+
+/* A stream operation is one WAIT command of its stream, for number k of a
  * proxy stream that only this engine completes: k when the operation has
  * completed or failed (the stream goes on, or fails), k + 1 once the
  * transport no longer holds its buffers. The two differ only after a

@@ -1,22 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* librill_mpi: the MPI transport of librill's communication engine
- * (src/comm/comm.h) and the public calls of rill_mpi.h. The public calls
- * only describe the operation; librill checks it, orders it with its
- * stream and hands it to its communication thread, which is the only
- * thread that calls the functions of the transport below, and so the only
- * one that calls MPI once MPI_Init has run. Each communicator is a
- * duplicate of the caller's (MPI_Comm_idup, so that creating one never
- * stops the thread from progressing others' collectives) whose errors
- * return to rill (MPI_ERRORS_RETURN). Allocation here is plain malloc:
- * librill's allocation hooks are internal to it.
- *
- * Under RILL_COMM_CHECK=1 a collective is two calls on the duplicate: an
- * MPI_Iallreduce (MPI_MAX) of its kind, count, op and root, each also
- * negated so that one reduction gives every rank the largest and the
- * smallest value, then, once every rank agreed, the collective itself. The
- * engine starts nothing later on the communicator in between (op.starting),
- * so every rank makes the calls in one order, and a mismatch is seen by
- * every rank at the same collective, before any of them starts it. */
+ * (src/comm/comm.h) and the public calls of rill_mpi.h. Only librill's
+ * communication thread calls the transport, and so MPI, once MPI_Init has
+ * run. Each communicator is an MPI_Comm_idup of the caller's with
+ * MPI_ERRORS_RETURN; allocation here is plain malloc. RILL_COMM_CHECK=1's
+ * agreement check before each collective: docs/mpi.md. */
 #include "rill_mpi.h"
 
 #include <limits.h>

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* Calls in flight and retired objects (see calls.h): the registry of the
  * threads' records, and the limbo of objects whose handles are closed but
- * which a call may still use.
- *
- * Invariants: a record is in the registry from its first use on, taken
+ * which a call may still use. */
+
+/* Invariants: a record is in the registry from its first use on, taken
  * while a live thread owns it; its state is odd exactly while that thread
  * is in a call, parked only while it is in one, and hold set only while it
  * is in one. A limbo entry lists the records that were taken when its

@@ -1,59 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* Calls in flight, and the objects they may still use.
- *
- * A public call looks its handles up (core/handle.h) and then uses the
- * objects without holding a reference: a reference per call would cost two
- * locked instructions per handle on every launch. So an object must not go
- * while a call that found it before its handle closed is still running,
- * even when another thread destroys it meanwhile. Every public call that
- * reaches the runtime runs inside RILL_CALL_SCOPE(), which marks the
- * calling thread as in a call (rill_shutdown waits for such calls too: see
- * rill__call_quiesce below); a destroy closes the handle and then hands the
- * owner's reference to rill__retire, which drops it (release) at once when
- * no other thread has made calls, and otherwise once each such thread is
- * seen out of the calls that may have found it. A call that races with the
- * destruction of its handle thus either finds the handle closed
- * (RILL_ERROR_INVALID_ARGUMENT) or works on an object that is still whole,
- * as if it came before the destroy; the object's own references keep it
- * for work that the call submitted.
- *
- * Each thread that makes a call has a record whose state counts its calls:
- * odd while it is in one (the outermost, for nested calls). Entering stores
- * the odd value and then, through a light barrier, looks handles up.
- * Retiring closes the handle and lists the other threads that have
- * records; each listed thread is owed the object's release until it is
- * seen out of any call that may have found the object, in one of two ways:
- *
- *   - it checks in: leaving its next outermost call (or exiting), it finds
- *     entries owed by it and, under the limbo's lock, a full barrier of its
- *     own, marks itself out of them. Its later calls find the handle
- *     closed. This costs the thread nothing until it owes something. A
- *     batched entry it completes is released by the next retire, on the
- *     thread that destroys, or by a barrier's reading.
- *   - a heavy barrier (platform/thread.h) after the retire, then a read of
- *     its state: even, it is in no call that found the object; odd, it
- *     checks in when that call ends.
- *
- * The heavy barrier is a membarrier system call (microseconds; tens, and an
- * interrupt of every other processor running the process, on some virtual
- * machines), so batched retires share one: it is issued once their limbo
- * holds RILL__LIMBO_BATCH entries or its oldest is RILL__LIMBO_AGE_NS old,
- * for the threads that have made calls but make none now. Prompt retires
- * (objects whose release returns memory the program may allocate next)
- * issue it at once. A destroy made by a kernel or host function counts its
- * own thread's call too: that thread may be running the work while it
- * waits in a call on the same object. Leaving a call stores the next even
- * value (release), so whoever sees it sees the call's last use of the
- * object. Records are never freed; a thread that exits leaves its record
- * to the next new thread. A program whose other threads never made a call
- * releases at once, without a barrier.
- *
- * A call that sleeps for long (a synchronize whose work takes seconds)
- * would hold back every object destroyed meanwhile, so it parks for the
- * sleep (rill__call_park): it promises to use, until it returns, no object
- * that it found through a handle without holding a reference of its own,
- * and then retires need not wait for it. A parked call is still in flight
- * for rill_shutdown, which waits for it as for any other. */
+/* Calls in flight, and the objects they may still use. Every public call
+ * runs inside RILL_CALL_SCOPE(); a destroy closes the handle and hands the
+ * owner's reference to rill__retire, which releases it once no call that may
+ * have found the object is still running (check-ins, or a heavy barrier for
+ * batched retires). A long sleep parks its call (rill__call_park).
+ * rill_shutdown waits for every call, parked ones too (rill__call_quiesce).
+ * The mechanism, its costs and its measurements: docs/design.md, "Handles". */
 #ifndef RILL_CORE_CALLS_H
 #define RILL_CORE_CALLS_H
 

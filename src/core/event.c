@@ -1,18 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* Events. A record is the pair (stream, seq): the event is complete when
  * the stream's done_seq reaches seq, so a query is a load and a compare,
- * and a wait is a dependency on another stream's counter. Only timing
- * events put a command into the stream (to take the timestamp when the
- * stream reaches that point); other records cost no work on the device.
- *
- * Snapshot semantics come for free: a wait copies (stream, seq) when it is
- * made, so later records of the event do not change it.
- *
- * Interprocess events number their records with a counter in shared
- * memory (event_ipc.c) and always put a RECORD command into the stream, so
- * other processes learn when it runs. While this process made the latest
- * record, the (stream, seq) pair answers as above; otherwise event_ipc.c
- * answers from the shared counters. */
+ * and a wait copies the pair when it is made. Only timing events and
+ * interprocess events put a command into the stream; interprocess events
+ * number their records in shared memory (event_ipc.c), which answers for
+ * them once another process made the latest record. */
 #include "core/event.h"
 
 #include <stdio.h>

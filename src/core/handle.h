@@ -1,27 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* Handles: the values that rill.h's opaque pointers carry. A handle is
- * not the object's address: it names a slot of one process-wide table and
- * the slot's generation at the time the object was created,
- *
- *     bits 63..32  generation (never 0)
- *     bits 31..4   slot index
- *     bits  3..0   kind (enum rill__handle_kind, never 0)
- *
- * so that a handle whose object was destroyed is told apart from a live
- * one without reading the object's memory (the slot's generation moved
- * on), even when a new object of the same kind took the same address or
- * the same slot. A NULL pointer, a pointer that was never a handle (its
- * low bits are no kind, or its slot is not in use), a handle of another
- * kind and a stale handle all resolve to NULL.
- *
- * The table grows in chunks that are never freed or moved, so lookups
- * take no lock: a lookup reads the chunk, the slot's tag and the object.
- * Opening and closing take a spin lock (creation and destruction, never
- * a launch, record or allocation). rill_shutdown closes every handle
- * (rill__handle_close_all); the table itself lives as long as the
- * process, so that handles from before a shutdown are still told stale.
- *
- * Invariant: a slot's tag is (generation << 4 | kind) while in use and
+/* Handles: the values that rill.h's opaque pointers carry, a slot of one
+ * process-wide table, the slot's generation and the object's kind
+ * (generation << 32 | slot << 4 | kind), so that a stale, foreign or
+ * wrong-kind handle resolves to NULL without the object being read. Lookups
+ * take no lock; opening and closing take a spin lock. docs/design.md,
+ * "Handles", says why. */
+
+/* Invariant: a slot's tag is (generation << 4 | kind) while in use and
  * (generation << 4) while free; closing a slot increments its generation
  * (skipping 0). A lookup reads the tag, the object, then the tag again, so
  * that it never returns another object that took the slot meanwhile. One

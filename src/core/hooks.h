@@ -1,17 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* What the layers above the core do at the core's points, without the
- * core knowing them: the core is below the memory pool (src/mem), which is
- * below graphs and capture (src/graph). Each layer registers a subsystem
- * (its part in the runtime's life: a device's creation and destruction,
- * the phases of rill_shutdown, a fork's child) and installs the hooks it
- * serves: the memory layer notes uses of memory, the graph layer captures.
- * src/assembly.c, above every layer, lists the subsystems; the core walks
- * that list. Calls through a hook cost an indirect call; the capture hooks
- * keep their fast path of one relaxed load while no capture is active.
- *
- * Installation happens once, while the runtime starts (rill__runtime_get,
- * under the init lock) and before any hook is called; the tables are
- * read without a lock afterwards. */
+ * core knowing them: each layer registers a subsystem (its part in the
+ * runtime's life) and installs the hooks it serves; src/assembly.c lists the
+ * subsystems and the core walks that list. Installed once, under the init
+ * lock, before any hook is called; read without a lock afterwards. */
 #ifndef RILL_CORE_HOOKS_H
 #define RILL_CORE_HOOKS_H
 

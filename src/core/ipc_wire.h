@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* Inter-process handles: the 64-byte wire format shared by memory handles
- * (src/mem/ipc.c) and event handles (event_ipc.c).
- *
- * Wire format (native byte order: both processes run on one machine):
+ * (src/mem/ipc.c) and event handles (event_ipc.c). A decoder checks the
+ * checksum, magic and version before it believes any other field, so random
+ * bytes are refused, never followed. */
+
+/* Wire format (native byte order: both processes run on one machine):
  *    0  u32 magic        RILL__IPC_MAGIC_MEM or RILL__IPC_MAGIC_EVENT
  *    4  u8  version      RILL__IPC_VERSION
  *    5  u8  device kind  rill_device_kind of the device the object is on

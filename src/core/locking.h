@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* Lock order. A thread holding a lock of one line may take a lock of a
+/* Lock order: the one list of rill's locks, in the order a thread may take
+ * them. */
+
+/* A thread holding a lock of one line may take a lock of a
  * later line, never of an earlier one:
  *
  *   0. init lock          src/core/device.c: initialisation, rill_shutdown, fork()

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* Streams: creation and zombie destruction, the current stream, sequence
  * counters and their waiters, host waits, and the public stream calls
- * (the sticky-error windows are in stream_fail.c). The backend runs commands; everything a stream
- * means is decided here.
- *
- * A host wait (default events and streams) first runs the awaited work
+ * (the sticky-error windows are in stream_fail.c). The backend runs
+ * commands; everything a stream means is decided here. */
+
+/* A host wait (default events and streams) first runs the awaited work
  * itself when the backend lets it (host_help), then spins briefly, then
  * sleeps; blocking-sync events sleep at once. A sleeping host thread is a
  * waiter like a parked stream, with a futex word of its own that the

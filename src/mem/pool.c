@@ -1,14 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* The stream-ordered caching pool (see pool.h for the rules): allocation,
  * freeing, uses, lookups, statistics, the pool's life and its summary.
- * Free blocks live in size-segregated bins (four sub-bins per power of
- * two, TLSF style, with a bitmap of non-empty bins), allocated blocks in a
- * hash table by address, or in the thread cache that leased them
- * (tcache.c). A block carries "points", (stream, seq) pairs: while it is
- * allocated, the uses other streams made of it; once free, everything that
- * must be complete, or ordered before, a stream that takes it (block.c).
- *
- * Locking: pool->lock guards everything here; it is taken after the
+ * Free blocks live in size-segregated bins (TLSF style, with a bitmap),
+ * allocated blocks in a hash table by address or in the thread cache that
+ * leased them (tcache.c). */
+
+/* Locking: pool->lock guards everything here; it is taken after the
  * registry lock is released, and takes no stream lock (done_seq, sub_seq
  * and the clock are read without one). Commands are submitted
  * (internal waits) only after it is released. A thread cache is its

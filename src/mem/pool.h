@@ -1,44 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* The stream-ordered caching pool of a device (one per device).
- *
- * Memory comes from the backend in segments: address space (4 GiB, at
- * most the device's memory) of which the pool commits only what its blocks
- * need, in the device's granules (mem_granule: 16 KiB on the CPU device), so that a segment grows
- * in place: a request that no free block serves commits the missing bytes next to a free block the
- * stream may take, and the two become one block (segment.c). Small
- * requests (up to 1 MiB) and large ones have a kind of segment each, so
- * that small blocks do not fragment the space of large ones. Requests are
- * rounded to 512 B, and above 32 KiB to a 64th of their power of two, so
- * that nearby sizes share blocks.
- *
- * A free block remembers the points (stream, seq) that must
- * complete before another stream may use it: where it was freed, the end
- * of the work of its allocation stream at that time, and every use by
- * another stream (declared accesses of launches, copies,
- * rill_record_stream). A stream B may take a free block when each point is
- * complete (done_seq >= seq) or B is ordered after it (the same stream, or
- * B waited past it: "return flow"). When no such block fits, a stream-
- * ordered allocation (rill_malloc_async) takes a pending block whose
- * points are few and would make B wait for no more of their streams' work
- * (beyond what B already waits for) than B's own unfinished work, and
- * makes B wait for them (an internal stream wait, as CUDA's pools do by
- * default); otherwise the pool grows; when it cannot grow, it makes B wait
- * for a fitting block's points, else empties its cache and tries again,
- * else fails: a stream-ordered allocation never waits on the host, since
- * a pending free may sit behind a host function that the allocating
- * thread releases only later. rill_malloc, whose block any stream may use
- * at once, waits on the host for pending frees when it cannot grow.
- *
- * A per-thread cache in front of the pool serves a same-stream
- * allocate/free pair without the pool's lock, and notes another stream's
- * use of a block it handed out as that block's point, also without the
- * lock (see tcache.c). When none of the cache's blocks of a size is past
- * such a use yet, the pool grows rather than make the stream wait: the
- * wait would come back whenever that rotation runs short. The blocks a
- * cache holds free are taken back by rill_mem_empty_cache, summaries,
- * out-of-memory recovery and lookups from other threads.
- *
- * Invariants (pool->lock held):
+/* The stream-ordered caching pool of a device (one per device): segments
+ * that grow in place, blocks rounded into size classes, free blocks that
+ * remember the (stream, seq) points a taking stream must be past, and the
+ * per-thread cache in front of it (tcache.c). The rules for reuse, internal
+ * waits, growth and out-of-memory recovery: docs/design.md, "Memory". */
+
+/* Invariants (pool->lock held):
  *   reserved_bytes  = the committed bytes of all segments
  *   allocated_bytes = sum of allocated block sizes, blocks that thread
  *                     caches hold included (rill_mem_get_stats subtracts

@@ -2,9 +2,9 @@
 /* The platform layer's shared memory: memory objects that another process
  * of the same user on the same machine can map, futex waits on words in
  * such memory, and facts about other processes. With thread.h, the only
- * place that knows the operating system (src/platform/<os>/shm.c).
- *
- * A shared object is named by (pid, fd, inode): the creating process
+ * place that knows the operating system (src/platform/<os>/shm.c). */
+
+/* A shared object is named by (pid, fd, inode): the creating process
  * keeps the descriptor open for the object's life, and another process
  * opens it again through /proc/<pid>/fd/<fd>, checking the inode so that
  * a descriptor number reused for another file is never mistaken for it.

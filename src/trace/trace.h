@@ -1,20 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* The trace recorder: what ran where and when, written as Chrome
- * trace-event JSON (Perfetto, chrome://tracing) when the trace stops.
- *
- * A layer of its own below the CPU device and the core (it knows only the
- * platform), so every layer records directly: the CPU device its commands
- * and graph nodes, the core the host's blocking calls and the names of
- * streams, the memory layer its counters, the graph layer captures. The
- * public calls (rill_trace_start/stop, RILL_TRACE) are the core's
- * (core/trace_api.c), which turns the recorder's failures into statuses.
- *
- * Records are fixed-size and go to a buffer of the calling thread, under
- * that buffer's own lock (uncontended but for the writer), so recording
- * takes no shared lock. The writer turns them into JSON at stop: tracks,
- * slices, flow arrows from the work a wait waited for to the wait, and
- * counters. While no trace runs, each recording point costs one relaxed
- * load and a branch predicted not taken (rill__tracing). */
+ * trace-event JSON (Perfetto, chrome://tracing) when the trace stops. A
+ * layer of its own above the platform only, so every layer records into it
+ * directly; the public calls are the core's (core/trace_api.c). Records go
+ * to a per-thread buffer under its own lock; while no trace runs a recording
+ * point costs one relaxed load (rill__tracing). docs/design.md, "Traces". */
 #ifndef RILL_TRACE_TRACE_H
 #define RILL_TRACE_TRACE_H
 

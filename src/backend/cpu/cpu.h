@@ -1,14 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* The CPU backend's internal structures, shared by cpu_device.c (device,
- * streams, memory) and cpu_sched.c (queues, workers, execution).
- *
- * A stream is a queue, not a thread. Its queue is a singly linked list
- * with a dummy head: submitters append at tail under the stream's producer
- * lock (which orders sequence numbers), the one worker that owns the
- * stream reads head->next without any lock. Consumed nodes go back to the
- * submitters through a lock-free stack (pushed one by one, taken whole).
- *
- * The stream's state moves
+ * streams, memory) and cpu_sched.c (queues, workers, execution). A stream is
+ * a queue, not a thread; its states and who owns it are below, the
+ * scheduler's design in docs/cpu.md. */
+
+/* The stream's state moves
  *     IDLE --submit--> READY --worker pops--> RUNNING --queue empty--> IDLE
  *                                             RUNNING --wait not met--> PARKED --met--> READY
  * and a stream that is not IDLE holds one reference on itself (the

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* The CPU device's memory: segments of shared memory for the pool, host
  * memory for rill_malloc_host, interprocess mappings, and the memory all
- * CPU devices may take from the system together.
- *
- * That last figure is why allocation fails with RILL_ERROR_OUT_OF_MEMORY
+ * CPU devices may take from the system together. */
+
+/* That last figure is why allocation fails with RILL_ERROR_OUT_OF_MEMORY
  * instead of the kernel killing the process: segments are sparse and Linux
  * overcommits, so nothing would fail before the kernel's out-of-memory
  * killer (or the memory cgroup's) ends the process once the pages are

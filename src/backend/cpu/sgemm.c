@@ -1,22 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* The CPU ops' sgemm. Layer: CPU backend, beside the op bodies.
- *
- * BLIS picks its kernels by the processor it detects at run time. A BLIS
- * older than the processor (Debian 12's 0.9.0 on AMD's Zen 5, family 1Ah)
- * falls back to its "generic" configuration: reference C kernels, about a
- * tenth of the processor's speed. Then, where the processor has AVX-512F
- * (or AVX2 and FMA), the products run in a BLIS context of rill's own: a
- * copy of the generic one whose single-precision micro-kernel and block
- * sizes are those below, passed to bli_sgemm_ex. BLIS keeps doing the
- * packing and the cache blocking. The context is built once, by the first
- * product, and only read afterwards.
- *
- * Each micro-kernel computes an MR x NR tile of C from packed panels (A: MR
- * rows per k step, B: NR columns per k step, zero-padded by BLIS to full
- * panels) in registers, k steps in order, so a product's bits depend only
- * on its inputs. Both are column-preferential, as BLIS's own skx and
- * haswell kernels of the same shapes are: BLIS transposes a row-major
- * product to fit. */
+/* The CPU ops' sgemm. Layer: CPU backend, beside the op bodies. Where the
+ * installed BLIS falls back to its generic (reference C) kernels and the
+ * processor has AVX-512F (or AVX2 and FMA), products run in a BLIS context
+ * of rill's own with the micro-kernels below (docs/cpu.md, "The built-in
+ * ops"). Each micro-kernel adds k steps in order, so a product's bits depend
+ * only on its inputs. */
 #include "backend/cpu/sgemm.h"
 
 #include <assert.h>

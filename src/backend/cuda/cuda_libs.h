@@ -3,9 +3,9 @@
  * library (rill__cuda_op_uses_library: matmul f32 and f16, conv2d f32),
  * loaded at run time with dlopen, so that rill neither links them nor
  * needs them to run: an op whose library is absent fails with
- * RILL_ERROR_NOT_SUPPORTED and a sentence that says why.
- *
- * The backend keeps one rill__cuda_libs per device. Its handles are a pool
+ * RILL_ERROR_NOT_SUPPORTED and a sentence that says why. */
+
+/* The backend keeps one rill__cuda_libs per device. Its handles are a pool
  * behind the struct's lock: a call takes an idle handle (or creates one)
  * under the lock, runs with the lock released, and gives the handle back;
  * so threads call at once, each on a handle of its own, and the lock is
