@@ -1,21 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* bench_comm: collectives over MPI through rill's streams (rill_mpi.h),
- * against plain blocking MPI calls measured in the same run. Launched
- * with mpirun (two processes: mpirun -np 2 bench_comm); every rank runs
- * every sample, rank 0 prints and writes the JSON file.
- *
- *   a  allreduce bandwidth, 1 KiB to 64 MiB of floats (sum, in place):
- *      rill_allreduce_f32 on one stream, issued back to back and
- *      synchronized once (as nccl-tests time NCCL), against as many
- *      blocking MPI_Allreduce calls; GB/s = bytes / time per call
- *   b  4-byte allreduce latency: b1 the same back-to-back loop, b2 each
- *      call followed by rill_stream_synchronize (issue to host), both
- *      against blocking MPI_Allreduce
- *
- * Each sample starts with an MPI_Barrier, so the ranks measure the same
- * calls at the same time; each row alternates rill's samples with the
- * baseline's (harness.c). The MPI baseline runs on MPI_COMM_WORLD from the
- * main thread while rill's communication thread has nothing under way. */
+/* bench_comm: collectives over MPI through rill's streams (rill_mpi.h)
+ * against plain blocking MPI calls in the same run (mpirun -np 2
+ * bench_comm): a, allreduce bandwidth from 1 KiB to 64 MiB; b, 4-byte
+ * allreduce latency, back to back and with a synchronize each. Samples
+ * start with an MPI_Barrier and alternate with the baseline's (harness.c);
+ * rank 0 prints and writes the JSON. */
 #include <mpi.h>
 #include <stdbool.h>
 #include <stdio.h>

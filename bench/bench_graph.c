@@ -1,23 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* bench_graph: what a graph launch costs per node, against launching the
- * same kernels one by one and against oneTBB's flow_graph running the
- * same graphs (tbb_flow.cpp; rows without a baseline where TBB was not
- * found at build time).
- *
- *   g1  chain of 1000 empty 1-block kernels: replay vs eager launches
- *   g2  fan-out/fan-in of 1000 (root, 998 independent, sink): replay vs TBB
- *       on one thread
- *   g3  the chain: replay vs TBB with as many threads as rill has workers
- *   g4  the fan-out: replay vs TBB, same thread count
- *
- * g2 runs before any TBB arena with more than one thread exists: TBB's
- * worker threads outlive their arena and spin for a while after their
- * work, taking processors from whatever runs next.
- *
- * A replay is rill_graph_launch then rill_stream_synchronize, as a TBB run
- * is try_put then wait_for_all; eager is 1000 rill_launch_kernel then one
- * synchronize. Figures are nanoseconds per node; medians of repeats, each
- * repeat many runs. */
+ * same kernels one by one and against oneTBB's flow_graph (tbb_flow.cpp)
+ * on the same graphs: g1 a 1000-kernel chain replay vs eager, g2..g4 the
+ * chain and a 1000-wide fan against TBB on one thread and on rill's worker
+ * count. Figures are nanoseconds per node, medians of repeats. g2 runs
+ * before any multi-thread TBB arena exists: TBB's workers spin on after. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>

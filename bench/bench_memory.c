@@ -1,17 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* bench_memory: what the stream-ordered caching pool costs and how much
- * memory it holds, each figure against a baseline measured in the same run
- * (alternating with it repeat by repeat, harness.c):
- *   m1. rill_malloc_async + rill_free_async on one stream vs glibc malloc+free
- *   m2. the same pair with a tracked use by a kernel on another stream
- *   m3. two streams that free what the other allocated: peak reserved / peak allocated
- *   m4. a transformer training trace: peak reserved / peak allocated
- * The ratio figures sample rill_mem_get_stats after every allocation of a
- * run that starts with nothing reserved, so they are the run's own peaks
- * (rill has no call that resets the lifetime peaks). Their baseline is a
- * simulated caching allocator that rounds to powers of two and never
- * splits, merges or returns memory. Every row shows the cross-core probe
- * before and after it. */
+ * memory it holds (m1..m4 below), each against a baseline in the same run
+ * (harness.c): glibc malloc+free for the costs, a simulated power-of-two
+ * caching allocator for the peak reserved / peak allocated ratios. */
 #include <math.h>
 #include <stdatomic.h>
 #include <stdbool.h>

@@ -1,18 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* bench_primitives: what the operating system charges for the primitives
- * that rill's scheduler could use on the way between idle and busy, so that
- * docs/cpu.md can say why it uses which, with figures of this machine:
- *
- *   p1  membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED), the other threads of
- *       the process asleep, against a seq_cst fence
- *   p2  the same while another thread of the process runs (spins)
- *   p3  futex wake of a thread that sleeps on the futex, the waker's cost,
- *       after 200 us in which the sleeper's processor had nothing to run,
- *       against a futex wake that finds no sleeper (the system call alone)
- *   p4  the processor time of one 1 ms timed futex sleep (the timer, the
- *       sleep and the wake-up), against one of 100 us
- *
- * Linux only, like src/platform/posix: it makes the system calls itself. */
+ * rill's scheduler could use between idle and busy (p1, p2 membarrier;
+ * p3 a futex wake; p4 a timed futex sleep), each against a cheaper
+ * baseline, so that docs/cpu.md can say why it uses which. Linux only. */
 #include <errno.h>
 #include <linux/futex.h>
 #include <linux/membarrier.h>

@@ -2,25 +2,12 @@
 # SPDX-License-Identifier: MIT
 """The CPU device's figures against its number of workers.
 
-Runs the same benchmark binaries once per worker count (RILL_CPU_WORKERS =
-1, 2, 4, 8, 16, those up to the processors present) and tabulates, per
-count, the figures whose cost should not grow with the workers:
+Runs the benchmark binaries once per worker count (RILL_CPU_WORKERS) and
+tabulates the figures that should not grow with the workers (fan, chain,
+launch, hop, wake), each with the ratio of the largest count to 2 workers.
 
-  fan    bench_graph g4: a 1 -> 1000 -> 1 fan graph replayed, ns per node
-  chain  bench_graph g3: a 1000-node chain replayed, ns per node
-  launch bench_runtime a3: 1-block empty kernels enqueued and run, ns each
-  hop    bench_runtime b1: a cross-stream hop through an event, ns
-  wake   bench_runtime f3: launch + record + synchronize after 20 ms of
-         sleep, us
-
-Each row also gives the ratio of the largest count to 2 workers (the
-targets of the CPU scheduler's work are stated as such ratios). With
---svg, a small plot of each figure relative to its 2-worker value.
-
-Usage:
-  bench/sweep_workers.py [--build DIR] [--workers 1,2,4,8,16] [--quick]
-                         [--json OUT] [--svg OUT]
-"""
+Usage: bench/sweep_workers.py [--build DIR] [--workers 1,2,4,8,16] [--quick]
+                              [--json OUT] [--svg OUT]"""
 import argparse
 import json
 import os

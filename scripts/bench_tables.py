@@ -1,24 +1,13 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Benchmark results as tables: docs/bench.md's and the README's headline
-table are generated from the results files in bench/results/: docs/bench.md's every session,
-the README's headline rows each from the newest session that measured it,
-and the README's Python table from the newest session of
-bench/python/bench_ops.py.
-
-A results file (bench/results/<date>-<machine>.json) holds one session of
-runs: the date and time, the machine, the commit, the load average and the command,
-and each benchmark's JSON (`--json PATH`) as the benchmark wrote it.
+"""Benchmark results as tables: the generated blocks of docs/bench.md and
+README.md, from the results files bench/results/<date>-<machine>.json.
 
 Usage:
   scripts/bench_tables.py collect OUT.json --machine TEXT [--note TEXT]
-                          [--command TEXT] BENCH.json...
-                               write a results file from benchmarks' JSON
-  scripts/bench_tables.py      rewrite the generated blocks of docs/bench.md
-                               and README.md from bench/results/
-  scripts/bench_tables.py --check
-                               exit 1 when a block is not what the results give
-"""
+                          [--command TEXT] BENCH.json...   write a results file
+  scripts/bench_tables.py            rewrite the generated blocks
+  scripts/bench_tables.py --check    exit 1 when a block is not what the results give"""
 import datetime
 import glob
 import json

@@ -1,47 +1,13 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""The module graph of src/, from the code: which module includes which.
+"""The module graph of src/, from the code: which module includes (and, with
+--calls BUILD, calls) which, checked against the layers of docs/design.md.
+No edge may point up; inside the ONE_WAY modules files call one way.
 
-A module is a directory of src/ (core, mem, graph, ops, util, platform,
-backend/cpu, ...); src/backend/backend.h is the module "backend", the device
-interface. An edge A -> B means a file of A includes a header of B. The
-layers, bottom to top:
-
-    platform, util   no rill module below them
-    trace            the trace recorder: the platform only, so that every
-                     layer above records into it directly
-    backend          the device interface (backend.h), which the core calls
-    backend/*        devices (cpu, cuda): the interface and the layers below it
-    core             semantics
-    mem, graph, ops  above the core, in that order; comm and sanitizer (the
-                     stream sanitizer) beside ops
-    assembly         src/assembly.c, which lists the subsystems and backends
-
-An edge that points up, from a lower layer to a higher one, is a loop
-across layers.
-
-Calls, from a build's object files (--calls BUILD): an edge A -> B means a
-file of A refers to a function or variable of B. A symbol belongs to the
-module whose header declares it, else to the module that defines it: the
-functions the core provides to backends are declared in backend.h, so a
-backend's calls to them go to the device interface, not up to the core.
-No call may point up, and inside the modules of ONE_WAY the files call
-each other one way: no loop of calls among them (KNOWN_LOOPS would list
-one not undone yet).
-
-Usage:
-  scripts/layers.py            print the edges, upward ones marked
-  scripts/layers.py --mermaid  the graph as a Mermaid block (docs/design.md)
-  scripts/layers.py --check    exit 1 when an edge points up, or when the
-                               block in docs/design.md is not the current one
-  scripts/layers.py --check --calls BUILD
-                               also exit 1 when a call points up, or files
-                               of a ONE_WAY module call each other in a loop
-  scripts/layers.py --check --python
-                               also exit 1 when modules of python/rill
-                               import each other in a loop not listed in
-                               KNOWN_PYTHON_LOOPS
-"""
+Usage: scripts/layers.py [--mermaid] [--check [--calls BUILD] [--python]]
+  --mermaid  the graph as a Mermaid block (docs/design.md)
+  --check    exit 1 on an upward edge, a loop in a ONE_WAY module or in
+             python/rill (not in KNOWN_PYTHON_LOOPS), or a stale block"""
 import os
 import re
 import sys

@@ -1,23 +1,12 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """Checks that every repository path and every `file:line` that a comment or
-a document names exists.
+a document names exists: comments of the source directories, README.md
+and docs/*.md. A path resolves against the repository, src/, src/backend/,
+python/ or the naming file's directory; a bare source file name must name
+some file; `file:line` must be within the file.
 
-Comments are read in src/, include/, tests/, python/, bench/, tools/,
-compat/, scripts/, examples/ and cmake/ (C comments in C, C++ and CUDA
-sources; `#` comments and docstrings in Python, shell and CMake files);
-documents are README.md and docs/*.md, whole.
-
-A path is a name with a slash and a file extension, or a directory with a
-trailing slash, that begins with a top-level directory of the repository or
-a directory of src/ (`core/hooks.h` is src/core/hooks.h). It resolves
-against the repository, src/, src/backend/, python/ or the naming file's own
-directory. A bare file name of a source extension (`capture.c`) must be the
-name of some file in the repository. `file:line` must name a file that
-exists and a line within it.
-
-Usage: scripts/refs.py          list what is stale, exit 1 if anything is
-"""
+Usage: scripts/refs.py          list what is stale, exit 1 if anything is"""
 import io
 import os
 import re

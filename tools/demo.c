@@ -1,28 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* `rill demo`: what streams and graphs are for, on the current device (a
- * CUDA device where rill lists one, else the CPU device).
- *
- * A small-batch inference pipeline: a batch of requests, each decoded on
- * the host (a host function: bytes to floats, into page-locked host memory
- * that the stream then copies to the device), run through a small model
- * (matmul, square, matmul, sum: one block each, as small batches are) and
- * post-processed on the host (the stream copies the outputs to host memory,
- * then a host function takes the argmax of each row).
- * It runs three ways, over the same buffers:
- *   eager, one stream   every request's work in turn on one stream;
- *   streams             decode on a stream of its own, the model of
- *                       request i on compute stream i % (compute units),
- *                       one compute stream per compute unit (more would
- *                       leave one stream's queue of models running alone
- *                       at the end, since a stream's work is in order),
- *                       post-processing on a stream of its own, ordered by
- *                       events: stages of different requests overlap;
- *   graph               the streams version captured once into a graph,
- *                       then replayed: one launch for the whole batch.
- * Each is timed from the first call to the end of rill_device_synchronize
- * (the median of DEMO_REPEATS runs, after a warm-up), their results are
- * compared with each other and with the host's, and one run of each is
- * traced into rill-demo-trace.json. */
+ * CUDA device where rill lists one, else the CPU device). A small-batch
+ * inference pipeline (host decode, a small model, host post-processing) runs
+ * three ways over the same buffers: eager on one stream, on several streams
+ * ordered by events, and captured once into a graph then replayed. Each is
+ * timed, the results compared, and one run of each traced into
+ * rill-demo-trace.json (docs/tools.md). */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #endif

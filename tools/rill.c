@@ -1,18 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* The rill command-line tool, a user of the public API only:
- *   rill info            lists the devices, as nvidia-smi -L and clinfo do
- *                        (--memory adds each device's memory summary);
- *   rill demo            a small-batch inference pipeline run eagerly on one
- *                        stream, on several streams and as a captured graph
- *                        replayed (demo.c): the three times, the two speedups
- *                        and a trace of one run of each;
- *   rill trace-summary T per-stream busy time, overlap, idle gaps and the
- *                        critical path of a trace (rill_trace_start);
- *   rill trace-svg T OUT the trace's timeline as an SVG picture;
- *   rill trace-merge OUT T... the traces of several processes in one file,
- *                        with the arrows of their interprocess events.
- * Any failing rill call ends the command with its rill_last_error() sentence
- * and exit status 1; a usage error exits with 2. */
+/* The rill command-line tool, a user of the public API only: rill info,
+ * rill demo (demo.c), rill trace-summary, rill trace-svg and rill
+ * trace-merge (docs/tools.md; usage() below). A failing rill call ends the
+ * command with its rill_last_error() sentence and exit status 1; a usage
+ * error exits with 2. */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #endif

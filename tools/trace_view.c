@@ -1,19 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* `rill trace-summary` and `rill trace-svg` (trace_view.h).
- *
- * The trace is read with the tools' JSON reader (json.h), so a damaged
- * file is told with the line and column where it stops being JSON, and
- * then checked as a trace: a "traceEvents" array of objects. Tracks
- * are the thread_name metadata; a "stream ..." track holds a stream's
- * commands, a "compute unit ..." track what a unit ran.
- *
- * Busy time is the union of a track's slices (waits excluded: a stream
- * that waits is not busy); overlap is the time during which two streams or
- * more are busy; idle gaps are the spans between a stream's busy spans.
- * The critical path is the longest chain of slices, ordered by stream
- * order (one after the other on a stream) and by the trace's arrows (the
- * work a wait waited for, then the wait), weighted by their durations:
- * what bounds the run however many units there were. */
+/* `rill trace-summary` and `rill trace-svg` (trace_view.h): a trace read
+ * with the tools' JSON reader (json.h) and checked as one; per-stream busy
+ * time, overlap, idle gaps and the critical path (the longest chain of
+ * slices by stream order and the trace's arrows, weighted by duration). */
 #include "trace_view.h"
 
 #include "json.h"

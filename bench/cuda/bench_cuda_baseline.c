@@ -1,23 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* bench_cuda_baseline: the CUDA runtime's own figures on this machine's
- * GPU, measured by the project's code, with rill's figure for the same
- * operation beside each, in the same run, alternating repeat by repeat:
- *
- *   a. empty-kernel launch, the call alone    f. host function
- *   b. launch + synchronize                   g. two streams over one
- *   c. cross-stream event hop                 h. launch + synchronize after a pause
- *   d. graph replay per node, chain and fan   i. f32 and f16 matrix products
- *   e. stream-ordered allocate + free
- *
- * The rows (cb_op, sides.h) are one list that both sides measure: the CUDA
- * runtime side with cudart and cuBLAS (cuda_side.c: the baseline column),
- * the rill side through rill's public API (rill_side.c: the rill column).
- * Without a rill CUDA device the rill column says so and the baseline
- * still runs; with RILL_DEVICE set, the rill column runs on that device,
- * a CPU device too. Without a GPU for the CUDA runtime (and no RILL_DEVICE)
- * the program prints "skipped: no CUDA device" and exits with 77, ctest's
- * skip code here. bench/cuda/torch_mm.py gives PyTorch's figures for the
- * matrix products. */
+/* bench_cuda_baseline: the CUDA runtime's own figures on this machine's GPU
+ * (cudart and cuBLAS, cuda_side.c) with rill's figure for the same operation
+ * beside each (rill_side.c), alternating repeat by repeat, over one list of
+ * rows (cb_op, sides.h): launches, synchronizes, event hops, graph replay,
+ * allocation, host functions, matrix products. Without a GPU (and no
+ * RILL_DEVICE) it prints "skipped: no CUDA device" and exits with 77. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>

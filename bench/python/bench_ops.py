@@ -1,30 +1,10 @@
 # SPDX-License-Identifier: MIT
 """rill's ops on the CPU device against PyTorch's on the CPU, measured in the
-same run: each row times rill and PyTorch alternately, repeat by repeat, so
-that a change in the machine's state touches both alike, and compares the
-medians.
+same run, alternately repeat by repeat, comparing medians (rows o1..o9:
+conv2d, matmul, makers and element-wise ops, below). Not a test.
 
     RILL_LIBRARY=build/release/librill.so PYTHONPATH=python \\
-        /usr/bin/python3 bench/python/bench_ops.py [--repeats 15] [--quick] [--json PATH]
-
-Rows (rill's side through the torch compatibility module where torch's
-call has arguments rill.ops lacks, as a user's code would call it):
-
-  o1  conv2d, N=8, C=K=128, 56x56, 3x3, padding 1         ms per op
-  o2  matmul 1024x1024 by 1024x1024                       ms per op
-  o3  empty, 1 MiB of float32, in a loop                  us per op
-  o4  zeros, 1 MiB of float32, in a loop                  us per op
-  o5  a + 2.0, 1-element tensors                          us per op
-  o6  a * 2.0                                             us per op
-  o7  -a                                                  us per op
-  o8  a + b                                               us per op
-  o9  a + b in ABI mode (RILL_PYTHON_ABI=1, a child)      us per op
-
-PyTorch runs with its own default number of threads unless --torch-threads
-says otherwise (printed, and in the JSON's meta); rill with its CPU
-device's compute units (RILL_CPU_WORKERS).
-Each rill figure ends with rill.synchronize(), so it counts the work, not
-only its submission. Not a test: it judges nothing."""
+        /usr/bin/python3 bench/python/bench_ops.py [--repeats 15] [--quick] [--json PATH]"""
 
 import argparse
 import json

@@ -2,18 +2,11 @@
 """rill for Python: streams, events, tensors and memory on rill's devices.
 
     import rill
-    s = rill.Stream()
     a = rill.ones(3, 3)
-    with rill.stream(s):
-        s.wait_stream(rill.default_stream())
-        c = a + a          # runs on s
-    print(c)               # waits for c's event, then prints as numpy does
+    print(a + a)           # waits for the result's event, then prints
 
 Failures raise rill.RillError subclasses carrying rill_last_error()'s
-sentence. librill.so is found through $RILL_LIBRARY, the installed package,
-a build of the source tree, or the dynamic linker (rill._ffi says how).
-rill.__version__ is the rill project's version (rill._version says where
-it comes from). The package needs cffi and NumPy."""
+sentence. docs/python.md is the guide; the package needs cffi and NumPy."""
 
 import sys as _sys
 

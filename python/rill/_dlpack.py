@@ -1,19 +1,9 @@
 # SPDX-License-Identifier: MIT
-"""DLPack export: Tensor.__dlpack__ and __dlpack_device__, so that
-numpy.from_dlpack and torch.from_dlpack see a tensor's device memory
-without a copy (rill's CPU device memory is host memory: kDLCPU).
-
-__dlpack__ waits for the tensor's event first (the consumer reads at
-once, in no stream order), then returns a "dltensor" capsule holding a
-DLManagedTensor. The capsule's structures, and a reference to the tensor
-(so its memory stays allocated), live in `_exported` until the consumer
-calls the deleter; a capsule dropped unconsumed calls it from its
-destructor, as the protocol says.
-
-The memory must stay valid until then, so rill.shutdown(), which releases
-all of rill's memory, refuses to run while an export is alive
-(refuse_shutdown): a view read after the release would read unmapped
-memory, or memory that the next runtime gave to another tensor."""
+"""DLPack export: Tensor.__dlpack__ and __dlpack_device__, so numpy and
+torch see a tensor's memory without a copy. __dlpack__ waits for the
+tensor's event, then returns a capsule whose structures and tensor live in
+`_exported` until the consumer calls the deleter; rill.shutdown() refuses
+to run while an export is alive (refuse_shutdown)."""
 
 import ctypes
 import gc

@@ -1,19 +1,10 @@
 # SPDX-License-Identifier: MIT
 """librill.so loaded, and its functions called through cffi: in API mode
-when the build compiled the declarations (rill/_cdef.py) into the module
-_rill_cffi beside the library (build/<preset>/python/, or this package
-when installed), else in ABI mode, which needs no compiler at all, only
-Debian's python3-cffi. API-mode calls are direct C calls, about a fifth of
-the cost of an ABI-mode call. `mode` says which ("api" or "abi");
-RILL_PYTHON_ABI=1 forces ABI mode. In API mode `fast` is the module
-_rill_fast (rill_fast.c: rill.Tensor's fields and element-wise fast path
-in C) when the build compiled it too, else None, and rill.Tensor is then
-Python code throughout.
-
-The library is looked for, in order: the path in $RILL_LIBRARY; the library
-that `cmake --install` put beside this package, or pip's wheel inside it
-(_install.py says where, relative to the package); a build of the source tree this package sits in (build/release, then
-build/default: the newer one); then the dynamic linker's search path."""
+when the build compiled _rill_cffi (from rill/_cdef.py), else in ABI mode
+(RILL_PYTHON_ABI=1 forces it); `mode` says which, and `fast` is
+_rill_fast (rill_fast.c) when built. The library is looked for in
+$RILL_LIBRARY, beside this package (_install.py), in build/release or
+build/default of the source tree, then on the linker's path."""
 
 import importlib.machinery
 import importlib.util

@@ -1,20 +1,9 @@
 # SPDX-License-Identifier: MIT
-"""Python callables run as rill host functions.
-
-One C callback (a cffi closure) serves every launch: rill calls it on a
-worker thread with a token as user_data; cffi takes the GIL for it (a
-thread state for the worker on first use), the callable runs, and an
-exception it raises becomes the stream's sticky error through
-rill_host_func_fail: the sentence carries the exception, the place it was
-raised and a number under which _errors keeps the whole traceback for the
-KernelFailedError that reports it.
-
-A launch keeps its callable in `pending` until it has run. A host function
-that its stream skips (after a failure) never runs; since a stream runs
-its host functions in the order of their tokens, the one that runs drops
-the earlier ones of its stream, and so does a synchronize or a successful
-query of the stream (or of the device), for the tokens taken before it.
-See _runtime for what happens at exit."""
+"""Python callables run as rill host functions: one cffi callback serves
+every launch, takes the GIL, runs the callable, and turns an exception
+into the stream's sticky error (rill_host_func_fail), whose traceback
+_errors keeps. A launch keeps its callable in `pending` until it runs or
+its stream skips it. See _runtime for what happens at exit."""
 
 import collections
 import itertools

@@ -1,22 +1,9 @@
 # SPDX-License-Identifier: MIT
-"""The runtime's lifetime as Python sees it.
-
-Every object that holds a rill handle or device memory remembers the
-generation it was made in; rill.shutdown() releases everything in C and
-starts a new generation, after which the old objects refuse every call with
-InvalidArgumentError and their finalizers do nothing (their memory and
-handles are gone already).
-
-At interpreter exit, before Python begins to finalise, the package refuses
-new Python host functions and waits for the devices' work, so that every
-Python host function has run (or was skipped) while the interpreter could
-still take it: a worker thread never calls into an interpreter that is
-finalising. A Python host function that never returns therefore holds the
-exit, as a non-daemon thread does, until Ctrl-C: SIGINT during that wait
-ends the process at once, killed by SIGINT as Python's own exit on an
-uncaught KeyboardInterrupt is (stdout and stderr are flushed first; the
-atexit functions registered before rill's do not run), since the host
-functions still pending must not run in a finalising interpreter."""
+"""The runtime's lifetime as Python sees it: objects remember the generation
+they were made in, and after rill.shutdown() the old ones refuse every
+call. At interpreter exit the package refuses new Python host functions
+and waits for the devices' work, so no worker calls into a finalising
+interpreter; Ctrl-C during that wait ends the process by SIGINT at once."""
 
 import atexit
 import os

@@ -1,23 +1,10 @@
 # SPDX-License-Identifier: MIT
 """Tensors: device memory with a shape and a dtype, and the built-in ops on
-the current stream.
-
-A tensor's memory comes from rill_malloc_async on the stream that was
-current when it was made (its stream) and goes back with rill_free_async on
-that stream when the tensor is garbage-collected: in stream order, and
-never reused while another stream's work still reads it, since every op
-declares what it touches (rill's automatic cross-stream lifetime, so code
-written for MindSpore, without record_stream, is safe). Each op that
-writes a tensor records the tensor's event after it; numpy() waits for
-that event, not for the device.
-
-float16 tensors store halves and compute in float32: + - *, fills, matmul,
-sum and conv2d on float16 tensors (with each other or, for + - *, with
-numbers) run rill's f16 ops, and the other cases convert their float16
-inputs to float32 scratch tensors on the stream (rill_op_cast_f16_f32), run
-the float32 op and round the result to halves (rill_op_cast_f32_f16):
-either way each result is rounded once. An op between a float16 and a
-float32 tensor gives float32, as torch promotes."""
+the current stream. Memory is rill_malloc_async'd on the tensor's stream
+and freed in stream order when it is garbage-collected; each op that
+writes a tensor records the tensor's event, which numpy() waits for.
+float16 tensors store halves and compute in float32, each result rounded
+once (docs/python.md)."""
 
 import numbers
 import operator

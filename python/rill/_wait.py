@@ -1,17 +1,8 @@
 # SPDX-License-Identifier: MIT
-"""Waits that Ctrl-C interrupts.
-
-Python handles signals on the main thread only, between bytecodes: a wait
-there that sleeps in one C call would hold SIGINT back until the work is
-done, forever behind a host function that never returns. So the main
-thread waits in slices of SLICE_NS with the timed calls of rill.h
-(rill_*_synchronize_for, which never run the awaited work on the calling
-thread), and Python runs its signal handlers between them: KeyboardInterrupt
-is raised out of the wait, and the work already submitted runs on and can be
-waited for again. Each slice waits for the work submitted before it, so a
-wait that other threads keep feeding may last longer than one call would.
-Other threads cannot be interrupted and wait in one call, which may run the
-awaited work on the waiting thread (rill_stream_synchronize)."""
+"""Waits that Ctrl-C interrupts: the main thread waits in slices of SLICE_NS
+with rill's timed synchronize calls, so Python runs its signal handlers
+between them and KeyboardInterrupt leaves the wait while the work runs
+on. Other threads wait in one call, which may run the awaited work."""
 
 import threading
 

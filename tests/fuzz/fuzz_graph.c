@@ -1,17 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* libFuzzer target: graphs built by hand from the input. Each input builds
- * a graph of up to 40 nodes (kernel, empty, memset, memcpy, host, event
- * record and event wait) with random dependencies, some of them invalid (a
- * node of another graph, NULL), and random parameters, some invalid too
- * (memory runs past its allocation, NULL pointers, an interprocess event, a
- * kernel that fails); instantiates it, launches it a few times on two
- * streams between eager records and waits of the same events, updates the
- * exec with a second graph (built with the first one's shape, or at
- * random), launches again, and destroys everything. What must hold: no
- * crash or hang; every call returns one of the statuses its contract names
- * for such input, with a sentence; a failed add leaves no node and the
- * graph's count is the nodes that were added; after the streams' errors are
- * cleared the device synchronizes with RILL_OK. */
+/* libFuzzer target: graphs of up to 40 nodes built by hand from the input,
+ * some dependencies and parameters invalid, instantiated, launched, updated
+ * and destroyed. Must hold: no crash or hang; every call returns a status
+ * its contract names, with a sentence; a failed add leaves no node; the
+ * device synchronizes with RILL_OK once the streams' errors are cleared. */
 #include <stdatomic.h>
 #include <stdlib.h>
 

@@ -1,25 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* Randomized lifecycle stress: several threads share tables of streams, events, kernels and graph
- * execs, and create, use and destroy them at random: objects are destroyed with work pending and
- * replaced while other threads submit to their neighbours, graphs are captured with kernels that
- * are destroyed before the graph runs, and destroyed handles are passed again. A table slot keeps
- * the handle it last held after its object is destroyed, and a lock per slot orders each use of a
- * handle with its destruction, so that the status each call must return is known exactly (calls
- * that race with the destruction of their handles are test_stress_destroy_races.c's subject).
- * What must hold:
- *   - no crash or hang (this runs under AddressSanitizer and ThreadSanitizer in CI);
- *   - each call returns what its contract says for the state of its handles: RILL_OK (or, for
- *     queries, RILL_NOT_READY and the elapsed-time statuses) while they are live, and
- *     RILL_ERROR_INVALID_ARGUMENT with a sentence once one of them was destroyed;
- *   - no work is lost: once every handle is destroyed and the device synchronized, every block of
- *     every accepted launch (kernels, host functions, and each node of each accepted graph launch)
- *     ran exactly once.
- * Each thread also allocates, fills and frees memory in stream order on a stream of its own, and
- * captures graphs there (RILL_CAPTURE_RELAXED, so that other threads' calls are not restricted),
- * which it instantiates or takes into an exec of the table that others may be launching.
- * Nothing fails on purpose: failures and their sticky windows are the order stress test's subject.
- * Bounded by iterations and by seconds; the seed comes from RILL_STRESS_SEED (or a fixed default)
- * and is printed. */
+/* Randomized lifecycle stress: several threads share tables of streams,
+ * events, kernels and graph execs, and create, use and destroy them at
+ * random (destroyed with work pending, kernels destroyed before their graph
+ * runs, destroyed handles passed again), with a lock per slot so that each
+ * call's expected status is known. Must hold: no crash or hang, each call
+ * returns what its contract says, and every accepted launch runs exactly
+ * once. Bounded by iterations and seconds; seed from RILL_STRESS_SEED. */
 #include "fixture.h"
 
 #include <inttypes.h>

@@ -1,22 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* Randomized memory stress: several threads allocate blocks of random sizes (256 B to 4 MiB, both
- * pools) on random streams, use them on other streams with random event and stream waits, and
- * free them on the host or in stream order while other streams may still use them.
- *
- * The checker: every write of a block (a kernel or rill_memset_async) stores a pattern derived
- * from the allocation's tag, the write's number and the writing stream; every later read (a
- * kernel with a declared access, or a host function covered by rill_record_stream) checks it,
- * some of them twice with a pause in between. The test orders its own uses of a block correctly
- * (a read waits for the last write, a write for the last write and every read since), so a read
- * that sees another pattern proves that the pool handed the block to another allocation while
- * the read was still pending. A host-side set of live blocks also checks that no allocation
- * overlaps another live one, and the pool's own structure is checked every 20 ms while the
- * threads run (rill__pool_check). A second phase runs the same mix under rill_mem_set_limit, so
- * that allocations take the pool's internal-wait and out-of-memory-recovery paths; both phases end
- * by checking the statistics. Bounded by iterations and seconds; the seed comes from
- * RILL_STRESS_SEED (or a fixed default) and is printed; the second phase's limit from
- * RILL_STRESS_MEM_LIMIT, in bytes (or 32 MiB): scripts/soak.sh runs this test in a loop with a
- * fixed limit and fresh seeds. */
+/* Randomized memory stress: threads allocate, use on other streams and free
+ * blocks of random sizes, with a pattern per write that every later read
+ * checks, so a block handed to another allocation too early is caught; live
+ * blocks are checked for overlap and the pool's structure every 20 ms
+ * (rill__pool_check). A second phase runs under rill_mem_set_limit
+ * (RILL_STRESS_MEM_LIMIT, default 32 MiB). Seed from RILL_STRESS_SEED;
+ * scripts/soak.sh loops it. */
 #include "core/runtime.h"
 #include "fixture.h"
 #include "mem/memory.h"

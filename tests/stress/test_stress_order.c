@@ -1,22 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* Randomized stream-order stress: several threads submit random mixes of host functions, 1- and
- * multi-block kernels, event records, wait_event and wait_stream to many streams of different
- * priorities. Every command takes a ticket from one global counter when it starts and when it
- * ends; afterwards the test checks the happens-before relation the contract promises:
- *   - each command starts after the end of the previous command of its stream ("in-order
- *     queues"; several threads' commands "run in the order in which the calls returned");
- *   - each command starts after the end of every command that a wait before it made its stream
- *     depend on (wait_event: the work the event captured at the time of the wait; wait_stream:
- *     the work submitted to the other stream before the wait).
- * Submissions to one stream are serialised by a test lock, so the order in which the calls
- * returned is known. Each thread records and waits only on its own events, so it knows which
- * record a wait saw. Bounded by iterations and by seconds; the seed comes from RILL_STRESS_SEED
- * (or a fixed default) and is printed on failure.
- *
- * Every QUIET_EVERY_NS the main thread quiets the submitters for a moment, long enough for idle
- * workers to go to sleep, then submits to a few streams itself and waits for that work: a thread
- * that waits for work no awake worker has taken runs it itself, and what it runs is checked like
- * the rest. */
+/* Randomized stream-order stress: several threads submit random mixes of
+ * host functions, kernels, event records and waits to many streams; every
+ * command takes a ticket when it starts and ends, and the test then checks
+ * the contract's happens-before (in-order streams; waits order work after
+ * what they captured), including work that waiting host threads run
+ * themselves. Bounded by iterations and seconds; seed from
+ * RILL_STRESS_SEED, printed on failure. */
 #include "core/runtime.h"
 #include "fixture.h"
 

@@ -1,17 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* Randomized check of the stream sanitizer against an oracle. Random
- * programs of launches that declare accesses (a write, a read and a write,
- * two reads and a write) to a few buffers on a few streams,
- * with random stream waits, event records and waits, and host waits
- * (synchronize of a stream, an event or the device, queries), some
- * ordered and some not. The oracle keeps the whole history and a dense
- * vector clock per stream and event, and says for each op whether it races
- * with an earlier op of another stream (overlapping bytes, one of the two
- * writes, neither a wait nor a host wait orders them). The sanitizer must
- * report for exactly those ops: a missed race or a report on an ordered op
- * fails, with the seed (RILL_STRESS_SEED, or a fixed default) and the
- * program so far. The kernel touches nothing: the races are in the
- * declarations only, so the test is quiet under ThreadSanitizer. */
+/* Randomized check of the stream sanitizer against an oracle: random
+ * programs of launches that declare accesses, stream and event waits and
+ * host waits; the oracle (dense vector clocks) says which ops race, and the
+ * sanitizer must report exactly those. Seed from RILL_STRESS_SEED. Kernels
+ * touch nothing, so the test is quiet under ThreadSanitizer. */
 #include "fixture.h"
 
 #include <inttypes.h>

@@ -1,19 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* Randomized shutdowns: several threads each keep a stream, an event and a kernel of their own
- * and make calls on them (and on the current stream) at random, and now and then one of them
- * calls rill_shutdown while the others are in their calls. rill_shutdown waits for the calls in
- * flight on other threads, refuses the handles of the runtime it ends to calls that begin
- * meanwhile, and the calls that need no handle wait for it and run on the next runtime. What must
- * hold:
- *   - no crash, use after free, data race or hang (this runs under AddressSanitizer and
- *     ThreadSanitizer; a shutdown waiting for a call that waits for the shutdown would hang);
- *   - each call returns RILL_OK, RILL_NOT_READY (queries) or RILL_ERROR_INVALID_ARGUMENT with a
- *     sentence (a handle of a runtime that a shutdown ended, or is ending);
- *   - the work of a launch that returned RILL_OK runs, shutdowns or not (a shutdown waits for
- *     all work): a thread whose synchronize of its stream, or whose own rill_shutdown, returns
- *     RILL_OK saw every launch it made on that stream since it created it run.
- * Bounded by iterations and by seconds; the seed comes from RILL_STRESS_SEED (or a fixed default)
- * and is printed. */
+/* Randomized shutdowns: threads make calls on their own streams, events and
+ * kernels while one of them now and then calls rill_shutdown. Must hold: no
+ * crash, use after free, data race or hang; each call returns RILL_OK,
+ * RILL_NOT_READY or RILL_ERROR_INVALID_ARGUMENT with a sentence; and the
+ * work of every launch that returned RILL_OK runs. Bounded by iterations and
+ * seconds; seed from RILL_STRESS_SEED. */
 #include "fixture.h"
 
 #include <inttypes.h>

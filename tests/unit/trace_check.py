@@ -3,30 +3,33 @@
 """Checks a trace that rill wrote: valid JSON in Chrome's trace-event format
 and the tracks, slices, arrows, counters and instants the test expects.
 
-Usage: trace_check.py TRACE [EXPECTATION ...], where an expectation is
-  track=NAME                 a track (thread_name) called NAME
-  slice=TRACK|NAME[|K=V...]  a complete slice NAME on TRACK, whose args hold K=V
-                             (V compared as JSON: 4096, [4,1,1], "x")
-  count=TRACK|NAME|N         at least N slices NAME on TRACK
-  flow=TRACK_A|TRACK_B       an arrow from a slice of TRACK_A to one of TRACK_B
-  ipcflow=TRACK_A|TRACK_B    an interprocess event's arrow: its start on TRACK_A
-                             (a record), its end on TRACK_B (a wait it released),
-                             in any process of the trace
-  xflow                      an interprocess event's arrow between two processes
-                             (a trace made by rill trace-merge)
-  counter=NAME|KEY           a counter NAME with KEY > 0 at some point
-  instant=TRACK|NAME         an instant NAME on TRACK
-  host=NAME                  a slice NAME on a host thread's track
-  nested=NAME                a graph node NAME lies inside a graph launch slice
-                             on the same compute unit's track
-  within=LO|HI               every slice, instant and counter lies in [LO, HI]
-                             (microseconds of CLOCK_MONOTONIC)
-  !EXPECTATION               the expectation does not hold (e.g. !flow=A|B: no arrow)
+Usage: trace_check.py TRACE [EXPECTATION ...]; the expectations (track=,
+slice=, count=, flow=, ipcflow=, xflow, counter=, instant=, host=, nested=,
+within=, and ! to negate one) are listed above main().
 Exit status 0 when all hold; 1 with one line per failure otherwise."""
 import json
 import sys
 
 
+# Expectations:
+#  track=NAME                 a track (thread_name) called NAME
+#  slice=TRACK|NAME[|K=V...]  a complete slice NAME on TRACK, whose args hold K=V
+#                             (V compared as JSON: 4096, [4,1,1], "x")
+#  count=TRACK|NAME|N         at least N slices NAME on TRACK
+#  flow=TRACK_A|TRACK_B       an arrow from a slice of TRACK_A to one of TRACK_B
+#  ipcflow=TRACK_A|TRACK_B    an interprocess event's arrow: its start on TRACK_A
+#                             (a record), its end on TRACK_B (a wait it released),
+#                             in any process of the trace
+#  xflow                      an interprocess event's arrow between two processes
+#                             (a trace made by rill trace-merge)
+#  counter=NAME|KEY           a counter NAME with KEY > 0 at some point
+#  instant=TRACK|NAME         an instant NAME on TRACK
+#  host=NAME                  a slice NAME on a host thread's track
+#  nested=NAME                a graph node NAME lies inside a graph launch slice
+#                             on the same compute unit's track
+#  within=LO|HI               every slice, instant and counter lies in [LO, HI]
+#                             (microseconds of CLOCK_MONOTONIC)
+#  !EXPECTATION               the expectation does not hold (e.g. !flow=A|B: no arrow)
 def main(argv):
     path = argv[1]
     try:

@@ -1,18 +1,9 @@
 # SPDX-License-Identifier: MIT
 """torchair's in-graph multi-stream API on rill: `import rill.compat.torchair
-as tng` stands for `import torchair as tng`.
-
-scope.npu_stream_switch(tag, priority) makes the block's ops run on the
-stream that tag names (rill.tagged_stream); ops.npu_create_tagged_event,
-npu_tagged_event_record and npu_tagged_event_wait are tagged events
-(rill.tagged_event) recorded and waited on the current stream;
-ops.npu_record_tagged_stream(tensor, tag) is tensor.record_stream on the
-tagged stream. get_npu_backend(compiler_config=...) gives the backend that
-torch.compile (rill.compat.torch) maps to rill.compile: the model is
-captured into a graph with its tagged streams and events at the first call
-and replayed after. Every stream that the model's ops ran on is joined
-back to the capturing stream at the end of the capture, as torchair joins
-its streams at the end of a graph."""
+as tng` stands for `import torchair as tng`: npu_stream_switch on tagged
+streams, tagged events, npu_record_tagged_stream, and get_npu_backend,
+whose backend makes torch.compile capture the model into a graph with its
+streams joined back at the end, then replay it (docs/python.md)."""
 
 from . import configs, core, ops, scope
 from .configs.compiler_config import CompilerConfig
