@@ -357,6 +357,18 @@ static rill_status pool_alloc(rill__stream *s, size_t bytes, bool may_wait, cons
                           "%s: %zu bytes is more than any device can hold; check the size", fn,
                           bytes);
     size_t size = round_request(bytes);
+    if (size > dev->base.info.memory_bytes) {
+        /* Refused at once: no waiting for frees, emptying of the cache or
+         * committing of the device's memory on the way to failing. */
+        char memory[384] = "";
+        if (dev->ops->mem_describe != NULL)
+            dev->ops->mem_describe(dev, memory, sizeof memory);
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY,
+                          "%s: %zu bytes is more than device %d (%s) has in all (%zu bytes%s%s); "
+                          "allocate less",
+                          fn, bytes, dev->base.info.ordinal, dev->base.info.name,
+                          dev->base.info.memory_bytes, memory[0] != '\0' ? ": " : "", memory);
+    }
     /* The thread cache relies on s's order: only for may_wait. */
     void *cached = may_wait ? rill__tcache_alloc(p, s, size, bytes) : NULL;
     if (cached != NULL) {

@@ -19,7 +19,7 @@ static void test_more_than_the_device_has_is_refused_at_once(void **state) {
     RT_STATUS(RILL_ERROR_OUT_OF_MEMORY, rill_malloc(dev, info.memory_bytes + 1, &p));
     uint64_t ms = (rt_now_ns() - t0) / 1000000;
     assert_null(p);
-    assert_true(strlen(rill_last_error()) > 20);
+    assert_non_null(strstr(rill_last_error(), "has in all"));
     if (ms > 1000)
         fail_msg("refusing took %llu ms", (unsigned long long)ms);
     RT_OK(rill_malloc(dev, 1 << 20, &p));

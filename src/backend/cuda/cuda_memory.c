@@ -21,13 +21,6 @@ typedef struct cuda_segment {
 
 rill_status rill__cuda_mem_alloc(rill__device *dev, size_t bytes, void **out, void **handle) {
     cuda_device *d = cuda_device_of(dev);
-    size_t total = rill__device_base_of(dev)->info.memory_bytes;
-    /* More than the GPU has in all: refused now, not after committing all
-     * of its memory on the way. */
-    if (bytes > total)
-        return rill__fail(RILL_ERROR_OUT_OF_MEMORY,
-                          "%zu bytes is more than the GPU's %zu bytes of memory in all", bytes,
-                          total);
     size_t count = (bytes + RILL__CUDA_GRANULE - 1) / RILL__CUDA_GRANULE;
     cuda_segment *seg = rill__calloc(1, sizeof *seg + count * sizeof seg->granules[0]);
     if (seg == NULL)
