@@ -57,15 +57,7 @@ rill_status rill_device_count_of_kind(rill_device_kind kind, int *count, char *w
                        ? "this build of rill has no CUDA backend (built without the CUDA "
                          "toolkit's headers; see cmake/cuda.cmake)"
                        : "no device of this kind";
-        if (n > 0)
-            why[0] = '\0';
-        else if (size >= 4)
-            rill__fit(why, size, text);
-        else {
-            size_t len = strnlen(text, size - 1);
-            memcpy(why, text, len);
-            why[len] = '\0';
-        }
+        rill__fit(why, size, n > 0 ? "" : text);
     }
     return RILL_OK;
 }

@@ -89,6 +89,11 @@ size_t rill__fit(char *dst, size_t size, const char *src) {
         memmove(dst, src, n + 1);
         return n;
     }
+    if (size < sizeof ellipsis) { /* no room for "...": a plain cut */
+        memmove(dst, src, size - 1);
+        dst[size - 1] = '\0';
+        return size - 1;
+    }
     size_t keep = size - sizeof ellipsis; /* src[keep] is the first byte that cannot stay */
     size_t cut = keep;
     while (cut > 0 && keep - cut < WORD_BYTES && src[cut] != ' ')

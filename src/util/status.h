@@ -28,10 +28,11 @@ rill_status rill__fail(rill_status status, const char *fmt, ...) RILL__PRINTF(2,
  * naming a public call (rill__stream_new, a backend's submit), so that the
  * sentence names the call that failed once; returns status. */
 rill_status rill__fail_from(rill_status status, const char *fn);
-/* Copies src into dst (size bytes, size >= 4) and returns the length
+/* Copies src into dst (size bytes, size >= 1) and returns the length
  * copied. A src too long for dst is cut at the last word boundary that
  * leaves room for "...", which then ends it; a single word longer than
- * that is cut inside, never inside a UTF-8 sequence. */
+ * that is cut inside, never inside a UTF-8 sequence. Below 4 bytes there
+ * is no room for "...": src is cut short. */
 size_t rill__fit(char *dst, size_t size, const char *src);
 /* Clears the calling thread's sentence (a public call that succeeds leaves
  * the previous sentence in place, as errno does; tests use this). */
