@@ -562,34 +562,52 @@ void rill__cuda_runners_stop(cuda_device *d) {
  * that comes first, and issues what that lets through. Returns whether
  * anything moved; *gpu is set when work is left on the GPU. */
 /* Completes, in order, the commands of cs that are done: on the GPU (the
- * done word passed them) or settled on the host. One thread at a time
- * does (the pump, or a host thread waiting for the stream: host_help);
- * false, doing nothing, when another one is at it. Returns whether it
- * completed any; no lock held. */
+ * done word passed them) or settled on the host. A wait that the GPU did
+ * for another stream of the device completes only after that stream's
+ * awaited work is reported complete, so that what a host thread sees done
+ * keeps the order the GPU ran it in (an event that a finished stream
+ * waited for is complete too); that stream is completed first when it can
+ * be. One thread at a time completes a stream (the pump, or a host thread
+ * waiting for it: host_help); false, doing nothing, when another one is at
+ * it. Returns whether it completed any; no lock held. */
 static bool complete_done(cuda_device *d, cuda_stream *cs) {
     int idle = 0;
     if (!atomic_compare_exchange_strong_explicit(&cs->completing, &idle, 1, memory_order_acquire,
                                                  memory_order_relaxed))
         return false;
-    cuda_cmd *done = NULL, **done_tail = &done, *h;
-    rill__mutex_lock(&cs->lock);
-    /* acquire: the GPU's write follows the command's work. */
-    uint64_t word = atomic_load_explicit(cs->done_word, memory_order_acquire);
-    while ((h = cs->head) != NULL && h != cs->next_issue &&
-           (h->state == MET || (h->state == ON_GPU && h->seq <= word))) {
-        cs->head = h->next;
-        if (cs->head == NULL)
-            cs->tail = NULL;
-        h->next = NULL;
-        *done_tail = h;
-        done_tail = &h->next;
-    }
-    rill__mutex_unlock(&cs->lock);
-    bool moved = done != NULL;
-    while (done != NULL) {
-        cuda_cmd *next = done->next;
-        finish(d, cs, done);
-        done = next;
+    bool moved = false;
+    for (;;) {
+        cuda_cmd *done = NULL, **done_tail = &done, *h;
+        rill__stream *behind = NULL; /* the awaited stream that holds the next wait back */
+        rill__mutex_lock(&cs->lock);
+        /* acquire: the GPU's write follows the command's work. */
+        uint64_t word = atomic_load_explicit(cs->done_word, memory_order_acquire);
+        while ((h = cs->head) != NULL && h != cs->next_issue &&
+               (h->state == MET || (h->state == ON_GPU && h->seq <= word))) {
+            if (h->c.kind == RILL__CMD_WAIT && h->ev != NULL &&
+                atomic_load_explicit(&rill__queue_of(h->c.u.wait.stream)->done_seq,
+                                     memory_order_acquire) < h->c.u.wait.seq) {
+                behind = h->c.u.wait.stream;
+                break;
+            }
+            cs->head = h->next;
+            if (cs->head == NULL)
+                cs->tail = NULL;
+            h->next = NULL;
+            *done_tail = h;
+            done_tail = &h->next;
+        }
+        rill__mutex_unlock(&cs->lock);
+        moved |= done != NULL;
+        while (done != NULL) {
+            cuda_cmd *next = done->next;
+            finish(d, cs, done);
+            done = next;
+        }
+        /* The awaited stream's completer may be another thread (then the
+         * next look goes on) or this one, further up: no waiting here. */
+        if (behind == NULL || !complete_done(d, cuda_stream_of(behind)))
+            break;
     }
     /* release: the next completer sees what this one did (failing). */
     atomic_store_explicit(&cs->completing, 0, memory_order_release);
