@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "backend/cuda/cuda_driver.h"
+#include "fake_cuda.h"
 #include "op_twins.h"
 #include "rill.h"
 
@@ -36,7 +37,7 @@ static _Atomic size_t created; /* bytes of cuMemCreate not released */
 
 /* ------------------------------------------------------------- streams */
 
-typedef enum op_kind { OP_KERNEL, OP_COPY, OP_SET, OP_WRITE, OP_RECORD, OP_WAIT } op_kind;
+typedef enum op_kind { OP_KERNEL, OP_COPY, OP_SET, OP_WRITE, OP_RECORD, OP_WAIT, OP_CALL } op_kind;
 
 struct CUevent_st {
     pthread_mutex_t lock;
@@ -75,6 +76,10 @@ typedef struct op {
             CUevent ev;
             uint64_t gen;
         } event;
+        struct {
+            void (*fn)(void *);
+            void *arg;
+        } call;
     } u;
 } op;
 
@@ -120,6 +125,9 @@ static void run_op(op *o) {
         pthread_mutex_unlock(&ev->lock);
         break;
     }
+    case OP_CALL:
+        o->u.call.fn(o->u.call.arg);
+        break;
     case OP_WAIT: {
         CUevent ev = o->u.event.ev;
         pthread_mutex_lock(&ev->lock);
@@ -174,6 +182,18 @@ static op *new_op(op_kind kind) {
     if (o != NULL)
         o->kind = kind;
     return o;
+}
+
+CUresult fake_stream_call(CUstream s, void (*fn)(void *), void *arg) {
+    op *o = new_op(OP_CALL);
+    if (o == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    o->u.call.fn = fn;
+    o->u.call.arg = arg;
+    CUresult r = push(s, o);
+    if (r != CUDA_SUCCESS)
+        free(o);
+    return r;
 }
 
 static CUresult fake_cuStreamCreate(CUstream *out, unsigned int flags) {

@@ -16,6 +16,7 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "util/alloc.h"
@@ -203,6 +204,15 @@ void rill__cuda_libs_init_names(rill__cuda_libs *libs, const char *const *blas_n
 
 void rill__cuda_libs_init(rill__cuda_libs *libs) {
     rill__cuda_libs_init_names(libs, default_blas_names, default_dnn_names);
+    const char *blas = getenv("RILL_CUBLAS_LIBRARY"), *dnn = getenv("RILL_CUDNN_LIBRARY");
+    if (blas != NULL && blas[0] != '\0') {
+        libs->blas_env[0] = blas;
+        libs->blas_names = libs->blas_env;
+    }
+    if (dnn != NULL && dnn[0] != '\0') {
+        libs->dnn_env[0] = dnn;
+        libs->dnn_names = libs->dnn_env;
+    }
 }
 
 typedef enum lib_kind { LIB_BLAS, LIB_DNN } lib_kind;

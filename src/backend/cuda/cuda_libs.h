@@ -43,6 +43,8 @@ typedef struct rill__cuda_libs {
     /* immutable after init */
     const char *const *blas_names; /* borrowed: NULL-terminated, tried in order */
     const char *const *dnn_names;  /* borrowed: likewise */
+    const char *blas_env[2];       /* {$RILL_CUBLAS_LIBRARY, NULL} when it is set */
+    const char *dnn_env[2];        /* {$RILL_CUDNN_LIBRARY, NULL} likewise */
     rill__mutex lock;
     /* guarded by lock; each table, once set, is immutable until fini */
     bool blas_tried, dnn_tried;
@@ -53,7 +55,9 @@ typedef struct rill__cuda_libs {
 } rill__cuda_libs;
 
 /* Prepares libs for a device; loads nothing (the first op that needs a
- * library loads it). Any thread. */
+ * library loads it). cuBLAS is loaded from $RILL_CUBLAS_LIBRARY when it is
+ * set (a file name or path), else from libcublas.so.13 or .12; cuDNN from
+ * $RILL_CUDNN_LIBRARY, else libcudnn.so.9. Any thread. */
 void rill__cuda_libs_init(rill__cuda_libs *libs);
 /* rill__cuda_libs_init with other file names to load cuBLAS and cuDNN
  * from (NULL-terminated lists, kept until fini): for tests. */
