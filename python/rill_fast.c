@@ -15,7 +15,8 @@
  * frees the memory in stream order (a view's is its base's: left alone)
  * and gives the event back to its pool. new() makes the tensors of
  * rill.empty, zeros, ones and full in one pass. EventPool is a stack of
- * events a device's tensors reuse.
+ * events a device's tensors reuse. capsule_destructor is the address of
+ * the destructor of rill's DLPack capsules.
  *
  * The package passes cffi pointers (cdata) where the C code needs
  * addresses: configure() takes Python callables that make one from an
@@ -756,6 +757,42 @@ static PyObject *set_generation(PyObject *module, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
+/* DLPack's tensor as rill's exports lay it out (rill/_cdef.py). */
+typedef struct DLManagedTensor {
+    void *data;
+    int32_t device_type, device_id;
+    int32_t ndim;
+    uint8_t code, bits;
+    uint16_t lanes;
+    int64_t *shape, *strides;
+    uint64_t byte_offset;
+    void *manager_ctx;
+    void (*deleter)(struct DLManagedTensor *);
+} DLManagedTensor;
+
+/* The destructor of rill's DLPack capsules: one still named "dltensor" was
+ * never consumed, so the producer's deleter runs. A consumer that refused
+ * the capsule has its exception set: it is kept aside meanwhile, as the
+ * deleter (Python code) must run without one. */
+static void dlpack_capsule_destructor(PyObject *capsule) {
+    if (!PyCapsule_IsValid(capsule, "dltensor"))
+        return;
+#if PY_VERSION_HEX >= 0x030C0000
+    PyObject *raised = PyErr_GetRaisedException();
+#else
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+#endif
+    DLManagedTensor *m = PyCapsule_GetPointer(capsule, "dltensor");
+    if (m != NULL && m->deleter != NULL)
+        m->deleter(m);
+#if PY_VERSION_HEX >= 0x030C0000
+    PyErr_SetRaisedException(raised);
+#else
+    PyErr_Restore(type, value, tb);
+#endif
+}
+
 static PyMethodDef module_methods[] = {
     {"configure", (PyCFunction)(void (*)(void))configure, METH_VARARGS | METH_KEYWORDS,
      "Names the package's objects and functions that the fast path uses."},
@@ -787,6 +824,12 @@ PyMODINIT_FUNC PyInit__rill_fast(void) {
     PyObject *m = PyModule_Create(&module_def);
     if (m == NULL)
         return NULL;
+    PyObject *destructor = PyLong_FromVoidPtr((void *)(uintptr_t)dlpack_capsule_destructor);
+    if (destructor == NULL || PyModule_AddObject(m, "capsule_destructor", destructor) < 0) {
+        Py_XDECREF(destructor);
+        Py_DECREF(m);
+        return NULL;
+    }
     if (PyModule_AddObjectRef(m, "EventPool", (PyObject *)&EventPool_Type) < 0 ||
         PyModule_AddObjectRef(m, "TensorBase", (PyObject *)&TensorBase_Type) < 0) {
         Py_DECREF(m);

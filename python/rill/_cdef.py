@@ -123,7 +123,9 @@ const char *rill_last_error(void);
 rill_status rill_shutdown(void);
 
 rill_status rill_device_count(int *count);
+rill_status rill_device_count_of_kind(rill_device_kind kind, int *count, char *why, size_t size);
 rill_status rill_device_get(int ordinal, rill_device **out);
+rill_status rill_device_get_by_kind(rill_device_kind kind, int index, rill_device **out);
 rill_status rill_device_get_info(rill_device *dev, rill_device_info *out);
 rill_status rill_set_device(rill_device *dev);
 rill_status rill_get_device(rill_device **out);

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 """DLPack export: Tensor.__dlpack__ and __dlpack_device__, so numpy and
-torch see a tensor's memory without a copy. __dlpack__ waits for the
+torch see a tensor's memory without a copy (torch a CUDA device's as a
+CUDA tensor). __dlpack__ waits for the
 tensor's event, then returns a capsule whose structures and tensor live in
 `_exported` until the consumer calls the deleter; rill.shutdown() refuses
 to run while an export is alive (refuse_shutdown)."""
@@ -10,9 +11,10 @@ import gc
 
 from . import _wait
 from ._errors import check, error
-from ._ffi import ffi, lib
+from ._ffi import fast, ffi, lib
 
 _KDL_CPU = 1
+_KDL_CUDA = 2
 _KDL_FLOAT = 2
 
 _exported = {}  # DLManagedTensor address -> (cdata it lives in, shape cdata, Tensor)
@@ -26,21 +28,35 @@ def _deleter(managed):
 _api = ctypes.pythonapi
 _api.PyCapsule_New.restype = ctypes.py_object
 _api.PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
-_api.PyCapsule_IsValid.restype = ctypes.c_int
-_api.PyCapsule_IsValid.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
-_api.PyCapsule_GetPointer.restype = ctypes.c_void_p
-_api.PyCapsule_GetPointer.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+
+# The destructor of a capsule no consumer took: _rill_fast's, in C, where
+# the package has it. This one is the fallback (cffi's ABI mode): it reads
+# the capsule's pointer and name from the object itself (CPython's
+# PyCapsule: the object header, then pointer, then name), because it may
+# run while a consumer that refused the capsule has an exception set, when
+# no call into the C API may be made through ctypes; that exception is
+# lost (the consumer raises SystemError instead).
+_POINTER_AT = object.__basicsize__
+_NAME_AT = _POINTER_AT + ctypes.sizeof(ctypes.c_void_p)
 
 
 @ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 def _capsule_destructor(capsule):
     # Still named "dltensor": no consumer took it, so the producer's deleter runs.
-    if _api.PyCapsule_IsValid(capsule, b"dltensor"):
-        ptr = _api.PyCapsule_GetPointer(capsule, b"dltensor")
-        _exported.pop(ptr, None)
+    if ctypes.c_char_p.from_address(capsule + _NAME_AT).value == b"dltensor":
+        _exported.pop(ctypes.c_void_p.from_address(capsule + _POINTER_AT).value, None)
 
 
-_DESTRUCTOR = ctypes.cast(_capsule_destructor, ctypes.c_void_p).value
+_DESTRUCTOR = fast.capsule_destructor if fast is not None else \
+    ctypes.cast(_capsule_destructor, ctypes.c_void_p).value
+
+
+def device_of(t):
+    """(kDLCPU, 0) for a tensor of a CPU device, (kDLCUDA, N) of cuda:N."""
+    dev = t._stream.device
+    if dev.kind == "cuda":
+        return (_KDL_CUDA, dev.kind_index)
+    return (_KDL_CPU, 0)
 
 
 def export(t, stream, where):
@@ -54,8 +70,7 @@ def export(t, stream, where):
     shape = ffi.new("int64_t[]", list(t._shape) or [1])
     dl = managed.dl_tensor
     dl.data = ptr
-    dl.device.device_type = _KDL_CPU
-    dl.device.device_id = 0
+    dl.device.device_type, dl.device.device_id = device_of(t)
     dl.ndim = len(t._shape)
     dl.dtype.code = _KDL_FLOAT
     dl.dtype.bits = t._dtype.itemsize * 8

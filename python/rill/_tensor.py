@@ -316,8 +316,10 @@ class Tensor(fast.TensorBase if fast is not None else _Fields):
         return _dlpack.export(self, stream, "rill.Tensor.__dlpack__")
 
     def __dlpack_device__(self):
-        """(kDLCPU, 0): rill's CPU device memory is host memory."""
-        return (1, 0)
+        """(kDLCPU, 0) on a CPU device, whose memory is host memory;
+        (kDLCUDA, N) on cuda:N."""
+        from . import _dlpack
+        return _dlpack.device_of(self)
 
     # ---- streams
 

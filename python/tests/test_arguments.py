@@ -21,7 +21,10 @@ CASES = [
     # streams
     ("Stream priority str", lambda o: rill.Stream(priority="high"), TypeError),
     ("Stream priority bool", lambda o: rill.Stream(priority=True), TypeError),
-    ("Stream device str", lambda o: rill.Stream(device="cuda:0"), TypeError),
+    ("Stream device bad name", lambda o: rill.Stream(device="gpu:0"), ValueError),
+    ("Stream device bad index", lambda o: rill.Stream(device="cpu:x"), ValueError),
+    ("Stream device name missing", lambda o: rill.Stream(device="cpu:99"), rill.NoDeviceError),
+    ("Stream device float", lambda o: rill.Stream(device=0.0), TypeError),
     ("Stream device missing", lambda o: rill.Stream(device=99), rill.NoDeviceError),
     ("Stream name int", lambda o: rill.Stream(name=3), TypeError),
     ("Stream name NUL", lambda o: rill.Stream(name="a\0b"), ValueError),
@@ -35,7 +38,7 @@ CASES = [
     ("set_stream event", lambda o: rill.set_stream(o["e"]), TypeError),
     ("StreamContext int", lambda o: rill.StreamContext(3), TypeError),
     ("stream str", lambda o: rill.stream("s"), TypeError),
-    ("current_stream device str", lambda o: rill.current_stream("cpu"), TypeError),
+    ("current_stream device str", lambda o: rill.current_stream("tpu"), ValueError),
     ("default_stream device float", lambda o: rill.default_stream(0.0), TypeError),
     ("synchronize device missing", lambda o: rill.synchronize(99), rill.NoDeviceError),
     ("tagged_stream int tag", lambda o: rill.tagged_stream(1), TypeError),
@@ -57,9 +60,9 @@ CASES = [
     ("ipc_handle not ipc", lambda o: o["e"].ipc_handle(), rill.InvalidArgumentError),
     # devices
     ("Device()", lambda o: rill.Device(), TypeError),
-    ("device str", lambda o: rill.device("cpu"), TypeError),
+    ("device str", lambda o: rill.device("tpu"), ValueError),
     ("device missing", lambda o: rill.device(-1), rill.NoDeviceError),
-    ("set_device str", lambda o: rill.set_device("cpu"), TypeError),
+    ("set_device str", lambda o: rill.set_device("tpu"), ValueError),
     # tensors
     ("Tensor str data", lambda o: rill.Tensor("abc"), TypeError),
     ("Tensor object data", lambda o: rill.Tensor(object()), TypeError),
@@ -85,17 +88,17 @@ CASES = [
     ("ops.conv2d 2-D", lambda o: rill.ops.conv2d(o["t"], o["t"]), ValueError),
     ("item of many", lambda o: o["t"].item(), ValueError),
     # memory
-    ("memory_allocated str", lambda o: rill.memory_allocated("cpu"), TypeError),
+    ("memory_allocated str", lambda o: rill.memory_allocated("tpu"), ValueError),
     ("max_memory_allocated missing", lambda o: rill.max_memory_allocated(42), rill.NoDeviceError),
     ("memory_reserved float", lambda o: rill.memory_reserved(0.5), TypeError),
-    ("max_memory_reserved str", lambda o: rill.max_memory_reserved("x"), TypeError),
-    ("reset_peak str", lambda o: rill.reset_peak_memory_stats("x"), TypeError),
-    ("empty_cache str", lambda o: rill.empty_cache("x"), TypeError),
-    ("memory_stats str", lambda o: rill.memory_stats("x"), TypeError),
+    ("max_memory_reserved str", lambda o: rill.max_memory_reserved("x"), ValueError),
+    ("reset_peak str", lambda o: rill.reset_peak_memory_stats("x"), ValueError),
+    ("empty_cache str", lambda o: rill.empty_cache("x"), ValueError),
+    ("memory_stats str", lambda o: rill.memory_stats("x"), ValueError),
     ("memory_summary missing", lambda o: rill.memory_summary(77), rill.NoDeviceError),
     ("set_memory_limit str", lambda o: rill.set_memory_limit("1GB"), TypeError),
     ("set_memory_limit negative", lambda o: rill.set_memory_limit(-5), ValueError),
-    ("memory_limit str", lambda o: rill.memory_limit("x"), TypeError),
+    ("memory_limit str", lambda o: rill.memory_limit("x"), ValueError),
 ]
 
 

@@ -134,8 +134,11 @@ def test_memory_calls_take_a_device():
     assert "device" in rill.memory_summary(dev)
     with pytest.raises(rill.NoDeviceError):
         rill.memory_allocated(rill.device_count() + 3)
+    assert rill.memory_allocated(str(dev)) == rill.memory_allocated()  # "cpu:0" or "cuda:0"
     with pytest.raises(TypeError):
-        rill.memory_reserved("cpu")
+        rill.memory_reserved(0.5)
+    with pytest.raises(ValueError):
+        rill.memory_reserved("tpu")
 
 
 def test_set_memory_limit_refuses_what_is_not_a_byte_count():

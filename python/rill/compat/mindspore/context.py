@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: MIT
-"""mindspore.context on rill: the execution mode and the memory limit."""
+"""mindspore.context on rill: the execution mode, the device and the
+memory limit."""
 
 import re
 
-from ... import _memory
+from ... import _device, _memory
 
 GRAPH_MODE = 0
 PYNATIVE_MODE = 1
@@ -23,7 +24,25 @@ def _bytes(text):
 def set_context(**kwargs):
     """mode: PYNATIVE_MODE (rill runs ops eagerly; GRAPH_MODE comes with
     rill's graphs); max_device_memory: the pool's limit, like '3.5GB';
-    device_target and device_id are accepted and kept."""
+    device_target "GPU" or "Ascend" with device_id N makes rill's cuda:N the
+    current device where rill has CUDA devices (else its device of ordinal
+    N), and "CPU" rill's CPU device; the work after runs there."""
+    target = kwargs.get("device_target", _context["device_target"])
+    if target not in ("CPU", "GPU", "Ascend"):
+        raise ValueError(f"mindspore.set_context: device_target must be 'CPU', 'GPU' or "
+                         f"'Ascend', not {target!r}")
+    index = kwargs.get("device_id", _context["device_id"])
+    if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+        raise ValueError(f"mindspore.set_context: device_id must be an int 0 or more, "
+                         f"not {index!r}")
+    if "device_target" in kwargs or "device_id" in kwargs:
+        cuda = _device.count_of_kind("cuda")[0] > 0
+        if target == "CPU":
+            name = "cpu" if cuda else None
+        else:
+            name = f"cuda:{index}" if cuda else index
+        if name is not None:
+            _device.set_device(_device.device(name))
     for key, value in kwargs.items():
         if key == "mode":
             if value == GRAPH_MODE:

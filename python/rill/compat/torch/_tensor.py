@@ -65,11 +65,39 @@ def _is_host(dev):
         (isinstance(dev, device) and dev.type == "cpu")
 
 
+def _has_cuda():
+    """Whether rill has CUDA devices: then torch's "cuda:N" and "npu:N" are
+    rill's cuda:N and "cpu" its CPU device; else every kind names rill's
+    devices by ordinal, all of them CPU devices."""
+    return _device.count_of_kind("cuda")[0] > 0
+
+
+def _ordinal(index, kind, where):
+    """The rill ordinal of torch's device kind:index (index None: None,
+    the current device)."""
+    if index is None:
+        return None
+    if _has_cuda():
+        name = f"cpu:{index}" if kind == "cpu" else f"cuda:{index}"
+        return _device.device(name).index
+    return _device.device(index).index
+
+
+def _torch_index(dev):
+    """torch's index of rill device dev: N of cuda:N, or -1 for a CPU
+    device beside CUDA devices (the host); without CUDA devices, the
+    ordinal."""
+    if dev.kind == "cuda":
+        return dev.kind_index
+    return -1 if _has_cuda() else dev.index
+
+
 def _device_arg(dev, where):
-    """The rill device index that a device= argument names (a str, a
+    """The rill ordinal that a device= argument names (a str, a
     torch.device, an int or a rill.Device), or None for the current device
-    (None, or a kind without an index). The index must name a device rill
-    has."""
+    (None, or "cuda" without an index). "cpu" names rill's CPU device when
+    rill has CUDA devices (the current device otherwise). The index must
+    name a device rill has."""
     if dev is None:
         return None
     if isinstance(dev, _device.Device):
@@ -81,9 +109,9 @@ def _device_arg(dev, where):
     elif not isinstance(dev, device):
         raise TypeError(f"{where}: device must be a str, a torch.device or an int, "
                         f"not {type(dev).__name__}")
-    if dev.index is None:
-        return None
-    return _device.device(dev.index).index
+    if dev.type == "cpu" and dev.index is None and _has_cuda():
+        return _device.device("cpu").index
+    return _ordinal(dev.index, dev.type, where)
 
 
 class _on:
@@ -121,7 +149,7 @@ def _moved(t, index, where):
     from ..._ffi import lib
     if index is None:
         index = _device.current_device().index
-    if t.get_device() == index:
+    if t._stream.device.index == index:
         return t
     with _on(index):
         s = _stream.current()
@@ -173,16 +201,18 @@ class Tensor(_tensor.Tensor):
 
     @property
     def is_cuda(self):
-        return True
+        return _torch_index(self._stream.device) >= 0
 
     @property
     def device(self):
-        """torch.device("cuda", index) of the tensor's device."""
-        return device("cuda", self._stream.device.index)
+        """torch.device("cuda", index) of the tensor's device; "cpu" for
+        rill's CPU device beside CUDA devices."""
+        index = _torch_index(self._stream.device)
+        return device("cpu") if index < 0 else device("cuda", index)
 
     def get_device(self):
-        """The index of the tensor's device."""
-        return self._stream.device.index
+        """torch's index of the tensor's device (-1: the host)."""
+        return _torch_index(self._stream.device)
 
     def tolist(self):
         """The values as (nested) Python lists, once the work that writes
@@ -270,8 +300,12 @@ class Tensor(_tensor.Tensor):
         return _moved(self, _device_arg(device, "torch.Tensor.npu"), "torch.Tensor.npu")
 
     def cpu(self):
-        """The tensor itself; numpy() copies it to the host."""
-        return self
+        """The tensor itself where rill has no CUDA device (its memory is
+        host memory; numpy() copies it); else a copy on rill's CPU device
+        when it is on a GPU."""
+        if self._stream.device.kind != "cuda":
+            return self
+        return _moved(self, _device.device("cpu").index, "torch.Tensor.cpu")
 
     def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False):
         """to(dtype), to(device), to(device, dtype): a copy on another device
@@ -368,7 +402,9 @@ class Tensor(_tensor.Tensor):
     def __repr__(self):
         body = np.array2string(self.numpy(), separator=", ", prefix="tensor(")
         extra = "" if self.dtype is _tensor.float32 else f", dtype=torch.{self.dtype.name}"
-        return f"tensor({body}, device='cuda:{self.get_device()}'{extra})"
+        index = self.get_device()
+        where = "" if index < 0 else f", device='cuda:{index}'"
+        return f"tensor({body}{where}{extra})"
 
 
 def _size(size, where):

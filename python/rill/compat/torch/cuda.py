@@ -9,7 +9,7 @@ from ... import _device, _memory, _stream, _tensor
 from ..._ffi import ffi
 from ..._graph import Graph as CUDAGraph, graph
 from ..._stream import StreamContext
-from ._tensor import Tensor, _device_arg, _legacy, _on
+from ._tensor import Tensor, _device_arg, _legacy, _on, _torch_index
 
 memory_allocated = _memory.memory_allocated
 max_memory_allocated = _memory.max_memory_allocated
@@ -41,7 +41,7 @@ class Stream(_stream.Stream):
 
     @property
     def device_index(self):
-        return self.device.index
+        return _torch_index(self.device)
 
     def record_event(self, event=None):
         """Records event (a new torch.cuda.Event when None) and returns it."""
@@ -61,7 +61,7 @@ class Stream(_stream.Stream):
         return ctx.__exit__(*exc)
 
     def __repr__(self):
-        return (f"<torch.cuda.Stream device=cuda:{self.device.index} "
+        return (f"<torch.cuda.Stream device=cuda:{_torch_index(self.device)} "
                 f"cuda_stream={self.cuda_stream:#x}>")
 
 
@@ -178,17 +178,20 @@ def synchronize(device=None):
 
 
 def is_available():
-    """True: rill always has a device."""
+    """True: rill always has a device (its CPU devices stand in for GPUs
+    where it has no CUDA device)."""
     return _device.device_count() > 0
 
 
 def device_count():
-    return _device.device_count()
+    """rill's CUDA devices, or where it has none, all its devices."""
+    n = _device.count_of_kind("cuda")[0]
+    return n if n > 0 else _device.device_count()
 
 
 def current_device():
-    """The index of the current device."""
-    return _device.current_device().index
+    """torch's index of the current device."""
+    return _torch_index(_device.current_device())
 
 
 __all__ = ["CUDAGraph", "Event", "FloatTensor", "HalfTensor", "Stream", "StreamContext",
