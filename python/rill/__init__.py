@@ -20,7 +20,7 @@ for _module, _debian in (("cffi", "python3-cffi"), ("numpy", "python3-numpy")):
             f"elsewhere `{_sys.executable} -m pip install {_module}`", name=_module) from None
 del _module, _debian
 
-from . import ops
+from . import _math, _views, ops  # _views and _math add their methods to Tensor
 from ._device import Device, current_device, device, device_count, set_device
 from ._errors import (CaptureInvalidatedError, CaptureIsolationError, CaptureUnjoinedError,
                       CaptureUnmatchedError, CaptureUnsupportedError, CaptureWrongThreadError,

@@ -1,9 +1,8 @@
 # SPDX-License-Identifier: MIT
-"""The tensor ops of a small model on the current stream, each one of rill's
-C ops: broadcasting + - * / and the rest of rill_binary_op (tensors of
-different shapes, or views with strides), the maps (activations, and / and
-** with numbers), reductions and softmax along a dimension, conv2d with
-strides and padding, and pooling.
+"""The tensor ops of a small model beyond _tensor's element-wise ones,
+each one of rill's C ops on the current stream: reductions and softmax
+along a dimension, conv2d with strides and padding, pooling, and matmul of
+[..., m, k] by [k, n]. rill.Tensor's methods for them are added to it here.
 
 dtypes: float32 computes directly; float16 tensors are converted to
 float32 on the stream, and a result of only float16 inputs is rounded back
@@ -18,101 +17,6 @@ from . import _tensor as T
 from . import _views as V
 from ._errors import check
 from ._ffi import ffi, lib
-
-_BINARY = {"add": lib.RILL_BINARY_ADD, "sub": lib.RILL_BINARY_SUB, "mul": lib.RILL_BINARY_MUL,
-           "div": lib.RILL_BINARY_DIV, "maximum": lib.RILL_BINARY_MAX,
-           "minimum": lib.RILL_BINARY_MIN, "pow": lib.RILL_BINARY_POW}
-
-
-def _as_f32(x, where):
-    """x as a float32 tensor (views keep their strides) and whether it was
-    float16."""
-    if x._dtype is T.float32:
-        return x, False
-    if x._dtype is T.float16:
-        if x._strides is not None:
-            raise NotImplementedError(f"{where}: rill reads float16 views with strides through "
-                                      "float32 only; convert first (t.float())")
-        return T._converted(x, T.float32, _stream.current(), where), True
-    T._tensor_arg(x, where, "input")  # raises for int64
-    return x, False
-
-
-def _result(out, half):
-    return T._converted(out, T.float16, _stream.current(), "rill") if half else out
-
-
-def binary(kind, a, b, where=None):
-    """a (kind) b for two tensors, broadcast to one shape, or a tensor and a
-    number, on the current stream."""
-    where = where or f"rill.ops.{kind}"
-    if not isinstance(a, T.Tensor):
-        if not T._is_scalar(a):
-            raise TypeError(f"{where}: a must be a rill.Tensor or a number, "
-                            f"not {type(a).__name__}")
-        a = _scalar_like(a, b)
-    if not isinstance(b, T.Tensor):
-        if not T._is_scalar(b):
-            raise TypeError(f"{where}: b must be a rill.Tensor or a number, "
-                            f"not {type(b).__name__}")
-        return _with_number(kind, a, float(b), where)
-    x, hx = _as_f32(a, where)
-    y, hy = _as_f32(b, where)
-    shape = V.broadcast_shape(x._shape, y._shape, where)
-    s = _stream.current()
-    out = type(a)._empty(shape, T.float32, s, where)
-    if out._numel:
-        nd = len(shape)
-        sh = ffi.new("size_t[]", list(shape) or [1])
-        xs = ffi.new("size_t[]", list(V.broadcast_strides(x, shape)) or [1])
-        ys = ffi.new("size_t[]", list(V.broadcast_strides(y, shape)) or [1])
-        T._finish(out, s, lib.rill_op_binary_f32(s._handle(where), _BINARY[kind], out._ptr,
-                                                 x._valid(where), xs, y._valid(where), ys, sh, nd))
-    return _result(out, hx and hy)
-
-
-def _scalar_like(value, t):
-    """A one-element tensor of value, which broadcasts against t."""
-    return T.filled((), float(value), T.float32, "rill", cls=type(t))
-
-
-def _with_number(kind, a, value, where):
-    if kind == "add":
-        return T.add(a, value)
-    if kind == "sub":
-        return T.sub(a, value)
-    if kind == "mul":
-        return map_op(lib.RILL_MAP_SCALE, a, value, where)
-    if kind == "div":
-        return map_op(lib.RILL_MAP_DIV, a, value, where)
-    if kind == "maximum":
-        return map_op(lib.RILL_MAP_MAX, a, value, where)
-    if kind == "minimum":
-        return map_op(lib.RILL_MAP_MIN, a, value, where)
-    return map_op(lib.RILL_MAP_POW, a, value, where)
-
-
-def map_op(op, a, alpha=0.0, where="rill.ops.map"):
-    """op(a) element-wise (a rill_map_op with its number alpha), a new
-    tensor like a on the current stream."""
-    if not isinstance(a, T.Tensor):
-        raise TypeError(f"{where}: input must be a rill.Tensor, not {type(a).__name__}")
-    x, half = _as_f32(a, where)
-    x = V.contiguous(x, where)
-    s = _stream.current()
-    out = type(a)._empty(x._shape, T.float32, s, where)
-    if out._numel:
-        T._finish(out, s, lib.rill_op_map_f32(s._handle(where), op, out._ptr, x._valid(where),
-                                              float(alpha), out._numel))
-    return _result(out, half)
-
-
-def rdiv(value, a, where="rill.ops.div"):
-    return map_op(lib.RILL_MAP_RDIV, a, value, where)
-
-
-def rsub(value, a, where="rill.ops.sub"):
-    return map_op(lib.RILL_MAP_RSUB, a, value, where)
 
 
 # ---- along a dimension
@@ -136,7 +40,7 @@ values_indices = collections.namedtuple("values_indices", ["values", "indices"])
 
 def _reduce_one(kind, x, d, keepdim, want_indices, where):
     """x (float32) reduced along dimension d."""
-    x = V.contiguous(x, where)
+    x = T.contiguous(x, where)
     outer, dim, inner = _split(x._shape, d)
     shape = x._shape[:d] + ((1,) if keepdim else ()) + x._shape[d + 1:]
     s = _stream.current()
@@ -163,7 +67,7 @@ def reduce(kind, a, dim=None, keepdim=False, where=None):
     """sum or mean of a over dim (an int, a tuple of ints, or None: all),
     keeping the reduced dimensions as 1 when keepdim."""
     where = where or f"rill.Tensor.{kind}"
-    x, half = _as_f32(a, where)
+    x, half = T._as_f32(a, where)
     dims = _dims_arg(dim, len(x._shape), where)
     if dims is None:
         if kind == "sum" and x._strides is None:
@@ -174,34 +78,34 @@ def reduce(kind, a, dim=None, keepdim=False, where=None):
             out = V.reshape(out, (), where=where)
         if keepdim:
             out = V.reshape(out, (1,) * len(x._shape), where=where)
-        return _result(out, half)
+        return T._result(out, half)
     out = x
     for d in dims:
         out, _ = _reduce_one(kind, out, d, True, False, where)
     if not keepdim:
         out = V.reshape(out, tuple(n for i, n in enumerate(out._shape) if i not in dims),
                         where=where)
-    return _result(out, half)
+    return T._result(out, half)
 
 
 def extreme(kind, a, dim=None, keepdim=False, where=None):
     """max or min: of all elements (dim None: a 0-d tensor), or along dim:
     (values, indices), indices int64."""
     where = where or f"rill.Tensor.{kind}"
-    x, half = _as_f32(a, where)
+    x, half = T._as_f32(a, where)
     if dim is None:
         if x._numel == 0:
             raise RuntimeError(f"{where}: the {kind} of an empty tensor is undefined; pass a "
                                "non-empty tensor")
         out, _ = _reduce_one(kind, V.reshape(x, x._numel, where=where), 0, False, False, where)
-        return _result(V.reshape(out, (), where=where), half)
+        return T._result(V.reshape(out, (), where=where), half)
     d = V._dim(dim, len(x._shape), where)
     if not x._shape:
         x = V.reshape(x, 1, where=where)
     values, indices = _reduce_one(kind, x, d, keepdim, True, where)
     if not a._shape:
         values, indices = V.reshape(values, (), where=where), V.reshape(indices, (), where=where)
-    return values_indices(_result(values, half), indices)
+    return values_indices(T._result(values, half), indices)
 
 
 def argextreme(kind, a, dim=None, keepdim=False, where=None):
@@ -216,8 +120,8 @@ def softmax(a, dim, log=False, where=None):
     where = where or ("rill.ops.log_softmax" if log else "rill.ops.softmax")
     if dim is None:
         raise TypeError(f"{where}: pass dim, the dimension to normalise along")
-    x, half = _as_f32(a, where)
-    x = V.contiguous(x, where)
+    x, half = T._as_f32(a, where)
+    x = T.contiguous(x, where)
     d = V._dim(dim, len(x._shape), where)
     outer, n, inner = _split(x._shape, d) if x._shape else (1, 1, 1)
     s = _stream.current()
@@ -225,7 +129,7 @@ def softmax(a, dim, log=False, where=None):
     if out._numel:
         op = lib.rill_op_log_softmax_f32 if log else lib.rill_op_softmax_f32
         T._finish(out, s, op(s._handle(where), out._ptr, x._valid(where), outer, n, inner))
-    return _result(out, half)
+    return T._result(out, half)
 
 
 # ---- images
@@ -254,11 +158,11 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1,
                                   "the padding as ints")
     ph, pw = _pair(padding, "padding", where)
     if (sh, sw, ph, pw) == (1, 1, 0, 0):
-        out = T.conv2d(V.contiguous(input, where), V.contiguous(weight, where))
+        out = T.conv2d(T.contiguous(input, where), T.contiguous(weight, where))
     else:
-        x, hx = _as_f32(input, where)
-        wt, hw = _as_f32(weight, where)
-        x, wt = V.contiguous(x, where), V.contiguous(wt, where)
+        x, hx = T._as_f32(input, where)
+        wt, hw = T._as_f32(weight, where)
+        x, wt = T.contiguous(x, where), T.contiguous(wt, where)
         if len(x._shape) != 4 or len(wt._shape) != 4 or x._shape[1] != wt._shape[1]:
             raise ValueError(f"{where}: input {x._shape} and weight {wt._shape} must be 4-D, "
                              "[n, c, h, w] and [k, c, r, s], with the same c")
@@ -274,9 +178,9 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1,
             T._finish(out, s, lib.rill_op_conv2d_ex_f32(
                 s._handle(where), out._ptr, x._valid(where), wt._valid(where), n, c, h, w, k, r,
                 q, sh, sw, ph, pw))
-        out = _result(out, hx and hw)
+        out = T._result(out, hx and hw)
     if bias is not None:
-        out = binary("add", out, V.reshape(bias, (1, -1, 1, 1), where=where), where)
+        out = T.binary("add", out, V.reshape(bias, (1, -1, 1, 1), where=where), where)
     return out
 
 
@@ -292,8 +196,8 @@ def pool2d(kind, input, kernel_size, stride=None, padding=0, where=None, **unsup
     r, q = _pair(kernel_size, "kernel_size", where)
     sh, sw = _pair(stride if stride not in (None, ()) else (r, q), "stride", where)
     ph, pw = _pair(padding, "padding", where)
-    x, half = _as_f32(input, where)
-    x = V.contiguous(x, where)
+    x, half = T._as_f32(input, where)
+    x = T.contiguous(x, where)
     if len(x._shape) not in (3, 4):
         raise ValueError(f"{where}: input {x._shape} must be 3-D or 4-D: [c, h, w] or "
                          "[n, c, h, w]")
@@ -313,7 +217,7 @@ def pool2d(kind, input, kernel_size, stride=None, padding=0, where=None, **unsup
         T._finish(out, s, lib.rill_op_pool2d_f32(s._handle(where), op, out._ptr,
                                                  x._valid(where), planes, h, w, r, q, sh, sw,
                                                  ph, pw))
-    return _result(out, half)
+    return T._result(out, half)
 
 
 def matmul(a, b, where="rill.ops.matmul"):
@@ -323,10 +227,50 @@ def matmul(a, b, where="rill.ops.matmul"):
         raise TypeError(f"{where}: both operands must be rill.Tensors")
     if len(b._shape) == 2 and len(a._shape) > 2:
         lead = a._shape[:-1]
-        out = T.matmul(V.reshape(a, (-1, a._shape[-1]), where=where), V.contiguous(b, where))
+        out = T.matmul(V.reshape(a, (-1, a._shape[-1]), where=where), T.contiguous(b, where))
         return V.reshape(out, lead + (b._shape[1],), where=where)
     if len(a._shape) != 2 or len(b._shape) != 2:
         raise NotImplementedError(f"{where}: rill multiplies 2-D tensors, and [..., m, k] by "
                                   f"[k, n]; shapes {a._shape} and {b._shape} need PyTorch "
                                   "(torch.from_dlpack(t))")
-    return T.matmul(V.contiguous(a, where), V.contiguous(b, where))
+    return T.matmul(T.contiguous(a, where), T.contiguous(b, where))
+
+
+# ---- rill.Tensor's methods along dimensions
+
+class _MathMethods:
+    """The methods of rill.Tensor along dimensions, added to the class
+    below (the class is _tensor's, under this module)."""
+
+    def sum(self, dim=None, keepdim=False):
+        """The sum of all elements (a 0-d tensor) or along dim."""
+        return reduce("sum", self, dim, keepdim)
+
+    def mean(self, dim=None, keepdim=False):
+        return reduce("mean", self, dim, keepdim)
+
+    def max(self, dim=None, keepdim=False):
+        """The largest element, or (values, indices) along dim."""
+        if isinstance(dim, T.Tensor):
+            return T.binary("maximum", self, dim)
+        return extreme("max", self, dim, keepdim)
+
+    def min(self, dim=None, keepdim=False):
+        if isinstance(dim, T.Tensor):
+            return T.binary("minimum", self, dim)
+        return extreme("min", self, dim, keepdim)
+
+    def argmax(self, dim=None, keepdim=False):
+        return argextreme("max", self, dim, keepdim)
+
+    def argmin(self, dim=None, keepdim=False):
+        return argextreme("min", self, dim, keepdim)
+
+    def softmax(self, dim):
+        return softmax(self, dim)
+
+    def log_softmax(self, dim):
+        return softmax(self, dim, log=True)
+
+
+T.add_methods(_MathMethods)

@@ -1,14 +1,16 @@
 # SPDX-License-Identifier: MIT
-"""Tensors: device memory with a shape and a dtype, and the built-in ops on
-the current stream. Memory is rill_malloc_async'd on the tensor's stream
-and freed in stream order when it is garbage-collected; each op that
-writes a tensor records the tensor's event, which numpy() waits for.
-float16 tensors store halves and compute in float32, each result rounded
-once (docs/python.md)."""
+"""Tensors: device memory with a shape and a dtype, and the element-wise
+ops, matmul, sum and conv2d on the current stream. Memory is
+rill_malloc_async'd on the tensor's stream and freed in stream order when
+it is garbage-collected; each op that writes a tensor records the tensor's
+event, which numpy() waits for. float16 tensors store halves and compute
+in float32, each result rounded once (docs/python.md). _views and then
+_math build on this module and add their methods to Tensor."""
 
 import numbers
 import operator
 import threading
+import types
 
 import numpy as np
 
@@ -234,8 +236,7 @@ class Tensor(fast.TensorBase if fast is not None else _Fields):
         where = "rill.Tensor.numpy"
         ptr = self._valid(where)
         if self._strides is not None:  # a view with strides: gathered first
-            from . import _views
-            return _views.contiguous(self).numpy()
+            return contiguous(self).numpy()
         arr = np.empty(self._shape, dtype=self._dtype.numpy)
         if self._base is not None and self._base._event is not None:
             check(_wait.event(self._base._event))  # writes to the memory through the base
@@ -349,129 +350,13 @@ class Tensor(fast.TensorBase if fast is not None else _Fields):
         return NotImplemented
 
     def __truediv__(self, other):
-        from . import _math
-        return _math.binary("div", self, other) if _operand(other) else NotImplemented
+        return binary("div", self, other) if _operand(other) else NotImplemented
 
     def __rtruediv__(self, other):
-        from . import _math
-        return _math.rdiv(float(other), self) if _is_scalar(other) else NotImplemented
+        return rdiv(float(other), self) if _is_scalar(other) else NotImplemented
 
     def __pow__(self, other):
-        from . import _math
-        return _math.binary("pow", self, other) if _operand(other) else NotImplemented
-
-    # ---- views (rill._views): they share the tensor's memory
-
-    def __getitem__(self, index):
-        from . import _views
-        return _views.getitem(self, index)
-
-    def __setitem__(self, index, value):
-        from . import _views
-        _views.setitem(self, index, value)
-
-    def reshape(self, *shape):
-        """A view with shape (-1 inferred) when contiguous, else a copy."""
-        from . import _views
-        return _views.reshape(self, *shape)
-
-    def view(self, *shape):
-        """A view with shape (-1 inferred) of a contiguous tensor."""
-        from . import _views
-        return _views.view(self, *shape)
-
-    def transpose(self, dim0, dim1):
-        """A view with dimensions dim0 and dim1 swapped."""
-        from . import _views
-        return _views.transpose(self, dim0, dim1)
-
-    def permute(self, *dims):
-        """A view with the dimensions in the order dims."""
-        from . import _views
-        return _views.permute(self, *dims)
-
-    def t(self):
-        """transpose(0, 1) of a tensor of at most 2 dimensions."""
-        if self.ndim > 2:
-            raise RuntimeError(f"rill.Tensor.t: the tensor has {self.ndim} dimensions; t() "
-                               "expects at most 2 (use transpose(dim0, dim1))")
-        return self.transpose(0, 1) if self.ndim == 2 else self
-
-    @property
-    def T(self):
-        """The dimensions reversed (a view)."""
-        return self.permute(*reversed(range(self.ndim)))
-
-    def contiguous(self):
-        """Itself when contiguous, else a contiguous copy."""
-        from . import _views
-        return _views.contiguous(self)
-
-    def is_contiguous(self):
-        return self._strides is None
-
-    def stride(self, dim=None):
-        """The strides in elements (or dimension dim's)."""
-        from . import _views
-        st = _views.strides_of(self)
-        return st if dim is None else st[dim]
-
-    def unsqueeze(self, dim):
-        from . import _views
-        return _views.unsqueeze(self, dim)
-
-    def squeeze(self, dim=None):
-        from . import _views
-        return _views.squeeze(self, dim)
-
-    def flatten(self, start_dim=0, end_dim=-1):
-        from . import _views
-        return _views.flatten(self, start_dim, end_dim)
-
-    def expand(self, *sizes):
-        """A view repeated along its dimensions of 1 (no copy)."""
-        from . import _views
-        return _views.expand(self, *sizes)
-
-    # ---- reductions and activations (rill._math)
-
-    def sum(self, dim=None, keepdim=False):
-        """The sum of all elements (a 0-d tensor) or along dim."""
-        from . import _math
-        return _math.reduce("sum", self, dim, keepdim)
-
-    def mean(self, dim=None, keepdim=False):
-        from . import _math
-        return _math.reduce("mean", self, dim, keepdim)
-
-    def max(self, dim=None, keepdim=False):
-        """The largest element, or (values, indices) along dim."""
-        from . import _math
-        if isinstance(dim, Tensor):
-            return _math.binary("maximum", self, dim)
-        return _math.extreme("max", self, dim, keepdim)
-
-    def min(self, dim=None, keepdim=False):
-        from . import _math
-        if isinstance(dim, Tensor):
-            return _math.binary("minimum", self, dim)
-        return _math.extreme("min", self, dim, keepdim)
-
-    def argmax(self, dim=None, keepdim=False):
-        from . import _math
-        return _math.argextreme("max", self, dim, keepdim)
-
-    def argmin(self, dim=None, keepdim=False):
-        from . import _math
-        return _math.argextreme("min", self, dim, keepdim)
-
-    def softmax(self, dim):
-        from . import _math
-        return _math.softmax(self, dim)
-
-    def log_softmax(self, dim):
-        from . import _math
-        return _math.softmax(self, dim, log=True)
+        return binary("pow", self, other) if _operand(other) else NotImplemented
 
     def add_(self, other, alpha=1):
         """self += alpha*other in place on the current stream; returns self."""
@@ -482,12 +367,6 @@ class Tensor(fast.TensorBase if fast is not None else _Fields):
         made on the current stream."""
         return to_dtype(self, dtype)
 
-    def __iter__(self):
-        """The sub-tensors along the first dimension (views)."""
-        if not self._shape:
-            raise TypeError("iteration over a 0-d tensor")
-        return (self[i] for i in range(self._shape[0]))
-
     def half(self):
         """to(rill.float16)."""
         return to_dtype(self, float16, "rill.Tensor.half")
@@ -495,6 +374,24 @@ class Tensor(fast.TensorBase if fast is not None else _Fields):
     def float(self):
         """to(rill.float32)."""
         return to_dtype(self, float32, "rill.Tensor.float")
+
+    # ---- layout: a view shares its base's memory, with strides
+
+    def contiguous(self):
+        """Itself when contiguous, else a contiguous copy."""
+        return contiguous(self)
+
+    def is_contiguous(self):
+        return self._strides is None
+
+    def stride(self, dim=None):
+        """The strides in elements (or dimension dim's)."""
+        st = strides_of(self)
+        return st if dim is None else st[dim]
+
+    # The methods that make views (indexing, reshape, transpose...) are
+    # rill._views', those along dimensions (sum, max, softmax...)
+    # rill._math's: those modules, above this one, add them (add_methods).
 
 
 def _release(self, _life=life, _free_async=lib.rill_free_async, _free=lib.rill_free):
@@ -527,6 +424,94 @@ def _release(self, _life=life, _free_async=lib.rill_free_async, _free=lib.rill_f
 
 
 _Fields.__del__ = _release
+
+
+def add_methods(source):
+    """Adds the functions and properties that the class source defines to
+    Tensor, under their names: how _views and _math, which build on this
+    module, give the tensor the methods of their ops."""
+    for name, value in vars(source).items():
+        fn = value.fget if isinstance(value, property) else value
+        if isinstance(fn, types.FunctionType):
+            fn.__qualname__ = f"Tensor.{name}"  # as if defined in the class
+            setattr(Tensor, name, value)
+
+
+# ---- layout
+#
+# A view (rill._views) shows its base's memory with a shape and strides in
+# elements (None when it is contiguous, the form every op takes directly).
+# An op that needs contiguous memory gathers a view with strides first
+# (contiguous(): rill_op_copy_strided_f32 on the current stream); the
+# broadcasting ops read strides directly (rill_op_binary_f32).
+
+def contiguous_strides(shape):
+    strides, step = [], 1
+    for d in reversed(shape):
+        strides.append(step)
+        step *= d
+    return tuple(reversed(strides))
+
+
+def strides_of(t):
+    """t's strides in elements (its contiguous ones when it has none)."""
+    return t._strides if t._strides is not None else contiguous_strides(t._shape)
+
+
+def _f32_only(t, where):
+    if t._dtype is not float32:
+        raise NotImplementedError(f"{where}: rill gathers strided views of float32 tensors only; "
+                                  f"convert first (t.float()), then take the view")
+
+
+def copy_strided(dst, dst_strides, src, src_strides, shape, where):
+    """dst at i = src at i for every index of shape, on the current stream."""
+    if _numel(shape) == 0:
+        return
+    s = _stream.current()
+    nd = len(shape)
+    sh = ffi.new("size_t[]", list(shape) or [1])
+    ds = ffi.new("size_t[]", list(dst_strides) or [1])
+    ss = ffi.new("size_t[]", list(src_strides) or [1])
+    check(lib.rill_op_copy_strided_f32(s._handle(where), dst._valid(where), ds,
+                                       src._valid(where), ss, sh, nd))
+    dst._written(s)
+
+
+def contiguous(t, where="rill.Tensor.contiguous"):
+    """t itself when contiguous, else a contiguous copy made on the current
+    stream."""
+    if t._strides is None:
+        return t
+    _f32_only(t, where)
+    out = type(t)._empty(t._shape, t._dtype, _stream.current(), where)
+    copy_strided(out, contiguous_strides(t._shape), t, t._strides, t._shape, where)
+    return out
+
+
+def broadcast_shape(a, b, where):
+    """The shape two shapes broadcast to, as torch's rules give it."""
+    out = []
+    for i in range(1, max(len(a), len(b)) + 1):
+        x = a[-i] if i <= len(a) else 1
+        y = b[-i] if i <= len(b) else 1
+        if x != y and x != 1 and y != 1:
+            raise ValueError(f"{where}: the size of tensor a ({x}) must match the size of "
+                               f"tensor b ({y}) at non-singleton dimension {-i}: shapes {a} and "
+                               f"{b} do not broadcast")
+        out.append(y if x == 1 else x)
+    return tuple(reversed(out))
+
+
+def broadcast_strides(t, shape):
+    """t's strides as seen in shape: 0 along the dimensions it repeats."""
+    st = strides_of(t)
+    nd, new = len(t._shape), len(shape)
+    out = []
+    for i in range(new):
+        j = i - (new - nd)
+        out.append(0 if j < 0 or (t._shape[j] == 1 and shape[i] != 1) else st[j])
+    return tuple(out)
 
 
 # ---- the fast path of the element-wise ops
@@ -662,8 +647,7 @@ def _negation(general):
 
 def neg(a):
     """-a element-wise on the current stream (RILL_MAP_NEG)."""
-    from . import _math
-    return _math.map_op(lib.RILL_MAP_NEG, a, 0.0, "rill.ops.neg")
+    return map_op(lib.RILL_MAP_NEG, a, 0.0, "rill.ops.neg")
 
 
 def _operand(x):
@@ -936,17 +920,16 @@ def _needs_layout(a, b):
 
 
 def _layout_binary(kind, a, b, alpha=1):
-    from . import _math, _views
     if not _is_scalar(alpha):
         raise TypeError(f"rill.ops.{kind}: alpha must be a number, not {type(alpha).__name__}")
     if alpha != 1:
-        b = b * alpha if _is_scalar(b) else _math.binary("mul", b, alpha)
+        b = b * alpha if _is_scalar(b) else binary("mul", b, alpha)
     if isinstance(a, Tensor) and isinstance(b, Tensor):
-        return _math.binary(kind, a, b)
+        return binary(kind, a, b)
     if isinstance(a, Tensor):
-        a = _views.contiguous(a, f"rill.ops.{kind}")
+        a = contiguous(a, f"rill.ops.{kind}")
     if isinstance(b, Tensor):
-        b = _views.contiguous(b, f"rill.ops.{kind}")
+        b = contiguous(b, f"rill.ops.{kind}")
     return {"add": add, "sub": sub, "mul": mul}[kind](a, b)
 
 
@@ -988,6 +971,109 @@ def mul(a, b):
             return out
         return _via_float32(_mul32, "rill.ops.mul", a, b)
     return _mul32(a, b)
+
+
+# ---- broadcasting and maps
+#
+# The other element-wise ops, each one C op: two tensors of different
+# shapes, or views with strides (rill_op_binary_f32 with its kinds, +
+# - * / ** maximum minimum), and the maps of one tensor (rill_op_map_f32:
+# activations, and / and ** with numbers). float16 goes through float32.
+
+_BINARY = {"add": lib.RILL_BINARY_ADD, "sub": lib.RILL_BINARY_SUB, "mul": lib.RILL_BINARY_MUL,
+           "div": lib.RILL_BINARY_DIV, "maximum": lib.RILL_BINARY_MAX,
+           "minimum": lib.RILL_BINARY_MIN, "pow": lib.RILL_BINARY_POW}
+
+
+def _as_f32(x, where):
+    """x as a float32 tensor (views keep their strides) and whether it was
+    float16."""
+    if x._dtype is float32:
+        return x, False
+    if x._dtype is float16:
+        if x._strides is not None:
+            raise NotImplementedError(f"{where}: rill reads float16 views with strides through "
+                                      "float32 only; convert first (t.float())")
+        return _converted(x, float32, _stream.current(), where), True
+    _tensor_arg(x, where, "input")  # raises for int64
+    return x, False
+
+
+def _result(out, half):
+    return _converted(out, float16, _stream.current(), "rill") if half else out
+
+
+def binary(kind, a, b, where=None):
+    """a (kind) b for two tensors, broadcast to one shape, or a tensor and a
+    number, on the current stream."""
+    where = where or f"rill.ops.{kind}"
+    if not isinstance(a, Tensor):
+        if not _is_scalar(a):
+            raise TypeError(f"{where}: a must be a rill.Tensor or a number, "
+                            f"not {type(a).__name__}")
+        a = _scalar_like(a, b)
+    if not isinstance(b, Tensor):
+        if not _is_scalar(b):
+            raise TypeError(f"{where}: b must be a rill.Tensor or a number, "
+                            f"not {type(b).__name__}")
+        return _with_number(kind, a, float(b), where)
+    x, hx = _as_f32(a, where)
+    y, hy = _as_f32(b, where)
+    shape = broadcast_shape(x._shape, y._shape, where)
+    s = _stream.current()
+    out = type(a)._empty(shape, float32, s, where)
+    if out._numel:
+        nd = len(shape)
+        sh = ffi.new("size_t[]", list(shape) or [1])
+        xs = ffi.new("size_t[]", list(broadcast_strides(x, shape)) or [1])
+        ys = ffi.new("size_t[]", list(broadcast_strides(y, shape)) or [1])
+        _finish(out, s, lib.rill_op_binary_f32(s._handle(where), _BINARY[kind], out._ptr,
+                                               x._valid(where), xs, y._valid(where), ys, sh, nd))
+    return _result(out, hx and hy)
+
+
+def _scalar_like(value, t):
+    """A one-element tensor of value, which broadcasts against t."""
+    return filled((), float(value), float32, "rill", cls=type(t))
+
+
+def _with_number(kind, a, value, where):
+    if kind == "add":
+        return add(a, value)
+    if kind == "sub":
+        return sub(a, value)
+    if kind == "mul":
+        return map_op(lib.RILL_MAP_SCALE, a, value, where)
+    if kind == "div":
+        return map_op(lib.RILL_MAP_DIV, a, value, where)
+    if kind == "maximum":
+        return map_op(lib.RILL_MAP_MAX, a, value, where)
+    if kind == "minimum":
+        return map_op(lib.RILL_MAP_MIN, a, value, where)
+    return map_op(lib.RILL_MAP_POW, a, value, where)
+
+
+def map_op(op, a, alpha=0.0, where="rill.ops.map"):
+    """op(a) element-wise (a rill_map_op with its number alpha), a new
+    tensor like a on the current stream."""
+    if not isinstance(a, Tensor):
+        raise TypeError(f"{where}: input must be a rill.Tensor, not {type(a).__name__}")
+    x, half = _as_f32(a, where)
+    x = contiguous(x, where)
+    s = _stream.current()
+    out = type(a)._empty(x._shape, float32, s, where)
+    if out._numel:
+        _finish(out, s, lib.rill_op_map_f32(s._handle(where), op, out._ptr, x._valid(where),
+                                            float(alpha), out._numel))
+    return _result(out, half)
+
+
+def rdiv(value, a, where="rill.ops.div"):
+    return map_op(lib.RILL_MAP_RDIV, a, value, where)
+
+
+def rsub(value, a, where="rill.ops.sub"):
+    return map_op(lib.RILL_MAP_RSUB, a, value, where)
 
 
 def _general(general):
@@ -1040,8 +1126,7 @@ def matmul(a, b):
     current stream (views are gathered first)."""
     if (isinstance(a, Tensor) and a._strides is not None) or \
             (isinstance(b, Tensor) and b._strides is not None):
-        from . import _views
-        a, b = _views.contiguous(a, "rill.ops.matmul"), _views.contiguous(b, "rill.ops.matmul")
+        a, b = contiguous(a, "rill.ops.matmul"), contiguous(b, "rill.ops.matmul")
     if _mixed(a, b):
         return _via_float32(_matmul_same, "rill.ops.matmul", a, b)
     return _matmul_same(a, b)
@@ -1106,8 +1191,7 @@ def to_dtype(t, dt, where="rill.Tensor.to"):
     if t._dtype is int64:
         return type(t)(t.numpy().astype(dt.numpy), dt)
     if t._strides is not None:
-        from . import _views
-        t = _views.contiguous(t, where)
+        t = contiguous(t, where)
     _tensor_arg(t, where, "self")
     return _converted(t, dt, _stream.current(), where)
 

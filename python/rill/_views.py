@@ -3,14 +3,12 @@
 
 A view has its base (the tensor that owns the memory, kept alive by the
 view), a pointer into the base's memory, a shape, and strides in elements
-(None when it is contiguous, the form every op takes directly). reshape and
-view of a contiguous tensor, slicing and indexing with ints, slices, None
-and ..., transpose, permute, t(), unsqueeze, squeeze, flatten and expand
-give views; writes through a view (x[i] = v, in-place ops) change the base.
-An op that needs contiguous memory gathers a view with strides first
-(contiguous(): rill_op_copy_strided_f32 on the current stream); the
-broadcasting ops read strides directly (rill_op_binary_f32). cat and stack
-write their inputs into slices of the output with the same op."""
+(None when it is contiguous; _tensor's contiguous() gathers the others).
+reshape and view of a contiguous tensor, slicing and indexing with ints,
+slices, None and ..., transpose, permute, t(), unsqueeze, squeeze, flatten
+and expand give views; writes through a view (x[i] = v, in-place ops)
+change the base. cat and stack write their inputs into slices of the
+output. rill.Tensor's view methods are added to it here."""
 
 import numbers
 import operator
@@ -21,21 +19,9 @@ from ._errors import check
 from ._ffi import ffi, lib
 
 
-def contiguous_strides(shape):
-    strides, step = [], 1
-    for d in reversed(shape):
-        strides.append(step)
-        step *= d
-    return tuple(reversed(strides))
-
-
-def strides_of(t):
-    """t's strides in elements (its contiguous ones when it has none)."""
-    return t._strides if t._strides is not None else contiguous_strides(t._shape)
-
-
 def _is_contiguous(shape, strides):
-    return all(st == c for d, st, c in zip(shape, strides, contiguous_strides(shape)) if d != 1)
+    return all(st == c for d, st, c in zip(shape, strides, T.contiguous_strides(shape))
+               if d != 1)
 
 
 def make_view(t, shape, strides, offset, where):
@@ -69,37 +55,6 @@ def _dim(d, ndim, where):
     return d % max(ndim, 1)
 
 
-def _f32_only(t, where):
-    if t._dtype is not T.float32:
-        raise NotImplementedError(f"{where}: rill gathers strided views of float32 tensors only; "
-                                  f"convert first (t.float()), then take the view")
-
-
-def _copy(dst, dst_strides, src, src_strides, shape, where):
-    """dst at i = src at i for every index of shape, on the current stream."""
-    if T._numel(shape) == 0:
-        return
-    s = _stream.current()
-    nd = len(shape)
-    sh = ffi.new("size_t[]", list(shape) or [1])
-    ds = ffi.new("size_t[]", list(dst_strides) or [1])
-    ss = ffi.new("size_t[]", list(src_strides) or [1])
-    check(lib.rill_op_copy_strided_f32(s._handle(where), dst._valid(where), ds,
-                                       src._valid(where), ss, sh, nd))
-    dst._written(s)
-
-
-def contiguous(t, where="rill.Tensor.contiguous"):
-    """t itself when contiguous, else a contiguous copy made on the current
-    stream."""
-    if t._strides is None:
-        return t
-    _f32_only(t, where)
-    out = type(t)._empty(t._shape, t._dtype, _stream.current(), where)
-    _copy(out, contiguous_strides(t._shape), t, t._strides, t._shape, where)
-    return out
-
-
 def _with_minus_one(shape, where):
     if len(shape) == 1 and not isinstance(shape[0], numbers.Integral):
         shape = tuple(shape[0])
@@ -128,8 +83,8 @@ def reshape(t, *shape, where="rill.Tensor.reshape"):
     """A view of t with shape (-1 inferred) when t is contiguous, else a
     contiguous copy so shaped, as torch's reshape."""
     shape = _resolve(t, shape, where)
-    t = contiguous(t, where)
-    return make_view(t, shape, contiguous_strides(shape), 0, where)
+    t = T.contiguous(t, where)
+    return make_view(t, shape, T.contiguous_strides(shape), 0, where)
 
 
 def view(t, *shape, where="rill.Tensor.view"):
@@ -139,7 +94,7 @@ def view(t, *shape, where="rill.Tensor.view"):
         raise RuntimeError(f"{where}: view size is not compatible with input tensor's size and "
                            "stride (the tensor is a view with strides); use .reshape(...) "
                            "instead")
-    return make_view(t, shape, contiguous_strides(shape), 0, where)
+    return make_view(t, shape, T.contiguous_strides(shape), 0, where)
 
 
 def _offset_of(t):
@@ -161,7 +116,7 @@ def transpose(t, dim0, dim1, where="rill.Tensor.transpose"):
     d0, d1 = _dim(dim0, nd, where), _dim(dim1, nd, where)
     if nd < 2:
         return t
-    shape, strides = list(t._shape), list(strides_of(t))
+    shape, strides = list(t._shape), list(T.strides_of(t))
     shape[d0], shape[d1] = shape[d1], shape[d0]
     strides[d0], strides[d1] = strides[d1], strides[d0]
     return _restrided(t, shape, strides, where)
@@ -175,21 +130,21 @@ def permute(t, *dims, where="rill.Tensor.permute"):
     if sorted(dims) != list(range(nd)):
         raise RuntimeError(f"{where}: dims {tuple(dims)} are not a permutation of the tensor's "
                            f"{nd} dimensions")
-    st = strides_of(t)
+    st = T.strides_of(t)
     return _restrided(t, [t._shape[d] for d in dims], [st[d] for d in dims], where)
 
 
 def unsqueeze(t, dim, where="rill.Tensor.unsqueeze"):
     nd = len(t._shape)
     d = _dim(dim, nd + 1, where)
-    shape, strides = list(t._shape), list(strides_of(t))
+    shape, strides = list(t._shape), list(T.strides_of(t))
     shape.insert(d, 1)
     strides.insert(d, strides[d] * shape[d + 1] if d < nd else 1)
     return _restrided(t, shape, strides, where)
 
 
 def squeeze(t, dim=None, where="rill.Tensor.squeeze"):
-    shape, strides = list(t._shape), list(strides_of(t))
+    shape, strides = list(t._shape), list(T.strides_of(t))
     if dim is None:
         keep = [i for i, d in enumerate(shape) if d != 1]
     else:
@@ -220,7 +175,7 @@ def expand(t, *sizes, where="rill.Tensor.expand"):
         raise RuntimeError(f"{where}: sizes {sizes} have fewer dimensions than the tensor's "
                            f"shape {t._shape}")
     shape, strides = [], []
-    old_strides = strides_of(t)
+    old_strides = T.strides_of(t)
     for i, size in enumerate(sizes):
         j = i - (new - nd)
         have = t._shape[j] if j >= 0 else 1
@@ -247,31 +202,6 @@ def broadcast_view(t, shape, strides, where):
     return v
 
 
-def broadcast_shape(a, b, where):
-    """The shape two shapes broadcast to, as torch's rules give it."""
-    out = []
-    for i in range(1, max(len(a), len(b)) + 1):
-        x = a[-i] if i <= len(a) else 1
-        y = b[-i] if i <= len(b) else 1
-        if x != y and x != 1 and y != 1:
-            raise ValueError(f"{where}: the size of tensor a ({x}) must match the size of "
-                               f"tensor b ({y}) at non-singleton dimension {-i}: shapes {a} and "
-                               f"{b} do not broadcast")
-        out.append(y if x == 1 else x)
-    return tuple(reversed(out))
-
-
-def broadcast_strides(t, shape):
-    """t's strides as seen in shape: 0 along the dimensions it repeats."""
-    st = strides_of(t)
-    nd, new = len(t._shape), len(shape)
-    out = []
-    for i in range(new):
-        j = i - (new - nd)
-        out.append(0 if j < 0 or (t._shape[j] == 1 and shape[i] != 1) else st[j])
-    return tuple(out)
-
-
 # ---- indexing
 
 def _index_view(t, index, where):
@@ -296,7 +226,7 @@ def _index_view(t, index, where):
     else:
         index = index + (slice(None),) * (len(t._shape) - used)
     shape, strides, offset, d = [], [], _offset_of(t), 0
-    old = strides_of(t)
+    old = T.strides_of(t)
     for i in index:
         if i is None:
             shape.append(1)
@@ -331,7 +261,7 @@ def copy_into(dst, src, where):
     a tensor or a view, on the current stream."""
     if dst._numel == 0:
         return
-    _f32_only(dst, where)
+    T._f32_only(dst, where)
     if not isinstance(src, T.Tensor):
         if not T._is_scalar(src):
             raise TypeError(f"{where}: the value must be a tensor or a number, "
@@ -343,17 +273,17 @@ def copy_into(dst, src, where):
             dst._written(s)
             return
         one = T.filled((1,), float(src), T.float32, where)
-        _copy(dst, dst._strides, one, (0,) * len(dst._shape), dst._shape, where)
+        T.copy_strided(dst, dst._strides, one, (0,) * len(dst._shape), dst._shape, where)
         return
     if src._dtype is not T.float32:
-        src = T.to_dtype(contiguous(src, where), T.float32, where)
-    shape = broadcast_shape(dst._shape, src._shape, where)
+        src = T.to_dtype(T.contiguous(src, where), T.float32, where)
+    shape = T.broadcast_shape(dst._shape, src._shape, where)
     if shape != dst._shape:
         raise RuntimeError(f"{where}: a tensor of shape {src._shape} cannot be written into "
                            f"one of shape {dst._shape}")
     if _shares_memory(dst, src):
-        src = T.Tensor._copy(contiguous(src, where), _stream.current())
-    _copy(dst, strides_of(dst), src, broadcast_strides(src, shape), shape, where)
+        src = T.Tensor._copy(T.contiguous(src, where), _stream.current())
+    T.copy_strided(dst, T.strides_of(dst), src, T.broadcast_strides(src, shape), shape, where)
 
 
 def _shares_memory(a, b):
@@ -408,3 +338,66 @@ def stack(tensors, dim=0, where="rill.stack"):
             raise RuntimeError(f"{where}: stack expects each tensor to be equal size, but got "
                                f"{tensors[0]._shape} and {x._shape}")
     return cat([unsqueeze(x, d, where) for x in tensors], d, where)
+
+
+# ---- rill.Tensor's view methods
+
+class _ViewMethods:
+    """The methods of rill.Tensor that make views, added to the class
+    below (the class is _tensor's, under this module)."""
+
+    def __getitem__(self, index):
+        return getitem(self, index)
+
+    def __setitem__(self, index, value):
+        setitem(self, index, value)
+
+    def __iter__(self):
+        """The sub-tensors along the first dimension (views)."""
+        if not self._shape:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self._shape[0]))
+
+    def reshape(self, *shape):
+        """A view with shape (-1 inferred) when contiguous, else a copy."""
+        return reshape(self, *shape)
+
+    def view(self, *shape):
+        """A view with shape (-1 inferred) of a contiguous tensor."""
+        return view(self, *shape)
+
+    def transpose(self, dim0, dim1):
+        """A view with dimensions dim0 and dim1 swapped."""
+        return transpose(self, dim0, dim1)
+
+    def permute(self, *dims):
+        """A view with the dimensions in the order dims."""
+        return permute(self, *dims)
+
+    def t(self):
+        """transpose(0, 1) of a tensor of at most 2 dimensions."""
+        if self.ndim > 2:
+            raise RuntimeError(f"rill.Tensor.t: the tensor has {self.ndim} dimensions; t() "
+                               "expects at most 2 (use transpose(dim0, dim1))")
+        return self.transpose(0, 1) if self.ndim == 2 else self
+
+    @property
+    def T(self):
+        """The dimensions reversed (a view)."""
+        return self.permute(*reversed(range(self.ndim)))
+
+    def unsqueeze(self, dim):
+        return unsqueeze(self, dim)
+
+    def squeeze(self, dim=None):
+        return squeeze(self, dim)
+
+    def flatten(self, start_dim=0, end_dim=-1):
+        return flatten(self, start_dim, end_dim)
+
+    def expand(self, *sizes):
+        """A view repeated along its dimensions of 1 (no copy)."""
+        return expand(self, *sizes)
+
+
+T.add_methods(_ViewMethods)

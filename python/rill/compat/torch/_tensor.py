@@ -370,25 +370,25 @@ class Tensor(_tensor.Tensor):
         return -self
 
     def relu(self):
-        return _math.map_op(_math.lib.RILL_MAP_RELU, self, 0.0, "torch.Tensor.relu")
+        return _tensor.map_op(_tensor.lib.RILL_MAP_RELU, self, 0.0, "torch.Tensor.relu")
 
     def sigmoid(self):
-        return _math.map_op(_math.lib.RILL_MAP_SIGMOID, self, 0.0, "torch.Tensor.sigmoid")
+        return _tensor.map_op(_tensor.lib.RILL_MAP_SIGMOID, self, 0.0, "torch.Tensor.sigmoid")
 
     def tanh(self):
-        return _math.map_op(_math.lib.RILL_MAP_TANH, self, 0.0, "torch.Tensor.tanh")
+        return _tensor.map_op(_tensor.lib.RILL_MAP_TANH, self, 0.0, "torch.Tensor.tanh")
 
     def exp(self):
-        return _math.map_op(_math.lib.RILL_MAP_EXP, self, 0.0, "torch.Tensor.exp")
+        return _tensor.map_op(_tensor.lib.RILL_MAP_EXP, self, 0.0, "torch.Tensor.exp")
 
     def log(self):
-        return _math.map_op(_math.lib.RILL_MAP_LOG, self, 0.0, "torch.Tensor.log")
+        return _tensor.map_op(_tensor.lib.RILL_MAP_LOG, self, 0.0, "torch.Tensor.log")
 
     def sqrt(self):
-        return _math.map_op(_math.lib.RILL_MAP_SQRT, self, 0.0, "torch.Tensor.sqrt")
+        return _tensor.map_op(_tensor.lib.RILL_MAP_SQRT, self, 0.0, "torch.Tensor.sqrt")
 
     def abs(self):
-        return _math.map_op(_math.lib.RILL_MAP_ABS, self, 0.0, "torch.Tensor.abs")
+        return _tensor.map_op(_tensor.lib.RILL_MAP_ABS, self, 0.0, "torch.Tensor.abs")
 
     def clamp(self, min=None, max=None):  # noqa: A002 - torch's names
         return clamp(self, min, max)
@@ -582,24 +582,24 @@ def squeeze(input, dim=None):
 
 def div(input, other):
     if not isinstance(input, _tensor.Tensor):
-        return _math.rdiv(float(input), other, "torch.div")
-    return _math.binary("div", input, other, "torch.div")
+        return _tensor.rdiv(float(input), other, "torch.div")
+    return _tensor.binary("div", input, other, "torch.div")
 
 
 def maximum(input, other):
-    return _math.binary("maximum", input, other, "torch.maximum")
+    return _tensor.binary("maximum", input, other, "torch.maximum")
 
 
 def minimum(input, other):
-    return _math.binary("minimum", input, other, "torch.minimum")
+    return _tensor.binary("minimum", input, other, "torch.minimum")
 
 
 def clamp(input, min=None, max=None):  # noqa: A002 - torch's names
     out = input
     if min is not None:
-        out = _math.binary("maximum", out, min, "torch.clamp")
+        out = _tensor.binary("maximum", out, min, "torch.clamp")
     if max is not None:
-        out = _math.binary("minimum", out, max, "torch.clamp")
+        out = _tensor.binary("minimum", out, max, "torch.clamp")
     return out
 
 
@@ -637,20 +637,20 @@ def log_softmax(input, dim, dtype=None):
 
 def _unary(name, op):
     def fn(input):
-        return _math.map_op(op, input, 0.0, f"torch.{name}")
+        return _tensor.map_op(op, input, 0.0, f"torch.{name}")
 
     fn.__name__ = name
     fn.__doc__ = f"torch.{name} element-wise on the current stream."
     return fn
 
 
-relu = _unary("relu", _math.lib.RILL_MAP_RELU)
-sigmoid = _unary("sigmoid", _math.lib.RILL_MAP_SIGMOID)
-tanh = _unary("tanh", _math.lib.RILL_MAP_TANH)
-exp = _unary("exp", _math.lib.RILL_MAP_EXP)
-log = _unary("log", _math.lib.RILL_MAP_LOG)
-sqrt = _unary("sqrt", _math.lib.RILL_MAP_SQRT)
-abs = _unary("abs", _math.lib.RILL_MAP_ABS)  # noqa: A001 - torch's name
+relu = _unary("relu", _tensor.lib.RILL_MAP_RELU)
+sigmoid = _unary("sigmoid", _tensor.lib.RILL_MAP_SIGMOID)
+tanh = _unary("tanh", _tensor.lib.RILL_MAP_TANH)
+exp = _unary("exp", _tensor.lib.RILL_MAP_EXP)
+log = _unary("log", _tensor.lib.RILL_MAP_LOG)
+sqrt = _unary("sqrt", _tensor.lib.RILL_MAP_SQRT)
+abs = _unary("abs", _tensor.lib.RILL_MAP_ABS)  # noqa: A001 - torch's name
 
 
 def add(input, other, *, alpha=1, out=None):

@@ -12,33 +12,33 @@ from .._missing import module_getattr, not_provided
 from .._tensor import Tensor
 
 __getattr__ = module_getattr("torch.nn.functional")
-_lib = _math.lib
+_lib = T.lib
 
 
 def relu(input, inplace=False):
-    return _math.map_op(_lib.RILL_MAP_RELU, input, 0.0, "torch.nn.functional.relu")
+    return T.map_op(_lib.RILL_MAP_RELU, input, 0.0, "torch.nn.functional.relu")
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
-    return _math.map_op(_lib.RILL_MAP_LEAKY_RELU, input, negative_slope,
+    return T.map_op(_lib.RILL_MAP_LEAKY_RELU, input, negative_slope,
                         "torch.nn.functional.leaky_relu")
 
 
 def gelu(input, approximate="none"):
     op = _lib.RILL_MAP_GELU_TANH if approximate == "tanh" else _lib.RILL_MAP_GELU
-    return _math.map_op(op, input, 0.0, "torch.nn.functional.gelu")
+    return T.map_op(op, input, 0.0, "torch.nn.functional.gelu")
 
 
 def sigmoid(input):
-    return _math.map_op(_lib.RILL_MAP_SIGMOID, input, 0.0, "torch.nn.functional.sigmoid")
+    return T.map_op(_lib.RILL_MAP_SIGMOID, input, 0.0, "torch.nn.functional.sigmoid")
 
 
 def tanh(input):
-    return _math.map_op(_lib.RILL_MAP_TANH, input, 0.0, "torch.nn.functional.tanh")
+    return T.map_op(_lib.RILL_MAP_TANH, input, 0.0, "torch.nn.functional.tanh")
 
 
 def silu(input, inplace=False):
-    return _math.map_op(_lib.RILL_MAP_SILU, input, 0.0, "torch.nn.functional.silu")
+    return T.map_op(_lib.RILL_MAP_SILU, input, 0.0, "torch.nn.functional.silu")
 
 
 def softmax(input, dim=None, dtype=None):
@@ -52,7 +52,7 @@ def log_softmax(input, dim=None, dtype=None):
 def linear(input, weight, bias=None):
     """input @ weight.T + bias."""
     out = _math.matmul(input, V.transpose(weight, 0, 1), "torch.nn.functional.linear")
-    return out if bias is None else _math.binary("add", out, bias, "torch.nn.functional.linear")
+    return out if bias is None else T.binary("add", out, bias, "torch.nn.functional.linear")
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
@@ -116,13 +116,13 @@ def nll_loss(input, target, reduction="mean"):
     idx = _class_rows(target, n, classes, where)
     onehot = np.zeros((n, classes), dtype=np.float32)
     onehot[np.arange(n), idx] = -1.0
-    picked = _math.binary("mul", input, Tensor(onehot), where)
+    picked = T.binary("mul", input, Tensor(onehot), where)
     if reduction == "none":
         return _math.reduce("sum", picked, 1, False, where)
     if reduction == "sum":
         return _math.reduce("sum", picked, None, False, where)
     if reduction == "mean":
-        return _math.binary("div", _math.reduce("sum", picked, None, False, where), float(n),
+        return T.binary("div", _math.reduce("sum", picked, None, False, where), float(n),
                             where)
     raise ValueError(f"{where}: reduction must be 'mean', 'sum' or 'none', not {reduction!r}")
 
@@ -134,8 +134,8 @@ def cross_entropy(input, target, reduction="mean"):
 
 def mse_loss(input, target, reduction="mean"):
     where = "torch.nn.functional.mse_loss"
-    d = _math.binary("sub", input, target, where)
-    sq = _math.binary("mul", d, d, where)
+    d = T.binary("sub", input, target, where)
+    sq = T.binary("mul", d, d, where)
     if reduction == "none":
         return sq
     if reduction in ("mean", "sum"):
