@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: MIT
 # The whole check of rill on a machine with an NVIDIA GPU, in under 6 minutes:
 # builds (release, and the asan-ubsan debug build, warnings as errors), runs
-# the tests (the whole suite; the contract, seeds and stress labels on
-# cuda:0 when rill lists a CUDA device), a subset under compute-sanitizer
+# the tests (the whole suite; the contract, seeds, stress and python labels
+# on cuda:0 when rill lists a CUDA device), a subset under compute-sanitizer
 # (memcheck, racecheck), and the benchmarks (bench_cuda_baseline against
 # the CUDA runtime, torch.mm, and the quick runs of bench_runtime,
 # bench_graph and bench_memory). It runs, and finishes, on a machine
@@ -330,11 +330,15 @@ main() {
     sanitize_step memcheck memcheck
     sanitize_step racecheck racecheck
 
-    # -- the whole suite (but stress, run above) on the default device --
-    local labels=(-LE stress)
-    [ -z "$python" ] && labels=(-LE 'stress|python')
-    ctest_step ctest-all 240 build/release "" "${labels[@]}"
-    [ -z "$python" ] && skip python "no python3 with cffi, numpy and pytest"
+    # -- the Python package on cuda:0 (the default device where rill has
+    # one): the seeds' Python examples and the tests, beside PyTorch --
+    if [ -z "$python" ]; then
+        skip python "no python3 with cffi, numpy and pytest"
+    else
+        ctest_step python 150 build/release "$rill_cuda" -L python
+    fi
+    # -- the whole suite (but stress and python, run above) on the default device --
+    ctest_step ctest-all 240 build/release "" -LE 'stress|python'
 
     # -- the debug build: ASan+UBSan, and the contract tests in it on cuda:0 --
     program_step build-debug 200 bash -c 'cmake --preset asan-ubsan -G Ninja -DRILL_WERROR=ON -DRILL_BUILD_PYTHON=OFF && cmake --build build/asan-ubsan -j "$1"' _ "$jobs" &&

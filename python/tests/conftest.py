@@ -51,19 +51,41 @@ def gate():
 
 @pytest.fixture
 def two_devices():
-    """The test runs on a runtime with two CPU devices (RILL_CPU_DEVICES=2,
-    read when the runtime starts after rill.shutdown()); the one after it
+    """The test runs on a runtime whose devices 0 and 1 are of one kind:
+    two CPU devices (RILL_CPU_DEVICES=2, read when the runtime starts after
+    rill.shutdown()), or two GPUs of the stand-in CUDA driver
+    (RILL_FAKE_CUDA_DEVICES=2); skipped with one GPU. The runtime after it
     has the devices the environment gives."""
-    before = os.environ.get("RILL_CPU_DEVICES")
+    names = ("RILL_CPU_DEVICES", "RILL_FAKE_CUDA_DEVICES")
+    before = {name: os.environ.get(name) for name in names}
     rill.shutdown()
-    os.environ["RILL_CPU_DEVICES"] = "2"
+    for name in names:
+        os.environ[name] = "2"
     try:
-        assert rill.device_count() == 2
+        kind = rill.device(0).kind
+        if rill.device_count() < 2 or rill.device(1).kind != kind:
+            pytest.skip(f"needs two devices of one kind; rill has one {kind} device")
         yield
     finally:
         rill.set_device(0)
         rill.shutdown()
-        if before is None:
-            del os.environ["RILL_CPU_DEVICES"]
-        else:
-            os.environ["RILL_CPU_DEVICES"] = before
+        for name, value in before.items():
+            if value is None:
+                del os.environ[name]
+            else:
+                os.environ[name] = value
+
+
+@pytest.fixture
+def cpu_device():
+    """The test runs on rill's CPU device (whose memory the host reads, and
+    whose kernels are C functions) where rill has CUDA devices too; the
+    current device is restored after it."""
+    before = rill.current_device()
+    rill.set_device(rill.device("cpu"))
+    try:
+        yield
+    finally:
+        rill.set_stream(None)
+        rill.synchronize()
+        rill.set_device(before.index)  # an ordinal outlives a rill.shutdown() in the test

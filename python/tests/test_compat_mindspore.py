@@ -73,7 +73,7 @@ def test_ops_refuse_what_rill_does_not_support():
 
 
 def test_context_sets_the_mode_and_the_memory_limit():
-    context.set_context(mode=context.PYNATIVE_MODE, device_target="CPU")
+    context.set_context(mode=context.PYNATIVE_MODE)
     assert context.get_context("mode") == ms.PYNATIVE_MODE
     with pytest.raises(NotImplementedError):
         ms.set_context(mode=ms.GRAPH_MODE)
@@ -90,6 +90,30 @@ def test_context_sets_the_mode_and_the_memory_limit():
         rill.set_memory_limit(None)
     with pytest.raises(ValueError):
         ms.get_context("no_such_key")
+
+
+def test_context_device_target_makes_the_device_current():
+    """"GPU" and "Ascend" with device_id N: rill's cuda:N where it has CUDA
+    devices, else its device of ordinal N; "CPU": its CPU device where it
+    has CUDA devices (else every device is a CPU device: unchanged)."""
+    first = rill.current_device()
+    gpu = rill.device("cuda:0") if rill.device(0).kind == "cuda" else rill.device(0)
+    try:
+        ms.set_context(device_target="CPU")
+        assert rill.current_device().kind == "cpu"
+        ms.set_context(device_target="GPU", device_id=0)
+        assert rill.current_device() is gpu
+        assert ms.get_context("device_target") == "GPU"
+        with pytest.raises(ValueError, match="device_target"):
+            ms.set_context(device_target="TPU")
+        with pytest.raises(ValueError, match="device_id"):
+            ms.set_context(device_id=-1)
+        with pytest.raises(rill.NoDeviceError):
+            ms.set_context(device_target="Ascend", device_id=rill.device_count())
+        assert rill.current_device() is gpu and ms.get_context("device_target") == "GPU"
+    finally:
+        ms.set_context(device_target="CPU", device_id=0)
+        rill.set_device(first)
 
 
 def test_cell_calls_construct():

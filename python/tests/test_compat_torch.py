@@ -88,7 +88,11 @@ def test_event_ipc_with_a_second_process():
 def test_makers_and_tensor_methods():
     t = torch.tensor([[1.0, 2.0], [3.0, 4.0]], device="cuda")
     assert isinstance(t, torch.Tensor) and t.dtype is torch.float32
-    assert t.cuda() is t and t.npu() is t and t.cpu() is t and t.to("cuda") is t
+    assert t.cuda() is t and t.npu() is t and t.to("cuda") is t
+    host = t.cpu()  # itself where rill's devices are CPU devices, else a copy in host memory
+    assert (host is t) == (rill.current_device().kind == "cpu")
+    assert host.device == torch.device("cpu" if host is not t else "cuda:0")
+    assert host.tolist() == [[1.0, 2.0], [3.0, 4.0]]
     assert t.size() == (2, 2) and t.size(1) == 2 and t.dim() == 2
     assert t.to(torch.half).dtype is torch.float16 and t.to("npu:0", torch.float16).dtype is \
         torch.float16

@@ -16,6 +16,9 @@ import rill
 from rill import _dlpack
 from rill._ffi import ffi
 
+# Host-side consumers (numpy, PyTorch on the CPU): on the CPU device.
+pytestmark = pytest.mark.usefixtures("cpu_device")
+
 F32 = np.float32
 
 
@@ -103,6 +106,7 @@ import gc, sys
 sys.path.insert(0, {python_dir!r})
 import numpy as np
 import rill
+rill.set_device(rill.device("cpu"))
 {make_view}
 del t
 try:

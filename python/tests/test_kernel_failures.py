@@ -12,6 +12,9 @@ import pytest
 import rill
 from rill._ffi import ffi as rill_ffi
 
+# The failing kernels are C functions: the CPU device.
+pytestmark = pytest.mark.usefixtures("cpu_device")
+
 kffi = cffi.FFI()
 kffi.cdef("""
 typedef struct rill_stream rill_stream;

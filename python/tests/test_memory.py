@@ -165,6 +165,7 @@ def test_allocating_until_failure_raises_out_of_memory_error():
     pool's figures and what sets the amount."""
     child = textwrap.dedent("""
         import rill
+        rill.set_device(rill.device("cpu"))
         kept = []
         try:
             while len(kept) < 64:

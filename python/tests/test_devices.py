@@ -1,0 +1,63 @@
+# SPDX-License-Identifier: MIT
+"""Devices by name ("cuda:N", "cpu:N") wherever a device is taken, and what
+a tensor of the current device tells DLPack consumers: these run on the
+current device, a GPU where rill has one (the stand-in driver's in CI)."""
+
+import numpy as np
+import pytest
+
+import rill
+
+
+def kinds():
+    return {rill.device(i).kind for i in range(rill.device_count())}
+
+
+def test_names_give_the_devices_of_their_kind_in_order():
+    for kind in kinds():
+        devices = [rill.device(i) for i in range(rill.device_count())
+                   if rill.device(i).kind == kind]
+        for n, dev in enumerate(devices):
+            assert rill.device(f"{kind}:{n}") is dev
+            assert dev.kind_index == n and str(dev) == f"{kind}:{n}"
+        cur = rill.current_device()
+        assert rill.device(kind) is (cur if cur.kind == kind else devices[0])
+
+
+def test_a_name_works_wherever_a_device_is_taken():
+    name = str(rill.current_device())
+    s = rill.Stream(device=name)
+    assert s.device is rill.current_device()
+    assert rill.current_stream(name) is rill.current_stream()
+    assert rill.memory_allocated(name) == rill.memory_allocated()
+    rill.synchronize(name)
+    cpu = rill.device("cpu")
+    assert rill.Stream(device="cpu").device is cpu
+
+
+def test_a_kind_without_devices_and_an_index_past_them_say_why():
+    if "cuda" not in kinds():
+        with pytest.raises(rill.NoDeviceError, match="no cuda device: .*CUDA"):
+            rill.device("cuda:0")
+    n = len([i for i in range(rill.device_count()) if rill.device(i).kind == "cpu"])
+    with pytest.raises(rill.NoDeviceError, match=f"rill has {n} cpu device"):
+        rill.device(f"cpu:{n}")
+    with pytest.raises(ValueError, match="names no device"):
+        rill.device("gpu")
+
+
+def test_dlpack_device_is_the_tensors():
+    t = rill.ones(3)
+    dev = t.device
+    expected = (2, dev.kind_index) if dev.kind == "cuda" else (1, 0)
+    assert t.__dlpack_device__() == expected
+
+
+@pytest.mark.skipif(rill.current_device().kind != "cuda", reason="needs rill's CUDA device "
+                    "(the stand-in driver in CI): the current device is rill's CPU device")
+def test_a_consumer_that_refuses_a_gpu_tensor_raises_and_holds_nothing():
+    t = rill.ones(3)
+    with pytest.raises(RuntimeError, match="device"):  # numpy takes host memory only
+        np.from_dlpack(t)
+    del t
+    rill.shutdown()  # no export is left alive
