@@ -52,7 +52,7 @@ static struct {
     PyObject *active;         /* list: [captures under way] */
     PyObject *general[6];     /* add, radd, sub, rsub, mul, rmul */
     PyObject *neg;            /* -a off the fast path */
-    PyObject *finalize_other; /* a tensor of a graph: Python frees it */
+    PyObject *finalize_other; /* a tensor with an owner: Python releases it */
     long generation;
     rill_stream *last_handle; /* the current stream's handle when last looked up */
     PyObject *last_stream;    /* its rill.Stream */
@@ -60,6 +60,35 @@ static struct {
 } st = {.generation = -1};
 
 static PyObject *str_closed, *str_events, *str_addr;
+
+/* The exception being raised, kept aside while a finalizer or destructor
+ * runs Python code, and raised again after it (PyErr_Fetch and
+ * PyErr_Restore before Python 3.12, which deprecates them). */
+typedef struct saved_error {
+#if PY_VERSION_HEX >= 0x030C0000
+    PyObject *raised;
+#else
+    PyObject *type, *value, *tb;
+#endif
+} saved_error;
+
+static saved_error save_error(void) {
+    saved_error e;
+#if PY_VERSION_HEX >= 0x030C0000
+    e.raised = PyErr_GetRaisedException();
+#else
+    PyErr_Fetch(&e.type, &e.value, &e.tb);
+#endif
+    return e;
+}
+
+static void restore_error(saved_error e) {
+#if PY_VERSION_HEX >= 0x030C0000
+    PyErr_SetRaisedException(e.raised);
+#else
+    PyErr_Restore(e.type, e.value, e.tb);
+#endif
+}
 
 /* -------------------------------------------------------------- EventPool */
 
@@ -186,7 +215,7 @@ typedef struct {
     rill_stream *handle; /* the handle of stream, when the fast path made the tensor */
     long gen;            /* the runtime generation the tensor belongs to */
     PyObject *ptr;       /* the cdata that _ptr returned or was set to, or NULL */
-    PyObject *shape, *numel, *dtype, *stream, *graph;
+    PyObject *shape, *numel, *dtype, *stream, *owner;
     PyObject *base;    /* a view's: the tensor whose memory it shows, kept alive; or NULL/None */
     PyObject *strides; /* a view's strides in elements, when not contiguous; or NULL/None */
     PyObject *weakrefs;
@@ -200,7 +229,7 @@ static int tensor_traverse(Tensor *t, visitproc visit, void *arg) {
     Py_VISIT(t->numel);
     Py_VISIT(t->dtype);
     Py_VISIT(t->stream);
-    Py_VISIT(t->graph);
+    Py_VISIT(t->owner);
     Py_VISIT(t->base);
     Py_VISIT(t->strides);
     return 0;
@@ -212,7 +241,7 @@ static int tensor_clear(Tensor *t) {
     Py_CLEAR(t->numel);
     Py_CLEAR(t->dtype);
     Py_CLEAR(t->stream);
-    Py_CLEAR(t->graph);
+    Py_CLEAR(t->owner);
     Py_CLEAR(t->base);
     Py_CLEAR(t->strides);
     return 0;
@@ -232,12 +261,13 @@ static rill_stream *stream_handle(Tensor *t) {
 /* Frees the memory at the end of the work submitted to the tensor's stream
  * so far (rill_free_async; rill_free once the stream is closed) and gives
  * its event back to the stream's pool, as rill.Tensor's __del__ does in the
- * package's pure Python form. The memory of a graph's tensor is the graph's
- * to release: Python code decides (finalize_other). */
+ * package's pure Python form. The memory of a tensor with an owner (a
+ * graph's, or another library's through DLPack) is the owner's to release:
+ * Python code decides (finalize_other). */
 static int tensor_release(Tensor *t) {
     if (t->addr == NULL || t->gen != st.generation || t->stream == NULL)
         return 0;
-    if (t->graph != NULL && t->graph != Py_None) {
+    if (t->owner != NULL && t->owner != Py_None) {
         PyObject *r = PyObject_CallOneArg(st.finalize_other, (PyObject *)t);
         Py_XDECREF(r);
         return r == NULL ? -1 : 0;
@@ -276,11 +306,10 @@ static int tensor_release(Tensor *t) {
 }
 
 static void tensor_finalize(PyObject *self) {
-    PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb);
+    saved_error e = save_error();
     if (tensor_release((Tensor *)self) < 0)
         PyErr_WriteUnraisable(self);
-    PyErr_Restore(type, value, tb);
+    restore_error(e);
 }
 
 static void tensor_dealloc(Tensor *t) {
@@ -386,7 +415,7 @@ static PyMemberDef tensor_members[] = {
     {"_shape", T_OBJECT_EX, offsetof(Tensor, shape), 0, NULL},
     {"_numel", T_OBJECT_EX, offsetof(Tensor, numel), 0, NULL},
     {"_dtype", T_OBJECT_EX, offsetof(Tensor, dtype), 0, NULL},
-    {"_graph", T_OBJECT_EX, offsetof(Tensor, graph), 0, NULL},
+    {"_owner", T_OBJECT_EX, offsetof(Tensor, owner), 0, NULL},
     {"_base", T_OBJECT, offsetof(Tensor, base), 0, NULL},
     {"_strides", T_OBJECT, offsetof(Tensor, strides), 0, NULL},
     {NULL, 0, 0, 0, NULL},
@@ -539,7 +568,7 @@ static PyObject *fast_op(Tensor *a, PyObject *other, int op, bool reflected) {
     t->numel = Py_NewRef(a->numel);
     t->dtype = Py_NewRef(st.float32);
     t->stream = Py_NewRef(s);
-    t->graph = Py_NewRef(Py_None);
+    t->owner = Py_NewRef(Py_None);
 done:
     Py_DECREF(pool);
     Py_DECREF(s);
@@ -709,7 +738,7 @@ static PyObject *new_tensor(PyObject *module, PyObject *const *args, Py_ssize_t 
     t->numel = PyLong_FromSsize_t(n);
     t->dtype = Py_NewRef(st.float32);
     t->stream = Py_NewRef(s);
-    t->graph = Py_NewRef(Py_None);
+    t->owner = Py_NewRef(Py_None);
     if (t->numel == NULL)
         Py_CLEAR(t); /* its finalizer frees the memory */
 done:
@@ -777,20 +806,11 @@ typedef struct DLManagedTensor {
 static void dlpack_capsule_destructor(PyObject *capsule) {
     if (!PyCapsule_IsValid(capsule, "dltensor"))
         return;
-#if PY_VERSION_HEX >= 0x030C0000
-    PyObject *raised = PyErr_GetRaisedException();
-#else
-    PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb);
-#endif
+    saved_error e = save_error();
     DLManagedTensor *m = PyCapsule_GetPointer(capsule, "dltensor");
     if (m != NULL && m->deleter != NULL)
         m->deleter(m);
-#if PY_VERSION_HEX >= 0x030C0000
-    PyErr_SetRaisedException(raised);
-#else
-    PyErr_Restore(type, value, tb);
-#endif
+    restore_error(e);
 }
 
 static PyMethodDef module_methods[] = {

@@ -29,6 +29,7 @@ from ._errors import (CaptureInvalidatedError, CaptureIsolationError, CaptureUnj
                       NotPermittedError, NotRecordedError, NotReadyError, NotSupportedError,
                       OutOfMemoryError, RillError, TimingDisabledError)
 from ._ffi import library_path
+from ._from_dlpack import from_dlpack
 from ._compile import compile
 from ._graph import Graph, graph
 from ._memory import (empty_cache, max_memory_allocated, max_memory_reserved, memory_allocated,
@@ -52,7 +53,8 @@ __all__ = [
     "KernelFailedError", "NoDeviceError", "NotPermittedError", "NotReadyError", "NotRecordedError",
     "NotSupportedError", "OutOfMemoryError", "RillError", "Stream", "StreamContext", "StreamCtx",
     "Tensor", "TimingDisabledError", "current_device", "current_stream", "default_stream",
-    "device", "device_count", "dtype", "empty", "empty_cache", "float16", "float32", "from_numpy",
+    "device", "device_count", "dtype", "empty", "empty_cache", "float16", "float32", "from_dlpack",
+    "from_numpy",
     "full",
     "library_path", "max_memory_allocated", "max_memory_reserved", "memory_allocated",
     "manual_seed", "memory_limit", "memory_reserved", "memory_stats", "memory_summary", "ones",

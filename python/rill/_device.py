@@ -4,7 +4,7 @@
 from . import _host, _wait
 from ._errors import check, error
 from ._ffi import ffi, lib
-from ._runtime import life, on_shutdown, stale_error
+from ._runtime import life, on_shutdown, stale_error, waited
 
 _KINDS = {1: "cpu", 2: "cuda"}
 _devices = {}  # rill_device * -> Device
@@ -185,4 +185,5 @@ def synchronize_handle(dev):
     st = _wait.device(dev)
     if st == 0 or st == lib.RILL_ERROR_KERNEL_FAILED:
         _host.device_done_before(dev, mark)
+        waited()
     check(st)

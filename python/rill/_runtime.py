@@ -40,6 +40,22 @@ def on_shutdown(fn):
     return fn
 
 
+# Functions run after a wait for a stream, an event or a device has ended
+# (the deleters of rill.from_dlpack's tensors whose work is done): the
+# modules that keep such things add theirs.
+_after_wait = []
+
+
+def after_wait(fn):
+    _after_wait.append(fn)
+    return fn
+
+
+def waited():
+    for fn in _after_wait:
+        fn()
+
+
 def stale_error(fn, what):
     return InvalidArgumentError(
         f"{fn}: this {what} belongs to a rill runtime that rill.shutdown() released; "

@@ -9,7 +9,7 @@ import weakref
 from . import _device, _host, _wait
 from ._errors import check, error
 from ._ffi import fast, ffi, lib
-from ._runtime import closed_error, life, on_shutdown, stale_error
+from ._runtime import closed_error, life, on_shutdown, stale_error, waited
 
 _owned = weakref.WeakValueDictionary()  # rill_stream * -> Stream made by Python
 _borrowed = {}  # rill_stream * -> Stream owned by the library (default, tagged, others')
@@ -152,6 +152,7 @@ class Stream:
         st = _wait.stream(h)
         if st == 0 or st == lib.RILL_ERROR_KERNEL_FAILED:  # either way, its work has ended
             _host.done_before(h, mark)
+            waited()
         check(st)
 
     def wait_event(self, event):
@@ -318,6 +319,7 @@ class Event:
         """Waits until the recorded work has completed (Ctrl-C: as
         Stream.synchronize)."""
         check(_wait.event(self._handle("rill.Event.synchronize")))
+        waited()
 
     def elapsed_time(self, end_event):
         """Milliseconds from this event's record to end_event's, both

@@ -88,7 +88,7 @@ class _Fields:
     did not compile _rill_fast, whose TensorBase holds them in C (with the
     element-wise fast path and the release of the memory)."""
 
-    __slots__ = ("_ptr", "_shape", "_numel", "_dtype", "_stream", "_event", "_gen", "_graph",
+    __slots__ = ("_ptr", "_shape", "_numel", "_dtype", "_stream", "_event", "_gen", "_owner",
                  "_base", "_strides", "__weakref__")
 
     # __del__ is _release, set after it.
@@ -136,7 +136,7 @@ class Tensor(fast.TensorBase if fast is not None else _Fields):
         self._stream = stream
         self._event = None
         self._gen = life.generation
-        self._graph = None
+        self._owner = None
         self._base = None
         self._strides = None
         nbytes = self._numel * dt.itemsize
@@ -148,7 +148,7 @@ class Tensor(fast.TensorBase if fast is not None else _Fields):
         self._ptr = out[0]
         g = _graph._tls.__dict__.get("graph")
         if g is not None and _graph.stream_captures(stream._h):
-            self._graph = g  # graph memory: the graph lives as long as the tensor
+            self._owner = g  # graph memory: the graph lives as long as the tensor
 
     def _copy(self, stream):
         """A copy made in stream order on stream, of this tensor's class."""
@@ -410,8 +410,11 @@ def _release(self, _life=life, _free_async=lib.rill_free_async, _free=lib.rill_f
         if ev is not None:
             self._stream._events.append(ev)
         return
-    g = self._graph
-    if g is not None and _graph._tls.__dict__.get("graph") is not g:
+    owner = self._owner
+    if owner is not None and not isinstance(owner, _graph.Graph):
+        owner.release(self)  # another library's memory, shared through DLPack (rill._dlpack)
+        return
+    if owner is not None and _graph._tls.__dict__.get("graph") is not owner:
         return  # the graph's memory, released with the graph
     s = self._stream
     if s._closed:
@@ -596,7 +599,7 @@ def _elementwise(op, alpha, general):
         out._stream = s
         out._event = ev
         out._gen = self._gen
-        out._graph = None
+        out._owner = None
         out._base = None
         out._strides = None
         return out
@@ -637,7 +640,7 @@ def _negation(general):
         out._stream = s
         out._event = ev
         out._gen = self._gen
-        out._graph = None
+        out._owner = None
         out._base = None
         out._strides = None
         return out

@@ -38,7 +38,7 @@ def make_view(t, shape, strides, offset, where):
     v._stream = t._stream
     v._event = None
     v._gen = t._gen
-    v._graph = None
+    v._owner = None
     v._base = base
     v._strides = None if _is_contiguous(shape, strides) else tuple(strides)
     return v

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import rill
+from rill._ffi import ffi
 
 
 def kinds():
@@ -61,3 +62,14 @@ def test_a_consumer_that_refuses_a_gpu_tensor_raises_and_holds_nothing():
         np.from_dlpack(t)
     del t
     rill.shutdown()  # no export is left alive
+
+
+def test_a_rill_tensor_comes_back_as_itself_on_its_device():
+    """The round trip through a capsule, on the current device (rill's GPU
+    where it has one): the same memory, and ops on it."""
+    x = rill.ones(4)
+    y = rill.from_dlpack(x)
+    assert y.device is x.device
+    assert int(ffi.cast("uintptr_t", y._ptr)) == int(ffi.cast("uintptr_t", x._ptr))
+    y.add_(1.0)
+    assert x.numpy().tolist() == [2.0] * 4

@@ -215,7 +215,7 @@ def test_c_fields_read_and_write_as_the_package_s_objects():
     assert lib.rill_event_synchronize(c._event) == 0
     assert lib.rill_memcpy(ffi.from_buffer(out), c._ptr, out.nbytes) == 0
     assert out.tolist() == [2, 2, 2]
-    assert c._gen == a._gen and c._graph is None and c._stream is a._stream
+    assert c._gen == a._gen and c._owner is None and c._stream is a._stream
     ref = weakref.ref(c)
     del c
     assert ref() is None

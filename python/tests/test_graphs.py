@@ -47,7 +47,7 @@ def test_graph_memory_keeps_its_address_and_lives_with_its_tensors():
     ptr = int(rill._ffi.ffi.cast("uintptr_t", t._ptr))
     del g  # the tensor keeps the graph (and its memory)
     gc.collect()
-    t._graph.replay()
+    t._owner.replay()
     assert np.all(t.numpy() == 3)
     assert int(rill._ffi.ffi.cast("uintptr_t", t._ptr)) == ptr
     before = rill.memory_allocated()

@@ -10,8 +10,8 @@ from ..._tensor import dtype, float16, float32, manual_seed
 from . import cuda, nn
 from ._tensor import (FloatTensor, HalfTensor, Size, Tensor, abs, add, arange, argmax, argmin,
                       as_tensor, cat, clamp, concat, device, div, empty, exp, flatten, float64,
-                      from_numpy, full, inference_mode, is_tensor, log, log_softmax, matmul,
-                      max, maximum, mean, min, minimum, mm, mul, no_grad, ones, ones_like,
+                      from_dlpack, from_numpy, full, inference_mode, is_tensor, log, log_softmax,
+                      matmul, max, maximum, mean, min, minimum, mm, mul, no_grad, ones, ones_like,
                       permute, randn, randn_like, relu, reshape, sigmoid, softmax, sqrt,
                       squeeze, stack, sub, sum, tanh, tensor, transpose, unsqueeze, zeros,
                       zeros_like)
@@ -27,8 +27,8 @@ __getattr__ = module_getattr("torch")
 __all__ = ["FloatTensor", "HalfTensor", "Size", "Tensor", "abs", "add", "arange", "argmax",
            "argmin", "as_tensor", "cat", "clamp", "compile", "concat", "cuda", "device", "div",
            "double", "dtype", "empty", "exp", "flatten", "float", "float16", "float32",
-           "float64", "from_numpy", "full", "half", "inference_mode", "is_tensor", "log",
-           "log_softmax", "manual_seed", "matmul", "max", "maximum", "mean", "min", "minimum",
-           "mm", "mul", "nn", "no_grad", "npu", "ones", "ones_like", "permute", "randn",
+           "float64", "from_dlpack", "from_numpy", "full", "half", "inference_mode", "is_tensor",
+           "log", "log_softmax", "manual_seed", "matmul", "max", "maximum", "mean", "min",
+           "minimum", "mm", "mul", "nn", "no_grad", "npu", "ones", "ones_like", "permute", "randn",
            "randn_like", "relu", "reshape", "sigmoid", "softmax", "sqrt", "squeeze", "stack",
            "sub", "sum", "tanh", "tensor", "transpose", "unsqueeze", "zeros", "zeros_like"]

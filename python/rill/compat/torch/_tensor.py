@@ -469,6 +469,13 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
         return Tensor(arr, dtype)
 
 
+def from_dlpack(ext_tensor):
+    """A tensor on ext_tensor's memory without a copy (a numpy array, a
+    real PyTorch tensor, anything with __dlpack__): rill.from_dlpack."""
+    from ... import _from_dlpack
+    return _from_dlpack.from_dlpack(ext_tensor, Tensor)
+
+
 def from_numpy(array):
     """A tensor copied from a numpy array: float32 and float16 as they are,
     float64 (and integers) converted to float32. torch keeps float64: rill

@@ -1,0 +1,182 @@
+# SPDX-License-Identifier: MIT
+"""rill.from_dlpack: a rill tensor on another library's memory, without a
+copy (DLPack's consumer side; rill._dlpack is the producer's). The tensor
+keeps the producer's memory through the capsule's DLManagedTensor; when it
+is collected, an event is recorded on its stream, and the producer's
+deleter runs once that event has completed: at the next wait that ends
+(synchronize), from_dlpack or release of such a tensor that finds it
+complete, or at rill.shutdown()."""
+
+import collections
+import ctypes
+
+from . import _device, _stream, _tensor
+from ._errors import check, error
+from ._ffi import ffi, lib
+from ._runtime import after_wait, life, on_shutdown
+
+_KDL_CPU, _KDL_CUDA, _KDL_CUDA_HOST = 1, 2, 3
+_KDL_FLOAT = 2
+_DTYPES = {(_KDL_FLOAT, 32): _tensor.float32, (_KDL_FLOAT, 16): _tensor.float16}
+_KIND_NAMES = {_KDL_CPU: "CPU", _KDL_CUDA: "CUDA", _KDL_CUDA_HOST: "CUDA host"}
+
+_api = ctypes.pythonapi
+_api.PyCapsule_IsValid.restype = ctypes.c_int
+_api.PyCapsule_IsValid.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+_api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_api.PyCapsule_SetName.restype = ctypes.c_int
+_api.PyCapsule_SetName.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+_live = {}  # id(_Import) -> _Import, of tensors not yet collected
+_pending = collections.deque()  # (event, device, _Import): deleters awaiting their work
+
+
+class _Import:
+    """The owner of a tensor made by from_dlpack: the producer's
+    DLManagedTensor, whose deleter runs once (release, then reap)."""
+
+    __slots__ = ("managed", "__weakref__")
+
+    def __init__(self, managed):
+        self.managed = managed
+        _live[id(self)] = self
+
+    def release(self, t):
+        """t was collected: its stream's work so far is the last that may
+        use the memory. Runs in a finalizer: C calls and deque appends only."""
+        _live.pop(id(self), None)
+        s = t._stream
+        ev = t._event
+        t._event = None
+        if s._closed:
+            ev = None  # the device's synchronize stands in (reap)
+        else:
+            if ev is None:
+                ev = s._events.pop() if s._events else _tensor._new_event()
+            if lib.rill_event_record(ev, s._h) != 0:
+                ev = None
+        _pending.append((ev, s.device._h, self))
+        _reap()
+
+    def delete(self):
+        managed, self.managed = self.managed, None
+        if managed is not None and managed.deleter != ffi.NULL:
+            managed.deleter(managed)
+
+
+@after_wait
+def _reap(ended=False):
+    """Runs the deleters whose stream work has completed; all of them when
+    ended (rill.shutdown() ended all work and released the events)."""
+    for _ in range(len(_pending)):
+        try:
+            ev, dev, owner = _pending.popleft()
+        except IndexError:  # another thread reaped the rest
+            return
+        if ended:
+            pass
+        elif ev is None:  # the tensor's stream was closed: its device's work stands in
+            if lib.rill_device_synchronize(dev) not in (0, lib.RILL_ERROR_KERNEL_FAILED):
+                _pending.append((ev, dev, owner))
+                continue
+        elif lib.rill_event_query(ev) == lib.RILL_NOT_READY:
+            _pending.append((ev, dev, owner))
+            continue
+        else:
+            lib.rill_event_destroy(ev)
+        owner.delete()
+
+
+@on_shutdown
+def _release_all():
+    """rill.shutdown() waited for all work and released the events: every
+    deleter runs, the live tensors' too (their memory is theirs no more)."""
+    _reap(ended=True)
+    for owner in list(_live.values()):
+        owner.delete()
+    _live.clear()
+
+
+def _device_for(kind, index, where):
+    if kind == _KDL_CUDA:
+        return _device.device(f"cuda:{index}")
+    if kind in (_KDL_CPU, _KDL_CUDA_HOST):
+        cur = _device.current_device()
+        return cur if cur.kind == "cpu" else _device.device("cpu")
+    raise BufferError(f"{where}: the tensor is in memory of DLPack device type {kind}; rill "
+                      "takes CPU (1), CUDA (2) and CUDA host (3) memory: copy it to one of "
+                      "those first")
+
+
+def from_dlpack(x, cls=_tensor.Tensor):
+    """A rill tensor on x's memory without a copy (numpy arrays, PyTorch
+    tensors, anything with __dlpack__, or a "dltensor" capsule): float32 or
+    float16, its shape and non-negative strides. Host memory goes to rill's
+    CPU device (the current one when it is a CPU device), CUDA memory of
+    device N to rill's cuda:N, and the tensor to that device's current
+    stream: there, a CUDA producer orders the stream after its pending
+    writes (DLPack's stream argument), without blocking the host.
+
+    Writes through either side show on the other. x's memory stays
+    allocated while the tensor lives and until the work on its stream
+    submitted before it was collected has completed; work on other streams
+    that uses it must be ordered before that (or synchronized), as
+    PyTorch's record_stream asks of its own memory."""
+    where = "rill.from_dlpack"
+    _reap()
+    if hasattr(x, "__dlpack__"):
+        kind, index = x.__dlpack_device__()
+        dev = _device_for(kind, index, where)
+        s = _stream.current_stream(dev)
+        arg = None
+        if kind == _KDL_CUDA:
+            native = ffi.new("void **")
+            check(lib.rill_stream_native(s._handle(where), native))
+            arg = int(ffi.cast("uintptr_t", native[0]))
+        capsule = x.__dlpack__(stream=arg)
+    else:
+        capsule, s = x, None
+    if not _api.PyCapsule_IsValid(capsule, b"dltensor"):
+        raise TypeError(f"{where}: takes an object with __dlpack__ or an unused 'dltensor' "
+                        f"capsule, not {type(x).__name__}")
+    managed = ffi.cast("DLManagedTensor *", _api.PyCapsule_GetPointer(capsule, b"dltensor"))
+    dl = managed.dl_tensor
+    if s is None:
+        s = _stream.current_stream(_device_for(dl.device.device_type, dl.device.device_id, where))
+    # Refused (raised above or below): the capsule stays unconsumed, and its
+    # destructor calls the deleter.
+    t = _wrap(dl, s, cls, where)
+    _api.PyCapsule_SetName(capsule, b"used_dltensor")
+    t._owner = _Import(managed)
+    return t
+
+
+def _wrap(dl, s, cls, where):
+    dt = _DTYPES.get((dl.dtype.code, dl.dtype.bits))
+    if dt is None or dl.dtype.lanes != 1:
+        raise TypeError(f"{where}: the tensor's DLPack dtype (code {dl.dtype.code}, "
+                        f"{dl.dtype.bits} bits, {dl.dtype.lanes} lanes) is not float32 or "
+                        "float16; convert it first (x.float())")
+    shape = tuple(int(dl.shape[i]) for i in range(dl.ndim))
+    strides = None
+    if dl.strides != ffi.NULL and dl.ndim > 0:
+        given = tuple(int(dl.strides[i]) for i in range(dl.ndim))
+        if any(st < 0 for st in given):
+            raise BufferError(f"{where}: the tensor has negative strides {given}; rill's views "
+                              "take strides of 0 or more: pass a copy (x.contiguous())")
+        if given != tuple(_tensor.contiguous_strides(shape)):
+            strides = given
+    t = cls.__new__(cls)
+    t._ptr = None
+    t._shape = shape
+    t._numel = _tensor._numel(shape)
+    t._dtype = dt
+    t._stream = s
+    t._event = None
+    t._gen = life.generation
+    t._owner = None
+    t._base = None
+    t._strides = strides
+    t._ptr = ffi.cast("void *", ffi.cast("char *", dl.data) + dl.byte_offset)
+    return t
