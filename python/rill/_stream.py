@@ -210,6 +210,17 @@ class Stream:
         return out[0]
 
     @property
+    def native(self):
+        """The device's own handle of the stream as an int: its CUstream on
+        a CUDA device, for libraries that take one (cuBLAS, NCCL); 0 on a
+        CPU device, whose streams are rill's own queues. A library's work on
+        it follows rill's work that is on the GPU already (docs/cuda.md,
+        item 8 of the plan)."""
+        out = ffi.new("void **")
+        check(lib.rill_stream_native(self._handle("rill.Stream.native"), out))
+        return int(ffi.cast("uintptr_t", out[0]))
+
+    @property
     def device(self):
         """The rill.Device the stream belongs to."""
         self._handle("rill.Stream.device")

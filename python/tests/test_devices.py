@@ -73,3 +73,16 @@ def test_a_rill_tensor_comes_back_as_itself_on_its_device():
     assert int(ffi.cast("uintptr_t", y._ptr)) == int(ffi.cast("uintptr_t", x._ptr))
     y.add_(1.0)
     assert x.numpy().tolist() == [2.0] * 4
+
+
+def test_native_is_the_cuda_stream_or_0_on_a_cpu_device():
+    s = rill.Stream()
+    cpu = rill.Stream(device="cpu")
+    assert cpu.native == 0
+    if s.device.kind == "cuda":
+        assert s.native != 0 and s.native != rill.default_stream().native
+        import rill.compat.torch as torch
+        assert torch.cuda.Stream().cuda_stream != 0
+    with pytest.raises(rill.InvalidArgumentError):
+        cpu.close()
+        cpu.native

@@ -35,8 +35,12 @@ class Stream(_stream.Stream):
 
     @property
     def cuda_stream(self):
-        """The stream's handle as an int (never 0: rill's default stream
-        is a stream like the others)."""
+        """The stream's CUstream as an int on a CUDA device (rill.Stream's
+        native); on a CPU device, which has none, rill's handle (never 0:
+        rill's default stream is a stream like the others)."""
+        native = self.native
+        if native:
+            return native
         return int(ffi.cast("uintptr_t", self._handle("torch.cuda.Stream.cuda_stream")))
 
     @property
