@@ -454,7 +454,12 @@ rill_status rill_launch_kernel(rill_stream *stream, rill_kernel *kernel, const r
  * memory, page-locked host memory, memory opened from another process), a
  * pointer to freed device memory, or dimensions whose product does not
  * fit in a size_t is RILL_ERROR_INVALID_ARGUMENT and nothing runs.
- * Ordinary host memory cannot be checked; it is used as given. */
+ * Ordinary host memory cannot be checked; it is used as given. Memory the
+ * stream's device cannot reach is RILL_ERROR_DEVICE_MISMATCH and nothing
+ * runs: another device's memory from rill (unless both are CPU devices,
+ * whose memory is host memory), and on a CUDA device host memory that is
+ * not page-locked or another GPU's memory (asked of the driver for memory
+ * rill did not allocate). Page-locked host memory reaches every device. */
 rill_status rill_op_fill_f32(rill_stream *s, float *x, float value, size_t n);
 rill_status rill_op_add_f32(rill_stream *s, float *out, const float *a, const float *b,
                             float alpha, size_t n);            /* out = a + alpha*b */

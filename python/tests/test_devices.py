@@ -86,3 +86,16 @@ def test_native_is_the_cuda_stream_or_0_on_a_cpu_device():
     with pytest.raises(rill.InvalidArgumentError):
         cpu.close()
         cpu.native
+
+
+@pytest.mark.skipif(rill.current_device().kind != "cuda", reason="needs rill's CUDA device "
+                    "(the stand-in driver in CI): the current device is rill's CPU device")
+def test_an_op_on_the_gpu_refuses_host_tensors_with_a_device_mismatch():
+    a = rill.ones(3)
+    with rill.stream(rill.Stream(device="cpu")):
+        b = rill.ones(3)
+    host = rill.from_dlpack(np.ones(3, np.float32))
+    for other in (b, host):
+        with pytest.raises(rill.DeviceMismatchError, match="cannot reach"):
+            (a + other).numpy()
+    assert (a + a).numpy().tolist() == [2.0] * 3  # the stream's own memory

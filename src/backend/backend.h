@@ -540,6 +540,15 @@ typedef struct rill__backend_ops {
      * CPU devices and host memory together, ..."). NULL when memory_bytes
      * says it all. Any thread; the pool's lock may be held; never blocks. */
     void (*mem_describe)(rill__device *dev, char *buf, size_t size);
+    /* Whether dev's work may read and write [p, p + bytes), memory that no
+     * rill pool, rill_malloc_host or IPC mapping holds (another library's
+     * device memory, or ordinary host memory): RILL_OK, or
+     * RILL_ERROR_DEVICE_MISMATCH with a phrase in why ("pageable host
+     * memory, which the GPU cannot read"). NULL when the device reaches all
+     * such memory (a CPU device: it is host memory). Any thread, no locks
+     * held; never blocks on other work. */
+    rill_status (*mem_reachable)(rill__device *dev, const void *p, size_t bytes, char *why,
+                                 size_t why_size);
 
     /* Host memory for copies to and from dev at the device's full speed
      * (page-locked where the device copies by DMA), rill_malloc_host: NULL

@@ -256,6 +256,38 @@ rill_status rill__mem_check_access(const char *fn, const char *what, const char 
     return RILL_OK;
 }
 
+/* "device 1 (CPU (AMD EPYC))": for sentences. */
+static void name_device(const rill__device *dev, char *buf, size_t size) {
+    snprintf(buf, size, "device %d (%s)", dev->base.info.ordinal, dev->base.info.name);
+}
+
+rill_status rill__mem_check_use(const char *fn, const char *what, const char *shape, const void *p,
+                                size_t bytes, rill__device *user) {
+    rill__device *dev;
+    rill_status st = rill__mem_check_access(fn, what, shape, p, bytes, &dev);
+    if (st != RILL_OK || dev == user)
+        return st;
+    char mine[160], theirs[160], why[160];
+    name_device(user, mine, sizeof mine);
+    if (dev != NULL) {
+        if (dev->base.info.kind == RILL_DEVICE_CPU && user->base.info.kind == RILL_DEVICE_CPU)
+            return RILL_OK; /* host memory, both */
+        name_device(dev, theirs, sizeof theirs);
+        return rill__fail(RILL_ERROR_DEVICE_MISMATCH,
+                          "%s: %s (%p) is memory of %s, and the stream is of %s, which cannot "
+                          "reach it; copy it to %s first (rill_memcpy_async into its memory)",
+                          fn, what, p, theirs, mine, mine);
+    }
+    if (user->ops->mem_reachable == NULL ||
+        user->ops->mem_reachable(user, p, bytes, why, sizeof why) == RILL_OK)
+        return RILL_OK;
+    return rill__fail(RILL_ERROR_DEVICE_MISMATCH,
+                      "%s: %s (%p) is %s, which the stream's %s cannot reach; copy it into the "
+                      "device's memory (rill_malloc_async, rill_memcpy_async) or page-locked host "
+                      "memory (rill_malloc_host) first",
+                      fn, what, p, why, mine);
+}
+
 rill_status rill__mem_check_copy(void *dst, const void *src, size_t bytes, const char *fn,
                                  rill__device **src_dev, rill__device **dst_dev) {
     if (dst == NULL || src == NULL)

@@ -33,6 +33,14 @@ void rill__mem_host_shutdown(struct rill__runtime *rt);
  * lock and the pool's lock of p's device, one after the other. */
 rill_status rill__mem_check_access(const char *fn, const char *what, const char *shape,
                                    const void *p, size_t bytes, rill__device **dev);
+/* rill__mem_check_access, and that work of device `user` may make the
+ * access: memory of another device's pool (or opened from another process
+ * on another device) is RILL_ERROR_DEVICE_MISMATCH unless both are CPU
+ * devices, whose memory is host memory; other memory is asked of user's
+ * backend (mem_reachable: a GPU cannot read pageable host memory). Each
+ * with a sentence naming fn and `what`. */
+rill_status rill__mem_check_use(const char *fn, const char *what, const char *shape,
+                                const void *p, size_t bytes, rill__device *user);
 /* Checks both sides of a copy of bytes from src to dst (neither NULL, each
  * within its allocation) for fn, as rill__mem_check_access does; *src_dev
  * and *dst_dev receive their devices (NULL: host memory). */

@@ -146,14 +146,18 @@ rill_status rill__op_check_count(const char *fn, size_t n, size_t *bytes) {
 }
 
 /* Checks that the access the op will declare for argument `name`, bytes
- * from p, stays inside the allocation that holds p (see
- * rill__mem_check_access; ordinary host memory passes): an op trusts its
- * sizes no more than rill_memset_async does. `shape` names the product
- * that gave bytes ("n floats"). */
-rill_status rill__op_check_fits(const char *fn, const void *p, const char *name, const char *shape,
-                                size_t bytes) {
-    rill__device *dev;
-    return rill__mem_check_access(fn, name, shape, p, bytes, &dev);
+ * from p, stays inside the allocation that holds p, and that s's device
+ * reaches that memory (see rill__mem_check_use; ordinary host memory
+ * passes on a CPU device): an op trusts its sizes no more than
+ * rill_memset_async does. `shape` names the product that gave bytes ("n
+ * floats"). */
+rill_status rill__op_check_fits(const char *fn, rill_stream *s, const void *p, const char *name,
+                                const char *shape, size_t bytes) {
+    rill__stream *stream;
+    rill_status st = rill__stream_resolve(s, fn, &stream);
+    if (st != RILL_OK)
+        return st;
+    return rill__mem_check_use(fn, name, shape, p, bytes, stream->q.dev);
 }
 
 rill_status rill__op_check_pointer(const char *fn, const void *p, const char *name,
@@ -251,7 +255,7 @@ rill_status rill_op_fill_f32(rill_stream *s, float *x, float value, size_t n) {
     rill_status st;
     if ((st = rill__op_check_pointer(fn, x, "x", "device memory of n floats")) != RILL_OK ||
         (st = rill__op_check_count(fn, n, &bytes)) != RILL_OK ||
-        (st = rill__op_check_fits(fn, x, "x", "n floats", bytes)) != RILL_OK ||
+        (st = rill__op_check_fits(fn, s, x, "x", "n floats", bytes)) != RILL_OK ||
         (st = rill__op_stream_compute_units(fn, s, &units)) != RILL_OK)
         return st;
     rill__op_fill_args args = {x, value, n};
@@ -271,9 +275,9 @@ static rill_status check_binary(const char *fn, rill_stream *s, const float *out
         (st = rill__op_check_pointer(fn, a, "a", "device memory of n floats")) != RILL_OK ||
         (st = rill__op_check_pointer(fn, b, "b", "device memory of n floats")) != RILL_OK ||
         (st = rill__op_check_count(fn, n, bytes)) != RILL_OK ||
-        (st = rill__op_check_fits(fn, a, "a", "n floats", *bytes)) != RILL_OK ||
-        (st = rill__op_check_fits(fn, b, "b", "n floats", *bytes)) != RILL_OK ||
-        (st = rill__op_check_fits(fn, out, "out", "n floats", *bytes)) != RILL_OK ||
+        (st = rill__op_check_fits(fn, s, a, "a", "n floats", *bytes)) != RILL_OK ||
+        (st = rill__op_check_fits(fn, s, b, "b", "n floats", *bytes)) != RILL_OK ||
+        (st = rill__op_check_fits(fn, s, out, "out", "n floats", *bytes)) != RILL_OK ||
         (st = check_elementwise_out(fn, out, a, "a", *bytes)) != RILL_OK ||
         (st = check_elementwise_out(fn, out, b, "b", *bytes)) != RILL_OK)
         return st;
@@ -312,8 +316,8 @@ rill_status rill_op_add_scalar_f32(rill_stream *s, float *out, const float *a, f
     if ((st = rill__op_check_pointer(fn, out, "out", "device memory for n floats")) != RILL_OK ||
         (st = rill__op_check_pointer(fn, a, "a", "device memory of n floats")) != RILL_OK ||
         (st = rill__op_check_count(fn, n, &bytes)) != RILL_OK ||
-        (st = rill__op_check_fits(fn, a, "a", "n floats", bytes)) != RILL_OK ||
-        (st = rill__op_check_fits(fn, out, "out", "n floats", bytes)) != RILL_OK ||
+        (st = rill__op_check_fits(fn, s, a, "a", "n floats", bytes)) != RILL_OK ||
+        (st = rill__op_check_fits(fn, s, out, "out", "n floats", bytes)) != RILL_OK ||
         (st = check_elementwise_out(fn, out, a, "a", bytes)) != RILL_OK ||
         (st = rill__op_stream_compute_units(fn, s, &units)) != RILL_OK)
         return st;
@@ -344,8 +348,8 @@ static rill_status begin_new(const char *fn, rill_stream *s, const float *a, boo
         (has_b &&
          (st = rill__op_check_pointer(fn, b, "b", "device memory of n floats")) != RILL_OK) ||
         (st = rill__op_check_count(fn, n, bytes)) != RILL_OK ||
-        (st = rill__op_check_fits(fn, a, "a", "n floats", *bytes)) != RILL_OK ||
-        (has_b && (st = rill__op_check_fits(fn, b, "b", "n floats", *bytes)) != RILL_OK) ||
+        (st = rill__op_check_fits(fn, s, a, "a", "n floats", *bytes)) != RILL_OK ||
+        (has_b && (st = rill__op_check_fits(fn, s, b, "b", "n floats", *bytes)) != RILL_OK) ||
         (st = rill__op_stream_compute_units(fn, s, units)) != RILL_OK)
         return st;
     rill__event *ev;
@@ -459,7 +463,7 @@ rill_status rill_op_randn_f32(rill_stream *s, float *x, size_t n, float mean, fl
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "%s: std is %g; pass a finite standard deviation, 0 or more", fn,
                           (double)std);
-    if ((st = rill__op_check_fits(fn, x, "x", "n floats", bytes)) != RILL_OK ||
+    if ((st = rill__op_check_fits(fn, s, x, "x", "n floats", bytes)) != RILL_OK ||
         (st = rill__op_stream_compute_units(fn, s, &units)) != RILL_OK)
         return st;
     rill__op_randn_args args = {x, n, mean, std, seed};
@@ -495,8 +499,8 @@ static rill_status launch_cast(const char *fn, rill__op id, rill_stream *s, void
     /* check_count sized floats; the halves' side is half of that. */
     out_bytes = out_size == sizeof(float) ? in_bytes : in_bytes / 2;
     in_bytes = in_size == sizeof(float) ? in_bytes : in_bytes / 2;
-    if ((st = rill__op_check_fits(fn, in, "in", "n elements", in_bytes)) != RILL_OK ||
-        (st = rill__op_check_fits(fn, out, "out", "n elements", out_bytes)) != RILL_OK ||
+    if ((st = rill__op_check_fits(fn, s, in, "in", "n elements", in_bytes)) != RILL_OK ||
+        (st = rill__op_check_fits(fn, s, out, "out", "n elements", out_bytes)) != RILL_OK ||
         (st = rill__op_check_disjoint(fn, out, out_bytes, "out", in, in_bytes, "in")) != RILL_OK ||
         (st = rill__op_stream_compute_units(fn, s, &units)) != RILL_OK)
         return st;
@@ -540,10 +544,10 @@ static rill_status check_f16(const char *fn, rill_stream *s, const void *out, co
         return st;
     *bytes = float_bytes_n / 2;
     if ((a_name != NULL &&
-         (st = rill__op_check_fits(fn, a, a_name, "n halves", *bytes)) != RILL_OK) ||
+         (st = rill__op_check_fits(fn, s, a, a_name, "n halves", *bytes)) != RILL_OK) ||
         (b_name != NULL &&
-         (st = rill__op_check_fits(fn, b, b_name, "n halves", *bytes)) != RILL_OK) ||
-        (st = rill__op_check_fits(fn, out, a_name == NULL ? "x" : "out", "n halves", *bytes)) !=
+         (st = rill__op_check_fits(fn, s, b, b_name, "n halves", *bytes)) != RILL_OK) ||
+        (st = rill__op_check_fits(fn, s, out, a_name == NULL ? "x" : "out", "n halves", *bytes)) !=
             RILL_OK ||
         (a_name != NULL && (st = check_elementwise_out(fn, out, a, a_name, *bytes)) != RILL_OK) ||
         (b_name != NULL && (st = check_elementwise_out(fn, out, b, b_name, *bytes)) != RILL_OK) ||

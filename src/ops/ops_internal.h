@@ -32,11 +32,12 @@ typedef struct access_list {
 bool rill__op_elem_bytes(size_t *bytes, size_t elem, size_t d0, size_t d1, size_t d2, size_t d3);
 bool rill__op_overlaps(const void *p, size_t p_bytes, const void *q, size_t q_bytes);
 /* The checks every op makes, each RILL_ERROR_INVALID_ARGUMENT with a
- * sentence naming fn: the element count, an access inside its allocation,
- * a non-NULL pointer, an output apart from an input. */
+ * sentence naming fn: the element count, an access inside its allocation
+ * (and RILL_ERROR_DEVICE_MISMATCH for memory s's device cannot reach), a
+ * non-NULL pointer, an output apart from an input. */
 rill_status rill__op_check_count(const char *fn, size_t n, size_t *bytes);
-rill_status rill__op_check_fits(const char *fn, const void *p, const char *name, const char *shape,
-                                size_t bytes);
+rill_status rill__op_check_fits(const char *fn, rill_stream *s, const void *p, const char *name,
+                                const char *shape, size_t bytes);
 rill_status rill__op_check_pointer(const char *fn, const void *p, const char *name,
                                    const char *what);
 rill_status rill__op_check_disjoint(const char *fn, const void *out, size_t out_bytes,

@@ -50,8 +50,8 @@ static rill_status sum(const char *fn, rill_stream *s, bool half, void *out, con
         (st = rill__op_check_count(fn, n, &bytes)) != RILL_OK)
         return st;
     bytes = bytes / sizeof(float) * elem;
-    if ((st = rill__op_check_fits(fn, a, "a", ELEMS(half, "n"), bytes)) != RILL_OK ||
-        (st = rill__op_check_fits(fn, out, "out", half ? "one half" : "one float", elem)) !=
+    if ((st = rill__op_check_fits(fn, s, a, "a", ELEMS(half, "n"), bytes)) != RILL_OK ||
+        (st = rill__op_check_fits(fn, s, out, "out", half ? "one half" : "one float", elem)) !=
             RILL_OK ||
         (st = rill__op_stream_compute_units(fn, s, &units)) != RILL_OK)
         return st;
@@ -165,9 +165,9 @@ static rill_status check_matmul(const char *fn, rill_stream *s, bool half, const
                          ELEMS(half, "k*n"))) != RILL_OK ||
         (st = check_size(fn, rill__op_elem_bytes(&c_bytes, elem, m, n, 1, 1), "c",
                          ELEMS(half, "m*n"))) != RILL_OK ||
-        (st = rill__op_check_fits(fn, a, "a", ELEMS(half, "m*k"), a_bytes)) != RILL_OK ||
-        (st = rill__op_check_fits(fn, b, "b", ELEMS(half, "k*n"), b_bytes)) != RILL_OK ||
-        (st = rill__op_check_fits(fn, c, "c", ELEMS(half, "m*n"), c_bytes)) != RILL_OK ||
+        (st = rill__op_check_fits(fn, s, a, "a", ELEMS(half, "m*k"), a_bytes)) != RILL_OK ||
+        (st = rill__op_check_fits(fn, s, b, "b", ELEMS(half, "k*n"), b_bytes)) != RILL_OK ||
+        (st = rill__op_check_fits(fn, s, c, "c", ELEMS(half, "m*n"), c_bytes)) != RILL_OK ||
         (st = rill__op_check_disjoint(fn, c, c_bytes, "c", a, a_bytes, "a")) != RILL_OK ||
         (st = rill__op_check_disjoint(fn, c, c_bytes, "c", b, b_bytes, "b")) != RILL_OK ||
         (st = rill__op_stream_compute_units(fn, s, units)) != RILL_OK)
@@ -284,10 +284,10 @@ static rill_status check_conv2d(const char *fn, rill_stream *s, bool half, const
      * weight and the input do, and must fit sgemm's integer dimensions. */
     if ((st = check_dim(fn, g->c * g->r * g->s, "c*r*sz", "")) != RILL_OK ||
         (st = check_dim(fn, g->h * g->w, "h*w", "")) != RILL_OK ||
-        (st = rill__op_check_fits(fn, in, "in", ELEMS(half, "n*c*h*w"), in_bytes)) != RILL_OK ||
-        (st = rill__op_check_fits(fn, weight, "weight", ELEMS(half, "k*c*r*sz"), *w_bytes)) !=
+        (st = rill__op_check_fits(fn, s, in, "in", ELEMS(half, "n*c*h*w"), in_bytes)) != RILL_OK ||
+        (st = rill__op_check_fits(fn, s, weight, "weight", ELEMS(half, "k*c*r*sz"), *w_bytes)) !=
             RILL_OK ||
-        (st = rill__op_check_fits(fn, out, "out", ELEMS(half, "n*k*(h-r+1)*(w-sz+1)"),
+        (st = rill__op_check_fits(fn, s, out, "out", ELEMS(half, "n*k*(h-r+1)*(w-sz+1)"),
                                   out_bytes)) != RILL_OK ||
         (st = rill__op_check_disjoint(fn, out, out_bytes, "out", in, in_bytes, "in")) != RILL_OK ||
         (st = rill__op_check_disjoint(fn, out, out_bytes, "out", weight, *w_bytes, "weight")) !=
@@ -424,9 +424,10 @@ rill_status rill_op_conv2d_ex_f32(rill_stream *s, float *out, const float *in, c
                          "n*k*oh*ow floats")) != RILL_OK ||
         (st = check_dim(fn, c * r * sz, "c*r*sz", "")) != RILL_OK ||
         (st = check_dim(fn, oh * ow, "oh*ow", "")) != RILL_OK ||
-        (st = rill__op_check_fits(fn, in, "in", "n*c*h*w floats", in_bytes)) != RILL_OK ||
-        (st = rill__op_check_fits(fn, weight, "weight", "k*c*r*sz floats", w_bytes)) != RILL_OK ||
-        (st = rill__op_check_fits(fn, out, "out", "n*k*oh*ow floats", out_bytes)) != RILL_OK ||
+        (st = rill__op_check_fits(fn, s, in, "in", "n*c*h*w floats", in_bytes)) != RILL_OK ||
+        (st = rill__op_check_fits(fn, s, weight, "weight", "k*c*r*sz floats", w_bytes)) !=
+            RILL_OK ||
+        (st = rill__op_check_fits(fn, s, out, "out", "n*k*oh*ow floats", out_bytes)) != RILL_OK ||
         (st = rill__op_check_disjoint(fn, out, out_bytes, "out", in, in_bytes, "in")) != RILL_OK ||
         (st = rill__op_check_disjoint(fn, out, out_bytes, "out", weight, w_bytes, "weight")) !=
             RILL_OK ||
@@ -476,8 +477,9 @@ rill_status rill_op_pool2d_f32(rill_stream *s, rill_pool_op op, float *out, cons
                          "planes*h*w floats")) != RILL_OK ||
         (st = check_size(fn, rill__op_elem_bytes(&out_bytes, sizeof(float), planes, oh, ow, 1),
                          "out", "planes*oh*ow floats")) != RILL_OK ||
-        (st = rill__op_check_fits(fn, in, "in", "planes*h*w floats", in_bytes)) != RILL_OK ||
-        (st = rill__op_check_fits(fn, out, "out", "planes*oh*ow floats", out_bytes)) != RILL_OK ||
+        (st = rill__op_check_fits(fn, s, in, "in", "planes*h*w floats", in_bytes)) != RILL_OK ||
+        (st = rill__op_check_fits(fn, s, out, "out", "planes*oh*ow floats", out_bytes)) !=
+            RILL_OK ||
         (st = rill__op_check_disjoint(fn, out, out_bytes, "out", in, in_bytes, "in")) != RILL_OK ||
         (st = rill__op_stream_compute_units(fn, s, &units)) != RILL_OK)
         return st;

@@ -73,9 +73,10 @@ static bool extent_bytes(const size_t *shape, const size_t *strides, size_t ndim
 }
 
 /* Checks an operand's pointer and strides, and that its extent stays in
- * its allocation; *bytes gets the extent. */
-static rill_status check_operand(const char *fn, const operand *op, const size_t *strides,
-                                 const size_t *shape, size_t ndim, size_t *bytes) {
+ * its allocation, which s's device reaches; *bytes gets the extent. */
+static rill_status check_operand(const char *fn, rill_stream *s, const operand *op,
+                                 const size_t *strides, const size_t *shape, size_t ndim,
+                                 size_t *bytes) {
     rill_status st = rill__op_check_pointer(fn, op->ptr, op->name, "device memory of floats");
     if (st != RILL_OK)
         return st;
@@ -89,7 +90,7 @@ static rill_status check_operand(const char *fn, const operand *op, const size_t
                           "%s: the strides of %s reach past the end of memory; pass strides "
                           "in floats",
                           fn, op->name);
-    return rill__op_check_fits(fn, op->ptr, op->name, "the shape and strides", *bytes);
+    return rill__op_check_fits(fn, s, op->ptr, op->name, "the shape and strides", *bytes);
 }
 
 /* Whether a layout reaches any element twice: sorted by stride, each
@@ -193,8 +194,8 @@ rill_status rill_op_copy_strided_f32(rill_stream *s, float *out, const size_t *o
     operand o = {.ptr = out, .name = "out"}, i = {.ptr = in, .name = "in"};
     rill_status st;
     if ((st = check_shape(fn, shape, ndim, &n)) != RILL_OK ||
-        (st = check_operand(fn, &o, out_strides, shape, ndim, &out_bytes)) != RILL_OK ||
-        (st = check_operand(fn, &i, in_strides, shape, ndim, &in_bytes)) != RILL_OK)
+        (st = check_operand(fn, s, &o, out_strides, shape, ndim, &out_bytes)) != RILL_OK ||
+        (st = check_operand(fn, s, &i, in_strides, shape, ndim, &in_bytes)) != RILL_OK)
         return st;
     if (self_overlaps(shape, out_strides, ndim))
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
@@ -242,9 +243,9 @@ rill_status rill_op_binary_f32(rill_stream *s, rill_binary_op op, float *out, co
     if ((st = check_shape(fn, shape, ndim, &n)) != RILL_OK)
         return st;
     contiguous_strides(shape, ndim, contig);
-    if ((st = check_operand(fn, &o, contig, shape, ndim, &out_bytes)) != RILL_OK ||
-        (st = check_operand(fn, &x, a_strides, shape, ndim, &a_bytes)) != RILL_OK ||
-        (st = check_operand(fn, &y, b_strides, shape, ndim, &b_bytes)) != RILL_OK)
+    if ((st = check_operand(fn, s, &o, contig, shape, ndim, &out_bytes)) != RILL_OK ||
+        (st = check_operand(fn, s, &x, a_strides, shape, ndim, &a_bytes)) != RILL_OK ||
+        (st = check_operand(fn, s, &y, b_strides, shape, ndim, &b_bytes)) != RILL_OK)
         return st;
     if (ndim > 0) {
         memcpy(x.strides, a_strides, ndim * sizeof *a_strides);
@@ -274,8 +275,8 @@ rill_status rill_op_map_f32(rill_stream *s, rill_map_op op, float *out, const fl
     if ((st = rill__op_check_pointer(fn, out, "out", "device memory for n floats")) != RILL_OK ||
         (st = rill__op_check_pointer(fn, a, "a", "device memory of n floats")) != RILL_OK ||
         (st = rill__op_check_count(fn, n, &bytes)) != RILL_OK ||
-        (st = rill__op_check_fits(fn, a, "a", "n floats", bytes)) != RILL_OK ||
-        (st = rill__op_check_fits(fn, out, "out", "n floats", bytes)) != RILL_OK)
+        (st = rill__op_check_fits(fn, s, a, "a", "n floats", bytes)) != RILL_OK ||
+        (st = rill__op_check_fits(fn, s, out, "out", "n floats", bytes)) != RILL_OK)
         return st;
     if (out != a && rill__op_overlaps(out, bytes, a, bytes))
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
@@ -344,10 +345,11 @@ rill_status rill_op_reduce_dim_f32(rill_stream *s, rill_reduce_dim_op op, float 
         return st;
     size_t a_bytes = count * sizeof(float), out_bytes = outer * inner * sizeof(float);
     size_t idx_bytes = outer * inner * sizeof(int64_t);
-    if ((st = rill__op_check_fits(fn, a, "a", "outer*dim*inner floats", a_bytes)) != RILL_OK ||
-        (st = rill__op_check_fits(fn, out, "out", "outer*inner floats", out_bytes)) != RILL_OK ||
-        (indices != NULL && (st = rill__op_check_fits(fn, indices, "indices", "outer*inner int64s",
-                                                      idx_bytes)) != RILL_OK) ||
+    if ((st = rill__op_check_fits(fn, s, a, "a", "outer*dim*inner floats", a_bytes)) != RILL_OK ||
+        (st = rill__op_check_fits(fn, s, out, "out", "outer*inner floats", out_bytes)) != RILL_OK ||
+        (indices != NULL &&
+         (st = rill__op_check_fits(fn, s, indices, "indices", "outer*inner int64s", idx_bytes)) !=
+             RILL_OK) ||
         (st = rill__op_check_disjoint(fn, out, out_bytes, "out", a, a_bytes, "a")) != RILL_OK ||
         (indices != NULL && ((st = rill__op_check_disjoint(fn, indices, idx_bytes, "indices", a,
                                                            a_bytes, "a")) != RILL_OK ||
@@ -378,8 +380,8 @@ static rill_status softmax(const char *fn, rill_stream *s, float *out, const flo
         (st = check_dims3(fn, outer, dim, inner, &count)) != RILL_OK)
         return st;
     size_t bytes = count * sizeof(float);
-    if ((st = rill__op_check_fits(fn, a, "a", "outer*dim*inner floats", bytes)) != RILL_OK ||
-        (st = rill__op_check_fits(fn, out, "out", "outer*dim*inner floats", bytes)) != RILL_OK)
+    if ((st = rill__op_check_fits(fn, s, a, "a", "outer*dim*inner floats", bytes)) != RILL_OK ||
+        (st = rill__op_check_fits(fn, s, out, "out", "outer*dim*inner floats", bytes)) != RILL_OK)
         return st;
     if (out != a && rill__op_overlaps(out, bytes, a, bytes))
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,

@@ -6,6 +6,7 @@
  * events both ways. */
 #include "contract.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #define SPIN_NS 5000000ull
@@ -128,6 +129,61 @@ static void test_events_order_work_across_devices_both_ways(void **state) {
     RT_OK(rill_stream_destroy(t));
 }
 
+static rill_device_kind kind_of(rill_device *dev) {
+    rill_device_info info;
+    RT_OK(rill_device_get_info(dev, &info));
+    return info.kind;
+}
+
+/* An op refuses memory its device cannot reach, before anything runs:
+ * another device's memory unless both are CPU devices (host memory), and
+ * on a GPU host memory that is not page-locked; page-locked host memory
+ * (rill_malloc_host) every device reaches. */
+static void test_ops_refuse_memory_their_device_cannot_reach(void **state) {
+    (void)state;
+    enum { N = 1024 };
+    rill_device *dev = contract_device();
+    rill_stream *s;
+    RT_OK(rill_stream_create(dev, 0, &s));
+    bool gpu = kind_of(dev) != RILL_DEVICE_CPU;
+    float *pageable = malloc(N * sizeof *pageable), *pinned;
+    assert_non_null(pageable);
+    RT_OK(rill_malloc_host(N * sizeof *pinned, (void **)&pinned));
+    rill_status st = rill_op_fill_f32(s, pageable, 1.0f, N);
+    if (gpu) {
+        assert_int_equal(st, RILL_ERROR_DEVICE_MISMATCH);
+        assert_non_null(strstr(rill_last_error(), "cannot reach"));
+        assert_non_null(strstr(rill_last_error(), "rill_malloc_host"));
+    } else {
+        RT_OK(st);
+    }
+    RT_OK(rill_op_fill_f32(s, pinned, 2.0f, N));
+    rill_device *other = other_device(dev);
+    if (other != NULL) {
+        rill_stream *t;
+        float *theirs;
+        RT_OK(rill_stream_create(other, 0, &t));
+        RT_OK(rill_malloc_async(N * sizeof *theirs, t, (void **)&theirs));
+        RT_OK(rill_stream_synchronize(t));
+        st = rill_op_add_f32(s, pinned, pinned, theirs, 1.0f, N);
+        if (gpu || kind_of(other) != RILL_DEVICE_CPU) {
+            assert_int_equal(st, RILL_ERROR_DEVICE_MISMATCH);
+            assert_non_null(strstr(rill_last_error(), "is memory of device"));
+        } else {
+            RT_OK(st);
+        }
+        RT_OK(rill_free_async(theirs, t));
+        RT_OK(rill_stream_destroy(t));
+    }
+    RT_OK(rill_stream_synchronize(s));
+    float back[N];
+    RT_OK(rill_memcpy(back, pinned, sizeof back));
+    assert_true(back[0] == 2.0f && back[N - 1] == 2.0f);
+    RT_OK(rill_free_host(pinned));
+    free(pageable);
+    RT_OK(rill_stream_destroy(s));
+}
+
 /* A stream destroyed with work pending finishes it. */
 static void test_a_destroyed_stream_finishes_its_work(void **state) {
     (void)state;
@@ -159,6 +215,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_a_wait_on_failed_work_fails_the_waiter),
         cmocka_unit_test(test_events_order_work_across_devices_both_ways),
         cmocka_unit_test(test_a_destroyed_stream_finishes_its_work),
+        cmocka_unit_test(test_ops_refuse_memory_their_device_cannot_reach),
     };
     return CONTRACT_RUN(tests);
 }

@@ -35,6 +35,56 @@
 
 static _Atomic size_t created; /* bytes of cuMemCreate not released */
 
+/* What cuPointerGetAttribute knows: the ranges mapped with cuMemMap (each
+ * with the GPU of its allocation) and those of cuMemHostAlloc. */
+typedef struct range {
+    uintptr_t base;
+    size_t size;
+    int device; /* -1: page-locked host memory */
+} range;
+static pthread_mutex_t ranges_lock = PTHREAD_MUTEX_INITIALIZER;
+static range *ranges;
+static size_t num_ranges, cap_ranges;
+#define MAX_FDS 65536
+static int device_of_fd[MAX_FDS]; /* the GPU of a cuMemCreate handle's memory */
+
+static void ranges_add(uintptr_t base, size_t size, int device) {
+    pthread_mutex_lock(&ranges_lock);
+    if (num_ranges == cap_ranges) {
+        size_t cap = cap_ranges ? 2 * cap_ranges : 256;
+        range *r = realloc(ranges, cap * sizeof *r);
+        if (r == NULL)
+            abort(); /* a stand-in has nowhere to report it */
+        ranges = r;
+        cap_ranges = cap;
+    }
+    ranges[num_ranges++] = (range){base, size, device};
+    pthread_mutex_unlock(&ranges_lock);
+}
+
+static void ranges_remove(uintptr_t base) {
+    pthread_mutex_lock(&ranges_lock);
+    for (size_t i = 0; i < num_ranges; i++)
+        if (ranges[i].base == base) {
+            ranges[i] = ranges[--num_ranges];
+            break;
+        }
+    pthread_mutex_unlock(&ranges_lock);
+}
+
+/* The range that holds p, or false. */
+static bool ranges_find(uintptr_t p, range *out) {
+    bool found = false;
+    pthread_mutex_lock(&ranges_lock);
+    for (size_t i = 0; i < num_ranges && !found; i++)
+        if (p >= ranges[i].base && p - ranges[i].base < ranges[i].size) {
+            *out = ranges[i];
+            found = true;
+        }
+    pthread_mutex_unlock(&ranges_lock);
+    return found;
+}
+
 /* ------------------------------------------------------------- streams */
 
 typedef enum op_kind { OP_KERNEL, OP_COPY, OP_SET, OP_WRITE, OP_RECORD, OP_WAIT, OP_CALL } op_kind;
@@ -435,7 +485,6 @@ static CUresult fake_cuMemAddressFree(CUdeviceptr ptr, size_t size) {
 
 static CUresult fake_cuMemCreate(CUmemGenericAllocationHandle *out, size_t size,
                                  const CUmemAllocationProp *prop, unsigned long long flags) {
-    (void)prop;
     (void)flags;
     if (size % GRANULE != 0)
         return CUDA_ERROR_INVALID_VALUE;
@@ -450,6 +499,8 @@ static CUresult fake_cuMemCreate(CUmemGenericAllocationHandle *out, size_t size,
         atomic_fetch_sub(&created, size);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
+    if (fd < MAX_FDS)
+        device_of_fd[fd] = prop->location.id;
     *out = (CUmemGenericAllocationHandle)fd + 1;
     return CUDA_SUCCESS;
 }
@@ -466,12 +517,17 @@ static CUresult fake_cuMemRelease(CUmemGenericAllocationHandle h) {
 static CUresult fake_cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
                               CUmemGenericAllocationHandle h, unsigned long long flags) {
     (void)flags;
-    void *p = mmap((void *)(uintptr_t)ptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
-                   (int)(h - 1), (off_t)offset);
-    return p == MAP_FAILED ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
+    int fd = (int)(h - 1);
+    void *p = mmap((void *)(uintptr_t)ptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd,
+                   (off_t)offset);
+    if (p == MAP_FAILED)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    ranges_add((uintptr_t)ptr, size, fd < MAX_FDS ? device_of_fd[fd] : 0);
+    return CUDA_SUCCESS;
 }
 
 static CUresult fake_cuMemUnmap(CUdeviceptr ptr, size_t size) {
+    ranges_remove((uintptr_t)ptr);
     void *p = mmap((void *)(uintptr_t)ptr, size, PROT_NONE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
     return p == MAP_FAILED ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
@@ -498,10 +554,12 @@ static CUresult fake_cuMemHostAlloc(void **out, size_t bytes, unsigned int flags
     if (*out == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
     memset(*out, 0, bytes);
+    ranges_add((uintptr_t)*out, bytes, -1);
     return CUDA_SUCCESS;
 }
 
 static CUresult fake_cuMemFreeHost(void *p) {
+    ranges_remove((uintptr_t)p);
     free(p);
     return CUDA_SUCCESS;
 }
@@ -510,6 +568,26 @@ static CUresult fake_cuMemHostGetDevicePointer(CUdeviceptr *out, void *p, unsign
     (void)flags;
     *out = (CUdeviceptr)(uintptr_t)p;
     return CUDA_SUCCESS;
+}
+
+/* The memory type and GPU of what cuMemMap and cuMemHostAlloc gave;
+ * CUDA_ERROR_INVALID_VALUE for memory the driver does not know (pageable
+ * host memory), as the driver says. */
+static CUresult fake_cuPointerGetAttribute(void *data, CUpointer_attribute attribute,
+                                           CUdeviceptr ptr) {
+    range r;
+    if (!ranges_find((uintptr_t)ptr, &r))
+        return CUDA_ERROR_INVALID_VALUE;
+    switch (attribute) {
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+        *(unsigned int *)data = r.device >= 0 ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+        *(int *)data = r.device >= 0 ? r.device : 0;
+        return CUDA_SUCCESS;
+    default:
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
 }
 
 /* ------------------------------------------------ the device and driver */

@@ -131,6 +131,8 @@ rill_status rill__cuda_mem_commit(rill__device *dev, void *handle, size_t offset
 void rill__cuda_mem_decommit(rill__device *dev, void *handle, size_t offset, size_t bytes);
 void *rill__cuda_host_alloc(rill__device *dev, size_t bytes);
 void rill__cuda_host_free(rill__device *dev, void *ptr, size_t bytes);
+rill_status rill__cuda_mem_reachable(rill__device *dev, const void *p, size_t bytes, char *why,
+                                     size_t why_size);
 rill_status rill__cuda_kernel_load(rill__device *dev, const rill__kernel_image *k, void **loaded);
 void rill__cuda_kernel_unload(rill__device *dev, const rill__kernel_image *k, void *loaded);
 

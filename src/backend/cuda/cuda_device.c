@@ -268,6 +268,7 @@ const rill__backend_ops rill__cuda_backend = {
     .mem_commit = rill__cuda_mem_commit,
     .mem_decommit = rill__cuda_mem_decommit,
     .mem_describe = NULL,
+    .mem_reachable = rill__cuda_mem_reachable,
     .host_alloc = rill__cuda_host_alloc,
     .host_free = rill__cuda_host_free,
     .ipc_export = NULL,

@@ -56,7 +56,8 @@
     X(cuMemSetAccess)                                                                              \
     X(cuMemHostAlloc)                                                                              \
     X(cuMemFreeHost)                                                                               \
-    X(cuMemHostGetDevicePointer)
+    X(cuMemHostGetDevicePointer)                                                                   \
+    X(cuPointerGetAttribute)
 
 typedef struct rill__cuda_driver {
 #define RILL__CUDA_FIELD(fn) __typeof__(&fn) fn;

@@ -123,6 +123,37 @@ void rill__cuda_mem_decommit(rill__device *dev, void *handle, size_t offset, siz
     release_granules(d, seg, first, end);
 }
 
+/* Memory rill did not allocate, as the driver knows it: page-locked host
+ * memory and managed memory every GPU reaches, device memory only its own
+ * GPU (rill enables no peer access), pageable host memory none. */
+rill_status rill__cuda_mem_reachable(rill__device *dev, const void *p, size_t bytes, char *why,
+                                     size_t why_size) {
+    (void)bytes;
+    cuda_device *d = cuda_device_of(dev);
+    rill__cuda_use(d);
+    CUdeviceptr at = (CUdeviceptr)(uintptr_t)p;
+    unsigned int type = 0;
+    if (d->drv->cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, at) !=
+        CUDA_SUCCESS) {
+        snprintf(why, why_size, "host memory that CUDA has not page-locked (malloc, numpy)");
+        return RILL_ERROR_DEVICE_MISMATCH;
+    }
+    if (type != CU_MEMORYTYPE_DEVICE)
+        return RILL_OK;
+    int managed = 0, ordinal = -1;
+    if (d->drv->cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, at) ==
+            CUDA_SUCCESS &&
+        managed)
+        return RILL_OK;
+    if (d->drv->cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, at) ==
+            CUDA_SUCCESS &&
+        ordinal == d->ordinal)
+        return RILL_OK;
+    snprintf(why, why_size, "memory of CUDA GPU %d, and rill enables no peer access between GPUs",
+             ordinal);
+    return RILL_ERROR_DEVICE_MISMATCH;
+}
+
 void *rill__cuda_host_alloc(rill__device *dev, size_t bytes) {
     cuda_device *d = cuda_device_of(dev);
     void *p = NULL;
