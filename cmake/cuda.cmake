@@ -56,6 +56,7 @@ function(rill_ptx_source out_c cu symbol)
       list(APPEND flags -Werror all-warnings)
     endif()
     add_custom_command(OUTPUT ${out_c}
+      COMMAND ${CMAKE_COMMAND} -E make_directory ${dir}
       COMMAND ${RILL_NVCC} ${flags} ${cu} -o ${ptx}
       COMMAND ${RILL_PTXAS} -arch=sm_90 ${ptx} -o ${dir}/${base}.sm_90.cubin
       COMMAND ${CMAKE_COMMAND} -DPTX=${ptx} -DOUT=${out_c} -DSYMBOL=${symbol} -P ${embed}
