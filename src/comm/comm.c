@@ -797,6 +797,7 @@ static void arm(rill__comm_channel *ch, rill__stream *s, rill__comm_task *t) {
 static rill_status refuse(rill__comm_channel *ch, rill__stream *s, rill__comm_task *t,
                           rill_status st, const char *what) {
     char why[RILL__COMM_WHY_BYTES];
+    const char *fn = t->op.a.fn; /* static storage: t may be freed once armed */
     snprintf(why, sizeof why, "%s could not be queued on its stream (%s)", what, rill_last_error());
     t->refused = true;
     t->skipped = true;
@@ -805,7 +806,7 @@ static rill_status refuse(rill__comm_channel *ch, rill__stream *s, rill__comm_ta
     return rill__fail(st,
                       "%s: %s; the collective fails on its stream without starting, and the "
                       "communicator can no longer be used",
-                      t->op.a.fn, why);
+                      fn, why);
 }
 
 /* Divides recv (count floats) by the communicator's size on s, on the

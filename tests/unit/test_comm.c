@@ -1800,8 +1800,11 @@ static void test_comm_cuda_out_of_memory_while_staging(void **state) {
         rill_status sync = rill_stream_synchronize(s);
         assert_int_equal(logged(&f), before);
         if (broke) {
+            /* Its sentence is not checked: the communication thread may
+             * fail it while allocations still fail (on every thread), and
+             * a failure without memory for its window reopens an earlier
+             * window of the proxy stream, with that one's sentence. */
             assert_int_equal(sync, RILL_ERROR_KERNEL_FAILED);
-            assert_contains(rill_last_error(), "was not started");
             RT_OK(rill_stream_clear_error(s));
             RT_OK(rill__comm_close(c, "rill_comm_destroy"));
             c = open_cuda_fake(&f, 2, false);
