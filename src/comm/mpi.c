@@ -273,14 +273,11 @@ static rill_status mpi_start(void *vctx, rill__comm_op *op, char *why, size_t si
 }
 
 /* Whether the MPI library takes memory of CUDA devices (a CUDA-aware
- * build): Open MPI's MPIX_Query_cuda_support, or MPICH's
- * MPIX_GPU_query_support, where the headers declare them; else no. */
+ * build): Open MPI's MPIX_Query_cuda_support, where its mpi-ext.h declares
+ * it; else no (RILL_MPI_CUDA_AWARE=1 says yes for another MPI). */
 static bool mpi_cuda_support(void) {
 #if defined(OMPI_HAVE_MPI_EXT_CUDA) && OMPI_HAVE_MPI_EXT_CUDA
     return MPIX_Query_cuda_support() == 1;
-#elif defined(MPIX_GPU_SUPPORT_CUDA)
-    int yes = 0;
-    return MPIX_GPU_query_support(MPIX_GPU_SUPPORT_CUDA, &yes) == MPI_SUCCESS && yes != 0;
 #else
     return false;
 #endif
