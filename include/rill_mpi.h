@@ -51,7 +51,24 @@
  *    issue it late, so rill hands that memory out again only once MPI has
  *    completed it, which it keeps testing until the communicator is
  *    destroyed (and after that, never).
- *  - Collectives run on streams of the CPU device.
+ *  - Collectives run on streams of the CPU device and of CUDA devices, on
+ *    memory of the stream's device. On a CUDA device's memory, a
+ *    communicator whose MPI is CUDA-aware (rill_comm_cuda_aware) hands the
+ *    device's pointers to MPI as they are, once the stream's earlier work
+ *    is done, and an average is divided on the device after it, on the
+ *    stream; otherwise the stream copies the bytes into page-locked host
+ *    memory, MPI works there, and the stream copies the result back. Either
+ *    way it all runs in stream order, none of it waits on the calling
+ *    thread, and the host never touches the device's memory. Several
+ *    processes may share one GPU. RILL_MPI_CUDA_AWARE, read when a
+ *    communicator is created: 1 hands device pointers to MPI, 0 stages
+ *    them (a CUDA-aware MPI that fails), unset or empty asks MPI (Open
+ *    MPI's MPIX_Query_cuda_support); another value is
+ *    RILL_ERROR_INVALID_ARGUMENT from rill_comm_create_mpi. A staged
+ *    collective cannot be captured into a graph: RILL_ERROR_NOT_SUPPORTED
+ *    on a capturing stream. Staging memory of a size is allocated at its
+ *    first use, reused once its copies and MPI are done with it, and freed
+ *    by rill_comm_destroy when idle.
  *  - A collective issued on a capturing stream is checked as usual and
  *    becomes a node of the graph; nothing reaches MPI until a launch runs
  *    it. Each rill_graph_launch issues the graph's collectives at once, in
@@ -138,14 +155,19 @@ rill_status rill_comm_create_mpi(MPI_Comm comm, rill_comm **out);
 rill_status rill_comm_destroy(rill_comm *comm);
 rill_status rill_comm_rank(rill_comm *comm, int *out);
 rill_status rill_comm_size(rill_comm *comm, int *out);
+/* *out = 1 when comm hands memory of CUDA devices to MPI as it is (a
+ * CUDA-aware MPI, or RILL_MPI_CUDA_AWARE=1), 0 when it stages that memory
+ * through page-locked host memory. */
+rill_status rill_comm_cuda_aware(rill_comm *comm, int *out);
 
 /* None of the calls below blocks. Each refuses, with
  * RILL_ERROR_INVALID_ARGUMENT and before anything is issued, a NULL or
  * destroyed handle, a NULL buffer where bytes are moved (one of 0 bytes
  * may be NULL), a count above INT_MAX or whose bytes do not fit in memory,
- * a buffer that is not device memory of the stream's device or that the
- * bytes run past the end of, overlapping recv and send (but recv == send in
- * allreduce), and a root or peer that is not a rank of comm. */
+ * a buffer that is not device memory of the stream's device (memory of
+ * another device: RILL_ERROR_DEVICE_MISMATCH) or that the bytes run past
+ * the end of, overlapping recv and send (but recv == send in allreduce),
+ * and a root or peer that is not a rank of comm. */
 
 /* recv[i] = op over the ranks of send[i]; recv may equal send (in place). */
 rill_status rill_allreduce_f32(rill_stream *s, rill_comm *comm, float *recv, const float *send,

@@ -2,12 +2,13 @@
 # SPDX-License-Identifier: MIT
 # The whole check of rill on a machine with an NVIDIA GPU, in under 6 minutes:
 # builds (release, and the asan-ubsan debug build, warnings as errors), runs
-# the tests (the whole suite; the contract, seeds, stress and python labels
-# on cuda:0 when rill lists a CUDA device), a subset under compute-sanitizer
-# (memcheck, racecheck), and the benchmarks (bench_cuda_baseline against
-# the CUDA runtime, torch.mm, and the quick runs of bench_runtime,
-# bench_graph and bench_memory). It runs, and finishes, on a machine
-# without a GPU too: the GPU steps are then skipped with the reason.
+# the tests (the whole suite; the contract, seeds, stress and python labels,
+# and the collectives at -np 2, on cuda:0 when rill lists a CUDA device), a
+# subset under compute-sanitizer (memcheck, racecheck), and the benchmarks
+# (bench_cuda_baseline against the CUDA runtime, torch.mm, and the quick
+# runs of bench_runtime, bench_graph and bench_memory). It runs, and
+# finishes, on a machine without a GPU too: the GPU steps are then skipped
+# with the reason.
 #
 # Every step is independent (a failed step stops none of the others),
 # bounded by `timeout`, and logged; all steps share one time budget, and a
@@ -321,9 +322,13 @@ main() {
     if [ -n "$rill_cuda" ]; then
         ctest_step contract 90 build/release "$rill_cuda" -L contract
         ctest_step seeds 90 build/release "$rill_cuda" -L seeds
+        # Collectives on cuda:0's memory, two ranks sharing the GPU (built
+        # where CMake found MPI; none match otherwise).
+        ctest_step mpi-cuda 90 build/release "$rill_cuda" -L cuda -R '^mpi_'
     else
         skip contract "$no_cuda"
         skip seeds "$no_cuda; the seeds run on the CPU device in ctest-all"
+        skip mpi-cuda "$no_cuda"
     fi
     # The stress tests on cuda:0, or on rill's default device.
     ctest_step stress 120 build/release "$rill_cuda" -L stress

@@ -16,9 +16,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/op_args.h"
 #include "comm/engine.h"
+#include "comm/stage.h"
 #include "core/calls.h"
 #include "core/handle.h"
+#include "core/kernel.h"
 #include "core/stream.h"
 #include "graph/graph.h"
 #include "mem/memory.h"
@@ -62,7 +65,7 @@ static rill_status resolve(rill_comm *comm, const char *fn, rill__comm_channel *
     return RILL_OK;
 }
 
-rill_status rill__comm_get(rill_comm *comm, const char *fn, int *rank, int *size) {
+rill_status rill__comm_get(rill_comm *comm, const char *fn, int *rank, int *size, int *cuda_aware) {
     rill__comm_channel *ch = NULL;
     rill_status st = resolve(comm, fn, &ch);
     if (st != RILL_OK)
@@ -71,6 +74,8 @@ rill_status rill__comm_get(rill_comm *comm, const char *fn, int *rank, int *size
         *rank = ch->rank;
     if (size != NULL)
         *size = ch->size;
+    if (cuda_aware != NULL)
+        *cuda_aware = ch->cuda_aware;
     rill__comm_engine_leave(ch);
     return RILL_OK;
 }
@@ -79,6 +84,11 @@ rill_status rill__comm_get(rill_comm *comm, const char *fn, int *rank, int *size
 
 static void comm_shutdown(void);
 static void forget_after_fork(void);
+
+/* The kernel that divides an average on a CUDA device (a CUDA-aware
+ * transport leaves it a sum): made at first use, destroyed by
+ * rill_shutdown. */
+static _Atomic(rill_kernel *) divide_kernel;
 
 /* Reads RILL_COMM_TIMEOUT: seconds, decimals allowed; unset, empty or 0
  * means no limit. */
@@ -215,7 +225,11 @@ rill_status rill__comm_close(rill_comm *comm, const char *fn) {
                           "%s: the communicator is already being destroyed", fn);
     rill__handle_close(ch->handle);
     ch->close->op.a.fn = fn;
-    return close_channel(ch, ch->close);
+    st = close_channel(ch, ch->close);
+    /* A blocking call: the place to free page-locked staging memory that
+     * no operation uses now. */
+    rill__comm_stage_trim();
+    return st;
 }
 
 /* rill_shutdown: destroys the communicators left, then stops the thread. */
@@ -227,10 +241,15 @@ static void comm_shutdown(void) {
         close_channel(ch, ch->close);
     }
     rill__comm_engine_shutdown();
+    rill__comm_stage_shutdown();
+    rill_kernel *k = atomic_exchange(&divide_kernel, NULL);
+    if (k != NULL)
+        rill_kernel_destroy(k);
 }
 
 static void forget_after_fork(void) {
     rill__comm_engine_forget();
+    rill__comm_stage_forget();
 }
 
 /* ---------------------------------------------------------------- checks */
@@ -345,11 +364,6 @@ static rill_status check_args(const rill__comm_channel *ch, rill__stream *s,
     rill_status st = buffers_of(ch, a, recv, send);
     if (st != RILL_OK)
         return st;
-    if (s->q.dev->base.info.kind != RILL_DEVICE_CPU)
-        return rill__fail(RILL_ERROR_NOT_SUPPORTED,
-                          "%s: the stream belongs to device '%s'; collectives run on streams of "
-                          "the CPU device in this version",
-                          fn, s->q.dev->base.info.name);
     if ((st = check_buffer(fn, recv, s)) != RILL_OK || (st = check_buffer(fn, send, s)) != RILL_OK)
         return st;
     bool in_place = a->kind == RILL__COMM_ALLREDUCE && recv->ptr == send->ptr;
@@ -372,7 +386,7 @@ static void stream_reached(rill__waiter *w) {
     char msg[RILL__ERROR_BYTES];
     /* When the work before it failed, the stream skips the WAIT's wait for
      * nothing: the operation is skipped, as the stream's kernels are. */
-    if (rill__stream_failed_at(t->stream, w->seq, msg, sizeof msg)) {
+    if (!t->refused && rill__stream_failed_at(t->stream, w->seq, msg, sizeof msg)) {
         t->skipped = true;
         rill__fit(t->skip_why, sizeof t->skip_why, msg);
     }
@@ -470,6 +484,7 @@ typedef struct comm_node {
     _Atomic int refs;
     rill_comm *comm; /* the handle: resolved at each launch */
     rill__comm_args a;
+    bool device_memory; /* rill__comm_op.device_memory */
     buffer recv, send;
     rill_access acc[2];
     size_t num_acc;
@@ -519,6 +534,7 @@ static rill_status node_issue(void *obj, rill__stream *s, void **token) {
                           "destroyed; launch the graph before rill_comm_destroy",
                           fn);
     if (st == RILL_OK) {
+        t->op.device_memory = n->device_memory;
         /* No WAIT holds the buffers: the proxy's k + 1 does. */
         rill__comm_task_hold_buffers(t);
         *token = t;
@@ -576,13 +592,14 @@ static const rill__extern_ops node_ops = {
 
 /* a, checked, on capturing stream s: a node of the capture's graph. */
 static rill_status capture(rill_comm *comm, rill__stream *s, const rill__comm_args *a,
-                           const buffer *recv, const buffer *send) {
+                           const buffer *recv, const buffer *send, bool device_memory) {
     comm_node *n = rill__calloc(1, sizeof *n);
     if (n == NULL)
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory", a->fn);
     atomic_init(&n->refs, 1);
     n->comm = comm;
     n->a = *a;
+    n->device_memory = device_memory;
     n->recv = *recv;
     n->send = *send;
     n->num_acc = accesses_of(a, recv, send, n->acc);
@@ -592,22 +609,133 @@ static rill_status capture(rill_comm *comm, rill__stream *s, const rill__comm_ar
     return st;
 }
 
-/* rill__comm_issue on ch, which the caller holds (resolve). */
-static rill_status issue_on(rill__comm_channel *ch, rill_stream *stream, rill_comm *comm,
-                            const rill__comm_args *a) {
-    const char *fn = a->fn;
-    rill__stream *s;
-    buffer recv, send;
-    rill_status st = rill__stream_resolve(stream, fn, &s);
-    if (st == RILL_OK)
-        st = check_args(ch, s, a, &recv, &send);
+/* ------------------------------------------------------- issuing, eagerly */
+
+/* How an operation's bytes reach its transport. */
+typedef enum route {
+    ROUTE_HOST,   /* memory the host reaches (the CPU device's) */
+    ROUTE_DIRECT, /* a CUDA device's memory, to a CUDA-aware transport as it is */
+    ROUTE_STAGED  /* a CUDA device's memory, through page-locked host memory */
+} route;
+
+static route route_of(const rill__comm_channel *ch, const rill__stream *s) {
+    if (s->q.dev->base.info.kind != RILL_DEVICE_CUDA)
+        return ROUTE_HOST;
+    return ch->cuda_aware ? ROUTE_DIRECT : ROUTE_STAGED;
+}
+
+/* A copy between device memory and a staging buffer. */
+typedef struct copy {
+    void *dst;
+    const void *src;
+    size_t bytes; /* 0: none */
+} copy;
+
+/* The staged form of an operation: the operation on page-locked host
+ * memory, the copy of its input there before it and of its result back
+ * after it. */
+typedef struct staging {
+    rill__comm_stage *stage;
+    rill__comm_args a;
+    copy in, out;
+} staging;
+
+/* Staging buffers hold the parts of an operation this far apart. */
+#define STAGE_ALIGN ((size_t)256)
+
+/* Plans the staging of a (checked, buffers recv and send) on ch: the
+ * bytes of page-locked memory it needs (0: the operation moves nothing,
+ * and needs none), and, given that memory h, the operation and copies. An
+ * allreduce reduces in place in one buffer; reduce-scatter and allgather
+ * use one part for what is sent and one for what is received; a broadcast
+ * copies in on the root and out elsewhere. */
+static size_t plan_staging(const rill__comm_channel *ch, const rill__comm_args *a,
+                           const buffer *recv, const buffer *send, unsigned char *h, staging *out) {
+    size_t rb = recv->bytes, sb = send->bytes;
+    size_t off = (sb + STAGE_ALIGN - 1) / STAGE_ALIGN * STAGE_ALIGN; /* the received part */
+    void *buf = a->recv;                                             /* one-buffer kinds */
+    out->a = *a;
+    out->in = out->out = (copy){NULL, NULL, 0};
+    switch (a->kind) {
+    case RILL__COMM_ALLREDUCE:
+        out->a.recv = h;
+        out->a.send = h;
+        out->in = (copy){h, a->send, sb};
+        out->out = (copy){a->recv, h, rb};
+        return rb;
+    case RILL__COMM_REDUCE_SCATTER:
+    case RILL__COMM_ALLGATHER:
+        if (rb == 0 || sb == 0)
+            return 0;
+        out->a.send = h;
+        out->a.recv = h != NULL ? h + off : NULL;
+        out->in = (copy){h, a->send, sb};
+        out->out = (copy){a->recv, out->a.recv, rb};
+        return off + rb;
+    case RILL__COMM_BROADCAST:
+        out->a.recv = h;
+        if (ch->rank == a->peer)
+            out->in = (copy){h, buf, rb};
+        else
+            out->out = (copy){buf, h, rb};
+        return rb;
+    case RILL__COMM_SEND:
+        out->a.recv = h;
+        out->in = (copy){h, buf, rb};
+        return rb;
+    default: /* receive */
+        out->a.recv = h;
+        out->out = (copy){buf, h, rb};
+        return rb;
+    }
+}
+
+/* Submits c, a copy of staged operation a between device memory of s's
+ * device and a staging buffer (in: to the buffer), as a command of s;
+ * the pool and the sanitizer see its device side only (the staging buffer
+ * is reused by whichever stream next takes it, ordered by its holds, which
+ * the sanitizer does not know). */
+static rill_status submit_copy(rill__stream *s, const rill__comm_args *a, const copy *c, bool in) {
+    rill__cmd cmd = {.kind = RILL__CMD_COPY};
+    cmd.u.copy.dst = c->dst;
+    cmd.u.copy.src = c->src;
+    cmd.u.copy.bytes = c->bytes;
+    cmd.u.copy.src_dev = in ? s->q.dev : NULL;
+    cmd.u.copy.dst_dev = in ? NULL : s->q.dev;
+    uint64_t seq;
+    rill_status st = rill__stream_submit_now(s, &cmd, &seq);
     if (st != RILL_OK)
         return st;
-    if (rill__stream_capturing(s))
-        return capture(comm, s, a, &recv, &send);
+    const void *dev_side = in ? c->src : c->dst;
+    rill__pool_note_use(s, seq, dev_side, c->bytes);
+    if (rill__san_active()) {
+        rill_access acc = {dev_side, c->bytes, in ? RILL_READ : RILL_WRITE};
+        char what[224], desc[160];
+        rill__comm_describe(a, desc, sizeof desc);
+        snprintf(what, sizeof what, "%s: the copy %s page-locked host memory", desc,
+                 in ? "into" : "back from");
+        rill__san()->touches(s, seq, &acc, 1, what);
+    }
+    return RILL_OK;
+}
+
+/* The number of s's last command (a command submitted by another thread
+ * meanwhile only makes it later). */
+static uint64_t last_seq(rill__stream *s) {
+    return atomic_load_explicit(&s->q.sub_seq, memory_order_acquire);
+}
+
+/* Queues the task of operation a (checked; recv and send: the device
+ * memory the transport works on, none when staged) on ch and its WAIT on
+ * s: a stream operation, not ready yet (arm makes it so). On failure
+ * nothing is left. */
+static rill_status submit_wait(rill__comm_channel *ch, rill__stream *s, const rill__comm_args *a,
+                               const buffer *recv, const buffer *send, bool device_memory,
+                               rill__comm_task **out) {
+    const char *fn = a->fn;
     /* k ends the stream's wait, k + 1 frees the buffers. */
     rill__comm_task *t;
-    st = task_new(ch, s, a, &recv, &send, &t);
+    rill_status st = task_new(ch, s, a, recv, send, &t);
     if (st == RILL_ERROR_INVALID_ARGUMENT)
         return rill__fail(st,
                           "%s: the communicator is being destroyed; issue collectives before "
@@ -615,6 +743,7 @@ static rill_status issue_on(rill__comm_channel *ch, rill_stream *stream, rill_co
                           fn);
     if (st != RILL_OK)
         return st;
+    t->op.device_memory = device_memory;
     /* The stream's command: it waits for k, parked, holding no worker. A
      * collective may wait for anything (other processes): OPAQUE. Queued
      * at once even if a capture began meanwhile (a race of the caller's). */
@@ -634,25 +763,171 @@ static rill_status issue_on(rill__comm_channel *ch, rill_stream *stream, rill_co
      * the stream's clock (as rill_stream_wait_* make): the proxy's numbers
      * order nothing the pool tracks, and a note per operation would push
      * out those of real streams. */
-    if (recv.bytes != 0)
-        rill__pool_note_use(s, seq, recv.ptr, recv.bytes);
-    if (send.bytes != 0 && send.ptr != recv.ptr)
-        rill__pool_note_use(s, seq, send.ptr, send.bytes);
-    if (rill__san_active()) {
-        rill_access acc[2];
+    if (recv->bytes != 0)
+        rill__pool_note_use(s, seq, recv->ptr, recv->bytes);
+    if (send->bytes != 0 && send->ptr != recv->ptr)
+        rill__pool_note_use(s, seq, send->ptr, send->bytes);
+    rill_access acc[2];
+    size_t n = accesses_of(a, recv, send, acc);
+    if (n != 0 && rill__san_active()) {
         char what[160];
         rill__comm_describe(a, what, sizeof what);
-        rill__san()->touches(s, seq, acc, accesses_of(a, &recv, &send, acc), what);
+        rill__san()->touches(s, seq, acc, n, what);
     }
-    /* Last: once t is chained or its waiter registered, the engine may
-     * start, finish and free t at any moment. */
     t->wait_seq = seq;
-    t->waiter.seq = seq - 1;
+    *out = t;
+    return RILL_OK;
+}
+
+/* Makes t ready once its stream has completed the command before its
+ * WAIT. Last: once t is chained or its waiter registered, the engine may
+ * start, finish and free t at any moment. */
+static void arm(rill__comm_channel *ch, rill__stream *s, rill__comm_task *t) {
+    t->waiter.seq = t->wait_seq - 1;
     t->waiter.fn = stream_reached;
     if (rill__comm_engine_chain(ch, t))
-        return RILL_OK;
-    if (seq == 1 || !rill__stream_add_waiter(s, &t->waiter))
+        return;
+    if (t->wait_seq == 1 || !rill__stream_add_waiter(s, &t->waiter))
         stream_reached(&t->waiter);
+}
+
+/* s could not take the command of t's operation that follows its WAIT
+ * (st; what it is): t fails without starting, its stream with it, and the
+ * communicator breaks, since the other ranks start their part. */
+static rill_status refuse(rill__comm_channel *ch, rill__stream *s, rill__comm_task *t,
+                          rill_status st, const char *what) {
+    char why[RILL__COMM_WHY_BYTES];
+    const char *fn = t->op.a.fn; /* static storage: t may be freed once armed */
+    snprintf(why, sizeof why, "%s could not be queued on its stream (%s)", what, rill_last_error());
+    t->refused = true;
+    t->skipped = true;
+    rill__fit(t->skip_why, sizeof t->skip_why, why);
+    arm(ch, s, t);
+    return rill__fail(st,
+                      "%s: %s; the collective fails on its stream without starting, and the "
+                      "communicator can no longer be used",
+                      fn, why);
+}
+
+/* Divides recv (count floats) by the communicator's size on s, on the
+ * device: an average that a CUDA-aware transport left a sum. */
+static rill_status divide_on_device(rill__comm_channel *ch, rill__stream *s,
+                                    const rill__comm_args *a) {
+    size_t n = a->count;
+    if (n == 0)
+        return RILL_OK;
+    rill_kernel *k = atomic_load_explicit(&divide_kernel, memory_order_acquire);
+    if (k == NULL) {
+        rill_kernel *mine;
+        rill_status st = rill__kernel_create_op(RILL__OP_MAP_F32, "map_f32", &mine);
+        if (st != RILL_OK)
+            return st;
+        rill_kernel *expected = NULL;
+        /* acq_rel: publishes the kernel's fields with the pointer. */
+        if (atomic_compare_exchange_strong_explicit(&divide_kernel, &expected, mine,
+                                                    memory_order_acq_rel, memory_order_acquire)) {
+            k = mine;
+        } else {
+            rill_kernel_destroy(mine);
+            k = expected;
+        }
+    }
+    rill__op_map_args args = {a->recv, a->recv, (float)ch->size, RILL_MAP_DIV, n};
+    rill_access acc = {a->recv, n * sizeof(float), RILL_READ_WRITE};
+    /* A grid-stride loop on the GPU: any grid computes every element. */
+    size_t blocks = (n + 4095) / 4096;
+    rill_launch l = {.grid = {blocks < 4096 ? (uint32_t)blocks : 4096u, 1, 1},
+                     .block = {RILL__OP_BLOCK_THREADS, 1, 1},
+                     .args = &args,
+                     .args_size = sizeof args,
+                     .accesses = &acc,
+                     .num_accesses = 1};
+    return rill_launch_kernel(s->handle, k, &l);
+}
+
+/* An operation on a CUDA device's memory, staged: the copies in, the
+ * operation on the staging buffer, the copies out, all on s. */
+static rill_status issue_staged(rill__comm_channel *ch, rill__stream *s, const rill__comm_args *a,
+                                const buffer *recv, const buffer *send) {
+    const char *fn = a->fn;
+    staging plan;
+    size_t bytes = plan_staging(ch, a, recv, send, NULL, &plan);
+    static const buffer none = {NULL, 0, "", NULL};
+    rill__comm_task *t;
+    rill_status st;
+    if (bytes == 0) { /* nothing moves: nothing to stage */
+        if ((st = submit_wait(ch, s, a, &none, &none, false, &t)) == RILL_OK)
+            arm(ch, s, t);
+        return st;
+    }
+    rill__comm_stage *stage;
+    if ((st = rill__comm_stage_take(s->q.dev, bytes, &stage)) != RILL_OK) {
+        char desc[160];
+        rill__comm_describe(a, desc, sizeof desc);
+        return rill__fail(st,
+                          "%s: no %zu bytes of page-locked host memory to stage %s through (%s); "
+                          "free memory, or use a CUDA-aware MPI (see RILL_MPI_CUDA_AWARE)",
+                          fn, bytes, desc, rill_last_error());
+    }
+    plan_staging(ch, a, recv, send, rill__comm_stage_host(stage), &plan);
+    if (plan.in.bytes != 0 && (st = submit_copy(s, a, &plan.in, true)) != RILL_OK) {
+        rill__comm_stage_release_after(stage, s, 0);
+        rill__comm_stage_release(stage);
+        return rill__fail(st, "%s: could not queue the copy into page-locked host memory (%s)", fn,
+                          rill_last_error());
+    }
+    if ((st = submit_wait(ch, s, &plan.a, &none, &none, false, &t)) != RILL_OK) {
+        /* The copy in, if any, may still write the buffer. */
+        rill__comm_stage_release_after(stage, s, last_seq(s));
+        rill__comm_stage_release(stage);
+        return st;
+    }
+    t->stage = stage; /* the engine lets go of the transport's hold */
+    if (plan.out.bytes != 0 && (st = submit_copy(s, a, &plan.out, false)) != RILL_OK) {
+        rill__comm_stage_release_after(stage, s, last_seq(s));
+        return refuse(ch, s, t, st, "the copy of its result back to device memory");
+    }
+    rill__comm_stage_release_after(stage, s, last_seq(s));
+    arm(ch, s, t);
+    return RILL_OK;
+}
+
+/* rill__comm_issue on ch, which the caller holds (resolve). */
+static rill_status issue_on(rill__comm_channel *ch, rill_stream *stream, rill_comm *comm,
+                            const rill__comm_args *a) {
+    const char *fn = a->fn;
+    rill__stream *s;
+    buffer recv, send;
+    rill_status st = rill__stream_resolve(stream, fn, &s);
+    if (st == RILL_OK)
+        st = check_args(ch, s, a, &recv, &send);
+    if (st != RILL_OK)
+        return st;
+    route r = route_of(ch, s);
+    bool divide = r == ROUTE_DIRECT && a->reduce == RILL__REDUCE_AVG &&
+                  (a->kind == RILL__COMM_ALLREDUCE || a->kind == RILL__COMM_REDUCE_SCATTER);
+    if (rill__stream_capturing(s)) {
+        if (r == ROUTE_STAGED)
+            return rill__fail(RILL_ERROR_NOT_SUPPORTED,
+                              "%s: the stream is capturing a graph, and this communicator "
+                              "stages collectives on a CUDA device's memory through page-locked "
+                              "host memory, which a graph cannot replay in this version; issue "
+                              "the collective outside the capture, or use a CUDA-aware MPI "
+                              "(RILL_MPI_CUDA_AWARE=1 when yours is one)",
+                              fn);
+        st = capture(comm, s, a, &recv, &send, r == ROUTE_DIRECT);
+        if (st == RILL_OK && divide)
+            st = divide_on_device(ch, s, a); /* a node after the collective's */
+        return st;
+    }
+    if (r == ROUTE_STAGED)
+        return issue_staged(ch, s, a, &recv, &send);
+    rill__comm_task *t;
+    if ((st = submit_wait(ch, s, a, &recv, &send, r == ROUTE_DIRECT, &t)) != RILL_OK)
+        return st;
+    if (divide && (st = divide_on_device(ch, s, a)) != RILL_OK)
+        return refuse(ch, s, t, st, "the division of its average on the device");
+    arm(ch, s, t);
     return RILL_OK;
 }
 

@@ -86,10 +86,18 @@ typedef struct rill__comm_op {
      * completing (it started its next piece): the engine keeps testing
      * without pause, as after a completion */
     bool progressed;
+    /* immutable once issued: the buffers are memory of a CUDA device, which
+     * the transport hands to a CUDA-aware library as they are and never
+     * touches itself (an average is left a sum: librill divides it on the
+     * device) */
+    bool device_memory;
     /* the transport's, between start and its last test (an MPI_Request) */
     _Alignas(16) unsigned char state[64];
-    /* OPEN: written by the transport's test when it completes */
+    /* OPEN: written by the transport's test when it completes. cuda_aware:
+     * the transport takes memory of CUDA devices as it is (else librill
+     * stages such memory through page-locked host memory) */
     int rank, size;
+    bool cuda_aware;
 } rill__comm_op;
 
 /* What test says of an operation. */
@@ -133,12 +141,17 @@ rill_status rill__comm_open(const rill__comm_transport *t, void *ctx, const char
 /* Closes comm: waits until every operation issued on it has completed,
  * then runs CLOSE. Blocks, as rill__comm_open. */
 rill_status rill__comm_close(rill_comm *comm, const char *fn);
-/* Resolves comm: its rank and size (either may be NULL). */
-rill_status rill__comm_get(rill_comm *comm, const char *fn, int *rank, int *size);
+/* Resolves comm: its rank, its size, and 1 when it hands memory of CUDA
+ * devices to its transport as it is, 0 when it stages it (any may be
+ * NULL). */
+rill_status rill__comm_get(rill_comm *comm, const char *fn, int *rank, int *size, int *cuda_aware);
 /* Issues the operation a on stream: checks every argument (the handles,
  * counts, ranks, overlaps, and that buffers are device memory of the
  * stream's device within their allocations), then makes it a command of
- * the stream. Never blocks. */
+ * the stream. On a CUDA device's stream, unless the transport is
+ * CUDA-aware, the command is staged: copies of the device's bytes into
+ * page-locked host memory before it, the operation on that memory, and
+ * copies of the result back after it, all on the stream. Never blocks. */
 rill_status rill__comm_issue(rill_stream *stream, rill_comm *comm, const rill__comm_args *a);
 
 #endif

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "comm/stage.h"
 #include "core/handle.h"
 #include "mem/pool.h"
 #include "trace/trace.h"
@@ -55,6 +56,8 @@ static struct {
 /* ----------------------------------------------------------------- proxies */
 
 void rill__comm_task_hold_buffers(rill__comm_task *t) {
+    if (t->stage != NULL)
+        return; /* the transport holds the staging buffer alone (stage.h) */
     for (int i = 0; i < 2; i++)
         if (t->bytes[i] != 0)
             rill__pool_note_use(t->proxy, t->number + 1, t->buf[i], t->bytes[i]);
@@ -66,6 +69,13 @@ static void release_proxy(rill__stream *p) {
 }
 
 rill_status rill__comm_engine_take_proxy(rill__device *dev, rill__stream **out) {
+    if (dev->base.info.kind != RILL_DEVICE_CPU) {
+        dev = rill__device_of_kind(RILL_DEVICE_CPU);
+        if (dev == NULL)
+            return rill__fail(RILL_ERROR_NO_DEVICE,
+                              "the CPU device, whose streams number the collectives, is not "
+                              "available");
+    }
     rill__spinlock_lock(&engine.lock);
     for (size_t i = 0; i < engine.num_proxies; i++) {
         if (engine.proxies[i]->q.dev == dev) {
@@ -235,6 +245,8 @@ static void trace_task(rill__comm_task *t) {
  * which test_active defers until the next operations have started). */
 static void release_stream(rill__comm_task *t) {
     rill__stream *p = t->proxy;
+    if (t->stage != NULL)
+        rill__comm_stage_release(t->stage);
     rill__stream_complete(p, t->number + 1);
     rill__comm_engine_give_proxy(p);
     rill__stream_unref(t->stream);
@@ -272,6 +284,8 @@ static void abandon_stream(rill__comm_task *t, const char *cause) {
 
 /* The transport has let go of an abandoned operation's memory. */
 static void release_abandoned(rill__comm_task *t) {
+    if (t->stage != NULL)
+        rill__comm_stage_release(t->stage);
     rill__stream_complete(t->proxy, t->number + 1);
     rill__comm_engine_give_proxy(t->proxy);
     rill__free(t);
@@ -288,6 +302,8 @@ static void drop_abandoned(rill__comm_channel *ch) {
         }
         RILL_ASSERT(t->abandoned);
         *p = t->active_next;
+        if (t->stage != NULL)
+            rill__comm_stage_lose(t->stage);
         release_proxy(t->proxy);
         rill__free(t);
     }
@@ -351,6 +367,13 @@ static void start_task(rill__comm_channel *ch, rill__comm_task *t) {
      * costs more than a small collective's start. */
     if (kind != RILL__COMM_OPEN && (t->skipped || ch->broken)) {
         describe(ch, &t->op.a, what, sizeof what);
+        if (t->refused) {
+            /* This rank lacks the operation the other ranks will start. */
+            snprintf(cause, sizeof cause, "%s was not started: %s", what, t->skip_why);
+            break_channel(ch, cause);
+            finish_stream(t, OUT_FAILED, cause);
+            return;
+        }
         if (t->skipped) {
             /* The other ranks will wait for it: nothing after it matches. */
             snprintf(cause, sizeof cause, "%s was skipped because its stream had failed (%s)", what,
@@ -488,6 +511,7 @@ static void complete_task(rill__comm_task *t, rill__comm_test r, const char *why
         if (r == RILL__COMM_DONE) {
             ch->rank = t->op.rank;
             ch->size = t->op.size;
+            ch->cuda_aware = t->op.cuda_aware;
             finish_control(t, RILL_OK, "");
             return;
         }

@@ -52,6 +52,15 @@ typedef struct rill__comm_task {
     /* a graph node's operation: its completion, called by the waiter */
     rill__extern_done node_done;
     void *node_arg;
+    /* a staged operation (on a CUDA device's memory): the page-locked
+     * buffer its transport works on, whose transport hold the task lets
+     * go once the transport has (stage.h); NULL otherwise. Set before the
+     * task is made ready. */
+    struct rill__comm_stage *stage;
+    /* set before the task is made ready, with skip_why: the issuing call
+     * could not queue all of the operation's commands on its stream, so
+     * the operation fails (its stream with it) without starting */
+    bool refused;
     /* guarded by the engine's lock: the task issued right behind this one
      * on the same stream and channel, made ready when this one finishes */
     struct rill__comm_task *chained;
@@ -71,10 +80,11 @@ typedef struct rill__comm_task {
 } rill__comm_task;
 
 struct rill__comm_channel {
-    /* immutable after create (rank and size: once OPEN is done) */
+    /* immutable after create (rank, size and cuda_aware: once OPEN is done) */
     const rill__comm_transport *t;
     void *ctx; /* owned: released by the engine */
     int rank, size;
+    bool cuda_aware;               /* the transport takes CUDA devices' memory as it is */
     uint64_t timeout_ns;           /* 0: no limit */
     double timeout_s;              /* the same, for sentences */
     bool check;                    /* RILL_COMM_CHECK=1: collectives check their arguments */
@@ -152,8 +162,11 @@ rill__comm_channel *rill__comm_engine_claim_open(void);
  * are not handed out again before the transport has let them go. */
 void rill__comm_task_hold_buffers(rill__comm_task *task);
 
-/* A proxy stream of dev with nothing pending, for one operation (made when
- * none is free). Its failure sentence names no public call. */
+/* A proxy stream for one operation on a stream of dev, with nothing
+ * pending (made when none is free): a stream of dev when dev is a CPU
+ * device, else of the CPU device (a CUDA stream's WAIT for a proxy is then
+ * met on the host, which is what a number the engine completes needs).
+ * Its failure sentence names no public call. */
 rill_status rill__comm_engine_take_proxy(rill__device *dev, rill__stream **out);
 /* Gives a proxy taken for an operation that was never issued back. */
 void rill__comm_engine_give_proxy(rill__stream *proxy);

@@ -16,6 +16,15 @@
 #include "comm/comm.h"
 #include "util/status.h"
 
+/* Open MPI's extensions: MPIX_Query_cuda_support says at run time whether
+ * the library takes memory of CUDA devices (mpi-ext.h, where the library
+ * has it). */
+#if defined(__has_include)
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>
+#endif
+#endif
+
 _Static_assert((int)RILL_REDUCE_SUM == (int)RILL__REDUCE_SUM &&
                    (int)RILL_REDUCE_MAX == (int)RILL__REDUCE_MAX &&
                    (int)RILL_REDUCE_MIN == (int)RILL__REDUCE_MIN &&
@@ -34,6 +43,8 @@ typedef struct mpi_ctx {
     /* a check timed out, and MPI may still write check_recv: ctx is never
      * freed, as the engine never frees the ctx of an OPEN that timed out */
     bool check_held;
+    /* RILL_MPI_CUDA_AWARE: 0 or 1 as set, -1 unset (MPI says) */
+    int cuda_aware;
 } mpi_ctx;
 
 /* Where an operation is, in op->state beside its request. */
@@ -261,8 +272,20 @@ static rill_status mpi_start(void *vctx, rill__comm_op *op, char *why, size_t si
     return RILL_OK;
 }
 
+/* Whether the MPI library takes memory of CUDA devices (a CUDA-aware
+ * build): Open MPI's MPIX_Query_cuda_support, where its mpi-ext.h declares
+ * it; else no (RILL_MPI_CUDA_AWARE=1 says yes for another MPI). */
+static bool mpi_cuda_support(void) {
+#if defined(OMPI_HAVE_MPI_EXT_CUDA) && OMPI_HAVE_MPI_EXT_CUDA
+    return MPIX_Query_cuda_support() == 1;
+#else
+    return false;
+#endif
+}
+
 /* OPEN completed: the duplicate's errors come back to rill. */
 static rill__comm_test opened(mpi_ctx *c, rill__comm_op *op, char *why, size_t size) {
+    op->cuda_aware = c->cuda_aware >= 0 ? c->cuda_aware == 1 : mpi_cuda_support();
     int rc = MPI_Comm_set_errhandler(c->comm, MPI_ERRORS_RETURN);
     if (rc == MPI_SUCCESS)
         rc = MPI_Comm_rank(c->comm, &op->rank);
@@ -421,7 +444,8 @@ static rill__comm_test mpi_test(void *vctx, rill__comm_op *op, char *why, size_t
             return RILL__COMM_FAILED;
         }
     }
-    if (a->reduce == RILL__REDUCE_AVG &&
+    /* On a CUDA device's memory, librill divides on the device. */
+    if (a->reduce == RILL__REDUCE_AVG && !op->device_memory &&
         (a->kind == RILL__COMM_ALLREDUCE || a->kind == RILL__COMM_REDUCE_SCATTER)) {
         int ranks = 1;
         MPI_Comm_size(c->comm, &ranks);
@@ -477,6 +501,18 @@ rill_status rill_comm_create_mpi(MPI_Comm comm, rill_comm **out) {
                           "%s: comm is MPI_COMM_NULL; pass a communicator such as "
                           "MPI_COMM_WORLD",
                           fn);
+    int cuda_aware = -1;
+    const char *env = getenv("RILL_MPI_CUDA_AWARE");
+    if (env != NULL && env[0] != '\0') {
+        if (strcmp(env, "0") != 0 && strcmp(env, "1") != 0)
+            return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                              "%s: RILL_MPI_CUDA_AWARE='%s' is neither 0 nor 1; set it to 0 to "
+                              "stage collectives on CUDA devices' memory through page-locked "
+                              "host memory, to 1 to hand that memory to MPI as it is (a "
+                              "CUDA-aware MPI), or unset it to ask MPI",
+                              fn, env);
+        cuda_aware = env[0] == '1';
+    }
     int initialized = 0;
     if (MPI_Initialized(&initialized) == MPI_SUCCESS && initialized)
         tune_iallreduce();
@@ -485,6 +521,7 @@ rill_status rill_comm_create_mpi(MPI_Comm comm, rill_comm **out) {
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory", fn);
     c->parent = comm;
     c->comm = MPI_COMM_NULL;
+    c->cuda_aware = cuda_aware;
     return rill__comm_open(&mpi_transport, c, fn, out);
 }
 
@@ -498,7 +535,7 @@ rill_status rill_comm_rank(rill_comm *comm, int *out) {
             RILL_ERROR_INVALID_ARGUMENT,
             "rill_comm_rank: out is NULL; pass the address of an int to receive the rank");
     *out = 0;
-    return rill__comm_get(comm, "rill_comm_rank", out, NULL);
+    return rill__comm_get(comm, "rill_comm_rank", out, NULL, NULL);
 }
 
 rill_status rill_comm_size(rill_comm *comm, int *out) {
@@ -507,7 +544,16 @@ rill_status rill_comm_size(rill_comm *comm, int *out) {
             RILL_ERROR_INVALID_ARGUMENT,
             "rill_comm_size: out is NULL; pass the address of an int to receive the size");
     *out = 0;
-    return rill__comm_get(comm, "rill_comm_size", NULL, out);
+    return rill__comm_get(comm, "rill_comm_size", NULL, out, NULL);
+}
+
+rill_status rill_comm_cuda_aware(rill_comm *comm, int *out) {
+    if (out == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_comm_cuda_aware: out is NULL; pass the address of an int to "
+                          "receive the answer");
+    *out = 0;
+    return rill__comm_get(comm, "rill_comm_cuda_aware", NULL, NULL, out);
 }
 
 rill_status rill_allreduce_f32(rill_stream *s, rill_comm *comm, float *recv, const float *send,

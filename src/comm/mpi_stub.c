@@ -40,6 +40,13 @@ rill_status rill_comm_size(rill_comm *comm, int *out) {
     return no_mpi("rill_comm_size");
 }
 
+rill_status rill_comm_cuda_aware(rill_comm *comm, int *out) {
+    (void)comm;
+    if (out != NULL)
+        *out = 0;
+    return no_mpi("rill_comm_cuda_aware");
+}
+
 rill_status rill_allreduce_f32(rill_stream *s, rill_comm *comm, float *recv, const float *send,
                                size_t count, rill_reduce_op op) {
     (void)s, (void)comm, (void)recv, (void)send, (void)count, (void)op;

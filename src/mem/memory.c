@@ -201,13 +201,19 @@ rill_status rill_malloc_host(size_t bytes, void **out) {
     rill_status st = rill__device_resolve(NULL, "rill_malloc_host", &dev);
     if (st != RILL_OK)
         return st;
+    st = rill__mem_host_alloc(dev, bytes, out);
+    return st == RILL_OK ? st : rill__fail_from(st, "rill_malloc_host");
+}
+
+rill_status rill__mem_host_alloc(rill__device *dev, size_t bytes, void **out) {
+    *out = NULL;
     void *p = dev->ops->host_alloc(dev, bytes);
     if (p == NULL)
-        return rill__fail_from(RILL_ERROR_OUT_OF_MEMORY, "rill_malloc_host");
+        return RILL_ERROR_OUT_OF_MEMORY; /* the backend's sentence */
     rill__mem_block b = {(uintptr_t)p, bytes, dev, RILL__MEM_HOST, NULL};
     if (rill__registry_insert(&b) != RILL_OK) {
         dev->ops->host_free(dev, p, bytes);
-        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "rill_malloc_host: out of host memory");
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "out of host memory");
     }
     *out = p;
     return RILL_OK;

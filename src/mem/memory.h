@@ -21,6 +21,12 @@ extern const rill__subsystem rill__mem_subsystem;
  * the backends stopped, before the devices go). */
 void rill__mem_host_shutdown(struct rill__runtime *rt);
 
+/* rill_malloc_host's memory for dev's copies (rill_malloc_host takes the
+ * calling thread's current device), freed by rill_free_host or at
+ * rill_shutdown. RILL_ERROR_OUT_OF_MEMORY with a sentence that names no
+ * public call (the caller adds its own, rill__fail_from). */
+rill_status rill__mem_host_alloc(rill__device *dev, size_t bytes, void **out);
+
 /* Checks a declared access of fn, [p, p + bytes), against the allocation
  * that holds p, when rill made that allocation (device memory of a pool,
  * rill_malloc_host memory, memory opened with rill_ipc_open_mem_handle):

@@ -9,6 +9,7 @@
 #include "fixture.h"
 
 #include <mpi.h>
+#include <stdbool.h>
 
 #include "rill_mpi.h"
 
@@ -18,6 +19,13 @@ int rt_mpi_run(const char *group_name, const struct CMUnitTest *tests, size_t co
                char **argv);
 #define RT_MPI_RUN(tests)                                                                          \
     rt_mpi_run(__FILE__, tests, sizeof(tests) / sizeof((tests)[0]), argc, argv)
+
+/* RILL_TEST_DEVICE=cuda: the tests run on cuda:0, the current device of
+ * the thread that runs them (their streams and memory default to it), and
+ * are skipped (exit status 77) where rill lists no CUDA device. A
+ * communicator's path for that memory is checked against
+ * RILL_TEST_CUDA_AWARE (0 or 1) where it is set. */
+bool rt_on_cuda(void);
 
 /* This process's rank in MPI_COMM_WORLD, and the world's size. */
 int rt_rank(void);

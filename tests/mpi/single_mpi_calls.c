@@ -6,6 +6,7 @@
 #include "mpi_fixture.h"
 
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void assert_contains(const char *text, const char *part) {
@@ -95,10 +96,41 @@ static void test_single_collective_and_send_to_self_work(void **state) {
     RT_OK(rill_comm_destroy(c));
 }
 
+/* rill_mpi.h: "RILL_MPI_CUDA_AWARE, read when a communicator is created: 1
+ * hands device pointers to MPI, 0 stages them, unset or empty asks MPI
+ * ...; another value is RILL_ERROR_INVALID_ARGUMENT from
+ * rill_comm_create_mpi", and rill_comm_cuda_aware says which. */
+static void test_single_cuda_path_follows_the_environment(void **state) {
+    (void)state;
+    static const char *const values[] = {"1", "0", ""};
+    for (int i = 0; i < 3; i++) {
+        setenv("RILL_MPI_CUDA_AWARE", values[i], 1);
+        rill_comm *c = rt_world();
+        unsetenv("RILL_MPI_CUDA_AWARE");
+        int aware = -1;
+        RT_OK(rill_comm_cuda_aware(c, &aware));
+        if (i < 2)
+            assert_int_equal(aware, values[i][0] == '1');
+        else
+            assert_true(aware == 0 || aware == 1); /* as MPI says */
+        RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_comm_cuda_aware(c, NULL));
+        assert_contains(rill_last_error(), "rill_comm_cuda_aware: out is NULL");
+        RT_OK(rill_comm_destroy(c));
+    }
+    setenv("RILL_MPI_CUDA_AWARE", "yes", 1);
+    rill_comm *c = (rill_comm *)&c;
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_comm_create_mpi(MPI_COMM_WORLD, &c));
+    unsetenv("RILL_MPI_CUDA_AWARE");
+    assert_null(c);
+    assert_contains(rill_last_error(), "rill_comm_create_mpi: RILL_MPI_CUDA_AWARE='yes' is "
+                                       "neither 0 nor 1");
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_single_bad_arguments_are_refused_with_sentences),
         cmocka_unit_test(test_single_collective_and_send_to_self_work),
+        cmocka_unit_test(test_single_cuda_path_follows_the_environment),
     };
     return RT_MPI_RUN(tests);
 }

@@ -7,9 +7,11 @@
  * memory they keep, destroy and shutdown, and every refused argument.
  *
  * The pretend world has `size` ranks that all hold this rank's data: a sum
- * is size times the input, an allgather size copies of it. Its operations
- * complete at their first test unless the test holds them; it logs what it
- * starts, in order. */
+ * is size times the input, an allgather size copies of it, and a broadcast
+ * from another rank writes bytes 0xb0, 0xb1, ... Its operations complete at
+ * their first test unless the test holds them; it logs what it starts, in
+ * order, with the memory it was handed. Like MPI, it leaves an average on
+ * a CUDA device's memory a sum, for librill to divide. */
 #include "fixture.h"
 
 #include <pthread.h>
@@ -34,11 +36,13 @@ typedef struct fake {
     atomic_int released;   /* release ran */
     atomic_int cancels;
     atomic_int done_tests; /* tests that said DONE */
+    bool cuda_aware;       /* takes CUDA devices' memory as it is */
     /* what started, in order: written by the communication thread before
      * nlog counts it (release) */
     atomic_int nlog;
     int log_kind[LOG_MAX];
     size_t log_count[LOG_MAX];
+    void *log_recv[LOG_MAX];
     /* the loopback message of send and recv (communication thread only) */
     unsigned char msg[4096];
     size_t msg_bytes;
@@ -55,6 +59,7 @@ static void log_op(fake *f, const rill__comm_op *op) {
         return;
     f->log_kind[n] = op->a.kind;
     f->log_count[n] = op->a.count;
+    f->log_recv[n] = op->a.recv;
     atomic_store_explicit(&f->nlog, n + 1, memory_order_release);
 }
 
@@ -80,11 +85,14 @@ static rill_status fake_start(void *ctx, rill__comm_op *op, char *why, size_t si
 }
 
 /* What the pretend world computes: every rank holds this rank's data. */
-static void perform(fake *f, const rill__comm_args *a) {
+static void perform(fake *f, const rill__comm_op *op) {
+    const rill__comm_args *a = &op->a;
     size_t n = a->count;
     float *recv = a->recv;
     const float *send = a->send;
-    float scale = a->reduce == RILL__REDUCE_SUM ? (float)f->size : 1.0f;
+    bool sum =
+        a->reduce == RILL__REDUCE_SUM || (a->reduce == RILL__REDUCE_AVG && op->device_memory);
+    float scale = sum ? (float)f->size : 1.0f;
     switch (a->kind) {
     case RILL__COMM_ALLREDUCE:
     case RILL__COMM_REDUCE_SCATTER: /* rank 0 keeps block 0 */
@@ -99,7 +107,11 @@ static void perform(fake *f, const rill__comm_args *a) {
         memcpy(a->recv, f->msg, n < f->msg_bytes ? n : f->msg_bytes);
         f->has_msg = 0;
         break;
-    default: /* broadcast from rank 0, send: nothing more */
+    case RILL__COMM_BROADCAST: /* this rank is 0 */
+        for (size_t i = 0; a->peer != 0 && i < n; i++)
+            ((unsigned char *)a->recv)[i] = (unsigned char)(0xb0 + i);
+        break;
+    default: /* send: nothing more */
         break;
     }
 }
@@ -119,6 +131,7 @@ static rill__comm_test fake_test(void *ctx, rill__comm_op *op, char *why, size_t
             return RILL__COMM_PENDING;
         op->rank = 0;
         op->size = f->size;
+        op->cuda_aware = f->cuda_aware;
         return RILL__COMM_DONE;
     }
     if (atomic_load(&f->hold) || (kind == RILL__COMM_RECV && !f->has_msg))
@@ -131,7 +144,7 @@ static rill__comm_test fake_test(void *ctx, rill__comm_op *op, char *why, size_t
         snprintf(why, size, "injected failure");
         return RILL__COMM_FAILED;
     }
-    perform(f, &op->a);
+    perform(f, op);
     atomic_fetch_add(&f->done_tests, 1);
     return RILL__COMM_DONE;
 }
@@ -761,7 +774,7 @@ static void *race_main(void *arg) {
         ;
     for (int i = 0; i < 100000 && r->refused < 20; i++) {
         rill_status st = i % 2 ? allreduce(s, r->c, x, x, 16)
-                               : rill__comm_get(r->c, "rill_comm_rank", NULL, NULL);
+                               : rill__comm_get(r->c, "rill_comm_rank", NULL, NULL, NULL);
         if (st == RILL_OK) {
             r->issued++;
             continue;
@@ -926,7 +939,7 @@ static void test_comm_destroy_waits_for_pending_operations(void **state) {
     /* Once the handle is closed, destroy has begun. */
     uint64_t deadline = rt_now_ns() + 10 * SEC_NS;
     int rank;
-    while (rill__comm_get(c, "test", &rank, NULL) == RILL_OK && rt_now_ns() < deadline)
+    while (rill__comm_get(c, "test", &rank, NULL, NULL) == RILL_OK && rt_now_ns() < deadline)
         rt_sleep_us(100);
     assert_int_equal(atomic_load(&d.returned), 0);
     atomic_store(&f.hold, 0);
@@ -982,7 +995,7 @@ static void test_comm_shutdown_destroys_communicators_left(void **state) {
     assert_int_equal(logged(&f), 3);
     assert_int_equal(f.log_kind[2], RILL__COMM_CLOSE);
     int rank;
-    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill__comm_get(c, "rill_comm_rank", &rank, NULL));
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill__comm_get(c, "rill_comm_rank", &rank, NULL, NULL));
 }
 
 /* ------------------------------------------------------------- arguments */
@@ -1411,35 +1424,397 @@ static void test_comm_rank_and_size_come_from_transport(void **state) {
     fake f = {0};
     rill_comm *c = open_fake(&f, 3);
     int rank = -1, size = -1;
-    RT_OK(rill__comm_get(c, "rill_comm_size", &rank, &size));
+    RT_OK(rill__comm_get(c, "rill_comm_size", &rank, &size, NULL));
     assert_int_equal(rank, 0);
     assert_int_equal(size, 3);
     RT_OK(rill__comm_close(c, "rill_comm_destroy"));
 }
 
-/* Collectives on a CUDA device's stream (whose memory the host cannot reach) are
- * refused with a sentence before anything is issued (the run with the
- * stand-in CUDA driver, unit_test_comm_cuda_memory; skipped elsewhere). */
-static void test_comm_cuda_memory_is_refused(void **state) {
-    (void)state;
+/* ------------------------------------------------- a CUDA device's memory
+ *
+ * With the stand-in CUDA driver (unit_test_comm_cuda_memory; skipped where
+ * rill lists no CUDA device). The stand-in's device memory is host memory,
+ * so the pretend transport can read it when it takes it as it is (a
+ * CUDA-aware MPI); rill itself only ever copies it on the stream. */
+
+/* cuda:0 and a stream of it, or the test is skipped. */
+static rill_stream *cuda_stream_or_skip(void) {
     int count = 0;
     RT_OK(rill_device_count_of_kind(RILL_DEVICE_CUDA, &count, NULL, 0));
     if (count == 0)
         skip();
-    fake f = {0};
-    rill_comm *c = open_fake(&f, 2);
     rill_device *gpu;
     rill_stream *s;
     RT_OK(rill_device_get_by_kind(RILL_DEVICE_CUDA, 0, &gpu));
     RT_OK(rill_stream_create(gpu, 0, &s));
-    float *buf = NULL;
-    RT_OK(rill_malloc_async(64 * sizeof(float), s, (void **)&buf));
+    return s;
+}
+
+static rill_comm *open_cuda_fake(fake *f, int size, bool cuda_aware) {
+    f->cuda_aware = cuda_aware;
+    rill_comm *c = open_fake(f, size);
+    int aware = -1;
+    RT_OK(rill__comm_get(c, "rill_comm_cuda_aware", NULL, NULL, &aware));
+    assert_int_equal(aware, cuda_aware);
+    return c;
+}
+
+/* n floats of s's device, holding v(i) (copied from the host on s). */
+static float *cuda_floats(rill_stream *s, size_t n, float (*v)(size_t)) {
+    float *p = new_floats(s, n), *host = malloc(n * sizeof *host);
+    assert_non_null(host);
+    for (size_t i = 0; i < n; i++)
+        host[i] = v != NULL ? v(i) : -1.0f;
+    RT_OK(rill_memcpy_async(p, host, n * sizeof *host, s));
+    RT_OK(rill_stream_synchronize(s)); /* the copy may read host until then */
+    free(host);
+    return p;
+}
+
+static float ramp(size_t i) {
+    return (float)i + 1.0f;
+}
+
+/* Reads n floats of device memory back (rill_memcpy, after the stream). */
+static void read_back(float *host, const float *dev, size_t n) {
+    RT_OK(rill_memcpy(host, dev, n * sizeof *host));
+}
+
+/* The memory the transport was handed for operation k (log entry) is
+ * device memory p itself (direct) or other memory (staged). */
+static void assert_handed(const fake *f, int k, const void *p, bool direct) {
+    if (direct)
+        assert_ptr_equal(f->log_recv[k], p);
+    else
+        assert_ptr_not_equal(f->log_recv[k], p);
+}
+
+/* Every operation on a CUDA device's memory, staged through page-locked
+ * host memory (cuda_aware false) or handed to the transport as it is, in
+ * place and not, an average, and 0 bytes: the results that the stream
+ * copies back equal the pretend world's (3 ranks). */
+static void run_every_kind_on_cuda(bool cuda_aware) {
+    enum { N = 1000, R = 3 };
+    fake f = {0};
+    rill_stream *s = cuda_stream_or_skip();
+    rill_comm *c = open_cuda_fake(&f, R, cuda_aware);
+    float *x = cuda_floats(s, N * R, ramp), *y = cuda_floats(s, N * R, NULL);
+    float *z = cuda_floats(s, N, ramp), *host = malloc(N * R * sizeof *host);
+    unsigned char *b = (unsigned char *)cuda_floats(s, N, NULL), bytes[N];
+    assert_non_null(host);
+    int k = logged(&f);
+    /* allreduce, sum, into y */
+    RT_OK(allreduce(s, c, y, x, N));
+    RT_OK(rill_stream_synchronize(s));
+    assert_int_equal(logged(&f), k + 1);
+    assert_handed(&f, k, y, cuda_aware);
+    read_back(host, y, N);
+    for (size_t i = 0; i < N; i++)
+        assert_true(host[i] == R * ramp(i));
+    /* allreduce, average, in place: the sum divided by the ranks */
+    rill__comm_args a = {.kind = RILL__COMM_ALLREDUCE, .fn = "rill_allreduce_f32"};
+    a.recv = z;
+    a.send = z;
+    a.count = N;
+    a.reduce = RILL__REDUCE_AVG;
+    RT_OK(rill__comm_issue(s, c, &a));
+    /* reduce-scatter, sum: rank 0 keeps block 0 */
+    a = (rill__comm_args){.kind = RILL__COMM_REDUCE_SCATTER, .fn = "rill_reduce_scatter_f32"};
+    a.recv = y + N;
+    a.send = x;
+    a.count = N / 2;
+    a.reduce = RILL__REDUCE_SUM;
+    RT_OK(rill__comm_issue(s, c, &a));
+    /* allgather: R copies of x's first 100 floats into y */
+    a = (rill__comm_args){.kind = RILL__COMM_ALLGATHER, .fn = "rill_allgather"};
+    a.recv = y;
+    a.send = x;
+    a.count = 100 * sizeof(float);
+    RT_OK(rill__comm_issue(s, c, &a));
+    /* a broadcast from rank 1 writes b; one from rank 0 (this one) keeps it */
+    RT_OK(point(s, c, RILL__COMM_BROADCAST, b, N, 1));
+    RT_OK(point(s, c, RILL__COMM_BROADCAST, b, N, 0));
+    /* a send of x's bytes, then their receive into y + 2N */
+    RT_OK(point(s, c, RILL__COMM_SEND, x, 400, 0));
+    RT_OK(point(s, c, RILL__COMM_RECV, y + 2 * N, 400, 0));
+    /* 0 bytes: nothing to move, in order all the same */
+    RT_OK(allreduce(s, c, y, x, 0));
+    RT_OK(rill_stream_synchronize(s));
+    assert_int_equal(logged(&f), k + 9);
+    read_back(host, z, N);
+    for (size_t i = 0; i < N; i++)
+        assert_true(host[i] == ramp(i));
+    read_back(host, y, N * R);
+    for (size_t i = 0; i < 100 * R; i++)
+        assert_true(host[i] == ramp(i % 100));
+    for (size_t i = 0; i < N / 2; i++)
+        assert_true(host[N + i] == R * ramp(i));
+    for (size_t i = 0; i < 100; i++)
+        assert_true(host[2 * N + i] == ramp(i));
+    RT_OK(rill_memcpy(bytes, b, N));
+    for (size_t i = 0; i < N; i++)
+        assert_int_equal(bytes[i], (unsigned char)(0xb0 + i));
+    for (int i = 1; i < 8; i++)
+        assert_handed(&f, k + i,
+                      f.log_kind[k + i] == RILL__COMM_ALLREDUCE        ? (void *)z
+                      : f.log_kind[k + i] == RILL__COMM_REDUCE_SCATTER ? (void *)(y + N)
+                      : f.log_kind[k + i] == RILL__COMM_ALLGATHER      ? (void *)y
+                      : f.log_kind[k + i] == RILL__COMM_RECV           ? (void *)(y + 2 * N)
+                      : f.log_kind[k + i] == RILL__COMM_SEND           ? (void *)x
+                                                                       : (void *)b,
+                      cuda_aware);
+    free(host);
+    RT_OK(rill_free_async(x, s));
+    RT_OK(rill_free_async(y, s));
+    RT_OK(rill_free_async(z, s));
+    RT_OK(rill_free_async(b, s));
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(rill__comm_close(c, "rill_comm_destroy"));
+}
+
+/* rill_mpi.h: on a CUDA device's memory, "otherwise the stream copies the
+ * bytes into page-locked host memory, MPI works there, and the stream
+ * copies the result back". */
+static void test_comm_cuda_staged_operations_give_their_results(void **state) {
+    (void)state;
+    run_every_kind_on_cuda(false);
+}
+
+/* rill_mpi.h: "a communicator whose MPI is CUDA-aware hands the device's
+ * pointers to MPI as they are ... and an average is divided on the device
+ * after it, on the stream". */
+static void test_comm_cuda_direct_operations_give_their_results(void **state) {
+    (void)state;
+    run_every_kind_on_cuda(true);
+}
+
+/* rill_mpi.h: "it all runs in stream order, none of it waits on the
+ * calling thread". A gate (a host function) holds the stream: the
+ * allreduce's call returns at once and the transport starts nothing; once
+ * the gate opens, the operation runs after the copy before it, and the
+ * copy after it waits for it (the transport holds it a while). */
+static void run_in_stream_order_on_cuda(bool cuda_aware) {
+    enum { N = 256 };
+    fake f = {0};
+    rill_stream *s = cuda_stream_or_skip();
+    rill_comm *c = open_cuda_fake(&f, 4, cuda_aware);
+    float *x = cuda_floats(s, N, NULL), *in, *out;
+    RT_OK(rill_malloc_host(N * sizeof *in, (void **)&in));
+    RT_OK(rill_malloc_host(N * sizeof *out, (void **)&out));
+    for (size_t i = 0; i < N; i++) {
+        in[i] = ramp(i);
+        out[i] = -1.0f;
+    }
+    rt_gate g;
+    rt_gate_reset(&g);
+    RT_OK(rill_launch_host_func(s, rt_gate_fn, &g));
+    RT_OK(rill_memcpy_async(x, in, N * sizeof *in, s));
+    int k = logged(&f);
+    uint64_t t0 = rt_now_ns();
+    RT_OK(allreduce(s, c, x, x, N));
+    uint64_t took = rt_now_ns() - t0;
+    RT_OK(rill_memcpy_async(out, x, N * sizeof *out, s));
+    assert_true(rt_gate_wait_entered(&g));
+    assert_true(took < SEC_NS); /* the gate holds it for up to 10 s */
+    rt_sleep_us(20000);
+    assert_int_equal(logged(&f), k); /* not started: the stream has not reached it */
+    assert_int_equal(rill_stream_query(s), RILL_NOT_READY);
+    atomic_store(&f.hold, 1);
+    rt_gate_open(&g);
+    assert_true(wait_for(&f.nlog, k + 1));
+    rt_sleep_us(20000);
+    assert_true(out[0] == -1.0f); /* the copy after it has not run */
+    assert_int_equal(rill_stream_query(s), RILL_NOT_READY);
+    atomic_store(&f.hold, 0);
+    RT_OK(rill_stream_synchronize(s));
+    for (size_t i = 0; i < N; i++)
+        assert_true(out[i] == 4.0f * ramp(i));
+    RT_OK(rill_free_host(in));
+    RT_OK(rill_free_host(out));
+    RT_OK(rill_free_async(x, s));
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(rill__comm_close(c, "rill_comm_destroy"));
+}
+
+static void test_comm_cuda_staged_operation_keeps_stream_order_without_blocking(void **state) {
+    (void)state;
+    run_in_stream_order_on_cuda(false);
+}
+
+static void test_comm_cuda_direct_operation_keeps_stream_order_without_blocking(void **state) {
+    (void)state;
+    run_in_stream_order_on_cuda(true);
+}
+
+/* stage.h: a staging buffer is "reused only once both are let go". An
+ * operation that failed while the transport still holds its buffer (as
+ * after a timeout) fails its stream at once, and its staging buffer goes
+ * to no other operation, of this communicator or another, until the
+ * transport lets go of it; then it is reused. */
+static void test_comm_cuda_staging_memory_is_not_reused_while_held(void **state) {
+    (void)state;
+    enum { N = 1024 };
+    fake f = {0}, g = {0};
+    rill_stream *s = cuda_stream_or_skip();
+    rill_comm *c = open_cuda_fake(&f, 2, false), *c2 = open_cuda_fake(&g, 2, false);
+    float *x = cuda_floats(s, N, ramp), host[N];
+    atomic_store(&f.fail_held, 1);
+    RT_OK(allreduce(s, c, x, x, N));
+    RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(s));
+    assert_contains(rill_last_error(), "failed: injected failure that keeps the buffers");
+    RT_OK(rill_stream_clear_error(s));
+    read_back(host, x, N); /* the copy back was skipped with the stream's work */
+    for (size_t i = 0; i < N; i++)
+        assert_true(host[i] == ramp(i));
+    void *held = f.log_recv[1];
+    for (int i = 0; i < 3; i++) {
+        int k = logged(&g);
+        RT_OK(allreduce(s, c2, x, x, N));
+        RT_OK(rill_stream_synchronize(s));
+        assert_ptr_not_equal(g.log_recv[k], held);
+    }
+    let_go_of_failed(&f);
+    bool reused = false;
+    for (int i = 0; i < 100 && !reused; i++) {
+        int k = logged(&g);
+        RT_OK(allreduce(s, c2, x, x, N));
+        RT_OK(rill_stream_synchronize(s));
+        reused = g.log_recv[k] == held;
+        if (!reused)
+            rt_sleep_us(2000);
+    }
+    assert_true(reused);
+    read_back(host, x, N);
+    for (size_t i = 0; i < N; i++)
+        assert_true(host[i] == 16.0f * ramp(i)); /* 2^4 after four sums of 2 ranks */
+    RT_OK(rill_free_async(x, s));
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(rill__comm_close(c, "rill_comm_destroy"));
+    RT_OK(rill__comm_close(c2, "rill_comm_destroy"));
+}
+
+/* Each refusal says what to do, and nothing is issued: memory of another
+ * device than the stream's (either way round), host memory on a CUDA
+ * stream, and a staged collective on a capturing stream. */
+static void test_comm_cuda_unsupported_uses_are_refused_with_advice(void **state) {
+    (void)state;
+    fake f = {0};
+    rill_stream *s = cuda_stream_or_skip();
+    rill_comm *c = open_cuda_fake(&f, 2, false);
+    rill_device *cpu;
+    rill_stream *cpu_s;
+    RT_OK(rill_device_get_by_kind(RILL_DEVICE_CPU, 0, &cpu));
+    RT_OK(rill_stream_create(cpu, 0, &cpu_s));
+    float *gx = cuda_floats(s, 64, ramp), *cx = new_floats(cpu_s, 64), plain[64];
+    RT_OK(rill_stream_synchronize(cpu_s));
     int before = logged(&f);
-    RT_STATUS(RILL_ERROR_NOT_SUPPORTED, allreduce(s, c, buf, buf, 64));
-    assert_contains(rill_last_error(), "streams of the CPU device");
+    RT_STATUS(RILL_ERROR_DEVICE_MISMATCH, allreduce(s, c, cx, cx, 64));
+    assert_contains(rill_last_error(), "pass memory of the stream's device");
+    RT_STATUS(RILL_ERROR_DEVICE_MISMATCH, allreduce(cpu_s, c, gx, gx, 64));
+    assert_contains(rill_last_error(), "pass memory of the stream's device");
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, allreduce(s, c, plain, plain, 64));
+    assert_contains(rill_last_error(), "is not device memory; pass memory from rill_malloc");
+    RT_OK(rill_stream_begin_capture(s, RILL_CAPTURE_THREAD_LOCAL));
+    RT_STATUS(RILL_ERROR_NOT_SUPPORTED, allreduce(s, c, gx, gx, 64));
+    assert_contains(rill_last_error(), "rill_allreduce_f32: the stream is capturing a graph");
+    assert_contains(rill_last_error(), "issue the collective outside the capture");
+    rill_graph *graph;
+    RT_OK(rill_stream_end_capture(s, &graph));
+    size_t nodes = 1;
+    RT_OK(rill_graph_node_count(graph, &nodes));
+    assert_int_equal(nodes, 0);
+    RT_OK(rill_graph_destroy(graph));
     RT_OK(rill_stream_synchronize(s));
     assert_int_equal(logged(&f), before);
-    RT_OK(rill_free(buf));
+    RT_OK(rill_free_async(gx, s));
+    RT_OK(rill_free_async(cx, cpu_s));
+    RT_OK(rill_stream_destroy(cpu_s));
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(rill__comm_close(c, "rill_comm_destroy"));
+}
+
+/* A CUDA-aware communicator's collective captured on a CUDA stream runs
+ * with each launch, its average divided on the device after it. */
+static void test_comm_cuda_direct_operation_is_captured(void **state) {
+    (void)state;
+    enum { N = 64 };
+    fake f = {0};
+    rill_stream *s = cuda_stream_or_skip();
+    rill_comm *c = open_cuda_fake(&f, 4, true);
+    float *x = cuda_floats(s, N, ramp), host[N];
+    RT_OK(rill_stream_begin_capture(s, RILL_CAPTURE_THREAD_LOCAL));
+    rill__comm_args a = {.kind = RILL__COMM_ALLREDUCE, .fn = "rill_allreduce_f32"};
+    a.recv = x;
+    a.send = x;
+    a.count = N;
+    a.reduce = RILL__REDUCE_AVG;
+    RT_OK(rill__comm_issue(s, c, &a));
+    RT_OK(rill_op_add_scalar_f32(s, x, x, 1.0f, N));
+    rill_graph *graph;
+    rill_graph_exec *exec;
+    RT_OK(rill_stream_end_capture(s, &graph));
+    RT_OK(rill_graph_instantiate(graph, &exec));
+    int k = logged(&f);
+    for (int i = 0; i < 3; i++)
+        RT_OK(rill_graph_launch(exec, s));
+    RT_OK(rill_stream_synchronize(s));
+    assert_int_equal(logged(&f), k + 3);
+    read_back(host, x, N);
+    for (size_t i = 0; i < N; i++)
+        assert_true(host[i] == ramp(i) + 3.0f);
+    RT_OK(rill_graph_exec_destroy(exec));
+    RT_OK(rill_graph_destroy(graph));
+    RT_OK(rill_free_async(x, s));
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(rill__comm_close(c, "rill_comm_destroy"));
+}
+
+/* Out of memory at each allocation of a staged issue: the call fails with
+ * the status, or succeeds; one that failed after its WAIT was queued fails
+ * its stream and breaks the communicator with a sentence that says so,
+ * and nothing reaches the transport for it either way. Under ASan, every
+ * path frees what it took. */
+static void test_comm_cuda_out_of_memory_while_staging(void **state) {
+    (void)state;
+    enum { N = 64 };
+    fake f = {0};
+    rill_stream *s = cuda_stream_or_skip();
+    rill_comm *c = open_cuda_fake(&f, 2, false);
+    float *x = cuda_floats(s, N, ramp);
+    int completed = 0, failed = 0;
+    for (long k = 1; k < 60 && completed < 3; k++) {
+        int before = logged(&f);
+        rill__alloc_fail_after(k);
+        rill_status st = allreduce(s, c, x, x, N);
+        rill__alloc_fail_after(0);
+        if (st == RILL_OK) {
+            RT_OK(rill_stream_synchronize(s));
+            assert_int_equal(logged(&f), before + 1);
+            completed++;
+            continue;
+        }
+        failed++;
+        assert_int_equal(st, RILL_ERROR_OUT_OF_MEMORY);
+        assert_contains(rill_last_error(), "rill_allreduce_f32: ");
+        bool broke = strstr(rill_last_error(), "can no longer be used") != NULL;
+        rill_status sync = rill_stream_synchronize(s);
+        assert_int_equal(logged(&f), before);
+        if (broke) {
+            /* Its sentence is not checked: the communication thread may
+             * fail it while allocations still fail (on every thread), and
+             * a failure without memory for its window reopens an earlier
+             * window of the proxy stream, with that one's sentence. */
+            assert_int_equal(sync, RILL_ERROR_KERNEL_FAILED);
+            RT_OK(rill_stream_clear_error(s));
+            RT_OK(rill__comm_close(c, "rill_comm_destroy"));
+            c = open_cuda_fake(&f, 2, false);
+        } else {
+            RT_OK(sync);
+        }
+    }
+    assert_int_equal(completed, 3);
+    assert_true(failed > 0);
+    RT_OK(rill_free_async(x, s));
     RT_OK(rill_stream_destroy(s));
     RT_OK(rill__comm_close(c, "rill_comm_destroy"));
 }
@@ -1479,7 +1854,14 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_comm_bad_arguments_are_refused_before_anything_is_issued),
         cmocka_unit_test(test_comm_out_of_memory_while_issuing_changes_nothing),
         cmocka_unit_test(test_comm_rank_and_size_come_from_transport),
-        cmocka_unit_test(test_comm_cuda_memory_is_refused),
+        cmocka_unit_test(test_comm_cuda_staged_operations_give_their_results),
+        cmocka_unit_test(test_comm_cuda_direct_operations_give_their_results),
+        cmocka_unit_test(test_comm_cuda_staged_operation_keeps_stream_order_without_blocking),
+        cmocka_unit_test(test_comm_cuda_direct_operation_keeps_stream_order_without_blocking),
+        cmocka_unit_test(test_comm_cuda_staging_memory_is_not_reused_while_held),
+        cmocka_unit_test(test_comm_cuda_unsupported_uses_are_refused_with_advice),
+        cmocka_unit_test(test_comm_cuda_direct_operation_is_captured),
+        cmocka_unit_test(test_comm_cuda_out_of_memory_while_staging),
     };
     return RT_RUN(tests);
 }

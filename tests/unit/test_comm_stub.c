@@ -35,6 +35,10 @@ static void test_comm_stub_every_call_says_how_to_build_with_mpi(void **state) {
     RT_STATUS(RILL_ERROR_NOT_SUPPORTED, rill_comm_size(c, &n));
     assert_int_equal(n, 0);
     assert_says_how("rill_comm_size");
+    n = 7;
+    RT_STATUS(RILL_ERROR_NOT_SUPPORTED, rill_comm_cuda_aware(c, &n));
+    assert_int_equal(n, 0);
+    assert_says_how("rill_comm_cuda_aware");
     RT_STATUS(RILL_ERROR_NOT_SUPPORTED, rill_allreduce_f32(NULL, c, f, f, 4, RILL_REDUCE_SUM));
     assert_says_how("rill_allreduce_f32");
     RT_STATUS(RILL_ERROR_NOT_SUPPORTED, rill_broadcast(NULL, c, f, sizeof f, 0));

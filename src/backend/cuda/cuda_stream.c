@@ -53,17 +53,22 @@ static void on_met(rill__waiter *w) {
     rill__cuda_ring(d);
 }
 
-/* Registers n's waiter for t's seq; true when that is done already. */
+/* Registers n's waiter for t's seq; true when that is done already. Once
+ * the waiter is registered only its call says so: rill__stream_complete
+ * publishes done_seq before it takes the waiters out of t's list, and n,
+ * freed once it completes, must not be freed while its waiter is still
+ * there (a WAIT for a collective's proxy, completed by the communication
+ * thread while this stream issued, was). */
 static bool wait_for(cuda_cmd *n, rill__stream *t, uint64_t seq) {
+    if (n->waiting)
+        return atomic_load_explicit(&n->met, memory_order_acquire) != 0;
     if (atomic_load_explicit(&rill__queue_of(t)->done_seq, memory_order_acquire) >= seq)
         return true;
-    if (!n->waiting) {
-        n->waiting = true;
-        n->waiter.seq = seq;
-        n->waiter.fn = on_met;
-        if (!rill__stream_add_waiter(t, &n->waiter))
-            return true;
-    }
+    n->waiter.seq = seq;
+    n->waiter.fn = on_met;
+    if (!rill__stream_add_waiter(t, &n->waiter))
+        return true;
+    n->waiting = true;
     return atomic_load_explicit(&n->met, memory_order_acquire) != 0;
 }
 
