@@ -45,8 +45,8 @@ rill_status rill__mem_check_access(const char *fn, const char *what, const char 
  * devices, whose memory is host memory; other memory is asked of user's
  * backend (mem_reachable: a GPU cannot read pageable host memory). Each
  * with a sentence naming fn and `what`. */
-rill_status rill__mem_check_use(const char *fn, const char *what, const char *shape,
-                                const void *p, size_t bytes, rill__device *user);
+rill_status rill__mem_check_use(const char *fn, const char *what, const char *shape, const void *p,
+                                size_t bytes, rill__device *user);
 /* Checks both sides of a copy of bytes from src to dst (neither NULL, each
  * within its allocation) for fn, as rill__mem_check_access does; *src_dev
  * and *dst_dev receive their devices (NULL: host memory). */
