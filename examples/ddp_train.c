@@ -23,7 +23,12 @@
  * Exit code 0 when every check passes, 1 otherwise.
  *
  *   mpirun -np 4 ddp_train [--steps N] [--batch B] [--hidden H] [--repeats R]
- *                          [--bucket-kb K]
+ *                          [--bucket-kb K] [--device cpu|cuda]
+ *
+ * It runs on rill's current device, or the first of the kind --device
+ * names (exit 77 when there is none), every rank on that one; on a CUDA
+ * device without a CUDA-aware MPI the graph's step time is skipped (the
+ * collectives are staged through host memory, which a capture cannot hold).
  *
  * The model: y = W3 relu(W2 relu(W1 x)) with W1 [in, hidden], W2 [hidden,
  * hidden], W3 [hidden, out], no biases; loss = sum over the batch of
@@ -81,8 +86,20 @@ typedef struct relu_args {
     size_t n;
 } relu_args;
 
+/* The kernels have a CPU body here and a CUDA body in
+ * ddp_train_kernels.cu, whose PTX the build embeds (ddp_train_kernels_ptx;
+ * NULL when it had no nvcc), so the example runs on either device. The CPU
+ * bodies are also exported under the CUDA entries' names followed by _host,
+ * which the stand-in CUDA driver of rill's tests runs in place of PTX. */
+const char *ddp_train_kernels_ptx(void);
+void relu_host(const rill_block_ctx *ctx, const void *args);
+void transpose_host(const rill_block_ctx *ctx, const void *args);
+
+/* Threads per block on a GPU (the CPU device ignores it). */
+enum { BLOCK_THREADS = 256 };
+
 /* Forward: out = max(in, 0). Backward: out = gate > 0 ? in : 0. */
-static void relu_body(const rill_block_ctx *ctx, const void *args) {
+void relu_host(const rill_block_ctx *ctx, const void *args) {
     const relu_args *a = args;
     size_t begin, end;
     share(ctx, a->n, &begin, &end);
@@ -100,7 +117,7 @@ typedef struct transpose_args {
     size_t rows, cols;
 } transpose_args;
 
-static void transpose_body(const rill_block_ctx *ctx, const void *args) {
+void transpose_host(const rill_block_ctx *ctx, const void *args) {
     const transpose_args *a = args;
     size_t begin, end;
     share(ctx, a->rows, &begin, &end);
@@ -117,7 +134,7 @@ static void relu(rill_stream *s, float *out, const float *in, const float *gate,
                           {in, n * sizeof(float), RILL_READ},
                           {gate, n * sizeof(float), RILL_READ}};
     rill_launch l = {.grid = grid_for(n),
-                     .block = {1, 1, 1},
+                     .block = {BLOCK_THREADS, 1, 1},
                      .args = &args,
                      .args_size = sizeof args,
                      .accesses = acc,
@@ -130,7 +147,7 @@ static void transpose(rill_stream *s, float *out, const float *in, size_t rows, 
     rill_access acc[2] = {{out, rows * cols * sizeof(float), RILL_WRITE},
                           {in, rows * cols * sizeof(float), RILL_READ}};
     rill_launch l = {.grid = grid_for(rows * cols),
-                     .block = {1, 1, 1},
+                     .block = {BLOCK_THREADS, 1, 1},
                      .args = &args,
                      .args_size = sizeof args,
                      .accesses = acc,
@@ -324,15 +341,21 @@ static float *mlp_read(const mlp *m, size_t *n) {
 typedef struct options {
     int steps, repeats;
     size_t batch, hidden, bucket_kb;
+    const char *device; /* "cpu", "cuda", or NULL: rill's current device */
 } options;
 
 static bool parse(int argc, char **argv, options *o) {
     *o = (options){.steps = 5, .repeats = 3, .batch = 64, .hidden = 256, .bucket_kb = 256};
     for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--device") == 0 && i + 1 < argc &&
+            (strcmp(argv[i + 1], "cpu") == 0 || strcmp(argv[i + 1], "cuda") == 0)) {
+            o->device = argv[++i];
+            continue;
+        }
         long v = i + 1 < argc ? strtol(argv[i + 1], NULL, 10) : 0;
         if (v <= 0) {
             fprintf(stderr, "usage: ddp_train [--steps N] [--batch B] [--hidden H] [--repeats R] "
-                            "[--bucket-kb K]\n");
+                            "[--bucket-kb K] [--device cpu|cuda]\n");
             return false;
         }
         if (strcmp(argv[i], "--steps") == 0)
@@ -459,6 +482,23 @@ int main(int argc, char **argv) {
         MPI_Finalize();
         return 2;
     }
+    if (o.device != NULL) {
+        /* The first device of the kind; every rank on it (two ranks may
+         * share one GPU). None: exit 77, which the tests take as skipped. */
+        rill_device_kind kind = strcmp(o.device, "cuda") == 0 ? RILL_DEVICE_CUDA : RILL_DEVICE_CPU;
+        char why[256] = "";
+        int count = 0;
+        rill_device *dev = NULL;
+        ck(rill_device_count_of_kind(kind, &count, why, sizeof why), "rill_device_count_of_kind");
+        if (count == 0) {
+            if (my_rank == 0)
+                printf("ddp_train: skipped: no %s device: %s\n", o.device, why);
+            MPI_Finalize();
+            return 77;
+        }
+        ck(rill_device_get_by_kind(kind, 0, &dev), "rill_device_get_by_kind");
+        ck(rill_set_device(dev), "rill_set_device");
+    }
     if (o.batch % (size_t)size != 0) {
         if (my_rank == 0)
             fprintf(stderr, "ddp_train: --batch %zu is not a multiple of the %d ranks\n", o.batch,
@@ -471,8 +511,10 @@ int main(int argc, char **argv) {
 
     rill_comm *comm = NULL;
     rill_stream *cs = NULL, *ms = NULL;
-    rill_kernel_desc relu_desc = {.name = "relu", .cpu = relu_body};
-    rill_kernel_desc transpose_desc = {.name = "transpose", .cpu = transpose_body};
+    const char *ptx = ddp_train_kernels_ptx();
+    rill_kernel_desc relu_desc = {"relu", relu_host, ptx, ptx != NULL ? "relu" : NULL};
+    rill_kernel_desc transpose_desc = {"transpose", transpose_host, ptx,
+                                       ptx != NULL ? "transpose" : NULL};
     ck(rill_comm_create_mpi(MPI_COMM_WORLD, &comm), "rill_comm_create_mpi");
     ck(rill_stream_create(NULL, 0, &cs), "rill_stream_create");
     ck(rill_stream_create(NULL, 0, &ms), "rill_stream_create");
@@ -482,6 +524,16 @@ int main(int argc, char **argv) {
         MPI_Abort(MPI_COMM_WORLD, 1);
     ck(rill_stream_set_name(cs, "compute"), "rill_stream_set_name");
     ck(rill_stream_set_name(ms, "communication"), "rill_stream_set_name");
+    /* A graph holds collectives that MPI runs on the device's memory: on a
+     * CUDA device, those of a CUDA-aware MPI only (others are staged
+     * through host memory, which a capture cannot hold). */
+    rill_device *dev = NULL;
+    rill_device_info info = {0};
+    int aware = 0;
+    ck(rill_stream_get_device(cs, &dev), "rill_stream_get_device");
+    ck(rill_device_get_info(dev, &info), "rill_device_get_info");
+    ck(rill_comm_cuda_aware(comm, &aware), "rill_comm_cuda_aware");
+    bool capture = info.kind == RILL_DEVICE_CPU || aware;
 
     /* The whole batch on every rank (the same seeds); each trains on its
      * rows, rank r on rows [r * local, (r + 1) * local). */
@@ -509,7 +561,7 @@ int main(int argc, char **argv) {
 
     mlp m;
     mlp_create(&m, dim, local, o.bucket_kb * 1024);
-    double overlap[64], single[64], graphed[64], diff = 0;
+    double overlap[64], single[64], graphed[64] = {0}, diff = 0;
     int repeats = o.repeats < 64 ? o.repeats : 64;
     int ready = first_error == RILL_OK && (my_rank != 0 || ref != NULL), all_ready = 0;
     MPI_Allreduce(&ready, &all_ready, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
@@ -524,6 +576,8 @@ int main(int argc, char **argv) {
         single[r] = ok ? train(&m, cs, cs, comm, my_x, my_t, o.steps, false) : -1;
         ok = ok && single[r] >= 0 && check(&m, ref, ms, comm, size, &d);
         diff = fmax(diff, d);
+        if (!capture)
+            continue;
         graphed[r] = ok ? train(&m, cs, ms, comm, my_x, my_t, o.steps, true) : -1;
         ok = ok && graphed[r] >= 0 && check(&m, ref, ms, comm, size, &d);
         diff = fmax(diff, d);
@@ -531,20 +585,27 @@ int main(int argc, char **argv) {
     if (ok && my_rank == 0) {
         qsort(overlap, (size_t)repeats, sizeof overlap[0], compare_doubles);
         qsort(single, (size_t)repeats, sizeof single[0], compare_doubles);
-        qsort(graphed, (size_t)repeats, sizeof graphed[0], compare_doubles);
+        if (capture)
+            qsort(graphed, (size_t)repeats, sizeof graphed[0], compare_doubles);
         double to = overlap[repeats / 2] * 1e3, ts = single[repeats / 2] * 1e3;
         double tg = graphed[repeats / 2] * 1e3;
         int buckets = 0;
         for (int l = 0; l < LAYERS; l++)
             buckets += m.bucket_end[l] != NULL;
-        printf("ddp_train: %d ranks, MLP %zu-%zu-%zu-%zu, batch %zu (%zu per rank), %d steps, "
-               "%d gradient buckets (--bucket-kb %zu), median of %d\n",
-               size, dim[0], dim[1], dim[2], dim[3], o.batch, local, o.steps, buckets, o.bucket_kb,
-               repeats);
+        printf("ddp_train: %d ranks on %s, MLP %zu-%zu-%zu-%zu, batch %zu (%zu per rank), %d "
+               "steps, %d gradient buckets (--bucket-kb %zu), median of %d\n",
+               size, info.name, dim[0], dim[1], dim[2], dim[3], o.batch, local, o.steps, buckets,
+               o.bucket_kb, repeats);
         printf("step time, compute and communication streams: %.3f ms\n", to);
         printf("step time, everything on one stream:          %.3f ms\n", ts);
-        printf("step time, two streams captured in a graph:   %.3f ms\n", tg);
-        printf("two streams / one stream: %.2f; graph / two streams: %.2f\n", to / ts, tg / to);
+        if (capture) {
+            printf("step time, two streams captured in a graph:   %.3f ms\n", tg);
+            printf("two streams / one stream: %.2f; graph / two streams: %.2f\n", to / ts, tg / to);
+        } else {
+            printf("step time, two streams captured in a graph:   skipped: MPI is not CUDA-aware, "
+                   "and collectives staged through host memory cannot be captured\n");
+            printf("two streams / one stream: %.2f\n", to / ts);
+        }
         printf("weights: the same on all %d ranks, and within %.2g (<= %g relative) of one "
                "process on the whole batch\n",
                size, diff, TOLERANCE);
