@@ -14,7 +14,7 @@ import types
 
 import numpy as np
 
-from . import _graph, _stream, _wait
+from . import _device, _graph, _stream, _wait
 from ._errors import check
 from ._ffi import fast, ffi, lib
 from ._runtime import life, on_shutdown, stale_error
@@ -97,17 +97,23 @@ class _Fields:
 class Tensor(fast.TensorBase if fast is not None else _Fields):
     """A tensor in device memory.
 
-    Tensor(data, dtype=None): a copy of data (a numpy array, a sequence or a
-    number) on the current stream's device; dtype rill.float32 or
-    rill.float16 converts, None keeps float32 and float16 data as they are.
-    rill.ones/zeros/empty/full/randn make others; + - * @ and rill.ops run
-    on the current stream.
+    Tensor(data, dtype=None, device=None): a copy of data (a numpy array, a
+    sequence or a number) on the current stream of device (None: the
+    current device; else as rill.device takes it, "cuda:0" say); dtype
+    rill.float32 or rill.float16 converts, None keeps float32 and float16
+    data as they are. rill.ones/zeros/empty/full/randn make others; + - * @
+    and rill.ops run on the current stream; t.to(device) copies to another
+    device.
     """
 
     __slots__ = ()
 
-    def __init__(self, data, dtype=None):
+    def __init__(self, data, dtype=None, device=None):
         self._ptr = None
+        if device is not None:
+            with _on_device(device, "rill.Tensor"):
+                self.__init__(data, dtype)
+            return
         where = "rill.Tensor"
         dt = _dtype_arg(dtype, where)
         if isinstance(data, Tensor):
@@ -362,10 +368,23 @@ class Tensor(fast.TensorBase if fast is not None else _Fields):
         """self += alpha*other in place on the current stream; returns self."""
         return add_(self, other, alpha)
 
-    def to(self, dtype):
-        """This tensor as dtype: itself when it has it, else a converted copy
-        made on the current stream."""
-        return to_dtype(self, dtype)
+    def to(self, *args, dtype=None, device=None):
+        """t.to(dtype), t.to(device), t.to(device, dtype): this tensor itself
+        when it is on device with dtype already; else a copy on device's
+        current stream (after the work that writes this tensor) and/or
+        converted there. device as rill.device takes it ("cuda:0", "cpu")."""
+        where = "rill.Tensor.to"
+        for a in args:
+            if _names_device(a):
+                device = a
+            else:
+                dtype = a
+        t = self
+        target = _device.device(device) if device is not None else None
+        if target is not None and t._stream.device is not target:
+            t = _to_device(t, target, where)
+        with _on_device(target, where):
+            return to_dtype(t, dtype, where)
 
     def half(self):
         """to(rill.float16)."""
@@ -1183,6 +1202,55 @@ def add_(t, other, alpha=1):
                                                      t._numel))
 
 
+def _names_device(x):
+    """Whether an argument of Tensor.to names a device, not a dtype."""
+    if isinstance(x, str):
+        return x.partition(":")[0] in ("cuda", "cpu")
+    return isinstance(x, _device.Device) or (isinstance(x, int) and not isinstance(x, bool))
+
+
+class _on_device:
+    """`with _on_device(device, where):` makes device (anything rill.device
+    takes; None: nothing changes) the calling thread's current device for
+    the block, so that the work and memory of a maker go to its current
+    stream."""
+
+    __slots__ = ("dev", "prev")
+
+    def __init__(self, device, where):
+        self.dev = None if device is None else \
+            _device.Device._wrap(_device.handle_of(device, where))
+        self.prev = None
+
+    def __enter__(self):
+        if self.dev is not None:
+            cur = _device.current_device()
+            if cur is not self.dev:
+                self.prev = cur
+                _device.set_device(self.dev)
+        return self
+
+    def __exit__(self, *exc):
+        if self.prev is not None:
+            _device.set_device(self.prev)
+            self.prev = None
+        return False
+
+
+def _to_device(t, dev, where):
+    """A copy of t on dev's current stream, after the work that writes t."""
+    if not isinstance(t, Tensor):
+        raise TypeError(f"{where}: self must be a rill.Tensor, not {type(t).__name__}")
+    t._valid(where)
+    if t._strides is not None:
+        t = contiguous(t, where)  # gathered on t's own device first
+    with _on_device(dev, where):
+        s = _stream.current()
+        if t._event is not None:
+            check(lib.rill_stream_wait_event(s._handle(where), t._event))
+        return t._copy(s)
+
+
 def to_dtype(t, dt, where="rill.Tensor.to"):
     """t as dtype dt: t itself when it has that dtype, else a converted copy
     on the current stream (of an int64 tensor, through the host)."""
@@ -1214,9 +1282,13 @@ def manual_seed(seed):
     _rng["calls"] = 0
 
 
-def randn(*shape, dtype=None, cls=Tensor, where="rill.randn"):
+def randn(*shape, dtype=None, device=None, cls=Tensor, where="rill.randn"):
     """A tensor of standard normal samples (float32, or float16 rounded from
-    them), filled on the current stream by rill_op_randn_f32."""
+    them), filled on the current stream by rill_op_randn_f32 (device's, when
+    given: as rill.device takes it)."""
+    if device is not None:
+        with _on_device(device, where):
+            return randn(*shape, dtype=dtype, cls=cls, where=where)
     shape = _shape_arg(shape, where)
     dt = _dtype_arg(dtype, where) or float32
     s = _stream.current()
@@ -1245,13 +1317,19 @@ def filled(shape, value, dtype, where, cls=Tensor):
     return out
 
 
-def full(shape, value, dtype=None):
-    """A tensor of shape filled with value, on the current stream."""
-    return filled(shape, value, dtype, "rill.full")
+def full(shape, value, dtype=None, device=None):
+    """A tensor of shape filled with value, on the current stream (device's,
+    when given)."""
+    with _on_device(device, "rill.full"):
+        return filled(shape, value, dtype, "rill.full")
 
 
-def ones(*shape, dtype=None):
-    """A tensor of ones: rill.ones(2, 3) or rill.ones((2, 3))."""
+def ones(*shape, dtype=None, device=None):
+    """A tensor of ones: rill.ones(2, 3) or rill.ones((2, 3)), on the
+    current stream (device's, when given)."""
+    if device is not None:
+        with _on_device(device, "rill.ones"):
+            return ones(*shape, dtype=dtype)
     if fast is not None and (dtype is None or dtype is float32):
         t = fast.new(Tensor, shape[0] if len(shape) == 1 and shape[0].__class__ is tuple
                      else shape, 1.0)  # None: the general path below
@@ -1260,8 +1338,12 @@ def ones(*shape, dtype=None):
     return filled(_shape_arg(shape, "rill.ones"), 1.0, dtype, "rill.ones")
 
 
-def zeros(*shape, dtype=None):
-    """A tensor of zeros: rill.zeros(2, 3) or rill.zeros((2, 3))."""
+def zeros(*shape, dtype=None, device=None):
+    """A tensor of zeros: rill.zeros(2, 3) or rill.zeros((2, 3)), on the
+    current stream (device's, when given)."""
+    if device is not None:
+        with _on_device(device, "rill.zeros"):
+            return zeros(*shape, dtype=dtype)
     if fast is not None and (dtype is None or dtype is float32):
         t = fast.new(Tensor, shape[0] if len(shape) == 1 and shape[0].__class__ is tuple
                      else shape, 0.0)  # None: the general path below
@@ -1270,9 +1352,13 @@ def zeros(*shape, dtype=None):
     return filled(_shape_arg(shape, "rill.zeros"), 0.0, dtype, "rill.zeros")
 
 
-def empty(*shape, dtype=None):
-    """A tensor whose values are whatever the memory held."""
+def empty(*shape, dtype=None, device=None):
+    """A tensor whose values are whatever the memory held, on the current
+    stream (device's, when given)."""
     where = "rill.empty"
+    if device is not None:
+        with _on_device(device, where):
+            return empty(*shape, dtype=dtype)
     if fast is not None and (dtype is None or dtype is float32):
         t = fast.new(Tensor, shape[0] if len(shape) == 1 and shape[0].__class__ is tuple
                      else shape, None)  # None: the general path below

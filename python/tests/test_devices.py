@@ -99,3 +99,27 @@ def test_an_op_on_the_gpu_refuses_host_tensors_with_a_device_mismatch():
         with pytest.raises(rill.DeviceMismatchError, match="cannot reach"):
             (a + other).numpy()
     assert (a + a).numpy().tolist() == [2.0] * 3  # the stream's own memory
+
+
+def test_makers_take_a_device_and_to_moves_between_devices():
+    cur = rill.current_device()
+    for make in (lambda d: rill.ones(2, 3, device=d), lambda d: rill.zeros(4, device=d),
+                 lambda d: rill.full((2,), 7.0, device=d), lambda d: rill.empty(5, device=d),
+                 lambda d: rill.randn(3, device=d),
+                 lambda d: rill.Tensor([1.0, 2.0], rill.float32, device=d)):
+        t = make("cpu")
+        assert t.device is rill.device("cpu")
+        assert make(None).device is cur
+    assert rill.current_device() is cur  # each maker left the current device as it was
+    x = rill.Tensor([1.0, 2.0, 3.0], rill.float32)
+    assert x.to(cur) is x and x.to(str(cur)) is x and x.to(rill.float32) is x
+    host = x.to("cpu")
+    assert host.device is rill.device("cpu") and host.numpy().tolist() == [1.0, 2.0, 3.0]
+    back = host.to(cur, rill.float16)
+    assert back.device is cur and back.dtype is rill.float16
+    assert back.numpy().tolist() == [1.0, 2.0, 3.0]
+    assert x.to("float16").dtype is rill.float16
+    with pytest.raises(ValueError, match="names no device"):
+        x.to("cuda:x")
+    with pytest.raises(rill.NoDeviceError):
+        rill.ones(2, device="cpu:9")
