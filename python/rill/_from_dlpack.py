@@ -137,6 +137,10 @@ def from_dlpack(x, cls=_tensor.Tensor):
         capsule = x.__dlpack__(stream=arg)
     else:
         capsule, s = x, None
+    if type(capsule).__name__ == "PyCapsule" and _api.PyCapsule_IsValid(capsule,
+                                                                        b"used_dltensor"):
+        raise BufferError(f"{where}: this DLPack capsule was consumed already, and a capsule "
+                          "is used once; pass the tensor itself (its __dlpack__ makes a new one)")
     if not _api.PyCapsule_IsValid(capsule, b"dltensor"):
         raise TypeError(f"{where}: takes an object with __dlpack__ or an unused 'dltensor' "
                         f"capsule, not {type(x).__name__}")

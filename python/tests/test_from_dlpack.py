@@ -58,6 +58,10 @@ def test_what_rill_cannot_take_is_refused_and_not_kept():
         rill.from_dlpack(np.arange(4, dtype=F32)[::-1])
     with pytest.raises(TypeError, match="__dlpack__"):
         rill.from_dlpack([1.0, 2.0])
+    capsule = np.ones(2, dtype=F32).__dlpack__()
+    rill.from_dlpack(capsule)
+    with pytest.raises(BufferError, match="consumed already"):
+        rill.from_dlpack(capsule)
     del a
     assert released(ref)  # the refused capsule's deleter ran
 
