@@ -13,7 +13,7 @@ import ctypes
 from . import _device, _stream, _tensor
 from ._errors import check, error
 from ._ffi import ffi, lib
-from ._runtime import after_wait, life, on_shutdown
+from ._runtime import after_wait, on_shutdown
 
 _KDL_CPU, _KDL_CUDA, _KDL_CUDA_HOST = 1, 2, 3
 _KDL_FLOAT = 2
@@ -172,15 +172,6 @@ def _wrap(dl, s, cls, where):
         if given != tuple(_tensor.contiguous_strides(shape)):
             strides = given
     t = cls.__new__(cls)
-    t._ptr = None
-    t._shape = shape
-    t._numel = _tensor._numel(shape)
-    t._dtype = dt
-    t._stream = s
-    t._event = None
-    t._gen = life.generation
-    t._owner = None
-    t._base = None
-    t._strides = strides
+    t._describe(shape, dt, s, strides)
     t._ptr = ffi.cast("void *", ffi.cast("char *", dl.data) + dl.byte_offset)
     return t

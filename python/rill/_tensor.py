@@ -134,7 +134,9 @@ class Tensor(fast.TensorBase if fast is not None else _Fields):
             check(_wait.stream(s._h))
             check(lib.rill_memcpy(self._ptr, ffi.from_buffer(arr), arr.nbytes))
 
-    def _alloc(self, shape, dt, stream, where):
+    def _describe(self, shape, dt, stream, strides=None):
+        """Sets the fields of a tensor with no memory yet (the caller sets
+        _ptr, and _owner when another owns the memory)."""
         self._ptr = None
         self._shape = shape
         self._numel = _numel(shape)
@@ -144,7 +146,10 @@ class Tensor(fast.TensorBase if fast is not None else _Fields):
         self._gen = life.generation
         self._owner = None
         self._base = None
-        self._strides = None
+        self._strides = strides
+
+    def _alloc(self, shape, dt, stream, where):
+        self._describe(shape, dt, stream)
         nbytes = self._numel * dt.itemsize
         if nbytes >= 1 << 63:
             raise ValueError(f"{where}: shape {shape} needs {nbytes} bytes, more than any "

@@ -114,30 +114,11 @@ def _device_arg(dev, where):
     return _ordinal(dev.index, dev.type, where)
 
 
-class _on:
+def _on(index):
     """`with _on(index):` makes device index (None: the current one) the
     current device for the block, so that the makers' work and memory go
     to its current stream, as torch's makers put a tensor on device=."""
-
-    __slots__ = ("index", "_prev")
-
-    def __init__(self, index):
-        self.index = index
-        self._prev = None
-
-    def __enter__(self):
-        if self.index is not None:
-            prev = _device.current_device()
-            if prev.index != self.index:
-                self._prev = prev
-                _device.set_device(self.index)
-        return self
-
-    def __exit__(self, *exc):
-        if self._prev is not None:
-            _device.set_device(self._prev)
-            self._prev = None
-        return False
+    return _tensor._on_device(index, "torch")
 
 
 def _moved(t, index, where):
