@@ -59,6 +59,10 @@ typedef struct rill__device_base {
     /* filled by the backend's device_init (all but ordinal), then immutable */
     rill_device_info info;
     void *state; /* owned by the backend: set by device_init, freed by device_shutdown */
+    /* set once by rill__device_lost (release), never cleared: the device
+     * failed as a whole; lost_why is written before and then immutable */
+    _Atomic int lost;
+    char lost_why[256];
 } rill__device_base;
 
 /* What a backend reads and writes of a stream: the first member of
@@ -340,6 +344,12 @@ void rill__stream_fail(rill__stream *s, uint64_t seq, const char *cause);
  * seq (a WAIT of s for it ran) that carries t's root cause, names s, and
  * names t when the failure began before t; returns whether it did. */
 bool rill__stream_carry_failure(rill__stream *s, uint64_t seq, rill__stream *t, uint64_t t_seq);
+/* The device failed as a whole (a GPU fault ended its context), for the
+ * reason why ("the GPU stopped: CUDA_ERROR_ILLEGAL_ADDRESS ..."): from now
+ * on every submission to its streams is refused and every failure on them
+ * is RILL_ERROR_DEVICE_LOST; the backend still fails each stream's pending
+ * work (rill__stream_fail). The first call's reason stays. Any thread. */
+void rill__device_lost(rill__device *dev, const char *why);
 /* Closes the open failure window at seq (a CLEAR command ran). */
 void rill__stream_clear_failure(rill__stream *s, uint64_t seq);
 void rill__stream_ref(rill__stream *s);

@@ -311,6 +311,16 @@ rill_status rill__no_device(rill__runtime *rt, const char *fn) {
     return rill__fail(RILL_ERROR_NO_DEVICE, "%s: no device is available", fn);
 }
 
+void rill__device_lost(rill__device *dev, const char *why) {
+    rill__mutex_lock(&dev->lock);
+    rill__device_base *b = rill__device_base_of(dev);
+    if (!atomic_load_explicit(&b->lost, memory_order_relaxed)) {
+        snprintf(b->lost_why, sizeof b->lost_why, "%s", why);
+        atomic_store_explicit(&b->lost, 1, memory_order_release);
+    }
+    rill__mutex_unlock(&dev->lock);
+}
+
 rill_status rill__device_resolve(rill_device *handle, const char *fn, rill__device **out) {
     rill__runtime *rt;
     rill__runtime_get(&rt);

@@ -309,6 +309,10 @@ rill_status rill_event_query(rill_event *event_h) {
         return RILL_OK;
     /* Other processes learn of an interprocess record when its command
      * runs, a moment before the stream counts it done: agree with them. */
+    if ((st = rill__stream_check_lost(s, "rill_event_query")) != RILL_OK) {
+        rill__stream_unref(s);
+        return st;
+    }
     if (rill__stream_failed_at(s, seq, msg, sizeof msg))
         st = rill__fail(RILL_ERROR_KERNEL_FAILED, "rill_event_query: %s", msg);
     else if (atomic_load_explicit(&s->q.done_seq, memory_order_acquire) < seq &&
@@ -389,8 +393,10 @@ static rill_status timing_point(rill__event *e, const char *which, uint64_t *ts)
                           "rill_event_elapsed_ms: the %s event was never recorded; record it "
                           "with rill_event_record first",
                           which);
-    rill_status st = RILL_OK;
-    if (rill__stream_failed_at(s, seq, msg, sizeof msg)) {
+    rill_status st = rill__stream_check_lost(s, "rill_event_elapsed_ms");
+    if (st != RILL_OK) {
+        /* its sentence is set */
+    } else if (rill__stream_failed_at(s, seq, msg, sizeof msg)) {
         st = rill__fail(RILL_ERROR_KERNEL_FAILED, "rill_event_elapsed_ms: %s", msg);
     } else if (atomic_load_explicit(&s->q.done_seq, memory_order_acquire) < seq) {
         st = RILL_NOT_READY;

@@ -396,6 +396,9 @@ RILL_HOT rill_status rill__stream_wait_status(rill__stream *s, uint64_t seq, uns
         return RILL_NOT_READY;
     if (rill__san_active())
         rill__san()->observed(s, seq, false);
+    rill_status st = rill__stream_check_lost(s, fn);
+    if (st != RILL_OK)
+        return st;
     if (rill__stream_failed_at(s, seq, msg, sizeof msg))
         return rill__fail(RILL_ERROR_KERNEL_FAILED, "%s: %s", fn, msg);
     return RILL_OK;
@@ -468,8 +471,34 @@ bool rill__stream_ordered_after(rill__stream *s, uint64_t other_id, uint64_t seq
     return rill__stream_known_after(s, other_id) >= seq;
 }
 
+static rill_status lost(rill__stream *s, const char *fn, const char *what) {
+    char name[80];
+    const rill__device_base *b = rill__device_base_of(s->q.dev);
+    rill__stream_name(s, name, sizeof name);
+    return rill__fail(RILL_ERROR_DEVICE_LOST,
+                      "%s%sstream %s: device %d (%s) was lost (%s)%s; only rill_shutdown and a new "
+                      "runtime recover it",
+                      fn != NULL ? fn : "", fn != NULL ? ": " : "", name, b->info.ordinal,
+                      b->info.name, b->lost_why, what);
+}
+
+rill_status rill__stream_check_lost(rill__stream *s, const char *fn) {
+    if (!atomic_load_explicit(&rill__device_base_of(s->q.dev)->lost, memory_order_acquire))
+        return RILL_OK;
+    return lost(s, fn, ", and its streams' work may not have run");
+}
+
+/* A submission to a stream of a lost device (rill__device_lost). */
+static rill_status refuse_lost(rill__stream *s) {
+    return lost(s, NULL, ", and takes no more work");
+}
+
 RILL_HOT rill_status rill__stream_submit(rill__stream *s, const rill__cmd *cmd, uint64_t *seq) {
     uint64_t unused;
+    if (__builtin_expect(
+            atomic_load_explicit(&rill__device_base_of(s->q.dev)->lost, memory_order_acquire) != 0,
+            0))
+        return refuse_lost(s);
     if (rill__stream_capturing(s))
         return rill__capture_submit(s, cmd, seq != NULL ? seq : &unused);
     return s->q.dev->ops->submit(s, cmd, seq != NULL ? seq : &unused);
@@ -615,6 +644,8 @@ rill_status rill_stream_query(rill_stream *stream_h) {
         return st;
     /* acquire: pairs with the submit that assigned the sequence number. */
     uint64_t seq = atomic_load_explicit(&stream->q.sub_seq, memory_order_acquire);
+    if ((st = rill__stream_check_lost(stream, "rill_stream_query")) != RILL_OK)
+        return st;
     if (rill__stream_failed_at(stream, seq, msg, sizeof msg))
         return rill__fail(RILL_ERROR_KERNEL_FAILED, "rill_stream_query: %s", msg);
     if (reached(stream, seq)) {

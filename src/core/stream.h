@@ -117,6 +117,11 @@ bool rill__stream_check(rill__stream *s, char *why, size_t cap);
  * the caller to put after its function's name: the root cause once, the
  * streams it reached, and what the stream does until cleared. */
 bool rill__stream_failed_at(rill__stream *s, uint64_t seq, char *msg, size_t size);
+/* RILL_ERROR_DEVICE_LOST, with a sentence naming fn, once s's device was
+ * lost (rill__device_lost): whatever its streams did before, their work may
+ * not have run, as CUDA reports its error for every stream of the
+ * context. RILL_OK otherwise. */
+rill_status rill__stream_check_lost(rill__stream *s, const char *fn);
 
 /* How rill__stream_host_wait waits (flags). */
 enum {

@@ -2,6 +2,7 @@
 /* The contract tests' device and kernels (contract.h). */
 #include "contract.h"
 
+#include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,7 +88,7 @@ static rill_kernel *make(rill_kernel **slot, const char *name, rill_cpu_kernel_f
     return *slot;
 }
 
-static rill_kernel *add_k, *scale_k, *spin_k;
+static rill_kernel *add_k, *scale_k, *spin_k, *fault_k;
 
 rill_kernel *contract_add_kernel(void) {
     return make(&add_k, "contract_add", contract_add_host);
@@ -97,6 +98,25 @@ rill_kernel *contract_scale_kernel(void) {
 }
 rill_kernel *contract_spin_kernel(void) {
     return make(&spin_k, "contract_spin", contract_spin_host);
+}
+rill_kernel *contract_fault_kernel(void) {
+    return make(&fault_k, "contract_fault", contract_fault_host);
+}
+
+/* The stand-in driver's fault (tests/cuda_fake), from the library that
+ * RILL_CUDA_DRIVER names when it is loaded and has one; nothing else. */
+void contract_fault_host(const rill_block_ctx *ctx, const void *args) {
+    (void)ctx;
+    (void)args;
+    const char *driver = getenv("RILL_CUDA_DRIVER");
+    void *so = driver != NULL ? dlopen(driver, RTLD_NOW | RTLD_NOLOAD) : NULL;
+    if (so == NULL)
+        return;
+    void (*fault)(void);
+    *(void **)&fault = dlsym(so, "fake_cuda_fault");
+    if (fault != NULL)
+        fault();
+    dlclose(so);
 }
 
 static rill_status launch(rill_stream *s, rill_kernel *k, uint32_t blocks, const void *args,
@@ -122,6 +142,11 @@ rill_status contract_scale(rill_stream *s, uint32_t *out, const uint32_t *in, ui
     if (out == in)
         acc[0].mode = RILL_READ_WRITE;
     return launch(s, contract_scale_kernel(), blocks_for(n), &a, sizeof a, acc, out == in ? 1 : 2);
+}
+
+rill_status contract_fault(rill_stream *s) {
+    contract_fault_args a = {16};
+    return launch(s, contract_fault_kernel(), 1, &a, sizeof a, NULL, 0);
 }
 
 rill_status contract_spin(rill_stream *s, uint32_t *x, uint64_t ns) {

@@ -37,6 +37,13 @@ typedef struct contract_scale_args {
     uint32_t factor;
     uint64_t n;
 } contract_scale_args;
+/* Faults its GPU, as a kernel that writes where no memory is: the PTX
+ * body stores to address `address`; the host body asks the stand-in
+ * driver to fault (a CPU device never faults: the CPU body does nothing
+ * there). */
+typedef struct contract_fault_args {
+    uint64_t address;
+} contract_fault_args;
 /* Keeps its block busy for about ns nanoseconds, then x[0] += 1. */
 typedef struct contract_spin_args {
     uint32_t *x;
@@ -49,18 +56,22 @@ typedef struct contract_spin_args {
 void contract_add_host(const rill_block_ctx *ctx, const void *args);
 void contract_scale_host(const rill_block_ctx *ctx, const void *args);
 void contract_spin_host(const rill_block_ctx *ctx, const void *args);
+void contract_fault_host(const rill_block_ctx *ctx, const void *args);
 
 /* The kernels above, created on first use and kept until the group's
  * teardown shuts the runtime down (a contract test does not). */
 rill_kernel *contract_add_kernel(void);
 rill_kernel *contract_scale_kernel(void);
 rill_kernel *contract_spin_kernel(void);
+rill_kernel *contract_fault_kernel(void);
 
 /* Launches on s, with the accesses each kernel makes. */
 rill_status contract_add(rill_stream *s, uint32_t *x, uint32_t value, size_t n);
 rill_status contract_scale(rill_stream *s, uint32_t *out, const uint32_t *in, uint32_t factor,
                            size_t n);
 rill_status contract_spin(rill_stream *s, uint32_t *x, uint64_t ns);
+/* Faults s's device (a GPU), which then is lost. */
+rill_status contract_fault(rill_stream *s);
 
 /* Device memory of n words set to value, on s's device, ready when s's
  * work so far is. */

@@ -15,6 +15,9 @@ struct contract_scale_args {
     uint32_t factor;
     uint64_t n;
 };
+struct contract_fault_args {
+    uint64_t address;
+};
 struct contract_spin_args {
     uint32_t *x;
     uint64_t ns;
@@ -36,6 +39,10 @@ extern "C" __global__ void contract_scale(contract_scale_args a) {
     for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < a.n;
          i += (uint64_t)gridDim.x * blockDim.x)
         a.out[i] = a.in[i] * a.factor;
+}
+
+extern "C" __global__ void contract_fault(contract_fault_args a) {
+    *(volatile uint32_t *)a.address = 1;
 }
 
 extern "C" __global__ void contract_spin(contract_spin_args a) {

@@ -35,6 +35,42 @@
 
 static _Atomic size_t created; /* bytes of cuMemCreate not released */
 
+/* RILL_FAKE_CUDA_DEVICES GPUs at most (see gpus()). */
+#define MAX_GPUS 4
+/* A GPU whose context failed (fake_cuda_fault): its streams drop their
+ * work, and every call on them says CUDA_ERROR_ILLEGAL_ADDRESS, as after a
+ * fault on a GPU, until the last release of its primary context. */
+static _Atomic int faulted[MAX_GPUS];
+
+/* The calling thread's GPU: its stream's on a stream thread, else the one
+ * of the context cuCtxSetCurrent made current (0 before any), in a key
+ * rather than _Thread_local, which ThreadSanitizer mishandles in a library
+ * that dlopen loads. */
+static pthread_key_t gpu_key;
+static pthread_once_t gpu_key_once = PTHREAD_ONCE_INIT;
+
+static void make_gpu_key(void) {
+    (void)pthread_key_create(&gpu_key, NULL);
+}
+
+static void set_thread_gpu(int gpu) {
+    pthread_once(&gpu_key_once, make_gpu_key);
+    (void)pthread_setspecific(gpu_key, (void *)(intptr_t)(gpu + 1));
+}
+
+static int thread_gpu(void) {
+    pthread_once(&gpu_key_once, make_gpu_key);
+    intptr_t v = (intptr_t)pthread_getspecific(gpu_key);
+    return v > 0 ? (int)(v - 1) : 0;
+}
+
+/* Called by a kernel's host body: its GPU faults, as if the kernel wrote
+ * where no memory is. */
+__attribute__((visibility("default"))) void fake_cuda_fault(void);
+void fake_cuda_fault(void) {
+    atomic_store(&faulted[thread_gpu()], 1);
+}
+
 /* What cuPointerGetAttribute knows: the ranges mapped with cuMemMap (each
  * with the GPU of its allocation) and those of cuMemHostAlloc. */
 typedef struct range {
@@ -92,6 +128,7 @@ typedef enum op_kind { OP_KERNEL, OP_COPY, OP_SET, OP_WRITE, OP_RECORD, OP_WAIT,
 struct CUevent_st {
     pthread_mutex_t lock;
     pthread_cond_t cond;
+    _Atomic int gpu;   /* of the stream of the last record */
     uint64_t recorded; /* records made (calls) */
     uint64_t reached;  /* records the stream got to */
     uint64_t when_ns;  /* when it got to the last one */
@@ -139,7 +176,21 @@ struct CUstream_st {
     op *head, *tail;
     bool busy, stop;
     pthread_t thread;
+    int gpu; /* the context current when it was made */
 };
+
+/* Waits on ev's condition for at most a millisecond, so that a loop that
+ * waits sees a fault of the GPU. */
+static void wait_a_while(CUevent ev) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += 1000000;
+    if (until.tv_nsec >= 1000000000) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000;
+    }
+    pthread_cond_timedwait(&ev->cond, &ev->lock, &until);
+}
 
 static void run_op(op *o) {
     switch (o->kind) {
@@ -181,8 +232,8 @@ static void run_op(op *o) {
     case OP_WAIT: {
         CUevent ev = o->u.event.ev;
         pthread_mutex_lock(&ev->lock);
-        while (ev->reached < o->u.event.gen)
-            pthread_cond_wait(&ev->cond, &ev->lock);
+        while (ev->reached < o->u.event.gen && !atomic_load(&faulted[thread_gpu()]))
+            wait_a_while(ev);
         pthread_mutex_unlock(&ev->lock);
         break;
     }
@@ -191,6 +242,7 @@ static void run_op(op *o) {
 
 static void *stream_main(void *arg) {
     CUstream s = arg;
+    set_thread_gpu(s->gpu);
     pthread_mutex_lock(&s->lock);
     for (;;) {
         while (s->head == NULL && !s->stop)
@@ -203,7 +255,10 @@ static void *stream_main(void *arg) {
             s->tail = NULL;
         s->busy = true;
         pthread_mutex_unlock(&s->lock);
-        run_op(o);
+        if (!atomic_load(&faulted[s->gpu])) /* a faulted GPU abandons its work */
+            run_op(o);
+        else if (o->kind == OP_KERNEL)
+            free(o->u.kernel.args);
         free(o);
         pthread_mutex_lock(&s->lock);
         s->busy = false;
@@ -216,6 +271,12 @@ static void *stream_main(void *arg) {
 static CUresult push(CUstream s, op *o) {
     if (s == NULL)
         return CUDA_ERROR_INVALID_HANDLE; /* rill never uses the legacy stream */
+    if (atomic_load(&faulted[s->gpu])) {
+        if (o->kind == OP_KERNEL)
+            free(o->u.kernel.args);
+        free(o);
+        return CUDA_ERROR_ILLEGAL_ADDRESS;
+    }
     pthread_mutex_lock(&s->lock);
     if (s->tail != NULL)
         s->tail->next = o;
@@ -253,6 +314,7 @@ static CUresult fake_cuStreamCreate(CUstream *out, unsigned int flags) {
         return CUDA_ERROR_OUT_OF_MEMORY;
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->cond, NULL);
+    s->gpu = thread_gpu();
     if (pthread_create(&s->thread, NULL, stream_main, s) != 0) {
         free(s);
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -272,13 +334,15 @@ static CUresult fake_cuStreamSynchronize(CUstream s) {
     while (s->head != NULL || s->busy)
         pthread_cond_wait(&s->cond, &s->lock);
     pthread_mutex_unlock(&s->lock);
-    return CUDA_SUCCESS;
+    return atomic_load(&faulted[s->gpu]) ? CUDA_ERROR_ILLEGAL_ADDRESS : CUDA_SUCCESS;
 }
 
 static CUresult fake_cuStreamQuery(CUstream s) {
     pthread_mutex_lock(&s->lock);
     bool idle = s->head == NULL && !s->busy;
     pthread_mutex_unlock(&s->lock);
+    if (atomic_load(&faulted[s->gpu]))
+        return CUDA_ERROR_ILLEGAL_ADDRESS;
     return idle ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
@@ -335,6 +399,8 @@ static CUresult fake_cuEventRecord(CUevent ev, CUstream s) {
     o->u.event.gen = ++ev->recorded;
     pthread_mutex_unlock(&ev->lock);
     o->u.event.ev = ev;
+    if (s != NULL)
+        atomic_store(&ev->gpu, s->gpu);
     return push(s, o);
 }
 
@@ -352,10 +418,10 @@ static CUresult fake_cuStreamWaitEvent(CUstream s, CUevent ev, unsigned int flag
 
 static CUresult fake_cuEventSynchronize(CUevent ev) {
     pthread_mutex_lock(&ev->lock);
-    while (ev->reached < ev->recorded)
-        pthread_cond_wait(&ev->cond, &ev->lock);
+    while (ev->reached < ev->recorded && !atomic_load(&faulted[ev->gpu]))
+        wait_a_while(ev);
     pthread_mutex_unlock(&ev->lock);
-    return CUDA_SUCCESS;
+    return atomic_load(&faulted[ev->gpu]) ? CUDA_ERROR_ILLEGAL_ADDRESS : CUDA_SUCCESS;
 }
 
 static CUresult fake_cuEventElapsedTime(float *ms, CUevent start, CUevent end) {
@@ -594,7 +660,6 @@ static CUresult fake_cuPointerGetAttribute(void *data, CUpointer_attribute attri
 
 /* RILL_FAKE_CUDA_DEVICES GPUs (1 to MAX_GPUS, default 1), each with a
  * primary context. */
-#define MAX_GPUS 4
 struct CUctx_st {
     int device;
 };
@@ -668,20 +733,31 @@ static CUresult fake_cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice
     }
 }
 
+static _Atomic int primary_refs[MAX_GPUS];
+
 static CUresult fake_cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice d) {
     if (d < 0 || d >= gpus())
         return CUDA_ERROR_INVALID_DEVICE;
+    atomic_fetch_add(&primary_refs[d], 1);
     *ctx = &contexts[d];
     return CUDA_SUCCESS;
 }
 
+/* The last release ends the primary context: the next one is new, and a
+ * fault of the old one is gone with it. */
 static CUresult fake_cuDevicePrimaryCtxRelease(CUdevice d) {
-    (void)d;
+    if (d < 0 || d >= MAX_GPUS)
+        return CUDA_ERROR_INVALID_DEVICE;
+    if (atomic_fetch_sub(&primary_refs[d], 1) == 1)
+        atomic_store(&faulted[d], 0);
     return CUDA_SUCCESS;
 }
 
 static CUresult fake_cuCtxSetCurrent(CUcontext ctx) {
-    return ctx >= contexts && ctx < contexts + gpus() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+    if (ctx < contexts || ctx >= contexts + gpus())
+        return CUDA_ERROR_INVALID_CONTEXT;
+    set_thread_gpu(ctx->device);
+    return CUDA_SUCCESS;
 }
 
 static CUresult fake_cuCtxGetStreamPriorityRange(int *least, int *greatest) {

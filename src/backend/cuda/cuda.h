@@ -51,7 +51,6 @@ typedef struct cuda_device {
     _Atomic uint32_t bell; /* bumped to wake the pump */
     _Atomic int sleeping;  /* the pump is asleep on bell */
     _Atomic int stop;
-    int lost; /* the pump's: a context failure was reported */
     /* the device's, and one per stream, pool segment and pinned host
      * allocation: rill frees those after device_shutdown, which drops the
      * first */

@@ -316,8 +316,33 @@ static const char *kind_name(const cuda_cmd *n) {
 
 /* What a completed command does on the host, then its release and
  * completion (no lock held). */
+/* Whether r leaves the context unusable: a fault on the GPU, which every
+ * later call of the context reports too (docs/cuda.md, plan item 2). */
+static bool ends_context(CUresult r) {
+    switch (r) {
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+    case CUDA_ERROR_LAUNCH_FAILED:
+    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case CUDA_ERROR_MISALIGNED_ADDRESS:
+    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+    case CUDA_ERROR_INVALID_PC:
+    case CUDA_ERROR_HARDWARE_STACK_ERROR:
+    case CUDA_ERROR_ASSERT:
+    case CUDA_ERROR_ECC_UNCORRECTABLE:
+    case CUDA_ERROR_CONTEXT_IS_DESTROYED:
+        return true;
+    default:
+        return false;
+    }
+}
+
 static void finish(cuda_device *d, cuda_stream *cs, cuda_cmd *n) {
     rill__stream *s = cs->self;
+    if (n->error != CUDA_SUCCESS && ends_context(n->error)) {
+        char why[200];
+        rill__cuda_describe(d, n->error, "the GPU stopped", why, sizeof why);
+        rill__device_lost(rill__queue_of(s)->dev, why);
+    }
     if (n->error != CUDA_SUCCESS && !cs->failing) {
         char what[96], why[256];
         if (n->c.kind == RILL__CMD_KERNEL)
@@ -693,12 +718,13 @@ static void check_context(cuda_device *d, rill__stream *s) {
     cs->skipping = 1;
     cs->clear_seq = 0;
     rill__mutex_unlock(&cs->lock);
-    if (seq != 0 && !d->lost) {
-        char why[256];
-        rill__cuda_describe(d, r, "the GPU stopped", why, sizeof why);
+    /* A context error ends the device as a whole (CUDA cannot recover the
+     * context): every stream of it fails, each as the pump finds it. */
+    char why[200];
+    rill__cuda_describe(d, r, "the GPU stopped", why, sizeof why);
+    rill__device_lost(rill__queue_of(s)->dev, why);
+    if (seq != 0)
         fail_stream(cs, seq, "the device", why);
-        d->lost = 1;
-    }
     atomic_store_explicit(&cs->completing, 0, memory_order_release);
 }
 
