@@ -166,10 +166,11 @@ program_step() {
 # The commands of the ctest tests that carry LABEL in BUILD_DIR, one per
 # line, quoted for bash.
 test_commands() { # BUILD_DIR LABEL
+    # contract_lost faults the GPU on purpose: not for the sanitizers.
     ctest --test-dir "$1" -L "$2" ${tests:+-R "$tests"} --show-only=json-v1 2>/dev/null |
         python3 -c 'import json, shlex, sys
 for t in json.load(sys.stdin).get("tests", []):
-    if t.get("command"):
+    if t.get("command") and not t.get("name", "").startswith("contract_lost"):
         print(shlex.join(t["command"]))'
 }
 
