@@ -445,6 +445,10 @@ typedef struct rill_launch {
     const rill_access *accesses;
     size_t num_accesses;
 } rill_launch;
+/* Where the process has a device other than a CPU device, a declared
+ * access to memory the stream's device cannot reach (as the built-in ops
+ * below define it) is RILL_ERROR_DEVICE_MISMATCH and nothing runs; its size
+ * is not checked. */
 rill_status rill_launch_kernel(rill_stream *stream, rill_kernel *kernel, const rill_launch *launch);
 
 /* ------------------------------------------------------------ built-in ops

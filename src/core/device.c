@@ -216,6 +216,8 @@ static rill_status device_create(rill__runtime *rt, const rill__backend_ops *ops
     if (st != RILL_OK)
         goto fail_stream;
     rt->devices[rt->num_devices++] = dev;
+    if (dev->base.info.kind != RILL_DEVICE_CPU)
+        rt->gpus = true;
     return RILL_OK;
 
 fail_stream:

@@ -406,6 +406,27 @@ RILL_HOT rill_status rill__launch_check(rill_kernel *kernel_h, const rill_launch
     return RILL_OK;
 }
 
+/* A kernel's declared accesses against what its stream's device reaches
+ * (rill.h, rill_launch_kernel), where a runtime has a device other than a
+ * CPU device: CPU devices alone all reach host memory. The built-in ops
+ * checked theirs already (src/ops). */
+static rill_status check_reach(rill__stream *stream, const rill__kernel *kernel,
+                               const rill_launch *launch, const char *fn) {
+    rill__runtime *rt;
+    if (rill__runtime_get(&rt) != RILL_OK || !rt->gpus)
+        return RILL_OK;
+    const rill__mem_hooks *mem = atomic_load_explicit(&rill__mem, memory_order_relaxed);
+    for (size_t i = 0; i < launch->num_accesses; i++) {
+        char what[112];
+        snprintf(what, sizeof what, "kernel '%s' access %zu", kernel->image.name, i);
+        const rill_access *a = &launch->accesses[i];
+        rill_status st = mem->check_reach(fn, what, a->ptr, a->bytes, stream->q.dev);
+        if (st != RILL_OK)
+            return st;
+    }
+    return RILL_OK;
+}
+
 RILL_HOT rill_status rill_launch_kernel(rill_stream *stream_h, rill_kernel *kernel_h,
                                         const rill_launch *launch) {
     RILL_CALL_SCOPE();
@@ -421,6 +442,9 @@ RILL_HOT rill_status rill_launch_kernel(rill_stream *stream_h, rill_kernel *kern
     void *loaded;
     st = rill__kernel_load(kernel, stream->q.dev, fn, &loaded);
     if (st != RILL_OK)
+        return st;
+    if (launch->num_accesses > 0 && kernel->image.op == RILL__OP_NONE &&
+        (st = check_reach(stream, kernel, launch, fn)) != RILL_OK)
         return st;
     rill__cmd cmd = {.kind = RILL__CMD_KERNEL};
     cmd.u.kernel.kernel = kernel; /* see kernel.h: no reference */

@@ -66,6 +66,7 @@ typedef struct rill__runtime {
     int num_devices;
     rill__device *devices[RILL__MAX_DEVICES]; /* owned */
     rill__device *initial_device;             /* NULL when RILL_DEVICE names none */
+    bool gpus;                                /* a device other than a CPU device exists */
     char init_error[256];                     /* why a device is missing, or "" */
     /* per rill_device_kind: why the process has no device of that kind */
     char none_why[RILL_DEVICE_CUDA + 1][256];

@@ -33,7 +33,8 @@ void rill__mem_host_shutdown(rill__runtime *rt) {
 
 /* ------------------------------------------------------------ subsystem */
 
-static const rill__mem_hooks hooks = {.note_use = rill__pool_note_use};
+static const rill__mem_hooks hooks = {.note_use = rill__pool_note_use,
+                                      .check_reach = rill__mem_check_reach};
 
 static void mem_start(rill__runtime *rt) {
     (void)rt;
@@ -267,12 +268,12 @@ static void name_device(const rill__device *dev, char *buf, size_t size) {
     snprintf(buf, size, "device %d (%s)", dev->base.info.ordinal, dev->base.info.name);
 }
 
-rill_status rill__mem_check_use(const char *fn, const char *what, const char *shape, const void *p,
-                                size_t bytes, rill__device *user) {
-    rill__device *dev;
-    rill_status st = rill__mem_check_access(fn, what, shape, p, bytes, &dev);
-    if (st != RILL_OK || dev == user)
-        return st;
+/* Whether user's work reaches [p, p + bytes), memory of dev (NULL: host
+ * memory, or memory rill did not allocate); see rill__mem_check_use. */
+static rill_status check_reach(const char *fn, const char *what, const void *p, size_t bytes,
+                               rill__device *dev, rill__device *user) {
+    if (dev == user)
+        return RILL_OK;
     char mine[160], theirs[160], why[160];
     name_device(user, mine, sizeof mine);
     if (dev != NULL) {
@@ -292,6 +293,20 @@ rill_status rill__mem_check_use(const char *fn, const char *what, const char *sh
                       "device's memory (rill_malloc_async, rill_memcpy_async) or page-locked host "
                       "memory (rill_malloc_host) first",
                       fn, what, p, why, mine);
+}
+
+rill_status rill__mem_check_use(const char *fn, const char *what, const char *shape, const void *p,
+                                size_t bytes, rill__device *user) {
+    rill__device *dev;
+    rill_status st = rill__mem_check_access(fn, what, shape, p, bytes, &dev);
+    return st != RILL_OK ? st : check_reach(fn, what, p, bytes, dev, user);
+}
+
+rill_status rill__mem_check_reach(const char *fn, const char *what, const void *p, size_t bytes,
+                                  rill__device *user) {
+    rill__mem_block b;
+    rill__device *dev = rill__registry_find(p, &b) && b.kind != RILL__MEM_HOST ? b.dev : NULL;
+    return check_reach(fn, what, p, bytes, dev, user);
 }
 
 rill_status rill__mem_check_copy(void *dst, const void *src, size_t bytes, const char *fn,

@@ -47,6 +47,10 @@ rill_status rill__mem_check_access(const char *fn, const char *what, const char 
  * with a sentence naming fn and `what`. */
 rill_status rill__mem_check_use(const char *fn, const char *what, const char *shape, const void *p,
                                 size_t bytes, rill__device *user);
+/* The reach part of rill__mem_check_use alone, without the bounds: for the
+ * declared accesses of kernels, whose sizes rill does not check. */
+rill_status rill__mem_check_reach(const char *fn, const char *what, const void *p, size_t bytes,
+                                  rill__device *user);
 /* Checks both sides of a copy of bytes from src to dst (neither NULL, each
  * within its allocation) for fn, as rill__mem_check_access does; *src_dev
  * and *dst_dev receive their devices (NULL: host memory). */

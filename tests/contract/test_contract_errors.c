@@ -135,7 +135,8 @@ static rill_device_kind kind_of(rill_device *dev) {
     return info.kind;
 }
 
-/* An op refuses memory its device cannot reach, before anything runs:
+/* An op (and a kernel) refuses memory its device cannot reach, before
+ * anything runs:
  * another device's memory unless both are CPU devices (host memory), and
  * on a GPU host memory that is not page-locked; page-locked host memory
  * (rill_malloc_host) every device reaches. */
@@ -158,6 +159,14 @@ static void test_ops_refuse_memory_their_device_cannot_reach(void **state) {
         RT_OK(st);
     }
     RT_OK(rill_op_fill_f32(s, pinned, 2.0f, N));
+    /* A kernel of the user's is held to the same rule. */
+    st = contract_add(s, (uint32_t *)pageable, 1, N);
+    if (gpu) {
+        assert_int_equal(st, RILL_ERROR_DEVICE_MISMATCH);
+        assert_non_null(strstr(rill_last_error(), "kernel 'contract_add' access 0"));
+    } else {
+        RT_OK(st);
+    }
     rill_device *other = other_device(dev);
     if (other != NULL) {
         rill_stream *t;
