@@ -313,6 +313,11 @@ rill_status rill__no_device(rill__runtime *rt, const char *fn) {
     return rill__fail(RILL_ERROR_NO_DEVICE, "%s: no device is available", fn);
 }
 
+bool rill__runtime_has_gpus(void) {
+    rill__runtime *rt;
+    return rill__runtime_get(&rt) == RILL_OK && rt->gpus;
+}
+
 void rill__device_lost(rill__device *dev, const char *why) {
     rill__mutex_lock(&dev->lock);
     rill__device_base *b = rill__device_base_of(dev);

@@ -55,11 +55,11 @@ typedef struct rill__mem_hooks {
      * accesses, copies): the pool keeps the memory from other streams until
      * that use is done. */
     void (*note_use)(rill__stream *stream, uint64_t seq, const void *ptr, size_t bytes);
-    /* Whether work of device user reaches [ptr, ptr + bytes): RILL_OK, or
-     * RILL_ERROR_DEVICE_MISMATCH with a sentence naming fn and what
-     * (rill__mem_check_reach). */
-    rill_status (*check_reach)(const char *fn, const char *what, const void *ptr, size_t bytes,
-                               rill__device *user);
+    /* Whether work of device user reaches [ptr, ptr + bytes), access
+     * index of kernel `kernel`: RILL_OK, or RILL_ERROR_DEVICE_MISMATCH with
+     * a sentence naming fn (rill__mem_check_reach). */
+    rill_status (*check_reach)(const char *fn, const char *kernel, int index, const void *ptr,
+                               size_t bytes, rill__device *user);
 } rill__mem_hooks;
 
 /* Installed by the memory layer's start. relaxed, where read and

@@ -412,15 +412,13 @@ RILL_HOT rill_status rill__launch_check(rill_kernel *kernel_h, const rill_launch
  * checked theirs already (src/ops). */
 static rill_status check_reach(rill__stream *stream, const rill__kernel *kernel,
                                const rill_launch *launch, const char *fn) {
-    rill__runtime *rt;
-    if (rill__runtime_get(&rt) != RILL_OK || !rt->gpus)
+    if (!rill__runtime_has_gpus())
         return RILL_OK;
     const rill__mem_hooks *mem = atomic_load_explicit(&rill__mem, memory_order_relaxed);
     for (size_t i = 0; i < launch->num_accesses; i++) {
-        char what[112];
-        snprintf(what, sizeof what, "kernel '%s' access %zu", kernel->image.name, i);
         const rill_access *a = &launch->accesses[i];
-        rill_status st = mem->check_reach(fn, what, a->ptr, a->bytes, stream->q.dev);
+        rill_status st =
+            mem->check_reach(fn, kernel->image.name, (int)i, a->ptr, a->bytes, stream->q.dev);
         if (st != RILL_OK)
             return st;
     }

@@ -84,6 +84,9 @@ typedef struct rill__runtime {
 
 /* The runtime, initialised on first use. */
 rill_status rill__runtime_get(rill__runtime **out);
+/* Whether the runtime has a device other than a CPU device: where it has
+ * none, every device reaches all host memory and checks of reach pass. */
+bool rill__runtime_has_gpus(void);
 /* The first step, after RILL_CALL_SCOPE(), of a public call that reaches
  * the runtime's state through a pointer rather than a handle (rill_free,
  * rill_memcpy, ...): a rill_shutdown on another thread then waits for the

@@ -268,45 +268,43 @@ static void name_device(const rill__device *dev, char *buf, size_t size) {
     snprintf(buf, size, "device %d (%s)", dev->base.info.ordinal, dev->base.info.name);
 }
 
-/* Whether user's work reaches [p, p + bytes), memory of dev (NULL: host
- * memory, or memory rill did not allocate); see rill__mem_check_use. */
-static rill_status check_reach(const char *fn, const char *what, const void *p, size_t bytes,
-                               rill__device *dev, rill__device *user) {
+rill_status rill__mem_reach(const char *fn, const char *what, int index, const void *p,
+                            size_t bytes, rill__device *dev, rill__device *user) {
     if (dev == user)
         return RILL_OK;
-    char mine[160], theirs[160], why[160];
-    name_device(user, mine, sizeof mine);
+    char why[160];
     if (dev != NULL) {
         if (dev->base.info.kind == RILL_DEVICE_CPU && user->base.info.kind == RILL_DEVICE_CPU)
             return RILL_OK; /* host memory, both */
-        name_device(dev, theirs, sizeof theirs);
-        return rill__fail(RILL_ERROR_DEVICE_MISMATCH,
-                          "%s: %s (%p) is memory of %s, and the stream is of %s, which cannot "
-                          "reach it; copy it to %s first (rill_memcpy_async into its memory)",
-                          fn, what, p, theirs, mine, mine);
-    }
-    if (user->ops->mem_reachable == NULL ||
-        user->ops->mem_reachable(user, p, bytes, why, sizeof why) == RILL_OK)
+    } else if (user->ops->mem_reachable == NULL ||
+               user->ops->mem_reachable(user, p, bytes, why, sizeof why) == RILL_OK) {
         return RILL_OK;
+    }
+    /* Refused: the sentence. */
+    char arg[112], mine[160], theirs[160];
+    if (index >= 0)
+        snprintf(arg, sizeof arg, "kernel '%s' access %d", what, index);
+    else
+        snprintf(arg, sizeof arg, "%s", what);
+    name_device(user, mine, sizeof mine);
+    if (dev == NULL)
+        return rill__fail(RILL_ERROR_DEVICE_MISMATCH,
+                          "%s: %s (%p) is %s, which the stream's %s cannot reach; copy it into the "
+                          "device's memory (rill_malloc_async, rill_memcpy_async) or page-locked "
+                          "host memory (rill_malloc_host) first",
+                          fn, arg, p, why, mine);
+    name_device(dev, theirs, sizeof theirs);
     return rill__fail(RILL_ERROR_DEVICE_MISMATCH,
-                      "%s: %s (%p) is %s, which the stream's %s cannot reach; copy it into the "
-                      "device's memory (rill_malloc_async, rill_memcpy_async) or page-locked host "
-                      "memory (rill_malloc_host) first",
-                      fn, what, p, why, mine);
+                      "%s: %s (%p) is memory of %s, and the stream is of %s, which cannot reach "
+                      "it; copy it to %s first (rill_memcpy_async into its memory)",
+                      fn, arg, p, theirs, mine, mine);
 }
 
-rill_status rill__mem_check_use(const char *fn, const char *what, const char *shape, const void *p,
-                                size_t bytes, rill__device *user) {
-    rill__device *dev;
-    rill_status st = rill__mem_check_access(fn, what, shape, p, bytes, &dev);
-    return st != RILL_OK ? st : check_reach(fn, what, p, bytes, dev, user);
-}
-
-rill_status rill__mem_check_reach(const char *fn, const char *what, const void *p, size_t bytes,
-                                  rill__device *user) {
+rill_status rill__mem_check_reach(const char *fn, const char *what, int index, const void *p,
+                                  size_t bytes, rill__device *user) {
     rill__mem_block b;
     rill__device *dev = rill__registry_find(p, &b) && b.kind != RILL__MEM_HOST ? b.dev : NULL;
-    return check_reach(fn, what, p, bytes, dev, user);
+    return rill__mem_reach(fn, what, index, p, bytes, dev, user);
 }
 
 rill_status rill__mem_check_copy(void *dst, const void *src, size_t bytes, const char *fn,

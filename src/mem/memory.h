@@ -39,18 +39,19 @@ rill_status rill__mem_host_alloc(rill__device *dev, size_t bytes, void **out);
  * lock and the pool's lock of p's device, one after the other. */
 rill_status rill__mem_check_access(const char *fn, const char *what, const char *shape,
                                    const void *p, size_t bytes, rill__device **dev);
-/* rill__mem_check_access, and that work of device `user` may make the
- * access: memory of another device's pool (or opened from another process
- * on another device) is RILL_ERROR_DEVICE_MISMATCH unless both are CPU
- * devices, whose memory is host memory; other memory is asked of user's
- * backend (mem_reachable: a GPU cannot read pageable host memory). Each
- * with a sentence naming fn and `what`. */
-rill_status rill__mem_check_use(const char *fn, const char *what, const char *shape, const void *p,
-                                size_t bytes, rill__device *user);
-/* The reach part of rill__mem_check_use alone, without the bounds: for the
+/* Whether work of device `user` reaches [p, p + bytes), memory of dev (as
+ * rill__mem_check_access gives it; NULL: host memory, or memory rill did
+ * not allocate). Memory of another device is RILL_ERROR_DEVICE_MISMATCH
+ * unless both are CPU devices, whose memory is host memory; other memory
+ * is asked of user's backend (mem_reachable: a GPU cannot read pageable
+ * host memory). The sentence names fn and `what`, the argument, or with
+ * index >= 0 the kernel whose access index it is. */
+rill_status rill__mem_reach(const char *fn, const char *what, int index, const void *p,
+                            size_t bytes, rill__device *dev, rill__device *user);
+/* rill__mem_reach of the device whose memory p is, looked up: for the
  * declared accesses of kernels, whose sizes rill does not check. */
-rill_status rill__mem_check_reach(const char *fn, const char *what, const void *p, size_t bytes,
-                                  rill__device *user);
+rill_status rill__mem_check_reach(const char *fn, const char *what, int index, const void *p,
+                                  size_t bytes, rill__device *user);
 /* Checks both sides of a copy of bytes from src to dst (neither NULL, each
  * within its allocation) for fn, as rill__mem_check_access does; *src_dev
  * and *dst_dev receive their devices (NULL: host memory). */

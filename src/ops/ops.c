@@ -146,18 +146,22 @@ rill_status rill__op_check_count(const char *fn, size_t n, size_t *bytes) {
 }
 
 /* Checks that the access the op will declare for argument `name`, bytes
- * from p, stays inside the allocation that holds p, and that s's device
- * reaches that memory (see rill__mem_check_use; ordinary host memory
- * passes on a CPU device): an op trusts its sizes no more than
- * rill_memset_async does. `shape` names the product that gave bytes ("n
- * floats"). */
+ * from p, stays inside the allocation that holds p (rill__mem_check_access;
+ * ordinary host memory passes) and, where the runtime has a GPU, that s's
+ * device reaches that memory (rill__mem_reach): an op trusts its sizes no
+ * more than rill_memset_async does. `shape` names the product that gave
+ * bytes ("n floats"). */
 rill_status rill__op_check_fits(const char *fn, rill_stream *s, const void *p, const char *name,
                                 const char *shape, size_t bytes) {
+    rill__device *dev;
+    rill_status st = rill__mem_check_access(fn, name, shape, p, bytes, &dev);
+    if (st != RILL_OK || !rill__runtime_has_gpus())
+        return st;
     rill__stream *stream;
-    rill_status st = rill__stream_resolve(s, fn, &stream);
+    st = rill__stream_resolve(s, fn, &stream);
     if (st != RILL_OK)
         return st;
-    return rill__mem_check_use(fn, name, shape, p, bytes, stream->q.dev);
+    return rill__mem_reach(fn, name, -1, p, bytes, dev, stream->q.dev);
 }
 
 rill_status rill__op_check_pointer(const char *fn, const void *p, const char *name,
