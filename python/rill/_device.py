@@ -114,13 +114,19 @@ def device(index=None):
 _KIND_OF_NAME = {name: number for number, name in _KINDS.items()}
 
 
+_counts = {}  # kind -> count_of_kind's answer, for this runtime (its devices are fixed)
+
+
 def count_of_kind(kind):
     """The number of devices of kind ("cuda" or "cpu"), and when it is 0,
     the sentence saying why."""
-    why = ffi.new("char[]", 256)
-    out = ffi.new("int *")
-    check(lib.rill_device_count_of_kind(_KIND_OF_NAME[kind], out, why, 256))
-    return out[0], ffi.string(why).decode("utf-8", "replace")
+    found = _counts.get(kind)
+    if found is None:
+        why = ffi.new("char[]", 256)
+        out = ffi.new("int *")
+        check(lib.rill_device_count_of_kind(_KIND_OF_NAME[kind], out, why, 256))
+        found = _counts[kind] = (out[0], ffi.string(why).decode("utf-8", "replace"))
+    return found
 
 
 def _named(name, where):
@@ -175,6 +181,7 @@ def handle_of(dev, where):
 @on_shutdown
 def _forget():
     _devices.clear()
+    _counts.clear()
 
 
 def synchronize_handle(dev):
