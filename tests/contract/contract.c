@@ -35,6 +35,12 @@ rill_device *contract_device(void) {
     return dev;
 }
 
+rill_device_kind contract_kind(rill_device *dev) {
+    rill_device_info info;
+    RT_OK(rill_device_get_info(dev, &info));
+    return info.kind;
+}
+
 int contract_run(const char *file, const struct CMUnitTest *tests, size_t count, int argc,
                  char **argv) {
     (void)contract_device();

@@ -17,6 +17,8 @@
  * call exits with status 77 (ctest: skipped) and the reason when the
  * process has no device of the kind RILL_TEST_DEVICE names. */
 rill_device *contract_device(void);
+/* The kind of dev. */
+rill_device_kind contract_kind(rill_device *dev);
 /* Runs the tests after choosing the device (so that a skip is reported
  * once, before any test). */
 int contract_run(const char *file, const struct CMUnitTest *tests, size_t count, int argc,

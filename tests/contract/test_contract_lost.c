@@ -10,12 +10,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static rill_device_kind kind_of(rill_device *dev) {
-    rill_device_info info;
-    RT_OK(rill_device_get_info(dev, &info));
-    return info.kind;
-}
-
 static void expect_lost(rill_status st) {
     assert_int_equal(st, RILL_ERROR_DEVICE_LOST);
     assert_non_null(strstr(rill_last_error(), "was lost"));
@@ -75,7 +69,7 @@ static void test_a_fault_loses_the_device_until_shutdown(void **state) {
 }
 
 int main(int argc, char **argv) {
-    if (kind_of(contract_device()) == RILL_DEVICE_CPU) {
+    if (contract_kind(contract_device()) == RILL_DEVICE_CPU) {
         printf("skipped: a CPU device is never lost\n");
         return 77;
     }
