@@ -8,6 +8,7 @@
  * wait for the test itself: a watchdog opens the gate once WATCHDOG_NS
  * passed without the call returning, so that the test fails instead of
  * hanging. */
+#include "backend/cpu/cpu.h"
 #include "core/stream.h"
 #include "fixture.h"
 #include "mem/memory.h"
@@ -305,10 +306,14 @@ static void test_pool_malloc_at_limit_waits_for_free_behind_host_function(void *
     release(&h);
 }
 
+static void nop_host_fn(void *user_data) {
+    (void)user_data;
+}
+
 /* "rill_malloc_async ... fails at once with RILL_ERROR_OUT_OF_MEMORY ...
  * and nothing already submitted changes", also when the internal wait that
  * a reuse needs cannot be queued (internal allocations failing in turn;
- * c, a new stream, has no spare command node): the block goes back with
+ * c has filled its first block of commands): the block goes back with
  * the use it was to wait for, instead of a wait on the host for a kernel
  * that the test releases only later, and the allocation that succeeds
  * still comes after b's read. */
@@ -319,6 +324,9 @@ static void test_pool_malloc_async_gives_back_a_block_whose_wait_fails(void **st
     RT_OK(rill_stream_create(NULL, 0, &a));
     RT_OK(rill_stream_create(NULL, 0, &b));
     RT_OK(rill_stream_create(NULL, 0, &c));
+    for (int i = 0; i < CPU_BLOCK_SLOTS; i++)
+        RT_OK(rill_launch_host_func(c, nop_host_fn, NULL));
+    RT_OK(rill_stream_synchronize(c));
     const size_t n = MiB / sizeof(float);
     float *x, *y = NULL, *out;
     RT_OK(rill_malloc_async(16 * KiB, b, (void **)&out));

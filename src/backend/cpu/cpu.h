@@ -41,14 +41,21 @@ typedef struct cpu_pub {
     int listed;
 } cpu_pub;
 
+/* A command in its stream's queue: a slot of one of the stream's blocks
+ * (below). The submitter fills it under the stream's lock and publishes it
+ * last, by storing its number in ready; the thread that runs the stream
+ * reads it once ready holds the number it expects next. */
 typedef struct cpu_cmd {
     /* first cache line: all a host function, wait or record touches */
-    _Atomic(struct cpu_cmd *) next; /* written once by the submitter, read by the worker */
+    alignas(64) _Atomic uint64_t ready; /* seq once published (release); older numbers before */
     uint64_t seq;
-    rill__stream *stream; /* borrowed: the stream that owns the command */
-    rill__cmd c;          /* only the member of c.u that c.kind names is set */
-    /* owned heap copies when a kernel's args or accesses do not fit inline;
-     * NULL otherwise (and always between uses of the node) */
+    rill__stream *stream; /* borrowed: the stream whose block holds the slot */
+    /* traces: when the command started (0: not traced); written by the
+     * thread that starts it, read by the one that finishes it */
+    uint64_t trace_t0;
+    rill__cmd c; /* only the member of c.u that c.kind names is set */
+    /* kernels: owned heap copies when the args or accesses do not fit
+     * inline; NULL otherwise (and always between uses of the slot) */
     void *args_heap;
     rill_access *accesses_heap;
     /* multi-block launches: on the device's launches */
@@ -59,14 +66,29 @@ typedef struct cpu_cmd {
     /* immutable while the launch runs */
     uint32_t total_blocks;
     uint32_t chunk;
-    /* traces: when the command started (0: not traced) and on which unit;
-     * written by the thread that starts it, read by the one that finishes it */
-    uint64_t trace_t0;
-    int trace_unit;
+    int trace_unit;    /* the unit that started it */
     int trace_on_unit; /* it ran whole on trace_unit: one record for both tracks */
     alignas(16) unsigned char args_inline[CPU_ARGS_INLINE];
     rill_access accesses_inline[CPU_ACCESS_INLINE];
 } cpu_cmd;
+
+/* A stream's queue is a chain of blocks of CPU_BLOCK_SLOTS slots, filled in
+ * order by the submitters and run in order by the stream's owner, so that a
+ * long queue is read from consecutive memory. The owner hands a block it has
+ * run through back to the submitters (cpu_stream.returned), and frees it
+ * instead when CPU_SPARE_BLOCKS wait there already. */
+#define CPU_BLOCK_SLOTS  16
+#define CPU_SPARE_BLOCKS 16
+
+typedef struct cpu_block {
+    /* set (release) by the submitter that fills the block after this one,
+     * before it fills it; NULL until then */
+    alignas(64) _Atomic(struct cpu_block *) next;
+    void *raw;                   /* what the allocator returned (the block is aligned within) */
+    struct cpu_block *free_next; /* on returned or the submitters' free list */
+    unsigned depth;              /* blocks on returned from this one down, this one included */
+    cpu_cmd slots[CPU_BLOCK_SLOTS];
+} cpu_block;
 
 /* A graph exec's state on the CPU device (graph_prepare), used by one
  * launch at a time: launches of one exec never overlap. Nodes become ready once each; a ready node
@@ -117,8 +139,9 @@ typedef struct cpu_stream {
     rill__stream *self; /* borrowed: the stream this state belongs to */
     /* guarded by lock (the producer side) */
     alignas(64) rill__spinlock lock;
-    cpu_cmd *tail;      /* the last node submitted (or the dummy) */
-    cpu_cmd *free_list; /* nodes the submitters may reuse */
+    cpu_block *wr_block;    /* the block the next command goes to */
+    unsigned wr_idx;        /* its next slot; CPU_BLOCK_SLOTS: full */
+    cpu_block *free_blocks; /* blocks the submitters may reuse */
     /* atomic, beside the lock that every submit takes: set when a host
      * thread made the stream ready and left its wake-up to the watch
      * (push_ready); left_ns is when a later submit first found it set (0:
@@ -129,15 +152,15 @@ typedef struct cpu_stream {
     _Atomic uint64_t left_ns;
     /* atomic: written by the worker only on state changes */
     alignas(64) _Atomic int state; /* enum cpu_stream_state */
-    /* atomic: nodes the worker has finished with, taken whole by submitters */
-    alignas(64) _Atomic(cpu_cmd *) returned;
-    /* owned by the worker running the stream */
-    alignas(64) cpu_cmd *head;      /* the dummy: head->next runs next */
-    cpu_cmd *done_list, *done_tail; /* finished nodes not yet returned */
-    unsigned num_done;
-    int skipping;          /* a failure is open: skip work until CLEAR */
-    rill__waiter waiter;   /* registered while PARKED */
-    rill__launch_state ls; /* the running launch's failure state */
+    /* atomic: blocks the owner has run through, taken whole by submitters */
+    alignas(64) _Atomic(cpu_block *) returned;
+    /* owned by the thread running the stream */
+    alignas(64) cpu_block *rd_block; /* the block of the next command */
+    unsigned rd_idx;                 /* its slot; CPU_BLOCK_SLOTS: in the next block */
+    uint64_t rd_seq;                 /* the next command's number */
+    int skipping;                    /* a failure is open: skip work until CLEAR */
+    rill__waiter waiter;             /* registered while PARKED */
+    rill__launch_state ls;           /* the running launch's failure state */
     /* owned by the thread that met the stream's wait: its list of streams
      * to run after the one it runs (cpu_sched.c, on_wait_met) */
     rill__stream *met_next;
@@ -229,9 +252,10 @@ void rill__cpu_host_free(rill__device *dev, void *ptr, size_t bytes);
 
 /* cpu_sched.c */
 rill_status rill__cpu_submit(rill__stream *s, const rill__cmd *cmd, uint64_t *seq);
-void rill__cpu_free_cmd(cpu_cmd *c);
-/* Frees every node a stream holds (stream_fini). */
-void rill__cpu_stream_free_nodes(cpu_stream *cs);
+/* Gives a new stream its first block (stream_init): false when out of
+ * memory. Frees every block a stream holds (stream_fini). */
+bool rill__cpu_stream_init_queue(rill__stream *s);
+void rill__cpu_stream_free_queue(cpu_stream *cs);
 /* For cpu_worker.c: takes the ready stream of greatest priority, or NULL;
  * runs a stream's commands until its queue is empty, it parks, a
  * multi-block kernel hands it to another worker, or it yields to other

@@ -240,17 +240,14 @@ static void cpu_op_image(rill__op op, rill__kernel_image *image) {
 
 static rill_status cpu_stream_init(rill__stream *s) {
     cpu_stream *cs = cpu_stream_of(s);
-    cpu_cmd *dummy = rill__calloc(1, sizeof *dummy);
-    if (dummy == NULL)
-        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "out of memory creating a stream");
     cs->self = s;
-    cs->head = cs->tail = dummy;
+    if (!rill__cpu_stream_init_queue(s))
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "out of memory creating a stream");
     return RILL_OK;
 }
 
 static void cpu_stream_fini(rill__stream *s) {
-    cpu_stream *cs = cpu_stream_of(s);
-    rill__cpu_stream_free_nodes(cs);
+    rill__cpu_stream_free_queue(cpu_stream_of(s));
 }
 
 const rill__backend_ops rill__cpu_backend = {

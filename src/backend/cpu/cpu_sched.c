@@ -138,48 +138,132 @@ rill__stream *rill__cpu_pop_ready(cpu_device *d) {
 
 /* ---------------------------------------------------------------- submit */
 
-void rill__cpu_free_cmd(cpu_cmd *c) {
-    rill__free(c->args_heap);
-    rill__free(c->accesses_heap);
-    rill__free(c);
-}
+/* ------------------------------------------------------------ the queue */
 
-static void free_chain(cpu_cmd *c) {
-    while (c != NULL) {
-        cpu_cmd *next = atomic_load_explicit(&c->next, memory_order_relaxed);
-        rill__cpu_free_cmd(c);
-        c = next;
-    }
-}
-
-void rill__cpu_stream_free_nodes(cpu_stream *cs) {
-    /* The queue is empty: head is the dummy and equals tail. */
-    rill__cpu_free_cmd(cs->head);
-    free_chain(cs->free_list);
-    free_chain(atomic_exchange(&cs->returned, NULL));
-    free_chain(cs->done_list);
-}
-
-/* Takes a node for a new command: from the submitters' free list, else
- * every node the worker has returned, else the heap. */
-RILL_HOT static cpu_cmd *take_node_locked(cpu_stream *cs) {
-    cpu_cmd *c = cs->free_list;
-    if (c == NULL)
-        /* acquire: pairs with the release CAS in return_nodes. */
-        c = atomic_exchange_explicit(&cs->returned, NULL, memory_order_acquire);
-    if (c != NULL) {
-        cs->free_list = atomic_load_explicit(&c->next, memory_order_relaxed);
-        return c;
-    }
-    c = rill__malloc(sizeof *c);
-    if (c != NULL) {
+/* A block for s, its slots never published (ready 0 is no command's
+ * number). */
+static cpu_block *new_block(rill__stream *s) {
+    void *raw = rill__malloc(sizeof(cpu_block) + 63);
+    if (raw == NULL)
+        return NULL;
+    cpu_block *b = (cpu_block *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
+    b->raw = raw;
+    atomic_init(&b->next, NULL);
+    b->free_next = NULL;
+    b->depth = 0;
+    for (int i = 0; i < CPU_BLOCK_SLOTS; i++) {
+        cpu_cmd *c = &b->slots[i];
+        atomic_init(&c->ready, 0);
+        c->stream = s;
+        c->trace_t0 = 0;
         c->args_heap = NULL;
         c->accesses_heap = NULL;
-        c->stream = NULL;
-        c->trace_t0 = 0;
     }
-    return c;
+    return b;
 }
+
+static void free_block(cpu_block *b) {
+    rill__free(b->raw);
+}
+
+static void free_blocks(cpu_block *b) {
+    while (b != NULL) {
+        cpu_block *next = b->free_next;
+        free_block(b);
+        b = next;
+    }
+}
+
+bool rill__cpu_stream_init_queue(rill__stream *s) {
+    cpu_stream *cs = cpu_stream_of(s);
+    cpu_block *b = new_block(s);
+    if (b == NULL)
+        return false;
+    cs->wr_block = cs->rd_block = b;
+    cs->wr_idx = cs->rd_idx = 0;
+    cs->rd_seq = 1; /* the numbers of a stream's commands start at 1 */
+    return true;
+}
+
+void rill__cpu_stream_free_queue(cpu_stream *cs) {
+    /* The queue is empty: from the block of the next command on, the
+     * blocks hold nothing to run. */
+    for (cpu_block *b = cs->rd_block; b != NULL;) {
+        cpu_block *next = atomic_load_explicit(&b->next, memory_order_relaxed);
+        free_block(b);
+        b = next;
+    }
+    free_blocks(cs->free_blocks);
+    free_blocks(atomic_exchange(&cs->returned, NULL));
+}
+
+/* The slot for a new command: the next of the block being filled, else
+ * the first of a block reused from those the owner ran through, else of a
+ * new one. The new block is linked before its first slot is published: an
+ * owner that moves to it finds that slot unpublished and the queue empty. */
+RILL_HOT static cpu_cmd *take_slot_locked(rill__stream *s, cpu_stream *cs) {
+    if (cs->wr_idx < CPU_BLOCK_SLOTS)
+        return &cs->wr_block->slots[cs->wr_idx++];
+    cpu_block *b = cs->free_blocks;
+    if (b == NULL)
+        /* acquire: pairs with the release CAS in retire_block. */
+        b = atomic_exchange_explicit(&cs->returned, NULL, memory_order_acquire);
+    if (b != NULL) {
+        cs->free_blocks = b->free_next;
+        atomic_store_explicit(&b->next, NULL, memory_order_relaxed);
+    } else if ((b = new_block(s)) == NULL) {
+        return NULL;
+    }
+    /* release: the owner that follows the link sees next cleared. */
+    atomic_store_explicit(&cs->wr_block->next, b, memory_order_release);
+    cs->wr_block = b;
+    cs->wr_idx = 1;
+    return &b->slots[0];
+}
+
+/* Hands a block the owner has run through back to the submitters, or
+ * frees it when enough wait there. Only the owner pushes and reads depth:
+ * a stale top makes the exchange fail, never pushes on a taken block. */
+static void retire_block(cpu_stream *cs, cpu_block *b) {
+    cpu_block *top = atomic_load_explicit(&cs->returned, memory_order_relaxed);
+    do {
+        b->depth = top != NULL ? top->depth + 1 : 1;
+        if (b->depth > CPU_SPARE_BLOCKS) {
+            free_block(b);
+            return;
+        }
+        b->free_next = top;
+        /* release: pairs with the acquire exchange in take_slot_locked. */
+    } while (!atomic_compare_exchange_weak_explicit(&cs->returned, &top, b, memory_order_release,
+                                                    memory_order_relaxed));
+}
+
+/* Moves the owner past a block it has run through, once the submitters
+ * have linked the next one. */
+RILL_HOT static void next_block(cpu_stream *cs) {
+    /* acquire: pairs with the release store of next in take_slot_locked. */
+    cpu_block *n = atomic_load_explicit(&cs->rd_block->next, memory_order_acquire);
+    if (n == NULL)
+        return;
+    retire_block(cs, cs->rd_block);
+    cs->rd_block = n;
+    cs->rd_idx = 0;
+}
+
+/* The stream's next command, or NULL when none is published yet; for the
+ * stream's owner. */
+RILL_HOT static cpu_cmd *peek(cpu_stream *cs) {
+    if (__builtin_expect(cs->rd_idx == CPU_BLOCK_SLOTS, 0)) {
+        next_block(cs);
+        if (cs->rd_idx == CPU_BLOCK_SLOTS)
+            return NULL;
+    }
+    cpu_cmd *c = &cs->rd_block->slots[cs->rd_idx];
+    /* acquire: pairs with the release store of ready in submit. */
+    return atomic_load_explicit(&c->ready, memory_order_acquire) == cs->rd_seq ? c : NULL;
+}
+
+/* ---------------------------------------------------------------- submit */
 
 static bool dispatch_first_waits(rill__stream *s);
 
@@ -196,7 +280,7 @@ RILL_HOT rill_status rill__cpu_submit(rill__stream *s, const rill__cmd *cmd, uin
             goto oom;
     }
     rill__spinlock_lock(&cs->lock);
-    cpu_cmd *c = take_node_locked(cs);
+    cpu_cmd *c = take_slot_locked(s, cs);
     if (c == NULL) {
         rill__spinlock_unlock(&cs->lock);
         goto oom;
@@ -240,9 +324,6 @@ RILL_HOT rill_status rill__cpu_submit(rill__stream *s, const rill__cmd *cmd, uin
         c->c.u.graph = cmd->u.graph;
         break;
     }
-    if (c->stream != s)
-        c->stream = s; /* nodes stay with their stream: usually already set */
-    atomic_store_explicit(&c->next, NULL, memory_order_relaxed);
     /* release: pairs with the acquire loads of sub_seq in queries, records
      * and synchronize. */
     uint64_t n = atomic_load_explicit(&rill__queue_of(s)->sub_seq, memory_order_relaxed) + 1;
@@ -250,12 +331,11 @@ RILL_HOT rill_status rill__cpu_submit(rill__stream *s, const rill__cmd *cmd, uin
         atomic_store_explicit(&rill__queue_of(s)->opaque_seq, n, memory_order_relaxed);
     atomic_store_explicit(&rill__queue_of(s)->sub_seq, n, memory_order_release);
     c->seq = n;
-    /* release: publishes the node to the worker (its acquire load of
-     * next). */
-    atomic_store_explicit(&cs->tail->next, c, memory_order_release);
-    cs->tail = c;
+    /* release: publishes the command to the owner (its acquire load of
+     * ready in peek). */
+    atomic_store_explicit(&c->ready, n, memory_order_release);
     /* relaxed: go_idle stores IDLE under this lock once it has seen the
-     * queue empty, so either it sees this node or we see IDLE. */
+     * queue empty, so either it sees this command or we see IDLE. */
     bool idle = atomic_load_explicit(&cs->state, memory_order_relaxed) == CPU_IDLE;
     rill__spinlock_unlock(&cs->lock);
     if (!idle && __builtin_expect(atomic_load_explicit(&cs->wake_left, memory_order_relaxed), 0))
@@ -282,42 +362,25 @@ oom:
 
 /* ------------------------------------------------------------- execution */
 
-/* Hands the nodes the worker has finished with back to the submitters. */
-RILL_HOT static void return_nodes(cpu_stream *cs) {
-    if (cs->done_list == NULL)
-        return;
-    cpu_cmd *top = atomic_load_explicit(&cs->returned, memory_order_relaxed);
-    do {
-        atomic_store_explicit(&cs->done_tail->next, top, memory_order_relaxed);
-        /* release: pairs with the acquire exchange in take_node_locked. */
-    } while (!atomic_compare_exchange_weak_explicit(&cs->returned, &top, cs->done_list,
-                                                    memory_order_release, memory_order_relaxed));
-    cs->done_list = cs->done_tail = NULL;
-    cs->num_done = 0;
-}
-
-/* Completes the command after the dummy head: it becomes the new dummy,
- * the old one is recycled, and the stream's done_seq advances. */
+/* Completes the stream's next command, c: its slot is free for the
+ * submitters once the owner has moved past its block, and the stream's
+ * done_seq advances. */
 RILL_HOT static void finish(rill__stream *s, cpu_cmd *c) {
     cpu_stream *cs = cpu_stream_of(s);
     uint64_t seq = c->seq;
     if (__builtin_expect(c->trace_t0 != 0, 0))
         rill__cpu_trace_stream_slice(s, c);
+    bool kernel = c->c.kind == RILL__CMD_KERNEL;
     rill__cmd_release(&c->c);
-    if (c->args_heap != NULL || c->accesses_heap != NULL) {
+    if (kernel && (c->args_heap != NULL || c->accesses_heap != NULL)) {
         rill__free(c->args_heap);
         rill__free(c->accesses_heap);
         c->args_heap = NULL;
         c->accesses_heap = NULL;
     }
-    cpu_cmd *old = cs->head;
-    cs->head = c;
-    atomic_store_explicit(&old->next, cs->done_list, memory_order_relaxed);
-    if (cs->done_list == NULL)
-        cs->done_tail = old;
-    cs->done_list = old;
-    if (++cs->num_done >= 32)
-        return_nodes(cs);
+    cs->rd_seq = seq + 1;
+    if (++cs->rd_idx == CPU_BLOCK_SLOTS)
+        next_block(cs);
     rill__stream_complete(s, seq);
 }
 
@@ -466,22 +529,29 @@ static bool wait_met(rill__stream *s, cpu_stream *cs, cpu_cmd *c) {
 static enum exec_result exec_wait(cpu_device *d, rill__stream *s, cpu_cmd *c) {
     cpu_stream *cs = cpu_stream_of(s);
     uint64_t spin_until = 0;
-    for (unsigned spins = 0;; spins++) {
+    for (unsigned spins = 1;; spins++) {
         if (wait_met(s, cs, c))
             return EXEC_DONE;
         /* A dependency that completes within a few microseconds is cheaper
-         * to spin for than to park and wake, when no other work waits. */
-        if (spin_until == 0)
-            spin_until = rill__now_ns() + WAIT_SPIN_NS;
-        if (device_quiet(d) && ((spins & 31u) != 0 || rill__now_ns() < spin_until)) {
-            rill__cpu_relax();
-            /* Every so often, the processor to a thread that wants it: on a
-             * machine with no processor to spare, the host thread that
-             * submits the work this wait is for (or the worker that runs
-             * it) would otherwise wait for this spin to end. */
-            if ((spins & 31u) == 31u)
+         * to spin for than to park and wake, when no other work waits. The
+         * clock is read every 32 spins only: a read costs about as much as
+         * a hop between two streams. */
+        if (device_quiet(d)) {
+            if ((spins & 31u) != 0) {
+                rill__cpu_relax();
+                continue;
+            }
+            uint64_t now = rill__now_ns();
+            if (spin_until == 0)
+                spin_until = now + WAIT_SPIN_NS;
+            if (now < spin_until) {
+                /* Now and then, the processor to a thread that wants it: on
+                 * a machine with no processor to spare, the host thread
+                 * that submits the work this wait is for (or the worker
+                 * that runs it) would otherwise wait for this spin to end. */
                 rill__thread_yield();
-            continue;
+                continue;
+            }
         }
         if (park(cs, c->c.u.wait.stream, c->c.u.wait.seq))
             return EXEC_PARKED; /* s may already run elsewhere: touch nothing */
@@ -650,8 +720,7 @@ static int should_yield(cpu_device *d, rill__stream *s, int batch) {
  * device has nothing else to do, so a stream that is being fed keeps its
  * worker instead of going idle and being scheduled again. */
 static cpu_cmd *next_cmd(cpu_device *d, cpu_stream *cs) {
-    /* acquire: pairs with the release store of next in submit. */
-    cpu_cmd *c = atomic_load_explicit(&cs->head->next, memory_order_acquire);
+    cpu_cmd *c = peek(cs);
     if (c != NULL || !device_quiet(d))
         return c;
     if (rill__stream_took_host_wake())
@@ -661,7 +730,7 @@ static cpu_cmd *next_cmd(cpu_device *d, cpu_stream *cs) {
     uint64_t until = rill__now_ns() + STREAM_SPIN_NS;
     for (unsigned spins = 1;; spins++) {
         rill__cpu_relax();
-        c = atomic_load_explicit(&cs->head->next, memory_order_acquire);
+        c = peek(cs);
         if (c != NULL || ((spins & 31u) == 0 && (!device_quiet(d) || rill__now_ns() > until)))
             return c;
     }
@@ -670,14 +739,13 @@ static cpu_cmd *next_cmd(cpu_device *d, cpu_stream *cs) {
 /* The queue looked empty: marks s IDLE unless a command arrived meanwhile.
  * Returns 1 when the worker gave s up. The check and the store happen
  * under the submitters' lock, and submit reads the state under it after
- * it linked its node: either we see the node or the submitter sees IDLE
- * and schedules the stream. No barrier is needed beyond the lock (the
- * stream going idle used to pay a membarrier system call here). */
+ * it published its command: either we see the command or the submitter
+ * sees IDLE and schedules the stream. No barrier is needed beyond the
+ * lock. */
 RILL_HOT static int go_idle(rill__stream *s, cpu_stream *cs) {
-    return_nodes(cs);
     rill__spinlock_lock(&cs->lock);
-    /* relaxed: the lock orders it with submit's store of next. */
-    bool empty = atomic_load_explicit(&cs->head->next, memory_order_relaxed) == NULL;
+    /* The lock orders this with submit's store of ready. */
+    bool empty = peek(cs) == NULL;
     /* release: pairs with the compare-exchange in rill__cpu_submit. A
      * submitter that read IDLE under the lock in an earlier idle spell may
      * make the stream ready after this spell began, without taking the
@@ -701,8 +769,7 @@ static void run_unitless(rill__stream *s) {
     cpu_stream *cs = cpu_stream_of(s);
     atomic_store_explicit(&cs->state, CPU_RUNNING, memory_order_relaxed);
     for (int batch = 0; batch < FAIR_BATCH; batch++) {
-        /* acquire: pairs with the release store of next in submit. */
-        cpu_cmd *c = atomic_load_explicit(&cs->head->next, memory_order_acquire);
+        cpu_cmd *c = peek(cs);
         if (c == NULL) {
             if (go_idle(s, cs))
                 return;
@@ -740,8 +807,7 @@ static bool dispatch_first_waits(rill__stream *s) {
     cpu_stream *cs = cpu_stream_of(s);
     atomic_store_explicit(&cs->state, CPU_RUNNING, memory_order_relaxed);
     for (int batch = 0; batch < FAIR_BATCH; batch++) {
-        /* acquire: pairs with the release store of next in submit. */
-        cpu_cmd *c = atomic_load_explicit(&cs->head->next, memory_order_acquire);
+        cpu_cmd *c = peek(cs);
         if (c == NULL) {
             if (go_idle(s, cs))
                 return true;
@@ -777,8 +843,7 @@ void rill__cpu_run_stream(cpu_device *d, cpu_worker *w, rill__stream *s) {
         if (r != EXEC_DONE)
             return;
         finish(s, c);
-        if (should_yield(d, s, batch) &&
-            atomic_load_explicit(&cs->head->next, memory_order_acquire) != NULL) {
+        if (should_yield(d, s, batch) && peek(cs) != NULL) {
             atomic_store_explicit(&cs->state, CPU_READY, memory_order_relaxed);
             push_ready(d, s, false);
             return;
@@ -854,10 +919,9 @@ RILL_HOT static bool host_run(cpu_device *d, cpu_worker *w, rill__stream *s, uin
     atomic_store_explicit(&cs->state, CPU_RUNNING, memory_order_relaxed);
     /* relaxed: the owner wrote done_seq. */
     while (atomic_load_explicit(&rill__queue_of(s)->done_seq, memory_order_relaxed) < seq) {
-        /* acquire: pairs with the release store of next in submit. */
-        cpu_cmd *c = atomic_load_explicit(&cs->head->next, memory_order_acquire);
+        cpu_cmd *c = peek(cs);
         if (c == NULL)
-            break; /* the awaited command's node is still being linked */
+            break; /* the awaited command is not published yet */
         if (exec(d, w, s, c) != EXEC_DONE)
             return false;
         finish(s, c);
@@ -869,7 +933,7 @@ RILL_HOT static bool host_run(cpu_device *d, cpu_worker *w, rill__stream *s, uin
  * queue is empty, else ready for a worker. */
 RILL_HOT static void give_back(cpu_device *d, rill__stream *s) {
     cpu_stream *cs = cpu_stream_of(s);
-    if (atomic_load_explicit(&cs->head->next, memory_order_acquire) == NULL && go_idle(s, cs))
+    if (peek(cs) == NULL && go_idle(s, cs))
         return;
     atomic_store_explicit(&cs->state, CPU_READY, memory_order_relaxed);
     push_ready(d, s, true);
