@@ -9,6 +9,7 @@
 
 #include <assert.h>
 #include <blis.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <string.h>
 #include <threads.h>
@@ -117,9 +118,13 @@ ukr_avx2(dim_t m, dim_t n, dim_t k, float *restrict alpha, float *restrict a, fl
 /* ---- the context ---- */
 
 static once_flag ctx_once = ONCE_FLAG_INIT;
-static cntx_t own_ctx;   /* written once, by build_ctx under ctx_once */
-static bool use_own_ctx; /* likewise */
+static cntx_t own_ctx; /* written once, by build_ctx under ctx_once */
 static const char *kernel_name = "blis";
+/* build_ctx's outcome, stored last (release): 1 BLIS's context, 2 own_ctx.
+ * C11's call_once orders build_ctx before its callers' returns, but glibc
+ * implements it inside libc, where ThreadSanitizer cannot see that order;
+ * the acquire load in ctx_get shows it. */
+static _Atomic int ctx_built;
 
 /* BLIS holds kernels as void * (void_fp): converted through memcpy, which
  * ISO C allows where a cast is not. */
@@ -139,8 +144,9 @@ static void set_blksz(cntx_t *ctx, bszid_t id, dim_t value) {
 /* The block sizes are those of BLIS's skx and haswell configurations for
  * the kernels of the same shapes. */
 static void build_ctx(void) {
+    int built = 1;
     if (bli_arch_query_id() != BLIS_ARCH_GENERIC)
-        return;
+        goto out;
 #if HAVE_X86_KERNELS
     sgemm_ukr_ft ukr;
     dim_t mr, nr, mc, kc, nc;
@@ -154,7 +160,7 @@ static void build_ctx(void) {
         mr = MR256, nr = NR256, mc = 144, kc = 256, nc = 4080;
         kernel_name = "avx2";
     } else {
-        return;
+        goto out;
     }
     own_ctx = *bli_gks_query_nat_cntx();
     set_blksz(&own_ctx, BLIS_MR, mr);
@@ -167,13 +173,15 @@ static void build_ctx(void) {
     /* No small-matrix path: its kernels are the generic ones. */
     for (int t = 0; t < BLIS_NUM_THRESH; t++)
         bli_blksz_set_def(0, BLIS_FLOAT, &own_ctx.l3_sup_thresh[t]);
-    use_own_ctx = true;
+    built = 2;
 #endif
+out:
+    atomic_store_explicit(&ctx_built, built, memory_order_release);
 }
 
 static cntx_t *ctx_get(void) {
     call_once(&ctx_once, build_ctx);
-    return use_own_ctx ? &own_ctx : NULL;
+    return atomic_load_explicit(&ctx_built, memory_order_acquire) == 2 ? &own_ctx : NULL;
 }
 
 void rill__cpu_sgemm(size_t m, size_t n, size_t k, const float *a, size_t lda, const float *b,
