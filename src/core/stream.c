@@ -54,7 +54,7 @@ RILL_HOT bool rill__stream_took_host_wake(void) {
 rill_status rill__stream_new(rill__device *dev, int priority, rill__stream_kind kind,
                              rill__stream **out) {
     size_t bytes = sizeof(rill__stream) + dev->ops->stream_state_bytes;
-    rill__stream *s = rill__malloc(bytes);
+    rill__stream *s = rill__malloc_lines(bytes);
     if (s == NULL)
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "out of memory creating a stream");
     memset(s, 0, bytes);

@@ -33,6 +33,12 @@ void *rill__realloc(void *p, size_t bytes) {
     return should_fail() ? NULL : realloc(p, bytes);
 }
 
+void *rill__malloc_lines(size_t bytes) {
+    /* aligned_alloc takes a multiple of the alignment. */
+    size_t rounded = (bytes + 63) & ~(size_t)63;
+    return should_fail() || rounded < bytes ? NULL : aligned_alloc(64, rounded);
+}
+
 void rill__free(void *p) {
     free(p);
 }

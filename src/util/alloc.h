@@ -10,6 +10,10 @@ void *rill__malloc(size_t bytes);
 void *rill__calloc(size_t count, size_t bytes);
 /* NULL on failure, leaving p as it was (like realloc). */
 void *rill__realloc(void *p, size_t bytes);
+/* bytes starting on a cache line (64 bytes), so that the alignas(64)
+ * members that keep one thread's writes off another's lines land on lines
+ * of their own; freed with rill__free. */
+void *rill__malloc_lines(size_t bytes);
 void rill__free(void *p);
 char *rill__strdup(const char *s);
 

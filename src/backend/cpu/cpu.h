@@ -84,7 +84,6 @@ typedef struct cpu_block {
     /* set (release) by the submitter that fills the block after this one,
      * before it fills it; NULL until then */
     alignas(64) _Atomic(struct cpu_block *) next;
-    void *raw;                   /* what the allocator returned (the block is aligned within) */
     struct cpu_block *free_next; /* on returned or the submitters' free list */
     unsigned depth;              /* blocks on returned from this one down, this one included */
     cpu_cmd slots[CPU_BLOCK_SLOTS];
@@ -201,19 +200,22 @@ typedef struct cpu_device {
     rill__link *launches;   /* cpu_cmd: multi-block launches with blocks left to hand out */
     rill__link *graph_runs; /* cpu_grun: graph launches that others may help with */
     /* atomic */
-    alignas(64) _Atomic int num_launches;  /* entries in launches */
-    _Atomic int graph_work;                /* published, unclaimed graph nodes (a hint) */
-    _Atomic int num_graph_runs;            /* entries in graph_runs */
+    alignas(64) _Atomic int num_launches; /* entries in launches */
+    _Atomic int graph_work;               /* published, unclaimed graph nodes (a hint) */
+    _Atomic int num_graph_runs;           /* entries in graph_runs */
+    /* atomic, each group on lines of its own: what every waker reads, what
+     * the watch and host threads write, what workers write as they go idle
+     * and busy (read by waits' spins); idle workers poll none of them */
     alignas(64) _Atomic uint32_t work_gen; /* futex word idle workers sleep on */
     _Atomic int sleepers;
-    _Atomic int unit_waiters;       /* sleepers that woke up and wait for a unit */
-    _Atomic int watching;           /* 1 while a worker naps as the watch (cpu_worker.c) */
-    _Atomic int waker_cpu;          /* the processor of the last thread that woke workers */
-    _Atomic int left_to_watch;      /* set when a host thread leaves a wake-up to the watch */
-    _Atomic uint64_t watch_catches; /* times the watch (or a kick) ran work left to it */
-    _Atomic int idle;               /* workers in idle_wait, spinning or asleep */
-    _Atomic int spinning;           /* workers spinning in idle_wait */
-    _Atomic int stop;
+    _Atomic int unit_waiters;         /* sleepers that woke up and wait for a unit */
+    _Atomic int waker_cpu;            /* the processor of the last thread that woke workers */
+    alignas(64) _Atomic int watching; /* 1 while a worker naps as the watch (cpu_worker.c) */
+    _Atomic int left_to_watch;        /* set when a host thread leaves a wake-up to the watch */
+    _Atomic uint64_t watch_catches;   /* times the watch (or a kick) ran work left to it */
+    alignas(64) _Atomic int idle;     /* workers in idle_wait, spinning or asleep */
+    _Atomic int spinning;             /* workers spinning in idle_wait */
+    alignas(64) _Atomic int stop;     /* written once: idle workers poll it */
 } cpu_device;
 
 static inline cpu_stream *cpu_stream_of(rill__stream *s) {

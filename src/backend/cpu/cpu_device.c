@@ -155,7 +155,9 @@ static rill_status cpu_device_init(rill__device *dev, int index) {
         rill__free(cpus);
         return st;
     }
-    cpu_device *d = rill__calloc(1, sizeof *d);
+    cpu_device *d = rill__malloc_lines(sizeof *d);
+    if (d != NULL)
+        memset(d, 0, sizeof *d);
     cpu_worker *w = rill__calloc((size_t)workers, sizeof *w);
     _Atomic uint64_t *units = rill__calloc((size_t)(workers + 63) / 64, sizeof *units);
     if (d == NULL || w == NULL || units == NULL) {

@@ -143,11 +143,9 @@ rill__stream *rill__cpu_pop_ready(cpu_device *d) {
 /* A block for s, its slots never published (ready 0 is no command's
  * number). */
 static cpu_block *new_block(rill__stream *s) {
-    void *raw = rill__malloc(sizeof(cpu_block) + 63);
-    if (raw == NULL)
+    cpu_block *b = rill__malloc_lines(sizeof *b);
+    if (b == NULL)
         return NULL;
-    cpu_block *b = (cpu_block *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
-    b->raw = raw;
     atomic_init(&b->next, NULL);
     b->free_next = NULL;
     b->depth = 0;
@@ -163,7 +161,7 @@ static cpu_block *new_block(rill__stream *s) {
 }
 
 static void free_block(cpu_block *b) {
-    rill__free(b->raw);
+    rill__free(b);
 }
 
 static void free_blocks(cpu_block *b) {
