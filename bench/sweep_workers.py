@@ -7,8 +7,9 @@ tabulates the figures that should not grow with the workers (fan, chain,
 launch, hop, wake), each with the ratio of the largest count to 2 workers.
 
 Usage: bench/sweep_workers.py [--build DIR] [--workers 1,2,4,8,16] [--quick]
-                              [--json OUT] [--svg OUT]"""
+                              [--machine TEXT] [--json OUT] [--svg OUT]"""
 import argparse
+import datetime
 import json
 import os
 import subprocess
@@ -115,6 +116,7 @@ def main():
                                                     "release"))
     ap.add_argument("--workers", default="1,2,4,8,16")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--machine", default="", help="what the JSON file says of the machine")
     ap.add_argument("--json")
     ap.add_argument("--svg")
     args = ap.parse_args()
@@ -127,7 +129,12 @@ def main():
     print(table(result, counts))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
-            json.dump({"processors": cpus, "workers": counts,
+            commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=os.path.dirname(
+                os.path.abspath(__file__)), capture_output=True, text=True).stdout.strip()
+            json.dump({"date": datetime.date.today().isoformat(), "machine": args.machine,
+                       "commit": commit, "load_average": " ".join(
+                           f"{v:.2f}" for v in os.getloadavg()),
+                       "quick": args.quick, "processors": cpus, "workers": counts,
                        "figures": {k: {str(n): v for n, v in vals.items()}
                                    for k, vals in result.items()}}, f, indent=1)
     if args.svg:
