@@ -171,10 +171,11 @@ typedef struct cpu_stream {
  * work while it waits for it (rill__cpu_host_help; then thread is unset). */
 typedef struct cpu_worker {
     struct cpu_device *d;
-    int index;      /* the worker thread's number (its name), -1 for a host thread */
-    int unit;       /* the compute unit it holds (rill_block_ctx.worker), -1: none */
-    unsigned naps;  /* timed sleeps in a row that found no graph work */
-    uint32_t forks; /* rill__fork_count when the thread started running work */
+    int index;                /* the worker thread's number (its name), -1 for a host thread */
+    int unit;                 /* the compute unit it holds (rill_block_ctx.worker), -1: none */
+    unsigned naps;            /* timed sleeps in a row that found no graph work */
+    unsigned met_after_yield; /* waits in a row met just after a yield (cpu_sched.c) */
+    uint32_t forks;           /* rill__fork_count when the thread started running work */
     rill__thread thread;
 } cpu_worker;
 

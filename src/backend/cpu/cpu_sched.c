@@ -524,17 +524,29 @@ static bool wait_met(rill__stream *s, cpu_stream *cs, cpu_cmd *c) {
     return true;
 }
 
-static enum exec_result exec_wait(cpu_device *d, rill__stream *s, cpu_cmd *c) {
+/* How many waits in a row met just after a yield make a thread park at its
+ * next wait instead of spinning (exec_wait). */
+#define SHARED_PROCESSOR_WAITS 3
+
+static enum exec_result exec_wait(cpu_device *d, cpu_worker *w, rill__stream *s, cpu_cmd *c) {
     cpu_stream *cs = cpu_stream_of(s);
     uint64_t spin_until = 0;
+    bool yielded = false;
     for (unsigned spins = 1;; spins++) {
-        if (wait_met(s, cs, c))
+        if (wait_met(s, cs, c)) {
+            w->met_after_yield = yielded ? w->met_after_yield + 1 : 0;
             return EXEC_DONE;
+        }
         /* A dependency that completes within a few microseconds is cheaper
          * to spin for than to park and wake, when no other work waits. The
          * clock is read every 32 spins only: a read costs about as much as
-         * a hop between two streams. */
-        if (device_quiet(d)) {
+         * a hop between two streams. A thread whose waits keep being met
+         * just after its yields shares its processor with the thread it
+         * waits for (the system put both on one processor and leaves them
+         * there, since both stay runnable): it parks instead, and the
+         * wake-up that resumes the stream moves the worker that takes it
+         * to an idle processor. */
+        if (device_quiet(d) && w->met_after_yield < SHARED_PROCESSOR_WAITS) {
             if ((spins & 31u) != 0) {
                 rill__cpu_relax();
                 continue;
@@ -548,9 +560,11 @@ static enum exec_result exec_wait(cpu_device *d, rill__stream *s, cpu_cmd *c) {
                  * that submits the work this wait is for (or the worker
                  * that runs it) would otherwise wait for this spin to end. */
                 rill__thread_yield();
+                yielded = true;
                 continue;
             }
         }
+        w->met_after_yield = 0;
         if (park(cs, c->c.u.wait.stream, c->c.u.wait.seq))
             return EXEC_PARKED; /* s may already run elsewhere: touch nothing */
     }
@@ -615,7 +629,7 @@ RILL_HOT static enum exec_result exec_body(cpu_device *d, cpu_worker *w, rill__s
     case RILL__CMD_WAIT:
         /* Even while skipping: the work after a later CLEAR, and memory the
          * pool handed out behind this wait, rely on the order. */
-        return exec_wait(d, s, c);
+        return exec_wait(d, w, s, c);
     case RILL__CMD_RECORD:
     case RILL__CMD_CLEAR:
         exec_mark(s, cs, c);
