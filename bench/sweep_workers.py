@@ -38,8 +38,10 @@ def run_program(build, program, only, workers, quick):
 
 
 def sweep(build, counts, quick):
-    """{figure key: {workers: median}}"""
+    """{figure key: {workers: median}}, and the cross-core probe's hop (ns)
+    before each figure's row, as {figure key: {workers: ns}}"""
     result = {key: {} for key, *_ in FIGURES}
+    probes = {key: {} for key, *_ in FIGURES}
     for n in counts:
         runs = {}
         for key, program, only, row, _, _ in FIGURES:
@@ -48,11 +50,14 @@ def sweep(build, counts, quick):
             found = runs[(program, only)].get(row)
             if found is not None:
                 result[key][n] = found["rill"]["median"]
+                probe = (found.get("probe_hop_ns") or {}).get("before")
+                if probe is not None:
+                    probes[key][n] = probe
         print(f"  {n} worker(s) done", file=sys.stderr)
-    return result
+    return result, probes
 
 
-def table(result, counts):
+def table(result, counts, unit_of=None):
     lines = ["| figure | unit | " + " | ".join(f"{n} w" for n in counts) + " | largest / 2 w |",
              "|---|---|" + "---|" * len(counts) + "---|"]
     for key, _, _, _, unit, what in FIGURES:
@@ -61,7 +66,7 @@ def table(result, counts):
         ratio = ""
         if 2 in vals and counts[-1] in vals and counts[-1] != 2:
             ratio = f"{vals[counts[-1]] / vals[2]:.2f}x"
-        lines.append(f"| {what} | {unit} | " + " | ".join(cells) + f" | {ratio} |")
+        lines.append(f"| {what} | {unit_of or unit} | " + " | ".join(cells) + f" | {ratio} |")
     return "\n".join(lines)
 
 
@@ -124,9 +129,11 @@ def main():
     counts = sorted({int(n) for n in args.workers.split(",") if 0 < int(n) <= cpus})
     if not counts:
         sys.exit("sweep_workers: no worker count fits the %d processors present" % cpus)
-    result = sweep(args.build, counts, args.quick)
+    result, probes = sweep(args.build, counts, args.quick)
     print(f"CPU device figures by worker count ({cpus} processors; medians)")
     print(table(result, counts))
+    print("\nThe cross-core probe's one-way hop before each row (the machine's state then)")
+    print(table(probes, counts, unit_of="ns"))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=os.path.dirname(
@@ -136,7 +143,9 @@ def main():
                            f"{v:.2f}" for v in os.getloadavg()),
                        "quick": args.quick, "processors": cpus, "workers": counts,
                        "figures": {k: {str(n): v for n, v in vals.items()}
-                                   for k, vals in result.items()}}, f, indent=1)
+                                   for k, vals in result.items()},
+                       "probe_hop_ns": {k: {str(n): v for n, v in vals.items()}
+                                        for k, vals in probes.items()}}, f, indent=1)
     if args.svg:
         with open(args.svg, "w", encoding="utf-8") as f:
             f.write(svg(result, counts))
