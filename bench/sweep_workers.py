@@ -4,7 +4,10 @@
 
 Runs the benchmark binaries once per worker count (RILL_CPU_WORKERS) and
 tabulates the figures that should not grow with the workers (fan, chain,
-launch, hop, wake), each with the ratio of the largest count to 2 workers.
+launch, hop, wake, blocking sync), each with the ratio of the largest count
+to 2 workers; then each row's ratio to its baseline in the same run (the
+hop to two threads handing a token, the blocking sync to a futex pair), and
+the cross-core probe before the row.
 
 Usage: bench/sweep_workers.py [--build DIR] [--workers 1,2,4,8,16] [--quick]
                               [--machine TEXT] [--json OUT] [--svg OUT]"""
@@ -22,6 +25,7 @@ FIGURES = [  # key, program, --only, row id, unit, what
     ("launch", "bench_runtime", "a", "a3", "ns/cmd", "empty kernel, enqueue+execute"),
     ("hop", "bench_runtime", "b", "b1", "ns/hop", "cross-stream hop through an event"),
     ("wake", "bench_runtime", "f", "f3", "us", "launch+sync after 20 ms of sleep"),
+    ("sync", "bench_runtime", "f", "f4", "us", "blocking-sync event after 200 us idle"),
 ]
 
 
@@ -38,9 +42,11 @@ def run_program(build, program, only, workers, quick):
 
 
 def sweep(build, counts, quick):
-    """{figure key: {workers: median}}, and the cross-core probe's hop (ns)
-    before each figure's row, as {figure key: {workers: ns}}"""
+    """{figure key: {workers: median}}, the same for each row's ratio to
+    its baseline in the same run, and the cross-core probe's hop (ns)
+    before the row"""
     result = {key: {} for key, *_ in FIGURES}
+    ratios = {key: {} for key, *_ in FIGURES}
     probes = {key: {} for key, *_ in FIGURES}
     for n in counts:
         runs = {}
@@ -50,11 +56,13 @@ def sweep(build, counts, quick):
             found = runs[(program, only)].get(row)
             if found is not None:
                 result[key][n] = found["rill"]["median"]
+                if found.get("ratio") is not None:
+                    ratios[key][n] = found["ratio"]
                 probe = (found.get("probe_hop_ns") or {}).get("before")
                 if probe is not None:
                     probes[key][n] = probe
         print(f"  {n} worker(s) done", file=sys.stderr)
-    return result, probes
+    return result, ratios, probes
 
 
 def table(result, counts, unit_of=None):
@@ -74,7 +82,7 @@ def svg(result, counts):
     """Each figure relative to its value at 2 workers (1 at 1 worker when
     only one is present), against the worker count on a log axis."""
     w, h, left, bottom, top, right = 420, 220, 40, 30, 12, 120
-    colors = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e"]
+    colors = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]
     base_n = 2 if 2 in counts else counts[0]
     series, ymax = [], 1.5
     for key, *_ in FIGURES:
@@ -129,9 +137,11 @@ def main():
     counts = sorted({int(n) for n in args.workers.split(",") if 0 < int(n) <= cpus})
     if not counts:
         sys.exit("sweep_workers: no worker count fits the %d processors present" % cpus)
-    result, probes = sweep(args.build, counts, args.quick)
+    result, ratios, probes = sweep(args.build, counts, args.quick)
     print(f"CPU device figures by worker count ({cpus} processors; medians)")
     print(table(result, counts))
+    print("\nEach row's ratio to its baseline in the same run")
+    print(table(ratios, counts, unit_of="x"))
     print("\nThe cross-core probe's one-way hop before each row (the machine's state then)")
     print(table(probes, counts, unit_of="ns"))
     if args.json:
@@ -144,6 +154,8 @@ def main():
                        "quick": args.quick, "processors": cpus, "workers": counts,
                        "figures": {k: {str(n): v for n, v in vals.items()}
                                    for k, vals in result.items()},
+                       "ratios": {k: {str(n): v for n, v in vals.items()}
+                                  for k, vals in ratios.items()},
                        "probe_hop_ns": {k: {str(n): v for n, v in vals.items()}
                                         for k, vals in probes.items()}}, f, indent=1)
     if args.svg:

@@ -374,7 +374,9 @@ main() {
     if [ ! -x build/release/bench/bench_graph ]; then
         skip sweep-workers "no build/release/bench"
     elif program_step sweep-workers 150 python3 bench/sweep_workers.py --build build/release \
-        --quick --json "$json_dir/sweep_workers.json" --svg "$OUT/sweep_workers.svg"; then
+        --quick --machine "the GPU machine: $(nproc) processors, $(grep -m1 'model name' \
+        /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')" --json "$json_dir/sweep_workers.json" \
+        --svg "$OUT/sweep_workers.svg"; then
         finish sweep-workers "$(grep -c '^| ' "$step_log") table lines"
     fi
 
