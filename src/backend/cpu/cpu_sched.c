@@ -360,6 +360,11 @@ oom:
 
 /* ------------------------------------------------------------- execution */
 
+/* A host function, wait or record and its completion read one line of the
+ * slot (the two words of its member of c.u). */
+_Static_assert(offsetof(cpu_cmd, c.u) + 2 * sizeof(void *) <= 64,
+               "cpu_cmd: what a host function, wait or record reads on its first line");
+
 /* Completes the stream's next command, c: its slot is free for the
  * submitters once the owner has moved past its block, and the stream's
  * done_seq advances. */
