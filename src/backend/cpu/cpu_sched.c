@@ -160,14 +160,10 @@ static cpu_block *new_block(rill__stream *s) {
     return b;
 }
 
-static void free_block(cpu_block *b) {
-    rill__free(b);
-}
-
 static void free_blocks(cpu_block *b) {
     while (b != NULL) {
         cpu_block *next = b->free_next;
-        free_block(b);
+        rill__free(b);
         b = next;
     }
 }
@@ -188,7 +184,7 @@ void rill__cpu_stream_free_queue(cpu_stream *cs) {
      * blocks hold nothing to run. */
     for (cpu_block *b = cs->rd_block; b != NULL;) {
         cpu_block *next = atomic_load_explicit(&b->next, memory_order_relaxed);
-        free_block(b);
+        rill__free(b);
         b = next;
     }
     free_blocks(cs->free_blocks);
@@ -227,7 +223,7 @@ static void retire_block(cpu_stream *cs, cpu_block *b) {
     do {
         b->depth = top != NULL ? top->depth + 1 : 1;
         if (b->depth > CPU_SPARE_BLOCKS) {
-            free_block(b);
+            rill__free(b);
             return;
         }
         b->free_next = top;
