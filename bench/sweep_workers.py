@@ -66,15 +66,21 @@ def sweep(build, counts, quick):
 
 
 def table(result, counts, unit_of=None):
-    lines = ["| figure | unit | " + " | ".join(f"{n} w" for n in counts) + " | largest / 2 w |",
-             "|---|---|" + "---|" * len(counts) + "---|"]
+    """One row per figure, a column per worker count; the figures' own
+    table (unit_of None) also gives the largest count over 2 workers."""
+    last = " | largest / 2 w |" if unit_of is None else " |"
+    lines = ["| figure | unit | " + " | ".join(f"{n} w" for n in counts) + last,
+             "|---|---|" + "---|" * len(counts) + ("---|" if unit_of is None else "")]
     for key, _, _, _, unit, what in FIGURES:
         vals = result[key]
         cells = [f"{vals[n]:.3g}" if n in vals else "" for n in counts]
+        if unit_of is not None:
+            lines.append(f"| {what} | {unit_of} | " + " | ".join(cells) + " |")
+            continue
         ratio = ""
         if 2 in vals and counts[-1] in vals and counts[-1] != 2:
             ratio = f"{vals[counts[-1]] / vals[2]:.2f}x"
-        lines.append(f"| {what} | {unit_of or unit} | " + " | ".join(cells) + f" | {ratio} |")
+        lines.append(f"| {what} | {unit} | " + " | ".join(cells) + f" | {ratio} |")
     return "\n".join(lines)
 
 
