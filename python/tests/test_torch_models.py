@@ -117,6 +117,17 @@ def test_broadcasting_arithmetic_matches_pytorch():
     close(ra.clamp(-0.5, 0.5), ta.clamp(-0.5, 0.5))
 
 
+def test_log_softmax_matches_pytorch_at_every_magnitude():
+    rows = [[x, x] for x in (0.0, 1e3, 1e5, -1e5, 1e8, 3e38)]
+    rows += [[1e5, 1e5 - 1, 1e5 - 3.5, 1e5 + 0.5], [1e-30, -1e-30, 0.0, 1e-7],
+             [1e8, 0.0, -1e8, 1.0], [-3e38, 3e38, 1.0, 0.0]]
+    for row in rows:
+        t = torch.tensor([row], dtype=torch.float32)
+        r = rtorch.tensor([row], dtype=rtorch.float32)
+        np.testing.assert_array_equal(RF.log_softmax(r, dim=1).numpy(),
+                                      TF.log_softmax(t, dim=1).numpy(), err_msg=str(row))
+
+
 @pytest.mark.parametrize("fn", ["relu", "gelu", "sigmoid", "tanh", "silu", "leaky_relu"])
 def test_activations_match_pytorch(fn):
     r, t = pair(7, 33)

@@ -259,6 +259,43 @@ static void test_reduce_dim(void **state) {
     RT_OK(rill_stream_destroy(s));
 }
 
+/* log_softmax is (a - m) - log(sum) with m the row's maximum, as rill.h
+ * says: a row of two equal values gives -log 2 at every magnitude, and a
+ * row of large, close values its differences to the maximum exactly
+ * (adding m back first rounds the result to m's precision). */
+static void test_log_softmax_keeps_precision(void **state) {
+    (void)state;
+    rill_stream *s = new_stream();
+    static const float xs[] = {0.0f, 1.0f, -7.5f, 1e3f, 1e5f, -1e5f, 1e8f, -1e8f, 3e38f};
+    size_t rows = sizeof xs / sizeof xs[0];
+    float h[2 * (sizeof xs / sizeof xs[0])], got[2 * (sizeof xs / sizeof xs[0])];
+    for (size_t r = 0; r < rows; r++)
+        h[2 * r] = h[2 * r + 1] = xs[r];
+    float *a = upload(s, h, 2 * rows), *out = upload(s, NULL, 2 * rows);
+    RT_OK(rill_op_log_softmax_f32(s, out, a, rows, 2, 1));
+    contract_download(s, got, out, sizeof got);
+    for (size_t i = 0; i < 2 * rows; i++)
+        if (got[i] != -0.6931472f)
+            fail_msg("log_softmax([%g, %g])[%zu] = %.9g, want -0.6931472", (double)xs[i / 2],
+                     (double)xs[i / 2], i % 2, (double)got[i]);
+    /* A mixed row near 1e5 (float spacing 1/128 there): each result is the
+     * exact difference minus log(sum), to float's precision of that. */
+    float mixed[4] = {1e5f, 1e5f - 1.0f, 1e5f - 3.5f, 1e5f + 0.5f};
+    float *b = upload(s, mixed, 4), mixed_got[4];
+    RT_OK(rill_op_log_softmax_f32(s, b, b, 1, 4, 1));
+    contract_download(s, mixed_got, b, sizeof mixed_got);
+    double sum = 0;
+    for (int d = 0; d < 4; d++)
+        sum += exp((double)mixed[d] - (double)mixed[3]);
+    for (size_t d = 0; d < 4; d++)
+        contract_expect_close("mixed", d, mixed_got[d], (double)mixed[d] - mixed[3] - log(sum),
+                              1e-6);
+    RT_OK(rill_free(a));
+    RT_OK(rill_free(b));
+    RT_OK(rill_free(out));
+    RT_OK(rill_stream_destroy(s));
+}
+
 /* softmax and log_softmax along a middle dimension, against the formula
  * in double precision; softmax's rows sum to 1. */
 static void test_softmax(void **state) {
@@ -449,6 +486,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_map_ops),
         cmocka_unit_test(test_reduce_dim),
         cmocka_unit_test(test_softmax),
+        cmocka_unit_test(test_log_softmax_keeps_precision),
         cmocka_unit_test(test_conv2d_ex),
         cmocka_unit_test(test_pool2d),
         cmocka_unit_test(test_tensor_ops_refuse_bad_arguments),

@@ -248,9 +248,12 @@ void rill__cpu_op_softmax_f32(const rill_block_ctx *ctx, const void *args) {
         for (size_t d = 0; d < p->dim; d++)
             total += (double)expf(a[d * step] - m);
         if (p->is_log) {
-            float shift = m + (float)log(total);
+            /* (a - m) - log(sum) as written, as PyTorch computes it: folding
+             * m into the log first rounds it to m's precision, which loses
+             * the whole result once |m| passes 2^24 times it. */
+            float log_total = (float)log(total);
             for (size_t d = 0; d < p->dim; d++)
-                out[d * step] = a[d * step] - shift;
+                out[d * step] = (a[d * step] - m) - log_total;
         } else {
             float scale = (float)(1.0 / total);
             for (size_t d = 0; d < p->dim; d++)

@@ -449,9 +449,10 @@ ENTRY rill__cuda_op_softmax_f32(rill__op_softmax_args p) {
         for (size_t d = 0; d < p.dim; d++)
             total += (double)expf(__fsub_rn(a[d * step], m));
         if (p.is_log) {
-            float shift = __fadd_rn(m, (float)log(total));
+            /* (a - m) - log(sum), as the CPU body computes it. */
+            float log_total = (float)log(total);
             for (size_t d = 0; d < p.dim; d++)
-                out[d * step] = __fsub_rn(a[d * step], shift);
+                out[d * step] = __fsub_rn(__fsub_rn(a[d * step], m), log_total);
         } else {
             float scale = (float)(1.0 / total);
             for (size_t d = 0; d < p.dim; d++)
