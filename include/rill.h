@@ -19,7 +19,11 @@
  *  - A NULL rill_device* means the calling thread's current device.
  *    A NULL rill_stream* means the calling thread's current stream of the
  *    current device (rill_current_stream), which is what makes the
- *    "with stream s: ..." style of the frameworks work in C.
+ *    "with stream s: ..." style of the frameworks work in C. Once the
+ *    current stream is destroyed (by any thread), NULL means the device's
+ *    default stream again, made to wait first for the work that the
+ *    destroyed stream held, so that the thread's later work still follows
+ *    its earlier work.
  *  - Handles are opaque. Whoever creates a handle destroys it. Destroying a
  *    stream, event, kernel or graph exec with work still pending is
  *    allowed: the work finishes, then the resources are released. In a
@@ -463,7 +467,13 @@ rill_status rill_launch_kernel(rill_stream *stream, rill_kernel *kernel, const r
  * runs: another device's memory from rill (unless both are CPU devices,
  * whose memory is host memory), and on a CUDA device host memory that is
  * not page-locked or another GPU's memory (asked of the driver for memory
- * rill did not allocate). Page-locked host memory reaches every device. */
+ * rill did not allocate). Page-locked host memory reaches every device.
+ * An op on another CPU device's memory is ordered as every op is: after
+ * the work submitted to its stream before it, and after other streams'
+ * work, of its device or another, only through a wait
+ * (rill_stream_wait_event, rill_stream_wait_stream); the pool keeps that
+ * memory from reuse until the op has run, as for a use from another
+ * stream of its own device. */
 rill_status rill_op_fill_f32(rill_stream *s, float *x, float value, size_t n);
 rill_status rill_op_add_f32(rill_stream *s, float *out, const float *a, const float *b,
                             float alpha, size_t n);            /* out = a + alpha*b */

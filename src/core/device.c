@@ -392,21 +392,36 @@ int rill__deps_done(const rill__mem_dep *deps, size_t n) {
     return 1;
 }
 
-rill__stream *rill__thread_current_stream(rill__device *dev) {
+rill_status rill__thread_current_stream(rill__device *dev, const char *fn, rill__stream **out) {
     rill__runtime *rt;
     rill__runtime_get(&rt);
     thread_state *ts = thread_get(rt);
     rill__stream *s = ts->current[dev->base.info.ordinal];
+    *out = dev->default_stream;
     if (s == NULL)
-        return dev->default_stream;
-    /* The slot holds a reference, so a stream destroyed while current is a
-     * zombie here, not freed memory: fall back to the default stream. */
+        return RILL_OK;
+    /* The slot holds a reference, so a stream destroyed while current (by
+     * any thread) is a zombie here, not freed memory. NULL then means the
+     * default stream again, ordered after the work that the destroyed
+     * stream holds: this thread's earlier work there is what its later
+     * work expects to follow. A capture on the default stream records no
+     * wait; its graph's launches order it. */
     if (atomic_load_explicit(&s->owner_released, memory_order_relaxed)) {
+        rill__stream *d = dev->default_stream;
+        if (!rill__stream_capturing(d)) {
+            uint64_t seq = atomic_load_explicit(&s->q.sub_seq, memory_order_acquire);
+            rill_status st = rill__stream_wait_order(d, s, seq, fn);
+            if (st != RILL_OK) {
+                *out = NULL;
+                return st; /* the slot stays: the next call tries again */
+            }
+        }
         ts->current[dev->base.info.ordinal] = NULL;
         rill__stream_unref(s);
-        return dev->default_stream;
+        return RILL_OK;
     }
-    return s;
+    *out = s;
+    return RILL_OK;
 }
 
 void rill__thread_set_worker(int is_worker) {
@@ -727,7 +742,10 @@ rill_stream *rill_current_stream(rill_device *handle) {
     rill__device *dev;
     if (rill__device_resolve(handle, "rill_current_stream", &dev) != RILL_OK)
         return NULL;
-    return rill__thread_current_stream(dev)->handle;
+    rill__stream *s;
+    if (rill__thread_current_stream(dev, "rill_current_stream", &s) != RILL_OK)
+        return NULL;
+    return s->handle;
 }
 
 rill_stream *rill_set_current_stream(rill_stream *handle) {
@@ -746,8 +764,14 @@ rill_stream *rill_set_current_stream(rill_stream *handle) {
     }
     dev = stream->q.dev;
     thread_state *ts = thread_get(rt);
-    rill__stream *prev = rill__thread_current_stream(dev);
     rill__stream *old = ts->current[dev->base.info.ordinal];
+    /* A destroyed stream's stale handle is never returned: the default
+     * stream's stands for it, and no wait is needed, since the thread
+     * leaves it for another stream by its own choice. */
+    rill__stream *prev =
+        old != NULL && !atomic_load_explicit(&old->owner_released, memory_order_relaxed)
+            ? old
+            : dev->default_stream;
     rill__stream_ref(stream);
     ts->current[dev->base.info.ordinal] = stream;
     if (old != NULL)

@@ -129,8 +129,10 @@ void rill__device_add_stream(rill__device *dev, rill__stream *s);
 void rill__device_remove_stream(rill__device *dev, rill__stream *s);
 
 /* The calling thread's current stream for dev (its default stream unless
- * rill_set_current_stream changed it). */
-rill__stream *rill__thread_current_stream(rill__device *dev);
+ * rill_set_current_stream changed it). When that stream was destroyed, the
+ * default stream, made to wait for the destroyed stream's work first; a
+ * failure to queue that wait (fn names the call) is returned, *out NULL. */
+rill_status rill__thread_current_stream(rill__device *dev, const char *fn, rill__stream **out);
 
 /* RILL_ERROR_NOT_PERMITTED with a sentence when called on a worker. */
 rill_status rill__check_may_block(const char *fn);

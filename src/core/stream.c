@@ -97,8 +97,7 @@ RILL_HOT rill_status rill__stream_resolve(rill_stream *handle, const char *fn, r
         rill_status st = rill__device_resolve(NULL, fn, &dev);
         if (st != RILL_OK)
             return st;
-        *out = rill__thread_current_stream(dev);
-        return RILL_OK;
+        return rill__thread_current_stream(dev, fn, out);
     }
     rill__stream *s = rill__handle_get(handle, RILL__HANDLE_STREAM);
     if (s == NULL)

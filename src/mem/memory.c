@@ -109,7 +109,11 @@ rill_status rill_malloc(rill_device *dev_h, size_t bytes, void **out) {
         return st;
     /* The memory belongs to the calling thread's current stream of dev:
      * work there is ordered with the free, uses elsewhere are tracked. */
-    st = rill__pool_alloc(rill__thread_current_stream(dev), bytes, "rill_malloc", out);
+    rill__stream *s;
+    st = rill__thread_current_stream(dev, "rill_malloc", &s);
+    if (st != RILL_OK)
+        return st;
+    st = rill__pool_alloc(s, bytes, "rill_malloc", out);
     return rill__tracing() ? trace_memory(st) : st;
 }
 
@@ -369,7 +373,10 @@ rill_status rill_memcpy(void *dst, const void *src, size_t bytes) {
     st = rill__capture_check_unsafe(fn);
     if (st != RILL_OK)
         return st;
-    rill__stream *s = rill__thread_current_stream(dev);
+    rill__stream *s;
+    st = rill__thread_current_stream(dev, fn, &s);
+    if (st != RILL_OK)
+        return st;
     rill__cmd cmd = {.kind = RILL__CMD_COPY};
     cmd.u.copy.dst = dst;
     cmd.u.copy.src = src;

@@ -1621,10 +1621,57 @@ static void test_stream_destroying_the_current_stream_falls_back_to_default(void
     rill_set_current_stream(prev);
 }
 
+/* The issue's x and y: a host function on the destroyed stream sets x,
+ * one on the default stream reads it. */
+typedef struct order_pair {
+    _Atomic int x, y;
+} order_pair;
+
+static void set_x_fn(void *user_data) {
+    atomic_store(&((order_pair *)user_data)->x, 1);
+}
+
+static void read_x_fn(void *user_data) {
+    order_pair *p = user_data;
+    atomic_store(&p->y, atomic_load(&p->x) + 1);
+}
+
+static void *destroy_stream_fn(void *stream) {
+    RT_OK(rill_stream_destroy(stream));
+    return NULL;
+}
+
+/* A thread's current stream destroyed by another thread: the thread's next
+ * calls with NULL go to the default stream, and run after the work it
+ * queued on the destroyed stream, not beside it. */
+static void test_stream_destroyed_current_stream_keeps_the_threads_order(void **state) {
+    (void)state;
+    static rt_gate g;
+    for (int round = 0; round < 4; round++) {
+        rt_gate_reset(&g);
+        order_pair p = {0, 0};
+        rill_stream *s;
+        RT_OK(rill_stream_create(NULL, 0, &s));
+        rill_stream *prev = rill_set_current_stream(s);
+        RT_OK(rill_launch_host_func(NULL, rt_gate_fn, &g));
+        RT_OK(rill_launch_host_func(NULL, set_x_fn, &p));
+        pthread_t other;
+        assert_int_equal(pthread_create(&other, NULL, destroy_stream_fn, s), 0);
+        assert_int_equal(pthread_join(other, NULL), 0);
+        RT_OK(rill_launch_host_func(NULL, read_x_fn, &p));
+        assert_ptr_equal(rill_current_stream(NULL), rill_default_stream(NULL));
+        rt_gate_open(&g);
+        RT_OK(rill_stream_synchronize(NULL));
+        assert_int_equal(atomic_load(&p.y), 2);
+        rill_set_current_stream(prev);
+    }
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stream_create_and_destroy),
         cmocka_unit_test(test_stream_destroying_the_current_stream_falls_back_to_default),
+        cmocka_unit_test(test_stream_destroyed_current_stream_keeps_the_threads_order),
         cmocka_unit_test(test_stream_bad_arguments_are_invalid),
         cmocka_unit_test(test_stream_priority_is_clamped),
         cmocka_unit_test(test_stream_default_is_not_destroyable),
