@@ -3,7 +3,12 @@
  * aclnn/acl_meta.h: the objects of ACL's two-phase op API on rill: tensors
  * (a view of device memory: shape, strides in elements, offset, data type),
  * scalars and op executors. A tensor keeps no reference to its memory: it
- * is a description, and destroying it frees only the description.
+ * is a description, and destroying it frees only the description. The
+ * pointers are handles, not addresses: a destroyed object's handle (an
+ * executor's, once it has run), or anything else passed in place of one
+ * (another kind of object, a stream, an event), is refused with
+ * ACLNN_ERR_PARAM_INVALID and a message, even after a newer object took its
+ * place.
  */
 #ifndef RILL_ACL_ACLNN_ACL_META_H
 #define RILL_ACL_ACLNN_ACL_META_H
@@ -34,7 +39,7 @@ ACL_FUNC_VISIBILITY aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t
  * double, bool or an integer type). NULL on a bad argument. */
 ACL_FUNC_VISIBILITY aclScalar *aclCreateScalar(void *value, aclDataType dataType);
 /* Destroy: ACLNN_ERR_PARAM_NULLPTR for NULL, ACLNN_ERR_PARAM_INVALID for an
- * object of another kind. */
+ * object destroyed already or of another kind. */
 ACL_FUNC_VISIBILITY aclnnStatus aclDestroyTensor(const aclTensor *tensor);
 ACL_FUNC_VISIBILITY aclnnStatus aclDestroyScalar(const aclScalar *scalar);
 /* An executor runs once and is freed by its op's second phase, unless made
