@@ -17,6 +17,7 @@
 #include "elementwise.h"
 #include "error.h"
 #include "handle.h"
+#include "memory.h"
 
 enum op_kind { OP_ADD, OP_MUL, OP_MATMUL };
 static const char *const op_names[] = {"aclnnAdd", "aclnnMul", "aclnnMatmul"};
@@ -32,6 +33,51 @@ struct rill__acl_executor {
 
 static aclnnStatus null_arg(const char *call, const char *name) {
     return rill__acl_fail(ACLNN_ERR_PARAM_NULLPTR, "%s: %s is NULL", call, name);
+}
+
+/* The elements an op may take: its kernel's grid (blocks of
+ * RILL_ACL_EW_CHUNK elements) counts blocks in 32 bits. */
+#define MAX_ELEMENTS ((uint64_t)UINT32_MAX * RILL_ACL_EW_CHUNK)
+
+/* The bytes that t's elements reach from t->data: (offset + sum of
+ * (dims[d] - 1) * strides[d] + 1) elements; false when that is more than
+ * PTRDIFF_MAX bytes (so the kernels' offsets, in int64_t bytes, cannot
+ * overflow) or runs past the end of the address space. t has elements. */
+static bool reach_bytes(const struct rill__acl_tensor *t, size_t esize, uint64_t *bytes) {
+    const uint64_t limit = (uint64_t)PTRDIFF_MAX / esize - 1; /* in elements, less one */
+    uint64_t last = (uint64_t)t->offset;
+    if (last > limit)
+        return false;
+    for (int d = 0; d < t->ndim; d++) {
+        uint64_t steps = (uint64_t)t->dims[d] - 1, stride = (uint64_t)t->strides[d];
+        if (steps != 0 && stride > (limit - last) / steps)
+            return false;
+        last += steps * stride;
+    }
+    *bytes = (last + 1) * esize;
+    return *bytes <= UINTPTR_MAX - (uintptr_t)t->data;
+}
+
+/* Refuses a tensor whose elements run past the end of memory, or of its
+ * allocation when its data is memory from aclrtMalloc or aclrtMallocHost
+ * (other memory cannot be checked, as rill's ops do not check it). */
+static aclnnStatus check_reach(const char *call, const char *name, const struct rill__acl_tensor *t,
+                               size_t esize) {
+    uint64_t bytes;
+    if (!reach_bytes(t, esize, &bytes))
+        return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
+                              "%s: %s's offset and strides reach past the end of memory; pass "
+                              "them in elements",
+                              call, name);
+    struct rill__acl_region r;
+    if (rill__acl_memory_find(t->data, &r) && bytes > r.bytes - ((uintptr_t)t->data - r.base))
+        return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
+                              "%s: %s reaches %llu bytes from its data, past the end of its "
+                              "%zu-byte allocation from %s; check its dimensions, strides and "
+                              "offset",
+                              call, name, (unsigned long long)bytes, r.bytes,
+                              r.is_host ? "aclrtMallocHost" : "aclrtMalloc");
+    return ACLNN_SUCCESS;
 }
 
 /* handle's tensor as a view, after the checks every op makes of its
@@ -52,15 +98,24 @@ static aclnnStatus take_view(const char *call, const char *name, const aclTensor
     for (int d = 0; d < t.ndim; d++) {
         v->dims[d] = t.dims[d];
         v->strides[d] = t.strides[d];
-        if (t.dims[d] != 0 && numel > (UINT64_C(1) << 48) / (uint64_t)t.dims[d])
-            return rill__acl_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s has more than 2^48 elements",
-                                  call, name);
+        if (t.dims[d] != 0 && numel > MAX_ELEMENTS / (uint64_t)t.dims[d])
+            return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
+                                  "%s: %s has more than %llu elements (2^46 - 2^14), more than an "
+                                  "op takes; split the op",
+                                  call, name, (unsigned long long)MAX_ELEMENTS);
         numel *= (uint64_t)t.dims[d];
     }
-    if (numel > 0 && !t.data)
+    v->data = t.data;
+    if (numel == 0)
+        return ACLNN_SUCCESS; /* nothing is read or written */
+    if (!t.data)
         return rill__acl_fail(ACLNN_ERR_PARAM_NULLPTR, "%s: %s has %llu elements and NULL data",
                               call, name, (unsigned long long)numel);
-    v->data = (char *)t.data + t.offset * (int64_t)aclDataTypeSize(t.dtype);
+    size_t esize = aclDataTypeSize(t.dtype);
+    st = check_reach(call, name, &t, esize);
+    if (st != ACLNN_SUCCESS)
+        return st;
+    v->data = (char *)t.data + (size_t)t.offset * esize;
     return ACLNN_SUCCESS;
 }
 

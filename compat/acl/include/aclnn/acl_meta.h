@@ -29,7 +29,12 @@ typedef struct aclOpExecutor aclOpExecutor;
  * element size. Dimensions, strides and offset must not be negative, and
  * stride is needed whenever viewDimsNum > 0. storageDims describe the
  * memory's own shape and are checked as dimensions; format is recorded.
- * NULL on a bad argument, with the reason for aclGetRecentErrMsg. */
+ * NULL on a bad argument, with the reason for aclGetRecentErrMsg. An op's
+ * first phase refuses (ACLNN_ERR_PARAM_INVALID) a tensor with more than
+ * (2^32 - 1) * 2^14 elements, one whose elements reach 2^63 bytes or more
+ * from tensorData (offset included) or wrap the address space, and one
+ * that reaches past the end of its allocation when tensorData is memory
+ * from aclrtMalloc or aclrtMallocHost (other memory is used as given). */
 ACL_FUNC_VISIBILITY aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum,
                                                aclDataType dataType, const int64_t *stride,
                                                int64_t offset, aclFormat format,
