@@ -4,7 +4,6 @@
 #define RILL_ACL_MEMORY_H
 
 #include <stdbool.h>
-
 #include <stddef.h>
 #include <stdint.h>
 
