@@ -140,11 +140,9 @@ static void test_acl_memset(void **state) {
     ACL_OK(aclrtMemcpy(back, 32, dev, 32, ACL_MEMCPY_DEVICE_TO_HOST));
     for (int i = 0; i < 32; i++)
         assert_int_equal(back[i], 0xab);
-    /* On host memory it runs at once. */
+    /* On host memory from aclrtMallocHost it runs at once. */
     ACL_OK(aclrtMemset(host, 32, 7, 16));
     assert_int_equal(host[15], 7);
-    ACL_OK(aclrtMemset(back, 32, 3, 32));
-    assert_int_equal(back[31], 3);
     ACL_OK(aclrtMemset(dev, 32, 1, 0)); /* nothing */
     ACL_FAILS(aclrtMemset(dev, 16, 0, 32), ACL_ERROR_INVALID_PARAM, "maxCount");
     ACL_FAILS(aclrtMemset(NULL, 16, 0, 8), ACL_ERROR_INVALID_PARAM, "aclrtMemset");
@@ -153,6 +151,28 @@ static void test_acl_memset(void **state) {
     ACL_FAILS(aclrtMemsetAsync(dev + 16, 32, 0, 32, NULL), ACL_ERROR_RT_PARAM_INVALID,
               "aclrtMemsetAsync");
     ACL_OK(aclrtFree(dev));
+    ACL_OK(aclrtFreeHost(host));
+}
+
+/* aclrtMemset fills only memory of aclrtMalloc and aclrtMallocHost not yet
+ * freed: other memory (a program's own, an address never mapped, device
+ * memory already freed) is refused, and nothing is written. */
+static void test_acl_memset_refuses_memory_acl_did_not_give(void **state) {
+    (void)state;
+    unsigned char plain[32] = {0}, *host;
+    void *freed;
+    ACL_OK(aclrtMalloc(&freed, 32, ACL_MEM_MALLOC_HUGE_FIRST));
+    ACL_OK(aclrtFree(freed));
+    ACL_OK(aclrtMallocHost((void **)&host, 32));
+    ACL_FAILS(aclrtMemset(freed, 32, 1, 32), ACL_ERROR_INVALID_PARAM, "or freed");
+    ACL_FAILS(aclrtMemset(plain, 32, 1, 32), ACL_ERROR_INVALID_PARAM,
+              "no memory from aclrtMalloc or aclrtMallocHost");
+    assert_int_equal(plain[0], 0);
+    ACL_FAILS(aclrtMemset((void *)(uintptr_t)4096, 32, 1, 32), ACL_ERROR_INVALID_PARAM,
+              "aclrtMemset");
+    /* Host memory from aclrtMallocHost, past its end. */
+    ACL_FAILS(aclrtMemset(host + 16, 32, 1, 32), ACL_ERROR_INVALID_PARAM,
+              "16 bytes left of 32 from aclrtMallocHost");
     ACL_OK(aclrtFreeHost(host));
 }
 
@@ -181,6 +201,7 @@ int main(int argc, char **argv) {
         ACL_TEST(test_acl_memcpy_every_kind),
         ACL_TEST(test_acl_memcpy_bad_input),
         ACL_TEST(test_acl_memset),
+        ACL_TEST(test_acl_memset_refuses_memory_acl_did_not_give),
         ACL_TEST(test_acl_get_mem_info),
     };
     return RT_RUN(tests);

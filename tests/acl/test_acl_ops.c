@@ -435,6 +435,97 @@ static void test_acl_matmul_bad_input(void **state) {
         ACL_OK(aclrtFree(mem[i]));
 }
 
+/* Offsets and strides whose elements lie past 2^63 bytes (in int64_t
+ * bytes, or wrapping a 64-bit count) are refused: over host memory, which
+ * nothing else checks, the op would write elsewhere and succeed. */
+static void test_acl_strides_past_the_end_of_memory_are_refused(void **state) {
+    (void)state;
+    float host[8] = {0}, one = 1.0f;
+    int64_t d1[1] = {1}, d2[1] = {2}, unit[1] = {1};
+    int64_t wraps[1] = {(INT64_C(1) << 62) + 1}; /* element 1 at 2^64 + 4 bytes */
+    int64_t past[1] = {INT64_C(1) << 61};        /* element 1 at 2^63 bytes */
+    aclTensor *x = aclCreateTensor(d2, 1, ACL_FLOAT, unit, 0, ACL_FORMAT_ND, d2, 1, host);
+    aclTensor *w = aclCreateTensor(d2, 1, ACL_FLOAT, wraps, 0, ACL_FORMAT_ND, d2, 1, host);
+    aclTensor *p = aclCreateTensor(d2, 1, ACL_FLOAT, past, 0, ACL_FORMAT_ND, d2, 1, host);
+    aclTensor *far = aclCreateTensor(d1, 1, ACL_FLOAT, unit, INT64_C(1) << 62, ACL_FORMAT_ND, d1, 1,
+                                     host); /* offset 2^64 bytes */
+    aclTensor *h = aclCreateTensor(d2, 1, ACL_FLOAT16, wraps, 0, ACL_FORMAT_ND, d2, 1, host);
+    aclScalar *alpha = aclCreateScalar(&one, ACL_FLOAT);
+    assert_true(x && w && p && far && h && alpha);
+    uint64_t ws;
+    aclOpExecutor *ex = NULL;
+    ACL_FAILS(aclnnMulGetWorkspaceSize(x, far, x, &ws, &ex), ACLNN_ERR_PARAM_INVALID,
+              "other's offset and strides");
+    ACL_FAILS(aclnnMulGetWorkspaceSize(p, x, x, &ws, &ex), ACLNN_ERR_PARAM_INVALID,
+              "self's offset and strides");
+    ACL_FAILS(aclnnAddGetWorkspaceSize(x, x, alpha, w, &ws, &ex), ACLNN_ERR_PARAM_INVALID,
+              "out's offset and strides reach past the end of memory");
+    ACL_FAILS(aclnnMatmulGetWorkspaceSize(far, far, far, 0, &ws, &ex), ACLNN_ERR_PARAM_INVALID,
+              "self's offset");
+    ACL_FAILS(aclnnMulGetWorkspaceSize(h, h, h, &ws, &ex), ACLNN_ERR_PARAM_INVALID,
+              "self's offset");
+    assert_null(ex);
+    aclTensor *all[] = {x, w, p, far, h};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        ACL_OK(aclDestroyTensor(all[i]));
+    ACL_OK(aclDestroyScalar(alpha));
+}
+
+/* A tensor over memory from aclrtMalloc may not reach past its allocation:
+ * a strided view, which the op's own kernel runs, is refused at the first
+ * phase as rill's ops refuse a contiguous one. */
+static void test_acl_tensor_past_its_allocation_is_refused(void **state) {
+    (void)state;
+    void *small, *host;
+    ACL_OK(aclrtMalloc(&small, 2 * sizeof(float), ACL_MEM_MALLOC_HUGE_FIRST));
+    ACL_OK(aclrtMallocHost(&host, 2 * sizeof(float)));
+    int64_t d2[1] = {2}, step2[1] = {2}, unit[1] = {1};
+    aclTensor *fits = aclCreateTensor(d2, 1, ACL_FLOAT, unit, 0, ACL_FORMAT_ND, d2, 1, small);
+    aclTensor *spread = aclCreateTensor(d2, 1, ACL_FLOAT, step2, 0, ACL_FORMAT_ND, d2, 1, small);
+    aclTensor *shifted = aclCreateTensor(d2, 1, ACL_FLOAT, unit, 1, ACL_FORMAT_ND, d2, 1, host);
+    assert_true(fits && spread && shifted);
+    uint64_t ws;
+    aclOpExecutor *ex = NULL;
+    ACL_FAILS(aclnnMulGetWorkspaceSize(fits, fits, spread, &ws, &ex), ACLNN_ERR_PARAM_INVALID,
+              "out reaches 12 bytes from its data, past the end of its 8-byte allocation from "
+              "aclrtMalloc");
+    ACL_FAILS(aclnnMulGetWorkspaceSize(shifted, fits, fits, &ws, &ex), ACLNN_ERR_PARAM_INVALID,
+              "8-byte allocation from aclrtMallocHost");
+    assert_null(ex);
+    ACL_OK(aclnnMulGetWorkspaceSize(fits, fits, fits, &ws, &ex));
+    ACL_OK(aclDestroyAclOpExecutor(ex));
+    aclTensor *all[] = {fits, spread, shifted};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        ACL_OK(aclDestroyTensor(all[i]));
+    ACL_OK(aclrtFree(small));
+    ACL_OK(aclrtFreeHost(host));
+}
+
+/* An op's kernel counts its blocks of 2^14 elements in 32 bits: more than
+ * (2^32 - 1) * 2^14 elements (broadcast from one float here) are refused,
+ * where the count would otherwise wrap and leave most of out unwritten. */
+static void test_acl_op_past_the_kernel_grid_is_refused(void **state) {
+    (void)state;
+    void *one;
+    ACL_OK(aclrtMalloc(&one, sizeof(float), ACL_MEM_MALLOC_HUGE_FIRST));
+    const int64_t most = ((INT64_C(1) << 32) - 1) << 14;
+    int64_t over[1] = {(INT64_C(1) << 46) + (INT64_C(1) << 14)}, fits[1] = {most}, zero[1] = {0};
+    aclTensor *big = aclCreateTensor(over, 1, ACL_FLOAT, zero, 0, ACL_FORMAT_ND, over, 1, one);
+    aclTensor *ok = aclCreateTensor(fits, 1, ACL_FLOAT, zero, 0, ACL_FORMAT_ND, fits, 1, one);
+    assert_true(big && ok);
+    uint64_t ws;
+    aclOpExecutor *ex = NULL;
+    ACL_FAILS(aclnnMulGetWorkspaceSize(big, big, big, &ws, &ex), ACLNN_ERR_PARAM_INVALID,
+              "self has more than 70368744161280 elements");
+    assert_null(ex);
+    /* The most it takes passes the first phase (and is not run here). */
+    ACL_OK(aclnnMulGetWorkspaceSize(ok, ok, ok, &ws, &ex));
+    ACL_OK(aclDestroyAclOpExecutor(ex));
+    ACL_OK(aclDestroyTensor(big));
+    ACL_OK(aclDestroyTensor(ok));
+    ACL_OK(aclrtFree(one));
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         ACL_TEST(test_acl_tensor_and_scalar_checks),
@@ -445,6 +536,9 @@ int main(int argc, char **argv) {
         ACL_TEST(test_acl_empty_tensors),
         ACL_TEST(test_acl_matmul_shapes_f32_f16),
         ACL_TEST(test_acl_matmul_bad_input),
+        ACL_TEST(test_acl_strides_past_the_end_of_memory_are_refused),
+        ACL_TEST(test_acl_tensor_past_its_allocation_is_refused),
+        ACL_TEST(test_acl_op_past_the_kernel_grid_is_refused),
     };
     return RT_RUN(tests);
 }

@@ -14,7 +14,7 @@
 
 #include "half.h"
 
-enum { CHUNK = 16384 };
+enum { CHUNK = RILL_ACL_EW_CHUNK };
 
 struct ew_args {
     int op;

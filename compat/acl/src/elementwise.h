@@ -8,8 +8,13 @@
 #include "rill.h"
 #include "tensor.h"
 
+/* The elements of out that one block of the kernel takes. */
+#define RILL_ACL_EW_CHUNK 16384u
+
 /* A tensor as an op sees it: data already moved to the view's first
- * element, strides in elements. */
+ * element, strides in elements. The op API's first phase checked it: at
+ * most UINT32_MAX blocks of RILL_ACL_EW_CHUNK elements, and every element
+ * at most PTRDIFF_MAX bytes past data, without wrapping the address space. */
 struct rill__acl_view {
     aclDataType dtype; /* ACL_FLOAT or ACL_FLOAT16 */
     int ndim;

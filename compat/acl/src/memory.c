@@ -124,6 +124,15 @@ bool rill__acl_is_device_memory(const void *ptr) {
     return device;
 }
 
+bool rill__acl_memory_find(const void *ptr, struct rill__acl_region *out) {
+    lock();
+    struct region *r = find_locked(ptr);
+    if (r)
+        *out = (struct rill__acl_region){r->base, r->bytes, r->is_host != 0};
+    unlock();
+    return r != NULL;
+}
+
 void rill__acl_memory_forget_all(void) {
     lock();
     free(regions);
@@ -276,11 +285,28 @@ static aclError check_fill(const char *call, void *devPtr, size_t maxCount, size
     return ACL_SUCCESS;
 }
 
+/* aclrtMemset takes only memory of this layer's table, as ACL's does
+ * (device memory from aclrtMalloc, host memory from aclrtMallocHost): any
+ * other pointer might be unmapped, and freed device memory is rill's pool's
+ * to reuse. */
 aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t value, size_t count_bytes) {
     aclError err = check_fill("aclrtMemset", devPtr, maxCount, count_bytes);
     if (err != ACL_SUCCESS || count_bytes == 0)
         return err;
-    if (!rill__acl_is_device_memory(devPtr)) {
+    struct rill__acl_region r;
+    if (!rill__acl_memory_find(devPtr, &r))
+        return rill__acl_fail(ACL_ERROR_INVALID_PARAM,
+                              "aclrtMemset: devPtr %p is in no memory from aclrtMalloc or "
+                              "aclrtMallocHost (never allocated by ACL, or freed); fill other "
+                              "host memory with memset",
+                              devPtr);
+    if (r.is_host) {
+        size_t room = r.bytes - ((uintptr_t)devPtr - r.base);
+        if (count_bytes > room)
+            return rill__acl_fail(ACL_ERROR_INVALID_PARAM,
+                                  "aclrtMemset: count %zu runs past the end of the host memory "
+                                  "at devPtr %p (%zu bytes left of %zu from aclrtMallocHost)",
+                                  count_bytes, devPtr, room, r.bytes);
         memset(devPtr, value & 0xff, count_bytes);
         return ACL_SUCCESS;
     }

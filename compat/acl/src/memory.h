@@ -4,9 +4,21 @@
 #define RILL_ACL_MEMORY_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* An allocation of aclrtMalloc (is_host false) or aclrtMallocHost. */
+struct rill__acl_region {
+    uintptr_t base;
+    size_t bytes;
+    bool is_host;
+};
 
 /* Whether ptr lies inside memory from aclrtMalloc not yet freed. */
 bool rill__acl_is_device_memory(const void *ptr);
+/* The allocation of aclrtMalloc or aclrtMallocHost, not yet freed, that
+ * holds ptr into *out; false when there is none. */
+bool rill__acl_memory_find(const void *ptr, struct rill__acl_region *out);
 /* Forgets every allocation: aclFinalize's rill_shutdown released them. */
 void rill__acl_memory_forget_all(void);
 

@@ -4,7 +4,10 @@
  * tensors and copies what the op needs into an executor, so the tensors may
  * be destroyed before the second phase submits the work to a stream. No op
  * needs a workspace. An executor runs once and is freed by its run, unless
- * aclSetAclOpExecutorRepeatable made it repeatable.
+ * aclSetAclOpExecutorRepeatable made it repeatable. Tensors, scalars and
+ * executors are handles (handle.h): a run takes its executor's handle, or
+ * copies the executor, under the table's lock, so that a second run, or a
+ * destroy on another thread, finds the handle closed or the copy whole.
  */
 #include "ops.h"
 
@@ -13,17 +16,17 @@
 
 #include "elementwise.h"
 #include "error.h"
+#include "handle.h"
+#include "memory.h"
 
-enum { EXECUTOR_MAGIC = 0x45786563, DEAD_MAGIC = 0x0dead };
 enum op_kind { OP_ADD, OP_MUL, OP_MATMUL };
 static const char *const op_names[] = {"aclnnAdd", "aclnnMul", "aclnnMatmul"};
 
-struct aclOpExecutor {
-    uint32_t magic; /* EXECUTOR_MAGIC while alive */
-    enum op_kind op;
-    bool repeatable;
-    struct rill__acl_view out, a, b;
-    float alpha;
+struct rill__acl_executor {
+    enum op_kind op;                 /* immutable */
+    bool repeatable;                 /* guarded by the handle table's lock */
+    struct rill__acl_view out, a, b; /* immutable */
+    float alpha;                     /* immutable */
 };
 
 /* ---- checks of the first phase ---- */
@@ -32,32 +35,87 @@ static aclnnStatus null_arg(const char *call, const char *name) {
     return rill__acl_fail(ACLNN_ERR_PARAM_NULLPTR, "%s: %s is NULL", call, name);
 }
 
-/* t as a view, after the checks every op makes of its tensors. */
-static aclnnStatus take_view(const char *call, const char *name, const aclTensor *t,
-                             struct rill__acl_view *v) {
-    if (!rill__acl_is_tensor(t))
+/* The elements an op may take: its kernel's grid (blocks of
+ * RILL_ACL_EW_CHUNK elements) counts blocks in 32 bits. */
+#define MAX_ELEMENTS ((uint64_t)UINT32_MAX * RILL_ACL_EW_CHUNK)
+
+/* The bytes that t's elements reach from t->data: (offset + sum of
+ * (dims[d] - 1) * strides[d] + 1) elements; false when that is more than
+ * PTRDIFF_MAX bytes (so the kernels' offsets, in int64_t bytes, cannot
+ * overflow) or runs past the end of the address space. t has elements. */
+static bool reach_bytes(const struct rill__acl_tensor *t, size_t esize, uint64_t *bytes) {
+    const uint64_t limit = (uint64_t)PTRDIFF_MAX / esize - 1; /* in elements, less one */
+    uint64_t last = (uint64_t)t->offset;
+    if (last > limit)
+        return false;
+    for (int d = 0; d < t->ndim; d++) {
+        uint64_t steps = (uint64_t)t->dims[d] - 1, stride = (uint64_t)t->strides[d];
+        if (steps != 0 && stride > (limit - last) / steps)
+            return false;
+        last += steps * stride;
+    }
+    *bytes = (last + 1) * esize;
+    return *bytes <= UINTPTR_MAX - (uintptr_t)t->data;
+}
+
+/* Refuses a tensor whose elements run past the end of memory, or of its
+ * allocation when its data is memory from aclrtMalloc or aclrtMallocHost
+ * (other memory cannot be checked, as rill's ops do not check it). */
+static aclnnStatus check_reach(const char *call, const char *name, const struct rill__acl_tensor *t,
+                               size_t esize) {
+    uint64_t bytes;
+    if (!reach_bytes(t, esize, &bytes))
         return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
-                              "%s: %s (%p) is no tensor from aclCreateTensor", call, name,
-                              (const void *)t);
-    if (t->dtype != ACL_FLOAT && t->dtype != ACL_FLOAT16)
+                              "%s: %s's offset and strides reach past the end of memory; pass "
+                              "them in elements",
+                              call, name);
+    struct rill__acl_region r;
+    if (rill__acl_memory_find(t->data, &r) && bytes > r.bytes - ((uintptr_t)t->data - r.base))
+        return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
+                              "%s: %s reaches %llu bytes from its data, past the end of its "
+                              "%zu-byte allocation from %s; check its dimensions, strides and "
+                              "offset",
+                              call, name, (unsigned long long)bytes, r.bytes,
+                              r.is_host ? "aclrtMallocHost" : "aclrtMalloc");
+    return ACLNN_SUCCESS;
+}
+
+/* handle's tensor as a view, after the checks every op makes of its
+ * tensors. */
+static aclnnStatus take_view(const char *call, const char *name, const aclTensor *handle,
+                             struct rill__acl_view *v) {
+    struct rill__acl_tensor t;
+    aclnnStatus st = rill__acl_tensor_read(call, name, handle, &t);
+    if (st != ACLNN_SUCCESS)
+        return st;
+    if (t.dtype != ACL_FLOAT && t.dtype != ACL_FLOAT16)
         return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
                               "%s: %s has data type %d; rill's ops take ACL_FLOAT and ACL_FLOAT16",
-                              call, name, (int)t->dtype);
-    v->dtype = t->dtype;
-    v->ndim = t->ndim;
+                              call, name, (int)t.dtype);
+    v->dtype = t.dtype;
+    v->ndim = t.ndim;
     uint64_t numel = 1;
-    for (int d = 0; d < t->ndim; d++) {
-        v->dims[d] = t->dims[d];
-        v->strides[d] = t->strides[d];
-        if (t->dims[d] != 0 && numel > (UINT64_C(1) << 48) / (uint64_t)t->dims[d])
-            return rill__acl_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s has more than 2^48 elements",
-                                  call, name);
-        numel *= (uint64_t)t->dims[d];
+    for (int d = 0; d < t.ndim; d++) {
+        v->dims[d] = t.dims[d];
+        v->strides[d] = t.strides[d];
+        if (t.dims[d] != 0 && numel > MAX_ELEMENTS / (uint64_t)t.dims[d])
+            return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
+                                  "%s: %s has more than %llu elements (2^46 - 2^14), more than an "
+                                  "op takes; split the op",
+                                  call, name, (unsigned long long)MAX_ELEMENTS);
+        numel *= (uint64_t)t.dims[d];
     }
-    if (numel > 0 && !t->data)
+    v->data = t.data;
+    if (numel == 0)
+        return ACLNN_SUCCESS; /* nothing is read or written */
+    if (!t.data)
         return rill__acl_fail(ACLNN_ERR_PARAM_NULLPTR, "%s: %s has %llu elements and NULL data",
                               call, name, (unsigned long long)numel);
-    v->data = (char *)t->data + t->offset * (int64_t)aclDataTypeSize(t->dtype);
+    size_t esize = aclDataTypeSize(t.dtype);
+    st = check_reach(call, name, &t, esize);
+    if (st != ACLNN_SUCCESS)
+        return st;
+    v->data = (char *)t.data + (size_t)t.offset * esize;
     return ACLNN_SUCCESS;
 }
 
@@ -110,13 +168,20 @@ static aclnnStatus check_broadcast(const char *call, const struct rill__acl_view
                           bb);
 }
 
-static aclnnStatus new_executor(const char *call, enum op_kind op, aclOpExecutor **executor) {
-    aclOpExecutor *e = calloc(1, sizeof *e);
+/* A new executor of op over out, a and b, in *executor. */
+static aclnnStatus new_executor(const char *call, enum op_kind op, const struct rill__acl_view *out,
+                                const struct rill__acl_view *a, const struct rill__acl_view *b,
+                                float alpha, aclOpExecutor **executor) {
+    struct rill__acl_executor *e = malloc(sizeof *e);
     if (!e)
         return rill__acl_fail(ACLNN_ERR_RUNTIME_ERROR, "%s: out of host memory", call);
-    e->magic = EXECUTOR_MAGIC;
-    e->op = op;
-    *executor = e;
+    *e = (struct rill__acl_executor){op, false, *out, *a, *b, alpha};
+    aclOpExecutor *handle = rill__acl_handle_open(RILL_ACL_EXECUTOR, e);
+    if (!handle) {
+        free(e);
+        return rill__acl_fail(ACLNN_ERR_RUNTIME_ERROR, "%s: out of host memory for handles", call);
+    }
+    *executor = handle;
     return ACLNN_SUCCESS;
 }
 
@@ -134,13 +199,9 @@ static aclnnStatus elementwise_phase1(const char *call, enum op_kind op, const a
     if (st == ACLNN_SUCCESS)
         st = check_broadcast(call, &vo, &va, &vb);
     if (st == ACLNN_SUCCESS)
-        st = new_executor(call, op, executor);
+        st = new_executor(call, op, &vo, &va, &vb, alpha, executor);
     if (st != ACLNN_SUCCESS)
         return st;
-    (*executor)->out = vo;
-    (*executor)->a = va;
-    (*executor)->b = vb;
-    (*executor)->alpha = alpha;
     *workspaceSize = 0;
     return ACLNN_SUCCESS;
 }
@@ -156,11 +217,11 @@ aclnnStatus aclnnAddGetWorkspaceSize(const aclTensor *self, const aclTensor *oth
                               : !out           ? "out"
                               : !workspaceSize ? "workspaceSize"
                                                : "executor");
-    if (!rill__acl_is_scalar(alpha))
-        return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
-                              "%s: alpha (%p) is no scalar from aclCreateScalar", call,
-                              (const void *)alpha);
-    return elementwise_phase1(call, OP_ADD, self, other, (float)alpha->value, out, workspaceSize,
+    struct rill__acl_scalar a;
+    aclnnStatus st = rill__acl_scalar_read(call, "alpha", alpha, &a);
+    if (st != ACLNN_SUCCESS)
+        return st;
+    return elementwise_phase1(call, OP_ADD, self, other, (float)a.value, out, workspaceSize,
                               executor);
 }
 
@@ -274,19 +335,16 @@ aclnnStatus aclnnMatmulGetWorkspaceSize(const aclTensor *self, const aclTensor *
                                   "%s: %s is not contiguous; rill's matmul takes row-major "
                                   "tensors: copy it into one first",
                                   call, names[i]);
-    st = new_executor(call, OP_MATMUL, executor);
+    st = new_executor(call, OP_MATMUL, &vo, &va, &vb, 1.0f, executor);
     if (st != ACLNN_SUCCESS)
         return st;
-    (*executor)->out = vo;
-    (*executor)->a = va;
-    (*executor)->b = vb;
     *workspaceSize = 0;
     return ACLNN_SUCCESS;
 }
 
 /* One product per batch element; batch coordinates index each operand's own
  * batch dimensions, 0 where it is broadcast. */
-static rill_status run_matmul(rill_stream *stream, const aclOpExecutor *e) {
+static rill_status run_matmul(rill_stream *stream, const struct rill__acl_executor *e) {
     const struct rill__acl_view *a = &e->a, *b = &e->b, *out = &e->out;
     struct mm_shape s;
     if (matmul_shape("aclnnMatmul", a, b, out, &s) != ACLNN_SUCCESS)
@@ -331,29 +389,50 @@ static rill_status run_matmul(rill_stream *stream, const aclOpExecutor *e) {
 
 /* ---- the second phase ---- */
 
+/* The executor of op that handle names: copied into *copy, and taken (its
+ * handle closed) unless repeatable, in one step under the table's lock, so
+ * that of two runs of a spent executor only one finds it. *owned receives
+ * the taken executor, for the caller to free, or NULL. */
+static aclnnStatus find_executor(const char *call, enum op_kind op, aclOpExecutor *handle,
+                                 struct rill__acl_executor *copy,
+                                 struct rill__acl_executor **owned) {
+    *owned = NULL;
+    rill__acl_handles_lock();
+    struct rill__acl_executor *e = rill__acl_handle_get_locked(handle, RILL_ACL_EXECUTOR);
+    bool other_op = e && e->op != op;
+    if (e && !other_op) {
+        *copy = *e;
+        if (!e->repeatable) {
+            rill__acl_handle_close_locked(handle);
+            *owned = e;
+        }
+    }
+    rill__acl_handles_unlock();
+    if (other_op)
+        return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
+                              "%s: executor %p is no executor of %sGetWorkspaceSize", call,
+                              (void *)handle, call);
+    return e ? ACLNN_SUCCESS : rill__acl_handle_fail(call, "executor", handle, RILL_ACL_EXECUTOR);
+}
+
 static aclnnStatus run(enum op_kind op, uint64_t workspaceSize, aclOpExecutor *executor,
                        aclrtStream stream) {
     const char *call = op_names[op];
     (void)workspaceSize; /* no op needs a workspace */
-    if (!executor)
-        return null_arg(call, "executor");
-    if (executor->magic != EXECUTOR_MAGIC || executor->op != op)
-        return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
-                              "%s: executor %p is no executor of %sGetWorkspaceSize", call,
-                              (void *)executor, call);
+    struct rill__acl_executor e, *owned;
+    aclnnStatus found = find_executor(call, op, executor, &e, &owned);
+    if (found != ACLNN_SUCCESS)
+        return found;
     rill_stream *s = stream;
     rill_status st = RILL_OK;
-    if (rill__acl_view_numel(&executor->out) > 0) {
+    if (rill__acl_view_numel(&e.out) > 0) {
         if (op == OP_MATMUL)
-            st = run_matmul(s, executor);
+            st = run_matmul(s, &e);
         else
-            st = rill__acl_elementwise(s, op == OP_ADD ? RILL_ACL_EW_ADD : RILL_ACL_EW_MUL,
-                                       &executor->out, &executor->a, &executor->b, executor->alpha);
+            st = rill__acl_elementwise(s, op == OP_ADD ? RILL_ACL_EW_ADD : RILL_ACL_EW_MUL, &e.out,
+                                       &e.a, &e.b, e.alpha);
     }
-    if (!executor->repeatable) {
-        executor->magic = DEAD_MAGIC;
-        free(executor);
-    }
+    free(owned);
     return rill__aclnn_check(st, call);
 }
 
@@ -376,22 +455,21 @@ aclnnStatus aclnnMatmul(void *workspace, uint64_t workspaceSize, aclOpExecutor *
 }
 
 aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor *executor) {
-    if (!executor)
-        return null_arg("aclSetAclOpExecutorRepeatable", "executor");
-    if (executor->magic != EXECUTOR_MAGIC)
-        return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
-                              "aclSetAclOpExecutorRepeatable: %p is no executor", (void *)executor);
-    executor->repeatable = true;
-    return ACLNN_SUCCESS;
+    rill__acl_handles_lock();
+    struct rill__acl_executor *e = rill__acl_handle_get_locked(executor, RILL_ACL_EXECUTOR);
+    if (e)
+        e->repeatable = true;
+    rill__acl_handles_unlock();
+    return e ? ACLNN_SUCCESS
+             : rill__acl_handle_fail("aclSetAclOpExecutorRepeatable", "executor", executor,
+                                     RILL_ACL_EXECUTOR);
 }
 
 aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor *executor) {
-    if (!executor)
-        return null_arg("aclDestroyAclOpExecutor", "executor");
-    if (executor->magic != EXECUTOR_MAGIC)
-        return rill__acl_fail(ACLNN_ERR_PARAM_INVALID, "aclDestroyAclOpExecutor: %p is no executor",
-                              (void *)executor);
-    executor->magic = DEAD_MAGIC;
-    free(executor);
+    struct rill__acl_executor *e = rill__acl_handle_take(executor, RILL_ACL_EXECUTOR);
+    if (!e)
+        return rill__acl_handle_fail("aclDestroyAclOpExecutor", "executor", executor,
+                                     RILL_ACL_EXECUTOR);
+    free(e);
     return ACLNN_SUCCESS;
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Tensors and scalars of ACL's op API: plain descriptions owned by the
- * caller, checked when made, with a magic number so that an object of
- * another kind passed in its place is refused with a message.
+ * caller, checked when made, and named by handles of this layer's table
+ * (handle.h), so that a destroyed one, or an object of another kind passed
+ * in its place, is refused with a message and never read.
  */
 #include "tensor.h"
 
@@ -11,8 +12,7 @@
 
 #include "error.h"
 #include "half.h"
-
-enum { TENSOR_MAGIC = 0x54656e73, SCALAR_MAGIC = 0x5363616c, DEAD_MAGIC = 0x0dead };
+#include "handle.h"
 
 size_t aclDataTypeSize(aclDataType dataType) {
     switch (dataType) {
@@ -41,12 +41,24 @@ size_t aclDataTypeSize(aclDataType dataType) {
     }
 }
 
-bool rill__acl_is_tensor(const aclTensor *t) {
-    return t->magic == TENSOR_MAGIC;
+aclnnStatus rill__acl_tensor_read(const char *call, const char *name, const aclTensor *handle,
+                                  struct rill__acl_tensor *out) {
+    rill__acl_handles_lock();
+    const struct rill__acl_tensor *t = rill__acl_handle_get_locked(handle, RILL_ACL_TENSOR);
+    if (t)
+        *out = *t;
+    rill__acl_handles_unlock();
+    return t ? ACLNN_SUCCESS : rill__acl_handle_fail(call, name, handle, RILL_ACL_TENSOR);
 }
 
-bool rill__acl_is_scalar(const aclScalar *s) {
-    return s->magic == SCALAR_MAGIC;
+aclnnStatus rill__acl_scalar_read(const char *call, const char *name, const aclScalar *handle,
+                                  struct rill__acl_scalar *out) {
+    rill__acl_handles_lock();
+    const struct rill__acl_scalar *s = rill__acl_handle_get_locked(handle, RILL_ACL_SCALAR);
+    if (s)
+        *out = *s;
+    rill__acl_handles_unlock();
+    return s ? ACLNN_SUCCESS : rill__acl_handle_fail(call, name, handle, RILL_ACL_SCALAR);
 }
 
 /* NULL with the message for aclGetRecentErrMsg. */
@@ -83,12 +95,11 @@ aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum, aclDat
     if (!dims_are_valid(viewDims, viewDimsNum) || !dims_are_valid(stride, viewDimsNum) ||
         !dims_are_valid(storageDims, storageDimsNum))
         return refuse_tensor("a dimension or stride is negative; count of dimensions", viewDimsNum);
-    aclTensor *t = calloc(1, sizeof *t);
+    struct rill__acl_tensor *t = calloc(1, sizeof *t);
     if (!t) {
         rill__acl_fail(ACLNN_ERR_RUNTIME_ERROR, "aclCreateTensor: out of host memory");
         return NULL;
     }
-    t->magic = TENSOR_MAGIC;
     t->dtype = dataType;
     t->format = format;
     t->ndim = (int)viewDimsNum;
@@ -101,18 +112,18 @@ aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum, aclDat
     if (storageDimsNum)
         memcpy(t->storage_dims, storageDims, storageDimsNum * sizeof *storageDims);
     t->data = tensorData;
-    return t;
+    aclTensor *handle = rill__acl_handle_open(RILL_ACL_TENSOR, t);
+    if (!handle) {
+        free(t);
+        rill__acl_fail(ACLNN_ERR_RUNTIME_ERROR, "aclCreateTensor: out of host memory for handles");
+    }
+    return handle;
 }
 
 aclnnStatus aclDestroyTensor(const aclTensor *tensor) {
-    if (!tensor)
-        return rill__acl_fail(ACLNN_ERR_PARAM_NULLPTR, "aclDestroyTensor: tensor is NULL");
-    if (!rill__acl_is_tensor(tensor))
-        return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
-                              "aclDestroyTensor: %p is no tensor from aclCreateTensor",
-                              (const void *)tensor);
-    aclTensor *t = (aclTensor *)tensor;
-    t->magic = DEAD_MAGIC;
+    struct rill__acl_tensor *t = rill__acl_handle_take(tensor, RILL_ACL_TENSOR);
+    if (!t)
+        return rill__acl_handle_fail("aclDestroyTensor", "tensor", tensor, RILL_ACL_TENSOR);
     free(t);
     return ACLNN_SUCCESS;
 }
@@ -207,24 +218,24 @@ aclScalar *aclCreateScalar(void *value, aclDataType dataType) {
                        (int)dataType);
         return NULL;
     }
-    aclScalar *s = malloc(sizeof *s);
+    struct rill__acl_scalar *s = malloc(sizeof *s);
     if (!s) {
         rill__acl_fail(ACLNN_ERR_RUNTIME_ERROR, "aclCreateScalar: out of host memory");
         return NULL;
     }
-    *s = (aclScalar){SCALAR_MAGIC, dataType, v};
-    return s;
+    *s = (struct rill__acl_scalar){dataType, v};
+    aclScalar *handle = rill__acl_handle_open(RILL_ACL_SCALAR, s);
+    if (!handle) {
+        free(s);
+        rill__acl_fail(ACLNN_ERR_RUNTIME_ERROR, "aclCreateScalar: out of host memory for handles");
+    }
+    return handle;
 }
 
 aclnnStatus aclDestroyScalar(const aclScalar *scalar) {
-    if (!scalar)
-        return rill__acl_fail(ACLNN_ERR_PARAM_NULLPTR, "aclDestroyScalar: scalar is NULL");
-    if (!rill__acl_is_scalar(scalar))
-        return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
-                              "aclDestroyScalar: %p is no scalar from aclCreateScalar",
-                              (const void *)scalar);
-    aclScalar *s = (aclScalar *)scalar;
-    s->magic = DEAD_MAGIC;
+    struct rill__acl_scalar *s = rill__acl_handle_take(scalar, RILL_ACL_SCALAR);
+    if (!s)
+        return rill__acl_handle_fail("aclDestroyScalar", "scalar", scalar, RILL_ACL_SCALAR);
     free(s);
     return ACLNN_SUCCESS;
 }

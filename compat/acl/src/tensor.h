@@ -1,18 +1,19 @@
 /* SPDX-License-Identifier: MIT */
-/* tensor.c: aclTensor and aclScalar, whose layouts the ops read. */
+/* tensor.c: aclTensor and aclScalar, handles (handle.h) of the objects
+ * below, which the ops read through rill__acl_tensor_read and
+ * rill__acl_scalar_read. */
 #ifndef RILL_ACL_TENSOR_H
 #define RILL_ACL_TENSOR_H
 
 #include <stdbool.h>
 
-#include "aclnn/acl_meta.h"
+#include "aclnn/aclnn_base.h"
 
 enum { RILL_ACL_MAX_DIMS = 8 };
 
 /* Invariants: 0 <= ndim <= RILL_ACL_MAX_DIMS; dims, strides and offset are
  * not negative; aclDataTypeSize(dtype) > 0. */
-struct aclTensor {
-    uint32_t magic; /* TENSOR_MAGIC while alive */
+struct rill__acl_tensor {
     aclDataType dtype;
     aclFormat format;
     int ndim;
@@ -24,13 +25,17 @@ struct aclTensor {
     void *data; /* borrowed: the caller's memory */
 };
 
-struct aclScalar {
-    uint32_t magic; /* SCALAR_MAGIC while alive */
+struct rill__acl_scalar {
     aclDataType dtype;
     double value;
 };
 
-bool rill__acl_is_tensor(const aclTensor *t);
-bool rill__acl_is_scalar(const aclScalar *s);
+/* Copies the live tensor that handle names into *out: ACLNN_SUCCESS, or
+ * call's refusal of its argument name (NULL, destroyed, another object). */
+aclnnStatus rill__acl_tensor_read(const char *call, const char *name, const aclTensor *handle,
+                                  struct rill__acl_tensor *out);
+/* The same for a scalar. */
+aclnnStatus rill__acl_scalar_read(const char *call, const char *name, const aclScalar *handle,
+                                  struct rill__acl_scalar *out);
 
 #endif /* RILL_ACL_TENSOR_H */

@@ -131,7 +131,10 @@ ACL_FUNC_VISIBILITY aclError aclrtMemcpyAsync(void *dst, size_t destMax, const v
                                               aclrtStream stream);
 /* Sets count bytes of devPtr, which has room for maxCount, to value's low
  * byte. aclrtMemset is synchronous: on device memory it runs on the thread's
- * current stream and waits for it; on host memory it runs at once. */
+ * current stream and waits for it; on host memory it runs at once. It takes
+ * only memory from aclrtMalloc or aclrtMallocHost not yet freed, and count
+ * must stay inside that allocation: other pointers, freed memory among
+ * them, are ACL_ERROR_INVALID_PARAM and nothing is written. */
 ACL_FUNC_VISIBILITY aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t value,
                                          size_t count);
 ACL_FUNC_VISIBILITY aclError aclrtMemsetAsync(void *devPtr, size_t maxCount, int32_t value,
