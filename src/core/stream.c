@@ -145,7 +145,7 @@ void rill__stream_name(rill__stream *s, char *buf, size_t size) {
     if (s->name[0] != '\0')
         snprintf(buf, size, "'%s'", s->name);
     else
-        snprintf(buf, size, "%p", (void *)s);
+        snprintf(buf, size, "%p", (void *)s->handle); /* the program's own value */
     rill__mutex_unlock(&s->err_lock);
 }
 

@@ -1667,6 +1667,25 @@ static void test_stream_destroyed_current_stream_keeps_the_threads_order(void **
     }
 }
 
+/* An unnamed stream is named in sentences by its handle, the value the program holds ("a
+ * handle is not the address of anything"), never by an address of rill's. */
+static void test_stream_unnamed_is_named_by_its_handle(void **state) {
+    (void)state;
+    static host_fail_args a;
+    memset(&a, 0, sizeof a);
+    a.first = "unnamed-boom";
+    rill_stream *s = new_stream(0);
+    RT_OK(rill_launch_host_func(s, host_fail_fn, &a));
+    RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(s));
+    char want[96];
+    snprintf(want, sizeof want, "host function on stream %p failed: unnamed-boom", (void *)s);
+    if (strstr(rill_last_error(), want) == NULL)
+        fail_msg("the sentence should name the stream by its handle (%s): %s", want,
+                 rill_last_error());
+    RT_OK(rill_stream_clear_error(s));
+    RT_OK(rill_stream_destroy(s));
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stream_create_and_destroy),
@@ -1701,6 +1720,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_stream_destroy_with_pending_work_completes),
         cmocka_unit_test(test_stream_kernel_fail_is_sticky_and_named),
         cmocka_unit_test(test_stream_host_func_fail_is_sticky_with_its_message),
+        cmocka_unit_test(test_stream_unnamed_is_named_by_its_handle),
         cmocka_unit_test(test_stream_host_func_fail_outside_host_function_is_not_permitted),
         cmocka_unit_test(test_stream_waiting_on_failed_host_func_fails),
         cmocka_unit_test(test_stream_waiting_on_failed_work_fails),
