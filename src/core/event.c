@@ -198,8 +198,12 @@ RILL_HOT rill_status rill_event_record(rill_event *event_h, rill_stream *stream_
     st = rill__stream_resolve(stream_h, "rill_event_record", &stream);
     if (st != RILL_OK)
         return st;
+    return rill__event_record(event, stream);
+}
+
+RILL_HOT rill_status rill__event_record(rill__event *event, rill__stream *stream) {
     bool captured;
-    st = rill__capture_event_record(event, stream, &captured);
+    rill_status st = rill__capture_event_record(event, stream, &captured);
     if (captured)
         return st;
     rill__spinlock_lock(&event->lock);

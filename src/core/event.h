@@ -33,6 +33,10 @@ struct rill__event {
 /* The event that handle names; RILL_ERROR_INVALID_ARGUMENT with a sentence
  * naming fn otherwise. */
 rill_status rill__event_resolve(rill_event *handle, const char *fn, rill__event **out);
+/* rill_event_record of event on a stream already resolved, whose failures
+ * name that call: for an op that records its event after its launch and
+ * must not resolve the handles again and find one destroyed half-way. */
+rill_status rill__event_record(rill__event *event, rill__stream *stream);
 /* A new untagged event (rill_event_create, rill_event_open_ipc_handle); fn
  * names the public call in a failure's sentence. */
 rill_status rill__event_new(unsigned flags, const char *fn, rill__event **out);

@@ -428,13 +428,18 @@ static rill_status check_reach(rill__stream *stream, const rill__kernel *kernel,
 RILL_HOT rill_status rill_launch_kernel(rill_stream *stream_h, rill_kernel *kernel_h,
                                         const rill_launch *launch) {
     RILL_CALL_SCOPE();
-    static const char fn[] = "rill_launch_kernel";
     rill__stream *stream;
-    rill_status st = rill__stream_resolve(stream_h, fn, &stream);
+    rill_status st = rill__stream_resolve(stream_h, "rill_launch_kernel", &stream);
     if (st != RILL_OK)
         return st;
+    return rill__kernel_launch(stream, kernel_h, launch);
+}
+
+RILL_HOT rill_status rill__kernel_launch(rill__stream *stream, rill_kernel *kernel_h,
+                                         const rill_launch *launch) {
+    static const char fn[] = "rill_launch_kernel";
     rill__kernel *kernel;
-    st = rill__launch_check(kernel_h, launch, fn, &kernel);
+    rill_status st = rill__launch_check(kernel_h, launch, fn, &kernel);
     if (st != RILL_OK)
         return st;
     void *loaded;

@@ -61,5 +61,11 @@ rill_status rill__kernel_load(rill__kernel *k, rill__device *dev, const char *fn
 /* The kernel that handle names (live: not destroyed);
  * RILL_ERROR_INVALID_ARGUMENT with a sentence naming fn otherwise. */
 rill_status rill__kernel_resolve(rill_kernel *handle, const char *fn, rill__kernel **out);
+/* rill_launch_kernel on a stream already resolved, whose failures name
+ * that call: for a call that makes several commands on one stream (the
+ * ops), which must not resolve its handle again and find it destroyed
+ * half-way. */
+rill_status rill__kernel_launch(rill__stream *stream, rill_kernel *kernel,
+                                const rill_launch *launch);
 
 #endif

@@ -145,9 +145,13 @@ rill_status rill_malloc_async(size_t bytes, rill_stream *stream_h, void **out) {
     rill_status st = rill__stream_resolve(stream_h, "rill_malloc_async", &stream);
     if (st != RILL_OK)
         return st;
+    return rill__mem_alloc_async(stream, bytes, out);
+}
+
+rill_status rill__mem_alloc_async(rill__stream *stream, size_t bytes, void **out) {
     if (rill__stream_capturing(stream))
         return rill__capture_malloc(stream, bytes, out);
-    st = rill__pool_alloc_async(stream, bytes, "rill_malloc_async", out);
+    rill_status st = rill__pool_alloc_async(stream, bytes, "rill_malloc_async", out);
     return rill__tracing() ? trace_memory(st) : st;
 }
 
@@ -157,8 +161,13 @@ rill_status rill_free_async(void *ptr, rill_stream *stream_h) {
     rill_status st = rill__stream_resolve(stream_h, "rill_free_async", &stream);
     if (st != RILL_OK)
         return st;
+    return rill__mem_free_async(ptr, stream);
+}
+
+rill_status rill__mem_free_async(void *ptr, rill__stream *stream) {
     if (ptr == NULL)
         return RILL_OK;
+    rill_status st;
     if (rill__stream_capturing(stream)) {
         /* Memory of the capture's graph is freed inside the graph; other
          * memory would be freed once, at capture time: an unsafe call. */

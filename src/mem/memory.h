@@ -27,6 +27,13 @@ void rill__mem_host_shutdown(struct rill__runtime *rt);
  * public call (the caller adds its own, rill__fail_from). */
 rill_status rill__mem_host_alloc(rill__device *dev, size_t bytes, void **out);
 
+/* rill_malloc_async and rill_free_async on a stream already resolved (bytes
+ * at least 1), whose failures name those calls: for a call that makes
+ * several commands on one stream (the ops with scratch memory), which
+ * must not resolve its handle again and find it destroyed half-way. */
+rill_status rill__mem_alloc_async(rill__stream *stream, size_t bytes, void **out);
+rill_status rill__mem_free_async(void *ptr, rill__stream *stream);
+
 /* Checks a declared access of fn, [p, p + bytes), against the allocation
  * that holds p, when rill made that allocation (device memory of a pool,
  * rill_malloc_host memory, memory opened with rill_ipc_open_mem_handle):

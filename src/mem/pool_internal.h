@@ -82,6 +82,10 @@ struct block {
      * (its owner, or a lock holder that took the cache back). */
     rill__stream *use_stream; /* NULL: none; held through the cache (tcache.held) */
     uint64_t use_seq;
+    /* tc_state == TC_CACHED: the submitted number of the block's stream
+     * when the cache took the free, the point its own stream's uses end
+     * at; guarded like use_seq */
+    uint64_t free_seq;
     point *points; /* inline_points or owned */
     size_t num_points, cap_points;
     point inline_points[INLINE_POINTS];

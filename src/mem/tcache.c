@@ -173,9 +173,12 @@ static bool tc_keepable(const tcache *c, const block *k, const rill__stream *by,
            atomic_load_explicit(&c->cached_bytes, memory_order_relaxed) + k->size <= TC_MAX_BYTES;
 }
 
-/* Caches free block k: on the waiting list, last, when its use slot holds
- * a use. */
+/* Caches free block k, freed now on its own stream: on the waiting list,
+ * last, when its use slot holds a use. The stream's submitted number now
+ * is where its uses of k end: work it is given later is no use of k, and
+ * must not hold k once the cache gives it back (release_cached). */
 static void tc_push_cached(tcache *c, block *k) {
+    k->free_seq = rill__submitted_of(k->stream);
     unsigned i = rill__bin_of(k->size);
     if (k->use_stream == NULL) {
         k->bin_next = c->free_head[i];
@@ -257,11 +260,12 @@ static void release_cached(rill__pool *p, tcache *c, block *k) {
     RILL_ASSERT(k->allocated && rill__block_tiles(k));
     atomic_store_explicit(&k->tc_state, TC_NONE, memory_order_relaxed);
     fold_use_locked(p, c, k);
-    /* The cache relied on stream order; other streams need the point. */
+    /* The cache relied on stream order; other streams need the point: the
+     * free's, not the stream's work since, which a synchronize after the
+     * free did not wait for. */
     rill__stream *a = k->stream;
-    uint64_t seq = rill__submitted_of(a);
-    if (rill__done_of(a) < seq)
-        rill__points_add(p, k, a, seq);
+    if (rill__done_of(a) < k->free_seq)
+        rill__points_add(p, k, a, k->free_seq);
     rill__owners_release(p, a);
     k->allocated = 0;
     k->stream = NULL;

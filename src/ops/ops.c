@@ -173,15 +173,16 @@ rill_status rill__op_check_pointer(const char *fn, const void *p, const char *na
 
 /* ---- grids and launches ---- */
 
-/* The compute units of s's device, read from the stream's device directly, as
- * rill_stream_get_device and rill_device_get_info would give them, without
- * copying the device's whole description for every op. */
-rill_status rill__op_stream_compute_units(const char *fn, rill_stream *s, size_t *units) {
-    rill__stream *stream;
-    rill_status st = rill__stream_resolve(s, fn, &stream);
+/* The stream that s names, resolved once: every command of the op goes to
+ * it (see ops_internal.h); and the compute units of its device, read from
+ * the device directly, as rill_stream_get_device and rill_device_get_info
+ * would give them, without copying the device's whole description for
+ * every op. */
+rill_status rill__op_stream(const char *fn, rill_stream *s, rill__stream **stream, size_t *units) {
+    rill_status st = rill__stream_resolve(s, fn, stream);
     if (st != RILL_OK)
         return st;
-    const rill_device_info *info = &stream->q.dev->base.info;
+    const rill_device_info *info = &(*stream)->q.dev->base.info;
     *units = info->compute_units > 0 ? (size_t)info->compute_units : 1;
     return RILL_OK;
 }
@@ -211,7 +212,11 @@ void rill__op_access_add(access_list *list, const void *ptr, size_t bytes, rill_
     list->items[list->count++] = (rill_access){ptr, bytes, mode};
 }
 
-rill_status rill__op_launch(rill_stream *s, rill__op id, size_t blocks, const void *args,
+rill_status rill__op_kernel(rill__op id, rill_kernel **out) {
+    return get_kernel(id, out);
+}
+
+rill_status rill__op_launch(rill__stream *stream, rill__op id, size_t blocks, const void *args,
                             size_t args_size, const access_list *accesses) {
     rill_kernel *kernel;
     rill_status st = get_kernel(id, &kernel);
@@ -225,13 +230,13 @@ rill_status rill__op_launch(rill_stream *s, rill__op id, size_t blocks, const vo
         .accesses = accesses->items,
         .num_accesses = accesses->count,
     };
-    return rill_launch_kernel(s, kernel, &l);
+    return rill__kernel_launch(stream, kernel, &l);
 }
 
 /* An element-wise op over n elements of bytes in all: reads a (and b, when
  * not NULL), writes out, in blocks of at least ELEMENTS_PER_BLOCK_MIN
  * elements over the stream's units. */
-static rill_status launch_elementwise(rill_stream *s, rill__op id, void *out, const void *a,
+static rill_status launch_elementwise(rill__stream *stream, rill__op id, void *out, const void *a,
                                       const void *b, size_t bytes, size_t n, size_t units,
                                       const void *args, size_t args_size) {
     access_list acc = {.count = 0};
@@ -239,7 +244,7 @@ static rill_status launch_elementwise(rill_stream *s, rill__op id, void *out, co
     if (b != NULL)
         rill__op_access_add(&acc, b, bytes, RILL_READ);
     rill__op_access_add(&acc, out, bytes, RILL_WRITE);
-    return rill__op_launch(s, id, rill__op_blocks_for(n, ELEMENTS_PER_BLOCK_MIN, units), args,
+    return rill__op_launch(stream, id, rill__op_blocks_for(n, ELEMENTS_PER_BLOCK_MIN, units), args,
                            args_size, &acc);
 }
 
@@ -256,16 +261,17 @@ rill_status rill_op_fill_f32(rill_stream *s, float *x, float value, size_t n) {
     RILL_CALL_SCOPE();
     static const char fn[] = "rill_op_fill_f32";
     size_t bytes = 0, units = 0;
+    rill__stream *stream = NULL;
     rill_status st;
     if ((st = rill__op_check_pointer(fn, x, "x", "device memory of n floats")) != RILL_OK ||
         (st = rill__op_check_count(fn, n, &bytes)) != RILL_OK ||
         (st = rill__op_check_fits(fn, s, x, "x", "n floats", bytes)) != RILL_OK ||
-        (st = rill__op_stream_compute_units(fn, s, &units)) != RILL_OK)
+        (st = rill__op_stream(fn, s, &stream, &units)) != RILL_OK)
         return st;
     rill__op_fill_args args = {x, value, n};
     access_list acc = {.count = 0};
     rill__op_access_add(&acc, x, bytes, RILL_WRITE);
-    return rill__op_launch(s, RILL__OP_FILL_F32,
+    return rill__op_launch(stream, RILL__OP_FILL_F32,
                            rill__op_blocks_for(n, FILL_ELEMENTS_PER_BLOCK_MIN, units), &args,
                            sizeof args, &acc);
 }
@@ -273,7 +279,8 @@ rill_status rill_op_fill_f32(rill_stream *s, float *x, float value, size_t n) {
 /* The checks of an element-wise op out = a (op) b over n floats, and the
  * bytes and compute units it runs with. */
 static rill_status check_binary(const char *fn, rill_stream *s, const float *out, const float *a,
-                                const float *b, size_t n, size_t *bytes, size_t *units) {
+                                const float *b, size_t n, size_t *bytes, rill__stream **stream,
+                                size_t *units) {
     rill_status st;
     if ((st = rill__op_check_pointer(fn, out, "out", "device memory for n floats")) != RILL_OK ||
         (st = rill__op_check_pointer(fn, a, "a", "device memory of n floats")) != RILL_OK ||
@@ -285,7 +292,7 @@ static rill_status check_binary(const char *fn, rill_stream *s, const float *out
         (st = check_elementwise_out(fn, out, a, "a", *bytes)) != RILL_OK ||
         (st = check_elementwise_out(fn, out, b, "b", *bytes)) != RILL_OK)
         return st;
-    return rill__op_stream_compute_units(fn, s, units);
+    return rill__op_stream(fn, s, stream, units);
 }
 
 rill_status rill_op_add_f32(rill_stream *s, float *out, const float *a, const float *b, float alpha,
@@ -293,22 +300,26 @@ rill_status rill_op_add_f32(rill_stream *s, float *out, const float *a, const fl
     RILL_CALL_SCOPE();
     static const char fn[] = "rill_op_add_f32";
     size_t bytes = 0, units = 0;
+    rill__stream *stream = NULL;
     rill_status st;
-    if ((st = check_binary(fn, s, out, a, b, n, &bytes, &units)) != RILL_OK)
+    if ((st = check_binary(fn, s, out, a, b, n, &bytes, &stream, &units)) != RILL_OK)
         return st;
     rill__op_add_args args = {out, a, b, alpha, n};
-    return launch_elementwise(s, RILL__OP_ADD_F32, out, a, b, bytes, n, units, &args, sizeof args);
+    return launch_elementwise(stream, RILL__OP_ADD_F32, out, a, b, bytes, n, units, &args,
+                              sizeof args);
 }
 
 rill_status rill_op_mul_f32(rill_stream *s, float *out, const float *a, const float *b, size_t n) {
     RILL_CALL_SCOPE();
     static const char fn[] = "rill_op_mul_f32";
     size_t bytes = 0, units = 0;
+    rill__stream *stream = NULL;
     rill_status st;
-    if ((st = check_binary(fn, s, out, a, b, n, &bytes, &units)) != RILL_OK)
+    if ((st = check_binary(fn, s, out, a, b, n, &bytes, &stream, &units)) != RILL_OK)
         return st;
     rill__op_mul_args args = {out, a, b, n};
-    return launch_elementwise(s, RILL__OP_MUL_F32, out, a, b, bytes, n, units, &args, sizeof args);
+    return launch_elementwise(stream, RILL__OP_MUL_F32, out, a, b, bytes, n, units, &args,
+                              sizeof args);
 }
 
 rill_status rill_op_add_scalar_f32(rill_stream *s, float *out, const float *a, float value,
@@ -316,6 +327,7 @@ rill_status rill_op_add_scalar_f32(rill_stream *s, float *out, const float *a, f
     RILL_CALL_SCOPE();
     static const char fn[] = "rill_op_add_scalar_f32";
     size_t bytes = 0, units = 0;
+    rill__stream *stream = NULL;
     rill_status st;
     if ((st = rill__op_check_pointer(fn, out, "out", "device memory for n floats")) != RILL_OK ||
         (st = rill__op_check_pointer(fn, a, "a", "device memory of n floats")) != RILL_OK ||
@@ -323,10 +335,10 @@ rill_status rill_op_add_scalar_f32(rill_stream *s, float *out, const float *a, f
         (st = rill__op_check_fits(fn, s, a, "a", "n floats", bytes)) != RILL_OK ||
         (st = rill__op_check_fits(fn, s, out, "out", "n floats", bytes)) != RILL_OK ||
         (st = check_elementwise_out(fn, out, a, "a", bytes)) != RILL_OK ||
-        (st = rill__op_stream_compute_units(fn, s, &units)) != RILL_OK)
+        (st = rill__op_stream(fn, s, &stream, &units)) != RILL_OK)
         return st;
     rill__op_add_scalar_args args = {out, a, value, n};
-    return launch_elementwise(s, RILL__OP_ADD_SCALAR_F32, out, a, NULL, bytes, n, units, &args,
+    return launch_elementwise(stream, RILL__OP_ADD_SCALAR_F32, out, a, NULL, bytes, n, units, &args,
                               sizeof args);
 }
 
@@ -339,10 +351,13 @@ rill_status rill_op_add_scalar_f32(rill_stream *s, float *out, const float *a, f
 
 /* Checks the inputs (a, and b unless the op takes a number instead:
  * has_b false), n, s and event, then allocates the output's bytes on s
- * into *mem; *out is NULL until the op finishes (finish_new). */
+ * into *mem; *out is NULL until the op finishes (finish_new). The new op
+ * has its own handles resolved once: *stream and *ev (NULL without an
+ * event), which its launch and record use. */
 static rill_status begin_new(const char *fn, rill_stream *s, const float *a, bool has_b,
                              const float *b, size_t n, rill_event *event, float **out,
-                             size_t *bytes, size_t *units, void **mem) {
+                             size_t *bytes, rill__stream **stream, size_t *units, rill__event **ev,
+                             void **mem) {
     if (out == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "%s: out is NULL; pass where to store the new memory's address", fn);
@@ -354,25 +369,25 @@ static rill_status begin_new(const char *fn, rill_stream *s, const float *a, boo
         (st = rill__op_check_count(fn, n, bytes)) != RILL_OK ||
         (st = rill__op_check_fits(fn, s, a, "a", "n floats", *bytes)) != RILL_OK ||
         (has_b && (st = rill__op_check_fits(fn, s, b, "b", "n floats", *bytes)) != RILL_OK) ||
-        (st = rill__op_stream_compute_units(fn, s, units)) != RILL_OK)
+        (st = rill__op_stream(fn, s, stream, units)) != RILL_OK)
         return st;
-    rill__event *ev;
-    if (event != NULL && (st = rill__event_resolve(event, fn, &ev)) != RILL_OK)
+    *ev = NULL;
+    if (event != NULL && (st = rill__event_resolve(event, fn, ev)) != RILL_OK)
         return st;
-    return rill_malloc_async(*bytes, s, mem);
+    return rill__mem_alloc_async(*stream, *bytes, mem);
 }
 
-/* Records event after the op that launch_st reports and hands mem out;
- * when either failed, mem goes back in stream order (after the op, when
- * it was launched) and *out stays NULL. */
-static rill_status finish_new(rill_stream *s, rill_status launch_st, void *mem, rill_event *event,
-                              float **out) {
+/* Records ev after the op that launch_st reports and hands mem out; when
+ * either failed, mem goes back in stream order (after the op, when it was
+ * launched) and *out stays NULL. */
+static rill_status finish_new(rill__stream *stream, rill_status launch_st, void *mem,
+                              rill__event *ev, float **out) {
     rill_status st = launch_st;
-    if (st == RILL_OK && event != NULL)
-        st = rill_event_record(event, s);
+    if (st == RILL_OK && ev != NULL)
+        st = rill__event_record(ev, stream);
     if (st != RILL_OK) {
-        /* Cannot fail: mem is a live allocation of s, which resolved. */
-        (void)rill_free_async(mem, s);
+        /* Cannot fail: mem is a live allocation of stream. */
+        (void)rill__mem_free_async(mem, stream);
         return st;
     }
     *out = mem;
@@ -384,13 +399,17 @@ rill_status rill_op_add_f32_new(rill_stream *s, const float *a, const float *b, 
     RILL_CALL_SCOPE();
     static const char fn[] = "rill_op_add_f32_new";
     size_t bytes = 0, units = 0;
+    rill__stream *stream = NULL;
+    rill__event *ev = NULL;
     void *mem = NULL;
-    rill_status st = begin_new(fn, s, a, true, b, n, event, out, &bytes, &units, &mem);
+    rill_status st =
+        begin_new(fn, s, a, true, b, n, event, out, &bytes, &stream, &units, &ev, &mem);
     if (st != RILL_OK)
         return st;
     rill__op_add_args args = {mem, a, b, alpha, n};
-    st = launch_elementwise(s, RILL__OP_ADD_F32, mem, a, b, bytes, n, units, &args, sizeof args);
-    return finish_new(s, st, mem, event, out);
+    st = launch_elementwise(stream, RILL__OP_ADD_F32, mem, a, b, bytes, n, units, &args,
+                            sizeof args);
+    return finish_new(stream, st, mem, ev, out);
 }
 
 rill_status rill_op_mul_f32_new(rill_stream *s, const float *a, const float *b, size_t n,
@@ -398,13 +417,17 @@ rill_status rill_op_mul_f32_new(rill_stream *s, const float *a, const float *b, 
     RILL_CALL_SCOPE();
     static const char fn[] = "rill_op_mul_f32_new";
     size_t bytes = 0, units = 0;
+    rill__stream *stream = NULL;
+    rill__event *ev = NULL;
     void *mem = NULL;
-    rill_status st = begin_new(fn, s, a, true, b, n, event, out, &bytes, &units, &mem);
+    rill_status st =
+        begin_new(fn, s, a, true, b, n, event, out, &bytes, &stream, &units, &ev, &mem);
     if (st != RILL_OK)
         return st;
     rill__op_mul_args args = {mem, a, b, n};
-    st = launch_elementwise(s, RILL__OP_MUL_F32, mem, a, b, bytes, n, units, &args, sizeof args);
-    return finish_new(s, st, mem, event, out);
+    st = launch_elementwise(stream, RILL__OP_MUL_F32, mem, a, b, bytes, n, units, &args,
+                            sizeof args);
+    return finish_new(stream, st, mem, ev, out);
 }
 
 rill_status rill_op_add_scalar_f32_new(rill_stream *s, const float *a, float value, size_t n,
@@ -412,14 +435,17 @@ rill_status rill_op_add_scalar_f32_new(rill_stream *s, const float *a, float val
     RILL_CALL_SCOPE();
     static const char fn[] = "rill_op_add_scalar_f32_new";
     size_t bytes = 0, units = 0;
+    rill__stream *stream = NULL;
+    rill__event *ev = NULL;
     void *mem = NULL;
-    rill_status st = begin_new(fn, s, a, false, NULL, n, event, out, &bytes, &units, &mem);
+    rill_status st =
+        begin_new(fn, s, a, false, NULL, n, event, out, &bytes, &stream, &units, &ev, &mem);
     if (st != RILL_OK)
         return st;
     rill__op_add_scalar_args args = {mem, a, value, n};
-    st = launch_elementwise(s, RILL__OP_ADD_SCALAR_F32, mem, a, NULL, bytes, n, units, &args,
+    st = launch_elementwise(stream, RILL__OP_ADD_SCALAR_F32, mem, a, NULL, bytes, n, units, &args,
                             sizeof args);
-    return finish_new(s, st, mem, event, out);
+    return finish_new(stream, st, mem, ev, out);
 }
 
 rill_status rill_op_map_f32_new(rill_stream *s, rill_map_op op, const float *a, float alpha,
@@ -434,8 +460,11 @@ rill_status rill_op_map_f32_new(rill_stream *s, rill_map_op op, const float *a, 
                           (int)op);
     }
     size_t bytes = 0, units = 0;
+    rill__stream *stream = NULL;
+    rill__event *ev = NULL;
     void *mem = NULL;
-    rill_status st = begin_new(fn, s, a, false, NULL, n, event, out, &bytes, &units, &mem);
+    rill_status st =
+        begin_new(fn, s, a, false, NULL, n, event, out, &bytes, &stream, &units, &ev, &mem);
     if (st != RILL_OK)
         return st;
     rill__op_map_args args = {mem, a, alpha, (uint32_t)op, n};
@@ -443,10 +472,10 @@ rill_status rill_op_map_f32_new(rill_stream *s, rill_map_op op, const float *a, 
     rill__op_access_add(&acc, a, bytes, RILL_READ);
     rill__op_access_add(&acc, mem, bytes, RILL_WRITE);
     /* The grid of rill_op_map_f32. */
-    st = rill__op_launch(s, RILL__OP_MAP_F32,
+    st = rill__op_launch(stream, RILL__OP_MAP_F32,
                          rill__op_blocks_for(n, ELEMENTS_PER_BLOCK_MIN / 4, units), &args,
                          sizeof args, &acc);
-    return finish_new(s, st, mem, event, out);
+    return finish_new(stream, st, mem, ev, out);
 }
 
 /* ---- random normal fill ---- */
@@ -456,6 +485,7 @@ rill_status rill_op_randn_f32(rill_stream *s, float *x, size_t n, float mean, fl
     RILL_CALL_SCOPE();
     static const char fn[] = "rill_op_randn_f32";
     size_t bytes = 0, units = 0;
+    rill__stream *stream = NULL;
     rill_status st;
     if ((st = rill__op_check_pointer(fn, x, "x", "device memory of n floats")) != RILL_OK ||
         (st = rill__op_check_count(fn, n, &bytes)) != RILL_OK)
@@ -468,13 +498,13 @@ rill_status rill_op_randn_f32(rill_stream *s, float *x, size_t n, float mean, fl
                           "%s: std is %g; pass a finite standard deviation, 0 or more", fn,
                           (double)std);
     if ((st = rill__op_check_fits(fn, s, x, "x", "n floats", bytes)) != RILL_OK ||
-        (st = rill__op_stream_compute_units(fn, s, &units)) != RILL_OK)
+        (st = rill__op_stream(fn, s, &stream, &units)) != RILL_OK)
         return st;
     rill__op_randn_args args = {x, n, mean, std, seed};
     access_list acc = {.count = 0};
     rill__op_access_add(&acc, x, bytes, RILL_WRITE);
     /* About 20 times the work of a fill per element: blocks for fewer. */
-    return rill__op_launch(s, RILL__OP_RANDN_F32,
+    return rill__op_launch(stream, RILL__OP_RANDN_F32,
                            rill__op_blocks_for(n, ELEMENTS_PER_BLOCK_MIN / 16, units), &args,
                            sizeof args, &acc);
 }
@@ -495,6 +525,7 @@ rill_status rill__op_check_disjoint(const char *fn, const void *out, size_t out_
 static rill_status launch_cast(const char *fn, rill__op id, rill_stream *s, void *out,
                                size_t out_size, const void *in, size_t in_size, size_t n) {
     size_t out_bytes = 0, in_bytes = 0, units = 0;
+    rill__stream *stream = NULL;
     rill_status st;
     if ((st = rill__op_check_pointer(fn, out, "out", "device memory for n elements")) != RILL_OK ||
         (st = rill__op_check_pointer(fn, in, "in", "device memory of n elements")) != RILL_OK ||
@@ -506,13 +537,13 @@ static rill_status launch_cast(const char *fn, rill__op id, rill_stream *s, void
     if ((st = rill__op_check_fits(fn, s, in, "in", "n elements", in_bytes)) != RILL_OK ||
         (st = rill__op_check_fits(fn, s, out, "out", "n elements", out_bytes)) != RILL_OK ||
         (st = rill__op_check_disjoint(fn, out, out_bytes, "out", in, in_bytes, "in")) != RILL_OK ||
-        (st = rill__op_stream_compute_units(fn, s, &units)) != RILL_OK)
+        (st = rill__op_stream(fn, s, &stream, &units)) != RILL_OK)
         return st;
     rill__op_cast_args args = {out, in, n};
     access_list acc = {.count = 0};
     rill__op_access_add(&acc, in, in_bytes, RILL_READ);
     rill__op_access_add(&acc, out, out_bytes, RILL_WRITE);
-    return rill__op_launch(s, id, rill__op_blocks_for(n, ELEMENTS_PER_BLOCK_MIN, units), &args,
+    return rill__op_launch(stream, id, rill__op_blocks_for(n, ELEMENTS_PER_BLOCK_MIN, units), &args,
                            sizeof args, &acc);
 }
 
@@ -535,7 +566,7 @@ rill_status rill_op_cast_f16_f32(rill_stream *s, float *out, const rill_half *in
  * and out equals an input or overlaps none. *bytes is 2n. */
 static rill_status check_f16(const char *fn, rill_stream *s, const void *out, const void *a,
                              const char *a_name, const void *b, const char *b_name, size_t n,
-                             size_t *bytes, size_t *units) {
+                             size_t *bytes, rill__stream **stream, size_t *units) {
     size_t float_bytes_n = 0;
     rill_status st;
     if ((st = rill__op_check_pointer(fn, out, a_name == NULL ? "x" : "out",
@@ -555,7 +586,7 @@ static rill_status check_f16(const char *fn, rill_stream *s, const void *out, co
             RILL_OK ||
         (a_name != NULL && (st = check_elementwise_out(fn, out, a, a_name, *bytes)) != RILL_OK) ||
         (b_name != NULL && (st = check_elementwise_out(fn, out, b, b_name, *bytes)) != RILL_OK) ||
-        (st = rill__op_stream_compute_units(fn, s, units)) != RILL_OK)
+        (st = rill__op_stream(fn, s, stream, units)) != RILL_OK)
         return st;
     return RILL_OK;
 }
@@ -564,13 +595,14 @@ rill_status rill_op_fill_f16(rill_stream *s, rill_half *x, float value, size_t n
     RILL_CALL_SCOPE();
     static const char fn[] = "rill_op_fill_f16";
     size_t bytes = 0, units = 0;
-    rill_status st = check_f16(fn, s, x, NULL, NULL, NULL, NULL, n, &bytes, &units);
+    rill__stream *stream = NULL;
+    rill_status st = check_f16(fn, s, x, NULL, NULL, NULL, NULL, n, &bytes, &stream, &units);
     if (st != RILL_OK)
         return st;
     rill__op_f16_args args = {x, NULL, NULL, value, n};
     access_list acc = {.count = 0};
     rill__op_access_add(&acc, x, bytes, RILL_WRITE);
-    return rill__op_launch(s, RILL__OP_FILL_F16,
+    return rill__op_launch(stream, RILL__OP_FILL_F16,
                            rill__op_blocks_for(n, ELEMENTS_PER_BLOCK_MIN, units), &args,
                            sizeof args, &acc);
 }
@@ -580,11 +612,13 @@ rill_status rill_op_add_f16(rill_stream *s, rill_half *out, const rill_half *a, 
     RILL_CALL_SCOPE();
     static const char fn[] = "rill_op_add_f16";
     size_t bytes = 0, units = 0;
-    rill_status st = check_f16(fn, s, out, a, "a", b, "b", n, &bytes, &units);
+    rill__stream *stream = NULL;
+    rill_status st = check_f16(fn, s, out, a, "a", b, "b", n, &bytes, &stream, &units);
     if (st != RILL_OK)
         return st;
     rill__op_f16_args args = {out, a, b, alpha, n};
-    return launch_elementwise(s, RILL__OP_ADD_F16, out, a, b, bytes, n, units, &args, sizeof args);
+    return launch_elementwise(stream, RILL__OP_ADD_F16, out, a, b, bytes, n, units, &args,
+                              sizeof args);
 }
 
 rill_status rill_op_mul_f16(rill_stream *s, rill_half *out, const rill_half *a, const rill_half *b,
@@ -592,11 +626,13 @@ rill_status rill_op_mul_f16(rill_stream *s, rill_half *out, const rill_half *a, 
     RILL_CALL_SCOPE();
     static const char fn[] = "rill_op_mul_f16";
     size_t bytes = 0, units = 0;
-    rill_status st = check_f16(fn, s, out, a, "a", b, "b", n, &bytes, &units);
+    rill__stream *stream = NULL;
+    rill_status st = check_f16(fn, s, out, a, "a", b, "b", n, &bytes, &stream, &units);
     if (st != RILL_OK)
         return st;
     rill__op_f16_args args = {out, a, b, 0.0f, n};
-    return launch_elementwise(s, RILL__OP_MUL_F16, out, a, b, bytes, n, units, &args, sizeof args);
+    return launch_elementwise(stream, RILL__OP_MUL_F16, out, a, b, bytes, n, units, &args,
+                              sizeof args);
 }
 
 rill_status rill_op_add_scalar_f16(rill_stream *s, rill_half *out, const rill_half *a, float value,
@@ -604,10 +640,11 @@ rill_status rill_op_add_scalar_f16(rill_stream *s, rill_half *out, const rill_ha
     RILL_CALL_SCOPE();
     static const char fn[] = "rill_op_add_scalar_f16";
     size_t bytes = 0, units = 0;
-    rill_status st = check_f16(fn, s, out, a, "a", NULL, NULL, n, &bytes, &units);
+    rill__stream *stream = NULL;
+    rill_status st = check_f16(fn, s, out, a, "a", NULL, NULL, n, &bytes, &stream, &units);
     if (st != RILL_OK)
         return st;
     rill__op_f16_args args = {out, a, NULL, value, n};
-    return launch_elementwise(s, RILL__OP_ADD_SCALAR_F16, out, a, NULL, bytes, n, units, &args,
+    return launch_elementwise(stream, RILL__OP_ADD_SCALAR_F16, out, a, NULL, bytes, n, units, &args,
                               sizeof args);
 }

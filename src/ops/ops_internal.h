@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "backend/op_args.h"
+#include "core/handle.h"
 #include "rill.h"
 
 /* Below this many elements per block, launching another block costs more
@@ -43,14 +44,23 @@ rill_status rill__op_check_pointer(const char *fn, const void *p, const char *na
 rill_status rill__op_check_disjoint(const char *fn, const void *out, size_t out_bytes,
                                     const char *out_name, const void *in, size_t in_bytes,
                                     const char *in_name);
-/* The compute units of s's device, and blocks for work units at min per
- * block, 1 to units. */
-rill_status rill__op_stream_compute_units(const char *fn, rill_stream *s, size_t *units);
+/* The stream that s names, in *stream, and the compute units of its
+ * device. An op resolves s this once, as its last check: its commands,
+ * allocations and frees all go to *stream (rill__kernel_launch,
+ * rill__mem_alloc_async), so that a destroy of s on another thread
+ * meanwhile finds the op either refused before it did anything or run
+ * whole on the stream it found (core/calls.h keeps that stream whole
+ * until the op returns). */
+rill_status rill__op_stream(const char *fn, rill_stream *s, rill__stream **stream, size_t *units);
+/* Blocks for work units at min per block, 1 to units. */
 size_t rill__op_blocks_for(size_t work, size_t min, size_t units);
 /* Adds an access, merging a second one to the same pointer. */
 void rill__op_access_add(access_list *list, const void *ptr, size_t bytes, rill_access_mode mode);
-/* Launches op id's kernel on s over blocks blocks. */
-rill_status rill__op_launch(rill_stream *s, rill__op id, size_t blocks, const void *args,
+/* Op id's kernel, created at first use: an op that launches several
+ * kernels gets them all before it allocates or launches anything. */
+rill_status rill__op_kernel(rill__op id, rill_kernel **out);
+/* Launches op id's kernel on stream over blocks blocks. */
+rill_status rill__op_launch(rill__stream *stream, rill__op id, size_t blocks, const void *args,
                             size_t args_size, const access_list *accesses);
 
 #endif

@@ -10,6 +10,7 @@
 
 #include "backend/op_args.h"
 #include "core/calls.h"
+#include "mem/memory.h"
 #include "ops/ops.h"
 #include "ops/ops_internal.h"
 #include "util/status.h"
@@ -19,17 +20,19 @@
 #define ELEMS(half, text) ((half) ? text " halves" : text " floats")
 
 /* One launch of op id whose blocks work in scratch memory: scratch_bytes
- * allocated on s into *scratch (a field of args), declared read-write,
- * and freed in stream order after the launch. */
-static rill_status launch_with_scratch(rill_stream *s, rill__op id, size_t blocks, const void *args,
-                                       size_t args_size, void **scratch, size_t scratch_bytes,
-                                       access_list *acc) {
-    rill_status st = rill_malloc_async(scratch_bytes, s, scratch);
-    if (st != RILL_OK)
+ * allocated on stream into *scratch (a field of args), declared
+ * read-write, and freed in stream order after the launch. The kernel
+ * comes first: a failure to create it leaves nothing allocated. */
+static rill_status launch_with_scratch(rill__stream *stream, rill__op id, size_t blocks,
+                                       const void *args, size_t args_size, void **scratch,
+                                       size_t scratch_bytes, access_list *acc) {
+    rill_kernel *kernel;
+    rill_status st = rill__op_kernel(id, &kernel);
+    if (st != RILL_OK || (st = rill__mem_alloc_async(stream, scratch_bytes, scratch)) != RILL_OK)
         return st;
     rill__op_access_add(acc, *scratch, scratch_bytes, RILL_READ_WRITE);
-    st = rill__op_launch(s, id, blocks, args, args_size, acc);
-    rill_status free_st = rill_free_async(*scratch, s);
+    st = rill__op_launch(stream, id, blocks, args, args_size, acc);
+    rill_status free_st = rill__mem_free_async(*scratch, stream);
     return st != RILL_OK ? st : free_st;
 }
 
@@ -42,6 +45,7 @@ static rill_status sum(const char *fn, rill_stream *s, bool half, void *out, con
                        size_t n) {
     size_t elem = half ? sizeof(rill_half) : sizeof(float);
     size_t bytes = 0, units = 0;
+    rill__stream *stream = NULL;
     rill_status st;
     if ((st = rill__op_check_pointer(fn, out, "out",
                                      half ? "device memory for one half"
@@ -53,7 +57,7 @@ static rill_status sum(const char *fn, rill_stream *s, bool half, void *out, con
     if ((st = rill__op_check_fits(fn, s, a, "a", ELEMS(half, "n"), bytes)) != RILL_OK ||
         (st = rill__op_check_fits(fn, s, out, "out", half ? "one half" : "one float", elem)) !=
             RILL_OK ||
-        (st = rill__op_stream_compute_units(fn, s, &units)) != RILL_OK)
+        (st = rill__op_stream(fn, s, &stream, &units)) != RILL_OK)
         return st;
     size_t blocks = rill__op_blocks_for(n, ELEMENTS_PER_BLOCK_MIN, units);
     access_list acc = {.count = 0};
@@ -62,23 +66,30 @@ static rill_status sum(const char *fn, rill_stream *s, bool half, void *out, con
         rill__op_access_add(&acc, out, elem, RILL_WRITE);
         if (half) {
             rill__op_sum_f16_args args = {a, n, NULL, out};
-            return rill__op_launch(s, RILL__OP_SUM_PARTIAL_F16, 1, &args, sizeof args, &acc);
+            return rill__op_launch(stream, RILL__OP_SUM_PARTIAL_F16, 1, &args, sizeof args, &acc);
         }
         rill__op_sum_partial_args args = {a, n, NULL, out};
-        return rill__op_launch(s, RILL__OP_SUM_PARTIAL_F32, 1, &args, sizeof args, &acc);
+        return rill__op_launch(stream, RILL__OP_SUM_PARTIAL_F32, 1, &args, sizeof args, &acc);
     }
 
+    /* Both kernels before the scratch memory: a failure to create the
+     * second leaves nothing allocated and nothing launched. */
+    rill_kernel *kernel;
     double *partials;
     size_t partial_bytes = blocks * sizeof(double);
-    if ((st = rill_malloc_async(partial_bytes, s, (void **)&partials)) != RILL_OK)
+    if ((st = rill__op_kernel(half ? RILL__OP_SUM_PARTIAL_F16 : RILL__OP_SUM_PARTIAL_F32,
+                              &kernel)) != RILL_OK ||
+        (st = rill__op_kernel(half ? RILL__OP_SUM_FINAL_F16 : RILL__OP_SUM_FINAL_F32, &kernel)) !=
+            RILL_OK ||
+        (st = rill__mem_alloc_async(stream, partial_bytes, (void **)&partials)) != RILL_OK)
         return st;
     rill__op_access_add(&acc, partials, partial_bytes, RILL_WRITE);
     if (half) {
         rill__op_sum_f16_args pargs = {a, n, partials, NULL};
-        st = rill__op_launch(s, RILL__OP_SUM_PARTIAL_F16, blocks, &pargs, sizeof pargs, &acc);
+        st = rill__op_launch(stream, RILL__OP_SUM_PARTIAL_F16, blocks, &pargs, sizeof pargs, &acc);
     } else {
         rill__op_sum_partial_args pargs = {a, n, partials, NULL};
-        st = rill__op_launch(s, RILL__OP_SUM_PARTIAL_F32, blocks, &pargs, sizeof pargs, &acc);
+        st = rill__op_launch(stream, RILL__OP_SUM_PARTIAL_F32, blocks, &pargs, sizeof pargs, &acc);
     }
     if (st == RILL_OK) {
         access_list facc = {.count = 0};
@@ -86,13 +97,13 @@ static rill_status sum(const char *fn, rill_stream *s, bool half, void *out, con
         rill__op_access_add(&facc, out, elem, RILL_WRITE);
         if (half) {
             rill__op_sum_final_f16_args fargs = {partials, blocks, out};
-            st = rill__op_launch(s, RILL__OP_SUM_FINAL_F16, 1, &fargs, sizeof fargs, &facc);
+            st = rill__op_launch(stream, RILL__OP_SUM_FINAL_F16, 1, &fargs, sizeof fargs, &facc);
         } else {
             rill__op_sum_final_args fargs = {partials, blocks, out};
-            st = rill__op_launch(s, RILL__OP_SUM_FINAL_F32, 1, &fargs, sizeof fargs, &facc);
+            st = rill__op_launch(stream, RILL__OP_SUM_FINAL_F32, 1, &fargs, sizeof fargs, &facc);
         }
     }
-    rill_status free_st = rill_free_async(partials, s);
+    rill_status free_st = rill__mem_free_async(partials, stream);
     return st != RILL_OK ? st : free_st;
 }
 
@@ -148,7 +159,7 @@ static void matmul_tiles(size_t m, size_t k, size_t n, size_t units, size_t *row
  * b and c, and the accesses a read, b read, c write. */
 static rill_status check_matmul(const char *fn, rill_stream *s, bool half, const void *c,
                                 const void *a, const void *b, size_t m, size_t k, size_t n,
-                                access_list *acc, size_t *units) {
+                                access_list *acc, rill__stream **stream, size_t *units) {
     size_t elem = half ? sizeof(rill_half) : sizeof(float);
     size_t a_bytes = 0, b_bytes = 0, c_bytes = 0;
     rill_status st;
@@ -170,7 +181,7 @@ static rill_status check_matmul(const char *fn, rill_stream *s, bool half, const
         (st = rill__op_check_fits(fn, s, c, "c", ELEMS(half, "m*n"), c_bytes)) != RILL_OK ||
         (st = rill__op_check_disjoint(fn, c, c_bytes, "c", a, a_bytes, "a")) != RILL_OK ||
         (st = rill__op_check_disjoint(fn, c, c_bytes, "c", b, b_bytes, "b")) != RILL_OK ||
-        (st = rill__op_stream_compute_units(fn, s, units)) != RILL_OK)
+        (st = rill__op_stream(fn, s, stream, units)) != RILL_OK)
         return st;
     rill__op_access_add(acc, a, a_bytes, RILL_READ);
     rill__op_access_add(acc, b, b_bytes, RILL_READ);
@@ -182,13 +193,15 @@ rill_status rill_op_matmul_f32(rill_stream *s, float *c, const float *a, const f
                                size_t k, size_t n) {
     RILL_CALL_SCOPE();
     size_t units = 0;
+    rill__stream *stream = NULL;
     access_list acc = {.count = 0};
-    rill_status st = check_matmul("rill_op_matmul_f32", s, false, c, a, b, m, k, n, &acc, &units);
+    rill_status st =
+        check_matmul("rill_op_matmul_f32", s, false, c, a, b, m, k, n, &acc, &stream, &units);
     if (st != RILL_OK)
         return st;
     rill__op_matmul_args args = {c, a, b, m, k, n, 1, 1};
     matmul_tiles(m, k, n, units, &args.row_panels, &args.col_panels);
-    return rill__op_launch(s, RILL__OP_MATMUL_F32, args.row_panels * args.col_panels, &args,
+    return rill__op_launch(stream, RILL__OP_MATMUL_F32, args.row_panels * args.col_panels, &args,
                            sizeof args, &acc);
 }
 
@@ -198,15 +211,17 @@ rill_status rill_op_matmul_f16(rill_stream *s, rill_half *c, const rill_half *a,
                                size_t m, size_t k, size_t n) {
     RILL_CALL_SCOPE();
     size_t units = 0;
+    rill__stream *stream = NULL;
     access_list acc = {.count = 0};
-    rill_status st = check_matmul("rill_op_matmul_f16", s, true, c, a, b, m, k, n, &acc, &units);
+    rill_status st =
+        check_matmul("rill_op_matmul_f16", s, true, c, a, b, m, k, n, &acc, &stream, &units);
     if (st != RILL_OK)
         return st;
     rill__op_matmul_f16_args args = {c, a, b, NULL, m, k, n, 1, 1};
     matmul_tiles(m, k, n, units, &args.row_panels, &args.col_panels);
     size_t blocks = args.row_panels * args.col_panels;
     size_t scratch_bytes = blocks * rill__op_matmul_f16_slot_floats(&args) * sizeof(float);
-    return launch_with_scratch(s, RILL__OP_MATMUL_F16, blocks, &args, sizeof args,
+    return launch_with_scratch(stream, RILL__OP_MATMUL_F16, blocks, &args, sizeof args,
                                (void **)&args.scratch, scratch_bytes, &acc);
 }
 
@@ -243,7 +258,8 @@ static size_t conv_plan(rill__op_conv2d_args *p, size_t units, size_t slot_float
  * weight read, out write, and sets *w_bytes to the weight's size. */
 static rill_status check_conv2d(const char *fn, rill_stream *s, bool half, const void *out,
                                 const void *in, const void *weight, const rill__op_conv2d_args *g,
-                                access_list *acc, size_t *w_bytes, size_t *units) {
+                                access_list *acc, size_t *w_bytes, rill__stream **stream,
+                                size_t *units) {
     size_t elem = half ? sizeof(rill_half) : sizeof(float);
     size_t in_bytes = 0, out_bytes = 0;
     rill_status st;
@@ -292,7 +308,7 @@ static rill_status check_conv2d(const char *fn, rill_stream *s, bool half, const
         (st = rill__op_check_disjoint(fn, out, out_bytes, "out", in, in_bytes, "in")) != RILL_OK ||
         (st = rill__op_check_disjoint(fn, out, out_bytes, "out", weight, *w_bytes, "weight")) !=
             RILL_OK ||
-        (st = rill__op_stream_compute_units(fn, s, units)) != RILL_OK)
+        (st = rill__op_stream(fn, s, stream, units)) != RILL_OK)
         return st;
     rill__op_access_add(acc, in, in_bytes, RILL_READ);
     rill__op_access_add(acc, weight, *w_bytes, RILL_READ);
@@ -307,16 +323,18 @@ rill_status rill_op_conv2d_f32(rill_stream *s, float *out, const float *in, cons
     static const char fn[] = "rill_op_conv2d_f32";
     rill__op_conv2d_args args = {out, in, weight, NULL, n, c, h, w, k, r, sz, 1};
     size_t w_bytes = 0, units = 0;
+    rill__stream *stream = NULL;
     access_list acc = {.count = 0};
-    rill_status st = check_conv2d(fn, s, false, out, in, weight, &args, &acc, &w_bytes, &units);
+    rill_status st =
+        check_conv2d(fn, s, false, out, in, weight, &args, &acc, &w_bytes, &stream, &units);
     if (st != RILL_OK)
         return st;
     size_t blocks = conv_plan(&args, units, c * r * sz * (w - sz + 1));
     if (r == 1 && sz == 1)
-        return rill__op_launch(s, RILL__OP_CONV2D_F32, blocks, &args, sizeof args, &acc);
+        return rill__op_launch(stream, RILL__OP_CONV2D_F32, blocks, &args, sizeof args, &acc);
 
     size_t scratch_bytes = blocks * rill__op_conv2d_slot_floats(&args) * sizeof(float);
-    return launch_with_scratch(s, RILL__OP_CONV2D_F32, blocks, &args, sizeof args,
+    return launch_with_scratch(stream, RILL__OP_CONV2D_F32, blocks, &args, sizeof args,
                                (void **)&args.scratch, scratch_bytes, &acc);
 }
 
@@ -331,8 +349,10 @@ rill_status rill_op_conv2d_f16(rill_stream *s, rill_half *out, const rill_half *
     static const char fn[] = "rill_op_conv2d_f16";
     rill__op_conv2d_args plan = {NULL, NULL, NULL, NULL, n, c, h, w, k, r, sz, 1};
     size_t w_bytes = 0, units = 0;
+    rill__stream *stream = NULL;
     access_list acc = {.count = 0};
-    rill_status st = check_conv2d(fn, s, true, out, in, weight, &plan, &acc, &w_bytes, &units);
+    rill_status st =
+        check_conv2d(fn, s, true, out, in, weight, &plan, &acc, &w_bytes, &stream, &units);
     if (st != RILL_OK)
         return st;
     size_t blocks = conv_plan(&plan, units, (c * r * sz + k) * (w - sz + 1));
@@ -340,8 +360,12 @@ rill_status rill_op_conv2d_f16(rill_stream *s, rill_half *out, const rill_half *
     size_t weights = k * c * r * sz;
     size_t scratch_bytes =
         (weights + blocks * rill__op_conv2d_f16_slot_floats(&args)) * sizeof(float);
+    /* Both kernels before the scratch memory, as in sum. */
+    rill_kernel *kernel;
     float *scratch;
-    if ((st = rill_malloc_async(scratch_bytes, s, (void **)&scratch)) != RILL_OK)
+    if ((st = rill__op_kernel(RILL__OP_CAST_F16_F32, &kernel)) != RILL_OK ||
+        (st = rill__op_kernel(RILL__OP_CONV2D_F16, &kernel)) != RILL_OK ||
+        (st = rill__mem_alloc_async(stream, scratch_bytes, (void **)&scratch)) != RILL_OK)
         return st;
     args.weight = scratch;
     args.scratch = scratch + weights;
@@ -350,14 +374,14 @@ rill_status rill_op_conv2d_f16(rill_stream *s, rill_half *out, const rill_half *
     access_list cacc = {.count = 0};
     rill__op_access_add(&cacc, weight, w_bytes, RILL_READ);
     rill__op_access_add(&cacc, scratch, weights * sizeof(float), RILL_WRITE);
-    st = rill__op_launch(s, RILL__OP_CAST_F16_F32,
+    st = rill__op_launch(stream, RILL__OP_CAST_F16_F32,
                          rill__op_blocks_for(weights, ELEMENTS_PER_BLOCK_MIN, units), &cargs,
                          sizeof cargs, &cacc);
     if (st == RILL_OK) {
         rill__op_access_add(&acc, scratch, scratch_bytes, RILL_READ_WRITE);
-        st = rill__op_launch(s, RILL__OP_CONV2D_F16, blocks, &args, sizeof args, &acc);
+        st = rill__op_launch(stream, RILL__OP_CONV2D_F16, blocks, &args, sizeof args, &acc);
     }
-    rill_status free_st = rill_free_async(scratch, s);
+    rill_status free_st = rill__mem_free_async(scratch, stream);
     return st != RILL_OK ? st : free_st;
 }
 
@@ -401,6 +425,7 @@ rill_status rill_op_conv2d_ex_f32(rill_stream *s, float *out, const float *in, c
     RILL_CALL_SCOPE();
     static const char fn[] = "rill_op_conv2d_ex_f32";
     size_t in_bytes = 0, w_bytes = 0, out_bytes = 0, units = 0, oh = 0, ow = 0;
+    rill__stream *stream = NULL;
     rill_status st;
     if ((st = rill__op_check_pointer(fn, out, "out", "device memory for n*k*oh*ow floats")) !=
             RILL_OK ||
@@ -431,7 +456,7 @@ rill_status rill_op_conv2d_ex_f32(rill_stream *s, float *out, const float *in, c
         (st = rill__op_check_disjoint(fn, out, out_bytes, "out", in, in_bytes, "in")) != RILL_OK ||
         (st = rill__op_check_disjoint(fn, out, out_bytes, "out", weight, w_bytes, "weight")) !=
             RILL_OK ||
-        (st = rill__op_stream_compute_units(fn, s, &units)) != RILL_OK)
+        (st = rill__op_stream(fn, s, &stream, &units)) != RILL_OK)
         return st;
     rill__op_conv2d_ex_args args = {out, in, weight,   NULL,     n,     c,     h,  w,  k,
                                     r,   sz, stride_h, stride_w, pad_h, pad_w, oh, ow, 1};
@@ -445,7 +470,7 @@ rill_status rill_op_conv2d_ex_f32(rill_stream *s, float *out, const float *in, c
     rill__op_access_add(&acc, weight, w_bytes, RILL_READ);
     rill__op_access_add(&acc, out, out_bytes, RILL_WRITE);
     size_t scratch_bytes = blocks * rill__op_conv2d_ex_slot_floats(&args) * sizeof(float);
-    return launch_with_scratch(s, RILL__OP_CONV2D_EX_F32, blocks, &args, sizeof args,
+    return launch_with_scratch(stream, RILL__OP_CONV2D_EX_F32, blocks, &args, sizeof args,
                                (void **)&args.scratch, scratch_bytes, &acc);
 }
 
@@ -461,6 +486,7 @@ rill_status rill_op_pool2d_f32(rill_stream *s, rill_pool_op op, float *out, cons
                           "%s: op is %d, not a rill_pool_op; pass RILL_POOL_MAX or RILL_POOL_AVG",
                           fn, (int)op);
     size_t in_bytes = 0, out_bytes = 0, units = 0, oh = 0, ow = 0;
+    rill__stream *stream = NULL;
     rill_status st;
     if ((st = rill__op_check_pointer(fn, out, "out", "device memory for planes*oh*ow floats")) !=
             RILL_OK ||
@@ -481,7 +507,7 @@ rill_status rill_op_pool2d_f32(rill_stream *s, rill_pool_op op, float *out, cons
         (st = rill__op_check_fits(fn, s, out, "out", "planes*oh*ow floats", out_bytes)) !=
             RILL_OK ||
         (st = rill__op_check_disjoint(fn, out, out_bytes, "out", in, in_bytes, "in")) != RILL_OK ||
-        (st = rill__op_stream_compute_units(fn, s, &units)) != RILL_OK)
+        (st = rill__op_stream(fn, s, &stream, &units)) != RILL_OK)
         return st;
     rill__op_pool2d_args args = {out, in, planes,   h,        w,     oh,    ow,
                                  r,   sz, stride_h, stride_w, pad_h, pad_w, (uint32_t)op};
@@ -490,6 +516,6 @@ rill_status rill_op_pool2d_f32(rill_stream *s, rill_pool_op op, float *out, cons
     rill__op_access_add(&acc, out, out_bytes, RILL_WRITE);
     size_t rows = planes * oh;
     size_t blocks = rill__op_blocks_for(planes * oh * ow * r * sz, ELEMENTS_PER_BLOCK_MIN, units);
-    return rill__op_launch(s, RILL__OP_POOL2D_F32, blocks < rows ? blocks : rows, &args,
+    return rill__op_launch(stream, RILL__OP_POOL2D_F32, blocks < rows ? blocks : rows, &args,
                            sizeof args, &acc);
 }

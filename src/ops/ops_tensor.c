@@ -172,7 +172,8 @@ static rill_status launch_strided(const char *fn, rill_stream *s, rill__op id,
                                   rill__op_strided_args *p, size_t out_bytes, size_t a_bytes,
                                   size_t b_bytes) {
     size_t units = 0;
-    rill_status st = rill__op_stream_compute_units(fn, s, &units);
+    rill__stream *stream = NULL;
+    rill_status st = rill__op_stream(fn, s, &stream, &units);
     if (st != RILL_OK)
         return st;
     access_list acc = {.count = 0};
@@ -181,8 +182,8 @@ static rill_status launch_strided(const char *fn, rill_stream *s, rill__op id,
         rill__op_access_add(&acc, p->b, b_bytes, RILL_READ);
     rill__op_access_add(&acc, p->out, out_bytes, RILL_WRITE);
     /* A gather costs a few times a contiguous add per element. */
-    return rill__op_launch(s, id, rill__op_blocks_for(p->n, ELEMENTS_PER_BLOCK_MIN / 4, units), p,
-                           sizeof *p, &acc);
+    return rill__op_launch(stream, id, rill__op_blocks_for(p->n, ELEMENTS_PER_BLOCK_MIN / 4, units),
+                           p, sizeof *p, &acc);
 }
 
 rill_status rill_op_copy_strided_f32(rill_stream *s, float *out, const size_t *out_strides,
@@ -271,6 +272,7 @@ rill_status rill_op_map_f32(rill_stream *s, rill_map_op op, float *out, const fl
                           "%s: op is %d, not a rill_map_op; pass RILL_MAP_NEG to RILL_MAP_ABS", fn,
                           (int)op);
     size_t bytes = 0, units = 0;
+    rill__stream *stream = NULL;
     rill_status st;
     if ((st = rill__op_check_pointer(fn, out, "out", "device memory for n floats")) != RILL_OK ||
         (st = rill__op_check_pointer(fn, a, "a", "device memory of n floats")) != RILL_OK ||
@@ -283,14 +285,14 @@ rill_status rill_op_map_f32(rill_stream *s, rill_map_op op, float *out, const fl
                           "%s: out overlaps a without being equal to it; pass out == a to "
                           "compute in place, or a buffer that does not overlap it",
                           fn);
-    if ((st = rill__op_stream_compute_units(fn, s, &units)) != RILL_OK)
+    if ((st = rill__op_stream(fn, s, &stream, &units)) != RILL_OK)
         return st;
     rill__op_map_args args = {out, a, alpha, (uint32_t)op, n};
     access_list acc = {.count = 0};
     rill__op_access_add(&acc, a, bytes, RILL_READ);
     rill__op_access_add(&acc, out, bytes, RILL_WRITE);
     /* The transcendental maps cost several adds per element. */
-    return rill__op_launch(s, RILL__OP_MAP_F32,
+    return rill__op_launch(stream, RILL__OP_MAP_F32,
                            rill__op_blocks_for(n, ELEMENTS_PER_BLOCK_MIN / 4, units), &args,
                            sizeof args, &acc);
 }
@@ -336,6 +338,7 @@ rill_status rill_op_reduce_dim_f32(rill_stream *s, rill_reduce_dim_op op, float 
                           "pass NULL, or op RILL_REDUCE_DIM_MAX or RILL_REDUCE_DIM_MIN",
                           fn);
     size_t count = 0, units = 0;
+    rill__stream *stream = NULL;
     rill_status st;
     if ((st = rill__op_check_pointer(fn, out, "out", "device memory for outer*inner floats")) !=
             RILL_OK ||
@@ -355,7 +358,7 @@ rill_status rill_op_reduce_dim_f32(rill_stream *s, rill_reduce_dim_op op, float 
                                                            a_bytes, "a")) != RILL_OK ||
                              (st = rill__op_check_disjoint(fn, indices, idx_bytes, "indices", out,
                                                            out_bytes, "out")) != RILL_OK)) ||
-        (st = rill__op_stream_compute_units(fn, s, &units)) != RILL_OK)
+        (st = rill__op_stream(fn, s, &stream, &units)) != RILL_OK)
         return st;
     rill__op_reduce_dim_args args = {out, indices, a, outer, dim, inner, (uint32_t)op};
     access_list acc = {.count = 0};
@@ -365,13 +368,14 @@ rill_status rill_op_reduce_dim_f32(rill_stream *s, rill_reduce_dim_op op, float 
         rill__op_access_add(&acc, indices, idx_bytes, RILL_WRITE);
     size_t outputs = outer * inner;
     size_t blocks = rill__op_blocks_for(count, ELEMENTS_PER_BLOCK_MIN, units);
-    return rill__op_launch(s, RILL__OP_REDUCE_DIM_F32, blocks < outputs ? blocks : outputs, &args,
-                           sizeof args, &acc);
+    return rill__op_launch(stream, RILL__OP_REDUCE_DIM_F32, blocks < outputs ? blocks : outputs,
+                           &args, sizeof args, &acc);
 }
 
 static rill_status softmax(const char *fn, rill_stream *s, float *out, const float *a, size_t outer,
                            size_t dim, size_t inner, bool is_log) {
     size_t count = 0, units = 0;
+    rill__stream *stream = NULL;
     rill_status st;
     if ((st = rill__op_check_pointer(fn, out, "out", "device memory for outer*dim*inner floats")) !=
             RILL_OK ||
@@ -388,7 +392,7 @@ static rill_status softmax(const char *fn, rill_stream *s, float *out, const flo
                           "%s: out overlaps a without being equal to it; pass out == a to "
                           "compute in place, or a buffer that does not overlap it",
                           fn);
-    if ((st = rill__op_stream_compute_units(fn, s, &units)) != RILL_OK)
+    if ((st = rill__op_stream(fn, s, &stream, &units)) != RILL_OK)
         return st;
     rill__op_softmax_args args = {out, a, outer, dim, inner, is_log ? 1u : 0u};
     access_list acc = {.count = 0};
@@ -396,7 +400,7 @@ static rill_status softmax(const char *fn, rill_stream *s, float *out, const flo
     rill__op_access_add(&acc, out, bytes, RILL_WRITE);
     size_t rows = outer * inner;
     size_t blocks = rill__op_blocks_for(count, ELEMENTS_PER_BLOCK_MIN / 4, units);
-    return rill__op_launch(s, RILL__OP_SOFTMAX_F32, blocks < rows ? blocks : rows, &args,
+    return rill__op_launch(stream, RILL__OP_SOFTMAX_F32, blocks < rows ? blocks : rows, &args,
                            sizeof args, &acc);
 }
 

@@ -390,6 +390,71 @@ static void test_pool_malloc_async_gives_back_a_block_whose_wait_fails(void **st
     RT_OK(rill_stream_destroy(a));
 }
 
+/* ---- frees that a synchronize has shown complete, with later work pending ---- */
+
+/* Four 4 MiB blocks on the default stream, freed there (into the thread
+ * cache of the thread that frees them). */
+static void *alloc_and_free_four(void *arg) {
+    (void)arg;
+    void *p[4];
+    for (int i = 0; i < 4; i++)
+        if (rill_malloc_async(4 * MiB, NULL, &p[i]) != RILL_OK)
+            return (void *)1;
+    for (int i = 0; i < 4; i++)
+        if (rill_free_async(p[i], NULL) != RILL_OK)
+            return (void *)1;
+    return NULL;
+}
+
+/* rill.h: "rill_free frees at the end of the work submitted to it so far,
+ * rill_free_async on stream": work given to the stream after the free is
+ * not what the free waits for. At a 16 MiB limit that four 4 MiB blocks
+ * fill, freed on the default stream before rill_device_synchronize, 4
+ * bytes on that stream fit (the pool gives the free blocks back to make
+ * room) although the stream was given more work after the synchronize;
+ * so do 4 MiB on another stream, at once. The blocks sit in the cache of
+ * the thread that freed them, this one or another, which the allocation
+ * takes back. */
+static void test_pool_synchronized_frees_serve_allocations_with_later_work_pending(void **state) {
+    (void)state;
+    for (int other_thread = 0; other_thread < 2; other_thread++) {
+        RT_OK(rill_shutdown()); /* a fresh pool */
+        RT_OK(rill_mem_set_limit(NULL, 16 * MiB));
+        if (other_thread) {
+            pthread_t t;
+            void *failed;
+            assert_int_equal(pthread_create(&t, NULL, alloc_and_free_four, NULL), 0);
+            assert_int_equal(pthread_join(t, &failed), 0);
+            assert_null(failed);
+        } else {
+            assert_null(alloc_and_free_four(NULL));
+        }
+        RT_OK(rill_device_synchronize(NULL));
+        rt_gate g;
+        rt_gate_reset(&g);
+        RT_OK(rt_launch_gate_kernel(NULL, &g)); /* later work: pending until opened */
+        void *small = NULL, *large = NULL;
+        rill_stream *s;
+        RT_OK(rill_stream_create(NULL, 0, &s));
+        rill_status small_st = rill_malloc_async(4, NULL, &small);
+        if (small_st != RILL_OK)
+            print_message("%s\n", rill_last_error());
+        rill_status large_st = rill_malloc_async(4 * MiB, s, &large);
+        if (large_st != RILL_OK)
+            print_message("%s\n", rill_last_error());
+        rt_gate_open(&g);
+        RT_OK(rill_device_synchronize(NULL));
+        assert_int_equal(atomic_load(&g.timed_out), 0);
+        RT_OK(rill_free_async(small, NULL));
+        RT_OK(rill_free_async(large, s));
+        RT_OK(rill_stream_destroy(s));
+        RT_OK(rill_device_synchronize(NULL));
+        RT_OK(rill_mem_set_limit(NULL, 0));
+        RT_STATUS(RILL_OK, small_st);
+        RT_STATUS(RILL_OK, large_st);
+    }
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pool_malloc_async_at_limit_fails_at_once_behind_host_function),
@@ -397,6 +462,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_pool_ops_at_limit_fail_before_submitting_behind_host_function),
         cmocka_unit_test(test_pool_malloc_at_limit_waits_for_free_behind_host_function),
         cmocka_unit_test(test_pool_malloc_async_gives_back_a_block_whose_wait_fails),
+        cmocka_unit_test(test_pool_synchronized_frees_serve_allocations_with_later_work_pending),
     };
     return RT_RUN(tests);
 }
