@@ -6,6 +6,10 @@ and docs/*.md. A path resolves against the repository, src/, src/backend/,
 python/ or the naming file's directory; a bare source file name must name
 some file; `file:line` must be within the file.
 
+And that docs/environment.md lists every RILL_ variable the code, the
+scripts and the tests read (getenv, os.environ, a shell script's $RILL_...),
+and no variable that nothing reads.
+
 Usage: scripts/refs.py          list what is stale, exit 1 if anything is"""
 import io
 import os
@@ -173,8 +177,39 @@ def check():
     return stale
 
 
+ENV_DOC = "docs/environment.md"
+ENV_READ = {
+    "code": re.compile(r'(?:getenv\(|environ\.get\(|environ\[)\s*"(RILL_[A-Z0-9_]+)"'),
+    "shell": re.compile(r"\$\{?(RILL_[A-Z0-9_]+)"),
+}
+
+
+def check_environment():
+    """The variables read against the rows of docs/environment.md."""
+    read = {}
+    for f in git_files():
+        if f.endswith((".c", ".h", ".cu", ".cpp", ".py")):
+            pattern = ENV_READ["code"]
+        elif f.endswith(".sh") or f == ".ci/run":
+            pattern = ENV_READ["shell"]
+        else:
+            continue
+        with open(os.path.join(ROOT, f), encoding="utf-8", errors="replace") as fh:
+            for name in pattern.findall(fh.read()):
+                read.setdefault(name, f)
+    listed = set()
+    with open(os.path.join(ROOT, ENV_DOC), encoding="utf-8") as fh:
+        for line in fh:
+            if line.startswith("| `"):
+                listed.update(re.findall(r"`(RILL_[A-Z0-9_]+)`", line.split("|")[1]))
+    stale = [f"{where}: reads {name}, which {ENV_DOC} does not list"
+             for name, where in sorted(read.items()) if name not in listed]
+    stale += [f"{ENV_DOC}: lists {name}, which nothing reads" for name in sorted(listed - set(read))]
+    return stale
+
+
 def main():
-    stale = check()
+    stale = check() + check_environment()
     for s in stale:
         print(s)
     if stale:
