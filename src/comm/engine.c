@@ -4,9 +4,7 @@
  * once their streams reach them, tests started ones until they complete or
  * miss their deadline, and completes their proxies' numbers; it never
  * blocks in the transport. How it polls: docs/mpi.md, "The communication
- * thread". */
-
-/* thread". Invariants: a channel's queue holds its issued, unstarted tasks
+ * thread". Invariants: a channel's queue holds its issued, unstarted tasks
  * in issue order; ch->active counts its started, unfinished, unabandoned
  * tasks; engine.live = the sum of ch->active; ch->gate, when set, is an
  * active task of ch with op.starting set, and nothing of ch starts while it

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* The built-in float32 ops (rill_op_*): their kernels are created on first
- * use and owned here. */
+/* The built-in float32 and float16 ops (rill_op_*, src/ops/): their
+ * kernels are created on first use and owned by ops.c. */
 #ifndef RILL_OPS_OPS_H
 #define RILL_OPS_OPS_H
 
