@@ -116,8 +116,7 @@ static void test_acl_ipc_event(void **state) {
     ACL_OK(aclrtDestroyEvent(plain));
     ACL_OK(aclrtDestroyEvent(opened));
     ACL_OK(aclrtDestroyEvent(e));
-    ACL_FAILS(aclrtIpcGetEventHandle(e, &h), ACL_ERROR_RT_PARAM_INVALID,
-              "aclrtIpcGetEventHandle");
+    ACL_FAILS(aclrtIpcGetEventHandle(e, &h), ACL_ERROR_RT_PARAM_INVALID, "aclrtIpcGetEventHandle");
     ACL_OK(aclrtDestroyStream(s));
 }
 

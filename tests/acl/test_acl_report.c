@@ -14,8 +14,8 @@ static atomic_int order;
 static atomic_int stop;
 
 struct record {
-    atomic_int at;             /* its place in order, from 1; 0 before it ran */
-    atomic_uintptr_t thread;   /* the thread that ran it */
+    atomic_int at;           /* its place in order, from 1; 0 before it ran */
+    atomic_uintptr_t thread; /* the thread that ran it */
 };
 
 static void note(void *arg) {
@@ -167,8 +167,8 @@ static void test_acl_callback_refusals(void **state) {
     ACL_FAILS(aclrtSubscribeReport(me + 1, s), ACL_ERROR_RT_STREAM_SUBSCRIBE, "already");
     ACL_FAILS(aclrtLaunchCallback(NULL, &r, ACL_CALLBACK_BLOCK, s), ACL_ERROR_INVALID_PARAM,
               "fn is NULL");
-    ACL_FAILS(aclrtLaunchCallback(note, &r, (aclrtCallbackBlockType)2, s),
-              ACL_ERROR_INVALID_PARAM, "blockType 2");
+    ACL_FAILS(aclrtLaunchCallback(note, &r, (aclrtCallbackBlockType)2, s), ACL_ERROR_INVALID_PARAM,
+              "blockType 2");
     ACL_FAILS(aclrtUnSubscribeReport(me + 1, s), ACL_ERROR_RT_STREAM_SUBSCRIBE, "not by thread");
     ACL_FAILS(aclrtUnSubscribeReport(me, t), ACL_ERROR_RT_STREAM_SUBSCRIBE, "not subscribed");
     /* During a capture: refused, the capture goes on. */
@@ -206,8 +206,7 @@ static void test_acl_launch_host_func(void **state) {
     assert_int_equal(atomic_load(&r.at), 1);
     ACL_FAILS(aclrtLaunchHostFunc(s, NULL, &r), ACL_ERROR_INVALID_PARAM, "fn is NULL");
     ACL_OK(aclrtDestroyStream(s));
-    ACL_FAILS(aclrtLaunchHostFunc(s, note, &r), ACL_ERROR_RT_PARAM_INVALID,
-              "aclrtLaunchHostFunc");
+    ACL_FAILS(aclrtLaunchHostFunc(s, note, &r), ACL_ERROR_RT_PARAM_INVALID, "aclrtLaunchHostFunc");
 }
 
 int main(int argc, char **argv) {

@@ -55,8 +55,7 @@ static void test_acl_synchronize_with_timeout(void **state) {
     ACL_FAILS(aclrtSynchronizeStreamWithTimeout(s, -2), ACL_ERROR_RT_PARAM_INVALID, "below -1");
     ACL_FAILS(aclrtSynchronizeEventWithTimeout(e, -2), ACL_ERROR_RT_PARAM_INVALID, "below -1");
     ACL_FAILS(aclrtSynchronizeDeviceWithTimeout(-5), ACL_ERROR_RT_PARAM_INVALID, "below -1");
-    ACL_FAILS(aclrtSynchronizeEventWithTimeout(NULL, 1), ACL_ERROR_INVALID_PARAM,
-              "event is NULL");
+    ACL_FAILS(aclrtSynchronizeEventWithTimeout(NULL, 1), ACL_ERROR_INVALID_PARAM, "event is NULL");
     atomic_store(&gate, 1);
     ACL_OK(aclrtSynchronizeStreamWithTimeout(s, -1));
     ACL_OK(aclrtSynchronizeStreamWithTimeout(s, 0));
@@ -110,8 +109,7 @@ static void test_acl_stream_priority_and_flags(void **state) {
     ACL_OK(aclrtDestroyStream(lo));
     ACL_OK(aclrtDestroyStream(plain));
     ACL_FAILS(aclrtStreamGetFlags(hi, &f), ACL_ERROR_RT_PARAM_INVALID, "aclrtStreamGetFlags");
-    ACL_FAILS(aclrtStreamGetPriority(hi, &p), ACL_ERROR_RT_PARAM_INVALID,
-              "aclrtStreamGetPriority");
+    ACL_FAILS(aclrtStreamGetPriority(hi, &p), ACL_ERROR_RT_PARAM_INVALID, "aclrtStreamGetPriority");
     /* A stream made after hi was destroyed has its own flags, not hi's. */
     ACL_OK(aclrtCreateStreamWithConfig(&plain, 0, 0));
     ACL_OK(aclrtStreamGetFlags(plain, &f));

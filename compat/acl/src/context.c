@@ -74,8 +74,8 @@ static void *context_open(int ordinal, bool is_default) {
 static aclError default_context(const char *call, int ordinal, void **out) {
     if (ordinal >= MAX_DEFAULTS)
         return rill__acl_fail(ACL_ERROR_RT_INTERNAL_ERROR,
-                              "%s: device %d is past the %d devices that have contexts here",
-                              call, ordinal, MAX_DEFAULTS);
+                              "%s: device %d is past the %d devices that have contexts here", call,
+                              ordinal, MAX_DEFAULTS);
     if (pthread_mutex_lock(&defaults_lock) != 0)
         abort();
     if (!defaults[ordinal])

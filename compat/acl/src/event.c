@@ -81,7 +81,8 @@ aclError aclrtSynchronizeEventWithTimeout(aclrtEvent event, int32_t timeout) {
     if (err != ACL_SUCCESS)
         return err;
     rill_event *e = (rill_event *)event;
-    rill_status st = ns == UINT64_MAX ? rill_event_synchronize(e) : rill_event_synchronize_for(e, ns);
+    rill_status st =
+        ns == UINT64_MAX ? rill_event_synchronize(e) : rill_event_synchronize_for(e, ns);
     if (st == RILL_NOT_READY)
         return rill__acl_fail(ACL_ERROR_RT_EVENT_SYNC_TIMEOUT,
                               "%s: the event's recorded work was not done within %d ms; it runs "

@@ -32,9 +32,9 @@
 enum { LAUNCHED, QUEUED, RUNNING, DONE, ORPHANED };
 
 struct item {
-    aclrtCallback fn;   /* immutable */
-    void *data;         /* immutable */
-    bool blocks;        /* immutable: ACL_CALLBACK_BLOCK */
+    aclrtCallback fn;    /* immutable */
+    void *data;          /* immutable */
+    bool blocks;         /* immutable: ACL_CALLBACK_BLOCK */
     rill_stream *stream; /* immutable: the stream's handle */
     /* guarded by lock */
     int state;

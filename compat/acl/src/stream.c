@@ -89,8 +89,8 @@ aclError aclrtDestroyStreamForce(aclrtStream stream) {
         return rill__acl_fail(ACL_ERROR_INVALID_PARAM,
                               "aclrtDestroyStreamForce: stream is NULL; the default stream is "
                               "not destroyed");
-    aclError err = rill__acl_check(rill_stream_destroy((rill_stream *)stream),
-                                   "aclrtDestroyStreamForce");
+    aclError err =
+        rill__acl_check(rill_stream_destroy((rill_stream *)stream), "aclrtDestroyStreamForce");
     if (err == ACL_SUCCESS)
         rill__acl_stream_forget(stream);
     return err;
@@ -103,7 +103,8 @@ aclError aclrtSynchronizeStreamWithTimeout(aclrtStream stream, int32_t timeout) 
     if (err != ACL_SUCCESS)
         return err;
     rill_stream *s = (rill_stream *)stream;
-    rill_status st = ns == UINT64_MAX ? rill_stream_synchronize(s) : rill_stream_synchronize_for(s, ns);
+    rill_status st =
+        ns == UINT64_MAX ? rill_stream_synchronize(s) : rill_stream_synchronize_for(s, ns);
     if (st == RILL_NOT_READY)
         return rill__acl_fail(ACL_ERROR_RT_STREAM_SYNC_TIMEOUT,
                               "%s: the stream's work was not done within %d ms; it runs on", call,

@@ -257,8 +257,7 @@ ACL_FUNC_VISIBILITY aclError aclrtDestroyStreamForce(aclrtStream stream);
 ACL_FUNC_VISIBILITY aclError aclrtSynchronizeStream(aclrtStream stream);
 /* timeout in ms, -1 for none: ACL_ERROR_RT_STREAM_SYNC_TIMEOUT when the
  * work is not done by then (it runs on). */
-ACL_FUNC_VISIBILITY aclError aclrtSynchronizeStreamWithTimeout(aclrtStream stream,
-                                                               int32_t timeout);
+ACL_FUNC_VISIBILITY aclError aclrtSynchronizeStreamWithTimeout(aclrtStream stream, int32_t timeout);
 /* Never blocks: COMPLETE when all the stream's work has run. */
 ACL_FUNC_VISIBILITY aclError aclrtStreamQuery(aclrtStream stream, aclrtStreamStatus *status);
 /* The priority given at creation, clamped as aclrtCreateStreamWithConfig
@@ -296,8 +295,7 @@ ACL_FUNC_VISIBILITY aclError aclrtProcessReport(int32_t timeout);
  * calling thread (NO_BLOCK) or on the stream's own (BLOCK). */
 ACL_FUNC_VISIBILITY aclError aclrtUnSubscribeReport(uint64_t threadId, aclrtStream stream);
 /* fn(args) in stream order on one of rill's threads (rill_launch_host_func). */
-ACL_FUNC_VISIBILITY aclError aclrtLaunchHostFunc(aclrtStream stream, aclrtHostFunc fn,
-                                                 void *args);
+ACL_FUNC_VISIBILITY aclError aclrtLaunchHostFunc(aclrtStream stream, aclrtHostFunc fn, void *args);
 
 /* ---- random numbers ---- */
 
@@ -333,8 +331,7 @@ ACL_FUNC_VISIBILITY aclError aclrtResetEvent(aclrtEvent event, aclrtStream strea
 ACL_FUNC_VISIBILITY aclError aclrtSynchronizeEventWithTimeout(aclrtEvent event, int32_t timeout);
 /* An event made with ACL_EVENT_IPC, shared with another process. */
 ACL_FUNC_VISIBILITY aclError aclrtIpcGetEventHandle(aclrtEvent event, aclrtIpcEventHandle *handle);
-ACL_FUNC_VISIBILITY aclError aclrtIpcOpenEventHandle(aclrtIpcEventHandle handle,
-                                                     aclrtEvent *event);
+ACL_FUNC_VISIBILITY aclError aclrtIpcOpenEventHandle(aclrtIpcEventHandle handle, aclrtEvent *event);
 
 /* ---- memory ---- */
 
