@@ -92,15 +92,95 @@ static void test_acl_callback_no_block_lets_stream_run_on(void **state) {
     struct record own = {0};
     ACL_OK(aclrtLaunchCallback(note, &own, ACL_CALLBACK_BLOCK, s));
     ACL_OK(aclrtLaunchHostFunc(s, note, &after));
-    ACL_FAILS(aclrtSynchronizeStreamWithTimeout(s, 20), ACL_ERROR_RT_STREAM_SYNC_TIMEOUT,
-              "aclrtSynchronizeStreamWithTimeout");
+    sleep_ms(20);
+    aclrtStreamStatus st = ACL_STREAM_STATUS_COMPLETE;
+    ACL_OK(aclrtStreamQuery(s, &st));
+    assert_int_equal(st, ACL_STREAM_STATUS_NOT_READY);
     assert_int_equal(atomic_load(&own.at), 0);
-    ACL_OK(aclrtProcessReport(1000));
-    ACL_OK(aclrtSynchronizeStreamWithTimeout(s, 5000));
+    /* A subscribed thread that synchronizes runs its callbacks meanwhile. */
+    ACL_OK(aclrtSynchronizeStream(s));
     assert_int_equal(atomic_load(&own.at), 3);
+    assert_true(pthread_equal((pthread_t)atomic_load(&own.thread), pthread_self()));
     assert_int_equal(atomic_load(&after.at), 4);
     ACL_OK(aclrtUnSubscribeReport((uint64_t)pthread_self(), s));
     ACL_OK(aclrtDestroyStream(s));
+}
+
+/* "A subscribed thread that synchronizes runs the callbacks handed to it
+ * while it waits": it never waits for itself. The thread below subscribes
+ * itself, queues a BLOCK callback behind a held host function (so that
+ * one of rill's workers, not the waiting thread, reaches the callback) and
+ * synchronizes; the main thread opens the gate and gives it 5 s. */
+static atomic_int gate, self_sync_done;
+static struct record self_cb;
+
+static void held(void *arg) {
+    (void)arg;
+    while (!atomic_load(&gate))
+        sleep_ms(1);
+}
+
+enum {
+    SYNC_STREAM,
+    SYNC_EVENT,
+    SYNC_DEVICE,
+    SYNC_STREAM_TIMEOUT,
+    SYNC_EVENT_TIMEOUT,
+    SYNC_DEVICE_TIMEOUT
+};
+
+static void *subscribe_self_and_synchronize(void *arg) {
+    int how = *(int *)arg;
+    aclrtStream s;
+    aclrtEvent e;
+    if (aclrtCreateStream(&s) != ACL_SUCCESS || aclrtCreateEvent(&e) != ACL_SUCCESS ||
+        aclrtSubscribeReport((uint64_t)pthread_self(), s) != ACL_SUCCESS ||
+        aclrtLaunchHostFunc(s, held, NULL) != ACL_SUCCESS ||
+        aclrtLaunchCallback(note, &self_cb, ACL_CALLBACK_BLOCK, s) != ACL_SUCCESS ||
+        aclrtRecordEvent(e, s) != ACL_SUCCESS) {
+        atomic_store(&self_sync_done, -1);
+        return NULL;
+    }
+    aclError err = how == SYNC_STREAM           ? aclrtSynchronizeStream(s)
+                   : how == SYNC_EVENT          ? aclrtSynchronizeEvent(e)
+                   : how == SYNC_DEVICE         ? aclrtSynchronizeDevice()
+                   : how == SYNC_STREAM_TIMEOUT ? aclrtSynchronizeStreamWithTimeout(s, 10000)
+                   : how == SYNC_EVENT_TIMEOUT  ? aclrtSynchronizeEventWithTimeout(e, 10000)
+                                                : aclrtSynchronizeDeviceWithTimeout(10000);
+    atomic_store(&self_sync_done, err == ACL_SUCCESS ? 1 : -2);
+    (void)aclrtUnSubscribeReport((uint64_t)pthread_self(), s);
+    (void)aclrtDestroyEvent(e);
+    (void)aclrtDestroyStream(s);
+    return NULL;
+}
+
+static void test_acl_subscribed_thread_synchronizing_runs_its_callbacks(void **state) {
+    (void)state;
+    for (int how = SYNC_STREAM; how <= SYNC_DEVICE_TIMEOUT; how++) {
+        atomic_store(&order, 0);
+        atomic_store(&gate, 0);
+        atomic_store(&self_sync_done, 0);
+        atomic_store(&self_cb.at, 0);
+        pthread_t t;
+        assert_int_equal(pthread_create(&t, NULL, subscribe_self_and_synchronize, &how), 0);
+        sleep_ms(20);
+        atomic_store(&gate, 1);
+        for (int i = 0; i < 5000 && atomic_load(&self_sync_done) == 0; i++)
+            sleep_ms(1);
+        int done = atomic_load(&self_sync_done);
+        if (done != 1) {
+            /* aclFinalize (the teardown) ends the subscription, which lets
+             * the thread go; join it first so that nothing outlives the test. */
+            (void)aclFinalize();
+            assert_int_equal(pthread_join(t, NULL), 0);
+            (void)aclInit(NULL);
+            fail_msg("synchronize %d of a subscribed thread: %s", how,
+                     done == 0 ? "still waiting after 5 s" : "failed");
+        }
+        assert_int_equal(pthread_join(t, NULL), 0);
+        assert_int_equal(atomic_load(&self_cb.at), 1);
+        assert_true(pthread_equal((pthread_t)atomic_load(&self_cb.thread), t));
+    }
 }
 
 /* "Ends the binding; callbacks already queued for it run at once, on the
@@ -213,6 +293,7 @@ int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         ACL_TEST(test_acl_callback_runs_on_subscribed_thread_in_order),
         ACL_TEST(test_acl_callback_no_block_lets_stream_run_on),
+        ACL_TEST(test_acl_subscribed_thread_synchronizing_runs_its_callbacks),
         ACL_TEST(test_acl_unsubscribe_runs_queued_callbacks),
         ACL_TEST(test_acl_finalize_releases_pending_callbacks),
         ACL_TEST(test_acl_callback_refusals),

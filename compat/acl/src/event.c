@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "report.h"
 #include "stream.h"
 
 _Static_assert(sizeof(aclrtIpcEventHandle) == sizeof(rill_ipc_event_handle),
@@ -80,9 +81,7 @@ aclError aclrtSynchronizeEventWithTimeout(aclrtEvent event, int32_t timeout) {
     aclError err = rill__acl_timeout_ns(call, timeout, &ns);
     if (err != ACL_SUCCESS)
         return err;
-    rill_event *e = (rill_event *)event;
-    rill_status st =
-        ns == UINT64_MAX ? rill_event_synchronize(e) : rill_event_synchronize_for(e, ns);
+    rill_status st = rill__acl_wait(rill__acl_wait_event, event, ns);
     if (st == RILL_NOT_READY)
         return rill__acl_fail(ACL_ERROR_RT_EVENT_SYNC_TIMEOUT,
                               "%s: the event's recorded work was not done within %d ms; it runs "

@@ -17,7 +17,9 @@
  * one already queued and not blocking, on the thread that ended the
  * subscription. A thread running deliver that is itself the subscribed
  * thread (it waited for the stream and rill ran the work on it) runs the
- * callback at once, where waiting for itself would never end.
+ * callback at once, where waiting for itself would never end; and a
+ * subscribed thread that synchronizes runs its callbacks while it waits
+ * (rill__acl_wait), for the same reason.
  */
 #include "report.h"
 
@@ -342,6 +344,23 @@ static struct item *take_locked(uint64_t thread) {
     return batch;
 }
 
+/* Runs a batch that take_locked unlinked: a blocking callback's deliver is
+ * told it ran (and frees it), the others are freed here. */
+static void run_batch(struct item *batch) {
+    for (struct item *it = batch, *next; it; it = next) {
+        next = it->next;
+        it->fn(it->data);
+        if (!it->blocks) {
+            free(it);
+            continue;
+        }
+        lock_all(); /* its deliver frees it once DONE */
+        it->state = DONE;
+        broadcast();
+        unlock_all();
+    }
+}
+
 aclError aclrtProcessReport(int32_t timeout) {
     const char *call = "aclrtProcessReport";
     if (timeout < -1)
@@ -375,19 +394,43 @@ aclError aclrtProcessReport(int32_t timeout) {
             abort();
     }
     unlock_all();
-    for (struct item *it = batch, *next; it; it = next) {
-        next = it->next;
-        it->fn(it->data);
-        if (!it->blocks) {
-            free(it);
-            continue;
-        }
-        lock_all(); /* its deliver frees it once DONE */
-        it->state = DONE;
-        broadcast();
-        unlock_all();
-    }
+    run_batch(batch);
     return ACL_SUCCESS;
+}
+
+/* Runs the callbacks handed to the calling thread so far; false when it
+ * is subscribed to no stream. */
+static bool serve_pending(uint64_t me) {
+    lock_all();
+    bool subscribed = thread_subscribed_locked(me);
+    struct item *batch = subscribed ? take_locked(me) : NULL;
+    unlock_all();
+    run_batch(batch);
+    return subscribed;
+}
+
+static uint64_t now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+rill_status rill__acl_wait(rill__acl_wait_fn wait, void *obj, uint64_t timeout_ns) {
+    enum { SLICE_NS = 1000000 };
+    uint64_t me = self_id();
+    if (!serve_pending(me))
+        return wait(obj, timeout_ns);
+    uint64_t start = now_ns();
+    for (;;) {
+        uint64_t waited = now_ns() - start;
+        uint64_t left = timeout_ns == UINT64_MAX ? UINT64_MAX
+                        : waited >= timeout_ns   ? 0
+                                                 : timeout_ns - waited;
+        rill_status st = wait(obj, left < SLICE_NS ? left : SLICE_NS);
+        if (st != RILL_NOT_READY || left <= SLICE_NS)
+            return st;
+        serve_pending(me);
+    }
 }
 
 aclError aclrtLaunchHostFunc(aclrtStream stream, aclrtHostFunc fn, void *args) {

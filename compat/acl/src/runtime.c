@@ -131,7 +131,8 @@ aclError aclrtGetDeviceCount(uint32_t *count) {
 }
 
 aclError aclrtSynchronizeDevice(void) {
-    return rill__acl_check(rill_device_synchronize(NULL), "aclrtSynchronizeDevice");
+    return rill__acl_check(rill__acl_wait(rill__acl_wait_device, NULL, UINT64_MAX),
+                           "aclrtSynchronizeDevice");
 }
 
 /* ---- streams ---- */
@@ -197,7 +198,7 @@ aclError aclrtDestroyStream(aclrtStream stream) {
 }
 
 aclError aclrtSynchronizeStream(aclrtStream stream) {
-    return rill__acl_check(rill_stream_synchronize((rill_stream *)stream),
+    return rill__acl_check(rill__acl_wait(rill__acl_wait_stream, stream, UINT64_MAX),
                            "aclrtSynchronizeStream");
 }
 
@@ -268,7 +269,8 @@ aclError aclrtQueryEventStatus(aclrtEvent event, aclrtEventRecordedStatus *statu
 aclError aclrtSynchronizeEvent(aclrtEvent event) {
     if (!event)
         return rill__acl_fail(ACL_ERROR_INVALID_PARAM, "aclrtSynchronizeEvent: event is NULL");
-    return rill__acl_check(rill_event_synchronize((rill_event *)event), "aclrtSynchronizeEvent");
+    return rill__acl_check(rill__acl_wait(rill__acl_wait_event, event, UINT64_MAX),
+                           "aclrtSynchronizeEvent");
 }
 
 aclError aclrtEventElapsedTime(float *ms, aclrtEvent startEvent, aclrtEvent endEvent) {

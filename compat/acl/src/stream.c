@@ -14,6 +14,7 @@
 #include <stdlib.h>
 
 #include "error.h"
+#include "report.h"
 
 struct note {
     aclrtStream stream;
@@ -82,6 +83,21 @@ aclError rill__acl_timeout_ns(const char *call, int32_t timeout, uint64_t *ns) {
     return ACL_SUCCESS;
 }
 
+rill_status rill__acl_wait_stream(void *stream, uint64_t timeout_ns) {
+    return timeout_ns == UINT64_MAX ? rill_stream_synchronize(stream)
+                                    : rill_stream_synchronize_for(stream, timeout_ns);
+}
+
+rill_status rill__acl_wait_event(void *event, uint64_t timeout_ns) {
+    return timeout_ns == UINT64_MAX ? rill_event_synchronize(event)
+                                    : rill_event_synchronize_for(event, timeout_ns);
+}
+
+rill_status rill__acl_wait_device(void *device, uint64_t timeout_ns) {
+    return timeout_ns == UINT64_MAX ? rill_device_synchronize(device)
+                                    : rill_device_synchronize_for(device, timeout_ns);
+}
+
 /* ---- force and time limits ---- */
 
 aclError aclrtDestroyStreamForce(aclrtStream stream) {
@@ -102,9 +118,7 @@ aclError aclrtSynchronizeStreamWithTimeout(aclrtStream stream, int32_t timeout) 
     aclError err = rill__acl_timeout_ns(call, timeout, &ns);
     if (err != ACL_SUCCESS)
         return err;
-    rill_stream *s = (rill_stream *)stream;
-    rill_status st =
-        ns == UINT64_MAX ? rill_stream_synchronize(s) : rill_stream_synchronize_for(s, ns);
+    rill_status st = rill__acl_wait(rill__acl_wait_stream, stream, ns);
     if (st == RILL_NOT_READY)
         return rill__acl_fail(ACL_ERROR_RT_STREAM_SYNC_TIMEOUT,
                               "%s: the stream's work was not done within %d ms; it runs on", call,
@@ -118,8 +132,7 @@ aclError aclrtSynchronizeDeviceWithTimeout(int32_t timeout) {
     aclError err = rill__acl_timeout_ns(call, timeout, &ns);
     if (err != ACL_SUCCESS)
         return err;
-    rill_status st =
-        ns == UINT64_MAX ? rill_device_synchronize(NULL) : rill_device_synchronize_for(NULL, ns);
+    rill_status st = rill__acl_wait(rill__acl_wait_device, NULL, ns);
     if (st == RILL_NOT_READY)
         return rill__acl_fail(ACL_ERROR_RT_STREAM_SYNC_TIMEOUT,
                               "%s: the device's work was not done within %d ms; it runs on", call,

@@ -278,7 +278,10 @@ ACL_FUNC_VISIBILITY aclError aclrtStreamWaitEventWithFlag(aclrtStream stream, ac
 /* ---- callbacks: run on a thread the program chooses ---- */
 
 /* Binds stream's callbacks to the thread threadId ((uint64_t)pthread_self()
- * of it): a stream has one such thread, a thread may serve many streams. */
+ * of it): a stream has one such thread, a thread may serve many streams.
+ * A subscribed thread that synchronizes (aclrtSynchronizeStream, ...Event,
+ * ...Device, with or without a timeout) runs its callbacks while it waits,
+ * so that it never waits for a callback that only it would run. */
 ACL_FUNC_VISIBILITY aclError aclrtSubscribeReport(uint64_t threadId, aclrtStream stream);
 /* Queues fn(userData) on stream, which must be subscribed: when the stream
  * reaches it, the subscribed thread runs it in aclrtProcessReport.
