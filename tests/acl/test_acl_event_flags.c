@@ -72,6 +72,66 @@ static void test_acl_event_with_flag_variants(void **state) {
     ACL_OK(aclrtDestroyStream(b));
 }
 
+static uint64_t monotonic_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static void sleep_20ms(void *arg) {
+    (void)arg;
+    struct timespec ts = {0, 20000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* "When the event's recorded work completed, in nanoseconds of the host's
+ * CLOCK_MONOTONIC": each timestamp lies between the test's clock before
+ * the record (plus the 20 ms the stream sleeps before the second) and its
+ * clock after the call. */
+static void test_acl_event_timestamp(void **state) {
+    (void)state;
+    aclrtStream s;
+    aclrtEvent first, second, untimed, unrecorded;
+    ACL_OK(aclrtCreateStream(&s));
+    ACL_OK(aclrtCreateEvent(&first));
+    ACL_OK(aclrtCreateEventWithFlag(&second, ACL_EVENT_TIME_LINE));
+    uint64_t before = monotonic_ns();
+    ACL_OK(aclrtRecordEvent(first, s));
+    ACL_OK(aclrtLaunchHostFunc(s, sleep_20ms, NULL));
+    ACL_OK(aclrtRecordEvent(second, s));
+    ACL_OK(aclrtSynchronizeStream(s));
+    uint64_t t1 = 0, t2 = 0;
+    ACL_OK(aclrtEventGetTimestamp(first, &t1));
+    ACL_OK(aclrtEventGetTimestamp(second, &t2));
+    uint64_t after = monotonic_ns();
+    assert_true(before <= t1 && t1 <= after);
+    assert_true(before + 20000000u <= t2 && t2 <= after);
+
+    ACL_OK(aclrtCreateEventWithFlag(&untimed, ACL_EVENT_SYNC));
+    ACL_OK(aclrtCreateEvent(&unrecorded));
+    ACL_OK(aclrtRecordEvent(untimed, s));
+    ACL_OK(aclrtSynchronizeStream(s));
+    ACL_FAILS(aclrtEventGetTimestamp(untimed, &t1), ACL_ERROR_RT_EVENT_TIMESTAMP_INVALID,
+              "aclrtEventGetTimestamp");
+    ACL_FAILS(aclrtEventGetTimestamp(unrecorded, &t1), ACL_ERROR_RT_EVENT_TIMESTAMP_INVALID,
+              "never recorded");
+    atomic_store(&gate, 0);
+    ACL_OK(aclrtLaunchHostFunc(s, held, NULL));
+    ACL_OK(aclrtRecordEvent(first, s));
+    ACL_FAILS(aclrtEventGetTimestamp(first, &t1), ACL_ERROR_RT_EVENT_NOT_COMPLETE, "pending");
+    atomic_store(&gate, 1);
+    ACL_OK(aclrtSynchronizeStream(s));
+    ACL_FAILS(aclrtEventGetTimestamp(NULL, &t1), ACL_ERROR_INVALID_PARAM, "event is NULL");
+    ACL_FAILS(aclrtEventGetTimestamp(first, NULL), ACL_ERROR_INVALID_PARAM, "timestamp is NULL");
+    ACL_OK(aclrtDestroyEvent(first));
+    ACL_FAILS(aclrtEventGetTimestamp(first, &t1), ACL_ERROR_RT_PARAM_INVALID,
+              "aclrtEventGetTimestamp");
+    ACL_OK(aclrtDestroyEvent(second));
+    ACL_OK(aclrtDestroyEvent(untimed));
+    ACL_OK(aclrtDestroyEvent(unrecorded));
+    ACL_OK(aclrtDestroyStream(s));
+}
+
 /* "An event made with ACL_EVENT_IPC, shared with another process": opened
  * here in the same process, it is a second event with the same records. */
 static void test_acl_ipc_event(void **state) {
@@ -123,6 +183,7 @@ static void test_acl_ipc_event(void **state) {
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         ACL_TEST(test_acl_event_with_flag_variants),
+        ACL_TEST(test_acl_event_timestamp),
         ACL_TEST(test_acl_ipc_event),
     };
     return RT_RUN(tests);

@@ -4,11 +4,15 @@
  * flag variants of create, record and wait take the default flag and
  * refuse ACL graphs' external events; a reset checks its handles and
  * changes nothing; the interprocess calls are rill's, byte for byte (both
- * handles are 64 bytes). No state of its own.
+ * handles are 64 bytes). rill gives event times only relative to another
+ * event, so aclrtEventGetTimestamp records a reference event at the call,
+ * on a stream of its own, and places the event on the host's clock by its
+ * elapsed time to that one. No state of its own.
  */
 #include "event.h"
 
 #include <string.h>
+#include <time.h>
 
 #include "error.h"
 #include "report.h"
@@ -88,6 +92,67 @@ aclError aclrtSynchronizeEventWithTimeout(aclrtEvent event, int32_t timeout) {
                               "on",
                               call, (int)timeout);
     return rill__acl_check(st, call);
+}
+
+/* The host's CLOCK_MONOTONIC in nanoseconds. */
+static uint64_t now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* Records a timing event on a new stream of dev and waits for it: ref and
+ * the host's clock right after it completed. */
+static rill_status record_reference(rill_device *dev, rill_stream **stream, rill_event **ref,
+                                    uint64_t *at_ns) {
+    rill_status st = rill_stream_create(dev, 0, stream);
+    if (st == RILL_OK)
+        st = rill_event_create(RILL_EVENT_TIMING, ref);
+    if (st == RILL_OK)
+        st = rill_event_record(*ref, *stream);
+    if (st == RILL_OK)
+        st = rill_event_synchronize(*ref);
+    *at_ns = now_ns();
+    return st;
+}
+
+aclError aclrtEventGetTimestamp(aclrtEvent event, uint64_t *timestamp) {
+    const char *call = "aclrtEventGetTimestamp";
+    if (!event || !timestamp)
+        return rill__acl_fail(ACL_ERROR_INVALID_PARAM, "%s: %s is NULL", call,
+                              event ? "timestamp" : "event");
+    rill_event *e = (rill_event *)event;
+    /* The event against itself: refused as elapsed time refuses it (no
+     * timing, never recorded, pending, failed, destroyed). */
+    float ms;
+    rill_status st = rill_event_elapsed_ms(e, e, &ms);
+    if (st == RILL_NOT_READY)
+        return rill__acl_fail(ACL_ERROR_RT_EVENT_NOT_COMPLETE,
+                              "%s: the event's recorded work is still pending; synchronize on "
+                              "it first",
+                              call);
+    rill_device *dev = NULL;
+    if (st == RILL_OK)
+        st = rill_event_get_device(e, &dev);
+    aclError err = rill__acl_check(st, call);
+    if (err != ACL_SUCCESS)
+        return err;
+    rill_stream *s = NULL;
+    rill_event *ref = NULL;
+    uint64_t at_ns;
+    st = record_reference(dev, &s, &ref, &at_ns);
+    if (st == RILL_OK)
+        st = rill_event_elapsed_ms(e, ref, &ms);
+    err = rill__acl_check(st, call);
+    if (ref)
+        (void)rill_event_destroy(ref);
+    if (s)
+        (void)rill_stream_destroy(s);
+    if (err != ACL_SUCCESS)
+        return err;
+    uint64_t before_ns = ms > 0 ? (uint64_t)((double)ms * 1e6) : 0;
+    *timestamp = before_ns < at_ns ? at_ns - before_ns : 0;
+    return ACL_SUCCESS;
 }
 
 /* ---- interprocess events ---- */

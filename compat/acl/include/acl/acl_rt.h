@@ -326,6 +326,13 @@ ACL_FUNC_VISIBILITY aclError aclrtCreateEventExWithFlag(aclrtEvent *event, uint3
 /* flag ACL_EVENT_RECORD_DEFAULT: aclrtRecordEvent. */
 ACL_FUNC_VISIBILITY aclError aclrtRecordEventWithFlag(aclrtEvent event, aclrtStream stream,
                                                       uint32_t flag);
+/* When the event's recorded work completed, in nanoseconds of the host's
+ * CLOCK_MONOTONIC: the time of the call less aclrtEventElapsedTime from the
+ * event to a record made by the call (a float of ms: microseconds for an
+ * event up to about 16 s old). Refused as aclrtEventElapsedTime refuses
+ * an event: no ACL_EVENT_TIME_LINE, never recorded, or pending. Blocks
+ * until the reference record is done. */
+ACL_FUNC_VISIBILITY aclError aclrtEventGetTimestamp(aclrtEvent event, uint64_t *timestamp);
 /* Checks its handles and changes nothing: once its recorded work is done
  * (which ACL asks before a reset), a rill event already acts as reset. */
 ACL_FUNC_VISIBILITY aclError aclrtResetEvent(aclrtEvent event, aclrtStream stream);
