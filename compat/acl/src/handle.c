@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The handle table of the op API's objects and of contexts (see handle.h), modelled on rill's own
- * (docs/design.md, "Handles") but simpler, for calls that are not on a hot
- * path: one mutex guards the table, and callers copy what they need from
- * an object while holding it. A handle is generation << 32 | MARK | slot <<
- * 4 | kind. MARK (bit 31) and the kinds keep it apart from rill's handles,
- * whose slots stay below 2^26 and whose kinds below 0xa, so that a stream
- * or event passed as a tensor is refused as what it is.
+ * The handle table of the op API's objects and of contexts (see
+ * handle.h), modelled on rill's own (docs/design.md, "Handles") but
+ * simpler, for calls that are not on a hot path: one mutex guards the
+ * table, and callers copy what they need from an object while holding it.
+ * A handle is generation << 32 | MARK | slot << 4 | kind. MARK (bit 31)
+ * and the kinds keep it apart from rill's handles, whose slots stay below
+ * 2^26 and whose kinds below 0xa, so that a stream or event passed as a
+ * tensor is refused as what it is.
  *
  * Invariants (table_lock held): slots[0..count) were handed out, count <=
  * capacity <= MAX_SLOTS; a slot's tag is generation << 4 | kind while in
