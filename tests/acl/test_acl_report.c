@@ -232,6 +232,32 @@ static void test_acl_finalize_releases_pending_callbacks(void **state) {
     ACL_FAILS(aclrtProcessReport(0), ACL_ERROR_RT_THREAD_SUBSCRIBE, "subscribed to no stream");
 }
 
+static void fail_task(void *arg) {
+    (void)arg;
+    rill_host_func_fail("the task before the callbacks failed");
+}
+
+/* A failed stream skips its later work, its callbacks among them: they
+ * never run, and aclFinalize releases them (the ASan build finds any left
+ * behind). */
+static void test_acl_callbacks_of_a_failed_stream_are_skipped_and_released(void **state) {
+    (void)state;
+    aclrtStream s;
+    ACL_OK(aclrtCreateStream(&s));
+    atomic_store(&order, 0);
+    ACL_OK(aclrtSubscribeReport((uint64_t)pthread_self(), s));
+    struct record blocking = {0}, queued = {0};
+    ACL_OK(aclrtLaunchHostFunc(s, fail_task, NULL));
+    ACL_OK(aclrtLaunchCallback(note, &blocking, ACL_CALLBACK_BLOCK, s));
+    ACL_OK(aclrtLaunchCallback(note, &queued, ACL_CALLBACK_NO_BLOCK, s));
+    ACL_FAILS(aclrtSynchronizeStream(s), ACL_ERROR_RT_AICORE_EXCEPTION, "failed");
+    ACL_FAILS(aclrtProcessReport(10), ACL_ERROR_RT_REPORT_TIMEOUT, "aclrtProcessReport");
+    assert_int_equal(atomic_load(&blocking.at), 0);
+    assert_int_equal(atomic_load(&queued.at), 0);
+    ACL_OK(aclrtUnSubscribeReport((uint64_t)pthread_self(), s));
+    ACL_OK(aclrtDestroyStream(s));
+}
+
 static void test_acl_callback_refusals(void **state) {
     (void)state;
     aclrtStream s, t;
@@ -296,6 +322,7 @@ int main(int argc, char **argv) {
         ACL_TEST(test_acl_subscribed_thread_synchronizing_runs_its_callbacks),
         ACL_TEST(test_acl_unsubscribe_runs_queued_callbacks),
         ACL_TEST(test_acl_finalize_releases_pending_callbacks),
+        ACL_TEST(test_acl_callbacks_of_a_failed_stream_are_skipped_and_released),
         ACL_TEST(test_acl_callback_refusals),
         ACL_TEST(test_acl_launch_host_func),
     };

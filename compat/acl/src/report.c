@@ -11,13 +11,14 @@
  * array of (stream, thread), at most one per stream; and one queue of the
  * callbacks handed over and not yet taken. A callback is owned by its
  * deliver while it blocks its stream, else by whoever holds it (the
- * queue, then the thread that runs it). No callback runs with the mutex
- * held. A callback with no thread to hand it to (its stream's subscription
- * ended meanwhile) runs where it is: in deliver on rill's thread, or for
- * one already queued and not blocking, on the thread that ended the
- * subscription. A thread running deliver that is itself the subscribed
- * thread (it waited for the stream and rill ran the work on it) runs the
- * callback at once, where waiting for itself would never end; and a
+ * queue, then the thread that runs it). Every callback is also on the
+ * list of live ones until freed: one whose host function rill skipped (its
+ * stream failed first) is freed by aclFinalize, once rill_shutdown has
+ * dropped its stream's work. No callback runs with the mutex held. A callback with no thread to
+ * hand it to (its stream's subscription ended meanwhile) runs where it is: in deliver on rill's
+ * thread, or for one already queued and not blocking, on the thread that ended the subscription. A
+ * thread running deliver that is itself the subscribed thread (it waited for the stream and rill
+ * ran the work on it) runs the callback at once, where waiting for itself would never end; and a
  * subscribed thread that synchronizes runs its callbacks while it waits
  * (rill__acl_wait), for the same reason.
  */
@@ -40,8 +41,9 @@ struct item {
     rill_stream *stream; /* immutable: the stream's handle */
     /* guarded by lock */
     int state;
-    uint64_t thread;   /* the thread it was handed to, once QUEUED */
-    struct item *next; /* in the queue while QUEUED; in a batch while RUNNING */
+    uint64_t thread;                    /* the thread it was handed to, once QUEUED */
+    struct item *next;                  /* in the queue while QUEUED; in a batch while RUNNING */
+    struct item *live_prev, *live_next; /* on the live list until freed */
 };
 
 struct sub {
@@ -56,6 +58,7 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static struct sub *subs; /* owned: subs[0..num_subs) */
 static size_t num_subs, cap_subs;
 static struct item *head, *tail; /* the queue, in hand-over order */
+static struct item *live;        /* every callback launched and not yet freed */
 
 static void init(void) {
     pthread_condattr_t a;
@@ -83,6 +86,31 @@ static void broadcast(void) {
 
 static uint64_t self_id(void) {
     return (uint64_t)pthread_self();
+}
+
+static void link_live_locked(struct item *it) {
+    it->live_prev = NULL;
+    it->live_next = live;
+    if (live)
+        live->live_prev = it;
+    live = it;
+}
+
+static void unlink_live_locked(struct item *it) {
+    if (it->live_prev)
+        it->live_prev->live_next = it->live_next;
+    else
+        live = it->live_next;
+    if (it->live_next)
+        it->live_next->live_prev = it->live_prev;
+}
+
+/* Takes it off the live list and frees it. */
+static void drop(struct item *it) {
+    lock_all();
+    unlink_live_locked(it);
+    unlock_all();
+    free(it);
 }
 
 /* The subscription of stream, or NULL (lock held). */
@@ -120,7 +148,7 @@ static void deliver(void *arg) {
     if (!sub || sub->thread == self_id()) {
         unlock_all();
         it->fn(it->data);
-        free(it);
+        drop(it);
         return;
     }
     it->thread = sub->thread;
@@ -143,7 +171,7 @@ static void deliver(void *arg) {
     unlock_all();
     if (orphaned)
         it->fn(it->data);
-    free(it);
+    drop(it);
 }
 
 /* Unlinks the queued items that match (thread, and stream unless NULL)
@@ -179,7 +207,7 @@ static void run_and_free(struct item *list) {
     for (struct item *it = list, *next; it; it = next) {
         next = it->next;
         it->fn(it->data);
-        free(it);
+        drop(it);
     }
 }
 
@@ -264,6 +292,17 @@ void rill__acl_reports_release_all(void) {
     run_and_free(run);
 }
 
+void rill__acl_reports_forget_all(void) {
+    lock_all();
+    while (live) {
+        struct item *it = live;
+        live = it->live_next;
+        free(it);
+    }
+    head = tail = NULL;
+    unlock_all();
+}
+
 aclError aclrtLaunchCallback(aclrtCallback fn, void *userData, aclrtCallbackBlockType blockType,
                              aclrtStream stream) {
     const char *call = "aclrtLaunchCallback";
@@ -302,9 +341,12 @@ aclError aclrtLaunchCallback(aclrtCallback fn, void *userData, aclrtCallbackBloc
                         .blocks = blockType == ACL_CALLBACK_BLOCK,
                         .stream = s,
                         .state = LAUNCHED};
+    lock_all();
+    link_live_locked(it);
+    unlock_all();
     err = rill__acl_check(rill_launch_host_func(s, deliver, it), call);
     if (err != ACL_SUCCESS)
-        free(it);
+        drop(it);
     return err;
 }
 
@@ -351,7 +393,7 @@ static void run_batch(struct item *batch) {
         next = it->next;
         it->fn(it->data);
         if (!it->blocks) {
-            free(it);
+            drop(it);
             continue;
         }
         lock_all(); /* its deliver frees it once DONE */

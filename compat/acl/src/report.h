@@ -13,6 +13,10 @@
 /* Ends every subscription, as aclrtUnSubscribeReport does, on the calling
  * thread (aclFinalize, before rill_shutdown waits for all work). */
 void rill__acl_reports_release_all(void);
+/* Frees the callbacks that never ran because rill skipped them (their
+ * stream failed first): aclFinalize, after rill_shutdown, when no stream's
+ * work can run any more. */
+void rill__acl_reports_forget_all(void);
 
 /* One of rill's waits: obj's work (a stream, an event or a device) for
  * timeout_ns at most (RILL_NOT_READY after it), or with no limit when

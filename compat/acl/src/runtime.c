@@ -64,6 +64,7 @@ aclError aclFinalize(void) {
     }
     rill__acl_memory_forget_all();
     rill__acl_streams_forget_all();
+    rill__acl_reports_forget_all();
     return ACL_SUCCESS;
 }
 
