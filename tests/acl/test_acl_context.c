@@ -110,6 +110,18 @@ static void test_acl_context_refusals(void **state) {
     ACL_FAILS(aclrtDestroyContext(e), ACL_ERROR_INVALID_PARAM, "no context");
     int local;
     ACL_FAILS(aclrtSetCurrentContext(&local), ACL_ERROR_INVALID_PARAM, "no context");
+    /* And a context where rill expects a stream or an event: rill's refusal. */
+    ACL_OK(aclrtCreateContext(&ctx, 0));
+    aclrtStreamStatus st;
+    uint64_t ts;
+    ACL_FAILS(aclrtStreamQuery(ctx, &st), ACL_ERROR_RT_PARAM_INVALID, "aclrtStreamQuery");
+    ACL_FAILS(aclrtSynchronizeStreamWithTimeout(ctx, 10), ACL_ERROR_RT_PARAM_INVALID,
+              "aclrtSynchronizeStreamWithTimeout");
+    ACL_FAILS(aclrtSubscribeReport(1, ctx), ACL_ERROR_RT_PARAM_INVALID, "aclrtSubscribeReport");
+    ACL_FAILS(aclrtEventGetTimestamp(ctx, &ts), ACL_ERROR_RT_PARAM_INVALID,
+              "aclrtEventGetTimestamp");
+    ACL_FAILS(aclrtResetEvent(ctx, s), ACL_ERROR_RT_PARAM_INVALID, "aclrtResetEvent");
+    ACL_OK(aclrtDestroyContext(ctx));
     ACL_OK(aclrtDestroyEvent(e));
     ACL_OK(aclrtDestroyStream(s));
 }
