@@ -8,19 +8,22 @@
  * handed in aclrtProcessReport.
  *
  * State, all guarded by one mutex (not a hot path): the subscriptions, an
- * array of (stream, thread), at most one per stream; and one queue of the
- * callbacks handed over and not yet taken. A callback is owned by its
- * deliver while it blocks its stream, else by whoever holds it (the
- * queue, then the thread that runs it). Every callback is also on the
- * list of live ones until freed: one whose host function rill skipped (its
- * stream failed first) is freed by aclFinalize, once rill_shutdown has
- * dropped its stream's work. No callback runs with the mutex held. A callback with no thread to
- * hand it to (its stream's subscription ended meanwhile) runs where it is: in deliver on rill's
- * thread, or for one already queued and not blocking, on the thread that ended the subscription. A
- * thread running deliver that is itself the subscribed thread (it waited for the stream and rill
- * ran the work on it) runs the callback at once, where waiting for itself would never end; and a
+ * array of (stream, thread), at most one per stream; one queue of the
+ * callbacks handed over and not yet taken; and the list of every callback
+ * launched and not yet freed. A callback is owned by its deliver while it
+ * blocks its stream, else by whoever holds it (the queue, then the thread
+ * that runs it); one whose host function rill skipped (its stream failed
+ * first) is freed by aclFinalize, once rill_shutdown has dropped its
+ * stream's work. No callback runs with the mutex held.
+ *
+ * A callback with no thread to hand it to (its stream's subscription ended
+ * meanwhile) runs where it is: in deliver on rill's thread, or, for one
+ * already queued and not blocking, on the thread that ended the
+ * subscription. A subscribed thread never waits for a callback that only
+ * it would run: deliver running on that very thread (rill ran the stream's
+ * work on a thread that waited for it) runs the callback at once, and a
  * subscribed thread that synchronizes runs its callbacks while it waits
- * (rill__acl_wait), for the same reason.
+ * (rill__acl_wait).
  */
 #include "report.h"
 
