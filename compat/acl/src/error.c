@@ -10,12 +10,16 @@
 
 #include <assert.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
+
+#include "acl/acl_rt.h"
 
 enum { MESSAGE_BYTES = 1280 }; /* a call's name and rill's 1023-byte sentence fit */
 
 static _Thread_local char message[MESSAGE_BYTES];
 static _Thread_local int has_message;
+static _Thread_local aclError last_code; /* for aclrtGetLastError */
 
 /* Indexed by rill_status; one row per status, in the enum's order. */
 static const aclError code_of_status[] = {
@@ -55,6 +59,7 @@ aclError rill__acl_fail(aclError code, const char *fmt, ...) {
     vsnprintf(message, sizeof message, fmt, ap);
     va_end(ap);
     has_message = 1;
+    last_code = code;
     return code;
 }
 
@@ -83,4 +88,51 @@ aclnnStatus rill__aclnn_check(rill_status status, const char *call) {
 
 const char *aclGetRecentErrMsg(void) {
     return has_message ? message : NULL;
+}
+
+/* ---- aclrtGetLastError and the calls ACL reports NPU faults with ---- */
+
+static aclError last_error(const char *call, aclrtLastErrLevel level, bool take) {
+    if (level != ACL_RT_THREAD_LEVEL)
+        return rill__acl_fail(ACL_ERROR_INVALID_PARAM,
+                              "%s: level %d is not ACL_RT_THREAD_LEVEL, the only level", call,
+                              (int)level);
+    aclError code = last_code;
+    if (take)
+        last_code = ACL_SUCCESS;
+    return code;
+}
+
+aclError aclrtGetLastError(aclrtLastErrLevel level) {
+    return last_error("aclrtGetLastError", level, true);
+}
+
+aclError aclrtPeekAtLastError(aclrtLastErrLevel level) {
+    return last_error("aclrtPeekAtLastError", level, false);
+}
+
+aclError aclrtGetErrorVerbose(int32_t deviceId, aclrtErrorInfo *errorInfo) {
+    if (!errorInfo)
+        return rill__acl_fail(ACL_ERROR_INVALID_PARAM, "aclrtGetErrorVerbose: errorInfo is NULL");
+    int count;
+    aclError err = rill__acl_check(rill_device_count(&count), "aclrtGetErrorVerbose");
+    if (err != ACL_SUCCESS)
+        return err;
+    if (deviceId < 0 || deviceId >= count)
+        return rill__acl_fail(ACL_ERROR_RT_INVALID_DEVICEID,
+                              "aclrtGetErrorVerbose: deviceId %d names no device; there are %d",
+                              (int)deviceId, count);
+    return rill__acl_fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+                          "aclrtGetErrorVerbose: the details of an NPU's memory, cache, AI "
+                          "core or link faults do not exist on rill's devices; a failed task's "
+                          "sentence is in aclGetRecentErrMsg after its stream's synchronize");
+}
+
+aclError aclrtSetExceptionInfoCallback(aclrtExceptionInfoCallback callback) {
+    if (!callback)
+        return ACL_SUCCESS;
+    return rill__acl_fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+                          "aclrtSetExceptionInfoCallback: rill calls no function when a task "
+                          "fails; it reports the failure at the stream's next query or "
+                          "synchronize, with its sentence in aclGetRecentErrMsg");
 }

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The op API's handle table (see handle.h), modelled on rill's own
- * (docs/design.md, "Handles") but simpler, for calls that are not on a hot
- * path: one mutex guards the table, and callers copy what they need from
- * an object while holding it. A handle is generation << 32 | MARK | slot <<
- * 4 | kind. MARK (bit 31) and the kinds keep it apart from rill's handles,
- * whose slots stay below 2^26 and whose kinds below 0xa, so that a stream
- * or event passed as a tensor is refused as what it is.
+ * The handle table of the op API's objects and of contexts (see
+ * handle.h), modelled on rill's own (docs/design.md, "Handles") but
+ * simpler, for calls that are not on a hot path: one mutex guards the
+ * table, and callers copy what they need from an object while holding it.
+ * A handle is generation << 32 | MARK | slot << 4 | kind. MARK (bit 31)
+ * and the kinds keep it apart from rill's handles, whose slots stay below
+ * 2^26 and whose kinds below 0xa, so that a stream or event passed as a
+ * tensor is refused as what it is.
  *
  * Invariants (table_lock held): slots[0..count) were handed out, count <=
  * capacity <= MAX_SLOTS; a slot's tag is generation << 4 | kind while in
@@ -53,7 +54,8 @@ void rill__acl_handles_unlock(void) {
 }
 
 static bool is_kind(unsigned kind) {
-    return kind == RILL_ACL_TENSOR || kind == RILL_ACL_SCALAR || kind == RILL_ACL_EXECUTOR;
+    return kind == RILL_ACL_TENSOR || kind == RILL_ACL_SCALAR || kind == RILL_ACL_EXECUTOR ||
+           kind == RILL_ACL_CONTEXT;
 }
 
 /* Splits handle; false when its bits cannot be one of this table's. */
@@ -156,6 +158,8 @@ static const char *kind_name(unsigned kind) {
         return "tensor from aclCreateTensor";
     case RILL_ACL_SCALAR:
         return "scalar from aclCreateScalar";
+    case RILL_ACL_CONTEXT:
+        return "context from aclrtCreateContext";
     default:
         return "executor from an op's GetWorkspaceSize";
     }
@@ -170,7 +174,7 @@ aclnnStatus rill__acl_handle_fail(const char *call, const char *name, const void
     rill__acl_handles_unlock();
     if (was == 0)
         return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
-                              "%s: %s (%p) is no %s, nor any other object of the op API (a "
+                              "%s: %s (%p) is no %s, nor any other object of this layer (a "
                               "stream, an event or a memory address, say)",
                               call, name, handle, kind_name(kind));
     if (was != (unsigned)kind)
@@ -185,5 +189,7 @@ aclnnStatus rill__acl_handle_fail(const char *call, const char *name, const void
                               call, name, handle);
     return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
                           "%s: %s (%p) was destroyed by %s; create another", call, name, handle,
-                          kind == RILL_ACL_TENSOR ? "aclDestroyTensor" : "aclDestroyScalar");
+                          kind == RILL_ACL_TENSOR   ? "aclDestroyTensor"
+                          : kind == RILL_ACL_SCALAR ? "aclDestroyScalar"
+                                                    : "aclrtDestroyContext");
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * handle.c: the handles of the op API's objects (aclTensor, aclScalar,
- * aclOpExecutor). A handle is not the object's address but a slot of this
+ * handle.c: the handles of this layer's own objects (aclTensor, aclScalar,
+ * aclOpExecutor, aclrtContext). A handle is not the object's address but a slot of this
  * layer's table, the slot's generation and the object's kind, so that a
  * destroyed, foreign or wrong-kind handle resolves to NULL without anything
  * being read through it, even when a newer object took the same address or
@@ -16,7 +16,8 @@
 typedef enum rill__acl_kind {
     RILL_ACL_TENSOR = 0xa,
     RILL_ACL_SCALAR = 0xb,
-    RILL_ACL_EXECUTOR = 0xc
+    RILL_ACL_EXECUTOR = 0xc,
+    RILL_ACL_CONTEXT = 0xd
 } rill__acl_kind;
 
 /* A new handle for obj (owned by the caller until the handle is closed),

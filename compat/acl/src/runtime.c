@@ -13,6 +13,8 @@
 
 #include "error.h"
 #include "memory.h"
+#include "report.h"
+#include "stream.h"
 
 enum { NEVER_STARTED, STARTED, FINALIZED };
 static atomic_int acl_state = NEVER_STARTED;
@@ -52,12 +54,17 @@ aclError aclFinalize(void) {
             return rill__acl_fail(ACL_ERROR_REPEAT_FINALIZE,
                                   "aclFinalize: ACL is already finalized");
     } while (!atomic_compare_exchange_weak(&acl_state, &state, FINALIZED));
+    /* Callbacks that no thread would process otherwise run now, so that
+     * rill_shutdown's wait for all work ends. */
+    rill__acl_reports_release_all();
     aclError err = rill__acl_check(rill_shutdown(), "aclFinalize");
     if (err != ACL_SUCCESS) {
         atomic_store(&acl_state, STARTED); /* nothing was released */
         return err;
     }
     rill__acl_memory_forget_all();
+    rill__acl_streams_forget_all();
+    rill__acl_reports_forget_all();
     return ACL_SUCCESS;
 }
 
@@ -91,6 +98,14 @@ aclError aclrtResetDevice(int32_t deviceId) {
     return rill__acl_check(rill_device_synchronize(dev), "aclrtResetDevice");
 }
 
+aclError aclrtResetDeviceForce(int32_t deviceId) {
+    rill_device *dev;
+    aclError err = device_by_id("aclrtResetDeviceForce", deviceId, &dev);
+    if (err != ACL_SUCCESS)
+        return err;
+    return rill__acl_check(rill_device_synchronize(dev), "aclrtResetDeviceForce");
+}
+
 aclError aclrtGetDevice(int32_t *deviceId) {
     if (!deviceId)
         return rill__acl_fail(ACL_ERROR_INVALID_PARAM, "aclrtGetDevice: deviceId is NULL");
@@ -117,7 +132,8 @@ aclError aclrtGetDeviceCount(uint32_t *count) {
 }
 
 aclError aclrtSynchronizeDevice(void) {
-    return rill__acl_check(rill_device_synchronize(NULL), "aclrtSynchronizeDevice");
+    return rill__acl_check(rill__acl_wait(rill__acl_wait_device, NULL, UINT64_MAX),
+                           "aclrtSynchronizeDevice");
 }
 
 /* ---- streams ---- */
@@ -160,6 +176,12 @@ aclError aclrtCreateStreamWithConfig(aclrtStream *stream, uint32_t priority, uin
     rill_stream *s = NULL;
     err = rill__acl_check(rill_stream_create(dev, info.greatest_priority + steps, &s),
                           "aclrtCreateStreamWithConfig");
+    if (err == ACL_SUCCESS)
+        err = rill__acl_stream_note_flags("aclrtCreateStreamWithConfig", s, flag);
+    if (err != ACL_SUCCESS && s) {
+        (void)rill_stream_destroy(s);
+        s = NULL;
+    }
     *stream = s;
     return err;
 }
@@ -169,11 +191,15 @@ aclError aclrtDestroyStream(aclrtStream stream) {
         return rill__acl_fail(ACL_ERROR_INVALID_PARAM,
                               "aclrtDestroyStream: stream is NULL; the default stream is not "
                               "destroyed");
-    return rill__acl_check(rill_stream_destroy((rill_stream *)stream), "aclrtDestroyStream");
+    aclError err =
+        rill__acl_check(rill_stream_destroy((rill_stream *)stream), "aclrtDestroyStream");
+    if (err == ACL_SUCCESS)
+        rill__acl_stream_forget(stream);
+    return err;
 }
 
 aclError aclrtSynchronizeStream(aclrtStream stream) {
-    return rill__acl_check(rill_stream_synchronize((rill_stream *)stream),
+    return rill__acl_check(rill__acl_wait(rill__acl_wait_stream, stream, UINT64_MAX),
                            "aclrtSynchronizeStream");
 }
 
@@ -190,7 +216,10 @@ aclError aclrtCreateEvent(aclrtEvent *event) {
     return aclrtCreateEventWithFlag(event, ACL_EVENT_SYNC | ACL_EVENT_TIME_LINE);
 }
 
-enum { EVENT_FLAGS = ACL_EVENT_SYNC | ACL_EVENT_CAPTURE_STREAM_PROGRESS | ACL_EVENT_TIME_LINE };
+enum {
+    EVENT_FLAGS =
+        ACL_EVENT_SYNC | ACL_EVENT_CAPTURE_STREAM_PROGRESS | ACL_EVENT_TIME_LINE | ACL_EVENT_IPC
+};
 
 aclError aclrtCreateEventWithFlag(aclrtEvent *event, uint32_t flag) {
     if (!event)
@@ -199,10 +228,11 @@ aclError aclrtCreateEventWithFlag(aclrtEvent *event, uint32_t flag) {
     if (flag & ~(uint32_t)EVENT_FLAGS)
         return rill__acl_fail(ACL_ERROR_INVALID_PARAM,
                               "aclrtCreateEventWithFlag: flag 0x%x has bits other than "
-                              "ACL_EVENT_SYNC, ACL_EVENT_CAPTURE_STREAM_PROGRESS and "
-                              "ACL_EVENT_TIME_LINE",
+                              "ACL_EVENT_SYNC, ACL_EVENT_CAPTURE_STREAM_PROGRESS, "
+                              "ACL_EVENT_TIME_LINE and ACL_EVENT_IPC",
                               (unsigned)flag);
-    unsigned flags = flag & ACL_EVENT_TIME_LINE ? RILL_EVENT_TIMING : RILL_EVENT_DEFAULT;
+    unsigned flags = (flag & ACL_EVENT_TIME_LINE ? RILL_EVENT_TIMING : RILL_EVENT_DEFAULT) |
+                     (flag & ACL_EVENT_IPC ? RILL_EVENT_INTERPROCESS : RILL_EVENT_DEFAULT);
     rill_event *e = NULL;
     aclError err = rill__acl_check(rill_event_create(flags, &e), "aclrtCreateEvent");
     *event = e;
@@ -240,7 +270,8 @@ aclError aclrtQueryEventStatus(aclrtEvent event, aclrtEventRecordedStatus *statu
 aclError aclrtSynchronizeEvent(aclrtEvent event) {
     if (!event)
         return rill__acl_fail(ACL_ERROR_INVALID_PARAM, "aclrtSynchronizeEvent: event is NULL");
-    return rill__acl_check(rill_event_synchronize((rill_event *)event), "aclrtSynchronizeEvent");
+    return rill__acl_check(rill__acl_wait(rill__acl_wait_event, event, UINT64_MAX),
+                           "aclrtSynchronizeEvent");
 }
 
 aclError aclrtEventElapsedTime(float *ms, aclrtEvent startEvent, aclrtEvent endEvent) {

@@ -1,0 +1,8 @@
+/* SPDX-License-Identifier: MIT */
+/* random.c: aclrtRandomNumAsync on rill_op_randn_f32. */
+#ifndef RILL_ACL_RANDOM_H
+#define RILL_ACL_RANDOM_H
+
+#include "acl/acl_rt.h"
+
+#endif /* RILL_ACL_RANDOM_H */
