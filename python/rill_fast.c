@@ -130,15 +130,19 @@ static PyObject *cast(PyObject *fn, void *addr) {
     return r;
 }
 
+/* The event is off the pool before cast() runs Python code, during which
+ * another thread may take the GIL and pop or push: each event goes to one
+ * taker, and count never falls below 0. */
 static PyObject *pool_pop(EventPool *p, PyObject *unused) {
     (void)unused;
     if (p->count == 0) {
         PyErr_SetString(PyExc_IndexError, "pop from an empty EventPool");
         return NULL;
     }
-    PyObject *ev = cast(st.cast_event, p->items[p->count - 1]);
-    if (ev != NULL)
-        p->count--;
+    rill_event *addr = p->items[--p->count];
+    PyObject *ev = cast(st.cast_event, addr);
+    if (ev == NULL)
+        (void)pool_push(p, addr); /* back; an exception is set either way */
     return ev;
 }
 

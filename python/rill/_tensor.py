@@ -158,7 +158,7 @@ class Tensor(fast.TensorBase if fast is not None else _Fields):
         check(lib.rill_malloc_async(max(nbytes, 1), stream._handle(where), out))
         self._ptr = out[0]
         g = _graph._tls.__dict__.get("graph")
-        if g is not None and _graph.stream_captures(stream._h):
+        if g is not None and _graph.stream_in_capture(stream._h):
             self._owner = g  # graph memory: the graph lives as long as the tensor
 
     def _copy(self, stream):
@@ -191,8 +191,7 @@ class Tensor(fast.TensorBase if fast is not None else _Fields):
             self._base._written(stream)
         ev = self._event
         if ev is None:
-            pool = stream._events
-            ev = self._event = pool.pop() if pool else _new_event()
+            ev = self._event = _pooled_event(stream._events)
         check(lib.rill_event_record(ev, stream._h))
 
     # ---- what it is
@@ -566,6 +565,15 @@ def _new_event():
     return out[0]
 
 
+def _pooled_event(pool):
+    """An event from a device's pool, or a new one when the pool is empty
+    (another thread may empty it between a test of it and the pop)."""
+    try:
+        return pool.pop()
+    except IndexError:
+        return _new_event()
+
+
 def _elementwise(op, alpha, general):
     """The operator method a (op) b: op(h, a, b, alpha, n, event, out) on
     two tensors (alpha None: op(h, a, b, n, event, out)), or with a number
@@ -600,7 +608,7 @@ def _elementwise(op, alpha, general):
         s = last[1] if last[0] == h else _streams.current()
         n = self._numel
         pool = s._events
-        ev = pool.pop() if pool else _new_event()
+        ev = _pooled_event(pool)
         try:
             buf = _bufs.out
         except AttributeError:
@@ -647,7 +655,7 @@ def _negation(general):
         s = last[1] if last[0] == h else _streams.current()
         n = self._numel
         pool = s._events
-        ev = pool.pop() if pool else _new_event()
+        ev = _pooled_event(pool)
         try:
             buf = _bufs.out
         except AttributeError:
