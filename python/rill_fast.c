@@ -483,7 +483,8 @@ static PyObject *stream_of(rill_stream *h, EventPool **pool) {
 }
 
 /* a (op) other, or other (op) a when reflected (other is then a number);
- * other NULL: -a. */
+ * other NULL: -a. Out of memory, the general path tries again: it waits
+ * for pending frees where it may. */
 static PyObject *fast_op(Tensor *a, PyObject *other, int op, bool reflected) {
     PyTypeObject *type = Py_TYPE(a);
     bool tensors = other != NULL && Py_TYPE(other) == type;
@@ -550,6 +551,12 @@ static PyObject *fast_op(Tensor *a, PyObject *other, int op, bool reflected) {
         PyEval_RestoreThread(ts);
         if (status != RILL_OK && pool_push(pool, ev) < 0)
             goto done;
+    }
+    if (status == RILL_ERROR_OUT_OF_MEMORY) {
+        /* The general path allocates after waiting for pending frees. */
+        Py_DECREF(pool);
+        Py_DECREF(s);
+        return Py_NotImplemented;
     }
     if (status != RILL_OK) {
         PyObject *code = PyLong_FromLong(status);
@@ -665,7 +672,7 @@ static PyObject *shape_of(PyObject *shape, Py_ssize_t *numel) {
  * rill.empty makes one (value None) or rill.full (filled with the number
  * value by rill_op_fill_f32, its event recorded after the fill); None when
  * the general path must make it (no elements, a shape or value of another
- * kind, a capture under way). */
+ * kind, a capture under way, no memory without a wait for pending frees). */
 static PyObject *new_tensor(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
     if (nargs != 3 || !PyType_Check(args[0]) ||
@@ -717,6 +724,13 @@ static PyObject *new_tensor(PyObject *module, PyObject *const *args, Py_ssize_t 
             pool_push(pool, ev);
             ev = NULL;
         }
+    }
+    if (status == RILL_ERROR_OUT_OF_MEMORY && mem == NULL) {
+        /* The general path allocates after waiting for pending frees. */
+        Py_DECREF(shape);
+        Py_DECREF(pool);
+        Py_DECREF(s);
+        Py_RETURN_NONE;
     }
     if (status != RILL_OK) {
         if (mem != NULL)

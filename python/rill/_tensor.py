@@ -155,10 +155,14 @@ class Tensor(fast.TensorBase if fast is not None else _Fields):
             raise ValueError(f"{where}: shape {shape} needs {nbytes} bytes, more than any "
                              "device has")
         out = ffi.new("void **")
-        check(lib.rill_malloc_async(max(nbytes, 1), stream._handle(where), out))
+        h = stream._handle(where)
+        st = lib.rill_malloc_async(max(nbytes, 1), h, out)
+        if st == lib.RILL_ERROR_OUT_OF_MEMORY:
+            st = _waited_alloc(max(nbytes, 1), stream, out, st)
+        check(st)
         self._ptr = out[0]
         g = _graph._tls.__dict__.get("graph")
-        if g is not None and _graph.stream_in_capture(stream._h):
+        if g is not None and _graph.stream_in_capture(h):
             self._owner = g  # graph memory: the graph lives as long as the tensor
 
     def _copy(self, stream):
@@ -565,6 +569,26 @@ def _new_event():
     return out[0]
 
 
+def _waited_alloc(nbytes, stream, out, status):
+    """The allocation that rill_malloc_async refused (status) at the limit:
+    rill_malloc waits on the host for the pending frees (seed 000: when the
+    allocation fails, synchronize, then release; PyTorch's allocator waits
+    for the events of freed blocks before it raises) and takes the memory,
+    which any stream may use at once. Not during a capture of this thread
+    or of the stream, which a wait would invalidate (status stays), nor
+    from a host function, where rill_malloc refuses to wait; other threads'
+    captures are left alone (this thread's capture mode is RELAXED for the
+    call). The status of the last try."""
+    if _graph.capturing() is not None or _graph.stream_in_capture(stream._h):
+        return status
+    mode = ffi.new("rill_capture_mode *", lib.RILL_CAPTURE_RELAXED)
+    check(lib.rill_thread_exchange_capture_mode(mode))
+    try:
+        return lib.rill_malloc(stream._dev, nbytes, out)  # cffi lets go of the GIL meanwhile
+    finally:
+        check(lib.rill_thread_exchange_capture_mode(mode))
+
+
 def _pooled_event(pool):
     """An event from a device's pool, or a new one when the pool is empty
     (another thread may empty it between a test of it and the pop)."""
@@ -600,7 +624,7 @@ def _elementwise(op, alpha, general):
               and self._gen == _life.generation
               and not _active[0]):
             # before anything is taken: OverflowError for a huge int
-            other = other * alpha if alpha is not None else float(other)
+            value = other * alpha if alpha is not None else float(other)
         else:
             return general(self, other) if _operand(other) else NotImplemented
         h = _current(_null)
@@ -614,14 +638,16 @@ def _elementwise(op, alpha, general):
         except AttributeError:
             buf = _out_buf()
         if not tensors:
-            st = (_add_scalar(h, self._ptr, other, n, ev, buf) if alpha is not None
-                  else _map(h, _scale, self._ptr, other, n, ev, buf))
+            st = (_add_scalar(h, self._ptr, value, n, ev, buf) if alpha is not None
+                  else _map(h, _scale, self._ptr, value, n, ev, buf))
         elif alpha is None:
             st = op(h, self._ptr, other._ptr, n, ev, buf)
         else:
             st = op(h, self._ptr, other._ptr, alpha, n, ev, buf)
         if st:
             pool.append(ev)
+            if st == lib.RILL_ERROR_OUT_OF_MEMORY:
+                return general(self, other)  # which waits for pending frees first
             check(st)
         out = _new_object(cls)
         out._ptr = buf[0]
@@ -663,6 +689,8 @@ def _negation(general):
         st = _map(h, _neg, self._ptr, 0.0, n, ev, buf)
         if st:
             pool.append(ev)
+            if st == lib.RILL_ERROR_OUT_OF_MEMORY:
+                return general(self)  # which waits for pending frees first
             check(st)
         out = _new_object(self.__class__)
         out._ptr = buf[0]
