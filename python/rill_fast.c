@@ -8,10 +8,11 @@
  * recorded after the op that wrote the tensor as C pointers, the others as
  * Python objects. Its number slots run `a + b`, `a - b`, `a * b`, a tensor
  * with a number (either side) and `-a` on float32 tensors of one shape and
- * class with one call of rill_op_*_f32_new (a product with a number, a
- * number minus a tensor and `-a` are maps: rill_op_map_f32_new), and hand
- * every other case to the Python functions that configure() names (which
- * raise the errors; a view with strides goes there too); its finalizer
+ * class on the current device with one call of rill_op_*_f32_new (a
+ * product with a number, a number minus a tensor and `-a` are maps:
+ * rill_op_map_f32_new), and hand every other case to the Python
+ * functions that configure() names (which raise the errors; a view with
+ * strides and a tensor of another device go there too); its finalizer
  * frees the memory in stream order (a view's is its base's: left alone)
  * and gives the event back to its pool. new() makes the tensors of
  * rill.empty, zeros, ones and full in one pass. EventPool is a stack of
@@ -55,11 +56,12 @@ static struct {
     PyObject *finalize_other; /* a tensor with an owner: Python releases it */
     long generation;
     rill_stream *last_handle; /* the current stream's handle when last looked up */
+    rill_device *last_device; /* its device */
     PyObject *last_stream;    /* its rill.Stream */
     PyObject *last_pool;      /* and that stream's EventPool */
 } st = {.generation = -1};
 
-static PyObject *str_closed, *str_events, *str_addr;
+static PyObject *str_closed, *str_events, *str_addr, *str_dev;
 
 /* The exception being raised, kept aside while a finalizer or destructor
  * runs Python code, and raised again after it (PyErr_Fetch and
@@ -130,15 +132,19 @@ static PyObject *cast(PyObject *fn, void *addr) {
     return r;
 }
 
+/* The event is off the pool before cast() runs Python code, during which
+ * another thread may take the GIL and pop or push: each event goes to one
+ * taker, and count never falls below 0. */
 static PyObject *pool_pop(EventPool *p, PyObject *unused) {
     (void)unused;
     if (p->count == 0) {
         PyErr_SetString(PyExc_IndexError, "pop from an empty EventPool");
         return NULL;
     }
-    PyObject *ev = cast(st.cast_event, p->items[p->count - 1]);
-    if (ev != NULL)
-        p->count--;
+    rill_event *addr = p->items[--p->count];
+    PyObject *ev = cast(st.cast_event, addr);
+    if (ev == NULL)
+        (void)pool_push(p, addr); /* back; an exception is set either way */
     return ev;
 }
 
@@ -213,6 +219,7 @@ typedef struct {
     void *addr;          /* the device memory; NULL before it is allocated and once freed */
     rill_event *event;   /* recorded after the last op that wrote the tensor, or NULL */
     rill_stream *handle; /* the handle of stream, when the fast path made the tensor */
+    rill_device *dev;    /* stream's device, once looked up (tensor_on) */
     long gen;            /* the runtime generation the tensor belongs to */
     PyObject *ptr;       /* the cdata that _ptr returned or was set to, or NULL */
     PyObject *shape, *numel, *dtype, *stream, *owner;
@@ -390,6 +397,7 @@ static int set_gen(Tensor *t, PyObject *value, void *closure) {
 static int set_stream(Tensor *t, PyObject *value, void *closure) {
     (void)closure;
     t->handle = NULL; /* read from the stream when needed */
+    t->dev = NULL;
     Py_XSETREF(t->stream, Py_XNewRef(value));
     return 0;
 }
@@ -461,12 +469,19 @@ static PyObject *stream_of(rill_stream *h, EventPool **pool) {
             PyErr_SetString(PyExc_TypeError, "rill: a stream's event pool is not an EventPool");
             return NULL;
         }
+        rill_device *dev = NULL;
+        if (rill_stream_get_device(h, &dev) != RILL_OK) {
+            Py_DECREF(s);
+            Py_DECREF(p);
+            return NULL; /* the general path says why */
+        }
         PyObject *old_stream = st.last_stream, *old_pool = st.last_pool;
         Py_INCREF(s);
         Py_INCREF(p);
         st.last_stream = s;
         st.last_pool = p;
         st.last_handle = h;
+        st.last_device = dev;
         Py_XDECREF(old_stream);
         Py_XDECREF(old_pool);
         *pool = (EventPool *)p;
@@ -478,8 +493,30 @@ static PyObject *stream_of(rill_stream *h, EventPool **pool) {
     return st.last_stream;
 }
 
+/* Whether tensor t lives on device dev: an op runs on its operands' device
+ * (PyTorch's device guard), so one whose operand is on another device
+ * than the current stream's takes the general path, which makes that
+ * device current or refuses operands on two devices. -1 with an exception
+ * when the stream's device cannot be read. */
+static int tensor_on(Tensor *t, rill_device *dev) {
+    if (t->dev == NULL) {
+        if (t->stream == NULL)
+            return 0;
+        PyObject *d = PyObject_GetAttr(t->stream, str_dev);
+        if (d == NULL)
+            return -1;
+        void *addr = address_of(d);
+        Py_DECREF(d);
+        if (addr == NULL)
+            return PyErr_Occurred() ? -1 : 0;
+        t->dev = addr;
+    }
+    return t->dev == dev;
+}
+
 /* a (op) other, or other (op) a when reflected (other is then a number);
- * other NULL: -a. */
+ * other NULL: -a. Out of memory, the general path tries again: it waits
+ * for pending frees where it may. */
 static PyObject *fast_op(Tensor *a, PyObject *other, int op, bool reflected) {
     PyTypeObject *type = Py_TYPE(a);
     bool tensors = other != NULL && Py_TYPE(other) == type;
@@ -522,6 +559,16 @@ static PyObject *fast_op(Tensor *a, PyObject *other, int op, bool reflected) {
     PyObject *s = h == NULL ? NULL : stream_of(h, &pool);
     if (s == NULL)
         return PyErr_Occurred() ? NULL : Py_NotImplemented; /* the general path says why */
+    /* Read before tensor_on, which may run Python code (and other threads). */
+    rill_device *dev = st.last_device;
+    int on = tensor_on(a, dev);
+    if (on == 1 && tensors)
+        on = tensor_on((Tensor *)other, dev);
+    if (on != 1) {
+        Py_DECREF(pool);
+        Py_DECREF(s);
+        return on < 0 ? NULL : Py_NotImplemented;
+    }
     /* stream_of's references are strong: another thread may look up
      * another stream while this one runs the op without the GIL. */
     Tensor *t = NULL;
@@ -547,6 +594,12 @@ static PyObject *fast_op(Tensor *a, PyObject *other, int op, bool reflected) {
         if (status != RILL_OK && pool_push(pool, ev) < 0)
             goto done;
     }
+    if (status == RILL_ERROR_OUT_OF_MEMORY) {
+        /* The general path allocates after waiting for pending frees. */
+        Py_DECREF(pool);
+        Py_DECREF(s);
+        return Py_NotImplemented;
+    }
     if (status != RILL_OK) {
         PyObject *code = PyLong_FromLong(status);
         PyObject *r = code == NULL ? NULL : PyObject_CallOneArg(st.check, code);
@@ -563,6 +616,7 @@ static PyObject *fast_op(Tensor *a, PyObject *other, int op, bool reflected) {
     t->addr = out;
     t->event = ev;
     t->handle = h;
+    t->dev = dev;
     t->gen = a->gen;
     t->shape = Py_NewRef(a->shape);
     t->numel = Py_NewRef(a->numel);
@@ -661,7 +715,7 @@ static PyObject *shape_of(PyObject *shape, Py_ssize_t *numel) {
  * rill.empty makes one (value None) or rill.full (filled with the number
  * value by rill_op_fill_f32, its event recorded after the fill); None when
  * the general path must make it (no elements, a shape or value of another
- * kind, a capture under way). */
+ * kind, a capture under way, no memory without a wait for pending frees). */
 static PyObject *new_tensor(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
     if (nargs != 3 || !PyType_Check(args[0]) ||
@@ -696,6 +750,7 @@ static PyObject *new_tensor(PyObject *module, PyObject *const *args, Py_ssize_t 
             return NULL;
         Py_RETURN_NONE;
     }
+    rill_device *dev = st.last_device; /* other threads may look up another meanwhile */
     Tensor *t = NULL;
     void *mem = NULL;
     rill_event *ev = NULL;
@@ -713,6 +768,13 @@ static PyObject *new_tensor(PyObject *module, PyObject *const *args, Py_ssize_t 
             pool_push(pool, ev);
             ev = NULL;
         }
+    }
+    if (status == RILL_ERROR_OUT_OF_MEMORY && mem == NULL) {
+        /* The general path allocates after waiting for pending frees. */
+        Py_DECREF(shape);
+        Py_DECREF(pool);
+        Py_DECREF(s);
+        Py_RETURN_NONE;
     }
     if (status != RILL_OK) {
         if (mem != NULL)
@@ -733,6 +795,7 @@ static PyObject *new_tensor(PyObject *module, PyObject *const *args, Py_ssize_t 
     t->addr = mem;
     t->event = ev;
     t->handle = h;
+    t->dev = dev;
     t->gen = st.generation;
     t->shape = Py_NewRef(shape);
     t->numel = PyLong_FromSsize_t(n);
@@ -781,6 +844,7 @@ static PyObject *set_generation(PyObject *module, PyObject *arg) {
         return NULL;
     st.generation = gen;
     st.last_handle = NULL;
+    st.last_device = NULL;
     Py_CLEAR(st.last_stream);
     Py_CLEAR(st.last_pool);
     Py_RETURN_NONE;
@@ -837,7 +901,8 @@ PyMODINIT_FUNC PyInit__rill_fast(void) {
     str_closed = PyUnicode_InternFromString("_closed");
     str_events = PyUnicode_InternFromString("_events");
     str_addr = PyUnicode_InternFromString("_addr");
-    if (str_closed == NULL || str_events == NULL || str_addr == NULL)
+    str_dev = PyUnicode_InternFromString("_dev");
+    if (str_closed == NULL || str_events == NULL || str_addr == NULL || str_dev == NULL)
         return NULL;
     if (PyType_Ready(&EventPool_Type) < 0 || PyType_Ready(&TensorBase_Type) < 0)
         return NULL;

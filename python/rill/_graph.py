@@ -37,6 +37,16 @@ def stream_captures(handle):
         status[0] == lib.RILL_CAPTURE_ACTIVE
 
 
+def stream_in_capture(handle):
+    """Whether the stream belongs to a capture, active or invalidated: what
+    rill_malloc_async allocated there just before is graph memory either
+    way (another thread may invalidate the capture right after), released
+    with the graph."""
+    status = ffi.new("rill_capture_status *")
+    return lib.rill_stream_get_capture_status(handle, status) == 0 and \
+        status[0] != lib.RILL_CAPTURE_NONE
+
+
 # Python host functions of graphs that are gone, kept until the last replay
 # that may run them has ended: [(tokens, rill_event * after that replay)].
 _retired = []

@@ -63,6 +63,7 @@ def _reduce_one(kind, x, d, keepdim, want_indices, where):
     return out, idx
 
 
+@T.on_operands_device(lambda kind, *args, **kwargs: f"rill.Tensor.{kind}")
 def reduce(kind, a, dim=None, keepdim=False, where=None):
     """sum or mean of a over dim (an int, a tuple of ints, or None: all),
     keeping the reduced dimensions as 1 when keepdim."""
@@ -88,6 +89,7 @@ def reduce(kind, a, dim=None, keepdim=False, where=None):
     return T._result(out, half)
 
 
+@T.on_operands_device(lambda kind, *args, **kwargs: f"rill.Tensor.{kind}")
 def extreme(kind, a, dim=None, keepdim=False, where=None):
     """max or min: of all elements (dim None: a 0-d tensor), or along dim:
     (values, indices), indices int64."""
@@ -108,6 +110,7 @@ def extreme(kind, a, dim=None, keepdim=False, where=None):
     return values_indices(T._result(values, half), indices)
 
 
+@T.on_operands_device(lambda kind, *args, **kwargs: f"rill.Tensor.arg{kind}")
 def argextreme(kind, a, dim=None, keepdim=False, where=None):
     where = where or f"rill.Tensor.arg{kind}"
     if dim is None:
@@ -116,6 +119,7 @@ def argextreme(kind, a, dim=None, keepdim=False, where=None):
     return extreme(kind, a, dim, keepdim, where).indices
 
 
+@T.on_operands_device("rill.ops.softmax")
 def softmax(a, dim, log=False, where=None):
     where = where or ("rill.ops.log_softmax" if log else "rill.ops.softmax")
     if dim is None:
@@ -143,6 +147,7 @@ def _pair(v, name, where):
     return int(v[0]), int(v[1])
 
 
+@T.on_operands_device("rill.ops.conv2d")
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1,
            where="rill.ops.conv2d"):
     """torch's conv2d: input [n, c, h, w], weight [k, c, r, s], optional bias
@@ -184,6 +189,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1,
     return out
 
 
+@T.on_operands_device(lambda kind, *args, **kwargs: f"rill.ops.{kind}_pool2d")
 def pool2d(kind, input, kernel_size, stride=None, padding=0, where=None, **unsupported):
     """max_pool2d and avg_pool2d (count_include_pad, no ceil_mode)."""
     where = where or f"rill.ops.{kind}_pool2d"
@@ -220,6 +226,7 @@ def pool2d(kind, input, kernel_size, stride=None, padding=0, where=None, **unsup
     return T._result(out, half)
 
 
+@T.on_operands_device("rill.ops.matmul")
 def matmul(a, b, where="rill.ops.matmul"):
     """The matrix product: 2-D by 2-D, or [..., m, k] by [k, n] (the
     leading dimensions folded into m), of contiguous copies of views."""

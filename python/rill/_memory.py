@@ -52,9 +52,11 @@ def empty_cache(device=None):
 def set_memory_limit(limit_bytes, device=None):
     """Caps the bytes the device's pool may reserve (None or 0: no cap); an
     allocation beyond it raises OutOfMemoryError once the cache was emptied.
-    Stream-ordered allocations (tensors, ops) never wait on the host for
-    pending frees: they reuse what stream order allows and otherwise raise
-    at once, naming the limit, the bytes in use and those pending. The
+    A tensor's allocation then waits on the host for the pending frees
+    (rill_malloc) and raises only if that is not enough; not in a capture
+    or a host function, where it raises at once. The scratch memory of ops
+    is stream-ordered and never waits. The message names the limit, the
+    bytes in use and those pending. The
     device's memory (Device.memory_bytes) caps the pool in any case: a cap
     above it does not raise it (for the CPU devices, RILL_CPU_MEMORY set
     before the first call does)."""

@@ -1,12 +1,14 @@
 # SPDX-License-Identifier: MIT
 """Tensors: device memory with a shape and a dtype, and the element-wise
-ops, matmul, sum and conv2d on the current stream. Memory is
+ops, matmul, sum and conv2d on the current stream of their tensors'
+device (which the op makes current meanwhile). Memory is
 rill_malloc_async'd on the tensor's stream and freed in stream order when
 it is garbage-collected; each op that writes a tensor records the tensor's
 event, which numpy() waits for. float16 tensors store halves and compute
 in float32, each result rounded once (docs/python.md). _views and then
 _math build on this module and add their methods to Tensor."""
 
+import functools
 import numbers
 import operator
 import threading
@@ -15,7 +17,7 @@ import types
 import numpy as np
 
 from . import _device, _graph, _stream, _wait
-from ._errors import check
+from ._errors import DeviceMismatchError, check
 from ._ffi import fast, ffi, lib
 from ._runtime import life, on_shutdown, stale_error
 
@@ -83,6 +85,75 @@ def _numel(shape):
     return n
 
 
+# ---- the device guard
+#
+# An op runs on its tensor operands' device, on that device's current
+# stream, whatever the calling thread's current device, as PyTorch's device
+# guard runs it: so it comes after the work of that stream that wrote them,
+# and its output is on their device. Operands on two devices are refused.
+
+def _operands_device(args):
+    """The device (rill_device *) of the tensors among args (and in the
+    lists and tuples among them: cat's), or None; and a second device when
+    there are tensors on two (else None)."""
+    dev = None
+    for a in args:
+        if isinstance(a, Tensor):
+            d = a._stream._dev
+        elif a.__class__ is list or a.__class__ is tuple:
+            d, other = _operands_device(a)
+            if other is not None:
+                return d, other
+        else:
+            continue
+        if d is None or d == dev:
+            continue
+        if dev is not None:
+            return dev, d
+        dev = d
+    return dev, None
+
+
+def _has_stale(args):
+    """Whether a tensor among args (or in a list or tuple among them) is of
+    a runtime that rill.shutdown() released."""
+    for a in args:
+        if isinstance(a, Tensor):
+            if a._gen != life.generation:
+                return True
+        elif (a.__class__ is list or a.__class__ is tuple) and _has_stale(a):
+            return True
+    return False
+
+
+def on_operands_device(where):
+    """Decorator: the op runs with its tensor operands' device current (see
+    above); DeviceMismatchError for operands on two devices, naming the op:
+    where, a str or a function of the op's arguments that makes one (a
+    where= argument of the call instead, when given)."""
+    def wrap(fn):
+        @functools.wraps(fn)
+        def op(*args, **kwargs):
+            operands = (*args, *kwargs.values()) if kwargs else args
+            dev, other = _operands_device(operands)
+            if dev is None or (other is None and dev == _stream.current()._dev):
+                return fn(*args, **kwargs)
+            if _has_stale(operands):
+                return fn(*args, **kwargs)  # it raises the error of an old runtime's tensor
+            if other is not None:
+                name = kwargs.get("where") or (where if isinstance(where, str)
+                                               else where(*args, **kwargs))
+                raise DeviceMismatchError(
+                    f"{name}: Expected all tensors to be on the same device, but found at "
+                    f"least two devices, {_device.Device._wrap(dev)} and "
+                    f"{_device.Device._wrap(other)}! Copy them to one device first "
+                    "(t.to(device))")
+            with _on_device(_device.Device._wrap(dev), fn.__name__):
+                return fn(*args, **kwargs)
+        return op
+    return wrap
+
+
 class _Fields:
     """rill.Tensor's fields, in Python: the package's form where the build
     did not compile _rill_fast, whose TensorBase holds them in C (with the
@@ -102,7 +173,8 @@ class Tensor(fast.TensorBase if fast is not None else _Fields):
     current device; else as rill.device takes it, "cuda:0" say); dtype
     rill.float32 or rill.float16 converts, None keeps float32 and float16
     data as they are. rill.ones/zeros/empty/full/randn make others; + - * @
-    and rill.ops run on the current stream; t.to(device) copies to another
+    and rill.ops run on the current stream of their tensors' device (tensors
+    on two devices: DeviceMismatchError); t.to(device) copies to another
     device.
     """
 
@@ -155,10 +227,14 @@ class Tensor(fast.TensorBase if fast is not None else _Fields):
             raise ValueError(f"{where}: shape {shape} needs {nbytes} bytes, more than any "
                              "device has")
         out = ffi.new("void **")
-        check(lib.rill_malloc_async(max(nbytes, 1), stream._handle(where), out))
+        h = stream._handle(where)
+        st = lib.rill_malloc_async(max(nbytes, 1), h, out)
+        if st == lib.RILL_ERROR_OUT_OF_MEMORY:
+            st = _waited_alloc(max(nbytes, 1), stream, out, st)
+        check(st)
         self._ptr = out[0]
         g = _graph._tls.__dict__.get("graph")
-        if g is not None and _graph.stream_captures(stream._h):
+        if g is not None and _graph.stream_in_capture(h):
             self._owner = g  # graph memory: the graph lives as long as the tensor
 
     def _copy(self, stream):
@@ -191,8 +267,7 @@ class Tensor(fast.TensorBase if fast is not None else _Fields):
             self._base._written(stream)
         ev = self._event
         if ev is None:
-            pool = stream._events
-            ev = self._event = pool.pop() if pool else _new_event()
+            ev = self._event = _pooled_event(stream._events)
         check(lib.rill_event_record(ev, stream._h))
 
     # ---- what it is
@@ -304,9 +379,11 @@ class Tensor(fast.TensorBase if fast is not None else _Fields):
 
     # ---- copies
 
+    @on_operands_device("rill.Tensor.__copy__")
     def __copy__(self):
-        """A copy made on the current stream (copy.copy, copy.deepcopy): a
-        tensor owns its memory, and no two tensors share it."""
+        """A copy made on the current stream of the tensor's device
+        (copy.copy, copy.deepcopy): a tensor owns its memory, and no two
+        tensors share it."""
         return self._copy(_stream.current())
 
     def __deepcopy__(self, memo):
@@ -505,6 +582,7 @@ def copy_strided(dst, dst_strides, src, src_strides, shape, where):
     dst._written(s)
 
 
+@on_operands_device("rill.Tensor.contiguous")
 def contiguous(t, where="rill.Tensor.contiguous"):
     """t itself when contiguous, else a contiguous copy made on the current
     stream."""
@@ -544,11 +622,12 @@ def broadcast_strides(t, shape):
 # ---- the fast path of the element-wise ops
 #
 # a + b, a - b, a * b and a + number on float32 tensors of one shape and
-# class with elements, while no capture is active anywhere: one call of
-# rill_op_*_f32_new (rill_malloc_async, the op and rill_event_record of the
-# output's event, the calls the general path makes one by one), with the
-# checks that cannot fail there left out and the lookups bound once.
-# Anything else takes the general path, which raises the errors.
+# class with elements on the current device, while no capture is active
+# anywhere: one call of rill_op_*_f32_new (rill_malloc_async, the op and
+# rill_event_record of the output's event, the calls the general path
+# makes one by one), with the checks that cannot fail there left out and
+# the lookups bound once. Anything else takes the general path, which
+# raises the errors.
 
 _bufs = threading.local()  # .out: a float ** per thread for rill_op_*_f32_new
 
@@ -564,6 +643,35 @@ def _new_event():
     out = ffi.new("rill_event **")
     check(lib.rill_event_create(lib.RILL_EVENT_DEFAULT, out))
     return out[0]
+
+
+def _waited_alloc(nbytes, stream, out, status):
+    """The allocation that rill_malloc_async refused (status) at the limit:
+    rill_malloc waits on the host for the pending frees (seed 000: when the
+    allocation fails, synchronize, then release; PyTorch's allocator waits
+    for the events of freed blocks before it raises) and takes the memory,
+    which any stream may use at once. Not during a capture of this thread
+    or of the stream, which a wait would invalidate (status stays), nor
+    from a host function, where rill_malloc refuses to wait; other threads'
+    captures are left alone (this thread's capture mode is RELAXED for the
+    call). The status of the last try."""
+    if _graph.capturing() is not None or _graph.stream_in_capture(stream._h):
+        return status
+    mode = ffi.new("rill_capture_mode *", lib.RILL_CAPTURE_RELAXED)
+    check(lib.rill_thread_exchange_capture_mode(mode))
+    try:
+        return lib.rill_malloc(stream._dev, nbytes, out)  # cffi lets go of the GIL meanwhile
+    finally:
+        check(lib.rill_thread_exchange_capture_mode(mode))
+
+
+def _pooled_event(pool):
+    """An event from a device's pool, or a new one when the pool is empty
+    (another thread may empty it between a test of it and the pop)."""
+    try:
+        return pool.pop()
+    except IndexError:
+        return _new_event()
 
 
 def _elementwise(op, alpha, general):
@@ -592,28 +700,33 @@ def _elementwise(op, alpha, general):
               and self._gen == _life.generation
               and not _active[0]):
             # before anything is taken: OverflowError for a huge int
-            other = other * alpha if alpha is not None else float(other)
+            value = other * alpha if alpha is not None else float(other)
         else:
             return general(self, other) if _operand(other) else NotImplemented
         h = _current(_null)
         last = _streams._last
         s = last[1] if last[0] == h else _streams.current()
+        if not ((self._stream is s or self._stream._dev == s._dev)
+                and (not tensors or other._stream is s or other._stream._dev == s._dev)):
+            return general(self, other)  # on the operands' device (the device guard)
         n = self._numel
         pool = s._events
-        ev = pool.pop() if pool else _new_event()
+        ev = _pooled_event(pool)
         try:
             buf = _bufs.out
         except AttributeError:
             buf = _out_buf()
         if not tensors:
-            st = (_add_scalar(h, self._ptr, other, n, ev, buf) if alpha is not None
-                  else _map(h, _scale, self._ptr, other, n, ev, buf))
+            st = (_add_scalar(h, self._ptr, value, n, ev, buf) if alpha is not None
+                  else _map(h, _scale, self._ptr, value, n, ev, buf))
         elif alpha is None:
             st = op(h, self._ptr, other._ptr, n, ev, buf)
         else:
             st = op(h, self._ptr, other._ptr, alpha, n, ev, buf)
         if st:
             pool.append(ev)
+            if st == lib.RILL_ERROR_OUT_OF_MEMORY:
+                return general(self, other)  # which waits for pending frees first
             check(st)
         out = _new_object(cls)
         out._ptr = buf[0]
@@ -645,9 +758,11 @@ def _negation(general):
         h = _current(_null)
         last = _streams._last
         s = last[1] if last[0] == h else _streams.current()
+        if self._stream is not s and self._stream._dev != s._dev:
+            return general(self)  # on the tensor's device (the device guard)
         n = self._numel
         pool = s._events
-        ev = pool.pop() if pool else _new_event()
+        ev = _pooled_event(pool)
         try:
             buf = _bufs.out
         except AttributeError:
@@ -655,6 +770,8 @@ def _negation(general):
         st = _map(h, _neg, self._ptr, 0.0, n, ev, buf)
         if st:
             pool.append(ev)
+            if st == lib.RILL_ERROR_OUT_OF_MEMORY:
+                return general(self)  # which waits for pending frees first
             check(st)
         out = _new_object(self.__class__)
         out._ptr = buf[0]
@@ -960,6 +1077,7 @@ def _layout_binary(kind, a, b, alpha=1):
     return {"add": add, "sub": sub, "mul": mul}[kind](a, b)
 
 
+@on_operands_device("rill.ops.add")
 def add(a, b, alpha=1):
     """a + alpha*b on the current stream; a or b may be a number, and two
     tensors broadcast."""
@@ -973,6 +1091,7 @@ def add(a, b, alpha=1):
     return _add32(a, b, alpha)
 
 
+@on_operands_device("rill.ops.sub")
 def sub(a, b, alpha=1):
     """a - alpha*b on the current stream; a or b may be a number, and two
     tensors broadcast."""
@@ -987,6 +1106,7 @@ def sub(a, b, alpha=1):
     return _sub32(a, b, alpha)
 
 
+@on_operands_device("rill.ops.mul")
 def mul(a, b):
     """a * b elementwise on the current stream; a or b may be a number, and
     two tensors broadcast."""
@@ -1030,6 +1150,7 @@ def _result(out, half):
     return _converted(out, float16, _stream.current(), "rill") if half else out
 
 
+@on_operands_device(lambda kind, *args, **kwargs: f"rill.ops.{kind}")
 def binary(kind, a, b, where=None):
     """a (kind) b for two tensors, broadcast to one shape, or a tensor and a
     number, on the current stream."""
@@ -1080,6 +1201,7 @@ def _with_number(kind, a, value, where):
     return map_op(lib.RILL_MAP_POW, a, value, where)
 
 
+@on_operands_device("rill.ops.map")
 def map_op(op, a, alpha=0.0, where="rill.ops.map"):
     """op(a) element-wise (a rill_map_op with its number alpha), a new
     tensor like a on the current stream."""
@@ -1148,6 +1270,7 @@ else:
     on_shutdown(lambda: fast.set_generation(life.generation))
 
 
+@on_operands_device("rill.ops.matmul")
 def matmul(a, b):
     """The matrix product of 2-D tensors a [m, k] and b [k, n], on the
     current stream (views are gathered first)."""
@@ -1159,11 +1282,13 @@ def matmul(a, b):
     return _matmul_same(a, b)
 
 
+@on_operands_device("rill.ops.sum")
 def sum(a):
     """The sum of all elements, a 0-d tensor, on the current stream."""
     return _sum_same(a)
 
 
+@on_operands_device("rill.ops.conv2d")
 def conv2d(input, weight):
     """2-D convolution of input [n, c, h, w] with weight [k, c, r, s] (NCHW,
     stride 1, no padding): [n, k, h-r+1, w-s+1], on the current stream."""
@@ -1172,6 +1297,7 @@ def conv2d(input, weight):
     return _conv2d_same(input, weight)
 
 
+@on_operands_device("rill.Tensor.add_")
 def add_(t, other, alpha=1):
     """t += alpha*other in place, on the current stream; returns t."""
     where = "rill.Tensor.add_"
@@ -1256,6 +1382,7 @@ def _to_device(t, dev, where):
         return t._copy(s)
 
 
+@on_operands_device("rill.Tensor.to")
 def to_dtype(t, dt, where="rill.Tensor.to"):
     """t as dtype dt: t itself when it has that dtype, else a converted copy
     on the current stream (of an int64 tensor, through the host)."""

@@ -258,7 +258,15 @@ def getitem(t, index):
 
 def copy_into(dst, src, where):
     """Writes src (a tensor broadcast to dst's shape, or a number) into dst,
-    a tensor or a view, on the current stream."""
+    a tensor or a view, on the current stream of dst's device; a tensor
+    src of another device is copied there first, after its writes."""
+    if isinstance(src, T.Tensor) and src._stream._dev != dst._stream._dev:
+        src = T._to_device(src, dst._stream.device, where)
+    _copy_into(dst, src, where)
+
+
+@T.on_operands_device("rill.Tensor.__setitem__")
+def _copy_into(dst, src, where):
     if dst._numel == 0:
         return
     T._f32_only(dst, where)
@@ -297,6 +305,7 @@ def setitem(t, index, value):
 
 # ---- cat and stack
 
+@T.on_operands_device("rill.cat")
 def cat(tensors, dim=0, where="rill.cat"):
     """The tensors joined along dim (of one dtype, float32; the other
     dimensions equal), on the current stream."""

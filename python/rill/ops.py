@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: MIT
-"""The built-in ops on rill.Tensor, each run on the current stream:
+"""The built-in ops on rill.Tensor, each run on the current stream of its
+tensors' device:
 add(a, b, alpha=1), sub(a, b, alpha=1), mul(a, b), matmul(a, b), sum(a),
 conv2d(input, weight). Numbers may stand for a or b where they make sense."""
 

@@ -267,3 +267,39 @@ def test_tensor_methods_that_pytorchs_tests_use():
         c.fill_("x")
     with pytest.raises(TypeError, match="sizes"):
         torch.FloatTensor([1.0], [2.0])
+
+
+def test_ops_run_on_their_operands_device_and_refuse_two_devices(two_devices, gate):
+    # torch's device guard: an op on tensors of cuda:1 runs on cuda:1's
+    # current stream (after the work there that writes them, held back by
+    # a host function here) whatever device is current, and its result is
+    # on cuda:1; tensors of two devices raise RuntimeError "Expected all
+    # tensors to be on the same device". copy_ copies across devices.
+    assert torch.cuda.current_device() == 0
+    torch.cuda.current_stream(1).launch_host_func(gate)
+    n = 4096
+    x = torch.full((n,), 2.0, device="cuda:1")
+    y = torch.ones(n, device="cuda:1")
+    outs = {"x + y": (x + y, 3.0), "torch.add": (torch.add(x, y, alpha=2), 4.0),
+            "torch.mul": (torch.mul(x, y), 2.0), "x.sum()": (x.sum(), 2.0 * n),
+            "torch.relu": (torch.relu(x), 2.0), "x.clone()": (x.clone(), 2.0),
+            "torch.cat": (torch.cat([x, y])[:n], 2.0),
+            "mm": (torch.mm(x.reshape(64, 64), y.reshape(64, 64)), 128.0),
+            "F.softmax": (torch.nn.functional.softmax(x.reshape(64, 64), dim=1), 1 / 64)}
+    z = torch.zeros(n, device="cuda:1").fill_(5.0)
+    w = torch.zeros(n)  # on cuda:0
+    w.copy_(x)  # from cuda:1, after the work that writes x
+    gate.open()
+    for name, (t, want) in outs.items():
+        assert t.get_device() == 1, name
+        assert np.allclose(t.numpy().astype(np.float64), want), name
+    assert z.get_device() == 1 and set(z.tolist()) == {5.0}
+    assert w.get_device() == 0 and set(w.tolist()) == {2.0}
+    assert torch.cuda.current_device() == 0
+    u = torch.ones(4, device="cuda:0")
+    v = torch.ones(4, device="cuda:1")
+    for op in (lambda: u + v, lambda: torch.add(u, v), lambda: torch.mm(u.reshape(2, 2),
+                                                                          v.reshape(2, 2)),
+               lambda: torch.cat([u, v]), lambda: u.add_(v)):
+        with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+            op()

@@ -3,6 +3,8 @@
 a tensor of the current device tells DLPack consumers: these run on the
 current device, a GPU where rill has one (the stand-in driver's in CI)."""
 
+import copy
+
 import numpy as np
 import pytest
 
@@ -95,8 +97,8 @@ def test_an_op_on_the_gpu_refuses_host_tensors_with_a_device_mismatch():
     with rill.stream(rill.Stream(device="cpu")):
         b = rill.ones(3)
     host = rill.from_dlpack(np.ones(3, np.float32))
-    for other in (b, host):
-        with pytest.raises(rill.DeviceMismatchError, match="cannot reach"):
+    for other in (b, host):  # tensors of rill's CPU device: refused before the op
+        with pytest.raises(rill.DeviceMismatchError, match="on the same device"):
             (a + other).numpy()
     assert (a + a).numpy().tolist() == [2.0] * 3  # the stream's own memory
 
@@ -123,3 +125,60 @@ def test_makers_take_a_device_and_to_moves_between_devices():
         x.to("cuda:x")
     with pytest.raises(rill.NoDeviceError):
         rill.ones(2, device="cpu:9")
+
+
+def test_an_op_runs_on_its_operands_device_after_the_work_that_writes_them(two_devices, gate):
+    # PyTorch's device guard: an op runs on the current stream of its
+    # operands' device, whatever device is current, so it comes after the
+    # work there that writes them (held back here by a host function), and
+    # its result lives there. The fast paths (+ - * with a tensor or a
+    # number, -a) and the general path (broadcasting, float16, matmul,
+    # reductions, views, copies...).
+    assert rill.current_device().index == 0
+    dev1 = rill.device(1)
+    rill.current_stream(1).launch_host_func(gate)
+    n = 4096
+    a = rill.full((n,), 2.0, device=1)  # written behind the host function
+    b = rill.full((n,), 3.0, device=1)
+    m = rill.full((4, 4), 1.0, device=1)
+    cases = {
+        "a + b": (lambda: a + b, 5.0), "a - b": (lambda: a - b, -1.0),
+        "a * b": (lambda: a * b, 6.0), "a + 1": (lambda: a + 1, 3.0),
+        "1 - a": (lambda: 1 - a, -1.0), "a * 0.5": (lambda: a * 0.5, 1.0),
+        "-a": (lambda: -a, -2.0), "a / b": (lambda: a / b, 2.0 / 3.0),
+        "a ** 2": (lambda: a ** 2, 4.0), "ops.add": (lambda: rill.ops.add(a, b), 5.0),
+        "broadcast": (lambda: a.reshape(n, 1) + b[:4], 5.0),
+        "sum": (lambda: a.sum(), 2.0 * n), "mean": (lambda: a.mean(), 2.0),
+        "max": (lambda: a.max(), 2.0), "min along 0": (lambda: m.min(0).values, 1.0),
+        "softmax": (lambda: m.softmax(1), 0.25), "matmul": (lambda: m @ m, 4.0),
+        "half": (lambda: a.half() + a.half(), 4.0), "copy": (lambda: copy.copy(a), 2.0),
+        "view": (lambda: a.reshape(64, 64).t().contiguous(), 2.0),
+        "cat": (lambda: rill._views.cat([a, b])[:n], 2.0),
+    }
+    out = {name: (make(), want) for name, (make, want) in cases.items()}
+    c = rill.zeros(n)  # on device 0: its own device
+    c[:] = a  # a copy from device 1, after the work that writes a
+    gate.open()
+    for name, (t, want) in out.items():
+        assert t.device is dev1, name
+        assert np.allclose(t.numpy().astype(np.float64), want), name
+    assert c.device.index == 0 and set(c.numpy().tolist()) == {2.0}
+    assert rill.current_device().index == 0  # the op's device was current only during the op
+
+
+def test_operands_on_two_devices_are_refused(two_devices):
+    # As PyTorch: RuntimeError "Expected all tensors to be on the same
+    # device" (rill.DeviceMismatchError, a RuntimeError), nothing runs.
+    a = rill.ones(4)
+    b = rill.ones(4, device=1)
+    for name, op in {"a + b": lambda: a + b, "b * a": lambda: b * a,
+                     "a - b": lambda: a - b, "a / b": lambda: a / b,
+                     "ops.matmul": lambda: rill.ops.matmul(a.reshape(2, 2), b.reshape(2, 2)),
+                     "add_": lambda: a.add_(b), "cat": lambda: rill._views.cat([a, b]),
+                     "half": lambda: a.half() + b.half()}.items():
+        with pytest.raises(rill.DeviceMismatchError,
+                           match="Expected all tensors to be on the same device, but found at "
+                                 "least two devices, [a-z]+:[01] and [a-z]+:[01]!"):
+            op()
+        assert isinstance(pytest.raises(RuntimeError, op).value, rill.DeviceMismatchError), name
+    assert a.numpy().tolist() == [1] * 4

@@ -186,3 +186,126 @@ def test_allocating_until_failure_raises_out_of_memory_error():
     assert 1 <= int(kept) <= 4  # at most what fits in 256 MiB
     assert "cannot allocate 67108864 bytes" in message
     assert "bytes in use" in message and "RILL_CPU_MEMORY=256M" in message
+
+
+N = MIB  # floats: 4 MiB tensors
+
+
+class _PendingFree:
+    """A pool at its limit, with one tensor's memory (N floats) freed on a
+    side stream behind a host function that holds it until open(): rill's
+    pool can serve N floats more only once that free has run."""
+
+    def __init__(self):
+        import threading
+        settle()
+        self.opened = threading.Event()
+        rill.set_memory_limit(rill.memory_reserved() + 16 * MIB)
+        self.side = rill.Stream()
+        with rill.stream(self.side):
+            x = rill.empty(N)
+        self.kept = []
+        try:
+            while len(self.kept) < 64:
+                self.kept.append(rill.ones(N))
+        except rill.OutOfMemoryError:
+            pass
+        self.side.launch_host_func(self.opened.wait, 10)  # a broken test fails, not hangs
+        del x  # freed on the side stream, behind the host function
+
+    def open_later(self, seconds=0.2):
+        import threading
+        threading.Timer(seconds, self.opened.set).start()
+
+    def close(self):
+        self.opened.set()
+        self.kept = []
+        rill.set_memory_limit(None)
+        settle()
+
+
+def test_a_tensor_at_the_limit_waits_for_frees_pending_behind_a_host_function():
+    # Seed 000: if the allocation fails, synchronize, then release; PyTorch's
+    # allocator waits for the events of freed blocks before it raises. The
+    # makers' fast path, the element-wise fast path and the general path.
+    makers = {"rill.ones": lambda kept: rill.ones(N),
+              "a + b": lambda kept: kept[0] + kept[1],
+              "rill.full float16": lambda kept: rill.full((2 * N,), 2.0, dtype=rill.float16)}
+    for name, make in makers.items():
+        p = _PendingFree()
+        try:
+            assert len(p.kept) >= 2
+            p.open_later()
+            out = make(p.kept)
+            want = 1.0 if name == "rill.ones" else 2.0
+            assert set(out.numpy().tolist()) == {want}, name
+            del out
+        finally:
+            p.close()
+
+
+def test_at_the_limit_a_capture_and_a_host_function_raise_at_once():
+    # The wait would invalidate the capture, and a host function may not
+    # wait (rill_malloc refuses there): both raise without waiting for the
+    # host function that holds the pending free (which a wait would meet
+    # only when it gives up, after 10 s, and then succeed).
+    p = _PendingFree()
+    try:
+        g = rill.Graph()
+        with pytest.raises(rill.OutOfMemoryError):
+            with rill.graph(g):
+                rill.ones(N)
+        seen = []
+
+        def host():
+            try:
+                rill.ones(N)
+                seen.append("allocated")
+            except rill.OutOfMemoryError:
+                seen.append("OutOfMemoryError")
+
+        other = rill.Stream()
+        other.launch_host_func(host)
+        other.synchronize()
+        assert seen == ["OutOfMemoryError"]
+        assert not p.opened.is_set()
+    finally:
+        p.close()
+
+
+def test_a_wait_at_the_limit_leaves_another_threads_capture_valid():
+    # rill_malloc is an unsafe call, which in GLOBAL mode invalidates every
+    # GLOBAL capture: the wait runs in RELAXED mode, uncaptured.
+    import threading
+    a = rill.zeros(4)
+    p = _PendingFree()
+    began, allocated, result = threading.Event(), threading.Event(), []
+
+    def capturer():
+        try:
+            g = rill.Graph()
+            with rill.graph(g):
+                began.set()
+                allocated.wait(10)
+                a.add_(1)
+            g.replay()
+            result.append(a.numpy().tolist())
+        except Exception as exc:  # noqa: BLE001 - checked below
+            result.append(repr(exc))
+        finally:
+            began.set()
+
+    t = threading.Thread(target=capturer)
+    try:
+        t.start()
+        assert began.wait(10)
+        p.open_later()
+        out = rill.ones(N)
+        allocated.set()
+        t.join()
+        assert result == [[1.0] * 4]
+        assert set(out.numpy().tolist()) == {1.0}
+    finally:
+        allocated.set()
+        t.join()
+        p.close()

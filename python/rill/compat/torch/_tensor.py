@@ -207,23 +207,32 @@ class Tensor(_tensor.Tensor):
     def is_pinned(self):
         return False
 
+    @_tensor.on_operands_device("torch.Tensor.clone")
     def clone(self):
-        """A copy made on the current stream."""
+        """A copy made on the current stream of the tensor's device."""
         from ... import _stream
         return self._copy(_stream.current())
 
     def copy_(self, src, non_blocking=False):
         """Copies src (a tensor of the same number of elements, converted
-        to this dtype) into self on the current stream; returns self."""
-        from ... import _stream
-        from ..._errors import check
-        from ..._ffi import lib
+        to this dtype) into self on the current stream of self's device (a
+        src of another device: copied there first, after its writes);
+        returns self."""
         where = "torch.Tensor.copy_"
         if not isinstance(src, _tensor.Tensor):
             raise TypeError(f"{where}: src must be a tensor, not {type(src).__name__}")
         if src.numel() != self.numel():
             raise ValueError(f"{where}: src has {src.numel()} elements and self "
                              f"{self.numel()}; they must agree")
+        if src._stream._dev != self._stream._dev:
+            src = _moved(src, self._stream.device.index, where)
+        return self._copy_from(src, where)
+
+    @_tensor.on_operands_device("torch.Tensor.copy_")
+    def _copy_from(self, src, where):
+        from ... import _stream
+        from ..._errors import check
+        from ..._ffi import lib
         dst = self._valid(where)
         s = _stream.current()
         if src.dtype is not self.dtype:
@@ -233,8 +242,10 @@ class Tensor(_tensor.Tensor):
             self._written(s)
         return self
 
+    @_tensor.on_operands_device("torch.Tensor.fill_")
     def fill_(self, value):
-        """Fills self with value on the current stream; returns self."""
+        """Fills self with value on the current stream of its device;
+        returns self."""
         from ... import _stream
         from ..._errors import check
         from ..._ffi import lib
