@@ -9,6 +9,9 @@ complete, or at rill.shutdown()."""
 
 import collections
 import ctypes
+import errno
+import mmap
+import sys
 
 from . import _device, _stream, _tensor
 from ._errors import check, error
@@ -27,6 +30,19 @@ _api.PyCapsule_GetPointer.restype = ctypes.c_void_p
 _api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
 _api.PyCapsule_SetName.restype = ctypes.c_int
 _api.PyCapsule_SetName.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+# mincore(2), which fails with ENOMEM for an address that no mapping holds:
+# how the ends of host memory are checked, on Linux.
+_mincore = None
+if sys.platform.startswith("linux"):
+    try:
+        _mincore = ctypes.CDLL(None, use_errno=True).mincore
+        _mincore.restype = ctypes.c_int
+        _mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+    except (AttributeError, OSError):
+        _mincore = None
+_PAGE = mmap.PAGESIZE
+_page_state = ctypes.create_string_buffer(1)
 
 _live = {}  # id(_Import) -> _Import, of tensors not yet collected
 _pending = collections.deque()  # (event, device, _Import): deleters awaiting their work
@@ -170,13 +186,24 @@ def _broken(where, field, what):
                        "producer, or a copy")
 
 
+def _unmapped(address):
+    """Whether no mapping of this process holds the host address (False
+    where that cannot be told)."""
+    if _mincore is None:
+        return False
+    if _mincore(address - address % _PAGE, 1, _page_state) == 0:
+        return False
+    return ctypes.get_errno() == errno.ENOMEM
+
+
 def _wrap(dl, s, cls, where):
     """A tensor of cls on the memory that DLTensor dl describes, on stream
     s, once its fields are found to describe memory: ndim 0 to 64, a shape
     (and strides) whose elements and bytes fit in Py_ssize_t and, from data
     plus byte_offset, in the address space, and data other than NULL
-    unless there are no elements. The shape and strides are read only
-    after ndim passed."""
+    unless there are no elements; for host memory, mapped at its first and
+    last byte (on Linux). The shape and strides are read only after ndim
+    passed."""
     dt = _DTYPES.get((dl.dtype.code, dl.dtype.bits))
     if dt is None or dl.dtype.lanes != 1:
         raise TypeError(f"{where}: the tensor's DLPack dtype (code {dl.dtype.code}, "
@@ -215,6 +242,14 @@ def _wrap(dl, s, cls, where):
     if numel and data + dl.byte_offset + span > _ADDRESS_END:
         raise _broken(where, "data", f"{data:#x} plus byte_offset {dl.byte_offset} and the "
                       f"{span} bytes of the tensor pass the end of the address space")
+    if numel and dl.device.device_type in (_KDL_CPU, _KDL_CUDA_HOST):
+        first = data + dl.byte_offset
+        for end, address in (("first", first), ("last", first + span - 1)):
+            if _unmapped(address):
+                raise _broken(where, "data", f"{data:#x} plus byte_offset {dl.byte_offset} "
+                              f"puts the tensor's {end} byte at {address:#x}, host memory "
+                              f"that no mapping of this process holds ({span} bytes from "
+                              f"{first:#x})")
     t = cls.__new__(cls)
     t._describe(shape, dt, s, strides)
     t._ptr = ffi.cast("void *", ffi.cast("char *", dl.data) + dl.byte_offset)

@@ -5,6 +5,9 @@ what the capsule holds. The capsules are forged here with ctypes: a
 DLManagedTensor struct and PyCapsule_New, without a producer library."""
 
 import ctypes
+import gc
+import mmap
+import sys
 
 import numpy as np
 import pytest
@@ -107,6 +110,35 @@ def test_strides_that_reach_past_the_address_space_are_refused():
     # Within Py_ssize_t, but past the end of the address space from data.
     refused(Forged([2, 2], strides=[1 << 60, 1], data=(1 << 64) - (1 << 62)), "data")
     refused(Forged([4], byte_offset=(1 << 64) - 8), "data")
+
+
+def test_host_memory_whose_first_or_last_byte_is_not_mapped_is_refused():
+    # Host memory is checked at its ends (mincore): a shape or strides that
+    # fit in the address space but run past the buffer's mapping.
+    if not sys.platform.startswith("linux"):
+        pytest.skip("the mapping is checked on Linux")
+    refused(Forged([8], data=0x100), "data 0x100")  # the page at 0 is never mapped
+    refused(Forged([4, 2], strides=[1 << 40, 1]), "data")  # 12 TiB past 32 bytes
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                          ctypes.c_int, ctypes.c_long]
+    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    page = mmap.PAGESIZE
+    base = libc.mmap(None, 2 * page, mmap.PROT_READ | mmap.PROT_WRITE,
+                     mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, -1, 0)
+    assert base not in (None, ctypes.c_void_p(-1).value)
+    assert libc.munmap(base + page, page) == 0  # the page after the buffer: a hole
+    try:
+        end = base + page - 32  # 8 floats at the end of the mapped page
+        f = Forged([8], data=end)
+        assert rill.from_dlpack(f.capsule).shape == (8,)
+        refused(Forged([9], data=end), "data")  # one element past the mapping
+        refused(Forged([2, 2], strides=[8, 1], data=end), "data")
+    finally:
+        rill.synchronize()
+        gc.collect()
+        libc.munmap(base, page)
 
 
 def test_null_data_is_refused_unless_there_are_no_elements():
