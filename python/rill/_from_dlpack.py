@@ -42,7 +42,8 @@ if sys.platform.startswith("linux"):
     except (AttributeError, OSError):
         _mincore = None
 _PAGE = mmap.PAGESIZE
-_page_state = ctypes.create_string_buffer(1)
+_PAGES_AT_ONCE = 64  # a range of at most this many pages is checked whole, in one call
+_page_state = ctypes.create_string_buffer(_PAGES_AT_ONCE)
 
 _live = {}  # id(_Import) -> _Import, of tensors not yet collected
 _pending = collections.deque()  # (event, device, _Import): deleters awaiting their work
@@ -186,14 +187,23 @@ def _broken(where, field, what):
                        "producer, or a copy")
 
 
-def _unmapped(address):
-    """Whether no mapping of this process holds the host address (False
-    where that cannot be told)."""
+def _unmapped(first, last):
+    """The first of the host addresses first and last that no mapping of
+    this process holds, or None (also where that cannot be told). A range
+    of a few pages is checked whole, in one call."""
     if _mincore is None:
-        return False
-    if _mincore(address - address % _PAGE, 1, _page_state) == 0:
-        return False
-    return ctypes.get_errno() == errno.ENOMEM
+        return None
+    start = first - first % _PAGE
+    if last - start < _PAGES_AT_ONCE * _PAGE:
+        if _mincore(start, last + 1 - start, _page_state) == 0 or \
+                ctypes.get_errno() != errno.ENOMEM:
+            return None
+        return first if _mincore(start, 1, _page_state) != 0 else last
+    for address in (first, last):
+        if _mincore(address - address % _PAGE, 1, _page_state) != 0 and \
+                ctypes.get_errno() == errno.ENOMEM:
+            return address
+    return None
 
 
 def _wrap(dl, s, cls, where):
@@ -202,7 +212,8 @@ def _wrap(dl, s, cls, where):
     (and strides) whose elements and bytes fit in Py_ssize_t and, from data
     plus byte_offset, in the address space, and data other than NULL
     unless there are no elements; for host memory, mapped at its first and
-    last byte (on Linux). The shape and strides are read only after ndim
+    last byte, and between them when they are a few pages apart (on
+    Linux). The shape and strides are read only after ndim
     passed."""
     dt = _DTYPES.get((dl.dtype.code, dl.dtype.bits))
     if dt is None or dl.dtype.lanes != 1:
@@ -244,12 +255,11 @@ def _wrap(dl, s, cls, where):
                       f"{span} bytes of the tensor pass the end of the address space")
     if numel and dl.device.device_type in (_KDL_CPU, _KDL_CUDA_HOST):
         first = data + dl.byte_offset
-        for end, address in (("first", first), ("last", first + span - 1)):
-            if _unmapped(address):
-                raise _broken(where, "data", f"{data:#x} plus byte_offset {dl.byte_offset} "
-                              f"puts the tensor's {end} byte at {address:#x}, host memory "
-                              f"that no mapping of this process holds ({span} bytes from "
-                              f"{first:#x})")
+        address = _unmapped(first, first + span - 1)
+        if address is not None:
+            raise _broken(where, "data", f"{data:#x} plus byte_offset {dl.byte_offset} "
+                          f"and the tensor's {span} bytes reach {address:#x}, host memory "
+                          "that no mapping of this process holds")
     t = cls.__new__(cls)
     t._describe(shape, dt, s, strides)
     t._ptr = ffi.cast("void *", ffi.cast("char *", dl.data) + dl.byte_offset)
