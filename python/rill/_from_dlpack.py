@@ -32,7 +32,7 @@ _api.PyCapsule_SetName.restype = ctypes.c_int
 _api.PyCapsule_SetName.argtypes = [ctypes.py_object, ctypes.c_char_p]
 
 # mincore(2), which fails with ENOMEM for an address that no mapping holds:
-# how the ends of host memory are checked, on Linux.
+# how host memory is checked, on Linux.
 _mincore = None
 if sys.platform.startswith("linux"):
     try:
