@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 """librill.so loaded, and its functions called through cffi: in API mode
 when the build compiled _rill_cffi (from rill/_cdef.py), else in ABI mode
-(RILL_PYTHON_ABI=1 forces it); `mode` says which, and `fast` is
+(RILL_PYTHON_ABI=1, true, yes or on forces it; 0, false, no, off or empty
+does not, and another value is a ValueError); `mode` says which, and `fast` is
 _rill_fast (rill_fast.c) when built. The library is looked for in
 $RILL_LIBRARY, beside this package (_install.py), in build/release or
 build/default of the source tree, then on the linker's path."""
@@ -56,12 +57,24 @@ def _candidates():
     return out
 
 
+def abi_requested(value):
+    """Whether RILL_PYTHON_ABI's value (None: unset) asks for ABI mode."""
+    word = "" if value is None else value.strip().lower()
+    if word in ("1", "true", "yes", "on"):
+        return True
+    if word in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError(f"rill: RILL_PYTHON_ABI is {value!r}; set it to 1, true, yes or on for "
+                     "cffi's ABI mode, or to 0, false, no or off (or unset it) for the mode "
+                     "the build allows")
+
+
 def _compiled_module(path, where, module="_rill_cffi"):
     """The compiled module (_rill_cffi or _rill_fast) built with the library
     at path, or None: the one in build/<preset>/python/ beside a build's
     librill.so, or the one installed in this package beside the installed
     library."""
-    if os.environ.get("RILL_PYTHON_ABI"):
+    if abi_requested(os.environ.get("RILL_PYTHON_ABI")):
         return None
     name = module + importlib.machinery.EXTENSION_SUFFIXES[0]
     if where == "the installed package":

@@ -9,6 +9,9 @@ complete, or at rill.shutdown()."""
 
 import collections
 import ctypes
+import errno
+import mmap
+import sys
 
 from . import _device, _stream, _tensor
 from ._errors import check, error
@@ -27,6 +30,20 @@ _api.PyCapsule_GetPointer.restype = ctypes.c_void_p
 _api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
 _api.PyCapsule_SetName.restype = ctypes.c_int
 _api.PyCapsule_SetName.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+# mincore(2), which fails with ENOMEM for an address that no mapping holds:
+# how host memory is checked, on Linux.
+_mincore = None
+if sys.platform.startswith("linux"):
+    try:
+        _mincore = ctypes.CDLL(None, use_errno=True).mincore
+        _mincore.restype = ctypes.c_int
+        _mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+    except (AttributeError, OSError):
+        _mincore = None
+_PAGE = mmap.PAGESIZE
+_PAGES_AT_ONCE = 64  # a range of at most this many pages is checked whole, in one call
+_page_state = ctypes.create_string_buffer(_PAGES_AT_ONCE)
 
 _live = {}  # id(_Import) -> _Import, of tensors not yet collected
 _pending = collections.deque()  # (event, device, _Import): deleters awaiting their work
@@ -156,21 +173,93 @@ def from_dlpack(x, cls=_tensor.Tensor):
     return t
 
 
+# The most dimensions a capsule may have (numpy's NPY_MAXDIMS and PyTorch's
+# limit), and the most bytes a tensor may span (Py_ssize_t, below size_t).
+_MAX_NDIM = 64
+_MAX_BYTES = (1 << 63) - 1
+_ADDRESS_END = 1 << (8 * ffi.sizeof("void *"))
+
+
+def _broken(where, field, what):
+    return BufferError(f"{where}: the capsule's {field} {what}; its producer made a DLTensor "
+                       "that describes no memory (DLPack: ndim 0 or more, a shape of as many "
+                       "dimensions 0 or more, data that holds them): pass a tensor of another "
+                       "producer, or a copy")
+
+
+def _unmapped(first, last):
+    """The first of the host addresses first and last that no mapping of
+    this process holds, or None (also where that cannot be told). A range
+    of a few pages is checked whole, in one call."""
+    if _mincore is None:
+        return None
+    start = first - first % _PAGE
+    if last - start < _PAGES_AT_ONCE * _PAGE:
+        if _mincore(start, last + 1 - start, _page_state) == 0 or \
+                ctypes.get_errno() != errno.ENOMEM:
+            return None
+        return first if _mincore(start, 1, _page_state) != 0 else last
+    for address in (first, last):
+        if _mincore(address - address % _PAGE, 1, _page_state) != 0 and \
+                ctypes.get_errno() == errno.ENOMEM:
+            return address
+    return None
+
+
 def _wrap(dl, s, cls, where):
+    """A tensor of cls on the memory that DLTensor dl describes, on stream
+    s, once its fields are found to describe memory: ndim 0 to 64, a shape
+    (and strides) whose elements and bytes fit in Py_ssize_t and, from data
+    plus byte_offset, in the address space, and data other than NULL
+    unless there are no elements; for host memory, mapped at its first and
+    last byte, and between them when they are a few pages apart (on
+    Linux). The shape and strides are read only after ndim
+    passed."""
     dt = _DTYPES.get((dl.dtype.code, dl.dtype.bits))
     if dt is None or dl.dtype.lanes != 1:
         raise TypeError(f"{where}: the tensor's DLPack dtype (code {dl.dtype.code}, "
                         f"{dl.dtype.bits} bits, {dl.dtype.lanes} lanes) is not float32 or "
                         "float16; convert it first (x.float())")
-    shape = tuple(int(dl.shape[i]) for i in range(dl.ndim))
+    ndim = int(dl.ndim)
+    if not 0 <= ndim <= _MAX_NDIM:
+        raise _broken(where, "ndim", f"is {ndim}, not 0 to {_MAX_NDIM}")
+    if ndim and dl.shape == ffi.NULL:
+        raise _broken(where, "shape", f"is NULL for ndim {ndim}")
+    shape = tuple(int(dl.shape[i]) for i in range(ndim))
+    if any(d < 0 for d in shape):
+        raise _broken(where, "shape", f"{shape} has a negative dimension")
+    numel = _tensor._numel(shape)
+    item = dt.itemsize
+    if numel * item > _MAX_BYTES:
+        raise _broken(where, "shape", f"{shape} holds {numel} elements of {item} bytes, more "
+                      f"than any memory holds ({_MAX_BYTES} bytes at most)")
     strides = None
-    if dl.strides != ffi.NULL and dl.ndim > 0:
-        given = tuple(int(dl.strides[i]) for i in range(dl.ndim))
+    span = numel * item  # bytes from the first element to past the last
+    if dl.strides != ffi.NULL and ndim > 0:
+        given = tuple(int(dl.strides[i]) for i in range(ndim))
         if any(st < 0 for st in given):
             raise BufferError(f"{where}: the tensor has negative strides {given}; rill's views "
                               "take strides of 0 or more: pass a copy (x.contiguous())")
+        if numel:
+            span = (sum((d - 1) * st for d, st in zip(shape, given)) + 1) * item
+            if span > _MAX_BYTES:
+                raise _broken(where, "strides", f"{given} over shape {shape} span {span} bytes, "
+                              f"more than any memory holds ({_MAX_BYTES} bytes at most)")
         if given != tuple(_tensor.contiguous_strides(shape)):
             strides = given
+    data = int(ffi.cast("uintptr_t", dl.data))
+    if numel and data == 0:
+        raise _broken(where, "data", f"is NULL for {numel} element(s)")
+    if numel and data + dl.byte_offset + span > _ADDRESS_END:
+        raise _broken(where, "data", f"{data:#x} plus byte_offset {dl.byte_offset} and the "
+                      f"{span} bytes of the tensor pass the end of the address space")
+    if numel and dl.device.device_type in (_KDL_CPU, _KDL_CUDA_HOST):
+        first = data + dl.byte_offset
+        address = _unmapped(first, first + span - 1)
+        if address is not None:
+            raise _broken(where, "data", f"{data:#x} plus byte_offset {dl.byte_offset} "
+                          f"and the tensor's {span} bytes reach {address:#x}, host memory "
+                          "that no mapping of this process holds")
     t = cls.__new__(cls)
     t._describe(shape, dt, s, strides)
     t._ptr = ffi.cast("void *", ffi.cast("char *", dl.data) + dl.byte_offset)

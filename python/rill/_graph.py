@@ -7,8 +7,9 @@ shapes and replays it at the later ones (torchair's reduce-overhead mode).
 Work that the capturing thread submits to the capture's streams (the
 origin, and the streams that an event recorded there pulls in) is recorded
 into the graph instead of run. Tensors allocated in the capture get graph
-memory: the same address at every replay; each such tensor keeps its Graph
-alive, and is never freed outside the capture. Every tensor an op wrote in
+memory: the same address at every replay. Each such tensor keeps that
+memory (the capture's _Memory) alive, past reset() and the Graph itself,
+and is never freed outside the capture. Every tensor an op wrote in
 the capture has its event recorded again after each replay, so numpy()
 waits for the replay that wrote it."""
 
@@ -91,6 +92,39 @@ def capturing():
     return getattr(_tls, "graph", None)
 
 
+class _Memory:
+    """The memory of one capture, which rill releases with the capture's
+    exec (rill.h: when the graph and its last exec are destroyed): the
+    Graph until reset() and each tensor allocated in the capture hold it,
+    and the last to let go destroys the exec. A later capture that uses
+    tensors of this memory holds it too (use), so that its replays never
+    touch memory released under them."""
+
+    __slots__ = ("exec", "gen", "uses")
+
+    def __init__(self):
+        self.exec = None  # rill_graph_exec *, once the capture has ended well
+        self.gen = life.generation
+        self.uses = set()  # the _Memory of other captures that this one's nodes use
+
+    def __del__(self, _life=life, _destroy=lib.rill_graph_exec_destroy):
+        if self.exec is not None and self.gen == _life.generation:
+            _destroy(self.exec)  # waits for nothing: launches already made keep their graph
+
+
+def note_use(t):
+    """Called by an op on each tensor it uses while a capture is active in
+    some thread: when the calling thread captures and t's memory is another
+    capture's, the calling thread's capture holds that memory."""
+    g = _tls.__dict__.get("graph")
+    if g is None:
+        return
+    owner = t._owner if t._base is None else t._base._owner
+    mine = g._mem
+    if type(owner) is _Memory and owner is not mine and mine is not None:
+        mine.uses.add(owner)
+
+
 class Graph:
     """A graph of captured work, replayed as one command (torch.cuda.CUDAGraph).
 
@@ -100,11 +134,11 @@ class Graph:
     g.replay()               # runs it; c holds the result once it is done
     """
 
-    __slots__ = ("_exec", "_gen", "_stream", "_written", "_streams", "_host_tokens",
+    __slots__ = ("_mem", "_gen", "_stream", "_written", "_streams", "_host_tokens",
                  "_last_replay", "__weakref__")
 
     def __init__(self):
-        self._exec = None
+        self._mem = None  # the _Memory of the capture under way or ended, until reset()
         self._gen = life.generation
         self._stream = None
         self._written = weakref.WeakValueDictionary()  # id -> Tensor written in the capture
@@ -121,7 +155,7 @@ class Graph:
         _reap()
         if self._gen != life.generation:
             raise stale_error(where, "graph")
-        if self._exec is not None or self._stream is not None:
+        if self._mem is not None:
             raise RuntimeError(f"{where}: this graph was captured already; call reset() "
                                "first or use a new rill.Graph")
         if capturing() is not None:
@@ -141,6 +175,7 @@ class Graph:
                 active[0] -= 1
             raise
         self._stream = s
+        self._mem = _Memory()
         _tls.graph = self
 
     def capture_end(self):
@@ -162,6 +197,7 @@ class Graph:
         self._streams = {}
         if st != 0:
             self._stream = None
+            self._mem = None
             self._written = weakref.WeakValueDictionary()
             self._drop_host_functions()
             check(st)
@@ -169,7 +205,7 @@ class Graph:
         st = lib.rill_graph_instantiate(out[0], ex)
         lib.rill_graph_destroy(out[0])
         check(st)
-        self._exec = ex[0]
+        self._mem.exec = ex[0]
 
     def _join(self):
         """Joins every other stream that the capture's ops pulled in back to
@@ -192,7 +228,7 @@ class Graph:
         where = "rill.Graph.replay"
         if self._gen != life.generation:
             raise stale_error(where, "graph")
-        ex = self._exec
+        ex = self._mem.exec if self._mem is not None else None
         if ex is None:
             raise RuntimeError(f"{where}: nothing was captured; capture the graph first")
         s = _stream._stream_obj(stream, where)
@@ -216,24 +252,23 @@ class Graph:
     def reset(self):
         """Releases the captured work; the graph may capture again. Tensors
         of its memory keep it until they are gone."""
-        if self._exec is not None and self._gen == life.generation:
-            lib.rill_graph_exec_destroy(self._exec)
+        if capturing() is self:
+            raise RuntimeError("rill.Graph.reset: this thread is capturing this graph; call "
+                               "capture_end() first")
         self._drop_host_functions()
-        self._exec = None
+        self._mem = None  # destroys the exec unless tensors of its memory hold it
         self._stream = None
         self._written = weakref.WeakValueDictionary()
         self._streams = {}
 
-    def __del__(self, _life=life, _destroy=lib.rill_graph_exec_destroy):
-        ex = getattr(self, "_exec", None)
-        if ex is not None and self._gen == _life.generation:
-            _destroy(ex)  # waits for nothing: launches already made keep their graph
+    def __del__(self, _life=life):
+        # The exec goes with the _Memory, once no tensor holds it either.
         tokens = getattr(self, "_host_tokens", None)
         if tokens and self._gen == _life.generation:
             _retire(tokens, self._last_replay)
 
     def __repr__(self):
-        state = "captured" if self._exec is not None else (
+        state = "captured" if self._mem is not None and self._mem.exec is not None else (
             "capturing" if self._stream is not None else "empty")
         return f"rill.Graph({state})"
 

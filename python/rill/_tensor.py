@@ -235,7 +235,7 @@ class Tensor(fast.TensorBase if fast is not None else _Fields):
         self._ptr = out[0]
         g = _graph._tls.__dict__.get("graph")
         if g is not None and _graph.stream_in_capture(h):
-            self._owner = g  # graph memory: the graph lives as long as the tensor
+            self._owner = g._mem  # graph memory: it lives as long as the tensor
 
     def _copy(self, stream):
         """A copy made in stream order on stream, of this tensor's class."""
@@ -252,9 +252,14 @@ class Tensor(fast.TensorBase if fast is not None else _Fields):
         t._alloc(shape, dt, stream, where)
         return t
 
-    def _valid(self, where):
+    def _valid(self, where, _active=_graph.active):
+        """The memory, for an op that uses the tensor (stale_error after
+        rill.shutdown()). In a capture, that capture holds the memory of
+        another capture the tensor has (_graph.note_use)."""
         if self._gen != life.generation:
             raise stale_error(where, "tensor")
+        if _active[0]:
+            _graph.note_use(self)
         return self._ptr
 
     def _written(self, stream):
@@ -512,11 +517,11 @@ def _release(self, _life=life, _free_async=lib.rill_free_async, _free=lib.rill_f
             self._stream._events.append(ev)
         return
     owner = self._owner
-    if owner is not None and not isinstance(owner, _graph.Graph):
+    if owner is not None and not isinstance(owner, _graph._Memory):
         owner.release(self)  # another library's memory, shared through DLPack (rill._dlpack)
         return
-    if owner is not None and _graph._tls.__dict__.get("graph") is not owner:
-        return  # the graph's memory, released with the graph
+    if owner is not None and getattr(_graph.capturing(), "_mem", None) is not owner:
+        return  # a capture's memory, released with its exec once nothing holds it
     s = self._stream
     if s._closed:
         _free(ptr)  # at the end of its (destroyed) stream's work

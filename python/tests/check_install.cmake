@@ -2,9 +2,11 @@
 # Installs the build tree into a scratch prefix, then imports the installed
 # package there with the tests' interpreter, from outside the source tree and
 # without RILL_LIBRARY: it must load the installed librill.so and compute,
-# and give the project's version as rill.__version__.
+# and give the project's version as rill.__version__. Then two files of the
+# repository's tests run in place against it (RILL_TEST_INSTALLED=1), as
+# check_wheel.sh runs them all against the wheel.
 # Run as: cmake -DBUILD_DIR=... -DPYTHON=... -DPYTHON_DIR=... -DVERSION=... -DWORK_DIR=...
-#         -P check_install.cmake
+#         -DTESTS_DIR=... -P check_install.cmake
 set(prefix ${WORK_DIR}/prefix)
 file(REMOVE_RECURSE ${WORK_DIR})
 execute_process(COMMAND ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix}
@@ -26,3 +28,17 @@ if(NOT rc EQUAL 0 OR NOT out MATCHES "^\\[\\[2\\.0, 2\\.0\\], \\[2\\.0, 2\\.0\\]
   message(FATAL_ERROR "the installed package failed (${rc}): ${out}\n${err}")
 endif()
 message(STATUS "installed package: ${out}")
+
+set(ENV{RILL_TEST_INSTALLED} 1)
+set(ENV{RILL_CPU_WORKERS} 4)
+execute_process(
+  COMMAND ${PYTHON} -m pytest -q -p no:cacheprovider ${TESTS_DIR}/test_package.py
+          ${TESTS_DIR}/test_tensors.py
+  WORKING_DIRECTORY ${WORK_DIR} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err
+  TIMEOUT 90)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "the repository's tests failed against the installed package (${rc}):\n"
+                      "${out}\n${err}")
+endif()
+string(REGEX MATCH "[^\n]*(passed|failed)[^\n]*" summary "${out}")
+message(STATUS "the repository's tests against the installed package: ${summary}")

@@ -1,16 +1,79 @@
 # SPDX-License-Identifier: MIT
-"""Fixtures of rill's Python tests. The package is imported from this
-source tree (python/), and librill.so from $RILL_LIBRARY when set (ctest
-sets it to the library it built), else as rill._ffi finds it."""
+"""Fixtures of rill's Python tests. They test the package of this source
+tree (python/rill), with librill.so from $RILL_LIBRARY when set (ctest sets
+it to the library it built), else as rill._ffi finds it; or an installed
+package (a wheel, cmake --install), which RILL_TEST_INSTALLED=1 asks for
+and which is taken without the variable when this tree has no build to
+load (no $RILL_LIBRARY, no build/release or build/default librill.so) and
+`import rill` finds one. RILL_TEST_INSTALLED=0 asks for the source tree's."""
 
+import importlib.util
 import os
 import sys
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SOURCE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # python/
 
-import rill  # noqa: E402
+
+def _installed_wanted():
+    value = os.environ.get("RILL_TEST_INSTALLED")
+    if value is not None:
+        word = value.strip().lower()
+        if word in ("1", "true", "yes", "on"):
+            return True
+        if word in ("0", "false", "no", "off", ""):
+            return False
+        raise pytest.UsageError(f"RILL_TEST_INSTALLED is {value!r}; set it to 1 to test the "
+                                "installed rill package, or to 0 (or unset it) for this "
+                                "source tree's")
+    if os.environ.get("RILL_LIBRARY"):
+        return False
+    root = os.path.dirname(SOURCE)
+    if any(os.path.exists(os.path.join(root, "build", preset, "librill.so"))
+           for preset in ("release", "default")):
+        return False
+    return _without_source(lambda: importlib.util.find_spec("rill") is not None)
+
+
+def _is_source(entry):
+    try:
+        return os.path.samefile(entry or os.curdir, SOURCE)
+    except OSError:
+        return False
+
+
+def _without_source(fn):
+    """fn() with this tree's python/ off sys.path (where `python -m pytest`
+    run in python/ puts it, as the current directory)."""
+    kept = sys.path[:]
+    sys.path[:] = [entry for entry in sys.path if not _is_source(entry)]
+    try:
+        return fn()
+    finally:
+        sys.path[:] = kept
+
+
+INSTALLED = _installed_wanted()
+if INSTALLED:
+    sys.path[:] = [entry for entry in sys.path if not _is_source(entry)]
+    if importlib.util.find_spec("rill") is None:
+        raise pytest.UsageError(f"RILL_TEST_INSTALLED asks for the installed rill package, but "
+                                f"{sys.executable} finds none: install it (pip install, or "
+                                "cmake --install and PYTHONPATH), or unset RILL_TEST_INSTALLED")
+    import rill  # noqa: E402
+    if _is_source(os.path.dirname(os.path.dirname(os.path.abspath(rill.__file__)))):
+        raise pytest.UsageError(f"the tests should test an installed rill package but import "
+                                f"{rill.__file__} of the source tree")
+else:
+    sys.path.insert(0, SOURCE)
+    import rill  # noqa: E402
+
+
+def pytest_report_header(config):
+    which = "installed" if INSTALLED else "source tree's"
+    return f"rill: the {which} package, {os.path.dirname(rill.__file__)}; " \
+           f"librill {rill.library_path}; cffi {rill._ffi.mode} mode"
 
 
 @pytest.fixture(autouse=True)

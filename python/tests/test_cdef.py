@@ -8,6 +8,7 @@ struct's size and field offsets as cffi lays them out."""
 import os
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -65,7 +66,7 @@ def test_the_build_s_cffi_mode_is_in_use():
     expected = os.environ.get("RILL_EXPECT_CFFI_MODE")
     if expected is None:
         pytest.skip("not run by ctest")
-    if os.environ.get("RILL_PYTHON_ABI"):
+    if _ffi.abi_requested(os.environ.get("RILL_PYTHON_ABI")):
         expected = "abi"
     assert _ffi.mode == expected
     # The build compiles _rill_fast wherever it compiles _rill_cffi.
@@ -82,3 +83,36 @@ def test_a_compiled_module_that_cannot_load_leaves_abi_mode(tmp_path, monkeypatc
     assert _ffi._compiled_module(str(tmp_path / "librill.so"), "the build tree") is None
     assert _ffi._compiled_module(str(tmp_path / "elsewhere" / "librill.so"),
                                  "the build tree") is None  # none there
+
+
+def _mode_with(value):
+    """rill._ffi.mode in a new interpreter with RILL_PYTHON_ABI=value (None:
+    unset), importing the package this one imported; or the import's error."""
+    env = dict(os.environ)
+    env.pop("RILL_PYTHON_ABI", None)
+    if value is not None:
+        env["RILL_PYTHON_ABI"] = value
+    root = os.path.dirname(os.path.dirname(os.path.abspath(_ffi.__file__)))
+    env["PYTHONPATH"] = os.pathsep.join([root, env.get("PYTHONPATH", "")])
+    run = subprocess.run([sys.executable, "-c", "import rill; print(rill._ffi.mode)"], env=env,
+                         capture_output=True, text=True, timeout=120)
+    return run.stdout.strip() if run.returncode == 0 else run.stderr
+
+
+def test_rill_python_abi_takes_true_and_false_values():
+    # Only a true value asks for ABI mode; a false or empty one keeps the
+    # mode the build allows, and anything else is an error naming it.
+    for value in ("1", "true", "Yes", " on "):
+        assert _ffi.abi_requested(value) is True, value
+    for value in (None, "0", "false", "NO", "off", ""):
+        assert _ffi.abi_requested(value) is False, value
+    for value in ("2", "sometimes"):
+        with pytest.raises(ValueError, match=f"RILL_PYTHON_ABI is '{value}'; set it to 1"):
+            _ffi.abi_requested(value)
+    # At the package's import: RILL_PYTHON_ABI=0 keeps the build's mode.
+    built = _mode_with(None)
+    assert built in ("api", "abi"), built
+    assert _mode_with("0") == built
+    assert _mode_with("1") == "abi"
+    err = _mode_with("sometimes")
+    assert "ValueError: rill: RILL_PYTHON_ABI is 'sometimes'" in err, err

@@ -143,7 +143,7 @@ def test_shutdown_refuses_while_an_export_is_alive(consumer):
     if consumer == "torch":
         pytest.importorskip("torch")
     code = SHUTDOWN_CHILD.format(python_dir=os.path.dirname(os.path.dirname(
-        os.path.abspath(__file__))), make_view=VIEWS[consumer])
+        os.path.abspath(rill.__file__))), make_view=VIEWS[consumer])
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120, env=dict(os.environ))
     assert run.returncode == 0, (run.returncode, run.stdout, run.stderr)

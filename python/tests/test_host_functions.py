@@ -14,7 +14,8 @@ import pytest
 import rill
 from rill import _runtime
 
-PYTHON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Where the package under test is (the source tree's or an installed one).
+PYTHON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(rill.__file__)))
 
 
 def test_host_functions_run_in_stream_order_with_their_arguments():

@@ -16,7 +16,10 @@ import time
 
 import pytest
 
-PYTHON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+import rill
+
+# Where the package under test is (the source tree's or an installed one).
+PYTHON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(rill.__file__)))
 
 PRELUDE = f"""
 import sys, threading

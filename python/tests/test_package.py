@@ -5,6 +5,7 @@ that lacks a dependency is told what to install."""
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -62,7 +63,8 @@ def test_python_pyproject_is_the_root_one_with_its_paths_one_level_up():
 @pytest.mark.parametrize("module,debian", [("numpy", "python3-numpy"), ("cffi", "python3-cffi")])
 def test_a_missing_dependency_says_what_to_install(module, debian):
     # sys.modules[name] = None makes `import name` fail as a missing module does.
-    code = (f"import sys; sys.modules[{module!r}] = None; sys.path.insert(0, {PYTHON_DIR!r})\n"
+    package_dir = os.path.dirname(os.path.dirname(os.path.abspath(rill.__file__)))
+    code = (f"import sys; sys.modules[{module!r}] = None; sys.path.insert(0, {package_dir!r})\n"
             "try:\n"
             "    import rill\n"
             "except ModuleNotFoundError as exc:\n"
@@ -75,3 +77,46 @@ def test_a_missing_dependency_says_what_to_install(module, debian):
     assert message.startswith(f"rill: the package needs {module}")
     assert f"apt install {debian}" in message
     assert f"-m pip install {module}" in message
+
+
+def test_the_tests_take_an_installed_package_when_asked_or_without_a_build(tmp_path):
+    # A tree of the tests' conftest beside a copy of the package (the
+    # source's), and another copy installed elsewhere (with _install.py
+    # naming this library): RILL_TEST_INSTALLED=1, or no build and no
+    # RILL_LIBRARY, makes the tests import the installed one, even from
+    # python/ where `python -m pytest` puts the source first on sys.path.
+    package = os.path.dirname(os.path.abspath(rill.__file__))
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "_install.py", "_rill_*",
+                                    "librill*")
+    tests = tmp_path / "tree" / "python" / "tests"
+    shutil.copytree(package, tmp_path / "tree" / "python" / "rill", ignore=ignore)
+    tests.mkdir()
+    shutil.copy(os.path.join(os.path.dirname(os.path.abspath(__file__)), "conftest.py"), tests)
+    (tests / "test_which.py").write_text(
+        "import os, rill\n"
+        "def test_which():\n"
+        "    assert os.path.dirname(rill.__file__) == os.environ['EXPECT_RILL'], rill.__file__\n")
+    site = tmp_path / "site"
+    shutil.copytree(package, site / "rill", ignore=ignore)
+    (site / "rill" / "_install.py").write_text(
+        f"LIBRARY = {os.path.realpath(rill.library_path)!r}\nVERSION = {rill.__version__!r}\n")
+
+    def run(expect, **env):
+        full = dict(os.environ, PYTHONPATH=str(site), EXPECT_RILL=str(expect), **env)
+        for name in ("RILL_TEST_INSTALLED", "RILL_LIBRARY"):
+            if env.get(name) is None:
+                full.pop(name, None)
+        return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+                               "tests/test_which.py"], cwd=tests.parent, env=full,
+                              capture_output=True, text=True, timeout=120)
+
+    installed, source = site / "rill", tests.parent / "rill"
+    for expect, env in ((installed, {"RILL_TEST_INSTALLED": "1"}),
+                        (installed, {"RILL_TEST_INSTALLED": None, "RILL_LIBRARY": None}),
+                        (source, {"RILL_TEST_INSTALLED": "0"})):
+        env.setdefault("RILL_LIBRARY", rill.library_path)
+        done = run(expect, **env)
+        assert done.returncode == 0, (env, done.stdout, done.stderr)
+        assert f"rill: the {'installed' if expect == installed else 'source tree'}" in done.stdout
+    done = run(installed, RILL_TEST_INSTALLED="maybe")
+    assert done.returncode != 0 and "RILL_TEST_INSTALLED is 'maybe'" in done.stderr + done.stdout

@@ -2,8 +2,9 @@
 """The stream, event and allocator tests of PyTorch's test/test_cuda.py
 (TestCuda: test_streams, test_stream_event_repr, test_events,
 test_record_stream, test_stream_context_manager,
-test_multi_device_stream_context_manager and
-test_caching_allocator_record_stream_oom), run on rill.compat.torch with
+test_multi_device_stream_context_manager,
+test_caching_allocator_record_stream_oom and
+test_graph_capture_reset_recapture), run on rill.compat.torch with
 the import changed. Where a line differs otherwise, a comment says why:
 rill has no uint8 tensors, no CUDA legacy stream (handle 0), and a
 torch.cuda._sleep that sleeps in a host function at CYCLES_PER_MS."""
@@ -154,3 +155,37 @@ class TestCuda(unittest.TestCase):
             torch.cuda.synchronize()
             gc.collect()
             rill.set_memory_limit(before)
+
+    def test_graph_capture_reset_recapture(self):
+        s = torch.cuda.Stream()
+
+        with torch.cuda.stream(s):
+            a = torch.full((1000,), 1, device="cuda")
+            g = torch.cuda.CUDAGraph()
+            torch.cuda.empty_cache()
+            g.capture_begin()
+            b = a
+            for _ in range(10):
+                b = b + 1
+            g.capture_end()
+        torch.cuda.current_stream().wait_stream(s)
+
+        g.replay()
+
+        self.assertTrue(b.sum().item() == 11000.)
+
+        g.reset()
+
+        with torch.cuda.stream(s):
+            g.capture_begin()
+            b.fill_(2.0)
+            for _ in range(10):
+                b = b + 2
+            g.capture_end()
+        torch.cuda.current_stream().wait_stream(s)
+
+        g.replay()
+        self.assertTrue(b.sum().item() == 22000.)
+
+        g.reset()
+        del g
