@@ -276,6 +276,53 @@ rill_status rill_stream_synchronize(rill_stream *stream);
 rill_status rill_stream_synchronize_for(rill_stream *stream, uint64_t timeout_ns);
 rill_status rill_event_synchronize_for(rill_event *event, uint64_t timeout_ns);
 rill_status rill_device_synchronize_for(rill_device *dev, uint64_t timeout_ns);
+
+/* Queue bounds (back-pressure): a host thread never runs far ahead of the
+ * device. A stream holds at most `commands` commands submitted and not yet
+ * completed (default 1024, about CUDA's queue of pending launches;
+ * RILL_QUEUE_LIMIT=N sets it at initialisation, 0: no bounds; a value that
+ * is not a number makes every queuing call fail with
+ * RILL_ERROR_INVALID_ARGUMENT naming the variable), and a device's streams
+ * together hold at most `bytes` of host memory in queued commands (each
+ * command's slot, and a kernel's arguments and access list in full when
+ * they pass 192 bytes; default: 1/32 of the device's memory_bytes; a
+ * stream with fewer than 64 commands queued is counted but does not wait
+ * for it). A call
+ * that queues a command (rill_launch_kernel and the built-in ops,
+ * rill_launch_host_func, rill_memcpy_async, rill_memset_async,
+ * rill_event_record, rill_stream_wait_event, rill_stream_wait_stream,
+ * rill_graph_launch) and finds a bound reached blocks until the device has
+ * run that stream (or the device's fullest stream) down to half of it,
+ * running the work itself where a synchronize would. It never blocks
+ * inside a kernel or host function, nor for a capturing stream (which
+ * queues nothing); the library's own commands are counted but never wait.
+ * Where the work ahead may wait for something rill cannot see (a host
+ * function, a wait for another process), it may be waiting for the
+ * blocked thread itself (a gate that thread opens later): such a wait ends
+ * once that work has not moved for 200 ms, and the thread goes on past the
+ * bound until the work moves again (CUDA would block for good). Commands
+ * queued behind a long host function can therefore pass the bound for as
+ * long as it runs. */
+/* Sets the bounds for every stream and device from now on (a stream with
+ * room sees a change within 64 submissions): commands per stream (0: no
+ * bounds at all), bytes per device (0: 1/32 of each device's
+ * memory_bytes). They last until rill_shutdown; the next runtime starts
+ * from RILL_QUEUE_LIMIT again. Does not block; allowed anywhere. */
+rill_status rill_set_queue_limit(size_t commands, size_t bytes);
+/* The bounds in force for dev (NULL: the current device): commands per
+ * stream and bytes for the device's streams together (both 0 when there
+ * are no bounds). RILL_ERROR_INVALID_ARGUMENT for a NULL out. */
+rill_status rill_get_queue_limit(rill_device *dev, size_t *commands, size_t *bytes);
+/* The wait of a queuing call that finds a bound reached, with a time
+ * limit, for a thread that must stay responsive (rill's Python package
+ * waits in slices of it before a launch that could block, so Ctrl-C ends
+ * the wait): RILL_OK once stream may take a command without waiting,
+ * RILL_NOT_READY when it still may not after timeout_ns, changing nothing.
+ * Blocks for timeout_ns at most, or as long as a kernel or copy that the
+ * thread runs meanwhile. RILL_ERROR_NOT_PERMITTED from a kernel or host
+ * function. */
+rill_status rill_stream_make_room_for(rill_stream *stream, uint64_t timeout_ns);
+
 /* Work submitted to stream after this call waits until event completes, as
  * recorded at the time of this call (later records of event do not
  * matter). Waiting on a never-recorded event, or on one whose work has

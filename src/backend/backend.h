@@ -81,6 +81,11 @@ typedef struct rill__queue {
      * submit before it publishes sub_seq, so whoever read a sequence
      * number from sub_seq sees the opaque commands up to it */
     _Atomic uint64_t opaque_seq;
+    /* the core's (core/queue_limit.h): a submission that finds sub_seq
+     * below it has room in the stream's queue without looking further;
+     * written by the core's check of the bounds (relaxed), on the line that
+     * submitters write anyway */
+    _Atomic uint64_t room_seq;
     /* written by rill__stream_complete (release) */
     alignas(64) _Atomic uint64_t done_seq;
 } rill__queue;
@@ -139,6 +144,10 @@ enum rill__cmd_flags {
 
 struct rill__graph_launch;
 
+/* A kernel's arguments and access list up to this many bytes together are
+ * counted in its command's cmd_bytes; larger ones, in full, on their own. */
+#define RILL__QUEUE_INLINE_BYTES 192
+
 /* The payloads that commands and graph nodes share: a node is a command
  * that waits in a graph. */
 typedef struct rill__kernel_call {
@@ -179,6 +188,12 @@ typedef struct rill__set_call {
 typedef struct rill__cmd {
     rill__cmd_kind kind;
     unsigned flags; /* enum rill__cmd_flags */
+    /* set by the core before submit and kept with the command until its
+     * release: a kernel's bytes of arguments and access list when they
+     * are more than RILL__QUEUE_INLINE_BYTES (0 otherwise), which the
+     * device's queue bound counts beyond the backend's cmd_bytes
+     * (core/queue_limit.h) */
+    size_t extra_bytes;
     union {
         rill__kernel_call kernel;
         rill__host_call host;
@@ -370,8 +385,10 @@ typedef struct rill__waiter {
  * registering, when that already happened. */
 bool rill__stream_add_waiter(rill__stream *s, rill__waiter *w);
 
-/* Releases the references a command holds (see rill__cmd). */
-void rill__cmd_release(rill__cmd *cmd);
+/* Releases the references a command of s holds (see rill__cmd) and what
+ * the queue bounds count for it: once per command submitted to s, run or
+ * skipped, before rill__stream_complete of its number. */
+void rill__cmd_release(rill__stream *s, rill__cmd *cmd);
 
 /* Called when a RECORD command or record node of generation gen runs, with
  * the device's timestamp (timestamp_ns); failed != 0 when the stream is
@@ -425,6 +442,11 @@ typedef struct rill__backend_ops {
     rill_device_kind kind;
     /* Bytes of backend state that rill__queue.state points at. */
     size_t stream_state_bytes;
+    /* The host memory a queued command takes (its slot, its share of the
+     * queue's blocks, a kernel's first RILL__QUEUE_INLINE_BYTES of arguments
+     * and accesses): what the device's queue bound counts per command
+     * (core/queue_limit.h). */
+    size_t cmd_bytes;
 
     /* How many devices of this backend the process may use (0 when none:
      * no driver, no hardware); when it returns 0, a sentence saying why

@@ -16,6 +16,7 @@
 #include "core/event.h"
 #include "core/hooks.h"
 #include "core/kernel.h"
+#include "core/queue_limit.h"
 #include "core/stream.h"
 #include "core/trace_api.h"
 #include "util/alloc.h"
@@ -300,6 +301,7 @@ rill_status rill__runtime_get(rill__runtime **out) {
         rill__trace_env_start();
         create_devices(rt);
         choose_initial_device(rt);
+        rill__queue_limit_start();
         atomic_store_explicit(&runtime, rt, memory_order_release);
     }
     unlock_init();

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/calls.h"
+#include "core/queue_limit.h"
 #include "core/stream.h"
 #include "core/trace_api.h"
 #include "trace/trace.h"
@@ -196,6 +197,11 @@ RILL_HOT rill_status rill_event_record(rill_event *event_h, rill_stream *stream_
         return st;
     rill__stream *stream;
     st = rill__stream_resolve(stream_h, "rill_event_record", &stream);
+    if (st != RILL_OK)
+        return st;
+    /* Before the event's lock; without parking, which would let the event
+     * go while the call waits. */
+    st = rill__stream_make_room(stream, false, "rill_event_record");
     if (st != RILL_OK)
         return st;
     return rill__event_record(event, stream);
@@ -516,6 +522,9 @@ rill_status rill_stream_wait_event(rill_stream *stream_h, rill_event *event_h) {
         return st;
     rill__event *event;
     st = rill__event_resolve(event_h, "rill_stream_wait_event", &event);
+    if (st != RILL_OK)
+        return st;
+    st = rill__stream_make_room(stream, false, "rill_stream_wait_event");
     if (st != RILL_OK)
         return st;
     bool captured;

@@ -10,6 +10,7 @@
 #include "core/calls.h"
 #include "core/event.h"
 #include "core/hooks.h"
+#include "core/queue_limit.h"
 #include "core/stream.h"
 #include "util/alloc.h"
 #include "util/status.h"
@@ -112,7 +113,8 @@ static rill_status snapshot_pending(rill__runtime *rt, rill__mem_dep **out, size
     }
 }
 
-RILL_HOT void rill__cmd_release(rill__cmd *cmd) {
+RILL_HOT void rill__cmd_release(rill__stream *s, rill__cmd *cmd) {
+    rill__queue_discharge(s, cmd);
     switch (cmd->kind) {
     case RILL__CMD_WAIT:
         rill__stream_unref(cmd->u.wait.stream);
@@ -432,14 +434,22 @@ RILL_HOT rill_status rill_launch_kernel(rill_stream *stream_h, rill_kernel *kern
     rill_status st = rill__stream_resolve(stream_h, "rill_launch_kernel", &stream);
     if (st != RILL_OK)
         return st;
+    /* Before the kernel is looked up: a wait may park the call. */
+    st = rill__stream_make_room(stream, RILL_CALL_OUTERMOST(), "rill_launch_kernel");
+    if (st != RILL_OK)
+        return st;
     return rill__kernel_launch(stream, kernel_h, launch);
 }
 
 RILL_HOT rill_status rill__kernel_launch(rill__stream *stream, rill_kernel *kernel_h,
                                          const rill_launch *launch) {
     static const char fn[] = "rill_launch_kernel";
+    /* The built-in ops' launches (a public launch found room already). */
+    rill_status st = rill__stream_make_room(stream, false, fn);
+    if (st != RILL_OK)
+        return st;
     rill__kernel *kernel;
-    rill_status st = rill__launch_check(kernel_h, launch, fn, &kernel);
+    st = rill__launch_check(kernel_h, launch, fn, &kernel);
     if (st != RILL_OK)
         return st;
     void *loaded;
@@ -458,6 +468,9 @@ RILL_HOT rill_status rill__kernel_launch(rill__stream *stream, rill_kernel *kern
     cmd.u.kernel.args_size = launch->args_size;
     cmd.u.kernel.accesses = launch->accesses;
     cmd.u.kernel.num_accesses = launch->num_accesses;
+    size_t extra = launch->args_size + launch->num_accesses * sizeof(rill_access);
+    if (extra > RILL__QUEUE_INLINE_BYTES)
+        cmd.extra_bytes = extra;
     uint64_t seq;
     st = rill__stream_submit(stream, &cmd, &seq);
     /* Declared accesses are uses of memory: the pool keeps a block that
@@ -473,6 +486,9 @@ rill_status rill_launch_host_func(rill_stream *stream_h, rill_host_fn fn, void *
     RILL_CALL_SCOPE();
     rill__stream *stream;
     rill_status st = rill__stream_resolve(stream_h, "rill_launch_host_func", &stream);
+    if (st != RILL_OK)
+        return st;
+    st = rill__stream_make_room(stream, RILL_CALL_OUTERMOST(), "rill_launch_host_func");
     if (st != RILL_OK)
         return st;
     if (fn == NULL)

@@ -53,6 +53,14 @@ struct rill__device {
     rill__tagged_stream *tagged;
     /* owned by the memory layer (src/mem/pool.c), guarded by its lock */
     struct rill__pool *pool;
+    /* atomic: the extra_bytes of the commands queued on its streams
+     * (core/queue_limit.h); touched only by kernels with large arguments */
+    _Atomic size_t queued_extra_bytes;
+    /* atomic (relaxed, hints): the bytes of its streams' queued commands
+     * without the extra ones, as last summed over its streams, and when
+     * (core/queue_limit.c: at most once per SUM_EVERY_NS unless full) */
+    _Atomic size_t queued_summed_bytes;
+    _Atomic uint64_t queued_summed_ns;
 };
 
 typedef struct rill__tagged_event {

@@ -20,6 +20,7 @@
 #include "core/calls.h"
 #include "core/event.h"
 #include "core/kernel.h"
+#include "core/queue_limit.h"
 #include "core/trace_api.h"
 #include "util/alloc.h"
 #include "util/status.h"
@@ -500,12 +501,16 @@ RILL_HOT rill_status rill__stream_submit(rill__stream *s, const rill__cmd *cmd, 
         return refuse_lost(s);
     if (rill__stream_capturing(s))
         return rill__capture_submit(s, cmd, seq != NULL ? seq : &unused);
-    return s->q.dev->ops->submit(s, cmd, seq != NULL ? seq : &unused);
+    return rill__stream_submit_now(s, cmd, seq);
 }
 
-rill_status rill__stream_submit_now(rill__stream *s, const rill__cmd *cmd, uint64_t *seq) {
+RILL_HOT rill_status rill__stream_submit_now(rill__stream *s, const rill__cmd *cmd, uint64_t *seq) {
     uint64_t unused;
-    return s->q.dev->ops->submit(s, cmd, seq != NULL ? seq : &unused);
+    rill__queue_charge(s, cmd);
+    rill_status st = s->q.dev->ops->submit(s, cmd, seq != NULL ? seq : &unused);
+    if (__builtin_expect(st != RILL_OK, 0))
+        rill__queue_discharge(s, cmd);
+    return st;
 }
 
 /* ---------------------------------------------------------------- public */
@@ -750,6 +755,9 @@ rill_status rill_stream_wait_stream(rill_stream *stream_h, rill_stream *other_h)
         return st;
     rill__stream *other;
     st = rill__stream_resolve(other_h, "rill_stream_wait_stream", &other);
+    if (st != RILL_OK)
+        return st;
+    st = rill__stream_make_room(stream, false, "rill_stream_wait_stream");
     if (st != RILL_OK)
         return st;
     bool captured;

@@ -82,6 +82,13 @@ struct rill__stream {
     alignas(64) _Atomic int owner_released; /* destroyed by its owner (a zombie if work remains) */
     _Atomic int has_failed;                 /* num_windows != 0, for a lock-free fast path */
     _Atomic uint64_t waiter_min;            /* least seq in waiters; UINT64_MAX: none */
+    /* done_seq + 1 when a wait for room in a queue (core/queue_limit.c)
+     * first found this stream's work stuck where it is, work that may wait
+     * for the waiting thread (opaque), and since when (0: never); the waits
+     * of all threads, and successive timed ones, count from then. Relaxed:
+     * hints, whose races only move when a wait gives up. */
+    _Atomic uint64_t stuck_mark;
+    _Atomic uint64_t stuck_since_ns;
     /* the backend's state, rill__backend_ops.stream_state_bytes long: q.state */
     alignas(64) unsigned char backend[];
 };

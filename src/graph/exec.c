@@ -16,6 +16,7 @@
 
 #include "core/calls.h"
 #include "core/event.h"
+#include "core/queue_limit.h"
 #include "util/alloc.h"
 #include "util/status.h"
 
@@ -662,6 +663,11 @@ rill_status rill_graph_launch(rill_graph_exec *exec_h, rill_stream *stream_h) {
                           "again with device %d current",
                           fn, exec->dev->base.info.ordinal, stream->q.dev->base.info.ordinal,
                           exec->dev->base.info.ordinal, stream->q.dev->base.info.ordinal);
+    /* Before the exec's lock; without parking, which would let the exec go
+     * while the call waits. */
+    st = rill__stream_make_room(stream, false, fn);
+    if (st != RILL_OK)
+        return st;
     /* The lock serializes the launches of one exec: each takes the current
      * parameter set and comes after the one before. */
     rill__mutex_lock(&exec->lock);

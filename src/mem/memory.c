@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/calls.h"
+#include "core/queue_limit.h"
 #include "core/runtime.h"
 #include "core/stream.h"
 #include "mem/ipc.h"
@@ -338,6 +339,9 @@ rill_status rill_memcpy_async(void *dst, const void *src, size_t bytes, rill_str
     rill_status st = rill__stream_resolve(stream_h, fn, &stream);
     if (st != RILL_OK)
         return st;
+    st = rill__stream_make_room(stream, RILL_CALL_OUTERMOST(), fn);
+    if (st != RILL_OK)
+        return st;
     rill__device *sd = NULL, *dd = NULL;
     st = rill__mem_check_copy(dst, src, bytes, fn, &sd, &dd);
     if (st != RILL_OK || bytes == 0)
@@ -416,6 +420,9 @@ rill_status rill_memset_async(void *dst, int value, size_t bytes, rill_stream *s
     static const char fn[] = "rill_memset_async";
     rill__stream *stream;
     rill_status st = rill__stream_resolve(stream_h, fn, &stream);
+    if (st != RILL_OK)
+        return st;
+    st = rill__stream_make_room(stream, RILL_CALL_OUTERMOST(), fn);
     if (st != RILL_OK)
         return st;
     if (dst == NULL)

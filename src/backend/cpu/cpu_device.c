@@ -256,6 +256,9 @@ const rill__backend_ops rill__cpu_backend = {
     .name = "cpu",
     .kind = RILL_DEVICE_CPU,
     .stream_state_bytes = sizeof(cpu_stream),
+    /* a slot and its share of its block; kernels' large arguments are
+     * counted apart (rill__cmd.extra_bytes) */
+    .cmd_bytes = sizeof(cpu_block) / CPU_BLOCK_SLOTS,
     .probe = cpu_probe,
     .device_init = cpu_device_init,
     .device_shutdown = cpu_device_shutdown,

@@ -282,6 +282,7 @@ RILL_HOT rill_status rill__cpu_submit(rill__stream *s, const rill__cmd *cmd, uin
     /* Copy only the member in use, so that most commands write one line. */
     c->c.kind = cmd->kind;
     c->c.flags = cmd->flags;
+    c->c.extra_bytes = cmd->extra_bytes;
     switch (cmd->kind) {
     case RILL__CMD_KERNEL: {
         c->c.u.kernel = cmd->u.kernel;
@@ -370,7 +371,7 @@ RILL_HOT static void finish(rill__stream *s, cpu_cmd *c) {
     if (__builtin_expect(c->trace_t0 != 0, 0))
         rill__cpu_trace_stream_slice(s, c);
     bool kernel = c->c.kind == RILL__CMD_KERNEL;
-    rill__cmd_release(&c->c);
+    rill__cmd_release(s, &c->c);
     if (kernel && (c->args_heap != NULL || c->accesses_heap != NULL)) {
         rill__free(c->args_heap);
         rill__free(c->accesses_heap);

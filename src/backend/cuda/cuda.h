@@ -30,6 +30,9 @@
 #define RILL__CUDA_GRANULE ((size_t)2 << 20)
 
 typedef struct cuda_cmd cuda_cmd;
+/* At least sizeof(cuda_cmd) (checked where it is defined, cuda_stream.c):
+ * what the queue bounds count per command (rill__backend_ops.cmd_bytes). */
+#define CUDA_CMD_BYTES 256
 
 /* The most host functions and graph launches a device runs at once (one
  * per stream that has one first in line). */

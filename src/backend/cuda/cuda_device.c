@@ -246,6 +246,9 @@ const rill__backend_ops rill__cuda_backend = {
     .name = "cuda",
     .kind = RILL_DEVICE_CUDA,
     .stream_state_bytes = sizeof(cuda_stream),
+    /* a command and its arguments (allocated together); large ones are
+     * counted apart (rill__cmd.extra_bytes) */
+    .cmd_bytes = CUDA_CMD_BYTES + RILL__QUEUE_INLINE_BYTES,
     .probe = cuda_probe,
     .device_init = cuda_device_init,
     .device_shutdown = cuda_device_shutdown,

@@ -35,6 +35,7 @@ struct cuda_cmd {
     rill__waiter waiter;
     alignas(16) unsigned char args[]; /* kernel args, aligned for any parameter */
 };
+_Static_assert(sizeof(struct cuda_cmd) <= CUDA_CMD_BYTES, "cuda_cmd: raise CUDA_CMD_BYTES");
 
 /* ------------------------------------------------------------- the bell */
 
@@ -386,7 +387,7 @@ static void finish(cuda_device *d, cuda_stream *cs, cuda_cmd *n) {
         break;
     }
     uint64_t seq = n->seq;
-    rill__cmd_release(&n->c);
+    rill__cmd_release(s, &n->c);
     rill__free(n);
     rill__stream_complete(s, seq);
 }
