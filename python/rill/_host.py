@@ -10,7 +10,7 @@ import itertools
 import threading
 import traceback
 
-from . import _errors
+from . import _errors, _wait
 from ._ffi import ffi, lib
 from ._runtime import exit_waits_for, launch_lock, life, on_shutdown, pending
 
@@ -95,6 +95,11 @@ def launch(stream_handle, device_handle, fn, args, where):
     """Runs fn(*args) in the order of the stream; see Stream.launch_host_func."""
     if not callable(fn):
         raise TypeError(f"{where}: fn must be callable, not {type(fn).__name__}")
+    # A full queue is waited for here, where Ctrl-C can end the wait, and not
+    # under launch_lock, which a host function that launches one needs.
+    status = _wait.room(stream_handle)
+    if status != 0:
+        raise _errors.error(status)
     with launch_lock:
         if life.exiting:
             raise _errors.NotPermittedError(

@@ -2,7 +2,11 @@
 """Waits that Ctrl-C interrupts: the main thread waits in slices of SLICE_NS
 with rill's timed synchronize calls, so Python runs its signal handlers
 between them and KeyboardInterrupt leaves the wait while the work runs
-on. Other threads wait in one call, which may run the awaited work."""
+on. Other threads wait in one call, which may run the awaited work.
+room() is the wait of a launch that finds its stream's queue full (rill.h,
+"Queue bounds"), made before a host function's launch; other launches wait
+in C, as long as the device takes to run half a queue of kernels, or
+200 ms behind a host function."""
 
 import threading
 
@@ -30,6 +34,15 @@ def stream(handle):
 def event(handle):
     """rill_event_synchronize(handle), interruptible on the main thread."""
     return _sliced(lib.rill_event_synchronize_for, lib.rill_event_synchronize, handle)
+
+
+def room(handle):
+    """rill_stream_make_room_for until the stream's queue has room,
+    interruptible on the main thread (a no-op on other threads, whose
+    launch waits itself)."""
+    if threading.get_ident() != _main:
+        return lib.RILL_OK
+    return _sliced(lib.rill_stream_make_room_for, None, handle)
 
 
 def device(handle):

@@ -113,3 +113,69 @@ def test_exit_waiting_for_a_host_function_ends_on_sigint():
 print("waiting", flush=True)
 """)
     assert code == -signal.SIGINT, (code, out, err)
+
+
+# A kernel that holds its stream until the child opens the gate: rill sees a
+# kernel, which ends on its own, so a launch behind it waits for good (as
+# CUDA's does) unless Ctrl-C ends the wait.
+GATE_KERNEL = f"""
+import os, sys, threading
+os.environ["RILL_QUEUE_LIMIT"] = "2"
+sys.path.insert(0, {PYTHON_DIR!r})
+import cffi
+import rill
+from rill import _ffi
+kf = cffi.FFI()
+kf.cdef('''
+typedef struct rill_dim3 {{ uint32_t x, y, z; }} rill_dim3;
+typedef struct rill_block_ctx rill_block_ctx;
+typedef struct rill_kernel_desc {{
+    const char *name; void (*cpu)(const rill_block_ctx *, const void *);
+    const char *cuda_ptx; const char *cuda_entry;
+}} rill_kernel_desc;
+typedef struct rill_launch {{
+    rill_dim3 grid; rill_dim3 block; const void *args; size_t args_size;
+    const void *accesses; size_t num_accesses;
+}} rill_launch;
+int rill_kernel_create(const rill_kernel_desc *desc, void **out);
+int rill_launch_kernel(void *stream, void *kernel, const rill_launch *launch);
+''')
+kl = kf.dlopen(_ffi.library_path)
+gate, entered = threading.Event(), threading.Event()
+
+@kf.callback("void(const rill_block_ctx *, const void *)")
+def body(ctx, args):
+    entered.set()
+    gate.wait(60)
+
+name = kf.new("char[]", b"gate")
+desc = kf.new("rill_kernel_desc *", {{"name": name, "cpu": body}})
+kernel = kf.new("void **")
+assert kl.rill_kernel_create(desc, kernel) == 0
+s = rill.Stream()
+handle = kf.cast("void *", int(_ffi.ffi.cast("uintptr_t", s._handle("test"))))
+launch = kf.new("rill_launch *", {{"grid": (1, 1, 1), "block": (1, 1, 1)}})
+assert kl.rill_launch_kernel(handle, kernel[0], launch) == 0
+entered.wait(60)
+assert kl.rill_launch_kernel(handle, kernel[0], launch) == 0  # the queue is full: 2 of 2
+ran = []
+print("waiting", flush=True)
+try:
+    s.launch_host_func(ran.append, 1)
+    print("returned")
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+gate.set()
+s.launch_host_func(ran.append, 2)
+s.synchronize()
+print("ran", ran, flush=True)
+"""
+
+
+def test_launch_waiting_for_room_raises_keyboard_interrupt():
+    """A host function's launch that finds its stream's queue full behind a
+    kernel waits until the device drains it, and Ctrl-C ends that wait
+    without launching anything; once the kernel ends, launches go on."""
+    code, out, err = _run_and_interrupt(GATE_KERNEL)
+    assert code == 0, err
+    assert out.splitlines() == ["interrupted", "ran [2]"], out
