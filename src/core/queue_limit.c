@@ -171,15 +171,15 @@ rill_status rill__queue_make_room(rill__stream *s, bool outermost, uint64_t dead
         /* acquire: pairs with submit's and rill__stream_complete's release. */
         uint64_t sub = atomic_load_explicit(&q->sub_seq, memory_order_acquire);
         uint64_t done = atomic_load_explicit(&q->done_seq, memory_order_acquire);
-        rill__stream *t = NULL;
+        rill__stream *t = NULL; /* the stream to wait for */
         uint64_t target = 0;
-        bool full = false;
+        bool full = false, held = false; /* held: a reference on t, from device_full */
         if (limit != 0 && sub - done >= limit) {
             t = s;
             target = sub - limit / 2;
             full = true;
         } else if (limit != 0) {
-            full = device_full(q->dev, sub - done, &t, &target);
+            full = held = device_full(q->dev, sub - done, &t, &target);
         }
         if (!full) {
             uint64_t room = sub + CHECK_EVERY;
@@ -193,7 +193,7 @@ rill_status rill__queue_make_room(rill__stream *s, bool outermost, uint64_t dead
          * one and does not park. */
         unsigned flags = t == s && outermost ? RILL__WAIT_PARKS_HOLDING : 0;
         drain_result r = drain(t, target, flags, deadline_ns);
-        if (t != s)
+        if (held)
             rill__stream_unref(t);
         if (r == TIMED_OUT)
             return RILL_NOT_READY;
