@@ -315,9 +315,11 @@ rill_status rill_set_queue_limit(size_t commands, size_t bytes);
 rill_status rill_get_queue_limit(rill_device *dev, size_t *commands, size_t *bytes);
 /* The wait of a queuing call that finds a bound reached, with a time
  * limit, for a thread that must stay responsive (rill's Python package
- * waits in slices of it before a launch that could block, so Ctrl-C ends
- * the wait): RILL_OK once stream may take a command without waiting,
- * RILL_NOT_READY when it still may not after timeout_ns, changing nothing.
+ * waits in slices of it before launching a host function, so Ctrl-C ends
+ * the wait): RILL_OK once stream may take a command without waiting (or
+ * may pass the bound, behind work that has not moved for 200 ms, as
+ * above), RILL_NOT_READY when it still may not after timeout_ns, changing
+ * nothing.
  * Blocks for timeout_ns at most, or as long as a kernel or copy that the
  * thread runs meanwhile. RILL_ERROR_NOT_PERMITTED from a kernel or host
  * function. */

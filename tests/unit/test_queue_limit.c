@@ -416,6 +416,24 @@ static void test_make_room_for_times_out_then_succeeds(void **state) {
     RT_OK(rill_stream_destroy(s));
 }
 
+static atomic_int host_status;
+
+static void make_room_from_host(void *s) {
+    atomic_store(&host_status, (int)rill_stream_make_room_for(s, 0));
+}
+
+/* "RILL_ERROR_NOT_PERMITTED from a kernel or host function." */
+static void test_make_room_for_from_a_host_function_is_not_permitted(void **state) {
+    (void)state;
+    rill_stream *s;
+    RT_OK(rill_stream_create(NULL, 0, &s));
+    atomic_store(&host_status, RILL_OK);
+    RT_OK(rill_launch_host_func(s, make_room_from_host, s));
+    RT_OK(rill_stream_synchronize(s));
+    assert_int_equal(atomic_load(&host_status), RILL_ERROR_NOT_PERMITTED);
+    RT_OK(rill_stream_destroy(s));
+}
+
 /* "a value that is not a number makes every queuing call fail with
  * RILL_ERROR_INVALID_ARGUMENT naming the variable" */
 static void test_queue_limit_variable_not_a_number_fails_launches(void **state) {
@@ -452,6 +470,8 @@ int main(int argc, char **argv) {
             test_full_queue_behind_a_gate_this_thread_opens_does_not_deadlock, setup, teardown),
         cmocka_unit_test_setup_teardown(test_make_room_for_times_out_then_succeeds, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_make_room_for_from_a_host_function_is_not_permitted,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_queue_limit_variable_not_a_number_fails_launches,
                                         setup, teardown),
     };
