@@ -297,8 +297,24 @@ ACL_FUNC_VISIBILITY aclError aclrtProcessReport(int32_t timeout);
 /* Ends the binding; callbacks already queued for it run at once, on the
  * calling thread (NO_BLOCK) or on the stream's own (BLOCK). */
 ACL_FUNC_VISIBILITY aclError aclrtUnSubscribeReport(uint64_t threadId, aclrtStream stream);
-/* fn(args) in stream order on one of rill's threads (rill_launch_host_func). */
+/* fn(args) in stream order: on the thread subscribed to the stream with
+ * aclrtSubscribeHostFunc, in its aclrtProcessHostFunc, the stream waiting
+ * until fn has returned; on one of rill's threads (rill_launch_host_func)
+ * when the stream has no such thread. */
 ACL_FUNC_VISIBILITY aclError aclrtLaunchHostFunc(aclrtStream stream, aclrtHostFunc fn, void *args);
+/* Makes hostFuncThreadId (a pthread_self() value) the thread that runs the
+ * host functions launched on exeStream; a stream has at most one, besides
+ * its aclrtSubscribeReport thread. */
+ACL_FUNC_VISIBILITY aclError aclrtSubscribeHostFunc(uint64_t hostFuncThreadId,
+                                                    aclrtStream exeStream);
+/* Runs the host functions handed to the calling thread, waiting up to
+ * timeout ms (-1: no limit) for the first; ACL_ERROR_RT_REPORT_TIMEOUT when
+ * none came. */
+ACL_FUNC_VISIBILITY aclError aclrtProcessHostFunc(int32_t timeout);
+/* Ends the subscription; host functions queued for the thread run as
+ * aclrtUnSubscribeReport runs queued blocking callbacks. */
+ACL_FUNC_VISIBILITY aclError aclrtUnSubscribeHostFunc(uint64_t hostFuncThreadId,
+                                                      aclrtStream exeStream);
 
 /* ---- random numbers ---- */
 
