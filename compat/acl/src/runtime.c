@@ -13,6 +13,7 @@
 
 #include "error.h"
 #include "memory.h"
+#include "model.h"
 #include "report.h"
 #include "stream.h"
 
@@ -65,6 +66,7 @@ aclError aclFinalize(void) {
     rill__acl_memory_forget_all();
     rill__acl_streams_forget_all();
     rill__acl_reports_forget_all();
+    rill__acl_models_forget_all();
     return ACL_SUCCESS;
 }
 
