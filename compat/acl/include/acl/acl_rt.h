@@ -212,15 +212,18 @@ typedef enum aclrtEventRecordedStatus {
 
 /* ---- devices: ACL device ids are rill's device ordinals ---- */
 
-/* Makes device deviceId current for the calling thread (rill_set_device). */
+/* Makes device deviceId current for the calling thread (rill_set_device)
+ * and adds one to the device's count of such calls, for the resets. */
 ACL_FUNC_VISIBILITY aclError aclrtSetDevice(int32_t deviceId);
-/* Waits for the work of device deviceId's streams; its streams, events and
- * memory stay until destroyed or aclFinalize. */
+/* Takes one from the device's count; when it reaches 0, waits for the
+ * device's work and destroys the streams and events made through ACL on
+ * the device and frees its aclrtMalloc memory (later uses of them are
+ * refused). A count already 0: ACL_ERROR_INVALID_PARAM. */
 ACL_FUNC_VISIBILITY aclError aclrtResetDevice(int32_t deviceId);
 /* The calling thread's current device (rill's default until set). */
 ACL_FUNC_VISIBILITY aclError aclrtGetDevice(int32_t *deviceId);
 ACL_FUNC_VISIBILITY aclError aclrtGetDeviceCount(uint32_t *count);
-/* aclrtResetDevice: rill counts no aclrtSetDevice calls, so both are one. */
+/* aclrtResetDevice at once, whatever the count (which becomes 0). */
 ACL_FUNC_VISIBILITY aclError aclrtResetDeviceForce(int32_t deviceId);
 /* Waits for the work of the current device's streams. */
 ACL_FUNC_VISIBILITY aclError aclrtSynchronizeDevice(void);
