@@ -55,7 +55,7 @@ void rill__acl_handles_unlock(void) {
 
 static bool is_kind(unsigned kind) {
     return kind == RILL_ACL_TENSOR || kind == RILL_ACL_SCALAR || kind == RILL_ACL_EXECUTOR ||
-           kind == RILL_ACL_CONTEXT || kind == RILL_ACL_MODEL;
+           kind == RILL_ACL_CONTEXT || kind == RILL_ACL_MODEL || kind == RILL_ACL_INT_ARRAY;
 }
 
 /* Splits handle; false when its bits cannot be one of this table's. */
@@ -168,6 +168,8 @@ static const char *kind_name(unsigned kind) {
         return "context from aclrtCreateContext";
     case RILL_ACL_MODEL:
         return "model from aclmdlRIBuildBegin";
+    case RILL_ACL_INT_ARRAY:
+        return "array from aclCreateIntArray";
     default:
         return "executor from an op's GetWorkspaceSize";
     }
@@ -197,8 +199,9 @@ aclnnStatus rill__acl_handle_fail(const char *call, const char *name, const void
                               call, name, handle);
     return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
                           "%s: %s (%p) was destroyed by %s; create another", call, name, handle,
-                          kind == RILL_ACL_TENSOR   ? "aclDestroyTensor"
-                          : kind == RILL_ACL_SCALAR ? "aclDestroyScalar"
-                          : kind == RILL_ACL_MODEL  ? "aclmdlRIDestroy"
-                                                    : "aclrtDestroyContext");
+                          kind == RILL_ACL_TENSOR      ? "aclDestroyTensor"
+                          : kind == RILL_ACL_SCALAR    ? "aclDestroyScalar"
+                          : kind == RILL_ACL_MODEL     ? "aclmdlRIDestroy"
+                          : kind == RILL_ACL_INT_ARRAY ? "aclDestroyIntArray"
+                                                       : "aclrtDestroyContext");
 }

@@ -22,72 +22,6 @@ static const rill_map_op map_of[] = {[RILL_ACL_OP_RELU] = RILL_MAP_RELU,
                                      [RILL_ACL_OP_TANH] = RILL_MAP_TANH,
                                      [RILL_ACL_OP_SILU] = RILL_MAP_SILU};
 
-static bool same_shape(const struct rill__acl_view *x, const struct rill__acl_view *y) {
-    return x->ndim == y->ndim && memcmp(x->dims, y->dims, (size_t)x->ndim * sizeof x->dims[0]) == 0;
-}
-
-static aclnnStatus check_same_shape(const char *call, const char *name,
-                                    const struct rill__acl_view *out,
-                                    const struct rill__acl_view *in) {
-    if (same_shape(out, in))
-        return ACLNN_SUCCESS;
-    char bo[160], bi[160];
-    rill__acl_format_dims(out, bo, sizeof bo);
-    rill__acl_format_dims(in, bi, sizeof bi);
-    return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
-                          "%s: out has shape %s, %s has %s; they must match", call, bo, name, bi);
-}
-
-static aclnnStatus check_float32(const char *call, const char *name,
-                                 const struct rill__acl_view *v) {
-    if (v->dtype == ACL_FLOAT)
-        return ACLNN_SUCCESS;
-    return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
-                          "%s: %s is ACL_FLOAT16; rill computes this op in ACL_FLOAT only "
-                          "(convert with aclnnCast first)",
-                          call, name);
-}
-
-static aclnnStatus check_contiguous(const char *call, const char *name,
-                                    const struct rill__acl_view *v) {
-    if (rill__acl_view_is_contiguous(v))
-        return ACLNN_SUCCESS;
-    return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
-                          "%s: %s is not contiguous; this op takes row-major tensors: copy it "
-                          "into one first (aclnnInplaceCopy)",
-                          call, name);
-}
-
-/* The bytes from v's first element to past its last. */
-static uint64_t span_bytes(const struct rill__acl_view *v) {
-    uint64_t last = 0;
-    for (int d = 0; d < v->ndim; d++)
-        last += (uint64_t)(v->dims[d] - 1) * (uint64_t)v->strides[d];
-    return (last + 1) * (v->dtype == ACL_FLOAT16 ? 2u : 4u);
-}
-
-static aclnnStatus check_apart(const char *call, const char *out_name,
-                               const struct rill__acl_view *out, const char *in_name,
-                               const struct rill__acl_view *in) {
-    if (rill__acl_view_numel(out) == 0 || rill__acl_view_numel(in) == 0)
-        return ACLNN_SUCCESS;
-    uintptr_t o = (uintptr_t)out->data, i = (uintptr_t)in->data;
-    if (o + span_bytes(out) <= i || i + span_bytes(in) <= o)
-        return ACLNN_SUCCESS;
-    return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
-                          "%s: %s and %s overlap in memory; this op reads one while it writes "
-                          "the other: use separate memory",
-                          call, out_name, in_name);
-}
-
-static aclnnStatus finish(const char *call, const struct rill__acl_executor *proto,
-                          uint64_t *workspaceSize, aclOpExecutor **executor) {
-    aclnnStatus st = rill__acl_new_executor(call, proto, executor);
-    if (st == ACLNN_SUCCESS)
-        *workspaceSize = 0;
-    return st;
-}
-
 /* ---- activations ---- */
 
 static aclnnStatus unary_phase1(const char *call, enum rill__acl_op op, const aclTensor *self,
@@ -102,18 +36,18 @@ static aclnnStatus unary_phase1(const char *call, enum rill__acl_op op, const ac
     if (st == ACLNN_SUCCESS)
         st = rill__acl_take_view(call, "out", out, &e.out);
     if (st == ACLNN_SUCCESS)
-        st = check_float32(call, "self", &e.a);
+        st = rill__acl_check_float32(call, "self", &e.a);
     if (st == ACLNN_SUCCESS)
-        st = check_float32(call, "out", &e.out);
+        st = rill__acl_check_float32(call, "out", &e.out);
     if (st == ACLNN_SUCCESS)
-        st = check_same_shape(call, "self", &e.out, &e.a);
+        st = rill__acl_check_same_shape(call, "self", &e.out, &e.a);
     if (st == ACLNN_SUCCESS)
-        st = check_contiguous(call, "self", &e.a);
+        st = rill__acl_check_contiguous(call, "self", &e.a);
     if (st == ACLNN_SUCCESS)
-        st = check_contiguous(call, "out", &e.out);
+        st = rill__acl_check_contiguous(call, "out", &e.out);
     if (st != ACLNN_SUCCESS)
         return st;
-    return finish(call, &e, workspaceSize, executor);
+    return rill__acl_finish(call, &e, workspaceSize, executor);
 }
 
 static rill_status submit_map(rill_stream *s, const struct rill__acl_executor *e) {
@@ -155,15 +89,15 @@ static aclnnStatus softmax_phase1(const char *call, enum rill__acl_op op, const 
     if (st == ACLNN_SUCCESS)
         st = rill__acl_take_view(call, "out", out, &e.out);
     if (st == ACLNN_SUCCESS)
-        st = check_float32(call, "self", &e.a);
+        st = rill__acl_check_float32(call, "self", &e.a);
     if (st == ACLNN_SUCCESS)
-        st = check_float32(call, "out", &e.out);
+        st = rill__acl_check_float32(call, "out", &e.out);
     if (st == ACLNN_SUCCESS)
-        st = check_same_shape(call, "self", &e.out, &e.a);
+        st = rill__acl_check_same_shape(call, "self", &e.out, &e.a);
     if (st == ACLNN_SUCCESS)
-        st = check_contiguous(call, "self", &e.a);
+        st = rill__acl_check_contiguous(call, "self", &e.a);
     if (st == ACLNN_SUCCESS)
-        st = check_contiguous(call, "out", &e.out);
+        st = rill__acl_check_contiguous(call, "out", &e.out);
     if (st != ACLNN_SUCCESS)
         return st;
     int64_t ndim = e.a.ndim > 0 ? e.a.ndim : 1; /* a 0-d tensor has dimension 0 (or -1) */
@@ -172,7 +106,7 @@ static aclnnStatus softmax_phase1(const char *call, enum rill__acl_op op, const 
                               "%s: dim %lld is outside [%lld, %lld] for self's %d dimensions", call,
                               (long long)dim, (long long)-ndim, (long long)(ndim - 1), e.a.ndim);
     e.dim = dim < 0 ? dim + ndim : dim;
-    return finish(call, &e, workspaceSize, executor);
+    return rill__acl_finish(call, &e, workspaceSize, executor);
 }
 
 static rill_status submit_softmax(rill_stream *s, const struct rill__acl_executor *e) {
@@ -257,16 +191,16 @@ aclnnStatus aclnnCastGetWorkspaceSize(const aclTensor *self, const aclDataType d
                             "%s: out has data type %d, not dtype %d; make out a tensor of dtype",
                             call, (int)e.out.dtype, (int)dtype);
     if (st == ACLNN_SUCCESS)
-        st = check_same_shape(call, "self", &e.out, &e.a);
+        st = rill__acl_check_same_shape(call, "self", &e.out, &e.a);
     if (st == ACLNN_SUCCESS)
-        st = check_contiguous(call, "self", &e.a);
+        st = rill__acl_check_contiguous(call, "self", &e.a);
     if (st == ACLNN_SUCCESS)
-        st = check_contiguous(call, "out", &e.out);
+        st = rill__acl_check_contiguous(call, "out", &e.out);
     if (st == ACLNN_SUCCESS)
-        st = check_apart(call, "out", &e.out, "self", &e.a);
+        st = rill__acl_check_apart(call, "out", &e.out, "self", &e.a);
     if (st != ACLNN_SUCCESS)
         return st;
-    return finish(call, &e, workspaceSize, executor);
+    return rill__acl_finish(call, &e, workspaceSize, executor);
 }
 
 aclnnStatus aclnnCast(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
@@ -338,18 +272,18 @@ aclnnStatus aclnnInplaceCopyGetWorkspaceSize(aclTensor *selfRef, const aclTensor
                                       "elements, so a copy would write one element twice",
                                       call, d, (long long)e.out.dims[d]);
     } else {
-        st = check_same_shape(call, "src", &e.out, &e.a);
+        st = rill__acl_check_same_shape(call, "src", &e.out, &e.a);
         if (st == ACLNN_SUCCESS)
-            st = check_contiguous(call, "src", &e.a);
+            st = rill__acl_check_contiguous(call, "src", &e.a);
         if (st == ACLNN_SUCCESS)
-            st = check_contiguous(call, "selfRef", &e.out);
+            st = rill__acl_check_contiguous(call, "selfRef", &e.out);
         if (st != ACLNN_SUCCESS)
             return st;
     }
-    st = check_apart(call, "selfRef", &e.out, "src", &e.a);
+    st = rill__acl_check_apart(call, "selfRef", &e.out, "src", &e.a);
     if (st != ACLNN_SUCCESS)
         return st;
-    return finish(call, &e, workspaceSize, executor);
+    return rill__acl_finish(call, &e, workspaceSize, executor);
 }
 
 aclnnStatus aclnnInplaceCopy(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,

@@ -13,20 +13,34 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "elementwise.h"
 #include "error.h"
 #include "handle.h"
 #include "memory.h"
 
-static const char *const op_names[] = {
-    [RILL_ACL_OP_ADD] = "aclnnAdd",         [RILL_ACL_OP_SUB] = "aclnnSub",
-    [RILL_ACL_OP_MUL] = "aclnnMul",         [RILL_ACL_OP_DIV] = "aclnnDiv",
-    [RILL_ACL_OP_MATMUL] = "aclnnMatmul",   [RILL_ACL_OP_RELU] = "aclnnRelu",
-    [RILL_ACL_OP_GELU] = "aclnnGelu",       [RILL_ACL_OP_SIGMOID] = "aclnnSigmoid",
-    [RILL_ACL_OP_TANH] = "aclnnTanh",       [RILL_ACL_OP_SILU] = "aclnnSilu",
-    [RILL_ACL_OP_SOFTMAX] = "aclnnSoftmax", [RILL_ACL_OP_LOG_SOFTMAX] = "aclnnLogSoftmax",
-    [RILL_ACL_OP_CAST] = "aclnnCast",       [RILL_ACL_OP_INPLACE_COPY] = "aclnnInplaceCopy"};
+static const char *const op_names[] = {[RILL_ACL_OP_ADD] = "aclnnAdd",
+                                       [RILL_ACL_OP_SUB] = "aclnnSub",
+                                       [RILL_ACL_OP_MUL] = "aclnnMul",
+                                       [RILL_ACL_OP_DIV] = "aclnnDiv",
+                                       [RILL_ACL_OP_MATMUL] = "aclnnMatmul",
+                                       [RILL_ACL_OP_RELU] = "aclnnRelu",
+                                       [RILL_ACL_OP_GELU] = "aclnnGelu",
+                                       [RILL_ACL_OP_SIGMOID] = "aclnnSigmoid",
+                                       [RILL_ACL_OP_TANH] = "aclnnTanh",
+                                       [RILL_ACL_OP_SILU] = "aclnnSilu",
+                                       [RILL_ACL_OP_SOFTMAX] = "aclnnSoftmax",
+                                       [RILL_ACL_OP_LOG_SOFTMAX] = "aclnnLogSoftmax",
+                                       [RILL_ACL_OP_CAST] = "aclnnCast",
+                                       [RILL_ACL_OP_INPLACE_COPY] = "aclnnInplaceCopy",
+                                       [RILL_ACL_OP_REDUCE_SUM] = "aclnnReduceSum",
+                                       [RILL_ACL_OP_MEAN] = "aclnnMean",
+                                       [RILL_ACL_OP_AMAX] = "aclnnAmax",
+                                       [RILL_ACL_OP_AMIN] = "aclnnAmin",
+                                       [RILL_ACL_OP_CONVOLUTION] = "aclnnConvolution",
+                                       [RILL_ACL_OP_AVG_POOL2D] = "aclnnAvgPool2d",
+                                       [RILL_ACL_OP_MAX_POOL] = "aclnnMaxPool"};
 
 /* ---- checks of the first phase ---- */
 
@@ -179,6 +193,72 @@ aclnnStatus rill__acl_new_executor(const char *call, const struct rill__acl_exec
     }
     *executor = handle;
     return ACLNN_SUCCESS;
+}
+
+static bool same_shape(const struct rill__acl_view *x, const struct rill__acl_view *y) {
+    return x->ndim == y->ndim && memcmp(x->dims, y->dims, (size_t)x->ndim * sizeof x->dims[0]) == 0;
+}
+
+aclnnStatus rill__acl_check_same_shape(const char *call, const char *name,
+                                       const struct rill__acl_view *out,
+                                       const struct rill__acl_view *in) {
+    if (same_shape(out, in))
+        return ACLNN_SUCCESS;
+    char bo[160], bi[160];
+    rill__acl_format_dims(out, bo, sizeof bo);
+    rill__acl_format_dims(in, bi, sizeof bi);
+    return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
+                          "%s: out has shape %s, %s has %s; they must match", call, bo, name, bi);
+}
+
+aclnnStatus rill__acl_check_float32(const char *call, const char *name,
+                                    const struct rill__acl_view *v) {
+    if (v->dtype == ACL_FLOAT)
+        return ACLNN_SUCCESS;
+    return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
+                          "%s: %s is ACL_FLOAT16; rill computes this op in ACL_FLOAT only "
+                          "(convert with aclnnCast first)",
+                          call, name);
+}
+
+aclnnStatus rill__acl_check_contiguous(const char *call, const char *name,
+                                       const struct rill__acl_view *v) {
+    if (rill__acl_view_is_contiguous(v))
+        return ACLNN_SUCCESS;
+    return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
+                          "%s: %s is not contiguous; this op takes row-major tensors: copy it "
+                          "into one first (aclnnInplaceCopy)",
+                          call, name);
+}
+
+/* The bytes from v's first element to past its last. */
+static uint64_t span_bytes(const struct rill__acl_view *v) {
+    uint64_t last = 0;
+    for (int d = 0; d < v->ndim; d++)
+        last += (uint64_t)(v->dims[d] - 1) * (uint64_t)v->strides[d];
+    return (last + 1) * (v->dtype == ACL_FLOAT16 ? 2u : 4u);
+}
+
+aclnnStatus rill__acl_check_apart(const char *call, const char *out_name,
+                                  const struct rill__acl_view *out, const char *in_name,
+                                  const struct rill__acl_view *in) {
+    if (rill__acl_view_numel(out) == 0 || rill__acl_view_numel(in) == 0)
+        return ACLNN_SUCCESS;
+    uintptr_t o = (uintptr_t)out->data, i = (uintptr_t)in->data;
+    if (o + span_bytes(out) <= i || i + span_bytes(in) <= o)
+        return ACLNN_SUCCESS;
+    return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
+                          "%s: %s and %s overlap in memory; this op reads one while it writes "
+                          "the other: use separate memory",
+                          call, out_name, in_name);
+}
+
+aclnnStatus rill__acl_finish(const char *call, const struct rill__acl_executor *proto,
+                             uint64_t *workspaceSize, aclOpExecutor **executor) {
+    aclnnStatus st = rill__acl_new_executor(call, proto, executor);
+    if (st == ACLNN_SUCCESS)
+        *workspaceSize = 0;
+    return st;
 }
 
 /* A new executor of op over out, a and b, in *executor. */

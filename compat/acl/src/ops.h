@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* ops.c: the executors of the two-phase op API and the element-wise ops
  * and matmul, declared in aclnn/acl_meta.h and aclnnop/aclnn_*.h; the
- * checks and executors that the other ops (nn.c) share. */
+ * checks and executors that the other ops (nn.c, reduce.c, conv.c) share. */
 #ifndef RILL_ACL_OPS_H
 #define RILL_ACL_OPS_H
 
@@ -26,17 +26,26 @@ enum rill__acl_op {
     RILL_ACL_OP_SOFTMAX,
     RILL_ACL_OP_LOG_SOFTMAX,
     RILL_ACL_OP_CAST,
-    RILL_ACL_OP_INPLACE_COPY
+    RILL_ACL_OP_INPLACE_COPY,
+    RILL_ACL_OP_REDUCE_SUM,
+    RILL_ACL_OP_MEAN,
+    RILL_ACL_OP_AMAX,
+    RILL_ACL_OP_AMIN,
+    RILL_ACL_OP_CONVOLUTION,
+    RILL_ACL_OP_AVG_POOL2D,
+    RILL_ACL_OP_MAX_POOL
 };
 
-/* What the first phase keeps for the second: the views (b unused by ops
- * of one input) and the op's parameters. */
+/* What the first phase keeps for the second: the views (b and c unused by
+ * ops of fewer inputs) and the op's parameters. */
 struct rill__acl_executor {
     enum rill__acl_op op;            /* immutable */
     bool repeatable;                 /* guarded by the handle table's lock */
     struct rill__acl_view out, a, b; /* immutable */
+    struct rill__acl_view c;         /* immutable: a third input (conv's bias), else unused */
     float alpha;                     /* immutable: add's and sub's scale */
     int64_t dim;                     /* immutable: softmax's dimension, made non-negative */
+    int64_t params[12]; /* immutable: the sizes an op computes with (reduce.c, conv.c) */
 };
 
 /* ACLNN_ERR_PARAM_NULLPTR: "<call>: <name> is NULL". */
@@ -48,6 +57,22 @@ aclnnStatus rill__acl_take_view(const char *call, const char *name, const aclTen
                                 struct rill__acl_view *v);
 /* "[2, 3]" into buf. */
 void rill__acl_format_dims(const struct rill__acl_view *v, char *buf, size_t size);
+/* The checks that ops of one input share, each ACLNN_ERR_PARAM_INVALID
+ * with a message naming the tensor: out's shape is in's; v is ACL_FLOAT;
+ * v is row-major contiguous; out and in do not overlap in memory. */
+aclnnStatus rill__acl_check_same_shape(const char *call, const char *name,
+                                       const struct rill__acl_view *out,
+                                       const struct rill__acl_view *in);
+aclnnStatus rill__acl_check_float32(const char *call, const char *name,
+                                    const struct rill__acl_view *v);
+aclnnStatus rill__acl_check_contiguous(const char *call, const char *name,
+                                       const struct rill__acl_view *v);
+aclnnStatus rill__acl_check_apart(const char *call, const char *out_name,
+                                  const struct rill__acl_view *out, const char *in_name,
+                                  const struct rill__acl_view *in);
+/* A new executor from *proto, and a workspace size of 0. */
+aclnnStatus rill__acl_finish(const char *call, const struct rill__acl_executor *proto,
+                             uint64_t *workspaceSize, aclOpExecutor **executor);
 /* A new executor, a copy of *proto (not repeatable), in *executor. */
 aclnnStatus rill__acl_new_executor(const char *call, const struct rill__acl_executor *proto,
                                    aclOpExecutor **executor);
