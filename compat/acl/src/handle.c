@@ -167,7 +167,7 @@ static const char *kind_name(unsigned kind) {
     case RILL_ACL_CONTEXT:
         return "context from aclrtCreateContext";
     case RILL_ACL_MODEL:
-        return "model from aclmdlRIBuildBegin";
+        return "model from aclmdlRIBuildBegin or aclmdlRICaptureEnd";
     case RILL_ACL_INT_ARRAY:
         return "array from aclCreateIntArray";
     default:

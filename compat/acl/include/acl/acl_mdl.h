@@ -18,6 +18,8 @@ extern "C" {
 #endif
 
 typedef void *aclmdlRI;
+/* A task group of a captured model (aclmdlRICaptureTaskGrpEnd). */
+typedef void *aclrtTaskGrp;
 
 /* aclmdlRIBindStream's flags: a stream that runs from the model's start,
  * or one that aclrtActiveStream activates (refused: rill cannot). */
@@ -60,6 +62,24 @@ ACL_FUNC_VISIBILITY aclError aclmdlRIExecute(aclmdlRI modelRI, int32_t timeout);
 /* Destroys the model; executions already submitted still run. A model
  * still being built is abandoned: its capture ends, nothing of it runs. */
 ACL_FUNC_VISIBILITY aclError aclmdlRIDestroy(aclmdlRI modelRI);
+
+/* Task groups: the work captured on stream (the stream that began the
+ * capture) between aclmdlRICaptureTaskGrpBegin and aclmdlRICaptureTaskGrpEnd
+ * is a group of the model, *handle, whose work an update may replace. The
+ * capture is ended and begun again around the group (in its mode), so no
+ * other stream may be forked into it then (rill's end refuses unjoined
+ * streams and the capture ends). A model captured with task groups is a
+ * handle of this layer, not a rill_graph_exec. */
+ACL_FUNC_VISIBILITY aclError aclmdlRICaptureTaskGrpBegin(aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclmdlRICaptureTaskGrpEnd(aclrtStream stream, aclrtTaskGrp *handle);
+/* Captures on stream, until aclmdlRICaptureTaskUpdateEnd, the work that
+ * replaces handle's group, once the model's capture has ended: the same
+ * kinds of tasks in the same order (rill_graph_exec_update), with new
+ * parameters. Executions submitted after the end run with them; those
+ * submitted before run as they were submitted. */
+ACL_FUNC_VISIBILITY aclError aclmdlRICaptureTaskUpdateBegin(aclrtStream stream,
+                                                            aclrtTaskGrp handle);
+ACL_FUNC_VISIBILITY aclError aclmdlRICaptureTaskUpdateEnd(aclrtStream stream);
 
 /* A model built by hand: *modelRI receives a new model (flag must be 0). */
 ACL_FUNC_VISIBILITY aclError aclmdlRIBuildBegin(aclmdlRI *modelRI, uint32_t flag);
