@@ -27,10 +27,11 @@ static void test_acl_reset_device_counts_and_releases(void **state) {
     ACL_OK(aclrtSetDevice(0));
     ACL_OK(aclrtSetDevice(0));
     aclrtStream s;
-    aclrtEvent e;
+    aclrtEvent e, never_recorded;
     void *dev, *host;
     ACL_OK(aclrtCreateStream(&s));
     ACL_OK(aclrtCreateEvent(&e));
+    ACL_OK(aclrtCreateEvent(&never_recorded));
     ACL_OK(aclrtMalloc(&dev, 256, ACL_MEM_MALLOC_HUGE_FIRST));
     ACL_OK(aclrtMallocHost(&host, 256));
     rill_stream *own;
@@ -51,6 +52,7 @@ static void test_acl_reset_device_counts_and_releases(void **state) {
     ACL_FAILS(aclrtDestroyStream(s), ACL_ERROR_RT_PARAM_INVALID, "aclrtDestroyStream");
     ACL_FAILS(aclrtRecordEvent(e, NULL), ACL_ERROR_RT_PARAM_INVALID, "aclrtRecordEvent");
     ACL_FAILS(aclrtDestroyEvent(e), ACL_ERROR_RT_PARAM_INVALID, "aclrtDestroyEvent");
+    ACL_FAILS(aclrtDestroyEvent(never_recorded), ACL_ERROR_RT_PARAM_INVALID, "aclrtDestroyEvent");
     ACL_FAILS(aclrtMemset(dev, 256, 0, 256), ACL_ERROR_INVALID_PARAM, "aclrtMemset");
     char bytes[256];
     ACL_FAILS(aclrtMemcpy(bytes, sizeof bytes, dev, 256, ACL_MEMCPY_DEVICE_TO_HOST),

@@ -5,8 +5,9 @@
  * when the count reaches 0 (or at aclrtResetDeviceForce, whatever the
  * count) the reset waits for the device's work and releases what ACL made
  * on it: the streams and events created through ACL (noted here at their
- * creation, with the device rill reports for them at the reset) and the
- * memory of aclrtMalloc (memory.c). Their handles are rill's, which a
+ * creation; a stream's device, and an event's, is the one rill reports at
+ * the reset, or for an event not yet bound to one the current device at
+ * its creation) and the memory of aclrtMalloc (memory.c). Their handles are rill's, which a
  * destroy closes, so a later use of one is rill's refusal
  * (ACL_ERROR_RT_PARAM_INVALID), and freed memory is refused by memory.c's
  * table. A reset of a device whose count is 0 is refused.
@@ -30,6 +31,7 @@
 struct note {
     void *handle; /* a rill_stream or a rill_event, as is_event says */
     bool is_event;
+    rill_device *made_on; /* an event's: the current device at its creation */
 };
 
 static pthread_mutex_t reset_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -69,6 +71,9 @@ bool rill__acl_device_set(int ordinal) {
 }
 
 static bool note(void *handle, bool is_event) {
+    rill_device *made_on = NULL;
+    if (is_event && rill_get_device(&made_on) != RILL_OK)
+        made_on = NULL;
     lock();
     bool ok = num_notes < cap_notes;
     if (!ok) {
@@ -81,7 +86,7 @@ static bool note(void *handle, bool is_event) {
         }
     }
     if (ok)
-        notes[num_notes++] = (struct note){handle, is_event};
+        notes[num_notes++] = (struct note){handle, is_event, made_on};
     unlock();
     return ok;
 }
@@ -144,6 +149,8 @@ static aclError release_handles(const char *call, rill_device *dev) {
         rill_device *on = NULL;
         rill_status st = copy[i].is_event ? rill_event_get_device(copy[i].handle, &on)
                                           : rill_stream_get_device(copy[i].handle, &on);
+        if (st == RILL_OK && !on) /* an event bound to no device yet: its creation's */
+            on = copy[i].made_on;
         if (st == RILL_OK && on != dev) {
             copy[i].handle = NULL; /* another device's: kept */
             continue;
