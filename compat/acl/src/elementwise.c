@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The element-wise ops of the op API. When a, b and out are contiguous and
- * of one shape, rill's built-in ops do the work (on any device). Otherwise
+ * of one shape, rill's built-in ops do the work (on any device; division
+ * of float16, which rill has no op for, excepted). Otherwise
  * (broadcasting, or strided views) a kernel of this layer does: made with
  * rill_kernel_create, launched with the three spans it touches declared,
  * and destroyed at once (rill releases it when its launches are done). Its
@@ -67,7 +68,9 @@ static void ew_body(const rill_block_ctx *ctx, const void *raw) {
     for (uint64_t e = first; e < last; e++) {
         float x = load(args->a, ia, args->is_half);
         float y = load(args->b, ib, args->is_half);
-        float r = args->op == RILL_ACL_EW_ADD ? x + args->alpha * y : x * y;
+        float r = args->op == RILL_ACL_EW_ADD   ? x + args->alpha * y
+                  : args->op == RILL_ACL_EW_MUL ? x * y
+                                                : x / y;
         store(args->o, io, r, args->is_half);
         for (int d = args->ndim - 1; d >= 0; d--) {
             io += args->so[d];
@@ -125,6 +128,12 @@ static rill_access span_of(const struct rill__acl_view *v, rill_access_mode mode
 static rill_status builtin(rill_stream *stream, enum rill__acl_ew_op op,
                            const struct rill__acl_view *out, const struct rill__acl_view *a,
                            const struct rill__acl_view *b, float alpha, size_t n) {
+    if (op == RILL_ACL_EW_DIV) { /* float32: rill has no float16 division */
+        size_t shape = n, strides = 1;
+        return rill_op_binary_f32(stream, RILL_BINARY_DIV, (float *)out->data,
+                                  (const float *)a->data, &strides, (const float *)b->data,
+                                  &strides, &shape, 1);
+    }
     if (out->dtype == ACL_FLOAT16) {
         if (op == RILL_ACL_EW_ADD)
             return rill_op_add_f16(stream, (rill_half *)out->data, (const rill_half *)a->data,
@@ -144,7 +153,8 @@ rill_status rill__acl_elementwise(rill_stream *stream, enum rill__acl_ew_op op,
                                   const struct rill__acl_view *b, float alpha) {
     uint64_t n = rill__acl_view_numel(out);
     if (same_dims(out, a) && same_dims(out, b) && rill__acl_view_is_contiguous(out) &&
-        rill__acl_view_is_contiguous(a) && rill__acl_view_is_contiguous(b))
+        rill__acl_view_is_contiguous(a) && rill__acl_view_is_contiguous(b) &&
+        (op != RILL_ACL_EW_DIV || out->dtype == ACL_FLOAT))
         return builtin(stream, op, out, a, b, alpha, (size_t)n);
 
     struct ew_args args = {.op = op,
@@ -167,7 +177,9 @@ rill_status rill__acl_elementwise(rill_stream *stream, enum rill__acl_ew_op op,
                           .args_size = sizeof args,
                           .accesses = accesses,
                           .num_accesses = 3};
-    rill_kernel_desc desc = {.name = op == RILL_ACL_EW_ADD ? "aclnnAdd" : "aclnnMul",
+    rill_kernel_desc desc = {.name = op == RILL_ACL_EW_ADD   ? "aclnnAdd"
+                                     : op == RILL_ACL_EW_MUL ? "aclnnMul"
+                                                             : "aclnnDiv",
                              .cpu = ew_body};
     rill_kernel *kernel;
     rill_status st = rill_kernel_create(&desc, &kernel);

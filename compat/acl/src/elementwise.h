@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* elementwise.c: add and mul of strided, broadcast views on a stream. */
+/* elementwise.c: add, mul and div of strided, broadcast views on a
+ * stream. */
 #ifndef RILL_ACL_ELEMENTWISE_H
 #define RILL_ACL_ELEMENTWISE_H
 
@@ -23,11 +24,12 @@ struct rill__acl_view {
     char *data; /* borrowed */
 };
 
-enum rill__acl_ew_op { RILL_ACL_EW_ADD, RILL_ACL_EW_MUL };
+enum rill__acl_ew_op { RILL_ACL_EW_ADD, RILL_ACL_EW_MUL, RILL_ACL_EW_DIV };
 
-/* out = a + alpha*b or a * b, where a's and b's shapes broadcast to out's.
- * Contiguous operands of out's shape take rill's built-in ops; others a
- * kernel of this layer, which runs on CPU devices. */
+/* out = a + alpha*b, a * b or a / b, where a's and b's shapes broadcast
+ * to out's. Contiguous operands of out's shape take rill's built-in ops
+ * (for a / b, float32 only); others a kernel of this layer, which runs on
+ * CPU devices. */
 rill_status rill__acl_elementwise(rill_stream *stream, enum rill__acl_ew_op op,
                                   const struct rill__acl_view *out, const struct rill__acl_view *a,
                                   const struct rill__acl_view *b, float alpha);

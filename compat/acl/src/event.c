@@ -16,6 +16,7 @@
 
 #include "error.h"
 #include "report.h"
+#include "reset.h"
 #include "stream.h"
 
 _Static_assert(sizeof(aclrtIpcEventHandle) == sizeof(rill_ipc_event_handle),
@@ -178,6 +179,11 @@ aclError aclrtIpcOpenEventHandle(aclrtIpcEventHandle handle, aclrtEvent *event) 
     memcpy(h.bytes, handle.reserved, sizeof h.bytes);
     rill_event *e = NULL;
     aclError err = rill__acl_check(rill_event_open_ipc_handle(&h, &e), call);
+    if (err == ACL_SUCCESS && !rill__acl_note_event(e)) {
+        (void)rill_event_destroy(e);
+        e = NULL;
+        err = rill__acl_fail(ACL_ERROR_BAD_ALLOC, "%s: no memory to note the event", call);
+    }
     *event = e;
     return err;
 }

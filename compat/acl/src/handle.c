@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The handle table of the op API's objects and of contexts (see
- * handle.h), modelled on rill's own (docs/design.md, "Handles") but
- * simpler, for calls that are not on a hot path: one mutex guards the
+ * The handle table of the op API's objects, of contexts and of models
+ * built by hand (see handle.h), modelled on rill's own (docs/design.md,
+ * "Handles") but simpler, for calls that are not on a hot path: one mutex guards the
  * table, and callers copy what they need from an object while holding it.
  * A handle is generation << 32 | MARK | slot << 4 | kind. MARK (bit 31)
  * and the kinds keep it apart from rill's handles, whose slots stay below
@@ -55,7 +55,7 @@ void rill__acl_handles_unlock(void) {
 
 static bool is_kind(unsigned kind) {
     return kind == RILL_ACL_TENSOR || kind == RILL_ACL_SCALAR || kind == RILL_ACL_EXECUTOR ||
-           kind == RILL_ACL_CONTEXT;
+           kind == RILL_ACL_CONTEXT || kind == RILL_ACL_MODEL || kind == RILL_ACL_INT_ARRAY;
 }
 
 /* Splits handle; false when its bits cannot be one of this table's. */
@@ -130,6 +130,12 @@ void rill__acl_handle_close_locked(const void *handle) {
     free_head = index;
 }
 
+bool rill__acl_handle_is_ours(const void *handle) {
+    uint32_t gen, index;
+    unsigned k;
+    return decode(handle, &gen, &index, &k);
+}
+
 void *rill__acl_handle_take(const void *handle, rill__acl_kind kind) {
     rill__acl_handles_lock();
     void *obj = rill__acl_handle_get_locked(handle, kind);
@@ -160,6 +166,10 @@ static const char *kind_name(unsigned kind) {
         return "scalar from aclCreateScalar";
     case RILL_ACL_CONTEXT:
         return "context from aclrtCreateContext";
+    case RILL_ACL_MODEL:
+        return "model from aclmdlRIBuildBegin or aclmdlRICaptureEnd";
+    case RILL_ACL_INT_ARRAY:
+        return "array from aclCreateIntArray";
     default:
         return "executor from an op's GetWorkspaceSize";
     }
@@ -189,7 +199,9 @@ aclnnStatus rill__acl_handle_fail(const char *call, const char *name, const void
                               call, name, handle);
     return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
                           "%s: %s (%p) was destroyed by %s; create another", call, name, handle,
-                          kind == RILL_ACL_TENSOR   ? "aclDestroyTensor"
-                          : kind == RILL_ACL_SCALAR ? "aclDestroyScalar"
-                                                    : "aclrtDestroyContext");
+                          kind == RILL_ACL_TENSOR      ? "aclDestroyTensor"
+                          : kind == RILL_ACL_SCALAR    ? "aclDestroyScalar"
+                          : kind == RILL_ACL_MODEL     ? "aclmdlRIDestroy"
+                          : kind == RILL_ACL_INT_ARRAY ? "aclDestroyIntArray"
+                                                       : "aclrtDestroyContext");
 }

@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * handle.c: the handles of this layer's own objects (aclTensor, aclScalar,
- * aclOpExecutor, aclrtContext). A handle is not the object's address but a slot of this
- * layer's table, the slot's generation and the object's kind, so that a
- * destroyed, foreign or wrong-kind handle resolves to NULL without anything
- * being read through it, even when a newer object took the same address or
- * the same slot.
+ * aclIntArray, aclOpExecutor, aclrtContext, and aclmdlRI built by hand). A handle is not the
+ * object's address but a slot of this layer's table, the slot's generation and the object's kind,
+ * so that a destroyed, foreign or wrong-kind handle resolves to NULL without anything being read
+ * through it, even when a newer object took the same address or the same slot.
  */
 #ifndef RILL_ACL_HANDLE_H
 #define RILL_ACL_HANDLE_H
+
+#include <stdbool.h>
 
 #include "aclnn/aclnn_base.h"
 
@@ -17,7 +18,9 @@ typedef enum rill__acl_kind {
     RILL_ACL_TENSOR = 0xa,
     RILL_ACL_SCALAR = 0xb,
     RILL_ACL_EXECUTOR = 0xc,
-    RILL_ACL_CONTEXT = 0xd
+    RILL_ACL_CONTEXT = 0xd,
+    RILL_ACL_MODEL = 0xe,
+    RILL_ACL_INT_ARRAY = 0xf
 } rill__acl_kind;
 
 /* A new handle for obj (owned by the caller until the handle is closed),
@@ -37,6 +40,10 @@ void rill__acl_handle_close_locked(const void *handle);
 /* Looks handle up and closes it in one step: the object, now the caller's
  * to free, or NULL. */
 void *rill__acl_handle_take(const void *handle, rill__acl_kind kind);
+
+/* Whether handle's bits are those of this table's handles (live or not),
+ * not of rill's own handles nor an address. */
+bool rill__acl_handle_is_ours(const void *handle);
 
 /* ACLNN_ERR_PARAM_NULLPTR for a NULL handle, else ACLNN_ERR_PARAM_INVALID,
  * with the sentence "<call>: <name> (<handle>) ..." that says whether it

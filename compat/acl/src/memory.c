@@ -21,6 +21,7 @@ struct region {
     uintptr_t base;
     size_t bytes;
     int is_host;
+    int device; /* the device ordinal of aclrtMalloc's memory, for resets */
 };
 
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -82,7 +83,7 @@ static bool reserve_one(void) {
     return ok;
 }
 
-static void add(void *ptr, size_t bytes, int is_host) {
+static void add(void *ptr, size_t bytes, int is_host, int device) {
     lock();
     /* reserve_one made room, unless other threads took it since: then the
      * table grows here, and failing that the region goes unrecorded (copies
@@ -90,7 +91,7 @@ static void add(void *ptr, size_t bytes, int is_host) {
     if (grow_locked()) {
         size_t i = upper_bound_locked((uintptr_t)ptr);
         memmove(&regions[i + 1], &regions[i], (count - i) * sizeof *regions);
-        regions[i] = (struct region){(uintptr_t)ptr, bytes, is_host};
+        regions[i] = (struct region){(uintptr_t)ptr, bytes, is_host, device};
         count++;
     }
     unlock();
@@ -133,6 +134,32 @@ bool rill__acl_memory_find(const void *ptr, struct rill__acl_region *out) {
     return r != NULL;
 }
 
+aclError rill__acl_memory_release_device(const char *call, int ordinal) {
+    lock();
+    size_t n = 0;
+    for (size_t i = 0; i < count; i++)
+        n += !regions[i].is_host && regions[i].device == ordinal;
+    void **bases = n ? malloc(n * sizeof *bases) : NULL;
+    if (bases) {
+        size_t kept = 0, taken = 0;
+        for (size_t i = 0; i < count; i++) {
+            if (!regions[i].is_host && regions[i].device == ordinal)
+                bases[taken++] = (void *)regions[i].base;
+            else
+                regions[kept++] = regions[i];
+        }
+        count = kept;
+    }
+    unlock();
+    if (n && !bases)
+        return rill__acl_fail(ACL_ERROR_BAD_ALLOC, "%s: no memory to list the device's memory",
+                              call);
+    for (size_t i = 0; i < n; i++)
+        (void)rill_free(bases[i]);
+    free(bases);
+    return ACL_SUCCESS;
+}
+
 void rill__acl_memory_forget_all(void) {
     lock();
     free(regions);
@@ -166,11 +193,17 @@ aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy) {
     if (!reserve_one())
         return rill__acl_fail(ACL_ERROR_BAD_ALLOC,
                               "aclrtMalloc: no host memory to record the allocation");
+    rill_device *dev;
+    rill_device_info info;
+    aclError err = rill__acl_check(rill_get_device(&dev), "aclrtMalloc");
+    if (err == ACL_SUCCESS)
+        err = rill__acl_check(rill_device_get_info(dev, &info), "aclrtMalloc");
     void *p;
-    aclError err = rill__acl_check(rill_malloc(NULL, size, &p), "aclrtMalloc");
+    if (err == ACL_SUCCESS)
+        err = rill__acl_check(rill_malloc(dev, size, &p), "aclrtMalloc");
     if (err != ACL_SUCCESS)
         return err;
-    add(p, size, 0);
+    add(p, size, 0, info.ordinal);
     *devPtr = p;
     return ACL_SUCCESS;
 }
@@ -203,7 +236,7 @@ aclError aclrtMallocHost(void **hostPtr, size_t size) {
     aclError err = rill__acl_check(rill_malloc_host(size, &p), "aclrtMallocHost");
     if (err != ACL_SUCCESS)
         return err;
-    add(p, size, 1);
+    add(p, size, 1, -1);
     *hostPtr = p;
     return ACL_SUCCESS;
 }

@@ -2,15 +2,40 @@
 /*
  * ACL's capture on rill's: a capture is rill_stream_begin_capture and
  * rill_stream_end_capture, and the model that ends it is the graph
- * instantiated at once (the graph itself is then destroyed): an aclmdlRI is
- * a rill_graph_exec. ACL's capture modes and statuses have rill's values.
+ * instantiated at once (the graph itself is then destroyed): an aclmdlRI
+ * from aclmdlRICaptureEnd is a rill_graph_exec. ACL's capture modes and
+ * statuses have rill's values.
+ *
+ * Task groups cut a capture into segments: aclmdlRICaptureTaskGrpBegin
+ * and ...End end the capture (the segment before is instantiated) and
+ * begin it again in its mode, so that the group is a segment of its own;
+ * rill_graph_exec_update then replaces the group's parameters with those
+ * of an update's capture (aclmdlRICaptureTaskUpdateBegin/End), as a whole
+ * graph of the same shape. A capture with task groups ends as a model of
+ * this layer's table whose execution launches its segments in order. Each
+ * capture begun here is noted with its mode, for its task groups.
+ *
+ * Models of this layer (built by hand, build.c, or captured with task
+ * groups) and task groups are handles of the model kind, told apart by
+ * their type; aclmdlRIExecuteAsync, aclmdlRIExecute and aclmdlRIDestroy
+ * take every kind of aclmdlRI.
+ *
+ * State: the models and capture notes are on lists, and one lock guards
+ * the lists and each model (not a hot path); rill's capture calls are made
+ * with it held (none of them runs a host function).
  */
 #include "model.h"
 
 #include <assert.h>
+#include <pthread.h>
 #include <stdbool.h>
+#include <stdlib.h>
 
+#include "build.h"
 #include "error.h"
+#include "handle.h"
+#include "report.h"
+#include "stream.h"
 
 static_assert((int)ACL_MODEL_RI_CAPTURE_MODE_GLOBAL == (int)RILL_CAPTURE_GLOBAL &&
                   (int)ACL_MODEL_RI_CAPTURE_MODE_THREAD_LOCAL == (int)RILL_CAPTURE_THREAD_LOCAL &&
@@ -21,8 +46,120 @@ static_assert((int)ACL_MODEL_RI_CAPTURE_STATUS_NONE == (int)RILL_CAPTURE_NONE &&
                   (int)ACL_MODEL_RI_CAPTURE_STATUS_INVALIDATED == (int)RILL_CAPTURE_INVALIDATED,
               "ACL's capture statuses are rill's");
 
+/* A capture begun by aclmdlRICaptureBegin, noted for its task groups
+ * (which end it and begin it again, with its mode), or the capture of an
+ * update (aclmdlRICaptureTaskUpdateBegin: group set). */
+struct capture {
+    rill_stream *origin;
+    rill_capture_mode mode;
+    struct rill__acl_model *model; /* owned: made at the first task group; NULL before */
+    bool in_group;
+    void *group; /* an update's task group handle, else NULL */
+    struct capture *next;
+};
+
+static pthread_mutex_t models_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct rill__acl_model *models; /* guarded by models_lock */
+static struct capture *captures;       /* guarded by models_lock */
+
+void rill__acl_models_lock(void) {
+    if (pthread_mutex_lock(&models_lock) != 0)
+        abort();
+}
+
+void rill__acl_models_unlock(void) {
+    if (pthread_mutex_unlock(&models_lock) != 0)
+        abort();
+}
+
+static void free_groups(struct rill__acl_model *m);
+
+/* The object of the model kind that handle names, a model or a task
+ * group, or NULL with the message (models_lock held). */
+static void *object_get_locked(const char *call, const char *name, const void *handle) {
+    rill__acl_handles_lock();
+    void *obj = rill__acl_handle_get_locked(handle, RILL_ACL_MODEL);
+    rill__acl_handles_unlock();
+    if (!obj)
+        rill__acl_handle_fail(call, name, handle, RILL_ACL_MODEL);
+    return obj;
+}
+
 static bool mode_is_valid(aclmdlRICaptureMode mode) {
     return (unsigned)mode <= ACL_MODEL_RI_CAPTURE_MODE_RELAXED;
+}
+
+/* The note of the capture begun on origin (update: of an update's
+ * capture), or NULL (models_lock held). */
+static struct capture *capture_of_locked(rill_stream *origin, bool update) {
+    for (struct capture *c = captures; c; c = c->next)
+        if (c->origin == origin && (c->group != NULL) == update)
+            return c;
+    return NULL;
+}
+
+/* Unlinks and frees a note (models_lock held), with the model it owns:
+ * the capture it noted is over. */
+static void drop_capture_locked(struct capture *c) {
+    for (struct capture **p = &captures; *p; p = &(*p)->next)
+        if (*p == c) {
+            *p = c->next;
+            break;
+        }
+    if (c->model) {
+        rill__acl_handles_lock();
+        rill__acl_handle_close_locked(c->model->handle);
+        rill__acl_handles_unlock();
+        for (size_t i = 0; i < c->model->num_segs; i++)
+            rill_graph_exec_destroy(c->model->segs[i]);
+        free_groups(c->model);
+        free(c->model->segs);
+        free(c->model);
+    }
+    free(c);
+}
+
+/* Ends the capture of c's origin and appends its work to c's model as one
+ * more segment (models_lock held); *ended: whether the capture ended (it
+ * does unless there is no memory for the segment or another thread than
+ * the one that began it tries). */
+static rill_status end_segment_locked(struct capture *c, bool *ended) {
+    struct rill__acl_model *m = c->model;
+    *ended = false;
+    if (m->num_segs == m->cap_segs) {
+        size_t grown = m->cap_segs ? m->cap_segs * 2 : 4;
+        rill_graph_exec **n = realloc(m->segs, grown * sizeof *n);
+        if (!n)
+            return RILL_ERROR_OUT_OF_MEMORY;
+        m->segs = n;
+        m->cap_segs = grown;
+    }
+    rill_graph *graph;
+    rill_status st = rill_stream_end_capture(c->origin, &graph);
+    *ended = st != RILL_ERROR_CAPTURE_WRONG_THREAD && st != RILL_ERROR_CAPTURE_UNMATCHED;
+    if (st != RILL_OK)
+        return st;
+    st = rill_graph_instantiate(graph, &m->segs[m->num_segs]);
+    rill_graph_destroy(graph);
+    if (st == RILL_OK)
+        m->num_segs++;
+    return st;
+}
+
+/* Ends the current segment of c's capture and begins the next (models_lock
+ * held). A failure once the capture ended ends it for good: the note and
+ * its model go. */
+static aclError split_locked(const char *call, struct capture *c) {
+    bool ended;
+    rill_status st = end_segment_locked(c, &ended);
+    if (!ended)
+        return rill__acl_check(st, call);
+    if (st == RILL_OK)
+        st = rill_stream_begin_capture(c->origin, c->mode);
+    aclError err = rill__acl_check(st, call);
+    if (err != ACL_SUCCESS)
+        drop_capture_locked(c);
+    return err;
 }
 
 aclError aclmdlRICaptureBegin(aclrtStream stream, aclmdlRICaptureMode mode) {
@@ -33,31 +170,238 @@ aclError aclmdlRICaptureBegin(aclrtStream stream, aclmdlRICaptureMode mode) {
     if (!mode_is_valid(mode))
         return rill__acl_fail(ACL_ERROR_INVALID_PARAM,
                               "aclmdlRICaptureBegin: mode %d is no aclmdlRICaptureMode", (int)mode);
-    return rill__acl_check(
-        rill_stream_begin_capture((rill_stream *)stream, (rill_capture_mode)mode),
-        "aclmdlRICaptureBegin");
+    rill_stream *s = stream;
+    aclError err = rill__acl_check(rill_stream_begin_capture(s, (rill_capture_mode)mode),
+                                   "aclmdlRICaptureBegin");
+    if (err != ACL_SUCCESS)
+        return err;
+    rill__acl_models_lock();
+    /* A note left by a capture that ended otherwise (through rill, or by
+     * destroying its stream) is stale now. */
+    struct capture *old = capture_of_locked(s, false);
+    if (old)
+        drop_capture_locked(old);
+    struct capture *c = calloc(1, sizeof *c);
+    if (c) { /* without a note, task groups are refused on this capture */
+        *c = (struct capture){.origin = s, .mode = (rill_capture_mode)mode, .next = captures};
+        captures = c;
+    }
+    rill__acl_models_unlock();
+    return ACL_SUCCESS;
 }
 
 aclError aclmdlRICaptureEnd(aclrtStream stream, aclmdlRI *modelRI) {
+    const char *call = "aclmdlRICaptureEnd";
     if (!modelRI)
-        return rill__acl_fail(ACL_ERROR_INVALID_PARAM, "aclmdlRICaptureEnd: modelRI is NULL");
+        return rill__acl_fail(ACL_ERROR_INVALID_PARAM, "%s: modelRI is NULL", call);
     *modelRI = NULL;
     if (!stream)
         return rill__acl_fail(ACL_ERROR_RT_STREAM_NOT_CAPTURED,
-                              "aclmdlRICaptureEnd: the default stream (NULL) is never captured");
+                              "%s: the default stream (NULL) is never captured", call);
+    rill_stream *s = stream;
+    aclError err = ACL_SUCCESS;
+    rill__acl_models_lock();
+    struct capture *c = capture_of_locked(s, false);
+    if (c && c->model) { /* a capture with task groups: its last segment */
+        if (c->in_group) {
+            err = rill__acl_fail(ACL_ERROR_INVALID_PARAM,
+                                 "%s: a task group is open; end it with "
+                                 "aclmdlRICaptureTaskGrpEnd first",
+                                 call);
+            goto out;
+        }
+        bool ended;
+        err = rill__acl_check(end_segment_locked(c, &ended), call);
+        if (!ended)
+            goto out;
+        if (err != ACL_SUCCESS) {
+            drop_capture_locked(c);
+            goto out;
+        }
+        struct rill__acl_model *m = c->model;
+        c->model = NULL;
+        m->complete = true;
+        m->next = models;
+        models = m;
+        drop_capture_locked(c);
+        *modelRI = m->handle;
+        goto out;
+    }
     rill_graph *graph;
-    aclError err = rill__acl_check(rill_stream_end_capture((rill_stream *)stream, &graph),
-                                   "aclmdlRICaptureEnd");
+    rill_status st = rill_stream_end_capture(s, &graph);
+    if (c && st != RILL_ERROR_CAPTURE_WRONG_THREAD && st != RILL_ERROR_CAPTURE_UNMATCHED)
+        drop_capture_locked(c);
+    err = rill__acl_check(st, call);
     if (err != ACL_SUCCESS)
-        return err;
+        goto out;
     rill_graph_exec *exec;
-    err = rill__acl_check(rill_graph_instantiate(graph, &exec), "aclmdlRICaptureEnd");
+    err = rill__acl_check(rill_graph_instantiate(graph, &exec), call);
     /* The exec holds what it needs; the graph is no longer wanted either way. */
     rill_graph_destroy(graph);
+    if (err == ACL_SUCCESS)
+        *modelRI = exec;
+out:
+    rill__acl_models_unlock();
+    return err;
+}
+
+/* ---- task groups ---- */
+
+aclError aclmdlRICaptureTaskGrpBegin(aclrtStream stream) {
+    const char *call = "aclmdlRICaptureTaskGrpBegin";
+    aclError err = ACL_SUCCESS;
+    rill__acl_models_lock();
+    struct capture *c = stream ? capture_of_locked(stream, false) : NULL;
+    if (!c) {
+        err = rill__acl_fail(ACL_ERROR_INVALID_PARAM,
+                             "%s: the stream (%p) did not begin a capture with "
+                             "aclmdlRICaptureBegin; a task group begins on that stream",
+                             call, stream);
+        goto out;
+    }
+    if (c->in_group) {
+        err = rill__acl_fail(ACL_ERROR_INVALID_PARAM,
+                             "%s: a task group is open already; end it with "
+                             "aclmdlRICaptureTaskGrpEnd first",
+                             call);
+        goto out;
+    }
+    if (!c->model) {
+        struct rill__acl_model *m = calloc(1, sizeof *m);
+        void *h = m ? rill__acl_handle_open(RILL_ACL_MODEL, m) : NULL;
+        if (!h) {
+            free(m);
+            err = rill__acl_fail(ACL_ERROR_BAD_ALLOC, "%s: no memory for the model", call);
+            goto out;
+        }
+        *m = (struct rill__acl_model){.type = RILL_ACL_MODEL_OBJECT, .handle = h, .captured = true};
+        c->model = m;
+    }
+    err = split_locked(call, c);
+    if (err == ACL_SUCCESS)
+        c->in_group = true;
+out:
+    rill__acl_models_unlock();
+    return err;
+}
+
+aclError aclmdlRICaptureTaskGrpEnd(aclrtStream stream, aclrtTaskGrp *handle) {
+    const char *call = "aclmdlRICaptureTaskGrpEnd";
+    if (!handle)
+        return rill__acl_fail(ACL_ERROR_INVALID_PARAM, "%s: handle is NULL", call);
+    *handle = NULL;
+    aclError err = ACL_SUCCESS;
+    rill__acl_models_lock();
+    struct capture *c = stream ? capture_of_locked(stream, false) : NULL;
+    if (!c || !c->in_group) {
+        err = rill__acl_fail(ACL_ERROR_INVALID_PARAM,
+                             "%s: no task group is open on the stream (%p); begin one with "
+                             "aclmdlRICaptureTaskGrpBegin",
+                             call, stream);
+        goto out;
+    }
+    struct rill__acl_task_group *g = malloc(sizeof *g);
+    void *h = g ? rill__acl_handle_open(RILL_ACL_MODEL, g) : NULL;
+    if (!h) {
+        free(g);
+        err = rill__acl_fail(ACL_ERROR_BAD_ALLOC, "%s: no memory for the task group", call);
+        goto out;
+    }
+    struct rill__acl_model *m = c->model;
+    *g = (struct rill__acl_task_group){.type = RILL_ACL_TASK_GROUP_OBJECT,
+                                       .handle = h,
+                                       .model = m,
+                                       .seg = m->num_segs,
+                                       .next = m->groups};
+    m->groups = g; /* freed with the model, should the split fail */
+    err = split_locked(call, c);
+    if (err == ACL_SUCCESS) {
+        c->in_group = false;
+        *handle = h;
+    }
+out:
+    rill__acl_models_unlock();
+    return err;
+}
+
+aclError aclmdlRICaptureTaskUpdateBegin(aclrtStream stream, aclrtTaskGrp handle) {
+    const char *call = "aclmdlRICaptureTaskUpdateBegin";
+    if (!stream)
+        return rill__acl_fail(ACL_ERROR_INVALID_PARAM,
+                              "%s: stream is NULL; capture the update on a stream from "
+                              "aclrtCreateStream",
+                              call);
+    aclError err = ACL_SUCCESS;
+    rill__acl_models_lock();
+    struct rill__acl_task_group *g = object_get_locked(call, "handle", handle);
+    if (g && g->type != RILL_ACL_TASK_GROUP_OBJECT) {
+        rill__acl_fail(ACL_ERROR_INVALID_PARAM,
+                       "%s: handle (%p) is a model, no task group from "
+                       "aclmdlRICaptureTaskGrpEnd",
+                       call, handle);
+        g = NULL;
+    }
+    if (!g) {
+        err = ACL_ERROR_INVALID_PARAM;
+        goto out;
+    }
+    if (!g->model->complete) {
+        err = rill__acl_fail(ACL_ERROR_INVALID_PARAM,
+                             "%s: the capture of the task group's model has not ended; call "
+                             "aclmdlRICaptureEnd first",
+                             call);
+        goto out;
+    }
+    struct capture *c = calloc(1, sizeof *c);
+    if (!c) {
+        err = rill__acl_fail(ACL_ERROR_BAD_ALLOC, "%s: no memory to note the update", call);
+        goto out;
+    }
+    err = rill__acl_check(rill_stream_begin_capture(stream, RILL_CAPTURE_RELAXED), call);
+    if (err != ACL_SUCCESS) {
+        free(c);
+        goto out;
+    }
+    *c = (struct capture){
+        .origin = stream, .mode = RILL_CAPTURE_RELAXED, .group = handle, .next = captures};
+    captures = c;
+out:
+    rill__acl_models_unlock();
+    return err;
+}
+
+aclError aclmdlRICaptureTaskUpdateEnd(aclrtStream stream) {
+    const char *call = "aclmdlRICaptureTaskUpdateEnd";
+    aclError err = ACL_SUCCESS;
+    rill__acl_models_lock();
+    struct capture *c = stream ? capture_of_locked(stream, true) : NULL;
+    if (!c) {
+        err = rill__acl_fail(ACL_ERROR_INVALID_PARAM,
+                             "%s: no update was begun on the stream (%p); call "
+                             "aclmdlRICaptureTaskUpdateBegin first",
+                             call, stream);
+        goto out;
+    }
+    void *handle = c->group;
+    drop_capture_locked(c);
+    rill_graph *graph;
+    err = rill__acl_check(rill_stream_end_capture(stream, &graph), call);
     if (err != ACL_SUCCESS)
-        return err;
-    *modelRI = exec;
-    return ACL_SUCCESS;
+        goto out;
+    rill__acl_handles_lock();
+    struct rill__acl_task_group *g = rill__acl_handle_get_locked(handle, RILL_ACL_MODEL);
+    rill__acl_handles_unlock();
+    if (!g)
+        err = rill__acl_fail(ACL_ERROR_INVALID_PARAM,
+                             "%s: the task group was destroyed with its model meanwhile; the "
+                             "update is dropped",
+                             call);
+    else
+        err = rill__acl_check(rill_graph_exec_update(g->model->segs[g->seg], graph), call);
+    rill_graph_destroy(graph);
+out:
+    rill__acl_models_unlock();
+    return err;
 }
 
 aclError aclmdlRICaptureGetInfo(aclrtStream stream, aclmdlRICaptureStatus *status,
@@ -91,15 +435,189 @@ aclError aclmdlRICaptureThreadExchangeMode(aclmdlRICaptureMode *mode) {
     return err;
 }
 
-aclError aclmdlRIExecuteAsync(aclmdlRI modelRI, aclrtStream stream) {
+struct rill__acl_model *rill__acl_model_get_locked(const char *call, aclmdlRI modelRI,
+                                                   aclError *err) {
+    struct rill__acl_model *m = object_get_locked(call, "modelRI", modelRI);
+    if (m && m->type != RILL_ACL_MODEL_OBJECT) {
+        rill__acl_fail(ACL_ERROR_INVALID_PARAM,
+                       "%s: modelRI (%p) is a task group from aclmdlRICaptureTaskGrpEnd, no model",
+                       call, modelRI);
+        m = NULL;
+    }
+    if (!m)
+        *err = ACL_ERROR_INVALID_PARAM;
+    return m;
+}
+
+bool rill__acl_model_is_bound_locked(const struct rill__acl_model *m, rill_stream *s, size_t *at) {
+    for (size_t i = 0; i < m->num_streams; i++)
+        if (m->streams[i] == s) {
+            if (at)
+                *at = i;
+            return true;
+        }
+    return false;
+}
+
+struct rill__acl_model *rill__acl_model_bound_to_locked(rill_stream *s) {
+    for (struct rill__acl_model *m = models; m; m = m->next)
+        if (rill__acl_model_is_bound_locked(m, s, NULL))
+            return m;
+    return NULL;
+}
+
+void rill__acl_model_link_locked(struct rill__acl_model *m) {
+    m->next = models;
+    models = m;
+}
+
+/* Closes the handles of m's task groups and frees them (models_lock
+ * held). */
+static void free_groups(struct rill__acl_model *m) {
+    rill__acl_handles_lock();
+    for (struct rill__acl_task_group *g = m->groups; g; g = g->next)
+        rill__acl_handle_close_locked(g->handle);
+    rill__acl_handles_unlock();
+    while (m->groups) {
+        struct rill__acl_task_group *g = m->groups;
+        m->groups = g->next;
+        free(g);
+    }
+}
+
+static void unlink_model_locked(struct rill__acl_model *m) {
+    for (struct rill__acl_model **p = &models; *p; p = &(*p)->next)
+        if (*p == m) {
+            *p = m->next;
+            return;
+        }
+}
+
+/* Frees a model whose handle is closed: its capture ended (if it is still
+ * building) and its exec destroyed (models_lock held). */
+void rill__acl_model_release_locked(struct rill__acl_model *m) {
+    unlink_model_locked(m);
+    if (!m->exec && m->num_streams > 0)
+        rill__acl_build_abandon_locked(m);
+    if (m->exec)
+        rill_graph_exec_destroy(m->exec);
+    for (size_t i = 0; i < m->num_segs; i++)
+        rill_graph_exec_destroy(m->segs[i]);
+    free_groups(m);
+    free(m->streams);
+    free(m->segs);
+    free(m);
+}
+
+void rill__acl_models_forget_all(void) {
+    rill__acl_models_lock();
+    while (captures) {
+        struct capture *c = captures;
+        captures = c->next;
+        if (c->model) { /* not on the list of models yet */
+            c->model->next = models;
+            models = c->model;
+        }
+        free(c);
+    }
+    while (models) {
+        struct rill__acl_model *m = models;
+        models = m->next;
+        (void)rill__acl_handle_take(m->handle, RILL_ACL_MODEL);
+        free_groups(m);
+        free(m->streams);
+        free(m->segs);
+        free(m);
+    }
+    rill__acl_models_unlock();
+}
+
+/* Launches the model that modelRI names on stream: a captured model is
+ * one rill_graph_exec (rill checks it), a model built by hand its exec
+ * once built, a model captured with task groups its segments in order. */
+static aclError launch(const char *call, aclmdlRI modelRI, rill_stream *stream) {
     if (!modelRI)
-        return rill__acl_fail(ACL_ERROR_INVALID_PARAM, "aclmdlRIExecuteAsync: modelRI is NULL");
-    return rill__acl_check(rill_graph_launch((rill_graph_exec *)modelRI, (rill_stream *)stream),
-                           "aclmdlRIExecuteAsync");
+        return rill__acl_fail(ACL_ERROR_INVALID_PARAM, "%s: modelRI is NULL", call);
+    if (!rill__acl_handle_is_ours(modelRI))
+        return rill__acl_check(rill_graph_launch((rill_graph_exec *)modelRI, stream), call);
+    aclError err = ACL_SUCCESS;
+    rill_graph_exec *one = NULL, **execs = NULL;
+    size_t n = 0;
+    rill__acl_models_lock();
+    struct rill__acl_model *m = rill__acl_model_get_locked(call, modelRI, &err);
+    if (m && m->captured) {
+        n = m->num_segs;
+        execs = malloc(n * sizeof *execs);
+        if (execs)
+            for (size_t i = 0; i < n; i++)
+                execs[i] = m->segs[i];
+        else
+            err = rill__acl_fail(ACL_ERROR_BAD_ALLOC, "%s: no memory to launch the model", call);
+    } else if (m && m->exec) {
+        one = m->exec;
+        execs = &one;
+        n = 1;
+    } else if (m) {
+        err =
+            rill__acl_fail(ACL_ERROR_INVALID_PARAM,
+                           "%s: the model is still being built; call aclmdlRIBuildEnd first", call);
+    }
+    rill__acl_models_unlock();
+    /* Launched without the lock: a launch may run host functions here. A
+     * model destroyed meanwhile is rill's refusal of its execs. */
+    for (size_t i = 0; i < n && err == ACL_SUCCESS; i++)
+        err = rill__acl_check(rill_graph_launch(execs[i], stream), call);
+    if (execs != &one)
+        free(execs);
+    return err;
+}
+
+aclError aclmdlRIExecuteAsync(aclmdlRI modelRI, aclrtStream stream) {
+    return launch("aclmdlRIExecuteAsync", modelRI, (rill_stream *)stream);
+}
+
+aclError aclmdlRIExecute(aclmdlRI modelRI, int32_t timeout) {
+    const char *call = "aclmdlRIExecute";
+    uint64_t ns;
+    aclError err = rill__acl_timeout_ns(call, timeout, &ns);
+    if (err != ACL_SUCCESS)
+        return err;
+    rill_stream *s = rill_current_stream(NULL);
+    rill_event *done;
+    err = rill__acl_check(rill_event_create(0, &done), call);
+    if (err != ACL_SUCCESS)
+        return err;
+    err = launch(call, modelRI, s);
+    rill_status st = RILL_OK;
+    if (err == ACL_SUCCESS)
+        st = rill_event_record(done, s);
+    if (err == ACL_SUCCESS && st == RILL_OK)
+        st = rill__acl_wait(rill__acl_wait_event, done, ns);
+    rill_event_destroy(done);
+    if (err != ACL_SUCCESS)
+        return err;
+    if (st == RILL_NOT_READY)
+        return rill__acl_fail(ACL_ERROR_RT_STREAM_SYNC_TIMEOUT,
+                              "%s: the model did not finish within %d ms; it runs on", call,
+                              (int)timeout);
+    return rill__acl_check(st, call);
 }
 
 aclError aclmdlRIDestroy(aclmdlRI modelRI) {
+    const char *call = "aclmdlRIDestroy";
     if (!modelRI)
-        return rill__acl_fail(ACL_ERROR_INVALID_PARAM, "aclmdlRIDestroy: modelRI is NULL");
-    return rill__acl_check(rill_graph_exec_destroy((rill_graph_exec *)modelRI), "aclmdlRIDestroy");
+        return rill__acl_fail(ACL_ERROR_INVALID_PARAM, "%s: modelRI is NULL", call);
+    if (!rill__acl_handle_is_ours(modelRI))
+        return rill__acl_check(rill_graph_exec_destroy((rill_graph_exec *)modelRI), call);
+    aclError err = ACL_SUCCESS;
+    rill__acl_models_lock();
+    struct rill__acl_model *m = rill__acl_model_get_locked(call, modelRI, &err);
+    if (m) {
+        rill__acl_handles_lock();
+        rill__acl_handle_close_locked(m->handle);
+        rill__acl_handles_unlock();
+        rill__acl_model_release_locked(m);
+    }
+    rill__acl_models_unlock();
+    return err;
 }

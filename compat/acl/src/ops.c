@@ -13,25 +13,38 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "elementwise.h"
 #include "error.h"
 #include "handle.h"
 #include "memory.h"
 
-enum op_kind { OP_ADD, OP_MUL, OP_MATMUL };
-static const char *const op_names[] = {"aclnnAdd", "aclnnMul", "aclnnMatmul"};
-
-struct rill__acl_executor {
-    enum op_kind op;                 /* immutable */
-    bool repeatable;                 /* guarded by the handle table's lock */
-    struct rill__acl_view out, a, b; /* immutable */
-    float alpha;                     /* immutable */
-};
+static const char *const op_names[] = {[RILL_ACL_OP_ADD] = "aclnnAdd",
+                                       [RILL_ACL_OP_SUB] = "aclnnSub",
+                                       [RILL_ACL_OP_MUL] = "aclnnMul",
+                                       [RILL_ACL_OP_DIV] = "aclnnDiv",
+                                       [RILL_ACL_OP_MATMUL] = "aclnnMatmul",
+                                       [RILL_ACL_OP_RELU] = "aclnnRelu",
+                                       [RILL_ACL_OP_GELU] = "aclnnGelu",
+                                       [RILL_ACL_OP_SIGMOID] = "aclnnSigmoid",
+                                       [RILL_ACL_OP_TANH] = "aclnnTanh",
+                                       [RILL_ACL_OP_SILU] = "aclnnSilu",
+                                       [RILL_ACL_OP_SOFTMAX] = "aclnnSoftmax",
+                                       [RILL_ACL_OP_LOG_SOFTMAX] = "aclnnLogSoftmax",
+                                       [RILL_ACL_OP_CAST] = "aclnnCast",
+                                       [RILL_ACL_OP_INPLACE_COPY] = "aclnnInplaceCopy",
+                                       [RILL_ACL_OP_REDUCE_SUM] = "aclnnReduceSum",
+                                       [RILL_ACL_OP_MEAN] = "aclnnMean",
+                                       [RILL_ACL_OP_AMAX] = "aclnnAmax",
+                                       [RILL_ACL_OP_AMIN] = "aclnnAmin",
+                                       [RILL_ACL_OP_CONVOLUTION] = "aclnnConvolution",
+                                       [RILL_ACL_OP_AVG_POOL2D] = "aclnnAvgPool2d",
+                                       [RILL_ACL_OP_MAX_POOL] = "aclnnMaxPool"};
 
 /* ---- checks of the first phase ---- */
 
-static aclnnStatus null_arg(const char *call, const char *name) {
+aclnnStatus rill__acl_null_arg(const char *call, const char *name) {
     return rill__acl_fail(ACLNN_ERR_PARAM_NULLPTR, "%s: %s is NULL", call, name);
 }
 
@@ -80,10 +93,8 @@ static aclnnStatus check_reach(const char *call, const char *name, const struct 
     return ACLNN_SUCCESS;
 }
 
-/* handle's tensor as a view, after the checks every op makes of its
- * tensors. */
-static aclnnStatus take_view(const char *call, const char *name, const aclTensor *handle,
-                             struct rill__acl_view *v) {
+aclnnStatus rill__acl_take_view(const char *call, const char *name, const aclTensor *handle,
+                                struct rill__acl_view *v) {
     struct rill__acl_tensor t;
     aclnnStatus st = rill__acl_tensor_read(call, name, handle, &t);
     if (st != ACLNN_SUCCESS)
@@ -119,7 +130,7 @@ static aclnnStatus take_view(const char *call, const char *name, const aclTensor
     return ACLNN_SUCCESS;
 }
 
-static void format_dims(const struct rill__acl_view *v, char *buf, size_t size) {
+void rill__acl_format_dims(const struct rill__acl_view *v, char *buf, size_t size) {
     size_t used = (size_t)snprintf(buf, size, "[");
     for (int d = 0; d < v->ndim && used < size; d++)
         used +=
@@ -148,8 +159,8 @@ static aclnnStatus check_broadcast(const char *call, const struct rill__acl_view
         int64_t sa = da < 0 ? 1 : a->dims[da], sb = db < 0 ? 1 : b->dims[db];
         if (sa != sb && sa != 1 && sb != 1) {
             char ba[160], bb[160];
-            format_dims(a, ba, sizeof ba);
-            format_dims(b, bb, sizeof bb);
+            rill__acl_format_dims(a, ba, sizeof ba);
+            rill__acl_format_dims(b, bb, sizeof bb);
             return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
                                   "%s: shapes %s and %s do not broadcast (dimension %d: %lld "
                                   "against %lld)",
@@ -160,22 +171,21 @@ static aclnnStatus check_broadcast(const char *call, const struct rill__acl_view
     if (ok)
         return ACLNN_SUCCESS;
     char ba[160], bb[160], bo[160];
-    format_dims(a, ba, sizeof ba);
-    format_dims(b, bb, sizeof bb);
-    format_dims(out, bo, sizeof bo);
+    rill__acl_format_dims(a, ba, sizeof ba);
+    rill__acl_format_dims(b, bb, sizeof bb);
+    rill__acl_format_dims(out, bo, sizeof bo);
     return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
                           "%s: out has shape %s, but %s and %s broadcast to another", call, bo, ba,
                           bb);
 }
 
-/* A new executor of op over out, a and b, in *executor. */
-static aclnnStatus new_executor(const char *call, enum op_kind op, const struct rill__acl_view *out,
-                                const struct rill__acl_view *a, const struct rill__acl_view *b,
-                                float alpha, aclOpExecutor **executor) {
+aclnnStatus rill__acl_new_executor(const char *call, const struct rill__acl_executor *proto,
+                                   aclOpExecutor **executor) {
     struct rill__acl_executor *e = malloc(sizeof *e);
     if (!e)
         return rill__acl_fail(ACLNN_ERR_RUNTIME_ERROR, "%s: out of host memory", call);
-    *e = (struct rill__acl_executor){op, false, *out, *a, *b, alpha};
+    *e = *proto;
+    e->repeatable = false;
     aclOpExecutor *handle = rill__acl_handle_open(RILL_ACL_EXECUTOR, e);
     if (!handle) {
         free(e);
@@ -185,15 +195,90 @@ static aclnnStatus new_executor(const char *call, enum op_kind op, const struct 
     return ACLNN_SUCCESS;
 }
 
-static aclnnStatus elementwise_phase1(const char *call, enum op_kind op, const aclTensor *self,
+static bool same_shape(const struct rill__acl_view *x, const struct rill__acl_view *y) {
+    return x->ndim == y->ndim && memcmp(x->dims, y->dims, (size_t)x->ndim * sizeof x->dims[0]) == 0;
+}
+
+aclnnStatus rill__acl_check_same_shape(const char *call, const char *name,
+                                       const struct rill__acl_view *out,
+                                       const struct rill__acl_view *in) {
+    if (same_shape(out, in))
+        return ACLNN_SUCCESS;
+    char bo[160], bi[160];
+    rill__acl_format_dims(out, bo, sizeof bo);
+    rill__acl_format_dims(in, bi, sizeof bi);
+    return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
+                          "%s: out has shape %s, %s has %s; they must match", call, bo, name, bi);
+}
+
+aclnnStatus rill__acl_check_float32(const char *call, const char *name,
+                                    const struct rill__acl_view *v) {
+    if (v->dtype == ACL_FLOAT)
+        return ACLNN_SUCCESS;
+    return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
+                          "%s: %s is ACL_FLOAT16; rill computes this op in ACL_FLOAT only "
+                          "(convert with aclnnCast first)",
+                          call, name);
+}
+
+aclnnStatus rill__acl_check_contiguous(const char *call, const char *name,
+                                       const struct rill__acl_view *v) {
+    if (rill__acl_view_is_contiguous(v))
+        return ACLNN_SUCCESS;
+    return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
+                          "%s: %s is not contiguous; this op takes row-major tensors: copy it "
+                          "into one first (aclnnInplaceCopy)",
+                          call, name);
+}
+
+/* The bytes from v's first element to past its last. */
+static uint64_t span_bytes(const struct rill__acl_view *v) {
+    uint64_t last = 0;
+    for (int d = 0; d < v->ndim; d++)
+        last += (uint64_t)(v->dims[d] - 1) * (uint64_t)v->strides[d];
+    return (last + 1) * (v->dtype == ACL_FLOAT16 ? 2u : 4u);
+}
+
+aclnnStatus rill__acl_check_apart(const char *call, const char *out_name,
+                                  const struct rill__acl_view *out, const char *in_name,
+                                  const struct rill__acl_view *in) {
+    if (rill__acl_view_numel(out) == 0 || rill__acl_view_numel(in) == 0)
+        return ACLNN_SUCCESS;
+    uintptr_t o = (uintptr_t)out->data, i = (uintptr_t)in->data;
+    if (o + span_bytes(out) <= i || i + span_bytes(in) <= o)
+        return ACLNN_SUCCESS;
+    return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
+                          "%s: %s and %s overlap in memory; this op reads one while it writes "
+                          "the other: use separate memory",
+                          call, out_name, in_name);
+}
+
+aclnnStatus rill__acl_finish(const char *call, const struct rill__acl_executor *proto,
+                             uint64_t *workspaceSize, aclOpExecutor **executor) {
+    aclnnStatus st = rill__acl_new_executor(call, proto, executor);
+    if (st == ACLNN_SUCCESS)
+        *workspaceSize = 0;
+    return st;
+}
+
+/* A new executor of op over out, a and b, in *executor. */
+static aclnnStatus new_executor(const char *call, enum rill__acl_op op,
+                                const struct rill__acl_view *out, const struct rill__acl_view *a,
+                                const struct rill__acl_view *b, float alpha,
+                                aclOpExecutor **executor) {
+    struct rill__acl_executor e = {.op = op, .out = *out, .a = *a, .b = *b, .alpha = alpha};
+    return rill__acl_new_executor(call, &e, executor);
+}
+
+static aclnnStatus elementwise_phase1(const char *call, enum rill__acl_op op, const aclTensor *self,
                                       const aclTensor *other, float alpha, aclTensor *out,
                                       uint64_t *workspaceSize, aclOpExecutor **executor) {
     struct rill__acl_view vo, va, vb;
-    aclnnStatus st = take_view(call, "self", self, &va);
+    aclnnStatus st = rill__acl_take_view(call, "self", self, &va);
     if (st == ACLNN_SUCCESS)
-        st = take_view(call, "other", other, &vb);
+        st = rill__acl_take_view(call, "other", other, &vb);
     if (st == ACLNN_SUCCESS)
-        st = take_view(call, "out", out, &vo);
+        st = rill__acl_take_view(call, "out", out, &vo);
     if (st == ACLNN_SUCCESS)
         st = same_dtype(call, &vo, &va, &vb);
     if (st == ACLNN_SUCCESS)
@@ -211,17 +296,50 @@ aclnnStatus aclnnAddGetWorkspaceSize(const aclTensor *self, const aclTensor *oth
                                      uint64_t *workspaceSize, aclOpExecutor **executor) {
     const char *call = "aclnnAddGetWorkspaceSize";
     if (!self || !other || !alpha || !out || !workspaceSize || !executor)
-        return null_arg(call, !self            ? "self"
-                              : !other         ? "other"
-                              : !alpha         ? "alpha"
-                              : !out           ? "out"
-                              : !workspaceSize ? "workspaceSize"
-                                               : "executor");
+        return rill__acl_null_arg(call, !self            ? "self"
+                                        : !other         ? "other"
+                                        : !alpha         ? "alpha"
+                                        : !out           ? "out"
+                                        : !workspaceSize ? "workspaceSize"
+                                                         : "executor");
     struct rill__acl_scalar a;
     aclnnStatus st = rill__acl_scalar_read(call, "alpha", alpha, &a);
     if (st != ACLNN_SUCCESS)
         return st;
-    return elementwise_phase1(call, OP_ADD, self, other, (float)a.value, out, workspaceSize,
+    return elementwise_phase1(call, RILL_ACL_OP_ADD, self, other, (float)a.value, out,
+                              workspaceSize, executor);
+}
+
+aclnnStatus aclnnSubGetWorkspaceSize(const aclTensor *self, const aclTensor *other,
+                                     const aclScalar *alpha, aclTensor *out,
+                                     uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const char *call = "aclnnSubGetWorkspaceSize";
+    if (!self || !other || !alpha || !out || !workspaceSize || !executor)
+        return rill__acl_null_arg(call, !self            ? "self"
+                                        : !other         ? "other"
+                                        : !alpha         ? "alpha"
+                                        : !out           ? "out"
+                                        : !workspaceSize ? "workspaceSize"
+                                                         : "executor");
+    struct rill__acl_scalar a;
+    aclnnStatus st = rill__acl_scalar_read(call, "alpha", alpha, &a);
+    if (st != ACLNN_SUCCESS)
+        return st;
+    /* self - alpha * other is aclnnAdd's self + (-alpha) * other. */
+    return elementwise_phase1(call, RILL_ACL_OP_SUB, self, other, -(float)a.value, out,
+                              workspaceSize, executor);
+}
+
+aclnnStatus aclnnDivGetWorkspaceSize(const aclTensor *self, const aclTensor *other, aclTensor *out,
+                                     uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const char *call = "aclnnDivGetWorkspaceSize";
+    if (!self || !other || !out || !workspaceSize || !executor)
+        return rill__acl_null_arg(call, !self            ? "self"
+                                        : !other         ? "other"
+                                        : !out           ? "out"
+                                        : !workspaceSize ? "workspaceSize"
+                                                         : "executor");
+    return elementwise_phase1(call, RILL_ACL_OP_DIV, self, other, 1.0f, out, workspaceSize,
                               executor);
 }
 
@@ -229,12 +347,13 @@ aclnnStatus aclnnMulGetWorkspaceSize(const aclTensor *self, const aclTensor *oth
                                      uint64_t *workspaceSize, aclOpExecutor **executor) {
     const char *call = "aclnnMulGetWorkspaceSize";
     if (!self || !other || !out || !workspaceSize || !executor)
-        return null_arg(call, !self            ? "self"
-                              : !other         ? "other"
-                              : !out           ? "out"
-                              : !workspaceSize ? "workspaceSize"
-                                               : "executor");
-    return elementwise_phase1(call, OP_MUL, self, other, 1.0f, out, workspaceSize, executor);
+        return rill__acl_null_arg(call, !self            ? "self"
+                                        : !other         ? "other"
+                                        : !out           ? "out"
+                                        : !workspaceSize ? "workspaceSize"
+                                                         : "executor");
+    return elementwise_phase1(call, RILL_ACL_OP_MUL, self, other, 1.0f, out, workspaceSize,
+                              executor);
 }
 
 /* ---- matmul ---- */
@@ -292,8 +411,8 @@ static aclnnStatus matmul_shape(const char *call, const struct rill__acl_view *a
         same = out->dims[d] == want.dims[d];
     if (!same && !dot_as_one) {
         char bo[160], bw[160];
-        format_dims(out, bo, sizeof bo);
-        format_dims(&want, bw, sizeof bw);
+        rill__acl_format_dims(out, bo, sizeof bo);
+        rill__acl_format_dims(&want, bw, sizeof bw);
         return rill__acl_fail(ACLNN_ERR_PARAM_INVALID, "%s: out has shape %s; the product has %s",
                               call, bo, bw);
     }
@@ -305,22 +424,22 @@ aclnnStatus aclnnMatmulGetWorkspaceSize(const aclTensor *self, const aclTensor *
                                         uint64_t *workspaceSize, aclOpExecutor **executor) {
     const char *call = "aclnnMatmulGetWorkspaceSize";
     if (!self || !mat2 || !out || !workspaceSize || !executor)
-        return null_arg(call, !self            ? "self"
-                              : !mat2          ? "mat2"
-                              : !out           ? "out"
-                              : !workspaceSize ? "workspaceSize"
-                                               : "executor");
+        return rill__acl_null_arg(call, !self            ? "self"
+                                        : !mat2          ? "mat2"
+                                        : !out           ? "out"
+                                        : !workspaceSize ? "workspaceSize"
+                                                         : "executor");
     if (cubeMathType < 0 || cubeMathType > 3)
         return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
                               "%s: cubeMathType %d is none of 0 (KEEP_DTYPE) to 3 (USE_HF32)", call,
                               (int)cubeMathType);
     struct rill__acl_view vo, va, vb;
     struct mm_shape shape;
-    aclnnStatus st = take_view(call, "self", self, &va);
+    aclnnStatus st = rill__acl_take_view(call, "self", self, &va);
     if (st == ACLNN_SUCCESS)
-        st = take_view(call, "mat2", mat2, &vb);
+        st = rill__acl_take_view(call, "mat2", mat2, &vb);
     if (st == ACLNN_SUCCESS)
-        st = take_view(call, "out", out, &vo);
+        st = rill__acl_take_view(call, "out", out, &vo);
     if (st == ACLNN_SUCCESS)
         st = same_dtype(call, &vo, &va, &vb);
     if (st == ACLNN_SUCCESS)
@@ -335,7 +454,7 @@ aclnnStatus aclnnMatmulGetWorkspaceSize(const aclTensor *self, const aclTensor *
                                   "%s: %s is not contiguous; rill's matmul takes row-major "
                                   "tensors: copy it into one first",
                                   call, names[i]);
-    st = new_executor(call, OP_MATMUL, &vo, &va, &vb, 1.0f, executor);
+    st = new_executor(call, RILL_ACL_OP_MATMUL, &vo, &va, &vb, 1.0f, executor);
     if (st != ACLNN_SUCCESS)
         return st;
     *workspaceSize = 0;
@@ -389,13 +508,9 @@ static rill_status run_matmul(rill_stream *stream, const struct rill__acl_execut
 
 /* ---- the second phase ---- */
 
-/* The executor of op that handle names: copied into *copy, and taken (its
- * handle closed) unless repeatable, in one step under the table's lock, so
- * that of two runs of a spent executor only one finds it. *owned receives
- * the taken executor, for the caller to free, or NULL. */
-static aclnnStatus find_executor(const char *call, enum op_kind op, aclOpExecutor *handle,
-                                 struct rill__acl_executor *copy,
-                                 struct rill__acl_executor **owned) {
+aclnnStatus rill__acl_find_executor(const char *call, enum rill__acl_op op, aclOpExecutor *handle,
+                                    struct rill__acl_executor *copy,
+                                    struct rill__acl_executor **owned) {
     *owned = NULL;
     rill__acl_handles_lock();
     struct rill__acl_executor *e = rill__acl_handle_get_locked(handle, RILL_ACL_EXECUTOR);
@@ -415,43 +530,62 @@ static aclnnStatus find_executor(const char *call, enum op_kind op, aclOpExecuto
     return e ? ACLNN_SUCCESS : rill__acl_handle_fail(call, "executor", handle, RILL_ACL_EXECUTOR);
 }
 
-static aclnnStatus run(enum op_kind op, uint64_t workspaceSize, aclOpExecutor *executor,
-                       aclrtStream stream) {
+aclnnStatus rill__acl_run(enum rill__acl_op op, aclOpExecutor *executor, aclrtStream stream,
+                          rill__acl_submit_fn submit) {
     const char *call = op_names[op];
-    (void)workspaceSize; /* no op needs a workspace */
     struct rill__acl_executor e, *owned;
-    aclnnStatus found = find_executor(call, op, executor, &e, &owned);
+    aclnnStatus found = rill__acl_find_executor(call, op, executor, &e, &owned);
     if (found != ACLNN_SUCCESS)
         return found;
-    rill_stream *s = stream;
     rill_status st = RILL_OK;
-    if (rill__acl_view_numel(&e.out) > 0) {
-        if (op == OP_MATMUL)
-            st = run_matmul(s, &e);
-        else
-            st = rill__acl_elementwise(s, op == OP_ADD ? RILL_ACL_EW_ADD : RILL_ACL_EW_MUL, &e.out,
-                                       &e.a, &e.b, e.alpha);
-    }
+    if (rill__acl_view_numel(&e.out) > 0)
+        st = submit(stream, &e);
     free(owned);
     return rill__aclnn_check(st, call);
+}
+
+static rill_status submit_elementwise(rill_stream *s, const struct rill__acl_executor *e) {
+    enum rill__acl_ew_op ew = e->op == RILL_ACL_OP_MUL   ? RILL_ACL_EW_MUL
+                              : e->op == RILL_ACL_OP_DIV ? RILL_ACL_EW_DIV
+                                                         : RILL_ACL_EW_ADD;
+    return rill__acl_elementwise(s, ew, &e->out, &e->a, &e->b, e->alpha);
+}
+
+static aclnnStatus run(enum rill__acl_op op, uint64_t workspaceSize, aclOpExecutor *executor,
+                       aclrtStream stream) {
+    (void)workspaceSize; /* no op needs a workspace */
+    return rill__acl_run(op, executor, stream,
+                         op == RILL_ACL_OP_MATMUL ? run_matmul : submit_elementwise);
 }
 
 aclnnStatus aclnnAdd(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
                      aclrtStream stream) {
     (void)workspace;
-    return run(OP_ADD, workspaceSize, executor, stream);
+    return run(RILL_ACL_OP_ADD, workspaceSize, executor, stream);
+}
+
+aclnnStatus aclnnSub(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+                     aclrtStream stream) {
+    (void)workspace;
+    return run(RILL_ACL_OP_SUB, workspaceSize, executor, stream);
+}
+
+aclnnStatus aclnnDiv(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+                     aclrtStream stream) {
+    (void)workspace;
+    return run(RILL_ACL_OP_DIV, workspaceSize, executor, stream);
 }
 
 aclnnStatus aclnnMul(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
                      aclrtStream stream) {
     (void)workspace;
-    return run(OP_MUL, workspaceSize, executor, stream);
+    return run(RILL_ACL_OP_MUL, workspaceSize, executor, stream);
 }
 
 aclnnStatus aclnnMatmul(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
                         aclrtStream stream) {
     (void)workspace;
-    return run(OP_MATMUL, workspaceSize, executor, stream);
+    return run(RILL_ACL_OP_MATMUL, workspaceSize, executor, stream);
 }
 
 aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor *executor) {

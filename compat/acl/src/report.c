@@ -7,14 +7,21 @@
  * stream's later work waits too. The subscribed thread runs what it was
  * handed in aclrtProcessReport.
  *
+ * aclrtSubscribeHostFunc does the same for aclrtLaunchHostFunc: a host
+ * function launched on a stream so subscribed is handed to that thread,
+ * which runs it in aclrtProcessHostFunc, and the stream waits for it as for
+ * a blocking callback. The two kinds of subscription are independent: a
+ * stream may have one of each, and each call hands over and runs its own
+ * kind only.
+ *
  * State, all guarded by one mutex (not a hot path): the subscriptions, an
- * array of (stream, thread), at most one per stream; one queue of the
- * callbacks handed over and not yet taken; and the list of every callback
- * launched and not yet freed. A callback is owned by its deliver while it
- * blocks its stream, else by whoever holds it (the queue, then the thread
- * that runs it); one whose host function rill skipped (its stream failed
- * first) is freed by aclFinalize, once rill_shutdown has dropped its
- * stream's work. No callback runs with the mutex held.
+ * array of (stream, thread, kind), at most one per stream and kind; one
+ * queue of the callbacks handed over and not yet taken; and the list of
+ * every callback launched and not yet freed. A callback is owned by its
+ * deliver while it blocks its stream, else by whoever holds it (the queue,
+ * then the thread that runs it); one whose host function rill skipped (its
+ * stream failed first) is freed by aclFinalize, once rill_shutdown has
+ * dropped its stream's work. No callback runs with the mutex held.
  *
  * A callback with no thread to hand it to (its stream's subscription ended
  * meanwhile) runs where it is: in deliver on rill's thread, or, for one
@@ -37,10 +44,16 @@
 
 enum { LAUNCHED, QUEUED, RUNNING, DONE, ORPHANED };
 
+/* The two kinds of subscription and of what they hand over: callbacks
+ * (aclrtSubscribeReport, run in aclrtProcessReport) and host functions
+ * (aclrtSubscribeHostFunc, run in aclrtProcessHostFunc). ANY matches both. */
+enum { REPORT, HOSTFUNC, ANY };
+
 struct item {
     aclrtCallback fn;    /* immutable */
     void *data;          /* immutable */
-    bool blocks;         /* immutable: ACL_CALLBACK_BLOCK */
+    bool blocks;         /* immutable: ACL_CALLBACK_BLOCK, and every host function */
+    int kind;            /* immutable: REPORT or HOSTFUNC */
     rill_stream *stream; /* immutable: the stream's handle */
     /* guarded by lock */
     int state;
@@ -52,7 +65,12 @@ struct item {
 struct sub {
     rill_stream *stream;
     uint64_t thread;
+    int kind; /* REPORT or HOSTFUNC */
 };
+
+static bool kind_matches(int kind, int wanted) {
+    return wanted == ANY || kind == wanted;
+}
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t changed; /* any state change; made monotonic in init */
@@ -116,17 +134,17 @@ static void drop(struct item *it) {
     free(it);
 }
 
-/* The subscription of stream, or NULL (lock held). */
-static struct sub *sub_of_stream_locked(rill_stream *stream) {
+/* The subscription of stream of kind, or NULL (lock held). */
+static struct sub *sub_of_stream_locked(rill_stream *stream, int kind) {
     for (size_t i = 0; i < num_subs; i++)
-        if (subs[i].stream == stream)
+        if (subs[i].stream == stream && subs[i].kind == kind)
             return &subs[i];
     return NULL;
 }
 
-static bool thread_subscribed_locked(uint64_t thread) {
+static bool thread_subscribed_locked(uint64_t thread, int kind) {
     for (size_t i = 0; i < num_subs; i++)
-        if (subs[i].thread == thread)
+        if (subs[i].thread == thread && kind_matches(subs[i].kind, kind))
             return true;
     return false;
 }
@@ -147,7 +165,7 @@ static aclError resolve(const char *call, aclrtStream stream, rill_stream **out)
 static void deliver(void *arg) {
     struct item *it = arg;
     lock_all();
-    struct sub *sub = sub_of_stream_locked(it->stream);
+    struct sub *sub = sub_of_stream_locked(it->stream, it->kind);
     if (!sub || sub->thread == self_id()) {
         unlock_all();
         it->fn(it->data);
@@ -177,14 +195,14 @@ static void deliver(void *arg) {
     drop(it);
 }
 
-/* Unlinks the queued items that match (thread, and stream unless NULL)
- * (lock held): blocking ones become ORPHANED for their deliver to run;
- * the others are returned as a list, the caller's to run and free. */
-static struct item *orphan_locked(uint64_t thread, rill_stream *stream) {
+/* Unlinks the queued items of kind that match (thread, and stream unless
+ * NULL) (lock held): blocking ones become ORPHANED for their deliver to
+ * run; the others are returned as a list, the caller's to run and free. */
+static struct item *orphan_locked(uint64_t thread, rill_stream *stream, int kind) {
     struct item *run = NULL, **run_tail = &run, *prev = NULL;
     for (struct item *it = head, *next; it; it = next) {
         next = it->next;
-        if (it->thread != thread || (stream && it->stream != stream)) {
+        if (it->thread != thread || (stream && it->stream != stream) || it->kind != kind) {
             prev = it;
             continue;
         }
@@ -216,21 +234,27 @@ static void run_and_free(struct item *list) {
 
 /* ---- the calls ---- */
 
-aclError aclrtSubscribeReport(uint64_t threadId, aclrtStream stream) {
-    const char *call = "aclrtSubscribeReport";
+static const char *const subscribe_call[] = {"aclrtSubscribeReport", "aclrtSubscribeHostFunc"};
+static const char *const unsubscribe_call[] = {"aclrtUnSubscribeReport",
+                                               "aclrtUnSubscribeHostFunc"};
+
+static aclError subscribe(int kind, uint64_t threadId, aclrtStream stream) {
+    const char *call = subscribe_call[kind];
     rill_stream *s;
     aclError err = resolve(call, stream, &s);
     if (err != ACL_SUCCESS)
         return err;
     lock_all();
-    struct sub *old = sub_of_stream_locked(s);
+    struct sub *old = sub_of_stream_locked(s, kind);
     if (old) {
         uint64_t other = old->thread;
         unlock_all();
         return rill__acl_fail(ACL_ERROR_RT_STREAM_SUBSCRIBE,
                               "%s: the stream is already subscribed by thread %llu; a stream "
-                              "has one thread for its callbacks (aclrtUnSubscribeReport first)",
-                              call, (unsigned long long)other);
+                              "has one thread for its %s (%s first)",
+                              call, (unsigned long long)other,
+                              kind == REPORT ? "callbacks" : "host functions",
+                              unsubscribe_call[kind]);
     }
     if (num_subs == cap_subs) {
         size_t grown = cap_subs ? cap_subs * 2 : 8;
@@ -242,18 +266,18 @@ aclError aclrtSubscribeReport(uint64_t threadId, aclrtStream stream) {
         subs = n;
         cap_subs = grown;
     }
-    subs[num_subs++] = (struct sub){.stream = s, .thread = threadId};
+    subs[num_subs++] = (struct sub){.stream = s, .thread = threadId, .kind = kind};
     unlock_all();
     return ACL_SUCCESS;
 }
 
-aclError aclrtUnSubscribeReport(uint64_t threadId, aclrtStream stream) {
-    const char *call = "aclrtUnSubscribeReport";
+static aclError unsubscribe(int kind, uint64_t threadId, aclrtStream stream) {
+    const char *call = unsubscribe_call[kind];
     /* Not checked with rill: a stream destroyed while subscribed must
      * still be unsubscribed. */
     rill_stream *s = stream ? (rill_stream *)stream : rill_current_stream(NULL);
     lock_all();
-    struct sub *sub = sub_of_stream_locked(s);
+    struct sub *sub = sub_of_stream_locked(s, kind);
     if (!sub || sub->thread != threadId) {
         bool other = sub != NULL;
         uint64_t other_thread = other ? sub->thread : 0;
@@ -268,10 +292,26 @@ aclError aclrtUnSubscribeReport(uint64_t threadId, aclrtStream stream) {
                               "%s: the stream (%p) is not subscribed by any thread", call, stream);
     }
     *sub = subs[--num_subs];
-    struct item *run = orphan_locked(threadId, s);
+    struct item *run = orphan_locked(threadId, s, kind);
     unlock_all();
     run_and_free(run);
     return ACL_SUCCESS;
+}
+
+aclError aclrtSubscribeReport(uint64_t threadId, aclrtStream stream) {
+    return subscribe(REPORT, threadId, stream);
+}
+
+aclError aclrtUnSubscribeReport(uint64_t threadId, aclrtStream stream) {
+    return unsubscribe(REPORT, threadId, stream);
+}
+
+aclError aclrtSubscribeHostFunc(uint64_t hostFuncThreadId, aclrtStream exeStream) {
+    return subscribe(HOSTFUNC, hostFuncThreadId, exeStream);
+}
+
+aclError aclrtUnSubscribeHostFunc(uint64_t hostFuncThreadId, aclrtStream exeStream) {
+    return unsubscribe(HOSTFUNC, hostFuncThreadId, exeStream);
 }
 
 void rill__acl_reports_release_all(void) {
@@ -279,7 +319,7 @@ void rill__acl_reports_release_all(void) {
     struct item *run = NULL;
     while (num_subs > 0) {
         struct sub sub = subs[--num_subs];
-        struct item *more = orphan_locked(sub.thread, sub.stream);
+        struct item *more = orphan_locked(sub.thread, sub.stream, sub.kind);
         if (more) {
             struct item *last = more;
             while (last->next)
@@ -329,7 +369,7 @@ aclError aclrtLaunchCallback(aclrtCallback fn, void *userData, aclrtCallbackBloc
                               "thread once, so it cannot be part of a model that replays",
                               call);
     lock_all();
-    bool subscribed = sub_of_stream_locked(s) != NULL;
+    bool subscribed = sub_of_stream_locked(s, REPORT) != NULL;
     unlock_all();
     if (!subscribed)
         return rill__acl_fail(ACL_ERROR_RT_STREAM_NO_CB_REG,
@@ -342,6 +382,7 @@ aclError aclrtLaunchCallback(aclrtCallback fn, void *userData, aclrtCallbackBloc
     *it = (struct item){.fn = fn,
                         .data = userData,
                         .blocks = blockType == ACL_CALLBACK_BLOCK,
+                        .kind = REPORT,
                         .stream = s,
                         .state = LAUNCHED};
     lock_all();
@@ -366,12 +407,13 @@ static struct timespec deadline_in(int32_t timeout_ms) {
     return t;
 }
 
-/* Unlinks the queued items handed to thread, as RUNNING (lock held). */
-static struct item *take_locked(uint64_t thread) {
+/* Unlinks the queued items of kind handed to thread, as RUNNING (lock
+ * held). */
+static struct item *take_locked(uint64_t thread, int kind) {
     struct item *batch = NULL, **batch_tail = &batch, *prev = NULL;
     for (struct item *it = head, *next; it; it = next) {
         next = it->next;
-        if (it->thread != thread) {
+        if (it->thread != thread || !kind_matches(it->kind, kind)) {
             prev = it;
             continue;
         }
@@ -406,8 +448,9 @@ static void run_batch(struct item *batch) {
     }
 }
 
-aclError aclrtProcessReport(int32_t timeout) {
-    const char *call = "aclrtProcessReport";
+static aclError process(int kind, int32_t timeout) {
+    const char *call = kind == REPORT ? "aclrtProcessReport" : "aclrtProcessHostFunc";
+    const char *what = kind == REPORT ? "callback" : "host function";
     if (timeout < -1)
         return rill__acl_fail(ACL_ERROR_INVALID_PARAM,
                               "%s: timeout %d ms is below -1; pass -1 to wait without a limit",
@@ -417,21 +460,21 @@ aclError aclrtProcessReport(int32_t timeout) {
     struct item *batch = NULL;
     lock_all();
     for (;;) {
-        if (!thread_subscribed_locked(me)) {
+        if (!thread_subscribed_locked(me, kind)) {
             unlock_all();
             return rill__acl_fail(ACL_ERROR_RT_THREAD_SUBSCRIBE,
                                   "%s: the calling thread (%llu) is subscribed to no stream; "
-                                  "call aclrtSubscribeReport with its id first",
-                                  call, (unsigned long long)me);
+                                  "call %s with its id first",
+                                  call, (unsigned long long)me, subscribe_call[kind]);
         }
-        if ((batch = take_locked(me)) != NULL)
+        if ((batch = take_locked(me, kind)) != NULL)
             break;
         int rc = timeout < 0 ? pthread_cond_wait(&changed, &lock)
                              : pthread_cond_timedwait(&changed, &lock, &deadline);
-        if (rc == ETIMEDOUT && (batch = take_locked(me)) == NULL) {
+        if (rc == ETIMEDOUT && (batch = take_locked(me, kind)) == NULL) {
             unlock_all();
-            return rill__acl_fail(ACL_ERROR_RT_REPORT_TIMEOUT,
-                                  "%s: no callback arrived within %d ms", call, (int)timeout);
+            return rill__acl_fail(ACL_ERROR_RT_REPORT_TIMEOUT, "%s: no %s arrived within %d ms",
+                                  call, what, (int)timeout);
         }
         if (batch)
             break;
@@ -443,12 +486,20 @@ aclError aclrtProcessReport(int32_t timeout) {
     return ACL_SUCCESS;
 }
 
-/* Runs the callbacks handed to the calling thread so far; false when it
- * is subscribed to no stream. */
+aclError aclrtProcessReport(int32_t timeout) {
+    return process(REPORT, timeout);
+}
+
+aclError aclrtProcessHostFunc(int32_t timeout) {
+    return process(HOSTFUNC, timeout);
+}
+
+/* Runs the callbacks and host functions handed to the calling thread so
+ * far; false when it is subscribed to no stream. */
 static bool serve_pending(uint64_t me) {
     lock_all();
-    bool subscribed = thread_subscribed_locked(me);
-    struct item *batch = subscribed ? take_locked(me) : NULL;
+    bool subscribed = thread_subscribed_locked(me, ANY);
+    struct item *batch = subscribed ? take_locked(me, ANY) : NULL;
     unlock_all();
     run_batch(batch);
     return subscribed;
@@ -479,8 +530,38 @@ rill_status rill__acl_wait(rill__acl_wait_fn wait, void *obj, uint64_t timeout_n
 }
 
 aclError aclrtLaunchHostFunc(aclrtStream stream, aclrtHostFunc fn, void *args) {
+    const char *call = "aclrtLaunchHostFunc";
     if (!fn)
-        return rill__acl_fail(ACL_ERROR_INVALID_PARAM, "aclrtLaunchHostFunc: fn is NULL");
-    return rill__acl_check(rill_launch_host_func((rill_stream *)stream, fn, args),
-                           "aclrtLaunchHostFunc");
+        return rill__acl_fail(ACL_ERROR_INVALID_PARAM, "%s: fn is NULL", call);
+    rill_stream *s;
+    aclError err = resolve(call, stream, &s);
+    if (err != ACL_SUCCESS)
+        return err;
+    lock_all();
+    bool subscribed = sub_of_stream_locked(s, HOSTFUNC) != NULL;
+    unlock_all();
+    if (!subscribed) /* rill's thread runs it; a capture records it */
+        return rill__acl_check(rill_launch_host_func(s, fn, args), call);
+    rill_capture_status cs = RILL_CAPTURE_NONE;
+    err = rill__acl_check(rill_stream_get_capture_status(s, &cs), call);
+    if (err != ACL_SUCCESS)
+        return err;
+    if (cs != RILL_CAPTURE_NONE)
+        return rill__acl_fail(ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT,
+                              "%s: the stream is being captured and has a thread subscribed "
+                              "with aclrtSubscribeHostFunc; a host function handed to that "
+                              "thread runs once, so it cannot be part of a model that replays",
+                              call);
+    struct item *it = malloc(sizeof *it);
+    if (!it)
+        return rill__acl_fail(ACL_ERROR_BAD_ALLOC, "%s: no memory for a host function", call);
+    *it = (struct item){
+        .fn = fn, .data = args, .blocks = true, .kind = HOSTFUNC, .stream = s, .state = LAUNCHED};
+    lock_all();
+    link_live_locked(it);
+    unlock_all();
+    err = rill__acl_check(rill_launch_host_func(s, deliver, it), call);
+    if (err != ACL_SUCCESS)
+        drop(it);
+    return err;
 }

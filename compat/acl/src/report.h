@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* report.c: callbacks that a stream hands to a thread of the program
  * (aclrtSubscribeReport, aclrtLaunchCallback, aclrtProcessReport,
- * aclrtUnSubscribeReport), and aclrtLaunchHostFunc. */
+ * aclrtUnSubscribeReport), and host functions that it hands to one
+ * (aclrtSubscribeHostFunc, aclrtLaunchHostFunc, aclrtProcessHostFunc,
+ * aclrtUnSubscribeHostFunc). */
 #ifndef RILL_ACL_REPORT_H
 #define RILL_ACL_REPORT_H
 

@@ -13,7 +13,9 @@
 
 #include "error.h"
 #include "memory.h"
+#include "model.h"
 #include "report.h"
+#include "reset.h"
 #include "stream.h"
 
 enum { NEVER_STARTED, STARTED, FINALIZED };
@@ -65,6 +67,8 @@ aclError aclFinalize(void) {
     rill__acl_memory_forget_all();
     rill__acl_streams_forget_all();
     rill__acl_reports_forget_all();
+    rill__acl_models_forget_all();
+    rill__acl_resets_forget_all();
     return ACL_SUCCESS;
 }
 
@@ -85,9 +89,11 @@ static aclError device_by_id(const char *call, int32_t deviceId, rill_device **o
 aclError aclrtSetDevice(int32_t deviceId) {
     rill_device *dev;
     aclError err = device_by_id("aclrtSetDevice", deviceId, &dev);
-    if (err != ACL_SUCCESS)
-        return err;
-    return rill__acl_check(rill_set_device(dev), "aclrtSetDevice");
+    if (err == ACL_SUCCESS)
+        err = rill__acl_check(rill_set_device(dev), "aclrtSetDevice");
+    if (err == ACL_SUCCESS && !rill__acl_device_set(deviceId))
+        err = rill__acl_fail(ACL_ERROR_BAD_ALLOC, "aclrtSetDevice: no memory to count the call");
+    return err;
 }
 
 aclError aclrtResetDevice(int32_t deviceId) {
@@ -95,7 +101,7 @@ aclError aclrtResetDevice(int32_t deviceId) {
     aclError err = device_by_id("aclrtResetDevice", deviceId, &dev);
     if (err != ACL_SUCCESS)
         return err;
-    return rill__acl_check(rill_device_synchronize(dev), "aclrtResetDevice");
+    return rill__acl_device_reset("aclrtResetDevice", dev, deviceId, false);
 }
 
 aclError aclrtResetDeviceForce(int32_t deviceId) {
@@ -103,7 +109,7 @@ aclError aclrtResetDeviceForce(int32_t deviceId) {
     aclError err = device_by_id("aclrtResetDeviceForce", deviceId, &dev);
     if (err != ACL_SUCCESS)
         return err;
-    return rill__acl_check(rill_device_synchronize(dev), "aclrtResetDeviceForce");
+    return rill__acl_device_reset("aclrtResetDeviceForce", dev, deviceId, true);
 }
 
 aclError aclrtGetDevice(int32_t *deviceId) {
@@ -143,6 +149,12 @@ aclError aclrtCreateStream(aclrtStream *stream) {
         return rill__acl_fail(ACL_ERROR_INVALID_PARAM, "aclrtCreateStream: stream is NULL");
     rill_stream *s = NULL;
     aclError err = rill__acl_check(rill_stream_create(NULL, 0, &s), "aclrtCreateStream");
+    if (err == ACL_SUCCESS && !rill__acl_note_stream(s)) {
+        (void)rill_stream_destroy(s);
+        s = NULL;
+        err =
+            rill__acl_fail(ACL_ERROR_BAD_ALLOC, "aclrtCreateStream: no memory to note the stream");
+    }
     *stream = s;
     return err;
 }
@@ -178,6 +190,11 @@ aclError aclrtCreateStreamWithConfig(aclrtStream *stream, uint32_t priority, uin
                           "aclrtCreateStreamWithConfig");
     if (err == ACL_SUCCESS)
         err = rill__acl_stream_note_flags("aclrtCreateStreamWithConfig", s, flag);
+    if (err == ACL_SUCCESS && !rill__acl_note_stream(s)) {
+        rill__acl_stream_forget(s);
+        err = rill__acl_fail(ACL_ERROR_BAD_ALLOC,
+                             "aclrtCreateStreamWithConfig: no memory to note the stream");
+    }
     if (err != ACL_SUCCESS && s) {
         (void)rill_stream_destroy(s);
         s = NULL;
@@ -193,8 +210,10 @@ aclError aclrtDestroyStream(aclrtStream stream) {
                               "destroyed");
     aclError err =
         rill__acl_check(rill_stream_destroy((rill_stream *)stream), "aclrtDestroyStream");
-    if (err == ACL_SUCCESS)
+    if (err == ACL_SUCCESS) {
         rill__acl_stream_forget(stream);
+        rill__acl_forget_stream(stream);
+    }
     return err;
 }
 
@@ -235,6 +254,11 @@ aclError aclrtCreateEventWithFlag(aclrtEvent *event, uint32_t flag) {
                      (flag & ACL_EVENT_IPC ? RILL_EVENT_INTERPROCESS : RILL_EVENT_DEFAULT);
     rill_event *e = NULL;
     aclError err = rill__acl_check(rill_event_create(flags, &e), "aclrtCreateEvent");
+    if (err == ACL_SUCCESS && !rill__acl_note_event(e)) {
+        (void)rill_event_destroy(e);
+        e = NULL;
+        err = rill__acl_fail(ACL_ERROR_BAD_ALLOC, "aclrtCreateEvent: no memory to note the event");
+    }
     *event = e;
     return err;
 }
@@ -242,7 +266,10 @@ aclError aclrtCreateEventWithFlag(aclrtEvent *event, uint32_t flag) {
 aclError aclrtDestroyEvent(aclrtEvent event) {
     if (!event)
         return rill__acl_fail(ACL_ERROR_INVALID_PARAM, "aclrtDestroyEvent: event is NULL");
-    return rill__acl_check(rill_event_destroy((rill_event *)event), "aclrtDestroyEvent");
+    aclError err = rill__acl_check(rill_event_destroy((rill_event *)event), "aclrtDestroyEvent");
+    if (err == ACL_SUCCESS)
+        rill__acl_forget_event(event);
+    return err;
 }
 
 aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream) {

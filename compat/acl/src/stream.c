@@ -15,6 +15,7 @@
 
 #include "error.h"
 #include "report.h"
+#include "reset.h"
 
 struct note {
     aclrtStream stream;
@@ -107,8 +108,10 @@ aclError aclrtDestroyStreamForce(aclrtStream stream) {
                               "not destroyed");
     aclError err =
         rill__acl_check(rill_stream_destroy((rill_stream *)stream), "aclrtDestroyStreamForce");
-    if (err == ACL_SUCCESS)
+    if (err == ACL_SUCCESS) {
         rill__acl_stream_forget(stream);
+        rill__acl_forget_stream(stream);
+    }
     return err;
 }
 

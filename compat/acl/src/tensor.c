@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Tensors and scalars of ACL's op API: plain descriptions owned by the
+ * Tensors, scalars and integer arrays of ACL's op API: plain descriptions owned by the
  * caller, checked when made, and named by handles of this layer's table
  * (handle.h), so that a destroyed one, or an object of another kind passed
  * in its place, is refused with a message and never read.
@@ -230,6 +230,52 @@ aclScalar *aclCreateScalar(void *value, aclDataType dataType) {
         rill__acl_fail(ACLNN_ERR_RUNTIME_ERROR, "aclCreateScalar: out of host memory for handles");
     }
     return handle;
+}
+
+aclnnStatus rill__acl_int_array_read(const char *call, const char *name, const aclIntArray *handle,
+                                     struct rill__acl_int_array *out) {
+    rill__acl_handles_lock();
+    const struct rill__acl_int_array *a = rill__acl_handle_get_locked(handle, RILL_ACL_INT_ARRAY);
+    if (a)
+        *out = *a;
+    rill__acl_handles_unlock();
+    return a ? ACLNN_SUCCESS : rill__acl_handle_fail(call, name, handle, RILL_ACL_INT_ARRAY);
+}
+
+aclIntArray *aclCreateIntArray(const int64_t *value, uint64_t size) {
+    if (!value && size > 0) {
+        rill__acl_fail(ACLNN_ERR_PARAM_NULLPTR, "aclCreateIntArray: value is NULL");
+        return NULL;
+    }
+    if (size > RILL_ACL_MAX_INTS) {
+        rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
+                       "aclCreateIntArray: size %llu is more than the %d values an op takes",
+                       (unsigned long long)size, RILL_ACL_MAX_INTS);
+        return NULL;
+    }
+    struct rill__acl_int_array *a = calloc(1, sizeof *a);
+    if (!a) {
+        rill__acl_fail(ACLNN_ERR_RUNTIME_ERROR, "aclCreateIntArray: out of host memory");
+        return NULL;
+    }
+    a->size = size;
+    if (size > 0)
+        memcpy(a->values, value, (size_t)size * sizeof *value);
+    aclIntArray *handle = rill__acl_handle_open(RILL_ACL_INT_ARRAY, a);
+    if (!handle) {
+        free(a);
+        rill__acl_fail(ACLNN_ERR_RUNTIME_ERROR,
+                       "aclCreateIntArray: out of host memory for handles");
+    }
+    return handle;
+}
+
+aclnnStatus aclDestroyIntArray(const aclIntArray *array) {
+    struct rill__acl_int_array *a = rill__acl_handle_take(array, RILL_ACL_INT_ARRAY);
+    if (!a)
+        return rill__acl_handle_fail("aclDestroyIntArray", "array", array, RILL_ACL_INT_ARRAY);
+    free(a);
+    return ACLNN_SUCCESS;
 }
 
 aclnnStatus aclDestroyScalar(const aclScalar *scalar) {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* tensor.c: aclTensor and aclScalar, handles (handle.h) of the objects
- * below, which the ops read through rill__acl_tensor_read and
- * rill__acl_scalar_read. */
+/* tensor.c: aclTensor, aclScalar and aclIntArray, handles (handle.h) of
+ * the objects below, which the ops read through rill__acl_tensor_read,
+ * rill__acl_scalar_read and rill__acl_int_array_read. */
 #ifndef RILL_ACL_TENSOR_H
 #define RILL_ACL_TENSOR_H
 
@@ -30,6 +30,13 @@ struct rill__acl_scalar {
     double value;
 };
 
+/* An aclIntArray: its values, copied at creation. */
+enum { RILL_ACL_MAX_INTS = 16 };
+struct rill__acl_int_array {
+    uint64_t size; /* at most RILL_ACL_MAX_INTS */
+    int64_t values[RILL_ACL_MAX_INTS];
+};
+
 /* Copies the live tensor that handle names into *out: ACLNN_SUCCESS, or
  * call's refusal of its argument name (NULL, destroyed, another object). */
 aclnnStatus rill__acl_tensor_read(const char *call, const char *name, const aclTensor *handle,
@@ -37,5 +44,8 @@ aclnnStatus rill__acl_tensor_read(const char *call, const char *name, const aclT
 /* The same for a scalar. */
 aclnnStatus rill__acl_scalar_read(const char *call, const char *name, const aclScalar *handle,
                                   struct rill__acl_scalar *out);
+/* The same for an integer array. */
+aclnnStatus rill__acl_int_array_read(const char *call, const char *name, const aclIntArray *handle,
+                                     struct rill__acl_int_array *out);
 
 #endif /* RILL_ACL_TENSOR_H */

@@ -8,6 +8,7 @@
 #ifndef RILL_ACL_ACL_BASE_H
 #define RILL_ACL_ACL_BASE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 

@@ -212,15 +212,18 @@ typedef enum aclrtEventRecordedStatus {
 
 /* ---- devices: ACL device ids are rill's device ordinals ---- */
 
-/* Makes device deviceId current for the calling thread (rill_set_device). */
+/* Makes device deviceId current for the calling thread (rill_set_device)
+ * and adds one to the device's count of such calls, for the resets. */
 ACL_FUNC_VISIBILITY aclError aclrtSetDevice(int32_t deviceId);
-/* Waits for the work of device deviceId's streams; its streams, events and
- * memory stay until destroyed or aclFinalize. */
+/* Takes one from the device's count; when it reaches 0, waits for the
+ * device's work and destroys the streams and events made through ACL on
+ * the device and frees its aclrtMalloc memory (later uses of them are
+ * refused). A count already 0: ACL_ERROR_INVALID_PARAM. */
 ACL_FUNC_VISIBILITY aclError aclrtResetDevice(int32_t deviceId);
 /* The calling thread's current device (rill's default until set). */
 ACL_FUNC_VISIBILITY aclError aclrtGetDevice(int32_t *deviceId);
 ACL_FUNC_VISIBILITY aclError aclrtGetDeviceCount(uint32_t *count);
-/* aclrtResetDevice: rill counts no aclrtSetDevice calls, so both are one. */
+/* aclrtResetDevice at once, whatever the count (which becomes 0). */
 ACL_FUNC_VISIBILITY aclError aclrtResetDeviceForce(int32_t deviceId);
 /* Waits for the work of the current device's streams. */
 ACL_FUNC_VISIBILITY aclError aclrtSynchronizeDevice(void);
@@ -297,8 +300,24 @@ ACL_FUNC_VISIBILITY aclError aclrtProcessReport(int32_t timeout);
 /* Ends the binding; callbacks already queued for it run at once, on the
  * calling thread (NO_BLOCK) or on the stream's own (BLOCK). */
 ACL_FUNC_VISIBILITY aclError aclrtUnSubscribeReport(uint64_t threadId, aclrtStream stream);
-/* fn(args) in stream order on one of rill's threads (rill_launch_host_func). */
+/* fn(args) in stream order: on the thread subscribed to the stream with
+ * aclrtSubscribeHostFunc, in its aclrtProcessHostFunc, the stream waiting
+ * until fn has returned; on one of rill's threads (rill_launch_host_func)
+ * when the stream has no such thread. */
 ACL_FUNC_VISIBILITY aclError aclrtLaunchHostFunc(aclrtStream stream, aclrtHostFunc fn, void *args);
+/* Makes hostFuncThreadId (a pthread_self() value) the thread that runs the
+ * host functions launched on exeStream; a stream has at most one, besides
+ * its aclrtSubscribeReport thread. */
+ACL_FUNC_VISIBILITY aclError aclrtSubscribeHostFunc(uint64_t hostFuncThreadId,
+                                                    aclrtStream exeStream);
+/* Runs the host functions handed to the calling thread, waiting up to
+ * timeout ms (-1: no limit) for the first; ACL_ERROR_RT_REPORT_TIMEOUT when
+ * none came. */
+ACL_FUNC_VISIBILITY aclError aclrtProcessHostFunc(int32_t timeout);
+/* Ends the subscription; host functions queued for the thread run as
+ * aclrtUnSubscribeReport runs queued blocking callbacks. */
+ACL_FUNC_VISIBILITY aclError aclrtUnSubscribeHostFunc(uint64_t hostFuncThreadId,
+                                                      aclrtStream exeStream);
 
 /* ---- random numbers ---- */
 

@@ -2,13 +2,13 @@
 /*
  * aclnn/acl_meta.h: the objects of ACL's two-phase op API on rill: tensors
  * (a view of device memory: shape, strides in elements, offset, data type),
- * scalars and op executors. A tensor keeps no reference to its memory: it
- * is a description, and destroying it frees only the description. The
- * pointers are handles, not addresses: a destroyed object's handle (an
- * executor's, once it has run), or anything else passed in place of one
- * (another kind of object, a stream, an event), is refused with
- * ACLNN_ERR_PARAM_INVALID and a message, even after a newer object took its
- * place.
+ * scalars, integer arrays and op executors. A tensor keeps no reference to
+ * its memory: it is a description, and destroying it frees only the
+ * description. The pointers are handles, not addresses: a destroyed
+ * object's handle (an executor's, once it has run), or anything else
+ * passed in place of one (another kind of object, a stream, an event), is
+ * refused with ACLNN_ERR_PARAM_INVALID and a message, even after a newer
+ * object took its place.
  */
 #ifndef RILL_ACL_ACLNN_ACL_META_H
 #define RILL_ACL_ACLNN_ACL_META_H
@@ -22,6 +22,7 @@ extern "C" {
 typedef int32_t aclnnStatus;
 typedef struct aclTensor aclTensor;
 typedef struct aclScalar aclScalar;
+typedef struct aclIntArray aclIntArray;
 typedef struct aclOpExecutor aclOpExecutor;
 
 /* A tensor of viewDimsNum (0 to 8) dimensions viewDims over tensorData,
@@ -43,10 +44,14 @@ ACL_FUNC_VISIBILITY aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t
 /* A scalar holding *value read as dataType (a number type: float, float16,
  * double, bool or an integer type). NULL on a bad argument. */
 ACL_FUNC_VISIBILITY aclScalar *aclCreateScalar(void *value, aclDataType dataType);
+/* An array of size integers copied from value (at most 16: the dimensions,
+ * strides and paddings that ops take). NULL on a bad argument. */
+ACL_FUNC_VISIBILITY aclIntArray *aclCreateIntArray(const int64_t *value, uint64_t size);
 /* Destroy: ACLNN_ERR_PARAM_NULLPTR for NULL, ACLNN_ERR_PARAM_INVALID for an
  * object destroyed already or of another kind. */
 ACL_FUNC_VISIBILITY aclnnStatus aclDestroyTensor(const aclTensor *tensor);
 ACL_FUNC_VISIBILITY aclnnStatus aclDestroyScalar(const aclScalar *scalar);
+ACL_FUNC_VISIBILITY aclnnStatus aclDestroyIntArray(const aclIntArray *array);
 /* An executor runs once and is freed by its op's second phase, unless made
  * repeatable: then it runs any number of times and is freed by
  * aclDestroyAclOpExecutor (which also frees one that never ran). */

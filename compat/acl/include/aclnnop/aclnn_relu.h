@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * aclnnop/aclnn_relu.h: out = max(self, 0), element by element.
+ * self and out are ACL_FLOAT, contiguous and of one shape; out may be self.
+ */
+#ifndef RILL_ACL_ACLNNOP_ACLNN_RELU_H
+#define RILL_ACL_ACLNNOP_ACLNN_RELU_H
+
+#include "../aclnn/aclnn_base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+ACL_FUNC_VISIBILITY aclnnStatus aclnnReluGetWorkspaceSize(const aclTensor *self, aclTensor *out,
+                                                          uint64_t *workspaceSize,
+                                                          aclOpExecutor **executor);
+ACL_FUNC_VISIBILITY aclnnStatus aclnnRelu(void *workspace, uint64_t workspaceSize,
+                                          aclOpExecutor *executor, aclrtStream stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RILL_ACL_ACLNNOP_ACLNN_RELU_H */
