@@ -4,14 +4,14 @@
  * built by hand (see handle.h), modelled on rill's own (docs/design.md,
  * "Handles") but simpler, for calls that are not on a hot path: one mutex guards the
  * table, and callers copy what they need from an object while holding it.
- * A handle is generation << 32 | MARK | slot << 4 | kind. MARK (bit 31)
+ * A handle is generation << 32 | MARK | slot << 5 | kind. MARK (bit 31)
  * and the kinds keep it apart from rill's handles, whose slots stay below
  * 2^26 and whose kinds below 0xa, so that a stream or event passed as a
  * tensor is refused as what it is.
  *
  * Invariants (table_lock held): slots[0..count) were handed out, count <=
- * capacity <= MAX_SLOTS; a slot's tag is generation << 4 | kind while in
- * use and generation << 4 while free (then it is on the free list, once);
+ * capacity <= MAX_SLOTS; a slot's tag is generation << 5 | kind while in
+ * use and generation << 5 while free (then it is on the free list, once);
  * closing increments the generation (skipping 0), so a closed handle never
  * matches its slot again until the generation wraps.
  */
@@ -24,10 +24,10 @@
 
 #include "error.h"
 
-#define KIND_BITS  4u
+#define KIND_BITS  5u
 #define KIND_MASK  ((1u << KIND_BITS) - 1u)
 #define MARK       (UINT64_C(1) << 31)
-#define INDEX_BITS 27u /* bits 4 to 30 */
+#define INDEX_BITS 26u /* bits 5 to 30 */
 #define MAX_SLOTS  (1u << INDEX_BITS)
 #define NO_SLOT    UINT32_MAX
 
@@ -55,7 +55,8 @@ void rill__acl_handles_unlock(void) {
 
 static bool is_kind(unsigned kind) {
     return kind == RILL_ACL_TENSOR || kind == RILL_ACL_SCALAR || kind == RILL_ACL_EXECUTOR ||
-           kind == RILL_ACL_CONTEXT || kind == RILL_ACL_MODEL || kind == RILL_ACL_INT_ARRAY;
+           kind == RILL_ACL_CONTEXT || kind == RILL_ACL_MODEL || kind == RILL_ACL_INT_ARRAY ||
+           kind == RILL_ACL_DATA_BUFFER;
 }
 
 /* Splits handle; false when its bits cannot be one of this table's. */
@@ -170,6 +171,8 @@ static const char *kind_name(unsigned kind) {
         return "model from aclmdlRIBuildBegin or aclmdlRICaptureEnd";
     case RILL_ACL_INT_ARRAY:
         return "array from aclCreateIntArray";
+    case RILL_ACL_DATA_BUFFER:
+        return "data buffer from aclCreateDataBuffer";
     default:
         return "executor from an op's GetWorkspaceSize";
     }
@@ -199,9 +202,10 @@ aclnnStatus rill__acl_handle_fail(const char *call, const char *name, const void
                               call, name, handle);
     return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
                           "%s: %s (%p) was destroyed by %s; create another", call, name, handle,
-                          kind == RILL_ACL_TENSOR      ? "aclDestroyTensor"
-                          : kind == RILL_ACL_SCALAR    ? "aclDestroyScalar"
-                          : kind == RILL_ACL_MODEL     ? "aclmdlRIDestroy"
-                          : kind == RILL_ACL_INT_ARRAY ? "aclDestroyIntArray"
-                                                       : "aclrtDestroyContext");
+                          kind == RILL_ACL_TENSOR        ? "aclDestroyTensor"
+                          : kind == RILL_ACL_SCALAR      ? "aclDestroyScalar"
+                          : kind == RILL_ACL_MODEL       ? "aclmdlRIDestroy"
+                          : kind == RILL_ACL_INT_ARRAY   ? "aclDestroyIntArray"
+                          : kind == RILL_ACL_DATA_BUFFER ? "aclDestroyDataBuffer"
+                                                         : "aclrtDestroyContext");
 }

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * handle.c: the handles of this layer's own objects (aclTensor, aclScalar,
- * aclIntArray, aclOpExecutor, aclrtContext, and aclmdlRI built by hand). A handle is not the
- * object's address but a slot of this layer's table, the slot's generation and the object's kind,
- * so that a destroyed, foreign or wrong-kind handle resolves to NULL without anything being read
- * through it, even when a newer object took the same address or the same slot.
+ * aclIntArray, aclOpExecutor, aclrtContext, aclDataBuffer, and aclmdlRI built by hand). A handle is
+ * not the object's address but a slot of this layer's table, the slot's generation and the object's
+ * kind, so that a destroyed, foreign or wrong-kind handle resolves to NULL without anything being
+ * read through it, even when a newer object took the same address or the same slot.
  */
 #ifndef RILL_ACL_HANDLE_H
 #define RILL_ACL_HANDLE_H
@@ -20,7 +20,8 @@ typedef enum rill__acl_kind {
     RILL_ACL_EXECUTOR = 0xc,
     RILL_ACL_CONTEXT = 0xd,
     RILL_ACL_MODEL = 0xe,
-    RILL_ACL_INT_ARRAY = 0xf
+    RILL_ACL_INT_ARRAY = 0xf,
+    RILL_ACL_DATA_BUFFER = 0x10
 } rill__acl_kind;
 
 /* A new handle for obj (owned by the caller until the handle is closed),

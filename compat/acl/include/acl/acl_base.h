@@ -109,6 +109,25 @@ typedef enum {
     ACL_FORMAT_NCL = 47
 } aclFormat;
 
+/* A data buffer: an address and a size in bytes that describe memory the
+ * caller owns (on the device or the host); creating and destroying one
+ * never allocates or frees that memory. A handle of this layer's table
+ * (docs/acl.md): a destroyed one is refused. */
+typedef struct aclDataBuffer aclDataBuffer;
+
+/* A buffer of data and size (NULL and 0 make an empty one); NULL, with
+ * aclGetRecentErrMsg's sentence, when data is NULL and size is not 0. */
+ACL_FUNC_VISIBILITY aclDataBuffer *aclCreateDataBuffer(void *data, size_t size);
+ACL_FUNC_VISIBILITY aclError aclDestroyDataBuffer(const aclDataBuffer *dataBuffer);
+/* Points dataBuffer at other memory. */
+ACL_FUNC_VISIBILITY aclError aclUpdateDataBuffer(aclDataBuffer *dataBuffer, void *data,
+                                                 size_t size);
+/* The buffer's address and size; NULL and 0 for NULL or a destroyed one.
+ * aclGetDataBufferSize answers 0 for a size beyond 32 bits (use the V2). */
+ACL_FUNC_VISIBILITY void *aclGetDataBufferAddr(const aclDataBuffer *dataBuffer);
+ACL_FUNC_VISIBILITY size_t aclGetDataBufferSizeV2(const aclDataBuffer *dataBuffer);
+ACL_FUNC_VISIBILITY uint32_t aclGetDataBufferSize(const aclDataBuffer *dataBuffer);
+
 /* The message of the calling thread's last failing ACL call: the call's
  * name, then what went wrong; for a failure that rill reported, rill's own
  * sentence (rill_last_error). NULL while the thread has had no failure. The
