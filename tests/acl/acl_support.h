@@ -17,19 +17,20 @@
 #define ACL_OK(call)                                                                               \
     do {                                                                                           \
         int acl_rc_ = (call);                                                                      \
-        if (acl_rc_ != 0)                                                                          \
-            fail_msg("%s returned %d: %s", #call, acl_rc_,                                         \
-                     aclGetRecentErrMsg() ? aclGetRecentErrMsg() : "(no message)");                \
+        if (acl_rc_ != 0) {                                                                        \
+            const char *acl_msg_ = aclGetRecentErrMsg();                                           \
+            fail_msg("%s returned %d: %s", #call, acl_rc_, acl_msg_ ? acl_msg_ : "(no message)");  \
+        }                                                                                          \
     } while (0)
 
 /* Asserts that `call` returns `code` and leaves a message that names `name`. */
 #define ACL_FAILS(call, code, name)                                                                \
     do {                                                                                           \
         int acl_rc_ = (call);                                                                      \
+        const char *acl_msg_ = aclGetRecentErrMsg(); /* takes it */                                \
         if (acl_rc_ != (code))                                                                     \
             fail_msg("%s returned %d, not %s (%d): %s", #call, acl_rc_, #code, (int)(code),        \
-                     aclGetRecentErrMsg() ? aclGetRecentErrMsg() : "(no message)");                \
-        const char *acl_msg_ = aclGetRecentErrMsg();                                               \
+                     acl_msg_ ? acl_msg_ : "(no message)");                                        \
         assert_non_null(acl_msg_);                                                                 \
         if (strstr(acl_msg_, (name)) == NULL)                                                      \
             fail_msg("%s: message '%s' does not name %s", #call, acl_msg_, (name));                \

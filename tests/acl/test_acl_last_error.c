@@ -40,6 +40,37 @@ static void test_acl_last_error_is_taken_or_peeked(void **state) {
     ACL_FAILS(aclrtPeekAtLastError((aclrtLastErrLevel)7), ACL_ERROR_INVALID_PARAM, "level 7");
 }
 
+/* The diagnostics of one failure, read in the order of CANN's error
+ * handling sample: the code peeked and taken, the message taken; read
+ * again, all three are gone (ACL_SUCCESS, ACL_SUCCESS, NULL). The taken
+ * message stays readable until the thread's next aclGetRecentErrMsg. */
+static void test_acl_diagnostics_are_consumed_once(void **state) {
+    (void)state;
+    (void)aclrtGetLastError(ACL_RT_THREAD_LEVEL);
+    (void)aclGetRecentErrMsg();
+    assert_int_equal(aclrtGetRunMode(NULL), ACL_ERROR_INVALID_PARAM);
+    assert_int_equal(aclrtPeekAtLastError(ACL_RT_THREAD_LEVEL), ACL_ERROR_INVALID_PARAM);
+    assert_int_equal(aclrtGetLastError(ACL_RT_THREAD_LEVEL), ACL_ERROR_INVALID_PARAM);
+    const char *msg = aclGetRecentErrMsg();
+    assert_non_null(msg);
+    assert_string_equal(msg, "aclrtGetRunMode: runMode is NULL");
+    /* A later failure does not touch the message already taken. */
+    aclrtStream s;
+    ACL_OK(aclrtCreateStream(&s));
+    ACL_OK(aclrtDestroyStream(s));
+    assert_int_equal(aclrtSynchronizeStream(s), ACL_ERROR_RT_PARAM_INVALID);
+    assert_string_equal(msg, "aclrtGetRunMode: runMode is NULL");
+    const char *next = aclGetRecentErrMsg();
+    assert_non_null(next);
+    assert_non_null(strstr(next, "aclrtSynchronizeStream"));
+    assert_int_equal(aclrtGetLastError(ACL_RT_THREAD_LEVEL), ACL_ERROR_RT_PARAM_INVALID);
+
+    assert_int_equal(aclrtPeekAtLastError(ACL_RT_THREAD_LEVEL), ACL_SUCCESS);
+    assert_int_equal(aclrtGetLastError(ACL_RT_THREAD_LEVEL), ACL_SUCCESS);
+    assert_null(aclGetRecentErrMsg());
+    assert_null(aclGetRecentErrMsg());
+}
+
 static void on_exception(aclrtExceptionInfo *info) {
     (void)info;
 }
@@ -155,6 +186,7 @@ static void test_acl_random_num_async(void **state) {
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         ACL_TEST(test_acl_last_error_is_taken_or_peeked),
+        ACL_TEST(test_acl_diagnostics_are_consumed_once),
         ACL_TEST(test_acl_npu_error_calls_are_refused),
         ACL_TEST(test_acl_random_num_async),
     };

@@ -12,6 +12,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "acl/acl_rt.h"
 
@@ -19,6 +20,9 @@ enum { MESSAGE_BYTES = 1280 }; /* a call's name and rill's 1023-byte sentence fi
 
 static _Thread_local char message[MESSAGE_BYTES];
 static _Thread_local int has_message;
+/* The message aclGetRecentErrMsg took last: its answer stays readable
+ * until the thread's next aclGetRecentErrMsg, whatever fails meanwhile. */
+static _Thread_local char taken[MESSAGE_BYTES];
 static _Thread_local aclError last_code; /* for aclrtGetLastError */
 
 /* Indexed by rill_status; one row per status, in the enum's order. */
@@ -87,7 +91,11 @@ aclnnStatus rill__aclnn_check(rill_status status, const char *call) {
 }
 
 const char *aclGetRecentErrMsg(void) {
-    return has_message ? message : NULL;
+    if (!has_message)
+        return NULL;
+    memcpy(taken, message, sizeof taken);
+    has_message = 0;
+    return taken;
 }
 
 /* ---- aclrtGetLastError and the calls ACL reports NPU faults with ---- */

@@ -128,10 +128,12 @@ ACL_FUNC_VISIBILITY void *aclGetDataBufferAddr(const aclDataBuffer *dataBuffer);
 ACL_FUNC_VISIBILITY size_t aclGetDataBufferSizeV2(const aclDataBuffer *dataBuffer);
 ACL_FUNC_VISIBILITY uint32_t aclGetDataBufferSize(const aclDataBuffer *dataBuffer);
 
-/* The message of the calling thread's last failing ACL call: the call's
- * name, then what went wrong; for a failure that rill reported, rill's own
- * sentence (rill_last_error). NULL while the thread has had no failure. The
- * message stays until the thread's next failing call replaces it. */
+/* Takes the message of the calling thread's last failing ACL call: the
+ * call's name, then what went wrong; for a failure that rill reported,
+ * rill's own sentence (rill_last_error). A successful call leaves the
+ * message; reading it clears it, as in CANN, so that the next read is NULL
+ * until another call fails. NULL while there is none. The string stays
+ * valid until the thread's next aclGetRecentErrMsg. */
 ACL_FUNC_VISIBILITY const char *aclGetRecentErrMsg(void);
 
 /* IEEE 754 binary16 conversions: to half rounds to nearest, ties to even. */
