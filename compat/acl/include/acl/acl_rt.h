@@ -185,6 +185,14 @@ typedef enum {
     ACL_RT_RANDOM_NUM_FUNC_TYPE_TRUNCATED_NORMAL_DIS
 } aclrtRandomNumFuncType;
 
+/* aclrtReduceAsync's combinations of dst with src. */
+typedef enum {
+    ACL_RT_MEMCPY_SDMA_AUTOMATIC_SUM = 10,
+    ACL_RT_MEMCPY_SDMA_AUTOMATIC_MAX = 11,
+    ACL_RT_MEMCPY_SDMA_AUTOMATIC_MIN = 12,
+    ACL_RT_MEMCPY_SDMA_AUTOMATIC_EQUAL = 13
+} aclrtReduceKind;
+
 typedef struct {
     aclrtRandomNumFuncType funcType;
     union {
@@ -325,6 +333,18 @@ ACL_FUNC_VISIBILITY aclError aclrtUnSubscribeHostFunc(uint64_t hostFuncThreadId,
  * distributions and types are ACL_ERROR_RT_FEATURE_NOT_SUPPORT. */
 ACL_FUNC_VISIBILITY aclError aclrtRandomNumAsync(const aclrtRandomNumTaskInfo *taskInfo,
                                                  const aclrtStream stream, void *reserve);
+
+/* ---- reduce tasks ---- */
+
+/* dst[i] = dst[i] (kind) src[i] on stream for the count bytes of dst,
+ * count a multiple of the element's size: SUM, MAX and MIN of ACL_FLOAT
+ * (rill_op_binary_f32) and SUM of ACL_FLOAT16 (rill_op_add_f16). Other
+ * types, and ACL_RT_MEMCPY_SDMA_AUTOMATIC_EQUAL, are
+ * ACL_ERROR_RT_FEATURE_NOT_SUPPORT. src may be dst, or overlap it not at
+ * all; reserve must be NULL. */
+ACL_FUNC_VISIBILITY aclError aclrtReduceAsync(void *dst, const void *src, uint64_t count,
+                                              aclrtReduceKind kind, aclDataType type,
+                                              aclrtStream stream, void *reserve);
 
 /* ---- events ---- */
 
