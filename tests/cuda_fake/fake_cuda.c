@@ -558,6 +558,14 @@ static CUresult fake_cuModuleGetFunction(CUfunction *out, CUmodule m, const char
     return CUDA_SUCCESS;
 }
 
+/* The x extent of the last grid launched, for tests of grid sizes. */
+static _Atomic unsigned last_grid_x;
+
+__attribute__((visibility("default"))) unsigned fake_cuda_last_grid_x(void);
+unsigned fake_cuda_last_grid_x(void) {
+    return atomic_load(&last_grid_x);
+}
+
 static CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                                     unsigned bx, unsigned by, unsigned bz, unsigned shared,
                                     CUstream s, void **params, void **extra) {
@@ -587,6 +595,7 @@ static CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsi
     o->u.kernel.grid[0] = gx;
     o->u.kernel.grid[1] = gy;
     o->u.kernel.grid[2] = gz;
+    atomic_store(&last_grid_x, gx);
     return push(s, o);
 }
 
@@ -834,6 +843,9 @@ static CUresult fake_cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice
     switch (a) {
     case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
         *v = 4;
+        return CUDA_SUCCESS;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR:
+        *v = 2048;
         return CUDA_SUCCESS;
     case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING:
     case CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS:

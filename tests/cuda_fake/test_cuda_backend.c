@@ -34,6 +34,7 @@ static struct {
     void (*fault_code)(int, int);
     void (*advance_clock)(uint64_t);
     void (*refuse_fd_handles)(int);
+    unsigned (*last_grid_x)(void);
 } fake;
 
 static void *sym(const char *name) {
@@ -66,6 +67,7 @@ static int load_fake(void **state) {
     *(void **)&fake.fault_code = sym("fake_cuda_fault_code");
     *(void **)&fake.advance_clock = sym("fake_cuda_advance_clock");
     *(void **)&fake.refuse_fd_handles = sym("fake_cuda_refuse_fd_handles");
+    *(void **)&fake.last_grid_x = sym("fake_cuda_last_grid_x");
     return 0;
 }
 
@@ -305,6 +307,37 @@ static void test_sticky_errors_lose_the_device(void **state) {
     }
 }
 
+/* The element-wise ops' grids fill a GPU: at least as many blocks of 256
+ * threads as its multiprocessors hold at once (2,048 threads each on the
+ * stand-in), where the work has that many. */
+static void test_op_grids_fill_the_gpu(void **state) {
+    (void)state;
+    enum { N = 1 << 20 };
+    rill_device *dev = gpu(0);
+    rill_device_info info;
+    RT_OK(rill_device_get_info(dev, &info));
+    unsigned wave = (unsigned)info.compute_units * (2048 / 256);
+    rill_stream *s;
+    float *x;
+    RT_OK(rill_stream_create(dev, 0, &s));
+    RT_OK(rill_malloc_async(N * sizeof *x, s, (void **)&x));
+    RT_OK(rill_op_fill_f32(s, x, 1.0f, N));
+    unsigned fill = fake.last_grid_x();
+    RT_OK(rill_op_add_f32(s, x, x, x, 1.0f, N));
+    unsigned add = fake.last_grid_x();
+    RT_OK(rill_stream_synchronize(s));
+    if (fill < wave || add < wave)
+        fail_msg("grids of %u (fill) and %u (add) blocks for %d floats on %d multiprocessors; "
+                 "%u fill them once",
+                 fill, add, N, info.compute_units, wave);
+    /* Small work: a block per 1,024 elements. */
+    RT_OK(rill_op_fill_f32(s, x, 1.0f, 3000));
+    assert_int_equal(fake.last_grid_x(), 3);
+    RT_OK(rill_free_async(x, s));
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(shutdown());
+}
+
 /* A program that exits with work on the GPU and without rill_shutdown:
  * rill's pump stops before the driver's teardown, which the stand-in
  * makes a crash for any later call (the child's exit status). */
@@ -352,6 +385,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_elapsed_time_after_hours),
         cmocka_unit_test(test_memset_of_pageable_host_memory),
         cmocka_unit_test(test_sticky_errors_lose_the_device),
+        cmocka_unit_test(test_op_grids_fill_the_gpu),
         cmocka_unit_test(test_exit_with_work_in_flight),
     };
     return cmocka_run_group_tests_name("cuda_backend", tests, load_fake, NULL);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "backend/cuda/cuda.h"
+#include "backend/op_args.h"
 #include "util/alloc.h"
 #include "util/status.h"
 
@@ -220,6 +221,12 @@ static rill_status cuda_device_init(rill__device *dev, int index) {
     d->anchor_ns = rill__now_ns();
     info->kind = RILL_DEVICE_CUDA;
     info->compute_units = attribute(d, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 1);
+    /* The built-in ops' grids: as many blocks as the multiprocessors hold
+     * at once, four times over. */
+    int per_sm = attribute(d, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, 2048);
+    rill__device_base_of(dev)->op_grid_blocks =
+        (size_t)info->compute_units *
+        (size_t)(per_sm > RILL__OP_BLOCK_THREADS ? per_sm / RILL__OP_BLOCK_THREADS : 1) * 4;
     info->memory_bytes = total;
     info->least_priority = least;
     info->greatest_priority = greatest;
