@@ -40,7 +40,7 @@ typedef struct cuda_device {
     CUdevice cu_dev;
     CUcontext ctx;        /* the primary context, retained */
     int ordinal;          /* the CUDA ordinal */
-    CUstream aside;       /* the backend's own stream, where the epoch is recorded */
+    CUstream aside;       /* the backend's own stream, where the first anchor is recorded */
     rill__cuda_libs libs; /* cuBLAS and cuDNN, for the built-in ops that use them */
     CUmodule op_module;   /* the built-in ops' PTX, loaded at the first op (guarded by lock) */
     /* timestamps (rill__cuda_stamp), guarded by stamp_lock: the last

@@ -249,7 +249,7 @@ static void cuda_device_shutdown(rill__device *dev) {
 }
 
 /* The device's clock: the host's, which GPU events are stamped in by their
- * distance from the epoch (rill__cuda_stamp). */
+ * distance from the last one stamped (rill__cuda_stamp). */
 static uint64_t cuda_timestamp_ns(rill__device *dev) {
     (void)dev;
     return rill__now_ns();
