@@ -137,8 +137,10 @@ rill_status rill__cuda_submit(rill__stream *s, const rill__cmd *cmd, uint64_t *s
  * to wait for it, instead of leaving that to the pump's next look. */
 bool rill__cuda_host_help(rill__stream *s, uint64_t seq);
 void rill__cuda_pump(void *arg);
-/* Stops the runners (device_shutdown, after the pump). */
+/* Stops the runners (device_shutdown, after the pump), or at the
+ * process's exit only tells them to stop (d->exiting set). */
 void rill__cuda_runners_stop(cuda_device *d);
+void rill__cuda_runners_wake(cuda_device *d);
 void rill__cuda_ring(cuda_device *d);
 
 /* cuda_memory.c */

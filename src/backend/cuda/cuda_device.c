@@ -115,8 +115,9 @@ static mtx_t live_lock;
 static cuda_device *live;
 
 /* Stops d's pump and runners, once (live_lock held). At exit the pump
- * leaves at once, work in flight or not, and the runners after the job
- * they are running, if any. */
+ * leaves at once, work in flight or not, and is joined; the runners are
+ * told to stop and not joined, since one may be in a host function that
+ * never returns: one that returns calls the driver no more. */
 static void stop_threads_locked(cuda_device *d, bool exiting) {
     if (d->threads_stopped)
         return;
@@ -126,7 +127,10 @@ static void stop_threads_locked(cuda_device *d, bool exiting) {
     atomic_store(&d->stop, 1);
     rill__cuda_ring(d);
     rill__thread_join(&d->pump);
-    rill__cuda_runners_stop(d);
+    if (exiting)
+        rill__cuda_runners_wake(d);
+    else
+        rill__cuda_runners_stop(d);
 }
 
 static void stop_at_exit(void) {

@@ -556,6 +556,8 @@ static void run_job(cuda_device *d, cuda_cmd *n) {
         run_set(cs, n);
     else if (!cs->failing)
         settled = run_graph(d, cs, n);
+    if (atomic_load(&d->exiting))
+        return; /* the process exits: the driver may be gone */
     /* A host function may have made another context current (through
      * the CUDA runtime, PyTorch): this thread is rill's own. */
     (void)rill__cuda_enter(d);
@@ -616,13 +618,17 @@ static void hand_over(cuda_device *d, cuda_cmd *n) {
     rill__futex_wake(&d->run_bell, 1);
 }
 
-void rill__cuda_runners_stop(cuda_device *d) {
+void rill__cuda_runners_wake(cuda_device *d) {
     atomic_store(&d->stop, 1);
+    atomic_fetch_add(&d->run_bell, 1);
+    rill__futex_wake(&d->run_bell, INT32_MAX);
+}
+
+void rill__cuda_runners_stop(cuda_device *d) {
     rill__mutex_lock(&d->run_lock);
     int n = d->num_runners;
     rill__mutex_unlock(&d->run_lock);
-    atomic_fetch_add(&d->run_bell, 1);
-    rill__futex_wake(&d->run_bell, INT32_MAX);
+    rill__cuda_runners_wake(d);
     for (int i = 0; i < n; i++)
         rill__thread_join(&d->runners[i]);
 }
