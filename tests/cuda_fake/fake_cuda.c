@@ -2,14 +2,17 @@
 /* A stand-in for the NVIDIA driver (libcuda.so.1), for testing rill's CUDA
  * backend where there is no GPU: RILL_CUDA_DRIVER names this library. It
  * offers the driver entry points the backend asks cuGetProcAddress for,
- * with the driver's ordering rules, on the host: one GPU, each CUstream a
- * thread that runs its operations in order, events that streams record and
- * wait for, memory from the virtual memory calls as mappings of memory
- * files, and host memory as ordinary memory. A kernel runs as a host
- * function called once per block (a rill_cpu_kernel_fn): for the built-in
- * ops' entries, the op's CPU body (op_twins.c); for others, the function
- * the program exports under the entry's name followed by "_host". PTX is
- * not read. */
+ * with the driver's ordering rules, on the host: one GPU (or
+ * RILL_FAKE_CUDA_DEVICES), a current context per thread that most calls
+ * need, each CUstream a thread that runs its operations in order, events
+ * that streams record and wait for (timed in float milliseconds), memory
+ * from the virtual memory calls as mappings of memory files, and host
+ * memory as ordinary memory. A kernel runs as a host function called once
+ * per block (a rill_cpu_kernel_fn): for the built-in ops' entries, the
+ * op's CPU body (op_twins.c); for others, the function the program exports
+ * under the entry's name followed by "_host". PTX is not read. Functions
+ * exported under fake_cuda_* let tests fault a GPU, run its clock ahead,
+ * refuse a memory handle type and see what was launched. */
 #include <cuda.h>
 #include <dlfcn.h>
 #include <pthread.h>
