@@ -1,6 +1,10 @@
 # SPDX-License-Identifier: MIT
 # The CUDA backend (src/backend/cuda): built when the CUDA toolkit's
-# headers are found (cuda.h, cublas_v2.h, cudnn.h), for their types only.
+# headers are found (cuda.h, cublas_v2.h; cudnn.h where it is), for their
+# types only. cudnn.h is looked for in the toolkit, /usr/include and
+# PyTorch's pip layout (site-packages/nvidia/cudnn/include); without it
+# the backend is built all the same and conv2d_f32 is refused on CUDA
+# devices with a sentence (RILL_HAVE_CUDNN says which).
 # Nothing here links libcuda, libcudart, cuBLAS or cuDNN: the backend loads
 # them at run time, so the library runs where no NVIDIA driver is installed
 # (rill_device_count_of_kind says why there is no CUDA device then). The
@@ -25,14 +29,35 @@ set(RILL_CUDA_SOURCES)
 if(RILL_CUDA)
   find_path(RILL_CUDA_INCLUDE_DIR cuda.h HINTS ${rill_cuda_hints} PATH_SUFFIXES include)
   find_path(RILL_CUBLAS_INCLUDE_DIR cublas_v2.h HINTS ${rill_cuda_hints} PATH_SUFFIXES include)
-  find_path(RILL_CUDNN_INCLUDE_DIR cudnn.h HINTS ${rill_cuda_hints} PATH_SUFFIXES include)
-  if(RILL_CUDA_INCLUDE_DIR AND RILL_CUBLAS_INCLUDE_DIR AND RILL_CUDNN_INCLUDE_DIR)
+  # PyTorch's wheels bring cuDNN as the nvidia-cudnn package: its headers
+  # sit in site-packages/nvidia/cudnn/include of the Python that has it.
+  set(rill_cudnn_hints ${rill_cuda_hints})
+  find_program(rill_python3 NAMES python3)
+  if(rill_python3)
+    execute_process(COMMAND ${rill_python3} -c
+      "import nvidia.cudnn as m; print(list(m.__path__)[0])"
+      OUTPUT_VARIABLE rill_pip_cudnn OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET
+      RESULT_VARIABLE rill_pip_cudnn_rc)
+    if(rill_pip_cudnn_rc EQUAL 0 AND rill_pip_cudnn)
+      list(APPEND rill_cudnn_hints ${rill_pip_cudnn})
+    endif()
+  endif()
+  find_path(RILL_CUDNN_INCLUDE_DIR cudnn.h HINTS ${rill_cudnn_hints} PATH_SUFFIXES include)
+  if(RILL_CUDA_INCLUDE_DIR AND RILL_CUBLAS_INCLUDE_DIR)
     set(RILL_CUDA_BUILT ON)
-    message(STATUS "rill: CUDA backend on (headers in ${RILL_CUDA_INCLUDE_DIR})")
+    if(RILL_CUDNN_INCLUDE_DIR)
+      message(STATUS "rill: CUDA backend on (headers in ${RILL_CUDA_INCLUDE_DIR}; cuDNN's in "
+                     "${RILL_CUDNN_INCLUDE_DIR})")
+    else()
+      set(RILL_CUDNN_INCLUDE_DIR "")
+      message(STATUS "rill: CUDA backend on (headers in ${RILL_CUDA_INCLUDE_DIR}), without "
+                     "cuDNN: cudnn.h not found, so conv2d_f32 is refused on CUDA devices; "
+                     "install cuDNN or set RILL_CUDNN_INCLUDE_DIR")
+    endif()
   else()
-    message(STATUS "rill: CUDA backend off: cuda.h, cublas_v2.h and cudnn.h not all found; "
-                   "install the CUDA toolkit and cuDNN, or point RILL_CUDA_INCLUDE_DIR, "
-                   "RILL_CUBLAS_INCLUDE_DIR and RILL_CUDNN_INCLUDE_DIR at them")
+    message(STATUS "rill: CUDA backend off: cuda.h and cublas_v2.h not both found; "
+                   "install the CUDA toolkit, or point RILL_CUDA_INCLUDE_DIR and "
+                   "RILL_CUBLAS_INCLUDE_DIR at them")
   endif()
 endif()
 
@@ -98,5 +123,8 @@ function(rill_cuda_configure target)
     target_include_directories(${target} SYSTEM PRIVATE
       ${RILL_CUDA_INCLUDE_DIR} ${RILL_CUBLAS_INCLUDE_DIR} ${RILL_CUDNN_INCLUDE_DIR})
     target_compile_definitions(${target} PRIVATE RILL_HAVE_CUDA)
+    if(RILL_CUDNN_INCLUDE_DIR)
+      target_compile_definitions(${target} PRIVATE RILL_HAVE_CUDNN)
+    endif()
   endif()
 endfunction()

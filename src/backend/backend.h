@@ -63,6 +63,13 @@ typedef struct rill__device_base {
      * failed as a whole; lost_why is written before and then immutable */
     _Atomic int lost;
     char lost_why[256];
+    /* set by device_init: the most blocks of RILL__OP_BLOCK_THREADS threads
+     * a built-in op whose kernel loops over its grid is launched with, for
+     * a device that runs many blocks at once (a GPU: enough to fill its
+     * multiprocessors several times over); 0 for one whose blocks are its
+     * workers' turns (the CPU device), which the op layer sizes by
+     * compute_units */
+    size_t op_grid_blocks;
 } rill__device_base;
 
 /* What a backend reads and writes of a stream: the first member of

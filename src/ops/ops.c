@@ -196,6 +196,20 @@ size_t rill__op_blocks_for(size_t work, size_t min, size_t units) {
     return blocks > 0 ? blocks : 1;
 }
 
+/* The grid of an op whose kernel loops over its grid (element-wise
+ * ops): on a device that sets op_grid_blocks, a block per
+ * GRID_ELEMENTS_PER_BLOCK elements up to that many; otherwise
+ * rill__op_blocks_for. */
+#define GRID_ELEMENTS_PER_BLOCK ((size_t)RILL__OP_BLOCK_THREADS * 4)
+
+size_t rill__op_grid(const rill__stream *stream, size_t work, size_t min, size_t units) {
+    size_t most = stream->q.dev->base.op_grid_blocks;
+    if (most == 0)
+        return rill__op_blocks_for(work, min, units);
+    size_t blocks = (work + GRID_ELEMENTS_PER_BLOCK - 1) / GRID_ELEMENTS_PER_BLOCK;
+    return blocks < 1 ? 1 : blocks > most ? most : blocks;
+}
+
 /* Adds an access; a second access to the same pointer merges into the
  * first (read + write = read-write), so an in-place op declares its buffer
  * once. */
@@ -244,8 +258,8 @@ static rill_status launch_elementwise(rill__stream *stream, rill__op id, void *o
     if (b != NULL)
         rill__op_access_add(&acc, b, bytes, RILL_READ);
     rill__op_access_add(&acc, out, bytes, RILL_WRITE);
-    return rill__op_launch(stream, id, rill__op_blocks_for(n, ELEMENTS_PER_BLOCK_MIN, units), args,
-                           args_size, &acc);
+    return rill__op_launch(stream, id, rill__op_grid(stream, n, ELEMENTS_PER_BLOCK_MIN, units),
+                           args, args_size, &acc);
 }
 
 /* ---- element-wise ops ---- */
@@ -272,7 +286,7 @@ rill_status rill_op_fill_f32(rill_stream *s, float *x, float value, size_t n) {
     access_list acc = {.count = 0};
     rill__op_access_add(&acc, x, bytes, RILL_WRITE);
     return rill__op_launch(stream, RILL__OP_FILL_F32,
-                           rill__op_blocks_for(n, FILL_ELEMENTS_PER_BLOCK_MIN, units), &args,
+                           rill__op_grid(stream, n, FILL_ELEMENTS_PER_BLOCK_MIN, units), &args,
                            sizeof args, &acc);
 }
 
@@ -473,7 +487,7 @@ rill_status rill_op_map_f32_new(rill_stream *s, rill_map_op op, const float *a, 
     rill__op_access_add(&acc, mem, bytes, RILL_WRITE);
     /* The grid of rill_op_map_f32. */
     st = rill__op_launch(stream, RILL__OP_MAP_F32,
-                         rill__op_blocks_for(n, ELEMENTS_PER_BLOCK_MIN / 4, units), &args,
+                         rill__op_grid(stream, n, ELEMENTS_PER_BLOCK_MIN / 4, units), &args,
                          sizeof args, &acc);
     return finish_new(stream, st, mem, ev, out);
 }
@@ -543,8 +557,8 @@ static rill_status launch_cast(const char *fn, rill__op id, rill_stream *s, void
     access_list acc = {.count = 0};
     rill__op_access_add(&acc, in, in_bytes, RILL_READ);
     rill__op_access_add(&acc, out, out_bytes, RILL_WRITE);
-    return rill__op_launch(stream, id, rill__op_blocks_for(n, ELEMENTS_PER_BLOCK_MIN, units), &args,
-                           sizeof args, &acc);
+    return rill__op_launch(stream, id, rill__op_grid(stream, n, ELEMENTS_PER_BLOCK_MIN, units),
+                           &args, sizeof args, &acc);
 }
 
 rill_status rill_op_cast_f32_f16(rill_stream *s, rill_half *out, const float *in, size_t n) {
@@ -603,7 +617,7 @@ rill_status rill_op_fill_f16(rill_stream *s, rill_half *x, float value, size_t n
     access_list acc = {.count = 0};
     rill__op_access_add(&acc, x, bytes, RILL_WRITE);
     return rill__op_launch(stream, RILL__OP_FILL_F16,
-                           rill__op_blocks_for(n, ELEMENTS_PER_BLOCK_MIN, units), &args,
+                           rill__op_grid(stream, n, ELEMENTS_PER_BLOCK_MIN, units), &args,
                            sizeof args, &acc);
 }
 

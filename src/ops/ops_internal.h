@@ -54,6 +54,10 @@ rill_status rill__op_check_disjoint(const char *fn, const void *out, size_t out_
 rill_status rill__op_stream(const char *fn, rill_stream *s, rill__stream **stream, size_t *units);
 /* Blocks for work units at min per block, 1 to units. */
 size_t rill__op_blocks_for(size_t work, size_t min, size_t units);
+/* The grid of an op whose kernel loops over its grid: the device's choice
+ * where it makes one (rill__device_base.op_grid_blocks), else
+ * rill__op_blocks_for(work, min, units). */
+size_t rill__op_grid(const rill__stream *stream, size_t work, size_t min, size_t units);
 /* Adds an access, merging a second one to the same pointer. */
 void rill__op_access_add(access_list *list, const void *ptr, size_t bytes, rill_access_mode mode);
 /* Op id's kernel, created at first use: an op that launches several

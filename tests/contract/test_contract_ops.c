@@ -195,7 +195,12 @@ static void test_conv2d_f32(void **state) {
     float *out = contract_alloc(s, out_n * sizeof *out);
     contract_upload(s, in, hin, in_n * sizeof *in);
     contract_upload(s, wt, hwt, wt_n * sizeof *wt);
-    RT_OK(rill_op_conv2d_f32(s, out, in, wt, n, c, h, w, k, r, q));
+    rill_status st = rill_op_conv2d_f32(s, out, in, wt, n, c, h, w, k, r, q);
+    bool no_cudnn = st == RILL_ERROR_NOT_SUPPORTED && strstr(rill_last_error(), "has no cuDNN");
+    if (no_cudnn) /* a CUDA build without cudnn.h refuses it, and says so */
+        print_message("skipped: %s\n", rill_last_error());
+    else
+        RT_OK(st);
     contract_download(s, hout, out, out_n * sizeof *hout);
     for (size_t b = 0; b < n; b++)
         for (size_t o = 0; o < k; o++)
@@ -208,7 +213,8 @@ static void test_conv2d_f32(void **state) {
                                 want += (double)hin[((b * c + ci) * h + y + dy) * w + x + dx] *
                                         hwt[((o * c + ci) * r + dy) * q + dx];
                     size_t i = ((b * k + o) * oh + y) * ow + x;
-                    contract_expect_close("out", i, hout[i], want, 1e-4);
+                    if (!no_cudnn)
+                        contract_expect_close("out", i, hout[i], want, 1e-4);
                 }
     RT_OK(rill_free(in));
     RT_OK(rill_free(wt));

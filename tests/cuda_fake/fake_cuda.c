@@ -2,14 +2,17 @@
 /* A stand-in for the NVIDIA driver (libcuda.so.1), for testing rill's CUDA
  * backend where there is no GPU: RILL_CUDA_DRIVER names this library. It
  * offers the driver entry points the backend asks cuGetProcAddress for,
- * with the driver's ordering rules, on the host: one GPU, each CUstream a
- * thread that runs its operations in order, events that streams record and
- * wait for, memory from the virtual memory calls as mappings of memory
- * files, and host memory as ordinary memory. A kernel runs as a host
- * function called once per block (a rill_cpu_kernel_fn): for the built-in
- * ops' entries, the op's CPU body (op_twins.c); for others, the function
- * the program exports under the entry's name followed by "_host". PTX is
- * not read. */
+ * with the driver's ordering rules, on the host: one GPU (or
+ * RILL_FAKE_CUDA_DEVICES), a current context per thread that most calls
+ * need, each CUstream a thread that runs its operations in order, events
+ * that streams record and wait for (timed in float milliseconds), memory
+ * from the virtual memory calls as mappings of memory files, and host
+ * memory as ordinary memory. A kernel runs as a host function called once
+ * per block (a rill_cpu_kernel_fn): for the built-in ops' entries, the
+ * op's CPU body (op_twins.c); for others, the function the program exports
+ * under the entry's name followed by "_host". PTX is not read. Functions
+ * exported under fake_cuda_* let tests fault a GPU, run its clock ahead,
+ * refuse a memory handle type and see what was launched. */
 #include <cuda.h>
 #include <dlfcn.h>
 #include <pthread.h>
@@ -38,14 +41,16 @@ static _Atomic size_t created; /* bytes of cuMemCreate not released */
 /* RILL_FAKE_CUDA_DEVICES GPUs at most (see gpus()). */
 #define MAX_GPUS 4
 /* A GPU whose context failed (fake_cuda_fault): its streams drop their
- * work, and every call on them says CUDA_ERROR_ILLEGAL_ADDRESS, as after a
- * fault on a GPU, until the last release of its primary context. */
+ * work, and every call on them returns the fault's code
+ * (CUDA_ERROR_ILLEGAL_ADDRESS, ...), as after a fault on a GPU, until the
+ * last release of its primary context. 0: no fault. */
 static _Atomic int faulted[MAX_GPUS];
 
-/* The calling thread's GPU: its stream's on a stream thread, else the one
- * of the context cuCtxSetCurrent made current (0 before any), in a key
- * rather than _Thread_local, which ThreadSanitizer mishandles in a library
- * that dlopen loads. */
+/* The calling thread's current context, as the driver keeps one per
+ * thread: set by cuCtxSetCurrent (none before), or its stream's on a
+ * stream thread; in a key rather than _Thread_local, which
+ * ThreadSanitizer mishandles in a library that dlopen loads. Calls that
+ * need a context refuse without one (CUDA_ERROR_INVALID_CONTEXT). */
 static pthread_key_t gpu_key;
 static pthread_once_t gpu_key_once = PTHREAD_ONCE_INIT;
 
@@ -53,22 +58,83 @@ static void make_gpu_key(void) {
     (void)pthread_key_create(&gpu_key, NULL);
 }
 
+/* gpu -1: no context. */
 static void set_thread_gpu(int gpu) {
     pthread_once(&gpu_key_once, make_gpu_key);
     (void)pthread_setspecific(gpu_key, (void *)(intptr_t)(gpu + 1));
 }
 
-static int thread_gpu(void) {
+/* The GPU of the current context, or -1 when none is current. */
+static int current_gpu(void) {
     pthread_once(&gpu_key_once, make_gpu_key);
     intptr_t v = (intptr_t)pthread_getspecific(gpu_key);
-    return v > 0 ? (int)(v - 1) : 0;
+    return v > 0 ? (int)(v - 1) : -1;
 }
+
+static int thread_gpu(void) {
+    int gpu = current_gpu();
+    return gpu >= 0 ? gpu : 0;
+}
+
+/* The driver's teardown at exit (registered at cuInit, so it runs after
+ * the exit handlers registered later): from then on a call is a crash, as
+ * in libcuda, whose state is gone. The teardown takes a while, as the
+ * driver's does, so that a thread still calling in is seen. */
+static _Atomic int torn_down;
+
+static void teardown(void) {
+    atomic_store(&torn_down, 1);
+    struct timespec pause = {0, 50 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+}
+
+static void check_alive(const char *fn) {
+    if (!atomic_load(&torn_down))
+        return;
+    fprintf(stderr, "stand-in CUDA driver: %s called after the driver's teardown at exit\n", fn);
+    abort();
+}
+
+/* The start of an entry point that needs a current context. */
+#define NEED_CONTEXT()                                                                             \
+    do {                                                                                           \
+        check_alive(__func__);                                                                     \
+        if (current_gpu() < 0)                                                                     \
+            return CUDA_ERROR_INVALID_CONTEXT;                                                     \
+    } while (0)
 
 /* Called by a kernel's host body: its GPU faults, as if the kernel wrote
  * where no memory is. */
 __attribute__((visibility("default"))) void fake_cuda_fault(void);
 void fake_cuda_fault(void) {
-    atomic_store(&faulted[thread_gpu()], 1);
+    atomic_store(&faulted[thread_gpu()], CUDA_ERROR_ILLEGAL_ADDRESS);
+}
+
+/* GPU gpu's context fails with code, as a GPU reports a contained error
+ * or a fault at the next call. */
+__attribute__((visibility("default"))) void fake_cuda_fault_code(int gpu, int code);
+void fake_cuda_fault_code(int gpu, int code) {
+    if (gpu >= 0 && gpu < MAX_GPUS)
+        atomic_store(&faulted[gpu], code);
+}
+
+/* The GPUs' clock runs ns ahead from now on, as after a device has been
+ * up for that long (event times, cuEventElapsedTime). */
+static _Atomic uint64_t clock_ahead_ns;
+
+__attribute__((visibility("default"))) void fake_cuda_advance_clock(uint64_t ns);
+void fake_cuda_advance_clock(uint64_t ns) {
+    atomic_fetch_add(&clock_ahead_ns, ns);
+}
+
+/* A GPU and driver without POSIX file descriptors as a shareable handle
+ * type of cuMemCreate (a vGPU, WSL): asking for one is
+ * CUDA_ERROR_NOT_SUPPORTED. */
+static _Atomic int no_fd_handles;
+
+__attribute__((visibility("default"))) void fake_cuda_refuse_fd_handles(int refuse);
+void fake_cuda_refuse_fd_handles(int refuse) {
+    atomic_store(&no_fd_handles, refuse);
 }
 
 /* What cuPointerGetAttribute knows: the ranges mapped with cuMemMap (each
@@ -134,10 +200,11 @@ struct CUevent_st {
     uint64_t when_ns;  /* when it got to the last one */
 };
 
+/* The GPUs' clock. */
 static uint64_t now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + atomic_load(&clock_ahead_ns);
 }
 
 typedef struct op {
@@ -269,13 +336,13 @@ static void *stream_main(void *arg) {
 }
 
 static CUresult push(CUstream s, op *o) {
-    if (s == NULL)
-        return CUDA_ERROR_INVALID_HANDLE; /* rill never uses the legacy stream */
-    if (atomic_load(&faulted[s->gpu])) {
+    int fault = s != NULL ? atomic_load(&faulted[s->gpu]) : 0;
+    if (s == NULL || fault) {
         if (o->kind == OP_KERNEL)
             free(o->u.kernel.args);
         free(o);
-        return CUDA_ERROR_ILLEGAL_ADDRESS;
+        /* rill never uses the legacy stream */
+        return s == NULL ? CUDA_ERROR_INVALID_HANDLE : (CUresult)fault;
     }
     pthread_mutex_lock(&s->lock);
     if (s->tail != NULL)
@@ -295,6 +362,12 @@ static op *new_op(op_kind kind) {
     return o;
 }
 
+/* The GPU whose context made s. */
+__attribute__((visibility("default"))) int fake_cuda_stream_gpu(CUstream s);
+int fake_cuda_stream_gpu(CUstream s) {
+    return s != NULL ? s->gpu : -1;
+}
+
 CUresult fake_stream_call(CUstream s, void (*fn)(void *), void *arg) {
     op *o = new_op(OP_CALL);
     if (o == NULL)
@@ -309,6 +382,7 @@ CUresult fake_stream_call(CUstream s, void (*fn)(void *), void *arg) {
 
 static CUresult fake_cuStreamCreate(CUstream *out, unsigned int flags) {
     (void)flags;
+    NEED_CONTEXT();
     CUstream s = calloc(1, sizeof *s);
     if (s == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -330,23 +404,26 @@ static CUresult fake_cuStreamCreateWithPriority(CUstream *out, unsigned int flag
 }
 
 static CUresult fake_cuStreamSynchronize(CUstream s) {
+    NEED_CONTEXT();
     pthread_mutex_lock(&s->lock);
     while (s->head != NULL || s->busy)
         pthread_cond_wait(&s->cond, &s->lock);
     pthread_mutex_unlock(&s->lock);
-    return atomic_load(&faulted[s->gpu]) ? CUDA_ERROR_ILLEGAL_ADDRESS : CUDA_SUCCESS;
+    return (CUresult)atomic_load(&faulted[s->gpu]);
 }
 
 static CUresult fake_cuStreamQuery(CUstream s) {
+    NEED_CONTEXT();
     pthread_mutex_lock(&s->lock);
     bool idle = s->head == NULL && !s->busy;
     pthread_mutex_unlock(&s->lock);
     if (atomic_load(&faulted[s->gpu]))
-        return CUDA_ERROR_ILLEGAL_ADDRESS;
+        return (CUresult)atomic_load(&faulted[s->gpu]);
     return idle ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
 static CUresult fake_cuStreamDestroy(CUstream s) {
+    NEED_CONTEXT();
     pthread_mutex_lock(&s->lock);
     s->stop = true;
     pthread_cond_broadcast(&s->cond);
@@ -361,6 +438,7 @@ static CUresult fake_cuStreamDestroy(CUstream s) {
 static CUresult fake_cuStreamWriteValue64(CUstream s, CUdeviceptr addr, cuuint64_t value,
                                           unsigned int flags) {
     (void)flags;
+    NEED_CONTEXT();
     op *o = new_op(OP_WRITE);
     if (o == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -373,6 +451,7 @@ static CUresult fake_cuStreamWriteValue64(CUstream s, CUdeviceptr addr, cuuint64
 
 static CUresult fake_cuEventCreate(CUevent *out, unsigned int flags) {
     (void)flags;
+    NEED_CONTEXT();
     CUevent ev = calloc(1, sizeof *ev);
     if (ev == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -383,6 +462,7 @@ static CUresult fake_cuEventCreate(CUevent *out, unsigned int flags) {
 }
 
 static CUresult fake_cuEventDestroy(CUevent ev) {
+    NEED_CONTEXT();
     /* The driver defers the release until the event's work is done;
      * rill destroys an event only once its wait completed. */
     pthread_mutex_destroy(&ev->lock);
@@ -392,6 +472,7 @@ static CUresult fake_cuEventDestroy(CUevent ev) {
 }
 
 static CUresult fake_cuEventRecord(CUevent ev, CUstream s) {
+    NEED_CONTEXT();
     op *o = new_op(OP_RECORD);
     if (o == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -406,6 +487,7 @@ static CUresult fake_cuEventRecord(CUevent ev, CUstream s) {
 
 static CUresult fake_cuStreamWaitEvent(CUstream s, CUevent ev, unsigned int flags) {
     (void)flags;
+    NEED_CONTEXT();
     op *o = new_op(OP_WAIT);
     if (o == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -417,14 +499,17 @@ static CUresult fake_cuStreamWaitEvent(CUstream s, CUevent ev, unsigned int flag
 }
 
 static CUresult fake_cuEventSynchronize(CUevent ev) {
+    NEED_CONTEXT();
     pthread_mutex_lock(&ev->lock);
     while (ev->reached < ev->recorded && !atomic_load(&faulted[ev->gpu]))
         wait_a_while(ev);
     pthread_mutex_unlock(&ev->lock);
-    return atomic_load(&faulted[ev->gpu]) ? CUDA_ERROR_ILLEGAL_ADDRESS : CUDA_SUCCESS;
+    return (CUresult)atomic_load(&faulted[ev->gpu]);
 }
 
+/* In float milliseconds, as the driver gives it. */
 static CUresult fake_cuEventElapsedTime(float *ms, CUevent start, CUevent end) {
+    NEED_CONTEXT();
     uint64_t t[2];
     CUevent evs[2] = {start, end};
     for (int i = 0; i < 2; i++) {
@@ -446,6 +531,7 @@ struct CUmod_st {
 };
 
 static CUresult fake_cuModuleLoadData(CUmodule *out, const void *image) {
+    NEED_CONTEXT();
     if (image == NULL)
         return CUDA_ERROR_INVALID_IMAGE;
     *out = calloc(1, sizeof **out);
@@ -453,12 +539,14 @@ static CUresult fake_cuModuleLoadData(CUmodule *out, const void *image) {
 }
 
 static CUresult fake_cuModuleUnload(CUmodule m) {
+    NEED_CONTEXT();
     free(m);
     return CUDA_SUCCESS;
 }
 
 static CUresult fake_cuModuleGetFunction(CUfunction *out, CUmodule m, const char *name) {
     (void)m;
+    NEED_CONTEXT();
     rill_cpu_kernel_fn twin = fake_op_twin(name);
     if (twin != NULL) {
         memcpy(out, &twin, sizeof twin);
@@ -473,6 +561,14 @@ static CUresult fake_cuModuleGetFunction(CUfunction *out, CUmodule m, const char
     return CUDA_SUCCESS;
 }
 
+/* The x extent of the last grid launched, for tests of grid sizes. */
+static _Atomic unsigned last_grid_x;
+
+__attribute__((visibility("default"))) unsigned fake_cuda_last_grid_x(void);
+unsigned fake_cuda_last_grid_x(void) {
+    return atomic_load(&last_grid_x);
+}
+
 static CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                                     unsigned bx, unsigned by, unsigned bz, unsigned shared,
                                     CUstream s, void **params, void **extra) {
@@ -480,6 +576,7 @@ static CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsi
     (void)by;
     (void)bz;
     (void)shared;
+    NEED_CONTEXT();
     if (params != NULL || gx == 0 || gy == 0 || gz == 0)
         return CUDA_ERROR_INVALID_VALUE;
     const void *buf = NULL;
@@ -501,12 +598,14 @@ static CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsi
     o->u.kernel.grid[0] = gx;
     o->u.kernel.grid[1] = gy;
     o->u.kernel.grid[2] = gz;
+    atomic_store(&last_grid_x, gx);
     return push(s, o);
 }
 
 /* -------------------------------------------------------------- memory */
 
 static CUresult fake_cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream s) {
+    NEED_CONTEXT();
     op *o = new_op(OP_COPY);
     if (o == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -516,7 +615,13 @@ static CUresult fake_cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t byte
     return push(s, o);
 }
 
+/* Of memory the driver knows only (device memory, page-locked host
+ * memory): the driver refuses pageable host memory. */
 static CUresult fake_cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t n, CUstream s) {
+    NEED_CONTEXT();
+    range known;
+    if (!ranges_find((uintptr_t)dst, &known))
+        return CUDA_ERROR_INVALID_VALUE;
     op *o = new_op(OP_SET);
     if (o == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -552,6 +657,10 @@ static CUresult fake_cuMemAddressFree(CUdeviceptr ptr, size_t size) {
 static CUresult fake_cuMemCreate(CUmemGenericAllocationHandle *out, size_t size,
                                  const CUmemAllocationProp *prop, unsigned long long flags) {
     (void)flags;
+    check_alive(__func__);
+    if (atomic_load(&no_fd_handles) &&
+        (prop->requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR))
+        return CUDA_ERROR_NOT_SUPPORTED;
     if (size % GRANULE != 0)
         return CUDA_ERROR_INVALID_VALUE;
     if (atomic_fetch_add(&created, size) + size > TOTAL_MEMORY) {
@@ -608,14 +717,17 @@ static CUresult fake_cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAcc
 
 static CUresult fake_cuMemGetAllocationGranularity(size_t *out, const CUmemAllocationProp *prop,
                                                    CUmemAllocationGranularity_flags flags) {
-    (void)prop;
     (void)flags;
+    if (atomic_load(&no_fd_handles) &&
+        (prop->requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR))
+        return CUDA_ERROR_NOT_SUPPORTED;
     *out = GRANULE;
     return CUDA_SUCCESS;
 }
 
 static CUresult fake_cuMemHostAlloc(void **out, size_t bytes, unsigned int flags) {
     (void)flags;
+    NEED_CONTEXT();
     *out = aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
     if (*out == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -625,6 +737,7 @@ static CUresult fake_cuMemHostAlloc(void **out, size_t bytes, unsigned int flags
 }
 
 static CUresult fake_cuMemFreeHost(void *p) {
+    NEED_CONTEXT();
     ranges_remove((uintptr_t)p);
     free(p);
     return CUDA_SUCCESS;
@@ -632,6 +745,7 @@ static CUresult fake_cuMemFreeHost(void *p) {
 
 static CUresult fake_cuMemHostGetDevicePointer(CUdeviceptr *out, void *p, unsigned int flags) {
     (void)flags;
+    NEED_CONTEXT();
     *out = (CUdeviceptr)(uintptr_t)p;
     return CUDA_SUCCESS;
 }
@@ -641,6 +755,7 @@ static CUresult fake_cuMemHostGetDevicePointer(CUdeviceptr *out, void *p, unsign
  * host memory), as the driver says. */
 static CUresult fake_cuPointerGetAttribute(void *data, CUpointer_attribute attribute,
                                            CUdeviceptr ptr) {
+    NEED_CONTEXT();
     range r;
     if (!ranges_find((uintptr_t)ptr, &r))
         return CUDA_ERROR_INVALID_VALUE;
@@ -671,8 +786,17 @@ static int gpus(void) {
     return n < 1 ? 1 : n > MAX_GPUS ? MAX_GPUS : n;
 }
 
+static pthread_once_t teardown_once = PTHREAD_ONCE_INIT;
+
+static void register_teardown(void) {
+    atexit(teardown);
+}
+
 static CUresult fake_cuInit(unsigned int flags) {
-    return flags == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    if (flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_once(&teardown_once, register_teardown);
+    return CUDA_SUCCESS;
 }
 
 static CUresult fake_cuDriverGetVersion(int *v) {
@@ -723,6 +847,9 @@ static CUresult fake_cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice
     case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
         *v = 4;
         return CUDA_SUCCESS;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR:
+        *v = 2048;
+        return CUDA_SUCCESS;
     case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING:
     case CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS:
     case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
@@ -753,14 +880,27 @@ static CUresult fake_cuDevicePrimaryCtxRelease(CUdevice d) {
     return CUDA_SUCCESS;
 }
 
+/* NULL unbinds the thread's context, as in the driver. */
 static CUresult fake_cuCtxSetCurrent(CUcontext ctx) {
+    check_alive(__func__);
+    if (ctx == NULL) {
+        set_thread_gpu(-1);
+        return CUDA_SUCCESS;
+    }
     if (ctx < contexts || ctx >= contexts + gpus())
         return CUDA_ERROR_INVALID_CONTEXT;
     set_thread_gpu(ctx->device);
     return CUDA_SUCCESS;
 }
 
+static CUresult fake_cuCtxGetCurrent(CUcontext *ctx) {
+    int gpu = current_gpu();
+    *ctx = gpu >= 0 ? &contexts[gpu] : NULL;
+    return CUDA_SUCCESS;
+}
+
 static CUresult fake_cuCtxGetStreamPriorityRange(int *least, int *greatest) {
+    NEED_CONTEXT();
     *least = 0;
     *greatest = -5;
     return CUDA_SUCCESS;

@@ -8,7 +8,9 @@
  * NCHW cross-correlation (or convolution) with padding, strides and
  * dilation, each queued on the handle's stream. */
 #include <cublas_v2.h>
+#ifdef RILL_HAVE_CUDNN
 #include <cudnn.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 
@@ -198,6 +200,8 @@ EXPORT cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cubla
     return queue_gemm(h, g, ta, tb);
 }
 
+/* Where rill was built with cudnn.h (cmake/cuda.cmake). */
+#ifdef RILL_HAVE_CUDNN
 /* -------------------------------------------------------------- cuDNN */
 
 struct cudnnContext {
@@ -394,3 +398,4 @@ EXPORT cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t handle, const void *a
     }
     return CUDNN_STATUS_SUCCESS;
 }
+#endif

@@ -43,17 +43,26 @@ typedef struct cuda_device {
     CUdevice cu_dev;
     CUcontext ctx;        /* the primary context, retained */
     int ordinal;          /* the CUDA ordinal */
-    CUstream aside;       /* the backend's own stream, where the epoch is recorded */
+    CUstream aside;       /* the backend's own stream, where the first anchor is recorded */
     rill__cuda_libs libs; /* cuBLAS and cuDNN, for the built-in ops that use them */
     CUmodule op_module;   /* the built-in ops' PTX, loaded at the first op (guarded by lock) */
-    /* timestamps: a timing event recorded at init, and rill__now_ns then */
-    CUevent epoch;
-    uint64_t epoch_ns;
+    /* timestamps (rill__cuda_stamp), guarded by stamp_lock: the last
+     * timing event stamped (at first one recorded at init) and its stamp,
+     * in rill__now_ns's clock */
+    rill__mutex stamp_lock;
+    CUevent anchor; /* owned */
+    uint64_t anchor_ns;
     /* the pump: completes issued work, runs what holds streams back */
     rill__thread pump;
     _Atomic uint32_t bell; /* bumped to wake the pump */
     _Atomic int sleeping;  /* the pump is asleep on bell */
     _Atomic int stop;
+    _Atomic int exiting; /* the process exits: the pump and runners stop at once */
+    /* guarded by the list of live devices (cuda_device.c): the next one,
+     * the process that started the threads, and whether they were joined */
+    struct cuda_device *next_live;
+    long pid;
+    bool threads_stopped;
     /* the device's, and one per stream, pool segment and pinned host
      * allocation: rill frees those after device_shutdown, which drops the
      * first */
@@ -105,15 +114,24 @@ static inline cuda_stream *cuda_stream_of(rill__stream *s) {
 
 /* Drops a reference to d; the last one releases the context. */
 void rill__cuda_unref(cuda_device *d);
-/* Makes dev's primary context current on the calling thread (once per
- * thread and context). */
-void rill__cuda_use(cuda_device *d);
+/* Makes d's primary context current on the calling thread, whatever the
+ * caller (PyTorch, the CUDA runtime) made current, and returns the context
+ * that was current (NULL for none), which rill__cuda_leave restores: every
+ * entry point of the backend on a caller's thread brackets its driver
+ * calls with the two, so that rill never changes the caller's current
+ * device. */
+CUcontext rill__cuda_enter(cuda_device *d);
+void rill__cuda_leave(cuda_device *d, CUcontext prev);
 /* A sentence "what failed: NAME (description)" for a driver result. */
 void rill__cuda_describe(const cuda_device *d, CUresult r, const char *what, char *buf,
                          size_t size);
 
 /* The time of a timing event that completed, in the device's clock
- * (timestamp_ns): the epoch plus cuEventElapsedTime from it. */
+ * (timestamp_ns), in whole nanoseconds: the stamp of the last event
+ * stamped (the anchor) plus cuEventElapsedTime from it, so that the float
+ * milliseconds the driver gives span only the time between two stamps,
+ * never the device's age. Takes ev (it becomes the anchor, or is
+ * destroyed). Any thread, with the context current. */
 uint64_t rill__cuda_stamp(cuda_device *d, CUevent ev);
 
 /* cuda_stream.c */
@@ -122,8 +140,10 @@ rill_status rill__cuda_submit(rill__stream *s, const rill__cmd *cmd, uint64_t *s
  * to wait for it, instead of leaving that to the pump's next look. */
 bool rill__cuda_host_help(rill__stream *s, uint64_t seq);
 void rill__cuda_pump(void *arg);
-/* Stops the runners (device_shutdown, after the pump). */
+/* Stops the runners (device_shutdown, after the pump), or at the
+ * process's exit only tells them to stop (d->exiting set). */
 void rill__cuda_runners_stop(cuda_device *d);
+void rill__cuda_runners_wake(cuda_device *d);
 void rill__cuda_ring(cuda_device *d);
 
 /* cuda_memory.c */

@@ -7,12 +7,18 @@
 #include "backend/cuda/cuda.h"
 #include "util/alloc.h"
 
-/* The context current on this thread, as far as rill set it. */
-static _Thread_local CUcontext tls_context;
+CUcontext rill__cuda_enter(cuda_device *d) {
+    CUcontext prev = NULL;
+    if (d->drv->cuCtxGetCurrent(&prev) != CUDA_SUCCESS)
+        prev = NULL;
+    if (prev != d->ctx)
+        (void)d->drv->cuCtxSetCurrent(d->ctx);
+    return prev;
+}
 
-void rill__cuda_use(cuda_device *d) {
-    if (tls_context != d->ctx && d->drv->cuCtxSetCurrent(d->ctx) == CUDA_SUCCESS)
-        tls_context = d->ctx;
+void rill__cuda_leave(cuda_device *d, CUcontext prev) {
+    if (prev != d->ctx)
+        (void)d->drv->cuCtxSetCurrent(prev);
 }
 
 void rill__cuda_describe(const cuda_device *d, CUresult r, const char *what, char *buf,
@@ -24,22 +30,39 @@ void rill__cuda_describe(const cuda_device *d, CUresult r, const char *what, cha
 
 uint64_t rill__cuda_stamp(cuda_device *d, CUevent ev) {
     float ms = 0;
-    if (d->drv->cuEventElapsedTime(&ms, d->epoch, ev) != CUDA_SUCCESS || ms < 0)
-        return rill__now_ns();
-    return d->epoch_ns + (uint64_t)((double)ms * 1e6);
+    uint64_t ns;
+    rill__mutex_lock(&d->stamp_lock);
+    if (d->drv->cuEventElapsedTime(&ms, d->anchor, ev) != CUDA_SUCCESS) {
+        ns = rill__now_ns();
+        (void)d->drv->cuEventDestroy(ev);
+    } else if (ms < 0) {
+        /* Before the anchor (another stream's point, stamped first). */
+        uint64_t back = (uint64_t)(-(double)ms * 1e6 + 0.5);
+        ns = back < d->anchor_ns ? d->anchor_ns - back : 0;
+        (void)d->drv->cuEventDestroy(ev);
+    } else {
+        ns = d->anchor_ns + (uint64_t)((double)ms * 1e6 + 0.5);
+        (void)d->drv->cuEventDestroy(d->anchor);
+        d->anchor = ev;
+        d->anchor_ns = ns;
+    }
+    rill__mutex_unlock(&d->stamp_lock);
+    return ns;
 }
 
 void rill__cuda_unref(cuda_device *d) {
     /* acq_rel: the last one sees every other holder's work. */
     if (atomic_fetch_sub_explicit(&d->refs, 1, memory_order_acq_rel) != 1)
         return;
-    rill__cuda_use(d);
+    CUcontext prev = rill__cuda_enter(d);
     rill__cuda_libs_fini(&d->libs);
     if (d->op_module != NULL)
         (void)d->drv->cuModuleUnload(d->op_module);
-    (void)d->drv->cuEventDestroy(d->epoch);
+    (void)d->drv->cuEventDestroy(d->anchor);
     (void)d->drv->cuStreamDestroy(d->aside);
+    rill__cuda_leave(d, prev);
     (void)d->drv->cuDevicePrimaryCtxRelease(d->cu_dev);
+    rill__mutex_destroy(&d->stamp_lock);
     rill__mutex_destroy(&d->lock);
     rill__mutex_destroy(&d->run_lock);
     rill__free(d->active);

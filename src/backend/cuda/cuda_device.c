@@ -4,8 +4,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <threads.h>
+#include <unistd.h>
 
 #include "backend/cuda/cuda.h"
+#include "backend/op_args.h"
 #include "util/alloc.h"
 #include "util/status.h"
 
@@ -73,21 +76,97 @@ static bool capable(cuda_device *d, char *why, size_t size) {
     else if (!attribute(d, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, 0))
         snprintf(why, size, "it has no virtual memory management (cuMemCreate, cuMemMap)");
     else {
+        /* The memory cuda_memory.c commits: no shareable handle type, as
+         * nothing exports it. */
         CUmemAllocationProp prop = {
             .type = CU_MEM_ALLOCATION_TYPE_PINNED,
-            .requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+            .requestedHandleTypes = CU_MEM_HANDLE_TYPE_NONE,
             .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = d->ordinal},
         };
         size_t g = 0;
-        if (d->drv->cuMemGetAllocationGranularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) !=
-                CUDA_SUCCESS ||
-            g == 0 || RILL__CUDA_GRANULE % g != 0)
+        CUresult r =
+            d->drv->cuMemGetAllocationGranularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+        if (r != CUDA_SUCCESS) {
+            char text[120];
+            rill__cuda_result_text(d->drv, r, text, sizeof text);
+            snprintf(why, size,
+                     "the driver gives no allocation granularity for device memory "
+                     "(cuMemGetAllocationGranularity: %.100s)",
+                     text);
+        } else if (g == 0 || RILL__CUDA_GRANULE % g != 0)
             snprintf(why, size, "its allocation granularity (%zu bytes) does not divide %zu", g,
                      RILL__CUDA_GRANULE);
         else
             return true;
     }
     return false;
+}
+
+/* ------------------------------------------------ the devices at exit */
+
+/* The devices whose threads run, so that the process's exit stops them
+ * before the driver's own exit handlers tear libcuda down (a pump still
+ * polling then would call into a driver that is gone). The handler is
+ * registered at the first device's init, after cuInit, so it runs before
+ * libcuda's; it runs only in the process that started the threads (a
+ * child of fork has none of them). */
+static once_flag live_once = ONCE_FLAG_INIT;
+static mtx_t live_lock;
+static cuda_device *live;
+
+/* Stops d's pump and runners, once (live_lock held). At exit the pump
+ * leaves at once, work in flight or not, and is joined; the runners are
+ * told to stop and not joined, since one may be in a host function that
+ * never returns: one that returns calls the driver no more. */
+static void stop_threads_locked(cuda_device *d, bool exiting) {
+    if (d->threads_stopped)
+        return;
+    d->threads_stopped = true;
+    if (exiting)
+        atomic_store(&d->exiting, 1);
+    atomic_store(&d->stop, 1);
+    rill__cuda_ring(d);
+    rill__thread_join(&d->pump);
+    if (exiting)
+        rill__cuda_runners_wake(d);
+    else
+        rill__cuda_runners_stop(d);
+}
+
+static void stop_at_exit(void) {
+    if (mtx_lock(&live_lock) != thrd_success)
+        return;
+    for (cuda_device *d = live; d != NULL; d = d->next_live)
+        if (d->pid == (long)getpid())
+            stop_threads_locked(d, true);
+    (void)mtx_unlock(&live_lock);
+}
+
+static void live_init(void) {
+    if (mtx_init(&live_lock, mtx_plain) != thrd_success)
+        abort(); /* as a failing pthread primitive does */
+    (void)atexit(stop_at_exit);
+}
+
+static void live_add(cuda_device *d) {
+    call_once(&live_once, live_init);
+    d->pid = (long)getpid();
+    (void)mtx_lock(&live_lock);
+    d->next_live = live;
+    live = d;
+    (void)mtx_unlock(&live_lock);
+}
+
+/* Takes d off the list, with its threads stopped (device_shutdown). */
+static void live_remove(cuda_device *d) {
+    (void)mtx_lock(&live_lock);
+    for (cuda_device **p = &live; *p != NULL; p = &(*p)->next_live)
+        if (*p == d) {
+            *p = d->next_live;
+            break;
+        }
+    stop_threads_locked(d, false);
+    (void)mtx_unlock(&live_lock);
 }
 
 static rill_status cuda_device_init(rill__device *dev, int index) {
@@ -122,52 +201,59 @@ static rill_status cuda_device_init(rill__device *dev, int index) {
         return rill__fail(RILL_ERROR_NO_DEVICE, "CUDA device %d (%s) did not start: %s", index,
                           info->name, why);
     }
-    rill__cuda_use(d);
+    CUcontext prev = rill__cuda_enter(d);
     int least = 0, greatest = 0;
     size_t total = 0;
     if ((r = drv->cuCtxGetStreamPriorityRange(&least, &greatest)) != CUDA_SUCCESS ||
         (r = drv->cuDeviceTotalMem(&total, d->cu_dev)) != CUDA_SUCCESS ||
         (r = drv->cuStreamCreate(&d->aside, CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS ||
-        (r = drv->cuEventCreate(&d->epoch, CU_EVENT_DEFAULT)) != CUDA_SUCCESS ||
-        (r = drv->cuEventRecord(d->epoch, d->aside)) != CUDA_SUCCESS ||
-        (r = drv->cuEventSynchronize(d->epoch)) != CUDA_SUCCESS) {
+        (r = drv->cuEventCreate(&d->anchor, CU_EVENT_DEFAULT)) != CUDA_SUCCESS ||
+        (r = drv->cuEventRecord(d->anchor, d->aside)) != CUDA_SUCCESS ||
+        (r = drv->cuEventSynchronize(d->anchor)) != CUDA_SUCCESS) {
         rill__cuda_describe(d, r, "the context", why, sizeof why);
-        if (d->epoch != NULL)
-            (void)drv->cuEventDestroy(d->epoch);
+        if (d->anchor != NULL)
+            (void)drv->cuEventDestroy(d->anchor);
         if (d->aside != NULL)
             (void)drv->cuStreamDestroy(d->aside);
+        rill__cuda_leave(d, prev);
         (void)drv->cuDevicePrimaryCtxRelease(d->cu_dev);
         rill__free(d);
         return rill__fail(RILL_ERROR_NO_DEVICE, "CUDA device %d (%s) did not start: %s", index,
                           info->name, why);
     }
-    d->epoch_ns = rill__now_ns();
+    rill__cuda_leave(d, prev);
+    d->anchor_ns = rill__now_ns();
     info->kind = RILL_DEVICE_CUDA;
     info->compute_units = attribute(d, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 1);
+    /* The built-in ops' grids: as many blocks as the multiprocessors hold
+     * at once, four times over. */
+    int per_sm = attribute(d, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, 2048);
+    rill__device_base_of(dev)->op_grid_blocks =
+        (size_t)info->compute_units *
+        (size_t)(per_sm > RILL__OP_BLOCK_THREADS ? per_sm / RILL__OP_BLOCK_THREADS : 1) * 4;
     info->memory_bytes = total;
     info->least_priority = least;
     info->greatest_priority = greatest;
     rill__mutex_init(&d->lock);
     rill__mutex_init(&d->run_lock);
+    rill__mutex_init(&d->stamp_lock);
     rill__cuda_libs_init(&d->libs);
     atomic_store(&d->refs, 1);
     rill__device_base_of(dev)->state = d;
     rill__thread_start(&d->pump, "rill-cuda-pump", rill__cuda_pump, d);
+    live_add(d);
     return RILL_OK;
 }
 
 /* Stops the pump; the memory rill frees after this keeps the rest. */
 static void cuda_device_shutdown(rill__device *dev) {
     cuda_device *d = cuda_device_of(dev);
-    atomic_store(&d->stop, 1);
-    rill__cuda_ring(d);
-    rill__thread_join(&d->pump);
-    rill__cuda_runners_stop(d);
+    live_remove(d);
     rill__cuda_unref(d);
 }
 
 /* The device's clock: the host's, which GPU events are stamped in by their
- * distance from the epoch (rill__cuda_stamp). */
+ * distance from the last one stamped (rill__cuda_stamp). */
 static uint64_t cuda_timestamp_ns(rill__device *dev) {
     (void)dev;
     return rill__now_ns();
@@ -180,12 +266,13 @@ static rill_status cuda_stream_init(rill__stream *s) {
     char why[256];
     memset(cs, 0, sizeof *cs);
     cs->self = s;
-    rill__cuda_use(d);
+    CUcontext prev = rill__cuda_enter(d);
     void *word = NULL;
     CUresult r = drv->cuStreamCreateWithPriority(&cs->cu, CU_STREAM_NON_BLOCKING,
                                                  rill__queue_of(s)->priority);
     if (r != CUDA_SUCCESS) {
         rill__cuda_describe(d, r, "cuStreamCreateWithPriority", why, sizeof why);
+        rill__cuda_leave(d, prev);
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "the GPU could not make a stream (%s)", why);
     }
     if ((r = drv->cuMemHostAlloc(&word, sizeof(uint64_t),
@@ -196,9 +283,11 @@ static rill_status cuda_stream_init(rill__stream *s) {
         if (word != NULL)
             (void)drv->cuMemFreeHost(word);
         (void)drv->cuStreamDestroy(cs->cu);
+        rill__cuda_leave(d, prev);
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY,
                           "no page-locked host memory for a stream's done word (%s)", why);
     }
+    rill__cuda_leave(d, prev);
     cs->done_word = word;
     atomic_store(cs->done_word, 0);
     rill__mutex_init(&cs->lock);
@@ -209,9 +298,10 @@ static rill_status cuda_stream_init(rill__stream *s) {
 static void cuda_stream_fini(rill__stream *s) {
     cuda_device *d = cuda_device_of(rill__queue_of(s)->dev);
     cuda_stream *cs = cuda_stream_of(s);
-    rill__cuda_use(d);
+    CUcontext prev = rill__cuda_enter(d);
     (void)d->drv->cuStreamDestroy(cs->cu);
     (void)d->drv->cuMemFreeHost((void *)cs->done_word);
+    rill__cuda_leave(d, prev);
     rill__mutex_destroy(&cs->lock);
     rill__cuda_unref(d);
 }

@@ -13,7 +13,6 @@
 #include <stddef.h>
 
 /* The entry points the backend calls. */
-/* The entry points the backend calls. */
 #define RILL__CUDA_DRIVER_FUNCS(X)                                                                 \
     X(cuInit)                                                                                      \
     X(cuDriverGetVersion)                                                                          \
@@ -27,6 +26,7 @@
     X(cuDevicePrimaryCtxRetain)                                                                    \
     X(cuDevicePrimaryCtxRelease)                                                                   \
     X(cuCtxSetCurrent)                                                                             \
+    X(cuCtxGetCurrent)                                                                             \
     X(cuCtxGetStreamPriorityRange)                                                                 \
     X(cuMemGetAllocationGranularity)                                                               \
     X(cuStreamCreate)                                                                              \

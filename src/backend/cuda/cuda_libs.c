@@ -11,7 +11,9 @@
 #include "backend/cuda/cuda_libs.h"
 
 #include <cublas_v2.h>
+#ifdef RILL_HAVE_CUDNN
 #include <cudnn.h>
+#endif
 #include <dlfcn.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -51,6 +53,7 @@ struct rill__cuda_blas {
     __typeof__(&cublasGetStatusName) status_name;
 };
 
+#ifdef RILL_HAVE_CUDNN
 struct rill__cuda_dnn {
     const char *file;
     __typeof__(&cudnnCreate) create;
@@ -71,6 +74,7 @@ struct rill__cuda_dnn {
     __typeof__(&cudnnGetConvolutionForwardWorkspaceSize) forward_workspace;
     __typeof__(&cudnnConvolutionForward) forward;
 };
+#endif
 
 /* One entry point to resolve: its exported name and where it goes. */
 typedef struct symbol {
@@ -152,6 +156,7 @@ static struct rill__cuda_blas *load_blas(const char *const *names, char *why, si
     return t;
 }
 
+#ifdef RILL_HAVE_CUDNN
 static struct rill__cuda_dnn *load_dnn(const char *const *names, char *why, size_t why_size) {
     void *so;
     const char *file;
@@ -188,6 +193,7 @@ static struct rill__cuda_dnn *load_dnn(const char *const *names, char *why, size
     }
     return t;
 }
+#endif
 
 /* ---- init, fini, loading ---- */
 
@@ -230,7 +236,14 @@ static bool load_locked(rill__cuda_libs *libs, lib_kind kind, char *why, size_t 
     }
     if (!libs->dnn_tried) {
         libs->dnn_tried = true;
+#ifdef RILL_HAVE_CUDNN
         libs->dnn = load_dnn(libs->dnn_names, libs->dnn_why, sizeof libs->dnn_why);
+#else
+        say(libs->dnn_why, sizeof libs->dnn_why,
+            "this build of rill has no cuDNN, which conv2d_f32 needs on a CUDA device (cudnn.h "
+            "was not found when it was built): install cuDNN (or PyTorch's nvidia-cudnn "
+            "package) and rebuild rill, or run the op on a CPU device's stream");
+#endif
     }
     if (libs->dnn == NULL)
         say(why, why_size, "%s", libs->dnn_why);
@@ -259,10 +272,12 @@ rill_status rill__cuda_libs_load_dnn(rill__cuda_libs *libs, char *why, size_t wh
 struct rill__cuda_handle {
     struct rill__cuda_handle *next; /* guarded by libs->lock while idle */
     cublasHandle_t blas;
+#ifdef RILL_HAVE_CUDNN
     cudnnHandle_t dnn;
     cudnnTensorDescriptor_t x, y;
     cudnnFilterDescriptor_t w;
     cudnnConvolutionDescriptor_t conv;
+#endif
 };
 
 /* The status of a library failure: what the op's caller can act on. */
@@ -279,6 +294,7 @@ static rill_status blas_status(cublasStatus_t s) {
     }
 }
 
+#ifdef RILL_HAVE_CUDNN
 static rill_status dnn_status(cudnnStatus_t s) {
     if (s == CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED ||
         s == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED)
@@ -288,6 +304,7 @@ static rill_status dnn_status(cudnnStatus_t s) {
         return RILL_ERROR_NOT_SUPPORTED;
     return RILL_ERROR_KERNEL_FAILED;
 }
+#endif
 
 static rill_status blas_fail(const struct rill__cuda_blas *t, const char *call, cublasStatus_t s,
                              char *why, size_t why_size) {
@@ -295,15 +312,18 @@ static rill_status blas_fail(const struct rill__cuda_blas *t, const char *call, 
     return blas_status(s);
 }
 
+#ifdef RILL_HAVE_CUDNN
 static rill_status dnn_fail(const struct rill__cuda_dnn *t, const char *call, cudnnStatus_t s,
                             char *why, size_t why_size) {
     say(why, why_size, "%s: %s", call, t->error_string(s));
     return dnn_status(s);
 }
+#endif
 
 static void destroy_handle(const rill__cuda_libs *libs, struct rill__cuda_handle *h) {
     if (h->blas != NULL)
         libs->blas->destroy(h->blas);
+#ifdef RILL_HAVE_CUDNN
     if (h->dnn != NULL) {
         const struct rill__cuda_dnn *t = libs->dnn;
         if (h->conv != NULL)
@@ -316,6 +336,7 @@ static void destroy_handle(const rill__cuda_libs *libs, struct rill__cuda_handle
             t->destroy_tensor(h->x);
         t->destroy(h->dnn);
     }
+#endif
     rill__free(h);
 }
 
@@ -343,6 +364,7 @@ static rill_status create_handle(const rill__cuda_libs *libs, lib_kind kind,
             st = blas_fail(t, "cublasSetMathMode", s, why, why_size);
         }
     } else {
+#ifdef RILL_HAVE_CUDNN
         const struct rill__cuda_dnn *t = libs->dnn;
         cudnnStatus_t s = t->create(&h->dnn);
         if (s != CUDNN_STATUS_SUCCESS) {
@@ -354,6 +376,9 @@ static rill_status create_handle(const rill__cuda_libs *libs, lib_kind kind,
                    (s = t->create_conv(&h->conv)) != CUDNN_STATUS_SUCCESS) {
             st = dnn_fail(t, "cudnnCreate*Descriptor", s, why, why_size);
         }
+#else
+        st = RILL_ERROR_NOT_SUPPORTED; /* never: load_locked refuses first */
+#endif
     }
     if (st != RILL_OK) {
         destroy_handle(libs, h);
@@ -468,6 +493,7 @@ static rill_status run_blas(rill__cuda_libs *libs, rill__op op, CUstream stream,
 
 /* ---- conv2d ---- */
 
+#ifdef RILL_HAVE_CUDNN
 /* Algorithms the heuristics may rank, at most. */
 #define CONV_CANDIDATES 8
 
@@ -577,6 +603,7 @@ static rill_status run_dnn(rill__cuda_libs *libs, CUstream stream, const void *a
     give_handle(libs, LIB_DNN, h);
     return st;
 }
+#endif
 
 /* ---- entry points ---- */
 
@@ -620,5 +647,11 @@ rill_status rill__cuda_op_library(rill__cuda_libs *libs, rill__op op, CUstream s
         return not_a_library_op(op, why, why_size);
     if (kind == LIB_BLAS)
         return run_blas(libs, op, stream, args, why, why_size);
+#ifdef RILL_HAVE_CUDNN
     return run_dnn(libs, stream, args, why, why_size);
+#else
+    (void)stream;
+    (void)args;
+    return load(libs, LIB_DNN, why, why_size);
+#endif
 }

@@ -19,13 +19,12 @@ typedef struct cuda_segment {
     CUmemGenericAllocationHandle granules[]; /* 0 where not committed */
 } cuda_segment;
 
-rill_status rill__cuda_mem_alloc(rill__device *dev, size_t bytes, void **out, void **handle) {
+static rill_status mem_alloc_in(rill__device *dev, size_t bytes, void **out, void **handle) {
     cuda_device *d = cuda_device_of(dev);
     size_t count = (bytes + RILL__CUDA_GRANULE - 1) / RILL__CUDA_GRANULE;
     cuda_segment *seg = rill__calloc(1, sizeof *seg + count * sizeof seg->granules[0]);
     if (seg == NULL)
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "out of host memory for a segment's record");
-    rill__cuda_use(d);
     seg->bytes = count * RILL__CUDA_GRANULE;
     CUresult r = d->drv->cuMemAddressReserve(&seg->base, seg->bytes, RILL__CUDA_GRANULE, 0, 0);
     if (r != CUDA_SUCCESS) {
@@ -39,6 +38,14 @@ rill_status rill__cuda_mem_alloc(rill__device *dev, size_t bytes, void **out, vo
     *out = (void *)(uintptr_t)seg->base;
     *handle = seg;
     return RILL_OK;
+}
+
+rill_status rill__cuda_mem_alloc(rill__device *dev, size_t bytes, void **out, void **handle) {
+    cuda_device *d = cuda_device_of(dev);
+    CUcontext prev = rill__cuda_enter(d);
+    rill_status st = mem_alloc_in(dev, bytes, out, handle);
+    rill__cuda_leave(d, prev);
+    return st;
 }
 
 /* Unmaps and releases the committed granules in [first, end). */
@@ -57,9 +64,10 @@ void rill__cuda_mem_free(rill__device *dev, void *ptr, size_t bytes, void *handl
     cuda_segment *seg = handle;
     (void)ptr;
     (void)bytes;
-    rill__cuda_use(d);
+    CUcontext prev = rill__cuda_enter(d);
     release_granules(d, seg, 0, seg->bytes / RILL__CUDA_GRANULE);
     (void)d->drv->cuMemAddressFree(seg->base, seg->bytes);
+    rill__cuda_leave(d, prev);
     rill__free(seg);
     rill__cuda_unref(d);
 }
@@ -68,9 +76,11 @@ void rill__cuda_mem_free(rill__device *dev, void *ptr, size_t bytes, void *handl
  * the device. */
 static CUresult commit_granule(cuda_device *d, cuda_segment *seg, size_t g) {
     const rill__cuda_driver *drv = d->drv;
+    /* No shareable handle type: nothing exports device memory (ipc_export
+     * is not built), and a GPU may not offer one. */
     CUmemAllocationProp prop = {
         .type = CU_MEM_ALLOCATION_TYPE_PINNED,
-        .requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+        .requestedHandleTypes = CU_MEM_HANDLE_TYPE_NONE,
         .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = d->ordinal},
     };
     CUmemAccessDesc access = {
@@ -90,12 +100,11 @@ static CUresult commit_granule(cuda_device *d, cuda_segment *seg, size_t g) {
     return drv->cuMemSetAccess(at, RILL__CUDA_GRANULE, &access, 1);
 }
 
-rill_status rill__cuda_mem_commit(rill__device *dev, void *handle, size_t offset, size_t bytes) {
+static rill_status mem_commit_in(rill__device *dev, void *handle, size_t offset, size_t bytes) {
     cuda_device *d = cuda_device_of(dev);
     cuda_segment *seg = handle;
     size_t first = offset / RILL__CUDA_GRANULE;
     size_t end = (offset + bytes + RILL__CUDA_GRANULE - 1) / RILL__CUDA_GRANULE;
-    rill__cuda_use(d);
     for (size_t g = first; g < end; g++) {
         if (seg->granules[g] != 0)
             continue;
@@ -111,6 +120,14 @@ rill_status rill__cuda_mem_commit(rill__device *dev, void *handle, size_t offset
     return RILL_OK;
 }
 
+rill_status rill__cuda_mem_commit(rill__device *dev, void *handle, size_t offset, size_t bytes) {
+    cuda_device *d = cuda_device_of(dev);
+    CUcontext prev = rill__cuda_enter(d);
+    rill_status st = mem_commit_in(dev, handle, offset, bytes);
+    rill__cuda_leave(d, prev);
+    return st;
+}
+
 void rill__cuda_mem_decommit(rill__device *dev, void *handle, size_t offset, size_t bytes) {
     cuda_device *d = cuda_device_of(dev);
     cuda_segment *seg = handle;
@@ -119,18 +136,18 @@ void rill__cuda_mem_decommit(rill__device *dev, void *handle, size_t offset, siz
     size_t end = (offset + bytes) / RILL__CUDA_GRANULE;
     if (first >= end)
         return;
-    rill__cuda_use(d);
+    CUcontext prev = rill__cuda_enter(d);
     release_granules(d, seg, first, end);
+    rill__cuda_leave(d, prev);
 }
 
 /* Memory rill did not allocate, as the driver knows it: page-locked host
  * memory and managed memory every GPU reaches, device memory only its own
  * GPU (rill enables no peer access), pageable host memory none. */
-rill_status rill__cuda_mem_reachable(rill__device *dev, const void *p, size_t bytes, char *why,
-                                     size_t why_size) {
+static rill_status mem_reachable_in(rill__device *dev, const void *p, size_t bytes, char *why,
+                                    size_t why_size) {
     (void)bytes;
     cuda_device *d = cuda_device_of(dev);
-    rill__cuda_use(d);
     CUdeviceptr at = (CUdeviceptr)(uintptr_t)p;
     unsigned int type = 0;
     if (d->drv->cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, at) !=
@@ -154,12 +171,22 @@ rill_status rill__cuda_mem_reachable(rill__device *dev, const void *p, size_t by
     return RILL_ERROR_DEVICE_MISMATCH;
 }
 
+rill_status rill__cuda_mem_reachable(rill__device *dev, const void *p, size_t bytes, char *why,
+                                     size_t why_size) {
+    cuda_device *d = cuda_device_of(dev);
+    CUcontext prev = rill__cuda_enter(d);
+    rill_status st = mem_reachable_in(dev, p, bytes, why, why_size);
+    rill__cuda_leave(d, prev);
+    return st;
+}
+
 void *rill__cuda_host_alloc(rill__device *dev, size_t bytes) {
     cuda_device *d = cuda_device_of(dev);
     void *p = NULL;
-    rill__cuda_use(d);
+    CUcontext prev = rill__cuda_enter(d);
     CUresult r = d->drv->cuMemHostAlloc(&p, bytes > 0 ? bytes : 1,
                                         CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP);
+    rill__cuda_leave(d, prev);
     if (r != CUDA_SUCCESS) {
         char why[256];
         rill__cuda_describe(d, r, "cuMemHostAlloc", why, sizeof why);
@@ -174,8 +201,9 @@ void *rill__cuda_host_alloc(rill__device *dev, size_t bytes) {
 void rill__cuda_host_free(rill__device *dev, void *ptr, size_t bytes) {
     cuda_device *d = cuda_device_of(dev);
     (void)bytes;
-    rill__cuda_use(d);
+    CUcontext prev = rill__cuda_enter(d);
     (void)d->drv->cuMemFreeHost(ptr);
+    rill__cuda_leave(d, prev);
     rill__cuda_unref(d);
 }
 
@@ -209,7 +237,7 @@ static rill_status load_op(cuda_device *d, const rill__kernel_image *k, cuda_loa
     return RILL_OK;
 }
 
-rill_status rill__cuda_kernel_load(rill__device *dev, const rill__kernel_image *k, void **loaded) {
+static rill_status kernel_load_in(rill__device *dev, const rill__kernel_image *k, void **loaded) {
     cuda_device *d = cuda_device_of(dev);
     if (k->op == RILL__OP_NONE && k->cuda_ptx == NULL)
         return rill__fail(RILL_ERROR_NOT_SUPPORTED,
@@ -220,7 +248,6 @@ rill_status rill__cuda_kernel_load(rill__device *dev, const rill__kernel_image *
     if (l == NULL)
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "out of host memory loading kernel '%s'",
                           k->name);
-    rill__cuda_use(d);
     if (k->op != RILL__OP_NONE) {
         rill_status st = load_op(d, k, l);
         if (st != RILL_OK) {
@@ -250,14 +277,23 @@ rill_status rill__cuda_kernel_load(rill__device *dev, const rill__kernel_image *
     return RILL_OK;
 }
 
+rill_status rill__cuda_kernel_load(rill__device *dev, const rill__kernel_image *k, void **loaded) {
+    cuda_device *d = cuda_device_of(dev);
+    CUcontext prev = rill__cuda_enter(d);
+    rill_status st = kernel_load_in(dev, k, loaded);
+    rill__cuda_leave(d, prev);
+    return st;
+}
+
 void rill__cuda_kernel_unload(rill__device *dev, const rill__kernel_image *k, void *loaded) {
     cuda_device *d = cuda_device_of(dev);
     cuda_loaded *l = loaded;
     (void)k;
     if (l == NULL)
         return;
-    rill__cuda_use(d);
+    CUcontext prev = rill__cuda_enter(d);
     if (l->module != NULL)
         (void)d->drv->cuModuleUnload(l->module);
+    rill__cuda_leave(d, prev);
     rill__free(l);
 }

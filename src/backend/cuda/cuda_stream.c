@@ -28,6 +28,7 @@ struct cuda_cmd {
     CUevent ev;         /* a WAIT the GPU does: its event; a RECORD: the point's time */
     bool waiting;       /* a WAIT or graph launch with its waiter registered */
     bool carried;       /* a WAIT that took on the awaited work's failure when issued */
+    bool on_host;       /* a SET of host memory the GPU cannot write: a runner does it */
     _Atomic int met;    /* ... and the waiter was called */
     cuda_device *d;     /* for the waiter */
     cuda_stream *cs;    /* its stream, for a runner */
@@ -99,6 +100,14 @@ static CUresult copy(cuda_device *d, CUstream stream, const rill__copy_call *c) 
                                  c->bytes, stream);
 }
 
+/* Whether the driver knows p as memory a GPU writes (device memory,
+ * page-locked host memory), rather than pageable host memory. */
+static bool gpu_writable(cuda_device *d, const void *p) {
+    unsigned int type = 0;
+    return d->drv->cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                         (CUdeviceptr)(uintptr_t)p) == CUDA_SUCCESS;
+}
+
 static CUresult set(cuda_device *d, CUstream stream, const rill__set_call *c) {
     return d->drv->cuMemsetD8Async((CUdeviceptr)(uintptr_t)c->dst, (unsigned char)c->value,
                                    c->bytes, stream);
@@ -159,6 +168,8 @@ static bool issue_one(cuda_device *d, cuda_stream *cs, cuda_cmd *n) {
             n->state = MET;
             return true;
         }
+        if (n->on_host)
+            return false; /* a runner sets it once it is first (service) */
         n->error = n->c.kind == RILL__CMD_KERNEL ? launch(d, cs->cu, &n->c.u.kernel, &n->why)
                    : n->c.kind == RILL__CMD_COPY ? copy(d, cs->cu, &n->c.u.copy)
                                                  : set(d, cs->cu, &n->c.u.set);
@@ -254,10 +265,15 @@ rill_status rill__cuda_submit(rill__stream *s, const rill__cmd *cmd, uint64_t *s
         n->c.u.kernel.accesses = NULL; /* borrowed; the GPU needs none */
         n->c.u.kernel.num_accesses = 0;
     }
-    rill__cuda_use(d);
+    CUcontext prev = rill__cuda_enter(d);
+    /* The driver writes device memory and page-locked host memory only:
+     * a memset of other host memory runs on the host, in stream order. */
+    if (cmd->kind == RILL__CMD_SET)
+        n->on_host = !gpu_writable(d, cmd->u.set.dst);
     rill__mutex_lock(&cs->lock);
     if (!cs->active && activate(d, s) != RILL_OK) {
         rill__mutex_unlock(&cs->lock);
+        rill__cuda_leave(d, prev);
         rill__free(n);
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "out of host memory queuing a command");
     }
@@ -277,6 +293,7 @@ rill_status rill__cuda_submit(rill__stream *s, const rill__cmd *cmd, uint64_t *s
     atomic_store_explicit(&q->sub_seq, n->seq, memory_order_release);
     *seq = n->seq;
     rill__mutex_unlock(&cs->lock);
+    rill__cuda_leave(d, prev);
     rill__cuda_ring(d);
     return RILL_OK;
 }
@@ -322,6 +339,7 @@ static const char *kind_name(const cuda_cmd *n) {
 static bool ends_context(CUresult r) {
     switch (r) {
     case CUDA_ERROR_ILLEGAL_ADDRESS:
+    case CUDA_ERROR_CONTAINED:
     case CUDA_ERROR_LAUNCH_FAILED:
     case CUDA_ERROR_ILLEGAL_INSTRUCTION:
     case CUDA_ERROR_MISALIGNED_ADDRESS:
@@ -374,10 +392,9 @@ static void finish(cuda_device *d, cuda_stream *cs, cuda_cmd *n) {
         }
         break;
     case RILL__CMD_RECORD:
+        /* rill__cuda_stamp takes the event. */
         rill__event_stamp(n->c.u.record.event, n->c.u.record.gen,
                           n->ev != NULL ? rill__cuda_stamp(d, n->ev) : rill__now_ns(), cs->failing);
-        if (n->ev != NULL)
-            (void)d->drv->cuEventDestroy(n->ev);
         break;
     case RILL__CMD_CLEAR:
         cs->failing = 0;
@@ -399,6 +416,12 @@ static void run_host(cuda_stream *cs, cuda_cmd *n) {
         return;
     if (rill__host_run(n->c.u.host.fn, n->c.u.host.user_data, &cs->ls))
         fail_stream(cs, n->seq, "host function", cs->ls.message);
+}
+
+/* A memset of host memory the GPU cannot write, first in its stream. */
+static void run_set(cuda_stream *cs, cuda_cmd *n) {
+    if (!cs->failing)
+        memset(n->c.u.set.dst, n->c.u.set.value, n->c.u.set.bytes);
 }
 
 typedef struct ext_wait {
@@ -465,14 +488,22 @@ static bool run_graph(cuda_device *d, cuda_stream *cs, cuda_cmd *n) {
             on_gpu = true;
             break;
         case RILL__GNODE_SET:
-            r = set(d, cs->cu, &p->u.set);
-            on_gpu = true;
+            if (gpu_writable(d, p->u.set.dst)) {
+                r = set(d, cs->cu, &p->u.set);
+                on_gpu = true;
+            } else if ((r = drv->cuStreamSynchronize(cs->cu)) == CUDA_SUCCESS) {
+                on_gpu = false;
+                memset(p->u.set.dst, p->u.set.value, p->u.set.bytes);
+            }
             break;
         case RILL__GNODE_HOST: {
             rill__launch_state hs;
             if ((r = drv->cuStreamSynchronize(cs->cu)) == CUDA_SUCCESS)
                 on_gpu = false;
-            if (r == CUDA_SUCCESS && rill__host_run(p->u.host.fn, p->u.host.user_data, &hs)) {
+            bool host_failed =
+                r == CUDA_SUCCESS && rill__host_run(p->u.host.fn, p->u.host.user_data, &hs);
+            (void)rill__cuda_enter(d); /* the function may have changed it */
+            if (host_failed) {
                 failed = true;
                 snprintf(what, sizeof what, "host function (graph node %u)", x->graph_index);
                 snprintf(why, sizeof why, "%s", hs.message);
@@ -489,9 +520,9 @@ static bool run_graph(cuda_device *d, cuda_stream *cs, cuda_cmd *n) {
                 on_gpu = false;
                 rill__event_stamp(p->u.event.event,
                                   atomic_load_explicit(&v->record_gen[i], memory_order_relaxed),
-                                  rill__cuda_stamp(d, ev), 0);
-            }
-            (void)drv->cuEventDestroy(ev);
+                                  rill__cuda_stamp(d, ev), 0); /* takes ev */
+            } else
+                (void)drv->cuEventDestroy(ev);
             break;
         }
         default: /* empty and wait nodes: the wait happened before the launch */
@@ -501,6 +532,11 @@ static bool run_graph(cuda_device *d, cuda_stream *cs, cuda_cmd *n) {
             failed = true;
             snprintf(what, sizeof what, "graph node %u", x->graph_index);
             rill__cuda_describe(d, r, "the CUDA driver refused it", why, sizeof why);
+            if (ends_context(r)) {
+                char lost[200];
+                rill__cuda_describe(d, r, "the GPU stopped", lost, sizeof lost);
+                rill__device_lost(rill__queue_of(cs->self)->dev, lost);
+            }
         }
     }
     if (failed && what[0] != '\0')
@@ -517,8 +553,15 @@ static void run_job(cuda_device *d, cuda_cmd *n) {
     bool settled = true;
     if (n->c.kind == RILL__CMD_HOST)
         run_host(cs, n);
+    else if (n->c.kind == RILL__CMD_SET)
+        run_set(cs, n);
     else if (!cs->failing)
         settled = run_graph(d, cs, n);
+    if (atomic_load(&d->exiting))
+        return; /* the process exits: the driver may be gone */
+    /* A host function may have made another context current (through
+     * the CUDA runtime, PyTorch): this thread is rill's own. */
+    (void)rill__cuda_enter(d);
     rill__mutex_lock(&cs->lock);
     if (settled)
         n->state = MET;
@@ -532,7 +575,7 @@ static void run_job(cuda_device *d, cuda_cmd *n) {
 
 static void runner_main(void *arg) {
     cuda_device *d = arg;
-    rill__cuda_use(d);
+    (void)rill__cuda_enter(d);
     rill__thread_set_worker(1);
     rill__mutex_lock(&d->run_lock);
     for (;;) {
@@ -545,8 +588,8 @@ static void runner_main(void *arg) {
             d->idle_runners--;
         }
         cuda_cmd *n = d->jobs;
-        if (n == NULL)
-            break; /* stopping, and nothing is left */
+        if (n == NULL || atomic_load(&d->exiting))
+            break; /* stopping, and nothing is left, or the process exits */
         d->jobs = n->job_next;
         if (d->jobs == NULL)
             d->jobs_tail = NULL;
@@ -576,13 +619,17 @@ static void hand_over(cuda_device *d, cuda_cmd *n) {
     rill__futex_wake(&d->run_bell, 1);
 }
 
-void rill__cuda_runners_stop(cuda_device *d) {
+void rill__cuda_runners_wake(cuda_device *d) {
     atomic_store(&d->stop, 1);
+    atomic_fetch_add(&d->run_bell, 1);
+    rill__futex_wake(&d->run_bell, INT32_MAX);
+}
+
+void rill__cuda_runners_stop(cuda_device *d) {
     rill__mutex_lock(&d->run_lock);
     int n = d->num_runners;
     rill__mutex_unlock(&d->run_lock);
-    atomic_fetch_add(&d->run_bell, 1);
-    rill__futex_wake(&d->run_bell, INT32_MAX);
+    rill__cuda_runners_wake(d);
     for (int i = 0; i < n; i++)
         rill__thread_join(&d->runners[i]);
 }
@@ -654,7 +701,8 @@ static bool service(cuda_device *d, rill__stream *s, bool *gpu, bool *idle) {
     /* next_issue stays on a command a runner runs, so that nothing after
      * it is issued before it is done. */
     if (!moved && h != NULL && h == cs->next_issue && h->state == QUEUED &&
-        (h->c.kind == RILL__CMD_HOST || h->c.kind == RILL__CMD_GRAPH)) {
+        (h->c.kind == RILL__CMD_HOST || h->c.kind == RILL__CMD_GRAPH ||
+         (h->c.kind == RILL__CMD_SET && h->on_host))) {
         rill__stream *after = h->c.kind == RILL__CMD_GRAPH ? h->c.u.graph.after_stream : NULL;
         /* A launch waits for the exec's previous one, even when skipped. */
         if (after == NULL || wait_for(h, after, h->c.u.graph.after_seq)) {
@@ -691,7 +739,9 @@ bool rill__cuda_host_help(rill__stream *s, uint64_t seq) {
         return false;
     cuda_device *d = cuda_device_of(rill__queue_of(s)->dev);
     rill__thread_enter_worker();
+    CUcontext prev = rill__cuda_enter(d); /* completing destroys events */
     bool moved = complete_done(d, cs);
+    rill__cuda_leave(d, prev);
     rill__thread_leave_worker();
     if (moved)
         rill__cuda_ring(d); /* the pump issues what the completions let through */
@@ -748,13 +798,17 @@ static void deactivate(cuda_device *d, rill__stream *s) {
 
 void rill__cuda_pump(void *arg) {
     cuda_device *d = arg;
-    rill__cuda_use(d);
     rill__thread_set_worker(1);
     rill__stream **snap = NULL;
     size_t cap = 0;
     unsigned idle_rounds = 0;
     uint64_t last_move = rill__now_ns();
     for (;;) {
+        if (atomic_load(&d->exiting))
+            break;
+        /* The completions it reports may run code that changes the current
+         * context; one look costs a read of the driver's thread state. */
+        (void)rill__cuda_enter(d);
         uint32_t bell = atomic_load(&d->bell);
         rill__mutex_lock(&d->lock);
         size_t n = d->num_active;
