@@ -152,7 +152,7 @@ name = kf.new("char[]", b"gate")
 desc = kf.new("rill_kernel_desc *", {{"name": name, "cpu": body}})
 kernel = kf.new("void **")
 assert kl.rill_kernel_create(desc, kernel) == 0
-s = rill.Stream()
+s = rill.Stream(device="cpu")  # the gate kernel has a CPU body only
 handle = kf.cast("void *", int(_ffi.ffi.cast("uintptr_t", s._handle("test"))))
 launch = kf.new("rill_launch *", {{"grid": (1, 1, 1), "block": (1, 1, 1)}})
 assert kl.rill_launch_kernel(handle, kernel[0], launch) == 0
