@@ -64,6 +64,10 @@ struct rill__acl_model *rill__acl_model_bound_to_locked(rill_stream *s);
  * its execs destroyed and its task groups' handles closed (models' lock
  * held). */
 void rill__acl_model_release_locked(struct rill__acl_model *m);
+/* Keeps graph (owned from now) as the description of the model part that
+ * exec runs, replacing one kept before; freed when the exec is destroyed
+ * here (models' lock held). */
+void rill__acl_model_keep_graph_locked(rill_graph_exec *exec, rill_graph *graph);
 /* Frees every model and capture note (aclFinalize, after rill_shutdown has
  * released their rill objects). */
 void rill__acl_models_forget_all(void);

@@ -63,6 +63,17 @@ ACL_FUNC_VISIBILITY aclError aclmdlRIExecute(aclmdlRI modelRI, int32_t timeout);
  * still being built is abandoned: its capture ends, nothing of it runs. */
 ACL_FUNC_VISIBILITY aclError aclmdlRIDestroy(aclmdlRI modelRI);
 
+/* aclmdlRIDebugJsonPrint's flags; both write the same description. */
+#define ACL_MDLRI_DEBUG_JSON_PRINT_SUMMARY 0x0UL
+#define ACL_MDLRI_DEBUG_JSON_PRINT_VERBOSE 0x1UL
+/* Writes a description of the model to the file path as JSON: its kind
+ * and, for each rill graph it runs (one, or one per segment of a capture
+ * with task groups), the graph's node count and its Graphviz DOT
+ * (rill_graph_write_dot), as a string. rill has no NPU tasks, stream or
+ * task ids to list, as CANN's file does. */
+ACL_FUNC_VISIBILITY aclError aclmdlRIDebugJsonPrint(aclmdlRI modelRI, const char *path,
+                                                    uint32_t flags);
+
 /* Task groups: the work captured on stream (the stream that began the
  * capture) between aclmdlRICaptureTaskGrpBegin and aclmdlRICaptureTaskGrpEnd
  * is a group of the model, *handle, whose work an update may replace. The
