@@ -112,7 +112,7 @@ static void test_acl_debug_json_print_describes_every_graph(void **state) {
     ACL_OK(aclmdlRICaptureEnd(s, &model));
     ACL_OK(aclmdlRIDebugJsonPrint(model, path, ACL_MDLRI_DEBUG_JSON_PRINT_VERBOSE));
     char *text = slurp(path);
-    assert_non_null(strstr(text, "\"kind\": \"captured with task groups\""));
+    assert_non_null(strstr(text, "\"kind\": \"captured in segments\""));
     assert_int_equal(count_of(text, "\"dot\": \"digraph"), 3);
     for (int i = 0; i < 3; i++)
         assert_int_equal(nodes_at(text, i), i + 1);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * ACL's event calls beyond those of runtime.c, each on rill's events: the
- * flag variants of create, record and wait take the default flag and
- * refuse ACL graphs' external events; a reset checks its handles and
+ * flag variants of create, record and wait take the default flag, and
+ * the external ones cut a capture (model.c); a reset checks its handles and
  * changes nothing; the interprocess calls are rill's, byte for byte (both
  * handles are 64 bytes). rill gives event times only relative to another
  * event, so aclrtEventGetTimestamp records a reference event at the call,
@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "error.h"
+#include "model.h"
 #include "report.h"
 #include "reset.h"
 #include "stream.h"
@@ -27,18 +28,16 @@ aclError aclrtCreateEventExWithFlag(aclrtEvent *event, uint32_t flag) {
 }
 
 aclError aclrtRecordEventWithFlag(aclrtEvent event, aclrtStream stream, uint32_t flag) {
-    if (flag == ACL_EVENT_RECORD_EXTERNAL)
-        return rill__acl_fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                              "aclrtRecordEventWithFlag: ACL_EVENT_RECORD_EXTERNAL records an "
-                              "event for an NPU model's external wait, which rill has not; use "
-                              "ACL_EVENT_RECORD_DEFAULT");
-    if (flag != ACL_EVENT_RECORD_DEFAULT)
+    if (flag != ACL_EVENT_RECORD_DEFAULT && flag != ACL_EVENT_RECORD_EXTERNAL)
         return rill__acl_fail(ACL_ERROR_INVALID_PARAM,
                               "aclrtRecordEventWithFlag: flag 0x%x is neither "
                               "ACL_EVENT_RECORD_DEFAULT nor ACL_EVENT_RECORD_EXTERNAL",
                               (unsigned)flag);
     if (!event)
         return rill__acl_fail(ACL_ERROR_INVALID_PARAM, "aclrtRecordEventWithFlag: event is NULL");
+    if (flag == ACL_EVENT_RECORD_EXTERNAL)
+        return rill__acl_capture_external("aclrtRecordEventWithFlag", (rill_stream *)stream,
+                                          (rill_event *)event, true);
     return rill__acl_check(rill_event_record((rill_event *)event, (rill_stream *)stream),
                            "aclrtRecordEventWithFlag");
 }
@@ -46,12 +45,7 @@ aclError aclrtRecordEventWithFlag(aclrtEvent event, aclrtStream stream, uint32_t
 aclError aclrtStreamWaitEventWithFlag(aclrtStream stream, aclrtEvent event, uint32_t timeout,
                                       uint32_t flag) {
     const char *call = "aclrtStreamWaitEventWithFlag";
-    if (flag == ACL_EVENT_WAIT_EXTERNAL)
-        return rill__acl_fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                              "%s: ACL_EVENT_WAIT_EXTERNAL waits in an NPU model for an "
-                              "external record, which rill has not; use ACL_EVENT_WAIT_DEFAULT",
-                              call);
-    if (flag != ACL_EVENT_WAIT_DEFAULT)
+    if (flag != ACL_EVENT_WAIT_DEFAULT && flag != ACL_EVENT_WAIT_EXTERNAL)
         return rill__acl_fail(ACL_ERROR_INVALID_PARAM,
                               "%s: flag 0x%x is neither ACL_EVENT_WAIT_DEFAULT nor "
                               "ACL_EVENT_WAIT_EXTERNAL",
@@ -62,6 +56,8 @@ aclError aclrtStreamWaitEventWithFlag(aclrtStream stream, aclrtEvent event, uint
                               call, (unsigned)timeout);
     if (!event)
         return rill__acl_fail(ACL_ERROR_INVALID_PARAM, "%s: event is NULL", call);
+    if (flag == ACL_EVENT_WAIT_EXTERNAL)
+        return rill__acl_capture_external(call, (rill_stream *)stream, (rill_event *)event, false);
     return rill__acl_check(rill_stream_wait_event((rill_stream *)stream, (rill_event *)event),
                            call);
 }

@@ -6,6 +6,13 @@
  * from aclmdlRICaptureEnd is a rill_graph_exec. ACL's capture modes and
  * statuses have rill's values.
  *
+ * An external wait or record (ACL_EVENT_WAIT_EXTERNAL,
+ * ACL_EVENT_RECORD_EXTERNAL) cuts the capture too: the segment before it
+ * is instantiated, a graph of one event wait (record) node follows as a
+ * segment of its own, and the capture begins again; the wait node waits,
+ * at each execution, for the event as recorded when the execution is
+ * submitted, and the record node records it at each execution's end.
+ *
  * Task groups cut a capture into segments: aclmdlRICaptureTaskGrpBegin
  * and ...End end the capture (the segment before is instantiated) and
  * begin it again in its mode, so that the group is a segment of its own;
@@ -180,9 +187,8 @@ static void drop_capture_locked(struct capture *c) {
  * more segment (models_lock held); *ended: whether the capture ended (it
  * does unless there is no memory for the segment or another thread than
  * the one that began it tries). */
-static rill_status end_segment_locked(struct capture *c, bool *ended) {
-    struct rill__acl_model *m = c->model;
-    *ended = false;
+/* Room for one more segment in m (models_lock held). */
+static rill_status reserve_segment_locked(struct rill__acl_model *m) {
     if (m->num_segs == m->cap_segs) {
         size_t grown = m->cap_segs ? m->cap_segs * 2 : 4;
         rill_graph_exec **n = realloc(m->segs, grown * sizeof *n);
@@ -191,6 +197,14 @@ static rill_status end_segment_locked(struct capture *c, bool *ended) {
         m->segs = n;
         m->cap_segs = grown;
     }
+    return RILL_OK;
+}
+
+static rill_status end_segment_locked(struct capture *c, bool *ended) {
+    struct rill__acl_model *m = c->model;
+    *ended = false;
+    if (reserve_segment_locked(m) != RILL_OK)
+        return RILL_ERROR_OUT_OF_MEMORY;
     rill_graph *graph;
     rill_status st = rill_stream_end_capture(c->origin, &graph);
     *ended = st != RILL_ERROR_CAPTURE_WRONG_THREAD && st != RILL_ERROR_CAPTURE_UNMATCHED;
@@ -307,6 +321,22 @@ out:
     return err;
 }
 
+/* Gives c the model that its segments make, if it has none yet
+ * (models_lock held). */
+static aclError model_of_capture_locked(const char *call, struct capture *c) {
+    if (c->model)
+        return ACL_SUCCESS;
+    struct rill__acl_model *m = calloc(1, sizeof *m);
+    void *h = m ? rill__acl_handle_open(RILL_ACL_MODEL, m) : NULL;
+    if (!h) {
+        free(m);
+        return rill__acl_fail(ACL_ERROR_BAD_ALLOC, "%s: no memory for the model", call);
+    }
+    *m = (struct rill__acl_model){.type = RILL_ACL_MODEL_OBJECT, .handle = h, .captured = true};
+    c->model = m;
+    return ACL_SUCCESS;
+}
+
 /* ---- task groups ---- */
 
 aclError aclmdlRICaptureTaskGrpBegin(aclrtStream stream) {
@@ -328,17 +358,9 @@ aclError aclmdlRICaptureTaskGrpBegin(aclrtStream stream) {
                              call);
         goto out;
     }
-    if (!c->model) {
-        struct rill__acl_model *m = calloc(1, sizeof *m);
-        void *h = m ? rill__acl_handle_open(RILL_ACL_MODEL, m) : NULL;
-        if (!h) {
-            free(m);
-            err = rill__acl_fail(ACL_ERROR_BAD_ALLOC, "%s: no memory for the model", call);
-            goto out;
-        }
-        *m = (struct rill__acl_model){.type = RILL_ACL_MODEL_OBJECT, .handle = h, .captured = true};
-        c->model = m;
-    }
+    err = model_of_capture_locked(call, c);
+    if (err != ACL_SUCCESS)
+        goto out;
     err = split_locked(call, c);
     if (err == ACL_SUCCESS)
         c->in_group = true;
@@ -801,7 +823,7 @@ aclError aclmdlRIDebugJsonPrint(aclmdlRI modelRI, const char *path, uint32_t fla
         if (m && m->captured) {
             execs = m->segs;
             n = m->num_segs;
-            kind = "captured with task groups";
+            kind = "captured in segments";
         } else if (m && m->exec) {
             one = m->exec;
             execs = &one;
@@ -835,6 +857,86 @@ aclError aclmdlRIDebugJsonPrint(aclmdlRI modelRI, const char *path, uint32_t fla
             err = rill__acl_fail(ACL_ERROR_INVALID_PARAM, "%s: writing '%s' failed (%s)", call,
                                  path, strerror(errno));
     }
+    rill__acl_models_unlock();
+    return err;
+}
+
+/* ---- external waits and records ---- */
+
+/* Appends to m a segment that waits for event (or records it): a graph of
+ * that one node (models_lock held). */
+static rill_status event_segment_locked(struct rill__acl_model *m, rill_event *event, bool record) {
+    rill_status st = reserve_segment_locked(m);
+    if (st != RILL_OK)
+        return st;
+    rill_graph *graph;
+    st = rill_graph_create(&graph);
+    if (st != RILL_OK)
+        return st;
+    rill_graph_node *node;
+    st = record ? rill_graph_add_event_record_node(graph, NULL, 0, event, &node)
+                : rill_graph_add_event_wait_node(graph, NULL, 0, event, &node);
+    if (st == RILL_OK)
+        st = rill_graph_instantiate(graph, &m->segs[m->num_segs]);
+    if (st == RILL_OK) {
+        rill__acl_model_keep_graph_locked(m->segs[m->num_segs], graph);
+        m->num_segs++;
+    } else {
+        rill_graph_destroy(graph);
+    }
+    return st;
+}
+
+aclError rill__acl_capture_external(const char *call, rill_stream *stream, rill_event *event,
+                                    bool record) {
+    const char *what = record ? "an external record (ACL_EVENT_RECORD_EXTERNAL)"
+                              : "an external wait (ACL_EVENT_WAIT_EXTERNAL)";
+    rill_capture_status status;
+    aclError err = rill__acl_check(rill_stream_get_capture_status(stream, &status), call);
+    if (err != ACL_SUCCESS)
+        return err;
+    if (status != RILL_CAPTURE_ACTIVE)
+        return rill__acl_fail(ACL_ERROR_RT_STREAM_NOT_CAPTURED,
+                              "%s: the stream (%p) is not capturing; %s belongs in a capture "
+                              "(aclmdlRICaptureBegin); use the default flag outside one",
+                              call, (void *)stream, what);
+    rill_device *dev;
+    err = rill__acl_check(rill_event_get_device(event, &dev), call); /* a live event */
+    if (err != ACL_SUCCESS)
+        return err;
+    rill__acl_models_lock();
+    struct capture *c = capture_of_locked(stream, false);
+    if (!c) {
+        err = rill__acl_fail(ACL_ERROR_INVALID_PARAM,
+                             "%s: %s is made on the stream that began the capture with "
+                             "aclmdlRICaptureBegin, and the stream (%p) did not",
+                             call, what, (void *)stream);
+        goto out;
+    }
+    if (c->in_group) {
+        err = rill__acl_fail(ACL_ERROR_INVALID_PARAM,
+                             "%s: a task group is open; make %s before "
+                             "aclmdlRICaptureTaskGrpBegin or after aclmdlRICaptureTaskGrpEnd",
+                             call, what);
+        goto out;
+    }
+    err = model_of_capture_locked(call, c);
+    if (err != ACL_SUCCESS)
+        goto out;
+    bool ended;
+    rill_status st = end_segment_locked(c, &ended);
+    if (!ended) {
+        err = rill__acl_check(st, call);
+        goto out;
+    }
+    if (st == RILL_OK)
+        st = event_segment_locked(c->model, event, record);
+    if (st == RILL_OK)
+        st = rill_stream_begin_capture(c->origin, c->mode);
+    err = rill__acl_check(st, call);
+    if (err != ACL_SUCCESS)
+        drop_capture_locked(c); /* the capture has ended: it and its model go */
+out:
     rill__acl_models_unlock();
     return err;
 }
