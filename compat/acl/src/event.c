@@ -4,10 +4,13 @@
  * flag variants of create, record and wait take the default flag, and
  * the external ones cut a capture (model.c); a reset checks its handles and
  * changes nothing; the interprocess calls are rill's, byte for byte (both
- * handles are 64 bytes). rill gives event times only relative to another
- * event, so aclrtEventGetTimestamp records a reference event at the call,
- * on a stream of its own, and places the event on the host's clock by its
- * elapsed time to that one. No state of its own.
+ * handles are 64 bytes). A rill event records on streams of its device
+ * only, but CANN's process that opens an interprocess event records it on
+ * its own device's streams: such a record is relayed through a stream of
+ * the event's device, made for the record and destroyed at once. rill gives event times only
+ * relative to another event, so aclrtEventGetTimestamp records a reference event at the call, on a
+ * stream of its own, and places the event on the host's clock by its elapsed time to that one. No
+ * state of its own.
  */
 #include "event.h"
 
@@ -38,8 +41,8 @@ aclError aclrtRecordEventWithFlag(aclrtEvent event, aclrtStream stream, uint32_t
     if (flag == ACL_EVENT_RECORD_EXTERNAL)
         return rill__acl_capture_external("aclrtRecordEventWithFlag", (rill_stream *)stream,
                                           (rill_event *)event, true);
-    return rill__acl_check(rill_event_record((rill_event *)event, (rill_stream *)stream),
-                           "aclrtRecordEventWithFlag");
+    return rill__acl_record_event("aclrtRecordEventWithFlag", (rill_event *)event,
+                                  (rill_stream *)stream);
 }
 
 aclError aclrtStreamWaitEventWithFlag(aclrtStream stream, aclrtEvent event, uint32_t timeout,
@@ -182,4 +185,47 @@ aclError aclrtIpcOpenEventHandle(aclrtIpcEventHandle handle, aclrtEvent *event) 
     }
     *event = e;
     return err;
+}
+
+/* The relay of rill__acl_record_event: event (bound to dev) records, on a
+ * stream of dev made for it, the point that stream has reached now. */
+static rill_status relay_record(rill_event *event, rill_device *dev, rill_stream *stream) {
+    rill_event *hop = NULL;
+    rill_stream *relay = NULL;
+    rill_status st = rill_event_create(0, &hop);
+    if (st == RILL_OK)
+        st = rill_event_record(hop, stream);
+    if (st == RILL_OK)
+        st = rill_stream_create(dev, 0, &relay);
+    if (st == RILL_OK)
+        st = rill_stream_wait_event(relay, hop);
+    if (st == RILL_OK)
+        st = rill_event_record(event, relay);
+    /* Both may go with work pending: rill releases them once it is done. */
+    if (relay)
+        rill_stream_destroy(relay);
+    if (hop)
+        rill_event_destroy(hop);
+    return st;
+}
+
+aclError rill__acl_record_event(const char *call, rill_event *event, rill_stream *stream) {
+    rill_status st = rill_event_record(event, stream);
+    if (st != RILL_ERROR_DEVICE_MISMATCH)
+        return rill__acl_check(st, call);
+    /* Only an interprocess event is relayed (exporting a handle of a bound
+     * event changes nothing), and not into a capture, which the relay's
+     * stream would join and never leave. */
+    rill_ipc_event_handle h;
+    rill_device *dev = NULL;
+    rill_capture_status cap = RILL_CAPTURE_NONE;
+    if (rill_event_ipc_handle(event, &h) != RILL_OK ||
+        rill_event_get_device(event, &dev) != RILL_OK ||
+        rill_stream_get_capture_status(stream, &cap) != RILL_OK || cap != RILL_CAPTURE_NONE)
+        return rill__acl_fail(ACL_ERROR_RT_STREAM_CONTEXT,
+                              "%s: the event belongs to another device than the stream; record "
+                              "it on a stream of its device (only an interprocess event is "
+                              "recorded across devices, and not in a capture)",
+                              call);
+    return rill__acl_check(relay_record(event, dev, stream), call);
 }

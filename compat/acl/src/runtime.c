@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "event.h"
 #include "memory.h"
 #include "model.h"
 #include "report.h"
@@ -278,8 +279,7 @@ aclError aclrtDestroyEvent(aclrtEvent event) {
 aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream) {
     if (!event)
         return rill__acl_fail(ACL_ERROR_INVALID_PARAM, "aclrtRecordEvent: event is NULL");
-    return rill__acl_check(rill_event_record((rill_event *)event, (rill_stream *)stream),
-                           "aclrtRecordEvent");
+    return rill__acl_record_event("aclrtRecordEvent", (rill_event *)event, (rill_stream *)stream);
 }
 
 aclError aclrtQueryEventStatus(aclrtEvent event, aclrtEventRecordedStatus *status) {
