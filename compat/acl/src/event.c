@@ -1,16 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * ACL's event calls beyond those of runtime.c, each on rill's events: the
- * flag variants of create, record and wait take the default flag, and
- * the external ones cut a capture (model.c); a reset checks its handles and
+ * flag variants of create, record and wait take the default flag, and the
+ * external ones cut a capture (model.c); a reset checks its handles and
  * changes nothing; the interprocess calls are rill's, byte for byte (both
  * handles are 64 bytes). A rill event records on streams of its device
  * only, but CANN's process that opens an interprocess event records it on
  * its own device's streams: such a record is relayed through a stream of
- * the event's device, made for the record and destroyed at once. rill gives event times only
- * relative to another event, so aclrtEventGetTimestamp records a reference event at the call, on a
- * stream of its own, and places the event on the host's clock by its elapsed time to that one. No
- * state of its own.
+ * the event's device, made for the record and destroyed at once. rill
+ * gives event times only relative to another event, so
+ * aclrtEventGetTimestamp records a reference event at the call, on a
+ * stream of its own, and places the event on the host's clock by its
+ * elapsed time to that one. No state of its own.
  */
 #include "event.h"
 

@@ -183,10 +183,6 @@ static void drop_capture_locked(struct capture *c) {
     free(c);
 }
 
-/* Ends the capture of c's origin and appends its work to c's model as one
- * more segment (models_lock held); *ended: whether the capture ended (it
- * does unless there is no memory for the segment or another thread than
- * the one that began it tries). */
 /* Room for one more segment in m (models_lock held). */
 static rill_status reserve_segment_locked(struct rill__acl_model *m) {
     if (m->num_segs == m->cap_segs) {
@@ -200,6 +196,10 @@ static rill_status reserve_segment_locked(struct rill__acl_model *m) {
     return RILL_OK;
 }
 
+/* Ends the capture of c's origin and appends its work to c's model as one
+ * more segment (models_lock held); *ended: whether the capture ended (it
+ * does unless there is no memory for the segment or another thread than
+ * the one that began it tries). */
 static rill_status end_segment_locked(struct capture *c, bool *ended) {
     struct rill__acl_model *m = c->model;
     *ended = false;
