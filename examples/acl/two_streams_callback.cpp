@@ -2,11 +2,15 @@
 // An ACL program in the style of CANN's runtime samples, built unchanged
 // against librill_acl: two streams in one context, an event that orders
 // them, asynchronous copies, aclnnAdd, and callbacks that a thread of the
-// program runs in aclrtProcessReport. It prints what each step computed.
+// program runs in aclrtProcessReport, then a model captured across both
+// streams and replayed. It prints what each step computed.
 //
 //   stream 2: copy b in, callback (checks b on the host), record event
 //   stream 1: copy a in, wait for the event, out = a + 2 * b, copy out back,
 //             callback (sums out on the host)
+//   model (captured on stream 1, stream 2 forked in and joined back):
+//             stream 2: out = out + 2 * b; stream 1: copy out back
+//   each replay: execute the model on stream 1, callback (sums out)
 #include <atomic>
 #include <cstdio>
 #include <thread>
@@ -147,6 +151,43 @@ int main() {
     }
     std::printf("out[i] == a[i] + 2 * b[i] for all %d elements: %s\n", kCount,
                 exact ? "yes" : "no");
+
+    // A model of both streams: stream 2 joins the capture through fork and
+    // adds 2 * b to out in place; stream 1 waits for it through join and
+    // copies out back. Nothing runs until the model is executed.
+    aclrtEvent fork = nullptr, join = nullptr;
+    CHECK(aclrtCreateEvent(&fork));
+    CHECK(aclrtCreateEvent(&join));
+    aclmdlRI model = nullptr;
+    CHECK(aclmdlRICaptureBegin(stream1, ACL_MODEL_RI_CAPTURE_MODE_GLOBAL));
+    CHECK(aclrtRecordEvent(fork, stream1));
+    CHECK(aclrtStreamWaitEvent(stream2, fork));
+    if (aclnnAddGetWorkspaceSize(out, b, alpha, out, &workspaceSize, &executor) != 0 ||
+        aclnnAdd(nullptr, workspaceSize, executor, stream2) != 0) {
+        std::printf("aclnnAdd (captured) failed: %s\n", aclGetRecentErrMsg());
+        return 1;
+    }
+    CHECK(aclrtRecordEvent(join, stream2));
+    CHECK(aclrtStreamWaitEvent(stream1, join));
+    CHECK(aclrtMemcpyAsync(hostOut, bytes, devOut, bytes, ACL_MEMCPY_DEVICE_TO_HOST, stream1));
+    CHECK(aclmdlRICaptureEnd(stream1, &model));
+    std::printf("captured: out[0] still %.1f\n", hostOut[0]);
+
+    HostView replayView = {hostOut, kCount, "sum(out)"};
+    for (int replay = 1; replay <= 3; ++replay) {
+        CHECK(aclmdlRIExecuteAsync(model, stream1));
+        CHECK(aclrtLaunchCallback(SumOutput, &replayView, ACL_CALLBACK_BLOCK, stream1));
+        CHECK(aclrtSynchronizeStream(stream1));
+        bool right = true;
+        for (int i = 0; i < kCount; ++i) {
+            right = right && hostOut[i] == static_cast<float>(i + 1 + replay);
+        }
+        std::printf("replay %d: out[i] == a[i] + 2 * b[i] * %d for all %d elements: %s\n", replay,
+                    replay + 1, kCount, right ? "yes" : "no");
+    }
+    CHECK(aclmdlRIDestroy(model));
+    CHECK(aclrtDestroyEvent(fork));
+    CHECK(aclrtDestroyEvent(join));
 
     g_processing.store(false);
     reporter.join();

@@ -47,12 +47,13 @@ static void test_acl_event_with_flag_variants(void **state) {
     ACL_OK(aclrtQueryEventStatus(e, &st));
     assert_int_equal(st, ACL_EVENT_RECORDED_STATUS_COMPLETE);
 
+    /* External records and waits belong in captures (test_acl_external). */
     ACL_FAILS(aclrtRecordEventWithFlag(e, a, ACL_EVENT_RECORD_EXTERNAL),
-              ACL_ERROR_RT_FEATURE_NOT_SUPPORT, "ACL_EVENT_RECORD_EXTERNAL");
+              ACL_ERROR_RT_STREAM_NOT_CAPTURED, "ACL_EVENT_RECORD_EXTERNAL");
     ACL_FAILS(aclrtRecordEventWithFlag(e, a, 4), ACL_ERROR_INVALID_PARAM, "flag 0x4");
     ACL_FAILS(aclrtRecordEventWithFlag(NULL, a, 0), ACL_ERROR_INVALID_PARAM, "event is NULL");
     ACL_FAILS(aclrtStreamWaitEventWithFlag(b, e, 0, ACL_EVENT_WAIT_EXTERNAL),
-              ACL_ERROR_RT_FEATURE_NOT_SUPPORT, "ACL_EVENT_WAIT_EXTERNAL");
+              ACL_ERROR_RT_STREAM_NOT_CAPTURED, "ACL_EVENT_WAIT_EXTERNAL");
     ACL_FAILS(aclrtStreamWaitEventWithFlag(b, e, 0, 8), ACL_ERROR_INVALID_PARAM, "flag 0x8");
     ACL_FAILS(aclrtStreamWaitEventWithFlag(b, e, 100, 0), ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
               "timeout 100");

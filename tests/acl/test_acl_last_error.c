@@ -108,7 +108,8 @@ static aclrtRandomNumTaskInfo normal_task(void *out, float mean, float stddev, u
     return t;
 }
 
-/* "Normal distribution into float32 memory (rill_op_randn_f32)". */
+/* "Normal distribution into float32 memory (rill_op_randn_f32)"; the
+ * other tasks are test_acl_random's. */
 static void test_acl_random_num_async(void **state) {
     (void)state;
     enum { N = 4096 };
@@ -145,14 +146,18 @@ static void test_acl_random_num_async(void **state) {
     ACL_OK(aclrtRandomNumAsync(&small, s, NULL));
 
     aclrtRandomNumTaskInfo bad = t;
-    bad.randomNumFuncParaInfo.funcType = ACL_RT_RANDOM_NUM_FUNC_TYPE_UNIFORM_DIS;
-    ACL_FAILS(aclrtRandomNumAsync(&bad, s, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT, "uniform");
+    bad.randomNumFuncParaInfo.funcType = ACL_RT_RANDOM_NUM_FUNC_TYPE_NORMAL_DIS;
+    bad.dataType = ACL_INT32;
+    ACL_FAILS(aclrtRandomNumAsync(&bad, s, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT, "normal");
     bad = t;
     bad.randomNumFuncParaInfo.funcType = (aclrtRandomNumFuncType)9;
     ACL_FAILS(aclrtRandomNumAsync(&bad, s, NULL), ACL_ERROR_INVALID_PARAM, "funcType 9");
     bad = t;
-    bad.dataType = ACL_FLOAT16;
+    bad.dataType = ACL_INT8;
     ACL_FAILS(aclrtRandomNumAsync(&bad, s, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT, "ACL_FLOAT");
+    bad = t;
+    bad.dataType = ACL_FLOAT16; /* with float32 parameters */
+    ACL_FAILS(aclrtRandomNumAsync(&bad, s, NULL), ACL_ERROR_INVALID_PARAM, "mean has size 4");
     bad = t;
     bad.randomNumFuncParaInfo.paramInfo.normalDisInfo.mean.isAddr = 1;
     ACL_FAILS(aclrtRandomNumAsync(&bad, s, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT,

@@ -214,7 +214,10 @@ aclError aclmdlRIBuildEnd(aclmdlRI modelRI, void *reserve) {
     err = rill__acl_check(end_capture_locked(m, &graph), call);
     if (err == ACL_SUCCESS) {
         err = rill__acl_check(rill_graph_instantiate(graph, &m->exec), call);
-        rill_graph_destroy(graph);
+        if (err == ACL_SUCCESS)
+            rill__acl_model_keep_graph_locked(m->exec, graph); /* its description */
+        else
+            rill_graph_destroy(graph);
     }
     if (err != ACL_SUCCESS) {
         /* The capture has ended either way: the model is spent. */

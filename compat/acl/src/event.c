@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * ACL's event calls beyond those of runtime.c, each on rill's events: the
- * flag variants of create, record and wait take the default flag and
- * refuse ACL graphs' external events; a reset checks its handles and
+ * flag variants of create, record and wait take the default flag, and the
+ * external ones cut a capture (model.c); a reset checks its handles and
  * changes nothing; the interprocess calls are rill's, byte for byte (both
- * handles are 64 bytes). rill gives event times only relative to another
- * event, so aclrtEventGetTimestamp records a reference event at the call,
- * on a stream of its own, and places the event on the host's clock by its
+ * handles are 64 bytes). A rill event records on streams of its device
+ * only, but CANN's process that opens an interprocess event records it on
+ * its own device's streams: such a record is relayed through a stream of
+ * the event's device, made for the record and destroyed at once. rill
+ * gives event times only relative to another event, so
+ * aclrtEventGetTimestamp records a reference event at the call, on a
+ * stream of its own, and places the event on the host's clock by its
  * elapsed time to that one. No state of its own.
  */
 #include "event.h"
@@ -15,6 +19,7 @@
 #include <time.h>
 
 #include "error.h"
+#include "model.h"
 #include "report.h"
 #include "reset.h"
 #include "stream.h"
@@ -27,31 +32,24 @@ aclError aclrtCreateEventExWithFlag(aclrtEvent *event, uint32_t flag) {
 }
 
 aclError aclrtRecordEventWithFlag(aclrtEvent event, aclrtStream stream, uint32_t flag) {
-    if (flag == ACL_EVENT_RECORD_EXTERNAL)
-        return rill__acl_fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                              "aclrtRecordEventWithFlag: ACL_EVENT_RECORD_EXTERNAL records an "
-                              "event for an NPU model's external wait, which rill has not; use "
-                              "ACL_EVENT_RECORD_DEFAULT");
-    if (flag != ACL_EVENT_RECORD_DEFAULT)
+    if (flag != ACL_EVENT_RECORD_DEFAULT && flag != ACL_EVENT_RECORD_EXTERNAL)
         return rill__acl_fail(ACL_ERROR_INVALID_PARAM,
                               "aclrtRecordEventWithFlag: flag 0x%x is neither "
                               "ACL_EVENT_RECORD_DEFAULT nor ACL_EVENT_RECORD_EXTERNAL",
                               (unsigned)flag);
     if (!event)
         return rill__acl_fail(ACL_ERROR_INVALID_PARAM, "aclrtRecordEventWithFlag: event is NULL");
-    return rill__acl_check(rill_event_record((rill_event *)event, (rill_stream *)stream),
-                           "aclrtRecordEventWithFlag");
+    if (flag == ACL_EVENT_RECORD_EXTERNAL)
+        return rill__acl_capture_external("aclrtRecordEventWithFlag", (rill_stream *)stream,
+                                          (rill_event *)event, true);
+    return rill__acl_record_event("aclrtRecordEventWithFlag", (rill_event *)event,
+                                  (rill_stream *)stream);
 }
 
 aclError aclrtStreamWaitEventWithFlag(aclrtStream stream, aclrtEvent event, uint32_t timeout,
                                       uint32_t flag) {
     const char *call = "aclrtStreamWaitEventWithFlag";
-    if (flag == ACL_EVENT_WAIT_EXTERNAL)
-        return rill__acl_fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                              "%s: ACL_EVENT_WAIT_EXTERNAL waits in an NPU model for an "
-                              "external record, which rill has not; use ACL_EVENT_WAIT_DEFAULT",
-                              call);
-    if (flag != ACL_EVENT_WAIT_DEFAULT)
+    if (flag != ACL_EVENT_WAIT_DEFAULT && flag != ACL_EVENT_WAIT_EXTERNAL)
         return rill__acl_fail(ACL_ERROR_INVALID_PARAM,
                               "%s: flag 0x%x is neither ACL_EVENT_WAIT_DEFAULT nor "
                               "ACL_EVENT_WAIT_EXTERNAL",
@@ -62,6 +60,8 @@ aclError aclrtStreamWaitEventWithFlag(aclrtStream stream, aclrtEvent event, uint
                               call, (unsigned)timeout);
     if (!event)
         return rill__acl_fail(ACL_ERROR_INVALID_PARAM, "%s: event is NULL", call);
+    if (flag == ACL_EVENT_WAIT_EXTERNAL)
+        return rill__acl_capture_external(call, (rill_stream *)stream, (rill_event *)event, false);
     return rill__acl_check(rill_stream_wait_event((rill_stream *)stream, (rill_event *)event),
                            call);
 }
@@ -186,4 +186,47 @@ aclError aclrtIpcOpenEventHandle(aclrtIpcEventHandle handle, aclrtEvent *event) 
     }
     *event = e;
     return err;
+}
+
+/* The relay of rill__acl_record_event: event (bound to dev) records, on a
+ * stream of dev made for it, the point that stream has reached now. */
+static rill_status relay_record(rill_event *event, rill_device *dev, rill_stream *stream) {
+    rill_event *hop = NULL;
+    rill_stream *relay = NULL;
+    rill_status st = rill_event_create(0, &hop);
+    if (st == RILL_OK)
+        st = rill_event_record(hop, stream);
+    if (st == RILL_OK)
+        st = rill_stream_create(dev, 0, &relay);
+    if (st == RILL_OK)
+        st = rill_stream_wait_event(relay, hop);
+    if (st == RILL_OK)
+        st = rill_event_record(event, relay);
+    /* Both may go with work pending: rill releases them once it is done. */
+    if (relay)
+        rill_stream_destroy(relay);
+    if (hop)
+        rill_event_destroy(hop);
+    return st;
+}
+
+aclError rill__acl_record_event(const char *call, rill_event *event, rill_stream *stream) {
+    rill_status st = rill_event_record(event, stream);
+    if (st != RILL_ERROR_DEVICE_MISMATCH)
+        return rill__acl_check(st, call);
+    /* Only an interprocess event is relayed (exporting a handle of a bound
+     * event changes nothing), and not into a capture, which the relay's
+     * stream would join and never leave. */
+    rill_ipc_event_handle h;
+    rill_device *dev = NULL;
+    rill_capture_status cap = RILL_CAPTURE_NONE;
+    if (rill_event_ipc_handle(event, &h) != RILL_OK ||
+        rill_event_get_device(event, &dev) != RILL_OK ||
+        rill_stream_get_capture_status(stream, &cap) != RILL_OK || cap != RILL_CAPTURE_NONE)
+        return rill__acl_fail(ACL_ERROR_RT_STREAM_CONTEXT,
+                              "%s: the event belongs to another device than the stream; record "
+                              "it on a stream of its device (only an interprocess event is "
+                              "recorded across devices, and not in a capture)",
+                              call);
+    return rill__acl_check(relay_record(event, dev, stream), call);
 }

@@ -6,6 +6,13 @@
  * from aclmdlRICaptureEnd is a rill_graph_exec. ACL's capture modes and
  * statuses have rill's values.
  *
+ * An external wait or record (ACL_EVENT_WAIT_EXTERNAL,
+ * ACL_EVENT_RECORD_EXTERNAL) cuts the capture too: the segment before it
+ * is instantiated, a graph of one event wait (record) node follows as a
+ * segment of its own, and the capture begins again; the wait node waits,
+ * at each execution, for the event as recorded when the execution is
+ * submitted, and the record node records it at each execution's end.
+ *
  * Task groups cut a capture into segments: aclmdlRICaptureTaskGrpBegin
  * and ...End end the capture (the segment before is instantiated) and
  * begin it again in its mode, so that the group is a segment of its own;
@@ -20,6 +27,10 @@
  * their type; aclmdlRIExecuteAsync, aclmdlRIExecute and aclmdlRIDestroy
  * take every kind of aclmdlRI.
  *
+ * Each exec keeps the graph it was instantiated from (an update's graph
+ * replaces its group's), for aclmdlRIDebugJsonPrint: rill describes a
+ * graph (rill_graph_write_dot) but not an exec.
+ *
  * State: the models and capture notes are on lists, and one lock guards
  * the lists and each model (not a hot path); rill's capture calls are made
  * with it held (none of them runs a host function).
@@ -27,9 +38,13 @@
 #include "model.h"
 
 #include <assert.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "build.h"
 #include "error.h"
@@ -58,9 +73,18 @@ struct capture {
     struct capture *next;
 };
 
+/* The graph an exec was instantiated from, kept to describe the model
+ * (aclmdlRIDebugJsonPrint) until the exec is destroyed. */
+struct kept_graph {
+    rill_graph_exec *exec;
+    rill_graph *graph; /* owned */
+    struct kept_graph *next;
+};
+
 static pthread_mutex_t models_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct rill__acl_model *models; /* guarded by models_lock */
 static struct capture *captures;       /* guarded by models_lock */
+static struct kept_graph *kept;        /* guarded by models_lock */
 
 void rill__acl_models_lock(void) {
     if (pthread_mutex_lock(&models_lock) != 0)
@@ -73,6 +97,46 @@ void rill__acl_models_unlock(void) {
 }
 
 static void free_groups(struct rill__acl_model *m);
+
+void rill__acl_model_keep_graph_locked(rill_graph_exec *exec, rill_graph *graph) {
+    for (struct kept_graph *k = kept; k; k = k->next)
+        if (k->exec == exec) {
+            rill_graph_destroy(k->graph);
+            k->graph = graph;
+            return;
+        }
+    struct kept_graph *k = malloc(sizeof *k);
+    if (!k) { /* the model then has no description */
+        rill_graph_destroy(graph);
+        return;
+    }
+    *k = (struct kept_graph){.exec = exec, .graph = graph, .next = kept};
+    kept = k;
+}
+
+/* The graph kept for exec, or NULL (models_lock held). */
+static rill_graph *graph_of_locked(const rill_graph_exec *exec) {
+    for (struct kept_graph *k = kept; k; k = k->next)
+        if (k->exec == exec)
+            return k->graph;
+    return NULL;
+}
+
+static void drop_graph_locked(const rill_graph_exec *exec) {
+    for (struct kept_graph **p = &kept; *p; p = &(*p)->next)
+        if ((*p)->exec == exec) {
+            struct kept_graph *k = *p;
+            *p = k->next;
+            rill_graph_destroy(k->graph);
+            free(k);
+            return;
+        }
+}
+
+static void destroy_exec_locked(rill_graph_exec *exec) {
+    drop_graph_locked(exec);
+    rill_graph_exec_destroy(exec);
+}
 
 /* The object of the model kind that handle names, a model or a task
  * group, or NULL with the message (models_lock held). */
@@ -111,12 +175,25 @@ static void drop_capture_locked(struct capture *c) {
         rill__acl_handle_close_locked(c->model->handle);
         rill__acl_handles_unlock();
         for (size_t i = 0; i < c->model->num_segs; i++)
-            rill_graph_exec_destroy(c->model->segs[i]);
+            destroy_exec_locked(c->model->segs[i]);
         free_groups(c->model);
         free(c->model->segs);
         free(c->model);
     }
     free(c);
+}
+
+/* Room for one more segment in m (models_lock held). */
+static rill_status reserve_segment_locked(struct rill__acl_model *m) {
+    if (m->num_segs == m->cap_segs) {
+        size_t grown = m->cap_segs ? m->cap_segs * 2 : 4;
+        rill_graph_exec **n = realloc(m->segs, grown * sizeof *n);
+        if (!n)
+            return RILL_ERROR_OUT_OF_MEMORY;
+        m->segs = n;
+        m->cap_segs = grown;
+    }
+    return RILL_OK;
 }
 
 /* Ends the capture of c's origin and appends its work to c's model as one
@@ -126,23 +203,20 @@ static void drop_capture_locked(struct capture *c) {
 static rill_status end_segment_locked(struct capture *c, bool *ended) {
     struct rill__acl_model *m = c->model;
     *ended = false;
-    if (m->num_segs == m->cap_segs) {
-        size_t grown = m->cap_segs ? m->cap_segs * 2 : 4;
-        rill_graph_exec **n = realloc(m->segs, grown * sizeof *n);
-        if (!n)
-            return RILL_ERROR_OUT_OF_MEMORY;
-        m->segs = n;
-        m->cap_segs = grown;
-    }
+    if (reserve_segment_locked(m) != RILL_OK)
+        return RILL_ERROR_OUT_OF_MEMORY;
     rill_graph *graph;
     rill_status st = rill_stream_end_capture(c->origin, &graph);
     *ended = st != RILL_ERROR_CAPTURE_WRONG_THREAD && st != RILL_ERROR_CAPTURE_UNMATCHED;
     if (st != RILL_OK)
         return st;
     st = rill_graph_instantiate(graph, &m->segs[m->num_segs]);
-    rill_graph_destroy(graph);
-    if (st == RILL_OK)
+    if (st == RILL_OK) {
+        rill__acl_model_keep_graph_locked(m->segs[m->num_segs], graph);
         m->num_segs++;
+    } else {
+        rill_graph_destroy(graph);
+    }
     return st;
 }
 
@@ -236,13 +310,31 @@ aclError aclmdlRICaptureEnd(aclrtStream stream, aclmdlRI *modelRI) {
         goto out;
     rill_graph_exec *exec;
     err = rill__acl_check(rill_graph_instantiate(graph, &exec), call);
-    /* The exec holds what it needs; the graph is no longer wanted either way. */
-    rill_graph_destroy(graph);
-    if (err == ACL_SUCCESS)
+    if (err == ACL_SUCCESS) {
         *modelRI = exec;
+        rill__acl_model_keep_graph_locked(exec, graph); /* its description */
+    } else {
+        rill_graph_destroy(graph);
+    }
 out:
     rill__acl_models_unlock();
     return err;
+}
+
+/* Gives c the model that its segments make, if it has none yet
+ * (models_lock held). */
+static aclError model_of_capture_locked(const char *call, struct capture *c) {
+    if (c->model)
+        return ACL_SUCCESS;
+    struct rill__acl_model *m = calloc(1, sizeof *m);
+    void *h = m ? rill__acl_handle_open(RILL_ACL_MODEL, m) : NULL;
+    if (!h) {
+        free(m);
+        return rill__acl_fail(ACL_ERROR_BAD_ALLOC, "%s: no memory for the model", call);
+    }
+    *m = (struct rill__acl_model){.type = RILL_ACL_MODEL_OBJECT, .handle = h, .captured = true};
+    c->model = m;
+    return ACL_SUCCESS;
 }
 
 /* ---- task groups ---- */
@@ -266,17 +358,9 @@ aclError aclmdlRICaptureTaskGrpBegin(aclrtStream stream) {
                              call);
         goto out;
     }
-    if (!c->model) {
-        struct rill__acl_model *m = calloc(1, sizeof *m);
-        void *h = m ? rill__acl_handle_open(RILL_ACL_MODEL, m) : NULL;
-        if (!h) {
-            free(m);
-            err = rill__acl_fail(ACL_ERROR_BAD_ALLOC, "%s: no memory for the model", call);
-            goto out;
-        }
-        *m = (struct rill__acl_model){.type = RILL_ACL_MODEL_OBJECT, .handle = h, .captured = true};
-        c->model = m;
-    }
+    err = model_of_capture_locked(call, c);
+    if (err != ACL_SUCCESS)
+        goto out;
     err = split_locked(call, c);
     if (err == ACL_SUCCESS)
         c->in_group = true;
@@ -398,7 +482,10 @@ aclError aclmdlRICaptureTaskUpdateEnd(aclrtStream stream) {
                              call);
     else
         err = rill__acl_check(rill_graph_exec_update(g->model->segs[g->seg], graph), call);
-    rill_graph_destroy(graph);
+    if (err == ACL_SUCCESS) /* the group's description is the update's now */
+        rill__acl_model_keep_graph_locked(g->model->segs[g->seg], graph);
+    else
+        rill_graph_destroy(graph);
 out:
     rill__acl_models_unlock();
     return err;
@@ -500,9 +587,9 @@ void rill__acl_model_release_locked(struct rill__acl_model *m) {
     if (!m->exec && m->num_streams > 0)
         rill__acl_build_abandon_locked(m);
     if (m->exec)
-        rill_graph_exec_destroy(m->exec);
+        destroy_exec_locked(m->exec);
     for (size_t i = 0; i < m->num_segs; i++)
-        rill_graph_exec_destroy(m->segs[i]);
+        destroy_exec_locked(m->segs[i]);
     free_groups(m);
     free(m->streams);
     free(m->segs);
@@ -511,6 +598,11 @@ void rill__acl_model_release_locked(struct rill__acl_model *m) {
 
 void rill__acl_models_forget_all(void) {
     rill__acl_models_lock();
+    while (kept) { /* rill_shutdown released the graphs */
+        struct kept_graph *k = kept;
+        kept = k->next;
+        free(k);
+    }
     while (captures) {
         struct capture *c = captures;
         captures = c->next;
@@ -607,10 +699,15 @@ aclError aclmdlRIDestroy(aclmdlRI modelRI) {
     const char *call = "aclmdlRIDestroy";
     if (!modelRI)
         return rill__acl_fail(ACL_ERROR_INVALID_PARAM, "%s: modelRI is NULL", call);
-    if (!rill__acl_handle_is_ours(modelRI))
-        return rill__acl_check(rill_graph_exec_destroy((rill_graph_exec *)modelRI), call);
     aclError err = ACL_SUCCESS;
     rill__acl_models_lock();
+    if (!rill__acl_handle_is_ours(modelRI)) {
+        err = rill__acl_check(rill_graph_exec_destroy((rill_graph_exec *)modelRI), call);
+        if (err == ACL_SUCCESS)
+            drop_graph_locked(modelRI);
+        rill__acl_models_unlock();
+        return err;
+    }
     struct rill__acl_model *m = rill__acl_model_get_locked(call, modelRI, &err);
     if (m) {
         rill__acl_handles_lock();
@@ -618,6 +715,228 @@ aclError aclmdlRIDestroy(aclmdlRI modelRI) {
         rill__acl_handles_unlock();
         rill__acl_model_release_locked(m);
     }
+    rill__acl_models_unlock();
+    return err;
+}
+
+/* ---- aclmdlRIDebugJsonPrint ---- */
+
+/* Writes s to f as a JSON string, quotes included. */
+static void json_string(FILE *f, const char *s, size_t n) {
+    fputc('"', f);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c == '\n')
+            fputs("\\n", f);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+/* Writes one graph's description to out: its node count and rill's DOT of
+ * it, written first to a file beside path (models_lock held). */
+static aclError describe_graph_locked(const char *call, FILE *out, const char *path,
+                                      rill_graph *graph, size_t index) {
+    size_t nodes = 0;
+    aclError err = rill__acl_check(rill_graph_node_count(graph, &nodes), call);
+    if (err != ACL_SUCCESS)
+        return err;
+    size_t len = strlen(path) + sizeof ".dot.XXXXXX";
+    char *tmp = malloc(len);
+    if (!tmp)
+        return rill__acl_fail(ACL_ERROR_BAD_ALLOC, "%s: no memory for the description", call);
+    snprintf(tmp, len, "%s.dot.XXXXXX", path);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        err = rill__acl_fail(ACL_ERROR_INVALID_PARAM,
+                             "%s: cannot write beside path '%s' (%s); pass a path in a "
+                             "writable folder",
+                             call, path, strerror(errno));
+        free(tmp);
+        return err;
+    }
+    close(fd);
+    char *dot = NULL;
+    size_t dot_len = 0;
+    err = rill__acl_check(rill_graph_write_dot(graph, tmp), call);
+    FILE *in = err == ACL_SUCCESS ? fopen(tmp, "r") : NULL;
+    if (in) {
+        char buf[4096];
+        size_t got;
+        while ((got = fread(buf, 1, sizeof buf, in)) > 0) {
+            char *grown = realloc(dot, dot_len + got);
+            if (!grown) {
+                err =
+                    rill__acl_fail(ACL_ERROR_BAD_ALLOC, "%s: no memory for the description", call);
+                break;
+            }
+            dot = grown;
+            memcpy(dot + dot_len, buf, got);
+            dot_len += got;
+        }
+        fclose(in);
+    } else if (err == ACL_SUCCESS) {
+        err = rill__acl_fail(ACL_ERROR_INVALID_PARAM, "%s: cannot read back '%s' (%s)", call, tmp,
+                             strerror(errno));
+    }
+    unlink(tmp);
+    free(tmp);
+    if (err == ACL_SUCCESS) {
+        fprintf(out, "%s\n    {\"index\": %zu, \"nodes\": %zu, \"dot\": ", index ? "," : "", index,
+                nodes);
+        json_string(out, dot ? dot : "", dot_len);
+        fputc('}', out);
+    }
+    free(dot);
+    return err;
+}
+
+aclError aclmdlRIDebugJsonPrint(aclmdlRI modelRI, const char *path, uint32_t flags) {
+    const char *call = "aclmdlRIDebugJsonPrint";
+    if (!modelRI)
+        return rill__acl_fail(ACL_ERROR_INVALID_PARAM, "%s: modelRI is NULL", call);
+    if (!path || !*path)
+        return rill__acl_fail(ACL_ERROR_INVALID_PARAM,
+                              "%s: path is %s; pass the file to write the description to", call,
+                              path ? "empty" : "NULL");
+    if (flags != ACL_MDLRI_DEBUG_JSON_PRINT_SUMMARY && flags != ACL_MDLRI_DEBUG_JSON_PRINT_VERBOSE)
+        return rill__acl_fail(ACL_ERROR_INVALID_PARAM,
+                              "%s: flags %u is neither ACL_MDLRI_DEBUG_JSON_PRINT_SUMMARY (0) nor "
+                              "..._VERBOSE (1)",
+                              call, (unsigned)flags);
+    aclError err = ACL_SUCCESS;
+    rill__acl_models_lock();
+    rill_graph_exec *one = NULL, *const *execs = NULL;
+    size_t n = 0;
+    const char *kind = "captured";
+    if (!rill__acl_handle_is_ours(modelRI)) {
+        one = modelRI;
+        execs = &one;
+        n = 1;
+    } else {
+        struct rill__acl_model *m = rill__acl_model_get_locked(call, modelRI, &err);
+        if (m && m->captured) {
+            execs = m->segs;
+            n = m->num_segs;
+            kind = "captured in segments";
+        } else if (m && m->exec) {
+            one = m->exec;
+            execs = &one;
+            n = 1;
+            kind = "built by hand";
+        } else if (m) {
+            err = rill__acl_fail(ACL_ERROR_INVALID_PARAM,
+                                 "%s: the model is still being built; call aclmdlRIBuildEnd "
+                                 "first",
+                                 call);
+        }
+    }
+    for (size_t i = 0; i < n && err == ACL_SUCCESS; i++)
+        if (!graph_of_locked(execs[i]))
+            err = rill__acl_fail(ACL_ERROR_INVALID_PARAM,
+                                 "%s: modelRI (%p) is no model of this library's "
+                                 "aclmdlRICaptureEnd or aclmdlRIBuildEnd, or it was destroyed",
+                                 call, modelRI);
+    FILE *out = NULL;
+    if (err == ACL_SUCCESS && !(out = fopen(path, "w")))
+        err = rill__acl_fail(ACL_ERROR_INVALID_PARAM,
+                             "%s: cannot write path '%s' (%s); pass a file in a writable folder",
+                             call, path, strerror(errno));
+    if (out) {
+        fprintf(out, "{\n  \"modelRI\": \"%p\",\n  \"kind\": \"%s\",\n  \"graphs\": [", modelRI,
+                kind);
+        for (size_t i = 0; i < n && err == ACL_SUCCESS; i++)
+            err = describe_graph_locked(call, out, path, graph_of_locked(execs[i]), i);
+        fputs("\n  ]\n}\n", out);
+        if (fclose(out) != 0 && err == ACL_SUCCESS)
+            err = rill__acl_fail(ACL_ERROR_INVALID_PARAM, "%s: writing '%s' failed (%s)", call,
+                                 path, strerror(errno));
+    }
+    rill__acl_models_unlock();
+    return err;
+}
+
+/* ---- external waits and records ---- */
+
+/* Appends to m a segment that waits for event (or records it): a graph of
+ * that one node (models_lock held). */
+static rill_status event_segment_locked(struct rill__acl_model *m, rill_event *event, bool record) {
+    rill_status st = reserve_segment_locked(m);
+    if (st != RILL_OK)
+        return st;
+    rill_graph *graph;
+    st = rill_graph_create(&graph);
+    if (st != RILL_OK)
+        return st;
+    rill_graph_node *node;
+    st = record ? rill_graph_add_event_record_node(graph, NULL, 0, event, &node)
+                : rill_graph_add_event_wait_node(graph, NULL, 0, event, &node);
+    if (st == RILL_OK)
+        st = rill_graph_instantiate(graph, &m->segs[m->num_segs]);
+    if (st == RILL_OK) {
+        rill__acl_model_keep_graph_locked(m->segs[m->num_segs], graph);
+        m->num_segs++;
+    } else {
+        rill_graph_destroy(graph);
+    }
+    return st;
+}
+
+aclError rill__acl_capture_external(const char *call, rill_stream *stream, rill_event *event,
+                                    bool record) {
+    const char *what = record ? "an external record (ACL_EVENT_RECORD_EXTERNAL)"
+                              : "an external wait (ACL_EVENT_WAIT_EXTERNAL)";
+    rill_capture_status status;
+    aclError err = rill__acl_check(rill_stream_get_capture_status(stream, &status), call);
+    if (err != ACL_SUCCESS)
+        return err;
+    if (status != RILL_CAPTURE_ACTIVE)
+        return rill__acl_fail(ACL_ERROR_RT_STREAM_NOT_CAPTURED,
+                              "%s: the stream (%p) is not capturing; %s belongs in a capture "
+                              "(aclmdlRICaptureBegin); use the default flag outside one",
+                              call, (void *)stream, what);
+    rill_device *dev;
+    err = rill__acl_check(rill_event_get_device(event, &dev), call); /* a live event */
+    if (err != ACL_SUCCESS)
+        return err;
+    rill__acl_models_lock();
+    struct capture *c = capture_of_locked(stream, false);
+    if (!c) {
+        err = rill__acl_fail(ACL_ERROR_INVALID_PARAM,
+                             "%s: %s is made on the stream that began the capture with "
+                             "aclmdlRICaptureBegin, and the stream (%p) did not",
+                             call, what, (void *)stream);
+        goto out;
+    }
+    if (c->in_group) {
+        err = rill__acl_fail(ACL_ERROR_INVALID_PARAM,
+                             "%s: a task group is open; make %s before "
+                             "aclmdlRICaptureTaskGrpBegin or after aclmdlRICaptureTaskGrpEnd",
+                             call, what);
+        goto out;
+    }
+    err = model_of_capture_locked(call, c);
+    if (err != ACL_SUCCESS)
+        goto out;
+    bool ended;
+    rill_status st = end_segment_locked(c, &ended);
+    if (!ended) {
+        err = rill__acl_check(st, call);
+        goto out;
+    }
+    if (st == RILL_OK)
+        st = event_segment_locked(c->model, event, record);
+    if (st == RILL_OK)
+        st = rill_stream_begin_capture(c->origin, c->mode);
+    err = rill__acl_check(st, call);
+    if (err != ACL_SUCCESS)
+        drop_capture_locked(c); /* the capture has ended: it and its model go */
+out:
     rill__acl_models_unlock();
     return err;
 }

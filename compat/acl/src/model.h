@@ -64,6 +64,16 @@ struct rill__acl_model *rill__acl_model_bound_to_locked(rill_stream *s);
  * its execs destroyed and its task groups' handles closed (models' lock
  * held). */
 void rill__acl_model_release_locked(struct rill__acl_model *m);
+/* ACL_EVENT_WAIT_EXTERNAL (record false) or ACL_EVENT_RECORD_EXTERNAL on
+ * stream, which must be the origin of a capture begun by
+ * aclmdlRICaptureBegin: the capture is cut there, and a segment that waits
+ * for (records) event at each execution is put between its parts. */
+aclError rill__acl_capture_external(const char *call, rill_stream *stream, rill_event *event,
+                                    bool record);
+/* Keeps graph (owned from now) as the description of the model part that
+ * exec runs, replacing one kept before; freed when the exec is destroyed
+ * here (models' lock held). */
+void rill__acl_model_keep_graph_locked(rill_graph_exec *exec, rill_graph *graph);
 /* Frees every model and capture note (aclFinalize, after rill_shutdown has
  * released their rill objects). */
 void rill__acl_models_forget_all(void);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* random.c: aclrtRandomNumAsync on rill_op_randn_f32. */
+/* random.c: aclrtRandomNumAsync on rill_op_randn_f32 and a kernel of its
+ * own. */
 #ifndef RILL_ACL_RANDOM_H
 #define RILL_ACL_RANDOM_H
 

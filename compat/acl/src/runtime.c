@@ -4,14 +4,18 @@
  * (ACL's device ids are rill's ordinals), streams and events, which are
  * rill's own handles passed as ACL's void pointers. The only state here is
  * whether ACL is started, for aclInit's and aclFinalize's codes; rill keeps
- * the rest, per thread and per object.
+ * the rest, per thread and per object. The package versions are
+ * librill_acl's, which is rill's version (CMake's project version).
  */
 #include "runtime.h"
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "error.h"
+#include "event.h"
 #include "memory.h"
 #include "model.h"
 #include "report.h"
@@ -275,8 +279,7 @@ aclError aclrtDestroyEvent(aclrtEvent event) {
 aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream) {
     if (!event)
         return rill__acl_fail(ACL_ERROR_INVALID_PARAM, "aclrtRecordEvent: event is NULL");
-    return rill__acl_check(rill_event_record((rill_event *)event, (rill_stream *)stream),
-                           "aclrtRecordEvent");
+    return rill__acl_record_event("aclrtRecordEvent", (rill_event *)event, (rill_stream *)stream);
 }
 
 aclError aclrtQueryEventStatus(aclrtEvent event, aclrtEventRecordedStatus *status) {
@@ -313,4 +316,49 @@ aclError aclrtEventElapsedTime(float *ms, aclrtEvent startEvent, aclrtEvent endE
                               "aclrtEventElapsedTime: an event's recorded work is still pending; "
                               "synchronize on endEvent first");
     return rill__acl_check(st, "aclrtEventElapsedTime");
+}
+
+/* ---- aclsysGetVersionStr, aclsysGetVersionNum ---- */
+
+#define RILL_ACL_STR2(x) #x
+#define RILL_ACL_STR(x)  RILL_ACL_STR2(x)
+
+/* Whether pkgName names the one package there is, "runtime" (librill_acl),
+ * else the message. */
+static bool package_is_ours(const char *call, const char *pkgName) {
+    if (!pkgName) {
+        rill__acl_fail(ACL_ERROR_INVALID_PARAM, "%s: pkgName is NULL", call);
+        return false;
+    }
+    if (strcmp(pkgName, "runtime") != 0) {
+        rill__acl_fail(ACL_ERROR_INVALID_PARAM,
+                       "%s: no package '%s' is installed: librill_acl runs on rill with no CANN "
+                       "packages, and only \"runtime\" (librill_acl itself) has a version",
+                       call, pkgName);
+        return false;
+    }
+    return true;
+}
+
+aclError aclsysGetVersionStr(char *pkgName, char *versionStr) {
+    const char *call = "aclsysGetVersionStr";
+    if (!package_is_ours(call, pkgName))
+        return ACL_ERROR_INVALID_PARAM;
+    if (!versionStr)
+        return rill__acl_fail(ACL_ERROR_INVALID_PARAM, "%s: versionStr is NULL", call);
+    snprintf(versionStr, ACL_PKG_VERSION_MAX_SIZE, "%s",
+             RILL_ACL_STR(RILL_ACL_VERSION_MAJOR) "." RILL_ACL_STR(
+                 RILL_ACL_VERSION_MINOR) "." RILL_ACL_STR(RILL_ACL_VERSION_PATCH));
+    return ACL_SUCCESS;
+}
+
+aclError aclsysGetVersionNum(char *pkgName, int32_t *versionNum) {
+    const char *call = "aclsysGetVersionNum";
+    if (!package_is_ours(call, pkgName))
+        return ACL_ERROR_INVALID_PARAM;
+    if (!versionNum)
+        return rill__acl_fail(ACL_ERROR_INVALID_PARAM, "%s: versionNum is NULL", call);
+    *versionNum = RILL_ACL_VERSION_MAJOR * 1000000 + RILL_ACL_VERSION_MINOR * 10000 +
+                  RILL_ACL_VERSION_PATCH * 100;
+    return ACL_SUCCESS;
 }

@@ -143,6 +143,16 @@ ACL_FUNC_VISIBILITY aclFloat16 aclFloatToFloat16(float value);
  * values that are no data type. */
 ACL_FUNC_VISIBILITY size_t aclDataTypeSize(aclDataType dataType);
 
+#define ACL_PKG_VERSION_MAX_SIZE 128
+/* The version of a software package. No CANN package is installed with
+ * rill: the one package that answers is "runtime", which is librill_acl
+ * itself, and its version is rill's ("0.1.0"; as a number
+ * major * 1000000 + minor * 10000 + patch * 100, so that every CANN release
+ * compares newer). Any other name: ACL_ERROR_INVALID_PARAM. versionStr
+ * takes ACL_PKG_VERSION_MAX_SIZE bytes at most. */
+ACL_FUNC_VISIBILITY aclError aclsysGetVersionStr(char *pkgName, char *versionStr);
+ACL_FUNC_VISIBILITY aclError aclsysGetVersionNum(char *pkgName, int32_t *versionNum);
+
 #ifdef __cplusplus
 }
 #endif

@@ -63,13 +63,28 @@ ACL_FUNC_VISIBILITY aclError aclmdlRIExecute(aclmdlRI modelRI, int32_t timeout);
  * still being built is abandoned: its capture ends, nothing of it runs. */
 ACL_FUNC_VISIBILITY aclError aclmdlRIDestroy(aclmdlRI modelRI);
 
+/* aclmdlRIDebugJsonPrint's flags; both write the same description. */
+#define ACL_MDLRI_DEBUG_JSON_PRINT_SUMMARY 0x0UL
+#define ACL_MDLRI_DEBUG_JSON_PRINT_VERBOSE 0x1UL
+/* Writes a description of the model to the file path as JSON: its kind
+ * and, for each rill graph it runs (one, or one per segment of a capture
+ * cut by task groups or external events), the graph's node count and its
+ * Graphviz DOT (rill_graph_write_dot), as a string. rill has no NPU tasks, stream or
+ * task ids to list, as CANN's file does. */
+ACL_FUNC_VISIBILITY aclError aclmdlRIDebugJsonPrint(aclmdlRI modelRI, const char *path,
+                                                    uint32_t flags);
+
 /* Task groups: the work captured on stream (the stream that began the
  * capture) between aclmdlRICaptureTaskGrpBegin and aclmdlRICaptureTaskGrpEnd
  * is a group of the model, *handle, whose work an update may replace. The
  * capture is ended and begun again around the group (in its mode), so no
  * other stream may be forked into it then (rill's end refuses unjoined
- * streams and the capture ends). A model captured with task groups is a
- * handle of this layer, not a rill_graph_exec. */
+ * streams and the capture ends). An external wait or record
+ * (aclrtStreamWaitEventWithFlag, aclrtRecordEventWithFlag with the
+ * ..._EXTERNAL flags) on that stream cuts the capture the same way, around
+ * a graph of one event wait (record) node. A model captured with task
+ * groups or external events is a handle of this layer, not a
+ * rill_graph_exec. */
 ACL_FUNC_VISIBILITY aclError aclmdlRICaptureTaskGrpBegin(aclrtStream stream);
 ACL_FUNC_VISIBILITY aclError aclmdlRICaptureTaskGrpEnd(aclrtStream stream, aclrtTaskGrp *handle);
 /* Captures on stream, until aclmdlRICaptureTaskUpdateEnd, the work that

@@ -282,7 +282,11 @@ ACL_FUNC_VISIBILITY aclError aclrtDeviceGetStreamPriorityRange(int32_t *leastPri
  * later work is skipped); ACL_CONTINUE_ON_FAILURE cannot be had. */
 ACL_FUNC_VISIBILITY aclError aclrtSetStreamFailureMode(aclrtStream stream, uint64_t mode);
 ACL_FUNC_VISIBILITY aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event);
-/* flag ACL_EVENT_WAIT_DEFAULT with timeout 0: aclrtStreamWaitEvent. */
+/* flag ACL_EVENT_WAIT_DEFAULT with timeout 0: aclrtStreamWaitEvent.
+ * ACL_EVENT_WAIT_EXTERNAL, on the stream that began a capture
+ * (aclmdlRICaptureBegin): the model waits at each execution for the event
+ * as last recorded when the execution is submitted (the capture is cut
+ * there; see acl_mdl.h). */
 ACL_FUNC_VISIBILITY aclError aclrtStreamWaitEventWithFlag(aclrtStream stream, aclrtEvent event,
                                                           uint32_t timeout, uint32_t flag);
 
@@ -362,7 +366,9 @@ ACL_FUNC_VISIBILITY aclError aclrtEventElapsedTime(float *ms, aclrtEvent startEv
                                                    aclrtEvent endEvent);
 /* aclrtCreateEventWithFlag: rill's events may be recorded again always. */
 ACL_FUNC_VISIBILITY aclError aclrtCreateEventExWithFlag(aclrtEvent *event, uint32_t flag);
-/* flag ACL_EVENT_RECORD_DEFAULT: aclrtRecordEvent. */
+/* flag ACL_EVENT_RECORD_DEFAULT: aclrtRecordEvent. ACL_EVENT_RECORD_EXTERNAL,
+ * on the stream that began a capture: the model records the event at each
+ * execution, for waits outside it. */
 ACL_FUNC_VISIBILITY aclError aclrtRecordEventWithFlag(aclrtEvent event, aclrtStream stream,
                                                       uint32_t flag);
 /* When the event's recorded work completed, in nanoseconds of the host's
