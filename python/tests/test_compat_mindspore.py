@@ -65,11 +65,38 @@ def test_ops_refuse_what_rill_does_not_support():
     w = Tensor(np.ones([1, 1, 3, 3]), ms.float32)
     assert ops.conv2d(a, w, stride=(1, 1), pad_mode="valid").shape == (1, 1, 2, 2)
     with pytest.raises(NotImplementedError, match="pad_mode='same'"):
-        ops.conv2d(a, w, pad_mode="same")
-    with pytest.raises(NotImplementedError, match="stride=2"):
-        ops.conv2d(a, w, stride=2)
+        ops.conv2d(a, w[:, :, :2, :2], pad_mode="same")  # one unit of padding: one side only
+    with pytest.raises(NotImplementedError, match="dilation=2"):
+        ops.conv2d(a, w, dilation=2)
+    with pytest.raises(ValueError, match="padding must be 0"):
+        ops.conv2d(a, w, padding=1)
+    with pytest.raises(ValueError, match="pad_mode"):
+        ops.conv2d(a, w, pad_mode="full")
     with pytest.raises(NotImplementedError, match="dim=0"):
         ops.sum(a, dim=0)
+
+
+@pytest.mark.parametrize("stride, pad_mode, padding", [
+    (1, "valid", 0), (2, "valid", 0), ((2, 1), "valid", 0), (1, "same", 0), (2, "same", 0),
+    (1, "pad", 1), (2, "pad", (2, 2, 1, 1)), (3, "pad", 2)])
+def test_conv2d_strides_and_padding_match_pytorch(stride, pad_mode, padding):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((2, 3, 9, 11)).astype(np.float32)
+    w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(4).astype(np.float32)
+    got = ops.conv2d(Tensor(x), Tensor(w), Tensor(b), stride=stride, pad_mode=pad_mode,
+                     padding=padding)
+    assert isinstance(got, Tensor)
+    pads = {"valid": 0, "same": 1}.get(pad_mode, padding)  # 'same' of a 3x3 kernel: 1 each side
+    if isinstance(pads, tuple):
+        pads = (pads[0], pads[2])
+    want = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w),
+                                      torch.from_numpy(b), stride=stride, padding=pads)
+    if pad_mode == "same":  # the output is ceil(size / stride)
+        s = (stride, stride) if isinstance(stride, int) else stride
+        assert got.shape[2:] == (-(-9 // s[0]), -(-11 // s[1]))
+    np.testing.assert_allclose(got.asnumpy(), want.numpy(), rtol=1e-5, atol=1e-5)
 
 
 def test_context_sets_the_mode_and_the_memory_limit():

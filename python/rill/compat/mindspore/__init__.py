@@ -5,9 +5,10 @@ Tensor, ops` for `from mindspore import Tensor, ops`.
 
 What it has: hal (Stream, Event, StreamCtx, current_stream,
 default_stream, set_cur_stream, synchronize and the memory calls), Tensor
-(float32 or float16, with asnumpy()), ops (add, mul, matmul, sum, conv2d, ones,
-zeros), float32, float16, context.set_context(mode=PYNATIVE_MODE, max_device_memory=...),
-and nn.Cell. Work runs on rill's current device."""
+(float32 or float16, with asnumpy()), ops (add, mul, matmul, sum, ones,
+zeros, and conv2d with strides, pad_mode and bias), float32, float16,
+context.set_context(mode=PYNATIVE_MODE, max_device_memory=...), and
+nn.Cell. Work runs on rill's current device."""
 
 from ... import float16, float32
 from . import context, hal, nn, ops
