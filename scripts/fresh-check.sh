@@ -103,7 +103,15 @@ timed "debootstrap" debootstrap --variant=minbase --include=git bookworm "$root"
   echo "deb $mirror bookworm-updates main"
   [ -z "$security" ] || echo "deb $security bookworm-security main"
 } >"$root/etc/apt/sources.list"
+# The network's setup comes along: its name servers, and the local
+# certificate authorities (a network that inspects TLS signs PyPI's
+# certificates with its own), which ca-certificates adds to the bundle
+# that pip reads when deps.sh installs it.
 cp -L /etc/resolv.conf "$root/etc/resolv.conf"
+if compgen -G '/usr/local/share/ca-certificates/*.crt' >/dev/null; then
+  mkdir -p "$root/usr/local/share/ca-certificates"
+  cp -L /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/"
+fi
 
 git clone -q --no-local --no-checkout "$repo" "$root/root/rill"
 git -C "$root/root/rill" checkout -q --detach "$head"
