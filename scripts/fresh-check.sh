@@ -6,9 +6,11 @@
 # nothing else) from the Debian mirror that this machine's apt sources name,
 # clones the repository's committed HEAD into it (changes not committed are
 # not checked), and runs the two commands there under chroot, as root with
-# an empty environment but for HOME and PATH, printing PASS or FAIL and the
-# time of each. /proc, /sys, /dev and a fresh /dev/shm are mounted in the
-# root for the run and unmounted on exit, whatever happens.
+# an empty environment but for HOME, PATH and TERM, printing PASS or FAIL
+# and the time of each. The network's setup comes along: this machine's
+# resolv.conf and local certificate authorities. /proc, /sys, /dev and a
+# fresh /dev/shm are mounted in the root for the run and unmounted on exit,
+# whatever happens.
 # It needs root, the Debian mirror, PyPI (test.sh's wheel label), about
 # 5 GB and, on 2 cores, about 30 min with `quick` and over an hour without,
 # so CI does not run it. apt-get installs debootstrap here if it is missing.
