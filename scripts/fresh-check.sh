@@ -21,6 +21,9 @@
 #   quick       runs `scripts/test.sh quick` instead of `scripts/test.sh`.
 # RILL_FRESH_MIRROR overrides the mirror (a URL of Debian's archive).
 set -euo pipefail
+# One block, read whole before it runs: a checkout or an edit of this file
+# during the hour it may take does not change what runs.
+{
 cd "$(dirname "$0")/.."
 repo=$PWD
 
@@ -139,3 +142,4 @@ timed "scripts/demo.sh" in_root scripts/demo.sh || true
 timed "scripts/test.sh${quick:+ $quick}" in_root "scripts/test.sh $quick" || true
 summary
 exit "$failed"
+}
