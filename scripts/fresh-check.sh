@@ -12,8 +12,8 @@
 # fresh /dev/shm are mounted in the root for the run and unmounted on exit,
 # whatever happens.
 # It needs root, the Debian mirror, PyPI (test.sh's wheel label), about
-# 5 GB and, on 2 cores, about 30 min with `quick` and over an hour without,
-# so CI does not run it. apt-get installs debootstrap here if it is missing.
+# 5 GB and, on 2 cores, about 15 min with `quick` and 25 without, so CI does
+# not run it. apt-get installs debootstrap here if it is missing.
 # Usage: scripts/fresh-check.sh [--root DIR] [--keep] [quick]
 #   --root DIR  where to build the root: a folder that is absent or empty
 #               (default: a new folder under /var/tmp);
