@@ -3,7 +3,9 @@
 # Soak test (not in CI): runs the random stress mixes of tests/stress/
 # (test_stress_memory: allocations, cross-stream uses and frees, each block
 # checked against the pattern of its last write, the second phase under a
-# fixed rill_mem_set_limit; test_stress_order: the happens-before relation
+# fixed rill_mem_set_limit, which fails when that phase's peak reserved
+# bytes, its own (the peaks are reset at its start), exceed the limit;
+# test_stress_order: the happens-before relation
 # of random records and waits) again and again with fresh seeds for the
 # given minutes, then prints the operations done. Stops at the first
 # failure and prints the seed and the command that replays it.

@@ -7,8 +7,10 @@
 # ACL program, unchanged, against the installed ACL headers alone (-I from
 # rill_acl.pc, which is rill.pc's acl_includedir) and with find_package(rill
 # COMPONENTS acl), and compares what it prints with what the seed prints.
+# The find_package consumer is configured with GENERATOR and MAKE_PROGRAM
+# when given (the build's: CMake's default generator needs make).
 # Run as: cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DWORK_DIR=... [-DHAVE_MPI=ON]
-#   -P check_install.cmake
+#   [-DGENERATOR=Ninja -DMAKE_PROGRAM=/usr/bin/ninja] -P check_install.cmake
 set(prefix ${WORK_DIR}/prefix)
 file(REMOVE_RECURSE ${WORK_DIR})
 
@@ -87,7 +89,14 @@ endif()
 if(NOT HAVE_MPI)
   set(HAVE_MPI OFF)
 endif()
-run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/install -B ${WORK_DIR}/cmake_build
+set(generator)
+if(GENERATOR)
+  set(generator -G ${GENERATOR})
+  if(MAKE_PROGRAM)
+    list(APPEND generator -DCMAKE_MAKE_PROGRAM=${MAKE_PROGRAM})
+  endif()
+endif()
+run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/install -B ${WORK_DIR}/cmake_build ${generator}
     -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release -DRILL_CONSUMER_MPI=${HAVE_MPI}
     -DRILL_SEED004=${seed004})
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/cmake_build)
