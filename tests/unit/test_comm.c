@@ -675,13 +675,18 @@ static void assert_kept_until_let_go(rill_stream *s, size_t bytes, void *p, void
     release(arg);
     uint64_t deadline = rt_now_ns() + 10 * SEC_NS;
     bool reused = false;
+    /* The pause doubles from 5 ms to 250 ms, so that the MAX tries span the
+     * 10 s on a loaded machine. */
+    unsigned pause_us = 5000;
     while (!reused && n < MAX && rt_now_ns() < deadline) {
         /* Each earlier block stays allocated: a freed one would be taken
          * first. */
         RT_OK(rill_malloc_async(bytes, s, &got[n]));
         reused = got[n++] == p;
-        if (!reused)
-            rt_sleep_us(5000);
+        if (!reused) {
+            rt_sleep_us(pause_us);
+            pause_us = pause_us < 125000 ? 2 * pause_us : 250000;
+        }
     }
     assert_true(reused);
     for (int i = 0; i < n; i++)
