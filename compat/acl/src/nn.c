@@ -24,27 +24,52 @@ static const rill_map_op map_of[] = {[RILL_ACL_OP_RELU] = RILL_MAP_RELU,
 
 /* ---- activations ---- */
 
+/* The op API's second phase, which submits what the first phase checked. */
+#define PHASE2(Name, OP, submit)                                                                   \
+    aclnnStatus aclnn##Name(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,      \
+                            aclrtStream stream) {                                                  \
+        (void)workspace;                                                                           \
+        (void)workspaceSize;                                                                       \
+        return rill__acl_run(OP, executor, stream, submit);                                        \
+    }
+
+/* The refusal of a NULL argument: self, out, workspaceSize or else
+ * executor. */
+static aclnnStatus null_self_out(const char *call, const aclTensor *self, const aclTensor *out,
+                                 const uint64_t *workspaceSize) {
+    return rill__acl_null_arg(call, !self            ? "self"
+                                    : !out           ? "out"
+                                    : !workspaceSize ? "workspaceSize"
+                                                     : "executor");
+}
+
+/* Takes self and out, float32, contiguous and of one shape, into e,
+ * after refusing a NULL argument. */
+static aclnnStatus take_same_f32(const char *call, const aclTensor *self, aclTensor *out,
+                                 const uint64_t *workspaceSize, aclOpExecutor *const *executor,
+                                 struct rill__acl_executor *e) {
+    if (!self || !out || !workspaceSize || !executor)
+        return null_self_out(call, self, out, workspaceSize);
+    aclnnStatus st = rill__acl_take_view(call, "self", self, &e->a);
+    if (st == ACLNN_SUCCESS)
+        st = rill__acl_take_view(call, "out", out, &e->out);
+    if (st == ACLNN_SUCCESS)
+        st = rill__acl_check_float32(call, "self", &e->a);
+    if (st == ACLNN_SUCCESS)
+        st = rill__acl_check_float32(call, "out", &e->out);
+    if (st == ACLNN_SUCCESS)
+        st = rill__acl_check_same_shape(call, "self", &e->out, &e->a);
+    if (st == ACLNN_SUCCESS)
+        st = rill__acl_check_contiguous(call, "self", &e->a);
+    if (st == ACLNN_SUCCESS)
+        st = rill__acl_check_contiguous(call, "out", &e->out);
+    return st;
+}
+
 static aclnnStatus unary_phase1(const char *call, enum rill__acl_op op, const aclTensor *self,
                                 aclTensor *out, uint64_t *workspaceSize, aclOpExecutor **executor) {
-    if (!self || !out || !workspaceSize || !executor)
-        return rill__acl_null_arg(call, !self            ? "self"
-                                        : !out           ? "out"
-                                        : !workspaceSize ? "workspaceSize"
-                                                         : "executor");
     struct rill__acl_executor e = {.op = op};
-    aclnnStatus st = rill__acl_take_view(call, "self", self, &e.a);
-    if (st == ACLNN_SUCCESS)
-        st = rill__acl_take_view(call, "out", out, &e.out);
-    if (st == ACLNN_SUCCESS)
-        st = rill__acl_check_float32(call, "self", &e.a);
-    if (st == ACLNN_SUCCESS)
-        st = rill__acl_check_float32(call, "out", &e.out);
-    if (st == ACLNN_SUCCESS)
-        st = rill__acl_check_same_shape(call, "self", &e.out, &e.a);
-    if (st == ACLNN_SUCCESS)
-        st = rill__acl_check_contiguous(call, "self", &e.a);
-    if (st == ACLNN_SUCCESS)
-        st = rill__acl_check_contiguous(call, "out", &e.out);
+    aclnnStatus st = take_same_f32(call, self, out, workspaceSize, executor, &e);
     if (st != ACLNN_SUCCESS)
         return st;
     return rill__acl_finish(call, &e, workspaceSize, executor);
@@ -61,12 +86,7 @@ static rill_status submit_map(rill_stream *s, const struct rill__acl_executor *e
         return unary_phase1("aclnn" #Name "GetWorkspaceSize", OP, self, out, workspaceSize,        \
                             executor);                                                             \
     }                                                                                              \
-    aclnnStatus aclnn##Name(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,      \
-                            aclrtStream stream) {                                                  \
-        (void)workspace;                                                                           \
-        (void)workspaceSize;                                                                       \
-        return rill__acl_run(OP, executor, stream, submit_map);                                    \
-    }
+    PHASE2(Name, OP, submit_map)
 
 UNARY_OP(Relu, RILL_ACL_OP_RELU)
 UNARY_OP(Gelu, RILL_ACL_OP_GELU)
@@ -79,25 +99,8 @@ UNARY_OP(Silu, RILL_ACL_OP_SILU)
 static aclnnStatus softmax_phase1(const char *call, enum rill__acl_op op, const aclTensor *self,
                                   int64_t dim, aclTensor *out, uint64_t *workspaceSize,
                                   aclOpExecutor **executor) {
-    if (!self || !out || !workspaceSize || !executor)
-        return rill__acl_null_arg(call, !self            ? "self"
-                                        : !out           ? "out"
-                                        : !workspaceSize ? "workspaceSize"
-                                                         : "executor");
     struct rill__acl_executor e = {.op = op};
-    aclnnStatus st = rill__acl_take_view(call, "self", self, &e.a);
-    if (st == ACLNN_SUCCESS)
-        st = rill__acl_take_view(call, "out", out, &e.out);
-    if (st == ACLNN_SUCCESS)
-        st = rill__acl_check_float32(call, "self", &e.a);
-    if (st == ACLNN_SUCCESS)
-        st = rill__acl_check_float32(call, "out", &e.out);
-    if (st == ACLNN_SUCCESS)
-        st = rill__acl_check_same_shape(call, "self", &e.out, &e.a);
-    if (st == ACLNN_SUCCESS)
-        st = rill__acl_check_contiguous(call, "self", &e.a);
-    if (st == ACLNN_SUCCESS)
-        st = rill__acl_check_contiguous(call, "out", &e.out);
+    aclnnStatus st = take_same_f32(call, self, out, workspaceSize, executor, &e);
     if (st != ACLNN_SUCCESS)
         return st;
     int64_t ndim = e.a.ndim > 0 ? e.a.ndim : 1; /* a 0-d tensor has dimension 0 (or -1) */
@@ -130,12 +133,7 @@ aclnnStatus aclnnSoftmaxGetWorkspaceSize(const aclTensor *self, int64_t dim, acl
                           workspaceSize, executor);
 }
 
-aclnnStatus aclnnSoftmax(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
-                         aclrtStream stream) {
-    (void)workspace;
-    (void)workspaceSize;
-    return rill__acl_run(RILL_ACL_OP_SOFTMAX, executor, stream, submit_softmax);
-}
+PHASE2(Softmax, RILL_ACL_OP_SOFTMAX, submit_softmax)
 
 aclnnStatus aclnnLogSoftmaxGetWorkspaceSize(const aclTensor *self, int64_t dim, aclTensor *out,
                                             uint64_t *workspaceSize, aclOpExecutor **executor) {
@@ -143,12 +141,7 @@ aclnnStatus aclnnLogSoftmaxGetWorkspaceSize(const aclTensor *self, int64_t dim, 
                           out, workspaceSize, executor);
 }
 
-aclnnStatus aclnnLogSoftmax(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
-                            aclrtStream stream) {
-    (void)workspace;
-    (void)workspaceSize;
-    return rill__acl_run(RILL_ACL_OP_LOG_SOFTMAX, executor, stream, submit_softmax);
-}
+PHASE2(LogSoftmax, RILL_ACL_OP_LOG_SOFTMAX, submit_softmax)
 
 /* ---- cast and copy ---- */
 
@@ -173,10 +166,7 @@ aclnnStatus aclnnCastGetWorkspaceSize(const aclTensor *self, const aclDataType d
                                       aclOpExecutor **executor) {
     const char *call = "aclnnCastGetWorkspaceSize";
     if (!self || !out || !workspaceSize || !executor)
-        return rill__acl_null_arg(call, !self            ? "self"
-                                        : !out           ? "out"
-                                        : !workspaceSize ? "workspaceSize"
-                                                         : "executor");
+        return null_self_out(call, self, out, workspaceSize);
     if (dtype != ACL_FLOAT && dtype != ACL_FLOAT16)
         return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
                               "%s: dtype %d is neither ACL_FLOAT nor ACL_FLOAT16, the types "
@@ -203,12 +193,7 @@ aclnnStatus aclnnCastGetWorkspaceSize(const aclTensor *self, const aclDataType d
     return rill__acl_finish(call, &e, workspaceSize, executor);
 }
 
-aclnnStatus aclnnCast(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
-                      aclrtStream stream) {
-    (void)workspace;
-    (void)workspaceSize;
-    return rill__acl_run(RILL_ACL_OP_CAST, executor, stream, submit_convert);
-}
+PHASE2(Cast, RILL_ACL_OP_CAST, submit_convert)
 
 /* Whether src's shape broadcasts to out's (aligned at the last dimension,
  * each size equal or 1, src no longer). */
@@ -286,9 +271,4 @@ aclnnStatus aclnnInplaceCopyGetWorkspaceSize(aclTensor *selfRef, const aclTensor
     return rill__acl_finish(call, &e, workspaceSize, executor);
 }
 
-aclnnStatus aclnnInplaceCopy(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
-                             aclrtStream stream) {
-    (void)workspace;
-    (void)workspaceSize;
-    return rill__acl_run(RILL_ACL_OP_INPLACE_COPY, executor, stream, submit_copy);
-}
+PHASE2(InplaceCopy, RILL_ACL_OP_INPLACE_COPY, submit_copy)
