@@ -291,10 +291,10 @@ static aclnnStatus elementwise_phase1(const char *call, enum rill__acl_op op, co
     return ACLNN_SUCCESS;
 }
 
-aclnnStatus aclnnAddGetWorkspaceSize(const aclTensor *self, const aclTensor *other,
-                                     const aclScalar *alpha, aclTensor *out,
-                                     uint64_t *workspaceSize, aclOpExecutor **executor) {
-    const char *call = "aclnnAddGetWorkspaceSize";
+/* The first phase of self + sign * alpha * other. */
+static aclnnStatus alpha_phase1(const char *call, enum rill__acl_op op, const aclTensor *self,
+                                const aclTensor *other, const aclScalar *alpha, float sign,
+                                aclTensor *out, uint64_t *workspaceSize, aclOpExecutor **executor) {
     if (!self || !other || !alpha || !out || !workspaceSize || !executor)
         return rill__acl_null_arg(call, !self            ? "self"
                                         : !other         ? "other"
@@ -306,54 +306,48 @@ aclnnStatus aclnnAddGetWorkspaceSize(const aclTensor *self, const aclTensor *oth
     aclnnStatus st = rill__acl_scalar_read(call, "alpha", alpha, &a);
     if (st != ACLNN_SUCCESS)
         return st;
-    return elementwise_phase1(call, RILL_ACL_OP_ADD, self, other, (float)a.value, out,
-                              workspaceSize, executor);
+    return elementwise_phase1(call, op, self, other, sign * (float)a.value, out, workspaceSize,
+                              executor);
+}
+
+/* The first phase of an op of self and other without a scalar. */
+static aclnnStatus pair_phase1(const char *call, enum rill__acl_op op, const aclTensor *self,
+                               const aclTensor *other, aclTensor *out, uint64_t *workspaceSize,
+                               aclOpExecutor **executor) {
+    if (!self || !other || !out || !workspaceSize || !executor)
+        return rill__acl_null_arg(call, !self            ? "self"
+                                        : !other         ? "other"
+                                        : !out           ? "out"
+                                        : !workspaceSize ? "workspaceSize"
+                                                         : "executor");
+    return elementwise_phase1(call, op, self, other, 1.0f, out, workspaceSize, executor);
+}
+
+aclnnStatus aclnnAddGetWorkspaceSize(const aclTensor *self, const aclTensor *other,
+                                     const aclScalar *alpha, aclTensor *out,
+                                     uint64_t *workspaceSize, aclOpExecutor **executor) {
+    return alpha_phase1("aclnnAddGetWorkspaceSize", RILL_ACL_OP_ADD, self, other, alpha, 1.0f, out,
+                        workspaceSize, executor);
 }
 
 aclnnStatus aclnnSubGetWorkspaceSize(const aclTensor *self, const aclTensor *other,
                                      const aclScalar *alpha, aclTensor *out,
                                      uint64_t *workspaceSize, aclOpExecutor **executor) {
-    const char *call = "aclnnSubGetWorkspaceSize";
-    if (!self || !other || !alpha || !out || !workspaceSize || !executor)
-        return rill__acl_null_arg(call, !self            ? "self"
-                                        : !other         ? "other"
-                                        : !alpha         ? "alpha"
-                                        : !out           ? "out"
-                                        : !workspaceSize ? "workspaceSize"
-                                                         : "executor");
-    struct rill__acl_scalar a;
-    aclnnStatus st = rill__acl_scalar_read(call, "alpha", alpha, &a);
-    if (st != ACLNN_SUCCESS)
-        return st;
     /* self - alpha * other is aclnnAdd's self + (-alpha) * other. */
-    return elementwise_phase1(call, RILL_ACL_OP_SUB, self, other, -(float)a.value, out,
-                              workspaceSize, executor);
+    return alpha_phase1("aclnnSubGetWorkspaceSize", RILL_ACL_OP_SUB, self, other, alpha, -1.0f, out,
+                        workspaceSize, executor);
 }
 
 aclnnStatus aclnnDivGetWorkspaceSize(const aclTensor *self, const aclTensor *other, aclTensor *out,
                                      uint64_t *workspaceSize, aclOpExecutor **executor) {
-    const char *call = "aclnnDivGetWorkspaceSize";
-    if (!self || !other || !out || !workspaceSize || !executor)
-        return rill__acl_null_arg(call, !self            ? "self"
-                                        : !other         ? "other"
-                                        : !out           ? "out"
-                                        : !workspaceSize ? "workspaceSize"
-                                                         : "executor");
-    return elementwise_phase1(call, RILL_ACL_OP_DIV, self, other, 1.0f, out, workspaceSize,
-                              executor);
+    return pair_phase1("aclnnDivGetWorkspaceSize", RILL_ACL_OP_DIV, self, other, out, workspaceSize,
+                       executor);
 }
 
 aclnnStatus aclnnMulGetWorkspaceSize(const aclTensor *self, const aclTensor *other, aclTensor *out,
                                      uint64_t *workspaceSize, aclOpExecutor **executor) {
-    const char *call = "aclnnMulGetWorkspaceSize";
-    if (!self || !other || !out || !workspaceSize || !executor)
-        return rill__acl_null_arg(call, !self            ? "self"
-                                        : !other         ? "other"
-                                        : !out           ? "out"
-                                        : !workspaceSize ? "workspaceSize"
-                                                         : "executor");
-    return elementwise_phase1(call, RILL_ACL_OP_MUL, self, other, 1.0f, out, workspaceSize,
-                              executor);
+    return pair_phase1("aclnnMulGetWorkspaceSize", RILL_ACL_OP_MUL, self, other, out, workspaceSize,
+                       executor);
 }
 
 /* ---- matmul ---- */
@@ -558,35 +552,19 @@ static aclnnStatus run(enum rill__acl_op op, uint64_t workspaceSize, aclOpExecut
                          op == RILL_ACL_OP_MATMUL ? run_matmul : submit_elementwise);
 }
 
-aclnnStatus aclnnAdd(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
-                     aclrtStream stream) {
-    (void)workspace;
-    return run(RILL_ACL_OP_ADD, workspaceSize, executor, stream);
-}
+/* The op API's second phase of each op. */
+#define PHASE2(Name, OP)                                                                           \
+    aclnnStatus aclnn##Name(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,      \
+                            aclrtStream stream) {                                                  \
+        (void)workspace;                                                                           \
+        return run(OP, workspaceSize, executor, stream);                                           \
+    }
 
-aclnnStatus aclnnSub(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
-                     aclrtStream stream) {
-    (void)workspace;
-    return run(RILL_ACL_OP_SUB, workspaceSize, executor, stream);
-}
-
-aclnnStatus aclnnDiv(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
-                     aclrtStream stream) {
-    (void)workspace;
-    return run(RILL_ACL_OP_DIV, workspaceSize, executor, stream);
-}
-
-aclnnStatus aclnnMul(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
-                     aclrtStream stream) {
-    (void)workspace;
-    return run(RILL_ACL_OP_MUL, workspaceSize, executor, stream);
-}
-
-aclnnStatus aclnnMatmul(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
-                        aclrtStream stream) {
-    (void)workspace;
-    return run(RILL_ACL_OP_MATMUL, workspaceSize, executor, stream);
-}
+PHASE2(Add, RILL_ACL_OP_ADD)
+PHASE2(Sub, RILL_ACL_OP_SUB)
+PHASE2(Div, RILL_ACL_OP_DIV)
+PHASE2(Mul, RILL_ACL_OP_MUL)
+PHASE2(Matmul, RILL_ACL_OP_MATMUL)
 
 aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor *executor) {
     rill__acl_handles_lock();
