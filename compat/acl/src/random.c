@@ -207,10 +207,8 @@ static bool is_int_type(aclDataType t) {
     return t == ACL_INT32 || t == ACL_INT64 || t == ACL_UINT32 || t == ACL_UINT64;
 }
 
-/* A float parameter given by value in the task's floating type (float32,
- * float16 or bfloat16: 4 or 2 bytes). */
-static aclError float_param(const char *name, const aclrtRandomParaInfo *p, aclDataType t,
-                            double *out) {
+/* Whether parameter p of a task of type t is given by value, in t's size. */
+static aclError by_value(const char *name, const aclrtRandomParaInfo *p, aclDataType t) {
     if (p->isAddr)
         return rill__acl_fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
                               "%s: %s is given by address; pass it by value (isAddr 0)", CALL,
@@ -219,6 +217,16 @@ static aclError float_param(const char *name, const aclrtRandomParaInfo *p, aclD
         return rill__acl_fail(ACL_ERROR_INVALID_PARAM,
                               "%s: %s has size %u; a parameter of %s has size %u", CALL, name,
                               (unsigned)p->size, type_name(t), (unsigned)type_size(t));
+    return ACL_SUCCESS;
+}
+
+/* A float parameter given by value in the task's floating type (float32,
+ * float16 or bfloat16: 4 or 2 bytes). */
+static aclError float_param(const char *name, const aclrtRandomParaInfo *p, aclDataType t,
+                            double *out) {
+    aclError err = by_value(name, p, t);
+    if (err != ACL_SUCCESS)
+        return err;
     if (t == ACL_FLOAT) {
         float f;
         memcpy(&f, p->valueOrAddr, sizeof f);
@@ -237,14 +245,9 @@ static aclError float_param(const char *name, const aclrtRandomParaInfo *p, aclD
  * signed types. */
 static aclError bound_param(const char *name, const aclrtRandomParaInfo *p, aclDataType t,
                             int64_t *out) {
-    if (p->isAddr)
-        return rill__acl_fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                              "%s: %s is given by address; pass it by value (isAddr 0)", CALL,
-                              name);
-    if (p->size != type_size(t))
-        return rill__acl_fail(ACL_ERROR_INVALID_PARAM,
-                              "%s: %s has size %u; a parameter of %s has size %u", CALL, name,
-                              (unsigned)p->size, type_name(t), (unsigned)type_size(t));
+    aclError err = by_value(name, p, t);
+    if (err != ACL_SUCCESS)
+        return err;
     if (t == ACL_INT32) {
         int32_t v;
         memcpy(&v, p->valueOrAddr, sizeof v);
