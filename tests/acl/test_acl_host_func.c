@@ -5,36 +5,14 @@
  * aclrtProcessHostFunc while the stream waits. Callbacks of
  * aclrtSubscribeReport are a separate subscription. Functions write
  * atomics; the main thread asserts. */
-#include <pthread.h>
-#include <stdatomic.h>
-#include <time.h>
-
 #include "acl_support.h"
-
-static atomic_int order;
-static atomic_int stop;
-
-struct record {
-    atomic_int at;           /* its place in order, from 1; 0 before it ran */
-    atomic_uintptr_t thread; /* the thread that ran it */
-};
-
-static void note(void *arg) {
-    struct record *r = arg;
-    atomic_store(&r->thread, (uintptr_t)pthread_self());
-    atomic_store(&r->at, atomic_fetch_add(&order, 1) + 1);
-}
+#include "acl_threads.h"
 
 static void *host_func_loop(void *arg) {
     (void)arg;
     while (!atomic_load(&stop))
         (void)aclrtProcessHostFunc(20);
     return NULL;
-}
-
-static void sleep_ms(int ms) {
-    struct timespec ts = {0, (long)ms * 1000000L};
-    nanosleep(&ts, NULL);
 }
 
 static bool ran_on(const struct record *r, pthread_t t) {

@@ -4,25 +4,8 @@
  * that thread, which runs it in aclrtProcessReport; ACL_CALLBACK_BLOCK
  * holds the stream until it has run, ACL_CALLBACK_NO_BLOCK does not. And
  * aclrtLaunchHostFunc. Callbacks write atomics; the main thread asserts. */
-#include <pthread.h>
-#include <stdatomic.h>
-#include <time.h>
-
 #include "acl_support.h"
-
-static atomic_int order;
-static atomic_int stop;
-
-struct record {
-    atomic_int at;           /* its place in order, from 1; 0 before it ran */
-    atomic_uintptr_t thread; /* the thread that ran it */
-};
-
-static void note(void *arg) {
-    struct record *r = arg;
-    atomic_store(&r->thread, (uintptr_t)pthread_self());
-    atomic_store(&r->at, atomic_fetch_add(&order, 1) + 1);
-}
+#include "acl_threads.h"
 
 /* The subscribed thread: processes reports until told to stop. */
 static void *report_loop(void *arg) {
@@ -30,11 +13,6 @@ static void *report_loop(void *arg) {
     while (!atomic_load(&stop))
         (void)aclrtProcessReport(20);
     return NULL;
-}
-
-static void sleep_ms(int ms) {
-    struct timespec ts = {0, (long)ms * 1000000L};
-    nanosleep(&ts, NULL);
 }
 
 /* "ACL_CALLBACK_BLOCK holds the stream's later work until fn has
