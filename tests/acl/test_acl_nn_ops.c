@@ -6,6 +6,7 @@
 #include <math.h>
 
 #include "acl_support.h"
+#include "acl_tensors.h"
 #include "aclnnop/aclnn_cast.h"
 #include "aclnnop/aclnn_copy.h"
 #include "aclnnop/aclnn_div.h"
@@ -17,53 +18,6 @@
 #include "aclnnop/aclnn_softmax.h"
 #include "aclnnop/aclnn_sub.h"
 #include "aclnnop/aclnn_tanh.h"
-
-enum { MAX_VALUES = 64 };
-
-/* A tensor over new device memory holding values (count of them, zeros
- * when values is NULL), contiguous unless strides are given. */
-static aclTensor *tensor_of(const int64_t *dims, uint64_t ndim, const int64_t *strides,
-                            aclDataType dtype, const float *values, size_t count, void **dev) {
-    int64_t contiguous[8];
-    int64_t step = 1;
-    for (int d = (int)ndim - 1; d >= 0; d--) {
-        contiguous[d] = step;
-        step *= dims[d];
-    }
-    size_t esize = aclDataTypeSize(dtype);
-    size_t bytes = (count ? count : 1) * esize;
-    ACL_OK(aclrtMalloc(dev, bytes, ACL_MEM_MALLOC_HUGE_FIRST));
-    unsigned char staging[MAX_VALUES * 8] = {0};
-    assert_true(bytes <= sizeof staging);
-    for (size_t i = 0; i < count; i++) {
-        float v = values ? values[i] : 0.0f;
-        aclFloat16 h = aclFloatToFloat16(v);
-        if (dtype == ACL_FLOAT16)
-            memcpy(staging + i * 2, &h, 2);
-        else if (dtype == ACL_FLOAT)
-            memcpy(staging + i * 4, &v, 4);
-    }
-    ACL_OK(aclrtMemcpy(*dev, bytes, staging, bytes, ACL_MEMCPY_HOST_TO_DEVICE));
-    aclTensor *t = aclCreateTensor(dims, ndim, dtype, strides ? strides : contiguous, 0,
-                                   ACL_FORMAT_ND, dims, ndim, *dev);
-    assert_non_null(t);
-    return t;
-}
-
-static void read_back(const void *dev, aclDataType dtype, float *out, size_t count) {
-    unsigned char staging[MAX_VALUES * 8];
-    size_t esize = aclDataTypeSize(dtype);
-    ACL_OK(aclrtMemcpy(staging, sizeof staging, dev, count * esize, ACL_MEMCPY_DEVICE_TO_HOST));
-    for (size_t i = 0; i < count; i++) {
-        if (dtype == ACL_FLOAT16) {
-            aclFloat16 h;
-            memcpy(&h, staging + i * 2, 2);
-            out[i] = aclFloat16ToFloat(h);
-        } else {
-            memcpy(&out[i], staging + i * 4, 4);
-        }
-    }
-}
 
 static void assert_close(float got, double want, double tol) {
     double err = fabs((double)got - want);

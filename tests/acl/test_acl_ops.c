@@ -4,55 +4,7 @@
  * broadcasting and strided views, executors, and the refusals with
  * ACLNN's codes. */
 #include "acl_support.h"
-
-/* A tensor over new device memory holding values (zeros when values is
- * NULL), contiguous unless strides are given, of type dtype; *dev receives
- * the memory. */
-static aclTensor *tensor_of(const int64_t *dims, uint64_t ndim, const int64_t *strides,
-                            aclDataType dtype, const float *values, size_t count, void **dev) {
-    int64_t contiguous[8];
-    int64_t step = 1;
-    for (int d = (int)ndim - 1; d >= 0; d--) {
-        contiguous[d] = step;
-        step *= dims[d];
-    }
-    size_t esize = aclDataTypeSize(dtype);
-    size_t bytes = (count ? count : 1) * esize;
-    ACL_OK(aclrtMalloc(dev, bytes, ACL_MEM_MALLOC_HUGE_FIRST));
-    unsigned char staging[4096];
-    assert_true(bytes <= sizeof staging);
-    for (size_t i = 0; i < count; i++) {
-        float v = values ? values[i] : 0.0f;
-        aclFloat16 h = aclFloatToFloat16(v);
-        if (dtype == ACL_FLOAT16)
-            memcpy(staging + i * 2, &h, 2);
-        else if (dtype == ACL_FLOAT)
-            memcpy(staging + i * 4, &v, 4);
-        else
-            memset(staging + i * esize, 0, esize);
-    }
-    if (count)
-        ACL_OK(aclrtMemcpy(*dev, bytes, staging, bytes, ACL_MEMCPY_HOST_TO_DEVICE));
-    aclTensor *t = aclCreateTensor(dims, ndim, dtype, strides ? strides : contiguous, 0,
-                                   ACL_FORMAT_ND, dims, ndim, *dev);
-    assert_non_null(t);
-    return t;
-}
-
-static void read_back(const void *dev, aclDataType dtype, float *out, size_t count) {
-    unsigned char staging[4096];
-    size_t esize = aclDataTypeSize(dtype);
-    ACL_OK(aclrtMemcpy(staging, sizeof staging, dev, count * esize, ACL_MEMCPY_DEVICE_TO_HOST));
-    for (size_t i = 0; i < count; i++) {
-        if (dtype == ACL_FLOAT16) {
-            aclFloat16 h;
-            memcpy(&h, staging + i * 2, 2);
-            out[i] = aclFloat16ToFloat(h);
-        } else {
-            memcpy(&out[i], staging + i * 4, 4);
-        }
-    }
-}
+#include "acl_tensors.h"
 
 static void test_acl_tensor_and_scalar_checks(void **state) {
     (void)state;
