@@ -7,6 +7,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <time.h>
 
 static atomic_int order;
@@ -21,6 +22,11 @@ static inline void note(void *arg) {
     struct record *r = arg;
     atomic_store(&r->thread, (uintptr_t)pthread_self());
     atomic_store(&r->at, atomic_fetch_add(&order, 1) + 1);
+}
+
+/* Whether r's function ran on thread t. */
+static inline bool ran_on(const struct record *r, pthread_t t) {
+    return pthread_equal((pthread_t)atomic_load(&r->thread), t);
 }
 
 static inline void sleep_ms(int ms) {

@@ -15,10 +15,6 @@ static void *host_func_loop(void *arg) {
     return NULL;
 }
 
-static bool ran_on(const struct record *r, pthread_t t) {
-    return pthread_equal((pthread_t)atomic_load(&r->thread), t);
-}
-
 /* Host functions of a subscribed stream run on its thread, in stream
  * order with the stream's other work; another stream's run on rill's. */
 static void test_acl_host_func_runs_on_subscribed_thread_in_order(void **state) {

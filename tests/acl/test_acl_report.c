@@ -35,10 +35,10 @@ static void test_acl_callback_runs_on_subscribed_thread_in_order(void **state) {
     assert_int_equal(atomic_load(&before.at), 1);
     for (int i = 0; i < 3; i++) {
         assert_int_equal(atomic_load(&cb[i].at), 2 + i);
-        assert_true(pthread_equal((pthread_t)atomic_load(&cb[i].thread), t));
+        assert_true(ran_on(&cb[i], t));
     }
     assert_int_equal(atomic_load(&after.at), 5);
-    assert_false(pthread_equal((pthread_t)atomic_load(&after.thread), t));
+    assert_false(ran_on(&after, t));
     atomic_store(&stop, 1);
     assert_int_equal(pthread_join(t, NULL), 0);
     ACL_OK(aclrtUnSubscribeReport((uint64_t)t, s));
@@ -63,7 +63,7 @@ static void test_acl_callback_no_block_lets_stream_run_on(void **state) {
     /* ...until this thread processes it. */
     ACL_OK(aclrtProcessReport(1000));
     assert_int_equal(atomic_load(&cb.at), 2);
-    assert_true(pthread_equal((pthread_t)atomic_load(&cb.thread), pthread_self()));
+    assert_true(ran_on(&cb, pthread_self()));
     ACL_FAILS(aclrtProcessReport(0), ACL_ERROR_RT_REPORT_TIMEOUT, "within 0 ms");
     ACL_FAILS(aclrtProcessReport(10), ACL_ERROR_RT_REPORT_TIMEOUT, "aclrtProcessReport");
     /* A BLOCK callback holds the stream until this thread processes it. */
@@ -78,7 +78,7 @@ static void test_acl_callback_no_block_lets_stream_run_on(void **state) {
     /* A subscribed thread that synchronizes runs its callbacks meanwhile. */
     ACL_OK(aclrtSynchronizeStream(s));
     assert_int_equal(atomic_load(&own.at), 3);
-    assert_true(pthread_equal((pthread_t)atomic_load(&own.thread), pthread_self()));
+    assert_true(ran_on(&own, pthread_self()));
     assert_int_equal(atomic_load(&after.at), 4);
     ACL_OK(aclrtUnSubscribeReport((uint64_t)pthread_self(), s));
     ACL_OK(aclrtDestroyStream(s));
@@ -157,7 +157,7 @@ static void test_acl_subscribed_thread_synchronizing_runs_its_callbacks(void **s
         }
         assert_int_equal(pthread_join(t, NULL), 0);
         assert_int_equal(atomic_load(&self_cb.at), 1);
-        assert_true(pthread_equal((pthread_t)atomic_load(&self_cb.thread), t));
+        assert_true(ran_on(&self_cb, t));
     }
 }
 
@@ -183,7 +183,7 @@ static void test_acl_unsubscribe_runs_queued_callbacks(void **state) {
     assert_int_equal(atomic_load(&blocking.at), 0);
     ACL_OK(aclrtUnSubscribeReport(nobody, a));
     assert_int_equal(atomic_load(&queued.at), 1);
-    assert_true(pthread_equal((pthread_t)atomic_load(&queued.thread), pthread_self()));
+    assert_true(ran_on(&queued, pthread_self()));
     ACL_OK(aclrtUnSubscribeReport(nobody, b));
     ACL_OK(aclrtSynchronizeStreamWithTimeout(b, 5000));
     assert_int_equal(atomic_load(&blocking.at), 2);
