@@ -260,44 +260,47 @@ static void test_acl_convolution(void **state) {
     aclOpExecutor *ex;
     int64_t twos[2] = {2, 2}, three[3] = {1, 1, 1}, zero[1] = {0};
     aclIntArray *dil2 = ints(twos, 2), *three_vals = ints(three, 3), *stride0 = ints(zero, 1);
-    ACL_FAILS(aclnnConvolutionGetWorkspaceSize(ti, tw, NULL, stride, padding, dilation, true,
-                                               out_pad, 1, to, 0, &ws, &ex),
-              ACLNN_ERR_PARAM_INVALID, "transposed is true");
-    ACL_FAILS(aclnnConvolutionGetWorkspaceSize(ti, tw, NULL, stride, padding, dilation, false,
-                                               out_pad, 2, to, 0, &ws, &ex),
-              ACLNN_ERR_PARAM_INVALID, "groups is not 1");
-    ACL_FAILS(aclnnConvolutionGetWorkspaceSize(ti, tw, NULL, stride, padding, dil2, false, out_pad,
-                                               1, to, 0, &ws, &ex),
-              ACLNN_ERR_PARAM_INVALID, "no dilation");
-    ACL_FAILS(aclnnConvolutionGetWorkspaceSize(ti, tw, NULL, three_vals, padding, dilation, false,
-                                               out_pad, 1, to, 0, &ws, &ex),
-              ACLNN_ERR_PARAM_INVALID, "stride has 3 values");
-    ACL_FAILS(aclnnConvolutionGetWorkspaceSize(ti, tw, NULL, stride0, padding, dilation, false,
-                                               out_pad, 1, to, 0, &ws, &ex),
-              ACLNN_ERR_PARAM_INVALID, "at least 1");
-    ACL_FAILS(aclnnConvolutionGetWorkspaceSize(ti, tw, NULL, stride, padding, dilation, false,
-                                               out_pad, 1, to, 7, &ws, &ex),
-              ACLNN_ERR_PARAM_INVALID, "cubeMathType 7");
-    ACL_FAILS(aclnnConvolutionGetWorkspaceSize(ti, tw, tw, stride, padding, dilation, false,
-                                               out_pad, 1, to, 0, &ws, &ex),
-              ACLNN_ERR_PARAM_INVALID, "bias must have one dimension of 3");
     int64_t dsmall[4] = {1, 2, 1, 1};
     void *msmall;
     aclTensor *tsmall = tensor_of(dsmall, 4, ACL_FLOAT, NULL, &msmall);
-    ACL_FAILS(aclnnConvolutionGetWorkspaceSize(tsmall, tw, NULL, stride, out_pad, dilation, false,
-                                               out_pad, 1, to, 0, &ws, &ex),
-              ACLNN_ERR_PARAM_INVALID, "larger than the padded 1 x 1 input");
+    /* Each refusal: the arguments that differ from a good call's, the
+     * code and what the message says. */
+    const struct {
+        const aclTensor *in, *bias;
+        const aclIntArray *stride, *padding, *dilation;
+        bool transposed;
+        int64_t groups;
+        int8_t cube;
+        int code;
+        const char *says;
+    } refusals[] = {
+        {ti, NULL, stride, padding, dilation, true, 1, 0, ACLNN_ERR_PARAM_INVALID,
+         "transposed is true"},
+        {ti, NULL, stride, padding, dilation, false, 2, 0, ACLNN_ERR_PARAM_INVALID,
+         "groups is not 1"},
+        {ti, NULL, stride, padding, dil2, false, 1, 0, ACLNN_ERR_PARAM_INVALID, "no dilation"},
+        {ti, NULL, three_vals, padding, dilation, false, 1, 0, ACLNN_ERR_PARAM_INVALID,
+         "stride has 3 values"},
+        {ti, NULL, stride0, padding, dilation, false, 1, 0, ACLNN_ERR_PARAM_INVALID, "at least 1"},
+        {ti, NULL, stride, padding, dilation, false, 1, 7, ACLNN_ERR_PARAM_INVALID,
+         "cubeMathType 7"},
+        {ti, tw, stride, padding, dilation, false, 1, 0, ACLNN_ERR_PARAM_INVALID,
+         "bias must have one dimension of 3"},
+        {tsmall, NULL, stride, out_pad, dilation, false, 1, 0, ACLNN_ERR_PARAM_INVALID,
+         "larger than the padded 1 x 1 input"},
+        {ti, NULL, padding, padding, dilation, false, 1, 0, ACLNN_ERR_PARAM_INVALID, "must match"},
+        {tb, NULL, stride, padding, dilation, false, 1, 0, ACLNN_ERR_PARAM_INVALID,
+         "takes 4 (NCHW)"},
+        {ti, NULL, NULL, padding, dilation, false, 1, 0, ACLNN_ERR_PARAM_NULLPTR, "stride is NULL"},
+    };
+    for (size_t i = 0; i < sizeof refusals / sizeof refusals[0]; i++)
+        ACL_FAILS(aclnnConvolutionGetWorkspaceSize(
+                      refusals[i].in, tw, refusals[i].bias, refusals[i].stride, refusals[i].padding,
+                      refusals[i].dilation, refusals[i].transposed, out_pad, refusals[i].groups, to,
+                      refusals[i].cube, &ws, &ex),
+                  refusals[i].code, refusals[i].says);
     ACL_OK(aclDestroyTensor(tsmall));
     ACL_OK(aclrtFree(msmall));
-    ACL_FAILS(aclnnConvolutionGetWorkspaceSize(ti, tw, NULL, padding, padding, dilation, false,
-                                               out_pad, 1, to, 0, &ws, &ex),
-              ACLNN_ERR_PARAM_INVALID, "must match");
-    ACL_FAILS(aclnnConvolutionGetWorkspaceSize(tb, tw, NULL, stride, padding, dilation, false,
-                                               out_pad, 1, to, 0, &ws, &ex),
-              ACLNN_ERR_PARAM_INVALID, "takes 4 (NCHW)");
-    ACL_FAILS(aclnnConvolutionGetWorkspaceSize(ti, tw, NULL, NULL, padding, dilation, false,
-                                               out_pad, 1, to, 0, &ws, &ex),
-              ACLNN_ERR_PARAM_NULLPTR, "stride is NULL");
     ACL_OK(aclDestroyIntArray(dil2));
     ACL_FAILS(aclnnConvolutionGetWorkspaceSize(ti, tw, NULL, stride, padding, dil2, false, out_pad,
                                                1, to, 0, &ws, &ex),
