@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* What the tests of callbacks and host functions share: records that a
- * function writes from the thread that runs it, in a global order, and a
- * flag that stops the test's processing thread. */
+ * function writes from the thread that runs it, in a global order, and
+ * the test's processing thread, started and stopped through a flag. */
 #ifndef RILL_TEST_ACL_THREADS_H
 #define RILL_TEST_ACL_THREADS_H
 
@@ -9,6 +9,8 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <time.h>
+
+#include "acl_support.h"
 
 static atomic_int order;
 static atomic_int stop;
@@ -27,6 +29,21 @@ static inline void note(void *arg) {
 /* Whether r's function ran on thread t. */
 static inline bool ran_on(const struct record *r, pthread_t t) {
     return pthread_equal((pthread_t)atomic_load(&r->thread), t);
+}
+
+/* Starts a thread that runs loop, with order at 0 and stop clear. */
+static inline pthread_t start_thread(void *(*loop)(void *)) {
+    atomic_store(&order, 0);
+    atomic_store(&stop, 0);
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, loop, NULL), 0);
+    return t;
+}
+
+/* Tells thread t to stop, and joins it. */
+static inline void stop_thread(pthread_t t) {
+    atomic_store(&stop, 1);
+    assert_int_equal(pthread_join(t, NULL), 0);
 }
 
 static inline void sleep_ms(int ms) {

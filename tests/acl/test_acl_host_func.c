@@ -22,10 +22,7 @@ static void test_acl_host_func_runs_on_subscribed_thread_in_order(void **state) 
     aclrtStream s, other;
     ACL_OK(aclrtCreateStream(&s));
     ACL_OK(aclrtCreateStream(&other));
-    atomic_store(&order, 0);
-    atomic_store(&stop, 0);
-    pthread_t t;
-    assert_int_equal(pthread_create(&t, NULL, host_func_loop, NULL), 0);
+    pthread_t t = start_thread(host_func_loop);
     ACL_OK(aclrtSubscribeHostFunc((uint64_t)t, s));
     struct record hf[3] = {{0}}, elsewhere = {0};
     for (int i = 0; i < 3; i++)
@@ -39,8 +36,7 @@ static void test_acl_host_func_runs_on_subscribed_thread_in_order(void **state) 
     }
     assert_int_equal(atomic_load(&elsewhere.at), 4);
     assert_false(ran_on(&elsewhere, t));
-    atomic_store(&stop, 1);
-    assert_int_equal(pthread_join(t, NULL), 0);
+    stop_thread(t);
     ACL_OK(aclrtUnSubscribeHostFunc((uint64_t)t, s));
     ACL_OK(aclrtDestroyStream(s));
     ACL_OK(aclrtDestroyStream(other));

@@ -21,10 +21,7 @@ static void test_acl_callback_runs_on_subscribed_thread_in_order(void **state) {
     (void)state;
     aclrtStream s;
     ACL_OK(aclrtCreateStream(&s));
-    atomic_store(&order, 0);
-    atomic_store(&stop, 0);
-    pthread_t t;
-    assert_int_equal(pthread_create(&t, NULL, report_loop, NULL), 0);
+    pthread_t t = start_thread(report_loop);
     ACL_OK(aclrtSubscribeReport((uint64_t)t, s));
     struct record before = {0}, cb[3] = {{0}}, after = {0};
     ACL_OK(aclrtLaunchHostFunc(s, note, &before));
@@ -39,8 +36,7 @@ static void test_acl_callback_runs_on_subscribed_thread_in_order(void **state) {
     }
     assert_int_equal(atomic_load(&after.at), 5);
     assert_false(ran_on(&after, t));
-    atomic_store(&stop, 1);
-    assert_int_equal(pthread_join(t, NULL), 0);
+    stop_thread(t);
     ACL_OK(aclrtUnSubscribeReport((uint64_t)t, s));
     ACL_OK(aclrtDestroyStream(s));
 }
