@@ -195,6 +195,17 @@ static void deliver(void *arg) {
     drop(it);
 }
 
+/* Unlinks it, which follows prev (NULL: it is the head), from the queue
+ * (lock held). */
+static void unlink_locked(struct item *prev, struct item *it) {
+    if (prev)
+        prev->next = it->next;
+    else
+        head = it->next;
+    if (tail == it)
+        tail = prev;
+}
+
 /* Unlinks the queued items of kind that match (thread, and stream unless
  * NULL) (lock held): blocking ones become ORPHANED for their deliver to
  * run; the others are returned as a list, the caller's to run and free. */
@@ -206,12 +217,7 @@ static struct item *orphan_locked(uint64_t thread, rill_stream *stream, int kind
             prev = it;
             continue;
         }
-        if (prev)
-            prev->next = next;
-        else
-            head = next;
-        if (tail == it)
-            tail = prev;
+        unlink_locked(prev, it);
         if (it->blocks) {
             it->state = ORPHANED;
         } else {
@@ -417,12 +423,7 @@ static struct item *take_locked(uint64_t thread, int kind) {
             prev = it;
             continue;
         }
-        if (prev)
-            prev->next = next;
-        else
-            head = next;
-        if (tail == it)
-            tail = prev;
+        unlink_locked(prev, it);
         it->state = RUNNING;
         it->next = NULL;
         *batch_tail = it;
