@@ -321,17 +321,28 @@ out:
     return err;
 }
 
+/* A zeroed object of size bytes with a handle of RILL_ACL_MODEL's kind in
+ * *handle, or NULL (and a failure that says there is no memory for what). */
+static void *new_object(const char *call, size_t size, const char *what, void **handle) {
+    void *o = calloc(1, size);
+    *handle = o ? rill__acl_handle_open(RILL_ACL_MODEL, o) : NULL;
+    if (!*handle) {
+        free(o);
+        rill__acl_fail(ACL_ERROR_BAD_ALLOC, "%s: no memory for the %s", call, what);
+        return NULL;
+    }
+    return o;
+}
+
 /* Gives c the model that its segments make, if it has none yet
  * (models_lock held). */
 static aclError model_of_capture_locked(const char *call, struct capture *c) {
     if (c->model)
         return ACL_SUCCESS;
-    struct rill__acl_model *m = calloc(1, sizeof *m);
-    void *h = m ? rill__acl_handle_open(RILL_ACL_MODEL, m) : NULL;
-    if (!h) {
-        free(m);
-        return rill__acl_fail(ACL_ERROR_BAD_ALLOC, "%s: no memory for the model", call);
-    }
+    void *h;
+    struct rill__acl_model *m = new_object(call, sizeof *m, "model", &h);
+    if (!m)
+        return ACL_ERROR_BAD_ALLOC;
     *m = (struct rill__acl_model){.type = RILL_ACL_MODEL_OBJECT, .handle = h, .captured = true};
     c->model = m;
     return ACL_SUCCESS;
@@ -384,11 +395,10 @@ aclError aclmdlRICaptureTaskGrpEnd(aclrtStream stream, aclrtTaskGrp *handle) {
                              call, stream);
         goto out;
     }
-    struct rill__acl_task_group *g = malloc(sizeof *g);
-    void *h = g ? rill__acl_handle_open(RILL_ACL_MODEL, g) : NULL;
-    if (!h) {
-        free(g);
-        err = rill__acl_fail(ACL_ERROR_BAD_ALLOC, "%s: no memory for the task group", call);
+    void *h;
+    struct rill__acl_task_group *g = new_object(call, sizeof *g, "task group", &h);
+    if (!g) {
+        err = ACL_ERROR_BAD_ALLOC;
         goto out;
     }
     struct rill__acl_model *m = c->model;
