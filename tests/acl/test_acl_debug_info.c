@@ -48,19 +48,33 @@ static void copies(aclrtStream s, void *dst, const void *src, int k) {
         ACL_OK(aclrtMemcpyAsync(dst, N, src, N, ACL_MEMCPY_DEVICE_TO_DEVICE, s));
 }
 
+/* Makes the file path names (from its XXXXXX), a stream and two buffers
+ * of N bytes. */
+static void set_up(char *path, aclrtStream *s, void **a, void **b) {
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    ACL_OK(aclrtCreateStream(s));
+    ACL_OK(aclrtMalloc(a, N, ACL_MEM_MALLOC_HUGE_FIRST));
+    ACL_OK(aclrtMalloc(b, N, ACL_MEM_MALLOC_HUGE_FIRST));
+}
+
+/* Undoes set_up. */
+static void tear_down(const char *path, aclrtStream s, void *a, void *b) {
+    ACL_OK(aclrtFree(a));
+    ACL_OK(aclrtFree(b));
+    ACL_OK(aclrtDestroyStream(s));
+    unlink(path);
+}
+
 /* A captured model of k copies: one graph of k nodes, in DOT, inside a
  * JSON object; the file is written again for each call. */
 static void test_acl_debug_json_print_describes_captured_model(void **state) {
     (void)state;
     char path[] = "/tmp/rill_acl_model_XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    close(fd);
     aclrtStream s;
-    ACL_OK(aclrtCreateStream(&s));
     void *a, *b;
-    ACL_OK(aclrtMalloc(&a, N, ACL_MEM_MALLOC_HUGE_FIRST));
-    ACL_OK(aclrtMalloc(&b, N, ACL_MEM_MALLOC_HUGE_FIRST));
+    set_up(path, &s, &a, &b);
     for (int k = 1; k <= 3; k += 2) {
         aclmdlRI model = NULL;
         ACL_OK(aclmdlRICaptureBegin(s, ACL_MODEL_RI_CAPTURE_MODE_GLOBAL));
@@ -81,10 +95,7 @@ static void test_acl_debug_json_print_describes_captured_model(void **state) {
         ACL_FAILS(aclmdlRIDebugJsonPrint(model, path, 0), ACL_ERROR_INVALID_PARAM,
                   "aclmdlRIDebugJsonPrint");
     }
-    ACL_OK(aclrtFree(a));
-    ACL_OK(aclrtFree(b));
-    ACL_OK(aclrtDestroyStream(s));
-    unlink(path);
+    tear_down(path, s, a, b);
 }
 
 /* A capture with a task group is three graphs (before, the group, after),
@@ -92,14 +103,9 @@ static void test_acl_debug_json_print_describes_captured_model(void **state) {
 static void test_acl_debug_json_print_describes_every_graph(void **state) {
     (void)state;
     char path[] = "/tmp/rill_acl_model_XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    close(fd);
     aclrtStream s;
-    ACL_OK(aclrtCreateStream(&s));
     void *a, *b;
-    ACL_OK(aclrtMalloc(&a, N, ACL_MEM_MALLOC_HUGE_FIRST));
-    ACL_OK(aclrtMalloc(&b, N, ACL_MEM_MALLOC_HUGE_FIRST));
+    set_up(path, &s, &a, &b);
 
     aclmdlRI model = NULL;
     aclrtTaskGrp group = NULL;
@@ -136,10 +142,7 @@ static void test_acl_debug_json_print_describes_every_graph(void **state) {
     ACL_OK(aclmdlRIUnbindStream(model, s));
     ACL_OK(aclmdlRIDestroy(model));
 
-    ACL_OK(aclrtFree(a));
-    ACL_OK(aclrtFree(b));
-    ACL_OK(aclrtDestroyStream(s));
-    unlink(path);
+    tear_down(path, s, a, b);
 }
 
 static void test_acl_debug_json_print_refusals(void **state) {
