@@ -22,8 +22,6 @@ static const rill_map_op map_of[] = {[RILL_ACL_OP_RELU] = RILL_MAP_RELU,
                                      [RILL_ACL_OP_TANH] = RILL_MAP_TANH,
                                      [RILL_ACL_OP_SILU] = RILL_MAP_SILU};
 
-/* ---- activations ---- */
-
 /* The op API's second phase, which submits what the first phase checked. */
 #define PHASE2(Name, OP, submit)                                                                   \
     aclnnStatus aclnn##Name(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,      \
@@ -65,6 +63,8 @@ static aclnnStatus take_same_f32(const char *call, const aclTensor *self, aclTen
         st = rill__acl_check_contiguous(call, "out", &e->out);
     return st;
 }
+
+/* ---- activations ---- */
 
 static aclnnStatus unary_phase1(const char *call, enum rill__acl_op op, const aclTensor *self,
                                 aclTensor *out, uint64_t *workspaceSize, aclOpExecutor **executor) {

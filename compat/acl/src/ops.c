@@ -291,9 +291,10 @@ static aclnnStatus elementwise_phase1(const char *call, enum rill__acl_op op, co
     return ACLNN_SUCCESS;
 }
 
-/* The first phase of self + sign * alpha * other. */
+/* The first phase of self + alpha * other, or of self - alpha * other when
+ * negate. */
 static aclnnStatus alpha_phase1(const char *call, enum rill__acl_op op, const aclTensor *self,
-                                const aclTensor *other, const aclScalar *alpha, float sign,
+                                const aclTensor *other, const aclScalar *alpha, bool negate,
                                 aclTensor *out, uint64_t *workspaceSize, aclOpExecutor **executor) {
     if (!self || !other || !alpha || !out || !workspaceSize || !executor)
         return rill__acl_null_arg(call, !self            ? "self"
@@ -306,8 +307,8 @@ static aclnnStatus alpha_phase1(const char *call, enum rill__acl_op op, const ac
     aclnnStatus st = rill__acl_scalar_read(call, "alpha", alpha, &a);
     if (st != ACLNN_SUCCESS)
         return st;
-    return elementwise_phase1(call, op, self, other, sign * (float)a.value, out, workspaceSize,
-                              executor);
+    return elementwise_phase1(call, op, self, other, negate ? -(float)a.value : (float)a.value, out,
+                              workspaceSize, executor);
 }
 
 /* The first phase of an op of self and other without a scalar. */
@@ -326,7 +327,7 @@ static aclnnStatus pair_phase1(const char *call, enum rill__acl_op op, const acl
 aclnnStatus aclnnAddGetWorkspaceSize(const aclTensor *self, const aclTensor *other,
                                      const aclScalar *alpha, aclTensor *out,
                                      uint64_t *workspaceSize, aclOpExecutor **executor) {
-    return alpha_phase1("aclnnAddGetWorkspaceSize", RILL_ACL_OP_ADD, self, other, alpha, 1.0f, out,
+    return alpha_phase1("aclnnAddGetWorkspaceSize", RILL_ACL_OP_ADD, self, other, alpha, false, out,
                         workspaceSize, executor);
 }
 
@@ -334,7 +335,7 @@ aclnnStatus aclnnSubGetWorkspaceSize(const aclTensor *self, const aclTensor *oth
                                      const aclScalar *alpha, aclTensor *out,
                                      uint64_t *workspaceSize, aclOpExecutor **executor) {
     /* self - alpha * other is aclnnAdd's self + (-alpha) * other. */
-    return alpha_phase1("aclnnSubGetWorkspaceSize", RILL_ACL_OP_SUB, self, other, alpha, -1.0f, out,
+    return alpha_phase1("aclnnSubGetWorkspaceSize", RILL_ACL_OP_SUB, self, other, alpha, true, out,
                         workspaceSize, executor);
 }
 
