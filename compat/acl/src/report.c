@@ -352,6 +352,18 @@ void rill__acl_reports_forget_all(void) {
     unlock_all();
 }
 
+/* Notes it among the live items and launches its deliver on s; it is
+ * freed should the launch fail. */
+static aclError launch_item(const char *call, rill_stream *s, struct item *it) {
+    lock_all();
+    link_live_locked(it);
+    unlock_all();
+    aclError err = rill__acl_check(rill_launch_host_func(s, deliver, it), call);
+    if (err != ACL_SUCCESS)
+        drop(it);
+    return err;
+}
+
 aclError aclrtLaunchCallback(aclrtCallback fn, void *userData, aclrtCallbackBlockType blockType,
                              aclrtStream stream) {
     const char *call = "aclrtLaunchCallback";
@@ -391,13 +403,7 @@ aclError aclrtLaunchCallback(aclrtCallback fn, void *userData, aclrtCallbackBloc
                         .kind = REPORT,
                         .stream = s,
                         .state = LAUNCHED};
-    lock_all();
-    link_live_locked(it);
-    unlock_all();
-    err = rill__acl_check(rill_launch_host_func(s, deliver, it), call);
-    if (err != ACL_SUCCESS)
-        drop(it);
-    return err;
+    return launch_item(call, s, it);
 }
 
 /* The absolute CLOCK_MONOTONIC time timeout_ms from now. */
@@ -558,11 +564,5 @@ aclError aclrtLaunchHostFunc(aclrtStream stream, aclrtHostFunc fn, void *args) {
         return rill__acl_fail(ACL_ERROR_BAD_ALLOC, "%s: no memory for a host function", call);
     *it = (struct item){
         .fn = fn, .data = args, .blocks = true, .kind = HOSTFUNC, .stream = s, .state = LAUNCHED};
-    lock_all();
-    link_live_locked(it);
-    unlock_all();
-    err = rill__acl_check(rill_launch_host_func(s, deliver, it), call);
-    if (err != ACL_SUCCESS)
-        drop(it);
-    return err;
+    return launch_item(call, s, it);
 }
