@@ -287,13 +287,13 @@ rill_status rill_device_synchronize_for(rill_device *dev, uint64_t timeout_ns);
  * command's slot, and a kernel's arguments and access list in full when
  * they pass 192 bytes; default: 1/32 of the device's memory_bytes; a
  * stream with fewer than 64 commands queued is counted but does not wait
- * for it). A call
- * that queues a command (rill_launch_kernel and the built-in ops,
- * rill_launch_host_func, rill_memcpy_async, rill_memset_async,
- * rill_event_record, rill_stream_wait_event, rill_stream_wait_stream,
- * rill_graph_launch) and finds a bound reached blocks until the device has
- * run that stream (or the device's fullest stream) down to half of it,
- * running the work itself where a synchronize would. It never blocks
+ * for it). A call that queues a command (rill_launch_kernel and the
+ * built-in ops, rill_launch_host_func, rill_memcpy_async,
+ * rill_memset_async, rill_event_record, rill_stream_wait_event,
+ * rill_stream_wait_stream, rill_graph_launch) and finds a bound reached
+ * blocks until the device has run that stream (or the device's fullest
+ * stream) down to half of it, running the work itself where a synchronize
+ * would. It never blocks
  * inside a kernel or host function, nor for a capturing stream (which
  * queues nothing); the library's own commands are counted but never wait.
  * Where the work ahead may wait for something rill cannot see (a host
@@ -319,8 +319,7 @@ rill_status rill_get_queue_limit(rill_device *dev, size_t *commands, size_t *byt
  * the wait): RILL_OK once stream may take a command without waiting (or
  * may pass the bound, behind work that has not moved for 200 ms, as
  * above), RILL_NOT_READY when it still may not after timeout_ns, changing
- * nothing.
- * Blocks for timeout_ns at most, or as long as a kernel or copy that the
+ * nothing. Blocks for timeout_ns at most, or as long as a kernel or copy that the
  * thread runs meanwhile. RILL_ERROR_NOT_PERMITTED from a kernel or host
  * function. */
 rill_status rill_stream_make_room_for(rill_stream *stream, uint64_t timeout_ns);
