@@ -108,8 +108,10 @@ static bool device_full(rill__device *dev, uint64_t own, rill__stream **most, ui
         rill__stream *s = RILL__OWNER(l, rill__stream, dev_link);
         if (s->kind == RILL__STREAM_PROXY)
             continue; /* it runs no work: its numbers stand for other processes' */
+        /* done first, as in rill__queue_make_room: pending never wraps. */
+        uint64_t done = atomic_load_explicit(&s->q.done_seq, memory_order_acquire);
         uint64_t sub = atomic_load_explicit(&s->q.sub_seq, memory_order_acquire);
-        uint64_t pending = sub - atomic_load_explicit(&s->q.done_seq, memory_order_acquire);
+        uint64_t pending = sub > done ? sub - done : 0;
         bytes += (size_t)pending * per_cmd;
         if (pending > m_pending) {
             m = s;
@@ -168,18 +170,23 @@ rill_status rill__queue_make_room(rill__stream *s, bool outermost, uint64_t dead
     size_t limit = atomic_load_explicit(&limit_commands, memory_order_relaxed);
     rill__queue *q = rill__queue_of(s);
     for (;;) {
-        /* acquire: pairs with submit's and rill__stream_complete's release. */
-        uint64_t sub = atomic_load_explicit(&q->sub_seq, memory_order_acquire);
+        /* acquire: pairs with rill__stream_complete's and submit's release.
+         * done first: read after it, sub is at least what done has reached,
+         * so sub - done never wraps (read the other way round, a command
+         * completing between the loads made it 2^64 - 1 and the thread
+         * waited for a number the stream never reaches). */
         uint64_t done = atomic_load_explicit(&q->done_seq, memory_order_acquire);
+        uint64_t sub = atomic_load_explicit(&q->sub_seq, memory_order_acquire);
+        uint64_t pending = sub > done ? sub - done : 0;
         rill__stream *t = NULL; /* the stream to wait for */
         uint64_t target = 0;
         bool full = false, held = false; /* held: a reference on t, from device_full */
-        if (limit != 0 && sub - done >= limit) {
+        if (limit != 0 && pending >= limit) {
             t = s;
             target = sub - limit / 2;
             full = true;
         } else if (limit != 0) {
-            full = held = device_full(q->dev, sub - done, &t, &target);
+            full = held = device_full(q->dev, pending, &t, &target);
         }
         if (!full) {
             uint64_t room = sub + CHECK_EVERY;
