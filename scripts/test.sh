@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Builds rill and runs every test: all labels in an optimised build (the
-# Python package's included, with Debian's /usr/bin/python3; `pip install`
+# Python package's included, with Debian's /usr/bin/python3; the PyTorch
+# device package's, label torch, with the pinned PyTorch in a cached virtual
+# environment, scripts/torch-env.sh; `pip install`
 # of the repository into fresh virtualenvs, label wheel, which needs PyPI;
 # the collectives over MPI, label mpi, under mpirun there), the
 # unit and seed tests under AddressSanitizer+UndefinedBehaviorSanitizer
@@ -32,10 +34,11 @@ find src include compat tests bench examples tools python -type f \( -name '*.[c
   xargs -0 clang-format --dry-run -Werror
 
 jobs=$(nproc)
-run() { # preset, ctest label regex
+run() { # preset, ctest label regex, more CMake definitions
   local preset=$1 labels=$2
+  shift 2
   echo "== $preset: building"
-  cmake --preset "$preset" -G Ninja -DRILL_WERROR=ON >/dev/null
+  cmake --preset "$preset" -G Ninja -DRILL_WERROR=ON "$@" >/dev/null
   cmake --build "build/$preset" -j "$jobs"
   echo "== $preset: ctest -L '$labels'"
   (cd "build/$preset" && ctest -L "$labels" --output-on-failure -j 1)
@@ -45,7 +48,12 @@ if [ "${1:-}" != quick ]; then
   run asan-ubsan 'unit|contract|seeds'
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" run tsan 'unit|contract|stress'
 fi
-run default 'unit|contract|seeds|stress|install|python|wheel|mpi|bench|cuda'
+# The PyTorch device package builds against the pinned PyTorch, in a
+# virtual environment made once (scripts/torch-env.sh), and its tests run
+# under the label torch.
+torch_python=$(scripts/torch-env.sh)
+run default 'unit|contract|seeds|stress|install|python|wheel|mpi|bench|cuda|torch' \
+  -DRILL_TORCH_PYTHON="$torch_python"
 # Calls point one way too: none up a layer, none in a loop among the files
 # of a module that is to be one-way (scripts/layers.py, ONE_WAY).
 /usr/bin/python3 scripts/layers.py --check --calls build/default

@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: MIT
+// torch_rill._C: what torch.rill calls that PyTorch's generic API does not
+// offer (rill's own stream handles, device names, generators).
+#include <torch/csrc/Generator.h>
+#include <torch/extension.h>
+
+#include "generator.h"
+#include "runtime.h"
+
+namespace torch_rill {
+namespace {
+
+py::tuple stream_tuple(const c10::Stream &s) {
+    return py::make_tuple(s.id(), s.device_index(), static_cast<int>(s.device_type()));
+}
+
+c10::Stream from_parts(int64_t id, c10::DeviceIndex index) {
+    return c10::Stream(c10::Stream::UNSAFE, c10::Device(kDeviceType, index), id);
+}
+
+std::string device_name(c10::DeviceIndex index) {
+    rill_device_info info;
+    TORCH_RILL_CHECK(rill_device_get_info(device(index), &info));
+    return info.name;
+}
+
+} // namespace
+} // namespace torch_rill
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+    using namespace torch_rill;
+    register_hooks();
+    m.def("_device_count", [] { return static_cast<int>(device_count()); });
+    m.def("_current_device", [] { return static_cast<int>(current_device()); });
+    m.def("_set_device", [](int index) { set_device(static_cast<c10::DeviceIndex>(index)); });
+    m.def("_exchange_device", [](int index) {
+        c10::DeviceIndex prev = current_device();
+        if (index >= 0 && index != prev)
+            set_device(static_cast<c10::DeviceIndex>(index));
+        return static_cast<int>(prev);
+    });
+    m.def("_device_name",
+          [](int index) { return device_name(static_cast<c10::DeviceIndex>(index)); });
+    m.def("_is_cpu_device",
+          [](int index) { return is_cpu_device(static_cast<c10::DeviceIndex>(index)); });
+    m.def("_current_stream", [](int index) {
+        return stream_tuple(current_stream(static_cast<c10::DeviceIndex>(index)));
+    });
+    m.def("_default_stream", [](int index) {
+        return stream_tuple(
+            wrap(rill_default_stream(device(static_cast<c10::DeviceIndex>(index)))));
+    });
+    m.def("_set_stream", [](int64_t id, int index) {
+        return stream_tuple(exchange_stream(from_parts(id, static_cast<c10::DeviceIndex>(index))));
+    });
+    // The rill_stream * behind a stream, as an integer (rill's Python
+    // package wraps it), and the stream of such a handle.
+    m.def("_stream_handle", [](int64_t id, int index) {
+        return reinterpret_cast<uintptr_t>(
+            unwrap(from_parts(id, static_cast<c10::DeviceIndex>(index))));
+    });
+    m.def("_wrap_stream_handle", [](uintptr_t handle) {
+        return stream_tuple(wrap(reinterpret_cast<rill_stream *>(handle)));
+    });
+    m.def("_synchronize", [](int index) {
+        py::gil_scoped_release nogil;
+        TORCH_RILL_CHECK(rill_device_synchronize(device(static_cast<c10::DeviceIndex>(index))));
+    });
+    m.def("_default_generator", [](int index) {
+        const at::Generator &gen = at::globalContext().defaultGenerator(
+            c10::Device(kDeviceType, static_cast<c10::DeviceIndex>(index)));
+        return py::reinterpret_steal<py::object>(THPGenerator_initDefaultGenerator(gen));
+    });
+}

@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: MIT
+// The rill device under PyTorch: device indices, streams as c10::Stream and
+// rill's failures as PyTorch errors. Every file of csrc/ reaches rill
+// through these helpers and rill.h's public calls.
+#pragma once
+
+#include <c10/core/Device.h>
+#include <c10/core/Stream.h>
+
+#include <rill.h>
+
+namespace torch_rill {
+
+constexpr c10::DeviceType kDeviceType = c10::DeviceType::PrivateUse1;
+
+// Throws the c10 error that matches status (OutOfMemoryError for
+// RILL_ERROR_OUT_OF_MEMORY, NotImplementedError for NOT_SUPPORTED, else
+// Error), with call and rill's sentence; returns for RILL_OK.
+void check(rill_status status, const char *call);
+#define TORCH_RILL_CHECK(expr) ::torch_rill::check((expr), #expr)
+
+// rill's devices in rill's order: rill:i is rill_device_get(i).
+c10::DeviceIndex device_count() noexcept;
+rill_device *device(c10::DeviceIndex index); // index -1: the current device
+c10::DeviceIndex current_device();
+void set_device(c10::DeviceIndex index);
+c10::DeviceIndex index_of(rill_device *dev);
+bool is_cpu_device(c10::DeviceIndex index); // the host reads its memory
+
+// Streams: a c10::Stream's id is an index in its device's table of rill
+// streams; 0 is the default stream. Streams that PyTorch asks for come from
+// a pool of kPoolSize per priority, as CUDA's do; streams that rill's own
+// Python package made are entered in the table when first seen.
+constexpr int kPoolSize = 32;
+c10::Stream wrap(rill_stream *stream);
+rill_stream *unwrap(const c10::Stream &stream);
+c10::Stream pool_stream(c10::DeviceIndex index, int priority);
+c10::Stream current_stream(c10::DeviceIndex index);
+c10::Stream exchange_stream(const c10::Stream &stream); // returns the previous one
+
+} // namespace torch_rill

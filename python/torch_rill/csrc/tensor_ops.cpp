@@ -1,0 +1,189 @@
+// SPDX-License-Identifier: MIT
+// The ops every PyTorch device provides itself: creating tensors on rill's
+// allocator, views, resizing, copies between devices and reading a scalar.
+// Copies between contiguous tensors of one dtype are rill copies queued on
+// the current stream; others run PyTorch's CPU copy on host views.
+#include <ATen/EmptyTensor.h>
+#include <ATen/native/Resize.h>
+#include <ATen/ops/_local_scalar_dense_native.h>
+#include <ATen/ops/_reshape_alias_native.h>
+#include <ATen/ops/as_strided_cpu_dispatch.h>
+#include <ATen/ops/copy_native.h>
+#include <ATen/ops/set_cpu_dispatch.h>
+#include <ATen/ops/set_native.h>
+#include <ATen/ops/view_native.h>
+#include <c10/core/DeviceGuard.h>
+#include <torch/library.h>
+
+#include "host_view.h"
+#include "runtime.h"
+
+namespace torch_rill {
+namespace {
+
+void check_strided(std::optional<c10::Layout> layout, std::optional<bool> pin) {
+    TORCH_CHECK(c10::layout_or_default(layout) == c10::Layout::Strided,
+                "rill tensors are strided; ", c10::layout_or_default(layout),
+                " tensors are not supported");
+    TORCH_CHECK(!c10::pinned_memory_or_default(pin),
+                "pin_memory is for CPU tensors; rill tensors are device memory");
+}
+
+at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
+                               std::optional<c10::Layout> layout, std::optional<c10::Device> where,
+                               std::optional<bool> pin, std::optional<c10::MemoryFormat> format) {
+    check_strided(layout, pin);
+    c10::Device dev = c10::device_or_default(where);
+    const c10::DeviceGuard guard(dev);
+    return at::detail::empty_generic(size, c10::GetAllocator(kDeviceType),
+                                     c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+                                     c10::dtype_or_default(dtype), format);
+}
+
+at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
+                         std::optional<c10::ScalarType> dtype, std::optional<c10::Layout> layout,
+                         std::optional<c10::Device> where, std::optional<bool> pin) {
+    check_strided(layout, pin);
+    c10::Device dev = c10::device_or_default(where);
+    const c10::DeviceGuard guard(dev);
+    return at::detail::empty_strided_generic(size, stride, c10::GetAllocator(kDeviceType),
+                                             c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+                                             c10::dtype_or_default(dtype));
+}
+
+at::Tensor as_strided(const at::Tensor &self, c10::SymIntArrayRef size, c10::SymIntArrayRef stride,
+                      std::optional<c10::SymInt> offset) {
+    return at::cpu::as_strided_symint(self, size, stride, std::move(offset));
+}
+
+at::Tensor view(const at::Tensor &self, c10::SymIntArrayRef size) {
+    return at::native::view(self, C10_AS_INTARRAYREF_SLOW(size));
+}
+
+at::Tensor reshape_alias(const at::Tensor &self, c10::SymIntArrayRef size,
+                         c10::SymIntArrayRef stride) {
+    return at::native::_reshape_alias(self, C10_AS_INTARRAYREF_SLOW(size),
+                                      C10_AS_INTARRAYREF_SLOW(stride));
+}
+
+// Grows the storage in stream order (a rill allocation and copy queued on
+// the current stream), then lets PyTorch set the sizes and strides.
+const at::Tensor &resize(const at::Tensor &self, c10::SymIntArrayRef sym_size,
+                         std::optional<c10::MemoryFormat> format) {
+    c10::IntArrayRef size = C10_AS_INTARRAYREF_SLOW(sym_size);
+    int64_t numel = c10::multiply_integers(size);
+    size_t needed =
+        numel == 0 ? 0
+                   : static_cast<size_t>(self.storage_offset() + numel) * self.dtype().itemsize();
+    c10::StorageImpl *storage = self.storage().unsafeGetStorageImpl();
+    if (needed > storage->nbytes()) {
+        TORCH_CHECK(storage->resizable(), "rill: the storage of this tensor cannot be resized");
+        const c10::DeviceGuard guard(self.device());
+        c10::DataPtr grown = storage->allocator()->allocate(needed);
+        if (storage->nbytes() > 0)
+            TORCH_RILL_CHECK(rill_memcpy_async(grown.get(), storage->data(), storage->nbytes(),
+                                               rill_current_stream(device(self.device().index()))));
+        storage->set_data_ptr_noswap(std::move(grown));
+        storage->set_nbytes(needed);
+    }
+    return at::native::resize_(self, size, format);
+}
+
+bool plain(const at::Tensor &t) {
+    return t.is_contiguous();
+}
+
+// Copies between a rill device and the CPU, or within rill, with rill's
+// copies where both sides are contiguous and of one dtype; otherwise with
+// PyTorch's CPU copy on host views, after the streams involved drained.
+at::Tensor copy_from(const at::Tensor &self, const at::Tensor &dst, bool non_blocking) {
+    TORCH_CHECK(self.defined() && dst.defined(), "copy_ of an undefined tensor");
+    if (self.numel() == 0)
+        return dst;
+    bool same_kind = self.dtype() == dst.dtype() && plain(self) && plain(dst) &&
+                     self.sizes().equals(dst.sizes());
+    size_t bytes = static_cast<size_t>(self.numel()) * self.dtype().itemsize();
+    if (same_kind && is_rill(self) && is_rill(dst) && self.device() == dst.device()) {
+        const c10::DeviceGuard guard(dst.device());
+        TORCH_RILL_CHECK(rill_memcpy_async(dst.data_ptr(), self.const_data_ptr(), bytes,
+                                           rill_current_stream(device(dst.device().index()))));
+        return dst;
+    }
+    if (same_kind) {
+        // Host to device, device to host, or between two rill devices: rill
+        // copies after the work of the current streams of the devices
+        // involved; the call returns when it is done, so the CPU side may be
+        // freed or read at once.
+        if (is_rill(self) && is_rill(dst))
+            host_ready(dst.device().index());
+        TORCH_RILL_CHECK(rill_memcpy(dst.data_ptr(), self.const_data_ptr(), bytes));
+        return dst;
+    }
+    for (const at::Tensor *t : {&self, &dst})
+        if (is_rill(*t)) {
+            TORCH_CHECK_NOT_IMPLEMENTED(is_cpu_device(t->device().index()),
+                                        "copy_ between tensors of other dtypes or layouts on ",
+                                        t->device(),
+                                        ", a device the host cannot read, is not "
+                                        "supported; make both contiguous and of one dtype");
+            host_ready(t->device().index());
+        }
+    HostViews views;
+    at::Tensor host_dst = is_rill(dst) ? views.view(dst) : dst;
+    at::Tensor host_self = is_rill(self) ? views.view(self) : self;
+    host_dst.copy_(host_self, non_blocking);
+    return dst;
+}
+
+at::Tensor copy_from_and_resize(const at::Tensor &self, const at::Tensor &dst) {
+    resize(dst, self.sym_sizes(), std::nullopt);
+    return copy_from(self, dst, false);
+}
+
+at::Scalar local_scalar_dense(const at::Tensor &self) {
+    TORCH_CHECK(self.numel() == 1, "a Tensor with ", self.numel(),
+                " elements cannot be converted to Scalar");
+    at::Tensor host = at::empty({}, self.options().device(c10::kCPU));
+    copy_from(self, host, false);
+    return host.item();
+}
+
+at::Tensor &set_storage(at::Tensor &self, at::Storage source, int64_t offset, c10::IntArrayRef size,
+                        c10::IntArrayRef stride) {
+    return at::cpu::set_(self, std::move(source), offset, size, stride);
+}
+
+at::Tensor &set_tensor(at::Tensor &self, const at::Tensor &source) {
+    return at::native::set_tensor_(self, source);
+}
+
+at::Tensor &set_whole_storage(at::Tensor &self, at::Storage source) {
+    return at::native::set_(self, std::move(source));
+}
+
+// rill's pool already keeps memory that other streams' kernels use; the
+// record covers work rill cannot see (host code given the pointer).
+void record_stream(at::Tensor &self, c10::Stream stream) {
+    if (self.storage().data())
+        TORCH_RILL_CHECK(rill_record_stream(self.storage().mutable_data(), unwrap(stream)));
+}
+
+} // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+    m.impl("record_stream", record_stream);
+    m.impl("empty.memory_format", empty_memory_format);
+    m.impl("empty_strided", empty_strided);
+    m.impl("as_strided", as_strided);
+    m.impl("view", view);
+    m.impl("_reshape_alias", reshape_alias);
+    m.impl("resize_", resize);
+    m.impl("_copy_from", copy_from);
+    m.impl("_copy_from_and_resize", copy_from_and_resize);
+    m.impl("_local_scalar_dense", local_scalar_dense);
+    m.impl("set_.source_Storage_storage_offset", set_storage);
+    m.impl("set_.source_Tensor", set_tensor);
+    m.impl("set_.source_Storage", set_whole_storage);
+}
+
+} // namespace torch_rill

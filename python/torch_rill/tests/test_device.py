@@ -1,0 +1,60 @@
+# SPDX-License-Identifier: MIT
+import pytest
+import torch
+
+import rill
+
+
+def test_the_device_is_rill_and_its_devices_are_rills():
+    assert torch.rill.is_available()
+    assert torch.rill.device_count() == rill.device_count()
+    assert torch.accelerator.current_accelerator() == torch.device("rill")
+    assert torch.accelerator.device_count() == rill.device_count()
+    for index in range(torch.rill.device_count()):
+        assert torch.rill.get_device_name(index) == rill.device(index).name
+
+
+def test_tensors_move_to_the_device_and_back():
+    cpu = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+    for on in (cpu.to("rill"), cpu.rill(), cpu.to(torch.device("rill:0")),
+               torch.tensor(cpu.tolist(), device="rill")):
+        assert on.device == torch.device("rill:0")
+        assert on.is_rill
+        assert torch.equal(on.cpu(), cpu)
+
+
+def test_the_current_device_is_per_thread_and_scoped():
+    n = torch.rill.device_count()
+    assert torch.rill.current_device() == 0
+    with torch.rill.device(n - 1):
+        assert torch.rill.current_device() == n - 1
+        assert torch.empty(1, device="rill").device.index == n - 1
+    assert torch.rill.current_device() == 0
+    with pytest.raises(Exception, match="not a device"):
+        torch.rill.set_device(n + 7)
+    assert torch.rill.current_device() == 0
+
+
+@pytest.mark.skipif(rill.device_count() < 2, reason="needs two rill devices (RILL_CPU_DEVICES=2)")
+def test_tensors_of_two_devices_are_refused_with_pytorchs_sentence():
+    a = torch.ones(2, device="rill:0")
+    b = torch.ones(2, device="rill:1")
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        torch.addcmul(a, b, b)
+    assert torch.equal((a + b.to("rill:0")).cpu(), torch.full((2,), 2.0))
+
+
+def test_rill_and_cpu_tensors_are_refused_with_pytorchs_sentence():
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        torch.ones(2, device="rill") + torch.ones(2)
+    # A CPU scalar tensor is an argument like a number, as on CUDA.
+    assert torch.equal((torch.ones(2, device="rill") * torch.tensor(3.0)).cpu(),
+                       torch.full((2,), 3.0))
+
+
+def test_an_op_without_a_kernel_raises_not_implemented_naming_it():
+    lib = torch.library.Library("rill_test", "DEF")
+    lib.define("only_cuda(Tensor x) -> Tensor")
+    lib.impl("only_cuda", lambda x: x, "CUDA")
+    with pytest.raises(NotImplementedError, match="rill_test::only_cuda"):
+        torch.ops.rill_test.only_cuda(torch.ones(1, device="rill"))

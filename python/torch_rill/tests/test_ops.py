@@ -1,0 +1,103 @@
+# SPDX-License-Identifier: MIT
+"""PyTorch's ops on rill tensors, checked against the same ops on the CPU."""
+
+import pytest
+import torch
+
+
+def same(a, b, **tol):
+    return torch.testing.assert_close(a.cpu(), b, **tol)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16,
+                                   torch.int64, torch.int32, torch.uint8, torch.bool])
+def test_element_wise_ops_with_broadcasting_and_promotion(dtype):
+    g = torch.Generator().manual_seed(1)
+    a = (torch.rand(4, 1, 3, generator=g) * 10).to(dtype)
+    b = (torch.rand(5, 1, generator=g) * 10).to(dtype)
+    ra, rb = a.to("rill"), b.to("rill")
+    same(ra + rb, a + b)
+    same(ra * rb, a * b)
+    same(ra == rb, a == b)
+    same(torch.maximum(ra, rb), torch.maximum(a, b))
+    if dtype != torch.bool:
+        same(ra * 2.5, a * 2.5)
+        same(ra.sum(), a.sum())
+
+
+def test_matrix_products_reductions_and_nn_functions():
+    g = torch.Generator().manual_seed(2)
+    x = torch.randn(8, 16, generator=g)
+    w = torch.randn(32, 16, generator=g)
+    rx, rw = x.to("rill"), w.to("rill")
+    same(rx @ rw.T, x @ w.T)
+    same(torch.bmm(rx.expand(3, 8, 16), rw.T.expand(3, 16, 32)),
+         torch.bmm(x.expand(3, 8, 16), w.T.expand(3, 16, 32)))
+    same(torch.softmax(rx, 1), torch.softmax(x, 1))
+    same(torch.log_softmax(rx, 0), torch.log_softmax(x, 0))
+    same(rx.mean(0), x.mean(0))
+    same(rx.amax(1), x.amax(1))
+    same(torch.nn.functional.layer_norm(rx, (16,)), torch.nn.functional.layer_norm(x, (16,)))
+    img = torch.randn(2, 3, 10, 10, generator=g)
+    k = torch.randn(4, 3, 3, 3, generator=g)
+    same(torch.nn.functional.conv2d(img.to("rill"), k.to("rill"), padding=1),
+         torch.nn.functional.conv2d(img, k, padding=1))
+    same(torch.nn.functional.max_pool2d(img.to("rill"), 2), torch.nn.functional.max_pool2d(img, 2))
+
+
+def test_views_in_place_ops_and_out_arguments():
+    x = torch.arange(24.0).reshape(4, 6)
+    r = x.to("rill")
+    same(r.T.contiguous(), x.T.contiguous())
+    same(r[1:3, ::2], x[1:3, ::2])
+    v = r[:, 1]
+    v.add_(100)  # writes through the view into r
+    x[:, 1].add_(100)
+    same(r, x)
+    out = torch.empty(0, device="rill")
+    torch.add(r, r, out=out)  # out= resizes
+    same(out, x + x)
+    r.mul_(2).sub_(1)
+    same(r, x * 2 - 1)
+    assert r.view(-1).shape == (24,)
+    assert r.reshape(6, 4).is_contiguous()
+
+
+def test_data_dependent_ops_and_scalars():
+    x = torch.tensor([0.0, 3.0, 0.0, 1.0, 3.0])
+    r = x.to("rill")
+    same(r.nonzero(), x.nonzero())
+    same(torch.unique(r), torch.unique(x))
+    assert r[1].item() == 3.0
+    assert r.tolist() == x.tolist()
+    assert bool((r > 2).any())
+    same(r[r > 0], x[x > 0])
+
+
+def test_random_numbers_follow_the_seed():
+    torch.manual_seed(5)
+    a = torch.randn(100, device="rill")
+    torch.manual_seed(5)
+    b = torch.randn(100, device="rill")
+    assert torch.equal(a.cpu(), b.cpu())
+    state = torch.rill.get_rng_state()
+    c = torch.rand(10, device="rill")
+    torch.rill.set_rng_state(state)
+    assert torch.equal(torch.rand(10, device="rill").cpu(), c.cpu())
+    g = torch.Generator(device="rill").manual_seed(9)
+    d = torch.randn(10, device="rill", generator=g)
+    g.manual_seed(9)
+    assert torch.equal(torch.randn(10, device="rill", generator=g).cpu(), d.cpu())
+    r = torch.empty(1000, device="rill").uniform_(2.0, 3.0)
+    assert 2.0 <= r.min().item() and r.max().item() < 3.0
+
+
+def test_storage_and_serialization(tmp_path):
+    t = torch.arange(6.0, device="rill").reshape(2, 3)
+    assert t.untyped_storage().device == torch.device("rill:0")
+    path = tmp_path / "t.pt"
+    torch.save({"t": t, "cpu": t.cpu()}, path)
+    loaded = torch.load(path)
+    assert loaded["t"].device == torch.device("rill:0")
+    assert torch.equal(loaded["t"].cpu(), loaded["cpu"])
+    assert torch.load(path, map_location="cpu")["t"].device.type == "cpu"

@@ -1,0 +1,278 @@
+# SPDX-License-Identifier: MIT
+"""torch.rill: torch.cuda's calls for rill's devices, where rill has the
+concept. Streams and events are PyTorch's own ``torch.Stream`` and
+``torch.Event`` on rill streams and events; memory figures are those of
+rill's stream-ordered pool."""
+
+import torch
+
+from . import _C
+
+_TYPE = "rill"
+
+
+def is_available():
+    return _C._device_count() > 0
+
+
+def is_initialized():
+    return True
+
+
+def init():
+    """Nothing to do: rill initialises itself on first use."""
+
+
+def _lazy_init():
+    """Nothing to do: rill initialises itself on first use."""
+
+
+def device_count():
+    return _C._device_count()
+
+
+def current_device():
+    return _C._current_device()
+
+
+def _index(device, optional=True):
+    """The rill device index that device names (None: the current device)."""
+    if device is None:
+        return _C._current_device() if optional else 0
+    if isinstance(device, int):
+        return device
+    if isinstance(device, str):
+        device = torch.device(device)
+    if isinstance(device, torch.device):
+        if device.type != _TYPE:
+            raise ValueError(f"expected a rill device, got {device}")
+        return _C._current_device() if device.index is None else device.index
+    raise TypeError(f"expected a rill device, an index or None, got {device!r}")
+
+
+def set_device(device):
+    index = _index(device)
+    if index >= 0:
+        _C._set_device(index)
+
+
+def get_device_name(device=None):
+    return _C._device_name(_index(device))
+
+
+class device:
+    """Context manager that makes a rill device current, as torch.cuda.device."""
+
+    def __init__(self, device):
+        self.idx = -1 if device is None else _index(device)
+        self.prev_idx = -1
+
+    def __enter__(self):
+        self.prev_idx = _C._exchange_device(self.idx)
+
+    def __exit__(self, *exc):
+        _C._exchange_device(self.prev_idx)
+        return False
+
+
+def synchronize(device=None):
+    """Waits for the work queued on the device's streams (as
+    torch.cuda.synchronize)."""
+    _C._synchronize(_index(device))
+
+
+class Stream(torch.Stream):
+    """A rill stream, as torch.cuda.Stream: ``Stream(device=None,
+    priority=0)`` takes one from the device's pool of streams of that
+    priority (lower is higher; rill's range is device_module's
+    priority_range()); ``Stream(stream_id=..., device_index=...,
+    device_type=...)`` names an existing one."""
+
+    def __new__(cls, device=None, priority=0, **kwargs):
+        if kwargs:
+            return super().__new__(cls, **kwargs)
+        with globals()["device"](device):
+            return super().__new__(cls, device=torch.device(_TYPE, current_device()),
+                                   priority=priority)
+
+    def __repr__(self):
+        return f"<torch.rill.Stream device={self.device} stream_id={self.stream_id}>"
+
+    @property
+    def rill_handle(self):
+        """The rill_stream * behind it, as an integer (rill's Python package
+        wraps such handles)."""
+        return _C._stream_handle(self.stream_id, self.device_index)
+
+
+def _stream(parts):
+    stream_id, index, device_type = parts
+    return Stream(stream_id=stream_id, device_index=index, device_type=device_type)
+
+
+def current_stream(device=None):
+    return _stream(_C._current_stream(_index(device)))
+
+
+def default_stream(device=None):
+    return _stream(_C._default_stream(_index(device)))
+
+
+def set_stream(stream):
+    if stream is not None:
+        _C._set_stream(stream.stream_id, stream.device_index)
+
+
+def _check_stream(stream):
+    if stream.device.type != _TYPE:
+        raise ValueError(f"torch.rill.stream takes a rill stream, not one of {stream.device}")
+
+
+class StreamContext:
+    """Makes a stream current on its device, and its device current, for a
+    with block (torch.cuda.StreamContext); None does nothing."""
+
+    def __init__(self, stream):
+        if stream is not None and not isinstance(stream, torch.Stream):
+            raise TypeError(f"expected a torch.Stream, got {stream!r}")
+        if stream is not None:
+            _check_stream(stream)
+        self.stream = stream
+        self._saved = []
+
+    def __enter__(self):
+        if self.stream is None:
+            return self.stream
+        index = self.stream.device_index
+        self._saved.append((_C._exchange_device(index),
+                            _C._set_stream(self.stream.stream_id, index)))
+        return self.stream
+
+    def __exit__(self, *exc):
+        if self.stream is None:
+            return False
+        prev_device, prev_stream = self._saved.pop()
+        _C._set_stream(prev_stream[0], prev_stream[1])
+        _C._exchange_device(prev_device)
+        return False
+
+
+def stream(stream):
+    return StreamContext(stream)
+
+
+class _EventType(type):
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, torch.Event) and obj.device.type == _TYPE
+
+
+class Event(metaclass=_EventType):
+    """A rill event, as torch.cuda.Event: ``Event(enable_timing=False,
+    blocking=False, interprocess=False)`` is PyTorch's torch.Event on the
+    current rill device (or device=), so that it mixes with torch.Event's
+    calls (elapsed_time takes exactly a torch.Event)."""
+
+    def __new__(cls, enable_timing=False, blocking=False, interprocess=False, device=None):
+        if interprocess:
+            raise NotImplementedError("torch.rill.Event(interprocess=True) is not built yet; "
+                                      "rill's own rill.Event shares events across processes")
+        return torch.Event(device=torch.device(_TYPE, _index(device)),
+                           enable_timing=enable_timing, blocking=blocking)
+
+
+# Memory, read from rill's pool (PyTorch's accelerator calls reach the same
+# allocator).
+
+
+def memory_allocated(device=None):
+    return torch.accelerator.memory_allocated(_index(device))
+
+
+def max_memory_allocated(device=None):
+    return torch.accelerator.max_memory_allocated(_index(device))
+
+
+def memory_reserved(device=None):
+    return torch.accelerator.memory_reserved(_index(device))
+
+
+def max_memory_reserved(device=None):
+    return torch.accelerator.max_memory_reserved(_index(device))
+
+
+def memory_stats(device=None):
+    return torch.accelerator.memory_stats(_index(device))
+
+
+def reset_peak_memory_stats(device=None):
+    torch.accelerator.reset_peak_memory_stats(_index(device))
+
+
+def reset_accumulated_memory_stats(device=None):
+    torch.accelerator.reset_accumulated_memory_stats(_index(device))
+
+
+def empty_cache():
+    torch.accelerator.empty_cache()
+
+
+def mem_get_info(device=None):
+    return torch.accelerator.get_memory_info(_index(device))
+
+
+# Random numbers: each device's generator is PyTorch's torch.Generator.
+
+
+def _generator(device=None):
+    return _C._default_generator(_index(device))
+
+
+def manual_seed(seed):
+    _generator().manual_seed(int(seed))
+
+
+def manual_seed_all(seed):
+    for index in range(device_count()):
+        _generator(index).manual_seed(int(seed))
+
+
+def seed():
+    _generator().seed()
+
+
+def seed_all():
+    for index in range(device_count()):
+        _generator(index).seed()
+
+
+def initial_seed():
+    return _generator().initial_seed()
+
+
+def get_rng_state(device=None):
+    return _generator(device).get_state()
+
+
+def set_rng_state(new_state, device=None):
+    _generator(device).set_state(new_state)
+
+
+def get_rng_state_all():
+    return [get_rng_state(index) for index in range(device_count())]
+
+
+def set_rng_state_all(new_states):
+    for index, state in enumerate(new_states):
+        set_rng_state(state, index)
+
+
+def _is_in_bad_fork():
+    return False
+
+
+def get_amp_supported_dtype():
+    return [torch.float16, torch.bfloat16, torch.float32]
+
+
+def is_autocast_enabled():
+    return torch.is_autocast_enabled(_TYPE)
