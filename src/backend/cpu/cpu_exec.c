@@ -1,18 +1,18 @@
 /* SPDX-License-Identifier: MIT */
-/* The CPU device's scheduler: stream queues, the priority-ordered ready
- * queue, and command execution (the worker threads are in cpu_worker.c).
- * Workers take whole ready streams, highest priority first; multi-block
- * kernels are shared through the device's launch list; a stream blocked on a
- * wait parks on the producing stream and holds no worker; waits, records and
- * clears run on whichever thread meets the wait, without a compute unit
- * (docs/cpu.md, "Scheduling"). */
+/* Running a CPU stream's commands: a worker takes a whole ready stream and
+ * runs it until its queue is empty, it parks, a multi-block kernel hands
+ * it to another worker, or it yields to streams of its priority or above.
+ * Multi-block kernels are shared through the device's launch list; a
+ * stream blocked on a wait parks on the producing stream and holds no
+ * worker; waits, records and clears run on whichever thread meets the
+ * wait, without a compute unit (docs/cpu.md, "Scheduling"). Exactly one
+ * thread owns a RUNNING stream (cpu.h). Layer: CPU backend. */
 #include <stdio.h>
 #include <string.h>
 
-#include "backend/cpu/cpu.h"
+#include "backend/cpu/cpu_sched_internal.h"
 #include "backend/cpu/cpu_trace.h"
 #include "trace/trace.h"
-#include "util/alloc.h"
 #include "util/status.h"
 
 /* A stream keeps its worker for at most this many commands while another
@@ -22,338 +22,6 @@
  * wait's dependency, before it gives the stream up or parks it. */
 #define STREAM_SPIN_NS 20000u
 #define WAIT_SPIN_NS   50000u
-
-RILL_HOT static int prio_index(rill__stream *s) {
-    return rill__queue_of(s)->priority -
-           rill__device_base_of(rill__queue_of(s)->dev)->info.greatest_priority;
-}
-
-/* The value of watch_catches + 1 when this host thread last came to wait
- * or poll for work that was not done yet (rill__cpu_host_help ran it, or
- * rill__cpu_kick saw it); 0: never. While it matches, the thread's
- * launches may leave the wake-up to the watch (see push_ready): the thread
- * comes back for its work, and the watch has not had to run work that
- * nobody came for since. */
-static _Thread_local uint64_t tls_comes_back_mark;
-
-/* How long a host thread may go on submitting to a stream whose wake-up it
- * left to the watch before a worker is woken for it: longer than the few
- * launches of a request (which the thread runs itself when it waits), and
- * about what the wake-up costs the waker on a virtual machine whose idle
- * processors halt (bench_primitives p3). */
-#define LEFT_WAKE_NS 20000u
-
-RILL_HOT static void note_comes_back(cpu_device *d) {
-    tls_comes_back_mark = atomic_load_explicit(&d->watch_catches, memory_order_relaxed) + 1;
-}
-
-/* by_host: a host thread (not a worker) made s ready.
- *
- * s may be gone as soon as it is in the ready queue: a worker can run its
- * last command and drop the last reference before this returns. So
- * nothing here touches s after the unlock; the hints for a wake-up left
- * to the watch are written before, on the guess that it will be left, and
- * stay set when it is not (then a long batch wakes one worker more, once:
- * see submitted_with_wake_left). */
-RILL_HOT static void push_ready(cpu_device *d, rill__stream *s, bool by_host) {
-    cpu_stream *cs = cpu_stream_of(s);
-    int i = prio_index(s);
-    bool may_leave =
-        by_host &&
-        tls_comes_back_mark == atomic_load_explicit(&d->watch_catches, memory_order_relaxed) + 1;
-    /* relaxed: hints (see cpu_stream); the lock below publishes them with s. */
-    if (may_leave) {
-        atomic_store_explicit(&cs->left_ns, 0, memory_order_relaxed);
-        atomic_store_explicit(&cs->wake_left, true, memory_order_relaxed);
-    } else if (atomic_load_explicit(&cs->wake_left, memory_order_relaxed)) {
-        atomic_store_explicit(&cs->wake_left, false, memory_order_relaxed);
-    }
-    rill__spinlock_lock(&d->ready_lock);
-    cs->ready_next = NULL;
-    if (d->ready_tail[i] != NULL)
-        cpu_stream_of(d->ready_tail[i])->ready_next = s;
-    else
-        d->ready_head[i] = s;
-    d->ready_tail[i] = s;
-    atomic_fetch_or(&d->ready_mask, 1u << i);
-    rill__spinlock_unlock(&d->ready_lock);
-    /* A host thread that came back for its work last time will likely
-     * wait for this too, and run it then: while a worker watches (naps,
-     * cpu_worker.c), waking another would cost this thread a futex wake of
-     * a halted processor, and the woken worker could take this thread's
-     * processor. The watch runs the work within a nap when nobody waits for
-     * it. seq_cst load of watching: a Dekker pair with the watch, which
-     * stores 0 there and then loads ready_mask; we set ready_mask (the
-     * seq_cst fetch_or above) and then load watching. */
-    if (may_leave && atomic_load(&d->watching)) {
-        /* relaxed: a hint for the watch. */
-        atomic_store_explicit(&d->left_to_watch, 1, memory_order_relaxed);
-        return;
-    }
-    rill__cpu_wake_workers(d, 1);
-}
-
-/* A submit to a stream whose wake-up was left to the watch: the first one
- * notes the time; one LEFT_WAKE_NS later wakes a worker, once. A thread
- * that comes back within that time (a request of a few launches, then a
- * wait) runs the work itself and pays no wake-up; one that goes on
- * submitting (a batch of many launches) has its work start while it does,
- * for the price of one. */
-static void submitted_with_wake_left(rill__stream *s, cpu_stream *cs) {
-    uint64_t now = rill__now_ns();
-    /* relaxed: hints. */
-    uint64_t since = atomic_load_explicit(&cs->left_ns, memory_order_relaxed);
-    if (since == 0) {
-        atomic_store_explicit(&cs->left_ns, now, memory_order_relaxed);
-        return;
-    }
-    if (now - since >= LEFT_WAKE_NS &&
-        atomic_exchange_explicit(&cs->wake_left, false, memory_order_relaxed))
-        rill__cpu_wake_workers(cpu_device_of(rill__queue_of(s)->dev), 1);
-}
-
-rill__stream *rill__cpu_pop_ready(cpu_device *d) {
-    /* relaxed: a hint; the lock below orders the queue itself. */
-    if (atomic_load_explicit(&d->ready_mask, memory_order_relaxed) == 0)
-        return NULL;
-    rill__spinlock_lock(&d->ready_lock);
-    uint32_t mask = atomic_load_explicit(&d->ready_mask, memory_order_relaxed);
-    rill__stream *s = NULL;
-    if (mask != 0) {
-        int i = __builtin_ctz(mask);
-        s = d->ready_head[i];
-        d->ready_head[i] = cpu_stream_of(s)->ready_next;
-        if (d->ready_head[i] == NULL) {
-            d->ready_tail[i] = NULL;
-            mask = atomic_fetch_and(&d->ready_mask, ~(1u << i)) & ~(1u << i);
-        }
-    }
-    rill__spinlock_unlock(&d->ready_lock);
-    /* More streams wait: a push that left its wake-up to the watch woke
-     * nobody for them (push_ready), so wake a sleeper, who does the same. */
-    if (mask != 0)
-        rill__cpu_wake_workers(d, 1);
-    return s;
-}
-
-/* ---------------------------------------------------------------- submit */
-
-/* ------------------------------------------------------------ the queue */
-
-/* A block for s, its slots never published (ready 0 is no command's
- * number). */
-static cpu_block *new_block(rill__stream *s) {
-    cpu_block *b = rill__malloc_lines(sizeof *b);
-    if (b == NULL)
-        return NULL;
-    atomic_init(&b->next, NULL);
-    b->free_next = NULL;
-    b->depth = 0;
-    for (int i = 0; i < CPU_BLOCK_SLOTS; i++) {
-        cpu_cmd *c = &b->slots[i];
-        atomic_init(&c->ready, 0);
-        c->stream = s;
-        c->trace_t0 = 0;
-        c->args_heap = NULL;
-        c->accesses_heap = NULL;
-    }
-    return b;
-}
-
-static void free_blocks(cpu_block *b) {
-    while (b != NULL) {
-        cpu_block *next = b->free_next;
-        rill__free(b);
-        b = next;
-    }
-}
-
-bool rill__cpu_stream_init_queue(rill__stream *s) {
-    cpu_stream *cs = cpu_stream_of(s);
-    cpu_block *b = new_block(s);
-    if (b == NULL)
-        return false;
-    cs->wr_block = cs->rd_block = b;
-    cs->wr_idx = cs->rd_idx = 0;
-    cs->rd_seq = 1; /* the numbers of a stream's commands start at 1 */
-    return true;
-}
-
-void rill__cpu_stream_free_queue(cpu_stream *cs) {
-    /* The queue is empty: from the block of the next command on, the
-     * blocks hold nothing to run. */
-    for (cpu_block *b = cs->rd_block; b != NULL;) {
-        cpu_block *next = atomic_load_explicit(&b->next, memory_order_relaxed);
-        rill__free(b);
-        b = next;
-    }
-    free_blocks(cs->free_blocks);
-    free_blocks(atomic_exchange(&cs->returned, NULL));
-}
-
-/* The slot for a new command: the next of the block being filled, else
- * the first of a block reused from those the owner ran through, else of a
- * new one. The new block is linked before its first slot is published: an
- * owner that moves to it finds that slot unpublished and the queue empty. */
-RILL_HOT static cpu_cmd *take_slot_locked(rill__stream *s, cpu_stream *cs) {
-    if (cs->wr_idx < CPU_BLOCK_SLOTS)
-        return &cs->wr_block->slots[cs->wr_idx++];
-    cpu_block *b = cs->free_blocks;
-    if (b == NULL)
-        /* acquire: pairs with the release CAS in retire_block. */
-        b = atomic_exchange_explicit(&cs->returned, NULL, memory_order_acquire);
-    if (b != NULL) {
-        cs->free_blocks = b->free_next;
-        atomic_store_explicit(&b->next, NULL, memory_order_relaxed);
-    } else if ((b = new_block(s)) == NULL) {
-        return NULL;
-    }
-    /* release: the owner that follows the link sees next cleared. */
-    atomic_store_explicit(&cs->wr_block->next, b, memory_order_release);
-    cs->wr_block = b;
-    cs->wr_idx = 1;
-    return &b->slots[0];
-}
-
-/* Hands a block the owner has run through back to the submitters, or
- * frees it when enough wait there. Only the owner pushes and reads depth:
- * a stale top makes the exchange fail, never pushes on a taken block. */
-static void retire_block(cpu_stream *cs, cpu_block *b) {
-    cpu_block *top = atomic_load_explicit(&cs->returned, memory_order_relaxed);
-    do {
-        b->depth = top != NULL ? top->depth + 1 : 1;
-        if (b->depth > CPU_SPARE_BLOCKS) {
-            rill__free(b);
-            return;
-        }
-        b->free_next = top;
-        /* release: pairs with the acquire exchange in take_slot_locked. */
-    } while (!atomic_compare_exchange_weak_explicit(&cs->returned, &top, b, memory_order_release,
-                                                    memory_order_relaxed));
-}
-
-/* Moves the owner past a block it has run through, once the submitters
- * have linked the next one. */
-RILL_HOT static void next_block(cpu_stream *cs) {
-    /* acquire: pairs with the release store of next in take_slot_locked. */
-    cpu_block *n = atomic_load_explicit(&cs->rd_block->next, memory_order_acquire);
-    if (n == NULL)
-        return;
-    retire_block(cs, cs->rd_block);
-    cs->rd_block = n;
-    cs->rd_idx = 0;
-}
-
-/* The stream's next command, or NULL when none is published yet; for the
- * stream's owner. */
-RILL_HOT static cpu_cmd *peek(cpu_stream *cs) {
-    if (__builtin_expect(cs->rd_idx == CPU_BLOCK_SLOTS, 0)) {
-        next_block(cs);
-        if (cs->rd_idx == CPU_BLOCK_SLOTS)
-            return NULL;
-    }
-    cpu_cmd *c = &cs->rd_block->slots[cs->rd_idx];
-    /* acquire: pairs with the release store of ready in submit. */
-    return atomic_load_explicit(&c->ready, memory_order_acquire) == cs->rd_seq ? c : NULL;
-}
-
-/* ---------------------------------------------------------------- submit */
-
-static bool dispatch_first_waits(rill__stream *s);
-
-RILL_HOT rill_status rill__cpu_submit(rill__stream *s, const rill__cmd *cmd, uint64_t *seq) {
-    cpu_stream *cs = cpu_stream_of(s);
-    void *args_heap = NULL;
-    rill_access *acc_heap = NULL;
-    if (cmd->kind == RILL__CMD_KERNEL) {
-        if (cmd->u.kernel.args_size > CPU_ARGS_INLINE &&
-            (args_heap = rill__malloc(cmd->u.kernel.args_size)) == NULL)
-            goto oom;
-        if (cmd->u.kernel.num_accesses > CPU_ACCESS_INLINE &&
-            (acc_heap = rill__malloc(cmd->u.kernel.num_accesses * sizeof(rill_access))) == NULL)
-            goto oom;
-    }
-    rill__spinlock_lock(&cs->lock);
-    cpu_cmd *c = take_slot_locked(s, cs);
-    if (c == NULL) {
-        rill__spinlock_unlock(&cs->lock);
-        goto oom;
-    }
-    /* Copy only the member in use, so that most commands write one line. */
-    c->c.kind = cmd->kind;
-    c->c.flags = cmd->flags;
-    c->c.extra_bytes = cmd->extra_bytes;
-    switch (cmd->kind) {
-    case RILL__CMD_KERNEL: {
-        c->c.u.kernel = cmd->u.kernel;
-        c->args_heap = args_heap;
-        c->accesses_heap = acc_heap;
-        void *args = args_heap != NULL ? args_heap : (void *)c->args_inline;
-        rill_access *acc = acc_heap != NULL ? acc_heap : c->accesses_inline;
-        if (cmd->u.kernel.args_size > 0)
-            memcpy(args, cmd->u.kernel.args, cmd->u.kernel.args_size);
-        if (cmd->u.kernel.num_accesses > 0)
-            memcpy(acc, cmd->u.kernel.accesses, cmd->u.kernel.num_accesses * sizeof *acc);
-        c->c.u.kernel.args = args;
-        c->c.u.kernel.accesses = acc;
-        break;
-    }
-    case RILL__CMD_HOST:
-        c->c.u.host = cmd->u.host;
-        break;
-    case RILL__CMD_WAIT:
-        c->c.u.wait = cmd->u.wait;
-        break;
-    case RILL__CMD_RECORD:
-        c->c.u.record = cmd->u.record;
-        break;
-    case RILL__CMD_COPY:
-        c->c.u.copy = cmd->u.copy;
-        break;
-    case RILL__CMD_SET:
-        c->c.u.set = cmd->u.set;
-        break;
-    case RILL__CMD_CLEAR:
-        break;
-    case RILL__CMD_GRAPH:
-        c->c.u.graph = cmd->u.graph;
-        break;
-    }
-    /* release: pairs with the acquire loads of sub_seq in queries, records
-     * and synchronize. */
-    uint64_t n = atomic_load_explicit(&rill__queue_of(s)->sub_seq, memory_order_relaxed) + 1;
-    if (cmd->flags & RILL__CMD_OPAQUE) /* published by the release store below */
-        atomic_store_explicit(&rill__queue_of(s)->opaque_seq, n, memory_order_relaxed);
-    atomic_store_explicit(&rill__queue_of(s)->sub_seq, n, memory_order_release);
-    c->seq = n;
-    /* release: publishes the command to the owner (its acquire load of
-     * ready in peek). */
-    atomic_store_explicit(&c->ready, n, memory_order_release);
-    /* relaxed: go_idle stores IDLE under this lock once it has seen the
-     * queue empty, so either it sees this command or we see IDLE. */
-    bool idle = atomic_load_explicit(&cs->state, memory_order_relaxed) == CPU_IDLE;
-    rill__spinlock_unlock(&cs->lock);
-    if (!idle && __builtin_expect(atomic_load_explicit(&cs->wake_left, memory_order_relaxed), 0))
-        submitted_with_wake_left(s, cs);
-    if (idle) {
-        int expected = CPU_IDLE;
-        /* seq_cst, an acquire: pairs with the release store in go_idle. */
-        if (atomic_compare_exchange_strong(&cs->state, &expected, CPU_READY)) {
-            rill__stream_ref(s); /* the scheduled reference */
-            if (!dispatch_first_waits(s))
-                push_ready(cpu_device_of(rill__queue_of(s)->dev), s, !rill__thread_is_worker());
-        }
-    }
-    *seq = n;
-    return RILL_OK;
-
-oom:
-    rill__free(args_heap);
-    rill__free(acc_heap);
-    return rill__fail(RILL_ERROR_OUT_OF_MEMORY,
-                      "out of host memory storing a command for the CPU device; nothing was "
-                      "submitted");
-}
 
 /* ------------------------------------------------------------- execution */
 
@@ -365,7 +33,7 @@ _Static_assert(offsetof(cpu_cmd, c.u) + 2 * sizeof(void *) <= 64,
 /* Completes the stream's next command, c: its slot is free for the
  * submitters once the owner has moved past its block, and the stream's
  * done_seq advances. */
-RILL_HOT static void finish(rill__stream *s, cpu_cmd *c) {
+RILL_HOT void rill__cpu_finish(rill__stream *s, cpu_cmd *c) {
     cpu_stream *cs = cpu_stream_of(s);
     uint64_t seq = c->seq;
     if (__builtin_expect(c->trace_t0 != 0, 0))
@@ -380,11 +48,11 @@ RILL_HOT static void finish(rill__stream *s, cpu_cmd *c) {
     }
     cs->rd_seq = seq + 1;
     if (++cs->rd_idx == CPU_BLOCK_SLOTS)
-        next_block(cs);
+        cpu_next_block(cs);
     rill__stream_complete(s, seq);
 }
 
-static void unlist(cpu_device *d, cpu_cmd *c) {
+void rill__cpu_unlist(cpu_device *d, cpu_cmd *c) {
     rill__cpu_unpublish(d, &d->launches, &d->num_launches, &c->pub);
 }
 
@@ -401,14 +69,14 @@ static void run_chunks(cpu_device *d, cpu_worker *w, cpu_cmd *c) {
     uint32_t first, end;
     while (rill__cpu_grid_take(&c->next_block, c->chunk, c->total_blocks, &first, &end)) {
         if (end == c->total_blocks)
-            unlist(d, c);
+            rill__cpu_unlist(d, c);
         run_blocks(w, c, first, end);
     }
 }
 
 /* Called once every block of c has run: turns a failure into the
  * stream's sticky error. */
-RILL_HOT static void kernel_done(cpu_cmd *c) {
+RILL_HOT void rill__cpu_kernel_done(cpu_cmd *c) {
     cpu_stream *cs = cpu_stream_of(c->stream);
     if (atomic_load_explicit(&cs->ls.failed, memory_order_acquire)) {
         char what[96], name[80];
@@ -425,7 +93,7 @@ RILL_HOT static enum exec_result exec_kernel(cpu_device *d, cpu_worker *w, cpu_c
     atomic_store_explicit(&cs->ls.failed, 0, memory_order_relaxed);
     if (total == 1 || d->num_workers == 1) {
         run_blocks(w, c, 0, total);
-        kernel_done(c);
+        rill__cpu_kernel_done(c);
         return EXEC_DONE;
     }
     c->total_blocks = total;
@@ -437,11 +105,11 @@ RILL_HOT static enum exec_result exec_kernel(cpu_device *d, cpu_worker *w, cpu_c
     rill__cpu_wake_workers(
         d, (int)(total - 1 < (uint32_t)d->num_workers ? total - 1 : (uint32_t)d->num_workers));
     run_chunks(d, w, c);
-    unlist(d, c);
+    rill__cpu_unlist(d, c);
     /* acq_rel: the last worker out sees every block's writes. */
     if (atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) != 1)
         return EXEC_HANDED_OFF;
-    kernel_done(c);
+    rill__cpu_kernel_done(c);
     return EXEC_DONE;
 }
 
@@ -453,7 +121,7 @@ static void run_unitless(rill__stream *s);
  * stream on the thread's stack. */
 static _Thread_local rill__stream *tls_met_head, *tls_met_tail;
 static _Thread_local bool tls_running_met;
-/* Set while a submitting thread completes waits (dispatch_first_waits):
+/* Set while a submitting thread completes waits (rill__cpu_dispatch_first_waits):
  * it may hold a lock of a caller's (an event's, while it records), so the
  * streams it wakes go to the ready queue, as they went before any thread
  * without a unit ran waits. */
@@ -466,7 +134,7 @@ static void on_wait_met(rill__waiter *wt) {
     rill__stream *s = cs->self;
     if (tls_submitting) {
         atomic_store_explicit(&cs->state, CPU_READY, memory_order_relaxed);
-        push_ready(cpu_device_of(rill__queue_of(s)->dev), s, false);
+        rill__cpu_push_ready(cpu_device_of(rill__queue_of(s)->dev), s, false);
         return;
     }
     if (tls_running_met) {
@@ -696,7 +364,8 @@ static enum exec_result exec_traced(cpu_device *d, cpu_worker *w, rill__stream *
     return res;
 }
 
-RILL_HOT static enum exec_result exec(cpu_device *d, cpu_worker *w, rill__stream *s, cpu_cmd *c) {
+RILL_HOT enum exec_result rill__cpu_exec(cpu_device *d, cpu_worker *w, rill__stream *s,
+                                         cpu_cmd *c) {
     if (rill__tracing())
         return exec_traced(d, w, s, c);
     return exec_body(d, w, s, c);
@@ -704,7 +373,7 @@ RILL_HOT static enum exec_result exec(cpu_device *d, cpu_worker *w, rill__stream
 
 /* run_chunks for a thread that helps with another's launch: traced as
  * that thread's part of the kernel. */
-static void help_chunks(cpu_device *d, cpu_worker *w, cpu_cmd *c) {
+void rill__cpu_help_chunks(cpu_device *d, cpu_worker *w, cpu_cmd *c) {
     if (!rill__tracing() || w->unit < 0) {
         run_chunks(d, w, c);
         return;
@@ -724,7 +393,7 @@ static void help_chunks(cpu_device *d, cpu_worker *w, cpu_cmd *c) {
 static int should_yield(cpu_device *d, rill__stream *s, int batch) {
     /* relaxed: a scheduling hint. */
     uint32_t mask = atomic_load_explicit(&d->ready_mask, memory_order_relaxed);
-    uint32_t level = 1u << prio_index(s);
+    uint32_t level = 1u << cpu_prio_index(s);
     if (mask & (level - 1u))
         return 1; /* a higher priority is ready */
     return batch >= FAIR_BATCH && (mask & level);
@@ -734,7 +403,7 @@ static int should_yield(cpu_device *d, rill__stream *s, int batch) {
  * device has nothing else to do, so a stream that is being fed keeps its
  * worker instead of going idle and being scheduled again. */
 static cpu_cmd *next_cmd(cpu_device *d, cpu_stream *cs) {
-    cpu_cmd *c = peek(cs);
+    cpu_cmd *c = cpu_peek(cs);
     if (c != NULL || !device_quiet(d))
         return c;
     if (rill__stream_took_host_wake())
@@ -744,7 +413,7 @@ static cpu_cmd *next_cmd(cpu_device *d, cpu_stream *cs) {
     uint64_t until = rill__now_ns() + STREAM_SPIN_NS;
     for (unsigned spins = 1;; spins++) {
         rill__cpu_relax();
-        c = peek(cs);
+        c = cpu_peek(cs);
         if (c != NULL || ((spins & 31u) == 0 && (!device_quiet(d) || rill__now_ns() > until)))
             return c;
     }
@@ -756,10 +425,10 @@ static cpu_cmd *next_cmd(cpu_device *d, cpu_stream *cs) {
  * it published its command: either we see the command or the submitter
  * sees IDLE and schedules the stream. No barrier is needed beyond the
  * lock. */
-RILL_HOT static int go_idle(rill__stream *s, cpu_stream *cs) {
+RILL_HOT int rill__cpu_go_idle(rill__stream *s, cpu_stream *cs) {
     rill__spinlock_lock(&cs->lock);
     /* The lock orders this with submit's store of ready. */
-    bool empty = peek(cs) == NULL;
+    bool empty = cpu_peek(cs) == NULL;
     /* release: pairs with the compare-exchange in rill__cpu_submit. A
      * submitter that read IDLE under the lock in an earlier idle spell may
      * make the stream ready after this spell began, without taking the
@@ -783,9 +452,9 @@ static void run_unitless(rill__stream *s) {
     cpu_stream *cs = cpu_stream_of(s);
     atomic_store_explicit(&cs->state, CPU_RUNNING, memory_order_relaxed);
     for (int batch = 0; batch < FAIR_BATCH; batch++) {
-        cpu_cmd *c = peek(cs);
+        cpu_cmd *c = cpu_peek(cs);
         if (c == NULL) {
-            if (go_idle(s, cs))
+            if (rill__cpu_go_idle(s, cs))
                 return;
             continue;
         }
@@ -802,10 +471,10 @@ static void run_unitless(rill__stream *s) {
         } else {
             exec_mark(s, cs, c);
         }
-        finish(s, c);
+        rill__cpu_finish(s, c);
     }
     atomic_store_explicit(&cs->state, CPU_READY, memory_order_relaxed);
-    push_ready(cpu_device_of(rill__queue_of(s)->dev), s, false);
+    rill__cpu_push_ready(cpu_device_of(rill__queue_of(s)->dev), s, false);
 }
 
 /* s just became ready on a submitting thread, which owns it until it
@@ -817,13 +486,13 @@ static void run_unitless(rill__stream *s) {
  * queue (its first command needs a unit), true when it is parked or idle.
  * Only waits run here: the caller may hold the lock of an event that a
  * record would take. */
-static bool dispatch_first_waits(rill__stream *s) {
+bool rill__cpu_dispatch_first_waits(rill__stream *s) {
     cpu_stream *cs = cpu_stream_of(s);
     atomic_store_explicit(&cs->state, CPU_RUNNING, memory_order_relaxed);
     for (int batch = 0; batch < FAIR_BATCH; batch++) {
-        cpu_cmd *c = peek(cs);
+        cpu_cmd *c = cpu_peek(cs);
         if (c == NULL) {
-            if (go_idle(s, cs))
+            if (rill__cpu_go_idle(s, cs))
                 return true;
             continue;
         }
@@ -836,7 +505,7 @@ static bool dispatch_first_waits(rill__stream *s) {
             continue;        /* met meanwhile */
         }
         tls_submitting = true;
-        finish(s, c);
+        rill__cpu_finish(s, c);
         tls_submitting = false;
     }
     atomic_store_explicit(&cs->state, CPU_READY, memory_order_relaxed);
@@ -849,24 +518,24 @@ void rill__cpu_run_stream(cpu_device *d, cpu_worker *w, rill__stream *s) {
     for (int batch = 1;; batch++) {
         cpu_cmd *c = next_cmd(d, cs);
         if (c == NULL) {
-            if (go_idle(s, cs))
+            if (rill__cpu_go_idle(s, cs))
                 return;
             continue;
         }
-        enum exec_result r = exec(d, w, s, c);
+        enum exec_result r = rill__cpu_exec(d, w, s, c);
         if (r != EXEC_DONE)
             return;
-        finish(s, c);
-        if (should_yield(d, s, batch) && peek(cs) != NULL) {
+        rill__cpu_finish(s, c);
+        if (should_yield(d, s, batch) && cpu_peek(cs) != NULL) {
             atomic_store_explicit(&cs->state, CPU_READY, memory_order_relaxed);
-            push_ready(d, s, false);
+            rill__cpu_push_ready(d, s, false);
             return;
         }
     }
 }
 
 void rill__cpu_resume_stream(cpu_device *d, cpu_worker *w, rill__stream *s, cpu_cmd *c) {
-    finish(s, c);
+    rill__cpu_finish(s, c);
     rill__cpu_run_stream(d, w, s);
 }
 
@@ -880,151 +549,13 @@ int rill__cpu_help_launch(cpu_device *d, cpu_worker *w) {
     rill__mutex_unlock(&d->launch_lock);
     if (c == NULL)
         return 0;
-    help_chunks(d, w, c);
-    unlist(d, c);
+    rill__cpu_help_chunks(d, w, c);
+    rill__cpu_unlist(d, c);
     if (atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) == 1) {
         rill__stream *s = c->stream;
-        kernel_done(c);
-        finish(s, c);
+        rill__cpu_kernel_done(c);
+        rill__cpu_finish(s, c);
         rill__cpu_run_stream(d, w, s);
     }
     return 1;
-}
-
-/* ---------------------------------------------------------- host threads */
-
-/* Takes s off the ready queue, where it waits for a worker; false when it
- * is not there (a worker took it, or it is about to be pushed). */
-RILL_HOT static bool take_ready(cpu_device *d, rill__stream *s) {
-    cpu_stream *cs = cpu_stream_of(s);
-    int i = prio_index(s);
-    bool taken = false;
-    rill__spinlock_lock(&d->ready_lock);
-    rill__stream *prev = NULL;
-    for (rill__stream *t = d->ready_head[i]; t != NULL; t = cpu_stream_of(t)->ready_next) {
-        if (t != s) {
-            prev = t;
-            continue;
-        }
-        if (prev != NULL)
-            cpu_stream_of(prev)->ready_next = cs->ready_next;
-        else
-            d->ready_head[i] = cs->ready_next;
-        if (d->ready_tail[i] == s)
-            d->ready_tail[i] = prev;
-        if (d->ready_head[i] == NULL)
-            atomic_fetch_and(&d->ready_mask, ~(1u << i));
-        taken = true;
-        break;
-    }
-    rill__spinlock_unlock(&d->ready_lock);
-    /* Other streams wait, maybe left to the watch by this thread's other
-     * launches: they get a worker now (as in rill__cpu_pop_ready). */
-    if (taken && atomic_load(&d->ready_mask) != 0)
-        rill__cpu_wake_workers(d, 1);
-    return taken;
-}
-
-/* Runs s's commands on a host thread until s has completed seq. Returns
- * whether the thread still owns s: false when s parked on a wait or a
- * worker took it over (it finished the last block of a kernel). */
-RILL_HOT static bool host_run(cpu_device *d, cpu_worker *w, rill__stream *s, uint64_t seq) {
-    cpu_stream *cs = cpu_stream_of(s);
-    atomic_store_explicit(&cs->state, CPU_RUNNING, memory_order_relaxed);
-    /* relaxed: the owner wrote done_seq. */
-    while (atomic_load_explicit(&rill__queue_of(s)->done_seq, memory_order_relaxed) < seq) {
-        cpu_cmd *c = peek(cs);
-        if (c == NULL)
-            break; /* the awaited command is not published yet */
-        if (exec(d, w, s, c) != EXEC_DONE)
-            return false;
-        finish(s, c);
-    }
-    return true;
-}
-
-/* Hands a stream that a host thread ran back to the device: idle when its
- * queue is empty, else ready for a worker. */
-RILL_HOT static void give_back(cpu_device *d, rill__stream *s) {
-    cpu_stream *cs = cpu_stream_of(s);
-    if (peek(cs) == NULL && go_idle(s, cs))
-        return;
-    atomic_store_explicit(&cs->state, CPU_READY, memory_order_relaxed);
-    push_ready(d, s, true);
-}
-
-/* Runs blocks of a published launch of s: 0 when there is none, 1 when it
- * ran some, 2 when it ran the last one and so completed the command and
- * took the stream over, as a worker does. */
-static int host_help_launch(cpu_device *d, cpu_worker *w, rill__stream *s) {
-    /* relaxed: a hint; the lock decides. */
-    if (atomic_load_explicit(&d->num_launches, memory_order_relaxed) == 0)
-        return 0;
-    rill__mutex_lock(&d->launch_lock);
-    cpu_cmd *c = NULL;
-    for (rill__link *l = d->launches; l != NULL && c == NULL; l = l->next)
-        if (RILL__OWNER(l, cpu_cmd, pub.link)->stream == s)
-            c = RILL__OWNER(l, cpu_cmd, pub.link);
-    if (c != NULL)
-        atomic_fetch_add_explicit(&c->refs, 1, memory_order_relaxed);
-    rill__mutex_unlock(&d->launch_lock);
-    if (c == NULL)
-        return 0;
-    help_chunks(d, w, c);
-    unlist(d, c);
-    /* acq_rel: the last one out sees every block's writes. */
-    if (atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) != 1)
-        return 1;
-    kernel_done(c);
-    finish(s, c);
-    return 2;
-}
-
-RILL_HOT bool rill__cpu_host_help(rill__stream *s, uint64_t seq) {
-    cpu_device *d = cpu_device_of(rill__queue_of(s)->dev);
-    cpu_stream *cs = cpu_stream_of(s);
-    /* relaxed: hints; the ready lock and the launch lock decide. */
-    bool ready = atomic_load_explicit(&cs->state, memory_order_relaxed) == CPU_READY;
-    if ((!ready && atomic_load_explicit(&d->num_launches, memory_order_relaxed) == 0 &&
-         atomic_load_explicit(&d->graph_work, memory_order_relaxed) <= 0) ||
-        !rill__cpu_unit_any_free(d))
-        return false;
-    /* The unit of a sleeping worker: while we hold it, no other thread
-     * runs blocks as that compute unit. */
-    cpu_worker w = {.d = d, .index = -1, .unit = rill__cpu_unit_take(d)};
-    if (w.unit < 0)
-        return false;
-    w.forks = atomic_load_explicit(&rill__fork_count, memory_order_relaxed);
-    rill__thread_enter_worker();
-    bool ran = false, owned = false;
-    if (ready && take_ready(d, s)) {
-        ran = true;
-        note_comes_back(d);
-        owned = host_run(d, &w, s, seq);
-    } else {
-        int r = host_help_launch(d, &w, s);
-        cpu_cmd *done = NULL;
-        if (r == 0 && (r = rill__cpu_host_help_graph(d, &w, s, &done)) == 2)
-            finish(s, done);
-        ran = r != 0;
-        owned = r == 2 && host_run(d, &w, s, seq);
-    }
-    rill__thread_leave_worker();
-    /* The unit goes back first, so that a worker woken for the stream's
-     * later work finds it free. */
-    rill__cpu_unit_put(d, w.unit);
-    if (owned)
-        give_back(d, s);
-    (void)rill__stream_took_host_wake(); /* a hint for workers, not for us */
-    return ran;
-}
-
-RILL_HOT void rill__cpu_kick(rill__stream *s) {
-    cpu_device *d = cpu_device_of(rill__queue_of(s)->dev);
-    /* The thread came back for work that is not done yet. */
-    note_comes_back(d);
-    /* seq_cst load: a stale zero only delays the work until the watch's
-     * next nap ends. */
-    if (atomic_load(&d->ready_mask) != 0)
-        rill__cpu_wake_workers(d, 1);
 }
