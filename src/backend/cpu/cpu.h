@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* The CPU backend's internal structures, shared by cpu_device.c (device,
- * streams), cpu_memory.c (memory) and the scheduler (cpu_ready.c,
- * cpu_queue.c, cpu_exec.c, cpu_host.c, cpu_worker.c). A stream is
- * a queue, not a thread; its states and who owns it are below, the
- * scheduler's design in docs/cpu.md. */
+/* The CPU backend's internal structures and functions, shared by its
+ * files and declared here grouped by defining file: the device and its
+ * streams (cpu_device.c), memory (cpu_memory.c), the scheduler
+ * (cpu_ready.c, cpu_queue.c, cpu_exec.c, cpu_host.c, cpu_worker.c,
+ * cpu_units.c), grids of blocks (cpu_grid.c) and graphs (cpu_graph.c). A
+ * stream is a queue, not a thread; its states and who owns it are below,
+ * the scheduler's design in docs/cpu.md. */
 
 /* The stream's state moves
  *     IDLE --submit--> READY --worker pops--> RUNNING --queue empty--> IDLE
