@@ -670,7 +670,7 @@ static rill_status issue_staged(rill__comm_channel *ch, rill__stream *s, const r
     return RILL_OK;
 }
 
-/* rill__comm_issue on ch, which the caller holds (resolve). */
+/* rill__comm_issue on ch, which the caller holds (rill__comm_resolve). */
 static rill_status issue_on(rill__comm_channel *ch, rill_stream *stream, rill_comm *comm,
                             const rill__comm_args *a) {
     const char *fn = a->fn;

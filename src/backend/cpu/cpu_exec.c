@@ -325,13 +325,13 @@ RILL_HOT static enum exec_result exec_body(cpu_device *d, cpu_worker *w, rill__s
     return EXEC_DONE;
 }
 
-/* exec, traced: notes when c started (its stream slice ends at finish)
- * and which unit ran it. A command that runs whole here, in one go, is
- * finished by this thread next: its stream slice is its unit's slice too,
- * one record. A kernel or graph that other threads may finish gets a unit
- * slice of its own for this thread's part, described before it runs (once
- * handed off, it may be finished and reused by another thread). Waits,
- * records and clears hold no unit. */
+/* rill__cpu_exec, traced: notes when c started (its stream slice ends at
+ * rill__cpu_finish) and which unit ran it. A command that runs whole here,
+ * in one go, is finished by this thread next: its stream slice is its
+ * unit's slice too, one record. A kernel or graph that other threads may
+ * finish gets a unit slice of its own for this thread's part, described
+ * before it runs (once handed off, it may be finished and reused by
+ * another thread). Waits, records and clears hold no unit. */
 static enum exec_result exec_traced(cpu_device *d, cpu_worker *w, rill__stream *s, cpu_cmd *c) {
     uint64_t t0 = rill__trace_now();
     bool first = c->trace_t0 == 0;

@@ -73,7 +73,7 @@ RILL_HOT static cpu_cmd *take_slot_locked(rill__stream *s, cpu_stream *cs) {
         return &cs->wr_block->slots[cs->wr_idx++];
     cpu_block *b = cs->free_blocks;
     if (b == NULL)
-        /* acquire: pairs with the release CAS in retire_block. */
+        /* acquire: pairs with the release CAS in cpu_retire_block. */
         b = atomic_exchange_explicit(&cs->returned, NULL, memory_order_acquire);
     if (b != NULL) {
         cs->free_blocks = b->free_next;

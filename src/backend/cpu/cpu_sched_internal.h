@@ -31,7 +31,8 @@ static inline void cpu_retire_block(cpu_stream *cs, cpu_block *b) {
             return;
         }
         b->free_next = top;
-        /* release: pairs with the acquire exchange in take_slot_locked. */
+        /* release: pairs with the acquire exchange in take_slot_locked
+         * (cpu_queue.c). */
     } while (!atomic_compare_exchange_weak_explicit(&cs->returned, &top, b, memory_order_release,
                                                     memory_order_relaxed));
 }
