@@ -99,7 +99,7 @@ if(RILL_CUDA_BUILT)
   set(rill_op_ptx_c ${PROJECT_BINARY_DIR}/generated/cuda/op_ptx.c)
   rill_ptx_source(${rill_op_ptx_c} ${PROJECT_SOURCE_DIR}/src/backend/cuda/op_kernels.cu
     rill__cuda_op_ptx DEPENDS ${PROJECT_SOURCE_DIR}/src/backend/op_args.h
-    ${PROJECT_SOURCE_DIR}/src/backend/half_bits.h)
+    ${PROJECT_SOURCE_DIR}/src/backend/half_bits.h ${PROJECT_SOURCE_DIR}/src/backend/op_math.h)
   set(RILL_CUDA_SOURCES
     src/backend/cuda/cuda_driver.c
     src/backend/cuda/cuda_context.c

@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "bench", "results")
@@ -99,6 +100,15 @@ def session_line(r):
     note = f" {r['note']}" if r.get("note") else ""
     return (f"{r['date']}, {r['machine']}, commit `{r['commit']}`{load}; "
             f"`{r['_file']}`.{note}")
+
+
+def readme_line(r, extra=""):
+    """A README table's footer: when and where, and where the rest is (the
+    session's load, notes and file are in docs/bench.md), wrapped as the
+    README's prose is."""
+    text = (f"{r['date']}, {r['machine']}, commit `{r['commit']}`.{extra} The run's conditions "
+            "and notes, more rows and other machines: [docs/bench.md](docs/bench.md#results).")
+    return textwrap.fill(text, width=100, break_long_words=False, break_on_hyphens=False)
 
 
 def render_results(results):
@@ -188,15 +198,10 @@ def render_headline(results):
             line += f" {cell(side(p)[1], p['unit'], spread=False) if p else ''} |"
         lines.append(line)
     lines.append("")
-    if len(sessions) > 1:
-        for r in sessions:
-            lines.append(f"{mark(r)} {session_line(r)}")
-            lines.append("")
-        lines.append("More rows, and other machines: [docs/bench.md](docs/bench.md#results).")
-    else:
-        lines.append(f"{session_line(sessions[0])} More rows, and other machines: "
-                     "[docs/bench.md](docs/bench.md#results).")
-    return "\n".join(lines)
+    for r in sessions:
+        lines.append(readme_line(r) if not mark(r) else mark(r) + " " + readme_line(r))
+        lines.append("")
+    return "\n".join(lines).rstrip("\n")
 
 
 def render_python(results):
@@ -216,7 +221,7 @@ def render_python(results):
                      f"{fmt(row.get('ratio'))} |")
     lines.append("")
     desc = meta.get("platform_version")
-    lines.append(f"{session_line(r)}" + (f" {desc}." if desc else ""))
+    lines.append(readme_line(r, f" {desc}." if desc else ""))
     return "\n".join(lines)
 
 

@@ -2,10 +2,12 @@
 /* The device interface: everything a backend and the core share. The core
  * owns the semantics (sequence numbers, events, sticky errors, waits,
  * memory reuse, graphs); a backend owns the mechanism that runs commands
- * on its devices. A backend includes this header and platform headers
- * only: what it may read of the core's objects, the commands it runs, the
- * graphs it launches, the core functions it may call, and the table of
- * operations it implements (rill__backend_ops, at the end).
+ * on its devices. Of the core, a backend includes this header only: what
+ * it may read of the core's objects, the commands it runs, the graphs it
+ * launches, the core functions it may call, and the table of operations
+ * it implements (rill__backend_ops, at the end). Besides it, a backend
+ * includes the ops' shared headers beside this one (op_args.h, op_math.h,
+ * half_bits.h) and the layers below the core (platform, util, trace).
  *
  * Sequence numbers: each stream numbers its commands 1, 2, 3, ... in
  * submission order. A stream's queue (rill__queue) holds sub_seq, the last

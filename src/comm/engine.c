@@ -3,10 +3,12 @@
  * every call into the transport, starts each channel's tasks in issue order
  * once their streams reach them, tests started ones until they complete or
  * miss their deadline, and completes their proxies' numbers; it never
- * blocks in the transport. How it polls: docs/mpi.md, "The communication
- * thread". Invariants: a channel's queue holds its issued, unstarted tasks
- * in issue order; ch->active counts its started, unfinished, unabandoned
- * tasks; engine.live = the sum of ch->active; ch->gate, when set, is an
+ * blocks in the transport. This file holds the engine's state, the proxy
+ * streams and the thread's work; what other threads call is in
+ * engine_calls.c. How it polls: docs/mpi.md, "The communication thread".
+ * Invariants: a channel's queue holds its issued, unstarted tasks in issue
+ * order; ch->active counts its started, unfinished, unabandoned tasks;
+ * rill__comm_engine.live = the sum of ch->active; ch->gate, when set, is an
  * active task of ch with op.starting set, and nothing of ch starts while it
  * is; a proxy in the free list has done_seq == sub_seq; ch->last, when set,
  * is the unfinished task whose WAIT is (last_stream_id, last_wait_seq), and
@@ -16,6 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "comm/comm_internal.h"
 #include "comm/stage.h"
 #include "core/handle.h"
 #include "mem/pool.h"
@@ -32,24 +35,7 @@
  * under way. */
 #define ABANDONED_NS 1000000u
 
-static struct {
-    /* a spin lock: a fork's child resets it; never held across a call into
-     * the transport or a wait */
-    rill__spinlock lock;
-    /* guarded by lock */
-    bool started, stop;
-    rill__thread thread;
-    rill__comm_channel *channels;
-    rill__stream **proxies; /* owned: free proxy streams */
-    size_t num_proxies, cap_proxies;
-    /* atomic */
-    _Atomic uint32_t kick;     /* futex word: bumped when there is something to start */
-    _Atomic uint32_t sleeping; /* the thread is about to sleep on kick */
-    _Atomic uint32_t finished; /* futex word: bumped when a control task is done */
-    /* communication thread only */
-    rill__comm_task *active; /* started tasks, abandoned ones included */
-    int live;                /* started tasks that are not abandoned */
-} engine;
+rill__comm_engine_state rill__comm_engine;
 
 /* ----------------------------------------------------------------- proxies */
 
@@ -61,7 +47,7 @@ void rill__comm_task_hold_buffers(rill__comm_task *t) {
             rill__pool_note_use(t->proxy, t->number + 1, t->buf[i], t->bytes[i]);
 }
 
-static void release_proxy(rill__stream *p) {
+void rill__comm_engine_release_proxy(rill__stream *p) {
     atomic_store(&p->owner_released, 1);
     rill__stream_unref(p);
 }
@@ -74,16 +60,17 @@ rill_status rill__comm_engine_take_proxy(rill__device *dev, rill__stream **out) 
                               "the CPU device, whose streams number the collectives, is not "
                               "available");
     }
-    rill__spinlock_lock(&engine.lock);
-    for (size_t i = 0; i < engine.num_proxies; i++) {
-        if (engine.proxies[i]->q.dev == dev) {
-            *out = engine.proxies[i];
-            engine.proxies[i] = engine.proxies[--engine.num_proxies];
-            rill__spinlock_unlock(&engine.lock);
+    rill__spinlock_lock(&rill__comm_engine.lock);
+    for (size_t i = 0; i < rill__comm_engine.num_proxies; i++) {
+        if (rill__comm_engine.proxies[i]->q.dev == dev) {
+            *out = rill__comm_engine.proxies[i];
+            rill__comm_engine.proxies[i] =
+                rill__comm_engine.proxies[--rill__comm_engine.num_proxies];
+            rill__spinlock_unlock(&rill__comm_engine.lock);
             return RILL_OK;
         }
     }
-    rill__spinlock_unlock(&engine.lock);
+    rill__spinlock_unlock(&rill__comm_engine.lock);
     rill__stream *p;
     rill_status st = rill__stream_new(dev, 0, RILL__STREAM_PROXY, &p);
     if (st != RILL_OK)
@@ -100,20 +87,20 @@ rill_status rill__comm_engine_take_proxy(rill__device *dev, rill__stream **out) 
 
 void rill__comm_engine_give_proxy(rill__stream *p) {
     RILL_ASSERT(atomic_load(&p->q.done_seq) == atomic_load(&p->q.sub_seq));
-    rill__spinlock_lock(&engine.lock);
-    if (engine.num_proxies == engine.cap_proxies) {
-        size_t cap = engine.cap_proxies != 0 ? 2 * engine.cap_proxies : 8;
-        rill__stream **grown = rill__realloc(engine.proxies, cap * sizeof *grown);
+    rill__spinlock_lock(&rill__comm_engine.lock);
+    if (rill__comm_engine.num_proxies == rill__comm_engine.cap_proxies) {
+        size_t cap = rill__comm_engine.cap_proxies != 0 ? 2 * rill__comm_engine.cap_proxies : 8;
+        rill__stream **grown = rill__realloc(rill__comm_engine.proxies, cap * sizeof *grown);
         if (grown == NULL) {
-            rill__spinlock_unlock(&engine.lock);
-            release_proxy(p); /* out of memory: the next operation makes one */
+            rill__spinlock_unlock(&rill__comm_engine.lock);
+            rill__comm_engine_release_proxy(p); /* out of memory: the next operation makes one */
             return;
         }
-        engine.proxies = grown;
-        engine.cap_proxies = cap;
+        rill__comm_engine.proxies = grown;
+        rill__comm_engine.cap_proxies = cap;
     }
-    engine.proxies[engine.num_proxies++] = p;
-    rill__spinlock_unlock(&engine.lock);
+    rill__comm_engine.proxies[rill__comm_engine.num_proxies++] = p;
+    rill__spinlock_unlock(&rill__comm_engine.lock);
 }
 
 /* ------------------------------------------------------------ sentences */
@@ -173,8 +160,8 @@ static void finish_control(rill__comm_task *t, rill_status status, const char *m
     /* release: pairs with the acquire load in rill__comm_engine_wait, which
      * may free t at once: t is not touched after this store. */
     atomic_store_explicit(&t->done, 1, memory_order_release);
-    atomic_fetch_add(&engine.finished, 1);
-    rill__futex_wake(&engine.finished, INT32_MAX);
+    atomic_fetch_add(&rill__comm_engine.finished, 1);
+    rill__futex_wake(&rill__comm_engine.finished, INT32_MAX);
 }
 
 enum outcome { OUT_OK, OUT_FAILED };
@@ -184,14 +171,14 @@ enum outcome { OUT_OK, OUT_FAILED };
  * WAIT, as rill__stream_failed_at would tell that task's waiter). */
 static void unchain(rill__comm_task *t, const char *cause) {
     rill__comm_channel *ch = t->ch;
-    rill__spinlock_lock(&engine.lock);
+    rill__spinlock_lock(&rill__comm_engine.lock);
     if (ch->last == t) {
         ch->last = NULL;
         ch->last_ok = !t->skipped && cause == NULL;
     }
     rill__comm_task *n = t->chained;
     t->chained = NULL;
-    rill__spinlock_unlock(&engine.lock);
+    rill__spinlock_unlock(&rill__comm_engine.lock);
     if (n == NULL)
         return;
     const char *why = t->skipped ? t->skip_why : cause;
@@ -292,7 +279,7 @@ static void release_abandoned(rill__comm_task *t) {
 /* Drops ch's abandoned tasks (CLOSE): their memory stays held for good,
  * since nothing will test them again. */
 static void drop_abandoned(rill__comm_channel *ch) {
-    for (rill__comm_task **p = &engine.active; *p != NULL;) {
+    for (rill__comm_task **p = &rill__comm_engine.active; *p != NULL;) {
         rill__comm_task *t = *p;
         if (t->ch != ch) {
             p = &t->active_next;
@@ -302,7 +289,7 @@ static void drop_abandoned(rill__comm_channel *ch) {
         *p = t->active_next;
         if (t->stage != NULL)
             rill__comm_stage_lose(t->stage);
-        release_proxy(t->proxy);
+        rill__comm_engine_release_proxy(t->proxy);
         rill__free(t);
     }
 }
@@ -312,10 +299,10 @@ static void activate(rill__comm_channel *ch, rill__comm_task *t) {
         ch->gate = t;
     t->trace_t0 = t->proxy != NULL && rill__tracing() ? rill__trace_now() : 0;
     t->deadline_ns = ch->timeout_ns != 0 ? rill__now_ns() + ch->timeout_ns : 0;
-    t->active_next = engine.active;
-    engine.active = t;
+    t->active_next = rill__comm_engine.active;
+    rill__comm_engine.active = t;
     ch->active++;
-    engine.live++;
+    rill__comm_engine.live++;
 }
 
 /* -------------------------------------------------------------- starting */
@@ -422,22 +409,22 @@ static void free_closed(rill__comm_channel *dead) {
 static bool start_ready(void) {
     bool progress = false;
     rill__comm_channel *dead = NULL;
-    rill__spinlock_lock(&engine.lock);
+    rill__spinlock_lock(&rill__comm_engine.lock);
     /* Channels are added at the front and removed only here, so the walk
      * survives the unlocked stretches. */
-    for (rill__comm_channel *ch = engine.channels; ch != NULL; ch = ch->next) {
+    for (rill__comm_channel *ch = rill__comm_engine.channels; ch != NULL; ch = ch->next) {
         rill__comm_task *t;
         while (!ch->closed && ch->gate == NULL && (t = ch->head) != NULL && startable(ch, t)) {
             ch->head = t->next;
             if (ch->head == NULL)
                 ch->tail = NULL;
-            rill__spinlock_unlock(&engine.lock);
+            rill__spinlock_unlock(&rill__comm_engine.lock);
             start_task(ch, t);
             progress = true;
-            rill__spinlock_lock(&engine.lock);
+            rill__spinlock_lock(&rill__comm_engine.lock);
         }
     }
-    for (rill__comm_channel **p = &engine.channels; *p != NULL;) {
+    for (rill__comm_channel **p = &rill__comm_engine.channels; *p != NULL;) {
         rill__comm_channel *ch = *p;
         if (ch->closed) {
             *p = ch->next;
@@ -447,7 +434,7 @@ static bool start_ready(void) {
             p = &ch->next;
         }
     }
-    rill__spinlock_unlock(&engine.lock);
+    rill__spinlock_unlock(&rill__comm_engine.lock);
     free_closed(dead);
     return progress;
 }
@@ -459,7 +446,7 @@ static void retire(rill__comm_task *t) {
     if (t->ch->gate == t)
         t->ch->gate = NULL;
     t->ch->active--;
-    engine.live--;
+    rill__comm_engine.live--;
 }
 
 /* An OPEN that missed its deadline (already off the active list): the
@@ -551,7 +538,7 @@ static void stream_failed_held(rill__comm_task *t, const char *why) {
 static bool test_active(rill__comm_task **done) {
     bool progress = false;
     uint64_t now = rill__now_ns();
-    for (rill__comm_task **p = &engine.active; *p != NULL;) {
+    for (rill__comm_task **p = &rill__comm_engine.active; *p != NULL;) {
         rill__comm_task *t = *p;
         rill__comm_channel *ch = t->ch;
         char why[256];
@@ -605,21 +592,21 @@ static bool test_active(rill__comm_task **done) {
 static void sleep_on_kick(uint32_t kick, uint64_t timeout_ns) {
     /* seq_cst, both: a Dekker pair with rill__comm_engine_kick, which
      * bumps kick and then loads sleeping. */
-    atomic_store(&engine.sleeping, 1);
-    if (atomic_load(&engine.kick) == kick) {
+    atomic_store(&rill__comm_engine.sleeping, 1);
+    if (atomic_load(&rill__comm_engine.kick) == kick) {
         if (timeout_ns != 0)
-            rill__futex_wait_for(&engine.kick, kick, timeout_ns);
+            rill__futex_wait_for(&rill__comm_engine.kick, kick, timeout_ns);
         else
-            rill__futex_wait(&engine.kick, kick);
+            rill__futex_wait(&rill__comm_engine.kick, kick);
     }
-    atomic_store(&engine.sleeping, 0);
+    atomic_store(&rill__comm_engine.sleeping, 0);
 }
 
-static void comm_main(void *arg) {
+void rill__comm_engine_main(void *arg) {
     (void)arg;
     uint64_t last = rill__now_ns();
     for (;;) {
-        uint32_t kick = atomic_load(&engine.kick);
+        uint32_t kick = atomic_load(&rill__comm_engine.kick);
         bool progress = start_ready();
         rill__comm_task *done = NULL;
         progress |= test_active(&done);
@@ -637,16 +624,16 @@ static void comm_main(void *arg) {
         uint64_t now = rill__now_ns();
         if (progress)
             last = now;
-        rill__spinlock_lock(&engine.lock);
-        bool quit = engine.stop && engine.channels == NULL;
-        rill__spinlock_unlock(&engine.lock);
+        rill__spinlock_lock(&rill__comm_engine.lock);
+        bool quit = rill__comm_engine.stop && rill__comm_engine.channels == NULL;
+        rill__spinlock_unlock(&rill__comm_engine.lock);
         if (quit) {
-            RILL_ASSERT(engine.active == NULL);
+            RILL_ASSERT(rill__comm_engine.active == NULL);
             return;
         }
         if (progress)
             continue; /* a completion may have made a queued task startable */
-        if (engine.active == NULL) {
+        if (rill__comm_engine.active == NULL) {
             /* Nothing under way: no MPI call until there is. For
              * IDLE_YIELD_NS after the last progress the thread stays
              * awake, yielding, so that a stream that issues its next
@@ -656,13 +643,13 @@ static void comm_main(void *arg) {
              * cores shared by two ranks, a spin took the processor its
              * issuer needed, and the same loop took 41 us. */
             if (now - last < IDLE_YIELD_NS) {
-                if (atomic_load_explicit(&engine.kick, memory_order_relaxed) == kick)
+                if (atomic_load_explicit(&rill__comm_engine.kick, memory_order_relaxed) == kick)
                     rill__thread_yield();
                 continue;
             }
             sleep_on_kick(kick, 0);
             last = rill__now_ns();
-        } else if (engine.live == 0) {
+        } else if (rill__comm_engine.live == 0) {
             /* Only abandoned operations: a cancelled one completes at its
              * next test, a collective perhaps never. */
             sleep_on_kick(kick, ABANDONED_NS);
@@ -672,178 +659,4 @@ static void comm_main(void *arg) {
             sleep_on_kick(kick, SLEEP_NS);
         }
     }
-}
-
-void rill__comm_engine_kick(void) {
-    atomic_fetch_add(&engine.kick, 1); /* seq_cst: see sleep_on_kick */
-    if (atomic_load(&engine.sleeping))
-        rill__futex_wake(&engine.kick, 1);
-}
-
-void rill__comm_engine_add(rill__comm_channel *ch, rill__comm_task *open) {
-    open->next = NULL;
-    rill__spinlock_lock(&engine.lock);
-    if (!engine.started) {
-        engine.started = true;
-        engine.stop = false;
-        rill__thread_start(&engine.thread, "rill-comm", comm_main, NULL);
-    }
-    ch->head = ch->tail = open;
-    ch->next = engine.channels;
-    engine.channels = ch;
-    rill__spinlock_unlock(&engine.lock);
-    rill__comm_engine_kick();
-}
-
-bool rill__comm_engine_queue(rill__comm_channel *ch, rill__comm_task *task) {
-    task->next = NULL;
-    rill__spinlock_lock(&engine.lock);
-    if (ch->closing && task->op.a.kind != RILL__COMM_CLOSE) {
-        rill__spinlock_unlock(&engine.lock);
-        return false;
-    }
-    if (ch->tail != NULL)
-        ch->tail->next = task;
-    else
-        ch->head = task;
-    ch->tail = task;
-    rill__spinlock_unlock(&engine.lock);
-    if (task->op.a.kind == RILL__COMM_CLOSE)
-        rill__comm_engine_kick(); /* a stream operation is kicked when ready */
-    return true;
-}
-
-bool rill__comm_engine_chain(rill__comm_channel *ch, rill__comm_task *task) {
-    uint64_t id = task->stream->q.id;
-    rill__spinlock_lock(&engine.lock);
-    bool behind = ch->last_stream_id == id && ch->last_wait_seq + 1 == task->wait_seq;
-    /* ch->last is cleared (under this lock) before its task finishes, so
-     * a task found here is alive. */
-    rill__comm_task *p = ch->last;
-    bool chained = behind && p != NULL;
-    bool ready = behind && p == NULL && ch->last_ok;
-    if (chained)
-        p->chained = task;
-    ch->last = task;
-    ch->last_stream_id = id;
-    ch->last_wait_seq = task->wait_seq;
-    ch->last_ok = false;
-    rill__spinlock_unlock(&engine.lock);
-    if (ready) {
-        /* The stream reaches it once its worker passes the WAIT of an
-         * operation that completed: nothing can fail it any more. release:
-         * pairs with the acquire load in startable. */
-        atomic_store_explicit(&task->ready, 1, memory_order_release);
-        rill__comm_engine_kick();
-    }
-    return chained || ready;
-}
-
-void rill__comm_engine_unqueue(rill__comm_channel *ch, rill__comm_task *task) {
-    rill__spinlock_lock(&engine.lock);
-    rill__comm_task *prev = NULL;
-    for (rill__comm_task *t = ch->head; t != NULL; prev = t, t = t->next) {
-        if (t != task)
-            continue;
-        if (prev != NULL)
-            prev->next = t->next;
-        else
-            ch->head = t->next;
-        if (ch->tail == t)
-            ch->tail = prev;
-        break;
-    }
-    rill__spinlock_unlock(&engine.lock);
-    rill__comm_engine_kick(); /* the tasks behind it may start now */
-}
-
-void rill__comm_engine_wait(rill__comm_task *task) {
-    for (;;) {
-        uint32_t gen = atomic_load(&engine.finished);
-        /* acquire: pairs with the release store in finish_control. */
-        if (atomic_load_explicit(&task->done, memory_order_acquire))
-            return;
-        rill__futex_wait(&engine.finished, gen);
-    }
-}
-
-rill__comm_entry rill__comm_engine_enter(const void *handle, rill__comm_channel **out) {
-    rill__spinlock_lock(&engine.lock);
-    rill__comm_channel *ch = rill__handle_get(handle, RILL__HANDLE_COMM);
-    rill__comm_entry e = ch == NULL    ? RILL__COMM_NO_CHANNEL
-                         : ch->closing ? RILL__COMM_CLOSING
-                                       : RILL__COMM_ENTERED;
-    if (e == RILL__COMM_ENTERED)
-        ch->users++;
-    rill__spinlock_unlock(&engine.lock);
-    *out = e == RILL__COMM_ENTERED ? ch : NULL;
-    return e;
-}
-
-void rill__comm_engine_leave(rill__comm_channel *ch) {
-    rill__spinlock_lock(&engine.lock);
-    bool kick = --ch->users == 0 && ch->closing;
-    rill__spinlock_unlock(&engine.lock);
-    if (kick)
-        rill__comm_engine_kick(); /* its CLOSE may start now */
-}
-
-void rill__comm_engine_set_opened(rill__comm_channel *ch) {
-    rill__spinlock_lock(&engine.lock);
-    ch->opened = true;
-    rill__spinlock_unlock(&engine.lock);
-}
-
-bool rill__comm_engine_begin_close(rill__comm_channel *ch) {
-    rill__spinlock_lock(&engine.lock);
-    bool was = ch->closing;
-    ch->closing = true;
-    rill__spinlock_unlock(&engine.lock);
-    return !was;
-}
-
-rill__comm_channel *rill__comm_engine_claim_open(void) {
-    rill__spinlock_lock(&engine.lock);
-    rill__comm_channel *ch = engine.channels;
-    while (ch != NULL && (!ch->opened || ch->closing))
-        ch = ch->next;
-    if (ch != NULL)
-        ch->closing = true;
-    rill__spinlock_unlock(&engine.lock);
-    return ch;
-}
-
-void rill__comm_engine_shutdown(void) {
-    rill__spinlock_lock(&engine.lock);
-    bool started = engine.started;
-    engine.stop = true;
-    rill__spinlock_unlock(&engine.lock);
-    if (started) {
-        rill__comm_engine_kick();
-        /* It ends once the channels that other threads close are gone. */
-        rill__thread_join(&engine.thread);
-    }
-    rill__spinlock_lock(&engine.lock);
-    rill__stream **proxies = engine.proxies;
-    size_t n = engine.num_proxies;
-    engine.proxies = NULL;
-    engine.num_proxies = engine.cap_proxies = 0;
-    engine.started = engine.stop = false;
-    rill__spinlock_unlock(&engine.lock);
-    for (size_t i = 0; i < n; i++)
-        release_proxy(proxies[i]);
-    rill__free(proxies);
-}
-
-void rill__comm_engine_forget(void) {
-    /* The thread, its tasks and the proxies stayed with the parent. */
-    atomic_store(&engine.lock.held, 0);
-    engine.started = engine.stop = false;
-    engine.channels = NULL;
-    engine.proxies = NULL;
-    engine.num_proxies = engine.cap_proxies = 0;
-    engine.active = NULL;
-    engine.live = 0;
-    atomic_store(&engine.kick, 0);
-    atomic_store(&engine.sleeping, 0);
 }

@@ -2,8 +2,9 @@
 /* The communication engine: the communication thread, the channels (one
  * per communicator) whose operations it starts in issue order and tests
  * until they complete, and the proxy streams through which the streams
- * that issued them wait (src/comm/engine.c). comm.c drives it from the
- * callers' threads. */
+ * that issued them wait (src/comm/engine.c; what other threads call, in
+ * engine_calls.c). comm.c and comm_issue.c drive it from the callers'
+ * threads. */
 
 /* A stream operation is one WAIT command of its stream, for number k of a
  * proxy stream that only this engine completes: k when the operation has

@@ -1,9 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* What the layers above the core do at the core's points, without the
- * core knowing them: each layer registers a subsystem (its part in the
- * runtime's life) and installs the hooks it serves; src/assembly.c lists the
- * subsystems and the core walks that list. Installed once, under the init
- * lock, before any hook is called; read without a lock afterwards. */
+ * core knowing them: the memory, graph and sanitizer layers each register
+ * a subsystem (its part in the runtime's life) and install the hooks they
+ * serve when it starts; src/assembly.c lists the subsystems and the core
+ * walks that list. Until a layer installs its table, the core calls the
+ * default one of hooks.c, which does nothing (no capture, no memory
+ * layer); each table is constant, installed once under the init lock and
+ * read without a lock. The ops and communicator layers register no
+ * subsystem: what they keep is released through rill__on_shutdown
+ * (core/runtime.h). */
 #ifndef RILL_CORE_HOOKS_H
 #define RILL_CORE_HOOKS_H
 

@@ -16,10 +16,11 @@
  *   8. stream->wait_lock  a stream's waiter list; stream->err_lock
  *   9. ready/launch lock  (backend) a device's ready queue, launches, graph runs;
  *                         a graph run's active_lock after it
- *  10. pool lock          src/mem/pool.c: a device's memory pool
+ *  10. pool lock          src/mem/pool.c, pool_alloc.c: a device's memory pool
  *  11. registry lock      src/mem/registry.c: the pointer registry
- *  12. comm engine lock   src/comm/engine.c: communicators' queues, free proxy streams;
- *                         taken with no other lock held, and takes none
+ *  12. comm engine lock   src/comm/engine.c, engine_calls.c: communicators' queues,
+ *                         free proxy streams; taken with no other lock held, and
+ *                         takes none
  *
  * Locks of one line are never held together, except the dev->locks of
  * every device, taken in ordinal order by fork()'s prepare handler.

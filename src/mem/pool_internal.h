@@ -2,9 +2,9 @@
 /* The pool's shared types (see pool.h for the rules): segments tiled by
  * blocks, the points a block carries, the bins of free blocks and the
  * pool itself, with the small helpers every file of the pool inlines.
- * Internal to src/mem: pool.c (allocation, freeing, uses), block.c (block
- * structures, points, bins, hash), segment.c (segments) and tcache.c (the
- * per-thread caches).
+ * Internal to src/mem: pool_alloc.c (allocation), pool.c (freeing, uses,
+ * lookups, statistics), block.c (block structures, points, bins, hash),
+ * segment.c (segments) and tcache.c (the per-thread caches).
  *
  * The rule for splitting a free block: the rest of a block handed out for
  * a request stays free when it is at least MIN_BLOCK (small segments) or
@@ -22,7 +22,7 @@
 #include "core/stream.h"
 
 #define MIN_BLOCK         512u              /* allocation granularity */
-#define ROUND_DIVISIONS   64u               /* see round_request in pool.c */
+#define ROUND_DIVISIONS   64u               /* see round_request in pool_alloc.c */
 #define SMALL_REQUEST     ((size_t)1 << 20) /* up to this: the small kind of segment */
 #define SEGMENT_SPAN      ((size_t)4 << 30) /* address space of a segment, see segment.c */
 #define INDEX_CHUNK_SHIFT 16                /* 64 KiB chunks, see segment.c */
@@ -181,5 +181,8 @@ static inline void rill__set_allocated(rill__pool *p, size_t bytes) {
      * under the lock (see tcache.c). */
     atomic_store_explicit(&p->allocated_mirror, bytes, memory_order_relaxed);
 }
+
+/* pool.c: the statistics with the thread caches' share (pool->lock held). */
+void rill__pool_stats_locked(rill__pool *p, rill_mem_stats *out);
 
 #endif

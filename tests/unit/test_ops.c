@@ -8,6 +8,7 @@
 
 #include "backend/cpu/half.h"
 #include "backend/cpu/op_kernels.h"
+#include "backend/op_math.h"
 
 #include <limits.h>
 #include <math.h>

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* The CPU backend's internal structures, shared by cpu_device.c (device,
- * streams, memory) and cpu_sched.c (queues, workers, execution). A stream is
- * a queue, not a thread; its states and who owns it are below, the
- * scheduler's design in docs/cpu.md. */
+/* The CPU backend's internal structures and functions, shared by its
+ * files and declared here grouped by defining file: the device and its
+ * streams (cpu_device.c), memory (cpu_memory.c), the scheduler
+ * (cpu_ready.c, cpu_queue.c, cpu_exec.c, cpu_host.c, cpu_worker.c,
+ * cpu_units.c), grids of blocks (cpu_grid.c) and graphs (cpu_graph.c). A
+ * stream is a queue, not a thread; its states and who owns it are below,
+ * the scheduler's design in docs/cpu.md. */
 
 /* The stream's state moves
  *     IDLE --submit--> READY --worker pops--> RUNNING --queue empty--> IDLE
@@ -143,7 +146,7 @@ typedef struct cpu_stream {
     cpu_block *free_blocks; /* blocks the submitters may reuse */
     /* atomic, beside the lock that every submit takes: set when a host
      * thread made the stream ready and left its wake-up to the watch
-     * (push_ready); left_ns is when a later submit first found it set (0:
+     * (rill__cpu_push_ready); left_ns is when a later submit first found it set (0:
      * none yet). A submit that finds it set LEFT_WAKE_NS after that wakes a
      * worker: the thread is submitting a long batch, not coming back at
      * once (rill__cpu_submit). */
@@ -161,7 +164,7 @@ typedef struct cpu_stream {
     rill__waiter waiter;             /* registered while PARKED */
     rill__launch_state ls;           /* the running launch's failure state */
     /* owned by the thread that met the stream's wait: its list of streams
-     * to run after the one it runs (cpu_sched.c, on_wait_met) */
+     * to run after the one it runs (cpu_exec.c, on_wait_met) */
     rill__stream *met_next;
     /* guarded by the device's ready_lock */
     rill__stream *ready_next;
@@ -174,7 +177,7 @@ typedef struct cpu_worker {
     int index;                /* the worker thread's number (its name), -1 for a host thread */
     int unit;                 /* the compute unit it holds (rill_block_ctx.worker), -1: none */
     unsigned naps;            /* timed sleeps in a row that found no graph work */
-    unsigned met_after_yield; /* waits in a row met just after a yield (cpu_sched.c) */
+    unsigned met_after_yield; /* waits in a row met just after a yield (cpu_exec.c) */
     uint32_t forks;           /* rill__fork_count when the thread started running work */
     rill__thread thread;
 } cpu_worker;
@@ -253,28 +256,28 @@ void rill__cpu_ipc_unmap(rill__device *dev, void *ptr, size_t bytes);
 void *rill__cpu_host_alloc(rill__device *dev, size_t bytes);
 void rill__cpu_host_free(rill__device *dev, void *ptr, size_t bytes);
 
-/* cpu_sched.c */
+/* cpu_queue.c */
 rill_status rill__cpu_submit(rill__stream *s, const rill__cmd *cmd, uint64_t *seq);
 /* Gives a new stream its first block (stream_init): false when out of
  * memory. Frees every block a stream holds (stream_fini). */
 bool rill__cpu_stream_init_queue(rill__stream *s);
 void rill__cpu_stream_free_queue(cpu_stream *cs);
-/* For cpu_worker.c: takes the ready stream of greatest priority, or NULL;
- * runs a stream's commands until its queue is empty, it parks, a
- * multi-block kernel hands it to another worker, or it yields to other
- * streams; runs blocks of a published launch (the last worker out finishes
- * the command and carries on with its stream), 0 when there was none. */
+
+/* cpu_ready.c */
+/* For cpu_worker.c: takes the ready stream of greatest priority, or NULL. */
 rill__stream *rill__cpu_pop_ready(cpu_device *d);
-void rill__cpu_run_stream(cpu_device *d, cpu_worker *w, rill__stream *s);
-int rill__cpu_help_launch(cpu_device *d, cpu_worker *w);
 /* The backend's kick (backend.h): wakes a worker for ready work that no
  * worker has taken, when one sleeps. */
 void rill__cpu_kick(rill__stream *s);
-/* The backend's host_help (backend.h): a host thread that waits for s up
- * to seq runs that work itself, with a borrowed compute unit, when the
- * stream waits in the ready queue for a worker or a kernel of it has
- * blocks left. */
-bool rill__cpu_host_help(rill__stream *s, uint64_t seq);
+
+/* cpu_exec.c */
+/* For cpu_worker.c: runs a stream's commands until its queue is empty, it
+ * parks, a multi-block kernel hands it to another worker, or it yields to
+ * other streams; runs blocks of a published launch (the last worker out
+ * finishes the command and carries on with its stream), 0 when there was
+ * none. */
+void rill__cpu_run_stream(cpu_device *d, cpu_worker *w, rill__stream *s);
+int rill__cpu_help_launch(cpu_device *d, cpu_worker *w);
 /* For a worker that ran a graph launch's last node (rill__cpu_help_graph):
  * completes c and goes on running its stream. */
 void rill__cpu_resume_stream(cpu_device *d, cpu_worker *w, rill__stream *s, cpu_cmd *c);
@@ -283,6 +286,13 @@ void rill__cpu_resume_stream(cpu_device *d, cpu_worker *w, rill__stream *s, cpu_
  * s), else EXEC_PARKED: s parks and its command runs again when t gets
  * there. */
 enum exec_result rill__cpu_wait_ended(rill__stream *s, rill__stream *t, uint64_t seq);
+
+/* cpu_host.c */
+/* The backend's host_help (backend.h): a host thread that waits for s up
+ * to seq runs that work itself, with a borrowed compute unit, when the
+ * stream waits in the ready queue for a worker or a kernel of it has
+ * blocks left. */
+bool rill__cpu_host_help(rill__stream *s, uint64_t seq);
 
 /* cpu_worker.c */
 void rill__cpu_workers_start(cpu_device *d);

@@ -5,8 +5,8 @@
  * that any block can be exported to another process (src/mem/ipc.c);
  * segments are page aligned, more than CUDA's 256 bytes. This file holds
  * the backend's ops table, device start and stop, per-stream state and
- * kernels; cpu_memory.c the memory, cpu_sched.c runs the commands,
- * cpu_graph.c graphs. */
+ * kernels; cpu_memory.c the memory, cpu_queue.c and cpu_exec.c queue and
+ * run the commands, cpu_graph.c graphs. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

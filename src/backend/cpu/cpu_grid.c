@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Grids of blocks on the CPU device, the same for kernel launches
- * (cpu_sched.c) and the kernel nodes of graphs (cpu_graph.c): how many
+ * (cpu_exec.c) and the kernel nodes of graphs (cpu_graph.c): how many
  * blocks a worker takes at once, taking them, running them, the lists by
  * which multi-block work is published to idle workers, and the stream
  * failure that a failed kernel or node opens. */

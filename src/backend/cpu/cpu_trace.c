@@ -58,7 +58,7 @@ void rill__cpu_trace_describe(rill__trace_rec *r, rill__stream *s, const cpu_cmd
 }
 
 /* c's slice on its stream's track, from its first start to now; before
- * finish releases what c names. */
+ * rill__cpu_finish releases what c names. */
 void rill__cpu_trace_stream_slice(rill__stream *s, cpu_cmd *c) {
     rill__trace_rec r;
     rill__cpu_trace_describe(&r, s, c);

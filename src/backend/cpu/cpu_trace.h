@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* What the CPU device records for traces (src/trace/trace.h): a command's
  * fields, and its slice on its stream's track. Called only while a trace
- * records (cpu_sched.c, cpu_graph.c). */
+ * records (cpu_exec.c, cpu_graph.c). */
 #ifndef RILL_BACKEND_CPU_TRACE_H
 #define RILL_BACKEND_CPU_TRACE_H
 

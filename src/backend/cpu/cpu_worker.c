@@ -123,7 +123,7 @@ static bool watch(cpu_device *d) {
         if (now - last_busy > WATCH_WINDOW_NS)
             break;
     }
-    /* seq_cst: the other half of the Dekker pair in push_ready (cpu_sched.c):
+    /* seq_cst: the other half of the Dekker pair in rill__cpu_push_ready:
      * a host thread that saw watching set before this store left work that
      * the load of ready_mask in has_work below sees. */
     atomic_store(&d->watching, 0);

@@ -19,6 +19,7 @@
 #include "backend/cpu/half.h"
 #include "backend/cpu/sgemm.h"
 #include "backend/cpu/tensor_kernels.h"
+#include "backend/op_math.h"
 
 /* Launch arguments that fit the command's inline buffer are stored
  * without allocating: keep every op's struct within it. */
@@ -99,24 +100,6 @@ void rill__cpu_op_add_scalar_f32(const rill_block_ctx *ctx, const void *args) {
 
 /* ---- random normal fill ---- */
 
-static uint64_t splitmix64(uint64_t x) {
-    x += 0x9e3779b97f4a7c15u;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9u;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebu;
-    return x ^ (x >> 31);
-}
-
-double rill__op_randn_value(uint64_t seed, size_t i) {
-    uint64_t pair = (uint64_t)(i / 2);
-    uint64_t h1 = splitmix64(splitmix64(seed) ^ pair);
-    uint64_t h2 = splitmix64(h1);
-    double u1 = ((double)(h1 >> 11) + 1.0) * 0x1.0p-53; /* (0, 1] */
-    double u2 = (double)(h2 >> 11) * 0x1.0p-53;         /* [0, 1) */
-    double r = sqrt(-2.0 * log(u1));
-    double theta = 6.283185307179586476925 * u2;
-    return (i & 1u) == 0 ? r * cos(theta) : r * sin(theta);
-}
-
 void rill__cpu_op_randn_f32(const rill_block_ctx *ctx, const void *args) {
     const rill__op_randn_args *p = args;
     size_t begin, end;
@@ -124,7 +107,7 @@ void rill__cpu_op_randn_f32(const rill_block_ctx *ctx, const void *args) {
     float *x = p->x;
     double mean = p->mean, std = p->std;
     for (size_t i = begin; i < end; i++)
-        x[i] = (float)(mean + std * rill__op_randn_value(p->seed, i));
+        x[i] = rill__op_randn_element(mean, std, p->seed, i);
 }
 
 /* ---- float16 conversions ---- */

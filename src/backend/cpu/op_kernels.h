@@ -12,12 +12,6 @@
 #include "backend/op_args.h"
 #include "rill.h"
 
-/* The i-th standard normal sample of seed: pair i/2 of uniforms (u1 in
- * (0, 1], u2 in [0, 1)) from two rounds of splitmix64 on seed and the pair,
- * then Box-Muller: sqrt(-2 ln u1) times cos (even i) or sin (odd i) of
- * 2 pi u2. A pure function of (seed, i), so any grid gives the same bits. */
-double rill__op_randn_value(uint64_t seed, size_t i);
-
 /* The CPU body of op, for rill__kernel_image.cpu. */
 rill_cpu_kernel_fn rill__cpu_op_body(rill__op op);
 

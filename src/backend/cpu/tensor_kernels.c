@@ -10,6 +10,8 @@
 #include <math.h>
 #include <stdbool.h>
 
+#include "backend/op_math.h"
+
 /* [*begin, *end): block ctx's share of count items, in equal runs (the
  * last runs may be shorter or empty). */
 static void slice_of(const rill_block_ctx *ctx, size_t count, size_t *begin, size_t *end) {
@@ -21,26 +23,6 @@ static void slice_of(const rill_block_ctx *ctx, size_t count, size_t *begin, siz
 }
 
 /* ---- strided copies and binary ops ---- */
-
-static float binary(uint32_t op, float x, float y) {
-    switch ((rill_binary_op)op) {
-    case RILL_BINARY_ADD:
-        return x + y;
-    case RILL_BINARY_SUB:
-        return x - y;
-    case RILL_BINARY_MUL:
-        return x * y;
-    case RILL_BINARY_DIV:
-        return x / y;
-    case RILL_BINARY_MAX:
-        return isnan(x) || x > y ? x : y;
-    case RILL_BINARY_MIN:
-        return isnan(x) || x < y ? x : y;
-    case RILL_BINARY_POW:
-        return powf(x, y);
-    }
-    return NAN;
-}
 
 /* Runs the indices [begin, end) of p's shape in row-major order: along the
  * last dimension in runs, the others as an odometer. copy true: out = a,
@@ -80,7 +62,7 @@ static void strided_run(const rill__op_strided_args *p, size_t begin, size_t end
                     out[j] = a[j] + y;
             } else {
                 for (size_t j = 0; j < run; j++)
-                    out[j * os] = binary(p->op, a[j * as], b[j * bs]);
+                    out[j * os] = rill__op_binary_value(p->op, a[j * as], b[j * bs]);
             }
         }
         i += run;
@@ -117,56 +99,6 @@ void rill__cpu_op_binary_f32(const rill_block_ctx *ctx, const void *args) {
 
 /* ---- maps ---- */
 
-static float sigmoid(float x) {
-    return 1.0f / (1.0f + expf(-x));
-}
-
-static float map(uint32_t op, float x, float alpha) {
-    switch ((rill_map_op)op) {
-    case RILL_MAP_NEG:
-        return -x;
-    case RILL_MAP_SCALE:
-        return x * alpha;
-    case RILL_MAP_DIV:
-        return x / alpha;
-    case RILL_MAP_RDIV:
-        return alpha / x;
-    case RILL_MAP_RSUB:
-        return alpha - x;
-    case RILL_MAP_POW:
-        return powf(x, alpha);
-    case RILL_MAP_MAX:
-        return isnan(x) || x > alpha ? x : alpha;
-    case RILL_MAP_MIN:
-        return isnan(x) || x < alpha ? x : alpha;
-    case RILL_MAP_RELU:
-        return isnan(x) || x > 0.0f ? x : 0.0f;
-    case RILL_MAP_LEAKY_RELU:
-        return x > 0.0f ? x : x * alpha;
-    case RILL_MAP_GELU:
-        return 0.5f * x * (1.0f + erff(x * 0.70710678118654752440f));
-    case RILL_MAP_GELU_TANH: {
-        float inner = 0.79788456080286535588f * (x + 0.044715f * x * x * x);
-        return 0.5f * x * (1.0f + tanhf(inner));
-    }
-    case RILL_MAP_SIGMOID:
-        return sigmoid(x);
-    case RILL_MAP_TANH:
-        return tanhf(x);
-    case RILL_MAP_SILU:
-        return x * sigmoid(x);
-    case RILL_MAP_EXP:
-        return expf(x);
-    case RILL_MAP_LOG:
-        return logf(x);
-    case RILL_MAP_SQRT:
-        return sqrtf(x);
-    case RILL_MAP_ABS:
-        return fabsf(x);
-    }
-    return NAN;
-}
-
 void rill__cpu_op_map_f32(const rill_block_ctx *ctx, const void *args) {
     const rill__op_map_args *p = args;
     size_t begin, end;
@@ -179,21 +111,21 @@ void rill__cpu_op_map_f32(const rill_block_ctx *ctx, const void *args) {
     switch ((rill_map_op)p->op) {
     case RILL_MAP_RELU:
         for (size_t i = begin; i < end; i++)
-            out[i] = isnan(a[i]) || a[i] > 0.0f ? a[i] : 0.0f;
+            out[i] = rill__op_map_value(RILL_MAP_RELU, a[i], alpha);
         return;
     case RILL_MAP_SCALE:
         for (size_t i = begin; i < end; i++)
-            out[i] = a[i] * alpha;
+            out[i] = rill__op_map_value(RILL_MAP_SCALE, a[i], alpha);
         return;
     case RILL_MAP_NEG:
         for (size_t i = begin; i < end; i++)
-            out[i] = -a[i];
+            out[i] = rill__op_map_value(RILL_MAP_NEG, a[i], alpha);
         return;
     default:
         break;
     }
     for (size_t i = begin; i < end; i++)
-        out[i] = map(p->op, a[i], alpha);
+        out[i] = rill__op_map_value(p->op, a[i], alpha);
 }
 
 /* ---- along one dimension ---- */

@@ -12,8 +12,9 @@
  * refuses larger blocks): element-wise work runs in grid-stride loops, and
  * a sum's partial is whatever its block added, stored in
  * partials[blockIdx.x]. Results against the CPU bodies:
- *  - element-wise f32 and f16 ops and casts: the same bits (no fused
- *    multiply-add, the half conversions of backend/half_bits.h), except
+ *  - element-wise f32 and f16 ops and casts: the same bits (the element
+ *    math of backend/op_math.h, which fuses no multiply-add, and the half
+ *    conversions of backend/half_bits.h), except
  *    the payload of a NaN that arithmetic made, which on a GPU is its
  *    canonical NaN;
  *  - sum: a double-precision total of the same values added in another
@@ -26,6 +27,7 @@
  *    sgemm picks its own order, then rounded to a half once, as there. */
 #include "backend/half_bits.h"
 #include "backend/op_args.h"
+#include "backend/op_math.h"
 #include "rill.h"
 
 /* The structs are the launches' parameter buffers: their sizes as the
@@ -129,30 +131,10 @@ ENTRY rill__cuda_op_cast_f16_f32(rill__op_cast_args a) {
 
 /* ---- random normal fill ---- */
 
-static __device__ uint64_t splitmix64(uint64_t x) {
-    x += 0x9e3779b97f4a7c15u;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9u;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebu;
-    return x ^ (x >> 31);
-}
-
-/* rill__op_randn_value of the CPU backend, step for step: element i is one
- * of the pair i / 2's Box-Muller normals, a pure function of (seed, i). */
-static __device__ double randn_value(uint64_t seed, size_t i) {
-    uint64_t pair = (uint64_t)(i / 2);
-    uint64_t h1 = splitmix64(splitmix64(seed) ^ pair);
-    uint64_t h2 = splitmix64(h1);
-    double u1 = ((double)(h1 >> 11) + 1.0) * 0x1.0p-53; /* (0, 1] */
-    double u2 = (double)(h2 >> 11) * 0x1.0p-53;         /* [0, 1) */
-    double r = sqrt(-2.0 * log(u1));
-    double theta = 6.283185307179586476925 * u2;
-    return (i & 1u) == 0 ? r * cos(theta) : r * sin(theta);
-}
-
 ENTRY rill__cuda_op_randn_f32(rill__op_randn_args a) {
     double mean = a.mean, std = a.std;
     for (size_t i = first_index(); i < a.n; i += grid_threads())
-        a.x[i] = (float)__dadd_rn(mean, __dmul_rn(std, randn_value(a.seed, i)));
+        a.x[i] = rill__op_randn_element(mean, std, a.seed, i);
 }
 
 /* ---- sum ---- */
@@ -324,83 +306,17 @@ ENTRY rill__cuda_op_copy_strided_f32(rill__op_strided_args p) {
     }
 }
 
-static __device__ float binary_value(uint32_t op, float x, float y) {
-    switch (op) {
-    case RILL_BINARY_ADD:
-        return __fadd_rn(x, y);
-    case RILL_BINARY_SUB:
-        return __fsub_rn(x, y);
-    case RILL_BINARY_MUL:
-        return __fmul_rn(x, y);
-    case RILL_BINARY_DIV:
-        return __fdiv_rn(x, y);
-    case RILL_BINARY_MAX:
-        return isnan(x) || x > y ? x : y;
-    case RILL_BINARY_MIN:
-        return isnan(x) || x < y ? x : y;
-    default:
-        return powf(x, y);
-    }
-}
-
 ENTRY rill__cuda_op_binary_f32(rill__op_strided_args p) {
     for (size_t i = first_index(); i < p.n; i += grid_threads()) {
         size_t oo, ao, bo;
         strided_offsets(p, i, &oo, &ao, &bo);
-        p.out[oo] = binary_value(p.op, p.a[ao], p.b[bo]);
-    }
-}
-
-static __device__ float sigmoid_value(float x) {
-    return __fdiv_rn(1.0f, __fadd_rn(1.0f, expf(-x)));
-}
-
-static __device__ float map_value(uint32_t op, float x, float alpha) {
-    switch (op) {
-    case RILL_MAP_NEG:
-        return -x;
-    case RILL_MAP_SCALE:
-        return __fmul_rn(x, alpha);
-    case RILL_MAP_DIV:
-        return __fdiv_rn(x, alpha);
-    case RILL_MAP_RDIV:
-        return __fdiv_rn(alpha, x);
-    case RILL_MAP_RSUB:
-        return __fsub_rn(alpha, x);
-    case RILL_MAP_POW:
-        return powf(x, alpha);
-    case RILL_MAP_MAX:
-        return isnan(x) || x > alpha ? x : alpha;
-    case RILL_MAP_MIN:
-        return isnan(x) || x < alpha ? x : alpha;
-    case RILL_MAP_RELU:
-        return isnan(x) || x > 0.0f ? x : 0.0f;
-    case RILL_MAP_LEAKY_RELU:
-        return x > 0.0f ? x : __fmul_rn(x, alpha);
-    case RILL_MAP_GELU:
-        return 0.5f * x * (1.0f + erff(x * 0.70710678118654752440f));
-    case RILL_MAP_GELU_TANH:
-        return 0.5f * x * (1.0f + tanhf(0.79788456080286535588f * (x + 0.044715f * x * x * x)));
-    case RILL_MAP_SIGMOID:
-        return sigmoid_value(x);
-    case RILL_MAP_TANH:
-        return tanhf(x);
-    case RILL_MAP_SILU:
-        return __fmul_rn(x, sigmoid_value(x));
-    case RILL_MAP_EXP:
-        return expf(x);
-    case RILL_MAP_LOG:
-        return logf(x);
-    case RILL_MAP_SQRT:
-        return __fsqrt_rn(x);
-    default:
-        return fabsf(x);
+        p.out[oo] = rill__op_binary_value(p.op, p.a[ao], p.b[bo]);
     }
 }
 
 ENTRY rill__cuda_op_map_f32(rill__op_map_args p) {
     for (size_t i = first_index(); i < p.n; i += grid_threads())
-        p.out[i] = map_value(p.op, p.a[i], p.alpha);
+        p.out[i] = rill__op_map_value(p.op, p.a[i], p.alpha);
 }
 
 /* One thread per output (o, i): consecutive threads read consecutive i. */

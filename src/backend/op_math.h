@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: MIT */
+/* The element math that the CPU and CUDA op bodies share, written once so
+ * both give the same results: the random normal fill's value of element i,
+ * and the maps and binary ops of f32 tensors. Compiled as C by the CPU
+ * backend (op_kernels.c, tensor_kernels.c) and as CUDA C++ by the CUDA op
+ * kernels (op_kernels.cu), where RILL__OP_MATH makes them device
+ * functions. Sums, differences, products, quotients and square roots
+ * go through rill__op_fadd and its siblings: on CUDA the round-to-nearest
+ * intrinsics, which nvcc never contracts into a fused multiply-add, as the
+ * CPU's C does not. */
+#ifndef RILL_BACKEND_OP_MATH_H
+#define RILL_BACKEND_OP_MATH_H
+
+#include <math.h>
+#include <stdint.h>
+
+#include "rill.h"
+
+/* ---- rounded arithmetic ---- */
+
+#ifdef __CUDACC__
+static inline __device__ float rill__op_fadd(float x, float y) {
+    return __fadd_rn(x, y);
+}
+static inline __device__ float rill__op_fsub(float x, float y) {
+    return __fsub_rn(x, y);
+}
+static inline __device__ float rill__op_fmul(float x, float y) {
+    return __fmul_rn(x, y);
+}
+static inline __device__ float rill__op_fdiv(float x, float y) {
+    return __fdiv_rn(x, y);
+}
+static inline __device__ float rill__op_fsqrt(float x) {
+    return __fsqrt_rn(x);
+}
+static inline __device__ double rill__op_dadd(double x, double y) {
+    return __dadd_rn(x, y);
+}
+static inline __device__ double rill__op_dmul(double x, double y) {
+    return __dmul_rn(x, y);
+}
+#define RILL__OP_MATH __device__
+#else
+static inline float rill__op_fadd(float x, float y) {
+    return x + y;
+}
+static inline float rill__op_fsub(float x, float y) {
+    return x - y;
+}
+static inline float rill__op_fmul(float x, float y) {
+    return x * y;
+}
+static inline float rill__op_fdiv(float x, float y) {
+    return x / y;
+}
+static inline float rill__op_fsqrt(float x) {
+    return sqrtf(x);
+}
+static inline double rill__op_dadd(double x, double y) {
+    return x + y;
+}
+static inline double rill__op_dmul(double x, double y) {
+    return x * y;
+}
+#define RILL__OP_MATH
+#endif
+
+/* ---- random normal fill ---- */
+
+static inline RILL__OP_MATH uint64_t rill__op_splitmix64(uint64_t x) {
+    x += 0x9e3779b97f4a7c15u;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9u;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebu;
+    return x ^ (x >> 31);
+}
+
+/* The i-th standard normal sample of seed: pair i/2 of uniforms (u1 in
+ * (0, 1], u2 in [0, 1)) from two rounds of splitmix64 on seed and the pair,
+ * then Box-Muller: sqrt(-2 ln u1) times cos (even i) or sin (odd i) of
+ * 2 pi u2. A pure function of (seed, i), so any grid gives the same bits;
+ * a GPU's libm differs from the host's in the last bits of a double,
+ * below float's resolution. */
+static inline RILL__OP_MATH double rill__op_randn_value(uint64_t seed, size_t i) {
+    uint64_t pair = (uint64_t)(i / 2);
+    uint64_t h1 = rill__op_splitmix64(rill__op_splitmix64(seed) ^ pair);
+    uint64_t h2 = rill__op_splitmix64(h1);
+    double u1 = ((double)(h1 >> 11) + 1.0) * 0x1.0p-53; /* (0, 1] */
+    double u2 = (double)(h2 >> 11) * 0x1.0p-53;         /* [0, 1) */
+    double r = sqrt(-2.0 * log(u1));
+    double theta = 6.283185307179586476925 * u2;
+    return (i & 1u) == 0 ? r * cos(theta) : r * sin(theta);
+}
+
+/* Element i of rill__op_randn_args: mean + std * the i-th sample. */
+static inline RILL__OP_MATH float rill__op_randn_element(double mean, double std, uint64_t seed,
+                                                         size_t i) {
+    return (float)rill__op_dadd(mean, rill__op_dmul(std, rill__op_randn_value(seed, i)));
+}
+
+/* ---- maps and binary ops of f32 tensors ---- */
+
+/* x (op) y for a rill_binary_op; NaN for a number that names none. */
+static inline RILL__OP_MATH float rill__op_binary_value(uint32_t op, float x, float y) {
+    switch ((rill_binary_op)op) {
+    case RILL_BINARY_ADD:
+        return rill__op_fadd(x, y);
+    case RILL_BINARY_SUB:
+        return rill__op_fsub(x, y);
+    case RILL_BINARY_MUL:
+        return rill__op_fmul(x, y);
+    case RILL_BINARY_DIV:
+        return rill__op_fdiv(x, y);
+    case RILL_BINARY_MAX:
+        return isnan(x) || x > y ? x : y;
+    case RILL_BINARY_MIN:
+        return isnan(x) || x < y ? x : y;
+    case RILL_BINARY_POW:
+        return powf(x, y);
+    }
+    return NAN;
+}
+
+static inline RILL__OP_MATH float rill__op_sigmoid(float x) {
+    return rill__op_fdiv(1.0f, rill__op_fadd(1.0f, expf(-x)));
+}
+
+/* A rill_map_op of x, with its scalar alpha; NaN for a number that names
+ * none. */
+static inline RILL__OP_MATH float rill__op_map_value(uint32_t op, float x, float alpha) {
+    switch ((rill_map_op)op) {
+    case RILL_MAP_NEG:
+        return -x;
+    case RILL_MAP_SCALE:
+        return rill__op_fmul(x, alpha);
+    case RILL_MAP_DIV:
+        return rill__op_fdiv(x, alpha);
+    case RILL_MAP_RDIV:
+        return rill__op_fdiv(alpha, x);
+    case RILL_MAP_RSUB:
+        return rill__op_fsub(alpha, x);
+    case RILL_MAP_POW:
+        return powf(x, alpha);
+    case RILL_MAP_MAX:
+        return isnan(x) || x > alpha ? x : alpha;
+    case RILL_MAP_MIN:
+        return isnan(x) || x < alpha ? x : alpha;
+    case RILL_MAP_RELU:
+        return isnan(x) || x > 0.0f ? x : 0.0f;
+    case RILL_MAP_LEAKY_RELU:
+        return x > 0.0f ? x : rill__op_fmul(x, alpha);
+    case RILL_MAP_GELU:
+        return 0.5f * x * (1.0f + erff(x * 0.70710678118654752440f));
+    case RILL_MAP_GELU_TANH:
+        return 0.5f * x * (1.0f + tanhf(0.79788456080286535588f * (x + 0.044715f * x * x * x)));
+    case RILL_MAP_SIGMOID:
+        return rill__op_sigmoid(x);
+    case RILL_MAP_TANH:
+        return tanhf(x);
+    case RILL_MAP_SILU:
+        return rill__op_fmul(x, rill__op_sigmoid(x));
+    case RILL_MAP_EXP:
+        return expf(x);
+    case RILL_MAP_LOG:
+        return logf(x);
+    case RILL_MAP_SQRT:
+        return rill__op_fsqrt(x);
+    case RILL_MAP_ABS:
+        return fabsf(x);
+    }
+    return NAN;
+}
+
+#endif
