@@ -25,7 +25,8 @@ RANK = {"platform": 0, "util": 1, "trace": 1, "backend": 2, "backend/cpu": 3, "b
 ALLOWED = set()
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_/]+)\.h"', re.M)
 # Modules whose files call each other one way (--calls).
-ONE_WAY = ["backend/cpu", "backend/cuda", "comm", "ops", "mem", "trace", "platform", "util"]
+ONE_WAY = ["backend/cpu", "backend/cuda", "comm", "core", "graph", "mem", "ops", "sanitizer",
+           "trace", "platform", "util"]
 # Loops of calls inside a ONE_WAY module that are not undone yet, each as
 # the sorted list of its files.
 KNOWN_LOOPS = []

@@ -31,12 +31,7 @@ static _Atomic(rill__runtime *) runtime;
 static _Atomic(rill__runtime *) dying;
 static rill__runtime runtime_storage;
 static _Atomic uint64_t next_epoch = 1;
-/* Shutdown hooks, registered under hooks_lock (not the init lock: a host
- * function running while rill_shutdown waits for it may register one). */
-static rill__spinlock hooks_lock;
-static void (*shutdown_hooks[8])(void);
-static _Atomic int num_shutdown_hooks;
-
+static _Atomic uint64_t shutdowns_begun; /* rill__shutdown_count */
 /* The init lock serialises initialisation, rill_shutdown and fork(): a
  * futex word that needs no initialiser, so it works before anything else.
  * LOCK_BUILDING is set while the holder builds a runtime: a rill_shutdown
@@ -71,7 +66,6 @@ static _Thread_local host_state host_saved;
 /* fork(): see the section at the end of this file. */
 _Atomic uint32_t rill__fork_count;
 static bool fork_handlers_registered; /* guarded by the init lock */
-static rill__link *inherited_kernels; /* in a child: the parent's live kernels, until built */
 static void fork_prepare(void);
 static void fork_parent(void);
 static void fork_child(void);
@@ -120,29 +114,6 @@ static void unlock_init(void) {
         rill__futex_wake(&init_lock, INT32_MAX);
 }
 
-void rill__on_shutdown(void (*fn)(void)) {
-    rill__spinlock_lock(&hooks_lock);
-    int n = atomic_load(&num_shutdown_hooks);
-    int known = 0;
-    for (int i = 0; i < n; i++)
-        known |= shutdown_hooks[i] == fn;
-    RILL_ASSERT(known || n < (int)(sizeof shutdown_hooks / sizeof shutdown_hooks[0]));
-    if (!known) {
-        shutdown_hooks[n] = fn;
-        atomic_store(&num_shutdown_hooks, n + 1);
-    }
-    rill__spinlock_unlock(&hooks_lock);
-}
-
-/* Runs the shutdown hooks registered so far. */
-static void run_shutdown_hooks(void) {
-    rill__spinlock_lock(&hooks_lock);
-    int n = atomic_load(&num_shutdown_hooks);
-    rill__spinlock_unlock(&hooks_lock);
-    for (int i = 0; i < n; i++)
-        shutdown_hooks[i]();
-}
-
 /* Reads RILL_DEVICE and picks the initial current device. */
 static void choose_initial_device(rill__runtime *rt) {
     const char *env = getenv("RILL_DEVICE");
@@ -173,7 +144,7 @@ static void choose_initial_device(rill__runtime *rt) {
              env, rt->num_devices);
 }
 
-/* How many subsystems the assembly lists. */
+/* How many parts the assembly lists. */
 static int subsystem_count(void) {
     int n = 0;
     while (rill__subsystems[n] != NULL)
@@ -181,8 +152,8 @@ static int subsystem_count(void) {
     return n;
 }
 
-/* Runs a phase of rill_shutdown in every subsystem, the highest layer
- * first (a layer's state may hold the layers below it). */
+/* Runs a phase of rill_shutdown in every part, the highest layer first (a
+ * layer's state may hold the layers below it; the core's parts come last). */
 static void shutdown_phase(rill__runtime *rt, rill__shutdown_phase phase) {
     for (int i = subsystem_count(); i-- > 0;)
         if (rill__subsystems[i]->shutdown != NULL)
@@ -291,17 +262,14 @@ rill_status rill__runtime_get(rill__runtime **out) {
         memset(rt, 0, sizeof *rt);
         rt->epoch = atomic_fetch_add(&next_epoch, 1);
         rill__mutex_init(&rt->lock);
-        rt->kernels = inherited_kernels;
-        inherited_kernels = NULL;
         if (!fork_handlers_registered)
             fork_handlers_registered = rill__fork_handlers(fork_prepare, fork_parent, fork_child);
         rill__barrier_init();
         for (int i = 0; rill__subsystems[i] != NULL; i++)
-            rill__subsystems[i]->start(rt);
-        rill__trace_env_start();
+            if (rill__subsystems[i]->start != NULL)
+                rill__subsystems[i]->start(rt);
         create_devices(rt);
         choose_initial_device(rt);
-        rill__queue_limit_start();
         atomic_store_explicit(&runtime, rt, memory_order_release);
     }
     unlock_init();
@@ -665,6 +633,10 @@ static void device_destroy(rill__device *dev) {
     rill__free(dev);
 }
 
+uint64_t rill__shutdown_count(void) {
+    return atomic_load(&shutdowns_begun);
+}
+
 rill_status rill_shutdown(void) {
     rill_status st = rill__check_may_block("rill_shutdown");
     if (st != RILL_OK)
@@ -691,8 +663,8 @@ rill_status rill_shutdown(void) {
     rill__call_quiesce();
     /* Objects destroyed while other threads were in calls go now. */
     rill__call_drain();
-    run_shutdown_hooks();
-    shutdown_phase(rt, RILL__SHUTDOWN_BEGIN); /* captures end: nothing captured runs */
+    atomic_fetch_add(&shutdowns_begun, 1);
+    shutdown_phase(rt, RILL__SHUTDOWN_BEGIN); /* ops, communicators, captures end */
     /* Wait for all work, including that of destroyed (zombie) streams,
      * which lives on in waits and events of live streams. */
     for (int i = 0; i < rt->num_devices; i++)
@@ -705,21 +677,16 @@ rill_status rill_shutdown(void) {
      * records waits in the limbo (a batched retire): it goes now, before
      * the kernels, streams and devices it refers to. */
     rill__call_drain();
-    /* Kernels before the backends stop, which unload them; destroyed ones
-     * release their streams. */
-    rill__kernels_shutdown(rt);
+    shutdown_phase(rt, RILL__SHUTDOWN_IDLE); /* kernels, before the backends unload them */
     for (int i = 0; i < rt->num_devices; i++)
         rt->devices[i]->ops->device_shutdown(rt->devices[i]);
-    rill__ipc_events_shutdown();
-    shutdown_phase(rt, RILL__SHUTDOWN_STOPPED); /* interprocess memory */
-    rill__events_shutdown(rt);
+    shutdown_phase(rt, RILL__SHUTDOWN_STOPPED); /* interprocess memory, events */
     rill__call_drain();
     for (int i = 0; i < rt->num_devices; i++)
         device_fini(rt->devices[i]);
     for (int i = 0; i < rt->num_devices; i++)
         device_destroy(rt->devices[i]);
-    shutdown_phase(rt, RILL__SHUTDOWN_DEVICES); /* host memory, the pointer registry */
-    rill__trace_shutdown();                     /* every command has run and been recorded */
+    shutdown_phase(rt, RILL__SHUTDOWN_DEVICES); /* the pointer registry, the trace */
     rill__mutex_destroy(&rt->lock);
     rill__handle_close_all(0); /* every handle of this runtime is stale */
     rill__handle_set_closing(NULL);
@@ -842,8 +809,9 @@ static void fork_parent(void) {
     forking.rt = NULL;
 }
 
-/* Makes every handle of the parent's runtime invalid in this process, and
- * keeps its live kernels for the next runtime; rt's list locks held. */
+/* Makes every handle of the parent's runtime invalid in this process (the
+ * kernel part keeps its live kernels for the next runtime); rt's list
+ * locks held. */
 static void forget_runtime(rill__runtime *rt) {
     for (int i = 0; i < rt->num_devices; i++) {
         rill__device *dev = rt->devices[i];
@@ -851,20 +819,10 @@ static void forget_runtime(rill__runtime *rt) {
         for (rill__stream *s = stream_at(dev->streams); s != NULL; s = stream_at(s->dev_link.next))
             atomic_store(&s->magic, RILL__MAGIC_DEAD);
     }
-    for (rill__link *l = rt->events; l != NULL; l = l->next)
-        atomic_store(&RILL__OWNER(l, rill__event, rt_link)->magic, RILL__MAGIC_DEAD);
     for (int i = 0; rill__subsystems[i] != NULL; i++)
         if (rill__subsystems[i]->fork_child != NULL)
             rill__subsystems[i]->fork_child(rt);
-    /* The graphs that named them are gone with the parent's runtime, and
-     * so are the devices they were loaded on (the child's are new). */
-    for (rill__link *l = rt->kernels; l != NULL; l = l->next) {
-        atomic_store(&RILL__OWNER(l, rill__kernel, rt_link)->graph_refs, 0);
-        atomic_store(&RILL__OWNER(l, rill__kernel, rt_link)->loaded_mask, 0);
-    }
     rill__handle_close_all(RILL__HANDLE_KERNEL);
-    inherited_kernels = rt->kernels;
-    rt->kernels = NULL;
 }
 
 static void fork_child(void) {
@@ -882,13 +840,9 @@ static void fork_child(void) {
     atomic_store(&dying, NULL);
     atomic_store(&runtime, NULL);
     tls.in_shutdown = 0;
-    /* Locks that other threads of the parent may have held at the fork;
-     * what they guard is forgotten, or rebuilt by the next runtime. */
-    atomic_store(&hooks_lock.held, 0);
     if (rt == NULL)
         for (int i = 0; rill__subsystems[i] != NULL; i++)
             if (rill__subsystems[i]->fork_child != NULL)
                 rill__subsystems[i]->fork_child(NULL);
-    rill__ipc_events_forget();
     atomic_store(&init_lock, 0);
 }

@@ -95,7 +95,9 @@ RILL_HOT void rill__event_stamp(rill__event *e, uint64_t gen, uint64_t now_ns, i
     rill__spinlock_unlock(&e->lock);
 }
 
-void rill__events_shutdown(rill__runtime *rt) {
+static void events_shutdown(rill__runtime *rt, rill__shutdown_phase phase) {
+    if (phase != RILL__SHUTDOWN_STOPPED)
+        return;
     while (rt->tagged_events != NULL) {
         rill__tagged_event *t = rt->tagged_events;
         rt->tagged_events = t->next;
@@ -110,6 +112,17 @@ void rill__events_shutdown(rill__runtime *rt) {
         event_free(e);
     }
 }
+
+static void events_fork_child(rill__runtime *rt) {
+    for (rill__link *l = rt != NULL ? rt->events : NULL; l != NULL; l = l->next)
+        atomic_store(&RILL__OWNER(l, rill__event, rt_link)->magic, RILL__MAGIC_DEAD);
+}
+
+const rill__subsystem rill__event_subsystem = {
+    .name = "events",
+    .shutdown = events_shutdown,
+    .fork_child = events_fork_child,
+};
 
 /* Copies the event's recorded point under its lock, with a reference.
  * *ipc_gen is the generation of an interprocess event's latest record in

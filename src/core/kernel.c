@@ -61,7 +61,20 @@ void rill__kernels_reap(rill__runtime *rt) {
     free_chain(rt, done);
 }
 
-void rill__kernels_shutdown(rill__runtime *rt) {
+/* In a fork's child: the parent's live kernels, until the next runtime
+ * starts. */
+static rill__link *inherited_kernels;
+
+static void kernels_start(rill__runtime *rt) {
+    rt->kernels = inherited_kernels;
+    inherited_kernels = NULL;
+}
+
+/* Kernels go before the backends stop, which unload them; destroyed ones
+ * release their streams. */
+static void kernels_shutdown(rill__runtime *rt, rill__shutdown_phase phase) {
+    if (phase != RILL__SHUTDOWN_IDLE)
+        return;
     rill__mutex_lock(&rt->lock);
     rill__link *live = rt->kernels, *zombies = rt->zombie_kernels;
     rt->kernels = rt->zombie_kernels = NULL;
@@ -69,6 +82,27 @@ void rill__kernels_shutdown(rill__runtime *rt) {
     free_chain(rt, live);
     free_chain(rt, zombies);
 }
+
+/* Kernels need no thread: the parent's live ones carry over. The graphs
+ * that named them are gone with the parent's runtime, and so are the
+ * devices they were loaded on (the child's are new). */
+static void kernels_fork_child(rill__runtime *rt) {
+    if (rt == NULL)
+        return;
+    for (rill__link *l = rt->kernels; l != NULL; l = l->next) {
+        atomic_store(&RILL__OWNER(l, rill__kernel, rt_link)->graph_refs, 0);
+        atomic_store(&RILL__OWNER(l, rill__kernel, rt_link)->loaded_mask, 0);
+    }
+    inherited_kernels = rt->kernels;
+    rt->kernels = NULL;
+}
+
+const rill__subsystem rill__kernel_subsystem = {
+    .name = "kernels",
+    .start = kernels_start,
+    .shutdown = kernels_shutdown,
+    .fork_child = kernels_fork_child,
+};
 
 /* Snapshots (stream, submitted seq) of every stream, on every device, that
  * has work pending: the work that may still launch a kernel being
