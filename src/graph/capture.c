@@ -792,18 +792,3 @@ rill_status rill_stream_get_capture_status(rill_stream *stream_h, rill_capture_s
     rill__spinlock_unlock(&rill__caps_lock);
     return RILL_OK;
 }
-
-const rill__capture_hooks rill__capture_table = {
-    .submit = rill__cap_submit,
-    .event_record = rill__cap_event_record,
-    .wait_event = rill__cap_wait_event,
-    .wait_stream = rill__cap_wait_stream,
-    .check_stream_sync = rill__cap_check_stream_sync,
-    .check_event_sync = rill__cap_check_event_sync,
-    .check_device_sync = rill__cap_check_device_sync,
-    .check_unsafe = rill__cap_check_unsafe,
-    .check_free = rill__cap_check_free,
-    .malloc = rill__cap_malloc,
-    .free = rill__cap_free,
-    .stream_destroyed = rill__cap_stream_destroyed,
-};

@@ -43,6 +43,11 @@ void rill__gpool_unref(rill__gpool *p, rill__stream *last_stream, uint64_t last_
     rill__free(p);
 }
 
+/* A graph's hold on its pool (graph.c frees through it). */
+static void release_for_graph(rill__gpool *p) {
+    rill__gpool_unref(p, NULL, 0);
+}
+
 void rill__gpool_ready_point(rill__gpool *p, rill__stream **s, uint64_t *seq) {
     *seq = atomic_load_explicit(&p->ready_seq, memory_order_acquire);
     *s = NULL;
@@ -85,6 +90,7 @@ rill_status rill__cap_malloc(rill__stream *s, size_t bytes, void **out) {
         atomic_init(&p->refs, 1);
         atomic_fetch_add(&rill__gpools_live, 1);
         g->pool = p;
+        g->pool_release = release_for_graph;
     }
     rill__gpool *p = g->pool;
     /* Reuse the smallest freed block whose uses all come before this point. */
