@@ -192,14 +192,8 @@ rill_status rill_event_destroy(rill_event *event_h) {
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "rill_event_destroy: tagged events are owned by the library and live "
                           "until rill_shutdown");
-    uint32_t expected = RILL__MAGIC_EVENT;
-    if (!atomic_compare_exchange_strong(&event->magic, &expected, RILL__MAGIC_DEAD))
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                          "rill_event_destroy: the event was already destroyed");
-    rill__handle_close(event->handle); /* stale from here on */
-    /* Calls that found it may still use it. */
-    rill__retire(release_event, event, RILL__RETIRE_BATCHED);
-    return RILL_OK;
+    return rill__destroy(&event->magic, RILL__MAGIC_EVENT, event->handle, release_event, event,
+                         RILL__RETIRE_BATCHED, "rill_event_destroy", "event");
 }
 
 RILL_HOT rill_status rill_event_record(rill_event *event_h, rill_stream *stream_h) {

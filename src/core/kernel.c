@@ -338,15 +338,10 @@ rill_status rill_kernel_destroy(rill_kernel *kernel_h) {
     } else {
         drop_deps(deps, n);
     }
-    uint32_t expected = RILL__MAGIC_KERNEL;
-    if (!atomic_compare_exchange_strong(&kernel->magic, &expected, RILL__MAGIC_DEAD))
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                          "rill_kernel_destroy: the kernel was already destroyed");
-    rill__handle_close(kernel->handle); /* stale from here on */
-    /* Not before: calls that found the kernel may launch it until they
-     * return, the handle closed or not. */
-    rill__retire(release_kernel, kernel, RILL__RETIRE_BATCHED);
-    return RILL_OK;
+    /* Calls that found the kernel may launch it until they return, the
+     * handle closed or not: it waits for the work pending when it goes. */
+    return rill__destroy(&kernel->magic, RILL__MAGIC_KERNEL, kernel->handle, release_kernel,
+                         kernel, RILL__RETIRE_BATCHED, "rill_kernel_destroy", "kernel");
 }
 
 bool rill__launch_state_fail(rill__launch_state *ls, const char *message) {

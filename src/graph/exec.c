@@ -389,15 +389,9 @@ rill_status rill_graph_exec_destroy(rill_graph_exec *exec_h) {
     rill_status st = resolve_exec(exec_h, "rill_graph_exec_destroy", &exec);
     if (st != RILL_OK)
         return st;
-    uint32_t expected = RILL__MAGIC_EXEC;
-    if (!atomic_compare_exchange_strong(&exec->magic, &expected, RILL__MAGIC_DEAD))
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                          "rill_graph_exec_destroy: the exec was already destroyed");
-    rill__handle_close(exec->handle); /* stale from here on */
-    /* Calls that found it before may still launch or update it
-     * (core/calls.h). */
-    rill__retire(release_exec, exec, RILL__RETIRE_PROMPT);
-    return RILL_OK;
+    /* Calls that found it before may still launch or update it. */
+    return rill__destroy(&exec->magic, RILL__MAGIC_EXEC, exec->handle, release_exec, exec,
+                         RILL__RETIRE_PROMPT, "rill_graph_exec_destroy", "exec");
 }
 
 static const char *kind_name(rill__gnode_kind k) {

@@ -313,14 +313,9 @@ rill_status rill_graph_destroy(rill_graph *graph_h) {
     rill_status st = rill__graph_resolve(graph_h, "rill_graph_destroy", &graph);
     if (st != RILL_OK)
         return st;
-    uint32_t expected = RILL__MAGIC_GRAPH;
-    if (!atomic_compare_exchange_strong(&graph->magic, &expected, RILL__MAGIC_DEAD))
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                          "rill_graph_destroy: the graph was already destroyed");
-    rill__handle_close(graph->handle); /* stale from here on; its nodes' when it goes */
-    /* Calls that found it may still use it. */
-    rill__retire(release_graph, graph, RILL__RETIRE_PROMPT);
-    return RILL_OK;
+    /* Its nodes' handles close when it goes. */
+    return rill__destroy(&graph->magic, RILL__MAGIC_GRAPH, graph->handle, release_graph, graph,
+                         RILL__RETIRE_PROMPT, "rill_graph_destroy", "graph");
 }
 
 void rill__graph_destroy(rill__graph *g) {
