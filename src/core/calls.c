@@ -49,7 +49,7 @@ typedef struct limbo_entry {
     owed_by on[];
 } limbo_entry;
 
-static rill__spinlock limbo_lock;
+static rill__spinlock limbo_lock = RILL__SPINLOCK_RANKED(RILL__RANK_CALLS);
 static limbo_entry *limbo;     /* newest first */
 static _Atomic size_t entries; /* in the limbo: a hint for retires that need no entry */
 static uint64_t last_id;       /* the newest entry's id */

@@ -82,10 +82,13 @@ static thread_state *thread_get(rill__runtime *rt) {
 /* Takes the init lock; with for_shutdown, returns false instead (lock not
  * taken) once the holder is building a runtime. */
 static bool lock_init_unless_building(bool for_shutdown) {
+    rill__lock_rank_acquire(&init_lock, RILL__RANK_INIT, false);
     for (;;) {
         uint32_t v = atomic_load(&init_lock);
-        if (for_shutdown && (v & LOCK_BUILDING))
+        if (for_shutdown && (v & LOCK_BUILDING)) {
+            rill__lock_rank_release(&init_lock, RILL__RANK_INIT);
             return false;
+        }
         if (!(v & LOCK_HELD)) {
             /* A waiter keeps LOCK_WAITERS set: others may still sleep. */
             uint32_t held = v == 0 ? LOCK_HELD : LOCK_HELD | LOCK_WAITERS;
@@ -112,6 +115,7 @@ static void lock_init_building(void) {
 static void unlock_init(void) {
     if (atomic_exchange(&init_lock, 0) & LOCK_WAITERS)
         rill__futex_wake(&init_lock, INT32_MAX);
+    rill__lock_rank_release(&init_lock, RILL__RANK_INIT);
 }
 
 /* Reads RILL_DEVICE and picks the initial current device. */
@@ -171,7 +175,7 @@ static rill_status device_create(rill__runtime *rt, const rill__backend_ops *ops
         rill__free(dev);
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "out of memory creating a device");
     }
-    rill__mutex_init(&dev->lock);
+    rill__mutex_init_ranked(&dev->lock, RILL__RANK_DEVICE);
     rill_status st = RILL_OK;
     int inited = 0; /* subsystems whose device_init succeeded */
     for (; rill__subsystems[inited] != NULL && st == RILL_OK; inited++)
@@ -261,7 +265,7 @@ rill_status rill__runtime_get(rill__runtime **out) {
         rt = &runtime_storage;
         memset(rt, 0, sizeof *rt);
         rt->epoch = atomic_fetch_add(&next_epoch, 1);
-        rill__mutex_init(&rt->lock);
+        rill__mutex_init_ranked(&rt->lock, RILL__RANK_RUNTIME);
         if (!fork_handlers_registered)
             fork_handlers_registered = rill__fork_handlers(fork_prepare, fork_parent, fork_child);
         rill__barrier_init();
@@ -786,10 +790,10 @@ static void fork_prepare(void) {
     if (rt == NULL)
         return;
     rill__mutex_lock(&rt->lock);
-    for (int i = 0; i < rt->num_devices; i++)
-        rill__mutex_lock(&rt->devices[i]->lock); /* by ordinal */
-    rill__handle_fork_prepare();                 /* a leaf: taken last, released first */
-    rill__call_fork_prepare();                   /* a leaf too */
+    for (int i = 0; i < rt->num_devices; i++) /* siblings, by ordinal */
+        rill__mutex_lock_sibling(&rt->devices[i]->lock);
+    rill__handle_fork_prepare(); /* a leaf: taken last, released first */
+    rill__call_fork_prepare();   /* a leaf too */
 }
 
 static void unlock_lists(rill__runtime *rt) {
@@ -844,5 +848,7 @@ static void fork_child(void) {
         for (int i = 0; rill__subsystems[i] != NULL; i++)
             if (rill__subsystems[i]->fork_child != NULL)
                 rill__subsystems[i]->fork_child(NULL);
+    if (forking.took_init_lock)
+        rill__lock_rank_release(&init_lock, RILL__RANK_INIT);
     atomic_store(&init_lock, 0);
 }

@@ -40,7 +40,7 @@ static rill_status event_new(unsigned flags, int is_tagged, const char *fn, rill
         rill__free(e);
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory", fn);
     }
-    atomic_init(&e->lock.held, 0);
+    rill__spinlock_init(&e->lock, RILL__RANK_EVENT);
     atomic_init(&e->refs, 1);
     atomic_store(&e->magic, RILL__MAGIC_EVENT);
     rill__mutex_lock(&rt->lock);

@@ -64,8 +64,8 @@ rill_status rill__stream_new(rill__device *dev, int priority, rill__stream_kind 
     s->q.priority = priority;
     s->q.state = s->backend;
     s->kind = kind;
-    rill__mutex_init(&s->err_lock);
-    rill__mutex_init(&s->wait_lock);
+    rill__mutex_init_ranked(&s->err_lock, RILL__RANK_STREAM);
+    rill__mutex_init_ranked(&s->wait_lock, RILL__RANK_STREAM);
     atomic_init(&s->refs, 1);
     atomic_init(&s->waiter_min, UINT64_MAX);
     s->windows = &s->first_window;

@@ -23,7 +23,7 @@
 
 /* A spin lock: it needs no initialisation, and it is held only for short
  * bookkeeping (never across a wait). */
-rill__spinlock rill__caps_lock;
+rill__spinlock rill__caps_lock = RILL__SPINLOCK_RANKED(RILL__RANK_CAPTURES);
 rill__link *rill__caps;
 rill__ptrmap rill__gmem_index;
 _Atomic int rill__gpools_live;

@@ -345,7 +345,7 @@ static rill_status instantiate_locked(rill__graph *graph, rill__device *dev, con
     x->pool = graph->pool;
     if (x->pool != NULL)
         rill__gpool_ref(x->pool);
-    rill__mutex_init(&x->lock);
+    rill__mutex_init_ranked(&x->lock, RILL__RANK_EXEC);
     atomic_store(&x->magic, RILL__MAGIC_EXEC);
     rill__runtime *rt;
     rill__runtime_get(&rt);

@@ -76,7 +76,7 @@ rill_status rill__graph_new(rill__graph **out) {
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY,
                           "rill_graph_create: out of host memory; no graph was created");
     }
-    rill__mutex_init(&g->lock);
+    rill__mutex_init_ranked(&g->lock, RILL__RANK_GRAPH);
     atomic_store(&g->magic, RILL__MAGIC_GRAPH);
     rill__mutex_lock(&rt->lock);
     rill__list_push(&rt->graphs, &g->rt_link);
