@@ -634,6 +634,7 @@ static rill_status issue_ext(const rill__graph_exec *x, const rill__xparams *v,
     return RILL_OK;
 }
 
+/* Long (94 lines) because every step after the exec's lock must unwind under that one lock. */
 rill_status rill_graph_launch(rill_graph_exec *exec_h, rill_stream *stream_h) {
     RILL_CALL_SCOPE();
     static const char fn[] = "rill_graph_launch";
