@@ -42,9 +42,6 @@ KNOWN_LOOPS = [
      "rill__device_resolve), and its runtime creates each device's default stream (stream.c); "
      "streams and their failures, host waits and traces name each other too. Undoing it means "
      "moving the runtime and the thread state below the streams."),
-    (["src/sanitizer/graphs.c", "src/sanitizer/sanitizer.c"],
-     "sanitizer.c's command hook hands a graph launch to graphs.c, which checks each node with "
-     "sanitizer.c's access checks; undoing it means moving the hook table above both."),
 ]
 # Loops of imports among the modules of python/rill not undone yet, each as
 # the sorted list of its modules.

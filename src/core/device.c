@@ -149,7 +149,7 @@ static void choose_initial_device(rill__runtime *rt) {
              env, rt->num_devices);
 }
 
-/* How many parts the assembly lists. */
+/* How many subsystems the assembly lists. */
 static int subsystem_count(void) {
     int n = 0;
     while (rill__subsystems[n] != NULL)
@@ -157,7 +157,7 @@ static int subsystem_count(void) {
     return n;
 }
 
-/* Runs a phase of rill_shutdown in every part, the highest layer first (a
+/* Runs a phase of rill_shutdown in every subsystem, the highest layer first (a
  * layer's state may hold the layers below it; the core's parts come last). */
 static void shutdown_phase(rill__runtime *rt, rill__shutdown_phase phase) {
     for (int i = subsystem_count(); i-- > 0;)
