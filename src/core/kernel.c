@@ -340,8 +340,8 @@ rill_status rill_kernel_destroy(rill_kernel *kernel_h) {
     }
     /* Calls that found the kernel may launch it until they return, the
      * handle closed or not: it waits for the work pending when it goes. */
-    return rill__destroy(&kernel->magic, RILL__MAGIC_KERNEL, kernel->handle, release_kernel,
-                         kernel, RILL__RETIRE_BATCHED, "rill_kernel_destroy", "kernel");
+    return rill__destroy(&kernel->magic, RILL__MAGIC_KERNEL, kernel->handle, release_kernel, kernel,
+                         RILL__RETIRE_BATCHED, "rill_kernel_destroy", "kernel");
 }
 
 bool rill__launch_state_fail(rill__launch_state *ls, const char *message) {

@@ -55,7 +55,8 @@ struct rill__graph {
     rill__graph_node *slabs[RILL__GRAPH_SLABS]; /* owned */
     uint32_t num_slabs;
     rill__gpool *pool; /* ref, or NULL: memory allocated during its capture */
-    void (*pool_release)(rill__gpool *pool); /* drops pool's ref; set with it (gmem.c) */
+    /* Drops the graph's reference to pool: set with pool, by gmem.c. */
+    void (*pool_release)(rill__gpool *pool);
     /* Guards the nodes (nodes, num_nodes, cap_nodes, slabs, num_slabs and
      * what the nodes hold) of a graph that calls on several threads build
      * and read at once. A capture's graph is its capture's alone until

@@ -19,14 +19,19 @@ static _Thread_local struct {
 
 static const char *rank_name(rill__lock_rank r) {
     static const char *const names[RILL__RANK_COUNT] = {
-        [RILL__RANK_NONE] = "unranked",     [RILL__RANK_INIT] = "the init lock",
-        [RILL__RANK_GRAPH] = "graph->lock", [RILL__RANK_EXEC] = "exec->lock",
-        [RILL__RANK_CAPTURES] = "rill__caps_lock", [RILL__RANK_RUNTIME] = "rt->lock",
-        [RILL__RANK_EVENT] = "event->lock", [RILL__RANK_QUEUE] = "a stream queue's lock",
+        [RILL__RANK_NONE] = "unranked",
+        [RILL__RANK_INIT] = "the init lock",
+        [RILL__RANK_GRAPH] = "graph->lock",
+        [RILL__RANK_EXEC] = "exec->lock",
+        [RILL__RANK_CAPTURES] = "rill__caps_lock",
+        [RILL__RANK_RUNTIME] = "rt->lock",
+        [RILL__RANK_EVENT] = "event->lock",
+        [RILL__RANK_QUEUE] = "a stream queue's lock",
         [RILL__RANK_STREAM] = "stream->wait_lock or err_lock",
         [RILL__RANK_LAUNCH] = "a device's ready or launch lock",
-        [RILL__RANK_RUN] = "a graph run's active_lock", [RILL__RANK_POOL] = "a pool's lock",
-        [RILL__RANK_DEVICE] = "dev->lock",  [RILL__RANK_REGISTRY] = "the registry lock",
+        [RILL__RANK_POOL] = "a pool's lock",
+        [RILL__RANK_DEVICE] = "dev->lock",
+        [RILL__RANK_REGISTRY] = "the registry lock",
         [RILL__RANK_HANDLES] = "the handle table lock",
         [RILL__RANK_CALLS] = "the calls' limbo lock"};
     return (unsigned)r < RILL__RANK_COUNT ? names[r] : "?";

@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* Lock ranks: the order in which a thread may take rill's locks, written
- * once, here, and checked in debug builds (without NDEBUG): each lock is
+ * once, here, and checked in debug builds (those without NDEBUG, such as the
+ * asan-ubsan and tsan presets): each lock is
  * given its rank where it is initialised, and taking a ranked lock while
  * the thread holds one of an equal or higher rank aborts with a message
  * that names both. In release builds the ranks, the checks and the
  * per-thread list of held locks are compiled out. Locks of rank NONE (the
  * default) are not checked: the leaves of the trace, the sanitizer, the
- * communicators (their engine lock is taken with no other lock held) and
- * the CUDA backend.
+ * communicators (their engine lock is taken with no other lock held), a
+ * CPU graph run's active_lock (taken after the launch lock, it takes none)
+ * and the CUDA backend's.
  *
  * Callbacks run from rill__stream_complete (waiter wake-ups) are invoked
  * with no lock held. */
@@ -33,10 +35,9 @@ typedef enum rill__lock_rank {
                           * memory */
     RILL__RANK_RUNTIME,  /* rt->lock: event, kernel, graph and exec lists, tagged events */
     RILL__RANK_EVENT,    /* event->lock: an event's recorded point */
-    RILL__RANK_QUEUE,    /* (backend) a stream's command queue and state */
+    RILL__RANK_QUEUE,    /* (CPU backend) a stream's command queue and state */
     RILL__RANK_STREAM,   /* stream->wait_lock (its waiters), stream->err_lock (its failure) */
-    RILL__RANK_LAUNCH,   /* (backend) a device's ready queue, launches, graph runs */
-    RILL__RANK_RUN,      /* (backend) a graph run's active_lock */
+    RILL__RANK_LAUNCH,   /* (CPU backend) a device's ready queue; its launches, graph runs */
     RILL__RANK_POOL,     /* mem/pool.c: a device's memory pool */
     /* dev->lock: a device's stream list and tagged streams. After the pool:
      * the pool may drop the last reference to a stream under its lock, and

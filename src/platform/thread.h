@@ -115,9 +115,11 @@ typedef struct rill__spinlock {
 /* A zeroed spin lock is free and of rank NONE; these give it a rank, as an
  * initialiser of a static one and on a live one that no thread holds. */
 #if RILL_LOCK_RANKS
-#define RILL__SPINLOCK_RANKED(r) {.rank = (r)}
+#define RILL__SPINLOCK_RANKED(r)                                                                   \
+    { .rank = (r) }
 #else
-#define RILL__SPINLOCK_RANKED(r) {0}
+#define RILL__SPINLOCK_RANKED(r)                                                                   \
+    { 0 }
 #endif
 static inline void rill__spinlock_init(rill__spinlock *l, rill__lock_rank rank) {
     atomic_init(&l->held, 0);
