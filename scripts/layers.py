@@ -4,7 +4,7 @@
 --calls BUILD, calls) which, checked against the layers of docs/design.md.
 No edge may point up; inside the ONE_WAY modules files call one way.
 
-Usage: scripts/layers.py [--mermaid] [--check [--calls BUILD] [--python]]
+Usage: scripts/layers.py [--mermaid] [--loops BUILD] [--check [--calls BUILD] [--python]]
   --mermaid  the graph as a Mermaid block (docs/design.md)
   --check    exit 1 on an upward edge, a loop in a ONE_WAY module (not in
              KNOWN_LOOPS) or in python/rill (not in KNOWN_PYTHON_LOOPS), an
