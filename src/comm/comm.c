@@ -146,7 +146,6 @@ static rill_status close_channel(rill__comm_channel *ch, rill__comm_task *t) {
 
 rill_status rill__comm_open(const rill__comm_transport *t, void *ctx, const char *fn,
                             rill_comm **out) {
-    static _Atomic int fork_handler_set;
     *out = NULL;
     rill__runtime *rt;
     rill_status st = rill__runtime_get(&rt);
@@ -175,9 +174,6 @@ rill_status rill__comm_open(const rill__comm_transport *t, void *ctx, const char
     ch->t = t;
     ch->ctx = ctx;
     ch->forks = atomic_load_explicit(&rill__fork_count, memory_order_relaxed);
-    if (!atomic_exchange(&fork_handler_set, 1))
-        rill__fork_handlers(NULL, NULL, forget_after_fork);
-    rill__on_shutdown(comm_shutdown);
     rill__comm_engine_add(ch, open);
     rill__comm_engine_wait(open);
     st = open->status;
@@ -244,3 +240,20 @@ static void forget_after_fork(void) {
     rill__comm_engine_forget();
     rill__comm_stage_forget();
 }
+
+static void comm_phase(rill__runtime *rt, rill__shutdown_phase phase) {
+    (void)rt;
+    if (phase == RILL__SHUTDOWN_BEGIN)
+        comm_shutdown();
+}
+
+static void comm_fork_child(rill__runtime *rt) {
+    (void)rt;
+    forget_after_fork();
+}
+
+const rill__subsystem rill__comm_subsystem = {
+    .name = "communicators",
+    .shutdown = comm_phase,
+    .fork_child = comm_fork_child,
+};

@@ -22,6 +22,12 @@
 
 typedef struct rill_comm rill_comm;
 
+/* The communicators' part in the runtime's life (core/hooks.h):
+ * rill_shutdown destroys the communicators left and stops the
+ * communication thread; a fork's child forgets the parent's. */
+struct rill__subsystem;
+extern const struct rill__subsystem rill__comm_subsystem;
+
 typedef enum rill__comm_kind {
     RILL__COMM_OPEN = 1, /* make the transport's communicator (rill_comm_create_mpi) */
     RILL__COMM_CLOSE,    /* release it (rill_comm_destroy), once nothing is under way */

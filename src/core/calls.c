@@ -24,7 +24,10 @@
 #include <stdint.h>
 
 #include "backend/backend.h"
+#include "core/handle.h"
+#include "core/runtime.h"
 #include "util/alloc.h"
+#include "util/status.h"
 
 _Thread_local rill__call_rec *rill__call_self;
 
@@ -46,7 +49,7 @@ typedef struct limbo_entry {
     owed_by on[];
 } limbo_entry;
 
-static rill__spinlock limbo_lock;
+static rill__spinlock limbo_lock = RILL__SPINLOCK_RANKED(RILL__RANK_CALLS);
 static limbo_entry *limbo;     /* newest first */
 static _Atomic size_t entries; /* in the limbo: a hint for retires that need no entry */
 static uint64_t last_id;       /* the newest entry's id */
@@ -348,6 +351,19 @@ void rill__retire(rill__release_fn release, void *obj, rill__retire_mode mode) {
     release_all(done);
     if (due)
         read_under_barrier();
+}
+
+rill_status rill__destroy(_Atomic uint32_t *magic, uint32_t live, const void *handle,
+                          rill__release_fn release, void *obj, rill__retire_mode mode,
+                          const char *fn, const char *what) {
+    /* Of two destroys racing on one object, one wins here; the other
+     * changes nothing. */
+    if (!atomic_compare_exchange_strong(magic, &live, RILL__MAGIC_DEAD))
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT, "%s: the %s was already destroyed", fn,
+                          what);
+    rill__handle_close(handle); /* stale from here on */
+    rill__retire(release, obj, mode);
+    return RILL_OK;
 }
 
 /* 1 from rill__call_quiesce_begin until the records in calls are marked. */

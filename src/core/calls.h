@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "platform/thread.h"
+#include "rill.h"
 
 typedef void (*rill__release_fn)(void *obj);
 
@@ -115,6 +116,21 @@ typedef enum rill__retire_mode {
  * have found obj through its handle is still running; obj's handle is
  * closed already. At once when no other thread has a record. */
 void rill__retire(rill__release_fn release, void *obj, rill__retire_mode mode);
+/* The destroy protocol of an object that a handle names (events, kernels,
+ * graphs, execs), in one place:
+ *
+ *   1. invalidate: *magic goes from live to RILL__MAGIC_DEAD; when it was
+ *      not live, another destroy came first, and the call fails
+ *      (RILL_ERROR_INVALID_ARGUMENT, "fn: the what was already destroyed")
+ *      with nothing done;
+ *   2. close handle: later lookups of it fail;
+ *   3. wait for users and free: rill__retire(release, obj, mode), so that
+ *      the calls that found obj before the close may still use it.
+ *
+ * The caller resolved handle to obj and made its own checks first. */
+rill_status rill__destroy(_Atomic uint32_t *magic, uint32_t live, const void *handle,
+                          rill__release_fn release, void *obj, rill__retire_mode mode,
+                          const char *fn, const char *what);
 /* Parks the calling thread's call for a sleep: until rill__call_unpark,
  * retires do not wait for it (it checks in now for what it owes). The
  * caller promises that the call, from now until it returns, uses no object

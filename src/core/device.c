@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* The runtime and its devices: initialisation on first use, the devices
  * of each backend src/assembly.c lists, in that order, the calling
- * thread's current device and streams, and rill_shutdown (device_query.c:
- * the calls that list the devices).
+ * thread's current device and streams, rill_shutdown and fork()
+ * (device_query.c: the calls that list the devices; device_sync.c: waits
+ * for a device).
  *
  * Thread-local state carries the runtime's epoch: after rill_shutdown and a
  * new initialisation, stale per-thread pointers are recognised and reset. */
@@ -31,12 +32,7 @@ static _Atomic(rill__runtime *) runtime;
 static _Atomic(rill__runtime *) dying;
 static rill__runtime runtime_storage;
 static _Atomic uint64_t next_epoch = 1;
-/* Shutdown hooks, registered under hooks_lock (not the init lock: a host
- * function running while rill_shutdown waits for it may register one). */
-static rill__spinlock hooks_lock;
-static void (*shutdown_hooks[8])(void);
-static _Atomic int num_shutdown_hooks;
-
+static _Atomic uint64_t shutdowns_begun; /* rill__shutdown_count */
 /* The init lock serialises initialisation, rill_shutdown and fork(): a
  * futex word that needs no initialiser, so it works before anything else.
  * LOCK_BUILDING is set while the holder builds a runtime: a rill_shutdown
@@ -71,7 +67,6 @@ static _Thread_local host_state host_saved;
 /* fork(): see the section at the end of this file. */
 _Atomic uint32_t rill__fork_count;
 static bool fork_handlers_registered; /* guarded by the init lock */
-static rill__link *inherited_kernels; /* in a child: the parent's live kernels, until built */
 static void fork_prepare(void);
 static void fork_parent(void);
 static void fork_child(void);
@@ -88,10 +83,13 @@ static thread_state *thread_get(rill__runtime *rt) {
 /* Takes the init lock; with for_shutdown, returns false instead (lock not
  * taken) once the holder is building a runtime. */
 static bool lock_init_unless_building(bool for_shutdown) {
+    rill__lock_rank_acquire(&init_lock, RILL__RANK_INIT, false);
     for (;;) {
         uint32_t v = atomic_load(&init_lock);
-        if (for_shutdown && (v & LOCK_BUILDING))
+        if (for_shutdown && (v & LOCK_BUILDING)) {
+            rill__lock_rank_release(&init_lock, RILL__RANK_INIT);
             return false;
+        }
         if (!(v & LOCK_HELD)) {
             /* A waiter keeps LOCK_WAITERS set: others may still sleep. */
             uint32_t held = v == 0 ? LOCK_HELD : LOCK_HELD | LOCK_WAITERS;
@@ -118,29 +116,7 @@ static void lock_init_building(void) {
 static void unlock_init(void) {
     if (atomic_exchange(&init_lock, 0) & LOCK_WAITERS)
         rill__futex_wake(&init_lock, INT32_MAX);
-}
-
-void rill__on_shutdown(void (*fn)(void)) {
-    rill__spinlock_lock(&hooks_lock);
-    int n = atomic_load(&num_shutdown_hooks);
-    int known = 0;
-    for (int i = 0; i < n; i++)
-        known |= shutdown_hooks[i] == fn;
-    RILL_ASSERT(known || n < (int)(sizeof shutdown_hooks / sizeof shutdown_hooks[0]));
-    if (!known) {
-        shutdown_hooks[n] = fn;
-        atomic_store(&num_shutdown_hooks, n + 1);
-    }
-    rill__spinlock_unlock(&hooks_lock);
-}
-
-/* Runs the shutdown hooks registered so far. */
-static void run_shutdown_hooks(void) {
-    rill__spinlock_lock(&hooks_lock);
-    int n = atomic_load(&num_shutdown_hooks);
-    rill__spinlock_unlock(&hooks_lock);
-    for (int i = 0; i < n; i++)
-        shutdown_hooks[i]();
+    rill__lock_rank_release(&init_lock, RILL__RANK_INIT);
 }
 
 /* Reads RILL_DEVICE and picks the initial current device. */
@@ -181,8 +157,8 @@ static int subsystem_count(void) {
     return n;
 }
 
-/* Runs a phase of rill_shutdown in every subsystem, the highest layer
- * first (a layer's state may hold the layers below it). */
+/* Runs a phase of rill_shutdown in every subsystem, the highest layer first (a
+ * layer's state may hold the layers below it; the core's parts come last). */
 static void shutdown_phase(rill__runtime *rt, rill__shutdown_phase phase) {
     for (int i = subsystem_count(); i-- > 0;)
         if (rill__subsystems[i]->shutdown != NULL)
@@ -200,7 +176,7 @@ static rill_status device_create(rill__runtime *rt, const rill__backend_ops *ops
         rill__free(dev);
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "out of memory creating a device");
     }
-    rill__mutex_init(&dev->lock);
+    rill__mutex_init_ranked(&dev->lock, RILL__RANK_DEVICE);
     rill_status st = RILL_OK;
     int inited = 0; /* subsystems whose device_init succeeded */
     for (; rill__subsystems[inited] != NULL && st == RILL_OK; inited++)
@@ -290,18 +266,15 @@ rill_status rill__runtime_get(rill__runtime **out) {
         rt = &runtime_storage;
         memset(rt, 0, sizeof *rt);
         rt->epoch = atomic_fetch_add(&next_epoch, 1);
-        rill__mutex_init(&rt->lock);
-        rt->kernels = inherited_kernels;
-        inherited_kernels = NULL;
+        rill__mutex_init_ranked(&rt->lock, RILL__RANK_RUNTIME);
         if (!fork_handlers_registered)
             fork_handlers_registered = rill__fork_handlers(fork_prepare, fork_parent, fork_child);
         rill__barrier_init();
         for (int i = 0; rill__subsystems[i] != NULL; i++)
-            rill__subsystems[i]->start(rt);
-        rill__trace_env_start();
+            if (rill__subsystems[i]->start != NULL)
+                rill__subsystems[i]->start(rt);
         create_devices(rt);
         choose_initial_device(rt);
-        rill__queue_limit_start();
         atomic_store_explicit(&runtime, rt, memory_order_release);
     }
     unlock_init();
@@ -346,11 +319,6 @@ rill_status rill__device_resolve(rill_device *handle, const char *fn, rill__devi
     return RILL_OK;
 }
 
-/* The stream whose dev_link l is (NULL for NULL): walks dev->streams. */
-static rill__stream *stream_at(rill__link *l) {
-    return l != NULL ? RILL__OWNER(l, rill__stream, dev_link) : NULL;
-}
-
 void rill__device_add_stream(rill__device *dev, rill__stream *s) {
     rill__mutex_lock(&dev->lock);
     rill__list_push(&dev->streams, &s->dev_link);
@@ -361,37 +329,6 @@ void rill__device_remove_stream(rill__device *dev, rill__stream *s) {
     rill__mutex_lock(&dev->lock);
     rill__list_remove(&dev->streams, &s->dev_link);
     rill__mutex_unlock(&dev->lock);
-}
-
-size_t rill__device_pending(rill__device *dev, rill__mem_dep *deps, size_t cap, int *overflow) {
-    size_t n = 0;
-    *overflow = 0;
-    rill__mutex_lock(&dev->lock);
-    for (rill__stream *s = stream_at(dev->streams); s != NULL; s = stream_at(s->dev_link.next)) {
-        if (s->kind == RILL__STREAM_PROXY)
-            continue; /* it runs no work: its numbers stand for other processes' work */
-        /* acquire: pairs with the submit that assigned the number. */
-        uint64_t seq = atomic_load_explicit(&s->q.sub_seq, memory_order_acquire);
-        if (atomic_load_explicit(&s->q.done_seq, memory_order_acquire) >= seq)
-            continue;
-        if (n == cap) {
-            *overflow = 1;
-            break;
-        }
-        if (!rill__stream_try_ref(s))
-            continue; /* its last command just completed and it is being freed */
-        deps[n].stream = s;
-        deps[n++].seq = seq;
-    }
-    rill__mutex_unlock(&dev->lock);
-    return n;
-}
-
-int rill__deps_done(const rill__mem_dep *deps, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        if (atomic_load_explicit(&deps[i].stream->q.done_seq, memory_order_acquire) < deps[i].seq)
-            return 0;
-    return 1;
 }
 
 rill_status rill__thread_current_stream(rill__device *dev, const char *fn, rill__stream **out) {
@@ -518,112 +455,6 @@ rill_status rill_get_device(rill_device **out) {
     return st;
 }
 
-/* Waits for every stream of dev, destroyed ones with pending work
- * included, and returns the first failure. One pass over the stream list in
- * batches: each batch is taken under the lock and waited for without it, so
- * that other threads keep submitting; the last stream of a batch holds a
- * reference, so it stays listed and marks where the next batch starts
- * (streams created meanwhile go to the front and are not waited for). Proxy
- * streams are passed by: they run no work, a stream that waits for one is
- * waited for itself, and a failure they record belongs to the waits that
- * saw it (which a clear of the waiting stream ends), not to the device.
- * flags as for rill__stream_wait_status: RILL__WAIT_PARKS only when the
- * caller uses, after this, no object that it found through a handle without
- * holding a reference to it. RILL_NOT_READY when deadline_ns (UINT64_MAX:
- * none) comes before the work does. */
-static rill_status sync_device(rill__device *dev, unsigned flags, uint64_t deadline_ns,
-                               const char *fn) {
-    enum { BATCH = 64 };
-    rill_status first = RILL_OK;
-    rill__stream *mark = NULL; /* ref: the next batch starts after it */
-    do {
-        rill__mem_dep deps[BATCH];
-        size_t n = 0;
-        rill__mutex_lock(&dev->lock);
-        rill__stream *s = stream_at(mark != NULL ? mark->dev_link.next : dev->streams);
-        for (; s != NULL && n < BATCH; s = stream_at(s->dev_link.next)) {
-            if (s->kind == RILL__STREAM_PROXY)
-                continue;
-            /* acquire: pairs with the submit that assigned the number. */
-            uint64_t seq = atomic_load_explicit(&s->q.sub_seq, memory_order_acquire);
-            if (atomic_load_explicit(&s->q.done_seq, memory_order_acquire) >= seq &&
-                !atomic_load(&s->has_failed))
-                continue;
-            /* A failed stream that its owner destroyed, or one whose last
-             * command just completed, may be on its way out. */
-            if (!rill__stream_try_ref(s))
-                continue;
-            deps[n].stream = s;
-            deps[n++].seq = seq;
-        }
-        rill__stream *next_mark = s != NULL ? deps[n - 1].stream : NULL;
-        if (next_mark != NULL)
-            rill__stream_ref(next_mark);
-        rill__mutex_unlock(&dev->lock);
-        if (mark != NULL)
-            rill__stream_unref(mark);
-        mark = next_mark;
-        for (size_t i = 0; i < n; i++) {
-            /* deps and mark hold their streams, and devices live until
-             * rill_shutdown, which waits for a parked call too. Past the
-             * deadline, the rest is not waited for. */
-            rill_status r =
-                first == RILL_NOT_READY
-                    ? RILL_NOT_READY
-                    : rill__stream_wait_status(deps[i].stream, deps[i].seq, flags, deadline_ns, fn);
-            if (r == RILL_NOT_READY || (r != RILL_OK && first == RILL_OK))
-                first = r;
-            rill__stream_unref(deps[i].stream);
-        }
-    } while (mark != NULL && first != RILL_NOT_READY);
-    if (mark != NULL)
-        rill__stream_unref(mark);
-    if (first == RILL_NOT_READY)
-        return first;
-    rill__runtime *rt;
-    rill__runtime_get(&rt);
-    rill__kernels_reap(rt);
-    return first;
-}
-
-rill_status rill__device_drain(rill__device *dev, const char *fn) {
-    return sync_device(dev, 0, UINT64_MAX, fn);
-}
-
-/* rill_device_synchronize and rill_device_synchronize_for (deadline
- * UINT64_MAX: none); outermost: RILL_CALL_OUTERMOST() of the call. */
-static rill_status device_sync(rill_device *handle, uint64_t deadline_ns, bool outermost,
-                               const char *fn) {
-    rill__device *dev;
-    rill_status st = rill__device_resolve(handle, fn, &dev);
-    if (st != RILL_OK)
-        return st;
-    st = rill__check_may_block(fn);
-    if (st != RILL_OK)
-        return st;
-    st = rill__capture_check_device_sync(dev, fn);
-    if (st != RILL_OK)
-        return st;
-    uint64_t t0 = rill__tracing() ? rill__trace_now() : 0;
-    st = sync_device(dev, outermost ? RILL__WAIT_PARKS : 0, deadline_ns, fn);
-    if (t0 != 0)
-        rill__trace_blocked(fn, NULL, t0);
-    if (st != RILL_NOT_READY && rill__san_active())
-        rill__san()->observed_device(dev);
-    return st;
-}
-
-rill_status rill_device_synchronize(rill_device *handle) {
-    RILL_CALL_SCOPE();
-    return device_sync(handle, UINT64_MAX, RILL_CALL_OUTERMOST(), "rill_device_synchronize");
-}
-
-rill_status rill_device_synchronize_for(rill_device *handle, uint64_t timeout_ns) {
-    RILL_CALL_SCOPE();
-    return device_sync(handle, rill__deadline_after(timeout_ns), RILL_CALL_OUTERMOST(),
-                       "rill_device_synchronize_for");
-}
-
 /* ---------------------------------------------------------------- shutdown */
 
 /* Ends the subsystems' per-device state (the pool among them). What one
@@ -648,8 +479,8 @@ static void device_destroy(rill__device *dev) {
         rill__free(t);
     }
     rill__stream *next;
-    for (rill__stream *s = stream_at(dev->streams); s != NULL; s = next) {
-        next = stream_at(s->dev_link.next);
+    for (rill__stream *s = rill__stream_of_dev_link(dev->streams); s != NULL; s = next) {
+        next = rill__stream_of_dev_link(s->dev_link.next);
         if (!atomic_exchange(&s->owner_released, 1)) {
             atomic_store(&s->magic, RILL__MAGIC_DEAD);
             rill__stream_unref(s);
@@ -659,10 +490,14 @@ static void device_destroy(rill__device *dev) {
      * that exited, or that never switched back): their pointers die with
      * this runtime's epoch. */
     while (dev->streams != NULL)
-        rill__stream_free(stream_at(dev->streams));
+        rill__stream_free(rill__stream_of_dev_link(dev->streams));
     rill__mutex_destroy(&dev->lock);
     dev->magic = RILL__MAGIC_DEAD;
     rill__free(dev);
+}
+
+uint64_t rill__shutdown_count(void) {
+    return atomic_load(&shutdowns_begun);
 }
 
 rill_status rill_shutdown(void) {
@@ -691,35 +526,29 @@ rill_status rill_shutdown(void) {
     rill__call_quiesce();
     /* Objects destroyed while other threads were in calls go now. */
     rill__call_drain();
-    run_shutdown_hooks();
-    shutdown_phase(rt, RILL__SHUTDOWN_BEGIN); /* captures end: nothing captured runs */
+    atomic_fetch_add(&shutdowns_begun, 1);
+    shutdown_phase(rt, RILL__SHUTDOWN_BEGIN); /* ops, communicators, captures end */
     /* Wait for all work, including that of destroyed (zombie) streams,
      * which lives on in waits and events of live streams. */
     for (int i = 0; i < rt->num_devices; i++)
-        sync_device(rt->devices[i], 0, UINT64_MAX, "rill_shutdown");
+        rill__device_drain(rt->devices[i], "rill_shutdown");
     shutdown_phase(rt, RILL__SHUTDOWN_DRAINED); /* graphs and execs go */
     for (int i = 0; i < rt->num_devices; i++)
-        sync_device(rt->devices[i], 0, UINT64_MAX,
-                    "rill_shutdown"); /* graph memory's deferred frees */
+        rill__device_drain(rt->devices[i], "rill_shutdown"); /* graph memory's deferred frees */
     /* What the hooks and phases above destroyed while other threads had
      * records waits in the limbo (a batched retire): it goes now, before
      * the kernels, streams and devices it refers to. */
     rill__call_drain();
-    /* Kernels before the backends stop, which unload them; destroyed ones
-     * release their streams. */
-    rill__kernels_shutdown(rt);
+    shutdown_phase(rt, RILL__SHUTDOWN_IDLE); /* kernels, before the backends unload them */
     for (int i = 0; i < rt->num_devices; i++)
         rt->devices[i]->ops->device_shutdown(rt->devices[i]);
-    rill__ipc_events_shutdown();
-    shutdown_phase(rt, RILL__SHUTDOWN_STOPPED); /* interprocess memory */
-    rill__events_shutdown(rt);
+    shutdown_phase(rt, RILL__SHUTDOWN_STOPPED); /* interprocess memory, events */
     rill__call_drain();
     for (int i = 0; i < rt->num_devices; i++)
         device_fini(rt->devices[i]);
     for (int i = 0; i < rt->num_devices; i++)
         device_destroy(rt->devices[i]);
-    shutdown_phase(rt, RILL__SHUTDOWN_DEVICES); /* host memory, the pointer registry */
-    rill__trace_shutdown();                     /* every command has run and been recorded */
+    shutdown_phase(rt, RILL__SHUTDOWN_DEVICES); /* the pointer registry, the trace */
     rill__mutex_destroy(&rt->lock);
     rill__handle_close_all(0); /* every handle of this runtime is stale */
     rill__handle_set_closing(NULL);
@@ -819,10 +648,10 @@ static void fork_prepare(void) {
     if (rt == NULL)
         return;
     rill__mutex_lock(&rt->lock);
-    for (int i = 0; i < rt->num_devices; i++)
-        rill__mutex_lock(&rt->devices[i]->lock); /* by ordinal */
-    rill__handle_fork_prepare();                 /* a leaf: taken last, released first */
-    rill__call_fork_prepare();                   /* a leaf too */
+    for (int i = 0; i < rt->num_devices; i++) /* siblings, by ordinal */
+        rill__mutex_lock_sibling(&rt->devices[i]->lock);
+    rill__handle_fork_prepare(); /* a leaf: taken last, released first */
+    rill__call_fork_prepare();   /* a leaf too */
 }
 
 static void unlock_lists(rill__runtime *rt) {
@@ -842,29 +671,21 @@ static void fork_parent(void) {
     forking.rt = NULL;
 }
 
-/* Makes every handle of the parent's runtime invalid in this process, and
- * keeps its live kernels for the next runtime; rt's list locks held. */
+/* Makes every handle of the parent's runtime invalid in this process (the
+ * kernel part keeps its live kernels for the next runtime); rt's list
+ * locks held. */
 static void forget_runtime(rill__runtime *rt) {
     for (int i = 0; i < rt->num_devices; i++) {
         rill__device *dev = rt->devices[i];
         atomic_store(&dev->magic, RILL__MAGIC_DEAD);
-        for (rill__stream *s = stream_at(dev->streams); s != NULL; s = stream_at(s->dev_link.next))
+        for (rill__stream *s = rill__stream_of_dev_link(dev->streams); s != NULL;
+             s = rill__stream_of_dev_link(s->dev_link.next))
             atomic_store(&s->magic, RILL__MAGIC_DEAD);
     }
-    for (rill__link *l = rt->events; l != NULL; l = l->next)
-        atomic_store(&RILL__OWNER(l, rill__event, rt_link)->magic, RILL__MAGIC_DEAD);
     for (int i = 0; rill__subsystems[i] != NULL; i++)
         if (rill__subsystems[i]->fork_child != NULL)
             rill__subsystems[i]->fork_child(rt);
-    /* The graphs that named them are gone with the parent's runtime, and
-     * so are the devices they were loaded on (the child's are new). */
-    for (rill__link *l = rt->kernels; l != NULL; l = l->next) {
-        atomic_store(&RILL__OWNER(l, rill__kernel, rt_link)->graph_refs, 0);
-        atomic_store(&RILL__OWNER(l, rill__kernel, rt_link)->loaded_mask, 0);
-    }
     rill__handle_close_all(RILL__HANDLE_KERNEL);
-    inherited_kernels = rt->kernels;
-    rt->kernels = NULL;
 }
 
 static void fork_child(void) {
@@ -882,13 +703,11 @@ static void fork_child(void) {
     atomic_store(&dying, NULL);
     atomic_store(&runtime, NULL);
     tls.in_shutdown = 0;
-    /* Locks that other threads of the parent may have held at the fork;
-     * what they guard is forgotten, or rebuilt by the next runtime. */
-    atomic_store(&hooks_lock.held, 0);
     if (rt == NULL)
         for (int i = 0; rill__subsystems[i] != NULL; i++)
             if (rill__subsystems[i]->fork_child != NULL)
                 rill__subsystems[i]->fork_child(NULL);
-    rill__ipc_events_forget();
+    if (forking.took_init_lock)
+        rill__lock_rank_release(&init_lock, RILL__RANK_INIT);
     atomic_store(&init_lock, 0);
 }

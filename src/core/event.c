@@ -40,7 +40,7 @@ static rill_status event_new(unsigned flags, int is_tagged, const char *fn, rill
         rill__free(e);
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory", fn);
     }
-    atomic_init(&e->lock.held, 0);
+    rill__spinlock_init(&e->lock, RILL__RANK_EVENT);
     atomic_init(&e->refs, 1);
     atomic_store(&e->magic, RILL__MAGIC_EVENT);
     rill__mutex_lock(&rt->lock);
@@ -95,7 +95,9 @@ RILL_HOT void rill__event_stamp(rill__event *e, uint64_t gen, uint64_t now_ns, i
     rill__spinlock_unlock(&e->lock);
 }
 
-void rill__events_shutdown(rill__runtime *rt) {
+static void events_shutdown(rill__runtime *rt, rill__shutdown_phase phase) {
+    if (phase != RILL__SHUTDOWN_STOPPED)
+        return;
     while (rt->tagged_events != NULL) {
         rill__tagged_event *t = rt->tagged_events;
         rt->tagged_events = t->next;
@@ -110,6 +112,17 @@ void rill__events_shutdown(rill__runtime *rt) {
         event_free(e);
     }
 }
+
+static void events_fork_child(rill__runtime *rt) {
+    for (rill__link *l = rt != NULL ? rt->events : NULL; l != NULL; l = l->next)
+        atomic_store(&RILL__OWNER(l, rill__event, rt_link)->magic, RILL__MAGIC_DEAD);
+}
+
+const rill__subsystem rill__event_subsystem = {
+    .name = "events",
+    .shutdown = events_shutdown,
+    .fork_child = events_fork_child,
+};
 
 /* Copies the event's recorded point under its lock, with a reference.
  * *ipc_gen is the generation of an interprocess event's latest record in
@@ -179,14 +192,8 @@ rill_status rill_event_destroy(rill_event *event_h) {
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "rill_event_destroy: tagged events are owned by the library and live "
                           "until rill_shutdown");
-    uint32_t expected = RILL__MAGIC_EVENT;
-    if (!atomic_compare_exchange_strong(&event->magic, &expected, RILL__MAGIC_DEAD))
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                          "rill_event_destroy: the event was already destroyed");
-    rill__handle_close(event->handle); /* stale from here on */
-    /* Calls that found it may still use it. */
-    rill__retire(release_event, event, RILL__RETIRE_BATCHED);
-    return RILL_OK;
+    return rill__destroy(&event->magic, RILL__MAGIC_EVENT, event->handle, release_event, event,
+                         RILL__RETIRE_BATCHED, "rill_event_destroy", "event");
 }
 
 RILL_HOT rill_status rill_event_record(rill_event *event_h, rill_stream *stream_h) {

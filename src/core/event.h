@@ -5,6 +5,7 @@
 #define RILL_CORE_EVENT_H
 
 #include "core/event_ipc.h"
+#include "core/hooks.h"
 #include "core/runtime.h"
 
 struct rill__event {
@@ -49,7 +50,9 @@ void rill__event_stamp(rill__event *e, uint64_t gen, uint64_t now_ns, int failed
  * For holders of a reference, such as graph wait nodes: the event may
  * have been destroyed by its owner. fn names the public call. */
 rill_status rill__event_wait(rill__stream *stream, rill__event *event, const char *fn);
-/* Frees every event (rill_shutdown). */
-void rill__events_shutdown(rill__runtime *rt);
+/* The events' part in the runtime's life (core/hooks.h): rill_shutdown
+ * frees every event once the backends stopped; a fork's child marks the
+ * parent's dead. */
+extern const rill__subsystem rill__event_subsystem;
 
 #endif

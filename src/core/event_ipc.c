@@ -521,7 +521,10 @@ static void waiter_main(void *arg) {
     }
 }
 
-void rill__ipc_events_shutdown(void) {
+static void ipc_events_shutdown(struct rill__runtime *rt, rill__shutdown_phase phase) {
+    (void)rt;
+    if (phase != RILL__SHUTDOWN_STOPPED)
+        return;
     rill__spinlock_lock(&waiter.lock);
     int started = waiter.started;
     rill__spinlock_unlock(&waiter.lock);
@@ -536,7 +539,8 @@ void rill__ipc_events_shutdown(void) {
     rill__spinlock_unlock(&waiter.lock);
 }
 
-void rill__ipc_events_forget(void) {
+static void ipc_events_fork_child(struct rill__runtime *rt) {
+    (void)rt;
     /* The waiter thread stayed in the parent, with the waits it serves. */
     atomic_store(&waiter.lock.held, 0);
     waiter.started = 0;
@@ -544,6 +548,12 @@ void rill__ipc_events_forget(void) {
     atomic_store(&waiter.kick, 0);
     atomic_store(&waiter.stop, 0);
 }
+
+const rill__subsystem rill__ipc_event_subsystem = {
+    .name = "interprocess events",
+    .shutdown = ipc_events_shutdown,
+    .fork_child = ipc_events_fork_child,
+};
 
 /* ------------------------------------------------------- waits, queries */
 

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "core/handle.h"
+#include "core/hooks.h"
 #include "rill.h"
 
 typedef struct rill__ipc_event rill__ipc_event;
@@ -47,11 +48,10 @@ rill_status rill__ipc_event_synchronize(rill__ipc_event *ipc, uint64_t gen, int 
 rill_status rill__ipc_event_wait(rill__ipc_event *ipc, rill__stream *stream, uint64_t gen,
                                  const char *fn);
 
-/* Stops the waiter thread (rill_shutdown, after all work has drained and
- * before events and devices are freed). */
-void rill__ipc_events_shutdown(void);
-/* In the child of a fork, on its only thread: forgets the parent's waiter
+/* The interprocess events' part in the runtime's life (core/hooks.h):
+ * rill_shutdown stops the waiter thread once the backends stopped, before
+ * events and devices are freed; a fork's child forgets the parent's waiter
  * thread and the events it watches, without freeing or locking anything. */
-void rill__ipc_events_forget(void);
+extern const rill__subsystem rill__ipc_event_subsystem;
 
 #endif

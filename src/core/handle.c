@@ -50,7 +50,7 @@ static struct {
     uint32_t free_head;  /* closed slots, linked by next_free; NO_SLOT: none */
     uint64_t open;
     int ready; /* free_head initialised */
-} table;
+} table = {.lock = RILL__SPINLOCK_RANKED(RILL__RANK_HANDLES)};
 
 static uint64_t encode(uint32_t gen, uint32_t index, rill__handle_kind kind) {
     return (uint64_t)gen << 32 | (uint64_t)index << KIND_BITS | (uint64_t)kind;

@@ -1,14 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* What the layers above the core do at the core's points, without the
- * core knowing them: the memory, graph and sanitizer layers each register
- * a subsystem (its part in the runtime's life) and install the hooks they
- * serve when it starts; src/assembly.c lists the subsystems and the core
- * walks that list. Until a layer installs its table, the core calls the
- * default one of hooks.c, which does nothing (no capture, no memory
- * layer); each table is constant, installed once under the init lock and
- * read without a lock. The ops and communicator layers register no
- * subsystem: what they keep is released through rill__on_shutdown
- * (core/runtime.h). */
+/* What the parts of the library do at the runtime's points, without the
+ * runtime naming them: each part (the core's kernels, events, interprocess
+ * events, traces and queue bounds, and each layer above the core) registers
+ * a subsystem, its part in the runtime's life, and the layers above install
+ * the hooks they serve; src/assembly.c lists the subsystems and
+ * core/device.c walks that list at initialisation, rill_shutdown and fork().
+ * Hooks are installed once, under the init lock, before any is called; read
+ * without a lock afterwards. */
 #ifndef RILL_CORE_HOOKS_H
 #define RILL_CORE_HOOKS_H
 
@@ -25,17 +23,20 @@
 
 struct rill__runtime;
 
-/* The phases of rill_shutdown at which subsystems act, in order. */
+/* The phases of rill_shutdown at which subsystems act, in order. In each,
+ * the subsystems run from the last listed (the highest layer) to the first. */
 typedef enum rill__shutdown_phase {
     RILL__SHUTDOWN_BEGIN,   /* before the devices drain: nothing new may start */
     RILL__SHUTDOWN_DRAINED, /* every stream drained once: release what holds work */
-    RILL__SHUTDOWN_STOPPED, /* drained again and the backends stopped */
+    RILL__SHUTDOWN_IDLE,    /* drained again, no retired object left; backends still run */
+    RILL__SHUTDOWN_STOPPED, /* the backends stopped */
     RILL__SHUTDOWN_DEVICES, /* the devices are gone: process-wide state last */
 } rill__shutdown_phase;
 
 typedef struct rill__subsystem {
     const char *name;
-    /* At the runtime's start, before its devices exist: installs hooks. */
+    /* At the runtime's start, before its devices exist, in list order:
+     * installs hooks, reads the environment. NULL when not needed. */
     void (*start)(struct rill__runtime *rt);
     /* A device is created (before its backend starts) or destroyed (after
      * its streams drained and its backend stopped). NULL when not needed. */
@@ -43,14 +44,14 @@ typedef struct rill__subsystem {
     void (*device_fini)(rill__device *dev);
     /* A phase of rill_shutdown; NULL when not needed. */
     void (*shutdown)(struct rill__runtime *rt, rill__shutdown_phase phase);
-    /* In a fork's child, on its only thread: forgets the parent's state
-     * without locking or freeing it (rt: the parent's runtime, or NULL;
-     * its lists are whole). NULL when not needed. */
+    /* In a fork's child, on its only thread, in list order: forgets the
+     * parent's state without locking or freeing it (rt: the parent's
+     * runtime, or NULL; its lists are whole). NULL when not needed. */
     void (*fork_child)(struct rill__runtime *rt);
 } rill__subsystem;
 
-/* The subsystems above the core, lowest layer first; NULL-terminated.
- * Defined by src/assembly.c. */
+/* Every subsystem, the core's first, then lowest layer first;
+ * NULL-terminated. Defined by src/assembly.c. */
 extern const rill__subsystem *const rill__subsystems[];
 
 /* ------------------------------------------------------------- memory uses */

@@ -61,7 +61,20 @@ void rill__kernels_reap(rill__runtime *rt) {
     free_chain(rt, done);
 }
 
-void rill__kernels_shutdown(rill__runtime *rt) {
+/* In a fork's child: the parent's live kernels, until the next runtime
+ * starts. */
+static rill__link *inherited_kernels;
+
+static void kernels_start(rill__runtime *rt) {
+    rt->kernels = inherited_kernels;
+    inherited_kernels = NULL;
+}
+
+/* Kernels go before the backends stop, which unload them; destroyed ones
+ * release their streams. */
+static void kernels_shutdown(rill__runtime *rt, rill__shutdown_phase phase) {
+    if (phase != RILL__SHUTDOWN_IDLE)
+        return;
     rill__mutex_lock(&rt->lock);
     rill__link *live = rt->kernels, *zombies = rt->zombie_kernels;
     rt->kernels = rt->zombie_kernels = NULL;
@@ -69,6 +82,27 @@ void rill__kernels_shutdown(rill__runtime *rt) {
     free_chain(rt, live);
     free_chain(rt, zombies);
 }
+
+/* Kernels need no thread: the parent's live ones carry over. The graphs
+ * that named them are gone with the parent's runtime, and so are the
+ * devices they were loaded on (the child's are new). */
+static void kernels_fork_child(rill__runtime *rt) {
+    if (rt == NULL)
+        return;
+    for (rill__link *l = rt->kernels; l != NULL; l = l->next) {
+        atomic_store(&RILL__OWNER(l, rill__kernel, rt_link)->graph_refs, 0);
+        atomic_store(&RILL__OWNER(l, rill__kernel, rt_link)->loaded_mask, 0);
+    }
+    inherited_kernels = rt->kernels;
+    rt->kernels = NULL;
+}
+
+const rill__subsystem rill__kernel_subsystem = {
+    .name = "kernels",
+    .start = kernels_start,
+    .shutdown = kernels_shutdown,
+    .fork_child = kernels_fork_child,
+};
 
 /* Snapshots (stream, submitted seq) of every stream, on every device, that
  * has work pending: the work that may still launch a kernel being
@@ -304,15 +338,10 @@ rill_status rill_kernel_destroy(rill_kernel *kernel_h) {
     } else {
         drop_deps(deps, n);
     }
-    uint32_t expected = RILL__MAGIC_KERNEL;
-    if (!atomic_compare_exchange_strong(&kernel->magic, &expected, RILL__MAGIC_DEAD))
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                          "rill_kernel_destroy: the kernel was already destroyed");
-    rill__handle_close(kernel->handle); /* stale from here on */
-    /* Not before: calls that found the kernel may launch it until they
-     * return, the handle closed or not. */
-    rill__retire(release_kernel, kernel, RILL__RETIRE_BATCHED);
-    return RILL_OK;
+    /* Calls that found the kernel may launch it until they return, the
+     * handle closed or not: it waits for the work pending when it goes. */
+    return rill__destroy(&kernel->magic, RILL__MAGIC_KERNEL, kernel->handle, release_kernel, kernel,
+                         RILL__RETIRE_BATCHED, "rill_kernel_destroy", "kernel");
 }
 
 bool rill__launch_state_fail(rill__launch_state *ls, const char *message) {

@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 
+#include "core/hooks.h"
 #include "core/runtime.h"
 
 struct rill__kernel {
@@ -43,8 +44,10 @@ struct rill__kernel {
 rill_status rill__kernel_create_op(rill__op op, const char *name, rill_kernel **out);
 /* Frees destroyed kernels whose pending work has completed. */
 void rill__kernels_reap(rill__runtime *rt);
-/* Frees every kernel (rill_shutdown), live and destroyed. */
-void rill__kernels_shutdown(rill__runtime *rt);
+/* The kernels' part in the runtime's life (core/hooks.h): rill_shutdown
+ * frees every kernel, live and destroyed, before the backends stop; a
+ * fork's child keeps its parent's live kernels for its next runtime. */
+extern const rill__subsystem rill__kernel_subsystem;
 
 /* Checks a kernel launch description, the same for rill_launch_kernel and
  * graph kernel nodes: the kernel (live), the grid, args and accesses

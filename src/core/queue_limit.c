@@ -43,7 +43,8 @@ static _Atomic size_t limit_bytes;                       /* per device; 0: the d
 static char env_error[256];
 static _Atomic int env_bad;
 
-void rill__queue_limit_start(void) {
+static void queue_limit_start(struct rill__runtime *rt) {
+    (void)rt;
     atomic_store(&env_bad, 0);
     atomic_store(&limit_bytes, 0);
     const char *env = getenv("RILL_QUEUE_LIMIT");
@@ -64,6 +65,11 @@ void rill__queue_limit_start(void) {
     }
     atomic_store(&limit_commands, (size_t)n);
 }
+
+const rill__subsystem rill__queue_limit_subsystem = {
+    .name = "queue bounds",
+    .start = queue_limit_start,
+};
 
 /* The bound on dev's queued bytes (0: none). */
 static size_t device_bound(rill__device *dev) {

@@ -17,11 +17,13 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/hooks.h"
 #include "core/stream.h"
 
-/* Reads RILL_QUEUE_LIMIT (at runtime initialisation): the bounds start
- * from it, or from the defaults. */
-void rill__queue_limit_start(void);
+/* The queue bounds' part in the runtime's life (core/hooks.h): at the
+ * runtime's start, RILL_QUEUE_LIMIT is read, and the bounds start from it,
+ * or from the defaults. */
+extern const rill__subsystem rill__queue_limit_subsystem;
 
 /* The slow path of rill__stream_make_room: checks the bounds, and waits
  * (until deadline_ns at most; UINT64_MAX: none) while they are reached and

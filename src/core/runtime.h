@@ -28,10 +28,6 @@ typedef struct rill__mem_dep {
     uint64_t seq;
 } rill__mem_dep;
 
-/* Runs fn at the start of every rill_shutdown, once registered (modules
- * above the core, such as the built-in ops, release their state so). */
-void rill__on_shutdown(void (*fn)(void));
-
 typedef struct rill__tagged_stream {
     struct rill__tagged_stream *next;
     char *tag;            /* owned */
@@ -90,6 +86,8 @@ typedef struct rill__runtime {
     rill__tagged_event *tagged_events;
 } rill__runtime;
 
+/* The rill_shutdowns that began releasing a runtime so far (tests). */
+uint64_t rill__shutdown_count(void);
 /* The runtime, initialised on first use. */
 rill_status rill__runtime_get(rill__runtime **out);
 /* Whether the runtime has a device other than a CPU device: where it has

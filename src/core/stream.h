@@ -145,7 +145,22 @@ enum {
     RILL__WAIT_PARKS_HOLDING = 4,
 };
 
-/* Blocks the calling thread until s completes seq (flags: RILL__WAIT_*). A
+/* The stream whose dev_link l is (NULL for NULL): walks dev->streams. */
+static inline rill__stream *rill__stream_of_dev_link(rill__link *l) {
+    return l != NULL ? RILL__OWNER(l, rill__stream, dev_link) : NULL;
+}
+/* Whether s has completed seq. */
+static inline bool rill__stream_reached(rill__stream *s, uint64_t seq) {
+    /* acquire: pairs with the release store in rill__stream_complete. */
+    return atomic_load_explicit(&s->q.done_seq, memory_order_acquire) >= seq;
+}
+/* Takes w off s's waiters (rill__stream_add_waiter): true when it was
+ * still there, false when a completer took it first (and then called, or
+ * is calling, w->fn). */
+bool rill__stream_remove_waiter(rill__stream *s, rill__waiter *w);
+
+/* Host waits (stream_wait.c).
+ * Blocks the calling thread until s completes seq (flags: RILL__WAIT_*). A
  * sleeping thread is a waiter of s, which the thread that completes seq
  * wakes. */
 void rill__stream_host_wait(rill__stream *s, uint64_t seq, unsigned flags);

@@ -46,7 +46,8 @@ rill_status rill_trace_stop(void) {
     return RILL_OK; /* written, or no trace was running */
 }
 
-void rill__trace_env_start(void) {
+static void trace_env_start(struct rill__runtime *rt) {
+    (void)rt;
     const char *env = getenv("RILL_TRACE");
     if (env == NULL || env[0] == '\0' || atomic_exchange(&env_done, 1))
         return;
@@ -70,11 +71,20 @@ void rill__trace_env_start(void) {
         fprintf(stderr, "rill: RILL_TRACE: %s; no trace is written\n", what);
 }
 
-void rill__trace_shutdown(void) {
+static void trace_shutdown(struct rill__runtime *rt, rill__shutdown_phase phase) {
+    (void)rt;
+    if (phase != RILL__SHUTDOWN_DEVICES)
+        return;
     char what[700];
     if (rill__trace_end(what, sizeof what) > 0)
         fprintf(stderr, "rill: rill_shutdown: %s\n", what);
 }
+
+const rill__subsystem rill__trace_subsystem = {
+    .name = "traces",
+    .start = trace_env_start,
+    .shutdown = trace_shutdown,
+};
 
 void rill__trace_blocked(const char *call, rill__stream *s, uint64_t t0) {
     if (s != NULL)

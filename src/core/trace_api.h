@@ -7,13 +7,14 @@
 #include <stdint.h>
 
 #include "core/handle.h"
+#include "core/hooks.h"
 #include "trace/trace.h"
 
-/* At the runtime's start: RILL_TRACE=path starts a trace, once per
- * process; a path that cannot be written is told on stderr. */
-void rill__trace_env_start(void);
-/* At rill_shutdown, once the work drained: the trace is written. */
-void rill__trace_shutdown(void);
+/* The traces' part in the runtime's life (core/hooks.h): at the
+ * runtime's start, RILL_TRACE=path starts a trace, once per process (a path
+ * that cannot be written is told on stderr); at the end of rill_shutdown,
+ * once every command has run and been recorded, the trace is written. */
+extern const rill__subsystem rill__trace_subsystem;
 /* The calling thread spent [t0, now) in call, blocked on s (or NULL). */
 void rill__trace_blocked(const char *call, rill__stream *s, uint64_t t0);
 

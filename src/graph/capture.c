@@ -6,7 +6,8 @@
  * guards every capture, its streams' membership and the graph memory pools;
  * with no capture active, the hooks cost one relaxed load
  * (rill__captures_active). Graph memory is in gmem.c, the calls a capture
- * forbids in capture_rules.c. */
+ * forbids and rill_stream_get_capture_status in capture_rules.c, the hooks'
+ * table in layer.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +24,7 @@
 
 /* A spin lock: it needs no initialisation, and it is held only for short
  * bookkeeping (never across a wait). */
-rill__spinlock rill__caps_lock;
+rill__spinlock rill__caps_lock = RILL__SPINLOCK_RANKED(RILL__RANK_CAPTURES);
 rill__link *rill__caps;
 rill__ptrmap rill__gmem_index;
 _Atomic int rill__gpools_live;
@@ -674,6 +675,54 @@ static void node_label(const rill__graph_node *n, char *buf, size_t size) {
     }
 }
 
+/* rill_stream_end_capture of c on its origin stream (named a), caps lock
+ * held: RILL_OK, the lock still held, when every node of a forked stream is
+ * an ancestor of the origin's tail; otherwise the capture is discarded, the
+ * lock released, and the failure returned. */
+static rill_status check_joined_locked(rill__capture *c, rill__stream *stream, const char *a,
+                                       const char *fn) {
+    char b[80];
+    rill__graph *g = c->graph;
+    unsigned char *mark = rill__calloc(g->num_nodes + 1, 1);
+    uint32_t *stack = rill__malloc((g->num_nodes + 1) * sizeof *stack);
+    if (mark == NULL || stack == NULL) {
+        rill__free(mark);
+        rill__free(stack);
+        rill__graph_destroy(discard_unlock(c));
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY,
+                          "%s: out of memory checking the capture; it is discarded", fn);
+    }
+    cap_stream *ocs = rill__cap_stream_of(c, stream);
+    rill__cap_mark_ancestors(g, ocs->tail, ocs->num_tail, mark, stack);
+    /* One pass for the first node that is not an ancestor of the origin's
+     * tail; the origin's own nodes all are. */
+    uint32_t bad = g->num_nodes;
+    for (uint32_t i = 0; i < g->num_nodes && bad == g->num_nodes; i++)
+        if (!mark[i] && g->nodes[i]->stream_id != stream->q.id)
+            bad = i;
+    for (size_t i = 0; bad < g->num_nodes && i < c->num_streams; i++) {
+        rill__stream *s = c->streams[i].s;
+        if (s->q.id != g->nodes[bad]->stream_id)
+            continue;
+        uint32_t first = 0;
+        uint32_t n = unjoined(g, s->q.id, mark, &first);
+        char what[96];
+        rill__stream_name(s, b, sizeof b);
+        node_label(g->nodes[first], what, sizeof what);
+        rill__free(mark);
+        rill__free(stack);
+        rill__graph_destroy(discard_unlock(c));
+        return rill__fail(RILL_ERROR_CAPTURE_UNJOINED,
+                          "%s: stream %s has %u command%s after its last join to the origin "
+                          "stream %s (the first: %s); record an event on it and wait on that "
+                          "event from %s before ending the capture. The capture is discarded",
+                          fn, b, n, n == 1 ? "" : "s", a, what, a);
+    }
+    rill__free(mark);
+    rill__free(stack);
+    return RILL_OK;
+}
+
 rill_status rill_stream_end_capture(rill_stream *stream_h, rill_graph **out) {
     RILL_CALL_SCOPE();
     static const char fn[] = "rill_stream_end_capture";
@@ -726,44 +775,10 @@ rill_status rill_stream_end_capture(rill_stream *stream_h, rill_graph **out) {
                           "captured runs: capture again without that call",
                           fn, a, why);
     }
+    st = check_joined_locked(c, stream, a, fn);
+    if (st != RILL_OK)
+        return st;
     rill__graph *g = c->graph;
-    unsigned char *mark = rill__calloc(g->num_nodes + 1, 1);
-    uint32_t *stack = rill__malloc((g->num_nodes + 1) * sizeof *stack);
-    if (mark == NULL || stack == NULL) {
-        rill__free(mark);
-        rill__free(stack);
-        rill__graph_destroy(discard_unlock(c));
-        return rill__fail(RILL_ERROR_OUT_OF_MEMORY,
-                          "%s: out of memory checking the capture; it is discarded", fn);
-    }
-    cap_stream *ocs = rill__cap_stream_of(c, stream);
-    rill__cap_mark_ancestors(g, ocs->tail, ocs->num_tail, mark, stack);
-    /* One pass for the first node that is not an ancestor of the origin's
-     * tail; the origin's own nodes all are. */
-    uint32_t bad = g->num_nodes;
-    for (uint32_t i = 0; i < g->num_nodes && bad == g->num_nodes; i++)
-        if (!mark[i] && g->nodes[i]->stream_id != stream->q.id)
-            bad = i;
-    for (size_t i = 0; bad < g->num_nodes && i < c->num_streams; i++) {
-        rill__stream *s = c->streams[i].s;
-        if (s->q.id != g->nodes[bad]->stream_id)
-            continue;
-        uint32_t first = 0;
-        uint32_t n = unjoined(g, s->q.id, mark, &first);
-        char what[96];
-        rill__stream_name(s, b, sizeof b);
-        node_label(g->nodes[first], what, sizeof what);
-        rill__free(mark);
-        rill__free(stack);
-        rill__graph_destroy(discard_unlock(c));
-        return rill__fail(RILL_ERROR_CAPTURE_UNJOINED,
-                          "%s: stream %s has %u command%s after its last join to the origin "
-                          "stream %s (the first: %s); record an event on it and wait on that "
-                          "event from %s before ending the capture. The capture is discarded",
-                          fn, b, n, n == 1 ? "" : "s", a, what, a);
-    }
-    rill__free(mark);
-    rill__free(stack);
     c->graph = NULL;
     detach(c);
     rill__spinlock_unlock(&rill__caps_lock);
@@ -772,38 +787,3 @@ rill_status rill_stream_end_capture(rill_stream *stream_h, rill_graph **out) {
     *out = g->handle;
     return RILL_OK;
 }
-
-rill_status rill_stream_get_capture_status(rill_stream *stream_h, rill_capture_status *out) {
-    RILL_CALL_SCOPE();
-    static const char fn[] = "rill_stream_get_capture_status";
-    if (out == NULL)
-        return rill__fail(
-            RILL_ERROR_INVALID_ARGUMENT,
-            "%s: out is NULL; pass the address of a rill_capture_status to receive the status", fn);
-    *out = RILL_CAPTURE_NONE;
-    rill__stream *stream;
-    rill_status st = rill__stream_resolve(stream_h, fn, &stream);
-    if (st != RILL_OK)
-        return st;
-    rill__capture *c = rill__cap_lock_of(stream);
-    if (c == NULL)
-        return RILL_OK;
-    *out = c->invalidated ? RILL_CAPTURE_INVALIDATED : RILL_CAPTURE_ACTIVE;
-    rill__spinlock_unlock(&rill__caps_lock);
-    return RILL_OK;
-}
-
-const rill__capture_hooks rill__capture_table = {
-    .submit = rill__cap_submit,
-    .event_record = rill__cap_event_record,
-    .wait_event = rill__cap_wait_event,
-    .wait_stream = rill__cap_wait_stream,
-    .check_stream_sync = rill__cap_check_stream_sync,
-    .check_event_sync = rill__cap_check_event_sync,
-    .check_device_sync = rill__cap_check_device_sync,
-    .check_unsafe = rill__cap_check_unsafe,
-    .check_free = rill__cap_check_free,
-    .malloc = rill__cap_malloc,
-    .free = rill__cap_free,
-    .stream_destroyed = rill__cap_stream_destroyed,
-};

@@ -5,11 +5,14 @@
  * capture uses, ...) by the calling thread's mode and each capture's
  * mode; and the thread's mode itself. A forbidden call invalidates the
  * captures it concerns. The checks cost one relaxed load when no capture
- * is active. */
+ * is active. Also the status a stream's capture reports
+ * (rill_stream_get_capture_status), which callers read to keep the rule. */
 #include <stdio.h>
 
+#include "core/calls.h"
 #include "core/event.h"
 #include "core/runtime.h"
+#include "core/stream.h"
 #include "graph/capture_internal.h"
 #include "mem/pool.h"
 #include "util/status.h"
@@ -164,5 +167,25 @@ RILL_HOT rill_status rill_thread_exchange_capture_mode(rill_capture_mode *mode) 
     rill_capture_mode old = rill__thread_capture_mode;
     rill__thread_capture_mode = *mode;
     *mode = old;
+    return RILL_OK;
+}
+
+rill_status rill_stream_get_capture_status(rill_stream *stream_h, rill_capture_status *out) {
+    RILL_CALL_SCOPE();
+    static const char fn[] = "rill_stream_get_capture_status";
+    if (out == NULL)
+        return rill__fail(
+            RILL_ERROR_INVALID_ARGUMENT,
+            "%s: out is NULL; pass the address of a rill_capture_status to receive the status", fn);
+    *out = RILL_CAPTURE_NONE;
+    rill__stream *stream;
+    rill_status st = rill__stream_resolve(stream_h, fn, &stream);
+    if (st != RILL_OK)
+        return st;
+    rill__capture *c = rill__cap_lock_of(stream);
+    if (c == NULL)
+        return RILL_OK;
+    *out = c->invalidated ? RILL_CAPTURE_INVALIDATED : RILL_CAPTURE_ACTIVE;
+    rill__spinlock_unlock(&rill__caps_lock);
     return RILL_OK;
 }

@@ -345,7 +345,7 @@ static rill_status instantiate_locked(rill__graph *graph, rill__device *dev, con
     x->pool = graph->pool;
     if (x->pool != NULL)
         rill__gpool_ref(x->pool);
-    rill__mutex_init(&x->lock);
+    rill__mutex_init_ranked(&x->lock, RILL__RANK_EXEC);
     atomic_store(&x->magic, RILL__MAGIC_EXEC);
     rill__runtime *rt;
     rill__runtime_get(&rt);
@@ -389,15 +389,9 @@ rill_status rill_graph_exec_destroy(rill_graph_exec *exec_h) {
     rill_status st = resolve_exec(exec_h, "rill_graph_exec_destroy", &exec);
     if (st != RILL_OK)
         return st;
-    uint32_t expected = RILL__MAGIC_EXEC;
-    if (!atomic_compare_exchange_strong(&exec->magic, &expected, RILL__MAGIC_DEAD))
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                          "rill_graph_exec_destroy: the exec was already destroyed");
-    rill__handle_close(exec->handle); /* stale from here on */
-    /* Calls that found it before may still launch or update it
-     * (core/calls.h). */
-    rill__retire(release_exec, exec, RILL__RETIRE_PROMPT);
-    return RILL_OK;
+    /* Calls that found it before may still launch or update it. */
+    return rill__destroy(&exec->magic, RILL__MAGIC_EXEC, exec->handle, release_exec, exec,
+                         RILL__RETIRE_PROMPT, "rill_graph_exec_destroy", "exec");
 }
 
 static const char *kind_name(rill__gnode_kind k) {
@@ -640,6 +634,7 @@ static rill_status issue_ext(const rill__graph_exec *x, const rill__xparams *v,
     return RILL_OK;
 }
 
+/* Long (94 lines) because every step after the exec's lock must unwind under that one lock. */
 rill_status rill_graph_launch(rill_graph_exec *exec_h, rill_stream *stream_h) {
     RILL_CALL_SCOPE();
     static const char fn[] = "rill_graph_launch";

@@ -43,6 +43,11 @@ void rill__gpool_unref(rill__gpool *p, rill__stream *last_stream, uint64_t last_
     rill__free(p);
 }
 
+/* A graph's hold on its pool (graph.c frees through it). */
+static void release_for_graph(rill__gpool *p) {
+    rill__gpool_unref(p, NULL, 0);
+}
+
 void rill__gpool_ready_point(rill__gpool *p, rill__stream **s, uint64_t *seq) {
     *seq = atomic_load_explicit(&p->ready_seq, memory_order_acquire);
     *s = NULL;
@@ -59,35 +64,31 @@ gblock *rill__gpool_find(rill__gpool *p, const void *ptr) {
     return NULL;
 }
 
-rill_status rill__cap_malloc(rill__stream *s, size_t bytes, void **out) {
-    static const char fn[] = "rill_malloc_async";
-    rill__capture *c = rill__cap_lock_of(s);
-    if (c == NULL)
-        return rill__pool_alloc_async(s, bytes, fn, out); /* the capture ended meanwhile */
-    rill_status st = RILL_OK;
-    rill__graph *g = c->graph;
-    cap_stream *cs = rill__cap_stream_of(c, s);
+/* g's memory pool, made at the graph's first allocation on s (caps lock
+ * held); NULL when out of memory. */
+static rill__gpool *pool_of_locked(rill__graph *g, rill__stream *s) {
+    if (g->pool != NULL)
+        return g->pool;
+    rill__gpool *p = rill__calloc(1, sizeof *p);
+    rill__stream *ps = NULL;
+    if (p == NULL || rill__stream_tagged(s->q.dev, "rill:graph-memory", 0, &ps) != RILL_OK) {
+        rill__free(p);
+        return NULL;
+    }
+    p->stream = ps;
+    atomic_init(&p->refs, 1);
+    atomic_fetch_add(&rill__gpools_live, 1);
+    g->pool = p;
+    g->pool_release = release_for_graph;
+    return p;
+}
+
+/* The smallest freed block of p, of bytes or more, whose uses all come
+ * before the tail of cs (caps lock held); NULL when there is none, or no
+ * memory to prove one safe. */
+static gblock *reusable_locked(rill__graph *g, cap_stream *cs, rill__gpool *p, size_t bytes) {
     unsigned char *mark = NULL;
     uint32_t *stack = NULL;
-    if (c->invalidated) {
-        st = rill__cap_fail_invalidated(c, fn);
-        goto out;
-    }
-    if (g->pool == NULL) {
-        rill__gpool *p = rill__calloc(1, sizeof *p);
-        rill__stream *ps = NULL;
-        if (p == NULL || rill__stream_tagged(s->q.dev, "rill:graph-memory", 0, &ps) != RILL_OK) {
-            rill__free(p);
-            st = rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory", fn);
-            goto out;
-        }
-        p->stream = ps;
-        atomic_init(&p->refs, 1);
-        atomic_fetch_add(&rill__gpools_live, 1);
-        g->pool = p;
-    }
-    rill__gpool *p = g->pool;
-    /* Reuse the smallest freed block whose uses all come before this point. */
     gblock *best = NULL;
     for (size_t i = 0; i < p->num_blocks; i++) {
         gblock *b = &p->blocks[i];
@@ -106,6 +107,29 @@ rill_status rill__cap_malloc(rill__stream *s, size_t bytes, void **out) {
         if (after)
             best = b;
     }
+    rill__free(mark);
+    rill__free(stack);
+    return best;
+}
+
+rill_status rill__cap_malloc(rill__stream *s, size_t bytes, void **out) {
+    static const char fn[] = "rill_malloc_async";
+    rill__capture *c = rill__cap_lock_of(s);
+    if (c == NULL)
+        return rill__pool_alloc_async(s, bytes, fn, out); /* the capture ended meanwhile */
+    rill_status st = RILL_OK;
+    rill__graph *g = c->graph;
+    if (c->invalidated) {
+        st = rill__cap_fail_invalidated(c, fn);
+        goto out;
+    }
+    rill__gpool *p = pool_of_locked(g, s);
+    if (p == NULL) {
+        st = rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of memory", fn);
+        goto out;
+    }
+    /* Reuse the smallest freed block whose uses all come before this point. */
+    gblock *best = reusable_locked(g, rill__cap_stream_of(c, s), p, bytes);
     if (best != NULL) {
         best->freed = 0;
         best->num_deps = 0;
@@ -148,8 +172,6 @@ rill_status rill__cap_malloc(rill__stream *s, size_t bytes, void **out) {
                           memory_order_release);
     *out = ptr;
 out:
-    rill__free(mark);
-    rill__free(stack);
     rill__spinlock_unlock(&rill__caps_lock);
     return st;
 }

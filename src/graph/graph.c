@@ -54,7 +54,7 @@ static void graph_free(rill__graph *g) {
         rill__free(g->slabs[k]);
     rill__free(g->nodes);
     if (g->pool != NULL)
-        rill__gpool_unref(g->pool, NULL, 0);
+        g->pool_release(g->pool); /* the part that gave the graph its pool frees it */
     rill__mutex_destroy(&g->lock);
     rill__free(g);
 }
@@ -76,7 +76,7 @@ rill_status rill__graph_new(rill__graph **out) {
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY,
                           "rill_graph_create: out of host memory; no graph was created");
     }
-    rill__mutex_init(&g->lock);
+    rill__mutex_init_ranked(&g->lock, RILL__RANK_GRAPH);
     atomic_store(&g->magic, RILL__MAGIC_GRAPH);
     rill__mutex_lock(&rt->lock);
     rill__list_push(&rt->graphs, &g->rt_link);
@@ -85,38 +85,9 @@ rill_status rill__graph_new(rill__graph **out) {
     return RILL_OK;
 }
 
-/* ------------------------------------------------------------ subsystem */
-
-static void graph_start(rill__runtime *rt) {
-    (void)rt;
-    atomic_store_explicit(&rill__capture_ops, &rill__capture_table, memory_order_relaxed);
-}
-
-static void graph_shutdown(rill__runtime *rt, rill__shutdown_phase phase) {
-    if (phase == RILL__SHUTDOWN_BEGIN)
-        rill__captures_shutdown(); /* nothing captured runs */
-    else if (phase == RILL__SHUTDOWN_DRAINED)
-        rill__graphs_shutdown(rt);
-}
-
-/* Marks the parent's graphs and execs dead and forgets its captures. */
-static void graph_fork_child(rill__runtime *rt) {
-    for (rill__link *l = rt != NULL ? rt->graphs : NULL; l != NULL; l = l->next)
-        atomic_store(&RILL__OWNER(l, rill__graph, rt_link)->magic, RILL__MAGIC_DEAD);
-    for (rill__link *l = rt != NULL ? rt->execs : NULL; l != NULL; l = l->next)
-        atomic_store(&RILL__OWNER(l, rill__graph_exec, rt_link)->magic, RILL__MAGIC_DEAD);
-    rill__captures_forget();
-}
-
-const rill__subsystem rill__graph_subsystem = {
-    .name = "graph",
-    .start = graph_start,
-    .shutdown = graph_shutdown,
-    .fork_child = graph_fork_child,
-};
+/* ------------------------------------------------------------ shutdown */
 
 void rill__graphs_shutdown(rill__runtime *rt) {
-    rill__execs_shutdown(rt);
     while (rt->graphs != NULL) {
         rill__graph *g = RILL__OWNER(rt->graphs, rill__graph, rt_link);
         rill__list_remove(&rt->graphs, &g->rt_link);
@@ -342,14 +313,9 @@ rill_status rill_graph_destroy(rill_graph *graph_h) {
     rill_status st = rill__graph_resolve(graph_h, "rill_graph_destroy", &graph);
     if (st != RILL_OK)
         return st;
-    uint32_t expected = RILL__MAGIC_GRAPH;
-    if (!atomic_compare_exchange_strong(&graph->magic, &expected, RILL__MAGIC_DEAD))
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                          "rill_graph_destroy: the graph was already destroyed");
-    rill__handle_close(graph->handle); /* stale from here on; its nodes' when it goes */
-    /* Calls that found it may still use it. */
-    rill__retire(release_graph, graph, RILL__RETIRE_PROMPT);
-    return RILL_OK;
+    /* Its nodes' handles close when it goes. */
+    return rill__destroy(&graph->magic, RILL__MAGIC_GRAPH, graph->handle, release_graph, graph,
+                         RILL__RETIRE_PROMPT, "rill_graph_destroy", "graph");
 }
 
 void rill__graph_destroy(rill__graph *g) {

@@ -55,6 +55,8 @@ struct rill__graph {
     rill__graph_node *slabs[RILL__GRAPH_SLABS]; /* owned */
     uint32_t num_slabs;
     rill__gpool *pool; /* ref, or NULL: memory allocated during its capture */
+    /* Drops the graph's reference to pool: set with pool, by gmem.c. */
+    void (*pool_release)(rill__gpool *pool);
     /* Guards the nodes (nodes, num_nodes, cap_nodes, slabs, num_slabs and
      * what the nodes hold) of a graph that calls on several threads build
      * and read at once. A capture's graph is its capture's alone until
@@ -119,9 +121,11 @@ void rill__exec_unref(rill__graph_exec *exec);
 /* Drops a reference to a parameter set (a launch was run or skipped, or
  * an update replaced the set); the last one frees it. */
 void rill__xparams_unref(rill__xparams *params);
-/* Frees every graph and exec left at rill_shutdown (work has drained). */
-void rill__graphs_shutdown(rill__runtime *rt);
-void rill__execs_shutdown(rill__runtime *rt); /* exec.c: the execs' part */
+/* Free every exec, then every graph, left at rill_shutdown (work has
+ * drained); the graph layer's subsystem (layer.c) calls them in that
+ * order. */
+void rill__execs_shutdown(rill__runtime *rt);  /* exec.c */
+void rill__graphs_shutdown(rill__runtime *rt); /* graph.c */
 /* The graph that handle names; RILL_ERROR_INVALID_ARGUMENT with a sentence
  * naming fn otherwise. */
 rill_status rill__graph_resolve(rill_graph *handle, const char *fn, rill__graph **out);
@@ -149,12 +153,10 @@ void rill__graph_destroy(rill__graph *g);
  * src/graph/capture*.c and gmem.c, reached from the layers below through
  * the hooks of core/hooks.h, which the graph layer's subsystem installs. */
 
-/* The graph layer in the runtime's life (graph.c): it installs the
+/* The graph layer in the runtime's life (layer.c): it installs the
  * capture hooks, ends captures and frees graphs and execs at shutdown,
  * and forgets them in a fork's child. */
 extern const rill__subsystem rill__graph_subsystem;
-/* The capture hooks (capture.c). */
-extern const rill__capture_hooks rill__capture_table;
 /* Ends every capture (rill_shutdown): nothing captured runs. */
 void rill__captures_shutdown(void);
 /* In the child of a fork, on its only thread: forgets every capture and
@@ -168,7 +170,7 @@ void rill__captures_forget(void);
 rill_status rill__capture_extern(rill__stream *s, const rill__extern_call *call,
                                  const rill_access *accesses, size_t num_accesses, const char *fn);
 
-/* Memory owned by graphs (src/graph/capture.c). */
+/* Memory owned by graphs (src/graph/gmem.c). */
 void rill__gpool_unref(rill__gpool *pool, rill__stream *last_stream, uint64_t last_seq);
 void rill__gpool_ref(rill__gpool *pool);
 /* The point after which the pool's memory may be used by any stream:

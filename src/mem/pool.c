@@ -383,6 +383,7 @@ rill_status rill__pool_create(rill__device *dev) {
         rill__free(p);
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "out of memory creating a memory pool");
     }
+    rill__spinlock_init(&p->lock, RILL__RANK_POOL);
     p->id = atomic_fetch_add(&next_pool_id, 1);
     p->reuse_flags = RILL_MEM_REUSE_INTERNAL_WAITS;
     dev->pool = p;

@@ -15,7 +15,7 @@ static rill__mem_block *blocks; /* owned */
 static size_t count, capacity;
 
 void rill__registry_init(void) {
-    rill__mutex_init(&lock);
+    rill__mutex_init_ranked(&lock, RILL__RANK_REGISTRY);
     blocks = NULL;
     count = capacity = 0;
 }

@@ -7,8 +7,8 @@
  * (backend/op_args.h). Each access is checked against the allocation that
  * will hold it (rill__mem_check_access), as copies and fills are. The
  * kernels are created on first use and cached in atomic pointers: racing
- * creators compare-exchange, the loser destroys its copy;
- * rill__ops_shutdown, run by rill_shutdown, forgets them. The core knows
+ * creators compare-exchange, the loser destroys its copy; rill_shutdown
+ * destroys them (rill__ops_subsystem). The core knows
  * nothing of this layer. */
 #include "ops/ops.h"
 
@@ -77,7 +77,6 @@ static rill_status get_kernel(rill__op id, rill_kernel **out) {
     rill_kernel *expected = NULL;
     if (atomic_compare_exchange_strong_explicit(&op_kernels[id], &expected, mine,
                                                 memory_order_acq_rel, memory_order_acquire)) {
-        rill__on_shutdown(rill__ops_shutdown);
         *out = mine;
         return RILL_OK;
     }
@@ -87,13 +86,23 @@ static rill_status get_kernel(rill__op id, rill_kernel **out) {
     return RILL_OK;
 }
 
-void rill__ops_shutdown(void) {
+/* rill_shutdown destroys the cached kernels; the next op creates them
+ * again. */
+static void ops_shutdown(rill__runtime *rt, rill__shutdown_phase phase) {
+    (void)rt;
+    if (phase != RILL__SHUTDOWN_BEGIN)
+        return;
     for (int i = 0; i < RILL__OP_COUNT; i++) {
         rill_kernel *k = atomic_exchange(&op_kernels[i], NULL);
         if (k != NULL)
             rill_kernel_destroy(k);
     }
 }
+
+const rill__subsystem rill__ops_subsystem = {
+    .name = "ops",
+    .shutdown = ops_shutdown,
+};
 
 /* ---- argument checks ---- */
 

@@ -5,10 +5,11 @@
 #define RILL_OPS_OPS_H
 
 #include "core/handle.h"
+#include "core/hooks.h"
 #include "rill.h"
 
-/* Destroys the cached built-in kernels; the next op creates them again.
- * Registered with rill__on_shutdown when the first kernel is created. */
-void rill__ops_shutdown(void);
+/* The ops' part in the runtime's life (core/hooks.h): rill_shutdown
+ * destroys the cached built-in kernels; the next op creates them again. */
+extern const rill__subsystem rill__ops_subsystem;
 
 #endif

@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "platform/lock_rank.h"
+
 /* Marks a function on the path of a launch, record and synchronize: the
  * compiler places these together (GCC: in .text.hot), so that the
  * path spans a few pages of code instead of one per source file. After a
@@ -30,15 +32,22 @@
  * implementation checks the size with a static assertion. */
 typedef struct rill__mutex {
     _Alignas(8) unsigned char opaque[48];
+#if RILL_LOCK_RANKS
+    rill__lock_rank rank; /* platform/lock_rank.h; debug builds only */
+#endif
 } rill__mutex;
 
 typedef struct rill__thread {
     uintptr_t handle;
 } rill__thread;
 
+/* A mutex of rank NONE (unchecked), or of rank (platform/lock_rank.h). */
 void rill__mutex_init(rill__mutex *m);
+void rill__mutex_init_ranked(rill__mutex *m, rill__lock_rank rank);
 void rill__mutex_destroy(rill__mutex *m);
 void rill__mutex_lock(rill__mutex *m);
+/* Takes m while the thread holds a sibling of its rank (lock_rank.h). */
+void rill__mutex_lock_sibling(rill__mutex *m);
 void rill__mutex_unlock(rill__mutex *m);
 
 /* Starts fn(arg) on a new thread named `name` (for debuggers and perf). */
@@ -98,11 +107,35 @@ static inline void rill__cpu_relax(void) {
  * store to drop it. Spins, then yields to a preempted holder. */
 typedef struct rill__spinlock {
     _Atomic int held;
+#if RILL_LOCK_RANKS
+    rill__lock_rank rank; /* platform/lock_rank.h; debug builds only */
+#endif
 } rill__spinlock;
+
+/* A zeroed spin lock is free and of rank NONE; these give it a rank, as an
+ * initialiser of a static one and on a live one that no thread holds. */
+#if RILL_LOCK_RANKS
+#define RILL__SPINLOCK_RANKED(r)                                                                   \
+    { .rank = (r) }
+#else
+#define RILL__SPINLOCK_RANKED(r)                                                                   \
+    { 0 }
+#endif
+static inline void rill__spinlock_init(rill__spinlock *l, rill__lock_rank rank) {
+    atomic_init(&l->held, 0);
+#if RILL_LOCK_RANKS
+    l->rank = rank;
+#else
+    (void)rank;
+#endif
+}
 
 void rill__spinlock_lock_slow(rill__spinlock *l);
 
 static inline void rill__spinlock_lock(rill__spinlock *l) {
+#if RILL_LOCK_RANKS
+    rill__lock_rank_acquire(l, l->rank, false);
+#endif
     /* acquire: pairs with the release store in rill__spinlock_unlock. */
     if (!atomic_exchange_explicit(&l->held, 1, memory_order_acquire))
         return;
@@ -111,6 +144,9 @@ static inline void rill__spinlock_lock(rill__spinlock *l) {
 
 static inline void rill__spinlock_unlock(rill__spinlock *l) {
     atomic_store_explicit(&l->held, 0, memory_order_release);
+#if RILL_LOCK_RANKS
+    rill__lock_rank_release(l, l->rank);
+#endif
 }
 
 /* Asymmetric barriers (Dekker pairs whose one side is hot and the other

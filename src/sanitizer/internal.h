@@ -88,7 +88,7 @@ typedef struct san_state {
 /* The sanitizer's state (sanitizer.c). */
 extern san_state rill__san_state;
 
-/* In both files, S is the state. */
+/* In every file, S is the state. */
 #define S rill__san_state
 
 /* One access of a command: its bytes and what names it in a report. */
@@ -123,5 +123,51 @@ bool rill__san_check_kernel(uint32_t t, uint64_t seq, const rill_access *acc, si
 /* Checks the nodes of a launched graph (its parameter set v): against the
  * other streams, and against each other (races inside it, once per set). */
 bool rill__san_check_graph(uint32_t t, uint64_t seq, const rill__xparams *v, seen *sn);
+
+/* ---- shared by the sanitizer's files (sanitizer.c defines them) ---- */
+
+/* Reports made so far (rill_sanitizer_report_count). */
+extern _Atomic uint64_t rill__san_reports;
+/* rill_sanitizer_set_location: the next command of this thread. */
+extern _Thread_local const char *rill__san_tls_file;
+extern _Thread_local int rill__san_tls_line;
+
+/* An array arr of elements of elem bytes, n of them in room for *cap,
+ * with room for one more: arr itself, or arr doubled (first elements at
+ * first). NULL when out of memory, arr and *cap unchanged. */
+void *rill__san_room_for_one(void *arr, size_t n, size_t *cap, size_t elem, size_t first);
+/* Raises v's entry of stream idx to seq at least; false when out of
+ * memory. */
+bool rill__san_vc_raise(vclock *v, uint32_t idx, uint64_t seq);
+/* The clock of what st submits from now on. */
+const vclock *rill__san_vc_now(const san_stream *st);
+/* The clock that holds once stream st completed seq: the current one
+ * when seq is all its work so far (waits that submitted no command
+ * included), else that of its command seq. */
+const vclock *rill__san_upto(const san_stream *st, uint64_t seq, bool all);
+/* Makes room for a new clock of st's work after `after`, a copy of the
+ * current one, and returns it (NULL: out of memory). */
+vclock *rill__san_vc_next(san_stream *st, uint64_t after);
+/* Frees every stream, record and clock the sanitizer keeps (S.lock held). */
+void rill__san_clear_state(void);
+/* Out of memory: the sanitizer cannot go on without missing or inventing
+ * orders, so it says so and stops. */
+void rill__san_give_up(void);
+/* The index of s in S.streams, created when new, its label refreshed;
+ * UINT32_MAX when out of memory. */
+uint32_t rill__san_index_of(rill__stream *s);
+/* Command seq of stream u is ordered before what stream t submits now. */
+bool rill__san_ordered(uint32_t t, uint32_t u, uint64_t seq);
+/* The host saw stream t complete seq, and so what that work was ordered
+ * after. */
+void rill__san_observe(uint32_t t, uint64_t seq, const vclock *v);
+/* (c): the block [lo, hi) freed on stream f while r may still use it. */
+void rill__san_report_free(uint32_t f, const char *fn, const void *ptr, uintptr_t lo, uintptr_t hi,
+                           const san_rec *r, const char *file, int line);
+/* The first record that may overlap [lo, ...). */
+size_t rill__san_rec_first(uintptr_t lo);
+/* One report per pair of commands: true when r's command was reported
+ * with this one already (or too many were to remember). */
+bool rill__san_seen_before(seen *s, const san_rec *r);
 
 #endif

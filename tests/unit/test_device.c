@@ -408,18 +408,26 @@ static bool wait_at_least(atomic_int *flag, int value, uint64_t timeout_ns) {
     return true;
 }
 
-/* A shutdown hook counts the shutdowns that release a runtime (while armed). */
-static atomic_int hook_armed, hook_runs;
+/* The shutdowns that began releasing a runtime since arm_shutdown_count. */
+static _Atomic uint64_t shutdowns_before;
 
-static void count_shutdown_hook(void) {
-    if (atomic_load(&hook_armed))
-        atomic_fetch_add(&hook_runs, 1);
+static void arm_shutdown_count(void) {
+    atomic_store(&shutdowns_before, rill__shutdown_count());
 }
 
-static void arm_shutdown_hook(void) {
-    rill__on_shutdown(count_shutdown_hook);
-    atomic_store(&hook_runs, 0);
-    atomic_store(&hook_armed, 1);
+static int shutdowns_since_armed(void) {
+    return (int)(rill__shutdown_count() - atomic_load(&shutdowns_before));
+}
+
+/* Waits until at least n shutdowns began since arm_shutdown_count, or timeout_ns passes. */
+static bool wait_shutdowns(int n, uint64_t timeout_ns) {
+    uint64_t deadline = rt_now_ns() + timeout_ns;
+    while (shutdowns_since_armed() < n) {
+        if (rt_now_ns() > deadline)
+            return false;
+        sched_yield();
+    }
+    return true;
 }
 
 typedef struct shutdown_call {
@@ -458,7 +466,7 @@ static void test_device_concurrent_shutdowns_release_once_and_both_return_ok(voi
     (void)state;
     static rt_gate gate;
     leave_gated_work(&gate);
-    arm_shutdown_hook();
+    arm_shutdown_count();
     static shutdown_call calls[2];
     pthread_t threads[2];
     for (int i = 0; i < 2; i++) {
@@ -468,15 +476,14 @@ static void test_device_concurrent_shutdowns_release_once_and_both_return_ok(voi
     for (int i = 0; i < 2; i++)
         assert_true(wait_at_least(&calls[i].calling, 1, LONG_WAIT_NS));
     /* Both are under way; a second release of the runtime would show here. */
-    wait_at_least(&hook_runs, 2, SHORT_WAIT_NS);
+    wait_shutdowns(2, SHORT_WAIT_NS);
     rt_gate_open(&gate);
     for (int i = 0; i < 2; i++)
         assert_int_equal(pthread_join(threads[i], NULL), 0);
-    atomic_store(&hook_armed, 0);
     assert_false(atomic_load(&gate.timed_out));
     for (int i = 0; i < 2; i++)
         assert_int_equal(calls[i].status, RILL_OK);
-    assert_int_equal(atomic_load(&hook_runs), 1);
+    assert_int_equal(shutdowns_since_armed(), 1);
     int count = 0;
     RT_OK(rill_device_count(&count));
     assert_true(count >= 1);
@@ -501,7 +508,7 @@ static void count_host_fn(void *user_data) {
 /* Begins a call once a shutdown is under way, and uses what it created once the test says so. */
 static void *late_thread(void *arg) {
     late_call *c = arg;
-    if (!wait_at_least(&hook_runs, 1, LONG_WAIT_NS))
+    if (!wait_shutdowns(1, LONG_WAIT_NS))
         return NULL;
     atomic_store(&c->calling, 1);
     rill_stream *s = NULL;
@@ -521,7 +528,7 @@ static void test_device_call_begun_during_shutdown_runs_on_a_fresh_runtime(void 
     (void)state;
     static rt_gate gate;
     leave_gated_work(&gate);
-    arm_shutdown_hook();
+    arm_shutdown_count();
     static late_call late;
     memset(&late, 0, sizeof late);
     static shutdown_call call;
@@ -536,7 +543,6 @@ static void test_device_call_begun_during_shutdown_runs_on_a_fresh_runtime(void 
     assert_int_equal(pthread_join(shutdown_t, NULL), 0);
     atomic_store(&late.may_use, 1);
     assert_int_equal(pthread_join(late_t, NULL), 0);
-    atomic_store(&hook_armed, 0);
     assert_false(atomic_load(&gate.timed_out));
     assert_int_equal(call.status, RILL_OK);
     assert_int_equal(late.create, RILL_OK);
@@ -544,7 +550,7 @@ static void test_device_call_begun_during_shutdown_runs_on_a_fresh_runtime(void 
     assert_int_equal(late.sync, RILL_OK);
     assert_int_equal(late.destroy, RILL_OK);
     assert_int_equal(atomic_load(&late.ran), 1);
-    assert_int_equal(atomic_load(&hook_runs), 1);
+    assert_int_equal(shutdowns_since_armed(), 1);
 }
 
 typedef struct in_flight {

@@ -202,7 +202,8 @@ static rill_status cpu_device_init(rill__device *dev, int index) {
     d->node = num > 1 ? node : -1;
     d->workers = w;
     d->free_units = units;
-    rill__mutex_init(&d->launch_lock);
+    rill__spinlock_init(&d->ready_lock, RILL__RANK_LAUNCH);
+    rill__mutex_init_ranked(&d->launch_lock, RILL__RANK_LAUNCH);
     rill__device_base_of(dev)->state = d;
     rill__cpu_workers_start(d);
     return RILL_OK;
@@ -243,6 +244,7 @@ static void cpu_op_image(rill__op op, rill__kernel_image *image) {
 static rill_status cpu_stream_init(rill__stream *s) {
     cpu_stream *cs = cpu_stream_of(s);
     cs->self = s;
+    rill__spinlock_init(&cs->lock, RILL__RANK_QUEUE);
     if (!rill__cpu_stream_init_queue(s))
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "out of memory creating a stream");
     return RILL_OK;

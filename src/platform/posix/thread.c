@@ -39,6 +39,15 @@ static _Noreturn void broken(const char *call, int err) {
 }
 
 void rill__mutex_init(rill__mutex *m) {
+    rill__mutex_init_ranked(m, RILL__RANK_NONE);
+}
+
+void rill__mutex_init_ranked(rill__mutex *m, rill__lock_rank rank) {
+#if RILL_LOCK_RANKS
+    m->rank = rank;
+#else
+    (void)rank;
+#endif
     int err = pthread_mutex_init(pm(m), NULL);
     if (err != 0)
         broken("pthread_mutex_init", err);
@@ -51,6 +60,18 @@ void rill__mutex_destroy(rill__mutex *m) {
 }
 
 RILL_HOT void rill__mutex_lock(rill__mutex *m) {
+#if RILL_LOCK_RANKS
+    rill__lock_rank_acquire(m, m->rank, false);
+#endif
+    int err = pthread_mutex_lock(pm(m));
+    if (err != 0)
+        broken("pthread_mutex_lock", err);
+}
+
+void rill__mutex_lock_sibling(rill__mutex *m) {
+#if RILL_LOCK_RANKS
+    rill__lock_rank_acquire(m, m->rank, true);
+#endif
     int err = pthread_mutex_lock(pm(m));
     if (err != 0)
         broken("pthread_mutex_lock", err);
@@ -60,6 +81,9 @@ RILL_HOT void rill__mutex_unlock(rill__mutex *m) {
     int err = pthread_mutex_unlock(pm(m));
     if (err != 0)
         broken("pthread_mutex_unlock", err);
+#if RILL_LOCK_RANKS
+    rill__lock_rank_release(m, m->rank);
+#endif
 }
 
 struct thread_start {
