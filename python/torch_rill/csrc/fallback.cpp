@@ -8,6 +8,7 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
+#include "fallback.h"
 #include "generator.h"
 #include "host_view.h"
 #include "runtime.h"
@@ -151,6 +152,10 @@ void fallback(const c10::OperatorHandle &op, torch::jit::Stack *stack) {
 }
 
 } // namespace
+
+void boxed_fallback(const c10::OperatorHandle &op, torch::jit::Stack *stack) {
+    fallback(op, stack);
+}
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
     m.fallback(torch::CppFunction::makeFromBoxedFunction<&fallback>());
