@@ -7,7 +7,9 @@ No edge may point up; inside the ONE_WAY modules files call one way.
 Usage: scripts/layers.py [--mermaid] [--check [--calls BUILD] [--python]]
   --mermaid  the graph as a Mermaid block (docs/design.md)
   --check    exit 1 on an upward edge, a loop in a ONE_WAY module or in
-             python/rill (not in KNOWN_PYTHON_LOOPS), or a stale block"""
+             python/rill (not in KNOWN_PYTHON_LOOPS), a module of
+             python/rill/compat that imports a private module of the
+             package other than COMPAT_API, or a stale block"""
 import os
 import re
 import sys
@@ -32,6 +34,10 @@ KNOWN_LOOPS = []
 # Loops of imports among the modules of python/rill not undone yet, each as
 # the sorted list of its modules.
 KNOWN_PYTHON_LOOPS = []
+# The one private module of python/rill that its compatibility modules
+# (rill.compat) may import: their internal API. The rest they take from
+# rill's public names.
+COMPAT_API = "rill._internal"
 # A declaration at the start of a line of a header: a function or variable.
 DECLARED = re.compile(r'^(?!\s|#|return\b|typedef\b|static\b)[^;{}()]*?\b(rill_\w+)\s*[(\[;]',
                       re.M)
@@ -199,7 +205,9 @@ def strongly_connected(graph):
 
 def python_problems():
     """Sentences for each loop of imports among python/rill's modules
-    (those inside functions count) that KNOWN_PYTHON_LOOPS does not list."""
+    (those inside functions count) that KNOWN_PYTHON_LOOPS does not list,
+    and for each import of a private module of the package (rill._name)
+    other than COMPAT_API by a module of rill.compat."""
     import ast
     base = os.path.join(ROOT, "python")
     modules = {}
@@ -230,8 +238,17 @@ def python_problems():
             for target in targets:
                 if target in modules and target != mod:
                     graph.setdefault(mod, set()).add(target)
-    return ["layers: python modules import each other in a loop: %s" % ", ".join(loop)
-            for loop in strongly_connected(graph) if loop not in KNOWN_PYTHON_LOOPS]
+    problems = []
+    for mod in sorted(graph):
+        if not mod.startswith("rill.compat."):
+            continue
+        for target in sorted(graph[mod]):
+            if target.count(".") == 1 and target.startswith("rill._") and target != COMPAT_API:
+                problems.append("layers: %s imports %s, a private module of the package; the "
+                                "compatibility modules take what they need from %s (add it "
+                                "there) or from rill's public names" % (mod, target, COMPAT_API))
+    return problems + ["layers: python modules import each other in a loop: %s" % ", ".join(loop)
+                       for loop in strongly_connected(graph) if loop not in KNOWN_PYTHON_LOOPS]
 
 
 def main(argv):
