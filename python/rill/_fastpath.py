@@ -76,18 +76,24 @@ def _operator(kind, general):
                _map=lib.rill_op_map_f32_new, _oom=lib.RILL_ERROR_OUT_OF_MEMORY):
         cls = self.__class__
         tensors = other.__class__ is cls
-        if unary or tensors:
-            if not (self._dtype is _f32 and self._strides is None and self._numel
-                    and self._gen == _life.generation and not _active[0]
-                    and (unary or (other._dtype is _f32 and self._shape == other._shape
-                                   and other._strides is None and other._gen == self._gen))):
+        if tensors:
+            shape = self._shape
+            if not (self._dtype is _f32 and other._dtype is _f32 and shape == other._shape
+                    and self._strides is None and other._strides is None
+                    and (n := self._numel) and (gen := self._gen) == _life.generation
+                    and other._gen == gen and not _active[0]):
                 return general(self, other)
+        elif unary:
+            if not (self._dtype is _f32 and self._strides is None and (n := self._numel)
+                    and (gen := self._gen) == _life.generation and not _active[0]):
+                return general(self, other)
+            shape = self._shape
             value = 0.0
         elif ((other.__class__ is float or other.__class__ is int)
-              and self._dtype is _f32 and self._strides is None and self._numel
-              and self._gen == _life.generation
-              and not _active[0]):
+              and self._dtype is _f32 and self._strides is None and (n := self._numel)
+              and (gen := self._gen) == _life.generation and not _active[0]):
             # before anything is taken: OverflowError for a huge int
+            shape = self._shape
             value = other * alpha if alpha is not None else float(other)
         else:
             return general(self, other) if _operand(other) else NotImplemented
@@ -97,7 +103,6 @@ def _operator(kind, general):
         if not ((self._stream is s or self._stream._dev == s._dev)
                 and (not tensors or other._stream is s or other._stream._dev == s._dev)):
             return general(self, other)  # on the operands' device (the device guard)
-        n = self._numel
         pool = s._events
         try:
             ev = pool.pop()
@@ -119,7 +124,7 @@ def _operator(kind, general):
             if st == _oom:
                 return general(self, other)  # which waits for pending frees first
             check(st)
-        return _build(_new(cls), buf[0], self._shape, n, _f32, s, ev, self._gen)
+        return _build(_new(cls), buf[0], shape, n, _f32, s, ev, gen, None, None, None)
 
     return method
 
