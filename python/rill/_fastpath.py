@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
-"""The fast path of the element-wise operators: a + b, a - b, a * b, a +
-number, a - number, a * number and -a on float32 tensors of one shape and
-class with elements on the current device, while no capture is active
+"""The fast path of the element-wise operators: a + b, a - b, a * b, a
+tensor with a number and -a on float32 tensors of one shape and class
+with elements on the current device, while no capture is active
 anywhere: one call of rill_op_*_f32_new (rill_malloc_async, the op and
 rill_event_record of the output's event, the calls that the general path,
 rill._ops, makes one by one), with the checks that cannot fail there left
@@ -13,7 +13,7 @@ The fast path is _rill_fast's (python/rill_fast.c: TensorBase's number
 slots), which configure() below points at the general path. Where the
 build did not compile it, the Python form of the fields takes the methods
 of Operators instead: the same path in Python, one function for every
-operator."""
+operator (a number on the left of a tensor takes the general path there)."""
 
 import threading
 
