@@ -172,8 +172,9 @@ def from_dlpack(x, cls=Tensor):
     # Refused (raised above or below): the capsule stays unconsumed, and its
     # destructor calls the deleter.
     ptr, shape, n, dt, strides = _described(dl, where)
+    t = new(cls)
     _api.PyCapsule_SetName(capsule, b"used_dltensor")
-    return build(new(cls), ptr, shape, n, dt, s, owner=_Import(managed), strides=strides)
+    return build(t, ptr, shape, n, dt, s, owner=_Import(managed), strides=strides)
 
 
 # The most dimensions a capsule may have (numpy's NPY_MAXDIMS and PyTorch's
