@@ -155,8 +155,9 @@ class TensorCore(Fields):
     @classmethod
     def _empty(cls, shape, dt, stream, where):
         """A new tensor of cls with memory for shape on stream (not written)."""
+        t = new(cls)  # first: a class that cannot make one takes no memory
         ptr, n, owner = allocate(shape, dt, stream, where)
-        return build(new(cls), ptr, shape, n, dt, stream, owner=owner)
+        return build(t, ptr, shape, n, dt, stream, owner=owner)
 
     def _copy(self, stream):
         """A copy made in stream order on stream, of this tensor's class."""
