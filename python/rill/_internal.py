@@ -10,9 +10,9 @@ users: names and signatures change with the package.
               makers below take cls.
   where=      the name an error sentence gives the call (torch.add, ...)."""
 
+from ._core import is_scalar
 from ._device import count_of_kind
 from ._dtype import dtype_arg, shape_arg
-from ._core import is_scalar
 from ._errors import check
 from ._ffi import ffi, lib
 from ._from_dlpack import from_dlpack
