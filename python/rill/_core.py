@@ -157,7 +157,7 @@ class TensorCore(Fields):
         """A new tensor of cls with memory for shape on stream (not written)."""
         t = new(cls)  # first: a class that cannot make one takes no memory
         ptr, n, owner = allocate(shape, dt, stream, where)
-        return build(t, ptr, shape, n, dt, stream, owner=owner)
+        return build(t, ptr, shape, n, dt, stream, None, None, owner, None, None)
 
     def _copy(self, stream):
         """A copy made in stream order on stream, of this tensor's class."""
