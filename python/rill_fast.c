@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* _rill_fast: the parts of rill.Tensor that every element-wise op runs, in
- * C. The Python package keeps the rest (rill/_tensor.py), and runs without
- * this module where the build could not compile it (python/CMakeLists.txt),
- * with the same semantics through Python code.
+ * C. The Python package keeps the rest (rill/_tensor.py and the modules it
+ * builds on), and runs without this module where the build could not
+ * compile it (python/CMakeLists.txt), with the same semantics through
+ * Python code (rill/_fastpath.py).
  *
  * TensorBase holds a tensor's fields: the device address and the event
  * recorded after the op that wrote the tensor as C pointers, the others as
@@ -429,6 +430,31 @@ static PyMemberDef tensor_members[] = {
     {NULL, 0, 0, 0, NULL},
 };
 
+/* A new tensor of type on the memory addr, with event ev (or NULL), of
+ * stream (handle h, device dev) and runtime generation gen: float32, of
+ * shape and numel, with no owner, base or strides. The one place where
+ * the module sets a tensor's fields, as rill._core.build does in Python.
+ * NULL with an exception when the object cannot be allocated: addr and ev
+ * stay the caller's. */
+static Tensor *tensor_make(PyTypeObject *type, void *addr, rill_event *ev, rill_stream *h,
+                           rill_device *dev, long gen, PyObject *shape, PyObject *numel,
+                           PyObject *stream) {
+    Tensor *t = (Tensor *)type->tp_alloc(type, 0);
+    if (t == NULL)
+        return NULL;
+    t->addr = addr;
+    t->event = ev;
+    t->handle = h;
+    t->dev = dev;
+    t->gen = gen;
+    t->shape = Py_NewRef(shape);
+    t->numel = Py_NewRef(numel);
+    t->dtype = Py_NewRef(st.float32);
+    t->stream = Py_NewRef(stream);
+    t->owner = Py_NewRef(Py_None);
+    return t;
+}
+
 /* ---- the element-wise fast path */
 
 enum { OP_ADD, OP_SUB, OP_MUL };
@@ -607,22 +633,11 @@ static PyObject *fast_op(Tensor *a, PyObject *other, int op, bool reflected) {
         Py_XDECREF(r);
         goto done;
     }
-    t = (Tensor *)type->tp_alloc(type, 0);
+    t = tensor_make(type, out, ev, h, dev, a->gen, a->shape, a->numel, s);
     if (t == NULL) {
         rill_free_async(out, h);
         pool_push(pool, ev);
-        goto done;
     }
-    t->addr = out;
-    t->event = ev;
-    t->handle = h;
-    t->dev = dev;
-    t->gen = a->gen;
-    t->shape = Py_NewRef(a->shape);
-    t->numel = Py_NewRef(a->numel);
-    t->dtype = Py_NewRef(st.float32);
-    t->stream = Py_NewRef(s);
-    t->owner = Py_NewRef(Py_None);
 done:
     Py_DECREF(pool);
     Py_DECREF(s);
@@ -785,25 +800,14 @@ static PyObject *new_tensor(PyObject *module, PyObject *const *args, Py_ssize_t 
         Py_XDECREF(r);
         goto done;
     }
-    t = (Tensor *)type->tp_alloc(type, 0);
+    PyObject *numel = PyLong_FromSsize_t(n);
+    t = numel == NULL ? NULL : tensor_make(type, mem, ev, h, dev, st.generation, shape, numel, s);
+    Py_XDECREF(numel);
     if (t == NULL) {
         rill_free_async(mem, h);
         if (ev != NULL)
             pool_push(pool, ev);
-        goto done;
     }
-    t->addr = mem;
-    t->event = ev;
-    t->handle = h;
-    t->dev = dev;
-    t->gen = st.generation;
-    t->shape = Py_NewRef(shape);
-    t->numel = PyLong_FromSsize_t(n);
-    t->dtype = Py_NewRef(st.float32);
-    t->stream = Py_NewRef(s);
-    t->owner = Py_NewRef(Py_None);
-    if (t->numel == NULL)
-        Py_CLEAR(t); /* its finalizer frees the memory */
 done:
     Py_DECREF(shape);
     Py_DECREF(pool);

@@ -8,7 +8,9 @@ Usage: scripts/layers.py [--mermaid] [--loops BUILD] [--check [--calls BUILD] [-
   --mermaid  the graph as a Mermaid block (docs/design.md)
   --check    exit 1 on an upward edge, a loop in a ONE_WAY module (not in
              KNOWN_LOOPS) or in python/rill (not in KNOWN_PYTHON_LOOPS), an
-             entry of KNOWN_LOOPS that is no loop any more, or a stale block
+             entry of KNOWN_LOOPS that is no loop any more, a module of
+             python/rill/compat that imports a private module of the package
+             other than COMPAT_API, or a stale block
   --loops BUILD  print every loop of calls inside a module, and the calls
              from file to file within each"""
 import os
@@ -46,6 +48,10 @@ KNOWN_LOOPS = [
 # Loops of imports among the modules of python/rill not undone yet, each as
 # the sorted list of its modules.
 KNOWN_PYTHON_LOOPS = []
+# The one private module of python/rill that its compatibility modules
+# (rill.compat) may import: their internal API. The rest they take from
+# rill's public names.
+COMPAT_API = "rill._internal"
 # A declaration at the start of a line of a header: a function or variable.
 DECLARED = re.compile(r'^(?!\s|#|return\b|typedef\b|static\b)[^;{}()]*?\b(rill_\w+)\s*[(\[;]',
                       re.M)
@@ -240,7 +246,9 @@ def strongly_connected(graph):
 
 def python_problems():
     """Sentences for each loop of imports among python/rill's modules
-    (those inside functions count) that KNOWN_PYTHON_LOOPS does not list."""
+    (those inside functions count) that KNOWN_PYTHON_LOOPS does not list,
+    and for each import of a private module of the package (rill._name)
+    other than COMPAT_API by a module of rill.compat."""
     import ast
     base = os.path.join(ROOT, "python")
     modules = {}
@@ -271,8 +279,17 @@ def python_problems():
             for target in targets:
                 if target in modules and target != mod:
                     graph.setdefault(mod, set()).add(target)
-    return ["layers: python modules import each other in a loop: %s" % ", ".join(loop)
-            for loop in strongly_connected(graph) if loop not in KNOWN_PYTHON_LOOPS]
+    problems = []
+    for mod in sorted(graph):
+        if not mod.startswith("rill.compat."):
+            continue
+        for target in sorted(graph[mod]):
+            if target.count(".") == 1 and target.startswith("rill._") and target != COMPAT_API:
+                problems.append("layers: %s imports %s, a private module of the package; the "
+                                "compatibility modules take what they need from %s (add it "
+                                "there) or from rill's public names" % (mod, target, COMPAT_API))
+    return problems + ["layers: python modules import each other in a loop: %s" % ", ".join(loop)
+                       for loop in strongly_connected(graph) if loop not in KNOWN_PYTHON_LOOPS]
 
 
 def main(argv):

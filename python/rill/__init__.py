@@ -20,7 +20,7 @@ for _module, _debian in (("cffi", "python3-cffi"), ("numpy", "python3-numpy")):
             f"elsewhere `{_sys.executable} -m pip install {_module}`", name=_module) from None
 del _module, _debian
 
-from . import _math, _views, ops  # _views and _math add their methods to Tensor
+from . import ops
 from ._device import Device, current_device, device, device_count, set_device
 from ._errors import (CaptureInvalidatedError, CaptureIsolationError, CaptureUnjoinedError,
                       CaptureUnmatchedError, CaptureUnsupportedError, CaptureWrongThreadError,
@@ -38,8 +38,8 @@ from ._memory import (empty_cache, max_memory_allocated, max_memory_reserved, me
 from ._runtime import shutdown
 from ._stream import (Event, Stream, StreamContext, current_stream, default_stream, set_stream,
                       stream, synchronize, tagged_event, tagged_stream)
-from ._tensor import (Tensor, dtype, empty, float16, float32, from_numpy, full, manual_seed, ones,
-                      randn, zeros)
+from ._dtype import dtype, float16, float32
+from ._tensor import Tensor, empty, from_numpy, full, manual_seed, ones, randn, zeros
 from ._version import __version__
 
 StreamCtx = StreamContext

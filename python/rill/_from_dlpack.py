@@ -13,14 +13,18 @@ import errno
 import mmap
 import sys
 
-from . import _device, _stream, _tensor
+from . import _device, _stream
+from ._core import build, new, new_event
+from ._dtype import float16, float32, numel as numel_of
 from ._errors import check, error
 from ._ffi import ffi, lib
+from ._layout import contiguous_strides
 from ._runtime import after_wait, on_shutdown
+from ._tensor import Tensor
 
 _KDL_CPU, _KDL_CUDA, _KDL_CUDA_HOST = 1, 2, 3
 _KDL_FLOAT = 2
-_DTYPES = {(_KDL_FLOAT, 32): _tensor.float32, (_KDL_FLOAT, 16): _tensor.float16}
+_DTYPES = {(_KDL_FLOAT, 32): float32, (_KDL_FLOAT, 16): float16}
 _KIND_NAMES = {_KDL_CPU: "CPU", _KDL_CUDA: "CUDA", _KDL_CUDA_HOST: "CUDA host"}
 
 _api = ctypes.pythonapi
@@ -70,7 +74,7 @@ class _Import:
             ev = None  # the device's synchronize stands in (reap)
         else:
             if ev is None:
-                ev = s._events.pop() if s._events else _tensor._new_event()
+                ev = s._events.pop() if s._events else new_event()
             if lib.rill_event_record(ev, s._h) != 0:
                 ev = None
         _pending.append((ev, s.device._h, self))
@@ -126,7 +130,7 @@ def _device_for(kind, index, where):
                       "those first")
 
 
-def from_dlpack(x, cls=_tensor.Tensor):
+def from_dlpack(x, cls=Tensor):
     """A rill tensor on x's memory without a copy (numpy arrays, PyTorch
     tensors, anything with __dlpack__, or a "dltensor" capsule): float32 or
     float16, its shape and non-negative strides. Host memory goes to rill's
@@ -167,10 +171,10 @@ def from_dlpack(x, cls=_tensor.Tensor):
         s = _stream.current_stream(_device_for(dl.device.device_type, dl.device.device_id, where))
     # Refused (raised above or below): the capsule stays unconsumed, and its
     # destructor calls the deleter.
-    t = _wrap(dl, s, cls, where)
+    ptr, shape, n, dt, strides = _described(dl, where)
+    t = new(cls)
     _api.PyCapsule_SetName(capsule, b"used_dltensor")
-    t._owner = _Import(managed)
-    return t
+    return build(t, ptr, shape, n, dt, s, owner=_Import(managed), strides=strides)
 
 
 # The most dimensions a capsule may have (numpy's NPY_MAXDIMS and PyTorch's
@@ -206,9 +210,10 @@ def _unmapped(first, last):
     return None
 
 
-def _wrap(dl, s, cls, where):
-    """A tensor of cls on the memory that DLTensor dl describes, on stream
-    s, once its fields are found to describe memory: ndim 0 to 64, a shape
+def _described(dl, where):
+    """The fields of a tensor on the memory that DLTensor dl describes
+    (ptr, shape, numel, dtype, strides), once its fields are found to
+    describe memory: ndim 0 to 64, a shape
     (and strides) whose elements and bytes fit in Py_ssize_t and, from data
     plus byte_offset, in the address space, and data other than NULL
     unless there are no elements; for host memory, mapped at its first and
@@ -228,7 +233,7 @@ def _wrap(dl, s, cls, where):
     shape = tuple(int(dl.shape[i]) for i in range(ndim))
     if any(d < 0 for d in shape):
         raise _broken(where, "shape", f"{shape} has a negative dimension")
-    numel = _tensor._numel(shape)
+    numel = numel_of(shape)
     item = dt.itemsize
     if numel * item > _MAX_BYTES:
         raise _broken(where, "shape", f"{shape} holds {numel} elements of {item} bytes, more "
@@ -245,7 +250,7 @@ def _wrap(dl, s, cls, where):
             if span > _MAX_BYTES:
                 raise _broken(where, "strides", f"{given} over shape {shape} span {span} bytes, "
                               f"more than any memory holds ({_MAX_BYTES} bytes at most)")
-        if given != tuple(_tensor.contiguous_strides(shape)):
+        if given != tuple(contiguous_strides(shape)):
             strides = given
     data = int(ffi.cast("uintptr_t", dl.data))
     if numel and data == 0:
@@ -260,7 +265,5 @@ def _wrap(dl, s, cls, where):
             raise _broken(where, "data", f"{data:#x} plus byte_offset {dl.byte_offset} "
                           f"and the tensor's {span} bytes reach {address:#x}, host memory "
                           "that no mapping of this process holds")
-    t = cls.__new__(cls)
-    t._describe(shape, dt, s, strides)
-    t._ptr = ffi.cast("void *", ffi.cast("char *", dl.data) + dl.byte_offset)
-    return t
+    return (ffi.cast("void *", ffi.cast("char *", dl.data) + dl.byte_offset), shape, numel, dt,
+            strides)

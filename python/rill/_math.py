@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: MIT
-"""The tensor ops of a small model beyond _tensor's element-wise ones,
+"""The tensor ops of a small model beyond rill._ops' element-wise ones,
 each one of rill's C ops on the current stream: reductions and softmax
 along a dimension, conv2d with strides and padding, pooling, and matmul of
-[..., m, k] by [k, n]. rill.Tensor's methods for them are added to it here.
+[..., m, k] by [k, n]. MathMethods are rill.Tensor's methods for them.
 
 dtypes: float32 computes directly; float16 tensors are converted to
 float32 on the stream, and a result of only float16 inputs is rounded back
@@ -12,17 +12,21 @@ min along a dimension give are int64 tensors (storage only)."""
 import collections
 import numbers
 
+from . import _ops as O
 from . import _stream
-from . import _tensor as T
 from . import _views as V
+from ._core import TensorCore, finish
+from ._dtype import float32, int64, numel
 from ._errors import check
 from ._ffi import ffi, lib
+from ._guard import on_operands_device
+from ._layout import contiguous
 
 
 # ---- along a dimension
 
 def _split(shape, d):
-    return T._numel(shape[:d]), shape[d], T._numel(shape[d + 1:])
+    return numel(shape[:d]), shape[d], numel(shape[d + 1:])
 
 
 def _dims_arg(dim, nd, where):
@@ -40,18 +44,18 @@ values_indices = collections.namedtuple("values_indices", ["values", "indices"])
 
 def _reduce_one(kind, x, d, keepdim, want_indices, where):
     """x (float32) reduced along dimension d."""
-    x = T.contiguous(x, where)
+    x = contiguous(x, where)
     outer, dim, inner = _split(x._shape, d)
     shape = x._shape[:d] + ((1,) if keepdim else ()) + x._shape[d + 1:]
     s = _stream.current()
-    out = type(x)._empty(shape, T.float32, s, where)
-    idx = type(x)._empty(shape, T.int64, s, where) if want_indices else None
+    out = type(x)._empty(shape, float32, s, where)
+    idx = type(x)._empty(shape, int64, s, where) if want_indices else None
     if out._numel == 0:
         return out, idx
     if dim == 0:
         if kind in ("max", "min"):
             raise IndexError(f"{where}: cannot take the {kind} of an empty dimension")
-        T._zeros(out, s) if kind == "sum" else T._finish(
+        O._zeros(out, s) if kind == "sum" else finish(
             out, s, lib.rill_op_fill_f32(s._h, out._ptr, float("nan"), out._numel))
         return out, idx
     check(lib.rill_op_reduce_dim_f32(s._handle(where), _REDUCE[kind], out._ptr,
@@ -63,54 +67,54 @@ def _reduce_one(kind, x, d, keepdim, want_indices, where):
     return out, idx
 
 
-@T.on_operands_device(lambda kind, *args, **kwargs: f"rill.Tensor.{kind}")
+@on_operands_device(lambda kind, *args, **kwargs: f"rill.Tensor.{kind}")
 def reduce(kind, a, dim=None, keepdim=False, where=None):
     """sum or mean of a over dim (an int, a tuple of ints, or None: all),
     keeping the reduced dimensions as 1 when keepdim."""
     where = where or f"rill.Tensor.{kind}"
-    x, half = T._as_f32(a, where)
+    x, half = O._as_f32(a, where)
     dims = _dims_arg(dim, len(x._shape), where)
     if dims is None:
         if kind == "sum" and x._strides is None:
-            out = T._sum_same(x)
+            out = O._sum_same(x)
         else:
             out, _ = _reduce_one(kind, V.reshape(x, x._numel, where=where), 0, False, False,
                                  where)
             out = V.reshape(out, (), where=where)
         if keepdim:
             out = V.reshape(out, (1,) * len(x._shape), where=where)
-        return T._result(out, half)
+        return O._result(out, half)
     out = x
     for d in dims:
         out, _ = _reduce_one(kind, out, d, True, False, where)
     if not keepdim:
         out = V.reshape(out, tuple(n for i, n in enumerate(out._shape) if i not in dims),
                         where=where)
-    return T._result(out, half)
+    return O._result(out, half)
 
 
-@T.on_operands_device(lambda kind, *args, **kwargs: f"rill.Tensor.{kind}")
+@on_operands_device(lambda kind, *args, **kwargs: f"rill.Tensor.{kind}")
 def extreme(kind, a, dim=None, keepdim=False, where=None):
     """max or min: of all elements (dim None: a 0-d tensor), or along dim:
     (values, indices), indices int64."""
     where = where or f"rill.Tensor.{kind}"
-    x, half = T._as_f32(a, where)
+    x, half = O._as_f32(a, where)
     if dim is None:
         if x._numel == 0:
             raise RuntimeError(f"{where}: the {kind} of an empty tensor is undefined; pass a "
                                "non-empty tensor")
         out, _ = _reduce_one(kind, V.reshape(x, x._numel, where=where), 0, False, False, where)
-        return T._result(V.reshape(out, (), where=where), half)
+        return O._result(V.reshape(out, (), where=where), half)
     d = V._dim(dim, len(x._shape), where)
     if not x._shape:
         x = V.reshape(x, 1, where=where)
     values, indices = _reduce_one(kind, x, d, keepdim, True, where)
     if not a._shape:
         values, indices = V.reshape(values, (), where=where), V.reshape(indices, (), where=where)
-    return values_indices(T._result(values, half), indices)
+    return values_indices(O._result(values, half), indices)
 
 
-@T.on_operands_device(lambda kind, *args, **kwargs: f"rill.Tensor.arg{kind}")
+@on_operands_device(lambda kind, *args, **kwargs: f"rill.Tensor.arg{kind}")
 def argextreme(kind, a, dim=None, keepdim=False, where=None):
     where = where or f"rill.Tensor.arg{kind}"
     if dim is None:
@@ -119,21 +123,21 @@ def argextreme(kind, a, dim=None, keepdim=False, where=None):
     return extreme(kind, a, dim, keepdim, where).indices
 
 
-@T.on_operands_device("rill.ops.softmax")
+@on_operands_device("rill.ops.softmax")
 def softmax(a, dim, log=False, where=None):
     where = where or ("rill.ops.log_softmax" if log else "rill.ops.softmax")
     if dim is None:
         raise TypeError(f"{where}: pass dim, the dimension to normalise along")
-    x, half = T._as_f32(a, where)
-    x = T.contiguous(x, where)
+    x, half = O._as_f32(a, where)
+    x = contiguous(x, where)
     d = V._dim(dim, len(x._shape), where)
     outer, n, inner = _split(x._shape, d) if x._shape else (1, 1, 1)
     s = _stream.current()
-    out = type(a)._empty(x._shape, T.float32, s, where)
+    out = type(a)._empty(x._shape, float32, s, where)
     if out._numel:
         op = lib.rill_op_log_softmax_f32 if log else lib.rill_op_softmax_f32
-        T._finish(out, s, op(s._handle(where), out._ptr, x._valid(where), outer, n, inner))
-    return T._result(out, half)
+        finish(out, s, op(s._handle(where), out._ptr, x._valid(where), outer, n, inner))
+    return O._result(out, half)
 
 
 # ---- images
@@ -147,7 +151,7 @@ def _pair(v, name, where):
     return int(v[0]), int(v[1])
 
 
-@T.on_operands_device("rill.ops.conv2d")
+@on_operands_device("rill.ops.conv2d")
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1,
            where="rill.ops.conv2d"):
     """torch's conv2d: input [n, c, h, w], weight [k, c, r, s], optional bias
@@ -163,11 +167,11 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1,
                                   "the padding as ints")
     ph, pw = _pair(padding, "padding", where)
     if (sh, sw, ph, pw) == (1, 1, 0, 0):
-        out = T.conv2d(T.contiguous(input, where), T.contiguous(weight, where))
+        out = O.conv2d(contiguous(input, where), contiguous(weight, where))
     else:
-        x, hx = T._as_f32(input, where)
-        wt, hw = T._as_f32(weight, where)
-        x, wt = T.contiguous(x, where), T.contiguous(wt, where)
+        x, hx = O._as_f32(input, where)
+        wt, hw = O._as_f32(weight, where)
+        x, wt = contiguous(x, where), contiguous(wt, where)
         if len(x._shape) != 4 or len(wt._shape) != 4 or x._shape[1] != wt._shape[1]:
             raise ValueError(f"{where}: input {x._shape} and weight {wt._shape} must be 4-D, "
                              "[n, c, h, w] and [k, c, r, s], with the same c")
@@ -178,18 +182,18 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1,
                              f"input {x._shape} and weight {wt._shape}")
         oh, ow = (h + 2 * ph - r) // sh + 1, (w + 2 * pw - q) // sw + 1
         s = _stream.current()
-        out = type(input)._empty((n, k, oh, ow), T.float32, s, where)
+        out = type(input)._empty((n, k, oh, ow), float32, s, where)
         if out._numel:
-            T._finish(out, s, lib.rill_op_conv2d_ex_f32(
+            finish(out, s, lib.rill_op_conv2d_ex_f32(
                 s._handle(where), out._ptr, x._valid(where), wt._valid(where), n, c, h, w, k, r,
                 q, sh, sw, ph, pw))
-        out = T._result(out, hx and hw)
+        out = O._result(out, hx and hw)
     if bias is not None:
-        out = T.binary("add", out, V.reshape(bias, (1, -1, 1, 1), where=where), where)
+        out = O.binary("add", out, V.reshape(bias, (1, -1, 1, 1), where=where), where)
     return out
 
 
-@T.on_operands_device(lambda kind, *args, **kwargs: f"rill.ops.{kind}_pool2d")
+@on_operands_device(lambda kind, *args, **kwargs: f"rill.ops.{kind}_pool2d")
 def pool2d(kind, input, kernel_size, stride=None, padding=0, where=None, **unsupported):
     """max_pool2d and avg_pool2d (count_include_pad, no ceil_mode)."""
     where = where or f"rill.ops.{kind}_pool2d"
@@ -202,13 +206,13 @@ def pool2d(kind, input, kernel_size, stride=None, padding=0, where=None, **unsup
     r, q = _pair(kernel_size, "kernel_size", where)
     sh, sw = _pair(stride if stride not in (None, ()) else (r, q), "stride", where)
     ph, pw = _pair(padding, "padding", where)
-    x, half = T._as_f32(input, where)
-    x = T.contiguous(x, where)
+    x, half = O._as_f32(input, where)
+    x = contiguous(x, where)
     if len(x._shape) not in (3, 4):
         raise ValueError(f"{where}: input {x._shape} must be 3-D or 4-D: [c, h, w] or "
                          "[n, c, h, w]")
     h, w = x._shape[-2:]
-    planes = T._numel(x._shape[:-2])
+    planes = numel(x._shape[:-2])
     if ph > r // 2 or pw > q // 2:
         raise RuntimeError(f"{where}: pad should be at most half of effective kernel size, but "
                            f"got pad=({ph}, {pw}), kernel_size=({r}, {q})")
@@ -217,37 +221,39 @@ def pool2d(kind, input, kernel_size, stride=None, padding=0, where=None, **unsup
                          f"({ph}, {pw}) do not fit input {x._shape}")
     oh, ow = (h + 2 * ph - r) // sh + 1, (w + 2 * pw - q) // sw + 1
     s = _stream.current()
-    out = type(input)._empty(x._shape[:-2] + (oh, ow), T.float32, s, where)
+    out = type(input)._empty(x._shape[:-2] + (oh, ow), float32, s, where)
     if out._numel:
         op = lib.RILL_POOL_MAX if kind == "max" else lib.RILL_POOL_AVG
-        T._finish(out, s, lib.rill_op_pool2d_f32(s._handle(where), op, out._ptr,
-                                                 x._valid(where), planes, h, w, r, q, sh, sw,
-                                                 ph, pw))
-    return T._result(out, half)
+        finish(out, s, lib.rill_op_pool2d_f32(s._handle(where), op, out._ptr,
+                                              x._valid(where), planes, h, w, r, q, sh, sw,
+                                              ph, pw))
+    return O._result(out, half)
 
 
-@T.on_operands_device("rill.ops.matmul")
+@on_operands_device("rill.ops.matmul")
 def matmul(a, b, where="rill.ops.matmul"):
     """The matrix product: 2-D by 2-D, or [..., m, k] by [k, n] (the
     leading dimensions folded into m), of contiguous copies of views."""
-    if not isinstance(a, T.Tensor) or not isinstance(b, T.Tensor):
+    if not isinstance(a, TensorCore) or not isinstance(b, TensorCore):
         raise TypeError(f"{where}: both operands must be rill.Tensors")
     if len(b._shape) == 2 and len(a._shape) > 2:
         lead = a._shape[:-1]
-        out = T.matmul(V.reshape(a, (-1, a._shape[-1]), where=where), T.contiguous(b, where))
+        out = O.matmul(V.reshape(a, (-1, a._shape[-1]), where=where), contiguous(b, where))
         return V.reshape(out, lead + (b._shape[1],), where=where)
     if len(a._shape) != 2 or len(b._shape) != 2:
         raise NotImplementedError(f"{where}: rill multiplies 2-D tensors, and [..., m, k] by "
                                   f"[k, n]; shapes {a._shape} and {b._shape} need PyTorch "
                                   "(torch.from_dlpack(t))")
-    return T.matmul(T.contiguous(a, where), T.contiguous(b, where))
+    return O.matmul(contiguous(a, where), contiguous(b, where))
 
 
 # ---- rill.Tensor's methods along dimensions
 
-class _MathMethods:
-    """The methods of rill.Tensor along dimensions, added to the class
-    below (the class is _tensor's, under this module)."""
+class MathMethods:
+    """The methods of rill.Tensor along dimensions (a base class of
+    rill.Tensor)."""
+
+    __slots__ = ()
 
     def sum(self, dim=None, keepdim=False):
         """The sum of all elements (a 0-d tensor) or along dim."""
@@ -258,13 +264,13 @@ class _MathMethods:
 
     def max(self, dim=None, keepdim=False):
         """The largest element, or (values, indices) along dim."""
-        if isinstance(dim, T.Tensor):
-            return T.binary("maximum", self, dim)
+        if isinstance(dim, TensorCore):
+            return O.binary("maximum", self, dim)
         return extreme("max", self, dim, keepdim)
 
     def min(self, dim=None, keepdim=False):
-        if isinstance(dim, T.Tensor):
-            return T.binary("minimum", self, dim)
+        if isinstance(dim, TensorCore):
+            return O.binary("minimum", self, dim)
         return extreme("min", self, dim, keepdim)
 
     def argmax(self, dim=None, keepdim=False):
@@ -279,5 +285,3 @@ class _MathMethods:
     def log_softmax(self, dim):
         return softmax(self, dim, log=True)
 
-
-T.add_methods(_MathMethods)

@@ -8,40 +8,38 @@ reshape and view of a contiguous tensor, slicing and indexing with ints,
 slices, None and ..., transpose, permute, t(), unsqueeze, squeeze, flatten
 and expand give views; writes through a view (x[i] = v, in-place ops)
 change the base. cat and stack write their inputs into slices of the
-output. rill.Tensor's view methods are added to it here."""
+output. ViewMethods are rill.Tensor's view methods."""
 
 import numbers
 import operator
 
 from . import _stream
-from . import _tensor as T
+from ._core import TensorCore, build, is_scalar, new
+from ._dtype import float32, numel
 from ._errors import check
 from ._ffi import ffi, lib
+from ._guard import on_operands_device
+from ._layout import (broadcast_shape, broadcast_strides, contiguous, contiguous_strides,
+                      copy_strided, f32_only, strides_of, to_device)
+from ._makers import filled
+from ._ops import to_dtype
 
 
 def _is_contiguous(shape, strides):
-    return all(st == c for d, st, c in zip(shape, strides, T.contiguous_strides(shape))
+    return all(st == c for d, st, c in zip(shape, strides, contiguous_strides(shape))
                if d != 1)
 
 
-def make_view(t, shape, strides, offset, where):
+def make_view(t, shape, strides, offset, where, strided=False):
     """A tensor of t's class that shows t's memory from element offset with
-    shape and strides."""
+    shape and strides (kept when strided, else only when they are not
+    contiguous)."""
     ptr = t._valid(where)
     base = t._base if t._base is not None else t
     cls = getattr(type(t), "_view_class", None) or type(t)  # a Parameter's views are tensors
-    v = cls.__new__(cls)
-    v._ptr = ffi.cast("void *", ffi.cast("char *", ptr) + offset * t._dtype.itemsize)
-    v._shape = tuple(shape)
-    v._numel = T._numel(shape)
-    v._dtype = t._dtype
-    v._stream = t._stream
-    v._event = None
-    v._gen = t._gen
-    v._owner = None
-    v._base = base
-    v._strides = None if _is_contiguous(shape, strides) else tuple(strides)
-    return v
+    return build(new(cls), ffi.cast("void *", ffi.cast("char *", ptr) + offset * t._dtype.itemsize),
+                 tuple(shape), numel(shape), t._dtype, t._stream, None, t._gen, None, base,
+                 tuple(strides) if strided or not _is_contiguous(shape, strides) else None)
 
 
 def _dim(d, ndim, where):
@@ -67,13 +65,13 @@ def _resolve(t, shape, where):
     if len(unknown) > 1 or any(d < -1 for d in shape):
         raise RuntimeError(f"{where}: shape {tuple(shape)} is invalid: only one dimension can "
                            "be inferred (-1), and none may be below -1")
-    known = T._numel([d for d in shape if d != -1])
+    known = numel([d for d in shape if d != -1])
     if unknown:
         if known == 0 or t._numel % known:
             raise RuntimeError(f"{where}: shape {tuple(shape)} is invalid for input of size "
                                f"{t._numel}")
         shape[unknown[0]] = t._numel // known
-    if T._numel(shape) != t._numel:
+    if numel(shape) != t._numel:
         raise RuntimeError(f"{where}: shape {tuple(shape)} is invalid for input of size "
                            f"{t._numel}")
     return tuple(shape)
@@ -83,8 +81,8 @@ def reshape(t, *shape, where="rill.Tensor.reshape"):
     """A view of t with shape (-1 inferred) when t is contiguous, else a
     contiguous copy so shaped, as torch's reshape."""
     shape = _resolve(t, shape, where)
-    t = T.contiguous(t, where)
-    return make_view(t, shape, T.contiguous_strides(shape), 0, where)
+    t = contiguous(t, where)
+    return make_view(t, shape, contiguous_strides(shape), 0, where)
 
 
 def view(t, *shape, where="rill.Tensor.view"):
@@ -94,7 +92,7 @@ def view(t, *shape, where="rill.Tensor.view"):
         raise RuntimeError(f"{where}: view size is not compatible with input tensor's size and "
                            "stride (the tensor is a view with strides); use .reshape(...) "
                            "instead")
-    return make_view(t, shape, T.contiguous_strides(shape), 0, where)
+    return make_view(t, shape, contiguous_strides(shape), 0, where)
 
 
 def _offset_of(t):
@@ -106,9 +104,9 @@ def _offset_of(t):
     return diff // t._dtype.itemsize
 
 
-def _restrided(t, shape, strides, where):
+def _restrided(t, shape, strides, where, strided=False):
     base = t._base if t._base is not None else t
-    return make_view(base, shape, strides, _offset_of(t), where)
+    return make_view(base, shape, strides, _offset_of(t), where, strided)
 
 
 def transpose(t, dim0, dim1, where="rill.Tensor.transpose"):
@@ -116,7 +114,7 @@ def transpose(t, dim0, dim1, where="rill.Tensor.transpose"):
     d0, d1 = _dim(dim0, nd, where), _dim(dim1, nd, where)
     if nd < 2:
         return t
-    shape, strides = list(t._shape), list(T.strides_of(t))
+    shape, strides = list(t._shape), list(strides_of(t))
     shape[d0], shape[d1] = shape[d1], shape[d0]
     strides[d0], strides[d1] = strides[d1], strides[d0]
     return _restrided(t, shape, strides, where)
@@ -130,21 +128,21 @@ def permute(t, *dims, where="rill.Tensor.permute"):
     if sorted(dims) != list(range(nd)):
         raise RuntimeError(f"{where}: dims {tuple(dims)} are not a permutation of the tensor's "
                            f"{nd} dimensions")
-    st = T.strides_of(t)
+    st = strides_of(t)
     return _restrided(t, [t._shape[d] for d in dims], [st[d] for d in dims], where)
 
 
 def unsqueeze(t, dim, where="rill.Tensor.unsqueeze"):
     nd = len(t._shape)
     d = _dim(dim, nd + 1, where)
-    shape, strides = list(t._shape), list(T.strides_of(t))
+    shape, strides = list(t._shape), list(strides_of(t))
     shape.insert(d, 1)
     strides.insert(d, strides[d] * shape[d + 1] if d < nd else 1)
     return _restrided(t, shape, strides, where)
 
 
 def squeeze(t, dim=None, where="rill.Tensor.squeeze"):
-    shape, strides = list(t._shape), list(T.strides_of(t))
+    shape, strides = list(t._shape), list(strides_of(t))
     if dim is None:
         keep = [i for i, d in enumerate(shape) if d != 1]
     else:
@@ -160,7 +158,7 @@ def flatten(t, start_dim=0, end_dim=-1, where="rill.Tensor.flatten"):
     a, b = _dim(start_dim, nd, where), _dim(end_dim, nd, where)
     if a > b:
         raise RuntimeError(f"{where}: start_dim {start_dim} comes after end_dim {end_dim}")
-    shape = t._shape[:a] + (T._numel(t._shape[a:b + 1]),) + t._shape[b + 1:]
+    shape = t._shape[:a] + (numel(t._shape[a:b + 1]),) + t._shape[b + 1:]
     return reshape(t, shape, where=where)
 
 
@@ -175,7 +173,7 @@ def expand(t, *sizes, where="rill.Tensor.expand"):
         raise RuntimeError(f"{where}: sizes {sizes} have fewer dimensions than the tensor's "
                            f"shape {t._shape}")
     shape, strides = [], []
-    old_strides = T.strides_of(t)
+    old_strides = strides_of(t)
     for i, size in enumerate(sizes):
         j = i - (new - nd)
         have = t._shape[j] if j >= 0 else 1
@@ -196,10 +194,8 @@ def expand(t, *sizes, where="rill.Tensor.expand"):
 
 def broadcast_view(t, shape, strides, where):
     """A read-only view with strides that may be 0 (broadcasting)."""
-    v = _restrided(t, shape, strides, where)
-    if v._strides is None and any(s == 0 for d, s in zip(shape, strides) if d > 1):
-        v._strides = tuple(strides)
-    return v
+    return _restrided(t, shape, strides, where,
+                      any(s == 0 for d, s in zip(shape, strides) if d > 1))
 
 
 # ---- indexing
@@ -226,7 +222,7 @@ def _index_view(t, index, where):
     else:
         index = index + (slice(None),) * (len(t._shape) - used)
     shape, strides, offset, d = [], [], _offset_of(t), 0
-    old = T.strides_of(t)
+    old = strides_of(t)
     for i in index:
         if i is None:
             shape.append(1)
@@ -260,18 +256,18 @@ def copy_into(dst, src, where):
     """Writes src (a tensor broadcast to dst's shape, or a number) into dst,
     a tensor or a view, on the current stream of dst's device; a tensor
     src of another device is copied there first, after its writes."""
-    if isinstance(src, T.Tensor) and src._stream._dev != dst._stream._dev:
-        src = T._to_device(src, dst._stream.device, where)
+    if isinstance(src, TensorCore) and src._stream._dev != dst._stream._dev:
+        src = to_device(src, dst._stream.device, where)
     _copy_into(dst, src, where)
 
 
-@T.on_operands_device("rill.Tensor.__setitem__")
+@on_operands_device("rill.Tensor.__setitem__")
 def _copy_into(dst, src, where):
     if dst._numel == 0:
         return
-    T._f32_only(dst, where)
-    if not isinstance(src, T.Tensor):
-        if not T._is_scalar(src):
+    f32_only(dst, where)
+    if not isinstance(src, TensorCore):
+        if not is_scalar(src):
             raise TypeError(f"{where}: the value must be a tensor or a number, "
                             f"not {type(src).__name__}")
         s = _stream.current()
@@ -280,18 +276,18 @@ def _copy_into(dst, src, where):
                                        dst._numel))
             dst._written(s)
             return
-        one = T.filled((1,), float(src), T.float32, where)
-        T.copy_strided(dst, dst._strides, one, (0,) * len(dst._shape), dst._shape, where)
+        one = filled((1,), float(src), float32, where, type(dst))
+        copy_strided(dst, dst._strides, one, (0,) * len(dst._shape), dst._shape, where)
         return
-    if src._dtype is not T.float32:
-        src = T.to_dtype(T.contiguous(src, where), T.float32, where)
-    shape = T.broadcast_shape(dst._shape, src._shape, where)
+    if src._dtype is not float32:
+        src = to_dtype(contiguous(src, where), float32, where)
+    shape = broadcast_shape(dst._shape, src._shape, where)
     if shape != dst._shape:
         raise RuntimeError(f"{where}: a tensor of shape {src._shape} cannot be written into "
                            f"one of shape {dst._shape}")
     if _shares_memory(dst, src):
-        src = T.Tensor._copy(T.contiguous(src, where), _stream.current())
-    T.copy_strided(dst, T.strides_of(dst), src, T.broadcast_strides(src, shape), shape, where)
+        src = TensorCore._copy(contiguous(src, where), _stream.current())
+    copy_strided(dst, strides_of(dst), src, broadcast_strides(src, shape), shape, where)
 
 
 def _shares_memory(a, b):
@@ -305,7 +301,7 @@ def setitem(t, index, value):
 
 # ---- cat and stack
 
-@T.on_operands_device("rill.cat")
+@on_operands_device("rill.cat")
 def cat(tensors, dim=0, where="rill.cat"):
     """The tensors joined along dim (of one dtype, float32; the other
     dimensions equal), on the current stream."""
@@ -313,7 +309,7 @@ def cat(tensors, dim=0, where="rill.cat"):
     if not tensors:
         raise RuntimeError(f"{where}: expected a non-empty list of tensors")
     for x in tensors:
-        if not isinstance(x, T.Tensor):
+        if not isinstance(x, TensorCore):
             raise TypeError(f"{where}: expected tensors, got {type(x).__name__}")
     first = tensors[0]
     nd = len(first._shape)
@@ -325,7 +321,7 @@ def cat(tensors, dim=0, where="rill.cat"):
                                f"{first._shape} and {x._shape}")
     shape = list(first._shape)
     shape[d] = sum(x._shape[d] for x in tensors)
-    out = type(first)._empty(tuple(shape), T.float32, _stream.current(), where)
+    out = type(first)._empty(tuple(shape), float32, _stream.current(), where)
     at = 0
     for x in tensors:
         if x._shape[d]:
@@ -351,9 +347,11 @@ def stack(tensors, dim=0, where="rill.stack"):
 
 # ---- rill.Tensor's view methods
 
-class _ViewMethods:
-    """The methods of rill.Tensor that make views, added to the class
-    below (the class is _tensor's, under this module)."""
+class ViewMethods:
+    """The methods of rill.Tensor that make views (a base class of
+    rill.Tensor)."""
+
+    __slots__ = ()
 
     def __getitem__(self, index):
         return getitem(self, index)
@@ -408,5 +406,3 @@ class _ViewMethods:
         """A view repeated along its dimensions of 1 (no copy)."""
         return expand(self, *sizes)
 
-
-T.add_methods(_ViewMethods)

@@ -4,6 +4,6 @@ tensors' device:
 add(a, b, alpha=1), sub(a, b, alpha=1), mul(a, b), matmul(a, b), sum(a),
 conv2d(input, weight). Numbers may stand for a or b where they make sense."""
 
-from ._tensor import add, conv2d, matmul, mul, sub, sum  # noqa: A004 - as numpy and torch name it
+from ._ops import add, conv2d, matmul, mul, sub, sum  # noqa: A004 - as numpy and torch name it
 
 __all__ = ["add", "conv2d", "matmul", "mul", "sub", "sum"]

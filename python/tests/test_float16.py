@@ -139,12 +139,12 @@ def test_half_ops_run_on_the_current_stream():
 
 
 def test_elementwise_ops_and_fills_on_halves_need_no_float32_scratch(monkeypatch):
-    from rill import _tensor
+    from rill import _ops
 
     def refuse(*args, **kwargs):
         raise AssertionError("converted to float32")
-    monkeypatch.setattr(_tensor, "_via_float32", refuse)
-    monkeypatch.setattr(_tensor, "_converted", refuse)
+    monkeypatch.setattr(_ops, "_via_float32", refuse)
+    monkeypatch.setattr(_ops, "converted", refuse)
     a, b = halves((33, 5), 7), halves((33, 5), 8)
     ta, tb = rill.Tensor(a), rill.Tensor(b)
     fa, fb = a.astype(F32), b.astype(F32)
@@ -175,12 +175,12 @@ def test_matmul_sum_conv2d_on_halves_run_the_f16_ops(monkeypatch):
     """rill_op_matmul_f16, rill_op_sum_f16 and rill_op_conv2d_f16: no
     float32 copies of the inputs, and the float64 result rounded once to a
     half (within half a half's spacing, plus float32 accumulation)."""
-    from rill import _tensor
+    from rill import _ops
 
     def refuse(*args, **kwargs):
         raise AssertionError("converted to float32")
-    monkeypatch.setattr(_tensor, "_via_float32", refuse)
-    monkeypatch.setattr(_tensor, "_converted", refuse)
+    monkeypatch.setattr(_ops, "_via_float32", refuse)
+    monkeypatch.setattr(_ops, "converted", refuse)
     a, b = halves((70, 300), 11), halves((300, 40), 12)
     x, w = halves((2, 3, 9, 8), 13), halves((4, 3, 3, 2), 14)
     a64, b64 = a.astype(np.float64), b.astype(np.float64)

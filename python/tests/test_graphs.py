@@ -260,10 +260,10 @@ def test_memory_of_a_capture_invalidated_right_after_the_allocation_stays_the_gr
     # point. The memory is the graph's all the same: the tensor keeps the
     # graph and never frees it, so the memory that the discarded graph gave
     # back to the pool is not freed again, under a live tensor that took it.
-    from rill import _graph, _tensor
+    from rill import _core, _graph
     from rill._ffi import ffi
 
-    real = _tensor.lib
+    real = _core.lib
 
     class InvalidatingLib:
         def __getattr__(self, name):
@@ -278,7 +278,7 @@ def test_memory_of_a_capture_invalidated_right_after_the_allocation_stays_the_gr
     g = rill.Graph()
     with pytest.raises(rill.CaptureInvalidatedError):
         with rill.graph(g):
-            monkeypatch.setattr(_tensor, "lib", InvalidatingLib())
+            monkeypatch.setattr(_core, "lib", InvalidatingLib())
             t = rill.empty(n)
             monkeypatch.undo()
     assert type(t._owner) is _graph._Memory  # the capture's memory, as its graph's

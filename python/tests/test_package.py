@@ -3,6 +3,7 @@
 metadata too), the two pyproject.toml build the same wheel, and a Python
 that lacks a dependency is told what to install."""
 
+import json
 import os
 import re
 import shutil
@@ -77,6 +78,33 @@ def test_a_missing_dependency_says_what_to_install(module, debian):
     assert message.startswith(f"rill: the package needs {module}")
     assert f"apt install {debian}" in message
     assert f"-m pip install {module}" in message
+
+
+def test_tensor_is_whole_once_its_own_module_is_imported():
+    # rill.Tensor is defined in rill._tensor with every method in place, none
+    # added by another module at import: a Python that imports rill._tensor
+    # alone (a bare package module stands in for rill's __init__, which
+    # then never runs, nor rill.ops or rill.compat) has the same class,
+    # attribute by attribute, and its operators, views and reductions.
+    rill_dir = os.path.dirname(os.path.abspath(rill.__file__))
+    code = ("import importlib, json, sys, types\n"
+            f"package = types.ModuleType('rill'); package.__path__ = [{rill_dir!r}]\n"
+            "sys.modules['rill'] = package\n"
+            "T = importlib.import_module('rill._tensor')\n"
+            "t = T.Tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], T.float32)\n"
+            "u = (-(t + t) * 2.0 - 1).reshape(3, 2)\n"
+            "print(json.dumps({'names': sorted(dir(T.Tensor)), 'sum': u.sum().item(),\n"
+            "                  'row': t[1].numpy().tolist(), 'softmax': t.T.softmax(0).shape,\n"
+            "                  'max': t.max(1).indices.numpy().tolist(),\n"
+            "                  'modules': [m for m in sys.modules if m.startswith('rill')]}))\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60, env=dict(os.environ))
+    assert run.returncode == 0, run.stderr
+    got = json.loads(run.stdout)
+    assert got["names"] == sorted(dir(rill.Tensor))
+    assert got["sum"] == -(4 * 21 + 6) and got["row"] == [4.0, 5.0, 6.0]
+    assert got["softmax"] == [3, 2] and got["max"] == [2, 2]
+    assert not any(m in got["modules"] for m in ("rill.ops", "rill.compat", "rill._internal"))
 
 
 def test_the_tests_take_an_installed_package_when_asked_or_without_a_build(tmp_path):

@@ -1,10 +1,10 @@
 # SPDX-License-Identifier: MIT
 """mindspore.Tensor on rill.Tensor."""
 
-from ... import _tensor
+from ... import Tensor as _RillTensor
 
 
-class Tensor(_tensor.Tensor):
+class Tensor(_RillTensor):
     """mindspore.Tensor(input_data, dtype=None): a rill.Tensor (float32 or float16) with
     MindSpore's names. Results of ops on it are of this class too."""
 

@@ -4,7 +4,8 @@ memory limit."""
 
 import re
 
-from ... import _device, _memory
+from ... import _internal, device as _device, set_device as _set_device
+from ... import set_memory_limit as _set_memory_limit
 
 GRAPH_MODE = 0
 PYNATIVE_MODE = 1
@@ -36,13 +37,13 @@ def set_context(**kwargs):
         raise ValueError(f"mindspore.set_context: device_id must be an int 0 or more, "
                          f"not {index!r}")
     if "device_target" in kwargs or "device_id" in kwargs:
-        cuda = _device.count_of_kind("cuda")[0] > 0
+        cuda = _internal.count_of_kind("cuda")[0] > 0
         if target == "CPU":
             name = "cpu" if cuda else None
         else:
             name = f"cuda:{index}" if cuda else index
         if name is not None:
-            _device.set_device(_device.device(name))
+            _set_device(_device(name))
     for key, value in kwargs.items():
         if key == "mode":
             if value == GRAPH_MODE:
@@ -52,7 +53,7 @@ def set_context(**kwargs):
                 raise ValueError(f"mindspore.set_context: mode must be PYNATIVE_MODE or "
                                  f"GRAPH_MODE, not {value!r}")
         elif key == "max_device_memory":
-            _memory.set_memory_limit(_bytes(value))
+            _set_memory_limit(_bytes(value))
         elif key not in ("device_target", "device_id"):
             raise ValueError(f"mindspore.set_context: rill does not know the key {key!r}")
         _context[key] = value

@@ -3,7 +3,7 @@
 
 import numbers
 
-from ... import _math, _tensor
+from ... import _internal
 from ._tensor import Tensor
 
 
@@ -14,24 +14,24 @@ def _unsupported(name, **given):
 
 def add(input, other):
     """input + other (tensors of one shape, or a tensor and a number)."""
-    return _tensor.add(input, other)
+    return _internal.add(input, other)
 
 
 def mul(input, other):
     """input * other elementwise."""
-    return _tensor.mul(input, other)
+    return _internal.mul(input, other)
 
 
 def matmul(input, other):
     """The matrix product of 2-D tensors."""
-    return _tensor.matmul(input, other)
+    return _internal.matmul(input, other)
 
 
 def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001 - mindspore's name
     """The sum of all elements (dim=None), a 0-d tensor."""
     if dim is not None or keepdim or dtype is not None:
         _unsupported("sum", dim=dim, keepdim=keepdim, dtype=dtype)
-    return _tensor.sum(input)
+    return _internal.sum(input)
 
 
 def _pads(pad_mode, padding, size, kernel, stride, where):
@@ -80,17 +80,17 @@ def conv2d(input, weight, bias=None, stride=1, pad_mode="valid", padding=0, dila
         raise NotImplementedError(f"{where}: pad_mode={pad_mode!r} pads (top, bottom, left, "
                                   f"right) = {(top, bottom, left, right)} here, and rill pads "
                                   "both sides of a dimension alike")
-    return _math.conv2d(input, weight, bias, stride, (top, left), where=where)
+    return _internal.conv2d(input, weight, bias, stride, (top, left), where=where)
 
 
 def ones(shape, dtype=None):
     """A tensor of ones of shape (an int or a sequence of ints)."""
-    return _tensor.filled(shape, 1.0, dtype, "mindspore.ops.ones", Tensor)
+    return _internal.filled(shape, 1.0, dtype, "mindspore.ops.ones", Tensor)
 
 
 def zeros(shape, dtype=None):
     """A tensor of zeros of shape (an int or a sequence of ints)."""
-    return _tensor.filled(shape, 0.0, dtype, "mindspore.ops.zeros", Tensor)
+    return _internal.filled(shape, 0.0, dtype, "mindspore.ops.zeros", Tensor)
 
 
 __all__ = ["add", "conv2d", "matmul", "mul", "ones", "sum", "zeros"]

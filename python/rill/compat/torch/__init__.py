@@ -6,7 +6,7 @@ run on the current stream, as rill's do. A torch name it lacks raises
 NotImplementedError naming the call and the way to PyTorch (DLPack), never
 AttributeError. What it covers: docs/python.md."""
 
-from ..._tensor import dtype, float16, float32, manual_seed
+from ... import dtype, float16, float32, manual_seed
 from . import cuda, nn
 from ._tensor import (FloatTensor, HalfTensor, Size, Tensor, abs, add, arange, argmax, argmin,
                       as_tensor, cat, clamp, concat, device, div, empty, exp, flatten, float64,

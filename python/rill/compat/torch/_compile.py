@@ -3,7 +3,7 @@
 call and replayed after (rill.compile), which is what torchair's
 reduce-overhead mode and torch's mode="reduce-overhead" do on a device."""
 
-from ... import _compile
+from ... import compile as _rill_compile
 
 
 def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None,
@@ -25,4 +25,4 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
                                  mode=mode, options=options, disable=disable)
     if disable:
         return model
-    return _compile.compile(model)
+    return _rill_compile(model)

@@ -5,8 +5,8 @@ import numbers
 
 import numpy as np
 
-from ... import _device, _math, _tensor
-from ... import _views as _V
+from ... import Device, Tensor as _RillTensor, _internal, current_device
+from ... import device as _rill_device, dtype as _dtype, float16, float32
 from ._missing import not_provided
 
 _KINDS = ("cuda", "npu", "cpu")
@@ -69,7 +69,7 @@ def _has_cuda():
     """Whether rill has CUDA devices: then torch's "cuda:N" and "npu:N" are
     rill's cuda:N and "cpu" its CPU device; else every kind names rill's
     devices by ordinal, all of them CPU devices."""
-    return _device.count_of_kind("cuda")[0] > 0
+    return _internal.count_of_kind("cuda")[0] > 0
 
 
 def _ordinal(index, kind, where):
@@ -79,8 +79,8 @@ def _ordinal(index, kind, where):
         return None
     if _has_cuda():
         name = f"cpu:{index}" if kind == "cpu" else f"cuda:{index}"
-        return _device.device(name).index
-    return _device.device(index).index
+        return _rill_device(name).index
+    return _rill_device(index).index
 
 
 def _torch_index(dev):
@@ -100,8 +100,8 @@ def _device_arg(dev, where):
     name a device rill has."""
     if dev is None:
         return None
-    if isinstance(dev, _device.Device):
-        return _device.device(dev).index
+    if isinstance(dev, Device):
+        return _rill_device(dev).index
     if isinstance(dev, numbers.Integral) and not isinstance(dev, bool):
         dev = device("cuda", dev)
     elif isinstance(dev, str):
@@ -110,7 +110,7 @@ def _device_arg(dev, where):
         raise TypeError(f"{where}: device must be a str, a torch.device or an int, "
                         f"not {type(dev).__name__}")
     if dev.type == "cpu" and dev.index is None and _has_cuda():
-        return _device.device("cpu").index
+        return _rill_device("cpu").index
     return _ordinal(dev.index, dev.type, where)
 
 
@@ -118,24 +118,21 @@ def _on(index):
     """`with _on(index):` makes device index (None: the current one) the
     current device for the block, so that the makers' work and memory go
     to its current stream, as torch's makers put a tensor on device=."""
-    return _tensor._on_device(index, "torch")
+    return _internal.on_device(index, "torch")
 
 
 def _moved(t, index, where):
     """t on device index (None: the current device): t itself when it is
     there, else a copy made on that device's current stream after the work
     that writes t (torch's .to(device) and .cuda(device))."""
-    from ... import _stream
-    from ..._errors import check
-    from ..._ffi import lib
     if index is None:
-        index = _device.current_device().index
+        index = current_device().index
     if t._stream.device.index == index:
         return t
     with _on(index):
-        s = _stream.current()
+        s = _internal.current()
         if t._event is not None:
-            check(lib.rill_stream_wait_event(s._handle(where), t._event))
+            _internal.check(_internal.lib.rill_stream_wait_event(s._handle(where), t._event))
         return t._copy(s)
 
 
@@ -155,7 +152,7 @@ class Size(tuple):
         return f"torch.Size({list(self)})"
 
 
-class Tensor(_tensor.Tensor):
+class Tensor(_RillTensor):
     """torch.Tensor on a rill.Tensor; results of ops on it are of this class."""
 
     __slots__ = ()
@@ -167,8 +164,7 @@ class Tensor(_tensor.Tensor):
 
     def data_ptr(self):
         """The address of the first element (an int)."""
-        from ..._ffi import ffi
-        return int(ffi.cast("uintptr_t", self._valid("torch.Tensor.data_ptr")))
+        return int(_internal.ffi.cast("uintptr_t", self._valid("torch.Tensor.data_ptr")))
 
     def element_size(self):
         return self.dtype.itemsize
@@ -207,11 +203,10 @@ class Tensor(_tensor.Tensor):
     def is_pinned(self):
         return False
 
-    @_tensor.on_operands_device("torch.Tensor.clone")
+    @_internal.on_operands_device("torch.Tensor.clone")
     def clone(self):
         """A copy made on the current stream of the tensor's device."""
-        from ... import _stream
-        return self._copy(_stream.current())
+        return self._copy(_internal.current())
 
     def copy_(self, src, non_blocking=False):
         """Copies src (a tensor of the same number of elements, converted
@@ -219,7 +214,7 @@ class Tensor(_tensor.Tensor):
         src of another device: copied there first, after its writes);
         returns self."""
         where = "torch.Tensor.copy_"
-        if not isinstance(src, _tensor.Tensor):
+        if not isinstance(src, _RillTensor):
             raise TypeError(f"{where}: src must be a tensor, not {type(src).__name__}")
         if src.numel() != self.numel():
             raise ValueError(f"{where}: src has {src.numel()} elements and self "
@@ -228,36 +223,31 @@ class Tensor(_tensor.Tensor):
             src = _moved(src, self._stream.device.index, where)
         return self._copy_from(src, where)
 
-    @_tensor.on_operands_device("torch.Tensor.copy_")
+    @_internal.on_operands_device("torch.Tensor.copy_")
     def _copy_from(self, src, where):
-        from ... import _stream
-        from ..._errors import check
-        from ..._ffi import lib
         dst = self._valid(where)
-        s = _stream.current()
+        s = _internal.current()
         if src.dtype is not self.dtype:
-            src = _tensor.to_dtype(src, self.dtype, where)
+            src = _internal.to_dtype(src, self.dtype, where)
         if self._numel:
-            check(lib.rill_memcpy_async(dst, src._valid(where), self.nbytes, s._handle(where)))
+            _internal.check(_internal.lib.rill_memcpy_async(dst, src._valid(where), self.nbytes,
+                                                            s._handle(where)))
             self._written(s)
         return self
 
-    @_tensor.on_operands_device("torch.Tensor.fill_")
+    @_internal.on_operands_device("torch.Tensor.fill_")
     def fill_(self, value):
         """Fills self with value on the current stream of its device;
         returns self."""
-        from ... import _stream
-        from ..._errors import check
-        from ..._ffi import lib
+        lib = _internal.lib
         where = "torch.Tensor.fill_"
-        if not _tensor._is_scalar(value):
+        if not _internal.is_scalar(value):
             raise TypeError(f"{where}: value must be a number, not {type(value).__name__}")
         ptr = self._valid(where)
-        s = _stream.current()
+        s = _internal.current()
         if self._numel:
-            fill = lib.rill_op_fill_f16 if self.dtype is _tensor.float16 else \
-                lib.rill_op_fill_f32
-            check(fill(s._handle(where), ptr, float(value), self._numel))
+            fill = lib.rill_op_fill_f16 if self.dtype is float16 else lib.rill_op_fill_f32
+            _internal.check(fill(s._handle(where), ptr, float(value), self._numel))
             self._written(s)
         return self
 
@@ -271,7 +261,7 @@ class Tensor(_tensor.Tensor):
 
     def mul_(self, other):
         """self *= other in place on the current stream; returns self."""
-        return self.copy_(_tensor.mul(self, other))
+        return self.copy_(_internal.mul(self, other))
 
     def __iadd__(self, other):
         return self.add_(other)
@@ -297,13 +287,13 @@ class Tensor(_tensor.Tensor):
         when it is on a GPU."""
         if self._stream.device.kind != "cuda":
             return self
-        return _moved(self, _device.device("cpu").index, "torch.Tensor.cpu")
+        return _moved(self, _rill_device("cpu").index, "torch.Tensor.cpu")
 
     def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False):
         """to(dtype), to(device), to(device, dtype): a copy on another device
         or of another dtype, else the tensor itself."""
         for a in args:
-            if isinstance(a, _tensor.dtype):
+            if isinstance(a, _dtype):
                 dtype = a
             else:
                 device = a
@@ -312,7 +302,7 @@ class Tensor(_tensor.Tensor):
             index = _device_arg(device, "torch.Tensor.to")
             t = _moved(t, index, "torch.Tensor.to")
         with _on(t._stream.device.index):
-            return _tensor.to_dtype(t, dtype, "torch.Tensor.to")
+            return _internal.to_dtype(t, dtype, "torch.Tensor.to")
 
     def size(self, dim=None):
         """The shape (a torch.Size), or the length of dimension dim."""
@@ -362,25 +352,25 @@ class Tensor(_tensor.Tensor):
         return -self
 
     def relu(self):
-        return _tensor.map_op(_tensor.lib.RILL_MAP_RELU, self, 0.0, "torch.Tensor.relu")
+        return _internal.map_op(_internal.lib.RILL_MAP_RELU, self, 0.0, "torch.Tensor.relu")
 
     def sigmoid(self):
-        return _tensor.map_op(_tensor.lib.RILL_MAP_SIGMOID, self, 0.0, "torch.Tensor.sigmoid")
+        return _internal.map_op(_internal.lib.RILL_MAP_SIGMOID, self, 0.0, "torch.Tensor.sigmoid")
 
     def tanh(self):
-        return _tensor.map_op(_tensor.lib.RILL_MAP_TANH, self, 0.0, "torch.Tensor.tanh")
+        return _internal.map_op(_internal.lib.RILL_MAP_TANH, self, 0.0, "torch.Tensor.tanh")
 
     def exp(self):
-        return _tensor.map_op(_tensor.lib.RILL_MAP_EXP, self, 0.0, "torch.Tensor.exp")
+        return _internal.map_op(_internal.lib.RILL_MAP_EXP, self, 0.0, "torch.Tensor.exp")
 
     def log(self):
-        return _tensor.map_op(_tensor.lib.RILL_MAP_LOG, self, 0.0, "torch.Tensor.log")
+        return _internal.map_op(_internal.lib.RILL_MAP_LOG, self, 0.0, "torch.Tensor.log")
 
     def sqrt(self):
-        return _tensor.map_op(_tensor.lib.RILL_MAP_SQRT, self, 0.0, "torch.Tensor.sqrt")
+        return _internal.map_op(_internal.lib.RILL_MAP_SQRT, self, 0.0, "torch.Tensor.sqrt")
 
     def abs(self):
-        return _tensor.map_op(_tensor.lib.RILL_MAP_ABS, self, 0.0, "torch.Tensor.abs")
+        return _internal.map_op(_internal.lib.RILL_MAP_ABS, self, 0.0, "torch.Tensor.abs")
 
     def clamp(self, min=None, max=None):  # noqa: A002 - torch's names
         return clamp(self, min, max)
@@ -393,14 +383,14 @@ class Tensor(_tensor.Tensor):
 
     def __repr__(self):
         body = np.array2string(self.numpy(), separator=", ", prefix="tensor(")
-        extra = "" if self.dtype is _tensor.float32 else f", dtype=torch.{self.dtype.name}"
+        extra = "" if self.dtype is float32 else f", dtype=torch.{self.dtype.name}"
         index = self.get_device()
         where = "" if index < 0 else f", device='cuda:{index}'"
         return f"tensor({body}{where}{extra})"
 
 
 def _size(size, where):
-    return _tensor._shape_arg(size, where)
+    return _internal.shape_arg(size, where)
 
 
 def randn(*size, dtype=None, device=None, requires_grad=False, generator=None):
@@ -411,52 +401,51 @@ def randn(*size, dtype=None, device=None, requires_grad=False, generator=None):
         raise NotImplementedError(f"{where}: rill has one generator; pass generator=None and "
                                   "seed it with torch.manual_seed")
     with _on(index):
-        return _tensor.randn(*size, dtype=dtype, cls=Tensor, where=where)
+        return _internal.randn(size, dtype, None, Tensor, where)
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False):
     """A tensor of ones on the current stream."""
     with _on(_device_arg(device, "torch.ones")):
-        return _tensor.filled(_size(size, "torch.ones"), 1.0, dtype, "torch.ones", Tensor)
+        return _internal.filled(_size(size, "torch.ones"), 1.0, dtype, "torch.ones", Tensor)
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False):
     """A tensor of zeros on the current stream."""
     with _on(_device_arg(device, "torch.zeros")):
-        return _tensor.filled(_size(size, "torch.zeros"), 0.0, dtype, "torch.zeros", Tensor)
+        return _internal.filled(_size(size, "torch.zeros"), 0.0, dtype, "torch.zeros", Tensor)
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
     """A tensor of fill_value on the current stream."""
     with _on(_device_arg(device, "torch.full")):
-        return _tensor.filled(_size((size,), "torch.full"), fill_value, dtype, "torch.full",
-                              Tensor)
+        return _internal.filled(_size((size,), "torch.full"), fill_value, dtype, "torch.full",
+                                Tensor)
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False):
     """A tensor whose values are whatever its memory held."""
     where = "torch.empty"
     index = _device_arg(device, where)
-    from ... import _stream
-    dt = _tensor._dtype_arg(dtype, where) or _tensor.float32
+    dt = _internal.dtype_arg(dtype, where) or float32
     with _on(index):
-        return Tensor._empty(_size(size, where), dt, _stream.current(), where)
+        return Tensor._empty(_size(size, where), dt, _internal.current(), where)
 
 
 def _dtype_or_float32(dtype):
     """dtype, with torch.float64 (and torch.double) meaning float32: rill
     converts float64 data to float32."""
-    return _tensor.float32 if dtype is float64 else dtype
+    return float32 if dtype is float64 else dtype
 
 
 def tensor(data, dtype=None, device=None, requires_grad=False):
     """A tensor copied from data (numbers, sequences or a numpy array);
     float64 and integer data become float32, as torch's default dtype."""
     index = _device_arg(device, "torch.tensor")
-    arr = np.asarray(data.numpy() if isinstance(data, _tensor.Tensor) else data)
+    arr = np.asarray(data.numpy() if isinstance(data, _RillTensor) else data)
     dtype = _dtype_or_float32(dtype)
     if dtype is None and arr.dtype not in (np.float32, np.float16):
-        dtype = _tensor.float32
+        dtype = float32
     with _on(index):
         return Tensor(arr, dtype)
 
@@ -464,8 +453,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
 def from_dlpack(ext_tensor):
     """A tensor on ext_tensor's memory without a copy (a numpy array, a
     real PyTorch tensor, anything with __dlpack__): rill.from_dlpack."""
-    from ... import _from_dlpack
-    return _from_dlpack.from_dlpack(ext_tensor, Tensor)
+    return _internal.from_dlpack(ext_tensor, Tensor)
 
 
 def from_numpy(array):
@@ -480,7 +468,7 @@ def from_numpy(array):
                 or array.dtype == np.bool_):
             raise TypeError(f"torch.from_numpy: arrays of {array.dtype} are not supported; pass "
                             "float or integer data")
-        return Tensor(array, _tensor.float32)
+        return Tensor(array, float32)
     return Tensor(array)
 
 
@@ -490,7 +478,7 @@ def as_tensor(data, dtype=None, device=None):
 
 
 def is_tensor(obj):
-    return isinstance(obj, _tensor.Tensor)
+    return isinstance(obj, _RillTensor)
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
@@ -512,7 +500,7 @@ def randn_like(input, dtype=None, device=None):
     return randn(*input.shape, dtype=dtype or input.dtype, device=device)
 
 
-class float64_dtype(_tensor.dtype):
+class float64_dtype(_dtype):
     """torch.float64 (torch.double): tensors made with it hold float32, to
     which rill converts float64 data."""
 
@@ -544,7 +532,7 @@ inference_mode = no_grad
 
 def cat(tensors, dim=0):
     """The tensors joined along dim."""
-    return _V.cat(tensors, dim, "torch.cat")
+    return _internal.cat(tensors, dim, "torch.cat")
 
 
 concat = cat
@@ -552,131 +540,131 @@ concat = cat
 
 def stack(tensors, dim=0):
     """The tensors (of one shape) joined along a new dimension."""
-    return _V.stack(tensors, dim, "torch.stack")
+    return _internal.stack(tensors, dim, "torch.stack")
 
 
 def reshape(input, shape):
-    return _V.reshape(input, shape, where="torch.reshape")
+    return _internal.reshape(input, shape, where="torch.reshape")
 
 
 def flatten(input, start_dim=0, end_dim=-1):
-    return _V.flatten(input, start_dim, end_dim, "torch.flatten")
+    return _internal.flatten(input, start_dim, end_dim, "torch.flatten")
 
 
 def transpose(input, dim0, dim1):
-    return _V.transpose(input, dim0, dim1, "torch.transpose")
+    return _internal.transpose(input, dim0, dim1, "torch.transpose")
 
 
 def permute(input, dims):
-    return _V.permute(input, dims, where="torch.permute")
+    return _internal.permute(input, dims, where="torch.permute")
 
 
 def unsqueeze(input, dim):
-    return _V.unsqueeze(input, dim, "torch.unsqueeze")
+    return _internal.unsqueeze(input, dim, "torch.unsqueeze")
 
 
 def squeeze(input, dim=None):
-    return _V.squeeze(input, dim, "torch.squeeze")
+    return _internal.squeeze(input, dim, "torch.squeeze")
 
 
 def div(input, other):
-    if not isinstance(input, _tensor.Tensor):
-        return _tensor.rdiv(float(input), other, "torch.div")
-    return _tensor.binary("div", input, other, "torch.div")
+    if not isinstance(input, _RillTensor):
+        return _internal.rdiv(float(input), other, "torch.div")
+    return _internal.binary("div", input, other, "torch.div")
 
 
 def maximum(input, other):
-    return _tensor.binary("maximum", input, other, "torch.maximum")
+    return _internal.binary("maximum", input, other, "torch.maximum")
 
 
 def minimum(input, other):
-    return _tensor.binary("minimum", input, other, "torch.minimum")
+    return _internal.binary("minimum", input, other, "torch.minimum")
 
 
 def clamp(input, min=None, max=None):  # noqa: A002 - torch's names
     out = input
     if min is not None:
-        out = _tensor.binary("maximum", out, min, "torch.clamp")
+        out = _internal.binary("maximum", out, min, "torch.clamp")
     if max is not None:
-        out = _tensor.binary("minimum", out, max, "torch.clamp")
+        out = _internal.binary("minimum", out, max, "torch.clamp")
     return out
 
 
 def mean(input, dim=None, keepdim=False):
-    return _math.reduce("mean", input, dim, keepdim, "torch.mean")
+    return _internal.reduce("mean", input, dim, keepdim, "torch.mean")
 
 
 def max(input, dim=None, keepdim=False):  # noqa: A001 - torch's name
-    if isinstance(dim, _tensor.Tensor):
+    if isinstance(dim, _RillTensor):
         return maximum(input, dim)
-    return _math.extreme("max", input, dim, keepdim, "torch.max")
+    return _internal.extreme("max", input, dim, keepdim, "torch.max")
 
 
 def min(input, dim=None, keepdim=False):  # noqa: A001 - torch's name
-    if isinstance(dim, _tensor.Tensor):
+    if isinstance(dim, _RillTensor):
         return minimum(input, dim)
-    return _math.extreme("min", input, dim, keepdim, "torch.min")
+    return _internal.extreme("min", input, dim, keepdim, "torch.min")
 
 
 def argmax(input, dim=None, keepdim=False):
-    return _math.argextreme("max", input, dim, keepdim, "torch.argmax")
+    return _internal.argextreme("max", input, dim, keepdim, "torch.argmax")
 
 
 def argmin(input, dim=None, keepdim=False):
-    return _math.argextreme("min", input, dim, keepdim, "torch.argmin")
+    return _internal.argextreme("min", input, dim, keepdim, "torch.argmin")
 
 
 def softmax(input, dim, dtype=None):
-    return _math.softmax(input, dim, where="torch.softmax")
+    return _internal.softmax(input, dim, where="torch.softmax")
 
 
 def log_softmax(input, dim, dtype=None):
-    return _math.softmax(input, dim, log=True, where="torch.log_softmax")
+    return _internal.softmax(input, dim, log=True, where="torch.log_softmax")
 
 
 def _unary(name, op):
     def fn(input):
-        return _tensor.map_op(op, input, 0.0, f"torch.{name}")
+        return _internal.map_op(op, input, 0.0, f"torch.{name}")
 
     fn.__name__ = name
     fn.__doc__ = f"torch.{name} element-wise on the current stream."
     return fn
 
 
-relu = _unary("relu", _tensor.lib.RILL_MAP_RELU)
-sigmoid = _unary("sigmoid", _tensor.lib.RILL_MAP_SIGMOID)
-tanh = _unary("tanh", _tensor.lib.RILL_MAP_TANH)
-exp = _unary("exp", _tensor.lib.RILL_MAP_EXP)
-log = _unary("log", _tensor.lib.RILL_MAP_LOG)
-sqrt = _unary("sqrt", _tensor.lib.RILL_MAP_SQRT)
-abs = _unary("abs", _tensor.lib.RILL_MAP_ABS)  # noqa: A001 - torch's name
+relu = _unary("relu", _internal.lib.RILL_MAP_RELU)
+sigmoid = _unary("sigmoid", _internal.lib.RILL_MAP_SIGMOID)
+tanh = _unary("tanh", _internal.lib.RILL_MAP_TANH)
+exp = _unary("exp", _internal.lib.RILL_MAP_EXP)
+log = _unary("log", _internal.lib.RILL_MAP_LOG)
+sqrt = _unary("sqrt", _internal.lib.RILL_MAP_SQRT)
+abs = _unary("abs", _internal.lib.RILL_MAP_ABS)  # noqa: A001 - torch's name
 
 
 def add(input, other, *, alpha=1, out=None):
     """input + alpha*other on the current stream."""
     if out is not None:
         raise NotImplementedError("torch.add: out= is not supported; use the result")
-    return _tensor.add(input, other, alpha)
+    return _internal.add(input, other, alpha)
 
 
 def sub(input, other, *, alpha=1):
     """input - alpha*other on the current stream."""
-    return _tensor.sub(input, other, alpha)
+    return _internal.sub(input, other, alpha)
 
 
 def mul(input, other):
     """input * other elementwise on the current stream."""
-    return _tensor.mul(input, other)
+    return _internal.mul(input, other)
 
 
 def mm(input, mat2):
     """The product of 2-D tensors [m, k] and [k, n] on the current stream."""
-    return _tensor.matmul(input, mat2)
+    return _internal.matmul(input, mat2)
 
 
 def matmul(input, other):
     """The product of 2-D tensors on the current stream."""
-    return _tensor.matmul(input, other)
+    return _internal.matmul(input, other)
 
 
 def sum(input, dim=None, keepdim=False, dtype=None):  # noqa: A001 - torch's name
@@ -684,8 +672,8 @@ def sum(input, dim=None, keepdim=False, dtype=None):  # noqa: A001 - torch's nam
     if dtype is not None:
         raise NotImplementedError("torch.sum: dtype= is not supported")
     if dim is None and not keepdim and input._strides is None:
-        return _tensor.sum(input)
-    return _math.reduce("sum", input, dim, keepdim, "torch.sum")
+        return _internal.sum(input)
+    return _internal.reduce("sum", input, dim, keepdim, "torch.sum")
 
 
 class _HostTensor(Tensor):
@@ -700,8 +688,7 @@ class _HostTensor(Tensor):
         """A copy on device (None: the current device), of class Tensor."""
         index = _device_arg(device, "torch.Tensor.cuda")
         with _on(index):
-            from ... import _stream
-            s = _stream.current()
+            s = _internal.current()
             t = Tensor._empty(self.shape, self.dtype, s, "torch.Tensor.cuda")
             return t.copy_(self)
 
@@ -711,7 +698,7 @@ class _HostTensor(Tensor):
         """to(dtype), to(device), to(device, dtype): to a device other than
         "cpu", a copy of class Tensor (cuda())."""
         for a in args:
-            if isinstance(a, _tensor.dtype):
+            if isinstance(a, _dtype):
                 dtype = a
             else:
                 device = a
@@ -731,7 +718,7 @@ class _HostTensor(Tensor):
 
     def __repr__(self):
         body = np.array2string(self.numpy(), separator=", ", prefix="tensor(")
-        extra = "" if self.dtype is _tensor.float32 else f", dtype=torch.{self.dtype.name}"
+        extra = "" if self.dtype is float32 else f", dtype=torch.{self.dtype.name}"
         return f"tensor({body}{extra})"
 
 
@@ -739,12 +726,11 @@ def _legacy(cls, dt, where):
     """torch.FloatTensor and its kin: (), sizes, a torch.Size, or data."""
 
     def make(*args):
-        from ... import _stream
         if len(args) == 1 and isinstance(args[0], Size):
             args = tuple(args[0])
         if all(isinstance(a, numbers.Integral) and not isinstance(a, bool) for a in args):
             return cls._empty(tuple(int(a) for a in args) if args else (0,), dt,
-                              _stream.current(), where)
+                              _internal.current(), where)
         if len(args) != 1:
             raise TypeError(f"{where}: pass sizes, a torch.Size or one sequence of data")
         return cls(np.asarray(args[0], dtype=dt.numpy), dt)
@@ -755,5 +741,5 @@ def _legacy(cls, dt, where):
     return make
 
 
-FloatTensor = _legacy(_HostTensor, _tensor.float32, "torch.FloatTensor")
-HalfTensor = _legacy(_HostTensor, _tensor.float16, "torch.HalfTensor")
+FloatTensor = _legacy(_HostTensor, float32, "torch.FloatTensor")
+HalfTensor = _legacy(_HostTensor, float16, "torch.HalfTensor")

@@ -5,23 +5,16 @@ synchronize, graphs and the memory calls, on rill's device."""
 import threading
 import time
 
-from ... import _device, _memory, _stream, _tensor
-from ..._ffi import ffi
-from ..._graph import Graph as CUDAGraph, graph
-from ..._stream import StreamContext
+import rill as _rill
+
+from ... import (Graph as CUDAGraph, StreamContext, _internal, empty_cache, graph,
+                 max_memory_allocated, max_memory_reserved, memory_allocated,
+                 memory_reserved, memory_stats, memory_summary, reset_peak_memory_stats)
+from ... import float16 as _float16, float32 as _float32
 from ._tensor import Tensor, _device_arg, _legacy, _on, _torch_index
 
-memory_allocated = _memory.memory_allocated
-max_memory_allocated = _memory.max_memory_allocated
-memory_reserved = _memory.memory_reserved
-max_memory_reserved = _memory.max_memory_reserved
-reset_peak_memory_stats = _memory.reset_peak_memory_stats
-empty_cache = _memory.empty_cache
-memory_stats = _memory.memory_stats
-memory_summary = _memory.memory_summary
 
-
-class Stream(_stream.Stream):
+class Stream(_rill.Stream):
     """torch.cuda.Stream(device=None, priority=0): a rill.Stream on device
     (None: the current device; lower priority numbers run first).
     `with torch.cuda.Stream() as s:` makes it current for the block. The
@@ -41,7 +34,7 @@ class Stream(_stream.Stream):
         native = self.native
         if native:
             return native
-        return int(ffi.cast("uintptr_t", self._handle("torch.cuda.Stream.cuda_stream")))
+        return int(_internal.ffi.cast("uintptr_t", self._handle("torch.cuda.Stream.cuda_stream")))
 
     @property
     def device_index(self):
@@ -75,12 +68,12 @@ _contexts = threading.local()  # .open: {Stream: [StreamContext]}, the thread's 
 def _torch_stream(s):
     """s as a torch.cuda.Stream: a stream that rill made (the default and
     tagged ones) becomes one; the class adds only methods."""
-    if type(s) is _stream.Stream:
+    if type(s) is _rill.Stream:
         s.__class__ = Stream
     return s
 
 
-class Event(_stream.Event):
+class Event(_rill.Event):
     """torch.cuda.Event(enable_timing=False, blocking=False, interprocess=False):
     a rill.Event; record() and wait() take the current stream by default."""
 
@@ -93,7 +86,7 @@ class Event(_stream.Event):
         at the first record."""
         if self.device is None:
             return 0
-        return int(ffi.cast("uintptr_t", self._handle("torch.cuda.Event.cuda_event")))
+        return int(_internal.ffi.cast("uintptr_t", self._handle("torch.cuda.Event.cuda_event")))
 
     event_id = cuda_event
 
@@ -132,7 +125,7 @@ def set_device(device):
     """Makes device the calling thread's current device."""
     index = _device_arg(device, "torch.cuda.set_device")
     if index is not None:
-        _device.set_device(index)
+        _rill.set_device(index)
 
 
 def stream(s):
@@ -143,13 +136,13 @@ def stream(s):
 
 def current_stream(device=None):
     """The calling thread's current stream of device (None: the current one)."""
-    return _torch_stream(_stream.current_stream(
+    return _torch_stream(_rill.current_stream(
         _device_arg(device, "torch.cuda.current_stream")))
 
 
 def default_stream(device=None):
     """The default stream of device (None: the current one)."""
-    return _torch_stream(_stream.default_stream(
+    return _torch_stream(_rill.default_stream(
         _device_arg(device, "torch.cuda.default_stream")))
 
 
@@ -161,41 +154,41 @@ CYCLES_PER_MS = 1_000_000
 
 def _sleep(cycles):
     """Holds the current stream for cycles / CYCLES_PER_MS milliseconds."""
-    _stream.current().launch_host_func(time.sleep, cycles / CYCLES_PER_MS / 1000.0)
+    _internal.current().launch_host_func(time.sleep, cycles / CYCLES_PER_MS / 1000.0)
 
 
-FloatTensor = _legacy(Tensor, _tensor.float32, "torch.cuda.FloatTensor")
-HalfTensor = _legacy(Tensor, _tensor.float16, "torch.cuda.HalfTensor")
+FloatTensor = _legacy(Tensor, _float32, "torch.cuda.FloatTensor")
+HalfTensor = _legacy(Tensor, _float16, "torch.cuda.HalfTensor")
 
 
 def set_stream(s):
     """Makes s the calling thread's current stream, and its device the
     current device, as torch does."""
     if s is not None:
-        _device.set_device(s.device)
-    _stream.set_stream(s)
+        _rill.set_device(s.device)
+    _rill.set_stream(s)
 
 
 def synchronize(device=None):
     """Waits for the work of every stream of device (None: the current one)."""
-    _stream.synchronize(_device_arg(device, "torch.cuda.synchronize"))
+    _rill.synchronize(_device_arg(device, "torch.cuda.synchronize"))
 
 
 def is_available():
     """True: rill always has a device (its CPU devices stand in for GPUs
     where it has no CUDA device)."""
-    return _device.device_count() > 0
+    return _rill.device_count() > 0
 
 
 def device_count():
     """rill's CUDA devices, or where it has none, all its devices."""
-    n = _device.count_of_kind("cuda")[0]
-    return n if n > 0 else _device.device_count()
+    n = _internal.count_of_kind("cuda")[0]
+    return n if n > 0 else _rill.device_count()
 
 
 def current_device():
     """torch's index of the current device."""
-    return _torch_index(_device.current_device())
+    return _torch_index(_rill.current_device())
 
 
 __all__ = ["CUDAGraph", "Event", "FloatTensor", "HalfTensor", "Stream", "StreamContext",

@@ -16,7 +16,7 @@ class _NpuBackend:
         self.compiler_config = compiler_config
 
     def __call__(self, model):
-        from ..._compile import compile as rill_compile
+        from ... import compile as rill_compile
         return rill_compile(model)
 
     def __repr__(self):

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """torchair.scope.npu_stream_switch on rill's tagged streams."""
 
-from ... import _stream
+from ... import StreamContext as _StreamContext, tagged_stream as _tagged_stream
 
 
 def npu_stream_switch(stream_tag, stream_priority=0):
@@ -11,7 +11,7 @@ def npu_stream_switch(stream_tag, stream_priority=0):
     if not isinstance(stream_tag, str):
         raise TypeError("torchair.scope.npu_stream_switch: stream_tag must be a str, "
                         f"not {type(stream_tag).__name__}")
-    return _stream.StreamContext(_stream.tagged_stream(stream_tag, stream_priority))
+    return _StreamContext(_tagged_stream(stream_tag, stream_priority))
 
 
 __all__ = ["npu_stream_switch"]

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from .... import _tensor as T
+from .... import Tensor as _RillTensor, _internal
 from .._missing import module_getattr, not_provided
 from .._tensor import Tensor
 from . import functional
@@ -44,7 +44,7 @@ _init_rng = {"rng": None, "seed": None}
 
 
 def _uniform(shape, bound):
-    seed = T._rng["seed"]
+    seed = _internal.seed()
     if _init_rng["seed"] != seed:
         _init_rng["rng"] = np.random.default_rng(seed)
         _init_rng["seed"] = seed
@@ -128,7 +128,7 @@ class Module:
             if name not in state_dict:
                 continue
             value = state_dict[name]
-            arr = value.numpy() if isinstance(value, T.Tensor) else np.asarray(
+            arr = value.numpy() if isinstance(value, _RillTensor) else np.asarray(
                 value.detach() if hasattr(value, "detach") else value)
             if tuple(arr.shape) != tuple(p.shape):
                 raise RuntimeError(f"load_state_dict: {name} has shape {tuple(arr.shape)} and "
