@@ -9,6 +9,7 @@ import torch
 from . import _C
 
 _TYPE = "rill"
+_TYPE_ID = _C._default_stream(0)[2]  # c10::DeviceType::PrivateUse1
 
 
 def is_available():
@@ -123,37 +124,28 @@ def set_stream(stream):
         _C._set_stream(stream.stream_id, stream.device_index)
 
 
-def _check_stream(stream):
-    if stream.device.type != _TYPE:
-        raise ValueError(f"torch.rill.stream takes a rill stream, not one of {stream.device}")
-
-
 class StreamContext:
     """Makes a stream current on its device, and its device current, for a
     with block (torch.cuda.StreamContext); None does nothing."""
 
+    __slots__ = ("stream", "_saved")
+
     def __init__(self, stream):
-        if stream is not None and not isinstance(stream, torch.Stream):
-            raise TypeError(f"expected a torch.Stream, got {stream!r}")
-        if stream is not None:
-            _check_stream(stream)
+        if stream is not None and (not isinstance(stream, torch.Stream)
+                                   or stream.device_type != _TYPE_ID):
+            raise TypeError(f"torch.rill.stream takes a rill torch.Stream, not {stream!r}")
         self.stream = stream
         self._saved = []
 
     def __enter__(self):
-        if self.stream is None:
-            return self.stream
-        index = self.stream.device_index
-        self._saved.append((_C._exchange_device(index),
-                            _C._set_stream(self.stream.stream_id, index)))
-        return self.stream
+        s = self.stream
+        if s is not None:
+            self._saved.append(_C._enter_stream(s.stream_id, s.device_index))
+        return s
 
     def __exit__(self, *exc):
-        if self.stream is None:
-            return False
-        prev_device, prev_stream = self._saved.pop()
-        _C._set_stream(prev_stream[0], prev_stream[1])
-        _C._exchange_device(prev_device)
+        if self.stream is not None:
+            _C._exit_stream(*self._saved.pop())
         return False
 
 

@@ -1,0 +1,129 @@
+# SPDX-License-Identifier: MIT
+"""PyTorch on rill (torch_rill) against PyTorch's own `cpu` device, measured
+alternately in one run: `a + b` on 1-element tensors, `mm` 1024², an MLP
+784-256-256-10 at batch 32 (inference, and one SGD step), and rill's stream
+calls from PyTorch (torch.Event record + wait_event + query; entering and
+leaving `with torch.rill.stream(s)`). PyTorch's CPU device runs with as many
+threads as rill's device has compute units. Each figure is the median of
+REPEATS timed runs; a ratio compares medians of this run.
+
+    RILL_LIBRARY=build/default/librill.so PYTHONPATH=python:python/torch_rill \\
+        TORCH_RILL_EXTENSION=build/default/python/torch_rill/_C.cpython-311-x86_64-linux-gnu.so \\
+        ~/.cache/rill/torch-2.15/bin/python bench/python/bench_torch_rill.py [--repeats 15]
+
+Not a test: it prints a table and judges nothing."""
+
+import argparse
+import statistics
+import time
+
+import torch
+from torch import nn
+
+import rill
+import torch_rill  # noqa: F401
+
+
+def seconds(fn, n, device):
+    """Seconds per call of fn, over n calls, the device drained after."""
+    t0 = time.perf_counter()
+    for _ in range(n):
+        fn()
+    if device == "rill":
+        torch.rill.synchronize()
+    return (time.perf_counter() - t0) / n
+
+
+def alternate(cases, n, repeats):
+    """Median seconds per call of each (name, fn, device), the cases taking
+    turns within each repeat so that both see the same machine."""
+    times = {name: [] for name, _, _ in cases}
+    for name, fn, device in cases:
+        seconds(fn, max(1, n // 10), device)  # warm up
+    for _ in range(repeats):
+        for name, fn, device in cases:
+            times[name].append(seconds(fn, n, device))
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def mlp():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
+                         nn.Linear(256, 10))
+
+
+def model_cases(device):
+    model = mlp().to(device)
+    x = torch.randn(32, 784, device=device)
+    y = torch.randint(0, 10, (32,), device=device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+
+    def infer():
+        with torch.no_grad():
+            model(x)
+
+    def step():
+        opt.zero_grad()
+        nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+    return infer, step
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeats", type=int, default=15)
+    ap.add_argument("--quick", action="store_true", help="few calls: checks that it runs")
+    args = ap.parse_args()
+    scale = 0.05 if args.quick else 1.0
+    torch.set_num_threads(rill.device(0).compute_units)
+
+    rows = []
+
+    def pair(label, make, n):
+        fns = {dev: make(dev) for dev in ("cpu", "rill")}
+        got = alternate([(dev, fns[dev], dev) for dev in ("cpu", "rill")],
+                        max(1, int(n * scale)), args.repeats)
+        rows.append((label, got["rill"], got["cpu"]))
+
+    def add_case(dev):
+        a, b = torch.ones(1, device=dev), torch.ones(1, device=dev)
+        return lambda: a + b
+    pair("a + b, 1 element", add_case, 20000)
+
+    def mm_case(dev):
+        a = torch.randn(1024, 1024, device=dev)
+        return lambda: a @ a
+    pair("mm 1024x1024", mm_case, 10)
+    pair("MLP 784-256-256-10, batch 32, inference", lambda dev: model_cases(dev)[0], 200)
+    pair("MLP 784-256-256-10, batch 32, SGD step", lambda dev: model_cases(dev)[1], 100)
+
+    s = torch.rill.Stream()
+    e = torch.Event(device="rill")
+    other = torch.rill.Stream()
+
+    def event_hop():
+        e.record(s)
+        other.wait_event(e)
+        e.query()
+
+    def stream_scope():
+        with torch.rill.stream(s):
+            pass
+    n = max(1, int(20000 * scale))
+    for label, fn in (("torch.Event record + wait_event + query", event_hop),
+                      ("with torch.rill.stream(s): (enter and leave)", stream_scope)):
+        got = alternate([(label, fn, "rill")], n, args.repeats)
+        rows.append((label, got[label], None))
+
+    print(f"torch {torch.__version__}, rill device: {torch.rill.get_device_name()}, "
+          f"{torch.get_num_threads()} CPU threads, medians of {args.repeats}")
+    print(f"| {'figure':<46} | {'rill, us':>11} | {'cpu, us':>11} | {'rill/cpu':>8} |")
+    print(f"|{'-' * 48}|{'-' * 13}|{'-' * 13}|{'-' * 10}|")
+    for label, rill_s, cpu_s in rows:
+        cpu = f"{cpu_s * 1e6:11.1f}" if cpu_s else f"{'':>11}"
+        ratio = f"{rill_s / cpu_s:7.2f}x" if cpu_s else f"{'':>8}"
+        print(f"| {label:<46} | {rill_s * 1e6:11.1f} | {cpu} | {ratio} |")
+
+
+if __name__ == "__main__":
+    main()
