@@ -88,7 +88,10 @@ static void teardown(void) {
     nanosleep(&pause, NULL);
 }
 
+static void count_call(const char *fn);
+
 static void check_alive(const char *fn) {
+    count_call(fn);
     if (!atomic_load(&torn_down))
         return;
     fprintf(stderr, "stand-in CUDA driver: %s called after the driver's teardown at exit\n", fn);
@@ -102,6 +105,102 @@ static void check_alive(const char *fn) {
         if (current_gpu() < 0)                                                                     \
             return CUDA_ERROR_INVALID_CONTEXT;                                                     \
     } while (0)
+
+/* The start of an entry point that needs no context: it is counted. */
+#define CALLED() count_call(__func__)
+
+/* ------------------------------------------------------------- counting
+ * Every entry point counts its calls by name, and the GPU-side memory
+ * operations (stream writes and waits of a word, stream memory barriers)
+ * are counted apart, for tests and benchmarks of what the backend asks of
+ * the driver per call (fake_cuda_counts.h). An entry point is known by its
+ * function's name (__func__, whose address is the key): "fake_" and the
+ * driver's name. */
+#define MAX_COUNTED 128
+static struct {
+    const char *fn; /* __func__ of the entry point */
+    _Atomic uint64_t calls;
+} counted[MAX_COUNTED];
+/* entries [0, num_counted) are filled: stored (release) after the entry */
+static _Atomic size_t num_counted;
+static pthread_mutex_t counted_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic uint64_t memops;
+
+static void count_call(const char *fn) {
+    /* acquire: pairs with the release store of num_counted below. */
+    size_t n = atomic_load_explicit(&num_counted, memory_order_acquire);
+    for (size_t i = 0; i < n; i++)
+        if (counted[i].fn == fn) {
+            atomic_fetch_add_explicit(&counted[i].calls, 1, memory_order_relaxed);
+            return;
+        }
+    pthread_mutex_lock(&counted_lock);
+    n = atomic_load_explicit(&num_counted, memory_order_relaxed);
+    size_t i = 0;
+    while (i < n && counted[i].fn != fn)
+        i++;
+    if (i == n && n < MAX_COUNTED) {
+        counted[n].fn = fn;
+        atomic_store_explicit(&num_counted, n + 1, memory_order_release);
+    }
+    if (i < MAX_COUNTED)
+        atomic_fetch_add_explicit(&counted[i].calls, 1, memory_order_relaxed);
+    pthread_mutex_unlock(&counted_lock);
+}
+
+/* The driver's name of a counted entry point. */
+static const char *counted_name(size_t i) {
+    return strncmp(counted[i].fn, "fake_", 5) == 0 ? counted[i].fn + 5 : counted[i].fn;
+}
+
+/* n GPU-side memory operations were queued. */
+static void count_memops(uint64_t n) {
+    atomic_fetch_add_explicit(&memops, n, memory_order_relaxed);
+}
+
+__attribute__((visibility("default"))) uint64_t fake_cuda_calls(const char *name);
+uint64_t fake_cuda_calls(const char *name) {
+    uint64_t total = 0;
+    size_t n = atomic_load_explicit(&num_counted, memory_order_acquire);
+    for (size_t i = 0; i < n; i++)
+        if (name == NULL || strcmp(counted_name(i), name) == 0)
+            total += atomic_load_explicit(&counted[i].calls, memory_order_relaxed);
+    return total;
+}
+
+__attribute__((visibility("default"))) uint64_t fake_cuda_memops(void);
+uint64_t fake_cuda_memops(void) {
+    return atomic_load_explicit(&memops, memory_order_relaxed);
+}
+
+__attribute__((visibility("default"))) void fake_cuda_counts_reset(void);
+void fake_cuda_counts_reset(void) {
+    size_t n = atomic_load_explicit(&num_counted, memory_order_acquire);
+    for (size_t i = 0; i < n; i++)
+        atomic_store_explicit(&counted[i].calls, 0, memory_order_relaxed);
+    atomic_store_explicit(&memops, 0, memory_order_relaxed);
+}
+
+__attribute__((visibility("default"))) void fake_cuda_counts_text(char *buf, size_t size);
+void fake_cuda_counts_text(char *buf, size_t size) {
+    size_t used = 0, n = atomic_load_explicit(&num_counted, memory_order_acquire);
+    if (size == 0)
+        return;
+    buf[0] = '\0';
+    for (size_t i = 0; i < n && used + 1 < size; i++) {
+        uint64_t c = atomic_load_explicit(&counted[i].calls, memory_order_relaxed);
+        if (c == 0)
+            continue;
+        int k = snprintf(buf + used, size - used, "%s%s %llu", used > 0 ? ", " : "",
+                         counted_name(i), (unsigned long long)c);
+        if (k < 0)
+            break;
+        used += (size_t)k;
+    }
+    if (used + 1 < size)
+        snprintf(buf + used, size - used, "%smemops %llu", used > 0 ? "; " : "",
+                 (unsigned long long)fake_cuda_memops());
+}
 
 /* Called by a kernel's host body: its GPU faults, as if the kernel wrote
  * where no memory is. */
@@ -187,6 +286,69 @@ static bool ranges_find(uintptr_t p, range *out) {
     return found;
 }
 
+/* Whether [p, p + n) lies in ranges that follow one another (device
+ * memory only: those of cuMemMap). */
+static bool ranges_cover(uintptr_t p, size_t n, bool device_only) {
+    uintptr_t at = p, end = p + n;
+    while (at < end) {
+        range r;
+        if (!ranges_find(at, &r) || (device_only && r.device < 0))
+            return false;
+        at = r.base + r.size;
+    }
+    return true;
+}
+
+/* Address space reserved with cuMemAddressReserve, which cuMemMap maps
+ * into; guarded by ranges_lock. */
+typedef struct reservation {
+    uintptr_t base;
+    size_t size;
+} reservation;
+static reservation *reserved;
+static size_t num_reserved, cap_reserved;
+
+static void reserved_add(uintptr_t base, size_t size) {
+    pthread_mutex_lock(&ranges_lock);
+    if (num_reserved == cap_reserved) {
+        size_t cap = cap_reserved ? 2 * cap_reserved : 64;
+        reservation *r = realloc(reserved, cap * sizeof *r);
+        if (r == NULL)
+            abort(); /* a stand-in has nowhere to report it */
+        reserved = r;
+        cap_reserved = cap;
+    }
+    reserved[num_reserved++] = (reservation){base, size};
+    pthread_mutex_unlock(&ranges_lock);
+}
+
+/* Takes [base, base + size) off the list: false unless it is one
+ * reservation exactly. */
+static bool reserved_remove(uintptr_t base, size_t size) {
+    bool found = false;
+    pthread_mutex_lock(&ranges_lock);
+    for (size_t i = 0; i < num_reserved && !found; i++)
+        if (reserved[i].base == base && reserved[i].size == size) {
+            reserved[i] = reserved[--num_reserved];
+            found = true;
+        }
+    pthread_mutex_unlock(&ranges_lock);
+    return found;
+}
+
+/* Whether [p, p + n) lies in one reservation and no mapping overlaps it. */
+static bool reserved_and_free(uintptr_t p, size_t n) {
+    bool inside = false, overlaps = false;
+    pthread_mutex_lock(&ranges_lock);
+    for (size_t i = 0; i < num_reserved && !inside; i++)
+        inside = p >= reserved[i].base && n <= reserved[i].size &&
+                 p - reserved[i].base <= reserved[i].size - n;
+    for (size_t i = 0; i < num_ranges && !overlaps; i++)
+        overlaps = p < ranges[i].base + ranges[i].size && ranges[i].base < p + n;
+    pthread_mutex_unlock(&ranges_lock);
+    return inside && !overlaps;
+}
+
 /* ------------------------------------------------------------- streams */
 
 typedef enum op_kind { OP_KERNEL, OP_COPY, OP_SET, OP_WRITE, OP_RECORD, OP_WAIT, OP_CALL } op_kind;
@@ -194,6 +356,7 @@ typedef enum op_kind { OP_KERNEL, OP_COPY, OP_SET, OP_WRITE, OP_RECORD, OP_WAIT,
 struct CUevent_st {
     pthread_mutex_t lock;
     pthread_cond_t cond;
+    unsigned flags;    /* of cuEventCreate */
     _Atomic int gpu;   /* of the stream of the last record */
     uint64_t recorded; /* records made (calls) */
     uint64_t reached;  /* records the stream got to */
@@ -210,6 +373,7 @@ static uint64_t now_ns(void) {
 typedef struct op {
     struct op *next;
     op_kind kind;
+    _Atomic int *done; /* set once the op ran (or was dropped), or NULL */
     union {
         struct {
             rill_cpu_kernel_fn fn;
@@ -326,6 +490,8 @@ static void *stream_main(void *arg) {
             run_op(o);
         else if (o->kind == OP_KERNEL)
             free(o->u.kernel.args);
+        if (o->done != NULL)
+            atomic_store(o->done, 1); /* seen under s->lock, below */
         free(o);
         pthread_mutex_lock(&s->lock);
         s->busy = false;
@@ -380,9 +546,7 @@ CUresult fake_stream_call(CUstream s, void (*fn)(void *), void *arg) {
     return r;
 }
 
-static CUresult fake_cuStreamCreate(CUstream *out, unsigned int flags) {
-    (void)flags;
-    NEED_CONTEXT();
+static CUresult stream_create(CUstream *out) {
     CUstream s = calloc(1, sizeof *s);
     if (s == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -397,10 +561,18 @@ static CUresult fake_cuStreamCreate(CUstream *out, unsigned int flags) {
     return CUDA_SUCCESS;
 }
 
+static CUresult fake_cuStreamCreate(CUstream *out, unsigned int flags) {
+    (void)flags;
+    NEED_CONTEXT();
+    return stream_create(out);
+}
+
 static CUresult fake_cuStreamCreateWithPriority(CUstream *out, unsigned int flags, int priority) {
+    (void)flags;
+    NEED_CONTEXT();
     if (priority > 0 || priority < -5)
         return CUDA_ERROR_INVALID_VALUE;
-    return fake_cuStreamCreate(out, flags);
+    return stream_create(out);
 }
 
 static CUresult fake_cuStreamSynchronize(CUstream s) {
@@ -444,17 +616,21 @@ static CUresult fake_cuStreamWriteValue64(CUstream s, CUdeviceptr addr, cuuint64
         return CUDA_ERROR_OUT_OF_MEMORY;
     o->u.write.word = (_Atomic uint64_t *)(uintptr_t)addr;
     o->u.write.value = value;
+    count_memops(1);
     return push(s, o);
 }
 
 /* -------------------------------------------------------------- events */
 
 static CUresult fake_cuEventCreate(CUevent *out, unsigned int flags) {
-    (void)flags;
     NEED_CONTEXT();
+    if (flags &
+        ~(unsigned)(CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS))
+        return CUDA_ERROR_INVALID_VALUE;
     CUevent ev = calloc(1, sizeof *ev);
     if (ev == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
+    ev->flags = flags;
     pthread_mutex_init(&ev->lock, NULL);
     pthread_cond_init(&ev->cond, NULL);
     *out = ev;
@@ -512,6 +688,9 @@ static CUresult fake_cuEventElapsedTime(float *ms, CUevent start, CUevent end) {
     NEED_CONTEXT();
     uint64_t t[2];
     CUevent evs[2] = {start, end};
+    /* The driver keeps no time for an event made without it. */
+    if ((start->flags | end->flags) & CU_EVENT_DISABLE_TIMING)
+        return CUDA_ERROR_INVALID_HANDLE;
     for (int i = 0; i < 2; i++) {
         pthread_mutex_lock(&evs[i]->lock);
         bool done = evs[i]->recorded > 0 && evs[i]->reached == evs[i]->recorded;
@@ -561,6 +740,29 @@ static CUresult fake_cuModuleGetFunction(CUfunction *out, CUmodule m, const char
     return CUDA_SUCCESS;
 }
 
+/* What the driver launches on the GPUs it stands for (compute capability
+ * 7.0 and later): blocks of at most 1,024 threads (1,024 x 1,024 x 64),
+ * grids of at most 2^31 - 1 x 65,535 x 65,535 blocks, 48 KiB of static
+ * shared memory, and 32,764 bytes of parameters (CUDA 12.1 and later). */
+#define MAX_BLOCK_THREADS 1024u
+#define MAX_PARAM_BYTES   32764u
+
+static bool within_launch_bounds(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                                 unsigned bz, unsigned shared, void **extra) {
+    if (gx == 0 || gy == 0 || gz == 0 || bx == 0 || by == 0 || bz == 0)
+        return false;
+    if (gx > 0x7fffffffu || gy > 65535u || gz > 65535u)
+        return false;
+    if (bx > 1024u || by > 1024u || bz > 64u || (uint64_t)bx * by * bz > MAX_BLOCK_THREADS)
+        return false;
+    if (shared > 48u * 1024u)
+        return false;
+    for (void **e = extra; e != NULL && *e != CU_LAUNCH_PARAM_END; e += 2)
+        if (e[0] == CU_LAUNCH_PARAM_BUFFER_SIZE && *(size_t *)e[1] > MAX_PARAM_BYTES)
+            return false;
+    return true;
+}
+
 /* The x extent of the last grid launched, for tests of grid sizes. */
 static _Atomic unsigned last_grid_x;
 
@@ -572,12 +774,8 @@ unsigned fake_cuda_last_grid_x(void) {
 static CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                                     unsigned bx, unsigned by, unsigned bz, unsigned shared,
                                     CUstream s, void **params, void **extra) {
-    (void)bx;
-    (void)by;
-    (void)bz;
-    (void)shared;
     NEED_CONTEXT();
-    if (params != NULL || gx == 0 || gy == 0 || gz == 0)
+    if (params != NULL || !within_launch_bounds(gx, gy, gz, bx, by, bz, shared, extra))
         return CUDA_ERROR_INVALID_VALUE;
     const void *buf = NULL;
     size_t size = 0;
@@ -604,23 +802,41 @@ static CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsi
 
 /* -------------------------------------------------------------- memory */
 
+/* A copy to or from pageable host memory (neither page-locked by
+ * cuMemHostAlloc nor mapped device memory) is synchronous with respect to
+ * the host, as the driver makes it: the call returns once the stream ran
+ * everything before it and the copy itself. */
 static CUresult fake_cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream s) {
     NEED_CONTEXT();
+    range known;
+    bool pageable =
+        bytes > 0 && (!ranges_find((uintptr_t)dst, &known) || !ranges_find((uintptr_t)src, &known));
     op *o = new_op(OP_COPY);
     if (o == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
     o->u.mem.dst = (void *)(uintptr_t)dst;
     o->u.mem.src = (const void *)(uintptr_t)src;
     o->u.mem.bytes = bytes;
-    return push(s, o);
+    _Atomic int done = 0;
+    if (pageable)
+        o->done = &done;
+    CUresult r = push(s, o);
+    if (r != CUDA_SUCCESS || !pageable)
+        return r;
+    pthread_mutex_lock(&s->lock);
+    while (!atomic_load(&done))
+        pthread_cond_wait(&s->cond, &s->lock);
+    pthread_mutex_unlock(&s->lock);
+    return (CUresult)atomic_load(&faulted[s->gpu]);
 }
 
-/* Of memory the driver knows only (device memory, page-locked host
- * memory): the driver refuses pageable host memory. */
+/* Of device memory only: the driver refuses host memory, pageable or
+ * page-locked. */
 static CUresult fake_cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t n, CUstream s) {
     NEED_CONTEXT();
     range known;
-    if (!ranges_find((uintptr_t)dst, &known))
+    if (!ranges_find((uintptr_t)dst, &known) || known.device < 0 ||
+        !ranges_cover((uintptr_t)dst, n, true))
         return CUDA_ERROR_INVALID_VALUE;
     op *o = new_op(OP_SET);
     if (o == NULL)
@@ -633,6 +849,7 @@ static CUresult fake_cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_
 
 static CUresult fake_cuMemAddressReserve(CUdeviceptr *out, size_t size, size_t align,
                                          CUdeviceptr addr, unsigned long long flags) {
+    CALLED();
     (void)addr;
     (void)flags;
     if (align == 0)
@@ -646,11 +863,16 @@ static CUresult fake_cuMemAddressReserve(CUdeviceptr *out, size_t size, size_t a
         munmap(p, base - (uintptr_t)p);
     if ((uintptr_t)p + align > base)
         munmap((char *)base + size, (uintptr_t)p + align - base);
+    reserved_add(base, size);
     *out = (CUdeviceptr)base;
     return CUDA_SUCCESS;
 }
 
+/* Of a whole reservation, as cuMemAddressReserve gave it. */
 static CUresult fake_cuMemAddressFree(CUdeviceptr ptr, size_t size) {
+    CALLED();
+    if (!reserved_remove((uintptr_t)ptr, size))
+        return CUDA_ERROR_INVALID_VALUE;
     return munmap((void *)(uintptr_t)ptr, size) == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
@@ -681,6 +903,7 @@ static CUresult fake_cuMemCreate(CUmemGenericAllocationHandle *out, size_t size,
 }
 
 static CUresult fake_cuMemRelease(CUmemGenericAllocationHandle h) {
+    CALLED();
     struct stat st;
     int fd = (int)(h - 1);
     if (fstat(fd, &st) != 0 || close(fd) != 0)
@@ -689,10 +912,17 @@ static CUresult fake_cuMemRelease(CUmemGenericAllocationHandle h) {
     return CUDA_SUCCESS;
 }
 
+/* Of whole granules, into reserved address space that nothing maps yet,
+ * from within the allocation. */
 static CUresult fake_cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
                               CUmemGenericAllocationHandle h, unsigned long long flags) {
-    (void)flags;
+    CALLED();
     int fd = (int)(h - 1);
+    struct stat st;
+    if (flags != 0 || size == 0 || ptr % GRANULE != 0 || size % GRANULE != 0 ||
+        offset % GRANULE != 0 || fstat(fd, &st) != 0 || offset > (size_t)st.st_size ||
+        size > (size_t)st.st_size - offset || !reserved_and_free((uintptr_t)ptr, size))
+        return CUDA_ERROR_INVALID_VALUE;
     void *p = mmap((void *)(uintptr_t)ptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd,
                    (off_t)offset);
     if (p == MAP_FAILED)
@@ -701,22 +931,37 @@ static CUresult fake_cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
     return CUDA_SUCCESS;
 }
 
+/* Of whole granules that are mapped. */
 static CUresult fake_cuMemUnmap(CUdeviceptr ptr, size_t size) {
-    ranges_remove((uintptr_t)ptr);
+    CALLED();
+    if (size == 0 || ptr % GRANULE != 0 || size % GRANULE != 0 ||
+        !ranges_cover((uintptr_t)ptr, size, true))
+        return CUDA_ERROR_INVALID_VALUE;
+    for (uintptr_t at = (uintptr_t)ptr; at < (uintptr_t)ptr + size;) {
+        range r;
+        if (!ranges_find(at, &r))
+            break;
+        ranges_remove(r.base);
+        at = r.base + r.size;
+    }
     void *p = mmap((void *)(uintptr_t)ptr, size, PROT_NONE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
     return p == MAP_FAILED ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
 }
 
+/* Of whole granules that are mapped. */
 static CUresult fake_cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc,
                                     size_t count) {
-    (void)ptr;
-    (void)size;
-    return desc != NULL && count > 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    CALLED();
+    if (desc == NULL || count == 0 || size == 0 || ptr % GRANULE != 0 || size % GRANULE != 0 ||
+        !ranges_cover((uintptr_t)ptr, size, true))
+        return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_SUCCESS;
 }
 
 static CUresult fake_cuMemGetAllocationGranularity(size_t *out, const CUmemAllocationProp *prop,
                                                    CUmemAllocationGranularity_flags flags) {
+    CALLED();
     (void)flags;
     if (atomic_load(&no_fd_handles) &&
         (prop->requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR))
@@ -793,6 +1038,7 @@ static void register_teardown(void) {
 }
 
 static CUresult fake_cuInit(unsigned int flags) {
+    CALLED();
     if (flags != 0)
         return CUDA_ERROR_INVALID_VALUE;
     pthread_once(&teardown_once, register_teardown);
@@ -800,27 +1046,32 @@ static CUresult fake_cuInit(unsigned int flags) {
 }
 
 static CUresult fake_cuDriverGetVersion(int *v) {
+    CALLED();
     *v = CUDA_VERSION;
     return CUDA_SUCCESS;
 }
 
 static CUresult fake_cuGetErrorName(CUresult r, const char **out) {
+    CALLED();
     *out = r == CUDA_SUCCESS ? "CUDA_SUCCESS" : "CUDA_ERROR_FAKE";
     return CUDA_SUCCESS;
 }
 
 static CUresult fake_cuGetErrorString(CUresult r, const char **out) {
+    CALLED();
     (void)r;
     *out = "an error of the stand-in driver";
     return CUDA_SUCCESS;
 }
 
 static CUresult fake_cuDeviceGetCount(int *n) {
+    CALLED();
     *n = gpus();
     return CUDA_SUCCESS;
 }
 
 static CUresult fake_cuDeviceGet(CUdevice *d, int ordinal) {
+    CALLED();
     if (ordinal < 0 || ordinal >= gpus())
         return CUDA_ERROR_INVALID_DEVICE;
     *d = ordinal;
@@ -828,6 +1079,7 @@ static CUresult fake_cuDeviceGet(CUdevice *d, int ordinal) {
 }
 
 static CUresult fake_cuDeviceGetName(char *name, int len, CUdevice d) {
+    CALLED();
     if (d == 0)
         snprintf(name, (size_t)len, "stand-in GPU");
     else
@@ -836,12 +1088,14 @@ static CUresult fake_cuDeviceGetName(char *name, int len, CUdevice d) {
 }
 
 static CUresult fake_cuDeviceTotalMem(size_t *bytes, CUdevice d) {
+    CALLED();
     (void)d;
     *bytes = TOTAL_MEMORY;
     return CUDA_SUCCESS;
 }
 
 static CUresult fake_cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice d) {
+    CALLED();
     (void)d;
     switch (a) {
     case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
@@ -863,6 +1117,7 @@ static CUresult fake_cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice
 static _Atomic int primary_refs[MAX_GPUS];
 
 static CUresult fake_cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice d) {
+    CALLED();
     if (d < 0 || d >= gpus())
         return CUDA_ERROR_INVALID_DEVICE;
     atomic_fetch_add(&primary_refs[d], 1);
@@ -873,6 +1128,7 @@ static CUresult fake_cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice d) {
 /* The last release ends the primary context: the next one is new, and a
  * fault of the old one is gone with it. */
 static CUresult fake_cuDevicePrimaryCtxRelease(CUdevice d) {
+    CALLED();
     if (d < 0 || d >= MAX_GPUS)
         return CUDA_ERROR_INVALID_DEVICE;
     if (atomic_fetch_sub(&primary_refs[d], 1) == 1)
@@ -894,6 +1150,7 @@ static CUresult fake_cuCtxSetCurrent(CUcontext ctx) {
 }
 
 static CUresult fake_cuCtxGetCurrent(CUcontext *ctx) {
+    CALLED();
     int gpu = current_gpu();
     *ctx = gpu >= 0 ? &contexts[gpu] : NULL;
     return CUDA_SUCCESS;
