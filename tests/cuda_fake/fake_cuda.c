@@ -126,12 +126,32 @@ static _Atomic size_t num_counted;
 static pthread_mutex_t counted_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic uint64_t memops;
 
+/* The calling thread's counts: calls[i] of counted[i], and memops (the
+ * last slot), in a key's value (see gpu_key). Only the thread writes them. */
+static pthread_key_t here_key;
+static pthread_once_t here_once = PTHREAD_ONCE_INIT;
+
+static void make_here_key(void) {
+    (void)pthread_key_create(&here_key, free);
+}
+
+static uint64_t *here(void) {
+    pthread_once(&here_once, make_here_key);
+    uint64_t *c = pthread_getspecific(here_key);
+    if (c == NULL && (c = calloc(MAX_COUNTED + 1, sizeof *c)) != NULL)
+        (void)pthread_setspecific(here_key, c);
+    return c;
+}
+
 static void count_call(const char *fn) {
     /* acquire: pairs with the release store of num_counted below. */
     size_t n = atomic_load_explicit(&num_counted, memory_order_acquire);
+    uint64_t *mine = here();
     for (size_t i = 0; i < n; i++)
         if (counted[i].fn == fn) {
             atomic_fetch_add_explicit(&counted[i].calls, 1, memory_order_relaxed);
+            if (mine != NULL)
+                mine[i]++;
             return;
         }
     pthread_mutex_lock(&counted_lock);
@@ -143,8 +163,11 @@ static void count_call(const char *fn) {
         counted[n].fn = fn;
         atomic_store_explicit(&num_counted, n + 1, memory_order_release);
     }
-    if (i < MAX_COUNTED)
+    if (i < MAX_COUNTED) {
         atomic_fetch_add_explicit(&counted[i].calls, 1, memory_order_relaxed);
+        if (mine != NULL)
+            mine[i]++;
+    }
     pthread_mutex_unlock(&counted_lock);
 }
 
@@ -156,6 +179,9 @@ static const char *counted_name(size_t i) {
 /* n GPU-side memory operations were queued. */
 static void count_memops(uint64_t n) {
     atomic_fetch_add_explicit(&memops, n, memory_order_relaxed);
+    uint64_t *mine = here();
+    if (mine != NULL)
+        mine[MAX_COUNTED] += n;
 }
 
 __attribute__((visibility("default"))) uint64_t fake_cuda_calls(const char *name);
@@ -166,6 +192,23 @@ uint64_t fake_cuda_calls(const char *name) {
         if (name == NULL || strcmp(counted_name(i), name) == 0)
             total += atomic_load_explicit(&counted[i].calls, memory_order_relaxed);
     return total;
+}
+
+/* The same, of the calls the calling thread made. */
+__attribute__((visibility("default"))) uint64_t fake_cuda_calls_here(const char *name);
+uint64_t fake_cuda_calls_here(const char *name) {
+    uint64_t total = 0, *mine = here();
+    size_t n = atomic_load_explicit(&num_counted, memory_order_acquire);
+    for (size_t i = 0; i < n && mine != NULL; i++)
+        if (name == NULL || strcmp(counted_name(i), name) == 0)
+            total += mine[i];
+    return total;
+}
+
+__attribute__((visibility("default"))) uint64_t fake_cuda_memops_here(void);
+uint64_t fake_cuda_memops_here(void) {
+    uint64_t *mine = here();
+    return mine != NULL ? mine[MAX_COUNTED] : 0;
 }
 
 __attribute__((visibility("default"))) uint64_t fake_cuda_memops(void);
@@ -179,6 +222,9 @@ void fake_cuda_counts_reset(void) {
     for (size_t i = 0; i < n; i++)
         atomic_store_explicit(&counted[i].calls, 0, memory_order_relaxed);
     atomic_store_explicit(&memops, 0, memory_order_relaxed);
+    uint64_t *mine = here();
+    if (mine != NULL)
+        memset(mine, 0, (MAX_COUNTED + 1) * sizeof *mine);
 }
 
 __attribute__((visibility("default"))) void fake_cuda_counts_text(char *buf, size_t size);
@@ -1103,6 +1149,21 @@ static CUresult fake_cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice
         return CUDA_SUCCESS;
     case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR:
         *v = 2048;
+        return CUDA_SUCCESS;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X:
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y:
+        *v = (int)MAX_BLOCK_THREADS;
+        return CUDA_SUCCESS;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z:
+        *v = 64;
+        return CUDA_SUCCESS;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X:
+        *v = 0x7fffffff;
+        return CUDA_SUCCESS;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y:
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z:
+        *v = 65535;
         return CUDA_SUCCESS;
     case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING:
     case CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS:

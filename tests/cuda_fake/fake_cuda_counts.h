@@ -19,6 +19,11 @@ typedef struct fake_cuda_counters {
     uint64_t (*calls)(const char *name);
     /* GPU-side memory operations queued since the last reset. */
     uint64_t (*memops)(void);
+    /* The same two, of what the calling thread asked for since it reset
+     * the counters. */
+    uint64_t (*calls_here)(const char *name);
+    uint64_t (*memops_here)(void);
+    /* Sets the counters, and the calling thread's, to 0. */
     void (*reset)(void);
     /* "cuLaunchKernel 3, cuStreamWriteValue64 3; memops 3": the entry
      * points called since the last reset, for messages. */
@@ -34,8 +39,13 @@ static inline int fake_cuda_counters_open(fake_cuda_counters *c) {
         return -1;
     void *calls = dlsym(so, "fake_cuda_calls"), *memops = dlsym(so, "fake_cuda_memops");
     void *reset = dlsym(so, "fake_cuda_counts_reset"), *text = dlsym(so, "fake_cuda_counts_text");
-    if (calls == NULL || memops == NULL || reset == NULL || text == NULL)
+    void *calls_here = dlsym(so, "fake_cuda_calls_here");
+    void *memops_here = dlsym(so, "fake_cuda_memops_here");
+    if (calls == NULL || memops == NULL || reset == NULL || text == NULL || calls_here == NULL ||
+        memops_here == NULL)
         return -1;
+    *(void **)&c->calls_here = calls_here;
+    *(void **)&c->memops_here = memops_here;
     *(void **)&c->calls = calls;
     *(void **)&c->memops = memops;
     *(void **)&c->reset = reset;
