@@ -496,8 +496,9 @@ typedef struct rill__backend_ops {
      * awaited work failed, the stream is not failing already, and the WAIT
      * is not RILL__CMD_ORDER_ONLY. Any thread, no locks held; never blocks
      * on other work. RILL_ERROR_OUT_OF_MEMORY when the command cannot be
-     * stored (nothing was submitted then), with a sentence that names no
-     * public call. */
+     * stored, RILL_ERROR_INVALID_ARGUMENT when a kernel's grid, blocks or
+     * arguments are past what the device launches (nothing was submitted
+     * then), with a sentence that names no public call. */
     rill_status (*submit)(rill__stream *s, const rill__cmd *cmd, uint64_t *seq);
     /* Runs work of s, up to the command numbered seq, on the calling thread
      * when no awake worker has taken it. The caller is a host thread about
