@@ -12,7 +12,12 @@
  * op's CPU body (op_twins.c); for others, the function the program exports
  * under the entry's name followed by "_host". PTX is not read. Functions
  * exported under fake_cuda_* let tests fault a GPU, run its clock ahead,
- * refuse a memory handle type and see what was launched. */
+ * refuse a memory handle type, see what was launched and count the calls
+ * (fake_counts.c). Like the driver, it refuses a call that needs a current
+ * context without one, a launch past the launch bounds, and timing of an
+ * event made without it, and a copy to or from pageable host memory
+ * returns once done. This file holds the streams, events, kernels and
+ * contexts; fake_memory.c the memory, fake_device.c the GPUs' attributes. */
 #include <cuda.h>
 #include <dlfcn.h>
 #include <pthread.h>
@@ -32,13 +37,7 @@
 #include "op_twins.h"
 #include "rill.h"
 
-#define GRANULE ((size_t)2 << 20)
-/* The GPU's memory: what cuDeviceTotalMem says and cuMemCreate keeps to. */
-#define TOTAL_MEMORY ((size_t)4 << 30)
-
-static _Atomic size_t created; /* bytes of cuMemCreate not released */
-
-/* RILL_FAKE_CUDA_DEVICES GPUs at most (see gpus()). */
+/* RILL_FAKE_CUDA_DEVICES GPUs at most (see fake_gpus()). */
 #define MAX_GPUS 4
 /* A GPU whose context failed (fake_cuda_fault): its streams drop their
  * work, and every call on them returns the fault's code
@@ -65,14 +64,14 @@ static void set_thread_gpu(int gpu) {
 }
 
 /* The GPU of the current context, or -1 when none is current. */
-static int current_gpu(void) {
+int fake_current_gpu(void) {
     pthread_once(&gpu_key_once, make_gpu_key);
     intptr_t v = (intptr_t)pthread_getspecific(gpu_key);
     return v > 0 ? (int)(v - 1) : -1;
 }
 
 static int thread_gpu(void) {
-    int gpu = current_gpu();
+    int gpu = fake_current_gpu();
     return gpu >= 0 ? gpu : 0;
 }
 
@@ -88,164 +87,12 @@ static void teardown(void) {
     nanosleep(&pause, NULL);
 }
 
-static void count_call(const char *fn);
-
-static void check_alive(const char *fn) {
-    count_call(fn);
+void fake_check_alive(const char *fn) {
+    fake_count_call(fn);
     if (!atomic_load(&torn_down))
         return;
     fprintf(stderr, "stand-in CUDA driver: %s called after the driver's teardown at exit\n", fn);
     abort();
-}
-
-/* The start of an entry point that needs a current context. */
-#define NEED_CONTEXT()                                                                             \
-    do {                                                                                           \
-        check_alive(__func__);                                                                     \
-        if (current_gpu() < 0)                                                                     \
-            return CUDA_ERROR_INVALID_CONTEXT;                                                     \
-    } while (0)
-
-/* The start of an entry point that needs no context: it is counted. */
-#define CALLED() count_call(__func__)
-
-/* ------------------------------------------------------------- counting
- * Every entry point counts its calls by name, and the GPU-side memory
- * operations (stream writes and waits of a word, stream memory barriers)
- * are counted apart, for tests and benchmarks of what the backend asks of
- * the driver per call (fake_cuda_counts.h). An entry point is known by its
- * function's name (__func__, whose address is the key): "fake_" and the
- * driver's name. */
-#define MAX_COUNTED 128
-static struct {
-    const char *fn; /* __func__ of the entry point */
-    _Atomic uint64_t calls;
-} counted[MAX_COUNTED];
-/* entries [0, num_counted) are filled: stored (release) after the entry */
-static _Atomic size_t num_counted;
-static pthread_mutex_t counted_lock = PTHREAD_MUTEX_INITIALIZER;
-static _Atomic uint64_t memops;
-
-/* The calling thread's counts: calls[i] of counted[i], and memops (the
- * last slot), in a key's value (see gpu_key). Only the thread writes them. */
-static pthread_key_t here_key;
-static pthread_once_t here_once = PTHREAD_ONCE_INIT;
-
-static void make_here_key(void) {
-    (void)pthread_key_create(&here_key, free);
-}
-
-static uint64_t *here(void) {
-    pthread_once(&here_once, make_here_key);
-    uint64_t *c = pthread_getspecific(here_key);
-    if (c == NULL && (c = calloc(MAX_COUNTED + 1, sizeof *c)) != NULL)
-        (void)pthread_setspecific(here_key, c);
-    return c;
-}
-
-static void count_call(const char *fn) {
-    /* acquire: pairs with the release store of num_counted below. */
-    size_t n = atomic_load_explicit(&num_counted, memory_order_acquire);
-    uint64_t *mine = here();
-    for (size_t i = 0; i < n; i++)
-        if (counted[i].fn == fn) {
-            atomic_fetch_add_explicit(&counted[i].calls, 1, memory_order_relaxed);
-            if (mine != NULL)
-                mine[i]++;
-            return;
-        }
-    pthread_mutex_lock(&counted_lock);
-    n = atomic_load_explicit(&num_counted, memory_order_relaxed);
-    size_t i = 0;
-    while (i < n && counted[i].fn != fn)
-        i++;
-    if (i == n && n < MAX_COUNTED) {
-        counted[n].fn = fn;
-        atomic_store_explicit(&num_counted, n + 1, memory_order_release);
-    }
-    if (i < MAX_COUNTED) {
-        atomic_fetch_add_explicit(&counted[i].calls, 1, memory_order_relaxed);
-        if (mine != NULL)
-            mine[i]++;
-    }
-    pthread_mutex_unlock(&counted_lock);
-}
-
-/* The driver's name of a counted entry point. */
-static const char *counted_name(size_t i) {
-    return strncmp(counted[i].fn, "fake_", 5) == 0 ? counted[i].fn + 5 : counted[i].fn;
-}
-
-/* n GPU-side memory operations were queued. */
-static void count_memops(uint64_t n) {
-    atomic_fetch_add_explicit(&memops, n, memory_order_relaxed);
-    uint64_t *mine = here();
-    if (mine != NULL)
-        mine[MAX_COUNTED] += n;
-}
-
-__attribute__((visibility("default"))) uint64_t fake_cuda_calls(const char *name);
-uint64_t fake_cuda_calls(const char *name) {
-    uint64_t total = 0;
-    size_t n = atomic_load_explicit(&num_counted, memory_order_acquire);
-    for (size_t i = 0; i < n; i++)
-        if (name == NULL || strcmp(counted_name(i), name) == 0)
-            total += atomic_load_explicit(&counted[i].calls, memory_order_relaxed);
-    return total;
-}
-
-/* The same, of the calls the calling thread made. */
-__attribute__((visibility("default"))) uint64_t fake_cuda_calls_here(const char *name);
-uint64_t fake_cuda_calls_here(const char *name) {
-    uint64_t total = 0, *mine = here();
-    size_t n = atomic_load_explicit(&num_counted, memory_order_acquire);
-    for (size_t i = 0; i < n && mine != NULL; i++)
-        if (name == NULL || strcmp(counted_name(i), name) == 0)
-            total += mine[i];
-    return total;
-}
-
-__attribute__((visibility("default"))) uint64_t fake_cuda_memops_here(void);
-uint64_t fake_cuda_memops_here(void) {
-    uint64_t *mine = here();
-    return mine != NULL ? mine[MAX_COUNTED] : 0;
-}
-
-__attribute__((visibility("default"))) uint64_t fake_cuda_memops(void);
-uint64_t fake_cuda_memops(void) {
-    return atomic_load_explicit(&memops, memory_order_relaxed);
-}
-
-__attribute__((visibility("default"))) void fake_cuda_counts_reset(void);
-void fake_cuda_counts_reset(void) {
-    size_t n = atomic_load_explicit(&num_counted, memory_order_acquire);
-    for (size_t i = 0; i < n; i++)
-        atomic_store_explicit(&counted[i].calls, 0, memory_order_relaxed);
-    atomic_store_explicit(&memops, 0, memory_order_relaxed);
-    uint64_t *mine = here();
-    if (mine != NULL)
-        memset(mine, 0, (MAX_COUNTED + 1) * sizeof *mine);
-}
-
-__attribute__((visibility("default"))) void fake_cuda_counts_text(char *buf, size_t size);
-void fake_cuda_counts_text(char *buf, size_t size) {
-    size_t used = 0, n = atomic_load_explicit(&num_counted, memory_order_acquire);
-    if (size == 0)
-        return;
-    buf[0] = '\0';
-    for (size_t i = 0; i < n && used + 1 < size; i++) {
-        uint64_t c = atomic_load_explicit(&counted[i].calls, memory_order_relaxed);
-        if (c == 0)
-            continue;
-        int k = snprintf(buf + used, size - used, "%s%s %llu", used > 0 ? ", " : "",
-                         counted_name(i), (unsigned long long)c);
-        if (k < 0)
-            break;
-        used += (size_t)k;
-    }
-    if (used + 1 < size)
-        snprintf(buf + used, size - used, "%smemops %llu", used > 0 ? "; " : "",
-                 (unsigned long long)fake_cuda_memops());
 }
 
 /* Called by a kernel's host body: its GPU faults, as if the kernel wrote
@@ -270,129 +117,6 @@ static _Atomic uint64_t clock_ahead_ns;
 __attribute__((visibility("default"))) void fake_cuda_advance_clock(uint64_t ns);
 void fake_cuda_advance_clock(uint64_t ns) {
     atomic_fetch_add(&clock_ahead_ns, ns);
-}
-
-/* A GPU and driver without POSIX file descriptors as a shareable handle
- * type of cuMemCreate (a vGPU, WSL): asking for one is
- * CUDA_ERROR_NOT_SUPPORTED. */
-static _Atomic int no_fd_handles;
-
-__attribute__((visibility("default"))) void fake_cuda_refuse_fd_handles(int refuse);
-void fake_cuda_refuse_fd_handles(int refuse) {
-    atomic_store(&no_fd_handles, refuse);
-}
-
-/* What cuPointerGetAttribute knows: the ranges mapped with cuMemMap (each
- * with the GPU of its allocation) and those of cuMemHostAlloc. */
-typedef struct range {
-    uintptr_t base;
-    size_t size;
-    int device; /* -1: page-locked host memory */
-} range;
-static pthread_mutex_t ranges_lock = PTHREAD_MUTEX_INITIALIZER;
-static range *ranges;
-static size_t num_ranges, cap_ranges;
-#define MAX_FDS 65536
-static int device_of_fd[MAX_FDS]; /* the GPU of a cuMemCreate handle's memory */
-
-static void ranges_add(uintptr_t base, size_t size, int device) {
-    pthread_mutex_lock(&ranges_lock);
-    if (num_ranges == cap_ranges) {
-        size_t cap = cap_ranges ? 2 * cap_ranges : 256;
-        range *r = realloc(ranges, cap * sizeof *r);
-        if (r == NULL)
-            abort(); /* a stand-in has nowhere to report it */
-        ranges = r;
-        cap_ranges = cap;
-    }
-    ranges[num_ranges++] = (range){base, size, device};
-    pthread_mutex_unlock(&ranges_lock);
-}
-
-static void ranges_remove(uintptr_t base) {
-    pthread_mutex_lock(&ranges_lock);
-    for (size_t i = 0; i < num_ranges; i++)
-        if (ranges[i].base == base) {
-            ranges[i] = ranges[--num_ranges];
-            break;
-        }
-    pthread_mutex_unlock(&ranges_lock);
-}
-
-/* The range that holds p, or false. */
-static bool ranges_find(uintptr_t p, range *out) {
-    bool found = false;
-    pthread_mutex_lock(&ranges_lock);
-    for (size_t i = 0; i < num_ranges && !found; i++)
-        if (p >= ranges[i].base && p - ranges[i].base < ranges[i].size) {
-            *out = ranges[i];
-            found = true;
-        }
-    pthread_mutex_unlock(&ranges_lock);
-    return found;
-}
-
-/* Whether [p, p + n) lies in ranges that follow one another (device
- * memory only: those of cuMemMap). */
-static bool ranges_cover(uintptr_t p, size_t n, bool device_only) {
-    uintptr_t at = p, end = p + n;
-    while (at < end) {
-        range r;
-        if (!ranges_find(at, &r) || (device_only && r.device < 0))
-            return false;
-        at = r.base + r.size;
-    }
-    return true;
-}
-
-/* Address space reserved with cuMemAddressReserve, which cuMemMap maps
- * into; guarded by ranges_lock. */
-typedef struct reservation {
-    uintptr_t base;
-    size_t size;
-} reservation;
-static reservation *reserved;
-static size_t num_reserved, cap_reserved;
-
-static void reserved_add(uintptr_t base, size_t size) {
-    pthread_mutex_lock(&ranges_lock);
-    if (num_reserved == cap_reserved) {
-        size_t cap = cap_reserved ? 2 * cap_reserved : 64;
-        reservation *r = realloc(reserved, cap * sizeof *r);
-        if (r == NULL)
-            abort(); /* a stand-in has nowhere to report it */
-        reserved = r;
-        cap_reserved = cap;
-    }
-    reserved[num_reserved++] = (reservation){base, size};
-    pthread_mutex_unlock(&ranges_lock);
-}
-
-/* Takes [base, base + size) off the list: false unless it is one
- * reservation exactly. */
-static bool reserved_remove(uintptr_t base, size_t size) {
-    bool found = false;
-    pthread_mutex_lock(&ranges_lock);
-    for (size_t i = 0; i < num_reserved && !found; i++)
-        if (reserved[i].base == base && reserved[i].size == size) {
-            reserved[i] = reserved[--num_reserved];
-            found = true;
-        }
-    pthread_mutex_unlock(&ranges_lock);
-    return found;
-}
-
-/* Whether [p, p + n) lies in one reservation and no mapping overlaps it. */
-static bool reserved_and_free(uintptr_t p, size_t n) {
-    bool inside = false, overlaps = false;
-    pthread_mutex_lock(&ranges_lock);
-    for (size_t i = 0; i < num_reserved && !inside; i++)
-        inside = p >= reserved[i].base && n <= reserved[i].size &&
-                 p - reserved[i].base <= reserved[i].size - n;
-    for (size_t i = 0; i < num_ranges && !overlaps; i++)
-        overlaps = p < ranges[i].base + ranges[i].size && ranges[i].base < p + n;
-    pthread_mutex_unlock(&ranges_lock);
-    return inside && !overlaps;
 }
 
 /* ------------------------------------------------------------- streams */
@@ -662,7 +386,7 @@ static CUresult fake_cuStreamWriteValue64(CUstream s, CUdeviceptr addr, cuuint64
         return CUDA_ERROR_OUT_OF_MEMORY;
     o->u.write.word = (_Atomic uint64_t *)(uintptr_t)addr;
     o->u.write.value = value;
-    count_memops(1);
+    fake_count_memops(1);
     return push(s, o);
 }
 
@@ -790,8 +514,7 @@ static CUresult fake_cuModuleGetFunction(CUfunction *out, CUmodule m, const char
  * 7.0 and later): blocks of at most 1,024 threads (1,024 x 1,024 x 64),
  * grids of at most 2^31 - 1 x 65,535 x 65,535 blocks, 48 KiB of static
  * shared memory, and 32,764 bytes of parameters (CUDA 12.1 and later). */
-#define MAX_BLOCK_THREADS 1024u
-#define MAX_PARAM_BYTES   32764u
+#define MAX_PARAM_BYTES 32764u
 
 static bool within_launch_bounds(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                  unsigned bz, unsigned shared, void **extra) {
@@ -854,9 +577,9 @@ static CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsi
  * everything before it and the copy itself. */
 static CUresult fake_cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream s) {
     NEED_CONTEXT();
-    range known;
-    bool pageable =
-        bytes > 0 && (!ranges_find((uintptr_t)dst, &known) || !ranges_find((uintptr_t)src, &known));
+    fake_range known;
+    bool pageable = bytes > 0 && (!fake_ranges_find((uintptr_t)dst, &known) ||
+                                  !fake_ranges_find((uintptr_t)src, &known));
     op *o = new_op(OP_COPY);
     if (o == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -880,9 +603,9 @@ static CUresult fake_cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t byte
  * page-locked. */
 static CUresult fake_cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t n, CUstream s) {
     NEED_CONTEXT();
-    range known;
-    if (!ranges_find((uintptr_t)dst, &known) || known.device < 0 ||
-        !ranges_cover((uintptr_t)dst, n, true))
+    fake_range known;
+    if (!fake_ranges_find((uintptr_t)dst, &known) || known.device < 0 ||
+        !fake_ranges_cover((uintptr_t)dst, n, true))
         return CUDA_ERROR_INVALID_VALUE;
     op *o = new_op(OP_SET);
     if (o == NULL)
@@ -891,175 +614,6 @@ static CUresult fake_cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_
     o->u.mem.value = value;
     o->u.mem.bytes = n;
     return push(s, o);
-}
-
-static CUresult fake_cuMemAddressReserve(CUdeviceptr *out, size_t size, size_t align,
-                                         CUdeviceptr addr, unsigned long long flags) {
-    CALLED();
-    (void)addr;
-    (void)flags;
-    if (align == 0)
-        align = GRANULE;
-    char *p =
-        mmap(NULL, size + align, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    uintptr_t base = ((uintptr_t)p + align - 1) / align * align;
-    if (base > (uintptr_t)p)
-        munmap(p, base - (uintptr_t)p);
-    if ((uintptr_t)p + align > base)
-        munmap((char *)base + size, (uintptr_t)p + align - base);
-    reserved_add(base, size);
-    *out = (CUdeviceptr)base;
-    return CUDA_SUCCESS;
-}
-
-/* Of a whole reservation, as cuMemAddressReserve gave it. */
-static CUresult fake_cuMemAddressFree(CUdeviceptr ptr, size_t size) {
-    CALLED();
-    if (!reserved_remove((uintptr_t)ptr, size))
-        return CUDA_ERROR_INVALID_VALUE;
-    return munmap((void *)(uintptr_t)ptr, size) == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-}
-
-static CUresult fake_cuMemCreate(CUmemGenericAllocationHandle *out, size_t size,
-                                 const CUmemAllocationProp *prop, unsigned long long flags) {
-    (void)flags;
-    check_alive(__func__);
-    if (atomic_load(&no_fd_handles) &&
-        (prop->requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR))
-        return CUDA_ERROR_NOT_SUPPORTED;
-    if (size % GRANULE != 0)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (atomic_fetch_add(&created, size) + size > TOTAL_MEMORY) {
-        atomic_fetch_sub(&created, size);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    int fd = memfd_create("fake-cuda", MFD_CLOEXEC);
-    if (fd < 0 || ftruncate(fd, (off_t)size) != 0) {
-        if (fd >= 0)
-            close(fd);
-        atomic_fetch_sub(&created, size);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    if (fd < MAX_FDS)
-        device_of_fd[fd] = prop->location.id;
-    *out = (CUmemGenericAllocationHandle)fd + 1;
-    return CUDA_SUCCESS;
-}
-
-static CUresult fake_cuMemRelease(CUmemGenericAllocationHandle h) {
-    CALLED();
-    struct stat st;
-    int fd = (int)(h - 1);
-    if (fstat(fd, &st) != 0 || close(fd) != 0)
-        return CUDA_ERROR_INVALID_VALUE;
-    atomic_fetch_sub(&created, (size_t)st.st_size);
-    return CUDA_SUCCESS;
-}
-
-/* Of whole granules, into reserved address space that nothing maps yet,
- * from within the allocation. */
-static CUresult fake_cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
-                              CUmemGenericAllocationHandle h, unsigned long long flags) {
-    CALLED();
-    int fd = (int)(h - 1);
-    struct stat st;
-    if (flags != 0 || size == 0 || ptr % GRANULE != 0 || size % GRANULE != 0 ||
-        offset % GRANULE != 0 || fstat(fd, &st) != 0 || offset > (size_t)st.st_size ||
-        size > (size_t)st.st_size - offset || !reserved_and_free((uintptr_t)ptr, size))
-        return CUDA_ERROR_INVALID_VALUE;
-    void *p = mmap((void *)(uintptr_t)ptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd,
-                   (off_t)offset);
-    if (p == MAP_FAILED)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    ranges_add((uintptr_t)ptr, size, fd < MAX_FDS ? device_of_fd[fd] : 0);
-    return CUDA_SUCCESS;
-}
-
-/* Of whole granules that are mapped. */
-static CUresult fake_cuMemUnmap(CUdeviceptr ptr, size_t size) {
-    CALLED();
-    if (size == 0 || ptr % GRANULE != 0 || size % GRANULE != 0 ||
-        !ranges_cover((uintptr_t)ptr, size, true))
-        return CUDA_ERROR_INVALID_VALUE;
-    for (uintptr_t at = (uintptr_t)ptr; at < (uintptr_t)ptr + size;) {
-        range r;
-        if (!ranges_find(at, &r))
-            break;
-        ranges_remove(r.base);
-        at = r.base + r.size;
-    }
-    void *p = mmap((void *)(uintptr_t)ptr, size, PROT_NONE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
-    return p == MAP_FAILED ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
-}
-
-/* Of whole granules that are mapped. */
-static CUresult fake_cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc,
-                                    size_t count) {
-    CALLED();
-    if (desc == NULL || count == 0 || size == 0 || ptr % GRANULE != 0 || size % GRANULE != 0 ||
-        !ranges_cover((uintptr_t)ptr, size, true))
-        return CUDA_ERROR_INVALID_VALUE;
-    return CUDA_SUCCESS;
-}
-
-static CUresult fake_cuMemGetAllocationGranularity(size_t *out, const CUmemAllocationProp *prop,
-                                                   CUmemAllocationGranularity_flags flags) {
-    CALLED();
-    (void)flags;
-    if (atomic_load(&no_fd_handles) &&
-        (prop->requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR))
-        return CUDA_ERROR_NOT_SUPPORTED;
-    *out = GRANULE;
-    return CUDA_SUCCESS;
-}
-
-static CUresult fake_cuMemHostAlloc(void **out, size_t bytes, unsigned int flags) {
-    (void)flags;
-    NEED_CONTEXT();
-    *out = aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
-    if (*out == NULL)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    memset(*out, 0, bytes);
-    ranges_add((uintptr_t)*out, bytes, -1);
-    return CUDA_SUCCESS;
-}
-
-static CUresult fake_cuMemFreeHost(void *p) {
-    NEED_CONTEXT();
-    ranges_remove((uintptr_t)p);
-    free(p);
-    return CUDA_SUCCESS;
-}
-
-static CUresult fake_cuMemHostGetDevicePointer(CUdeviceptr *out, void *p, unsigned int flags) {
-    (void)flags;
-    NEED_CONTEXT();
-    *out = (CUdeviceptr)(uintptr_t)p;
-    return CUDA_SUCCESS;
-}
-
-/* The memory type and GPU of what cuMemMap and cuMemHostAlloc gave;
- * CUDA_ERROR_INVALID_VALUE for memory the driver does not know (pageable
- * host memory), as the driver says. */
-static CUresult fake_cuPointerGetAttribute(void *data, CUpointer_attribute attribute,
-                                           CUdeviceptr ptr) {
-    NEED_CONTEXT();
-    range r;
-    if (!ranges_find((uintptr_t)ptr, &r))
-        return CUDA_ERROR_INVALID_VALUE;
-    switch (attribute) {
-    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
-        *(unsigned int *)data = r.device >= 0 ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
-        return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
-        *(int *)data = r.device >= 0 ? r.device : 0;
-        return CUDA_SUCCESS;
-    default:
-        return CUDA_ERROR_NOT_SUPPORTED;
-    }
 }
 
 /* ------------------------------------------------ the device and driver */
@@ -1071,7 +625,7 @@ struct CUctx_st {
 };
 static struct CUctx_st contexts[MAX_GPUS] = {{0}, {1}, {2}, {3}};
 
-static int gpus(void) {
+int fake_gpus(void) {
     const char *env = getenv("RILL_FAKE_CUDA_DEVICES");
     int n = env != NULL ? atoi(env) : 1;
     return n < 1 ? 1 : n > MAX_GPUS ? MAX_GPUS : n;
@@ -1091,95 +645,11 @@ static CUresult fake_cuInit(unsigned int flags) {
     return CUDA_SUCCESS;
 }
 
-static CUresult fake_cuDriverGetVersion(int *v) {
-    CALLED();
-    *v = CUDA_VERSION;
-    return CUDA_SUCCESS;
-}
-
-static CUresult fake_cuGetErrorName(CUresult r, const char **out) {
-    CALLED();
-    *out = r == CUDA_SUCCESS ? "CUDA_SUCCESS" : "CUDA_ERROR_FAKE";
-    return CUDA_SUCCESS;
-}
-
-static CUresult fake_cuGetErrorString(CUresult r, const char **out) {
-    CALLED();
-    (void)r;
-    *out = "an error of the stand-in driver";
-    return CUDA_SUCCESS;
-}
-
-static CUresult fake_cuDeviceGetCount(int *n) {
-    CALLED();
-    *n = gpus();
-    return CUDA_SUCCESS;
-}
-
-static CUresult fake_cuDeviceGet(CUdevice *d, int ordinal) {
-    CALLED();
-    if (ordinal < 0 || ordinal >= gpus())
-        return CUDA_ERROR_INVALID_DEVICE;
-    *d = ordinal;
-    return CUDA_SUCCESS;
-}
-
-static CUresult fake_cuDeviceGetName(char *name, int len, CUdevice d) {
-    CALLED();
-    if (d == 0)
-        snprintf(name, (size_t)len, "stand-in GPU");
-    else
-        snprintf(name, (size_t)len, "stand-in GPU %d", (int)d);
-    return CUDA_SUCCESS;
-}
-
-static CUresult fake_cuDeviceTotalMem(size_t *bytes, CUdevice d) {
-    CALLED();
-    (void)d;
-    *bytes = TOTAL_MEMORY;
-    return CUDA_SUCCESS;
-}
-
-static CUresult fake_cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice d) {
-    CALLED();
-    (void)d;
-    switch (a) {
-    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
-        *v = 4;
-        return CUDA_SUCCESS;
-    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR:
-        *v = 2048;
-        return CUDA_SUCCESS;
-    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
-    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X:
-    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y:
-        *v = (int)MAX_BLOCK_THREADS;
-        return CUDA_SUCCESS;
-    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z:
-        *v = 64;
-        return CUDA_SUCCESS;
-    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X:
-        *v = 0x7fffffff;
-        return CUDA_SUCCESS;
-    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y:
-    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z:
-        *v = 65535;
-        return CUDA_SUCCESS;
-    case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING:
-    case CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS:
-    case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
-        *v = 1;
-        return CUDA_SUCCESS;
-    default:
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-}
-
 static _Atomic int primary_refs[MAX_GPUS];
 
 static CUresult fake_cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice d) {
     CALLED();
-    if (d < 0 || d >= gpus())
+    if (d < 0 || d >= fake_gpus())
         return CUDA_ERROR_INVALID_DEVICE;
     atomic_fetch_add(&primary_refs[d], 1);
     *ctx = &contexts[d];
@@ -1199,12 +669,12 @@ static CUresult fake_cuDevicePrimaryCtxRelease(CUdevice d) {
 
 /* NULL unbinds the thread's context, as in the driver. */
 static CUresult fake_cuCtxSetCurrent(CUcontext ctx) {
-    check_alive(__func__);
+    fake_check_alive(__func__);
     if (ctx == NULL) {
         set_thread_gpu(-1);
         return CUDA_SUCCESS;
     }
-    if (ctx < contexts || ctx >= contexts + gpus())
+    if (ctx < contexts || ctx >= contexts + fake_gpus())
         return CUDA_ERROR_INVALID_CONTEXT;
     set_thread_gpu(ctx->device);
     return CUDA_SUCCESS;
@@ -1212,7 +682,7 @@ static CUresult fake_cuCtxSetCurrent(CUcontext ctx) {
 
 static CUresult fake_cuCtxGetCurrent(CUcontext *ctx) {
     CALLED();
-    int gpu = current_gpu();
+    int gpu = fake_current_gpu();
     *ctx = gpu >= 0 ? &contexts[gpu] : NULL;
     return CUDA_SUCCESS;
 }
