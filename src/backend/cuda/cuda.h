@@ -171,8 +171,9 @@ void rill__cuda_describe(const cuda_device *d, CUresult r, const char *what, cha
  * (timestamp_ns), in whole nanoseconds: the stamp of the last event
  * stamped (the anchor) plus cuEventElapsedTime from it, so that the float
  * milliseconds the driver gives span only the time between two stamps,
- * never the device's age. Takes ev (it becomes the anchor, or is
- * destroyed). Any thread, with the context current. */
+ * never the device's age. Takes ev (it becomes the anchor, or goes back
+ * to the pool of timing events, as the anchor it replaces does). Any
+ * thread, with the context current. */
 uint64_t rill__cuda_stamp(cuda_device *d, CUevent ev);
 /* A timing event (CU_EVENT_DEFAULT) from d's pool, made when the pool is
  * empty; NULL when the driver makes none. _put gives one back. Any

@@ -327,8 +327,8 @@ static void *cuda_stream_native(rill__stream *s) {
     return cuda_stream_of(s)->cu;
 }
 
-/* Events keep no CUevent: a wait is met by an event recorded when it is
- * submitted (cuda_stream.c). */
+/* Events keep no CUevent: the backend sees no record of an event without
+ * timing, and a wait uses the awaited stream's mark (cuda_stream.c). */
 static void *cuda_event_native(rill__device *dev, rill__event *e) {
     (void)dev;
     (void)e;
