@@ -161,6 +161,14 @@ static bool issue_one(cuda_device *d, cuda_stream *cs, cuda_cmd *n) {
                        ? rill__cuda_launch(d, cs->cu, &n->c.u.kernel, &n->why)
                    : n->c.kind == RILL__CMD_COPY ? rill__cuda_copy(d, cs->cu, &n->c.u.copy)
                                                  : rill__cuda_set(d, cs->cu, &n->c.u.set);
+        /* The driver sets device memory only, and says so at the call: a
+         * memset of other memory is done on the host, in stream order. */
+        if (n->c.kind == RILL__CMD_SET && n->error == CUDA_ERROR_INVALID_VALUE &&
+            !rill__cuda_gpu_settable(d, n->c.u.set.dst)) {
+            n->error = CUDA_SUCCESS;
+            n->on_host = true;
+            return false; /* a runner sets it once it is first */
+        }
         if (n->error != CUDA_SUCCESS)
             n->state = CUDA_MET;
         else
@@ -327,7 +335,6 @@ rill_status rill__cuda_submit(rill__stream *s, const rill__cmd *cmd, uint64_t *s
             return st;
     }
     CUcontext prev = rill__cuda_enter(d);
-    bool on_host = cmd->kind == RILL__CMD_SET && !rill__cuda_gpu_settable(d, cmd->u.set.dst);
     rill__mutex_lock(&cs->lock);
     cuda_cmd *n = cmd_new_locked(cs, args);
     if (n == NULL || (!cs->active && activate(d, s) != RILL_OK)) {
@@ -341,7 +348,6 @@ rill_status rill__cuda_submit(rill__stream *s, const rill__cmd *cmd, uint64_t *s
     n->c = *cmd;
     n->d = d;
     n->cs = cs;
-    n->on_host = on_host;
     if (cmd->kind == RILL__CMD_KERNEL) {
         if (args > 0)
             memcpy(n->args, cmd->u.kernel.args, args);
