@@ -377,10 +377,22 @@ static CUresult fake_cuStreamDestroy(CUstream s) {
     return CUDA_SUCCESS;
 }
 
+/* The next this many stream writes are refused (CUDA_ERROR_INVALID_VALUE),
+ * as a driver refuses memory operations it cannot take. */
+static _Atomic int refuse_writes;
+
+__attribute__((visibility("default"))) void fake_cuda_refuse_writes(int count);
+void fake_cuda_refuse_writes(int count) {
+    atomic_store(&refuse_writes, count);
+}
+
 static CUresult fake_cuStreamWriteValue64(CUstream s, CUdeviceptr addr, cuuint64_t value,
                                           unsigned int flags) {
     (void)flags;
     NEED_CONTEXT();
+    if (atomic_fetch_sub(&refuse_writes, 1) > 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    atomic_fetch_add(&refuse_writes, 1); /* none to refuse: back to where it was */
     op *o = new_op(OP_WRITE);
     if (o == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;

@@ -35,6 +35,7 @@ static struct {
     void (*advance_clock)(uint64_t);
     void (*refuse_fd_handles)(int);
     unsigned (*last_grid_x)(void);
+    void (*refuse_writes)(int);
 } fake;
 
 static void *sym(const char *name) {
@@ -68,6 +69,7 @@ static int load_fake(void **state) {
     *(void **)&fake.advance_clock = sym("fake_cuda_advance_clock");
     *(void **)&fake.refuse_fd_handles = sym("fake_cuda_refuse_fd_handles");
     *(void **)&fake.last_grid_x = sym("fake_cuda_last_grid_x");
+    *(void **)&fake.refuse_writes = sym("fake_cuda_refuse_writes");
     return 0;
 }
 
@@ -334,6 +336,42 @@ static void test_launch_past_the_bounds_is_refused(void **state) {
     RT_OK(shutdown());
 }
 
+static _Atomic int gate;
+
+static void wait_for_gate(void *arg) {
+    (void)arg;
+    while (!atomic_load(&gate))
+        rt_sleep_us(100);
+}
+
+/* The driver refuses the write of a done word that the work issued with
+ * it (a kernel let through by a host function, then a timing record)
+ * waited for: that work completes on the host, and the stream reports the
+ * refusal, instead of waiting for a write that never comes. */
+static void test_a_refused_done_word_write_fails_the_stream(void **state) {
+    (void)state;
+    rill_stream *s;
+    rill_event *e;
+    RT_OK(rill_stream_create(gpu(0), 0, &s));
+    RT_OK(rill_event_create(RILL_EVENT_TIMING, &e));
+    atomic_store(&gate, 0);
+    RT_OK(rill_launch_host_func(s, wait_for_gate, NULL));
+    RT_OK(gpu_sleep(s, 10));
+    RT_OK(rill_event_record(e, s));
+    fake.refuse_writes(1);
+    atomic_store(&gate, 1);
+    rill_status st = rill_stream_synchronize_for(s, 3000000000u);
+    fake.refuse_writes(0);
+    if (st != RILL_ERROR_KERNEL_FAILED || strstr(rill_last_error(), "refused") == NULL)
+        fail_msg("the stream said %s (%s), not that the driver refused the write",
+                 rill_status_name(st), rill_last_error());
+    RT_OK(rill_stream_clear_error(s));
+    RT_OK(rill_stream_synchronize(s));
+    RT_OK(rill_event_destroy(e));
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(shutdown());
+}
+
 /* Each error that ends a CUDA context, reported at the next launch, loses
  * the device as a whole, as CUDA_ERROR_ILLEGAL_ADDRESS does. */
 static void test_sticky_errors_lose_the_device(void **state) {
@@ -455,6 +493,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_memset_of_pageable_host_memory),
         cmocka_unit_test(test_memset_of_page_locked_host_memory),
         cmocka_unit_test(test_launch_past_the_bounds_is_refused),
+        cmocka_unit_test(test_a_refused_done_word_write_fails_the_stream),
         cmocka_unit_test(test_sticky_errors_lose_the_device),
         cmocka_unit_test(test_op_grids_fill_the_gpu),
         cmocka_unit_test(test_exit_with_work_in_flight),

@@ -57,7 +57,9 @@ CUresult rill__cuda_set(cuda_device *d, CUstream stream, const rill__set_call *c
  * completes on the host, in order, as if the GPU had reported it (what
  * failed is what the stream reports next). */
 static void settle_unwritten(cuda_stream *cs, uint64_t upto, CUresult r) {
-    for (cuda_cmd *n = cs->head; n != NULL && n != cs->next_issue && n->seq <= upto; n = n->next)
+    /* Only issued commands are on the GPU (next_issue may not have moved
+     * past those issued in the current batch yet). */
+    for (cuda_cmd *n = cs->head; n != NULL && n->seq <= upto; n = n->next)
         if (n->state == CUDA_ON_GPU) {
             n->state = CUDA_MET;
             if (n->error == CUDA_SUCCESS && n->seq == upto)
