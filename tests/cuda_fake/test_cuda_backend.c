@@ -372,6 +372,32 @@ static void test_a_refused_done_word_write_fails_the_stream(void **state) {
     RT_OK(shutdown());
 }
 
+/* A CPU device's stream waits for a GPU stream's event, and only the CPU
+ * stream is synchronized: nobody asks the GPU stream how far it got, yet
+ * its completion is reported (the pump writes the done word of a stream
+ * quiet with work unreported), and the wait ends. */
+static void test_a_wait_of_another_backend_is_met(void **state) {
+    (void)state;
+    rill_device *cpu;
+    rill_stream *g, *c;
+    rill_event *e;
+    RT_OK(rill_device_get_by_kind(RILL_DEVICE_CPU, 0, &cpu));
+    RT_OK(rill_stream_create(gpu(0), 0, &g));
+    RT_OK(rill_stream_create(cpu, 0, &c));
+    RT_OK(rill_event_create(0, &e));
+    for (int round = 0; round < 20; round++) {
+        RT_OK(gpu_sleep(g, 200));
+        RT_OK(rill_event_record(e, g));
+        RT_OK(rill_stream_wait_event(c, e));
+        RT_OK(rill_stream_synchronize_for(c, 5000000000u));
+        RT_OK(rill_event_query(e));
+    }
+    RT_OK(rill_event_destroy(e));
+    RT_OK(rill_stream_destroy(c));
+    RT_OK(rill_stream_destroy(g));
+    RT_OK(shutdown());
+}
+
 /* Each error that ends a CUDA context, reported at the next launch, loses
  * the device as a whole, as CUDA_ERROR_ILLEGAL_ADDRESS does. */
 static void test_sticky_errors_lose_the_device(void **state) {
@@ -494,6 +520,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_memset_of_page_locked_host_memory),
         cmocka_unit_test(test_launch_past_the_bounds_is_refused),
         cmocka_unit_test(test_a_refused_done_word_write_fails_the_stream),
+        cmocka_unit_test(test_a_wait_of_another_backend_is_met),
         cmocka_unit_test(test_sticky_errors_lose_the_device),
         cmocka_unit_test(test_op_grids_fill_the_gpu),
         cmocka_unit_test(test_exit_with_work_in_flight),
