@@ -6,7 +6,8 @@
  * the worker that completes the last node finishes the command once the
  * others have left the run (docs/design.md, "Graphs"). A launch on another
  * stream than the exec's previous one first parks until that one has ended,
- * so launches of one exec end in order. */
+ * so launches of one exec end in order. Whether a parameter set is a chain
+ * is decided here, once per set, from the nodes the graph layer gives. */
 #include <stdio.h>
 #include <string.h>
 
@@ -136,6 +137,12 @@ static void name_failure(cpu_grun *r, const rill__xnode *n) {
     }
 }
 
+/* The blocks of a kernel node's grid. */
+static inline uint32_t node_blocks(const rill__xnode *n) {
+    rill_dim3 g = n->p.u.kernel.grid;
+    return g.x * g.y * g.z;
+}
+
 static void run_blocks(cpu_worker *w, cpu_grun *r, const rill__xnode *n, uint32_t first,
                        uint32_t end) {
     if (rill__cpu_grid_run(w, rill__kernel_image_of(n->p.u.kernel.kernel)->cpu, n->p.u.kernel.args,
@@ -159,17 +166,18 @@ static void deactivate(cpu_grun *r, uint32_t i, cpu_device *d) {
 /* Runs chunks of node i's blocks; true when this worker ran the last. */
 static bool run_chunks(cpu_device *d, gworker *g, cpu_grun *r, uint32_t i) {
     const rill__xnode *n = &r->nodes[i];
-    uint32_t chunk = rill__cpu_grid_chunk(d, n->blocks), first, end;
+    uint32_t blocks = node_blocks(n);
+    uint32_t chunk = rill__cpu_grid_chunk(d, blocks), first, end;
     for (;;) {
-        if (!rill__cpu_grid_take(&r->next_block[i], chunk, n->blocks, &first, &end))
+        if (!rill__cpu_grid_take(&r->next_block[i], chunk, blocks, &first, &end))
             return false;
-        if (end == n->blocks)
+        if (end == blocks)
             deactivate(r, i, d);
         run_blocks(g->w, r, n, first, end);
         /* acq_rel: the worker that runs the last block sees all the others. */
         if (atomic_fetch_add_explicit(&r->blocks_done[i], end - first, memory_order_acq_rel) +
                 (end - first) ==
-            n->blocks)
+            blocks)
             return true;
     }
 }
@@ -222,7 +230,7 @@ static bool run_node_body(cpu_device *d, gworker *g, cpu_grun *r, uint32_t i) {
     }
     switch (skip ? RILL__GNODE_EMPTY : n->p.kind) {
     case RILL__GNODE_KERNEL:
-        if (n->blocks == 1) {
+        if (node_blocks(n) == 1) {
             rill_block_ctx ctx = {
                 .grid_dim = n->p.u.kernel.grid, .worker = g->w->unit, .state = &r->ls};
             (void)rill__took_kernel_failure(); /* an eager launch's, on this worker */
@@ -232,7 +240,7 @@ static bool run_node_body(cpu_device *d, gworker *g, cpu_grun *r, uint32_t i) {
             break;
         }
         if (d->num_workers == 1) {
-            run_blocks(g->w, r, n, 0, n->blocks);
+            run_blocks(g->w, r, n, 0, node_blocks(n));
             break;
         }
         atomic_store_explicit(&r->next_block[i], 0, memory_order_relaxed);
@@ -467,12 +475,33 @@ static void finish_run(cpu_device *d, cpu_grun *r, cpu_cmd *c) {
         rill__cpu_fail_stream(c->stream, c->seq, r->failed_node, r->ls.message);
 }
 
+/* Whether the nodes of prog with parameters nodes form a single chain of
+ * one-block nodes, which a launch may run in order on one thread with no
+ * bookkeeping. An extern node completes later, on another thread. */
+static bool is_chain(const rill__gprog *prog, const rill__xnode *nodes) {
+    if (prog->num_roots > 1)
+        return false;
+    for (uint32_t i = 0; i < prog->num_nodes; i++) {
+        const rill__xnode *n = &nodes[i];
+        if (n->num_succ > 1 || n->p.kind == RILL__GNODE_EXTERN ||
+            (n->p.kind == RILL__GNODE_KERNEL && node_blocks(n) > 1))
+            return false;
+    }
+    return true;
+}
+
 enum exec_result rill__cpu_exec_graph(cpu_device *d, cpu_worker *w, cpu_cmd *c) {
     const rill__graph_launch *v = c->c.u.graph.launch;
     cpu_grun *r = v->state;
     uint32_t n = r->prog->num_nodes;
     if (n == 0)
         return EXEC_DONE;
+    /* Launches of one exec run one at a time, each set's version once
+     * decided: the cache is the run's own. */
+    if (v->version != r->chain_version) {
+        r->chain = is_chain(r->prog, v->nodes);
+        r->chain_version = v->version;
+    }
     r->nodes = v->nodes;
     r->record_gen = v->record_gen;
     r->ext = c->c.u.graph.ext;
@@ -480,7 +509,7 @@ enum exec_result rill__cpu_exec_graph(cpu_device *d, cpu_worker *w, cpu_cmd *c) 
     r->stream = c->stream;
     atomic_store_explicit(&r->ls.failed, 0, memory_order_relaxed);
     atomic_store_explicit(&r->named, 0, memory_order_relaxed);
-    if (v->chain) {
+    if (r->chain) {
         gworker g = {.w = w, .next = NONE};
         for (uint32_t i = 0; i < n; i++)
             run_node(d, &g, r, i); /* one-block nodes: always completed */
@@ -563,12 +592,14 @@ int rill__cpu_host_help_graph(cpu_device *d, cpu_worker *w, rill__stream *s, cpu
     return *done != NULL ? 2 : joined;
 }
 
-rill_status rill__cpu_graph_prepare(rill__device *dev, const rill__gprog *prog, void **state) {
+rill_status rill__cpu_graph_prepare(rill__device *dev, const rill__gprog *prog,
+                                    const rill__xnode *nodes, void **state) {
     (void)dev;
     size_t m = prog->num_nodes > 0 ? prog->num_nodes : 1;
     cpu_grun *r = rill__calloc(1, sizeof *r);
     if (r != NULL) {
         r->prog = prog;
+        r->chain = is_chain(prog, nodes); /* version 0's */
         r->pending = rill__malloc(m * sizeof *r->pending);
         /* Every node is published once at most, and each extern node once
          * more, when its work is done. Claimers wait for nonzero. */

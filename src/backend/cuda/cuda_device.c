@@ -320,9 +320,11 @@ static void *cuda_event_native(rill__device *dev, rill__event *e) {
 
 /* Graph launches issue their nodes one by one (cuda_stream.c): nothing to
  * prepare. */
-static rill_status cuda_graph_prepare(rill__device *dev, const rill__gprog *prog, void **state) {
+static rill_status cuda_graph_prepare(rill__device *dev, const rill__gprog *prog,
+                                      const rill__xnode *nodes, void **state) {
     (void)dev;
     (void)prog;
+    (void)nodes;
     *state = NULL;
     return RILL_OK;
 }
@@ -354,6 +356,7 @@ const rill__backend_ops rill__cuda_backend = {
     .kernel_unload = rill__cuda_kernel_unload,
     .op_image = NULL,
     .graph_prepare = cuda_graph_prepare,
+    .graph_update = NULL,
     .graph_release = cuda_graph_release,
     .mem_alloc = rill__cuda_mem_alloc,
     .mem_free = rill__cuda_mem_free,
