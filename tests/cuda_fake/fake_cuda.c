@@ -29,6 +29,7 @@
 
 #include "backend/cuda/cuda_driver.h"
 #include "fake_cuda.h"
+#include "fake_graph.h"
 #include "op_twins.h"
 #include "rill.h"
 
@@ -769,6 +770,35 @@ static CUresult fake_cuPointerGetAttribute(void *data, CUpointer_attribute attri
     default:
         return CUDA_ERROR_NOT_SUPPORTED;
     }
+}
+
+/* ------------------------------------------- for CUDA graphs (fake_graph.c) */
+
+int fake_current_gpu(void) {
+    check_alive(__func__);
+    return current_gpu();
+}
+
+int fake_stream_fault(CUstream s) {
+    return atomic_load(&faulted[s->gpu]);
+}
+
+bool fake_memory_known(CUdeviceptr p) {
+    range known;
+    return ranges_find((uintptr_t)p, &known);
+}
+
+uint64_t fake_event_arm(CUevent ev, CUstream s) {
+    pthread_mutex_lock(&ev->lock);
+    uint64_t gen = ++ev->recorded;
+    pthread_mutex_unlock(&ev->lock);
+    atomic_store(&ev->gpu, s->gpu);
+    return gen;
+}
+
+void fake_event_reach(CUevent ev, uint64_t gen) {
+    op o = {.kind = OP_RECORD, .u.event = {.ev = ev, .gen = gen}};
+    run_op(&o);
 }
 
 /* ------------------------------------------------ the device and driver */
