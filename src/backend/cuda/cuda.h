@@ -5,9 +5,11 @@
  * followed by a write of its sequence number into the stream's done word
  * (cuStreamWriteValue64 into page-locked host memory). The device's pump
  * thread, or a host thread about to wait, reads the done words and reports
- * completions in order. What the GPU cannot order by itself holds the
- * commands behind it on the host: a host function or graph launch (run by
- * a runner thread once everything before it completed), and a wait for a
+ * completions in order. A graph launch is CUDA graphs (cuda_graph.c): one
+ * cuGraphLaunch when the exec has no node the host runs. What the GPU
+ * cannot order by itself holds the commands behind it on the host: a host
+ * function or a graph launch with host nodes (run by a runner thread once
+ * everything before it completed), and a wait for a
  * stream of another device or backend, or for work not issued yet (met
  * through a rill__waiter). A wait for issued work of a stream of the same
  * device is an event recorded there and waited for by the GPU. */
