@@ -316,11 +316,8 @@ typedef struct rill__xnode {
     rill__gnode_params p; /* args/accesses point into its parameter set's arena */
     uint32_t num_preds;
     uint32_t succ_begin, num_succ; /* in rill__gprog.succ */
-    /* the first num_single successors have this node as their only
-     * predecessor: they are all ready when it completes */
-    uint32_t num_single;
-    uint32_t graph_index; /* the node's index in its graph, for errors */
-    uint32_t ext_slot;    /* extern nodes: the slot of its token (rill__cmd.u.graph.ext) */
+    uint32_t graph_index;          /* the node's index in its graph, for errors */
+    uint32_t ext_slot;             /* extern nodes: the slot of its token (rill__cmd.u.graph.ext) */
 } rill__xnode;
 
 /* The topology of an exec: immutable after instantiation. */

@@ -189,7 +189,7 @@ static rill__xparams *xparams_make(rill__graph_exec *x, rill__graph *graph, rill
 }
 
 /* Fills in the topology of graph's nodes (predecessor counts, successor
- * lists, single successors first) and x's roots and event nodes. */
+ * lists in node order) and x's roots and event nodes. */
 static void build_topology(rill__graph_exec *x, rill__graph *graph, rill__xnode *nodes) {
     uint32_t n = graph->num_nodes;
     for (uint32_t i = 0; i < n; i++) {
@@ -224,20 +224,6 @@ static void build_topology(rill__graph_exec *x, rill__graph *graph, rill__xnode 
             rill__xnode *d = &nodes[gn->deps[j]];
             x->succ[d->succ_begin + d->num_succ++] = i;
         }
-    }
-    /* Successors whose only predecessor is this node first: they become
-     * ready together, and a launch hands them out as one range. */
-    for (uint32_t i = 0; i < n; i++) {
-        rill__xnode *xn = &nodes[i];
-        uint32_t *list = x->succ + xn->succ_begin, k = 0;
-        for (uint32_t j = 0; j < xn->num_succ; j++) {
-            if (nodes[list[j]].num_preds == 1) {
-                uint32_t t = list[k];
-                list[k++] = list[j];
-                list[j] = t;
-            }
-        }
-        xn->num_single = k;
     }
 }
 

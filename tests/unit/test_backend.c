@@ -117,7 +117,7 @@ static void test_graph_state_is_made_and_released_per_exec(void **state) {
     };
     /* 0 -> 1 -> 2 and 0 -> 2, empty nodes */
     const rill__xnode nodes[] = {
-        {.p.kind = RILL__GNODE_EMPTY, .succ_begin = 0, .num_succ = 2, .num_single = 1},
+        {.p.kind = RILL__GNODE_EMPTY, .succ_begin = 0, .num_succ = 2},
         {.p.kind = RILL__GNODE_EMPTY, .num_preds = 1, .succ_begin = 2, .num_succ = 1},
         {.p.kind = RILL__GNODE_EMPTY, .num_preds = 2, .succ_begin = 3},
     };

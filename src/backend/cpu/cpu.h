@@ -100,6 +100,10 @@ typedef struct cpu_grun {
     _Atomic uint32_t *next_succ;  /* per node: next single successor to hand out */
     _Atomic uint32_t *blocks_done;
     const rill__gprog *prog; /* the exec's topology */
+    /* owned, immutable: prog's successor lists, each node's num_single
+     * successors that have it as their only predecessor first */
+    uint32_t *succ;
+    uint32_t *num_single;
     /* whether parameter set number chain_version is a single chain of
      * one-block nodes (is_chain), decided at its first launch */
     uint64_t chain_version;

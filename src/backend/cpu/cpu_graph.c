@@ -6,8 +6,10 @@
  * the worker that completes the last node finishes the command once the
  * others have left the run (docs/design.md, "Graphs"). A launch on another
  * stream than the exec's previous one first parks until that one has ended,
- * so launches of one exec end in order. Whether a parameter set is a chain
- * is decided here, once per set, from the nodes the graph layer gives. */
+ * so launches of one exec end in order. How to run an exec is decided here
+ * from the nodes the graph layer gives: the order of each node's successors
+ * (those it alone readies first), once, and whether a parameter set is a
+ * chain, once per set. */
 #include <stdio.h>
 #include <string.h>
 
@@ -95,19 +97,20 @@ static void activate(cpu_device *d, cpu_grun *r, uint32_t entry, bool wake_alway
 
 static void complete(cpu_device *d, cpu_grun *r, gworker *g, uint32_t i) {
     const rill__xnode *n = &r->nodes[i];
-    const uint32_t *succ = r->prog->succ + n->succ_begin;
+    const uint32_t *succ = r->succ + n->succ_begin;
+    uint32_t single = r->num_single[i];
     g->done++;
     /* Successors with no other predecessor are ready now: run the first,
      * and hand the rest out as a range (the successor list is read-only,
      * so workers share it without moving cache lines). */
-    if (n->num_single > 0) {
+    if (single > 0) {
         make_ready(d, r, g, succ[0]);
-        if (n->num_single > 1) {
+        if (single > 1) {
             atomic_store_explicit(&r->next_succ[i], 1, memory_order_relaxed);
             activate(d, r, i | RANGE, false); /* its lock publishes the store */
         }
     }
-    for (uint32_t k = n->num_single; k < n->num_succ; k++) {
+    for (uint32_t k = single; k < n->num_succ; k++) {
         uint32_t j = succ[k];
         if (g->fan_count > 0 && g->fan_node == j) {
             g->fan_count++;
@@ -370,9 +373,8 @@ static void run_ready(cpu_device *d, gworker *g, cpu_grun *r);
 /* Runs chunks of node i's single successors (guided: a share of what is
  * left each time), each with whatever it readies for this worker. */
 static void run_range(cpu_device *d, gworker *g, cpu_grun *r, uint32_t i) {
-    const rill__xnode *n = &r->nodes[i];
-    const uint32_t *succ = r->prog->succ + n->succ_begin;
-    uint32_t total = n->num_single;
+    const uint32_t *succ = r->succ + r->nodes[i].succ_begin;
+    uint32_t total = r->num_single[i];
     for (;;) {
         /* relaxed: the counter only partitions the range. */
         uint32_t cur = atomic_load_explicit(&r->next_succ[i], memory_order_relaxed);
@@ -592,14 +594,38 @@ int rill__cpu_host_help_graph(cpu_device *d, cpu_worker *w, rill__stream *s, cpu
     return *done != NULL ? 2 : joined;
 }
 
+/* Copies prog's successor lists into r->succ, each with the successors
+ * that have no other predecessor first (r->num_single of them): they
+ * become ready together, and a run hands them out as one range. */
+static void order_successors(cpu_grun *r, const rill__gprog *prog, const rill__xnode *nodes) {
+    for (uint32_t i = 0; i < prog->num_nodes; i++) {
+        const rill__xnode *n = &nodes[i];
+        uint32_t *list = r->succ + n->succ_begin, k = 0;
+        memcpy(list, prog->succ + n->succ_begin, n->num_succ * sizeof *list);
+        for (uint32_t j = 0; j < n->num_succ; j++) {
+            if (nodes[list[j]].num_preds == 1) {
+                uint32_t t = list[k];
+                list[k++] = list[j];
+                list[j] = t;
+            }
+        }
+        r->num_single[i] = k;
+    }
+}
+
 rill_status rill__cpu_graph_prepare(rill__device *dev, const rill__gprog *prog,
                                     const rill__xnode *nodes, void **state) {
     (void)dev;
     size_t m = prog->num_nodes > 0 ? prog->num_nodes : 1;
+    size_t edges = prog->num_nodes > 0
+                       ? nodes[prog->num_nodes - 1].succ_begin + nodes[prog->num_nodes - 1].num_succ
+                       : 0;
     cpu_grun *r = rill__calloc(1, sizeof *r);
     if (r != NULL) {
         r->prog = prog;
         r->chain = is_chain(prog, nodes); /* version 0's */
+        r->succ = rill__malloc((edges > 0 ? edges : 1) * sizeof *r->succ);
+        r->num_single = rill__malloc(m * sizeof *r->num_single);
         r->pending = rill__malloc(m * sizeof *r->pending);
         /* Every node is published once at most, and each extern node once
          * more, when its work is done. Claimers wait for nonzero. */
@@ -612,11 +638,12 @@ rill_status rill__cpu_graph_prepare(rill__device *dev, const rill__gprog *prog,
     }
     if (r == NULL || r->pending == NULL || r->ready == NULL || r->next_block == NULL ||
         r->blocks_done == NULL || r->next_succ == NULL || r->active == NULL ||
-        r->ext_args == NULL) {
+        r->ext_args == NULL || r->succ == NULL || r->num_single == NULL) {
         rill__cpu_graph_release(dev, r);
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "out of memory for a graph of %u nodes",
                           prog->num_nodes);
     }
+    order_successors(r, prog, nodes);
     *state = r;
     return RILL_OK;
 }
@@ -633,5 +660,7 @@ void rill__cpu_graph_release(rill__device *dev, void *state) {
     rill__free((void *)r->next_succ);
     rill__free(r->active);
     rill__free(r->ext_args);
+    rill__free(r->succ);
+    rill__free(r->num_single);
     rill__free(r);
 }
