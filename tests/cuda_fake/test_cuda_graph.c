@@ -13,18 +13,33 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cuda.h>
+
 #include "fixture.h"
 
 static unsigned long (*graph_calls)(const char *entry);
+
+typedef CUresult (*get_proc_fn)(const char *symbol, void **pfn, int cuda_version, cuuint64_t flags,
+                                CUdriverProcAddressQueryResult *status);
+static get_proc_fn get_proc;
 
 /* The library that RILL_CUDA_DRIVER names: the one rill loads too. */
 static int load_fake(void **state) {
     (void)state;
     const char *path = getenv("RILL_CUDA_DRIVER");
     void *so = path != NULL ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
-    if (so == NULL || (*(void **)&graph_calls = dlsym(so, "fake_cuda_graph_calls")) == NULL)
+    if (so == NULL || (*(void **)&graph_calls = dlsym(so, "fake_cuda_graph_calls")) == NULL ||
+        (*(void **)&get_proc = dlsym(so, "cuGetProcAddress_v2")) == NULL)
         return -1;
     return 0;
+}
+
+/* The stand-in's entry point name, as the backend gets it. */
+static void *entry(const char *name) {
+    void *p = NULL;
+    if (get_proc(name, &p, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, NULL) != CUDA_SUCCESS)
+        fail_msg("the stand-in driver has no %s", name);
+    return p;
 }
 
 /* ----------------------------------------------------------- the kernels */
@@ -325,6 +340,84 @@ static void test_an_update_that_moves_a_node_off_the_gpu_instantiates_again(void
     RT_OK(rill_kernel_destroy(store));
 }
 
+/* The stand-in refuses what the driver refuses of these calls: a call
+ * without a current context, a dependency of another graph or named twice,
+ * a memset node of memory the driver does not know, a zero-length memcpy
+ * node, a node of another graph or kind in an exec update. */
+static void test_the_stand_in_refuses_what_the_driver_refuses(void **state) {
+    (void)state;
+    __typeof__(&cuCtxSetCurrent) set_current;
+    __typeof__(&cuDevicePrimaryCtxRetain) retain;
+    __typeof__(&cuDevicePrimaryCtxRelease) release;
+    __typeof__(&cuGraphCreate) create;
+    __typeof__(&cuGraphDestroy) destroy;
+    __typeof__(&cuGraphAddEmptyNode) add_empty;
+    __typeof__(&cuGraphAddMemsetNode) add_set;
+    __typeof__(&cuGraphAddMemcpyNode) add_copy;
+    __typeof__(&cuGraphInstantiate) instantiate;
+    __typeof__(&cuGraphExecDestroy) exec_destroy;
+    __typeof__(&cuGraphExecKernelNodeSetParams) set_kernel;
+    *(void **)&set_current = entry("cuCtxSetCurrent");
+    *(void **)&retain = entry("cuDevicePrimaryCtxRetain");
+    *(void **)&release = entry("cuDevicePrimaryCtxRelease");
+    *(void **)&create = entry("cuGraphCreate");
+    *(void **)&destroy = entry("cuGraphDestroy");
+    *(void **)&add_empty = entry("cuGraphAddEmptyNode");
+    *(void **)&add_set = entry("cuGraphAddMemsetNode");
+    *(void **)&add_copy = entry("cuGraphAddMemcpyNode");
+    *(void **)&instantiate = entry("cuGraphInstantiate");
+    *(void **)&exec_destroy = entry("cuGraphExecDestroy");
+    *(void **)&set_kernel = entry("cuGraphExecKernelNodeSetParams");
+    CUgraph g = NULL, h = NULL;
+    assert_int_equal(set_current(NULL), CUDA_SUCCESS);
+    assert_int_equal(create(&g, 0), CUDA_ERROR_INVALID_CONTEXT);
+    CUcontext ctx = NULL;
+    assert_int_equal(retain(&ctx, 0), CUDA_SUCCESS);
+    assert_int_equal(set_current(ctx), CUDA_SUCCESS);
+    assert_int_equal(create(&g, 0), CUDA_SUCCESS);
+    assert_int_equal(create(&h, 0), CUDA_SUCCESS);
+    CUgraphNode a = NULL, b = NULL, other = NULL, twice[2];
+    assert_int_equal(add_empty(&a, g, NULL, 0), CUDA_SUCCESS);
+    assert_int_equal(add_empty(&other, h, NULL, 0), CUDA_SUCCESS);
+    assert_int_equal(add_empty(&b, g, &other, 1), CUDA_ERROR_INVALID_VALUE);
+    twice[0] = twice[1] = a;
+    assert_int_equal(add_empty(&b, g, twice, 2), CUDA_ERROR_INVALID_VALUE);
+    assert_int_equal(add_empty(&b, g, &a, 1), CUDA_SUCCESS);
+    char pageable[16];
+    CUDA_MEMSET_NODE_PARAMS ms = {.dst = (CUdeviceptr)(uintptr_t)pageable,
+                                  .value = 1,
+                                  .elementSize = 1,
+                                  .width = sizeof pageable,
+                                  .height = 1};
+    CUgraphNode n = NULL;
+    assert_int_equal(add_set(&n, g, &b, 1, &ms, ctx), CUDA_ERROR_INVALID_VALUE);
+    CUDA_MEMCPY3D mc = {.srcMemoryType = CU_MEMORYTYPE_UNIFIED,
+                        .dstMemoryType = CU_MEMORYTYPE_UNIFIED,
+                        .srcDevice = (CUdeviceptr)(uintptr_t)pageable,
+                        .dstDevice = (CUdeviceptr)(uintptr_t)(pageable + 8),
+                        .WidthInBytes = 0,
+                        .Height = 1,
+                        .Depth = 1};
+    assert_int_equal(add_copy(&n, g, &b, 1, &mc, ctx), CUDA_ERROR_INVALID_VALUE);
+    CUgraphExec x = NULL;
+    assert_int_equal(instantiate(&x, g, 0), CUDA_SUCCESS);
+    CUDA_KERNEL_NODE_PARAMS kp = {.gridDimX = 1,
+                                  .gridDimY = 1,
+                                  .gridDimZ = 1,
+                                  .blockDimX = 1,
+                                  .blockDimY = 1,
+                                  .blockDimZ = 1};
+    rill_cpu_kernel_fn body = graph_add_host;
+    memcpy(&kp.func, &body, sizeof body);
+    assert_int_equal(set_kernel(x, a, &kp), CUDA_ERROR_INVALID_VALUE);     /* an empty node */
+    assert_int_equal(set_kernel(x, other, &kp), CUDA_ERROR_INVALID_VALUE); /* another graph's */
+    assert_int_equal(exec_destroy(x), CUDA_SUCCESS);
+    assert_int_equal(destroy(g), CUDA_SUCCESS);
+    assert_int_equal(destroy(h), CUDA_SUCCESS);
+    assert_int_equal(set_current(NULL), CUDA_SUCCESS);
+    assert_int_equal(release(0), CUDA_SUCCESS);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1)
         cmocka_set_test_filter(argv[1]); /* one test, by name */
@@ -338,6 +431,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test_teardown(test_timing_record_nodes_time_each_launch, rt_teardown_shutdown),
         cmocka_unit_test_teardown(test_an_update_that_moves_a_node_off_the_gpu_instantiates_again,
                                   rt_teardown_shutdown),
+        cmocka_unit_test(test_the_stand_in_refuses_what_the_driver_refuses),
     };
     return cmocka_run_group_tests_name("cuda_graph", tests, load_fake, NULL);
 }

@@ -304,6 +304,88 @@ static CUresult add_node(cuda_device *d, build *b, const rill__xnode *node, uint
     return drv->cuGraphAddEmptyNode(out, g, deps, num_deps);
 }
 
+/* Numbers b's phases (see the top of the file), in topological order: a
+ * node's is final when it is reached, and pushes its successors'. Counts
+ * into count[j + 1] the edges into graph node j from graph nodes (those of
+ * its phase among them), and b's timing record nodes. */
+static void number_phases(const rill__gprog *prog, const rill__xnode *nodes, build *b,
+                          uint32_t *count) {
+    uint32_t top = 0;
+    for (uint32_t i = 0; i < prog->num_nodes; i++) {
+        uint32_t next = b->phase_of[i] + !on_graph(b->where[i]);
+        top = b->phase_of[i] > top ? b->phase_of[i] : top;
+        b->num_timing += b->where[i] == ON_TIMING;
+        const uint32_t *succ = prog->succ + nodes[i].succ_begin;
+        for (uint32_t k = 0; k < nodes[i].num_succ; k++) {
+            if (b->phase_of[succ[k]] < next)
+                b->phase_of[succ[k]] = next;
+            if (on_graph(b->where[i]) && on_graph(b->where[succ[k]]))
+                count[succ[k] + 1]++;
+        }
+    }
+    b->num_phases = top + 1;
+}
+
+/* Lists the nodes of no graph in b->order by phase (a stable counting
+ * sort), each phase's range in its phase, and the timing record nodes in
+ * b->timing; false when out of memory. */
+static bool list_nodes(uint32_t n, build *b) {
+    uint32_t *at = rill__calloc(b->num_phases + 1, sizeof *at);
+    if (at == NULL)
+        return false;
+    for (uint32_t i = 0; i < n; i++)
+        if (!on_graph(b->where[i]))
+            at[b->phase_of[i] + 1]++;
+    for (uint32_t k = 0; k < b->num_phases; k++) {
+        at[k + 1] += at[k];
+        b->phases[k].first = at[k];
+        b->phases[k].end = at[k + 1];
+    }
+    for (uint32_t i = 0, t = 0; i < n; i++) {
+        if (!on_graph(b->where[i]))
+            b->order[at[b->phase_of[i]]++] = i;
+        else if (b->where[i] == ON_TIMING)
+            b->timing[t++] = i;
+    }
+    rill__free(at);
+    return true;
+}
+
+/* Makes each phase's graph, its nodes after their predecessors of the same
+ * graph (count: number_phases', summed into offsets here), and
+ * instantiates it. */
+static CUresult make_graphs(cuda_device *d, const rill__gprog *prog, const rill__xnode *nodes,
+                            build *b, uint32_t *count) {
+    uint32_t n = prog->num_nodes;
+    for (uint32_t i = 0; i < n; i++)
+        count[i + 1] += count[i];
+    CUgraphNode *deps = rill__malloc((count[n] > 0 ? count[n] : 1) * sizeof *deps);
+    uint32_t *fill = rill__calloc(n > 0 ? n : 1, sizeof *fill);
+    CUresult r = deps != NULL && fill != NULL ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+    for (uint32_t i = 0; i < n && r == CUDA_SUCCESS; i++) {
+        if (!on_graph(b->where[i]))
+            continue;
+        phase *ph = &b->phases[b->phase_of[i]];
+        if (ph->graph == NULL && (r = d->drv->cuGraphCreate(&ph->graph, 0)) != CUDA_SUCCESS)
+            break;
+        r = add_node(d, b, &nodes[i], i, deps + count[i], fill[i]);
+        if (r == CUDA_SUCCESS && !hold(&b->held[i], &nodes[i].p))
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+        const uint32_t *succ = prog->succ + nodes[i].succ_begin;
+        for (uint32_t k = 0; r == CUDA_SUCCESS && k < nodes[i].num_succ; k++) {
+            uint32_t j = succ[k];
+            if (on_graph(b->where[j]) && b->phase_of[j] == b->phase_of[i])
+                deps[count[j] + fill[j]++] = b->cu[i];
+        }
+    }
+    rill__free(deps);
+    rill__free(fill);
+    for (uint32_t k = 0; k < b->num_phases && r == CUDA_SUCCESS; k++)
+        if (b->phases[k].graph != NULL)
+            r = d->drv->cuGraphInstantiate(&b->phases[k].exec, b->phases[k].graph, 0);
+    return r;
+}
+
 /* Builds and instantiates the layout where for nodes (a set numbered
  * version): NULL, with the driver's result in *res, when it cannot. */
 static build *build_new(cuda_device *d, const rill__gprog *prog, const rill__xnode *nodes,
@@ -321,90 +403,20 @@ static build *build_new(cuda_device *d, const rill__gprog *prog, const rill__xno
     b->stand_in = rill__calloc(m, sizeof *b->stand_in);
     b->order = rill__malloc(m * sizeof *b->order);
     b->held = rill__calloc(m, sizeof *b->held);
-    uint32_t *count = rill__calloc(m + 1, sizeof *count); /* predecessors on the same graph */
+    uint32_t *count = rill__calloc(m + 1, sizeof *count);
     if (b->where == NULL || b->phase_of == NULL || b->cu == NULL || b->stand_in == NULL ||
         b->order == NULL || b->held == NULL || count == NULL)
         goto fail;
     memcpy(b->where, where, n);
-    /* Phases, in topological order: each node's is final when it is
-     * reached, and pushes its successors'. */
-    uint32_t top = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        uint32_t next = b->phase_of[i] + !on_graph(where[i]);
-        top = b->phase_of[i] > top ? b->phase_of[i] : top;
-        b->num_timing += where[i] == ON_TIMING;
-        const uint32_t *succ = prog->succ + nodes[i].succ_begin;
-        for (uint32_t k = 0; k < nodes[i].num_succ; k++) {
-            if (b->phase_of[succ[k]] < next)
-                b->phase_of[succ[k]] = next;
-            if (on_graph(where[i]) && on_graph(where[succ[k]]))
-                count[succ[k] + 1]++; /* an edge inside a graph, if the phases match */
-        }
-    }
-    b->num_phases = top + 1;
+    number_phases(prog, nodes, b, count);
     b->phases = rill__calloc(b->num_phases, sizeof *b->phases);
     b->timing = rill__malloc((b->num_timing > 0 ? b->num_timing : 1) * sizeof *b->timing);
-    if (b->phases == NULL || b->timing == NULL)
+    if (b->phases == NULL || b->timing == NULL || !list_nodes(n, b))
         goto fail;
-    /* The nodes of no graph, by phase (a counting sort, stable). */
-    uint32_t *at = rill__calloc(b->num_phases + 1, sizeof *at);
-    if (at == NULL)
+    if ((*res = make_graphs(d, prog, nodes, b, count)) != CUDA_SUCCESS)
         goto fail;
-    for (uint32_t i = 0; i < n; i++)
-        if (!on_graph(where[i]))
-            at[b->phase_of[i] + 1]++;
-    for (uint32_t k = 0; k < b->num_phases; k++) {
-        at[k + 1] += at[k];
-        b->phases[k].first = at[k];
-        b->phases[k].end = at[k + 1];
-    }
-    for (uint32_t i = 0, t = 0; i < n; i++) {
-        if (!on_graph(where[i]))
-            b->order[at[b->phase_of[i]]++] = i;
-        else if (where[i] == ON_TIMING)
-            b->timing[t++] = i;
-    }
-    rill__free(at);
-    /* Each graph node's predecessors in its graph (CSR over count). */
-    for (uint32_t i = 0; i < n; i++)
-        count[i + 1] += count[i];
-    CUgraphNode *deps = rill__malloc((count[n] > 0 ? count[n] : 1) * sizeof *deps);
-    uint32_t *fill = rill__calloc(m, sizeof *fill);
-    if (deps == NULL || fill == NULL) {
-        rill__free(deps);
-        rill__free(fill);
-        goto fail;
-    }
-    const rill__cuda_driver *drv = d->drv;
-    CUresult r = CUDA_SUCCESS;
-    for (uint32_t i = 0; i < n && r == CUDA_SUCCESS; i++) {
-        if (!on_graph(where[i]))
-            continue;
-        phase *ph = &b->phases[b->phase_of[i]];
-        if (ph->graph == NULL && (r = drv->cuGraphCreate(&ph->graph, 0)) != CUDA_SUCCESS)
-            break;
-        r = add_node(d, b, &nodes[i], i, deps + count[i], fill[i]);
-        if (r == CUDA_SUCCESS && !hold(&b->held[i], &nodes[i].p))
-            r = CUDA_ERROR_OUT_OF_MEMORY;
-        const uint32_t *succ = prog->succ + nodes[i].succ_begin;
-        for (uint32_t k = 0; r == CUDA_SUCCESS && k < nodes[i].num_succ; k++) {
-            uint32_t j = succ[k];
-            if (on_graph(where[j]) && b->phase_of[j] == b->phase_of[i])
-                deps[count[j] + fill[j]++] = b->cu[i];
-        }
-    }
-    rill__free(deps);
-    rill__free(fill);
-    for (uint32_t k = 0; k < b->num_phases && r == CUDA_SUCCESS; k++)
-        if (b->phases[k].graph != NULL)
-            r = drv->cuGraphInstantiate(&b->phases[k].exec, b->phases[k].graph, 0);
-    if (r != CUDA_SUCCESS) {
-        *res = r;
-        goto fail;
-    }
     b->direct = b->num_phases == 1 && b->phases[0].first == b->phases[0].end;
     rill__free(count);
-    *res = CUDA_SUCCESS;
     return b;
 fail:
     rill__free(count);
