@@ -218,7 +218,7 @@ static const figure_def defs[] = {
      "cudaMallocAsync + cudaFreeAsync", 0, 0},
     {'e', HOST_FUNC, "e. host function, then one synchronize per sample (target <= 2 calls)",
      "rill_launch_host_func", "cudaLaunchHostFunc", 1, 0},
-    {'f', GRAPH, "f. graph launch + synchronize, chain of 1000 kernels (no target here)",
+    {'f', GRAPH, "f. graph launch + synchronize, chain of 1000 kernels (target <= 2 calls)",
      "rill_graph_launch", "cudaGraphLaunch + cudaStreamSynchronize", 2, 0},
 };
 

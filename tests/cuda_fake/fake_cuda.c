@@ -34,6 +34,7 @@
 
 #include "backend/cuda/cuda_driver.h"
 #include "fake_cuda.h"
+#include "fake_graph.h"
 #include "op_twins.h"
 #include "rill.h"
 
@@ -626,6 +627,25 @@ static CUresult fake_cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_
     o->u.mem.value = value;
     o->u.mem.bytes = n;
     return push(s, o);
+}
+
+/* ------------------------------------------- for CUDA graphs (fake_graph.c) */
+
+int fake_stream_fault(CUstream s) {
+    return atomic_load(&faulted[s->gpu]);
+}
+
+uint64_t fake_event_arm(CUevent ev, CUstream s) {
+    pthread_mutex_lock(&ev->lock);
+    uint64_t gen = ++ev->recorded;
+    pthread_mutex_unlock(&ev->lock);
+    atomic_store(&ev->gpu, s->gpu);
+    return gen;
+}
+
+void fake_event_reach(CUevent ev, uint64_t gen) {
+    op o = {.kind = OP_RECORD, .u.event = {.ev = ev, .gen = gen}};
+    run_op(&o);
 }
 
 /* ------------------------------------------------ the device and driver */

@@ -11,6 +11,7 @@
  *   rill_malloc_async + rill_free_async, warm    0         0
  *   memset + copy of device memory               2, 0      2, 0
  *   host function                                1         <= 2
+ *   graph launch of 1,000 kernels + synchronize  2         <= 2
  *
  * (driver calls, GPU-side memory operations). Calls that only switch the
  * thread's current context (cuCtxGetCurrent, cuCtxSetCurrent) are not
@@ -266,6 +267,49 @@ static void test_host_function_calls(void **state) {
     RT_OK(rill_shutdown());
 }
 
+/* A launch of a graph of 1,000 kernels and a synchronize of its stream:
+ * at most two driver calls (cudaGraphLaunch + cudaStreamSynchronize are
+ * two), its instantiation and first launch aside: the exec is one CUDA
+ * graph, launched with one cuGraphLaunch. The stand-in runs the 1,000
+ * kernels on the CPU, which may take more than the millisecond after which
+ * the pump checks a stream without progress for a fault (cuStreamQuery):
+ * those checks are left out of the count. */
+static void test_graph_launch_calls(void **state) {
+    (void)state;
+    enum { NODES = 1000, ROUNDS = 20 };
+    rill_kernel *k = make_kernel("calls_empty");
+    rill_stream *s = new_stream();
+    rill_graph *g;
+    rill_graph_exec *x;
+    rill_graph_node *prev = NULL;
+    rill_launch l = {{1, 1, 1}, {1, 1, 1}, NULL, 0, NULL, 0};
+    RT_OK(rill_graph_create(&g));
+    for (int i = 0; i < NODES; i++) {
+        rill_graph_node *node;
+        RT_OK(
+            rill_graph_add_kernel_node(g, prev != NULL ? &prev : NULL, prev != NULL, k, &l, &node));
+        prev = node;
+    }
+    RT_OK(rill_graph_instantiate(g, &x));
+    RT_OK(rill_graph_launch(x, s));
+    RT_OK(rill_stream_synchronize(s));
+    counters.reset();
+    for (int i = 0; i < ROUNDS; i++) {
+        RT_OK(rill_graph_launch(x, s));
+        RT_OK(rill_stream_synchronize(s));
+    }
+    uint64_t calls = work_calls() - counters.calls("cuStreamQuery");
+    check("graph launch of 1000 kernels + synchronize", per(calls, counters.memops(), ROUNDS), 2,
+          -1, 1);
+    assert_int_equal(counters.calls("cuGraphLaunch"), ROUNDS);
+    assert_int_equal(counters.calls("cuLaunchKernel"), 0);
+    RT_OK(rill_graph_exec_destroy(x));
+    RT_OK(rill_graph_destroy(g));
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(rill_kernel_destroy(k));
+    RT_OK(rill_shutdown());
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_launch_is_one_call),
@@ -274,6 +318,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_warm_alloc_free_makes_no_call),
         cmocka_unit_test(test_copy_and_memset_are_one_call),
         cmocka_unit_test(test_host_function_calls),
+        cmocka_unit_test(test_graph_launch_calls),
     };
     if (argc > 1)
         cmocka_set_test_filter(argv[1]);

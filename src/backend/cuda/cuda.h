@@ -2,22 +2,23 @@
 /* What the files of the CUDA backend share. Every rill stream is a
  * non-blocking CUstream of the device's primary context. A command is
  * issued to the driver as soon as nothing before it holds it back: a
- * launch, copy or memset is one driver call. The GPU reports how far it
- * got by writing a sequence number into the stream's done word
- * (cuStreamWriteValue64 into page-locked host memory), which the backend
- * queues only where the host needs to know (cuda_stream.c, flush): a host
- * thread waits for or queries the stream, a record of a timing or
- * interprocess event, work held on the host behind GPU work, a stream
- * quiet for a while with work unreported, and every CUDA_FLUSH_EVERY
- * commands. The device's pump thread, or a host thread about to wait,
- * reads the done words and reports completions in order (cuda_complete.c).
- * What the GPU cannot order by itself holds the commands behind it on the
- * host: a host function or graph launch (run by a runner thread once
- * everything before it completed, cuda_runner.c), and a wait for a stream
- * of another device or backend, or for work not issued yet (met through a
- * rill__waiter). A wait for issued work of a stream of the same device is
- * the awaited stream's own event (its mark), recorded there when needed
- * and waited for by the GPU. */
+ * launch, copy or memset is one driver call, and a graph launch is CUDA
+ * graphs (cuda_graph.c): one cuGraphLaunch when the exec has no node the
+ * host runs. The GPU reports how far it got by writing a sequence number
+ * into the stream's done word (cuStreamWriteValue64 into page-locked host
+ * memory), which the backend queues only where the host needs to know
+ * (cuda_stream.c, flush): a host thread waits for or queries the stream, a
+ * record of a timing or interprocess event, work held on the host behind
+ * GPU work, a stream quiet for a while with work unreported, and every
+ * CUDA_FLUSH_EVERY commands. The device's pump thread, or a host thread
+ * about to wait, reads the done words and reports completions in order
+ * (cuda_complete.c). What the GPU cannot order by itself holds the
+ * commands behind it on the host: a host function or a graph launch with
+ * host nodes (run by a runner thread once everything before it completed,
+ * cuda_runner.c), and a wait for a stream of another device or backend, or
+ * for work not issued yet (met through a rill__waiter). A wait for issued
+ * work of a stream of the same device is the awaited stream's own event
+ * (its mark), recorded there when needed and waited for by the GPU. */
 #ifndef RILL_CUDA_H
 #define RILL_CUDA_H
 
@@ -197,6 +198,7 @@ struct cuda_cmd {
     CUresult error;     /* an issue that failed: the command fails the stream */
     char *why;          /* owned: a library's sentence for error, or NULL */
     CUevent ev;         /* a RECORD: the point's time (owned until stamped) */
+    void *graph_run;    /* owned: a graph launch's, for its completion (cuda_graph.h) */
     bool gpu_wait;      /* a WAIT the GPU does, on the awaited stream's mark */
     bool waiting;       /* a WAIT or graph launch with its waiter registered */
     bool carried;       /* a WAIT that took on the awaited work's failure when issued */

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "backend/cuda/cuda.h"
+#include "backend/cuda/cuda_graph.h"
 #include "util/alloc.h"
 #include "util/status.h"
 
@@ -152,6 +153,9 @@ static void finish(cuda_device *d, cuda_stream *cs, cuda_cmd *n) {
     case RILL__CMD_CLEAR:
         cs->failing = 0;
         rill__stream_clear_failure(s, n->seq);
+        break;
+    case RILL__CMD_GRAPH:
+        rill__cuda_graph_done(d, n->c.u.graph.launch, n->graph_run, cs->failing);
         break;
     default:
         break;

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "backend/cuda/cuda.h"
+#include "backend/cuda/cuda_graph.h"
 #include "backend/op_args.h"
 #include "util/alloc.h"
 #include "util/status.h"
@@ -335,20 +336,6 @@ static void *cuda_event_native(rill__device *dev, rill__event *e) {
     return NULL;
 }
 
-/* Graph launches issue their nodes one by one (cuda_stream.c): nothing to
- * prepare. */
-static rill_status cuda_graph_prepare(rill__device *dev, const rill__gprog *prog, void **state) {
-    (void)dev;
-    (void)prog;
-    *state = NULL;
-    return RILL_OK;
-}
-
-static void cuda_graph_release(rill__device *dev, void *state) {
-    (void)dev;
-    (void)state;
-}
-
 const rill__backend_ops rill__cuda_backend = {
     .name = "cuda",
     .kind = RILL_DEVICE_CUDA,
@@ -370,8 +357,9 @@ const rill__backend_ops rill__cuda_backend = {
     .kernel_load = rill__cuda_kernel_load,
     .kernel_unload = rill__cuda_kernel_unload,
     .op_image = NULL,
-    .graph_prepare = cuda_graph_prepare,
-    .graph_release = cuda_graph_release,
+    .graph_prepare = rill__cuda_graph_prepare,
+    .graph_update = rill__cuda_graph_update,
+    .graph_release = rill__cuda_graph_release,
     .mem_alloc = rill__cuda_mem_alloc,
     .mem_free = rill__cuda_mem_free,
     .mem_granule = RILL__CUDA_GRANULE,

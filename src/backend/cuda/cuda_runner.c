@@ -2,20 +2,23 @@
 /* The runners of the CUDA backend (see cuda.h): threads that run what the
  * GPU cannot, once it is first in its stream (everything before it
  * completed): host functions, memsets of memory the GPU cannot set, and
- * graph launches, whose nodes they issue in order. A runner goes on with
- * its stream itself afterwards, issuing and completing what the command
- * let through and running the next such command when it comes first, so
- * that a host function is one hand-off from the thread that found it
- * ready (a submitting thread when the stream is idle, else the pump). */
+ * graph launches with nodes the host runs, whose phases (CUDA graphs, and
+ * the nodes between them) they run in order (cuda_graph.c). A runner goes
+ * on with its stream itself afterwards, issuing and completing what the
+ * command let through and running the next such command when it comes
+ * first, so that a host function is one hand-off from the thread that
+ * found it ready (a submitting thread when the stream is idle, else the
+ * pump). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend/cuda/cuda.h"
+#include "backend/cuda/cuda_graph.h"
 #include "util/alloc.h"
 #include "util/status.h"
 
-/* --------------------------------------------------- host functions, graphs */
+/* ------------------------------------------- host functions, host memsets */
 
 static void run_host(cuda_stream *cs, cuda_cmd *n) {
     if (cs->failing)
@@ -30,126 +33,6 @@ static void run_set(cuda_stream *cs, cuda_cmd *n) {
         memset(n->c.u.set.dst, n->c.u.set.value, n->c.u.set.bytes);
 }
 
-typedef struct ext_wait {
-    _Atomic uint32_t done;
-    char failure[RILL__CAUSE_BYTES];
-} ext_wait;
-
-static void ext_done(void *arg, const char *failure) {
-    ext_wait *w = arg;
-    if (failure != NULL)
-        snprintf(w->failure, sizeof w->failure, "%s", failure);
-    atomic_store_explicit(&w->done, 1, memory_order_release);
-    rill__futex_wake(&w->done, 1);
-}
-
-/* Issues a graph launch's nodes in their topological order on cs's
- * CUstream; nodes the host runs (host functions, collectives, timing
- * records) wait for the GPU first. Returns whether nothing is left on the
- * GPU (false: the last nodes complete through the done word). */
-static bool run_graph(cuda_device *d, cuda_stream *cs, cuda_cmd *n) {
-    const rill__cuda_driver *drv = d->drv;
-    const rill__graph_launch *v = n->c.u.graph.launch;
-    bool failed = cs->failing, on_gpu = false; /* issued since the last wait for the GPU */
-    char what[96] = "", why[RILL__CAUSE_BYTES] = "";
-    for (uint32_t i = 0; i < v->prog->num_nodes; i++) {
-        const rill__xnode *x = &v->nodes[i];
-        const rill__gnode_params *p = &x->p;
-        CUresult r = CUDA_SUCCESS;
-        if (p->kind == RILL__GNODE_EXTERN) {
-            void *token = n->c.u.graph.ext[x->ext_slot];
-            n->c.u.graph.ext[x->ext_slot] = NULL;
-            ext_wait w = {.done = 0};
-            if (!failed && (r = drv->cuStreamSynchronize(cs->cu)) != CUDA_SUCCESS)
-                failed = true;
-            else
-                on_gpu = false;
-            p->u.ext.ops->start(token, failed, ext_done, &w);
-            while (atomic_load_explicit(&w.done, memory_order_acquire) == 0)
-                rill__futex_wait(&w.done, 0);
-            if (w.failure[0] != '\0' && !failed) {
-                failed = true;
-                snprintf(what, sizeof what, "collective (graph node %u)", x->graph_index);
-                snprintf(why, sizeof why, "%s", w.failure);
-            }
-            continue;
-        }
-        if (failed)
-            continue;
-        switch (p->kind) {
-        case RILL__GNODE_KERNEL: {
-            char *lib_why = NULL;
-            r = rill__cuda_launch(d, cs->cu, &p->u.kernel, &lib_why);
-            on_gpu = true;
-            if (lib_why != NULL && !failed) {
-                failed = true;
-                snprintf(what, sizeof what, "graph node %u", x->graph_index);
-                snprintf(why, sizeof why, "%s", lib_why);
-            }
-            rill__free(lib_why);
-            break;
-        }
-        case RILL__GNODE_COPY:
-            r = rill__cuda_copy(d, cs->cu, &p->u.copy);
-            on_gpu = true;
-            break;
-        case RILL__GNODE_SET:
-            if (rill__cuda_gpu_settable(d, p->u.set.dst)) {
-                r = rill__cuda_set(d, cs->cu, &p->u.set);
-                on_gpu = true;
-            } else if ((r = drv->cuStreamSynchronize(cs->cu)) == CUDA_SUCCESS) {
-                on_gpu = false;
-                memset(p->u.set.dst, p->u.set.value, p->u.set.bytes);
-            }
-            break;
-        case RILL__GNODE_HOST: {
-            rill__launch_state hs;
-            if ((r = drv->cuStreamSynchronize(cs->cu)) == CUDA_SUCCESS)
-                on_gpu = false;
-            bool host_failed =
-                r == CUDA_SUCCESS && rill__host_run(p->u.host.fn, p->u.host.user_data, &hs);
-            (void)rill__cuda_enter(d); /* the function may have changed it */
-            if (host_failed) {
-                failed = true;
-                snprintf(what, sizeof what, "host function (graph node %u)", x->graph_index);
-                snprintf(why, sizeof why, "%s", hs.message);
-            }
-            break;
-        }
-        case RILL__GNODE_RECORD: {
-            CUevent ev;
-            if (!p->u.event.timing ||
-                (r = drv->cuEventCreate(&ev, CU_EVENT_DEFAULT)) != CUDA_SUCCESS)
-                break;
-            if ((r = drv->cuEventRecord(ev, cs->cu)) == CUDA_SUCCESS &&
-                (r = drv->cuEventSynchronize(ev)) == CUDA_SUCCESS) {
-                on_gpu = false;
-                rill__event_stamp(p->u.event.event,
-                                  atomic_load_explicit(&v->record_gen[i], memory_order_relaxed),
-                                  rill__cuda_stamp(d, ev), 0); /* takes ev */
-            } else
-                (void)drv->cuEventDestroy(ev);
-            break;
-        }
-        default: /* empty and wait nodes: the wait happened before the launch */
-            break;
-        }
-        if (r != CUDA_SUCCESS && !failed) {
-            failed = true;
-            snprintf(what, sizeof what, "graph node %u", x->graph_index);
-            rill__cuda_describe(d, r, "the CUDA driver refused it", why, sizeof why);
-            if (rill__cuda_ends_context(r)) {
-                char lost[200];
-                rill__cuda_describe(d, r, "the GPU stopped", lost, sizeof lost);
-                rill__device_lost(rill__queue_of(cs->self)->dev, lost);
-            }
-        }
-    }
-    if (failed && what[0] != '\0')
-        rill__cuda_fail_stream(cs, n->seq, what, why);
-    return !on_gpu;
-}
-
 /* --------------------------------------------------------------- runners */
 
 cuda_cmd *rill__cuda_take_job_locked(cuda_stream *cs) {
@@ -158,7 +41,8 @@ cuda_cmd *rill__cuda_take_job_locked(cuda_stream *cs) {
      * it is issued before it is done. */
     if (h == NULL || h != cs->next_issue || h->state != CUDA_QUEUED)
         return NULL;
-    if (h->c.kind != RILL__CMD_HOST && h->c.kind != RILL__CMD_GRAPH &&
+    if (h->c.kind != RILL__CMD_HOST &&
+        !(h->c.kind == RILL__CMD_GRAPH && !rill__cuda_graph_direct(h->c.u.graph.launch)) &&
         !(h->c.kind == RILL__CMD_SET && h->on_host))
         return NULL;
     rill__stream *after = h->c.kind == RILL__CMD_GRAPH ? h->c.u.graph.after_stream : NULL;
@@ -189,8 +73,13 @@ static cuda_cmd *run_job(cuda_device *d, cuda_cmd *n) {
         run_host(cs, n);
     else if (n->c.kind == RILL__CMD_SET)
         run_set(cs, n);
-    else if (!cs->failing)
-        settled = run_graph(d, cs, n);
+    else if (!cs->failing) {
+        char what[96], why[RILL__CAUSE_BYTES];
+        settled = rill__cuda_graph_run(d, cs, n->c.u.graph.launch, n->c.u.graph.ext, &n->graph_run,
+                                       what, sizeof what, why, sizeof why);
+        if (what[0] != '\0')
+            rill__cuda_fail_stream(cs, n->seq, what, why);
+    }
     if (atomic_load(&d->exiting))
         return NULL; /* the process exits: the driver may be gone (s stays) */
     /* A host function may have made another context current (through

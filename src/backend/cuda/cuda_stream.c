@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "backend/cuda/cuda.h"
+#include "backend/cuda/cuda_graph.h"
 #include "util/alloc.h"
 #include "util/status.h"
 
@@ -208,9 +209,40 @@ static bool issue_one(cuda_device *d, cuda_stream *cs, cuda_cmd *n) {
         n->state = CUDA_MET;
         return true;
     }
+    case RILL__CMD_GRAPH: {
+        /* One CUDA graph: issued as a kernel is, once the exec's previous
+         * launch has ended; a launch with host nodes is a runner's. */
+        const rill__graph_launch *l = n->c.u.graph.launch;
+        rill__stream *after = n->c.u.graph.after_stream;
+        if (!rill__cuda_graph_direct(l))
+            return false;
+        if (after != NULL && !rill__cuda_wait_for(n, after, n->c.u.graph.after_seq)) {
+            /* A stream of this device is asked to report it. */
+            if (rill__queue_of(after)->dev == rill__queue_of(cs->self)->dev) {
+                atomic_store_explicit(&cuda_stream_of(after)->want_flush, 1, memory_order_relaxed);
+                rill__cuda_ring(d);
+            }
+            return false;
+        }
+        if (cs->skipping) {
+            n->state = CUDA_MET;
+            return true;
+        }
+        n->error = rill__cuda_graph_issue(d, cs->cu, l, &n->graph_run);
+        if (n->error != CUDA_SUCCESS) {
+            n->state = CUDA_MET;
+            return true;
+        }
+        on_gpu(d, cs, n);
+        if (n->graph_run != NULL) {
+            /* Timing record nodes: reported at once, as a RECORD is. */
+            atomic_store_explicit(&cs->issued_seq, n->seq, memory_order_release);
+            rill__cuda_flush_locked(d, cs);
+        }
+        return true;
+    }
     case RILL__CMD_HOST:
-    case RILL__CMD_GRAPH:
-        return false; /* a runner runs it once it is first */
+        return false; /* a runner runs it once it is first (service) */
     }
     return false;
 }
