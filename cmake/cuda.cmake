@@ -105,6 +105,9 @@ if(RILL_CUDA_BUILT)
     src/backend/cuda/cuda_context.c
     src/backend/cuda/cuda_device.c
     src/backend/cuda/cuda_stream.c
+    src/backend/cuda/cuda_complete.c
+    src/backend/cuda/cuda_runner.c
+    src/backend/cuda/cuda_graph.c
     src/backend/cuda/cuda_memory.c
     src/backend/cuda/cuda_ops.c
     src/backend/cuda/cuda_libs.c

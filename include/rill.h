@@ -1044,7 +1044,12 @@ rill_status rill_graph_launch(rill_graph_exec *exec, rill_stream *stream);
  * and may be called from a host function. With updates and launches of one
  * exec on several threads, each launch runs with one whole set of
  * parameters: that of the last update that returned before the launch was
- * called, or of an update running at the same time. */
+ * called, or of an update running at the same time. A device that runs
+ * execs as graphs of its own (a CUDA device: CUDA graphs) takes the new
+ * parameters into its graph, or makes its graph again where they change
+ * what the graph holds (a memset of host memory instead of device memory);
+ * when it cannot (RILL_ERROR_OUT_OF_MEMORY, RILL_ERROR_NOT_SUPPORTED), the
+ * exec keeps its parameters. */
 rill_status rill_graph_exec_update(rill_graph_exec *exec, rill_graph *graph);
 
 /* What rill adds to the rules above:

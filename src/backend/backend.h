@@ -241,8 +241,10 @@ typedef struct rill__cmd {
  * An exec (a graph instantiated for launching) as a backend runs it: its
  * nodes in a topological order, each with its count of predecessors and
  * the list of its successors, so that a launch only resets counters and
- * runs. The graph layer (src/graph) builds it; the backend prepares its own
- * state for it once (graph_prepare) and runs each launch with that. */
+ * runs. The graph layer (src/graph) builds it, device-independent; the
+ * backend prepares its own state from it once (graph_prepare: the CPU
+ * device its run state, the CUDA device CUDA graphs), follows the updates
+ * of its parameters (graph_update) and runs each launch with that. */
 
 typedef enum rill__gnode_kind {
     RILL__GNODE_KERNEL = 1,
@@ -316,12 +318,8 @@ typedef struct rill__xnode {
     rill__gnode_params p; /* args/accesses point into its parameter set's arena */
     uint32_t num_preds;
     uint32_t succ_begin, num_succ; /* in rill__gprog.succ */
-    /* the first num_single successors have this node as their only
-     * predecessor: they are all ready when it completes */
-    uint32_t num_single;
-    uint32_t blocks;      /* kernel nodes: blocks in the grid */
-    uint32_t graph_index; /* the node's index in its graph, for errors */
-    uint32_t ext_slot;    /* extern nodes: the slot of its token (rill__cmd.u.graph.ext) */
+    uint32_t graph_index;          /* the node's index in its graph, for errors */
+    uint32_t ext_slot;             /* extern nodes: the slot of its token (rill__cmd.u.graph.ext) */
 } rill__xnode;
 
 /* The topology of an exec: immutable after instantiation. */
@@ -336,15 +334,18 @@ typedef struct rill__gprog {
 /* One launch of an exec, as the command carries it: the topology, the
  * backend's state from graph_prepare, and the parameter set current when
  * it was submitted (launches of one exec never overlap, but an update may
- * replace the set of later launches while one runs). */
+ * replace the set of later launches while one runs). How a backend runs
+ * the nodes (on which threads, in what batches) is its own: the graph
+ * layer says only what they are and what depends on what. */
 typedef struct rill__graph_launch {
     const rill__gprog *prog;
     void *state;                  /* from graph_prepare, for the stream's device */
     const rill__xnode *nodes;     /* prog->num_nodes, topological order */
     _Atomic uint64_t *record_gen; /* per node: event record nodes' generation (relaxed) */
-    /* a single chain of one-block nodes: the launch may run them in order
-     * on one thread, with no bookkeeping */
-    int chain;
+    /* the parameter set's number: 0 for the one made at instantiation,
+     * then 1, 2, ... for each rill_graph_exec_update's (graph_update);
+     * launches carry nondecreasing numbers in submission order */
+    uint64_t version;
 } rill__graph_launch;
 
 /* -------------------------------------------------- what the core provides */
@@ -498,8 +499,9 @@ typedef struct rill__backend_ops {
      * awaited work failed, the stream is not failing already, and the WAIT
      * is not RILL__CMD_ORDER_ONLY. Any thread, no locks held; never blocks
      * on other work. RILL_ERROR_OUT_OF_MEMORY when the command cannot be
-     * stored (nothing was submitted then), with a sentence that names no
-     * public call. */
+     * stored, RILL_ERROR_INVALID_ARGUMENT when a kernel's grid, blocks or
+     * arguments are past what the device launches (nothing was submitted
+     * then), with a sentence that names no public call. */
     rill_status (*submit)(rill__stream *s, const rill__cmd *cmd, uint64_t *seq);
     /* Runs work of s, up to the command numbered seq, on the calling thread
      * when no awake worker has taken it. The caller is a host thread about
@@ -540,12 +542,29 @@ typedef struct rill__backend_ops {
     void (*op_image)(rill__op op, rill__kernel_image *image);
 
     /* Prepares the backend's state for launching an exec on dev, once,
-     * when the exec is instantiated: RILL_ERROR_OUT_OF_MEMORY or
-     * RILL_ERROR_NOT_SUPPORTED (a node the device cannot run) with a
-     * sentence that names no public call. Every launch carries *state
-     * (rill__graph_launch); graph_release frees it after the last launch
-     * completed. Any thread, no locks held. */
-    rill_status (*graph_prepare)(rill__device *dev, const rill__gprog *prog, void **state);
+     * when the exec is instantiated: prog is its topology (immutable while
+     * the exec lives) and nodes its first parameter set (version 0),
+     * read-only, in prog's topological order: each node's kind, its
+     * parameters (kernels loaded for dev) and, through prog, its
+     * successors; the backend may build its own graph from them.
+     * RILL_ERROR_OUT_OF_MEMORY or RILL_ERROR_NOT_SUPPORTED (a node the
+     * device cannot run) with a sentence that names no public call. Every
+     * launch carries *state (rill__graph_launch); graph_release frees it
+     * after the last launch completed. Any thread, no locks held. */
+    rill_status (*graph_prepare)(rill__device *dev, const rill__gprog *prog,
+                                 const rill__xnode *nodes, void **state);
+    /* rill_graph_exec_update made a parameter set (nodes, numbered
+     * version) of the same topology and node kinds: launches submitted
+     * from now on carry it, those submitted before keep theirs and may
+     * still run. The backend readies what it needs to run it; on a
+     * failure (RILL_ERROR_OUT_OF_MEMORY, RILL_ERROR_NOT_SUPPORTED, with a
+     * sentence that names no public call) the update changes nothing.
+     * Called with the exec's launch lock held (no launch of the exec is
+     * submitted meanwhile), never during graph_prepare or graph_release;
+     * must not call into the core. NULL when the backend reads each
+     * launch's parameters as it runs it. */
+    rill_status (*graph_update)(rill__device *dev, void *state, const rill__xnode *nodes,
+                                uint64_t version);
     void (*graph_release)(rill__device *dev, void *state);
 
     /* Reserves a segment of device memory for the pool (src/mem/pool.c),

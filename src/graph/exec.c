@@ -131,10 +131,6 @@ static void take_params(rill__xnode *xn, const rill__graph_node *n) {
     if (n->p.kind == RILL__GNODE_KERNEL) {
         xn->p.u.kernel.args = args;
         xn->p.u.kernel.accesses = acc;
-        rill_dim3 gr = n->p.u.kernel.grid;
-        xn->blocks = gr.x * gr.y * gr.z;
-    } else {
-        xn->blocks = 1;
     }
 }
 
@@ -168,11 +164,9 @@ static rill__xparams *xparams_make(rill__graph_exec *x, rill__graph *graph, rill
     v->nodes = nodes;
     v->arena = arena;
     v->exec = x;
-    v->launch = (rill__graph_launch){.prog = &x->prog,
-                                     .state = x->backend,
-                                     .nodes = nodes,
-                                     .record_gen = x->record_gen,
-                                     .chain = x->num_roots <= 1};
+    /* state and version are set by the caller, once the backend has the
+     * set (graph_prepare, graph_update). */
+    v->launch = (rill__graph_launch){.prog = &x->prog, .nodes = nodes, .record_gen = x->record_gen};
     int ordinal = x->dev->base.info.ordinal;
     for (uint32_t i = 0; i < x->num_nodes; i++) {
         rill__xnode *xn = &nodes[i];
@@ -185,10 +179,7 @@ static rill__xparams *xparams_make(rill__graph_exec *x, rill__graph *graph, rill
             atomic_fetch_add(&xn->p.u.event.event->refs, 1);
         } else if (xn->p.kind == RILL__GNODE_EXTERN) {
             xn->p.u.ext.ops->ref(xn->p.u.ext.obj);
-            v->launch.chain = 0; /* it completes later, on another thread */
         }
-        if (xn->num_succ > 1 || xn->blocks > 1)
-            v->launch.chain = 0;
     }
     atomic_init(&v->refs, 1);
     /* relaxed: the caller holds x (its owner's reference or a set's); the
@@ -198,7 +189,7 @@ static rill__xparams *xparams_make(rill__graph_exec *x, rill__graph *graph, rill
 }
 
 /* Fills in the topology of graph's nodes (predecessor counts, successor
- * lists, single successors first) and x's roots and event nodes. */
+ * lists in node order) and x's roots and event nodes. */
 static void build_topology(rill__graph_exec *x, rill__graph *graph, rill__xnode *nodes) {
     uint32_t n = graph->num_nodes;
     for (uint32_t i = 0; i < n; i++) {
@@ -233,20 +224,6 @@ static void build_topology(rill__graph_exec *x, rill__graph *graph, rill__xnode 
             rill__xnode *d = &nodes[gn->deps[j]];
             x->succ[d->succ_begin + d->num_succ++] = i;
         }
-    }
-    /* Successors whose only predecessor is this node first: they become
-     * ready together, and a launch hands them out as one range. */
-    for (uint32_t i = 0; i < n; i++) {
-        rill__xnode *xn = &nodes[i];
-        uint32_t *list = x->succ + xn->succ_begin, k = 0;
-        for (uint32_t j = 0; j < xn->num_succ; j++) {
-            if (nodes[list[j]].num_preds == 1) {
-                uint32_t t = list[k];
-                list[k++] = list[j];
-                list[j] = t;
-            }
-        }
-        xn->num_single = k;
     }
 }
 
@@ -323,18 +300,9 @@ static rill_status instantiate_locked(rill__graph *graph, rill__device *dev, con
                             .num_roots = x->num_roots,
                             .num_ext = x->num_ext};
     x->dev = dev;
-    st = dev->ops->graph_prepare(dev, &x->prog, &x->backend);
-    if (st != RILL_OK) {
-        rill__free(nodes);
-        exec_arrays_free(x);
-        rill__handle_close(x->handle);
-        rill__free(x);
-        return rill__fail_from(st, fn);
-    }
     atomic_init(&x->refs, 1);
     x->params = xparams_make(x, graph, nodes);
     if (x->params == NULL) {
-        dev->ops->graph_release(dev, x->backend);
         exec_arrays_free(x);
         rill__handle_close(x->handle);
         rill__free(x);
@@ -342,6 +310,16 @@ static rill_status instantiate_locked(rill__graph *graph, rill__device *dev, con
                           "%s: out of host memory for an exec of %u nodes; no exec was created", fn,
                           n);
     }
+    /* The backend builds its state from the first set's nodes. */
+    st = dev->ops->graph_prepare(dev, &x->prog, x->params->nodes, &x->backend);
+    if (st != RILL_OK) {
+        xparams_free(x->params, n);
+        exec_arrays_free(x);
+        rill__handle_close(x->handle);
+        rill__free(x);
+        return rill__fail_from(st, fn);
+    }
+    x->params->launch.state = x->backend;
     x->pool = graph->pool;
     if (x->pool != NULL)
         rill__gpool_ref(x->pool);
@@ -502,18 +480,26 @@ rill_status rill_graph_exec_update(rill_graph_exec *exec_h, rill_graph *graph_h)
     rill__mutex_unlock(&graph->lock);
     if (v != NULL) {
         /* Launches submitted from now on take v; those already submitted,
-         * running or not, hold the set they were submitted with. */
+         * running or not, hold the set they were submitted with. The
+         * backend readies v under the lock, so versions follow the order
+         * in which sets become current. */
         rill__mutex_lock(&exec->lock);
         rill__xparams *old = exec->params;
-        if (old != NULL)
-            exec->params = v;
-        rill__mutex_unlock(&exec->lock);
         if (old == NULL) {
-            rill__xparams_unref(v);
             st = fail_destroyed(fn);
         } else {
-            rill__xparams_unref(old);
+            v->launch.state = exec->backend;
+            v->launch.version = old->launch.version + 1;
+            rill__device *dev = exec->dev;
+            if (dev->ops->graph_update != NULL)
+                st = dev->ops->graph_update(dev, exec->backend, v->nodes, v->launch.version);
+            if (st == RILL_OK)
+                exec->params = v;
+            else
+                st = rill__fail_from(st, fn);
         }
+        rill__mutex_unlock(&exec->lock);
+        rill__xparams_unref(st == RILL_OK ? old : v);
     }
     rill__xparams_unref(cur);
     return st;

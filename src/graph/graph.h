@@ -133,9 +133,9 @@ rill_status rill__graph_resolve(rill_graph *handle, const char *fn, rill__graph 
 /* For tests and debugging (graph_check.c): the invariants of a graph (each
  * node depends only on earlier nodes, each once, sorted) and of an exec's
  * current parameter set (successor lists tile exec->succ and point later,
- * predecessor counts and roots match them, single successors have one
- * predecessor). False with a sentence naming the first broken one in why
- * (cap bytes), or when the handle names no live graph or exec. */
+ * predecessor counts and roots match them). False with a sentence naming
+ * the first broken one in why (cap bytes), or when the handle names no
+ * live graph or exec. */
 bool rill__graph_check(rill_graph *graph, char *why, size_t cap);
 bool rill__exec_check(rill_graph_exec *exec, char *why, size_t cap);
 

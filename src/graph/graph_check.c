@@ -54,8 +54,7 @@ static bool graph_check(const rill__graph *g, char *why, size_t cap) {
 
 /* An exec's nodes in topological order: successors come later, the
  * successor lists tile exec->succ, each node's count of predecessors is the
- * number of lists that name it, the roots are the nodes without any, and
- * the first num_single successors of a node have it as their only one. */
+ * number of lists that name it, and the roots are the nodes without any. */
 static bool exec_check(const rill__graph_exec *x, const rill__xparams *ps, char *why, size_t cap) {
     uint32_t n = x->num_nodes;
     const rill__xnode *nodes = ps->nodes;
@@ -66,11 +65,11 @@ static bool exec_check(const rill__graph_exec *x, const rill__xparams *ps, char 
     uint64_t next_begin = 0;
     for (uint32_t i = 0; ok && i < n; i++) {
         const rill__xnode *xn = &nodes[i];
-        if (xn->succ_begin != next_begin || xn->num_single > xn->num_succ)
+        if (xn->succ_begin != next_begin)
             ok = broken(why, cap,
                         "exec: node %" PRIu32 "'s successors start at %" PRIu32
-                        " (expected %" PRIu64 "), %" PRIu32 " single of %" PRIu32,
-                        i, xn->succ_begin, next_begin, xn->num_single, xn->num_succ);
+                        " (expected %" PRIu64 ")",
+                        i, xn->succ_begin, next_begin);
         next_begin += xn->num_succ;
         for (uint32_t j = 0; ok && j < xn->num_succ; j++) {
             uint32_t t = x->succ[xn->succ_begin + j];
@@ -79,11 +78,6 @@ static bool exec_check(const rill__graph_exec *x, const rill__xparams *ps, char 
                             "exec: node %" PRIu32 " has successor %" PRIu32
                             " (successors come later, below %" PRIu32 ")",
                             i, t, n);
-            else if (j < xn->num_single && nodes[t].num_preds != 1)
-                ok = broken(why, cap,
-                            "exec: node %" PRIu32 " hands out node %" PRIu32
-                            " as its own, which has %" PRIu32 " predecessors",
-                            i, t, nodes[t].num_preds);
             else
                 preds[t]++;
         }

@@ -12,7 +12,12 @@
  * op's CPU body (op_twins.c); for others, the function the program exports
  * under the entry's name followed by "_host". PTX is not read. Functions
  * exported under fake_cuda_* let tests fault a GPU, run its clock ahead,
- * refuse a memory handle type and see what was launched. */
+ * refuse a memory handle type, see what was launched and count the calls
+ * (fake_counts.c). Like the driver, it refuses a call that needs a current
+ * context without one, a launch past the launch bounds, and timing of an
+ * event made without it, and a copy to or from pageable host memory
+ * returns once done. This file holds the streams, events, kernels and
+ * contexts; fake_memory.c the memory, fake_device.c the GPUs' attributes. */
 #include <cuda.h>
 #include <dlfcn.h>
 #include <pthread.h>
@@ -29,16 +34,11 @@
 
 #include "backend/cuda/cuda_driver.h"
 #include "fake_cuda.h"
+#include "fake_graph.h"
 #include "op_twins.h"
 #include "rill.h"
 
-#define GRANULE ((size_t)2 << 20)
-/* The GPU's memory: what cuDeviceTotalMem says and cuMemCreate keeps to. */
-#define TOTAL_MEMORY ((size_t)4 << 30)
-
-static _Atomic size_t created; /* bytes of cuMemCreate not released */
-
-/* RILL_FAKE_CUDA_DEVICES GPUs at most (see gpus()). */
+/* RILL_FAKE_CUDA_DEVICES GPUs at most (see fake_gpus()). */
 #define MAX_GPUS 4
 /* A GPU whose context failed (fake_cuda_fault): its streams drop their
  * work, and every call on them returns the fault's code
@@ -65,14 +65,14 @@ static void set_thread_gpu(int gpu) {
 }
 
 /* The GPU of the current context, or -1 when none is current. */
-static int current_gpu(void) {
+int fake_current_gpu(void) {
     pthread_once(&gpu_key_once, make_gpu_key);
     intptr_t v = (intptr_t)pthread_getspecific(gpu_key);
     return v > 0 ? (int)(v - 1) : -1;
 }
 
 static int thread_gpu(void) {
-    int gpu = current_gpu();
+    int gpu = fake_current_gpu();
     return gpu >= 0 ? gpu : 0;
 }
 
@@ -88,20 +88,13 @@ static void teardown(void) {
     nanosleep(&pause, NULL);
 }
 
-static void check_alive(const char *fn) {
+void fake_check_alive(const char *fn) {
+    fake_count_call(fn);
     if (!atomic_load(&torn_down))
         return;
     fprintf(stderr, "stand-in CUDA driver: %s called after the driver's teardown at exit\n", fn);
     abort();
 }
-
-/* The start of an entry point that needs a current context. */
-#define NEED_CONTEXT()                                                                             \
-    do {                                                                                           \
-        check_alive(__func__);                                                                     \
-        if (current_gpu() < 0)                                                                     \
-            return CUDA_ERROR_INVALID_CONTEXT;                                                     \
-    } while (0)
 
 /* Called by a kernel's host body: its GPU faults, as if the kernel wrote
  * where no memory is. */
@@ -127,66 +120,6 @@ void fake_cuda_advance_clock(uint64_t ns) {
     atomic_fetch_add(&clock_ahead_ns, ns);
 }
 
-/* A GPU and driver without POSIX file descriptors as a shareable handle
- * type of cuMemCreate (a vGPU, WSL): asking for one is
- * CUDA_ERROR_NOT_SUPPORTED. */
-static _Atomic int no_fd_handles;
-
-__attribute__((visibility("default"))) void fake_cuda_refuse_fd_handles(int refuse);
-void fake_cuda_refuse_fd_handles(int refuse) {
-    atomic_store(&no_fd_handles, refuse);
-}
-
-/* What cuPointerGetAttribute knows: the ranges mapped with cuMemMap (each
- * with the GPU of its allocation) and those of cuMemHostAlloc. */
-typedef struct range {
-    uintptr_t base;
-    size_t size;
-    int device; /* -1: page-locked host memory */
-} range;
-static pthread_mutex_t ranges_lock = PTHREAD_MUTEX_INITIALIZER;
-static range *ranges;
-static size_t num_ranges, cap_ranges;
-#define MAX_FDS 65536
-static int device_of_fd[MAX_FDS]; /* the GPU of a cuMemCreate handle's memory */
-
-static void ranges_add(uintptr_t base, size_t size, int device) {
-    pthread_mutex_lock(&ranges_lock);
-    if (num_ranges == cap_ranges) {
-        size_t cap = cap_ranges ? 2 * cap_ranges : 256;
-        range *r = realloc(ranges, cap * sizeof *r);
-        if (r == NULL)
-            abort(); /* a stand-in has nowhere to report it */
-        ranges = r;
-        cap_ranges = cap;
-    }
-    ranges[num_ranges++] = (range){base, size, device};
-    pthread_mutex_unlock(&ranges_lock);
-}
-
-static void ranges_remove(uintptr_t base) {
-    pthread_mutex_lock(&ranges_lock);
-    for (size_t i = 0; i < num_ranges; i++)
-        if (ranges[i].base == base) {
-            ranges[i] = ranges[--num_ranges];
-            break;
-        }
-    pthread_mutex_unlock(&ranges_lock);
-}
-
-/* The range that holds p, or false. */
-static bool ranges_find(uintptr_t p, range *out) {
-    bool found = false;
-    pthread_mutex_lock(&ranges_lock);
-    for (size_t i = 0; i < num_ranges && !found; i++)
-        if (p >= ranges[i].base && p - ranges[i].base < ranges[i].size) {
-            *out = ranges[i];
-            found = true;
-        }
-    pthread_mutex_unlock(&ranges_lock);
-    return found;
-}
-
 /* ------------------------------------------------------------- streams */
 
 typedef enum op_kind { OP_KERNEL, OP_COPY, OP_SET, OP_WRITE, OP_RECORD, OP_WAIT, OP_CALL } op_kind;
@@ -194,6 +127,7 @@ typedef enum op_kind { OP_KERNEL, OP_COPY, OP_SET, OP_WRITE, OP_RECORD, OP_WAIT,
 struct CUevent_st {
     pthread_mutex_t lock;
     pthread_cond_t cond;
+    unsigned flags;    /* of cuEventCreate */
     _Atomic int gpu;   /* of the stream of the last record */
     uint64_t recorded; /* records made (calls) */
     uint64_t reached;  /* records the stream got to */
@@ -210,6 +144,7 @@ static uint64_t now_ns(void) {
 typedef struct op {
     struct op *next;
     op_kind kind;
+    _Atomic int *done; /* set once the op ran (or was dropped), or NULL */
     union {
         struct {
             rill_cpu_kernel_fn fn;
@@ -326,6 +261,8 @@ static void *stream_main(void *arg) {
             run_op(o);
         else if (o->kind == OP_KERNEL)
             free(o->u.kernel.args);
+        if (o->done != NULL)
+            atomic_store(o->done, 1); /* seen under s->lock, below */
         free(o);
         pthread_mutex_lock(&s->lock);
         s->busy = false;
@@ -380,9 +317,7 @@ CUresult fake_stream_call(CUstream s, void (*fn)(void *), void *arg) {
     return r;
 }
 
-static CUresult fake_cuStreamCreate(CUstream *out, unsigned int flags) {
-    (void)flags;
-    NEED_CONTEXT();
+static CUresult stream_create(CUstream *out) {
     CUstream s = calloc(1, sizeof *s);
     if (s == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -397,10 +332,18 @@ static CUresult fake_cuStreamCreate(CUstream *out, unsigned int flags) {
     return CUDA_SUCCESS;
 }
 
+static CUresult fake_cuStreamCreate(CUstream *out, unsigned int flags) {
+    (void)flags;
+    NEED_CONTEXT();
+    return stream_create(out);
+}
+
 static CUresult fake_cuStreamCreateWithPriority(CUstream *out, unsigned int flags, int priority) {
+    (void)flags;
+    NEED_CONTEXT();
     if (priority > 0 || priority < -5)
         return CUDA_ERROR_INVALID_VALUE;
-    return fake_cuStreamCreate(out, flags);
+    return stream_create(out);
 }
 
 static CUresult fake_cuStreamSynchronize(CUstream s) {
@@ -435,26 +378,42 @@ static CUresult fake_cuStreamDestroy(CUstream s) {
     return CUDA_SUCCESS;
 }
 
+/* The next this many stream writes are refused (CUDA_ERROR_INVALID_VALUE),
+ * as a driver refuses memory operations it cannot take. */
+static _Atomic int refuse_writes;
+
+__attribute__((visibility("default"))) void fake_cuda_refuse_writes(int count);
+void fake_cuda_refuse_writes(int count) {
+    atomic_store(&refuse_writes, count);
+}
+
 static CUresult fake_cuStreamWriteValue64(CUstream s, CUdeviceptr addr, cuuint64_t value,
                                           unsigned int flags) {
     (void)flags;
     NEED_CONTEXT();
+    if (atomic_fetch_sub(&refuse_writes, 1) > 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    atomic_fetch_add(&refuse_writes, 1); /* none to refuse: back to where it was */
     op *o = new_op(OP_WRITE);
     if (o == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
     o->u.write.word = (_Atomic uint64_t *)(uintptr_t)addr;
     o->u.write.value = value;
+    fake_count_memops(1);
     return push(s, o);
 }
 
 /* -------------------------------------------------------------- events */
 
 static CUresult fake_cuEventCreate(CUevent *out, unsigned int flags) {
-    (void)flags;
     NEED_CONTEXT();
+    if (flags &
+        ~(unsigned)(CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS))
+        return CUDA_ERROR_INVALID_VALUE;
     CUevent ev = calloc(1, sizeof *ev);
     if (ev == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
+    ev->flags = flags;
     pthread_mutex_init(&ev->lock, NULL);
     pthread_cond_init(&ev->cond, NULL);
     *out = ev;
@@ -512,6 +471,9 @@ static CUresult fake_cuEventElapsedTime(float *ms, CUevent start, CUevent end) {
     NEED_CONTEXT();
     uint64_t t[2];
     CUevent evs[2] = {start, end};
+    /* The driver keeps no time for an event made without it. */
+    if ((start->flags | end->flags) & CU_EVENT_DISABLE_TIMING)
+        return CUDA_ERROR_INVALID_HANDLE;
     for (int i = 0; i < 2; i++) {
         pthread_mutex_lock(&evs[i]->lock);
         bool done = evs[i]->recorded > 0 && evs[i]->reached == evs[i]->recorded;
@@ -561,6 +523,28 @@ static CUresult fake_cuModuleGetFunction(CUfunction *out, CUmodule m, const char
     return CUDA_SUCCESS;
 }
 
+/* What the driver launches on the GPUs it stands for (compute capability
+ * 7.0 and later): blocks of at most 1,024 threads (1,024 x 1,024 x 64),
+ * grids of at most 2^31 - 1 x 65,535 x 65,535 blocks, 48 KiB of static
+ * shared memory, and 32,764 bytes of parameters (CUDA 12.1 and later). */
+#define MAX_PARAM_BYTES 32764u
+
+static bool within_launch_bounds(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                                 unsigned bz, unsigned shared, void **extra) {
+    if (gx == 0 || gy == 0 || gz == 0 || bx == 0 || by == 0 || bz == 0)
+        return false;
+    if (gx > 0x7fffffffu || gy > 65535u || gz > 65535u)
+        return false;
+    if (bx > 1024u || by > 1024u || bz > 64u || (uint64_t)bx * by * bz > MAX_BLOCK_THREADS)
+        return false;
+    if (shared > 48u * 1024u)
+        return false;
+    for (void **e = extra; e != NULL && *e != CU_LAUNCH_PARAM_END; e += 2)
+        if (e[0] == CU_LAUNCH_PARAM_BUFFER_SIZE && *(size_t *)e[1] > MAX_PARAM_BYTES)
+            return false;
+    return true;
+}
+
 /* The x extent of the last grid launched, for tests of grid sizes. */
 static _Atomic unsigned last_grid_x;
 
@@ -572,12 +556,8 @@ unsigned fake_cuda_last_grid_x(void) {
 static CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                                     unsigned bx, unsigned by, unsigned bz, unsigned shared,
                                     CUstream s, void **params, void **extra) {
-    (void)bx;
-    (void)by;
-    (void)bz;
-    (void)shared;
     NEED_CONTEXT();
-    if (params != NULL || gx == 0 || gy == 0 || gz == 0)
+    if (params != NULL || !within_launch_bounds(gx, gy, gz, bx, by, bz, shared, extra))
         return CUDA_ERROR_INVALID_VALUE;
     const void *buf = NULL;
     size_t size = 0;
@@ -604,23 +584,41 @@ static CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsi
 
 /* -------------------------------------------------------------- memory */
 
+/* A copy to or from pageable host memory (neither page-locked by
+ * cuMemHostAlloc nor mapped device memory) is synchronous with respect to
+ * the host, as the driver makes it: the call returns once the stream ran
+ * everything before it and the copy itself. */
 static CUresult fake_cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream s) {
     NEED_CONTEXT();
+    fake_range known;
+    bool pageable = bytes > 0 && (!fake_ranges_find((uintptr_t)dst, &known) ||
+                                  !fake_ranges_find((uintptr_t)src, &known));
     op *o = new_op(OP_COPY);
     if (o == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
     o->u.mem.dst = (void *)(uintptr_t)dst;
     o->u.mem.src = (const void *)(uintptr_t)src;
     o->u.mem.bytes = bytes;
-    return push(s, o);
+    _Atomic int done = 0;
+    if (pageable)
+        o->done = &done;
+    CUresult r = push(s, o);
+    if (r != CUDA_SUCCESS || !pageable)
+        return r;
+    pthread_mutex_lock(&s->lock);
+    while (!atomic_load(&done))
+        pthread_cond_wait(&s->cond, &s->lock);
+    pthread_mutex_unlock(&s->lock);
+    return (CUresult)atomic_load(&faulted[s->gpu]);
 }
 
-/* Of memory the driver knows only (device memory, page-locked host
- * memory): the driver refuses pageable host memory. */
+/* Of device memory only: the driver refuses host memory, pageable or
+ * page-locked. */
 static CUresult fake_cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t n, CUstream s) {
     NEED_CONTEXT();
-    range known;
-    if (!ranges_find((uintptr_t)dst, &known))
+    fake_range known;
+    if (!fake_ranges_find((uintptr_t)dst, &known) || known.device < 0 ||
+        !fake_ranges_cover((uintptr_t)dst, n, true))
         return CUDA_ERROR_INVALID_VALUE;
     op *o = new_op(OP_SET);
     if (o == NULL)
@@ -631,144 +629,23 @@ static CUresult fake_cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_
     return push(s, o);
 }
 
-static CUresult fake_cuMemAddressReserve(CUdeviceptr *out, size_t size, size_t align,
-                                         CUdeviceptr addr, unsigned long long flags) {
-    (void)addr;
-    (void)flags;
-    if (align == 0)
-        align = GRANULE;
-    char *p =
-        mmap(NULL, size + align, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    uintptr_t base = ((uintptr_t)p + align - 1) / align * align;
-    if (base > (uintptr_t)p)
-        munmap(p, base - (uintptr_t)p);
-    if ((uintptr_t)p + align > base)
-        munmap((char *)base + size, (uintptr_t)p + align - base);
-    *out = (CUdeviceptr)base;
-    return CUDA_SUCCESS;
+/* ------------------------------------------- for CUDA graphs (fake_graph.c) */
+
+int fake_stream_fault(CUstream s) {
+    return atomic_load(&faulted[s->gpu]);
 }
 
-static CUresult fake_cuMemAddressFree(CUdeviceptr ptr, size_t size) {
-    return munmap((void *)(uintptr_t)ptr, size) == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+uint64_t fake_event_arm(CUevent ev, CUstream s) {
+    pthread_mutex_lock(&ev->lock);
+    uint64_t gen = ++ev->recorded;
+    pthread_mutex_unlock(&ev->lock);
+    atomic_store(&ev->gpu, s->gpu);
+    return gen;
 }
 
-static CUresult fake_cuMemCreate(CUmemGenericAllocationHandle *out, size_t size,
-                                 const CUmemAllocationProp *prop, unsigned long long flags) {
-    (void)flags;
-    check_alive(__func__);
-    if (atomic_load(&no_fd_handles) &&
-        (prop->requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR))
-        return CUDA_ERROR_NOT_SUPPORTED;
-    if (size % GRANULE != 0)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (atomic_fetch_add(&created, size) + size > TOTAL_MEMORY) {
-        atomic_fetch_sub(&created, size);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    int fd = memfd_create("fake-cuda", MFD_CLOEXEC);
-    if (fd < 0 || ftruncate(fd, (off_t)size) != 0) {
-        if (fd >= 0)
-            close(fd);
-        atomic_fetch_sub(&created, size);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    if (fd < MAX_FDS)
-        device_of_fd[fd] = prop->location.id;
-    *out = (CUmemGenericAllocationHandle)fd + 1;
-    return CUDA_SUCCESS;
-}
-
-static CUresult fake_cuMemRelease(CUmemGenericAllocationHandle h) {
-    struct stat st;
-    int fd = (int)(h - 1);
-    if (fstat(fd, &st) != 0 || close(fd) != 0)
-        return CUDA_ERROR_INVALID_VALUE;
-    atomic_fetch_sub(&created, (size_t)st.st_size);
-    return CUDA_SUCCESS;
-}
-
-static CUresult fake_cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
-                              CUmemGenericAllocationHandle h, unsigned long long flags) {
-    (void)flags;
-    int fd = (int)(h - 1);
-    void *p = mmap((void *)(uintptr_t)ptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd,
-                   (off_t)offset);
-    if (p == MAP_FAILED)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    ranges_add((uintptr_t)ptr, size, fd < MAX_FDS ? device_of_fd[fd] : 0);
-    return CUDA_SUCCESS;
-}
-
-static CUresult fake_cuMemUnmap(CUdeviceptr ptr, size_t size) {
-    ranges_remove((uintptr_t)ptr);
-    void *p = mmap((void *)(uintptr_t)ptr, size, PROT_NONE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
-    return p == MAP_FAILED ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
-}
-
-static CUresult fake_cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc,
-                                    size_t count) {
-    (void)ptr;
-    (void)size;
-    return desc != NULL && count > 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-}
-
-static CUresult fake_cuMemGetAllocationGranularity(size_t *out, const CUmemAllocationProp *prop,
-                                                   CUmemAllocationGranularity_flags flags) {
-    (void)flags;
-    if (atomic_load(&no_fd_handles) &&
-        (prop->requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR))
-        return CUDA_ERROR_NOT_SUPPORTED;
-    *out = GRANULE;
-    return CUDA_SUCCESS;
-}
-
-static CUresult fake_cuMemHostAlloc(void **out, size_t bytes, unsigned int flags) {
-    (void)flags;
-    NEED_CONTEXT();
-    *out = aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
-    if (*out == NULL)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    memset(*out, 0, bytes);
-    ranges_add((uintptr_t)*out, bytes, -1);
-    return CUDA_SUCCESS;
-}
-
-static CUresult fake_cuMemFreeHost(void *p) {
-    NEED_CONTEXT();
-    ranges_remove((uintptr_t)p);
-    free(p);
-    return CUDA_SUCCESS;
-}
-
-static CUresult fake_cuMemHostGetDevicePointer(CUdeviceptr *out, void *p, unsigned int flags) {
-    (void)flags;
-    NEED_CONTEXT();
-    *out = (CUdeviceptr)(uintptr_t)p;
-    return CUDA_SUCCESS;
-}
-
-/* The memory type and GPU of what cuMemMap and cuMemHostAlloc gave;
- * CUDA_ERROR_INVALID_VALUE for memory the driver does not know (pageable
- * host memory), as the driver says. */
-static CUresult fake_cuPointerGetAttribute(void *data, CUpointer_attribute attribute,
-                                           CUdeviceptr ptr) {
-    NEED_CONTEXT();
-    range r;
-    if (!ranges_find((uintptr_t)ptr, &r))
-        return CUDA_ERROR_INVALID_VALUE;
-    switch (attribute) {
-    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
-        *(unsigned int *)data = r.device >= 0 ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
-        return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
-        *(int *)data = r.device >= 0 ? r.device : 0;
-        return CUDA_SUCCESS;
-    default:
-        return CUDA_ERROR_NOT_SUPPORTED;
-    }
+void fake_event_reach(CUevent ev, uint64_t gen) {
+    op o = {.kind = OP_RECORD, .u.event = {.ev = ev, .gen = gen}};
+    run_op(&o);
 }
 
 /* ------------------------------------------------ the device and driver */
@@ -780,7 +657,7 @@ struct CUctx_st {
 };
 static struct CUctx_st contexts[MAX_GPUS] = {{0}, {1}, {2}, {3}};
 
-static int gpus(void) {
+int fake_gpus(void) {
     const char *env = getenv("RILL_FAKE_CUDA_DEVICES");
     int n = env != NULL ? atoi(env) : 1;
     return n < 1 ? 1 : n > MAX_GPUS ? MAX_GPUS : n;
@@ -793,77 +670,18 @@ static void register_teardown(void) {
 }
 
 static CUresult fake_cuInit(unsigned int flags) {
+    CALLED();
     if (flags != 0)
         return CUDA_ERROR_INVALID_VALUE;
     pthread_once(&teardown_once, register_teardown);
     return CUDA_SUCCESS;
 }
 
-static CUresult fake_cuDriverGetVersion(int *v) {
-    *v = CUDA_VERSION;
-    return CUDA_SUCCESS;
-}
-
-static CUresult fake_cuGetErrorName(CUresult r, const char **out) {
-    *out = r == CUDA_SUCCESS ? "CUDA_SUCCESS" : "CUDA_ERROR_FAKE";
-    return CUDA_SUCCESS;
-}
-
-static CUresult fake_cuGetErrorString(CUresult r, const char **out) {
-    (void)r;
-    *out = "an error of the stand-in driver";
-    return CUDA_SUCCESS;
-}
-
-static CUresult fake_cuDeviceGetCount(int *n) {
-    *n = gpus();
-    return CUDA_SUCCESS;
-}
-
-static CUresult fake_cuDeviceGet(CUdevice *d, int ordinal) {
-    if (ordinal < 0 || ordinal >= gpus())
-        return CUDA_ERROR_INVALID_DEVICE;
-    *d = ordinal;
-    return CUDA_SUCCESS;
-}
-
-static CUresult fake_cuDeviceGetName(char *name, int len, CUdevice d) {
-    if (d == 0)
-        snprintf(name, (size_t)len, "stand-in GPU");
-    else
-        snprintf(name, (size_t)len, "stand-in GPU %d", (int)d);
-    return CUDA_SUCCESS;
-}
-
-static CUresult fake_cuDeviceTotalMem(size_t *bytes, CUdevice d) {
-    (void)d;
-    *bytes = TOTAL_MEMORY;
-    return CUDA_SUCCESS;
-}
-
-static CUresult fake_cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice d) {
-    (void)d;
-    switch (a) {
-    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
-        *v = 4;
-        return CUDA_SUCCESS;
-    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR:
-        *v = 2048;
-        return CUDA_SUCCESS;
-    case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING:
-    case CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS:
-    case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
-        *v = 1;
-        return CUDA_SUCCESS;
-    default:
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-}
-
 static _Atomic int primary_refs[MAX_GPUS];
 
 static CUresult fake_cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice d) {
-    if (d < 0 || d >= gpus())
+    CALLED();
+    if (d < 0 || d >= fake_gpus())
         return CUDA_ERROR_INVALID_DEVICE;
     atomic_fetch_add(&primary_refs[d], 1);
     *ctx = &contexts[d];
@@ -873,6 +691,7 @@ static CUresult fake_cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice d) {
 /* The last release ends the primary context: the next one is new, and a
  * fault of the old one is gone with it. */
 static CUresult fake_cuDevicePrimaryCtxRelease(CUdevice d) {
+    CALLED();
     if (d < 0 || d >= MAX_GPUS)
         return CUDA_ERROR_INVALID_DEVICE;
     if (atomic_fetch_sub(&primary_refs[d], 1) == 1)
@@ -882,19 +701,20 @@ static CUresult fake_cuDevicePrimaryCtxRelease(CUdevice d) {
 
 /* NULL unbinds the thread's context, as in the driver. */
 static CUresult fake_cuCtxSetCurrent(CUcontext ctx) {
-    check_alive(__func__);
+    fake_check_alive(__func__);
     if (ctx == NULL) {
         set_thread_gpu(-1);
         return CUDA_SUCCESS;
     }
-    if (ctx < contexts || ctx >= contexts + gpus())
+    if (ctx < contexts || ctx >= contexts + fake_gpus())
         return CUDA_ERROR_INVALID_CONTEXT;
     set_thread_gpu(ctx->device);
     return CUDA_SUCCESS;
 }
 
 static CUresult fake_cuCtxGetCurrent(CUcontext *ctx) {
-    int gpu = current_gpu();
+    CALLED();
+    int gpu = fake_current_gpu();
     *ctx = gpu >= 0 ? &contexts[gpu] : NULL;
     return CUDA_SUCCESS;
 }

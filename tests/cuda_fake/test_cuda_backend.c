@@ -35,6 +35,7 @@ static struct {
     void (*advance_clock)(uint64_t);
     void (*refuse_fd_handles)(int);
     unsigned (*last_grid_x)(void);
+    void (*refuse_writes)(int);
 } fake;
 
 static void *sym(const char *name) {
@@ -68,6 +69,7 @@ static int load_fake(void **state) {
     *(void **)&fake.advance_clock = sym("fake_cuda_advance_clock");
     *(void **)&fake.refuse_fd_handles = sym("fake_cuda_refuse_fd_handles");
     *(void **)&fake.last_grid_x = sym("fake_cuda_last_grid_x");
+    *(void **)&fake.refuse_writes = sym("fake_cuda_refuse_writes");
     return 0;
 }
 
@@ -272,6 +274,130 @@ static void test_memset_of_pageable_host_memory(void **state) {
     free(out);
 }
 
+/* rill_memset_async of page-locked host memory (rill_malloc_host) on a
+ * GPU stream: the driver sets device memory only, so it happens on the
+ * host, in stream order, and the stream stays healthy. */
+static void test_memset_of_page_locked_host_memory(void **state) {
+    (void)state;
+    enum { N = 3000 };
+    rill_stream *s;
+    unsigned char *host, *out = malloc(N);
+    void *x;
+    assert_non_null(out);
+    RT_OK(rill_stream_create(gpu(0), 0, &s));
+    RT_OK(rill_set_device(gpu(0)));
+    RT_OK(rill_malloc_host(N, (void **)&host));
+    RT_OK(rill_malloc_async(N, s, &x));
+    RT_OK(gpu_sleep(s, 2000));
+    RT_OK(rill_memset_async(host, 0x33, N, s));
+    RT_OK(rill_memcpy_async(x, host, N, s));
+    RT_OK(rill_memcpy_async(out, x, N, s));
+    RT_OK(rill_stream_synchronize(s));
+    for (size_t i = 0; i < N; i++)
+        if (host[i] != 0x33 || out[i] != 0x33)
+            fail_msg("byte %zu: host %#x, copied %#x (0x33 expected)", i, host[i], out[i]);
+    RT_OK(rill_free_async(x, s));
+    RT_OK(rill_free_host(host));
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(shutdown());
+    free(out);
+}
+
+/* A launch past the GPU's bounds (blocks of more than 1,024 threads, a
+ * grid's y beyond 65,535 blocks, more than 32,764 bytes of arguments) is
+ * refused by the call, with a sentence, and the stream goes on. */
+static void test_launch_past_the_bounds_is_refused(void **state) {
+    (void)state;
+    static unsigned char big[40000];
+    sleep_args a = {1};
+    const struct {
+        rill_dim3 grid, block;
+        const void *args;
+        size_t size;
+        const char *words;
+    } cases[] = {
+        {{1, 1, 1}, {2048, 1, 1}, &a, sizeof a, "threads per block"},
+        {{1, 1, 1}, {32, 32, 2}, &a, sizeof a, "threads per block"},
+        {{1, 1, 1}, {1, 1, 65}, &a, sizeof a, "threads per block"},
+        {{1, 70000, 1}, {1, 1, 1}, &a, sizeof a, "grid"},
+        {{1, 1, 1}, {1, 1, 1}, big, sizeof big, "bytes of arguments"},
+    };
+    rill_stream *s;
+    RT_OK(rill_stream_create(gpu(0), 0, &s));
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        rill_launch l = {cases[i].grid, cases[i].block, cases[i].args, cases[i].size, NULL, 0};
+        RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_launch_kernel(s, sleep_kernel(), &l));
+        if (strstr(rill_last_error(), cases[i].words) == NULL)
+            fail_msg("case %zu: '%s' does not say '%s'", i, rill_last_error(), cases[i].words);
+    }
+    RT_OK(gpu_sleep(s, 10));
+    RT_OK(rill_stream_synchronize(s));
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(shutdown());
+}
+
+static _Atomic int gate;
+
+static void wait_for_gate(void *arg) {
+    (void)arg;
+    while (!atomic_load(&gate))
+        rt_sleep_us(100);
+}
+
+/* The driver refuses the write of a done word that the work issued with
+ * it (a kernel let through by a host function, then a timing record)
+ * waited for: that work completes on the host, and the stream reports the
+ * refusal, instead of waiting for a write that never comes. */
+static void test_a_refused_done_word_write_fails_the_stream(void **state) {
+    (void)state;
+    rill_stream *s;
+    rill_event *e;
+    RT_OK(rill_stream_create(gpu(0), 0, &s));
+    RT_OK(rill_event_create(RILL_EVENT_TIMING, &e));
+    atomic_store(&gate, 0);
+    RT_OK(rill_launch_host_func(s, wait_for_gate, NULL));
+    RT_OK(gpu_sleep(s, 10));
+    RT_OK(rill_event_record(e, s));
+    fake.refuse_writes(1);
+    atomic_store(&gate, 1);
+    rill_status st = rill_stream_synchronize_for(s, 3000000000u);
+    fake.refuse_writes(0);
+    if (st != RILL_ERROR_KERNEL_FAILED || strstr(rill_last_error(), "refused") == NULL)
+        fail_msg("the stream said %s (%s), not that the driver refused the write",
+                 rill_status_name(st), rill_last_error());
+    RT_OK(rill_stream_clear_error(s));
+    RT_OK(rill_stream_synchronize(s));
+    RT_OK(rill_event_destroy(e));
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(shutdown());
+}
+
+/* A CPU device's stream waits for a GPU stream's event, and only the CPU
+ * stream is synchronized: nobody asks the GPU stream how far it got, yet
+ * its completion is reported (the pump writes the done word of a stream
+ * quiet with work unreported), and the wait ends. */
+static void test_a_wait_of_another_backend_is_met(void **state) {
+    (void)state;
+    rill_device *cpu;
+    rill_stream *g, *c;
+    rill_event *e;
+    RT_OK(rill_device_get_by_kind(RILL_DEVICE_CPU, 0, &cpu));
+    RT_OK(rill_stream_create(gpu(0), 0, &g));
+    RT_OK(rill_stream_create(cpu, 0, &c));
+    RT_OK(rill_event_create(0, &e));
+    for (int round = 0; round < 20; round++) {
+        RT_OK(gpu_sleep(g, 200));
+        RT_OK(rill_event_record(e, g));
+        RT_OK(rill_stream_wait_event(c, e));
+        RT_OK(rill_stream_synchronize_for(c, 5000000000u));
+        RT_OK(rill_event_query(e));
+    }
+    RT_OK(rill_event_destroy(e));
+    RT_OK(rill_stream_destroy(c));
+    RT_OK(rill_stream_destroy(g));
+    RT_OK(shutdown());
+}
+
 /* Each error that ends a CUDA context, reported at the next launch, loses
  * the device as a whole, as CUDA_ERROR_ILLEGAL_ADDRESS does. */
 static void test_sticky_errors_lose_the_device(void **state) {
@@ -391,6 +517,10 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_the_callers_context_is_kept),
         cmocka_unit_test(test_elapsed_time_after_hours),
         cmocka_unit_test(test_memset_of_pageable_host_memory),
+        cmocka_unit_test(test_memset_of_page_locked_host_memory),
+        cmocka_unit_test(test_launch_past_the_bounds_is_refused),
+        cmocka_unit_test(test_a_refused_done_word_write_fails_the_stream),
+        cmocka_unit_test(test_a_wait_of_another_backend_is_met),
         cmocka_unit_test(test_sticky_errors_lose_the_device),
         cmocka_unit_test(test_op_grids_fill_the_gpu),
         cmocka_unit_test(test_exit_with_work_in_flight),

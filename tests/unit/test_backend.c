@@ -102,8 +102,9 @@ static void test_kernel_load_refuses_a_kernel_without_a_body_for_the_device(void
     assert_null(strstr(rill_last_error(), "rill_"));
 }
 
-/* graph_prepare makes state for an exec's topology, graph_release frees it
- * (under ASan: no leak, no use after free); an empty exec is allowed. */
+/* graph_prepare makes state for an exec's topology and first nodes,
+ * graph_release frees it (under ASan: no leak, no use after free); an
+ * empty exec is allowed. */
 static void test_graph_state_is_made_and_released_per_exec(void **state) {
     (void)state;
     rill__runtime *rt;
@@ -114,9 +115,15 @@ static void test_graph_state_is_made_and_released_per_exec(void **state) {
         {.num_nodes = 3, .succ = succ, .roots = roots, .num_roots = 1},
         {.num_nodes = 0, .succ = succ, .roots = roots, .num_roots = 0},
     };
+    /* 0 -> 1 -> 2 and 0 -> 2, empty nodes */
+    const rill__xnode nodes[] = {
+        {.p.kind = RILL__GNODE_EMPTY, .succ_begin = 0, .num_succ = 2},
+        {.p.kind = RILL__GNODE_EMPTY, .num_preds = 1, .succ_begin = 2, .num_succ = 1},
+        {.p.kind = RILL__GNODE_EMPTY, .num_preds = 2, .succ_begin = 3},
+    };
     for (size_t i = 0; i < sizeof progs / sizeof progs[0]; i++) {
         void *st = NULL;
-        RT_OK(dev->ops->graph_prepare(dev, &progs[i], &st));
+        RT_OK(dev->ops->graph_prepare(dev, &progs[i], nodes, &st));
         assert_non_null(st);
         dev->ops->graph_release(dev, st);
     }

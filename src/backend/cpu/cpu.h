@@ -103,6 +103,14 @@ typedef struct cpu_grun {
     _Atomic uint32_t *next_succ;  /* per node: next single successor to hand out */
     _Atomic uint32_t *blocks_done;
     const rill__gprog *prog; /* the exec's topology */
+    /* owned, immutable: prog's successor lists, each node's num_single
+     * successors that have it as their only predecessor first */
+    uint32_t *succ;
+    uint32_t *num_single;
+    /* whether parameter set number chain_version is a single chain of
+     * one-block nodes (is_chain), decided at its first launch */
+    uint64_t chain_version;
+    bool chain;
     /* the launch being run and its parameters */
     struct cpu_cmd *cmd;
     rill__stream *stream;
@@ -341,7 +349,8 @@ void rill__cpu_unpublish(cpu_device *d, rill__link **list, _Atomic int *count, c
 
 /* cpu_graph.c */
 /* The backend's graph_prepare and graph_release (backend.h). */
-rill_status rill__cpu_graph_prepare(rill__device *dev, const rill__gprog *prog, void **state);
+rill_status rill__cpu_graph_prepare(rill__device *dev, const rill__gprog *prog,
+                                    const rill__xnode *nodes, void **state);
 void rill__cpu_graph_release(rill__device *dev, void *state);
 enum exec_result rill__cpu_exec_graph(cpu_device *d, cpu_worker *w, cpu_cmd *c);
 /* Helps a graph launch in progress; 0 when there was nothing to do. When

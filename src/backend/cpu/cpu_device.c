@@ -274,6 +274,7 @@ const rill__backend_ops rill__cpu_backend = {
     .kernel_unload = NULL,
     .op_image = cpu_op_image,
     .graph_prepare = rill__cpu_graph_prepare,
+    .graph_update = NULL, /* each launch's set is read as it runs (cpu_graph.c) */
     .graph_release = rill__cpu_graph_release,
     .mem_alloc = rill__cpu_mem_alloc,
     .mem_free = rill__cpu_mem_free,

@@ -6,7 +6,10 @@
  * the worker that completes the last node finishes the command once the
  * others have left the run (docs/design.md, "Graphs"). A launch on another
  * stream than the exec's previous one first parks until that one has ended,
- * so launches of one exec end in order. */
+ * so launches of one exec end in order. How to run an exec is decided here
+ * from the nodes the graph layer gives: the order of each node's successors
+ * (those it alone readies first), once, and whether a parameter set is a
+ * chain, once per set. */
 #include <stdio.h>
 #include <string.h>
 
@@ -94,19 +97,20 @@ static void activate(cpu_device *d, cpu_grun *r, uint32_t entry, bool wake_alway
 
 static void complete(cpu_device *d, cpu_grun *r, gworker *g, uint32_t i) {
     const rill__xnode *n = &r->nodes[i];
-    const uint32_t *succ = r->prog->succ + n->succ_begin;
+    const uint32_t *succ = r->succ + n->succ_begin;
+    uint32_t single = r->num_single[i];
     g->done++;
     /* Successors with no other predecessor are ready now: run the first,
      * and hand the rest out as a range (the successor list is read-only,
      * so workers share it without moving cache lines). */
-    if (n->num_single > 0) {
+    if (single > 0) {
         make_ready(d, r, g, succ[0]);
-        if (n->num_single > 1) {
+        if (single > 1) {
             atomic_store_explicit(&r->next_succ[i], 1, memory_order_relaxed);
             activate(d, r, i | RANGE, false); /* its lock publishes the store */
         }
     }
-    for (uint32_t k = n->num_single; k < n->num_succ; k++) {
+    for (uint32_t k = single; k < n->num_succ; k++) {
         uint32_t j = succ[k];
         if (g->fan_count > 0 && g->fan_node == j) {
             g->fan_count++;
@@ -136,6 +140,12 @@ static void name_failure(cpu_grun *r, const rill__xnode *n) {
     }
 }
 
+/* The blocks of a kernel node's grid. */
+static inline uint32_t node_blocks(const rill__xnode *n) {
+    rill_dim3 g = n->p.u.kernel.grid;
+    return g.x * g.y * g.z;
+}
+
 static void run_blocks(cpu_worker *w, cpu_grun *r, const rill__xnode *n, uint32_t first,
                        uint32_t end) {
     if (rill__cpu_grid_run(w, rill__kernel_image_of(n->p.u.kernel.kernel)->cpu, n->p.u.kernel.args,
@@ -159,17 +169,18 @@ static void deactivate(cpu_grun *r, uint32_t i, cpu_device *d) {
 /* Runs chunks of node i's blocks; true when this worker ran the last. */
 static bool run_chunks(cpu_device *d, gworker *g, cpu_grun *r, uint32_t i) {
     const rill__xnode *n = &r->nodes[i];
-    uint32_t chunk = rill__cpu_grid_chunk(d, n->blocks), first, end;
+    uint32_t blocks = node_blocks(n);
+    uint32_t chunk = rill__cpu_grid_chunk(d, blocks), first, end;
     for (;;) {
-        if (!rill__cpu_grid_take(&r->next_block[i], chunk, n->blocks, &first, &end))
+        if (!rill__cpu_grid_take(&r->next_block[i], chunk, blocks, &first, &end))
             return false;
-        if (end == n->blocks)
+        if (end == blocks)
             deactivate(r, i, d);
         run_blocks(g->w, r, n, first, end);
         /* acq_rel: the worker that runs the last block sees all the others. */
         if (atomic_fetch_add_explicit(&r->blocks_done[i], end - first, memory_order_acq_rel) +
                 (end - first) ==
-            n->blocks)
+            blocks)
             return true;
     }
 }
@@ -222,7 +233,7 @@ static bool run_node_body(cpu_device *d, gworker *g, cpu_grun *r, uint32_t i) {
     }
     switch (skip ? RILL__GNODE_EMPTY : n->p.kind) {
     case RILL__GNODE_KERNEL:
-        if (n->blocks == 1) {
+        if (node_blocks(n) == 1) {
             rill_block_ctx ctx = {
                 .grid_dim = n->p.u.kernel.grid, .worker = g->w->unit, .state = &r->ls};
             (void)rill__took_kernel_failure(); /* an eager launch's, on this worker */
@@ -232,7 +243,7 @@ static bool run_node_body(cpu_device *d, gworker *g, cpu_grun *r, uint32_t i) {
             break;
         }
         if (d->num_workers == 1) {
-            run_blocks(g->w, r, n, 0, n->blocks);
+            run_blocks(g->w, r, n, 0, node_blocks(n));
             break;
         }
         atomic_store_explicit(&r->next_block[i], 0, memory_order_relaxed);
@@ -362,9 +373,8 @@ static void run_ready(cpu_device *d, gworker *g, cpu_grun *r);
 /* Runs chunks of node i's single successors (guided: a share of what is
  * left each time), each with whatever it readies for this worker. */
 static void run_range(cpu_device *d, gworker *g, cpu_grun *r, uint32_t i) {
-    const rill__xnode *n = &r->nodes[i];
-    const uint32_t *succ = r->prog->succ + n->succ_begin;
-    uint32_t total = n->num_single;
+    const uint32_t *succ = r->succ + r->nodes[i].succ_begin;
+    uint32_t total = r->num_single[i];
     for (;;) {
         /* relaxed: the counter only partitions the range. */
         uint32_t cur = atomic_load_explicit(&r->next_succ[i], memory_order_relaxed);
@@ -467,12 +477,33 @@ static void finish_run(cpu_device *d, cpu_grun *r, cpu_cmd *c) {
         rill__cpu_fail_stream(c->stream, c->seq, r->failed_node, r->ls.message);
 }
 
+/* Whether the nodes of prog with parameters nodes form a single chain of
+ * one-block nodes, which a launch may run in order on one thread with no
+ * bookkeeping. An extern node completes later, on another thread. */
+static bool is_chain(const rill__gprog *prog, const rill__xnode *nodes) {
+    if (prog->num_roots > 1)
+        return false;
+    for (uint32_t i = 0; i < prog->num_nodes; i++) {
+        const rill__xnode *n = &nodes[i];
+        if (n->num_succ > 1 || n->p.kind == RILL__GNODE_EXTERN ||
+            (n->p.kind == RILL__GNODE_KERNEL && node_blocks(n) > 1))
+            return false;
+    }
+    return true;
+}
+
 enum exec_result rill__cpu_exec_graph(cpu_device *d, cpu_worker *w, cpu_cmd *c) {
     const rill__graph_launch *v = c->c.u.graph.launch;
     cpu_grun *r = v->state;
     uint32_t n = r->prog->num_nodes;
     if (n == 0)
         return EXEC_DONE;
+    /* Launches of one exec run one at a time, each set's version once
+     * decided: the cache is the run's own. */
+    if (v->version != r->chain_version) {
+        r->chain = is_chain(r->prog, v->nodes);
+        r->chain_version = v->version;
+    }
     r->nodes = v->nodes;
     r->record_gen = v->record_gen;
     r->ext = c->c.u.graph.ext;
@@ -480,7 +511,7 @@ enum exec_result rill__cpu_exec_graph(cpu_device *d, cpu_worker *w, cpu_cmd *c) 
     r->stream = c->stream;
     atomic_store_explicit(&r->ls.failed, 0, memory_order_relaxed);
     atomic_store_explicit(&r->named, 0, memory_order_relaxed);
-    if (v->chain) {
+    if (r->chain) {
         gworker g = {.w = w, .next = NONE};
         for (uint32_t i = 0; i < n; i++)
             run_node(d, &g, r, i); /* one-block nodes: always completed */
@@ -563,12 +594,38 @@ int rill__cpu_host_help_graph(cpu_device *d, cpu_worker *w, rill__stream *s, cpu
     return *done != NULL ? 2 : joined;
 }
 
-rill_status rill__cpu_graph_prepare(rill__device *dev, const rill__gprog *prog, void **state) {
+/* Copies prog's successor lists into r->succ, each with the successors
+ * that have no other predecessor first (r->num_single of them): they
+ * become ready together, and a run hands them out as one range. */
+static void order_successors(cpu_grun *r, const rill__gprog *prog, const rill__xnode *nodes) {
+    for (uint32_t i = 0; i < prog->num_nodes; i++) {
+        const rill__xnode *n = &nodes[i];
+        uint32_t *list = r->succ + n->succ_begin, k = 0;
+        memcpy(list, prog->succ + n->succ_begin, n->num_succ * sizeof *list);
+        for (uint32_t j = 0; j < n->num_succ; j++) {
+            if (nodes[list[j]].num_preds == 1) {
+                uint32_t t = list[k];
+                list[k++] = list[j];
+                list[j] = t;
+            }
+        }
+        r->num_single[i] = k;
+    }
+}
+
+rill_status rill__cpu_graph_prepare(rill__device *dev, const rill__gprog *prog,
+                                    const rill__xnode *nodes, void **state) {
     (void)dev;
     size_t m = prog->num_nodes > 0 ? prog->num_nodes : 1;
+    size_t edges = prog->num_nodes > 0
+                       ? nodes[prog->num_nodes - 1].succ_begin + nodes[prog->num_nodes - 1].num_succ
+                       : 0;
     cpu_grun *r = rill__calloc(1, sizeof *r);
     if (r != NULL) {
         r->prog = prog;
+        r->chain = is_chain(prog, nodes); /* version 0's */
+        r->succ = rill__malloc((edges > 0 ? edges : 1) * sizeof *r->succ);
+        r->num_single = rill__malloc(m * sizeof *r->num_single);
         r->pending = rill__malloc(m * sizeof *r->pending);
         /* Every node is published once at most, and each extern node once
          * more, when its work is done. Claimers wait for nonzero. */
@@ -581,11 +638,12 @@ rill_status rill__cpu_graph_prepare(rill__device *dev, const rill__gprog *prog, 
     }
     if (r == NULL || r->pending == NULL || r->ready == NULL || r->next_block == NULL ||
         r->blocks_done == NULL || r->next_succ == NULL || r->active == NULL ||
-        r->ext_args == NULL) {
+        r->ext_args == NULL || r->succ == NULL || r->num_single == NULL) {
         rill__cpu_graph_release(dev, r);
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "out of memory for a graph of %u nodes",
                           prog->num_nodes);
     }
+    order_successors(r, prog, nodes);
     *state = r;
     return RILL_OK;
 }
@@ -602,5 +660,7 @@ void rill__cpu_graph_release(rill__device *dev, void *state) {
     rill__free((void *)r->next_succ);
     rill__free(r->active);
     rill__free(r->ext_args);
+    rill__free(r->succ);
+    rill__free(r->num_single);
     rill__free(r);
 }

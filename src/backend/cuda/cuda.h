@@ -1,16 +1,24 @@
 /* SPDX-License-Identifier: MIT */
 /* What the files of the CUDA backend share. Every rill stream is a
  * non-blocking CUstream of the device's primary context. A command is
- * issued to the driver as soon as nothing before it holds it back, and is
- * followed by a write of its sequence number into the stream's done word
- * (cuStreamWriteValue64 into page-locked host memory). The device's pump
- * thread, or a host thread about to wait, reads the done words and reports
- * completions in order. What the GPU cannot order by itself holds the
- * commands behind it on the host: a host function or graph launch (run by
- * a runner thread once everything before it completed), and a wait for a
- * stream of another device or backend, or for work not issued yet (met
- * through a rill__waiter). A wait for issued work of a stream of the same
- * device is an event recorded there and waited for by the GPU. */
+ * issued to the driver as soon as nothing before it holds it back: a
+ * launch, copy or memset is one driver call, and a graph launch is CUDA
+ * graphs (cuda_graph.c): one cuGraphLaunch when the exec has no node the
+ * host runs. The GPU reports how far it got by writing a sequence number
+ * into the stream's done word (cuStreamWriteValue64 into page-locked host
+ * memory), which the backend queues only where the host needs to know
+ * (cuda_stream.c, flush): a host thread waits for or queries the stream, a
+ * record of a timing or interprocess event, work held on the host behind
+ * GPU work, a stream quiet for a while with work unreported, and every
+ * CUDA_FLUSH_EVERY commands. The device's pump thread, or a host thread
+ * about to wait, reads the done words and reports completions in order
+ * (cuda_complete.c). What the GPU cannot order by itself holds the
+ * commands behind it on the host: a host function or a graph launch with
+ * host nodes (run by a runner thread once everything before it completed,
+ * cuda_runner.c), and a wait for a stream of another device or backend, or
+ * for work not issued yet (met through a rill__waiter). A wait for issued
+ * work of a stream of the same device is the awaited stream's own event
+ * (its mark), recorded there when needed and waited for by the GPU. */
 #ifndef RILL_CUDA_H
 #define RILL_CUDA_H
 
@@ -30,9 +38,23 @@
 #define RILL__CUDA_GRANULE ((size_t)2 << 20)
 
 typedef struct cuda_cmd cuda_cmd;
-/* At least sizeof(cuda_cmd) (checked where it is defined, cuda_stream.c):
- * what the queue bounds count per command (rill__backend_ops.cmd_bytes). */
+/* At least sizeof(cuda_cmd) (checked below): what the queue bounds count
+ * per command (rill__backend_ops.cmd_bytes). */
 #define CUDA_CMD_BYTES 256
+
+/* A stream's done word is written at least once every this many commands
+ * issued to the GPU, so that completions are reported in batches no larger
+ * (backend.h allows batches). */
+#define CUDA_FLUSH_EVERY 256
+/* The most commands a stream keeps for reuse (their memory, with room for
+ * RILL__QUEUE_INLINE_BYTES of arguments). */
+#define CUDA_FREE_CMDS 256
+
+/* The most bytes of parameters a kernel takes (CUDA 12.1 and later, on
+ * every GPU rill takes). */
+#define CUDA_MAX_PARAM_BYTES 32764u
+/* The most timing events a device keeps for reuse. */
+#define CUDA_TIMING_EVENTS 32
 
 /* The most host functions and graph launches a device runs at once (one
  * per stream that has one first in line). */
@@ -46,12 +68,17 @@ typedef struct cuda_device {
     CUstream aside;       /* the backend's own stream, where the first anchor is recorded */
     rill__cuda_libs libs; /* cuBLAS and cuDNN, for the built-in ops that use them */
     CUmodule op_module;   /* the built-in ops' PTX, loaded at the first op (guarded by lock) */
+    /* what the GPU launches (device attributes, immutable after init) */
+    unsigned max_block[3], max_block_threads, max_grid[3];
     /* timestamps (rill__cuda_stamp), guarded by stamp_lock: the last
      * timing event stamped (at first one recorded at init) and its stamp,
      * in rill__now_ns's clock */
     rill__mutex stamp_lock;
     CUevent anchor; /* owned */
     uint64_t anchor_ns;
+    /* timing events for reuse (owned), num_timing of them */
+    CUevent timing[CUDA_TIMING_EVENTS];
+    unsigned num_timing;
     /* the pump: completes issued work, runs what holds streams back */
     rill__thread pump;
     _Atomic uint32_t bell; /* bumped to wake the pump */
@@ -84,16 +111,31 @@ typedef struct cuda_device {
 typedef struct cuda_stream {
     rill__stream *self;
     CUstream cu;
-    CUevent mark;                /* recorded for waits of other streams of the device */
     _Atomic uint64_t *done_word; /* host memory the GPU writes */
     CUdeviceptr done_dev;        /* the same word, as the GPU sees it */
+    /* guarded by mark_lock, a leaf lock (taken with another stream's lock
+     * held, never the other way round): an event of the stream, recorded
+     * for waits of other streams of the device; mark_seq is the last
+     * command issued before its latest record (0: never recorded) */
+    rill__mutex mark_lock;
+    CUevent mark; /* owned, CU_EVENT_DISABLE_TIMING */
+    uint64_t mark_seq;
     /* guarded by lock */
     rill__mutex lock;
     cuda_cmd *head, *tail; /* not completed yet, in stream order */
     cuda_cmd *next_issue;  /* the first command not issued, or NULL */
-    bool active;           /* on the device's active list */
-    int skipping;          /* issue skips work: a failure is open and no CLEAR followed */
-    uint64_t clear_seq;    /* the last CLEAR issued */
+    cuda_cmd *free_cmds;   /* commands for reuse: num_free of them */
+    unsigned num_free;
+    bool active;        /* on the device's active list */
+    int skipping;       /* issue skips work: a failure is open and no CLEAR followed */
+    uint64_t clear_seq; /* the last CLEAR issued */
+    uint64_t gpu_seq;   /* the last command issued to the GPU */
+    uint64_t written;   /* the last number whose write to the done word is queued */
+    unsigned unwritten; /* commands issued to the GPU since that write */
+    uint64_t issued_ns; /* when the last command was issued (rill__now_ns) */
+    /* a write of the done word is wanted (another stream's completion
+     * waits for this one's): the pump queues it at its next look */
+    _Atomic int want_flush;
     /* written under lock (release): the last command issued to the GPU or
      * settled on the host; other streams' waits read it */
     _Atomic uint64_t issued_seq;
@@ -130,21 +172,96 @@ void rill__cuda_describe(const cuda_device *d, CUresult r, const char *what, cha
  * (timestamp_ns), in whole nanoseconds: the stamp of the last event
  * stamped (the anchor) plus cuEventElapsedTime from it, so that the float
  * milliseconds the driver gives span only the time between two stamps,
- * never the device's age. Takes ev (it becomes the anchor, or is
- * destroyed). Any thread, with the context current. */
+ * never the device's age. Takes ev (it becomes the anchor, or goes back
+ * to the pool of timing events, as the anchor it replaces does). Any
+ * thread, with the context current. */
 uint64_t rill__cuda_stamp(cuda_device *d, CUevent ev);
+/* A timing event (CU_EVENT_DEFAULT) from d's pool, made when the pool is
+ * empty; NULL when the driver makes none. _put gives one back. Any
+ * thread, with the context current. */
+CUevent rill__cuda_timing_event(cuda_device *d);
+void rill__cuda_timing_event_put(cuda_device *d, CUevent ev);
 
-/* cuda_stream.c */
+/* A command of a stream, from submission to completion. */
+enum cuda_cmd_state {
+    CUDA_QUEUED = 0, /* not issued: held back by a command before it */
+    CUDA_ON_GPU,     /* issued; complete once the done word reaches its number */
+    CUDA_MET,        /* nothing left on the GPU: complete once the ones before it are */
+    CUDA_RUNNING     /* a host function or graph launch a runner runs */
+};
+
+struct cuda_cmd {
+    cuda_cmd *next;
+    rill__cmd c; /* kernel args point into args, the command's own copy */
+    uint64_t seq;
+    enum cuda_cmd_state state;
+    CUresult error;     /* an issue that failed: the command fails the stream */
+    char *why;          /* owned: a library's sentence for error, or NULL */
+    CUevent ev;         /* a RECORD: the point's time (owned until stamped) */
+    void *graph_run;    /* owned: a graph launch's, for its completion (cuda_graph.h) */
+    bool gpu_wait;      /* a WAIT the GPU does, on the awaited stream's mark */
+    bool waiting;       /* a WAIT or graph launch with its waiter registered */
+    bool carried;       /* a WAIT that took on the awaited work's failure when issued */
+    bool on_host;       /* a SET of memory the GPU cannot set: a runner does it */
+    bool pooled;        /* from the stream's free list (room for the inline arguments) */
+    _Atomic int met;    /* ... and the waiter was called */
+    cuda_device *d;     /* for the waiter */
+    cuda_stream *cs;    /* its stream, for a runner */
+    cuda_cmd *job_next; /* on the device's list of jobs for the runners */
+    rill__waiter waiter;
+    alignas(16) unsigned char args[]; /* kernel args, aligned for any parameter */
+};
+_Static_assert(sizeof(struct cuda_cmd) <= CUDA_CMD_BYTES, "cuda_cmd: raise CUDA_CMD_BYTES");
+
+/* cuda_stream.c: submission and issue */
 rill_status rill__cuda_submit(rill__stream *s, const rill__cmd *cmd, uint64_t *seq);
+/* Issues what nothing holds back any more (cs->lock held); a write of the
+ * done word follows when flush is set and work on the GPU is unreported. */
+void rill__cuda_issue_ready(cuda_device *d, cuda_stream *cs, bool flush);
+/* Queues a write of the done word after the work issued to the GPU, when
+ * some of it is not covered by one yet (cs->lock held). */
+void rill__cuda_flush_locked(cuda_device *d, cuda_stream *cs);
+/* Gives a command back to its stream's free list, or to the allocator. */
+void rill__cuda_cmd_free(cuda_stream *cs, cuda_cmd *n);
+/* Frees the stream's free list (stream_fini). */
+void rill__cuda_cmds_fini(cuda_stream *cs);
+/* A copy, and a memset of device memory, on stream (one driver call). */
+CUresult rill__cuda_copy(cuda_device *d, CUstream stream, const rill__copy_call *c);
+CUresult rill__cuda_set(cuda_device *d, CUstream stream, const rill__set_call *c);
+/* Whether the GPU can set p's memory with cuMemsetD8Async: device memory. */
+bool rill__cuda_gpu_settable(cuda_device *d, const void *p);
+
+/* cuda_complete.c: completion and the pump */
 /* host_help: completes what the GPU finished on s, on a host thread about
- * to wait for it, instead of leaving that to the pump's next look. */
+ * to wait for it, after asking the GPU to say how far it got. */
 bool rill__cuda_host_help(rill__stream *s, uint64_t seq);
+/* kick: a host thread polls s; the GPU is asked to say how far it got. */
+void rill__cuda_kick(rill__stream *s);
 void rill__cuda_pump(void *arg);
+void rill__cuda_ring(cuda_device *d);
+/* Completes, in order, the commands of cs that are done (no lock held);
+ * false, doing nothing, when another thread is at it. */
+bool rill__cuda_complete_done(cuda_device *d, cuda_stream *cs);
+/* Opens a failure window at seq: what failed on s, and why. */
+void rill__cuda_fail_stream(cuda_stream *cs, uint64_t seq, const char *what, const char *detail);
+/* Whether r leaves the context unusable (a fault on the GPU). */
+bool rill__cuda_ends_context(CUresult r);
+/* Registers n's waiter for t's seq; true when that is done already. */
+bool rill__cuda_wait_for(cuda_cmd *n, rill__stream *t, uint64_t seq);
+
+/* cuda_runner.c: host functions, memsets on the host, graph launches */
+/* The command first in cs that a runner runs, now marked CUDA_RUNNING, or
+ * NULL (cs->lock held). */
+cuda_cmd *rill__cuda_take_job_locked(cuda_stream *cs);
+/* Gives n (taken by rill__cuda_take_job_locked) to a runner; no lock held. */
+void rill__cuda_hand_over(cuda_device *d, cuda_cmd *n);
 /* Stops the runners (device_shutdown, after the pump), or at the
  * process's exit only tells them to stop (d->exiting set). */
 void rill__cuda_runners_stop(cuda_device *d);
 void rill__cuda_runners_wake(cuda_device *d);
-void rill__cuda_ring(cuda_device *d);
+/* A kernel call on stream; a built-in op that a library runs goes there,
+ * and a failure of the library's leaves its sentence in *why (owned). */
+CUresult rill__cuda_launch(cuda_device *d, CUstream stream, const rill__kernel_call *k, char **why);
 
 /* cuda_memory.c */
 rill_status rill__cuda_mem_alloc(rill__device *dev, size_t bytes, void **out, void **handle);

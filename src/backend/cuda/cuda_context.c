@@ -28,21 +28,47 @@ void rill__cuda_describe(const cuda_device *d, CUresult r, const char *what, cha
     snprintf(buf, size, "%s: %s", what, text);
 }
 
+/* Keeps ev for reuse, or destroys it when the pool is full (stamp_lock
+ * held). */
+static void put_locked(cuda_device *d, CUevent ev) {
+    if (d->num_timing < CUDA_TIMING_EVENTS)
+        d->timing[d->num_timing++] = ev;
+    else
+        (void)d->drv->cuEventDestroy(ev);
+}
+
+CUevent rill__cuda_timing_event(cuda_device *d) {
+    CUevent ev = NULL;
+    rill__mutex_lock(&d->stamp_lock);
+    if (d->num_timing > 0)
+        ev = d->timing[--d->num_timing];
+    rill__mutex_unlock(&d->stamp_lock);
+    if (ev == NULL && d->drv->cuEventCreate(&ev, CU_EVENT_DEFAULT) != CUDA_SUCCESS)
+        ev = NULL;
+    return ev;
+}
+
+void rill__cuda_timing_event_put(cuda_device *d, CUevent ev) {
+    rill__mutex_lock(&d->stamp_lock);
+    put_locked(d, ev);
+    rill__mutex_unlock(&d->stamp_lock);
+}
+
 uint64_t rill__cuda_stamp(cuda_device *d, CUevent ev) {
     float ms = 0;
     uint64_t ns;
     rill__mutex_lock(&d->stamp_lock);
     if (d->drv->cuEventElapsedTime(&ms, d->anchor, ev) != CUDA_SUCCESS) {
         ns = rill__now_ns();
-        (void)d->drv->cuEventDestroy(ev);
+        put_locked(d, ev);
     } else if (ms < 0) {
         /* Before the anchor (another stream's point, stamped first). */
         uint64_t back = (uint64_t)(-(double)ms * 1e6 + 0.5);
         ns = back < d->anchor_ns ? d->anchor_ns - back : 0;
-        (void)d->drv->cuEventDestroy(ev);
+        put_locked(d, ev);
     } else {
         ns = d->anchor_ns + (uint64_t)((double)ms * 1e6 + 0.5);
-        (void)d->drv->cuEventDestroy(d->anchor);
+        put_locked(d, d->anchor);
         d->anchor = ev;
         d->anchor_ns = ns;
     }
@@ -59,6 +85,8 @@ void rill__cuda_unref(cuda_device *d) {
     if (d->op_module != NULL)
         (void)d->drv->cuModuleUnload(d->op_module);
     (void)d->drv->cuEventDestroy(d->anchor);
+    for (unsigned i = 0; i < d->num_timing; i++)
+        (void)d->drv->cuEventDestroy(d->timing[i]);
     (void)d->drv->cuStreamDestroy(d->aside);
     rill__cuda_leave(d, prev);
     (void)d->drv->cuDevicePrimaryCtxRelease(d->cu_dev);

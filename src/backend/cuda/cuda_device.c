@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "backend/cuda/cuda.h"
+#include "backend/cuda/cuda_graph.h"
 #include "backend/op_args.h"
 #include "util/alloc.h"
 #include "util/status.h"
@@ -223,6 +224,15 @@ static rill_status cuda_device_init(rill__device *dev, int index) {
     }
     rill__cuda_leave(d, prev);
     d->anchor_ns = rill__now_ns();
+    /* The launch bounds (the values of every GPU rill takes, where the
+     * driver does not say). */
+    d->max_block_threads = (unsigned)attribute(d, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, 1024);
+    d->max_block[0] = (unsigned)attribute(d, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, 1024);
+    d->max_block[1] = (unsigned)attribute(d, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y, 1024);
+    d->max_block[2] = (unsigned)attribute(d, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z, 64);
+    d->max_grid[0] = (unsigned)attribute(d, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X, 0x7fffffff);
+    d->max_grid[1] = (unsigned)attribute(d, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y, 65535);
+    d->max_grid[2] = (unsigned)attribute(d, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z, 65535);
     info->kind = RILL_DEVICE_CUDA;
     info->compute_units = attribute(d, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 1);
     /* The built-in ops' grids: as many blocks as the multiprocessors hold
@@ -270,6 +280,9 @@ static rill_status cuda_stream_init(rill__stream *s) {
     void *word = NULL;
     CUresult r = drv->cuStreamCreateWithPriority(&cs->cu, CU_STREAM_NON_BLOCKING,
                                                  rill__queue_of(s)->priority);
+    if (r == CUDA_SUCCESS &&
+        (r = drv->cuEventCreate(&cs->mark, CU_EVENT_DISABLE_TIMING)) != CUDA_SUCCESS)
+        (void)drv->cuStreamDestroy(cs->cu);
     if (r != CUDA_SUCCESS) {
         rill__cuda_describe(d, r, "cuStreamCreateWithPriority", why, sizeof why);
         rill__cuda_leave(d, prev);
@@ -282,6 +295,7 @@ static rill_status cuda_stream_init(rill__stream *s) {
         rill__cuda_describe(d, r, "cuMemHostAlloc", why, sizeof why);
         if (word != NULL)
             (void)drv->cuMemFreeHost(word);
+        (void)drv->cuEventDestroy(cs->mark);
         (void)drv->cuStreamDestroy(cs->cu);
         rill__cuda_leave(d, prev);
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY,
@@ -291,6 +305,7 @@ static rill_status cuda_stream_init(rill__stream *s) {
     cs->done_word = word;
     atomic_store(cs->done_word, 0);
     rill__mutex_init(&cs->lock);
+    rill__mutex_init(&cs->mark_lock);
     atomic_fetch_add(&d->refs, 1);
     return RILL_OK;
 }
@@ -300,9 +315,12 @@ static void cuda_stream_fini(rill__stream *s) {
     cuda_stream *cs = cuda_stream_of(s);
     CUcontext prev = rill__cuda_enter(d);
     (void)d->drv->cuStreamDestroy(cs->cu);
+    (void)d->drv->cuEventDestroy(cs->mark);
     (void)d->drv->cuMemFreeHost((void *)cs->done_word);
     rill__cuda_leave(d, prev);
+    rill__cuda_cmds_fini(cs);
     rill__mutex_destroy(&cs->lock);
+    rill__mutex_destroy(&cs->mark_lock);
     rill__cuda_unref(d);
 }
 
@@ -310,26 +328,12 @@ static void *cuda_stream_native(rill__stream *s) {
     return cuda_stream_of(s)->cu;
 }
 
-/* Events keep no CUevent: a wait is met by an event recorded when it is
- * submitted (cuda_stream.c). */
+/* Events keep no CUevent: the backend sees no record of an event without
+ * timing, and a wait uses the awaited stream's mark (cuda_stream.c). */
 static void *cuda_event_native(rill__device *dev, rill__event *e) {
     (void)dev;
     (void)e;
     return NULL;
-}
-
-/* Graph launches issue their nodes one by one (cuda_stream.c): nothing to
- * prepare. */
-static rill_status cuda_graph_prepare(rill__device *dev, const rill__gprog *prog, void **state) {
-    (void)dev;
-    (void)prog;
-    *state = NULL;
-    return RILL_OK;
-}
-
-static void cuda_graph_release(rill__device *dev, void *state) {
-    (void)dev;
-    (void)state;
 }
 
 const rill__backend_ops rill__cuda_backend = {
@@ -349,12 +353,13 @@ const rill__backend_ops rill__cuda_backend = {
     .event_native = cuda_event_native,
     .submit = rill__cuda_submit,
     .host_help = rill__cuda_host_help,
-    .kick = NULL,
+    .kick = rill__cuda_kick,
     .kernel_load = rill__cuda_kernel_load,
     .kernel_unload = rill__cuda_kernel_unload,
     .op_image = NULL,
-    .graph_prepare = cuda_graph_prepare,
-    .graph_release = cuda_graph_release,
+    .graph_prepare = rill__cuda_graph_prepare,
+    .graph_update = rill__cuda_graph_update,
+    .graph_release = rill__cuda_graph_release,
     .mem_alloc = rill__cuda_mem_alloc,
     .mem_free = rill__cuda_mem_free,
     .mem_granule = RILL__CUDA_GRANULE,

@@ -57,7 +57,25 @@
     X(cuMemHostAlloc)                                                                              \
     X(cuMemFreeHost)                                                                               \
     X(cuMemHostGetDevicePointer)                                                                   \
-    X(cuPointerGetAttribute)
+    X(cuPointerGetAttribute)                                                                       \
+    RILL__CUDA_GRAPH_FUNCS(X)
+
+/* The entry points of CUDA graphs (cuda_graph.c). */
+#define RILL__CUDA_GRAPH_FUNCS(X)                                                                  \
+    X(cuGraphCreate)                                                                               \
+    X(cuGraphDestroy)                                                                              \
+    X(cuGraphAddKernelNode)                                                                        \
+    X(cuGraphAddMemcpyNode)                                                                        \
+    X(cuGraphAddMemsetNode)                                                                        \
+    X(cuGraphAddEmptyNode)                                                                         \
+    X(cuGraphAddEventRecordNode)                                                                   \
+    X(cuGraphInstantiate)                                                                          \
+    X(cuGraphExecDestroy)                                                                          \
+    X(cuGraphLaunch)                                                                               \
+    X(cuGraphExecKernelNodeSetParams)                                                              \
+    X(cuGraphExecMemcpyNodeSetParams)                                                              \
+    X(cuGraphExecMemsetNodeSetParams)                                                              \
+    X(cuGraphExecEventRecordNodeSetEvent)
 
 typedef struct rill__cuda_driver {
 #define RILL__CUDA_FIELD(fn) __typeof__(&fn) fn;
