@@ -115,7 +115,9 @@ struct Guard final : public c10::impl::DeviceGuardImplInterface {
     }
 
     void synchronizeStream(const c10::Stream &stream) const override {
-        TORCH_RILL_CHECK(rill_stream_synchronize(unwrap(stream)));
+        rill_stream *s = unwrap(stream);
+        wait_interruptibly("rill_stream_synchronize",
+                           [s](uint64_t ns) { return rill_stream_synchronize_for(s, ns); });
     }
 
     bool isStreamCapturing(const c10::Stream &stream) const override {
@@ -126,11 +128,15 @@ struct Guard final : public c10::impl::DeviceGuardImplInterface {
 
     void synchronizeEvent(void *event) const override {
         if (event)
-            TORCH_RILL_CHECK(rill_event_synchronize(as_event(event)));
+            wait_interruptibly("rill_event_synchronize", [event](uint64_t ns) {
+                return rill_event_synchronize_for(as_event(event), ns);
+            });
     }
 
     void synchronizeDevice(const c10::DeviceIndex index) const override {
-        TORCH_RILL_CHECK(rill_device_synchronize(device(index)));
+        rill_device *dev = device(index);
+        wait_interruptibly("rill_device_synchronize",
+                           [dev](uint64_t ns) { return rill_device_synchronize_for(dev, ns); });
     }
 
     // rill's pool keeps memory that other streams' kernels use until they

@@ -17,7 +17,9 @@ bool is_rill(const at::Tensor &t) {
 }
 
 void host_ready(c10::DeviceIndex index) {
-    TORCH_RILL_CHECK(rill_stream_synchronize(rill_current_stream(device(index))));
+    rill_stream *stream = rill_current_stream(device(index));
+    wait_interruptibly("rill_stream_synchronize",
+                       [stream](uint64_t ns) { return rill_stream_synchronize_for(stream, ns); });
 }
 
 at::Tensor HostViews::view(const at::Tensor &t) {

@@ -30,6 +30,10 @@ std::string device_name(c10::DeviceIndex index) {
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     using namespace torch_rill;
     register_hooks();
+    if (py::module_::import("threading")
+            .attr("current_thread")()
+            .is(py::module_::import("threading").attr("main_thread")()))
+        remember_main_thread();
     m.def("_device_count", [] { return static_cast<int>(device_count()); });
     m.def("_current_device", [] { return static_cast<int>(current_device()); });
     m.def("_set_device", [](int index) { set_device(static_cast<c10::DeviceIndex>(index)); });
@@ -80,8 +84,10 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
             set_device(static_cast<c10::DeviceIndex>(prev));
     });
     m.def("_synchronize", [](int index) {
+        rill_device *dev = device(static_cast<c10::DeviceIndex>(index));
         py::gil_scoped_release nogil;
-        TORCH_RILL_CHECK(rill_device_synchronize(device(static_cast<c10::DeviceIndex>(index))));
+        wait_interruptibly("rill_device_synchronize",
+                           [dev](uint64_t ns) { return rill_device_synchronize_for(dev, ns); });
     });
     m.def("_default_generator", [](int index) {
         const at::Generator &gen = at::globalContext().defaultGenerator(

@@ -4,6 +4,8 @@
 // through these helpers and rill.h's public calls.
 #pragma once
 
+#include <functional>
+
 #include <c10/core/Device.h>
 #include <c10/core/Stream.h>
 
@@ -18,6 +20,13 @@ constexpr c10::DeviceType kDeviceType = c10::DeviceType::PrivateUse1;
 // Error), with call and rill's sentence; returns for RILL_OK.
 void check(rill_status status, const char *call);
 #define TORCH_RILL_CHECK(expr) ::torch_rill::check((expr), #expr)
+
+// Calls wait(slice_ns) until it returns other than RILL_NOT_READY (which
+// check() then judges), ending with Python's KeyboardInterrupt when Ctrl-C
+// arrives meanwhile: synchronizations from Python can be interrupted.
+void wait_interruptibly(const char *call, const std::function<rill_status(uint64_t)> &wait);
+// The calling thread is Python's main thread (called at import when so).
+void remember_main_thread();
 
 // rill's devices in rill's order: rill:i is rill_device_get(i).
 c10::DeviceIndex device_count() noexcept;

@@ -117,3 +117,20 @@ def test_an_unrecorded_event_is_complete_and_waiting_on_it_is_nothing():
 def test_record_stream_is_accepted():
     t = torch.ones(4, device="rill")
     t.record_stream(torch.rill.Stream())
+
+
+def test_ctrl_c_interrupts_a_synchronize():
+    import os
+    import signal
+    import time
+    s = torch.rill.Stream()
+    delay(s, 1.5)
+    timer = threading.Timer(0.2, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    start = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        s.synchronize()
+    assert time.monotonic() - start < 1.0
+    timer.join()
+    s.synchronize()  # the work itself still runs to its end
+    assert s.query()
