@@ -1,30 +1,45 @@
 // SPDX-License-Identifier: MIT
 // Ops that run as rill's own kernels, queued on the current stream: the
-// float32 element-wise ops (with broadcasting) and fills. The pool sees the
-// accesses each kernel declares, so memory another stream's kernel still
-// reads is not handed out again early. Cases these do not take (other
-// dtypes, CPU scalars, an alpha, outputs that overlap their inputs) go to
-// the fallback.
+// float32 element-wise ops (with broadcasting), the same ops between a
+// tensor and a CPU number, activations and other maps, and fills. The pool
+// sees the accesses each kernel declares, so memory another stream's kernel
+// still reads is not handed out again early. Cases these do not take
+// (other dtypes, an alpha, outputs that overlap their inputs, strided
+// inputs of a map) go to the fallback.
+#include <cmath>
+#include <limits>
+#include <optional>
+
 #include <ATen/ExpandUtils.h>
 #include <ATen/native/CPUFallback.h>
+#include <ATen/ops/abs_ops.h>
 #include <ATen/ops/add_ops.h>
 #include <ATen/ops/div_ops.h>
+#include <ATen/ops/exp_ops.h>
 #include <ATen/ops/fill_ops.h>
+#include <ATen/ops/gelu_ops.h>
+#include <ATen/ops/log_ops.h>
 #include <ATen/ops/maximum_ops.h>
 #include <ATen/ops/minimum_ops.h>
 #include <ATen/ops/mul_ops.h>
+#include <ATen/ops/neg_ops.h>
+#include <ATen/ops/reciprocal_ops.h>
+#include <ATen/ops/relu_ops.h>
+#include <ATen/ops/result_type.h>
+#include <ATen/ops/sigmoid_ops.h>
+#include <ATen/ops/silu_ops.h>
+#include <ATen/ops/sqrt_ops.h>
 #include <ATen/ops/sub_ops.h>
+#include <ATen/ops/tanh_ops.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
 #include "fallback.h"
 #include "host_view.h"
+#include "native_ops.h"
 #include "runtime.h"
 
 namespace torch_rill {
-namespace {
-
-using at::native::call_fallback_fn;
 
 rill_stream *stream_of(const at::Tensor &t) {
     return rill_current_stream(device(t.device().index()));
@@ -34,8 +49,6 @@ bool is_f32(const at::Tensor &t) {
     return is_rill(t) && t.scalar_type() == at::kFloat;
 }
 
-// Strides, in elements, of t read as a tensor of shape (broadcasting: 0
-// where t's dimension is 1 or missing).
 std::vector<size_t> broadcast_strides(const at::Tensor &t, c10::IntArrayRef shape) {
     std::vector<size_t> out(shape.size(), 0);
     int64_t offset = static_cast<int64_t>(shape.size()) - t.dim();
@@ -44,6 +57,14 @@ std::vector<size_t> broadcast_strides(const at::Tensor &t, c10::IntArrayRef shap
             out[offset + d] = static_cast<size_t>(t.stride(d));
     return out;
 }
+
+bool is_one(const at::Scalar &s) {
+    return s.isIntegral(false) ? s.toLong() == 1 : s.toDouble() == 1.0;
+}
+
+namespace {
+
+using at::native::call_fallback_fn;
 
 bool contiguous_strides(const at::Tensor &t, c10::IntArrayRef shape) {
     return t.is_contiguous() && t.sizes().equals(shape);
@@ -84,8 +105,64 @@ bool binary(rill_binary_op op, const at::Tensor &out, const at::Tensor &a, const
     return true;
 }
 
+// The value of t when it is a CPU number (a Python number PyTorch wrapped,
+// or a 0-dim CPU tensor) that meets the contiguous float32 rill tensor other
+// in an op whose result is float32, as PyTorch's type promotion decides.
+// The value is the float PyTorch's CPU kernel computes with: t's value
+// rounded once to float32 (integers beyond 2^53 and finite values beyond
+// float's range go to the fallback).
+std::optional<float> cpu_number(const at::Tensor &t, const at::Tensor &other) {
+    if (!t.defined() || !t.is_cpu() || t.dim() != 0 || !is_f32(other) || !other.is_contiguous() ||
+        at::isComplexType(t.scalar_type()) || at::result_type(other, t) != at::kFloat)
+        return std::nullopt;
+    double v = t.item().toDouble();
+    if (std::isfinite(v) && (std::abs(v) > std::numeric_limits<float>::max() ||
+                             (at::isIntegralType(t.scalar_type(), true) && std::abs(v) > 0x1p53)))
+        return std::nullopt;
+    return static_cast<float>(v);
+}
+
+// out = a (op) value, or value (op) a when value_first, as one map kernel
+// (out is a new tensor of a's shape, or a itself); false for the ops it
+// does not cover. a - value is a + (-value), which IEEE arithmetic makes
+// the same number.
+bool number(rill_binary_op op, const at::Tensor &out, const at::Tensor &a, float value,
+            bool value_first) {
+    if (op != RILL_BINARY_ADD && op != RILL_BINARY_SUB && op != RILL_BINARY_MUL &&
+        op != RILL_BINARY_DIV)
+        return false;
+    size_t n = static_cast<size_t>(a.numel());
+    if (n == 0)
+        return true;
+    const c10::DeviceGuard guard(a.device());
+    rill_stream *s = stream_of(a);
+    float *o = out.data_ptr<float>();
+    const float *x = a.const_data_ptr<float>();
+    if (op == RILL_BINARY_ADD || (op == RILL_BINARY_SUB && !value_first)) {
+        float v = op == RILL_BINARY_ADD ? value : -value;
+        check(rill_op_add_scalar_f32(s, o, x, v, n), "rill_op_add_scalar_f32");
+        return true;
+    }
+    rill_map_op map = op == RILL_BINARY_SUB   ? RILL_MAP_RSUB
+                      : op == RILL_BINARY_MUL ? RILL_MAP_SCALE
+                      : value_first           ? RILL_MAP_RDIV
+                                              : RILL_MAP_DIV;
+    check(rill_op_map_f32(s, map, o, x, value, n), "rill_op_map_f32");
+    return true;
+}
+
 at::Tensor binary_new(rill_binary_op op, const at::Tensor &a, const at::Tensor &b, bool *done) {
     *done = false;
+    if (std::optional<float> v = cpu_number(b, a)) {
+        at::Tensor out = at::empty(a.sizes(), a.options());
+        *done = number(op, out, a, *v, false);
+        return out;
+    }
+    if (std::optional<float> v = cpu_number(a, b)) {
+        at::Tensor out = at::empty(b.sizes(), b.options());
+        *done = number(op, out, b, *v, true);
+        return out;
+    }
     if (!is_f32(a) || !is_f32(b) || a.device() != b.device())
         return {};
     at::Tensor out = at::empty(at::infer_size(a.sizes(), b.sizes()), a.options());
@@ -93,8 +170,11 @@ at::Tensor binary_new(rill_binary_op op, const at::Tensor &a, const at::Tensor &
     return out;
 }
 
-bool is_one(const at::Scalar &alpha) {
-    return alpha.isIntegral(false) ? alpha.toLong() == 1 : alpha.toDouble() == 1.0;
+// a (op)= b in place: a rill tensor b, or a CPU number.
+bool binary_(rill_binary_op op, const at::Tensor &a, const at::Tensor &b) {
+    if (std::optional<float> v = cpu_number(b, a))
+        return number(op, a, a, *v, false);
+    return binary(op, a, a, b);
 }
 
 at::Tensor add(const at::Tensor &a, const at::Tensor &b, const at::Scalar &alpha) {
@@ -104,7 +184,7 @@ at::Tensor add(const at::Tensor &a, const at::Tensor &b, const at::Scalar &alpha
 }
 
 at::Tensor &add_(at::Tensor &a, const at::Tensor &b, const at::Scalar &alpha) {
-    if (is_one(alpha) && binary(RILL_BINARY_ADD, a, a, b))
+    if (is_one(alpha) && binary_(RILL_BINARY_ADD, a, b))
         return a;
     return call_fallback_fn<&boxed_fallback, at::_ops::add__Tensor>::call(a, b, alpha);
 }
@@ -116,7 +196,7 @@ at::Tensor sub(const at::Tensor &a, const at::Tensor &b, const at::Scalar &alpha
 }
 
 at::Tensor &sub_(at::Tensor &a, const at::Tensor &b, const at::Scalar &alpha) {
-    if (is_one(alpha) && binary(RILL_BINARY_SUB, a, a, b))
+    if (is_one(alpha) && binary_(RILL_BINARY_SUB, a, b))
         return a;
     return call_fallback_fn<&boxed_fallback, at::_ops::sub__Tensor>::call(a, b, alpha);
 }
@@ -128,7 +208,7 @@ at::Tensor mul(const at::Tensor &a, const at::Tensor &b) {
 }
 
 at::Tensor &mul_(at::Tensor &a, const at::Tensor &b) {
-    if (binary(RILL_BINARY_MUL, a, a, b))
+    if (binary_(RILL_BINARY_MUL, a, b))
         return a;
     return call_fallback_fn<&boxed_fallback, at::_ops::mul__Tensor>::call(a, b);
 }
@@ -137,6 +217,12 @@ at::Tensor div(const at::Tensor &a, const at::Tensor &b) {
     bool done = false;
     at::Tensor out = binary_new(RILL_BINARY_DIV, a, b, &done);
     return done ? out : call_fallback_fn<&boxed_fallback, at::_ops::div_Tensor>::call(a, b);
+}
+
+at::Tensor &div_(at::Tensor &a, const at::Tensor &b) {
+    if (binary_(RILL_BINARY_DIV, a, b))
+        return a;
+    return call_fallback_fn<&boxed_fallback, at::_ops::div__Tensor>::call(a, b);
 }
 
 at::Tensor maximum(const at::Tensor &a, const at::Tensor &b) {
@@ -163,6 +249,45 @@ at::Tensor &fill_(at::Tensor &self, const at::Scalar &value) {
     return call_fallback_fn<&boxed_fallback, at::_ops::fill__Scalar>::call(self, value);
 }
 
+// out = op(a, alpha) for a contiguous float32 a, into out (a new tensor of
+// a's shape, or a itself); false when the kernel does not take a.
+bool map(rill_map_op op, const at::Tensor &out, const at::Tensor &a, float alpha) {
+    if (!is_f32(a) || !a.is_contiguous())
+        return false;
+    if (a.numel() > 0) {
+        const c10::DeviceGuard guard(a.device());
+        TORCH_RILL_CHECK(rill_op_map_f32(stream_of(a), op, out.data_ptr<float>(),
+                                         a.const_data_ptr<float>(), alpha,
+                                         static_cast<size_t>(a.numel())));
+    }
+    return true;
+}
+
+// An activation or other one-argument op as a map kernel into a new tensor,
+// with Aten's fallback for what the kernel does not take.
+template <rill_map_op Op, typename Aten> at::Tensor unary(const at::Tensor &a) {
+    if (!is_f32(a) || !a.is_contiguous())
+        return call_fallback_fn<&boxed_fallback, Aten>::call(a);
+    at::Tensor out = at::empty(a.sizes(), a.options());
+    map(Op, out, a, 1.0f);
+    return out;
+}
+
+template <rill_map_op Op, typename Aten> at::Tensor &unary_(at::Tensor &a) {
+    if (map(Op, a, a, 1.0f))
+        return a;
+    return call_fallback_fn<&boxed_fallback, Aten>::call(a);
+}
+
+at::Tensor gelu(const at::Tensor &a, c10::string_view approximate) {
+    bool tanh = approximate == "tanh";
+    if (!is_f32(a) || !a.is_contiguous() || !(tanh || approximate == "none"))
+        return call_fallback_fn<&boxed_fallback, at::_ops::gelu>::call(a, approximate);
+    at::Tensor out = at::empty(a.sizes(), a.options());
+    map(tanh ? RILL_MAP_GELU_TANH : RILL_MAP_GELU, out, a, 1.0f);
+    return out;
+}
+
 } // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -173,9 +298,22 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     m.impl("mul.Tensor", mul);
     m.impl("mul_.Tensor", mul_);
     m.impl("div.Tensor", div);
+    m.impl("div_.Tensor", div_);
     m.impl("maximum", maximum);
     m.impl("minimum", minimum);
     m.impl("fill_.Scalar", fill_);
+    m.impl("relu", unary<RILL_MAP_RELU, at::_ops::relu>);
+    m.impl("relu_", unary_<RILL_MAP_RELU, at::_ops::relu_>);
+    m.impl("gelu", gelu);
+    m.impl("sigmoid", unary<RILL_MAP_SIGMOID, at::_ops::sigmoid>);
+    m.impl("tanh", unary<RILL_MAP_TANH, at::_ops::tanh>);
+    m.impl("silu", unary<RILL_MAP_SILU, at::_ops::silu>);
+    m.impl("neg", unary<RILL_MAP_NEG, at::_ops::neg>);
+    m.impl("exp", unary<RILL_MAP_EXP, at::_ops::exp>);
+    m.impl("log", unary<RILL_MAP_LOG, at::_ops::log>);
+    m.impl("sqrt", unary<RILL_MAP_SQRT, at::_ops::sqrt>);
+    m.impl("abs", unary<RILL_MAP_ABS, at::_ops::abs>);
+    m.impl("reciprocal", unary<RILL_MAP_RDIV, at::_ops::reciprocal>); // 1 / x
 }
 
 } // namespace torch_rill

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 // The ops every PyTorch device provides itself: creating tensors on rill's
 // allocator, views, resizing, copies between devices and reading a scalar.
-// Copies between contiguous tensors of one dtype are rill copies queued on
-// the current stream; others run PyTorch's CPU copy on host views.
+// Copies between contiguous tensors of one dtype, and between float32
+// tensors of one rill device in any dense destination layout, are rill
+// copies queued on the current stream; others run PyTorch's CPU copy on
+// host views.
 #include <ATen/EmptyTensor.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/_local_scalar_dense_native.h>
@@ -93,6 +95,36 @@ bool plain(const at::Tensor &t) {
     return t.is_contiguous();
 }
 
+// dst = self for float32 tensors of one rill device and shape, dst dense
+// (so no element is reached twice) and not sharing self's memory, at most
+// RILL_OP_MAX_DIMS dimensions of more than one element: rill's strided
+// copy, queued on the current stream; false when it does not take them.
+bool copy_strided(const at::Tensor &self, const at::Tensor &dst) {
+    if (!is_rill(self) || !is_rill(dst) || self.device() != dst.device() ||
+        self.scalar_type() != at::kFloat || dst.scalar_type() != at::kFloat ||
+        !self.sizes().equals(dst.sizes()) || !dst.is_non_overlapping_and_dense() ||
+        self.storage().is_alias_of(dst.storage()))
+        return false;
+    std::vector<size_t> shape, in_strides, out_strides;
+    for (int64_t d = 0; d < self.dim(); d++) {
+        if (self.size(d) == 1)
+            continue;
+        if (self.stride(d) < 0 || dst.stride(d) < 0)
+            return false;
+        shape.push_back(static_cast<size_t>(self.size(d)));
+        in_strides.push_back(static_cast<size_t>(self.stride(d)));
+        out_strides.push_back(static_cast<size_t>(dst.stride(d)));
+    }
+    if (shape.size() > RILL_OP_MAX_DIMS)
+        return false;
+    const c10::DeviceGuard guard(dst.device());
+    TORCH_RILL_CHECK(rill_op_copy_strided_f32(rill_current_stream(device(dst.device().index())),
+                                              dst.data_ptr<float>(), out_strides.data(),
+                                              self.const_data_ptr<float>(), in_strides.data(),
+                                              shape.data(), shape.size()));
+    return true;
+}
+
 // Copies between a rill device and the CPU, or within rill, with rill's
 // copies where both sides are contiguous and of one dtype; otherwise with
 // PyTorch's CPU copy on host views, after the streams involved drained.
@@ -109,6 +141,8 @@ at::Tensor copy_from(const at::Tensor &self, const at::Tensor &dst, bool non_blo
                                            rill_current_stream(device(dst.device().index()))));
         return dst;
     }
+    if (copy_strided(self, dst))
+        return dst;
     if (same_kind) {
         // Host to device, device to host, or between two rill devices: rill
         // copies after the work of the current streams of the devices

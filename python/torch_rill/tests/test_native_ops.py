@@ -75,7 +75,7 @@ def test_kernels_queue_on_the_current_stream_without_blocking_the_host():
     assert queued < 0.2
     torch.rill.current_stream().wait_stream(s)
     assert torch.equal(b.cpu(), torch.full((1 << 16,), 6.0))
-    # A CPU number is an argument the fallback takes: after the stream's work.
+    # A CPU number: a map kernel, after the stream's work.
     with torch.rill.stream(s):
         delay(s, 0.05)
         assert torch.equal((b * 0.5).cpu(), torch.full((1 << 16,), 3.0))

@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: MIT
+// Matrix products as rill kernels queued on the current stream: mm, bmm
+// (one rill_op_matmul_f32 per batch entry) and addmm with beta and alpha 1
+// (the product, then the bias added in place with broadcasting). Strided
+// operands (a transposed weight) are made contiguous first by rill's
+// strided copy on the same stream. Other cases (other dtypes, devices,
+// shapes PyTorch refuses, other beta or alpha) go to the fallback.
+#include <ATen/native/CPUFallback.h>
+#include <ATen/ops/addmm_ops.h>
+#include <ATen/ops/bmm_ops.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/mm_ops.h>
+#include <c10/core/DeviceGuard.h>
+#include <torch/library.h>
+
+#include "fallback.h"
+#include "native_ops.h"
+#include "runtime.h"
+
+namespace torch_rill {
+namespace {
+
+using at::native::call_fallback_fn;
+
+// Whether the kernels take a [.., m, k] times b [.., k, n]: float32 on one
+// rill device, dims dimensions each, equal batch sizes.
+bool takes(const at::Tensor &a, const at::Tensor &b, int64_t dims) {
+    return is_f32(a) && is_f32(b) && a.device() == b.device() && a.dim() == dims &&
+           b.dim() == dims && a.size(dims - 1) == b.size(dims - 2) &&
+           (dims == 2 || a.size(0) == b.size(0));
+}
+
+// c = a b for batch products [m, k] x [k, n], c new and contiguous.
+at::Tensor product(const at::Tensor &a, const at::Tensor &b) {
+    int64_t dims = a.dim();
+    int64_t batch = dims == 3 ? a.size(0) : 1;
+    int64_t m = a.size(dims - 2), k = a.size(dims - 1), n = b.size(dims - 1);
+    at::Tensor c =
+        dims == 3 ? at::empty({batch, m, n}, a.options()) : at::empty({m, n}, a.options());
+    if (c.numel() == 0)
+        return c;
+    if (k == 0)
+        return c.fill_(0.0); // an empty sum
+    at::Tensor ac = a.contiguous(), bc = b.contiguous();
+    const c10::DeviceGuard guard(c.device());
+    rill_stream *s = stream_of(c);
+    for (int64_t i = 0; i < batch; i++)
+        TORCH_RILL_CHECK(rill_op_matmul_f32(
+            s, c.data_ptr<float>() + i * m * n, ac.const_data_ptr<float>() + i * m * k,
+            bc.const_data_ptr<float>() + i * k * n, static_cast<size_t>(m), static_cast<size_t>(k),
+            static_cast<size_t>(n)));
+    return c;
+}
+
+at::Tensor mm(const at::Tensor &a, const at::Tensor &b) {
+    if (!takes(a, b, 2))
+        return call_fallback_fn<&boxed_fallback, at::_ops::mm>::call(a, b);
+    return product(a, b);
+}
+
+at::Tensor bmm(const at::Tensor &a, const at::Tensor &b) {
+    if (!takes(a, b, 3))
+        return call_fallback_fn<&boxed_fallback, at::_ops::bmm>::call(a, b);
+    return product(a, b);
+}
+
+// bias broadcasts to [m, n] (as addmm's self must).
+bool broadcasts(const at::Tensor &bias, int64_t m, int64_t n) {
+    if (bias.dim() > 2)
+        return false;
+    int64_t shape[2] = {m, n};
+    for (int64_t d = 0; d < bias.dim(); d++) {
+        int64_t size = bias.size(bias.dim() - 1 - d), want = shape[1 - d];
+        if (size != 1 && size != want)
+            return false;
+    }
+    return true;
+}
+
+// bias + a b: the product, then the bias added in place.
+at::Tensor addmm(const at::Tensor &bias, const at::Tensor &a, const at::Tensor &b,
+                 const at::Scalar &beta, const at::Scalar &alpha) {
+    if (!is_one(beta) || !is_one(alpha) || !takes(a, b, 2) || !is_f32(bias) ||
+        bias.device() != a.device() || !broadcasts(bias, a.size(0), b.size(1)))
+        return call_fallback_fn<&boxed_fallback, at::_ops::addmm>::call(bias, a, b, beta, alpha);
+    at::Tensor c = product(a, b);
+    if (c.numel() == 0)
+        return c;
+    std::vector<size_t> shape(c.sizes().begin(), c.sizes().end());
+    std::vector<size_t> c_strides = {shape[1], 1},
+                        bias_strides = broadcast_strides(bias, c.sizes());
+    const c10::DeviceGuard guard(c.device());
+    TORCH_RILL_CHECK(rill_op_binary_f32(stream_of(c), RILL_BINARY_ADD, c.data_ptr<float>(),
+                                        c.const_data_ptr<float>(), c_strides.data(),
+                                        bias.const_data_ptr<float>(), bias_strides.data(),
+                                        shape.data(), shape.size()));
+    return c;
+}
+
+} // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+    m.impl("mm", mm);
+    m.impl("bmm", bmm);
+    m.impl("addmm", addmm);
+}
+
+} // namespace torch_rill

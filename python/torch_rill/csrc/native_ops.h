@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: MIT
+// What the files of rill kernels share (native_ops.cpp): the current stream
+// of a tensor's device, the float32 test that decides whether a kernel takes
+// a tensor, and a tensor's strides read under broadcasting.
+#pragma once
+
+#include <vector>
+
+#include <ATen/ATen.h>
+
+#include <rill.h>
+
+namespace torch_rill {
+
+// The current stream of t's device, where a kernel for t is queued.
+rill_stream *stream_of(const at::Tensor &t);
+
+// t is a float32 tensor on a rill device.
+bool is_f32(const at::Tensor &t);
+
+// Strides, in elements, of t read as a tensor of shape (broadcasting: 0
+// where t's dimension is 1 or missing).
+std::vector<size_t> broadcast_strides(const at::Tensor &t, c10::IntArrayRef shape);
+
+// A scalar argument (alpha, beta) equal to one.
+bool is_one(const at::Scalar &s);
+
+} // namespace torch_rill
