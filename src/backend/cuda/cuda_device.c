@@ -332,9 +332,16 @@ static void cuda_graph_release(rill__device *dev, void *state) {
     (void)state;
 }
 
+static const rill__image_format cuda_image_formats[] = {
+    {RILL_KERNEL_IMAGE_PTX, "PTX"},
+    {0, NULL},
+};
+
 const rill__backend_ops rill__cuda_backend = {
     .name = "cuda",
     .kind = RILL_DEVICE_CUDA,
+    .mem_caps = RILL__MEMCAP_CUDA,
+    .image_formats = cuda_image_formats,
     .stream_state_bytes = sizeof(cuda_stream),
     /* a command and its arguments (allocated together); large ones are
      * counted apart (rill__cmd.extra_bytes) */
@@ -352,7 +359,6 @@ const rill__backend_ops rill__cuda_backend = {
     .kick = NULL,
     .kernel_load = rill__cuda_kernel_load,
     .kernel_unload = rill__cuda_kernel_unload,
-    .op_image = NULL,
     .graph_prepare = cuda_graph_prepare,
     .graph_release = cuda_graph_release,
     .mem_alloc = rill__cuda_mem_alloc,
