@@ -273,9 +273,9 @@ static rill_status null_submit(rill__stream *s, const rill__cmd *cmd, uint64_t *
     else
         ns->head = c;
     ns->tail = c;
+    *seq = c->seq; /* before the unlock: the thread may run and free c at once */
     pthread_cond_broadcast(&ns->cond);
     pthread_mutex_unlock(&ns->lock);
-    *seq = c->seq;
     return RILL_OK;
 }
 
@@ -312,14 +312,20 @@ static int null_probe(char *why, size_t size) {
     return num_devices;
 }
 
-/* A device's state: the memory its segments have committed. */
+/* A device's state: its index, which numbers its count of committed
+ * memory. The counts live apart, since the pool frees its segments after
+ * device_shutdown. */
+#define MAX_NULL_DEVICES 8
 typedef struct null_device {
-    _Atomic size_t committed_bytes; /* <= info.memory_bytes */
+    int index;
 } null_device;
+static _Atomic size_t committed_bytes[MAX_NULL_DEVICES]; /* <= info.memory_bytes */
 
-/* A segment: its address space and what of it is committed. */
+/* A segment: its address space, its device's count and what of it is
+ * committed. */
 typedef struct null_segment {
     char *base;
+    _Atomic size_t *device_committed;
     _Atomic size_t committed_bytes;
 } null_segment;
 
@@ -329,8 +335,15 @@ static rill_status null_device_init(rill__device *dev, int index) {
     b->info.kind = NULL_KIND;
     b->info.compute_units = 1;
     b->info.memory_bytes = (size_t)1 << 30;
-    b->state = rill__calloc(1, sizeof(null_device));
-    return b->state != NULL ? RILL_OK : rill__fail(RILL_ERROR_NO_DEVICE, "out of host memory");
+    if (index >= MAX_NULL_DEVICES)
+        return rill__fail(RILL_ERROR_NO_DEVICE, "the null backend makes at most %d devices",
+                          MAX_NULL_DEVICES);
+    null_device *d = rill__calloc(1, sizeof *d);
+    if (d == NULL)
+        return rill__fail(RILL_ERROR_NO_DEVICE, "out of host memory");
+    d->index = index;
+    b->state = d;
+    return RILL_OK;
 }
 
 static void null_device_shutdown(rill__device *dev) {
@@ -380,7 +393,7 @@ static void null_graph_release(rill__device *dev, void *state) {
 /* Segments are reserved address space; pages come when first touched,
  * and commits count them against the device's memory_bytes. */
 static rill_status null_mem_alloc(rill__device *dev, size_t bytes, void **out, void **handle) {
-    (void)dev;
+    null_device *d = rill__device_base_of(dev)->state;
     null_segment *seg = rill__calloc(1, sizeof *seg);
     if (seg == NULL)
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "out of host memory");
@@ -391,26 +404,26 @@ static rill_status null_mem_alloc(rill__device *dev, size_t bytes, void **out, v
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "no address space for %zu bytes", bytes);
     }
     seg->base = p;
+    seg->device_committed = &committed_bytes[d->index];
     *out = p;
     *handle = seg;
     return RILL_OK;
 }
 
 static void null_mem_free(rill__device *dev, void *ptr, size_t bytes, void *handle) {
-    null_device *d = rill__device_base_of(dev)->state;
+    (void)dev; /* perhaps shut down already */
     null_segment *seg = handle;
-    atomic_fetch_sub(&d->committed_bytes, atomic_load(&seg->committed_bytes));
+    atomic_fetch_sub(seg->device_committed, atomic_load(&seg->committed_bytes));
     munmap(ptr, bytes);
     rill__free(seg);
 }
 
 static rill_status null_mem_commit(rill__device *dev, void *handle, size_t offset, size_t bytes) {
     (void)offset;
-    null_device *d = rill__device_base_of(dev)->state;
     null_segment *seg = handle;
     size_t limit = rill__device_base_of(dev)->info.memory_bytes;
-    if (atomic_fetch_add(&d->committed_bytes, bytes) + bytes > limit) {
-        atomic_fetch_sub(&d->committed_bytes, bytes);
+    if (atomic_fetch_add(seg->device_committed, bytes) + bytes > limit) {
+        atomic_fetch_sub(seg->device_committed, bytes);
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "the null device's %zu bytes are taken", limit);
     }
     atomic_fetch_add(&seg->committed_bytes, bytes);
@@ -418,11 +431,11 @@ static rill_status null_mem_commit(rill__device *dev, void *handle, size_t offse
 }
 
 static void null_mem_decommit(rill__device *dev, void *handle, size_t offset, size_t bytes) {
-    null_device *d = rill__device_base_of(dev)->state;
+    (void)dev;
     null_segment *seg = handle;
     madvise(seg->base + offset, bytes, MADV_DONTNEED);
     atomic_fetch_sub(&seg->committed_bytes, bytes);
-    atomic_fetch_sub(&d->committed_bytes, bytes);
+    atomic_fetch_sub(seg->device_committed, bytes);
 }
 
 static void *null_host_alloc(rill__device *dev, size_t bytes) {
