@@ -144,6 +144,8 @@ typedef enum rill_device_kind {
                            * set (off by default until the backend has passed its GPU
                            * checks, docs/cuda.md); rill_device_count_of_kind says why
                            * there is none */
+    /* other values: the kinds of backends a build adds (see
+     * rill_device_kind_from_name) */
 } rill_device_kind;
 
 typedef struct rill_device_info {
@@ -163,9 +165,9 @@ typedef struct rill_device_info {
  * the process may run on into N even runs. With several CPU devices, each
  * one's workers run on its own processors only, and its name says which.
  * RILL_CPU_WORKERS=N sets each CPU device's compute units (default: the
- * number of its processors). RILL_DEVICE=cpu:N|cuda:N in the environment
- * chooses the initial current device, the N-th of that kind ("cpu" is
- * cpu:0; default: ordinal 0; a cuda:N that names no device makes
+ * number of its processors). RILL_DEVICE=NAME:N in the environment, NAME
+ * a kind's name (cpu, cuda: rill_device_kind_from_name), chooses the
+ * initial current device, the N-th of that kind ("cpu" is cpu:0; default: ordinal 0; a cuda:N that names no device makes
  * rill_get_device fail with RILL_ERROR_NO_DEVICE and the reason). The CUDA
  * backend loads the NVIDIA driver at run time (libcuda.so.1, or the file
  * RILL_CUDA_DRIVER names); rill links no CUDA library.
@@ -195,6 +197,11 @@ rill_status rill_device_count(int *count);
 rill_status rill_device_count_of_kind(rill_device_kind kind, int *count, char *why, size_t size);
 rill_status rill_device_get(int ordinal, rill_device **out);
 rill_status rill_device_get_by_kind(rill_device_kind kind, int index, rill_device **out);
+/* The kind whose backend this build names name ("cpu", "cuda": what
+ * RILL_DEVICE and `rill info` use) in *out; RILL_ERROR_NO_DEVICE with the
+ * names it knows when none does. Does not start the runtime; never
+ * blocks. */
+rill_status rill_device_kind_from_name(const char *name, rill_device_kind *out);
 rill_status rill_device_get_info(rill_device *dev, rill_device_info *out);
 rill_status rill_set_device(rill_device *dev);        /* for the calling thread */
 rill_status rill_get_device(rill_device **out);       /* the calling thread's current device */
@@ -461,14 +468,59 @@ typedef void (*rill_cpu_kernel_fn)(const rill_block_ctx *ctx, const void *args);
 /* A kernel body calls this to fail its launch (sticky error, see above). */
 void rill_kernel_fail(const rill_block_ctx *ctx, const char *message);
 
+/* One form of a kernel's body, for the devices whose backend loads its
+ * format. A kernel carries any number of images; a device runs the first
+ * of them (in the list's order) in the format its backend prefers among
+ * those it loads and the kernel has. Formats below 0x10000 are rill's; a
+ * backend that brings a format of its own numbers it from
+ * RILL_KERNEL_IMAGE_BACKEND. */
+typedef enum rill_kernel_image_format {
+    RILL_KERNEL_IMAGE_CPU_FN = 1,          /* fn: a body run on the host, block by block
+                                            * (the CPU devices) */
+    RILL_KERNEL_IMAGE_PTX = 2,             /* bytes: PTX text; entry: the entry point
+                                            * (CUDA devices) */
+    RILL_KERNEL_IMAGE_BACKEND = 0x10000
+} rill_kernel_image_format;
+typedef struct rill_kernel_image {
+    unsigned format;            /* a rill_kernel_image_format */
+    const void *bytes;          /* the image, for formats that are bytes; NULL for fn */
+    size_t size;                /* bytes of it; 0: text, up to its NUL */
+    rill_cpu_kernel_fn fn;      /* the body, for RILL_KERNEL_IMAGE_CPU_FN; NULL otherwise */
+    const char *entry;          /* the entry point's name in bytes, or NULL */
+} rill_kernel_image;
+
+/* The first form of a kernel's description, kept as it is: its fields are
+ * shorthand for images (cpu for a RILL_KERNEL_IMAGE_CPU_FN image,
+ * cuda_ptx and cuda_entry for a RILL_KERNEL_IMAGE_PTX one); see
+ * rill_kernel_image_desc for any other format. */
 typedef struct rill_kernel_desc {
     const char *name;           /* shown in errors, traces and graph dumps */
-    rill_cpu_kernel_fn cpu;     /* body for CPU devices */
+    rill_cpu_kernel_fn cpu;     /* body for CPU devices, or NULL */
     const char *cuda_ptx;       /* PTX text for CUDA devices, or NULL */
     const char *cuda_entry;     /* entry point in cuda_ptx */
 } rill_kernel_desc;
+/* A kernel as a list of images, the form that grows: struct_size comes
+ * first and says which fields the caller knows, so fields added later are
+ * read only from callers built with them. */
+typedef struct rill_kernel_image_desc {
+    size_t struct_size;         /* sizeof(rill_kernel_image_desc) */
+    const char *name;           /* shown in errors, traces and graph dumps */
+    const rill_kernel_image *images;
+    size_t num_images;
+} rill_kernel_image_desc;
 typedef struct rill_kernel rill_kernel;
+/* Creates a kernel from desc's bodies (shorthand for images, above).
+ * RILL_ERROR_INVALID_ARGUMENT when it has none, or cuda_ptx without
+ * cuda_entry or the other way round. */
 rill_status rill_kernel_create(const rill_kernel_desc *desc, rill_kernel **out);
+/* Creates a kernel from desc's images, copied (the caller may free them on
+ * return); as rill_kernel_create otherwise. RILL_ERROR_INVALID_ARGUMENT
+ * when struct_size is not one this version knows, the list is empty, or
+ * an image has no format, no fn (RILL_KERNEL_IMAGE_CPU_FN) or no bytes
+ * (other formats). Either way a launch on a device whose backend loads
+ * none of the kernel's formats fails with RILL_ERROR_NOT_SUPPORTED, with a
+ * sentence naming the kernel, its formats and those the device loads. */
+rill_status rill_kernel_create_from_images(const rill_kernel_image_desc *desc, rill_kernel **out);
 /* The kernel may be destroyed while launches of it are queued and while
  * graphs and execs name it: it is released once they are done. Does not
  * block, except when there is no memory to note the queued work: then it

@@ -6,7 +6,8 @@ No edge may point up; inside the ONE_WAY modules files call one way.
 
 Usage: scripts/layers.py [--mermaid] [--loops BUILD] [--check [--calls BUILD] [--python]]
   --mermaid  the graph as a Mermaid block (docs/design.md)
-  --check    exit 1 on an upward edge, a loop in a ONE_WAY module (not in
+  --check    exit 1 on an upward edge, an include of a backend's folder
+             (src/backend/<kind>/) from outside it other than src/assembly.c, a loop in a ONE_WAY module (not in
              KNOWN_LOOPS) or in python/rill (not in KNOWN_PYTHON_LOOPS), an
              entry of KNOWN_LOOPS that is no loop any more, a module of
              python/rill/compat that imports a private module of the package
@@ -88,6 +89,20 @@ def edges():
                     found.setdefault((src_mod, dst_mod), []).append(
                         os.path.relpath(path, ROOT) + " -> " + inc + ".h")
     return found
+
+
+def is_backend_folder(m):
+    """src/backend/<kind>/: one backend, which only its own files and the
+    assembly (src/assembly.c, which lists the backends) may include."""
+    return m.startswith("backend/")
+
+
+def backend_problems(found):
+    return ["layers: %s includes %s, a backend's own folder; only that backend's files and "
+            "src/assembly.c may (the rest reach a backend through src/backend/backend.h): %s"
+            % (a, b, inc)
+            for (a, b) in sorted(found) if is_backend_folder(b) and a not in (b, "assembly")
+            for inc in found[(a, b)]]
 
 
 def upward(a, b):
@@ -315,6 +330,9 @@ def main(argv):
             for inc in found[(a, b)]:
                 print("layers: %s includes %s, a higher layer: %s" % (a, b, inc))
                 status = 1
+        for problem in backend_problems(found):
+            print(problem)
+            status = 1
         if committed_block() != mermaid(found):
             print("layers: the module graph in docs/design.md is stale; replace the block after "
                   "'%s' with the output of scripts/layers.py --mermaid" % BEGIN)

@@ -35,10 +35,22 @@ const rill__subsystem *const rill__subsystems[] = {
     NULL,
 };
 
-const rill__backend_ops *const rill__backends[] = {
+/* The slots after the built-in backends are room for those a test program
+ * adds (rill__backend_add_for_test); the list ends at the first NULL. */
+const rill__backend_ops *rill__backends[RILL__MAX_BACKENDS + 1] = {
 #ifdef RILL_HAVE_CUDA
     &rill__cuda_backend,
 #endif
     &rill__cpu_backend,
     NULL,
 };
+
+bool rill__backend_add_for_test(const rill__backend_ops *ops) {
+    int n = 0;
+    while (rill__backends[n] != NULL)
+        n++;
+    if (n >= RILL__MAX_BACKENDS)
+        return false;
+    rill__backends[n] = ops;
+    return true;
+}

@@ -104,10 +104,12 @@ typedef struct rill__queue {
  * launch of it may run). */
 typedef struct rill__kernel_image {
     char name[64];
-    rill_cpu_kernel_fn cpu; /* the body for CPU devices, or NULL */
-    char *cuda_ptx;         /* PTX text, or NULL */
-    char *cuda_entry;       /* the entry point's name in cuda_ptx, or NULL */
-    rill__op op;            /* a built-in op's id (op_args.h), or RILL__OP_NONE */
+    rill__op op; /* a built-in op's id (op_args.h), or RILL__OP_NONE */
+    /* owned: the kernel's images (rill_kernel_image_desc's list, or what
+     * rill_kernel_desc's fields stand for), bytes and entry names copied;
+     * none for a built-in op */
+    rill_kernel_image *images;
+    size_t num_images;
 } rill__kernel_image;
 
 static inline rill__device_base *rill__device_base_of(rill__device *dev) {
@@ -447,9 +449,34 @@ extern _Atomic uint32_t rill__fork_count;
 
 /* ------------------------------------------------------------ operations */
 
-typedef struct rill__backend_ops {
+/* What a device's memory is, for the layers that hand it on (the reach
+ * checks of kernels and copies, the collectives' transports). */
+enum rill__mem_caps {
+    /* host memory: the host, and every device whose memory is host memory,
+     * read and write it as it is */
+    RILL__MEMCAP_HOST = 1u << 0,
+    /* CUDA device memory: a CUDA-aware MPI takes it as it is; otherwise it
+     * goes through page-locked host memory (host_alloc) */
+    RILL__MEMCAP_CUDA = 1u << 1
+};
+
+/* An image format a backend loads (rill_kernel_image.format), with its
+ * name for sentences ("PTX"). */
+typedef struct rill__image_format {
+    unsigned format;
     const char *name;
-    rill_device_kind kind;
+} rill__image_format;
+
+typedef struct rill__backend_ops {
+    /* the kind's name: what RILL_DEVICE and rill_device_kind_from_name
+     * take ("cpu"), unique among the backends */
+    const char *name;
+    rill_device_kind kind; /* unique among the backends */
+    unsigned mem_caps;     /* enum rill__mem_caps; 0: memory nobody else reaches */
+    /* The image formats kernel_load takes, the preferred first, ending in
+     * {0, NULL}: the core hands it a kernel's first image in the first of
+     * them the kernel has. */
+    const rill__image_format *image_formats;
     /* Bytes of backend state that rill__queue.state points at. */
     size_t stream_state_bytes;
     /* The host memory a queued command takes (its slot, its share of the
@@ -527,19 +554,17 @@ typedef struct rill__backend_ops {
     /* Makes a kernel ready to launch on dev (a CUDA device loads its
      * module and finds its function) and returns the device's state for it
      * in *loaded, which launches on dev carry (rill__cmd.u.kernel.loaded).
+     * image is the kernel's image the core chose (image_formats), or NULL
+     * for a built-in op (k->op), whose body the backend has.
      * RILL_ERROR_NOT_SUPPORTED, with a sentence that names the kernel and
-     * no public call, when the kernel has no body this device can run.
-     * Called once per kernel and device, at its first launch or graph node
-     * there, under a lock of the core's; never blocks on other work. */
-    rill_status (*kernel_load)(rill__device *dev, const rill__kernel_image *k, void **loaded);
+     * no public call, when the device cannot load it. Called once per
+     * kernel and device, at its first launch or graph node there, under a
+     * lock of the core's; never blocks on other work. */
+    rill_status (*kernel_load)(rill__device *dev, const rill__kernel_image *k,
+                               const rill_kernel_image *image, void **loaded);
     /* Frees what kernel_load made, once no launch of the kernel may run
      * (NULL when kernel_load makes nothing to free). No locks held. */
     void (*kernel_unload)(rill__device *dev, const rill__kernel_image *k, void *loaded);
-    /* Fills the fields of image that this backend launches a built-in op
-     * from (the CPU device: image->cpu, its body for op), when the op's
-     * kernel is created. NULL when kernel_load finds the op's body from
-     * image->op alone. Any thread, no locks held. */
-    void (*op_image)(rill__op op, rill__kernel_image *image);
 
     /* Prepares the backend's state for launching an exec on dev, once,
      * when the exec is instantiated: prog is its topology (immutable while
@@ -636,7 +661,12 @@ typedef struct rill__backend_ops {
 /* The backends built into this version, in device order (the ordinals of
  * a backend's devices follow those of the backends before it);
  * NULL-terminated. Defined by src/assembly.c. */
-extern const rill__backend_ops *const rill__backends[];
+#define RILL__MAX_BACKENDS 8
+extern const rill__backend_ops *rill__backends[RILL__MAX_BACKENDS + 1];
+/* Appends ops to rill__backends, for a test program's own backend
+ * (tests/backend_null): called before the runtime first starts, on one
+ * thread. False when the list has no room left. */
+bool rill__backend_add_for_test(const rill__backend_ops *ops);
 extern const rill__backend_ops rill__cpu_backend;
 extern const rill__backend_ops rill__cuda_backend; /* built when the toolkit is found */
 

@@ -2,7 +2,7 @@
 /* The built-in ops (rill_op_*) as the device interface names them: their
  * ids and the argument structs their launches carry. The op layer
  * (src/ops) checks every field and chooses the grid; a backend's body for
- * an op (kernel_load, or rill__kernel_image.cpu for CPU bodies) trusts
+ * an op (what kernel_load finds for it) trusts
  * them. Block b of a grid of G blocks computes the b-th of G contiguous
  * slices of the op's work, so blocks never write the same bytes; a body
  * that does the whole op in one go (a CUDA device's library call) may

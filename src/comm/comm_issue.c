@@ -391,15 +391,32 @@ static rill_status capture(rill_comm *comm, rill__stream *s, const rill__comm_ar
 
 /* How an operation's bytes reach its transport. */
 typedef enum route {
-    ROUTE_HOST,   /* memory the host reaches (the CPU device's) */
-    ROUTE_DIRECT, /* a CUDA device's memory, to a CUDA-aware transport as it is */
-    ROUTE_STAGED  /* a CUDA device's memory, through page-locked host memory */
+    ROUTE_HOST,   /* host memory (RILL__MEMCAP_HOST: the CPU device's) */
+    ROUTE_DIRECT, /* CUDA device memory, to a CUDA-aware transport as it is */
+    ROUTE_STAGED  /* CUDA device memory, through page-locked host memory */
 } route;
 
-static route route_of(const rill__comm_channel *ch, const rill__stream *s) {
-    if (s->q.dev->base.info.kind != RILL_DEVICE_CUDA)
-        return ROUTE_HOST;
-    return ch->cuda_aware ? ROUTE_DIRECT : ROUTE_STAGED;
+/* The route by what the memory of s's device is (its backend's mem_caps),
+ * never by its kind: memory that is neither host memory nor CUDA device
+ * memory reaches no transport, and is refused. */
+static rill_status route_of(const rill__comm_channel *ch, rill__stream *s, const char *fn,
+                            route *out) {
+    rill__device *dev = s->q.dev;
+    unsigned caps = dev->ops->mem_caps;
+    if (caps & RILL__MEMCAP_HOST) {
+        *out = ROUTE_HOST;
+    } else if (caps & RILL__MEMCAP_CUDA) {
+        *out = ch->cuda_aware ? ROUTE_DIRECT : ROUTE_STAGED;
+    } else {
+        char name[64];
+        rill__stream_name(s, name, sizeof name);
+        return rill__fail(RILL_ERROR_NOT_SUPPORTED,
+                          "%s: %s is on device %d (%s), whose memory is neither host memory nor "
+                          "CUDA device memory, and no transport reaches it; issue the "
+                          "collective on a stream of a CPU or CUDA device",
+                          fn, name, dev->base.info.ordinal, dev->base.info.name);
+    }
+    return RILL_OK;
 }
 
 /* A copy between device memory and a staging buffer. */
@@ -679,9 +696,11 @@ static rill_status issue_on(rill__comm_channel *ch, rill_stream *stream, rill_co
     rill_status st = rill__stream_resolve(stream, fn, &s);
     if (st == RILL_OK)
         st = check_args(ch, s, a, &recv, &send);
+    route r = ROUTE_HOST;
+    if (st == RILL_OK)
+        st = route_of(ch, s, fn, &r);
     if (st != RILL_OK)
         return st;
-    route r = route_of(ch, s);
     bool divide = r == ROUTE_DIRECT && a->reduce == RILL__REDUCE_AVG &&
                   (a->kind == RILL__COMM_ALLREDUCE || a->kind == RILL__COMM_REDUCE_SCATTER);
     if (rill__stream_capturing(s)) {

@@ -125,16 +125,17 @@ static void choose_initial_device(rill__runtime *rt) {
     rt->initial_device = rt->num_devices > 0 ? rt->devices[0] : NULL;
     if (env == NULL || env[0] == '\0')
         return;
-    rill_device_kind kind = 0;
+    /* NAME or NAME:N, NAME a backend's kind name */
+    const char *colon = strchr(env, ':');
+    size_t len = colon != NULL ? (size_t)(colon - env) : strlen(env);
+    const rill__backend_ops *ops = rill__backend_named(env, len);
+    rill_device_kind kind = ops != NULL ? ops->kind : 0;
     long index = 0;
     char *end = NULL;
-    if (strcmp(env, "cpu") == 0 || strncmp(env, "cpu:", 4) == 0) {
-        kind = RILL_DEVICE_CPU;
-        index = env[3] == ':' ? strtol(env + 4, &end, 10) : 0;
-    } else if (strncmp(env, "cuda", 4) == 0) {
-        kind = RILL_DEVICE_CUDA;
-        index = env[4] == ':' ? strtol(env + 5, &end, 10) : 0;
-    }
+    if (colon != NULL)
+        index = strtol(colon + 1, &end, 10);
+    if (end == colon + 1)
+        kind = 0; /* "cpu:" */
     int seen = 0;
     for (int i = 0; kind != 0 && (end == NULL || *end == '\0') && i < rt->num_devices; i++) {
         if (rt->devices[i]->base.info.kind == kind && seen++ == index) {
@@ -143,10 +144,12 @@ static void choose_initial_device(rill__runtime *rt) {
         }
     }
     rt->initial_device = NULL;
+    char names[128];
+    rill__backend_names(names, sizeof names);
     snprintf(rt->init_error, sizeof rt->init_error,
-             "RILL_DEVICE='%s' names no device here (this process has %d device(s); use 'cpu:N' "
-             "or 'cuda:N', see `rill info`)",
-             env, rt->num_devices);
+             "RILL_DEVICE='%s' names no device here (this process has %d device(s); use NAME:N "
+             "with NAME one of %s, see `rill info`)",
+             env, rt->num_devices, names);
 }
 
 /* How many subsystems the assembly lists. */
@@ -193,8 +196,8 @@ static rill_status device_create(rill__runtime *rt, const rill__backend_ops *ops
     if (st != RILL_OK)
         goto fail_stream;
     rt->devices[rt->num_devices++] = dev;
-    if (dev->base.info.kind != RILL_DEVICE_CPU)
-        rt->gpus = true;
+    if ((ops->mem_caps & RILL__MEMCAP_HOST) == 0)
+        rt->device_memory = true;
     return RILL_OK;
 
 fail_stream:
@@ -219,19 +222,22 @@ static void create_devices(rill__runtime *rt) {
         const rill__backend_ops *ops = rill__backends[b];
         char why[sizeof rt->init_error] = "";
         int n = ops->probe(why, sizeof why);
-        if (n == 0 && rt->none_why[ops->kind][0] == '\0')
-            rill__fit(rt->none_why[ops->kind], sizeof rt->none_why[ops->kind], why);
+        if (n == 0)
+            rill__fit(rt->none_why[b], sizeof rt->none_why[b], why);
         int before = rt->num_devices;
         for (int i = 0; i < n && rt->num_devices < RILL__MAX_DEVICES; i++)
             if (device_create(rt, ops, i) != RILL_OK && rt->init_error[0] == '\0')
                 rill__fit(rt->init_error, sizeof rt->init_error, rill_last_error());
-        if (n > 0 && rt->num_devices == before && rt->none_why[ops->kind][0] == '\0')
-            rill__fit(rt->none_why[ops->kind], sizeof rt->none_why[ops->kind], rt->init_error);
+        if (n > 0 && rt->num_devices == before)
+            rill__fit(rt->none_why[b], sizeof rt->none_why[b], rt->init_error);
     }
-    /* No device at all: the CPU devices' reason, since every machine has
-     * them (RILL_CPU_DEVICES refused, say). */
-    if (rt->num_devices == 0 && rt->init_error[0] == '\0')
-        rill__fit(rt->init_error, sizeof rt->init_error, rt->none_why[RILL_DEVICE_CPU]);
+    /* No device at all: the reason of the backend of host memory (the CPU
+     * devices, which every machine has: RILL_CPU_DEVICES refused, say), or
+     * else of the last backend. */
+    for (int b = 0; rt->num_devices == 0 && rt->init_error[0] == '\0' && rill__backends[b] != NULL;
+         b++)
+        if ((rill__backends[b]->mem_caps & RILL__MEMCAP_HOST) != 0 || rill__backends[b + 1] == NULL)
+            rill__fit(rt->init_error, sizeof rt->init_error, rt->none_why[b]);
 }
 
 /* While rill_shutdown runs, the threads that still use the dying runtime
@@ -288,9 +294,9 @@ rill_status rill__no_device(rill__runtime *rt, const char *fn) {
     return rill__fail(RILL_ERROR_NO_DEVICE, "%s: no device is available", fn);
 }
 
-bool rill__runtime_has_gpus(void) {
+bool rill__runtime_has_device_memory(void) {
     rill__runtime *rt;
-    return rill__runtime_get(&rt) == RILL_OK && rt->gpus;
+    return rill__runtime_get(&rt) == RILL_OK && rt->device_memory;
 }
 
 void rill__device_lost(rill__device *dev, const char *why) {

@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* The calls that list the devices and describe them: ordinals in the order
- * of the backends, the first device of a kind, a device's info. */
+ * of the backends, the first device of a kind, a device's info. Kinds and
+ * their names are the backends' (rill__backends): a kind is known when a
+ * backend of this build has it, or rill.h names it (a build may leave its
+ * backend out). */
+#include <stdio.h>
 #include <string.h>
 
 #include "core/calls.h"
@@ -14,6 +18,71 @@ rill__device *rill__device_of_kind(rill_device_kind kind) {
         if (rt->devices[i]->base.info.kind == kind)
             return rt->devices[i];
     return NULL;
+}
+
+const rill__backend_ops *rill__backend_of_kind(rill_device_kind kind, int *index) {
+    for (int b = 0; rill__backends[b] != NULL; b++) {
+        if (rill__backends[b]->kind == kind) {
+            *index = b;
+            return rill__backends[b];
+        }
+    }
+    return NULL;
+}
+
+const rill__backend_ops *rill__backend_named(const char *name, size_t len) {
+    for (int b = 0; rill__backends[b] != NULL; b++)
+        if (strlen(rill__backends[b]->name) == len &&
+            strncmp(rill__backends[b]->name, name, len) == 0)
+            return rill__backends[b];
+    return NULL;
+}
+
+void rill__backend_names(char *buf, size_t size) {
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int b = 0; rill__backends[b] != NULL && used < size; b++)
+        used += (size_t)snprintf(buf + used, size - used, "%s'%s'", b > 0 ? ", " : "",
+                                 rill__backends[b]->name);
+}
+
+/* The kinds rill.h names, whose backend a build may leave out. */
+static const struct {
+    rill_device_kind kind;
+    const char *name;
+} header_kinds[] = {{RILL_DEVICE_CPU, "CPU"}, {RILL_DEVICE_CUDA, "CUDA"}};
+
+/* Whether kind is one a caller may ask about (see the top). */
+static bool kind_is_known(rill_device_kind kind) {
+    int index;
+    bool known = rill__backend_of_kind(kind, &index) != NULL;
+    for (size_t i = 0; i < sizeof header_kinds / sizeof header_kinds[0]; i++)
+        known |= header_kinds[i].kind == kind;
+    return known;
+}
+
+rill_status rill_device_kind_from_name(const char *name, rill_device_kind *out) {
+    RILL_CALL_SCOPE();
+    if (out == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_device_kind_from_name: out is NULL; pass the address of a "
+                          "rill_device_kind to receive the kind");
+    *out = 0;
+    if (name == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_device_kind_from_name: name is NULL; pass a kind's name, such as "
+                          "\"cpu\"");
+    const rill__backend_ops *ops = rill__backend_named(name, strlen(name));
+    if (ops == NULL) {
+        char names[128];
+        rill__backend_names(names, sizeof names);
+        return rill__fail(RILL_ERROR_NO_DEVICE,
+                          "rill_device_kind_from_name: no backend of this build is named '%s'; "
+                          "the names are %s",
+                          name, names);
+    }
+    *out = ops->kind;
+    return RILL_OK;
 }
 
 rill_status rill_device_count(int *count) {
@@ -31,11 +100,15 @@ rill_status rill_device_count(int *count) {
 rill_status rill_device_count_of_kind(rill_device_kind kind, int *count, char *why, size_t size) {
     RILL_CALL_SCOPE();
     rill__runtime *rt;
-    if (kind != RILL_DEVICE_CPU && kind != RILL_DEVICE_CUDA)
+    if (!kind_is_known(kind)) {
+        char names[128];
+        rill__backend_names(names, sizeof names);
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                          "rill_device_count_of_kind: kind %d is not a rill_device_kind; pass "
-                          "RILL_DEVICE_CPU or RILL_DEVICE_CUDA",
-                          (int)kind);
+                          "rill_device_count_of_kind: kind %d is not a rill_device_kind of this "
+                          "build; pass RILL_DEVICE_CPU, RILL_DEVICE_CUDA or the kind that "
+                          "rill_device_kind_from_name gives for one of %s",
+                          (int)kind, names);
+    }
     if (count == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "rill_device_count_of_kind: count is NULL; pass the address of an int "
@@ -51,12 +124,23 @@ rill_status rill_device_count_of_kind(rill_device_kind kind, int *count, char *w
         n += rt->devices[i]->base.info.kind == kind;
     *count = n;
     if (size > 0) {
-        const char *text = rt->none_why[kind];
-        if (n == 0 && text[0] == '\0')
-            text = kind == RILL_DEVICE_CUDA
-                       ? "this build of rill has no CUDA backend (built without the CUDA "
-                         "toolkit's headers; see cmake/cuda.cmake)"
-                       : "no device of this kind";
+        int b;
+        char absent[160];
+        const char *text = absent;
+        if (rill__backend_of_kind(kind, &b) != NULL) {
+            text = rt->none_why[b];
+        } else {
+            const char *name = "such a";
+            for (size_t i = 0; i < sizeof header_kinds / sizeof header_kinds[0]; i++)
+                if (header_kinds[i].kind == kind)
+                    name = header_kinds[i].name;
+            snprintf(absent, sizeof absent,
+                     "this build of rill has no %s backend (built without its toolkit's "
+                     "headers; see cmake/cuda.cmake)",
+                     name);
+        }
+        if (text[0] == '\0')
+            text = "no device of this kind";
         rill__fit(why, size, n > 0 ? "" : text);
     }
     return RILL_OK;
@@ -91,11 +175,15 @@ rill_status rill_device_get_by_kind(rill_device_kind kind, int index, rill_devic
                           "rill_device_get_by_kind: out is NULL; pass the address of a rill_device "
                           "* to receive the device");
     *out = NULL;
-    if (kind != RILL_DEVICE_CPU && kind != RILL_DEVICE_CUDA)
+    if (!kind_is_known(kind)) {
+        char names[128];
+        rill__backend_names(names, sizeof names);
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                          "rill_device_get_by_kind: kind %d is neither RILL_DEVICE_CPU nor "
-                          "RILL_DEVICE_CUDA",
-                          (int)kind);
+                          "rill_device_get_by_kind: kind %d is not a rill_device_kind of this "
+                          "build; pass RILL_DEVICE_CPU, RILL_DEVICE_CUDA or the kind that "
+                          "rill_device_kind_from_name gives for one of %s",
+                          (int)kind, names);
+    }
     rill__runtime_get(&rt);
     int seen = 0;
     for (int i = 0; i < rt->num_devices; i++) {
@@ -104,10 +192,12 @@ rill_status rill_device_get_by_kind(rill_device_kind kind, int index, rill_devic
             return RILL_OK;
         }
     }
+    int b;
+    const rill__backend_ops *ops = rill__backend_of_kind(kind, &b);
     return rill__fail(RILL_ERROR_NO_DEVICE,
                       "rill_device_get_by_kind: there is no %s device with index %d here (%d "
                       "such device(s)); see `rill info`",
-                      kind == RILL_DEVICE_CPU ? "CPU" : "CUDA", index, seen);
+                      ops != NULL ? ops->name : "such", index, seen);
 }
 
 rill_status rill_device_get_info(rill_device *handle, rill_device_info *out) {

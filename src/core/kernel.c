@@ -10,6 +10,7 @@
 #include "core/calls.h"
 #include "core/event.h"
 #include "core/hooks.h"
+#include "core/kernel_image.h"
 #include "core/queue_limit.h"
 #include "core/stream.h"
 #include "util/alloc.h"
@@ -28,8 +29,7 @@ static void kernel_free(rill__runtime *rt, rill__kernel *k) {
     for (size_t i = 0; i < k->num_pending; i++)
         rill__stream_unref(k->pending[i].stream);
     rill__free(k->pending);
-    rill__free(k->image.cuda_ptx);
-    rill__free(k->image.cuda_entry);
+    rill__kernel_images_free(&k->image);
     rill__free(k);
 }
 
@@ -166,9 +166,8 @@ RILL_HOT void rill__cmd_release(rill__stream *s, rill__cmd *cmd) {
     }
 }
 
-/* A launch reads the CPU body, the mask and its device's entry: one line. */
-_Static_assert(offsetof(rill__kernel, loaded_mask) / 64 == offsetof(rill__kernel, image.cpu) / 64 &&
-                   offsetof(rill__kernel, loaded[1]) / 64 == offsetof(rill__kernel, image.cpu) / 64,
+/* A launch reads the mask and its device's entry: one line. */
+_Static_assert(offsetof(rill__kernel, loaded_mask) / 64 == offsetof(rill__kernel, loaded[1]) / 64,
                "rill__kernel: the launch path's fields on one cache line");
 
 rill_status rill__kernel_load(rill__kernel *k, rill__device *dev, const char *fn, void **loaded) {
@@ -185,7 +184,10 @@ rill_status rill__kernel_load(rill__kernel *k, rill__device *dev, const char *fn
     rill_status st = RILL_OK;
     rill__mutex_lock(&rt->lock);
     if ((atomic_load_explicit(&k->loaded_mask, memory_order_relaxed) & bit) == 0) {
-        st = dev->ops->kernel_load(dev, &k->image, &k->loaded[ordinal]);
+        const rill_kernel_image *image;
+        st = rill__kernel_image_choose(&k->image, dev, &image);
+        if (st == RILL_OK)
+            st = dev->ops->kernel_load(dev, &k->image, image, &k->loaded[ordinal]);
         if (st == RILL_OK)
             atomic_fetch_or_explicit(&k->loaded_mask, bit, memory_order_release);
     }
@@ -204,40 +206,28 @@ RILL_HOT rill_status rill__kernel_resolve(rill_kernel *handle, const char *fn, r
     return RILL_OK;
 }
 
-/* Creates a kernel named name with desc's bodies (none when desc is NULL)
- * and, for a built-in op, each backend's body for it (op_image). */
-static rill_status create(const char *name, rill__op op, const rill_kernel_desc *desc,
-                          rill_kernel **out) {
+/* Creates a kernel named name with images list[0..n) (none for a
+ * built-in op, whose bodies the backends have); failures name fn. */
+static rill_status create(const char *name, rill__op op, const rill_kernel_image *list, size_t n,
+                          const char *fn, rill_kernel **out) {
     rill__runtime *rt;
     rill__runtime_get(&rt);
     rill__kernel *k = rill__calloc(1, sizeof *k);
     if (k == NULL)
-        return rill__fail(RILL_ERROR_OUT_OF_MEMORY,
-                          "rill_kernel_create: out of host memory; no kernel was created");
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of host memory; no kernel was created",
+                          fn);
     snprintf(k->image.name, sizeof k->image.name, "%s", name);
     k->image.op = op;
-    for (const rill__backend_ops *const *b = rill__backends; op != RILL__OP_NONE && *b != NULL; b++)
-        if ((*b)->op_image != NULL)
-            (*b)->op_image(op, &k->image);
-    if (desc != NULL && desc->cpu != NULL)
-        k->image.cpu = desc->cpu;
-    if (desc != NULL && desc->cuda_ptx != NULL) {
-        k->image.cuda_ptx = rill__strdup(desc->cuda_ptx);
-        k->image.cuda_entry = rill__strdup(desc->cuda_entry);
-        if (k->image.cuda_ptx == NULL || k->image.cuda_entry == NULL) {
-            rill__free(k->image.cuda_ptx);
-            rill__free(k->image.cuda_entry);
-            rill__free(k);
-            return rill__fail(RILL_ERROR_OUT_OF_MEMORY,
-                              "rill_kernel_create: out of host memory; no kernel was created");
-        }
+    rill_status st = rill__kernel_images_copy(list, n, &k->image, fn);
+    if (st != RILL_OK) {
+        rill__free(k);
+        return st;
     }
     if (!rill__handle_open(RILL__HANDLE_KERNEL, k, (void **)&k->handle)) {
-        rill__free(k->image.cuda_ptx);
-        rill__free(k->image.cuda_entry);
+        rill__kernel_images_free(&k->image);
         rill__free(k);
-        return rill__fail(RILL_ERROR_OUT_OF_MEMORY,
-                          "rill_kernel_create: out of host memory; no kernel was created");
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "%s: out of host memory; no kernel was created",
+                          fn);
     }
     atomic_store(&k->magic, RILL__MAGIC_KERNEL);
     rill__kernels_reap(rt);
@@ -249,7 +239,7 @@ static rill_status create(const char *name, rill__op op, const rill_kernel_desc 
 }
 
 rill_status rill__kernel_create_op(rill__op op, const char *name, rill_kernel **out) {
-    return create(name, op, NULL, out);
+    return create(name, op, NULL, 0, "rill_kernel_create", out);
 }
 
 /* ---------------------------------------------------------------- public */
@@ -279,7 +269,28 @@ rill_status rill_kernel_create(const rill_kernel_desc *desc, rill_kernel **out) 
                           "rill_kernel_create: kernel '%s' sets only one of cuda_ptx and "
                           "cuda_entry; set both or neither",
                           desc->name);
-    return create(desc->name, RILL__OP_NONE, desc, out);
+    rill_kernel_image images[2];
+    size_t n;
+    rill__kernel_desc_images(desc, images, &n);
+    return create(desc->name, RILL__OP_NONE, images, n, "rill_kernel_create", out);
+}
+
+rill_status rill_kernel_create_from_images(const rill_kernel_image_desc *desc, rill_kernel **out) {
+    RILL_CALL_SCOPE();
+    if (out == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_kernel_create_from_images: out is NULL; pass the address of a "
+                          "rill_kernel * to receive the kernel");
+    *out = NULL;
+    if (desc == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_kernel_create_from_images: desc is NULL; pass a "
+                          "rill_kernel_image_desc with the kernel's name and images");
+    rill_status st = rill__kernel_image_desc_check(desc);
+    if (st != RILL_OK)
+        return st;
+    return create(desc->name, RILL__OP_NONE, desc->images, desc->num_images,
+                  "rill_kernel_create_from_images", out);
 }
 
 static void drop_deps(rill__mem_dep *deps, size_t n) {
@@ -438,12 +449,12 @@ RILL_HOT rill_status rill__launch_check(rill_kernel *kernel_h, const rill_launch
 }
 
 /* A kernel's declared accesses against what its stream's device reaches
- * (rill.h, rill_launch_kernel), where a runtime has a device other than a
- * CPU device: CPU devices alone all reach host memory. The built-in ops
+ * (rill.h, rill_launch_kernel), where a runtime has a device whose memory
+ * is not host memory: devices of host memory alone all reach it. The built-in ops
  * checked theirs already (src/ops). */
 static rill_status check_reach(rill__stream *stream, const rill__kernel *kernel,
                                const rill_launch *launch, const char *fn) {
-    if (!rill__runtime_has_gpus())
+    if (!rill__runtime_has_device_memory())
         return RILL_OK;
     const rill__mem_hooks *mem = atomic_load_explicit(&rill__mem, memory_order_relaxed);
     for (size_t i = 0; i < launch->num_accesses; i++) {

@@ -12,15 +12,14 @@
 #include "core/runtime.h"
 
 struct rill__kernel {
-    /* immutable after create: the name and bodies (cuda_ptx and cuda_entry
-     * owned), what backends read (backend.h); first, so
-     * rill__kernel_image_of can find it */
+    /* immutable after create: the name and images (owned), what backends
+     * read (backend.h); first, so rill__kernel_image_of can find it */
     rill__kernel_image image;
     _Atomic uint32_t magic;
     /* per device ordinal: what the device's kernel_load returned, valid
      * once bit ordinal of loaded_mask is set (release, under rt->lock);
-     * the mask and the first devices' entries share the cache line of the
-     * CPU body, the one line a launch reads */
+     * the mask and the first devices' entries share a cache line, the one
+     * line a launch reads */
     _Atomic uint32_t loaded_mask;
     void *loaded[RILL__MAX_DEVICES];
     /* immutable after create */
@@ -39,7 +38,7 @@ struct rill__kernel {
 };
 
 /* Creates the kernel of a built-in op (src/ops), named name, whose bodies
- * the backends provide (op_image, kernel_load); as rill_kernel_create
+ * the backends provide (kernel_load); as rill_kernel_create
  * otherwise. */
 rill_status rill__kernel_create_op(rill__op op, const char *name, rill_kernel **out);
 /* Frees destroyed kernels whose pending work has completed. */

@@ -70,10 +70,10 @@ typedef struct rill__runtime {
     int num_devices;
     rill__device *devices[RILL__MAX_DEVICES]; /* owned */
     rill__device *initial_device;             /* NULL when RILL_DEVICE names none */
-    bool gpus;                                /* a device other than a CPU device exists */
-    char init_error[256];                     /* why a device is missing, or "" */
-    /* per rill_device_kind: why the process has no device of that kind */
-    char none_why[RILL_DEVICE_CUDA + 1][256];
+    bool device_memory;   /* a device whose memory is not host memory exists (mem_caps) */
+    char init_error[256]; /* why a device is missing, or "" */
+    /* per backend (index in rill__backends): why it has no device */
+    char none_why[RILL__MAX_BACKENDS][256];
     uint64_t epoch; /* distinguishes successive inits */
     /* guarded by lock */
     rill__mutex lock;
@@ -90,9 +90,10 @@ typedef struct rill__runtime {
 uint64_t rill__shutdown_count(void);
 /* The runtime, initialised on first use. */
 rill_status rill__runtime_get(rill__runtime **out);
-/* Whether the runtime has a device other than a CPU device: where it has
- * none, every device reaches all host memory and checks of reach pass. */
-bool rill__runtime_has_gpus(void);
+/* Whether the runtime has a device whose memory is not host memory
+ * (rill__backend_ops.mem_caps): where it has none, every device reaches
+ * all host memory and checks of reach pass. */
+bool rill__runtime_has_device_memory(void);
 /* The first step, after RILL_CALL_SCOPE(), of a public call that reaches
  * the runtime's state through a pointer rather than a handle (rill_free,
  * rill_memcpy, ...): a rill_shutdown on another thread then waits for the
@@ -113,6 +114,13 @@ rill_status rill__device_resolve(rill_device *handle, const char *fn, rill__devi
 bool rill__device_check_streams(rill_device *dev, char *why, size_t cap);
 /* The first device of kind, or NULL (the runtime is initialised). */
 rill__device *rill__device_of_kind(rill_device_kind kind);
+/* The backend of kind in rill__backends and its index there in *index, or
+ * NULL when this build has none. Needs no runtime. */
+const rill__backend_ops *rill__backend_of_kind(rill_device_kind kind, int *index);
+/* The backend that name names ("cpu"), or NULL. Needs no runtime. */
+const rill__backend_ops *rill__backend_named(const char *name, size_t len);
+/* The backends' names as "'cpu', 'cuda'", for sentences. */
+void rill__backend_names(char *buf, size_t size);
 /* RILL_ERROR_NO_DEVICE for fn, with the reason the runtime found no device
  * (a backend's probe, a device that did not start, RILL_DEVICE) when it
  * knows one. */

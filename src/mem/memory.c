@@ -288,7 +288,7 @@ rill_status rill__mem_reach(const char *fn, const char *what, int index, const v
         return RILL_OK;
     char why[160];
     if (dev != NULL) {
-        if (dev->base.info.kind == RILL_DEVICE_CPU && user->base.info.kind == RILL_DEVICE_CPU)
+        if ((dev->ops->mem_caps & user->ops->mem_caps & RILL__MEMCAP_HOST) != 0)
             return RILL_OK; /* host memory, both */
     } else if (user->ops->mem_reachable == NULL ||
                user->ops->mem_reachable(user, p, bytes, why, sizeof why) == RILL_OK) {

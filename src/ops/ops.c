@@ -164,7 +164,7 @@ rill_status rill__op_check_fits(const char *fn, rill_stream *s, const void *p, c
                                 const char *shape, size_t bytes) {
     rill__device *dev;
     rill_status st = rill__mem_check_access(fn, name, shape, p, bytes, &dev);
-    if (st != RILL_OK || !rill__runtime_has_gpus())
+    if (st != RILL_OK || !rill__runtime_has_device_memory())
         return st;
     rill__stream *stream;
     st = rill__stream_resolve(s, fn, &stream);

@@ -12,20 +12,52 @@
 /* The PTX of kernels.cu (generated; NULL when built without nvcc). */
 const char *contract_kernels_ptx(void);
 
-static rill_device_kind kind_under_test(const char **name) {
-    const char *env = getenv("RILL_TEST_DEVICE");
-    *name = env != NULL && env[0] != '\0' ? env : "cpu";
-    return strcmp(*name, "cuda") == 0 ? RILL_DEVICE_CUDA : RILL_DEVICE_CPU;
+/* What the contract expects of each kind's devices, by the kind's name
+ * (rill_device_kind_from_name): whether its memory is host memory (which
+ * every device of host memory reaches, and pageable host memory with it),
+ * and whether a fault can lose it. A new backend adds its line. */
+static const struct {
+    const char *name;
+    bool host_memory;
+    bool can_be_lost;
+} kinds[] = {
+    {"cpu", true, false}, {"cuda", false, true}, {"null", true, false}, /* tests/backend_null */
+};
+
+/* The line of kinds for dev's kind (it must have one). */
+static size_t kind_line(rill_device *dev) {
+    rill_device_kind kind = contract_kind(dev);
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        rill_device_kind k;
+        if (rill_device_kind_from_name(kinds[i].name, &k) == RILL_OK && k == kind)
+            return i;
+    }
+    fail_msg("kind %d has no line in contract.c's kinds", (int)kind);
+    return 0;
+}
+
+bool contract_host_memory(rill_device *dev) {
+    return kinds[kind_line(dev)].host_memory;
+}
+
+bool contract_can_be_lost(rill_device *dev) {
+    return kinds[kind_line(dev)].can_be_lost;
 }
 
 rill_device *contract_device(void) {
-    const char *name;
-    rill_device_kind kind = kind_under_test(&name);
+    const char *env = getenv("RILL_TEST_DEVICE");
+    const char *name = env != NULL && env[0] != '\0' ? env : "cpu";
+    rill_device_kind kind;
+    if (rill_device_kind_from_name(name, &kind) != RILL_OK) {
+        printf("skipped: %s\n", rill_last_error());
+        fflush(stdout);
+        exit(77);
+    }
     int count = 0;
     char why[512] = "";
     RT_OK(rill_device_count_of_kind(kind, &count, why, sizeof why));
     if (count == 0) {
-        printf("skipped: no %s device: %s\n", kind == RILL_DEVICE_CUDA ? "CUDA" : "CPU", why);
+        printf("skipped: no %s device: %s\n", name, why);
         fflush(stdout);
         exit(77);
     }
@@ -94,13 +126,31 @@ static rill_kernel *make(rill_kernel **slot, const char *name, rill_cpu_kernel_f
     return *slot;
 }
 
+/* The same from a list of images (rill_kernel_create_from_images), the PTX
+ * first: each device takes the image in its own format. */
+static rill_kernel *make_from_images(rill_kernel **slot, const char *name, rill_cpu_kernel_fn cpu) {
+    if (*slot == NULL) {
+        rill_kernel_image images[2] = {
+            {.format = RILL_KERNEL_IMAGE_PTX, .bytes = contract_kernels_ptx(), .entry = name},
+            {.format = RILL_KERNEL_IMAGE_CPU_FN, .fn = cpu},
+        };
+        bool ptx = images[0].bytes != NULL;
+        rill_kernel_image_desc desc = {.struct_size = sizeof desc,
+                                       .name = name,
+                                       .images = ptx ? images : images + 1,
+                                       .num_images = ptx ? 2 : 1};
+        RT_OK(rill_kernel_create_from_images(&desc, slot));
+    }
+    return *slot;
+}
+
 static rill_kernel *add_k, *scale_k, *spin_k, *fault_k;
 
 rill_kernel *contract_add_kernel(void) {
-    return make(&add_k, "contract_add", contract_add_host);
+    return make_from_images(&add_k, "contract_add", contract_add_host);
 }
 rill_kernel *contract_scale_kernel(void) {
-    return make(&scale_k, "contract_scale", contract_scale_host);
+    return make_from_images(&scale_k, "contract_scale", contract_scale_host);
 }
 rill_kernel *contract_spin_kernel(void) {
     return make(&spin_k, "contract_spin", contract_spin_host);

@@ -8,6 +8,7 @@
 #ifndef RILL_TEST_CONTRACT_H
 #define RILL_TEST_CONTRACT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -19,6 +20,11 @@
 rill_device *contract_device(void);
 /* The kind of dev. */
 rill_device_kind contract_kind(rill_device *dev);
+/* Whether dev's memory is host memory (every device of host memory
+ * reaches it, and it reaches pageable host memory), and whether a fault
+ * can lose dev: from contract.c's line for its kind. */
+bool contract_host_memory(rill_device *dev);
+bool contract_can_be_lost(rill_device *dev);
 /* Runs the tests after choosing the device (so that a skip is reported
  * once, before any test). */
 int contract_run(const char *file, const struct CMUnitTest *tests, size_t count, int argc,

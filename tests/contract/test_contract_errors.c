@@ -140,7 +140,7 @@ static void test_ops_refuse_memory_their_device_cannot_reach(void **state) {
     rill_device *dev = contract_device();
     rill_stream *s;
     RT_OK(rill_stream_create(dev, 0, &s));
-    bool gpu = contract_kind(dev) != RILL_DEVICE_CPU;
+    bool gpu = !contract_host_memory(dev);
     float *pageable = malloc(N * sizeof *pageable), *pinned;
     assert_non_null(pageable);
     RT_OK(rill_malloc_host(N * sizeof *pinned, (void **)&pinned));
@@ -169,7 +169,7 @@ static void test_ops_refuse_memory_their_device_cannot_reach(void **state) {
         RT_OK(rill_malloc_async(N * sizeof *theirs, t, (void **)&theirs));
         RT_OK(rill_stream_synchronize(t));
         st = rill_op_add_f32(s, pinned, pinned, theirs, 1.0f, N);
-        if (gpu || contract_kind(other) != RILL_DEVICE_CPU) {
+        if (gpu || !contract_host_memory(other)) {
             assert_int_equal(st, RILL_ERROR_DEVICE_MISMATCH);
             assert_non_null(strstr(rill_last_error(), "is memory of device"));
         } else {

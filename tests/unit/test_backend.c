@@ -7,6 +7,7 @@
 #include "fixture.h"
 
 #include "backend/backend.h"
+#include "core/kernel_image.h"
 #include "core/runtime.h"
 #include "util/status.h"
 
@@ -20,7 +21,15 @@ static void test_every_backend_fills_the_operations_the_core_calls(void **state)
     for (int b = 0; rill__backends[b] != NULL; b++, backends++) {
         const rill__backend_ops *ops = rill__backends[b];
         assert_non_null(ops->name);
-        assert_true(ops->kind == RILL_DEVICE_CPU || ops->kind == RILL_DEVICE_CUDA);
+        assert_true(ops->kind > 0);
+        /* Kinds and their names are the backends': each one's own. */
+        for (int other = 0; other < b; other++) {
+            assert_int_not_equal(rill__backends[other]->kind, ops->kind);
+            assert_string_not_equal(rill__backends[other]->name, ops->name);
+        }
+        assert_int_equal(ops->mem_caps & ~(unsigned)(RILL__MEMCAP_HOST | RILL__MEMCAP_CUDA), 0);
+        assert_non_null(ops->image_formats);
+        assert_true(ops->image_formats[0].format != 0);
         assert_non_null(ops->probe);
         assert_non_null(ops->device_init);
         assert_non_null(ops->device_shutdown);
@@ -86,20 +95,39 @@ static void test_device_clock_never_runs_backwards(void **state) {
     }
 }
 
-/* kernel_load refuses a kernel with no body for the device, naming it and
- * no public call (the core puts the call in front). */
-static void test_kernel_load_refuses_a_kernel_without_a_body_for_the_device(void **state) {
+/* The core hands kernel_load only an image in a format the device's
+ * backend lists (image_formats); a kernel with none is refused before it,
+ * naming the kernel and the formats, and no public call (the core puts the
+ * call in front). Checked on every device, with a format of each other
+ * backend that this one does not load. */
+static void test_a_kernel_without_an_image_the_device_loads_is_refused(void **state) {
     (void)state;
     rill__runtime *rt;
     RT_OK(rill__runtime_get(&rt));
-    rill__device *dev = rt->devices[0];
-    const rill__kernel_image ptx_only = {
-        .name = "ptx_only", .cuda_ptx = ".version 7.0\n", .cuda_entry = "ptx_only"};
-    void *loaded = (void *)1;
-    rill__clear_error();
-    assert_int_equal(dev->ops->kernel_load(dev, &ptx_only, &loaded), RILL_ERROR_NOT_SUPPORTED);
-    assert_non_null(strstr(rill_last_error(), "'ptx_only'"));
-    assert_null(strstr(rill_last_error(), "rill_"));
+    for (int i = 0; i < rt->num_devices; i++) {
+        rill__device *dev = rt->devices[i];
+        for (int b = 0; rill__backends[b] != NULL; b++) {
+            unsigned format = rill__backends[b]->image_formats[0].format;
+            bool loads = false;
+            for (const rill__image_format *f = dev->ops->image_formats; f->format != 0; f++)
+                loads |= f->format == format;
+            rill_kernel_image im = {.format = format, .bytes = "x", .entry = "x"};
+            rill__kernel_image k = {.name = "other_only", .images = &im, .num_images = 1};
+            const rill_kernel_image *chosen = NULL;
+            rill__clear_error();
+            rill_status st = rill__kernel_image_choose(&k, dev, &chosen);
+            if (loads) {
+                RT_OK(st);
+                assert_ptr_equal(chosen, &im);
+                continue;
+            }
+            assert_int_equal(st, RILL_ERROR_NOT_SUPPORTED);
+            assert_null(chosen);
+            assert_non_null(strstr(rill_last_error(), "'other_only'"));
+            assert_non_null(strstr(rill_last_error(), rill__backends[b]->image_formats[0].name));
+            assert_null(strstr(rill_last_error(), "rill_"));
+        }
+    }
 }
 
 /* graph_prepare makes state for an exec's topology and first nodes,
@@ -155,7 +183,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_every_backend_fills_the_operations_the_core_calls),
         cmocka_unit_test(test_devices_are_numbered_in_backend_order),
         cmocka_unit_test(test_device_clock_never_runs_backwards),
-        cmocka_unit_test(test_kernel_load_refuses_a_kernel_without_a_body_for_the_device),
+        cmocka_unit_test(test_a_kernel_without_an_image_the_device_loads_is_refused),
         cmocka_unit_test(test_graph_state_is_made_and_released_per_exec),
         cmocka_unit_test(test_host_memory_comes_from_the_current_device),
     };

@@ -225,21 +225,34 @@ static uint64_t cpu_timestamp_ns(rill__device *dev) {
     return rill__now_ns();
 }
 
-/* Kernels: the CPU device runs a kernel's CPU body and keeps nothing. */
-static rill_status cpu_kernel_load(rill__device *dev, const rill__kernel_image *k, void **loaded) {
+/* Kernels: what a launch carries (loaded) is the image whose fn the
+ * device runs: the kernel's own, or, for a built-in op, one made here
+ * with the op's CPU body (freed by cpu_kernel_unload). */
+static rill_status cpu_kernel_load(rill__device *dev, const rill__kernel_image *k,
+                                   const rill_kernel_image *image, void **loaded) {
     (void)dev;
-    *loaded = NULL;
-    if (k->cpu == NULL)
-        return rill__fail(RILL_ERROR_NOT_SUPPORTED,
-                          "kernel '%s' has no CPU body (desc->cpu) and cannot run on the CPU "
-                          "device",
-                          k->name);
+    if (image != NULL) {
+        *loaded = (void *)image; /* the kernel's: it outlives its launches */
+        return RILL_OK;
+    }
+    rill_kernel_image *op = rill__malloc(sizeof *op);
+    if (op == NULL)
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "out of host memory loading op '%s'", k->name);
+    *op = (rill_kernel_image){.format = RILL_KERNEL_IMAGE_CPU_FN, .fn = rill__cpu_op_body(k->op)};
+    *loaded = op;
     return RILL_OK;
 }
 
-static void cpu_op_image(rill__op op, rill__kernel_image *image) {
-    image->cpu = rill__cpu_op_body(op);
+static void cpu_kernel_unload(rill__device *dev, const rill__kernel_image *k, void *loaded) {
+    (void)dev;
+    if (k->op != RILL__OP_NONE)
+        rill__free(loaded);
 }
+
+static const rill__image_format cpu_image_formats[] = {
+    {RILL_KERNEL_IMAGE_CPU_FN, "a CPU function"},
+    {0, NULL},
+};
 
 static rill_status cpu_stream_init(rill__stream *s) {
     cpu_stream *cs = cpu_stream_of(s);
@@ -257,6 +270,8 @@ static void cpu_stream_fini(rill__stream *s) {
 const rill__backend_ops rill__cpu_backend = {
     .name = "cpu",
     .kind = RILL_DEVICE_CPU,
+    .mem_caps = RILL__MEMCAP_HOST,
+    .image_formats = cpu_image_formats,
     .stream_state_bytes = sizeof(cpu_stream),
     /* a slot and its share of its block; kernels' large arguments are
      * counted apart (rill__cmd.extra_bytes) */
@@ -271,8 +286,7 @@ const rill__backend_ops rill__cpu_backend = {
     .host_help = rill__cpu_host_help,
     .kick = rill__cpu_kick,
     .kernel_load = cpu_kernel_load,
-    .kernel_unload = NULL,
-    .op_image = cpu_op_image,
+    .kernel_unload = cpu_kernel_unload,
     .graph_prepare = rill__cpu_graph_prepare,
     .graph_update = NULL, /* each launch's set is read as it runs (cpu_graph.c) */
     .graph_release = rill__cpu_graph_release,

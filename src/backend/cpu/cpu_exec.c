@@ -57,7 +57,7 @@ void rill__cpu_unlist(cpu_device *d, cpu_cmd *c) {
 }
 
 RILL_HOT static void run_blocks(cpu_worker *w, cpu_cmd *c, uint32_t first, uint32_t end) {
-    (void)rill__cpu_grid_run(w, rill__kernel_image_of(c->c.u.kernel.kernel)->cpu,
+    (void)rill__cpu_grid_run(w, ((const rill_kernel_image *)c->c.u.kernel.loaded)->fn,
                              c->c.u.kernel.args, c->c.u.kernel.grid, &cpu_stream_of(c->stream)->ls,
                              first, end);
 }

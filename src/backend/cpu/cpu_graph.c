@@ -148,8 +148,8 @@ static inline uint32_t node_blocks(const rill__xnode *n) {
 
 static void run_blocks(cpu_worker *w, cpu_grun *r, const rill__xnode *n, uint32_t first,
                        uint32_t end) {
-    if (rill__cpu_grid_run(w, rill__kernel_image_of(n->p.u.kernel.kernel)->cpu, n->p.u.kernel.args,
-                           n->p.u.kernel.grid, &r->ls, first, end))
+    if (rill__cpu_grid_run(w, ((const rill_kernel_image *)n->p.u.kernel.loaded)->fn,
+                           n->p.u.kernel.args, n->p.u.kernel.grid, &r->ls, first, end))
         name_failure(r, n);
 }
 
@@ -237,7 +237,7 @@ static bool run_node_body(cpu_device *d, gworker *g, cpu_grun *r, uint32_t i) {
             rill_block_ctx ctx = {
                 .grid_dim = n->p.u.kernel.grid, .worker = g->w->unit, .state = &r->ls};
             (void)rill__took_kernel_failure(); /* an eager launch's, on this worker */
-            rill__kernel_image_of(n->p.u.kernel.kernel)->cpu(&ctx, n->p.u.kernel.args);
+            ((const rill_kernel_image *)n->p.u.kernel.loaded)->fn(&ctx, n->p.u.kernel.args);
             if (rill__took_kernel_failure())
                 name_failure(r, n);
             break;

@@ -12,7 +12,7 @@
 #include "backend/op_args.h"
 #include "rill.h"
 
-/* The CPU body of op, for rill__kernel_image.cpu. */
+/* The CPU body of op, what the CPU device runs for its kernel (kernel_load). */
 rill_cpu_kernel_fn rill__cpu_op_body(rill__op op);
 
 void rill__cpu_op_sum_partial_f16(const rill_block_ctx *ctx, const void *args);

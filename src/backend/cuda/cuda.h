@@ -272,7 +272,8 @@ void *rill__cuda_host_alloc(rill__device *dev, size_t bytes);
 void rill__cuda_host_free(rill__device *dev, void *ptr, size_t bytes);
 rill_status rill__cuda_mem_reachable(rill__device *dev, const void *p, size_t bytes, char *why,
                                      size_t why_size);
-rill_status rill__cuda_kernel_load(rill__device *dev, const rill__kernel_image *k, void **loaded);
+rill_status rill__cuda_kernel_load(rill__device *dev, const rill__kernel_image *k,
+                                   const rill_kernel_image *image, void **loaded);
 void rill__cuda_kernel_unload(rill__device *dev, const rill__kernel_image *k, void *loaded);
 
 /* What kernel_load makes of a kernel. */

@@ -336,9 +336,16 @@ static void *cuda_event_native(rill__device *dev, rill__event *e) {
     return NULL;
 }
 
+static const rill__image_format cuda_image_formats[] = {
+    {RILL_KERNEL_IMAGE_PTX, "PTX"},
+    {0, NULL},
+};
+
 const rill__backend_ops rill__cuda_backend = {
     .name = "cuda",
     .kind = RILL_DEVICE_CUDA,
+    .mem_caps = RILL__MEMCAP_CUDA,
+    .image_formats = cuda_image_formats,
     .stream_state_bytes = sizeof(cuda_stream),
     /* a command and its arguments (allocated together); large ones are
      * counted apart (rill__cmd.extra_bytes) */
@@ -356,7 +363,6 @@ const rill__backend_ops rill__cuda_backend = {
     .kick = rill__cuda_kick,
     .kernel_load = rill__cuda_kernel_load,
     .kernel_unload = rill__cuda_kernel_unload,
-    .op_image = NULL,
     .graph_prepare = rill__cuda_graph_prepare,
     .graph_update = rill__cuda_graph_update,
     .graph_release = rill__cuda_graph_release,

@@ -237,13 +237,14 @@ static rill_status load_op(cuda_device *d, const rill__kernel_image *k, cuda_loa
     return RILL_OK;
 }
 
-static rill_status kernel_load_in(rill__device *dev, const rill__kernel_image *k, void **loaded) {
+/* Loads k: a built-in op's body, or image, its PTX. */
+static rill_status kernel_load_in(rill__device *dev, const rill__kernel_image *k,
+                                  const rill_kernel_image *image, void **loaded) {
     cuda_device *d = cuda_device_of(dev);
-    if (k->op == RILL__OP_NONE && k->cuda_ptx == NULL)
+    if (k->op == RILL__OP_NONE && image->entry == NULL)
         return rill__fail(RILL_ERROR_NOT_SUPPORTED,
-                          "kernel '%s' has no PTX body (desc->cuda_ptx) and cannot run on CUDA "
-                          "device '%s'",
-                          k->name, rill__device_base_of(dev)->info.name);
+                          "kernel '%s': its PTX image names no entry point; set its entry",
+                          k->name);
     cuda_loaded *l = rill__calloc(1, sizeof *l);
     if (l == NULL)
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "out of host memory loading kernel '%s'",
@@ -258,29 +259,30 @@ static rill_status kernel_load_in(rill__device *dev, const rill__kernel_image *k
         return RILL_OK;
     }
     char why[256];
-    CUresult r = d->drv->cuModuleLoadData(&l->module, k->cuda_ptx);
+    CUresult r = d->drv->cuModuleLoadData(&l->module, image->bytes);
     if (r != CUDA_SUCCESS) {
         rill__cuda_describe(d, r, "cuModuleLoadData", why, sizeof why);
         rill__free(l);
         return rill__fail(RILL_ERROR_NOT_SUPPORTED,
                           "kernel '%s': the CUDA driver could not load its PTX (%s)", k->name, why);
     }
-    if ((r = d->drv->cuModuleGetFunction(&l->fn, l->module, k->cuda_entry)) != CUDA_SUCCESS) {
+    if ((r = d->drv->cuModuleGetFunction(&l->fn, l->module, image->entry)) != CUDA_SUCCESS) {
         rill__cuda_describe(d, r, "cuModuleGetFunction", why, sizeof why);
         (void)d->drv->cuModuleUnload(l->module);
         rill__free(l);
         return rill__fail(RILL_ERROR_NOT_SUPPORTED,
                           "kernel '%s': its PTX has no entry point '%s' (%s)", k->name,
-                          k->cuda_entry, why);
+                          image->entry, why);
     }
     *loaded = l;
     return RILL_OK;
 }
 
-rill_status rill__cuda_kernel_load(rill__device *dev, const rill__kernel_image *k, void **loaded) {
+rill_status rill__cuda_kernel_load(rill__device *dev, const rill__kernel_image *k,
+                                   const rill_kernel_image *image, void **loaded) {
     cuda_device *d = cuda_device_of(dev);
     CUcontext prev = rill__cuda_enter(d);
-    rill_status st = kernel_load_in(dev, k, loaded);
+    rill_status st = kernel_load_in(dev, k, image, loaded);
     rill__cuda_leave(d, prev);
     return st;
 }
