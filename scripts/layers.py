@@ -45,6 +45,13 @@ KNOWN_LOOPS = [
      "rill__device_resolve), and its runtime creates each device's default stream (stream.c); "
      "streams and their failures, host waits and traces name each other too. Undoing it means "
      "moving the runtime and the thread state below the streams."),
+    (["src/backend/cuda/cuda_complete.c", "src/backend/cuda/cuda_graph.c",
+      "src/backend/cuda/cuda_runner.c", "src/backend/cuda/cuda_stream.c"],
+     "a CUDA stream's issuing, completion, runners and graph launches hand its commands to "
+     "each other: issuing rings the pump and hands host work to a runner, completion issues "
+     "what became ready, a runner completes its job and issues the next, and a graph launch is "
+     "issued like a kernel and completed like one. Undoing it means one dispatcher per stream "
+     "that the others report to."),
 ]
 # Loops of imports among the modules of python/rill not undone yet, each as
 # the sorted list of its modules.

@@ -379,7 +379,7 @@ static void null_kernel_unload(rill__device *dev, const rill__kernel_image *k, v
 }
 
 static rill_status null_graph_prepare(rill__device *dev, const rill__gprog *prog,
-                                     const rill__xnode *nodes, void **state) {
+                                      const rill__xnode *nodes, void **state) {
     (void)dev;
     (void)prog;
     (void)nodes;
