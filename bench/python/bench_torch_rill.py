@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """PyTorch on rill (torch_rill) against PyTorch's own `cpu` device, measured
-alternately in one run: `a + b` on 1-element tensors, `mm` 1024², an MLP
+alternately in one run: `a + b` on 1-element tensors, `mm` 1024², `relu` of 1M elements, an MLP
 784-256-256-10 at batch 32 (inference, and one SGD step), and rill's stream
 calls from PyTorch (torch.Event record + wait_event + query; entering and
 leaving `with torch.rill.stream(s)`). PyTorch's CPU device runs with as many
@@ -94,6 +94,11 @@ def main():
         a = torch.randn(1024, 1024, device=dev)
         return lambda: a @ a
     pair("mm 1024x1024", mm_case, 10)
+
+    def relu_case(dev):
+        a = torch.randn(1 << 20, device=dev)
+        return lambda: torch.relu(a)
+    pair("relu, 1M elements", relu_case, 100)
     pair("MLP 784-256-256-10, batch 32, inference", lambda dev: model_cases(dev)[0], 200)
     pair("MLP 784-256-256-10, batch 32, SGD step", lambda dev: model_cases(dev)[1], 100)
 
