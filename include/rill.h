@@ -167,7 +167,8 @@ typedef struct rill_device_info {
  * RILL_CPU_WORKERS=N sets each CPU device's compute units (default: the
  * number of its processors). RILL_DEVICE=NAME:N in the environment, NAME
  * a kind's name (cpu, cuda: rill_device_kind_from_name), chooses the
- * initial current device, the N-th of that kind ("cpu" is cpu:0; default: ordinal 0; a cuda:N that names no device makes
+ * initial current device, the N-th of that kind ("cpu" is cpu:0; default:
+ * ordinal 0; a cuda:N that names no device makes
  * rill_get_device fail with RILL_ERROR_NO_DEVICE and the reason). The CUDA
  * backend loads the NVIDIA driver at run time (libcuda.so.1, or the file
  * RILL_CUDA_DRIVER names); rill links no CUDA library.
