@@ -143,10 +143,11 @@ static inline void rill__spinlock_lock(rill__spinlock *l) {
 }
 
 static inline void rill__spinlock_unlock(rill__spinlock *l) {
-    atomic_store_explicit(&l->held, 0, memory_order_release);
+    /* The rank first: once released, l may be freed by its next holder. */
 #if RILL_LOCK_RANKS
     rill__lock_rank_release(l, l->rank);
 #endif
+    atomic_store_explicit(&l->held, 0, memory_order_release);
 }
 
 /* Asymmetric barriers (Dekker pairs whose one side is hot and the other

@@ -78,12 +78,14 @@ void rill__mutex_lock_sibling(rill__mutex *m) {
 }
 
 RILL_HOT void rill__mutex_unlock(rill__mutex *m) {
-    int err = pthread_mutex_unlock(pm(m));
-    if (err != 0)
-        broken("pthread_mutex_unlock", err);
+    /* The rank first: once unlocked, m may belong to another thread that
+     * frees it (a stream whose last reference goes with its wait_lock). */
 #if RILL_LOCK_RANKS
     rill__lock_rank_release(m, m->rank);
 #endif
+    int err = pthread_mutex_unlock(pm(m));
+    if (err != 0)
+        broken("pthread_mutex_unlock", err);
 }
 
 struct thread_start {
