@@ -97,7 +97,6 @@ at::Tensor to_rill(const at::Tensor &host, const HostViews &views, c10::Device d
 void host_fallback(const c10::OperatorHandle &op, torch::jit::Stack *stack, c10::Device dev) {
     const auto &schema = op.schema();
     const size_t num_args = schema.arguments().size();
-    auto args = torch::jit::last(*stack, num_args);
     host_ready(dev.index());
     HostViews views;
     std::vector<std::pair<at::Tensor, at::Tensor>> inputs; // rill tensor, its host view
@@ -122,7 +121,6 @@ void host_fallback(const c10::OperatorHandle &op, torch::jit::Stack *stack, c10:
             return view;
         });
     }
-    (void)args;
     op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
     const size_t num_returns = schema.returns().size();
     for (size_t i = stack->size() - num_returns; i < stack->size(); i++)

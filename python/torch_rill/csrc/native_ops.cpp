@@ -70,27 +70,20 @@ bool contiguous_strides(const at::Tensor &t, c10::IntArrayRef shape) {
     return t.is_contiguous() && t.sizes().equals(shape);
 }
 
-// out = a (op) b, out contiguous of the broadcast shape: false when the
-// kernel does not take it.
-bool binary(rill_binary_op op, const at::Tensor &out, const at::Tensor &a, const at::Tensor &b) {
-    if (!is_f32(a) || !is_f32(b) || !is_f32(out) || a.device() != b.device() ||
-        out.device() != a.device() || !out.is_contiguous())
-        return false;
-    for (const at::Tensor *t : {&a, &b})
-        for (int64_t s : t->strides())
-            if (s < 0)
-                return false;
+bool has_negative_stride(const at::Tensor &t) {
+    for (int64_t s : t.strides())
+        if (s < 0)
+            return true;
+    return false;
+}
+
+// Queues out = a (op) b, out contiguous of the broadcast shape of a and b,
+// which the caller checked.
+void launch_binary(rill_binary_op op, const at::Tensor &out, const at::Tensor &a,
+                   const at::Tensor &b) {
     c10::IntArrayRef shape = out.sizes();
-    if (a.dim() > out.dim() || b.dim() > out.dim() ||
-        !c10::IntArrayRef(at::infer_size(a.sizes(), b.sizes())).equals(shape))
-        return false; // the fallback says what is wrong, in PyTorch's words
-    // rill writes out in place of an input only where that input is out.
-    for (const at::Tensor *t : {&a, &b})
-        if (t->storage().is_alias_of(out.storage()) &&
-            !(t->data_ptr() == out.data_ptr() && contiguous_strides(*t, shape)))
-            return false;
     if (out.numel() == 0)
-        return true;
+        return;
     const c10::DeviceGuard guard(out.device());
     std::vector<size_t> dims(shape.begin(), shape.end());
     std::vector<size_t> as = broadcast_strides(a, shape), bs = broadcast_strides(b, shape);
@@ -102,6 +95,25 @@ bool binary(rill_binary_op op, const at::Tensor &out, const at::Tensor &a, const
     TORCH_RILL_CHECK(rill_op_binary_f32(
         stream_of(out), op, out.data_ptr<float>(), a.const_data_ptr<float>(), as.data(),
         b.const_data_ptr<float>(), bs.data(), dims.data(), dims.size()));
+}
+
+// out = a (op) b into an existing out (in place when out is a): false when
+// the kernel does not take it.
+bool binary(rill_binary_op op, const at::Tensor &out, const at::Tensor &a, const at::Tensor &b) {
+    if (!is_f32(a) || !is_f32(b) || !is_f32(out) || a.device() != b.device() ||
+        out.device() != a.device() || !out.is_contiguous() || has_negative_stride(a) ||
+        has_negative_stride(b))
+        return false;
+    c10::IntArrayRef shape = out.sizes();
+    if (a.dim() > out.dim() || b.dim() > out.dim() ||
+        !c10::IntArrayRef(at::infer_size(a.sizes(), b.sizes())).equals(shape))
+        return false; // the fallback says what is wrong, in PyTorch's words
+    // rill writes out in place of an input only where that input is out.
+    for (const at::Tensor *t : {&a, &b})
+        if (t->storage().is_alias_of(out.storage()) &&
+            !(t->data_ptr() == out.data_ptr() && contiguous_strides(*t, shape)))
+            return false;
+    launch_binary(op, out, a, b);
     return true;
 }
 
@@ -163,10 +175,13 @@ at::Tensor binary_new(rill_binary_op op, const at::Tensor &a, const at::Tensor &
         *done = number(op, out, b, *v, true);
         return out;
     }
-    if (!is_f32(a) || !is_f32(b) || a.device() != b.device())
+    // A new output: its shape is the broadcast shape, and it aliases nothing.
+    if (!is_f32(a) || !is_f32(b) || a.device() != b.device() || has_negative_stride(a) ||
+        has_negative_stride(b))
         return {};
     at::Tensor out = at::empty(at::infer_size(a.sizes(), b.sizes()), a.options());
-    *done = binary(op, out, a, b);
+    launch_binary(op, out, a, b);
+    *done = true;
     return out;
 }
 
