@@ -303,3 +303,23 @@ def test_ops_run_on_their_operands_device_and_refuse_two_devices(two_devices, ga
                lambda: torch.cat([u, v]), lambda: u.add_(v)):
         with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
             op()
+
+
+def test_rill_compat_torch_chooses_pytorch_or_rill():
+    """RILL_COMPAT_TORCH: this interpreter has no torch_rill, so auto and
+    rill give rill's module, pytorch fails saying what is missing, and a
+    value of another kind names the ones it takes."""
+    code = "import rill.compat.torch as t; print(t.Tensor.__module__)"
+
+    def run(value):
+        env = dict(os.environ, RILL_COMPAT_TORCH=value)
+        return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                              text=True, timeout=120)
+
+    for value in ("auto", "rill"):
+        done = run(value)
+        assert done.returncode == 0 and done.stdout.strip() == "rill.compat.torch._tensor"
+    done = run("pytorch")
+    assert done.returncode != 0 and "torch_rill" in done.stderr
+    done = run("cuda")
+    assert done.returncode != 0 and "set it to auto, pytorch or rill" in done.stderr

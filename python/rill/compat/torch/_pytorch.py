@@ -23,9 +23,17 @@ def wanted():
     choice = os.environ.get("RILL_COMPAT_TORCH", "auto")
     if choice not in ("auto", "pytorch", "rill"):
         raise ImportError(f"RILL_COMPAT_TORCH is {choice!r}: set it to auto, pytorch or rill")
-    if choice == "auto":
-        return importlib.util.find_spec("torch_rill") is not None
-    return choice == "pytorch"
+    if choice == "rill":
+        return False
+    # A package, not the namespace that the source tree's python/torch_rill
+    # folder makes on a path holding python/.
+    spec = importlib.util.find_spec("torch_rill")
+    found = spec is not None and spec.origin is not None
+    if choice == "pytorch" and not found:
+        raise ImportError("RILL_COMPAT_TORCH=pytorch: torch_rill, PyTorch's rill device, is not "
+                          "installed (pip install --no-build-isolation ./python/torch_rill); "
+                          "unset RILL_COMPAT_TORCH to use rill's own tensors")
+    return found
 
 
 def _rill_device(value):
