@@ -102,6 +102,7 @@ def main():
         print(json.dumps({"rill": rs, "torch": ts}))
         return 0
 
+    os.environ.setdefault("RILL_COMPAT_TORCH", "rill")  # rill's own tensors, not PyTorch's
     from rill.compat import torch as rtorch
 
     rows = []
