@@ -1160,6 +1160,17 @@ rill_status rill_trace_start(const char *path);
  * RILL_ERROR_INVALID_ARGUMENT when the file could not be written. */
 rill_status rill_trace_stop(void);
 
+/* Names the commands the calling thread submits after the op of a
+ * framework that submits them ("aten::addmm"): trace slices are named
+ * "op (kernel)", sanitizer reports give the op beside each command, and
+ * graph dumps label captured nodes with it. Swaps the thread's op name
+ * with *name (NULL: none; a thread starts with none), so that an op
+ * restores its caller's name when it ends, as
+ * rill_thread_exchange_capture_mode does for modes. The string is not
+ * copied: it must stay valid until rill_shutdown returns (a literal, or a
+ * name kept for the life of the process). Costs a thread-local store. */
+rill_status rill_thread_exchange_op_name(const char **name);
+
 /* The stream sanitizer: reports accesses that two streams make to the same
  * memory with no event or stream wait ordering them, and memory freed
  * while another stream may still use it. Also enabled by RILL_SANITIZE=1,

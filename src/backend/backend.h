@@ -237,6 +237,10 @@ typedef struct rill__cmd {
             void **ext;
         } graph;
     } u;
+    /* set by the core at submit: the submitting thread's op name
+     * (rill_thread_exchange_op_name), static storage, or NULL; after the
+     * payload, off the line that the worker reads first */
+    const char *op_name;
 } rill__cmd;
 
 /* ---------------------------------------------------------------- graphs

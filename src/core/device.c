@@ -57,6 +57,7 @@ _Thread_local rill_capture_mode rill__thread_capture_mode = RILL_CAPTURE_GLOBAL;
 typedef struct host_state {
     thread_state tls;
     rill_capture_mode mode;
+    const char *op_name;
     uint64_t thread_id;
     int saved_errno;
     char error[RILL__LAST_ERROR_BYTES];
@@ -385,6 +386,8 @@ RILL_HOT void rill__thread_enter_worker(void) {
     tls.is_worker = 1;
     h->mode = rill__thread_capture_mode;
     rill__thread_capture_mode = RILL_CAPTURE_GLOBAL;
+    h->op_name = rill__tls_op_name;
+    rill__tls_op_name = NULL;
     h->thread_id = rill__thread_id_exchange(0);
     rill__error_save(h->error);
 }
@@ -403,6 +406,7 @@ RILL_HOT void rill__thread_leave_worker(void) {
     drop_current_streams();
     tls = h->tls;
     rill__thread_capture_mode = h->mode;
+    rill__tls_op_name = h->op_name;
     rill__thread_id_exchange(h->thread_id);
     rill__error_restore(h->error);
     errno = h->saved_errno;
@@ -417,6 +421,7 @@ RILL_HOT void rill__thread_reset_worker(void) {
         tls.is_worker = 1;
     }
     rill__thread_capture_mode = RILL_CAPTURE_GLOBAL;
+    rill__tls_op_name = NULL;
     char drop[RILL__LAST_ERROR_BYTES];
     rill__error_save(drop);
 }

@@ -321,6 +321,12 @@ RILL_HOT rill_status rill__stream_submit(rill__stream *s, const rill__cmd *cmd, 
             atomic_load_explicit(&rill__device_base_of(s->q.dev)->lost, memory_order_acquire) != 0,
             0))
         return refuse_lost(s);
+    rill__cmd named;
+    if (__builtin_expect(rill__tls_op_name != NULL, 0)) {
+        named = *cmd;
+        named.op_name = rill__tls_op_name;
+        cmd = &named;
+    }
     if (rill__stream_capturing(s))
         return rill__capture_submit(s, cmd, seq != NULL ? seq : &unused);
     return rill__stream_submit_now(s, cmd, seq);

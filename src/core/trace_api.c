@@ -14,6 +14,19 @@
 
 static _Atomic int env_done;
 
+_Thread_local const char *rill__tls_op_name;
+
+RILL_HOT rill_status rill_thread_exchange_op_name(const char **name) {
+    if (name == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_thread_exchange_op_name: name is NULL; pass the address of a "
+                          "const char * holding the new name (or NULL for none)");
+    const char *previous = rill__tls_op_name;
+    rill__tls_op_name = *name;
+    *name = previous;
+    return RILL_OK;
+}
+
 rill_status rill_trace_start(const char *path) {
     RILL_CALL_SCOPE();
     if (path == NULL)

@@ -17,5 +17,7 @@
 extern const rill__subsystem rill__trace_subsystem;
 /* The calling thread spent [t0, now) in call, blocked on s (or NULL). */
 void rill__trace_blocked(const char *call, rill__stream *s, uint64_t t0);
+/* The calling thread's op name (rill_thread_exchange_op_name), or NULL. */
+extern _Thread_local const char *rill__tls_op_name;
 
 #endif

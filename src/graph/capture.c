@@ -359,6 +359,7 @@ rill_status rill__cap_submit(rill__stream *s, const rill__cmd *cmd, uint64_t *se
     st = add_node(c, s, &p, cmd_what(cmd), &node);
     if (st != RILL_OK)
         goto out;
+    node->op_name = cmd->op_name;
     if (cmd->kind == RILL__CMD_KERNEL) {
         for (size_t i = 0; i < cmd->u.kernel.num_accesses; i++)
             note_use(c, cmd->u.kernel.accesses[i].ptr, cmd->u.kernel.accesses[i].bytes,

@@ -490,6 +490,10 @@ static void dot_escape(FILE *f, const char *s) {
 
 static void dot_label(FILE *f, const rill__graph_node *n) {
     const rill__gnode_params *p = &n->p;
+    if (n->op_name != NULL) {
+        dot_escape(f, n->op_name);
+        fprintf(f, "\\n");
+    }
     switch (p->kind) {
     case RILL__GNODE_KERNEL:
         dot_escape(f, p->u.kernel.kernel->image.name);

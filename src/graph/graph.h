@@ -38,6 +38,8 @@ struct rill__graph_node {
     /* the stream it was captured from; stream_id 0 for nodes added by hand */
     uint64_t stream_id;
     char stream_name[64];
+    /* the op that submitted it (rill_thread_exchange_op_name), or NULL */
+    const char *op_name;
 };
 
 /* Nodes live in slabs that never move: slab k holds RILL__GRAPH_SLAB0 << k

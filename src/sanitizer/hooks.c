@@ -11,6 +11,7 @@
 #include "core/kernel.h"
 #include "core/runtime.h"
 #include "core/stream.h"
+#include "core/trace_api.h"
 #include "graph/graph.h"
 #include "mem/pool.h"
 #include "platform/thread.h"
@@ -27,6 +28,15 @@ static _Thread_local size_t tls_host_n;
 
 /* ----------------------------------------------------------------- hooks */
 
+/* what, followed by the op that submits it when the thread names one
+ * (rill_thread_exchange_op_name): "kernel 'binary_f32' of aten::add". */
+static const char *of_op(char *buf, size_t size, const char *what) {
+    if (rill__tls_op_name == NULL)
+        return what;
+    snprintf(buf, size, "%s of %s", what, rill__tls_op_name);
+    return buf;
+}
+
 static void on_command(rill__stream *s, uint64_t seq, const rill__cmd *cmd, unsigned flags) {
     rill__mutex_lock(&S.lock);
     if (!rill__san_active()) {
@@ -38,28 +48,29 @@ static void on_command(rill__stream *s, uint64_t seq, const rill__cmd *cmd, unsi
     seen sn = {.n = 0};
     if (ok && seq > S.streams[t].last)
         S.streams[t].last = seq;
-    char what[96];
+    char kernel[96], what[160];
     if (!ok) {
     } else if (cmd->kind == RILL__CMD_KERNEL) {
-        snprintf(what, sizeof what, "kernel '%s'", cmd->u.kernel.kernel->image.name);
+        snprintf(kernel, sizeof kernel, "kernel '%s'", cmd->u.kernel.kernel->image.name);
         ok = rill__san_check_kernel(t, seq, cmd->u.kernel.accesses, cmd->u.kernel.num_accesses,
-                                    what, flags, true, &sn);
+                                    of_op(what, sizeof what, kernel), flags, true, &sn);
     } else if (cmd->kind == RILL__CMD_COPY) {
-        const char *fn = (flags & RILL__SAN_HOST) ? "rill_memcpy" : "rill_memcpy_async";
+        const char *fn = of_op(what, sizeof what,
+                               (flags & RILL__SAN_HOST) ? "rill_memcpy" : "rill_memcpy_async");
         access a = rill__san_make_access(cmd->u.copy.src, cmd->u.copy.bytes, false, fn, flags);
         ok = rill__san_check_access(t, seq, &a, &sn);
         a = rill__san_make_access(cmd->u.copy.dst, cmd->u.copy.bytes, true, fn, flags);
         ok = ok && rill__san_check_access(t, seq, &a, &sn);
     } else if (cmd->kind == RILL__CMD_SET) {
         access a = rill__san_make_access(cmd->u.set.dst, cmd->u.set.bytes, true,
-                                         "rill_memset_async", flags);
+                                         of_op(what, sizeof what, "rill_memset_async"), flags);
         ok = rill__san_check_access(t, seq, &a, &sn);
     } else if (cmd->kind == RILL__CMD_GRAPH) {
         ok = rill__san_check_graph(t, seq, rill__xparams_of(cmd->u.graph.launch), &sn);
     } else if (cmd->kind == RILL__CMD_HOST) {
         /* The pool does not see a host function's uses: not covered. */
-        ok = rill__san_check_kernel(t, seq, tls_host_acc, tls_host_n, "host function", flags, false,
-                                    &sn);
+        ok = rill__san_check_kernel(t, seq, tls_host_acc, tls_host_n,
+                                    of_op(what, sizeof what, "host function"), flags, false, &sn);
     }
     if (!ok)
         rill__san_give_up();
@@ -82,8 +93,9 @@ static void on_touches(rill__stream *s, uint64_t seq, const rill_access *acc, si
     bool ok = t != UINT32_MAX;
     if (ok && seq > S.streams[t].last)
         S.streams[t].last = seq;
+    char named[160];
     if (ok)
-        ok = rill__san_check_kernel(t, seq, acc, n, what, 0, true, &sn);
+        ok = rill__san_check_kernel(t, seq, acc, n, of_op(named, sizeof named, what), 0, true, &sn);
     if (!ok)
         rill__san_give_up();
     rill__mutex_unlock(&S.lock);

@@ -57,7 +57,9 @@ typedef struct san_rec {
     uint8_t covered; /* the pool tracks this use (rill_free waits for it) */
     int line;
     const char *file; /* static storage (__FILE__), or NULL */
-    char what[96];    /* "kernel 'k'", "rill_memcpy_async", "graph node 3 (kernel 'k')" */
+    /* "kernel 'k'", "rill_memcpy_async", "graph node 3 (kernel 'k')", with " of
+     * aten::add" when an op name was set (rill_thread_exchange_op_name) */
+    char what[128];
 } san_rec;
 
 typedef struct san_cover {

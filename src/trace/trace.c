@@ -267,6 +267,27 @@ static const char *what_name(unsigned w) {
     return w < RILL__TRACE_WHAT_COUNT && what_names[w] != NULL ? what_names[w] : "command";
 }
 
+/* Appends s to buf, which holds *n bytes and room for size - 1, cut to fit. */
+static void append(char *buf, size_t size, size_t *n, const char *s) {
+    size_t k = strlen(s);
+    if (k > size - 1 - *n)
+        k = size - 1 - *n;
+    memcpy(buf + *n, s, k);
+    *n += k;
+    buf[*n] = '\0';
+}
+
+void rill__trace_name_op(rill__trace_rec *r, const char *op) {
+    char base[sizeof r->name];
+    snprintf(base, sizeof base, "%s", r->name[0] != '\0' ? r->name : what_name(r->what));
+    size_t n = 0;
+    r->name[0] = '\0';
+    append(r->name, sizeof r->name, &n, op);
+    append(r->name, sizeof r->name, &n, " (");
+    append(r->name, sizeof r->name, &n, base);
+    append(r->name, sizeof r->name, &n, ")");
+}
+
 static void put_string(FILE *f, const char *s) {
     fputc('"', f);
     for (; *s != '\0'; s++) {

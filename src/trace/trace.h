@@ -66,7 +66,7 @@ typedef enum rill__trace_what {
     RILL__TRACE_WHAT_COUNT
 } rill__trace_what;
 
-#define RILL__TRACE_NAME_BYTES 48
+#define RILL__TRACE_NAME_BYTES 64
 
 enum rill__trace_flags {
     /* a STREAM_SLICE that ran whole on its unit: it is the unit's slice too */
@@ -105,6 +105,10 @@ typedef struct rill__trace_rec {
 
 /* Copies name into r->name, cut to fit. */
 void rill__trace_set_name(rill__trace_rec *r, const char *name);
+/* Names r after op, a framework's op (rill_thread_exchange_op_name), with
+ * the kernel or kind it was named by in parentheses: "aten::add
+ * (binary_f32)". */
+void rill__trace_name_op(rill__trace_rec *r, const char *op);
 /* Appends *r to the calling thread's buffer (nothing when no trace runs). */
 void rill__trace_emit(rill__trace_rec *r);
 /* A host slice: the calling thread spent [t0, now) in call (a blocking

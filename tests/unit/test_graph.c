@@ -164,7 +164,10 @@ static void test_capture_nested_forks_join_through_middle(void **state) {
     fork_to(s1, s2);
     log_tag(s2, &len, log, 2);
     fork_to(s2, s3);
+    const char *op = "aten::third"; /* labels node 3 in the dump */
+    RT_OK(rill_thread_exchange_op_name(&op));
     log_tag(s3, &len, log, 3);
+    RT_OK(rill_thread_exchange_op_name(&op));
     log_tag(s2, &len, log, 4); /* concurrent with 3 */
     fork_to(s3, s2);           /* s3 back to s2 */
     log_tag(s2, &len, log, 5);
@@ -198,6 +201,9 @@ static void test_capture_nested_forks_join_through_middle(void **state) {
     assert_non_null(strstr(buf, "digraph"));
     assert_non_null(strstr(buf, "[s3]"));
     assert_non_null(strstr(buf, "log"));
+    const char *third = strstr(buf, "aten::third\\n");
+    assert_non_null(third);
+    assert_null(strstr(third + 1, "aten::third"));
     assert_non_null(strstr(buf, "->"));
     /* nodes are coloured by the stream they were captured from: one colour
      * per stream, three streams, three colours */

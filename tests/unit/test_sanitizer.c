@@ -136,6 +136,38 @@ static void test_seed000_race_reported(void **state) {
     RT_OK(rill_stream_destroy(s1));
 }
 
+/* The same race from a framework that names its ops: each command is
+ * named after the op that submitted it. */
+static void test_race_names_ops(void **state) {
+    (void)state;
+    rill_stream *s1 = named_stream("s1");
+    float *a = device_floats(FLOATS), *b = device_floats(FLOATS), *c = device_floats(1);
+    rt_gate gate;
+    rt_gate_reset(&gate);
+    capture_begin();
+    const char *name = "aten::mm";
+    RT_OK(rill_thread_exchange_op_name(&name));
+    RT_OK(rill_op_matmul_f32(NULL, b, a, a, N, N, N));
+    name = NULL;
+    RT_OK(rill_thread_exchange_op_name(&name));
+    RT_OK(rt_launch_gate_kernel(s1, &gate));
+    name = "aten::sum";
+    RT_OK(rill_thread_exchange_op_name(&name));
+    RT_OK(rill_op_sum_f32(s1, c, b, FLOATS));
+    name = NULL;
+    RT_OK(rill_thread_exchange_op_name(&name));
+    RT_OK(rill_stream_synchronize(NULL));
+    rt_gate_open(&gate);
+    RT_OK(rill_device_synchronize(NULL));
+    const char *text = capture_end();
+    assert_int_equal(count_reports(text), 1);
+    expect_line(text, "  kernel 'sum_f32_partial' of aten::sum on stream 's1' (command 2) reads "
+                      "them\n");
+    expect_line(text, "  kernel 'matmul_f32' of aten::mm on stream 'default' (command 1) writes "
+                      "them\n");
+    RT_OK(rill_stream_destroy(s1));
+}
+
 /* Its corrected version: s.wait_stream(current stream) first. */
 static void test_seed000_wait_stream_clean(void **state) {
     (void)state;
@@ -676,6 +708,7 @@ static void test_free_before_any_recorded_access(void **state) {
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_free_before_any_recorded_access, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_race_names_ops, setup, teardown),
         cmocka_unit_test_setup_teardown(test_seed000_race_reported, setup, teardown),
         cmocka_unit_test_setup_teardown(test_seed000_wait_stream_clean, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reads_share_writes_wait, setup, teardown),

@@ -228,6 +228,53 @@ static void test_trace_renamed_stream_and_later_start(void **state) {
     RT_OK(rill_stream_destroy(s));
 }
 
+/* rill_thread_exchange_op_name: the commands a thread submits while it
+ * names an op are named after it, with the kernel or kind after it; the
+ * previous name comes back; a host function starts with none. */
+static const char *op_seen_in_host_fn = "unset";
+
+static void read_op_name(void *user_data) {
+    (void)user_data;
+    const char *name = "aten::inner";
+    RT_OK(rill_thread_exchange_op_name(&name)); /* the worker's own: none */
+    op_seen_in_host_fn = name;
+}
+
+static void test_trace_names_commands_after_ops(void **state) {
+    (void)state;
+    char path[512];
+    rt_trace_path(path, sizeof path, "ops");
+    rill_stream *s;
+    RT_OK(rill_stream_create(NULL, 0, &s));
+    RT_OK(rill_stream_set_name(s, "ops"));
+    rill_kernel *k = make_kernel("body");
+    void *mem;
+    RT_OK(rill_malloc(NULL, 64, &mem));
+    RT_OK(rill_trace_start(path));
+    const char *name = "aten::addmm";
+    RT_OK(rill_thread_exchange_op_name(&name));
+    assert_null(name); /* a thread starts with none */
+    launch(s, k, 1, 10, NULL, 0);
+    RT_OK(rill_memset_async(mem, 0, 64, s));
+    RT_OK(rill_launch_host_func(s, read_op_name, NULL));
+    name = NULL;
+    RT_OK(rill_thread_exchange_op_name(&name));
+    assert_string_equal(name, "aten::addmm");
+    launch(s, k, 1, 10, NULL, 0); /* named after its kernel again */
+    RT_OK(rill_stream_synchronize(s));
+    RT_OK(rill_trace_stop());
+    assert_null(op_seen_in_host_fn);
+    rt_check_trace(path, "slice=stream ops|aten::addmm (body)",
+                   "slice=stream ops|aten::addmm (memset)",
+                   "slice=stream ops|aten::addmm (host function)", "count=stream ops|body|1", NULL);
+    assert_int_equal(rill_thread_exchange_op_name(NULL), RILL_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(rill_last_error(), "rill_thread_exchange_op_name: name is NULL"));
+    remove(path);
+    RT_OK(rill_free(mem));
+    RT_OK(rill_kernel_destroy(k));
+    RT_OK(rill_stream_destroy(s));
+}
+
 static void test_trace_bad_input(void **state) {
     (void)state;
     RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_trace_start(NULL));
@@ -458,6 +505,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_trace_renamed_stream_and_later_start),
         cmocka_unit_test(test_trace_ipc_event_arrow),
         cmocka_unit_test(test_trace_wait_on_completed_event_draws_nothing),
+        cmocka_unit_test(test_trace_names_commands_after_ops),
         cmocka_unit_test(test_trace_bad_input),
         cmocka_unit_test(test_trace_threads),
         cmocka_unit_test(test_trace_fork_child_traces_on_its_own),

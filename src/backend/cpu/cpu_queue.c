@@ -99,6 +99,7 @@ RILL_HOT static void fill_slot(cpu_cmd *c, const rill__cmd *cmd, void *args_heap
     c->c.kind = cmd->kind;
     c->c.flags = cmd->flags;
     c->c.extra_bytes = cmd->extra_bytes;
+    c->c.op_name = cmd->op_name;
     switch (cmd->kind) {
     case RILL__CMD_KERNEL: {
         c->c.u.kernel = cmd->u.kernel;

@@ -55,6 +55,8 @@ void rill__cpu_trace_describe(rill__trace_rec *r, rill__stream *s, const cpu_cmd
         r->what = RILL__TRACE_GRAPH;
         break;
     }
+    if (c->c.op_name != NULL)
+        rill__trace_name_op(r, c->c.op_name);
 }
 
 /* c's slice on its stream's track, from its first start to now; before
