@@ -5,6 +5,7 @@
 #include <torch/extension.h>
 
 #include "generator.h"
+#include "op_names.h"
 #include "runtime.h"
 
 namespace torch_rill {
@@ -30,6 +31,7 @@ std::string device_name(c10::DeviceIndex index) {
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     using namespace torch_rill;
     register_hooks();
+    name_ops_from_environment();
     if (py::module_::import("threading")
             .attr("current_thread")()
             .is(py::module_::import("threading").attr("main_thread")()))
@@ -94,4 +96,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
             c10::Device(kDeviceType, static_cast<c10::DeviceIndex>(index)));
         return py::reinterpret_steal<py::object>(THPGenerator_initDefaultGenerator(gen));
     });
+    m.def("_name_ops", [](bool enabled) { name_ops(enabled); });
+    m.def("_naming_ops", [] { return naming_ops(); });
 }

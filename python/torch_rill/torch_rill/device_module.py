@@ -57,6 +57,19 @@ def set_device(device):
         _C._set_device(index)
 
 
+def name_ops(enabled=True):
+    """Names the commands rill runs for PyTorch after the aten ops that
+    submit them, in rill's traces ("aten::mm (matmul_f32)") and stream
+    sanitizer reports ("kernel 'matmul_f32' of aten::mm"). On from import
+    when RILL_TRACE or RILL_SANITIZE is set; it costs every op a
+    RecordFunction while on."""
+    _C._name_ops(bool(enabled))
+
+
+def naming_ops():
+    return _C._naming_ops()
+
+
 def get_device_name(device=None):
     return _C._device_name(_index(device))
 
