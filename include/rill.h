@@ -242,15 +242,37 @@ rill_stream *rill_set_current_stream(rill_stream *stream);
 /* RILL_OK when all work submitted so far has completed, else RILL_NOT_READY. */
 rill_status rill_stream_query(rill_stream *stream);
 
-/* The device's own handle of a stream or event, for libraries that take it
- * (cuBLAS, NCCL, PyTorch's ExternalStream): a CUstream / CUevent on a CUDA
- * device, NULL on a CPU device (whose streams are rill's own queues), and
- * NULL for an event not yet bound to a device. rill keeps ownership; work
- * a library submits to a native stream is ordered with the stream's rill
- * work, but rill does not see it (it is not captured, traced or checked by
- * the sanitizer). RILL_ERROR_INVALID_ARGUMENT for a destroyed handle or a
- * NULL out. Does not block; allowed anywhere. */
+/* The device's own handle of a stream, for libraries that take it (cuBLAS,
+ * NCCL, PyTorch's ExternalStream): a CUstream on a CUDA device, NULL on a
+ * CPU device (whose streams are rill's own queues). rill keeps ownership;
+ * work a library submits to a native stream is ordered with the stream's
+ * rill work, but rill does not see it (it is not captured, traced or
+ * checked by the sanitizer). RILL_ERROR_INVALID_ARGUMENT for a destroyed
+ * handle or a NULL out. Does not block; allowed anywhere. */
 rill_status rill_stream_native(rill_stream *stream, void **out);
+/* The event's CUevent (made without timing), for code built on the CUDA
+ * runtime or driver: cuStreamWaitEvent / cudaStreamWaitEvent on it makes
+ * their stream wait for the event's latest record, cuEventQuery and
+ * cuEventSynchronize see it complete. It is made by the first call and
+ * owned by the event: the same handle every time, valid until the event
+ * is freed (rill_event_destroy, once its records completed, or
+ * rill_shutdown); do not destroy it. Every rill_event_record after the
+ * first call records it too, in stream order (after work rill holds back
+ * on the host, such as host functions, has run), one driver call more
+ * per record. The first call brings it to the latest record: one that
+ * completed already needs nothing (a CUevent never recorded reports
+ * complete); one still pending is covered by a record the call queues at
+ * the end of that stream, which also covers work submitted to the stream
+ * after the event's record. So ask for it before recording where that
+ * matters. It reports completion only: a failure of the awaited work is
+ * not seen through it, and records made by graph launches (event record
+ * nodes, records captured into a graph) do not move it. Recording it
+ * yourself, or waiting on it inside a rill capture, is not seen by rill.
+ * RILL_ERROR_NOT_RECORDED for an event never recorded (it is bound to no
+ * device yet); RILL_ERROR_NOT_SUPPORTED for an event bound to a device
+ * whose events have no native handle (a CPU device); both with a
+ * sentence. RILL_ERROR_INVALID_ARGUMENT for a destroyed handle or a NULL
+ * out. Does not block; allowed anywhere. */
 rill_status rill_event_native(rill_event *event, void **out);
 /* Waits until all work submitted to stream so far has completed. Blocks;
  * RILL_ERROR_NOT_PERMITTED from a kernel or host function.

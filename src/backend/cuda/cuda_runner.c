@@ -43,7 +43,7 @@ cuda_cmd *rill__cuda_take_job_locked(cuda_stream *cs) {
         return NULL;
     if (h->c.kind != RILL__CMD_HOST &&
         !(h->c.kind == RILL__CMD_GRAPH && !rill__cuda_graph_direct(h->c.u.graph.launch)) &&
-        !(h->c.kind == RILL__CMD_SET && h->on_host))
+        !((h->c.kind == RILL__CMD_SET || h->c.kind == RILL__CMD_COPY) && h->on_host))
         return NULL;
     rill__stream *after = h->c.kind == RILL__CMD_GRAPH ? h->c.u.graph.after_stream : NULL;
     /* A launch waits for the exec's previous one, even when skipped; a
@@ -73,6 +73,8 @@ static cuda_cmd *run_job(cuda_device *d, cuda_cmd *n) {
         run_host(cs, n);
     else if (n->c.kind == RILL__CMD_SET)
         run_set(cs, n);
+    else if (n->c.kind == RILL__CMD_COPY)
+        settled = rill__cuda_stage_run(d, cs, n);
     else if (!cs->failing) {
         char what[96], why[RILL__CAUSE_BYTES];
         settled = rill__cuda_graph_run(d, cs, n->c.u.graph.launch, n->c.u.graph.ext, &n->graph_run,
