@@ -261,20 +261,21 @@ rill_status rill_stream_native(rill_stream *stream, void **out);
  * stream reaches the record on the host: at once, or, behind work rill
  * holds back on the host (a host function, a wait for another device's
  * stream), once that work let it through; until then, a wait on the
- * CUevent waits for the record before. The first call brings it to the
- * latest record: one that completed already needs nothing (a CUevent
- * never recorded reports complete); one still pending is covered by a
- * record the call queues at the end of that stream, which also covers
- * work submitted to the stream after the event's record, so ask for it
- * before recording where that matters. It reports completion only: a
- * failure of the awaited work is not seen through it, and records made by
- * graph launches (event record nodes, records captured into a graph) do
- * not move it. Recording it yourself, or waiting on it inside a rill
- * capture, is not seen by rill. RILL_ERROR_NOT_RECORDED for an event
- * never recorded (it is bound to no device yet); RILL_ERROR_NOT_SUPPORTED
- * for an event bound to a device whose events have no native handle (a
- * CPU device); both with a sentence. RILL_ERROR_INVALID_ARGUMENT for a
- * destroyed handle or a NULL out. Does not block; allowed anywhere. */
+ * CUevent waits for its previous record only (for nothing before its
+ * first). The first call brings it to the latest record: one that
+ * completed already needs nothing (a CUevent never recorded reports
+ * complete); one still pending is covered by a record the call queues at
+ * the end of that stream, which also covers work submitted to the stream
+ * after the event's record, so ask for it before recording where that
+ * matters. It reports completion only: a failure of the awaited work is
+ * not seen through it, and records made by graph launches (event record
+ * nodes, records captured into a graph) do not move it. Recording it
+ * yourself, or waiting on it inside a rill capture, is not seen by rill.
+ * RILL_ERROR_NOT_RECORDED for an event never recorded (it is bound to no
+ * device yet); RILL_ERROR_NOT_SUPPORTED for an event bound to a device
+ * whose events have no native handle (a CPU device); both with a
+ * sentence. RILL_ERROR_INVALID_ARGUMENT for a destroyed handle or a NULL
+ * out. Does not block; allowed anywhere. */
 rill_status rill_event_native(rill_event *event, void **out);
 /* Waits until all work submitted to stream so far has completed. Blocks;
  * RILL_ERROR_NOT_PERMITTED from a kernel or host function.
