@@ -15,7 +15,8 @@
  * (cuda_complete.c). What the GPU cannot order by itself holds the
  * commands behind it on the host: a host function or a graph launch with
  * host nodes (run by a runner thread once everything before it completed,
- * cuda_runner.c), and a wait for a stream of another device or backend, or
+ * cuda_runner.c), a large copy with pageable host memory (cuda_stage.c),
+ * and a wait for a stream of another device or backend, or
  * for work not issued yet (met through a rill__waiter). A wait for issued
  * work of a stream of the same device is the awaited stream's own event
  * (its mark), recorded there when needed and waited for by the GPU. */
@@ -236,7 +237,7 @@ struct cuda_cmd {
     bool gpu_wait;        /* a WAIT the GPU does, on the awaited stream's mark */
     bool waiting;         /* a WAIT or graph launch with its waiter registered */
     bool carried;         /* a WAIT that took on the awaited work's failure when issued */
-    bool on_host;         /* a SET of memory the GPU cannot set: a runner does it */
+    bool on_host;         /* a SET the GPU cannot do, or a staged COPY: a runner does it */
     bool pooled;          /* from the stream's free list (room for the inline arguments) */
     unsigned char staged; /* a COPY: enum cuda_staged */
     bool heap_copy;       /* stage_at is the source's copy on the heap (owned) */

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* The runners of the CUDA backend (see cuda.h): threads that run what the
  * GPU cannot, once it is first in its stream (everything before it
- * completed): host functions, memsets of memory the GPU cannot set, and
- * graph launches with nodes the host runs, whose phases (CUDA graphs, and
- * the nodes between them) they run in order (cuda_graph.c). A runner goes
+ * completed): host functions, memsets of memory the GPU cannot set,
+ * copies with pageable host memory that go through staging buffers in
+ * rounds (cuda_stage.c), and graph launches with nodes the host runs,
+ * whose phases (CUDA graphs, and the nodes between them) they run in
+ * order (cuda_graph.c). A runner goes
  * on with its stream itself afterwards, issuing and completing what the
  * command let through and running the next such command when it comes
  * first, so that a host function is one hand-off from the thread that
