@@ -465,7 +465,7 @@ static CUresult fake_cuEventQuery(CUevent ev) {
     pthread_mutex_lock(&ev->lock);
     bool done = ev->reached >= ev->recorded;
     pthread_mutex_unlock(&ev->lock);
-    int fault = atomic_load(&faulted[ev->gpu]);
+    int fault = atomic_load(&faulted[atomic_load(&ev->gpu)]);
     return fault != 0 ? (CUresult)fault : done ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 

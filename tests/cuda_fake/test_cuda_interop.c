@@ -234,6 +234,46 @@ static void test_event_native_needs_a_record_on_a_cuda_stream(void **state) {
     RT_OK(rill_shutdown());
 }
 
+/* "behind work rill holds back on the host (a host function ...), once
+ * that work let it through; until then, a wait on the CUevent waits for
+ * its previous record only": a record behind a host function and a gate
+ * kernel reaches the CUevent once the host function ran, after the
+ * kernel. */
+static void test_event_native_record_behind_a_host_function(void **state) {
+    (void)state;
+    rill_stream *s = new_stream();
+    rill_event *e;
+    void *native = NULL;
+    RT_OK(rill_event_create(0, &e));
+    RT_OK(rill_event_record(e, s));
+    RT_OK(rill_event_synchronize(e));
+    RT_OK(rill_event_native(e, &native));
+    assert_non_null(native);
+    static rt_gate held;
+    rt_gate_reset(&held);
+    RT_OK(rill_launch_host_func(s, rt_gate_fn, &held));
+    launch_gate(s);
+    RT_OK(rill_event_record(e, s));
+    CUstream theirs = their_stream();
+    /* Not on the GPU's queue yet: the previous record, complete. */
+    assert_int_equal(drv.event_query(native), CUDA_SUCCESS);
+    rt_gate_open(&held);
+    uint64_t end = rt_now_ns() + 3000000000ull;
+    CUresult r;
+    while ((r = drv.event_query(native)) == CUDA_SUCCESS && rt_now_ns() < end)
+        rt_sleep_us(1000);
+    assert_int_equal(r, CUDA_ERROR_NOT_READY); /* recorded, behind the gate kernel */
+    assert_int_equal(drv.wait_event(theirs, native, 0), CUDA_SUCCESS);
+    atomic_store(&gate_open, 1);
+    assert_int_equal(drv.stream_synchronize(theirs), CUDA_SUCCESS);
+    assert_int_equal(drv.event_query(native), CUDA_SUCCESS);
+    their_stream_destroy(theirs);
+    RT_OK(rill_stream_synchronize(s));
+    RT_OK(rill_event_destroy(e));
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(rill_shutdown());
+}
+
 /* "owned by the event: ... valid until the event is freed
  * (rill_event_destroy, once its records completed ...)": destroyed once,
  * when the last record completes. */
@@ -497,6 +537,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_event_native_is_a_cuevent_other_code_waits_for),
         cmocka_unit_test(test_event_native_of_a_completed_record_is_complete),
         cmocka_unit_test(test_event_native_needs_a_record_on_a_cuda_stream),
+        cmocka_unit_test(test_event_native_record_behind_a_host_function),
         cmocka_unit_test(test_event_native_lives_as_long_as_the_event),
         cmocka_unit_test(test_small_copy_to_the_gpu_returns_at_once),
         cmocka_unit_test(test_copy_to_pageable_memory_leaves_the_pump_free),
