@@ -242,15 +242,40 @@ rill_stream *rill_set_current_stream(rill_stream *stream);
 /* RILL_OK when all work submitted so far has completed, else RILL_NOT_READY. */
 rill_status rill_stream_query(rill_stream *stream);
 
-/* The device's own handle of a stream or event, for libraries that take it
- * (cuBLAS, NCCL, PyTorch's ExternalStream): a CUstream / CUevent on a CUDA
- * device, NULL on a CPU device (whose streams are rill's own queues), and
- * NULL for an event not yet bound to a device. rill keeps ownership; work
- * a library submits to a native stream is ordered with the stream's rill
- * work, but rill does not see it (it is not captured, traced or checked by
- * the sanitizer). RILL_ERROR_INVALID_ARGUMENT for a destroyed handle or a
- * NULL out. Does not block; allowed anywhere. */
+/* The device's own handle of a stream, for libraries that take it (cuBLAS,
+ * NCCL, PyTorch's ExternalStream): a CUstream on a CUDA device, NULL on a
+ * CPU device (whose streams are rill's own queues). rill keeps ownership;
+ * work a library submits to a native stream is ordered with the stream's
+ * rill work, but rill does not see it (it is not captured, traced or
+ * checked by the sanitizer). RILL_ERROR_INVALID_ARGUMENT for a destroyed
+ * handle or a NULL out. Does not block; allowed anywhere. */
 rill_status rill_stream_native(rill_stream *stream, void **out);
+/* The event's CUevent (made without timing), for code built on the CUDA
+ * runtime or driver: cuStreamWaitEvent / cudaStreamWaitEvent on it makes
+ * their stream wait for the event's latest record, cuEventQuery and
+ * cuEventSynchronize see it complete. It is made by the first call and
+ * owned by the event: the same handle every time, valid until the event
+ * is freed (rill_event_destroy, once its records completed, or
+ * rill_shutdown); do not destroy it. Every rill_event_record after the
+ * first call records it too, one driver call more per record, when the
+ * stream reaches the record on the host: at once, or, behind work rill
+ * holds back on the host (a host function, a wait for another device's
+ * stream), once that work let it through; until then, a wait on the
+ * CUevent waits for its previous record only (for nothing before its
+ * first). The first call brings it to the latest record: one that
+ * completed already needs nothing (a CUevent never recorded reports
+ * complete); one still pending is covered by a record the call queues at
+ * the end of that stream, which also covers work submitted to the stream
+ * after the event's record, so ask for it before recording where that
+ * matters. It reports completion only: a failure of the awaited work is
+ * not seen through it, and records made by graph launches (event record
+ * nodes, records captured into a graph) do not move it. Recording it
+ * yourself, or waiting on it inside a rill capture, is not seen by rill.
+ * RILL_ERROR_NOT_RECORDED for an event never recorded (it is bound to no
+ * device yet); RILL_ERROR_NOT_SUPPORTED for an event bound to a device
+ * whose events have no native handle (a CPU device); both with a
+ * sentence. RILL_ERROR_INVALID_ARGUMENT for a destroyed handle or a NULL
+ * out. Does not block; allowed anywhere. */
 rill_status rill_event_native(rill_event *event, void **out);
 /* Waits until all work submitted to stream so far has completed. Blocks;
  * RILL_ERROR_NOT_PERMITTED from a kernel or host function.
@@ -855,7 +880,21 @@ rill_status rill_free_host(void *ptr);
  * device that src (else dst) belongs to, as if submitted there, and returns
  * when the copy is done; work on other streams is not waited for. A copy
  * or fill that runs past the end of memory from rill is
- * RILL_ERROR_INVALID_ARGUMENT; ordinary host memory is not checked. */
+ * RILL_ERROR_INVALID_ARGUMENT; ordinary host memory is not checked.
+ *
+ * rill_memcpy_async reads and writes host memory in stream order, on
+ * every device: keep the source unchanged, and do not read the
+ * destination, until the copy completed. On a CUDA device, ordinary
+ * (pageable) host memory goes through page-locked staging buffers: a copy
+ * from it into device memory of at most 64 KiB, queued when nothing
+ * before it in its stream runs on the host or writes host memory (host
+ * functions, copies into host memory, waits for other streams), has
+ * read its source when the call returns (then is its place in stream
+ * order), so the caller may reuse it at once; a copy into it has written
+ * the destination before anything after it in the stream starts. Beyond
+ * the queue bounds, the call never waits for the GPU to reach the copy
+ * (CUDA's cudaMemcpyAsync of pageable memory may). Where no page-locked
+ * memory is to be had, the copy is still done, more slowly. */
 rill_status rill_memcpy_async(void *dst, const void *src, size_t bytes, rill_stream *stream);
 rill_status rill_memcpy(void *dst, const void *src, size_t bytes);
 rill_status rill_memset_async(void *dst, int value, size_t bytes, rill_stream *stream);

@@ -150,7 +150,11 @@ enum rill__cmd_flags {
     /* A WAIT that orders memory only (the pool's internal waits): it ends
      * when the awaited work completes or is skipped after a failure, and
      * never carries that failure to the waiting stream. */
-    RILL__CMD_ORDER_ONLY = 1u << 1
+    RILL__CMD_ORDER_ONLY = 1u << 1,
+    /* A RECORD that only records the event's native event (u.record.native)
+     * at its point: the event is not stamped (rill__event_stamp) when it
+     * runs. */
+    RILL__CMD_NATIVE_ONLY = 1u << 2
 };
 
 struct rill__graph_launch;
@@ -215,6 +219,10 @@ typedef struct rill__cmd {
         struct {
             rill__event *event; /* ref */
             uint64_t gen;
+            /* borrowed (the event, which the command's reference keeps):
+             * the event's native event (native_event_create), which the
+             * backend records at the command's point, or NULL */
+            void *native;
         } record;
         rill__copy_call copy;
         rill__set_call set;
@@ -514,12 +522,24 @@ typedef struct rill__backend_ops {
      * failure's sentence names no public call (the caller names its own). */
     rill_status (*stream_init)(rill__stream *s);
     void (*stream_fini)(rill__stream *s);
-    /* The device's own handle of stream s, or of event e's state on dev
-     * (rill_stream_native, rill_event_native: a CUstream, a CUevent). NULL
-     * as ops where streams and events have none (the CPU device). Any
+    /* The device's own handle of stream s (rill_stream_native: a
+     * CUstream). NULL as op where streams have none (the CPU device). Any
      * thread; never blocks. */
     void *(*stream_native)(rill__stream *s);
-    void *(*event_native)(rill__device *dev, rill__event *e);
+    /* Makes a native event for an event bound to dev (rill_event_native: a
+     * CUevent without timing), in *out. The rill event owns it from then on:
+     * the core puts it into every later RECORD of the event
+     * (u.record.native), which the backend records at the command's point
+     * when it issues the command, and frees it with native_event_destroy
+     * when the event is freed (after its last RECORD completed, possibly
+     * after device_shutdown: the backend keeps what the native event needs
+     * until then). A native event never recorded reports complete. NULL
+     * ops where events have none (the CPU device: rill_event_native is
+     * RILL_ERROR_NOT_SUPPORTED). Any thread, no locks held; may block in
+     * the driver. RILL_ERROR_OUT_OF_MEMORY with a sentence when the device
+     * makes none. */
+    rill_status (*native_event_create)(rill__device *dev, void **out);
+    void (*native_event_destroy)(rill__device *dev, void *native);
 
     /* Appends cmd to s in stream order, assigns it the next sequence number
      * (stored in *seq), and arranges for it to run. Takes over the

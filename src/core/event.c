@@ -61,6 +61,8 @@ static void event_free(rill__event *e) {
     rill__list_remove(&rt->events, &e->rt_link);
     rill__mutex_unlock(&rt->lock);
     rill__handle_close(e->handle);
+    if (e->native != NULL)
+        e->dev->ops->native_event_destroy(e->dev, e->native);
     if (e->stream != NULL)
         rill__stream_unref(e->stream);
     if (e->ipc != NULL)
@@ -231,15 +233,18 @@ RILL_HOT rill_status rill__event_record(rill__event *event, rill__stream *stream
     }
     uint64_t seq;
     uint64_t gen = event->ipc != NULL ? rill__ipc_event_next_gen(event->ipc) : event->gen + 1;
-    if (event->flags & (RILL_EVENT_TIMING | RILL_EVENT_INTERPROCESS)) {
-        /* The timestamp is taken (other processes learn of completion)
-         * when the stream reaches this point. The event lock is held
-         * across submit so concurrent records of the same event are
-         * ordered with their generations. */
+    bool stamped = (event->flags & (RILL_EVENT_TIMING | RILL_EVENT_INTERPROCESS)) != 0;
+    if (stamped || event->native != NULL) {
+        /* The timestamp is taken (other processes learn of completion,
+         * the native event is recorded) when the stream reaches this
+         * point. The event lock is held across submit so concurrent
+         * records of the same event are ordered with their generations. */
         rill__cmd cmd = {.kind = RILL__CMD_RECORD};
         atomic_fetch_add_explicit(&event->refs, 1, memory_order_relaxed);
+        cmd.flags = stamped ? 0 : RILL__CMD_NATIVE_ONLY;
         cmd.u.record.event = event;
         cmd.u.record.gen = gen;
+        cmd.u.record.native = event->native;
         st = rill__stream_submit(stream, &cmd, &seq);
         if (st != RILL_OK) {
             atomic_fetch_sub_explicit(&event->refs, 1, memory_order_relaxed);
@@ -270,6 +275,50 @@ RILL_HOT rill_status rill__event_record(rill__event *event, rill__stream *stream
     return RILL_OK;
 }
 
+/* Makes event's native event on dev and records it where the event's
+ * latest record (s, seq) is not complete yet: at the end of s, covering
+ * that record and what was submitted to s after it (no lock held). */
+static rill_status native_event_make(rill__event *event, rill__device *dev, void **out) {
+    static const char fn[] = "rill_event_native";
+    void *native;
+    rill_status st = dev->ops->native_event_create(dev, &native);
+    if (st != RILL_OK)
+        return rill__fail_from(st, fn);
+    rill__spinlock_lock(&event->lock);
+    if (event->native != NULL) {
+        /* another thread made one first: that one is the event's */
+        void *theirs = event->native;
+        rill__spinlock_unlock(&event->lock);
+        dev->ops->native_event_destroy(dev, native);
+        *out = theirs;
+        return RILL_OK;
+    }
+    rill__stream *s = event->stream;
+    uint64_t seq = event->seq;
+    if (s != NULL && atomic_load_explicit(&s->q.done_seq, memory_order_acquire) < seq) {
+        /* The library's own command, at once even while s captures (the
+         * record it covers was not captured): counted by the queue bounds,
+         * never waiting for them. s is a stream of dev. */
+        rill__cmd cmd = {.kind = RILL__CMD_RECORD, .flags = RILL__CMD_NATIVE_ONLY};
+        atomic_fetch_add_explicit(&event->refs, 1, memory_order_relaxed);
+        cmd.u.record.event = event;
+        cmd.u.record.gen = event->gen;
+        cmd.u.record.native = native;
+        uint64_t at;
+        st = rill__stream_submit_now(s, &cmd, &at);
+        if (st != RILL_OK) {
+            atomic_fetch_sub_explicit(&event->refs, 1, memory_order_relaxed);
+            rill__spinlock_unlock(&event->lock);
+            dev->ops->native_event_destroy(dev, native);
+            return rill__fail_from(st, fn);
+        }
+    }
+    event->native = native;
+    rill__spinlock_unlock(&event->lock);
+    *out = native;
+    return RILL_OK;
+}
+
 rill_status rill_event_native(rill_event *event_h, void **out) {
     RILL_CALL_SCOPE();
     if (out == NULL)
@@ -283,10 +332,23 @@ rill_status rill_event_native(rill_event *event_h, void **out) {
         return st;
     rill__spinlock_lock(&event->lock);
     rill__device *dev = event->dev; /* devices live until rill_shutdown */
+    void *native = event->native;
     rill__spinlock_unlock(&event->lock);
-    if (dev != NULL && dev->ops->event_native != NULL)
-        *out = dev->ops->event_native(dev, event);
-    return RILL_OK;
+    if (dev == NULL)
+        return rill__fail(RILL_ERROR_NOT_RECORDED,
+                          "rill_event_native: the event was never recorded, so it is bound to no "
+                          "device; record it on a stream of a CUDA device first");
+    if (dev->ops->native_event_create == NULL)
+        return rill__fail(RILL_ERROR_NOT_SUPPORTED,
+                          "rill_event_native: the event is bound to device %d (%s) by its first "
+                          "record, whose events have no native handle; record an event on a "
+                          "stream of a CUDA device to share it with the CUDA runtime",
+                          dev->base.info.ordinal, dev->base.info.name);
+    if (native != NULL) {
+        *out = native;
+        return RILL_OK;
+    }
+    return native_event_make(event, dev, out);
 }
 
 rill_status rill_event_get_device(rill_event *event_h, rill_device **out) {

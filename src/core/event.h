@@ -25,6 +25,10 @@ struct rill__event {
     uint64_t ts_ns;       /* timing events: when the record ran */
     uint64_t cap_id;      /* recorded inside this capture (src/graph), or 0 */
     int ts_valid;
+    /* owned: the device's native event (native_event_create), made by the
+     * first rill_event_native and recorded by every later record; or NULL.
+     * Destroyed when the event is freed. */
+    void *native;
     /* guarded by rt->lock */
     rill__link rt_link; /* on rt->events */
     /* atomic */

@@ -457,6 +457,18 @@ static CUresult fake_cuStreamWaitEvent(CUstream s, CUevent ev, unsigned int flag
     return push(s, o);
 }
 
+/* CUDA_SUCCESS once the stream reached the event's latest record (or it
+ * was never recorded), else CUDA_ERROR_NOT_READY. The backend does not
+ * call it; tests do, on the events rill_event_native gives. */
+static CUresult fake_cuEventQuery(CUevent ev) {
+    NEED_CONTEXT();
+    pthread_mutex_lock(&ev->lock);
+    bool done = ev->reached >= ev->recorded;
+    pthread_mutex_unlock(&ev->lock);
+    int fault = atomic_load(&faulted[atomic_load(&ev->gpu)]);
+    return fault != 0 ? (CUresult)fault : done ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+
 static CUresult fake_cuEventSynchronize(CUevent ev) {
     NEED_CONTEXT();
     pthread_mutex_lock(&ev->lock);
@@ -733,13 +745,15 @@ static CUresult fake_cuCtxGetStreamPriorityRange(int *least, int *greatest) {
 #define CHECK(name)                                                                                \
     static __typeof__(&name) const check_##name __attribute__((unused)) = fake_##name;
 
-/* Every entry point the backend asks for (cuda_driver.h). */
 RILL__CUDA_DRIVER_FUNCS(CHECK)
+CHECK(cuEventQuery)
 
+/* Every entry point the backend asks for (cuda_driver.h), and those that
+ * only tests call. */
 static const struct {
     const char *name;
     void *fn;
-} entries[] = {RILL__CUDA_DRIVER_FUNCS(ENTRY)};
+} entries[] = {RILL__CUDA_DRIVER_FUNCS(ENTRY) ENTRY(cuEventQuery)};
 
 __attribute__((visibility("default"))) CUresult
 cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,

@@ -263,9 +263,22 @@ CUresult fake_cuMemGetAllocationGranularity(size_t *out, const CUmemAllocationPr
     return CUDA_SUCCESS;
 }
 
+/* The next this many cuMemHostAlloc calls fail with
+ * CUDA_ERROR_OUT_OF_MEMORY, as when page-locked memory runs out
+ * (RLIMIT_MEMLOCK, or the machine's). */
+static _Atomic int refuse_host_allocs;
+
+__attribute__((visibility("default"))) void fake_cuda_refuse_host_allocs(int count);
+void fake_cuda_refuse_host_allocs(int count) {
+    atomic_store(&refuse_host_allocs, count);
+}
+
 CUresult fake_cuMemHostAlloc(void **out, size_t bytes, unsigned int flags) {
     (void)flags;
     NEED_CONTEXT();
+    if (atomic_fetch_sub(&refuse_host_allocs, 1) > 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    atomic_fetch_add(&refuse_host_allocs, 1); /* none to refuse: back to where it was */
     *out = aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
     if (*out == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;

@@ -8,6 +8,8 @@
  *   kernel launch                                1, 0      1, 0
  *   launch + rill_stream_synchronize             2         <= 3
  *   event record + wait on another stream        2         <= 2, no event create/destroy
+ *   record of an event with a native CUevent     1         <= 1
+ *   copy of 4 KiB from pageable memory to GPU    1         <= 2, staged at submit
  *   rill_malloc_async + rill_free_async, warm    0         0
  *   memset + copy of device memory               2, 0      2, 0
  *   host function                                1         <= 2
@@ -194,6 +196,65 @@ static void test_event_wait_is_two_calls(void **state) {
     RT_OK(rill_shutdown());
 }
 
+/* A record of an event whose CUevent was asked for (rill_event_native):
+ * one driver call, the CUevent's record (cudaEventRecord), and no memory
+ * operation. */
+static void test_native_event_record_is_one_call(void **state) {
+    (void)state;
+    rill_stream *s = new_stream();
+    rill_event *e;
+    void *native;
+    RT_OK(rill_event_create(0, &e));
+    RT_OK(rill_event_record(e, s));
+    RT_OK(rill_event_native(e, &native));
+    RT_OK(rill_stream_synchronize(s));
+    counters.reset();
+    for (int i = 0; i < N; i++)
+        RT_OK(rill_event_record(e, s));
+    check("record of an event with a native CUevent",
+          per(work_calls_here(), counters.memops_here(), N), 1, 0, 1);
+    assert_int_equal(counters.calls_here("cuEventRecord"), N);
+    RT_OK(rill_stream_synchronize(s));
+    RT_OK(rill_event_destroy(e));
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(rill_shutdown());
+}
+
+/* A copy of 4 KiB from pageable host memory into device memory, with the
+ * staging buffers made: two driver calls, the look at the host memory
+ * (cuPointerGetAttribute: pageable or page-locked) and the copy from the
+ * staging buffer (cudaMemcpyAsync is one call, which stages it inside
+ * the driver); the source is free when the call returns. */
+static void test_pageable_copy_to_the_gpu_calls(void **state) {
+    (void)state;
+    enum { BYTES = 4096 };
+    rill_stream *s = new_stream();
+    static unsigned char src[BYTES];
+    void *x;
+    RT_OK(rill_malloc_async(BYTES, s, &x));
+    /* With every copy in flight at once: the staging buffers the loop
+     * below may need, at most. */
+    rill_kernel *k = make_kernel("calls_gate");
+    atomic_store(&gate, 0);
+    launch(s, k);
+    for (int i = 0; i < N; i++)
+        RT_OK(rill_memcpy_async(x, src, BYTES, s));
+    atomic_store(&gate, 1);
+    RT_OK(rill_stream_synchronize(s));
+    counters.reset();
+    for (int i = 0; i < N; i++)
+        RT_OK(rill_memcpy_async(x, src, BYTES, s));
+    check("copy of 4 KiB from pageable memory to the GPU",
+          per(work_calls_here(), counters.memops_here(), N), 2, 0, 1);
+    assert_int_equal(counters.calls_here("cuMemcpyAsync"), N);
+    assert_int_equal(counters.calls("cuMemHostAlloc"), 0);
+    RT_OK(rill_stream_synchronize(s));
+    RT_OK(rill_free_async(x, s));
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(rill_kernel_destroy(k));
+    RT_OK(rill_shutdown());
+}
+
 /* An allocation and its free on one stream, from memory the pool holds
  * already: no driver call. */
 static void test_warm_alloc_free_makes_no_call(void **state) {
@@ -315,6 +376,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_launch_is_one_call),
         cmocka_unit_test(test_launch_and_synchronize),
         cmocka_unit_test(test_event_wait_is_two_calls),
+        cmocka_unit_test(test_native_event_record_is_one_call),
+        cmocka_unit_test(test_pageable_copy_to_the_gpu_calls),
         cmocka_unit_test(test_warm_alloc_free_makes_no_call),
         cmocka_unit_test(test_copy_and_memset_are_one_call),
         cmocka_unit_test(test_host_function_calls),

@@ -864,11 +864,12 @@ static void rendezvous_fn(void *user_data) {
     }
 }
 
-/* Streams run "concurrently with other streams": two host functions that each wait for the other
- * to start both finish, so they ran at the same time. */
-/* rill_stream_native / rill_event_native: "NULL on a CPU device", and for an event not yet
- * bound to a device; a NULL out or a destroyed handle is RILL_ERROR_INVALID_ARGUMENT. */
-static void test_native_handles_are_null_on_the_cpu_device(void **state) {
+/* rill_stream_native: "NULL on a CPU device"; rill_event_native: "RILL_ERROR_NOT_RECORDED for an
+ * event never recorded", "RILL_ERROR_NOT_SUPPORTED for an event bound to a device whose events have
+ * no native handle (a CPU device)"; a NULL out or a destroyed handle is
+ * RILL_ERROR_INVALID_ARGUMENT.
+ */
+static void test_native_handles_of_the_cpu_device(void **state) {
     (void)state;
     rill_stream *s;
     rill_event *e;
@@ -878,12 +879,14 @@ static void test_native_handles_are_null_on_the_cpu_device(void **state) {
     RT_OK(rill_stream_native(s, &native));
     assert_null(native);
     native = (void *)&native;
-    RT_OK(rill_event_native(e, &native));
+    RT_STATUS(RILL_ERROR_NOT_RECORDED, rill_event_native(e, &native));
     assert_null(native); /* not bound yet */
+    assert_non_null(strstr(rill_last_error(), "never recorded"));
     RT_OK(rill_event_record(e, s));
     native = (void *)&native;
-    RT_OK(rill_event_native(e, &native));
+    RT_STATUS(RILL_ERROR_NOT_SUPPORTED, rill_event_native(e, &native));
     assert_null(native);
+    assert_non_null(strstr(rill_last_error(), "no native handle"));
     RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_stream_native(s, NULL));
     assert_non_null(strstr(rill_last_error(), "pass the address of a void *"));
     RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_event_native(e, NULL));
@@ -899,6 +902,8 @@ static void test_native_handles_are_null_on_the_cpu_device(void **state) {
     assert_null(native);
 }
 
+/* Streams run "concurrently with other streams": two host functions that each wait for the other
+ * to start both finish, so they ran at the same time. */
 static void test_streams_run_concurrently(void **state) {
     (void)state;
     require_two_compute_units();
@@ -1712,7 +1717,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_stream_default_has_no_implicit_sync),
         cmocka_unit_test(test_stream_wait_event_uses_record_at_call_time),
         cmocka_unit_test(test_stream_wait_unrecorded_event_does_nothing),
-        cmocka_unit_test(test_native_handles_are_null_on_the_cpu_device),
+        cmocka_unit_test(test_native_handles_of_the_cpu_device),
         cmocka_unit_test(test_streams_run_concurrently),
         cmocka_unit_test(test_stream_tagged_same_tag_same_stream),
         cmocka_unit_test(test_stream_tagged_is_not_destroyable),

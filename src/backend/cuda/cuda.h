@@ -15,7 +15,8 @@
  * (cuda_complete.c). What the GPU cannot order by itself holds the
  * commands behind it on the host: a host function or a graph launch with
  * host nodes (run by a runner thread once everything before it completed,
- * cuda_runner.c), and a wait for a stream of another device or backend, or
+ * cuda_runner.c), a large copy with pageable host memory (cuda_stage.c),
+ * and a wait for a stream of another device or backend, or
  * for work not issued yet (met through a rill__waiter). A wait for issued
  * work of a stream of the same device is the awaited stream's own event
  * (its mark), recorded there when needed and waited for by the GPU. */
@@ -55,6 +56,18 @@ typedef struct cuda_cmd cuda_cmd;
 #define CUDA_MAX_PARAM_BYTES 32764u
 /* The most timing events a device keeps for reuse. */
 #define CUDA_TIMING_EVENTS 32
+
+/* Staging of copies between a GPU's memory and pageable host memory
+ * (cuda_stage.c): a device keeps up to CUDA_STAGE_BUFFERS page-locked
+ * buffers of CUDA_STAGE_BYTES; a copy to the GPU of up to
+ * CUDA_STAGE_EAGER_BYTES is staged when it is submitted. */
+#define CUDA_STAGE_BYTES       ((size_t)256 << 10)
+#define CUDA_STAGE_BUFFERS     16
+#define CUDA_STAGE_EAGER_BYTES ((size_t)64 << 10)
+/* The most buffers one large copy cycles through. */
+#define CUDA_STAGE_RUN_BUFFERS 4
+
+typedef struct cuda_stage cuda_stage;
 
 /* The most host functions and graph launches a device runs at once (one
  * per stream that has one first in line). */
@@ -102,6 +115,15 @@ typedef struct cuda_device {
     int num_runners, idle_runners;
     _Atomic uint32_t run_bell;
     rill__thread runners[RILL__CUDA_MAX_RUNNERS];
+    /* staging buffers (cuda_stage.c), guarded by stage_lock, a leaf lock
+     * (taken with a stream's lock held): those nobody holds a part of, the
+     * one small copies take parts of, and every one made (owned, freed by
+     * the last reference) */
+    rill__mutex stage_lock;
+    cuda_stage *stage_free;
+    cuda_stage *stage_fill;
+    cuda_stage *stages[CUDA_STAGE_BUFFERS];
+    unsigned num_stages;
     /* guarded by lock: the streams with work not completed yet */
     rill__mutex lock;
     rill__stream **active;
@@ -133,6 +155,11 @@ typedef struct cuda_stream {
     uint64_t written;   /* the last number whose write to the done word is queued */
     unsigned unwritten; /* commands issued to the GPU since that write */
     uint64_t issued_ns; /* when the last command was issued (rill__now_ns) */
+    /* every command from head to quiet_last (number quiet_seq) neither
+     * reads nor writes host memory any more (cuda_stage.c); stale once
+     * head's number passed quiet_seq */
+    cuda_cmd *quiet_last;
+    uint64_t quiet_seq;
     /* a write of the done word is wanted (another stream's completion
      * waits for this one's): the pump queues it at its next look */
     _Atomic int want_flush;
@@ -182,6 +209,14 @@ uint64_t rill__cuda_stamp(cuda_device *d, CUevent ev);
 CUevent rill__cuda_timing_event(cuda_device *d);
 void rill__cuda_timing_event_put(cuda_device *d, CUevent ev);
 
+/* A copy with pageable host memory, which the GPU cannot reach by DMA:
+ * it goes through staging buffers (cuda_stage.c). */
+enum cuda_staged {
+    CUDA_STAGED_NONE = 0,
+    CUDA_STAGED_H2D, /* from pageable host memory to a GPU's memory */
+    CUDA_STAGED_D2H  /* from a GPU's memory to pageable host memory */
+};
+
 /* A command of a stream, from submission to completion. */
 enum cuda_cmd_state {
     CUDA_QUEUED = 0, /* not issued: held back by a command before it */
@@ -195,19 +230,23 @@ struct cuda_cmd {
     rill__cmd c; /* kernel args point into args, the command's own copy */
     uint64_t seq;
     enum cuda_cmd_state state;
-    CUresult error;     /* an issue that failed: the command fails the stream */
-    char *why;          /* owned: a library's sentence for error, or NULL */
-    CUevent ev;         /* a RECORD: the point's time (owned until stamped) */
-    void *graph_run;    /* owned: a graph launch's, for its completion (cuda_graph.h) */
-    bool gpu_wait;      /* a WAIT the GPU does, on the awaited stream's mark */
-    bool waiting;       /* a WAIT or graph launch with its waiter registered */
-    bool carried;       /* a WAIT that took on the awaited work's failure when issued */
-    bool on_host;       /* a SET of memory the GPU cannot set: a runner does it */
-    bool pooled;        /* from the stream's free list (room for the inline arguments) */
-    _Atomic int met;    /* ... and the waiter was called */
-    cuda_device *d;     /* for the waiter */
-    cuda_stream *cs;    /* its stream, for a runner */
-    cuda_cmd *job_next; /* on the device's list of jobs for the runners */
+    CUresult error;       /* an issue that failed: the command fails the stream */
+    char *why;            /* owned: a library's sentence for error, or NULL */
+    CUevent ev;           /* a RECORD: the point's time (owned until stamped) */
+    void *graph_run;      /* owned: a graph launch's, for its completion (cuda_graph.h) */
+    bool gpu_wait;        /* a WAIT the GPU does, on the awaited stream's mark */
+    bool waiting;         /* a WAIT or graph launch with its waiter registered */
+    bool carried;         /* a WAIT that took on the awaited work's failure when issued */
+    bool on_host;         /* a SET the GPU cannot do, or a staged COPY: a runner does it */
+    bool pooled;          /* from the stream's free list (room for the inline arguments) */
+    unsigned char staged; /* a COPY: enum cuda_staged */
+    bool heap_copy;       /* stage_at is the source's copy on the heap (owned) */
+    cuda_stage *stage;    /* ref: the staging buffer of stage_at, or NULL */
+    void *stage_at;       /* the copy's part of it, or its heap copy */
+    _Atomic int met;      /* ... and the waiter was called */
+    cuda_device *d;       /* for the waiter */
+    cuda_stream *cs;      /* its stream, for a runner */
+    cuda_cmd *job_next;   /* on the device's list of jobs for the runners */
     rill__waiter waiter;
     alignas(16) unsigned char args[]; /* kernel args, aligned for any parameter */
 };
@@ -226,7 +265,10 @@ void rill__cuda_cmd_free(cuda_stream *cs, cuda_cmd *n);
 /* Frees the stream's free list (stream_fini). */
 void rill__cuda_cmds_fini(cuda_stream *cs);
 /* A copy, and a memset of device memory, on stream (one driver call). */
-CUresult rill__cuda_copy(cuda_device *d, CUstream stream, const rill__copy_call *c);
+static inline CUresult rill__cuda_copy(cuda_device *d, CUstream stream, const rill__copy_call *c) {
+    return d->drv->cuMemcpyAsync((CUdeviceptr)(uintptr_t)c->dst, (CUdeviceptr)(uintptr_t)c->src,
+                                 c->bytes, stream);
+}
 CUresult rill__cuda_set(cuda_device *d, CUstream stream, const rill__set_call *c);
 /* Whether the GPU can set p's memory with cuMemsetD8Async: device memory. */
 bool rill__cuda_gpu_settable(cuda_device *d, const void *p);
@@ -262,6 +304,37 @@ void rill__cuda_runners_wake(cuda_device *d);
 /* A kernel call on stream; a built-in op that a library runs goes there,
  * and a failure of the library's leaves its sentence in *why (owned). */
 CUresult rill__cuda_launch(cuda_device *d, CUstream stream, const rill__kernel_call *k, char **why);
+
+/* cuda_stage.c: copies with pageable host memory */
+/* Which staging a copy on d needs (one cuPointerGetAttribute for the host
+ * side of a copy between host memory and a GPU's memory). Any thread,
+ * the context current. */
+enum cuda_staged rill__cuda_stage_kind(cuda_device *d, const rill__copy_call *c);
+/* A copy to the GPU of up to CUDA_STAGE_EAGER_BYTES, being submitted:
+ * where reading its source now keeps stream order (nothing before it
+ * runs on the host or writes host memory), the source is copied into a
+ * staging buffer's part (or, where none is to be had, onto the heap, and
+ * a runner copies it), so the caller may reuse it at once; else a runner
+ * reads it in stream order. false when no memory holds it (cs->lock
+ * held). */
+bool rill__cuda_stage_submit_locked(cuda_device *d, cuda_stream *cs, cuda_cmd *n);
+/* A staged copy being issued (cs->lock held, not skipping): false when a
+ * runner must do it once it is first in its stream; true when it went to
+ * the GPU or failed (n->error). */
+bool rill__cuda_stage_issue_locked(cuda_device *d, cuda_stream *cs, cuda_cmd *n);
+/* A staged copy that completed (cs->lock held): a copy to host memory
+ * copies its part out, in stream order. */
+void rill__cuda_stage_complete_locked(cuda_cmd *n);
+/* A runner's staged copy, first in its stream: through up to
+ * CUDA_STAGE_RUN_BUFFERS buffers, each cycle waited for
+ * (cuStreamSynchronize); without any, the driver's own copy of pageable
+ * memory. Returns whether it is settled (nothing of it left on the GPU). */
+bool rill__cuda_stage_run(cuda_device *d, cuda_stream *cs, cuda_cmd *n);
+/* Gives back what a command holds of staging (its completion). */
+void rill__cuda_stage_release(cuda_device *d, cuda_cmd *n);
+/* Frees the staging buffers (the device's last reference, context
+ * current). */
+void rill__cuda_stage_fini(cuda_device *d);
 
 /* cuda_memory.c */
 rill_status rill__cuda_mem_alloc(rill__device *dev, size_t bytes, void **out, void **handle);

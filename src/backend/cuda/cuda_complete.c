@@ -146,6 +146,8 @@ static void finish(cuda_device *d, cuda_stream *cs, cuda_cmd *n) {
         }
         break;
     case RILL__CMD_RECORD:
+        if (n->c.flags & RILL__CMD_NATIVE_ONLY)
+            break;
         /* rill__cuda_stamp takes the event. */
         rill__event_stamp(n->c.u.record.event, n->c.u.record.gen,
                           n->ev != NULL ? rill__cuda_stamp(d, n->ev) : rill__now_ns(), cs->failing);
@@ -161,6 +163,7 @@ static void finish(cuda_device *d, cuda_stream *cs, cuda_cmd *n) {
         break;
     }
     uint64_t seq = n->seq;
+    rill__cuda_stage_release(d, n);
     rill__cmd_release(s, &n->c);
     rill__cuda_cmd_free(cs, n);
     rill__stream_complete(s, seq);
@@ -199,6 +202,10 @@ bool rill__cuda_complete_done(cuda_device *d, cuda_stream *cs) {
                 behind = h->c.u.wait.stream;
                 break;
             }
+            /* Before the next command can start: a host function after
+             * it sees what it copied into host memory. */
+            if (h->c.kind == RILL__CMD_COPY && h->staged != CUDA_STAGED_NONE)
+                rill__cuda_stage_complete_locked(h);
             cs->head = h->next;
             if (cs->head == NULL)
                 cs->tail = NULL;

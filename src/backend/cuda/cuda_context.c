@@ -88,9 +88,11 @@ void rill__cuda_unref(cuda_device *d) {
     for (unsigned i = 0; i < d->num_timing; i++)
         (void)d->drv->cuEventDestroy(d->timing[i]);
     (void)d->drv->cuStreamDestroy(d->aside);
+    rill__cuda_stage_fini(d);
     rill__cuda_leave(d, prev);
     (void)d->drv->cuDevicePrimaryCtxRelease(d->cu_dev);
     rill__mutex_destroy(&d->stamp_lock);
+    rill__mutex_destroy(&d->stage_lock);
     rill__mutex_destroy(&d->lock);
     rill__mutex_destroy(&d->run_lock);
     rill__free(d->active);

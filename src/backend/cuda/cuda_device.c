@@ -247,6 +247,7 @@ static rill_status cuda_device_init(rill__device *dev, int index) {
     rill__mutex_init(&d->lock);
     rill__mutex_init(&d->run_lock);
     rill__mutex_init(&d->stamp_lock);
+    rill__mutex_init(&d->stage_lock);
     rill__cuda_libs_init(&d->libs);
     atomic_store(&d->refs, 1);
     rill__device_base_of(dev)->state = d;
@@ -328,12 +329,31 @@ static void *cuda_stream_native(rill__stream *s) {
     return cuda_stream_of(s)->cu;
 }
 
-/* Events keep no CUevent: the backend sees no record of an event without
- * timing, and a wait uses the awaited stream's mark (cuda_stream.c). */
-static void *cuda_event_native(rill__device *dev, rill__event *e) {
-    (void)dev;
-    (void)e;
-    return NULL;
+/* A rill event's CUevent, made by its first rill_event_native: without
+ * timing, as CUDA's events for ordering are. It holds a reference to the
+ * device, so that it outlives device_shutdown until the event is freed. */
+static rill_status cuda_native_event_create(rill__device *dev, void **out) {
+    cuda_device *d = cuda_device_of(dev);
+    CUevent ev = NULL;
+    CUcontext prev = rill__cuda_enter(d);
+    CUresult r = d->drv->cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING);
+    rill__cuda_leave(d, prev);
+    if (r != CUDA_SUCCESS) {
+        char why[256];
+        rill__cuda_describe(d, r, "cuEventCreate", why, sizeof why);
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "no CUDA event for the event (%s)", why);
+    }
+    atomic_fetch_add(&d->refs, 1);
+    *out = ev;
+    return RILL_OK;
+}
+
+static void cuda_native_event_destroy(rill__device *dev, void *native) {
+    cuda_device *d = cuda_device_of(dev);
+    CUcontext prev = rill__cuda_enter(d);
+    (void)d->drv->cuEventDestroy(native);
+    rill__cuda_leave(d, prev);
+    rill__cuda_unref(d);
 }
 
 static const rill__image_format cuda_image_formats[] = {
@@ -357,7 +377,8 @@ const rill__backend_ops rill__cuda_backend = {
     .stream_init = cuda_stream_init,
     .stream_fini = cuda_stream_fini,
     .stream_native = cuda_stream_native,
-    .event_native = cuda_event_native,
+    .native_event_create = cuda_native_event_create,
+    .native_event_destroy = cuda_native_event_destroy,
     .submit = rill__cuda_submit,
     .host_help = rill__cuda_host_help,
     .kick = rill__cuda_kick,

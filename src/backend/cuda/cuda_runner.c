@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* The runners of the CUDA backend (see cuda.h): threads that run what the
  * GPU cannot, once it is first in its stream (everything before it
- * completed): host functions, memsets of memory the GPU cannot set, and
- * graph launches with nodes the host runs, whose phases (CUDA graphs, and
- * the nodes between them) they run in order (cuda_graph.c). A runner goes
+ * completed): host functions, memsets of memory the GPU cannot set,
+ * copies with pageable host memory that go through staging buffers in
+ * rounds (cuda_stage.c), and graph launches with nodes the host runs,
+ * whose phases (CUDA graphs, and the nodes between them) they run in
+ * order (cuda_graph.c). A runner goes
  * on with its stream itself afterwards, issuing and completing what the
  * command let through and running the next such command when it comes
  * first, so that a host function is one hand-off from the thread that
@@ -43,7 +45,7 @@ cuda_cmd *rill__cuda_take_job_locked(cuda_stream *cs) {
         return NULL;
     if (h->c.kind != RILL__CMD_HOST &&
         !(h->c.kind == RILL__CMD_GRAPH && !rill__cuda_graph_direct(h->c.u.graph.launch)) &&
-        !(h->c.kind == RILL__CMD_SET && h->on_host))
+        !((h->c.kind == RILL__CMD_SET || h->c.kind == RILL__CMD_COPY) && h->on_host))
         return NULL;
     rill__stream *after = h->c.kind == RILL__CMD_GRAPH ? h->c.u.graph.after_stream : NULL;
     /* A launch waits for the exec's previous one, even when skipped; a
@@ -73,6 +75,8 @@ static cuda_cmd *run_job(cuda_device *d, cuda_cmd *n) {
         run_host(cs, n);
     else if (n->c.kind == RILL__CMD_SET)
         run_set(cs, n);
+    else if (n->c.kind == RILL__CMD_COPY)
+        settled = rill__cuda_stage_run(d, cs, n);
     else if (!cs->failing) {
         char what[96], why[RILL__CAUSE_BYTES];
         settled = rill__cuda_graph_run(d, cs, n->c.u.graph.launch, n->c.u.graph.ext, &n->graph_run,

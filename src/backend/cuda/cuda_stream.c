@@ -35,11 +35,6 @@ CUresult rill__cuda_launch(cuda_device *d, CUstream stream, const rill__kernel_c
                                   k->block.z, 0, stream, NULL, size > 0 ? extra : NULL);
 }
 
-CUresult rill__cuda_copy(cuda_device *d, CUstream stream, const rill__copy_call *c) {
-    return d->drv->cuMemcpyAsync((CUdeviceptr)(uintptr_t)c->dst, (CUdeviceptr)(uintptr_t)c->src,
-                                 c->bytes, stream);
-}
-
 /* The driver sets device memory only (not host memory, page-locked or
  * not): the rest is set on the host, in stream order. */
 bool rill__cuda_gpu_settable(cuda_device *d, const void *p) {
@@ -130,11 +125,24 @@ static void carry(cuda_stream *cs, cuda_cmd *n) {
     }
 }
 
-/* A RECORD: the GPU's time of the point, for timing events
- * (rill__cuda_stamp), and a write of the done word, so that the host
- * stamps the event (and tells other processes) as soon as the point is
- * reached. Without an event, the pump's time when it sees the point. */
+/* A RECORD: the event's CUevent where it has one (rill_event_native), at
+ * this point; then, unless the command is only for that, the GPU's time
+ * of the point, for timing events (rill__cuda_stamp), and a write of the
+ * done word, so that the host stamps the event (and tells other
+ * processes) as soon as the point is reached. Without a timing event, the
+ * pump's time when it sees the point. */
 static void record(cuda_device *d, cuda_stream *cs, cuda_cmd *n) {
+    if (n->c.u.record.native != NULL) {
+        n->error = d->drv->cuEventRecord(n->c.u.record.native, cs->cu);
+        if (n->error != CUDA_SUCCESS) {
+            n->state = CUDA_MET; /* fails the stream when it completes */
+            return;
+        }
+    }
+    if (n->c.flags & RILL__CMD_NATIVE_ONLY) {
+        on_gpu(d, cs, n);
+        return;
+    }
     n->ev = rill__cuda_timing_event(d);
     if (n->ev != NULL && d->drv->cuEventRecord(n->ev, cs->cu) != CUDA_SUCCESS) {
         rill__cuda_timing_event_put(d, n->ev);
@@ -159,11 +167,18 @@ static bool issue_one(cuda_device *d, cuda_stream *cs, cuda_cmd *n) {
             return true;
         }
         if (n->on_host)
-            return false; /* a runner sets it once it is first */
-        n->error = n->c.kind == RILL__CMD_KERNEL
-                       ? rill__cuda_launch(d, cs->cu, &n->c.u.kernel, &n->why)
-                   : n->c.kind == RILL__CMD_COPY ? rill__cuda_copy(d, cs->cu, &n->c.u.copy)
-                                                 : rill__cuda_set(d, cs->cu, &n->c.u.set);
+            return false; /* a runner sets or copies it once it is first */
+        if (n->c.kind == RILL__CMD_COPY && n->staged != CUDA_STAGED_NONE) {
+            if (!rill__cuda_stage_issue_locked(d, cs, n)) {
+                n->on_host = true;
+                return false;
+            }
+        } else {
+            n->error = n->c.kind == RILL__CMD_KERNEL
+                           ? rill__cuda_launch(d, cs->cu, &n->c.u.kernel, &n->why)
+                       : n->c.kind == RILL__CMD_COPY ? rill__cuda_copy(d, cs->cu, &n->c.u.copy)
+                                                     : rill__cuda_set(d, cs->cu, &n->c.u.set);
+        }
         /* The driver sets device memory only, and says so at the call: a
          * memset of other memory is done on the host, in stream order. */
         if (n->c.kind == RILL__CMD_SET && n->error == CUDA_ERROR_INVALID_VALUE &&
@@ -369,17 +384,29 @@ rill_status rill__cuda_submit(rill__stream *s, const rill__cmd *cmd, uint64_t *s
             return st;
     }
     CUcontext prev = rill__cuda_enter(d);
+    enum cuda_staged staged =
+        cmd->kind == RILL__CMD_COPY ? rill__cuda_stage_kind(d, &cmd->u.copy) : CUDA_STAGED_NONE;
     rill__mutex_lock(&cs->lock);
     cuda_cmd *n = cmd_new_locked(cs, args);
-    if (n == NULL || (!cs->active && activate(d, s) != RILL_OK)) {
+    if (n != NULL) {
+        n->c = *cmd;
+        n->staged = (unsigned char)staged;
+    }
+    /* A small copy from pageable memory reads it now: the caller may
+     * reuse it on return. */
+    if (n == NULL ||
+        (staged == CUDA_STAGED_H2D && cmd->u.copy.bytes <= CUDA_STAGE_EAGER_BYTES &&
+         !rill__cuda_stage_submit_locked(d, cs, n)) ||
+        (!cs->active && activate(d, s) != RILL_OK)) {
         rill__mutex_unlock(&cs->lock);
         rill__cuda_leave(d, prev);
-        if (n != NULL)
+        if (n != NULL) {
+            rill__cuda_stage_release(d, n);
             rill__cuda_cmd_free(cs, n);
+        }
         return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "out of host memory queuing a command");
     }
     cs->active = true;
-    n->c = *cmd;
     n->d = d;
     n->cs = cs;
     if (cmd->kind == RILL__CMD_KERNEL) {
