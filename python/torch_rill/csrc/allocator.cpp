@@ -34,6 +34,8 @@ std::vector<std::shared_ptr<GraphMemory>> captures; // guarded by captures_lock
 std::vector<void *> deferred;                       // guarded by captures_lock
 
 void free_memory(void *ptr) {
+    if (ptr == nullptr)
+        return;
     if (captures_active.load(std::memory_order_acquire) > 0) {
         std::lock_guard<std::mutex> guard(captures_lock);
         if (!captures.empty()) {

@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: MIT
 """Capture and replay on rill (torch.rill.RillGraph, torch.rill.graph,
-torch.accelerator.Graph), modelled on PyTorch's CUDA graph tests
-(test_cuda.py's test_graph_*): results equal eager ones with new data in the
-static inputs, streams forked and joined inside a capture, the capture error
-modes, the graph's memory (static outputs, reuse inside the capture, frees
+torch.accelerator.Graph), modelled on PyTorch's CUDA graph tests (its
+test/test_cuda.py, test_graph_*): results equal eager ones with new data in
+the static inputs, streams forked and joined inside a capture, the capture
+error modes, the graph's memory (static outputs, reuse inside the capture, frees
 deferred past it), the DOT dump and the cost of a replay."""
 
 import gc
@@ -12,6 +12,10 @@ import time
 
 import pytest
 import torch
+
+import rill
+
+from conftest import rill_stream
 
 
 def _model_ops(x, w, b):
@@ -365,3 +369,20 @@ def test_a_thousand_replays_cost_less_than_the_ops_run_eagerly():
     eager = time.perf_counter() - start
     assert replays < eager, f"1000 replays took {replays:.3f} s, the ops eagerly {eager:.3f} s"
     torch.testing.assert_close(out.cpu(), ops().cpu())
+
+
+def test_allocating_in_a_capture_begun_through_rill_itself_is_refused():
+    """Its graph's memory could not be kept by the tensor: rill.Graph's
+    capture is not one that torch_rill runs."""
+    s = torch.rill.Stream()
+    g = rill.Graph()
+    torch.rill.synchronize()
+    with torch.rill.stream(s):
+        g.capture_begin(stream=rill_stream(s))
+        try:
+            assert torch.rill.is_current_stream_capturing()
+            with pytest.raises(RuntimeError, match="not begun by torch.rill.graph"):
+                torch.empty(16, device="rill")
+        finally:
+            g.capture_end()
+    g.reset()
