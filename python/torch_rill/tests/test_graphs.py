@@ -386,3 +386,35 @@ def test_allocating_in_a_capture_begun_through_rill_itself_is_refused():
         finally:
             g.capture_end()
     g.reset()
+
+
+def test_reset_during_a_capture_discards_it_and_the_stream_works_on():
+    x = torch.ones(8, device="rill")
+    s = torch.rill.Stream()
+    g = torch.rill.RillGraph()
+    torch.rill.synchronize()
+    with torch.rill.stream(s):
+        g.capture_begin()
+        x * 2.0
+        g.reset()
+        assert not torch.rill.is_current_stream_capturing()
+        assert (x + 1.0).cpu().tolist() == [2.0] * 8
+    with torch.rill.graph(g, stream=s):
+        y = x * 3.0
+    with pytest.raises(RuntimeError, match="holds a capture already"):
+        g.capture_begin()
+    g.replay()
+    assert y.cpu().tolist() == [3.0] * 8
+
+
+def test_a_kept_graph_is_instantiated_on_demand_and_dumped(tmp_path):
+    x = torch.ones(8, device="rill")
+    g = torch.rill.RillGraph(keep_graph=True)
+    with torch.rill.graph(g):
+        y = x * 3.0
+    g.instantiate()
+    g.replay()
+    assert y.cpu().tolist() == [3.0] * 8
+    assert g.pool() != (0, 0)
+    g.debug_dump(str(tmp_path / "kept.dot"))
+    assert "map_f32" in (tmp_path / "kept.dot").read_text()
