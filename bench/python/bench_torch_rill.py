@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: MIT
 """PyTorch on rill (torch_rill) against PyTorch's own `cpu` device, measured
 alternately in one run: `a + b` on 1-element tensors, `mm` 1024², `relu` of 1M elements, an MLP
-784-256-256-10 at batch 32 (inference, and one SGD step), and rill's stream
+784-256-256-10 at batch 32 (inference, and one SGD step), an MLP 64-128-128-10
+at batch 8 whose inference rill replays from a torch.accelerator.Graph
+(against PyTorch's eager `cpu` forward), and rill's stream
 calls from PyTorch (torch.Event record + wait_event + query; entering and
 leaving `with torch.rill.stream(s)`). PyTorch's CPU device runs with as many
 threads as rill's device has compute units. Each figure is the median of
@@ -69,6 +71,24 @@ def model_cases(device):
     return infer, step
 
 
+def small_mlp_case(device):
+    """The inference of an MLP 64-128-128-10 at batch 8: on rill, a replay of
+    its capture (every op of it is a rill kernel); on the CPU, eager."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 128), nn.ReLU(),
+                          nn.Linear(128, 10)).to(device)
+    x = torch.randn(8, 64, device=device)
+    if device != "rill":
+        def infer():
+            with torch.no_grad():
+                model(x)
+        return infer
+    g = torch.accelerator.Graph()
+    with torch.no_grad(), torch.rill.graph(g):
+        model(x)
+    return g.replay
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=15)
@@ -101,6 +121,7 @@ def main():
     pair("relu, 1M elements", relu_case, 100)
     pair("MLP 784-256-256-10, batch 32, inference", lambda dev: model_cases(dev)[0], 200)
     pair("MLP 784-256-256-10, batch 32, SGD step", lambda dev: model_cases(dev)[1], 100)
+    pair("MLP 64-128-128-10, batch 8, graph replay", small_mlp_case, 2000)
 
     s = torch.rill.Stream()
     e = torch.Event(device="rill")

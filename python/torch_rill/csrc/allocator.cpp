@@ -4,20 +4,86 @@
 // goes back with rill_free at the end of the work submitted to that stream,
 // and the pool keeps it from reuse while other streams' kernels that use it
 // have not run. torch.rill's memory figures read rill's.
+//
+// During a capture that torch_rill runs (graph.cpp), an allocation on a
+// capturing stream is the graph's memory (rill's graph memory, "static
+// outputs" in PyTorch's words): its tensor holds the capture's GraphMemory,
+// so its address stays valid while it lives, after the graph is reset or
+// deleted too. Freed inside the capture, it goes back with rill_free_async
+// on its stream, for the graph to reuse; freed after it, it stays the
+// graph's until the graph goes. A free of other memory while a capture is
+// active waits for the capture's end: the capture may use that memory.
 #include <array>
 #include <atomic>
 #include <cstring>
+#include <mutex>
+#include <vector>
 
 #include <c10/core/CachingDeviceAllocator.h>
 
+#include "capture.h"
+#include "graph.h"
 #include "runtime.h"
 
 namespace torch_rill {
 namespace {
 
+std::atomic<int> captures_active{0}; // entries in captures
+std::mutex captures_lock;
+std::vector<std::shared_ptr<GraphMemory>> captures; // guarded by captures_lock
+std::vector<void *> deferred;                       // guarded by captures_lock
+
 void free_memory(void *ptr) {
+    if (ptr == nullptr)
+        return;
+    if (captures_active.load(std::memory_order_acquire) > 0) {
+        std::lock_guard<std::mutex> guard(captures_lock);
+        if (!captures.empty()) {
+            deferred.push_back(ptr);
+            return;
+        }
+    }
     // A free after rill_shutdown (interpreter teardown) has nothing to free.
     rill_free(ptr);
+}
+
+// An allocation made in a capture: the captures of its device active then
+// (one, unless several threads capture at once).
+struct GraphAllocation {
+    void *ptr;
+    rill_stream *stream;                               // borrowed: rill's, lives on
+    std::vector<std::shared_ptr<GraphMemory>> holders; // ref: keeps the graph's memory
+};
+
+void free_graph_memory(void *ctx) {
+    auto *a = static_cast<GraphAllocation *>(ctx);
+    // Inside the capture the graph takes it back for reuse; the capture's
+    // failure, if that is why this fails, shows at capture_end.
+    for (const std::shared_ptr<GraphMemory> &m : a->holders)
+        if (m->capturing.load(std::memory_order_acquire)) {
+            rill_free_async(a->ptr, a->stream);
+            break;
+        }
+    delete a;
+}
+
+c10::DataPtr allocate_in_capture(size_t bytes, rill_stream *stream, c10::DeviceIndex index) {
+    auto a = std::make_unique<GraphAllocation>();
+    {
+        std::lock_guard<std::mutex> guard(captures_lock);
+        for (const std::shared_ptr<GraphMemory> &m : captures)
+            if (m->device == index)
+                a->holders.push_back(m);
+    }
+    TORCH_CHECK(!a->holders.empty(),
+                "torch_rill: allocating device memory on a capturing stream whose capture was "
+                "not begun by torch.rill.graph or torch.accelerator.Graph: the tensor could "
+                "not outlive the capture's graph; capture with one of them");
+    void *ptr = nullptr;
+    check(rill_malloc_async(bytes, stream, &ptr), "torch_rill: allocating device memory");
+    a->ptr = ptr;
+    a->stream = stream;
+    return c10::DataPtr(ptr, a.release(), &free_graph_memory, c10::Device(kDeviceType, index));
 }
 
 void set_stat(c10::CachingAllocator::Stat &stat, int64_t current, int64_t peak, int64_t allocated,
@@ -39,8 +105,11 @@ struct Allocator final : public c10::DeviceAllocator {
         if (bytes == 0)
             return c10::DataPtr(nullptr, nullptr, &free_memory, where);
         rill_device *dev = device(index);
+        rill_stream *stream = rill_current_stream(dev);
+        if (is_capturing(stream))
+            return allocate_in_capture(bytes, stream, index);
         void *ptr = nullptr;
-        rill_status status = rill_malloc_async(bytes, rill_current_stream(dev), &ptr);
+        rill_status status = rill_malloc_async(bytes, stream, &ptr);
         // Stream order could not serve it: rill_malloc also waits for the
         // frees that pending work holds, as PyTorch's caching allocator
         // synchronizes before it gives up.
@@ -141,6 +210,26 @@ struct Allocator final : public c10::DeviceAllocator {
 Allocator allocator;
 
 } // namespace
+
+void capture_memory_begin(const std::shared_ptr<GraphMemory> &memory) {
+    std::lock_guard<std::mutex> guard(captures_lock);
+    captures.push_back(memory);
+    captures_active.store(static_cast<int>(captures.size()), std::memory_order_release);
+}
+
+void capture_memory_end(const std::shared_ptr<GraphMemory> &memory) {
+    std::vector<void *> frees;
+    {
+        std::lock_guard<std::mutex> guard(captures_lock);
+        memory->capturing.store(false, std::memory_order_release);
+        std::erase(captures, memory);
+        captures_active.store(static_cast<int>(captures.size()), std::memory_order_release);
+        if (captures.empty())
+            frees.swap(deferred);
+    }
+    for (void *ptr : frees)
+        rill_free(ptr);
+}
 
 REGISTER_ALLOCATOR(c10::DeviceType::PrivateUse1, &allocator);
 

@@ -4,7 +4,9 @@
 #include <torch/csrc/Generator.h>
 #include <torch/extension.h>
 
+#include "capture.h"
 #include "generator.h"
+#include "graph.h"
 #include "op_names.h"
 #include "runtime.h"
 
@@ -90,6 +92,15 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         py::gil_scoped_release nogil;
         wait_interruptibly("rill_device_synchronize",
                            [dev](uint64_t ns) { return rill_device_synchronize_for(dev, ns); });
+    });
+    m.def("_graph_pool_handle", [] {
+        auto id = graph_pool_handle();
+        return py::make_tuple(id.first, id.second);
+    });
+    m.def("_is_current_stream_capturing", [] {
+        rill_stream *stream = rill_current_stream(device(-1));
+        TORCH_CHECK(stream, "rill_current_stream: ", rill_last_error());
+        return is_capturing(stream);
     });
     m.def("_default_generator", [](int index) {
         const at::Generator &gen = at::globalContext().defaultGenerator(

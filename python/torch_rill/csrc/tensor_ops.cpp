@@ -17,11 +17,31 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
+#include "capture.h"
 #include "host_view.h"
 #include "runtime.h"
 
 namespace torch_rill {
 namespace {
+
+// An op that reads or writes rill:index's memory on the host at once
+// synchronizes with the current stream, which a graph could not replay.
+// While that stream captures, the op fails naming itself, and the capture
+// is invalidated as rill invalidates a capture whose stream is
+// synchronized (CUDA does the same), so capture_end fails too.
+void refuse_in_capture(c10::DeviceIndex index, const char *op) {
+    rill_stream *stream = rill_current_stream(device(index));
+    TORCH_CHECK(stream, "rill_current_stream: ", rill_last_error());
+    if (!is_capturing(stream))
+        return;
+    rill_status st = rill_stream_query(stream); // refused: it invalidates the capture
+    const char *why = rill_last_error();
+    TORCH_CHECK(false, op, " cannot run while the current stream of rill:", static_cast<int>(index),
+                " captures a graph (torch.rill.graph, torch.accelerator.Graph): it waits for ",
+                "the stream to use the memory on the host at once, which a replay could not ",
+                "repeat; the capture is now invalidated, and capture_end will raise. Move it ",
+                "out of the captured code (", rill_status_name(st), ": ", why ? why : "", ")");
+}
 
 void check_strided(std::optional<c10::Layout> layout, std::optional<bool> pin) {
     TORCH_CHECK(c10::layout_or_default(layout) == c10::Layout::Strided,
@@ -143,6 +163,12 @@ at::Tensor copy_from(const at::Tensor &self, const at::Tensor &dst, bool non_blo
     }
     if (copy_strided(self, dst))
         return dst;
+    for (const at::Tensor *t : {&self, &dst})
+        if (is_rill(*t))
+            refuse_in_capture(t->device().index(),
+                              !is_rill(dst)    ? "copy_ to the CPU (.cpu(), .to(\"cpu\"), .numpy())"
+                              : !is_rill(self) ? "copy_ from the CPU (.to(\"rill\"), torch.tensor)"
+                                               : "copy_ between rill devices or dtypes");
     if (same_kind) {
         // Host to device, device to host, or between two rill devices: rill
         // copies after the work of the current streams of the devices
@@ -177,6 +203,7 @@ at::Tensor copy_from_and_resize(const at::Tensor &self, const at::Tensor &dst) {
 at::Scalar local_scalar_dense(const at::Tensor &self) {
     TORCH_CHECK(self.numel() == 1, "a Tensor with ", self.numel(),
                 " elements cannot be converted to Scalar");
+    refuse_in_capture(self.device().index(), "Tensor.item() (aten::_local_scalar_dense)");
     at::Tensor host = at::empty({}, self.options().device(c10::kCPU));
     copy_from(self, host, false);
     return host.item();

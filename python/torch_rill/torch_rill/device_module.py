@@ -281,3 +281,88 @@ def get_amp_supported_dtype():
 
 def is_autocast_enabled():
     return torch.is_autocast_enabled(_TYPE)
+
+
+# Graphs: capture and replay on rill's stream capture, through PyTorch's
+# device-generic graph (torch.accelerator.Graph is the same object).
+
+_CAPTURE_MODES = ("default", "global", "thread_local", "relaxed")
+
+
+def is_current_stream_capturing():
+    """Whether the current stream of the current rill device is capturing
+    (torch.cuda.is_current_stream_capturing)."""
+    return _C._is_current_stream_capturing()
+
+
+def graph_pool_handle():
+    """A new pool id for ``pool=`` of graphs (torch.cuda.graph_pool_handle).
+    rill gives each graph memory of its own, so sharing an id does not
+    share memory: it is accepted, and that graph's pool() returns it."""
+    return _C._graph_pool_handle()
+
+
+class RillGraph(torch._C._acceleratorGraph):
+    """A graph of rill work, as torch.cuda.CUDAGraph: ``capture_begin(pool=None,
+    capture_error_mode="global")`` captures what is then queued on the
+    current stream (and on streams forked from it by waiting on it, joined
+    back before the end), ``capture_end`` ends the capture and instantiates
+    the graph (unless ``keep_graph=True``: then ``instantiate`` or the first
+    ``replay`` does), ``replay`` runs it on the current stream, ``reset``
+    drops it so that it can capture again. Tensors allocated in the capture
+    keep their addresses at every replay and stay valid while they live,
+    after reset too. ``enable_debug_mode`` before ``capture_end`` keeps the
+    graph for ``debug_dump(path)``, which writes it in Graphviz's DOT."""
+
+    def __new__(cls, keep_graph=False):
+        return super().__new__(cls, keep_graph)
+
+    def __init__(self, keep_graph=False):
+        super().__init__(keep_graph)
+
+    def capture_begin(self, pool=None, capture_error_mode="global"):
+        if capture_error_mode not in _CAPTURE_MODES:
+            raise ValueError(f"capture_error_mode must be one of {_CAPTURE_MODES}, "
+                             f"not {capture_error_mode!r}")
+        super().capture_begin(pool=pool, capture_error_mode=capture_error_mode)
+
+
+class graph:
+    """Captures the with-block into a RillGraph (or torch.accelerator.Graph),
+    as torch.cuda.graph: it synchronizes the device and empties the cache,
+    makes ``stream`` current (by default a side stream shared by all
+    torch.rill.graph contexts) and captures on it with ``capture_error_mode``
+    ("global", "thread_local" or "relaxed": rill_capture_mode's
+    RILL_CAPTURE_GLOBAL, THREAD_LOCAL, RELAXED). ``pool`` is another graph's
+    pool() or graph_pool_handle(), accepted as a hint."""
+
+    default_capture_stream = None
+
+    def __init__(self, rill_graph, pool=None, stream=None, capture_error_mode="global"):
+        if self.__class__.default_capture_stream is None:
+            self.__class__.default_capture_stream = Stream()
+        self.pool = pool
+        self.capture_stream = stream if stream is not None else self.__class__.default_capture_stream
+        self.stream_ctx = StreamContext(self.capture_stream)
+        self.rill_graph = rill_graph
+        self.capture_error_mode = capture_error_mode
+
+    def __enter__(self):
+        synchronize()
+        empty_cache()
+        self.stream_ctx.__enter__()
+        try:
+            # The base's capture_begin takes both for RillGraph and
+            # torch.accelerator.Graph alike.
+            torch._C._acceleratorGraph.capture_begin(
+                self.rill_graph, pool=self.pool, capture_error_mode=self.capture_error_mode)
+        except BaseException:
+            self.stream_ctx.__exit__(None, None, None)
+            raise
+
+    def __exit__(self, *exc):
+        try:
+            self.rill_graph.capture_end()
+        finally:
+            self.stream_ctx.__exit__(*exc)
+        return False
