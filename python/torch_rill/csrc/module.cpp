@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 // torch_rill._C: what torch.rill calls that PyTorch's generic API does not
-// offer (rill's own stream handles, device names, generators).
+// offer (rill's own stream handles, device names, generators, pinned
+// memory's figures).
 #include <torch/csrc/Generator.h>
 #include <torch/extension.h>
 
 #include "generator.h"
+#include "pinned.h"
 #include "runtime.h"
 
 namespace torch_rill {
@@ -22,6 +24,26 @@ std::string device_name(c10::DeviceIndex index) {
     rill_device_info info;
     TORCH_RILL_CHECK(rill_device_get_info(device(index), &info));
     return info.name;
+}
+
+void add_stat(py::dict &out, const std::string &name, const c10::CachingAllocator::Stat &stat) {
+    out[py::str(name + ".current")] = stat.current;
+    out[py::str(name + ".peak")] = stat.peak;
+    out[py::str(name + ".allocated")] = stat.allocated;
+    out[py::str(name + ".freed")] = stat.freed;
+}
+
+// torch.cuda.host_memory_stats()'s keys that a cacheless allocator has.
+py::dict host_memory_stats() {
+    at::HostStats s = host_allocator()->get_stats();
+    py::dict out;
+    add_stat(out, "active_bytes", s.active_bytes);
+    add_stat(out, "active_requests", s.active_requests);
+    add_stat(out, "allocated_bytes", s.allocated_bytes);
+    add_stat(out, "allocations", s.allocations);
+    out["num_host_alloc"] = s.num_host_alloc;
+    out["num_host_free"] = s.num_host_free;
+    return out;
 }
 
 } // namespace
@@ -89,6 +111,10 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         wait_interruptibly("rill_device_synchronize",
                            [dev](uint64_t ns) { return rill_device_synchronize_for(dev, ns); });
     });
+    m.def("_host_memory_stats", host_memory_stats);
+    m.def("_reset_peak_host_memory_stats", [] { host_allocator()->reset_peak_stats(); });
+    m.def("_reset_accumulated_host_memory_stats",
+          [] { host_allocator()->reset_accumulated_stats(); });
     m.def("_default_generator", [](int index) {
         const at::Generator &gen = at::globalContext().defaultGenerator(
             c10::Device(kDeviceType, static_cast<c10::DeviceIndex>(index)));

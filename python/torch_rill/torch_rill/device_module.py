@@ -212,6 +212,23 @@ def mem_get_info(device=None):
     return torch.accelerator.get_memory_info(_index(device))
 
 
+def host_memory_stats():
+    """Figures of pinned host memory (pin_memory) as torch.cuda's: blocks
+    and bytes held (allocations, allocated_bytes: live tensors' and those
+    freed once their queued copies ran), handed out (active_requests,
+    active_bytes), each .current, .peak, .allocated and .freed, and
+    num_host_alloc, num_host_free."""
+    return dict(sorted(_C._host_memory_stats().items()))
+
+
+def reset_peak_host_memory_stats():
+    _C._reset_peak_host_memory_stats()
+
+
+def reset_accumulated_host_memory_stats():
+    _C._reset_accumulated_host_memory_stats()
+
+
 # Random numbers: each device's generator is PyTorch's torch.Generator.
 
 
