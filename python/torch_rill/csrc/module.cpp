@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 // torch_rill._C: what torch.rill calls that PyTorch's generic API does not
-// offer (rill's own stream handles, device names, generators, pinned
-// memory's figures).
+// offer (rill's own stream handles, device names, generators, blocking and
+// interprocess events, pinned memory's figures).
+#include <torch/csrc/Event.h>
 #include <torch/csrc/Generator.h>
 #include <torch/extension.h>
 
+#include "events.h"
 #include "generator.h"
 #include "pinned.h"
 #include "runtime.h"
@@ -24,6 +26,12 @@ std::string device_name(c10::DeviceIndex index) {
     rill_device_info info;
     TORCH_RILL_CHECK(rill_device_get_info(device(index), &info));
     return info.name;
+}
+
+c10::Event &torch_event(const py::object &obj, const char *call) {
+    TORCH_CHECK_TYPE(THPEvent_Check(obj.ptr()), call, " expects a torch.Event, not ",
+                     py::str(py::type::of(obj)).cast<std::string>());
+    return reinterpret_cast<THPEvent *>(obj.ptr())->event;
 }
 
 void add_stat(py::dict &out, const std::string &name, const c10::CachingAllocator::Stat &stat) {
@@ -110,6 +118,22 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         py::gil_scoped_release nogil;
         wait_interruptibly("rill_device_synchronize",
                            [dev](uint64_t ns) { return rill_device_synchronize_for(dev, ns); });
+    });
+    m.def("_adopt_new_event", [](py::object event, int index, unsigned flags) {
+        adopt_new_event(torch_event(event, "torch.rill.Event"),
+                        static_cast<c10::DeviceIndex>(index), flags);
+    });
+    m.def("_event_ipc_handle", [](py::object event) {
+        return py::bytes(event_ipc_handle(torch_event(event, "torch.rill.Event.ipc_handle")));
+    });
+    m.def("_adopt_opened_event", [](py::object event, int index, py::bytes handle) {
+        adopt_opened_event(torch_event(event, "torch.rill.Event.from_ipc_handle"),
+                           static_cast<c10::DeviceIndex>(index), handle.cast<std::string>());
+    });
+    m.def("_event_flags", [] {
+        return py::make_tuple(static_cast<unsigned>(RILL_EVENT_TIMING),
+                              static_cast<unsigned>(RILL_EVENT_BLOCKING_SYNC),
+                              static_cast<unsigned>(RILL_EVENT_INTERPROCESS));
     });
     m.def("_host_memory_stats", host_memory_stats);
     m.def("_reset_peak_host_memory_stats", [] { host_allocator()->reset_peak_stats(); });

@@ -158,18 +158,55 @@ class _EventType(type):
         return isinstance(obj, torch.Event) and obj.device.type == _TYPE
 
 
+_TIMING, _BLOCKING, _INTERPROCESS = _C._event_flags()
+
+
+class InterprocessEvent(torch.Event):
+    """A torch.Event of rill that other processes may open: what
+    ``torch.rill.Event(interprocess=True)`` returns. ``ipc_handle()`` gives
+    its handle (bytes) and ``Event.from_ipc_handle(device, handle)`` opens
+    one; records in every process that holds it number one sequence (see
+    rill_event_ipc_handle). It pickles as its handle, so multiprocessing
+    can send it."""
+
+    def ipc_handle(self):
+        return _C._event_ipc_handle(self)
+
+    @classmethod
+    def from_ipc_handle(cls, device, handle):
+        index = _index(device)
+        event = cls(device=torch.device(_TYPE, index), enable_timing=False)
+        _C._adopt_opened_event(event, index, handle)
+        return event
+
+    def __reduce__(self):
+        return (InterprocessEvent.from_ipc_handle, (self.device.index, self.ipc_handle()))
+
+
 class Event(metaclass=_EventType):
     """A rill event, as torch.cuda.Event: ``Event(enable_timing=False,
     blocking=False, interprocess=False)`` is PyTorch's torch.Event on the
     current rill device (or device=), so that it mixes with torch.Event's
-    calls (elapsed_time takes exactly a torch.Event)."""
+    calls (elapsed_time takes exactly a torch.Event). blocking makes host
+    waits sleep rather than spin (RILL_EVENT_BLOCKING_SYNC); interprocess
+    gives an InterprocessEvent (RILL_EVENT_INTERPROCESS; not with
+    enable_timing)."""
 
     def __new__(cls, enable_timing=False, blocking=False, interprocess=False, device=None):
-        if interprocess:
-            raise NotImplementedError("torch.rill.Event(interprocess=True) is not built yet; "
-                                      "rill's own rill.Event shares events across processes")
-        return torch.Event(device=torch.device(_TYPE, _index(device)),
-                           enable_timing=enable_timing, blocking=blocking)
+        index = _index(device)
+        kind = InterprocessEvent if interprocess else torch.Event
+        event = kind(device=torch.device(_TYPE, index), enable_timing=enable_timing)
+        if blocking or interprocess:
+            flags = ((_TIMING if enable_timing else 0) | (_BLOCKING if blocking else 0)
+                     | (_INTERPROCESS if interprocess else 0))
+            _C._adopt_new_event(event, index, flags)
+        return event
+
+    @staticmethod
+    def from_ipc_handle(device, handle):
+        """Opens the event whose ipc_handle() handle is (in this or another
+        process) on rill device device, as torch.cuda.Event.from_ipc_handle."""
+        return InterprocessEvent.from_ipc_handle(device, handle)
 
 
 # Memory, read from rill's pool (PyTorch's accelerator calls reach the same
