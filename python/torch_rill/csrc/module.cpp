@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // torch_rill._C: what torch.rill calls that PyTorch's generic API does not
-// offer (rill's own stream handles, device names, generators, blocking and
-// interprocess events, pinned memory's figures).
+// offer (rill's own stream handles, the with block of a stream, device
+// names, generators, blocking and interprocess events, pinned memory's
+// figures).
 #include <torch/csrc/Event.h>
 #include <torch/csrc/Generator.h>
 #include <torch/extension.h>
@@ -10,6 +11,7 @@
 #include "generator.h"
 #include "pinned.h"
 #include "runtime.h"
+#include "stream_context.h"
 
 namespace torch_rill {
 namespace {
@@ -96,23 +98,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     m.def("_wrap_stream_handle", [](uintptr_t handle) {
         return stream_tuple(wrap(reinterpret_cast<rill_stream *>(handle)));
     });
-    // A with-block's entry: makes the stream and its device current, and
-    // returns what to restore (the device, the rill_stream * current before).
-    m.def("_enter_stream", [](int64_t id, int index) {
-        c10::DeviceIndex prev = current_device();
-        rill_stream *stream = unwrap(from_parts(id, static_cast<c10::DeviceIndex>(index)));
-        if (index != prev)
-            set_device(static_cast<c10::DeviceIndex>(index));
-        rill_stream *before = rill_set_current_stream(stream);
-        TORCH_CHECK(before, "rill_set_current_stream: ", rill_last_error());
-        return py::make_tuple(static_cast<int>(prev), reinterpret_cast<uintptr_t>(before));
-    });
-    m.def("_exit_stream", [](int prev, uintptr_t before) {
-        TORCH_CHECK(rill_set_current_stream(reinterpret_cast<rill_stream *>(before)),
-                    "rill_set_current_stream: ", rill_last_error());
-        if (prev != current_device())
-            set_device(static_cast<c10::DeviceIndex>(prev));
-    });
+    define_stream_context(m);
     m.def("_synchronize", [](int index) {
         rill_device *dev = device(static_cast<c10::DeviceIndex>(index));
         py::gil_scoped_release nogil;

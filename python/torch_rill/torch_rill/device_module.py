@@ -124,33 +124,11 @@ def set_stream(stream):
         _C._set_stream(stream.stream_id, stream.device_index)
 
 
-class StreamContext:
-    """Makes a stream current on its device, and its device current, for a
-    with block (torch.cuda.StreamContext); None does nothing."""
-
-    __slots__ = ("stream", "_saved")
-
-    def __init__(self, stream):
-        if stream is not None and (not isinstance(stream, torch.Stream)
-                                   or stream.device_type != _TYPE_ID):
-            raise TypeError(f"torch.rill.stream takes a rill torch.Stream, not {stream!r}")
-        self.stream = stream
-        self._saved = []
-
-    def __enter__(self):
-        s = self.stream
-        if s is not None:
-            self._saved.append(_C._enter_stream(s.stream_id, s.device_index))
-        return s
-
-    def __exit__(self, *exc):
-        if self.stream is not None:
-            _C._exit_stream(*self._saved.pop())
-        return False
-
-
-def stream(stream):
-    return StreamContext(stream)
+# torch.rill.stream(s) (as torch.cuda.stream): a with block in which s, a
+# rill torch.Stream, and its device are current; None does nothing. The
+# class itself, so that a with block makes no Python call.
+StreamContext = _C.StreamContext
+stream = StreamContext
 
 
 class _EventType(type):
