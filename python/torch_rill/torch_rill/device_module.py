@@ -9,7 +9,6 @@ import torch
 from . import _C
 
 _TYPE = "rill"
-_TYPE_ID = _C._default_stream(0)[2]  # c10::DeviceType::PrivateUse1
 
 
 def is_available():
