@@ -1,17 +1,19 @@
 # SPDX-License-Identifier: MIT
 """PyTorch on rill (torch_rill) against PyTorch's own `cpu` device, measured
-alternately in one run: `a + b` on 1-element tensors, `mm` 1024², `relu` of 1M elements, an MLP
-784-256-256-10 at batch 32 (inference, and one SGD step), an MLP 64-128-128-10
-at batch 8 whose inference rill replays from a torch.accelerator.Graph
-(against PyTorch's eager `cpu` forward), and rill's stream
-calls from PyTorch (torch.Event record + wait_event + query; entering and
-leaving `with torch.rill.stream(s)`). PyTorch's CPU device runs with as many
+alternately in one run: `a + b` on 1-element and 1M-element tensors, `mm`
+1024², `relu` of 1M elements, an MLP 784-256-256-10 at batch 32
+(inference, and one SGD step), an MLP 64-128-128-10 at batch 8 whose
+inference rill replays from a torch.accelerator.Graph (against PyTorch's
+eager `cpu` forward), and rill's stream calls from PyTorch (torch.Event
+record + wait_event + query; entering and leaving
+`with torch.rill.stream(s)`). PyTorch's CPU device runs with as many
 threads as rill's device has compute units. Each figure is the median of
 REPEATS timed runs; a ratio compares medians of this run.
 
     RILL_LIBRARY=build/default/librill.so PYTHONPATH=python:python/torch_rill \\
         TORCH_RILL_EXTENSION=build/default/python/torch_rill/_C.cpython-311-x86_64-linux-gnu.so \\
-        ~/.cache/rill/torch-2.15/bin/python bench/python/bench_torch_rill.py [--repeats 15]
+        ~/.cache/rill/torch-2.15/bin/python bench/python/bench_torch_rill.py [--repeats 15] \\
+        [--only relu,"a + b"]
 
 Not a test: it prints a table and judges nothing."""
 
@@ -93,13 +95,21 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=15)
     ap.add_argument("--quick", action="store_true", help="few calls: checks that it runs")
+    ap.add_argument("--only", default="",
+                    help="comma-separated parts of figure names: time only those figures")
     args = ap.parse_args()
+    wanted = [part for part in args.only.split(",") if part]
+
+    def chosen(label):
+        return not wanted or any(part in label for part in wanted)
     scale = 0.05 if args.quick else 1.0
     torch.set_num_threads(rill.device(0).compute_units)
 
     rows = []
 
     def pair(label, make, n):
+        if not chosen(label):
+            return
         fns = {dev: make(dev) for dev in ("cpu", "rill")}
         got = alternate([(dev, fns[dev], dev) for dev in ("cpu", "rill")],
                         max(1, int(n * scale)), args.repeats)
@@ -109,6 +119,11 @@ def main():
         a, b = torch.ones(1, device=dev), torch.ones(1, device=dev)
         return lambda: a + b
     pair("a + b, 1 element", add_case, 20000)
+
+    def add_1m_case(dev):
+        a, b = torch.randn(1 << 20, device=dev), torch.randn(1 << 20, device=dev)
+        return lambda: a + b
+    pair("a + b, 1M elements", add_1m_case, 100)
 
     def mm_case(dev):
         a = torch.randn(1024, 1024, device=dev)
@@ -138,6 +153,8 @@ def main():
     n = max(1, int(20000 * scale))
     for label, fn in (("torch.Event record + wait_event + query", event_hop),
                       ("with torch.rill.stream(s): (enter and leave)", stream_scope)):
+        if not chosen(label):
+            continue
         got = alternate([(label, fn, "rill")], n, args.repeats)
         rows.append((label, got[label], None))
 

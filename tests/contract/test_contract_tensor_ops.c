@@ -208,6 +208,68 @@ static void test_map_ops(void **state) {
     RT_OK(rill_stream_destroy(s));
 }
 
+/* rill.h's NaN rules: relu is "max(x, 0); NaN stays NaN", RILL_MAP_MAX
+ * "max(x, alpha): clamp from below; NaN stays NaN" (MIN alike), and the
+ * binary ops' "the larger; NaN when either is NaN" (MIN alike). */
+static float nan_rule(bool is_max, float x, float y) {
+    if (isnan(x) || isnan(y))
+        return NAN;
+    return is_max ? (x > y ? x : y) : (x < y ? x : y);
+}
+
+/* The NaN rules of relu, the maps' max and min and the binary max and
+ * min, with NaNs among the elements (a length that is no multiple of a
+ * vector's width), and for the binary ops with both inputs along the
+ * run, b broadcast (a NaN and a number) and a broadcast. */
+static void test_nan_rules_of_maps_and_binary_ops(void **state) {
+    (void)state;
+    rill_stream *s = new_stream();
+    size_t n = 1003;
+    float *ha = host_values(n), *hb = malloc(n * sizeof *hb), *got = malloc(n * sizeof *got);
+    for (size_t i = 0; i < n; i++) {
+        hb[i] = value_at(n - i);
+        if (i % 7 == 3)
+            ha[i] = NAN;
+        if (i % 11 == 5)
+            hb[i] = NAN;
+    }
+    float *a = upload(s, ha, n), *b = upload(s, hb, n), *out = upload(s, NULL, n);
+    const rill_map_op maps[3] = {RILL_MAP_RELU, RILL_MAP_MAX, RILL_MAP_MIN};
+    for (int m = 0; m < 3; m++) {
+        float alpha = maps[m] == RILL_MAP_RELU ? 0.0f : 0.5f;
+        RT_OK(rill_op_map_f32(s, maps[m], out, a, alpha, n));
+        contract_download(s, got, out, n * sizeof *got);
+        for (size_t i = 0; i < n; i++)
+            contract_expect_close("map", i, got[i], nan_rule(maps[m] != RILL_MAP_MIN, ha[i], alpha),
+                                  0.0);
+    }
+    size_t shape[1] = {n}, along[1] = {1}, broadcast[1] = {0};
+    for (int is_max = 0; is_max < 2; is_max++) {
+        rill_binary_op op = is_max ? RILL_BINARY_MAX : RILL_BINARY_MIN;
+        /* layout 0: both along; 1, 2: b broadcast (hb[5] NaN, hb[0] not); 3: a broadcast (NaN) */
+        for (int layout = 0; layout < 4; layout++) {
+            size_t bi = layout == 1 ? 5 : 0;
+            const float *bp = layout == 1 || layout == 2 ? b + bi : b;
+            const float *ap = layout == 3 ? a + 3 : a;
+            RT_OK(rill_op_binary_f32(s, op, out, ap, layout == 3 ? broadcast : along, bp,
+                                     layout == 1 || layout == 2 ? broadcast : along, shape, 1));
+            contract_download(s, got, out, n * sizeof *got);
+            for (size_t i = 0; i < n; i++) {
+                float x = layout == 3 ? ha[3] : ha[i];
+                float y = layout == 1 || layout == 2 ? hb[bi] : hb[i];
+                contract_expect_close("binary", i, got[i], nan_rule(is_max, x, y), 0.0);
+            }
+        }
+    }
+    RT_OK(rill_free(a));
+    RT_OK(rill_free(b));
+    RT_OK(rill_free(out));
+    free(ha);
+    free(hb);
+    free(got);
+    RT_OK(rill_stream_destroy(s));
+}
+
 /* "out[o, i] = op over d < dim of a[o, d, i]", with the positions of max
  * and min, for a middle dimension (inner > 1) and the last (inner 1). */
 static void test_reduce_dim(void **state) {
@@ -484,6 +546,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_copy_strided_transposes_and_scatters),
         cmocka_unit_test(test_binary_broadcasts),
         cmocka_unit_test(test_map_ops),
+        cmocka_unit_test(test_nan_rules_of_maps_and_binary_ops),
         cmocka_unit_test(test_reduce_dim),
         cmocka_unit_test(test_softmax),
         cmocka_unit_test(test_log_softmax_keeps_precision),

@@ -6,6 +6,7 @@
 #include <c10/core/Allocator.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
+#include "events.h"
 #include "runtime.h"
 
 namespace torch_rill {
@@ -77,6 +78,11 @@ struct Guard final : public c10::impl::DeviceGuardImplInterface {
                     "event of rill:", static_cast<int>(device_index), " recorded on a stream of ",
                     stream.device());
         if (!*event) {
+            // A blocking or interprocess event handed over (events.cpp).
+            if (rill_event *adopted = take_adopted_event()) {
+                *event = adopted;
+                return;
+            }
             unsigned flags =
                 flag == c10::EventFlag::BACKEND_DEFAULT ? RILL_EVENT_TIMING : RILL_EVENT_DEFAULT;
             rill_event *created = nullptr;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The hooks PyTorch asks of an out-of-tree device (availability, device
-// count and current device, pointers' devices, random generators), and
+// count and current device, pinned host memory, random generators), and
 // the generators: each rill device draws from a CPU generator of its own, so
 // that the CPU kernels the fallback runs draw from it and torch.manual_seed
 // reaches it.
@@ -12,6 +12,7 @@
 #include <ATen/detail/PrivateUse1HooksInterface.h>
 
 #include "generator.h"
+#include "pinned.h"
 #include "runtime.h"
 
 namespace torch_rill {
@@ -99,6 +100,13 @@ struct Hooks final : public at::PrivateUse1HooksInterface {
     }
     c10::DeviceIndex maybeExchangeDevice(c10::DeviceIndex index) const override {
         return exchangeDevice(index);
+    }
+    // pin_memory() and is_pinned() of CPU tensors (pinned.cpp).
+    at::Allocator *getPinnedMemoryAllocator() const override {
+        return host_allocator();
+    }
+    bool isPinnedPtr(const void *data) const override {
+        return is_pinned_ptr(data);
     }
     const at::Generator &getDefaultGenerator(c10::DeviceIndex index) const override {
         if (index < 0)

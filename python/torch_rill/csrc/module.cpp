@@ -1,14 +1,20 @@
 // SPDX-License-Identifier: MIT
 // torch_rill._C: what torch.rill calls that PyTorch's generic API does not
-// offer (rill's own stream handles, device names, generators).
+// offer (rill's own stream handles, the with block of a stream, device
+// names, generators, blocking and interprocess events, pinned memory's
+// figures).
+#include <torch/csrc/Event.h>
 #include <torch/csrc/Generator.h>
 #include <torch/extension.h>
 
 #include "capture.h"
+#include "events.h"
 #include "generator.h"
 #include "graph.h"
 #include "op_names.h"
+#include "pinned.h"
 #include "runtime.h"
+#include "stream_context.h"
 
 namespace torch_rill {
 namespace {
@@ -25,6 +31,32 @@ std::string device_name(c10::DeviceIndex index) {
     rill_device_info info;
     TORCH_RILL_CHECK(rill_device_get_info(device(index), &info));
     return info.name;
+}
+
+c10::Event &torch_event(const py::object &obj, const char *call) {
+    TORCH_CHECK_TYPE(THPEvent_Check(obj.ptr()), call, " expects a torch.Event, not ",
+                     py::str(py::type::of(obj)).cast<std::string>());
+    return reinterpret_cast<THPEvent *>(obj.ptr())->event;
+}
+
+void add_stat(py::dict &out, const std::string &name, const c10::CachingAllocator::Stat &stat) {
+    out[py::str(name + ".current")] = stat.current;
+    out[py::str(name + ".peak")] = stat.peak;
+    out[py::str(name + ".allocated")] = stat.allocated;
+    out[py::str(name + ".freed")] = stat.freed;
+}
+
+// torch.cuda.host_memory_stats()'s keys that a cacheless allocator has.
+py::dict host_memory_stats() {
+    at::HostStats s = host_allocator()->get_stats();
+    py::dict out;
+    add_stat(out, "active_bytes", s.active_bytes);
+    add_stat(out, "active_requests", s.active_requests);
+    add_stat(out, "allocated_bytes", s.allocated_bytes);
+    add_stat(out, "allocations", s.allocations);
+    out["num_host_alloc"] = s.num_host_alloc;
+    out["num_host_free"] = s.num_host_free;
+    return out;
 }
 
 } // namespace
@@ -70,23 +102,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     m.def("_wrap_stream_handle", [](uintptr_t handle) {
         return stream_tuple(wrap(reinterpret_cast<rill_stream *>(handle)));
     });
-    // A with-block's entry: makes the stream and its device current, and
-    // returns what to restore (the device, the rill_stream * current before).
-    m.def("_enter_stream", [](int64_t id, int index) {
-        c10::DeviceIndex prev = current_device();
-        rill_stream *stream = unwrap(from_parts(id, static_cast<c10::DeviceIndex>(index)));
-        if (index != prev)
-            set_device(static_cast<c10::DeviceIndex>(index));
-        rill_stream *before = rill_set_current_stream(stream);
-        TORCH_CHECK(before, "rill_set_current_stream: ", rill_last_error());
-        return py::make_tuple(static_cast<int>(prev), reinterpret_cast<uintptr_t>(before));
-    });
-    m.def("_exit_stream", [](int prev, uintptr_t before) {
-        TORCH_CHECK(rill_set_current_stream(reinterpret_cast<rill_stream *>(before)),
-                    "rill_set_current_stream: ", rill_last_error());
-        if (prev != current_device())
-            set_device(static_cast<c10::DeviceIndex>(prev));
-    });
+    define_stream_context(m);
     m.def("_synchronize", [](int index) {
         rill_device *dev = device(static_cast<c10::DeviceIndex>(index));
         py::gil_scoped_release nogil;
@@ -102,6 +118,26 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         TORCH_CHECK(stream, "rill_current_stream: ", rill_last_error());
         return is_capturing(stream);
     });
+    m.def("_adopt_new_event", [](py::object event, int index, unsigned flags) {
+        adopt_new_event(torch_event(event, "torch.rill.Event"),
+                        static_cast<c10::DeviceIndex>(index), flags);
+    });
+    m.def("_event_ipc_handle", [](py::object event) {
+        return py::bytes(event_ipc_handle(torch_event(event, "torch.rill.Event.ipc_handle")));
+    });
+    m.def("_adopt_opened_event", [](py::object event, int index, py::bytes handle) {
+        adopt_opened_event(torch_event(event, "torch.rill.Event.from_ipc_handle"),
+                           static_cast<c10::DeviceIndex>(index), handle.cast<std::string>());
+    });
+    m.def("_event_flags", [] {
+        return py::make_tuple(static_cast<unsigned>(RILL_EVENT_TIMING),
+                              static_cast<unsigned>(RILL_EVENT_BLOCKING_SYNC),
+                              static_cast<unsigned>(RILL_EVENT_INTERPROCESS));
+    });
+    m.def("_host_memory_stats", host_memory_stats);
+    m.def("_reset_peak_host_memory_stats", [] { host_allocator()->reset_peak_stats(); });
+    m.def("_reset_accumulated_host_memory_stats",
+          [] { host_allocator()->reset_accumulated_stats(); });
     m.def("_default_generator", [](int index) {
         const at::Generator &gen = at::globalContext().defaultGenerator(
             c10::Device(kDeviceType, static_cast<c10::DeviceIndex>(index)));

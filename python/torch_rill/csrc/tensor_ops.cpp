@@ -3,8 +3,8 @@
 // allocator, views, resizing, copies between devices and reading a scalar.
 // Copies between contiguous tensors of one dtype, and between float32
 // tensors of one rill device in any dense destination layout, are rill
-// copies queued on the current stream; others run PyTorch's CPU copy on
-// host views.
+// copies queued on the current stream, as are non_blocking copies to and
+// from pinned host memory; others run PyTorch's CPU copy on host views.
 #include <ATen/EmptyTensor.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/_local_scalar_dense_native.h>
@@ -19,6 +19,7 @@
 
 #include "capture.h"
 #include "host_view.h"
+#include "pinned.h"
 #include "runtime.h"
 
 namespace torch_rill {
@@ -163,6 +164,22 @@ at::Tensor copy_from(const at::Tensor &self, const at::Tensor &dst, bool non_blo
     }
     if (copy_strided(self, dst))
         return dst;
+    if (same_kind && non_blocking && is_rill(self) != is_rill(dst)) {
+        // Between pinned host memory and a rill device, non_blocking: queued
+        // on the device's current stream, as CUDA's copy is; the pinned
+        // memory stays allocated until the copy ran (pinned.cpp). The host
+        // reads a device-to-host result after synchronizing.
+        const at::Tensor &host = is_rill(self) ? dst : self;
+        const at::Tensor &dev = is_rill(self) ? self : dst;
+        if (is_pinned_tensor(host)) {
+            rill_stream *stream = rill_current_stream(device(dev.device().index()));
+            TORCH_CHECK(stream, "rill_current_stream: ", rill_last_error());
+            TORCH_RILL_CHECK(
+                rill_memcpy_async(dst.data_ptr(), self.const_data_ptr(), bytes, stream));
+            record_pinned_use(host, stream);
+            return dst;
+        }
+    }
     for (const at::Tensor *t : {&self, &dst})
         if (is_rill(*t))
             refuse_in_capture(t->device().index(),
@@ -173,7 +190,7 @@ at::Tensor copy_from(const at::Tensor &self, const at::Tensor &dst, bool non_blo
         // Host to device, device to host, or between two rill devices: rill
         // copies after the work of the current streams of the devices
         // involved; the call returns when it is done, so the CPU side may be
-        // freed or read at once.
+        // freed or read at once (pageable memory with non_blocking too).
         if (is_rill(self) && is_rill(dst))
             host_ready(dst.device().index());
         TORCH_RILL_CHECK(rill_memcpy(dst.data_ptr(), self.const_data_ptr(), bytes));

@@ -3,6 +3,7 @@
 own tests of an accelerator do (OpenReg's, and the CUDA tests' streams,
 events and allocator)."""
 
+import threading
 import time
 
 import pytest
@@ -23,6 +24,15 @@ def delay(stream, seconds):
     """Queues a host function that sleeps on stream: the work after it
     waits, which makes the order of two streams visible."""
     rill_stream(stream).launch_host_func(time.sleep, seconds)
+
+
+def gate(stream, timeout=20.0):
+    """Queues a host function that waits for the returned threading.Event
+    (at most timeout seconds): the work after it runs once the test sets it,
+    so the test sees that work still queued, with certainty."""
+    opened = threading.Event()
+    rill_stream(stream).launch_host_func(opened.wait, timeout)
+    return opened
 
 
 @pytest.fixture(autouse=True)

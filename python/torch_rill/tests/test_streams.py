@@ -34,6 +34,24 @@ def test_new_streams_come_from_a_pool_and_scope_with_with():
     assert len(streams) <= 32  # reused, as CUDA's pool does
 
 
+def test_a_stream_context_nests_restores_and_refuses_what_is_not_a_rill_stream():
+    s, t = torch.rill.Stream(), torch.rill.Stream()
+    default = torch.rill.default_stream()
+    ctx = torch.rill.stream(s)
+    assert ctx.stream == s
+    with ctx:
+        with torch.rill.stream(t):
+            with ctx:  # one object entered twice: each exit restores its own entry
+                assert torch.rill.current_stream() == s
+            assert torch.rill.current_stream() == t
+        assert torch.rill.current_stream() == s
+        with torch.rill.stream(None):
+            assert torch.rill.current_stream() == s
+    assert torch.rill.current_stream() == default
+    with pytest.raises(TypeError, match="rill torch.Stream"):
+        torch.rill.stream("rill")
+
+
 def test_the_current_stream_is_the_one_rills_package_sees():
     s = torch.rill.Stream()
     with torch.rill.stream(s):

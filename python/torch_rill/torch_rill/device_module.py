@@ -9,7 +9,6 @@ import torch
 from . import _C
 
 _TYPE = "rill"
-_TYPE_ID = _C._default_stream(0)[2]  # c10::DeviceType::PrivateUse1
 
 
 def is_available():
@@ -137,33 +136,11 @@ def set_stream(stream):
         _C._set_stream(stream.stream_id, stream.device_index)
 
 
-class StreamContext:
-    """Makes a stream current on its device, and its device current, for a
-    with block (torch.cuda.StreamContext); None does nothing."""
-
-    __slots__ = ("stream", "_saved")
-
-    def __init__(self, stream):
-        if stream is not None and (not isinstance(stream, torch.Stream)
-                                   or stream.device_type != _TYPE_ID):
-            raise TypeError(f"torch.rill.stream takes a rill torch.Stream, not {stream!r}")
-        self.stream = stream
-        self._saved = []
-
-    def __enter__(self):
-        s = self.stream
-        if s is not None:
-            self._saved.append(_C._enter_stream(s.stream_id, s.device_index))
-        return s
-
-    def __exit__(self, *exc):
-        if self.stream is not None:
-            _C._exit_stream(*self._saved.pop())
-        return False
-
-
-def stream(stream):
-    return StreamContext(stream)
+# torch.rill.stream(s) (as torch.cuda.stream): a with block in which s, a
+# rill torch.Stream, and its device are current; None does nothing. The
+# class itself, so that a with block makes no Python call.
+StreamContext = _C.StreamContext
+stream = StreamContext
 
 
 class _EventType(type):
@@ -171,18 +148,55 @@ class _EventType(type):
         return isinstance(obj, torch.Event) and obj.device.type == _TYPE
 
 
+_TIMING, _BLOCKING, _INTERPROCESS = _C._event_flags()
+
+
+class InterprocessEvent(torch.Event):
+    """A torch.Event of rill that other processes may open: what
+    ``torch.rill.Event(interprocess=True)`` returns. ``ipc_handle()`` gives
+    its handle (bytes) and ``Event.from_ipc_handle(device, handle)`` opens
+    one; records in every process that holds it number one sequence (see
+    rill_event_ipc_handle). It pickles as its handle, so multiprocessing
+    can send it."""
+
+    def ipc_handle(self):
+        return _C._event_ipc_handle(self)
+
+    @classmethod
+    def from_ipc_handle(cls, device, handle):
+        index = _index(device)
+        event = cls(device=torch.device(_TYPE, index), enable_timing=False)
+        _C._adopt_opened_event(event, index, handle)
+        return event
+
+    def __reduce__(self):
+        return (InterprocessEvent.from_ipc_handle, (self.device.index, self.ipc_handle()))
+
+
 class Event(metaclass=_EventType):
     """A rill event, as torch.cuda.Event: ``Event(enable_timing=False,
     blocking=False, interprocess=False)`` is PyTorch's torch.Event on the
     current rill device (or device=), so that it mixes with torch.Event's
-    calls (elapsed_time takes exactly a torch.Event)."""
+    calls (elapsed_time takes exactly a torch.Event). blocking makes host
+    waits sleep rather than spin (RILL_EVENT_BLOCKING_SYNC); interprocess
+    gives an InterprocessEvent (RILL_EVENT_INTERPROCESS; not with
+    enable_timing)."""
 
     def __new__(cls, enable_timing=False, blocking=False, interprocess=False, device=None):
-        if interprocess:
-            raise NotImplementedError("torch.rill.Event(interprocess=True) is not built yet; "
-                                      "rill's own rill.Event shares events across processes")
-        return torch.Event(device=torch.device(_TYPE, _index(device)),
-                           enable_timing=enable_timing, blocking=blocking)
+        index = _index(device)
+        kind = InterprocessEvent if interprocess else torch.Event
+        event = kind(device=torch.device(_TYPE, index), enable_timing=enable_timing)
+        if blocking or interprocess:
+            flags = ((_TIMING if enable_timing else 0) | (_BLOCKING if blocking else 0)
+                     | (_INTERPROCESS if interprocess else 0))
+            _C._adopt_new_event(event, index, flags)
+        return event
+
+    @staticmethod
+    def from_ipc_handle(device, handle):
+        """Opens the event whose ipc_handle() handle is (in this or another
+        process) on rill device device, as torch.cuda.Event.from_ipc_handle."""
+        return InterprocessEvent.from_ipc_handle(device, handle)
 
 
 # Memory, read from rill's pool (PyTorch's accelerator calls reach the same
@@ -223,6 +237,23 @@ def empty_cache():
 
 def mem_get_info(device=None):
     return torch.accelerator.get_memory_info(_index(device))
+
+
+def host_memory_stats():
+    """Figures of pinned host memory (pin_memory) as torch.cuda's: blocks
+    and bytes held (allocations, allocated_bytes: live tensors' and those
+    freed once their queued copies ran), handed out (active_requests,
+    active_bytes), each .current, .peak, .allocated and .freed, and
+    num_host_alloc, num_host_free."""
+    return dict(sorted(_C._host_memory_stats().items()))
+
+
+def reset_peak_host_memory_stats():
+    _C._reset_peak_host_memory_stats()
+
+
+def reset_accumulated_host_memory_stats():
+    _C._reset_accumulated_host_memory_stats()
 
 
 # Random numbers: each device's generator is PyTorch's torch.Generator.

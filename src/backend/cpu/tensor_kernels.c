@@ -9,6 +9,7 @@
 
 #include <math.h>
 #include <stdbool.h>
+#include <string.h>
 
 #include "backend/op_math.h"
 
@@ -20,6 +21,86 @@ static void slice_of(const rill_block_ctx *ctx, size_t count, size_t *begin, siz
     size_t b = ctx->block_idx.x;
     *begin = b * per < count ? b * per : count;
     *end = count - *begin > per ? *begin + per : count;
+}
+
+/* ---- element loops ---- */
+
+/* The element loops take op as a constant: each call, made from a switch on
+ * the op, inlines into a loop of its own with no switch inside, which the
+ * compiler vectorizes where the op's math allows (arithmetic, comparisons,
+ * fabsf and sqrtf; not powf, expf and their kin). This file is compiled
+ * with GCC's dynamic vectorizer cost model (CMakeLists.txt), as -O2's
+ * very-cheap one vectorizes no loop whose count is not known. The pointers
+ * are not restrict: rill.h lets out equal an input (in place), and the
+ * compiler's run-time overlap check keeps that case vectorized too (only a
+ * partial overlap, which rill.h refuses, takes the scalar loop). */
+#define ELEMENT_LOOP static inline __attribute__((always_inline)) void
+
+ELEMENT_LOOP map_loop(uint32_t op, float *out, const float *a, float alpha, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        out[i] = rill__op_map_value(op, a[i], alpha);
+}
+
+/* out[i] = a[i] (op) b[i]. */
+ELEMENT_LOOP binary_loop(uint32_t op, float *out, const float *a, const float *b, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        out[i] = rill__op_binary_value(op, a[i], b[i]);
+}
+
+/* out[i] = a[i] (op) y: b broadcast along the run. */
+ELEMENT_LOOP binary_loop_b_scalar(uint32_t op, float *out, const float *a, float y, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        out[i] = rill__op_binary_value(op, a[i], y);
+}
+
+/* out[i] = x (op) b[i]: a broadcast along the run. */
+ELEMENT_LOOP binary_loop_a_scalar(uint32_t op, float *out, float x, const float *b, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        out[i] = rill__op_binary_value(op, x, b[i]);
+}
+
+/* The run's loop for its shape: 0 both inputs along the run, 1 b
+ * broadcast, 2 a broadcast. */
+ELEMENT_LOOP binary_shaped(uint32_t op, int shape, float *out, const float *a, const float *b,
+                           size_t n) {
+    if (shape == 0)
+        binary_loop(op, out, a, b, n);
+    else if (shape == 1)
+        binary_loop_b_scalar(op, out, a, b[0], n);
+    else
+        binary_loop_a_scalar(op, out, a[0], b, n);
+}
+
+/* A run of a binary op whose output is contiguous: as, bs the inputs'
+ * strides along it, each 1 or 0 (broadcast), not both 0. One case per op,
+ * so that each loop has its op as a constant. */
+static void binary_run(uint32_t op, float *out, const float *a, size_t as, const float *b,
+                       size_t bs, size_t n) {
+    int shape = as == 1 && bs == 1 ? 0 : as == 1 ? 1 : 2;
+    switch ((rill_binary_op)op) {
+    case RILL_BINARY_ADD:
+        binary_shaped(RILL_BINARY_ADD, shape, out, a, b, n);
+        return;
+    case RILL_BINARY_SUB:
+        binary_shaped(RILL_BINARY_SUB, shape, out, a, b, n);
+        return;
+    case RILL_BINARY_MUL:
+        binary_shaped(RILL_BINARY_MUL, shape, out, a, b, n);
+        return;
+    case RILL_BINARY_DIV:
+        binary_shaped(RILL_BINARY_DIV, shape, out, a, b, n);
+        return;
+    case RILL_BINARY_MAX:
+        binary_shaped(RILL_BINARY_MAX, shape, out, a, b, n);
+        return;
+    case RILL_BINARY_MIN:
+        binary_shaped(RILL_BINARY_MIN, shape, out, a, b, n);
+        return;
+    case RILL_BINARY_POW: /* powf has no vector form */
+        break;
+    }
+    for (size_t i = 0; i < n; i++)
+        out[i] = rill__op_binary_value(op, a[i * as], b[i * bs]);
 }
 
 /* ---- strided copies and binary ops ---- */
@@ -48,18 +129,15 @@ static void strided_run(const rill__op_strided_args *p, size_t begin, size_t end
             run = end - i;
         float *out = p->out + oo;
         const float *a = p->a + ao;
-        if (copy) {
+        if (copy && os == 1 && as == 1) {
+            memcpy(out, a, run * sizeof *out); /* out may not overlap a */
+        } else if (copy) {
             for (size_t j = 0; j < run; j++)
                 out[j * os] = a[j * as];
         } else {
             const float *b = p->b + bo;
-            if (os == 1 && as == 1 && bs == 1 && p->op == RILL_BINARY_ADD) {
-                for (size_t j = 0; j < run; j++)
-                    out[j] = a[j] + b[j];
-            } else if (os == 1 && as == 1 && bs == 0 && p->op == RILL_BINARY_ADD) {
-                float y = b[0];
-                for (size_t j = 0; j < run; j++)
-                    out[j] = a[j] + y;
+            if (os == 1 && as <= 1 && bs <= 1 && as + bs > 0) {
+                binary_run(p->op, out, a, as, b, bs, run);
             } else {
                 for (size_t j = 0; j < run; j++)
                     out[j * os] = rill__op_binary_value(p->op, a[j * as], b[j * bs]);
@@ -103,29 +181,72 @@ void rill__cpu_op_map_f32(const rill_block_ctx *ctx, const void *args) {
     const rill__op_map_args *p = args;
     size_t begin, end;
     slice_of(ctx, p->n, &begin, &end);
-    float *out = p->out;
-    const float *a = p->a;
+    float *out = p->out + begin;
+    const float *a = p->a + begin;
     float alpha = p->alpha;
-    /* The common maps as loops of their own, which the compiler vectorizes
-     * (a * number and -a of the tensors). */
+    size_t n = end - begin;
+    /* One case per op, so that each loop has its op as a constant. */
     switch ((rill_map_op)p->op) {
-    case RILL_MAP_RELU:
-        for (size_t i = begin; i < end; i++)
-            out[i] = rill__op_map_value(RILL_MAP_RELU, a[i], alpha);
+    case RILL_MAP_NEG:
+        map_loop(RILL_MAP_NEG, out, a, alpha, n);
         return;
     case RILL_MAP_SCALE:
-        for (size_t i = begin; i < end; i++)
-            out[i] = rill__op_map_value(RILL_MAP_SCALE, a[i], alpha);
+        map_loop(RILL_MAP_SCALE, out, a, alpha, n);
         return;
-    case RILL_MAP_NEG:
-        for (size_t i = begin; i < end; i++)
-            out[i] = rill__op_map_value(RILL_MAP_NEG, a[i], alpha);
+    case RILL_MAP_DIV:
+        map_loop(RILL_MAP_DIV, out, a, alpha, n);
         return;
-    default:
-        break;
+    case RILL_MAP_RDIV:
+        map_loop(RILL_MAP_RDIV, out, a, alpha, n);
+        return;
+    case RILL_MAP_RSUB:
+        map_loop(RILL_MAP_RSUB, out, a, alpha, n);
+        return;
+    case RILL_MAP_POW:
+        map_loop(RILL_MAP_POW, out, a, alpha, n);
+        return;
+    case RILL_MAP_MAX:
+        map_loop(RILL_MAP_MAX, out, a, alpha, n);
+        return;
+    case RILL_MAP_MIN:
+        map_loop(RILL_MAP_MIN, out, a, alpha, n);
+        return;
+    case RILL_MAP_RELU:
+        map_loop(RILL_MAP_RELU, out, a, alpha, n);
+        return;
+    case RILL_MAP_LEAKY_RELU:
+        map_loop(RILL_MAP_LEAKY_RELU, out, a, alpha, n);
+        return;
+    case RILL_MAP_GELU:
+        map_loop(RILL_MAP_GELU, out, a, alpha, n);
+        return;
+    case RILL_MAP_GELU_TANH:
+        map_loop(RILL_MAP_GELU_TANH, out, a, alpha, n);
+        return;
+    case RILL_MAP_SIGMOID:
+        map_loop(RILL_MAP_SIGMOID, out, a, alpha, n);
+        return;
+    case RILL_MAP_TANH:
+        map_loop(RILL_MAP_TANH, out, a, alpha, n);
+        return;
+    case RILL_MAP_SILU:
+        map_loop(RILL_MAP_SILU, out, a, alpha, n);
+        return;
+    case RILL_MAP_EXP:
+        map_loop(RILL_MAP_EXP, out, a, alpha, n);
+        return;
+    case RILL_MAP_LOG:
+        map_loop(RILL_MAP_LOG, out, a, alpha, n);
+        return;
+    case RILL_MAP_SQRT:
+        map_loop(RILL_MAP_SQRT, out, a, alpha, n);
+        return;
+    case RILL_MAP_ABS:
+        map_loop(RILL_MAP_ABS, out, a, alpha, n);
+        return;
     }
-    for (size_t i = begin; i < end; i++)
-        out[i] = rill__op_map_value(p->op, a[i], alpha);
+    /* An op outside rill_map_op: the launch refused it. */
+    map_loop(p->op, out, a, alpha, n);
 }
 
 /* ---- along one dimension ---- */
