@@ -1,23 +1,26 @@
 // SPDX-License-Identifier: MIT
 // Convolution reaches devices other than CPU and CUDA through its
 // *_overrideable entry points, not the fallback: on a device the host reads,
-// they run PyTorch's CPU convolution on host views, after the current
-// stream's work.
+// they run PyTorch's CPU convolution on host views as the fallback runs its
+// ops, in stream order (queue_on_host).
 #include <ATen/ops/convolution.h>
 #include <ATen/ops/convolution_backward.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
-#include "host_view.h"
+#include "fallback.h"
 #include "runtime.h"
 
 namespace torch_rill {
 namespace {
 
-void on_host(const at::Tensor &input, const char *op) {
+void check_host_reads(const at::Tensor &input, const char *op) {
     TORCH_CHECK_NOT_IMPLEMENTED(is_cpu_device(input.device().index()), op, " on ", input.device(),
                                 ", a device the host cannot read, is not built");
-    host_ready(input.device().index());
+}
+
+std::optional<at::Tensor> optional(const at::Tensor &t) {
+    return t.defined() ? std::optional<at::Tensor>(t) : std::nullopt;
 }
 
 at::Tensor convolution(const at::Tensor &input, const at::Tensor &weight,
@@ -25,12 +28,17 @@ at::Tensor convolution(const at::Tensor &input, const at::Tensor &weight,
                        at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed,
                        at::IntArrayRef output_padding, int64_t groups) {
     const c10::DeviceGuard guard(input.device());
-    on_host(input, "convolution");
-    HostViews views;
-    at::Tensor out =
-        at::convolution(host_of(views, input), host_of(views, weight), host_of(views, bias), stride,
-                        padding, dilation, transposed, output_padding, groups);
-    return copy_to_rill(out, input.device());
+    check_host_reads(input, "convolution");
+    // The kernel runs later: it holds copies of the arrays.
+    auto run = [stride = stride.vec(), padding = padding.vec(), dilation = dilation.vec(),
+                transposed, output_padding = output_padding.vec(),
+                groups](const std::vector<at::Tensor> &t) {
+        return std::vector<at::Tensor>{at::convolution(t[0], t[1], optional(t[2]), stride, padding,
+                                                       dilation, transposed, output_padding,
+                                                       groups)};
+    };
+    return queue_on_host("aten::convolution_overrideable", input.device(),
+                         {input, weight, bias.value_or(at::Tensor())}, run)[0];
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor>
@@ -39,14 +47,19 @@ convolution_backward(const at::Tensor &grad_output, const at::Tensor &input,
                      at::IntArrayRef dilation, bool transposed, at::IntArrayRef output_padding,
                      int64_t groups, std::array<bool, 3> output_mask) {
     const c10::DeviceGuard guard(input.device());
-    on_host(input, "convolution_backward");
-    HostViews views;
+    check_host_reads(input, "convolution_backward");
     std::vector<int64_t> bias_sizes{transposed ? weight.size(1) * groups : weight.size(0)};
-    auto [gi, gw, gb] = at::convolution_backward(
-        host_of(views, grad_output), host_of(views, input), host_of(views, weight), bias_sizes,
-        stride, padding, dilation, transposed, output_padding, groups, output_mask);
-    c10::Device dev = input.device();
-    return {copy_to_rill(gi, dev), copy_to_rill(gw, dev), copy_to_rill(gb, dev)};
+    auto run = [bias_sizes, stride = stride.vec(), padding = padding.vec(),
+                dilation = dilation.vec(), transposed, output_padding = output_padding.vec(),
+                groups, output_mask](const std::vector<at::Tensor> &t) {
+        auto [gi, gw, gb] =
+            at::convolution_backward(t[0], t[1], t[2], bias_sizes, stride, padding, dilation,
+                                     transposed, output_padding, groups, output_mask);
+        return std::vector<at::Tensor>{gi, gw, gb};
+    };
+    std::vector<at::Tensor> out = queue_on_host("aten::convolution_backward_overrideable",
+                                                input.device(), {grad_output, input, weight}, run);
+    return {out[0], out[1], out[2]};
 }
 
 } // namespace

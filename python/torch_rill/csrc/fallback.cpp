@@ -1,13 +1,36 @@
 // SPDX-License-Identifier: MIT
 // Every op rill has no kernel of its own for runs PyTorch's CPU kernel. On a
 // device the host reads (rill's CPU devices) it runs on host views of the
-// same memory, after the current stream's work, with no copy; elsewhere it
-// goes through PyTorch's own copying fallback. Random ops draw from the rill
-// device's generator.
+// same memory, with no copy, as one host function queued on the current
+// stream: at submit the op's meta kernel gives its outputs' sizes, strides
+// and dtypes, the outputs are allocated on the stream and out= arguments
+// resized as the meta kernel did; the host function runs the CPU kernel and
+// writes new results into the outputs. An argument the meta kernel refuses
+// makes the op run at once, so that the CPU kernel raises in its own words;
+// errors that only the CPU kernel finds fail the stream, naming the op.
+// Views run at once (they read no data). Ops that must synchronize (an
+// output shape that depends on the data, a value for the host, random
+// numbers drawn in submit order, no meta kernel) run at once after the
+// current stream's work, and refuse a capture. On other devices PyTorch's
+// own copying fallback runs them. Random ops draw from the rill device's
+// generator.
+#include <Python.h>
+
+#include <algorithm>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <utility>
+
+#include <ATen/MemoryOverlap.h>
+#include <ATen/WrapDimUtils.h>
+#include <ATen/core/LegacyTypeDispatch.h>
 #include <ATen/native/CPUFallback.h>
 #include <c10/core/DeviceGuard.h>
+#include <pybind11/pybind11.h>
 #include <torch/library.h>
 
+#include "capture.h"
 #include "fallback.h"
 #include "generator.h"
 #include "host_view.h"
@@ -36,6 +59,47 @@ template <typename Fn> c10::IValue map_tensors(const c10::IValue &value, Fn &&fn
     return value;
 }
 
+// Calls fn on the tensors of a and b pairwise (two values of one type, as
+// an argument before and after map_tensors).
+template <typename Fn> void zip_tensors(const c10::IValue &a, const c10::IValue &b, Fn &&fn) {
+    if (a.isTensor() && b.isTensor()) {
+        fn(a.toTensor(), b.toTensor());
+    } else if (a.isTensorList() && b.isTensorList()) {
+        c10::List<at::Tensor> la = a.toTensorList(), lb = b.toTensorList();
+        TORCH_CHECK(la.size() == lb.size(), "torch_rill: lists of ", la.size(), " and ", lb.size(),
+                    " tensors");
+        for (size_t i = 0; i < la.size(); i++)
+            fn(la.get(i), lb.get(i));
+    } else if (a.isOptionalTensorList() && b.isOptionalTensorList()) {
+        auto la = a.toOptionalTensorList(), lb = b.toOptionalTensorList();
+        TORCH_CHECK(la.size() == lb.size(), "torch_rill: lists of ", la.size(), " and ", lb.size(),
+                    " tensors");
+        for (size_t i = 0; i < la.size(); i++) {
+            std::optional<at::Tensor> x = la.get(i), y = lb.get(i);
+            fn(x.value_or(at::Tensor()), y.value_or(at::Tensor()));
+        }
+    }
+}
+
+bool is_generator(const c10::TypePtr &type) {
+    return type->kind() == c10::TypeKind::GeneratorType ||
+           (type->kind() == c10::TypeKind::OptionalType &&
+            type->containedType(0)->kind() == c10::TypeKind::GeneratorType);
+}
+
+// Tensor, Tensor?, Tensor[], Tensor?[].
+bool holds_tensors_only(const c10::TypePtr &type) {
+    switch (type->kind()) {
+    case c10::TypeKind::TensorType:
+        return true;
+    case c10::TypeKind::OptionalType:
+    case c10::TypeKind::ListType:
+        return holds_tensors_only(type->containedType(0));
+    default:
+        return false;
+    }
+}
+
 // The rill device the op runs on: that of its rill tensors, which must be
 // one device, beside CPU tensors of zero dimensions only (as on CUDA).
 c10::Device device_of(const c10::OperatorHandle &op, c10::ArrayRef<c10::IValue> args) {
@@ -62,6 +126,8 @@ c10::Device device_of(const c10::OperatorHandle &op, c10::ArrayRef<c10::IValue> 
                 op.schema().operator_name(), ")");
     return *rill_dev;
 }
+
+// ---------------------------------------------------------------- at once
 
 // Puts a rill tensor back where a CPU kernel returned a host view of rill
 // memory (views, in-place and out= results), or a new rill tensor with the
@@ -94,19 +160,16 @@ at::Tensor to_rill(const at::Tensor &host, const HostViews &views, c10::Device d
     return copy_to_rill(host, dev);
 }
 
-void host_fallback(const c10::OperatorHandle &op, torch::jit::Stack *stack, c10::Device dev) {
+// Runs the CPU kernel now on host views: for views (which read no data),
+// and for the ops that synchronize, once the stream's work has run.
+void run_now(const c10::OperatorHandle &op, torch::jit::Stack *stack, c10::Device dev) {
     const auto &schema = op.schema();
     const size_t num_args = schema.arguments().size();
-    host_ready(dev.index());
     HostViews views;
     std::vector<std::pair<at::Tensor, at::Tensor>> inputs; // rill tensor, its host view
     for (size_t i = 0; i < num_args; i++) {
         c10::IValue &arg = (*stack)[stack->size() - num_args + i];
-        const c10::TypePtr &type = schema.arguments()[i].real_type();
-        bool generator = type->kind() == c10::TypeKind::GeneratorType ||
-                         (type->kind() == c10::TypeKind::OptionalType &&
-                          type->containedType(0)->kind() == c10::TypeKind::GeneratorType);
-        if (generator) {
+        if (is_generator(schema.arguments()[i].real_type())) {
             std::optional<at::Generator> gen;
             if (arg.isGenerator())
                 gen = arg.toGenerator();
@@ -132,27 +195,605 @@ void host_fallback(const c10::OperatorHandle &op, torch::jit::Stack *stack, c10:
             to_rill(view, views, dev, inputs);
 }
 
-void fallback(const c10::OperatorHandle &op, torch::jit::Stack *stack) {
+// Every result aliases an argument without writing it, and nothing is
+// written: a view, which reads no data.
+bool is_view(const c10::FunctionSchema &schema) {
+    if (schema.returns().empty())
+        return false;
+    for (const c10::Argument &r : schema.returns())
+        if (!r.alias_info() || r.alias_info()->isWrite())
+            return false;
+    for (const c10::Argument &a : schema.arguments())
+        if (a.alias_info() && a.alias_info()->isWrite())
+            return false;
+    return true;
+}
+
+// ------------------------------------------------------ in stream order
+
+// One op's work on the host, queued as a host function. It holds what it
+// reads and writes (host views of rill tensors, which hold their rill
+// storages), so that this memory is not handed out again before it ran.
+struct HostCommand {
+    std::string name; // the op and its device, for errors
+    std::function<void()> body;
+    bool kept = false;                 // a capture keeps it: each replay runs it again
+    std::shared_ptr<HostCommand> self; // not kept: it owns itself until it ran
+};
+
+void run_command(void *user_data) {
+    auto *cmd = static_cast<HostCommand *>(user_data);
+    std::string failure;
+    bool failed = true;
+    try {
+        const at::AutoDispatchBelowADInplaceOrView below;
+        cmd->body();
+        failed = false;
+    } catch (const c10::Error &e) {
+        failure = e.what_without_backtrace();
+    } catch (const std::exception &e) {
+        failure = e.what();
+    } catch (...) {
+        failure = "an exception that is not a std::exception";
+    }
+    if (failed) {
+        // As CUDA's asynchronous errors, it surfaces at the next
+        // synchronization with the stream.
+        std::string message = cmd->name + " failed on the host: " + failure;
+        rill_host_func_fail(message.c_str());
+    }
+    if (!cmd->kept) {
+        std::shared_ptr<HostCommand> last = std::move(cmd->self); // frees what it held
+    }
+}
+
+// Makes a capturing stream refuse a call, which invalidates the capture
+// (its end then fails): the capture does not go on without the op that
+// raised.
+void invalidate_capture(rill_stream *stream) {
+    (void)rill_stream_query(stream);
+}
+
+// Queues body as a host function on rill:index's current stream; a capture
+// of it keeps the command for its replays.
+void queue_command(c10::DeviceIndex index, std::string name, std::function<void()> body) {
+    rill_stream *stream = rill_current_stream(device(index));
+    TORCH_CHECK(stream, "rill_current_stream: ", rill_last_error());
+    auto cmd = std::make_shared<HostCommand>();
+    cmd->name = std::move(name);
+    cmd->body = std::move(body);
+    try {
+        cmd->kept = keep_for_capture(stream, index, cmd, cmd->name.c_str());
+    } catch (...) {
+        invalidate_capture(stream);
+        throw;
+    }
+    HostCommand *raw = cmd.get();
+    if (!raw->kept)
+        raw->self = std::move(cmd);
+    rill_status status = rill_launch_host_func(stream, &run_command, raw);
+    if (status != RILL_OK) {
+        std::shared_ptr<HostCommand> unused = std::move(raw->self);
+        check(status, "rill_launch_host_func");
+    }
+}
+
+// Meta tensors of a call's rill tensors, one meta storage per rill storage,
+// so that the meta kernel sees the overlaps the CPU kernel would. CPU
+// scalars stay as they are.
+class MetaTwins {
+  public:
+    at::Tensor of(const at::Tensor &t) {
+        if (!t.defined())
+            return t;
+        if (!is_rill(t)) // a CPU scalar, which meta kernels take as CUDA kernels do
+            return t;
+        c10::StorageImpl *impl = t.storage().unsafeGetStorageImpl();
+        auto found = storages_.find(impl);
+        if (found == storages_.end()) {
+            at::Tensor bytes = at::empty({static_cast<int64_t>(impl->nbytes())},
+                                         at::TensorOptions().dtype(at::kByte).device(c10::kMeta));
+            found = storages_.emplace(impl, bytes.storage()).first;
+        }
+        at::Tensor m = at::empty({0}, t.options().device(c10::kMeta));
+        m.set_(found->second, t.storage_offset(), t.sizes(), t.strides());
+        return m;
+    }
+
+  private:
+    std::unordered_map<c10::StorageImpl *, c10::Storage> storages_;
+};
+
+// A CPU scalar as read at submit (as CUDA reads it), still a wrapped
+// number where it was one (which type promotion tells apart).
+at::Tensor scalar_copy(const at::Tensor &t) {
+    at::Tensor copy = t.clone();
+    copy.unsafeGetTensorImpl()->set_wrapped_number(t.unsafeGetTensorImpl()->is_wrapped_number());
+    return copy;
+}
+
+// A rill device argument stands for the CPU (or meta) on the host.
+c10::IValue device_arg(const c10::IValue &arg, c10::DeviceType to) {
+    if (arg.isDevice() && arg.toDevice().type() == kDeviceType)
+        return c10::Device(to);
+    return arg;
+}
+
+// Runs the meta kernel on stack; false when it cannot tell the outputs
+// (their shape depends on the data, or it is not implemented for these
+// arguments). Other errors are the op's own, and propagate.
+bool run_meta(const c10::OperatorHandle &op, torch::jit::Stack *stack) {
+    const bool data_shape = op.hasTag(at::Tag::dynamic_output_shape);
+    try {
+        op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::Meta), stack);
+        return true;
+    } catch (const c10::NotImplementedError &) {
+        return false;
+    } catch (pybind11::error_already_set &e) {
+        // A meta kernel written in Python.
+        bool unknown = data_shape;
+        if (!unknown) {
+            const pybind11::gil_scoped_acquire gil;
+            unknown = e.matches(PyExc_NotImplementedError);
+        }
+        if (unknown)
+            return false;
+        throw;
+    } catch (const std::exception &) {
+        if (data_shape)
+            return false;
+        throw;
+    }
+}
+
+// A dimension argument out of range raises at submit with the CPU kernel's
+// message, where some meta kernels let it through.
+void check_dims(const c10::FunctionSchema &schema, c10::ArrayRef<c10::IValue> args) {
+    if (args.empty() || schema.arguments()[0].name() != "self" || !args[0].isTensor() ||
+        !args[0].toTensor().defined())
+        return;
+    const int64_t dims = args[0].toTensor().dim();
+    for (size_t i = 1; i < args.size(); i++)
+        if (schema.arguments()[i].name() == "dim" && args[i].isInt())
+            at::maybe_wrap_dim(args[i].toInt(), dims);
+}
+
+// A written argument with elements that share memory, or that partly
+// overlaps another argument: the CPU kernel's own checks decide (they
+// refuse most such calls), running at once.
+bool overlaps(const c10::FunctionSchema &schema, c10::ArrayRef<c10::IValue> args) {
+    std::vector<at::Tensor> written, all;
+    for (size_t i = 0; i < args.size(); i++) {
+        const c10::AliasInfo *info = schema.arguments()[i].alias_info();
+        const bool writes = info && info->isWrite();
+        map_tensors(args[i], [&](const at::Tensor &t) {
+            if (is_rill(t)) {
+                all.push_back(t);
+                if (writes)
+                    written.push_back(t);
+            }
+            return t;
+        });
+    }
+    for (const at::Tensor &w : written) {
+        if (at::has_internal_overlap(w) == at::MemOverlap::Yes)
+            return true;
+        for (const at::Tensor &t : all)
+            if (at::get_overlap_status(w, t) == at::MemOverlapStatus::Partial)
+                return true;
+    }
+    return false;
+}
+
+// The argument whose alias set return r writes (in-place, out=), or -1.
+int written_argument(const c10::FunctionSchema &schema, size_t r) {
+    const c10::AliasInfo *info = schema.returns()[r].alias_info();
+    if (!info || !info->isWrite())
+        return -1;
+    for (size_t i = 0; i < schema.arguments().size(); i++) {
+        const c10::AliasInfo *a = schema.arguments()[i].alias_info();
+        if (a && a->isWrite() && a->beforeSets() == info->beforeSets())
+            return static_cast<int>(i);
+    }
+    return -1;
+}
+
+// Why an op must run at once, after the stream's work; nullptr when it may
+// be queued.
+const char *must_synchronize(const c10::OperatorHandle &op) {
+    const auto &schema = op.schema();
+    for (const c10::Argument &a : schema.arguments())
+        if (is_generator(a.real_type()))
+            return "it draws random numbers, which happens in submit order (as on CUDA)";
+    if (op.hasTag(at::Tag::nondeterministic_seeded))
+        return "it draws random numbers, which happens in submit order (as on CUDA)";
+    for (const c10::Argument &r : schema.returns())
+        if (!holds_tensors_only(r.real_type()))
+            return "it returns a value to the host";
+    if (!op.hasComputedKernelForDispatchKey(c10::DispatchKey::Meta))
+        return "it has no meta kernel to tell its outputs' shapes before it runs";
+    for (size_t r = 0; r < schema.returns().size(); r++)
+        if (schema.returns()[r].alias_info() && written_argument(schema, r) < 0)
+            return "its results are views of its inputs beside data it computes";
+    return nullptr;
+}
+
+// What the meta kernel told of a call: its results and its arguments after
+// it ran (out= arguments resized), as meta tensors.
+struct MetaRun {
+    std::vector<c10::IValue> results;
+    std::vector<c10::IValue> args;
+};
+
+// Appends what a meta kernel sees of value to key: a tensor's dtype, sizes,
+// strides, offset and which earlier tensor shares its storage (a CPU
+// scalar's value), other values in full. False for a kind of value it
+// does not cover.
+bool append_key(std::string &key, const c10::IValue &value,
+                std::vector<const c10::StorageImpl *> &storages) {
+    auto put = [&key](const auto &x) { key.append(reinterpret_cast<const char *>(&x), sizeof x); };
+    auto put_ints = [&](c10::IntArrayRef xs) {
+        put(xs.size());
+        key.append(reinterpret_cast<const char *>(xs.data()), xs.size() * sizeof(int64_t));
+    };
+    if (value.isNone()) {
+        key += 'N';
+    } else if (value.isTensor()) {
+        const at::Tensor &t = value.toTensor();
+        key += 'T';
+        put(t.defined());
+        if (!t.defined())
+            return true;
+        put(t.scalar_type());
+        put(is_rill(t));
+        if (!is_rill(t)) { // a CPU scalar: the meta kernel may read it
+            put(t.unsafeGetTensorImpl()->is_wrapped_number());
+            key.append(static_cast<const char *>(t.const_data_ptr()), t.dtype().itemsize());
+            return true;
+        }
+        put_ints(t.sizes());
+        put_ints(t.strides());
+        put(t.storage_offset());
+        const c10::StorageImpl *impl = t.storage().unsafeGetStorageImpl();
+        size_t index = std::find(storages.begin(), storages.end(), impl) - storages.begin();
+        if (index == storages.size())
+            storages.push_back(impl);
+        put(index);
+        put(impl->nbytes());
+    } else if (value.isTensorList() || value.isOptionalTensorList()) {
+        key += 'L';
+        bool ok = true;
+        size_t n = 0;
+        map_tensors(value, [&](const at::Tensor &t) {
+            ok = ok && append_key(key, t, storages);
+            n++;
+            return t;
+        });
+        put(n);
+        if (value.isOptionalTensorList())
+            for (const std::optional<at::Tensor> &t : value.toOptionalTensorList())
+                put(t.has_value() && t->defined());
+        return ok;
+    } else if (value.isBool()) {
+        key += 'b';
+        put(value.toBool());
+    } else if (value.isInt()) {
+        key += 'i';
+        put(value.toInt());
+    } else if (value.isDouble()) {
+        key += 'd';
+        put(value.toDouble());
+    } else if (value.isComplexDouble()) {
+        key += 'c';
+        put(value.toComplexDouble());
+    } else if (value.isSymInt() && !value.toSymInt().is_symbolic()) {
+        key += 'i';
+        put(value.toSymInt().as_int_unchecked());
+    } else if (value.isString()) {
+        key += 's';
+        put(value.toStringRef().size());
+        key += value.toStringRef();
+    } else if (value.isDevice()) {
+        key += 'D';
+        put(value.toDevice().type());
+        put(value.toDevice().index());
+    } else if (value.isIntList()) {
+        key += 'I';
+        put_ints(value.toIntVector());
+    } else if (value.isDoubleList()) {
+        key += 'F';
+        for (double x : value.toDoubleVector())
+            put(x);
+        put(value.toDoubleVector().size());
+    } else if (value.isBoolList()) {
+        key += 'B';
+        for (bool x : value.toBoolList())
+            put(x);
+        put(value.toBoolList().size());
+    } else {
+        return false;
+    }
+    return true;
+}
+
+// Meta runs by call, for calls repeated with arguments of the same shapes
+// (a training loop's): many meta kernels are Python and cost far more than
+// the op's submit.
+class MetaCache {
+  public:
+    static constexpr size_t kMaxEntries = 4096;
+
+    std::shared_ptr<const MetaRun> find(const std::string &key) {
+        std::lock_guard<std::mutex> guard(lock_);
+        auto found = runs_.find(key);
+        return found == runs_.end() ? nullptr : found->second;
+    }
+
+    void add(std::string key, std::shared_ptr<const MetaRun> run) {
+        std::lock_guard<std::mutex> guard(lock_);
+        if (runs_.size() >= kMaxEntries)
+            runs_.clear();
+        runs_.emplace(std::move(key), std::move(run));
+    }
+
+  private:
+    std::mutex lock_;
+    std::unordered_map<std::string, std::shared_ptr<const MetaRun>> runs_;
+};
+
+MetaCache meta_cache;
+
+// The meta run of the call on top of stack: from the cache, or the meta
+// kernel's (nullptr when the meta kernel cannot tell, see run_meta).
+std::shared_ptr<const MetaRun> meta_run(const c10::OperatorHandle &op,
+                                        const torch::jit::Stack &stack) {
     const size_t num_args = op.schema().arguments().size();
+    const size_t base = stack.size() - num_args;
+    std::string key;
+    key.reserve(256);
+    const void *id = &op.schema();
+    key.append(reinterpret_cast<const char *>(&id), sizeof id);
+    std::vector<const c10::StorageImpl *> storages;
+    bool cacheable = true;
+    for (size_t i = 0; i < num_args && cacheable; i++)
+        cacheable = append_key(key, stack[base + i], storages);
+    if (cacheable)
+        if (auto hit = meta_cache.find(key))
+            return hit;
+    MetaTwins twins;
+    torch::jit::Stack meta;
+    meta.reserve(num_args);
+    for (size_t i = 0; i < num_args; i++)
+        meta.push_back(map_tensors(device_arg(stack[base + i], c10::kMeta),
+                                   [&](const at::Tensor &t) { return twins.of(t); }));
+    auto run = std::make_shared<MetaRun>();
+    run->args = meta; // the same tensors: as the kernel resized them
+    if (!run_meta(op, &meta))
+        return nullptr;
+    run->results = std::move(meta);
+    if (cacheable)
+        meta_cache.add(std::move(key), run);
+    return run;
+}
+
+constexpr const char *kDataShape = "its outputs' shapes depend on the data";
+
+// Queues the op (see the file's comment); false, with the stack as it was
+// and why set, when it must run at once after all.
+bool queue_op(const c10::OperatorHandle &op, torch::jit::Stack *stack, c10::Device dev,
+              const char *&why) {
+    const auto &schema = op.schema();
+    const size_t num_args = schema.arguments().size();
+    const size_t num_returns = schema.returns().size();
+    const size_t base = stack->size() - num_args;
+
+    check_dims(schema, torch::jit::last(*stack, num_args));
+    if (overlaps(schema, torch::jit::last(*stack, num_args))) {
+        why = "a written argument overlaps an argument";
+        return false;
+    }
+    std::shared_ptr<const MetaRun> run;
+    try {
+        run = meta_run(op, *stack);
+    } catch (...) {
+        // The CPU kernel raises it in its own words (meta kernels may word
+        // it otherwise), running at once; a capture cannot wait for that,
+        // and gets the meta kernel's error.
+        rill_stream *stream = rill_current_stream(device(dev.index()));
+        if (stream && is_capturing(stream))
+            throw;
+        why = "its meta kernel raised an error, which the CPU kernel words";
+        return false;
+    }
+    if (!run) {
+        why = kDataShape;
+        return false;
+    }
+    const std::vector<c10::IValue> &meta = run->results;
+    const std::vector<c10::IValue> &meta_args = run->args;
+    TORCH_CHECK(meta.size() == num_returns, schema.operator_name(), ": its meta kernel left ",
+                meta.size(), " values for ", num_returns, " results");
+    bool dense = true;
+    for (size_t r = 0; r < num_returns; r++)
+        if (written_argument(schema, r) < 0)
+            map_tensors(meta[r], [&](const at::Tensor &m) {
+                dense = dense && (!m.defined() || m.is_non_overlapping_and_dense());
+                return m;
+            });
+    if (!dense) {
+        why = "its meta kernel gives a result whose elements overlap";
+        return false;
+    }
+
+    // Nothing refuses it now: resize out= arguments as the meta kernel did,
+    // and allocate the new results on the current stream.
+    for (size_t i = 0; i < num_args; i++) {
+        const c10::AliasInfo *info = schema.arguments()[i].alias_info();
+        if (!info || !info->isWrite())
+            continue;
+        zip_tensors((*stack)[base + i], meta_args[i], [](const at::Tensor &t, const at::Tensor &m) {
+            if (!t.defined() || !m.defined() ||
+                (t.sizes().equals(m.sizes()) && t.strides().equals(m.strides())))
+                return;
+            t.resize_(m.sizes());
+            if (!t.strides().equals(m.strides()))
+                t.as_strided_(m.sizes(), m.strides(), t.storage_offset());
+        });
+    }
+    std::vector<c10::IValue> results(num_returns);
+    for (size_t r = 0; r < num_returns; r++) {
+        int arg = written_argument(schema, r);
+        results[r] =
+            arg >= 0 ? (*stack)[base + arg] : map_tensors(meta[r], [&](const at::Tensor &m) {
+                if (!m.defined())
+                    return m;
+                return at::empty_strided(m.sizes(), m.strides(), m.options().device(dev));
+            });
+    }
+
+    // What the host function reads and writes: host views of the rill
+    // tensors, copies of the CPU scalars (read at submit, as CUDA does).
+    HostViews views;
+    std::vector<c10::IValue> args(num_args);
+    struct Written {
+        at::Tensor view;
+        std::vector<int64_t> sizes;
+        const void *data;
+    };
+    std::vector<Written> written; // in-place and out= arguments, as the kernel gets them
+    for (size_t i = 0; i < num_args; i++) {
+        const c10::AliasInfo *info = schema.arguments()[i].alias_info();
+        const bool writes = info && info->isWrite();
+        args[i] = map_tensors(device_arg((*stack)[base + i], c10::kCPU), [&](const at::Tensor &t) {
+            if (!t.defined())
+                return t;
+            if (!is_rill(t))
+                return scalar_copy(t);
+            at::Tensor view = views.view(t);
+            if (writes)
+                written.push_back({view, view.sizes().vec(), view.storage().data()});
+            return view;
+        });
+    }
+    std::vector<c10::IValue> targets(num_returns); // host views of the new results
+    for (size_t r = 0; r < num_returns; r++)
+        if (written_argument(schema, r) < 0)
+            targets[r] = map_tensors(
+                results[r], [&](const at::Tensor &t) { return t.defined() ? views.view(t) : t; });
+
+    torch::jit::drop(*stack, num_args);
+    for (c10::IValue &r : results)
+        stack->push_back(std::move(r));
+
+    std::string name = c10::toString(schema.operator_name()) + " on " + dev.str();
+    queue_command(dev.index(), std::move(name), [op, args, targets, written] {
+        torch::jit::Stack run(args.begin(), args.end());
+        op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), &run);
+        for (size_t r = 0; r < targets.size(); r++)
+            zip_tensors(targets[r], run[r], [](const at::Tensor &dst, const at::Tensor &src) {
+                if (!dst.defined())
+                    return;
+                TORCH_CHECK(src.defined() && src.sizes().equals(dst.sizes()) &&
+                                src.scalar_type() == dst.scalar_type(),
+                            "its CPU kernel returned a result of another shape or dtype than its "
+                            "meta kernel said (",
+                            dst.sizes(), ", ", dst.scalar_type(), ")");
+                if (src.data_ptr() != dst.data_ptr())
+                    dst.copy_(src);
+            });
+        for (const Written &w : written)
+            TORCH_CHECK(w.view.sizes().equals(w.sizes) && w.view.storage().data() == w.data,
+                        "its CPU kernel resized an output that its meta kernel did not");
+    });
+    return true;
+}
+
+void fallback(const c10::OperatorHandle &op, torch::jit::Stack *stack) {
+    const auto &schema = op.schema();
+    const size_t num_args = schema.arguments().size();
     c10::Device dev = device_of(op, torch::jit::last(*stack, num_args));
     TORCH_CHECK_NOT_IMPLEMENTED(
         op.hasKernelForDispatchKey(c10::DispatchKey::CPU) ||
             op.hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd),
-        "The operator '", op.schema().operator_name(),
+        "The operator '", schema.operator_name(),
         "' is not implemented for the rill "
         "device: rill has no kernel of its own for it, and PyTorch has no CPU kernel to run "
         "in its place");
     const c10::DeviceGuard guard(dev);
-    if (is_cpu_device(dev.index()))
-        host_fallback(op, stack, dev);
-    else
+    if (!is_cpu_device(dev.index())) {
         at::native::cpu_fallback(op, stack);
+        return;
+    }
+    if (is_view(schema)) {
+        run_now(op, stack, dev);
+        return;
+    }
+    const char *why = must_synchronize(op);
+    if (!why && queue_op(op, stack, dev, why))
+        return;
+    refuse_capture(dev, c10::toString(schema.operator_name()), why);
+    host_ready(dev.index());
+    run_now(op, stack, dev);
 }
 
 } // namespace
 
 void boxed_fallback(const c10::OperatorHandle &op, torch::jit::Stack *stack) {
     fallback(op, stack);
+}
+
+std::vector<at::Tensor> queue_on_host(const std::string &name, c10::Device dev,
+                                      const std::vector<at::Tensor> &inputs, HostKernel kernel) {
+    MetaTwins twins;
+    std::vector<at::Tensor> meta;
+    meta.reserve(inputs.size());
+    for (const at::Tensor &t : inputs)
+        meta.push_back(twins.of(t));
+    std::vector<at::Tensor> shapes = kernel(meta);
+    std::vector<at::Tensor> outputs, targets;
+    HostViews views;
+    for (const at::Tensor &m : shapes) {
+        at::Tensor out =
+            m.defined() ? at::empty_strided(m.sizes(), m.strides(), m.options().device(dev)) : m;
+        outputs.push_back(out);
+        targets.push_back(out.defined() ? views.view(out) : out);
+    }
+    std::vector<at::Tensor> host;
+    host.reserve(inputs.size());
+    for (const at::Tensor &t : inputs)
+        host.push_back(!t.defined() ? t : is_rill(t) ? views.view(t) : scalar_copy(t));
+    queue_command(dev.index(), name + " on " + dev.str(),
+                  [kernel = std::move(kernel), host = std::move(host), targets] {
+                      std::vector<at::Tensor> got = kernel(host);
+                      TORCH_CHECK(got.size() == targets.size(), "its CPU kernel returned ",
+                                  got.size(), " results for ", targets.size());
+                      for (size_t i = 0; i < got.size(); i++) {
+                          if (!targets[i].defined())
+                              continue;
+                          TORCH_CHECK(got[i].defined() &&
+                                          got[i].sizes().equals(targets[i].sizes()) &&
+                                          got[i].scalar_type() == targets[i].scalar_type(),
+                                      "its CPU kernel returned a result of another shape or "
+                                      "dtype than its meta run said (",
+                                      targets[i].sizes(), ", ", targets[i].scalar_type(), ")");
+                          targets[i].copy_(got[i]);
+                      }
+                  });
+    return outputs;
+}
+
+void refuse_capture(c10::Device dev, const std::string &op, const char *why) {
+    rill_stream *stream = rill_current_stream(device(dev.index()));
+    TORCH_CHECK(stream, "rill_current_stream: ", rill_last_error());
+    if (!is_capturing(stream))
+        return;
+    invalidate_capture(stream);
+    TORCH_CHECK(false, op, " cannot be captured: ", why,
+                ", so it waits for the work queued on the current stream of ", dev, " (stream id ",
+                wrap(stream).id(),
+                "), which is capturing. The capture is invalidated (ending it raises); "
+                "run ",
+                op, " before or after the capture");
 }
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {

@@ -1,0 +1,224 @@
+# SPDX-License-Identifier: MIT
+"""The fallback: ops without a rill kernel run PyTorch's CPU kernel on the
+same memory as a host function queued on the current stream, so they neither
+block the host nor leave the stream's order; ops that must synchronize still
+work, and refuse a capture."""
+
+import re
+import time
+
+import pytest
+import torch
+
+import rill
+
+from conftest import delay, rill_stream
+
+DELAY = 0.4  # seconds of a host function queued ahead of the op
+
+
+def cpu_and_rill(*tensors):
+    return tensors, tuple(t.to("rill") for t in tensors)
+
+
+def check(got, want):
+    if isinstance(want, (tuple, list)):
+        for g, w in zip(got, want):
+            check(g, w)
+    else:
+        torch.testing.assert_close(got.cpu(), want)
+
+
+g = torch.Generator().manual_seed(4)
+X = torch.randn(6, 5, generator=g)
+I = torch.randint(-50, 50, (6, 5), generator=g)
+IDX = torch.tensor([4, 0, 2, 2])
+
+QUEUED = {
+    "cumsum": lambda x, i, idx: torch.cumsum(x, 1),
+    "sort": lambda x, i, idx: torch.sort(x, 0),
+    "where": lambda x, i, idx: torch.where(x > 0, x, x * 2.0),
+    "index_select": lambda x, i, idx: torch.index_select(x, 0, idx),
+    "integer ops": lambda x, i, idx: (i * 3 + i) // 7 % 5,
+    "out=": lambda x, i, idx: torch.cumprod(x, 0, out=torch.empty(0, device=x.device)),
+    "in place": lambda x, i, idx: x.clone().clamp_(-0.5, 0.5).cumsum_(0),
+    "conv2d": lambda x, i, idx: torch.nn.functional.conv2d(x.view(1, 1, 6, 5), x[:3, :3].view(1, 1, 3, 3)),
+}
+
+
+@pytest.mark.parametrize("name", QUEUED)
+def test_a_fallback_op_is_queued_behind_the_streams_work(name):
+    op = QUEUED[name]
+    cpu, dev = cpu_and_rill(X, I, IDX)
+    want = op(*cpu)
+    op(*dev)  # the first call may import the op's meta kernel, written in Python
+    torch.rill.synchronize()
+    delay(torch.rill.current_stream(), DELAY)
+    start = time.monotonic()
+    got = op(*dev)
+    submitted = time.monotonic() - start
+    torch.rill.synchronize()
+    assert submitted < DELAY / 2, f"{name} blocked the host for {submitted:.3f} s"
+    check(got, want)
+
+
+def test_fallback_ops_keep_the_order_of_native_kernels_on_one_stream():
+    x = torch.randn(1000, generator=g)
+    r = x.to("rill")
+    torch.rill.synchronize()
+    delay(torch.rill.current_stream(), 0.1)
+    a = r * 2.0  # a rill kernel
+    b = torch.cumsum(a, 0)  # the fallback reads it
+    c = b + 1.0  # a rill kernel reads the fallback's result
+    c.clamp_(max=5.0)  # the fallback writes in place
+    d = c * 3.0
+    torch.testing.assert_close(d.cpu(), (torch.cumsum(x * 2.0, 0) + 1.0).clamp(max=5.0) * 3.0)
+
+
+def test_fallback_ops_keep_the_order_across_two_streams():
+    x = torch.randn(4096, generator=g)
+    r = x.to("rill")
+    side = torch.rill.Stream()
+    side.wait_stream(torch.rill.current_stream())
+    delay(side, 0.2)
+    with torch.rill.stream(side):
+        a = torch.cumsum(r, 0)  # behind the side stream's delay
+        a.mul_(2.0)
+    torch.rill.current_stream().wait_stream(side)
+    b = torch.sort(a).values  # the current stream's fallback waits for the side's
+    other = torch.rill.Stream()
+    other.wait_stream(torch.rill.current_stream())
+    with torch.rill.stream(other):
+        c = b - 1.0
+    torch.rill.current_stream().wait_stream(other)
+    torch.testing.assert_close(c.cpu(), torch.sort(torch.cumsum(x, 0) * 2.0).values - 1.0)
+
+
+def test_an_input_of_a_fallback_op_on_a_side_stream_is_not_reused_early():
+    """test_memory's check with the side stream's work a fallback op: the
+    host function holds the memory it reads until it ran."""
+    side = torch.rill.Stream()
+    n = 1 << 14
+    bad = 0
+    for round in range(30):
+        tmp = torch.full((n,), float(round), device="rill", dtype=torch.float64)
+        side.wait_stream(torch.rill.current_stream())
+        delay(side, 0.002)
+        with torch.rill.stream(side):
+            result = torch.cumsum(tmp, 0)
+        del tmp  # no record_stream
+        fresh = torch.full((n,), -1.0, device="rill", dtype=torch.float64)
+        torch.rill.current_stream().wait_stream(side)
+        want = torch.cumsum(torch.full((n,), float(round), dtype=torch.float64), 0)
+        bad += int(not torch.equal(result.cpu(), want))
+        del fresh
+    assert bad == 0
+
+
+def test_ops_whose_output_shape_depends_on_data_still_work_behind_queued_work():
+    x = torch.tensor([0.0, 3.0, 0.0, 1.0, 3.0], dtype=torch.float64)
+    r = x.to("rill")
+    torch.rill.synchronize()
+    delay(torch.rill.current_stream(), 0.1)
+    r.mul_(2)  # queued behind the delay: the ops below see it
+    x.mul_(2)
+    check(r.nonzero(), x.nonzero())
+    check(torch.unique(r), torch.unique(x))
+    check(r[r > 1], x[x > 1])
+    check(torch.repeat_interleave(r.long()), torch.repeat_interleave(x.long()))
+    assert r.max().item() == 6.0
+
+
+def test_random_ops_draw_in_submit_order_and_equal_the_cpus():
+    torch.manual_seed(11)
+    want = [torch.randn(50), torch.rand(50), torch.randint(0, 9, (50,)),
+            torch.empty(50).uniform_(2.0, 3.0), torch.empty(50).normal_(), torch.randperm(20)]
+    delay(torch.rill.current_stream(), 0.1)
+    torch.manual_seed(11)
+    got = [torch.randn(50, device="rill"), torch.rand(50, device="rill"),
+           torch.randint(0, 9, (50,), device="rill"),
+           torch.empty(50, device="rill").uniform_(2.0, 3.0),
+           torch.empty(50, device="rill").normal_(), torch.randperm(20, device="rill")]
+    torch.manual_seed(0)  # a later seed does not change what was drawn
+    for a, b in zip(got, want):
+        assert torch.equal(a.cpu(), b)
+
+
+def raises_as_on_the_cpu(case, cpu, dev):
+    with pytest.raises(Exception) as cpu_error:
+        case(*cpu)
+    with pytest.raises(type(cpu_error.value),
+                       match=re.escape(str(cpu_error.value).splitlines()[0])):
+        case(*dev)
+
+
+def test_a_dimension_out_of_range_raises_at_submit_without_waiting():
+    cpu, dev = cpu_and_rill(X.double())
+    torch.rill.synchronize()
+    for case in (lambda t: torch.cumsum(t, 5), lambda t: torch.softmax(t, 2),
+                 lambda t: torch.sort(t, 4)):
+        delay(torch.rill.current_stream(), DELAY)
+        start = time.monotonic()
+        raises_as_on_the_cpu(case, cpu, dev)
+        assert time.monotonic() - start < DELAY / 2
+        torch.rill.synchronize()
+
+
+def test_a_shape_error_raises_at_submit_with_the_cpus_message():
+    cpu, dev = cpu_and_rill(X.double(), IDX, torch.ones(5, 2, dtype=torch.float64))
+    for case in (lambda t, i, m: torch.gather(t, 0, i),  # another number of dimensions
+                 lambda t, i, m: torch.mm(t, m.T),
+                 lambda t, i, m: torch.where(t > 0, t, m)):
+        raises_as_on_the_cpu(case, cpu, dev)
+
+
+def test_an_error_the_cpu_kernel_finds_surfaces_at_synchronize_naming_the_op():
+    s = torch.rill.Stream()
+    x = torch.arange(3.0, device="rill")
+    idx = torch.tensor([0, 7], device="rill")
+    with torch.rill.stream(s):
+        y = torch.index_select(x, 0, idx)  # no error yet: the index is read later
+    try:
+        with pytest.raises(RuntimeError,
+                           match=r"aten::index_select on rill:0 failed on the host: index out"):
+            s.synchronize()
+    finally:
+        rill_stream(s).clear_error()
+    with torch.rill.stream(s):  # the stream runs again
+        y = torch.index_select(x, 0, idx.clamp(max=2))
+        assert y.tolist() == [0.0, 2.0]
+
+
+def captured(fn):
+    """Calls fn on a stream that rill's package captures (no torch capture
+    keeps what a host function needs); returns the sentence of the error fn
+    raised, once ending the capture failed too."""
+    s = torch.rill.Stream()
+    graph = rill.Graph()
+    graph.capture_begin(stream=rill_stream(s))
+    with torch.rill.stream(s):
+        with pytest.raises(RuntimeError) as op_error:
+            fn()
+    with pytest.raises(rill.CaptureInvalidatedError):
+        graph.capture_end()  # the capture does not go on without the op
+    return str(op_error.value)
+
+
+@pytest.mark.parametrize("name,call", [
+    ("aten::nonzero", lambda x: x.nonzero()),
+    ("aten::_unique2", lambda x: torch.unique(x)),
+    ("aten::normal_", lambda x: x.normal_()),
+])
+def test_an_op_that_synchronizes_refuses_a_capture_naming_the_op(name, call):
+    x = torch.tensor([0.0, 3.0, 0.0, 1.0], dtype=torch.float64, device="rill")
+    torch.rill.synchronize()
+    message = captured(lambda: call(x))
+    assert name in message and "cannot be captured" in message and "capturing" in message
+
+
+def test_a_queued_op_refuses_a_capture_that_does_not_keep_what_it_needs():
+    x = torch.arange(4.0, dtype=torch.float64, device="rill")
+    torch.rill.synchronize()
+    message = captured(lambda: torch.cumsum(x, 0))
+    assert re.search(r"aten::cumsum(\.out)? on rill:0 cannot be captured", message)
+    assert "torch.rill.graph" in message
