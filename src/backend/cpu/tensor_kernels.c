@@ -24,6 +24,50 @@ static void slice_of(const rill_block_ctx *ctx, size_t count, size_t *begin, siz
 
 /* ---- strided copies and binary ops ---- */
 
+/* out[j] = a[j] (op) b[j * bs] for j < run, bs 0 (b repeats) or 1, for
+ * the four arithmetic ops, in loops the compiler vectorizes (the same
+ * float operations as rill__op_binary_value's); false for the other ops. */
+static bool arithmetic_run(uint32_t op, float *out, const float *a, const float *b, size_t bs,
+                           size_t run) {
+    float y = b[0];
+    switch ((rill_binary_op)op) {
+    case RILL_BINARY_ADD:
+        if (bs == 1)
+            for (size_t j = 0; j < run; j++)
+                out[j] = a[j] + b[j];
+        else
+            for (size_t j = 0; j < run; j++)
+                out[j] = a[j] + y;
+        return true;
+    case RILL_BINARY_SUB:
+        if (bs == 1)
+            for (size_t j = 0; j < run; j++)
+                out[j] = a[j] - b[j];
+        else
+            for (size_t j = 0; j < run; j++)
+                out[j] = a[j] - y;
+        return true;
+    case RILL_BINARY_MUL:
+        if (bs == 1)
+            for (size_t j = 0; j < run; j++)
+                out[j] = a[j] * b[j];
+        else
+            for (size_t j = 0; j < run; j++)
+                out[j] = a[j] * y;
+        return true;
+    case RILL_BINARY_DIV:
+        if (bs == 1)
+            for (size_t j = 0; j < run; j++)
+                out[j] = a[j] / b[j];
+        else
+            for (size_t j = 0; j < run; j++)
+                out[j] = a[j] / y;
+        return true;
+    default:
+        return false;
+    }
+}
+
 /* Runs the indices [begin, end) of p's shape in row-major order: along the
  * last dimension in runs, the others as an odometer. copy true: out = a,
  * else out = a (op) b. */
@@ -53,14 +97,7 @@ static void strided_run(const rill__op_strided_args *p, size_t begin, size_t end
                 out[j * os] = a[j * as];
         } else {
             const float *b = p->b + bo;
-            if (os == 1 && as == 1 && bs == 1 && p->op == RILL_BINARY_ADD) {
-                for (size_t j = 0; j < run; j++)
-                    out[j] = a[j] + b[j];
-            } else if (os == 1 && as == 1 && bs == 0 && p->op == RILL_BINARY_ADD) {
-                float y = b[0];
-                for (size_t j = 0; j < run; j++)
-                    out[j] = a[j] + y;
-            } else {
+            if (!(os == 1 && as == 1 && bs <= 1 && arithmetic_run(p->op, out, a, b, bs, run))) {
                 for (size_t j = 0; j < run; j++)
                     out[j * os] = rill__op_binary_value(p->op, a[j * as], b[j * bs]);
             }
