@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: MIT
 // Backward kernels of activations and softmax as rill kernels queued on the
-// current stream, composed of rill's element-wise ops and reductions in the
-// order PyTorch's CPU kernels compute them: threshold_backward at 0 (relu's:
-// RILL_BINARY_RELU_BACKWARD), sigmoid_backward (grad * (1 -
-// y) * y), tanh_backward (grad * (1 - y * y)), _softmax_backward_data (y *
-// (grad - sum(grad * y))) and _log_softmax_backward_data (grad - exp(y) *
+// current stream, composed of rill's element-wise ops and reductions after
+// the formulas of PyTorch's CPU kernels: threshold_backward at 0 (relu's:
+// RILL_BINARY_RELU_BACKWARD), sigmoid_backward (grad * (1 - y) * y),
+// tanh_backward (grad * (1 - y * y)), _softmax_backward_data (y * (grad -
+// sum(grad * y))) and _log_softmax_backward_data (grad - exp(y) *
 // sum(grad)) along any dimension. Operands of one shape are read with their
 // strides or made contiguous by rill's strided copy on the same stream.
-// Other cases (other dtypes, broadcasting operands, empty tensors) go to the
-// fallback.
+// Other cases (other dtypes, broadcasting operands, empty tensors, another
+// threshold) go to the fallback.
+#include <array>
+
 #include <ATen/native/CPUFallback.h>
 #include <ATen/ops/_log_softmax_backward_data_ops.h>
 #include <ATen/ops/_softmax_backward_data_ops.h>
