@@ -720,7 +720,9 @@ typedef enum rill_binary_op {
     RILL_BINARY_DIV, /* a / b (IEEE: x/0 is an infinity or NaN) */
     RILL_BINARY_MAX, /* the larger; NaN when either is NaN */
     RILL_BINARY_MIN, /* the smaller; NaN when either is NaN */
-    RILL_BINARY_POW  /* powf(a, b) */
+    RILL_BINARY_POW, /* powf(a, b) */
+    RILL_BINARY_RELU_BACKWARD /* b <= 0 ? 0 : a: relu's gradient a at its output
+                               * (or input) b; a where b is NaN */
 } rill_binary_op;
 /* out[i] = a at i (op) b at i, out contiguous in shape (row-major), a and
  * b strided: with strides 0 this is broadcasting. out may equal a (or b)
@@ -822,6 +824,16 @@ typedef enum rill_pool_op {
 rill_status rill_op_pool2d_f32(rill_stream *s, rill_pool_op op, float *out, const float *in,
                                size_t planes, size_t h, size_t w, size_t r, size_t sz,
                                size_t stride_h, size_t stride_w, size_t pad_h, size_t pad_w);
+/* rill_op_pool2d_f32's RILL_POOL_MAX that also gives, for the backward of
+ * torch's max_pool2d, where each maximum came from: indices [planes, oh,
+ * ow] int64 receives the position yy*w + xx within its image of the
+ * element out took, the first largest in the window (row by row), or the
+ * last NaN when the window holds NaN, as torch's max_pool2d_with_indices
+ * chooses. indices may overlap neither in nor out; NULL is
+ * RILL_ERROR_INVALID_ARGUMENT. */
+rill_status rill_op_max_pool2d_f32(rill_stream *s, float *out, int64_t *indices, const float *in,
+                                   size_t planes, size_t h, size_t w, size_t r, size_t sz,
+                                   size_t stride_h, size_t stride_w, size_t pad_h, size_t pad_w);
 
 /* ---------------------------------------------------------------- memory */
 

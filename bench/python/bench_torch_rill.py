@@ -1,19 +1,21 @@
 # SPDX-License-Identifier: MIT
 """PyTorch on rill (torch_rill) against PyTorch's own `cpu` device, measured
 alternately in one run: `a + b` on 1-element and 1M-element tensors, `mm`
-1024², `relu` of 1M elements, an MLP 784-256-256-10 at batch 32
-(inference, and one SGD step), an MLP 64-128-128-10 at batch 8 whose
-inference rill replays from a torch.accelerator.Graph (against PyTorch's
-eager `cpu` forward), and rill's stream calls from PyTorch (torch.Event
-record + wait_event + query; entering and leaving
-`with torch.rill.stream(s)`). PyTorch's CPU device runs with as many
+1024², `relu` of 1M elements, an MLP 784-256-256-10 at batch 32 (inference,
+and one SGD step), an MLP 64-128-128-10 at batch 8 whose inference rill
+replays from a torch.accelerator.Graph (against PyTorch's eager `cpu`
+forward), conv2d of 8x128x56x56 by 128 3x3 filters (padding 1), ResNet-18
+at batch 8 (224x224, inference), a small transformer encoder (inference, and
+one SGD step), and rill's stream calls from PyTorch (torch.Event record +
+wait_event + query; entering and leaving `with torch.rill.stream(s)`).
+PyTorch's CPU device runs with as many
 threads as rill's device has compute units. Each figure is the median of
 REPEATS timed runs; a ratio compares medians of this run.
 
     RILL_LIBRARY=build/default/librill.so PYTHONPATH=python:python/torch_rill \\
         TORCH_RILL_EXTENSION=build/default/python/torch_rill/_C.cpython-311-x86_64-linux-gnu.so \\
         ~/.cache/rill/torch-2.15/bin/python bench/python/bench_torch_rill.py [--repeats 15] \\
-        [--only relu,"a + b"]
+        [--only conv2d --only resnet,"a + b"]
 
 Not a test: it prints a table and judges nothing."""
 
@@ -91,24 +93,102 @@ def small_mlp_case(device):
     return g.replay
 
 
+class BasicBlock(nn.Module):
+    """ResNet's two 3x3 convolutions with batch norm, and the shortcut."""
+
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.down = None
+        if stride != 1 or cin != cout:
+            self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
+                                      nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        y = torch.relu(self.bn1(self.conv1(x)))
+        y = self.bn2(self.conv2(y))
+        return torch.relu(y + (x if self.down is None else self.down(x)))
+
+
+def resnet18(classes=1000):
+    """torchvision's resnet18, built here (torchvision is not a dependency)."""
+    torch.manual_seed(0)
+    layers = [nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(),
+              nn.MaxPool2d(3, 2, 1)]
+    cin = 64
+    for cout, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
+        layers += [BasicBlock(cin, cout, stride), BasicBlock(cout, cout, 1)]
+        cin = cout
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(512, classes)]
+    return nn.Sequential(*layers)
+
+
+class Encoder(nn.Module):
+    """Embedding, two transformer encoder layers (d_model 128, 4 heads) and a
+    classifier."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.embed = nn.Embedding(1000, 128)
+        layer = nn.TransformerEncoderLayer(128, 4, 512, dropout=0.0, batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+        self.out = nn.Linear(128, 10)
+
+    def forward(self, tokens):
+        return self.out(self.encoder(self.embed(tokens)).mean(1))
+
+
+def resnet_case(dev):
+    model = resnet18().eval().to(dev)
+    x = torch.randn(8, 3, 224, 224, generator=torch.Generator().manual_seed(1)).to(dev)
+
+    def infer():
+        with torch.no_grad():
+            model(x)
+    return infer
+
+
+def encoder_cases(dev):
+    model = Encoder().to(dev)
+    g = torch.Generator().manual_seed(1)
+    tokens = torch.randint(0, 1000, (16, 64), generator=g).to(dev)
+    y = torch.randint(0, 10, (16,), generator=g).to(dev)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+
+    def infer():
+        with torch.no_grad():
+            model(tokens)
+
+    def step():
+        opt.zero_grad()
+        nn.functional.cross_entropy(model(tokens), y).backward()
+        opt.step()
+    return infer, step
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=15)
     ap.add_argument("--quick", action="store_true", help="few calls: checks that it runs")
-    ap.add_argument("--only", default="",
-                    help="comma-separated parts of figure names: time only those figures")
+    ap.add_argument("--only", action="append", default=[],
+                    help="only the figures whose label contains one of these comma-separated "
+                    "parts (repeatable)")
     args = ap.parse_args()
-    wanted = [part for part in args.only.split(",") if part]
-
-    def chosen(label):
-        return not wanted or any(part in label for part in wanted)
     scale = 0.05 if args.quick else 1.0
     torch.set_num_threads(rill.device(0).compute_units)
 
     rows = []
 
+    def wanted(label):
+        parts = [p for o in args.only for p in o.split(",") if p]
+        return not parts or any(p.lower() in label.lower() for p in parts)
+
     def pair(label, make, n):
-        if not chosen(label):
+        if not wanted(label):
             return
         fns = {dev: make(dev) for dev in ("cpu", "rill")}
         got = alternate([(dev, fns[dev], dev) for dev in ("cpu", "rill")],
@@ -138,6 +218,20 @@ def main():
     pair("MLP 784-256-256-10, batch 32, SGD step", lambda dev: model_cases(dev)[1], 100)
     pair("MLP 64-128-128-10, batch 8, graph replay", small_mlp_case, 2000)
 
+    def conv_case(dev):
+        g = torch.Generator().manual_seed(0)
+        x = torch.randn(8, 128, 56, 56, generator=g).to(dev)
+        conv = nn.Conv2d(128, 128, 3, padding=1).to(dev)
+
+        def run():
+            with torch.no_grad():
+                conv(x)
+        return run
+    pair("conv2d 8x128x56x56, 128 3x3, pad 1", conv_case, 2)
+    pair("ResNet-18, batch 8, 224x224, inference", resnet_case, 1)
+    pair("encoder 2x128, batch 16x64, inference", lambda dev: encoder_cases(dev)[0], 5)
+    pair("encoder 2x128, batch 16x64, SGD step", lambda dev: encoder_cases(dev)[1], 2)
+
     s = torch.rill.Stream()
     e = torch.Event(device="rill")
     other = torch.rill.Stream()
@@ -153,7 +247,7 @@ def main():
     n = max(1, int(20000 * scale))
     for label, fn in (("torch.Event record + wait_event + query", event_hop),
                       ("with torch.rill.stream(s): (enter and leave)", stream_scope)):
-        if not chosen(label):
+        if not wanted(label):
             continue
         got = alternate([(label, fn, "rill")], n, args.repeats)
         rows.append((label, got[label], None))

@@ -95,7 +95,7 @@ typedef struct rill_mem_pool_stats {
 } rill_mem_pool_stats;
 typedef enum rill_binary_op {
     RILL_BINARY_ADD, RILL_BINARY_SUB, RILL_BINARY_MUL, RILL_BINARY_DIV, RILL_BINARY_MAX,
-    RILL_BINARY_MIN, RILL_BINARY_POW
+    RILL_BINARY_MIN, RILL_BINARY_POW, RILL_BINARY_RELU_BACKWARD
 } rill_binary_op;
 typedef enum rill_map_op {
     RILL_MAP_NEG, RILL_MAP_SCALE, RILL_MAP_DIV, RILL_MAP_RDIV, RILL_MAP_RSUB, RILL_MAP_POW,

@@ -355,10 +355,14 @@ static inline size_t rill__op_conv2d_ex_slot_floats(const rill__op_conv2d_ex_arg
  * max (op RILL_POOL_MAX) or the mean (RILL_POOL_AVG, zero padding counted,
  * a divisor of r*s) of in[p, y*stride_h + i - pad_h, x*stride_w + j -
  * pad_w] over i < r, j < s, indices outside the image left out of a max.
- * Block b takes the b-th slice of the planes * oh output rows. out
- * overlaps in nowhere. */
+ * indices, for a max only and when not NULL, receives at [p, y, x] the
+ * position yy*w + xx in its image of the element out took: the first
+ * largest, or the last NaN when the window holds one. Block b takes the
+ * b-th slice of the planes * oh output rows. out and indices overlap in
+ * and each other nowhere. */
 typedef struct rill__op_pool2d_args {
     float *out;
+    int64_t *indices; /* NULL: none */
     const float *in;
     size_t planes, h, w, oh, ow, r, s;
     size_t stride_h, stride_w, pad_h, pad_w;

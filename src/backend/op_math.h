@@ -117,6 +117,8 @@ static inline RILL__OP_MATH float rill__op_binary_value(uint32_t op, float x, fl
         return isnan(x) || x < y ? x : y;
     case RILL_BINARY_POW:
         return powf(x, y);
+    case RILL_BINARY_RELU_BACKWARD:
+        return y <= 0.0f ? 0.0f : x;
     }
     return NAN;
 }

@@ -476,16 +476,17 @@ rill_status rill_op_conv2d_ex_f32(rill_stream *s, float *out, const float *in, c
 
 /* ---- pooling ---- */
 
-rill_status rill_op_pool2d_f32(rill_stream *s, rill_pool_op op, float *out, const float *in,
-                               size_t planes, size_t h, size_t w, size_t r, size_t sz,
-                               size_t stride_h, size_t stride_w, size_t pad_h, size_t pad_w) {
-    RILL_CALL_SCOPE();
-    static const char fn[] = "rill_op_pool2d_f32";
+/* rill_op_pool2d_f32 and rill_op_max_pool2d_f32: indices NULL for the
+ * first. */
+static rill_status pool2d(const char *fn, rill_stream *s, rill_pool_op op, float *out,
+                          int64_t *indices, const float *in, size_t planes, size_t h, size_t w,
+                          size_t r, size_t sz, size_t stride_h, size_t stride_w, size_t pad_h,
+                          size_t pad_w) {
     if (op != RILL_POOL_MAX && op != RILL_POOL_AVG)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "%s: op is %d, not a rill_pool_op; pass RILL_POOL_MAX or RILL_POOL_AVG",
                           fn, (int)op);
-    size_t in_bytes = 0, out_bytes = 0, units = 0, oh = 0, ow = 0;
+    size_t in_bytes = 0, out_bytes = 0, idx_bytes = 0, units = 0, oh = 0, ow = 0;
     rill__stream *stream = NULL;
     rill_status st;
     if ((st = rill__op_check_pointer(fn, out, "out", "device memory for planes*oh*ow floats")) !=
@@ -503,19 +504,53 @@ rill_status rill_op_pool2d_f32(rill_stream *s, rill_pool_op op, float *out, cons
                          "planes*h*w floats")) != RILL_OK ||
         (st = check_size(fn, rill__op_elem_bytes(&out_bytes, sizeof(float), planes, oh, ow, 1),
                          "out", "planes*oh*ow floats")) != RILL_OK ||
+        (indices != NULL &&
+         (st = check_size(fn, rill__op_elem_bytes(&idx_bytes, sizeof(int64_t), planes, oh, ow, 1),
+                          "indices", "planes*oh*ow int64s")) != RILL_OK) ||
         (st = rill__op_check_fits(fn, s, in, "in", "planes*h*w floats", in_bytes)) != RILL_OK ||
         (st = rill__op_check_fits(fn, s, out, "out", "planes*oh*ow floats", out_bytes)) !=
             RILL_OK ||
+        (indices != NULL &&
+         (st = rill__op_check_fits(fn, s, indices, "indices", "planes*oh*ow int64s", idx_bytes)) !=
+             RILL_OK) ||
         (st = rill__op_check_disjoint(fn, out, out_bytes, "out", in, in_bytes, "in")) != RILL_OK ||
+        (indices != NULL && ((st = rill__op_check_disjoint(fn, indices, idx_bytes, "indices", in,
+                                                           in_bytes, "in")) != RILL_OK ||
+                             (st = rill__op_check_disjoint(fn, indices, idx_bytes, "indices", out,
+                                                           out_bytes, "out")) != RILL_OK)) ||
         (st = rill__op_stream(fn, s, &stream, &units)) != RILL_OK)
         return st;
-    rill__op_pool2d_args args = {out, in, planes,   h,        w,     oh,    ow,
-                                 r,   sz, stride_h, stride_w, pad_h, pad_w, (uint32_t)op};
+    rill__op_pool2d_args args = {out, indices, in,       planes,   h,     w,     oh,          ow,
+                                 r,   sz,      stride_h, stride_w, pad_h, pad_w, (uint32_t)op};
     access_list acc = {.count = 0};
     rill__op_access_add(&acc, in, in_bytes, RILL_READ);
     rill__op_access_add(&acc, out, out_bytes, RILL_WRITE);
+    if (indices != NULL)
+        rill__op_access_add(&acc, indices, idx_bytes, RILL_WRITE);
     size_t rows = planes * oh;
     size_t blocks = rill__op_blocks_for(planes * oh * ow * r * sz, ELEMENTS_PER_BLOCK_MIN, units);
     return rill__op_launch(stream, RILL__OP_POOL2D_F32, blocks < rows ? blocks : rows, &args,
                            sizeof args, &acc);
+}
+
+rill_status rill_op_pool2d_f32(rill_stream *s, rill_pool_op op, float *out, const float *in,
+                               size_t planes, size_t h, size_t w, size_t r, size_t sz,
+                               size_t stride_h, size_t stride_w, size_t pad_h, size_t pad_w) {
+    RILL_CALL_SCOPE();
+    return pool2d("rill_op_pool2d_f32", s, op, out, NULL, in, planes, h, w, r, sz, stride_h,
+                  stride_w, pad_h, pad_w);
+}
+
+rill_status rill_op_max_pool2d_f32(rill_stream *s, float *out, int64_t *indices, const float *in,
+                                   size_t planes, size_t h, size_t w, size_t r, size_t sz,
+                                   size_t stride_h, size_t stride_w, size_t pad_h, size_t pad_w) {
+    RILL_CALL_SCOPE();
+    static const char fn[] = "rill_op_max_pool2d_f32";
+    if (indices == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: indices is NULL; pass device memory for planes*oh*ow int64s, or "
+                          "call rill_op_pool2d_f32 for the maxima alone",
+                          fn);
+    return pool2d(fn, s, RILL_POOL_MAX, out, indices, in, planes, h, w, r, sz, stride_h, stride_w,
+                  pad_h, pad_w);
 }

@@ -88,6 +88,8 @@ static float host_binary(rill_binary_op op, float x, float y) {
         return x < y ? x : y;
     case RILL_BINARY_POW:
         return powf(x, y);
+    case RILL_BINARY_RELU_BACKWARD:
+        return y <= 0.0f ? 0.0f : x;
     }
     return NAN;
 }
@@ -106,7 +108,7 @@ static void test_binary_broadcasts(void **state) {
         float *a = upload(s, ha, n * k), *b = upload(s, hb, m * k), *out = upload(s, NULL, total);
         float *got = malloc(total * sizeof *got);
         size_t shape[3] = {n, m, k}, as[3] = {k, 0, 1}, bs[3] = {0, k, 1};
-        for (int op = RILL_BINARY_ADD; op <= RILL_BINARY_POW; op++) {
+        for (int op = RILL_BINARY_ADD; op <= RILL_BINARY_RELU_BACKWARD; op++) {
             RT_OK(rill_op_binary_f32(s, (rill_binary_op)op, out, a, as, b, bs, shape, 3));
             contract_download(s, got, out, total * sizeof *got);
             for (size_t i = 0; i < n; i++)
@@ -123,7 +125,10 @@ static void test_binary_broadcasts(void **state) {
         contract_download(s, got, out, total * sizeof *got);
         for (size_t i = 0; i < n * m * k; i++) {
             size_t j = (i / k) % m, q = i % k;
-            float want = powf(ha[(i / (m * k)) * k + q], hb[j * k + q]) - hb[j * k + q];
+            /* out held the last op's result. */
+            float want =
+                host_binary(RILL_BINARY_RELU_BACKWARD, ha[(i / (m * k)) * k + q], hb[j * k + q]) -
+                hb[j * k + q];
             contract_expect_close("in place", i, got[i], want, 1e-5);
         }
         RT_OK(rill_free(a));
@@ -492,6 +497,96 @@ static void test_pool2d(void **state) {
     RT_OK(rill_stream_destroy(s));
 }
 
+/* "RILL_BINARY_RELU_BACKWARD: b <= 0 ? 0 : a ... a where b is NaN": the
+ * mask at negative, zero (both signs), positive and NaN b, with a NaN and
+ * an infinite a masked to 0. */
+static void test_binary_relu_backward_masks(void **state) {
+    (void)state;
+    rill_stream *s = new_stream();
+    float ha[8] = {1.5f, -2.0f, 3.0f, NAN, INFINITY, 4.0f, -5.0f, 6.0f};
+    float hb[8] = {-1.0f, 0.0f, -0.0f, -3.0f, -INFINITY, NAN, 2.0f, 1e-30f};
+    float want[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 4.0f, -5.0f, 6.0f};
+    float *a = upload(s, ha, 8), *b = upload(s, hb, 8), *out = upload(s, NULL, 8), got[8];
+    size_t shape[1] = {8}, contig[1] = {1};
+    RT_OK(rill_op_binary_f32(s, RILL_BINARY_RELU_BACKWARD, out, a, contig, b, contig, shape, 1));
+    contract_download(s, got, out, sizeof got);
+    for (size_t i = 0; i < 8; i++)
+        if (memcmp(&got[i], &want[i], sizeof got[i]) != 0)
+            fail_msg("element %zu: %g, want %g", i, (double)got[i], (double)want[i]);
+    RT_OK(rill_free(a));
+    RT_OK(rill_free(b));
+    RT_OK(rill_free(out));
+    RT_OK(rill_stream_destroy(s));
+}
+
+/* "indices [planes, oh, ow] int64 receives the position yy*w + xx within
+ * its image of the element out took, the first largest in the window (row
+ * by row), or the last NaN when the window holds NaN": windows with ties
+ * (values repeat every 23 elements) and with two NaNs, with padding. */
+static void test_max_pool2d_gives_positions(void **state) {
+    (void)state;
+    rill_stream *s = new_stream();
+    size_t planes = 3, h = 7, w = 9, r = 3, q = 3, sh = 2, sw = 2, ph = 1, pw = 1;
+    size_t oh = (h + 2 * ph - r) / sh + 1, ow = (w + 2 * pw - q) / sw + 1;
+    float *hin = host_values(planes * h * w);
+    for (size_t i = 0; i < planes * h * w; i++)
+        hin[i] = (float)((i * 7) % 5); /* many ties */
+    hin[1 * h * w + 2 * w + 3] = NAN;  /* two NaNs in one window of plane 1 */
+    hin[1 * h * w + 3 * w + 4] = NAN;
+    float *in = upload(s, hin, planes * h * w), *out = upload(s, NULL, planes * oh * ow);
+    int64_t *idx = contract_alloc(s, planes * oh * ow * sizeof(int64_t));
+    RT_OK(rill_op_max_pool2d_f32(s, out, idx, in, planes, h, w, r, q, sh, sw, ph, pw));
+    float *got = malloc(planes * oh * ow * sizeof *got);
+    int64_t *got_idx = malloc(planes * oh * ow * sizeof *got_idx);
+    contract_download(s, got, out, planes * oh * ow * sizeof *got);
+    contract_download(s, got_idx, idx, planes * oh * ow * sizeof *got_idx);
+    size_t nan_windows = 0;
+    for (size_t p = 0; p < planes; p++)
+        for (size_t y = 0; y < oh; y++)
+            for (size_t x = 0; x < ow; x++) {
+                float best = -INFINITY;
+                long at = -1;
+                for (size_t dy = 0; dy < r; dy++)
+                    for (size_t dx = 0; dx < q; dx++) {
+                        long iy = (long)(y * sh + dy) - (long)ph;
+                        long ix = (long)(x * sw + dx) - (long)pw;
+                        if (iy < 0 || ix < 0 || iy >= (long)h || ix >= (long)w)
+                            continue;
+                        float v = hin[(p * h + (size_t)iy) * w + (size_t)ix];
+                        if (at < 0 || (!isnan(best) && v > best) || isnan(v)) {
+                            best = v;
+                            at = iy * (long)w + ix;
+                        }
+                    }
+                size_t i = (p * oh + y) * ow + x;
+                nan_windows += isnan(best);
+                if (isnan(best))
+                    assert_true(isnan(got[i]));
+                else
+                    assert_true(got[i] == best);
+                if (got_idx[i] != at)
+                    fail_msg("plane %zu (%zu, %zu): position %lld, want %ld", p, y, x,
+                             (long long)got_idx[i], at);
+            }
+    assert_true(nan_windows > 0);
+    /* The same maxima as rill_op_pool2d_f32's. */
+    float *plain = upload(s, NULL, planes * oh * ow);
+    float *got_plain = malloc(planes * oh * ow * sizeof *got_plain);
+    RT_OK(rill_op_pool2d_f32(s, RILL_POOL_MAX, plain, in, planes, h, w, r, q, sh, sw, ph, pw));
+    contract_download(s, got_plain, plain, planes * oh * ow * sizeof *got_plain);
+    for (size_t i = 0; i < planes * oh * ow; i++)
+        assert_true(got_plain[i] == got[i] || (isnan(got_plain[i]) && isnan(got[i])));
+    RT_OK(rill_free(in));
+    RT_OK(rill_free(out));
+    RT_OK(rill_free(idx));
+    RT_OK(rill_free(plain));
+    free(hin);
+    free(got);
+    free(got_idx);
+    free(got_plain);
+    RT_OK(rill_stream_destroy(s));
+}
+
 /* "Each checks every argument first (RILL_ERROR_INVALID_ARGUMENT, with a
  * sentence naming the argument; nothing runs)". */
 static void test_tensor_ops_refuse_bad_arguments(void **state) {
@@ -536,6 +631,18 @@ static void test_tensor_ops_refuse_bad_arguments(void **state) {
     expect_error(RILL_ERROR_INVALID_ARGUMENT,
                  rill_op_pool2d_f32(s, (rill_pool_op)7, b, a, 1, 8, 8, 2, 2, 2, 2, 0, 0),
                  "rill_op_pool2d_f32", "not a rill_pool_op");
+    expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                 rill_op_max_pool2d_f32(s, b, NULL, a, 1, 8, 8, 2, 2, 2, 2, 0, 0),
+                 "rill_op_max_pool2d_f32", "indices is NULL");
+    expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                 rill_op_max_pool2d_f32(s, b, (int64_t *)(a + 8), a, 1, 8, 8, 2, 2, 2, 2, 0, 0),
+                 "rill_op_max_pool2d_f32", "indices");
+    expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                 rill_op_max_pool2d_f32(s, b, (int64_t *)(b + 8), a, 1, 8, 8, 2, 2, 2, 2, 0, 0),
+                 "rill_op_max_pool2d_f32", "out");
+    expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                 rill_op_max_pool2d_f32(s, b, (int64_t *)(b + 40), a, 1, 8, 8, 2, 2, 2, 2, 0, 0),
+                 "rill_op_max_pool2d_f32", "indices");
     RT_OK(rill_free(a));
     RT_OK(rill_free(b));
     RT_OK(rill_stream_destroy(s));
@@ -545,6 +652,7 @@ int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_copy_strided_transposes_and_scatters),
         cmocka_unit_test(test_binary_broadcasts),
+        cmocka_unit_test(test_binary_relu_backward_masks),
         cmocka_unit_test(test_map_ops),
         cmocka_unit_test(test_nan_rules_of_maps_and_binary_ops),
         cmocka_unit_test(test_reduce_dim),
@@ -552,6 +660,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_log_softmax_keeps_precision),
         cmocka_unit_test(test_conv2d_ex),
         cmocka_unit_test(test_pool2d),
+        cmocka_unit_test(test_max_pool2d_gives_positions),
         cmocka_unit_test(test_tensor_ops_refuse_bad_arguments),
     };
     return CONTRACT_RUN(tests);

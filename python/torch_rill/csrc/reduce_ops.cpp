@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
-// Reductions along one dimension and softmax as rill kernels queued on the
-// current stream: sum and mean over one dimension or all of them (keepdim
-// either way), _softmax and _log_softmax along any dimension. rill's ops
-// read a contiguous [outer, dim, inner]; a strided input is made contiguous
-// first by rill's strided copy on the same stream. Other cases (other
-// dtypes, several dimensions, empty tensors, half_to_float) go to the
-// fallback.
+// Reductions and softmax as rill kernels queued on the current stream: sum
+// and mean over one dimension, several adjacent ones or all of them
+// (keepdim either way), _softmax and _log_softmax along any dimension.
+// rill's ops read a contiguous [outer, dim, inner]; a strided input is made
+// contiguous first by rill's strided copy on the same stream. Other cases
+// (other dtypes, dimensions that are not adjacent, empty tensors,
+// half_to_float) go to the fallback.
+#include <algorithm>
+
 #include <ATen/native/CPUFallback.h>
 #include <ATen/ops/_log_softmax_ops.h>
 #include <ATen/ops/_softmax_ops.h>
@@ -53,21 +55,38 @@ int64_t wrap_dim(int64_t d, int64_t ndim) {
 }
 
 // sum or mean of a over dims (none or empty: all of them) into a new
-// tensor; undefined when the kernel does not take the case.
+// tensor; undefined when the kernel does not take the case. Several
+// dimensions are taken when they are adjacent (the last two of an image:
+// adaptive_avg_pool2d to 1x1), read as one.
 at::Tensor reduce(rill_reduce_dim_op op, const at::Tensor &a, at::OptionalIntArrayRef dims,
                   bool keepdim, std::optional<c10::ScalarType> dtype) {
     if (!is_f32(a) || (dtype && *dtype != at::kFloat) || a.numel() == 0)
         return {};
     bool all = !dims.has_value() || dims->empty() || a.dim() == 0;
-    if (!all && dims->size() != 1)
-        return {};
-    int64_t d = all ? 0 : wrap_dim((*dims)[0], a.dim());
-    if (d < 0)
-        return {};
-    Split s = all ? Split{1, static_cast<size_t>(a.numel()), 1} : split(a.sizes(), d);
+    int64_t first = 0, last = a.dim() - 1;
+    if (!all) {
+        std::vector<int64_t> ds;
+        for (int64_t d : *dims) {
+            ds.push_back(wrap_dim(d, a.dim()));
+            if (ds.back() < 0)
+                return {};
+        }
+        std::sort(ds.begin(), ds.end());
+        if (std::adjacent_find(ds.begin(), ds.end()) != ds.end() ||
+            ds.back() - ds.front() + 1 != static_cast<int64_t>(ds.size()))
+            return {}; // repeated (PyTorch's error) or not adjacent
+        first = ds.front();
+        last = ds.back();
+    }
+    Split s;
+    if (all)
+        s.dim = static_cast<size_t>(a.numel());
+    else
+        for (int64_t i = 0; i < a.dim(); i++)
+            (i < first ? s.outer : i <= last ? s.dim : s.inner) *= static_cast<size_t>(a.size(i));
     std::vector<int64_t> shape;
     for (int64_t i = 0; i < a.dim(); i++)
-        if (!(all || i == d))
+        if (!(all || (i >= first && i <= last)))
             shape.push_back(a.size(i));
         else if (keepdim)
             shape.push_back(1);

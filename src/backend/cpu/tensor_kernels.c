@@ -96,6 +96,9 @@ static void binary_run(uint32_t op, float *out, const float *a, size_t as, const
     case RILL_BINARY_MIN:
         binary_shaped(RILL_BINARY_MIN, shape, out, a, b, n);
         return;
+    case RILL_BINARY_RELU_BACKWARD:
+        binary_shaped(RILL_BINARY_RELU_BACKWARD, shape, out, a, b, n);
+        return;
     case RILL_BINARY_POW: /* powf has no vector form */
         break;
     }
@@ -335,7 +338,21 @@ void rill__cpu_op_pool2d_f32(const rill_block_ctx *ctx, const void *args) {
             size_t left = x * p->stride_w;
             size_t x0 = left > p->pad_w ? left - p->pad_w : 0;
             size_t x1 = left + p->s - p->pad_w < p->w ? left + p->s - p->pad_w : p->w;
-            if (is_max) {
+            if (is_max && p->indices != NULL) {
+                /* The first largest, the last NaN: PyTorch's choice. */
+                float best = -INFINITY;
+                size_t at = y0 * p->w + x0;
+                for (size_t yy = y0; yy < y1; yy++)
+                    for (size_t xx = x0; xx < x1; xx++) {
+                        float v = img[yy * p->w + xx];
+                        if (v > best || isnan(v)) {
+                            best = v;
+                            at = yy * p->w + xx;
+                        }
+                    }
+                out[x] = best;
+                p->indices[row * p->ow + x] = (int64_t)at;
+            } else if (is_max) {
                 float best = -INFINITY;
                 for (size_t yy = y0; yy < y1; yy++)
                     for (size_t xx = x0; xx < x1; xx++) {

@@ -49,7 +49,7 @@ static_assert(sizeof(rill__op_map_args) == 32, "map args");
 static_assert(sizeof(rill__op_reduce_dim_args) == 56, "reduce_dim args");
 static_assert(sizeof(rill__op_softmax_args) == 48, "softmax args");
 static_assert(sizeof(rill__op_conv2d_ex_args) == 144, "conv2d_ex args");
-static_assert(sizeof(rill__op_pool2d_args) == 112, "pool2d args");
+static_assert(sizeof(rill__op_pool2d_args) == 120, "pool2d args");
 
 #define ENTRY extern "C" __global__ void __launch_bounds__(RILL__OP_BLOCK_THREADS)
 
@@ -421,15 +421,23 @@ ENTRY rill__cuda_op_pool2d_f32(rill__op_pool2d_args p) {
         size_t x0 = left > p.pad_w ? left - p.pad_w : 0;
         size_t x1 = left + p.s - p.pad_w < p.w ? left + p.s - p.pad_w : p.w;
         float v = is_max ? -INFINITY : 0.0f;
+        size_t at = y0 * p.w + x0;
         for (size_t yy = y0; yy < y1; yy++)
             for (size_t xx = x0; xx < x1; xx++) {
                 float e = img[yy * p.w + xx];
-                if (is_max) {
+                if (is_max && p.indices != NULL) {
+                    if (e > v || isnan(e)) { /* the first largest, the last NaN */
+                        v = e;
+                        at = yy * p.w + xx;
+                    }
+                } else if (is_max) {
                     if (!isnan(v) && (e > v || isnan(e)))
                         v = e; /* the first NaN stays */
                 } else
                     v = __fadd_rn(v, e);
             }
         p.out[item] = is_max ? v : __fdiv_rn(v, divisor);
+        if (p.indices != NULL)
+            p.indices[item] = (int64_t)at;
     }
 }
