@@ -75,10 +75,16 @@ c10::DataPtr allocate_in_capture(size_t bytes, rill_stream *stream, c10::DeviceI
             if (m->device == index)
                 a->holders.push_back(m);
     }
-    TORCH_CHECK(!a->holders.empty(),
-                "torch_rill: allocating device memory on a capturing stream whose capture was "
-                "not begun by torch.rill.graph or torch.accelerator.Graph: the tensor could "
-                "not outlive the capture's graph; capture with one of them");
+    if (a->holders.empty()) {
+        // The op that asked fails: the capture must not go on without it.
+        // A call rill refuses on a capturing stream invalidates the capture.
+        (void)rill_stream_query(stream);
+        TORCH_CHECK(false,
+                    "torch_rill: allocating device memory on a capturing stream whose capture "
+                    "was not begun by torch.rill.graph or torch.accelerator.Graph: the tensor "
+                    "could not outlive the capture's graph, and the capture is invalidated; "
+                    "capture with one of them");
+    }
     void *ptr = nullptr;
     check(rill_malloc_async(bytes, stream, &ptr), "torch_rill: allocating device memory");
     a->ptr = ptr;

@@ -35,6 +35,29 @@ bool is_capturing(rill_stream *stream) {
     return status != RILL_CAPTURE_NONE;
 }
 
+namespace {
+
+[[noreturn]] void refuse(const char *what) {
+    TORCH_CHECK(false, what,
+                " cannot be captured: the stream captures, but not through torch.rill.graph "
+                "or torch.accelerator.Graph, which keep what its replays need; capture with "
+                "one of them");
+}
+
+} // namespace
+
+void check_capture_keeps(rill_stream *stream, c10::DeviceIndex device, const char *what) {
+    if (!is_capturing(stream))
+        return;
+    std::lock_guard<std::mutex> guard(captures_lock);
+    for (const std::weak_ptr<CaptureKeep> &w : captures) {
+        auto keep = w.lock();
+        if (keep && keep->device == device)
+            return;
+    }
+    refuse(what);
+}
+
 bool keep_for_capture(rill_stream *stream, c10::DeviceIndex device, std::shared_ptr<void> obj,
                       const char *what) {
     if (!is_capturing(stream))
@@ -51,10 +74,8 @@ bool keep_for_capture(rill_stream *stream, c10::DeviceIndex device, std::shared_
             kept = true;
         }
     }
-    TORCH_CHECK(kept, what,
-                " cannot be captured: the stream captures, but not through torch.rill.graph "
-                "or torch.accelerator.Graph, which keep what its replays need; capture with "
-                "one of them");
+    if (!kept)
+        refuse(what);
     return true;
 }
 

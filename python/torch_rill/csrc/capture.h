@@ -27,6 +27,10 @@ void capture_keep_end(const std::shared_ptr<CaptureKeep> &keep);
 // Whether stream is capturing.
 bool is_capturing(rill_stream *stream);
 
+// Throws, naming what, when stream is capturing and no capture that
+// torch_rill keeps for holds its device: what cannot be captured there.
+void check_capture_keeps(rill_stream *stream, c10::DeviceIndex device, const char *what);
+
 // When stream is capturing, gives obj to every capture of its device that
 // torch_rill keeps for and returns true; throws when none does (a capture
 // begun through rill itself, which cannot own it). Returns false when

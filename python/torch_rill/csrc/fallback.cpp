@@ -254,6 +254,20 @@ void invalidate_capture(rill_stream *stream) {
     (void)rill_stream_query(stream);
 }
 
+// Before a queued op allocates its outputs: on a capturing stream that no
+// torch capture keeps for, the op fails naming itself (its outputs could
+// not outlive the graph either) and the capture is invalidated.
+void check_capture(c10::DeviceIndex index, const std::string &name) {
+    rill_stream *stream = rill_current_stream(device(index));
+    TORCH_CHECK(stream, "rill_current_stream: ", rill_last_error());
+    try {
+        check_capture_keeps(stream, index, name.c_str());
+    } catch (...) {
+        invalidate_capture(stream);
+        throw;
+    }
+}
+
 // Queues body as a host function on rill:index's current stream; a capture
 // of it keeps the command for its replays.
 void queue_command(c10::DeviceIndex index, std::string name, std::function<void()> body) {
@@ -625,6 +639,8 @@ bool queue_op(const c10::OperatorHandle &op, torch::jit::Stack *stack, c10::Devi
         return false;
     }
 
+    std::string name = c10::toString(schema.operator_name()) + " on " + dev.str();
+    check_capture(dev.index(), name);
     // Nothing refuses it now: resize out= arguments as the meta kernel did,
     // and allocate the new results on the current stream.
     for (size_t i = 0; i < num_args; i++) {
@@ -685,7 +701,6 @@ bool queue_op(const c10::OperatorHandle &op, torch::jit::Stack *stack, c10::Devi
     for (c10::IValue &r : results)
         stack->push_back(std::move(r));
 
-    std::string name = c10::toString(schema.operator_name()) + " on " + dev.str();
     queue_command(dev.index(), std::move(name), [op, args, targets, written] {
         torch::jit::Stack run(args.begin(), args.end());
         op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), &run);
@@ -750,6 +765,7 @@ std::vector<at::Tensor> queue_on_host(const std::string &name, c10::Device dev,
     for (const at::Tensor &t : inputs)
         meta.push_back(twins.of(t));
     std::vector<at::Tensor> shapes = kernel(meta);
+    check_capture(dev.index(), name + " on " + dev.str());
     std::vector<at::Tensor> outputs, targets;
     HostViews views;
     for (const at::Tensor &m : shapes) {

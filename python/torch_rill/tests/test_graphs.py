@@ -373,7 +373,8 @@ def test_a_thousand_replays_cost_less_than_the_ops_run_eagerly():
 
 def test_allocating_in_a_capture_begun_through_rill_itself_is_refused():
     """Its graph's memory could not be kept by the tensor: rill.Graph's
-    capture is not one that torch_rill runs."""
+    capture is not one that torch_rill runs. The capture does not go on
+    without the op that failed: its end fails."""
     s = torch.rill.Stream()
     g = rill.Graph()
     torch.rill.synchronize()
@@ -384,7 +385,8 @@ def test_allocating_in_a_capture_begun_through_rill_itself_is_refused():
             with pytest.raises(RuntimeError, match="not begun by torch.rill.graph"):
                 torch.empty(16, device="rill")
         finally:
-            g.capture_end()
+            with pytest.raises(rill.CaptureInvalidatedError):
+                g.capture_end()
     g.reset()
 
 
@@ -418,3 +420,51 @@ def test_a_kept_graph_is_instantiated_on_demand_and_dumped(tmp_path):
     assert g.pool() != (0, 0)
     g.debug_dump(str(tmp_path / "kept.dot"))
     assert "map_f32" in (tmp_path / "kept.dot").read_text()
+
+
+def test_a_captured_training_step_replays_as_eager_steps_do():
+    """PyTorch's whole-network capture: forward, loss, backward and an SGD
+    step captured once, replayed on new data copied into the static
+    inputs, give the losses and parameters of the same steps run eagerly."""
+    torch.manual_seed(0)
+    eager = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(),
+                                torch.nn.Linear(32, 4)).to("rill")
+    graphed = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(),
+                                  torch.nn.Linear(32, 4)).to("rill")
+    graphed.load_state_dict(eager.state_dict())
+    opt_e = torch.optim.SGD(eager.parameters(), lr=0.1)
+    opt_g = torch.optim.SGD(graphed.parameters(), lr=0.1)
+    data = [(torch.randn(8, 16, device="rill"), torch.randn(8, 4, device="rill"))
+            for _ in range(5)]
+
+    def eager_step(x, y):
+        opt_e.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.mse_loss(eager(x), y)
+        loss.backward()
+        opt_e.step()
+        return loss
+
+    static_x, static_y = data[0][0].clone(), data[0][1].clone()
+    side = torch.rill.Stream()  # warm up on a side stream, as CUDA graphs ask
+    side.wait_stream(torch.rill.current_stream())
+    with torch.rill.stream(side):
+        opt_g.zero_grad(set_to_none=True)
+        torch.nn.functional.mse_loss(graphed(static_x), static_y).backward()
+        opt_g.step()
+    torch.rill.current_stream().wait_stream(side)
+    eager_step(*data[0])
+
+    g = torch.rill.RillGraph()
+    opt_g.zero_grad(set_to_none=True)
+    with torch.rill.graph(g):
+        static_loss = torch.nn.functional.mse_loss(graphed(static_x), static_y)
+        static_loss.backward()
+        opt_g.step()
+    for x, y in data[1:]:
+        static_x.copy_(x)
+        static_y.copy_(y)
+        g.replay()
+        loss = eager_step(x, y)
+        assert abs(static_loss.item() - loss.item()) <= 1e-5 * max(1.0, abs(loss.item()))
+    for pe, pg in zip(eager.parameters(), graphed.parameters()):
+        torch.testing.assert_close(pg.cpu(), pe.cpu(), rtol=1e-5, atol=1e-5)
