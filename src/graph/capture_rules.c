@@ -182,6 +182,10 @@ rill_status rill_stream_get_capture_status(rill_stream *stream_h, rill_capture_s
     rill_status st = rill__stream_resolve(stream_h, fn, &stream);
     if (st != RILL_OK)
         return st;
+    /* Not capturing: what every submission to the stream reads, no lock
+     * (an allocator asks this of each allocation). */
+    if (!rill__stream_capturing(stream))
+        return RILL_OK;
     rill__capture *c = rill__cap_lock_of(stream);
     if (c == NULL)
         return RILL_OK;
