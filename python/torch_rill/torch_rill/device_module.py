@@ -397,3 +397,6 @@ class graph:
         finally:
             self.stream_ctx.__exit__(*exc)
         return False
+
+
+from .graphed import make_graphed_callables  # noqa: E402,F401  (it uses the names above)
