@@ -180,7 +180,8 @@ class _Capture:
     """One captured graph for one set of input shapes: static inputs, the
     graph, its outputs."""
 
-    def __init__(self, graph, static, outputs, spec, mutated):
+    def __init__(self, device, graph, static, outputs, spec, mutated):
+        self.device = device
         self.graph = graph
         self.static = static
         self.outputs = outputs
@@ -196,7 +197,8 @@ class _Graph:
         self.backend = backend
         self.gm = gm
         self.tags = _tags(gm)
-        self.by_signature = {}  # signature -> None (warmed up) or _Capture
+        # signature -> the inputs the warm-up wrote (a list), then its _Capture
+        self.by_signature = {}
 
     def __call__(self, *args):
         signature, device = self._signature(args)
@@ -293,13 +295,13 @@ class _Graph:
                 f"'max-autotune'") from failure
         self.backend.captures += 1
         leaves, spec = _pytree.tree_flatten(outputs)
-        return _Capture(graph, static, leaves, spec, mutated)
+        return _Capture(device, graph, static, leaves, spec, mutated)
 
     def _replay(self, entry, args):
         """Copies args into the static inputs, replays on the current stream
         and returns copies of the outputs, which the next replay leaves
         alone; inputs the graph writes get the static inputs' values."""
-        stream = torch.rill.current_stream()
+        stream = torch.rill.current_stream(entry.device)
         if entry.done is not None:  # the last call, from another stream, is done with them
             stream.wait_event(entry.done)
         for static, arg in zip(entry.static, args):
