@@ -6,6 +6,9 @@ which torch.compile(fullgraph=True) keeps in the graph it hands the backend;
 get_npu_backend's backend runs that graph (max-autotune) or captures it into
 a rill graph and replays it (reduce-overhead)."""
 
+import os
+import re
+
 import torch
 import torch.fx
 from torch.utils import _pytree
@@ -154,9 +157,10 @@ def _op_name(node):
 def _where(node):
     """The op of node and the line of the model that made it."""
     lines = [line.strip() for line in (node.meta.get("stack_trace") or "").splitlines()
-             if line.strip()]
-    line = f" ({lines[-1]})" if lines else ""
-    return f"{_op_name(node)} (FX node {node.name}){line}"
+             if line.strip(" ^~\t")]  # not the markers under the code
+    found = re.match(r'File "(.*)", line (\d+)', lines[-2]) if len(lines) >= 2 else None
+    line = (f", {os.path.basename(found[1])}:{found[2]}: {lines[-1]}" if found else "")
+    return f"{_op_name(node)} (FX node {node.name}{line})"
 
 
 class _Naming(torch.fx.Interpreter):
