@@ -93,6 +93,27 @@ class _Torch(types.ModuleType):
         return sorted(set(dir(self._real)) | set(self.__dict__))
 
 
+def add_tensor_npu():
+    """Adds Tensor.npu(device=None, non_blocking=False), as importing
+    torch_npu does: the tensor on rill (the current device, or the index or
+    device given), like Tensor.cuda."""
+    import torch
+
+    if hasattr(torch.Tensor, "npu"):
+        return
+
+    def npu(self, device=None, non_blocking=False, memory_format=torch.preserve_format):
+        if device is None:
+            device = torch.device("rill", torch.rill.current_device())
+        elif isinstance(device, int):
+            device = torch.device("rill", device)
+        else:
+            device = torch.device(_rill_device(device))
+        return self.to(device, non_blocking=non_blocking, memory_format=memory_format)
+
+    torch.Tensor.npu = npu
+
+
 def module(name):
     """The module that stands for rill.compat.torch (name): PyTorch's,
     entered in sys.modules with its submodules nn, nn.functional, cuda and

@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: MIT
-"""torchair.ops: tagged events and npu_record_tagged_stream on rill."""
+"""torchair.ops: tagged events and npu_record_tagged_stream on rill (on
+PyTorch's tensors where rill.compat.torch is PyTorch: _pytorch.py)."""
 
 from ... import Event as _Event, Tensor as _Tensor, tagged_event as _tagged_event
 from ... import tagged_stream as _tagged_stream
+from ..torch._pytorch import wanted as _pytorch_wanted
 
 
 def npu_create_tagged_event(tag):
@@ -40,6 +42,11 @@ def npu_record_tagged_stream(input, tagged_stream):
         raise TypeError(f"{where}: tagged_stream must be a str tag, "
                         f"not {type(tagged_stream).__name__}")
     input.record_stream(_tagged_stream(tagged_stream))
+
+
+if _pytorch_wanted():
+    from ._pytorch import (npu_create_tagged_event, npu_record_tagged_stream,  # noqa: F811
+                           npu_tagged_event_record, npu_tagged_event_wait)
 
 
 __all__ = ["npu_create_tagged_event", "npu_record_tagged_stream", "npu_tagged_event_record",

@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: MIT
-"""torchair.scope.npu_stream_switch on rill's tagged streams."""
+"""torchair.scope.npu_stream_switch on rill's tagged streams (on PyTorch's
+where rill.compat.torch is PyTorch: _pytorch.py)."""
 
 from ... import StreamContext as _StreamContext, tagged_stream as _tagged_stream
+from ..torch._pytorch import wanted as _pytorch_wanted
 
 
 def npu_stream_switch(stream_tag, stream_priority=0):
@@ -12,6 +14,10 @@ def npu_stream_switch(stream_tag, stream_priority=0):
         raise TypeError("torchair.scope.npu_stream_switch: stream_tag must be a str, "
                         f"not {type(stream_tag).__name__}")
     return _StreamContext(_tagged_stream(stream_tag, stream_priority))
+
+
+if _pytorch_wanted():
+    from ._pytorch import npu_stream_switch  # noqa: F811
 
 
 __all__ = ["npu_stream_switch"]

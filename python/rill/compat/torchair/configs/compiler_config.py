@@ -6,7 +6,9 @@ _MODES = ("max-autotune", "reduce-overhead")
 
 class CompilerConfig:
     """config.mode = "reduce-overhead" (aclgraph) or "max-autotune"
-    (torchair's default): on rill both capture the model into a rill graph."""
+    (torchair's default): on rill's own tensors both capture the model into
+    a rill graph; on PyTorch's (torch_rill), reduce-overhead captures and
+    replays, max-autotune runs the graph eagerly."""
 
     def __init__(self):
         self._mode = "max-autotune"
