@@ -373,7 +373,7 @@ typedef struct rill__op_pool2d_args {
 
 /* out[i, :] = weight[indices[i], :] for i < n: weight [rows, dim] and out
  * [n, dim] contiguous, indices of index_bytes (4: int32_t, 8: int64_t).
- * An index outside [0, rows) fails the launch (rill_kernel_fail on a CPU
+ * An index outside [0, rows) fails the launch (rill__kernel_fail on a CPU
  * device, a trap on a CUDA one), its row of out left as it was. Block b
  * takes the b-th slice of the n rows of out. out overlaps weight and
  * indices nowhere. */

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backend/backend.h"
 #include "backend/op_math.h"
 
 /* [*begin, *end): block ctx's share of count items, in equal runs (the
@@ -389,7 +390,7 @@ static void fail_index(const rill_block_ctx *ctx, int64_t index, size_t i, size_
              "index %" PRId64 " at position %zu is out of range for %zu rows; pass indices in "
              "[0, %zu)",
              index, i, rows, rows);
-    rill_kernel_fail(ctx, msg);
+    rill__kernel_fail(ctx, msg);
 }
 
 void rill__cpu_op_embedding_f32(const rill_block_ctx *ctx, const void *args) {
