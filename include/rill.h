@@ -721,8 +721,13 @@ typedef enum rill_binary_op {
     RILL_BINARY_MAX, /* the larger; NaN when either is NaN */
     RILL_BINARY_MIN, /* the smaller; NaN when either is NaN */
     RILL_BINARY_POW, /* powf(a, b) */
-    RILL_BINARY_RELU_BACKWARD /* b <= 0 ? 0 : a: relu's gradient a at its output
-                               * (or input) b; a where b is NaN */
+    RILL_BINARY_RELU_BACKWARD, /* b <= 0 ? 0 : a: relu's gradient a at its output
+                                * (or input) b; a where b is NaN */
+    RILL_BINARY_GELU_BACKWARD, /* a (Phi(b) + b phi(b)): RILL_MAP_GELU's gradient a
+                                * at its input b (Phi, phi: the normal's
+                                * distribution and density) */
+    RILL_BINARY_GELU_TANH_BACKWARD /* RILL_MAP_GELU_TANH's gradient a at its input
+                                    * b, after PyTorch's formula */
 } rill_binary_op;
 /* out[i] = a at i (op) b at i, out contiguous in shape (row-major), a and
  * b strided: with strides 0 this is broadcasting. out may equal a (or b)
@@ -834,6 +839,33 @@ rill_status rill_op_pool2d_f32(rill_stream *s, rill_pool_op op, float *out, cons
 rill_status rill_op_max_pool2d_f32(rill_stream *s, float *out, int64_t *indices, const float *in,
                                    size_t planes, size_t h, size_t w, size_t r, size_t sz,
                                    size_t stride_h, size_t stride_w, size_t pad_h, size_t pad_w);
+/* An embedding lookup, as torch's embedding: out[i, :] = weight[indices[i],
+ * :] for i < n, weight [rows, dim] and out [n, dim] contiguous floats,
+ * indices n integers of index_bytes each (4: int32_t, 8: int64_t). out may
+ * overlap neither weight nor indices. An index below 0 or at least rows
+ * cannot be seen at the call (the indices are device memory, perhaps not
+ * yet written): the launch fails when it runs, the stream's error sticky
+ * and its sentence naming the op, the index and its position ("index 7 at
+ * position 3 is out of range for 5 rows"), out's rows left as they were
+ * for such indices; on a CUDA device the kernel traps instead, which ends
+ * the device's context (PyTorch's device-side assert does the same). n,
+ * rows or dim 0, or index_bytes neither 4 nor 8, is
+ * RILL_ERROR_INVALID_ARGUMENT. */
+rill_status rill_op_embedding_f32(rill_stream *s, float *out, const float *weight,
+                                  const void *indices, size_t index_bytes, size_t n, size_t rows,
+                                  size_t dim);
+/* The backward of rill_op_embedding_f32 for the weight, as torch's
+ * embedding_dense_backward without scale_grad_by_freq: grad_weight[r, :] =
+ * the sum, in order of i, of grad[i, :] over the i < n with indices[i] ==
+ * r, and 0 for the rows no index names and for row padding_idx (a
+ * padding_idx below 0 or at least rows names none). The whole of
+ * grad_weight [rows, dim] is written; grad is [n, dim]; the results are
+ * the same for every grid (each element's sum has one order). grad_weight
+ * may overlap neither grad nor indices. Indices out of range fail the
+ * launch as rill_op_embedding_f32's do, grad_weight then undefined. */
+rill_status rill_op_embedding_backward_f32(rill_stream *s, float *grad_weight, const float *grad,
+                                           const void *indices, size_t index_bytes, size_t n,
+                                           size_t rows, size_t dim, int64_t padding_idx);
 
 /* ---------------------------------------------------------------- memory */
 

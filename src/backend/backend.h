@@ -433,6 +433,9 @@ bool rill__launch_state_fail(rill__launch_state *ls, const char *message);
  * first): a graph runner names that node, not another that finished
  * later. */
 bool rill__took_kernel_failure(void);
+/* rill_kernel_fail for the bodies of the built-in ops (backend/op_args.h),
+ * which reach the core through this file only. */
+void rill__kernel_fail(const rill_block_ctx *ctx, const char *message);
 /* Runs fn(user_data) as a host function whose rill_host_func_fail writes
  * into *ls (reset first); returns whether it failed. Worker threads only. */
 bool rill__host_run(rill_host_fn fn, void *user_data, rill__launch_state *ls);

@@ -47,6 +47,8 @@ typedef enum rill__op {
     RILL__OP_SOFTMAX_F32,
     RILL__OP_CONV2D_EX_F32,
     RILL__OP_POOL2D_F32,
+    RILL__OP_EMBEDDING_F32,
+    RILL__OP_EMBEDDING_BACKWARD_F32,
     RILL__OP_COUNT
 } rill__op;
 
@@ -368,5 +370,34 @@ typedef struct rill__op_pool2d_args {
     size_t stride_h, stride_w, pad_h, pad_w;
     uint32_t op;
 } rill__op_pool2d_args;
+
+/* out[i, :] = weight[indices[i], :] for i < n: weight [rows, dim] and out
+ * [n, dim] contiguous, indices of index_bytes (4: int32_t, 8: int64_t).
+ * An index outside [0, rows) fails the launch (rill__kernel_fail on a CPU
+ * device, a trap on a CUDA one), its row of out left as it was. Block b
+ * takes the b-th slice of the n rows of out. out overlaps weight and
+ * indices nowhere. */
+typedef struct rill__op_embedding_args {
+    float *out;
+    const float *weight;
+    const void *indices;
+    size_t index_bytes, n, rows, dim;
+} rill__op_embedding_args;
+
+/* grad_weight[r, :] = the sum in order of i of grad[i, :] over the i < n
+ * with indices[i] == r; 0 for the rows no index names and for row
+ * padding_idx (none when outside [0, rows)). Block b takes the b-th slice
+ * of the rows of grad_weight: it zeroes them, then reads every index in
+ * order of i and adds the rows of grad whose index falls in its slice, so
+ * each element is added in one order whatever the grid. An index outside
+ * [0, rows) fails the launch as in rill__op_embedding_args. grad_weight
+ * overlaps grad and indices nowhere. */
+typedef struct rill__op_embedding_backward_args {
+    float *grad_weight;
+    const float *grad;
+    const void *indices;
+    size_t index_bytes, n, rows, dim;
+    int64_t padding_idx;
+} rill__op_embedding_backward_args;
 
 #endif

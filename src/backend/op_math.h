@@ -98,7 +98,42 @@ static inline RILL__OP_MATH float rill__op_randn_element(double mean, double std
     return (float)rill__op_dadd(mean, rill__op_dmul(std, rill__op_randn_value(seed, i)));
 }
 
+/* ---- embeddings ---- */
+
+/* indices[i] of an embedding's indices of index_bytes (4 or 8) each. */
+static inline RILL__OP_MATH int64_t rill__op_index_at(const void *indices, size_t index_bytes,
+                                                      size_t i) {
+    return index_bytes == 4 ? (int64_t)((const int32_t *)indices)[i]
+                            : ((const int64_t *)indices)[i];
+}
+
 /* ---- maps and binary ops of f32 tensors ---- */
+
+/* GELU's gradient dy at its input x: dy (Phi(x) + x phi(x)), as
+ * PyTorch's CPU kernel computes it. */
+static inline RILL__OP_MATH float rill__op_gelu_backward(float dy, float x) {
+    const float alpha = 0.70710678118654752440f; /* 1 / sqrt(2) */
+    const float beta = 0.39894228040143267794f;  /* 1 / sqrt(2 pi) */
+    float cdf = 0.5f * (1.0f + erff(x * alpha));
+    float pdf = beta * expf(x * x * -0.5f);
+    return dy * (cdf + x * pdf);
+}
+
+/* The tanh approximation's gradient dy at its input x, after PyTorch's
+ * formula: the product rule on x/2 (1 + tanh(inner)). */
+static inline RILL__OP_MATH float rill__op_gelu_tanh_backward(float dy, float x) {
+    const float beta = 0.79788456080286535588f; /* sqrt(2 / pi) */
+    const float kappa = 0.044715f;
+    float x_sq = x * x;
+    float inner = beta * (x + kappa * x_sq * x);
+    float t = tanhf(inner);
+    float left = 0.5f * x;
+    float right = 1.0f + t;
+    float left_derivative = 0.5f * right;
+    float right_derivative = left * (1.0f - t * t);
+    float inner_derivative = beta * (1.0f + 3.0f * kappa * x_sq);
+    return dy * (left_derivative + right_derivative * inner_derivative);
+}
 
 /* x (op) y for a rill_binary_op; NaN for a number that names none. */
 static inline RILL__OP_MATH float rill__op_binary_value(uint32_t op, float x, float y) {
@@ -119,6 +154,10 @@ static inline RILL__OP_MATH float rill__op_binary_value(uint32_t op, float x, fl
         return powf(x, y);
     case RILL_BINARY_RELU_BACKWARD:
         return y <= 0.0f ? 0.0f : x;
+    case RILL_BINARY_GELU_BACKWARD:
+        return rill__op_gelu_backward(x, y);
+    case RILL_BINARY_GELU_TANH_BACKWARD:
+        return rill__op_gelu_tanh_backward(x, y);
     }
     return NAN;
 }

@@ -366,15 +366,19 @@ bool rill__launch_state_fail(rill__launch_state *ls, const char *message) {
     return true;
 }
 
-/* Set on the thread whose rill_kernel_fail recorded its launch's failure
- * (rill__took_kernel_failure). */
+/* Set on the thread whose rill__kernel_fail (rill_kernel_fail) recorded
+ * its launch's failure (rill__took_kernel_failure). */
 static _Thread_local bool tls_failed_here;
 
-void rill_kernel_fail(const rill_block_ctx *ctx, const char *message) {
+void rill__kernel_fail(const rill_block_ctx *ctx, const char *message) {
     if (ctx == NULL || ctx->state == NULL)
         return;
     if (rill__launch_state_fail(ctx->state, message))
         tls_failed_here = true;
+}
+
+void rill_kernel_fail(const rill_block_ctx *ctx, const char *message) {
+    rill__kernel_fail(ctx, message);
 }
 
 bool rill__took_kernel_failure(void) {

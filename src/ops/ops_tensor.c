@@ -232,10 +232,10 @@ rill_status rill_op_binary_f32(rill_stream *s, rill_binary_op op, float *out, co
                                const size_t *shape, size_t ndim) {
     RILL_CALL_SCOPE();
     static const char fn[] = "rill_op_binary_f32";
-    if ((unsigned)op > (unsigned)RILL_BINARY_RELU_BACKWARD)
+    if ((unsigned)op > (unsigned)RILL_BINARY_GELU_TANH_BACKWARD)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "%s: op is %d, not a rill_binary_op; pass RILL_BINARY_ADD to "
-                          "RILL_BINARY_RELU_BACKWARD",
+                          "RILL_BINARY_GELU_TANH_BACKWARD",
                           fn, (int)op);
     size_t n = 0, out_bytes = 0, a_bytes = 0, b_bytes = 0;
     size_t contig[RILL__OP_MAX_DIMS] = {0};

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The tensor ops on the device under test (contract.h): strided copies,
  * broadcasting binary ops, maps, reductions and softmax along a dimension,
- * conv2d with strides and padding, and pooling, each against a result
+ * conv2d with strides and padding, pooling and embeddings, each against a result
  * computed here on the host; and their refusals, each with its sentence. */
 #include "contract.h"
 
@@ -90,6 +90,16 @@ static float host_binary(rill_binary_op op, float x, float y) {
         return powf(x, y);
     case RILL_BINARY_RELU_BACKWARD:
         return y <= 0.0f ? 0.0f : x;
+    case RILL_BINARY_GELU_BACKWARD: {
+        double cdf = 0.5 * (1.0 + erf(y / sqrt(2.0)));
+        double pdf = exp(-0.5 * (double)y * y) / sqrt(2.0 * M_PI);
+        return (float)(x * (cdf + y * pdf));
+    }
+    case RILL_BINARY_GELU_TANH_BACKWARD: {
+        double k = sqrt(2.0 / M_PI), t = tanh(k * (y + 0.044715 * (double)y * y * y));
+        double d = 0.5 * (1.0 + t) + 0.5 * y * (1.0 - t * t) * k * (1.0 + 3 * 0.044715 * y * y);
+        return (float)(x * d);
+    }
     }
     return NAN;
 }
@@ -108,7 +118,7 @@ static void test_binary_broadcasts(void **state) {
         float *a = upload(s, ha, n * k), *b = upload(s, hb, m * k), *out = upload(s, NULL, total);
         float *got = malloc(total * sizeof *got);
         size_t shape[3] = {n, m, k}, as[3] = {k, 0, 1}, bs[3] = {0, k, 1};
-        for (int op = RILL_BINARY_ADD; op <= RILL_BINARY_RELU_BACKWARD; op++) {
+        for (int op = RILL_BINARY_ADD; op <= RILL_BINARY_GELU_TANH_BACKWARD; op++) {
             RT_OK(rill_op_binary_f32(s, (rill_binary_op)op, out, a, as, b, bs, shape, 3));
             contract_download(s, got, out, total * sizeof *got);
             for (size_t i = 0; i < n; i++)
@@ -126,9 +136,9 @@ static void test_binary_broadcasts(void **state) {
         for (size_t i = 0; i < n * m * k; i++) {
             size_t j = (i / k) % m, q = i % k;
             /* out held the last op's result. */
-            float want =
-                host_binary(RILL_BINARY_RELU_BACKWARD, ha[(i / (m * k)) * k + q], hb[j * k + q]) -
-                hb[j * k + q];
+            float want = host_binary(RILL_BINARY_GELU_TANH_BACKWARD, ha[(i / (m * k)) * k + q],
+                                     hb[j * k + q]) -
+                         hb[j * k + q];
             contract_expect_close("in place", i, got[i], want, 1e-5);
         }
         RT_OK(rill_free(a));
@@ -587,6 +597,181 @@ static void test_max_pool2d_gives_positions(void **state) {
     RT_OK(rill_stream_destroy(s));
 }
 
+/* "RILL_BINARY_GELU_BACKWARD: a (Phi(b) + b phi(b))" and the tanh form,
+ * against the formulas in double precision over b in [-8, 8] and at the
+ * edges: 0 and 1 far out, NaN through, a 0 gradient giving 0. */
+static void test_binary_gelu_backward(void **state) {
+    (void)state;
+    rill_stream *s = new_stream();
+    enum { N = 1031 };
+    float *ha = malloc(N * sizeof *ha), *hb = malloc(N * sizeof *hb),
+          *got = malloc(N * sizeof *got);
+    for (size_t i = 0; i < N; i++) {
+        ha[i] = value_at(i);
+        hb[i] = -8.0f + 16.0f * (float)i / (float)(N - 1);
+    }
+    hb[0] = -30.0f;
+    hb[1] = 30.0f;
+    hb[2] = NAN;
+    ha[3] = 0.0f;
+    float *a = upload(s, ha, N), *b = upload(s, hb, N), *out = upload(s, NULL, N);
+    size_t shape[1] = {N}, contig[1] = {1};
+    rill_binary_op ops[2] = {RILL_BINARY_GELU_BACKWARD, RILL_BINARY_GELU_TANH_BACKWARD};
+    for (int k = 0; k < 2; k++) {
+        RT_OK(rill_op_binary_f32(s, ops[k], out, a, contig, b, contig, shape, 1));
+        contract_download(s, got, out, N * sizeof *got);
+        assert_true(got[0] == 0.0f * ha[0] && got[1] == ha[1] && isnan(got[2]) && got[3] == 0.0f);
+        for (size_t i = 3; i < N; i++) {
+            float want = host_binary(ops[k], ha[i], hb[i]);
+            contract_expect_close(k == 0 ? "gelu backward" : "gelu tanh backward", i, got[i], want,
+                                  1e-5);
+        }
+    }
+    RT_OK(rill_free(a));
+    RT_OK(rill_free(b));
+    RT_OK(rill_free(out));
+    free(ha);
+    free(hb);
+    free(got);
+    RT_OK(rill_stream_destroy(s));
+}
+
+/* Device memory holding n indices of index_bytes, index i at i (int64)
+ * or as int32. */
+static void *upload_indices(rill_stream *s, const int64_t *host, size_t n, size_t index_bytes) {
+    void *p = contract_alloc(s, n * index_bytes);
+    if (index_bytes == 8) {
+        contract_upload(s, p, host, n * sizeof *host);
+        return p;
+    }
+    int32_t *narrow = malloc(n * sizeof *narrow);
+    for (size_t i = 0; i < n; i++)
+        narrow[i] = (int32_t)host[i];
+    contract_upload(s, p, narrow, n * sizeof *narrow);
+    free(narrow);
+    return p;
+}
+
+/* "out[i, :] = weight[indices[i], :]": every row, for both index widths,
+ * in one block and over several (n * dim well above a block's share). */
+static void test_embedding_gathers_rows(void **state) {
+    (void)state;
+    rill_stream *s = new_stream();
+    size_t sizes[2][3] = {{6, 7, 5}, {2000, 301, 130}}; /* n, rows, dim */
+    for (int t = 0; t < 2; t++) {
+        size_t n = sizes[t][0], rows = sizes[t][1], dim = sizes[t][2];
+        float *hw = host_values(rows * dim), *got = malloc(n * dim * sizeof *got);
+        int64_t *hi = malloc(n * sizeof *hi);
+        for (size_t i = 0; i < n; i++)
+            hi[i] = (int64_t)((i * 7919 + 3) % rows);
+        hi[n - 1] = (int64_t)rows - 1;
+        float *w = upload(s, hw, rows * dim), *out = upload(s, NULL, n * dim);
+        for (size_t bytes = 4; bytes <= 8; bytes += 4) {
+            void *idx = upload_indices(s, hi, n, bytes);
+            RT_OK(rill_memset_async(out, 0xff, n * dim * sizeof(float), s));
+            RT_OK(rill_op_embedding_f32(s, out, w, idx, bytes, n, rows, dim));
+            contract_download(s, got, out, n * dim * sizeof *got);
+            for (size_t i = 0; i < n; i++)
+                for (size_t d = 0; d < dim; d++)
+                    if (got[i * dim + d] != hw[(size_t)hi[i] * dim + d])
+                        fail_msg("index bytes %zu, out[%zu, %zu] = %g, want weight[%lld, %zu] = %g",
+                                 bytes, i, d, got[i * dim + d], (long long)hi[i], d,
+                                 hw[(size_t)hi[i] * dim + d]);
+            RT_OK(rill_free(idx));
+        }
+        RT_OK(rill_free(w));
+        RT_OK(rill_free(out));
+        free(hw);
+        free(hi);
+        free(got);
+    }
+    RT_OK(rill_stream_destroy(s));
+}
+
+/* "grad_weight[r, :] = the sum, in order of i, of grad[i, :] over the i
+ * with indices[i] == r, and 0 for the rows no index names and for row
+ * padding_idx": against the same sums in the same order on the host
+ * (so bit for bit), with and without a padding row, both index widths, in
+ * one block and over several; "the same for every grid". */
+static void test_embedding_backward_sums_rows(void **state) {
+    (void)state;
+    rill_stream *s = new_stream();
+    size_t sizes[2][3] = {{9, 5, 3}, {5000, 200, 48}}; /* n, rows, dim */
+    for (int t = 0; t < 2; t++) {
+        size_t n = sizes[t][0], rows = sizes[t][1], dim = sizes[t][2];
+        float *hg = host_values(n * dim), *want = malloc(rows * dim * sizeof *want);
+        float *got = malloc(rows * dim * sizeof *got);
+        int64_t *hi = malloc(n * sizeof *hi);
+        for (size_t i = 0; i < n; i++)
+            hi[i] = (int64_t)((i * i * 31 + i) % (rows - 1)); /* the last row unnamed */
+        for (size_t i = 0; i < n * dim; i++)
+            hg[i] *= 1.0f + (float)(i % 13) * 0.0625f; /* values that round when summed */
+        float *g = upload(s, hg, n * dim), *gw = upload(s, NULL, rows * dim);
+        int64_t pads[3] = {-1, 3, (int64_t)rows};
+        for (int k = 0; k < 3; k++) {
+            memset(want, 0, rows * dim * sizeof *want);
+            for (size_t i = 0; i < n; i++)
+                if (hi[i] != pads[k])
+                    for (size_t d = 0; d < dim; d++)
+                        want[(size_t)hi[i] * dim + d] += hg[i * dim + d];
+            for (size_t bytes = 4; bytes <= 8; bytes += 4) {
+                void *idx = upload_indices(s, hi, n, bytes);
+                RT_OK(rill_memset_async(gw, 0xff, rows * dim * sizeof(float), s));
+                RT_OK(rill_op_embedding_backward_f32(s, gw, g, idx, bytes, n, rows, dim, pads[k]));
+                contract_download(s, got, gw, rows * dim * sizeof *got);
+                for (size_t i = 0; i < rows * dim; i++)
+                    if (got[i] != want[i])
+                        fail_msg("padding_idx %lld, index bytes %zu: grad_weight[%zu, %zu] = %.9g, "
+                                 "want %.9g",
+                                 (long long)pads[k], bytes, i / dim, i % dim, got[i], want[i]);
+                RT_OK(rill_free(idx));
+            }
+        }
+        RT_OK(rill_free(g));
+        RT_OK(rill_free(gw));
+        free(hg);
+        free(hi);
+        free(want);
+        free(got);
+    }
+    RT_OK(rill_stream_destroy(s));
+}
+
+/* "An index below 0 or at least rows ... the launch fails when it runs,
+ * the stream's error sticky and its sentence naming the op, the index and
+ * its position": forward and backward, a negative and a too large index,
+ * on a CPU device (a CUDA device traps, which ends its context). */
+static void test_embedding_index_out_of_range_fails_the_stream(void **state) {
+    (void)state;
+    rill_device *dev = contract_device();
+    if (contract_kind(dev) != RILL_DEVICE_CPU)
+        skip(); /* a trap would end the device */
+    rill_stream *s = new_stream();
+    size_t rows = 5, dim = 3, n = 4;
+    float *hw = host_values(rows * dim);
+    float *w = upload(s, hw, rows * dim), *out = upload(s, NULL, n * dim);
+    int64_t bad[2][4] = {{0, 4, 9, 1}, {2, -1, 0, 0}};
+    const char *words[2] = {"index 9 at position 2 is out of range for 5 rows",
+                            "index -1 at position 1 is out of range for 5 rows"};
+    for (int k = 0; k < 2; k++)
+        for (int backward = 0; backward < 2; backward++) {
+            void *idx = upload_indices(s, bad[k], n, 8);
+            RT_OK(rill_stream_synchronize(s));
+            if (backward)
+                RT_OK(rill_op_embedding_backward_f32(s, w, out, idx, 8, n, rows, dim, -1));
+            else
+                RT_OK(rill_op_embedding_f32(s, out, w, idx, 8, n, rows, dim));
+            expect_error(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(s),
+                         backward ? "embedding_backward_f32" : "embedding_f32", words[k]);
+            RT_OK(rill_stream_clear_error(s));
+            RT_OK(rill_free(idx));
+        }
+    RT_OK(rill_free(w));
+    RT_OK(rill_free(out));
+    free(hw);
+    RT_OK(rill_stream_destroy(s));
+}
+
 /* "Each checks every argument first (RILL_ERROR_INVALID_ARGUMENT, with a
  * sentence naming the argument; nothing runs)". */
 static void test_tensor_ops_refuse_bad_arguments(void **state) {
@@ -643,6 +828,42 @@ static void test_tensor_ops_refuse_bad_arguments(void **state) {
     expect_error(RILL_ERROR_INVALID_ARGUMENT,
                  rill_op_max_pool2d_f32(s, b, (int64_t *)(b + 40), a, 1, 8, 8, 2, 2, 2, 2, 0, 0),
                  "rill_op_max_pool2d_f32", "indices");
+    /* Embeddings: a [8, 8] weight, b's first 32 floats out [4, 8], the
+     * indices 4 int64s at b + 48. */
+    int64_t *idx = (int64_t *)(b + 48);
+    expect_error(RILL_ERROR_INVALID_ARGUMENT, rill_op_embedding_f32(s, b, a, NULL, 8, 4, 8, 8),
+                 "rill_op_embedding_f32", "indices is NULL");
+    expect_error(RILL_ERROR_INVALID_ARGUMENT, rill_op_embedding_f32(s, NULL, a, idx, 8, 4, 8, 8),
+                 "rill_op_embedding_f32", "out is NULL");
+    expect_error(RILL_ERROR_INVALID_ARGUMENT, rill_op_embedding_f32(s, b, a, idx, 2, 4, 8, 8),
+                 "rill_op_embedding_f32", "index_bytes is 2");
+    expect_error(RILL_ERROR_INVALID_ARGUMENT, rill_op_embedding_f32(s, b, a, idx, 8, 0, 8, 8),
+                 "rill_op_embedding_f32", "n is 0");
+    expect_error(RILL_ERROR_INVALID_ARGUMENT, rill_op_embedding_f32(s, b, a, idx, 8, 4, 8, 0),
+                 "rill_op_embedding_f32", "dim 0");
+    expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                 rill_op_embedding_f32(s, b, a, idx, 8, 4, 9, 8), /* 72 floats: past a's 64 */
+                 "rill_op_embedding_f32", "weight");
+    expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                 rill_op_embedding_f32(s, b, a, idx, 8, 8, 8, 8), /* out reaches the indices */
+                 "rill_op_embedding_f32", "overlaps indices");
+    expect_error(RILL_ERROR_INVALID_ARGUMENT, rill_op_embedding_f32(s, a + 8, a, idx, 8, 4, 4, 8),
+                 "rill_op_embedding_f32", "overlaps weight");
+    expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                 rill_op_embedding_f32(s, b, a, idx, 8, (size_t)1 << 62, 8, 8),
+                 "rill_op_embedding_f32", "fit in memory");
+    expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                 rill_op_embedding_backward_f32(s, b, a, idx, 8, 4, 8, 8, -1),
+                 "rill_op_embedding_backward_f32", "overlaps indices");
+    expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                 rill_op_embedding_backward_f32(s, a, a + 8, idx, 8, 4, 4, 8, -1),
+                 "rill_op_embedding_backward_f32", "overlaps grad");
+    expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                 rill_op_embedding_backward_f32(s, a, b, idx, 4, 9, 4, 8, -1), /* 72 floats */
+                 "rill_op_embedding_backward_f32", "grad");
+    expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                 rill_op_embedding_backward_f32(s, a, b, NULL, 8, 4, 4, 8, -1),
+                 "rill_op_embedding_backward_f32", "indices is NULL");
     RT_OK(rill_free(a));
     RT_OK(rill_free(b));
     RT_OK(rill_stream_destroy(s));
@@ -661,6 +882,10 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_conv2d_ex),
         cmocka_unit_test(test_pool2d),
         cmocka_unit_test(test_max_pool2d_gives_positions),
+        cmocka_unit_test(test_binary_gelu_backward),
+        cmocka_unit_test(test_embedding_gathers_rows),
+        cmocka_unit_test(test_embedding_backward_sums_rows),
+        cmocka_unit_test(test_embedding_index_out_of_range_fails_the_stream),
         cmocka_unit_test(test_tensor_ops_refuse_bad_arguments),
     };
     return CONTRACT_RUN(tests);

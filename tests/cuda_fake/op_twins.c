@@ -34,6 +34,8 @@ static const struct {
     {"rill__cuda_op_softmax_f32", RILL__OP_SOFTMAX_F32},
     {"rill__cuda_op_conv2d_ex_f32", RILL__OP_CONV2D_EX_F32},
     {"rill__cuda_op_pool2d_f32", RILL__OP_POOL2D_F32},
+    {"rill__cuda_op_embedding_f32", RILL__OP_EMBEDDING_F32},
+    {"rill__cuda_op_embedding_backward_f32", RILL__OP_EMBEDDING_BACKWARD_F32},
 };
 
 rill_cpu_kernel_fn fake_op_twin(const char *entry) {

@@ -5,16 +5,19 @@
 // RILL_BINARY_RELU_BACKWARD), sigmoid_backward (grad * (1 - y) * y),
 // tanh_backward (grad * (1 - y * y)), _softmax_backward_data (y * (grad -
 // sum(grad * y))) and _log_softmax_backward_data (grad - exp(y) *
-// sum(grad)) along any dimension. Operands of one shape are read with their
-// strides or made contiguous by rill's strided copy on the same stream.
-// Other cases (other dtypes, broadcasting operands, empty tensors, another
-// threshold) go to the fallback.
+// sum(grad)) along any dimension, and gelu_backward at gelu's input
+// (RILL_BINARY_GELU_BACKWARD; RILL_BINARY_GELU_TANH_BACKWARD for approximate
+// 'tanh'). Operands of one shape are read with their strides or made
+// contiguous by rill's strided copy on the same stream. Other cases (other
+// dtypes, broadcasting operands, empty tensors, another threshold) go to the
+// fallback.
 #include <array>
 
 #include <ATen/native/CPUFallback.h>
 #include <ATen/ops/_log_softmax_backward_data_ops.h>
 #include <ATen/ops/_softmax_backward_data_ops.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/gelu_backward_ops.h>
 #include <ATen/ops/sigmoid_backward_ops.h>
 #include <ATen/ops/tanh_backward_ops.h>
 #include <ATen/ops/threshold_backward_ops.h>
@@ -79,6 +82,20 @@ at::Tensor threshold_backward(const at::Tensor &grad, const at::Tensor &y,
     const c10::DeviceGuard guard(y.device());
     at::Tensor out = at::empty(y.sizes(), y.options());
     binary_same(stream_of(out), RILL_BINARY_RELU_BACKWARD, out, grad, y);
+    return out;
+}
+
+// gelu's backward at its input x: both approximations.
+at::Tensor gelu_backward(const at::Tensor &grad, const at::Tensor &x,
+                         c10::string_view approximate) {
+    bool tanh = approximate == "tanh";
+    if (!takes(grad, x) || !strided_ok(grad) || !strided_ok(x) || (!tanh && approximate != "none"))
+        return call_fallback_fn<&boxed_fallback, at::_ops::gelu_backward>::call(grad, x,
+                                                                                approximate);
+    const c10::DeviceGuard guard(x.device());
+    at::Tensor out = at::empty(x.sizes(), x.options());
+    binary_same(stream_of(out), tanh ? RILL_BINARY_GELU_TANH_BACKWARD : RILL_BINARY_GELU_BACKWARD,
+                out, grad, x);
     return out;
 }
 
@@ -182,6 +199,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     m.impl("threshold_backward", threshold_backward);
     m.impl("sigmoid_backward", sigmoid_backward);
     m.impl("tanh_backward", tanh_backward);
+    m.impl("gelu_backward", gelu_backward);
     m.impl("_softmax_backward_data", softmax_backward_data);
     m.impl("_log_softmax_backward_data", log_softmax_backward_data);
 }

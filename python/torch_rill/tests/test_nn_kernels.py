@@ -1,19 +1,25 @@
 # SPDX-License-Identifier: MIT
 """The neural-network ops that run as rill kernels queued on the current
 stream (float32): convolution, pooling, the backward of activations and
-softmax, and layer norm. Results equal the CPU's within 1e-5 (forward, and
+softmax, layer norm and embeddings. Results equal the CPU's within 1e-5 (forward, and
 backward through autograd), they run in stream order without blocking the
 host, and the cases they do not take go to PyTorch's CPU kernels with the
 CPU's behaviour and errors."""
 
+import copy
+import json
+import os
 import re
+import subprocess
+import sys
+import textwrap
 import time
 
 import pytest
 import torch
 import torch.nn.functional as F
 
-from conftest import delay
+from conftest import delay, rill_stream
 
 TOL = 1e-5
 # The CPU's vectorized loops may contract a multiply and an add into one
@@ -257,6 +263,21 @@ def test_activation_backward_kernels_equal_the_cpus():
          torch.ops.aten.tanh_backward(d, d), 0.0)
 
 
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_backward_equals_the_cpus(approximate):
+    x = randn(6, 7, seed=1) * 3
+    x[0, :5] = torch.tensor([0.0, -0.0, 30.0, -30.0, float("nan")])
+    g = randn(6, 7, seed=2)
+    op = torch.ops.aten.gelu_backward
+    kw = dict(approximate=approximate)
+    same(queued(op, g.to("rill"), x.to("rill"), **kw), op(g, x, **kw))
+    same(op(g.T.to("rill"), x.T.to("rill"), **kw), op(g.T, x.T, **kw))
+    same_grads(lambda t: F.gelu(t, **kw), x)
+    # Other dtypes: the fallback.
+    d = x.double()
+    same(op(d.to("rill"), d.to("rill"), **kw), op(d, d, **kw))
+
+
 @pytest.mark.parametrize("log", [False, True])
 @pytest.mark.parametrize("dim", [0, 1, -1])
 def test_softmax_backward_kernels_equal_the_cpus(log, dim):
@@ -362,3 +383,137 @@ def test_batch_norm_cases_the_kernels_do_not_take_are_the_cpus():
     with pytest.raises(RuntimeError):
         F.batch_norm(randn(4, 3).to("rill"), torch.zeros(4).to("rill"),
                      torch.ones(4).to("rill"))
+
+
+# ---- embeddings
+
+
+def indices(*shape, high, seed=3):
+    return torch.randint(0, high, shape, generator=torch.Generator().manual_seed(seed))
+
+
+def test_embedding_equals_the_cpus():
+    w = randn(11, 6, seed=1)
+    for idx in (indices(3, 4, high=11), indices(7, high=11).int(), torch.tensor(10),
+                indices(2, 3, 4, high=11)):
+        same(queued(F.embedding, idx.to("rill"), w.to("rill")), F.embedding(idx, w), 0.0)
+        same(F.embedding(idx.to("rill"), w.to("rill"), padding_idx=2),
+             F.embedding(idx, w, padding_idx=2), 0.0)
+    # A strided weight and strided indices.
+    wt = randn(6, 11, seed=2)
+    idx = indices(4, 5, high=11)
+    same(F.embedding(idx.T.to("rill"), wt.to("rill").T), F.embedding(idx.T, wt.T), 0.0)
+    # Empty indices, other dtypes: the fallback, with the CPU's results and errors.
+    empty = torch.zeros(0, 3, dtype=torch.long)
+    same(F.embedding(empty.to("rill"), w.to("rill")), F.embedding(empty, w), 0.0)
+    same(F.embedding(idx.to("rill"), w.double().to("rill")), F.embedding(idx, w.double()), 0.0)
+    with pytest.raises(RuntimeError) as cpu_error:
+        F.embedding(idx.float(), w)
+    with pytest.raises(RuntimeError, match=re.escape(str(cpu_error.value)[:40])):
+        F.embedding(idx.float().to("rill"), w.to("rill"))
+
+
+@pytest.mark.parametrize("padding_idx", [None, 2, -1])
+def test_embedding_backward_equals_the_cpus(padding_idx):
+    idx = indices(5, 7, high=9)
+    idx[0, :3] = 2
+    w = randn(9, 4, seed=1)
+    same_grads(lambda t: F.embedding(idx.to(t.device), t, padding_idx=padding_idx), w)
+    op = torch.ops.aten.embedding_dense_backward
+    g = randn(5, 7, 4, seed=2)
+    pad = -1 if padding_idx is None else padding_idx % 9
+    for i in (idx, idx.int()):
+        same(queued(op, g.to("rill"), i.to("rill"), 9, pad, False), op(g, i, 9, pad, False))
+    # scale_grad_by_freq and other dtypes: the fallback.
+    same(op(g.to("rill"), idx.to("rill"), 9, pad, True), op(g, idx, 9, pad, True))
+    d = g.double()
+    same(op(d.to("rill"), idx.to("rill"), 9, pad, False), op(d, idx, 9, pad, False))
+
+
+def test_embedding_backward_is_deterministic_over_many_repeats():
+    """Many indices on few rows, summed across the device's workers: every
+    run gives the same bits, and the CPU's sums within rounding."""
+    idx = indices(20000, high=3)
+    g = randn(20000, 64, seed=2)
+    op = torch.ops.aten.embedding_dense_backward
+    first = op(g.to("rill"), idx.to("rill"), 5, -1, False)
+    for _ in range(3):
+        assert torch.equal(op(g.to("rill"), idx.to("rill"), 5, -1, False).cpu(), first.cpu())
+    same(first, op(g, idx, 5, -1, False), 1e-4)
+    assert first.cpu()[3:].eq(0).all()
+
+
+def test_embedding_index_out_of_range_fails_the_stream_naming_the_op():
+    """The CPU raises at once; the kernel cannot see the indices before they
+    are read: the error surfaces at the next synchronize, as CUDA's
+    device-side assert does, and the stream runs again once cleared."""
+    w = randn(5, 3, seed=1)
+    idx = torch.tensor([0, 4, 9, 1])
+    with pytest.raises(IndexError, match="index out of range in self"):
+        F.embedding(idx, w)
+    dw, didx = w.to("rill"), idx.to("rill")
+    g = randn(4, 3, seed=2).to("rill")
+    s = torch.rill.Stream()
+    s.wait_stream(torch.rill.current_stream())
+    for name, call in (("embedding_f32", lambda: F.embedding(didx, dw)),
+                       ("embedding_backward_f32", lambda: torch.ops.aten.embedding_dense_backward(
+                           g, didx, 5, -1, False))):
+        with torch.rill.stream(s):
+            call()  # no error yet: the index is read later
+        try:
+            with pytest.raises(RuntimeError, match=name + r".*index 9 at position 2 is out of "
+                                                          r"range for 5 rows"):
+                s.synchronize()
+        finally:
+            rill_stream(s).clear_error()
+    with torch.rill.stream(s):  # the stream runs again
+        out = F.embedding(didx.clamp(max=4), dw)
+        same(out, F.embedding(idx.clamp(max=4), w), 0.0)
+
+
+def test_embedding_training_steps_equal_the_cpus():
+    """nn.Embedding (a padding row) through gelu and a linear layer: three
+    SGD steps on rill leave the parameters the CPU's steps leave."""
+    torch.manual_seed(0)
+    cpu = torch.nn.Sequential(torch.nn.Embedding(20, 8, padding_idx=0),
+                              torch.nn.GELU(approximate="tanh"), torch.nn.Linear(8, 3))
+    dev = copy.deepcopy(cpu).to("rill")
+    idx = indices(6, 5, high=20)
+    idx[0, 0] = 0
+    target = randn(6, 5, 3, seed=4)
+    for model, device in ((cpu, "cpu"), (dev, "rill")):
+        opt = torch.optim.SGD(model.parameters(), lr=0.5)
+        for _ in range(3):
+            opt.zero_grad()
+            F.mse_loss(model(idx.to(device)), target.to(device)).backward()
+            opt.step()
+    for got, want in zip(dev.parameters(), cpu.parameters()):
+        same(got.detach(), want.detach())
+
+
+def test_trace_shows_the_embedding_and_gelu_kernels(tmp_path):
+    """The ops ran as rill's kernels, not as the fallback's host functions:
+    rill's trace names each command after the aten op and the kernel; and
+    autograd's embedding_backward (sparse false) reached
+    embedding_dense_backward."""
+    path = tmp_path / "trace.json"
+    code = textwrap.dedent("""
+        import torch, torch_rill
+        import torch.nn.functional as F
+        w = torch.randn(10, 4, device="rill", requires_grad=True)
+        x = torch.randn(3, 5, 4, device="rill", requires_grad=True)
+        idx = torch.tensor([[1, 2, 3, 4, 5]] * 3, device="rill")
+        (F.gelu(F.embedding(idx, w) + x) + F.gelu(x, approximate="tanh")).sum().backward()
+        torch.rill.synchronize()
+    """)
+    done = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, RILL_TRACE=str(path)),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    with open(path, encoding="utf-8") as f:
+        events = json.load(f)
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    names = {e.get("name", "") for e in events if e.get("ph") == "X"}
+    for want in ("aten::embedding (embedding_f32)",
+                 "aten::embedding_dense_backward (embedding_backward_f32)",
+                 "aten::gelu_backward (binary_f32)"):
+        assert want in names, sorted(names)

@@ -540,6 +540,8 @@ rill_cpu_kernel_fn rill__cpu_op_body(rill__op op) {
         [RILL__OP_SOFTMAX_F32] = rill__cpu_op_softmax_f32,
         [RILL__OP_CONV2D_EX_F32] = rill__cpu_op_conv2d_ex_f32,
         [RILL__OP_POOL2D_F32] = rill__cpu_op_pool2d_f32,
+        [RILL__OP_EMBEDDING_F32] = rill__cpu_op_embedding_f32,
+        [RILL__OP_EMBEDDING_BACKWARD_F32] = rill__cpu_op_embedding_backward_f32,
     };
     return op > RILL__OP_NONE && op < RILL__OP_COUNT ? bodies[op] : NULL;
 }

@@ -3,14 +3,19 @@
  * in src/ops/ops_tensor.c and ops_nn.c. Invariants, as in op_kernels.c:
  * block b of G writes only the outputs of its own slice (a range of the
  * strided ops' indices, of the reductions' outputs, of softmax's rows, of
- * pooling's output rows), so blocks never race, and every result is a pure
- * function of the inputs: sums add in double precision in a fixed order. */
+ * pooling's output rows, of an embedding's rows), so blocks never race,
+ * and every result is a pure function of the inputs: sums add in double
+ * precision in a fixed order (an embedding's backward in float, as
+ * PyTorch's, in order of the indices). */
 #include "backend/cpu/tensor_kernels.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "backend/backend.h"
 #include "backend/op_math.h"
 
 /* [*begin, *end): block ctx's share of count items, in equal runs (the
@@ -99,7 +104,9 @@ static void binary_run(uint32_t op, float *out, const float *a, size_t as, const
     case RILL_BINARY_RELU_BACKWARD:
         binary_shaped(RILL_BINARY_RELU_BACKWARD, shape, out, a, b, n);
         return;
-    case RILL_BINARY_POW: /* powf has no vector form */
+    case RILL_BINARY_POW: /* powf, erff, expf and tanhf have no vector form */
+    case RILL_BINARY_GELU_BACKWARD:
+    case RILL_BINARY_GELU_TANH_BACKWARD:
         break;
     }
     for (size_t i = 0; i < n; i++)
@@ -371,5 +378,53 @@ void rill__cpu_op_pool2d_f32(const rill_block_ctx *ctx, const void *args) {
                 out[x] = total / divisor;
             }
         }
+    }
+}
+
+/* ---- embeddings ---- */
+
+/* Fails ctx's launch for index at position i of an embedding's indices. */
+static void fail_index(const rill_block_ctx *ctx, int64_t index, size_t i, size_t rows) {
+    char msg[160];
+    snprintf(msg, sizeof msg,
+             "index %" PRId64 " at position %zu is out of range for %zu rows; pass indices in "
+             "[0, %zu)",
+             index, i, rows, rows);
+    rill__kernel_fail(ctx, msg);
+}
+
+void rill__cpu_op_embedding_f32(const rill_block_ctx *ctx, const void *args) {
+    const rill__op_embedding_args *p = args;
+    size_t begin, end;
+    slice_of(ctx, p->n, &begin, &end);
+    for (size_t i = begin; i < end; i++) {
+        int64_t r = rill__op_index_at(p->indices, p->index_bytes, i);
+        if (r < 0 || (uint64_t)r >= p->rows) {
+            fail_index(ctx, r, i, p->rows);
+            continue;
+        }
+        memcpy(p->out + i * p->dim, p->weight + (size_t)r * p->dim, p->dim * sizeof(float));
+    }
+}
+
+void rill__cpu_op_embedding_backward_f32(const rill_block_ctx *ctx, const void *args) {
+    const rill__op_embedding_backward_args *p = args;
+    size_t begin, end;
+    slice_of(ctx, p->rows, &begin, &end);
+    if (begin == end)
+        return;
+    memset(p->grad_weight + begin * p->dim, 0, (end - begin) * p->dim * sizeof(float));
+    for (size_t i = 0; i < p->n; i++) {
+        int64_t r = rill__op_index_at(p->indices, p->index_bytes, i);
+        if (r < 0 || (uint64_t)r >= p->rows) {
+            fail_index(ctx, r, i, p->rows);
+            return;
+        }
+        if ((uint64_t)r < begin || (uint64_t)r >= end || r == p->padding_idx)
+            continue;
+        float *dst = p->grad_weight + (size_t)r * p->dim;
+        const float *src = p->grad + i * p->dim;
+        for (size_t d = 0; d < p->dim; d++)
+            dst[d] += src[d];
     }
 }

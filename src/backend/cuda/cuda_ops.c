@@ -42,6 +42,8 @@ static const op_body bodies[RILL__OP_COUNT] = {
      * convolution handles strides and padding by bounds. */
     [RILL__OP_CONV2D_EX_F32] = {"rill__cuda_op_conv2d_ex_f32", false},
     [RILL__OP_POOL2D_F32] = {"rill__cuda_op_pool2d_f32", false},
+    [RILL__OP_EMBEDDING_F32] = {"rill__cuda_op_embedding_f32", false},
+    [RILL__OP_EMBEDDING_BACKWARD_F32] = {"rill__cuda_op_embedding_backward_f32", false},
 };
 
 const char *rill__cuda_op_entry(rill__op op) {

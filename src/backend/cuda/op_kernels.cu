@@ -50,6 +50,8 @@ static_assert(sizeof(rill__op_reduce_dim_args) == 56, "reduce_dim args");
 static_assert(sizeof(rill__op_softmax_args) == 48, "softmax args");
 static_assert(sizeof(rill__op_conv2d_ex_args) == 144, "conv2d_ex args");
 static_assert(sizeof(rill__op_pool2d_args) == 120, "pool2d args");
+static_assert(sizeof(rill__op_embedding_args) == 56, "embedding args");
+static_assert(sizeof(rill__op_embedding_backward_args) == 64, "embedding backward args");
 
 #define ENTRY extern "C" __global__ void __launch_bounds__(RILL__OP_BLOCK_THREADS)
 
@@ -439,5 +441,41 @@ ENTRY rill__cuda_op_pool2d_f32(rill__op_pool2d_args p) {
         p.out[item] = is_max ? v : __fdiv_rn(v, divisor);
         if (p.indices != NULL)
             p.indices[item] = (int64_t)at;
+    }
+}
+
+/* An index out of range traps, as PyTorch's device-side assert does: the
+ * context fails, and with it every stream of the device (cuda_complete.c),
+ * at their next query or synchronize. */
+ENTRY rill__cuda_op_embedding_f32(rill__op_embedding_args p) {
+    size_t items = p.n * p.dim;
+    for (size_t item = first_index(); item < items; item += grid_threads()) {
+        size_t i = item / p.dim, d = item % p.dim;
+        int64_t r = rill__op_index_at(p.indices, p.index_bytes, i);
+        if (r < 0 || (uint64_t)r >= p.rows)
+            __trap();
+        p.out[item] = p.weight[(size_t)r * p.dim + d];
+    }
+}
+
+/* Block b takes the b-th slice of the rows, as on the CPU; its threads take
+ * the columns, each thread adding its column's values in order of i, so
+ * the sums are the CPU's, bit for bit. */
+ENTRY rill__cuda_op_embedding_backward_f32(rill__op_embedding_backward_args p) {
+    size_t per = (p.rows + gridDim.x - 1) / gridDim.x;
+    size_t begin = blockIdx.x * per < p.rows ? blockIdx.x * per : p.rows;
+    size_t end = p.rows - begin > per ? begin + per : p.rows;
+    for (size_t d = threadIdx.x; d < p.dim; d += blockDim.x) {
+        for (size_t r = begin; r < end; r++)
+            p.grad_weight[r * p.dim + d] = 0.0f;
+        for (size_t i = 0; i < p.n; i++) {
+            int64_t r = rill__op_index_at(p.indices, p.index_bytes, i);
+            if (r < 0 || (uint64_t)r >= p.rows)
+                __trap();
+            if ((uint64_t)r < begin || (uint64_t)r >= end || r == p.padding_idx)
+                continue;
+            p.grad_weight[(size_t)r * p.dim + d] =
+                __fadd_rn(p.grad_weight[(size_t)r * p.dim + d], p.grad[i * p.dim + d]);
+        }
     }
 }
