@@ -212,3 +212,11 @@ def test_collectives_still_match_after_the_errors():
     x = torch.full((3,), float(rank), device=DEV)
     dist.all_reduce(x, op=ReduceOp.MAX)
     assert torch.equal(x.cpu(), torch.full((3,), float(size - 1)))
+
+
+def test_ranks_other_than_mpis_are_refused():
+    import torch_rill.distributed as rd
+    rank, size = rank_size()
+    with pytest.raises(RuntimeError, match=f"rank {rank} of {size + 1} where MPI says rank "
+                                           f"{rank} of {size}.*mpirun"):
+        rd._create(None, rank, size + 1, None)

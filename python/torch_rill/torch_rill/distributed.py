@@ -57,13 +57,12 @@ _finalize_registered = False
 
 def _create(store, rank, world_size, timeout):
     global _finalize_registered
-    backend = _C._dist_create(store, rank, world_size, timeout)
     if not _finalize_registered:
         # Runs before rill's own exit handler (atexit runs the last first):
         # the communicators go, then the MPI the backend started.
         atexit.register(_C._dist_finalize)
         _finalize_registered = True
-    return backend
+    return _C._dist_create(store, rank, world_size, timeout)
 
 
 def _register():
