@@ -19,8 +19,9 @@ namespace torch_rill {
 namespace {
 
 // Names rill may hold until rill_shutdown. Most ops' names are their
-// registered schemas', but some RecordFunctions own theirs (c10d's and
-// DDP's with a comm hook): a copy of each name is kept for the process.
+// registered schemas', but a RecordFunction may own its name (one built at
+// run time, as in a DDP step with a comm hook): a copy of each name is kept
+// for the process.
 const char *interned(const char *name) {
     static std::mutex names_lock;
     static auto *names = new std::unordered_set<std::string>(); // never freed

@@ -4,9 +4,10 @@ commands of rill streams, over librill_mpi (MPI_COMM_WORLD). Importing
 torch_rill registers it when its extension was built with it; importing this
 module without it raises, saying how to build it.
 
-    mpirun -np 2 python train.py        # in train.py:
+    MASTER_ADDR=127.0.0.1 MASTER_PORT=29500 mpirun -np 2 -x MASTER_ADDR -x MASTER_PORT \
+        python train.py                 # in train.py:
     import torch.distributed as dist, torch_rill
-    dist.init_process_group("rill", init_method="file:///tmp/rendezvous")
+    dist.init_process_group("rill")     # env://
 
 Under mpirun, RANK, WORLD_SIZE and LOCAL_RANK default to Open MPI's
 OMPI_COMM_WORLD_* (MPICH's PMI_RANK and PMI_SIZE) when unset, so
