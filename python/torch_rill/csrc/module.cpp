@@ -8,6 +8,9 @@
 #include <torch/extension.h>
 
 #include "capture.h"
+#ifdef TORCH_RILL_DISTRIBUTED
+#include "distributed.h"
+#endif
 #include "events.h"
 #include "generator.h"
 #include "graph.h"
@@ -145,4 +148,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     });
     m.def("_name_ops", [](bool enabled) { name_ops(enabled); });
     m.def("_naming_ops", [] { return naming_ops(); });
+#ifdef TORCH_RILL_DISTRIBUTED
+    define_distributed(m);
+#endif
 }

@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_set>
 
 #include <ATen/record_function.h>
 
@@ -17,14 +18,24 @@
 namespace torch_rill {
 namespace {
 
+// Names rill may hold until rill_shutdown. Most ops' names are their
+// registered schemas', but a RecordFunction may own its name (one built at
+// run time, as in a DDP step with a comm hook): a copy of each name is kept
+// for the process.
+const char *interned(const char *name) {
+    static std::mutex names_lock;
+    static auto *names = new std::unordered_set<std::string>(); // never freed
+    std::lock_guard<std::mutex> guard(names_lock);
+    return names->emplace(name).first->c_str();
+}
+
 struct Outer final : at::ObserverContext {
     const char *name = nullptr; // the name the op's caller had
 };
 
 std::unique_ptr<at::ObserverContext> enter(const at::RecordFunction &fn) {
     auto outer = std::make_unique<Outer>();
-    // The name is the registered schema's: it lives as long as the process.
-    outer->name = fn.name();
+    outer->name = interned(fn.name());
     rill_thread_exchange_op_name(&outer->name);
     return outer;
 }

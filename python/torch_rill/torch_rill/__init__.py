@@ -52,6 +52,9 @@ from . import device_module as _device_module  # noqa: E402
 torch._register_device_module("rill", _device_module)
 torch.utils.generate_methods_for_privateuse1_backend(for_storage=True)
 
+if hasattr(_C, "_dist_create") and torch.distributed.is_available():
+    from . import distributed  # noqa: E402,F401  registers torch.distributed's backend "rill"
+
 
 def _autoload():
     """PyTorch's backend autoload entry point: importing the package did it all."""
