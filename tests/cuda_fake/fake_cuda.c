@@ -103,6 +103,12 @@ void fake_cuda_fault(void) {
     atomic_store(&faulted[thread_gpu()], CUDA_ERROR_ILLEGAL_ADDRESS);
 }
 
+/* A kernel's host body trapped (rill__kernel_fail in op_twins.c): its GPU
+ * fails as a GPU does at a __trap(), CUDA_ERROR_ILLEGAL_INSTRUCTION. */
+void fake_cuda_trap(void) {
+    atomic_store(&faulted[thread_gpu()], CUDA_ERROR_ILLEGAL_INSTRUCTION);
+}
+
 /* GPU gpu's context fails with code, as a GPU reports a contained error
  * or a fault at the next call. */
 __attribute__((visibility("default"))) void fake_cuda_fault_code(int gpu, int code);

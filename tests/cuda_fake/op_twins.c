@@ -4,6 +4,7 @@
  * ops' PTX kernels. */
 #include <string.h>
 
+#include "backend/backend.h"
 #include "backend/cpu/op_kernels.h"
 #include "op_twins.h"
 
@@ -43,4 +44,12 @@ rill_cpu_kernel_fn fake_op_twin(const char *entry) {
         if (strcmp(twins[i].entry, entry) == 0)
             return rill__cpu_op_body(twins[i].op);
     return NULL;
+}
+
+/* The CUDA kernels trap where a CPU body calls this (an embedding index out
+ * of range): the stand-in's GPU fails as a GPU does. */
+void rill__kernel_fail(const rill_block_ctx *ctx, const char *message) {
+    (void)ctx;
+    (void)message;
+    fake_cuda_trap();
 }
