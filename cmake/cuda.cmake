@@ -8,10 +8,11 @@
 # Nothing here links libcuda, libcudart, cuBLAS or cuDNN: the backend loads
 # them at run time, so the library runs where no NVIDIA driver is installed
 # (rill_device_count_of_kind says why there is no CUDA device then). The
-# built-in ops' kernels (op_kernels.cu) are compiled to PTX by nvcc and
-# embedded; without nvcc they have no PTX and the ops are refused on CUDA
-# devices with a sentence. Sets RILL_CUDA_BUILT, RILL_CUDA_SOURCES and
-# RILL_NVCC, and defines rill_cuda_configure and rill_ptx_source.
+# built-in ops' kernels (op_kernels.cu) are compiled by nvcc into a fatbin
+# (PTX for any GPU and an sm_90 cubin) and embedded; without nvcc they have
+# no image and the ops are refused on CUDA devices with a sentence. Sets
+# RILL_CUDA_BUILT, RILL_CUDA_SOURCES and RILL_NVCC, and defines
+# rill_cuda_configure, rill_ptx_source and rill_fatbin_source.
 option(RILL_CUDA "Build the CUDA backend when the CUDA toolkit's headers are found" ON)
 
 find_program(RILL_NVCC nvcc HINTS ENV CUDA_PATH ENV CUDA_HOME PATH_SUFFIXES bin
@@ -95,10 +96,45 @@ function(rill_ptx_source out_c cu symbol)
   endif()
 endfunction()
 
+# rill_fatbin_source(<out.c> <source.cu> <function> [DEPENDS files...]):
+# generates out.c, which defines `const char *<function>(void)` returning
+# a fatbin of source.cu (8-byte aligned), or NULL when nvcc was not found.
+# The fatbin holds PTX for compute_75, which the driver compiles for the
+# GPU it finds, and an sm_90 cubin, which the driver loads as it is on the
+# GPUs rill is checked on, even where the driver is older than the
+# toolkit and so could not compile the PTX. The images are not compressed,
+# so the PTX can be read back (tests/unit/test_cuda_ops.c does).
+function(rill_fatbin_source out_c cu symbol)
+  cmake_parse_arguments(P "" "" "DEPENDS" ${ARGN})
+  get_filename_component(base ${out_c} NAME_WE)
+  get_filename_component(dir ${out_c} DIRECTORY)
+  set(fatbin ${dir}/${base}.fatbin)
+  set(embed ${PROJECT_SOURCE_DIR}/cmake/embed_ptx.cmake)
+  if(RILL_NVCC AND RILL_PTXAS)
+    set(flags -fatbin -gencode arch=compute_75,code=compute_75 -gencode arch=compute_90,code=sm_90
+      -Xfatbin=-compress=false -std=c++17 -O3 -lineinfo -I${PROJECT_SOURCE_DIR}/src
+      -I${PROJECT_SOURCE_DIR}/include)
+    if(RILL_WERROR)
+      list(APPEND flags -Werror all-warnings)
+    endif()
+    add_custom_command(OUTPUT ${out_c}
+      COMMAND ${CMAKE_COMMAND} -E make_directory ${dir}
+      COMMAND ${RILL_NVCC} ${flags} ${cu} -o ${fatbin}
+      COMMAND ${CMAKE_COMMAND} -DIMAGE=${fatbin} -DOUT=${out_c} -DSYMBOL=${symbol} -P ${embed}
+      DEPENDS ${cu} ${P_DEPENDS} ${embed}
+      COMMENT "fatbin of ${cu}" VERBATIM)
+  else()
+    add_custom_command(OUTPUT ${out_c}
+      COMMAND ${CMAKE_COMMAND} -E make_directory ${dir}
+      COMMAND ${CMAKE_COMMAND} -DOUT=${out_c} -DSYMBOL=${symbol} -P ${embed}
+      DEPENDS ${embed} VERBATIM)
+  endif()
+endfunction()
+
 if(RILL_CUDA_BUILT)
-  set(rill_op_ptx_c ${PROJECT_BINARY_DIR}/generated/cuda/op_ptx.c)
-  rill_ptx_source(${rill_op_ptx_c} ${PROJECT_SOURCE_DIR}/src/backend/cuda/op_kernels.cu
-    rill__cuda_op_ptx DEPENDS ${PROJECT_SOURCE_DIR}/src/backend/op_args.h
+  set(rill_op_image_c ${PROJECT_BINARY_DIR}/generated/cuda/op_image.c)
+  rill_fatbin_source(${rill_op_image_c} ${PROJECT_SOURCE_DIR}/src/backend/cuda/op_kernels.cu
+    rill__cuda_op_image DEPENDS ${PROJECT_SOURCE_DIR}/src/backend/op_args.h
     ${PROJECT_SOURCE_DIR}/src/backend/half_bits.h ${PROJECT_SOURCE_DIR}/src/backend/op_math.h)
   set(RILL_CUDA_SOURCES
     src/backend/cuda/cuda_driver.c
@@ -112,10 +148,10 @@ if(RILL_CUDA_BUILT)
     src/backend/cuda/cuda_memory.c
     src/backend/cuda/cuda_ops.c
     src/backend/cuda/cuda_libs.c
-    ${rill_op_ptx_c}
+    ${rill_op_image_c}
   )
   if(NOT RILL_NVCC OR NOT RILL_PTXAS)
-    message(STATUS "rill: nvcc not found: the CUDA op kernels are built without PTX; put the "
+    message(STATUS "rill: nvcc not found: the CUDA op kernels are built without an image; put the "
                    "CUDA toolkit's bin on PATH or set RILL_NVCC")
   endif()
 endif()

@@ -1,19 +1,27 @@
 # SPDX-License-Identifier: MIT
-# cmake -DPTX=<file.ptx> -DOUT=<file.c> -DSYMBOL=<function> -P embed_ptx.cmake
-# Writes OUT: `const char *SYMBOL(void)` returning PTX's text,
-# NUL-terminated, or NULL when PTX is not given (no nvcc at build time).
-# The text goes in as bytes, not as a string literal, which ISO C limits
+# cmake [-DPTX=<file.ptx> | -DIMAGE=<file>] -DOUT=<file.c> -DSYMBOL=<function> -P embed_ptx.cmake
+# Writes OUT: `const char *SYMBOL(void)` returning PTX's text, NUL-terminated,
+# or IMAGE's bytes (a fatbin or cubin, 8-byte aligned as the driver reads
+# its headers), or NULL when neither is given (no nvcc at build time).
+# The bytes go in as numbers, not as a string literal, which ISO C limits
 # to 4095 characters.
 if(DEFINED PTX)
-  file(READ ${PTX} hex HEX)
+  set(in ${PTX})
+  set(align "")
+elseif(DEFINED IMAGE)
+  set(in ${IMAGE})
+  set(align "_Alignas(8) ")
+endif()
+if(DEFINED in)
+  file(READ ${in} hex HEX)
   string(LENGTH "${hex}" digits)
   if(digits EQUAL 0)
-    message(FATAL_ERROR "${PTX} is empty: nvcc produced no PTX")
+    message(FATAL_ERROR "${in} is empty: nvcc produced nothing")
   endif()
   string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," bytes "${hex}")
   string(REPEAT "0x..," 16 line) # CMake's regular expressions have no {16}
   string(REGEX REPLACE "(${line})" "\\1\n    " bytes "${bytes}")
-  set(body "    static const unsigned char text[] = {\n    ${bytes}0x00};\n    return (const char *)text;")
+  set(body "    static ${align}const unsigned char text[] = {\n    ${bytes}0x00};\n    return (const char *)text;")
 else()
   set(body "    return 0; /* built without nvcc */")
 endif()

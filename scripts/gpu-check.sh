@@ -306,6 +306,8 @@ main() {
 
     # The driver's CUDA version against the toolkit's: PTX from a toolkit
     # newer than the driver does not load (CUDA_ERROR_UNSUPPORTED_PTX_VERSION).
+    # The ops' fatbin carries an sm_90 cubin, which an H100/H200 loads
+    # without the PTX; the tests' and examples' kernels are PTX alone.
     if [ -z "$gpu" ]; then
         skip versions "no GPU: ${gpu_why}"
     elif program_step versions 30 bash -c '
@@ -316,7 +318,7 @@ main() {
         [ -n "$toolkit" ] && [ -n "$driver_cuda" ] || exit 0
         newest=$(printf "%s\n%s\n" "$toolkit" "$driver_cuda" | sort -V | tail -n 1)
         if [ "$newest" != "$driver_cuda" ]; then
-            echo "the toolkit ($toolkit) is newer than the driver (CUDA $driver_cuda): the PTX it makes may not load; update the driver"
+            echo "the toolkit ($toolkit) is newer than the driver (CUDA $driver_cuda): the PTX it makes may not load (the sm_90 cubin of the ops loads); update the driver"
             exit 1
         fi'; then
         finish versions "$(head -n 1 "$step_log")"

@@ -125,8 +125,8 @@ static bool open_device(void) {
 
 static int group_setup(void **state) {
     (void)state;
-    const char *ptx = rill__cuda_op_ptx();
-    if (ptx == NULL || drv.module_load(&module, ptx) != CUDA_SUCCESS)
+    const char *image = rill__cuda_op_image();
+    if (image == NULL || drv.module_load(&module, image) != CUDA_SUCCESS)
         return -1;
     rill__cuda_libs_init(&libs);
     return 0;

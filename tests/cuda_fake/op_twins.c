@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The built-in ops' CPU bodies under their CUDA entry points' names
  * (src/backend/cuda/cuda_ops.c): the stand-in driver runs them for the
- * ops' PTX kernels. */
+ * ops' kernels. */
 #include <string.h>
 
 #include "backend/backend.h"

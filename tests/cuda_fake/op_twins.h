@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The stand-in driver's bodies of the built-in ops' PTX kernels. */
+/* The stand-in driver's bodies of the built-in ops' kernels. */
 #ifndef RILL_TEST_FAKE_OP_TWINS_H
 #define RILL_TEST_FAKE_OP_TWINS_H
 

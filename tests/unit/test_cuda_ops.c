@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* The CUDA device's bodies of the built-in ops, as far as a machine
- * without a GPU can check them: the PTX the build embeds, an entry point
- * in it or a library for every op, and cuBLAS and cuDNN loaded (or said to
- * be missing) without a device. What the bodies compute is checked on a
- * GPU, against the CPU device's results. */
+ * without a GPU can check them: the fatbin the build embeds (PTX and an
+ * sm_90 cubin), an entry point in both or a library for every op, and
+ * cuBLAS and cuDNN loaded (or said to be missing) without a device. What
+ * the bodies compute is checked on a GPU, against the CPU device's
+ * results. */
 #include "fixture.h"
 
 #include <dlfcn.h>
@@ -35,35 +36,104 @@ static void assert_says(const char *why, const char *part) {
         fail_msg("the sentence \"%s\" does not say \"%s\"", why, part);
 }
 
-/* ---- the PTX ---- */
+/* ---- the image ---- */
 
-/* cuda_ops.h: "The NUL-terminated PTX module of every op kernel, or NULL
- * when rill was built without nvcc." */
-static void test_ptx_is_embedded_when_nvcc_was_found(void **state) {
-    (void)state;
-    const char *ptx = rill__cuda_op_ptx();
-    if (!RILL_TEST_HAVE_PTX) {
-        assert_null(ptx);
-        return;
-    }
-    assert_non_null(ptx);
-    assert_true(strlen(ptx) > 0);
-    assert_non_null(strstr(ptx, ".version "));
-    /* The architecture every driver compiles for its GPU (cuda_ops.h). */
-    assert_non_null(strstr(ptx, ".target sm_75"));
+/* One image of a fatbin. The layout is the one the CUDA toolkit writes: a
+ * 16-byte header (the magic 0xBA55ED50, a version, the header's size and
+ * the size of the images after it), then the images, each a header (its
+ * kind at byte 0: 1 PTX, 2 an ELF cubin; the header's size at 4; the
+ * payload's at 8; the architecture at 28, 90 for sm_90) and its payload. */
+typedef struct image_part {
+    unsigned kind, arch;
+    const char *payload;
+    size_t bytes;
+} image_part;
+
+static uint64_t read_le(const char *at, size_t bytes) {
+    uint64_t v = 0;
+    for (size_t i = 0; i < bytes; i++)
+        v |= (uint64_t)(unsigned char)at[i] << (8 * i);
+    return v;
 }
 
-/* cuda_ops.h: "The name of op's entry point in rill__cuda_op_ptx(), whose
- * one parameter is op's argument struct." */
-static void test_every_kernel_entry_is_in_the_ptx(void **state) {
+/* The images of fatbin, at most max of them; fails the test where the
+ * layout is not a fatbin's. */
+static size_t image_parts(const char *fatbin, image_part *out, size_t max) {
+    assert_int_equal(read_le(fatbin, 4), 0xBA55ED50u);
+    size_t header = (size_t)read_le(fatbin + 6, 2), total = (size_t)read_le(fatbin + 8, 8);
+    assert_int_equal(header, 16);
+    size_t n = 0;
+    for (const char *at = fatbin + header, *end = at + total; at < end; n++) {
+        assert_true(n < max);
+        size_t part_header = (size_t)read_le(at + 4, 4), bytes = (size_t)read_le(at + 8, 8);
+        assert_true(part_header >= 32 && at + part_header + bytes <= end);
+        out[n] = (image_part){(unsigned)read_le(at, 2), (unsigned)read_le(at + 28, 4),
+                              at + part_header, bytes};
+        at += part_header + bytes;
+    }
+    return n;
+}
+
+/* The one image of kind and arch in the ops' fatbin; NULL without one. */
+static const image_part *find_part(const image_part *parts, size_t n, unsigned kind,
+                                   unsigned arch) {
+    const image_part *found = NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (parts[i].kind == kind && parts[i].arch == arch) {
+            assert_null(found);
+            found = &parts[i];
+        }
+    }
+    return found;
+}
+
+/* cuda_ops.h: "The fatbin of every op kernel (8-byte aligned, images
+ * uncompressed), or NULL when rill was built without nvcc"; it "holds PTX
+ * for compute_75 [...] and an sm_90 cubin". */
+static void test_fatbin_is_embedded_when_nvcc_was_found(void **state) {
     (void)state;
-    const char *ptx = rill__cuda_op_ptx();
-    if (ptx == NULL)
+    const char *image = rill__cuda_op_image();
+    if (!RILL_TEST_HAVE_PTX) {
+        assert_null(image);
+        return;
+    }
+    assert_non_null(image);
+    assert_int_equal((uintptr_t)image % 8, 0);
+    image_part parts[8];
+    size_t n = image_parts(image, parts, 8);
+    assert_int_equal(n, 2);
+    const image_part *ptx = find_part(parts, n, 1, 75), *cubin = find_part(parts, n, 2, 90);
+    assert_non_null(ptx);
+    assert_non_null(cubin);
+    static const char elf[4] = {0x7f, 'E', 'L', 'F'};
+    assert_memory_equal(cubin->payload, elf, 4);
+    /* Uncompressed: the PTX reads as text. */
+    assert_non_null(memchr(ptx->payload, '\0', ptx->bytes));
+    assert_non_null(strstr(ptx->payload, ".version "));
+    assert_non_null(strstr(ptx->payload, ".target sm_75"));
+}
+
+/* cuda_ops.h: "The name of op's entry point in rill__cuda_op_image(),
+ * whose one parameter is op's argument struct": in the PTX, and in the
+ * sm_90 cubin's symbols. */
+static void test_every_kernel_entry_is_in_the_image(void **state) {
+    (void)state;
+    const char *image = rill__cuda_op_image();
+    if (image == NULL)
         skip();
+    image_part parts[8];
+    size_t n = image_parts(image, parts, 8);
+    const image_part *ptx_part = find_part(parts, n, 1, 75), *cubin = find_part(parts, n, 2, 90);
+    assert_non_null(ptx_part);
+    assert_non_null(cubin);
+    const char *ptx = ptx_part->payload;
+    assert_non_null(memchr(ptx, '\0', ptx_part->bytes));
     for (int op = RILL__OP_NONE + 1; op < RILL__OP_COUNT; op++) {
         const char *entry = rill__cuda_op_entry((rill__op)op);
         if (entry == NULL)
             continue;
+        if (memmem(cubin->payload, cubin->bytes, entry, strlen(entry) + 1) == NULL)
+            fail_msg("op %d's entry point %s is not in the sm_90 cubin", op, entry);
         char decl[128];
         snprintf(decl, sizeof decl, ".entry %s(", entry);
         if (strstr(ptx, decl) == NULL)
@@ -238,8 +308,8 @@ static void test_libraries_load_once_from_racing_threads(void **state) {
 
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ptx_is_embedded_when_nvcc_was_found),
-        cmocka_unit_test(test_every_kernel_entry_is_in_the_ptx),
+        cmocka_unit_test(test_fatbin_is_embedded_when_nvcc_was_found),
+        cmocka_unit_test(test_every_kernel_entry_is_in_the_image),
         cmocka_unit_test(test_every_op_has_one_cuda_body),
         cmocka_unit_test(test_library_runs_exactly_the_library_ops),
         cmocka_unit_test(test_missing_library_says_why_every_time),

@@ -80,7 +80,7 @@ typedef struct cuda_device {
     int ordinal;          /* the CUDA ordinal */
     CUstream aside;       /* the backend's own stream, where the first anchor is recorded */
     rill__cuda_libs libs; /* cuBLAS and cuDNN, for the built-in ops that use them */
-    CUmodule op_module;   /* the built-in ops' PTX, loaded at the first op (guarded by lock) */
+    CUmodule op_module;   /* the built-in ops' kernels, loaded at the first op (guarded by lock) */
     /* what the GPU launches (device attributes, immutable after init) */
     unsigned max_block[3], max_block_threads, max_grid[3];
     /* timestamps (rill__cuda_stamp), guarded by stamp_lock: the last

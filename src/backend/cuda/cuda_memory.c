@@ -207,8 +207,8 @@ void rill__cuda_host_free(rill__device *dev, void *ptr, size_t bytes) {
     rill__cuda_unref(d);
 }
 
-/* A built-in op's body: a kernel of the ops' PTX module (loaded once per
- * device), or the library that runs it. */
+/* A built-in op's body: a kernel of the ops' module (their fatbin, loaded
+ * once per device), or the library that runs it. */
 static rill_status load_op(cuda_device *d, const rill__kernel_image *k, cuda_loaded *l) {
     char why[320];
     l->op = k->op;
@@ -216,8 +216,8 @@ static rill_status load_op(cuda_device *d, const rill__kernel_image *k, cuda_loa
         rill_status st = rill__cuda_libs_prepare(&d->libs, k->op, why, sizeof why);
         return st == RILL_OK ? RILL_OK : rill__fail(st, "op '%s': %s", k->name, why);
     }
-    const char *ptx = rill__cuda_op_ptx(), *entry = rill__cuda_op_entry(k->op);
-    if (ptx == NULL || entry == NULL)
+    const char *image = rill__cuda_op_image(), *entry = rill__cuda_op_entry(k->op);
+    if (image == NULL || entry == NULL)
         return rill__fail(RILL_ERROR_NOT_SUPPORTED,
                           "op '%s' has no CUDA body in this build of rill (built without "
                           "nvcc); run it on a CPU device's stream",
@@ -225,12 +225,12 @@ static rill_status load_op(cuda_device *d, const rill__kernel_image *k, cuda_loa
     CUresult r = CUDA_SUCCESS;
     rill__mutex_lock(&d->lock);
     if (d->op_module == NULL)
-        r = d->drv->cuModuleLoadData(&d->op_module, ptx);
+        r = d->drv->cuModuleLoadData(&d->op_module, image);
     if (r == CUDA_SUCCESS)
         r = d->drv->cuModuleGetFunction(&l->fn, d->op_module, entry);
     rill__mutex_unlock(&d->lock);
     if (r != CUDA_SUCCESS) {
-        rill__cuda_describe(d, r, "loading the built-in ops' PTX", why, sizeof why);
+        rill__cuda_describe(d, r, "loading the built-in ops' kernels", why, sizeof why);
         return rill__fail(RILL_ERROR_NOT_SUPPORTED, "op '%s' cannot run on this GPU (%s)", k->name,
                           why);
     }

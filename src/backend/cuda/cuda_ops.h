@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* The CUDA device's bodies of the built-in ops (backend/op_args.h): the
- * PTX of the kernels rill ships (op_kernels.cu, embedded at build time)
+ * fatbin of the kernels rill ships (op_kernels.cu, embedded at build time)
  * and, per op, its entry point there or the library that runs it
- * (cuda_libs.h). The PTX targets compute_75, which the driver compiles for
- * whatever GPU it finds. Any thread, no locks. */
+ * (cuda_libs.h). The fatbin holds PTX for compute_75, which the driver
+ * compiles for whatever GPU it finds, and an sm_90 cubin, which it loads
+ * as it is. Any thread, no locks. */
 #ifndef RILL_BACKEND_CUDA_CUDA_OPS_H
 #define RILL_BACKEND_CUDA_CUDA_OPS_H
 
@@ -11,12 +12,12 @@
 
 #include "backend/op_args.h"
 
-/* The NUL-terminated PTX module of every op kernel, or NULL when rill was
- * built without nvcc (the ops then have no CUDA body). Defined in the
- * file the build generates from op_kernels.cu. */
-const char *rill__cuda_op_ptx(void);
+/* The fatbin of every op kernel (8-byte aligned, images uncompressed), or
+ * NULL when rill was built without nvcc (the ops then have no CUDA body).
+ * Defined in the file the build generates from op_kernels.cu. */
+const char *rill__cuda_op_image(void);
 
-/* The name of op's entry point in rill__cuda_op_ptx(), whose one parameter
+/* The name of op's entry point in rill__cuda_op_image(), whose one parameter
  * is op's argument struct; NULL for RILL__OP_NONE and for the ops that run
  * through a library. */
 const char *rill__cuda_op_entry(rill__op op);

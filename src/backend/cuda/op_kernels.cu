@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* CUDA bodies of the built-in ops that run as kernels rill ships: compiled
- * to PTX at build time (cmake/cuda.cmake) and embedded in the library
- * (rill__cuda_op_ptx), so a machine with the NVIDIA driver alone runs them.
- * Matrix products and the f32 convolution go to cuBLAS and cuDNN instead
- * (cuda_libs.c). Layer: CUDA backend; the launches are built in src/ops. */
+ * into a fatbin at build time (cmake/cuda.cmake) and embedded in the
+ * library (rill__cuda_op_image), so a machine with the NVIDIA driver alone
+ * runs them. Matrix products and the f32 convolution go to cuBLAS and
+ * cuDNN instead (cuda_libs.c). Layer: CUDA backend; the launches are built
+ * in src/ops. */
 
 /* Each entry takes its op's argument struct (backend/op_args.h) by value as
  * its only parameter, so the struct is exactly the packed parameter buffer
