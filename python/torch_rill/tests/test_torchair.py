@@ -198,6 +198,50 @@ def test_new_shapes_compile_and_capture_again(tng):
     assert (backend.captures, backend.replays) == (2, 5)
 
 
+def test_parameters_are_read_in_place_not_copied(tng, monkeypatch):
+    torch.manual_seed(0)
+    layer = torch.nn.Linear(16, 8).to("rill")
+    model, backend = compiled(tng, layer)
+    x = torch.randn(4, 16, device="rill")
+    with torch.no_grad():
+        model(x)
+        model(x)  # captured
+        copied = []
+        copy = torch.Tensor.copy_
+        monkeypatch.setattr(torch.Tensor, "copy_",
+                            lambda self, src, *a, **k: copied.append(src) or copy(self, src, *a, **k))
+        out = model(x)
+        monkeypatch.undo()
+        # x alone is copied in; the weight and the bias are read in place.
+        assert len(copied) == 1 and copied[0] is x
+        torch.testing.assert_close(out.cpu(), x.cpu() @ layer.weight.cpu().T + layer.bias.cpu())
+        # An optimizer's in-place update is what the next replay reads.
+        layer.weight.mul_(2)
+        layer.bias.add_(1)
+        out = model(x)
+        torch.testing.assert_close(out.cpu(), x.cpu() @ layer.weight.cpu().T + layer.bias.cpu())
+    assert (backend.captures, backend.replays) == (1, 3)
+
+
+def test_a_replaced_parameter_is_captured_again_and_the_old_one_left_alone(tng):
+    torch.manual_seed(0)
+    layer = torch.nn.Linear(16, 8).to("rill")
+    model, backend = compiled(tng, layer)
+    x = torch.randn(4, 16, device="rill")
+    with torch.no_grad():
+        model(x)
+        model(x)
+        old = layer.weight
+        old_values = old.cpu()
+        layer.weight = torch.nn.Parameter(torch.randn(8, 16, device="rill"))
+        for _ in range(2):
+            out = model(x)
+            torch.testing.assert_close(out.cpu(),
+                                       x.cpu() @ layer.weight.cpu().T + layer.bias.cpu())
+    assert torch.equal(old.cpu(), old_values)
+    assert backend.captures == 2 and len(backend.graphs) == 1
+
+
 def test_an_op_that_synchronizes_is_named_when_the_capture_refuses_it(tng):
     def f(x):
         y = x * 2

@@ -180,6 +180,16 @@ def _storage(t):
     return t.untyped_storage().data_ptr()
 
 
+def _static(arg):
+    """The static input of a capture for arg: a parameter itself, whose
+    memory the graph then reads where it is, as PyTorch's CUDA graph trees
+    treat parameters (a parameter is the same tensor from call to call,
+    updated in place by optimizers); a copy of any other tensor."""
+    if isinstance(arg, torch.nn.Parameter):
+        return arg
+    return arg.clone() if isinstance(arg, torch.Tensor) else arg
+
+
 class _Capture:
     """One captured graph for one set of input shapes: static inputs, the
     graph, its outputs."""
@@ -192,6 +202,15 @@ class _Capture:
         self.spec = spec
         self.mutated = mutated
         self.done = None
+
+    def same_parameters(self, args):
+        """Whether each parameter the graph reads in place is args' tensor
+        at its position (the same memory): a parameter replaced since the
+        capture needs a capture of its own."""
+        return all(arg is static or (isinstance(arg, torch.Tensor) and
+                                     arg.data_ptr() == static.data_ptr())
+                   for static, arg in zip(self.static, args)
+                   if isinstance(static, torch.nn.Parameter))
 
 
 class _Graph:
@@ -213,6 +232,8 @@ class _Graph:
             return out
         if not isinstance(entry, _Capture):
             entry = self.by_signature[signature] = self._capture(args, device, entry)
+        elif not entry.same_parameters(args):
+            entry = self.by_signature[signature] = self._capture(args, device, entry.mutated)
         return self._replay(entry, args)
 
     def _signature(self, args):
@@ -274,10 +295,11 @@ class _Graph:
         return out, mutated
 
     def _capture(self, args, device, mutated):
-        """Captures the graph on static copies of args, on torch.rill.graph's
-        side stream, its tagged streams forked from it and joined back."""
+        """Captures the graph on static copies of args (parameters as they
+        are: _static), on torch.rill.graph's side stream, its tagged streams
+        forked from it and joined back."""
         where = "torchair reduce-overhead"
-        static = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+        static = [_static(a) for a in args]
         graph = torch.rill.RillGraph()
         naming = _Naming(self.gm)
         failure = None
@@ -302,19 +324,21 @@ class _Graph:
         return _Capture(device, graph, static, leaves, spec, mutated)
 
     def _replay(self, entry, args):
-        """Copies args into the static inputs, replays on the current stream
+        """Copies args into the static inputs (not the parameters, which
+        are the static inputs themselves), replays on the current stream
         and returns copies of the outputs, which the next replay leaves
         alone; inputs the graph writes get the static inputs' values."""
         stream = torch.rill.current_stream(entry.device)
         if entry.done is not None:  # the last call, from another stream, is done with them
             stream.wait_event(entry.done)
         for static, arg in zip(entry.static, args):
-            if isinstance(arg, torch.Tensor) and static is not arg:
+            if isinstance(arg, torch.Tensor) and not isinstance(static, torch.nn.Parameter):
                 static.copy_(arg)
         entry.graph.replay()
         out = [t.clone() if isinstance(t, torch.Tensor) else t for t in entry.outputs]
         for index in entry.mutated:
-            args[index].copy_(entry.static[index])
+            if args[index] is not entry.static[index]:
+                args[index].copy_(entry.static[index])
         if entry.done is None:
             entry.done = torch.rill.Event()
         entry.done.record(stream)
@@ -337,7 +361,8 @@ class NpuBackend:
     """What get_npu_backend returns on PyTorch: a torch.compile backend.
     Mode "reduce-overhead": the first call of a graph for a set of input
     shapes runs it eagerly, the second captures it into a rill graph and
-    every call from then on replays it (captures and replays count them).
+    every call from then on replays it (captures and replays count them),
+    reading parameters where they are and copying the other inputs in.
     Mode "max-autotune": the graph runs eagerly. graphs holds the FX graphs
     torch.compile handed it."""
 
