@@ -86,7 +86,8 @@
  *    RILL_ERROR_INVALID_ARGUMENT and runs nothing. rill_graph_exec_update
  *    takes collectives with other buffers or counts.
  *  - One call moves at most INT_MAX elements (MPI's count): floats for the
- *    _f32 calls, bytes for the others.
+ *    _f32 calls, elements of its dtype for rill_allreduce, bytes for the
+ *    others.
  *  - RILL_COMM_TIMEOUT is read when a communicator is created, in seconds
  *    (0.5 is allowed); unset, empty or 0 means no limit.
  *  - RILL_COMM_CHECK=1, read when a communicator is created, is a debug
@@ -95,8 +96,8 @@
  *    communicator first makes one small extra allreduce of its kind,
  *    count, op and root, in its stream's order on the communication
  *    thread, and the next collective waits for it. A collective whose
- *    count (count, count_per_rank, bytes_per_rank, bytes), op, root or
- *    kind differs between ranks then fails on every rank, before any rank
+ *    count (count, count_per_rank, bytes_per_rank, bytes), op, root, dtype
+ *    or kind differs between ranks then fails on every rank, before any rank
  *    starts it, with a sentence that names the collective, this rank's
  *    value and another rank's, and says to pass the same on every rank;
  *    it breaks the communicator as any failure does. Set it on every rank
@@ -134,8 +135,17 @@ typedef enum rill_reduce_op {
     RILL_REDUCE_SUM,
     RILL_REDUCE_MAX,
     RILL_REDUCE_MIN,
-    RILL_REDUCE_AVG
+    RILL_REDUCE_AVG,
+    RILL_REDUCE_PROD /* the product: every reduction takes it */
 } rill_reduce_op;
+
+/* The element types of rill_allreduce. */
+typedef enum rill_dtype {
+    RILL_DTYPE_F32, /* float */
+    RILL_DTYPE_F64, /* double */
+    RILL_DTYPE_I32, /* int32_t */
+    RILL_DTYPE_I64  /* int64_t */
+} rill_dtype;
 
 /* Duplicates comm (MPI_Comm_dup), so rill's traffic never mixes with the
  * caller's. MPI must be initialised (MPI_THREAD_MULTIPLE is not required).
@@ -172,6 +182,16 @@ rill_status rill_comm_cuda_aware(rill_comm *comm, int *out);
 /* recv[i] = op over the ranks of send[i]; recv may equal send (in place). */
 rill_status rill_allreduce_f32(rill_stream *s, rill_comm *comm, float *recv, const float *send,
                                size_t count, rill_reduce_op op);
+/* rill_allreduce_f32 of count elements of dtype (count, not bytes), in
+ * MPI's arithmetic (MPI_FLOAT, MPI_DOUBLE, MPI_INT32_T, MPI_INT64_T). An average
+ * of integers is RILL_ERROR_INVALID_ARGUMENT (reduce with
+ * RILL_REDUCE_SUM and divide), as is a dtype that is not a rill_dtype;
+ * an average of RILL_DTYPE_F64 on a CUDA device's memory handed to a
+ * CUDA-aware MPI is RILL_ERROR_NOT_SUPPORTED (the division on the device
+ * is of floats only). Under RILL_COMM_CHECK, a dtype that differs between
+ * ranks fails the collective as a count does. */
+rill_status rill_allreduce(rill_stream *s, rill_comm *comm, void *recv, const void *send,
+                           size_t count, rill_dtype dtype, rill_reduce_op op);
 /* buf on every rank becomes root's buf. */
 rill_status rill_broadcast(rill_stream *s, rill_comm *comm, void *buf, size_t bytes, int root);
 /* recv (size * bytes_per_rank) holds every rank's send, in rank order. */

@@ -39,14 +39,34 @@ typedef enum rill__comm_kind {
     RILL__COMM_RECV
 } rill__comm_kind;
 
-/* The reductions, numbered as rill_reduce_op numbers them (rill_mpi.h,
- * which needs MPI's header and so cannot be included here). */
-enum { RILL__REDUCE_SUM, RILL__REDUCE_MAX, RILL__REDUCE_MIN, RILL__REDUCE_AVG };
+/* The reductions and the element types of an allreduce, numbered as
+ * rill_reduce_op and rill_dtype number them (rill_mpi.h, which needs MPI's
+ * header and so cannot be included here). */
+enum {
+    RILL__REDUCE_SUM,
+    RILL__REDUCE_MAX,
+    RILL__REDUCE_MIN,
+    RILL__REDUCE_AVG,
+    RILL__REDUCE_PROD,
+    RILL__NUM_REDUCE
+};
+enum { RILL__DTYPE_F32, RILL__DTYPE_F64, RILL__DTYPE_I32, RILL__DTYPE_I64, RILL__NUM_DTYPE };
 
-/* "sum", "max", "min", "avg": a reduction in sentences. */
+/* "sum", "max", "min", "avg", "prod": a reduction in sentences. */
 static inline const char *rill__comm_reduce_name(int reduce) {
-    static const char *const names[] = {"sum", "max", "min", "avg"};
-    return reduce >= 0 && reduce < 4 ? names[reduce] : "?";
+    static const char *const names[] = {"sum", "max", "min", "avg", "prod"};
+    return reduce >= 0 && reduce < RILL__NUM_REDUCE ? names[reduce] : "?";
+}
+
+/* "float32", "float64", "int32", "int64": an element type in sentences. */
+static inline const char *rill__comm_dtype_name(int dtype) {
+    static const char *const names[] = {"float32", "float64", "int32", "int64"};
+    return dtype >= 0 && dtype < RILL__NUM_DTYPE ? names[dtype] : "?";
+}
+
+/* The bytes of an element of dtype (a valid one). */
+static inline size_t rill__comm_dtype_bytes(int dtype) {
+    return dtype == RILL__DTYPE_F64 || dtype == RILL__DTYPE_I64 ? 8 : 4;
 }
 
 /* The public parameter that holds an operation's count, for sentences. */
@@ -69,10 +89,11 @@ typedef struct rill__comm_args {
     const char *fn;   /* the public call, for sentences (static storage) */
     void *recv;       /* written; broadcast and send/recv: the one buffer */
     const void *send; /* read (allreduce: may equal recv) */
-    /* allreduce: floats; reduce_scatter: floats per rank; allgather: bytes
-     * per rank; broadcast, send, recv: bytes */
+    /* allreduce: elements of dtype; reduce_scatter: floats per rank;
+     * allgather: bytes per rank; broadcast, send, recv: bytes */
     size_t count;
     int reduce; /* RILL__REDUCE_*: allreduce, reduce_scatter */
+    int dtype;  /* RILL__DTYPE_*: allreduce (0, float32, elsewhere) */
     int peer;   /* broadcast: the root; send, recv: the other rank */
 } rill__comm_args;
 

@@ -50,8 +50,9 @@ static rill_status buffers_of(const rill__comm_channel *ch, const rill__comm_arg
     *send = (buffer){a->send, 0, "send", NULL};
     switch (a->kind) {
     case RILL__COMM_ALLREDUCE:
-        recv->bytes = send->bytes = n * sizeof(float); /* n <= max_count: fits */
-        recv->shape = send->shape = "count floats";
+        /* n <= max_count: fits */
+        recv->bytes = send->bytes = n * rill__comm_dtype_bytes(a->dtype);
+        recv->shape = send->shape = a->dtype == RILL__DTYPE_F32 ? "count floats" : "count elements";
         break;
     case RILL__COMM_REDUCE_SCATTER:
         if (n > SIZE_MAX / sizeof(float) / ranks)
@@ -127,11 +128,22 @@ static rill_status check_args(const rill__comm_channel *ch, rill__stream *s,
                           "transfer into several calls",
                           fn, count_name, a->count, ch->t->name, ch->t->max_count);
     bool reduces = a->kind == RILL__COMM_ALLREDUCE || a->kind == RILL__COMM_REDUCE_SCATTER;
-    if (reduces && (a->reduce < RILL__REDUCE_SUM || a->reduce > RILL__REDUCE_AVG))
+    if (reduces && (a->reduce < RILL__REDUCE_SUM || a->reduce >= RILL__NUM_REDUCE))
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "%s: op %d is not a reduction; pass RILL_REDUCE_SUM, RILL_REDUCE_MAX, "
-                          "RILL_REDUCE_MIN or RILL_REDUCE_AVG",
+                          "RILL_REDUCE_MIN, RILL_REDUCE_AVG or RILL_REDUCE_PROD",
                           fn, a->reduce);
+    if (a->dtype < RILL__DTYPE_F32 || a->dtype >= RILL__NUM_DTYPE)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: dtype %d is not an element type; pass RILL_DTYPE_F32, "
+                          "RILL_DTYPE_F64, RILL_DTYPE_I32 or RILL_DTYPE_I64",
+                          fn, a->dtype);
+    bool integer = a->dtype == RILL__DTYPE_I32 || a->dtype == RILL__DTYPE_I64;
+    if (integer && a->reduce == RILL__REDUCE_AVG)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: RILL_REDUCE_AVG of %s has no exact result; reduce with "
+                          "RILL_REDUCE_SUM and divide as the program needs",
+                          fn, rill__comm_dtype_name(a->dtype));
     bool ranked =
         a->kind == RILL__COMM_BROADCAST || a->kind == RILL__COMM_SEND || a->kind == RILL__COMM_RECV;
     if (ranked && (a->peer < 0 || a->peer >= ch->size))
@@ -703,6 +715,13 @@ static rill_status issue_on(rill__comm_channel *ch, rill_stream *stream, rill_co
         return st;
     bool divide = r == ROUTE_DIRECT && a->reduce == RILL__REDUCE_AVG &&
                   (a->kind == RILL__COMM_ALLREDUCE || a->kind == RILL__COMM_REDUCE_SCATTER);
+    if (divide && a->dtype != RILL__DTYPE_F32)
+        return rill__fail(RILL_ERROR_NOT_SUPPORTED,
+                          "%s: RILL_REDUCE_AVG of %s on a CUDA device's memory, through a "
+                          "CUDA-aware MPI, is not built (the division on the device is of "
+                          "float32); reduce with RILL_REDUCE_SUM and divide, or set "
+                          "RILL_MPI_CUDA_AWARE=0 before creating the communicator",
+                          fn, rill__comm_dtype_name(a->dtype));
     if (rill__stream_capturing(s)) {
         if (r == ROUTE_STAGED)
             return rill__fail(RILL_ERROR_NOT_SUPPORTED,

@@ -109,8 +109,12 @@ void rill__comm_describe(const rill__comm_args *a, char *buf, size_t size) {
     char what[96];
     switch (a->kind) {
     case RILL__COMM_ALLREDUCE:
-        snprintf(what, sizeof what, "%s of %zu floats", rill__comm_reduce_name(a->reduce),
-                 a->count);
+        if (a->dtype == RILL__DTYPE_F32)
+            snprintf(what, sizeof what, "%s of %zu floats", rill__comm_reduce_name(a->reduce),
+                     a->count);
+        else
+            snprintf(what, sizeof what, "%s of %zu %s", rill__comm_reduce_name(a->reduce), a->count,
+                     rill__comm_dtype_name(a->dtype));
         break;
     case RILL__COMM_REDUCE_SCATTER:
         snprintf(what, sizeof what, "%s, %zu floats per rank", rill__comm_reduce_name(a->reduce),

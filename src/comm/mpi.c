@@ -28,11 +28,17 @@
 _Static_assert((int)RILL_REDUCE_SUM == (int)RILL__REDUCE_SUM &&
                    (int)RILL_REDUCE_MAX == (int)RILL__REDUCE_MAX &&
                    (int)RILL_REDUCE_MIN == (int)RILL__REDUCE_MIN &&
-                   (int)RILL_REDUCE_AVG == (int)RILL__REDUCE_AVG,
+                   (int)RILL_REDUCE_AVG == (int)RILL__REDUCE_AVG &&
+                   (int)RILL_REDUCE_PROD == (int)RILL__REDUCE_PROD,
                "the engine names reductions by rill_reduce_op's values");
+_Static_assert((int)RILL_DTYPE_F32 == (int)RILL__DTYPE_F32 &&
+                   (int)RILL_DTYPE_F64 == (int)RILL__DTYPE_F64 &&
+                   (int)RILL_DTYPE_I32 == (int)RILL__DTYPE_I32 &&
+                   (int)RILL_DTYPE_I64 == (int)RILL__DTYPE_I64,
+               "the engine names element types by rill_dtype's values");
 
 /* What the check reduces: each argument, then its negation. */
-enum { CHECK_KIND, CHECK_COUNT, CHECK_REDUCE, CHECK_ROOT, CHECK_ARGS };
+enum { CHECK_KIND, CHECK_COUNT, CHECK_REDUCE, CHECK_ROOT, CHECK_DTYPE, CHECK_ARGS };
 
 /* One communicator's MPI state; the communication thread's only. */
 typedef struct mpi_ctx {
@@ -86,6 +92,8 @@ static MPI_Op mpi_op(int reduce) {
         return MPI_MAX;
     case RILL__REDUCE_MIN:
         return MPI_MIN;
+    case RILL__REDUCE_PROD:
+        return MPI_PROD;
     default:
         return MPI_SUM; /* sum, and avg before its division */
     }
@@ -163,23 +171,38 @@ static void tune_iallreduce(void) {
  * match. */
 #define PIECE_BYTES ((size_t)4 << 20)
 
+/* MPI's type of an allreduce's elements. */
+static MPI_Datatype mpi_type(int dtype) {
+    switch (dtype) {
+    case RILL__DTYPE_F64:
+        return MPI_DOUBLE;
+    case RILL__DTYPE_I32:
+        return MPI_INT32_T;
+    case RILL__DTYPE_I64:
+        return MPI_INT64_T;
+    default:
+        return MPI_FLOAT;
+    }
+}
+
 /* The size in bytes of an element of a's pieces: 0 when a is not cut. */
 static size_t piece_elem(const rill__comm_args *a) {
-    return a->kind == RILL__COMM_ALLREDUCE   ? sizeof(float)
+    return a->kind == RILL__COMM_ALLREDUCE   ? rill__comm_dtype_bytes(a->dtype)
            : a->kind == RILL__COMM_BROADCAST ? 1
                                              : 0;
 }
 
 /* Starts the piece of a that begins at element offset. */
 static int start_piece(mpi_ctx *c, const rill__comm_args *a, size_t offset, MPI_Request *req) {
-    size_t per = PIECE_BYTES / piece_elem(a), left = a->count - offset;
+    size_t elem = piece_elem(a), per = PIECE_BYTES / elem, left = a->count - offset;
     int n = (int)(left < per ? left : per);
     if (a->kind == RILL__COMM_BROADCAST)
         return MPI_Ibcast((char *)a->recv + offset, n, MPI_BYTE, a->peer, c->comm, req);
-    float *recv = (float *)a->recv + offset;
-    /* recv == send reduces in place; 0 floats never need it */
-    const void *send = a->send == a->recv && n > 0 ? MPI_IN_PLACE : (const float *)a->send + offset;
-    return MPI_Iallreduce(send, recv, n, MPI_FLOAT, mpi_op(a->reduce), c->comm, req);
+    char *recv = (char *)a->recv + offset * elem;
+    /* recv == send reduces in place; 0 elements never need it */
+    const void *send =
+        a->send == a->recv && n > 0 ? MPI_IN_PLACE : (const char *)a->send + offset * elem;
+    return MPI_Iallreduce(send, recv, n, mpi_type(a->dtype), mpi_op(a->reduce), c->comm, req);
 }
 
 /* Makes the operation's own call (a stream operation's). */
@@ -214,6 +237,7 @@ static void check_args_of(const rill__comm_args *a, int out[CHECK_ARGS]) {
     out[CHECK_COUNT] = (int)a->count;
     out[CHECK_REDUCE] = reduces ? a->reduce : -1;
     out[CHECK_ROOT] = a->kind == RILL__COMM_BROADCAST ? a->peer : -1;
+    out[CHECK_DTYPE] = a->kind == RILL__COMM_ALLREDUCE ? a->dtype : -1;
 }
 
 /* Starts the check of op: the operation's own call waits for its result. */
@@ -301,7 +325,7 @@ static rill__comm_test opened(mpi_ctx *c, rill__comm_op *op, char *why, size_t s
 static const char *collective_name(int kind) {
     switch (kind) {
     case RILL__COMM_ALLREDUCE:
-        return "rill_allreduce_f32";
+        return "rill_allreduce_f32 or rill_allreduce";
     case RILL__COMM_BROADCAST:
         return "rill_broadcast";
     case RILL__COMM_ALLGATHER:
@@ -330,7 +354,7 @@ static bool check_agrees(const mpi_ctx *c, const rill__comm_op *op, char *why, s
             snprintf(why, size,
                      "%s issued %s where another rank issued %s; issue the same collectives in "
                      "the same order on every rank",
-                     found, collective_name(mine[i]), collective_name(other));
+                     found, op->a.fn, collective_name(other));
             break;
         case CHECK_COUNT: {
             const char *name = rill__comm_count_name(op->a.kind);
@@ -345,6 +369,12 @@ static bool check_agrees(const mpi_ctx *c, const rill__comm_op *op, char *why, s
                      "%s passed op %s and another rank passed op %s; pass the same op on every "
                      "rank",
                      found, rill__comm_reduce_name(mine[i]), rill__comm_reduce_name(other));
+            break;
+        case CHECK_DTYPE:
+            snprintf(why, size,
+                     "%s passed dtype %s and another rank passed dtype %s; pass the same dtype "
+                     "on every rank",
+                     found, rill__comm_dtype_name(mine[i]), rill__comm_dtype_name(other));
             break;
         default:
             snprintf(why, size,
@@ -449,9 +479,15 @@ static rill__comm_test mpi_test(void *vctx, rill__comm_op *op, char *why, size_t
         (a->kind == RILL__COMM_ALLREDUCE || a->kind == RILL__COMM_REDUCE_SCATTER)) {
         int ranks = 1;
         MPI_Comm_size(c->comm, &ranks);
-        float *x = a->recv;
-        for (size_t i = 0; i < a->count; i++)
-            x[i] /= (float)ranks;
+        if (a->dtype == RILL__DTYPE_F64) {
+            double *x = a->recv;
+            for (size_t i = 0; i < a->count; i++)
+                x[i] /= (double)ranks;
+        } else { /* float32: integers have no average (comm_issue.c) */
+            float *x = a->recv;
+            for (size_t i = 0; i < a->count; i++)
+                x[i] /= (float)ranks;
+        }
     }
     return RILL__COMM_DONE;
 }
@@ -563,6 +599,17 @@ rill_status rill_allreduce_f32(rill_stream *s, rill_comm *comm, float *recv, con
     a.send = send;
     a.count = count;
     a.reduce = (int)op;
+    return rill__comm_issue(s, comm, &a);
+}
+
+rill_status rill_allreduce(rill_stream *s, rill_comm *comm, void *recv, const void *send,
+                           size_t count, rill_dtype dtype, rill_reduce_op op) {
+    rill__comm_args a = {.kind = RILL__COMM_ALLREDUCE, .fn = "rill_allreduce"};
+    a.recv = recv;
+    a.send = send;
+    a.count = count;
+    a.reduce = (int)op;
+    a.dtype = (int)dtype;
     return rill__comm_issue(s, comm, &a);
 }
 

@@ -53,6 +53,12 @@ rill_status rill_allreduce_f32(rill_stream *s, rill_comm *comm, float *recv, con
     return no_mpi("rill_allreduce_f32");
 }
 
+rill_status rill_allreduce(rill_stream *s, rill_comm *comm, void *recv, const void *send,
+                           size_t count, rill_dtype dtype, rill_reduce_op op) {
+    (void)s, (void)comm, (void)recv, (void)send, (void)count, (void)dtype, (void)op;
+    return no_mpi("rill_allreduce");
+}
+
 rill_status rill_broadcast(rill_stream *s, rill_comm *comm, void *buf, size_t bytes, int root) {
     (void)s, (void)comm, (void)buf, (void)bytes, (void)root;
     return no_mpi("rill_broadcast");

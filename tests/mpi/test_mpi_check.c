@@ -142,7 +142,7 @@ static void test_mpi_check_mismatch_names_each_collectives_count(void **state) {
     MPI_Barrier(MPI_COMM_WORLD);
 }
 
-/* With equal counts, a differing op, root or collective fails the same
+/* With equal counts, a differing op, dtype, root or collective fails the same
  * way, naming what differs. */
 static void test_mpi_check_mismatched_op_root_and_collective(void **state) {
     (void)state;
@@ -159,6 +159,19 @@ static void test_mpi_check_mismatched_op_root_and_collective(void **state) {
     snprintf(found, sizeof found,
              "passed op %s and another rank passed op %s; pass the same op on every rank",
              odd ? "max" : "sum", odd ? "sum" : "max");
+    expect_check_failure(s, what, found);
+    RT_OK(rill_comm_destroy(c));
+
+    /* rill_mpi.h: "Under RILL_COMM_CHECK, a dtype that differs between
+     * ranks fails the collective as a count does." */
+    const char *dtype = odd ? "int64" : "float64", *other_dtype = odd ? "float64" : "int64";
+    c = world_checked("1");
+    RT_OK(rill_allreduce(s, c, x, x, 2, odd ? RILL_DTYPE_I64 : RILL_DTYPE_F64, RILL_REDUCE_SUM));
+    snprintf(what, sizeof what, "rill_allreduce (sum of 2 %s)", dtype);
+    snprintf(found, sizeof found,
+             "passed dtype %s and another rank passed dtype %s; pass the same dtype on every "
+             "rank",
+             dtype, other_dtype);
     expect_check_failure(s, what, found);
     RT_OK(rill_comm_destroy(c));
 
@@ -181,7 +194,7 @@ static void test_mpi_check_mismatched_op_root_and_collective(void **state) {
              "issued %s where another rank issued %s; issue the same collectives in the same "
              "order on every rank",
              odd ? "rill_allgather" : "rill_allreduce_f32",
-             odd ? "rill_allreduce_f32" : "rill_allgather");
+             odd ? "rill_allreduce_f32 or rill_allreduce" : "rill_allgather");
     expect_check_failure(
         s, odd ? "rill_allgather (16 bytes per rank)" : "rill_allreduce_f32 (sum of 4 floats)",
         found);
