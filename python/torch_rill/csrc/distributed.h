@@ -8,8 +8,9 @@
 
 namespace torch_rill {
 
-// _dist_create(store, rank, size, timeout), the creator that
-// torch.distributed.Backend.register_backend takes, and _dist_finalize(),
+// _dist_create(store, rank, size, timeout, ranks), the creator of a group
+// of the global ranks ranks (empty: the default group, MPI_COMM_WORLD)
+// that torch_rill.distributed registers, and _dist_finalize(),
 // which destroys the backends' communicators and ends the MPI that a
 // backend started (at the interpreter's exit).
 void define_distributed(pybind11::module_ &m);

@@ -187,24 +187,195 @@ def test_wait_does_not_block_the_host():
     assert torch.equal(x.cpu(), torch.full((16,), 2.0 * size))
 
 
-@pytest.mark.parametrize("dtype", [torch.int64, torch.float64, torch.float16])
+def typed_values(r, dtype, op, n=6):
+    """Rank r's input in dtype: beyond float32's range where the dtype has
+    it (int64 past 2^60, int32 past 2^24, float64 finer than 2^-30), so
+    that a reduction through float32 or float64 gives other values; small
+    integers for PRODUCT."""
+    i = torch.arange(n, dtype=torch.int64)
+    if op == ReduceOp.PRODUCT:
+        return ((i + 5 * r) % 3 + 1).to(dtype)
+    small = (i * 7 + r * 13) % 61 - 30
+    if dtype == torch.int64:
+        return small + (1 << 60) + r
+    if dtype == torch.int32:
+        return (small + (1 << 24) + 1).to(torch.int32)
+    if dtype == torch.float64:
+        return small.double() + (r + 1) * 2.0 ** -40
+    return small.to(dtype)
+
+
+def reference(values, op):
+    """op over the ranks' values, in their dtype."""
+    stacked = torch.stack(values)
+    if op == ReduceOp.SUM:
+        return stacked.sum(0, dtype=stacked.dtype)
+    if op == ReduceOp.PRODUCT:
+        return stacked.prod(0, dtype=stacked.dtype)
+    if op == ReduceOp.MAX:
+        return stacked.max(0).values
+    if op == ReduceOp.MIN:
+        return stacked.min(0).values
+    return stacked.sum(0, dtype=stacked.dtype) / len(values)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.int32, torch.int64, torch.float16,
+                                   torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("op", [ReduceOp.SUM, ReduceOp.PRODUCT, ReduceOp.MAX, ReduceOp.MIN])
+def test_all_reduce_of_each_dtype_is_exact(dtype, op):
+    rank, size = rank_size()
+    x = typed_values(rank, dtype, op).to(DEV)
+    dist.all_reduce(x, op=op)
+    assert x.dtype == dtype
+    assert torch.equal(x.cpu(), reference([typed_values(r, dtype, op) for r in range(size)], op))
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float16])
+def test_all_reduce_avg_of_floats(dtype):
+    rank, size = rank_size()
+    x = typed_values(rank, dtype, ReduceOp.AVG).to(DEV)
+    dist.all_reduce(x, op=ReduceOp.AVG)
+    want = reference([typed_values(r, dtype, ReduceOp.AVG) for r in range(size)], ReduceOp.AVG)
+    torch.testing.assert_close(x.cpu(), want, rtol=0, atol=0.02 if dtype == torch.float16 else 0)
+
+
+def test_reduce_and_reduce_scatter_of_int64():
+    rank, size = rank_size()
+    x = typed_values(rank, torch.int64, ReduceOp.SUM).to(DEV)
+    dist.reduce(x, dst=0)
+    want = reference([typed_values(r, torch.int64, ReduceOp.SUM) for r in range(size)],
+                     ReduceOp.SUM)
+    if rank == 0:
+        assert torch.equal(x.cpu(), want)
+    inp = typed_values(rank, torch.int64, ReduceOp.SUM, n=3 * size).to(DEV)
+    out = torch.empty(3, dtype=torch.int64, device=DEV)
+    dist.reduce_scatter_tensor(out, inp, op=ReduceOp.MAX)
+    full = reference([typed_values(r, torch.int64, ReduceOp.SUM, n=3 * size)
+                      for r in range(size)], ReduceOp.MAX)
+    assert torch.equal(out.cpu(), full[3 * rank:3 * rank + 3])
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.uint8, torch.int16, torch.bool])
 def test_all_reduce_of_another_dtype_names_it(dtype):
     x = torch.ones(4, dtype=dtype, device=DEV)
     name = str(dtype).removeprefix("torch.")
-    with pytest.raises(TypeError, match=f"float32.*{name}"):
+    with pytest.raises(TypeError, match=f"int64 tensors, not torch.{name}"):
         dist.all_reduce(x)
+
+
+def test_all_reduce_avg_of_integers_names_it():
+    x = torch.ones(4, dtype=torch.int64, device=DEV)
+    with pytest.raises(RuntimeError, match="no ReduceOp.AVG of torch.int64"):
+        dist.all_reduce(x, op=ReduceOp.AVG)
 
 
 def test_unsupported_reduce_op_names_it():
     x = torch.ones(4, device=DEV)
-    with pytest.raises(NotImplementedError, match="PRODUCT"):
-        dist.all_reduce(x, op=ReduceOp.PRODUCT)
+    with pytest.raises(NotImplementedError, match="BAND"):
+        dist.all_reduce(x, op=ReduceOp.BAND)
 
 
-def test_unsupported_collective_names_it():
-    x = torch.ones(4, device=DEV)
-    with pytest.raises(RuntimeError, match="does not support reduce"):
-        dist.reduce(x, dst=0)
+@pytest.mark.parametrize("dst", [0, 1])
+@pytest.mark.parametrize("op", [ReduceOp.SUM, ReduceOp.MAX])
+def test_reduce_keeps_the_result_at_dst_only(dst, op):
+    rank, size = rank_size()
+    x = rank_values(rank, 7).to(DEV)
+    dist.reduce(x, dst=dst % size, op=op)
+    stacked = torch.stack([rank_values(r, 7) for r in range(size)])
+    if rank == dst % size:
+        expected = stacked.sum(0) if op == ReduceOp.SUM else stacked.max(0).values
+        torch.testing.assert_close(x.cpu(), expected, rtol=0, atol=1e-6)
+    else:
+        assert torch.equal(x.cpu(), rank_values(rank, 7))
+
+
+@pytest.mark.parametrize("dst", [0, 1])
+def test_gather(dst):
+    rank, size = rank_size()
+    dst %= size
+    x = (torch.arange(6, dtype=torch.int32) + 100 * rank).reshape(2, 3).to(DEV)
+    out = [torch.empty(2, 3, dtype=torch.int32, device=DEV) for _ in range(size)]
+    dist.gather(x, out if rank == dst else None, dst=dst)
+    if rank == dst:
+        for r in range(size):
+            assert torch.equal(out[r].cpu(),
+                               (torch.arange(6, dtype=torch.int32) + 100 * r).reshape(2, 3))
+
+
+@pytest.mark.parametrize("src", [0, 1])
+def test_scatter(src):
+    rank, size = rank_size()
+    src %= size
+    parts = [torch.arange(5, dtype=torch.float64) + 10 * r + src for r in range(size)]
+    out = torch.full((5,), -1.0, dtype=torch.float64, device=DEV)
+    dist.scatter(out, [p.to(DEV) for p in parts] if rank == src else None, src=src)
+    assert torch.equal(out.cpu(), parts[rank])
+
+
+def test_gather_and_scatter_of_cpu_tensors():
+    rank, size = rank_size()
+    out = [torch.empty(3, dtype=torch.int64) for _ in range(size)]
+    dist.gather(torch.full((3,), rank, dtype=torch.int64), out if rank == 0 else None, dst=0)
+    if rank == 0:
+        want = torch.arange(size).repeat_interleave(3).reshape(size, 3)
+        assert torch.equal(torch.stack(out), want)
+    got = torch.empty(2)
+    dist.scatter(got, [torch.full((2,), 7.0 + r) for r in range(size)] if rank == 0 else None,
+                 src=0)
+    assert torch.equal(got, torch.full((2,), 7.0 + rank))
+
+
+def a2a_block(src, dst, n):
+    """What rank src sends rank dst in all_to_all: distinct per pair."""
+    return torch.arange(n, dtype=torch.float32) + 100 * src + 10 * dst
+
+
+def test_all_to_all_single_even():
+    rank, size = rank_size()
+    inp = torch.cat([a2a_block(rank, d, 3) for d in range(size)]).reshape(size * 3, 1).to(DEV)
+    out = torch.empty(size * 3, 1, device=DEV)
+    dist.all_to_all_single(out, inp)
+    expected = torch.cat([a2a_block(s, rank, 3) for s in range(size)]).reshape(size * 3, 1)
+    assert torch.equal(out.cpu(), expected)
+
+
+def a2a_rows(s, d):
+    """Rows that rank s sends rank d in the uneven all_to_all_single."""
+    return s + d + 1
+
+
+def a2a_uneven(s, d):
+    return (torch.arange(2 * a2a_rows(s, d)) + 1000 * s + 100 * d).reshape(-1, 2)
+
+
+def test_all_to_all_single_uneven_splits():
+    """Rank s sends rank d (s + d + 1) rows of two int64."""
+    rank, size = rank_size()
+    rows, block = a2a_rows, a2a_uneven
+    inp = torch.cat([block(rank, d) for d in range(size)]).to(DEV)
+    out = torch.empty(sum(rows(s, rank) for s in range(size)), 2, dtype=torch.int64, device=DEV)
+    dist.all_to_all_single(out, inp, output_split_sizes=[rows(s, rank) for s in range(size)],
+                           input_split_sizes=[rows(rank, d) for d in range(size)])
+    assert torch.equal(out.cpu(), torch.cat([block(s, rank) for s in range(size)]))
+
+
+def test_all_to_all_list_large():
+    """Blocks of 1 MiB: sends that cannot complete before their receive."""
+    rank, size = rank_size()
+    n = 1 << 18
+    inputs = [a2a_block(rank, d, n).to(DEV) for d in range(size)]
+    outputs = [torch.empty(n, device=DEV) for _ in range(size)]
+    work = dist.all_to_all(outputs, inputs, async_op=True)
+    work.wait()
+    for s in range(size):
+        assert torch.equal(outputs[s].cpu(), a2a_block(s, rank, n))
+
+
+def test_all_to_all_single_uneven_without_splits_names_it():
+    rank, size = rank_size()
+    inp = torch.zeros(size * 3 + 1, device=DEV)
+    with pytest.raises(RuntimeError, match="all_to_all_single.*evenly"):
+        dist.all_to_all_single(torch.zeros_like(inp), inp)
 
 
 def test_collectives_still_match_after_the_errors():
@@ -215,8 +386,10 @@ def test_collectives_still_match_after_the_errors():
 
 
 def test_ranks_other_than_mpis_are_refused():
-    import torch_rill.distributed as rd
+    from torch_rill import _C
     rank, size = rank_size()
     with pytest.raises(RuntimeError, match=f"rank {rank} of {size + 1} where MPI says rank "
                                            f"{rank} of {size}.*mpirun"):
-        rd._create(None, rank, size + 1, None)
+        _C._dist_create(None, rank, size + 1, None, [])
+    with pytest.raises(RuntimeError, match="global rank 7 is not a rank of MPI_COMM_WORLD"):
+        _C._dist_create(None, 0, 2, None, [rank, 7])

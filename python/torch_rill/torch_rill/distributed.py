@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 """torch.distributed's backend ``"rill"``: collectives of rill tensors as
-commands of rill streams, over librill_mpi (MPI_COMM_WORLD). Importing
+commands of rill streams, over librill_mpi (MPI_COMM_WORLD, and a
+communicator of its ranks for each ``new_group``). Importing
 torch_rill registers it when its extension was built with it; importing this
 module without it raises, saying how to build it.
 
@@ -56,19 +57,24 @@ def _ranks_from_launcher():
 _finalize_registered = False
 
 
-def _create(store, rank, world_size, timeout):
+def _create(opts, backend_options=None):
+    """The creator of the extended API: opts is a _DistributedBackendOptions,
+    whose global_ranks_in_group names a subgroup's members (empty for the
+    default group)."""
     global _finalize_registered
     if not _finalize_registered:
         # Runs before rill's own exit handler (atexit runs the last first):
         # the communicators go, then the MPI the backend started.
         atexit.register(_C._dist_finalize)
         _finalize_registered = True
-    return _C._dist_create(store, rank, world_size, timeout)
+    return _C._dist_create(opts.store, opts.group_rank, opts.group_size, opts.timeout,
+                           list(opts.global_ranks_in_group))
 
 
 def _register():
     if "rill" not in dist.Backend.backend_list:
-        dist.Backend.register_backend("rill", _create, devices=["cpu", "rill"])
+        dist.Backend.register_backend("rill", _create, extended_api=True,
+                                      devices=["cpu", "rill"])
     _ranks_from_launcher()
 
 
