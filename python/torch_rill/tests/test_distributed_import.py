@@ -19,6 +19,8 @@ def test_backend_registered_when_built():
     assert rd.is_available()
     assert "rill" in dist.Backend.backend_list
     assert dist.Backend.backend_capability["rill"] == ["cpu", "rill"]
+    # The creator takes _DistributedBackendOptions: a subgroup's global ranks.
+    assert dist.Backend._plugins["RILL"].extended_api
 
 
 def test_a_build_without_mpi_says_how_to_get_it(monkeypatch):
