@@ -94,7 +94,7 @@
  *    mode for mismatched arguments, which MPI itself may not detect (it
  *    may hang, or read and write past the buffers). Each collective on the
  *    communicator first makes one small extra allreduce of its kind,
- *    count, op and root, in its stream's order on the communication
+ *    count, op, root and dtype, in its stream's order on the communication
  *    thread, and the next collective waits for it. A collective whose
  *    count (count, count_per_rank, bytes_per_rank, bytes), op, root, dtype
  *    or kind differs between ranks then fails on every rank, before any rank
