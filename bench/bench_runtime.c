@@ -35,13 +35,14 @@ typedef struct config {
     int idle_samples; /* f: samples of IDLE_BURST launches each */
     double kernel_ms; /* d: length of each compute-bound kernel */
     int kernel_repeats;
+    int chain_repeats;  /* d2: samples of two chains of short kernels */
     int op_repeats;     /* e */
     long destroy_pairs; /* h: create + destroy pairs per sample */
     int destroy_repeats;
 } config;
 
-static const config full_config = {1000000, 5, 100000, 5, 200, 31, 100.0, 3, 5, 20000, 7};
-static const config quick_config = {100000, 3, 10000, 3, 40, 5, 20.0, 2, 2, 2000, 3};
+static const config full_config = {1000000, 5, 100000, 5, 200, 31, 100.0, 3, 31, 5, 20000, 7};
+static const config quick_config = {100000, 3, 10000, 3, 40, 5, 20.0, 2, 5, 2, 2000, 3};
 
 typedef struct bench {
     config cfg;
@@ -468,6 +469,31 @@ static int sample_overlap(void *ctx, double *speedup) {
     return 0;
 }
 
+/* d2: two chains of CHAIN_KERNELS short kernels. */
+#define CHAIN_KERNELS   200
+#define CHAIN_KERNEL_MS 0.01
+
+/* Each chain's kernels queued on one stream (both chains on s1, then one
+ * on each stream), the host submitting all of them before it waits: one
+ * stream's time over two streams'. */
+static int sample_chains(void *ctx, double *speedup) {
+    overlap_ctx *c = ctx;
+    uint64_t t[3];
+    for (int pass = 0; pass < 2; pass++) {
+        t[pass] = bench_now_ns();
+        for (int i = 0; i < 2; i++)
+            for (int k = 0; k < CHAIN_KERNELS; k++)
+                if (launch_spin(c, pass == 0 || i == 0 ? c->s1 : c->s2, i) != 0)
+                    return -1;
+        if (bench_failed(rill_stream_synchronize(c->s1), "rill_stream_synchronize") ||
+            bench_failed(rill_stream_synchronize(c->s2), "rill_stream_synchronize"))
+            return -1;
+    }
+    t[2] = bench_now_ns();
+    *speedup = (double)(t[1] - t[0]) / (double)(t[2] - t[1]);
+    return 0;
+}
+
 static int figure_overlap(void *ctx) {
     bench *b = ctx;
     char name[64];
@@ -491,6 +517,21 @@ static int figure_overlap(void *ctx) {
                      .baseline_name = "two pthreads over one"};
     if (bench_measure_row(b->report, &row, sample_overlap, &c, base_sample_speedup, &base,
                           b->cfg.kernel_repeats))
+        goto out;
+    /* The same on short kernels, which leave a worker idle whenever its
+     * stream's next command is late; the baseline runs each chain's work
+     * as one piece. */
+    c.iters = bench_spin_calibrate(CHAIN_KERNEL_MS);
+    base.iters = c.iters * CHAIN_KERNELS;
+    snprintf(name, sizeof(name), "two chains of %d %.0f us 1-block kernels: 2 streams vs 1",
+             CHAIN_KERNELS, CHAIN_KERNEL_MS * 1000.0);
+    bench_row chains = {.id = "d2",
+                        .name = name,
+                        .unit = "x",
+                        .higher_is_better = true,
+                        .baseline_name = "two pthreads over one"};
+    if (bench_measure_row(b->report, &chains, sample_chains, &c, base_sample_speedup, &base,
+                          b->cfg.chain_repeats))
         goto out;
     rc = 0;
 out:

@@ -196,6 +196,8 @@ typedef struct cpu_device {
     int num_cpus;        /* the device's processors (all the process may run on, for one device) */
     int *cpus;           /* owned: their numbers */
     int pinned;          /* the workers run on the device's processors only */
+    bool pin_each;       /* RILL_CPU_PIN=1, one device, a worker per processor: worker i runs
+                          * on cpus[i] only */
     int node;            /* several devices: the NUMA node its memory prefers; else -1 */
     cpu_worker *workers; /* owned */
     /* atomic, owned: (num_workers + 63) / 64 words; bit u set while no

@@ -134,10 +134,29 @@ static int probe_count(char *why, size_t size) {
  * the processors into (probe runs first, on the initialising thread). */
 static int probed_devices;
 
+/* RILL_CPU_PIN=1, as the last probe read it: each worker of a device with
+ * a worker per processor runs on a processor of its own (cpu_device's
+ * pin_each). */
+static bool probed_pin;
+
+/* Reads RILL_CPU_PIN: 1 pins, unset or 0 does not; false, with why, for
+ * any other value. */
+static bool probe_pin(char *why, size_t size) {
+    const char *env = getenv("RILL_CPU_PIN");
+    probed_pin = env != NULL && strcmp(env, "1") == 0;
+    if (env == NULL || env[0] == '\0' || strcmp(env, "0") == 0 || probed_pin)
+        return true;
+    snprintf(why, size,
+             "RILL_CPU_PIN='%s' is neither 0 nor 1; set it to 1 to pin each worker to a "
+             "processor of its own, or unset it",
+             env);
+    return false;
+}
+
 /* The backend's probe (backend.h). */
 static int cpu_probe(char *why, size_t size) {
     probed_devices = probe_count(why, size);
-    if (probed_devices > 0 && !rill__cpu_memory_probe(why, size))
+    if (probed_devices > 0 && (!probe_pin(why, size) || !rill__cpu_memory_probe(why, size)))
         probed_devices = 0;
     return probed_devices;
 }
@@ -198,7 +217,8 @@ static rill_status cpu_device_init(rill__device *dev, int index) {
     d->num_workers = workers;
     d->num_cpus = num_cpus;
     d->cpus = cpus;
-    d->pinned = num > 1; /* one device: the scheduler places the workers */
+    d->pinned = num > 1; /* one device: the system places the workers, unless pin_each */
+    d->pin_each = probed_pin && num == 1 && workers == num_cpus;
     d->node = num > 1 ? node : -1;
     d->workers = w;
     d->free_units = units;

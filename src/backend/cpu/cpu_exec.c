@@ -16,8 +16,11 @@
 #include "util/status.h"
 
 /* A stream keeps its worker for at most this many commands while another
- * stream of the same priority is ready. */
+ * stream of the same priority is ready and no worker is idle; while one
+ * is, for at most KEEP_BATCH, and the idle worker is woken for the other
+ * stream (should_yield). */
 #define FAIR_BATCH 64
+#define KEEP_BATCH (8 * FAIR_BATCH)
 /* How long a worker spins for the next command of its stream, and for a
  * wait's dependency, before it gives the stream up or parks it. */
 #define STREAM_SPIN_NS 20000u
@@ -389,14 +392,30 @@ void rill__cpu_help_chunks(cpu_device *d, cpu_worker *w, cpu_cmd *c) {
     rill__trace_emit(&r);
 }
 
-/* True when s should give its worker to another ready stream. */
+/* True when s should give its worker to another ready stream: at once for
+ * a higher priority; for one of its own, after FAIR_BATCH commands, unless
+ * a worker is idle. Then the other stream is that worker's to take, and s
+ * keeps the worker it runs on: handing s over would move it to a worker
+ * that the system has yet to wake, often on the processor of the thread
+ * that submits (seen: a chain moved there at its 64th command and crawled
+ * behind the submitting thread while its old processor idled). The idle
+ * worker is woken, once a FAIR_BATCH, in case its wake-up was left to the
+ * watch; after KEEP_BATCH commands s yields all the same, so a worker that
+ * never comes costs the other stream a bounded wait. */
 static int should_yield(cpu_device *d, rill__stream *s, int batch) {
-    /* relaxed: a scheduling hint. */
+    /* relaxed: scheduling hints. */
     uint32_t mask = atomic_load_explicit(&d->ready_mask, memory_order_relaxed);
     uint32_t level = 1u << cpu_prio_index(s);
     if (mask & (level - 1u))
         return 1; /* a higher priority is ready */
-    return batch >= FAIR_BATCH && (mask & level);
+    if (batch < FAIR_BATCH || !(mask & level))
+        return 0;
+    if (batch < KEEP_BATCH && atomic_load_explicit(&d->idle, memory_order_relaxed) > 0) {
+        if (batch % FAIR_BATCH == 0)
+            rill__cpu_wake_workers(d, 1);
+        return 0;
+    }
+    return 1;
 }
 
 /* The next command of s, spinning briefly for one to arrive while the

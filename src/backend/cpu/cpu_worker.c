@@ -179,6 +179,8 @@ static void worker_main(void *arg) {
      * its own (its NUMA node's, when there is a device per node). */
     if (d->pinned)
         (void)rill__thread_pin(d->cpus, d->num_cpus);
+    else if (d->pin_each) /* RILL_CPU_PIN=1: a processor of its own */
+        (void)rill__thread_pin(&d->cpus[w->index], 1);
     w->forks = atomic_load_explicit(&rill__fork_count, memory_order_relaxed);
     for (;;) {
         if (w->unit < 0 && !wait_for_unit(d, w))
