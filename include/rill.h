@@ -815,6 +815,29 @@ rill_status rill_op_conv2d_ex_f32(rill_stream *s, float *out, const float *in,
                                   const float *weight, size_t n, size_t c, size_t h, size_t w,
                                   size_t k, size_t r, size_t sz, size_t stride_h, size_t stride_w,
                                   size_t pad_h, size_t pad_w);
+/* The backward of rill_op_conv2d_ex_f32 for the same arguments (shapes,
+ * strides, padding): given grad_out [n,k,oh,ow], the gradient of a loss
+ * with respect to that op's output, grad_in [n,c,h,w] receives the
+ * gradient with respect to in (computed from grad_out and weight) and
+ * grad_weight [k,c,r,sz] the gradient with respect to weight (from
+ * grad_out and in), as torch's convolution_backward without the bias's
+ * (a sum of grad_out over n, oh and ow, which rill_op_reduce_dim_f32
+ * gives). Each is overwritten, not added to. Either may be NULL to skip
+ * it, but not both; in may be NULL when grad_weight is, weight when
+ * grad_in is. A gradient overlaps none of the other buffers. On a CPU
+ * device the sums run in an order fixed by the shapes and the device's
+ * compute units (no atomic adds), so a call repeated on one device gives
+ * the same bits; on a CUDA device the gradients come from cuDNN, whose
+ * deterministic algorithms it prefers (RILL_ERROR_NOT_SUPPORTED, with the
+ * reason, where cuDNN is missing or refuses the shape). Uses scratch
+ * memory that it allocates on s and frees in stream order
+ * (RILL_ERROR_OUT_OF_MEMORY when the pool cannot provide it); cuDNN's
+ * workspace is that memory. */
+rill_status rill_op_conv2d_backward_f32(rill_stream *s, float *grad_in, float *grad_weight,
+                                        const float *grad_out, const float *in,
+                                        const float *weight, size_t n, size_t c, size_t h,
+                                        size_t w, size_t k, size_t r, size_t sz, size_t stride_h,
+                                        size_t stride_w, size_t pad_h, size_t pad_w);
 
 typedef enum rill_pool_op {
     RILL_POOL_MAX, /* the largest in the window (padding left out); NaN wins */

@@ -4,7 +4,9 @@ alternately in one run: `a + b` on 1-element and 1M-element tensors, `mm`
 1024², `relu` of 1M elements, an MLP 784-256-256-10 at batch 32 (inference,
 and one SGD step), an MLP 64-128-128-10 at batch 8 whose inference rill
 replays from a torch.accelerator.Graph (against PyTorch's eager `cpu`
-forward), conv2d of 8x128x56x56 by 128 3x3 filters (padding 1), ResNet-18
+forward), conv2d of 8x128x56x56 by 128 3x3 filters (padding 1), the
+backward of conv2d of 8x64x56x56 by 64 3x3 filters (padding 1; the input,
+weight and bias gradients), ResNet-18
 at batch 8 (224x224, inference), a small transformer encoder (inference, and
 one SGD step), rill's stream calls from PyTorch (torch.Event record +
 wait_event + query; entering and leaving `with torch.rill.stream(s)`), and
@@ -274,6 +276,15 @@ def main():
                 conv(x)
         return run
     pair("conv2d 8x128x56x56, 128 3x3, pad 1", conv_case, 2)
+
+    def conv_backward_case(dev):
+        g = torch.Generator().manual_seed(0)
+        x = torch.randn(8, 64, 56, 56, generator=g).to(dev)
+        w = torch.randn(64, 64, 3, 3, generator=g).to(dev)
+        grad = torch.randn(8, 64, 56, 56, generator=g).to(dev)
+        args = ([64], [1, 1], [1, 1], [1, 1], False, [0, 0], 1, [True, True, True])
+        return lambda: torch.ops.aten.convolution_backward(grad, x, w, *args)
+    pair("conv2d backward 8x64x56x56, 64 3x3, pad 1", conv_backward_case, 2)
     pair("ResNet-18, batch 8, 224x224, inference", resnet_case, 1)
     pair("encoder 2x128, batch 16x64, inference", lambda dev: encoder_cases(dev)[0], 5)
     pair("encoder 2x128, batch 16x64, SGD step", lambda dev: encoder_cases(dev)[1], 2)

@@ -49,6 +49,8 @@ typedef enum rill__op {
     RILL__OP_POOL2D_F32,
     RILL__OP_EMBEDDING_F32,
     RILL__OP_EMBEDDING_BACKWARD_F32,
+    RILL__OP_CONV2D_BACKWARD_DATA_F32,
+    RILL__OP_CONV2D_BACKWARD_FILTER_F32,
     RILL__OP_COUNT
 } rill__op;
 
@@ -399,5 +401,48 @@ typedef struct rill__op_embedding_backward_args {
     size_t index_bytes, n, rows, dim;
     int64_t padding_idx;
 } rill__op_embedding_backward_args;
+
+/* The backward of conv2d with strides and padding (rill__op_conv2d_ex_args'
+ * geometry), two ops on one struct: RILL__OP_CONV2D_BACKWARD_DATA_F32
+ * writes grad_in[n,c,h,w] = sum over k and the output positions (y, x) of
+ * grad_out[n,k,y,x] * weight[k,c,r,s] where in[n,c,..] was read at
+ * (y, x); RILL__OP_CONV2D_BACKWARD_FILTER_F32 writes grad_weight[k,c,r,s]
+ * = sum over n, y, x of grad_out[n,k,y,x] * in[n, c, y*stride_h + r -
+ * pad_h, x*stride_w + s - pad_w] (0 outside the image). Both overwrite.
+ * The input channels are cut into groups of ceil(c / groups) (the last
+ * may be smaller). The data op's work items are (image, channel group):
+ * each zeroes its planes of grad_in, then, band by band of band_rows
+ * output rows, multiplies the group's rows of the transposed weight by
+ * the band of grad_out into block b's slot and adds that column matrix
+ * back into the planes (col2im). The filter op's items are channel
+ * groups: each owns its columns of grad_weight and adds, image by image
+ * and band by band, grad_out's band times the transposed im2col matrix of
+ * its channels. So no two blocks write the same element and each sum has
+ * one order for a given grid. A slot holds
+ * rill__op_conv2d_backward_slot_floats floats (scratch + b * that). The
+ * written gradient overlaps no other buffer. */
+typedef struct rill__op_conv2d_backward_args {
+    float *grad_in;     /* the data op's output (NULL for the filter op) */
+    float *grad_weight; /* the filter op's output (NULL for the data op) */
+    const float *grad_out, *in, *weight;
+    float *scratch;
+    size_t n, c, h, w, k, r, s;
+    size_t stride_h, stride_w, pad_h, pad_w;
+    size_t oh, ow;
+    size_t band_rows, groups;
+    size_t scratch_floats; /* all of scratch: what a one-call body may use */
+} rill__op_conv2d_backward_args;
+
+/* Input channels per group: ceil(c / groups). */
+static inline size_t
+rill__op_conv2d_backward_group_channels(const rill__op_conv2d_backward_args *p) {
+    return (p->c + p->groups - 1) / p->groups;
+}
+
+/* Floats in one block's slot: a group's column matrix, cpg*r*s rows of
+ * band_rows*ow. */
+static inline size_t rill__op_conv2d_backward_slot_floats(const rill__op_conv2d_backward_args *p) {
+    return rill__op_conv2d_backward_group_channels(p) * p->r * p->s * p->band_rows * p->ow;
+}
 
 #endif

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* What the files of the built-in ops share (ops.c: kernels, checks, grids
  * and the element-wise ops; ops_nn.c: sum, matmul, conv2d and pooling;
- * ops_tensor.c: strided copies, broadcasting, maps and the ops along one
- * dimension). */
+ * ops_conv_backward.c: conv2d's backward; ops_tensor.c: strided copies,
+ * broadcasting, maps and the ops along one dimension). */
 #ifndef RILL_OPS_OPS_INTERNAL_H
 #define RILL_OPS_OPS_INTERNAL_H
 
@@ -60,6 +60,16 @@ size_t rill__op_blocks_for(size_t work, size_t min, size_t units);
 size_t rill__op_grid(const rill__stream *stream, size_t work, size_t min, size_t units);
 /* Adds an access, merging a second one to the same pointer. */
 void rill__op_access_add(access_list *list, const void *ptr, size_t bytes, rill_access_mode mode);
+/* ops_nn.c's checks of a dimension (not 0, at most RILL__OP_MAX_DIM), of
+ * a size that must fit (fits false: the sentence says that name's shape
+ * does not fit in memory) and of a strided, padded window over [h, w]
+ * (*oh and *ow get the output's size; half_window_pad caps the padding at
+ * half the window). */
+rill_status rill__op_check_dim(const char *fn, size_t value, const char *name, const char *what);
+rill_status rill__op_check_size(const char *fn, bool fits, const char *name, const char *shape);
+rill_status rill__op_check_window(const char *fn, size_t h, size_t w, size_t r, size_t sz,
+                                  size_t stride_h, size_t stride_w, size_t pad_h, size_t pad_w,
+                                  bool half_window_pad, size_t *oh, size_t *ow);
 /* Op id's kernel, created at first use: an op that launches several
  * kernels gets them all before it allocates or launches anything. */
 rill_status rill__op_kernel(rill__op id, rill_kernel **out);

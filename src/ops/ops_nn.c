@@ -418,6 +418,20 @@ static rill_status check_window(const char *fn, size_t h, size_t w, size_t r, si
     return RILL_OK;
 }
 
+rill_status rill__op_check_dim(const char *fn, size_t value, const char *name, const char *what) {
+    return check_dim(fn, value, name, what);
+}
+
+rill_status rill__op_check_size(const char *fn, bool fits, const char *name, const char *shape) {
+    return check_size(fn, fits, name, shape);
+}
+
+rill_status rill__op_check_window(const char *fn, size_t h, size_t w, size_t r, size_t sz,
+                                  size_t stride_h, size_t stride_w, size_t pad_h, size_t pad_w,
+                                  bool half_window_pad, size_t *oh, size_t *ow) {
+    return check_window(fn, h, w, r, sz, stride_h, stride_w, pad_h, pad_w, half_window_pad, oh, ow);
+}
+
 rill_status rill_op_conv2d_ex_f32(rill_stream *s, float *out, const float *in, const float *weight,
                                   size_t n, size_t c, size_t h, size_t w, size_t k, size_t r,
                                   size_t sz, size_t stride_h, size_t stride_w, size_t pad_h,

@@ -6,7 +6,9 @@
  * the libraries' semantics: cublasSgemm and cublasGemmEx compute
  * column-major C = alpha op(A) op(B) + beta C, cudnnConvolutionForward an
  * NCHW cross-correlation (or convolution) with padding, strides and
- * dilation, each queued on the handle's stream. */
+ * dilation, cudnnConvolutionBackwardData and cudnnConvolutionBackwardFilter
+ * its gradients for the input and the filter, each queued on the handle's
+ * stream. */
 #include <cublas_v2.h>
 #ifdef RILL_HAVE_CUDNN
 #include <cudnn.h>
@@ -397,5 +399,147 @@ EXPORT cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t handle, const void *a
         return CUDNN_STATUS_EXECUTION_FAILED;
     }
     return CUDNN_STATUS_SUCCESS;
+}
+
+/* The backward calls: one walk over every (input, filter, output) triple
+ * of the forward, adding grad_out times the filter into grad_in or times
+ * the input into grad_weight, after alpha/beta scaled the output. */
+typedef struct conv_backward_call {
+    struct cudnnTensorStruct x, y;
+    struct cudnnFilterStruct w;
+    struct cudnnConvolutionStruct conv;
+    float alpha, beta;
+    const float *in, *weight, *dy; /* in for the filter, weight for the data */
+    float *dx, *dw;                /* the one written; the other NULL */
+} conv_backward_call;
+
+static void run_conv_backward(void *arg) {
+    conv_backward_call *p = arg;
+    const struct cudnnTensorStruct *x = &p->x, *y = &p->y;
+    const struct cudnnFilterStruct *w = &p->w;
+    float *out = p->dx != NULL ? p->dx : p->dw;
+    size_t count =
+        p->dx != NULL ? (size_t)x->n * x->c * x->h * x->w : (size_t)w->k * w->c * w->r * w->s;
+    float *acc = calloc(count, sizeof *acc);
+    if (acc == NULL)
+        abort();
+    for (int n = 0; n < y->n; n++)
+        for (int k = 0; k < y->c; k++)
+            for (int oy = 0; oy < y->h; oy++)
+                for (int ox = 0; ox < y->w; ox++) {
+                    float g = p->dy[((size_t)(n * y->c + k) * y->h + oy) * y->w + ox];
+                    for (int c = 0; c < x->c; c++)
+                        for (int r = 0; r < w->r; r++)
+                            for (int s = 0; s < w->s; s++) {
+                                int iy = oy * p->conv.u - p->conv.pad_h + r * p->conv.dil_h;
+                                int ix = ox * p->conv.v - p->conv.pad_w + s * p->conv.dil_w;
+                                if (iy < 0 || iy >= x->h || ix < 0 || ix >= x->w)
+                                    continue;
+                                int fr = p->conv.flip ? w->r - 1 - r : r;
+                                int fs = p->conv.flip ? w->s - 1 - s : s;
+                                size_t xi = ((size_t)(n * x->c + c) * x->h + iy) * x->w + ix;
+                                size_t wi = ((size_t)(k * w->c + c) * w->r + fr) * w->s + fs;
+                                if (p->dx != NULL)
+                                    acc[xi] += g * p->weight[wi];
+                                else
+                                    acc[wi] += g * p->in[xi];
+                            }
+                }
+    for (size_t i = 0; i < count; i++)
+        out[i] = p->alpha * acc[i] + (p->beta != 0.0f ? p->beta * out[i] : 0.0f);
+    free(acc);
+    free(p);
+}
+
+static cudnnStatus_t queue_backward(cudnnHandle_t handle, conv_backward_call call) {
+    conv_backward_call *p = malloc(sizeof *p);
+    if (p == NULL)
+        return CUDNN_STATUS_ALLOC_FAILED;
+    *p = call;
+    if (fake_stream_call(handle->stream, run_conv_backward, p) != CUDA_SUCCESS) {
+        free(p);
+        return CUDNN_STATUS_EXECUTION_FAILED;
+    }
+    return CUDNN_STATUS_SUCCESS;
+}
+
+EXPORT cudnnStatus_t cudnnGetConvolutionBackwardDataAlgorithm_v7(
+    cudnnHandle_t handle, const cudnnFilterDescriptor_t w, const cudnnTensorDescriptor_t dy,
+    const cudnnConvolutionDescriptor_t conv, const cudnnTensorDescriptor_t dx, const int requested,
+    int *returned, cudnnConvolutionBwdDataAlgoPerf_t *perf) {
+    (void)handle;
+    if (!shapes_fit(dx, w, conv, dy) || requested < 1)
+        return CUDNN_STATUS_BAD_PARAM;
+    memset(perf, 0, sizeof *perf);
+    perf->algo = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
+    perf->status = CUDNN_STATUS_SUCCESS;
+    perf->determinism = CUDNN_DETERMINISTIC;
+    perf->mathType = CUDNN_FMA_MATH;
+    *returned = 1;
+    return CUDNN_STATUS_SUCCESS;
+}
+
+EXPORT cudnnStatus_t cudnnGetConvolutionBackwardDataWorkspaceSize(
+    cudnnHandle_t handle, const cudnnFilterDescriptor_t w, const cudnnTensorDescriptor_t dy,
+    const cudnnConvolutionDescriptor_t conv, const cudnnTensorDescriptor_t dx,
+    cudnnConvolutionBwdDataAlgo_t algo, size_t *bytes) {
+    (void)handle, (void)algo;
+    if (!shapes_fit(dx, w, conv, dy))
+        return CUDNN_STATUS_BAD_PARAM;
+    *bytes = 0;
+    return CUDNN_STATUS_SUCCESS;
+}
+
+EXPORT cudnnStatus_t cudnnConvolutionBackwardData(
+    cudnnHandle_t handle, const void *alpha, const cudnnFilterDescriptor_t w, const void *weight,
+    const cudnnTensorDescriptor_t dy, const void *grad_out, const cudnnConvolutionDescriptor_t conv,
+    cudnnConvolutionBwdDataAlgo_t algo, void *ws, size_t ws_bytes, const void *beta,
+    const cudnnTensorDescriptor_t dx, void *grad_in) {
+    (void)algo, (void)ws, (void)ws_bytes;
+    if (!shapes_fit(dx, w, conv, dy))
+        return CUDNN_STATUS_BAD_PARAM;
+    return queue_backward(handle, (conv_backward_call){*dx, *dy, *w, *conv, *(const float *)alpha,
+                                                       *(const float *)beta, NULL, weight, grad_out,
+                                                       grad_in, NULL});
+}
+
+EXPORT cudnnStatus_t cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+    cudnnHandle_t handle, const cudnnTensorDescriptor_t x, const cudnnTensorDescriptor_t dy,
+    const cudnnConvolutionDescriptor_t conv, const cudnnFilterDescriptor_t dw, const int requested,
+    int *returned, cudnnConvolutionBwdFilterAlgoPerf_t *perf) {
+    (void)handle;
+    if (!shapes_fit(x, dw, conv, dy) || requested < 1)
+        return CUDNN_STATUS_BAD_PARAM;
+    memset(perf, 0, sizeof *perf);
+    perf->algo = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1;
+    perf->status = CUDNN_STATUS_SUCCESS;
+    perf->determinism = CUDNN_DETERMINISTIC;
+    perf->mathType = CUDNN_FMA_MATH;
+    *returned = 1;
+    return CUDNN_STATUS_SUCCESS;
+}
+
+EXPORT cudnnStatus_t cudnnGetConvolutionBackwardFilterWorkspaceSize(
+    cudnnHandle_t handle, const cudnnTensorDescriptor_t x, const cudnnTensorDescriptor_t dy,
+    const cudnnConvolutionDescriptor_t conv, const cudnnFilterDescriptor_t dw,
+    cudnnConvolutionBwdFilterAlgo_t algo, size_t *bytes) {
+    (void)handle, (void)algo;
+    if (!shapes_fit(x, dw, conv, dy))
+        return CUDNN_STATUS_BAD_PARAM;
+    *bytes = 0;
+    return CUDNN_STATUS_SUCCESS;
+}
+
+EXPORT cudnnStatus_t cudnnConvolutionBackwardFilter(
+    cudnnHandle_t handle, const void *alpha, const cudnnTensorDescriptor_t x, const void *in,
+    const cudnnTensorDescriptor_t dy, const void *grad_out, const cudnnConvolutionDescriptor_t conv,
+    cudnnConvolutionBwdFilterAlgo_t algo, void *ws, size_t ws_bytes, const void *beta,
+    const cudnnFilterDescriptor_t dw, void *grad_weight) {
+    (void)algo, (void)ws, (void)ws_bytes;
+    if (!shapes_fit(x, dw, conv, dy))
+        return CUDNN_STATUS_BAD_PARAM;
+    return queue_backward(handle, (conv_backward_call){*x, *dy, *dw, *conv, *(const float *)alpha,
+                                                       *(const float *)beta, in, NULL, grad_out,
+                                                       NULL, grad_weight});
 }
 #endif

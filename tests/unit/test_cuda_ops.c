@@ -192,7 +192,9 @@ static void test_library_runs_exactly_the_library_ops(void **state) {
         rill_status st = rill__cuda_op_library(&libs, (rill__op)op, NULL, &args, why, sizeof why);
         if (rill__cuda_op_uses_library((rill__op)op)) {
             assert_int_equal(st, RILL_ERROR_NOT_SUPPORTED);
-            assert_says(why, op == RILL__OP_CONV2D_F32 ? "cuDNN" : "cuBLAS");
+            bool dnn = op == RILL__OP_CONV2D_F32 || op == RILL__OP_CONV2D_BACKWARD_DATA_F32 ||
+                       op == RILL__OP_CONV2D_BACKWARD_FILTER_F32;
+            assert_says(why, dnn ? "cuDNN" : "cuBLAS");
             assert_int_equal(rill__cuda_libs_prepare(&libs, (rill__op)op, why, sizeof why),
                              RILL_ERROR_NOT_SUPPORTED);
         } else {

@@ -15,6 +15,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "backend/cpu/conv_backward_kernels.h"
 #include "backend/cpu/cpu.h"
 #include "backend/cpu/half.h"
 #include "backend/cpu/sgemm.h"
@@ -457,8 +458,8 @@ void rill__cpu_op_conv2d_f16(const rill_block_ctx *ctx, const void *args) {
  * in[ci, (oy0+y)*stride_h + ri - pad_h, x*stride_w + si - pad_w], or 0
  * outside the image. Along a row, the columns that read the image are one
  * run [x0, x1): zeros either side, a copy between (a memcpy at stride 1). */
-static void im2col_ex(const rill__op_conv2d_ex_args *p, const float *img, size_t oy0, size_t rows,
-                      float *col) {
+void rill__cpu_im2col_ex(const rill__op_conv2d_ex_args *p, const float *img, size_t oy0,
+                         size_t rows, float *col) {
     size_t ow = p->ow, cols = rows * ow, sw = p->stride_w;
     for (size_t ci = 0; ci < p->c; ci++) {
         const float *plane = img + ci * p->h * p->w;
@@ -506,7 +507,7 @@ void rill__cpu_op_conv2d_ex_f32(const rill_block_ctx *ctx, const void *args) {
         size_t img = item / bands;
         size_t oy0 = (item % bands) * p->band_rows;
         size_t rows = p->oh - oy0 < p->band_rows ? p->oh - oy0 : p->band_rows;
-        im2col_ex(p, p->in + img * p->c * p->h * p->w, oy0, rows, col);
+        rill__cpu_im2col_ex(p, p->in + img * p->c * p->h * p->w, oy0, rows, col);
         float *dst = p->out + (img * p->k * p->oh + oy0) * p->ow;
         sgemm(p->k, rows * p->ow, crs, p->weight, crs, col, rows * p->ow, dst, p->oh * p->ow);
     }
@@ -542,6 +543,8 @@ rill_cpu_kernel_fn rill__cpu_op_body(rill__op op) {
         [RILL__OP_POOL2D_F32] = rill__cpu_op_pool2d_f32,
         [RILL__OP_EMBEDDING_F32] = rill__cpu_op_embedding_f32,
         [RILL__OP_EMBEDDING_BACKWARD_F32] = rill__cpu_op_embedding_backward_f32,
+        [RILL__OP_CONV2D_BACKWARD_DATA_F32] = rill__cpu_op_conv2d_backward_data_f32,
+        [RILL__OP_CONV2D_BACKWARD_FILTER_F32] = rill__cpu_op_conv2d_backward_filter_f32,
     };
     return op > RILL__OP_NONE && op < RILL__OP_COUNT ? bodies[op] : NULL;
 }

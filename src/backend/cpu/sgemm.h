@@ -13,6 +13,14 @@
 void rill__cpu_sgemm(size_t m, size_t n, size_t k, const float *a, size_t lda, const float *b,
                      size_t ldb, float beta, float *c, size_t ldc);
 
+/* c = a b + beta c with a's element (i, j) at a[i*rsa + j*csa] and b's at
+ * b[i*rsb + j*csb]: a transposed operand is one whose strides are swapped
+ * (BLIS packs either layout). c is row-major with leading dimension ldc.
+ * The same rules as rill__cpu_sgemm otherwise. */
+void rill__cpu_sgemm_strided(size_t m, size_t n, size_t k, const float *a, size_t rsa, size_t csa,
+                             const float *b, size_t rsb, size_t csb, float beta, float *c,
+                             size_t ldc);
+
 /* The micro-kernel the products use: "blis" (BLIS's own for the processor
  * it detected), "avx512" or "avx2" (rill's, when BLIS runs its generic
  * reference kernels on a processor that has those instructions). */

@@ -73,6 +73,12 @@ struct rill__cuda_dnn {
     __typeof__(&cudnnGetConvolutionForwardAlgorithm_v7) forward_algorithms;
     __typeof__(&cudnnGetConvolutionForwardWorkspaceSize) forward_workspace;
     __typeof__(&cudnnConvolutionForward) forward;
+    __typeof__(&cudnnGetConvolutionBackwardDataAlgorithm_v7) data_algorithms;
+    __typeof__(&cudnnGetConvolutionBackwardDataWorkspaceSize) data_workspace;
+    __typeof__(&cudnnConvolutionBackwardData) backward_data;
+    __typeof__(&cudnnGetConvolutionBackwardFilterAlgorithm_v7) filter_algorithms;
+    __typeof__(&cudnnGetConvolutionBackwardFilterWorkspaceSize) filter_workspace;
+    __typeof__(&cudnnConvolutionBackwardFilter) backward_filter;
 };
 #endif
 
@@ -160,7 +166,7 @@ static struct rill__cuda_blas *load_blas(const char *const *names, char *why, si
 static struct rill__cuda_dnn *load_dnn(const char *const *names, char *why, size_t why_size) {
     void *so;
     const char *file;
-    if (!open_first(names, "cuDNN", "conv2d_f32", &so, &file, why, why_size))
+    if (!open_first(names, "cuDNN", "conv2d_f32 and conv2d's backward", &so, &file, why, why_size))
         return NULL;
     struct rill__cuda_dnn *t = rill__calloc(1, sizeof *t);
     if (t == NULL) {
@@ -186,6 +192,12 @@ static struct rill__cuda_dnn *load_dnn(const char *const *names, char *why, size
         {"cudnnGetConvolutionForwardAlgorithm_v7", SLOT(t->forward_algorithms)},
         {"cudnnGetConvolutionForwardWorkspaceSize", SLOT(t->forward_workspace)},
         {"cudnnConvolutionForward", SLOT(t->forward)},
+        {"cudnnGetConvolutionBackwardDataAlgorithm_v7", SLOT(t->data_algorithms)},
+        {"cudnnGetConvolutionBackwardDataWorkspaceSize", SLOT(t->data_workspace)},
+        {"cudnnConvolutionBackwardData", SLOT(t->backward_data)},
+        {"cudnnGetConvolutionBackwardFilterAlgorithm_v7", SLOT(t->filter_algorithms)},
+        {"cudnnGetConvolutionBackwardFilterWorkspaceSize", SLOT(t->filter_workspace)},
+        {"cudnnConvolutionBackwardFilter", SLOT(t->backward_filter)},
     };
     if (!resolve(so, file, syms, sizeof syms / sizeof syms[0], "cuDNN", why, why_size)) {
         rill__free(t);
@@ -240,7 +252,8 @@ static bool load_locked(rill__cuda_libs *libs, lib_kind kind, char *why, size_t 
         libs->dnn = load_dnn(libs->dnn_names, libs->dnn_why, sizeof libs->dnn_why);
 #else
         say(libs->dnn_why, sizeof libs->dnn_why,
-            "this build of rill has no cuDNN, which conv2d_f32 needs on a CUDA device (cudnn.h "
+            "this build of rill has no cuDNN, which conv2d_f32 and conv2d's backward need on a "
+            "CUDA device (cudnn.h "
             "was not found when it was built): install cuDNN (or PyTorch's nvidia-cudnn "
             "package) and rebuild rill, or run the op on a CPU device's stream");
 #endif
@@ -497,30 +510,34 @@ static rill_status run_blas(rill__cuda_libs *libs, rill__op op, CUstream stream,
 /* Algorithms the heuristics may rank, at most. */
 #define CONV_CANDIDATES 8
 
-/* Sets h's descriptors to p's convolution: NCHW floats, stride 1, no
- * padding, cross-correlation (rill's weight is not flipped), float
- * arithmetic without TF32 (CUDNN_FMA_MATH). */
+/* The geometry of a convolution as cuDNN's descriptors take it. */
+typedef struct conv_geometry {
+    int n, c, h, w, k, r, s, oh, ow, stride_h, stride_w, pad_h, pad_w;
+} conv_geometry;
+
+/* Sets h's descriptors to g's convolution: NCHW floats, cross-correlation
+ * (rill's weight is not flipped), float arithmetic without TF32
+ * (CUDNN_FMA_MATH). */
 static cudnnStatus_t conv_describe(const struct rill__cuda_dnn *t, struct rill__cuda_handle *h,
-                                   const rill__op_conv2d_args *p, const char **call) {
+                                   const conv_geometry *g, const char **call) {
     cudnnStatus_t s;
-    int oh = (int)(p->h - p->r + 1), ow = (int)(p->w - p->s + 1);
-    if ((s = t->set_tensor(h->x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, (int)p->n, (int)p->c,
-                           (int)p->h, (int)p->w)) != CUDNN_STATUS_SUCCESS) {
+    if ((s = t->set_tensor(h->x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, g->n, g->c, g->h, g->w)) !=
+        CUDNN_STATUS_SUCCESS) {
         *call = "cudnnSetTensor4dDescriptor";
         return s;
     }
-    if ((s = t->set_tensor(h->y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, (int)p->n, (int)p->k, oh,
-                           ow)) != CUDNN_STATUS_SUCCESS) {
+    if ((s = t->set_tensor(h->y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, g->n, g->k, g->oh, g->ow)) !=
+        CUDNN_STATUS_SUCCESS) {
         *call = "cudnnSetTensor4dDescriptor";
         return s;
     }
-    if ((s = t->set_filter(h->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, (int)p->k, (int)p->c,
-                           (int)p->r, (int)p->s)) != CUDNN_STATUS_SUCCESS) {
+    if ((s = t->set_filter(h->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, g->k, g->c, g->r, g->s)) !=
+        CUDNN_STATUS_SUCCESS) {
         *call = "cudnnSetFilter4dDescriptor";
         return s;
     }
-    if ((s = t->set_conv(h->conv, 0, 0, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT)) !=
-        CUDNN_STATUS_SUCCESS) {
+    if ((s = t->set_conv(h->conv, g->pad_h, g->pad_w, g->stride_h, g->stride_w, 1, 1,
+                         CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT)) != CUDNN_STATUS_SUCCESS) {
         *call = "cudnnSetConvolution2dDescriptor";
         return s;
     }
@@ -565,7 +582,9 @@ static rill_status conv2d(const struct rill__cuda_dnn *t, struct rill__cuda_hand
         return RILL_ERROR_NOT_SUPPORTED;
     }
     const char *call = NULL;
-    cudnnStatus_t s = conv_describe(t, h, p, &call);
+    conv_geometry g = {(int)p->n, (int)p->c, (int)p->h, (int)p->w, (int)p->k, (int)p->r, (int)p->s,
+                       (int)oh,   (int)ow,   1,         1,         0,         0};
+    cudnnStatus_t s = conv_describe(t, h, &g, &call);
     if (s != CUDNN_STATUS_SUCCESS)
         return dnn_fail(t, call, s, why, why_size);
     size_t ws_bytes = p->scratch != NULL ? rill__op_conv2d_slot_floats(p) * sizeof(float) : 0;
@@ -588,8 +607,108 @@ static rill_status conv2d(const struct rill__cuda_dnn *t, struct rill__cuda_hand
     return RILL_OK;
 }
 
-static rill_status run_dnn(rill__cuda_libs *libs, CUstream stream, const void *args, char *why,
-                           size_t why_size) {
+/* The backward algorithm the heuristics rank first among those that keep
+ * to float arithmetic, fit in ws_bytes and are deterministic (no atomic
+ * adds, so a call repeated gives the same bits), then among those that
+ * are not; ALGO_0 of each, which needs no workspace, when none fits.
+ * Heuristics only, as conv_algorithm. */
+static cudnnConvolutionBwdDataAlgo_t
+data_algorithm(const struct rill__cuda_dnn *t, const struct rill__cuda_handle *h, size_t ws_bytes) {
+    cudnnConvolutionBwdDataAlgoPerf_t perf[CONV_CANDIDATES];
+    int found = 0;
+    if (t->data_algorithms(h->dnn, h->w, h->y, h->conv, h->x, CONV_CANDIDATES, &found, perf) ==
+        CUDNN_STATUS_SUCCESS) {
+        for (int pass = 0; pass < 2; pass++)
+            for (int i = 0; i < found; i++)
+                if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].mathType == CUDNN_FMA_MATH &&
+                    perf[i].memory <= ws_bytes &&
+                    (pass == 1 || perf[i].determinism == CUDNN_DETERMINISTIC))
+                    return perf[i].algo;
+    }
+    return CUDNN_CONVOLUTION_BWD_DATA_ALGO_0;
+}
+
+static cudnnConvolutionBwdFilterAlgo_t filter_algorithm(const struct rill__cuda_dnn *t,
+                                                        const struct rill__cuda_handle *h,
+                                                        size_t ws_bytes) {
+    cudnnConvolutionBwdFilterAlgoPerf_t perf[CONV_CANDIDATES];
+    int found = 0;
+    if (t->filter_algorithms(h->dnn, h->x, h->y, h->conv, h->w, CONV_CANDIDATES, &found, perf) ==
+        CUDNN_STATUS_SUCCESS) {
+        for (int pass = 0; pass < 2; pass++)
+            for (int i = 0; i < found; i++)
+                if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].mathType == CUDNN_FMA_MATH &&
+                    perf[i].memory <= ws_bytes &&
+                    (pass == 1 || perf[i].determinism == CUDNN_DETERMINISTIC))
+                    return perf[i].algo;
+    }
+    return CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0;
+}
+
+/* grad_in or grad_weight of p (op says which) by cuDNN, with the limits
+ * of conv2d above. The workspace is the op's whole scratch: the call is
+ * the op's only user of it until its work is done. */
+static rill_status conv2d_backward(const struct rill__cuda_dnn *t, struct rill__cuda_handle *h,
+                                   rill__op op, const rill__op_conv2d_backward_args *p, char *why,
+                                   size_t why_size) {
+    size_t in_elems = p->n * p->c * p->h * p->w, out_elems = p->n * p->k * p->oh * p->ow;
+    if (in_elems > INT_MAX || out_elems > INT_MAX) {
+        say(why, why_size,
+            "conv2d_backward_f32: in has %zu and grad_out %zu elements, and cuDNN's convolution "
+            "takes at most %d each; split the batch into smaller ones",
+            in_elems, out_elems, INT_MAX);
+        return RILL_ERROR_NOT_SUPPORTED;
+    }
+    const char *call = NULL;
+    conv_geometry g = {(int)p->n,        (int)p->c,     (int)p->h,    (int)p->w,  (int)p->k,
+                       (int)p->r,        (int)p->s,     (int)p->oh,   (int)p->ow, (int)p->stride_h,
+                       (int)p->stride_w, (int)p->pad_h, (int)p->pad_w};
+    cudnnStatus_t s = conv_describe(t, h, &g, &call);
+    if (s != CUDNN_STATUS_SUCCESS)
+        return dnn_fail(t, call, s, why, why_size);
+    size_t ws_bytes = p->scratch_floats * sizeof(float);
+    size_t need = 0;
+    int algo;
+    if (op == RILL__OP_CONV2D_BACKWARD_DATA_F32) {
+        cudnnConvolutionBwdDataAlgo_t a = data_algorithm(t, h, ws_bytes);
+        algo = (int)a;
+        call = "cudnnGetConvolutionBackwardDataWorkspaceSize";
+        s = t->data_workspace(h->dnn, h->w, h->y, h->conv, h->x, a, &need);
+    } else {
+        cudnnConvolutionBwdFilterAlgo_t a = filter_algorithm(t, h, ws_bytes);
+        algo = (int)a;
+        call = "cudnnGetConvolutionBackwardFilterWorkspaceSize";
+        s = t->filter_workspace(h->dnn, h->x, h->y, h->conv, h->w, a, &need);
+    }
+    if (s != CUDNN_STATUS_SUCCESS)
+        return dnn_fail(t, call, s, why, why_size);
+    if (need > ws_bytes) {
+        say(why, why_size,
+            "conv2d_backward_f32: cuDNN's algorithm %d needs %zu bytes of workspace, and the op "
+            "has %zu",
+            algo, need, ws_bytes);
+        return RILL_ERROR_NOT_SUPPORTED;
+    }
+    const float one = 1.0f, zero = 0.0f;
+    void *ws = need > 0 ? p->scratch : NULL;
+    if (op == RILL__OP_CONV2D_BACKWARD_DATA_F32) {
+        call = "cudnnConvolutionBackwardData";
+        s = t->backward_data(h->dnn, &one, h->w, p->weight, h->y, p->grad_out, h->conv,
+                             (cudnnConvolutionBwdDataAlgo_t)algo, ws, need, &zero, h->x,
+                             p->grad_in);
+    } else {
+        call = "cudnnConvolutionBackwardFilter";
+        s = t->backward_filter(h->dnn, &one, h->x, p->in, h->y, p->grad_out, h->conv,
+                               (cudnnConvolutionBwdFilterAlgo_t)algo, ws, need, &zero, h->w,
+                               p->grad_weight);
+    }
+    if (s != CUDNN_STATUS_SUCCESS)
+        return dnn_fail(t, call, s, why, why_size);
+    return RILL_OK;
+}
+
+static rill_status run_dnn(rill__cuda_libs *libs, rill__op op, CUstream stream, const void *args,
+                           char *why, size_t why_size) {
     struct rill__cuda_handle *h;
     rill_status st = take_handle(libs, LIB_DNN, &h, why, why_size);
     if (st != RILL_OK)
@@ -598,8 +717,10 @@ static rill_status run_dnn(rill__cuda_libs *libs, CUstream stream, const void *a
     cudnnStatus_t s = t->set_stream(h->dnn, stream);
     if (s != CUDNN_STATUS_SUCCESS)
         st = dnn_fail(t, "cudnnSetStream", s, why, why_size);
-    else
+    else if (op == RILL__OP_CONV2D_F32)
         st = conv2d(t, h, args, why, why_size);
+    else
+        st = conv2d_backward(t, h, op, args, why, why_size);
     give_handle(libs, LIB_DNN, h);
     return st;
 }
@@ -615,6 +736,8 @@ static bool library_of(rill__op op, lib_kind *kind) {
         *kind = LIB_BLAS;
         return true;
     case RILL__OP_CONV2D_F32:
+    case RILL__OP_CONV2D_BACKWARD_DATA_F32:
+    case RILL__OP_CONV2D_BACKWARD_FILTER_F32:
         *kind = LIB_DNN;
         return true;
     default:
@@ -648,7 +771,7 @@ rill_status rill__cuda_op_library(rill__cuda_libs *libs, rill__op op, CUstream s
     if (kind == LIB_BLAS)
         return run_blas(libs, op, stream, args, why, why_size);
 #ifdef RILL_HAVE_CUDNN
-    return run_dnn(libs, stream, args, why, why_size);
+    return run_dnn(libs, op, stream, args, why, why_size);
 #else
     (void)stream;
     (void)args;

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* cuBLAS and cuDNN for the CUDA device's built-in ops that run through a
- * library (rill__cuda_op_uses_library: matmul f32 and f16, conv2d f32),
- * loaded at run time with dlopen, so that rill neither links them nor
- * needs them to run: an op whose library is absent fails with
- * RILL_ERROR_NOT_SUPPORTED and a sentence that says why. */
+ * library (rill__cuda_op_uses_library: matmul f32 and f16, conv2d f32 and
+ * its backward), loaded at run time with dlopen, so that rill neither
+ * links them nor needs them to run: an op whose library is absent fails
+ * with RILL_ERROR_NOT_SUPPORTED and a sentence that says why. */
 
 /* The backend keeps one rill__cuda_libs per device. Its handles are a pool
  * behind the struct's lock: a call takes an idle handle (or creates one)
@@ -87,14 +87,15 @@ rill_status rill__cuda_libs_prepare(rill__cuda_libs *libs, rill__op op, char *wh
 /* Runs op, one that rill__cuda_op_uses_library names, on stream with its
  * argument struct args (op_args.h; the grid and the fields that only shape
  * it are ignored): matmul f32 by cublasSgemm, matmul f16 by cublasGemmEx
- * (halves in and out, float accumulation), conv2d f32 by cuDNN (float
- * arithmetic, no TF32). The work is queued on stream and the call returns.
- * The caller has made the device's context current. Statuses, each with a
- * sentence in why: RILL_ERROR_NOT_SUPPORTED (the library is absent, or
- * refuses the shape or the GPU), RILL_ERROR_OUT_OF_MEMORY (a handle could
- * not be made), RILL_ERROR_KERNEL_FAILED (the library failed to queue the
- * work), RILL_ERROR_INTERNAL (op runs as a kernel, not here). Any thread,
- * no locks held; may block while the first call loads a library. */
+ * (halves in and out, float accumulation), conv2d f32 and conv2d's
+ * backward (its data and filter ops) by cuDNN (float arithmetic, no
+ * TF32). The work is queued on stream and the call returns. The caller
+ * has made the device's context current. Statuses, each with a sentence
+ * in why: RILL_ERROR_NOT_SUPPORTED (the library is absent, or refuses the
+ * shape or the GPU), RILL_ERROR_OUT_OF_MEMORY (a handle could not be
+ * made), RILL_ERROR_KERNEL_FAILED (the library failed to queue the work),
+ * RILL_ERROR_INTERNAL (op runs as a kernel, not here). Any thread, no
+ * locks held; may block while the first call loads a library. */
 rill_status rill__cuda_op_library(rill__cuda_libs *libs, rill__op op, CUstream stream,
                                   const void *args, char *why, size_t why_size);
 

@@ -44,6 +44,9 @@ static const op_body bodies[RILL__OP_COUNT] = {
     [RILL__OP_POOL2D_F32] = {"rill__cuda_op_pool2d_f32", false},
     [RILL__OP_EMBEDDING_F32] = {"rill__cuda_op_embedding_f32", false},
     [RILL__OP_EMBEDDING_BACKWARD_F32] = {"rill__cuda_op_embedding_backward_f32", false},
+    /* cuDNN's backward convolutions. */
+    [RILL__OP_CONV2D_BACKWARD_DATA_F32] = {NULL, true},
+    [RILL__OP_CONV2D_BACKWARD_FILTER_F32] = {NULL, true},
 };
 
 const char *rill__cuda_op_entry(rill__op op) {

@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: MIT */
+/* CPU bodies of conv2d's backward: the input gradient as a product of the
+ * transposed weight and grad_out followed by col2im, the weight gradient
+ * as grad_out times the transposed im2col matrix of the input, both on
+ * BLIS's sgemm (sgemm.c) with strides that transpose without copying.
+ * Layer: CPU backend; the launches are built in src/ops/ops_conv_backward.c.
+ * Invariants: a block writes only the planes of grad_in (or the columns of
+ * grad_weight) of its own channel groups, so blocks never race, and each
+ * element's sum is taken in one order, so a launch with the same grid
+ * gives the same bits. */
+#include "backend/cpu/conv_backward_kernels.h"
+
+#include <string.h>
+
+#include "backend/cpu/op_kernels.h"
+#include "backend/cpu/sgemm.h"
+
+/* [*begin, *end): block ctx's share of count items, in equal runs (the
+ * last may be shorter or empty). */
+static void item_range(const rill_block_ctx *ctx, size_t count, size_t *begin, size_t *end) {
+    size_t blocks = ctx->grid_dim.x;
+    size_t per = (count + blocks - 1) / blocks;
+    size_t b = ctx->block_idx.x;
+    *begin = b * per < count ? b * per : count;
+    *end = count - *begin > per ? *begin + per : count;
+}
+
+/* Adds the column matrix col of output rows [oy0, oy0 + rows) back into
+ * the cn planes at img, the inverse walk of rill__cpu_im2col_ex: row (ci*r
+ * + ri)*s + si, column y*ow + x goes to img[ci, (oy0+y)*stride_h + ri -
+ * pad_h, x*stride_w + si - pad_w] when that is inside the image. Along a
+ * row the columns that land in the image are one run [x0, x1). */
+static void col2im_add(const rill__op_conv2d_backward_args *p, float *img, size_t cn, size_t oy0,
+                       size_t rows, const float *col) {
+    size_t ow = p->ow, cols = rows * ow, sw = p->stride_w;
+    for (size_t ci = 0; ci < cn; ci++) {
+        float *plane = img + ci * p->h * p->w;
+        for (size_t ri = 0; ri < p->r; ri++) {
+            for (size_t si = 0; si < p->s; si++) {
+                size_t x0 = si >= p->pad_w ? 0 : (p->pad_w - si + sw - 1) / sw;
+                size_t x1 = p->w + p->pad_w > si ? (p->w + p->pad_w - si + sw - 1) / sw : 0;
+                if (x1 > ow)
+                    x1 = ow;
+                if (x0 >= x1)
+                    continue;
+                const float *src = col + ((ci * p->r + ri) * p->s + si) * cols;
+                for (size_t y = 0; y < rows; y++, src += ow) {
+                    size_t iy = (oy0 + y) * p->stride_h + ri; /* + pad_h: unsigned */
+                    if (iy < p->pad_h || iy - p->pad_h >= p->h)
+                        continue;
+                    /* dst[(x - x0)*sw] is img[ci, iy - pad_h, x*sw + si - pad_w]. */
+                    float *dst = plane + (iy - p->pad_h) * p->w + x0 * sw + si - p->pad_w;
+                    if (sw == 1) {
+                        for (size_t x = x0; x < x1; x++)
+                            dst[x - x0] += src[x];
+                    } else {
+                        for (size_t x = x0; x < x1; x++)
+                            dst[(x - x0) * sw] += src[x];
+                    }
+                }
+            }
+        }
+    }
+}
+
+void rill__cpu_op_conv2d_backward_data_f32(const rill_block_ctx *ctx, const void *args) {
+    const rill__op_conv2d_backward_args *p = args;
+    size_t cpg = rill__op_conv2d_backward_group_channels(p);
+    size_t rs = p->r * p->s, crs = p->c * rs, plane = p->h * p->w, ohw = p->oh * p->ow;
+    size_t begin, end;
+    item_range(ctx, p->n * p->groups, &begin, &end);
+    float *col = p->scratch + (size_t)ctx->block_idx.x * rill__op_conv2d_backward_slot_floats(p);
+    for (size_t item = begin; item < end; item++) {
+        size_t img = item / p->groups, c0 = (item % p->groups) * cpg;
+        if (c0 >= p->c)
+            continue;
+        size_t cn = p->c - c0 < cpg ? p->c - c0 : cpg;
+        float *gin = p->grad_in + (img * p->c + c0) * plane;
+        memset(gin, 0, cn * plane * sizeof *gin);
+        const float *gout = p->grad_out + img * p->k * ohw;
+        for (size_t oy0 = 0; oy0 < p->oh; oy0 += p->band_rows) {
+            size_t rows = p->oh - oy0 < p->band_rows ? p->oh - oy0 : p->band_rows;
+            size_t cols = rows * p->ow;
+            /* col[cn*rs, cols] = weight[:, c0*rs..]^T (cn*rs x k) times the
+             * band of grad_out (k x cols). */
+            rill__cpu_sgemm_strided(cn * rs, cols, p->k, p->weight + c0 * rs, 1, crs,
+                                    gout + oy0 * p->ow, ohw, 1, 0.0f, col, cols);
+            col2im_add(p, gin, cn, oy0, rows, col);
+        }
+    }
+}
+
+void rill__cpu_op_conv2d_backward_filter_f32(const rill_block_ctx *ctx, const void *args) {
+    const rill__op_conv2d_backward_args *p = args;
+    size_t cpg = rill__op_conv2d_backward_group_channels(p);
+    size_t rs = p->r * p->s, crs = p->c * rs, plane = p->h * p->w, ohw = p->oh * p->ow;
+    size_t begin, end;
+    item_range(ctx, p->groups, &begin, &end);
+    float *col = p->scratch + (size_t)ctx->block_idx.x * rill__op_conv2d_backward_slot_floats(p);
+    rill__op_conv2d_ex_args ex = {.n = p->n,
+                                  .c = p->c,
+                                  .h = p->h,
+                                  .w = p->w,
+                                  .k = p->k,
+                                  .r = p->r,
+                                  .s = p->s,
+                                  .stride_h = p->stride_h,
+                                  .stride_w = p->stride_w,
+                                  .pad_h = p->pad_h,
+                                  .pad_w = p->pad_w,
+                                  .oh = p->oh,
+                                  .ow = p->ow,
+                                  .band_rows = p->band_rows};
+    for (size_t g = begin; g < end; g++) {
+        size_t c0 = g * cpg;
+        if (c0 >= p->c)
+            continue;
+        ex.c = p->c - c0 < cpg ? p->c - c0 : cpg;
+        float *gw = p->grad_weight + c0 * rs; /* columns [c0*rs, (c0+cn)*rs) of [k, crs] */
+        float beta = 0.0f;                    /* the first product overwrites */
+        for (size_t img = 0; img < p->n; img++) {
+            const float *in = p->in + (img * p->c + c0) * plane;
+            const float *gout = p->grad_out + img * p->k * ohw;
+            for (size_t oy0 = 0; oy0 < p->oh; oy0 += p->band_rows) {
+                size_t rows = p->oh - oy0 < p->band_rows ? p->oh - oy0 : p->band_rows;
+                size_t cols = rows * p->ow;
+                rill__cpu_im2col_ex(&ex, in, oy0, rows, col);
+                /* gw (k x cn*rs) += the band of grad_out (k x cols) times
+                 * col^T (cols x cn*rs). */
+                rill__cpu_sgemm_strided(p->k, ex.c * rs, cols, gout + oy0 * p->ow, ohw, 1, col, 1,
+                                        cols, beta, gw, crs);
+                beta = 1.0f;
+            }
+        }
+    }
+}
