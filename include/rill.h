@@ -862,6 +862,33 @@ rill_status rill_op_pool2d_f32(rill_stream *s, rill_pool_op op, float *out, cons
 rill_status rill_op_max_pool2d_f32(rill_stream *s, float *out, int64_t *indices, const float *in,
                                    size_t planes, size_t h, size_t w, size_t r, size_t sz,
                                    size_t stride_h, size_t stride_w, size_t pad_h, size_t pad_w);
+/* The backward of rill_op_max_pool2d_f32 for its input, as torch's
+ * max_pool2d_with_indices_backward: grad_in [planes, h, w] is overwritten
+ * with 0 plus, at each position that indices [planes, oh, ow] names
+ * within its image (yy*w + xx, as rill_op_max_pool2d_f32 gives them), the
+ * sum of the grad_out [planes, oh, ow] elements that name it, added in
+ * order of (y, x): the same results for every grid and run (no atomics).
+ * The planes run in parallel. grad_in may overlap neither grad_out nor
+ * indices. An index below 0 or at least h*w fails the launch as
+ * rill_op_embedding_f32's do (the sentence names the index, its position
+ * and its plane; a CUDA device traps), grad_in then undefined. A size 0
+ * is RILL_ERROR_INVALID_ARGUMENT. */
+rill_status rill_op_max_pool2d_backward_f32(rill_stream *s, float *grad_in, const float *grad_out,
+                                            const int64_t *indices, size_t planes, size_t h,
+                                            size_t w, size_t oh, size_t ow);
+/* The backward of rill_op_pool2d_f32's RILL_POOL_AVG for its input, as
+ * torch's avg_pool2d_backward with count_include_pad: grad_in[p, yy, xx]
+ * = the sum, in order of (y, x), of grad_out[p, y, x] / (r*sz) over the
+ * outputs whose window holds (yy, xx), and 0 where none does (the window,
+ * stride and padding as the forward's, padding counted in the divisor).
+ * grad_out is [planes, oh, ow] with oh and ow as rill_op_pool2d_f32
+ * computes them; grad_in [planes, h, w] is written whole (each element
+ * gathered, never scattered: the same for every grid) and may not overlap
+ * grad_out. The geometry is checked as rill_op_pool2d_f32 checks it. */
+rill_status rill_op_avg_pool2d_backward_f32(rill_stream *s, float *grad_in,
+                                            const float *grad_out, size_t planes, size_t h,
+                                            size_t w, size_t r, size_t sz, size_t stride_h,
+                                            size_t stride_w, size_t pad_h, size_t pad_w);
 /* An embedding lookup, as torch's embedding: out[i, :] = weight[indices[i],
  * :] for i < n, weight [rows, dim] and out [n, dim] contiguous floats,
  * indices n integers of index_bytes each (4: int32_t, 8: int64_t). out may

@@ -51,6 +51,8 @@ typedef enum rill__op {
     RILL__OP_EMBEDDING_BACKWARD_F32,
     RILL__OP_CONV2D_BACKWARD_DATA_F32,
     RILL__OP_CONV2D_BACKWARD_FILTER_F32,
+    RILL__OP_MAX_POOL2D_BACKWARD_F32,
+    RILL__OP_AVG_POOL2D_BACKWARD_F32,
     RILL__OP_COUNT
 } rill__op;
 
@@ -444,5 +446,31 @@ rill__op_conv2d_backward_group_channels(const rill__op_conv2d_backward_args *p) 
 static inline size_t rill__op_conv2d_backward_slot_floats(const rill__op_conv2d_backward_args *p) {
     return rill__op_conv2d_backward_group_channels(p) * p->r * p->s * p->band_rows * p->ow;
 }
+
+/* The backward of a 2-D max pooling for its input: grad_in [planes, h, w]
+ * = 0, then grad_in[p, indices[p, y, x]] += grad_out[p, y, x] over the
+ * outputs of plane p in order of (y, x), so every element's sum has one
+ * order. Block b takes the b-th slice of the planes. An index outside
+ * [0, h*w) fails the launch as in rill__op_embedding_args (grad_in then
+ * undefined). grad_in overlaps grad_out and indices nowhere. */
+typedef struct rill__op_max_pool2d_backward_args {
+    float *grad_in;
+    const float *grad_out;
+    const int64_t *indices;
+    size_t planes, h, w, oh, ow;
+} rill__op_max_pool2d_backward_args;
+
+/* The backward of a 2-D average pooling (rill__op_pool2d_args' RILL_POOL_AVG)
+ * for its input: grad_in[p, yy, xx] = the sum, in order of (y, x), of
+ * grad_out[p, y, x] / (r*s) over the outputs whose window holds (yy, xx),
+ * 0 where none does; each element is gathered, never scattered. Block b
+ * takes the b-th slice of the planes * h rows of grad_in. grad_in
+ * overlaps grad_out nowhere. */
+typedef struct rill__op_avg_pool2d_backward_args {
+    float *grad_in;
+    const float *grad_out;
+    size_t planes, h, w, oh, ow, r, s;
+    size_t stride_h, stride_w, pad_h, pad_w;
+} rill__op_avg_pool2d_backward_args;
 
 #endif

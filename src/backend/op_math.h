@@ -107,6 +107,23 @@ static inline RILL__OP_MATH int64_t rill__op_index_at(const void *indices, size_
                             : ((const int64_t *)indices)[i];
 }
 
+/* ---- pooling ---- */
+
+/* [*first, *last): the outputs along one dimension whose window, of size
+ * k at stride from -pad, holds input position i; empty when none does. */
+static inline RILL__OP_MATH void rill__op_pool_outputs_of(size_t i, size_t k, size_t stride,
+                                                          size_t pad, size_t outputs, size_t *first,
+                                                          size_t *last) {
+    /* Output o holds i when o*stride <= i + pad < o*stride + k. */
+    size_t at = i + pad;
+    size_t lo = at + 1 > k ? (at + 1 - k + stride - 1) / stride : 0;
+    size_t hi = at / stride + 1;
+    *first = lo;
+    *last = hi < outputs ? hi : outputs;
+    if (*last < *first)
+        *last = *first;
+}
+
 /* ---- maps and binary ops of f32 tensors ---- */
 
 /* GELU's gradient dy at its input x: dy (Phi(x) + x phi(x)), as

@@ -58,6 +58,13 @@ size_t rill__op_blocks_for(size_t work, size_t min, size_t units);
  * where it makes one (rill__device_base.op_grid_blocks), else
  * rill__op_blocks_for(work, min, units). */
 size_t rill__op_grid(const rill__stream *stream, size_t work, size_t min, size_t units);
+/* The checks of a 2-D pooling's geometry, as rill_op_pool2d_f32 makes
+ * them (ops_nn.c): h, w, r and sz at least 1, strides at least 1, padding
+ * at most half the window, the window inside the padded image; *oh and
+ * *ow get the output's size. */
+rill_status rill__op_check_pool_window(const char *fn, size_t h, size_t w, size_t r, size_t sz,
+                                       size_t stride_h, size_t stride_w, size_t pad_h, size_t pad_w,
+                                       size_t *oh, size_t *ow);
 /* Adds an access, merging a second one to the same pointer. */
 void rill__op_access_add(access_list *list, const void *ptr, size_t bytes, rill_access_mode mode);
 /* ops_nn.c's checks of a dimension (not 0, at most RILL__OP_MAX_DIM), of

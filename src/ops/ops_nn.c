@@ -432,6 +432,18 @@ rill_status rill__op_check_window(const char *fn, size_t h, size_t w, size_t r, 
     return check_window(fn, h, w, r, sz, stride_h, stride_w, pad_h, pad_w, half_window_pad, oh, ow);
 }
 
+rill_status rill__op_check_pool_window(const char *fn, size_t h, size_t w, size_t r, size_t sz,
+                                       size_t stride_h, size_t stride_w, size_t pad_h, size_t pad_w,
+                                       size_t *oh, size_t *ow) {
+    rill_status st;
+    if ((st = check_dim(fn, h, "h", "the input height")) != RILL_OK ||
+        (st = check_dim(fn, w, "w", "the input width")) != RILL_OK ||
+        (st = check_dim(fn, r, "r", "the window height")) != RILL_OK ||
+        (st = check_dim(fn, sz, "sz", "the window width")) != RILL_OK)
+        return st;
+    return check_window(fn, h, w, r, sz, stride_h, stride_w, pad_h, pad_w, true, oh, ow);
+}
+
 rill_status rill_op_conv2d_ex_f32(rill_stream *s, float *out, const float *in, const float *weight,
                                   size_t n, size_t c, size_t h, size_t w, size_t k, size_t r,
                                   size_t sz, size_t stride_h, size_t stride_w, size_t pad_h,

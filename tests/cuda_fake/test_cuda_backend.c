@@ -434,6 +434,34 @@ static void test_sticky_errors_lose_the_device(void **state) {
     }
 }
 
+/* "An index below 0 or at least h*w fails the launch ... a CUDA device
+ * traps": the max pooling backward's kernel with an index past the image
+ * ends the context, and the stream reports the device lost. */
+static void test_max_pool2d_backward_index_out_of_range_traps(void **state) {
+    (void)state;
+    rill_stream *s;
+    float *gi, *go;
+    int64_t *idx;
+    int64_t bad[4] = {0, 3, 16, 1};
+    RT_OK(rill_stream_create(gpu(0), 0, &s));
+    RT_OK(rill_malloc_async(16 * sizeof *gi, s, (void **)&gi));
+    RT_OK(rill_malloc_async(4 * sizeof *go, s, (void **)&go));
+    RT_OK(rill_malloc_async(sizeof bad, s, (void **)&idx));
+    RT_OK(rill_memset_async(go, 0, 4 * sizeof *go, s));
+    RT_OK(rill_memcpy_async(idx, bad, sizeof bad, s));
+    RT_OK(rill_stream_synchronize(s));
+    RT_OK(rill_op_max_pool2d_backward_f32(s, gi, go, idx, 1, 4, 4, 2, 2));
+    rill_status st = rill_stream_synchronize(s);
+    if (st != RILL_ERROR_DEVICE_LOST)
+        fail_msg("the stream says %s (%s), not RILL_ERROR_DEVICE_LOST", rill_status_name(st),
+                 rill_last_error());
+    (void)rill_free_async(gi, s); /* refused on a lost device, or done */
+    (void)rill_free_async(go, s);
+    (void)rill_free_async(idx, s);
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(shutdown());
+}
+
 /* The element-wise ops' grids fill a GPU: at least as many blocks of 256
  * threads as its multiprocessors hold at once (2,048 threads each on the
  * stand-in), where the work has that many. */
@@ -522,6 +550,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_a_refused_done_word_write_fails_the_stream),
         cmocka_unit_test(test_a_wait_of_another_backend_is_met),
         cmocka_unit_test(test_sticky_errors_lose_the_device),
+        cmocka_unit_test(test_max_pool2d_backward_index_out_of_range_traps),
         cmocka_unit_test(test_op_grids_fill_the_gpu),
         cmocka_unit_test(test_exit_with_work_in_flight),
     };

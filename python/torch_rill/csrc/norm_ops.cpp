@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// Layer norm's and batch norm's forward as rill kernels queued on the
-// current stream, composed of rill's reductions and element-wise ops.
+// Layer norm's and batch norm's forward and backward as rill kernels
+// queued on the current stream, composed of rill's reductions and
+// element-wise ops.
 // Layer norm, over the input read as [m, n] (n the normalized elements):
 // mean = the row means, var = the means of (x - mean)^2, rstd = 1 /
 // sqrt(var + eps), out = (x - mean) * rstd, times weight and plus bias
@@ -10,14 +11,25 @@
 // var), the running statistics in evaluation; out = x * a + b with a =
 // weight / sqrt(var + eps) and b = bias - mean * a per channel, as
 // PyTorch's CPU kernel computes it. The statistics they return have the
-// shapes PyTorch's CPU kernels give them, for the backward (the
-// fallback's) to read. Other cases (other dtypes, empty tensors, one value
-// per channel in training, shapes PyTorch refuses) go to the fallback.
+// shapes PyTorch's CPU kernels give them, for the backward to read.
+// The backward computes the outputs output_mask asks for. Layer norm, per
+// row, with xhat = (x - mean) * rstd and g = dy * weight (dy without a
+// weight): dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), dweight =
+// the sum over rows of dy * xhat, dbias of dy. Batch norm, per channel
+// over n and hw (N values), with sum = sum(dy) and dot = sum(dy * (x -
+// mean)): in training, from the saved mean and invstd, dx = (dy - sum/N -
+// (x - mean) * dot/N * invstd^2) * invstd * weight; in evaluation, from
+// the running statistics, dx = dy * invstd * weight; dweight = dot *
+// invstd, dbias = sum. Other cases (other dtypes, empty tensors, one value
+// per channel in training, shapes PyTorch refuses, a gradient asked for a
+// missing weight or bias of layer norm) go to the fallback.
 #include <ATen/native/CPUFallback.h>
 #include <ATen/ops/_native_batch_norm_legit_no_training_ops.h>
 #include <ATen/ops/_native_batch_norm_legit_ops.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/native_batch_norm_backward_ops.h>
 #include <ATen/ops/native_batch_norm_ops.h>
+#include <ATen/ops/native_layer_norm_backward_ops.h>
 #include <ATen/ops/native_layer_norm_ops.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
@@ -95,6 +107,78 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm(const at::Tensor &inpu
 }
 
 using Norm = std::tuple<at::Tensor, at::Tensor, at::Tensor>;
+
+Norm layer_norm_backward(const at::Tensor &grad, const at::Tensor &input,
+                         c10::SymIntArrayRef sym_shape, const at::Tensor &mean,
+                         const at::Tensor &rstd, const std::optional<at::Tensor> &weight,
+                         const std::optional<at::Tensor> &bias, std::array<bool, 3> mask) {
+    c10::IntArrayRef shape = C10_AS_INTARRAYREF_SLOW(sym_shape);
+    int64_t axis = input.dim() - static_cast<int64_t>(shape.size());
+    bool has_w = weight.has_value() && weight->defined();
+    bool has_b = bias.has_value() && bias->defined();
+    c10::Device dev = input.device();
+    bool takes = is_f32(input) && is_f32(grad) && is_f32(mean) && is_f32(rstd) &&
+                 grad.device() == dev && mean.device() == dev && rstd.device() == dev &&
+                 !shape.empty() && axis >= 0 && input.numel() > 0 &&
+                 input.sizes().slice(axis).equals(shape) && grad.sizes().equals(input.sizes()) &&
+                 affine_ok(weight, dev, shape) && affine_ok(bias, dev, shape) &&
+                 (!mask[1] || has_w) && (!mask[2] || has_b);
+    size_t n = takes ? static_cast<size_t>(c10::multiply_integers(shape)) : 1;
+    size_t m = static_cast<size_t>(input.numel()) / n;
+    if (!takes || static_cast<size_t>(mean.numel()) != m || static_cast<size_t>(rstd.numel()) != m)
+        return at::native::call_fallback_fn_symint<
+            &boxed_fallback, at::_ops::native_layer_norm_backward>::call(grad, input, sym_shape,
+                                                                         mean, rstd, weight, bias,
+                                                                         mask);
+    const c10::DeviceGuard guard(dev);
+    at::Tensor x = input.contiguous(), dy = grad.contiguous();
+    at::Tensor mu = mean.contiguous(), rs = rstd.contiguous();
+    at::TensorOptions f32 = input.options();
+    rill_stream *s = stream_of(dy);
+    size_t dims[2] = {m, n}, all[2] = {n, 1}, row[2] = {1, 0}, col[2] = {0, 1};
+    const float *xp = x.const_data_ptr<float>(), *dyp = dy.const_data_ptr<float>();
+    const float *mup = mu.const_data_ptr<float>(), *rp = rs.const_data_ptr<float>();
+    at::Tensor xhat = at::empty(input.sizes(), f32), t = at::empty(input.sizes(), f32);
+    float *xh = xhat.data_ptr<float>(), *tp = t.data_ptr<float>();
+    TORCH_RILL_CHECK(rill_op_binary_f32(s, RILL_BINARY_SUB, xh, xp, all, mup, row, dims, 2));
+    TORCH_RILL_CHECK(rill_op_binary_f32(s, RILL_BINARY_MUL, xh, xh, all, rp, row, dims, 2));
+    at::Tensor dx, dw, db;
+    if (mask[0]) {
+        // g = dy * weight; dx = rstd * (g - mean(g) - xhat * mean(g * xhat)).
+        dx = at::empty(input.sizes(), f32);
+        float *dxp = dx.data_ptr<float>();
+        at::Tensor g_keep, w_keep, mg = at::empty({static_cast<int64_t>(m)}, f32),
+                                   mgx = at::empty({static_cast<int64_t>(m)}, f32);
+        const float *g = dyp;
+        if (has_w) {
+            g_keep = at::empty(input.sizes(), f32);
+            TORCH_RILL_CHECK(rill_op_binary_f32(s, RILL_BINARY_MUL, g_keep.data_ptr<float>(), dyp,
+                                                all, data_or_null(weight, w_keep), col, dims, 2));
+            g = g_keep.const_data_ptr<float>();
+        }
+        float *mgp = mg.data_ptr<float>(), *mgxp = mgx.data_ptr<float>();
+        TORCH_RILL_CHECK(rill_op_reduce_dim_f32(s, RILL_REDUCE_DIM_MEAN, mgp, nullptr, g, m, n, 1));
+        TORCH_RILL_CHECK(rill_op_binary_f32(s, RILL_BINARY_MUL, tp, g, all, xh, all, dims, 2));
+        TORCH_RILL_CHECK(
+            rill_op_reduce_dim_f32(s, RILL_REDUCE_DIM_MEAN, mgxp, nullptr, tp, m, n, 1));
+        TORCH_RILL_CHECK(rill_op_binary_f32(s, RILL_BINARY_SUB, dxp, g, all, mgp, row, dims, 2));
+        TORCH_RILL_CHECK(rill_op_binary_f32(s, RILL_BINARY_MUL, tp, xh, all, mgxp, row, dims, 2));
+        TORCH_RILL_CHECK(rill_op_binary_f32(s, RILL_BINARY_SUB, dxp, dxp, all, tp, all, dims, 2));
+        TORCH_RILL_CHECK(rill_op_binary_f32(s, RILL_BINARY_MUL, dxp, dxp, all, rp, row, dims, 2));
+    }
+    if (mask[1]) { // the sum over rows of dy * xhat
+        dw = at::empty(shape, f32);
+        TORCH_RILL_CHECK(rill_op_binary_f32(s, RILL_BINARY_MUL, tp, dyp, all, xh, all, dims, 2));
+        TORCH_RILL_CHECK(rill_op_reduce_dim_f32(s, RILL_REDUCE_DIM_SUM, dw.data_ptr<float>(),
+                                                nullptr, tp, 1, m, n));
+    }
+    if (mask[2]) { // the sum over rows of dy
+        db = at::empty(shape, f32);
+        TORCH_RILL_CHECK(rill_op_reduce_dim_f32(s, RILL_REDUCE_DIM_SUM, db.data_ptr<float>(),
+                                                nullptr, dyp, 1, m, n));
+    }
+    return {dx, dw, db};
+}
 
 // A per-channel tensor the kernels take: float32 on dev, contiguous, of c
 // elements.
@@ -216,6 +300,131 @@ bool batch_norm_native(const at::Tensor &input, const std::optional<at::Tensor> 
     return true;
 }
 
+// The channels' sums of a, [n, c, hw], over n and hw into out [c], through
+// part [n * c].
+void channel_sums(rill_stream *s, float *out, float *part, const float *a, size_t n, size_t c,
+                  size_t hw) {
+    TORCH_RILL_CHECK(
+        rill_op_reduce_dim_f32(s, RILL_REDUCE_DIM_SUM, part, nullptr, a, n * c, hw, 1));
+    TORCH_RILL_CHECK(rill_op_reduce_dim_f32(s, RILL_REDUCE_DIM_SUM, out, nullptr, part, 1, n, c));
+}
+
+// Batch norm's backward as rill kernels, or false when they do not take the
+// case: train, from save_mean and save_invstd; else from running_mean and
+// running_var.
+bool batch_norm_backward_native(const at::Tensor &grad, const at::Tensor &input,
+                                const std::optional<at::Tensor> &weight,
+                                const std::optional<at::Tensor> &running_mean,
+                                const std::optional<at::Tensor> &running_var,
+                                const std::optional<at::Tensor> &save_mean,
+                                const std::optional<at::Tensor> &save_invstd, bool train,
+                                double eps, std::array<bool, 3> mask, Norm *result) {
+    if (!is_f32(input) || !is_f32(grad) || input.dim() < 2 || input.numel() == 0 ||
+        grad.device() != input.device() || !grad.sizes().equals(input.sizes()))
+        return false;
+    c10::Device dev = input.device();
+    int64_t c = input.size(1);
+    const std::optional<at::Tensor> &mean_t = train ? save_mean : running_mean;
+    const std::optional<at::Tensor> &stat_t = train ? save_invstd : running_var;
+    if ((!absent(weight) && !channels_ok(weight, dev, c)) || !channels_ok(mean_t, dev, c) ||
+        !channels_ok(stat_t, dev, c))
+        return false;
+    size_t n = static_cast<size_t>(input.size(0)), cs = static_cast<size_t>(c);
+    size_t hw = static_cast<size_t>(input.numel()) / (n * cs), count = n * hw;
+    if (train && count < 2)
+        return false; // as the forward
+    const c10::DeviceGuard guard(dev);
+    at::Tensor x = input.contiguous(), dy = grad.contiguous();
+    rill_stream *s = stream_of(dy);
+    at::TensorOptions f32 = input.options();
+    size_t dims[3] = {n, cs, hw}, all[3] = {cs * hw, hw, 1}, chan[3] = {0, 1, 0};
+    const float *xp = x.const_data_ptr<float>(), *dyp = dy.const_data_ptr<float>();
+    const float *mp = mean_t->const_data_ptr<float>();
+    // invstd: saved in training; 1 / sqrt(running_var + eps) in evaluation.
+    at::Tensor invstd = *stat_t;
+    if (!train) {
+        invstd = at::empty({c}, f32);
+        float *inv = invstd.data_ptr<float>();
+        TORCH_RILL_CHECK(rill_op_add_scalar_f32(s, inv, stat_t->const_data_ptr<float>(),
+                                                static_cast<float>(eps), cs));
+        TORCH_RILL_CHECK(rill_op_map_f32(s, RILL_MAP_SQRT, inv, inv, 1.0f, cs));
+        TORCH_RILL_CHECK(rill_op_map_f32(s, RILL_MAP_RDIV, inv, inv, 1.0f, cs));
+    }
+    const float *inv = invstd.const_data_ptr<float>();
+    bool need_sum = mask[2] || (mask[0] && train), need_dot = mask[1] || (mask[0] && train);
+    at::Tensor part = at::empty({static_cast<int64_t>(n * cs)}, f32);
+    at::Tensor sum = at::empty({c}, f32), dot = at::empty({c}, f32), xc;
+    float *pp = part.data_ptr<float>(), *sp = sum.data_ptr<float>(), *dp = dot.data_ptr<float>();
+    if (need_sum)
+        channel_sums(s, sp, pp, dyp, n, cs, hw);
+    if (need_dot) { // xc = x - mean; dot = the sums of dy * xc
+        xc = at::empty(input.sizes(), f32);
+        at::Tensor t = at::empty(input.sizes(), f32);
+        float *xcp = xc.data_ptr<float>(), *tp = t.data_ptr<float>();
+        TORCH_RILL_CHECK(rill_op_binary_f32(s, RILL_BINARY_SUB, xcp, xp, all, mp, chan, dims, 3));
+        TORCH_RILL_CHECK(rill_op_binary_f32(s, RILL_BINARY_MUL, tp, dyp, all, xcp, all, dims, 3));
+        channel_sums(s, dp, pp, tp, n, cs, hw);
+    }
+    at::Tensor dx, dw, db;
+    if (mask[0]) {
+        // scale = invstd * weight per channel.
+        at::Tensor scale = at::empty({c}, f32);
+        float *scp = scale.data_ptr<float>();
+        if (absent(weight))
+            TORCH_RILL_CHECK(rill_memcpy_async(scp, inv, cs * sizeof(float), s));
+        else
+            vec(s, RILL_BINARY_MUL, scp, inv, weight->const_data_ptr<float>(), cs);
+        dx = at::empty(input.sizes(), f32);
+        float *dxp = dx.data_ptr<float>();
+        if (train) {
+            // proj = dot / N * invstd^2 and gmean = sum / N per channel;
+            // dx = (dy - gmean - xc * proj) * scale.
+            at::Tensor proj = at::empty({c}, f32), gmean = at::empty({c}, f32);
+            float *pj = proj.data_ptr<float>(), *gm = gmean.data_ptr<float>();
+            float fcount = static_cast<float>(count);
+            TORCH_RILL_CHECK(rill_op_map_f32(s, RILL_MAP_DIV, pj, dp, fcount, cs));
+            vec(s, RILL_BINARY_MUL, pj, pj, inv, cs);
+            vec(s, RILL_BINARY_MUL, pj, pj, inv, cs);
+            TORCH_RILL_CHECK(rill_op_map_f32(s, RILL_MAP_DIV, gm, sp, fcount, cs));
+            float *xcp = xc.data_ptr<float>();
+            TORCH_RILL_CHECK(
+                rill_op_binary_f32(s, RILL_BINARY_MUL, dxp, xcp, all, pj, chan, dims, 3));
+            TORCH_RILL_CHECK(
+                rill_op_binary_f32(s, RILL_BINARY_SUB, dxp, dyp, all, dxp, all, dims, 3));
+            TORCH_RILL_CHECK(
+                rill_op_binary_f32(s, RILL_BINARY_SUB, dxp, dxp, all, gm, chan, dims, 3));
+            TORCH_RILL_CHECK(
+                rill_op_binary_f32(s, RILL_BINARY_MUL, dxp, dxp, all, scp, chan, dims, 3));
+        } else {
+            TORCH_RILL_CHECK(
+                rill_op_binary_f32(s, RILL_BINARY_MUL, dxp, dyp, all, scp, chan, dims, 3));
+        }
+    }
+    if (mask[1]) {
+        dw = at::empty({c}, f32);
+        vec(s, RILL_BINARY_MUL, dw.data_ptr<float>(), dp, inv, cs);
+    }
+    if (mask[2])
+        db = sum;
+    *result = {dx, dw, db};
+    return true;
+}
+
+Norm native_batch_norm_backward(const at::Tensor &grad, const at::Tensor &input,
+                                const std::optional<at::Tensor> &weight,
+                                const std::optional<at::Tensor> &running_mean,
+                                const std::optional<at::Tensor> &running_var,
+                                const std::optional<at::Tensor> &save_mean,
+                                const std::optional<at::Tensor> &save_invstd, bool train,
+                                double eps, std::array<bool, 3> mask) {
+    Norm r;
+    if (batch_norm_backward_native(grad, input, weight, running_mean, running_var, save_mean,
+                                   save_invstd, train, eps, mask, &r))
+        return r;
+    return call_fallback_fn<&boxed_fallback, at::_ops::native_batch_norm_backward>::call(
+        grad, input, weight, running_mean, running_var, save_mean, save_invstd, train, eps, mask);
+}
+
 Norm native_batch_norm(const at::Tensor &input, const std::optional<at::Tensor> &weight,
                        const std::optional<at::Tensor> &bias,
                        const std::optional<at::Tensor> &running_mean,
@@ -270,6 +479,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     m.impl("_native_batch_norm_legit", batch_norm_legit);
     m.impl("_native_batch_norm_legit.no_stats", batch_norm_legit_no_stats);
     m.impl("_native_batch_norm_legit_no_training", batch_norm_legit_no_training);
+    m.impl("native_layer_norm_backward", layer_norm_backward);
+    m.impl("native_batch_norm_backward", native_batch_norm_backward);
 }
 
 } // namespace torch_rill

@@ -4,12 +4,18 @@
 // backward; no dilation, no ceil_mode) as rill_op_max_pool2d_f32, and
 // avg_pool2d (zero padding counted, no ceil_mode, no divisor_override) as
 // rill_op_pool2d_f32, on an input made contiguous first by rill's strided
-// copy on the same stream. adaptive_avg_pool2d to 1x1 reaches the mean over
-// the last two dimensions (reduce_ops.cpp). The other cases, and the
-// backward of both, go to the fallback.
+// copy on the same stream. Their backward where the forward took the case:
+// max_pool2d_with_indices_backward as rill_op_max_pool2d_backward_f32 (the
+// gradients added at the forward's positions, plane by plane, in one
+// order) and avg_pool2d_backward as rill_op_avg_pool2d_backward_f32 (each
+// input's gradient gathered from the windows that hold it).
+// adaptive_avg_pool2d to 1x1 reaches the mean over the last two dimensions
+// (reduce_ops.cpp). The other cases go to the fallback.
 #include <ATen/native/CPUFallback.h>
+#include <ATen/ops/avg_pool2d_backward_ops.h>
 #include <ATen/ops/avg_pool2d_ops.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/max_pool2d_with_indices_backward_ops.h>
 #include <ATen/ops/max_pool2d_with_indices_ops.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
@@ -128,11 +134,59 @@ at::Tensor avg_pool2d(const at::Tensor &a, at::IntArrayRef kernel_size, at::IntA
         a, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
 }
 
+// A gradient the backward kernels take: float32 on a's device with the
+// forward's output shape.
+bool grad_ok(const at::Tensor &grad, const at::Tensor &a, const Window &win) {
+    return is_f32(grad) && grad.device() == a.device() && grad.sizes().equals(win.out_shape);
+}
+
+at::Tensor max_pool2d_with_indices_backward(const at::Tensor &grad, const at::Tensor &a,
+                                            at::IntArrayRef kernel_size, at::IntArrayRef stride,
+                                            at::IntArrayRef padding, at::IntArrayRef dilation,
+                                            bool ceil_mode, const at::Tensor &indices) {
+    Window win;
+    int64_t dil[2];
+    if (ceil_mode || !pair_of(dilation, dil) || dil[0] != 1 || dil[1] != 1 ||
+        !window_of(a, kernel_size, stride, padding, &win) || !grad_ok(grad, a, win) ||
+        indices.scalar_type() != at::kLong || indices.device() != a.device() ||
+        !indices.sizes().equals(win.out_shape))
+        return call_fallback_fn<&boxed_fallback, at::_ops::max_pool2d_with_indices_backward>::call(
+            grad, a, kernel_size, stride, padding, dilation, ceil_mode, indices);
+    const c10::DeviceGuard guard(a.device());
+    at::Tensor g = grad.contiguous(), idx = indices.contiguous();
+    at::Tensor out = at::empty(a.sizes(), a.options());
+    TORCH_RILL_CHECK(rill_op_max_pool2d_backward_f32(
+        stream_of(out), out.data_ptr<float>(), g.const_data_ptr<float>(),
+        idx.const_data_ptr<int64_t>(), z(win.planes), z(win.h), z(win.w), z(win.oh), z(win.ow)));
+    return out;
+}
+
+at::Tensor avg_pool2d_backward(const at::Tensor &grad, const at::Tensor &a,
+                               at::IntArrayRef kernel_size, at::IntArrayRef stride,
+                               at::IntArrayRef padding, bool ceil_mode, bool count_include_pad,
+                               std::optional<int64_t> divisor_override) {
+    Window win;
+    if (ceil_mode || !count_include_pad || divisor_override.has_value() ||
+        !window_of(a, kernel_size, stride, padding, &win) || !grad_ok(grad, a, win))
+        return call_fallback_fn<&boxed_fallback, at::_ops::avg_pool2d_backward>::call(
+            grad, a, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
+    const c10::DeviceGuard guard(a.device());
+    at::Tensor g = grad.contiguous();
+    at::Tensor out = at::empty(a.sizes(), a.options());
+    TORCH_RILL_CHECK(rill_op_avg_pool2d_backward_f32(
+        stream_of(out), out.data_ptr<float>(), g.const_data_ptr<float>(), z(win.planes), z(win.h),
+        z(win.w), z(win.k[0]), z(win.k[1]), z(win.stride[0]), z(win.stride[1]), z(win.pad[0]),
+        z(win.pad[1])));
+    return out;
+}
+
 } // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     m.impl("max_pool2d_with_indices", max_pool2d_with_indices);
     m.impl("avg_pool2d", avg_pool2d);
+    m.impl("max_pool2d_with_indices_backward", max_pool2d_with_indices_backward);
+    m.impl("avg_pool2d_backward", avg_pool2d_backward);
 }
 
 } // namespace torch_rill

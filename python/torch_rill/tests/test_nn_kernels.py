@@ -310,10 +310,13 @@ def test_layer_norm_equals_the_cpus(shape, normalized, affine):
     want = op(x, normalized, *args, 1e-5)
     for gt, wt in zip(got, want):
         same(gt, wt)
+    # One normalized element: dx is 0, where the CPU's backward leaves
+    # rounding noise of about 1e-5 (test_backward_kernels.py).
+    tol = 1e-4 if normalized == (1,) else TOL
     if affine:
-        same_grads(lambda x, w, b: F.layer_norm(x, normalized, w, b), x, w, b)
+        same_grads(lambda x, w, b: F.layer_norm(x, normalized, w, b), x, w, b, tol=tol)
     else:
-        same_grads(lambda x: F.layer_norm(x, normalized), x)
+        same_grads(lambda x: F.layer_norm(x, normalized), x, tol=tol)
     t = x.transpose(0, -1)  # strided: made contiguous on the stream
     same(F.layer_norm(t.to("rill"), t.shape[-1:]), F.layer_norm(t, t.shape[-1:]))
 

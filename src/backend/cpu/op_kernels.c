@@ -18,6 +18,7 @@
 #include "backend/cpu/conv_backward_kernels.h"
 #include "backend/cpu/cpu.h"
 #include "backend/cpu/half.h"
+#include "backend/cpu/pool_kernels.h"
 #include "backend/cpu/sgemm.h"
 #include "backend/cpu/tensor_kernels.h"
 #include "backend/op_math.h"
@@ -545,6 +546,8 @@ rill_cpu_kernel_fn rill__cpu_op_body(rill__op op) {
         [RILL__OP_EMBEDDING_BACKWARD_F32] = rill__cpu_op_embedding_backward_f32,
         [RILL__OP_CONV2D_BACKWARD_DATA_F32] = rill__cpu_op_conv2d_backward_data_f32,
         [RILL__OP_CONV2D_BACKWARD_FILTER_F32] = rill__cpu_op_conv2d_backward_filter_f32,
+        [RILL__OP_MAX_POOL2D_BACKWARD_F32] = rill__cpu_op_max_pool2d_backward_f32,
+        [RILL__OP_AVG_POOL2D_BACKWARD_F32] = rill__cpu_op_avg_pool2d_backward_f32,
     };
     return op > RILL__OP_NONE && op < RILL__OP_COUNT ? bodies[op] : NULL;
 }

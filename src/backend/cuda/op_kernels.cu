@@ -53,6 +53,8 @@ static_assert(sizeof(rill__op_conv2d_ex_args) == 144, "conv2d_ex args");
 static_assert(sizeof(rill__op_pool2d_args) == 120, "pool2d args");
 static_assert(sizeof(rill__op_embedding_args) == 56, "embedding args");
 static_assert(sizeof(rill__op_embedding_backward_args) == 64, "embedding backward args");
+static_assert(sizeof(rill__op_max_pool2d_backward_args) == 64, "max_pool2d backward args");
+static_assert(sizeof(rill__op_avg_pool2d_backward_args) == 104, "avg_pool2d backward args");
 
 #define ENTRY extern "C" __global__ void __launch_bounds__(RILL__OP_BLOCK_THREADS)
 
@@ -478,5 +480,46 @@ ENTRY rill__cuda_op_embedding_backward_f32(rill__op_embedding_backward_args p) {
             p.grad_weight[(size_t)r * p.dim + d] =
                 __fadd_rn(p.grad_weight[(size_t)r * p.dim + d], p.grad[i * p.dim + d]);
         }
+    }
+}
+
+/* ---- the backward of 2-D pooling ---- */
+
+/* One thread per plane, which zeroes it and adds its outputs' gradients in
+ * order of (y, x), as the CPU does: the sums are the CPU's, bit for bit,
+ * with no atomics. An index out of range traps, as in the embeddings. */
+ENTRY rill__cuda_op_max_pool2d_backward_f32(rill__op_max_pool2d_backward_args p) {
+    size_t image = p.h * p.w, outputs = p.oh * p.ow;
+    for (size_t plane = first_index(); plane < p.planes; plane += grid_threads()) {
+        float *gi = p.grad_in + plane * image;
+        const float *go = p.grad_out + plane * outputs;
+        const int64_t *idx = p.indices + plane * outputs;
+        for (size_t i = 0; i < image; i++)
+            gi[i] = 0.0f;
+        for (size_t i = 0; i < outputs; i++) {
+            if (idx[i] < 0 || (uint64_t)idx[i] >= image)
+                __trap();
+            gi[idx[i]] = __fadd_rn(gi[idx[i]], go[i]);
+        }
+    }
+}
+
+/* One thread per element of grad_in, which gathers the gradients of the
+ * windows that hold it in the CPU's order. */
+ENTRY rill__cuda_op_avg_pool2d_backward_f32(rill__op_avg_pool2d_backward_args p) {
+    size_t items = p.planes * p.h * p.w;
+    float divisor = (float)(p.r * p.s);
+    for (size_t item = first_index(); item < items; item += grid_threads()) {
+        size_t xx = item % p.w, t = item / p.w;
+        size_t yy = t % p.h, plane = t / p.h;
+        const float *go = p.grad_out + plane * p.oh * p.ow;
+        size_t y0, y1, x0, x1;
+        rill__op_pool_outputs_of(yy, p.r, p.stride_h, p.pad_h, p.oh, &y0, &y1);
+        rill__op_pool_outputs_of(xx, p.s, p.stride_w, p.pad_w, p.ow, &x0, &x1);
+        float total = 0.0f;
+        for (size_t y = y0; y < y1; y++)
+            for (size_t x = x0; x < x1; x++)
+                total = __fadd_rn(total, __fdiv_rn(go[y * p.ow + x], divisor));
+        p.grad_in[item] = total;
     }
 }

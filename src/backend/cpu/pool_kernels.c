@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: MIT */
+/* CPU bodies of the backward of 2-D pooling. Layer: CPU backend. Each
+ * block writes only its own slice of grad_in (whole planes for max
+ * pooling, rows of planes for average pooling), and every element of
+ * grad_in is a sum in one fixed order, the order of the outputs, so the
+ * results are the same for every grid and on every run. */
+#include "backend/cpu/pool_kernels.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "backend/op_math.h"
+
+/* [*begin, *end): block ctx's share of count items, in equal runs. */
+static void slice_of(const rill_block_ctx *ctx, size_t count, size_t *begin, size_t *end) {
+    size_t blocks = ctx->grid_dim.x;
+    size_t per = (count + blocks - 1) / blocks;
+    size_t b = ctx->block_idx.x;
+    *begin = b * per < count ? b * per : count;
+    *end = count - *begin > per ? *begin + per : count;
+}
+
+void rill__cpu_op_max_pool2d_backward_f32(const rill_block_ctx *ctx, const void *args) {
+    const rill__op_max_pool2d_backward_args *p = args;
+    size_t begin, end, image = p->h * p->w, outputs = p->oh * p->ow;
+    slice_of(ctx, p->planes, &begin, &end);
+    if (begin == end)
+        return;
+    memset(p->grad_in + begin * image, 0, (end - begin) * image * sizeof(float));
+    for (size_t plane = begin; plane < end; plane++) {
+        float *gi = p->grad_in + plane * image;
+        const float *go = p->grad_out + plane * outputs;
+        const int64_t *idx = p->indices + plane * outputs;
+        for (size_t i = 0; i < outputs; i++) {
+            if (idx[i] < 0 || (uint64_t)idx[i] >= image) {
+                char msg[200];
+                snprintf(msg, sizeof msg,
+                         "index %" PRId64 " at position %zu of plane %zu is out of range for an "
+                         "image of %zu elements (h*w); pass the indices that "
+                         "rill_op_max_pool2d_f32 gave",
+                         idx[i], i, plane, image);
+                rill__kernel_fail(ctx, msg);
+                return;
+            }
+            gi[idx[i]] += go[i];
+        }
+    }
+}
+
+void rill__cpu_op_avg_pool2d_backward_f32(const rill_block_ctx *ctx, const void *args) {
+    const rill__op_avg_pool2d_backward_args *p = args;
+    size_t begin, end;
+    slice_of(ctx, p->planes * p->h, &begin, &end);
+    float divisor = (float)(p->r * p->s);
+    for (size_t row = begin; row < end; row++) {
+        size_t plane = row / p->h, yy = row % p->h;
+        const float *go = p->grad_out + plane * p->oh * p->ow;
+        float *gi = p->grad_in + row * p->w;
+        size_t y0, y1;
+        rill__op_pool_outputs_of(yy, p->r, p->stride_h, p->pad_h, p->oh, &y0, &y1);
+        for (size_t xx = 0; xx < p->w; xx++) {
+            size_t x0, x1;
+            rill__op_pool_outputs_of(xx, p->s, p->stride_w, p->pad_w, p->ow, &x0, &x1);
+            float total = 0.0f;
+            for (size_t y = y0; y < y1; y++)
+                for (size_t x = x0; x < x1; x++)
+                    total += go[y * p->ow + x] / divisor;
+            gi[xx] = total;
+        }
+    }
+}
