@@ -194,6 +194,15 @@ void rill__cpu_sgemm(size_t m, size_t n, size_t k, const float *a, size_t lda, c
                  ctx_get(), NULL);
 }
 
+void rill__cpu_sgemm_strided(size_t m, size_t n, size_t k, const float *a, size_t rs_a, size_t cs_a,
+                             const float *b, size_t rs_b, size_t cs_b, float beta, float *c,
+                             size_t ldc) {
+    float one = 1.0f;
+    bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, (dim_t)m, (dim_t)n, (dim_t)k, &one,
+                 (float *)a, (inc_t)rs_a, (inc_t)cs_a, (float *)b, (inc_t)rs_b, (inc_t)cs_b, &beta,
+                 c, (inc_t)ldc, 1, ctx_get(), NULL);
+}
+
 const char *rill__cpu_sgemm_kernel_name(void) {
     ctx_get();
     return kernel_name;

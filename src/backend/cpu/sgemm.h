@@ -13,6 +13,14 @@
 void rill__cpu_sgemm(size_t m, size_t n, size_t k, const float *a, size_t lda, const float *b,
                      size_t ldb, float beta, float *c, size_t ldc);
 
+/* rill__cpu_sgemm with a and b read through row and column strides (in
+ * elements): element (i, p) of a at a[i * rs_a + p * cs_a], element (p, j)
+ * of b at b[p * rs_b + j * cs_b]; a transposed operand is a column stride
+ * of 1. */
+void rill__cpu_sgemm_strided(size_t m, size_t n, size_t k, const float *a, size_t rs_a, size_t cs_a,
+                             const float *b, size_t rs_b, size_t cs_b, float beta, float *c,
+                             size_t ldc);
+
 /* The micro-kernel the products use: "blis" (BLIS's own for the processor
  * it detected), "avx512" or "avx2" (rill's, when BLIS runs its generic
  * reference kernels on a processor that has those instructions). */
