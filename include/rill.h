@@ -609,6 +609,19 @@ rill_status rill_op_add_scalar_f32(rill_stream *s, float *out, const float *a, f
 rill_status rill_op_sum_f32(rill_stream *s, float *out, const float *a, size_t n); /* out[0] */
 rill_status rill_op_matmul_f32(rill_stream *s, float *c, const float *a, const float *b,
                                size_t m, size_t k, size_t n);   /* c[m,n] = a[m,k] b[k,n] */
+/* rill_op_matmul_f32 with either operand stored transposed, as flags
+ * say: RILL_MATMUL_A_T, a holds a's transpose (row-major [k,m]: a linear
+ * layer's input gradient x^T); RILL_MATMUL_B_T, b holds b's transpose
+ * ([n,k]: a linear layer's weight), read in place. Same checks and
+ * accesses (m*k floats of a, k*n of b) as rill_op_matmul_f32; the result
+ * is the product's within rounding (the CPU's sgemm picks its kernels by
+ * the operands' storage, so the last bits may differ from those of the
+ * contiguous copies' product). Other bits of flags are
+ * RILL_ERROR_INVALID_ARGUMENT. */
+#define RILL_MATMUL_A_T 1u
+#define RILL_MATMUL_B_T 2u
+rill_status rill_op_matmul_ex_f32(rill_stream *s, float *c, const float *a, const float *b,
+                                  size_t m, size_t k, size_t n, unsigned flags);
 /* NCHW input [n,c,h,w], weight [k,c,r,s], stride 1, no padding:
  * output [n,k,h-r+1,w-s+1]. */
 rill_status rill_op_conv2d_f32(rill_stream *s, float *out, const float *in, const float *weight,

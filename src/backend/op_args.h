@@ -127,6 +127,7 @@ typedef struct rill__op_matmul_args {
     const float *a, *b;
     size_t m, k, n;
     size_t row_panels, col_panels;
+    uint32_t trans; /* RILL_MATMUL_A_T, RILL_MATMUL_B_T: a or b stored transposed */
 } rill__op_matmul_args;
 
 /* out[n,k,oh,ow] = sum over c,r,s of in[n,c,oh+r,ow+s] * weight[k,c,r,s],

@@ -189,20 +189,35 @@ static rill_status check_matmul(const char *fn, rill_stream *s, bool half, const
     return RILL_OK;
 }
 
-rill_status rill_op_matmul_f32(rill_stream *s, float *c, const float *a, const float *b, size_t m,
-                               size_t k, size_t n) {
-    RILL_CALL_SCOPE();
+static rill_status matmul_f32(const char *fn, rill_stream *s, float *c, const float *a,
+                              const float *b, size_t m, size_t k, size_t n, uint32_t trans) {
     size_t units = 0;
     rill__stream *stream = NULL;
     access_list acc = {.count = 0};
-    rill_status st =
-        check_matmul("rill_op_matmul_f32", s, false, c, a, b, m, k, n, &acc, &stream, &units);
+    rill_status st = check_matmul(fn, s, false, c, a, b, m, k, n, &acc, &stream, &units);
     if (st != RILL_OK)
         return st;
-    rill__op_matmul_args args = {c, a, b, m, k, n, 1, 1};
+    rill__op_matmul_args args = {c, a, b, m, k, n, 1, 1, trans};
     matmul_tiles(m, k, n, units, &args.row_panels, &args.col_panels);
     return rill__op_launch(stream, RILL__OP_MATMUL_F32, args.row_panels * args.col_panels, &args,
                            sizeof args, &acc);
+}
+
+rill_status rill_op_matmul_f32(rill_stream *s, float *c, const float *a, const float *b, size_t m,
+                               size_t k, size_t n) {
+    RILL_CALL_SCOPE();
+    return matmul_f32("rill_op_matmul_f32", s, c, a, b, m, k, n, 0);
+}
+
+rill_status rill_op_matmul_ex_f32(rill_stream *s, float *c, const float *a, const float *b,
+                                  size_t m, size_t k, size_t n, unsigned flags) {
+    RILL_CALL_SCOPE();
+    static const char fn[] = "rill_op_matmul_ex_f32";
+    if ((flags & ~(RILL_MATMUL_A_T | RILL_MATMUL_B_T)) != 0)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: flags is 0x%x; pass RILL_MATMUL_A_T, RILL_MATMUL_B_T, both or 0", fn,
+                          flags);
+    return matmul_f32(fn, s, c, a, b, m, k, n, (uint32_t)flags);
 }
 
 /* The tiles and grid of the f32 matmul; each block converts its chunks of

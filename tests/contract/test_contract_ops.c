@@ -176,6 +176,48 @@ static void test_matmul_f32(void **state) {
     RT_OK(rill_stream_destroy(s));
 }
 
+/* matmul_ex f32 with a, b or both stored transposed, against a product
+ * computed here; other flags are refused. */
+static void test_matmul_ex_f32_transposed_operands(void **state) {
+    (void)state;
+    rill_device *dev = contract_device();
+    rill_stream *s;
+    RT_OK(rill_stream_create(dev, 0, &s));
+    size_t m = 37, k = 71, n = 45;
+    float *ha = malloc(m * k * sizeof *ha), *hb = malloc(k * n * sizeof *hb);
+    float *hc = malloc(m * n * sizeof *hc);
+    for (size_t i = 0; i < m * k; i++)
+        ha[i] = (float)((i * 7) % 13) * 0.1f - 0.6f;
+    for (size_t i = 0; i < k * n; i++)
+        hb[i] = (float)((i * 5) % 11) * 0.2f - 1.0f;
+    float *a = contract_alloc(s, m * k * sizeof *a), *b = contract_alloc(s, k * n * sizeof *b);
+    float *c = contract_alloc(s, m * n * sizeof *c);
+    contract_upload(s, a, ha, m * k * sizeof *a);
+    contract_upload(s, b, hb, k * n * sizeof *b);
+    for (unsigned flags = 0; flags < 4; flags++) {
+        bool at = (flags & RILL_MATMUL_A_T) != 0, bt = (flags & RILL_MATMUL_B_T) != 0;
+        RT_OK(rill_op_matmul_ex_f32(s, c, a, b, m, k, n, flags));
+        contract_download(s, hc, c, m * n * sizeof *hc);
+        for (size_t i = 0; i < m; i++)
+            for (size_t j = 0; j < n; j++) {
+                double want = 0;
+                for (size_t p = 0; p < k; p++)
+                    want += (double)(at ? ha[p * m + i] : ha[i * k + p]) *
+                            (bt ? hb[j * k + p] : hb[p * n + j]);
+                contract_expect_close("c", i * n + j, hc[i * n + j], want, 1e-4);
+            }
+    }
+    assert_int_equal(rill_op_matmul_ex_f32(s, c, a, b, m, k, n, 4), RILL_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(rill_last_error(), "flags is 0x4"));
+    RT_OK(rill_free(a));
+    RT_OK(rill_free(b));
+    RT_OK(rill_free(c));
+    free(ha);
+    free(hb);
+    free(hc);
+    RT_OK(rill_stream_destroy(s));
+}
+
 /* conv2d f32 against a direct convolution computed here. */
 static void test_conv2d_f32(void **state) {
     (void)state;
@@ -232,6 +274,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_randn_is_a_function_of_the_seed),
         cmocka_unit_test(test_f16_ops),
         cmocka_unit_test(test_matmul_f32),
+        cmocka_unit_test(test_matmul_ex_f32_transposed_operands),
         cmocka_unit_test(test_conv2d_f32),
     };
     return CONTRACT_RUN(tests);

@@ -287,6 +287,57 @@ static void test_matmul_of_a_matrix_with_itself(void **state) {
     RT_OK(rill_free(c));
 }
 
+/* With a, b or both stored transposed, the product is that of the
+ * contiguous operands within the rounding bound of check_matmul (BLIS
+ * picks its kernels by the operands' storage, so the bits may differ), on
+ * one block and on several (the grid splits rows, and columns when rows
+ * are few). */
+static void check_matmul_ex(size_t m, size_t k, size_t n) {
+    float *ha, *hb;
+    float *a = dev_random(m * k, 21, &ha), *b = dev_random(k * n, 22, &hb);
+    float *hat = host_floats(m * k), *hbt = host_floats(k * n);
+    for (size_t i = 0; i < m; i++)
+        for (size_t p = 0; p < k; p++)
+            hat[p * m + i] = ha[i * k + p];
+    for (size_t p = 0; p < k; p++)
+        for (size_t j = 0; j < n; j++)
+            hbt[j * k + p] = hb[p * n + j];
+    float *at = dev_floats(m * k), *bt = dev_floats(k * n), *c = dev_floats(m * n);
+    RT_OK(rill_memcpy(at, hat, m * k * sizeof(float)));
+    RT_OK(rill_memcpy(bt, hbt, k * n * sizeof(float)));
+    for (unsigned flags = 1; flags < 4; flags++) {
+        RT_OK(rill_op_matmul_ex_f32(NULL, c, (flags & RILL_MATMUL_A_T) ? at : a,
+                                    (flags & RILL_MATMUL_B_T) ? bt : b, m, k, n, flags));
+        float *got = download(c, m * n);
+        for (size_t i = 0; i < m; i++)
+            for (size_t j = 0; j < n; j++) {
+                double want = 0.0, mag = 0.0;
+                for (size_t p = 0; p < k; p++) {
+                    double term = (double)ha[i * k + p] * hb[p * n + j];
+                    want += term;
+                    mag += fabs(term);
+                }
+                expect_near("c", i * n + j, got[i * n + j], want, (double)(k + 2) * U32 * mag);
+            }
+        free(got);
+    }
+    free(ha);
+    free(hb);
+    free(hat);
+    free(hbt);
+    float *frees[] = {a, b, at, bt, c};
+    for (size_t i = 0; i < sizeof frees / sizeof *frees; i++)
+        RT_OK(rill_free(frees[i]));
+}
+
+static void test_matmul_ex_with_transposed_operands_matches_double_reference(void **state) {
+    (void)state;
+    check_matmul_ex(1, 1, 1);
+    check_matmul_ex(32, 784, 256);
+    check_matmul_ex(3, 64, 1000);
+    check_matmul_ex(200, 129, 70);
+}
+
 /* ---- conv2d ---- */
 
 /* rill.h: "NCHW input [n,c,h,w], weight [k,c,r,s], stride 1, no padding:
@@ -1206,6 +1257,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_matmul_matches_double_reference),
         cmocka_unit_test(test_matmul_with_few_rows_splits_columns),
         cmocka_unit_test(test_matmul_of_a_matrix_with_itself),
+        cmocka_unit_test(test_matmul_ex_with_transposed_operands_matches_double_reference),
         cmocka_unit_test(test_matmuls_on_concurrent_streams_give_the_bits_of_one),
         cmocka_unit_test(test_conv2d_matches_double_reference),
         cmocka_unit_test(test_conv2d_on_seed_000_shapes),

@@ -1,10 +1,15 @@
 // SPDX-License-Identifier: MIT
 // Matrix products as rill kernels queued on the current stream: mm, bmm
 // (one rill_op_matmul_f32 per batch entry) and addmm with beta and alpha 1
-// (the product, then the bias added in place with broadcasting). Strided
-// operands (a transposed weight) are made contiguous first by rill's
-// strided copy on the same stream. Other cases (other dtypes, devices,
-// shapes PyTorch refuses, other beta or alpha) go to the fallback.
+// (the product, then the bias added in place with broadcasting). A matrix
+// operand of mm or addmm that is the transpose of a contiguous one (a
+// linear layer's weight, x.t() in its backward) is read in place
+// (rill_op_matmul_ex_f32); other strided operands are made contiguous
+// first by rill's strided copy on the same stream. Other cases (other
+// dtypes, devices, shapes PyTorch refuses, other beta or alpha) go to the
+// fallback.
+#include <algorithm>
+
 #include <ATen/native/CPUFallback.h>
 #include <ATen/ops/addmm_ops.h>
 #include <ATen/ops/bmm_ops.h>
@@ -30,6 +35,13 @@ bool takes(const at::Tensor &a, const at::Tensor &b, int64_t dims) {
            (dims == 2 || a.size(0) == b.size(0));
 }
 
+// Whether the matrix t [rows, cols] is the transpose of a contiguous
+// [cols, rows] one (and not contiguous itself).
+bool transposed(const at::Tensor &t) {
+    return t.dim() == 2 && !t.is_contiguous() && t.stride(0) == 1 &&
+           t.stride(1) == std::max<int64_t>(t.size(0), 1);
+}
+
 // c = a b for batch products [m, k] x [k, n], c new and contiguous.
 at::Tensor product(const at::Tensor &a, const at::Tensor &b) {
     int64_t dims = a.dim();
@@ -41,9 +53,25 @@ at::Tensor product(const at::Tensor &a, const at::Tensor &b) {
         return c;
     if (k == 0)
         return c.fill_(0.0); // an empty sum
-    at::Tensor ac = a.contiguous(), bc = b.contiguous();
     const c10::DeviceGuard guard(c.device());
     rill_stream *s = stream_of(c);
+    if (dims == 2 && (transposed(a) || transposed(b))) {
+        unsigned flags = 0;
+        at::Tensor ac = a, bc = b;
+        if (transposed(a))
+            flags |= RILL_MATMUL_A_T;
+        else
+            ac = a.contiguous();
+        if (transposed(b))
+            flags |= RILL_MATMUL_B_T;
+        else
+            bc = b.contiguous();
+        TORCH_RILL_CHECK(rill_op_matmul_ex_f32(
+            s, c.data_ptr<float>(), ac.const_data_ptr<float>(), bc.const_data_ptr<float>(),
+            static_cast<size_t>(m), static_cast<size_t>(k), static_cast<size_t>(n), flags));
+        return c;
+    }
+    at::Tensor ac = a.contiguous(), bc = b.contiguous();
     for (int64_t i = 0; i < batch; i++)
         TORCH_RILL_CHECK(rill_op_matmul_f32(
             s, c.data_ptr<float>() + i * m * n, ac.const_data_ptr<float>() + i * m * k,

@@ -13,6 +13,7 @@
 
 #include <assert.h>
 #include <math.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "backend/cpu/conv_backward_kernels.h"
@@ -316,8 +317,18 @@ void rill__cpu_op_matmul_f32(const rill_block_ctx *ctx, const void *args) {
     tile_range t = matmul_tile(p->m, p->n, p->row_panels, p->col_panels, ctx->block_idx.x);
     if (t.r0 == t.r1 || t.c0 == t.c1)
         return;
-    sgemm(t.r1 - t.r0, t.c1 - t.c0, p->k, p->a + t.r0 * p->k, p->k, p->b + t.c0, p->n,
-          p->c + t.r0 * p->n + t.c0, p->n);
+    if (p->trans == 0) {
+        sgemm(t.r1 - t.r0, t.c1 - t.c0, p->k, p->a + t.r0 * p->k, p->k, p->b + t.c0, p->n,
+              p->c + t.r0 * p->n + t.c0, p->n);
+        return;
+    }
+    /* A transposed operand: a [k,m] (row i of the product is column i of
+     * a), b [n,k] (column j of the product is row j of b). */
+    bool at = (p->trans & RILL_MATMUL_A_T) != 0, bt = (p->trans & RILL_MATMUL_B_T) != 0;
+    const float *a = at ? p->a + t.r0 : p->a + t.r0 * p->k;
+    const float *b = bt ? p->b + t.c0 * p->k : p->b + t.c0;
+    rill__cpu_sgemm_strided(t.r1 - t.r0, t.c1 - t.c0, p->k, a, at ? 1 : p->k, at ? p->m : 1, b,
+                            bt ? 1 : p->n, bt ? p->k : 1, 0.0f, p->c + t.r0 * p->n + t.c0, p->n);
 }
 
 /* Each chunk of c (at most RILL__OP_F16_MM_ROWS x RILL__OP_F16_MM_COLS)

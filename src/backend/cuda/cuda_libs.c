@@ -465,7 +465,8 @@ static rill_status blas_bind(const struct rill__cuda_blas *t, cublasHandle_t h, 
 }
 
 /* Row-major c[m,n] = a[m,k] b[k,n] is column-major c^T = b^T a^T: the
- * operands swap and nothing is transposed. Every dimension is at most
+ * operands swap (a transposed one, RILL_MATMUL_A_T or _B_T, is then
+ * transposed by cuBLAS). Every dimension is at most
  * RILL__OP_MAX_DIM = INT_MAX (checked by the op layer), so the casts to
  * int are exact. */
 static rill_status matmul(const struct rill__cuda_blas *t, cublasHandle_t h, rill__op op,
@@ -476,8 +477,13 @@ static rill_status matmul(const struct rill__cuda_blas *t, cublasHandle_t h, ril
     if (op == RILL__OP_MATMUL_F32) {
         const rill__op_matmul_args *p = args;
         call = "cublasSgemm_v2";
-        s = t->sgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, (int)p->n, (int)p->m, (int)p->k, &one, p->b,
-                     (int)p->n, p->a, (int)p->k, &zero, p->c, (int)p->n);
+        /* A transposed operand is the column-major matrix itself, which
+         * cuBLAS transposes: b [n,k] with leading dimension k, a [k,m]
+         * with m. */
+        bool at = (p->trans & RILL_MATMUL_A_T) != 0, bt = (p->trans & RILL_MATMUL_B_T) != 0;
+        s = t->sgemm(h, bt ? CUBLAS_OP_T : CUBLAS_OP_N, at ? CUBLAS_OP_T : CUBLAS_OP_N, (int)p->n,
+                     (int)p->m, (int)p->k, &one, p->b, bt ? (int)p->k : (int)p->n, p->a,
+                     at ? (int)p->m : (int)p->k, &zero, p->c, (int)p->n);
     } else {
         const rill__op_matmul_f16_args *p = args;
         call = "cublasGemmEx";
