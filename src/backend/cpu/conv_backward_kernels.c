@@ -2,7 +2,8 @@
 /* CPU bodies of conv2d's backward: the input gradient as a product of the
  * transposed weight and grad_out followed by col2im, the weight gradient
  * as grad_out times the transposed im2col matrix of the input, both on
- * BLIS's sgemm (sgemm.c) with strides that transpose without copying.
+ * BLIS's sgemm (sgemm.c) with strides that transpose without copying;
+ * and the strided im2col they share with the forward (op_kernels.c).
  * Layer: CPU backend; the launches are built in src/ops/ops_conv_backward.c.
  * Invariants: a block writes only the planes of grad_in (or the columns of
  * grad_weight) of its own channel groups, so blocks never race, and each
@@ -12,8 +13,50 @@
 
 #include <string.h>
 
-#include "backend/cpu/op_kernels.h"
 #include "backend/cpu/sgemm.h"
+
+/* The im2col matrix of output rows [oy0, oy0 + rows) of one image with
+ * strides and zero padding: row (ci*r + ri)*s + si, column y*ow + x holds
+ * in[ci, (oy0+y)*stride_h + ri - pad_h, x*stride_w + si - pad_w], or 0
+ * outside the image. Along a row, the columns that read the image are one
+ * run [x0, x1): zeros either side, a copy between (a memcpy at stride 1). */
+void rill__cpu_im2col_ex(const rill__op_conv2d_ex_args *p, const float *img, size_t oy0,
+                         size_t rows, float *col) {
+    size_t ow = p->ow, cols = rows * ow, sw = p->stride_w;
+    for (size_t ci = 0; ci < p->c; ci++) {
+        const float *plane = img + ci * p->h * p->w;
+        for (size_t ri = 0; ri < p->r; ri++) {
+            for (size_t si = 0; si < p->s; si++) {
+                /* Column x reads ix = x*sw + si - pad_w: inside the image for
+                 * x in [x0, x1). */
+                size_t x0 = si >= p->pad_w ? 0 : (p->pad_w - si + sw - 1) / sw;
+                size_t x1 = p->w + p->pad_w > si ? (p->w + p->pad_w - si + sw - 1) / sw : 0;
+                if (x1 > ow)
+                    x1 = ow;
+                if (x0 > x1)
+                    x0 = x1;
+                float *dst = col + ((ci * p->r + ri) * p->s + si) * cols;
+                for (size_t y = 0; y < rows; y++, dst += ow) {
+                    size_t iy = (oy0 + y) * p->stride_h + ri; /* + pad_h: unsigned */
+                    if (iy < p->pad_h || iy - p->pad_h >= p->h || x0 == x1) {
+                        memset(dst, 0, ow * sizeof *dst);
+                        continue;
+                    }
+                    /* src[x*sw] is in[ci, iy - pad_h, x*sw + si - pad_w], for x >= x0. */
+                    const float *src = plane + (iy - p->pad_h) * p->w + x0 * sw + si - p->pad_w;
+                    memset(dst, 0, x0 * sizeof *dst);
+                    if (sw == 1) {
+                        memcpy(dst + x0, src, (x1 - x0) * sizeof *dst);
+                    } else {
+                        for (size_t x = x0; x < x1; x++)
+                            dst[x] = src[(x - x0) * sw];
+                    }
+                    memset(dst + x1, 0, (ow - x1) * sizeof *dst);
+                }
+            }
+        }
+    }
+}
 
 /* [*begin, *end): block ctx's share of count items, in equal runs (the
  * last may be shorter or empty). */
