@@ -12,7 +12,7 @@
 # (PTX for any GPU and an sm_90 cubin) and embedded; without nvcc they have
 # no image and the ops are refused on CUDA devices with a sentence. Sets
 # RILL_CUDA_BUILT, RILL_CUDA_SOURCES and RILL_NVCC, and defines
-# rill_cuda_configure, rill_ptx_source and rill_fatbin_source.
+# rill_cuda_configure and rill_ptx_source.
 option(RILL_CUDA "Build the CUDA backend when the CUDA toolkit's headers are found" ON)
 
 find_program(RILL_NVCC nvcc HINTS ENV CUDA_PATH ENV CUDA_HOME PATH_SUFFIXES bin
@@ -62,67 +62,47 @@ if(RILL_CUDA)
   endif()
 endif()
 
-# rill_ptx_source(<out.c> <source.cu> <function> [DEPENDS files...]):
+# rill_ptx_source(<out.c> <source.cu> <function> [FATBIN] [DEPENDS files...]):
 # generates out.c, which defines `const char *<function>(void)` returning
 # the PTX of source.cu, or NULL when nvcc was not found. The PTX is for
 # compute_75, the oldest architecture nvcc 13 targets, which the driver
 # compiles for the GPU it finds; ptxas assembles it for sm_90 (the GPUs
 # rill is checked on), so PTX the driver would refuse fails the build.
-# -lineinfo lets compute-sanitizer name source lines.
+# With FATBIN, the function returns a fatbin instead (8-byte aligned): that
+# PTX beside the sm_90 cubin, which the driver loads as it is on the GPUs
+# rill is checked on, even where the driver is older than the toolkit and
+# so could not compile the PTX. Its images are not compressed, so the PTX
+# can be read back (tests/unit/test_cuda_ops.c does). -lineinfo lets
+# compute-sanitizer name source lines.
 function(rill_ptx_source out_c cu symbol)
-  cmake_parse_arguments(P "" "" "DEPENDS" ${ARGN})
+  cmake_parse_arguments(P "FATBIN" "" "DEPENDS" ${ARGN})
   get_filename_component(base ${out_c} NAME_WE)
   get_filename_component(dir ${out_c} DIRECTORY)
-  set(ptx ${dir}/${base}.ptx)
   set(embed ${PROJECT_SOURCE_DIR}/cmake/embed_ptx.cmake)
   if(RILL_NVCC AND RILL_PTXAS)
-    set(flags -ptx -arch=compute_75 -std=c++17 -O3 -lineinfo -I${PROJECT_SOURCE_DIR}/src
-      -I${PROJECT_SOURCE_DIR}/include)
+    set(flags -std=c++17 -O3 -lineinfo -I${PROJECT_SOURCE_DIR}/src -I${PROJECT_SOURCE_DIR}/include)
     if(RILL_WERROR)
       list(APPEND flags -Werror all-warnings)
     endif()
-    add_custom_command(OUTPUT ${out_c}
-      COMMAND ${CMAKE_COMMAND} -E make_directory ${dir}
-      COMMAND ${RILL_NVCC} ${flags} ${cu} -o ${ptx}
-      COMMAND ${RILL_PTXAS} -arch=sm_90 ${ptx} -o ${dir}/${base}.sm_90.cubin
-      COMMAND ${CMAKE_COMMAND} -DPTX=${ptx} -DOUT=${out_c} -DSYMBOL=${symbol} -P ${embed}
-      DEPENDS ${cu} ${P_DEPENDS} ${embed}
-      COMMENT "PTX of ${cu}" VERBATIM)
-  else()
-    add_custom_command(OUTPUT ${out_c}
-      COMMAND ${CMAKE_COMMAND} -E make_directory ${dir}
-      COMMAND ${CMAKE_COMMAND} -DOUT=${out_c} -DSYMBOL=${symbol} -P ${embed}
-      DEPENDS ${embed} VERBATIM)
-  endif()
-endfunction()
-
-# rill_fatbin_source(<out.c> <source.cu> <function> [DEPENDS files...]):
-# generates out.c, which defines `const char *<function>(void)` returning
-# a fatbin of source.cu (8-byte aligned), or NULL when nvcc was not found.
-# The fatbin holds PTX for compute_75, which the driver compiles for the
-# GPU it finds, and an sm_90 cubin, which the driver loads as it is on the
-# GPUs rill is checked on, even where the driver is older than the
-# toolkit and so could not compile the PTX. The images are not compressed,
-# so the PTX can be read back (tests/unit/test_cuda_ops.c does).
-function(rill_fatbin_source out_c cu symbol)
-  cmake_parse_arguments(P "" "" "DEPENDS" ${ARGN})
-  get_filename_component(base ${out_c} NAME_WE)
-  get_filename_component(dir ${out_c} DIRECTORY)
-  set(fatbin ${dir}/${base}.fatbin)
-  set(embed ${PROJECT_SOURCE_DIR}/cmake/embed_ptx.cmake)
-  if(RILL_NVCC AND RILL_PTXAS)
-    set(flags -fatbin -gencode arch=compute_75,code=compute_75 -gencode arch=compute_90,code=sm_90
-      -Xfatbin=-compress=false -std=c++17 -O3 -lineinfo -I${PROJECT_SOURCE_DIR}/src
-      -I${PROJECT_SOURCE_DIR}/include)
-    if(RILL_WERROR)
-      list(APPEND flags -Werror all-warnings)
+    if(P_FATBIN)
+      set(image ${dir}/${base}.fatbin)
+      set(make ${RILL_NVCC} ${flags} -fatbin -gencode arch=compute_75,code=compute_75
+        -gencode arch=compute_90,code=sm_90 -Xfatbin=-compress=false ${cu} -o ${image})
+      set(check) # nvcc's ptxas made the cubin
+      set(embed_image -DIMAGE=${image})
+    else()
+      set(image ${dir}/${base}.ptx)
+      set(make ${RILL_NVCC} ${flags} -ptx -arch=compute_75 ${cu} -o ${image})
+      set(check COMMAND ${RILL_PTXAS} -arch=sm_90 ${image} -o ${dir}/${base}.sm_90.cubin)
+      set(embed_image -DPTX=${image})
     endif()
     add_custom_command(OUTPUT ${out_c}
       COMMAND ${CMAKE_COMMAND} -E make_directory ${dir}
-      COMMAND ${RILL_NVCC} ${flags} ${cu} -o ${fatbin}
-      COMMAND ${CMAKE_COMMAND} -DIMAGE=${fatbin} -DOUT=${out_c} -DSYMBOL=${symbol} -P ${embed}
+      COMMAND ${make}
+      ${check}
+      COMMAND ${CMAKE_COMMAND} ${embed_image} -DOUT=${out_c} -DSYMBOL=${symbol} -P ${embed}
       DEPENDS ${cu} ${P_DEPENDS} ${embed}
-      COMMENT "fatbin of ${cu}" VERBATIM)
+      COMMENT "Kernels of ${cu}" VERBATIM)
   else()
     add_custom_command(OUTPUT ${out_c}
       COMMAND ${CMAKE_COMMAND} -E make_directory ${dir}
@@ -133,8 +113,8 @@ endfunction()
 
 if(RILL_CUDA_BUILT)
   set(rill_op_image_c ${PROJECT_BINARY_DIR}/generated/cuda/op_image.c)
-  rill_fatbin_source(${rill_op_image_c} ${PROJECT_SOURCE_DIR}/src/backend/cuda/op_kernels.cu
-    rill__cuda_op_image DEPENDS ${PROJECT_SOURCE_DIR}/src/backend/op_args.h
+  rill_ptx_source(${rill_op_image_c} ${PROJECT_SOURCE_DIR}/src/backend/cuda/op_kernels.cu
+    rill__cuda_op_image FATBIN DEPENDS ${PROJECT_SOURCE_DIR}/src/backend/op_args.h
     ${PROJECT_SOURCE_DIR}/src/backend/half_bits.h ${PROJECT_SOURCE_DIR}/src/backend/op_math.h)
   set(RILL_CUDA_SOURCES
     src/backend/cuda/cuda_driver.c
