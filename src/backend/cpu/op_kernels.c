@@ -22,6 +22,7 @@
 #include "backend/cpu/pool_kernels.h"
 #include "backend/cpu/sgemm.h"
 #include "backend/cpu/tensor_kernels.h"
+#include "backend/cpu/vec_math.h"
 #include "backend/op_math.h"
 
 /* Launch arguments that fit the command's inline buffer are stored
@@ -198,34 +199,11 @@ void rill__cpu_op_add_scalar_f16(const rill_block_ctx *ctx, const void *args) {
 
 /* ---- sum ---- */
 
-/* Sum of a[0..n) in double precision. Eight independent accumulators keep
- * the adds pipelined; they are combined in a fixed order, so the result
- * depends only on the data. The error is about n * 2^-53 of the sum of
- * |a[i]|, far below float's resolution for any n that fits in memory. */
-static double sum_run(const float *a, size_t n) {
-    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0, s4 = 0.0, s5 = 0.0, s6 = 0.0, s7 = 0.0;
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        s0 += (double)a[i];
-        s1 += (double)a[i + 1];
-        s2 += (double)a[i + 2];
-        s3 += (double)a[i + 3];
-        s4 += (double)a[i + 4];
-        s5 += (double)a[i + 5];
-        s6 += (double)a[i + 6];
-        s7 += (double)a[i + 7];
-    }
-    double tail = 0.0;
-    for (; i < n; i++)
-        tail += (double)a[i];
-    return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7)) + tail;
-}
-
 void rill__cpu_op_sum_partial_f32(const rill_block_ctx *ctx, const void *args) {
     const rill__op_sum_partial_args *p = args;
     size_t begin, end;
     block_range(ctx, p->n, RILL__OP_SLICE_ALIGN, &begin, &end);
-    double total = sum_run(p->a + begin, end - begin);
+    double total = rill__vec_sum(p->a + begin, end - begin);
     if (p->partials != NULL)
         p->partials[ctx->block_idx.x] = total;
     else
@@ -242,14 +220,14 @@ void rill__cpu_op_sum_final_f32(const rill_block_ctx *ctx, const void *args) {
 }
 
 /* The sum of n halves in double precision: chunks converted to floats,
- * each added by sum_run. */
+ * each added by rill__vec_sum. */
 static double sum_run_f16(const uint16_t *a, size_t n) {
     float chunk[HALF_CHUNK];
     double total = 0.0;
     for (size_t i = 0; i < n; i += HALF_CHUNK) {
         size_t m = n - i < HALF_CHUNK ? n - i : HALF_CHUNK;
         rill__half_to_float_n(chunk, a + i, m);
-        total += sum_run(chunk, m);
+        total += rill__vec_sum(chunk, m);
     }
     return total;
 }

@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: MIT */
+/* Float exp, tanh and sigmoid that the CPU op bodies' loops vectorize, and
+ * the double-precision sum of a run of floats that their sums share: a
+ * polynomial after range reduction, straight-line code of IEEE additions,
+ * multiplications, divisions and bit operations, with no call and no
+ * branch (both sides of a choice are computed, then one is selected). So
+ * a vector lane and the scalar loop that ends a run give the same bits,
+ * and a result does not depend on how a launch splits its elements; the
+ * files that use them are compiled with -ffp-contract=off, so no fused
+ * multiply-add changes a rounding either. rill__vec_expf is within 2 ulp
+ * of exp over float's whole range (test_vec_math.c sweeps every
+ * exponent) and gives expf's special values: 0 below about -103.97
+ * (and at -inf), +inf above about 88.72 (and at +inf), NaN for NaN, and
+ * subnormal results rounded once. */
+#ifndef RILL_CPU_VEC_MATH_H
+#define RILL_CPU_VEC_MATH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+static inline uint32_t rill__vec_bits(float x) {
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+static inline float rill__vec_float(uint32_t u) {
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+/* 2^e for e in [-126, 127], from its exponent bits. */
+static inline float rill__vec_pow2(int32_t e) {
+    return rill__vec_float((uint32_t)(e + 127) << 23);
+}
+
+/* e^x: x = n ln2 + r with n = round(x / ln2) and |r| <= ln2 / 2 (ln2 in
+ * two parts, the first with trailing zeros so that n * its part is exact),
+ * e^r by a degree-7 polynomial (SLEEF's expf coefficients), then times 2^n
+ * as 2^(n/2) 2^(n - n/2): the first product is exact, the second rounds
+ * once, also where the result is subnormal or overflows. x is first
+ * clamped to [-104, 89], where e^x already rounds to 0 and to +inf; a NaN
+ * passes the clamp and every step after it. */
+static inline float rill__vec_expf(float x) {
+    const float magic = 0x1.8p23f; /* adding it rounds |v| < 2^22 to an integer */
+    float c = x < -104.0f ? -104.0f : x;
+    c = c > 89.0f ? 89.0f : c;
+    float k = c * 1.44269504088896341f + magic;
+    /* n sits in k's low mantissa bits: k's bits minus magic's are n in
+     * two's complement. */
+    int32_t n = (int32_t)(rill__vec_bits(k) - rill__vec_bits(magic));
+    float kf = k - magic;
+    float r = c - kf * 0.693145751953125f;
+    r = r - kf * 1.428606765330187045e-6f;
+    float p = 0.000198527617612853646278381f;
+    p = p * r + 0.00139304355252534151077271f;
+    p = p * r + 0.00833336077630519866943359f;
+    p = p * r + 0.0416664853692054748535156f;
+    p = p * r + 0.166666671633720397949219f;
+    p = p * r + 0.5f;
+    float y = (r * r * p + r) + 1.0f;
+    int32_t n1 = n / 2;
+    return y * rill__vec_pow2(n1) * rill__vec_pow2(n - n1);
+}
+
+/* tanh x: for |x| < 0.625 x + x^3 P(x^2) (Cephes's tanhf), where the
+ * other form would cancel; else 1 - 2 / (e^(2|x|) + 1), 1 once e^(2|x|)
+ * overflows; either with x's sign (so tanh -0 is -0). */
+static inline float rill__vec_tanhf(float x) {
+    float z = x * x;
+    float p = -5.70498872745e-3f;
+    p = p * z + 2.06390887954e-2f;
+    p = p * z - 5.37397155531e-2f;
+    p = p * z + 1.33314422036e-1f;
+    p = p * z - 3.33332819422e-1f;
+    float small = x + x * z * p;
+    uint32_t sign = rill__vec_bits(x) & 0x80000000u;
+    float ax = rill__vec_float(rill__vec_bits(x) & 0x7fffffffu);
+    float big = 1.0f - 2.0f / (rill__vec_expf(ax + ax) + 1.0f);
+    float t = ax < 0.625f ? small : big;
+    return rill__vec_float((rill__vec_bits(t) & 0x7fffffffu) | sign);
+}
+
+/* 1 / (1 + e^-x), as rill__op_sigmoid with rill__vec_expf. */
+static inline float rill__vec_sigmoidf(float x) {
+    return 1.0f / (1.0f + rill__vec_expf(-x));
+}
+
+/* The sum of a[0..n) in double precision. Eight independent accumulators
+ * keep the adds pipelined (and vectorized); they are combined in a fixed
+ * order, so the result depends only on the data. The error is about
+ * n * 2^-53 of the sum of |a[i]|, far below float's resolution for any n
+ * that fits in memory. */
+static inline double rill__vec_sum(const float *a, size_t n) {
+    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0, s4 = 0.0, s5 = 0.0, s6 = 0.0, s7 = 0.0;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        s0 += (double)a[i];
+        s1 += (double)a[i + 1];
+        s2 += (double)a[i + 2];
+        s3 += (double)a[i + 3];
+        s4 += (double)a[i + 4];
+        s5 += (double)a[i + 5];
+        s6 += (double)a[i + 6];
+        s7 += (double)a[i + 7];
+    }
+    double tail = 0.0;
+    for (; i < n; i++)
+        tail += (double)a[i];
+    return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7)) + tail;
+}
+
+#endif

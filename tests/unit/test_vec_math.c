@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: MIT */
+/* The CPU op bodies' vectorizable exp, tanh and sigmoid
+ * (src/backend/cpu/vec_math.h) against the C library's double-precision
+ * functions: the error in ulps over every float exponent of both signs,
+ * and the special values that expf gives (infinities, NaN, overflow, the
+ * subnormal results and underflow to 0). */
+#include "fixture.h"
+
+#include "backend/cpu/vec_math.h"
+
+#include <float.h>
+#include <math.h>
+
+/* Mantissas tried per exponent and sign: both ends and a spread between. */
+#define STEPS 2048
+
+/* |got - want| in units of the last place of want's binade (2^-149 at
+ * least, float's subnormal spacing); +inf counts as 2^128, the next
+ * power of two past FLT_MAX, and so does any want beyond it. */
+static double ulps(float got, double want) {
+    const double two128 = 0x1p128;
+    double g = isinf(got) ? copysign(two128, (double)got) : (double)got;
+    double w = fabs(want) > two128 ? copysign(two128, want) : want;
+    int e;
+    frexp(w, &e); /* |w| in [2^(e-1), 2^e) */
+    int lsb = e - 1 - 23 < -149 ? -149 : e - 1 - 23;
+    return fabs(g - w) / ldexp(1.0, lsb);
+}
+
+/* The float with sign s, biased exponent be and mantissa m (23 bits). */
+static float make_float(uint32_t s, uint32_t be, uint32_t m) {
+    return rill__vec_float(s << 31 | be << 23 | m);
+}
+
+typedef float vec_fn(float);
+typedef double ref_fn(double);
+
+/* The largest error of fn against ref over every exponent and sign
+ * (mantissas: STEPS spread out, both ends), at |x| < limit; *at gets the
+ * x where it is. */
+static double worst_ulps(vec_fn *fn, ref_fn *ref, double limit, float *at) {
+    double worst = 0.0;
+    for (uint32_t s = 0; s < 2; s++)
+        for (uint32_t be = 0; be < 255; be++)
+            for (uint32_t k = 0; k <= STEPS; k++) {
+                uint32_t m = (uint32_t)(((uint64_t)0x7fffff * k) / STEPS);
+                float x = make_float(s, be, m);
+                if (fabs((double)x) >= limit)
+                    continue;
+                double err = ulps(fn(x), ref((double)x));
+                if (err > worst) {
+                    worst = err;
+                    *at = x;
+                }
+            }
+    return worst;
+}
+
+static double sigmoid_ref(double x) {
+    return 1.0 / (1.0 + exp(-x));
+}
+
+static float vec_exp(float x) {
+    return rill__vec_expf(x);
+}
+
+static float vec_tanh(float x) {
+    return rill__vec_tanhf(x);
+}
+
+static float vec_sigmoid(float x) {
+    return rill__vec_sigmoidf(x);
+}
+
+/* "rill__vec_expf is within 2 ulp of exp over float's whole range": every
+ * exponent of both signs, overflow and subnormal results included. */
+static void test_vec_expf_is_within_2_ulp_everywhere(void **state) {
+    (void)state;
+    float at = 0.0f;
+    double worst = worst_ulps(vec_exp, exp, INFINITY, &at);
+    if (worst > 2.0)
+        fail_msg("exp(%a) is %.2f ulp off", (double)at, worst);
+}
+
+/* "... and gives expf's special values": 0 at -inf and below about
+ * -103.97, +inf at +inf and above about 88.72, NaN for NaN, 1 at 0. */
+static void test_vec_expf_special_values_are_expfs(void **state) {
+    (void)state;
+    assert_true(rill__vec_expf(-INFINITY) == 0.0f);
+    assert_true(isinf(rill__vec_expf(INFINITY)) && rill__vec_expf(INFINITY) > 0.0f);
+    assert_true(isnan(rill__vec_expf(NAN)));
+    assert_true(isnan(rill__vec_expf(-NAN)));
+    assert_true(rill__vec_expf(0.0f) == 1.0f);
+    assert_true(rill__vec_expf(-0.0f) == 1.0f);
+    assert_true(rill__vec_expf(FLT_MIN) == 1.0f);
+    assert_true(rill__vec_expf(-FLT_TRUE_MIN) == 1.0f);
+    /* The largest x whose exp is finite, and the next float: inf. */
+    float top = 0x1.62e42ep+6f;
+    assert_true(rill__vec_expf(top) == expf(top));
+    assert_true(isinf(rill__vec_expf(nextafterf(top, INFINITY))));
+    assert_true(isinf(rill__vec_expf(FLT_MAX)));
+    /* The smallest subnormal result, 0 below it, and a subnormal result
+     * rounded once, as expf rounds it. */
+    float low = -0x1.9fe368p+6f; /* exp rounds to 2^-149 */
+    assert_true(rill__vec_expf(low) == FLT_TRUE_MIN);
+    assert_true(rill__vec_expf(-104.0f) == 0.0f);
+    assert_true(rill__vec_expf(-FLT_MAX) == 0.0f);
+    for (float x = -103.5f; x < -87.0f; x += 0.37f)
+        if (ulps(rill__vec_expf(x), exp((double)x)) > 1.0)
+            fail_msg("exp(%a) = %a, want %a", (double)x, (double)rill__vec_expf(x),
+                     (double)expf(x));
+}
+
+/* tanh within 2 ulp everywhere, odd, with tanh's special values. */
+static void test_vec_tanhf_is_within_2_ulp_and_odd(void **state) {
+    (void)state;
+    float at = 0.0f;
+    double worst = worst_ulps(vec_tanh, tanh, INFINITY, &at);
+    if (worst > 2.0)
+        fail_msg("tanh(%a) is %.2f ulp off", (double)at, worst);
+    assert_true(rill__vec_tanhf(INFINITY) == 1.0f);
+    assert_true(rill__vec_tanhf(-INFINITY) == -1.0f);
+    assert_true(isnan(rill__vec_tanhf(NAN)));
+    assert_true(rill__vec_tanhf(0.0f) == 0.0f && !signbit(rill__vec_tanhf(0.0f)));
+    assert_true(rill__vec_tanhf(-0.0f) == 0.0f && signbit(rill__vec_tanhf(-0.0f)));
+    assert_true(rill__vec_tanhf(-FLT_TRUE_MIN) == -FLT_TRUE_MIN);
+    for (float x = 0.01f; x < 12.0f; x *= 1.37f)
+        assert_true(rill__vec_tanhf(-x) == -rill__vec_tanhf(x));
+}
+
+/* sigmoid within 3 ulp where e^-x is finite (three roundings after the
+ * exp), 0 and 1 at the infinities, NaN for NaN. */
+static void test_vec_sigmoidf_is_within_3_ulp(void **state) {
+    (void)state;
+    float at = 0.0f;
+    double worst = worst_ulps(vec_sigmoid, sigmoid_ref, 88.0, &at);
+    if (worst > 3.0)
+        fail_msg("sigmoid(%a) is %.2f ulp off", (double)at, worst);
+    assert_true(rill__vec_sigmoidf(-INFINITY) == 0.0f);
+    assert_true(rill__vec_sigmoidf(INFINITY) == 1.0f);
+    assert_true(isnan(rill__vec_sigmoidf(NAN)));
+}
+
+/* The double sum of a run: exact for integers, whatever the length's
+ * remainder by the eight accumulators. */
+static void test_vec_sum_adds_every_element(void **state) {
+    (void)state;
+    float a[37];
+    for (size_t i = 0; i < 37; i++)
+        a[i] = (float)(i + 1);
+    for (size_t n = 0; n <= 37; n++)
+        assert_true(rill__vec_sum(a, n) == (double)(n * (n + 1) / 2));
+}
+
+int main(int argc, char **argv) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_vec_expf_is_within_2_ulp_everywhere),
+        cmocka_unit_test(test_vec_expf_special_values_are_expfs),
+        cmocka_unit_test(test_vec_tanhf_is_within_2_ulp_and_odd),
+        cmocka_unit_test(test_vec_sigmoidf_is_within_3_ulp),
+        cmocka_unit_test(test_vec_sum_adds_every_element),
+    };
+    if (argc > 1)
+        cmocka_set_test_filter(argv[1]);
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
