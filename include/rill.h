@@ -774,8 +774,11 @@ typedef enum rill_map_op {
 } rill_map_op;
 /* out[i] = op(a[i]) for i < n, with alpha where op names it (ignored
  * otherwise): activations and the ops between a tensor and a number.
- * Computed in float32 with the C library's functions on the CPU and CUDA's
- * on a GPU (which may differ in the last bit). out may equal a, as for
+ * Computed in float32; on the CPU exp, sigmoid, silu, tanh and GELU_TANH
+ * use rill's vectorized exp and tanh (within 2 ulp of exact, sigmoid 3,
+ * with the C library's results at infinities, NaN, overflow and
+ * underflow), the others the C library's functions; on a GPU CUDA's (the
+ * two may differ in the last bits). out may equal a, as for
  * rill_op_add_f32; an op outside rill_map_op is
  * RILL_ERROR_INVALID_ARGUMENT. */
 rill_status rill_op_map_f32(rill_stream *s, rill_map_op op, float *out, const float *a,
@@ -809,7 +812,9 @@ rill_status rill_op_reduce_dim_f32(rill_stream *s, rill_reduce_dim_op op, float 
  * out[o, d, i] = exp(a[o, d, i] - m) / sum over e of exp(a[o, e, i] - m),
  * m the largest a[o, :, i], the sum in double precision; out has a's
  * shape and may equal a. log_softmax gives a[o, d, i] - m - log(sum), the
- * logarithm without its rounding errors. */
+ * logarithm without its rounding errors. As PyTorch's, a row holding a
+ * NaN or +inf, or only -inf, gives NaNs, and -inf among numbers gives 0
+ * (log_softmax -inf). */
 rill_status rill_op_softmax_f32(rill_stream *s, float *out, const float *a, size_t outer,
                                 size_t dim, size_t inner);
 rill_status rill_op_log_softmax_f32(rill_stream *s, float *out, const float *a, size_t outer,

@@ -311,7 +311,8 @@ typedef struct rill__op_map_args {
 /* a is [outer, dim, inner] and out [outer, inner], contiguous: out[o, i]
  * = the rill_reduce_dim_op op over d < dim of a[o, d, i]; for MAX and MIN,
  * indices (when not NULL) gets the first d that gives it (a NaN wins, as
- * the first NaN). Sums add in double precision in order of d. Block b
+ * the first NaN). Sums add in double precision in an order fixed by dim
+ * and inner. Block b
  * takes the b-th slice of the outer * inner outputs. */
 typedef struct rill__op_reduce_dim_args {
     float *out;

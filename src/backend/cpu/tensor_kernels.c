@@ -5,8 +5,10 @@
  * strided ops' indices, of the reductions' outputs, of softmax's rows, of
  * pooling's output rows, of an embedding's rows), so blocks never race,
  * and every result is a pure function of the inputs: sums add in double
- * precision in a fixed order (an embedding's backward in float, as
- * PyTorch's, in order of the indices). */
+ * precision in an order fixed by the shape (an embedding's backward in
+ * float, as PyTorch's, in order of the indices), and exp, tanh and
+ * sigmoid are vec_math.h's, which give the same bits in a vector lane as
+ * in the scalar loop that ends a run. */
 #include "backend/cpu/tensor_kernels.h"
 
 #include <inttypes.h>
@@ -16,6 +18,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "backend/cpu/vec_math.h"
 #include "backend/op_math.h"
 
 /* [*begin, *end): block ctx's share of count items, in equal runs (the
@@ -33,7 +36,8 @@ static void slice_of(const rill_block_ctx *ctx, size_t count, size_t *begin, siz
 /* The element loops take op as a constant: each call, made from a switch on
  * the op, inlines into a loop of its own with no switch inside, which the
  * compiler vectorizes where the op's math allows (arithmetic, comparisons,
- * fabsf and sqrtf; not powf, expf and their kin). This file is compiled
+ * fabsf, sqrtf and vec_math.h's exp and tanh; not powf, erff and logf).
+ * This file is compiled
  * with GCC's dynamic vectorizer cost model (CMakeLists.txt), as -O2's
  * very-cheap one vectorizes no loop whose count is not known. The pointers
  * are not restrict: rill.h lets out equal an input (in place), and the
@@ -41,9 +45,29 @@ static void slice_of(const rill_block_ctx *ctx, size_t count, size_t *begin, siz
  * partial overlap, which rill.h refuses, takes the scalar loop). */
 #define ELEMENT_LOOP static inline __attribute__((always_inline)) void
 
+/* rill__op_map_value, with vec_math.h's exp and tanh in place of the C
+ * library's, which no loop vectorizes. */
+static inline __attribute__((always_inline)) float map_value(uint32_t op, float x, float alpha) {
+    switch (op) {
+    case RILL_MAP_EXP:
+        return rill__vec_expf(x);
+    case RILL_MAP_SIGMOID:
+        return rill__vec_sigmoidf(x);
+    case RILL_MAP_SILU:
+        return x * rill__vec_sigmoidf(x);
+    case RILL_MAP_TANH:
+        return rill__vec_tanhf(x);
+    case RILL_MAP_GELU_TANH:
+        return 0.5f * x *
+               (1.0f + rill__vec_tanhf(0.79788456080286535588f * (x + 0.044715f * x * x * x)));
+    default:
+        return rill__op_map_value(op, x, alpha);
+    }
+}
+
 ELEMENT_LOOP map_loop(uint32_t op, float *out, const float *a, float alpha, size_t n) {
     for (size_t i = 0; i < n; i++)
-        out[i] = rill__op_map_value(op, a[i], alpha);
+        out[i] = map_value(op, a[i], alpha);
 }
 
 /* out[i] = a[i] (op) b[i]. */
@@ -261,24 +285,50 @@ void rill__cpu_op_map_f32(const rill_block_ctx *ctx, const void *args) {
 
 /* ---- along one dimension ---- */
 
+/* Items along the last dimension that the strided reductions and
+ * softmaxes take at once: a[o, d, i..i+COLS) is contiguous for each d, so
+ * each step over d is a vector loop over the columns. */
+#define COLS 64
+
+/* The sums of COLS columns (or fewer: cols) of a, dim rows inner apart,
+ * each in double precision in order of d. */
+static void column_sums(double *total, const float *a, size_t dim, size_t inner, size_t cols) {
+    for (size_t j = 0; j < cols; j++)
+        total[j] = 0.0;
+    for (size_t d = 0; d < dim; d++) {
+        const float *row = a + d * inner;
+        for (size_t j = 0; j < cols; j++)
+            total[j] += (double)row[j];
+    }
+}
+
 void rill__cpu_op_reduce_dim_f32(const rill_block_ctx *ctx, const void *args) {
     const rill__op_reduce_dim_args *p = args;
     size_t begin, end;
     slice_of(ctx, p->outer * p->inner, &begin, &end);
     bool is_sum = p->op == RILL_REDUCE_DIM_SUM || p->op == RILL_REDUCE_DIM_MEAN;
     bool is_max = p->op == RILL_REDUCE_DIM_MAX;
+    double divisor = p->op == RILL_REDUCE_DIM_MEAN ? (double)p->dim : 1.0;
+    if (is_sum && p->inner == 1) { /* contiguous rows */
+        for (size_t item = begin; item < end; item++)
+            p->out[item] = (float)(rill__vec_sum(p->a + item * p->dim, p->dim) / divisor);
+        return;
+    }
+    if (is_sum) { /* runs of columns of one o */
+        double total[COLS];
+        for (size_t item = begin; item < end;) {
+            size_t o = item / p->inner, i = item % p->inner;
+            size_t cols = rill__op_min_size(rill__op_min_size(p->inner - i, end - item), COLS);
+            column_sums(total, p->a + o * p->dim * p->inner + i, p->dim, p->inner, cols);
+            for (size_t j = 0; j < cols; j++)
+                p->out[item + j] = (float)(total[j] / divisor);
+            item += cols;
+        }
+        return;
+    }
     for (size_t item = begin; item < end; item++) {
         size_t o = item / p->inner, i = item % p->inner;
         const float *a = p->a + o * p->dim * p->inner + i;
-        if (is_sum) {
-            double total = 0.0;
-            for (size_t d = 0; d < p->dim; d++)
-                total += (double)a[d * p->inner];
-            if (p->op == RILL_REDUCE_DIM_MEAN)
-                total /= (double)p->dim;
-            p->out[item] = (float)total;
-            continue;
-        }
         float best = a[0];
         size_t at = 0;
         for (size_t d = 1; d < p->dim && !isnan(best); d++) {
@@ -294,34 +344,129 @@ void rill__cpu_op_reduce_dim_f32(const rill_block_ctx *ctx, const void *args) {
     }
 }
 
+/* The softmaxes below take m, the largest of a row, ignoring NaNs: a NaN
+ * makes its exp and so the row's sum NaN, and with it every output of the
+ * row, as PyTorch's. A row of -inf (or one holding +inf) gives NaNs, as
+ * PyTorch's does: inf - inf is NaN. Each exp is computed once. */
+
+/* The largest of a[0..n), n > 0, NaNs aside (unless a[0] is one). */
+static float row_max(const float *a, size_t n) {
+    float lane[8];
+    for (size_t j = 0; j < 8; j++)
+        lane[j] = a[0];
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (size_t j = 0; j < 8; j++)
+            lane[j] = a[i + j] > lane[j] ? a[i + j] : lane[j];
+    float m = a[0];
+    for (; i < n; i++)
+        m = a[i] > m ? a[i] : m;
+    for (size_t j = 0; j < 8; j++)
+        m = lane[j] > m ? lane[j] : m;
+    return m;
+}
+
+/* e[i] = exp(a[i] - m); e may equal a. */
+static void exp_shifted(float *e, const float *a, float m, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        e[i] = rill__vec_expf(a[i] - m);
+}
+
+/* e[j] = exp(a[j] - m[j]). */
+static void exp_shifted_columns(float *e, const float *a, const float *m, size_t n) {
+    for (size_t j = 0; j < n; j++)
+        e[j] = rill__vec_expf(a[j] - m[j]);
+}
+
+/* Exps of a log_softmax's row at a time, on the stack: the row's own
+ * exps are not stored. */
+#define EXP_CHUNK 256
+
+/* A row along the last dimension: out[0..dim) from a[0..dim). */
+static void softmax_row(float *out, const float *a, size_t dim, bool is_log) {
+    float m = row_max(a, dim);
+    if (!is_log) {
+        exp_shifted(out, a, m, dim);
+        float scale = (float)(1.0 / rill__vec_sum(out, dim));
+        for (size_t d = 0; d < dim; d++)
+            out[d] *= scale;
+        return;
+    }
+    float e[EXP_CHUNK];
+    double total = 0.0;
+    for (size_t d = 0; d < dim; d += EXP_CHUNK) {
+        size_t n = rill__op_min_size(dim - d, EXP_CHUNK);
+        exp_shifted(e, a + d, m, n);
+        total += rill__vec_sum(e, n);
+    }
+    /* (a - m) - log(sum) as written, as PyTorch computes it: folding m
+     * into the log first rounds it to m's precision, which loses the
+     * whole result once |m| passes 2^24 times it. */
+    float log_total = (float)log(total);
+    for (size_t d = 0; d < dim; d++)
+        out[d] = (a[d] - m) - log_total;
+}
+
+/* cols (at most COLS) rows along a middle dimension, side by side: out[d *
+ * inner + j] from a[d * inner + j], for d < dim, j < cols. */
+static void softmax_columns(float *out, const float *a, size_t dim, size_t inner, size_t cols,
+                            bool is_log) {
+    float m[COLS];
+    double total[COLS];
+    for (size_t j = 0; j < cols; j++) {
+        m[j] = a[j];
+        total[j] = 0.0;
+    }
+    for (size_t d = 1; d < dim; d++) {
+        const float *row = a + d * inner;
+        for (size_t j = 0; j < cols; j++)
+            m[j] = row[j] > m[j] ? row[j] : m[j];
+    }
+    float f[COLS];
+    for (size_t d = 0; d < dim; d++) {
+        const float *row = a + d * inner;
+        exp_shifted_columns(f, row, m, cols);
+        for (size_t j = 0; j < cols; j++)
+            total[j] += (double)f[j];
+        if (!is_log) /* log_softmax reads a again below, and out may equal it */
+            memcpy(out + d * inner, f, cols * sizeof *f);
+    }
+    if (is_log) {
+        for (size_t j = 0; j < cols; j++)
+            f[j] = (float)log(total[j]);
+        for (size_t d = 0; d < dim; d++) { /* (a - m) - log(sum), as softmax_row's */
+            const float *row = a + d * inner;
+            float *dst = out + d * inner;
+            for (size_t j = 0; j < cols; j++)
+                dst[j] = (row[j] - m[j]) - f[j];
+        }
+        return;
+    }
+    for (size_t j = 0; j < cols; j++)
+        f[j] = (float)(1.0 / total[j]);
+    for (size_t d = 0; d < dim; d++) {
+        float *dst = out + d * inner;
+        for (size_t j = 0; j < cols; j++)
+            dst[j] *= f[j];
+    }
+}
+
 void rill__cpu_op_softmax_f32(const rill_block_ctx *ctx, const void *args) {
     const rill__op_softmax_args *p = args;
     size_t begin, end;
     slice_of(ctx, p->outer * p->inner, &begin, &end);
-    size_t step = p->inner;
-    for (size_t row = begin; row < end; row++) {
+    bool is_log = p->is_log != 0;
+    if (p->inner == 1) {
+        for (size_t row = begin; row < end; row++)
+            softmax_row(p->out + row * p->dim, p->a + row * p->dim, p->dim, is_log);
+        return;
+    }
+    for (size_t row = begin; row < end;) {
         size_t o = row / p->inner, i = row % p->inner;
-        const float *a = p->a + o * p->dim * p->inner + i;
-        float *out = p->out + o * p->dim * p->inner + i;
-        float m = a[0];
-        for (size_t d = 1; d < p->dim; d++)
-            if (a[d * step] > m || isnan(a[d * step]))
-                m = a[d * step];
-        double total = 0.0;
-        for (size_t d = 0; d < p->dim; d++)
-            total += (double)expf(a[d * step] - m);
-        if (p->is_log) {
-            /* (a - m) - log(sum) as written, as PyTorch computes it: folding
-             * m into the log first rounds it to m's precision, which loses
-             * the whole result once |m| passes 2^24 times it. */
-            float log_total = (float)log(total);
-            for (size_t d = 0; d < p->dim; d++)
-                out[d * step] = (a[d * step] - m) - log_total;
-        } else {
-            float scale = (float)(1.0 / total);
-            for (size_t d = 0; d < p->dim; d++)
-                out[d * step] = expf(a[d * step] - m) * scale;
-        }
+        size_t cols = rill__op_min_size(rill__op_min_size(p->inner - i, end - row), COLS);
+        size_t at = o * p->dim * p->inner + i;
+        softmax_columns(p->out + at, p->a + at, p->dim, p->inner, cols, is_log);
+        row += cols;
     }
 }
 
