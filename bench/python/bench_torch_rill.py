@@ -1,21 +1,22 @@
 # SPDX-License-Identifier: MIT
 """PyTorch on rill (torch_rill) against PyTorch's own `cpu` device, measured
 alternately in one run: `a + b` on 1-element and 1M-element tensors, `mm`
-1024², `relu` of 1M elements, an MLP 784-256-256-10 at batch 32 (inference,
-and one SGD step), an MLP 64-128-128-10 at batch 8 whose inference rill
-replays from a torch.accelerator.Graph (against PyTorch's eager `cpu`
-forward), conv2d of 8x128x56x56 by 128 3x3 filters (padding 1), the
-backward of conv2d of 8x64x56x56 by 64 3x3 filters (padding 1; the input,
-weight and bias gradients), ResNet-18
-at batch 8 (224x224, inference), a small transformer encoder (inference, and
-one SGD step), rill's stream calls from PyTorch (torch.Event record +
-wait_event + query; entering and leaving `with torch.rill.stream(s)`), and
-two independent chains of 200 dependent 64x64 matmuls (too small to fill
-the device alone: one block each) queued on two rill streams against both
-on one stream (its ratio is the one-stream time over the two-stream time).
-PyTorch's CPU device runs with as many
-threads as rill's device has compute units. Each figure is the median of
-REPEATS timed runs; a ratio compares medians of this run.
+1024², `relu`, `gelu` (erf and tanh forms), `sigmoid` and `exp` of 1M
+elements, softmax of 16x4x64x64 over the last dimension (an attention's
+scores), the sum of 1024x1024 over its last dimension, an MLP 784-256-256-10
+at batch 32 (inference, and one SGD step), an MLP 64-128-128-10 at batch 8
+whose inference rill replays from a torch.accelerator.Graph (against
+PyTorch's eager `cpu` forward), conv2d of 8x128x56x56 by 128 3x3 filters
+(padding 1), the backward of conv2d of 8x64x56x56 by 64 3x3 filters (padding
+1; the input, weight and bias gradients), ResNet-18 at batch 8 (224x224,
+inference), a small transformer encoder (inference, and one SGD step),
+rill's stream calls from PyTorch (torch.Event record + wait_event + query;
+entering and leaving `with torch.rill.stream(s)`), and two independent
+chains of 200 dependent 64x64 matmuls (too small to fill the device alone:
+one block each) queued on two rill streams against both on one stream (its
+ratio is the one-stream time over the two-stream time). PyTorch's CPU device
+runs with as many threads as rill's device has compute units. Each figure is
+the median of REPEATS timed runs; a ratio compares medians of this run.
 
     RILL_LIBRARY=build/default/librill.so PYTHONPATH=python:python/torch_rill \\
         TORCH_RILL_EXTENSION=build/default/python/torch_rill/_C.cpython-311-x86_64-linux-gnu.so \\
@@ -262,6 +263,28 @@ def main():
         a = torch.randn(1 << 20, device=dev)
         return lambda: torch.relu(a)
     pair("relu, 1M elements", relu_case, 100)
+
+    def unary_case(fn):
+        def make(dev):
+            a = torch.randn(1 << 20, device=dev)
+            return lambda: fn(a)
+        return make
+    for label, fn in (("gelu, 1M elements", nn.functional.gelu),
+                      ("gelu tanh, 1M elements",
+                       lambda a: nn.functional.gelu(a, approximate="tanh")),
+                      ("sigmoid, 1M elements", torch.sigmoid),
+                      ("exp, 1M elements", torch.exp)):
+        pair(label, unary_case(fn), 100)
+
+    def softmax_case(dev):
+        a = torch.randn(16, 4, 64, 64, device=dev)
+        return lambda: torch.softmax(a, -1)
+    pair("softmax 16x4x64x64, last dim", softmax_case, 100)
+
+    def sum_rows_case(dev):
+        a = torch.randn(1024, 1024, device=dev)
+        return lambda: a.sum(-1)
+    pair("sum 1024x1024 over the last dim", sum_rows_case, 100)
     pair("MLP 784-256-256-10, batch 32, inference", lambda dev: model_cases(dev)[0], 200)
     pair("MLP 784-256-256-10, batch 32, SGD step", lambda dev: model_cases(dev)[1], 100)
     pair("MLP 64-128-128-10, batch 8, graph replay", small_mlp_case, 2000)
