@@ -37,17 +37,31 @@ static void slice_of(const rill_block_ctx *ctx, size_t count, size_t *begin, siz
  * the op, inlines into a loop of its own with no switch inside, which the
  * compiler vectorizes where the op's math allows (arithmetic, comparisons,
  * fabsf, sqrtf and vec_math.h's exp and tanh; not powf, erff and logf).
- * This file is compiled
- * with GCC's dynamic vectorizer cost model (CMakeLists.txt), as -O2's
- * very-cheap one vectorizes no loop whose count is not known. The pointers
- * are not restrict: rill.h lets out equal an input (in place), and the
- * compiler's run-time overlap check keeps that case vectorized too (only a
- * partial overlap, which rill.h refuses, takes the scalar loop). */
+ * This file is compiled with GCC's dynamic vectorizer cost model
+ * (CMakeLists.txt), as -O2's very-cheap one vectorizes no loop whose
+ * count is not known. The pointers are not restrict: rill.h lets out
+ * equal an input (in place), and the compiler's run-time overlap check
+ * keeps that case vectorized too (only a partial overlap, which rill.h
+ * refuses, takes the scalar loop). */
 #define ELEMENT_LOOP static inline __attribute__((always_inline)) void
+/* A helper of the vector bodies, inlined so that each clone of a body
+ * (VECTOR_BODY) has its own, compiled for its instructions. */
+#define INLINED static inline __attribute__((always_inline))
+
+/* Where the build asks for it (GCC on x86-64: CMakeLists.txt), the bodies
+ * that are vector loops are compiled twice, for AVX2 and for the baseline,
+ * and the loader picks one for the processor (an ifunc). The two give the
+ * same bits: AVX2 only widens the vectors (no fused multiply-add), and
+ * every lane computes what the scalar code does. */
+#ifdef RILL_CPU_AVX2_CLONES
+#define VECTOR_BODY __attribute__((target_clones("avx2", "default")))
+#else
+#define VECTOR_BODY
+#endif
 
 /* rill__op_map_value, with vec_math.h's exp and tanh in place of the C
  * library's, which no loop vectorizes. */
-static inline __attribute__((always_inline)) float map_value(uint32_t op, float x, float alpha) {
+INLINED float map_value(uint32_t op, float x, float alpha) {
     switch (op) {
     case RILL_MAP_EXP:
         return rill__vec_expf(x);
@@ -103,8 +117,8 @@ ELEMENT_LOOP binary_shaped(uint32_t op, int shape, float *out, const float *a, c
 /* A run of a binary op whose output is contiguous: as, bs the inputs'
  * strides along it, each 1 or 0 (broadcast), not both 0. One case per op,
  * so that each loop has its op as a constant. */
-static void binary_run(uint32_t op, float *out, const float *a, size_t as, const float *b,
-                       size_t bs, size_t n) {
+INLINED void binary_run(uint32_t op, float *out, const float *a, size_t as, const float *b,
+                        size_t bs, size_t n) {
     int shape = as == 1 && bs == 1 ? 0 : as == 1 ? 1 : 2;
     switch ((rill_binary_op)op) {
     case RILL_BINARY_ADD:
@@ -142,7 +156,7 @@ static void binary_run(uint32_t op, float *out, const float *a, size_t as, const
 /* Runs the indices [begin, end) of p's shape in row-major order: along the
  * last dimension in runs, the others as an odometer. copy true: out = a,
  * else out = a (op) b. */
-static void strided_run(const rill__op_strided_args *p, size_t begin, size_t end, bool copy) {
+INLINED void strided_run(const rill__op_strided_args *p, size_t begin, size_t end, bool copy) {
     size_t nd = p->ndim, last = nd - 1;
     size_t idx[RILL__OP_MAX_DIMS];
     size_t rest = begin;
@@ -201,7 +215,7 @@ void rill__cpu_op_copy_strided_f32(const rill_block_ctx *ctx, const void *args) 
         strided_run(p, begin, end, true);
 }
 
-void rill__cpu_op_binary_f32(const rill_block_ctx *ctx, const void *args) {
+VECTOR_BODY void rill__cpu_op_binary_f32(const rill_block_ctx *ctx, const void *args) {
     const rill__op_strided_args *p = args;
     size_t begin, end;
     slice_of(ctx, p->n, &begin, &end);
@@ -211,7 +225,7 @@ void rill__cpu_op_binary_f32(const rill_block_ctx *ctx, const void *args) {
 
 /* ---- maps ---- */
 
-void rill__cpu_op_map_f32(const rill_block_ctx *ctx, const void *args) {
+VECTOR_BODY void rill__cpu_op_map_f32(const rill_block_ctx *ctx, const void *args) {
     const rill__op_map_args *p = args;
     size_t begin, end;
     slice_of(ctx, p->n, &begin, &end);
@@ -292,7 +306,7 @@ void rill__cpu_op_map_f32(const rill_block_ctx *ctx, const void *args) {
 
 /* The sums of COLS columns (or fewer: cols) of a, dim rows inner apart,
  * each in double precision in order of d. */
-static void column_sums(double *total, const float *a, size_t dim, size_t inner, size_t cols) {
+INLINED void column_sums(double *total, const float *a, size_t dim, size_t inner, size_t cols) {
     for (size_t j = 0; j < cols; j++)
         total[j] = 0.0;
     for (size_t d = 0; d < dim; d++) {
@@ -302,7 +316,7 @@ static void column_sums(double *total, const float *a, size_t dim, size_t inner,
     }
 }
 
-void rill__cpu_op_reduce_dim_f32(const rill_block_ctx *ctx, const void *args) {
+VECTOR_BODY void rill__cpu_op_reduce_dim_f32(const rill_block_ctx *ctx, const void *args) {
     const rill__op_reduce_dim_args *p = args;
     size_t begin, end;
     slice_of(ctx, p->outer * p->inner, &begin, &end);
@@ -350,7 +364,7 @@ void rill__cpu_op_reduce_dim_f32(const rill_block_ctx *ctx, const void *args) {
  * PyTorch's does: inf - inf is NaN. Each exp is computed once. */
 
 /* The largest of a[0..n), n > 0, NaNs aside (unless a[0] is one). */
-static float row_max(const float *a, size_t n) {
+INLINED float row_max(const float *a, size_t n) {
     float lane[8];
     for (size_t j = 0; j < 8; j++)
         lane[j] = a[0];
@@ -367,13 +381,13 @@ static float row_max(const float *a, size_t n) {
 }
 
 /* e[i] = exp(a[i] - m); e may equal a. */
-static void exp_shifted(float *e, const float *a, float m, size_t n) {
+INLINED void exp_shifted(float *e, const float *a, float m, size_t n) {
     for (size_t i = 0; i < n; i++)
         e[i] = rill__vec_expf(a[i] - m);
 }
 
 /* e[j] = exp(a[j] - m[j]). */
-static void exp_shifted_columns(float *e, const float *a, const float *m, size_t n) {
+INLINED void exp_shifted_columns(float *e, const float *a, const float *m, size_t n) {
     for (size_t j = 0; j < n; j++)
         e[j] = rill__vec_expf(a[j] - m[j]);
 }
@@ -383,7 +397,7 @@ static void exp_shifted_columns(float *e, const float *a, const float *m, size_t
 #define EXP_CHUNK 256
 
 /* A row along the last dimension: out[0..dim) from a[0..dim). */
-static void softmax_row(float *out, const float *a, size_t dim, bool is_log) {
+INLINED void softmax_row(float *out, const float *a, size_t dim, bool is_log) {
     float m = row_max(a, dim);
     if (!is_log) {
         exp_shifted(out, a, m, dim);
@@ -409,8 +423,8 @@ static void softmax_row(float *out, const float *a, size_t dim, bool is_log) {
 
 /* cols (at most COLS) rows along a middle dimension, side by side: out[d *
  * inner + j] from a[d * inner + j], for d < dim, j < cols. */
-static void softmax_columns(float *out, const float *a, size_t dim, size_t inner, size_t cols,
-                            bool is_log) {
+INLINED void softmax_columns(float *out, const float *a, size_t dim, size_t inner, size_t cols,
+                             bool is_log) {
     float m[COLS];
     double total[COLS];
     for (size_t j = 0; j < cols; j++) {
@@ -451,7 +465,7 @@ static void softmax_columns(float *out, const float *a, size_t dim, size_t inner
     }
 }
 
-void rill__cpu_op_softmax_f32(const rill_block_ctx *ctx, const void *args) {
+VECTOR_BODY void rill__cpu_op_softmax_f32(const rill_block_ctx *ctx, const void *args) {
     const rill__op_softmax_args *p = args;
     size_t begin, end;
     slice_of(ctx, p->outer * p->inner, &begin, &end);
