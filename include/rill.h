@@ -474,6 +474,22 @@ rill_status rill_launch_host_func(rill_stream *stream, rill_host_fn fn, void *us
  * is not running a host function. */
 rill_status rill_host_func_fail(const char *message);
 
+typedef void (*rill_stream_callback)(rill_stream *stream, rill_status status, void *user_data);
+
+/* Runs fn(stream, status, user_data) in stream order as a host function
+ * does (rill_launch_host_func's rules hold), and runs it even when the
+ * stream skips its work after a failure (see rill_stream_clear_error), so
+ * that what user_data holds is always released: status is RILL_OK when the
+ * work before it ran, RILL_ERROR_KERNEL_FAILED when the callback's place
+ * in the stream was skipped (fn should then not read what the skipped work
+ * would have written). stream is the handle given here. As CUDA's
+ * cudaStreamAddCallback, a capturing stream refuses it with
+ * RILL_ERROR_CAPTURE_UNSUPPORTED and the capture is invalidated: a graph
+ * runs its nodes at each launch, a callback once; capture
+ * rill_launch_host_func instead. */
+rill_status rill_stream_add_callback(rill_stream *stream, rill_stream_callback fn,
+                                     void *user_data);
+
 /* --------------------------------------------------------------- kernels */
 
 typedef struct rill_dim3 { uint32_t x, y, z; } rill_dim3;

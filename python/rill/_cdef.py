@@ -117,6 +117,7 @@ typedef struct rill_device rill_device;
 typedef struct rill_stream rill_stream;
 typedef struct rill_event rill_event;
 typedef void (*rill_host_fn)(void *user_data);
+typedef void (*rill_stream_callback)(rill_stream *stream, rill_status status, void *user_data);
 
 const char *rill_status_name(rill_status status);
 const char *rill_status_string(rill_status status);
@@ -169,6 +170,7 @@ rill_status rill_event_open_ipc_handle(const rill_ipc_event_handle *handle, rill
 
 rill_status rill_launch_host_func(rill_stream *stream, rill_host_fn fn, void *user_data);
 rill_status rill_host_func_fail(const char *message);
+rill_status rill_stream_add_callback(rill_stream *stream, rill_stream_callback fn, void *user_data);
 
 rill_status rill_op_fill_f32(rill_stream *s, float *x, float value, size_t n);
 rill_status rill_op_add_f32(rill_stream *s, float *out, const float *a, const float *b,

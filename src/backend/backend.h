@@ -154,7 +154,11 @@ enum rill__cmd_flags {
     /* A RECORD that only records the event's native event (u.record.native)
      * at its point: the event is not stamped (rill__event_stamp) when it
      * runs. */
-    RILL__CMD_NATIVE_ONLY = 1u << 2
+    RILL__CMD_NATIVE_ONLY = 1u << 2,
+    /* A HOST command that runs even where its stream skips its work after
+     * a failure (rill_stream_add_callback): the backend hands it to
+     * rill__host_skipped instead of dropping it. */
+    RILL__CMD_ALWAYS = 1u << 3
 };
 
 struct rill__graph_launch;
@@ -439,6 +443,10 @@ void rill__kernel_fail(const rill_block_ctx *ctx, const char *message);
 /* Runs fn(user_data) as a host function whose rill_host_func_fail writes
  * into *ls (reset first); returns whether it failed. Worker threads only. */
 bool rill__host_run(rill_host_fn fn, void *user_data, rill__launch_state *ls);
+/* What a backend does with a HOST command (cmd flags: flags) that its
+ * stream skips: a RILL__CMD_ALWAYS one runs, told that it was skipped;
+ * others are dropped. Worker threads only. */
+void rill__host_skipped(const rill__host_call *call, unsigned flags, rill__launch_state *ls);
 
 /* Worker threads of a backend mark themselves, so blocking calls made from
  * kernels and host functions fail with RILL_ERROR_NOT_PERMITTED. */

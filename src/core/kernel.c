@@ -402,6 +402,18 @@ bool rill__host_run(rill_host_fn fn, void *user_data, rill__launch_state *ls) {
     return atomic_load_explicit(&ls->failed, memory_order_relaxed) != 0; /* this thread wrote it */
 }
 
+/* Set while rill__host_skipped runs a command: the callback's status. */
+static _Thread_local bool tls_skipped;
+
+void rill__host_skipped(const rill__host_call *call, unsigned flags, rill__launch_state *ls) {
+    if (!(flags & RILL__CMD_ALWAYS))
+        return;
+    tls_skipped = true;
+    /* Its own failure adds nothing: the stream fails already. */
+    (void)rill__host_run(call->fn, call->user_data, ls);
+    tls_skipped = false;
+}
+
 rill_status rill_host_func_fail(const char *message) {
     if (tls_host == NULL)
         return rill__fail(RILL_ERROR_NOT_PERMITTED,
@@ -548,4 +560,49 @@ rill_status rill_launch_host_func(rill_stream *stream_h, rill_host_fn fn, void *
     if (st == RILL_OK && seq != 0 && rill__san_active())
         rill__san()->command(stream, seq, &cmd, RILL__SAN_HOST);
     return st;
+}
+
+/* A callback in flight: what rill_stream_add_callback was given. */
+typedef struct stream_callback {
+    rill_stream_callback fn;
+    void *user_data;
+    rill_stream *stream;
+} stream_callback;
+
+static void run_callback(void *p) {
+    stream_callback cb = *(stream_callback *)p;
+    rill__free(p);
+    cb.fn(cb.stream, tls_skipped ? RILL_ERROR_KERNEL_FAILED : RILL_OK, cb.user_data);
+}
+
+rill_status rill_stream_add_callback(rill_stream *stream_h, rill_stream_callback fn,
+                                     void *user_data) {
+    RILL_CALL_SCOPE();
+    rill__stream *stream;
+    rill_status st = rill__stream_resolve(stream_h, "rill_stream_add_callback", &stream);
+    if (st != RILL_OK)
+        return st;
+    st = rill__stream_make_room(stream, RILL_CALL_OUTERMOST(), "rill_stream_add_callback");
+    if (st != RILL_OK)
+        return st;
+    if (fn == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "rill_stream_add_callback: fn is NULL; pass the function to run");
+    stream_callback *cb = rill__malloc(sizeof *cb);
+    if (cb == NULL)
+        return rill__fail(RILL_ERROR_OUT_OF_MEMORY, "rill_stream_add_callback: out of memory");
+    *cb = (stream_callback){.fn = fn, .user_data = user_data, .stream = stream_h};
+    /* Opaque as a host function; ALWAYS: it runs on a failing stream too. */
+    rill__cmd cmd = {.kind = RILL__CMD_HOST, .flags = RILL__CMD_OPAQUE | RILL__CMD_ALWAYS};
+    cmd.u.host.fn = run_callback;
+    cmd.u.host.user_data = cb;
+    uint64_t seq;
+    st = rill__stream_submit(stream, &cmd, &seq);
+    if (st != RILL_OK) {
+        rill__free(cb);
+        return st;
+    }
+    if (seq != 0 && rill__san_active())
+        rill__san()->command(stream, seq, &cmd, RILL__SAN_HOST);
+    return RILL_OK;
 }

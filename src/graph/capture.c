@@ -334,6 +334,14 @@ rill_status rill__cap_submit(rill__stream *s, const rill__cmd *cmd, uint64_t *se
         p.u.kernel = cmd->u.kernel;
         break;
     case RILL__CMD_HOST:
+        if (cmd->flags & RILL__CMD_ALWAYS) {
+            rill__cap_invalidate(c, "rill_stream_add_callback", s);
+            st = rill__fail(RILL_ERROR_CAPTURE_UNSUPPORTED,
+                            "rill_stream_add_callback: the stream is capturing, and a graph runs "
+                            "its nodes at each launch while a callback runs once; the capture is "
+                            "now invalidated. Capture rill_launch_host_func instead");
+            goto out;
+        }
         p.kind = RILL__GNODE_HOST;
         p.u.host = cmd->u.host;
         break;

@@ -191,7 +191,9 @@ static void run(null_stream *ns, null_cmd *c) {
         }
         break;
     case RILL__CMD_HOST:
-        if (!ns->skipping && rill__host_run(c->c.u.host.fn, c->c.u.host.user_data, &ns->ls))
+        if (ns->skipping)
+            rill__host_skipped(&c->c.u.host, c->c.flags, &ns->ls);
+        else if (rill__host_run(c->c.u.host.fn, c->c.u.host.user_data, &ns->ls))
             fail(ns, c->seq, "host function", ns->ls.message);
         break;
     case RILL__CMD_WAIT: /* even while skipping: later work relies on the order */

@@ -6,6 +6,7 @@
  * events both ways. */
 #include "contract.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -212,6 +213,124 @@ static void test_a_destroyed_stream_finishes_its_work(void **state) {
     RT_OK(rill_stream_destroy(r));
 }
 
+/* What callbacks saw: how many ran, and the status and stream of each. */
+typedef struct seen {
+    _Atomic int runs, ok, failed, wrong_stream;
+    rill_stream *stream;
+} seen;
+
+static void note_callback(rill_stream *stream, rill_status status, void *user_data) {
+    seen *w = user_data;
+    if (stream != w->stream)
+        atomic_fetch_add(&w->wrong_stream, 1);
+    if (status == RILL_OK)
+        atomic_fetch_add(&w->ok, 1);
+    else if (status == RILL_ERROR_KERNEL_FAILED)
+        atomic_fetch_add(&w->failed, 1);
+    atomic_fetch_add(&w->runs, 1);
+}
+
+static void count_run(void *runs) {
+    atomic_fetch_add((_Atomic int *)runs, 1);
+}
+
+/* A callback whose heap block only it frees: a skipped callback would leak
+ * it (the sanitizer builds' leak check says so). */
+static void free_block(rill_stream *stream, rill_status status, void *block) {
+    (void)stream;
+    seen *w = *(seen **)block;
+    note_callback(w->stream, status, w);
+    free(block);
+}
+
+/* A callback runs in stream order with RILL_OK after work that ran, and
+ * on a failed stream runs anyway, told so, while host functions there are
+ * skipped; after a clear it runs with RILL_OK again. */
+static void test_a_callback_runs_even_where_its_stream_skips_work(void **state) {
+    (void)state;
+    rill_device *dev = contract_device();
+    rill_stream *s;
+    RT_OK(rill_stream_create(dev, 0, &s));
+    seen w = {.stream = s};
+    _Atomic int host_runs = 0;
+    uint32_t *x = contract_words(s, 16, 0);
+    RT_OK(contract_spin(s, x, SPIN_NS));
+    RT_OK(rill_stream_add_callback(s, note_callback, &w));
+    RT_OK(rill_stream_synchronize(s));
+    assert_int_equal(atomic_load(&w.runs), 1);
+    assert_int_equal(atomic_load(&w.ok), 1);
+
+    RT_OK(rill_launch_host_func(s, fail_here, "the input was bad"));
+    RT_OK(rill_launch_host_func(s, count_run, &host_runs));
+    RT_OK(rill_stream_add_callback(s, note_callback, &w));
+    seen **block = malloc(sizeof *block);
+    assert_non_null(block);
+    *block = &w;
+    RT_OK(rill_stream_add_callback(s, free_block, block));
+    RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(s));
+    assert_int_equal(atomic_load(&host_runs), 0);
+    assert_int_equal(atomic_load(&w.runs), 3);
+    assert_int_equal(atomic_load(&w.failed), 2);
+
+    RT_OK(rill_stream_clear_error(s));
+    RT_OK(rill_stream_add_callback(s, note_callback, &w));
+    RT_OK(rill_stream_synchronize(s));
+    assert_int_equal(atomic_load(&w.runs), 4);
+    assert_int_equal(atomic_load(&w.ok), 2);
+    assert_int_equal(atomic_load(&w.wrong_stream), 0);
+    RT_OK(rill_free(x));
+    RT_OK(rill_stream_destroy(s));
+}
+
+/* A stream that fails by waiting on failed work runs its callbacks with
+ * the failure too. */
+static void test_a_callback_behind_a_failed_wait_is_told(void **state) {
+    (void)state;
+    rill_device *dev = contract_device();
+    rill_stream *a, *b;
+    rill_event *e;
+    RT_OK(rill_stream_create(dev, 0, &a));
+    RT_OK(rill_stream_create(dev, 0, &b));
+    RT_OK(rill_event_create(RILL_EVENT_DEFAULT, &e));
+    seen w = {.stream = b};
+    RT_OK(rill_launch_host_func(a, fail_here, "the producer failed"));
+    RT_OK(rill_event_record(e, a));
+    RT_OK(rill_stream_wait_event(b, e));
+    RT_OK(rill_stream_add_callback(b, note_callback, &w));
+    RT_STATUS(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(b));
+    assert_int_equal(atomic_load(&w.runs), 1);
+    assert_int_equal(atomic_load(&w.failed), 1);
+    RT_OK(rill_stream_clear_error(a));
+    RT_OK(rill_stream_clear_error(b));
+    RT_OK(rill_event_destroy(e));
+    RT_OK(rill_stream_destroy(a));
+    RT_OK(rill_stream_destroy(b));
+}
+
+/* A capture refuses a callback and is invalidated; bad arguments get
+ * sentences; nothing runs. */
+static void test_a_callback_is_refused_in_a_capture_and_without_fn(void **state) {
+    (void)state;
+    rill_device *dev = contract_device();
+    rill_stream *s;
+    RT_OK(rill_stream_create(dev, 0, &s));
+    seen w = {.stream = s};
+    RT_OK(rill_stream_begin_capture(s, RILL_CAPTURE_GLOBAL));
+    RT_STATUS(RILL_ERROR_CAPTURE_UNSUPPORTED, rill_stream_add_callback(s, note_callback, &w));
+    if (strstr(rill_last_error(), "rill_launch_host_func") == NULL)
+        fail_msg("the sentence does not say what to capture instead: %s", rill_last_error());
+    rill_graph *g = NULL;
+    RT_STATUS(RILL_ERROR_CAPTURE_INVALIDATED, rill_stream_end_capture(s, &g));
+    assert_null(g);
+    RT_STATUS(RILL_ERROR_INVALID_ARGUMENT, rill_stream_add_callback(s, NULL, &w));
+    if (strstr(rill_last_error(), "fn is NULL") == NULL)
+        fail_msg("no sentence for a NULL fn: %s", rill_last_error());
+    RT_OK(rill_stream_synchronize(s));
+    RT_OK(rill_stream_destroy(s));
+    assert_int_not_equal(rill_stream_add_callback(s, note_callback, &w), RILL_OK);
+    assert_int_equal(atomic_load(&w.runs), 0);
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_a_failure_skips_the_rest_until_cleared),
@@ -219,6 +338,9 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_events_order_work_across_devices_both_ways),
         cmocka_unit_test(test_a_destroyed_stream_finishes_its_work),
         cmocka_unit_test(test_ops_refuse_memory_their_device_cannot_reach),
+        cmocka_unit_test(test_a_callback_runs_even_where_its_stream_skips_work),
+        cmocka_unit_test(test_a_callback_behind_a_failed_wait_is_told),
+        cmocka_unit_test(test_a_callback_is_refused_in_a_capture_and_without_fn),
     };
     return CONTRACT_RUN(tests);
 }

@@ -297,6 +297,9 @@ RILL_HOT static enum exec_result exec_body(cpu_device *d, cpu_worker *w, rill__s
             stop_if_forked(w);
             if (failed)
                 rill__cpu_fail_stream(s, c->seq, "host function", cs->ls.message);
+        } else {
+            rill__host_skipped(&c->c.u.host, c->c.flags, &cs->ls);
+            stop_if_forked(w);
         }
         return EXEC_DONE;
     case RILL__CMD_WAIT:

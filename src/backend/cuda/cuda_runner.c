@@ -23,8 +23,10 @@
 /* ------------------------------------------- host functions, host memsets */
 
 static void run_host(cuda_stream *cs, cuda_cmd *n) {
-    if (cs->failing)
+    if (cs->failing) {
+        rill__host_skipped(&n->c.u.host, n->c.flags, &cs->ls);
         return;
+    }
     if (rill__host_run(n->c.u.host.fn, n->c.u.host.user_data, &cs->ls))
         rill__cuda_fail_stream(cs, n->seq, "host function", cs->ls.message);
 }
