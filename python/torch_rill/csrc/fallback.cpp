@@ -221,8 +221,8 @@ struct HostCommand {
     std::shared_ptr<HostCommand> self; // not kept: it owns itself until it ran
 };
 
-void run_command(void *user_data) {
-    auto *cmd = static_cast<HostCommand *>(user_data);
+// Runs cmd's body; a failure fails its stream, as a kernel's does.
+void run_body(HostCommand *cmd) {
     std::string failure;
     bool failed = true;
     try {
@@ -242,9 +242,20 @@ void run_command(void *user_data) {
         std::string message = cmd->name + " failed on the host: " + failure;
         rill_host_func_fail(message.c_str());
     }
-    if (!cmd->kept) {
-        std::shared_ptr<HostCommand> last = std::move(cmd->self); // frees what it held
-    }
+}
+
+// A kept command: a graph node that each replay runs.
+void run_kept(void *user_data) {
+    run_body(static_cast<HostCommand *>(user_data));
+}
+
+// A command that owns itself: a callback, which rill runs even where the
+// stream skips its work after a failure, so that what it holds is freed.
+void run_once(rill_stream *, rill_status status, void *user_data) {
+    auto *cmd = static_cast<HostCommand *>(user_data);
+    if (status == RILL_OK)
+        run_body(cmd);
+    std::shared_ptr<HostCommand> last = std::move(cmd->self); // frees what it held
 }
 
 // Makes a capturing stream refuse a call, which invalidates the capture
@@ -283,12 +294,15 @@ void queue_command(c10::DeviceIndex index, std::string name, std::function<void(
         throw;
     }
     HostCommand *raw = cmd.get();
-    if (!raw->kept)
-        raw->self = std::move(cmd);
-    rill_status status = rill_launch_host_func(stream, &run_command, raw);
+    if (raw->kept) {
+        check(rill_launch_host_func(stream, &run_kept, raw), "rill_launch_host_func");
+        return;
+    }
+    raw->self = std::move(cmd);
+    rill_status status = rill_stream_add_callback(stream, &run_once, raw);
     if (status != RILL_OK) {
         std::shared_ptr<HostCommand> unused = std::move(raw->self);
-        check(status, "rill_launch_host_func");
+        check(status, "rill_stream_add_callback");
     }
 }
 

@@ -189,6 +189,30 @@ def test_an_error_the_cpu_kernel_finds_surfaces_at_synchronize_naming_the_op():
         assert y.tolist() == [0.0, 2.0]
 
 
+def test_ops_a_failure_skips_still_free_what_they_hold():
+    """An op queued behind a failed one is skipped; the memory its command
+    held (its inputs and outputs) is freed all the same once dropped."""
+    s = torch.rill.Stream()
+    x = torch.arange(3.0, device="rill")
+    bad = torch.tensor([0, 7], device="rill")
+    big = torch.ones(1 << 20, device="rill")
+    idx = torch.arange(1 << 18, device="rill")
+    torch.rill.synchronize()
+    before = torch.rill.memory_allocated()
+    with torch.rill.stream(s):
+        torch.index_select(x, 0, bad)
+        outs = [torch.index_select(big, 0, idx) for _ in range(4)]
+    assert torch.rill.memory_allocated() >= before + 4 * (1 << 20)
+    del outs
+    try:
+        with pytest.raises(RuntimeError, match=r"aten::index_select on rill:0 failed"):
+            s.synchronize()
+    finally:
+        rill_stream(s).clear_error()
+    torch.rill.synchronize()
+    assert torch.rill.memory_allocated() == before
+
+
 def captured(fn):
     """Calls fn on a stream that rill's package captures (no torch capture
     keeps what a host function needs); returns the sentence of the error fn
