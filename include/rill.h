@@ -852,6 +852,54 @@ rill_status rill_op_conv2d_backward_f32(rill_stream *s, float *grad_in, float *g
                                         size_t w, size_t k, size_t r, size_t sz, size_t stride_h,
                                         size_t stride_w, size_t pad_h, size_t pad_w);
 
+/* The geometry of a 2-D convolution beyond its shapes, as torch's conv2d
+ * takes it: strides (at least 1), zero padding, dilation (at least 1: the
+ * filter's taps dilation apart, so an r x sz filter spans (r-1)*dilation_h
+ * + 1 rows and (sz-1)*dilation_w + 1 columns) and groups (at least 1,
+ * dividing c and k): the c input channels and k filters are cut into
+ * groups of c/groups and k/groups, each filter sees only the channels of
+ * its group, and the weight is [k, c/groups, r, sz] (depthwise convolution
+ * is groups == c). {stride_h, stride_w, pad_h, pad_w, 1, 1, 1} is
+ * rill_op_conv2d_ex_f32's geometry. */
+typedef struct rill_conv2d_params {
+    size_t stride_h, stride_w;
+    size_t pad_h, pad_w;
+    size_t dilation_h, dilation_w;
+    size_t groups;
+} rill_conv2d_params;
+/* rill_op_conv2d_ex_f32 with dilation and groups (params, which is read
+ * at the call): input [n,c,h,w], weight [k,c/groups,r,sz], output
+ * [n,k,oh,ow] with oh = (h + 2*pad_h - dilation_h*(r-1) - 1) / stride_h +
+ * 1 and ow likewise (rounded down); out[i, f, y, x] = the sum over the
+ * channels ci of f's group and the taps (ri, si) of weight[f, ci, ri, si]
+ * * in[i, g*c/groups + ci, y*stride_h + ri*dilation_h - pad_h, x*stride_w
+ * + si*dilation_w - pad_w], 0 outside the image (g = f / (k/groups)).
+ * The dilated filter may be no larger than the padded input. params NULL,
+ * a dilation or groups of 0, or groups dividing c or k unevenly is
+ * RILL_ERROR_INVALID_ARGUMENT with a sentence naming it; the other checks,
+ * the scratch memory and its statuses are rill_op_conv2d_ex_f32's. On a
+ * CPU device each group's filters meet its rows of the im2col matrix in
+ * one sgemm; on a CUDA device a kernel sums each output directly. */
+rill_status rill_op_conv2d_ex2_f32(rill_stream *s, float *out, const float *in,
+                                   const float *weight, size_t n, size_t c, size_t h, size_t w,
+                                   size_t k, size_t r, size_t sz, const rill_conv2d_params *params);
+/* The backward of rill_op_conv2d_ex2_f32 for the same arguments, as
+ * rill_op_conv2d_backward_f32 is for rill_op_conv2d_ex_f32: grad_in
+ * [n,c,h,w] and grad_weight [k,c/groups,r,sz] (either may be NULL, not
+ * both) overwritten, the same checks as the forward's plus that one's,
+ * the same determinism on a CPU device (each sum in an order fixed by the
+ * shapes and the device's compute units), cuDNN's convolution with the
+ * dilation and group count on a CUDA device (RILL_ERROR_NOT_SUPPORTED
+ * with the reason where cuDNN is missing or refuses the shape). The
+ * transposed convolution of torch's conv_transpose2d is this backward's
+ * input gradient, and its backward rill_op_conv2d_ex2_f32 and this
+ * backward's weight gradient with the roles of in and grad_out swapped. */
+rill_status rill_op_conv2d_backward_ex2_f32(rill_stream *s, float *grad_in, float *grad_weight,
+                                            const float *grad_out, const float *in,
+                                            const float *weight, size_t n, size_t c, size_t h,
+                                            size_t w, size_t k, size_t r, size_t sz,
+                                            const rill_conv2d_params *params);
+
 typedef enum rill_pool_op {
     RILL_POOL_MAX, /* the largest in the window (padding left out); NaN wins */
     RILL_POOL_AVG  /* the mean over r*sz, padding counted as zeros */

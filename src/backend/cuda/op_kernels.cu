@@ -49,7 +49,7 @@ static_assert(sizeof(rill__op_strided_args) == 232, "strided args");
 static_assert(sizeof(rill__op_map_args) == 32, "map args");
 static_assert(sizeof(rill__op_reduce_dim_args) == 56, "reduce_dim args");
 static_assert(sizeof(rill__op_softmax_args) == 48, "softmax args");
-static_assert(sizeof(rill__op_conv2d_ex_args) == 144, "conv2d_ex args");
+static_assert(sizeof(rill__op_conv2d_ex_args) == 168, "conv2d_ex args");
 static_assert(sizeof(rill__op_pool2d_args) == 120, "pool2d args");
 static_assert(sizeof(rill__op_embedding_args) == 56, "embedding args");
 static_assert(sizeof(rill__op_embedding_backward_args) == 64, "embedding backward args");
@@ -382,25 +382,28 @@ ENTRY rill__cuda_op_softmax_f32(rill__op_softmax_args p) {
     }
 }
 
-/* One thread per output pixel and filter; zero padding by bounds. The
+/* One thread per output pixel and filter, over the c/groups channels of
+ * the filter's group and its dilated taps; zero padding by bounds. The
  * CPU body's bands and scratch are not needed here. */
 ENTRY rill__cuda_op_conv2d_ex_f32(rill__op_conv2d_ex_args p) {
     size_t items = p.n * p.k * p.oh * p.ow;
+    size_t cg = p.c / p.groups, kg = p.k / p.groups;
     for (size_t item = first_index(); item < items; item += grid_threads()) {
         size_t x = item % p.ow, t = item / p.ow;
         size_t y = t % p.oh;
         t /= p.oh;
         size_t kk = t % p.k, img = t / p.k;
-        const float *wk = p.weight + kk * p.c * p.r * p.s;
+        const float *wk = p.weight + kk * cg * p.r * p.s;
+        const float *first = p.in + (img * p.c + kk / kg * cg) * p.h * p.w;
         float acc = 0.0f;
-        for (size_t ci = 0; ci < p.c; ci++) {
-            const float *plane = p.in + (img * p.c + ci) * p.h * p.w;
+        for (size_t ci = 0; ci < cg; ci++) {
+            const float *plane = first + ci * p.h * p.w;
             for (size_t ri = 0; ri < p.r; ri++) {
-                size_t iy = y * p.stride_h + ri;
+                size_t iy = y * p.stride_h + ri * p.dil_h;
                 if (iy < p.pad_h || iy - p.pad_h >= p.h)
                     continue;
                 for (size_t si = 0; si < p.s; si++) {
-                    size_t ix = x * p.stride_w + si;
+                    size_t ix = x * p.stride_w + si * p.dil_w;
                     if (ix < p.pad_w || ix - p.pad_w >= p.w)
                         continue;
                     acc = fmaf(plane[(iy - p.pad_h) * p.w + ix - p.pad_w],
