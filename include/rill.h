@@ -950,6 +950,54 @@ rill_status rill_op_avg_pool2d_backward_f32(rill_stream *s, float *grad_in,
                                             const float *grad_out, size_t planes, size_t h,
                                             size_t w, size_t r, size_t sz, size_t stride_h,
                                             size_t stride_w, size_t pad_h, size_t pad_w);
+/* The options of torch's max_pool2d and avg_pool2d beyond
+ * rill_op_pool2d_f32's: the window r x sz, strides (at least 1), padding
+ * (at most half the dilated window), dilation (at least 1; RILL_POOL_MAX
+ * only, 1 for RILL_POOL_AVG), divisor (RILL_POOL_AVG only: when not 0,
+ * every window's divisor, torch's divisor_override) and flags:
+ * RILL_POOL_CEIL_MODE rounds the output size up, as ceil_mode does, keeping
+ * a last window that starts inside the image or its left padding;
+ * RILL_POOL_EXCLUDE_PAD (RILL_POOL_AVG only, count_include_pad=False)
+ * divides by the window's elements inside the image rather than by its
+ * size with padding. */
+#define RILL_POOL_CEIL_MODE 1u
+#define RILL_POOL_EXCLUDE_PAD 2u
+typedef struct rill_pool2d_params {
+    size_t r, sz;
+    size_t stride_h, stride_w;
+    size_t pad_h, pad_w;
+    size_t dilation_h, dilation_w;
+    size_t divisor;
+    unsigned flags;
+} rill_pool2d_params;
+/* 2-D pooling of planes images [h, w] into [oh, ow] as torch's max_pool2d
+ * (RILL_POOL_MAX) and avg_pool2d (RILL_POOL_AVG) with params (read at the
+ * call): oh = (h + 2*pad_h - dilation_h*(r-1) - 1 (+ stride_h - 1 in ceil
+ * mode)) / stride_h + 1, less one in ceil mode when the last window would
+ * start at or past h + pad_h; ow likewise. A max takes the taps inside the
+ * image, and indices, when not NULL (RILL_POOL_MAX only), receives
+ * positions as rill_op_max_pool2d_f32 gives them, for
+ * rill_op_max_pool2d_backward_f32. An average sums the window's elements
+ * inside the image and divides by divisor when not 0, else, with
+ * RILL_POOL_EXCLUDE_PAD, by their count, else by the window's size with
+ * padding but cut at h + pad_h (w + pad_w), as torch does in ceil mode.
+ * out and indices overlap in and each other nowhere. An option of the
+ * other op (dilation other than 1 for RILL_POOL_AVG, divisor, the
+ * exclude flag or a NULL params for either, unknown flags) is
+ * RILL_ERROR_INVALID_ARGUMENT with a sentence naming it. */
+rill_status rill_op_pool2d_ex_f32(rill_stream *s, rill_pool_op op, float *out, int64_t *indices,
+                                  const float *in, size_t planes, size_t h, size_t w,
+                                  const rill_pool2d_params *params);
+/* The backward of rill_op_pool2d_ex_f32's RILL_POOL_AVG for its input with
+ * the same params: grad_in[p, yy, xx] = the sum, in order of (y, x), of
+ * grad_out[p, y, x] / (that output's divisor) over the outputs whose
+ * window holds (yy, xx), 0 where none does; gathered, so the same for
+ * every grid, as rill_op_avg_pool2d_backward_f32. grad_out is [planes, oh,
+ * ow] as the forward computes them; grad_in [planes, h, w] is written
+ * whole and may not overlap grad_out. The checks are the forward's. */
+rill_status rill_op_avg_pool2d_backward_ex_f32(rill_stream *s, float *grad_in,
+                                               const float *grad_out, size_t planes, size_t h,
+                                               size_t w, const rill_pool2d_params *params);
 /* An embedding lookup, as torch's embedding: out[i, :] = weight[indices[i],
  * :] for i < n, weight [rows, dim] and out [n, dim] contiguous floats,
  * indices n integers of index_bytes each (4: int32_t, 8: int64_t). out may

@@ -53,6 +53,8 @@ typedef enum rill__op {
     RILL__OP_CONV2D_BACKWARD_FILTER_F32,
     RILL__OP_MAX_POOL2D_BACKWARD_F32,
     RILL__OP_AVG_POOL2D_BACKWARD_F32,
+    RILL__OP_POOL2D_EX_F32,
+    RILL__OP_AVG_POOL2D_BACKWARD_EX_F32,
     RILL__OP_COUNT
 } rill__op;
 
@@ -484,5 +486,40 @@ typedef struct rill__op_avg_pool2d_backward_args {
     size_t planes, h, w, oh, ow, r, s;
     size_t stride_h, stride_w, pad_h, pad_w;
 } rill__op_avg_pool2d_backward_args;
+
+/* 2-D pooling with dilation (max only), ceil mode's extra outputs and
+ * average pooling's divisor rules, as PyTorch's max_pool2d and avg_pool2d
+ * take them; oh and ow come from the op layer. A max takes in[p,
+ * y*stride_h + i*dil_h - pad_h, x*stride_w + j*dil_w - pad_w] over i < r,
+ * j < s inside the image, indices as in rill__op_pool2d_args. An average
+ * sums its window as rill__op_avg_pool_span cuts it and divides by
+ * divisor when it is not 0, else by the window's size inside the image
+ * (exclude_pad) or its span with padding (not), 0 for an empty window.
+ * Block b takes the b-th slice of the planes * oh output rows. out and
+ * indices overlap in and each other nowhere. */
+typedef struct rill__op_pool2d_ex_args {
+    float *out;
+    int64_t *indices; /* NULL: none */
+    const float *in;
+    size_t planes, h, w, oh, ow, r, s;
+    size_t stride_h, stride_w, pad_h, pad_w, dil_h, dil_w;
+    size_t divisor;       /* 0: by exclude_pad's rule */
+    uint32_t op;          /* rill_pool_op */
+    uint32_t exclude_pad; /* 1: padding left out of an average's divisor */
+} rill__op_pool2d_ex_args;
+
+/* The backward of rill__op_pool2d_ex_args' average for its input:
+ * grad_in[p, yy, xx] = the sum, in order of (y, x), of grad_out[p, y, x]
+ * / (that output's divisor) over the outputs whose window holds (yy, xx),
+ * 0 where none does; gathered, as rill__op_avg_pool2d_backward_args.
+ * Block b takes the b-th slice of the planes * h rows of grad_in. */
+typedef struct rill__op_avg_pool2d_backward_ex_args {
+    float *grad_in;
+    const float *grad_out;
+    size_t planes, h, w, oh, ow, r, s;
+    size_t stride_h, stride_w, pad_h, pad_w;
+    size_t divisor;
+    uint32_t exclude_pad;
+} rill__op_avg_pool2d_backward_ex_args;
 
 #endif

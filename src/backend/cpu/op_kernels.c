@@ -522,6 +522,8 @@ rill_cpu_kernel_fn rill__cpu_op_body(rill__op op) {
         [RILL__OP_CONV2D_BACKWARD_FILTER_F32] = rill__cpu_op_conv2d_backward_filter_f32,
         [RILL__OP_MAX_POOL2D_BACKWARD_F32] = rill__cpu_op_max_pool2d_backward_f32,
         [RILL__OP_AVG_POOL2D_BACKWARD_F32] = rill__cpu_op_avg_pool2d_backward_f32,
+        [RILL__OP_POOL2D_EX_F32] = rill__cpu_op_pool2d_ex_f32,
+        [RILL__OP_AVG_POOL2D_BACKWARD_EX_F32] = rill__cpu_op_avg_pool2d_backward_ex_f32,
     };
     return op > RILL__OP_NONE && op < RILL__OP_COUNT ? bodies[op] : NULL;
 }
