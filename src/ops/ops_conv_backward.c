@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* The backward of conv2d with strides, padding, dilation and groups
- * (rill_op_conv2d_backward_f32, rill_op_conv2d_backward_ex2_f32): its checks, which are the
- * forward's on the same shapes plus the gradients', its plan (channel groups and bands of output
- * rows, backend/op_args.h) and its launches: the input gradient's and the weight gradient's, one
- * after the other on the caller's stream, sharing one stream-ordered scratch buffer. Layer: the
- * ops, on what ops.c and ops_nn.c provide (ops_internal.h). */
+ * (rill_op_conv2d_backward_f32, rill_op_conv2d_backward_ex2_f32): its
+ * checks, which are the forward's on the same shapes plus the gradients',
+ * its plan (channel groups and bands of output rows, backend/op_args.h)
+ * and its launches: the input gradient's and the weight gradient's, one
+ * after the other on the caller's stream, sharing one stream-ordered
+ * scratch buffer. Layer: the ops, on what ops.c and ops_nn.c provide
+ * (ops_internal.h). */
 #include <stdbool.h>
 #include <stdint.h>
 
