@@ -873,6 +873,54 @@ rill_status rill_op_conv2d_backward_f32(rill_stream *s, float *grad_in, float *g
                                         size_t w, size_t k, size_t r, size_t sz, size_t stride_h,
                                         size_t stride_w, size_t pad_h, size_t pad_w);
 
+/* The geometry of a 2-D convolution beyond its shapes, as torch's conv2d
+ * takes it: strides (at least 1), zero padding, dilation (at least 1: the
+ * filter's taps dilation apart, so an r x sz filter spans (r-1)*dilation_h
+ * + 1 rows and (sz-1)*dilation_w + 1 columns) and groups (at least 1,
+ * dividing c and k): the c input channels and k filters are cut into
+ * groups of c/groups and k/groups, each filter sees only the channels of
+ * its group, and the weight is [k, c/groups, r, sz] (depthwise convolution
+ * is groups == c). {stride_h, stride_w, pad_h, pad_w, 1, 1, 1} is
+ * rill_op_conv2d_ex_f32's geometry. */
+typedef struct rill_conv2d_params {
+    size_t stride_h, stride_w;
+    size_t pad_h, pad_w;
+    size_t dilation_h, dilation_w;
+    size_t groups;
+} rill_conv2d_params;
+/* rill_op_conv2d_ex_f32 with dilation and groups (params, which is read
+ * at the call): input [n,c,h,w], weight [k,c/groups,r,sz], output
+ * [n,k,oh,ow] with oh = (h + 2*pad_h - dilation_h*(r-1) - 1) / stride_h +
+ * 1 and ow likewise (rounded down); out[i, f, y, x] = the sum over the
+ * channels ci of f's group and the taps (ri, si) of weight[f, ci, ri, si]
+ * * in[i, g*c/groups + ci, y*stride_h + ri*dilation_h - pad_h, x*stride_w
+ * + si*dilation_w - pad_w], 0 outside the image (g = f / (k/groups)).
+ * The dilated filter may be no larger than the padded input. params NULL,
+ * a dilation or groups of 0, or groups dividing c or k unevenly is
+ * RILL_ERROR_INVALID_ARGUMENT with a sentence naming it; the other checks,
+ * the scratch memory and its statuses are rill_op_conv2d_ex_f32's. On a
+ * CPU device each group's filters meet its rows of the im2col matrix in
+ * one sgemm; on a CUDA device a kernel sums each output directly. */
+rill_status rill_op_conv2d_ex2_f32(rill_stream *s, float *out, const float *in,
+                                   const float *weight, size_t n, size_t c, size_t h, size_t w,
+                                   size_t k, size_t r, size_t sz, const rill_conv2d_params *params);
+/* The backward of rill_op_conv2d_ex2_f32 for the same arguments, as
+ * rill_op_conv2d_backward_f32 is for rill_op_conv2d_ex_f32: grad_in
+ * [n,c,h,w] and grad_weight [k,c/groups,r,sz] (either may be NULL, not
+ * both) overwritten, the same checks as the forward's plus that one's,
+ * the same determinism on a CPU device (each sum in an order fixed by the
+ * shapes and the device's compute units), cuDNN's convolution with the
+ * dilation and group count on a CUDA device (RILL_ERROR_NOT_SUPPORTED
+ * with the reason where cuDNN is missing or refuses the shape). The
+ * transposed convolution of torch's conv_transpose2d is this backward's
+ * input gradient, and its backward rill_op_conv2d_ex2_f32 and this
+ * backward's weight gradient with the roles of in and grad_out swapped. */
+rill_status rill_op_conv2d_backward_ex2_f32(rill_stream *s, float *grad_in, float *grad_weight,
+                                            const float *grad_out, const float *in,
+                                            const float *weight, size_t n, size_t c, size_t h,
+                                            size_t w, size_t k, size_t r, size_t sz,
+                                            const rill_conv2d_params *params);
+
 typedef enum rill_pool_op {
     RILL_POOL_MAX, /* the largest in the window (padding left out); NaN wins */
     RILL_POOL_AVG  /* the mean over r*sz, padding counted as zeros */
@@ -923,6 +971,54 @@ rill_status rill_op_avg_pool2d_backward_f32(rill_stream *s, float *grad_in,
                                             const float *grad_out, size_t planes, size_t h,
                                             size_t w, size_t r, size_t sz, size_t stride_h,
                                             size_t stride_w, size_t pad_h, size_t pad_w);
+/* The options of torch's max_pool2d and avg_pool2d beyond
+ * rill_op_pool2d_f32's: the window r x sz, strides (at least 1), padding
+ * (at most half the dilated window), dilation (at least 1; RILL_POOL_MAX
+ * only, 1 for RILL_POOL_AVG), divisor (RILL_POOL_AVG only: when not 0,
+ * every window's divisor, torch's divisor_override) and flags:
+ * RILL_POOL_CEIL_MODE rounds the output size up, as ceil_mode does, keeping
+ * a last window that starts inside the image or its left padding;
+ * RILL_POOL_EXCLUDE_PAD (RILL_POOL_AVG only, count_include_pad=False)
+ * divides by the window's elements inside the image rather than by its
+ * size with padding. */
+#define RILL_POOL_CEIL_MODE 1u
+#define RILL_POOL_EXCLUDE_PAD 2u
+typedef struct rill_pool2d_params {
+    size_t r, sz;
+    size_t stride_h, stride_w;
+    size_t pad_h, pad_w;
+    size_t dilation_h, dilation_w;
+    size_t divisor;
+    unsigned flags;
+} rill_pool2d_params;
+/* 2-D pooling of planes images [h, w] into [oh, ow] as torch's max_pool2d
+ * (RILL_POOL_MAX) and avg_pool2d (RILL_POOL_AVG) with params (read at the
+ * call): oh = (h + 2*pad_h - dilation_h*(r-1) - 1 (+ stride_h - 1 in ceil
+ * mode)) / stride_h + 1, less one in ceil mode when the last window would
+ * start at or past h + pad_h; ow likewise. A max takes the taps inside the
+ * image, and indices, when not NULL (RILL_POOL_MAX only), receives
+ * positions as rill_op_max_pool2d_f32 gives them, for
+ * rill_op_max_pool2d_backward_f32. An average sums the window's elements
+ * inside the image and divides by divisor when not 0, else, with
+ * RILL_POOL_EXCLUDE_PAD, by their count, else by the window's size with
+ * padding but cut at h + pad_h (w + pad_w), as torch does in ceil mode.
+ * out and indices overlap in and each other nowhere. An option of the
+ * other op (dilation other than 1 for RILL_POOL_AVG, divisor, the
+ * exclude flag or a NULL params for either, unknown flags) is
+ * RILL_ERROR_INVALID_ARGUMENT with a sentence naming it. */
+rill_status rill_op_pool2d_ex_f32(rill_stream *s, rill_pool_op op, float *out, int64_t *indices,
+                                  const float *in, size_t planes, size_t h, size_t w,
+                                  const rill_pool2d_params *params);
+/* The backward of rill_op_pool2d_ex_f32's RILL_POOL_AVG for its input with
+ * the same params: grad_in[p, yy, xx] = the sum, in order of (y, x), of
+ * grad_out[p, y, x] / (that output's divisor) over the outputs whose
+ * window holds (yy, xx), 0 where none does; gathered, so the same for
+ * every grid, as rill_op_avg_pool2d_backward_f32. grad_out is [planes, oh,
+ * ow] as the forward computes them; grad_in [planes, h, w] is written
+ * whole and may not overlap grad_out. The checks are the forward's. */
+rill_status rill_op_avg_pool2d_backward_ex_f32(rill_stream *s, float *grad_in,
+                                               const float *grad_out, size_t planes, size_t h,
+                                               size_t w, const rill_pool2d_params *params);
 /* An embedding lookup, as torch's embedding: out[i, :] = weight[indices[i],
  * :] for i < n, weight [rows, dim] and out [n, dim] contiguous floats,
  * indices n integers of index_bytes each (4: int32_t, 8: int64_t). out may

@@ -53,6 +53,8 @@ typedef enum rill__op {
     RILL__OP_CONV2D_BACKWARD_FILTER_F32,
     RILL__OP_MAX_POOL2D_BACKWARD_F32,
     RILL__OP_AVG_POOL2D_BACKWARD_F32,
+    RILL__OP_POOL2D_EX_F32,
+    RILL__OP_AVG_POOL2D_BACKWARD_EX_F32,
     RILL__OP_COUNT
 } rill__op;
 
@@ -333,13 +335,18 @@ typedef struct rill__op_softmax_args {
     uint32_t is_log;
 } rill__op_softmax_args;
 
-/* conv2d with strides and zero padding: out[n,k,oh,ow] = sum over c,r,s
- * of in[n, c, y*stride_h + r - pad_h, x*stride_w + s - pad_w] *
- * weight[k,c,r,s], where input indices outside [0,h) x [0,w) read 0; oh =
- * (h + 2 pad_h - r) / stride_h + 1, ow likewise. The work items, bands and
+/* conv2d with strides, zero padding, dilation and groups: the channels
+ * are cut into groups of cg = c / groups input and kg = k / groups output
+ * channels, and out[n,k,oh,ow] = sum over the cg channels ci of k's group
+ * g = k / kg and r, s of in[n, g*cg + ci, y*stride_h + r*dil_h - pad_h,
+ * x*stride_w + s*dil_w - pad_w] * weight[k,ci,r,s] (weight [k, cg, r, s]),
+ * where input indices outside [0,h) x [0,w) read 0; oh = (h + 2 pad_h -
+ * dil_h (r-1) - 1) / stride_h + 1, ow likewise. The work items, bands and
  * scratch slots are those of rill__op_conv2d_args, with
- * rill__op_conv2d_ex_slot_floats floats per slot (scratch is never NULL).
- * out overlaps neither in, weight nor scratch. */
+ * rill__op_conv2d_ex_slot_floats floats per slot (scratch is never NULL):
+ * an item's im2col matrix holds all c channels, and each group's rows of
+ * it meet that group's filters in one sgemm. out overlaps neither in,
+ * weight nor scratch. */
 typedef struct rill__op_conv2d_ex_args {
     float *out;
     const float *in, *weight;
@@ -348,6 +355,7 @@ typedef struct rill__op_conv2d_ex_args {
     size_t stride_h, stride_w, pad_h, pad_w;
     size_t oh, ow;
     size_t band_rows;
+    size_t dil_h, dil_w, groups; /* each at least 1 */
 } rill__op_conv2d_ex_args;
 
 static inline size_t rill__op_conv2d_ex_bands(const rill__op_conv2d_ex_args *p) {
@@ -406,15 +414,19 @@ typedef struct rill__op_embedding_backward_args {
     int64_t padding_idx;
 } rill__op_embedding_backward_args;
 
-/* The backward of conv2d with strides and padding (rill__op_conv2d_ex_args'
- * geometry), two ops on one struct: RILL__OP_CONV2D_BACKWARD_DATA_F32
- * writes grad_in[n,c,h,w] = sum over k and the output positions (y, x) of
- * grad_out[n,k,y,x] * weight[k,c,r,s] where in[n,c,..] was read at
- * (y, x); RILL__OP_CONV2D_BACKWARD_FILTER_F32 writes grad_weight[k,c,r,s]
- * = sum over n, y, x of grad_out[n,k,y,x] * in[n, c, y*stride_h + r -
- * pad_h, x*stride_w + s - pad_w] (0 outside the image). Both overwrite.
- * The input channels are cut into groups of ceil(c / groups) (the last
- * may be smaller). The data op's work items are (image, channel group):
+/* The backward of conv2d with strides, padding, dilation and groups
+ * (rill__op_conv2d_ex_args' geometry, its groups here conv_groups), two
+ * ops on one struct: RILL__OP_CONV2D_BACKWARD_DATA_F32 writes
+ * grad_in[n,c,h,w] = sum over the k of c's convolution group and the
+ * output positions (y, x) of grad_out[n,k,y,x] * weight[k,c',r,s] (c' =
+ * c's place in its group) where in[n,c,..] was read at (y, x);
+ * RILL__OP_CONV2D_BACKWARD_FILTER_F32 writes grad_weight[k,c',r,s] = sum
+ * over n, y, x of grad_out[n,k,y,x] * in[n, g*cg + c', y*stride_h +
+ * r*dil_h - pad_h, x*stride_w + s*dil_w - pad_w] (0 outside the image).
+ * Both overwrite. The input channels are cut into groups of ceil(c /
+ * groups) (the last may be smaller); with conv_groups > 1 that size
+ * divides c / conv_groups, so no channel group spans two convolution
+ * groups. The data op's work items are (image, channel group):
  * each zeroes its planes of grad_in, then, band by band of band_rows
  * output rows, multiplies the group's rows of the transposed weight by
  * the band of grad_out into block b's slot and adds that column matrix
@@ -434,7 +446,8 @@ typedef struct rill__op_conv2d_backward_args {
     size_t stride_h, stride_w, pad_h, pad_w;
     size_t oh, ow;
     size_t band_rows, groups;
-    size_t scratch_floats; /* all of scratch: what a one-call body may use */
+    size_t scratch_floats;            /* all of scratch: what a one-call body may use */
+    size_t dil_h, dil_w, conv_groups; /* each at least 1 */
 } rill__op_conv2d_backward_args;
 
 /* Input channels per group: ceil(c / groups). */
@@ -474,5 +487,40 @@ typedef struct rill__op_avg_pool2d_backward_args {
     size_t planes, h, w, oh, ow, r, s;
     size_t stride_h, stride_w, pad_h, pad_w;
 } rill__op_avg_pool2d_backward_args;
+
+/* 2-D pooling with dilation (max only), ceil mode's extra outputs and
+ * average pooling's divisor rules, as PyTorch's max_pool2d and avg_pool2d
+ * take them; oh and ow come from the op layer. A max takes in[p,
+ * y*stride_h + i*dil_h - pad_h, x*stride_w + j*dil_w - pad_w] over i < r,
+ * j < s inside the image, indices as in rill__op_pool2d_args. An average
+ * sums its window as rill__op_avg_pool_span cuts it and divides by
+ * divisor when it is not 0, else by the window's size inside the image
+ * (exclude_pad) or its span with padding (not), 0 for an empty window.
+ * Block b takes the b-th slice of the planes * oh output rows. out and
+ * indices overlap in and each other nowhere. */
+typedef struct rill__op_pool2d_ex_args {
+    float *out;
+    int64_t *indices; /* NULL: none */
+    const float *in;
+    size_t planes, h, w, oh, ow, r, s;
+    size_t stride_h, stride_w, pad_h, pad_w, dil_h, dil_w;
+    size_t divisor;       /* 0: by exclude_pad's rule */
+    uint32_t op;          /* rill_pool_op */
+    uint32_t exclude_pad; /* 1: padding left out of an average's divisor */
+} rill__op_pool2d_ex_args;
+
+/* The backward of rill__op_pool2d_ex_args' average for its input:
+ * grad_in[p, yy, xx] = the sum, in order of (y, x), of grad_out[p, y, x]
+ * / (that output's divisor) over the outputs whose window holds (yy, xx),
+ * 0 where none does; gathered, as rill__op_avg_pool2d_backward_args.
+ * Block b takes the b-th slice of the planes * h rows of grad_in. */
+typedef struct rill__op_avg_pool2d_backward_ex_args {
+    float *grad_in;
+    const float *grad_out;
+    size_t planes, h, w, oh, ow, r, s;
+    size_t stride_h, stride_w, pad_h, pad_w;
+    size_t divisor;
+    uint32_t exclude_pad;
+} rill__op_avg_pool2d_backward_ex_args;
 
 #endif

@@ -124,6 +124,42 @@ static inline RILL__OP_MATH void rill__op_pool_outputs_of(size_t i, size_t k, si
         *last = *first;
 }
 
+/* Along one dimension of n inputs, the window of output o of an average
+ * pooling (size k at stride from -pad) as PyTorch's avg_pool2d cuts it:
+ * its end at most n + pad, *span its length with padding, [*lo, *hi) its
+ * inputs inside [0, n) (empty when it holds none). */
+static inline RILL__OP_MATH void rill__op_avg_pool_span(size_t o, size_t k, size_t stride,
+                                                        size_t pad, size_t n, size_t *lo,
+                                                        size_t *hi, size_t *span) {
+    /* Positions shifted by pad, so none is negative. */
+    size_t start = o * stride;
+    size_t end = start + k < n + 2 * pad ? start + k : n + 2 * pad;
+    *span = end > start ? end - start : 0;
+    *lo = start > pad ? start - pad : 0;
+    *hi = end > pad ? (end - pad < n ? end - pad : n) : 0;
+    if (*hi < *lo)
+        *hi = *lo;
+}
+
+/* The divisor of output (y, x) of an average pooling: divisor when not 0,
+ * else the window's inputs inside the image (exclude_pad) or its span with
+ * padding; 0 for a window with no input. *y0..*x1 get the window's inputs. */
+static inline RILL__OP_MATH size_t rill__op_avg_pool_window(size_t y, size_t x, size_t h, size_t w,
+                                                            size_t r, size_t s, size_t stride_h,
+                                                            size_t stride_w, size_t pad_h,
+                                                            size_t pad_w, size_t divisor,
+                                                            unsigned exclude_pad, size_t *y0,
+                                                            size_t *y1, size_t *x0, size_t *x1) {
+    size_t span_h, span_w;
+    rill__op_avg_pool_span(y, r, stride_h, pad_h, h, y0, y1, &span_h);
+    rill__op_avg_pool_span(x, s, stride_w, pad_w, w, x0, x1, &span_w);
+    if (*y0 == *y1 || *x0 == *x1)
+        return 0;
+    if (divisor != 0)
+        return divisor;
+    return exclude_pad ? (*y1 - *y0) * (*x1 - *x0) : span_h * span_w;
+}
+
 /* ---- maps and binary ops of f32 tensors ---- */
 
 /* GELU's gradient dy at its input x: dy (Phi(x) + x phi(x)), as

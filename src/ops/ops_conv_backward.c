@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* The backward of conv2d with strides and padding
- * (rill_op_conv2d_backward_f32): its checks, which are the forward's on
- * the same shapes plus the gradients', its plan (channel groups and bands
- * of output rows, backend/op_args.h) and its launches: the input
- * gradient's and the weight gradient's, one after the other on the
- * caller's stream, sharing one stream-ordered scratch buffer. Layer: the
- * ops, on what ops.c and ops_nn.c provide (ops_internal.h). */
+/* The backward of conv2d with strides, padding, dilation and groups
+ * (rill_op_conv2d_backward_f32, rill_op_conv2d_backward_ex2_f32): its
+ * checks, which are the forward's on the same shapes plus the gradients',
+ * its plan (channel groups and bands of output rows, backend/op_args.h)
+ * and its launches: the input gradient's and the weight gradient's, one
+ * after the other on the caller's stream, sharing one stream-ordered
+ * scratch buffer. Layer: the ops, on what ops.c and ops_nn.c provide
+ * (ops_internal.h). */
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -26,6 +27,19 @@ static size_t band_rows_for(const rill__op_conv2d_backward_args *p, size_t cpg) 
     size_t row_bytes = cpg * p->r * p->s * p->ow * sizeof(float);
     size_t rows = CONV_SLOT_BYTES_MAX / row_bytes;
     return rows < 1 ? 1 : min_size(rows, p->oh);
+}
+
+/* The channel groups of a plan that wants about want of them: at most c,
+ * and with conv_groups > 1 a multiple conv_groups * m of them with m
+ * dividing c / conv_groups, so each lies in one convolution group. */
+static size_t channel_groups(size_t c, size_t conv_groups, size_t want) {
+    if (conv_groups == 1)
+        return min_size(c, want);
+    size_t cg = c / conv_groups, best = 1;
+    for (size_t m = 2; m <= cg && conv_groups * m <= want; m++)
+        if (cg % m == 0)
+            best = m;
+    return conv_groups * best;
 }
 
 /* A gradient must overlap none of the other buffers (those not NULL). */
@@ -55,14 +69,13 @@ static rill_status launch(rill__stream *stream, rill__op id, size_t blocks,
     return rill__op_launch(stream, id, blocks, args, sizeof *args, &acc);
 }
 
-rill_status rill_op_conv2d_backward_f32(rill_stream *s, float *grad_in, float *grad_weight,
-                                        const float *grad_out, const float *in, const float *weight,
-                                        size_t n, size_t c, size_t h, size_t w, size_t k, size_t r,
-                                        size_t sz, size_t stride_h, size_t stride_w, size_t pad_h,
-                                        size_t pad_w) {
-    RILL_CALL_SCOPE();
-    static const char fn[] = "rill_op_conv2d_backward_f32";
+static rill_status conv2d_backward(const char *fn, rill_stream *s, float *grad_in,
+                                   float *grad_weight, const float *grad_out, const float *in,
+                                   const float *weight, size_t n, size_t c, size_t h, size_t w,
+                                   size_t k, size_t r, size_t sz,
+                                   const rill_conv2d_params *params) {
     size_t in_bytes = 0, w_bytes = 0, out_bytes = 0, units = 0, oh = 0, ow = 0;
+    size_t r_span = 0, s_span = 0;
     rill__stream *stream = NULL;
     rill_status st;
     if (grad_in == NULL && grad_weight == NULL)
@@ -74,8 +87,8 @@ rill_status rill_op_conv2d_backward_f32(rill_stream *s, float *grad_in, float *g
                                      "device memory of n*k*oh*ow floats")) != RILL_OK ||
         (grad_in != NULL &&
          (st = rill__op_check_pointer(fn, weight, "weight",
-                                      "device memory of k*c*r*sz floats (the input gradient "
-                                      "needs it)")) != RILL_OK) ||
+                                      "device memory of k*(c/groups)*r*sz floats (the input "
+                                      "gradient needs it)")) != RILL_OK) ||
         (grad_weight != NULL &&
          (st = rill__op_check_pointer(fn, in, "in",
                                       "device memory of n*c*h*w floats (the weight gradient "
@@ -88,12 +101,15 @@ rill_status rill_op_conv2d_backward_f32(rill_stream *s, float *grad_in, float *g
             RILL_OK ||
         (st = rill__op_check_dim(fn, r, "r", "the filter height")) != RILL_OK ||
         (st = rill__op_check_dim(fn, sz, "sz", "the filter width")) != RILL_OK ||
-        (st = rill__op_check_window(fn, h, w, r, sz, stride_h, stride_w, pad_h, pad_w, false, &oh,
-                                    &ow)) != RILL_OK ||
-        (st = rill__op_check_size(fn, rill__op_elem_bytes(&in_bytes, sizeof(float), n, c, h, w),
+        (st = rill__op_check_conv_params(fn, c, k, r, sz, params, &r_span, &s_span)) != RILL_OK ||
+        (st = rill__op_check_window(fn, h, w, r_span, s_span, params->stride_h, params->stride_w,
+                                    params->pad_h, params->pad_w, false, &oh, &ow)) != RILL_OK)
+        return st;
+    size_t cg = c / params->groups;
+    if ((st = rill__op_check_size(fn, rill__op_elem_bytes(&in_bytes, sizeof(float), n, c, h, w),
                                   "in", "n*c*h*w floats")) != RILL_OK ||
-        (st = rill__op_check_size(fn, rill__op_elem_bytes(&w_bytes, sizeof(float), k, c, r, sz),
-                                  "weight", "k*c*r*sz floats")) != RILL_OK ||
+        (st = rill__op_check_size(fn, rill__op_elem_bytes(&w_bytes, sizeof(float), k, cg, r, sz),
+                                  "weight", "k*(c/groups)*r*sz floats")) != RILL_OK ||
         (st = rill__op_check_size(fn, rill__op_elem_bytes(&out_bytes, sizeof(float), n, k, oh, ow),
                                   "grad_out", "n*k*oh*ow floats")) != RILL_OK ||
         /* The products' dimensions and leading dimensions (c*r*sz, oh*ow)
@@ -102,12 +118,13 @@ rill_status rill_op_conv2d_backward_f32(rill_stream *s, float *grad_in, float *g
         (st = rill__op_check_dim(fn, oh * ow, "oh*ow", "")) != RILL_OK ||
         (st = rill__op_check_fits(fn, s, grad_out, "grad_out", "n*k*oh*ow floats", out_bytes)) !=
             RILL_OK ||
-        (grad_in != NULL && ((st = rill__op_check_fits(fn, s, grad_in, "grad_in", "n*c*h*w floats",
-                                                       in_bytes)) != RILL_OK ||
-                             (st = rill__op_check_fits(fn, s, weight, "weight", "k*c*r*sz floats",
-                                                       w_bytes)) != RILL_OK)) ||
+        (grad_in != NULL &&
+         ((st = rill__op_check_fits(fn, s, grad_in, "grad_in", "n*c*h*w floats", in_bytes)) !=
+              RILL_OK ||
+          (st = rill__op_check_fits(fn, s, weight, "weight", "k*(c/groups)*r*sz floats",
+                                    w_bytes)) != RILL_OK)) ||
         (grad_weight != NULL &&
-         ((st = rill__op_check_fits(fn, s, grad_weight, "grad_weight", "k*c*r*sz floats",
+         ((st = rill__op_check_fits(fn, s, grad_weight, "grad_weight", "k*(c/groups)*r*sz floats",
                                     w_bytes)) != RILL_OK ||
           (st = rill__op_check_fits(fn, s, in, "in", "n*c*h*w floats", in_bytes)) != RILL_OK)))
         return st;
@@ -126,7 +143,7 @@ rill_status rill_op_conv2d_backward_f32(rill_stream *s, float *grad_in, float *g
      * group), so it needs only as many groups as make up the blocks; the
      * weight gradient's are channel groups. */
     size_t macs = n * k;
-    size_t factors[3] = {c * r * sz, oh, ow};
+    size_t factors[3] = {cg * r * sz, oh, ow};
     for (int i = 0; i < 3; i++)
         macs = macs > SIZE_MAX / factors[i] ? SIZE_MAX : macs * factors[i];
     size_t blocks = rill__op_blocks_for(macs, MACS_PER_BLOCK_MIN, units);
@@ -141,22 +158,25 @@ rill_status rill_op_conv2d_backward_f32(rill_stream *s, float *grad_in, float *g
                                           .k = k,
                                           .r = r,
                                           .s = sz,
-                                          .stride_h = stride_h,
-                                          .stride_w = stride_w,
-                                          .pad_h = pad_h,
-                                          .pad_w = pad_w,
+                                          .stride_h = params->stride_h,
+                                          .stride_w = params->stride_w,
+                                          .pad_h = params->pad_h,
+                                          .pad_w = params->pad_w,
                                           .oh = oh,
-                                          .ow = ow};
+                                          .ow = ow,
+                                          .dil_h = params->dilation_h,
+                                          .dil_w = params->dilation_w,
+                                          .conv_groups = params->groups};
     rill__op_conv2d_backward_args filter = data;
     data.grad_weight = NULL;
     filter.grad_in = NULL;
     filter.grad_weight = grad_weight;
-    data.groups = min_size(c, (blocks + n - 1) / n);
+    data.groups = channel_groups(c, params->groups, (blocks + n - 1) / n);
     data.band_rows = band_rows_for(&data, rill__op_conv2d_backward_group_channels(&data));
     size_t data_blocks = min_size(blocks, n * data.groups);
-    filter.groups = min_size(c, blocks);
+    filter.groups = channel_groups(c, params->groups, blocks);
     filter.band_rows = band_rows_for(&filter, rill__op_conv2d_backward_group_channels(&filter));
-    size_t filter_blocks = filter.groups;
+    size_t filter_blocks = min_size(blocks, filter.groups);
     size_t floats = 0;
     if (grad_in != NULL)
         floats = data_blocks * rill__op_conv2d_backward_slot_floats(&data);
@@ -188,4 +208,25 @@ rill_status rill_op_conv2d_backward_f32(rill_stream *s, float *grad_in, float *g
                     in_bytes, grad_weight, w_bytes, out_bytes, scratch_bytes);
     rill_status free_st = rill__mem_free_async(scratch, stream);
     return st != RILL_OK ? st : free_st;
+}
+
+rill_status rill_op_conv2d_backward_f32(rill_stream *s, float *grad_in, float *grad_weight,
+                                        const float *grad_out, const float *in, const float *weight,
+                                        size_t n, size_t c, size_t h, size_t w, size_t k, size_t r,
+                                        size_t sz, size_t stride_h, size_t stride_w, size_t pad_h,
+                                        size_t pad_w) {
+    RILL_CALL_SCOPE();
+    rill_conv2d_params params = {stride_h, stride_w, pad_h, pad_w, 1, 1, 1};
+    return conv2d_backward("rill_op_conv2d_backward_f32", s, grad_in, grad_weight, grad_out, in,
+                           weight, n, c, h, w, k, r, sz, &params);
+}
+
+rill_status rill_op_conv2d_backward_ex2_f32(rill_stream *s, float *grad_in, float *grad_weight,
+                                            const float *grad_out, const float *in,
+                                            const float *weight, size_t n, size_t c, size_t h,
+                                            size_t w, size_t k, size_t r, size_t sz,
+                                            const rill_conv2d_params *params) {
+    RILL_CALL_SCOPE();
+    return conv2d_backward("rill_op_conv2d_backward_ex2_f32", s, grad_in, grad_weight, grad_out, in,
+                           weight, n, c, h, w, k, r, sz, params);
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* What the files of the built-in ops share (ops.c: kernels, checks, grids
  * and the element-wise ops; ops_nn.c: sum, matmul, conv2d and pooling;
- * ops_conv_backward.c: conv2d's backward; ops_tensor.c: strided copies,
+ * ops_conv_backward.c: conv2d's backward; ops_pool_ex.c: pooling with
+ * ceil mode, dilation and divisor rules; ops_tensor.c: strided copies,
  * broadcasting, maps and the ops along one dimension). */
 #ifndef RILL_OPS_OPS_INTERNAL_H
 #define RILL_OPS_OPS_INTERNAL_H
@@ -77,6 +78,13 @@ rill_status rill__op_check_size(const char *fn, bool fits, const char *name, con
 rill_status rill__op_check_window(const char *fn, size_t h, size_t w, size_t r, size_t sz,
                                   size_t stride_h, size_t stride_w, size_t pad_h, size_t pad_w,
                                   bool half_window_pad, size_t *oh, size_t *ow);
+/* The checks of a rill_conv2d_params for c input channels, k filters and
+ * an r x sz filter (ops_nn.c): not NULL, dilations and groups at least
+ * 1, groups dividing c and k; *r_span and *s_span get the dilated filter's
+ * extent, (r-1)*dilation + 1. The strides and padding are check_window's. */
+rill_status rill__op_check_conv_params(const char *fn, size_t c, size_t k, size_t r, size_t sz,
+                                       const rill_conv2d_params *params, size_t *r_span,
+                                       size_t *s_span);
 /* Op id's kernel, created at first use: an op that launches several
  * kernels gets them all before it allocates or launches anything. */
 rill_status rill__op_kernel(rill__op id, rill_kernel **out);

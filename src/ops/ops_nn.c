@@ -459,20 +459,50 @@ rill_status rill__op_check_pool_window(const char *fn, size_t h, size_t w, size_
     return check_window(fn, h, w, r, sz, stride_h, stride_w, pad_h, pad_w, true, oh, ow);
 }
 
-rill_status rill_op_conv2d_ex_f32(rill_stream *s, float *out, const float *in, const float *weight,
-                                  size_t n, size_t c, size_t h, size_t w, size_t k, size_t r,
-                                  size_t sz, size_t stride_h, size_t stride_w, size_t pad_h,
-                                  size_t pad_w) {
-    RILL_CALL_SCOPE();
-    static const char fn[] = "rill_op_conv2d_ex_f32";
+rill_status rill__op_check_conv_params(const char *fn, size_t c, size_t k, size_t r, size_t sz,
+                                       const rill_conv2d_params *params, size_t *r_span,
+                                       size_t *s_span) {
+    rill_status st;
+    if (params == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: params is NULL; pass a rill_conv2d_params with the strides, "
+                          "padding, dilation and groups",
+                          fn);
+    if ((st = check_dim(fn, params->dilation_h, "dilation_h", "the vertical dilation")) !=
+            RILL_OK ||
+        (st = check_dim(fn, params->dilation_w, "dilation_w", "the horizontal dilation")) !=
+            RILL_OK ||
+        (st = check_dim(fn, params->groups, "groups", "the number of groups")) != RILL_OK)
+        return st;
+    if (c % params->groups != 0 || k % params->groups != 0)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: groups is %zu, which divides neither c (%zu) nor k (%zu) evenly; "
+                          "pass groups that divides both",
+                          fn, params->groups, c, k);
+    /* The dilated filter's extent: (r-1)*dilation + 1, each at most
+     * RILL__OP_MAX_DIM, so the product fits a size_t. */
+    *r_span = (r - 1) * params->dilation_h + 1;
+    *s_span = (sz - 1) * params->dilation_w + 1;
+    if ((st = check_dim(fn, *r_span, "(r-1)*dilation_h+1", "the dilated filter height")) !=
+            RILL_OK ||
+        (st = check_dim(fn, *s_span, "(sz-1)*dilation_w+1", "the dilated filter width")) != RILL_OK)
+        return st;
+    return RILL_OK;
+}
+
+/* rill_op_conv2d_ex_f32 and rill_op_conv2d_ex2_f32. */
+static rill_status conv2d_ex(const char *fn, rill_stream *s, float *out, const float *in,
+                             const float *weight, size_t n, size_t c, size_t h, size_t w, size_t k,
+                             size_t r, size_t sz, const rill_conv2d_params *params) {
     size_t in_bytes = 0, w_bytes = 0, out_bytes = 0, units = 0, oh = 0, ow = 0;
+    size_t r_span = 0, s_span = 0;
     rill__stream *stream = NULL;
     rill_status st;
     if ((st = rill__op_check_pointer(fn, out, "out", "device memory for n*k*oh*ow floats")) !=
             RILL_OK ||
         (st = rill__op_check_pointer(fn, in, "in", "device memory of n*c*h*w floats")) != RILL_OK ||
-        (st = rill__op_check_pointer(fn, weight, "weight", "device memory of k*c*r*sz floats")) !=
-            RILL_OK ||
+        (st = rill__op_check_pointer(fn, weight, "weight",
+                                     "device memory of k*(c/groups)*r*sz floats")) != RILL_OK ||
         (st = check_dim(fn, n, "n", "the number of images")) != RILL_OK ||
         (st = check_dim(fn, c, "c", "the number of input channels")) != RILL_OK ||
         (st = check_dim(fn, h, "h", "the input height")) != RILL_OK ||
@@ -480,18 +510,21 @@ rill_status rill_op_conv2d_ex_f32(rill_stream *s, float *out, const float *in, c
         (st = check_dim(fn, k, "k", "the number of filters (output channels)")) != RILL_OK ||
         (st = check_dim(fn, r, "r", "the filter height")) != RILL_OK ||
         (st = check_dim(fn, sz, "sz", "the filter width")) != RILL_OK ||
-        (st = check_window(fn, h, w, r, sz, stride_h, stride_w, pad_h, pad_w, false, &oh, &ow)) !=
-            RILL_OK ||
-        (st = check_size(fn, rill__op_elem_bytes(&in_bytes, sizeof(float), n, c, h, w), "in",
+        (st = rill__op_check_conv_params(fn, c, k, r, sz, params, &r_span, &s_span)) != RILL_OK ||
+        (st = check_window(fn, h, w, r_span, s_span, params->stride_h, params->stride_w,
+                           params->pad_h, params->pad_w, false, &oh, &ow)) != RILL_OK)
+        return st;
+    size_t cg = c / params->groups;
+    if ((st = check_size(fn, rill__op_elem_bytes(&in_bytes, sizeof(float), n, c, h, w), "in",
                          "n*c*h*w floats")) != RILL_OK ||
-        (st = check_size(fn, rill__op_elem_bytes(&w_bytes, sizeof(float), k, c, r, sz), "weight",
-                         "k*c*r*sz floats")) != RILL_OK ||
+        (st = check_size(fn, rill__op_elem_bytes(&w_bytes, sizeof(float), k, cg, r, sz), "weight",
+                         "k*(c/groups)*r*sz floats")) != RILL_OK ||
         (st = check_size(fn, rill__op_elem_bytes(&out_bytes, sizeof(float), n, k, oh, ow), "out",
                          "n*k*oh*ow floats")) != RILL_OK ||
         (st = check_dim(fn, c * r * sz, "c*r*sz", "")) != RILL_OK ||
         (st = check_dim(fn, oh * ow, "oh*ow", "")) != RILL_OK ||
         (st = rill__op_check_fits(fn, s, in, "in", "n*c*h*w floats", in_bytes)) != RILL_OK ||
-        (st = rill__op_check_fits(fn, s, weight, "weight", "k*c*r*sz floats", w_bytes)) !=
+        (st = rill__op_check_fits(fn, s, weight, "weight", "k*(c/groups)*r*sz floats", w_bytes)) !=
             RILL_OK ||
         (st = rill__op_check_fits(fn, s, out, "out", "n*k*oh*ow floats", out_bytes)) != RILL_OK ||
         (st = rill__op_check_disjoint(fn, out, out_bytes, "out", in, in_bytes, "in")) != RILL_OK ||
@@ -499,11 +532,29 @@ rill_status rill_op_conv2d_ex_f32(rill_stream *s, float *out, const float *in, c
             RILL_OK ||
         (st = rill__op_stream(fn, s, &stream, &units)) != RILL_OK)
         return st;
-    rill__op_conv2d_ex_args args = {out, in, weight,   NULL,     n,     c,     h,  w,  k,
-                                    r,   sz, stride_h, stride_w, pad_h, pad_w, oh, ow, 1};
+    rill__op_conv2d_ex_args args = {.out = out,
+                                    .in = in,
+                                    .weight = weight,
+                                    .n = n,
+                                    .c = c,
+                                    .h = h,
+                                    .w = w,
+                                    .k = k,
+                                    .r = r,
+                                    .s = sz,
+                                    .stride_h = params->stride_h,
+                                    .stride_w = params->stride_w,
+                                    .pad_h = params->pad_h,
+                                    .pad_w = params->pad_w,
+                                    .oh = oh,
+                                    .ow = ow,
+                                    .band_rows = 1,
+                                    .dil_h = params->dilation_h,
+                                    .dil_w = params->dilation_w,
+                                    .groups = params->groups};
     /* The plan of the unpadded conv2d, on the output's rows. */
     rill__op_conv2d_args plan = {NULL, NULL, NULL, NULL, n, c, oh, ow, k, 1, 1, 1};
-    plan.c = c * r * sz; /* its multiply-adds: k * c*r*sz * oh * ow per image */
+    plan.c = cg * r * sz; /* its multiply-adds: k * cg*r*sz * oh * ow per image */
     size_t blocks = conv_plan(&plan, units, c * r * sz * ow);
     args.band_rows = plan.band_rows;
     access_list acc = {.count = 0};
@@ -513,6 +564,22 @@ rill_status rill_op_conv2d_ex_f32(rill_stream *s, float *out, const float *in, c
     size_t scratch_bytes = blocks * rill__op_conv2d_ex_slot_floats(&args) * sizeof(float);
     return launch_with_scratch(stream, RILL__OP_CONV2D_EX_F32, blocks, &args, sizeof args,
                                (void **)&args.scratch, scratch_bytes, &acc);
+}
+
+rill_status rill_op_conv2d_ex_f32(rill_stream *s, float *out, const float *in, const float *weight,
+                                  size_t n, size_t c, size_t h, size_t w, size_t k, size_t r,
+                                  size_t sz, size_t stride_h, size_t stride_w, size_t pad_h,
+                                  size_t pad_w) {
+    RILL_CALL_SCOPE();
+    rill_conv2d_params params = {stride_h, stride_w, pad_h, pad_w, 1, 1, 1};
+    return conv2d_ex("rill_op_conv2d_ex_f32", s, out, in, weight, n, c, h, w, k, r, sz, &params);
+}
+
+rill_status rill_op_conv2d_ex2_f32(rill_stream *s, float *out, const float *in, const float *weight,
+                                   size_t n, size_t c, size_t h, size_t w, size_t k, size_t r,
+                                   size_t sz, const rill_conv2d_params *params) {
+    RILL_CALL_SCOPE();
+    return conv2d_ex("rill_op_conv2d_ex2_f32", s, out, in, weight, n, c, h, w, k, r, sz, params);
 }
 
 /* ---- pooling ---- */

@@ -5,8 +5,8 @@
  * offer the entry points rill resolves (src/backend/cuda/cuda_libs.c) with
  * the libraries' semantics: cublasSgemm and cublasGemmEx compute
  * column-major C = alpha op(A) op(B) + beta C, cudnnConvolutionForward an
- * NCHW cross-correlation (or convolution) with padding, strides and
- * dilation, cudnnConvolutionBackwardData and cudnnConvolutionBackwardFilter
+ * NCHW cross-correlation (or convolution) with padding, strides,
+ * dilation and groups, cudnnConvolutionBackwardData and cudnnConvolutionBackwardFilter
  * its gradients for the input and the filter, each queued on the handle's
  * stream. */
 #include <cublas_v2.h>
@@ -217,7 +217,8 @@ struct cudnnFilterStruct {
 };
 struct cudnnConvolutionStruct {
     int pad_h, pad_w, u, v, dil_h, dil_w;
-    bool flip; /* CUDNN_CONVOLUTION: the filter is flipped */
+    bool flip;  /* CUDNN_CONVOLUTION: the filter is flipped */
+    int groups; /* cudnnSetConvolutionGroupCount's; 1 after a 2-D set */
 };
 
 EXPORT cudnnStatus_t cudnnCreate(cudnnHandle_t *handle) {
@@ -294,7 +295,14 @@ EXPORT cudnnStatus_t cudnnSetConvolution2dDescriptor(cudnnConvolutionDescriptor_
     if (pad_h < 0 || pad_w < 0 || u <= 0 || v <= 0 || dil_h <= 0 || dil_w <= 0)
         return CUDNN_STATUS_BAD_PARAM;
     *d = (struct cudnnConvolutionStruct){
-        pad_h, pad_w, u, v, dil_h, dil_w, mode == CUDNN_CONVOLUTION};
+        pad_h, pad_w, u, v, dil_h, dil_w, mode == CUDNN_CONVOLUTION, 1};
+    return CUDNN_STATUS_SUCCESS;
+}
+
+EXPORT cudnnStatus_t cudnnSetConvolutionGroupCount(cudnnConvolutionDescriptor_t d, int groups) {
+    if (groups <= 0)
+        return CUDNN_STATUS_BAD_PARAM;
+    d->groups = groups;
     return CUDNN_STATUS_SUCCESS;
 }
 
@@ -312,8 +320,8 @@ static int out_size(int in, int pad, int filter, int dilation, int stride) {
 
 static bool shapes_fit(cudnnTensorDescriptor_t x, cudnnFilterDescriptor_t w,
                        cudnnConvolutionDescriptor_t conv, cudnnTensorDescriptor_t y) {
-    return x->c == w->c && y->n == x->n && y->c == w->k &&
-           y->h == out_size(x->h, conv->pad_h, w->r, conv->dil_h, conv->u) &&
+    return x->c == w->c * conv->groups && w->k % conv->groups == 0 && y->n == x->n &&
+           y->c == w->k && y->h == out_size(x->h, conv->pad_h, w->r, conv->dil_h, conv->u) &&
            y->w == out_size(x->w, conv->pad_w, w->s, conv->dil_w, conv->v) && y->h > 0 && y->w > 0;
 }
 
@@ -361,7 +369,8 @@ static void run_conv(void *arg) {
             for (int oy = 0; oy < y->h; oy++)
                 for (int ox = 0; ox < y->w; ox++) {
                     float acc = 0.0f;
-                    for (int c = 0; c < x->c; c++)
+                    int c0 = k / (w->k / p->conv.groups) * w->c; /* k's group's first channel */
+                    for (int c = 0; c < w->c; c++)
                         for (int r = 0; r < w->r; r++)
                             for (int s = 0; s < w->s; s++) {
                                 int iy = oy * p->conv.u - p->conv.pad_h + r * p->conv.dil_h;
@@ -370,8 +379,9 @@ static void run_conv(void *arg) {
                                     continue;
                                 int fr = p->conv.flip ? w->r - 1 - r : r;
                                 int fs = p->conv.flip ? w->s - 1 - s : s;
-                                acc += p->in[((size_t)(n * x->c + c) * x->h + iy) * x->w + ix] *
-                                       p->weight[((size_t)(k * w->c + c) * w->r + fr) * w->s + fs];
+                                acc +=
+                                    p->in[((size_t)(n * x->c + c0 + c) * x->h + iy) * x->w + ix] *
+                                    p->weight[((size_t)(k * w->c + c) * w->r + fr) * w->s + fs];
                             }
                     float *o = &p->out[((size_t)(n * y->c + k) * y->h + oy) * y->w + ox];
                     *o = p->alpha * acc + (p->beta != 0.0f ? p->beta * *o : 0.0f);
@@ -428,7 +438,8 @@ static void run_conv_backward(void *arg) {
             for (int oy = 0; oy < y->h; oy++)
                 for (int ox = 0; ox < y->w; ox++) {
                     float g = p->dy[((size_t)(n * y->c + k) * y->h + oy) * y->w + ox];
-                    for (int c = 0; c < x->c; c++)
+                    int c0 = k / (w->k / p->conv.groups) * w->c; /* k's group's first channel */
+                    for (int c = 0; c < w->c; c++)
                         for (int r = 0; r < w->r; r++)
                             for (int s = 0; s < w->s; s++) {
                                 int iy = oy * p->conv.u - p->conv.pad_h + r * p->conv.dil_h;
@@ -437,7 +448,7 @@ static void run_conv_backward(void *arg) {
                                     continue;
                                 int fr = p->conv.flip ? w->r - 1 - r : r;
                                 int fs = p->conv.flip ? w->s - 1 - s : s;
-                                size_t xi = ((size_t)(n * x->c + c) * x->h + iy) * x->w + ix;
+                                size_t xi = ((size_t)(n * x->c + c0 + c) * x->h + iy) * x->w + ix;
                                 size_t wi = ((size_t)(k * w->c + c) * w->r + fr) * w->s + fs;
                                 if (p->dx != NULL)
                                     acc[xi] += g * p->weight[wi];

@@ -39,6 +39,8 @@ static const struct {
     {"rill__cuda_op_embedding_backward_f32", RILL__OP_EMBEDDING_BACKWARD_F32},
     {"rill__cuda_op_max_pool2d_backward_f32", RILL__OP_MAX_POOL2D_BACKWARD_F32},
     {"rill__cuda_op_avg_pool2d_backward_f32", RILL__OP_AVG_POOL2D_BACKWARD_F32},
+    {"rill__cuda_op_pool2d_ex_f32", RILL__OP_POOL2D_EX_F32},
+    {"rill__cuda_op_avg_pool2d_backward_ex_f32", RILL__OP_AVG_POOL2D_BACKWARD_EX_F32},
 };
 
 rill_cpu_kernel_fn fake_op_twin(const char *entry) {

@@ -1,16 +1,17 @@
 // SPDX-License-Identifier: MIT
-// 2-D pooling as rill kernels queued on the current stream:
-// max_pool2d_with_indices (the maxima and their positions, for the
-// backward; no dilation, no ceil_mode) as rill_op_max_pool2d_f32, and
-// avg_pool2d (zero padding counted, no ceil_mode, no divisor_override) as
-// rill_op_pool2d_f32, on an input made contiguous first by rill's strided
-// copy on the same stream. Their backward where the forward took the case:
-// max_pool2d_with_indices_backward as rill_op_max_pool2d_backward_f32 (the
-// gradients added at the forward's positions, plane by plane, in one
-// order) and avg_pool2d_backward as rill_op_avg_pool2d_backward_f32 (each
-// input's gradient gathered from the windows that hold it).
-// adaptive_avg_pool2d to 1x1 reaches the mean over the last two dimensions
-// (reduce_ops.cpp). The other cases go to the fallback.
+// 2-D pooling as rill kernels queued on the current stream, with torch's
+// options (ceil_mode, a max's dilation, an average's count_include_pad and
+// divisor_override): max_pool2d_with_indices (the maxima and their
+// positions, for the backward) and avg_pool2d as rill_op_pool2d_ex_f32, on
+// an input made contiguous first by rill's strided copy on the same
+// stream. Their backward: max_pool2d_with_indices_backward as
+// rill_op_max_pool2d_backward_f32 (the gradients added at the forward's
+// positions, plane by plane, in one order) and avg_pool2d_backward as
+// rill_op_avg_pool2d_backward_ex_f32 (each input's gradient gathered from
+// the windows that hold it). adaptive_avg_pool2d to 1x1 reaches the mean
+// over the last two dimensions (reduce_ops.cpp). Shapes the kernels do not
+// take (another dtype or rank, padding over half the window) go to the
+// fallback, where PyTorch's CPU kernel words any error.
 #include <ATen/native/CPUFallback.h>
 #include <ATen/ops/avg_pool2d_backward_ops.h>
 #include <ATen/ops/avg_pool2d_ops.h>
@@ -44,33 +45,46 @@ bool pair_of(at::IntArrayRef v, int64_t out[2]) {
     return false;
 }
 
-// A pooling window over a's last two dimensions that rill's kernels take.
+// A pooling window over a's last two dimensions that rill's kernels take,
+// as rill_pool2d_params, with the output's size as PyTorch computes it.
 struct Window {
-    int64_t k[2], stride[2], pad[2];
+    rill_pool2d_params params;
     int64_t planes, h, w, oh, ow;
     std::vector<int64_t> out_shape;
 };
 
-// The window of kernel_size, stride (empty: the kernel's) and padding over
-// a float32 rill tensor of 3 or 4 dimensions, padding at most half the
-// window and the window inside the padded image, as rill_op_pool2d_f32
-// requires; false otherwise (PyTorch's CPU kernel then decides, and words
-// any error).
+size_t z(int64_t v) {
+    return static_cast<size_t>(v);
+}
+
+// The window of kernel_size, stride (empty: the kernel's), padding and
+// dilation over a float32 rill tensor of 3 or 4 dimensions, padding at
+// most half the dilated window and that window inside the padded image, as
+// rill_op_pool2d_ex_f32 requires; false otherwise.
 bool window_of(const at::Tensor &a, at::IntArrayRef kernel_size, at::IntArrayRef stride,
-               at::IntArrayRef padding, Window *win) {
+               at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode, Window *win) {
+    int64_t k[2], st[2], pad[2], dil[2];
     if (!is_f32(a) || (a.dim() != 3 && a.dim() != 4) || a.numel() == 0 ||
-        !pair_of(kernel_size, win->k) || !pair_of(padding, win->pad) ||
-        !(stride.empty() ? pair_of(kernel_size, win->stride) : pair_of(stride, win->stride)))
+        !pair_of(kernel_size, k) || !pair_of(padding, pad) || !pair_of(dilation, dil) ||
+        !(stride.empty() ? pair_of(kernel_size, st) : pair_of(stride, st)))
         return false;
     win->h = a.size(-2);
     win->w = a.size(-1);
     int64_t size[2] = {win->h, win->w}, out[2];
     for (int i = 0; i < 2; i++) {
-        if (win->k[i] < 1 || win->stride[i] < 1 || win->pad[i] < 0 || win->pad[i] > win->k[i] / 2 ||
-            win->k[i] > size[i] + 2 * win->pad[i])
+        if (k[i] < 1 || st[i] < 1 || pad[i] < 0 || dil[i] < 1)
             return false;
-        out[i] = (size[i] + 2 * win->pad[i] - win->k[i]) / win->stride[i] + 1;
+        int64_t span = dil[i] * (k[i] - 1) + 1;
+        if (pad[i] > span / 2 || span > size[i] + 2 * pad[i])
+            return false;
+        // PyTorch's pooling_output_shape.
+        out[i] = (size[i] + 2 * pad[i] - span + (ceil_mode ? st[i] - 1 : 0)) / st[i] + 1;
+        if (ceil_mode && (out[i] - 1) * st[i] >= size[i] + pad[i])
+            out[i]--;
     }
+    win->params = rill_pool2d_params{
+        z(k[0]),   z(k[1]),   z(st[0]),  z(st[1]), z(pad[0]),
+        z(pad[1]), z(dil[0]), z(dil[1]), 0,        ceil_mode ? RILL_POOL_CEIL_MODE : 0u};
     win->oh = out[0];
     win->ow = out[1];
     win->planes = a.numel() / (win->h * win->w);
@@ -80,58 +94,55 @@ bool window_of(const at::Tensor &a, at::IntArrayRef kernel_size, at::IntArrayRef
     return true;
 }
 
-size_t z(int64_t v) {
-    return static_cast<size_t>(v);
-}
-
-// avg_pool2d as rill_op_pool2d_f32 into a new tensor; undefined when the
-// kernel does not take the case.
-at::Tensor avg_pool2d_native(const at::Tensor &a, at::IntArrayRef kernel_size,
-                             at::IntArrayRef stride, at::IntArrayRef padding, bool ceil_mode,
-                             bool count_include_pad, std::optional<int64_t> divisor_override) {
-    Window win;
-    if (ceil_mode || !count_include_pad || divisor_override.has_value() ||
-        !window_of(a, kernel_size, stride, padding, &win))
-        return {};
-    at::Tensor ac = a.contiguous();
-    at::Tensor out = at::empty(win.out_shape, a.options());
-    const c10::DeviceGuard guard(a.device());
-    TORCH_RILL_CHECK(rill_op_pool2d_f32(stream_of(out), RILL_POOL_AVG, out.data_ptr<float>(),
-                                        ac.const_data_ptr<float>(), z(win.planes), z(win.h),
-                                        z(win.w), z(win.k[0]), z(win.k[1]), z(win.stride[0]),
-                                        z(win.stride[1]), z(win.pad[0]), z(win.pad[1])));
-    return out;
+// An average pooling's window: count_include_pad=False and a (positive)
+// divisor_override set in its params; false where window_of refuses or the
+// divisor is not positive.
+bool avg_window_of(const at::Tensor &a, at::IntArrayRef kernel_size, at::IntArrayRef stride,
+                   at::IntArrayRef padding, bool ceil_mode, bool count_include_pad,
+                   std::optional<int64_t> divisor_override, Window *win) {
+    const int64_t one[1] = {1};
+    if (!window_of(a, kernel_size, stride, padding, one, ceil_mode, win) ||
+        (divisor_override.has_value() && *divisor_override <= 0))
+        return false;
+    if (!count_include_pad)
+        win->params.flags |= RILL_POOL_EXCLUDE_PAD;
+    if (divisor_override.has_value())
+        win->params.divisor = z(*divisor_override);
+    return true;
 }
 
 std::tuple<at::Tensor, at::Tensor>
 max_pool2d_with_indices(const at::Tensor &a, at::IntArrayRef kernel_size, at::IntArrayRef stride,
                         at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
     Window win;
-    int64_t dil[2];
-    if (ceil_mode || !pair_of(dilation, dil) || dil[0] != 1 || dil[1] != 1 ||
-        !window_of(a, kernel_size, stride, padding, &win))
+    if (!window_of(a, kernel_size, stride, padding, dilation, ceil_mode, &win))
         return call_fallback_fn<&boxed_fallback, at::_ops::max_pool2d_with_indices>::call(
             a, kernel_size, stride, padding, dilation, ceil_mode);
     at::Tensor ac = a.contiguous();
     at::Tensor out = at::empty(win.out_shape, a.options());
     at::Tensor indices = at::empty(win.out_shape, a.options().dtype(at::kLong));
     const c10::DeviceGuard guard(a.device());
-    TORCH_RILL_CHECK(rill_op_max_pool2d_f32(
-        stream_of(out), out.data_ptr<float>(), indices.data_ptr<int64_t>(),
-        ac.const_data_ptr<float>(), z(win.planes), z(win.h), z(win.w), z(win.k[0]), z(win.k[1]),
-        z(win.stride[0]), z(win.stride[1]), z(win.pad[0]), z(win.pad[1])));
+    TORCH_RILL_CHECK(rill_op_pool2d_ex_f32(stream_of(out), RILL_POOL_MAX, out.data_ptr<float>(),
+                                           indices.data_ptr<int64_t>(), ac.const_data_ptr<float>(),
+                                           z(win.planes), z(win.h), z(win.w), &win.params));
     return {out, indices};
 }
 
 at::Tensor avg_pool2d(const at::Tensor &a, at::IntArrayRef kernel_size, at::IntArrayRef stride,
                       at::IntArrayRef padding, bool ceil_mode, bool count_include_pad,
                       std::optional<int64_t> divisor_override) {
-    at::Tensor out = avg_pool2d_native(a, kernel_size, stride, padding, ceil_mode,
-                                       count_include_pad, divisor_override);
-    if (out.defined())
-        return out;
-    return call_fallback_fn<&boxed_fallback, at::_ops::avg_pool2d>::call(
-        a, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
+    Window win;
+    if (!avg_window_of(a, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                       divisor_override, &win))
+        return call_fallback_fn<&boxed_fallback, at::_ops::avg_pool2d>::call(
+            a, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
+    at::Tensor ac = a.contiguous();
+    at::Tensor out = at::empty(win.out_shape, a.options());
+    const c10::DeviceGuard guard(a.device());
+    TORCH_RILL_CHECK(rill_op_pool2d_ex_f32(stream_of(out), RILL_POOL_AVG, out.data_ptr<float>(),
+                                           nullptr, ac.const_data_ptr<float>(), z(win.planes),
+                                           z(win.h), z(win.w), &win.params));
+    return out;
 }
 
 // A gradient the backward kernels take: float32 on a's device with the
@@ -145,11 +156,9 @@ at::Tensor max_pool2d_with_indices_backward(const at::Tensor &grad, const at::Te
                                             at::IntArrayRef padding, at::IntArrayRef dilation,
                                             bool ceil_mode, const at::Tensor &indices) {
     Window win;
-    int64_t dil[2];
-    if (ceil_mode || !pair_of(dilation, dil) || dil[0] != 1 || dil[1] != 1 ||
-        !window_of(a, kernel_size, stride, padding, &win) || !grad_ok(grad, a, win) ||
-        indices.scalar_type() != at::kLong || indices.device() != a.device() ||
-        !indices.sizes().equals(win.out_shape))
+    if (!window_of(a, kernel_size, stride, padding, dilation, ceil_mode, &win) ||
+        !grad_ok(grad, a, win) || indices.scalar_type() != at::kLong ||
+        indices.device() != a.device() || !indices.sizes().equals(win.out_shape))
         return call_fallback_fn<&boxed_fallback, at::_ops::max_pool2d_with_indices_backward>::call(
             grad, a, kernel_size, stride, padding, dilation, ceil_mode, indices);
     const c10::DeviceGuard guard(a.device());
@@ -166,17 +175,17 @@ at::Tensor avg_pool2d_backward(const at::Tensor &grad, const at::Tensor &a,
                                at::IntArrayRef padding, bool ceil_mode, bool count_include_pad,
                                std::optional<int64_t> divisor_override) {
     Window win;
-    if (ceil_mode || !count_include_pad || divisor_override.has_value() ||
-        !window_of(a, kernel_size, stride, padding, &win) || !grad_ok(grad, a, win))
+    if (!avg_window_of(a, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                       divisor_override, &win) ||
+        !grad_ok(grad, a, win))
         return call_fallback_fn<&boxed_fallback, at::_ops::avg_pool2d_backward>::call(
             grad, a, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
     const c10::DeviceGuard guard(a.device());
     at::Tensor g = grad.contiguous();
     at::Tensor out = at::empty(a.sizes(), a.options());
-    TORCH_RILL_CHECK(rill_op_avg_pool2d_backward_f32(
-        stream_of(out), out.data_ptr<float>(), g.const_data_ptr<float>(), z(win.planes), z(win.h),
-        z(win.w), z(win.k[0]), z(win.k[1]), z(win.stride[0]), z(win.stride[1]), z(win.pad[0]),
-        z(win.pad[1])));
+    TORCH_RILL_CHECK(rill_op_avg_pool2d_backward_ex_f32(stream_of(out), out.data_ptr<float>(),
+                                                        g.const_data_ptr<float>(), z(win.planes),
+                                                        z(win.h), z(win.w), &win.params));
     return out;
 }
 

@@ -109,7 +109,9 @@ def test_conv2d_of_strided_operands_equals_the_cpus():
          F.conv2d(cl, randn(5, 6, 3, 3)))
 
 
-def test_conv_cases_the_kernel_does_not_take_are_the_cpus():
+def test_other_conv_cases_equal_the_cpus():
+    """Grouped, dilated and transposed convolutions (rill's kernels), conv1d
+    and float64 (the CPU's)."""
     x = randn(2, 4, 8, 8, seed=1)
     r = x.to("rill")
     for kw, shape in ((dict(groups=2), (6, 2, 3, 3)), (dict(dilation=2), (6, 4, 3, 3))):
@@ -195,7 +197,7 @@ def test_adaptive_avg_pool_to_one_is_a_queued_mean():
         r.sum((1, 1))
 
 
-POOL_CASES_THE_KERNELS_DO_NOT_TAKE = {
+POOL_OPTIONS = {
     "ceil_mode": lambda t: F.max_pool2d(t, 2, ceil_mode=True),
     "dilation": lambda t: F.max_pool2d(t, 2, dilation=2),
     "avg ceil_mode": lambda t: F.avg_pool2d(t, 2, ceil_mode=True),
@@ -205,9 +207,9 @@ POOL_CASES_THE_KERNELS_DO_NOT_TAKE = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(POOL_CASES_THE_KERNELS_DO_NOT_TAKE))
-def test_pooling_cases_the_kernels_do_not_take_are_the_cpus(name):
-    op = POOL_CASES_THE_KERNELS_DO_NOT_TAKE[name]
+@pytest.mark.parametrize("name", sorted(POOL_OPTIONS))
+def test_pooling_options_and_float64_equal_the_cpus(name):
+    op = POOL_OPTIONS[name]
     x = randn(2, 3, 7, 7, seed=1)
     same(op(x.to("rill")), op(x))
 
@@ -427,7 +429,7 @@ def test_embedding_backward_equals_the_cpus(padding_idx):
     pad = -1 if padding_idx is None else padding_idx % 9
     for i in (idx, idx.int()):
         same(queued(op, g.to("rill"), i.to("rill"), 9, pad, False), op(g, i, 9, pad, False))
-    # scale_grad_by_freq and other dtypes: the fallback.
+    # scale_grad_by_freq (divided by the counts) and other dtypes (the fallback).
     same(op(g.to("rill"), idx.to("rill"), 9, pad, True), op(g, idx, 9, pad, True))
     d = g.double()
     same(op(d.to("rill"), idx.to("rill"), 9, pad, False), op(d, idx, 9, pad, False))

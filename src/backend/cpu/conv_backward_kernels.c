@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* CPU bodies of conv2d's backward: the input gradient as a product of the
+/* CPU bodies of conv2d's backward (with dilation and groups, each channel
+ * group inside one convolution group): the input gradient as a product of the
  * transposed weight and grad_out followed by col2im, the weight gradient
  * as grad_out times the transposed im2col matrix of the input, both on
  * BLIS's sgemm (sgemm.c) with strides that transpose without copying;
@@ -16,10 +17,11 @@
 #include "backend/cpu/sgemm.h"
 
 /* The im2col matrix of output rows [oy0, oy0 + rows) of one image with
- * strides and zero padding: row (ci*r + ri)*s + si, column y*ow + x holds
- * in[ci, (oy0+y)*stride_h + ri - pad_h, x*stride_w + si - pad_w], or 0
- * outside the image. Along a row, the columns that read the image are one
- * run [x0, x1): zeros either side, a copy between (a memcpy at stride 1). */
+ * strides, zero padding and dilation: row (ci*r + ri)*s + si, column y*ow
+ * + x holds in[ci, (oy0+y)*stride_h + ri*dil_h - pad_h, x*stride_w +
+ * si*dil_w - pad_w], or 0 outside the image. Along a row, the columns
+ * that read the image are one run [x0, x1): zeros either side, a copy
+ * between (a memcpy at stride 1). */
 void rill__cpu_im2col_ex(const rill__op_conv2d_ex_args *p, const float *img, size_t oy0,
                          size_t rows, float *col) {
     size_t ow = p->ow, cols = rows * ow, sw = p->stride_w;
@@ -27,23 +29,24 @@ void rill__cpu_im2col_ex(const rill__op_conv2d_ex_args *p, const float *img, siz
         const float *plane = img + ci * p->h * p->w;
         for (size_t ri = 0; ri < p->r; ri++) {
             for (size_t si = 0; si < p->s; si++) {
-                /* Column x reads ix = x*sw + si - pad_w: inside the image for
+                /* Column x reads ix = x*sw + sd - pad_w: inside the image for
                  * x in [x0, x1). */
-                size_t x0 = si >= p->pad_w ? 0 : (p->pad_w - si + sw - 1) / sw;
-                size_t x1 = p->w + p->pad_w > si ? (p->w + p->pad_w - si + sw - 1) / sw : 0;
+                size_t sd = si * p->dil_w;
+                size_t x0 = sd >= p->pad_w ? 0 : (p->pad_w - sd + sw - 1) / sw;
+                size_t x1 = p->w + p->pad_w > sd ? (p->w + p->pad_w - sd + sw - 1) / sw : 0;
                 if (x1 > ow)
                     x1 = ow;
                 if (x0 > x1)
                     x0 = x1;
                 float *dst = col + ((ci * p->r + ri) * p->s + si) * cols;
                 for (size_t y = 0; y < rows; y++, dst += ow) {
-                    size_t iy = (oy0 + y) * p->stride_h + ri; /* + pad_h: unsigned */
+                    size_t iy = (oy0 + y) * p->stride_h + ri * p->dil_h; /* + pad_h: unsigned */
                     if (iy < p->pad_h || iy - p->pad_h >= p->h || x0 == x1) {
                         memset(dst, 0, ow * sizeof *dst);
                         continue;
                     }
-                    /* src[x*sw] is in[ci, iy - pad_h, x*sw + si - pad_w], for x >= x0. */
-                    const float *src = plane + (iy - p->pad_h) * p->w + x0 * sw + si - p->pad_w;
+                    /* src[x*sw] is in[ci, iy - pad_h, x*sw + sd - pad_w], for x >= x0. */
+                    const float *src = plane + (iy - p->pad_h) * p->w + x0 * sw + sd - p->pad_w;
                     memset(dst, 0, x0 * sizeof *dst);
                     if (sw == 1) {
                         memcpy(dst + x0, src, (x1 - x0) * sizeof *dst);
@@ -70,9 +73,10 @@ static void item_range(const rill_block_ctx *ctx, size_t count, size_t *begin, s
 
 /* Adds the column matrix col of output rows [oy0, oy0 + rows) back into
  * the cn planes at img, the inverse walk of rill__cpu_im2col_ex: row (ci*r
- * + ri)*s + si, column y*ow + x goes to img[ci, (oy0+y)*stride_h + ri -
- * pad_h, x*stride_w + si - pad_w] when that is inside the image. Along a
- * row the columns that land in the image are one run [x0, x1). */
+ * + ri)*s + si, column y*ow + x goes to img[ci, (oy0+y)*stride_h +
+ * ri*dil_h - pad_h, x*stride_w + si*dil_w - pad_w] when that is inside
+ * the image. Along a row the columns that land in the image are one run
+ * [x0, x1). */
 static void col2im_add(const rill__op_conv2d_backward_args *p, float *img, size_t cn, size_t oy0,
                        size_t rows, const float *col) {
     size_t ow = p->ow, cols = rows * ow, sw = p->stride_w;
@@ -80,19 +84,20 @@ static void col2im_add(const rill__op_conv2d_backward_args *p, float *img, size_
         float *plane = img + ci * p->h * p->w;
         for (size_t ri = 0; ri < p->r; ri++) {
             for (size_t si = 0; si < p->s; si++) {
-                size_t x0 = si >= p->pad_w ? 0 : (p->pad_w - si + sw - 1) / sw;
-                size_t x1 = p->w + p->pad_w > si ? (p->w + p->pad_w - si + sw - 1) / sw : 0;
+                size_t sd = si * p->dil_w;
+                size_t x0 = sd >= p->pad_w ? 0 : (p->pad_w - sd + sw - 1) / sw;
+                size_t x1 = p->w + p->pad_w > sd ? (p->w + p->pad_w - sd + sw - 1) / sw : 0;
                 if (x1 > ow)
                     x1 = ow;
                 if (x0 >= x1)
                     continue;
                 const float *src = col + ((ci * p->r + ri) * p->s + si) * cols;
                 for (size_t y = 0; y < rows; y++, src += ow) {
-                    size_t iy = (oy0 + y) * p->stride_h + ri; /* + pad_h: unsigned */
+                    size_t iy = (oy0 + y) * p->stride_h + ri * p->dil_h; /* + pad_h: unsigned */
                     if (iy < p->pad_h || iy - p->pad_h >= p->h)
                         continue;
-                    /* dst[(x - x0)*sw] is img[ci, iy - pad_h, x*sw + si - pad_w]. */
-                    float *dst = plane + (iy - p->pad_h) * p->w + x0 * sw + si - p->pad_w;
+                    /* dst[(x - x0)*sw] is img[ci, iy - pad_h, x*sw + sd - pad_w]. */
+                    float *dst = plane + (iy - p->pad_h) * p->w + x0 * sw + sd - p->pad_w;
                     if (sw == 1) {
                         for (size_t x = x0; x < x1; x++)
                             dst[x - x0] += src[x];
@@ -106,10 +111,22 @@ static void col2im_add(const rill__op_conv2d_backward_args *p, float *img, size_
     }
 }
 
+/* Where channel group item's channels [c0, c0 + cn) meet the
+ * convolution's groups: the group's first filter kf and its kg filters,
+ * the offset cl of c0 within the group's cg channels. */
+typedef struct group_place {
+    size_t kf, kg, cl, cg;
+} group_place;
+
+static group_place place_of(const rill__op_conv2d_backward_args *p, size_t c0) {
+    size_t cg = p->c / p->conv_groups, kg = p->k / p->conv_groups, g = c0 / cg;
+    return (group_place){g * kg, kg, c0 - g * cg, cg};
+}
+
 void rill__cpu_op_conv2d_backward_data_f32(const rill_block_ctx *ctx, const void *args) {
     const rill__op_conv2d_backward_args *p = args;
     size_t cpg = rill__op_conv2d_backward_group_channels(p);
-    size_t rs = p->r * p->s, crs = p->c * rs, plane = p->h * p->w, ohw = p->oh * p->ow;
+    size_t rs = p->r * p->s, plane = p->h * p->w, ohw = p->oh * p->ow;
     size_t begin, end;
     item_range(ctx, p->n * p->groups, &begin, &end);
     float *col = p->scratch + (size_t)ctx->block_idx.x * rill__op_conv2d_backward_slot_floats(p);
@@ -118,15 +135,17 @@ void rill__cpu_op_conv2d_backward_data_f32(const rill_block_ctx *ctx, const void
         if (c0 >= p->c)
             continue;
         size_t cn = p->c - c0 < cpg ? p->c - c0 : cpg;
+        group_place g = place_of(p, c0);
+        size_t crs = g.cg * rs; /* weight's row: [k, cg*r*s] */
         float *gin = p->grad_in + (img * p->c + c0) * plane;
         memset(gin, 0, cn * plane * sizeof *gin);
-        const float *gout = p->grad_out + img * p->k * ohw;
+        const float *gout = p->grad_out + (img * p->k + g.kf) * ohw;
         for (size_t oy0 = 0; oy0 < p->oh; oy0 += p->band_rows) {
             size_t rows = p->oh - oy0 < p->band_rows ? p->oh - oy0 : p->band_rows;
             size_t cols = rows * p->ow;
-            /* col[cn*rs, cols] = weight[:, c0*rs..]^T (cn*rs x k) times the
-             * band of grad_out (k x cols). */
-            rill__cpu_sgemm_strided(cn * rs, cols, p->k, p->weight + c0 * rs, 1, crs,
+            /* col[cn*rs, cols] = the group's weight[:, cl*rs..]^T (cn*rs x
+             * kg) times the group's band of grad_out (kg x cols). */
+            rill__cpu_sgemm_strided(cn * rs, cols, g.kg, p->weight + g.kf * crs + g.cl * rs, 1, crs,
                                     gout + oy0 * p->ow, ohw, 1, 0.0f, col, cols);
             col2im_add(p, gin, cn, oy0, rows, col);
         }
@@ -136,7 +155,7 @@ void rill__cpu_op_conv2d_backward_data_f32(const rill_block_ctx *ctx, const void
 void rill__cpu_op_conv2d_backward_filter_f32(const rill_block_ctx *ctx, const void *args) {
     const rill__op_conv2d_backward_args *p = args;
     size_t cpg = rill__op_conv2d_backward_group_channels(p);
-    size_t rs = p->r * p->s, crs = p->c * rs, plane = p->h * p->w, ohw = p->oh * p->ow;
+    size_t rs = p->r * p->s, plane = p->h * p->w, ohw = p->oh * p->ow;
     size_t begin, end;
     item_range(ctx, p->groups, &begin, &end);
     float *col = p->scratch + (size_t)ctx->block_idx.x * rill__op_conv2d_backward_slot_floats(p);
@@ -153,24 +172,30 @@ void rill__cpu_op_conv2d_backward_filter_f32(const rill_block_ctx *ctx, const vo
                                   .pad_w = p->pad_w,
                                   .oh = p->oh,
                                   .ow = p->ow,
-                                  .band_rows = p->band_rows};
-    for (size_t g = begin; g < end; g++) {
-        size_t c0 = g * cpg;
+                                  .band_rows = p->band_rows,
+                                  .dil_h = p->dil_h,
+                                  .dil_w = p->dil_w,
+                                  .groups = 1};
+    for (size_t item = begin; item < end; item++) {
+        size_t c0 = item * cpg;
         if (c0 >= p->c)
             continue;
         ex.c = p->c - c0 < cpg ? p->c - c0 : cpg;
-        float *gw = p->grad_weight + c0 * rs; /* columns [c0*rs, (c0+cn)*rs) of [k, crs] */
-        float beta = 0.0f;                    /* the first product overwrites */
+        group_place g = place_of(p, c0);
+        size_t crs = g.cg * rs;
+        /* columns [cl*rs, (cl+cn)*rs) of the group's rows [kf, kf+kg) of [k, crs] */
+        float *gw = p->grad_weight + g.kf * crs + g.cl * rs;
+        float beta = 0.0f; /* the first product overwrites */
         for (size_t img = 0; img < p->n; img++) {
             const float *in = p->in + (img * p->c + c0) * plane;
-            const float *gout = p->grad_out + img * p->k * ohw;
+            const float *gout = p->grad_out + (img * p->k + g.kf) * ohw;
             for (size_t oy0 = 0; oy0 < p->oh; oy0 += p->band_rows) {
                 size_t rows = p->oh - oy0 < p->band_rows ? p->oh - oy0 : p->band_rows;
                 size_t cols = rows * p->ow;
                 rill__cpu_im2col_ex(&ex, in, oy0, rows, col);
-                /* gw (k x cn*rs) += the band of grad_out (k x cols) times
-                 * col^T (cols x cn*rs). */
-                rill__cpu_sgemm_strided(p->k, ex.c * rs, cols, gout + oy0 * p->ow, ohw, 1, col, 1,
+                /* gw (kg x cn*rs) += the group's band of grad_out (kg x
+                 * cols) times col^T (cols x cn*rs). */
+                rill__cpu_sgemm_strided(g.kg, ex.c * rs, cols, gout + oy0 * p->ow, ohw, 1, col, 1,
                                         cols, beta, gw, crs);
                 beta = 1.0f;
             }

@@ -448,15 +448,21 @@ void rill__cpu_op_conv2d_ex_f32(const rill_block_ctx *ctx, const void *args) {
     size_t bands = rill__op_conv2d_ex_bands(p);
     size_t begin, end;
     block_range(ctx, p->n * bands, 1, &begin, &end);
-    size_t crs = p->c * p->r * p->s;
+    /* Group g's filters [g*kg, (g+1)*kg) meet rows [g*crs, (g+1)*crs) of
+     * the im2col matrix. */
+    size_t kg = p->k / p->groups, crs = p->c / p->groups * p->r * p->s;
     float *col = p->scratch + (size_t)ctx->block_idx.x * rill__op_conv2d_ex_slot_floats(p);
     for (size_t item = begin; item < end; item++) {
         size_t img = item / bands;
         size_t oy0 = (item % bands) * p->band_rows;
         size_t rows = p->oh - oy0 < p->band_rows ? p->oh - oy0 : p->band_rows;
+        size_t cols = rows * p->ow;
         rill__cpu_im2col_ex(p, p->in + img * p->c * p->h * p->w, oy0, rows, col);
-        float *dst = p->out + (img * p->k * p->oh + oy0) * p->ow;
-        sgemm(p->k, rows * p->ow, crs, p->weight, crs, col, rows * p->ow, dst, p->oh * p->ow);
+        for (size_t g = 0; g < p->groups; g++) {
+            float *dst = p->out + ((img * p->k + g * kg) * p->oh + oy0) * p->ow;
+            sgemm(kg, cols, crs, p->weight + g * kg * crs, crs, col + g * crs * cols, cols, dst,
+                  p->oh * p->ow);
+        }
     }
 }
 
@@ -494,6 +500,8 @@ rill_cpu_kernel_fn rill__cpu_op_body(rill__op op) {
         [RILL__OP_CONV2D_BACKWARD_FILTER_F32] = rill__cpu_op_conv2d_backward_filter_f32,
         [RILL__OP_MAX_POOL2D_BACKWARD_F32] = rill__cpu_op_max_pool2d_backward_f32,
         [RILL__OP_AVG_POOL2D_BACKWARD_F32] = rill__cpu_op_avg_pool2d_backward_f32,
+        [RILL__OP_POOL2D_EX_F32] = rill__cpu_op_pool2d_ex_f32,
+        [RILL__OP_AVG_POOL2D_BACKWARD_EX_F32] = rill__cpu_op_avg_pool2d_backward_ex_f32,
     };
     return op > RILL__OP_NONE && op < RILL__OP_COUNT ? bodies[op] : NULL;
 }

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* CPU bodies of the backward of 2-D pooling. Layer: CPU backend. Each
+/* CPU bodies of the backward of 2-D pooling, and of the pooling with
+ * dilation, ceil mode and the divisor rules of average pooling (forward
+ * and backward). Layer: CPU backend. Each
  * block writes only its own slice of grad_in (whole planes for max
  * pooling, rows of planes for average pooling), and every element of
  * grad_in is a sum in one fixed order, the order of the outputs, so the
@@ -7,6 +9,8 @@
 #include "backend/cpu/pool_kernels.h"
 
 #include <inttypes.h>
+#include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -67,6 +71,88 @@ void rill__cpu_op_avg_pool2d_backward_f32(const rill_block_ctx *ctx, const void 
             for (size_t y = y0; y < y1; y++)
                 for (size_t x = x0; x < x1; x++)
                     total += go[y * p->ow + x] / divisor;
+            gi[xx] = total;
+        }
+    }
+}
+
+/* The max of output (y, x) over its dilated window inside the image, and
+ * where it came from: the first largest, the last NaN (PyTorch's choice). */
+static float max_of(const rill__op_pool2d_ex_args *p, const float *img, size_t y, size_t x,
+                    size_t *at) {
+    float best = -INFINITY;
+    bool found = false;
+    for (size_t i = 0; i < p->r; i++) {
+        size_t iy = y * p->stride_h + i * p->dil_h; /* + pad_h: unsigned */
+        if (iy < p->pad_h || iy - p->pad_h >= p->h)
+            continue;
+        for (size_t j = 0; j < p->s; j++) {
+            size_t ix = x * p->stride_w + j * p->dil_w;
+            if (ix < p->pad_w || ix - p->pad_w >= p->w)
+                continue;
+            size_t pos = (iy - p->pad_h) * p->w + ix - p->pad_w;
+            float v = img[pos];
+            if (!found || v > best || isnan(v)) {
+                best = v;
+                *at = pos;
+                found = true;
+            }
+        }
+    }
+    return best;
+}
+
+void rill__cpu_op_pool2d_ex_f32(const rill_block_ctx *ctx, const void *args) {
+    const rill__op_pool2d_ex_args *p = args;
+    size_t begin, end;
+    slice_of(ctx, p->planes * p->oh, &begin, &end);
+    for (size_t row = begin; row < end; row++) {
+        size_t plane = row / p->oh, y = row % p->oh;
+        const float *img = p->in + plane * p->h * p->w;
+        float *out = p->out + row * p->ow;
+        for (size_t x = 0; x < p->ow; x++) {
+            if (p->op == RILL_POOL_MAX) {
+                size_t at = 0;
+                out[x] = max_of(p, img, y, x, &at);
+                if (p->indices != NULL)
+                    p->indices[row * p->ow + x] = (int64_t)at;
+                continue;
+            }
+            size_t y0, y1, x0, x1;
+            size_t divisor = rill__op_avg_pool_window(y, x, p->h, p->w, p->r, p->s, p->stride_h,
+                                                      p->stride_w, p->pad_h, p->pad_w, p->divisor,
+                                                      p->exclude_pad, &y0, &y1, &x0, &x1);
+            float total = 0.0f;
+            for (size_t yy = y0; yy < y1; yy++)
+                for (size_t xx = x0; xx < x1; xx++)
+                    total += img[yy * p->w + xx];
+            out[x] = divisor == 0 ? 0.0f : total / (float)divisor;
+        }
+    }
+}
+
+void rill__cpu_op_avg_pool2d_backward_ex_f32(const rill_block_ctx *ctx, const void *args) {
+    const rill__op_avg_pool2d_backward_ex_args *p = args;
+    size_t begin, end;
+    slice_of(ctx, p->planes * p->h, &begin, &end);
+    for (size_t row = begin; row < end; row++) {
+        size_t plane = row / p->h, yy = row % p->h;
+        const float *go = p->grad_out + plane * p->oh * p->ow;
+        float *gi = p->grad_in + row * p->w;
+        size_t y0, y1;
+        rill__op_pool_outputs_of(yy, p->r, p->stride_h, p->pad_h, p->oh, &y0, &y1);
+        for (size_t xx = 0; xx < p->w; xx++) {
+            size_t x0, x1;
+            rill__op_pool_outputs_of(xx, p->s, p->stride_w, p->pad_w, p->ow, &x0, &x1);
+            float total = 0.0f;
+            for (size_t y = y0; y < y1; y++)
+                for (size_t x = x0; x < x1; x++) {
+                    size_t a, b, c, d;
+                    size_t divisor = rill__op_avg_pool_window(
+                        y, x, p->h, p->w, p->r, p->s, p->stride_h, p->stride_w, p->pad_h, p->pad_w,
+                        p->divisor, p->exclude_pad, &a, &b, &c, &d);
+                    total += go[y * p->ow + x] / (float)divisor; /* it holds (yy, xx): not 0 */
+                }
             gi[xx] = total;
         }
     }

@@ -70,6 +70,7 @@ struct rill__cuda_dnn {
     __typeof__(&cudnnDestroyConvolutionDescriptor) destroy_conv;
     __typeof__(&cudnnSetConvolution2dDescriptor) set_conv;
     __typeof__(&cudnnSetConvolutionMathType) set_conv_math;
+    __typeof__(&cudnnSetConvolutionGroupCount) set_conv_groups;
     __typeof__(&cudnnGetConvolutionForwardAlgorithm_v7) forward_algorithms;
     __typeof__(&cudnnGetConvolutionForwardWorkspaceSize) forward_workspace;
     __typeof__(&cudnnConvolutionForward) forward;
@@ -189,6 +190,7 @@ static struct rill__cuda_dnn *load_dnn(const char *const *names, char *why, size
         {"cudnnDestroyConvolutionDescriptor", SLOT(t->destroy_conv)},
         {"cudnnSetConvolution2dDescriptor", SLOT(t->set_conv)},
         {"cudnnSetConvolutionMathType", SLOT(t->set_conv_math)},
+        {"cudnnSetConvolutionGroupCount", SLOT(t->set_conv_groups)},
         {"cudnnGetConvolutionForwardAlgorithm_v7", SLOT(t->forward_algorithms)},
         {"cudnnGetConvolutionForwardWorkspaceSize", SLOT(t->forward_workspace)},
         {"cudnnConvolutionForward", SLOT(t->forward)},
@@ -519,10 +521,12 @@ static rill_status run_blas(rill__cuda_libs *libs, rill__op op, CUstream stream,
 /* The geometry of a convolution as cuDNN's descriptors take it. */
 typedef struct conv_geometry {
     int n, c, h, w, k, r, s, oh, ow, stride_h, stride_w, pad_h, pad_w;
+    int dil_h, dil_w, groups;
 } conv_geometry;
 
 /* Sets h's descriptors to g's convolution: NCHW floats, cross-correlation
- * (rill's weight is not flipped), float arithmetic without TF32
+ * (rill's weight is not flipped), the filter [k, c/groups, r, s], the
+ * dilation and group count, float arithmetic without TF32
  * (CUDNN_FMA_MATH). */
 static cudnnStatus_t conv_describe(const struct rill__cuda_dnn *t, struct rill__cuda_handle *h,
                                    const conv_geometry *g, const char **call) {
@@ -537,14 +541,18 @@ static cudnnStatus_t conv_describe(const struct rill__cuda_dnn *t, struct rill__
         *call = "cudnnSetTensor4dDescriptor";
         return s;
     }
-    if ((s = t->set_filter(h->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, g->k, g->c, g->r, g->s)) !=
-        CUDNN_STATUS_SUCCESS) {
+    if ((s = t->set_filter(h->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, g->k, g->c / g->groups, g->r,
+                           g->s)) != CUDNN_STATUS_SUCCESS) {
         *call = "cudnnSetFilter4dDescriptor";
         return s;
     }
-    if ((s = t->set_conv(h->conv, g->pad_h, g->pad_w, g->stride_h, g->stride_w, 1, 1,
+    if ((s = t->set_conv(h->conv, g->pad_h, g->pad_w, g->stride_h, g->stride_w, g->dil_h, g->dil_w,
                          CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT)) != CUDNN_STATUS_SUCCESS) {
         *call = "cudnnSetConvolution2dDescriptor";
+        return s;
+    }
+    if ((s = t->set_conv_groups(h->conv, g->groups)) != CUDNN_STATUS_SUCCESS) {
+        *call = "cudnnSetConvolutionGroupCount";
         return s;
     }
     if ((s = t->set_conv_math(h->conv, CUDNN_FMA_MATH)) != CUDNN_STATUS_SUCCESS)
@@ -588,8 +596,9 @@ static rill_status conv2d(const struct rill__cuda_dnn *t, struct rill__cuda_hand
         return RILL_ERROR_NOT_SUPPORTED;
     }
     const char *call = NULL;
-    conv_geometry g = {(int)p->n, (int)p->c, (int)p->h, (int)p->w, (int)p->k, (int)p->r, (int)p->s,
-                       (int)oh,   (int)ow,   1,         1,         0,         0};
+    conv_geometry g = {(int)p->n, (int)p->c, (int)p->h, (int)p->w, (int)p->k, (int)p->r,
+                       (int)p->s, (int)oh,   (int)ow,   1,         1,         0,
+                       0,         1,         1,         1};
     cudnnStatus_t s = conv_describe(t, h, &g, &call);
     if (s != CUDNN_STATUS_SUCCESS)
         return dnn_fail(t, call, s, why, why_size);
@@ -666,9 +675,10 @@ static rill_status conv2d_backward(const struct rill__cuda_dnn *t, struct rill__
         return RILL_ERROR_NOT_SUPPORTED;
     }
     const char *call = NULL;
-    conv_geometry g = {(int)p->n,        (int)p->c,     (int)p->h,    (int)p->w,  (int)p->k,
-                       (int)p->r,        (int)p->s,     (int)p->oh,   (int)p->ow, (int)p->stride_h,
-                       (int)p->stride_w, (int)p->pad_h, (int)p->pad_w};
+    conv_geometry g = {(int)p->n,     (int)p->c,        (int)p->h,        (int)p->w,
+                       (int)p->k,     (int)p->r,        (int)p->s,        (int)p->oh,
+                       (int)p->ow,    (int)p->stride_h, (int)p->stride_w, (int)p->pad_h,
+                       (int)p->pad_w, (int)p->dil_h,    (int)p->dil_w,    (int)p->conv_groups};
     cudnnStatus_t s = conv_describe(t, h, &g, &call);
     if (s != CUDNN_STATUS_SUCCESS)
         return dnn_fail(t, call, s, why, why_size);

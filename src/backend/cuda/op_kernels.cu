@@ -49,12 +49,14 @@ static_assert(sizeof(rill__op_strided_args) == 232, "strided args");
 static_assert(sizeof(rill__op_map_args) == 32, "map args");
 static_assert(sizeof(rill__op_reduce_dim_args) == 56, "reduce_dim args");
 static_assert(sizeof(rill__op_softmax_args) == 48, "softmax args");
-static_assert(sizeof(rill__op_conv2d_ex_args) == 144, "conv2d_ex args");
+static_assert(sizeof(rill__op_conv2d_ex_args) == 168, "conv2d_ex args");
 static_assert(sizeof(rill__op_pool2d_args) == 120, "pool2d args");
 static_assert(sizeof(rill__op_embedding_args) == 56, "embedding args");
 static_assert(sizeof(rill__op_embedding_backward_args) == 64, "embedding backward args");
 static_assert(sizeof(rill__op_max_pool2d_backward_args) == 64, "max_pool2d backward args");
 static_assert(sizeof(rill__op_avg_pool2d_backward_args) == 104, "avg_pool2d backward args");
+static_assert(sizeof(rill__op_pool2d_ex_args) == 144, "pool2d_ex args");
+static_assert(sizeof(rill__op_avg_pool2d_backward_ex_args) == 120, "avg_pool2d backward ex args");
 
 #define ENTRY extern "C" __global__ void __launch_bounds__(RILL__OP_BLOCK_THREADS)
 
@@ -382,25 +384,28 @@ ENTRY rill__cuda_op_softmax_f32(rill__op_softmax_args p) {
     }
 }
 
-/* One thread per output pixel and filter; zero padding by bounds. The
+/* One thread per output pixel and filter, over the c/groups channels of
+ * the filter's group and its dilated taps; zero padding by bounds. The
  * CPU body's bands and scratch are not needed here. */
 ENTRY rill__cuda_op_conv2d_ex_f32(rill__op_conv2d_ex_args p) {
     size_t items = p.n * p.k * p.oh * p.ow;
+    size_t cg = p.c / p.groups, kg = p.k / p.groups;
     for (size_t item = first_index(); item < items; item += grid_threads()) {
         size_t x = item % p.ow, t = item / p.ow;
         size_t y = t % p.oh;
         t /= p.oh;
         size_t kk = t % p.k, img = t / p.k;
-        const float *wk = p.weight + kk * p.c * p.r * p.s;
+        const float *wk = p.weight + kk * cg * p.r * p.s;
+        const float *first = p.in + (img * p.c + kk / kg * cg) * p.h * p.w;
         float acc = 0.0f;
-        for (size_t ci = 0; ci < p.c; ci++) {
-            const float *plane = p.in + (img * p.c + ci) * p.h * p.w;
+        for (size_t ci = 0; ci < cg; ci++) {
+            const float *plane = first + ci * p.h * p.w;
             for (size_t ri = 0; ri < p.r; ri++) {
-                size_t iy = y * p.stride_h + ri;
+                size_t iy = y * p.stride_h + ri * p.dil_h;
                 if (iy < p.pad_h || iy - p.pad_h >= p.h)
                     continue;
                 for (size_t si = 0; si < p.s; si++) {
-                    size_t ix = x * p.stride_w + si;
+                    size_t ix = x * p.stride_w + si * p.dil_w;
                     if (ix < p.pad_w || ix - p.pad_w >= p.w)
                         continue;
                     acc = fmaf(plane[(iy - p.pad_h) * p.w + ix - p.pad_w],
@@ -520,6 +525,77 @@ ENTRY rill__cuda_op_avg_pool2d_backward_f32(rill__op_avg_pool2d_backward_args p)
         for (size_t y = y0; y < y1; y++)
             for (size_t x = x0; x < x1; x++)
                 total = __fadd_rn(total, __fdiv_rn(go[y * p.ow + x], divisor));
+        p.grad_in[item] = total;
+    }
+}
+
+/* ---- pooling with dilation, ceil mode and divisor rules ---- */
+
+/* One thread per output, as rill__cuda_op_pool2d_f32; the same choices of
+ * maximum and index as the CPU body, and its order of the average's sum. */
+ENTRY rill__cuda_op_pool2d_ex_f32(rill__op_pool2d_ex_args p) {
+    size_t items = p.planes * p.oh * p.ow;
+    for (size_t item = first_index(); item < items; item += grid_threads()) {
+        size_t x = item % p.ow, t = item / p.ow;
+        size_t y = t % p.oh, plane = t / p.oh;
+        const float *img = p.in + plane * p.h * p.w;
+        if (p.op == RILL_POOL_MAX) {
+            float best = -INFINITY;
+            bool found = false;
+            size_t at = 0;
+            for (size_t i = 0; i < p.r; i++) {
+                size_t iy = y * p.stride_h + i * p.dil_h;
+                if (iy < p.pad_h || iy - p.pad_h >= p.h)
+                    continue;
+                for (size_t j = 0; j < p.s; j++) {
+                    size_t ix = x * p.stride_w + j * p.dil_w;
+                    if (ix < p.pad_w || ix - p.pad_w >= p.w)
+                        continue;
+                    size_t pos = (iy - p.pad_h) * p.w + ix - p.pad_w;
+                    float v = img[pos];
+                    if (!found || v > best || isnan(v)) {
+                        best = v;
+                        at = pos;
+                        found = true;
+                    }
+                }
+            }
+            p.out[item] = best;
+            if (p.indices != NULL)
+                p.indices[item] = (int64_t)at;
+            continue;
+        }
+        size_t y0, y1, x0, x1;
+        size_t divisor =
+            rill__op_avg_pool_window(y, x, p.h, p.w, p.r, p.s, p.stride_h, p.stride_w, p.pad_h,
+                                     p.pad_w, p.divisor, p.exclude_pad, &y0, &y1, &x0, &x1);
+        float total = 0.0f;
+        for (size_t yy = y0; yy < y1; yy++)
+            for (size_t xx = x0; xx < x1; xx++)
+                total = __fadd_rn(total, img[yy * p.w + xx]);
+        p.out[item] = divisor == 0 ? 0.0f : __fdiv_rn(total, (float)divisor);
+    }
+}
+
+/* One thread per element of grad_in, gathering in the CPU's order. */
+ENTRY rill__cuda_op_avg_pool2d_backward_ex_f32(rill__op_avg_pool2d_backward_ex_args p) {
+    size_t items = p.planes * p.h * p.w;
+    for (size_t item = first_index(); item < items; item += grid_threads()) {
+        size_t xx = item % p.w, t = item / p.w;
+        size_t yy = t % p.h, plane = t / p.h;
+        const float *go = p.grad_out + plane * p.oh * p.ow;
+        size_t y0, y1, x0, x1;
+        rill__op_pool_outputs_of(yy, p.r, p.stride_h, p.pad_h, p.oh, &y0, &y1);
+        rill__op_pool_outputs_of(xx, p.s, p.stride_w, p.pad_w, p.ow, &x0, &x1);
+        float total = 0.0f;
+        for (size_t y = y0; y < y1; y++)
+            for (size_t x = x0; x < x1; x++) {
+                size_t a, b, c, d;
+                size_t divisor = rill__op_avg_pool_window(y, x, p.h, p.w, p.r, p.s, p.stride_h,
+                                                          p.stride_w, p.pad_h, p.pad_w, p.divisor,
+                                                          p.exclude_pad, &a, &b, &c, &d);
+                total = __fadd_rn(total, __fdiv_rn(go[y * p.ow + x], (float)divisor));
+            }
         p.grad_in[item] = total;
     }
 }
