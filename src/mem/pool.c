@@ -219,6 +219,16 @@ rill_status rill__pool_record_stream(void *ptr, rill__stream *s, const char *fn)
 /* ----------------------------------------------------------- lookups */
 
 bool rill__pool_find(const void *ptr, rill__device **dev, size_t *bytes_to_end) {
+    /* Most lookups (an op's operands) name a block that the calling
+     * thread allocated and its cache leased: found there without the
+     * registry's lock or pool->lock. */
+    rill__runtime *rt;
+    rill__runtime_get(&rt);
+    for (int i = 0; i < rt->num_devices; i++)
+        if (rill__tcache_find_live(rill__pool_of(rt->devices[i]), ptr, bytes_to_end)) {
+            *dev = rt->devices[i];
+            return true;
+        }
     if (!device_of(ptr, dev))
         return false;
     rill__pool *p = rill__pool_of(*dev);

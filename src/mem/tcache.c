@@ -519,6 +519,20 @@ static bool note_in_slot(tcache *c, block *k, rill__stream *s, uint64_t seq) {
     return true;
 }
 
+bool rill__tcache_find_live(rill__pool *p, const void *ptr, size_t *bytes_to_end) {
+    tcache *c = tc_mine(p);
+    if (c == NULL || live_count(c) == 0 || !tc_enter(c))
+        return false;
+    block **q = tc_live_find(c, (uintptr_t)ptr, true);
+    /* A live entry is allocated and handed out (TC_LIVE_BLOCK): what
+     * rill__pool_find asks of a block. */
+    bool found = q != NULL && (*q)->requested > 0;
+    if (found)
+        *bytes_to_end = (*q)->requested;
+    tc_leave(c);
+    return found;
+}
+
 /* The lock-free note of a use: the command seq of s uses the block that
  * starts at ptr, leased by the calling thread's cache of p. False when the
  * pool must note it (the locked path). */

@@ -38,6 +38,12 @@ void *rill__tcache_alloc(rill__pool *p, rill__stream *s, size_t size, size_t byt
  * calling thread's cache belongs to. */
 bool rill__tcache_free(const void *ptr, rill__stream *f);
 
+/* The lock-free lookup of an allocated block that starts at ptr and that
+ * the calling thread's cache of p leased: true, with *bytes_to_end the
+ * block's requested bytes, when it is there; false otherwise (it may be
+ * elsewhere in the pool). */
+bool rill__tcache_find_live(rill__pool *p, const void *ptr, size_t *bytes_to_end);
+
 /* The lock-free note of a use: the command seq of s uses the block that
  * starts at ptr, leased by the calling thread's cache of p. False when the
  * pool must note it (the locked path). */

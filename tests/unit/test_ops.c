@@ -650,6 +650,30 @@ static void expect_all(const char *what, const float *dev, size_t n, float want)
     free(got);
 }
 
+/* An op's operand in a block that the calling thread's cache handed out
+ * (a same-stream allocation after a same-stream free: how a tensor
+ * library's memory turns over) is checked against that block, as any
+ * other: one float past its end is refused with both sizes, an interior
+ * pointer is measured to the block's end, and a freed block is refused. */
+static void test_op_checks_a_block_the_thread_cache_leased(void **state) {
+    (void)state;
+    rill_stream *s = rill_default_stream(cpu_device());
+    for (int round = 0; round < 3; round++) {
+        float *x = NULL;
+        RT_OK(rill_malloc_async(1024 * sizeof(float), s, (void **)&x));
+        expect_overrun(rill_op_fill_f32(s, x, 1.0f, 1025), "rill_op_fill_f32: x (",
+                       "covers 4100 bytes (n floats), but its allocation has 4096 bytes from x "
+                       "to its end");
+        expect_overrun(rill_op_fill_f32(s, x + 1, 1.0f, 1024), "rill_op_fill_f32: x (",
+                       "covers 4096 bytes (n floats), but its allocation has 4092 bytes from x");
+        RT_OK(rill_op_fill_f32(s, x, 3.0f, 1024));
+        expect_all("x", x, 1024, 3.0f);
+        RT_OK(rill_free_async(x, s));
+        RT_OK(rill_stream_synchronize(s));
+        expect_invalid(rill_op_fill_f32(s, x, 1.0f, 1), "is device memory that is not allocated");
+    }
+}
+
 /* Issue 10: "rill_op_fill_f32 of 1025 floats into a 4096-byte block
  * returns OK and overwrites the next allocation". Every op checks its
  * declared accesses against the allocation that holds them, as
@@ -1270,6 +1294,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_ops_reject_a_bad_stream_handle),
         cmocka_unit_test(test_a_rejected_op_leaves_memory_unchanged),
         cmocka_unit_test(test_fill_refuses_to_run_past_its_allocation),
+        cmocka_unit_test(test_op_checks_a_block_the_thread_cache_leased),
         cmocka_unit_test(test_ops_refuse_freed_device_memory),
         cmocka_unit_test(test_ops_on_ordinary_host_memory_are_not_checked),
         cmocka_unit_test(test_elementwise_ops_refuse_to_run_past_an_allocation),

@@ -106,11 +106,11 @@ struct Allocator final : public c10::DeviceAllocator {
     std::array<std::atomic<uint64_t>, 64> base_frees{};
 
     c10::DataPtr allocate(size_t bytes) override {
-        c10::DeviceIndex index = current_device();
+        rill_device *dev = device(-1);
+        c10::DeviceIndex index = index_of(dev);
         c10::Device where(kDeviceType, index);
         if (bytes == 0)
             return c10::DataPtr(nullptr, nullptr, &free_memory, where);
-        rill_device *dev = device(index);
         rill_stream *stream = rill_current_stream(dev);
         if (is_capturing(stream))
             return allocate_in_capture(bytes, stream, index);

@@ -37,9 +37,12 @@ struct Guard final : public c10::impl::DeviceGuardImplInterface {
     }
 
     void uncheckedSetDevice(c10::Device d) const noexcept override {
-        rill_device *dev = nullptr;
-        if (d.index() >= 0 && rill_device_get(d.index(), &dev) == RILL_OK)
-            rill_set_device(dev);
+        if (d.index() < 0)
+            return;
+        try {
+            rill_set_device(device(d.index())); // device() knows the handle: no look-up
+        } catch (const c10::Error &) {
+        }
     }
 
     c10::Stream getStream(c10::Device d) const override {

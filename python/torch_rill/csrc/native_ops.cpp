@@ -49,12 +49,21 @@ bool is_f32(const at::Tensor &t) {
     return is_rill(t) && t.scalar_type() == at::kFloat;
 }
 
-std::vector<size_t> broadcast_strides(const at::Tensor &t, c10::IntArrayRef shape) {
-    std::vector<size_t> out(shape.size(), 0);
+namespace {
+
+// broadcast_strides into out, which has shape.size() zeros.
+void fill_broadcast_strides(const at::Tensor &t, c10::IntArrayRef shape, size_t *out) {
     int64_t offset = static_cast<int64_t>(shape.size()) - t.dim();
     for (int64_t d = 0; d < t.dim(); d++)
         if (t.size(d) != 1)
             out[offset + d] = static_cast<size_t>(t.stride(d));
+}
+
+} // namespace
+
+std::vector<size_t> broadcast_strides(const at::Tensor &t, c10::IntArrayRef shape) {
+    std::vector<size_t> out(shape.size(), 0);
+    fill_broadcast_strides(t, shape, out.data());
     return out;
 }
 
@@ -85,8 +94,11 @@ void launch_binary(rill_binary_op op, const at::Tensor &out, const at::Tensor &a
     if (out.numel() == 0)
         return;
     const c10::DeviceGuard guard(out.device());
-    std::vector<size_t> dims(shape.begin(), shape.end());
-    std::vector<size_t> as = broadcast_strides(a, shape), bs = broadcast_strides(b, shape);
+    // On the stack for the dimensions most tensors have (no heap per op).
+    c10::SmallVector<size_t, 6> dims(shape.begin(), shape.end()), as(shape.size(), 0),
+        bs(shape.size(), 0);
+    fill_broadcast_strides(a, shape, as.data());
+    fill_broadcast_strides(b, shape, bs.data());
     if (dims.empty()) {
         dims.push_back(1);
         as.push_back(0);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "runtime.h"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <mutex>
@@ -38,20 +39,46 @@ c10::DeviceIndex device_count() noexcept {
     return count;
 }
 
+namespace {
+
+constexpr size_t kMaxDevices = 64; // the devices torch_rill serves
+
+// rill_device_get(i) of each device once asked: a device handle lives
+// until rill_shutdown, so an op's guard and stream look-ups compare and
+// reuse handles instead of asking rill for them again (nullptr: not yet).
+std::array<std::atomic<rill_device *>, kMaxDevices> handles{};
+
+} // namespace
+
 rill_device *device(c10::DeviceIndex index) {
-    if (index < 0)
-        index = current_device();
+    if (index < 0) {
+        rill_device *dev = nullptr;
+        TORCH_RILL_CHECK(rill_get_device(&dev));
+        return dev;
+    }
     TORCH_CHECK(index < device_count(), "rill:", static_cast<int>(index),
                 " is not a device: rill has ", static_cast<int>(device_count()),
                 " (set RILL_CPU_DEVICES=N for more CPU devices)");
+    // relaxed: a handle is a plain value that rill gives every thread alike.
+    if (static_cast<size_t>(index) < kMaxDevices)
+        if (rill_device *dev = handles[index].load(std::memory_order_relaxed))
+            return dev;
     rill_device *dev = nullptr;
     TORCH_RILL_CHECK(rill_device_get(index, &dev));
+    if (static_cast<size_t>(index) < kMaxDevices)
+        handles[index].store(dev, std::memory_order_relaxed);
     return dev;
 }
 
 c10::DeviceIndex index_of(rill_device *dev) {
+    size_t n = std::min(static_cast<size_t>(device_count()), kMaxDevices);
+    for (size_t i = 0; i < n; i++)
+        if (handles[i].load(std::memory_order_relaxed) == dev)
+            return static_cast<c10::DeviceIndex>(i);
     rill_device_info info;
     TORCH_RILL_CHECK(rill_device_get_info(dev, &info));
+    if (info.ordinal >= 0 && static_cast<size_t>(info.ordinal) < n)
+        handles[info.ordinal].store(dev, std::memory_order_relaxed);
     return static_cast<c10::DeviceIndex>(info.ordinal);
 }
 
