@@ -63,6 +63,7 @@ static const char *const op_names[RILL__OP_COUNT] = {
     [RILL__OP_CONV2D_BACKWARD_FILTER_F32] = "conv2d_backward_filter_f32",
     [RILL__OP_MAX_POOL2D_BACKWARD_F32] = "max_pool2d_backward_f32",
     [RILL__OP_AVG_POOL2D_BACKWARD_F32] = "avg_pool2d_backward_f32",
+    [RILL__OP_MATMUL_BATCHED_F32] = "matmul_batched_f32",
 };
 
 /* NULL until first use; then owned here until rill__ops_shutdown. */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* What the files of the built-in ops share (ops.c: kernels, checks, grids
  * and the element-wise ops; ops_nn.c: sum, matmul, conv2d and pooling;
- * ops_conv_backward.c: conv2d's backward; ops_tensor.c: strided copies,
+ * ops_matmul_batched.c: the batched matmul; ops_conv_backward.c:
+ * conv2d's backward; ops_tensor.c: strided copies,
  * broadcasting, maps and the ops along one dimension). */
 #ifndef RILL_OPS_OPS_INTERNAL_H
 #define RILL_OPS_OPS_INTERNAL_H
