@@ -638,6 +638,31 @@ rill_status rill_op_matmul_f32(rill_stream *s, float *c, const float *a, const f
 #define RILL_MATMUL_B_T 2u
 rill_status rill_op_matmul_ex_f32(rill_stream *s, float *c, const float *a, const float *b,
                                   size_t m, size_t k, size_t n, unsigned flags);
+/* count products at once: c[i] = a[i] b[i] for i < batch->count, c
+ * contiguous [count,m,n], each operand read in place from a strided batch
+ * (the heads of an attention, a transposed or sliced view): product i's a
+ * starts stride_a floats after product i-1's and is [m,k] with its rows
+ * lda floats apart, or with RILL_MATMUL_A_T in flags is stored as its
+ * transpose [k,m] with rows lda apart; b likewise with stride_b and ldb
+ * ([k,n], or [n,k] with RILL_MATMUL_B_T). A stride of 0 reads the same
+ * matrix for every product (broadcasting); a and b may overlap. One
+ * launch; a CPU device shares the products (and rows of each) among its
+ * blocks, a CUDA device runs cublasSgemmStridedBatched. Each product is
+ * what rill_op_matmul_ex_f32 gives within rounding. Declares the span of
+ * each operand (from its first float to its last) as read and c's
+ * count*m*n floats as written, checked as rill_op_matmul_f32 checks its
+ * operands. batch NULL, count 0, a row stride below its stored row's
+ * length (k, m, n or k), other bits of flags, or c overlapping a or b is
+ * RILL_ERROR_INVALID_ARGUMENT; count, a row stride or a dimension above
+ * INT_MAX is RILL_ERROR_NOT_SUPPORTED. */
+typedef struct rill_matmul_batch {
+    size_t count;              /* products, at least 1 */
+    size_t lda, ldb;           /* floats between rows of a and of b as stored */
+    size_t stride_a, stride_b; /* floats from one product's a (b) to the next's */
+} rill_matmul_batch;
+rill_status rill_op_matmul_batched_f32(rill_stream *s, float *c, const float *a, const float *b,
+                                       size_t m, size_t k, size_t n, unsigned flags,
+                                       const rill_matmul_batch *batch);
 /* NCHW input [n,c,h,w], weight [k,c,r,s], stride 1, no padding:
  * output [n,k,h-r+1,w-s+1]. */
 rill_status rill_op_conv2d_f32(rill_stream *s, float *out, const float *in, const float *weight,

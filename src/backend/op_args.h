@@ -55,6 +55,7 @@ typedef enum rill__op {
     RILL__OP_AVG_POOL2D_BACKWARD_F32,
     RILL__OP_POOL2D_EX_F32,
     RILL__OP_AVG_POOL2D_BACKWARD_EX_F32,
+    RILL__OP_MATMUL_BATCHED_F32,
     RILL__OP_COUNT
 } rill__op;
 
@@ -131,6 +132,24 @@ typedef struct rill__op_matmul_args {
     size_t row_panels, col_panels;
     uint32_t trans; /* RILL_MATMUL_A_T, RILL_MATMUL_B_T: a or b stored transposed */
 } rill__op_matmul_args;
+
+/* c[i] = a[i] b[i] for i < batch: c contiguous [batch,m,n]; product i's a
+ * at a + i*stride_a, [m,k] with rows lda floats apart ([k,m] when trans
+ * has RILL_MATMUL_A_T), its b at b + i*stride_b, [k,n] rows ldb apart
+ * ([n,k] with RILL_MATMUL_B_T). The work is batch * row_panels items
+ * (product, panel of rows of c; rill__op_matmul_panel_rows(m,
+ * row_panels) rows each, the last maybe fewer); block b of G computes
+ * items [b*items/G, (b+1)*items/G), one sgemm each. c overlaps neither a
+ * nor b; a and b may overlap (they are only read). */
+typedef struct rill__op_matmul_batched_args {
+    float *c;
+    const float *a, *b;
+    size_t batch, m, k, n;
+    size_t stride_a, stride_b;
+    uint32_t lda, ldb;
+    uint32_t row_panels;
+    uint32_t trans; /* RILL_MATMUL_A_T, RILL_MATMUL_B_T */
+} rill__op_matmul_batched_args;
 
 /* out[n,k,oh,ow] = sum over c,r,s of in[n,c,oh+r,ow+s] * weight[k,c,r,s],
  * NCHW, stride 1, no padding; oh < h-r+1, ow < w-s+1 (the header's sz is

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* What the files of the built-in ops share (ops.c: kernels, checks, grids
  * and the element-wise ops; ops_nn.c: sum, matmul, conv2d and pooling;
- * ops_conv_backward.c: conv2d's backward; ops_pool_ex.c: pooling with
- * ceil mode, dilation and divisor rules; ops_tensor.c: strided copies,
+ * ops_matmul_batched.c: the batched matmul; ops_conv_backward.c:
+ * conv2d's backward; ops_pool_ex.c: pooling with ceil mode, dilation and
+ * divisor rules; ops_tensor.c: strided copies,
  * broadcasting, maps and the ops along one dimension). */
 #ifndef RILL_OPS_OPS_INTERNAL_H
 #define RILL_OPS_OPS_INTERNAL_H

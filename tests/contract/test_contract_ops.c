@@ -218,6 +218,118 @@ static void test_matmul_ex_f32_transposed_operands(void **state) {
     RT_OK(rill_stream_destroy(s));
 }
 
+/* a's element (i, p) of product h in the host copy, as the batch lays it
+ * out (at: stored transposed). */
+static float batched_at(const float *x, size_t h, size_t stride, size_t ld, bool t, size_t i,
+                        size_t p) {
+    return t ? x[h * stride + p * ld + i] : x[h * stride + i * ld + p];
+}
+
+/* matmul_batched f32 against products computed here: operands read in
+ * place as the heads of an attention lay them out (each product's matrix
+ * a column slice of a wider one: rows further apart than their length),
+ * with each stored transposed or not, b shared by every product (stride
+ * 0), and more products than blocks and fewer. */
+static void test_matmul_batched_f32_strided_operands(void **state) {
+    (void)state;
+    rill_device *dev = contract_device();
+    rill_stream *s;
+    RT_OK(rill_stream_create(dev, 0, &s));
+    size_t counts[] = {1, 3, 40};
+    size_t m = 37, k = 21, n = 45, pad = 3;
+    for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++) {
+        size_t count = counts[ci];
+        /* Stored rows of a: [m,k] or [k,m]; product h's matrix at column
+         * h*(cols+pad) of rows count*(cols+pad) long. */
+        size_t a_floats = count * (m + pad) * (k + pad) + 1, b_floats = (k + pad) * (n + pad);
+        float *ha = malloc(a_floats * sizeof *ha), *hb = malloc(b_floats * sizeof *hb);
+        float *hc = malloc(count * m * n * sizeof *hc);
+        for (size_t i = 0; i < a_floats; i++)
+            ha[i] = (float)((i * 7) % 13) * 0.1f - 0.6f;
+        for (size_t i = 0; i < b_floats; i++)
+            hb[i] = (float)((i * 5) % 11) * 0.2f - 1.0f;
+        float *a = contract_alloc(s, a_floats * sizeof *a), *b = contract_alloc(s, b_floats * 4);
+        float *c = contract_alloc(s, count * m * n * sizeof *c);
+        contract_upload(s, a, ha, a_floats * sizeof *a);
+        contract_upload(s, b, hb, b_floats * sizeof *b);
+        for (unsigned flags = 0; flags < 4; flags++) {
+            bool at = (flags & RILL_MATMUL_A_T) != 0, bt = (flags & RILL_MATMUL_B_T) != 0;
+            size_t a_cols = at ? m : k, b_cols = bt ? k : n;
+            rill_matmul_batch batch = {.count = count,
+                                       .lda = count * (a_cols + pad),
+                                       .ldb = b_cols + pad,
+                                       .stride_a = a_cols + pad,
+                                       .stride_b = 0};
+            RT_OK(rill_op_matmul_batched_f32(s, c, a, b, m, k, n, flags, &batch));
+            contract_download(s, hc, c, count * m * n * sizeof *hc);
+            for (size_t h = 0; h < count; h++)
+                for (size_t i = 0; i < m; i++)
+                    for (size_t j = 0; j < n; j++) {
+                        double want = 0;
+                        for (size_t p = 0; p < k; p++)
+                            want += (double)batched_at(ha, h, batch.stride_a, batch.lda, at, i, p) *
+                                    batched_at(hb, 0, 0, batch.ldb, !bt, j, p);
+                        size_t idx = (h * m + i) * n + j;
+                        contract_expect_close("c", idx, hc[idx], want, 1e-4);
+                    }
+        }
+        RT_OK(rill_free(a));
+        RT_OK(rill_free(b));
+        RT_OK(rill_free(c));
+        free(ha);
+        free(hb);
+        free(hc);
+    }
+    RT_OK(rill_stream_destroy(s));
+}
+
+/* matmul_batched refuses, with a sentence, what it cannot read: no batch,
+ * no products, a row stride below its stored row's length, a batch
+ * reaching past its operand's memory, unknown flags, c over a. */
+static void test_matmul_batched_f32_refuses_bad_layouts(void **state) {
+    (void)state;
+    rill_device *dev = contract_device();
+    rill_stream *s;
+    RT_OK(rill_stream_create(dev, 0, &s));
+    size_t m = 4, k = 3, n = 5;
+    float *a = contract_alloc(s, 2 * m * k * sizeof *a), *b = contract_alloc(s, k * n * 4);
+    float *c = contract_alloc(s, 2 * m * n * sizeof *c);
+    rill_matmul_batch ok = {.count = 2, .lda = k, .ldb = n, .stride_a = m * k, .stride_b = 0};
+    RT_OK(rill_op_matmul_batched_f32(s, c, a, b, m, k, n, 0, &ok));
+    struct {
+        rill_matmul_batch batch;
+        unsigned flags;
+        const char *says;
+    } bad[] = {
+        {{.count = 0, .lda = k, .ldb = n}, 0, "batch->count is 0"},
+        {{.count = 2, .lda = k - 1, .ldb = n, .stride_a = m * k}, 0, "batch->lda is 2, below 3"},
+        {{.count = 2, .lda = m - 1, .ldb = n, .stride_a = m * k},
+         RILL_MATMUL_A_T,
+         "batch->lda is 3, below 4"},
+        {{.count = 2, .lda = k, .ldb = k - 1, .stride_a = m * k},
+         RILL_MATMUL_B_T,
+         "batch->ldb is 2, below 3"},
+        {{.count = 1000, .lda = k, .ldb = n, .stride_a = m * k}, 0, "its allocation has"},
+        {{.count = 2, .lda = k, .ldb = n, .stride_a = m * k}, 4, "flags is 0x4"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(
+            rill_op_matmul_batched_f32(s, c, a, b, m, k, n, bad[i].flags, &bad[i].batch),
+            RILL_ERROR_INVALID_ARGUMENT);
+        assert_non_null(strstr(rill_last_error(), bad[i].says));
+    }
+    assert_int_equal(rill_op_matmul_batched_f32(s, c, a, b, m, k, n, 0, NULL),
+                     RILL_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(rill_last_error(), "batch is NULL"));
+    assert_int_equal(rill_op_matmul_batched_f32(s, a, a, b, m, k, n, 0, &ok),
+                     RILL_ERROR_INVALID_ARGUMENT);
+    RT_OK(rill_stream_synchronize(s));
+    RT_OK(rill_free(a));
+    RT_OK(rill_free(b));
+    RT_OK(rill_free(c));
+    RT_OK(rill_stream_destroy(s));
+}
+
 /* conv2d f32 against a direct convolution computed here. */
 static void test_conv2d_f32(void **state) {
     (void)state;
@@ -275,6 +387,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_f16_ops),
         cmocka_unit_test(test_matmul_f32),
         cmocka_unit_test(test_matmul_ex_f32_transposed_operands),
+        cmocka_unit_test(test_matmul_batched_f32_strided_operands),
+        cmocka_unit_test(test_matmul_batched_f32_refuses_bad_layouts),
         cmocka_unit_test(test_conv2d_f32),
     };
     return CONTRACT_RUN(tests);

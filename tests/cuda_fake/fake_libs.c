@@ -4,7 +4,8 @@
  * RILL_CUBLAS_LIBRARY and RILL_CUDNN_LIBRARY at this library too. They
  * offer the entry points rill resolves (src/backend/cuda/cuda_libs.c) with
  * the libraries' semantics: cublasSgemm and cublasGemmEx compute
- * column-major C = alpha op(A) op(B) + beta C, cudnnConvolutionForward an
+ * column-major C = alpha op(A) op(B) + beta C, cublasSgemmStridedBatched
+ * that for each of a batch of strided matrices, cudnnConvolutionForward an
  * NCHW cross-correlation (or convolution) with padding, strides,
  * dilation and groups, cudnnConvolutionBackwardData and cudnnConvolutionBackwardFilter
  * its gradients for the input and the filter, each queued on the handle's
@@ -175,6 +176,34 @@ EXPORT cublasStatus_t cublasSgemm_v2(cublasHandle_t h, cublasOperation_t ta, cub
               .b = b,
               .c = c};
     return queue_gemm(h, g, ta, tb);
+}
+
+/* One queued GEMM per product, in order on the handle's stream. */
+EXPORT cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t h, cublasOperation_t ta,
+                                                cublasOperation_t tb, int m, int n, int k,
+                                                const float *alpha, const float *a, int lda,
+                                                long long stride_a, const float *b, int ldb,
+                                                long long stride_b, const float *beta, float *c,
+                                                int ldc, long long stride_c, int count) {
+    if (count < 0)
+        return CUBLAS_STATUS_INVALID_VALUE;
+    for (int i = 0; i < count; i++) {
+        gemm g = {.m = m,
+                  .n = n,
+                  .k = k,
+                  .lda = lda,
+                  .ldb = ldb,
+                  .ldc = ldc,
+                  .alpha = *alpha,
+                  .beta = *beta,
+                  .a = a + i * stride_a,
+                  .b = b + i * stride_b,
+                  .c = c + i * stride_c};
+        cublasStatus_t st = queue_gemm(h, g, ta, tb);
+        if (st != CUBLAS_STATUS_SUCCESS)
+            return st;
+    }
+    return CUBLAS_STATUS_SUCCESS;
 }
 
 EXPORT cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,

@@ -1,14 +1,18 @@
 // SPDX-License-Identifier: MIT
 // Matrix products as rill kernels queued on the current stream: mm, bmm
-// (one rill_op_matmul_f32 per batch entry) and addmm with beta and alpha 1
-// (the product, then the bias added in place with broadcasting). A matrix
-// operand of mm or addmm that is the transpose of a contiguous one (a
-// linear layer's weight, x.t() in its backward) is read in place
-// (rill_op_matmul_ex_f32); other strided operands are made contiguous
-// first by rill's strided copy on the same stream. Other cases (other
-// dtypes, devices, shapes PyTorch refuses, other beta or alpha) go to the
+// (one rill_op_matmul_batched_f32 for the whole batch) and addmm with beta
+// and alpha 1 (the product, then the bias added in place with
+// broadcasting). A matrix operand of mm or addmm that is the transpose of
+// a contiguous one (a linear layer's weight, x.t() in its backward) is read
+// in place (rill_op_matmul_ex_f32), as is each operand of bmm whose
+// matrices are row-major or transposed with one batch stride (the heads of
+// an attention); other strided operands are made contiguous first by
+// rill's strided copy on the same stream. Other cases (other dtypes,
+// devices, shapes PyTorch refuses, other beta or alpha) go to the
 // fallback.
 #include <algorithm>
+#include <limits>
+#include <optional>
 
 #include <ATen/native/CPUFallback.h>
 #include <ATen/ops/addmm_ops.h>
@@ -19,6 +23,7 @@
 #include <torch/library.h>
 
 #include "fallback.h"
+#include "matmul_ops.h"
 #include "native_ops.h"
 #include "runtime.h"
 
@@ -26,6 +31,73 @@ namespace torch_rill {
 namespace {
 
 using at::native::call_fallback_fn;
+
+// How rill_op_matmul_batched_f32 reads x [count, rows, cols] in place:
+// flags bit (RILL_MATMUL_A_T for a, RILL_MATMUL_B_T for b) set when x's
+// matrices are stored transposed, row stride ld, batch stride; nullopt
+// when x is neither (a stride of 0 inside a matrix, a row stride past
+// INT_MAX): x is then copied.
+struct Layout {
+    bool transposed;
+    size_t ld, stride;
+};
+
+std::optional<Layout> layout_of(const at::Tensor &x) {
+    int64_t rows = x.size(1), cols = x.size(2), rs = x.stride(1), cs = x.stride(2);
+    size_t stride = x.size(0) > 1 ? static_cast<size_t>(x.stride(0)) : 0;
+    auto fits = [](int64_t ld, int64_t len) {
+        return ld >= len && ld <= std::numeric_limits<int>::max();
+    };
+    if (cs == 1 || cols == 1) {
+        int64_t ld = rows > 1 ? rs : cols;
+        if (fits(ld, cols))
+            return Layout{false, static_cast<size_t>(ld), stride};
+    }
+    if (rs == 1 || rows == 1) {
+        int64_t ld = cols > 1 ? cs : rows;
+        if (fits(ld, rows))
+            return Layout{true, static_cast<size_t>(ld), stride};
+    }
+    return std::nullopt;
+}
+
+// x, or its contiguous copy when layout_of refuses it, with its layout.
+at::Tensor readable(const at::Tensor &x, Layout *layout) {
+    if (std::optional<Layout> l = layout_of(x)) {
+        *layout = *l;
+        return x;
+    }
+    at::Tensor copy = x.contiguous();
+    std::optional<Layout> l = layout_of(copy);
+    TORCH_CHECK(l.has_value(), "bmm on rill: rows of ", x.size(2),
+                " floats are longer than rill_op_matmul_batched_f32 takes (INT_MAX); split the "
+                "product");
+    *layout = *l;
+    return copy;
+}
+
+} // namespace
+
+void batched_product_into(at::Tensor &c, const at::Tensor &a, const at::Tensor &b) {
+    int64_t count = a.size(0), m = a.size(1), k = a.size(2), n = b.size(2);
+    if (c.numel() == 0)
+        return;
+    if (k == 0) {
+        c.fill_(0.0); // an empty sum
+        return;
+    }
+    Layout la{}, lb{};
+    at::Tensor ar = readable(a, &la), br = readable(b, &lb);
+    unsigned flags =
+        (la.transposed ? RILL_MATMUL_A_T : 0u) | (lb.transposed ? RILL_MATMUL_B_T : 0u);
+    rill_matmul_batch batch = {static_cast<size_t>(count), la.ld, lb.ld, la.stride, lb.stride};
+    const c10::DeviceGuard guard(c.device());
+    TORCH_RILL_CHECK(rill_op_matmul_batched_f32(
+        stream_of(c), c.data_ptr<float>(), ar.const_data_ptr<float>(), br.const_data_ptr<float>(),
+        static_cast<size_t>(m), static_cast<size_t>(k), static_cast<size_t>(n), flags, &batch));
+}
+
+namespace {
 
 // Whether the kernels take a [.., m, k] times b [.., k, n]: float32 on one
 // rill device, dims dimensions each, equal batch sizes.
@@ -71,12 +143,14 @@ at::Tensor product(const at::Tensor &a, const at::Tensor &b) {
             static_cast<size_t>(m), static_cast<size_t>(k), static_cast<size_t>(n), flags));
         return c;
     }
+    if (dims == 3) {
+        batched_product_into(c, a, b);
+        return c;
+    }
     at::Tensor ac = a.contiguous(), bc = b.contiguous();
-    for (int64_t i = 0; i < batch; i++)
-        TORCH_RILL_CHECK(rill_op_matmul_f32(
-            s, c.data_ptr<float>() + i * m * n, ac.const_data_ptr<float>() + i * m * k,
-            bc.const_data_ptr<float>() + i * k * n, static_cast<size_t>(m), static_cast<size_t>(k),
-            static_cast<size_t>(n)));
+    TORCH_RILL_CHECK(rill_op_matmul_f32(s, c.data_ptr<float>(), ac.const_data_ptr<float>(),
+                                        bc.const_data_ptr<float>(), static_cast<size_t>(m),
+                                        static_cast<size_t>(k), static_cast<size_t>(n)));
     return c;
 }
 

@@ -32,6 +32,8 @@ static_assert(sizeof(rill__op_matmul_args) <= CPU_ARGS_INLINE, "matmul args too 
 static_assert(sizeof(rill__op_add_args) <= CPU_ARGS_INLINE, "add args too big");
 static_assert(sizeof(rill__op_conv2d_f16_args) <= CPU_ARGS_INLINE, "conv2d f16 args too big");
 static_assert(sizeof(rill__op_matmul_f16_args) <= CPU_ARGS_INLINE, "matmul f16 args too big");
+static_assert(sizeof(rill__op_matmul_batched_args) <= CPU_ARGS_INLINE,
+              "matmul batched args too big");
 
 /* ---- slices ---- */
 
@@ -309,6 +311,31 @@ void rill__cpu_op_matmul_f32(const rill_block_ctx *ctx, const void *args) {
                             bt ? 1 : p->n, bt ? p->k : 1, 0.0f, p->c + t.r0 * p->n + t.c0, p->n);
 }
 
+/* Block b's items are [b*items/G, (b+1)*items/G) of the batch * row_panels
+ * (product, row panel) pairs: one strided sgemm each, a transposed
+ * operand read with its strides swapped. */
+void rill__cpu_op_matmul_batched_f32(const rill_block_ctx *ctx, const void *args) {
+    const rill__op_matmul_batched_args *p = args;
+    size_t blocks = ctx->grid_dim.x, b = ctx->block_idx.x;
+    size_t items = p->batch * p->row_panels;
+    size_t first = b * items / blocks, last = (b + 1) * items / blocks;
+    size_t rows_per = rill__op_matmul_panel_rows(p->m, p->row_panels);
+    bool at = (p->trans & RILL_MATMUL_A_T) != 0, bt = (p->trans & RILL_MATMUL_B_T) != 0;
+    size_t rsa = at ? 1 : p->lda, csa = at ? p->lda : 1;
+    size_t rsb = bt ? 1 : p->ldb, csb = bt ? p->ldb : 1;
+    for (size_t item = first; item < last; item++) {
+        size_t i = item / p->row_panels, panel = item % p->row_panels;
+        size_t r0 = panel * rows_per < p->m ? panel * rows_per : p->m;
+        size_t r1 = p->m - r0 > rows_per ? r0 + rows_per : p->m;
+        if (r0 == r1)
+            continue;
+        const float *a = p->a + i * p->stride_a + r0 * rsa;
+        const float *bm = p->b + i * p->stride_b;
+        float *c = p->c + (i * p->m + r0) * p->n;
+        rill__cpu_sgemm_strided(r1 - r0, p->n, p->k, a, rsa, csa, bm, rsb, csb, 0.0f, c, p->n);
+    }
+}
+
 /* Each chunk of c (at most RILL__OP_F16_MM_ROWS x RILL__OP_F16_MM_COLS)
  * is accumulated in float over depth chunks of a and b converted to
  * floats, then rounded to halves once. The chunks' sizes are those that
@@ -502,6 +529,7 @@ rill_cpu_kernel_fn rill__cpu_op_body(rill__op op) {
         [RILL__OP_AVG_POOL2D_BACKWARD_F32] = rill__cpu_op_avg_pool2d_backward_f32,
         [RILL__OP_POOL2D_EX_F32] = rill__cpu_op_pool2d_ex_f32,
         [RILL__OP_AVG_POOL2D_BACKWARD_EX_F32] = rill__cpu_op_avg_pool2d_backward_ex_f32,
+        [RILL__OP_MATMUL_BATCHED_F32] = rill__cpu_op_matmul_batched_f32,
     };
     return op > RILL__OP_NONE && op < RILL__OP_COUNT ? bodies[op] : NULL;
 }

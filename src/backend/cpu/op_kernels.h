@@ -34,6 +34,7 @@ void rill__cpu_op_add_scalar_f32(const rill_block_ctx *ctx, const void *args);
 void rill__cpu_op_sum_partial_f32(const rill_block_ctx *ctx, const void *args);
 void rill__cpu_op_sum_final_f32(const rill_block_ctx *ctx, const void *args);
 void rill__cpu_op_matmul_f32(const rill_block_ctx *ctx, const void *args);
+void rill__cpu_op_matmul_batched_f32(const rill_block_ctx *ctx, const void *args);
 void rill__cpu_op_conv2d_f32(const rill_block_ctx *ctx, const void *args);
 void rill__cpu_op_conv2d_ex_f32(const rill_block_ctx *ctx, const void *args);
 

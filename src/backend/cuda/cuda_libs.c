@@ -49,6 +49,7 @@ struct rill__cuda_blas {
     __typeof__(&cublasSetMathMode) set_math_mode;
     __typeof__(&cublasSetPointerMode_v2) set_pointer_mode;
     __typeof__(&cublasSgemm_v2) sgemm;
+    __typeof__(&cublasSgemmStridedBatched) sgemm_strided_batched;
     __typeof__(&cublasGemmEx) gemm_ex;
     __typeof__(&cublasGetStatusName) status_name;
 };
@@ -153,6 +154,7 @@ static struct rill__cuda_blas *load_blas(const char *const *names, char *why, si
         {"cublasSetMathMode", SLOT(t->set_math_mode)},
         {"cublasSetPointerMode_v2", SLOT(t->set_pointer_mode)},
         {"cublasSgemm_v2", SLOT(t->sgemm)},
+        {"cublasSgemmStridedBatched", SLOT(t->sgemm_strided_batched)},
         {"cublasGemmEx", SLOT(t->gemm_ex)},
         {"cublasGetStatusName", SLOT(t->status_name)},
     };
@@ -486,6 +488,18 @@ static rill_status matmul(const struct rill__cuda_blas *t, cublasHandle_t h, ril
         s = t->sgemm(h, bt ? CUBLAS_OP_T : CUBLAS_OP_N, at ? CUBLAS_OP_T : CUBLAS_OP_N, (int)p->n,
                      (int)p->m, (int)p->k, &one, p->b, bt ? (int)p->k : (int)p->n, p->a,
                      at ? (int)p->m : (int)p->k, &zero, p->c, (int)p->n);
+    } else if (op == RILL__OP_MATMUL_BATCHED_F32) {
+        const rill__op_matmul_batched_args *p = args;
+        call = "cublasSgemmStridedBatched";
+        /* As above, product by product, with each operand's own row stride
+         * and batch stride (at most the span the op layer checked, so it
+         * fits a long long); c is contiguous. */
+        bool at = (p->trans & RILL_MATMUL_A_T) != 0, bt = (p->trans & RILL_MATMUL_B_T) != 0;
+        s = t->sgemm_strided_batched(h, bt ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                     at ? CUBLAS_OP_T : CUBLAS_OP_N, (int)p->n, (int)p->m,
+                                     (int)p->k, &one, p->b, (int)p->ldb, (long long)p->stride_b,
+                                     p->a, (int)p->lda, (long long)p->stride_a, &zero, p->c,
+                                     (int)p->n, (long long)(p->m * p->n), (int)p->batch);
     } else {
         const rill__op_matmul_f16_args *p = args;
         call = "cublasGemmEx";
@@ -749,6 +763,7 @@ static bool library_of(rill__op op, lib_kind *kind) {
     switch (op) {
     case RILL__OP_MATMUL_F32:
     case RILL__OP_MATMUL_F16:
+    case RILL__OP_MATMUL_BATCHED_F32:
         *kind = LIB_BLAS;
         return true;
     case RILL__OP_CONV2D_F32:

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* cuBLAS and cuDNN for the CUDA device's built-in ops that run through a
- * library (rill__cuda_op_uses_library: matmul f32 and f16, conv2d f32 and
- * its backward), loaded at run time with dlopen, so that rill neither
+ * library (rill__cuda_op_uses_library: matmul f32 and f16, the batched
+ * matmul f32, conv2d f32 and its backward), loaded at run time with dlopen, so that rill neither
  * links them nor needs them to run: an op whose library is absent fails
  * with RILL_ERROR_NOT_SUPPORTED and a sentence that says why. */
 
@@ -86,7 +86,8 @@ rill_status rill__cuda_libs_prepare(rill__cuda_libs *libs, rill__op op, char *wh
 
 /* Runs op, one that rill__cuda_op_uses_library names, on stream with its
  * argument struct args (op_args.h; the grid and the fields that only shape
- * it are ignored): matmul f32 by cublasSgemm, matmul f16 by cublasGemmEx
+ * it are ignored): matmul f32 by cublasSgemm, the batched matmul f32 by
+ * cublasSgemmStridedBatched, matmul f16 by cublasGemmEx
  * (halves in and out, float accumulation), conv2d f32 and conv2d's
  * backward (its data and filter ops) by cuDNN (float arithmetic, no
  * TF32). The work is queued on stream and the call returns. The caller

@@ -51,6 +51,8 @@ static const op_body bodies[RILL__OP_COUNT] = {
     [RILL__OP_AVG_POOL2D_BACKWARD_F32] = {"rill__cuda_op_avg_pool2d_backward_f32", false},
     [RILL__OP_POOL2D_EX_F32] = {"rill__cuda_op_pool2d_ex_f32", false},
     [RILL__OP_AVG_POOL2D_BACKWARD_EX_F32] = {"rill__cuda_op_avg_pool2d_backward_ex_f32", false},
+    /* cublasSgemmStridedBatched. */
+    [RILL__OP_MATMUL_BATCHED_F32] = {NULL, true},
 };
 
 const char *rill__cuda_op_entry(rill__op op) {
