@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 // Ops that run as rill's own kernels, queued on the current stream: the
 // float32 element-wise ops (with broadcasting), the same ops between a
-// tensor and a CPU number, activations and other maps, and fills. The pool
-// sees the accesses each kernel declares, so memory another stream's kernel
-// still reads is not handed out again early. Cases these do not take
-// (other dtypes, an alpha, outputs that overlap their inputs, strided
+// tensor and a CPU number, add and sub with an alpha between tensors of one
+// shape, activations and other maps, and fills. The pool sees the accesses
+// each kernel declares, so memory another stream's kernel still reads is
+// not handed out again early. Cases these do not take (other dtypes, an
+// alpha with broadcasting, outputs that overlap their inputs, strided
 // inputs of a map) go to the fallback.
 #include <cmath>
 #include <limits>
@@ -31,6 +32,7 @@
 #include <ATen/ops/sqrt_ops.h>
 #include <ATen/ops/sub_ops.h>
 #include <ATen/ops/tanh_ops.h>
+#include <ATen/ops/zero_ops.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
@@ -204,26 +206,82 @@ bool binary_(rill_binary_op op, const at::Tensor &a, const at::Tensor &b) {
     return binary(op, a, a, b);
 }
 
+// The float a kernel scales by for alpha (PyTorch's CPU kernel rounds alpha
+// to the tensors' float too); nullopt for a complex or boolean alpha, or
+// one past float's range.
+std::optional<float> float_alpha(const at::Scalar &alpha) {
+    if (alpha.isComplex() || alpha.isBoolean())
+        return std::nullopt;
+    double v = alpha.toDouble();
+    if (std::isfinite(v) && std::abs(v) > std::numeric_limits<float>::max())
+        return std::nullopt;
+    return static_cast<float>(v);
+}
+
+// out = a + alpha b (the optimizers' p.add_(g, alpha=-lr)) for contiguous
+// float32 tensors of one shape, out new or a itself: false when the kernel
+// does not take the case.
+bool scaled_add(const at::Tensor &out, const at::Tensor &a, const at::Tensor &b, float alpha) {
+    if (!is_f32(a) || !is_f32(b) || !is_f32(out) || a.device() != b.device() ||
+        out.device() != a.device() || !a.is_contiguous() || !b.is_contiguous() ||
+        !out.is_contiguous() || !a.sizes().equals(b.sizes()) || !out.sizes().equals(a.sizes()))
+        return false;
+    for (const at::Tensor *t : {&a, &b})
+        if (t->storage().is_alias_of(out.storage()) && t->data_ptr() != out.data_ptr())
+            return false;
+    if (a.numel() > 0) {
+        const c10::DeviceGuard guard(a.device());
+        TORCH_RILL_CHECK(rill_op_add_f32(stream_of(a), out.data_ptr<float>(),
+                                         a.const_data_ptr<float>(), b.const_data_ptr<float>(),
+                                         alpha, static_cast<size_t>(a.numel())));
+    }
+    return true;
+}
+
+// a + alpha b, a - alpha b (sign -1) into a new tensor: undefined when the
+// kernels do not take it.
+at::Tensor add_new(const at::Tensor &a, const at::Tensor &b, const at::Scalar &alpha, float sign) {
+    if (is_one(alpha)) {
+        bool done = false;
+        at::Tensor out = binary_new(sign > 0 ? RILL_BINARY_ADD : RILL_BINARY_SUB, a, b, &done);
+        return done ? out : at::Tensor();
+    }
+    std::optional<float> f = float_alpha(alpha);
+    if (!f || !is_f32(a) || !is_f32(b) || !a.sizes().equals(b.sizes()))
+        return {};
+    at::Tensor out = at::empty(a.sizes(), a.options());
+    return scaled_add(out, a, b, sign * *f) ? out : at::Tensor();
+}
+
+bool add_in_place(at::Tensor &a, const at::Tensor &b, const at::Scalar &alpha, float sign) {
+    if (is_one(alpha))
+        return binary_(sign > 0 ? RILL_BINARY_ADD : RILL_BINARY_SUB, a, b);
+    std::optional<float> f = float_alpha(alpha);
+    return f && scaled_add(a, a, b, sign * *f);
+}
+
 at::Tensor add(const at::Tensor &a, const at::Tensor &b, const at::Scalar &alpha) {
-    bool done = false;
-    at::Tensor out = is_one(alpha) ? binary_new(RILL_BINARY_ADD, a, b, &done) : at::Tensor();
-    return done ? out : call_fallback_fn<&boxed_fallback, at::_ops::add_Tensor>::call(a, b, alpha);
+    at::Tensor out = add_new(a, b, alpha, 1.0f);
+    return out.defined()
+               ? out
+               : call_fallback_fn<&boxed_fallback, at::_ops::add_Tensor>::call(a, b, alpha);
 }
 
 at::Tensor &add_(at::Tensor &a, const at::Tensor &b, const at::Scalar &alpha) {
-    if (is_one(alpha) && binary_(RILL_BINARY_ADD, a, b))
+    if (add_in_place(a, b, alpha, 1.0f))
         return a;
     return call_fallback_fn<&boxed_fallback, at::_ops::add__Tensor>::call(a, b, alpha);
 }
 
 at::Tensor sub(const at::Tensor &a, const at::Tensor &b, const at::Scalar &alpha) {
-    bool done = false;
-    at::Tensor out = is_one(alpha) ? binary_new(RILL_BINARY_SUB, a, b, &done) : at::Tensor();
-    return done ? out : call_fallback_fn<&boxed_fallback, at::_ops::sub_Tensor>::call(a, b, alpha);
+    at::Tensor out = add_new(a, b, alpha, -1.0f);
+    return out.defined()
+               ? out
+               : call_fallback_fn<&boxed_fallback, at::_ops::sub_Tensor>::call(a, b, alpha);
 }
 
 at::Tensor &sub_(at::Tensor &a, const at::Tensor &b, const at::Scalar &alpha) {
-    if (is_one(alpha) && binary_(RILL_BINARY_SUB, a, b))
+    if (add_in_place(a, b, alpha, -1.0f))
         return a;
     return call_fallback_fn<&boxed_fallback, at::_ops::sub__Tensor>::call(a, b, alpha);
 }
@@ -274,6 +332,12 @@ at::Tensor &fill_(at::Tensor &self, const at::Scalar &value) {
         return self;
     }
     return call_fallback_fn<&boxed_fallback, at::_ops::fill__Scalar>::call(self, value);
+}
+
+at::Tensor &zero_(at::Tensor &self) {
+    if (is_f32(self) && self.is_contiguous())
+        return torch_rill::fill_(self, 0.0); // not at::fill_, which ADL also finds
+    return call_fallback_fn<&boxed_fallback, at::_ops::zero_>::call(self);
 }
 
 // out = op(a, alpha) for a contiguous float32 a, into out (a new tensor of
@@ -329,6 +393,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     m.impl("maximum", maximum);
     m.impl("minimum", minimum);
     m.impl("fill_.Scalar", fill_);
+    m.impl("zero_", zero_);
     m.impl("relu", unary<RILL_MAP_RELU, at::_ops::relu>);
     m.impl("relu_", unary_<RILL_MAP_RELU, at::_ops::relu_>);
     m.impl("gelu", gelu);
