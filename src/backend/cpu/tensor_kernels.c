@@ -50,13 +50,31 @@ static void slice_of(const rill_block_ctx *ctx, size_t count, size_t *begin, siz
 
 /* Where the build asks for it (GCC on x86-64: CMakeLists.txt), the bodies
  * that are vector loops are compiled twice, for AVX2 and for the baseline,
- * and the loader picks one for the processor (an ifunc). The two give the
+ * and each call runs the one the processor takes. The choice is made at
+ * run time, not by the loader (an ifunc's resolver runs before relocation
+ * is done, which sanitizer runtimes do not survive). The two give the
  * same bits: AVX2 only widens the vectors (no fused multiply-add), and
- * every lane computes what the scalar code does. */
+ * every lane computes what the scalar code does.
+ * VECTOR_BODY(name)(ctx, args) { ... } defines the body and name. */
+#define BODY_ARGS const rill_block_ctx *ctx, const void *args
 #ifdef RILL_CPU_AVX2_CLONES
-#define VECTOR_BODY __attribute__((target_clones("avx2", "default")))
+#define VECTOR_BODY(name)                                                                          \
+    INLINED void name##_body(BODY_ARGS);                                                           \
+    __attribute__((target("avx2"))) static void name##_avx2(BODY_ARGS) {                           \
+        name##_body(ctx, args);                                                                    \
+    }                                                                                              \
+    static void name##_base(BODY_ARGS) {                                                           \
+        name##_body(ctx, args);                                                                    \
+    }                                                                                              \
+    void name(BODY_ARGS) {                                                                         \
+        if (__builtin_cpu_supports("avx2"))                                                        \
+            name##_avx2(ctx, args);                                                                \
+        else                                                                                       \
+            name##_base(ctx, args);                                                                \
+    }                                                                                              \
+    INLINED void name##_body
 #else
-#define VECTOR_BODY
+#define VECTOR_BODY(name) void name
 #endif
 
 /* rill__op_map_value, with vec_math.h's exp and tanh in place of the C
@@ -215,7 +233,7 @@ void rill__cpu_op_copy_strided_f32(const rill_block_ctx *ctx, const void *args) 
         strided_run(p, begin, end, true);
 }
 
-VECTOR_BODY void rill__cpu_op_binary_f32(const rill_block_ctx *ctx, const void *args) {
+VECTOR_BODY(rill__cpu_op_binary_f32)(const rill_block_ctx *ctx, const void *args) {
     const rill__op_strided_args *p = args;
     size_t begin, end;
     slice_of(ctx, p->n, &begin, &end);
@@ -225,7 +243,7 @@ VECTOR_BODY void rill__cpu_op_binary_f32(const rill_block_ctx *ctx, const void *
 
 /* ---- maps ---- */
 
-VECTOR_BODY void rill__cpu_op_map_f32(const rill_block_ctx *ctx, const void *args) {
+VECTOR_BODY(rill__cpu_op_map_f32)(const rill_block_ctx *ctx, const void *args) {
     const rill__op_map_args *p = args;
     size_t begin, end;
     slice_of(ctx, p->n, &begin, &end);
@@ -316,7 +334,7 @@ INLINED void column_sums(double *total, const float *a, size_t dim, size_t inner
     }
 }
 
-VECTOR_BODY void rill__cpu_op_reduce_dim_f32(const rill_block_ctx *ctx, const void *args) {
+VECTOR_BODY(rill__cpu_op_reduce_dim_f32)(const rill_block_ctx *ctx, const void *args) {
     const rill__op_reduce_dim_args *p = args;
     size_t begin, end;
     slice_of(ctx, p->outer * p->inner, &begin, &end);
@@ -465,7 +483,7 @@ INLINED void softmax_columns(float *out, const float *a, size_t dim, size_t inne
     }
 }
 
-VECTOR_BODY void rill__cpu_op_softmax_f32(const rill_block_ctx *ctx, const void *args) {
+VECTOR_BODY(rill__cpu_op_softmax_f32)(const rill_block_ctx *ctx, const void *args) {
     const rill__op_softmax_args *p = args;
     size_t begin, end;
     slice_of(ctx, p->outer * p->inner, &begin, &end);
