@@ -230,6 +230,19 @@ void *contract_alloc(rill_stream *s, size_t bytes) {
     return p;
 }
 
+rill_stream *contract_stream(void) {
+    rill_stream *s;
+    RT_OK(rill_stream_create(contract_device(), 0, &s));
+    return s;
+}
+
+float *contract_floats(rill_stream *s, const float *host, size_t n) {
+    float *p = contract_alloc(s, n * sizeof(float));
+    if (host != NULL)
+        contract_upload(s, p, host, n * sizeof(float));
+    return p;
+}
+
 void contract_upload(rill_stream *s, void *dst, const void *src, size_t bytes) {
     RT_OK(rill_memcpy_async(dst, src, bytes, s));
     RT_OK(rill_stream_synchronize(s));

@@ -87,8 +87,13 @@ uint32_t *contract_words(rill_stream *s, size_t n, uint32_t value);
 /* Copies n words of device memory to host memory and waits for it. */
 void contract_read(uint32_t *host, const uint32_t *dev, size_t n);
 
+/* A new stream of the device under test, priority 0. */
+rill_stream *contract_stream(void);
 /* Device memory of bytes on s's device, from rill_malloc_async on s. */
 void *contract_alloc(rill_stream *s, size_t bytes);
+/* Device memory on s holding n floats copied from host (NULL: left
+ * uninitialised). */
+float *contract_floats(rill_stream *s, const float *host, size_t n);
 /* Copies bytes from host memory to device memory on s and waits for it. */
 void contract_upload(rill_stream *s, void *dst, const void *src, size_t bytes);
 /* Waits for s, then copies bytes from device memory to host memory. */

@@ -9,20 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static rill_stream *new_stream(void) {
-    rill_stream *s;
-    RT_OK(rill_stream_create(contract_device(), 0, &s));
-    return s;
-}
-
-/* Device memory holding n floats of host (NULL: uninitialised). */
-static float *upload(rill_stream *s, const float *host, size_t n) {
-    float *p = contract_alloc(s, n * sizeof(float));
-    if (host != NULL)
-        contract_upload(s, p, host, n * sizeof(float));
-    return p;
-}
-
 static float *host_values(size_t n, size_t mul, size_t mod, float scale, float shift) {
     float *h = malloc(n * sizeof *h);
     for (size_t i = 0; i < n; i++)
@@ -104,7 +90,7 @@ static void test_conv2d_backward_matches_direct_sums(void **state) {
         {4, 8, 20, 20, 8, 3, 3, 2, 2, 1, 1},   /* several images over blocks */
         {1, 16, 200, 200, 1, 3, 3, 1, 1, 1, 1} /* bands shorter than the output */
     };
-    rill_stream *s = new_stream();
+    rill_stream *s = contract_stream();
     for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
         const conv_case *g = &cases[t];
         size_t oh = out_h(g), ow = out_w(g);
@@ -116,8 +102,10 @@ static void test_conv2d_backward_matches_direct_sums(void **state) {
         float *garbage_in = host_filled(in_n, 7.0f), *garbage_wt = host_filled(wt_n, -3.0f);
         double *want_in = malloc(in_n * sizeof *want_in), *want_wt = malloc(wt_n * sizeof *want_wt);
         reference(g, hgo, hin, hwt, want_in, want_wt);
-        float *in = upload(s, hin, in_n), *wt = upload(s, hwt, wt_n), *go = upload(s, hgo, out_n);
-        float *gin = upload(s, garbage_in, in_n), *gwt = upload(s, garbage_wt, wt_n);
+        float *in = contract_floats(s, hin, in_n), *wt = contract_floats(s, hwt, wt_n),
+              *go = contract_floats(s, hgo, out_n);
+        float *gin = contract_floats(s, garbage_in, in_n),
+              *gwt = contract_floats(s, garbage_wt, wt_n);
         float *got_in = malloc(in_n * sizeof *got_in), *got_wt = malloc(wt_n * sizeof *got_wt);
         RT_OK(rill_op_conv2d_backward_f32(s, gin, gwt, go, in, wt, g->n, g->c, g->h, g->w, g->k,
                                           g->r, g->q, g->sh, g->sw, g->ph, g->pw));
@@ -172,9 +160,10 @@ static void test_conv2d_backward_one_gradient_at_a_time(void **state) {
     float *untouched = host_filled(in_n > wt_n ? in_n : wt_n, 5.0f);
     double *want_in = malloc(in_n * sizeof *want_in), *want_wt = malloc(wt_n * sizeof *want_wt);
     reference(&g, hgo, hin, hwt, want_in, want_wt);
-    rill_stream *s = new_stream();
-    float *in = upload(s, hin, in_n), *wt = upload(s, hwt, wt_n), *go = upload(s, hgo, out_n);
-    float *gin = upload(s, untouched, in_n), *gwt = upload(s, untouched, wt_n);
+    rill_stream *s = contract_stream();
+    float *in = contract_floats(s, hin, in_n), *wt = contract_floats(s, hwt, wt_n),
+          *go = contract_floats(s, hgo, out_n);
+    float *gin = contract_floats(s, untouched, in_n), *gwt = contract_floats(s, untouched, wt_n);
     float *got = malloc((in_n > wt_n ? in_n : wt_n) * sizeof *got);
 
     /* The input gradient alone, without in. */
@@ -212,11 +201,12 @@ static void test_conv2d_backward_one_gradient_at_a_time(void **state) {
  * status and a sentence, with nothing run. */
 static void test_conv2d_backward_refuses_bad_arguments(void **state) {
     (void)state;
-    rill_stream *s = new_stream();
+    rill_stream *s = contract_stream();
     /* A 1x1x8x8 input, a 1x1x3x3 filter, stride 1, no padding: grad_out
      * 1x1x6x6. a holds 64 floats, b 64. */
-    float *a = upload(s, NULL, 64), *b = upload(s, NULL, 64), *c = upload(s, NULL, 64);
-    float *d = upload(s, NULL, 64);
+    float *a = contract_floats(s, NULL, 64), *b = contract_floats(s, NULL, 64),
+          *c = contract_floats(s, NULL, 64);
+    float *d = contract_floats(s, NULL, 64);
     expect_error(
         RILL_ERROR_INVALID_ARGUMENT,
         rill_op_conv2d_backward_f32(s, NULL, NULL, a, b, c, 1, 1, 8, 8, 1, 3, 3, 1, 1, 0, 0),

@@ -10,20 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static rill_stream *new_stream(void) {
-    rill_stream *s;
-    RT_OK(rill_stream_create(contract_device(), 0, &s));
-    return s;
-}
-
-/* Device memory holding n floats of host (NULL: uninitialised). */
-static float *upload(rill_stream *s, const float *host, size_t n) {
-    float *p = contract_alloc(s, n * sizeof(float));
-    if (host != NULL)
-        contract_upload(s, p, host, n * sizeof(float));
-    return p;
-}
-
 static float *host_values(size_t n, size_t mul, size_t mod, float scale, float shift) {
     float *h = malloc(n * sizeof *h);
     for (size_t i = 0; i < n; i++)
@@ -95,7 +81,7 @@ static void test_conv2d_grouped_dilated_matches_direct_sums(void **state) {
         {3, 16, 20, 18, 8, 3, 3, {1, 2, 2, 2, 2, 1, 2}},   /* groups split over blocks */
         {1, 2, 7, 7, 2, 1, 1, {1, 1, 0, 0, 3, 3, 2}},      /* pointwise, dilation moot */
     };
-    rill_stream *s = new_stream();
+    rill_stream *s = contract_stream();
     for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
         const conv_case *g = &cases[t];
         size_t oh = out_h(g), ow = out_w(g);
@@ -107,9 +93,10 @@ static void test_conv2d_grouped_dilated_matches_direct_sums(void **state) {
         double *want_out = malloc(out_n * sizeof *want_out);
         double *want_in = malloc(in_n * sizeof *want_in), *want_wt = malloc(wt_n * sizeof *want_wt);
         reference(g, hgo, hin, hwt, want_out, want_in, want_wt);
-        float *in = upload(s, hin, in_n), *wt = upload(s, hwt, wt_n), *go = upload(s, hgo, out_n);
-        float *out = upload(s, NULL, out_n), *gin = upload(s, NULL, in_n);
-        float *gwt = upload(s, NULL, wt_n);
+        float *in = contract_floats(s, hin, in_n), *wt = contract_floats(s, hwt, wt_n),
+              *go = contract_floats(s, hgo, out_n);
+        float *out = contract_floats(s, NULL, out_n), *gin = contract_floats(s, NULL, in_n);
+        float *gwt = contract_floats(s, NULL, wt_n);
         RT_OK(rill_op_conv2d_ex2_f32(s, out, in, wt, g->n, g->c, g->h, g->w, g->k, g->r, g->q,
                                      &g->p));
         RT_OK(rill_op_conv2d_backward_ex2_f32(s, gin, gwt, go, in, wt, g->n, g->c, g->h, g->w, g->k,
@@ -158,8 +145,9 @@ static void expect_error(const char *fn, rill_status got, const char *words) {
 static void test_conv2d_grouped_refuses_bad_parameters(void **state) {
     (void)state;
     static const char fwd[] = "rill_op_conv2d_ex2_f32", bwd[] = "rill_op_conv2d_backward_ex2_f32";
-    rill_stream *s = new_stream();
-    float *a = upload(s, NULL, 256), *b = upload(s, NULL, 256), *c = upload(s, NULL, 256);
+    rill_stream *s = contract_stream();
+    float *a = contract_floats(s, NULL, 256), *b = contract_floats(s, NULL, 256),
+          *c = contract_floats(s, NULL, 256);
     const rill_conv2d_params ok = {1, 1, 0, 0, 1, 1, 2};
     rill_conv2d_params p = ok;
     /* in [1,4,8,8] = 256 floats, weight [4,2,3,3] = 72, out [1,4,6,6] = 144. */

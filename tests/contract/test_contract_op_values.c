@@ -12,20 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static rill_stream *new_stream(void) {
-    rill_stream *s;
-    RT_OK(rill_stream_create(contract_device(), 0, &s));
-    return s;
-}
-
-/* Device memory holding n floats of host (NULL: uninitialised). */
-static float *upload(rill_stream *s, const float *host, size_t n) {
-    float *p = contract_alloc(s, n * sizeof(float));
-    if (host != NULL)
-        contract_upload(s, p, host, n * sizeof(float));
-    return p;
-}
-
 /* Pseudo-random values in [-lim, lim), a pure function of i. */
 static float spread(size_t i, float lim) {
     uint32_t h = (uint32_t)i * 2654435761u;
@@ -41,14 +27,14 @@ static bool same_bits(float x, float y) {
  * overflow and underflow, the C library's values. */
 static void test_maps_special_values_are_the_c_librarys(void **state) {
     (void)state;
-    rill_stream *s = new_stream();
+    rill_stream *s = contract_stream();
     static const float xs[] = {-INFINITY, INFINITY, NAN,    0.0f,     -0.0f,   88.7228394f, 89.0f,
                                1e30f,     -104.0f,  -1e30f, -FLT_MAX, FLT_MAX, -103.0f,     -90.0f};
     enum { N = sizeof xs / sizeof xs[0] };
     static const rill_map_op ops[] = {RILL_MAP_EXP, RILL_MAP_TANH, RILL_MAP_SIGMOID, RILL_MAP_SILU,
                                       RILL_MAP_GELU_TANH};
     float got[N];
-    float *a = upload(s, xs, N), *out = upload(s, NULL, N);
+    float *a = contract_floats(s, xs, N), *out = contract_floats(s, NULL, N);
     for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
         RT_OK(rill_op_map_f32(s, ops[k], out, a, 0.0f, N));
         contract_download(s, got, out, sizeof got);
@@ -90,12 +76,12 @@ static void test_maps_special_values_are_the_c_librarys(void **state) {
  * elements, whatever vector lane or loop end each falls in. */
 static void test_maps_give_the_same_bits_at_any_offset(void **state) {
     (void)state;
-    rill_stream *s = new_stream();
+    rill_stream *s = contract_stream();
     enum { N = 1031 };
     float h[N], whole[N], part[N];
     for (size_t i = 0; i < N; i++)
         h[i] = spread(i, 20.0f);
-    float *a = upload(s, h, N), *out = upload(s, NULL, N);
+    float *a = contract_floats(s, h, N), *out = contract_floats(s, NULL, N);
     for (int op = RILL_MAP_NEG; op <= RILL_MAP_ABS; op++) {
         float alpha = op == RILL_MAP_POW ? 2.0f : 0.75f;
         RT_OK(rill_op_map_f32(s, (rill_map_op)op, out, a, alpha, N));
@@ -118,7 +104,7 @@ static void test_maps_give_the_same_bits_at_any_offset(void **state) {
  * (inner 1), into got. */
 static void softmax_rows(rill_stream *s, bool is_log, const float *h, float *got, size_t rows,
                          size_t d) {
-    float *a = upload(s, h, rows * d), *out = upload(s, NULL, rows * d);
+    float *a = contract_floats(s, h, rows * d), *out = contract_floats(s, NULL, rows * d);
     if (is_log)
         RT_OK(rill_op_log_softmax_f32(s, out, a, rows, d, 1));
     else
@@ -133,7 +119,7 @@ static void softmax_rows(rill_stream *s, bool is_log, const float *h, float *got
  * number repeated gives 1/d (log_softmax -log d), however large. */
 static void test_softmax_special_rows(void **state) {
     (void)state;
-    rill_stream *s = new_stream();
+    rill_stream *s = contract_stream();
     enum { ROWS = 6, D = 11 };
     float h[ROWS * D], got[ROWS * D];
     for (size_t i = 0; i < ROWS * D; i++)
@@ -185,7 +171,7 @@ static void test_softmax_special_rows(void **state) {
  * the formula in double precision; softmax's rows sum to 1. */
 static void test_softmax_long_rows(void **state) {
     (void)state;
-    rill_stream *s = new_stream();
+    rill_stream *s = contract_stream();
     static const size_t dims[] = {1, 7, 64, 257, 1000, 4099};
     for (size_t t = 0; t < sizeof dims / sizeof dims[0]; t++) {
         size_t d = dims[t], rows = 3;
@@ -224,7 +210,7 @@ static void test_softmax_long_rows(void **state) {
  * column in front. */
 static void test_softmax_gives_the_same_bits_wherever_a_row_sits(void **state) {
     (void)state;
-    rill_stream *s = new_stream();
+    rill_stream *s = contract_stream();
     enum { ROWS = 37, D = 19, W = 150 };
     float *h = malloc(ROWS * D * sizeof *h), *whole = malloc(ROWS * D * sizeof *whole);
     float *part = malloc(ROWS * D * sizeof *part);
@@ -248,8 +234,8 @@ static void test_softmax_gives_the_same_bits_wherever_a_row_sits(void **state) {
             if (j > 0)
                 narrow[d * W + j - 1] = wide[d * (W + 1) + j];
         }
-    float *a = upload(s, wide, D * (W + 1)), *b = upload(s, narrow, D * W);
-    float *out_a = upload(s, NULL, D * (W + 1)), *out_b = upload(s, NULL, D * W);
+    float *a = contract_floats(s, wide, D * (W + 1)), *b = contract_floats(s, narrow, D * W);
+    float *out_a = contract_floats(s, NULL, D * (W + 1)), *out_b = contract_floats(s, NULL, D * W);
     for (int is_log = 0; is_log < 2; is_log++) {
         if (is_log) {
             RT_OK(rill_op_log_softmax_f32(s, out_a, a, 1, D, W + 1));
@@ -285,7 +271,7 @@ static void test_softmax_gives_the_same_bits_wherever_a_row_sits(void **state) {
  * cancel, so that a float accumulator would be far off. */
 static void test_sums_along_a_dimension_keep_double_precision(void **state) {
     (void)state;
-    rill_stream *s = new_stream();
+    rill_stream *s = contract_stream();
     size_t shapes[3][3] = {{4, 5003, 1}, {3, 257, 131}, {2, 2, 1}};
     for (int t = 0; t < 3; t++) {
         size_t outer = shapes[t][0], dim = shapes[t][1], inner = shapes[t][2];
@@ -293,7 +279,7 @@ static void test_sums_along_a_dimension_keep_double_precision(void **state) {
         float *h = malloc(total * sizeof *h), *got = malloc(outs * sizeof *got);
         for (size_t i = 0; i < total; i++)
             h[i] = (i % 2 ? 1e7f : -1e7f) + spread(i, 1.0f);
-        float *a = upload(s, h, total), *out = upload(s, NULL, outs);
+        float *a = contract_floats(s, h, total), *out = contract_floats(s, NULL, outs);
         for (int op = RILL_REDUCE_DIM_SUM; op <= RILL_REDUCE_DIM_MEAN; op++) {
             RT_OK(
                 rill_op_reduce_dim_f32(s, (rill_reduce_dim_op)op, out, NULL, a, outer, dim, inner));

@@ -10,20 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static rill_stream *new_stream(void) {
-    rill_stream *s;
-    RT_OK(rill_stream_create(contract_device(), 0, &s));
-    return s;
-}
-
-/* Device memory holding n floats of host (NULL: uninitialised). */
-static float *upload(rill_stream *s, const float *host, size_t n) {
-    float *p = contract_alloc(s, n * sizeof(float));
-    if (host != NULL)
-        contract_upload(s, p, host, n * sizeof(float));
-    return p;
-}
-
 /* Values that round when summed: sums in another order would differ. */
 static float *host_values(size_t n, size_t seed) {
     float *h = malloc(n * sizeof *h);
@@ -65,7 +51,7 @@ static size_t out_size(size_t n, size_t k, size_t stride, size_t pad) {
  * grad_in starts as garbage. */
 static void test_max_pool2d_backward_scatters_by_indices(void **state) {
     (void)state;
-    rill_stream *s = new_stream();
+    rill_stream *s = contract_stream();
     for (size_t t = 0; t < sizeof shapes / sizeof shapes[0]; t++) {
         geometry g = shapes[t];
         size_t oh = out_size(g.h, g.r, g.sh, g.ph), ow = out_size(g.w, g.q, g.sw, g.pw);
@@ -74,8 +60,8 @@ static void test_max_pool2d_backward_scatters_by_indices(void **state) {
         float *hx = host_values(in_n, t), *hg = host_values(out_n, 7 * t + 1);
         for (size_t i = 0; i < in_n; i++)
             hx[i] = (float)((i * 7919) % 11);
-        float *x = upload(s, hx, in_n), *go = upload(s, hg, out_n);
-        float *y = upload(s, NULL, out_n), *gi = upload(s, NULL, in_n);
+        float *x = contract_floats(s, hx, in_n), *go = contract_floats(s, hg, out_n);
+        float *y = contract_floats(s, NULL, out_n), *gi = contract_floats(s, NULL, in_n);
         int64_t *idx = contract_alloc(s, out_n * sizeof(int64_t));
         RT_OK(rill_op_max_pool2d_f32(s, y, idx, x, g.planes, g.h, g.w, g.r, g.q, g.sh, g.sw, g.ph,
                                      g.pw));
@@ -114,13 +100,13 @@ static void test_max_pool2d_backward_scatters_by_indices(void **state) {
  * host (padding counted in the divisor); grad_in starts as garbage. */
 static void test_avg_pool2d_backward_spreads_over_windows(void **state) {
     (void)state;
-    rill_stream *s = new_stream();
+    rill_stream *s = contract_stream();
     for (size_t t = 0; t < sizeof shapes / sizeof shapes[0]; t++) {
         geometry g = shapes[t];
         size_t oh = out_size(g.h, g.r, g.sh, g.ph), ow = out_size(g.w, g.q, g.sw, g.pw);
         size_t in_n = g.planes * g.h * g.w, out_n = g.planes * oh * ow;
         float *hg = host_values(out_n, t);
-        float *go = upload(s, hg, out_n), *gi = upload(s, NULL, in_n);
+        float *go = contract_floats(s, hg, out_n), *gi = contract_floats(s, NULL, in_n);
         RT_OK(rill_memset_async(gi, 0xff, in_n * sizeof(float), s));
         RT_OK(rill_op_avg_pool2d_backward_f32(s, gi, go, g.planes, g.h, g.w, g.r, g.q, g.sh, g.sw,
                                               g.ph, g.pw));
@@ -159,10 +145,11 @@ static void test_max_pool2d_backward_index_out_of_range_fails_the_launch(void **
     (void)state;
     if (contract_kind(contract_device()) != RILL_DEVICE_CPU)
         skip(); /* a trap would end the device */
-    rill_stream *s = new_stream();
+    rill_stream *s = contract_stream();
     size_t planes = 2, h = 4, w = 4, oh = 2, ow = 2;
     float *hg = host_values(planes * oh * ow, 0);
-    float *go = upload(s, hg, planes * oh * ow), *gi = upload(s, NULL, planes * h * w);
+    float *go = contract_floats(s, hg, planes * oh * ow),
+          *gi = contract_floats(s, NULL, planes * h * w);
     int64_t bad[2][8] = {{0, 1, 2, 3, 4, 5, 16, 7}, {-1, 0, 0, 0, 0, 0, 0, 0}};
     const char *words[2] = {
         "index 16 at position 2 of plane 1 is out of range for an image of 16 elements",
@@ -187,8 +174,8 @@ static void test_max_pool2d_backward_index_out_of_range_fails_the_launch(void **
  * each; b's last 32 floats (16 int64s) serve as indices. */
 static void test_pool2d_backward_refuses_bad_arguments(void **state) {
     (void)state;
-    rill_stream *s = new_stream();
-    float *a = upload(s, NULL, 64), *b = upload(s, NULL, 64);
+    rill_stream *s = contract_stream();
+    float *a = contract_floats(s, NULL, 64), *b = contract_floats(s, NULL, 64);
     int64_t *idx = (int64_t *)(b + 32);
     static const char max[] = "rill_op_max_pool2d_backward_f32";
     static const char avg[] = "rill_op_avg_pool2d_backward_f32";

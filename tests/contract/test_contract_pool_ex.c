@@ -11,19 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static rill_stream *new_stream(void) {
-    rill_stream *s;
-    RT_OK(rill_stream_create(contract_device(), 0, &s));
-    return s;
-}
-
-static float *upload(rill_stream *s, const float *host, size_t n) {
-    float *p = contract_alloc(s, n * sizeof(float));
-    if (host != NULL)
-        contract_upload(s, p, host, n * sizeof(float));
-    return p;
-}
-
 static float *host_values(size_t n, size_t seed) {
     float *h = malloc(n * sizeof *h);
     for (size_t i = 0; i < n; i++)
@@ -89,7 +76,7 @@ static void test_pool2d_ex_matches_direct_sums(void **state) {
     };
     /* A hand count: 5 inputs, windows of 2 at stride 2, ceil mode: 3. */
     assert_int_equal(out_size(5, 2, 2, 0, 1, true), 3);
-    rill_stream *s = new_stream();
+    rill_stream *s = contract_stream();
     for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
         const pool_case *g = &cases[t];
         const rill_pool2d_params *p = &g->p;
@@ -98,7 +85,7 @@ static void test_pool2d_ex_matches_direct_sums(void **state) {
         size_t ow = out_size(g->w, p->sz, p->stride_w, p->pad_w, p->dilation_w, cm);
         size_t in_n = g->planes * g->h * g->w, out_n = g->planes * oh * ow;
         float *hin = host_values(in_n, t), *hgo = host_values(out_n, t + 5);
-        float *in = upload(s, hin, in_n), *out = upload(s, NULL, out_n);
+        float *in = contract_floats(s, hin, in_n), *out = contract_floats(s, NULL, out_n);
         int64_t *idx = NULL;
         if (g->op == RILL_POOL_MAX)
             idx = contract_alloc(s, out_n * sizeof *idx);
@@ -145,7 +132,7 @@ static void test_pool2d_ex_matches_direct_sums(void **state) {
                     contract_expect_close("avg", oi, got[oi], total / div, 1e-5);
                 }
         if (g->op == RILL_POOL_AVG) {
-            float *go = upload(s, hgo, out_n), *gin = upload(s, NULL, in_n);
+            float *go = contract_floats(s, hgo, out_n), *gin = contract_floats(s, NULL, in_n);
             RT_OK(rill_op_avg_pool2d_backward_ex_f32(s, gin, go, g->planes, g->h, g->w, p));
             contract_download(s, got, gin, in_n * sizeof *got);
             for (size_t i = 0; i < in_n; i++)
@@ -179,8 +166,8 @@ static void expect_error(const char *fn, rill_status got, const char *words) {
 static void test_pool2d_ex_refuses_bad_parameters(void **state) {
     (void)state;
     static const char fwd[] = "rill_op_pool2d_ex_f32", bwd[] = "rill_op_avg_pool2d_backward_ex_f32";
-    rill_stream *s = new_stream();
-    float *a = upload(s, NULL, 64), *b = upload(s, NULL, 64);
+    rill_stream *s = contract_stream();
+    float *a = contract_floats(s, NULL, 64), *b = contract_floats(s, NULL, 64);
     const rill_pool2d_params ok = {2, 2, 2, 2, 0, 0, 1, 1, 0, RILL_POOL_CEIL_MODE};
     rill_pool2d_params p = ok;
     RT_OK(rill_op_pool2d_ex_f32(s, RILL_POOL_AVG, b, NULL, a, 1, 8, 8, &p));

@@ -9,20 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static rill_stream *new_stream(void) {
-    rill_stream *s;
-    RT_OK(rill_stream_create(contract_device(), 0, &s));
-    return s;
-}
-
-/* Device memory holding n floats of host (NULL: uninitialised). */
-static float *upload(rill_stream *s, const float *host, size_t n) {
-    float *p = contract_alloc(s, n * sizeof(float));
-    if (host != NULL)
-        contract_upload(s, p, host, n * sizeof(float));
-    return p;
-}
-
 static float value_at(size_t i) {
     return (float)((i * 37) % 23) * 0.25f - 2.5f;
 }
@@ -46,11 +32,11 @@ static void expect_error(rill_status want, rill_status got, const char *fn, cons
  * matrix (cat along the last dimension). */
 static void test_copy_strided_transposes_and_scatters(void **state) {
     (void)state;
-    rill_stream *s = new_stream();
+    rill_stream *s = contract_stream();
     size_t rows = 37, cols = 300;
     float *h = host_values(rows * cols);
-    float *a = upload(s, h, rows * cols), *t = upload(s, NULL, rows * cols);
-    float *wide = upload(s, NULL, cols * (rows + 5));
+    float *a = contract_floats(s, h, rows * cols), *t = contract_floats(s, NULL, rows * cols);
+    float *wide = contract_floats(s, NULL, cols * (rows + 5));
     size_t shape[2] = {cols, rows}, in_strides[2] = {1, cols}, out_strides[2] = {rows, 1};
     RT_OK(rill_op_copy_strided_f32(s, t, out_strides, a, in_strides, shape, 2));
     size_t wide_strides[2] = {rows + 5, 1};
@@ -108,14 +94,15 @@ static float host_binary(rill_binary_op op, float x, float y) {
  * into [n, m, k], for every op, over sizes of one block and several. */
 static void test_binary_broadcasts(void **state) {
     (void)state;
-    rill_stream *s = new_stream();
+    rill_stream *s = contract_stream();
     size_t dims[2][3] = {{3, 4, 5}, {64, 96, 33}};
     for (int t = 0; t < 2; t++) {
         size_t n = dims[t][0], m = dims[t][1], k = dims[t][2], total = n * m * k;
         float *ha = host_values(n * k), *hb = malloc(m * k * sizeof *hb);
         for (size_t i = 0; i < m * k; i++)
             hb[i] = (float)(i % 7) * 0.5f + 0.25f;
-        float *a = upload(s, ha, n * k), *b = upload(s, hb, m * k), *out = upload(s, NULL, total);
+        float *a = contract_floats(s, ha, n * k), *b = contract_floats(s, hb, m * k),
+              *out = contract_floats(s, NULL, total);
         float *got = malloc(total * sizeof *got);
         size_t shape[3] = {n, m, k}, as[3] = {k, 0, 1}, bs[3] = {0, k, 1};
         for (int op = RILL_BINARY_ADD; op <= RILL_BINARY_GELU_TANH_BACKWARD; op++) {
@@ -199,10 +186,10 @@ static float host_map(rill_map_op op, float x, float alpha) {
  * in place (out == a) as well. */
 static void test_map_ops(void **state) {
     (void)state;
-    rill_stream *s = new_stream();
+    rill_stream *s = contract_stream();
     size_t n = 70001;
     float *h = host_values(n), *got = malloc(n * sizeof *got);
-    float *a = upload(s, h, n), *out = upload(s, NULL, n);
+    float *a = contract_floats(s, h, n), *out = contract_floats(s, NULL, n);
     for (int op = RILL_MAP_NEG; op <= RILL_MAP_ABS; op++) {
         float alpha = op == RILL_MAP_POW ? 2.0f : 0.75f;
         bool positive = op == RILL_MAP_LOG || op == RILL_MAP_SQRT || op == RILL_MAP_POW;
@@ -238,7 +225,7 @@ static float nan_rule(bool is_max, float x, float y) {
  * run, b broadcast (a NaN and a number) and a broadcast. */
 static void test_nan_rules_of_maps_and_binary_ops(void **state) {
     (void)state;
-    rill_stream *s = new_stream();
+    rill_stream *s = contract_stream();
     size_t n = 1003;
     float *ha = host_values(n), *hb = malloc(n * sizeof *hb), *got = malloc(n * sizeof *got);
     for (size_t i = 0; i < n; i++) {
@@ -248,7 +235,8 @@ static void test_nan_rules_of_maps_and_binary_ops(void **state) {
         if (i % 11 == 5)
             hb[i] = NAN;
     }
-    float *a = upload(s, ha, n), *b = upload(s, hb, n), *out = upload(s, NULL, n);
+    float *a = contract_floats(s, ha, n), *b = contract_floats(s, hb, n),
+          *out = contract_floats(s, NULL, n);
     const rill_map_op maps[3] = {RILL_MAP_RELU, RILL_MAP_MAX, RILL_MAP_MIN};
     for (int m = 0; m < 3; m++) {
         float alpha = maps[m] == RILL_MAP_RELU ? 0.0f : 0.5f;
@@ -289,14 +277,14 @@ static void test_nan_rules_of_maps_and_binary_ops(void **state) {
  * and min, for a middle dimension (inner > 1) and the last (inner 1). */
 static void test_reduce_dim(void **state) {
     (void)state;
-    rill_stream *s = new_stream();
+    rill_stream *s = contract_stream();
     size_t shapes[2][3] = {{5, 17, 9}, {300, 129, 1}};
     for (int t = 0; t < 2; t++) {
         size_t outer = shapes[t][0], dim = shapes[t][1], inner = shapes[t][2];
         size_t total = outer * dim * inner, outs = outer * inner;
         float *h = host_values(total), *got = malloc(outs * sizeof *got);
         int64_t *idx = malloc(outs * sizeof *idx), *didx = NULL;
-        float *a = upload(s, h, total), *out = upload(s, NULL, outs);
+        float *a = contract_floats(s, h, total), *out = contract_floats(s, NULL, outs);
         RT_OK(rill_malloc_async(outs * sizeof *didx, s, (void **)&didx));
         for (int op = RILL_REDUCE_DIM_SUM; op <= RILL_REDUCE_DIM_MIN; op++) {
             bool positional = op == RILL_REDUCE_DIM_MAX || op == RILL_REDUCE_DIM_MIN;
@@ -342,13 +330,13 @@ static void test_reduce_dim(void **state) {
  * (adding m back first rounds the result to m's precision). */
 static void test_log_softmax_keeps_precision(void **state) {
     (void)state;
-    rill_stream *s = new_stream();
+    rill_stream *s = contract_stream();
     static const float xs[] = {0.0f, 1.0f, -7.5f, 1e3f, 1e5f, -1e5f, 1e8f, -1e8f, 3e38f};
     size_t rows = sizeof xs / sizeof xs[0];
     float h[2 * (sizeof xs / sizeof xs[0])], got[2 * (sizeof xs / sizeof xs[0])];
     for (size_t r = 0; r < rows; r++)
         h[2 * r] = h[2 * r + 1] = xs[r];
-    float *a = upload(s, h, 2 * rows), *out = upload(s, NULL, 2 * rows);
+    float *a = contract_floats(s, h, 2 * rows), *out = contract_floats(s, NULL, 2 * rows);
     RT_OK(rill_op_log_softmax_f32(s, out, a, rows, 2, 1));
     contract_download(s, got, out, sizeof got);
     for (size_t i = 0; i < 2 * rows; i++)
@@ -358,7 +346,7 @@ static void test_log_softmax_keeps_precision(void **state) {
     /* A mixed row near 1e5 (float spacing 1/128 there): each result is the
      * exact difference minus log(sum), to float's precision of that. */
     float mixed[4] = {1e5f, 1e5f - 1.0f, 1e5f - 3.5f, 1e5f + 0.5f};
-    float *b = upload(s, mixed, 4), mixed_got[4];
+    float *b = contract_floats(s, mixed, 4), mixed_got[4];
     RT_OK(rill_op_log_softmax_f32(s, b, b, 1, 4, 1));
     contract_download(s, mixed_got, b, sizeof mixed_got);
     double sum = 0;
@@ -377,10 +365,10 @@ static void test_log_softmax_keeps_precision(void **state) {
  * in double precision; softmax's rows sum to 1. */
 static void test_softmax(void **state) {
     (void)state;
-    rill_stream *s = new_stream();
+    rill_stream *s = contract_stream();
     size_t outer = 7, dim = 33, inner = 5, total = outer * dim * inner;
     float *h = host_values(total), *got = malloc(total * sizeof *got);
-    float *a = upload(s, h, total), *out = upload(s, NULL, total);
+    float *a = contract_floats(s, h, total), *out = contract_floats(s, NULL, total);
     for (int is_log = 0; is_log < 2; is_log++) {
         if (is_log)
             RT_OK(rill_op_log_softmax_f32(s, out, a, outer, dim, inner));
@@ -418,19 +406,19 @@ static void test_softmax(void **state) {
  * stride 1 and no padding it equals rill_op_conv2d_f32's result. */
 static void test_conv2d_ex(void **state) {
     (void)state;
-    rill_stream *s = new_stream();
+    rill_stream *s = contract_stream();
     size_t n = 2, c = 3, h = 11, w = 10, k = 5, r = 3, q = 3;
     size_t geoms[3][4] = {{2, 2, 1, 1}, {1, 3, 2, 0}, {1, 1, 0, 0}};
     size_t in_n = n * c * h * w, wt_n = k * c * r * q;
     float *hin = host_values(in_n), *hwt = malloc(wt_n * sizeof *hwt);
     for (size_t i = 0; i < wt_n; i++)
         hwt[i] = (float)((i * 11) % 7) * 0.3f - 0.9f;
-    float *in = upload(s, hin, in_n), *wt = upload(s, hwt, wt_n);
+    float *in = contract_floats(s, hin, in_n), *wt = contract_floats(s, hwt, wt_n);
     for (int g = 0; g < 3; g++) {
         size_t sh = geoms[g][0], sw = geoms[g][1], ph = geoms[g][2], pw = geoms[g][3];
         size_t oh = (h + 2 * ph - r) / sh + 1, ow = (w + 2 * pw - q) / sw + 1;
         size_t out_n = n * k * oh * ow;
-        float *out = upload(s, NULL, out_n), *got = malloc(out_n * sizeof *got);
+        float *out = contract_floats(s, NULL, out_n), *got = malloc(out_n * sizeof *got);
         RT_OK(rill_op_conv2d_ex_f32(s, out, in, wt, n, c, h, w, k, r, q, sh, sw, ph, pw));
         contract_download(s, got, out, out_n * sizeof *got);
         for (size_t b = 0; b < n; b++)
@@ -466,17 +454,17 @@ static void test_conv2d_ex(void **state) {
 /* max and average pooling, with strides and padding. */
 static void test_pool2d(void **state) {
     (void)state;
-    rill_stream *s = new_stream();
+    rill_stream *s = contract_stream();
     size_t planes = 6, h = 9, w = 8;
     size_t geoms[2][6] = {{2, 2, 2, 2, 0, 0}, {3, 3, 2, 1, 1, 1}};
     float *hin = host_values(planes * h * w);
-    float *in = upload(s, hin, planes * h * w);
+    float *in = contract_floats(s, hin, planes * h * w);
     for (int g = 0; g < 2; g++)
         for (int op = RILL_POOL_MAX; op <= RILL_POOL_AVG; op++) {
             size_t r = geoms[g][0], q = geoms[g][1], sh = geoms[g][2], sw = geoms[g][3];
             size_t ph = geoms[g][4], pw = geoms[g][5];
             size_t oh = (h + 2 * ph - r) / sh + 1, ow = (w + 2 * pw - q) / sw + 1;
-            float *out = upload(s, NULL, planes * oh * ow);
+            float *out = contract_floats(s, NULL, planes * oh * ow);
             float *got = malloc(planes * oh * ow * sizeof *got);
             RT_OK(rill_op_pool2d_f32(s, (rill_pool_op)op, out, in, planes, h, w, r, q, sh, sw, ph,
                                      pw));
@@ -512,11 +500,12 @@ static void test_pool2d(void **state) {
  * an infinite a masked to 0. */
 static void test_binary_relu_backward_masks(void **state) {
     (void)state;
-    rill_stream *s = new_stream();
+    rill_stream *s = contract_stream();
     float ha[8] = {1.5f, -2.0f, 3.0f, NAN, INFINITY, 4.0f, -5.0f, 6.0f};
     float hb[8] = {-1.0f, 0.0f, -0.0f, -3.0f, -INFINITY, NAN, 2.0f, 1e-30f};
     float want[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 4.0f, -5.0f, 6.0f};
-    float *a = upload(s, ha, 8), *b = upload(s, hb, 8), *out = upload(s, NULL, 8), got[8];
+    float *a = contract_floats(s, ha, 8), *b = contract_floats(s, hb, 8),
+          *out = contract_floats(s, NULL, 8), got[8];
     size_t shape[1] = {8}, contig[1] = {1};
     RT_OK(rill_op_binary_f32(s, RILL_BINARY_RELU_BACKWARD, out, a, contig, b, contig, shape, 1));
     contract_download(s, got, out, sizeof got);
@@ -535,7 +524,7 @@ static void test_binary_relu_backward_masks(void **state) {
  * (values repeat every 23 elements) and with two NaNs, with padding. */
 static void test_max_pool2d_gives_positions(void **state) {
     (void)state;
-    rill_stream *s = new_stream();
+    rill_stream *s = contract_stream();
     size_t planes = 3, h = 7, w = 9, r = 3, q = 3, sh = 2, sw = 2, ph = 1, pw = 1;
     size_t oh = (h + 2 * ph - r) / sh + 1, ow = (w + 2 * pw - q) / sw + 1;
     float *hin = host_values(planes * h * w);
@@ -543,7 +532,8 @@ static void test_max_pool2d_gives_positions(void **state) {
         hin[i] = (float)((i * 7) % 5); /* many ties */
     hin[1 * h * w + 2 * w + 3] = NAN;  /* two NaNs in one window of plane 1 */
     hin[1 * h * w + 3 * w + 4] = NAN;
-    float *in = upload(s, hin, planes * h * w), *out = upload(s, NULL, planes * oh * ow);
+    float *in = contract_floats(s, hin, planes * h * w),
+          *out = contract_floats(s, NULL, planes * oh * ow);
     int64_t *idx = contract_alloc(s, planes * oh * ow * sizeof(int64_t));
     RT_OK(rill_op_max_pool2d_f32(s, out, idx, in, planes, h, w, r, q, sh, sw, ph, pw));
     float *got = malloc(planes * oh * ow * sizeof *got);
@@ -580,7 +570,7 @@ static void test_max_pool2d_gives_positions(void **state) {
             }
     assert_true(nan_windows > 0);
     /* The same maxima as rill_op_pool2d_f32's. */
-    float *plain = upload(s, NULL, planes * oh * ow);
+    float *plain = contract_floats(s, NULL, planes * oh * ow);
     float *got_plain = malloc(planes * oh * ow * sizeof *got_plain);
     RT_OK(rill_op_pool2d_f32(s, RILL_POOL_MAX, plain, in, planes, h, w, r, q, sh, sw, ph, pw));
     contract_download(s, got_plain, plain, planes * oh * ow * sizeof *got_plain);
@@ -602,7 +592,7 @@ static void test_max_pool2d_gives_positions(void **state) {
  * edges: 0 and 1 far out, NaN through, a 0 gradient giving 0. */
 static void test_binary_gelu_backward(void **state) {
     (void)state;
-    rill_stream *s = new_stream();
+    rill_stream *s = contract_stream();
     enum { N = 1031 };
     float *ha = malloc(N * sizeof *ha), *hb = malloc(N * sizeof *hb),
           *got = malloc(N * sizeof *got);
@@ -614,7 +604,8 @@ static void test_binary_gelu_backward(void **state) {
     hb[1] = 30.0f;
     hb[2] = NAN;
     ha[3] = 0.0f;
-    float *a = upload(s, ha, N), *b = upload(s, hb, N), *out = upload(s, NULL, N);
+    float *a = contract_floats(s, ha, N), *b = contract_floats(s, hb, N),
+          *out = contract_floats(s, NULL, N);
     size_t shape[1] = {N}, contig[1] = {1};
     rill_binary_op ops[2] = {RILL_BINARY_GELU_BACKWARD, RILL_BINARY_GELU_TANH_BACKWARD};
     for (int k = 0; k < 2; k++) {
@@ -656,7 +647,7 @@ static void *upload_indices(rill_stream *s, const int64_t *host, size_t n, size_
  * in one block and over several (n * dim well above a block's share). */
 static void test_embedding_gathers_rows(void **state) {
     (void)state;
-    rill_stream *s = new_stream();
+    rill_stream *s = contract_stream();
     size_t sizes[2][3] = {{6, 7, 5}, {2000, 301, 130}}; /* n, rows, dim */
     for (int t = 0; t < 2; t++) {
         size_t n = sizes[t][0], rows = sizes[t][1], dim = sizes[t][2];
@@ -665,7 +656,7 @@ static void test_embedding_gathers_rows(void **state) {
         for (size_t i = 0; i < n; i++)
             hi[i] = (int64_t)((i * 7919 + 3) % rows);
         hi[n - 1] = (int64_t)rows - 1;
-        float *w = upload(s, hw, rows * dim), *out = upload(s, NULL, n * dim);
+        float *w = contract_floats(s, hw, rows * dim), *out = contract_floats(s, NULL, n * dim);
         for (size_t bytes = 4; bytes <= 8; bytes += 4) {
             void *idx = upload_indices(s, hi, n, bytes);
             RT_OK(rill_memset_async(out, 0xff, n * dim * sizeof(float), s));
@@ -695,7 +686,7 @@ static void test_embedding_gathers_rows(void **state) {
  * one block and over several; "the same for every grid". */
 static void test_embedding_backward_sums_rows(void **state) {
     (void)state;
-    rill_stream *s = new_stream();
+    rill_stream *s = contract_stream();
     size_t sizes[2][3] = {{9, 5, 3}, {5000, 200, 48}}; /* n, rows, dim */
     for (int t = 0; t < 2; t++) {
         size_t n = sizes[t][0], rows = sizes[t][1], dim = sizes[t][2];
@@ -706,7 +697,7 @@ static void test_embedding_backward_sums_rows(void **state) {
             hi[i] = (int64_t)((i * i * 31 + i) % (rows - 1)); /* the last row unnamed */
         for (size_t i = 0; i < n * dim; i++)
             hg[i] *= 1.0f + (float)(i % 13) * 0.0625f; /* values that round when summed */
-        float *g = upload(s, hg, n * dim), *gw = upload(s, NULL, rows * dim);
+        float *g = contract_floats(s, hg, n * dim), *gw = contract_floats(s, NULL, rows * dim);
         int64_t pads[3] = {-1, 3, (int64_t)rows};
         for (int k = 0; k < 3; k++) {
             memset(want, 0, rows * dim * sizeof *want);
@@ -746,10 +737,10 @@ static void test_embedding_index_out_of_range_fails_the_stream(void **state) {
     rill_device *dev = contract_device();
     if (contract_kind(dev) != RILL_DEVICE_CPU)
         skip(); /* a trap would end the device */
-    rill_stream *s = new_stream();
+    rill_stream *s = contract_stream();
     size_t rows = 5, dim = 3, n = 4;
     float *hw = host_values(rows * dim);
-    float *w = upload(s, hw, rows * dim), *out = upload(s, NULL, n * dim);
+    float *w = contract_floats(s, hw, rows * dim), *out = contract_floats(s, NULL, n * dim);
     int64_t bad[2][4] = {{0, 4, 9, 1}, {2, -1, 0, 0}};
     const char *words[2] = {"index 9 at position 2 is out of range for 5 rows",
                             "index -1 at position 1 is out of range for 5 rows"};
@@ -776,8 +767,8 @@ static void test_embedding_index_out_of_range_fails_the_stream(void **state) {
  * sentence naming the argument; nothing runs)". */
 static void test_tensor_ops_refuse_bad_arguments(void **state) {
     (void)state;
-    rill_stream *s = new_stream();
-    float *a = upload(s, NULL, 64), *b = upload(s, NULL, 64);
+    rill_stream *s = contract_stream();
+    float *a = contract_floats(s, NULL, 64), *b = contract_floats(s, NULL, 64);
     size_t shape[2] = {4, 4}, contig[2] = {4, 1}, zero[2] = {0, 1}, big[2] = {64, 1};
     expect_error(RILL_ERROR_INVALID_ARGUMENT,
                  rill_op_copy_strided_f32(s, b, zero, a, contig, shape, 2),
