@@ -3,6 +3,10 @@
 own tests of an accelerator do (OpenReg's, and the CUDA tests' streams,
 events and allocator)."""
 
+import json
+import os
+import subprocess
+import sys
 import threading
 import time
 
@@ -24,6 +28,19 @@ def delay(stream, seconds):
     """Queues a host function that sleeps on stream: the work after it
     waits, which makes the order of two streams visible."""
     rill_stream(stream).launch_host_func(time.sleep, seconds)
+
+
+def traced_names(tmp_path, code):
+    """Runs the Python code in a new process with RILL_TRACE set, and
+    returns the names of the commands its trace shows as run."""
+    path = tmp_path / "trace.json"
+    done = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, RILL_TRACE=str(path)),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    with open(path, encoding="utf-8") as f:
+        events = json.load(f)
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    return {e.get("name", "") for e in events if e.get("ph") == "X"}
 
 
 def gate(stream, timeout=20.0):

@@ -6,14 +6,12 @@ PyTorch's own CPU attention: a transformer encoder's inference and training
 step, causal and additive masks, a key padding mask, and a fully masked row,
 which comes out 0. bmm reads strided batches in place."""
 
-import json
-import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
 import torch
+
+from conftest import traced_names
 import torch.nn.functional as F
 from torch import nn
 
@@ -192,7 +190,6 @@ def test_trace_shows_attention_kernels_and_no_host_function(tmp_path):
     runs a PyTorch CPU kernel for it (before: aten::mul, aten::isneginf,
     aten::all and aten::where of the math path's scalings and
     _safe_softmax)."""
-    path = tmp_path / "trace.json"
     code = textwrap.dedent("""
         import torch, torch_rill
         from torch import nn
@@ -203,13 +200,7 @@ def test_trace_shows_attention_kernels_and_no_host_function(tmp_path):
         enc.train()(x).sum().backward()
         torch.rill.synchronize()
     """)
-    done = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, RILL_TRACE=str(path)),
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    with open(path, encoding="utf-8") as f:
-        events = json.load(f)
-    events = events["traceEvents"] if isinstance(events, dict) else events
-    names = sorted({e.get("name", "") for e in events if e.get("ph") == "X"})
+    names = sorted(traced_names(tmp_path, code))
     hosts = [n for n in names if n.endswith("(host function)")
              and not n.startswith("aten::zero_ ")]  # autograd's zeros: not the attention's
     assert not hosts, hosts

@@ -11,17 +11,13 @@ with the CPU's results."""
 
 import copy
 import itertools
-import json
-import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
 import torch
 import torch.nn.functional as F
 
-from conftest import delay
+from conftest import delay, traced_names
 
 TOL = 1e-5
 
@@ -277,7 +273,6 @@ def test_trace_names_the_backward_kernels(tmp_path):
     """The backward ran as rill's kernels, not as the fallback's host
     functions: rill's trace names each command after the aten op and the
     kernel."""
-    path = tmp_path / "trace.json"
     code = textwrap.dedent("""
         import torch, torch_rill
         import torch.nn.functional as F
@@ -288,13 +283,7 @@ def test_trace_names_the_backward_kernels(tmp_path):
         ln(y).sum().backward()
         torch.rill.synchronize()
     """)
-    done = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, RILL_TRACE=str(path)),
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    with open(path, encoding="utf-8") as f:
-        events = json.load(f)
-    events = events["traceEvents"] if isinstance(events, dict) else events
-    names = {e.get("name", "") for e in events if e.get("ph") == "X"}
+    names = traced_names(tmp_path, code)
     backward = sorted(n for n in names if "backward" in n)
     # The trace keeps a name's first 63 bytes.
     for want in ("aten::max_pool2d_with_indices_backward (max_pool2d_backward_f",

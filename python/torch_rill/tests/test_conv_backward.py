@@ -7,14 +7,12 @@ transposed ones: test_conv_pool_kernels.py); a float64 one's backward still
 runs the CPU's kernel in a host function, with the same results."""
 
 import copy
-import json
-import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
 import torch
+
+from conftest import traced_names
 import torch.nn.functional as F
 
 from test_nn_kernels import queued, randn, same, same_grads
@@ -98,7 +96,6 @@ def test_trace_shows_the_backward_kernels_and_no_host_function(tmp_path):
     reductions, and no host function ran PyTorch's CPU backward (as one
     did before: "aten::convolution_backward_overrideable (host
     function)")."""
-    path = tmp_path / "trace.json"
     code = textwrap.dedent("""
         import torch, torch_rill
         conv = torch.nn.Conv2d(3, 4, 3, stride=2, padding=1).to("rill")
@@ -106,13 +103,7 @@ def test_trace_shows_the_backward_kernels_and_no_host_function(tmp_path):
         conv(x).sum().backward()
         torch.rill.synchronize()
     """)
-    done = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, RILL_TRACE=str(path)),
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    with open(path, encoding="utf-8") as f:
-        events = json.load(f)
-    events = events["traceEvents"] if isinstance(events, dict) else events
-    names = {e.get("name", "") for e in events if e.get("ph") == "X"}
+    names = traced_names(tmp_path, code)
     op = "aten::convolution_backward_overrideable"
     ours = sorted(n for n in names if n.startswith(op))
     # Trace names are cut at 63 characters: the kernels' names by their starts.

@@ -8,14 +8,12 @@ backward with a division by the counts), with the forward and gradients of
 PyTorch's `cpu` device within 1e-5; the trace shows no host function
 running PyTorch's CPU kernels for them."""
 
-import json
-import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
 import torch
+
+from conftest import traced_names
 import torch.nn.functional as F
 
 from test_nn_kernels import queued, randn, same, same_grads
@@ -133,7 +131,6 @@ def test_trace_shows_no_host_function_for_these_ops(tmp_path):
     embedding's backward ran as rill's kernels, and none as a host function
     running PyTorch's CPU kernel (as each did before, e.g.
     "aten::convolution_overrideable (host function)")."""
-    path = tmp_path / "trace.json"
     code = textwrap.dedent("""
         import torch, torch_rill
         import torch.nn.functional as F
@@ -152,13 +149,7 @@ def test_trace_shows_no_host_function_for_these_ops(tmp_path):
         p.backward()
         torch.rill.synchronize()
     """)
-    done = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, RILL_TRACE=str(path)),
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    with open(path, encoding="utf-8") as f:
-        events = json.load(f)
-    events = events["traceEvents"] if isinstance(events, dict) else events
-    names = {e.get("name", "") for e in events if e.get("ph") == "X"}
+    names = traced_names(tmp_path, code)
     ops = ("aten::convolution_overrideable", "aten::convolution_backward_overrideable",
            "aten::max_pool2d_with_indices", "aten::max_pool2d_with_indices_backward",
            "aten::avg_pool2d", "aten::avg_pool2d_backward", "aten::embedding_dense_backward")

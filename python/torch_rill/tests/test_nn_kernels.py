@@ -7,11 +7,7 @@ host, and the cases they do not take go to PyTorch's CPU kernels with the
 CPU's behaviour and errors."""
 
 import copy
-import json
-import os
 import re
-import subprocess
-import sys
 import textwrap
 import time
 
@@ -19,7 +15,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from conftest import delay, rill_stream
+from conftest import delay, rill_stream, traced_names
 
 TOL = 1e-5
 # The CPU's vectorized loops may contract a multiply and an add into one
@@ -501,7 +497,6 @@ def test_trace_shows_the_embedding_and_gelu_kernels(tmp_path):
     rill's trace names each command after the aten op and the kernel; and
     autograd's embedding_backward (sparse false) reached
     embedding_dense_backward."""
-    path = tmp_path / "trace.json"
     code = textwrap.dedent("""
         import torch, torch_rill
         import torch.nn.functional as F
@@ -511,13 +506,7 @@ def test_trace_shows_the_embedding_and_gelu_kernels(tmp_path):
         (F.gelu(F.embedding(idx, w) + x) + F.gelu(x, approximate="tanh")).sum().backward()
         torch.rill.synchronize()
     """)
-    done = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, RILL_TRACE=str(path)),
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    with open(path, encoding="utf-8") as f:
-        events = json.load(f)
-    events = events["traceEvents"] if isinstance(events, dict) else events
-    names = {e.get("name", "") for e in events if e.get("ph") == "X"}
+    names = traced_names(tmp_path, code)
     for want in ("aten::embedding (embedding_f32)",
                  "aten::embedding_dense_backward (embedding_backward_f32)",
                  "aten::gelu_backward (binary_f32)"):

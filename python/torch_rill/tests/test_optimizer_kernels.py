@@ -6,14 +6,12 @@ CPU's within 1e-5, the cases the kernels do not take (broadcasting with an
 alpha, other dtypes, overlapping operands) give the CPU's results through
 the fallback, and a traced SGD step runs no host function."""
 
-import json
-import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
 import torch
+
+from conftest import traced_names
 
 TOL = 1e-5
 
@@ -99,7 +97,6 @@ def test_sgd_steps_equal_the_cpus():
 def test_trace_shows_an_sgd_update_and_zero_grad_as_kernels(tmp_path):
     """Before these kernels, each parameter's update and each zero_grad
     ran PyTorch's CPU kernel as a host function."""
-    path = tmp_path / "trace.json"
     code = textwrap.dedent("""
         import torch, torch_rill
         model = torch.nn.Linear(4, 3).to("rill")
@@ -111,13 +108,7 @@ def test_trace_shows_an_sgd_update_and_zero_grad_as_kernels(tmp_path):
             opt.step()
         torch.rill.synchronize()
     """)
-    done = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, RILL_TRACE=str(path)),
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    with open(path, encoding="utf-8") as f:
-        events = json.load(f)
-    events = events["traceEvents"] if isinstance(events, dict) else events
-    names = {e.get("name", "") for e in events if e.get("ph") == "X"}
+    names = traced_names(tmp_path, code)
     assert any(n.startswith("aten::add_ (add_f32)") for n in names), sorted(names)
     assert any(n.startswith("aten::zero_ (fill_f32)") for n in names), sorted(names)
     hosted = sorted(n for n in names if n.startswith(("aten::add_", "aten::zero_"))
