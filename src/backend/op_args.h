@@ -159,8 +159,7 @@ typedef struct rill__op_matmul_batched_args {
  * band in block b's slot of the scratch, scratch + b * slot floats (see
  * below), and multiplies the weight by it with one sgemm. A 1x1 filter
  * needs no scratch (it may be NULL): the input rows are the matrix. out
- * overlaps neither in, weight nor scratch. 96 bytes, the size the CPU
- * backend stores without allocating. */
+ * overlaps neither in, weight nor scratch. */
 typedef struct rill__op_conv2d_args {
     float *out;
     const float *in, *weight;

@@ -28,8 +28,11 @@
 #include "util/list.h"
 
 #define CPU_PRIORITY_LEVELS 6 /* priorities -5 (greatest) .. 0 (least) */
-#define CPU_ARGS_INLINE     96
-#define CPU_ACCESS_INLINE   4
+/* Every op's arguments fit inline (op_kernels.c checks): a command that
+ * allocated them on the submitting thread and freed them on a worker
+ * would cost both threads a trip through malloc's shared arenas. */
+#define CPU_ARGS_INLINE   232
+#define CPU_ACCESS_INLINE 4
 
 enum cpu_stream_state { CPU_IDLE = 0, CPU_READY, CPU_RUNNING, CPU_PARKED };
 

@@ -34,6 +34,16 @@ static_assert(sizeof(rill__op_conv2d_f16_args) <= CPU_ARGS_INLINE, "conv2d f16 a
 static_assert(sizeof(rill__op_matmul_f16_args) <= CPU_ARGS_INLINE, "matmul f16 args too big");
 static_assert(sizeof(rill__op_matmul_batched_args) <= CPU_ARGS_INLINE,
               "matmul batched args too big");
+static_assert(sizeof(rill__op_strided_args) <= CPU_ARGS_INLINE, "strided args too big");
+static_assert(sizeof(rill__op_conv2d_ex_args) <= CPU_ARGS_INLINE, "conv2d ex args too big");
+static_assert(sizeof(rill__op_conv2d_backward_args) <= CPU_ARGS_INLINE,
+              "conv2d backward args too big");
+static_assert(sizeof(rill__op_pool2d_args) <= CPU_ARGS_INLINE, "pool2d args too big");
+static_assert(sizeof(rill__op_avg_pool2d_backward_args) <= CPU_ARGS_INLINE,
+              "avg pool2d backward args too big");
+static_assert(sizeof(rill__op_pool2d_ex_args) <= CPU_ARGS_INLINE, "pool2d ex args too big");
+static_assert(sizeof(rill__op_avg_pool2d_backward_ex_args) <= CPU_ARGS_INLINE,
+              "avg pool2d backward ex args too big");
 
 /* ---- slices ---- */
 
