@@ -158,7 +158,12 @@ enum rill__cmd_flags {
     /* A HOST command that runs even where its stream skips its work after
      * a failure (rill_stream_add_callback): the backend hands it to
      * rill__host_skipped instead of dropping it. */
-    RILL__CMD_ALWAYS = 1u << 3
+    RILL__CMD_ALWAYS = 1u << 3,
+    /* A KERNEL whose work costs less than handing it to another thread (an
+     * element-wise op of a few hundred elements): a backend whose kernels
+     * run on the host may run it on the submitting thread, when its stream
+     * has nothing else to run, instead of waking a worker for it. */
+    RILL__CMD_SMALL = 1u << 4
 };
 
 struct rill__graph_launch;

@@ -499,6 +499,11 @@ RILL_HOT rill_status rill_launch_kernel(rill_stream *stream_h, rill_kernel *kern
 
 RILL_HOT rill_status rill__kernel_launch(rill__stream *stream, rill_kernel *kernel_h,
                                          const rill_launch *launch) {
+    return rill__kernel_launch_flags(stream, kernel_h, launch, 0);
+}
+
+RILL_HOT rill_status rill__kernel_launch_flags(rill__stream *stream, rill_kernel *kernel_h,
+                                               const rill_launch *launch, unsigned flags) {
     static const char fn[] = "rill_launch_kernel";
     /* The built-in ops' launches (a public launch found room already). */
     rill_status st = rill__stream_make_room(stream, false, fn);
@@ -516,6 +521,10 @@ RILL_HOT rill_status rill__kernel_launch(rill__stream *stream, rill_kernel *kern
         (st = check_reach(stream, kernel, launch, fn)) != RILL_OK)
         return st;
     rill__cmd cmd = {.kind = RILL__CMD_KERNEL};
+    /* The sanitizer learns of a command after its submission (below): one
+     * run at once on this thread would end before it was known. */
+    if ((flags & RILL__CMD_SMALL) && !rill__san_active())
+        cmd.flags |= RILL__CMD_SMALL;
     cmd.u.kernel.kernel = kernel; /* see kernel.h: no reference */
     cmd.u.kernel.loaded = loaded;
     cmd.u.kernel.grid = launch->grid;

@@ -69,5 +69,9 @@ rill_status rill__kernel_resolve(rill_kernel *handle, const char *fn, rill__kern
  * half-way. */
 rill_status rill__kernel_launch(rill__stream *stream, rill_kernel *kernel,
                                 const rill_launch *launch);
+/* rill__kernel_launch with the command's flags (rill__cmd_flags: the ops
+ * pass RILL__CMD_SMALL). */
+rill_status rill__kernel_launch_flags(rill__stream *stream, rill_kernel *kernel,
+                                      const rill_launch *launch, unsigned flags);
 
 #endif

@@ -248,8 +248,8 @@ rill_status rill__op_kernel(rill__op id, rill_kernel **out) {
     return get_kernel(id, out);
 }
 
-rill_status rill__op_launch(rill__stream *stream, rill__op id, size_t blocks, const void *args,
-                            size_t args_size, const access_list *accesses) {
+static rill_status launch_flags(rill__stream *stream, rill__op id, size_t blocks, const void *args,
+                                size_t args_size, const access_list *accesses, unsigned flags) {
     rill_kernel *kernel;
     rill_status st = get_kernel(id, &kernel);
     if (st != RILL_OK)
@@ -262,7 +262,19 @@ rill_status rill__op_launch(rill__stream *stream, rill__op id, size_t blocks, co
         .accesses = accesses->items,
         .num_accesses = accesses->count,
     };
-    return rill__kernel_launch(stream, kernel, &l);
+    return rill__kernel_launch_flags(stream, kernel, &l, flags);
+}
+
+rill_status rill__op_launch(rill__stream *stream, rill__op id, size_t blocks, const void *args,
+                            size_t args_size, const access_list *accesses) {
+    return launch_flags(stream, id, blocks, args, args_size, accesses, 0);
+}
+
+rill_status rill__op_launch_n(rill__stream *stream, rill__op id, size_t n, size_t per_block_min,
+                              size_t units, const void *args, size_t args_size,
+                              const access_list *accesses) {
+    return launch_flags(stream, id, rill__op_grid(stream, n, per_block_min, units), args, args_size,
+                        accesses, n <= RILL__OP_SMALL_ELEMENTS ? RILL__CMD_SMALL : 0);
 }
 
 /* An element-wise op over n elements of bytes in all: reads a (and b, when
@@ -276,8 +288,7 @@ static rill_status launch_elementwise(rill__stream *stream, rill__op id, void *o
     if (b != NULL)
         rill__op_access_add(&acc, b, bytes, RILL_READ);
     rill__op_access_add(&acc, out, bytes, RILL_WRITE);
-    return rill__op_launch(stream, id, rill__op_grid(stream, n, ELEMENTS_PER_BLOCK_MIN, units),
-                           args, args_size, &acc);
+    return rill__op_launch_n(stream, id, n, ELEMENTS_PER_BLOCK_MIN, units, args, args_size, &acc);
 }
 
 /* ---- element-wise ops ---- */
@@ -303,9 +314,8 @@ rill_status rill_op_fill_f32(rill_stream *s, float *x, float value, size_t n) {
     rill__op_fill_args args = {x, value, n};
     access_list acc = {.count = 0};
     rill__op_access_add(&acc, x, bytes, RILL_WRITE);
-    return rill__op_launch(stream, RILL__OP_FILL_F32,
-                           rill__op_grid(stream, n, FILL_ELEMENTS_PER_BLOCK_MIN, units), &args,
-                           sizeof args, &acc);
+    return rill__op_launch_n(stream, RILL__OP_FILL_F32, n, FILL_ELEMENTS_PER_BLOCK_MIN, units,
+                             &args, sizeof args, &acc);
 }
 
 /* The checks of an element-wise op out = a (op) b over n floats, and the

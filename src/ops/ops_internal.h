@@ -92,5 +92,12 @@ rill_status rill__op_kernel(rill__op id, rill_kernel **out);
 /* Launches op id's kernel on stream over blocks blocks. */
 rill_status rill__op_launch(rill__stream *stream, rill__op id, size_t blocks, const void *args,
                             size_t args_size, const access_list *accesses);
+/* An element-wise op over n elements, at least per_block_min to a block:
+ * launches op id's kernel on stream, marked RILL__CMD_SMALL when n is at
+ * most RILL__OP_SMALL_ELEMENTS. */
+#define RILL__OP_SMALL_ELEMENTS 1024u
+rill_status rill__op_launch_n(rill__stream *stream, rill__op id, size_t n, size_t per_block_min,
+                              size_t units, const void *args, size_t args_size,
+                              const access_list *accesses);
 
 #endif

@@ -182,9 +182,8 @@ static rill_status launch_strided(const char *fn, rill_stream *s, rill__op id,
         rill__op_access_add(&acc, p->b, b_bytes, RILL_READ);
     rill__op_access_add(&acc, p->out, out_bytes, RILL_WRITE);
     /* A gather costs a few times a contiguous add per element. */
-    return rill__op_launch(stream, id,
-                           rill__op_grid(stream, p->n, ELEMENTS_PER_BLOCK_MIN / 4, units), p,
-                           sizeof *p, &acc);
+    return rill__op_launch_n(stream, id, p->n, ELEMENTS_PER_BLOCK_MIN / 4, units, p, sizeof *p,
+                             &acc);
 }
 
 rill_status rill_op_copy_strided_f32(rill_stream *s, float *out, const size_t *out_strides,
@@ -293,9 +292,8 @@ rill_status rill_op_map_f32(rill_stream *s, rill_map_op op, float *out, const fl
     rill__op_access_add(&acc, a, bytes, RILL_READ);
     rill__op_access_add(&acc, out, bytes, RILL_WRITE);
     /* The transcendental maps cost several adds per element. */
-    return rill__op_launch(stream, RILL__OP_MAP_F32,
-                           rill__op_grid(stream, n, ELEMENTS_PER_BLOCK_MIN / 4, units), &args,
-                           sizeof args, &acc);
+    return rill__op_launch_n(stream, RILL__OP_MAP_F32, n, ELEMENTS_PER_BLOCK_MIN / 4, units, &args,
+                             sizeof args, &acc);
 }
 
 /* ---- along one dimension ---- */

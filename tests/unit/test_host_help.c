@@ -762,6 +762,129 @@ static void test_sleeping_or_polling_waits_get_their_work_run(void **state) {
     RT_OK(rill_stream_destroy(s));
 }
 
+/* ---- small ops ---- */
+
+enum { SMALL_N = 4 };
+
+static float *small_buffer(float first) {
+    void *p = NULL;
+    RT_OK(rill_malloc(NULL, SMALL_N * sizeof(float), &p));
+    float *f = p;
+    for (int i = 0; i < SMALL_N; i++)
+        f[i] = first + (float)i;
+    return f;
+}
+
+static void free_buffers(float *a, float *b, float *c) {
+    RT_OK(rill_free(a));
+    RT_OK(rill_free(b));
+    RT_OK(rill_free(c));
+}
+
+/* A small element-wise op on a stream with nothing queued, while a compute unit is free, runs on
+ * the submitting thread: it is done when its launch returns, without a worker's wake-up. */
+static void test_small_op_on_an_idle_stream_is_done_when_launched(void **state) {
+    (void)state;
+    rill_stream *s;
+    RT_OK(rill_stream_create(NULL, 0, &s));
+    float *a = small_buffer(1.0f), *b = small_buffer(10.0f), *c = small_buffer(0.0f);
+    for (int round = 0; round < 3; round++) {
+        rt_sleep_us(PAUSE_US); /* the workers sleep: their units are free */
+        RT_OK(rill_op_add_f32(s, c, a, b, (float)round, SMALL_N));
+        RT_OK(rill_stream_query(s));
+        for (int i = 0; i < SMALL_N; i++)
+            assert_true(c[i] == a[i] + (float)round * b[i]);
+        RT_OK(rill_op_map_f32(s, RILL_MAP_NEG, c, c, 0.0f, SMALL_N));
+        RT_OK(rill_stream_query(s));
+        assert_true(c[0] == -(a[0] + (float)round * b[0]));
+    }
+    free_buffers(a, b, c);
+    RT_OK(rill_stream_destroy(s));
+}
+
+typedef struct gate {
+    atomic_int open;
+    float *dst;
+} gate;
+
+static void wait_at_gate(void *user_data) {
+    gate *g = user_data;
+    uint64_t deadline = rt_now_ns() + 5000000000ull;
+    while (!atomic_load(&g->open) && rt_now_ns() < deadline)
+        rt_sleep_us(50);
+    g->dst[0] = 100.0f;
+}
+
+/* A small op queued behind other work waits for it, in stream order. */
+static void test_small_op_behind_queued_work_keeps_stream_order(void **state) {
+    (void)state;
+    rill_stream *s;
+    RT_OK(rill_stream_create(NULL, 0, &s));
+    float *a = small_buffer(1.0f), *b = small_buffer(10.0f), *c = small_buffer(0.0f);
+    static gate g;
+    atomic_store(&g.open, 0);
+    g.dst = a;
+    rt_sleep_us(PAUSE_US);
+    RT_OK(rill_launch_host_func(s, wait_at_gate, &g));
+    RT_OK(rill_op_add_f32(s, c, a, b, 1.0f, SMALL_N));
+    RT_STATUS(RILL_NOT_READY, rill_stream_query(s));
+    atomic_store(&g.open, 1);
+    RT_OK(rill_stream_synchronize(s));
+    assert_true(c[0] == 100.0f + b[0]);
+    assert_true(c[1] == a[1] + b[1]);
+    free_buffers(a, b, c);
+    RT_OK(rill_stream_destroy(s));
+}
+
+typedef struct hold_units {
+    atomic_int started;
+    atomic_int release;
+} hold_units;
+
+static void hold_unit_kernel(const rill_block_ctx *ctx, const void *args) {
+    (void)ctx;
+    hold_units *h;
+    memcpy(&h, args, sizeof h);
+    atomic_fetch_add(&h->started, 1);
+    uint64_t deadline = rt_now_ns() + 5000000000ull;
+    while (!atomic_load(&h->release) && rt_now_ns() < deadline)
+        rt_spin_us(20);
+}
+
+/* While every compute unit runs a block, a small op does not run on the submitting thread (it
+ * would be a unit more than the device has): it waits for a unit as other work does. */
+static void test_small_op_waits_while_every_unit_is_busy(void **state) {
+    (void)state;
+    int units = compute_units();
+    rill_kernel *k = make_kernel("hold_unit", hold_unit_kernel);
+    rill_stream *busy, *s;
+    RT_OK(rill_stream_create(NULL, 0, &busy));
+    RT_OK(rill_stream_create(NULL, 0, &s));
+    float *a = small_buffer(1.0f), *b = small_buffer(10.0f), *c = small_buffer(0.0f);
+    static hold_units h;
+    atomic_store(&h.started, 0);
+    atomic_store(&h.release, 0);
+    hold_units *hp = &h;
+    rill_launch launch = {
+        .grid = {(uint32_t)units, 1, 1}, .block = {1, 1, 1}, .args = &hp, .args_size = sizeof hp};
+    RT_OK(rill_launch_kernel(busy, k, &launch));
+    uint64_t deadline = rt_now_ns() + 5000000000ull;
+    while (atomic_load(&h.started) < units && rt_now_ns() < deadline)
+        rt_sleep_us(50);
+    assert_int_equal(atomic_load(&h.started), units);
+    RT_OK(rill_op_add_f32(s, c, a, b, 1.0f, SMALL_N));
+    RT_STATUS(RILL_NOT_READY, rill_stream_query(s));
+    atomic_store(&h.release, 1);
+    RT_OK(rill_stream_synchronize(s));
+    RT_OK(rill_stream_synchronize(busy));
+    for (int i = 0; i < SMALL_N; i++)
+        assert_true(c[i] == a[i] + b[i]);
+    free_buffers(a, b, c);
+    RT_OK(rill_stream_destroy(s));
+    RT_OK(rill_stream_destroy(busy));
+    RT_OK(rill_kernel_destroy(k));
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_waiting_host_runs_work_no_worker_took),
@@ -778,6 +901,9 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_work_nobody_waits_for_still_runs),
         cmocka_unit_test(test_a_long_batch_starts_while_the_thread_submits),
         cmocka_unit_test(test_sleeping_or_polling_waits_get_their_work_run),
+        cmocka_unit_test(test_small_op_on_an_idle_stream_is_done_when_launched),
+        cmocka_unit_test(test_small_op_behind_queued_work_keeps_stream_order),
+        cmocka_unit_test(test_small_op_waits_while_every_unit_is_busy),
         cmocka_unit_test(test_shutdown_runs_pending_work),
     };
     return RT_RUN(tests);

@@ -306,6 +306,12 @@ enum exec_result rill__cpu_wait_ended(rill__stream *s, rill__stream *t, uint64_t
  * stream waits in the ready queue for a worker or a kernel of it has
  * blocks left. */
 bool rill__cpu_host_help(rill__stream *s, uint64_t seq);
+/* s, which the calling host thread has just made ready and owns, holds a
+ * RILL__CMD_SMALL kernel as command seq: when it is s's next command and a
+ * compute unit is free, runs it on this thread with that unit and hands s
+ * back (idle, or ready for a worker when more came meanwhile). False,
+ * touching nothing, otherwise: the caller queues s for a worker. */
+bool rill__cpu_run_small(rill__stream *s, uint64_t seq);
 
 /* cpu_worker.c */
 void rill__cpu_workers_start(cpu_device *d);

@@ -62,6 +62,26 @@ static int host_help_launch(cpu_device *d, cpu_worker *w, rill__stream *s) {
     return 2;
 }
 
+RILL_HOT bool rill__cpu_run_small(rill__stream *s, uint64_t seq) {
+    cpu_device *d = cpu_device_of(rill__queue_of(s)->dev);
+    /* Only when the small kernel is next: another thread's command, queued
+     * before it meanwhile, may be long. */
+    cpu_cmd *c = cpu_peek(cpu_stream_of(s));
+    if (c == NULL || c->seq != seq || !rill__cpu_unit_any_free(d))
+        return false;
+    cpu_worker w = {.d = d, .index = -1, .unit = rill__cpu_unit_take(d)};
+    if (w.unit < 0)
+        return false;
+    w.forks = atomic_load_explicit(&rill__fork_count, memory_order_relaxed);
+    rill__thread_enter_worker();
+    bool owned = host_run(d, &w, s, seq);
+    rill__thread_leave_worker();
+    rill__cpu_unit_put(d, w.unit);
+    if (owned)
+        give_back(d, s);
+    return true;
+}
+
 RILL_HOT bool rill__cpu_host_help(rill__stream *s, uint64_t seq) {
     cpu_device *d = cpu_device_of(rill__queue_of(s)->dev);
     cpu_stream *cs = cpu_stream_of(s);

@@ -178,9 +178,13 @@ RILL_HOT rill_status rill__cpu_submit(rill__stream *s, const rill__cmd *cmd, uin
         /* seq_cst, an acquire: pairs with the release store in rill__cpu_go_idle. */
         if (atomic_compare_exchange_strong(&cs->state, &expected, CPU_READY)) {
             rill__stream_ref(s); /* the scheduled reference */
-            if (!rill__cpu_dispatch_first_waits(s))
-                rill__cpu_push_ready(cpu_device_of(rill__queue_of(s)->dev), s,
-                                     !rill__thread_is_worker());
+            bool host = !rill__thread_is_worker();
+            /* A small kernel costs less than a worker's wake-up: a host
+             * thread runs it at once (a worker's host function queues
+             * it: the worker may hold its unit). */
+            if (!rill__cpu_dispatch_first_waits(s) &&
+                !(host && (cmd->flags & RILL__CMD_SMALL) && rill__cpu_run_small(s, n)))
+                rill__cpu_push_ready(cpu_device_of(rill__queue_of(s)->dev), s, host);
         }
     }
     *seq = n;
