@@ -19,7 +19,6 @@
 #include <ATen/ops/bmm_ops.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/mm_ops.h>
-#include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
 #include "fallback.h"
@@ -91,7 +90,6 @@ void batched_product_into(at::Tensor &c, const at::Tensor &a, const at::Tensor &
     unsigned flags =
         (la.transposed ? RILL_MATMUL_A_T : 0u) | (lb.transposed ? RILL_MATMUL_B_T : 0u);
     rill_matmul_batch batch = {static_cast<size_t>(count), la.ld, lb.ld, la.stride, lb.stride};
-    const c10::DeviceGuard guard(c.device());
     TORCH_RILL_CHECK(rill_op_matmul_batched_f32(
         stream_of(c), c.data_ptr<float>(), ar.const_data_ptr<float>(), br.const_data_ptr<float>(),
         static_cast<size_t>(m), static_cast<size_t>(k), static_cast<size_t>(n), flags, &batch));
@@ -125,7 +123,6 @@ at::Tensor product(const at::Tensor &a, const at::Tensor &b) {
         return c;
     if (k == 0)
         return c.fill_(0.0); // an empty sum
-    const c10::DeviceGuard guard(c.device());
     rill_stream *s = stream_of(c);
     if (dims == 2 && (transposed(a) || transposed(b))) {
         unsigned flags = 0;
@@ -191,7 +188,6 @@ at::Tensor addmm(const at::Tensor &bias, const at::Tensor &a, const at::Tensor &
     std::vector<size_t> shape(c.sizes().begin(), c.sizes().end());
     std::vector<size_t> c_strides = {shape[1], 1},
                         bias_strides = broadcast_strides(bias, c.sizes());
-    const c10::DeviceGuard guard(c.device());
     TORCH_RILL_CHECK(rill_op_binary_f32(stream_of(c), RILL_BINARY_ADD, c.data_ptr<float>(),
                                         c.const_data_ptr<float>(), c_strides.data(),
                                         bias.const_data_ptr<float>(), bias_strides.data(),

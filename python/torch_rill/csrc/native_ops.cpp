@@ -33,7 +33,6 @@
 #include <ATen/ops/sub_ops.h>
 #include <ATen/ops/tanh_ops.h>
 #include <ATen/ops/zero_ops.h>
-#include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
 #include "fallback.h"
@@ -95,7 +94,6 @@ void launch_binary(rill_binary_op op, const at::Tensor &out, const at::Tensor &a
     c10::IntArrayRef shape = out.sizes();
     if (out.numel() == 0)
         return;
-    const c10::DeviceGuard guard(out.device());
     // On the stack for the dimensions most tensors have (no heap per op).
     c10::SmallVector<size_t, 6> dims(shape.begin(), shape.end()), as(shape.size(), 0),
         bs(shape.size(), 0);
@@ -160,7 +158,6 @@ bool number(rill_binary_op op, const at::Tensor &out, const at::Tensor &a, float
     size_t n = static_cast<size_t>(a.numel());
     if (n == 0)
         return true;
-    const c10::DeviceGuard guard(a.device());
     rill_stream *s = stream_of(a);
     float *o = out.data_ptr<float>();
     const float *x = a.const_data_ptr<float>();
@@ -230,7 +227,6 @@ bool scaled_add(const at::Tensor &out, const at::Tensor &a, const at::Tensor &b,
         if (t->storage().is_alias_of(out.storage()) && t->data_ptr() != out.data_ptr())
             return false;
     if (a.numel() > 0) {
-        const c10::DeviceGuard guard(a.device());
         TORCH_RILL_CHECK(rill_op_add_f32(stream_of(a), out.data_ptr<float>(),
                                          a.const_data_ptr<float>(), b.const_data_ptr<float>(),
                                          alpha, static_cast<size_t>(a.numel())));
@@ -325,7 +321,6 @@ at::Tensor minimum(const at::Tensor &a, const at::Tensor &b) {
 at::Tensor &fill_(at::Tensor &self, const at::Scalar &value) {
     if (is_f32(self) && self.is_contiguous()) {
         if (self.numel() > 0) {
-            const c10::DeviceGuard guard(self.device());
             TORCH_RILL_CHECK(rill_op_fill_f32(stream_of(self), self.data_ptr<float>(),
                                               value.toFloat(), static_cast<size_t>(self.numel())));
         }
@@ -346,7 +341,6 @@ bool map(rill_map_op op, const at::Tensor &out, const at::Tensor &a, float alpha
     if (!is_f32(a) || !a.is_contiguous())
         return false;
     if (a.numel() > 0) {
-        const c10::DeviceGuard guard(a.device());
         TORCH_RILL_CHECK(rill_op_map_f32(stream_of(a), op, out.data_ptr<float>(),
                                          a.const_data_ptr<float>(), alpha,
                                          static_cast<size_t>(a.numel())));

@@ -12,7 +12,8 @@
 
 namespace torch_rill {
 
-// The current stream of t's device, where a kernel for t is queued.
+// The current stream of t's device, where a kernel for t is queued. rill's
+// ops name their stream, so launching one needs no device guard.
 rill_stream *stream_of(const at::Tensor &t);
 
 // t is a float32 tensor on a rill device.
