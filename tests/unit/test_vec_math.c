@@ -72,6 +72,14 @@ static float vec_sigmoid(float x) {
     return rill__vec_sigmoidf(x);
 }
 
+static double normal_cdf_ref(double x) {
+    return 0.5 * erfc(-x / sqrt(2.0));
+}
+
+static float vec_normal_cdf(float x) {
+    return rill__vec_normal_cdf(x);
+}
+
 /* "rill__vec_expf is within 2 ulp of exp over float's whole range": every
  * exponent of both signs, overflow and subnormal results included. */
 static void test_vec_expf_is_within_2_ulp_everywhere(void **state) {
@@ -152,12 +160,34 @@ static void test_vec_sum_adds_every_element(void **state) {
         assert_true(rill__vec_sum(a, n) == (double)(n * (n + 1) / 2));
 }
 
+/* Phi within 8 ulp wherever it is a normal float (x above about -13), its
+ * tail included, where 1 + erf(x / sqrt 2) would cancel; 0 and 1 at the
+ * infinities, 1/2 at both zeros, NaN for NaN. */
+static void test_vec_normal_cdf_is_within_8_ulp_in_both_tails(void **state) {
+    (void)state;
+    float at = 0.0f;
+    double worst = worst_ulps(vec_normal_cdf, normal_cdf_ref, 13.0, &at);
+    if (worst > 8.0)
+        fail_msg("Phi(%a) is %.2f ulp off", (double)at, worst);
+    for (float x = -13.0f; x < 6.0f; x += 0.001953125f) {
+        double err = ulps(rill__vec_normal_cdf(x), normal_cdf_ref((double)x));
+        if (err > 8.0)
+            fail_msg("Phi(%a) is %.2f ulp off", (double)x, err);
+    }
+    assert_true(rill__vec_normal_cdf(-INFINITY) == 0.0f);
+    assert_true(rill__vec_normal_cdf(INFINITY) == 1.0f);
+    assert_true(rill__vec_normal_cdf(0.0f) == 0.5f);
+    assert_true(rill__vec_normal_cdf(-0.0f) == 0.5f);
+    assert_true(isnan(rill__vec_normal_cdf(NAN)));
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_vec_expf_is_within_2_ulp_everywhere),
         cmocka_unit_test(test_vec_expf_special_values_are_expfs),
         cmocka_unit_test(test_vec_tanhf_is_within_2_ulp_and_odd),
         cmocka_unit_test(test_vec_sigmoidf_is_within_3_ulp),
+        cmocka_unit_test(test_vec_normal_cdf_is_within_8_ulp_in_both_tails),
         cmocka_unit_test(test_vec_sum_adds_every_element),
     };
     if (argc > 1)

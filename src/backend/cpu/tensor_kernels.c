@@ -77,8 +77,8 @@ static void slice_of(const rill_block_ctx *ctx, size_t count, size_t *begin, siz
 #define VECTOR_BODY(name) void name
 #endif
 
-/* rill__op_map_value, with vec_math.h's exp and tanh in place of the C
- * library's, which no loop vectorizes. */
+/* rill__op_map_value, with vec_math.h's exp, tanh and normal CDF in place
+ * of the C library's exp, tanh and erf, which no loop vectorizes. */
 INLINED float map_value(uint32_t op, float x, float alpha) {
     switch (op) {
     case RILL_MAP_EXP:
@@ -89,6 +89,8 @@ INLINED float map_value(uint32_t op, float x, float alpha) {
         return x * rill__vec_sigmoidf(x);
     case RILL_MAP_TANH:
         return rill__vec_tanhf(x);
+    case RILL_MAP_GELU:
+        return x * rill__vec_normal_cdf(x);
     case RILL_MAP_GELU_TANH:
         return 0.5f * x *
                (1.0f + rill__vec_tanhf(0.79788456080286535588f * (x + 0.044715f * x * x * x)));

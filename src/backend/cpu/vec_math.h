@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Float exp, tanh and sigmoid that the CPU op bodies' loops vectorize, and
+/* Float exp, tanh, sigmoid and the normal CDF that the CPU op bodies' loops
+ * vectorize, and
  * the double-precision sum of a run of floats that their sums share: a
  * polynomial after range reduction, straight-line code of IEEE additions,
  * multiplications, divisions and bit operations, with no call and no
@@ -86,6 +87,38 @@ static inline float rill__vec_tanhf(float x) {
 /* 1 / (1 + e^-x), as rill__op_sigmoid with rill__vec_expf. */
 static inline float rill__vec_sigmoidf(float x) {
     return 1.0f / (1.0f + rill__vec_expf(-x));
+}
+
+/* Phi(x), the standard normal distribution's P(X <= x), as 0.5 erfc(u)
+ * with u = -x / sqrt 2: erfc(|u|) = t e^(-u^2 + P(t)), t = 1 / (1 + |u| / 2),
+ * P of degree 9 (Numerical Recipes' erfcc, within 1.2e-7 of erfc relative
+ * to it everywhere), and erfc(u) = 2 - erfc(|u|) for u < 0. u^2 = x^2 / 2
+ * is taken from x, exactly, as hi + lo (x's high 12 bits squared, the
+ * rest), and e^-hi and e^(P - lo) apart: a rounding of u or u^2 in the
+ * exponent would cost x^2 times its relative error (1e-5 at x = -12.5).
+ * |x| is clamped to 22.5, past which Phi rounds to 0 or 1. GELU is
+ * x Phi(x); a NaN passes every step. */
+static inline float rill__vec_normal_cdf(float x) {
+    float ax = rill__vec_float(rill__vec_bits(x) & 0x7fffffffu);
+    ax = ax > 22.5f ? 22.5f : ax;
+    float t = 1.0f / (1.0f + 0.5f * (ax * 0.70710678118654752440f));
+    float p = 0.17087277f;
+    p = p * t - 0.82215223f;
+    p = p * t + 1.48851587f;
+    p = p * t - 1.13520398f;
+    p = p * t + 0.27886807f;
+    p = p * t - 0.18628806f;
+    p = p * t + 0.09678418f;
+    p = p * t + 0.37409196f;
+    p = p * t + 1.00002368f;
+    p = p * t - 1.26551223f;
+    float xh = rill__vec_float(rill__vec_bits(ax) & 0xfffff000u);
+    float xl = ax - xh;
+    float hi = 0.5f * (xh * xh);                  /* exact: 12 bits squared */
+    float lo = 0.5f * ((xh + xh) * xl + xl * xl); /* 2 xh xl exact, xl^2 tiny */
+    float e = t * rill__vec_expf(-hi) * rill__vec_expf(p - lo);
+    float r = x > 0.0f ? 2.0f - e : e;
+    return 0.5f * r;
 }
 
 /* The sum of a[0..n) in double precision. Eight independent accumulators
