@@ -62,21 +62,36 @@ static int host_help_launch(cpu_device *d, cpu_worker *w, rill__stream *s) {
     return 2;
 }
 
+/* Makes the calling host thread a worker with the unit of a sleeping
+ * worker: while it holds the unit, no other thread runs blocks as that
+ * compute unit. False when no unit is free. */
+static bool borrow_unit(cpu_device *d, cpu_worker *w) {
+    *w = (cpu_worker){.d = d, .index = -1, .unit = rill__cpu_unit_take(d)};
+    if (w->unit < 0)
+        return false;
+    w->forks = atomic_load_explicit(&rill__fork_count, memory_order_relaxed);
+    rill__thread_enter_worker();
+    return true;
+}
+
+/* The thread is a host thread again; the unit goes back before the caller
+ * gives the stream back, so that a worker woken for the stream's later
+ * work finds it free. */
+static void return_unit(cpu_device *d, cpu_worker *w) {
+    rill__thread_leave_worker();
+    rill__cpu_unit_put(d, w->unit);
+}
+
 RILL_HOT bool rill__cpu_run_small(rill__stream *s, uint64_t seq) {
     cpu_device *d = cpu_device_of(rill__queue_of(s)->dev);
     /* Only when the small kernel is next: another thread's command, queued
      * before it meanwhile, may be long. */
     cpu_cmd *c = cpu_peek(cpu_stream_of(s));
-    if (c == NULL || c->seq != seq || !rill__cpu_unit_any_free(d))
+    cpu_worker w;
+    if (c == NULL || c->seq != seq || !rill__cpu_unit_any_free(d) || !borrow_unit(d, &w))
         return false;
-    cpu_worker w = {.d = d, .index = -1, .unit = rill__cpu_unit_take(d)};
-    if (w.unit < 0)
-        return false;
-    w.forks = atomic_load_explicit(&rill__fork_count, memory_order_relaxed);
-    rill__thread_enter_worker();
     bool owned = host_run(d, &w, s, seq);
-    rill__thread_leave_worker();
-    rill__cpu_unit_put(d, w.unit);
+    return_unit(d, &w);
     if (owned)
         give_back(d, s);
     return true;
@@ -91,13 +106,9 @@ RILL_HOT bool rill__cpu_host_help(rill__stream *s, uint64_t seq) {
          atomic_load_explicit(&d->graph_work, memory_order_relaxed) <= 0) ||
         !rill__cpu_unit_any_free(d))
         return false;
-    /* The unit of a sleeping worker: while we hold it, no other thread
-     * runs blocks as that compute unit. */
-    cpu_worker w = {.d = d, .index = -1, .unit = rill__cpu_unit_take(d)};
-    if (w.unit < 0)
+    cpu_worker w;
+    if (!borrow_unit(d, &w))
         return false;
-    w.forks = atomic_load_explicit(&rill__fork_count, memory_order_relaxed);
-    rill__thread_enter_worker();
     bool ran = false, owned = false;
     if (ready && rill__cpu_take_ready(d, s)) {
         ran = true;
@@ -111,10 +122,7 @@ RILL_HOT bool rill__cpu_host_help(rill__stream *s, uint64_t seq) {
         ran = r != 0;
         owned = r == 2 && host_run(d, &w, s, seq);
     }
-    rill__thread_leave_worker();
-    /* The unit goes back first, so that a worker woken for the stream's
-     * later work finds it free. */
-    rill__cpu_unit_put(d, w.unit);
+    return_unit(d, &w);
     if (owned)
         give_back(d, s);
     (void)rill__stream_took_host_wake(); /* a hint for workers, not for us */
