@@ -1,18 +1,17 @@
 /* SPDX-License-Identifier: MIT */
-/* Float exp, tanh, sigmoid and the normal CDF that the CPU op bodies' loops
- * vectorize, and
- * the double-precision sum of a run of floats that their sums share: a
- * polynomial after range reduction, straight-line code of IEEE additions,
- * multiplications, divisions and bit operations, with no call and no
- * branch (both sides of a choice are computed, then one is selected). So
- * a vector lane and the scalar loop that ends a run give the same bits,
- * and a result does not depend on how a launch splits its elements; the
- * files that use them are compiled with -ffp-contract=off, so no fused
- * multiply-add changes a rounding either. rill__vec_expf is within 2 ulp
- * of exp over float's whole range (test_vec_math.c sweeps every
- * exponent) and gives expf's special values: 0 below about -103.97
- * (and at -inf), +inf above about 88.72 (and at +inf), NaN for NaN, and
- * subnormal results rounded once. */
+/* Float exp, tanh, sigmoid and the normal CDF that the CPU op bodies'
+ * loops vectorize, and the double-precision sum of a run of floats that
+ * their sums share: a polynomial after range reduction, straight-line
+ * code of IEEE additions, multiplications, divisions and bit operations,
+ * with no call and no branch (both sides of a choice are computed, then
+ * one is selected). So a vector lane and the scalar loop that ends a run
+ * give the same bits, and a result does not depend on how a launch splits
+ * its elements; the files that use them are compiled with
+ * -ffp-contract=off, so no fused multiply-add changes a rounding either.
+ * rill__vec_expf is within 2 ulp of exp over float's whole range
+ * (test_vec_math.c sweeps every exponent) and gives expf's special values:
+ * 0 below about -103.97 (and at -inf), +inf above about 88.72 (and at
+ * +inf), NaN for NaN, and subnormal results rounded once. */
 #ifndef RILL_CPU_VEC_MATH_H
 #define RILL_CPU_VEC_MATH_H
 
