@@ -84,16 +84,37 @@ at::Tensor product(const at::Tensor &a, const at::Tensor &b) {
     return c;
 }
 
+// lse [rows] = the logsumexp of each row of the scores, from the row's
+// largest score top and its largest probability in p, p_max = exp(top -
+// lse): lse = top + min(-log p_max, FLT_MAX). The clamp makes a row that a
+// mask fills with -inf (top -inf, probabilities set to 0) -inf, as
+// torch.logsumexp gives it, rather than -inf + inf.
+void logsumexp_into(rill_stream *s, float *lse, const float *top, const float *p, size_t rows,
+                    size_t cols) {
+    TORCH_RILL_CHECK(
+        rill_op_reduce_dim_f32(s, RILL_REDUCE_DIM_MAX, lse, nullptr, p, rows, cols, 1));
+    TORCH_RILL_CHECK(rill_op_map_f32(s, RILL_MAP_LOG, lse, lse, 0.0f, rows));
+    TORCH_RILL_CHECK(rill_op_map_f32(s, RILL_MAP_NEG, lse, lse, 0.0f, rows));
+    TORCH_RILL_CHECK(
+        rill_op_map_f32(s, RILL_MAP_MIN, lse, lse, std::numeric_limits<float>::max(), rows));
+    TORCH_RILL_CHECK(rill_op_add_f32(s, lse, lse, top, 1.0f, rows));
+}
+
 // The attention's probabilities [B*H, L, S]: softmax(scale q k^T + mask)
-// along the keys, 0 in rows whose scores are all -inf.
+// along the keys, 0 in rows whose scores are all -inf; and when lse is
+// given, each row's logsumexp of the scores into it ([B*H*L] floats).
 at::Tensor probabilities(const at::Tensor &q, const at::Tensor &k,
-                         const std::optional<at::Tensor> &mask, bool is_causal, double scale) {
+                         const std::optional<at::Tensor> &mask, bool is_causal, double scale,
+                         at::Tensor *lse = nullptr) {
     TORCH_CHECK(!(is_causal && mask.has_value() && mask->defined()),
                 "scaled_dot_product_attention on rill: pass attn_mask or is_causal=True, not both");
     int64_t B = q.size(0), H = q.size(1), L = q.size(2), S = k.size(2);
     at::Tensor p = product(heads(q), heads(k).transpose(1, 2));
-    if (p.numel() == 0)
+    if (p.numel() == 0) {
+        if (lse != nullptr) // no keys: the sum of none
+            lse->fill_(-std::numeric_limits<float>::infinity());
         return p;
+    }
     const c10::DeviceGuard guard(p.device());
     rill_stream *s = stream_of(p);
     size_t n = static_cast<size_t>(p.numel()), rows = n / static_cast<size_t>(S);
@@ -107,32 +128,43 @@ at::Tensor probabilities(const at::Tensor &q, const at::Tensor &k,
         bias = at::full({L, S}, -std::numeric_limits<float>::infinity(), at::kFloat)
                    .triu(1)
                    .to(p.device());
-    if (!bias.defined()) {
-        TORCH_RILL_CHECK(rill_op_softmax_f32(s, x, x, rows, static_cast<size_t>(S), 1));
-        return p;
+    if (bias.defined()) {
+        std::vector<int64_t> full = {B, H, L, S};
+        std::vector<size_t> shape(full.begin(), full.end()),
+            p_strides = {static_cast<size_t>(H * L * S), static_cast<size_t>(L * S),
+                         static_cast<size_t>(S), 1},
+            bias_strides = broadcast_strides(bias, full);
+        TORCH_RILL_CHECK(rill_op_binary_f32(s, RILL_BINARY_ADD, x, x, p_strides.data(),
+                                            bias.const_data_ptr<float>(), bias_strides.data(),
+                                            shape.data(), shape.size()));
     }
-    std::vector<int64_t> full = {B, H, L, S};
-    std::vector<size_t> shape(full.begin(), full.end()),
-        p_strides = {static_cast<size_t>(H * L * S), static_cast<size_t>(L * S),
-                     static_cast<size_t>(S), 1},
-        bias_strides = broadcast_strides(bias, full);
-    TORCH_RILL_CHECK(rill_op_binary_f32(s, RILL_BINARY_ADD, x, x, p_strides.data(),
-                                        bias.const_data_ptr<float>(), bias_strides.data(),
-                                        shape.data(), shape.size()));
-    at::Tensor top = at::empty({B * H * L}, p.options());
-    float *t = top.data_ptr<float>();
-    TORCH_RILL_CHECK(rill_op_reduce_dim_f32(s, RILL_REDUCE_DIM_MAX, t, nullptr, x, rows,
-                                            static_cast<size_t>(S), 1));
+    // Each row's largest score: for the logsumexp, and with a mask for
+    // finding the rows it masks fully.
+    at::Tensor top;
+    if (bias.defined() || lse != nullptr) {
+        top = at::empty({B * H * L}, p.options());
+        TORCH_RILL_CHECK(rill_op_reduce_dim_f32(s, RILL_REDUCE_DIM_MAX, top.data_ptr<float>(),
+                                                nullptr, x, rows, static_cast<size_t>(S), 1));
+    }
     TORCH_RILL_CHECK(rill_op_softmax_f32(s, x, x, rows, static_cast<size_t>(S), 1));
-    // keep = exp(top * 2^-126): 0 where the row's largest score is -inf,
-    // positive for every finite one (at least exp(-4)), NaN for NaN; the
-    // relu backward keeps a probability where keep > 0 (or NaN), else 0.
-    TORCH_RILL_CHECK(rill_op_map_f32(s, RILL_MAP_SCALE, t, t, std::ldexp(1.0f, -126), rows));
-    TORCH_RILL_CHECK(rill_op_map_f32(s, RILL_MAP_EXP, t, t, 0.0f, rows));
-    size_t row_shape[2] = {rows, static_cast<size_t>(S)},
-           x_strides[2] = {static_cast<size_t>(S), 1}, keep_strides[2] = {1, 0};
-    TORCH_RILL_CHECK(rill_op_binary_f32(s, RILL_BINARY_RELU_BACKWARD, x, x, x_strides, t,
-                                        keep_strides, row_shape, 2));
+    if (bias.defined()) {
+        // keep = exp(top * 2^-126): 0 where the row's largest score is
+        // -inf, positive for every finite one (at least exp(-4)), NaN for
+        // NaN; the relu backward keeps a probability where keep > 0 (or
+        // NaN), else 0.
+        at::Tensor keep = at::empty({B * H * L}, p.options());
+        float *e = keep.data_ptr<float>();
+        TORCH_RILL_CHECK(rill_op_map_f32(s, RILL_MAP_SCALE, e, top.const_data_ptr<float>(),
+                                         std::ldexp(1.0f, -126), rows));
+        TORCH_RILL_CHECK(rill_op_map_f32(s, RILL_MAP_EXP, e, e, 0.0f, rows));
+        size_t row_shape[2] = {rows, static_cast<size_t>(S)},
+               x_strides[2] = {static_cast<size_t>(S), 1}, keep_strides[2] = {1, 0};
+        TORCH_RILL_CHECK(rill_op_binary_f32(s, RILL_BINARY_RELU_BACKWARD, x, x, x_strides, e,
+                                            keep_strides, row_shape, 2));
+    }
+    if (lse != nullptr)
+        logsumexp_into(s, lse->data_ptr<float>(), top.data_ptr<float>(), x, rows,
+                       static_cast<size_t>(S));
     return p;
 }
 
@@ -149,11 +181,11 @@ Forward attention(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v,
                 "chooses PyTorch's math path for other cases");
     TORCH_CHECK(!return_debug_mask, "_scaled_dot_product_fused_attention_overrideable on rill "
                                     "returns no debug mask; pass return_debug_mask=False");
-    at::Tensor p = probabilities(q, k, mask, is_causal, scale_of(q, scale));
+    at::Tensor lse = at::empty({q.size(0), q.size(1), q.size(2)}, q.options());
+    at::Tensor p = probabilities(q, k, mask, is_causal, scale_of(q, scale), &lse);
     at::Tensor out = product(p, heads(v)).view({q.size(0), q.size(1), q.size(2), v.size(3)});
-    at::Tensor none = at::empty({0}, q.options());
     at::Tensor seed = at::empty({}, at::dtype(at::kLong));
-    return {out,  none, at::Tensor(), at::Tensor(), c10::SymInt(q.size(2)), c10::SymInt(k.size(2)),
+    return {out,  lse,  at::Tensor(), at::Tensor(), c10::SymInt(q.size(2)), c10::SymInt(k.size(2)),
             seed, seed, at::Tensor()};
 }
 

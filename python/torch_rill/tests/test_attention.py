@@ -3,8 +3,9 @@
 backend for float32 attention, which runs as rill's kernels (one batched
 product per matrix product, softmax, the mask added), with the results of
 PyTorch's own CPU attention: a transformer encoder's inference and training
-step, causal and additive masks, a key padding mask, and a fully masked row,
-which comes out 0. bmm reads strided batches in place."""
+step, causal and additive masks, a key padding mask, a fully masked row,
+which comes out 0, and the logsumexp the fused op returns. bmm reads
+strided batches in place."""
 
 import textwrap
 
@@ -106,6 +107,37 @@ def test_fully_masked_row_is_zero():
     assert torch.count_nonzero(got[:, :, 6].cpu()) == 0
     close(got, want)
     close(got_g, want_g)
+
+
+@pytest.mark.parametrize("case", ["none", "additive", "causal", "fully masked", "no keys"])
+def test_fused_op_returns_the_logsumexp_of_the_scores(case):
+    """The overrideable op's second result is each row's logsumexp of the
+    scaled and masked scores, [B, H, L] as PyTorch's meta function gives it
+    (before: an empty tensor); a fully masked row's is -inf."""
+    q, k, v = randn(2, 3, 5, 8, seed=4), randn(2, 3, 7, 8, seed=5), randn(2, 3, 7, 4, seed=6)
+    mask, causal = None, case == "causal"
+    if case == "no keys":
+        k, v = k[:, :, :0], v[:, :, :0]
+    if case in ("additive", "fully masked"):
+        mask = randn(5, 7, seed=7)
+        mask[1, 3] = float("-inf")
+        if case == "fully masked":
+            mask[2] = float("-inf")
+    scores = q @ k.transpose(-2, -1) / 8 ** 0.5
+    if mask is not None:
+        scores = scores + mask
+    if causal:
+        scores = scores.masked_fill(torch.ones(5, 7, dtype=torch.bool).triu(1), float("-inf"))
+    want = torch.logsumexp(scores, -1)
+    dev = [t.to("rill") for t in (q, k, v)]
+    got = torch.ops.aten._scaled_dot_product_fused_attention_overrideable(
+        *dev, None if mask is None else mask.to("rill"), is_causal=causal)
+    assert got[1].shape == (2, 3, 5) and got[1].dtype == torch.float32
+    close(got[1], want)
+    if case == "fully masked":
+        assert torch.isneginf(got[1][:, :, 2].cpu()).all()
+    if case != "no keys":
+        close(got[0], F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal))
 
 
 def test_encoder_layer_inference_matches_the_cpu():
