@@ -9,6 +9,9 @@
 #include "backend/cpu/half.h"
 #include "backend/cpu/op_kernels.h"
 #include "backend/op_math.h"
+#include "core/handle.h"
+#include "core/kernel.h"
+#include "ops/ops_internal.h"
 
 #include <limits.h>
 #include <math.h>
@@ -938,6 +941,32 @@ static void test_first_use_of_ops_from_many_threads(void **state) {
     }
 }
 
+/* Every built-in op has a kernel with a name of its own (errors, traces
+ * and graph dumps show it) and a body on the CPU device: an op added to
+ * rill__op without its entries in ops.c's names or rill__cpu_op_body
+ * fails here rather than running as "(null)" or not at all. */
+static void test_every_op_has_a_named_kernel_and_a_cpu_body(void **state) {
+    (void)state;
+    (void)cpu_device();
+    for (int op = RILL__OP_NONE + 1; op < RILL__OP_COUNT; op++) {
+        rill_kernel *handle = NULL;
+        RT_OK(rill__op_kernel((rill__op)op, &handle));
+        rill__kernel *k = rill__handle_get(handle, RILL__HANDLE_KERNEL);
+        assert_non_null(k);
+        if (k->image.name[0] == '\0' || strcmp(k->image.name, "(null)") == 0)
+            fail_msg("op %d's kernel has no name; add it to op_names in src/ops/ops.c", op);
+        for (int other = RILL__OP_NONE + 1; other < op; other++) {
+            rill_kernel *h = NULL;
+            RT_OK(rill__op_kernel((rill__op)other, &h));
+            rill__kernel *o = rill__handle_get(h, RILL__HANDLE_KERNEL);
+            if (strcmp(o->image.name, k->image.name) == 0)
+                fail_msg("ops %d and %d are both named %s", other, op, k->image.name);
+        }
+        if (rill__cpu_op_body((rill__op)op) == NULL)
+            fail_msg("op %d (%s) has no CPU body in rill__cpu_op_body", op, k->image.name);
+    }
+}
+
 /* ---- randn ---- */
 
 /* rill.h: "x[i] = mean + std * z[i], z a standard normal sample that
@@ -1303,6 +1332,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_conv2d_refuses_to_run_past_an_allocation),
         cmocka_unit_test(test_ops_work_again_after_shutdown),
         cmocka_unit_test(test_first_use_of_ops_from_many_threads),
+        cmocka_unit_test(test_every_op_has_a_named_kernel_and_a_cpu_body),
         cmocka_unit_test(test_randn_fills_normal_samples),
         cmocka_unit_test(test_randn_depends_only_on_seed_and_index),
         cmocka_unit_test(test_randn_rejects_bad_arguments),
