@@ -100,6 +100,25 @@ void set_stat(c10::CachingAllocator::Stat &stat, int64_t current, int64_t peak, 
     stat.freed = freed;
 }
 
+// An allocation on device dev (rill:index), on its current stream.
+c10::DataPtr allocate_on(rill_device *dev, c10::DeviceIndex index, size_t bytes) {
+    c10::Device where(kDeviceType, index);
+    if (bytes == 0)
+        return c10::DataPtr(nullptr, nullptr, &free_memory, where);
+    rill_stream *stream = rill_current_stream(dev);
+    if (is_capturing(stream))
+        return allocate_in_capture(bytes, stream, index);
+    void *ptr = nullptr;
+    rill_status status = rill_malloc_async(bytes, stream, &ptr);
+    // Stream order could not serve it: rill_malloc also waits for the
+    // frees that pending work holds, as PyTorch's caching allocator
+    // synchronizes before it gives up.
+    if (status == RILL_ERROR_OUT_OF_MEMORY)
+        status = rill_malloc(dev, bytes, &ptr);
+    check(status, "torch_rill: allocating device memory");
+    return c10::DataPtr(ptr, ptr, &free_memory, where);
+}
+
 struct Allocator final : public c10::DeviceAllocator {
     // Counts as of resetAccumulatedStats, subtracted from rill's.
     std::array<std::atomic<uint64_t>, 64> base_allocations{};
@@ -107,22 +126,7 @@ struct Allocator final : public c10::DeviceAllocator {
 
     c10::DataPtr allocate(size_t bytes) override {
         rill_device *dev = device(-1);
-        c10::DeviceIndex index = index_of(dev);
-        c10::Device where(kDeviceType, index);
-        if (bytes == 0)
-            return c10::DataPtr(nullptr, nullptr, &free_memory, where);
-        rill_stream *stream = rill_current_stream(dev);
-        if (is_capturing(stream))
-            return allocate_in_capture(bytes, stream, index);
-        void *ptr = nullptr;
-        rill_status status = rill_malloc_async(bytes, stream, &ptr);
-        // Stream order could not serve it: rill_malloc also waits for the
-        // frees that pending work holds, as PyTorch's caching allocator
-        // synchronizes before it gives up.
-        if (status == RILL_ERROR_OUT_OF_MEMORY)
-            status = rill_malloc(dev, bytes, &ptr);
-        check(status, "torch_rill: allocating device memory");
-        return c10::DataPtr(ptr, ptr, &free_memory, where);
+        return allocate_on(dev, index_of(dev), bytes);
     }
 
     c10::DeleterFnPtr raw_deleter() const override {
@@ -215,7 +219,43 @@ struct Allocator final : public c10::DeviceAllocator {
 
 Allocator allocator;
 
+// The allocator of one device, whatever the thread's current device: what
+// empty and empty_strided use, so that they need no device guard.
+struct DeviceAllocator final : public c10::Allocator {
+    c10::DeviceIndex index = 0;
+
+    c10::DataPtr allocate(size_t bytes) override {
+        return allocate_on(device(index), index, bytes);
+    }
+
+    c10::DeleterFnPtr raw_deleter() const override {
+        return &free_memory;
+    }
+
+    void copy_data(void *dest, const void *src, size_t count) const override {
+        allocator.copy_data(dest, src, count);
+    }
+};
+
+std::array<DeviceAllocator, 64> device_allocators = [] {
+    std::array<DeviceAllocator, 64> all;
+    for (size_t i = 0; i < all.size(); i++)
+        all[i].index = static_cast<c10::DeviceIndex>(i);
+    return all;
+}();
+
 } // namespace
+
+c10::Allocator *allocator_on(c10::DeviceIndex index) {
+    if (index < 0)
+        return &allocator;
+    TORCH_CHECK(index < device_count(), "rill:", static_cast<int>(index),
+                " is not a device: rill has ", static_cast<int>(device_count()),
+                " (set RILL_CPU_DEVICES=N for more CPU devices)");
+    if (static_cast<size_t>(index) < device_allocators.size())
+        return &device_allocators[static_cast<size_t>(index)];
+    return nullptr;
+}
 
 void capture_memory_begin(const std::shared_ptr<GraphMemory> &memory) {
     std::lock_guard<std::mutex> guard(captures_lock);

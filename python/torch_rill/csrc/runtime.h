@@ -6,6 +6,7 @@
 
 #include <functional>
 
+#include <c10/core/Allocator.h>
 #include <c10/core/Device.h>
 #include <c10/core/Stream.h>
 
@@ -35,6 +36,10 @@ c10::DeviceIndex current_device();
 void set_device(c10::DeviceIndex index);
 c10::DeviceIndex index_of(rill_device *dev);
 bool is_cpu_device(c10::DeviceIndex index); // the host reads its memory
+// PyTorch's allocator for the device, serving rill:index whatever the
+// thread's current device (index -1: the current device's); nullptr for an
+// index past those it keeps one for (allocator.cpp).
+c10::Allocator *allocator_on(c10::DeviceIndex index);
 
 // Streams: a c10::Stream's id is an index in its device's table of rill
 // streams; 0 is the default stream. Streams that PyTorch asks for come from

@@ -52,26 +52,35 @@ void check_strided(std::optional<c10::Layout> layout, std::optional<bool> pin) {
                 "pin_memory is for CPU tensors; rill tensors are device memory");
 }
 
+// make(allocator) on device dev: an allocator of that device where there
+// is one, else PyTorch's under a device guard.
+template <typename Make> at::Tensor on_device(c10::Device dev, Make make) {
+    if (c10::Allocator *allocator = allocator_on(dev.index()))
+        return make(allocator);
+    const c10::DeviceGuard guard(dev);
+    return make(c10::GetAllocator(kDeviceType));
+}
+
 at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
                                std::optional<c10::Layout> layout, std::optional<c10::Device> where,
                                std::optional<bool> pin, std::optional<c10::MemoryFormat> format) {
     check_strided(layout, pin);
-    c10::Device dev = c10::device_or_default(where);
-    const c10::DeviceGuard guard(dev);
-    return at::detail::empty_generic(size, c10::GetAllocator(kDeviceType),
-                                     c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
-                                     c10::dtype_or_default(dtype), format);
+    return on_device(c10::device_or_default(where), [&](c10::Allocator *allocator) {
+        return at::detail::empty_generic(size, allocator,
+                                         c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+                                         c10::dtype_or_default(dtype), format);
+    });
 }
 
 at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
                          std::optional<c10::ScalarType> dtype, std::optional<c10::Layout> layout,
                          std::optional<c10::Device> where, std::optional<bool> pin) {
     check_strided(layout, pin);
-    c10::Device dev = c10::device_or_default(where);
-    const c10::DeviceGuard guard(dev);
-    return at::detail::empty_strided_generic(size, stride, c10::GetAllocator(kDeviceType),
-                                             c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
-                                             c10::dtype_or_default(dtype));
+    return on_device(c10::device_or_default(where), [&](c10::Allocator *allocator) {
+        return at::detail::empty_strided_generic(size, stride, allocator,
+                                                 c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+                                                 c10::dtype_or_default(dtype));
+    });
 }
 
 at::Tensor as_strided(const at::Tensor &self, c10::SymIntArrayRef size, c10::SymIntArrayRef stride,

@@ -44,6 +44,22 @@ def test_tensors_of_two_devices_are_refused_with_pytorchs_sentence():
     assert torch.equal((a + b.to("rill:0")).cpu(), torch.full((2,), 2.0))
 
 
+@pytest.mark.skipif(rill.device_count() < 2, reason="needs two rill devices (RILL_CPU_DEVICES=2)")
+def test_a_tensor_made_for_another_device_comes_from_that_devices_pool():
+    """empty and empty_strided on rill:1 while rill:0 is current allocate
+    from rill:1's pool, and leave the current device as it was."""
+    torch.rill.set_device(0)
+    before = [torch.rill.memory_allocated(i) for i in range(2)]
+    x = torch.empty(1 << 20, device="rill:1")
+    y = torch.empty_strided((256, 256), (1, 256), device="rill:1")
+    assert x.device == y.device == torch.device("rill:1")
+    assert torch.rill.current_device() == 0
+    assert torch.rill.memory_allocated(0) == before[0]
+    assert torch.rill.memory_allocated(1) >= before[1] + (1 << 22) + (1 << 18)
+    x.fill_(2.0)
+    assert torch.equal(x[:3].cpu(), torch.full((3,), 2.0))
+
+
 def test_rill_and_cpu_tensors_are_refused_with_pytorchs_sentence():
     with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
         torch.ones(2, device="rill") + torch.ones(2)
