@@ -28,7 +28,7 @@
  * start of rill_shutdown), and the one rill_shutdown is releasing: its own
  * thread, and the workers that finish the work it waits for, go on with
  * that one; other threads wait for the init lock and build a fresh one. */
-static _Atomic(rill__runtime *) runtime;
+_Atomic(rill__runtime *) rill__runtime_up;
 static _Atomic(rill__runtime *) dying;
 static rill__runtime runtime_storage;
 static _Atomic uint64_t next_epoch = 1;
@@ -248,13 +248,8 @@ static bool may_use_dying(void) {
     return tls.in_shutdown || tls.is_worker || rill__call_waited_by_shutdown();
 }
 
-rill_status rill__runtime_get(rill__runtime **out) {
-    /* acquire: pairs with the release store that publishes the runtime. */
-    rill__runtime *rt = atomic_load_explicit(&runtime, memory_order_acquire);
-    if (rt != NULL) {
-        *out = rt;
-        return RILL_OK;
-    }
+rill_status rill__runtime_get_slow(rill__runtime **out) {
+    rill__runtime *rt;
     /* Other calls wait for the init lock and build the next runtime. */
     if (may_use_dying()) {
         /* acquire: pairs with the release store in rill_shutdown. */
@@ -267,7 +262,7 @@ rill_status rill__runtime_get(rill__runtime **out) {
     rill__call_init_wait_begin();
     lock_init();
     rill__call_init_wait_end();
-    rt = atomic_load_explicit(&runtime, memory_order_acquire);
+    rt = atomic_load_explicit(&rill__runtime_up, memory_order_acquire);
     if (rt == NULL) {
         lock_init_building();
         rt = &runtime_storage;
@@ -282,7 +277,7 @@ rill_status rill__runtime_get(rill__runtime **out) {
                 rill__subsystems[i]->start(rt);
         create_devices(rt);
         choose_initial_device(rt);
-        atomic_store_explicit(&runtime, rt, memory_order_release);
+        atomic_store_explicit(&rill__runtime_up, rt, memory_order_release);
     }
     unlock_init();
     *out = rt;
@@ -520,7 +515,7 @@ rill_status rill_shutdown(void) {
      * first call) comes before it, with nothing to release. */
     if (!lock_init_unless_building(true))
         return RILL_OK;
-    rill__runtime *rt = atomic_load_explicit(&runtime, memory_order_acquire);
+    rill__runtime *rt = atomic_load_explicit(&rill__runtime_up, memory_order_acquire);
     if (rt == NULL) {
         unlock_init();
         return RILL_OK;
@@ -531,7 +526,7 @@ rill_status rill_shutdown(void) {
      * the acquire load of dying in rill__runtime_get. */
     rill__call_quiesce_begin();
     atomic_store_explicit(&dying, rt, memory_order_release);
-    atomic_store_explicit(&runtime, NULL, memory_order_release);
+    atomic_store_explicit(&rill__runtime_up, NULL, memory_order_release);
     tls.in_shutdown = 1;
     rill__handle_set_closing(may_use_dying);
     rill__call_quiesce();
@@ -652,7 +647,7 @@ static void fork_prepare(void) {
     forking.took_init_lock = !tls.is_worker;
     if (forking.took_init_lock)
         lock_init();
-    rill__runtime *rt = atomic_load(&runtime);
+    rill__runtime *rt = atomic_load(&rill__runtime_up);
     if (rt == NULL)
         rt = atomic_load(&dying);
     forking.rt = rt;
@@ -712,7 +707,7 @@ static void fork_child(void) {
     }
     forking.rt = NULL;
     atomic_store(&dying, NULL);
-    atomic_store(&runtime, NULL);
+    atomic_store(&rill__runtime_up, NULL);
     tls.in_shutdown = 0;
     if (rt == NULL)
         for (int i = 0; rill__subsystems[i] != NULL; i++)

@@ -5,6 +5,8 @@
 #ifndef RILL_CORE_RUNTIME_H
 #define RILL_CORE_RUNTIME_H
 
+#include <stdatomic.h>
+
 #include "backend/backend.h"
 #include "platform/thread.h"
 #include "rill.h"
@@ -88,8 +90,22 @@ typedef struct rill__runtime {
 
 /* The rill_shutdowns that began releasing a runtime so far (tests). */
 uint64_t rill__shutdown_count(void);
+/* The runtime while it is up: NULL before the first call and from the
+ * start of rill_shutdown (device.c). */
+extern _Atomic(rill__runtime *) rill__runtime_up;
+/* rill__runtime_get when the runtime is not up: the dying one for its own
+ * threads, else a new one. */
+rill_status rill__runtime_get_slow(rill__runtime **out);
 /* The runtime, initialised on first use. */
-rill_status rill__runtime_get(rill__runtime **out);
+static inline rill_status rill__runtime_get(rill__runtime **out) {
+    /* acquire: pairs with the release store that publishes the runtime. */
+    rill__runtime *rt = atomic_load_explicit(&rill__runtime_up, memory_order_acquire);
+    if (rt != NULL) {
+        *out = rt;
+        return RILL_OK;
+    }
+    return rill__runtime_get_slow(out);
+}
 /* Whether the runtime has a device whose memory is not host memory
  * (rill__backend_ops.mem_caps): where it has none, every device reaches
  * all host memory and checks of reach pass. */
