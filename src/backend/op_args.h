@@ -451,8 +451,11 @@ typedef struct rill__op_embedding_backward_args {
  * back into the planes (col2im). The filter op's items are channel
  * groups: each owns its columns of grad_weight and adds, image by image
  * and band by band, grad_out's band times the transposed im2col matrix of
- * its channels. So no two blocks write the same element and each sum has
- * one order for a given grid. A slot holds
+ * its channels; with images > 1 (the filter op only, band_rows then oh) it
+ * takes images images at a time, their im2col matrices side by side and
+ * their planes of grad_out gathered after them in the slot, in one
+ * product. So no two blocks write the same element and each sum has one
+ * order for a given grid. A slot holds
  * rill__op_conv2d_backward_slot_floats floats (scratch + b * that). The
  * written gradient overlaps no other buffer. */
 typedef struct rill__op_conv2d_backward_args {
@@ -464,6 +467,7 @@ typedef struct rill__op_conv2d_backward_args {
     size_t stride_h, stride_w, pad_h, pad_w;
     size_t oh, ow;
     size_t band_rows, groups;
+    size_t images;                    /* per product: 1, or more for the filter op */
     size_t scratch_floats;            /* all of scratch: what a one-call body may use */
     size_t dil_h, dil_w, conv_groups; /* each at least 1 */
 } rill__op_conv2d_backward_args;
@@ -475,9 +479,14 @@ rill__op_conv2d_backward_group_channels(const rill__op_conv2d_backward_args *p) 
 }
 
 /* Floats in one block's slot: a group's column matrix, cpg*r*s rows of
- * band_rows*ow. */
+ * images*band_rows*ow; with images > 1, then the k/conv_groups rows of
+ * grad_out of as many columns. */
 static inline size_t rill__op_conv2d_backward_slot_floats(const rill__op_conv2d_backward_args *p) {
-    return rill__op_conv2d_backward_group_channels(p) * p->r * p->s * p->band_rows * p->ow;
+    size_t cols = p->images * p->band_rows * p->ow;
+    size_t rows = rill__op_conv2d_backward_group_channels(p) * p->r * p->s;
+    if (p->images > 1)
+        rows += p->k / p->conv_groups;
+    return rows * cols;
 }
 
 /* The backward of a 2-D max pooling for its input: grad_in [planes, h, w]

@@ -88,6 +88,7 @@ static void test_conv2d_backward_matches_direct_sums(void **state) {
         {3, 4, 6, 6, 2, 1, 1, 1, 1, 0, 0},     /* pointwise */
         {1, 10, 30, 30, 12, 3, 3, 1, 1, 1, 1}, /* groups of channels over blocks */
         {4, 8, 20, 20, 8, 3, 3, 2, 2, 1, 1},   /* several images over blocks */
+        {3, 2, 16, 16, 3, 3, 3, 1, 1, 1, 1},   /* weight gradient: products of 2 and 1 images */
         {1, 16, 200, 200, 1, 3, 3, 1, 1, 1, 1} /* bands shorter than the output */
     };
     rill_stream *s = contract_stream();

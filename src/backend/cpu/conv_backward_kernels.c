@@ -17,14 +17,14 @@
 #include "backend/cpu/sgemm.h"
 
 /* The im2col matrix of output rows [oy0, oy0 + rows) of one image with
- * strides, zero padding and dilation: row (ci*r + ri)*s + si, column y*ow
- * + x holds in[ci, (oy0+y)*stride_h + ri*dil_h - pad_h, x*stride_w +
- * si*dil_w - pad_w], or 0 outside the image. Along a row, the columns
- * that read the image are one run [x0, x1): zeros either side, a copy
- * between (a memcpy at stride 1). */
+ * strides, zero padding and dilation, rows ld floats apart: row (ci*r +
+ * ri)*s + si, column y*ow + x holds in[ci, (oy0+y)*stride_h + ri*dil_h -
+ * pad_h, x*stride_w + si*dil_w - pad_w], or 0 outside the image. Along a
+ * row, the columns that read the image are one run [x0, x1): zeros either
+ * side, a copy between (a memcpy at stride 1). */
 void rill__cpu_im2col_ex(const rill__op_conv2d_ex_args *p, const float *img, size_t oy0,
-                         size_t rows, float *col) {
-    size_t ow = p->ow, cols = rows * ow, sw = p->stride_w;
+                         size_t rows, float *col, size_t ld) {
+    size_t ow = p->ow, sw = p->stride_w;
     for (size_t ci = 0; ci < p->c; ci++) {
         const float *plane = img + ci * p->h * p->w;
         for (size_t ri = 0; ri < p->r; ri++) {
@@ -38,7 +38,7 @@ void rill__cpu_im2col_ex(const rill__op_conv2d_ex_args *p, const float *img, siz
                     x1 = ow;
                 if (x0 > x1)
                     x0 = x1;
-                float *dst = col + ((ci * p->r + ri) * p->s + si) * cols;
+                float *dst = col + ((ci * p->r + ri) * p->s + si) * ld;
                 for (size_t y = 0; y < rows; y++, dst += ow) {
                     size_t iy = (oy0 + y) * p->stride_h + ri * p->dil_h; /* + pad_h: unsigned */
                     if (iy < p->pad_h || iy - p->pad_h >= p->h || x0 == x1) {
@@ -152,6 +152,32 @@ void rill__cpu_op_conv2d_backward_data_f32(const rill_block_ctx *ctx, const void
     }
 }
 
+/* The filter op's item for channels [c0, c0 + ex->c) with p->images
+ * whole images per product: gw (kg x cn*rs, row stride the group's crs) =
+ * the sum over products of the images' planes of grad_out side by side (kg
+ * x images*oh*ow, gathered into the slot after col) times their im2col
+ * matrices side by side, transposed. */
+static void filter_images(const rill__op_conv2d_backward_args *p, const rill__op_conv2d_ex_args *ex,
+                          const group_place *g, size_t c0, float *col, float *gw) {
+    size_t rs = p->r * p->s, plane = p->h * p->w, ohw = p->oh * p->ow;
+    size_t crs = g->cg * rs, ld = p->images * ohw;
+    float *gout = col + rill__op_conv2d_backward_group_channels(p) * rs * ld;
+    float beta = 0.0f;
+    for (size_t img0 = 0; img0 < p->n; img0 += p->images) {
+        size_t count = p->n - img0 < p->images ? p->n - img0 : p->images;
+        for (size_t i = 0; i < count; i++) {
+            size_t img = img0 + i;
+            rill__cpu_im2col_ex(ex, p->in + (img * p->c + c0) * plane, 0, p->oh, col + i * ohw, ld);
+            const float *src = p->grad_out + (img * p->k + g->kf) * ohw;
+            for (size_t kk = 0; kk < g->kg; kk++)
+                memcpy(gout + kk * ld + i * ohw, src + kk * ohw, ohw * sizeof *gout);
+        }
+        rill__cpu_sgemm_strided(g->kg, ex->c * rs, count * ohw, gout, ld, 1, col, 1, ld, beta, gw,
+                                crs);
+        beta = 1.0f;
+    }
+}
+
 void rill__cpu_op_conv2d_backward_filter_f32(const rill_block_ctx *ctx, const void *args) {
     const rill__op_conv2d_backward_args *p = args;
     size_t cpg = rill__op_conv2d_backward_group_channels(p);
@@ -185,6 +211,10 @@ void rill__cpu_op_conv2d_backward_filter_f32(const rill_block_ctx *ctx, const vo
         size_t crs = g.cg * rs;
         /* columns [cl*rs, (cl+cn)*rs) of the group's rows [kf, kf+kg) of [k, crs] */
         float *gw = p->grad_weight + g.kf * crs + g.cl * rs;
+        if (p->images > 1) {
+            filter_images(p, &ex, &g, c0, col, gw);
+            continue;
+        }
         float beta = 0.0f; /* the first product overwrites */
         for (size_t img = 0; img < p->n; img++) {
             const float *in = p->in + (img * p->c + c0) * plane;
@@ -192,7 +222,7 @@ void rill__cpu_op_conv2d_backward_filter_f32(const rill_block_ctx *ctx, const vo
             for (size_t oy0 = 0; oy0 < p->oh; oy0 += p->band_rows) {
                 size_t rows = p->oh - oy0 < p->band_rows ? p->oh - oy0 : p->band_rows;
                 size_t cols = rows * p->ow;
-                rill__cpu_im2col_ex(&ex, in, oy0, rows, col);
+                rill__cpu_im2col_ex(&ex, in, oy0, rows, col, cols);
                 /* gw (kg x cn*rs) += the group's band of grad_out (kg x
                  * cols) times col^T (cols x cn*rs). */
                 rill__cpu_sgemm_strided(g.kg, ex.c * rs, cols, gout + oy0 * p->ow, ohw, 1, col, 1,

@@ -14,11 +14,12 @@ void rill__cpu_op_conv2d_backward_data_f32(const rill_block_ctx *ctx, const void
 void rill__cpu_op_conv2d_backward_filter_f32(const rill_block_ctx *ctx, const void *args);
 
 /* The im2col matrix of output rows [oy0, oy0 + rows) of the image at img
- * (p->c planes of p->h*p->w floats) for conv2d_ex's strides and padding:
- * row (ci*r + ri)*s + si, column y*ow + x holds img[ci, (oy0+y)*stride_h +
- * ri - pad_h, x*stride_w + si - pad_w], or 0 outside the image. The
- * backward bodies call it with p->c set to a group of channels. */
+ * (p->c planes of p->h*p->w floats) for conv2d_ex's strides, padding and
+ * dilation, its rows ld floats apart: row (ci*r + ri)*s + si, column y*ow +
+ * x holds img[ci, (oy0+y)*stride_h + ri*dil_h - pad_h, x*stride_w +
+ * si*dil_w - pad_w], or 0 outside the image. The backward bodies call it
+ * with p->c set to a group of channels. */
 void rill__cpu_im2col_ex(const rill__op_conv2d_ex_args *p, const float *img, size_t oy0,
-                         size_t rows, float *col);
+                         size_t rows, float *col, size_t ld);
 
 #endif

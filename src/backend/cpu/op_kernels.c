@@ -494,7 +494,7 @@ void rill__cpu_op_conv2d_ex_f32(const rill_block_ctx *ctx, const void *args) {
         size_t oy0 = (item % bands) * p->band_rows;
         size_t rows = p->oh - oy0 < p->band_rows ? p->oh - oy0 : p->band_rows;
         size_t cols = rows * p->ow;
-        rill__cpu_im2col_ex(p, p->in + img * p->c * p->h * p->w, oy0, rows, col);
+        rill__cpu_im2col_ex(p, p->in + img * p->c * p->h * p->w, oy0, rows, col, cols);
         for (size_t g = 0; g < p->groups; g++) {
             float *dst = p->out + ((img * p->k + g * kg) * p->oh + oy0) * p->ow;
             sgemm(kg, cols, crs, p->weight + g * kg * crs, crs, col + g * crs * cols, cols, dst,
