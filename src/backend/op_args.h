@@ -451,10 +451,11 @@ typedef struct rill__op_embedding_backward_args {
  * back into the planes (col2im). The filter op's items are channel
  * groups: each owns its columns of grad_weight and adds, image by image
  * and band by band, grad_out's band times the transposed im2col matrix of
- * its channels; with images > 1 (the filter op only, band_rows then oh) it
- * takes images images at a time, their im2col matrices side by side and
- * their planes of grad_out gathered after them in the slot, in one
- * product. So no two blocks write the same element and each sum has one
+ * its channels. With images > 1 (band_rows is then oh) either op takes
+ * that many images at a time in one product, the data op's items being
+ * (group of images, channel group): their planes of grad_out gathered side
+ * by side after the column matrix in the slot, their column matrices side
+ * by side in it. So no two blocks write the same element and each sum has one
  * order for a given grid. A slot holds
  * rill__op_conv2d_backward_slot_floats floats (scratch + b * that). The
  * written gradient overlaps no other buffer. */
@@ -467,7 +468,7 @@ typedef struct rill__op_conv2d_backward_args {
     size_t stride_h, stride_w, pad_h, pad_w;
     size_t oh, ow;
     size_t band_rows, groups;
-    size_t images;                    /* per product: 1, or more for the filter op */
+    size_t images;                    /* per product: 1, or more for small images */
     size_t scratch_floats;            /* all of scratch: what a one-call body may use */
     size_t dil_h, dil_w, conv_groups; /* each at least 1 */
 } rill__op_conv2d_backward_args;

@@ -29,21 +29,23 @@ static size_t band_rows_for(const rill__op_conv2d_backward_args *p, size_t cpg) 
     return rows < 1 ? 1 : min_size(rows, p->oh);
 }
 
-/* Columns a product of the weight gradient should have at least: with
- * fewer (small images), a product per image would read and write the
- * block's columns of grad_weight for a short sum each time. */
-#define FILTER_COLS_MIN ((size_t)512)
+/* Columns a product of either op should have at least: with fewer (small
+ * images), a product per image would pack the weight again for each image
+ * (the data op) or read and write the block's columns of grad_weight for
+ * a short sum each time (the filter op). */
+#define PRODUCT_COLS_MIN ((size_t)512)
 
-/* The filter op's images per product for n images: 1 unless an image is
- * one band of fewer than FILTER_COLS_MIN columns; then enough to reach
- * that many, as the slot allows, in products of about equal size. */
-static size_t filter_images(const rill__op_conv2d_backward_args *p, size_t n) {
+/* Images per product for n images, at most limit: 1 unless an image is one
+ * band of fewer than PRODUCT_COLS_MIN columns; then enough to reach that
+ * many, as the slot allows, in products of about equal size. */
+static size_t images_per_product(const rill__op_conv2d_backward_args *p, size_t n, size_t limit) {
     size_t ohw = p->oh * p->ow;
-    if (p->band_rows < p->oh || ohw >= FILTER_COLS_MIN)
+    if (p->band_rows < p->oh || ohw >= PRODUCT_COLS_MIN)
         return 1;
     size_t rows = rill__op_conv2d_backward_group_channels(p) * p->r * p->s + p->k / p->conv_groups;
     size_t fit = CONV_SLOT_BYTES_MAX / (rows * ohw * sizeof(float));
-    size_t images = min_size(min_size(n, (FILTER_COLS_MIN + ohw - 1) / ohw), fit);
+    size_t images = min_size(min_size(n, limit), (PRODUCT_COLS_MIN + ohw - 1) / ohw);
+    images = min_size(images, fit);
     if (images <= 1)
         return 1;
     size_t products = (n + images - 1) / images;
@@ -194,11 +196,12 @@ static rill_status conv2d_backward(const char *fn, rill_stream *s, float *grad_i
     filter.grad_weight = grad_weight;
     data.groups = channel_groups(c, params->groups, (blocks + n - 1) / n);
     data.band_rows = band_rows_for(&data, rill__op_conv2d_backward_group_channels(&data));
-    data.images = 1;
-    size_t data_blocks = min_size(blocks, n * data.groups);
+    /* as many (images, channel group) items as blocks, if there are */
+    data.images = images_per_product(&data, n, n * data.groups / blocks);
+    size_t data_blocks = min_size(blocks, (n + data.images - 1) / data.images * data.groups);
     filter.groups = channel_groups(c, params->groups, blocks);
     filter.band_rows = band_rows_for(&filter, rill__op_conv2d_backward_group_channels(&filter));
-    filter.images = filter_images(&filter, n);
+    filter.images = images_per_product(&filter, n, n);
     size_t filter_blocks = min_size(blocks, filter.groups);
     size_t floats = 0;
     if (grad_in != NULL)

@@ -71,15 +71,15 @@ static void item_range(const rill_block_ctx *ctx, size_t count, size_t *begin, s
     *end = count - *begin > per ? *begin + per : count;
 }
 
-/* Adds the column matrix col of output rows [oy0, oy0 + rows) back into
- * the cn planes at img, the inverse walk of rill__cpu_im2col_ex: row (ci*r
- * + ri)*s + si, column y*ow + x goes to img[ci, (oy0+y)*stride_h +
- * ri*dil_h - pad_h, x*stride_w + si*dil_w - pad_w] when that is inside
- * the image. Along a row the columns that land in the image are one run
- * [x0, x1). */
+/* Adds the column matrix col of output rows [oy0, oy0 + rows), its rows ld
+ * floats apart, back into the cn planes at img, the inverse walk of
+ * rill__cpu_im2col_ex: row (ci*r + ri)*s + si, column y*ow + x goes to
+ * img[ci, (oy0+y)*stride_h + ri*dil_h - pad_h, x*stride_w + si*dil_w -
+ * pad_w] when that is inside the image. Along a row the columns that land
+ * in the image are one run [x0, x1). */
 static void col2im_add(const rill__op_conv2d_backward_args *p, float *img, size_t cn, size_t oy0,
-                       size_t rows, const float *col) {
-    size_t ow = p->ow, cols = rows * ow, sw = p->stride_w;
+                       size_t rows, const float *col, size_t ld) {
+    size_t ow = p->ow, sw = p->stride_w;
     for (size_t ci = 0; ci < cn; ci++) {
         float *plane = img + ci * p->h * p->w;
         for (size_t ri = 0; ri < p->r; ri++) {
@@ -91,7 +91,7 @@ static void col2im_add(const rill__op_conv2d_backward_args *p, float *img, size_
                     x1 = ow;
                 if (x0 >= x1)
                     continue;
-                const float *src = col + ((ci * p->r + ri) * p->s + si) * cols;
+                const float *src = col + ((ci * p->r + ri) * p->s + si) * ld;
                 for (size_t y = 0; y < rows; y++, src += ow) {
                     size_t iy = (oy0 + y) * p->stride_h + ri * p->dil_h; /* + pad_h: unsigned */
                     if (iy < p->pad_h || iy - p->pad_h >= p->h)
@@ -123,19 +123,57 @@ static group_place place_of(const rill__op_conv2d_backward_args *p, size_t c0) {
     return (group_place){g * kg, kg, c0 - g * cg, cg};
 }
 
+/* The planes of grad_out of filters [kf, kf + kg) of images [img0, img0 +
+ * count) side by side: row kk of dst (rows ld floats apart) holds image
+ * img0 + i's plane kf + kk at columns [i*oh*ow, (i+1)*oh*ow). */
+static void gather_grad_out(const rill__op_conv2d_backward_args *p, size_t img0, size_t count,
+                            const group_place *g, float *dst, size_t ld) {
+    size_t ohw = p->oh * p->ow;
+    for (size_t i = 0; i < count; i++) {
+        const float *src = p->grad_out + ((img0 + i) * p->k + g->kf) * ohw;
+        for (size_t kk = 0; kk < g->kg; kk++)
+            memcpy(dst + kk * ld + i * ohw, src + kk * ohw, ohw * sizeof *dst);
+    }
+}
+
+/* The data op's item for images [img0, img0 + p->images) (fewer at the
+ * end) and channels [c0, c0 + cn) in one product: col (cn*rs x
+ * images*oh*ow) = the group's weight^T times the images' planes of grad_out
+ * side by side (gathered into the slot after col), then each image's
+ * columns added back into its zeroed planes of grad_in. */
+static void data_images(const rill__op_conv2d_backward_args *p, const group_place *g, size_t img0,
+                        size_t c0, size_t cn, float *col) {
+    size_t rs = p->r * p->s, plane = p->h * p->w, ohw = p->oh * p->ow;
+    size_t crs = g->cg * rs, ld = p->images * ohw;
+    size_t count = p->n - img0 < p->images ? p->n - img0 : p->images;
+    float *gout = col + rill__op_conv2d_backward_group_channels(p) * rs * ld;
+    gather_grad_out(p, img0, count, g, gout, ld);
+    rill__cpu_sgemm_strided(cn * rs, count * ohw, g->kg, p->weight + g->kf * crs + g->cl * rs, 1,
+                            crs, gout, ld, 1, 0.0f, col, ld);
+    for (size_t i = 0; i < count; i++) {
+        float *gin = p->grad_in + ((img0 + i) * p->c + c0) * plane;
+        memset(gin, 0, cn * plane * sizeof *gin);
+        col2im_add(p, gin, cn, 0, p->oh, col + i * ohw, ld);
+    }
+}
+
 void rill__cpu_op_conv2d_backward_data_f32(const rill_block_ctx *ctx, const void *args) {
     const rill__op_conv2d_backward_args *p = args;
     size_t cpg = rill__op_conv2d_backward_group_channels(p);
     size_t rs = p->r * p->s, plane = p->h * p->w, ohw = p->oh * p->ow;
     size_t begin, end;
-    item_range(ctx, p->n * p->groups, &begin, &end);
+    item_range(ctx, (p->n + p->images - 1) / p->images * p->groups, &begin, &end);
     float *col = p->scratch + (size_t)ctx->block_idx.x * rill__op_conv2d_backward_slot_floats(p);
     for (size_t item = begin; item < end; item++) {
-        size_t img = item / p->groups, c0 = (item % p->groups) * cpg;
+        size_t img = item / p->groups * p->images, c0 = (item % p->groups) * cpg;
         if (c0 >= p->c)
             continue;
         size_t cn = p->c - c0 < cpg ? p->c - c0 : cpg;
         group_place g = place_of(p, c0);
+        if (p->images > 1) {
+            data_images(p, &g, img, c0, cn, col);
+            continue;
+        }
         size_t crs = g.cg * rs; /* weight's row: [k, cg*r*s] */
         float *gin = p->grad_in + (img * p->c + c0) * plane;
         memset(gin, 0, cn * plane * sizeof *gin);
@@ -147,7 +185,7 @@ void rill__cpu_op_conv2d_backward_data_f32(const rill_block_ctx *ctx, const void
              * kg) times the group's band of grad_out (kg x cols). */
             rill__cpu_sgemm_strided(cn * rs, cols, g.kg, p->weight + g.kf * crs + g.cl * rs, 1, crs,
                                     gout + oy0 * p->ow, ohw, 1, 0.0f, col, cols);
-            col2im_add(p, gin, cn, oy0, rows, col);
+            col2im_add(p, gin, cn, oy0, rows, col, cols);
         }
     }
 }
@@ -165,13 +203,10 @@ static void filter_images(const rill__op_conv2d_backward_args *p, const rill__op
     float beta = 0.0f;
     for (size_t img0 = 0; img0 < p->n; img0 += p->images) {
         size_t count = p->n - img0 < p->images ? p->n - img0 : p->images;
-        for (size_t i = 0; i < count; i++) {
-            size_t img = img0 + i;
-            rill__cpu_im2col_ex(ex, p->in + (img * p->c + c0) * plane, 0, p->oh, col + i * ohw, ld);
-            const float *src = p->grad_out + (img * p->k + g->kf) * ohw;
-            for (size_t kk = 0; kk < g->kg; kk++)
-                memcpy(gout + kk * ld + i * ohw, src + kk * ohw, ohw * sizeof *gout);
-        }
+        for (size_t i = 0; i < count; i++)
+            rill__cpu_im2col_ex(ex, p->in + ((img0 + i) * p->c + c0) * plane, 0, p->oh,
+                                col + i * ohw, ld);
+        gather_grad_out(p, img0, count, g, gout, ld);
         rill__cpu_sgemm_strided(g->kg, ex->c * rs, count * ohw, gout, ld, 1, col, 1, ld, beta, gw,
                                 crs);
         beta = 1.0f;
