@@ -363,8 +363,11 @@ typedef struct rill__op_softmax_args {
  * scratch slots are those of rill__op_conv2d_args, with
  * rill__op_conv2d_ex_slot_floats floats per slot (scratch is never NULL):
  * an item's im2col matrix holds all c channels, and each group's rows of
- * it meet that group's filters in one sgemm. out overlaps neither in,
- * weight nor scratch. */
+ * it meet that group's filters in one sgemm. With images > 1 (band_rows
+ * is then oh) an item is that many whole images (fewer at the end), their
+ * im2col matrices side by side, each group's product written after them
+ * in the slot and copied to out. out overlaps neither in, weight nor
+ * scratch. */
 typedef struct rill__op_conv2d_ex_args {
     float *out;
     const float *in, *weight;
@@ -374,15 +377,25 @@ typedef struct rill__op_conv2d_ex_args {
     size_t oh, ow;
     size_t band_rows;
     size_t dil_h, dil_w, groups; /* each at least 1 */
+    size_t images;               /* per item: 1, or more for small images */
 } rill__op_conv2d_ex_args;
 
 static inline size_t rill__op_conv2d_ex_bands(const rill__op_conv2d_ex_args *p) {
     return (p->oh + p->band_rows - 1) / p->band_rows;
 }
 
-/* Floats in one block's im2col slot: c*r*s rows of band_rows*ow. */
+/* Work items: (image, band), or groups of images. */
+static inline size_t rill__op_conv2d_ex_items(const rill__op_conv2d_ex_args *p) {
+    if (p->images > 1)
+        return (p->n + p->images - 1) / p->images;
+    return p->n * rill__op_conv2d_ex_bands(p);
+}
+
+/* Floats in one block's slot: c*r*s rows of images*band_rows*ow, and with
+ * images > 1 k/groups more (a group's product). */
 static inline size_t rill__op_conv2d_ex_slot_floats(const rill__op_conv2d_ex_args *p) {
-    return p->c * p->r * p->s * p->band_rows * p->ow;
+    size_t rows = p->c * p->r * p->s + (p->images > 1 ? p->k / p->groups : 0);
+    return rows * p->images * p->band_rows * p->ow;
 }
 
 /* 2-D pooling of planes images [h, w] into [oh, ow]: out[p, y, x] = the

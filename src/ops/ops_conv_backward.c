@@ -29,27 +29,13 @@ static size_t band_rows_for(const rill__op_conv2d_backward_args *p, size_t cpg) 
     return rows < 1 ? 1 : min_size(rows, p->oh);
 }
 
-/* Columns a product of either op should have at least: with fewer (small
- * images), a product per image would pack the weight again for each image
- * (the data op) or read and write the block's columns of grad_weight for
- * a short sum each time (the filter op). */
-#define PRODUCT_COLS_MIN ((size_t)512)
-
-/* Images per product for n images, at most limit: 1 unless an image is one
- * band of fewer than PRODUCT_COLS_MIN columns; then enough to reach that
- * many, as the slot allows, in products of about equal size. */
+/* Images per product for n images, at most limit (rill__op_conv_images):
+ * 1 when an image is more than one band. */
 static size_t images_per_product(const rill__op_conv2d_backward_args *p, size_t n, size_t limit) {
-    size_t ohw = p->oh * p->ow;
-    if (p->band_rows < p->oh || ohw >= PRODUCT_COLS_MIN)
+    if (p->band_rows < p->oh)
         return 1;
     size_t rows = rill__op_conv2d_backward_group_channels(p) * p->r * p->s + p->k / p->conv_groups;
-    size_t fit = CONV_SLOT_BYTES_MAX / (rows * ohw * sizeof(float));
-    size_t images = min_size(min_size(n, limit), (PRODUCT_COLS_MIN + ohw - 1) / ohw);
-    images = min_size(images, fit);
-    if (images <= 1)
-        return 1;
-    size_t products = (n + images - 1) / images;
-    return (n + products - 1) / products;
+    return rill__op_conv_images(n, limit, p->oh * p->ow, rows);
 }
 
 /* The channel groups of a plan that wants about want of them: at most c,

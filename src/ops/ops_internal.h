@@ -24,6 +24,17 @@
 /* Largest im2col scratch slot of a conv2d block: bands get fewer rows
  * rather than a bigger slot. */
 #define CONV_SLOT_BYTES_MAX ((size_t)4 << 20)
+/* Columns a conv2d product (forward or backward) should have at least:
+ * with fewer (small images), a product per image packs the weight again
+ * for each image, or reads and writes the weight gradient for a short
+ * sum each time. */
+#define CONV_PRODUCT_COLS_MIN ((size_t)512)
+
+/* Whole images per conv2d product, at most limit of the n: 1 unless an
+ * image of ohw output positions is short of CONV_PRODUCT_COLS_MIN; then
+ * enough to reach that many, as a slot of rows floats per column allows
+ * (CONV_SLOT_BYTES_MAX), in products of about equal size. */
+size_t rill__op_conv_images(size_t n, size_t limit, size_t ohw, size_t rows);
 
 /* The accesses an op declares: at most four buffers. */
 typedef struct access_list {

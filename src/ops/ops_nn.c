@@ -269,6 +269,20 @@ static size_t conv_plan(rill__op_conv2d_args *p, size_t units, size_t slot_float
     return blocks < items ? blocks : items;
 }
 
+size_t rill__op_conv_images(size_t n, size_t limit, size_t ohw, size_t rows) {
+    if (ohw >= CONV_PRODUCT_COLS_MIN)
+        return 1;
+    size_t images = (CONV_PRODUCT_COLS_MIN + ohw - 1) / ohw;
+    size_t fit = CONV_SLOT_BYTES_MAX / (rows * ohw * sizeof(float));
+    images = images < limit ? images : limit;
+    images = images < fit ? images : fit;
+    images = images < n ? images : n;
+    if (images <= 1)
+        return 1;
+    size_t products = (n + images - 1) / images;
+    return (n + products - 1) / products;
+}
+
 /* The checks of conv2d on floats or halves; adds the accesses in read,
  * weight read, out write, and sets *w_bytes to the weight's size. */
 static rill_status check_conv2d(const char *fn, rill_stream *s, bool half, const void *out,
@@ -557,6 +571,12 @@ static rill_status conv2d_ex(const char *fn, rill_stream *s, float *out, const f
     plan.c = cg * r * sz; /* its multiply-adds: k * cg*r*sz * oh * ow per image */
     size_t blocks = conv_plan(&plan, units, c * r * sz * ow);
     args.band_rows = plan.band_rows;
+    args.images = 1;
+    if (args.band_rows == oh) { /* as many items as blocks */
+        args.images = rill__op_conv_images(n, n / blocks, oh * ow, c * r * sz + k / params->groups);
+        blocks =
+            blocks < rill__op_conv2d_ex_items(&args) ? blocks : rill__op_conv2d_ex_items(&args);
+    }
     access_list acc = {.count = 0};
     rill__op_access_add(&acc, in, in_bytes, RILL_READ);
     rill__op_access_add(&acc, weight, w_bytes, RILL_READ);

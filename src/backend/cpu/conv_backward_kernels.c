@@ -236,7 +236,8 @@ void rill__cpu_op_conv2d_backward_filter_f32(const rill_block_ctx *ctx, const vo
                                   .band_rows = p->band_rows,
                                   .dil_h = p->dil_h,
                                   .dil_w = p->dil_w,
-                                  .groups = 1};
+                                  .groups = 1,
+                                  .images = 1};
     for (size_t item = begin; item < end; item++) {
         size_t c0 = item * cpg;
         if (c0 >= p->c)

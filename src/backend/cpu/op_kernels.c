@@ -480,16 +480,42 @@ void rill__cpu_op_conv2d_f16(const rill_block_ctx *ctx, const void *args) {
 
 /* ---- conv2d with strides and padding ---- */
 
+/* An item of p->images whole images from img0 (fewer at the end): their
+ * im2col matrices side by side in col, then per group its filters times
+ * its rows of them into the slot after col, copied to each image's planes
+ * of out. */
+static void conv2d_ex_images(const rill__op_conv2d_ex_args *p, size_t img0, float *col) {
+    size_t kg = p->k / p->groups, crs = p->c / p->groups * p->r * p->s;
+    size_t ohw = p->oh * p->ow, ld = p->images * ohw;
+    size_t count = p->n - img0 < p->images ? p->n - img0 : p->images;
+    for (size_t i = 0; i < count; i++)
+        rill__cpu_im2col_ex(p, p->in + (img0 + i) * p->c * p->h * p->w, 0, p->oh, col + i * ohw,
+                            ld);
+    float *product = col + p->c * p->r * p->s * ld;
+    for (size_t g = 0; g < p->groups; g++) {
+        sgemm(kg, count * ohw, crs, p->weight + g * kg * crs, crs, col + g * crs * ld, ld, product,
+              ld);
+        for (size_t i = 0; i < count; i++)
+            for (size_t kk = 0; kk < kg; kk++)
+                memcpy(p->out + ((img0 + i) * p->k + g * kg + kk) * ohw,
+                       product + kk * ld + i * ohw, ohw * sizeof *product);
+    }
+}
+
 void rill__cpu_op_conv2d_ex_f32(const rill_block_ctx *ctx, const void *args) {
     const rill__op_conv2d_ex_args *p = args;
     size_t bands = rill__op_conv2d_ex_bands(p);
     size_t begin, end;
-    block_range(ctx, p->n * bands, 1, &begin, &end);
+    block_range(ctx, rill__op_conv2d_ex_items(p), 1, &begin, &end);
     /* Group g's filters [g*kg, (g+1)*kg) meet rows [g*crs, (g+1)*crs) of
      * the im2col matrix. */
     size_t kg = p->k / p->groups, crs = p->c / p->groups * p->r * p->s;
     float *col = p->scratch + (size_t)ctx->block_idx.x * rill__op_conv2d_ex_slot_floats(p);
     for (size_t item = begin; item < end; item++) {
+        if (p->images > 1) {
+            conv2d_ex_images(p, item * p->images, col);
+            continue;
+        }
         size_t img = item / bands;
         size_t oy0 = (item % bands) * p->band_rows;
         size_t rows = p->oh - oy0 < p->band_rows ? p->oh - oy0 : p->band_rows;

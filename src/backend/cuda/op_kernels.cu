@@ -49,7 +49,7 @@ static_assert(sizeof(rill__op_strided_args) == 232, "strided args");
 static_assert(sizeof(rill__op_map_args) == 32, "map args");
 static_assert(sizeof(rill__op_reduce_dim_args) == 56, "reduce_dim args");
 static_assert(sizeof(rill__op_softmax_args) == 48, "softmax args");
-static_assert(sizeof(rill__op_conv2d_ex_args) == 168, "conv2d_ex args");
+static_assert(sizeof(rill__op_conv2d_ex_args) == 176, "conv2d_ex args");
 static_assert(sizeof(rill__op_pool2d_args) == 120, "pool2d args");
 static_assert(sizeof(rill__op_embedding_args) == 56, "embedding args");
 static_assert(sizeof(rill__op_embedding_backward_args) == 64, "embedding backward args");
