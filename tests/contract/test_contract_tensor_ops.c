@@ -324,6 +324,49 @@ static void test_reduce_dim(void **state) {
     RT_OK(rill_stream_destroy(s));
 }
 
+/* "RILL_REDUCE_DIM_MAX: the largest; NaN when any is NaN" (and MIN) along
+ * the last dimension without positions: rows of 1, 7, 8 and 129 values,
+ * with a NaN first, inside, or in the tail past the last 8, and with
+ * infinities. */
+static void test_reduce_dim_extremes_of_rows(void **state) {
+    (void)state;
+    rill_stream *s = contract_stream();
+    const size_t dims[] = {1, 7, 8, 129};
+    for (size_t t = 0; t < sizeof dims / sizeof dims[0]; t++) {
+        size_t dim = dims[t], outer = 6, total = outer * dim;
+        float *h = host_values(total), got[6];
+        for (size_t d = 0; d < dim; d++) /* row 1: infinities */
+            h[dim + d] = d % 2 ? INFINITY : -INFINITY;
+        h[2 * dim] = NAN;                       /* row 2: first */
+        h[3 * dim + dim / 2] = NAN;             /* row 3: inside */
+        h[4 * dim + dim - 1] = NAN;             /* row 4: last (the tail when dim % 8) */
+        h[5 * dim + (dim > 3 ? 3 : 0)] = -0.0f; /* row 5: an ordinary row */
+        float *a = contract_floats(s, h, total), *out = contract_floats(s, NULL, outer);
+        for (int op = RILL_REDUCE_DIM_MAX; op <= RILL_REDUCE_DIM_MIN; op++) {
+            RT_OK(rill_op_reduce_dim_f32(s, (rill_reduce_dim_op)op, out, NULL, a, outer, dim, 1));
+            contract_download(s, got, out, sizeof got);
+            for (size_t o = 0; o < outer; o++) {
+                float want = h[o * dim];
+                for (size_t d = 0; d < dim; d++) {
+                    float v = h[o * dim + d];
+                    if (isnan(v) ||
+                        (!isnan(want) && (op == RILL_REDUCE_DIM_MAX ? v > want : v < want)))
+                        want = v;
+                }
+                bool same = isnan(want) ? isnan(got[o]) : got[o] == want;
+                if (!same)
+                    fail_msg("%s of row %zu of %zu values is %g, want %g",
+                             op == RILL_REDUCE_DIM_MAX ? "max" : "min", o, dim, (double)got[o],
+                             (double)want);
+            }
+        }
+        RT_OK(rill_free(a));
+        RT_OK(rill_free(out));
+        free(h);
+    }
+    RT_OK(rill_stream_destroy(s));
+}
+
 /* log_softmax is (a - m) - log(sum) with m the row's maximum, as rill.h
  * says: a row of two equal values gives -log 2 at every magnitude, and a
  * row of large, close values its differences to the maximum exactly
@@ -868,6 +911,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_map_ops),
         cmocka_unit_test(test_nan_rules_of_maps_and_binary_ops),
         cmocka_unit_test(test_reduce_dim),
+        cmocka_unit_test(test_reduce_dim_extremes_of_rows),
         cmocka_unit_test(test_softmax),
         cmocka_unit_test(test_log_softmax_keeps_precision),
         cmocka_unit_test(test_conv2d_ex),

@@ -336,6 +336,33 @@ INLINED void column_sums(double *total, const float *a, size_t dim, size_t inner
     }
 }
 
+/* The largest (is_max) or smallest of a[0..n), n > 0, NaN when one is:
+ * eight lanes, each keeping a NaN once it meets one. Equal values are one
+ * value, save for the sign of a zero, which may come from either. */
+INLINED float row_extreme(const float *a, size_t n, bool is_max) {
+    float lane[8];
+    for (size_t j = 0; j < 8; j++)
+        lane[j] = a[0];
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (size_t j = 0; j < 8; j++) {
+            float v = a[i + j];
+            bool take = v != v || (is_max ? v > lane[j] : v < lane[j]);
+            lane[j] = take ? v : lane[j];
+        }
+    for (; i < n; i++) {
+        float v = a[i];
+        bool take = v != v || (is_max ? v > lane[0] : v < lane[0]);
+        lane[0] = take ? v : lane[0];
+    }
+    float m = lane[0];
+    for (size_t j = 1; j < 8; j++) {
+        bool take = lane[j] != lane[j] || (is_max ? lane[j] > m : lane[j] < m);
+        m = m != m ? m : (take ? lane[j] : m);
+    }
+    return m;
+}
+
 VECTOR_BODY(rill__cpu_op_reduce_dim_f32)(const rill_block_ctx *ctx, const void *args) {
     const rill__op_reduce_dim_args *p = args;
     size_t begin, end;
@@ -346,6 +373,12 @@ VECTOR_BODY(rill__cpu_op_reduce_dim_f32)(const rill_block_ctx *ctx, const void *
     if (is_sum && p->inner == 1) { /* contiguous rows */
         for (size_t item = begin; item < end; item++)
             p->out[item] = (float)(rill__vec_sum(p->a + item * p->dim, p->dim) / divisor);
+        return;
+    }
+    if (!is_sum && p->inner == 1 && p->indices == NULL) { /* contiguous rows, no index */
+        for (size_t item = begin; item < end; item++)
+            p->out[item] = is_max ? row_extreme(p->a + item * p->dim, p->dim, true)
+                                  : row_extreme(p->a + item * p->dim, p->dim, false);
         return;
     }
     if (is_sum) { /* runs of columns of one o */
