@@ -523,7 +523,7 @@ rill_status rill_shutdown(void) {
     /* From here on, calls that other threads begin wait for the init lock
      * and then build a fresh runtime, and their handle lookups fail; the
      * calls in flight are waited for (core/calls.h). release: pairs with
-     * the acquire load of dying in rill__runtime_get. */
+     * the acquire load of dying in rill__runtime_get_slow. */
     rill__call_quiesce_begin();
     atomic_store_explicit(&dying, rt, memory_order_release);
     atomic_store_explicit(&rill__runtime_up, NULL, memory_order_release);
