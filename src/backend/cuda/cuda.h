@@ -155,6 +155,7 @@ typedef struct cuda_stream {
     uint64_t written;   /* the last number whose write to the done word is queued */
     unsigned unwritten; /* commands issued to the GPU since that write */
     uint64_t issued_ns; /* when the last command was issued (rill__now_ns) */
+    bool job_deferred;  /* a runner's command, first, waited for a completer */
     /* every command from head to quiet_last (number quiet_seq) neither
      * reads nor writes host memory any more (cuda_stage.c); stale once
      * head's number passed quiet_seq */
@@ -168,7 +169,9 @@ typedef struct cuda_stream {
     _Atomic uint64_t issued_seq;
     /* 1 while a thread completes the stream's commands (complete_done):
      * failing and ls belong to it then, or to the runner of the command
-     * that is first (cuda_stream.c) */
+     * that is first (cuda_stream.c), which no runner takes meanwhile: the
+     * command before it may still be finishing (a carried failure sets
+     * failing) */
     _Atomic int completing;
     int failing; /* a failure window is open (closed by a CLEAR's completion) */
     rill__launch_state ls;
@@ -293,7 +296,8 @@ bool rill__cuda_wait_for(cuda_cmd *n, rill__stream *t, uint64_t seq);
 
 /* cuda_runner.c: host functions, memsets on the host, graph launches */
 /* The command first in cs that a runner runs, now marked CUDA_RUNNING, or
- * NULL (cs->lock held). */
+ * NULL (cs->lock held); NULL too while a completer finishes the commands
+ * before it, which then rings the pump to hand it over. */
 cuda_cmd *rill__cuda_take_job_locked(cuda_stream *cs);
 /* Gives n (taken by rill__cuda_take_job_locked) to a runner; no lock held. */
 void rill__cuda_hand_over(cuda_device *d, cuda_cmd *n);

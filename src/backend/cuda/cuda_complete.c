@@ -178,6 +178,22 @@ static void flush(cuda_device *d, cuda_stream *ts) {
     rill__mutex_unlock(&ts->lock);
 }
 
+/* The end of a completer's turn on cs (no lock held). */
+static void end_completing(cuda_device *d, cuda_stream *cs) {
+    /* release: the next completer, and the runner of the command first
+     * now, see what this one did (failing). */
+    atomic_store_explicit(&cs->completing, 0, memory_order_release);
+    /* A runner's command that came first meanwhile was not taken: the
+     * pump hands it over. Under the lock, so that a take after the store
+     * above sees 0 and one before it set job_deferred. */
+    rill__mutex_lock(&cs->lock);
+    bool deferred = cs->job_deferred;
+    cs->job_deferred = false;
+    rill__mutex_unlock(&cs->lock);
+    if (deferred)
+        rill__cuda_ring(d);
+}
+
 /* A wait that the GPU did for another stream of the device completes only
  * after that stream's awaited work is reported complete, so that what a
  * host thread sees done keeps the order the GPU ran it in (an event that a
@@ -229,8 +245,7 @@ bool rill__cuda_complete_done(cuda_device *d, cuda_stream *cs) {
         if (!rill__cuda_complete_done(d, cuda_stream_of(behind)))
             break;
     }
-    /* release: the next completer sees what this one did (failing). */
-    atomic_store_explicit(&cs->completing, 0, memory_order_release);
+    end_completing(d, cs);
     return moved;
 }
 
@@ -313,7 +328,7 @@ static void check_context(cuda_device *d, rill__stream *s) {
     rill__device_lost(rill__queue_of(s)->dev, why);
     if (seq != 0)
         rill__cuda_fail_stream(cs, seq, "the device", why);
-    atomic_store_explicit(&cs->completing, 0, memory_order_release);
+    end_completing(d, cs);
 }
 
 /* Removes one entry of s from the active list and drops its reference. */

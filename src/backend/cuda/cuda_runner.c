@@ -49,6 +49,12 @@ cuda_cmd *rill__cuda_take_job_locked(cuda_stream *cs) {
         !(h->c.kind == RILL__CMD_GRAPH && !rill__cuda_graph_direct(h->c.u.graph.launch)) &&
         !((h->c.kind == RILL__CMD_SET || h->c.kind == RILL__CMD_COPY) && h->on_host))
         return NULL;
+    /* acquire: pairs with the completer's release, after which the
+     * commands before h have finished (failing is theirs until then). */
+    if (atomic_load_explicit(&cs->completing, memory_order_acquire) != 0) {
+        cs->job_deferred = true;
+        return NULL;
+    }
     rill__stream *after = h->c.kind == RILL__CMD_GRAPH ? h->c.u.graph.after_stream : NULL;
     /* A launch waits for the exec's previous one, even when skipped; a
      * stream of this device is asked to report it. */
