@@ -249,9 +249,7 @@ std::array<DeviceAllocator, 64> device_allocators = [] {
 c10::Allocator *allocator_on(c10::DeviceIndex index) {
     if (index < 0)
         return &allocator;
-    TORCH_CHECK(index < device_count(), "rill:", static_cast<int>(index),
-                " is not a device: rill has ", static_cast<int>(device_count()),
-                " (set RILL_CPU_DEVICES=N for more CPU devices)");
+    // An index past rill's devices is refused by device(), when it allocates.
     if (static_cast<size_t>(index) < device_allocators.size())
         return &device_allocators[static_cast<size_t>(index)];
     return nullptr;

@@ -151,8 +151,8 @@ at::Tensor probabilities(const at::Tensor &q, const at::Tensor &k,
         // keep = exp(top * 2^-126): 0 where the row's largest score is
         // -inf, positive for every finite one (at least exp(-4)), NaN for
         // NaN; the relu backward keeps a probability where keep > 0 (or
-        // NaN), else 0.
-        at::Tensor keep = at::empty({B * H * L}, p.options());
+        // NaN), else 0. In place of top unless the logsumexp needs it.
+        at::Tensor keep = lse != nullptr ? at::empty({B * H * L}, p.options()) : top;
         float *e = keep.data_ptr<float>();
         TORCH_RILL_CHECK(rill_op_map_f32(s, RILL_MAP_SCALE, e, top.const_data_ptr<float>(),
                                          std::ldexp(1.0f, -126), rows));
