@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* The CPU ops' sgemm. Layer: CPU backend, beside the op bodies. Where the
- * installed BLIS falls back to its generic (reference C) kernels and the
- * processor has AVX-512F (or AVX2 and FMA), products run in a BLIS context
- * of rill's own with the micro-kernels below (docs/cpu.md, "The built-in
- * ops"). Each micro-kernel adds k steps in order, so a product's bits depend
- * only on its inputs. */
+ * installed BLIS runs kernels narrower than the processor's (its generic
+ * reference C ones, or AVX2 ones on a processor with AVX-512F), products
+ * run in a BLIS context of rill's own with the micro-kernels below
+ * (docs/cpu.md, "The built-in ops"). Each micro-kernel adds k steps in
+ * order, so a product's bits depend only on its inputs. */
 #include "backend/cpu/sgemm.h"
 
 #include <assert.h>
@@ -115,16 +115,21 @@ ukr_avx2(dim_t m, dim_t n, dim_t k, float *restrict alpha, float *restrict a, fl
 
 #endif
 
-/* ---- the context ---- */
+/* ---- the contexts ---- */
 
-static once_flag ctx_once = ONCE_FLAG_INIT;
-static cntx_t own_ctx; /* written once, by build_ctx under ctx_once */
-static const char *kernel_name = "blis";
-/* build_ctx's outcome, stored last (release): 1 BLIS's context, 2 own_ctx.
- * C11's call_once orders build_ctx before its callers' returns, but glibc
- * implements it inside libc, where ThreadSanitizer cannot see that order;
- * the acquire load in ctx_get shows it. */
-static _Atomic int ctx_built;
+/* A BLIS context of rill's: BLIS's own for the detected processor with one
+ * of the micro-kernels above in place of its single-precision one. */
+typedef struct own_ctx {
+    once_flag once;
+    cntx_t ctx;      /* written once, by build_own under once */
+    bool blis_small; /* BLIS's small-matrix path has kernels for the processor */
+    _Atomic int ok;  /* 1 when ctx is built, 2 when the processor lacks the kernel's instructions */
+} own_ctx;
+
+static own_ctx own[RILL__SGEMM_KERNELS] = {
+    [RILL__SGEMM_AVX512] = {.once = ONCE_FLAG_INIT},
+    [RILL__SGEMM_AVX2] = {.once = ONCE_FLAG_INIT},
+};
 
 /* BLIS holds kernels as void * (void_fp): converted through memcpy, which
  * ISO C allows where a cast is not. */
@@ -141,69 +146,146 @@ static void set_blksz(cntx_t *ctx, bszid_t id, dim_t value) {
     bli_blksz_set_max(value, BLIS_FLOAT, &ctx->blkszs[id]);
 }
 
-/* The block sizes are those of BLIS's skx and haswell configurations for
- * the kernels of the same shapes. */
-static void build_ctx(void) {
-    int built = 1;
-    if (bli_arch_query_id() != BLIS_ARCH_GENERIC)
-        goto out;
+static bool cpu_has(rill__sgemm_kernel k) {
 #if HAVE_X86_KERNELS
-    sgemm_ukr_ft ukr;
-    dim_t mr, nr, mc, kc, nc;
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f")) {
-        ukr = ukr_avx512;
-        mr = MR512, nr = NR512, mc = 480, kc = 384, nc = 3072;
-        kernel_name = "avx512";
-    } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-        ukr = ukr_avx2;
-        mr = MR256, nr = NR256, mc = 144, kc = 256, nc = 4080;
-        kernel_name = "avx2";
-    } else {
-        goto out;
-    }
-    own_ctx = *bli_gks_query_nat_cntx();
-    set_blksz(&own_ctx, BLIS_MR, mr);
-    set_blksz(&own_ctx, BLIS_NR, nr);
-    set_blksz(&own_ctx, BLIS_MC, mc);
-    set_blksz(&own_ctx, BLIS_KC, kc);
-    set_blksz(&own_ctx, BLIS_NC, nc);
-    set_ukr(&own_ctx, ukr);
-    bli_mbool_set_dt(false, BLIS_FLOAT, &own_ctx.l3_nat_ukrs_prefs[BLIS_GEMM_UKR]);
-    /* No small-matrix path: its kernels are the generic ones. */
-    for (int t = 0; t < BLIS_NUM_THRESH; t++)
-        bli_blksz_set_def(0, BLIS_FLOAT, &own_ctx.l3_sup_thresh[t]);
-    built = 2;
+    if (k == RILL__SGEMM_AVX512)
+        return __builtin_cpu_supports("avx512f");
+    if (k == RILL__SGEMM_AVX2)
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 #endif
-out:
-    atomic_store_explicit(&ctx_built, built, memory_order_release);
+    (void)k;
+    return false;
 }
 
-static cntx_t *ctx_get(void) {
-    call_once(&ctx_once, build_ctx);
-    return atomic_load_explicit(&ctx_built, memory_order_acquire) == 2 ? &own_ctx : NULL;
+/* The block sizes are those of BLIS's skx and haswell configurations for
+ * the kernels of the same shapes. The context has no small-matrix path
+ * (BLIS's, which packs nothing, runs its own kernels): rill__cpu_sgemm_with
+ * sends the small products to BLIS's context instead. */
+static void build_own(rill__sgemm_kernel k) {
+    int ok = 2;
+#if HAVE_X86_KERNELS
+    if (cpu_has(k)) {
+        cntx_t *ctx = &own[k].ctx;
+        *ctx = *bli_gks_query_nat_cntx();
+        if (k == RILL__SGEMM_AVX512) {
+            set_blksz(ctx, BLIS_MR, MR512);
+            set_blksz(ctx, BLIS_NR, NR512);
+            set_blksz(ctx, BLIS_MC, 480);
+            set_blksz(ctx, BLIS_KC, 384);
+            set_blksz(ctx, BLIS_NC, 3072);
+            set_ukr(ctx, ukr_avx512);
+        } else {
+            set_blksz(ctx, BLIS_MR, MR256);
+            set_blksz(ctx, BLIS_NR, NR256);
+            set_blksz(ctx, BLIS_MC, 144);
+            set_blksz(ctx, BLIS_KC, 256);
+            set_blksz(ctx, BLIS_NC, 4080);
+            set_ukr(ctx, ukr_avx2);
+        }
+        bli_mbool_set_dt(false, BLIS_FLOAT, &ctx->l3_nat_ukrs_prefs[BLIS_GEMM_UKR]);
+        for (int t = 0; t < BLIS_NUM_THRESH; t++)
+            bli_blksz_set_def(0, BLIS_FLOAT, &ctx->l3_sup_thresh[t]);
+        own[k].blis_small = bli_arch_query_id() != BLIS_ARCH_GENERIC;
+        ok = 1;
+    }
+#endif
+    atomic_store_explicit(&own[k].ok, ok, memory_order_release);
 }
 
-void rill__cpu_sgemm(size_t m, size_t n, size_t k, const float *a, size_t lda, const float *b,
-                     size_t ldb, float beta, float *c, size_t ldc) {
+static void build_avx512(void) {
+    build_own(RILL__SGEMM_AVX512);
+}
+static void build_avx2(void) {
+    build_own(RILL__SGEMM_AVX2);
+}
+
+/* k's context; NULL for RILL__SGEMM_BLIS (BLIS's own), or where the
+ * processor lacks k's instructions. C11's call_once orders build_own before
+ * its callers' returns, but glibc implements it inside libc, where
+ * ThreadSanitizer cannot see that order; the acquire load shows it. */
+static own_ctx *own_get(rill__sgemm_kernel k) {
+    if (k == RILL__SGEMM_BLIS)
+        return NULL;
+    call_once(&own[k].once, k == RILL__SGEMM_AVX512 ? build_avx512 : build_avx2);
+    return atomic_load_explicit(&own[k].ok, memory_order_acquire) == 1 ? &own[k] : NULL;
+}
+
+/* The kernel the products run: BLIS's own where its configuration for the
+ * processor has AVX-512 kernels or the processor lacks AVX-512F; else
+ * rill's AVX-512 one (BLIS 0.9.0 takes a processor it cannot count the FMA
+ * units of, such as Intel's newer Xeons under a hypervisor, for a Haswell,
+ * and does not know AMD's Zen 5 at all); in BLIS's generic configuration
+ * without AVX-512F, rill's AVX2 one where the processor has AVX2 and FMA. */
+static rill__sgemm_kernel chosen(void) {
+    arch_t arch = bli_arch_query_id();
+    if (arch == BLIS_ARCH_SKX || arch == BLIS_ARCH_KNL)
+        return RILL__SGEMM_BLIS;
+    if (cpu_has(RILL__SGEMM_AVX512))
+        return RILL__SGEMM_AVX512;
+    if (arch == BLIS_ARCH_GENERIC && cpu_has(RILL__SGEMM_AVX2))
+        return RILL__SGEMM_AVX2;
+    return RILL__SGEMM_BLIS;
+}
+
+static once_flag default_once = ONCE_FLAG_INIT;
+static _Atomic int default_kernel; /* a rill__sgemm_kernel, stored once */
+
+static void choose_default(void) {
+    atomic_store_explicit(&default_kernel, chosen(), memory_order_release);
+}
+
+rill__sgemm_kernel rill__cpu_sgemm_kernel(void) {
+    call_once(&default_once, choose_default);
+    return atomic_load_explicit(&default_kernel, memory_order_acquire);
+}
+
+const char *rill__cpu_sgemm_kernel_name(rill__sgemm_kernel k) {
+    switch (k) {
+    case RILL__SGEMM_AVX512:
+        return "avx512";
+    case RILL__SGEMM_AVX2:
+        return "avx2";
+    default:
+        return "blis";
+    }
+}
+
+/* Whether BLIS's small-matrix path, where it has kernels of its own for
+ * the processor, beats packing for rill's micro-kernel: with a side under
+ * 32, or the product of the sides under 128 x 128 and the whole under 4M
+ * multiply-adds (measured on Intel's Xeon, family 6 model 207, AVX-512:
+ * 64x64x64 takes 10 us there and 14 us packed; 32x256x784 284 us there
+ * and 240 us packed; conv2d's 64x3136x576 5.6 ms there and 3.8 ms packed). */
+static bool small_product(size_t m, size_t n, size_t k) {
+    if (m < 32 || n < 32)
+        return true;
+    return m * n < 128 * 128 && m * n * k <= (size_t)64 * 64 * 1024;
+}
+
+bool rill__cpu_sgemm_with(rill__sgemm_kernel kernel, size_t m, size_t n, size_t k, const float *a,
+                          size_t rsa, size_t csa, const float *b, size_t rsb, size_t csb,
+                          float beta, float *c, size_t ldc) {
+    own_ctx *o = own_get(kernel);
+    if (kernel != RILL__SGEMM_BLIS && o == NULL)
+        return false;
+    cntx_t *ctx = o == NULL || (o->blis_small && small_product(m, n, k)) ? NULL : &o->ctx;
     float one = 1.0f;
     /* BLIS takes its inputs through non-const pointers and does not write
      * them; NULL as the context is BLIS's own. */
     bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, (dim_t)m, (dim_t)n, (dim_t)k, &one,
-                 (float *)a, (inc_t)lda, 1, (float *)b, (inc_t)ldb, 1, &beta, c, (inc_t)ldc, 1,
-                 ctx_get(), NULL);
+                 (float *)a, (inc_t)rsa, (inc_t)csa, (float *)b, (inc_t)rsb, (inc_t)csb, &beta, c,
+                 (inc_t)ldc, 1, ctx, NULL);
+    return true;
+}
+
+void rill__cpu_sgemm(size_t m, size_t n, size_t k, const float *a, size_t lda, const float *b,
+                     size_t ldb, float beta, float *c, size_t ldc) {
+    rill__cpu_sgemm_with(rill__cpu_sgemm_kernel(), m, n, k, a, lda, 1, b, ldb, 1, beta, c, ldc);
 }
 
 void rill__cpu_sgemm_strided(size_t m, size_t n, size_t k, const float *a, size_t rsa, size_t csa,
                              const float *b, size_t rsb, size_t csb, float beta, float *c,
                              size_t ldc) {
-    float one = 1.0f;
-    bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, (dim_t)m, (dim_t)n, (dim_t)k, &one,
-                 (float *)a, (inc_t)rsa, (inc_t)csa, (float *)b, (inc_t)rsb, (inc_t)csb, &beta, c,
-                 (inc_t)ldc, 1, ctx_get(), NULL);
-}
-
-const char *rill__cpu_sgemm_kernel_name(void) {
-    ctx_get();
-    return kernel_name;
+    rill__cpu_sgemm_with(rill__cpu_sgemm_kernel(), m, n, k, a, rsa, csa, b, rsb, csb, beta, c, ldc);
 }
