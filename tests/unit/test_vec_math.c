@@ -5,11 +5,14 @@
  * and the special values that expf gives (infinities, NaN, overflow, the
  * subnormal results and underflow to 0). */
 #include "fixture.h"
+#include "ops_support.h"
 
 #include "backend/cpu/vec_math.h"
 
 #include <float.h>
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* Mantissas tried per exponent and sign: both ends and a spread between. */
 #define STEPS 2048
@@ -187,6 +190,66 @@ static void test_vec_normal_cdf_is_within_9_ulp_in_both_tails(void **state) {
     assert_true(isnan(rill__vec_normal_cdf(NAN)));
 }
 
+/* rill_op_map_f32's vector loops (compiled for the widest vectors the
+ * processor has: tensor_kernels.c's VECTOR_BODY) give the bits of these
+ * functions evaluated one element at a time, for every map built on them,
+ * over a spread of values, the infinities and NaN. */
+static void test_vec_map_op_gives_the_scalar_bits(void **state) {
+    (void)state;
+    enum { N = 20011 };
+    float *x = malloc(N * sizeof *x), *want = malloc(N * sizeof *want);
+    assert_non_null(x);
+    assert_non_null(want);
+    for (size_t i = 0; i < N; i++)
+        x[i] = -24.0f + 48.0f * (float)i / (float)(N - 4);
+    x[N - 3] = INFINITY;
+    x[N - 2] = -INFINITY;
+    x[N - 1] = NAN;
+    float *dev_x = NULL, *dev_y = NULL;
+    RT_OK(rill_malloc(cpu_device(), N * sizeof(float), (void **)&dev_x));
+    RT_OK(rill_malloc(cpu_device(), N * sizeof(float), (void **)&dev_y));
+    RT_OK(rill_memcpy(dev_x, x, N * sizeof(float)));
+    const rill_map_op ops[] = {RILL_MAP_EXP,  RILL_MAP_SIGMOID,   RILL_MAP_SILU,
+                               RILL_MAP_TANH, RILL_MAP_GELU_TANH, RILL_MAP_GELU};
+    for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
+        for (size_t i = 0; i < N; i++) {
+            float v = x[i];
+            switch (ops[o]) {
+            case RILL_MAP_EXP:
+                want[i] = rill__vec_expf(v);
+                break;
+            case RILL_MAP_SIGMOID:
+                want[i] = rill__vec_sigmoidf(v);
+                break;
+            case RILL_MAP_SILU:
+                want[i] = v * rill__vec_sigmoidf(v);
+                break;
+            case RILL_MAP_TANH:
+                want[i] = rill__vec_tanhf(v);
+                break;
+            case RILL_MAP_GELU_TANH:
+                want[i] =
+                    0.5f * v *
+                    (1.0f + rill__vec_tanhf(0.79788456080286535588f * (v + 0.044715f * v * v * v)));
+                break;
+            default:
+                want[i] = v * rill__vec_normal_cdf(v);
+                break;
+            }
+        }
+        RT_OK(rill_op_map_f32(NULL, ops[o], dev_y, dev_x, 0.0f, N));
+        RT_OK(rill_device_synchronize(NULL));
+        for (size_t i = 0; i < N; i++)
+            if (memcmp(&dev_y[i], &want[i], sizeof(float)) != 0)
+                fail_msg("map op %d at x = %.9g: %.9g, one at a time %.9g", (int)ops[o],
+                         (double)x[i], (double)dev_y[i], (double)want[i]);
+    }
+    RT_OK(rill_free(dev_x));
+    RT_OK(rill_free(dev_y));
+    free(x);
+    free(want);
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_vec_expf_is_within_2_ulp_everywhere),
@@ -195,6 +258,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_vec_sigmoidf_is_within_3_ulp),
         cmocka_unit_test(test_vec_normal_cdf_is_within_9_ulp_in_both_tails),
         cmocka_unit_test(test_vec_sum_adds_every_element),
+        cmocka_unit_test(test_vec_map_op_gives_the_scalar_bits),
     };
     if (argc > 1)
         cmocka_set_test_filter(argv[1]);

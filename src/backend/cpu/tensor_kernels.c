@@ -49,17 +49,29 @@ static void slice_of(const rill_block_ctx *ctx, size_t count, size_t *begin, siz
 #define INLINED static inline __attribute__((always_inline))
 
 /* Where the build asks for it (GCC on x86-64: CMakeLists.txt), the bodies
- * that are vector loops are compiled twice, for AVX2 and for the baseline,
- * and each call runs the one the processor takes. The choice is made at
- * run time, not by the loader (an ifunc's resolver runs before relocation
- * is done, which sanitizer runtimes do not survive). The two give the
- * same bits: AVX2 only widens the vectors (no fused multiply-add), and
- * every lane computes what the scalar code does.
+ * that are vector loops are compiled three times, for AVX-512 (512-bit
+ * vectors), AVX2 and the baseline, and each call runs the widest the
+ * processor takes. The choice is made at run time, not by the loader (an
+ * ifunc's resolver runs before relocation is done, which sanitizer
+ * runtimes do not survive). All give the same bits: the wider ones only
+ * widen the vectors (no fused multiply-add), and every lane computes what
+ * the scalar code does (tests/unit/test_vec_math.c checks the maps).
  * VECTOR_BODY(name)(ctx, args) { ... } defines the body and name. */
 #define BODY_ARGS const rill_block_ctx *ctx, const void *args
-#ifdef RILL_CPU_AVX2_CLONES
+#ifdef RILL_CPU_VECTOR_CLONES
+INLINED bool has_avx512(void) {
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+}
+#endif
+#ifdef RILL_CPU_VECTOR_CLONES
+#define AVX512 "avx512f,avx512dq,avx512bw,avx512vl"
 #define VECTOR_BODY(name)                                                                          \
     INLINED void name##_body(BODY_ARGS);                                                           \
+    __attribute__((target(AVX512 ",prefer-vector-width=512"))) static void name##_avx512(          \
+        BODY_ARGS) {                                                                               \
+        name##_body(ctx, args);                                                                    \
+    }                                                                                              \
     __attribute__((target("avx2"))) static void name##_avx2(BODY_ARGS) {                           \
         name##_body(ctx, args);                                                                    \
     }                                                                                              \
@@ -67,7 +79,9 @@ static void slice_of(const rill_block_ctx *ctx, size_t count, size_t *begin, siz
         name##_body(ctx, args);                                                                    \
     }                                                                                              \
     void name(BODY_ARGS) {                                                                         \
-        if (__builtin_cpu_supports("avx2"))                                                        \
+        if (has_avx512())                                                                          \
+            name##_avx512(ctx, args);                                                              \
+        else if (__builtin_cpu_supports("avx2"))                                                   \
             name##_avx2(ctx, args);                                                                \
         else                                                                                       \
             name##_base(ctx, args);                                                                \

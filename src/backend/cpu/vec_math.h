@@ -19,20 +19,24 @@
 #include <stdint.h>
 #include <string.h>
 
-static inline uint32_t rill__vec_bits(float x) {
+/* Inlined always, so that each vector clone of a caller (tensor_kernels.c)
+ * compiles them for its instructions and vectorizes its loop through them. */
+#define RILL_VEC_INLINE static inline __attribute__((always_inline))
+
+RILL_VEC_INLINE uint32_t rill__vec_bits(float x) {
     uint32_t u;
     memcpy(&u, &x, sizeof u);
     return u;
 }
 
-static inline float rill__vec_float(uint32_t u) {
+RILL_VEC_INLINE float rill__vec_float(uint32_t u) {
     float x;
     memcpy(&x, &u, sizeof x);
     return x;
 }
 
 /* 2^e for e in [-126, 127], from its exponent bits. */
-static inline float rill__vec_pow2(int32_t e) {
+RILL_VEC_INLINE float rill__vec_pow2(int32_t e) {
     return rill__vec_float((uint32_t)(e + 127) << 23);
 }
 
@@ -43,7 +47,7 @@ static inline float rill__vec_pow2(int32_t e) {
  * once, also where the result is subnormal or overflows. x is first
  * clamped to [-104, 89], where e^x already rounds to 0 and to +inf; a NaN
  * passes the clamp and every step after it. */
-static inline float rill__vec_expf(float x) {
+RILL_VEC_INLINE float rill__vec_expf(float x) {
     const float magic = 0x1.8p23f; /* adding it rounds |v| < 2^22 to an integer */
     float c = x < -104.0f ? -104.0f : x;
     c = c > 89.0f ? 89.0f : c;
@@ -68,7 +72,7 @@ static inline float rill__vec_expf(float x) {
 /* tanh x: for |x| < 0.625 x + x^3 P(x^2) (Cephes's tanhf), where the
  * other form would cancel; else 1 - 2 / (e^(2|x|) + 1), 1 once e^(2|x|)
  * overflows; either with x's sign (so tanh -0 is -0). */
-static inline float rill__vec_tanhf(float x) {
+RILL_VEC_INLINE float rill__vec_tanhf(float x) {
     float z = x * x;
     float p = -5.70498872745e-3f;
     p = p * z + 2.06390887954e-2f;
@@ -84,7 +88,7 @@ static inline float rill__vec_tanhf(float x) {
 }
 
 /* 1 / (1 + e^-x), as rill__op_sigmoid with rill__vec_expf. */
-static inline float rill__vec_sigmoidf(float x) {
+RILL_VEC_INLINE float rill__vec_sigmoidf(float x) {
     return 1.0f / (1.0f + rill__vec_expf(-x));
 }
 
@@ -97,7 +101,7 @@ static inline float rill__vec_sigmoidf(float x) {
  * exponent would cost x^2 times its relative error (1e-5 at x = -12.5).
  * |x| is clamped to 22.5, past which Phi rounds to 0 or 1. GELU is
  * x Phi(x); a NaN passes every step. */
-static inline float rill__vec_normal_cdf(float x) {
+RILL_VEC_INLINE float rill__vec_normal_cdf(float x) {
     float ax = rill__vec_float(rill__vec_bits(x) & 0x7fffffffu);
     ax = ax > 22.5f ? 22.5f : ax;
     float t = 1.0f / (1.0f + 0.5f * (ax * 0.70710678118654752440f));
@@ -125,7 +129,7 @@ static inline float rill__vec_normal_cdf(float x) {
  * order, so the result depends only on the data. The error is about
  * n * 2^-53 of the sum of |a[i]|, far below float's resolution for any n
  * that fits in memory. */
-static inline double rill__vec_sum(const float *a, size_t n) {
+RILL_VEC_INLINE double rill__vec_sum(const float *a, size_t n) {
     double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0, s4 = 0.0, s5 = 0.0, s6 = 0.0, s7 = 0.0;
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
