@@ -34,6 +34,12 @@ static void fill(float *x, size_t count, uint64_t seed) {
     }
 }
 
+static float *floats(size_t count) {
+    float *x = malloc(count * sizeof *x);
+    assert_non_null(x);
+    return x;
+}
+
 static bool cpu_has(rill__sgemm_kernel kernel) {
 #if defined(__x86_64__)
     __builtin_cpu_init();
@@ -52,12 +58,7 @@ static bool cpu_has(rill__sgemm_kernel kernel) {
  * the kernel's instructions. */
 static bool check_product(rill__sgemm_kernel kernel, shape sh, bool at, bool bt, float beta) {
     size_t m = sh.m, n = sh.n, k = sh.k, ldc = n + 3;
-    float *a = malloc(m * k * sizeof *a), *b = malloc(k * n * sizeof *b);
-    float *c0 = malloc(m * ldc * sizeof *c0), *c = malloc(m * ldc * sizeof *c);
-    assert_non_null(a);
-    assert_non_null(b);
-    assert_non_null(c0);
-    assert_non_null(c);
+    float *a = floats(m * k), *b = floats(k * n), *c0 = floats(m * ldc), *c = floats(m * ldc);
     fill(a, m * k, 1 + m);
     fill(b, k * n, 2 + n);
     fill(c0, m * ldc, 3 + k);
@@ -128,12 +129,7 @@ static void test_sgemm_avx2_kernel_products(void **state) {
 static void test_sgemm_repeats_bit_for_bit(void **state) {
     (void)state;
     size_t m = 250, n = 230, k = 260;
-    float *a = malloc(m * k * sizeof *a), *b = malloc(k * n * sizeof *b);
-    float *c1 = malloc(m * n * sizeof *c1), *c2 = malloc(m * n * sizeof *c2);
-    assert_non_null(a);
-    assert_non_null(b);
-    assert_non_null(c1);
-    assert_non_null(c2);
+    float *a = floats(m * k), *b = floats(k * n), *c1 = floats(m * n), *c2 = floats(m * n);
     fill(a, m * k, 7);
     fill(b, k * n, 8);
     for (int kernel = 0; kernel < RILL__SGEMM_KERNELS; kernel++) {

@@ -158,31 +158,33 @@ static bool cpu_has(rill__sgemm_kernel k) {
     return false;
 }
 
-/* The block sizes are those of BLIS's skx and haswell configurations for
- * the kernels of the same shapes. The context has no small-matrix path
- * (BLIS's, which packs nothing, runs its own kernels): rill__cpu_sgemm_with
- * sends the small products to BLIS's context instead. */
+#if HAVE_X86_KERNELS
+/* Each kernel's tile and BLIS's block sizes for it: those of BLIS's skx
+ * and haswell configurations for kernels of the same shapes. */
+static const struct {
+    sgemm_ukr_ft ukr;
+    dim_t mr, nr, mc, kc, nc;
+} shapes[RILL__SGEMM_KERNELS] = {
+    [RILL__SGEMM_AVX512] = {ukr_avx512, MR512, NR512, 480, 384, 3072},
+    [RILL__SGEMM_AVX2] = {ukr_avx2, MR256, NR256, 144, 256, 4080},
+};
+#endif
+
+/* The context has no small-matrix path (BLIS's, which packs nothing, runs
+ * its own kernels): rill__cpu_sgemm_with sends the small products to
+ * BLIS's context instead. */
 static void build_own(rill__sgemm_kernel k) {
     int ok = 2;
 #if HAVE_X86_KERNELS
     if (cpu_has(k)) {
         cntx_t *ctx = &own[k].ctx;
         *ctx = *bli_gks_query_nat_cntx();
-        if (k == RILL__SGEMM_AVX512) {
-            set_blksz(ctx, BLIS_MR, MR512);
-            set_blksz(ctx, BLIS_NR, NR512);
-            set_blksz(ctx, BLIS_MC, 480);
-            set_blksz(ctx, BLIS_KC, 384);
-            set_blksz(ctx, BLIS_NC, 3072);
-            set_ukr(ctx, ukr_avx512);
-        } else {
-            set_blksz(ctx, BLIS_MR, MR256);
-            set_blksz(ctx, BLIS_NR, NR256);
-            set_blksz(ctx, BLIS_MC, 144);
-            set_blksz(ctx, BLIS_KC, 256);
-            set_blksz(ctx, BLIS_NC, 4080);
-            set_ukr(ctx, ukr_avx2);
-        }
+        set_blksz(ctx, BLIS_MR, shapes[k].mr);
+        set_blksz(ctx, BLIS_NR, shapes[k].nr);
+        set_blksz(ctx, BLIS_MC, shapes[k].mc);
+        set_blksz(ctx, BLIS_KC, shapes[k].kc);
+        set_blksz(ctx, BLIS_NC, shapes[k].nc);
+        set_ukr(ctx, shapes[k].ukr);
         bli_mbool_set_dt(false, BLIS_FLOAT, &ctx->l3_nat_ukrs_prefs[BLIS_GEMM_UKR]);
         for (int t = 0; t < BLIS_NUM_THRESH; t++)
             bli_blksz_set_def(0, BLIS_FLOAT, &ctx->l3_sup_thresh[t]);
