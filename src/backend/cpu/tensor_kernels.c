@@ -63,8 +63,6 @@ INLINED bool has_avx512(void) {
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
            __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
 }
-#endif
-#ifdef RILL_CPU_VECTOR_CLONES
 #define AVX512 "avx512f,avx512dq,avx512bw,avx512vl"
 #define VECTOR_BODY(name)                                                                          \
     INLINED void name##_body(BODY_ARGS);                                                           \
