@@ -76,29 +76,48 @@ void rill__cpu_op_avg_pool2d_backward_f32(const rill_block_ctx *ctx, const void 
     }
 }
 
-/* The max of output (y, x) over its dilated window inside the image, and
- * where it came from: the first largest, the last NaN (PyTorch's choice). */
-static float max_of(const rill__op_pool2d_ex_args *p, const float *img, size_t y, size_t x,
-                    size_t *at) {
-    float best = -INFINITY;
-    bool found = false;
-    for (size_t i = 0; i < p->r; i++) {
-        size_t iy = y * p->stride_h + i * p->dil_h; /* + pad_h: unsigned */
-        if (iy < p->pad_h || iy - p->pad_h >= p->h)
-            continue;
-        for (size_t j = 0; j < p->s; j++) {
-            size_t ix = x * p->stride_w + j * p->dil_w;
-            if (ix < p->pad_w || ix - p->pad_w >= p->w)
-                continue;
-            size_t pos = (iy - p->pad_h) * p->w + ix - p->pad_w;
+/* The taps [*lo, *hi) of n, dil apart from `start` (in padded
+ * coordinates), that fall inside the image's [pad, pad + len). */
+static void taps_inside(size_t start, size_t dil, size_t n, size_t pad, size_t len, size_t *lo,
+                        size_t *hi) {
+    size_t end = pad + len, a = 0, b = 0;
+    if (dil == 1) {
+        a = start < pad ? pad - start : 0;
+        b = start < end ? end - start : 0;
+    } else {
+        a = start < pad ? (pad - start + dil - 1) / dil : 0;
+        b = start < end ? (end - start + dil - 1) / dil : 0;
+    }
+    *lo = a < n ? a : n;
+    *hi = b < n ? (b > *lo ? b : *lo) : n;
+}
+
+/* The max of output (y, x) over its dilated window's taps inside the
+ * image, rows [i0, i1), and where it came from: the first largest, the
+ * last NaN (PyTorch's choice); -inf at 0 when no tap is inside. */
+static float max_of(const rill__op_pool2d_ex_args *p, const float *img, size_t y, size_t i0,
+                    size_t i1, size_t x, size_t *at) {
+    size_t j0, j1;
+    taps_inside(x * p->stride_w, p->dil_w, p->s, p->pad_w, p->w, &j0, &j1);
+    if (i0 == i1 || j0 == j1) {
+        *at = 0;
+        return -INFINITY;
+    }
+    size_t row0 = y * p->stride_h - p->pad_h, col0 = x * p->stride_w - p->pad_w;
+    size_t best_at = (row0 + i0 * p->dil_h) * p->w + col0 + j0 * p->dil_w;
+    float best = img[best_at];
+    for (size_t i = i0; i < i1; i++) {
+        size_t line = (row0 + i * p->dil_h) * p->w + col0; /* unsigned wrap cancels */
+        for (size_t j = j0; j < j1; j++) {
+            size_t pos = line + j * p->dil_w;
             float v = img[pos];
-            if (!found || v > best || isnan(v)) {
+            if (v > best || v != v) {
                 best = v;
-                *at = pos;
-                found = true;
+                best_at = pos;
             }
         }
     }
+    *at = best_at;
     return best;
 }
 
@@ -110,10 +129,12 @@ void rill__cpu_op_pool2d_ex_f32(const rill_block_ctx *ctx, const void *args) {
         size_t plane = row / p->oh, y = row % p->oh;
         const float *img = p->in + plane * p->h * p->w;
         float *out = p->out + row * p->ow;
+        size_t i0, i1;
+        taps_inside(y * p->stride_h, p->dil_h, p->r, p->pad_h, p->h, &i0, &i1);
         for (size_t x = 0; x < p->ow; x++) {
             if (p->op == RILL_POOL_MAX) {
                 size_t at = 0;
-                out[x] = max_of(p, img, y, x, &at);
+                out[x] = max_of(p, img, y, i0, i1, x, &at);
                 if (p->indices != NULL)
                     p->indices[row * p->ow + x] = (int64_t)at;
                 continue;
