@@ -5,6 +5,7 @@
 // figures).
 #include <torch/csrc/Event.h>
 #include <torch/csrc/Generator.h>
+#include <torch/csrc/autograd/autograd.h>
 #include <torch/extension.h>
 
 #include "capture.h"
@@ -62,6 +63,21 @@ py::dict host_memory_stats() {
     return out;
 }
 
+// One backward through the autograd engine's thread for device `index`,
+// with the GIL released: once it returns, that thread has let go of every
+// earlier backward (it takes one task at a time). Its tensors are made here,
+// with no Python objects, and it runs without the Python context that
+// torch.autograd.backward keeps in the thread-local state, so the thread may
+// let go of this one whenever it likes, even while the interpreter
+// finalizes.
+void settle_autograd_thread(c10::DeviceIndex index) {
+    py::gil_scoped_release no_gil;
+    at::Tensor x = at::zeros({}, at::TensorOptions().device(kDeviceType, index)).requires_grad_();
+    at::Tensor y = x * 2;
+    torch::autograd::grad({y}, {x}, {at::ones_like(y)}, /*retain_graph=*/false,
+                          /*create_graph=*/false, /*allow_unused=*/true);
+}
+
 } // namespace
 } // namespace torch_rill
 
@@ -106,6 +122,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         return stream_tuple(wrap(reinterpret_cast<rill_stream *>(handle)));
     });
     define_stream_context(m);
+    m.def("_settle_autograd_thread",
+          [](int index) { settle_autograd_thread(static_cast<c10::DeviceIndex>(index)); });
     m.def("_synchronize", [](int index) {
         rill_device *dev = device(static_cast<c10::DeviceIndex>(index));
         py::gil_scoped_release nogil;

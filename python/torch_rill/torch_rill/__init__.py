@@ -4,6 +4,7 @@
 backend autoload) loads rill's runtime through rill's Python package, so that
 both packages share one runtime, then registers the device with PyTorch."""
 
+import atexit
 import importlib.machinery
 import importlib.util
 import os
@@ -51,6 +52,48 @@ from . import device_module as _device_module  # noqa: E402
 
 torch._register_device_module("rill", _device_module)
 torch.utils.generate_methods_for_privateuse1_backend(for_storage=True)
+
+
+def _autograd_threads():
+    """The indices of the autograd engine's device threads that have started
+    (named pt_autograd_<index>), from /proc; None where it cannot tell."""
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return None
+    found = set()
+    for task in tasks:
+        try:
+            with open(f"/proc/self/task/{task}/comm", encoding="ascii") as f:
+                name = f.read().strip()
+        except OSError:
+            continue
+        if name.startswith("pt_autograd_") and name[len("pt_autograd_"):].isdigit():
+            found.add(int(name[len("pt_autograd_"):]))
+    return found
+
+
+def _settle_autograd_threads():
+    """PyTorch's autograd engine runs a device's backward nodes on a thread of
+    its own, which lets go of a finished backward a moment after the caller
+    resumes. When the program ends in that moment, the thread lets go while the
+    interpreter finalizes, and a Python object that the backward holds (the
+    context torch.autograd.backward keeps in the thread-local state, a
+    tensor's) then aborts the process ("terminate called without an active
+    exception"). So at exit, while the interpreter is whole, one more backward
+    through each started thread of a rill device (_C._settle_autograd_thread),
+    which holds no Python object itself."""
+    started = _autograd_threads()
+    for index in range(_device_module.device_count()):
+        if started is not None and index not in started:
+            continue
+        try:
+            _C._settle_autograd_thread(index)
+        except RuntimeError:  # a failed device: its error was the program's to see
+            pass
+
+
+atexit.register(_settle_autograd_threads)
 
 if hasattr(_C, "_dist_create") and torch.distributed.is_available():
     from . import distributed  # noqa: E402,F401  registers torch.distributed's backend "rill"
