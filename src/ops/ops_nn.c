@@ -140,7 +140,7 @@ static rill_status check_size(const char *fn, bool fits, const char *name, const
     return RILL_OK;
 }
 
-/* Tiles: row panels of at least 16 rows (OpenBLAS's register blocking)
+/* Tiles: row panels of at least 32 rows (the CPU's AVX-512 sgemm tile)
  * while m allows, then column panels of at least 64 columns to reach the
  * block count when m is small. */
 static void matmul_tiles(size_t m, size_t k, size_t n, size_t units, size_t *row_panels,
@@ -148,7 +148,7 @@ static void matmul_tiles(size_t m, size_t k, size_t n, size_t units, size_t *row
     size_t macs = m * k;
     macs = n != 0 && macs > SIZE_MAX / n ? SIZE_MAX : macs * n;
     size_t blocks = rill__op_blocks_for(macs, MACS_PER_BLOCK_MIN, units);
-    size_t rp = m / 16 > 0 ? m / 16 : 1;
+    size_t rp = m / 32 > 0 ? m / 32 : 1;
     *row_panels = rp < blocks ? rp : blocks;
     size_t cp = n / 64 > 0 ? n / 64 : 1;
     size_t want = blocks / *row_panels;

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* The CPU ops' sgemm (src/backend/cpu/sgemm.h) with each micro-kernel the
- * processor has instructions for: products small enough for BLIS's
- * small-matrix path and large enough to pack, edges that fill no whole
- * tile, transposed operands, leading dimensions past the row, beta 0 over
- * NaN and beta 1, against a double-precision product; the bits of a
- * product repeated; and which kernel the products run by default. */
+ * processor has instructions for, and the AVX-512F loops that read b in
+ * place: products small enough for BLIS's small-matrix path and large
+ * enough to pack, edges that fill no whole tile, transposed operands,
+ * leading dimensions past the row, beta 0 over NaN and beta 1, against a
+ * double-precision product; the bits of a product repeated; and which
+ * kernel the products run by default. */
 #include "fixture.h"
 
 #include "backend/cpu/sgemm.h"
@@ -21,6 +22,7 @@ typedef struct shape {
 static const shape shapes[] = {
     {1, 1, 1},     {7, 5, 3},       {8, 128, 64},    {33, 13, 7},    {64, 64, 64},
     {130, 131, 5}, {130, 131, 129}, {250, 230, 260}, {300, 47, 520}, {45, 700, 90},
+    {12, 33, 400}, {13, 7, 17},     {32, 70, 785},   {5, 100, 1000}, {32, 256, 784},
 };
 
 /* Deterministic values in [-1, 1). */
@@ -51,12 +53,14 @@ static bool cpu_has(rill__sgemm_kernel kernel) {
     return kernel == RILL__SGEMM_BLIS;
 }
 
-/* c = a b + beta c0 with `kernel`, a [m, k] (transposed in memory when
- * at), b [k, n] (likewise), c row-major with ldc = n + 3, checked against
- * the product in double: each element within (k + 2) float epsilons of
- * the sum of its terms' magnitudes. Returns false when the processor lacks
- * the kernel's instructions. */
-static bool check_product(rill__sgemm_kernel kernel, shape sh, bool at, bool bt, float beta) {
+/* c = a b + beta c0 with `kernel` (through rill__cpu_sgemm_direct when
+ * direct), a [m, k] (transposed in memory when at), b [k, n] (likewise), c
+ * row-major with ldc = n + 3, checked against the product in double: each
+ * element within (k + 2) float epsilons of the sum of its terms'
+ * magnitudes. Returns false when the call refuses: the processor lacks the
+ * kernel's instructions, or the direct loops the layout. */
+static bool check_product(rill__sgemm_kernel kernel, bool direct, shape sh, bool at, bool bt,
+                          float beta) {
     size_t m = sh.m, n = sh.n, k = sh.k, ldc = n + 3;
     float *a = floats(m * k), *b = floats(k * n), *c0 = floats(m * ldc), *c = floats(m * ldc);
     fill(a, m * k, 1 + m);
@@ -65,7 +69,8 @@ static bool check_product(rill__sgemm_kernel kernel, shape sh, bool at, bool bt,
     for (size_t i = 0; i < m * ldc; i++)
         c[i] = beta == 0.0f ? NAN : c0[i]; /* beta 0 never reads c */
     size_t rsa = at ? 1 : k, csa = at ? m : 1, rsb = bt ? 1 : n, csb = bt ? k : 1;
-    if (!rill__cpu_sgemm_with(kernel, m, n, k, a, rsa, csa, b, rsb, csb, beta, c, ldc)) {
+    if (!(direct ? rill__cpu_sgemm_direct(m, n, k, a, rsa, csa, b, rsb, csb, beta, c, ldc)
+                 : rill__cpu_sgemm_with(kernel, m, n, k, a, rsa, csa, b, rsb, csb, beta, c, ldc))) {
         free(a);
         free(b);
         free(c0);
@@ -84,8 +89,8 @@ static bool check_product(rill__sgemm_kernel kernel, shape sh, bool at, bool bt,
             double got = c[i * ldc + j];
             if (!(fabs(got - want) <= (double)(k + 2) * FLT_EPSILON * mag))
                 fail_msg("%s: %zux%zux%zu (a%s, b%s, beta %g): c[%zu][%zu] is %.9g, want %.9g",
-                         rill__cpu_sgemm_kernel_name(kernel), m, n, k, at ? "^T" : "",
-                         bt ? "^T" : "", (double)beta, i, j, got, want);
+                         direct ? "direct" : rill__cpu_sgemm_kernel_name(kernel), m, n, k,
+                         at ? "^T" : "", bt ? "^T" : "", (double)beta, i, j, got, want);
         }
     for (size_t i = 0; i < m; i++) /* the padding past each row is untouched */
         for (size_t j = n; j < ldc; j++)
@@ -99,13 +104,35 @@ static bool check_product(rill__sgemm_kernel kernel, shape sh, bool at, bool bt,
 
 static void every_shape(rill__sgemm_kernel kernel) {
     if (!cpu_has(kernel)) {
-        assert_false(check_product(kernel, shapes[1], false, false, 0.0f));
+        assert_false(check_product(kernel, false, shapes[1], false, false, 0.0f));
         skip();
     }
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         for (int t = 0; t < 4; t++) {
-            assert_true(check_product(kernel, shapes[s], t & 1, t & 2, 0.0f));
-            assert_true(check_product(kernel, shapes[s], t & 2, t & 1, 1.0f));
+            assert_true(check_product(kernel, false, shapes[s], t & 1, t & 2, 0.0f));
+            assert_true(check_product(kernel, false, shapes[s], t & 2, t & 1, 1.0f));
+        }
+}
+
+/* The AVX-512F loops that read b in place take b with contiguous rows, or
+ * a with contiguous rows and b with contiguous columns; they refuse other
+ * layouts (two transposed operands), and every layout without AVX-512F. */
+static void test_sgemm_direct_products(void **state) {
+    (void)state;
+    if (!cpu_has(RILL__SGEMM_AVX512)) {
+        assert_false(check_product(RILL__SGEMM_AVX512, true, shapes[1], false, false, 0.0f));
+        skip();
+    }
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int t = 0; t < 4; t++) {
+            bool at = t & 1, bt = t & 2;
+            shape sh = shapes[s]; /* a side of 1 makes both layouts contiguous */
+            size_t csa = at ? sh.m : 1, rsb = bt ? 1 : sh.n, csb = bt ? sh.k : 1;
+            bool takes = csb == 1 || (csa == 1 && rsb == 1);
+            assert_int_equal(check_product(RILL__SGEMM_AVX512, true, shapes[s], at, bt, 0.0f),
+                             takes);
+            assert_int_equal(check_product(RILL__SGEMM_AVX512, true, shapes[s], at, bt, 1.0f),
+                             takes);
         }
 }
 
@@ -168,6 +195,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_sgemm_blis_kernel_products),
         cmocka_unit_test(test_sgemm_avx512_kernel_products),
         cmocka_unit_test(test_sgemm_avx2_kernel_products),
+        cmocka_unit_test(test_sgemm_direct_products),
         cmocka_unit_test(test_sgemm_repeats_bit_for_bit),
         cmocka_unit_test(test_sgemm_default_kernel_is_the_widest),
     };

@@ -2,9 +2,10 @@
 /* The CPU ops' sgemm. Layer: CPU backend, beside the op bodies. Where the
  * installed BLIS runs kernels narrower than the processor's (its generic
  * reference C ones, or AVX2 ones on a processor with AVX-512F), products
- * run in a BLIS context of rill's own with the micro-kernels below
- * (docs/cpu.md, "The built-in ops"). Each micro-kernel adds k steps in
- * order, so a product's bits depend only on its inputs. */
+ * run in a BLIS context of rill's own with the micro-kernels below, and
+ * with AVX-512F those of at most 32 rows in loops of rill's that pack
+ * nothing of b (docs/cpu.md, "The built-in ops"). Each adds k steps in a
+ * fixed order, so a product's bits depend only on its inputs. */
 #include "backend/cpu/sgemm.h"
 
 #include <assert.h>
@@ -111,6 +112,167 @@ ukr_avx2(dim_t m, dim_t n, dim_t k, float *restrict alpha, float *restrict a, fl
         _mm256_storeu_ps(t + j * MR256 + 8, hi[j]);
     }
     tile_store(m, n, t, MR256, *alpha, *beta, c, rs_c, cs_c);
+}
+
+/* ---- AVX-512F products that pack nothing of b ---- */
+
+/* A small product costs BLIS most in packing: a 32x256x784 product packs
+ * b's 200,000 floats to use each 32 times. These two read b in place.
+ *
+ * Rows: c's tile of up to 12 rows by 32 columns, b's rows read as vectors,
+ * a's tile packed (a column of 12 floats per k step, ROWS_KC steps at a
+ * time, on the stack) and broadcast. Any a; b with contiguous rows.
+ *
+ * Dots: c's tile of 4 rows by 6 columns as 24 dot products of a's rows
+ * with b's columns, 16 k steps a vector, summed across the vector at the
+ * end. a with contiguous rows, b with contiguous columns (a transposed
+ * b, such as a linear layer's weight). */
+
+#define ROWS_MR 12
+#define ROWS_NR 32
+#define ROWS_KC 384
+#define DOTS_MR 4
+#define DOTS_NR 6
+
+/* The first `count` of 16 lanes. */
+static inline __mmask16 lanes(size_t count) {
+    return count >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << count) - 1);
+}
+
+/* c = t + beta c for one row of up to 32 columns (masks m0, m1). */
+__attribute__((target("avx512f"), always_inline)) static inline void
+row_store(float *c, __m512 t0, __m512 t1, __mmask16 m0, __mmask16 m1, float beta) {
+    if (beta != 0.0f) {
+        __m512 vb = _mm512_set1_ps(beta);
+        t0 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, c), t0);
+        t1 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, c + 16), t1);
+    }
+    _mm512_mask_storeu_ps(c, m0, t0);
+    _mm512_mask_storeu_ps(c + 16, m1, t1);
+}
+
+/* One rows tile: `rows` (a constant where inlined) rows of the packed a
+ * (ROWS_MR floats a step) by the columns of masks m0, m1, over kc steps. */
+__attribute__((target("avx512f"), always_inline)) static inline void
+rows_tile(const int rows, size_t kc, const float *ap, const float *b, size_t ldb, __mmask16 m0,
+          __mmask16 m1, float beta, float *c, size_t ldc) {
+    __m512 lo[ROWS_MR], hi[ROWS_MR];
+#pragma GCC unroll 12
+    for (int i = 0; i < rows; i++)
+        lo[i] = hi[i] = _mm512_setzero_ps();
+    for (size_t p = 0; p < kc; p++, ap += ROWS_MR, b += ldb) {
+        __m512 b0 = _mm512_maskz_loadu_ps(m0, b), b1 = _mm512_maskz_loadu_ps(m1, b + 16);
+#pragma GCC unroll 12
+        for (int i = 0; i < rows; i++) {
+            __m512 ai = _mm512_set1_ps(ap[i]);
+            lo[i] = _mm512_fmadd_ps(ai, b0, lo[i]);
+            hi[i] = _mm512_fmadd_ps(ai, b1, hi[i]);
+        }
+    }
+#pragma GCC unroll 12
+    for (int i = 0; i < rows; i++)
+        row_store(c + (size_t)i * ldc, lo[i], hi[i], m0, m1, beta);
+}
+
+/* The rows tiles of one row panel (`rows` rows) across all n columns. */
+__attribute__((target("avx512f"), always_inline)) static inline void
+rows_panel(const int rows, size_t n, size_t kc, const float *ap, const float *b, size_t ldb,
+           float beta, float *c, size_t ldc) {
+    for (size_t j = 0; j < n; j += ROWS_NR) {
+        size_t w = n - j < ROWS_NR ? n - j : ROWS_NR;
+        rows_tile(rows, kc, ap, b + j, ldb, lanes(w), lanes(w > 16 ? w - 16 : 0), beta, c + j, ldc);
+    }
+}
+
+__attribute__((target("avx512f"))) static void direct_rows(size_t m, size_t n, size_t k,
+                                                           const float *a, size_t rsa, size_t csa,
+                                                           const float *b, size_t ldb, float beta,
+                                                           float *c, size_t ldc) {
+    float packed[ROWS_KC * ROWS_MR];
+    for (size_t p0 = 0; p0 < k; p0 += ROWS_KC) {
+        size_t kc = k - p0 < ROWS_KC ? k - p0 : ROWS_KC;
+        float bp = p0 == 0 ? beta : 1.0f;
+        for (size_t i0 = 0; i0 < m; i0 += ROWS_MR) {
+            int rows = m - i0 < ROWS_MR ? (int)(m - i0) : ROWS_MR;
+            const float *ai = a + i0 * rsa + p0 * csa;
+            for (size_t p = 0; p < kc; p++)
+#pragma GCC unroll 12
+                for (int i = 0; i < rows; i++)
+                    packed[p * ROWS_MR + i] = ai[(size_t)i * rsa + p * csa];
+            const float *bk = b + p0 * ldb;
+            float *ci = c + i0 * ldc;
+            /* Each row count its own unrolled copy. */
+            switch (rows) {
+#define ROWS_CASE(r)                                                                               \
+    case r:                                                                                        \
+        rows_panel(r, n, kc, packed, bk, ldb, bp, ci, ldc);                                        \
+        break;
+                ROWS_CASE(12)
+                ROWS_CASE(11)
+                ROWS_CASE(10) ROWS_CASE(9) ROWS_CASE(8) ROWS_CASE(7) ROWS_CASE(6) ROWS_CASE(5)
+                    ROWS_CASE(4) ROWS_CASE(3) ROWS_CASE(2) ROWS_CASE(1)
+#undef ROWS_CASE
+            }
+        }
+    }
+}
+
+/* c = acc + beta c for one element. */
+static inline void dot_store(float *c, float acc, float beta) {
+    *c = beta == 0.0f ? acc : acc + beta * *c;
+}
+
+/* c[i, j] = a's row i . b's column j + beta c[i, j] for i < m, j < n; a's
+ * rows at a + i*lda, b's columns at b + j*ldb, both contiguous. Tiles past
+ * the edge compute with a's row 0 and b's column 0 in the missing places
+ * and store only what is inside. */
+__attribute__((target("avx512f"))) static void direct_dots(size_t m, size_t n, size_t k,
+                                                           const float *a, size_t lda,
+                                                           const float *b, size_t ldb, float beta,
+                                                           float *c, size_t ldc) {
+    size_t body = k / 16 * 16;
+    __mmask16 tail = lanes(k - body);
+    for (size_t j0 = 0; j0 < n; j0 += DOTS_NR) {
+        const float *bj[DOTS_NR];
+#pragma GCC unroll 6
+        for (int j = 0; j < DOTS_NR; j++)
+            bj[j] = b + (j0 + j < n ? j0 + j : j0) * ldb;
+        for (size_t i0 = 0; i0 < m; i0 += DOTS_MR) {
+            const float *ai[DOTS_MR];
+#pragma GCC unroll 4
+            for (int i = 0; i < DOTS_MR; i++)
+                ai[i] = a + (i0 + i < m ? i0 + i : i0) * lda;
+            __m512 acc[DOTS_MR][DOTS_NR];
+#pragma GCC unroll 4
+            for (int i = 0; i < DOTS_MR; i++)
+#pragma GCC unroll 6
+                for (int j = 0; j < DOTS_NR; j++)
+                    acc[i][j] = _mm512_setzero_ps();
+            for (size_t p = 0; p <= body; p += 16) {
+                __mmask16 mk = p < body ? (__mmask16)0xFFFF : tail;
+                if (mk == 0)
+                    break;
+                __m512 va[DOTS_MR];
+#pragma GCC unroll 4
+                for (int i = 0; i < DOTS_MR; i++)
+                    va[i] = _mm512_maskz_loadu_ps(mk, ai[i] + p);
+#pragma GCC unroll 6
+                for (int j = 0; j < DOTS_NR; j++) {
+                    __m512 vb = _mm512_maskz_loadu_ps(mk, bj[j] + p);
+#pragma GCC unroll 4
+                    for (int i = 0; i < DOTS_MR; i++)
+                        acc[i][j] = _mm512_fmadd_ps(va[i], vb, acc[i][j]);
+                }
+            }
+#pragma GCC unroll 4
+            for (int i = 0; i < DOTS_MR; i++)
+#pragma GCC unroll 6
+                for (int j = 0; j < DOTS_NR; j++)
+                    if (i0 + i < m && j0 + j < n)
+                        dot_store(c + (i0 + i) * ldc + j0 + j, _mm512_reduce_add_ps(acc[i][j]),
+                                  beta);
+        }
+    }
 }
 
 #endif
@@ -265,12 +427,48 @@ static bool small_product(size_t m, size_t n, size_t k) {
     return m * n < 128 * 128 && m * n * k <= (size_t)64 * 64 * 1024;
 }
 
+/* Whether the loops that read b in place beat packing it: with at most
+ * 32 rows, and for dot products at least 128 k steps, whose sums across
+ * the vector cost most below that (measured on Intel's Xeon, family 6
+ * model 207, one thread: 32x256x784 with a transposed b in 130 us against
+ * 227 us packed, 32x1024x256 with b in place in 129 us against 202 us;
+ * with 64 rows or more, or dot products of 64 steps, packing was as fast
+ * or faster). */
+static bool direct_pays(size_t m, size_t k, size_t csa, size_t csb) {
+    if (m > 32)
+        return false;
+    return csb == 1 || (csa == 1 && k >= 128);
+}
+
+bool rill__cpu_sgemm_direct(size_t m, size_t n, size_t k, const float *a, size_t rsa, size_t csa,
+                            const float *b, size_t rsb, size_t csb, float beta, float *c,
+                            size_t ldc) {
+#if HAVE_X86_KERNELS
+    if (!cpu_has(RILL__SGEMM_AVX512))
+        return false;
+    if (csb == 1) {
+        direct_rows(m, n, k, a, rsa, csa, b, rsb, beta, c, ldc);
+        return true;
+    }
+    if (csa == 1 && rsb == 1) {
+        direct_dots(m, n, k, a, rsa, b, csb, beta, c, ldc);
+        return true;
+    }
+#endif
+    (void)m, (void)n, (void)k, (void)a, (void)rsa, (void)csa, (void)b, (void)rsb, (void)csb;
+    (void)beta, (void)c, (void)ldc;
+    return false;
+}
+
 bool rill__cpu_sgemm_with(rill__sgemm_kernel kernel, size_t m, size_t n, size_t k, const float *a,
                           size_t rsa, size_t csa, const float *b, size_t rsb, size_t csb,
                           float beta, float *c, size_t ldc) {
     own_ctx *o = own_get(kernel);
     if (kernel != RILL__SGEMM_BLIS && o == NULL)
         return false;
+    if (kernel == RILL__SGEMM_AVX512 && direct_pays(m, k, csa, csb) &&
+        rill__cpu_sgemm_direct(m, n, k, a, rsa, csa, b, rsb, csb, beta, c, ldc))
+        return true;
     cntx_t *ctx = o == NULL || (o->blis_small && small_product(m, n, k)) ? NULL : &o->ctx;
     float one = 1.0f;
     /* BLIS takes its inputs through non-const pointers and does not write

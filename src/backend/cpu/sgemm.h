@@ -47,4 +47,12 @@ bool rill__cpu_sgemm_with(rill__sgemm_kernel kernel, size_t m, size_t n, size_t 
                           size_t rsa, size_t csa, const float *b, size_t rsb, size_t csb,
                           float beta, float *c, size_t ldc);
 
+/* rill__cpu_sgemm_strided with rill's AVX-512F loops that read b in place
+ * (sgemm.c): where b's rows are contiguous (csb 1), or a's rows and b's
+ * columns are (csa 1, rsb 1). False, writing nothing, for other layouts or
+ * where the processor lacks AVX-512F. */
+bool rill__cpu_sgemm_direct(size_t m, size_t n, size_t k, const float *a, size_t rsa, size_t csa,
+                            const float *b, size_t rsb, size_t csb, float beta, float *c,
+                            size_t ldc);
+
 #endif
