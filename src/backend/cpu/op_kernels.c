@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "backend/cpu/conv_backward_kernels.h"
+#include "backend/cpu/conv_direct.h"
 #include "backend/cpu/cpu.h"
 #include "backend/cpu/half.h"
 #include "backend/cpu/pool_kernels.h"
@@ -510,15 +511,22 @@ void rill__cpu_op_conv2d_ex_f32(const rill_block_ctx *ctx, const void *args) {
     /* Group g's filters [g*kg, (g+1)*kg) meet rows [g*crs, (g+1)*crs) of
      * the im2col matrix. */
     size_t kg = p->k / p->groups, crs = p->c / p->groups * p->r * p->s;
-    float *col = p->scratch + (size_t)ctx->block_idx.x * rill__op_conv2d_ex_slot_floats(p);
+    size_t slot = rill__op_conv2d_ex_slot_floats(p);
+    float *col = p->scratch + (size_t)ctx->block_idx.x * slot;
+    bool direct = rill__cpu_conv2d_direct_pays(p);
     for (size_t item = begin; item < end; item++) {
         if (p->images > 1) {
-            conv2d_ex_images(p, item * p->images, col);
+            size_t img0 = item * p->images;
+            size_t count = p->n - img0 < p->images ? p->n - img0 : p->images;
+            if (!direct || !rill__cpu_conv2d_direct(p, img0, count, 0, p->oh, col, slot))
+                conv2d_ex_images(p, img0, col);
             continue;
         }
         size_t img = item / bands;
         size_t oy0 = (item % bands) * p->band_rows;
         size_t rows = p->oh - oy0 < p->band_rows ? p->oh - oy0 : p->band_rows;
+        if (direct && rill__cpu_conv2d_direct(p, img, 1, oy0, rows, col, slot))
+            continue;
         size_t cols = rows * p->ow;
         rill__cpu_im2col_ex(p, p->in + img * p->c * p->h * p->w, oy0, rows, col, cols);
         for (size_t g = 0; g < p->groups; g++) {
