@@ -60,16 +60,22 @@ static uint32_t tile_mask(size_t q0, size_t count, size_t pw, size_t ow) {
 }
 
 /* Adds (or, first, stores) one row of the tile: the masked lanes of t0 and
- * t1 in order to consecutive floats at dst. */
+ * t1 in order to consecutive floats at dst. Compressed and expanded in
+ * registers, with contiguous masked loads and stores: the memory forms of
+ * compress and expand are microcoded on AMD's Zen 4. */
 __attribute__((target("avx512f"), always_inline)) static inline void
 tile_row_out(float *dst, __m512 t0, __m512 t1, __mmask16 m0, __mmask16 m1, int first) {
-    float *dst1 = dst + __builtin_popcount(m0);
+    int n0 = __builtin_popcount(m0), n1 = __builtin_popcount(m1);
+    __mmask16 c0 = (__mmask16)((1u << n0) - 1), c1 = (__mmask16)((1u << n1) - 1);
+    float *dst1 = dst + n0;
+    t0 = _mm512_maskz_compress_ps(m0, t0);
+    t1 = _mm512_maskz_compress_ps(m1, t1);
     if (!first) {
-        t0 = _mm512_add_ps(t0, _mm512_maskz_expandloadu_ps(m0, dst));
-        t1 = _mm512_add_ps(t1, _mm512_maskz_expandloadu_ps(m1, dst1));
+        t0 = _mm512_add_ps(t0, _mm512_maskz_loadu_ps(c0, dst));
+        t1 = _mm512_add_ps(t1, _mm512_maskz_loadu_ps(c1, dst1));
     }
-    _mm512_mask_compressstoreu_ps(dst, m0, t0);
-    _mm512_mask_compressstoreu_ps(dst1, m1, t1);
+    _mm512_mask_storeu_ps(dst, c0, t0);
+    _mm512_mask_storeu_ps(dst1, c1, t1);
 }
 
 /* One tile: `filters` (a constant where inlined) rows of the packed
