@@ -152,12 +152,19 @@ __attribute__((target("avx512f"))) static void direct_bands(const rill__op_conv2
 #define DIRECT_CASE(f)                                                                             \
     case f:                                                                                        \
         direct_panel(f, p, kc, packed, b, off, positions, pw, out, first);                         \
-        break;
-                    DIRECT_CASE(12)
-                    DIRECT_CASE(11)
-                    DIRECT_CASE(10)
-                    DIRECT_CASE(9) DIRECT_CASE(8) DIRECT_CASE(7) DIRECT_CASE(6) DIRECT_CASE(5)
-                        DIRECT_CASE(4) DIRECT_CASE(3) DIRECT_CASE(2) DIRECT_CASE(1)
+        break
+                    DIRECT_CASE(12);
+                    DIRECT_CASE(11);
+                    DIRECT_CASE(10);
+                    DIRECT_CASE(9);
+                    DIRECT_CASE(8);
+                    DIRECT_CASE(7);
+                    DIRECT_CASE(6);
+                    DIRECT_CASE(5);
+                    DIRECT_CASE(4);
+                    DIRECT_CASE(3);
+                    DIRECT_CASE(2);
+                    DIRECT_CASE(1);
 #undef DIRECT_CASE
                 }
             }

@@ -206,12 +206,19 @@ __attribute__((target("avx512f"))) static void direct_rows(size_t m, size_t n, s
 #define ROWS_CASE(r)                                                                               \
     case r:                                                                                        \
         rows_panel(r, n, kc, packed, bk, ldb, bp, ci, ldc);                                        \
-        break;
-                ROWS_CASE(12)
-                ROWS_CASE(11)
-                ROWS_CASE(10)
-                ROWS_CASE(9) ROWS_CASE(8) ROWS_CASE(7) ROWS_CASE(6) ROWS_CASE(5) ROWS_CASE(4)
-                    ROWS_CASE(3) ROWS_CASE(2) ROWS_CASE(1)
+        break
+                ROWS_CASE(12);
+                ROWS_CASE(11);
+                ROWS_CASE(10);
+                ROWS_CASE(9);
+                ROWS_CASE(8);
+                ROWS_CASE(7);
+                ROWS_CASE(6);
+                ROWS_CASE(5);
+                ROWS_CASE(4);
+                ROWS_CASE(3);
+                ROWS_CASE(2);
+                ROWS_CASE(1);
 #undef ROWS_CASE
             }
         }
