@@ -41,6 +41,22 @@ int rt_teardown_shutdown(void **state) {
 
 static _Atomic uint64_t ticket_counter;
 
+float *rt_floats(size_t count) {
+    float *x = malloc((count > 0 ? count : 1) * sizeof *x);
+    assert_non_null(x);
+    return x;
+}
+
+void rt_fill_uniform(float *x, size_t count, uint64_t seed) {
+    uint64_t s = seed * 0x9E3779B97F4A7C15u + 1;
+    for (size_t i = 0; i < count; i++) {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        x[i] = (float)((double)(s >> 40) / 8388608.0 - 1.0);
+    }
+}
+
 uint64_t rt_next_random(uint64_t *state) {
     uint64_t x = *state;
     x ^= x >> 12;

@@ -80,6 +80,14 @@ int rt_run(const char *group_name, const struct CMUnitTest *tests, size_t count,
 /* Group teardown helper: calls rill_shutdown so leak checkers see leaks. */
 int rt_teardown_shutdown(void **state);
 
+/* ---- values for numeric tests ---- */
+
+/* count floats from malloc (at least one), failing the test when there
+ * are none. */
+float *rt_floats(size_t count);
+/* Deterministic values in [-1, 1), the same for the same seed. */
+void rt_fill_uniform(float *x, size_t count, uint64_t seed);
+
 /* ---- randomized stress tests ---- */
 
 /* xorshift64*: the next number of the sequence whose state is *state (not 0). */

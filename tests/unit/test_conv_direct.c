@@ -25,23 +25,6 @@ static const geometry geometries[] = {
     {2, 9, 8, 20, 17, 1, 1, 0, 0},
 };
 
-/* Deterministic values in [-1, 1). */
-static void fill(float *x, size_t count, uint64_t seed) {
-    uint64_t s = seed * 0x9E3779B97F4A7C15u + 1;
-    for (size_t i = 0; i < count; i++) {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        x[i] = (float)((double)(s >> 40) / 8388608.0 - 1.0);
-    }
-}
-
-static float *floats(size_t count) {
-    float *x = malloc((count > 0 ? count : 1) * sizeof *x);
-    assert_non_null(x);
-    return x;
-}
-
 static bool has_avx512(void) {
 #if defined(__x86_64__)
     __builtin_cpu_init();
@@ -81,9 +64,9 @@ static void check_geometry(const geometry *g, size_t band) {
     rill__op_conv2d_ex_args p = args_of(g);
     size_t in_n = p.n * p.c * p.h * p.w, w_n = p.k * p.c * p.r * p.s;
     size_t out_n = p.n * p.k * p.oh * p.ow, taps = p.c * p.r * p.s;
-    float *in = floats(in_n), *weight = floats(w_n), *out = floats(out_n);
-    fill(in, in_n, 1 + g->c);
-    fill(weight, w_n, 2 + g->k);
+    float *in = rt_floats(in_n), *weight = rt_floats(w_n), *out = rt_floats(out_n);
+    rt_fill_uniform(in, in_n, 1 + g->c);
+    rt_fill_uniform(weight, w_n, 2 + g->k);
     for (size_t i = 0; i < out_n; i++)
         out[i] = NAN;
     p.in = in;
@@ -92,7 +75,7 @@ static void check_geometry(const geometry *g, size_t band) {
     size_t rows = band == 0 ? p.oh : band;
     size_t count = band == 0 ? p.n : 1;
     size_t scratch_n = rill__cpu_conv2d_direct_floats(&p, count, rows);
-    float *scratch = floats(scratch_n);
+    float *scratch = rt_floats(scratch_n);
     if (band == 0) {
         assert_true(rill__cpu_conv2d_direct(&p, 0, p.n, 0, p.oh, scratch, scratch_n));
     } else {
@@ -154,16 +137,16 @@ static void test_conv_direct_writes_only_its_band(void **state) {
     rill__op_conv2d_ex_args p = args_of(&g);
     size_t in_n = p.n * p.c * p.h * p.w, w_n = p.k * p.c * p.r * p.s;
     size_t out_n = p.n * p.k * p.oh * p.ow;
-    float *in = floats(in_n), *weight = floats(w_n), *out = floats(out_n);
-    fill(in, in_n, 5);
-    fill(weight, w_n, 6);
+    float *in = rt_floats(in_n), *weight = rt_floats(w_n), *out = rt_floats(out_n);
+    rt_fill_uniform(in, in_n, 5);
+    rt_fill_uniform(weight, w_n, 6);
     for (size_t i = 0; i < out_n; i++)
         out[i] = NAN;
     p.in = in;
     p.weight = weight;
     p.out = out;
     size_t scratch_n = rill__cpu_conv2d_direct_floats(&p, 1, 4);
-    float *scratch = floats(scratch_n);
+    float *scratch = rt_floats(scratch_n);
     assert_true(rill__cpu_conv2d_direct(&p, 1, 1, 3, 4, scratch, scratch_n));
     for (size_t img = 0; img < p.n; img++)
         for (size_t f = 0; f < p.k; f++)
@@ -185,13 +168,13 @@ static void test_conv_direct_refuses_what_it_does_not_take(void **state) {
     geometry g = {1, 4, 9, 9, 4, 3, 3, 1, 1};
     rill__op_conv2d_ex_args base = args_of(&g);
     float in[4 * 81], weight[4 * 4 * 9], out[4 * 81];
-    fill(in, 4 * 81, 1);
-    fill(weight, 4 * 4 * 9, 2);
+    rt_fill_uniform(in, 4 * 81, 1);
+    rt_fill_uniform(weight, 4 * 4 * 9, 2);
     base.in = in;
     base.weight = weight;
     base.out = out;
     size_t scratch_n = rill__cpu_conv2d_direct_floats(&base, 1, base.oh);
-    float *scratch = floats(scratch_n);
+    float *scratch = rt_floats(scratch_n);
     rill__op_conv2d_ex_args bad[5];
     for (int i = 0; i < 5; i++)
         bad[i] = base;

@@ -25,23 +25,6 @@ static const shape shapes[] = {
     {12, 33, 400}, {13, 7, 17},     {32, 70, 785},   {5, 100, 1000}, {32, 256, 784},
 };
 
-/* Deterministic values in [-1, 1). */
-static void fill(float *x, size_t count, uint64_t seed) {
-    uint64_t s = seed * 0x9E3779B97F4A7C15u + 1;
-    for (size_t i = 0; i < count; i++) {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        x[i] = (float)((double)(s >> 40) / 8388608.0 - 1.0);
-    }
-}
-
-static float *floats(size_t count) {
-    float *x = malloc(count * sizeof *x);
-    assert_non_null(x);
-    return x;
-}
-
 static bool cpu_has(rill__sgemm_kernel kernel) {
 #if defined(__x86_64__)
     __builtin_cpu_init();
@@ -62,10 +45,11 @@ static bool cpu_has(rill__sgemm_kernel kernel) {
 static bool check_product(rill__sgemm_kernel kernel, bool direct, shape sh, bool at, bool bt,
                           float beta) {
     size_t m = sh.m, n = sh.n, k = sh.k, ldc = n + 3;
-    float *a = floats(m * k), *b = floats(k * n), *c0 = floats(m * ldc), *c = floats(m * ldc);
-    fill(a, m * k, 1 + m);
-    fill(b, k * n, 2 + n);
-    fill(c0, m * ldc, 3 + k);
+    float *a = rt_floats(m * k), *b = rt_floats(k * n), *c0 = rt_floats(m * ldc),
+          *c = rt_floats(m * ldc);
+    rt_fill_uniform(a, m * k, 1 + m);
+    rt_fill_uniform(b, k * n, 2 + n);
+    rt_fill_uniform(c0, m * ldc, 3 + k);
     for (size_t i = 0; i < m * ldc; i++)
         c[i] = beta == 0.0f ? NAN : c0[i]; /* beta 0 never reads c */
     size_t rsa = at ? 1 : k, csa = at ? m : 1, rsb = bt ? 1 : n, csb = bt ? k : 1;
@@ -156,9 +140,10 @@ static void test_sgemm_avx2_kernel_products(void **state) {
 static void test_sgemm_repeats_bit_for_bit(void **state) {
     (void)state;
     size_t m = 250, n = 230, k = 260;
-    float *a = floats(m * k), *b = floats(k * n), *c1 = floats(m * n), *c2 = floats(m * n);
-    fill(a, m * k, 7);
-    fill(b, k * n, 8);
+    float *a = rt_floats(m * k), *b = rt_floats(k * n), *c1 = rt_floats(m * n),
+          *c2 = rt_floats(m * n);
+    rt_fill_uniform(a, m * k, 7);
+    rt_fill_uniform(b, k * n, 8);
     for (int kernel = 0; kernel < RILL__SGEMM_KERNELS; kernel++) {
         if (!cpu_has((rill__sgemm_kernel)kernel))
             continue;
