@@ -445,19 +445,18 @@ static void test_softmax(void **state) {
     RT_OK(rill_stream_destroy(s));
 }
 
-/* conv2d with strides and zero padding against a direct convolution; with
- * stride 1 and no padding it equals rill_op_conv2d_f32's result. */
-static void test_conv2d_ex(void **state) {
-    (void)state;
+/* conv2d of n images [c, h, w] by k 3x3 filters at each geometry (stride_h,
+ * stride_w, pad_h, pad_w) of geoms against a direct convolution. */
+static void check_conv2d_ex(size_t n, size_t c, size_t h, size_t w, size_t k,
+                            const size_t (*geoms)[4], int count) {
     rill_stream *s = contract_stream();
-    size_t n = 2, c = 3, h = 11, w = 10, k = 5, r = 3, q = 3;
-    size_t geoms[3][4] = {{2, 2, 1, 1}, {1, 3, 2, 0}, {1, 1, 0, 0}};
+    size_t r = 3, q = 3;
     size_t in_n = n * c * h * w, wt_n = k * c * r * q;
     float *hin = host_values(in_n), *hwt = malloc(wt_n * sizeof *hwt);
     for (size_t i = 0; i < wt_n; i++)
         hwt[i] = (float)((i * 11) % 7) * 0.3f - 0.9f;
     float *in = contract_floats(s, hin, in_n), *wt = contract_floats(s, hwt, wt_n);
-    for (int g = 0; g < 3; g++) {
+    for (int g = 0; g < count; g++) {
         size_t sh = geoms[g][0], sw = geoms[g][1], ph = geoms[g][2], pw = geoms[g][3];
         size_t oh = (h + 2 * ph - r) / sh + 1, ow = (w + 2 * pw - q) / sw + 1;
         size_t out_n = n * k * oh * ow;
@@ -492,6 +491,20 @@ static void test_conv2d_ex(void **state) {
     free(hin);
     free(hwt);
     RT_OK(rill_stream_destroy(s));
+}
+
+/* conv2d with strides and zero padding; with stride 1 and no padding it
+ * equals rill_op_conv2d_f32's result. Stride 1 with padding on outputs 20
+ * and 30 wide, in small images several to a block and in bands of a larger
+ * one: where the CPU's convolution reads the image in place
+ * (src/backend/cpu/conv_direct.c). */
+static void test_conv2d_ex(void **state) {
+    (void)state;
+    const size_t small[3][4] = {{2, 2, 1, 1}, {1, 3, 2, 0}, {1, 1, 0, 0}};
+    const size_t same[2][4] = {{1, 1, 1, 1}, {1, 1, 0, 1}};
+    check_conv2d_ex(2, 3, 11, 10, 5, small, 3);
+    check_conv2d_ex(3, 5, 17, 20, 13, same, 2);
+    check_conv2d_ex(2, 4, 40, 30, 14, same, 2);
 }
 
 /* max and average pooling, with strides and padding. */
