@@ -5,27 +5,25 @@
  * filter tap (ci, ri, si) of the output at position q (row y, column x,
  * q = y * pw + x) reads position q + ri * pw + si of plane ci. So 32
  * consecutive positions read 32 consecutive floats for every tap, and a
- * tile of 12 filters by 32 positions runs as the sgemm's rows loop does:
- * a packed column of 12 weights broadcast against two vectors of the
- * padded input. Positions past the output's width (the last s - 1 of each
+ * tile of 12 filters by 32 positions runs the sgemm's rows tile
+ * (tile512.h): a packed column of 12 weights broadcast against two
+ * vectors of the padded input, the next tap's vectors found through a
+ * table of offsets. Positions past the output's width (the last s - 1 of each
  * padded row) are masked out of the loads and the stores. Taps run in
- * order, DIRECT_KC at a time (the packed weights stay in the first-level
+ * order, RILL__TILE_KC at a time (the packed weights stay in the first-level
  * cache), each run added to the output. docs/cpu.md, "The built-in ops". */
 #include "backend/cpu/conv_direct.h"
 
 #include <stdint.h>
 #include <string.h>
 
+#include "backend/cpu/tile512.h"
+
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define HAVE_DIRECT 1
-#include <immintrin.h>
 #else
 #define HAVE_DIRECT 0
 #endif
-
-#define DIRECT_MR 12  /* filters a tile */
-#define DIRECT_NR 32  /* positions a tile */
-#define DIRECT_KC 384 /* taps a run */
 
 #if HAVE_DIRECT
 
@@ -53,7 +51,7 @@ static void pad_band(const rill__op_conv2d_ex_args *p, const float *img, size_t 
 static uint32_t tile_mask(size_t q0, size_t count, size_t pw, size_t ow) {
     uint32_t mask = 0;
     size_t x = q0 % pw;
-    for (size_t l = 0; l < DIRECT_NR && q0 + l < count; l++, x = x + 1 == pw ? 0 : x + 1)
+    for (size_t l = 0; l < RILL__TILE_NR && q0 + l < count; l++, x = x + 1 == pw ? 0 : x + 1)
         if (x < ow)
             mask |= (uint32_t)1 << l;
     return mask;
@@ -79,25 +77,13 @@ tile_row_out(float *dst, __m512 t0, __m512 t1, __mmask16 m0, __mmask16 m1, int f
 }
 
 /* One tile: `filters` (a constant where inlined) rows of the packed
- * weights (DIRECT_MR floats a tap) against kc taps at the offsets off[]
- * from b; its outputs go to out (filter i at out + i * plane). */
+ * weights against kc taps at the offsets off[] from b; its outputs go to
+ * out (filter i at out + i * plane). */
 __attribute__((target("avx512f"), always_inline)) static inline void
 direct_tile(const int filters, size_t kc, const float *wp, const float *b, const size_t *off,
             __mmask16 m0, __mmask16 m1, float *out, size_t plane, int first) {
-    __m512 lo[DIRECT_MR], hi[DIRECT_MR];
-#pragma GCC unroll 12
-    for (int i = 0; i < filters; i++)
-        lo[i] = hi[i] = _mm512_setzero_ps();
-    for (size_t t = 0; t < kc; t++, wp += DIRECT_MR) {
-        const float *bt = b + off[t];
-        __m512 b0 = _mm512_maskz_loadu_ps(m0, bt), b1 = _mm512_maskz_loadu_ps(m1, bt + 16);
-#pragma GCC unroll 12
-        for (int i = 0; i < filters; i++) {
-            __m512 wi = _mm512_set1_ps(wp[i]);
-            lo[i] = _mm512_fmadd_ps(wi, b0, lo[i]);
-            hi[i] = _mm512_fmadd_ps(wi, b1, hi[i]);
-        }
-    }
+    __m512 lo[RILL__TILE_MR], hi[RILL__TILE_MR];
+    rill__tile_sum(filters, kc, wp, b, off, m0, m1, lo, hi);
 #pragma GCC unroll 12
     for (int i = 0; i < filters; i++)
         tile_row_out(out + (size_t)i * plane, lo[i], hi[i], m0, m1, first);
@@ -108,7 +94,7 @@ __attribute__((target("avx512f"), always_inline)) static inline void
 direct_panel(const int filters, const rill__op_conv2d_ex_args *p, size_t kc, const float *wp,
              const float *band, const size_t *off, size_t count, size_t pw, float *out, int first) {
     size_t plane = p->oh * p->ow;
-    for (size_t q0 = 0; q0 < count; q0 += DIRECT_NR) {
+    for (size_t q0 = 0; q0 < count; q0 += RILL__TILE_NR) {
         uint32_t mask = tile_mask(q0, count, pw, p->ow);
         if (mask == 0)
             continue;
@@ -128,20 +114,20 @@ __attribute__((target("avx512f"))) static void direct_bands(const rill__op_conv2
                                                             size_t rows, const float *band0,
                                                             size_t band, size_t prows, size_t pw) {
     size_t crs = p->c * p->r * p->s, positions = rows * pw;
-    float packed[DIRECT_KC * DIRECT_MR];
-    size_t off[DIRECT_KC];
-    for (size_t t0 = 0; t0 < crs; t0 += DIRECT_KC) {
-        size_t kc = crs - t0 < DIRECT_KC ? crs - t0 : DIRECT_KC;
+    float packed[RILL__TILE_KC * RILL__TILE_MR];
+    size_t off[RILL__TILE_KC];
+    for (size_t t0 = 0; t0 < crs; t0 += RILL__TILE_KC) {
+        size_t kc = crs - t0 < RILL__TILE_KC ? crs - t0 : RILL__TILE_KC;
         for (size_t t = 0; t < kc; t++) { /* tap (ci, ri, si) */
             size_t tap = t0 + t, ci = tap / (p->r * p->s), rs = tap % (p->r * p->s);
             off[t] = (ci * prows + rs / p->s) * pw + rs % p->s;
         }
-        for (size_t k0 = 0; k0 < p->k; k0 += DIRECT_MR) {
-            int filters = p->k - k0 < DIRECT_MR ? (int)(p->k - k0) : DIRECT_MR;
+        for (size_t k0 = 0; k0 < p->k; k0 += RILL__TILE_MR) {
+            int filters = p->k - k0 < RILL__TILE_MR ? (int)(p->k - k0) : RILL__TILE_MR;
             for (int i = 0; i < filters; i++) {
                 const float *wi = p->weight + (k0 + (size_t)i) * crs + t0;
                 for (size_t t = 0; t < kc; t++)
-                    packed[t * DIRECT_MR + i] = wi[t];
+                    packed[t * RILL__TILE_MR + i] = wi[t];
             }
             int first = t0 == 0;
             for (size_t i = 0; i < count; i++) {
@@ -186,7 +172,7 @@ static size_t band_floats(const rill__op_conv2d_ex_args *p, size_t rows) {
 /* The bands, and room for the loads' addresses past the last one's end,
  * whose lanes are masked off. */
 size_t rill__cpu_conv2d_direct_floats(const rill__op_conv2d_ex_args *p, size_t count, size_t rows) {
-    return count * band_floats(p, rows) + DIRECT_NR + p->s;
+    return count * band_floats(p, rows) + RILL__TILE_NR + p->s;
 }
 
 bool rill__cpu_conv2d_direct(const rill__op_conv2d_ex_args *p, size_t img0, size_t count,

@@ -15,6 +15,8 @@
 #include <string.h>
 #include <threads.h>
 
+#include "backend/cpu/tile512.h"
+
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define HAVE_X86_KERNELS 1
 #include <immintrin.h>
@@ -119,25 +121,18 @@ ukr_avx2(dim_t m, dim_t n, dim_t k, float *restrict alpha, float *restrict a, fl
 /* A small product costs BLIS most in packing: a 32x256x784 product packs
  * b's 200,000 floats to use each 32 times. These two read b in place.
  *
- * Rows: c's tile of up to 12 rows by 32 columns, b's rows read as vectors,
- * a's tile packed (a column of 12 floats per k step, ROWS_KC steps at a
- * time, on the stack) and broadcast. Any a; b with contiguous rows.
+ * Rows: c's tile of up to 12 rows by 32 columns (tile512.h), b's rows read
+ * as vectors, a's tile packed (a column of 12 floats per k step,
+ * RILL__TILE_KC steps at a time, on the stack) and broadcast. Any a; b
+ * with contiguous rows.
  *
  * Dots: c's tile of 4 rows by 6 columns as 24 dot products of a's rows
  * with b's columns, 16 k steps a vector, summed across the vector at the
  * end. a with contiguous rows, b with contiguous columns (a transposed
  * b, such as a linear layer's weight). */
 
-#define ROWS_MR 12
-#define ROWS_NR 32
-#define ROWS_KC 384
 #define DOTS_MR 4
 #define DOTS_NR 6
-
-/* The first `count` of 16 lanes. */
-static inline __mmask16 lanes(size_t count) {
-    return count >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << count) - 1);
-}
 
 /* c = t + beta c for one row of up to 32 columns (masks m0, m1). */
 __attribute__((target("avx512f"), always_inline)) static inline void
@@ -152,23 +147,12 @@ row_store(float *c, __m512 t0, __m512 t1, __mmask16 m0, __mmask16 m1, float beta
 }
 
 /* One rows tile: `rows` (a constant where inlined) rows of the packed a
- * (ROWS_MR floats a step) by the columns of masks m0, m1, over kc steps. */
+ * by the columns of masks m0, m1, over kc steps, b's step p at b + off[p]. */
 __attribute__((target("avx512f"), always_inline)) static inline void
-rows_tile(const int rows, size_t kc, const float *ap, const float *b, size_t ldb, __mmask16 m0,
-          __mmask16 m1, float beta, float *c, size_t ldc) {
-    __m512 lo[ROWS_MR], hi[ROWS_MR];
-#pragma GCC unroll 12
-    for (int i = 0; i < rows; i++)
-        lo[i] = hi[i] = _mm512_setzero_ps();
-    for (size_t p = 0; p < kc; p++, ap += ROWS_MR, b += ldb) {
-        __m512 b0 = _mm512_maskz_loadu_ps(m0, b), b1 = _mm512_maskz_loadu_ps(m1, b + 16);
-#pragma GCC unroll 12
-        for (int i = 0; i < rows; i++) {
-            __m512 ai = _mm512_set1_ps(ap[i]);
-            lo[i] = _mm512_fmadd_ps(ai, b0, lo[i]);
-            hi[i] = _mm512_fmadd_ps(ai, b1, hi[i]);
-        }
-    }
+rows_tile(const int rows, size_t kc, const float *ap, const float *b, const size_t *off,
+          __mmask16 m0, __mmask16 m1, float beta, float *c, size_t ldc) {
+    __m512 lo[RILL__TILE_MR], hi[RILL__TILE_MR];
+    rill__tile_sum(rows, kc, ap, b, off, m0, m1, lo, hi);
 #pragma GCC unroll 12
     for (int i = 0; i < rows; i++)
         row_store(c + (size_t)i * ldc, lo[i], hi[i], m0, m1, beta);
@@ -176,11 +160,12 @@ rows_tile(const int rows, size_t kc, const float *ap, const float *b, size_t ldb
 
 /* The rows tiles of one row panel (`rows` rows) across all n columns. */
 __attribute__((target("avx512f"), always_inline)) static inline void
-rows_panel(const int rows, size_t n, size_t kc, const float *ap, const float *b, size_t ldb,
+rows_panel(const int rows, size_t n, size_t kc, const float *ap, const float *b, const size_t *off,
            float beta, float *c, size_t ldc) {
-    for (size_t j = 0; j < n; j += ROWS_NR) {
-        size_t w = n - j < ROWS_NR ? n - j : ROWS_NR;
-        rows_tile(rows, kc, ap, b + j, ldb, lanes(w), lanes(w > 16 ? w - 16 : 0), beta, c + j, ldc);
+    for (size_t j = 0; j < n; j += RILL__TILE_NR) {
+        size_t w = n - j < RILL__TILE_NR ? n - j : RILL__TILE_NR;
+        rows_tile(rows, kc, ap, b + j, off, rill__tile_lanes(w),
+                  rill__tile_lanes(w > 16 ? w - 16 : 0), beta, c + j, ldc);
     }
 }
 
@@ -188,24 +173,27 @@ __attribute__((target("avx512f"))) static void direct_rows(size_t m, size_t n, s
                                                            const float *a, size_t rsa, size_t csa,
                                                            const float *b, size_t ldb, float beta,
                                                            float *c, size_t ldc) {
-    float packed[ROWS_KC * ROWS_MR];
-    for (size_t p0 = 0; p0 < k; p0 += ROWS_KC) {
-        size_t kc = k - p0 < ROWS_KC ? k - p0 : ROWS_KC;
+    float packed[RILL__TILE_KC * RILL__TILE_MR];
+    size_t off[RILL__TILE_KC]; /* b's rows, from each run's first */
+    for (size_t p = 0; p < RILL__TILE_KC && p < k; p++)
+        off[p] = p * ldb;
+    for (size_t p0 = 0; p0 < k; p0 += RILL__TILE_KC) {
+        size_t kc = k - p0 < RILL__TILE_KC ? k - p0 : RILL__TILE_KC;
         float bp = p0 == 0 ? beta : 1.0f;
-        for (size_t i0 = 0; i0 < m; i0 += ROWS_MR) {
-            int rows = m - i0 < ROWS_MR ? (int)(m - i0) : ROWS_MR;
+        for (size_t i0 = 0; i0 < m; i0 += RILL__TILE_MR) {
+            int rows = m - i0 < RILL__TILE_MR ? (int)(m - i0) : RILL__TILE_MR;
             const float *ai = a + i0 * rsa + p0 * csa;
             for (size_t p = 0; p < kc; p++)
 #pragma GCC unroll 12
                 for (int i = 0; i < rows; i++)
-                    packed[p * ROWS_MR + i] = ai[(size_t)i * rsa + p * csa];
+                    packed[p * RILL__TILE_MR + i] = ai[(size_t)i * rsa + p * csa];
             const float *bk = b + p0 * ldb;
             float *ci = c + i0 * ldc;
             /* Each row count its own unrolled copy. */
             switch (rows) {
 #define ROWS_CASE(r)                                                                               \
     case r:                                                                                        \
-        rows_panel(r, n, kc, packed, bk, ldb, bp, ci, ldc);                                        \
+        rows_panel(r, n, kc, packed, bk, off, bp, ci, ldc);                                        \
         break
                 ROWS_CASE(12);
                 ROWS_CASE(11);
@@ -239,7 +227,7 @@ __attribute__((target("avx512f"))) static void direct_dots(size_t m, size_t n, s
                                                            const float *b, size_t ldb, float beta,
                                                            float *c, size_t ldc) {
     size_t body = k / 16 * 16;
-    __mmask16 tail = lanes(k - body);
+    __mmask16 tail = rill__tile_lanes(k - body);
     for (size_t j0 = 0; j0 < n; j0 += DOTS_NR) {
         const float *bj[DOTS_NR];
 #pragma GCC unroll 6
