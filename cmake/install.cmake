@@ -37,6 +37,10 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/rillConfig.cmake
 # rill.pc finds its prefix relative to itself, so the installed tree may move.
 file(RELATIVE_PATH RILL_PC_TO_PREFIX "/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/")
 string(REGEX REPLACE "/$" "" RILL_PC_TO_PREFIX "${RILL_PC_TO_PREFIX}")
+set(RILL_PC_ONEDNN "")
+if(RILL_ONEDNN)
+  set(RILL_PC_ONEDNN " -ldnnl -lgomp")
+endif()
 configure_file(cmake/rill.pc.in ${CMAKE_CURRENT_BINARY_DIR}/rill.pc @ONLY)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/rill.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 configure_file(cmake/rill_acl.pc.in ${CMAKE_CURRENT_BINARY_DIR}/rill_acl.pc @ONLY)

@@ -14,6 +14,7 @@
 
 #include <string.h>
 
+#include "backend/cpu/conv_onednn.h"
 #include "backend/cpu/sgemm.h"
 
 /* The im2col matrix of output rows [oy0, oy0 + rows) of one image with
@@ -159,6 +160,8 @@ static void data_images(const rill__op_conv2d_backward_args *p, const group_plac
 
 void rill__cpu_op_conv2d_backward_data_f32(const rill_block_ctx *ctx, const void *args) {
     const rill__op_conv2d_backward_args *p = args;
+    if (rill__cpu_onednn_conv2d_backward_data(ctx, p))
+        return;
     size_t cpg = rill__op_conv2d_backward_group_channels(p);
     size_t rs = p->r * p->s, plane = p->h * p->w, ohw = p->oh * p->ow;
     size_t begin, end;
@@ -215,6 +218,8 @@ static void filter_images(const rill__op_conv2d_backward_args *p, const rill__op
 
 void rill__cpu_op_conv2d_backward_filter_f32(const rill_block_ctx *ctx, const void *args) {
     const rill__op_conv2d_backward_args *p = args;
+    if (rill__cpu_onednn_conv2d_backward_filter(ctx, p))
+        return;
     size_t cpg = rill__op_conv2d_backward_group_channels(p);
     size_t rs = p->r * p->s, plane = p->h * p->w, ohw = p->oh * p->ow;
     size_t begin, end;

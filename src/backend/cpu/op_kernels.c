@@ -18,6 +18,7 @@
 
 #include "backend/cpu/conv_backward_kernels.h"
 #include "backend/cpu/conv_direct.h"
+#include "backend/cpu/conv_onednn.h"
 #include "backend/cpu/cpu.h"
 #include "backend/cpu/half.h"
 #include "backend/cpu/pool_kernels.h"
@@ -505,6 +506,8 @@ static void conv2d_ex_images(const rill__op_conv2d_ex_args *p, size_t img0, floa
 
 void rill__cpu_op_conv2d_ex_f32(const rill_block_ctx *ctx, const void *args) {
     const rill__op_conv2d_ex_args *p = args;
+    if (rill__cpu_onednn_conv2d(ctx, p))
+        return;
     size_t bands = rill__op_conv2d_ex_bands(p);
     size_t begin, end;
     block_range(ctx, rill__op_conv2d_ex_items(p), 1, &begin, &end);
