@@ -5,7 +5,8 @@
  * as grad_out times the transposed im2col matrix of the input, both on
  * BLIS's sgemm (sgemm.c) with strides that transpose without copying;
  * and the strided im2col they share with the forward (op_kernels.c).
- * Layer: CPU backend; the launches are built in src/ops/ops_conv_backward.c.
+ * Where oneDNN takes the launch (conv_onednn.h), each body hands its block
+ * to it instead. Layer: CPU backend; the launches are built in src/ops/ops_conv_backward.c.
  * Invariants: a block writes only the planes of grad_in (or the columns of
  * grad_weight) of its own channel groups, so blocks never race, and each
  * element's sum is taken in one order, so a launch with the same grid

@@ -8,7 +8,8 @@
  * calling worker: parallelism comes from the grid's blocks, and BLIS is
  * reentrant, so blocks of one launch and launches on other streams call it
  * at once (Debian's serial OpenBLAS is not: concurrent calls share its work
- * buffers and return wrong values). */
+ * buffers and return wrong values). conv2d_ex hands its blocks to oneDNN
+ * where that takes the launch (conv_onednn.h). */
 #include "backend/cpu/op_kernels.h"
 
 #include <assert.h>
