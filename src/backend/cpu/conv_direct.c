@@ -19,13 +19,7 @@
 
 #include "backend/cpu/tile512.h"
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define HAVE_DIRECT 1
-#else
-#define HAVE_DIRECT 0
-#endif
-
-#if HAVE_DIRECT
+#if RILL__TILE512
 
 /* The band's padded input: plane ci, row yy of (rows + r - 1) holds input
  * row oy0 + yy - pad_h (zeros outside the image) between pad_w zeros. */
@@ -177,10 +171,9 @@ size_t rill__cpu_conv2d_direct_floats(const rill__op_conv2d_ex_args *p, size_t c
 
 bool rill__cpu_conv2d_direct(const rill__op_conv2d_ex_args *p, size_t img0, size_t count,
                              size_t oy0, size_t rows, float *scratch, size_t scratch_floats) {
-#if HAVE_DIRECT
-    __builtin_cpu_init();
-    if (!__builtin_cpu_supports("avx512f") || p->groups != 1 || p->stride_h != 1 ||
-        p->stride_w != 1 || p->dil_h != 1 || p->dil_w != 1 ||
+#if RILL__TILE512
+    if (!rill__tile_supported() || p->groups != 1 || p->stride_h != 1 || p->stride_w != 1 ||
+        p->dil_h != 1 || p->dil_w != 1 ||
         rill__cpu_conv2d_direct_floats(p, count, rows) > scratch_floats)
         return false;
     size_t prows = rows + p->r - 1, pw = p->w + 2 * p->pad_w, band = band_floats(p, rows);

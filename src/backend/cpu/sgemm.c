@@ -306,9 +306,9 @@ static void set_blksz(cntx_t *ctx, bszid_t id, dim_t value) {
 
 static bool cpu_has(rill__sgemm_kernel k) {
 #if HAVE_X86_KERNELS
-    __builtin_cpu_init();
     if (k == RILL__SGEMM_AVX512)
-        return __builtin_cpu_supports("avx512f");
+        return rill__tile_supported();
+    __builtin_cpu_init();
     if (k == RILL__SGEMM_AVX2)
         return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 #endif

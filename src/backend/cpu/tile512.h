@@ -15,7 +15,15 @@
 #define RILL__TILE_KC 384 /* steps a run: the packed 12 x 384 floats stay in L1 */
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define RILL__TILE512 1 /* the functions below are compiled */
 #include <immintrin.h>
+#include <stdbool.h>
+
+/* Whether the processor runs the tile: it has AVX-512F. */
+static inline bool rill__tile_supported(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f");
+}
 
 /* The first `count` of 16 lanes. */
 static inline __mmask16 rill__tile_lanes(size_t count) {
@@ -44,5 +52,7 @@ rill__tile_sum(const int rows, size_t kc, const float *ap, const float *b, const
     }
 }
 
+#else
+#define RILL__TILE512 0
 #endif
 #endif
