@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* The CPU ops' sgemm (src/backend/cpu/sgemm.h) with each micro-kernel the
- * processor has instructions for, and the AVX-512F loops that read b in
- * place: products small enough for BLIS's small-matrix path and large
- * enough to pack, edges that fill no whole tile, transposed operands,
- * leading dimensions past the row, beta 0 over NaN and beta 1, against a
- * double-precision product; the bits of a product repeated; and which
- * kernel the products run by default. */
+/* The CPU ops' sgemm (src/backend/cpu/sgemm.h) with each kernel the
+ * processor has instructions for (oneDNN's where rill was built with it),
+ * and the AVX-512F loops that read b in place: products small enough for
+ * BLIS's small-matrix path and large enough to pack, edges that fill no
+ * whole tile, transposed operands, leading dimensions past the row,
+ * operands with neither rows nor columns contiguous, beta 0 over NaN and
+ * beta 1, against a double-precision product; the bits of a product
+ * repeated; and which kernel the products run by default. */
 #include "fixture.h"
 
 #include "backend/cpu/sgemm.h"
@@ -14,6 +15,7 @@
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct shape {
     size_t m, n, k;
@@ -25,7 +27,21 @@ static const shape shapes[] = {
     {12, 33, 400}, {13, 7, 17},     {32, 70, 785},   {5, 100, 1000}, {32, 256, 784},
 };
 
+/* Whether oneDNN takes products: built with it (RILL_TEST_ONEDNN, from
+ * CMake), not turned off, on a processor with AVX2. */
+static bool onednn_on(void) {
+#if defined(RILL_TEST_ONEDNN) && defined(__x86_64__)
+    const char *env = getenv("RILL_CPU_ONEDNN");
+    __builtin_cpu_init();
+    return !(env != NULL && strcmp(env, "0") == 0) && __builtin_cpu_supports("avx2");
+#else
+    return false;
+#endif
+}
+
 static bool cpu_has(rill__sgemm_kernel kernel) {
+    if (kernel == RILL__SGEMM_ONEDNN)
+        return onednn_on();
 #if defined(__x86_64__)
     __builtin_cpu_init();
     if (kernel == RILL__SGEMM_AVX512)
@@ -37,22 +53,24 @@ static bool cpu_has(rill__sgemm_kernel kernel) {
 }
 
 /* c = a b + beta c0 with `kernel` (through rill__cpu_sgemm_direct when
- * direct), a [m, k] (transposed in memory when at), b [k, n] (likewise), c
- * row-major with ldc = n + 3, checked against the product in double: each
- * element within (k + 2) float epsilons of the sum of its terms'
- * magnitudes. Returns false when the call refuses: the processor lacks the
- * kernel's instructions, or the direct loops the layout. */
-static bool check_product(rill__sgemm_kernel kernel, bool direct, shape sh, bool at, bool bt,
-                          float beta) {
+ * direct), a [m, k] (transposed in memory when at), b [k, n] (likewise),
+ * both with every stride times spread (2: neither rows nor columns
+ * contiguous), c row-major with ldc = n + 3, checked against the product
+ * in double: each element within (k + 2) float epsilons of the sum of its
+ * terms' magnitudes. Returns false when the call refuses: the processor
+ * lacks the kernel's instructions, or the direct loops the layout. */
+static bool check_spread(rill__sgemm_kernel kernel, bool direct, shape sh, bool at, bool bt,
+                         float beta, size_t spread) {
     size_t m = sh.m, n = sh.n, k = sh.k, ldc = n + 3;
-    float *a = rt_floats(m * k), *b = rt_floats(k * n), *c0 = rt_floats(m * ldc),
+    float *a = rt_floats(m * k * spread), *b = rt_floats(k * n * spread), *c0 = rt_floats(m * ldc),
           *c = rt_floats(m * ldc);
-    rt_fill_uniform(a, m * k, 1 + m);
-    rt_fill_uniform(b, k * n, 2 + n);
+    rt_fill_uniform(a, m * k * spread, 1 + m);
+    rt_fill_uniform(b, k * n * spread, 2 + n);
     rt_fill_uniform(c0, m * ldc, 3 + k);
     for (size_t i = 0; i < m * ldc; i++)
         c[i] = beta == 0.0f ? NAN : c0[i]; /* beta 0 never reads c */
-    size_t rsa = at ? 1 : k, csa = at ? m : 1, rsb = bt ? 1 : n, csb = bt ? k : 1;
+    size_t rsa = (at ? 1 : k) * spread, csa = (at ? m : 1) * spread;
+    size_t rsb = (bt ? 1 : n) * spread, csb = (bt ? k : 1) * spread;
     if (!(direct ? rill__cpu_sgemm_direct(m, n, k, a, rsa, csa, b, rsb, csb, beta, c, ldc)
                  : rill__cpu_sgemm_with(kernel, m, n, k, a, rsa, csa, b, rsb, csb, beta, c, ldc))) {
         free(a);
@@ -84,6 +102,11 @@ static bool check_product(rill__sgemm_kernel kernel, bool direct, shape sh, bool
     free(c0);
     free(c);
     return true;
+}
+
+static bool check_product(rill__sgemm_kernel kernel, bool direct, shape sh, bool at, bool bt,
+                          float beta) {
+    return check_spread(kernel, direct, sh, at, bt, beta, 1);
 }
 
 static void every_shape(rill__sgemm_kernel kernel) {
@@ -135,6 +158,29 @@ static void test_sgemm_avx2_kernel_products(void **state) {
     every_shape(RILL__SGEMM_AVX2);
 }
 
+static void test_sgemm_onednn_products(void **state) {
+    (void)state;
+    every_shape(RILL__SGEMM_ONEDNN);
+}
+
+/* Operands whose rows and columns are both strided: oneDNN does not read
+ * them, and its kernel hands the product to BLIS's; every kernel gives the
+ * product. */
+static void test_sgemm_spread_operands(void **state) {
+    (void)state;
+    for (int kernel = 0; kernel < RILL__SGEMM_KERNELS; kernel++) {
+        if (!cpu_has((rill__sgemm_kernel)kernel))
+            continue;
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+            for (int t = 0; t < 4; t++) {
+                assert_true(check_spread((rill__sgemm_kernel)kernel, false, shapes[s], t & 1, t & 2,
+                                         0.0f, 2));
+                assert_true(check_spread((rill__sgemm_kernel)kernel, false, shapes[s], t & 1, t & 2,
+                                         1.0f, 2));
+            }
+    }
+}
+
 /* The same product twice gives the same bits (each micro-kernel adds its k
  * steps in order), on every kernel the processor has. */
 static void test_sgemm_repeats_bit_for_bit(void **state) {
@@ -159,16 +205,21 @@ static void test_sgemm_repeats_bit_for_bit(void **state) {
     free(c2);
 }
 
-/* The products run rill's AVX-512 kernel on a processor with AVX-512F
- * unless BLIS chose a configuration with AVX-512 kernels of its own, and
- * never a kernel the processor lacks. */
-static void test_sgemm_default_kernel_is_the_widest(void **state) {
+/* The products run oneDNN's kernel where it takes them; else rill's
+ * AVX-512 kernel on a processor with AVX-512F unless BLIS chose a
+ * configuration with AVX-512 kernels of its own; never a kernel the
+ * processor lacks. */
+static void test_sgemm_default_kernel(void **state) {
     (void)state;
     rill__sgemm_kernel kernel = rill__cpu_sgemm_kernel();
     arch_t arch = bli_arch_query_id();
     print_message("BLIS configuration %s, kernel %s\n", bli_arch_string(arch),
                   rill__cpu_sgemm_kernel_name(kernel));
     assert_true(cpu_has(kernel));
+    if (onednn_on()) {
+        assert_int_equal(kernel, RILL__SGEMM_ONEDNN);
+        return;
+    }
     if (cpu_has(RILL__SGEMM_AVX512) && arch != BLIS_ARCH_SKX && arch != BLIS_ARCH_KNL)
         assert_int_equal(kernel, RILL__SGEMM_AVX512);
     if (arch == BLIS_ARCH_GENERIC && cpu_has(RILL__SGEMM_AVX2))
@@ -180,9 +231,11 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_sgemm_blis_kernel_products),
         cmocka_unit_test(test_sgemm_avx512_kernel_products),
         cmocka_unit_test(test_sgemm_avx2_kernel_products),
+        cmocka_unit_test(test_sgemm_onednn_products),
+        cmocka_unit_test(test_sgemm_spread_operands),
         cmocka_unit_test(test_sgemm_direct_products),
         cmocka_unit_test(test_sgemm_repeats_bit_for_bit),
-        cmocka_unit_test(test_sgemm_default_kernel_is_the_widest),
+        cmocka_unit_test(test_sgemm_default_kernel),
     };
     if (argc > 1)
         cmocka_set_test_filter(argv[1]);

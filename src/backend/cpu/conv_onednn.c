@@ -27,13 +27,8 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "backend/cpu/onednn.h"
 #include "platform/thread.h"
-
-/* The OpenMP calls of the libgomp that oneDNN runs on: the calling
- * thread's team size, which it reads when it compiles and runs a
- * primitive. */
-extern int omp_get_max_threads(void);
-extern void omp_set_num_threads(int n);
 
 enum { CHANNEL_BLOCK = 16 }; /* slices of channels are multiples of this */
 
@@ -60,23 +55,6 @@ static void thread_state_free(void *v) {
 static rill__exit_key state_key = {.fn = thread_state_free};
 static _Thread_local thread_state *tls_state;
 static _Atomic(dnnl_engine_t) engine;
-static atomic_int enabled = -1; /* -1: RILL_CPU_ONEDNN not read yet */
-
-/* Whether convolutions go to oneDNN: unless RILL_CPU_ONEDNN=0, where the
- * processor has AVX2 (below it, oneDNN's convolutions are reference loops,
- * slower than rill's). The same answer for every block of every launch. */
-static bool use_onednn(void) {
-    int on = atomic_load_explicit(&enabled, memory_order_relaxed);
-    if (on < 0) {
-        const char *env = getenv("RILL_CPU_ONEDNN");
-        dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
-        on = !(env != NULL && strcmp(env, "0") == 0) &&
-             (isa & dnnl_cpu_isa_avx2) == dnnl_cpu_isa_avx2;
-        atomic_store_explicit(&enabled, on, memory_order_relaxed);
-    }
-    return on;
-}
-
 /* The process's CPU engine, made by the first caller. */
 static dnnl_engine_t get_engine(void) {
     dnnl_engine_t e = atomic_load_explicit(&engine, memory_order_acquire);
@@ -289,8 +267,7 @@ static void run_slice(const rill_block_ctx *ctx, const char *fn, const conv_slic
     thread_state *t = eng != NULL ? get_state(eng) : NULL;
     dnnl_status_t st = t != NULL ? dnnl_success : dnnl_out_of_memory;
     if (t != NULL) {
-        int team = omp_get_max_threads();
-        omp_set_num_threads(1);
+        int team = rill__cpu_onednn_solo();
         run_state r;
         memset(&r, 0, sizeof r);
         st = run(s, eng, t, &r);
@@ -300,7 +277,7 @@ static void run_slice(const rill_block_ctx *ctx, const char *fn, const conv_slic
             t->buffer = NULL;
             t->bytes = 0;
         }
-        omp_set_num_threads(team);
+        rill__cpu_onednn_team(team);
     }
     if (st == dnnl_success)
         return;
@@ -355,7 +332,7 @@ static void geometry(conv_slice *s, size_t stride_h, size_t stride_w, size_t dil
 }
 
 bool rill__cpu_onednn_conv2d(const rill_block_ctx *ctx, const rill__op_conv2d_ex_args *p) {
-    if (p->groups != 1 || !use_onednn())
+    if (p->groups != 1 || !rill__cpu_onednn_enabled())
         return false;
     size_t i0, i1, k0, k1;
     split(ctx, p->n, p->k, &i0, &i1, &k0, &k1);
@@ -373,7 +350,7 @@ bool rill__cpu_onednn_conv2d(const rill_block_ctx *ctx, const rill__op_conv2d_ex
 
 bool rill__cpu_onednn_conv2d_backward_data(const rill_block_ctx *ctx,
                                            const rill__op_conv2d_backward_args *p) {
-    if (p->conv_groups != 1 || !use_onednn())
+    if (p->conv_groups != 1 || !rill__cpu_onednn_enabled())
         return false;
     size_t i0, i1, c0, c1;
     split(ctx, p->n, p->c, &i0, &i1, &c0, &c1);
@@ -392,7 +369,7 @@ bool rill__cpu_onednn_conv2d_backward_data(const rill_block_ctx *ctx,
 
 bool rill__cpu_onednn_conv2d_backward_filter(const rill_block_ctx *ctx,
                                              const rill__op_conv2d_backward_args *p) {
-    if (p->conv_groups != 1 || !use_onednn())
+    if (p->conv_groups != 1 || !rill__cpu_onednn_enabled())
         return false;
     size_t chunks = (p->k + CHANNEL_BLOCK - 1) / CHANNEL_BLOCK, k0, k1;
     share(chunks, ctx->grid_dim.x, ctx->block_idx.x, &k0, &k1);

@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: MIT */
-/* The CPU ops' sgemm. Layer: CPU backend, beside the op bodies. Where the
- * installed BLIS runs kernels narrower than the processor's (its generic
- * reference C ones, or AVX2 ones on a processor with AVX-512F), products
- * run in a BLIS context of rill's own with the micro-kernels below, and
- * with AVX-512F those of at most 32 rows in loops of rill's that pack
- * nothing of b (docs/cpu.md, "The built-in ops"). Each adds k steps in a
- * fixed order, so a product's bits depend only on its inputs. */
+/* The CPU ops' sgemm. Layer: CPU backend, beside the op bodies. Where rill
+ * was built with oneDNN and it is enabled (onednn.h), products run its
+ * dnnl_sgemm, as PyTorch's cpu device runs its own products on Intel's
+ * libraries; products it cannot read in place, and every product without
+ * it, run BLIS's. Where the installed BLIS runs kernels narrower than the
+ * processor's (its generic reference C ones, or AVX2 ones on a processor
+ * with AVX-512F), BLIS's products run in a context of rill's own with the
+ * micro-kernels below, and with AVX-512F those of at most 32 rows in loops
+ * of rill's that pack nothing of b (docs/cpu.md, "The built-in ops"). Each
+ * adds k steps in a fixed order, so a product's bits depend only on its
+ * inputs. */
 #include "backend/cpu/sgemm.h"
 
 #include <assert.h>
@@ -15,6 +19,7 @@
 #include <string.h>
 #include <threads.h>
 
+#include "backend/cpu/onednn.h"
 #include "backend/cpu/tile512.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -305,6 +310,8 @@ static void set_blksz(cntx_t *ctx, bszid_t id, dim_t value) {
 }
 
 static bool cpu_has(rill__sgemm_kernel k) {
+    if (k == RILL__SGEMM_ONEDNN)
+        return rill__cpu_onednn_enabled();
 #if HAVE_X86_KERNELS
     if (k == RILL__SGEMM_AVX512)
         return rill__tile_supported();
@@ -371,13 +378,13 @@ static own_ctx *own_get(rill__sgemm_kernel k) {
     return atomic_load_explicit(&own[k].ok, memory_order_acquire) == 1 ? &own[k] : NULL;
 }
 
-/* The kernel the products run: BLIS's own where its configuration for the
- * processor has AVX-512 kernels or the processor lacks AVX-512F; else
+/* The kernel of BLIS's products: BLIS's own where its configuration for
+ * the processor has AVX-512 kernels or the processor lacks AVX-512F; else
  * rill's AVX-512 one (BLIS 0.9.0 takes a processor it cannot count the FMA
  * units of, such as Intel's newer Xeons under a hypervisor, for a Haswell,
  * and does not know AMD's Zen 5 at all); in BLIS's generic configuration
  * without AVX-512F, rill's AVX2 one where the processor has AVX2 and FMA. */
-static rill__sgemm_kernel chosen(void) {
+static rill__sgemm_kernel widest_own(void) {
     arch_t arch = bli_arch_query_id();
     if (arch == BLIS_ARCH_SKX || arch == BLIS_ARCH_KNL)
         return RILL__SGEMM_BLIS;
@@ -388,15 +395,20 @@ static rill__sgemm_kernel chosen(void) {
     return RILL__SGEMM_BLIS;
 }
 
-static once_flag default_once = ONCE_FLAG_INIT;
-static _Atomic int default_kernel; /* a rill__sgemm_kernel, stored once */
+static once_flag choice_once = ONCE_FLAG_INIT;
+/* rill__sgemm_kernel values, stored once: the products' kernel, and the
+ * one BLIS runs where oneDNN does not take a product. */
+static _Atomic int default_kernel, blis_kernel;
 
-static void choose_default(void) {
-    atomic_store_explicit(&default_kernel, chosen(), memory_order_release);
+static void choose(void) {
+    rill__sgemm_kernel widest = widest_own();
+    atomic_store_explicit(&blis_kernel, widest, memory_order_release);
+    atomic_store_explicit(&default_kernel, rill__cpu_onednn_enabled() ? RILL__SGEMM_ONEDNN : widest,
+                          memory_order_release);
 }
 
 rill__sgemm_kernel rill__cpu_sgemm_kernel(void) {
-    call_once(&default_once, choose_default);
+    call_once(&choice_once, choose);
     return atomic_load_explicit(&default_kernel, memory_order_acquire);
 }
 
@@ -406,6 +418,8 @@ const char *rill__cpu_sgemm_kernel_name(rill__sgemm_kernel k) {
         return "avx512";
     case RILL__SGEMM_AVX2:
         return "avx2";
+    case RILL__SGEMM_ONEDNN:
+        return "onednn";
     default:
         return "blis";
     }
@@ -459,6 +473,14 @@ bool rill__cpu_sgemm_direct(size_t m, size_t n, size_t k, const float *a, size_t
 bool rill__cpu_sgemm_with(rill__sgemm_kernel kernel, size_t m, size_t n, size_t k, const float *a,
                           size_t rsa, size_t csa, const float *b, size_t rsb, size_t csb,
                           float beta, float *c, size_t ldc) {
+    if (kernel == RILL__SGEMM_ONEDNN) {
+        if (!rill__cpu_onednn_enabled())
+            return false;
+        if (rill__cpu_onednn_sgemm(m, n, k, a, rsa, csa, b, rsb, csb, beta, c, ldc))
+            return true;
+        call_once(&choice_once, choose);
+        kernel = atomic_load_explicit(&blis_kernel, memory_order_acquire);
+    }
     own_ctx *o = own_get(kernel);
     if (kernel != RILL__SGEMM_BLIS && o == NULL)
         return false;

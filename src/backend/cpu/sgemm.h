@@ -1,19 +1,23 @@
 /* SPDX-License-Identifier: MIT */
-/* The CPU ops' matrix product: BLIS's sgemm on the calling thread, with
- * rill's own micro-kernels where BLIS's are narrower than the processor. */
+/* The CPU ops' matrix product on the calling thread: oneDNN's sgemm where
+ * it is enabled (onednn.h), else BLIS's, with rill's own micro-kernels
+ * where BLIS's are narrower than the processor. */
 #ifndef RILL_CPU_SGEMM_H
 #define RILL_CPU_SGEMM_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
-/* The micro-kernels a product may run: BLIS's own for the processor it
- * detected, or rill's (AVX-512F, 32x12; AVX2 and FMA, 16x6) in BLIS's
- * blocking and packing. */
+/* The kernels a product may run: BLIS's own for the processor it
+ * detected, rill's (AVX-512F, 32x12; AVX2 and FMA, 16x6) in BLIS's
+ * blocking and packing, or oneDNN's dnnl_sgemm (an operand with neither
+ * its rows nor its columns contiguous then runs BLIS's, with the kernel
+ * BLIS would run by default). */
 typedef enum rill__sgemm_kernel {
     RILL__SGEMM_BLIS,
     RILL__SGEMM_AVX512,
     RILL__SGEMM_AVX2,
+    RILL__SGEMM_ONEDNN,
     RILL__SGEMM_KERNELS
 } rill__sgemm_kernel;
 
@@ -32,17 +36,19 @@ void rill__cpu_sgemm_strided(size_t m, size_t n, size_t k, const float *a, size_
                              const float *b, size_t rsb, size_t csb, float beta, float *c,
                              size_t ldc);
 
-/* The micro-kernel the products above run, chosen once: rill's AVX-512
- * one where the processor has AVX-512F and BLIS's configuration for it has
- * no AVX-512 kernels, rill's AVX2 one where BLIS runs its generic reference
- * kernels on a processor with AVX2 and FMA but not AVX-512F, else BLIS's. */
+/* The kernel the products above run, chosen once: oneDNN's where it is
+ * enabled; else rill's AVX-512 one where the processor has AVX-512F and
+ * BLIS's configuration for it has no AVX-512 kernels, rill's AVX2 one
+ * where BLIS runs its generic reference kernels on a processor with AVX2
+ * and FMA but not AVX-512F, else BLIS's. */
 rill__sgemm_kernel rill__cpu_sgemm_kernel(void);
 
-/* "blis", "avx512" or "avx2". */
+/* "blis", "avx512", "avx2" or "onednn". */
 const char *rill__cpu_sgemm_kernel_name(rill__sgemm_kernel kernel);
 
-/* rill__cpu_sgemm_strided with the micro-kernel `kernel`; false, writing
- * nothing, where the processor lacks its instructions. */
+/* rill__cpu_sgemm_strided with the kernel `kernel`; false, writing
+ * nothing, where the processor lacks its instructions (for oneDNN's, where
+ * it is not enabled). */
 bool rill__cpu_sgemm_with(rill__sgemm_kernel kernel, size_t m, size_t n, size_t k, const float *a,
                           size_t rsa, size_t csa, const float *b, size_t rsb, size_t csb,
                           float beta, float *c, size_t ldc);
