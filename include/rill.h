@@ -663,6 +663,23 @@ typedef struct rill_matmul_batch {
 rill_status rill_op_matmul_batched_f32(rill_stream *s, float *c, const float *a, const float *b,
                                        size_t m, size_t k, size_t n, unsigned flags,
                                        const rill_matmul_batch *batch);
+/* c = a b + bias, a linear layer's forward (torch's addmm with beta and
+ * alpha 1): rill_op_matmul_ex_f32's product, with its flags, checks and
+ * accesses, plus bias[i*bias_rs + j*bias_cs] for element (i, j) of c; a
+ * stride of 0 repeats bias along that dimension (a bias of n floats per
+ * column: 0 and 1; of m floats per row: 1 and 0; one float: 0 and 0; a
+ * full [m,n] matrix: n and 1). Each element is the product's, rounded to
+ * a float, plus its bias, rounded once more: the same bits as
+ * rill_op_matmul_ex_f32 followed by rill_op_binary_f32's RILL_BINARY_ADD
+ * of bias into c on the same stream. A CPU device adds the bias in the
+ * blocks that compute the product, while c is in their caches: one
+ * command; a CUDA device runs cuBLAS's product, then the add as a second
+ * kernel. Declares bias's span (from its first float to element (m-1,
+ * n-1)) as read, checked as the operands are. bias NULL, a span that does
+ * not fit in memory, or bias overlapping c is RILL_ERROR_INVALID_ARGUMENT. */
+rill_status rill_op_addmm_f32(rill_stream *s, float *c, const float *a, const float *b,
+                              const float *bias, size_t bias_rs, size_t bias_cs, size_t m,
+                              size_t k, size_t n, unsigned flags);
 /* NCHW input [n,c,h,w], weight [k,c,r,s], stride 1, no padding:
  * output [n,k,h-r+1,w-s+1]. */
 rill_status rill_op_conv2d_f32(rill_stream *s, float *out, const float *in, const float *weight,

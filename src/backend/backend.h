@@ -72,6 +72,10 @@ typedef struct rill__device_base {
      * workers' turns (the CPU device), which the op layer sizes by
      * compute_units */
     size_t op_grid_blocks;
+    /* set by device_init: the device's matmul body adds
+     * rill__op_matmul_args.bias itself (the CPU device); otherwise the op
+     * layer adds it with a second kernel */
+    bool op_matmul_bias;
 } rill__device_base;
 
 /* What a backend reads and writes of a stream: the first member of

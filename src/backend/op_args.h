@@ -121,16 +121,21 @@ typedef struct rill__op_sum_final_args {
     float *out;
 } rill__op_sum_final_args;
 
-/* c[m,n] = a[m,k] b[k,n], all row-major. The output is cut into
+/* c[m,n] = a[m,k] b[k,n], all row-major, plus bias[i*bias_rs +
+ * j*bias_cs] for element (i, j) where bias is not NULL (added after the
+ * product is rounded: rill_op_addmm_f32). The output is cut into
  * row_panels x col_panels tiles; block b computes tile
  * (b / col_panels, b % col_panels) with one single-threaded sgemm, and
- * the grid has row_panels * col_panels blocks. c overlaps neither a nor b. */
+ * the grid has row_panels * col_panels blocks. c overlaps neither a, b
+ * nor bias. bias is NULL on a device without op_matmul_bias. */
 typedef struct rill__op_matmul_args {
     float *c;
     const float *a, *b;
     size_t m, k, n;
     size_t row_panels, col_panels;
     uint32_t trans; /* RILL_MATMUL_A_T, RILL_MATMUL_B_T: a or b stored transposed */
+    const float *bias;
+    size_t bias_rs, bias_cs;
 } rill__op_matmul_args;
 
 /* c[i] = a[i] b[i] for i < batch: c contiguous [batch,m,n]; product i's a

@@ -228,6 +228,10 @@ size_t rill__op_grid(const rill__stream *stream, size_t work, size_t min, size_t
     return blocks < 1 ? 1 : blocks > most ? most : blocks;
 }
 
+bool rill__op_matmul_adds_bias(const rill__stream *stream) {
+    return stream->q.dev->base.op_matmul_bias;
+}
+
 /* Adds an access; a second access to the same pointer merges into the
  * first (read + write = read-write), so an in-place op declares its buffer
  * once. */

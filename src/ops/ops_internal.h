@@ -71,6 +71,9 @@ size_t rill__op_blocks_for(size_t work, size_t min, size_t units);
  * where it makes one (rill__device_base.op_grid_blocks), else
  * rill__op_blocks_for(work, min, units). */
 size_t rill__op_grid(const rill__stream *stream, size_t work, size_t min, size_t units);
+/* Whether stream's device adds a matmul's bias in its matmul body
+ * (rill__device_base.op_matmul_bias). */
+bool rill__op_matmul_adds_bias(const rill__stream *stream);
 /* The checks of a 2-D pooling's geometry, as rill_op_pool2d_f32 makes
  * them (ops_nn.c): h, w, r and sz at least 1, strides at least 1, padding
  * at most half the window, the window inside the padded image; *oh and

@@ -189,35 +189,119 @@ static rill_status check_matmul(const char *fn, rill_stream *s, bool half, const
     return RILL_OK;
 }
 
-static rill_status matmul_f32(const char *fn, rill_stream *s, float *c, const float *a,
-                              const float *b, size_t m, size_t k, size_t n, uint32_t trans) {
-    size_t units = 0;
-    rill__stream *stream = NULL;
-    access_list acc = {.count = 0};
-    rill_status st = check_matmul(fn, s, false, c, a, b, m, k, n, &acc, &stream, &units);
+/* A bias added to the product (rill_op_addmm_f32): its element (i, j) at
+ * ptr[i*rs + j*cs]; ptr NULL for none. */
+typedef struct matmul_bias {
+    const float *ptr;
+    size_t rs, cs;
+} matmul_bias;
+
+/* The checks of addmm's bias over [m, n] c of c_bytes; *bytes gets its
+ * span. */
+static rill_status check_bias(const char *fn, rill_stream *s, const matmul_bias *bias, size_t m,
+                              size_t n, const float *c, size_t c_bytes, size_t *bytes) {
+    rill_status st = rill__op_check_pointer(fn, bias->ptr, "bias",
+                                            "device memory of the bias (bias_rs and bias_cs "
+                                            "floats between rows and columns)");
     if (st != RILL_OK)
         return st;
-    rill__op_matmul_args args = {c, a, b, m, k, n, 1, 1, trans};
+    /* The span: from bias to element (m-1, n-1), plus one float. */
+    size_t r = 0, q = 0, span = 0;
+    bool fits = !__builtin_mul_overflow(m - 1, bias->rs, &r) &&
+                !__builtin_mul_overflow(n - 1, bias->cs, &q) &&
+                !__builtin_add_overflow(r, q, &span) && !__builtin_add_overflow(span, 1, &span) &&
+                !__builtin_mul_overflow(span, sizeof(float), bytes);
+    if ((st = rill__op_check_size(fn, fits, "bias", "(m-1)*bias_rs + (n-1)*bias_cs + 1 floats")) !=
+            RILL_OK ||
+        (st = rill__op_check_fits(fn, s, bias->ptr, "bias",
+                                  "(m-1)*bias_rs + (n-1)*bias_cs + 1 floats", *bytes)) != RILL_OK)
+        return st;
+    return rill__op_check_disjoint(fn, c, c_bytes, "c", bias->ptr, *bytes, "bias");
+}
+
+/* The bias's add as its own kernel, on a device whose matmul body does
+ * not add it: c = c + bias, broadcast by its strides. */
+static rill_status launch_bias_add(rill__stream *stream, float *c, const matmul_bias *bias,
+                                   size_t bias_bytes, size_t m, size_t n, size_t units) {
+    rill__op_strided_args p = {
+        .out = c, .a = c, .b = bias->ptr, .n = m * n, .ndim = 2, .op = RILL_BINARY_ADD};
+    p.shape[0] = m, p.shape[1] = n;
+    p.out_strides[0] = p.a_strides[0] = n, p.out_strides[1] = p.a_strides[1] = 1;
+    p.b_strides[0] = bias->rs, p.b_strides[1] = bias->cs;
+    access_list acc = {.count = 0};
+    rill__op_access_add(&acc, c, m * n * sizeof(float), RILL_READ_WRITE);
+    rill__op_access_add(&acc, bias->ptr, bias_bytes, RILL_READ);
+    return rill__op_launch_n(stream, RILL__OP_BINARY_F32, p.n, ELEMENTS_PER_BLOCK_MIN / 4, units,
+                             &p, sizeof p, &acc);
+}
+
+static rill_status matmul_f32(const char *fn, rill_stream *s, float *c, const float *a,
+                              const float *b, size_t m, size_t k, size_t n, uint32_t trans,
+                              const matmul_bias *bias) {
+    size_t units = 0, bias_bytes = 0, c_bytes = 0;
+    rill__stream *stream = NULL;
+    access_list acc = {.count = 0};
+    rill_status st;
+    /* The bias's checks first (check_matmul resolves s last); c's shape
+     * is check_matmul's to refuse. */
+    if (bias != NULL && m > 0 && n > 0 &&
+        rill__op_elem_bytes(&c_bytes, sizeof(float), m, n, 1, 1) &&
+        (st = check_bias(fn, s, bias, m, n, c, c_bytes, &bias_bytes)) != RILL_OK)
+        return st;
+    if ((st = check_matmul(fn, s, false, c, a, b, m, k, n, &acc, &stream, &units)) != RILL_OK)
+        return st;
+    rill__op_matmul_args args = {c, a, b, m, k, n, 1, 1, trans, NULL, 0, 0};
     matmul_tiles(m, k, n, units, &args.row_panels, &args.col_panels);
-    return rill__op_launch(stream, RILL__OP_MATMUL_F32, args.row_panels * args.col_panels, &args,
-                           sizeof args, &acc);
+    size_t blocks = args.row_panels * args.col_panels;
+    if (bias == NULL)
+        return rill__op_launch(stream, RILL__OP_MATMUL_F32, blocks, &args, sizeof args, &acc);
+    if (rill__op_matmul_adds_bias(stream)) {
+        args.bias = bias->ptr, args.bias_rs = bias->rs, args.bias_cs = bias->cs;
+        rill__op_access_add(&acc, bias->ptr, bias_bytes, RILL_READ);
+        return rill__op_launch(stream, RILL__OP_MATMUL_F32, blocks, &args, sizeof args, &acc);
+    }
+    rill_kernel *kernel;
+    if ((st = rill__op_kernel(RILL__OP_BINARY_F32, &kernel)) != RILL_OK ||
+        (st = rill__op_launch(stream, RILL__OP_MATMUL_F32, blocks, &args, sizeof args, &acc)) !=
+            RILL_OK)
+        return st;
+    return launch_bias_add(stream, c, bias, bias_bytes, m, n, units);
 }
 
 rill_status rill_op_matmul_f32(rill_stream *s, float *c, const float *a, const float *b, size_t m,
                                size_t k, size_t n) {
     RILL_CALL_SCOPE();
-    return matmul_f32("rill_op_matmul_f32", s, c, a, b, m, k, n, 0);
+    return matmul_f32("rill_op_matmul_f32", s, c, a, b, m, k, n, 0, NULL);
+}
+
+static rill_status check_matmul_flags(const char *fn, unsigned flags) {
+    if ((flags & ~(RILL_MATMUL_A_T | RILL_MATMUL_B_T)) != 0)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: flags is 0x%x; pass RILL_MATMUL_A_T, RILL_MATMUL_B_T, both or 0", fn,
+                          flags);
+    return RILL_OK;
 }
 
 rill_status rill_op_matmul_ex_f32(rill_stream *s, float *c, const float *a, const float *b,
                                   size_t m, size_t k, size_t n, unsigned flags) {
     RILL_CALL_SCOPE();
     static const char fn[] = "rill_op_matmul_ex_f32";
-    if ((flags & ~(RILL_MATMUL_A_T | RILL_MATMUL_B_T)) != 0)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                          "%s: flags is 0x%x; pass RILL_MATMUL_A_T, RILL_MATMUL_B_T, both or 0", fn,
-                          flags);
-    return matmul_f32(fn, s, c, a, b, m, k, n, (uint32_t)flags);
+    rill_status st = check_matmul_flags(fn, flags);
+    if (st != RILL_OK)
+        return st;
+    return matmul_f32(fn, s, c, a, b, m, k, n, (uint32_t)flags, NULL);
+}
+
+rill_status rill_op_addmm_f32(rill_stream *s, float *c, const float *a, const float *b,
+                              const float *bias, size_t bias_rs, size_t bias_cs, size_t m, size_t k,
+                              size_t n, unsigned flags) {
+    RILL_CALL_SCOPE();
+    static const char fn[] = "rill_op_addmm_f32";
+    rill_status st = check_matmul_flags(fn, flags);
+    if (st != RILL_OK)
+        return st;
+    matmul_bias bias_of = {bias, bias_rs, bias_cs};
+    return matmul_f32(fn, s, c, a, b, m, k, n, (uint32_t)flags, &bias_of);
 }
 
 /* The tiles and grid of the f32 matmul; each block converts its chunks of

@@ -218,6 +218,101 @@ static void test_matmul_ex_f32_transposed_operands(void **state) {
     RT_OK(rill_stream_destroy(s));
 }
 
+/* addmm f32: a product with a bias in each layout (per column, per row,
+ * one float, a full matrix, a strided one), with either operand
+ * transposed, over grids of one block and several: each result the same
+ * bits as matmul_ex followed by the binary add of the bias, and within
+ * rounding of a product computed here. Refused with nothing written: no
+ * bias, a bias over c, a bias past its allocation, other flags. */
+static void test_addmm_f32(void **state) {
+    (void)state;
+    rill_device *dev = contract_device();
+    rill_stream *s;
+    RT_OK(rill_stream_create(dev, 0, &s));
+    static const size_t shapes[][3] = {{37, 71, 45}, {300, 64, 200}, {1, 9, 70}};
+    for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++) {
+        size_t m = shapes[sh][0], k = shapes[sh][1], n = shapes[sh][2];
+        size_t layouts[][2] = {{0, 1}, {1, 0}, {0, 0}, {n, 1}, {2 * n + 1, 2}};
+        size_t bias_floats = (m - 1) * (2 * n + 1) + (n - 1) * 2 + 1; /* the largest span */
+        float *ha = malloc(m * k * sizeof *ha), *hb = malloc(k * n * sizeof *hb);
+        float *hbias = malloc(bias_floats * sizeof *hbias);
+        float *h1 = malloc(m * n * sizeof *h1), *h2 = malloc(m * n * sizeof *h2);
+        for (size_t i = 0; i < m * k; i++)
+            ha[i] = (float)((i * 7) % 13) * 0.1f - 0.6f;
+        for (size_t i = 0; i < k * n; i++)
+            hb[i] = (float)((i * 5) % 11) * 0.2f - 1.0f;
+        for (size_t i = 0; i < bias_floats; i++)
+            hbias[i] = (float)((i * 3) % 17) * 0.37f - 2.9f;
+        float *a = contract_alloc(s, m * k * sizeof *a), *b = contract_alloc(s, k * n * sizeof *b);
+        float *bias = contract_alloc(s, bias_floats * sizeof *bias);
+        float *c1 = contract_alloc(s, m * n * sizeof *c1),
+              *c2 = contract_alloc(s, m * n * sizeof *c2);
+        contract_upload(s, a, ha, m * k * sizeof *a);
+        contract_upload(s, b, hb, k * n * sizeof *b);
+        contract_upload(s, bias, hbias, bias_floats * sizeof *bias);
+        for (unsigned flags = 0; flags < 4; flags++)
+            for (size_t l = 0; l < sizeof layouts / sizeof layouts[0]; l++) {
+                size_t rs = layouts[l][0], cs = layouts[l][1];
+                bool at = (flags & RILL_MATMUL_A_T) != 0, bt = (flags & RILL_MATMUL_B_T) != 0;
+                RT_OK(rill_op_addmm_f32(s, c1, a, b, bias, rs, cs, m, k, n, flags));
+                RT_OK(rill_op_matmul_ex_f32(s, c2, a, b, m, k, n, flags));
+                size_t shape[2] = {m, n}, c_strides[2] = {n, 1}, b_strides[2] = {rs, cs};
+                RT_OK(rill_op_binary_f32(s, RILL_BINARY_ADD, c2, c2, c_strides, bias, b_strides,
+                                         shape, 2));
+                contract_download(s, h1, c1, m * n * sizeof *h1);
+                contract_download(s, h2, c2, m * n * sizeof *h2);
+                assert_memory_equal(h1, h2, m * n * sizeof *h1);
+                for (size_t i = 0; i < m; i++)
+                    for (size_t j = 0; j < n; j++) {
+                        double want = hbias[i * rs + j * cs];
+                        for (size_t p = 0; p < k; p++)
+                            want += (double)(at ? ha[p * m + i] : ha[i * k + p]) *
+                                    (bt ? hb[j * k + p] : hb[p * n + j]);
+                        contract_expect_close("c", i * n + j, h1[i * n + j], want, 1e-4);
+                    }
+            }
+        RT_OK(rill_free(a));
+        RT_OK(rill_free(b));
+        RT_OK(rill_free(bias));
+        RT_OK(rill_free(c1));
+        RT_OK(rill_free(c2));
+        free(ha);
+        free(hb);
+        free(hbias);
+        free(h1);
+        free(h2);
+    }
+
+    size_t m = 8, k = 4, n = 16;
+    float *a = contract_alloc(s, m * k * sizeof *a), *b = contract_alloc(s, k * n * sizeof *b);
+    float *bias = contract_alloc(s, n * sizeof *bias), *c = contract_alloc(s, m * n * sizeof *c);
+    RT_OK(rill_op_fill_f32(s, a, 1.0f, m * k));
+    RT_OK(rill_op_fill_f32(s, b, 1.0f, k * n));
+    RT_OK(rill_op_fill_f32(s, bias, 1.0f, n));
+    RT_OK(rill_op_fill_f32(s, c, 5.0f, m * n));
+    assert_int_equal(rill_op_addmm_f32(s, c, a, b, NULL, 0, 1, m, k, n, 0),
+                     RILL_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(rill_last_error(), "bias"));
+    assert_int_equal(rill_op_addmm_f32(s, c, a, b, c + n, 0, 1, m, k, n, 0),
+                     RILL_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(rill_last_error(), "overlap"));
+    assert_int_equal(rill_op_addmm_f32(s, c, a, b, bias, n, 1, m, k, n, 0),
+                     RILL_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(rill_last_error(), "bias"));
+    assert_int_equal(rill_op_addmm_f32(s, c, a, b, bias, 0, 1, m, k, n, 4),
+                     RILL_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(rill_last_error(), "flags is 0x4"));
+    float got[8 * 16];
+    contract_download(s, got, c, sizeof got);
+    for (size_t i = 0; i < m * n; i++)
+        assert_true(got[i] == 5.0f);
+    RT_OK(rill_free(a));
+    RT_OK(rill_free(b));
+    RT_OK(rill_free(bias));
+    RT_OK(rill_free(c));
+    RT_OK(rill_stream_destroy(s));
+}
+
 /* a's element (i, p) of product h in the host copy, as the batch lays it
  * out (at: stored transposed). */
 static float batched_at(const float *x, size_t h, size_t stride, size_t ld, bool t, size_t i,
@@ -387,6 +482,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_f16_ops),
         cmocka_unit_test(test_matmul_f32),
         cmocka_unit_test(test_matmul_ex_f32_transposed_operands),
+        cmocka_unit_test(test_addmm_f32),
         cmocka_unit_test(test_matmul_batched_f32_strided_operands),
         cmocka_unit_test(test_matmul_batched_f32_refuses_bad_layouts),
         cmocka_unit_test(test_conv2d_f32),

@@ -487,8 +487,8 @@ static void test_matmul_equals_the_cpu(void **state) {
         float *cpu = malloc(m * n * 4);
         /* Plain, then with a, b and both read as stored transposed. */
         for (uint32_t trans = 0; trans <= (RILL_MATMUL_A_T | RILL_MATMUL_B_T); trans++) {
-            rill__op_matmul_args ga = {DEV(c), DEV(a), DEV(b), m, k, n, 1, 1, trans};
-            rill__op_matmul_args ca = {cpu, a.host, b.host, m, k, n, 1, 1, trans};
+            rill__op_matmul_args ga = {DEV(c), DEV(a), DEV(b), m, k, n, 1, 1, trans, NULL, 0, 0};
+            rill__op_matmul_args ca = {cpu, a.host, b.host, m, k, n, 1, 1, trans, NULL, 0, 0};
             run_gpu(RILL__OP_MATMUL_F32, &ga, sizeof ga, 1);
             run_cpu(RILL__OP_MATMUL_F32, &ca, 1);
             float *got = buf_download(&c);
@@ -622,7 +622,7 @@ static void test_library_ops_replay_from_a_captured_graph(void **state) {
     check_cu(drv.stream_create(&s, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
     CUgraph graph = NULL;
     for (int captured = 0; captured < 2; captured++) {
-        rill__op_matmul_args mm = {DEV(c[captured]), DEV(a), DEV(b), m, k, n, 1, 1, 0};
+        rill__op_matmul_args mm = {DEV(c[captured]), DEV(a), DEV(b), m, k, n, 1, 1, 0, NULL, 0, 0};
         conv.out = DEV(out[captured]);
         conv.in = DEV(in);
         conv.weight = DEV(wt);

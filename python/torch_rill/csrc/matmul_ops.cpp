@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 // Matrix products as rill kernels queued on the current stream: mm, bmm
 // (one rill_op_matmul_batched_f32 for the whole batch) and addmm with beta
-// and alpha 1 (the product, then the bias added in place with
-// broadcasting). A matrix operand of mm or addmm that is the transpose of
-// a contiguous one (a linear layer's weight, x.t() in its backward) is read
-// in place (rill_op_matmul_ex_f32), as is each operand of bmm whose
+// and alpha 1 (rill_op_addmm_f32: the product with the bias, broadcast by
+// its strides, added in the same launch). A matrix operand of mm or addmm
+// that is the transpose of a contiguous one (a linear layer's weight, x.t()
+// in its backward) is read in place, as is each operand of bmm whose
 // matrices are row-major or transposed with one batch stride (the heads of
 // an attention); other strided operands are made contiguous first by
 // rill's strided copy on the same stream. Other cases (other dtypes,
@@ -112,8 +112,16 @@ bool transposed(const at::Tensor &t) {
            t.stride(1) == std::max<int64_t>(t.size(0), 1);
 }
 
-// c = a b for batch products [m, k] x [k, n], c new and contiguous.
-at::Tensor product(const at::Tensor &a, const at::Tensor &b) {
+// A bias added to a matrix product: its data and the strides that
+// broadcast it to [m, n].
+struct Bias {
+    const float *data;
+    size_t rs, cs;
+};
+
+// c = a b (+ bias) for batch products [m, k] x [k, n], c new and
+// contiguous; a bias only for matrices.
+at::Tensor product(const at::Tensor &a, const at::Tensor &b, const Bias *bias = nullptr) {
     int64_t dims = a.dim();
     int64_t batch = dims == 3 ? a.size(0) : 1;
     int64_t m = a.size(dims - 2), k = a.size(dims - 1), n = b.size(dims - 1);
@@ -122,32 +130,30 @@ at::Tensor product(const at::Tensor &a, const at::Tensor &b) {
     if (c.numel() == 0)
         return c;
     if (k == 0)
-        return c.fill_(0.0); // an empty sum
-    rill_stream *s = stream_of(c);
-    if (dims == 2 && (transposed(a) || transposed(b))) {
-        unsigned flags = 0;
-        at::Tensor ac = a, bc = b;
-        if (transposed(a))
-            flags |= RILL_MATMUL_A_T;
-        else
-            ac = a.contiguous();
-        if (transposed(b))
-            flags |= RILL_MATMUL_B_T;
-        else
-            bc = b.contiguous();
-        TORCH_RILL_CHECK(rill_op_matmul_ex_f32(
-            s, c.data_ptr<float>(), ac.const_data_ptr<float>(), bc.const_data_ptr<float>(),
-            static_cast<size_t>(m), static_cast<size_t>(k), static_cast<size_t>(n), flags));
-        return c;
-    }
+        return c.fill_(0.0); // an empty sum (addmm sends k 0 to the fallback)
     if (dims == 3) {
         batched_product_into(c, a, b);
         return c;
     }
-    at::Tensor ac = a.contiguous(), bc = b.contiguous();
-    TORCH_RILL_CHECK(rill_op_matmul_f32(s, c.data_ptr<float>(), ac.const_data_ptr<float>(),
-                                        bc.const_data_ptr<float>(), static_cast<size_t>(m),
-                                        static_cast<size_t>(k), static_cast<size_t>(n)));
+    unsigned flags = 0;
+    at::Tensor ac = a, bc = b;
+    if (transposed(a))
+        flags |= RILL_MATMUL_A_T;
+    else
+        ac = a.contiguous();
+    if (transposed(b))
+        flags |= RILL_MATMUL_B_T;
+    else
+        bc = b.contiguous();
+    rill_stream *s = stream_of(c);
+    float *cp = c.data_ptr<float>();
+    const float *ap = ac.const_data_ptr<float>(), *bp = bc.const_data_ptr<float>();
+    size_t um = static_cast<size_t>(m), uk = static_cast<size_t>(k), un = static_cast<size_t>(n);
+    if (bias != nullptr)
+        TORCH_RILL_CHECK(
+            rill_op_addmm_f32(s, cp, ap, bp, bias->data, bias->rs, bias->cs, um, uk, un, flags));
+    else
+        TORCH_RILL_CHECK(rill_op_matmul_ex_f32(s, cp, ap, bp, um, uk, un, flags));
     return c;
 }
 
@@ -176,23 +182,16 @@ bool broadcasts(const at::Tensor &bias, int64_t m, int64_t n) {
     return true;
 }
 
-// bias + a b: the product, then the bias added in place.
+// bias + a b in one launch (rill_op_addmm_f32). An empty sum (k 0) goes
+// to the fallback, which gives the broadcast bias.
 at::Tensor addmm(const at::Tensor &bias, const at::Tensor &a, const at::Tensor &b,
                  const at::Scalar &beta, const at::Scalar &alpha) {
-    if (!is_one(beta) || !is_one(alpha) || !takes(a, b, 2) || !is_f32(bias) ||
+    if (!is_one(beta) || !is_one(alpha) || !takes(a, b, 2) || a.size(1) == 0 || !is_f32(bias) ||
         bias.device() != a.device() || !broadcasts(bias, a.size(0), b.size(1)))
         return call_fallback_fn<&boxed_fallback, at::_ops::addmm>::call(bias, a, b, beta, alpha);
-    at::Tensor c = product(a, b);
-    if (c.numel() == 0)
-        return c;
-    std::vector<size_t> shape(c.sizes().begin(), c.sizes().end());
-    std::vector<size_t> c_strides = {shape[1], 1},
-                        bias_strides = broadcast_strides(bias, c.sizes());
-    TORCH_RILL_CHECK(rill_op_binary_f32(stream_of(c), RILL_BINARY_ADD, c.data_ptr<float>(),
-                                        c.const_data_ptr<float>(), c_strides.data(),
-                                        bias.const_data_ptr<float>(), bias_strides.data(),
-                                        shape.data(), shape.size()));
-    return c;
+    std::vector<size_t> strides = broadcast_strides(bias, {a.size(0), b.size(1)});
+    Bias bias_of = {bias.const_data_ptr<float>(), strides[0], strides[1]};
+    return product(a, b, &bias_of);
 }
 
 } // namespace

@@ -192,6 +192,23 @@ def test_linear_layers_use_the_kernels_and_equal_the_cpus():
     same(layer.to("rill")(x3.to("rill")), layer.cpu()(x3), PRODUCTS)
 
 
+def test_a_linear_layer_is_one_kernel(tmp_path):
+    """addmm adds the bias in the product's own launch: a captured linear
+    layer is a single matmul node, with no add after it."""
+    layer = torch.nn.Linear(16, 8).to("rill")
+    x = randn(4, 16).to("rill")
+    g = torch.rill.RillGraph()
+    g.enable_debug_mode()
+    with torch.no_grad(), torch.rill.graph(g):
+        y = layer(x)
+    path = tmp_path / "linear.dot"
+    g.debug_dump(str(path))
+    text = path.read_text()
+    assert text.count("matmul_f32") == 1 and "binary_f32" not in text, text
+    g.replay()
+    same(y, layer.cpu()(x.cpu()), PRODUCTS)
+
+
 REDUCTIONS = 1e-5
 
 

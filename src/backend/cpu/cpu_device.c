@@ -225,6 +225,7 @@ static rill_status cpu_device_init(rill__device *dev, int index) {
     rill__spinlock_init(&d->ready_lock, RILL__RANK_LAUNCH);
     rill__mutex_init_ranked(&d->launch_lock, RILL__RANK_LAUNCH);
     rill__device_base_of(dev)->state = d;
+    rill__device_base_of(dev)->op_matmul_bias = true; /* op_kernels.c's matmul body */
     rill__cpu_workers_start(d);
     return RILL_OK;
 }

@@ -305,23 +305,43 @@ static tile_range matmul_tile(size_t m, size_t n, size_t row_panels, size_t col_
     return t;
 }
 
+/* c[i, j] += bias[i*rs + j*cs] over a tile of rows x cols (c and bias at
+ * the tile's first element), each sum rounded once, as the binary add's. */
+static void add_bias(float *c, size_t ldc, const float *bias, size_t rs, size_t cs, size_t rows,
+                     size_t cols) {
+    for (size_t i = 0; i < rows; i++) {
+        float *ci = c + i * ldc;
+        const float *bi = bias + i * rs;
+        if (cs == 1) {
+            for (size_t j = 0; j < cols; j++)
+                ci[j] += bi[j];
+        } else {
+            for (size_t j = 0; j < cols; j++)
+                ci[j] += bi[j * cs];
+        }
+    }
+}
+
 void rill__cpu_op_matmul_f32(const rill_block_ctx *ctx, const void *args) {
     const rill__op_matmul_args *p = args;
     tile_range t = matmul_tile(p->m, p->n, p->row_panels, p->col_panels, ctx->block_idx.x);
     if (t.r0 == t.r1 || t.c0 == t.c1)
         return;
+    float *c = p->c + t.r0 * p->n + t.c0;
     if (p->trans == 0) {
-        sgemm(t.r1 - t.r0, t.c1 - t.c0, p->k, p->a + t.r0 * p->k, p->k, p->b + t.c0, p->n,
-              p->c + t.r0 * p->n + t.c0, p->n);
-        return;
+        sgemm(t.r1 - t.r0, t.c1 - t.c0, p->k, p->a + t.r0 * p->k, p->k, p->b + t.c0, p->n, c, p->n);
+    } else {
+        /* A transposed operand: a [k,m] (row i of the product is column i
+         * of a), b [n,k] (column j of the product is row j of b). */
+        bool at = (p->trans & RILL_MATMUL_A_T) != 0, bt = (p->trans & RILL_MATMUL_B_T) != 0;
+        const float *a = at ? p->a + t.r0 : p->a + t.r0 * p->k;
+        const float *b = bt ? p->b + t.c0 * p->k : p->b + t.c0;
+        rill__cpu_sgemm_strided(t.r1 - t.r0, t.c1 - t.c0, p->k, a, at ? 1 : p->k, at ? p->m : 1, b,
+                                bt ? 1 : p->n, bt ? p->k : 1, 0.0f, c, p->n);
     }
-    /* A transposed operand: a [k,m] (row i of the product is column i of
-     * a), b [n,k] (column j of the product is row j of b). */
-    bool at = (p->trans & RILL_MATMUL_A_T) != 0, bt = (p->trans & RILL_MATMUL_B_T) != 0;
-    const float *a = at ? p->a + t.r0 : p->a + t.r0 * p->k;
-    const float *b = bt ? p->b + t.c0 * p->k : p->b + t.c0;
-    rill__cpu_sgemm_strided(t.r1 - t.r0, t.c1 - t.c0, p->k, a, at ? 1 : p->k, at ? p->m : 1, b,
-                            bt ? 1 : p->n, bt ? p->k : 1, 0.0f, p->c + t.r0 * p->n + t.c0, p->n);
+    if (p->bias != NULL)
+        add_bias(c, p->n, p->bias + t.r0 * p->bias_rs + t.c0 * p->bias_cs, p->bias_rs, p->bias_cs,
+                 t.r1 - t.r0, t.c1 - t.c0);
 }
 
 /* Block b's items are [b*items/G, (b+1)*items/G) of the batch * row_panels
