@@ -168,14 +168,16 @@ static void test_sgemm_onednn_products(void **state) {
  * product. */
 static void test_sgemm_spread_operands(void **state) {
     (void)state;
+    /* Small ones and one BLIS packs: the layout, not the size, is tested. */
+    static const shape spread[] = {{1, 1, 1}, {7, 5, 3}, {33, 13, 7}, {13, 7, 17}, {130, 131, 129}};
     for (int kernel = 0; kernel < RILL__SGEMM_KERNELS; kernel++) {
         if (!cpu_has((rill__sgemm_kernel)kernel))
             continue;
-        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (size_t s = 0; s < sizeof spread / sizeof spread[0]; s++)
             for (int t = 0; t < 4; t++) {
-                assert_true(check_spread((rill__sgemm_kernel)kernel, false, shapes[s], t & 1, t & 2,
+                assert_true(check_spread((rill__sgemm_kernel)kernel, false, spread[s], t & 1, t & 2,
                                          0.0f, 2));
-                assert_true(check_spread((rill__sgemm_kernel)kernel, false, shapes[s], t & 1, t & 2,
+                assert_true(check_spread((rill__sgemm_kernel)kernel, false, spread[s], t & 1, t & 2,
                                          1.0f, 2));
             }
     }
