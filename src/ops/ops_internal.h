@@ -71,6 +71,13 @@ size_t rill__op_blocks_for(size_t work, size_t min, size_t units);
  * where it makes one (rill__device_base.op_grid_blocks), else
  * rill__op_blocks_for(work, min, units). */
 size_t rill__op_grid(const rill__stream *stream, size_t work, size_t min, size_t units);
+/* A strided op (copy, binary) over p->n elements on stream, already
+ * checked: declares a and b read (b when not NULL) and out written, the
+ * bytes each spans, and launches op id's kernel sized for a gather
+ * (ops_tensor.c). */
+rill_status rill__op_launch_strided(rill__stream *stream, size_t units, rill__op id,
+                                    const rill__op_strided_args *p, size_t out_bytes,
+                                    size_t a_bytes, size_t b_bytes);
 /* Whether stream's device adds a matmul's bias in its matmul body
  * (rill__device_base.op_matmul_bias). */
 bool rill__op_matmul_adds_bias(const rill__stream *stream);

@@ -228,11 +228,9 @@ static rill_status launch_bias_add(rill__stream *stream, float *c, const matmul_
     p.shape[0] = m, p.shape[1] = n;
     p.out_strides[0] = p.a_strides[0] = n, p.out_strides[1] = p.a_strides[1] = 1;
     p.b_strides[0] = bias->rs, p.b_strides[1] = bias->cs;
-    access_list acc = {.count = 0};
-    rill__op_access_add(&acc, c, m * n * sizeof(float), RILL_READ_WRITE);
-    rill__op_access_add(&acc, bias->ptr, bias_bytes, RILL_READ);
-    return rill__op_launch_n(stream, RILL__OP_BINARY_F32, p.n, ELEMENTS_PER_BLOCK_MIN / 4, units,
-                             &p, sizeof p, &acc);
+    size_t c_bytes = m * n * sizeof(float);
+    return rill__op_launch_strided(stream, units, RILL__OP_BINARY_F32, &p, c_bytes, c_bytes,
+                                   bias_bytes);
 }
 
 static rill_status matmul_f32(const char *fn, rill_stream *s, float *c, const float *a,

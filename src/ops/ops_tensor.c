@@ -176,6 +176,12 @@ static rill_status launch_strided(const char *fn, rill_stream *s, rill__op id,
     rill_status st = rill__op_stream(fn, s, &stream, &units);
     if (st != RILL_OK)
         return st;
+    return rill__op_launch_strided(stream, units, id, p, out_bytes, a_bytes, b_bytes);
+}
+
+rill_status rill__op_launch_strided(rill__stream *stream, size_t units, rill__op id,
+                                    const rill__op_strided_args *p, size_t out_bytes,
+                                    size_t a_bytes, size_t b_bytes) {
     access_list acc = {.count = 0};
     rill__op_access_add(&acc, p->a, a_bytes, RILL_READ);
     if (p->b != NULL)

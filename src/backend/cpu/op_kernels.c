@@ -4,12 +4,12 @@
  * slice of the output (element ranges aligned to RILL__OP_SLICE_ALIGN,
  * matmul tiles, conv2d image bands), so blocks never race; every result is
  * a pure function of the inputs and the grid, so a launch with the same
- * grid gives the same bits. Matrix products go to BLIS's sgemm on the
- * calling worker: parallelism comes from the grid's blocks, and BLIS is
- * reentrant, so blocks of one launch and launches on other streams call it
- * at once (Debian's serial OpenBLAS is not: concurrent calls share its work
- * buffers and return wrong values). conv2d_ex hands its blocks to oneDNN
- * where that takes the launch (conv_onednn.h). */
+ * grid gives the same bits. Matrix products go to sgemm.h on the calling
+ * worker (oneDNN's or BLIS's): parallelism comes from the grid's blocks,
+ * and both are reentrant, so blocks of one launch and launches on other
+ * streams call them at once (Debian's serial OpenBLAS is not: concurrent
+ * calls share its work buffers and return wrong values). conv2d_ex hands
+ * its blocks to oneDNN where that takes the launch (conv_onednn.h). */
 #include "backend/cpu/op_kernels.h"
 
 #include <assert.h>
