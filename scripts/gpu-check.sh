@@ -31,9 +31,10 @@
 #   GPU_CHECK_TESTS   an extended regular expression passed to each ctest
 #                     step as -R (default: every test of the step's labels)
 #
-# On a GPU machine without cmocka and BLIS (Ubuntu with CUDA), prepare their
-# packages on a Debian machine with ../shared/gpu/carry-deps.sh (it writes
-# .gpu-deps/), copy the checkout with .gpu-deps to the GPU machine, and run
+# On a GPU machine without cmocka, BLIS and oneDNN (Ubuntu with CUDA),
+# prepare their packages on a Debian machine with
+#   ../shared/gpu/carry-deps.sh libdnnl-dev libdnnl2 ocl-icd-libopencl1
+# (it writes .gpu-deps/), copy the checkout with .gpu-deps to the GPU machine, and run
 #   bash .gpu-deps/install.sh && scripts/gpu-check.sh
 # (the script also runs .gpu-deps/install.sh itself when it finds it).
 set -uo pipefail
@@ -336,6 +337,12 @@ main() {
     done
     local python_flag=(-DRILL_BUILD_PYTHON=OFF)
     [ -n "$python" ] && python_flag=(-DRILL_PYTHON="$python")
+    # Without oneDNN (carry-deps.sh carries it as libdnnl-dev), rill's own
+    # CPU kernels run; the CUDA device is the same either way.
+    if ! echo '#include <oneapi/dnnl/dnnl.h>' | cc -E -x c - >/dev/null 2>&1; then
+        python_flag+=(-DRILL_ONEDNN=OFF)
+        echo "gpu-check: no oneDNN headers, so the build is -DRILL_ONEDNN=OFF"
+    fi
     # Warnings are not errors here: CI builds with them as errors, and a
     # newer compiler's new warnings must not cost the GPU hour; they are
     # listed (warnings.txt) instead.
