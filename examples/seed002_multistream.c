@@ -8,9 +8,9 @@
  * "77" for add2. Each tagged stream is joined back to the capturing stream
  * at the end, as the graph's outputs are. Inputs are whole numbers on a
  * small grid (torch.randn's stand-in), so every output is checked exactly
- * against the host at each replay (the CPU device's memory is host-
- * addressable, so the host reads and writes it directly). Writes the graph
- * as DOT to argv[1] (default seed002_multistream.dot). */
+ * against the host at each replay: the inputs are copied to the device
+ * before each replay and the outputs back after it. Writes the graph as
+ * DOT to argv[1] (default seed002_multistream.dot). */
 #include "seed_support.h"
 
 enum { N = 64 }; /* the seed's 1000 x 1000, scaled down */
@@ -60,6 +60,17 @@ static void forward(rill_stream *main, float *const in[4], const outputs *o) {
     join(s2, main);
 }
 
+/* The outputs of o, copied into host memory h. */
+static void download(const outputs *h, const outputs *o, size_t n) {
+    const size_t bytes = n * sizeof(float);
+    check(rill_memcpy(h->add_result, o->add_result, bytes), "add_result.cpu()");
+    check(rill_memcpy(h->mm_result, o->mm_result, bytes), "mm_result.cpu()");
+    check(rill_memcpy(h->mm1, o->mm1, bytes), "mm1.cpu()");
+    check(rill_memcpy(h->add2, o->add2, bytes), "add2.cpu()");
+    check(rill_memcpy(h->c, o->c, bytes), "C.cpu()");
+}
+
+/* The outputs in host memory against the host's sums of the inputs in[]. */
 static int check_outputs(float *const in[4], const outputs *o) {
     int bad = 0;
     for (int i = 0; i < N * N; i++) {
@@ -80,11 +91,15 @@ static int check_outputs(float *const in[4], const outputs *o) {
 int main(int argc, char **argv) {
     const char *dot = argc > 1 ? argv[1] : "seed002_multistream.dot";
     const size_t nn = (size_t)N * N;
-    float *in[4];
-    for (int k = 0; k < 4; k++)
+    float *in[4], *in_h[4];
+    for (int k = 0; k < 4; k++) {
         in[k] = device_floats(nn);
+        in_h[k] = host_floats(nn);
+    }
     outputs o = {device_floats(nn), device_floats(nn), device_floats(nn), device_floats(nn),
                  device_floats(nn)};
+    outputs o_h = {host_floats(nn), host_floats(nn), host_floats(nn), host_floats(nn),
+                   host_floats(nn)};
     rill_stream *main_s;
     check(rill_stream_create(NULL, 0, &main_s), "rill_stream_create");
     check(rill_stream_set_name(main_s, "default"), "rill_stream_set_name");
@@ -105,15 +120,25 @@ int main(int argc, char **argv) {
 
     for (int call = 0; call < 3; call++) {
         /* in1..in4 = torch.randn(...): whole numbers in {-4, ..., 3} */
-        for (int k = 0; k < 4; k++)
-            fill_lcg(in[k], nn, (uint32_t)(100 * call + k + 1), 8, 1.0f);
+        for (int k = 0; k < 4; k++) {
+            fill_lcg(in_h[k], nn, (uint32_t)(100 * call + k + 1), 8, 1.0f);
+            check(rill_memcpy_async(in[k], in_h[k], nn * sizeof(float), main_s), "in.to(device)");
+        }
         check(rill_graph_launch(model, main_s), "result = model(in1, in2, in3, in4)");
         check(rill_stream_synchronize(main_s), "rill_stream_synchronize");
+        download(&o_h, &o, nn);
         printf("call %d: add_result, mm_result, mm1, add2, C %s\n", call,
-               check_outputs(in, &o) ? "match the host" : "DIFFER from the host");
+               check_outputs(in_h, &o_h) ? "match the host" : "DIFFER from the host");
     }
 
     check(rill_graph_exec_destroy(model), "rill_graph_exec_destroy");
+    float *all[] = {o.add_result, o.mm_result, o.mm1, o.add2, o.c, in[0], in[1], in[2], in[3]};
+    for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
+        check(rill_free(all[k]), "rill_free");
+    float *all_h[] = {o_h.add_result, o_h.mm_result, o_h.mm1, o_h.add2, o_h.c,
+                      in_h[0],        in_h[1],       in_h[2], in_h[3]};
+    for (size_t k = 0; k < sizeof all_h / sizeof all_h[0]; k++)
+        free(all_h[k]);
     check(rill_stream_destroy(main_s), "rill_stream_destroy");
     check(rill_shutdown(), "rill_shutdown");
     return 0;
