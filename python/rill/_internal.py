@@ -17,6 +17,7 @@ from ._errors import check
 from ._ffi import ffi, lib
 from ._from_dlpack import from_dlpack
 from ._guard import on_device, on_operands_device
+from ._layout import to_device
 from ._makers import filled, randn, seed
 from ._math import argextreme, conv2d, extreme, pool2d, reduce, softmax
 from ._math import matmul as matmul_nd
@@ -28,5 +29,5 @@ __all__ = ["add", "argextreme", "binary", "cat", "check", "conv2d", "count_of_ki
            "current", "dtype_arg", "extreme", "ffi", "filled", "flatten", "from_dlpack",
            "is_scalar", "lib", "map_op", "matmul", "matmul_nd", "mul", "on_device",
            "on_operands_device", "permute", "pool2d", "randn", "rdiv", "reduce", "reshape",
-           "seed", "shape_arg", "softmax", "squeeze", "stack", "sub", "sum", "to_dtype",
-           "transpose", "unsqueeze"]
+           "seed", "shape_arg", "softmax", "squeeze", "stack", "sub", "sum", "to_device",
+           "to_dtype", "transpose", "unsqueeze"]

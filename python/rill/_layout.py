@@ -87,7 +87,10 @@ def broadcast_strides(t, shape):
 
 
 def to_device(t, dev, where):
-    """A copy of t on dev's current stream, after the work that writes t."""
+    """A copy of t on dev's current stream, after the work that writes t.
+    A CPU device cannot read a GPU's memory: from a GPU to a CPU device, the
+    copy runs on t's device's current stream, between waits that order it
+    after the allocation and before dev's later work."""
     if not isinstance(t, TensorCore):
         raise TypeError(f"{where}: self must be a rill.Tensor, not {type(t).__name__}")
     t._valid(where)
@@ -95,6 +98,19 @@ def to_device(t, dev, where):
         t = contiguous(t, where)  # gathered on t's own device first
     with on_device(dev, where):
         s = _stream.current()
+    src = t._stream.device
+    if s.device.kind != "cpu" or src.kind == "cpu":
         if t._event is not None:
             check(lib.rill_stream_wait_event(s._handle(where), t._event))
         return t._copy(s)
+    with on_device(src, where):
+        c = _stream.current()
+    out = type(t)._empty(t._shape, t._dtype, s, where)
+    if t._numel:
+        c.wait_stream(s)  # the allocation
+        if t._event is not None:
+            check(lib.rill_stream_wait_event(c._handle(where), t._event))
+        check(lib.rill_memcpy_async(out._ptr, t._ptr, t.nbytes, c._handle(where)))
+        s.wait_stream(c)
+        out._written(s)
+    return out

@@ -332,6 +332,30 @@ rill_status rill__mem_check_copy(void *dst, const void *src, size_t bytes, const
     return st;
 }
 
+/* Whether a copy or fill on a stream of user may touch memory of dev (NULL:
+ * not a device's memory): its own memory, host memory (every device copies
+ * it) and another device of its backend's (which it copies as a peer); a
+ * CPU device cannot read a GPU's memory. */
+static bool copy_reaches(const rill__device *dev, const rill__device *user) {
+    return dev == NULL || dev->ops == user->ops || (dev->ops->mem_caps & RILL__MEMCAP_HOST) != 0;
+}
+
+/* The refusal of a copy or fill on stream that touches memory of dev
+ * (what: "dst" or "src"), or RILL_OK. */
+static rill_status check_copy_reach(const char *fn, const char *what, const void *p,
+                                    const rill__device *dev, const rill__stream *stream) {
+    const rill__device *user = stream->q.dev;
+    if (copy_reaches(dev, user))
+        return RILL_OK;
+    char mine[160], theirs[160];
+    name_device(user, mine, sizeof mine);
+    name_device(dev, theirs, sizeof theirs);
+    return rill__fail(RILL_ERROR_DEVICE_MISMATCH,
+                      "%s: %s (%p) is memory of %s, which a stream of %s cannot reach; pass a "
+                      "stream of %s (rill_memcpy chooses one itself)",
+                      fn, what, p, theirs, mine, theirs);
+}
+
 rill_status rill_memcpy_async(void *dst, const void *src, size_t bytes, rill_stream *stream_h) {
     RILL_CALL_SCOPE();
     static const char fn[] = "rill_memcpy_async";
@@ -344,6 +368,10 @@ rill_status rill_memcpy_async(void *dst, const void *src, size_t bytes, rill_str
         return st;
     rill__device *sd = NULL, *dd = NULL;
     st = rill__mem_check_copy(dst, src, bytes, fn, &sd, &dd);
+    if (st == RILL_OK)
+        st = check_copy_reach(fn, "dst", dst, dd, stream);
+    if (st == RILL_OK)
+        st = check_copy_reach(fn, "src", src, sd, stream);
     if (st != RILL_OK || bytes == 0)
         return st;
     rill__cmd cmd = {.kind = RILL__CMD_COPY};
@@ -373,11 +401,15 @@ rill_status rill_memcpy(void *dst, const void *src, size_t bytes) {
     rill_status st = rill__mem_check_copy(dst, src, bytes, fn, &sd, &dd);
     if (st != RILL_OK || bytes == 0)
         return st;
+    /* src's device, else dst's; but a device that reaches the other's
+     * memory where the first cannot (a GPU, which copies host memory). */
     rill__device *dev = sd != NULL ? sd : dd;
     if (dev == NULL) {
         memmove(dst, src, bytes); /* host to host: nothing to order with */
         return RILL_OK;
     }
+    if (dev == sd && !copy_reaches(dd, sd) && copy_reaches(sd, dd))
+        dev = dd;
     st = rill__check_may_block(fn);
     if (st != RILL_OK)
         return st;
@@ -388,6 +420,9 @@ rill_status rill_memcpy(void *dst, const void *src, size_t bytes) {
         return st;
     rill__stream *s;
     st = rill__thread_current_stream(dev, fn, &s);
+    if (st == RILL_OK)
+        st = check_copy_reach(fn, dev == sd ? "dst" : "src", dev == sd ? dst : src,
+                              dev == sd ? dd : sd, s);
     if (st != RILL_OK)
         return st;
     rill__cmd cmd = {.kind = RILL__CMD_COPY};
@@ -430,6 +465,8 @@ rill_status rill_memset_async(void *dst, int value, size_t bytes, rill_stream *s
                           fn);
     rill__device *dd;
     st = rill__mem_check_access(fn, "dst", NULL, dst, bytes, &dd);
+    if (st == RILL_OK)
+        st = check_copy_reach(fn, "dst", dst, dd, stream);
     if (st != RILL_OK || bytes == 0)
         return st;
     rill__cmd cmd = {.kind = RILL__CMD_SET};

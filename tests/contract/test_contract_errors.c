@@ -87,7 +87,11 @@ static rill_device *other_device(rill_device *dev) {
 }
 
 /* Work of two devices orders each other through events, both ways, while
- * each side is slow: each read sees the other's write. */
+ * each side is slow: each read sees the other's write. The data crosses
+ * through page-locked host memory, which every device copies; a copy or
+ * fill on one device's stream of memory that only the other device
+ * reaches (a GPU's, from a CPU device's stream) is refused, and
+ * rill_memcpy finds the device that reaches both. */
 static void test_events_order_work_across_devices_both_ways(void **state) {
     (void)state;
     rill_device *dev = contract_device();
@@ -101,27 +105,49 @@ static void test_events_order_work_across_devices_both_ways(void **state) {
     RT_OK(rill_event_create(RILL_EVENT_DEFAULT, &e1));
     RT_OK(rill_event_create(RILL_EVENT_DEFAULT, &e2));
     enum { N = 4096 };
-    uint32_t *x = contract_words(s, N, 0), *y = contract_words(t, N, 0);
+    const size_t bytes = N * sizeof(uint32_t);
+    uint32_t *x = contract_words(s, N, 0), *y = contract_words(t, N, 0), *h;
+    RT_OK(rill_malloc_host(bytes, (void **)&h));
     RT_OK(rill_stream_synchronize(s));
     RT_OK(rill_stream_synchronize(t));
-    /* s writes x after a spin; t copies x into its own memory and scales it;
-     * s waits for that and adds it back. */
+    /* s writes x after a spin and hands it over through h; t copies it into
+     * its own memory, scales it and hands it back; s copies it into x. */
     RT_OK(contract_spin(s, x, SPIN_NS));
     RT_OK(contract_add(s, x, 3, N));
+    RT_OK(rill_memcpy_async(h, x, bytes, s));
     RT_OK(rill_event_record(e1, s));
     RT_OK(rill_stream_wait_event(t, e1));
-    RT_OK(rill_memcpy_async(y, x, N * sizeof(uint32_t), t));
+    RT_OK(rill_memcpy_async(y, h, bytes, t));
     RT_OK(contract_spin(t, y, SPIN_NS));
     RT_OK(contract_scale(t, y, y, 10, N));
+    RT_OK(rill_memcpy_async(h, y, bytes, t));
     RT_OK(rill_event_record(e2, t));
     RT_OK(rill_stream_wait_event(s, e2));
-    RT_OK(rill_memcpy_async(x, y, N * sizeof(uint32_t), s));
+    RT_OK(rill_memcpy_async(x, h, bytes, s));
     RT_OK(rill_stream_synchronize(s));
     uint32_t host[N];
     contract_read(host, x, N);
     assert_int_equal(host[0], (1 + 3 + 1) * 10);
     for (int i = 1; i < N; i++)
         assert_int_equal(host[i], 30);
+    /* Memory that one side's device does not reach: a GPU's, from a CPU
+     * device's stream (GPUs of one kind copy each other's memory). */
+    bool kinds = contract_kind(dev) != contract_kind(other);
+    if (kinds && !contract_host_memory(other)) {
+        RT_STATUS(RILL_ERROR_DEVICE_MISMATCH, rill_memcpy_async(x, y, bytes, s));
+        assert_non_null(strstr(rill_last_error(), "cannot reach"));
+        RT_STATUS(RILL_ERROR_DEVICE_MISMATCH, rill_memset_async(y, 0, bytes, s));
+    }
+    if (kinds && !contract_host_memory(dev))
+        RT_STATUS(RILL_ERROR_DEVICE_MISMATCH, rill_memcpy_async(y, x, bytes, t));
+    /* Between the devices' memory, directly. */
+    RT_OK(rill_memset_async(y, 0, bytes, t));
+    RT_OK(rill_stream_synchronize(t));
+    RT_OK(rill_memcpy(y, x, bytes));
+    contract_read(host, y, N);
+    assert_int_equal(host[0], 50);
+    assert_int_equal(host[N - 1], 30);
+    RT_OK(rill_free_host(h));
     RT_OK(rill_free(x));
     RT_OK(rill_free(y));
     RT_OK(rill_event_destroy(e1));

@@ -129,11 +129,7 @@ def _moved(t, index, where):
         index = current_device().index
     if t._stream.device.index == index:
         return t
-    with _on(index):
-        s = _internal.current()
-        if t._event is not None:
-            _internal.check(_internal.lib.rill_stream_wait_event(s._handle(where), t._event))
-        return t._copy(s)
+    return _internal.to_device(t, index, where)
 
 
 class Size(tuple):
