@@ -72,6 +72,8 @@ CUresult fake_cuMemHostAlloc(void **out, size_t bytes, unsigned int flags);
 CUresult fake_cuMemFreeHost(void *p);
 CUresult fake_cuMemHostGetDevicePointer(CUdeviceptr *out, void *p, unsigned int flags);
 CUresult fake_cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr);
+CUresult fake_cuPointerGetAttributes(unsigned int num, CUpointer_attribute *attributes, void **data,
+                                     CUdeviceptr ptr);
 
 /* fake_device.c: the GPUs there are (RILL_FAKE_CUDA_DEVICES, 1 to 4), and
  * its entry points. */

@@ -320,3 +320,26 @@ CUresult fake_cuPointerGetAttribute(void *data, CUpointer_attribute attribute, C
         return CUDA_ERROR_NOT_SUPPORTED;
     }
 }
+
+/* cuPointerGetAttribute's answers; for memory the driver does not know,
+ * zeros and CUDA_SUCCESS, as the driver does. */
+CUresult fake_cuPointerGetAttributes(unsigned int num, CUpointer_attribute *attributes, void **data,
+                                     CUdeviceptr ptr) {
+    NEED_CONTEXT();
+    bool known = fake_ranges_find((uintptr_t)ptr, &(fake_range){0});
+    for (unsigned int i = 0; i < num; i++) {
+        if (attributes[i] != CU_POINTER_ATTRIBUTE_MEMORY_TYPE &&
+            attributes[i] != CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL)
+            return CUDA_ERROR_NOT_SUPPORTED;
+        if (!known) {
+            memset(data[i], 0,
+                   attributes[i] == CU_POINTER_ATTRIBUTE_MEMORY_TYPE ? sizeof(unsigned int)
+                                                                     : sizeof(int));
+            continue;
+        }
+        CUresult r = fake_cuPointerGetAttribute(data[i], attributes[i], ptr);
+        if (r != CUDA_SUCCESS)
+            return r;
+    }
+    return CUDA_SUCCESS;
+}

@@ -222,7 +222,7 @@ static void test_native_event_record_is_one_call(void **state) {
 
 /* A copy of 4 KiB from pageable host memory into device memory, with the
  * staging buffers made: two driver calls, the look at the host memory
- * (cuPointerGetAttribute: pageable or page-locked) and the copy from the
+ * (cuPointerGetAttributes: pageable or page-locked) and the copy from the
  * staging buffer (cudaMemcpyAsync is one call, which stages it inside
  * the driver); the source is free when the call returns. */
 static void test_pageable_copy_to_the_gpu_calls(void **state) {

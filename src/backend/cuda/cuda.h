@@ -275,6 +275,11 @@ static inline CUresult rill__cuda_copy(cuda_device *d, CUstream stream, const ri
 CUresult rill__cuda_set(cuda_device *d, CUstream stream, const rill__set_call *c);
 /* Whether the GPU can set p's memory with cuMemsetD8Async: device memory. */
 bool rill__cuda_gpu_settable(cuda_device *d, const void *p);
+/* The driver's CU_MEMORYTYPE_* of p's memory, 0 for memory it does not
+ * know (pageable host memory): cuPointerGetAttributes, which answers for
+ * such memory without an error (cuPointerGetAttribute fails, and tools
+ * that watch the driver's calls report each failure). */
+unsigned int rill__cuda_memory_type(cuda_device *d, const void *p);
 
 /* cuda_complete.c: completion and the pump */
 /* host_help: completes what the GPU finished on s, on a host thread about
@@ -310,7 +315,7 @@ void rill__cuda_runners_wake(cuda_device *d);
 CUresult rill__cuda_launch(cuda_device *d, CUstream stream, const rill__kernel_call *k, char **why);
 
 /* cuda_stage.c: copies with pageable host memory */
-/* Which staging a copy on d needs (one cuPointerGetAttribute for the host
+/* Which staging a copy on d needs (one rill__cuda_memory_type for the host
  * side of a copy between host memory and a GPU's memory). Any thread,
  * the context current. */
 enum cuda_staged rill__cuda_stage_kind(cuda_device *d, const rill__copy_call *c);

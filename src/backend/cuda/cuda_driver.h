@@ -58,6 +58,7 @@
     X(cuMemFreeHost)                                                                               \
     X(cuMemHostGetDevicePointer)                                                                   \
     X(cuPointerGetAttribute)                                                                       \
+    X(cuPointerGetAttributes)                                                                      \
     RILL__CUDA_GRAPH_FUNCS(X)
 
 /* The entry points of CUDA graphs (cuda_graph.c). */

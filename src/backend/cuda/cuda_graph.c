@@ -86,9 +86,7 @@ typedef struct grun {
 /* ---------------------------------------------------------------- layout */
 
 static bool known(cuda_device *d, const void *p) {
-    unsigned int type = 0;
-    return d->drv->cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-                                         (CUdeviceptr)(uintptr_t)p) == CUDA_SUCCESS;
+    return rill__cuda_memory_type(d, p) != 0;
 }
 
 static unsigned char where_of(cuda_device *d, const rill__gnode_params *p) {

@@ -149,9 +149,8 @@ static rill_status mem_reachable_in(rill__device *dev, const void *p, size_t byt
     (void)bytes;
     cuda_device *d = cuda_device_of(dev);
     CUdeviceptr at = (CUdeviceptr)(uintptr_t)p;
-    unsigned int type = 0;
-    if (d->drv->cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, at) !=
-        CUDA_SUCCESS) {
+    unsigned int type = rill__cuda_memory_type(d, p);
+    if (type == 0) {
         snprintf(why, why_size, "host memory that CUDA has not page-locked (malloc, numpy)");
         return RILL_ERROR_DEVICE_MISMATCH;
     }

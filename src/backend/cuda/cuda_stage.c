@@ -115,12 +115,10 @@ enum cuda_staged rill__cuda_stage_kind(cuda_device *d, const rill__copy_call *c)
     bool src_gpu = is_gpu(c->src_dev), dst_gpu = is_gpu(c->dst_dev);
     if (src_gpu == dst_gpu)
         return CUDA_STAGED_NONE; /* between GPUs, or between host memories */
-    unsigned int type = 0;
     const void *host = src_gpu ? c->dst : c->src;
     /* The driver knows page-locked memory (rill_malloc_host's, or another
      * library's), which it copies by DMA. */
-    if (d->drv->cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-                                      (CUdeviceptr)(uintptr_t)host) == CUDA_SUCCESS)
+    if (rill__cuda_memory_type(d, host) != 0)
         return CUDA_STAGED_NONE;
     return src_gpu ? CUDA_STAGED_D2H : CUDA_STAGED_H2D;
 }

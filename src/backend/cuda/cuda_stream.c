@@ -38,10 +38,17 @@ CUresult rill__cuda_launch(cuda_device *d, CUstream stream, const rill__kernel_c
 /* The driver sets device memory only (not host memory, page-locked or
  * not): the rest is set on the host, in stream order. */
 bool rill__cuda_gpu_settable(cuda_device *d, const void *p) {
+    return rill__cuda_memory_type(d, p) == CU_MEMORYTYPE_DEVICE;
+}
+
+unsigned int rill__cuda_memory_type(cuda_device *d, const void *p) {
+    CUpointer_attribute attribute = CU_POINTER_ATTRIBUTE_MEMORY_TYPE;
     unsigned int type = 0;
-    return d->drv->cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-                                         (CUdeviceptr)(uintptr_t)p) == CUDA_SUCCESS &&
-           type == CU_MEMORYTYPE_DEVICE;
+    void *data = &type;
+    if (d->drv->cuPointerGetAttributes(1, &attribute, &data, (CUdeviceptr)(uintptr_t)p) !=
+        CUDA_SUCCESS)
+        return 0;
+    return type;
 }
 
 CUresult rill__cuda_set(cuda_device *d, CUstream stream, const rill__set_call *c) {
