@@ -60,7 +60,8 @@ def test_dlpack_device_is_the_tensors():
                     "(the stand-in driver in CI): the current device is rill's CPU device")
 def test_a_consumer_that_refuses_a_gpu_tensor_raises_and_holds_nothing():
     t = rill.ones(3)
-    with pytest.raises(RuntimeError, match="device"):  # numpy takes host memory only
+    # numpy takes host memory only (older numpy raises RuntimeError, newer BufferError)
+    with pytest.raises((RuntimeError, BufferError), match="(?i)device"):
         np.from_dlpack(t)
     del t
     rill.shutdown()  # no export is left alive
