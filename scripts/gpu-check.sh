@@ -8,10 +8,11 @@
 # tests, the seeds, the benchmarks (bench_cuda_baseline against the CUDA
 # runtime, torch.mm), the contract tests under compute-sanitizer (memcheck,
 # racecheck; the tests' CUDA runs only, each with its ctest environment),
-# and after them the demo, the collectives at -np 2, the stress tests (on the CPU device), the python
-# label, the whole suite, the asan-ubsan build with the contract tests in
-# it, and the CPU benchmarks' quick runs. It runs, and finishes, on a
-# machine without a GPU too: the GPU steps are then skipped with the reason.
+# and after them the demo, the collectives at -np 2, the stress tests (on
+# the CPU device), the python label, the whole suite, the asan-ubsan build
+# with the contract tests in it, and the CPU benchmarks' quick runs. It
+# runs, and finishes, on a machine without a GPU too: the GPU steps are
+# then skipped with the reason.
 #
 # Every step is independent (a failed step stops none of the others),
 # bounded by `timeout`, and logged; all steps share one time budget, and a
