@@ -159,8 +159,11 @@ ctest_step() {
         return
     fi
     local total failed skipped
-    total=$(sed -nE 's/.* tests failed out of ([0-9]+).*/\1/p' "$step_log" | tail -n 1)
+    # "100% tests passed, 0 tests failed out of 3", or from CMake 4 without
+    # failures "100% tests passed out of 3".
+    total=$(sed -nE 's/.* tests (failed|passed) out of ([0-9]+).*/\2/p' "$step_log" | tail -n 1)
     failed=$(sed -nE 's/.* ([0-9]+) tests failed out of .*/\1/p' "$step_log" | tail -n 1)
+    failed=${failed:-0}
     skipped=$(grep -cE '^[[:space:]]+[0-9]+ - .*\(Skipped\)$' "$step_log")
     local counts="no ctest summary"
     [ -n "$total" ] &&
