@@ -1141,9 +1141,13 @@ rill_status rill_malloc_host(size_t bytes, void **out);
 rill_status rill_free_host(void *ptr);
 
 /* Direction is inferred from where dst and src live (host memory, page-
- * locked host memory, or a device's memory). rill_memcpy is synchronous:
- * it runs after all work already submitted to the current stream of the
- * device that src (else dst) belongs to, as if submitted there, and returns
+ * locked host memory, or a device's memory). A copy or fill runs on its
+ * stream's device, which reaches its own memory, host memory and the
+ * memory of other devices of its kind, but a CPU device does not reach a
+ * GPU's: RILL_ERROR_DEVICE_MISMATCH (pass a stream of the GPU).
+ * rill_memcpy is synchronous: it runs after all work already submitted to
+ * the current stream of the device that src (else dst) belongs to, or of
+ * the one of the two that reaches both, as if submitted there, and returns
  * when the copy is done; work on other streams is not waited for. A copy
  * or fill that runs past the end of memory from rill is
  * RILL_ERROR_INVALID_ARGUMENT; ordinary host memory is not checked.
