@@ -331,7 +331,7 @@ aclError aclrtRandomNumAsync(const aclrtRandomNumTaskInfo *taskInfo, const aclrt
                                       : "");
     if (!taskInfo->randomResultAddr)
         return rill__acl_fail(ACL_ERROR_INVALID_PARAM, "%s: randomResultAddr is NULL", CALL);
-    uint64_t seed, num;
+    uint64_t seed = 0, num = 0; /* set by int_param on success (gcc -O3 cannot tell) */
     aclError err = int_param("randomSeed", &taskInfo->randomSeed, &seed);
     if (err == ACL_SUCCESS)
         err = int_param("randomNum", &taskInfo->randomNum, &num);
