@@ -142,13 +142,20 @@ def test_ctrl_c_interrupts_a_synchronize():
     import signal
     import time
     s = torch.rill.Stream()
-    delay(s, 1.5)
+    # The stream's work ends only once the gate opens (or 30 s pass), so a
+    # SIGINT that comes late still finds the wait.
+    gate = threading.Event()
+    rill_stream(s).launch_host_func(gate.wait, 30)
     timer = threading.Timer(0.2, lambda: os.kill(os.getpid(), signal.SIGINT))
     timer.start()
     start = time.monotonic()
-    with pytest.raises(KeyboardInterrupt):
-        s.synchronize()
-    assert time.monotonic() - start < 1.0
-    timer.join()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            s.synchronize()
+        assert time.monotonic() - start < 20
+        assert not s.query()  # the work is still waiting
+    finally:
+        gate.set()
+        timer.join()
     s.synchronize()  # the work itself still runs to its end
     assert s.query()
