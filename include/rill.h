@@ -878,6 +878,21 @@ rill_status rill_op_softmax_f32(rill_stream *s, float *out, const float *a, size
 rill_status rill_op_log_softmax_f32(rill_stream *s, float *out, const float *a, size_t outer,
                                     size_t dim, size_t inner);
 
+/* Layer norm over each row of x, contiguous [rows, n] (PyTorch's
+ * native_layer_norm over its last dimensions, flattened into n):
+ * out[r, j] = (x[r, j] - mean_r) * rstd_r * weight[j] + bias[j], where
+ * mean_r and the variance var_r (the mean of the squared deviations, not
+ * Bessel-corrected) are summed in double precision, and rstd_r =
+ * 1 / sqrt(var_r + eps), each rounded once to float; the rest is float
+ * arithmetic in that order. weight and bias ([n] each) may be NULL (1 and
+ * 0). mean and rstd, when not NULL, receive mean_r and rstd_r ([rows]
+ * each), what the backward of the norm takes. out may equal x; no other
+ * output overlaps an input or another output. rows and n are at least 1,
+ * eps at least 0. One launch. */
+rill_status rill_op_layer_norm_f32(rill_stream *s, float *out, float *mean, float *rstd,
+                                   const float *x, const float *weight, const float *bias,
+                                   size_t rows, size_t n, float eps);
+
 /* rill_op_conv2d_f32 with strides and zero padding, as torch's conv2d:
  * input [n,c,h,w], weight [k,c,r,sz], output [n,k,oh,ow] with oh = (h +
  * 2*pad_h - r) / stride_h + 1 and ow = (w + 2*pad_w - sz) / stride_w + 1

@@ -56,6 +56,7 @@ typedef enum rill__op {
     RILL__OP_POOL2D_EX_F32,
     RILL__OP_AVG_POOL2D_BACKWARD_EX_F32,
     RILL__OP_MATMUL_BATCHED_F32,
+    RILL__OP_LAYER_NORM_F32,
     RILL__OP_COUNT
 } rill__op;
 
@@ -357,6 +358,19 @@ typedef struct rill__op_softmax_args {
     size_t outer, dim, inner;
     uint32_t is_log;
 } rill__op_softmax_args;
+
+/* x and out are [rows, n], contiguous: out[r, :] = (x[r, :] - mean_r)
+ * rstd_r weight + bias, with mean_r and the variance of x[r, :] summed in
+ * double precision and rstd_r = 1 / sqrt(variance + eps); weight and
+ * bias NULL for 1 and 0. mean and rstd, when not NULL, receive [rows]
+ * (mean_r and rstd_r as floats). out may equal x. Block b takes the b-th
+ * slice of the rows. */
+typedef struct rill__op_layer_norm_args {
+    float *out, *mean, *rstd;
+    const float *x, *weight, *bias;
+    size_t rows, n;
+    float eps;
+} rill__op_layer_norm_args;
 
 /* conv2d with strides, zero padding, dilation and groups: the channels
  * are cut into groups of cg = c / groups input and kg = k / groups output

@@ -819,6 +819,129 @@ static void test_embedding_index_out_of_range_fails_the_stream(void **state) {
     RT_OK(rill_stream_destroy(s));
 }
 
+/* "out[r, j] = (x[r, j] - mean_r) * rstd_r * weight[j] + bias[j], where
+ * mean_r and the variance var_r ... are summed in double precision":
+ * rows of 1 to 1,000 floats, with and without weight, bias and the
+ * statistics, in place, against the formula in double precision. */
+static void test_layer_norm(void **state) {
+    (void)state;
+    rill_stream *s = contract_stream();
+    const size_t shapes[][2] = {{1, 1}, {3, 7}, {5, 64}, {257, 33}, {4, 1000}};
+    for (size_t t = 0; t < sizeof shapes / sizeof shapes[0]; t++) {
+        size_t rows = shapes[t][0], n = shapes[t][1], total = rows * n;
+        float *h = host_values(total), *hw = host_values(n + 3), *hb = host_values(n + 5);
+        for (size_t i = 0; i < total; i++)
+            h[i] = h[i] * 3.0f + (float)(i / n); /* rows apart in mean */
+        float *x = contract_floats(s, h, total), *out = contract_floats(s, NULL, total);
+        float *w = contract_floats(s, hw + 3, n), *b = contract_floats(s, hb + 5, n);
+        float *mean = contract_floats(s, NULL, rows), *rstd = contract_floats(s, NULL, rows);
+        float *got = malloc(total * sizeof *got), *got_mean = malloc(rows * sizeof *got_mean),
+              *got_rstd = malloc(rows * sizeof *got_rstd);
+        for (int affine = 0; affine < 4; affine++) {
+            const float *wp = affine & 1 ? w : NULL, *bp = affine & 2 ? b : NULL;
+            RT_OK(rill_op_layer_norm_f32(s, out, affine == 3 ? mean : NULL,
+                                         affine == 3 ? rstd : NULL, x, wp, bp, rows, n, 1e-5f));
+            contract_download(s, got, out, total * sizeof *got);
+            if (affine == 3) {
+                contract_download(s, got_mean, mean, rows * sizeof *got_mean);
+                contract_download(s, got_rstd, rstd, rows * sizeof *got_rstd);
+            }
+            for (size_t r = 0; r < rows; r++) {
+                const float *row = h + r * n;
+                double mu = 0.0, var = 0.0;
+                for (size_t j = 0; j < n; j++)
+                    mu += row[j];
+                mu /= (double)n;
+                for (size_t j = 0; j < n; j++)
+                    var += (row[j] - mu) * (row[j] - mu);
+                double rs = 1.0 / sqrt(var / (double)n + 1e-5);
+                if (affine == 3) {
+                    contract_expect_close("mean", r, got_mean[r], mu, 1e-6);
+                    contract_expect_close("rstd", r, got_rstd[r], rs, 1e-6);
+                }
+                for (size_t j = 0; j < n; j++) {
+                    double want =
+                        (row[j] - mu) * rs * (wp ? hw[3 + j] : 1.0) + (bp ? hb[5 + j] : 0.0);
+                    contract_expect_close("layer norm", r * n + j, got[r * n + j], want, 1e-5);
+                }
+            }
+        }
+        /* In place: the same bits as into out. */
+        RT_OK(rill_op_layer_norm_f32(s, out, NULL, NULL, x, w, b, rows, n, 1e-5f));
+        RT_OK(rill_op_layer_norm_f32(s, x, NULL, NULL, x, w, b, rows, n, 1e-5f));
+        float *again = malloc(total * sizeof *again);
+        contract_download(s, got, out, total * sizeof *got);
+        contract_download(s, again, x, total * sizeof *again);
+        assert_memory_equal(got, again, total * sizeof *got);
+        free(again);
+        free(got);
+        free(got_mean);
+        free(got_rstd);
+        free(h);
+        free(hw);
+        free(hb);
+        RT_OK(rill_free(x));
+        RT_OK(rill_free(out));
+        RT_OK(rill_free(w));
+        RT_OK(rill_free(b));
+        RT_OK(rill_free(mean));
+        RT_OK(rill_free(rstd));
+    }
+    RT_OK(rill_stream_destroy(s));
+}
+
+/* The layer norm's refusals leave every output untouched. */
+static void test_layer_norm_refuses_bad_arguments(void **state) {
+    (void)state;
+    rill_stream *s = contract_stream();
+    enum { ROWS = 4, N = 8 };
+    float *h = host_values(ROWS * N), *got = malloc(64 * sizeof *got), fill[64];
+    for (int i = 0; i < 64; i++)
+        fill[i] = -7.0f;
+    float *x = contract_floats(s, h, ROWS * N), *out = contract_floats(s, fill, 64);
+    float *w = contract_floats(s, h, N);
+    const char fn[] = "rill_op_layer_norm_f32";
+    expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                 rill_op_layer_norm_f32(s, NULL, NULL, NULL, x, NULL, NULL, ROWS, N, 1e-5f), fn,
+                 "out");
+    expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                 rill_op_layer_norm_f32(s, out, NULL, NULL, x, NULL, NULL, 0, N, 1e-5f), fn,
+                 "rows is 0");
+    expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                 rill_op_layer_norm_f32(s, out, NULL, NULL, x, NULL, NULL, ROWS, 0, 1e-5f), fn,
+                 "n is 0");
+    expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                 rill_op_layer_norm_f32(s, out, NULL, NULL, x, NULL, NULL, ROWS, N, NAN), fn,
+                 "eps");
+    expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                 rill_op_layer_norm_f32(s, out, NULL, NULL, x, NULL, NULL, ROWS, N, -1.0f), fn,
+                 "eps");
+    /* a weight of n floats past its allocation */
+    expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                 rill_op_layer_norm_f32(s, out, NULL, NULL, x, w + 1, NULL, ROWS, N, 1e-5f), fn,
+                 "weight");
+    expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                 rill_op_layer_norm_f32(s, x + 1, NULL, NULL, x, NULL, NULL, 2, N, 1e-5f), fn,
+                 "overlaps x");
+    expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                 rill_op_layer_norm_f32(s, out, x, NULL, x, NULL, NULL, ROWS, N, 1e-5f), fn,
+                 "mean overlaps x");
+    expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                 rill_op_layer_norm_f32(s, out, out + 40, out + 42, x, NULL, NULL, ROWS, N, 1e-5f),
+                 fn, "mean overlaps rstd");
+    expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                 rill_op_layer_norm_f32(s, out, out + 8, NULL, x, NULL, NULL, ROWS, N, 1e-5f), fn,
+                 "out overlaps mean");
+    contract_download(s, got, out, 64 * sizeof *got);
+    assert_memory_equal(got, fill, sizeof fill);
+    RT_OK(rill_free(x));
+    RT_OK(rill_free(out));
+    RT_OK(rill_free(w));
+    free(h);
+    free(got);
+    RT_OK(rill_stream_destroy(s));
+}
+
 /* "Each checks every argument first (RILL_ERROR_INVALID_ARGUMENT, with a
  * sentence naming the argument; nothing runs)". */
 static void test_tensor_ops_refuse_bad_arguments(void **state) {
@@ -934,6 +1057,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_embedding_gathers_rows),
         cmocka_unit_test(test_embedding_backward_sums_rows),
         cmocka_unit_test(test_embedding_index_out_of_range_fails_the_stream),
+        cmocka_unit_test(test_layer_norm),
+        cmocka_unit_test(test_layer_norm_refuses_bad_arguments),
         cmocka_unit_test(test_tensor_ops_refuse_bad_arguments),
     };
     return CONTRACT_RUN(tests);

@@ -549,6 +549,57 @@ VECTOR_BODY(rill__cpu_op_softmax_f32)(const rill_block_ctx *ctx, const void *arg
     }
 }
 
+/* ---- layer norm ---- */
+
+/* The sum of (a[i] - m)^2 over a[0..n) in double precision, with
+ * rill__vec_sum's eight accumulators and order. */
+INLINED double squares_about(const float *a, size_t n, double m) {
+    double s[8] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (size_t j = 0; j < 8; j++) {
+            double d = (double)a[i + j] - m;
+            s[j] += d * d;
+        }
+    double tail = 0.0;
+    for (; i < n; i++) {
+        double d = (double)a[i] - m;
+        tail += d * d;
+    }
+    return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7])) + tail;
+}
+
+VECTOR_BODY(rill__cpu_op_layer_norm_f32)(const rill_block_ctx *ctx, const void *args) {
+    const rill__op_layer_norm_args *p = args;
+    size_t begin, end, n = p->n;
+    slice_of(ctx, p->rows, &begin, &end);
+    const float *w = p->weight, *b = p->bias;
+    for (size_t row = begin; row < end; row++) {
+        const float *x = p->x + row * n;
+        float *out = p->out + row * n;
+        double mean = rill__vec_sum(x, n) / (double)n;
+        double var = squares_about(x, n, mean) / (double)n;
+        float m = (float)mean, r = (float)(1.0 / sqrt(var + (double)p->eps));
+        if (p->mean != NULL)
+            p->mean[row] = m;
+        if (p->rstd != NULL)
+            p->rstd[row] = r;
+        /* One loop per case, each a plain vector loop. */
+        if (w != NULL && b != NULL)
+            for (size_t j = 0; j < n; j++)
+                out[j] = (x[j] - m) * r * w[j] + b[j];
+        else if (w != NULL)
+            for (size_t j = 0; j < n; j++)
+                out[j] = (x[j] - m) * r * w[j];
+        else if (b != NULL)
+            for (size_t j = 0; j < n; j++)
+                out[j] = (x[j] - m) * r + b[j];
+        else
+            for (size_t j = 0; j < n; j++)
+                out[j] = (x[j] - m) * r;
+    }
+}
+
 /* ---- pooling ---- */
 
 void rill__cpu_op_pool2d_f32(const rill_block_ctx *ctx, const void *args) {

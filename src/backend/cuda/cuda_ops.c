@@ -53,6 +53,7 @@ static const op_body bodies[RILL__OP_COUNT] = {
     [RILL__OP_AVG_POOL2D_BACKWARD_EX_F32] = {"rill__cuda_op_avg_pool2d_backward_ex_f32", false},
     /* cublasSgemmStridedBatched. */
     [RILL__OP_MATMUL_BATCHED_F32] = {NULL, true},
+    [RILL__OP_LAYER_NORM_F32] = {"rill__cuda_op_layer_norm_f32", false},
 };
 
 const char *rill__cuda_op_entry(rill__op op) {

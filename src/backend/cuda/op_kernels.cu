@@ -49,6 +49,7 @@ static_assert(sizeof(rill__op_strided_args) == 232, "strided args");
 static_assert(sizeof(rill__op_map_args) == 32, "map args");
 static_assert(sizeof(rill__op_reduce_dim_args) == 56, "reduce_dim args");
 static_assert(sizeof(rill__op_softmax_args) == 48, "softmax args");
+static_assert(sizeof(rill__op_layer_norm_args) == 72, "layer norm args");
 static_assert(sizeof(rill__op_conv2d_ex_args) == 176, "conv2d_ex args");
 static_assert(sizeof(rill__op_pool2d_args) == 120, "pool2d args");
 static_assert(sizeof(rill__op_embedding_args) == 56, "embedding args");
@@ -380,6 +381,37 @@ ENTRY rill__cuda_op_softmax_f32(rill__op_softmax_args p) {
             float scale = (float)(1.0 / total);
             for (size_t d = 0; d < p.dim; d++)
                 out[d * step] = __fmul_rn(expf(__fsub_rn(a[d * step], m)), scale);
+        }
+    }
+}
+
+/* One thread per row: its sums in double precision, then the float
+ * arithmetic of the CPU body, each operation rounded (no fused
+ * multiply-add). */
+ENTRY rill__cuda_op_layer_norm_f32(rill__op_layer_norm_args p) {
+    for (size_t row = first_index(); row < p.rows; row += grid_threads()) {
+        const float *x = p.x + row * p.n;
+        float *out = p.out + row * p.n;
+        double total = 0.0;
+        for (size_t j = 0; j < p.n; j++)
+            total += (double)x[j];
+        double mean = total / (double)p.n, squares = 0.0;
+        for (size_t j = 0; j < p.n; j++) {
+            double d = (double)x[j] - mean;
+            squares += d * d;
+        }
+        float m = (float)mean, r = (float)(1.0 / sqrt(squares / (double)p.n + (double)p.eps));
+        if (p.mean != NULL)
+            p.mean[row] = m;
+        if (p.rstd != NULL)
+            p.rstd[row] = r;
+        for (size_t j = 0; j < p.n; j++) {
+            float v = __fmul_rn(__fsub_rn(x[j], m), r);
+            if (p.weight != NULL)
+                v = __fmul_rn(v, p.weight[j]);
+            if (p.bias != NULL)
+                v = __fadd_rn(v, p.bias[j]);
+            out[j] = v;
         }
     }
 }
