@@ -1,28 +1,21 @@
 // SPDX-License-Identifier: MIT
 // Layer norm's and batch norm's forward and backward as rill kernels
-// queued on the current stream, composed of rill's reductions and
-// element-wise ops.
-// Layer norm, over the input read as [m, n] (n the normalized elements):
-// mean = the row means, var = the means of (x - mean)^2, rstd = 1 /
-// sqrt(var + eps), out = (x - mean) * rstd, times weight and plus bias
-// where given. Batch norm, over the input read as [n, c, hw]: the
-// channels' mean and biased var over n and hw in training (the running
-// statistics, when given, updated in place with momentum and the unbiased
-// var), the running statistics in evaluation; out = x * a + b with a =
-// weight / sqrt(var + eps) and b = bias - mean * a per channel, as
-// PyTorch's CPU kernel computes it. The statistics they return have the
-// shapes PyTorch's CPU kernels give them, for the backward to read.
-// The backward computes the outputs output_mask asks for. Layer norm, per
-// row, with xhat = (x - mean) * rstd and g = dy * weight (dy without a
-// weight): dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), dweight =
-// the sum over rows of dy * xhat, dbias of dy. Batch norm, per channel
-// over n and hw (N values), with sum = sum(dy) and dot = sum(dy * (x -
-// mean)): in training, from the saved mean and invstd, dx = (dy - sum/N -
-// (x - mean) * dot/N * invstd^2) * invstd * weight; in evaluation, from
-// the running statistics, dx = dy * invstd * weight; dweight = dot *
-// invstd, dbias = sum. Other cases (other dtypes, empty tensors, one value
-// per channel in training, shapes PyTorch refuses, a gradient asked for a
-// missing weight or bias of layer norm) go to the fallback.
+// queued on the current stream. Layer norm's forward is one
+// rill_op_layer_norm_f32, over the input read as [m, n] (n the normalized
+// elements); the rest is composed of rill's reductions and element-wise
+// ops. Batch norm, over the input read as [n, c, hw]: the channels' mean and biased var over n and
+// hw in training (the running statistics, when given, updated in place with momentum and the
+// unbiased var), the running statistics in evaluation; out = x * a + b with a = weight / sqrt(var +
+// eps) and b = bias - mean * a per channel, as PyTorch's CPU kernel computes it. The statistics
+// they return have the shapes PyTorch's CPU kernels give them, for the backward to read. The
+// backward computes the outputs output_mask asks for. Layer norm, per row, with xhat = (x - mean) *
+// rstd and g = dy * weight (dy without a weight): dx = rstd * (g - mean(g) - xhat * mean(g *
+// xhat)), dweight = the sum over rows of dy * xhat, dbias of dy. Batch norm, per channel over n and
+// hw (N values), with sum = sum(dy) and dot = sum(dy * (x - mean)): in training, from the saved
+// mean and invstd, dx = (dy - sum/N - (x - mean) * dot/N * invstd^2) * invstd * weight; in
+// evaluation, from the running statistics, dx = dy * invstd * weight; dweight = dot * invstd, dbias
+// = sum. Other cases (other dtypes, empty tensors, one value per channel in training, shapes
+// PyTorch refuses, a gradient asked for a missing weight or bias of layer norm) go to the fallback.
 #include <ATen/native/CPUFallback.h>
 #include <ATen/ops/_native_batch_norm_legit_no_training_ops.h>
 #include <ATen/ops/_native_batch_norm_legit_ops.h>
@@ -65,7 +58,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm(const at::Tensor &inpu
     c10::IntArrayRef shape = C10_AS_INTARRAYREF_SLOW(sym_shape);
     int64_t axis = input.dim() - static_cast<int64_t>(shape.size());
     bool takes = is_f32(input) && !shape.empty() && axis >= 0 && input.numel() > 0 &&
-                 input.sizes().slice(axis).equals(shape) &&
+                 input.sizes().slice(axis).equals(shape) && eps >= 0.0 &&
                  affine_ok(weight, input.device(), shape) && affine_ok(bias, input.device(), shape);
     if (!takes)
         return at::native::call_fallback_fn_symint<&boxed_fallback,
@@ -82,27 +75,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm(const at::Tensor &inpu
     at::Tensor out = at::empty(input.sizes(), input.options());
     at::Tensor mean = at::empty(stat_shape, input.options());
     at::Tensor rstd = at::empty(stat_shape, input.options());
-    at::Tensor sq = at::empty(input.sizes(), input.options());
     at::Tensor w_keep, b_keep;
     const float *w = data_or_null(weight, w_keep), *b = data_or_null(bias, b_keep);
-    rill_stream *s = stream_of(out);
-    float *o = out.data_ptr<float>(), *mu = mean.data_ptr<float>(), *r = rstd.data_ptr<float>();
-    float *q = sq.data_ptr<float>();
-    size_t dims[2] = {m, n}, all[2] = {n, 1}, row[2] = {1, 0}, col[2] = {0, 1};
-    TORCH_RILL_CHECK(rill_op_reduce_dim_f32(s, RILL_REDUCE_DIM_MEAN, mu, nullptr,
-                                            x.const_data_ptr<float>(), m, n, 1));
-    TORCH_RILL_CHECK(rill_op_binary_f32(s, RILL_BINARY_SUB, o, x.const_data_ptr<float>(), all, mu,
-                                        row, dims, 2)); // x - mean
-    TORCH_RILL_CHECK(rill_op_binary_f32(s, RILL_BINARY_MUL, q, o, all, o, all, dims, 2));
-    TORCH_RILL_CHECK(rill_op_reduce_dim_f32(s, RILL_REDUCE_DIM_MEAN, r, nullptr, q, m, n, 1));
-    TORCH_RILL_CHECK(rill_op_add_scalar_f32(s, r, r, static_cast<float>(eps), m));
-    TORCH_RILL_CHECK(rill_op_map_f32(s, RILL_MAP_SQRT, r, r, 1.0f, m));
-    TORCH_RILL_CHECK(rill_op_map_f32(s, RILL_MAP_RDIV, r, r, 1.0f, m)); // 1 / sqrt(var + eps)
-    TORCH_RILL_CHECK(rill_op_binary_f32(s, RILL_BINARY_MUL, o, o, all, r, row, dims, 2));
-    if (w)
-        TORCH_RILL_CHECK(rill_op_binary_f32(s, RILL_BINARY_MUL, o, o, all, w, col, dims, 2));
-    if (b)
-        TORCH_RILL_CHECK(rill_op_binary_f32(s, RILL_BINARY_ADD, o, o, all, b, col, dims, 2));
+    TORCH_RILL_CHECK(rill_op_layer_norm_f32(
+        stream_of(out), out.data_ptr<float>(), mean.data_ptr<float>(), rstd.data_ptr<float>(),
+        x.const_data_ptr<float>(), w, b, m, n, static_cast<float>(eps)));
     return {out, mean, rstd};
 }
 

@@ -319,10 +319,34 @@ def test_layer_norm_equals_the_cpus(shape, normalized, affine):
     same(F.layer_norm(t.to("rill"), t.shape[-1:]), F.layer_norm(t, t.shape[-1:]))
 
 
+def test_a_layer_norm_is_one_kernel(tmp_path):
+    """native_layer_norm is one rill_op_layer_norm_f32: a captured
+    nn.LayerNorm is a single layer_norm_f32 node, and its replay and its
+    saved statistics equal the CPU's."""
+    ln = torch.nn.LayerNorm(24).to("rill")
+    with torch.no_grad():
+        ln.weight.copy_(randn(24, seed=2).to("rill"))
+        ln.bias.copy_(randn(24, seed=3).to("rill"))
+    x = (randn(6, 5, 24, seed=1) * 3 + 1).to("rill")
+    g = torch.rill.RillGraph()
+    g.enable_debug_mode()
+    with torch.no_grad(), torch.rill.graph(g):
+        y = ln(x)
+    path = tmp_path / "layer_norm.dot"
+    g.debug_dump(str(path))
+    text = path.read_text()
+    assert text.count("layer_norm_f32") == 1, text
+    assert not re.search(r"binary_f32|reduce_dim_f32|map_f32", text), text
+    g.replay()
+    same(y, ln.cpu()(x.cpu()))
+
+
 def test_layer_norm_cases_the_kernels_do_not_take_are_the_cpus():
     x = randn(3, 4, seed=1)
     same(F.layer_norm(x.double().to("rill"), (4,)), F.layer_norm(x.double(), (4,)))
     same(F.layer_norm(x[:0].to("rill"), (4,)), F.layer_norm(x[:0], (4,)))
+    # A negative eps: PyTorch's CPU computes it; rill's kernel refuses it.
+    same(F.layer_norm(x.to("rill"), (4,), eps=-1e-3), F.layer_norm(x, (4,), eps=-1e-3))
     for shape, w in (((5,), None), ((4,), torch.ones(5))):
         with pytest.raises(RuntimeError) as cpu_error:
             F.layer_norm(x, shape, w)
