@@ -893,6 +893,20 @@ rill_status rill_op_layer_norm_f32(rill_stream *s, float *out, float *mean, floa
                                    const float *x, const float *weight, const float *bias,
                                    size_t rows, size_t n, float eps);
 
+/* The gradients of rill_op_layer_norm_f32 from dy, the gradient of its out
+ * ([rows, n]), its x, and the mean and rstd it returned: with xhat =
+ * (x[r, j] - mean_r) * rstd_r and g = dy[r, j] * weight[j] (dy where
+ * weight is NULL), dx[r, j] = rstd_r * ((g - mean_r(g)) - xhat *
+ * mean_r(g * xhat)), the means over the row summed in double precision
+ * and rounded to float; dweight[j] = the sum over the rows of dy * xhat,
+ * dbias[j] the sum of dy, in double precision. Each of dx ([rows, n]),
+ * dweight and dbias ([n]) may be NULL, not all three; none overlaps an
+ * input or another output. One launch. */
+rill_status rill_op_layer_norm_backward_f32(rill_stream *s, float *dx, float *dweight, float *dbias,
+                                            const float *dy, const float *x, const float *mean,
+                                            const float *rstd, const float *weight, size_t rows,
+                                            size_t n);
+
 /* rill_op_conv2d_f32 with strides and zero padding, as torch's conv2d:
  * input [n,c,h,w], weight [k,c,r,sz], output [n,k,oh,ow] with oh = (h +
  * 2*pad_h - r) / stride_h + 1 and ow = (w + 2*pad_w - sz) / stride_w + 1

@@ -57,6 +57,7 @@ typedef enum rill__op {
     RILL__OP_AVG_POOL2D_BACKWARD_EX_F32,
     RILL__OP_MATMUL_BATCHED_F32,
     RILL__OP_LAYER_NORM_F32,
+    RILL__OP_LAYER_NORM_BACKWARD_F32,
     RILL__OP_COUNT
 } rill__op;
 
@@ -371,6 +372,19 @@ typedef struct rill__op_layer_norm_args {
     size_t rows, n;
     float eps;
 } rill__op_layer_norm_args;
+
+/* The layer norm's gradients, x and dy [rows, n], mean and rstd [rows],
+ * with xhat = (x - mean_r) rstd_r and g = dy weight (dy where weight is
+ * NULL): dx[r, :] = rstd_r (g - mean(g) - xhat mean(g xhat)), the means
+ * over the row in double precision; dweight[j] = the sum over rows of
+ * dy xhat, dbias[j] of dy, in double precision. An output that is NULL is
+ * not computed. Blocks [0, row_blocks) take slices of the rows (dx), the
+ * rest slices of the columns (dweight, dbias). */
+typedef struct rill__op_layer_norm_backward_args {
+    float *dx, *dweight, *dbias;
+    const float *dy, *x, *mean, *rstd, *weight;
+    size_t rows, n, row_blocks;
+} rill__op_layer_norm_backward_args;
 
 /* conv2d with strides, zero padding, dilation and groups: the channels
  * are cut into groups of cg = c / groups input and kg = k / groups output

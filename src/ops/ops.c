@@ -67,6 +67,7 @@ static const char *const op_names[RILL__OP_COUNT] = {
     [RILL__OP_AVG_POOL2D_BACKWARD_EX_F32] = "avg_pool2d_backward_ex_f32",
     [RILL__OP_MATMUL_BATCHED_F32] = "matmul_batched_f32",
     [RILL__OP_LAYER_NORM_F32] = "layer_norm_f32",
+    [RILL__OP_LAYER_NORM_BACKWARD_F32] = "layer_norm_backward_f32",
 };
 
 /* NULL until first use; then owned here until rill__ops_shutdown. */

@@ -36,9 +36,9 @@
  * (CONV_SLOT_BYTES_MAX), in products of about equal size. */
 size_t rill__op_conv_images(size_t n, size_t limit, size_t ohw, size_t rows);
 
-/* The accesses an op declares: at most six buffers. */
+/* The accesses an op declares: at most eight buffers. */
 typedef struct access_list {
-    rill_access items[6];
+    rill_access items[8];
     size_t count;
 } access_list;
 

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* rill_op_layer_norm_f32: a layer norm over the last n floats of each row,
- * with its affine weight and bias and the rows' statistics, in one launch
- * (rill.h). Checks every argument before it does anything. Layer: ops, on
+ * with its affine weight and bias and the rows' statistics, in one launch,
+ * and rill_op_layer_norm_backward_f32, its gradients in one launch (rill.h).
+ * Each checks every argument before it does anything. Layer: ops, on
  * what ops.c provides (ops_internal.h). */
 #include <math.h>
 #include <stdbool.h>
@@ -91,5 +92,88 @@ rill_status rill_op_layer_norm_f32(rill_stream *s, float *out, float *mean, floa
             rill__op_access_add(&acc, outs[i].p, outs[i].bytes, RILL_WRITE);
     size_t blocks = rill__op_blocks_for(rows * n, ELEMENTS_PER_BLOCK_MIN / 4, units);
     return rill__op_launch(stream, RILL__OP_LAYER_NORM_F32, blocks < rows ? blocks : rows, &args,
+                           sizeof args, &acc);
+}
+
+rill_status rill_op_layer_norm_backward_f32(rill_stream *s, float *dx, float *dweight, float *dbias,
+                                            const float *dy, const float *x, const float *mean,
+                                            const float *rstd, const float *weight, size_t rows,
+                                            size_t n) {
+    RILL_CALL_SCOPE();
+    static const char fn[] = "rill_op_layer_norm_backward_f32";
+    rill_status st;
+    if ((st = rill__op_check_pointer(fn, dy, "dy", "device memory of rows*n floats")) != RILL_OK ||
+        (st = rill__op_check_pointer(fn, x, "x", "device memory of rows*n floats")) != RILL_OK ||
+        (st = rill__op_check_pointer(fn, mean, "mean", "the forward's rows means")) != RILL_OK ||
+        (st = rill__op_check_pointer(fn, rstd, "rstd", "the forward's rows rstd")) != RILL_OK)
+        return st;
+    if (dx == NULL && dweight == NULL && dbias == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: dx, dweight and dbias are all NULL; pass the gradients to compute",
+                          fn);
+    if (rows == 0 || n == 0)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: %s is 0; pass the number of rows and the length of each (at "
+                          "least 1)",
+                          fn, rows == 0 ? "rows" : "n");
+    size_t bytes = 0, row_bytes = rows * sizeof(float), n_bytes = n * sizeof(float);
+    if (!rill__op_elem_bytes(&bytes, sizeof(float), rows, n, 1, 1))
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: rows*n floats do not fit in memory; pass smaller dimensions", fn);
+    const struct {
+        const void *p;
+        size_t bytes;
+        const char *name, *shape;
+    } outs[] = {{dx, bytes, "dx", "rows*n floats"},
+                {dweight, n_bytes, "dweight", "n floats"},
+                {dbias, n_bytes, "dbias", "n floats"}},
+      ins[] = {{dy, bytes, "dy", "rows*n floats"},
+               {x, bytes, "x", "rows*n floats"},
+               {mean, row_bytes, "mean", "rows floats"},
+               {rstd, row_bytes, "rstd", "rows floats"},
+               {weight, n_bytes, "weight", "n floats"}};
+    const size_t num_ins = sizeof ins / sizeof ins[0];
+    for (size_t j = 0; j < num_ins; j++)
+        if ((st = check_optional(fn, s, ins[j].p, ins[j].name, ins[j].shape, ins[j].bytes)) !=
+            RILL_OK)
+            return st;
+    for (size_t i = 0; i < 3; i++)
+        if ((st = check_optional(fn, s, outs[i].p, outs[i].name, outs[i].shape, outs[i].bytes)) !=
+            RILL_OK)
+            return st;
+    /* Each output apart from the inputs and the other outputs. */
+    for (size_t i = 0; i < 3; i++) {
+        if (outs[i].p == NULL)
+            continue;
+        for (size_t j = 0; j < num_ins; j++)
+            if (ins[j].p != NULL &&
+                (st = rill__op_check_disjoint(fn, outs[i].p, outs[i].bytes, outs[i].name, ins[j].p,
+                                              ins[j].bytes, ins[j].name)) != RILL_OK)
+                return st;
+        for (size_t j = i + 1; j < 3; j++)
+            if (outs[j].p != NULL &&
+                (st = rill__op_check_disjoint(fn, outs[i].p, outs[i].bytes, outs[i].name, outs[j].p,
+                                              outs[j].bytes, outs[j].name)) != RILL_OK)
+                return st;
+    }
+    rill__stream *stream = NULL;
+    size_t units = 0;
+    if ((st = rill__op_stream(fn, s, &stream, &units)) != RILL_OK)
+        return st;
+    /* The rows' blocks (dx) and the columns' (dweight, dbias), each as
+     * many as the work takes, side by side in one grid. */
+    size_t per = rill__op_blocks_for(rows * n, ELEMENTS_PER_BLOCK_MIN / 4, units);
+    size_t row_blocks = dx != NULL ? (per < rows ? per : rows) : 0;
+    size_t col_blocks = dweight != NULL || dbias != NULL ? (per < n ? per : n) : 0;
+    rill__op_layer_norm_backward_args args = {dx,   dweight, dbias, dy, x,         mean,
+                                              rstd, weight,  rows,  n,  row_blocks};
+    access_list acc = {.count = 0};
+    for (size_t j = 0; j < num_ins; j++)
+        if (ins[j].p != NULL)
+            rill__op_access_add(&acc, ins[j].p, ins[j].bytes, RILL_READ);
+    for (size_t i = 0; i < 3; i++)
+        if (outs[i].p != NULL)
+            rill__op_access_add(&acc, outs[i].p, outs[i].bytes, RILL_WRITE);
+    return rill__op_launch(stream, RILL__OP_LAYER_NORM_BACKWARD_F32, row_blocks + col_blocks, &args,
                            sizeof args, &acc);
 }

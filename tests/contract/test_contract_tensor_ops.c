@@ -890,6 +890,103 @@ static void test_layer_norm(void **state) {
     RT_OK(rill_stream_destroy(s));
 }
 
+/* got against a sum (want[0]) whose terms' magnitudes sum to want[1]:
+ * float terms summed in another order than the reference's. */
+static void expect_sum_close(const char *what, size_t i, float got, const double want[2]) {
+    if (!(fabs(got - want[0]) <= 1e-5 * (1.0 + fabs(want[0])) + 1e-6 * want[1]))
+        fail_msg("%s[%zu] = %.9g, want %.9g (its terms' magnitudes sum to %.9g)", what, i, got,
+                 want[0], want[1]);
+}
+
+/* "dx[r, j] = rstd_r * ((g - mean_r(g)) - xhat * mean_r(g * xhat)) ...
+ * dweight[j] = the sum over the rows of dy * xhat, dbias[j] the sum of
+ * dy": each output alone and all three, with and without weight, from the
+ * forward's mean and rstd, against the formulas in double precision. */
+static void test_layer_norm_backward(void **state) {
+    (void)state;
+    rill_stream *s = contract_stream();
+    const size_t shapes[][2] = {{1, 1}, {3, 7}, {5, 64}, {257, 33}, {4, 1000}};
+    for (size_t t = 0; t < sizeof shapes / sizeof shapes[0]; t++) {
+        size_t rows = shapes[t][0], n = shapes[t][1], total = rows * n;
+        float *hx = host_values(total), *hdy = host_values(total + 11), *hw = host_values(n + 3);
+        for (size_t i = 0; i < total; i++)
+            hx[i] = hx[i] * 3.0f + (float)(i / n);
+        float *x = contract_floats(s, hx, total), *dy = contract_floats(s, hdy + 11, total);
+        float *w = contract_floats(s, hw + 3, n), *out = contract_floats(s, NULL, total);
+        float *mean = contract_floats(s, NULL, rows), *rstd = contract_floats(s, NULL, rows);
+        RT_OK(rill_op_layer_norm_f32(s, out, mean, rstd, x, w, NULL, rows, n, 1e-5f));
+        float *hm = malloc(rows * sizeof *hm), *hr = malloc(rows * sizeof *hr);
+        contract_download(s, hm, mean, rows * sizeof *hm);
+        contract_download(s, hr, rstd, rows * sizeof *hr);
+        float *dx = contract_floats(s, NULL, total), *dw = contract_floats(s, NULL, n),
+              *db = contract_floats(s, NULL, n);
+        float *got = malloc(total * sizeof *got), *got_w = malloc(n * sizeof *got_w),
+              *got_b = malloc(n * sizeof *got_b);
+        double *want_dx = malloc(total * sizeof *want_dx);
+        double(*want_w)[2] = malloc(n * sizeof *want_w), (*want_b)[2] = malloc(n * sizeof *want_b);
+        for (int with_w = 0; with_w < 2; with_w++) {
+            const float *wp = with_w ? w : NULL;
+            for (size_t j = 0; j < n; j++)
+                want_w[j][0] = want_w[j][1] = want_b[j][0] = want_b[j][1] = 0.0;
+            for (size_t r = 0; r < rows; r++) {
+                double mg = 0.0, mgx = 0.0;
+                for (size_t j = 0; j < n; j++) {
+                    double g = (double)hdy[11 + r * n + j] * (with_w ? hw[3 + j] : 1.0f);
+                    double xhat = ((double)hx[r * n + j] - hm[r]) * hr[r];
+                    mg += g;
+                    mgx += g * xhat;
+                    want_w[j][0] += hdy[11 + r * n + j] * xhat;
+                    want_w[j][1] += fabs(hdy[11 + r * n + j] * xhat);
+                    want_b[j][0] += hdy[11 + r * n + j];
+                    want_b[j][1] += fabs(hdy[11 + r * n + j]);
+                }
+                mg /= (double)n;
+                mgx /= (double)n;
+                for (size_t j = 0; j < n; j++) {
+                    double g = (double)hdy[11 + r * n + j] * (with_w ? hw[3 + j] : 1.0f);
+                    double xhat = ((double)hx[r * n + j] - hm[r]) * hr[r];
+                    want_dx[r * n + j] = hr[r] * ((g - mg) - xhat * mgx);
+                }
+            }
+            for (int mask = 1; mask < 8; mask++) {
+                RT_OK(rill_op_layer_norm_backward_f32(s, mask & 1 ? dx : NULL, mask & 2 ? dw : NULL,
+                                                      mask & 4 ? db : NULL, dy, x, mean, rstd, wp,
+                                                      rows, n));
+                if (mask & 1) {
+                    contract_download(s, got, dx, total * sizeof *got);
+                    for (size_t i = 0; i < total; i++)
+                        contract_expect_close("dx", i, got[i], want_dx[i], 1e-5);
+                }
+                if (mask & 2) {
+                    contract_download(s, got_w, dw, n * sizeof *got_w);
+                    for (size_t j = 0; j < n; j++)
+                        expect_sum_close("dweight", j, got_w[j], want_w[j]);
+                }
+                if (mask & 4) {
+                    contract_download(s, got_b, db, n * sizeof *got_b);
+                    for (size_t j = 0; j < n; j++)
+                        expect_sum_close("dbias", j, got_b[j], want_b[j]);
+                }
+            }
+        }
+        free(hx);
+        free(hdy);
+        free(hw);
+        free(hm);
+        free(hr);
+        free(got);
+        free(got_w);
+        free(got_b);
+        free(want_dx);
+        free(want_w);
+        free(want_b);
+        float *bufs[] = {x, dy, w, out, mean, rstd, dx, dw, db};
+        for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+            RT_OK(rill_free(bufs[i]));
+    }
+    RT_OK(rill_stream_destroy(s));
+}
+
 /* The layer norm's refusals leave every output untouched. */
 static void test_layer_norm_refuses_bad_arguments(void **state) {
     (void)state;
@@ -932,6 +1029,31 @@ static void test_layer_norm_refuses_bad_arguments(void **state) {
     expect_error(RILL_ERROR_INVALID_ARGUMENT,
                  rill_op_layer_norm_f32(s, out, out + 8, NULL, x, NULL, NULL, ROWS, N, 1e-5f), fn,
                  "out overlaps mean");
+    const char bfn[] = "rill_op_layer_norm_backward_f32";
+    float *st = out + 48; /* mean and rstd stand-ins: 4 floats each */
+    expect_error(
+        RILL_ERROR_INVALID_ARGUMENT,
+        rill_op_layer_norm_backward_f32(s, NULL, NULL, NULL, x, x, st, st + 4, NULL, ROWS, N), bfn,
+        "all NULL");
+    expect_error(
+        RILL_ERROR_INVALID_ARGUMENT,
+        rill_op_layer_norm_backward_f32(s, out, NULL, NULL, x, x, NULL, st + 4, NULL, ROWS, N), bfn,
+        "mean");
+    expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                 rill_op_layer_norm_backward_f32(s, out, NULL, NULL, x, x, st, st + 4, NULL, 0, N),
+                 bfn, "rows is 0");
+    expect_error(
+        RILL_ERROR_INVALID_ARGUMENT,
+        rill_op_layer_norm_backward_f32(s, x, NULL, NULL, x, out, st, st + 4, NULL, ROWS, N), bfn,
+        "dx overlaps dy");
+    expect_error(
+        RILL_ERROR_INVALID_ARGUMENT,
+        rill_op_layer_norm_backward_f32(s, NULL, out, out + 4, x, x, st, st + 4, NULL, ROWS, N),
+        bfn, "dweight overlaps dbias");
+    expect_error(
+        RILL_ERROR_INVALID_ARGUMENT,
+        rill_op_layer_norm_backward_f32(s, NULL, out, NULL, x, x, st, st + 4, w + 1, ROWS, N), bfn,
+        "weight");
     contract_download(s, got, out, 64 * sizeof *got);
     assert_memory_equal(got, fill, sizeof fill);
     RT_OK(rill_free(x));
@@ -1058,6 +1180,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_embedding_backward_sums_rows),
         cmocka_unit_test(test_embedding_index_out_of_range_fails_the_stream),
         cmocka_unit_test(test_layer_norm),
+        cmocka_unit_test(test_layer_norm_backward),
         cmocka_unit_test(test_layer_norm_refuses_bad_arguments),
         cmocka_unit_test(test_tensor_ops_refuse_bad_arguments),
     };

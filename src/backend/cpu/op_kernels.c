@@ -588,6 +588,7 @@ rill_cpu_kernel_fn rill__cpu_op_body(rill__op op) {
         [RILL__OP_REDUCE_DIM_F32] = rill__cpu_op_reduce_dim_f32,
         [RILL__OP_SOFTMAX_F32] = rill__cpu_op_softmax_f32,
         [RILL__OP_LAYER_NORM_F32] = rill__cpu_op_layer_norm_f32,
+        [RILL__OP_LAYER_NORM_BACKWARD_F32] = rill__cpu_op_layer_norm_backward_f32,
         [RILL__OP_CONV2D_EX_F32] = rill__cpu_op_conv2d_ex_f32,
         [RILL__OP_POOL2D_F32] = rill__cpu_op_pool2d_f32,
         [RILL__OP_EMBEDDING_F32] = rill__cpu_op_embedding_f32,

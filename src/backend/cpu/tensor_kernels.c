@@ -600,6 +600,91 @@ VECTOR_BODY(rill__cpu_op_layer_norm_f32)(const rill_block_ctx *ctx, const void *
     }
 }
 
+/* The gradients of rows [begin, end) of the layer norm (dx). */
+INLINED void layer_norm_dx(const rill__op_layer_norm_backward_args *p, size_t begin, size_t end) {
+    size_t n = p->n;
+    const float *w = p->weight;
+    for (size_t r = begin; r < end; r++) {
+        const float *x = p->x + r * n, *dy = p->dy + r * n;
+        float *dx = p->dx + r * n;
+        float m = p->mean[r], rs = p->rstd[r];
+        double sum_g[8] = {0}, sum_gx[8] = {0};
+        size_t j = 0;
+        for (; j + 8 <= n; j += 8)
+            for (size_t k = 0; k < 8; k++) {
+                float g = w != NULL ? dy[j + k] * w[j + k] : dy[j + k];
+                float xhat = (x[j + k] - m) * rs;
+                sum_g[k] += (double)g;
+                sum_gx[k] += (double)(g * xhat);
+            }
+        double tail_g = 0.0, tail_gx = 0.0;
+        for (; j < n; j++) {
+            float g = w != NULL ? dy[j] * w[j] : dy[j];
+            float xhat = (x[j] - m) * rs;
+            tail_g += (double)g;
+            tail_gx += (double)(g * xhat);
+        }
+        double tg = ((sum_g[0] + sum_g[1]) + (sum_g[2] + sum_g[3])) +
+                    ((sum_g[4] + sum_g[5]) + (sum_g[6] + sum_g[7])) + tail_g;
+        double tgx = ((sum_gx[0] + sum_gx[1]) + (sum_gx[2] + sum_gx[3])) +
+                     ((sum_gx[4] + sum_gx[5]) + (sum_gx[6] + sum_gx[7])) + tail_gx;
+        float mg = (float)(tg / (double)n), mgx = (float)(tgx / (double)n);
+        if (w != NULL)
+            for (j = 0; j < n; j++)
+                dx[j] = rs * ((dy[j] * w[j] - mg) - ((x[j] - m) * rs) * mgx);
+        else
+            for (j = 0; j < n; j++)
+                dx[j] = rs * ((dy[j] - mg) - ((x[j] - m) * rs) * mgx);
+    }
+}
+
+/* Columns at once of the weight's and bias's gradients: each step over the
+ * rows is a vector loop over them. */
+#define NORM_COLS 64
+
+/* dweight and dbias of columns [begin, end), each summed over the rows in
+ * order, in double precision. */
+INLINED void layer_norm_dweight(const rill__op_layer_norm_backward_args *p, size_t begin,
+                                size_t end) {
+    size_t n = p->n;
+    for (size_t j0 = begin; j0 < end; j0 += NORM_COLS) {
+        size_t cols = rill__op_min_size(end - j0, NORM_COLS);
+        double dw[NORM_COLS], db[NORM_COLS];
+        for (size_t k = 0; k < cols; k++)
+            dw[k] = db[k] = 0.0;
+        for (size_t r = 0; r < p->rows; r++) {
+            const float *x = p->x + r * n + j0, *dy = p->dy + r * n + j0;
+            float m = p->mean[r], rs = p->rstd[r];
+            for (size_t k = 0; k < cols; k++) {
+                dw[k] += (double)(dy[k] * ((x[k] - m) * rs));
+                db[k] += (double)dy[k];
+            }
+        }
+        for (size_t k = 0; k < cols; k++) {
+            if (p->dweight != NULL)
+                p->dweight[j0 + k] = (float)dw[k];
+            if (p->dbias != NULL)
+                p->dbias[j0 + k] = (float)db[k];
+        }
+    }
+}
+
+VECTOR_BODY(rill__cpu_op_layer_norm_backward_f32)(const rill_block_ctx *ctx, const void *args) {
+    const rill__op_layer_norm_backward_args *p = args;
+    size_t b = ctx->block_idx.x, grid = ctx->grid_dim.x, begin, end;
+    if (b < p->row_blocks) {
+        size_t per = (p->rows + p->row_blocks - 1) / p->row_blocks;
+        begin = rill__op_min_size(b * per, p->rows);
+        end = rill__op_min_size(begin + per, p->rows);
+        layer_norm_dx(p, begin, end);
+        return;
+    }
+    size_t col_blocks = grid - p->row_blocks, per = (p->n + col_blocks - 1) / col_blocks;
+    begin = rill__op_min_size((b - p->row_blocks) * per, p->n);
+    end = rill__op_min_size(begin + per, p->n);
+    layer_norm_dweight(p, begin, end);
+}
+
 /* ---- pooling ---- */
 
 void rill__cpu_op_pool2d_f32(const rill_block_ctx *ctx, const void *args) {

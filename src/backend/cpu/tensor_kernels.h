@@ -15,6 +15,7 @@ void rill__cpu_op_map_f32(const rill_block_ctx *ctx, const void *args);
 void rill__cpu_op_reduce_dim_f32(const rill_block_ctx *ctx, const void *args);
 void rill__cpu_op_softmax_f32(const rill_block_ctx *ctx, const void *args);
 void rill__cpu_op_layer_norm_f32(const rill_block_ctx *ctx, const void *args);
+void rill__cpu_op_layer_norm_backward_f32(const rill_block_ctx *ctx, const void *args);
 void rill__cpu_op_pool2d_f32(const rill_block_ctx *ctx, const void *args);
 void rill__cpu_op_embedding_f32(const rill_block_ctx *ctx, const void *args);
 void rill__cpu_op_embedding_backward_f32(const rill_block_ctx *ctx, const void *args);

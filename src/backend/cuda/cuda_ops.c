@@ -54,6 +54,7 @@ static const op_body bodies[RILL__OP_COUNT] = {
     /* cublasSgemmStridedBatched. */
     [RILL__OP_MATMUL_BATCHED_F32] = {NULL, true},
     [RILL__OP_LAYER_NORM_F32] = {"rill__cuda_op_layer_norm_f32", false},
+    [RILL__OP_LAYER_NORM_BACKWARD_F32] = {"rill__cuda_op_layer_norm_backward_f32", false},
 };
 
 const char *rill__cuda_op_entry(rill__op op) {

@@ -50,6 +50,7 @@ static_assert(sizeof(rill__op_map_args) == 32, "map args");
 static_assert(sizeof(rill__op_reduce_dim_args) == 56, "reduce_dim args");
 static_assert(sizeof(rill__op_softmax_args) == 48, "softmax args");
 static_assert(sizeof(rill__op_layer_norm_args) == 72, "layer norm args");
+static_assert(sizeof(rill__op_layer_norm_backward_args) == 88, "layer norm backward args");
 static_assert(sizeof(rill__op_conv2d_ex_args) == 176, "conv2d_ex args");
 static_assert(sizeof(rill__op_pool2d_args) == 120, "pool2d args");
 static_assert(sizeof(rill__op_embedding_args) == 56, "embedding args");
@@ -413,6 +414,48 @@ ENTRY rill__cuda_op_layer_norm_f32(rill__op_layer_norm_args p) {
                 v = __fadd_rn(v, p.bias[j]);
             out[j] = v;
         }
+    }
+}
+
+/* One thread per row (dx), then one per column (dweight, dbias); the CPU
+ * body's arithmetic, each float operation rounded. */
+ENTRY rill__cuda_op_layer_norm_backward_f32(rill__op_layer_norm_backward_args p) {
+    size_t items = (p.dx != NULL ? p.rows : 0) + p.n;
+    for (size_t item = first_index(); item < items; item += grid_threads()) {
+        if (p.dx != NULL && item < p.rows) {
+            size_t r = item;
+            const float *x = p.x + r * p.n, *dy = p.dy + r * p.n;
+            float m = p.mean[r], rs = p.rstd[r];
+            double sum_g = 0.0, sum_gx = 0.0;
+            for (size_t j = 0; j < p.n; j++) {
+                float g = p.weight != NULL ? __fmul_rn(dy[j], p.weight[j]) : dy[j];
+                float xhat = __fmul_rn(__fsub_rn(x[j], m), rs);
+                sum_g += (double)g;
+                sum_gx += (double)__fmul_rn(g, xhat);
+            }
+            float mg = (float)(sum_g / (double)p.n), mgx = (float)(sum_gx / (double)p.n);
+            for (size_t j = 0; j < p.n; j++) {
+                float g = p.weight != NULL ? __fmul_rn(dy[j], p.weight[j]) : dy[j];
+                float xhat = __fmul_rn(__fsub_rn(x[j], m), rs);
+                p.dx[r * p.n + j] =
+                    __fmul_rn(rs, __fsub_rn(__fsub_rn(g, mg), __fmul_rn(xhat, mgx)));
+            }
+            continue;
+        }
+        size_t j = item - (p.dx != NULL ? p.rows : 0);
+        if (p.dweight == NULL && p.dbias == NULL)
+            continue;
+        double dw = 0.0, db = 0.0;
+        for (size_t r = 0; r < p.rows; r++) {
+            float dy = p.dy[r * p.n + j];
+            float xhat = __fmul_rn(__fsub_rn(p.x[r * p.n + j], p.mean[r]), p.rstd[r]);
+            dw += (double)__fmul_rn(dy, xhat);
+            db += (double)dy;
+        }
+        if (p.dweight != NULL)
+            p.dweight[j] = (float)dw;
+        if (p.dbias != NULL)
+            p.dbias[j] = (float)db;
     }
 }
 
