@@ -1,21 +1,24 @@
 // SPDX-License-Identifier: MIT
 // Layer norm's and batch norm's forward and backward as rill kernels
-// queued on the current stream. Layer norm's forward is one
-// rill_op_layer_norm_f32, over the input read as [m, n] (n the normalized
-// elements); the rest is composed of rill's reductions and element-wise
-// ops. Batch norm, over the input read as [n, c, hw]: the channels' mean and biased var over n and
-// hw in training (the running statistics, when given, updated in place with momentum and the
-// unbiased var), the running statistics in evaluation; out = x * a + b with a = weight / sqrt(var +
-// eps) and b = bias - mean * a per channel, as PyTorch's CPU kernel computes it. The statistics
-// they return have the shapes PyTorch's CPU kernels give them, for the backward to read. The
-// backward computes the outputs output_mask asks for. Layer norm, per row, with xhat = (x - mean) *
-// rstd and g = dy * weight (dy without a weight): dx = rstd * (g - mean(g) - xhat * mean(g *
-// xhat)), dweight = the sum over rows of dy * xhat, dbias of dy. Batch norm, per channel over n and
-// hw (N values), with sum = sum(dy) and dot = sum(dy * (x - mean)): in training, from the saved
-// mean and invstd, dx = (dy - sum/N - (x - mean) * dot/N * invstd^2) * invstd * weight; in
-// evaluation, from the running statistics, dx = dy * invstd * weight; dweight = dot * invstd, dbias
-// = sum. Other cases (other dtypes, empty tensors, one value per channel in training, shapes
-// PyTorch refuses, a gradient asked for a missing weight or bias of layer norm) go to the fallback.
+// queued on the current stream, for the outputs output_mask asks for.
+// Layer norm, over the input read as [m, n] (n the normalized elements),
+// is one launch each way: rill_op_layer_norm_f32, which returns the rows'
+// mean and rstd, and rill_op_layer_norm_backward_f32 from them. Batch
+// norm, over the input read as [n, c, hw], is composed of rill's
+// reductions and element-wise ops: the channels' mean and biased var over
+// n and hw in training (the running statistics, when given, updated in
+// place with momentum and the unbiased var), the running statistics in
+// evaluation; out = x * a + b with a = weight / sqrt(var + eps) and b =
+// bias - mean * a per channel, as PyTorch's CPU kernel computes it; the
+// statistics it returns have the shapes PyTorch's CPU kernel gives them.
+// Its backward, per channel over n and hw (N values), with sum = sum(dy)
+// and dot = sum(dy * (x - mean)): in training, from the saved mean and
+// invstd, dx = (dy - sum/N - (x - mean) * dot/N * invstd^2) * invstd *
+// weight; in evaluation, from the running statistics, dx = dy * invstd *
+// weight; dweight = dot * invstd, dbias = sum. Other cases (other dtypes,
+// empty tensors, a negative eps, one value per channel in training,
+// shapes PyTorch refuses, a gradient asked for a missing weight or bias
+// of layer norm) go to the fallback.
 #include <ATen/native/CPUFallback.h>
 #include <ATen/ops/_native_batch_norm_legit_no_training_ops.h>
 #include <ATen/ops/_native_batch_norm_legit_ops.h>
@@ -111,49 +114,20 @@ Norm layer_norm_backward(const at::Tensor &grad, const at::Tensor &input,
     at::Tensor x = input.contiguous(), dy = grad.contiguous();
     at::Tensor mu = mean.contiguous(), rs = rstd.contiguous();
     at::TensorOptions f32 = input.options();
-    rill_stream *s = stream_of(dy);
-    size_t dims[2] = {m, n}, all[2] = {n, 1}, row[2] = {1, 0}, col[2] = {0, 1};
-    const float *xp = x.const_data_ptr<float>(), *dyp = dy.const_data_ptr<float>();
-    const float *mup = mu.const_data_ptr<float>(), *rp = rs.const_data_ptr<float>();
-    at::Tensor xhat = at::empty(input.sizes(), f32), t = at::empty(input.sizes(), f32);
-    float *xh = xhat.data_ptr<float>(), *tp = t.data_ptr<float>();
-    TORCH_RILL_CHECK(rill_op_binary_f32(s, RILL_BINARY_SUB, xh, xp, all, mup, row, dims, 2));
-    TORCH_RILL_CHECK(rill_op_binary_f32(s, RILL_BINARY_MUL, xh, xh, all, rp, row, dims, 2));
-    at::Tensor dx, dw, db;
-    if (mask[0]) {
-        // g = dy * weight; dx = rstd * (g - mean(g) - xhat * mean(g * xhat)).
+    at::Tensor dx, dw, db, w_keep;
+    if (mask[0])
         dx = at::empty(input.sizes(), f32);
-        float *dxp = dx.data_ptr<float>();
-        at::Tensor g_keep, w_keep, mg = at::empty({static_cast<int64_t>(m)}, f32),
-                                   mgx = at::empty({static_cast<int64_t>(m)}, f32);
-        const float *g = dyp;
-        if (has_w) {
-            g_keep = at::empty(input.sizes(), f32);
-            TORCH_RILL_CHECK(rill_op_binary_f32(s, RILL_BINARY_MUL, g_keep.data_ptr<float>(), dyp,
-                                                all, data_or_null(weight, w_keep), col, dims, 2));
-            g = g_keep.const_data_ptr<float>();
-        }
-        float *mgp = mg.data_ptr<float>(), *mgxp = mgx.data_ptr<float>();
-        TORCH_RILL_CHECK(rill_op_reduce_dim_f32(s, RILL_REDUCE_DIM_MEAN, mgp, nullptr, g, m, n, 1));
-        TORCH_RILL_CHECK(rill_op_binary_f32(s, RILL_BINARY_MUL, tp, g, all, xh, all, dims, 2));
-        TORCH_RILL_CHECK(
-            rill_op_reduce_dim_f32(s, RILL_REDUCE_DIM_MEAN, mgxp, nullptr, tp, m, n, 1));
-        TORCH_RILL_CHECK(rill_op_binary_f32(s, RILL_BINARY_SUB, dxp, g, all, mgp, row, dims, 2));
-        TORCH_RILL_CHECK(rill_op_binary_f32(s, RILL_BINARY_MUL, tp, xh, all, mgxp, row, dims, 2));
-        TORCH_RILL_CHECK(rill_op_binary_f32(s, RILL_BINARY_SUB, dxp, dxp, all, tp, all, dims, 2));
-        TORCH_RILL_CHECK(rill_op_binary_f32(s, RILL_BINARY_MUL, dxp, dxp, all, rp, row, dims, 2));
-    }
-    if (mask[1]) { // the sum over rows of dy * xhat
+    if (mask[1])
         dw = at::empty(shape, f32);
-        TORCH_RILL_CHECK(rill_op_binary_f32(s, RILL_BINARY_MUL, tp, dyp, all, xh, all, dims, 2));
-        TORCH_RILL_CHECK(rill_op_reduce_dim_f32(s, RILL_REDUCE_DIM_SUM, dw.data_ptr<float>(),
-                                                nullptr, tp, 1, m, n));
-    }
-    if (mask[2]) { // the sum over rows of dy
+    if (mask[2])
         db = at::empty(shape, f32);
-        TORCH_RILL_CHECK(rill_op_reduce_dim_f32(s, RILL_REDUCE_DIM_SUM, db.data_ptr<float>(),
-                                                nullptr, dyp, 1, m, n));
-    }
+    if (!mask[0] && !mask[1] && !mask[2])
+        return {dx, dw, db};
+    TORCH_RILL_CHECK(rill_op_layer_norm_backward_f32(
+        stream_of(dy), mask[0] ? dx.data_ptr<float>() : nullptr,
+        mask[1] ? dw.data_ptr<float>() : nullptr, mask[2] ? db.data_ptr<float>() : nullptr,
+        dy.const_data_ptr<float>(), x.const_data_ptr<float>(), mu.const_data_ptr<float>(),
+        rs.const_data_ptr<float>(), data_or_null(weight, w_keep), m, n));
     return {dx, dw, db};
 }
 

@@ -288,9 +288,12 @@ def test_trace_names_the_backward_kernels(tmp_path):
     # The trace keeps a name's first 63 bytes.
     for want in ("aten::max_pool2d_with_indices_backward (max_pool2d_backward_f",
                  "aten::avg_pool2d_backward (avg_pool2d_backward_ex_f32)",
-                 "aten::native_layer_norm_backward (reduce_dim_f32)",
-                 "aten::native_layer_norm_backward (binary_f32)",
+                 "aten::native_layer_norm_backward (layer_norm_backward_f32)",
                  "aten::native_batch_norm_backward (reduce_dim_f32)",
                  "aten::native_batch_norm_backward (binary_f32)"):
         assert any(n.startswith(want) for n in backward), backward
     assert not [n for n in backward if n.endswith("(host function)")], backward
+    # The layer norm's backward is one launch.
+    assert not [n for n in backward
+                if n.startswith("aten::native_layer_norm_backward (")
+                and "layer_norm_backward_f32" not in n], backward
