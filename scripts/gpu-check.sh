@@ -344,7 +344,7 @@ main() {
     done
     local python_flag=(-DRILL_BUILD_PYTHON=OFF)
     [ -n "$python" ] && python_flag=(-DRILL_PYTHON="$python")
-    # Without oneDNN (carry-deps.sh carries it as libdnnl-dev), rill's own
+    # Without oneDNN (../shared/gpu/carry-deps.sh carries libdnnl-dev), rill's own
     # CPU kernels run; the CUDA device is the same either way.
     if ! echo '#include <oneapi/dnnl/dnnl.h>' | cc -E -x c - >/dev/null 2>&1; then
         python_flag+=(-DRILL_ONEDNN=OFF)
