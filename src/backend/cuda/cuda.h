@@ -279,7 +279,15 @@ bool rill__cuda_gpu_settable(cuda_device *d, const void *p);
  * know (pageable host memory): cuPointerGetAttributes, which answers for
  * such memory without an error (cuPointerGetAttribute fails, and tools
  * that watch the driver's calls report each failure). */
-unsigned int rill__cuda_memory_type(cuda_device *d, const void *p);
+static inline unsigned int rill__cuda_memory_type(cuda_device *d, const void *p) {
+    CUpointer_attribute attribute = CU_POINTER_ATTRIBUTE_MEMORY_TYPE;
+    unsigned int type = 0;
+    void *data = &type;
+    if (d->drv->cuPointerGetAttributes(1, &attribute, &data, (CUdeviceptr)(uintptr_t)p) !=
+        CUDA_SUCCESS)
+        return 0;
+    return type;
+}
 
 /* cuda_complete.c: completion and the pump */
 /* host_help: completes what the GPU finished on s, on a host thread about

@@ -41,16 +41,6 @@ bool rill__cuda_gpu_settable(cuda_device *d, const void *p) {
     return rill__cuda_memory_type(d, p) == CU_MEMORYTYPE_DEVICE;
 }
 
-unsigned int rill__cuda_memory_type(cuda_device *d, const void *p) {
-    CUpointer_attribute attribute = CU_POINTER_ATTRIBUTE_MEMORY_TYPE;
-    unsigned int type = 0;
-    void *data = &type;
-    if (d->drv->cuPointerGetAttributes(1, &attribute, &data, (CUdeviceptr)(uintptr_t)p) !=
-        CUDA_SUCCESS)
-        return 0;
-    return type;
-}
-
 CUresult rill__cuda_set(cuda_device *d, CUstream stream, const rill__set_call *c) {
     return d->drv->cuMemsetD8Async((CUdeviceptr)(uintptr_t)c->dst, (unsigned char)c->value,
                                    c->bytes, stream);
