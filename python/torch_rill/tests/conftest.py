@@ -24,6 +24,18 @@ def rill_stream(stream):
     return rill.Stream._wrap(ffi.cast("rill_stream *", stream.rill_handle))
 
 
+def captured(tmp_path, fn):
+    """fn() captured into a graph in debug mode, without autograd: the
+    graph, fn's result, and the graph's nodes as DOT text."""
+    g = torch.rill.RillGraph()
+    g.enable_debug_mode()
+    with torch.no_grad(), torch.rill.graph(g):
+        result = fn()
+    path = tmp_path / "graph.dot"
+    g.debug_dump(str(path))
+    return g, result, path.read_text()
+
+
 def delay(stream, seconds):
     """Queues a host function that sleeps on stream: the work after it
     waits, which makes the order of two streams visible."""

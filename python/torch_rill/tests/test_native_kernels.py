@@ -14,7 +14,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from conftest import delay
+from conftest import captured, delay
 
 EXACT = 0.0
 # The CPU's vectorized exp, log, tanh, erf and sqrt and the C library's
@@ -197,13 +197,7 @@ def test_a_linear_layer_is_one_kernel(tmp_path):
     layer is a single matmul node, with no add after it."""
     layer = torch.nn.Linear(16, 8).to("rill")
     x = randn(4, 16).to("rill")
-    g = torch.rill.RillGraph()
-    g.enable_debug_mode()
-    with torch.no_grad(), torch.rill.graph(g):
-        y = layer(x)
-    path = tmp_path / "linear.dot"
-    g.debug_dump(str(path))
-    text = path.read_text()
+    g, y, text = captured(tmp_path, lambda: layer(x))
     assert text.count("matmul_f32") == 1 and "binary_f32" not in text, text
     g.replay()
     same(y, layer.cpu()(x.cpu()), PRODUCTS)

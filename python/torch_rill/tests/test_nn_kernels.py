@@ -15,7 +15,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from conftest import delay, rill_stream, traced_names
+from conftest import captured, delay, rill_stream, traced_names
 
 TOL = 1e-5
 # The CPU's vectorized loops may contract a multiply and an add into one
@@ -328,13 +328,7 @@ def test_a_layer_norm_is_one_kernel(tmp_path):
         ln.weight.copy_(randn(24, seed=2).to("rill"))
         ln.bias.copy_(randn(24, seed=3).to("rill"))
     x = (randn(6, 5, 24, seed=1) * 3 + 1).to("rill")
-    g = torch.rill.RillGraph()
-    g.enable_debug_mode()
-    with torch.no_grad(), torch.rill.graph(g):
-        y = ln(x)
-    path = tmp_path / "layer_norm.dot"
-    g.debug_dump(str(path))
-    text = path.read_text()
+    g, y, text = captured(tmp_path, lambda: ln(x))
     assert text.count("layer_norm_f32") == 1, text
     assert not re.search(r"binary_f32|reduce_dim_f32|map_f32", text), text
     g.replay()
