@@ -21,14 +21,17 @@
 #include "backend/cpu/vec_math.h"
 #include "backend/op_math.h"
 
-/* [*begin, *end): block ctx's share of count items, in equal runs (the
- * last runs may be shorter or empty). */
-static void slice_of(const rill_block_ctx *ctx, size_t count, size_t *begin, size_t *end) {
-    size_t blocks = ctx->grid_dim.x;
+/* [*begin, *end): block b's share of count items among blocks, in equal
+ * runs (the last runs may be shorter or empty). */
+static void slice_among(size_t b, size_t blocks, size_t count, size_t *begin, size_t *end) {
     size_t per = (count + blocks - 1) / blocks;
-    size_t b = ctx->block_idx.x;
     *begin = b * per < count ? b * per : count;
     *end = count - *begin > per ? *begin + per : count;
+}
+
+/* block ctx's share of count items (slice_among over the grid). */
+static void slice_of(const rill_block_ctx *ctx, size_t count, size_t *begin, size_t *end) {
+    slice_among(ctx->block_idx.x, ctx->grid_dim.x, count, begin, end);
 }
 
 /* ---- element loops ---- */
@@ -551,6 +554,11 @@ VECTOR_BODY(rill__cpu_op_softmax_f32)(const rill_block_ctx *ctx, const void *arg
 
 /* ---- layer norm ---- */
 
+/* Eight accumulators and a tail's, added in rill__vec_sum's order. */
+INLINED double lanes_total(const double s[8], double tail) {
+    return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7])) + tail;
+}
+
 /* The sum of (a[i] - m)^2 over a[0..n) in double precision, with
  * rill__vec_sum's eight accumulators and order. */
 INLINED double squares_about(const float *a, size_t n, double m) {
@@ -566,7 +574,7 @@ INLINED double squares_about(const float *a, size_t n, double m) {
         double d = (double)a[i] - m;
         tail += d * d;
     }
-    return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7])) + tail;
+    return lanes_total(s, tail);
 }
 
 VECTOR_BODY(rill__cpu_op_layer_norm_f32)(const rill_block_ctx *ctx, const void *args) {
@@ -624,11 +632,8 @@ INLINED void layer_norm_dx(const rill__op_layer_norm_backward_args *p, size_t be
             tail_g += (double)g;
             tail_gx += (double)(g * xhat);
         }
-        double tg = ((sum_g[0] + sum_g[1]) + (sum_g[2] + sum_g[3])) +
-                    ((sum_g[4] + sum_g[5]) + (sum_g[6] + sum_g[7])) + tail_g;
-        double tgx = ((sum_gx[0] + sum_gx[1]) + (sum_gx[2] + sum_gx[3])) +
-                     ((sum_gx[4] + sum_gx[5]) + (sum_gx[6] + sum_gx[7])) + tail_gx;
-        float mg = (float)(tg / (double)n), mgx = (float)(tgx / (double)n);
+        float mg = (float)(lanes_total(sum_g, tail_g) / (double)n);
+        float mgx = (float)(lanes_total(sum_gx, tail_gx) / (double)n);
         if (w != NULL)
             for (j = 0; j < n; j++)
                 dx[j] = rs * ((dy[j] * w[j] - mg) - ((x[j] - m) * rs) * mgx);
@@ -671,17 +676,13 @@ INLINED void layer_norm_dweight(const rill__op_layer_norm_backward_args *p, size
 
 VECTOR_BODY(rill__cpu_op_layer_norm_backward_f32)(const rill_block_ctx *ctx, const void *args) {
     const rill__op_layer_norm_backward_args *p = args;
-    size_t b = ctx->block_idx.x, grid = ctx->grid_dim.x, begin, end;
+    size_t b = ctx->block_idx.x, begin, end;
     if (b < p->row_blocks) {
-        size_t per = (p->rows + p->row_blocks - 1) / p->row_blocks;
-        begin = rill__op_min_size(b * per, p->rows);
-        end = rill__op_min_size(begin + per, p->rows);
+        slice_among(b, p->row_blocks, p->rows, &begin, &end);
         layer_norm_dx(p, begin, end);
         return;
     }
-    size_t col_blocks = grid - p->row_blocks, per = (p->n + col_blocks - 1) / col_blocks;
-    begin = rill__op_min_size((b - p->row_blocks) * per, p->n);
-    end = rill__op_min_size(begin + per, p->n);
+    slice_among(b - p->row_blocks, ctx->grid_dim.x - p->row_blocks, p->n, &begin, &end);
     layer_norm_dweight(p, begin, end);
 }
 
