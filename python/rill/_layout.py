@@ -96,16 +96,16 @@ def to_device(t, dev, where):
     t._valid(where)
     if t._strides is not None:
         t = contiguous(t, where)  # gathered on t's own device first
+    src = t._stream.device
     with on_device(dev, where):
         s = _stream.current()
-    src = t._stream.device
-    if s.device.kind != "cpu" or src.kind == "cpu":
-        if t._event is not None:
-            check(lib.rill_stream_wait_event(s._handle(where), t._event))
-        return t._copy(s)
+        if s.device.kind != "cpu" or src.kind == "cpu":
+            if t._event is not None:
+                check(lib.rill_stream_wait_event(s._handle(where), t._event))
+            return t._copy(s)
+        out = type(t)._empty(t._shape, t._dtype, s, where)
     with on_device(src, where):
         c = _stream.current()
-    out = type(t)._empty(t._shape, t._dtype, s, where)
     if t._numel:
         c.wait_stream(s)  # the allocation
         if t._event is not None:
