@@ -172,20 +172,28 @@ static inline RILL__OP_MATH float rill__op_gelu_backward(float dy, float x) {
     return dy * (cdf + x * pdf);
 }
 
-/* The tanh approximation's gradient dy at its input x, after PyTorch's
- * formula: the product rule on x/2 (1 + tanh(inner)). */
-static inline RILL__OP_MATH float rill__op_gelu_tanh_backward(float dy, float x) {
+/* The tanh approximation's argument: sqrt(2 / pi) (x + 0.044715 x^3). */
+static inline RILL__OP_MATH float rill__op_gelu_tanh_inner(float x) {
+    return 0.79788456080286535588f * (x + 0.044715f * (x * x) * x);
+}
+
+/* The tanh approximation's gradient dy at its input x, t the tanh of
+ * rill__op_gelu_tanh_inner(x), after PyTorch's formula: the product rule
+ * on x/2 (1 + t). */
+static inline RILL__OP_MATH float rill__op_gelu_tanh_gradient(float dy, float x, float t) {
     const float beta = 0.79788456080286535588f; /* sqrt(2 / pi) */
     const float kappa = 0.044715f;
     float x_sq = x * x;
-    float inner = beta * (x + kappa * x_sq * x);
-    float t = tanhf(inner);
     float left = 0.5f * x;
     float right = 1.0f + t;
     float left_derivative = 0.5f * right;
     float right_derivative = left * (1.0f - t * t);
     float inner_derivative = beta * (1.0f + 3.0f * kappa * x_sq);
     return dy * (left_derivative + right_derivative * inner_derivative);
+}
+
+static inline RILL__OP_MATH float rill__op_gelu_tanh_backward(float dy, float x) {
+    return rill__op_gelu_tanh_gradient(dy, x, tanhf(rill__op_gelu_tanh_inner(x)));
 }
 
 /* x (op) y for a rill_binary_op; NaN for a number that names none. */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* The CPU op bodies' vectorizable exp, tanh and sigmoid
- * (src/backend/cpu/vec_math.h) against the C library's double-precision
- * functions: the error in ulps over every float exponent of both signs,
+/* The CPU op bodies' vectorizable exp, tanh, sigmoid and normal CDF
+ * (src/backend/cpu/vec_math.h), and GELU's gradients built on them,
+ * against the C library's double-precision functions: the error in ulps
+ * over every float exponent of both signs,
  * and the special values that expf gives (infinities, NaN, overflow, the
  * subnormal results and underflow to 0). */
 #include "fixture.h"
@@ -172,8 +173,9 @@ static void expect_phi_within_9_ulp(float x) {
 /* Phi within 9 ulp wherever it is a normal float (x above about -13), its
  * tail included, where 1 + erf(x / sqrt 2) would cancel; 0 and 1 at the
  * infinities, 1/2 at both zeros, NaN for NaN. The worst float, from a sweep
- * of every one from -22.5 to 8, is x = -0.0812822282 at 8.12 ulp (the
- * float polynomial's rounding where its terms cancel): it is checked too. */
+ * of every one from -13 to 8, is x = -11.2442541 at 7.25 ulp: it is checked
+ * too, and so is x = -0.0812822282, where the float polynomial's terms
+ * cancel. */
 static void test_vec_normal_cdf_is_within_9_ulp_in_both_tails(void **state) {
     (void)state;
     float at = 0.0f;
@@ -182,6 +184,7 @@ static void test_vec_normal_cdf_is_within_9_ulp_in_both_tails(void **state) {
         fail_msg("Phi(%a) is %.2f ulp off", (double)at, worst);
     for (float x = -13.0f; x < 6.0f; x += 0.001953125f)
         expect_phi_within_9_ulp(x);
+    expect_phi_within_9_ulp(-11.2442541f);
     expect_phi_within_9_ulp(-0.0812822282f);
     assert_true(rill__vec_normal_cdf(-INFINITY) == 0.0f);
     assert_true(rill__vec_normal_cdf(INFINITY) == 1.0f);
@@ -252,6 +255,78 @@ static void test_vec_map_op_gives_the_scalar_bits(void **state) {
     free(want);
 }
 
+/* GELU's gradient at x in double precision: Phi(x) + x phi(x), and the
+ * magnitude of its terms. */
+static double gelu_gradient_ref(double x, double *terms) {
+    double pdf = exp(-0.5 * x * x) / sqrt(2.0 * M_PI);
+    *terms = fabs(normal_cdf_ref(x)) + fabs(x * pdf);
+    return normal_cdf_ref(x) + x * pdf;
+}
+
+/* The tanh approximation's gradient at x in double precision, and the
+ * magnitude of its terms before 1 + t and 1 - t^2 cancel. */
+static double gelu_tanh_gradient_ref(double x, double *terms) {
+    const double beta = sqrt(2.0 / M_PI), kappa = 0.044715;
+    double t = tanh(beta * (x + kappa * x * x * x));
+    double slope = 0.5 * x * beta * (1.0 + 3.0 * kappa * x * x);
+    *terms = 0.5 * (1.0 + fabs(t)) + fabs(slope);
+    return 0.5 * (1.0 + t) + (1.0 - t * t) * slope;
+}
+
+/* RILL_BINARY_GELU_BACKWARD and RILL_BINARY_GELU_TANH_BACKWARD (vector
+ * loops of vec_math.h's functions) against double precision, within 1e-6
+ * of the sum of their terms' magnitudes (they cancel: near x = -0.75, and
+ * in the tanh form's 1 + t and 1 - t^2 far from 0) and
+ * 16 of float's subnormal steps (below x = -14 the density's exponential
+ * rounds to 0 before its product with x would bring it back, as in
+ * PyTorch's float formula), with
+ * the same bits whether the gradient a is a tensor or broadcast, and NaN
+ * for NaN. */
+static void test_gelu_gradients_are_close_and_the_same_broadcast(void **state) {
+    (void)state;
+    enum { N = 20011 };
+    size_t n = N, one = 1, zero = 0;
+    float *x = malloc(N * sizeof *x), *ones = malloc(N * sizeof *ones);
+    assert_non_null(x);
+    assert_non_null(ones);
+    for (size_t i = 0; i < N; i++) {
+        x[i] = -24.0f + 48.0f * (float)i / (float)(N - 2);
+        ones[i] = 1.0f;
+    }
+    x[N - 1] = NAN;
+    float *dev_x = NULL, *dev_ones = NULL, *dev_y = NULL, *dev_z = NULL;
+    RT_OK(rill_malloc(cpu_device(), N * sizeof(float), (void **)&dev_x));
+    RT_OK(rill_malloc(cpu_device(), N * sizeof(float), (void **)&dev_ones));
+    RT_OK(rill_malloc(cpu_device(), N * sizeof(float), (void **)&dev_y));
+    RT_OK(rill_malloc(cpu_device(), N * sizeof(float), (void **)&dev_z));
+    RT_OK(rill_memcpy(dev_x, x, N * sizeof(float)));
+    RT_OK(rill_memcpy(dev_ones, ones, N * sizeof(float)));
+    const rill_binary_op ops[] = {RILL_BINARY_GELU_BACKWARD, RILL_BINARY_GELU_TANH_BACKWARD};
+    for (size_t o = 0; o < 2; o++) {
+        RT_OK(rill_op_binary_f32(NULL, ops[o], dev_y, dev_ones, &one, dev_x, &one, &n, 1));
+        RT_OK(rill_op_binary_f32(NULL, ops[o], dev_z, dev_ones, &zero, dev_x, &one, &n, 1));
+        RT_OK(rill_device_synchronize(NULL));
+        assert_true(isnan(dev_y[N - 1]) && isnan(dev_z[N - 1]));
+        for (size_t i = 0; i + 1 < N; i++) {
+            double terms;
+            double want =
+                o == 0 ? gelu_gradient_ref(x[i], &terms) : gelu_tanh_gradient_ref(x[i], &terms);
+            if (fabs((double)dev_y[i] - want) > 1e-6 * terms + 0x1p-145)
+                fail_msg("op %d at x = %.9g: %.9g, want %.9g", (int)ops[o], (double)x[i],
+                         (double)dev_y[i], want);
+            if (memcmp(&dev_y[i], &dev_z[i], sizeof(float)) != 0)
+                fail_msg("op %d at x = %.9g: %.9g, broadcast %.9g", (int)ops[o], (double)x[i],
+                         (double)dev_y[i], (double)dev_z[i]);
+        }
+    }
+    RT_OK(rill_free(dev_x));
+    RT_OK(rill_free(dev_ones));
+    RT_OK(rill_free(dev_y));
+    RT_OK(rill_free(dev_z));
+    free(x);
+    free(ones);
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_vec_expf_is_within_2_ulp_everywhere),
@@ -261,6 +336,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_vec_normal_cdf_is_within_9_ulp_in_both_tails),
         cmocka_unit_test(test_vec_sum_adds_every_element),
         cmocka_unit_test(test_vec_map_op_gives_the_scalar_bits),
+        cmocka_unit_test(test_gelu_gradients_are_close_and_the_same_broadcast),
     };
     if (argc > 1)
         cmocka_set_test_filter(argv[1]);

@@ -6,9 +6,9 @@
  * pooling's output rows, of an embedding's rows), so blocks never race,
  * and every result is a pure function of the inputs: sums add in double
  * precision in an order fixed by the shape (an embedding's backward in
- * float, as PyTorch's, in order of the indices), and exp, tanh and
- * sigmoid are vec_math.h's, which give the same bits in a vector lane as
- * in the scalar loop that ends a run. */
+ * float, as PyTorch's, in order of the indices), and exp, tanh, sigmoid
+ * and the normal CDF are vec_math.h's, which give the same bits in a
+ * vector lane as in the scalar loop that ends a run. */
 #include "backend/cpu/tensor_kernels.h"
 
 #include <inttypes.h>
@@ -39,7 +39,7 @@ static void slice_of(const rill_block_ctx *ctx, size_t count, size_t *begin, siz
 /* The element loops take op as a constant: each call, made from a switch on
  * the op, inlines into a loop of its own with no switch inside, which the
  * compiler vectorizes where the op's math allows (arithmetic, comparisons,
- * fabsf, sqrtf and vec_math.h's exp and tanh; not powf, erff and logf).
+ * fabsf, sqrtf and vec_math.h's functions; not powf and logf).
  * This file is compiled with GCC's dynamic vectorizer cost model
  * (CMakeLists.txt), as -O2's very-cheap one vectorizes no loop whose
  * count is not known. The pointers are not restrict: rill.h lets out
@@ -53,27 +53,30 @@ static void slice_of(const rill_block_ctx *ctx, size_t count, size_t *begin, siz
 
 /* Where the build asks for it (GCC on x86-64: CMakeLists.txt), the bodies
  * that are vector loops are compiled three times, for AVX-512 (512-bit
- * vectors), AVX2 and the baseline, and each call runs the widest the
- * processor takes. The choice is made at run time, not by the loader (an
+ * vectors), AVX2 (both with FMA) and the baseline, and each call runs the
+ * widest the processor takes. The choice is made at run time, not by the loader (an
  * ifunc's resolver runs before relocation is done, which sanitizer
  * runtimes do not survive). All give the same bits: the wider ones only
- * widen the vectors (no fused multiply-add), and every lane computes what
- * the scalar code does (tests/unit/test_vec_math.c checks the maps).
+ * widen the vectors and fuse only the multiply-adds written as such
+ * (vec_math.h's rill__vec_fma, which the baseline computes with fmaf), and
+ * every lane computes what the scalar code does (tests/unit/test_vec_math.c
+ * checks the maps).
  * VECTOR_BODY(name)(ctx, args) { ... } defines the body and name. */
 #define BODY_ARGS const rill_block_ctx *ctx, const void *args
 #ifdef RILL_CPU_VECTOR_CLONES
 INLINED bool has_avx512(void) {
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+           __builtin_cpu_supports("fma");
 }
-#define AVX512 "avx512f,avx512dq,avx512bw,avx512vl"
+#define AVX512 "avx512f,avx512dq,avx512bw,avx512vl,fma"
 #define VECTOR_BODY(name)                                                                          \
     INLINED void name##_body(BODY_ARGS);                                                           \
     __attribute__((target(AVX512 ",prefer-vector-width=512"))) static void name##_avx512(          \
         BODY_ARGS) {                                                                               \
         name##_body(ctx, args);                                                                    \
     }                                                                                              \
-    __attribute__((target("avx2"))) static void name##_avx2(BODY_ARGS) {                           \
+    __attribute__((target("avx2,fma"))) static void name##_avx2(BODY_ARGS) {                       \
         name##_body(ctx, args);                                                                    \
     }                                                                                              \
     static void name##_base(BODY_ARGS) {                                                           \
@@ -82,7 +85,7 @@ INLINED bool has_avx512(void) {
     void name(BODY_ARGS) {                                                                         \
         if (has_avx512())                                                                          \
             name##_avx512(ctx, args);                                                              \
-        else if (__builtin_cpu_supports("avx2"))                                                   \
+        else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))                  \
             name##_avx2(ctx, args);                                                                \
         else                                                                                       \
             name##_base(ctx, args);                                                                \
@@ -114,6 +117,21 @@ INLINED float map_value(uint32_t op, float x, float alpha) {
     }
 }
 
+/* rill__op_binary_value, with vec_math.h's functions in GELU's gradients
+ * in place of the C library's erf, exp and tanh. */
+INLINED float binary_value(uint32_t op, float dy, float x) {
+    if (op == RILL_BINARY_GELU_BACKWARD) {
+        /* dy (Phi(x) + x phi(x)), phi(x) = e^(-x^2 / 2) / sqrt(2 pi), its
+         * exponent taken exactly as rill__vec_normal_cdf's */
+        float half = -0.5f * x, hi = half * x, lo = rill__vec_fma(half, x, -hi);
+        float pdf = 0.39894228040143267794f * rill__vec_exp_split(hi, lo);
+        return dy * (rill__vec_normal_cdf(x) + x * pdf);
+    }
+    if (op == RILL_BINARY_GELU_TANH_BACKWARD)
+        return rill__op_gelu_tanh_gradient(dy, x, rill__vec_tanhf(rill__op_gelu_tanh_inner(x)));
+    return rill__op_binary_value(op, dy, x);
+}
+
 ELEMENT_LOOP map_loop(uint32_t op, float *out, const float *a, float alpha, size_t n) {
     for (size_t i = 0; i < n; i++)
         out[i] = map_value(op, a[i], alpha);
@@ -122,19 +140,19 @@ ELEMENT_LOOP map_loop(uint32_t op, float *out, const float *a, float alpha, size
 /* out[i] = a[i] (op) b[i]. */
 ELEMENT_LOOP binary_loop(uint32_t op, float *out, const float *a, const float *b, size_t n) {
     for (size_t i = 0; i < n; i++)
-        out[i] = rill__op_binary_value(op, a[i], b[i]);
+        out[i] = binary_value(op, a[i], b[i]);
 }
 
 /* out[i] = a[i] (op) y: b broadcast along the run. */
 ELEMENT_LOOP binary_loop_b_scalar(uint32_t op, float *out, const float *a, float y, size_t n) {
     for (size_t i = 0; i < n; i++)
-        out[i] = rill__op_binary_value(op, a[i], y);
+        out[i] = binary_value(op, a[i], y);
 }
 
 /* out[i] = x (op) b[i]: a broadcast along the run. */
 ELEMENT_LOOP binary_loop_a_scalar(uint32_t op, float *out, float x, const float *b, size_t n) {
     for (size_t i = 0; i < n; i++)
-        out[i] = rill__op_binary_value(op, x, b[i]);
+        out[i] = binary_value(op, x, b[i]);
 }
 
 /* The run's loop for its shape: 0 both inputs along the run, 1 b
@@ -177,13 +195,17 @@ INLINED void binary_run(uint32_t op, float *out, const float *a, size_t as, cons
     case RILL_BINARY_RELU_BACKWARD:
         binary_shaped(RILL_BINARY_RELU_BACKWARD, shape, out, a, b, n);
         return;
-    case RILL_BINARY_POW: /* powf, erff, expf and tanhf have no vector form */
     case RILL_BINARY_GELU_BACKWARD:
+        binary_shaped(RILL_BINARY_GELU_BACKWARD, shape, out, a, b, n);
+        return;
     case RILL_BINARY_GELU_TANH_BACKWARD:
+        binary_shaped(RILL_BINARY_GELU_TANH_BACKWARD, shape, out, a, b, n);
+        return;
+    case RILL_BINARY_POW: /* powf has no vector form */
         break;
     }
     for (size_t i = 0; i < n; i++)
-        out[i] = rill__op_binary_value(op, a[i * as], b[i * bs]);
+        out[i] = binary_value(op, a[i * as], b[i * bs]);
 }
 
 /* ---- strided copies and binary ops ---- */
@@ -223,7 +245,7 @@ INLINED void strided_run(const rill__op_strided_args *p, size_t begin, size_t en
                 binary_run(p->op, out, a, as, b, bs, run);
             } else {
                 for (size_t j = 0; j < run; j++)
-                    out[j * os] = rill__op_binary_value(p->op, a[j * as], b[j * bs]);
+                    out[j * os] = binary_value(p->op, a[j * as], b[j * bs]);
             }
         }
         i += run;

@@ -7,7 +7,8 @@
  * one is selected). So a vector lane and the scalar loop that ends a run
  * give the same bits, and a result does not depend on how a launch splits
  * its elements; the files that use them are compiled with
- * -ffp-contract=off, so no fused multiply-add changes a rounding either.
+ * -ffp-contract=off, so the only fused multiply-adds are the written ones
+ * (rill__vec_fma), which round once wherever they run.
  * rill__vec_expf is within 2 ulp of exp over float's whole range
  * (test_vec_math.c sweeps every exponent) and gives expf's special values:
  * 0 below about -103.97 (and at -inf), +inf above about 88.72 (and at
@@ -35,38 +36,52 @@ RILL_VEC_INLINE float rill__vec_float(uint32_t u) {
     return x;
 }
 
+/* a * b + c, rounded once: an FMA instruction where the caller is
+ * compiled for one (tensor_kernels.c's AVX2 and AVX-512 clones), else the
+ * C library's fmaf, which gives the same bits. */
+RILL_VEC_INLINE float rill__vec_fma(float a, float b, float c) {
+    return __builtin_fmaf(a, b, c);
+}
+
 /* 2^e for e in [-126, 127], from its exponent bits. */
 RILL_VEC_INLINE float rill__vec_pow2(int32_t e) {
     return rill__vec_float((uint32_t)(e + 127) << 23);
 }
 
-/* e^x: x = n ln2 + r with n = round(x / ln2) and |r| <= ln2 / 2 (ln2 in
- * two parts, the first with trailing zeros so that n * its part is exact),
- * e^r by a degree-7 polynomial (SLEEF's expf coefficients), then times 2^n
- * as 2^(n/2) 2^(n - n/2): the first product is exact, the second rounds
- * once, also where the result is subnormal or overflows. x is first
- * clamped to [-104, 89], where e^x already rounds to 0 and to +inf; a NaN
- * passes the clamp and every step after it. */
-RILL_VEC_INLINE float rill__vec_expf(float x) {
+/* e^(x + lo) for |lo| < 2, without rounding x + lo (e^x: lo = 0): x + lo =
+ * n ln2 + r with n = round((x + lo) / ln2) and |r| <= ln2 / 2 (ln2 in two
+ * parts, the first with trailing zeros so that n * its part is exact; lo
+ * joins r after x's reduction), e^r by a degree-7 polynomial
+ * (SLEEF's expf coefficients), then times 2^n as 2^(n/2) 2^(n - n/2): the
+ * first product is exact, the second rounds once, also where the result
+ * is subnormal or overflows. x is first clamped to [-104, 89], where e^x
+ * already rounds to 0 and to +inf; a NaN passes the clamp and every step
+ * after it. */
+RILL_VEC_INLINE float rill__vec_exp_split(float x, float lo) {
     const float magic = 0x1.8p23f; /* adding it rounds |v| < 2^22 to an integer */
     float c = x < -104.0f ? -104.0f : x;
     c = c > 89.0f ? 89.0f : c;
-    float k = c * 1.44269504088896341f + magic;
+    float k = rill__vec_fma(c + lo, 1.44269504088896341f, magic);
     /* n sits in k's low mantissa bits: k's bits minus magic's are n in
      * two's complement. */
     int32_t n = (int32_t)(rill__vec_bits(k) - rill__vec_bits(magic));
     float kf = k - magic;
-    float r = c - kf * 0.693145751953125f;
-    r = r - kf * 1.428606765330187045e-6f;
+    float r = rill__vec_fma(kf, -0.693145751953125f, c);
+    r = rill__vec_fma(kf, -1.428606765330187045e-6f, r) + lo;
     float p = 0.000198527617612853646278381f;
-    p = p * r + 0.00139304355252534151077271f;
-    p = p * r + 0.00833336077630519866943359f;
-    p = p * r + 0.0416664853692054748535156f;
-    p = p * r + 0.166666671633720397949219f;
-    p = p * r + 0.5f;
-    float y = (r * r * p + r) + 1.0f;
+    p = rill__vec_fma(p, r, 0.00139304355252534151077271f);
+    p = rill__vec_fma(p, r, 0.00833336077630519866943359f);
+    p = rill__vec_fma(p, r, 0.0416664853692054748535156f);
+    p = rill__vec_fma(p, r, 0.166666671633720397949219f);
+    p = rill__vec_fma(p, r, 0.5f);
+    float y = rill__vec_fma(r * r, p, r) + 1.0f;
     int32_t n1 = n / 2;
     return y * rill__vec_pow2(n1) * rill__vec_pow2(n - n1);
+}
+
+/* e^x. */
+RILL_VEC_INLINE float rill__vec_expf(float x) {
+    return rill__vec_exp_split(x, 0.0f);
 }
 
 /* tanh x: for |x| < 0.625 x + x^3 P(x^2) (Cephes's tanhf), where the
@@ -75,11 +90,11 @@ RILL_VEC_INLINE float rill__vec_expf(float x) {
 RILL_VEC_INLINE float rill__vec_tanhf(float x) {
     float z = x * x;
     float p = -5.70498872745e-3f;
-    p = p * z + 2.06390887954e-2f;
-    p = p * z - 5.37397155531e-2f;
-    p = p * z + 1.33314422036e-1f;
-    p = p * z - 3.33332819422e-1f;
-    float small = x + x * z * p;
+    p = rill__vec_fma(p, z, 2.06390887954e-2f);
+    p = rill__vec_fma(p, z, -5.37397155531e-2f);
+    p = rill__vec_fma(p, z, 1.33314422036e-1f);
+    p = rill__vec_fma(p, z, -3.33332819422e-1f);
+    float small = rill__vec_fma(x * z, p, x);
     uint32_t sign = rill__vec_bits(x) & 0x80000000u;
     float ax = rill__vec_float(rill__vec_bits(x) & 0x7fffffffu);
     float big = 1.0f - 2.0f / (rill__vec_expf(ax + ax) + 1.0f);
@@ -95,31 +110,30 @@ RILL_VEC_INLINE float rill__vec_sigmoidf(float x) {
 /* Phi(x), the standard normal distribution's P(X <= x), as 0.5 erfc(u)
  * with u = -x / sqrt 2: erfc(|u|) = t e^(-u^2 + P(t)), t = 1 / (1 + |u| / 2),
  * P of degree 9 (Numerical Recipes' erfcc, within 1.2e-7 of erfc relative
- * to it everywhere), and erfc(u) = 2 - erfc(|u|) for u < 0. u^2 = x^2 / 2
- * is taken from x, exactly, as hi + lo (x's high 12 bits squared, the
- * rest), and e^-hi and e^(P - lo) apart: a rounding of u or u^2 in the
- * exponent would cost x^2 times its relative error (1e-5 at x = -12.5).
- * |x| is clamped to 22.5, past which Phi rounds to 0 or 1. GELU is
- * x Phi(x); a NaN passes every step. */
+ * to it everywhere), and erfc(u) = 2 - erfc(|u|) for u < 0. -u^2 = -x^2 / 2
+ * is taken from x exactly, as hi + lo (the product rounded, and its
+ * rounding error from a fused multiply-add), and lo joins P in the
+ * exponential's correction: a rounding of u^2 itself would cost x^2 times
+ * its relative error (1e-5 at x = -12.5). |x| is clamped to 22.5, past
+ * which Phi rounds to 0 or 1. GELU is x Phi(x); a NaN passes every step. */
 RILL_VEC_INLINE float rill__vec_normal_cdf(float x) {
     float ax = rill__vec_float(rill__vec_bits(x) & 0x7fffffffu);
     ax = ax > 22.5f ? 22.5f : ax;
     float t = 1.0f / (1.0f + 0.5f * (ax * 0.70710678118654752440f));
     float p = 0.17087277f;
-    p = p * t - 0.82215223f;
-    p = p * t + 1.48851587f;
-    p = p * t - 1.13520398f;
-    p = p * t + 0.27886807f;
-    p = p * t - 0.18628806f;
-    p = p * t + 0.09678418f;
-    p = p * t + 0.37409196f;
-    p = p * t + 1.00002368f;
-    p = p * t - 1.26551223f;
-    float xh = rill__vec_float(rill__vec_bits(ax) & 0xfffff000u);
-    float xl = ax - xh;
-    float hi = 0.5f * (xh * xh);                  /* exact: 12 bits squared */
-    float lo = 0.5f * ((xh + xh) * xl + xl * xl); /* 2 xh xl exact, xl^2 tiny */
-    float e = t * rill__vec_expf(-hi) * rill__vec_expf(p - lo);
+    p = rill__vec_fma(p, t, -0.82215223f);
+    p = rill__vec_fma(p, t, 1.48851587f);
+    p = rill__vec_fma(p, t, -1.13520398f);
+    p = rill__vec_fma(p, t, 0.27886807f);
+    p = rill__vec_fma(p, t, -0.18628806f);
+    p = rill__vec_fma(p, t, 0.09678418f);
+    p = rill__vec_fma(p, t, 0.37409196f);
+    p = rill__vec_fma(p, t, 1.00002368f);
+    p = rill__vec_fma(p, t, -1.26551223f);
+    float half = -0.5f * ax;                 /* exact unless x is subnormal */
+    float hi = half * ax;                    /* -x^2 / 2, rounded */
+    float lo = rill__vec_fma(half, ax, -hi); /* its rounding error, exact */
+    float e = t * rill__vec_exp_split(hi, p + lo);
     float r = x > 0.0f ? 2.0f - e : e;
     return 0.5f * r;
 }
