@@ -76,6 +76,10 @@ typedef struct rill__device_base {
      * rill__op_matmul_args.bias itself (the CPU device); otherwise the op
      * layer adds it with a second kernel */
     bool op_matmul_bias;
+    /* host threads (not the backend's) asleep in a wait for one of the
+     * device's streams (core/stream_wait.c): the processors they left are
+     * free for the backend's threads; relaxed, a hint */
+    _Atomic int hosts_asleep;
 } rill__device_base;
 
 /* What a backend reads and writes of a stream: the first member of

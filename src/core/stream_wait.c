@@ -82,6 +82,9 @@ static bool sleep_until(rill__stream *s, uint64_t seq, unsigned flags, uint64_t 
     if (!rill__stream_add_waiter(s, &h.w))
         return true;
     rill__call_rec *parked = park(s, flags);
+    _Atomic int *asleep = rill__thread_is_worker() ? NULL : &s->q.dev->base.hosts_asleep;
+    if (asleep != NULL)
+        atomic_fetch_add_explicit(asleep, 1, memory_order_relaxed);
     bool done = true;
     while (!atomic_load_explicit(&h.woken, memory_order_acquire)) {
         if (deadline_ns == UINT64_MAX) {
@@ -102,6 +105,8 @@ static bool sleep_until(rill__stream *s, uint64_t seq, unsigned flags, uint64_t 
         while (!atomic_load_explicit(&h.woken, memory_order_acquire))
             rill__futex_wait(&h.woken, 0);
     }
+    if (asleep != NULL)
+        atomic_fetch_sub_explicit(asleep, 1, memory_order_relaxed);
     rill__call_unpark(parked);
     return done;
 }

@@ -64,22 +64,37 @@ static bool wait_for_unit(cpu_device *d, cpu_worker *w) {
 
 /* ------------------------------------------------------------ idle waits */
 
+/* Whether a host thread is asleep in a wait for the device's work. */
+static bool host_asleep(cpu_device *d) {
+    /* relaxed: a hint. */
+    return atomic_load_explicit(&rill__device_base_of(d->dev)->hosts_asleep, memory_order_relaxed) >
+           0;
+}
+
 /* True when an idle worker may spin: a processor is left over after the
  * busy workers, the workers already spinning, and one for the threads that
- * submit work. Spinning on a processor that a submitting thread needs
- * would slow the very submissions it waits for. */
-static int may_spin(cpu_device *d) {
+ * submit work, unless such a thread sleeps until the work is done.
+ * Spinning on a processor that a submitting thread needs would slow the
+ * very submissions it waits for. */
+static int may_spin(cpu_device *d, bool *on_host_cpu) {
     /* relaxed: a hint. */
     int busy = d->num_workers - atomic_load_explicit(&d->idle, memory_order_relaxed);
     int spinning = atomic_load_explicit(&d->spinning, memory_order_relaxed);
-    return busy + spinning + 1 < d->num_cpus;
+    if (busy + spinning + 1 < d->num_cpus) {
+        *on_host_cpu = false;
+        return true;
+    }
+    *on_host_cpu = busy + spinning < d->num_cpus && host_asleep(d);
+    return *on_host_cpu;
 }
 
-/* Spins for work while that is worth a processor; true when work came. */
+/* Spins for work while that is worth a processor; true when work came. A
+ * spin on the processor of a sleeping host thread ends when it wakes. */
 static bool spin_for_work(cpu_device *d) {
     bool spin = !rill__cpu_leaving_processor() && !rill__stream_took_host_wake();
     rill__cpu_stay_on_processor();
-    if (!spin || !may_spin(d))
+    bool on_host_cpu;
+    if (!spin || !may_spin(d, &on_host_cpu))
         return false;
     uint64_t start = rill__now_ns();
     atomic_fetch_add_explicit(&d->spinning, 1, memory_order_relaxed);
@@ -90,7 +105,8 @@ static bool spin_for_work(cpu_device *d) {
             break;
         }
         rill__cpu_relax();
-        if ((spins & 63u) == 0 && rill__now_ns() - start > IDLE_SPIN_NS)
+        if ((spins & 63u) == 0 &&
+            (rill__now_ns() - start > IDLE_SPIN_NS || (on_host_cpu && !host_asleep(d))))
             break;
     }
     atomic_fetch_sub_explicit(&d->spinning, 1, memory_order_relaxed);
