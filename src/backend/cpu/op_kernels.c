@@ -25,6 +25,7 @@
 #include "backend/cpu/pool_kernels.h"
 #include "backend/cpu/sgemm.h"
 #include "backend/cpu/tensor_kernels.h"
+#include "backend/cpu/vec_clones.h"
 #include "backend/cpu/vec_math.h"
 #include "backend/op_math.h"
 
@@ -214,7 +215,7 @@ void rill__cpu_op_add_scalar_f16(const rill_block_ctx *ctx, const void *args) {
 
 /* ---- sum ---- */
 
-void rill__cpu_op_sum_partial_f32(const rill_block_ctx *ctx, const void *args) {
+VECTOR_BODY(rill__cpu_op_sum_partial_f32)(const rill_block_ctx *ctx, const void *args) {
     const rill__op_sum_partial_args *p = args;
     size_t begin, end;
     block_range(ctx, p->n, RILL__OP_SLICE_ALIGN, &begin, &end);
@@ -236,7 +237,7 @@ void rill__cpu_op_sum_final_f32(const rill_block_ctx *ctx, const void *args) {
 
 /* The sum of n halves in double precision: chunks converted to floats,
  * each added by rill__vec_sum. */
-static double sum_run_f16(const uint16_t *a, size_t n) {
+INLINED double sum_run_f16(const uint16_t *a, size_t n) {
     float chunk[HALF_CHUNK];
     double total = 0.0;
     for (size_t i = 0; i < n; i += HALF_CHUNK) {
@@ -247,7 +248,7 @@ static double sum_run_f16(const uint16_t *a, size_t n) {
     return total;
 }
 
-void rill__cpu_op_sum_partial_f16(const rill_block_ctx *ctx, const void *args) {
+VECTOR_BODY(rill__cpu_op_sum_partial_f16)(const rill_block_ctx *ctx, const void *args) {
     const rill__op_sum_f16_args *p = args;
     size_t begin, end;
     block_range(ctx, p->n, HALF_ALIGN, &begin, &end);

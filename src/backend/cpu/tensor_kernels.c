@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "backend/cpu/vec_clones.h"
 #include "backend/cpu/vec_math.h"
 #include "backend/op_math.h"
 
@@ -47,53 +48,6 @@ static void slice_of(const rill_block_ctx *ctx, size_t count, size_t *begin, siz
  * keeps that case vectorized too (only a partial overlap, which rill.h
  * refuses, takes the scalar loop). */
 #define ELEMENT_LOOP static inline __attribute__((always_inline)) void
-/* A helper of the vector bodies, inlined so that each clone of a body
- * (VECTOR_BODY) has its own, compiled for its instructions. */
-#define INLINED static inline __attribute__((always_inline))
-
-/* Where the build asks for it (GCC on x86-64: CMakeLists.txt), the bodies
- * that are vector loops are compiled three times, for AVX-512 (512-bit
- * vectors), AVX2 (both with FMA) and the baseline, and each call runs the
- * widest the processor takes. The choice is made at run time, not by the loader (an
- * ifunc's resolver runs before relocation is done, which sanitizer
- * runtimes do not survive). All give the same bits: the wider ones only
- * widen the vectors and fuse only the multiply-adds written as such
- * (vec_math.h's rill__vec_fma, which the baseline computes with fmaf), and
- * every lane computes what the scalar code does (tests/unit/test_vec_math.c
- * checks the maps).
- * VECTOR_BODY(name)(ctx, args) { ... } defines the body and name. */
-#define BODY_ARGS const rill_block_ctx *ctx, const void *args
-#ifdef RILL_CPU_VECTOR_CLONES
-INLINED bool has_avx512(void) {
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-           __builtin_cpu_supports("fma");
-}
-#define AVX512 "avx512f,avx512dq,avx512bw,avx512vl,fma"
-#define VECTOR_BODY(name)                                                                          \
-    INLINED void name##_body(BODY_ARGS);                                                           \
-    __attribute__((target(AVX512 ",prefer-vector-width=512"))) static void name##_avx512(          \
-        BODY_ARGS) {                                                                               \
-        name##_body(ctx, args);                                                                    \
-    }                                                                                              \
-    __attribute__((target("avx2,fma"))) static void name##_avx2(BODY_ARGS) {                       \
-        name##_body(ctx, args);                                                                    \
-    }                                                                                              \
-    static void name##_base(BODY_ARGS) {                                                           \
-        name##_body(ctx, args);                                                                    \
-    }                                                                                              \
-    void name(BODY_ARGS) {                                                                         \
-        if (has_avx512())                                                                          \
-            name##_avx512(ctx, args);                                                              \
-        else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))                  \
-            name##_avx2(ctx, args);                                                                \
-        else                                                                                       \
-            name##_base(ctx, args);                                                                \
-    }                                                                                              \
-    INLINED void name##_body
-#else
-#define VECTOR_BODY(name) void name
-#endif
 
 /* rill__op_map_value, with vec_math.h's exp, tanh and normal CDF in place
  * of the C library's exp, tanh and erf, which no loop vectorizes. */
@@ -576,13 +530,13 @@ VECTOR_BODY(rill__cpu_op_softmax_f32)(const rill_block_ctx *ctx, const void *arg
 
 /* ---- layer norm ---- */
 
-/* Eight accumulators and a tail's, added in rill__vec_sum's order. */
+/* Eight accumulators and a tail's, added in a fixed order. */
 INLINED double lanes_total(const double s[8], double tail) {
     return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7])) + tail;
 }
 
 /* The sum of (a[i] - m)^2 over a[0..n) in double precision, with
- * rill__vec_sum's eight accumulators and order. */
+ * eight accumulators, added by lanes_total. */
 INLINED double squares_about(const float *a, size_t n, double m) {
     double s[8] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
     size_t i = 0;
