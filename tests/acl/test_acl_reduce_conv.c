@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* librill_acl's integer arrays, reductions (aclnnReduceSum, aclnnMean,
- * aclnnAmax, aclnnAmin), aclnnConvolution, aclnnAvgPool2d and
- * aclnnMaxPool, against values computed here on the host, and their
- * refusals with ACLNN's codes. */
+ * aclnnAmax, aclnnAmin), aclnnConvolution (grouped and dilated too),
+ * aclnnAvgPool2d and aclnnMaxPool (with ceil mode, divisors and dilation),
+ * against values computed here on the host, and their refusals with
+ * ACLNN's codes. */
 #include <math.h>
 
 #include "acl_support.h"
@@ -210,16 +211,25 @@ static void test_acl_reduction_refusals(void **state) {
         ACL_OK(aclrtFree(mem[i]));
 }
 
-/* out[n][k][y][x] = bias[k] + sum over c, i, j of in[n][c][y*s-p+i][x*s-p+j] * w[k][c][i][j]. */
-static double host_conv(const float *in, const float *w, const float *bias, int C, int H, int W,
-                        int R, int S, int stride, int pad, int k, int y, int x) {
+/* A convolution's geometry: channels, image, filters, window, stride,
+ * padding, dilation and groups. */
+struct conv_shape {
+    int C, H, W, K, R, S, stride, pad, dil, groups;
+};
+
+/* out[n][k][y][x] = bias[k] + the sum over the channels c of k's group and
+ * i, j of in[n][c][y*s-p+i*d][x*s-p+j*d] * w[k][c - group start][i][j]. */
+static double host_conv(const float *in, const float *w, const float *bias, struct conv_shape g,
+                        int k, int y, int x) {
+    int per = g.C / g.groups, first = k / (g.K / g.groups) * per;
     double acc = bias ? bias[k] : 0;
-    for (int c = 0; c < C; c++)
-        for (int i = 0; i < R; i++)
-            for (int j = 0; j < S; j++) {
-                int yy = y * stride - pad + i, xx = x * stride - pad + j;
-                if (yy >= 0 && yy < H && xx >= 0 && xx < W)
-                    acc += (double)in[(c * H + yy) * W + xx] * w[((k * C + c) * R + i) * S + j];
+    for (int c = 0; c < per; c++)
+        for (int i = 0; i < g.R; i++)
+            for (int j = 0; j < g.S; j++) {
+                int yy = y * g.stride - g.pad + i * g.dil, xx = x * g.stride - g.pad + j * g.dil;
+                if (yy >= 0 && yy < g.H && xx >= 0 && xx < g.W)
+                    acc += (double)in[((first + c) * g.H + yy) * g.W + xx] *
+                           w[((k * per + c) * g.R + i) * g.S + j];
             }
     return acc;
 }
@@ -252,14 +262,17 @@ static void test_acl_convolution(void **state) {
         for (int k = 0; k < 3; k++)
             for (int y = 0; y < 3; y++)
                 for (int x = 0; x < 3; x++)
-                    assert_close(r[(k * 3 + y) * 3 + x], host_conv(in, w, with_bias ? bias : NULL,
-                                                                   2, 5, 5, 3, 3, 2, 1, k, y, x));
+                    assert_close(r[(k * 3 + y) * 3 + x],
+                                 host_conv(in, w, with_bias ? bias : NULL,
+                                           (struct conv_shape){2, 5, 5, 3, 3, 3, 2, 1, 1, 1}, k, y,
+                                           x));
     }
     /* Refusals. */
     uint64_t ws;
     aclOpExecutor *ex;
-    int64_t twos[2] = {2, 2}, three[3] = {1, 1, 1}, zero[1] = {0};
-    aclIntArray *dil2 = ints(twos, 2), *three_vals = ints(three, 3), *stride0 = ints(zero, 1);
+    int64_t twos[2] = {2, 2}, three[3] = {1, 1, 1}, zero[1] = {0}, four[1] = {4};
+    aclIntArray *dil2 = ints(twos, 2), *three_vals = ints(three, 3), *stride0 = ints(zero, 1),
+                *dil4 = ints(four, 1);
     int64_t dsmall[4] = {1, 2, 1, 1};
     void *msmall;
     aclTensor *tsmall = tensor_of(dsmall, 4, ACL_FLOAT, NULL, &msmall);
@@ -277,8 +290,12 @@ static void test_acl_convolution(void **state) {
         {ti, NULL, stride, padding, dilation, true, 1, 0, ACLNN_ERR_PARAM_INVALID,
          "transposed is true"},
         {ti, NULL, stride, padding, dilation, false, 2, 0, ACLNN_ERR_PARAM_INVALID,
-         "groups is not 1"},
-        {ti, NULL, stride, padding, dil2, false, 1, 0, ACLNN_ERR_PARAM_INVALID, "no dilation"},
+         "groups 2 does not divide"},
+        {ti, NULL, stride, padding, dilation, false, 0, 0, ACLNN_ERR_PARAM_INVALID, "groups is 0"},
+        {ti, NULL, stride, padding, stride0, false, 1, 0, ACLNN_ERR_PARAM_INVALID,
+         "dilation[0] is 0"},
+        {ti, NULL, stride, out_pad, dil4, false, 1, 0, ACLNN_ERR_PARAM_INVALID,
+         "filter (dilated) is larger"},
         {ti, NULL, three_vals, padding, dilation, false, 1, 0, ACLNN_ERR_PARAM_INVALID,
          "stride has 3 values"},
         {ti, NULL, stride0, padding, dilation, false, 1, 0, ACLNN_ERR_PARAM_INVALID, "at least 1"},
@@ -305,14 +322,165 @@ static void test_acl_convolution(void **state) {
     ACL_FAILS(aclnnConvolutionGetWorkspaceSize(ti, tw, NULL, stride, padding, dil2, false, out_pad,
                                                1, to, 0, &ws, &ex),
               ACLNN_ERR_PARAM_INVALID, "destroyed");
-    aclIntArray *arrays[] = {stride, padding, dilation, out_pad, three_vals, stride0};
-    for (int i = 0; i < 6; i++)
+    aclIntArray *arrays[] = {stride, padding, dilation, out_pad, three_vals, stride0, dil4};
+    for (int i = 0; i < 7; i++)
         ACL_OK(aclDestroyIntArray(arrays[i]));
     aclTensor *all[] = {ti, tw, tb, to};
     for (int i = 0; i < 4; i++)
         ACL_OK(aclDestroyTensor(all[i]));
     void *mem[] = {mi, mw, mb, mo};
     for (int i = 0; i < 4; i++)
+        ACL_OK(aclrtFree(mem[i]));
+}
+
+/* A convolution of 4 channels by 4 filters in 2 groups, the 3 x 3 filters
+ * dilated by 2 over the 6 x 6 image padded by 2. */
+static void test_acl_grouped_dilated_convolution(void **state) {
+    (void)state;
+    int64_t din[4] = {1, 4, 6, 6}, dw[4] = {4, 2, 3, 3}, dout[4] = {1, 4, 6, 6};
+    float in[144], w[72], r[144];
+    for (int i = 0; i < 144; i++)
+        in[i] = (float)((i * 5) % 13) * 0.25f - 1.5f;
+    for (int i = 0; i < 72; i++)
+        w[i] = (float)((i * 3) % 7) * 0.5f - 1.5f;
+    void *mi, *mw, *mo;
+    aclTensor *ti = tensor_of(din, 4, ACL_FLOAT, in, &mi);
+    aclTensor *tw = tensor_of(dw, 4, ACL_FLOAT, w, &mw);
+    aclTensor *to = tensor_of(dout, 4, ACL_FLOAT, NULL, &mo);
+    int64_t one[1] = {1}, two[1] = {2}, zeros[2] = {0, 0};
+    aclIntArray *stride = ints(one, 1), *padding = ints(two, 1), *dilation = ints(two, 1),
+                *out_pad = ints(zeros, 2);
+    uint64_t ws;
+    aclOpExecutor *ex;
+    ACL_OK(aclnnConvolutionGetWorkspaceSize(ti, tw, NULL, stride, padding, dilation, false, out_pad,
+                                            2, to, 0, &ws, &ex));
+    ACL_OK(aclnnConvolution(NULL, ws, ex, NULL));
+    ACL_OK(aclrtSynchronizeStream(NULL));
+    read_back(mo, r, 144);
+    for (int k = 0; k < 4; k++)
+        for (int y = 0; y < 6; y++)
+            for (int x = 0; x < 6; x++)
+                assert_close(r[(k * 6 + y) * 6 + x],
+                             host_conv(in, w, NULL,
+                                       (struct conv_shape){4, 6, 6, 4, 3, 3, 1, 2, 2, 2}, k, y, x));
+    /* A weight of 4 input channels is not one of 2 groups of 2. */
+    int64_t dw4[4] = {4, 4, 3, 3};
+    void *mw4;
+    aclTensor *tw4 = tensor_of(dw4, 4, ACL_FLOAT, NULL, &mw4);
+    ACL_FAILS(aclnnConvolutionGetWorkspaceSize(ti, tw4, NULL, stride, padding, dilation, false,
+                                               out_pad, 2, to, 0, &ws, &ex),
+              ACLNN_ERR_PARAM_INVALID, "in 2 groups (2 each)");
+    aclIntArray *arrays[] = {stride, padding, dilation, out_pad};
+    for (int i = 0; i < 4; i++)
+        ACL_OK(aclDestroyIntArray(arrays[i]));
+    aclTensor *all[] = {ti, tw, to, tw4};
+    for (int i = 0; i < 4; i++)
+        ACL_OK(aclDestroyTensor(all[i]));
+    void *mem[] = {mi, mw, mo, mw4};
+    for (int i = 0; i < 4; i++)
+        ACL_OK(aclrtFree(mem[i]));
+}
+
+/* A pooling's geometry as torch's, one value for both dimensions:
+ * window, stride, padding, dilation, divisor (0: none), whether the
+ * average leaves the padding out. */
+struct pool_shape {
+    int H, W, R, stride, pad, dil, divisor;
+    bool exclude_pad;
+};
+
+/* torch's pooling of one plane x [H][W] at (y, x): the largest tap inside
+ * the image, or the sum of those taps over the divisor, the window's taps
+ * inside the image, or its size cut at the padded image's end. */
+static double host_pool_ex(bool max, const float *x, struct pool_shape g, int y, int xo) {
+    double acc = max ? -INFINITY : 0;
+    int y0 = y * g.stride - g.pad, x0 = xo * g.stride - g.pad, inside = 0;
+    for (int i = 0; i < g.R; i++)
+        for (int j = 0; j < g.R; j++) {
+            int yy = y0 + i * g.dil, xx = x0 + j * g.dil;
+            if (yy < 0 || yy >= g.H || xx < 0 || xx >= g.W)
+                continue;
+            double v = x[yy * g.W + xx];
+            acc = max ? fmax(acc, v) : acc + v;
+            inside++;
+        }
+    if (max)
+        return acc;
+    int ye = y0 + g.R < g.H + g.pad ? y0 + g.R : g.H + g.pad;
+    int xe = x0 + g.R < g.W + g.pad ? x0 + g.R : g.W + g.pad;
+    int divisor = g.divisor ? g.divisor : g.exclude_pad ? inside : (ye - y0) * (xe - x0);
+    return acc / divisor;
+}
+
+/* Ceil mode (the last window starting in the padding kept, cut at its
+ * end), both of the average's other divisors, and a dilated max, on 2
+ * planes of 6 x 6. */
+static void test_acl_pooling_options(void **state) {
+    (void)state;
+    int64_t din[4] = {1, 2, 6, 6}, dout[4] = {1, 2, 4, 4}, dfloor[4] = {1, 2, 3, 3};
+    float in[72], r[32];
+    for (int i = 0; i < 72; i++)
+        in[i] = (float)((i * 7) % 13) - 6.0f;
+    void *mi, *mo, *mf;
+    aclTensor *ti = tensor_of(din, 4, ACL_FLOAT, in, &mi);
+    aclTensor *to = tensor_of(dout, 4, ACL_FLOAT, NULL, &mo);
+    aclTensor *tf = tensor_of(dfloor, 4, ACL_FLOAT, NULL, &mf);
+    int64_t three[1] = {3}, two[1] = {2}, one[1] = {1}, twos[2] = {2, 2};
+    aclIntArray *k3 = ints(three, 1), *s2 = ints(two, 1), *p1 = ints(one, 1), *p2 = ints(twos, 2),
+                *dil2 = ints(twos, 2);
+    uint64_t ws;
+    aclOpExecutor *ex;
+    /* 3 x 3 windows 2 apart, padding 1: 4 x 4 in ceil mode, the last
+     * window of each row starting in the padding. */
+    const struct {
+        bool include_pad;
+        int64_t divisor;
+    } avgs[] = {{true, 0}, {false, 0}, {true, 5}, {false, 7}};
+    for (size_t c = 0; c < sizeof avgs / sizeof avgs[0]; c++) {
+        ACL_OK(aclnnAvgPool2dGetWorkspaceSize(ti, k3, s2, p1, true, avgs[c].include_pad,
+                                              avgs[c].divisor, 0, to, &ws, &ex));
+        ACL_OK(aclnnAvgPool2d(NULL, ws, ex, NULL));
+        ACL_OK(aclrtSynchronizeStream(NULL));
+        read_back(mo, r, 32);
+        struct pool_shape g = {6, 6, 3, 2, 1, 1, (int)avgs[c].divisor, !avgs[c].include_pad};
+        for (int p = 0; p < 2; p++)
+            for (int y = 0; y < 4; y++)
+                for (int x = 0; x < 4; x++)
+                    assert_close(r[(p * 4 + y) * 4 + x], host_pool_ex(false, in + p * 36, g, y, x));
+    }
+    /* A max of 3 x 3 taps 2 apart (a 5 x 5 window), padding 2, 2 apart:
+     * 4 x 4 in ceil mode, 3 x 3 without. */
+    for (int ceil = 0; ceil < 2; ceil++) {
+        ACL_OK(
+            aclnnMaxPoolGetWorkspaceSize(ti, k3, s2, 0, p2, dil2, ceil, ceil ? to : tf, &ws, &ex));
+        ACL_OK(aclnnMaxPool(NULL, ws, ex, NULL));
+        ACL_OK(aclrtSynchronizeStream(NULL));
+        int o = ceil ? 4 : 3;
+        read_back(ceil ? mo : mf, r, (size_t)(2 * o * o));
+        struct pool_shape g = {6, 6, 3, 2, 2, 2, 0, false};
+        for (int p = 0; p < 2; p++)
+            for (int y = 0; y < o; y++)
+                for (int x = 0; x < o; x++)
+                    assert_close(r[(p * o + y) * o + x], host_pool_ex(true, in + p * 36, g, y, x));
+    }
+    /* Refusals: out of the floor size in ceil mode, a negative divisor, a
+     * ceilMode of 2, padding past half the dilated window. */
+    ACL_FAILS(aclnnAvgPool2dGetWorkspaceSize(ti, k3, s2, p1, true, true, 0, 0, tf, &ws, &ex),
+              ACLNN_ERR_PARAM_INVALID, "must match");
+    ACL_FAILS(aclnnAvgPool2dGetWorkspaceSize(ti, k3, s2, p1, true, true, -1, 0, to, &ws, &ex),
+              ACLNN_ERR_PARAM_INVALID, "divisorOverride is -1");
+    ACL_FAILS(aclnnMaxPoolGetWorkspaceSize(ti, k3, s2, 0, p2, dil2, 2, to, &ws, &ex),
+              ACLNN_ERR_PARAM_INVALID, "ceilMode is 2");
+    ACL_FAILS(aclnnMaxPoolGetWorkspaceSize(ti, k3, s2, 0, p2, NULL, 0, to, &ws, &ex),
+              ACLNN_ERR_PARAM_INVALID, "more than half the window (3)");
+    aclIntArray *arrays[] = {k3, s2, p1, p2, dil2};
+    for (int i = 0; i < 5; i++)
+        ACL_OK(aclDestroyIntArray(arrays[i]));
+    aclTensor *all[] = {ti, to, tf};
+    for (int i = 0; i < 3; i++)
+        ACL_OK(aclDestroyTensor(all[i]));
+    void *mem[] = {mi, mo, mf};
+    for (int i = 0; i < 3; i++)
         ACL_OK(aclrtFree(mem[i]));
 }
 
@@ -371,12 +539,6 @@ static void test_acl_pooling(void **state) {
     /* Refusals. */
     int64_t asym[4] = {1, 0, 0, 1}, big[1] = {2}, twos[2] = {2, 2};
     aclIntArray *pa = ints(asym, 4), *pbig = ints(big, 1), *dil2 = ints(twos, 2);
-    ACL_FAILS(aclnnAvgPool2dGetWorkspaceSize(ti, k3, s2, p1, true, true, 0, 0, to, &ws, &ex),
-              ACLNN_ERR_PARAM_INVALID, "ceilMode is true");
-    ACL_FAILS(aclnnAvgPool2dGetWorkspaceSize(ti, k3, s2, p1, false, true, 4, 0, to, &ws, &ex),
-              ACLNN_ERR_PARAM_INVALID, "divisorOverride");
-    ACL_FAILS(aclnnAvgPool2dGetWorkspaceSize(ti, k3, s2, p1, false, false, 0, 0, to, &ws, &ex),
-              ACLNN_ERR_PARAM_INVALID, "countIncludePad is false");
     ACL_FAILS(aclnnAvgPool2dGetWorkspaceSize(ti, k3, s2, pbig, false, true, 0, 0, to, &ws, &ex),
               ACLNN_ERR_PARAM_INVALID, "more than half the window");
     ACL_FAILS(aclnnAvgPool2dGetWorkspaceSize(t2, k3, s2, p1, false, true, 0, 0, to, &ws, &ex),
@@ -387,10 +549,8 @@ static void test_acl_pooling(void **state) {
               ACLNN_ERR_PARAM_INVALID, "not symmetric");
     ACL_FAILS(aclnnMaxPoolGetWorkspaceSize(ti, k3, s2, 1, p4, dil, 0, to, &ws, &ex),
               ACLNN_ERR_PARAM_INVALID, "autoPad is not 0");
-    ACL_FAILS(aclnnMaxPoolGetWorkspaceSize(ti, k3, s2, 0, p4, dil, 1, to, &ws, &ex),
-              ACLNN_ERR_PARAM_INVALID, "ceilMode is not 0");
-    ACL_FAILS(aclnnMaxPoolGetWorkspaceSize(ti, k3, s2, 0, p4, dil2, 0, to, &ws, &ex),
-              ACLNN_ERR_PARAM_INVALID, "no dilation");
+    ACL_FAILS(aclnnMaxPoolGetWorkspaceSize(ti, k3, s2, 0, p4, dil2, 1, to, &ws, &ex),
+              ACLNN_ERR_PARAM_INVALID, "must match");
     ACL_FAILS(aclnnMaxPoolGetWorkspaceSize(ti, k3, s2, 0, p4, dil, 0, ti, &ws, &ex),
               ACLNN_ERR_PARAM_INVALID, "must match");
     ACL_FAILS(aclnnMaxPoolGetWorkspaceSize(ti, NULL, s2, 0, p4, dil, 0, to, &ws, &ex),
@@ -412,6 +572,8 @@ int main(int argc, char **argv) {
         ACL_TEST(test_acl_reductions),
         ACL_TEST(test_acl_reduction_refusals),
         ACL_TEST(test_acl_convolution),
+        ACL_TEST(test_acl_grouped_dilated_convolution),
+        ACL_TEST(test_acl_pooling_options),
         ACL_TEST(test_acl_pooling),
     };
     return RT_RUN(tests);

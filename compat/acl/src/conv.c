@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The op API's 2-D convolution and pooling on rill's: aclnnConvolution on
- * rill_op_conv2d_ex_f32 (with the bias added by rill_op_binary_f32, bias
+ * rill_op_conv2d_ex2_f32 (with the bias added by rill_op_binary_f32, bias
  * broadcast over n and the image), aclnnAvgPool2d and aclnnMaxPool on
- * rill_op_pool2d_f32. What rill's ops compute is torch's conv2d without
- * dilation or groups and its pooling without ceil mode or dilation; the
- * first phase refuses every other setting with a message, checks the
- * shapes (out's among them) and keeps the sizes in params.
+ * rill_op_pool2d_ex_f32. What rill's ops compute is torch's conv2d (not
+ * transposed) and its pooling with symmetric padding; the first phase
+ * refuses every other setting with a message, checks the shapes (out's
+ * among them) and keeps the sizes in params.
  */
 #include "conv.h"
 
@@ -14,9 +14,9 @@
 #include "ops.h"
 
 /* params of a convolution */
-enum { C_N, C_C, C_H, C_W, C_K, C_R, C_S, C_SH, C_SW, C_PH, C_PW, C_BIAS };
-/* params of a pooling */
-enum { P_PLANES, P_H, P_W, P_R, P_S, P_SH, P_SW, P_PH, P_PW };
+enum { C_N, C_C, C_H, C_W, C_K, C_R, C_S, C_SH, C_SW, C_PH, C_PW, C_DH, C_DW, C_G, C_BIAS };
+/* params of a pooling: the sizes, then rill_pool2d_params' divisor and flags */
+enum { P_PLANES, P_H, P_W, P_R, P_S, P_SH, P_SW, P_PH, P_PW, P_DH, P_DW, P_DIV, P_FLAGS };
 
 /* Two values from an array of 1 (both) or 2; refused otherwise, or when a
  * value is below min. */
@@ -41,29 +41,22 @@ static aclnnStatus pair_of(const char *call, const char *name, const aclIntArray
     return ACLNN_SUCCESS;
 }
 
-/* Refuses an array (NULL allowed when may_be_null) with a value other
- * than 1: rill's ops have no dilation. */
-static aclnnStatus all_ones(const char *call, const char *name, const aclIntArray *handle,
-                            bool may_be_null) {
-    if (!handle && may_be_null)
-        return ACLNN_SUCCESS;
-    struct rill__acl_int_array a;
-    aclnnStatus st = rill__acl_int_array_read(call, name, handle, &a);
-    if (st != ACLNN_SUCCESS)
-        return st;
-    for (uint64_t i = 0; i < a.size; i++)
-        if (a.values[i] != 1)
-            return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
-                                  "%s: %s[%llu] is %lld; rill's 2-D ops have no dilation (all "
-                                  "1)",
-                                  call, name, (unsigned long long)i, (long long)a.values[i]);
-    return ACLNN_SUCCESS;
+/* The extent of a window of window taps dilation apart. */
+static int64_t span_of(int64_t window, int64_t dilation) {
+    return (window - 1) * dilation + 1;
 }
 
-/* The output size of one dimension: (in + 2 pad - window) / stride + 1,
- * or -1 when the window is larger than the padded input. */
-static int64_t out_size(int64_t in, int64_t pad, int64_t window, int64_t stride) {
-    return in + 2 * pad < window ? -1 : (in + 2 * pad - window) / stride + 1;
+/* The output size of one dimension, as torch's: (in + 2 pad - span) /
+ * stride + 1 for a window spanning span, rounded up in ceil mode less a
+ * last window that would start past the input and its leading padding;
+ * -1 when the window is larger than the padded input. */
+static int64_t out_size(int64_t in, int64_t pad, int64_t span, int64_t stride, bool ceil) {
+    if (in + 2 * pad < span)
+        return -1;
+    int64_t o = (in + 2 * pad - span + (ceil ? stride - 1 : 0)) / stride + 1;
+    if (ceil && (o - 1) * stride >= in + pad)
+        o--;
+    return o;
 }
 
 static aclnnStatus check_out(const char *call, const char *name, const struct rill__acl_view *out,
@@ -101,22 +94,25 @@ aclnnStatus aclnnConvolutionGetWorkspaceSize(const aclTensor *input, const aclTe
                                         : !output        ? "output"
                                         : !workspaceSize ? "workspaceSize"
                                                          : "executor");
-    if (transposed || groups != 1)
+    if (transposed)
         return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
-                              "%s: %s; rill's convolution is a plain one (transposed false, "
-                              "groups 1)",
-                              call, transposed ? "transposed is true" : "groups is not 1");
+                              "%s: transposed is true; rill's convolution is a forward one "
+                              "(transposed false)",
+                              call);
+    if (groups < 1)
+        return rill__acl_fail(ACLNN_ERR_PARAM_INVALID, "%s: groups is %lld; it must be at least 1",
+                              call, (long long)groups);
     if (cubeMathType < 0 || cubeMathType > 3)
         return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
                               "%s: cubeMathType %d is none of 0 (KEEP_DTYPE) to 3 (USE_HF32)", call,
                               (int)cubeMathType);
     struct rill__acl_executor e = {.op = RILL_ACL_OP_CONVOLUTION};
-    int64_t st2[2], pad[2];
+    int64_t st2[2], pad[2], dil[2];
     aclnnStatus st = pair_of(call, "stride", stride, 1, st2);
     if (st == ACLNN_SUCCESS)
         st = pair_of(call, "padding", padding, 0, pad);
     if (st == ACLNN_SUCCESS)
-        st = all_ones(call, "dilation", dilation, false);
+        st = pair_of(call, "dilation", dilation, 1, dil);
     if (st == ACLNN_SUCCESS)
         st = rill__acl_take_view(call, "input", input, &e.a);
     if (st == ACLNN_SUCCESS)
@@ -140,17 +136,26 @@ aclnnStatus aclnnConvolutionGetWorkspaceSize(const aclTensor *input, const aclTe
     if (st != ACLNN_SUCCESS)
         return st;
     const int64_t *in = e.a.dims, *w = e.b.dims;
-    if (w[1] != in[1])
+    if (in[1] % groups != 0 || w[0] % groups != 0)
         return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
-                              "%s: weight has %lld input channels, input %lld; they must match",
-                              call, (long long)w[1], (long long)in[1]);
-    int64_t oh = out_size(in[2], pad[0], w[2], st2[0]), ow = out_size(in[3], pad[1], w[3], st2[1]);
+                              "%s: groups %lld does not divide input's %lld channels and "
+                              "weight's %lld filters",
+                              call, (long long)groups, (long long)in[1], (long long)w[0]);
+    if (w[1] * groups != in[1])
+        return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
+                              "%s: weight has %lld input channels, input %lld in %lld groups "
+                              "(%lld each); they must match",
+                              call, (long long)w[1], (long long)in[1], (long long)groups,
+                              (long long)(in[1] / groups));
+    int64_t rh = span_of(w[2], dil[0]), rw = span_of(w[3], dil[1]);
+    int64_t oh = out_size(in[2], pad[0], rh, st2[0], false);
+    int64_t ow = out_size(in[3], pad[1], rw, st2[1], false);
     if (oh < 1 || ow < 1)
         return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
-                              "%s: the %lld x %lld filter is larger than the padded %lld x %lld "
-                              "input",
-                              call, (long long)w[2], (long long)w[3],
-                              (long long)(in[2] + 2 * pad[0]), (long long)(in[3] + 2 * pad[1]));
+                              "%s: the %lld x %lld filter (dilated) is larger than the padded "
+                              "%lld x %lld input",
+                              call, (long long)rh, (long long)rw, (long long)(in[2] + 2 * pad[0]),
+                              (long long)(in[3] + 2 * pad[1]));
     int64_t want[4] = {in[0], w[0], oh, ow};
     st = check_out(call, "the convolution of input and weight", &e.out, want, 4);
     if (st == ACLNN_SUCCESS && bias && (e.c.ndim != 1 || e.c.dims[0] != w[0]))
@@ -166,8 +171,8 @@ aclnnStatus aclnnConvolutionGetWorkspaceSize(const aclTensor *input, const aclTe
         st = rill__acl_check_apart(call, "output", &e.out, "bias", &e.c);
     if (st != ACLNN_SUCCESS)
         return st;
-    int64_t p[] = {in[0], in[1],  in[2],  in[3],  w[0],   w[2],
-                   w[3],  st2[0], st2[1], pad[0], pad[1], bias != NULL};
+    int64_t p[] = {in[0],  in[1],  in[2],  in[3],  w[0],   w[2],   w[3],        st2[0],
+                   st2[1], pad[0], pad[1], dil[0], dil[1], groups, bias != NULL};
     for (int i = 0; i <= C_BIAS; i++)
         e.params[i] = p[i];
     return rill__acl_finish(call, &e, workspaceSize, executor);
@@ -175,10 +180,13 @@ aclnnStatus aclnnConvolutionGetWorkspaceSize(const aclTensor *input, const aclTe
 
 static rill_status submit_conv(rill_stream *s, const struct rill__acl_executor *e) {
     const int64_t *p = e->params;
-    rill_status st = rill_op_conv2d_ex_f32(
+    rill_conv2d_params geometry = {(size_t)p[C_SH], (size_t)p[C_SW], (size_t)p[C_PH],
+                                   (size_t)p[C_PW], (size_t)p[C_DH], (size_t)p[C_DW],
+                                   (size_t)p[C_G]};
+    rill_status st = rill_op_conv2d_ex2_f32(
         s, (float *)e->out.data, (const float *)e->a.data, (const float *)e->b.data, (size_t)p[C_N],
         (size_t)p[C_C], (size_t)p[C_H], (size_t)p[C_W], (size_t)p[C_K], (size_t)p[C_R],
-        (size_t)p[C_S], (size_t)p[C_SH], (size_t)p[C_SW], (size_t)p[C_PH], (size_t)p[C_PW]);
+        (size_t)p[C_S], &geometry);
     if (st != RILL_OK || !p[C_BIAS])
         return st;
     size_t shape[4] = {(size_t)e->out.dims[0], (size_t)e->out.dims[1], (size_t)e->out.dims[2],
@@ -199,11 +207,18 @@ aclnnStatus aclnnConvolution(void *workspace, uint64_t workspaceSize, aclOpExecu
 
 /* ---- pooling ---- */
 
-/* What both poolings check: self [n, c, h, w] or [c, h, w], the window,
- * strides and paddings (at most half the window), and out's shape. */
+/* A pooling's settings beyond self and out: each pair {h, w}. */
+struct pool_geometry {
+    int64_t window[2], stride[2], pad[2], dilation[2];
+    int64_t divisor;
+    unsigned flags; /* RILL_POOL_CEIL_MODE, RILL_POOL_EXCLUDE_PAD */
+};
+
+/* What both poolings check: self [n, c, h, w] or [c, h, w], the padding
+ * (at most half the dilated window), and out's shape. */
 static aclnnStatus pool_phase1(const char *call, enum rill__acl_op op, const aclTensor *self,
-                               const int64_t window[2], const int64_t stride[2],
-                               const int64_t pad[2], aclTensor *out, struct rill__acl_executor *e) {
+                               const struct pool_geometry *g, aclTensor *out,
+                               struct rill__acl_executor *e) {
     *e = (struct rill__acl_executor){.op = op};
     aclnnStatus st = rill__acl_take_view(call, "self", self, &e->a);
     if (st == ACLNN_SUCCESS)
@@ -219,20 +234,24 @@ static aclnnStatus pool_phase1(const char *call, enum rill__acl_op op, const acl
         return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
                               "%s: self has %d dimensions; 2-D pooling takes 4 (NCHW) or 3 (CHW)",
                               call, nd);
-    for (int i = 0; i < 2; i++)
-        if (pad[i] * 2 > window[i])
+    int64_t span[2];
+    for (int i = 0; i < 2; i++) {
+        span[i] = span_of(g->window[i], g->dilation[i]);
+        if (g->pad[i] * 2 > span[i])
             return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
                                   "%s: padding %lld is more than half the window (%lld)", call,
-                                  (long long)pad[i], (long long)window[i]);
+                                  (long long)g->pad[i], (long long)span[i]);
+    }
+    bool ceil = (g->flags & RILL_POOL_CEIL_MODE) != 0;
     int64_t h = e->a.dims[nd - 2], w = e->a.dims[nd - 1];
-    int64_t oh = out_size(h, pad[0], window[0], stride[0]);
-    int64_t ow = out_size(w, pad[1], window[1], stride[1]);
+    int64_t oh = out_size(h, g->pad[0], span[0], g->stride[0], ceil);
+    int64_t ow = out_size(w, g->pad[1], span[1], g->stride[1], ceil);
     if (oh < 1 || ow < 1)
         return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
                               "%s: the %lld x %lld window is larger than the padded %lld x %lld "
                               "image",
-                              call, (long long)window[0], (long long)window[1],
-                              (long long)(h + 2 * pad[0]), (long long)(w + 2 * pad[1]));
+                              call, (long long)span[0], (long long)span[1],
+                              (long long)(h + 2 * g->pad[0]), (long long)(w + 2 * g->pad[1]));
     int64_t want[4];
     int64_t planes = 1;
     for (int d = 0; d < nd - 2; d++) {
@@ -246,18 +265,23 @@ static aclnnStatus pool_phase1(const char *call, enum rill__acl_op op, const acl
         st = rill__acl_check_apart(call, "out", &e->out, "self", &e->a);
     if (st != ACLNN_SUCCESS)
         return st;
-    int64_t p[] = {planes, h, w, window[0], window[1], stride[0], stride[1], pad[0], pad[1]};
-    for (int i = 0; i <= P_PW; i++)
+    int64_t p[] = {
+        planes,           h,         w,         g->window[0],   g->window[1],   g->stride[0],
+        g->stride[1],     g->pad[0], g->pad[1], g->dilation[0], g->dilation[1], g->divisor,
+        (int64_t)g->flags};
+    for (int i = 0; i <= P_FLAGS; i++)
         e->params[i] = p[i];
     return ACLNN_SUCCESS;
 }
 
 static rill_status submit_pool(rill_stream *s, const struct rill__acl_executor *e) {
     const int64_t *p = e->params;
-    return rill_op_pool2d_f32(s, e->op == RILL_ACL_OP_MAX_POOL ? RILL_POOL_MAX : RILL_POOL_AVG,
-                              (float *)e->out.data, (const float *)e->a.data, (size_t)p[P_PLANES],
-                              (size_t)p[P_H], (size_t)p[P_W], (size_t)p[P_R], (size_t)p[P_S],
-                              (size_t)p[P_SH], (size_t)p[P_SW], (size_t)p[P_PH], (size_t)p[P_PW]);
+    rill_pool2d_params geometry = {
+        (size_t)p[P_R],  (size_t)p[P_S],  (size_t)p[P_SH], (size_t)p[P_SW],  (size_t)p[P_PH],
+        (size_t)p[P_PW], (size_t)p[P_DH], (size_t)p[P_DW], (size_t)p[P_DIV], (unsigned)p[P_FLAGS]};
+    return rill_op_pool2d_ex_f32(s, e->op == RILL_ACL_OP_MAX_POOL ? RILL_POOL_MAX : RILL_POOL_AVG,
+                                 (float *)e->out.data, NULL, (const float *)e->a.data,
+                                 (size_t)p[P_PLANES], (size_t)p[P_H], (size_t)p[P_W], &geometry);
 }
 
 aclnnStatus aclnnAvgPool2dGetWorkspaceSize(const aclTensor *self, const aclIntArray *kernelSize,
@@ -275,30 +299,28 @@ aclnnStatus aclnnAvgPool2dGetWorkspaceSize(const aclTensor *self, const aclIntAr
                                         : !out           ? "out"
                                         : !workspaceSize ? "workspaceSize"
                                                          : "executor");
-    if (ceilMode || divisorOverride != 0)
+    if (divisorOverride < 0)
         return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
-                              "%s: %s; rill's pooling rounds the output size down and divides "
-                              "by the window's size",
-                              call, ceilMode ? "ceilMode is true" : "divisorOverride is not 0");
+                              "%s: divisorOverride is %lld; give 0 (divide by the window) or a "
+                              "positive divisor",
+                              call, (long long)divisorOverride);
     if (cubeMathType < 0 || cubeMathType > 3)
         return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
                               "%s: cubeMathType %d is none of 0 (KEEP_DTYPE) to 3 (USE_HF32)", call,
                               (int)cubeMathType);
-    int64_t window[2], stride[2], pad[2];
-    aclnnStatus st = pair_of(call, "kernelSize", kernelSize, 1, window);
+    struct pool_geometry g = {.dilation = {1, 1},
+                              .divisor = divisorOverride,
+                              .flags = (ceilMode ? RILL_POOL_CEIL_MODE : 0u) |
+                                       (countIncludePad ? 0u : RILL_POOL_EXCLUDE_PAD)};
+    aclnnStatus st = pair_of(call, "kernelSize", kernelSize, 1, g.window);
     if (st == ACLNN_SUCCESS)
-        st = pair_of(call, "strides", strides, 1, stride);
+        st = pair_of(call, "strides", strides, 1, g.stride);
     if (st == ACLNN_SUCCESS)
-        st = pair_of(call, "paddings", paddings, 0, pad);
+        st = pair_of(call, "paddings", paddings, 0, g.pad);
     if (st != ACLNN_SUCCESS)
         return st;
-    if (!countIncludePad && (pad[0] || pad[1]))
-        return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
-                              "%s: countIncludePad is false with padding; rill's average counts "
-                              "the padding's zeros",
-                              call);
     struct rill__acl_executor e;
-    st = pool_phase1(call, RILL_ACL_OP_AVG_POOL2D, self, window, stride, pad, out, &e);
+    st = pool_phase1(call, RILL_ACL_OP_AVG_POOL2D, self, &g, out, &e);
     return st == ACLNN_SUCCESS ? rill__acl_finish(call, &e, workspaceSize, executor) : st;
 }
 
@@ -323,17 +345,22 @@ aclnnStatus aclnnMaxPoolGetWorkspaceSize(const aclTensor *self, const aclIntArra
                                         : !out           ? "out"
                                         : !workspaceSize ? "workspaceSize"
                                                          : "executor");
-    if (autoPad != 0 || ceilMode != 0)
+    if (autoPad != 0)
         return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
-                              "%s: %s; rill's pooling takes explicit pads (autoPad 0, NOTSET) "
-                              "and rounds the output size down (ceilMode 0)",
-                              call, autoPad != 0 ? "autoPad is not 0" : "ceilMode is not 0");
-    int64_t window[2], stride[2], pad[2];
-    aclnnStatus st = pair_of(call, "kernelShape", kernelShape, 1, window);
+                              "%s: autoPad is not 0; rill's pooling takes explicit pads "
+                              "(autoPad 0, NOTSET)",
+                              call);
+    if (ceilMode != 0 && ceilMode != 1)
+        return rill__acl_fail(ACLNN_ERR_PARAM_INVALID,
+                              "%s: ceilMode is %lld; give 0 (round the output size down) or 1 "
+                              "(up)",
+                              call, (long long)ceilMode);
+    struct pool_geometry g = {.dilation = {1, 1}, .flags = ceilMode ? RILL_POOL_CEIL_MODE : 0u};
+    aclnnStatus st = pair_of(call, "kernelShape", kernelShape, 1, g.window);
     if (st == ACLNN_SUCCESS)
-        st = pair_of(call, "strides", strides, 1, stride);
-    if (st == ACLNN_SUCCESS)
-        st = all_ones(call, "dilations", dilations, true);
+        st = pair_of(call, "strides", strides, 1, g.stride);
+    if (st == ACLNN_SUCCESS && dilations)
+        st = pair_of(call, "dilations", dilations, 1, g.dilation);
     struct rill__acl_int_array p;
     if (st == ACLNN_SUCCESS)
         st = rill__acl_int_array_read(call, "pads", pads, &p);
@@ -350,12 +377,12 @@ aclnnStatus aclnnMaxPoolGetWorkspaceSize(const aclTensor *self, const aclIntArra
                               "%s: pads has %llu values; give 2 ({h, w}) or 4 ({top, left, "
                               "bottom, right})",
                               call, (unsigned long long)p.size);
-    pad[0] = p.values[0];
-    pad[1] = p.values[1];
-    if (pad[0] < 0 || pad[1] < 0)
+    g.pad[0] = p.values[0];
+    g.pad[1] = p.values[1];
+    if (g.pad[0] < 0 || g.pad[1] < 0)
         return rill__acl_fail(ACLNN_ERR_PARAM_INVALID, "%s: pads are negative", call);
     struct rill__acl_executor e;
-    st = pool_phase1(call, RILL_ACL_OP_MAX_POOL, self, window, stride, pad, out, &e);
+    st = pool_phase1(call, RILL_ACL_OP_MAX_POOL, self, &g, out, &e);
     return st == ACLNN_SUCCESS ? rill__acl_finish(call, &e, workspaceSize, executor) : st;
 }
 

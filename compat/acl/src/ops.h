@@ -45,7 +45,7 @@ struct rill__acl_executor {
     struct rill__acl_view c;         /* immutable: a third input (conv's bias), else unused */
     float alpha;                     /* immutable: add's and sub's scale */
     int64_t dim;                     /* immutable: softmax's dimension, made non-negative */
-    int64_t params[12]; /* immutable: the sizes an op computes with (reduce.c, conv.c) */
+    int64_t params[16]; /* immutable: the sizes an op computes with (reduce.c, conv.c) */
 };
 
 /* ACLNN_ERR_PARAM_NULLPTR: "<call>: <name> is NULL". */

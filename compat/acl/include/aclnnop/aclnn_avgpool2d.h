@@ -2,12 +2,15 @@
 /*
  * aclnnop/aclnn_avgpool2d.h: out = the mean over each kernelSize window of
  * self ([n, c, h, w] or [c, h, w]), the windows strides apart, self read as
- * if surrounded by paddings rows and columns of zeros that count in the
- * mean; out [.., oh, ow], oh = (h + 2 paddings[0] - kernelSize[0]) /
- * strides[0] + 1, ow likewise. Each array holds 2 values (or 1 for both);
- * paddings at most half the window. ceilMode false, divisorOverride 0, and
- * countIncludePad true unless paddings are 0 (rill's pooling counts
- * padding). ACL_FLOAT, contiguous tensors; cubeMathType is checked.
+ * if surrounded by paddings rows and columns of zeros, as torch's
+ * avg_pool2d: out [.., oh, ow], oh = (h + 2 paddings[0] - kernelSize[0]) /
+ * strides[0] + 1 rounded down, or up with ceilMode (less a last window that
+ * would start in the bottom padding), ow likewise. Each window's sum is
+ * divided by divisorOverride when it is not 0, else by its elements inside
+ * self when countIncludePad is false, else by its size with padding (cut
+ * at the padded edge in ceil mode). Each array holds 2 values (or 1 for
+ * both); paddings at most half the window; divisorOverride 0 or positive.
+ * ACL_FLOAT, contiguous tensors; cubeMathType is checked.
  */
 #ifndef RILL_ACL_ACLNNOP_ACLNN_AVGPOOL2D_H
 #define RILL_ACL_ACLNNOP_ACLNN_AVGPOOL2D_H

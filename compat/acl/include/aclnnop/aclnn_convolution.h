@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * aclnnop/aclnn_convolution.h: output = the 2-D convolution of input [n, c,
- * h, w] with weight [k, c, r, s], plus bias [k] when it is not NULL, as
- * torch's conv2d: output [n, k, oh, ow], oh = (h + 2 padding[0] - r) /
- * stride[0] + 1, ow likewise. stride and padding hold 2 values (or 1 for
- * both dimensions); dilation is all 1, transposed false, groups 1 (rill's
- * convolution has no others; outputPadding is then unused). ACL_FLOAT,
- * contiguous tensors; cubeMathType is checked and computes as KEEP_DTYPE.
+ * h, w] with weight [k, c / groups, r, s], plus bias [k] when it is not
+ * NULL, as torch's conv2d: output [n, k, oh, ow], oh = (h + 2 padding[0] -
+ * dilation[0] (r - 1) - 1) / stride[0] + 1, ow likewise. stride, padding
+ * and dilation hold 2 values (or 1 for both dimensions); groups is at
+ * least 1 and divides c and k; transposed is false (outputPadding is then
+ * unused). ACL_FLOAT, contiguous tensors; cubeMathType is checked and
+ * computes as KEEP_DTYPE.
  */
 #ifndef RILL_ACL_ACLNNOP_ACLNN_CONVOLUTION_H
 #define RILL_ACL_ACLNNOP_ACLNN_CONVOLUTION_H
