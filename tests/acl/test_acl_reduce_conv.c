@@ -46,6 +46,20 @@ static void assert_close(float got, double want) {
         fail_msg("got %.9g, want %.9g", (double)got, want);
 }
 
+/* Destroys n tensors and frees the memory of each. */
+static void release_tensors(aclTensor *const *tensors, void *const *mem, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        ACL_OK(aclDestroyTensor(tensors[i]));
+        ACL_OK(aclrtFree(mem[i]));
+    }
+}
+
+/* Destroys n integer arrays. */
+static void release_arrays(aclIntArray *const *arrays, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        ACL_OK(aclDestroyIntArray(arrays[i]));
+}
+
 static aclIntArray *ints(const int64_t *v, uint64_t n) {
     aclIntArray *a = aclCreateIntArray(v, n);
     assert_non_null(a);
@@ -151,12 +165,7 @@ static void test_acl_reductions(void **state) {
         for (int i = 0; i < 12; i++)
             assert_close(r[i], host_reduce(which, x, 0, 2, 12, i));
     }
-    aclTensor *all[] = {tx, o24, o211, o0, o34};
-    for (int i = 0; i < 5; i++)
-        ACL_OK(aclDestroyTensor(all[i]));
-    void *mem[] = {mx, mo1, mo2, mo3, mo4};
-    for (int i = 0; i < 5; i++)
-        ACL_OK(aclrtFree(mem[i]));
+    release_tensors((aclTensor *[]){tx, o24, o211, o0, o34}, (void *[]){mx, mo1, mo2, mo3, mo4}, 5);
 }
 
 static void test_acl_reduction_refusals(void **state) {
@@ -203,12 +212,7 @@ static void test_acl_reduction_refusals(void **state) {
     ACL_OK(aclDestroyIntArray(a02));
     ACL_OK(aclDestroyIntArray(a3));
     ACL_OK(aclDestroyIntArray(a11));
-    aclTensor *all[] = {tx, th, o24, o23};
-    for (int i = 0; i < 4; i++)
-        ACL_OK(aclDestroyTensor(all[i]));
-    void *mem[] = {mx, mh, mo, mw};
-    for (int i = 0; i < 4; i++)
-        ACL_OK(aclrtFree(mem[i]));
+    release_tensors((aclTensor *[]){tx, th, o24, o23}, (void *[]){mx, mh, mo, mw}, 4);
 }
 
 /* A convolution's geometry: channels, image, filters, window, stride,
@@ -234,10 +238,32 @@ static double host_conv(const float *in, const float *w, const float *bias, stru
     return acc;
 }
 
+/* Runs aclnnConvolution of in_t by w_t (+ b_t) into out_t (K x oh x ow
+ * over out_mem) and checks each output against host_conv. */
+static void expect_convolution(const aclTensor *in_t, const aclTensor *w_t, const aclTensor *b_t,
+                               const aclIntArray *stride, const aclIntArray *padding,
+                               const aclIntArray *dilation, aclTensor *out_t, const void *out_mem,
+                               const float *in, const float *w, const float *bias,
+                               struct conv_shape g, int oh, int ow) {
+    float r[MAX_VALUES];
+    uint64_t ws = 99;
+    aclOpExecutor *ex;
+    ACL_OK(aclnnConvolutionGetWorkspaceSize(in_t, w_t, b_t, stride, padding, dilation, false, NULL,
+                                            g.groups, out_t, 0, &ws, &ex));
+    assert_int_equal(ws, 0);
+    ACL_OK(aclnnConvolution(NULL, ws, ex, NULL));
+    ACL_OK(aclrtSynchronizeStream(NULL));
+    read_back(out_mem, r, (size_t)(g.K * oh * ow));
+    for (int k = 0; k < g.K; k++)
+        for (int y = 0; y < oh; y++)
+            for (int x = 0; x < ow; x++)
+                assert_close(r[(k * oh + y) * ow + x], host_conv(in, w, bias, g, k, y, x));
+}
+
 static void test_acl_convolution(void **state) {
     (void)state;
     int64_t din[4] = {1, 2, 5, 5}, dw[4] = {3, 2, 3, 3}, db[1] = {3}, dout[4] = {1, 3, 3, 3};
-    float in[50], w[54], bias[3] = {0.5f, -1.0f, 2.0f}, r[27];
+    float in[50], w[54], bias[3] = {0.5f, -1.0f, 2.0f};
     for (int i = 0; i < 50; i++)
         in[i] = (float)((i * 7) % 11) * 0.25f - 1.0f;
     for (int i = 0; i < 54; i++)
@@ -250,23 +276,10 @@ static void test_acl_convolution(void **state) {
     int64_t two[1] = {2}, ones[2] = {1, 1}, zeros[2] = {0, 0};
     aclIntArray *stride = ints(two, 1), *padding = ints(ones, 2), *dilation = ints(ones, 2),
                 *out_pad = ints(zeros, 2);
-    for (int with_bias = 0; with_bias < 2; with_bias++) {
-        uint64_t ws = 99;
-        aclOpExecutor *ex;
-        ACL_OK(aclnnConvolutionGetWorkspaceSize(ti, tw, with_bias ? tb : NULL, stride, padding,
-                                                dilation, false, out_pad, 1, to, 0, &ws, &ex));
-        assert_int_equal(ws, 0);
-        ACL_OK(aclnnConvolution(NULL, ws, ex, NULL));
-        ACL_OK(aclrtSynchronizeStream(NULL));
-        read_back(mo, r, 27);
-        for (int k = 0; k < 3; k++)
-            for (int y = 0; y < 3; y++)
-                for (int x = 0; x < 3; x++)
-                    assert_close(r[(k * 3 + y) * 3 + x],
-                                 host_conv(in, w, with_bias ? bias : NULL,
-                                           (struct conv_shape){2, 5, 5, 3, 3, 3, 2, 1, 1, 1}, k, y,
-                                           x));
-    }
+    for (int with_bias = 0; with_bias < 2; with_bias++)
+        expect_convolution(ti, tw, with_bias ? tb : NULL, stride, padding, dilation, to, mo, in, w,
+                           with_bias ? bias : NULL,
+                           (struct conv_shape){2, 5, 5, 3, 3, 3, 2, 1, 1, 1}, 3, 3);
     /* Refusals. */
     uint64_t ws;
     aclOpExecutor *ex;
@@ -322,15 +335,9 @@ static void test_acl_convolution(void **state) {
     ACL_FAILS(aclnnConvolutionGetWorkspaceSize(ti, tw, NULL, stride, padding, dil2, false, out_pad,
                                                1, to, 0, &ws, &ex),
               ACLNN_ERR_PARAM_INVALID, "destroyed");
-    aclIntArray *arrays[] = {stride, padding, dilation, out_pad, three_vals, stride0, dil4};
-    for (int i = 0; i < 7; i++)
-        ACL_OK(aclDestroyIntArray(arrays[i]));
-    aclTensor *all[] = {ti, tw, tb, to};
-    for (int i = 0; i < 4; i++)
-        ACL_OK(aclDestroyTensor(all[i]));
-    void *mem[] = {mi, mw, mb, mo};
-    for (int i = 0; i < 4; i++)
-        ACL_OK(aclrtFree(mem[i]));
+    release_arrays((aclIntArray *[]){stride, padding, dilation, out_pad, three_vals, stride0, dil4},
+                   7);
+    release_tensors((aclTensor *[]){ti, tw, tb, to}, (void *[]){mi, mw, mb, mo}, 4);
 }
 
 /* A convolution of 4 channels by 4 filters in 2 groups, the 3 x 3 filters
@@ -338,7 +345,7 @@ static void test_acl_convolution(void **state) {
 static void test_acl_grouped_dilated_convolution(void **state) {
     (void)state;
     int64_t din[4] = {1, 4, 6, 6}, dw[4] = {4, 2, 3, 3}, dout[4] = {1, 4, 6, 6};
-    float in[144], w[72], r[144];
+    float in[144], w[72];
     for (int i = 0; i < 144; i++)
         in[i] = (float)((i * 5) % 13) * 0.25f - 1.5f;
     for (int i = 0; i < 72; i++)
@@ -350,19 +357,10 @@ static void test_acl_grouped_dilated_convolution(void **state) {
     int64_t one[1] = {1}, two[1] = {2}, zeros[2] = {0, 0};
     aclIntArray *stride = ints(one, 1), *padding = ints(two, 1), *dilation = ints(two, 1),
                 *out_pad = ints(zeros, 2);
+    expect_convolution(ti, tw, NULL, stride, padding, dilation, to, mo, in, w, NULL,
+                       (struct conv_shape){4, 6, 6, 4, 3, 3, 1, 2, 2, 2}, 6, 6);
     uint64_t ws;
     aclOpExecutor *ex;
-    ACL_OK(aclnnConvolutionGetWorkspaceSize(ti, tw, NULL, stride, padding, dilation, false, out_pad,
-                                            2, to, 0, &ws, &ex));
-    ACL_OK(aclnnConvolution(NULL, ws, ex, NULL));
-    ACL_OK(aclrtSynchronizeStream(NULL));
-    read_back(mo, r, 144);
-    for (int k = 0; k < 4; k++)
-        for (int y = 0; y < 6; y++)
-            for (int x = 0; x < 6; x++)
-                assert_close(r[(k * 6 + y) * 6 + x],
-                             host_conv(in, w, NULL,
-                                       (struct conv_shape){4, 6, 6, 4, 3, 3, 1, 2, 2, 2}, k, y, x));
     /* A weight of 4 input channels is not one of 2 groups of 2. */
     int64_t dw4[4] = {4, 4, 3, 3};
     void *mw4;
@@ -370,15 +368,8 @@ static void test_acl_grouped_dilated_convolution(void **state) {
     ACL_FAILS(aclnnConvolutionGetWorkspaceSize(ti, tw4, NULL, stride, padding, dilation, false,
                                                out_pad, 2, to, 0, &ws, &ex),
               ACLNN_ERR_PARAM_INVALID, "in 2 groups (2 each)");
-    aclIntArray *arrays[] = {stride, padding, dilation, out_pad};
-    for (int i = 0; i < 4; i++)
-        ACL_OK(aclDestroyIntArray(arrays[i]));
-    aclTensor *all[] = {ti, tw, to, tw4};
-    for (int i = 0; i < 4; i++)
-        ACL_OK(aclDestroyTensor(all[i]));
-    void *mem[] = {mi, mw, mo, mw4};
-    for (int i = 0; i < 4; i++)
-        ACL_OK(aclrtFree(mem[i]));
+    release_arrays((aclIntArray *[]){stride, padding, dilation, out_pad}, 4);
+    release_tensors((aclTensor *[]){ti, tw, to, tw4}, (void *[]){mi, mw, mo, mw4}, 4);
 }
 
 /* A pooling's geometry as torch's, one value for both dimensions:
@@ -473,15 +464,8 @@ static void test_acl_pooling_options(void **state) {
               ACLNN_ERR_PARAM_INVALID, "ceilMode is 2");
     ACL_FAILS(aclnnMaxPoolGetWorkspaceSize(ti, k3, s2, 0, p2, NULL, 0, to, &ws, &ex),
               ACLNN_ERR_PARAM_INVALID, "more than half the window (3)");
-    aclIntArray *arrays[] = {k3, s2, p1, p2, dil2};
-    for (int i = 0; i < 5; i++)
-        ACL_OK(aclDestroyIntArray(arrays[i]));
-    aclTensor *all[] = {ti, to, tf};
-    for (int i = 0; i < 3; i++)
-        ACL_OK(aclDestroyTensor(all[i]));
-    void *mem[] = {mi, mo, mf};
-    for (int i = 0; i < 3; i++)
-        ACL_OK(aclrtFree(mem[i]));
+    release_arrays((aclIntArray *[]){k3, s2, p1, p2, dil2}, 5);
+    release_tensors((aclTensor *[]){ti, to, tf}, (void *[]){mi, mo, mf}, 3);
 }
 
 /* The pooling of one plane x [H][W] at (y, x): the mean over the window
@@ -555,15 +539,8 @@ static void test_acl_pooling(void **state) {
               ACLNN_ERR_PARAM_INVALID, "must match");
     ACL_FAILS(aclnnMaxPoolGetWorkspaceSize(ti, NULL, s2, 0, p4, dil, 0, to, &ws, &ex),
               ACLNN_ERR_PARAM_NULLPTR, "kernelShape is NULL");
-    aclIntArray *arrays[] = {k3, s2, p1, dil, p4, pa, pbig, dil2};
-    for (int i = 0; i < 8; i++)
-        ACL_OK(aclDestroyIntArray(arrays[i]));
-    ACL_OK(aclDestroyTensor(ti));
-    ACL_OK(aclDestroyTensor(to));
-    ACL_OK(aclDestroyTensor(t2));
-    ACL_OK(aclrtFree(mi));
-    ACL_OK(aclrtFree(mo));
-    ACL_OK(aclrtFree(m2));
+    release_arrays((aclIntArray *[]){k3, s2, p1, dil, p4, pa, pbig, dil2}, 8);
+    release_tensors((aclTensor *[]){ti, to, t2}, (void *[]){mi, mo, m2}, 3);
 }
 
 int main(int argc, char **argv) {
