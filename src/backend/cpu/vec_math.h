@@ -2,11 +2,12 @@
 /* Float exp, tanh, sigmoid and the normal CDF that the CPU op bodies'
  * loops vectorize, and the double-precision sum of a run of floats that
  * their sums share: a polynomial after range reduction, straight-line
- * code of IEEE additions, multiplications, divisions and bit operations,
- * with no call and no branch (both sides of a choice are computed, then
- * one is selected). So a vector lane and the scalar loop that ends a run
- * give the same bits, and a result does not depend on how a launch splits
- * its elements; the files that use them are compiled with
+ * code of IEEE additions, multiplications, fused multiply-adds, divisions
+ * and bit operations, with no branch (both sides of a choice are
+ * computed, then one is selected) and no call but fmaf where the code is
+ * compiled without FMA instructions. So a vector lane and the scalar loop
+ * that ends a run give the same bits, and a result does not depend on how
+ * a launch splits its elements; the files that use them are compiled with
  * -ffp-contract=off, so the only fused multiply-adds are the written ones
  * (rill__vec_fma), which round once wherever they run.
  * rill__vec_expf is within 2 ulp of exp over float's whole range
