@@ -172,9 +172,10 @@ static inline RILL__OP_MATH float rill__op_gelu_backward(float dy, float x) {
     return dy * (cdf + x * pdf);
 }
 
-/* The tanh approximation's argument: sqrt(2 / pi) (x + 0.044715 x^3). */
+/* The tanh approximation's argument: sqrt(2 / pi) (x + 0.044715 x^3),
+ * multiplied in PyTorch's forward's order. */
 static inline RILL__OP_MATH float rill__op_gelu_tanh_inner(float x) {
-    return 0.79788456080286535588f * (x + 0.044715f * (x * x) * x);
+    return 0.79788456080286535588f * (x + 0.044715f * x * x * x);
 }
 
 /* The tanh approximation's gradient dy at its input x, t the tanh of
@@ -254,7 +255,7 @@ static inline RILL__OP_MATH float rill__op_map_value(uint32_t op, float x, float
     case RILL_MAP_GELU:
         return 0.5f * x * (1.0f + erff(x * 0.70710678118654752440f));
     case RILL_MAP_GELU_TANH:
-        return 0.5f * x * (1.0f + tanhf(0.79788456080286535588f * (x + 0.044715f * x * x * x)));
+        return 0.5f * x * (1.0f + tanhf(rill__op_gelu_tanh_inner(x)));
     case RILL_MAP_SIGMOID:
         return rill__op_sigmoid(x);
     case RILL_MAP_TANH:

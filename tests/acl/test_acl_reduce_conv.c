@@ -383,7 +383,7 @@ struct pool_shape {
 /* torch's pooling of one plane x [H][W] at (y, x): the largest tap inside
  * the image, or the sum of those taps over the divisor, the window's taps
  * inside the image, or its size cut at the padded image's end. */
-static double host_pool_ex(bool max, const float *x, struct pool_shape g, int y, int xo) {
+static double host_pool(bool max, const float *x, struct pool_shape g, int y, int xo) {
     double acc = max ? -INFINITY : 0;
     int y0 = y * g.stride - g.pad, x0 = xo * g.stride - g.pad, inside = 0;
     for (int i = 0; i < g.R; i++)
@@ -403,13 +403,25 @@ static double host_pool_ex(bool max, const float *x, struct pool_shape g, int y,
     return acc / divisor;
 }
 
+/* Reads planes of oh x ow outputs back from mem and checks each against
+ * host_pool over its plane of in. */
+static void expect_pooled(const void *mem, bool max, const float *in, struct pool_shape g,
+                          int planes, int oh, int ow) {
+    float r[MAX_VALUES];
+    read_back(mem, r, (size_t)(planes * oh * ow));
+    for (int p = 0; p < planes; p++)
+        for (int y = 0; y < oh; y++)
+            for (int x = 0; x < ow; x++)
+                assert_close(r[(p * oh + y) * ow + x], host_pool(max, in + p * g.H * g.W, g, y, x));
+}
+
 /* Ceil mode (the last window starting in the padding kept, cut at its
  * end), both of the average's other divisors, and a dilated max, on 2
  * planes of 6 x 6. */
 static void test_acl_pooling_options(void **state) {
     (void)state;
     int64_t din[4] = {1, 2, 6, 6}, dout[4] = {1, 2, 4, 4}, dfloor[4] = {1, 2, 3, 3};
-    float in[72], r[32];
+    float in[72];
     for (int i = 0; i < 72; i++)
         in[i] = (float)((i * 7) % 13) - 6.0f;
     void *mi, *mo, *mf;
@@ -432,12 +444,8 @@ static void test_acl_pooling_options(void **state) {
                                               avgs[c].divisor, 0, to, &ws, &ex));
         ACL_OK(aclnnAvgPool2d(NULL, ws, ex, NULL));
         ACL_OK(aclrtSynchronizeStream(NULL));
-        read_back(mo, r, 32);
         struct pool_shape g = {6, 6, 3, 2, 1, 1, (int)avgs[c].divisor, !avgs[c].include_pad};
-        for (int p = 0; p < 2; p++)
-            for (int y = 0; y < 4; y++)
-                for (int x = 0; x < 4; x++)
-                    assert_close(r[(p * 4 + y) * 4 + x], host_pool_ex(false, in + p * 36, g, y, x));
+        expect_pooled(mo, false, in, g, 2, 4, 4);
     }
     /* A max of 3 x 3 taps 2 apart (a 5 x 5 window), padding 2, 2 apart:
      * 4 x 4 in ceil mode, 3 x 3 without. */
@@ -447,12 +455,8 @@ static void test_acl_pooling_options(void **state) {
         ACL_OK(aclnnMaxPool(NULL, ws, ex, NULL));
         ACL_OK(aclrtSynchronizeStream(NULL));
         int o = ceil ? 4 : 3;
-        read_back(ceil ? mo : mf, r, (size_t)(2 * o * o));
-        struct pool_shape g = {6, 6, 3, 2, 2, 2, 0, false};
-        for (int p = 0; p < 2; p++)
-            for (int y = 0; y < o; y++)
-                for (int x = 0; x < o; x++)
-                    assert_close(r[(p * o + y) * o + x], host_pool_ex(true, in + p * 36, g, y, x));
+        expect_pooled(ceil ? mo : mf, true, in, (struct pool_shape){6, 6, 3, 2, 2, 2, 0, false}, 2,
+                      o, o);
     }
     /* Refusals: out of the floor size in ceil mode, a negative divisor, a
      * ceilMode of 2, padding past half the dilated window. */
@@ -468,26 +472,10 @@ static void test_acl_pooling_options(void **state) {
     release_tensors((aclTensor *[]){ti, to, tf}, (void *[]){mi, mo, mf}, 3);
 }
 
-/* The pooling of one plane x [H][W] at (y, x): the mean over the window
- * with padding counted as zeros, or the largest with padding left out. */
-static double host_pool(bool max, const float *x, int H, int W, int R, int S, int stride, int pad,
-                        int y, int xo) {
-    double acc = max ? -INFINITY : 0;
-    for (int i = 0; i < R; i++)
-        for (int j = 0; j < S; j++) {
-            int yy = y * stride - pad + i, xx = xo * stride - pad + j;
-            if (yy < 0 || yy >= H || xx < 0 || xx >= W)
-                continue;
-            double v = x[yy * W + xx];
-            acc = max ? fmax(acc, v) : acc + v;
-        }
-    return max ? acc : acc / (R * S);
-}
-
 static void test_acl_pooling(void **state) {
     (void)state;
     int64_t din[4] = {1, 2, 5, 5}, dout[4] = {1, 2, 3, 3}, d2[2] = {5, 5};
-    float in[50], r[18];
+    float in[50];
     for (int i = 0; i < 50; i++)
         in[i] = (float)((i * 7) % 13) - 6.0f;
     void *mi, *mo, *m2;
@@ -505,21 +493,12 @@ static void test_acl_pooling(void **state) {
     assert_int_equal(ws, 0);
     ACL_OK(aclnnAvgPool2d(NULL, ws, ex, NULL));
     ACL_OK(aclrtSynchronizeStream(NULL));
-    read_back(mo, r, 18);
-    for (int p = 0; p < 2; p++)
-        for (int y = 0; y < 3; y++)
-            for (int x = 0; x < 3; x++)
-                assert_close(r[(p * 3 + y) * 3 + x],
-                             host_pool(false, in + p * 25, 5, 5, 3, 3, 2, 1, y, x));
+    struct pool_shape g = {5, 5, 3, 2, 1, 1, 0, false};
+    expect_pooled(mo, false, in, g, 2, 3, 3);
     ACL_OK(aclnnMaxPoolGetWorkspaceSize(ti, k3, s2, 0, p4, dil, 0, to, &ws, &ex));
     ACL_OK(aclnnMaxPool(NULL, ws, ex, NULL));
     ACL_OK(aclrtSynchronizeStream(NULL));
-    read_back(mo, r, 18);
-    for (int p = 0; p < 2; p++)
-        for (int y = 0; y < 3; y++)
-            for (int x = 0; x < 3; x++)
-                assert_close(r[(p * 3 + y) * 3 + x],
-                             host_pool(true, in + p * 25, 5, 5, 3, 3, 2, 1, y, x));
+    expect_pooled(mo, true, in, g, 2, 3, 3);
     /* Refusals. */
     int64_t asym[4] = {1, 0, 0, 1}, big[1] = {2}, twos[2] = {2, 2};
     aclIntArray *pa = ints(asym, 4), *pbig = ints(big, 1), *dil2 = ints(twos, 2);

@@ -64,8 +64,7 @@ INLINED float map_value(uint32_t op, float x, float alpha) {
     case RILL_MAP_GELU:
         return x * rill__vec_normal_cdf(x);
     case RILL_MAP_GELU_TANH:
-        return 0.5f * x *
-               (1.0f + rill__vec_tanhf(0.79788456080286535588f * (x + 0.044715f * x * x * x)));
+        return 0.5f * x * (1.0f + rill__vec_tanhf(rill__op_gelu_tanh_inner(x)));
     default:
         return rill__op_map_value(op, x, alpha);
     }
@@ -77,7 +76,8 @@ INLINED float binary_value(uint32_t op, float dy, float x) {
     if (op == RILL_BINARY_GELU_BACKWARD) {
         /* dy (Phi(x) + x phi(x)), phi(x) = e^(-x^2 / 2) / sqrt(2 pi), its
          * exponent taken exactly as rill__vec_normal_cdf's */
-        float half = -0.5f * x, hi = half * x, lo = rill__vec_fma(half, x, -hi);
+        float lo;
+        float hi = rill__vec_neg_half_square(x, &lo);
         float pdf = 0.39894228040143267794f * rill__vec_exp_split(hi, lo);
         return dy * (rill__vec_normal_cdf(x) + x * pdf);
     }

@@ -85,6 +85,17 @@ RILL_VEC_INLINE float rill__vec_expf(float x) {
     return rill__vec_exp_split(x, 0.0f);
 }
 
+/* -x^2 / 2 exactly, as the rounded product (returned) and its rounding
+ * error (*lo, from a fused multiply-add), for rill__vec_exp_split: a
+ * rounding of x^2 in an exponent would cost x^2 times its relative error
+ * (1e-5 at x = 12.5). Exact unless x^2 / 2 is subnormal. */
+RILL_VEC_INLINE float rill__vec_neg_half_square(float x, float *lo) {
+    float half = -0.5f * x;
+    float hi = half * x;
+    *lo = rill__vec_fma(half, x, -hi);
+    return hi;
+}
+
 /* tanh x: for |x| < 0.625 x + x^3 P(x^2) (Cephes's tanhf), where the
  * other form would cancel; else 1 - 2 / (e^(2|x|) + 1), 1 once e^(2|x|)
  * overflows; either with x's sign (so tanh -0 is -0). */
@@ -112,10 +123,8 @@ RILL_VEC_INLINE float rill__vec_sigmoidf(float x) {
  * with u = -x / sqrt 2: erfc(|u|) = t e^(-u^2 + P(t)), t = 1 / (1 + |u| / 2),
  * P of degree 9 (Numerical Recipes' erfcc, within 1.2e-7 of erfc relative
  * to it everywhere), and erfc(u) = 2 - erfc(|u|) for u < 0. -u^2 = -x^2 / 2
- * is taken from x exactly, as hi + lo (the product rounded, and its
- * rounding error from a fused multiply-add), and lo joins P in the
- * exponential's correction: a rounding of u^2 itself would cost x^2 times
- * its relative error (1e-5 at x = -12.5). |x| is clamped to 22.5, past
+ * is taken from x exactly as hi + lo (rill__vec_neg_half_square), and lo
+ * joins P in the exponential's correction. |x| is clamped to 22.5, past
  * which Phi rounds to 0 or 1. GELU is x Phi(x); a NaN passes every step. */
 RILL_VEC_INLINE float rill__vec_normal_cdf(float x) {
     float ax = rill__vec_float(rill__vec_bits(x) & 0x7fffffffu);
@@ -131,9 +140,8 @@ RILL_VEC_INLINE float rill__vec_normal_cdf(float x) {
     p = rill__vec_fma(p, t, 0.37409196f);
     p = rill__vec_fma(p, t, 1.00002368f);
     p = rill__vec_fma(p, t, -1.26551223f);
-    float half = -0.5f * ax;                 /* exact unless x is subnormal */
-    float hi = half * ax;                    /* -x^2 / 2, rounded */
-    float lo = rill__vec_fma(half, ax, -hi); /* its rounding error, exact */
+    float lo;
+    float hi = rill__vec_neg_half_square(ax, &lo);
     float e = t * rill__vec_exp_split(hi, p + lo);
     float r = x > 0.0f ? 2.0f - e : e;
     return 0.5f * r;
