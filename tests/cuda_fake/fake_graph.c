@@ -299,7 +299,7 @@ static bool params_copy(params *to, const params *from) {
     return true;
 }
 
-CUresult fake_cuGraphInstantiate(CUgraphExec *out, CUgraph g, unsigned long long flags) {
+CUresult fake_cuGraphInstantiateWithFlags(CUgraphExec *out, CUgraph g, unsigned long long flags) {
     NEED_CONTEXT();
     if (out == NULL || g == NULL || flags != 0)
         return CUDA_ERROR_INVALID_VALUE;

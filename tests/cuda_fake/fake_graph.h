@@ -17,7 +17,7 @@ __typeof__(cuGraphAddMemcpyNode) fake_cuGraphAddMemcpyNode;
 __typeof__(cuGraphAddMemsetNode) fake_cuGraphAddMemsetNode;
 __typeof__(cuGraphAddEmptyNode) fake_cuGraphAddEmptyNode;
 __typeof__(cuGraphAddEventRecordNode) fake_cuGraphAddEventRecordNode;
-__typeof__(cuGraphInstantiate) fake_cuGraphInstantiate;
+__typeof__(cuGraphInstantiateWithFlags) fake_cuGraphInstantiateWithFlags;
 __typeof__(cuGraphExecDestroy) fake_cuGraphExecDestroy;
 __typeof__(cuGraphLaunch) fake_cuGraphLaunch;
 __typeof__(cuGraphExecKernelNodeSetParams) fake_cuGraphExecKernelNodeSetParams;

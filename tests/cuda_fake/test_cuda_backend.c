@@ -17,6 +17,7 @@
 
 #include <cuda.h>
 
+#include "backend/cuda/cuda_driver.h"
 #include "fixture.h"
 
 /* ---------------------------------------------- the stand-in's controls */
@@ -128,6 +129,37 @@ static rill_status gpu_sleep(rill_stream *s, uint32_t us) {
 }
 
 /* --------------------------------------------------------------- tests */
+
+#define EXPANDED_NAME(fn) #fn
+#define NAME_OF_ABI(fn)   EXPANDED_NAME(fn)
+
+/* Each entry point is asked of cuGetProcAddress by the base name of the
+ * function its field is typed as (cuda.h's macro expansion, less a _vN
+ * suffix, which CUDA_VERSION selects). Where cuda.h maps a name to another
+ * function (cuGraphInstantiate to cuGraphInstantiateWithFlags), the driver
+ * answers for the old name with the old ABI, whose extra arguments a call
+ * through the field would leave as garbage. */
+static void test_entry_points_are_asked_for_by_their_abis_names(void **state) {
+    (void)state;
+    static const struct {
+        const char *asked, *abi;
+    } names[] = {
+#define NAMES(fn) {#fn, NAME_OF_ABI(fn)},
+        RILL__CUDA_DRIVER_FUNCS(NAMES)
+#undef NAMES
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        size_t n = strlen(names[i].asked);
+        bool same = strncmp(names[i].abi, names[i].asked, n) == 0;
+        const char *suffix = same ? names[i].abi + n : "";
+        bool versioned = suffix[0] == '_' && suffix[1] == 'v' && suffix[2] != '\0' &&
+                         strspn(suffix + 2, "0123456789") == strlen(suffix + 2);
+        if (!same || (suffix[0] != '\0' && !versioned))
+            fail_msg("rill asks the driver for %s, but cuda.h declares it as %s: name %s in "
+                     "cuda_driver.h",
+                     names[i].asked, names[i].abi, names[i].abi);
+    }
+}
 
 /* A GPU that offers no POSIX file descriptor for its memory is used: the
  * pool asks for no shareable handle type, as nothing exports its memory. */
@@ -541,6 +573,7 @@ int main(int argc, char **argv) {
     if (argc > 1)
         cmocka_set_test_filter(argv[1]); /* one test, by name */
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_entry_points_are_asked_for_by_their_abis_names),
         cmocka_unit_test(test_gpu_without_fd_handles),
         cmocka_unit_test(test_the_callers_context_is_kept),
         cmocka_unit_test(test_elapsed_time_after_hours),

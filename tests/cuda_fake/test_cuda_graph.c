@@ -135,10 +135,10 @@ static void test_a_launch_of_1000_nodes_is_one_cuGraphLaunch(void **state) {
     size_t count = 0;
     RT_OK(rill_graph_node_count(g, &count));
     assert_int_equal(count, N);
-    unsigned long instantiated = graph_calls("cuGraphInstantiate");
+    unsigned long instantiated = graph_calls("cuGraphInstantiateWithFlags");
     rill_graph_exec *x = NULL;
     RT_OK(rill_graph_instantiate(g, &x));
-    assert_int_equal(graph_calls("cuGraphInstantiate") - instantiated, 1);
+    assert_int_equal(graph_calls("cuGraphInstantiateWithFlags") - instantiated, 1);
     for (int run = 1; run <= 3; run++) {
         unsigned long launches = graph_calls("cuGraphLaunch");
         RT_OK(rill_graph_launch(x, s));
@@ -170,7 +170,7 @@ static void test_exec_update_changes_a_kernels_arguments(void **state) {
     rill_graph *g7 = store_graph(store, p, 7), *g42 = store_graph(store, p, 42);
     rill_graph_exec *x = NULL;
     RT_OK(rill_graph_instantiate(g7, &x));
-    unsigned long instantiated = graph_calls("cuGraphInstantiate");
+    unsigned long instantiated = graph_calls("cuGraphInstantiateWithFlags");
     unsigned long set = graph_calls("cuGraphExecKernelNodeSetParams");
     /* A launch held back behind a host function, then the update. */
     rt_gate gate;
@@ -188,7 +188,7 @@ static void test_exec_update_changes_a_kernels_arguments(void **state) {
     assert_int_equal(seen[0], 7);
     assert_int_equal(seen[1], 42);
     assert_int_equal(graph_calls("cuGraphExecKernelNodeSetParams") - set, 1);
-    assert_int_equal(graph_calls("cuGraphInstantiate") - instantiated, 0);
+    assert_int_equal(graph_calls("cuGraphInstantiateWithFlags") - instantiated, 0);
     /* Later launches keep the applied set: no further update of the node. */
     RT_OK(rill_graph_launch(x, s));
     RT_OK(rill_stream_synchronize(s));
@@ -328,9 +328,9 @@ static void test_an_update_that_moves_a_node_off_the_gpu_instantiates_again(void
     unsigned char back[BYTES];
     RT_OK(rill_memcpy(back, q, BYTES));
     assert_int_equal(back[BYTES - 1], 0x5a);
-    unsigned long instantiated = graph_calls("cuGraphInstantiate");
+    unsigned long instantiated = graph_calls("cuGraphInstantiateWithFlags");
     RT_OK(rill_graph_exec_update(x, on_host));
-    assert_int_equal(graph_calls("cuGraphInstantiate") - instantiated, 1);
+    assert_int_equal(graph_calls("cuGraphInstantiateWithFlags") - instantiated, 1);
     RT_OK(rill_graph_launch(x, s));
     RT_OK(rill_stream_synchronize(s));
     assert_int_equal(h[0], 0x5a);
@@ -394,7 +394,7 @@ static void test_the_stand_in_refuses_what_the_driver_refuses(void **state) {
     __typeof__(&cuGraphAddEmptyNode) add_empty;
     __typeof__(&cuGraphAddMemsetNode) add_set;
     __typeof__(&cuGraphAddMemcpyNode) add_copy;
-    __typeof__(&cuGraphInstantiate) instantiate;
+    __typeof__(&cuGraphInstantiateWithFlags) instantiate;
     __typeof__(&cuGraphExecDestroy) exec_destroy;
     __typeof__(&cuGraphExecKernelNodeSetParams) set_kernel;
     *(void **)&set_current = entry("cuCtxSetCurrent");
@@ -405,7 +405,7 @@ static void test_the_stand_in_refuses_what_the_driver_refuses(void **state) {
     *(void **)&add_empty = entry("cuGraphAddEmptyNode");
     *(void **)&add_set = entry("cuGraphAddMemsetNode");
     *(void **)&add_copy = entry("cuGraphAddMemcpyNode");
-    *(void **)&instantiate = entry("cuGraphInstantiate");
+    *(void **)&instantiate = entry("cuGraphInstantiateWithFlags");
     *(void **)&exec_destroy = entry("cuGraphExecDestroy");
     *(void **)&set_kernel = entry("cuGraphExecKernelNodeSetParams");
     CUgraph g = NULL, h = NULL;

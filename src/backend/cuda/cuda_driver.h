@@ -5,7 +5,10 @@
  * RILL_CUDA_DRIVER), and every entry point is asked of cuGetProcAddress
  * for the ABI of the headers rill was built with (CUDA_VERSION). The
  * types come from the toolkit's cuda.h; the field of each entry point has
- * the name cuda.h gives the function, so calls read as the driver API. */
+ * the name cuda.h gives the function, so calls read as the driver API.
+ * The table names each function as cuda.h declares it, less a _vN suffix:
+ * cuGraphInstantiateWithFlags, not cuGraphInstantiate, a name the driver
+ * answers with its old five-argument ABI. */
 #ifndef RILL_CUDA_DRIVER_H
 #define RILL_CUDA_DRIVER_H
 
@@ -70,7 +73,7 @@
     X(cuGraphAddMemsetNode)                                                                        \
     X(cuGraphAddEmptyNode)                                                                         \
     X(cuGraphAddEventRecordNode)                                                                   \
-    X(cuGraphInstantiate)                                                                          \
+    X(cuGraphInstantiateWithFlags)                                                                 \
     X(cuGraphExecDestroy)                                                                          \
     X(cuGraphLaunch)                                                                               \
     X(cuGraphExecKernelNodeSetParams)                                                              \

@@ -382,7 +382,7 @@ static CUresult make_graphs(cuda_device *d, const rill__gprog *prog, const rill_
     rill__free(fill);
     for (uint32_t k = 0; k < b->num_phases && r == CUDA_SUCCESS; k++)
         if (b->phases[k].graph != NULL)
-            r = d->drv->cuGraphInstantiate(&b->phases[k].exec, b->phases[k].graph, 0);
+            r = d->drv->cuGraphInstantiateWithFlags(&b->phases[k].exec, b->phases[k].graph, 0);
     return r;
 }
 
