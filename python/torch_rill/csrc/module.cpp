@@ -118,6 +118,11 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         return reinterpret_cast<uintptr_t>(
             unwrap(from_parts(id, static_cast<c10::DeviceIndex>(index))));
     });
+    m.def("_clear_stream_error", [](int64_t id, int index) {
+        TORCH_RILL_CHECK(
+            rill_stream_clear_error(unwrap(from_parts(id, static_cast<c10::DeviceIndex>(index)))));
+    });
+    m.def("_clear_errors", [](int index) { clear_errors(static_cast<c10::DeviceIndex>(index)); });
     m.def("_wrap_stream_handle", [](uintptr_t handle) {
         return stream_tuple(wrap(reinterpret_cast<rill_stream *>(handle)));
     });

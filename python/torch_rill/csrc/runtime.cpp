@@ -6,6 +6,7 @@
 #include <atomic>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include <c10/util/Exception.h>
 
@@ -17,6 +18,8 @@ void check(rill_status status, const char *call) {
     const char *why = rill_last_error();
     std::string text = std::string(call) + ": " + rill_status_name(status) + ": " +
                        (why && *why ? why : rill_status_string(status));
+    if (status == RILL_ERROR_KERNEL_FAILED)
+        text += " (from PyTorch: torch.rill.clear_errors(), or the stream's clear_error())";
     switch (status) {
     case RILL_ERROR_OUT_OF_MEMORY:
         TORCH_CHECK_WITH(OutOfMemoryError, false, text);
@@ -188,6 +191,22 @@ c10::Stream pool_stream(c10::DeviceIndex index, int priority) {
         id = t.pool[level][slot] = enter_locked(t, stream);
     }
     return c10::Stream(c10::Stream::UNSAFE, c10::Device(kDeviceType, index), id);
+}
+
+void clear_errors(c10::DeviceIndex index) {
+    if (index < 0)
+        index = current_device();
+    Table &t = table(index);
+    std::vector<rill_stream *> made{t.streams[0].load(std::memory_order_relaxed)};
+    {
+        std::lock_guard<std::mutex> guard(t.lock);
+        for (const auto &level : t.pool)
+            for (int64_t id : level)
+                if (id != 0)
+                    made.push_back(t.streams[id].load(std::memory_order_relaxed));
+    }
+    for (rill_stream *stream : made)
+        TORCH_RILL_CHECK(rill_stream_clear_error(stream));
 }
 
 c10::Stream current_stream(c10::DeviceIndex index) {

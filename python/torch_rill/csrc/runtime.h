@@ -51,5 +51,9 @@ rill_stream *unwrap(const c10::Stream &stream);
 c10::Stream pool_stream(c10::DeviceIndex index, int priority);
 c10::Stream current_stream(c10::DeviceIndex index);
 c10::Stream exchange_stream(const c10::Stream &stream); // returns the previous one
+// rill_stream_clear_error on the streams torch_rill made on the device: its
+// default stream and its pool's (a stream rill's own Python package made
+// is its owner's to clear).
+void clear_errors(c10::DeviceIndex index);
 
 } // namespace torch_rill

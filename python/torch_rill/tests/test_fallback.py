@@ -10,6 +10,7 @@ import time
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 import rill
 
@@ -184,7 +185,7 @@ def test_an_error_the_cpu_kernel_finds_surfaces_at_synchronize_naming_the_op():
                            match=r"aten::index_select on rill:0 failed on the host: index out"):
             s.synchronize()
     finally:
-        rill_stream(s).clear_error()
+        s.clear_error()
     with torch.rill.stream(s):  # the stream runs again
         y = torch.index_select(x, 0, idx.clamp(max=2))
         assert y.tolist() == [0.0, 2.0]
@@ -210,7 +211,7 @@ def test_ops_a_failure_skips_still_free_what_they_hold():
         with pytest.raises(RuntimeError, match=r"aten::index_select on rill:0 failed"):
             s.synchronize()
     finally:
-        rill_stream(s).clear_error()
+        s.clear_error()
     torch.rill.synchronize()
     assert torch.rill.memory_allocated() == before
 
@@ -255,3 +256,26 @@ def test_a_queued_op_refuses_a_capture_that_does_not_keep_what_it_needs():
     message = captured(lambda: x.cumsum_(0))
     assert re.search(r"aten::cumsum(_|\.out) on rill:0 cannot be captured", message), message
     assert "torch.rill.graph" in message
+
+
+def test_clear_errors_lets_the_default_stream_and_its_waiters_run_again():
+    """An index out of range fails the default stream and a stream that
+    waited for it; the error names the way back, and clear_errors() takes
+    it for both."""
+    w = torch.randn(4, 5, device="rill")
+    side = torch.rill.Stream()
+    F.embedding(torch.tensor([0, 9], device="rill"), w)
+    side.wait_stream(torch.rill.current_stream())
+    with torch.rill.stream(side):
+        skipped = w + 1
+    with pytest.raises(RuntimeError, match=r"embedding_f32.*torch\.rill\.clear_errors\(\)"):
+        torch.rill.synchronize()
+    with pytest.raises(RuntimeError, match="embedding_f32"):
+        side.synchronize()  # it waited for the failed work: it failed too
+    torch.rill.clear_errors()
+    torch.rill.synchronize()
+    with torch.rill.stream(side):
+        again = w + 1
+    assert torch.equal(again.cpu(), w.cpu() + 1)
+    assert torch.equal((w * 2).cpu(), w.cpu() * 2)
+    del skipped

@@ -94,6 +94,14 @@ def synchronize(device=None):
     _C._synchronize(_index(device))
 
 
+def clear_errors(device=None):
+    """Lets the device's default stream and the streams torch.rill handed
+    out run new work after a failure (Stream.clear_error on each). A
+    failure skips the work queued behind it on its stream and on streams
+    waiting for it; tensors that work should have written hold no result."""
+    _C._clear_errors(_index(device))
+
+
 class Stream(torch.Stream):
     """A rill stream, as torch.cuda.Stream: ``Stream(device=None,
     priority=0)`` takes one from the device's pool of streams of that
@@ -110,6 +118,12 @@ class Stream(torch.Stream):
 
     def __repr__(self):
         return f"<torch.rill.Stream device={self.device} stream_id={self.stream_id}>"
+
+    def clear_error(self):
+        """Lets the stream run new work after a kernel or op of it failed
+        (rill_stream_clear_error): work queued behind the failure was
+        skipped, and tensors it should have written hold no result."""
+        _C._clear_stream_error(self.stream_id, self.device_index)
 
     @property
     def rill_handle(self):
