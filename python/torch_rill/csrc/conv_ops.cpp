@@ -17,7 +17,8 @@
 // first by rill's strided copy on the same stream. Other cases (other
 // dtypes or ranks, an output_padding not below the stride) run PyTorch's
 // CPU convolution and its backward on host views on a device the host
-// reads, in stream order as the fallback runs its ops (queue_on_host).
+// reads, in stream order as the fallback runs its ops (queue_on_host), and
+// on copies in host memory, at once, on a device it cannot read.
 #include <ATen/ops/convolution.h>
 #include <ATen/ops/convolution_backward.h>
 #include <ATen/ops/empty.h>
@@ -33,9 +34,19 @@
 namespace torch_rill {
 namespace {
 
-void check_host_reads(const at::Tensor &input, const char *op) {
-    TORCH_CHECK_NOT_IMPLEMENTED(is_cpu_device(input.device().index()), op, " on ", input.device(),
-                                ", a device the host cannot read, is not built");
+// run on CPU copies of args, at once, its results copied to dev: the cases
+// with no rill kernel on a device the host cannot read, as PyTorch's
+// fallback runs other ops there.
+std::vector<at::Tensor> run_on_copies(c10::Device dev, const std::vector<at::Tensor> &args,
+                                      const HostKernel &run) {
+    std::vector<at::Tensor> host;
+    for (const at::Tensor &t : args)
+        host.push_back(t.defined() ? t.cpu() : t);
+    std::vector<at::Tensor> out = run(host);
+    for (at::Tensor &t : out)
+        if (t.defined())
+            t = t.to(dev);
+    return out;
 }
 
 std::optional<at::Tensor> optional(const at::Tensor &t) {
@@ -162,7 +173,6 @@ at::Tensor convolution(const at::Tensor &input, const at::Tensor &weight,
     if (native.defined())
         return native;
     const c10::DeviceGuard guard(input.device());
-    check_host_reads(input, "convolution");
     // The kernel runs later: it holds copies of the arrays.
     auto run = [stride = stride.vec(), padding = padding.vec(), dilation = dilation.vec(),
                 transposed, output_padding = output_padding.vec(),
@@ -171,8 +181,10 @@ at::Tensor convolution(const at::Tensor &input, const at::Tensor &weight,
                                                        dilation, transposed, output_padding,
                                                        groups)};
     };
-    return queue_on_host("aten::convolution_overrideable", input.device(),
-                         {input, weight, bias.value_or(at::Tensor())}, run)[0];
+    std::vector<at::Tensor> args{input, weight, bias.value_or(at::Tensor())};
+    if (!is_cpu_device(input.device().index()))
+        return run_on_copies(input.device(), args, run)[0];
+    return queue_on_host("aten::convolution_overrideable", input.device(), args, run)[0];
 }
 
 // The backward as rill kernels, under the forward's conditions (and
@@ -251,7 +263,6 @@ convolution_backward(const at::Tensor &grad_output, const at::Tensor &input,
                                     transposed, output_padding, groups, output_mask, native))
         return native;
     const c10::DeviceGuard guard(input.device());
-    check_host_reads(input, "convolution_backward");
     std::vector<int64_t> bias_sizes{transposed ? weight.size(1) * groups : weight.size(0)};
     auto run = [bias_sizes, stride = stride.vec(), padding = padding.vec(),
                 dilation = dilation.vec(), transposed, output_padding = output_padding.vec(),
@@ -261,8 +272,11 @@ convolution_backward(const at::Tensor &grad_output, const at::Tensor &input,
                                      transposed, output_padding, groups, output_mask);
         return std::vector<at::Tensor>{gi, gw, gb};
     };
-    std::vector<at::Tensor> out = queue_on_host("aten::convolution_backward_overrideable",
-                                                input.device(), {grad_output, input, weight}, run);
+    std::vector<at::Tensor> args{grad_output, input, weight};
+    std::vector<at::Tensor> out =
+        is_cpu_device(input.device().index())
+            ? queue_on_host("aten::convolution_backward_overrideable", input.device(), args, run)
+            : run_on_copies(input.device(), args, run);
     return {out[0], out[1], out[2]};
 }
 

@@ -13,7 +13,7 @@
 // numbers drawn in submit order, no meta kernel) run at once after the
 // current stream's work, and refuse a capture. On other devices PyTorch's
 // own copying fallback runs them. Random ops draw from the rill device's
-// generator.
+// generator on every device.
 #include <Python.h>
 
 #include <algorithm>
@@ -160,6 +160,15 @@ at::Tensor to_rill(const at::Tensor &host, const HostViews &views, c10::Device d
     return copy_to_rill(host, dev);
 }
 
+// A generator argument for a CPU kernel: the CPU generator that draws for
+// the rill one given, or for dev's default generator.
+c10::IValue engine_arg(const c10::IValue &arg, c10::Device dev) {
+    std::optional<at::Generator> gen;
+    if (arg.isGenerator())
+        gen = arg.toGenerator();
+    return cpu_engine(gen, dev.index());
+}
+
 // Runs the CPU kernel now on host views: for views (which read no data),
 // and for the ops that synchronize, once the stream's work has run.
 void run_now(const c10::OperatorHandle &op, torch::jit::Stack *stack, c10::Device dev) {
@@ -170,10 +179,7 @@ void run_now(const c10::OperatorHandle &op, torch::jit::Stack *stack, c10::Devic
     for (size_t i = 0; i < num_args; i++) {
         c10::IValue &arg = (*stack)[stack->size() - num_args + i];
         if (is_generator(schema.arguments()[i].real_type())) {
-            std::optional<at::Generator> gen;
-            if (arg.isGenerator())
-                gen = arg.toGenerator();
-            arg = cpu_engine(gen, dev.index());
+            arg = engine_arg(arg, dev);
             continue;
         }
         arg = map_tensors(arg, [&](const at::Tensor &t) {
@@ -750,6 +756,11 @@ void fallback(const c10::OperatorHandle &op, torch::jit::Stack *stack) {
         "in its place");
     const c10::DeviceGuard guard(dev);
     if (!is_cpu_device(dev.index())) {
+        for (size_t i = 0; i < num_args; i++)
+            if (is_generator(schema.arguments()[i].real_type())) {
+                c10::IValue &arg = (*stack)[stack->size() - num_args + i];
+                arg = engine_arg(arg, dev);
+            }
         at::native::cpu_fallback(op, stack);
         return;
     }

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 // The ops every PyTorch device provides itself: creating tensors on rill's
 // allocator, views, resizing, copies between devices and reading a scalar.
-// Copies between contiguous tensors of one dtype, and between float32
-// tensors of one rill device in any dense destination layout, are rill
-// copies queued on the current stream, as are non_blocking copies to and
-// from pinned host memory; others run PyTorch's CPU copy on host views.
+// Copies between contiguous tensors of one dtype, and between tensors of
+// one rill device and dtype of 4, 8 or 16 bytes in any dense destination
+// layout, are rill copies queued on the current stream, as are non_blocking
+// copies to and from pinned host memory; others run PyTorch's CPU copy on
+// host views, or, for a device the host cannot read, on copies in host
+// memory.
 #include <ATen/EmptyTensor.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/_local_scalar_dense_native.h>
@@ -125,13 +127,16 @@ bool plain(const at::Tensor &t) {
     return t.is_contiguous();
 }
 
-// dst = self for float32 tensors of one rill device and shape, dst dense
-// (so no element is reached twice) and not sharing self's memory, at most
-// RILL_OP_MAX_DIMS dimensions of more than one element: rill's strided
-// copy, queued on the current stream; false when it does not take them.
+// dst = self for tensors of one rill device, dtype and shape whose
+// elements are 4, 8 or 16 bytes (as 1, 2 or 4 floats, which rill's strided
+// float copy moves bit for bit), dst dense (so no element is reached twice)
+// and not sharing self's memory, at most RILL_OP_MAX_DIMS dimensions: rill's
+// strided copy, queued on the current stream; false when it does not take
+// them.
 bool copy_strided(const at::Tensor &self, const at::Tensor &dst) {
+    size_t item = self.dtype().itemsize(), words = item / 4;
     if (!is_rill(self) || !is_rill(dst) || self.device() != dst.device() ||
-        self.scalar_type() != at::kFloat || dst.scalar_type() != at::kFloat ||
+        self.scalar_type() != dst.scalar_type() || item % 4 != 0 || words > 4 ||
         !self.sizes().equals(dst.sizes()) || !dst.is_non_overlapping_and_dense() ||
         self.storage().is_alias_of(dst.storage()))
         return false;
@@ -142,17 +147,81 @@ bool copy_strided(const at::Tensor &self, const at::Tensor &dst) {
         if (self.stride(d) < 0 || dst.stride(d) < 0)
             return false;
         shape.push_back(static_cast<size_t>(self.size(d)));
-        in_strides.push_back(static_cast<size_t>(self.stride(d)));
-        out_strides.push_back(static_cast<size_t>(dst.stride(d)));
+        in_strides.push_back(static_cast<size_t>(self.stride(d)) * words);
+        out_strides.push_back(static_cast<size_t>(dst.stride(d)) * words);
+    }
+    if (words > 1) { // an element's floats: a last dimension of its own
+        shape.push_back(words);
+        in_strides.push_back(1);
+        out_strides.push_back(1);
     }
     if (shape.size() > RILL_OP_MAX_DIMS)
         return false;
     const c10::DeviceGuard guard(dst.device());
-    TORCH_RILL_CHECK(rill_op_copy_strided_f32(rill_current_stream(device(dst.device().index())),
-                                              dst.data_ptr<float>(), out_strides.data(),
-                                              self.const_data_ptr<float>(), in_strides.data(),
-                                              shape.data(), shape.size()));
+    TORCH_RILL_CHECK(rill_op_copy_strided_f32(
+        rill_current_stream(device(dst.device().index())), static_cast<float *>(dst.data_ptr()),
+        out_strides.data(), static_cast<const float *>(self.const_data_ptr()), in_strides.data(),
+        shape.data(), shape.size()));
     return true;
+}
+
+// The device's memory that t (numel > 0) spans, from its first element to
+// its last, in elements.
+int64_t span_of(const at::Tensor &t) {
+    int64_t span = 1;
+    for (int64_t d = 0; d < t.dim(); d++)
+        span += (t.size(d) - 1) * t.stride(d);
+    return span;
+}
+
+// A CPU tensor of t's sizes, strides and values, for a rill tensor of a
+// device the host cannot read: the memory t spans, copied.
+at::Tensor download(const at::Tensor &t) {
+    at::Tensor flat = at::empty({span_of(t)}, t.options().device(c10::kCPU));
+    TORCH_RILL_CHECK(rill_memcpy(flat.data_ptr(), t.const_data_ptr(),
+                                 static_cast<size_t>(flat.numel()) * t.dtype().itemsize()));
+    return flat.as_strided(t.sizes(), t.strides());
+}
+
+// dst = host (a CPU tensor of dst's sizes), for a rill tensor dst of a
+// device the host cannot read, writing dst's elements and nothing between
+// them: a dense dst's span at once; another's through a contiguous copy on
+// the device and rill's strided copy where its elements allow that, else
+// each run of elements adjacent in memory.
+void upload(const at::Tensor &host, const at::Tensor &dst) {
+    size_t item = dst.dtype().itemsize();
+    if (dst.is_non_overlapping_and_dense()) {
+        at::Tensor staged =
+            at::empty_strided(dst.sizes(), dst.strides(), dst.options().device(c10::kCPU));
+        staged.copy_(host);
+        TORCH_RILL_CHECK(rill_memcpy(dst.data_ptr(), staged.const_data_ptr(),
+                                     static_cast<size_t>(span_of(dst)) * item));
+        return;
+    }
+    at::Tensor staged = at::empty(dst.sizes(), dst.options().device(c10::kCPU));
+    staged.copy_(host);
+    at::Tensor packed = at::empty(dst.sizes(), dst.options());
+    TORCH_RILL_CHECK(rill_memcpy(packed.data_ptr(), staged.const_data_ptr(),
+                                 static_cast<size_t>(staged.numel()) * item));
+    // The copy was synchronous; the strided one runs on the current stream,
+    // as the dense case's copies would have, and packed stays allocated
+    // until it ran (rill's pool keeps memory that queued work uses).
+    if (copy_strided(packed, dst))
+        return;
+    int64_t last = dst.dim() - 1;
+    int64_t run = dst.stride(last) == 1 ? dst.size(last) : 1;
+    std::vector<int64_t> index(dst.dim(), 0);
+    auto *out = static_cast<char *>(dst.data_ptr());
+    const auto *in = static_cast<const char *>(staged.const_data_ptr());
+    for (int64_t i = 0; i < staged.numel(); i += run) {
+        int64_t offset = 0;
+        for (int64_t d = 0; d <= last; d++)
+            offset += index[d] * dst.stride(d);
+        TORCH_RILL_CHECK(
+            rill_memcpy(out + offset * item, in + i * item, static_cast<size_t>(run) * item));
+        for (int64_t d = run > 1 ? last - 1 : last; d >= 0 && ++index[d] == dst.size(d); d--)
+            index[d] = 0;
+    }
 }
 
 // Copies between a rill device and the CPU, or within rill, with rill's
@@ -206,17 +275,21 @@ at::Tensor copy_from(const at::Tensor &self, const at::Tensor &dst, bool non_blo
         return dst;
     }
     for (const at::Tensor *t : {&self, &dst})
-        if (is_rill(*t)) {
-            TORCH_CHECK_NOT_IMPLEMENTED(is_cpu_device(t->device().index()),
-                                        "copy_ between tensors of other dtypes or layouts on ",
-                                        t->device(),
-                                        ", a device the host cannot read, is not "
-                                        "supported; make both contiguous and of one dtype");
+        if (is_rill(*t))
             host_ready(t->device().index());
-        }
+    // A device the host cannot read (CUDA): its side goes through host memory.
+    auto readable = [](const at::Tensor &t) {
+        return !is_rill(t) || is_cpu_device(t.device().index());
+    };
     HostViews views;
+    at::Tensor host_self = !readable(self) ? download(self)
+                           : is_rill(self) ? views.view(self)
+                                           : self;
+    if (!readable(dst)) {
+        upload(host_self, dst);
+        return dst;
+    }
     at::Tensor host_dst = is_rill(dst) ? views.view(dst) : dst;
-    at::Tensor host_self = is_rill(self) ? views.view(self) : self;
     host_dst.copy_(host_self, non_blocking);
     return dst;
 }

@@ -1,0 +1,94 @@
+# SPDX-License-Identifier: MIT
+"""copy_ and .to() between dtypes and layouts on the rill device the tests
+run on: rill:0, a CPU device, or with the stand-in CUDA driver
+(torch_rill_tests_fakecuda) a device the host cannot read, whose copies go
+through host memory. Every copy leaves the destination's whole storage as
+the CPU's copy leaves it: its elements converted as PyTorch converts them,
+and the memory between them untouched."""
+
+import pytest
+import torch
+
+DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.complex64,
+          torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool]
+SHAPE = (3, 4, 5)
+
+
+def values(dtype, n, seed):
+    """n values of dtype, mixed in sign and size, with no NaN."""
+    x = torch.randn(n, generator=torch.Generator().manual_seed(seed), dtype=torch.float64) * 70
+    if dtype.is_complex:
+        return torch.complex(x, x.flip(0)).to(dtype)
+    return x.to(dtype) if dtype.is_floating_point else x.round().to(dtype)
+
+
+def sources(dtype):
+    """Views of SHAPE: contiguous, transposed, sliced with gaps, expanded, and
+    a zero-dimensional one expanded."""
+    yield "contiguous", values(dtype, 60, 1).view(SHAPE)
+    yield "transposed", values(dtype, 60, 2).view(5, 4, 3).transpose(0, 2)
+    yield "sliced", values(dtype, 240, 3).view(3, 8, 10)[:, ::2, 1::2]
+    yield "expanded", values(dtype, 4, 4).view(1, 4, 1).expand(SHAPE)
+    yield "scalar", values(dtype, 1, 5).view(()).expand(SHAPE)
+
+
+def destinations(dtype):
+    """(storage, view of SHAPE) pairs: the view is what is written, the whole
+    storage what is compared."""
+    base = values(dtype, 60, 6)
+    yield "contiguous", base, lambda b: b.view(SHAPE)
+    yield "transposed", base, lambda b: b.view(5, 4, 3).transpose(0, 2)
+    yield "sliced", values(dtype, 240, 7), lambda b: b.view(3, 8, 10)[:, ::2, 1::2]
+    yield "column", values(dtype, 120, 8), lambda b: b.view(3, 4, 10)[..., 2:7]
+
+
+@pytest.mark.parametrize("src_dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("dst_dtype", DTYPES, ids=str)
+def test_copy_between_dtypes_and_layouts_equals_the_cpus(src_dtype, dst_dtype):
+    for src_name, src in sources(src_dtype):
+        on_rill = src.to("rill") if src.is_contiguous() else None
+        for dst_name, base, view_of in destinations(dst_dtype):
+            want = base.clone()
+            view_of(want).copy_(src)
+            for where in ("rill to rill", "cpu to rill", "rill to cpu"):
+                if where == "rill to cpu":
+                    got = base.clone()
+                    from_rill = on_rill if on_rill is not None else src.to("rill")
+                    if src_name != "contiguous":  # the same view of a rill storage
+                        from_rill = _view_on_rill(src_name, src_dtype)
+                    view_of(got).copy_(from_rill)
+                else:
+                    got = base.to("rill")
+                    if where == "cpu to rill":
+                        view_of(got).copy_(src)
+                    else:
+                        view_of(got).copy_(_view_on_rill(src_name, src_dtype))
+                    got = got.cpu()
+                assert torch.equal(got, want), (where, src_name, dst_name)
+
+
+def _view_on_rill(name, dtype):
+    """The source view `name` of sources(dtype), over a rill storage."""
+    for n, src in sources(dtype):
+        if n == name:
+            storage = src if src.is_contiguous() else None
+            break
+    if storage is not None:
+        return storage.to("rill")
+    base = {"transposed": values(dtype, 60, 2), "sliced": values(dtype, 240, 3),
+            "expanded": values(dtype, 4, 4), "scalar": values(dtype, 1, 5)}[name].to("rill")
+    return {"transposed": lambda b: b.view(5, 4, 3).transpose(0, 2),
+            "sliced": lambda b: b.view(3, 8, 10)[:, ::2, 1::2],
+            "expanded": lambda b: b.view(1, 4, 1).expand(SHAPE),
+            "scalar": lambda b: b.view(()).expand(SHAPE)}[name](base)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_to_and_contiguous_keep_values(dtype):
+    x = values(dtype, 60, 9).view(SHAPE)
+    r = x.to("rill")
+    assert torch.equal(r.transpose(0, 2).contiguous().cpu(), x.transpose(0, 2).contiguous())
+    assert torch.equal(r[:, 1::2].contiguous().cpu(), x[:, 1::2].contiguous())
+    for other in DTYPES:
+        assert torch.equal(r.to(other).cpu(), x.to(other)), other
+        assert torch.equal(r.transpose(1, 2).to(other).cpu(), x.transpose(1, 2).to(other)), other
