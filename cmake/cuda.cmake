@@ -123,6 +123,7 @@ if(RILL_CUDA_BUILT)
     src/backend/cuda/cuda_stream.c
     src/backend/cuda/cuda_complete.c
     src/backend/cuda/cuda_runner.c
+    src/backend/cuda/cuda_trace.c
     src/backend/cuda/cuda_stage.c
     src/backend/cuda/cuda_graph.c
     src/backend/cuda/cuda_memory.c

@@ -415,6 +415,13 @@ void rill__stream_name(rill__stream *s, char *buf, size_t size);
 /* Names s's track in the running trace (src/trace/trace.h), once per trace
  * and again after rill_stream_set_name. Call only while rill__tracing(). */
 void rill__stream_trace_track(rill__stream *s);
+struct rill__trace_rec;
+/* Fills the fields of a trace record (src/trace/trace.h) that command c,
+ * number seq of s, decides: what, device, stream, seq, name (its kernel's,
+ * or its framework op's), grid, bytes, a, b; the caller sets type, unit,
+ * flags, t0 and t1. */
+void rill__trace_describe(struct rill__trace_rec *r, rill__stream *s, const rill__cmd *c,
+                          uint64_t seq);
 
 /* Someone to notify when a stream completes a sequence number. */
 typedef struct rill__waiter {

@@ -99,6 +99,58 @@ const rill__subsystem rill__trace_subsystem = {
     .shutdown = trace_shutdown,
 };
 
+void rill__trace_describe(rill__trace_rec *r, rill__stream *s, const rill__cmd *c, uint64_t seq) {
+    /* every field but thread, which emit sets, and the caller's (type,
+     * unit, flags, t0, t1): no memset of the whole record */
+    r->what = 0;
+    r->device = (int8_t)rill__device_base_of(s->q.dev)->info.ordinal;
+    r->grid[0] = r->grid[1] = r->grid[2] = 0;
+    r->stream = s->q.id;
+    r->seq = seq;
+    r->bytes = r->a = r->b = 0;
+    r->name[0] = '\0';
+    switch (c->kind) {
+    case RILL__CMD_KERNEL:
+        r->what = RILL__TRACE_KERNEL;
+        rill__trace_set_name(r, rill__kernel_image_of(c->u.kernel.kernel)->name);
+        r->grid[0] = c->u.kernel.grid.x;
+        r->grid[1] = c->u.kernel.grid.y;
+        r->grid[2] = c->u.kernel.grid.z;
+        for (size_t i = 0; i < c->u.kernel.num_accesses; i++)
+            r->bytes += c->u.kernel.accesses[i].bytes;
+        break;
+    case RILL__CMD_HOST:
+        r->what = RILL__TRACE_HOST_FN;
+        break;
+    case RILL__CMD_WAIT:
+        r->what = RILL__TRACE_WAIT;
+        r->a = c->u.wait.stream->q.id;
+        r->b = c->u.wait.seq;
+        break;
+    case RILL__CMD_RECORD:
+        r->what = RILL__TRACE_RECORD;
+        break;
+    case RILL__CMD_COPY:
+        r->what = RILL__TRACE_COPY;
+        r->bytes = c->u.copy.bytes;
+        r->grid[0] = r->grid[1] = r->grid[2] = 1;
+        break;
+    case RILL__CMD_SET:
+        r->what = RILL__TRACE_SET;
+        r->bytes = c->u.set.bytes;
+        r->grid[0] = r->grid[1] = r->grid[2] = 1;
+        break;
+    case RILL__CMD_CLEAR:
+        r->what = RILL__TRACE_CLEAR;
+        break;
+    case RILL__CMD_GRAPH:
+        r->what = RILL__TRACE_GRAPH;
+        break;
+    }
+    if (c->op_name != NULL)
+        rill__trace_name_op(r, c->op_name);
+}
+
 void rill__trace_blocked(const char *call, rill__stream *s, uint64_t t0) {
     if (s != NULL)
         rill__stream_trace_track(s);

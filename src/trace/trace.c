@@ -599,6 +599,8 @@ static void to_ns(chunk *all) {
     for (chunk *c = all; c != NULL; c = c->next) {
         for (uint32_t i = 0; i < c->n; i++) {
             rill__trace_rec *r = &c->recs[i];
+            if (r->flags & RILL__TRACE_NS)
+                continue;
             /* signed: a record may predate the start by a little */
             r->t0 = cal_ns + (uint64_t)llround((double)(int64_t)(r->t0 - cal_ticks) * per_tick);
             if (r->t1 != 0)

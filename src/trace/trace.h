@@ -70,7 +70,10 @@ typedef enum rill__trace_what {
 
 enum rill__trace_flags {
     /* a STREAM_SLICE that ran whole on its unit: it is the unit's slice too */
-    RILL__TRACE_ON_UNIT = 1u << 0
+    RILL__TRACE_ON_UNIT = 1u << 0,
+    /* t0 and t1 are rill__now_ns times, not rill__trace_now ones: a GPU's
+     * command, timed by its events */
+    RILL__TRACE_NS = 1u << 1
 };
 
 /* One record. The fields each type uses:

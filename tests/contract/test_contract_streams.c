@@ -4,7 +4,11 @@
  * keeps. */
 #include "contract.h"
 
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define SPIN_NS 20000000ull /* 20 ms: longer than any launch takes to return */
 
@@ -198,6 +202,95 @@ static void test_a_graph_captured_from_two_streams_replays(void **state) {
     RT_OK(rill_stream_destroy(b));
 }
 
+static void nothing(void *user_data) {
+    (void)user_data;
+}
+
+/* The file at path, whole, NUL-terminated (freed by the caller). */
+static char *read_whole(const char *path) {
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    assert_int_equal(fseek(f, 0, SEEK_END), 0);
+    long size = ftell(f);
+    assert_true(size > 0);
+    rewind(f);
+    char *text = malloc((size_t)size + 1);
+    assert_non_null(text);
+    assert_int_equal(fread(text, 1, (size_t)size, f), (size_t)size);
+    text[size] = '\0';
+    fclose(f);
+    return text;
+}
+
+/* The start and duration (µs) of the slice named name on track tid. */
+static void slice_of(const char *json, const char *name, uint64_t tid, double *ts, double *dur) {
+    char head[128];
+    snprintf(head, sizeof head, "{\"ph\":\"X\",\"name\":\"%s\",", name);
+    for (const char *at = strstr(json, head); at != NULL; at = strstr(at + 1, head)) {
+        const char *t = strstr(at, "\"tid\":");
+        if (t != NULL && strtoull(t + 6, NULL, 10) == tid &&
+            sscanf(strstr(t, "\"ts\":"), "\"ts\":%lf,\"dur\":%lf", ts, dur) == 2)
+            return;
+    }
+    fail_msg("no slice named %s on the stream's track (tid %" PRIu64 ")", name, tid);
+}
+
+/* A trace shows what a stream ran on its track, in order: its kernels by
+ * their names, its memset, copy and host function, and the spinning kernel
+ * as long as it spun. */
+static void test_a_trace_shows_a_streams_commands_in_order(void **state) {
+    (void)state;
+    rill_device *dev = contract_device();
+    rill_device_kind kind = contract_kind(dev);
+    if (kind != RILL_DEVICE_CPU && kind != RILL_DEVICE_CUDA)
+        skip(); /* the test-only backend records nothing */
+    char path[] = "/tmp/rill-contract-trace-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    rill_stream *s;
+    RT_OK(rill_stream_create(dev, 0, &s));
+    RT_OK(rill_stream_set_name(s, "traced"));
+    uint32_t *x = contract_words(s, 256, 0), *y = contract_words(s, 256, 0);
+    RT_OK(rill_stream_synchronize(s));
+    RT_OK(rill_trace_start(path));
+    RT_OK(contract_spin(s, x, SPIN_NS / 10));
+    RT_OK(contract_add(s, x, 1, 256));
+    RT_OK(rill_memset_async(y, 0, 256 * sizeof *y, s));
+    RT_OK(rill_memcpy_async(y, x, 256 * sizeof *y, s));
+    RT_OK(rill_launch_host_func(s, nothing, NULL));
+    RT_OK(rill_stream_synchronize(s));
+    RT_OK(rill_trace_stop());
+    char *json = read_whole(path);
+    unlink(path);
+    const char *track = strstr(json, "\"args\":{\"name\":\"stream traced\"}");
+    assert_non_null(track);
+    const char *tid_at = track;
+    while (tid_at > json && strncmp(tid_at, "\"tid\":", 6) != 0)
+        tid_at--;
+    uint64_t tid = strtoull(tid_at + 6, NULL, 10);
+    static const char *const names[] = {"contract_spin", "contract_add", "memset", "memcpy",
+                                        "host function"};
+    double end = 0;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        double ts = 0, dur = 0;
+        slice_of(json, names[i], tid, &ts, &dur);
+        if (i == 0) /* 2 ms, with room for a clock that rounds */
+            assert_true(dur >= 0.9 * (double)(SPIN_NS / 10) / 1000.0);
+        else /* after the one before, to the rounding of the times (1 ns) */
+            assert_true(ts >= end - 0.002);
+        end = ts + dur;
+    }
+    free(json);
+    uint32_t host[256];
+    contract_read(host, y, 256); /* the spin added 1 to x[0], the add 1 to each */
+    assert_int_equal(host[0], 2);
+    assert_int_equal(host[255], 1);
+    RT_OK(rill_free(x));
+    RT_OK(rill_free(y));
+    RT_OK(rill_stream_destroy(s));
+}
+
 /* A timing event pair around slow work measures at least its length. */
 static void test_timing_events_measure_the_work_between_them(void **state) {
     (void)state;
@@ -231,6 +324,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_stream_ordered_memory_is_not_reused_under_pending_work),
         cmocka_unit_test(test_a_graph_captured_from_two_streams_replays),
         cmocka_unit_test(test_timing_events_measure_the_work_between_them),
+        cmocka_unit_test(test_a_trace_shows_a_streams_commands_in_order),
     };
     return CONTRACT_RUN(tests);
 }

@@ -355,7 +355,7 @@ static enum exec_result exec_traced(cpu_device *d, cpu_worker *w, rill__stream *
          (c->c.u.kernel.grid.x > 1 || c->c.u.kernel.grid.y > 1 || c->c.u.kernel.grid.z > 1));
     rill__trace_rec r;
     if (on_unit && may_hand_off)
-        rill__cpu_trace_describe(&r, s, c);
+        rill__trace_describe(&r, s, &c->c, c->seq);
     enum exec_result res = exec_body(d, w, s, c);
     if (on_unit && first && res == EXEC_DONE) {
         c->trace_on_unit = 1;
@@ -385,7 +385,7 @@ void rill__cpu_help_chunks(cpu_device *d, cpu_worker *w, cpu_cmd *c) {
         return;
     }
     rill__trace_rec r;
-    rill__cpu_trace_describe(&r, c->stream, c);
+    rill__trace_describe(&r, c->stream, &c->c, c->seq);
     r.type = RILL__TRACE_UNIT_SLICE;
     r.flags = 0;
     r.unit = w->unit;

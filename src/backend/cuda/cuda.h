@@ -236,6 +236,7 @@ struct cuda_cmd {
     CUresult error;       /* an issue that failed: the command fails the stream */
     char *why;            /* owned: a library's sentence for error, or NULL */
     CUevent ev;           /* a RECORD: the point's time (owned until stamped) */
+    CUevent trace_ev[2];  /* while a trace records: the GPU's times before and after it */
     void *graph_run;      /* owned: a graph launch's, for its completion (cuda_graph.h) */
     bool gpu_wait;        /* a WAIT the GPU does, on the awaited stream's mark */
     bool waiting;         /* a WAIT or graph launch with its waiter registered */
@@ -254,6 +255,15 @@ struct cuda_cmd {
     alignas(16) unsigned char args[]; /* kernel args, aligned for any parameter */
 };
 _Static_assert(sizeof(struct cuda_cmd) <= CUDA_CMD_BYTES, "cuda_cmd: raise CUDA_CMD_BYTES");
+
+/* cuda_trace.c: commands in traces (src/trace/trace.h). What the GPU runs
+ * is timed by events recorded before and after it (begin, then end once
+ * issued, or not), and recorded when it completes (finish); what a runner
+ * runs is timed on the host (host, from t0 to now). */
+void rill__cuda_trace_begin(cuda_device *d, cuda_stream *cs, cuda_cmd *n);
+void rill__cuda_trace_end(cuda_device *d, cuda_stream *cs, cuda_cmd *n, bool issued);
+void rill__cuda_trace_finish(cuda_device *d, cuda_stream *cs, cuda_cmd *n);
+void rill__cuda_trace_host(cuda_stream *cs, const cuda_cmd *n, uint64_t t0);
 
 /* cuda_stream.c: submission and issue */
 rill_status rill__cuda_submit(rill__stream *s, const rill__cmd *cmd, uint64_t *seq);

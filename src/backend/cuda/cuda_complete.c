@@ -129,6 +129,7 @@ static void report_error(cuda_device *d, cuda_stream *cs, cuda_cmd *n) {
  * completion (no lock held). */
 static void finish(cuda_device *d, cuda_stream *cs, cuda_cmd *n) {
     rill__stream *s = cs->self;
+    rill__cuda_trace_finish(d, cs, n);
     if (n->error != CUDA_SUCCESS)
         report_error(d, cs, n);
     rill__free(n->why);

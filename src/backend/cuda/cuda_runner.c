@@ -17,6 +17,7 @@
 
 #include "backend/cuda/cuda.h"
 #include "backend/cuda/cuda_graph.h"
+#include "trace/trace.h"
 #include "util/alloc.h"
 #include "util/status.h"
 
@@ -79,6 +80,7 @@ static cuda_cmd *run_job(cuda_device *d, cuda_cmd *n) {
      * reference that kept it. */
     rill__stream *s = cs->self;
     rill__stream_ref(s);
+    uint64_t t0 = rill__tracing() ? rill__trace_now() : 0;
     if (n->c.kind == RILL__CMD_HOST)
         run_host(cs, n);
     else if (n->c.kind == RILL__CMD_SET)
@@ -92,6 +94,8 @@ static cuda_cmd *run_job(cuda_device *d, cuda_cmd *n) {
         if (what[0] != '\0')
             rill__cuda_fail_stream(cs, n->seq, what, why);
     }
+    if (t0 != 0)
+        rill__cuda_trace_host(cs, n, t0);
     if (atomic_load(&d->exiting))
         return NULL; /* the process exits: the driver may be gone (s stays) */
     /* A host function may have made another context current (through

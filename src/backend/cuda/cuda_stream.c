@@ -165,8 +165,10 @@ static bool issue_one(cuda_device *d, cuda_stream *cs, cuda_cmd *n) {
         }
         if (n->on_host)
             return false; /* a runner sets or copies it once it is first */
+        rill__cuda_trace_begin(d, cs, n);
         if (n->c.kind == RILL__CMD_COPY && n->staged != CUDA_STAGED_NONE) {
             if (!rill__cuda_stage_issue_locked(d, cs, n)) {
+                rill__cuda_trace_end(d, cs, n, false);
                 n->on_host = true;
                 return false;
             }
@@ -180,10 +182,12 @@ static bool issue_one(cuda_device *d, cuda_stream *cs, cuda_cmd *n) {
          * memset of other memory is done on the host, in stream order. */
         if (n->c.kind == RILL__CMD_SET && n->error == CUDA_ERROR_INVALID_VALUE &&
             !rill__cuda_gpu_settable(d, n->c.u.set.dst)) {
+            rill__cuda_trace_end(d, cs, n, false);
             n->error = CUDA_SUCCESS;
             n->on_host = true;
             return false; /* a runner sets it once it is first */
         }
+        rill__cuda_trace_end(d, cs, n, n->error == CUDA_SUCCESS);
         if (n->error != CUDA_SUCCESS)
             n->state = CUDA_MET;
         else
@@ -240,7 +244,9 @@ static bool issue_one(cuda_device *d, cuda_stream *cs, cuda_cmd *n) {
             n->state = CUDA_MET;
             return true;
         }
+        rill__cuda_trace_begin(d, cs, n);
         n->error = rill__cuda_graph_issue(d, cs->cu, l, &n->graph_run);
+        rill__cuda_trace_end(d, cs, n, n->error == CUDA_SUCCESS);
         if (n->error != CUDA_SUCCESS) {
             n->state = CUDA_MET;
             return true;
