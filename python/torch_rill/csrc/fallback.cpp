@@ -12,8 +12,10 @@
 // output shape that depends on the data, a value for the host, random
 // numbers drawn in submit order, no meta kernel) run at once after the
 // current stream's work, and refuse a capture. On other devices PyTorch's
-// own copying fallback runs them. Random ops draw from the rill device's
-// generator on every device.
+// own copying fallback runs them, its results on the op's device, and a
+// written argument that overlaps another is refused as PyTorch's kernels
+// refuse it (copies would not share memory). Random ops draw from the rill
+// device's generator on every device.
 #include <Python.h>
 
 #include <algorithm>
@@ -395,8 +397,8 @@ void check_dims(const c10::FunctionSchema &schema, c10::ArrayRef<c10::IValue> ar
 // A written argument with elements that share memory, or that partly
 // overlaps another argument: the CPU kernel's own checks decide (they
 // refuse most such calls), running at once.
-bool overlaps(const c10::FunctionSchema &schema, c10::ArrayRef<c10::IValue> args) {
-    std::vector<at::Tensor> written, all;
+void rill_arguments(const c10::FunctionSchema &schema, c10::ArrayRef<c10::IValue> args,
+                    std::vector<at::Tensor> &written, std::vector<at::Tensor> &all) {
     for (size_t i = 0; i < args.size(); i++) {
         const c10::AliasInfo *info = schema.arguments()[i].alias_info();
         const bool writes = info && info->isWrite();
@@ -409,6 +411,11 @@ bool overlaps(const c10::FunctionSchema &schema, c10::ArrayRef<c10::IValue> args
             return t;
         });
     }
+}
+
+bool overlaps(const c10::FunctionSchema &schema, c10::ArrayRef<c10::IValue> args) {
+    std::vector<at::Tensor> written, all;
+    rill_arguments(schema, args, written, all);
     for (const at::Tensor &w : written) {
         if (at::has_internal_overlap(w) == at::MemOverlap::Yes)
             return true;
@@ -417,6 +424,20 @@ bool overlaps(const c10::FunctionSchema &schema, c10::ArrayRef<c10::IValue> args
                 return true;
     }
     return false;
+}
+
+// PyTorch's errors for a written argument with elements that share memory
+// or that partly overlaps another: copies of the arguments (a device the
+// host cannot read) would lose how they share memory, so such calls are
+// refused as PyTorch's kernels refuse most of them.
+void refuse_overlaps(const c10::FunctionSchema &schema, c10::ArrayRef<c10::IValue> args) {
+    std::vector<at::Tensor> written, all;
+    rill_arguments(schema, args, written, all);
+    for (const at::Tensor &w : written) {
+        at::assert_no_internal_overlap(w);
+        for (const at::Tensor &t : all)
+            at::assert_no_partial_overlap(w, t);
+    }
 }
 
 // The argument whose alias set return r writes (in-place, out=), or -1.
@@ -756,12 +777,19 @@ void fallback(const c10::OperatorHandle &op, torch::jit::Stack *stack) {
         "in its place");
     const c10::DeviceGuard guard(dev);
     if (!is_cpu_device(dev.index())) {
+        refuse_overlaps(schema, torch::jit::last(*stack, num_args));
         for (size_t i = 0; i < num_args; i++)
             if (is_generator(schema.arguments()[i].real_type())) {
                 c10::IValue &arg = (*stack)[stack->size() - num_args + i];
                 arg = engine_arg(arg, dev);
             }
         at::native::cpu_fallback(op, stack);
+        // It leaves a result on the CPU where a CPU scalar came first ("c + x").
+        const size_t num_returns = schema.returns().size();
+        for (size_t i = stack->size() - num_returns; i < stack->size(); i++)
+            (*stack)[i] = map_tensors((*stack)[i], [&](const at::Tensor &t) {
+                return t.defined() && t.device().is_cpu() ? t.to(dev) : t;
+            });
         return;
     }
     if (is_view(schema)) {
