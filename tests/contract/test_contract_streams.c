@@ -275,9 +275,11 @@ static void test_a_trace_shows_a_streams_commands_in_order(void **state) {
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         double ts = 0, dur = 0;
         slice_of(json, names[i], tid, &ts, &dur);
+        /* A GPU's host function is timed by the host's clock, its other commands by
+         * the GPU's mapped onto it: the last one's presence is all that is certain. */
         if (i == 0) /* 2 ms, with room for a clock that rounds */
             assert_true(dur >= 0.9 * (double)(SPIN_NS / 10) / 1000.0);
-        else /* after the one before, to the rounding of the times (1 ns) */
+        else if (i < 4) /* after the one before, to the rounding of the times (1 ns) */
             assert_true(ts >= end - 0.002);
         end = ts + dur;
     }
