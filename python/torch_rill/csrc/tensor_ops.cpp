@@ -2,11 +2,15 @@
 // The ops every PyTorch device provides itself: creating tensors on rill's
 // allocator, views, resizing, copies between devices and reading a scalar.
 // Copies between contiguous tensors of one dtype, and between tensors of
-// one rill device and dtype of 4, 8 or 16 bytes in any dense destination
-// layout, are rill copies queued on the current stream, as are non_blocking
+// one rill device and dtype of 4, 8 or 16 bytes into any destination that
+// reaches each element once, are rill copies queued on the current stream, as are non_blocking
 // copies to and from pinned host memory; others run PyTorch's CPU copy on
 // host views, or, for a device the host cannot read, on copies in host
 // memory.
+#include <algorithm>
+#include <utility>
+#include <vector>
+
 #include <ATen/EmptyTensor.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/_local_scalar_dense_native.h>
@@ -127,17 +131,34 @@ bool plain(const at::Tensor &t) {
     return t.is_contiguous();
 }
 
+// Whether no two indices of t reach one element: its strides, smallest
+// first, each past what the smaller ones reach.
+bool reaches_each_once(const at::Tensor &t) {
+    std::vector<std::pair<int64_t, int64_t>> dims; // (stride, size) of the dimensions > 1
+    for (int64_t d = 0; d < t.dim(); d++)
+        if (t.size(d) > 1)
+            dims.emplace_back(t.stride(d), t.size(d));
+    std::sort(dims.begin(), dims.end());
+    int64_t reach = 0;
+    for (const auto &[stride, size] : dims) {
+        if (stride <= reach)
+            return false;
+        reach += (size - 1) * stride;
+    }
+    return true;
+}
+
 // dst = self for tensors of one rill device, dtype and shape whose
 // elements are 4, 8 or 16 bytes (as 1, 2 or 4 floats, which rill's strided
-// float copy moves bit for bit), dst dense (so no element is reached twice)
-// and not sharing self's memory, at most RILL_OP_MAX_DIMS dimensions: rill's
-// strided copy, queued on the current stream; false when it does not take
-// them.
+// float copy moves bit for bit), dst reaching each element once (dense, or
+// a slice with gaps) and not sharing self's memory, at most
+// RILL_OP_MAX_DIMS dimensions: rill's strided copy, queued on the current
+// stream; false when it does not take them.
 bool copy_strided(const at::Tensor &self, const at::Tensor &dst) {
     size_t item = self.dtype().itemsize(), words = item / 4;
     if (!is_rill(self) || !is_rill(dst) || self.device() != dst.device() ||
         self.scalar_type() != dst.scalar_type() || item % 4 != 0 || words > 4 ||
-        !self.sizes().equals(dst.sizes()) || !dst.is_non_overlapping_and_dense() ||
+        !self.sizes().equals(dst.sizes()) || !reaches_each_once(dst) ||
         self.storage().is_alias_of(dst.storage()))
         return false;
     std::vector<size_t> shape, in_strides, out_strides;
