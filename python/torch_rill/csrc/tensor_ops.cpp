@@ -148,6 +148,12 @@ bool reaches_each_once(const at::Tensor &t) {
     return true;
 }
 
+// Whether rill's strided float copy moves elements of item bytes: as 1, 2
+// or 4 floats.
+bool in_floats(size_t item) {
+    return item % 4 == 0 && item <= 16;
+}
+
 // dst = self for tensors of one rill device, dtype and shape whose
 // elements are 4, 8 or 16 bytes (as 1, 2 or 4 floats, which rill's strided
 // float copy moves bit for bit), dst reaching each element once (dense, or
@@ -157,7 +163,7 @@ bool reaches_each_once(const at::Tensor &t) {
 bool copy_strided(const at::Tensor &self, const at::Tensor &dst) {
     size_t item = self.dtype().itemsize(), words = item / 4;
     if (!is_rill(self) || !is_rill(dst) || self.device() != dst.device() ||
-        self.scalar_type() != dst.scalar_type() || item % 4 != 0 || words > 4 ||
+        self.scalar_type() != dst.scalar_type() || !in_floats(item) ||
         !self.sizes().equals(dst.sizes()) || !reaches_each_once(dst) ||
         self.storage().is_alias_of(dst.storage()))
         return false;
@@ -221,14 +227,17 @@ void upload(const at::Tensor &host, const at::Tensor &dst) {
     }
     at::Tensor staged = at::empty(dst.sizes(), dst.options().device(c10::kCPU));
     staged.copy_(host);
-    at::Tensor packed = at::empty(dst.sizes(), dst.options());
-    TORCH_RILL_CHECK(rill_memcpy(packed.data_ptr(), staged.const_data_ptr(),
-                                 static_cast<size_t>(staged.numel()) * item));
-    // The copy was synchronous; the strided one runs on the current stream,
-    // as the dense case's copies would have, and packed stays allocated
-    // until it ran (rill's pool keeps memory that queued work uses).
-    if (copy_strided(packed, dst))
-        return;
+    if (in_floats(item)) {
+        at::Tensor packed = at::empty(dst.sizes(), dst.options());
+        TORCH_RILL_CHECK(rill_memcpy(packed.data_ptr(), staged.const_data_ptr(),
+                                     static_cast<size_t>(staged.numel()) * item));
+        // The copy was synchronous; the strided one runs on the current
+        // stream, as the dense case's copies would have, and packed stays
+        // allocated until it ran (rill's pool keeps memory that queued work
+        // uses).
+        if (copy_strided(packed, dst))
+            return;
+    }
     int64_t last = dst.dim() - 1;
     int64_t run = dst.stride(last) == 1 ? dst.size(last) : 1;
     std::vector<int64_t> index(dst.dim(), 0);

@@ -23,13 +23,13 @@ def values(dtype, n, seed):
 
 
 def sources(dtype):
-    """Views of SHAPE: contiguous, transposed, sliced with gaps, expanded, and
-    a zero-dimensional one expanded."""
-    yield "contiguous", values(dtype, 60, 1).view(SHAPE)
-    yield "transposed", values(dtype, 60, 2).view(5, 4, 3).transpose(0, 2)
-    yield "sliced", values(dtype, 240, 3).view(3, 8, 10)[:, ::2, 1::2]
-    yield "expanded", values(dtype, 4, 4).view(1, 4, 1).expand(SHAPE)
-    yield "scalar", values(dtype, 1, 5).view(()).expand(SHAPE)
+    """(name, storage, view of SHAPE): contiguous, transposed, sliced with
+    gaps, expanded, and a zero-dimensional one expanded."""
+    yield "contiguous", values(dtype, 60, 1), lambda b: b.view(SHAPE)
+    yield "transposed", values(dtype, 60, 2), lambda b: b.view(5, 4, 3).transpose(0, 2)
+    yield "sliced", values(dtype, 240, 3), lambda b: b.view(3, 8, 10)[:, ::2, 1::2]
+    yield "expanded", values(dtype, 4, 4), lambda b: b.view(1, 4, 1).expand(SHAPE)
+    yield "scalar", values(dtype, 1, 5), lambda b: b.view(()).expand(SHAPE)
 
 
 def destinations(dtype):
@@ -45,42 +45,16 @@ def destinations(dtype):
 @pytest.mark.parametrize("src_dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("dst_dtype", DTYPES, ids=str)
 def test_copy_between_dtypes_and_layouts_equals_the_cpus(src_dtype, dst_dtype):
-    for src_name, src in sources(src_dtype):
-        on_rill = src.to("rill") if src.is_contiguous() else None
+    for src_name, src_base, src_view in sources(src_dtype):
+        src, src_on_rill = src_view(src_base), src_view(src_base.to("rill"))
         for dst_name, base, view_of in destinations(dst_dtype):
             want = base.clone()
             view_of(want).copy_(src)
-            for where in ("rill to rill", "cpu to rill", "rill to cpu"):
-                if where == "rill to cpu":
-                    got = base.clone()
-                    from_rill = on_rill if on_rill is not None else src.to("rill")
-                    if src_name != "contiguous":  # the same view of a rill storage
-                        from_rill = _view_on_rill(src_name, src_dtype)
-                    view_of(got).copy_(from_rill)
-                else:
-                    got = base.to("rill")
-                    if where == "cpu to rill":
-                        view_of(got).copy_(src)
-                    else:
-                        view_of(got).copy_(_view_on_rill(src_name, src_dtype))
-                    got = got.cpu()
-                assert torch.equal(got, want), (where, src_name, dst_name)
-
-
-def _view_on_rill(name, dtype):
-    """The source view `name` of sources(dtype), over a rill storage."""
-    for n, src in sources(dtype):
-        if n == name:
-            storage = src if src.is_contiguous() else None
-            break
-    if storage is not None:
-        return storage.to("rill")
-    base = {"transposed": values(dtype, 60, 2), "sliced": values(dtype, 240, 3),
-            "expanded": values(dtype, 4, 4), "scalar": values(dtype, 1, 5)}[name].to("rill")
-    return {"transposed": lambda b: b.view(5, 4, 3).transpose(0, 2),
-            "sliced": lambda b: b.view(3, 8, 10)[:, ::2, 1::2],
-            "expanded": lambda b: b.view(1, 4, 1).expand(SHAPE),
-            "scalar": lambda b: b.view(()).expand(SHAPE)}[name](base)
+            for where, dst, source in (("rill to rill", base.to("rill"), src_on_rill),
+                                       ("cpu to rill", base.to("rill"), src),
+                                       ("rill to cpu", base.clone(), src_on_rill)):
+                view_of(dst).copy_(source)
+                assert torch.equal(dst.cpu(), want), (where, src_name, dst_name)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
