@@ -278,7 +278,7 @@ void invalidate_capture(rill_stream *stream) {
 // not outlive the graph either) and the capture is invalidated.
 void check_capture(c10::DeviceIndex index, const std::string &name) {
     rill_stream *stream = rill_current_stream(device(index));
-    TORCH_CHECK(stream, "rill_current_stream: ", rill_last_error());
+    TORCH_CHECK(stream, rill_last_error());
     try {
         check_capture_keeps(stream, index, name.c_str());
     } catch (...) {
@@ -291,7 +291,7 @@ void check_capture(c10::DeviceIndex index, const std::string &name) {
 // of it keeps the command for its replays.
 void queue_command(c10::DeviceIndex index, std::string name, std::function<void()> body) {
     rill_stream *stream = rill_current_stream(device(index));
-    TORCH_CHECK(stream, "rill_current_stream: ", rill_last_error());
+    TORCH_CHECK(stream, rill_last_error());
     auto cmd = std::make_shared<HostCommand>();
     cmd->name = std::move(name);
     cmd->body = std::move(body);
@@ -853,7 +853,7 @@ std::vector<at::Tensor> queue_on_host(const std::string &name, c10::Device dev,
 
 void refuse_capture(c10::Device dev, const std::string &op, const char *why) {
     rill_stream *stream = rill_current_stream(device(dev.index()));
-    TORCH_CHECK(stream, "rill_current_stream: ", rill_last_error());
+    TORCH_CHECK(stream, rill_last_error());
     if (!is_capturing(stream))
         return;
     invalidate_capture(stream);

@@ -67,7 +67,7 @@ class GraphImpl final : public at::GraphImplInterface {
                               "to capture again, or use another graph");
         c10::DeviceIndex index = current_device();
         rill_stream *stream = rill_current_stream(device(index));
-        TORCH_CHECK(stream, "rill_current_stream: ", rill_last_error());
+        TORCH_CHECK(stream, rill_last_error());
         TORCH_CHECK(!is_capturing(stream),
                     "capture_begin: the current stream is capturing already (another graph's "
                     "capture); end that capture first, or capture on another stream");
@@ -137,7 +137,7 @@ class GraphImpl final : public at::GraphImplInterface {
         if (memory_->exec == nullptr)
             instantiate(); // keep_graph=True: instantiated at the first replay
         rill_stream *stream = rill_current_stream(device(memory_->device));
-        TORCH_CHECK(stream, "rill_current_stream: ", rill_last_error());
+        TORCH_CHECK(stream, rill_last_error());
         TORCH_RILL_CHECK(rill_graph_launch(memory_->exec, stream));
         if (keep_ && !keep_->objects.empty()) {
             // What the launch's host functions use is released after it ran.

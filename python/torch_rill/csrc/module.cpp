@@ -84,12 +84,15 @@ void settle_autograd_thread(c10::DeviceIndex index) {
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     using namespace torch_rill;
     register_hooks();
+    watch_forks();
     name_ops_from_environment();
     if (py::module_::import("threading")
             .attr("current_thread")()
             .is(py::module_::import("threading").attr("main_thread")()))
         remember_main_thread();
     m.def("_device_count", [] { return static_cast<int>(device_count()); });
+    m.def("_is_in_bad_fork", [] { return in_bad_fork(); });
+    m.def("_refuse_after_fork", [] { refuse_after_fork(); });
     m.def("_current_device", [] { return static_cast<int>(current_device()); });
     m.def("_set_device", [](int index) { set_device(static_cast<c10::DeviceIndex>(index)); });
     m.def("_exchange_device", [](int index) {
@@ -141,7 +144,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     });
     m.def("_is_current_stream_capturing", [] {
         rill_stream *stream = rill_current_stream(device(-1));
-        TORCH_CHECK(stream, "rill_current_stream: ", rill_last_error());
+        TORCH_CHECK(stream, rill_last_error());
         return is_capturing(stream);
     });
     m.def("_adopt_new_event", [](py::object event, int index, unsigned flags) {

@@ -8,13 +8,56 @@
 #include <string>
 #include <vector>
 
+#include <pthread.h>
+
 #include <c10/util/Exception.h>
 
 namespace torch_rill {
 
+namespace {
+
+// Whether torch_rill has reached a rill device in this process, and
+// whether this process is the child of a fork of one that had (set in the
+// child, while its only thread runs the fork handler, and never cleared).
+std::atomic<bool> reached{false};
+bool forked_after_use = false;
+
+void note_fork_child() {
+    forked_after_use = reached.load(std::memory_order_relaxed);
+}
+
+// Marks the process as one that used rill, and refuses in a child forked
+// after that: the parent's tensors are memory the child shares with the
+// parent, and their streams stayed in the parent.
+inline void reach() {
+    if (forked_after_use)
+        refuse_after_fork();
+    if (!reached.load(std::memory_order_relaxed))
+        reached.store(true, std::memory_order_relaxed);
+}
+
+} // namespace
+
+void watch_forks() {
+    static const bool registered = pthread_atfork(nullptr, nullptr, note_fork_child) == 0;
+    (void)registered;
+}
+
+bool in_bad_fork() {
+    return forked_after_use;
+}
+
+void refuse_after_fork() {
+    C10_THROW_ERROR(Error, "torch_rill: cannot use rill in a process forked from one that had "
+                           "used it: its streams and workers stayed in the parent. To use rill "
+                           "with multiprocessing, use the 'spawn' or 'forkserver' start method");
+}
+
 void check(rill_status status, const char *call) {
     if (status == RILL_OK)
         return;
+    if (forked_after_use)
+        refuse_after_fork();
     const char *why = rill_last_error();
     std::string text = std::string(call) + ": " + rill_status_name(status) + ": " +
                        (why && *why ? why : rill_status_string(status));
@@ -54,6 +97,7 @@ std::array<std::atomic<rill_device *>, kMaxDevices> handles{};
 } // namespace
 
 rill_device *device(c10::DeviceIndex index) {
+    reach();
     if (index < 0) {
         rill_device *dev = nullptr;
         TORCH_RILL_CHECK(rill_get_device(&dev));
@@ -86,6 +130,7 @@ c10::DeviceIndex index_of(rill_device *dev) {
 }
 
 c10::DeviceIndex current_device() {
+    reach();
     rill_device *dev = nullptr;
     TORCH_RILL_CHECK(rill_get_device(&dev));
     return index_of(dev);
@@ -213,13 +258,13 @@ c10::Stream current_stream(c10::DeviceIndex index) {
     if (index < 0)
         index = current_device();
     rill_stream *stream = rill_current_stream(device(index));
-    TORCH_CHECK(stream, "rill_current_stream: ", rill_last_error());
+    TORCH_CHECK(stream, rill_last_error());
     return wrap(stream);
 }
 
 c10::Stream exchange_stream(const c10::Stream &stream) {
     rill_stream *prev = rill_set_current_stream(unwrap(stream));
-    TORCH_CHECK(prev, "rill_set_current_stream: ", rill_last_error());
+    TORCH_CHECK(prev, rill_last_error());
     return wrap(prev);
 }
 

@@ -29,6 +29,14 @@ void wait_interruptibly(const char *call, const std::function<rill_status(uint64
 // The calling thread is Python's main thread (called at import when so).
 void remember_main_thread();
 
+// fork(): a child of a process that had used rill cannot use it (as CUDA
+// cannot be used after a fork). watch_forks registers the handler that
+// notes such a child (once, at import); refuse_after_fork throws the error
+// that says so, which every call to rill's devices throws there.
+void watch_forks();
+bool in_bad_fork();
+[[noreturn]] void refuse_after_fork();
+
 // rill's devices in rill's order: rill:i is rill_device_get(i).
 c10::DeviceIndex device_count() noexcept;
 rill_device *device(c10::DeviceIndex index); // index -1: the current device

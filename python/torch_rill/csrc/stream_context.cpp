@@ -116,8 +116,7 @@ PyObject *context_exit(PyObject *obj, PyObject *const *, Py_ssize_t) {
         auto [prev, before] = self->depth == 1 ? self->first : self->more->back();
         if (--self->depth > 0)
             self->more->pop_back();
-        TORCH_CHECK(rill_set_current_stream(before),
-                    "rill_set_current_stream: ", rill_last_error());
+        TORCH_CHECK(rill_set_current_stream(before), rill_last_error());
         rill_device *now = nullptr;
         TORCH_RILL_CHECK(rill_get_device(&now));
         if (now != prev)

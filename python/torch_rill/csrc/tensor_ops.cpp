@@ -38,7 +38,7 @@ namespace {
 // synchronized (CUDA does the same), so capture_end fails too.
 void refuse_in_capture(c10::DeviceIndex index, const char *op) {
     rill_stream *stream = rill_current_stream(device(index));
-    TORCH_CHECK(stream, "rill_current_stream: ", rill_last_error());
+    TORCH_CHECK(stream, rill_last_error());
     if (!is_capturing(stream))
         return;
     rill_status st = rill_stream_query(stream); // refused: it invalidates the capture
@@ -281,7 +281,7 @@ at::Tensor copy_from(const at::Tensor &self, const at::Tensor &dst, bool non_blo
         const at::Tensor &dev = is_rill(self) ? self : dst;
         if (is_pinned_tensor(host)) {
             rill_stream *stream = rill_current_stream(device(dev.device().index()));
-            TORCH_CHECK(stream, "rill_current_stream: ", rill_last_error());
+            TORCH_CHECK(stream, rill_last_error());
             TORCH_RILL_CHECK(
                 rill_memcpy_async(dst.data_ptr(), self.const_data_ptr(), bytes, stream));
             record_pinned_use(host, stream);

@@ -98,3 +98,56 @@ def test_a_program_that_ends_right_after_a_backward_exits_cleanly():
     finally:
         spinner.kill()
         spinner.wait()
+
+
+FORK_CHILD = """
+import os, sys, torch, torch_rill
+if sys.argv[1] == "used":
+    x = torch.ones(3, device="rill")
+    torch.rill.synchronize()
+read, write = os.pipe()
+pid = os.fork()
+if pid == 0:
+    said = [str(torch.rill._is_in_bad_fork()), str(torch.rill.is_initialized())]
+    for attempt in ("torch.ones(2, device='rill').sum().item()", "(x + 1).cpu().tolist()",
+                    "torch.rill.synchronize()", "torch.rill.Stream()"):
+        if attempt.startswith("(x") and sys.argv[1] != "used":
+            continue
+        try:
+            said.append(repr(eval(attempt)))
+        except RuntimeError as e:
+            said.append(str(e))
+    os.write(write, "\\n".join(said).encode())
+    os._exit(0)
+os.close(write)
+with os.fdopen(read) as f:
+    print(f.read())
+os.waitpid(pid, 0)
+if sys.argv[1] == "used":
+    print((x + 1).cpu().tolist())
+"""
+
+
+@pytest.mark.parametrize("parent", ["used", "unused"])
+def test_a_forked_child_refuses_rill_after_its_parent_used_it(parent):
+    """As CUDA, rill cannot be used in a child forked from a process that used
+    it: its streams and workers stayed in the parent, and its tensors' memory
+    is shared with the parent. Every call says so and names the fix; the
+    parent goes on. A child of a process that never reached a rill device
+    uses rill afresh."""
+    import os
+    import subprocess
+    import sys
+    done = subprocess.run([sys.executable, "-c", FORK_CHILD, parent], env=dict(os.environ),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.strip().split("\n")
+    if parent == "unused":
+        assert lines == ["False", "True", "2.0", "None", lines[4]], lines
+        assert lines[4].startswith("<torch.rill.Stream"), lines
+        return
+    assert lines[:2] == ["True", "False"], lines
+    assert len(lines) == 7 and lines[6] == "[2.0, 2.0, 2.0]", lines
+    for refusal in lines[2:6]:
+        assert refusal.startswith("torch_rill: cannot use rill in a process forked"), lines
+        assert "'spawn'" in refusal, lines

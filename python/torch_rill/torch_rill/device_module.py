@@ -16,15 +16,21 @@ def is_available():
 
 
 def is_initialized():
-    return True
+    return not _C._is_in_bad_fork()
 
 
 def init():
-    """Nothing to do: rill initialises itself on first use."""
+    """Nothing to do but in a forked child (see _lazy_init): rill
+    initialises itself on first use."""
+    _lazy_init()
 
 
 def _lazy_init():
-    """Nothing to do: rill initialises itself on first use."""
+    """Raises in a child forked from a process that had used rill, as
+    torch.cuda does (PyTorch calls it before making a tensor on the
+    device); rill initialises itself on first use."""
+    if _C._is_in_bad_fork():
+        _C._refuse_after_fork()
 
 
 def device_count():
@@ -317,7 +323,7 @@ def set_rng_state_all(new_states):
 
 
 def _is_in_bad_fork():
-    return False
+    return _C._is_in_bad_fork()
 
 
 def get_amp_supported_dtype():
