@@ -18,6 +18,7 @@
 #include "op_names.h"
 #include "pinned.h"
 #include "runtime.h"
+#include "shared_memory.h"
 #include "stream_context.h"
 
 namespace torch_rill {
@@ -130,6 +131,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         return stream_tuple(wrap(reinterpret_cast<rill_stream *>(handle)));
     });
     define_stream_context(m);
+    define_shared_memory(m);
     m.def("_settle_autograd_thread",
           [](int index) { settle_autograd_thread(static_cast<c10::DeviceIndex>(index)); });
     m.def("_synchronize", [](int index) {

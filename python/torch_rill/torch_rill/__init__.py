@@ -95,6 +95,10 @@ def _settle_autograd_threads():
 
 atexit.register(_settle_autograd_threads)
 
+from . import multiprocessing as _multiprocessing  # noqa: E402
+
+_multiprocessing._register()
+
 if hasattr(_C, "_dist_create") and torch.distributed.is_available():
     from . import distributed  # noqa: E402,F401  registers torch.distributed's backend "rill"
 

@@ -252,7 +252,15 @@ def reset_accumulated_memory_stats(device=None):
 
 
 def empty_cache():
+    ipc_collect()
     torch.accelerator.empty_cache()
+
+
+def ipc_collect():
+    """Lets go of the memory sent to other processes that every receiver
+    has released (torch.cuda.ipc_collect; see torch_rill.multiprocessing)."""
+    from .multiprocessing import ipc_collect as collect
+    collect()
 
 
 def mem_get_info(device=None):
