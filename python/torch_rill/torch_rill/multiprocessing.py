@@ -4,9 +4,10 @@ tensor sent to another process (a Queue, a Pipe, a Process's arguments)
 arrives as a tensor on the same memory, not a copy.
 
 The sender pickles a storage as rill's interprocess memory handle of its
-block, an interprocess event recorded on its current stream (the receiver's
-current stream waits for it, so work the sender had queued on that stream
-comes first), and a slot of a counter in shared CPU memory that it sets to 1.
+block, an interprocess event recorded on the pickling thread's current
+stream (the receiver's current stream waits for it, so work the sender had
+queued on that stream comes first; a Queue pickles on its feeder thread,
+whose current stream is the default stream, as with CUDA), and a slot of a counter in shared CPU memory that it sets to 1.
 The receiver maps the block (rill_ipc_open_mem_handle) and, once its storage
 dies and the work queued on its device has run, unmaps it and counts the
 slot down. Until then the sender holds the storage, so its pool does not
@@ -27,7 +28,8 @@ _SLOTS = 1024  # counter slots per shared block
 
 _lock = threading.Lock()  # pickling runs on a Queue's feeder thread too
 _free = []  # (counter, slot) ready for a send
-_sent = []  # (storage, event, counter, slot) that a receiver may hold
+_sent = []  # (storage, counter, slot) that a receiver may hold
+_events = {}  # (device index, stream id): the interprocess event of its sends
 
 
 def _take_slot():
@@ -45,7 +47,7 @@ def ipc_collect():
     with _lock:
         held = []
         for entry in _sent:
-            _, _, counter, slot = entry
+            _, counter, slot = entry
             if _C._ipc_count(counter, slot) <= 0:
                 _free.append((counter, slot))
             else:
@@ -72,11 +74,18 @@ def _reduce_storage(storage):
         return (_rebuild_empty, (index,))
     ipc_collect()
     handle = _C._ipc_mem_handle(storage.data_ptr())
-    event = torch.rill.Event(interprocess=True, device=index)
-    event.record(torch.rill.current_stream(index))
+    stream = torch.rill.current_stream(index)
     with _lock:
+        # One event per stream, recorded again at each send: a receiver
+        # waits for its latest record, which comes after the one made for
+        # it (an interprocess event holds a descriptor while it lives).
+        event = _events.get((index, stream.stream_id))
+        if event is None:
+            event = _events[index, stream.stream_id] = torch.rill.Event(interprocess=True,
+                                                                          device=index)
+        event.record(stream)
         counter, slot = _take_slot()
-        _sent.append((storage, event, counter, slot))
+        _sent.append((storage, counter, slot))
     return (_rebuild_storage, (index, handle, storage.nbytes(), event, counter, slot))
 
 
