@@ -330,6 +330,13 @@ def set_rng_state_all(new_states):
         set_rng_state(state, index)
 
 
+def _inductor_backend_init():
+    """Inductor's hook for an out-of-tree device, called at its first
+    compile (importing inductor at import would cost a second)."""
+    from .inductor import register
+    register()
+
+
 def _is_in_bad_fork():
     return _C._is_in_bad_fork()
 
