@@ -19,6 +19,9 @@
 #include <ATen/ops/copy_native.h>
 #include <ATen/ops/set_cpu_dispatch.h>
 #include <ATen/ops/set_native.h>
+#include <ATen/ops/unfold_native.h>
+#include <ATen/ops/view_as_complex_native.h>
+#include <ATen/ops/view_as_real_native.h>
 #include <ATen/ops/view_native.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
@@ -352,6 +355,28 @@ at::Tensor &set_whole_storage(at::Tensor &self, at::Storage source) {
 }
 
 // rill's pool already keeps memory that other streams' kernels use; the
+// _copy_from with a conjugate or negative view on either side (the
+// Conjugate and Negative dispatch keys): PyTorch's fallback for those bits
+// clones the view, and the clone copies through _copy_from again, without
+// end. So the physical values are copied, and the destination's then
+// conjugated or negated where the two sides' bits differ.
+at::Tensor copy_from_math_bits(const at::Tensor &self, const at::Tensor &dst, bool non_blocking) {
+    at::Tensor src = self.alias();
+    at::Tensor out = dst.alias();
+    bool conj = src.is_conj() != out.is_conj();
+    bool neg = src.is_neg() != out.is_neg();
+    for (at::Tensor *t : {&src, &out}) {
+        t->_set_conj(false);
+        t->_set_neg(false);
+    }
+    out.copy_(src, non_blocking);
+    if (conj && out.is_complex()) // the imaginary parts negated, in place
+        at::view_as_real(out).select(-1, 1).neg_();
+    if (neg)
+        out.neg_();
+    return dst;
+}
+
 // record covers work rill cannot see (host code given the pointer).
 void record_stream(at::Tensor &self, c10::Stream stream) {
     if (self.storage().data())
@@ -367,6 +392,12 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     m.impl("as_strided", as_strided);
     m.impl("view", view);
     m.impl("_reshape_alias", reshape_alias);
+    // The views whose kernels PyTorch registers per device, not for all:
+    // through the fallback they were copies on a device the host cannot
+    // read, and writes through them were lost.
+    m.impl("unfold", at::native::unfold);
+    m.impl("view_as_real", at::native::view_as_real);
+    m.impl("view_as_complex", at::native::view_as_complex);
     m.impl("resize_", resize);
     m.impl("_copy_from", copy_from);
     m.impl("_copy_from_and_resize", copy_from_and_resize);
@@ -374,6 +405,14 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     m.impl("set_.source_Storage_storage_offset", set_storage);
     m.impl("set_.source_Tensor", set_tensor);
     m.impl("set_.source_Storage", set_whole_storage);
+}
+
+TORCH_LIBRARY_IMPL(aten, Conjugate, m) {
+    m.impl("_copy_from", copy_from_math_bits);
+}
+
+TORCH_LIBRARY_IMPL(aten, Negative, m) {
+    m.impl("_copy_from", copy_from_math_bits);
 }
 
 } // namespace torch_rill

@@ -66,3 +66,37 @@ def test_to_and_contiguous_keep_values(dtype):
     for other in DTYPES:
         assert torch.equal(r.to(other).cpu(), x.to(other)), other
         assert torch.equal(r.transpose(1, 2).to(other).cpu(), x.transpose(1, 2).to(other)), other
+
+
+
+MATH_BIT_VIEWS = [
+    ("conj", lambda t: t.conj()),
+    ("conj of a transposed", lambda t: t.t().conj()),
+    ("negative imag", lambda t: t.conj().imag),  # a float view with the negative bit
+    ("plain", lambda t: t),
+]
+
+
+@pytest.mark.filterwarnings("ignore:Casting complex values to real")
+@pytest.mark.parametrize("src_name,src_view", MATH_BIT_VIEWS, ids=[m[0] for m in MATH_BIT_VIEWS])
+@pytest.mark.parametrize("dst_name,dst_view", MATH_BIT_VIEWS, ids=[m[0] for m in MATH_BIT_VIEWS])
+def test_copies_resolve_conjugate_and_negative_views_as_the_cpu(src_name, src_view, dst_name,
+                                                                dst_view):
+    """A conjugate or negative view (z.conj(), z.conj().imag) copied either
+    way, or written into: rill copied through PyTorch's fallback for those
+    bits, which copied again without end and crashed the interpreter."""
+    src_base = values(torch.complex64, 16, 10).view(4, 4)
+    dst_base = values(torch.complex64, 16, 11).view(4, 4)
+    src = src_view(src_base)
+    want = dst_base.clone()
+    dst_view(want).copy_(src)
+    for where, dst, source in (("rill to rill", dst_base.to("rill"), src_view(src_base.to("rill"))),
+                               ("cpu to rill", dst_base.to("rill"), src),
+                               ("rill to cpu", dst_base.clone(), src_view(src_base.to("rill")))):
+        dst_view(dst).copy_(source)
+        assert torch.equal(dst.cpu(), want), where
+    on_rill = src_view(src_base.to("rill"))
+    for got, expected in ((on_rill.clone(), src.clone()), (on_rill.cpu(), src),
+                          (on_rill * 2, src * 2), (on_rill.abs(), src.abs())):
+        assert torch.equal(got.cpu().resolve_conj().resolve_neg(),
+                           expected.resolve_conj().resolve_neg())

@@ -101,3 +101,46 @@ def test_storage_and_serialization(tmp_path):
     assert loaded["t"].device == torch.device("rill:0")
     assert torch.equal(loaded["t"].cpu(), loaded["cpu"])
     assert torch.load(path, map_location="cpu")["t"].device.type == "cpu"
+
+
+def test_views_alias_their_base_and_writes_reach_it():
+    """unfold, view_as_real and view_as_complex have per-device kernels in
+    PyTorch; through the fallback they were copies on a device the host
+    cannot read, and these writes were lost."""
+    r = torch.arange(8., device="rill")
+    u = r.unfold(0, 2, 2)
+    u.mul_(10)
+    assert u._base is r and r.cpu().tolist() == [0., 10., 20., 30., 40., 50., 60., 70.]
+    z = torch.complex(torch.arange(4.), torch.ones(4)).to("rill")
+    torch.view_as_real(z)[:, 1].zero_()
+    assert z.cpu().tolist() == [0j, 1 + 0j, 2 + 0j, 3 + 0j]
+    f = torch.arange(8., device="rill")
+    torch.view_as_complex(f.view(4, 2)).mul_(2)
+    assert f.cpu().tolist() == [0., 2., 4., 6., 8., 10., 12., 14.]
+
+
+def test_every_view_with_per_device_kernels_has_the_devices():
+    """A view op that PyTorch implements per device (a CPU kernel, no
+    composite one) must have rill's: the fallback cannot make views."""
+    missing = []
+    for name in torch._C._dispatch_get_all_op_names():
+        if not name.startswith("aten::"):
+            continue
+        for schema in torch._C._jit_get_schemas_for_operator(name):
+            op = name + ("." + schema.overload_name if schema.overload_name else "")
+            out = schema.returns[0].alias_info if schema.returns else None
+            if out is None or out.is_write or any(
+                    a.alias_info is not None and a.alias_info.is_write for a in schema.arguments):
+                continue
+
+            def has(key):
+                try:
+                    return torch._C._dispatch_has_kernel_for_dispatch_key(op, key)
+                except RuntimeError:  # a schema only TorchScript knows (aten::numpy_T.a)
+                    return True
+
+            if has("CPU") and not any(has(k) for k in (
+                    "PrivateUse1", "CompositeExplicitAutograd", "CompositeImplicitAutograd",
+                    "CompositeExplicitAutogradNonFunctional")):
+                missing.append(op)
+    assert missing == ["aten::_nested_view_from_buffer"]  # nested tensors: not on rill
