@@ -110,3 +110,35 @@ def test_control_memory_read_by_work_rill_cannot_see_is_handed_out_early():
         corrupted += int(not torch.equal(got, torch.full((n,), float(round))))
         del fresh
     assert corrupted >= 1, "the control never saw the memory handed out early"
+
+
+def test_torch_cudas_memory_and_property_calls():
+    """torch.cuda's calls that rill has the concept for: the device's
+    properties, the memory table, nested figures, a cap on the pool as a
+    fraction of the device's memory, device_of."""
+    props = torch.rill.get_device_properties(0)
+    dev = rill.device(0)
+    assert (props.name, props.total_memory, props.multi_processor_count) == (
+        dev.name, dev.memory_bytes, dev.compute_units)
+    assert props.type == dev.kind
+    assert torch.rill.is_bf16_supported()
+    x = torch.ones(1000, device="rill")
+    assert "rill memory summary: device 0" in torch.rill.memory_summary()
+    nested = torch.rill.memory_stats_as_nested_dict()
+    assert nested["allocated_bytes"]["all"]["current"] == torch.rill.memory_allocated()
+    with pytest.warns(FutureWarning):
+        torch.rill.reset_max_memory_allocated()
+    try:
+        torch.rill.set_per_process_memory_fraction(0.0001)
+        assert 0.00009 < torch.rill.get_per_process_memory_fraction() <= 0.0001
+        with pytest.raises(torch.rill.OutOfMemoryError, match="limit"):
+            torch.empty(props.total_memory // 4000, device="rill")
+        with pytest.raises(ValueError):
+            torch.rill.set_per_process_memory_fraction(1.5)
+    finally:
+        torch.rill.set_per_process_memory_fraction(1.0)
+    assert torch.rill.get_per_process_memory_fraction() == 1.0
+    with torch.rill.device_of(x):
+        assert torch.rill.current_device() == 0
+    with torch.rill.device_of(torch.ones(1)):  # another device's: nothing changes
+        assert torch.rill.current_device() == 0

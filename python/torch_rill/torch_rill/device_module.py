@@ -79,6 +79,55 @@ def get_device_name(device=None):
     return _C._device_name(_index(device))
 
 
+class _DeviceProperties:
+    """What get_device_properties returns: rill_device_info's figures under
+    torch.cuda's names."""
+
+    def __init__(self, dev):
+        self.name = dev.name
+        self.type = dev.kind  # "cpu" or "cuda"
+        self.total_memory = dev.memory_bytes
+        self.multi_processor_count = dev.compute_units
+        self.is_integrated = dev.kind == "cpu"
+
+    def __repr__(self):
+        return (f"_RillDeviceProperties(name='{self.name}', type='{self.type}', total_memory="
+                f"{self.total_memory // (1 << 20)}MB, multi_processor_count="
+                f"{self.multi_processor_count})")
+
+
+def get_device_properties(device=None):
+    """The device's name, kind (type: "cpu" or "cuda"), memory (total_memory:
+    what rill may take, for a CPU device) and compute units
+    (multi_processor_count: worker threads, or a GPU's multiprocessors)."""
+    import rill
+    return _DeviceProperties(rill.device(_index(device)))
+
+
+def is_bf16_supported(including_emulation=True):
+    """bfloat16 tensors work on every rill device (their ops run PyTorch's
+    CPU kernels where rill has none)."""
+    return True
+
+
+class device_of(object):
+    """Makes the device of obj (a tensor or storage) current, as
+    torch.cuda.device_of; does nothing for an object of another device."""
+
+    def __init__(self, obj):
+        self._index = obj.get_device() if obj.device.type == _TYPE else -1
+        self._previous = -1
+
+    def __enter__(self):
+        if self._index >= 0:
+            self._previous = _C._exchange_device(self._index)
+
+    def __exit__(self, *exc):
+        if self._index >= 0:
+            _C._set_device(self._previous)
+        return False
+
+
 class device:
     """Context manager that makes a rill device current, as torch.cuda.device."""
 
@@ -245,6 +294,71 @@ def memory_stats(device=None):
 
 def reset_peak_memory_stats(device=None):
     torch.accelerator.reset_peak_memory_stats(_index(device))
+
+
+def reset_max_memory_allocated(device=None):
+    """Deprecated in torch.cuda too: reset_peak_memory_stats resets every peak."""
+    import warnings
+    warnings.warn("torch.rill.reset_max_memory_allocated now calls "
+                  "torch.rill.reset_peak_memory_stats, which resets every peak memory figure",
+                  FutureWarning)
+    reset_peak_memory_stats(device)
+
+
+def reset_max_memory_cached(device=None):
+    """Deprecated in torch.cuda too: reset_peak_memory_stats resets every peak."""
+    import warnings
+    warnings.warn("torch.rill.reset_max_memory_cached now calls "
+                  "torch.rill.reset_peak_memory_stats, which resets every peak memory figure",
+                  FutureWarning)
+    reset_peak_memory_stats(device)
+
+
+def memory_stats_as_nested_dict(device=None):
+    """memory_stats() with its dotted keys as nested dicts."""
+    nested = {}
+    for key, value in memory_stats(device).items():
+        *path, last = key.split(".")
+        level = nested
+        for part in path:
+            level = level.setdefault(part, {})
+        level[last] = value
+    return nested
+
+
+def memory_summary(device=None, abbreviated=False):
+    """rill's table of the device's memory (rill_mem_summary): allocated and
+    reserved bytes now and at peak, the limit and what chose it, and each
+    pool's segments and blocks. abbreviated is accepted for torch.cuda's
+    signature; the table is short either way."""
+    import rill
+    return rill.memory_summary(_index(device))
+
+
+def set_per_process_memory_fraction(fraction, device=None):
+    """Caps the memory rill's pool reserves on the device at fraction of its
+    total_memory (rill_mem_set_limit); an allocation past it raises
+    torch.OutOfMemoryError, as torch.cuda's does."""
+    import rill
+    if not isinstance(fraction, float) and not isinstance(fraction, int) or isinstance(
+            fraction, bool):
+        raise TypeError("Invalid type for fraction argument, must be `float`")
+    if fraction < 0 or fraction > 1:
+        raise ValueError(f"Invalid fraction value: {fraction}. Allowed range: 0~1")
+    index = _index(device)
+    total = rill.device(index).memory_bytes
+    rill.set_memory_limit(None if fraction == 1 else max(1, int(fraction * total)), index)
+
+
+def get_per_process_memory_fraction(device=None):
+    """The fraction set_per_process_memory_fraction set (1.0: no cap)."""
+    import rill
+    index = _index(device)
+    limit = rill.memory_limit(index)
+    return 1.0 if limit is None else limit / rill.device(index).memory_bytes
+
+
+OutOfMemoryError = torch.OutOfMemoryError
 
 
 def reset_accumulated_memory_stats(device=None):
