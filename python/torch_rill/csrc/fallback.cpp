@@ -643,6 +643,19 @@ bool queue_op(const c10::OperatorHandle &op, torch::jit::Stack *stack, c10::Devi
     const size_t base = stack->size() - num_args;
 
     check_dims(schema, torch::jit::last(*stack, num_args));
+    for (size_t i = 0; i < num_args; i++) {
+        // A quantized dtype asked for (quantize_per_tensor's): the meta
+        // kernel says float, the CPU kernel makes a quantized tensor.
+        c10::TypePtr type = schema.arguments()[i].real_type();
+        if (auto opt = type->castRaw<c10::OptionalType>())
+            type = opt->getElementType();
+        const c10::IValue &v = (*stack)[base + i];
+        TORCH_CHECK_NOT_IMPLEMENTED(
+            type->kind() != c10::TypeKind::ScalarTypeType || !v.isInt() ||
+                !c10::isQIntType(static_cast<c10::ScalarType>(v.toInt())),
+            schema.operator_name(), " on ", dev.str(), ": rill has no quantized tensors (",
+            static_cast<c10::ScalarType>(v.isInt() ? v.toInt() : 0), "); quantize on the CPU");
+    }
     if (overlaps(schema, torch::jit::last(*stack, num_args))) {
         why = "a written argument overlaps an argument";
         return false;

@@ -279,3 +279,15 @@ def test_clear_errors_lets_the_default_stream_and_its_waiters_run_again():
     assert torch.equal(again.cpu(), w.cpu() + 1)
     assert torch.equal((w * 2).cpu(), w.cpu() * 2)
     del skipped
+
+
+def test_quantizing_is_refused_at_once_and_the_stream_goes_on():
+    """rill has no quantized tensors: quantize_per_tensor's meta kernel says
+    float, its CPU kernel made a qint8 tensor on the host, and the stream
+    failed behind it. It is refused before it is queued."""
+    x = torch.randn(4, device="rill")
+    for quantize in (lambda: torch.quantize_per_tensor(x, 0.1, 0, torch.qint8),
+                     lambda: torch.quantize_per_tensor_dynamic(x, torch.quint8, False)):
+        with pytest.raises(NotImplementedError, match="rill has no quantized tensors"):
+            quantize()
+    assert torch.equal((x + 1).cpu(), x.cpu() + 1)
