@@ -69,8 +69,8 @@ py::bytes mem_handle(uintptr_t ptr) {
     rill_status status = rill_ipc_get_mem_handle(reinterpret_cast<void *>(ptr), &handle);
     TORCH_CHECK(status != RILL_ERROR_INVALID_ARGUMENT,
                 "torch.multiprocessing: this rill tensor's memory cannot be sent to another "
-                "process: only memory that rill's allocator gave this process can be (not memory "
-                "received from another process, nor a graph's); send a clone()");
+                "process: only memory that rill's allocator gave this process can be, not memory "
+                "received from another process; send a clone()");
     check(status, "torch.multiprocessing: sending a rill tensor (rill_ipc_get_mem_handle)");
     return py::bytes(reinterpret_cast<const char *>(handle.bytes), sizeof handle.bytes);
 }
