@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The fused LSTM and GRU cells that PyTorch's recurrent layers and cells
-// call on an accelerator (RNN.cpp takes them for CUDA, XPU and PrivateUse1
+// call on an accelerator (PyTorch takes them for CUDA, XPU and PrivateUse1
 // inputs; PyTorch has no CPU kernel for them), and their backward. Each is
 // composed of rill's element-wise kernels, queued on the current stream.
 // The gates are [batch, k * hidden] in PyTorch's order: input, forget,
