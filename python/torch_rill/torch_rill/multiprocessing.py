@@ -7,13 +7,14 @@ The sender pickles a storage as rill's interprocess memory handle of its
 block, an interprocess event recorded on the pickling thread's current
 stream (the receiver's current stream waits for it, so work the sender had
 queued on that stream comes first; a Queue pickles on its feeder thread,
-whose current stream is the default stream, as with CUDA), and a slot of a counter in shared CPU memory that it sets to 1.
-The receiver maps the block (rill_ipc_open_mem_handle) and, once its storage
-dies and the work queued on its device has run, unmaps it and counts the
-slot down. Until then the sender holds the storage, so its pool does not
-hand the memory out again; it lets go of the ones counted down at each send
-and at torch.rill.ipc_collect() (and empty_cache()). As with CUDA, the sender
-must stay alive while receivers use the memory, and nothing orders the two
+whose current stream is the default stream, as with CUDA), and a slot of a
+counter in shared CPU memory that it sets to 1. The receiver maps the block
+(rill_ipc_open_mem_handle) and, once its storage dies and the work queued on
+its device has run, unmaps it and counts the slot down. Until then the
+sender holds the storage, so its pool does not hand the memory out again; it
+lets go of the ones counted down at each send and at
+torch.rill.ipc_collect() (and empty_cache()). As with CUDA, the sender must
+stay alive while receivers use the memory, and nothing orders the two
 processes' later work on it but what they arrange."""
 
 import threading
