@@ -79,7 +79,7 @@ def get_device_name(device=None):
     return _C._device_name(_index(device))
 
 
-class _DeviceProperties:
+class _RillDeviceProperties:
     """What get_device_properties returns: rill_device_info's figures under
     torch.cuda's names."""
 
@@ -101,7 +101,7 @@ def get_device_properties(device=None):
     what rill may take, for a CPU device) and compute units
     (multi_processor_count: worker threads, or a GPU's multiprocessors)."""
     import rill
-    return _DeviceProperties(rill.device(_index(device)))
+    return _RillDeviceProperties(rill.device(_index(device)))
 
 
 def is_bf16_supported(including_emulation=True):
@@ -110,7 +110,7 @@ def is_bf16_supported(including_emulation=True):
     return True
 
 
-class device_of(object):
+class device_of:
     """Makes the device of obj (a tensor or storage) current, as
     torch.cuda.device_of; does nothing for an object of another device."""
 
@@ -296,22 +296,21 @@ def reset_peak_memory_stats(device=None):
     torch.accelerator.reset_peak_memory_stats(_index(device))
 
 
+def _reset_peaks_instead(name, device):
+    import warnings
+    warnings.warn(f"torch.rill.{name} now calls torch.rill.reset_peak_memory_stats, which "
+                  "resets every peak memory figure", FutureWarning, stacklevel=3)
+    reset_peak_memory_stats(device)
+
+
 def reset_max_memory_allocated(device=None):
     """Deprecated in torch.cuda too: reset_peak_memory_stats resets every peak."""
-    import warnings
-    warnings.warn("torch.rill.reset_max_memory_allocated now calls "
-                  "torch.rill.reset_peak_memory_stats, which resets every peak memory figure",
-                  FutureWarning)
-    reset_peak_memory_stats(device)
+    _reset_peaks_instead("reset_max_memory_allocated", device)
 
 
 def reset_max_memory_cached(device=None):
     """Deprecated in torch.cuda too: reset_peak_memory_stats resets every peak."""
-    import warnings
-    warnings.warn("torch.rill.reset_max_memory_cached now calls "
-                  "torch.rill.reset_peak_memory_stats, which resets every peak memory figure",
-                  FutureWarning)
-    reset_peak_memory_stats(device)
+    _reset_peaks_instead("reset_max_memory_cached", device)
 
 
 def memory_stats_as_nested_dict(device=None):
@@ -340,8 +339,7 @@ def set_per_process_memory_fraction(fraction, device=None):
     total_memory (rill_mem_set_limit); an allocation past it raises
     torch.OutOfMemoryError, as torch.cuda's does."""
     import rill
-    if not isinstance(fraction, float) and not isinstance(fraction, int) or isinstance(
-            fraction, bool):
+    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)):
         raise TypeError("Invalid type for fraction argument, must be `float`")
     if fraction < 0 or fraction > 1:
         raise ValueError(f"Invalid fraction value: {fraction}. Allowed range: 0~1")
