@@ -777,9 +777,30 @@ bool queue_op(const c10::OperatorHandle &op, torch::jit::Stack *stack, c10::Devi
     return true;
 }
 
+// Advanced indexing (index, index_put_) takes index tensors on the CPU for
+// a tensor of a device, as on CUDA: they move to that device, as
+// PyTorch's indexing moves them, before the op is checked and queued (so
+// a later change of the CPU tensor does not reach the queued op).
+void move_cpu_indices(const c10::FunctionSchema &schema, torch::jit::Stack *stack) {
+    const size_t num_args = schema.arguments().size();
+    const size_t base = stack->size() - num_args;
+    if (num_args < 2 || !(*stack)[base].isTensor() || !is_rill((*stack)[base].toTensor()))
+        return;
+    c10::Device dev = (*stack)[base].toTensor().device();
+    for (size_t i = 1; i < num_args; i++) {
+        const c10::Argument &arg = schema.arguments()[i];
+        if (arg.name() != "indices" || arg.real_type()->kind() != c10::TypeKind::ListType)
+            continue;
+        (*stack)[base + i] = map_tensors((*stack)[base + i], [&](const at::Tensor &t) {
+            return t.defined() && t.is_cpu() ? t.to(dev) : t;
+        });
+    }
+}
+
 void fallback(const c10::OperatorHandle &op, torch::jit::Stack *stack) {
     const auto &schema = op.schema();
     const size_t num_args = schema.arguments().size();
+    move_cpu_indices(schema, stack);
     c10::Device dev = device_of(op, torch::jit::last(*stack, num_args));
     TORCH_CHECK_NOT_IMPLEMENTED(
         op.hasKernelForDispatchKey(c10::DispatchKey::CPU) ||

@@ -144,3 +144,25 @@ def test_every_view_with_per_device_kernels_has_the_devices():
                     "CompositeExplicitAutogradNonFunctional")):
                 missing.append(op)
     assert missing == ["aten::_nested_view_from_buffer"]  # nested tensors: not on rill
+
+
+def test_indexing_takes_cpu_index_tensors_as_on_cuda():
+    """x[i], x[mask] and x[i] = v with i or mask on the CPU work for a tensor
+    of the device, as on CUDA (PyTorch's indexing moves the indices);
+    index_select keeps PyTorch's device check."""
+    cpu = torch.arange(12.).view(3, 4)
+    x = cpu.to("rill")
+    i, mask = torch.tensor([0, 2]), cpu[:, 0] > 3
+    for got, want in ((x[i], cpu[i]), (x[:, i], cpu[:, i]), (x[i, i], cpu[i, i]),
+                      (x[mask], cpu[mask])):
+        assert torch.equal(got.cpu(), want)
+    y, y_cpu = x.clone(), cpu.clone()
+    y[i] = 7.
+    y_cpu[i] = 7.
+    y.index_put_((i, i), torch.tensor([1., 2.], device="rill"), accumulate=True)
+    y_cpu.index_put_((i, i), torch.tensor([1., 2.]), accumulate=True)
+    assert torch.equal(y.cpu(), y_cpu)
+    with pytest.raises(RuntimeError, match="same device"):
+        torch.index_select(x, 0, i)
+    with pytest.raises(RuntimeError, match="indices should be either on cpu"):
+        cpu[i.to("rill")]
