@@ -660,6 +660,22 @@ bool queue_op(const c10::OperatorHandle &op, torch::jit::Stack *stack, c10::Devi
         why = "a written argument overlaps an argument";
         return false;
     }
+    // An input with no elements: CPU kernels check empty tensors where
+    // meta kernels may not (max() of one), so outside a capture it runs at
+    // once, and such an error reaches the caller, not the stream.
+    bool empty = false;
+    for (size_t i = 0; i < num_args; i++) {
+        const c10::AliasInfo *info = schema.arguments()[i].alias_info();
+        if (!info || !info->isWrite())
+            map_tensors((*stack)[base + i], [&](const at::Tensor &t) {
+                empty = empty || (t.defined() && t.numel() == 0);
+                return t;
+            });
+    }
+    if (empty && !is_capturing(rill_current_stream(device(dev.index())))) {
+        why = "an input has no elements";
+        return false;
+    }
     std::shared_ptr<const MetaRun> run;
     try {
         run = meta_run(op, *stack);

@@ -291,3 +291,20 @@ def test_quantizing_is_refused_at_once_and_the_stream_goes_on():
         with pytest.raises(NotImplementedError, match="rill has no quantized tensors"):
             quantize()
     assert torch.equal((x + 1).cpu(), x.cpu() + 1)
+
+
+def test_errors_of_empty_inputs_reach_the_caller_and_the_stream_goes_on():
+    """max() of an empty tensor: its meta kernel let it through, the CPU
+    kernel raised on the host, and the stream failed behind it. An op with
+    an empty input now runs at once, so it raises as on the CPU."""
+    empty = torch.empty(0, device="rill")
+    for op in (lambda t: t.max(), lambda t: t.min(), lambda t: t.view(0, 1).argmax()):
+        with pytest.raises(Exception) as on_rill:
+            op(empty)
+        with pytest.raises(Exception) as on_cpu:
+            op(empty.cpu())
+        assert type(on_rill.value) is type(on_cpu.value)
+        assert str(on_rill.value).split("\n")[0] == str(on_cpu.value).split("\n")[0]
+    assert torch.cumsum(empty, 0).shape == (0,) and empty.sum().item() == 0
+    x = torch.ones(3, device="rill")
+    assert torch.equal((x + 1).cpu(), torch.full((3,), 2.))
