@@ -19,6 +19,7 @@
 #include <Python.h>
 
 #include <algorithm>
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -478,6 +479,12 @@ const char *must_synchronize(const c10::OperatorHandle &op) {
 struct MetaRun {
     std::vector<c10::IValue> results;
     std::vector<c10::IValue> args;
+    // For an op of several results, whether the CPU kernel's first run gave
+    // the results the meta kernel says (embedding_bag's meta kernel gives
+    // some of them other shapes): kUnchecked until that run.
+    enum Trust { kUnchecked, kAgrees, kDiffers };
+    bool cached = false;
+    mutable std::atomic<int> trust{kUnchecked};
 };
 
 // Appends what a meta kernel sees of value to key: a tensor's dtype, sizes,
@@ -626,6 +633,7 @@ std::shared_ptr<const MetaRun> meta_run(const c10::OperatorHandle &op,
     if (!run_meta(op, &meta))
         return nullptr;
     run->results = std::move(meta);
+    run->cached = cacheable;
     if (cacheable)
         meta_cache.add(std::move(key), run);
     return run;
@@ -634,28 +642,16 @@ std::shared_ptr<const MetaRun> meta_run(const c10::OperatorHandle &op,
 constexpr const char *kDataShape = "its outputs' shapes depend on the data";
 
 // Queues the op (see the file's comment); false, with the stack as it was
-// and why set, when it must run at once after all.
+// and why set, when it must run at once after all. *check is set to the
+// meta run that the run at once is to confirm or refute.
 bool queue_op(const c10::OperatorHandle &op, torch::jit::Stack *stack, c10::Device dev,
-              const char *&why) {
+              const char *&why, std::shared_ptr<const MetaRun> *check) {
     const auto &schema = op.schema();
     const size_t num_args = schema.arguments().size();
     const size_t num_returns = schema.returns().size();
     const size_t base = stack->size() - num_args;
 
     check_dims(schema, torch::jit::last(*stack, num_args));
-    for (size_t i = 0; i < num_args; i++) {
-        // A quantized dtype asked for (quantize_per_tensor's): the meta
-        // kernel says float, the CPU kernel makes a quantized tensor.
-        c10::TypePtr type = schema.arguments()[i].real_type();
-        if (auto opt = type->castRaw<c10::OptionalType>())
-            type = opt->getElementType();
-        const c10::IValue &v = (*stack)[base + i];
-        TORCH_CHECK_NOT_IMPLEMENTED(
-            type->kind() != c10::TypeKind::ScalarTypeType || !v.isInt() ||
-                !c10::isQIntType(static_cast<c10::ScalarType>(v.toInt())),
-            schema.operator_name(), " on ", dev.str(), ": rill has no quantized tensors (",
-            static_cast<c10::ScalarType>(v.isInt() ? v.toInt() : 0), "); quantize on the CPU");
-    }
     if (overlaps(schema, torch::jit::last(*stack, num_args))) {
         why = "a written argument overlaps an argument";
         return false;
@@ -707,6 +703,19 @@ bool queue_op(const c10::OperatorHandle &op, torch::jit::Stack *stack, c10::Devi
     if (!dense) {
         why = "its meta kernel gives a result whose elements overlap";
         return false;
+    }
+    if (run->cached && num_returns > 1) {
+        int trust = run->trust.load(std::memory_order_acquire);
+        if (trust == MetaRun::kDiffers) {
+            why = "its CPU kernel gives results of other shapes than its meta kernel says";
+            return false;
+        }
+        if (trust == MetaRun::kUnchecked &&
+            !is_capturing(rill_current_stream(device(dev.index())))) {
+            why = "its first run checks its meta kernel";
+            *check = run;
+            return false;
+        }
     }
 
     std::string name = c10::toString(schema.operator_name()) + " on " + dev.str();
@@ -793,6 +802,24 @@ bool queue_op(const c10::OperatorHandle &op, torch::jit::Stack *stack, c10::Devi
     return true;
 }
 
+// Refuses a quantized dtype asked for (quantize_per_tensor's): rill has no
+// quantized tensors, and the meta kernel says float where the CPU kernel
+// makes a quantized tensor.
+void refuse_quantized(const c10::FunctionSchema &schema, c10::ArrayRef<c10::IValue> args,
+                      c10::Device dev) {
+    for (size_t i = 0; i < args.size(); i++) {
+        c10::TypePtr type = schema.arguments()[i].real_type();
+        if (auto opt = type->castRaw<c10::OptionalType>())
+            type = opt->getElementType();
+        const c10::IValue &v = args[i];
+        TORCH_CHECK_NOT_IMPLEMENTED(
+            type->kind() != c10::TypeKind::ScalarTypeType || !v.isInt() ||
+                !c10::isQIntType(static_cast<c10::ScalarType>(v.toInt())),
+            schema.operator_name(), " on ", dev.str(), ": rill has no quantized tensors (",
+            static_cast<c10::ScalarType>(v.isInt() ? v.toInt() : 0), "); quantize on the CPU");
+    }
+}
+
 // Advanced indexing (index, index_put_) takes index tensors on the CPU for
 // a tensor of a device, as on CUDA: they move to that device, as
 // PyTorch's indexing moves them, before the op is checked and queued (so
@@ -818,6 +845,7 @@ void fallback(const c10::OperatorHandle &op, torch::jit::Stack *stack) {
     const size_t num_args = schema.arguments().size();
     move_cpu_indices(schema, stack);
     c10::Device dev = device_of(op, torch::jit::last(*stack, num_args));
+    refuse_quantized(schema, torch::jit::last(*stack, num_args), dev);
     TORCH_CHECK_NOT_IMPLEMENTED(
         op.hasKernelForDispatchKey(c10::DispatchKey::CPU) ||
             op.hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd),
@@ -847,11 +875,33 @@ void fallback(const c10::OperatorHandle &op, torch::jit::Stack *stack) {
         return;
     }
     const char *why = must_synchronize(op);
-    if (!why && queue_op(op, stack, dev, why))
+    std::shared_ptr<const MetaRun> check;
+    if (!why && queue_op(op, stack, dev, why, &check))
         return;
     refuse_capture(dev, c10::toString(schema.operator_name()), why);
     host_ready(dev.index());
     run_now(op, stack, dev);
+    if (check) {
+        // Whether the CPU kernel gave what the meta kernel said: later calls
+        // of these shapes are queued if so, else they run at once.
+        const size_t num_returns = schema.returns().size();
+        bool agrees = true;
+        try {
+            for (size_t r = 0; r < num_returns; r++)
+                if (written_argument(schema, r) < 0)
+                    zip_tensors((*stack)[stack->size() - num_returns + r], check->results[r],
+                                [&](const at::Tensor &got, const at::Tensor &said) {
+                                    agrees = agrees && got.defined() == said.defined() &&
+                                             (!got.defined() ||
+                                              (got.sizes().equals(said.sizes()) &&
+                                               got.scalar_type() == said.scalar_type()));
+                                });
+        } catch (const c10::Error &) { // lists of other lengths
+            agrees = false;
+        }
+        check->trust.store(agrees ? MetaRun::kAgrees : MetaRun::kDiffers,
+                           std::memory_order_release);
+    }
 }
 
 } // namespace

@@ -308,3 +308,23 @@ def test_errors_of_empty_inputs_reach_the_caller_and_the_stream_goes_on():
     assert torch.cumsum(empty, 0).shape == (0,) and empty.sum().item() == 0
     x = torch.ones(3, device="rill")
     assert torch.equal((x + 1).cpu(), torch.full((3,), 2.))
+
+
+def test_an_op_whose_meta_kernel_misstates_a_result_still_runs():
+    """embedding_bag's meta kernel gives some of its four results other
+    shapes than its CPU kernel: queued, its results did not fit and the
+    stream failed. An op of several results runs at once the first time for
+    its shapes, which checks the meta kernel; later calls are queued if it
+    was right, and run at once if not."""
+    torch.manual_seed(0)
+    cpu = torch.nn.EmbeddingBag(10, 3, mode="mean")
+    dev = torch.nn.EmbeddingBag(10, 3, mode="mean").to("rill")
+    dev.load_state_dict(cpu.state_dict())
+    idx, offsets = torch.tensor([1, 2, 4, 5, 7]), torch.tensor([0, 2])
+    for _ in range(3):
+        got = dev(idx.to("rill"), offsets.to("rill"))
+        assert torch.allclose(got.cpu(), cpu(idx, offsets), atol=1e-6)
+    x = torch.randn(2, 3, device="rill")
+    for _ in range(3):  # several results, its meta kernel right: queued after the first
+        s2, m2 = torch.std_mean(x, 1)
+    assert torch.allclose(m2.cpu(), x.cpu().mean(1)) and torch.allclose(s2.cpu(), x.cpu().std(1))
