@@ -12,8 +12,10 @@ counter in shared CPU memory that it sets to 1. The receiver maps the block
 (rill_ipc_open_mem_handle) and, once its storage dies and the work queued on
 its device has run, unmaps it and counts the slot down. Until then the
 sender holds the storage, so its pool does not hand the memory out again; it
-lets go of the ones counted down at each send and at
-torch.rill.ipc_collect() (and empty_cache()). As with CUDA, the sender must
+lets go of the ones counted down at torch.rill.ipc_collect() and
+empty_cache(), and at a send while fewer than 64 are held (past that, at the
+send that finds twice as many held as the last collection left, so that
+sending stays cheap with thousands held). As with CUDA, the sender must
 stay alive while receivers use the memory, and nothing orders the two
 processes' later work on it but what they arrange."""
 
@@ -26,11 +28,13 @@ from torch.multiprocessing import reductions as _torch_reductions
 from . import _C
 
 _SLOTS = 1024  # counter slots per shared block
+_EVERY_SEND = 64  # up to this many held, each send collects
 
 _lock = threading.Lock()  # pickling runs on a Queue's feeder thread too
 _free = []  # (counter, slot) ready for a send
 _sent = []  # (storage, counter, slot) that a receiver may hold
 _events = {}  # (device index, stream id): the interprocess event of its sends
+_collect_at = _EVERY_SEND  # a send collects when this many are held
 
 
 def _take_slot():
@@ -45,6 +49,7 @@ def _take_slot():
 def ipc_collect():
     """Lets go of the storages sent to other processes that every receiver
     has released (torch.cuda.ipc_collect)."""
+    global _collect_at
     with _lock:
         held = []
         for entry in _sent:
@@ -54,6 +59,7 @@ def ipc_collect():
             else:
                 held.append(entry)
         _sent[:] = held
+        _collect_at = max(_EVERY_SEND, 2 * len(held))
     _C._ipc_close_deferred()
 
 
@@ -73,7 +79,8 @@ def _reduce_storage(storage):
     index = storage.device.index
     if storage.nbytes() == 0:
         return (_rebuild_empty, (index,))
-    ipc_collect()
+    if len(_sent) >= _collect_at:  # past _EVERY_SEND, when the held ones doubled
+        ipc_collect()
     handle = _C._ipc_mem_handle(storage.data_ptr())
     stream = torch.rill.current_stream(index)
     with _lock:
