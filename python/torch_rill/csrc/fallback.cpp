@@ -808,15 +808,16 @@ bool queue_op(const c10::OperatorHandle &op, torch::jit::Stack *stack, c10::Devi
 void refuse_quantized(const c10::FunctionSchema &schema, c10::ArrayRef<c10::IValue> args,
                       c10::Device dev) {
     for (size_t i = 0; i < args.size(); i++) {
-        c10::TypePtr type = schema.arguments()[i].real_type();
+        if (!args[i].isInt())
+            continue;
+        const c10::Type *type = schema.arguments()[i].real_type().get();
         if (auto opt = type->castRaw<c10::OptionalType>())
-            type = opt->getElementType();
-        const c10::IValue &v = args[i];
+            type = opt->getElementType().get();
+        auto dtype = static_cast<c10::ScalarType>(args[i].toInt());
         TORCH_CHECK_NOT_IMPLEMENTED(
-            type->kind() != c10::TypeKind::ScalarTypeType || !v.isInt() ||
-                !c10::isQIntType(static_cast<c10::ScalarType>(v.toInt())),
-            schema.operator_name(), " on ", dev.str(), ": rill has no quantized tensors (",
-            static_cast<c10::ScalarType>(v.isInt() ? v.toInt() : 0), "); quantize on the CPU");
+            type->kind() != c10::TypeKind::ScalarTypeType || !c10::isQIntType(dtype),
+            schema.operator_name(), " on ", dev.str(), ": rill has no quantized tensors (", dtype,
+            "); quantize on the CPU");
     }
 }
 
