@@ -62,6 +62,21 @@ template <typename Fn> c10::IValue map_tensors(const c10::IValue &value, Fn &&fn
     return value;
 }
 
+// Calls fn on every tensor of an argument or result (map_tensors without
+// building a new value).
+template <typename Fn> void for_each_tensor(const c10::IValue &value, Fn &&fn) {
+    if (value.isTensor()) {
+        fn(value.toTensor());
+    } else if (value.isTensorList()) {
+        for (const at::Tensor &t : value.toTensorList())
+            fn(t);
+    } else if (value.isOptionalTensorList()) {
+        for (const std::optional<at::Tensor> &t : value.toOptionalTensorList())
+            if (t.has_value() && t->defined())
+                fn(*t);
+    }
+}
+
 // Calls fn on the tensors of a and b pairwise (two values of one type, as
 // an argument before and after map_tensors).
 template <typename Fn> void zip_tensors(const c10::IValue &a, const c10::IValue &b, Fn &&fn) {
@@ -108,9 +123,9 @@ bool holds_tensors_only(const c10::TypePtr &type) {
 c10::Device device_of(const c10::OperatorHandle &op, c10::ArrayRef<c10::IValue> args) {
     std::optional<c10::Device> rill_dev, other;
     for (const c10::IValue &arg : args)
-        map_tensors(arg, [&](const at::Tensor &t) {
+        for_each_tensor(arg, [&](const at::Tensor &t) {
             if (!t.defined())
-                return t;
+                return;
             if (is_rill(t)) {
                 if (!rill_dev)
                     rill_dev = t.device();
@@ -119,7 +134,6 @@ c10::Device device_of(const c10::OperatorHandle &op, c10::ArrayRef<c10::IValue> 
             } else if (!(t.is_cpu() && t.dim() == 0)) {
                 other = t.device();
             }
-            return t;
         });
     TORCH_CHECK(rill_dev, op.schema().operator_name(), " reached rill with no rill tensor");
     TORCH_CHECK(!other,
@@ -403,13 +417,12 @@ void rill_arguments(const c10::FunctionSchema &schema, c10::ArrayRef<c10::IValue
     for (size_t i = 0; i < args.size(); i++) {
         const c10::AliasInfo *info = schema.arguments()[i].alias_info();
         const bool writes = info && info->isWrite();
-        map_tensors(args[i], [&](const at::Tensor &t) {
+        for_each_tensor(args[i], [&](const at::Tensor &t) {
             if (is_rill(t)) {
                 all.push_back(t);
                 if (writes)
                     written.push_back(t);
             }
-            return t;
         });
     }
 }
@@ -526,10 +539,9 @@ bool append_key(std::string &key, const c10::IValue &value,
         key += 'L';
         bool ok = true;
         size_t n = 0;
-        map_tensors(value, [&](const at::Tensor &t) {
+        for_each_tensor(value, [&](const at::Tensor &t) {
             ok = ok && append_key(key, t, storages);
             n++;
-            return t;
         });
         put(n);
         if (value.isOptionalTensorList())
@@ -663,9 +675,8 @@ bool queue_op(const c10::OperatorHandle &op, torch::jit::Stack *stack, c10::Devi
     for (size_t i = 0; i < num_args; i++) {
         const c10::AliasInfo *info = schema.arguments()[i].alias_info();
         if (!info || !info->isWrite())
-            map_tensors((*stack)[base + i], [&](const at::Tensor &t) {
+            for_each_tensor((*stack)[base + i], [&](const at::Tensor &t) {
                 empty = empty || (t.defined() && t.numel() == 0);
-                return t;
             });
     }
     if (empty && !is_capturing(rill_current_stream(device(dev.index())))) {
@@ -696,9 +707,8 @@ bool queue_op(const c10::OperatorHandle &op, torch::jit::Stack *stack, c10::Devi
     bool dense = true;
     for (size_t r = 0; r < num_returns; r++)
         if (written_argument(schema, r) < 0)
-            map_tensors(meta[r], [&](const at::Tensor &m) {
+            for_each_tensor(meta[r], [&](const at::Tensor &m) {
                 dense = dense && (!m.defined() || m.is_non_overlapping_and_dense());
-                return m;
             });
     if (!dense) {
         why = "its meta kernel gives a result whose elements overlap";
