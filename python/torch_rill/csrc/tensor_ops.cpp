@@ -3,10 +3,11 @@
 // allocator, views, resizing, copies between devices and reading a scalar.
 // Copies between contiguous tensors of one dtype, and between tensors of
 // one rill device and dtype of 4, 8 or 16 bytes into any destination that
-// reaches each element once, are rill copies queued on the current stream, as are non_blocking
-// copies to and from pinned host memory; others run PyTorch's CPU copy on
-// host views, or, for a device the host cannot read, on copies in host
-// memory.
+// reaches each element once, are rill copies queued on the current stream,
+// as are non_blocking copies to and from pinned host memory; others run
+// PyTorch's CPU copy on host views, or, for a device the host cannot read,
+// on copies in host memory. Conjugate and negative views are copied by
+// their physical values, then resolved in the destination.
 #include <algorithm>
 #include <utility>
 #include <vector>
@@ -354,7 +355,6 @@ at::Tensor &set_whole_storage(at::Tensor &self, at::Storage source) {
     return at::native::set_(self, std::move(source));
 }
 
-// rill's pool already keeps memory that other streams' kernels use; the
 // _copy_from with a conjugate or negative view on either side (the
 // Conjugate and Negative dispatch keys): PyTorch's fallback for those bits
 // clones the view, and the clone copies through _copy_from again, without
@@ -377,6 +377,7 @@ at::Tensor copy_from_math_bits(const at::Tensor &self, const at::Tensor &dst, bo
     return dst;
 }
 
+// rill's pool already keeps memory that other streams' kernels use; the
 // record covers work rill cannot see (host code given the pointer).
 void record_stream(at::Tensor &self, c10::Stream stream) {
     if (self.storage().data())
