@@ -764,6 +764,7 @@ bool queue_op(const c10::OperatorHandle &op, torch::jit::Stack *stack, c10::Devi
         at::Tensor view;
         std::vector<int64_t> sizes;
         const void *data;
+        at::Tensor home; // the view's elements in the rill memory, whatever the kernel resizes
     };
     std::vector<Written> written; // in-place and out= arguments, as the kernel gets them
     for (size_t i = 0; i < num_args; i++) {
@@ -776,7 +777,9 @@ bool queue_op(const c10::OperatorHandle &op, torch::jit::Stack *stack, c10::Devi
                 return scalar_copy(t);
             at::Tensor view = views.view(t);
             if (writes)
-                written.push_back({view, view.sizes().vec(), view.storage().data()});
+                written.push_back(
+                    {view, view.sizes().vec(), view.storage().data(),
+                     at::from_blob(view.data_ptr(), view.sizes(), view.strides(), view.options())});
             return view;
         });
     }
@@ -805,9 +808,15 @@ bool queue_op(const c10::OperatorHandle &op, torch::jit::Stack *stack, c10::Devi
                 if (src.data_ptr() != dst.data_ptr())
                     dst.copy_(src);
             });
-        for (const Written &w : written)
-            TORCH_CHECK(w.view.sizes().equals(w.sizes) && w.view.storage().data() == w.data,
+        for (const Written &w : written) {
+            TORCH_CHECK(w.view.sizes().equals(w.sizes),
                         "its CPU kernel resized an output that its meta kernel did not");
+            // A kernel that resizes an output and back (mse_loss.out resizes
+            // a [] out to its inputs' shape first) moved it to fresh CPU
+            // memory: its values go back to the rill memory.
+            if (w.view.storage().data() != w.data)
+                w.home.copy_(w.view);
+        }
     });
     return true;
 }
@@ -978,6 +987,15 @@ void refuse_capture(c10::Device dev, const std::string &op, const char *why) {
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
     m.fallback(torch::CppFunction::makeFromBoxedFunction<&fallback>());
+}
+
+// PyTorch's kernels of mse_loss and smooth_l1_loss for devices without
+// their own call the out= overload with a [] out, which the CPU kernel
+// resizes to the inputs' shape first, warning (as it does on the CPU); the
+// functional CPU kernels do not.
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+    m.impl("mse_loss", torch::CppFunction::makeFromBoxedFunction<&fallback>());
+    m.impl("smooth_l1_loss", torch::CppFunction::makeFromBoxedFunction<&fallback>());
 }
 
 } // namespace torch_rill

@@ -7,6 +7,7 @@ work, and refuse a capture."""
 import gc
 import re
 import time
+import warnings
 
 import pytest
 import torch
@@ -328,3 +329,57 @@ def test_an_op_whose_meta_kernel_misstates_a_result_still_runs():
     for _ in range(3):  # several results, its meta kernel right: queued after the first
         s2, m2 = torch.std_mean(x, 1)
     assert torch.allclose(m2.cpu(), x.cpu().mean(1)) and torch.allclose(s2.cpu(), x.cpu().std(1))
+
+
+def test_an_out_kernel_that_resizes_an_output_and_back_writes_the_rill_memory():
+    """mse_loss.out resizes a [] out to its inputs' shape, then back (on
+    the CPU too, with a warning): the resize moved the host view of the out
+    to new CPU memory, and the stream failed. The values now reach the rill
+    memory, behind queued work, and on each replay of a capture."""
+    x, y = torch.randn(300, 300), torch.randn(300, 300)
+    want = F.mse_loss(x, y)
+    xr, yr = x.to("rill"), y.to("rill")
+    side = torch.rill.Stream()
+    side.wait_stream(torch.rill.current_stream())
+    with warnings.catch_warnings(), torch.rill.stream(side):
+        warnings.simplefilter("ignore")  # PyTorch's own, as on the CPU
+        out = torch.empty((), device="rill")
+        delay(side, DELAY)
+        got = torch.ops.aten.mse_loss.out(xr, yr, 1, out=out)
+        torch.rill.synchronize()
+        assert got.data_ptr() == out.data_ptr() and out.shape == ()
+        torch.testing.assert_close(out.cpu(), want)
+
+        g = torch.rill.RillGraph()
+        with torch.rill.graph(g):
+            torch.ops.aten.mse_loss.out(xr, yr, 1, out=out)
+        for scale in (2.0, 3.0):
+            xr.mul_(scale)
+            out.zero_()
+            g.replay()
+            torch.testing.assert_close(out.cpu(), F.mse_loss(xr.cpu(), y))
+
+
+def test_losses_run_without_warnings_the_cpu_does_not_give(capfd):
+    """PyTorch's kernels of mse_loss and smooth_l1_loss for a device without
+    its own call the out= overload with a [] out, which the CPU kernel
+    warns about (from a worker, on stderr) on every call. Each loss's value
+    and gradient equal the CPU's, with nothing on stderr and no warning."""
+    x, y = torch.rand(6, 5), torch.rand(6, 5)
+    losses = (F.mse_loss, F.smooth_l1_loss, F.l1_loss, F.huber_loss, F.soft_margin_loss,
+              F.binary_cross_entropy, F.binary_cross_entropy_with_logits)
+    capfd.readouterr()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for loss in losses:
+            for reduction in ("mean", "sum", "none"):
+                xc = x.clone().requires_grad_()
+                xr = x.to("rill").requires_grad_()
+                want, got = loss(xc, y, reduction=reduction), loss(xr, y.to("rill"),
+                                                                   reduction=reduction)
+                want.sum().backward()
+                got.sum().backward()
+                torch.rill.synchronize()
+                torch.testing.assert_close(got.cpu(), want.detach())
+                torch.testing.assert_close(xr.grad.cpu(), xc.grad)
+    assert capfd.readouterr().err == ""
