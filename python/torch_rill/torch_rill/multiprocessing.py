@@ -15,9 +15,12 @@ sender holds the storage, so its pool does not hand the memory out again; it
 lets go of the ones counted down at torch.rill.ipc_collect() and
 empty_cache(), and at a send while fewer than 64 are held (past that, at the
 send that finds twice as many held as the last collection left, so that
-sending stays cheap with thousands held). As with CUDA, the sender must
-stay alive while receivers use the memory, and nothing orders the two
-processes' later work on it but what they arrange."""
+sending stays cheap with thousands held). A received tensor sent on to a
+third process passes the first sender's handle and slot along, the slot
+counted up for the new receiver, so the first sender holds the memory until
+every receiver let go. As with CUDA, the first sender must stay alive while
+receivers use the memory, and nothing orders the processes' later work on
+it but what they arrange."""
 
 import threading
 
@@ -81,7 +84,9 @@ def _reduce_storage(storage):
         return (_rebuild_empty, (index,))
     if len(_sent) >= _collect_at:  # past _EVERY_SEND, when the held ones doubled
         ipc_collect()
-    handle = _C._ipc_mem_handle(storage.data_ptr())
+    received = _C._ipc_send_on(storage.data_ptr())
+    if received is None:
+        handle = _C._ipc_mem_handle(storage.data_ptr())
     stream = torch.rill.current_stream(index)
     with _lock:
         # One event per stream, recorded again at each send: a receiver
@@ -92,8 +97,11 @@ def _reduce_storage(storage):
             event = _events[index, stream.stream_id] = torch.rill.Event(interprocess=True,
                                                                           device=index)
         event.record(stream)
-        counter, slot = _take_slot()
-        _sent.append((storage, counter, slot))
+        if received is None:
+            counter, slot = _take_slot()
+            _sent.append((storage, counter, slot))
+        else:  # its first sender holds it, until this receiver counts down too
+            handle, counter, slot = received
     return (_rebuild_storage, (index, handle, storage.nbytes(), event, counter, slot))
 
 
