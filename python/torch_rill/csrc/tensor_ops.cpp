@@ -337,7 +337,7 @@ at::Scalar local_scalar_dense(const at::Tensor &self) {
     TORCH_CHECK(self.numel() == 1, "a Tensor with ", self.numel(),
                 " elements cannot be converted to Scalar");
     refuse_in_capture(self.device().index(), "Tensor.item() (aten::_local_scalar_dense)");
-    at::Tensor host = at::empty({}, self.options().device(c10::kCPU));
+    at::Tensor host = at::empty(self.sizes(), self.options().device(c10::kCPU));
     copy_from(self, host, false);
     return host.item();
 }

@@ -69,6 +69,21 @@ def test_to_and_contiguous_keep_values(dtype):
 
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_item_reads_one_element_of_any_shape_and_layout(dtype):
+    """Tensor.item() of one element in a tensor of 0, 1 or 2 dimensions,
+    contiguous or a view at an offset of a transposed tensor, as on the
+    CPU (item() of a [1] tensor failed with a broadcast error)."""
+    x = values(dtype, 60, 11).view(SHAPE)
+    r = x.to("rill")
+    for pick in (lambda t: t[1, 2, 3], lambda t: t[1, 2, 3:4], lambda t: t[1, 2:3, 3:4],
+                 lambda t: t.transpose(0, 2)[4:5, 1, 2:3], lambda t: t.flatten()[7:8].view(1, 1)):
+        assert pick(r).item() == pick(x).item()
+    with pytest.raises(RuntimeError, match="cannot be converted to Scalar"):
+        r[0, 0, :2].item()
+
+
+
 MATH_BIT_VIEWS = [
     ("conj", lambda t: t.conj()),
     ("conj of a transposed", lambda t: t.t().conj()),
