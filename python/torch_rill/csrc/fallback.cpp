@@ -146,6 +146,18 @@ c10::Device device_of(const c10::OperatorHandle &op, c10::ArrayRef<c10::IValue> 
 
 // ---------------------------------------------------------------- at once
 
+// Gives t sizes and strides past its storage offset, its storage grown to
+// span them, as a CPU kernel resizes an output (lstsq's solution spans more
+// elements than it has).
+void resize_strided(const at::Tensor &t, c10::IntArrayRef sizes, c10::IntArrayRef strides) {
+    int64_t span = 1;
+    for (size_t d = 0; d < sizes.size(); d++)
+        span = sizes[d] == 0 || span == 0 ? 0 : span + (sizes[d] - 1) * strides[d];
+    int64_t offset = t.storage_offset();
+    t.resize_({span});
+    t.as_strided_(sizes, strides, offset);
+}
+
 // Puts a rill tensor back where a CPU kernel returned a host view of rill
 // memory (views, in-place and out= results), or a new rill tensor with the
 // contents of a CPU tensor the kernel made.
@@ -160,8 +172,7 @@ at::Tensor to_rill(const at::Tensor &host, const HostViews &views, c10::Device d
                 host.storage().data() != view.storage().data()) {
                 // The kernel resized the output: give the rill tensor its
                 // shape and the contents.
-                rill_tensor.resize_(host.sizes());
-                rill_tensor.as_strided_(host.sizes(), host.strides(), 0);
+                resize_strided(rill_tensor, host.sizes(), host.strides());
                 HostViews fresh;
                 fresh.view(rill_tensor).copy_(host);
             }
@@ -740,9 +751,7 @@ bool queue_op(const c10::OperatorHandle &op, torch::jit::Stack *stack, c10::Devi
             if (!t.defined() || !m.defined() ||
                 (t.sizes().equals(m.sizes()) && t.strides().equals(m.strides())))
                 return;
-            t.resize_(m.sizes());
-            if (!t.strides().equals(m.strides()))
-                t.as_strided_(m.sizes(), m.strides(), t.storage_offset());
+            resize_strided(t, m.sizes(), m.strides());
         });
     }
     std::vector<c10::IValue> results(num_returns);

@@ -383,3 +383,16 @@ def test_losses_run_without_warnings_the_cpu_does_not_give(capfd):
                 torch.testing.assert_close(got.cpu(), want.detach())
                 torch.testing.assert_close(xr.grad.cpu(), xc.grad)
     assert capfd.readouterr().err == ""
+
+
+def test_a_result_whose_strides_span_more_elements_than_it_has_keeps_them():
+    """lstsq's solution for a tall a is a [n, k] view of its [m, k] working
+    copy (strides (1, m)): putting it on rill failed, the rill tensor's
+    storage sized for n*k elements only."""
+    g = torch.Generator().manual_seed(5)
+    for m, n, k in ((4, 3, 3), (6, 2, 5), (5, 5, 1)):
+        a, b = torch.randn(m, n, generator=g), torch.randn(m, k, generator=g)
+        want = torch.linalg.lstsq(a, b, driver="gels").solution
+        got = torch.linalg.lstsq(a.to("rill"), b.to("rill"), driver="gels").solution
+        assert got.shape == want.shape and got.stride() == want.stride()
+        torch.testing.assert_close(got.cpu(), want)
