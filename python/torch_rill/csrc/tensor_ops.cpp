@@ -14,6 +14,7 @@
 
 #include <ATen/EmptyTensor.h>
 #include <ATen/native/Resize.h>
+#include <ATen/native/TensorFactories.h>
 #include <ATen/ops/_local_scalar_dense_native.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_cpu_dispatch.h>
@@ -91,6 +92,22 @@ at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
                                                  c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
                                                  c10::dtype_or_default(dtype));
     });
+}
+
+// A tensor of zeros that holds no memory (autograd's gradient of an input
+// that does not change its result, sgn's of real numbers): PyTorch's
+// ZeroTensor key makes ops see zeros.
+at::Tensor efficient_zero_tensor(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
+                                 std::optional<c10::Layout> layout,
+                                 std::optional<c10::Device> where, std::optional<bool> pin) {
+    check_strided(layout, pin);
+    c10::DeviceIndex index = c10::device_or_default(where).index();
+    c10::Device dev(kDeviceType, index_of(device(index))); // a device of this process, or its error
+    at::native::ZeroTensorAllocator allocator(dev);
+    c10::DispatchKeySet keys = c10::DispatchKeySet(c10::DispatchKey::PrivateUse1) |
+                               c10::DispatchKeySet(c10::DispatchKey::ZeroTensor);
+    return at::detail::empty_generic(size, &allocator, keys, c10::dtype_or_default(dtype),
+                                     std::nullopt);
 }
 
 at::Tensor as_strided(const at::Tensor &self, c10::SymIntArrayRef size, c10::SymIntArrayRef stride,
@@ -390,6 +407,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     m.impl("record_stream", record_stream);
     m.impl("empty.memory_format", empty_memory_format);
     m.impl("empty_strided", empty_strided);
+    m.impl("_efficientzerotensor", efficient_zero_tensor);
     m.impl("as_strided", as_strided);
     m.impl("view", view);
     m.impl("_reshape_alias", reshape_alias);

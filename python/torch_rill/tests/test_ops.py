@@ -166,3 +166,20 @@ def test_indexing_takes_cpu_index_tensors_as_on_cuda():
         torch.index_select(x, 0, i)
     with pytest.raises(RuntimeError, match="indices should be either on cpu"):
         cpu[i.to("rill")]
+
+
+def test_zero_gradients_that_hold_no_memory_reach_the_inputs():
+    """sgn's gradient of real numbers is one of PyTorch's ZeroTensors (zeros
+    that hold no memory, made by _efficientzerotensor on the device): with
+    no rill tensor among its arguments it failed, and so did the backward."""
+    x = torch.randn(5, generator=torch.Generator().manual_seed(3))
+    for f in (torch.sgn, lambda t: torch.sgn(t) * t, lambda t: (t.sgn() + t * 2).exp()):
+        xc, xr = x.clone().requires_grad_(), x.to("rill").requires_grad_()
+        f(xc).sum().backward()
+        f(xr).sum().backward()
+        same(xr.grad, xc.grad)
+    z = torch._efficientzerotensor((2, 3), dtype=torch.float64, device="rill")
+    assert z._is_zerotensor() and z.device == torch.device("rill:0") and z.dtype == torch.float64
+    same(z + 1, torch.ones(2, 3, dtype=torch.float64))
+    same(z * torch.full((2, 3), 4., device="rill", dtype=torch.float64),
+         torch.zeros(2, 3, dtype=torch.float64))
