@@ -773,7 +773,8 @@ bool queue_op(const c10::OperatorHandle &op, torch::jit::Stack *stack, c10::Devi
         at::Tensor view;
         std::vector<int64_t> sizes;
         const void *data;
-        at::Tensor home; // the view's elements in the rill memory, whatever the kernel resizes
+        void *first;                  // its first element in the rill memory
+        std::vector<int64_t> strides; // there, whatever the kernel resizes
     };
     std::vector<Written> written; // in-place and out= arguments, as the kernel gets them
     for (size_t i = 0; i < num_args; i++) {
@@ -786,9 +787,8 @@ bool queue_op(const c10::OperatorHandle &op, torch::jit::Stack *stack, c10::Devi
                 return scalar_copy(t);
             at::Tensor view = views.view(t);
             if (writes)
-                written.push_back(
-                    {view, view.sizes().vec(), view.storage().data(),
-                     at::from_blob(view.data_ptr(), view.sizes(), view.strides(), view.options())});
+                written.push_back({view, view.sizes().vec(), view.storage().data(), view.data_ptr(),
+                                   view.strides().vec()});
             return view;
         });
     }
@@ -824,7 +824,7 @@ bool queue_op(const c10::OperatorHandle &op, torch::jit::Stack *stack, c10::Devi
             // a [] out to its inputs' shape first) moved it to fresh CPU
             // memory: its values go back to the rill memory.
             if (w.view.storage().data() != w.data)
-                w.home.copy_(w.view);
+                at::from_blob(w.first, w.sizes, w.strides, w.view.options()).copy_(w.view);
         }
     });
     return true;

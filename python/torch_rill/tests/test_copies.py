@@ -68,7 +68,6 @@ def test_to_and_contiguous_keep_values(dtype):
         assert torch.equal(r.transpose(1, 2).to(other).cpu(), x.transpose(1, 2).to(other)), other
 
 
-
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_item_reads_one_element_of_any_shape_and_layout(dtype):
     """Tensor.item() of one element in a tensor of 0, 1 or 2 dimensions,
@@ -81,7 +80,6 @@ def test_item_reads_one_element_of_any_shape_and_layout(dtype):
         assert pick(r).item() == pick(x).item()
     with pytest.raises(RuntimeError, match="cannot be converted to Scalar"):
         r[0, 0, :2].item()
-
 
 
 MATH_BIT_VIEWS = [
