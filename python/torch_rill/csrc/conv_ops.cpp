@@ -14,11 +14,13 @@
 // (rill_op_conv2d_ex2_f32) of grad_output, and its weight gradient the
 // convolution's weight gradient with grad_output as the input and its
 // input as the output gradient. Strided operands are made contiguous
-// first by rill's strided copy on the same stream. Other cases (other
-// dtypes or ranks, an output_padding not below the stride) run PyTorch's
-// CPU convolution and its backward on host views on a device the host
-// reads, in stream order as the fallback runs its ops (queue_on_host), and
-// on copies in host memory, at once, on a device it cannot read.
+// first by rill's strided copy on the same stream, and results laid out
+// as the CPU's (channels-last for a channels-last input or weight) by
+// another. Other cases (other dtypes or ranks, an output_padding not below
+// the stride) run PyTorch's CPU convolution and its backward on host views
+// on a device the host reads, in stream order as the fallback runs its ops
+// (queue_on_host), and on copies in host memory, at once, on a device it
+// cannot read.
 #include <ATen/ops/convolution.h>
 #include <ATen/ops/convolution_backward.h>
 #include <ATen/ops/empty.h>
@@ -130,8 +132,25 @@ void add_bias(rill_stream *s, at::Tensor &out, const at::Tensor &bias) {
                                         bias.const_data_ptr<float>(), bias_strides, shape, 3));
 }
 
-// The convolution as rill kernels into a new tensor; undefined when they do
-// not take the case.
+// The layout PyTorch's CPU convolutions give their results and their input
+// and weight gradients: channels-last when the input or the weight is, for
+// a 2-D or 3-D convolution.
+at::MemoryFormat conv_format(const at::Tensor &input, const at::Tensor &weight) {
+    at::MemoryFormat cl = weight.dim() == 4   ? at::MemoryFormat::ChannelsLast
+                          : weight.dim() == 5 ? at::MemoryFormat::ChannelsLast3d
+                                              : at::MemoryFormat::Contiguous;
+    return input.suggest_memory_format() == cl || weight.suggest_memory_format() == cl
+               ? cl
+               : at::MemoryFormat::Contiguous;
+}
+
+// t (a result or gradient, or undefined) in format.
+at::Tensor in_format(const at::Tensor &t, at::MemoryFormat format) {
+    return t.defined() ? t.contiguous(format) : t;
+}
+
+// The convolution as rill kernels into a new tensor, laid out as
+// conv_format says; undefined when they do not take the case.
 at::Tensor convolution_native(const at::Tensor &input, const at::Tensor &weight,
                               const std::optional<at::Tensor> &bias, at::IntArrayRef stride,
                               at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed,
@@ -161,7 +180,7 @@ at::Tensor convolution_native(const at::Tensor &input, const at::Tensor &weight,
             z(g.n), z(g.c), z(g.h), z(g.w), z(g.k), z(g.r), z(g.sz), &g.params));
     if (has_bias)
         add_bias(s, out, *bias);
-    return out;
+    return in_format(out, conv_format(input, weight));
 }
 
 at::Tensor convolution(const at::Tensor &input, const at::Tensor &weight,
@@ -173,13 +192,14 @@ at::Tensor convolution(const at::Tensor &input, const at::Tensor &weight,
     if (native.defined())
         return native;
     const c10::DeviceGuard guard(input.device());
-    // The kernel runs later: it holds copies of the arrays.
+    // The kernel runs later: it holds copies of the arrays. The meta
+    // kernel's results are contiguous; in_format lays them out as the CPU's.
     auto run = [stride = stride.vec(), padding = padding.vec(), dilation = dilation.vec(),
                 transposed, output_padding = output_padding.vec(),
                 groups](const std::vector<at::Tensor> &t) {
-        return std::vector<at::Tensor>{at::convolution(t[0], t[1], optional(t[2]), stride, padding,
-                                                       dilation, transposed, output_padding,
-                                                       groups)};
+        at::Tensor out = at::convolution(t[0], t[1], optional(t[2]), stride, padding, dilation,
+                                         transposed, output_padding, groups);
+        return std::vector<at::Tensor>{in_format(out, conv_format(t[0], t[1]))};
     };
     std::vector<at::Tensor> args{input, weight, bias.value_or(at::Tensor())};
     if (!is_cpu_device(input.device().index()))
@@ -249,7 +269,8 @@ bool convolution_backward_native(const at::Tensor &grad_output, const at::Tensor
                                                 nullptr, per_image.const_data_ptr<float>(), 1,
                                                 z(g.n), z(ch)));
     }
-    grads = {grad_in, grad_weight, grad_bias};
+    at::MemoryFormat f = conv_format(input, weight);
+    grads = {in_format(grad_in, f), in_format(grad_weight, f), grad_bias};
     return true;
 }
 
@@ -270,7 +291,8 @@ convolution_backward(const at::Tensor &grad_output, const at::Tensor &input,
         auto [gi, gw, gb] =
             at::convolution_backward(t[0], t[1], t[2], bias_sizes, stride, padding, dilation,
                                      transposed, output_padding, groups, output_mask);
-        return std::vector<at::Tensor>{gi, gw, gb};
+        at::MemoryFormat f = conv_format(t[1], t[2]);
+        return std::vector<at::Tensor>{in_format(gi, f), in_format(gw, f), gb};
     };
     std::vector<at::Tensor> args{grad_output, input, weight};
     std::vector<at::Tensor> out =

@@ -73,6 +73,15 @@ bool strided_ok(const at::Tensor &t) {
     return true;
 }
 
+// out, computed contiguous, laid out as PyTorch's CPU kernel lays out the
+// result of an element-wise op of a and b.
+at::Tensor in_cpu_layout(const at::Tensor &out, const at::Tensor &a, const at::Tensor &b) {
+    if (a.is_contiguous() && b.is_contiguous())
+        return out;
+    at::Tensor like = binary_output(a, b);
+    return like.is_contiguous() ? out : like.copy_(out);
+}
+
 // relu's backward: grad where y > 0 (or NaN), else 0.
 at::Tensor threshold_backward(const at::Tensor &grad, const at::Tensor &y,
                               const at::Scalar &threshold) {
@@ -80,9 +89,7 @@ at::Tensor threshold_backward(const at::Tensor &grad, const at::Tensor &y,
         return call_fallback_fn<&boxed_fallback, at::_ops::threshold_backward>::call(grad, y,
                                                                                      threshold);
     const c10::DeviceGuard guard(y.device());
-    at::Tensor out = at::empty(y.sizes(), y.options());
-    binary_same(stream_of(out), RILL_BINARY_RELU_BACKWARD, out, grad, y);
-    return out;
+    return binary_into_new(RILL_BINARY_RELU_BACKWARD, grad, y);
 }
 
 // gelu's backward at its input x: both approximations.
@@ -93,10 +100,8 @@ at::Tensor gelu_backward(const at::Tensor &grad, const at::Tensor &x,
         return call_fallback_fn<&boxed_fallback, at::_ops::gelu_backward>::call(grad, x,
                                                                                 approximate);
     const c10::DeviceGuard guard(x.device());
-    at::Tensor out = at::empty(x.sizes(), x.options());
-    binary_same(stream_of(out), tanh ? RILL_BINARY_GELU_TANH_BACKWARD : RILL_BINARY_GELU_BACKWARD,
-                out, grad, x);
-    return out;
+    return binary_into_new(tanh ? RILL_BINARY_GELU_TANH_BACKWARD : RILL_BINARY_GELU_BACKWARD, grad,
+                           x);
 }
 
 at::Tensor sigmoid_backward(const at::Tensor &grad, const at::Tensor &y) {
@@ -111,7 +116,7 @@ at::Tensor sigmoid_backward(const at::Tensor &grad, const at::Tensor &y) {
                                      yc.const_data_ptr<float>(), 1.0f, n)); // 1 - y
     binary_same(s, RILL_BINARY_MUL, out, grad, out);                        // grad * (1 - y)
     binary_same(s, RILL_BINARY_MUL, out, out, yc);                          // ... * y
-    return out;
+    return in_cpu_layout(out, grad, y);
 }
 
 at::Tensor tanh_backward(const at::Tensor &grad, const at::Tensor &y) {
@@ -125,7 +130,7 @@ at::Tensor tanh_backward(const at::Tensor &grad, const at::Tensor &y) {
                                      out.const_data_ptr<float>(), 1.0f,
                                      static_cast<size_t>(y.numel()))); // 1 - y * y
     binary_same(s, RILL_BINARY_MUL, out, grad, out);                   // grad * (1 - y * y)
-    return out;
+    return in_cpu_layout(out, grad, y);
 }
 
 // dim of a tensor of ndim dimensions wrapped as PyTorch does, or -1 when it

@@ -7,11 +7,14 @@
 // not handed out again early. Cases these do not take (other dtypes, an
 // alpha with broadcasting, outputs that overlap their inputs, strided
 // inputs of a map) go to the fallback.
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <optional>
 
 #include <ATen/ExpandUtils.h>
+#include <ATen/TensorIterator.h>
 #include <ATen/native/CPUFallback.h>
 #include <ATen/ops/abs_ops.h>
 #include <ATen/ops/add_ops.h>
@@ -72,6 +75,17 @@ bool is_one(const at::Scalar &s) {
     return s.isIntegral(false) ? s.toLong() == 1 : s.toDouble() == 1.0;
 }
 
+at::Tensor binary_output(const at::Tensor &a, const at::Tensor &b) {
+    if (a.is_contiguous() && b.is_contiguous())
+        return at::empty(at::infer_size(a.sizes(), b.sizes()), a.options());
+    return at::TensorIteratorConfig()
+        .add_owned_output(at::Tensor())
+        .add_const_input(a)
+        .add_const_input(b)
+        .build()
+        .output();
+}
+
 namespace {
 
 using at::native::call_fallback_fn;
@@ -108,6 +122,28 @@ void launch_binary(rill_binary_op op, const at::Tensor &out, const at::Tensor &a
         stream_of(out), op, out.data_ptr<float>(), a.const_data_ptr<float>(), as.data(),
         b.const_data_ptr<float>(), bs.data(), dims.data(), dims.size()));
 }
+
+} // namespace
+
+at::Tensor binary_into_new(rill_binary_op op, const at::Tensor &a, const at::Tensor &b) {
+    at::Tensor out = binary_output(a, b);
+    if (out.is_contiguous()) {
+        launch_binary(op, out, a, b);
+        return out;
+    }
+    // The kernel writes out through the order of dimensions in which it is
+    // contiguous, and reads a and b in that order.
+    c10::IntArrayRef shape = out.sizes();
+    c10::SmallVector<int64_t, 6> order(shape.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int64_t x, int64_t y) { return out.stride(x) > out.stride(y); });
+    launch_binary(op, out.permute(order), a.expand(shape).permute(order),
+                  b.expand(shape).permute(order));
+    return out;
+}
+
+namespace {
 
 // out = a (op) b into an existing out (in place when out is a): false when
 // the kernel does not take it.
@@ -190,10 +226,8 @@ at::Tensor binary_new(rill_binary_op op, const at::Tensor &a, const at::Tensor &
     if (!is_f32(a) || !is_f32(b) || a.device() != b.device() || has_negative_stride(a) ||
         has_negative_stride(b))
         return {};
-    at::Tensor out = at::empty(at::infer_size(a.sizes(), b.sizes()), a.options());
-    launch_binary(op, out, a, b);
     *done = true;
-    return out;
+    return binary_into_new(op, a, b);
 }
 
 // a (op)= b in place: a rill tensor b, or a CPU number.

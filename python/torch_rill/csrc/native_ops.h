@@ -26,4 +26,14 @@ std::vector<size_t> broadcast_strides(const at::Tensor &t, c10::IntArrayRef shap
 // A scalar argument (alpha, beta) equal to one.
 bool is_one(const at::Scalar &s);
 
+// A new tensor for the result of an element-wise op between a and b, rill
+// float32 tensors of one device, laid out as PyTorch's CPU kernels
+// (TensorIterator) lay it out: contiguous when a and b are, else after
+// their strides (channels-last in, channels-last out).
+at::Tensor binary_output(const at::Tensor &a, const at::Tensor &b);
+
+// a (op) b, broadcast, into a new tensor from binary_output; a and b have
+// no negative strides.
+at::Tensor binary_into_new(rill_binary_op op, const at::Tensor &a, const at::Tensor &b);
+
 } // namespace torch_rill

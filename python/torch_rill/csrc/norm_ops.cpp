@@ -4,7 +4,8 @@
 // Layer norm, over the input read as [m, n] (n the normalized elements),
 // is one launch each way: rill_op_layer_norm_f32, which returns the rows'
 // mean and rstd, and rill_op_layer_norm_backward_f32 from them. Batch
-// norm, over the input read as [n, c, hw], is composed of rill's
+// norm, over the input read as [n, c, hw] ([n, hw, c] when it is
+// channels-last, as its results then are), is composed of rill's
 // reductions and element-wise ops: the channels' mean and biased var over
 // n and hw in training (the running statistics, when given, updated in
 // place with momentum and the unbiased var), the running statistics in
@@ -148,6 +149,36 @@ void vec(rill_stream *s, rill_binary_op op, float *out, const float *a, const fl
     TORCH_RILL_CHECK(rill_op_binary_f32(s, op, out, a, &stride, b, &stride, &n, 1));
 }
 
+// A batch norm operand, [n, c, hw] in memory (contiguous) or [n, hw, c]
+// (channels-last, which PyTorch's CPU kernel keeps): the element-wise
+// kernels' shape, the strides in it of a whole tensor and of a vector of
+// channels, and the layout of new tensors of the operand's shape.
+struct Layout {
+    at::MemoryFormat format;
+    size_t n, c, hw;
+    size_t dims[3], all[3], chan[3];
+};
+
+Layout layout_of(const at::Tensor &input, size_t n, size_t c, size_t hw) {
+    at::MemoryFormat f = input.suggest_memory_format();
+    if (f == at::MemoryFormat::Contiguous)
+        return {f, n, c, hw, {n, c, hw}, {c * hw, hw, 1}, {0, 1, 0}};
+    return {f, n, c, hw, {n, hw, c}, {hw * c, c, 1}, {0, 0, 1}};
+}
+
+// The channels' sums of a, laid out as l says, into out [c], through part
+// [n * c].
+void channel_sums(rill_stream *s, float *out, float *part, const float *a, const Layout &l) {
+    if (l.format == at::MemoryFormat::Contiguous)
+        TORCH_RILL_CHECK(
+            rill_op_reduce_dim_f32(s, RILL_REDUCE_DIM_SUM, part, nullptr, a, l.n * l.c, l.hw, 1));
+    else
+        TORCH_RILL_CHECK(
+            rill_op_reduce_dim_f32(s, RILL_REDUCE_DIM_SUM, part, nullptr, a, l.n, l.hw, l.c));
+    TORCH_RILL_CHECK(
+        rill_op_reduce_dim_f32(s, RILL_REDUCE_DIM_SUM, out, nullptr, part, 1, l.n, l.c));
+}
+
 // Batch norm as rill kernels, or false when they do not take the case.
 // training: the statistics of the batch (running_mean and running_var
 // updated when given); else those of running_mean and running_var.
@@ -171,12 +202,13 @@ bool batch_norm_native(const at::Tensor &input, const std::optional<at::Tensor> 
     if (training && count < 2)
         return false; // PyTorch's CPU kernel decides
     const c10::DeviceGuard guard(dev);
-    at::Tensor x = input.contiguous();
-    at::Tensor out = at::empty(input.sizes(), input.options());
+    Layout l = layout_of(input, n, cs, hw);
+    at::Tensor x = input.contiguous(l.format);
+    at::Tensor out = at::empty(input.sizes(), input.options().memory_format(l.format));
     rill_stream *s = stream_of(out);
     at::TensorOptions f32 = input.options();
     at::Tensor mean, invstd, var;
-    size_t dims[3] = {n, cs, hw}, all[3] = {cs * hw, hw, 1}, chan[3] = {0, 1, 0};
+    const size_t *dims = l.dims, *all = l.all, *chan = l.chan;
     const float *xp = x.const_data_ptr<float>();
     float *o = out.data_ptr<float>();
     if (training) {
@@ -185,10 +217,7 @@ bool batch_norm_native(const at::Tensor &input, const std::optional<at::Tensor> 
         mean = at::empty({c}, f32);
         var = at::empty({c}, f32);
         float *pp = part.data_ptr<float>();
-        TORCH_RILL_CHECK(
-            rill_op_reduce_dim_f32(s, RILL_REDUCE_DIM_SUM, pp, nullptr, xp, n * cs, hw, 1));
-        TORCH_RILL_CHECK(rill_op_reduce_dim_f32(s, RILL_REDUCE_DIM_SUM, mean.data_ptr<float>(),
-                                                nullptr, pp, 1, n, cs));
+        channel_sums(s, mean.data_ptr<float>(), pp, xp, l);
         TORCH_RILL_CHECK(rill_op_map_f32(s, RILL_MAP_DIV, mean.data_ptr<float>(),
                                          mean.const_data_ptr<float>(), static_cast<float>(count),
                                          cs));
@@ -196,10 +225,7 @@ bool batch_norm_native(const at::Tensor &input, const std::optional<at::Tensor> 
         TORCH_RILL_CHECK(rill_op_binary_f32(s, RILL_BINARY_SUB, o, xp, all,
                                             mean.const_data_ptr<float>(), chan, dims, 3));
         TORCH_RILL_CHECK(rill_op_binary_f32(s, RILL_BINARY_MUL, o, o, all, o, all, dims, 3));
-        TORCH_RILL_CHECK(
-            rill_op_reduce_dim_f32(s, RILL_REDUCE_DIM_SUM, pp, nullptr, o, n * cs, hw, 1));
-        TORCH_RILL_CHECK(rill_op_reduce_dim_f32(s, RILL_REDUCE_DIM_SUM, var.data_ptr<float>(),
-                                                nullptr, pp, 1, n, cs));
+        channel_sums(s, var.data_ptr<float>(), pp, o, l);
         if (stats) {
             // running = (1 - momentum) * running + momentum * batch, the
             // var unbiased: sum / (count - 1).
@@ -251,15 +277,6 @@ bool batch_norm_native(const at::Tensor &input, const std::optional<at::Tensor> 
     return true;
 }
 
-// The channels' sums of a, [n, c, hw], over n and hw into out [c], through
-// part [n * c].
-void channel_sums(rill_stream *s, float *out, float *part, const float *a, size_t n, size_t c,
-                  size_t hw) {
-    TORCH_RILL_CHECK(
-        rill_op_reduce_dim_f32(s, RILL_REDUCE_DIM_SUM, part, nullptr, a, n * c, hw, 1));
-    TORCH_RILL_CHECK(rill_op_reduce_dim_f32(s, RILL_REDUCE_DIM_SUM, out, nullptr, part, 1, n, c));
-}
-
 // Batch norm's backward as rill kernels, or false when they do not take the
 // case: train, from save_mean and save_invstd; else from running_mean and
 // running_var.
@@ -285,10 +302,12 @@ bool batch_norm_backward_native(const at::Tensor &grad, const at::Tensor &input,
     if (train && count < 2)
         return false; // as the forward
     const c10::DeviceGuard guard(dev);
-    at::Tensor x = input.contiguous(), dy = grad.contiguous();
+    Layout l = layout_of(input, n, cs, hw);
+    at::Tensor x = input.contiguous(l.format), dy = grad.contiguous(l.format);
     rill_stream *s = stream_of(dy);
     at::TensorOptions f32 = input.options();
-    size_t dims[3] = {n, cs, hw}, all[3] = {cs * hw, hw, 1}, chan[3] = {0, 1, 0};
+    at::TensorOptions like_input = f32.memory_format(l.format);
+    const size_t *dims = l.dims, *all = l.all, *chan = l.chan;
     const float *xp = x.const_data_ptr<float>(), *dyp = dy.const_data_ptr<float>();
     const float *mp = mean_t->const_data_ptr<float>();
     // invstd: saved in training; 1 / sqrt(running_var + eps) in evaluation.
@@ -307,14 +326,14 @@ bool batch_norm_backward_native(const at::Tensor &grad, const at::Tensor &input,
     at::Tensor sum = at::empty({c}, f32), dot = at::empty({c}, f32), xc;
     float *pp = part.data_ptr<float>(), *sp = sum.data_ptr<float>(), *dp = dot.data_ptr<float>();
     if (need_sum)
-        channel_sums(s, sp, pp, dyp, n, cs, hw);
+        channel_sums(s, sp, pp, dyp, l);
     if (need_dot) { // xc = x - mean; dot = the sums of dy * xc
-        xc = at::empty(input.sizes(), f32);
-        at::Tensor t = at::empty(input.sizes(), f32);
+        xc = at::empty(input.sizes(), like_input);
+        at::Tensor t = at::empty(input.sizes(), like_input);
         float *xcp = xc.data_ptr<float>(), *tp = t.data_ptr<float>();
         TORCH_RILL_CHECK(rill_op_binary_f32(s, RILL_BINARY_SUB, xcp, xp, all, mp, chan, dims, 3));
         TORCH_RILL_CHECK(rill_op_binary_f32(s, RILL_BINARY_MUL, tp, dyp, all, xcp, all, dims, 3));
-        channel_sums(s, dp, pp, tp, n, cs, hw);
+        channel_sums(s, dp, pp, tp, l);
     }
     at::Tensor dx, dw, db;
     if (mask[0]) {
@@ -325,7 +344,7 @@ bool batch_norm_backward_native(const at::Tensor &grad, const at::Tensor &input,
             TORCH_RILL_CHECK(rill_memcpy_async(scp, inv, cs * sizeof(float), s));
         else
             vec(s, RILL_BINARY_MUL, scp, inv, weight->const_data_ptr<float>(), cs);
-        dx = at::empty(input.sizes(), f32);
+        dx = at::empty(input.sizes(), like_input);
         float *dxp = dx.data_ptr<float>();
         if (train) {
             // proj = dot / N * invstd^2 and gmean = sum / N per channel;

@@ -4,7 +4,8 @@
 // divisor_override): max_pool2d_with_indices (the maxima and their
 // positions, for the backward) and avg_pool2d as rill_op_pool2d_ex_f32, on
 // an input made contiguous first by rill's strided copy on the same
-// stream. Their backward: max_pool2d_with_indices_backward as
+// stream (results and gradients of a channels-last input copied back to
+// channels-last, as the CPU's are). Their backward: max_pool2d_with_indices_backward as
 // rill_op_max_pool2d_backward_f32 (the gradients added at the forward's
 // positions, plane by plane, in one order) and avg_pool2d_backward as
 // rill_op_avg_pool2d_backward_ex_f32 (each input's gradient gathered from
@@ -125,7 +126,8 @@ max_pool2d_with_indices(const at::Tensor &a, at::IntArrayRef kernel_size, at::In
     TORCH_RILL_CHECK(rill_op_pool2d_ex_f32(stream_of(out), RILL_POOL_MAX, out.data_ptr<float>(),
                                            indices.data_ptr<int64_t>(), ac.const_data_ptr<float>(),
                                            z(win.planes), z(win.h), z(win.w), &win.params));
-    return {out, indices};
+    at::MemoryFormat f = a.suggest_memory_format();
+    return {out.contiguous(f), indices.contiguous(f)};
 }
 
 at::Tensor avg_pool2d(const at::Tensor &a, at::IntArrayRef kernel_size, at::IntArrayRef stride,
@@ -142,7 +144,7 @@ at::Tensor avg_pool2d(const at::Tensor &a, at::IntArrayRef kernel_size, at::IntA
     TORCH_RILL_CHECK(rill_op_pool2d_ex_f32(stream_of(out), RILL_POOL_AVG, out.data_ptr<float>(),
                                            nullptr, ac.const_data_ptr<float>(), z(win.planes),
                                            z(win.h), z(win.w), &win.params));
-    return out;
+    return out.contiguous(a.suggest_memory_format());
 }
 
 // A gradient the backward kernels take: float32 on a's device with the
@@ -167,7 +169,7 @@ at::Tensor max_pool2d_with_indices_backward(const at::Tensor &grad, const at::Te
     TORCH_RILL_CHECK(rill_op_max_pool2d_backward_f32(
         stream_of(out), out.data_ptr<float>(), g.const_data_ptr<float>(),
         idx.const_data_ptr<int64_t>(), z(win.planes), z(win.h), z(win.w), z(win.oh), z(win.ow)));
-    return out;
+    return out.contiguous(a.suggest_memory_format());
 }
 
 at::Tensor avg_pool2d_backward(const at::Tensor &grad, const at::Tensor &a,
@@ -186,7 +188,7 @@ at::Tensor avg_pool2d_backward(const at::Tensor &grad, const at::Tensor &a,
     TORCH_RILL_CHECK(rill_op_avg_pool2d_backward_ex_f32(stream_of(out), out.data_ptr<float>(),
                                                         g.const_data_ptr<float>(), z(win.planes),
                                                         z(win.h), z(win.w), &win.params));
-    return out;
+    return out.contiguous(a.suggest_memory_format());
 }
 
 } // namespace
