@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: MIT
 // Ops that run as rill's own kernels, queued on the current stream: the
-// float32 element-wise ops (with broadcasting), the same ops between a
-// tensor and a CPU number, add and sub with an alpha between tensors of one
-// shape, activations and other maps, and fills. The pool sees the accesses
-// each kernel declares, so memory another stream's kernel still reads is
-// not handed out again early. Cases these do not take (other dtypes, an
-// alpha with broadcasting, outputs that overlap their inputs, strided
-// inputs of a map) go to the fallback.
+// float32 element-wise ops (with broadcasting; new results, in place and
+// out=, which PyTorch's _foreach_ ops call per tensor), the same ops
+// between a tensor and a CPU number, add and sub with an alpha between
+// tensors of one shape, activations and other maps, and fills. The pool
+// sees the accesses each kernel declares, so memory another stream's kernel
+// still reads is not handed out again early. Dense tensors in any order of
+// dimensions (channels-last, transposed) are read and written in place, and
+// results keep that order; a new result of a map from a sliced or expanded
+// tensor is computed on a dense copy. Cases these do not take (other
+// dtypes, an alpha between tensors of other shapes or strides, outputs that
+// overlap their inputs, writes into a tensor with gaps) go to the fallback.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -90,8 +94,30 @@ namespace {
 
 using at::native::call_fallback_fn;
 
-bool contiguous_strides(const at::Tensor &t, c10::IntArrayRef shape) {
-    return t.is_contiguous() && t.sizes().equals(shape);
+// t is out: the same first element, shape and strides.
+bool is_same_view(const at::Tensor &t, const at::Tensor &out) {
+    return t.data_ptr() == out.data_ptr() && t.sizes().equals(out.sizes()) &&
+           t.strides().equals(out.strides());
+}
+
+// A new tensor of a's shape and strides, for the result of a kernel that
+// reads a dense a as one span: contiguous, or channels-last after a.
+at::Tensor new_like(const at::Tensor &a) {
+    return a.is_contiguous() ? at::empty(a.sizes(), a.options()) : at::empty_like(a);
+}
+
+// a's values in a new tensor laid out as PyTorch's CPU kernels lay out the
+// result of a one-operand element-wise op on a (a sliced or expanded a, a
+// gradient of a sum), copied by rill's strided copy: a map kernel then
+// computes its result in place of it.
+at::Tensor dense_values(const at::Tensor &a) {
+    at::Tensor out = at::TensorIteratorConfig()
+                         .add_owned_output(at::Tensor())
+                         .add_const_input(a)
+                         .build()
+                         .output();
+    out.copy_(a);
+    return out;
 }
 
 bool has_negative_stride(const at::Tensor &t) {
@@ -103,8 +129,8 @@ bool has_negative_stride(const at::Tensor &t) {
 
 // Queues out = a (op) b, out contiguous of the broadcast shape of a and b,
 // which the caller checked.
-void launch_binary(rill_binary_op op, const at::Tensor &out, const at::Tensor &a,
-                   const at::Tensor &b) {
+void launch_contiguous(rill_binary_op op, const at::Tensor &out, const at::Tensor &a,
+                       const at::Tensor &b) {
     c10::IntArrayRef shape = out.sizes();
     if (out.numel() == 0)
         return;
@@ -123,34 +149,40 @@ void launch_binary(rill_binary_op op, const at::Tensor &out, const at::Tensor &a
         b.const_data_ptr<float>(), bs.data(), dims.data(), dims.size()));
 }
 
-} // namespace
-
-at::Tensor binary_into_new(rill_binary_op op, const at::Tensor &a, const at::Tensor &b) {
-    at::Tensor out = binary_output(a, b);
+// out = a (op) b for a dense out of the broadcast shape of a and b. The
+// kernel writes out through the order of dimensions in which it is
+// contiguous, and reads a and b in that order.
+void launch_binary(rill_binary_op op, const at::Tensor &out, const at::Tensor &a,
+                   const at::Tensor &b) {
     if (out.is_contiguous()) {
-        launch_binary(op, out, a, b);
-        return out;
+        launch_contiguous(op, out, a, b);
+        return;
     }
-    // The kernel writes out through the order of dimensions in which it is
-    // contiguous, and reads a and b in that order.
     c10::IntArrayRef shape = out.sizes();
     c10::SmallVector<int64_t, 6> order(shape.size());
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(),
                      [&](int64_t x, int64_t y) { return out.stride(x) > out.stride(y); });
-    launch_binary(op, out.permute(order), a.expand(shape).permute(order),
-                  b.expand(shape).permute(order));
+    launch_contiguous(op, out.permute(order), a.expand(shape).permute(order),
+                      b.expand(shape).permute(order));
+}
+
+} // namespace
+
+at::Tensor binary_into_new(rill_binary_op op, const at::Tensor &a, const at::Tensor &b) {
+    at::Tensor out = binary_output(a, b);
+    launch_binary(op, out, a, b);
     return out;
 }
 
 namespace {
 
-// out = a (op) b into an existing out (in place when out is a): false when
+// out = a (op) b into a dense out (in place: out is a): false when
 // the kernel does not take it.
 bool binary(rill_binary_op op, const at::Tensor &out, const at::Tensor &a, const at::Tensor &b) {
     if (!is_f32(a) || !is_f32(b) || !is_f32(out) || a.device() != b.device() ||
-        out.device() != a.device() || !out.is_contiguous() || has_negative_stride(a) ||
-        has_negative_stride(b))
+        out.device() != a.device() || !out.is_non_overlapping_and_dense() ||
+        has_negative_stride(a) || has_negative_stride(b))
         return false;
     c10::IntArrayRef shape = out.sizes();
     if (a.dim() > out.dim() || b.dim() > out.dim() ||
@@ -158,21 +190,20 @@ bool binary(rill_binary_op op, const at::Tensor &out, const at::Tensor &a, const
         return false; // the fallback says what is wrong, in PyTorch's words
     // rill writes out in place of an input only where that input is out.
     for (const at::Tensor *t : {&a, &b})
-        if (t->storage().is_alias_of(out.storage()) &&
-            !(t->data_ptr() == out.data_ptr() && contiguous_strides(*t, shape)))
+        if (t->storage().is_alias_of(out.storage()) && !is_same_view(*t, out))
             return false;
     launch_binary(op, out, a, b);
     return true;
 }
 
 // The value of t when it is a CPU number (a Python number PyTorch wrapped,
-// or a 0-dim CPU tensor) that meets the contiguous float32 rill tensor other
+// or a 0-dim CPU tensor) that meets the float32 rill tensor other
 // in an op whose result is float32, as PyTorch's type promotion decides.
 // The value is the float PyTorch's CPU kernel computes with: t's value
 // rounded once to float32 (integers beyond 2^53 and finite values beyond
 // float's range go to the fallback).
 std::optional<float> cpu_number(const at::Tensor &t, const at::Tensor &other) {
-    if (!t.defined() || !t.is_cpu() || t.dim() != 0 || !is_f32(other) || !other.is_contiguous() ||
+    if (!t.defined() || !t.is_cpu() || t.dim() != 0 || !is_f32(other) ||
         at::isComplexType(t.scalar_type()) || at::result_type(other, t) != at::kFloat)
         return std::nullopt;
     double v = t.item().toDouble();
@@ -182,14 +213,19 @@ std::optional<float> cpu_number(const at::Tensor &t, const at::Tensor &other) {
     return static_cast<float>(v);
 }
 
+// The ops number() computes as one map kernel.
+bool number_covers(rill_binary_op op) {
+    return op == RILL_BINARY_ADD || op == RILL_BINARY_SUB || op == RILL_BINARY_MUL ||
+           op == RILL_BINARY_DIV;
+}
+
 // out = a (op) value, or value (op) a when value_first, as one map kernel
-// (out is a new tensor of a's shape, or a itself); false for the ops it
+// over a's span (out is new_like(a), or a itself); false for the ops it
 // does not cover. a - value is a + (-value), which IEEE arithmetic makes
 // the same number.
 bool number(rill_binary_op op, const at::Tensor &out, const at::Tensor &a, float value,
             bool value_first) {
-    if (op != RILL_BINARY_ADD && op != RILL_BINARY_SUB && op != RILL_BINARY_MUL &&
-        op != RILL_BINARY_DIV)
+    if (!number_covers(op))
         return false;
     size_t n = static_cast<size_t>(a.numel());
     if (n == 0)
@@ -210,16 +246,29 @@ bool number(rill_binary_op op, const at::Tensor &out, const at::Tensor &a, float
     return true;
 }
 
+// t (op) value, or value (op) t when value_first, into a new tensor:
+// undefined for the ops number() does not cover.
+at::Tensor number_new(rill_binary_op op, const at::Tensor &t, float value, bool value_first) {
+    if (t.is_non_overlapping_and_dense()) {
+        at::Tensor out = new_like(t);
+        return number(op, out, t, value, value_first) ? out : at::Tensor();
+    }
+    if (!number_covers(op))
+        return {};
+    at::Tensor out = dense_values(t);
+    number(op, out, out, value, value_first);
+    return out;
+}
+
 at::Tensor binary_new(rill_binary_op op, const at::Tensor &a, const at::Tensor &b, bool *done) {
     *done = false;
-    if (std::optional<float> v = cpu_number(b, a)) {
-        at::Tensor out = at::empty(a.sizes(), a.options());
-        *done = number(op, out, a, *v, false);
-        return out;
-    }
-    if (std::optional<float> v = cpu_number(a, b)) {
-        at::Tensor out = at::empty(b.sizes(), b.options());
-        *done = number(op, out, b, *v, true);
+    std::optional<float> v = cpu_number(b, a);
+    bool value_first = !v;
+    if (value_first)
+        v = cpu_number(a, b);
+    if (v) {
+        at::Tensor out = number_new(op, value_first ? b : a, *v, value_first);
+        *done = out.defined();
         return out;
     }
     // A new output: its shape is the broadcast shape, and it aliases nothing.
@@ -230,11 +279,26 @@ at::Tensor binary_new(rill_binary_op op, const at::Tensor &a, const at::Tensor &
     return binary_into_new(op, a, b);
 }
 
-// a (op)= b in place: a rill tensor b, or a CPU number.
-bool binary_(rill_binary_op op, const at::Tensor &a, const at::Tensor &b) {
+// out can take a result written over a's span: a float32 tensor of a's
+// device, shape and strides that is a or shares no memory with it.
+bool writes_like(const at::Tensor &out, const at::Tensor &a) {
+    return is_f32(out) && out.device() == a.device() && out.sizes().equals(a.sizes()) &&
+           out.strides().equals(a.strides()) &&
+           (is_same_view(a, out) || !out.storage().is_alias_of(a.storage()));
+}
+
+// out = a (op) b into an existing out (out= and in place): rill tensors a
+// and b, or one of them a CPU number (PyTorch's mul_ of a number is
+// mul.out(number, t, out=t)).
+bool binary_out(rill_binary_op op, const at::Tensor &a, const at::Tensor &b,
+                const at::Tensor &out) {
     if (std::optional<float> v = cpu_number(b, a))
-        return number(op, a, a, *v, false);
-    return binary(op, a, a, b);
+        return a.is_non_overlapping_and_dense() && writes_like(out, a) &&
+               number(op, out, a, *v, false);
+    if (std::optional<float> v = cpu_number(a, b))
+        return b.is_non_overlapping_and_dense() && writes_like(out, b) &&
+               number(op, out, b, *v, true);
+    return binary(op, out, a, b);
 }
 
 // The float a kernel scales by for alpha (PyTorch's CPU kernel rounds alpha
@@ -249,17 +313,14 @@ std::optional<float> float_alpha(const at::Scalar &alpha) {
     return static_cast<float>(v);
 }
 
-// out = a + alpha b (the optimizers' p.add_(g, alpha=-lr)) for contiguous
-// float32 tensors of one shape, out new or a itself: false when the kernel
-// does not take the case.
+// out = a + alpha b (the optimizers' p.add_(g, alpha=-lr)) for dense
+// float32 tensors of one shape and strides, read as one span each, out
+// new_like(a) or a itself: false when the kernel does not take the case.
 bool scaled_add(const at::Tensor &out, const at::Tensor &a, const at::Tensor &b, float alpha) {
-    if (!is_f32(a) || !is_f32(b) || !is_f32(out) || a.device() != b.device() ||
-        out.device() != a.device() || !a.is_contiguous() || !b.is_contiguous() ||
-        !out.is_contiguous() || !a.sizes().equals(b.sizes()) || !out.sizes().equals(a.sizes()))
+    if (!is_f32(a) || !is_f32(b) || a.device() != b.device() || !a.is_non_overlapping_and_dense() ||
+        !a.sizes().equals(b.sizes()) || !a.strides().equals(b.strides()) || !writes_like(out, a) ||
+        !writes_like(out, b))
         return false;
-    for (const at::Tensor *t : {&a, &b})
-        if (t->storage().is_alias_of(out.storage()) && t->data_ptr() != out.data_ptr())
-            return false;
     if (a.numel() > 0) {
         TORCH_RILL_CHECK(rill_op_add_f32(stream_of(a), out.data_ptr<float>(),
                                          a.const_data_ptr<float>(), b.const_data_ptr<float>(),
@@ -277,17 +338,20 @@ at::Tensor add_new(const at::Tensor &a, const at::Tensor &b, const at::Scalar &a
         return done ? out : at::Tensor();
     }
     std::optional<float> f = float_alpha(alpha);
-    if (!f || !is_f32(a) || !is_f32(b) || !a.sizes().equals(b.sizes()))
+    if (!f || !is_f32(a) || !is_f32(b) || !a.sizes().equals(b.sizes()) ||
+        !a.strides().equals(b.strides()) || !a.is_non_overlapping_and_dense())
         return {};
-    at::Tensor out = at::empty(a.sizes(), a.options());
+    at::Tensor out = new_like(a);
     return scaled_add(out, a, b, sign * *f) ? out : at::Tensor();
 }
 
-bool add_in_place(at::Tensor &a, const at::Tensor &b, const at::Scalar &alpha, float sign) {
+// out = a + sign alpha b into an existing out (out=, or a in place).
+bool add_into(const at::Tensor &out, const at::Tensor &a, const at::Tensor &b,
+              const at::Scalar &alpha, float sign) {
     if (is_one(alpha))
-        return binary_(sign > 0 ? RILL_BINARY_ADD : RILL_BINARY_SUB, a, b);
+        return binary_out(sign > 0 ? RILL_BINARY_ADD : RILL_BINARY_SUB, a, b, out);
     std::optional<float> f = float_alpha(alpha);
-    return f && scaled_add(a, a, b, sign * *f);
+    return f && scaled_add(out, a, b, sign * *f);
 }
 
 at::Tensor add(const at::Tensor &a, const at::Tensor &b, const at::Scalar &alpha) {
@@ -298,9 +362,16 @@ at::Tensor add(const at::Tensor &a, const at::Tensor &b, const at::Scalar &alpha
 }
 
 at::Tensor &add_(at::Tensor &a, const at::Tensor &b, const at::Scalar &alpha) {
-    if (add_in_place(a, b, alpha, 1.0f))
+    if (add_into(a, a, b, alpha, 1.0f))
         return a;
     return call_fallback_fn<&boxed_fallback, at::_ops::add__Tensor>::call(a, b, alpha);
+}
+
+at::Tensor &add_out(const at::Tensor &a, const at::Tensor &b, const at::Scalar &alpha,
+                    at::Tensor &out) {
+    if (add_into(out, a, b, alpha, 1.0f))
+        return out;
+    return call_fallback_fn<&boxed_fallback, at::_ops::add_out>::call(a, b, alpha, out);
 }
 
 at::Tensor sub(const at::Tensor &a, const at::Tensor &b, const at::Scalar &alpha) {
@@ -311,9 +382,16 @@ at::Tensor sub(const at::Tensor &a, const at::Tensor &b, const at::Scalar &alpha
 }
 
 at::Tensor &sub_(at::Tensor &a, const at::Tensor &b, const at::Scalar &alpha) {
-    if (add_in_place(a, b, alpha, -1.0f))
+    if (add_into(a, a, b, alpha, -1.0f))
         return a;
     return call_fallback_fn<&boxed_fallback, at::_ops::sub__Tensor>::call(a, b, alpha);
+}
+
+at::Tensor &sub_out(const at::Tensor &a, const at::Tensor &b, const at::Scalar &alpha,
+                    at::Tensor &out) {
+    if (add_into(out, a, b, alpha, -1.0f))
+        return out;
+    return call_fallback_fn<&boxed_fallback, at::_ops::sub_out>::call(a, b, alpha, out);
 }
 
 at::Tensor mul(const at::Tensor &a, const at::Tensor &b) {
@@ -323,9 +401,15 @@ at::Tensor mul(const at::Tensor &a, const at::Tensor &b) {
 }
 
 at::Tensor &mul_(at::Tensor &a, const at::Tensor &b) {
-    if (binary_(RILL_BINARY_MUL, a, b))
+    if (binary_out(RILL_BINARY_MUL, a, b, a))
         return a;
     return call_fallback_fn<&boxed_fallback, at::_ops::mul__Tensor>::call(a, b);
+}
+
+at::Tensor &mul_out(const at::Tensor &a, const at::Tensor &b, at::Tensor &out) {
+    if (binary_out(RILL_BINARY_MUL, a, b, out))
+        return out;
+    return call_fallback_fn<&boxed_fallback, at::_ops::mul_out>::call(a, b, out);
 }
 
 at::Tensor div(const at::Tensor &a, const at::Tensor &b) {
@@ -335,9 +419,15 @@ at::Tensor div(const at::Tensor &a, const at::Tensor &b) {
 }
 
 at::Tensor &div_(at::Tensor &a, const at::Tensor &b) {
-    if (binary_(RILL_BINARY_DIV, a, b))
+    if (binary_out(RILL_BINARY_DIV, a, b, a))
         return a;
     return call_fallback_fn<&boxed_fallback, at::_ops::div__Tensor>::call(a, b);
+}
+
+at::Tensor &div_out(const at::Tensor &a, const at::Tensor &b, at::Tensor &out) {
+    if (binary_out(RILL_BINARY_DIV, a, b, out))
+        return out;
+    return call_fallback_fn<&boxed_fallback, at::_ops::div_out>::call(a, b, out);
 }
 
 at::Tensor maximum(const at::Tensor &a, const at::Tensor &b) {
@@ -353,7 +443,7 @@ at::Tensor minimum(const at::Tensor &a, const at::Tensor &b) {
 }
 
 at::Tensor &fill_(at::Tensor &self, const at::Scalar &value) {
-    if (is_f32(self) && self.is_contiguous()) {
+    if (is_f32(self) && self.is_non_overlapping_and_dense()) {
         if (self.numel() > 0) {
             TORCH_RILL_CHECK(rill_op_fill_f32(stream_of(self), self.data_ptr<float>(),
                                               value.toFloat(), static_cast<size_t>(self.numel())));
@@ -364,15 +454,15 @@ at::Tensor &fill_(at::Tensor &self, const at::Scalar &value) {
 }
 
 at::Tensor &zero_(at::Tensor &self) {
-    if (is_f32(self) && self.is_contiguous())
+    if (is_f32(self) && self.is_non_overlapping_and_dense())
         return torch_rill::fill_(self, 0.0); // not at::fill_, which ADL also finds
     return call_fallback_fn<&boxed_fallback, at::_ops::zero_>::call(self);
 }
 
-// out = op(a, alpha) for a contiguous float32 a, into out (a new tensor of
-// a's shape, or a itself); false when the kernel does not take a.
+// out = op(a, alpha) for a dense float32 a read as one span, into out
+// (new_like(a), or a itself); false when the kernel does not take a.
 bool map(rill_map_op op, const at::Tensor &out, const at::Tensor &a, float alpha) {
-    if (!is_f32(a) || !a.is_contiguous())
+    if (!is_f32(a) || !a.is_non_overlapping_and_dense())
         return false;
     if (a.numel() > 0) {
         TORCH_RILL_CHECK(rill_op_map_f32(stream_of(a), op, out.data_ptr<float>(),
@@ -382,13 +472,14 @@ bool map(rill_map_op op, const at::Tensor &out, const at::Tensor &a, float alpha
     return true;
 }
 
-// An activation or other one-argument op as a map kernel into a new tensor,
-// with Aten's fallback for what the kernel does not take.
+// An activation or other one-argument op as a map kernel into a new tensor
+// (after a copy when a is not dense), with Aten's fallback for other dtypes.
 template <rill_map_op Op, typename Aten> at::Tensor unary(const at::Tensor &a) {
-    if (!is_f32(a) || !a.is_contiguous())
+    if (!is_f32(a))
         return call_fallback_fn<&boxed_fallback, Aten>::call(a);
-    at::Tensor out = at::empty(a.sizes(), a.options());
-    map(Op, out, a, 1.0f);
+    bool dense = a.is_non_overlapping_and_dense();
+    at::Tensor out = dense ? new_like(a) : dense_values(a);
+    map(Op, out, dense ? a : out, 1.0f);
     return out;
 }
 
@@ -400,10 +491,11 @@ template <rill_map_op Op, typename Aten> at::Tensor &unary_(at::Tensor &a) {
 
 at::Tensor gelu(const at::Tensor &a, c10::string_view approximate) {
     bool tanh = approximate == "tanh";
-    if (!is_f32(a) || !a.is_contiguous() || !(tanh || approximate == "none"))
+    if (!is_f32(a) || !(tanh || approximate == "none"))
         return call_fallback_fn<&boxed_fallback, at::_ops::gelu>::call(a, approximate);
-    at::Tensor out = at::empty(a.sizes(), a.options());
-    map(tanh ? RILL_MAP_GELU_TANH : RILL_MAP_GELU, out, a, 1.0f);
+    bool dense = a.is_non_overlapping_and_dense();
+    at::Tensor out = dense ? new_like(a) : dense_values(a);
+    map(tanh ? RILL_MAP_GELU_TANH : RILL_MAP_GELU, out, dense ? a : out, 1.0f);
     return out;
 }
 
@@ -412,12 +504,16 @@ at::Tensor gelu(const at::Tensor &a, c10::string_view approximate) {
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     m.impl("add.Tensor", add);
     m.impl("add_.Tensor", add_);
+    m.impl("add.out", add_out);
     m.impl("sub.Tensor", sub);
     m.impl("sub_.Tensor", sub_);
+    m.impl("sub.out", sub_out);
     m.impl("mul.Tensor", mul);
     m.impl("mul_.Tensor", mul_);
+    m.impl("mul.out", mul_out);
     m.impl("div.Tensor", div);
     m.impl("div_.Tensor", div_);
+    m.impl("div.out", div_out);
     m.impl("maximum", maximum);
     m.impl("minimum", minimum);
     m.impl("fill_.Scalar", fill_);
