@@ -9,8 +9,8 @@ whose inference rill replays from a torch.accelerator.Graph (against
 PyTorch's eager `cpu` forward), conv2d of 8x128x56x56 by 128 3x3 filters
 (padding 1), the backward of conv2d of 8x64x56x56 by 64 3x3 filters (padding
 1; the input, weight and bias gradients), ResNet-18 at batch 8 (224x224,
-inference, and one SGD step in training mode), a small transformer encoder
-(inference, and one SGD step),
+inference, and one SGD step in training mode, also channels-last), a small
+transformer encoder (inference, and one SGD step),
 rill's stream calls from PyTorch (torch.Event record + wait_event + query;
 entering and leaving `with torch.rill.stream(s)`), and two independent
 chains of 200 dependent 64x64 matmuls (too small to fill the device alone:
@@ -159,12 +159,13 @@ def resnet_case(dev):
     return infer
 
 
-def resnet_step_case(dev):
+def resnet_step_case(dev, memory_format=torch.contiguous_format):
     """One SGD step of ResNet-18 in training mode (batch norm's batch
-    statistics): forward, cross entropy, backward, update."""
-    model = resnet18().train().to(dev)
+    statistics): forward, cross entropy, backward, update; the model and
+    input in memory_format."""
+    model = resnet18().train().to(dev, memory_format=memory_format)
     g = torch.Generator().manual_seed(1)
-    x = torch.randn(8, 3, 224, 224, generator=g).to(dev)
+    x = torch.randn(8, 3, 224, 224, generator=g).to(dev, memory_format=memory_format)
     y = torch.randint(0, 1000, (8,), generator=g).to(dev)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
 
@@ -327,6 +328,8 @@ def main():
     pair("conv2d backward 8x64x56x56, 64 3x3, pad 1", conv_backward_case, 2)
     pair("ResNet-18, batch 8, 224x224, inference", resnet_case, 1)
     pair("ResNet-18, batch 8, 224x224, SGD step", resnet_step_case, 1)
+    pair("ResNet-18, batch 8, 224x224, SGD step, channels-last",
+         lambda dev: resnet_step_case(dev, torch.channels_last), 1)
     pair("encoder 2x128, batch 16x64, inference", lambda dev: encoder_cases(dev)[0], 5)
     pair("encoder 2x128, batch 16x64, SGD step", lambda dev: encoder_cases(dev)[1], 2)
 
