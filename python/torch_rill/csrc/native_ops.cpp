@@ -3,7 +3,8 @@
 // float32 element-wise ops (with broadcasting; new results, in place and
 // out=, which PyTorch's _foreach_ ops call per tensor), the same ops
 // between a tensor and a CPU number, add and sub with an alpha between
-// tensors of one shape, activations and other maps, and fills. The pool
+// tensors of one shape, activations and other maps, fills, and Adam's
+// addcmul, addcdiv, lerp and clamp_min composed of these. The pool
 // sees the accesses each kernel declares, so memory another stream's kernel
 // still reads is not handed out again early. Dense tensors in any order of
 // dimensions (channels-last, transposed) are read and written in place, and
@@ -22,10 +23,14 @@
 #include <ATen/native/CPUFallback.h>
 #include <ATen/ops/abs_ops.h>
 #include <ATen/ops/add_ops.h>
+#include <ATen/ops/addcdiv_ops.h>
+#include <ATen/ops/addcmul_ops.h>
+#include <ATen/ops/clamp_min_ops.h>
 #include <ATen/ops/div_ops.h>
 #include <ATen/ops/exp_ops.h>
 #include <ATen/ops/fill_ops.h>
 #include <ATen/ops/gelu_ops.h>
+#include <ATen/ops/lerp_ops.h>
 #include <ATen/ops/log_ops.h>
 #include <ATen/ops/maximum_ops.h>
 #include <ATen/ops/minimum_ops.h>
@@ -430,10 +435,129 @@ at::Tensor &div_out(const at::Tensor &a, const at::Tensor &b, at::Tensor &out) {
     return call_fallback_fn<&boxed_fallback, at::_ops::div_out>::call(a, b, out);
 }
 
+// The optimizers' pointwise ops with no kernel of their own (Adam's
+// moments and update: addcmul, addcdiv, lerp with a number weight) between
+// float32 tensors of one device, shape and strides, dense: true when ins
+// are such and out (new_like(ins[0]), one of them, or a tensor apart from
+// them all) can take the result.
+bool same_dense(std::initializer_list<const at::Tensor *> ins, const at::Tensor &out) {
+    const at::Tensor &first = **ins.begin();
+    if (!is_f32(first) || !first.is_non_overlapping_and_dense())
+        return false;
+    for (const at::Tensor *t : ins)
+        if (!is_f32(*t) || t->device() != first.device() || !t->sizes().equals(first.sizes()) ||
+            !t->strides().equals(first.strides()) || !writes_like(out, *t))
+            return false;
+    return true;
+}
+
+// out = self + value * t1 (op) t2, op MUL (addcmul) or DIV (addcdiv), in
+// the order of PyTorch's CPU kernel: (value * t1) (op) t2, then + self, each
+// rounded to float. false when the kernels do not take the case.
+bool addc(rill_binary_op op, const at::Tensor &out, const at::Tensor &self, const at::Tensor &t1,
+          const at::Tensor &t2, const at::Scalar &value) {
+    std::optional<float> v = float_alpha(value);
+    if (!v || !same_dense({&self, &t1, &t2}, out))
+        return false;
+    at::Tensor scaled = new_like(t1);
+    number(RILL_BINARY_MUL, scaled, t1, *v, false);
+    launch_binary(op, scaled, scaled, t2);
+    launch_binary(RILL_BINARY_ADD, out, self, scaled);
+    return true;
+}
+
+// out = self + weight (end - self) for a number weight, as PyTorch's CPU
+// kernel computes it: from self when |weight| < 0.5, else end + (weight -
+// 1) (end - self), which is exact at weight 1. false when the kernels do not
+// take the case.
+bool lerp_into(const at::Tensor &out, const at::Tensor &self, const at::Tensor &end,
+               const at::Scalar &weight) {
+    std::optional<float> w = float_alpha(weight);
+    if (!w || !same_dense({&self, &end}, out))
+        return false;
+    at::Tensor diff = new_like(self);
+    launch_binary(RILL_BINARY_SUB, diff, end, self);
+    bool small = std::abs(*w) < 0.5f;
+    return scaled_add(out, small ? self : end, diff, small ? *w : *w - 1.0f);
+}
+
+template <rill_binary_op Op>
+at::Tensor addc_new(const at::Tensor &self, const at::Tensor &t1, const at::Tensor &t2,
+                    const at::Scalar &value) {
+    at::Tensor out = is_f32(self) ? new_like(self) : at::Tensor();
+    if (out.defined() && addc(Op, out, self, t1, t2, value))
+        return out;
+    if (Op == RILL_BINARY_MUL)
+        return call_fallback_fn<&boxed_fallback, at::_ops::addcmul>::call(self, t1, t2, value);
+    return call_fallback_fn<&boxed_fallback, at::_ops::addcdiv>::call(self, t1, t2, value);
+}
+
+template <rill_binary_op Op>
+at::Tensor &addc_(at::Tensor &self, const at::Tensor &t1, const at::Tensor &t2,
+                  const at::Scalar &value) {
+    if (addc(Op, self, self, t1, t2, value))
+        return self;
+    if (Op == RILL_BINARY_MUL)
+        return call_fallback_fn<&boxed_fallback, at::_ops::addcmul_>::call(self, t1, t2, value);
+    return call_fallback_fn<&boxed_fallback, at::_ops::addcdiv_>::call(self, t1, t2, value);
+}
+
+template <rill_binary_op Op>
+at::Tensor &addc_out(const at::Tensor &self, const at::Tensor &t1, const at::Tensor &t2,
+                     const at::Scalar &value, at::Tensor &out) {
+    if (addc(Op, out, self, t1, t2, value))
+        return out;
+    if (Op == RILL_BINARY_MUL)
+        return call_fallback_fn<&boxed_fallback, at::_ops::addcmul_out>::call(self, t1, t2, value,
+                                                                              out);
+    return call_fallback_fn<&boxed_fallback, at::_ops::addcdiv_out>::call(self, t1, t2, value, out);
+}
+
+at::Tensor lerp(const at::Tensor &self, const at::Tensor &end, const at::Scalar &weight) {
+    at::Tensor out = is_f32(self) ? new_like(self) : at::Tensor();
+    if (out.defined() && lerp_into(out, self, end, weight))
+        return out;
+    return call_fallback_fn<&boxed_fallback, at::_ops::lerp_Scalar>::call(self, end, weight);
+}
+
+at::Tensor &lerp_(at::Tensor &self, const at::Tensor &end, const at::Scalar &weight) {
+    if (lerp_into(self, self, end, weight))
+        return self;
+    return call_fallback_fn<&boxed_fallback, at::_ops::lerp__Scalar>::call(self, end, weight);
+}
+
+at::Tensor &lerp_out(const at::Tensor &self, const at::Tensor &end, const at::Scalar &weight,
+                     at::Tensor &out) {
+    if (lerp_into(out, self, end, weight))
+        return out;
+    return call_fallback_fn<&boxed_fallback, at::_ops::lerp_Scalar_out>::call(self, end, weight,
+                                                                              out);
+}
+
 at::Tensor maximum(const at::Tensor &a, const at::Tensor &b) {
     bool done = false;
     at::Tensor out = binary_new(RILL_BINARY_MAX, a, b, &done);
     return done ? out : call_fallback_fn<&boxed_fallback, at::_ops::maximum>::call(a, b);
+}
+
+// clamp_min with a tensor bound is maximum on PyTorch's CPU device (NaN
+// from either side); _foreach_maximum_ (Adam's amsgrad) calls clamp_min_.
+at::Tensor clamp_min(const at::Tensor &a, const at::Tensor &min) {
+    bool done = false;
+    at::Tensor out = binary_new(RILL_BINARY_MAX, a, min, &done);
+    return done ? out : call_fallback_fn<&boxed_fallback, at::_ops::clamp_min_Tensor>::call(a, min);
+}
+
+at::Tensor &clamp_min_(at::Tensor &a, const at::Tensor &min) {
+    if (binary_out(RILL_BINARY_MAX, a, min, a))
+        return a;
+    return call_fallback_fn<&boxed_fallback, at::_ops::clamp_min__Tensor>::call(a, min);
+}
+
+at::Tensor &clamp_min_out(const at::Tensor &a, const at::Tensor &min, at::Tensor &out) {
+    if (binary_out(RILL_BINARY_MAX, a, min, out))
+        return out;
+    return call_fallback_fn<&boxed_fallback, at::_ops::clamp_min_Tensor_out>::call(a, min, out);
 }
 
 at::Tensor minimum(const at::Tensor &a, const at::Tensor &b) {
@@ -514,7 +638,19 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     m.impl("div.Tensor", div);
     m.impl("div_.Tensor", div_);
     m.impl("div.out", div_out);
+    m.impl("addcmul", addc_new<RILL_BINARY_MUL>);
+    m.impl("addcmul_", addc_<RILL_BINARY_MUL>);
+    m.impl("addcmul.out", addc_out<RILL_BINARY_MUL>);
+    m.impl("addcdiv", addc_new<RILL_BINARY_DIV>);
+    m.impl("addcdiv_", addc_<RILL_BINARY_DIV>);
+    m.impl("addcdiv.out", addc_out<RILL_BINARY_DIV>);
+    m.impl("lerp.Scalar", lerp);
+    m.impl("lerp_.Scalar", lerp_);
+    m.impl("lerp.Scalar_out", lerp_out);
     m.impl("maximum", maximum);
+    m.impl("clamp_min.Tensor", clamp_min);
+    m.impl("clamp_min_.Tensor", clamp_min_);
+    m.impl("clamp_min.Tensor_out", clamp_min_out);
     m.impl("minimum", minimum);
     m.impl("fill_.Scalar", fill_);
     m.impl("zero_", zero_);

@@ -2,11 +2,12 @@
 """The ops an optimizer step and autograd's gradient buffers reach, as rill
 kernels queued on the current stream (float32): add, add_, sub and sub_
 with an alpha (SGD's p.add_(g, alpha=-lr)), the out= forms of add, sub, mul
-and div (which PyTorch's _foreach_ ops call for each tensor), and zero_.
-Results equal the CPU's within 1e-5, the cases the kernels do not take
-(broadcasting with an alpha, other dtypes, overlapping operands, an out= to
-resize) give the CPU's results through the fallback, and a traced SGD step,
-with momentum and weight decay, runs no host function."""
+and div (which PyTorch's _foreach_ ops call for each tensor), Adam's
+addcmul, addcdiv and lerp, amsgrad's clamp_min, and zero_. Results equal
+the CPU's within 1e-5, the cases the kernels do not take (broadcasting with
+an alpha, other dtypes, overlapping operands, an out= to resize) give the
+CPU's results through the fallback, and traced SGD (with momentum and
+weight decay) and Adam steps run no host function."""
 
 import textwrap
 from pathlib import Path
@@ -120,6 +121,86 @@ def test_foreach_updates_are_queued():
         same(got, want)
 
 
+ADAM_OPS = {
+    "addcmul": lambda a, b, c: torch.addcmul(a, b, c, value=0.001),
+    "addcmul_ value 1": lambda a, b, c: a.addcmul_(b, c),
+    "addcmul out": lambda a, b, c: torch.addcmul(a, b, b, value=-0.3, out=c),
+    "addcdiv": lambda a, b, c: torch.addcdiv(a, b, c.abs() + 0.5, value=-0.01),
+    "addcdiv_": lambda a, b, c: a.addcdiv_(b, c.abs() + 0.5, value=2.5),
+    "addcdiv out": lambda a, b, c: torch.addcdiv(a, b, a.abs() + 0.5, out=c),
+    "lerp small weight": lambda a, b, c: torch.lerp(a, b, 0.1),
+    "lerp_ large weight": lambda a, b, c: a.lerp_(b, 0.75),
+    "lerp_ weight 1": lambda a, b, c: a.lerp_(b, 1.0),
+    "lerp negative weight out": lambda a, b, c: torch.lerp(a, b, -0.4, out=c),
+    "lerp weight past 1 out": lambda a, b, c: torch.lerp(a, b, 1.5, out=c),
+    # amsgrad's _foreach_maximum_
+    "clamp_min_": lambda a, b, c: a.clamp_min_(b),
+    "clamp_min broadcast": lambda a, b, c: torch.clamp_min(a, b[0, :1]),
+    "clamp_min out": lambda a, b, c: torch.clamp_min(a, b, out=c),
+}
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+@pytest.mark.parametrize("name", sorted(ADAM_OPS))
+def test_adams_pointwise_ops_equal_the_cpus(name, channels_last):
+    fmt = torch.channels_last if channels_last else torch.contiguous_format
+    a, b, c = (randn(2, 3, 4, 5, seed=i).contiguous(memory_format=fmt) for i in range(3))
+    got = queued(ADAM_OPS[name], a.to("rill"), b.to("rill"), c.to("rill"))
+    want = ADAM_OPS[name](a, b, c)
+    assert got.stride() == want.stride()
+    torch.testing.assert_close(got.cpu(), want, rtol=1e-6, atol=1e-6)
+
+
+def test_clamp_min_by_a_tensor_propagates_nan_from_either_side_as_the_cpu():
+    # (Which zero of 0.0 and -0.0 comes out differs on the CPU between its
+    # vectorized loop and the scalar one, so it is not compared.)
+    nan = float("nan")
+    a = torch.tensor([nan, 1.0, 2.0, -1.0, -3.0])
+    b = torch.tensor([1.0, nan, 1.0, nan, -2.0])
+    got, want = torch.clamp_min(a.to("rill"), b.to("rill")), torch.clamp_min(a, b)
+    torch.testing.assert_close(got.cpu(), want, rtol=0, atol=0, equal_nan=True)
+
+
+@pytest.mark.parametrize("case", ["broadcast", "double", "tensor weight", "overlap"])
+def test_adams_ops_the_kernels_do_not_take_are_the_cpus(case):
+    a, b = randn(4, 3), randn(4, 3, seed=1)
+    results = []
+    for dev in ("cpu", "rill"):
+        x, y = a.to(dev), b.to(dev)
+        if case == "broadcast":
+            results += [torch.addcmul(x, y[0], y, value=2.0), torch.lerp(x, y[:1], 0.3)]
+        elif case == "double":
+            results += [torch.addcdiv(x.double(), y.double(), y.double() + 3.0)]
+        elif case == "tensor weight":
+            results += [torch.lerp(x, y, torch.full_like(x, 0.3))]
+        else:
+            with pytest.raises(RuntimeError, match="memory location"):
+                x[1:].addcmul_(x[:-1], y[1:])
+            results += [x]
+    half = len(results) // 2
+    for got, want in zip(results[half:], results[:half]):
+        assert got.dtype == want.dtype
+        torch.testing.assert_close(got.cpu(), want, rtol=TOL, atol=TOL)
+
+
+@pytest.mark.parametrize("name", ["Adam", "AdamW"])
+def test_adam_steps_equal_the_cpus(name):
+    torch.manual_seed(0)
+    cpu = torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.ReLU(), torch.nn.Linear(8, 3))
+    dev = torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.ReLU(), torch.nn.Linear(8, 3))
+    dev.load_state_dict(cpu.state_dict())
+    dev.to("rill")
+    x, y = randn(10, 6), torch.arange(10) % 3
+    for model, dx, dy in ((cpu, x, y), (dev, x.to("rill"), y.to("rill"))):
+        opt = getattr(torch.optim, name)(model.parameters(), lr=0.01, weight_decay=0.01)
+        for _ in range(5):
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(model(dx), dy).backward()
+            opt.step()
+    for p, q in zip(dev.parameters(), cpu.parameters()):
+        same(p.detach(), q.detach())
+
+
 def test_zero_fills_float_tensors_and_others():
     got = randn(3, 4).to("rill")
     got.zero_()
@@ -175,8 +256,8 @@ def test_trace_shows_an_sgd_update_and_zero_grad_as_kernels(tmp_path):
 
 
 def test_trace_shows_the_out_variants_and_foreach_updates_as_kernels_only(tmp_path):
-    """Every case of OUT_OPS and the _foreach_ updates, run in one traced
-    process: none runs as a host function."""
+    """Every case of OUT_OPS, the _foreach_ updates and ADAM_OPS, run in one
+    traced process: none runs as a host function."""
     code = textwrap.dedent(f"""
         import sys
         sys.path.insert(0, {str(Path(__file__).parent)!r})
@@ -190,6 +271,9 @@ def test_trace_shows_the_out_variants_and_foreach_updates_as_kernels_only(tmp_pa
         ps = [torch.randn(3, 4, device="rill") for _ in range(3)]
         torch._foreach_mul_(ps, 0.9)
         torch._foreach_add_(ps, [p.clone() for p in ps], alpha=-0.1)
+        from test_optimizer_kernels import ADAM_OPS
+        for op in ADAM_OPS.values():
+            op(*(torch.randn(2, 3, 4, 5, device="rill") for _ in range(3)))
         torch.rill.synchronize()
     """)
     names = traced_names(tmp_path, code)
@@ -212,6 +296,27 @@ def test_trace_shows_an_sgd_step_with_momentum_as_kernels_only(tmp_path):
             y = model(x)
             (y * y).mean().backward()
             opt.step()
+        torch.rill.synchronize()
+    """)
+    names = traced_names(tmp_path, code)
+    assert not [n for n in names if n.endswith("(host function)")], sorted(names)
+
+
+def test_trace_shows_adam_and_adamw_steps_as_kernels_only(tmp_path):
+    """Adam's and AdamW's steps (their _foreach_ path: lerp_, addcmul_,
+    addcdiv_, which ran PyTorch's CPU kernels as host functions)."""
+    code = textwrap.dedent("""
+        import torch, torch_rill
+        model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(),
+                                    torch.nn.Linear(16, 4)).to("rill")
+        x = torch.randn(5, 8, device="rill")
+        for opt in (torch.optim.Adam(model.parameters(), lr=1e-3),
+                    torch.optim.AdamW(model.parameters(), lr=1e-3, amsgrad=True)):
+            for _ in range(2):
+                opt.zero_grad()
+                y = model(x)
+                (y * y).mean().backward()
+                opt.step()
         torch.rill.synchronize()
     """)
     names = traced_names(tmp_path, code)
