@@ -4,8 +4,8 @@ alternately in one run: `a + b` on 1-element and 1M-element tensors, `mm`
 1024², `relu`, `gelu` (erf and tanh forms), `sigmoid` and `exp` of 1M
 elements, softmax of 16x4x64x64 over the last dimension (an attention's
 scores), the sum of 1024x1024 over its last dimension, an MLP 784-256-256-10
-at batch 32 (inference, and one SGD step), an MLP 64-128-128-10 at batch 8
-whose inference rill replays from a torch.accelerator.Graph (against
+at batch 32 (inference, one SGD step, one Adam step), an MLP 64-128-128-10
+at batch 8 whose inference rill replays from a torch.accelerator.Graph (against
 PyTorch's eager `cpu` forward), conv2d of 8x128x56x56 by 128 3x3 filters
 (padding 1), the backward of conv2d of 8x64x56x56 by 64 3x3 filters (padding
 1; the input, weight and bias gradients), ResNet-18 at batch 8 (224x224,
@@ -65,11 +65,11 @@ def mlp():
                          nn.Linear(256, 10))
 
 
-def model_cases(device):
+def model_cases(device, optimizer=torch.optim.SGD):
     model = mlp().to(device)
     x = torch.randn(32, 784, device=device)
     y = torch.randint(0, 10, (32,), device=device)
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    opt = optimizer(model.parameters(), lr=0.01)
 
     def infer():
         with torch.no_grad():
@@ -305,6 +305,8 @@ def main():
     pair("sum 1024x1024 over the last dim", sum_rows_case, 100)
     pair("MLP 784-256-256-10, batch 32, inference", lambda dev: model_cases(dev)[0], 200)
     pair("MLP 784-256-256-10, batch 32, SGD step", lambda dev: model_cases(dev)[1], 100)
+    pair("MLP 784-256-256-10, batch 32, Adam step",
+         lambda dev: model_cases(dev, torch.optim.Adam)[1], 100)
     pair("MLP 64-128-128-10, batch 8, graph replay", small_mlp_case, 2000)
 
     def conv_case(dev):
