@@ -280,43 +280,32 @@ def test_trace_shows_the_out_variants_and_foreach_updates_as_kernels_only(tmp_pa
     assert not [n for n in names if n.endswith("(host function)")], sorted(names)
 
 
-def test_trace_shows_an_sgd_step_with_momentum_as_kernels_only(tmp_path):
-    """SGD with momentum and weight decay (PyTorch's _foreach_ path, as for
-    CUDA) on a channels-last convolution and a linear layer: no op of the
-    step runs as a host function, as _foreach_mul_'s mul.out did."""
-    code = textwrap.dedent("""
+OPTIMIZERS = {
+    "SGD momentum": "torch.optim.SGD(params, lr=0.1, momentum=0.9, weight_decay=1e-4)",
+    "Adam": "torch.optim.Adam(params, lr=1e-3)",
+    "AdamW amsgrad": "torch.optim.AdamW(params, lr=1e-3, amsgrad=True)",
+}
+
+
+@pytest.mark.parametrize("name", sorted(OPTIMIZERS))
+def test_trace_shows_optimizer_steps_as_kernels_only(tmp_path, name):
+    """Steps of SGD with momentum and weight decay, Adam and AdamW (their
+    _foreach_ path, as for CUDA) on a channels-last convolution and a linear
+    layer: no op of the step runs as a host function, as _foreach_mul_'s
+    mul.out, lerp_, addcmul_, addcdiv_ and clamp_min_ did."""
+    code = textwrap.dedent(f"""
         import torch, torch_rill
         cl = torch.channels_last
         model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.Flatten(),
                                     torch.nn.Linear(64, 3)).to("rill", memory_format=cl)
-        opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
+        params = model.parameters()
+        opt = {OPTIMIZERS[name]}
         x = torch.randn(2, 3, 6, 6, device="rill").contiguous(memory_format=cl)
         for _ in range(3):
             opt.zero_grad()
             y = model(x)
             (y * y).mean().backward()
             opt.step()
-        torch.rill.synchronize()
-    """)
-    names = traced_names(tmp_path, code)
-    assert not [n for n in names if n.endswith("(host function)")], sorted(names)
-
-
-def test_trace_shows_adam_and_adamw_steps_as_kernels_only(tmp_path):
-    """Adam's and AdamW's steps (their _foreach_ path: lerp_, addcmul_,
-    addcdiv_, which ran PyTorch's CPU kernels as host functions)."""
-    code = textwrap.dedent("""
-        import torch, torch_rill
-        model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(),
-                                    torch.nn.Linear(16, 4)).to("rill")
-        x = torch.randn(5, 8, device="rill")
-        for opt in (torch.optim.Adam(model.parameters(), lr=1e-3),
-                    torch.optim.AdamW(model.parameters(), lr=1e-3, amsgrad=True)):
-            for _ in range(2):
-                opt.zero_grad()
-                y = model(x)
-                (y * y).mean().backward()
-                opt.step()
         torch.rill.synchronize()
     """)
     names = traced_names(tmp_path, code)
