@@ -306,16 +306,14 @@ bool binary_out(rill_binary_op op, const at::Tensor &a, const at::Tensor &b,
     return binary(op, out, a, b);
 }
 
-// The float a kernel scales by for alpha (PyTorch's CPU kernel rounds alpha
-// to the tensors' float too); nullopt for a complex or boolean alpha, or
-// one past float's range.
+// The float a kernel on float32 tensors scales by for alpha, as PyTorch's
+// CPU kernel converts it: nullopt for a complex or boolean alpha (the
+// fallback says what is wrong); a finite alpha past float's range raises
+// PyTorch's own error here, before anything is queued, as on the CPU.
 std::optional<float> float_alpha(const at::Scalar &alpha) {
     if (alpha.isComplex() || alpha.isBoolean())
         return std::nullopt;
-    double v = alpha.toDouble();
-    if (std::isfinite(v) && std::abs(v) > std::numeric_limits<float>::max())
-        return std::nullopt;
-    return static_cast<float>(v);
+    return alpha.to<float>();
 }
 
 // out = a + alpha b (the optimizers' p.add_(g, alpha=-lr)) for dense
@@ -342,9 +340,11 @@ at::Tensor add_new(const at::Tensor &a, const at::Tensor &b, const at::Scalar &a
         at::Tensor out = binary_new(sign > 0 ? RILL_BINARY_ADD : RILL_BINARY_SUB, a, b, &done);
         return done ? out : at::Tensor();
     }
+    if (!is_f32(a) || !is_f32(b))
+        return {};
     std::optional<float> f = float_alpha(alpha);
-    if (!f || !is_f32(a) || !is_f32(b) || !a.sizes().equals(b.sizes()) ||
-        !a.strides().equals(b.strides()) || !a.is_non_overlapping_and_dense())
+    if (!f || !a.sizes().equals(b.sizes()) || !a.strides().equals(b.strides()) ||
+        !a.is_non_overlapping_and_dense())
         return {};
     at::Tensor out = new_like(a);
     return scaled_add(out, a, b, sign * *f) ? out : at::Tensor();
@@ -355,6 +355,8 @@ bool add_into(const at::Tensor &out, const at::Tensor &a, const at::Tensor &b,
               const at::Scalar &alpha, float sign) {
     if (is_one(alpha))
         return binary_out(sign > 0 ? RILL_BINARY_ADD : RILL_BINARY_SUB, a, b, out);
+    if (!is_f32(a) || !is_f32(b) || !is_f32(out))
+        return false;
     std::optional<float> f = float_alpha(alpha);
     return f && scaled_add(out, a, b, sign * *f);
 }
@@ -456,6 +458,8 @@ bool same_dense(std::initializer_list<const at::Tensor *> ins, const at::Tensor 
 // rounded to float. false when the kernels do not take the case.
 bool addc(rill_binary_op op, const at::Tensor &out, const at::Tensor &self, const at::Tensor &t1,
           const at::Tensor &t2, const at::Scalar &value) {
+    if (!is_f32(self) || !is_f32(t1) || !is_f32(t2))
+        return false;
     std::optional<float> v = float_alpha(value);
     if (!v || !same_dense({&self, &t1, &t2}, out))
         return false;
@@ -472,6 +476,8 @@ bool addc(rill_binary_op op, const at::Tensor &out, const at::Tensor &self, cons
 // take the case.
 bool lerp_into(const at::Tensor &out, const at::Tensor &self, const at::Tensor &end,
                const at::Scalar &weight) {
+    if (!is_f32(self) || !is_f32(end))
+        return false;
     std::optional<float> w = float_alpha(weight);
     if (!w || !same_dense({&self, &end}, out))
         return false;

@@ -185,6 +185,20 @@ def test_zero_fills_float_tensors_and_others():
     torch.testing.assert_close(strided.cpu(), want)
 
 
+@pytest.mark.parametrize("op", [
+    lambda x: torch.add(x, x, alpha=1e300),
+    lambda x: x.sub_(x.clone().t(), alpha=-3.5e38),
+    lambda x: torch.addcmul(x, x, x, value=1e300),
+    lambda x: x.lerp_(x[0].clone(), 1e39),
+], ids=["add", "sub_ transposed", "addcmul", "lerp_ broadcast"])
+def test_a_number_past_floats_range_raises_at_the_call_as_on_the_cpu(op):
+    """PyTorch's own error, at the call: not a failed stream later."""
+    for x in (randn(3, 3), randn(3, 3).to("rill")):
+        with pytest.raises(RuntimeError, match="cannot be converted to type float without overflow"):
+            op(x)
+    torch.rill.synchronize()
+
+
 STEPPERS = {
     "SGD momentum": lambda params: torch.optim.SGD(params, lr=0.1, momentum=0.9),
     "Adam": lambda params: torch.optim.Adam(params, lr=0.01, weight_decay=0.01),
