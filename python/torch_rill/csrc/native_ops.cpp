@@ -26,6 +26,7 @@
 #include <ATen/ops/addcdiv_ops.h>
 #include <ATen/ops/addcmul_ops.h>
 #include <ATen/ops/clamp_min_ops.h>
+#include <ATen/ops/clamp_ops.h>
 #include <ATen/ops/div_ops.h>
 #include <ATen/ops/exp_ops.h>
 #include <ATen/ops/fill_ops.h>
@@ -619,6 +620,66 @@ template <rill_map_op Op, typename Aten> at::Tensor &unary_(at::Tensor &a) {
     return call_fallback_fn<&boxed_fallback, Aten>::call(a);
 }
 
+// A clamp bound as the float the CPU kernel compares with, absent when
+// there is none (-inf for a lower bound, inf for an upper one: no bound);
+// nullopt (no kernel) for a complex, boolean or NaN bound.
+std::optional<float> clamp_bound(const std::optional<at::Scalar> &bound, float absent) {
+    if (!bound)
+        return absent;
+    std::optional<float> f = float_alpha(*bound);
+    return f && !std::isnan(*f) ? f : std::nullopt;
+}
+
+// out = min(max(a, lo), hi) for number bounds (either may be absent, not
+// both), as PyTorch's CPU kernel computes it: NaN stays NaN, a lo above hi
+// gives hi. out is a (in place), a tensor apart from it (out=) or
+// undefined (a new result, returned); undefined when the kernels do not
+// take the case.
+at::Tensor clamp_into(const at::Tensor &out, const at::Tensor &a,
+                      const std::optional<at::Scalar> &lo, const std::optional<at::Scalar> &hi) {
+    const float inf = std::numeric_limits<float>::infinity();
+    if (!is_f32(a) || (!lo && !hi))
+        return {};
+    std::optional<float> l = clamp_bound(lo, -inf), h = clamp_bound(hi, inf);
+    if (!l || !h)
+        return {};
+    bool dense = a.is_non_overlapping_and_dense();
+    at::Tensor result = out;
+    if (!out.defined())
+        result = dense ? new_like(a) : dense_values(a);
+    else if (!dense || !writes_like(out, a))
+        return {};
+    at::Tensor from = !out.defined() && !dense ? result : a;
+    if (*l != -inf || *h == inf) { // one map at least
+        map(RILL_MAP_MAX, result, from, *l);
+        from = result;
+    }
+    if (*h != inf)
+        map(RILL_MAP_MIN, result, from, *h);
+    return result;
+}
+
+at::Tensor clamp(const at::Tensor &a, const std::optional<at::Scalar> &lo,
+                 const std::optional<at::Scalar> &hi) {
+    at::Tensor out = clamp_into(at::Tensor(), a, lo, hi);
+    return out.defined() ? out
+                         : call_fallback_fn<&boxed_fallback, at::_ops::clamp>::call(a, lo, hi);
+}
+
+at::Tensor &clamp_(at::Tensor &a, const std::optional<at::Scalar> &lo,
+                   const std::optional<at::Scalar> &hi) {
+    if (clamp_into(a, a, lo, hi).defined())
+        return a;
+    return call_fallback_fn<&boxed_fallback, at::_ops::clamp_>::call(a, lo, hi);
+}
+
+at::Tensor &clamp_out(const at::Tensor &a, const std::optional<at::Scalar> &lo,
+                      const std::optional<at::Scalar> &hi, at::Tensor &out) {
+    if (clamp_into(out, a, lo, hi).defined())
+        return out;
+    return call_fallback_fn<&boxed_fallback, at::_ops::clamp_out>::call(a, lo, hi, out);
+}
+
 at::Tensor gelu(const at::Tensor &a, c10::string_view approximate) {
     bool tanh = approximate == "tanh";
     if (!is_f32(a) || !(tanh || approximate == "none"))
@@ -654,6 +715,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     m.impl("lerp_.Scalar", lerp_);
     m.impl("lerp.Scalar_out", lerp_out);
     m.impl("maximum", maximum);
+    m.impl("clamp", clamp);
+    m.impl("clamp_", clamp_);
+    m.impl("clamp.out", clamp_out);
     m.impl("clamp_min.Tensor", clamp_min);
     m.impl("clamp_min_.Tensor", clamp_min_);
     m.impl("clamp_min.Tensor_out", clamp_min_out);

@@ -1,18 +1,24 @@
 // SPDX-License-Identifier: MIT
 // Reductions and softmax as rill kernels queued on the current stream: sum
 // and mean over one dimension, several adjacent ones or all of them
-// (keepdim either way), _softmax and _log_softmax along any dimension.
+// (keepdim either way), vector norms over the same, _softmax and
+// _log_softmax along any dimension.
 // rill's ops read a contiguous [outer, dim, inner]; a strided input is made
 // contiguous first by rill's strided copy on the same stream. Other cases
 // (other dtypes, dimensions that are not adjacent, empty tensors,
 // half_to_float) go to the fallback.
 #include <algorithm>
+#include <cmath>
 
 #include <ATen/native/CPUFallback.h>
 #include <ATen/ops/_log_softmax_ops.h>
 #include <ATen/ops/_softmax_ops.h>
+#include <ATen/ops/abs.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/linalg_vector_norm_ops.h>
 #include <ATen/ops/mean_ops.h>
+#include <ATen/ops/mul.h>
+#include <ATen/ops/sqrt.h>
 #include <ATen/ops/sum_ops.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
@@ -120,6 +126,38 @@ at::Tensor mean_dim(const at::Tensor &a, at::OptionalIntArrayRef dims, bool keep
     return call_fallback_fn<&boxed_fallback, at::_ops::mean_dim>::call(a, dims, keepdim, dtype);
 }
 
+// linalg_vector_norm of order 2, 1, inf or -inf (gradient clipping's
+// _foreach_norm) over dims as sum and mean take them: the sum of squares,
+// or of magnitudes, or their largest or smallest, of float32 values (a
+// square past float's range is inf, as on PyTorch's CPU device), then a
+// square root; undefined when the kernels do not take the case.
+at::Tensor norm_new(const at::Tensor &a, const at::Scalar &ord, at::OptionalIntArrayRef dims,
+                    bool keepdim, std::optional<c10::ScalarType> dtype) {
+    if (!is_f32(a) || (dtype && *dtype != at::kFloat) || a.numel() == 0 || ord.isComplex() ||
+        ord.isBoolean())
+        return {};
+    double p = ord.toDouble();
+    if (p == 2.0) {
+        at::Tensor sum = reduce(RILL_REDUCE_DIM_SUM, at::mul(a, a), dims, keepdim, std::nullopt);
+        return sum.defined() ? at::sqrt(sum) : sum;
+    }
+    if (p == 1.0)
+        return reduce(RILL_REDUCE_DIM_SUM, at::abs(a), dims, keepdim, std::nullopt);
+    if (std::isinf(p))
+        return reduce(p > 0 ? RILL_REDUCE_DIM_MAX : RILL_REDUCE_DIM_MIN, at::abs(a), dims, keepdim,
+                      std::nullopt);
+    return {};
+}
+
+at::Tensor vector_norm(const at::Tensor &a, const at::Scalar &ord, at::OptionalIntArrayRef dims,
+                       bool keepdim, std::optional<c10::ScalarType> dtype) {
+    at::Tensor out = norm_new(a, ord, dims, keepdim, dtype);
+    if (out.defined())
+        return out;
+    return call_fallback_fn<&boxed_fallback, at::_ops::linalg_vector_norm>::call(a, ord, dims,
+                                                                                 keepdim, dtype);
+}
+
 // softmax or log_softmax of a along dim into a new tensor; undefined when
 // the kernel does not take the case.
 at::Tensor softmax_new(bool log, const at::Tensor &a, int64_t dim, bool half_to_float) {
@@ -161,6 +199,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     m.impl("sum.dim_IntList", sum_dim);
     m.impl("sum", sum);
     m.impl("mean.dim", mean_dim);
+    m.impl("linalg_vector_norm", vector_norm);
     m.impl("_softmax", softmax);
     m.impl("_log_softmax", log_softmax);
 }

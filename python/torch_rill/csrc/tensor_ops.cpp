@@ -7,17 +7,21 @@
 // as are non_blocking copies to and from pinned host memory; others run
 // PyTorch's CPU copy on host views, or, for a device the host cannot read,
 // on copies in host memory. Conjugate and negative views are copied by
-// their physical values, then resolved in the destination.
+// their physical values, then resolved in the destination. cat (so stack)
+// of rill tensors of one device and dtype is one such copy per input, into
+// its slice of the result.
 #include <algorithm>
 #include <utility>
 #include <vector>
 
 #include <ATen/EmptyTensor.h>
+#include <ATen/native/CPUFallback.h>
 #include <ATen/native/Resize.h>
 #include <ATen/native/TensorFactories.h>
 #include <ATen/ops/_local_scalar_dense_native.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_cpu_dispatch.h>
+#include <ATen/ops/cat_ops.h>
 #include <ATen/ops/copy_native.h>
 #include <ATen/ops/set_cpu_dispatch.h>
 #include <ATen/ops/set_native.h>
@@ -29,6 +33,7 @@
 #include <torch/library.h>
 
 #include "capture.h"
+#include "fallback.h"
 #include "host_view.h"
 #include "pinned.h"
 #include "runtime.h"
@@ -401,9 +406,55 @@ void record_stream(at::Tensor &self, c10::Stream stream) {
         TORCH_RILL_CHECK(rill_record_stream(self.storage().mutable_data(), unwrap(stream)));
 }
 
+// cat of tensors of one rill device and dtype, of one number of dimensions
+// and the same sizes but along dim, as copies into slices of the result,
+// laid out as PyTorch's CPU kernel lays it out (the inputs' memory format
+// when they share one, else contiguous); undefined for other cases
+// (PyTorch's legacy 1-D empty inputs, type promotion, its errors).
+at::Tensor cat_new(const at::ITensorListRef &list, int64_t dim) {
+    std::vector<at::Tensor> ts(list.begin(), list.end());
+    if (ts.empty() || !is_rill(ts[0]) || ts[0].dim() == 0)
+        return {};
+    const at::Tensor &first = ts[0];
+    int64_t nd = first.dim();
+    if (dim < -nd || dim >= nd)
+        return {};
+    dim = dim < 0 ? dim + nd : dim;
+    c10::MemoryFormat format = first.suggest_memory_format();
+    std::vector<int64_t> shape(first.sizes().begin(), first.sizes().end());
+    shape[static_cast<size_t>(dim)] = 0;
+    for (const at::Tensor &t : ts) {
+        if (!is_rill(t) || t.device() != first.device() || t.scalar_type() != first.scalar_type() ||
+            t.dim() != nd)
+            return {};
+        for (int64_t d = 0; d < nd; d++)
+            if (d != dim && t.size(d) != first.size(d))
+                return {};
+        shape[static_cast<size_t>(dim)] += t.size(dim);
+        if (t.suggest_memory_format() != format)
+            format = c10::MemoryFormat::Contiguous;
+    }
+    at::Tensor out = at::empty(shape, first.options().memory_format(format));
+    int64_t offset = 0;
+    for (const at::Tensor &t : ts) {
+        if (t.size(dim) > 0)
+            out.narrow(dim, offset, t.size(dim)).copy_(t);
+        offset += t.size(dim);
+    }
+    return out;
+}
+
+at::Tensor cat(const at::ITensorListRef &tensors, int64_t dim) {
+    at::Tensor out = cat_new(tensors, dim);
+    return out.defined()
+               ? out
+               : at::native::call_fallback_fn<&boxed_fallback, at::_ops::cat>::call(tensors, dim);
+}
+
 } // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+    m.impl("cat", cat);
     m.impl("record_stream", record_stream);
     m.impl("empty.memory_format", empty_memory_format);
     m.impl("empty_strided", empty_strided);

@@ -3,11 +3,12 @@
 kernels queued on the current stream (float32): add, add_, sub and sub_
 with an alpha (SGD's p.add_(g, alpha=-lr)), the out= forms of add, sub, mul
 and div (which PyTorch's _foreach_ ops call for each tensor), Adam's
-addcmul, addcdiv and lerp, amsgrad's clamp_min, and zero_. Results equal
-the CPU's within 1e-5, the cases the kernels do not take (broadcasting with
-an alpha, other dtypes, overlapping operands, an out= to resize) give the
-CPU's results through the fallback, and traced SGD (with momentum and
-weight decay) and Adam steps run no host function."""
+addcmul, addcdiv and lerp, amsgrad's clamp_min, gradient clipping's vector
+norms, cat (stack) and clamp, and zero_. Results equal the CPU's within
+1e-5, the cases the kernels do not take (broadcasting with an alpha, other
+dtypes, overlapping operands, an out= to resize) give the CPU's results
+through the fallback, and traced SGD (with momentum and weight decay) and
+Adam steps, with gradient clipping, run no host function."""
 
 import textwrap
 from pathlib import Path
@@ -199,6 +200,75 @@ def test_a_number_past_floats_range_raises_at_the_call_as_on_the_cpu(op):
     torch.rill.synchronize()
 
 
+@pytest.mark.parametrize("keepdim", [False, True])
+@pytest.mark.parametrize("dim", [None, 0, -1, (1, 2), (0, 1, 2)])
+@pytest.mark.parametrize("ord", [2, 1, float("inf"), -float("inf"), 3])
+def test_vector_norms_equal_the_cpus(ord, dim, keepdim):
+    x = randn(4, 5, 6)
+    x[0, 0, 0] = -7.5
+    for t in (x, x.transpose(0, 2)):
+        got = torch.linalg.vector_norm(t.to("rill"), ord, dim, keepdim)
+        want = torch.linalg.vector_norm(t, ord, dim, keepdim)
+        assert got.shape == want.shape
+        torch.testing.assert_close(got.cpu(), want, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("bounds", [(None, 1.0), (-0.5, None), (-1, 1), (0.3, -0.2), (2, 2),
+                                    (-float("inf"), None), (None, float("nan"))])
+def test_clamp_by_numbers_equals_the_cpus(bounds):
+    x = torch.tensor([float("nan"), -3.0, -0.1, 0.0, 0.5, 4.0, float("inf")])
+    lo, hi = bounds
+    want = torch.clamp(x, lo, hi)
+    for got in (torch.clamp(x.to("rill"), lo, hi), x.to("rill").clamp_(lo, hi),
+                torch.clamp(x.to("rill"), lo, hi, out=torch.empty(7, device="rill")),
+                torch.clamp(x.to("rill").expand(3, 7), lo, hi)[1]):
+        torch.testing.assert_close(got.cpu(), want, rtol=0, atol=0, equal_nan=True)
+    with pytest.raises(RuntimeError, match="At least one of 'min' or 'max' must not be None"):
+        torch.clamp(x.to("rill"))
+
+
+@pytest.mark.parametrize("case", ["rows", "columns", "empty among them", "channels-last",
+                                  "transposed", "stack of numbers", "ints"])
+def test_cat_equals_the_cpus_values_and_layout(case):
+    cl = torch.channels_last
+    ts, dim = {
+        "rows": ([randn(2, 3), randn(4, 3, seed=1)], 0),
+        "columns": ([randn(2, 3), randn(2, 5, seed=1)], -1),
+        "empty among them": ([randn(3), randn(0), randn(2, seed=1)], 0),
+        "channels-last": ([randn(2, 3, 4, 5).contiguous(memory_format=cl),
+                           randn(2, 2, 4, 5, seed=1).contiguous(memory_format=cl)], 1),
+        "transposed": ([randn(3, 4).t(), randn(5, 4, seed=1).t()], 1),
+        "stack of numbers": ([torch.tensor(1.5), torch.tensor(-2.0)], None),
+        "ints": ([torch.arange(6).reshape(2, 3), torch.arange(3).reshape(1, 3)], 0),
+    }[case]
+    if dim is None:
+        want, got = torch.stack(ts), torch.stack([t.to("rill") for t in ts])
+    else:
+        want, got = torch.cat(ts, dim), torch.cat([t.to("rill") for t in ts], dim)
+    assert got.stride() == want.stride() and got.dtype == want.dtype
+    assert torch.equal(got.cpu(), want)
+
+
+@pytest.mark.parametrize("case", ["mixed dtypes", "sizes differ", "legacy empty", "0-dim"])
+def test_cat_the_copies_do_not_take_is_the_cpus(case):
+    ts = {
+        "mixed dtypes": [randn(2), torch.arange(2)],
+        "sizes differ": [randn(2, 3), randn(3, 3)],
+        "legacy empty": [randn(2, 3), torch.empty(0)],
+        "0-dim": [torch.tensor(1.0), torch.tensor(2.0)],
+    }[case]
+    outcomes = []
+    for dev in ("cpu", "rill"):
+        try:
+            outcomes.append(torch.cat([t.to(dev) for t in ts], 1 if case == "sizes differ" else 0))
+        except RuntimeError as e:
+            outcomes.append(str(e).split("\n")[0])
+    if isinstance(outcomes[0], str):
+        assert outcomes[1] == outcomes[0]
+    else:
+        assert torch.equal(outcomes[1].cpu(), outcomes[0]) and outcomes[1].dtype == outcomes[0].dtype
+
+
 STEPPERS = {
     "SGD momentum": lambda params: torch.optim.SGD(params, lr=0.1, momentum=0.9),
     "Adam": lambda params: torch.optim.Adam(params, lr=0.01, weight_decay=0.01),
@@ -219,6 +289,7 @@ def test_optimizer_steps_equal_the_cpus(name):
         for _ in range(4):
             opt.zero_grad(set_to_none=False)
             torch.nn.functional.cross_entropy(model(dx), dy).backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
             opt.step()
     for p, q in zip(dev.parameters(), cpu.parameters()):
         same(p.detach(), q.detach())
@@ -281,9 +352,10 @@ OPTIMIZERS = {
 @pytest.mark.parametrize("name", sorted(OPTIMIZERS))
 def test_trace_shows_optimizer_steps_as_kernels_only(tmp_path, name):
     """Steps of SGD with momentum and weight decay, Adam and AdamW (their
-    _foreach_ path, as for CUDA) on a channels-last convolution and a linear
-    layer: no op of the step runs as a host function, as _foreach_mul_'s
-    mul.out, lerp_, addcmul_, addcdiv_ and clamp_min_ did."""
+    _foreach_ path, as for CUDA) with gradient clipping, on a channels-last
+    convolution and a linear layer: no op of the step runs as a host
+    function, as _foreach_mul_'s mul.out, lerp_, addcmul_, addcdiv_,
+    clamp_min_, linalg_vector_norm, cat and clamp did."""
     code = textwrap.dedent(f"""
         import torch, torch_rill
         cl = torch.channels_last
@@ -296,6 +368,7 @@ def test_trace_shows_optimizer_steps_as_kernels_only(tmp_path, name):
             opt.zero_grad()
             y = model(x)
             (y * y).mean().backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step()
         torch.rill.synchronize()
     """)
