@@ -112,18 +112,21 @@ at::Tensor new_like(const at::Tensor &a) {
     return a.is_contiguous() ? at::empty(a.sizes(), a.options()) : at::empty_like(a);
 }
 
-// a's values in a new tensor laid out as PyTorch's CPU kernels lay out the
-// result of a one-operand element-wise op on a (a sliced or expanded a, a
-// gradient of a sum), copied by rill's strided copy: a map kernel then
-// computes its result in place of it.
-at::Tensor dense_values(const at::Tensor &a) {
-    at::Tensor out = at::TensorIteratorConfig()
-                         .add_owned_output(at::Tensor())
-                         .add_const_input(a)
-                         .build()
-                         .output();
+// A new tensor for the result of a one-operand element-wise kernel on a,
+// laid out as PyTorch's CPU kernels lay it out, and the dense tensor the
+// kernel reads as one span: a itself, or, when a has gaps or repeats (a
+// slice, a sum's gradient), the result holding a's values (rill's strided
+// copy), which the kernel then computes in place.
+struct MapTarget {
+    at::Tensor out, from;
+};
+
+MapTarget map_target(const at::Tensor &a) {
+    if (a.is_non_overlapping_and_dense())
+        return {new_like(a), a};
+    at::Tensor out = binary_output(a, a);
     out.copy_(a);
-    return out;
+    return {out, out};
 }
 
 bool has_negative_stride(const at::Tensor &t) {
@@ -255,15 +258,11 @@ bool number(rill_binary_op op, const at::Tensor &out, const at::Tensor &a, float
 // t (op) value, or value (op) t when value_first, into a new tensor:
 // undefined for the ops number() does not cover.
 at::Tensor number_new(rill_binary_op op, const at::Tensor &t, float value, bool value_first) {
-    if (t.is_non_overlapping_and_dense()) {
-        at::Tensor out = new_like(t);
-        return number(op, out, t, value, value_first) ? out : at::Tensor();
-    }
     if (!number_covers(op))
         return {};
-    at::Tensor out = dense_values(t);
-    number(op, out, out, value, value_first);
-    return out;
+    MapTarget m = map_target(t);
+    number(op, m.out, m.from, value, value_first);
+    return m.out;
 }
 
 at::Tensor binary_new(rill_binary_op op, const at::Tensor &a, const at::Tensor &b, bool *done) {
@@ -608,10 +607,9 @@ bool map(rill_map_op op, const at::Tensor &out, const at::Tensor &a, float alpha
 template <rill_map_op Op, typename Aten> at::Tensor unary(const at::Tensor &a) {
     if (!is_f32(a))
         return call_fallback_fn<&boxed_fallback, Aten>::call(a);
-    bool dense = a.is_non_overlapping_and_dense();
-    at::Tensor out = dense ? new_like(a) : dense_values(a);
-    map(Op, out, dense ? a : out, 1.0f);
-    return out;
+    MapTarget m = map_target(a);
+    map(Op, m.out, m.from, 1.0f);
+    return m.out;
 }
 
 template <rill_map_op Op, typename Aten> at::Tensor &unary_(at::Tensor &a) {
@@ -643,13 +641,12 @@ at::Tensor clamp_into(const at::Tensor &out, const at::Tensor &a,
     std::optional<float> l = clamp_bound(lo, -inf), h = clamp_bound(hi, inf);
     if (!l || !h)
         return {};
-    bool dense = a.is_non_overlapping_and_dense();
-    at::Tensor result = out;
+    MapTarget m{out, a};
     if (!out.defined())
-        result = dense ? new_like(a) : dense_values(a);
-    else if (!dense || !writes_like(out, a))
+        m = map_target(a);
+    else if (!a.is_non_overlapping_and_dense() || !writes_like(out, a))
         return {};
-    at::Tensor from = !out.defined() && !dense ? result : a;
+    at::Tensor result = m.out, from = m.from;
     if (*l != -inf || *h == inf) { // one map at least
         map(RILL_MAP_MAX, result, from, *l);
         from = result;
@@ -684,10 +681,9 @@ at::Tensor gelu(const at::Tensor &a, c10::string_view approximate) {
     bool tanh = approximate == "tanh";
     if (!is_f32(a) || !(tanh || approximate == "none"))
         return call_fallback_fn<&boxed_fallback, at::_ops::gelu>::call(a, approximate);
-    bool dense = a.is_non_overlapping_and_dense();
-    at::Tensor out = dense ? new_like(a) : dense_values(a);
-    map(tanh ? RILL_MAP_GELU_TANH : RILL_MAP_GELU, out, dense ? a : out, 1.0f);
-    return out;
+    MapTarget m = map_target(a);
+    map(tanh ? RILL_MAP_GELU_TANH : RILL_MAP_GELU, m.out, m.from, 1.0f);
+    return m.out;
 }
 
 } // namespace
