@@ -623,6 +623,11 @@ rill_status rill_op_mul_f32(rill_stream *s, float *out, const float *a, const fl
 rill_status rill_op_add_scalar_f32(rill_stream *s, float *out, const float *a, float value,
                                    size_t n);
 rill_status rill_op_sum_f32(rill_stream *s, float *out, const float *a, size_t n); /* out[0] */
+/* out[i] = a[i] + value for n int64s, wrapping modulo 2^64 as PyTorch's
+ * integer add does (a counter such as batch norm's num_batches_tracked);
+ * out may equal a, or else overlap it nowhere. */
+rill_status rill_op_add_scalar_i64(rill_stream *s, int64_t *out, const int64_t *a, int64_t value,
+                                   size_t n);
 rill_status rill_op_matmul_f32(rill_stream *s, float *c, const float *a, const float *b,
                                size_t m, size_t k, size_t n);   /* c[m,n] = a[m,k] b[k,n] */
 /* rill_op_matmul_f32 with either operand stored transposed, as flags
@@ -1117,6 +1122,47 @@ rill_status rill_op_embedding_f32(rill_stream *s, float *out, const float *weigh
 rill_status rill_op_embedding_backward_f32(rill_stream *s, float *grad_weight, const float *grad,
                                            const void *indices, size_t index_bytes, size_t n,
                                            size_t rows, size_t dim, int64_t padding_idx);
+
+typedef enum rill_loss_reduction {
+    RILL_LOSS_NONE, /* one loss per row */
+    RILL_LOSS_SUM,  /* the rows' losses added */
+    RILL_LOSS_MEAN  /* their sum divided by the total weight */
+} rill_loss_reduction;
+/* The negative log likelihood loss, as torch's nll_loss: input [n,
+ * classes] contiguous floats (log-probabilities), targets n integers of
+ * index_bytes each (4: int32_t, 8: int64_t), weight NULL or classes
+ * floats. Row i's loss is 0 where targets[i] == ignore_index, else
+ * -input[i, t] * w[t], t = targets[i] and w[t] = weight[t] or 1. With
+ * RILL_LOSS_NONE out receives the n losses; with SUM and MEAN out[0]
+ * receives their sum, added as torch's CPU kernel adds it (into partial
+ * sums of 16, 256, ... rows, then those added from the smallest up: the
+ * same bits as torch), which MEAN divides by the total weight: the sum of
+ * w[t] over the rows not ignored (their count without a weight), so NaN
+ * when every row is ignored. total_weight, when not NULL, receives that
+ * total (0 with RILL_LOSS_NONE, as torch's). A target other than
+ * ignore_index below 0 or at least classes fails the launch as
+ * rill_op_embedding_f32's indices do (the sentence names the target and
+ * its position; a CUDA device traps), out then undefined. out and
+ * total_weight overlap each other and what the op reads nowhere. n or
+ * classes 0, index_bytes neither 4 nor 8, or an unknown reduction is
+ * RILL_ERROR_INVALID_ARGUMENT. */
+rill_status rill_op_nll_loss_f32(rill_stream *s, rill_loss_reduction reduction, float *out,
+                                 float *total_weight, const float *input, const void *targets,
+                                 size_t index_bytes, const float *weight, size_t n, size_t classes,
+                                 int64_t ignore_index);
+/* The backward of rill_op_nll_loss_f32 for its input, as torch's
+ * nll_loss_backward: grad_input [n, classes] is overwritten with 0 but at
+ * (i, t = targets[i]) for the rows not ignored, where it is -w[t] *
+ * grad_out[i] with RILL_LOSS_NONE (grad_out n floats), else w[t] * -g, g =
+ * grad_out[0], divided first by total_weight[0] with RILL_LOSS_MEAN (the
+ * forward's total; otherwise total_weight may be NULL). Targets are
+ * checked as the forward checks them, grad_input then undefined.
+ * grad_input overlaps what the op reads nowhere. */
+rill_status rill_op_nll_loss_backward_f32(rill_stream *s, rill_loss_reduction reduction,
+                                          float *grad_input, const float *grad_out,
+                                          const float *total_weight, const void *targets,
+                                          size_t index_bytes, const float *weight, size_t n,
+                                          size_t classes, int64_t ignore_index);
 
 /* ---------------------------------------------------------------- memory */
 

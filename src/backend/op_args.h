@@ -58,6 +58,9 @@ typedef enum rill__op {
     RILL__OP_MATMUL_BATCHED_F32,
     RILL__OP_LAYER_NORM_F32,
     RILL__OP_LAYER_NORM_BACKWARD_F32,
+    RILL__OP_NLL_LOSS_F32,
+    RILL__OP_NLL_LOSS_BACKWARD_F32,
+    RILL__OP_ADD_SCALAR_I64,
     RILL__OP_COUNT
 } rill__op;
 
@@ -103,6 +106,14 @@ typedef struct rill__op_add_scalar_args {
     float value;
     size_t n;
 } rill__op_add_scalar_args;
+
+/* out[i] = a[i] + value for i < n, wrapping modulo 2^64. out may equal a. */
+typedef struct rill__op_add_scalar_i64_args {
+    int64_t *out;
+    const int64_t *a;
+    int64_t value;
+    size_t n;
+} rill__op_add_scalar_i64_args;
 
 /* Phase one of sum: block b adds its slice of a[0..n) in double precision
  * and stores the result in partials[b] (partials has grid_dim.x entries).
@@ -477,6 +488,45 @@ typedef struct rill__op_embedding_backward_args {
     size_t index_bytes, n, rows, dim;
     int64_t padding_idx;
 } rill__op_embedding_backward_args;
+
+/* The negative log likelihood loss of input [n, classes] at targets of
+ * index_bytes (4: int32_t, 8: int64_t), row i's loss 0 where targets[i] ==
+ * ignore_index, else -input[i, t] * w[t] (w[t] = weight[t], or 1 when
+ * weight is NULL). reduction is a rill_loss_reduction: with
+ * RILL_LOSS_NONE, block b writes the b-th slice of the n losses into out
+ * and block 0 writes 0 into total_weight (when not NULL); with SUM and
+ * MEAN one block adds the losses as rill__op_nll_loss_reduce does into
+ * out[0] and their total weight into total_weight (when not NULL). A
+ * target other than ignore_index outside [0, classes) fails the launch as
+ * in rill__op_embedding_args. out and total_weight overlap each other and
+ * the inputs nowhere. */
+typedef struct rill__op_nll_loss_args {
+    float *out;
+    float *total_weight; /* NULL: none */
+    const float *input;
+    const void *targets;
+    const float *weight; /* NULL: every class weighs 1 */
+    size_t index_bytes, n, classes;
+    int64_t ignore_index;
+    uint32_t reduction;
+} rill__op_nll_loss_args;
+
+/* The backward of rill__op_nll_loss_args for its input: grad_input [n,
+ * classes] is 0 but at (i, t = targets[i]) for the rows not ignored: -w[t]
+ * * grad_out[i] with RILL_LOSS_NONE, else w[t] * -g, g = grad_out[0] (over
+ * total_weight[0] with RILL_LOSS_MEAN). Block b writes the b-th slice of
+ * the rows. Targets are checked as in the forward. grad_input overlaps
+ * the inputs nowhere. */
+typedef struct rill__op_nll_loss_backward_args {
+    float *grad_input;
+    const float *grad_out;
+    const float *total_weight; /* read with RILL_LOSS_MEAN only */
+    const void *targets;
+    const float *weight; /* NULL: every class weighs 1 */
+    size_t index_bytes, n, classes;
+    int64_t ignore_index;
+    uint32_t reduction;
+} rill__op_nll_loss_backward_args;
 
 /* The backward of conv2d with strides, padding, dilation and groups
  * (rill__op_conv2d_ex_args' geometry, its groups here conv_groups), two

@@ -107,6 +107,61 @@ static inline RILL__OP_MATH int64_t rill__op_index_at(const void *indices, size_
                             : ((const int64_t *)indices)[i];
 }
 
+/* ---- the negative log likelihood loss ---- */
+
+/* The reduced loss of n rows as torch's CPU kernel adds it: each row not
+ * ignored adds its loss (-input[b, t] * w[t], or -input[b, t] without a
+ * weight) and weight into the first of 8 partial sums; after row b, sum j
+ * is carried into sum j+1 (and zeroed) for j = 0, 1, ... while the j-th
+ * group of `power` bits of b is 0, power = max(4, ceil(log2 n) / 8); the
+ * sums are then added from the first up. *loss receives the losses' sum,
+ * *total the weights' (the count of the rows not ignored without a
+ * weight). Returns n, or the position of the first target out of range. */
+static inline RILL__OP_MATH size_t rill__op_nll_loss_reduce(const float *input, const void *targets,
+                                                            size_t index_bytes, const float *weight,
+                                                            size_t n, size_t classes,
+                                                            int64_t ignore_index, float *loss,
+                                                            float *total) {
+    unsigned bits = 1, power = 4;
+    for (uint64_t x = n > 2 ? (uint64_t)n - 1 : 0; x > 1; x >>= 1)
+        bits++;
+    if (n > 2 && bits / 8 > power)
+        power = bits / 8;
+    const uint64_t mask = ((uint64_t)1 << power) - 1;
+    float losses[8] = {0}, weights[8] = {0};
+    size_t ignored = 0;
+    for (size_t b = 0; b < n; b++) {
+        int64_t t = rill__op_index_at(targets, index_bytes, b);
+        if (t == ignore_index) {
+            ignored++;
+            continue;
+        }
+        if (t < 0 || (uint64_t)t >= classes)
+            return b;
+        float x = input[b * classes + (size_t)t];
+        if (weight != NULL) {
+            losses[0] = rill__op_fsub(losses[0], rill__op_fmul(x, weight[t]));
+            weights[0] = rill__op_fadd(weights[0], weight[t]);
+        } else {
+            losses[0] = rill__op_fsub(losses[0], x);
+        }
+        for (unsigned j = 0; j + 1 < 8 && ((uint64_t)b & (mask << (j * power))) == 0; j++) {
+            losses[j + 1] = rill__op_fadd(losses[j + 1], losses[j]);
+            weights[j + 1] = rill__op_fadd(weights[j + 1], weights[j]);
+            losses[j] = 0.0f;
+            weights[j] = 0.0f;
+        }
+    }
+    float sum = 0.0f, weight_sum = 0.0f;
+    for (unsigned j = 0; j < 8; j++) {
+        sum = rill__op_fadd(sum, losses[j]);
+        weight_sum = rill__op_fadd(weight_sum, weights[j]);
+    }
+    *loss = sum;
+    *total = weight != NULL ? weight_sum : (float)(int64_t)(n - ignored);
+    return n;
+}
+
 /* ---- pooling ---- */
 
 /* [*first, *last): the outputs along one dimension whose window, of size

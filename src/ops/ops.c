@@ -68,6 +68,9 @@ static const char *const op_names[RILL__OP_COUNT] = {
     [RILL__OP_MATMUL_BATCHED_F32] = "matmul_batched_f32",
     [RILL__OP_LAYER_NORM_F32] = "layer_norm_f32",
     [RILL__OP_LAYER_NORM_BACKWARD_F32] = "layer_norm_backward_f32",
+    [RILL__OP_NLL_LOSS_F32] = "nll_loss_f32",
+    [RILL__OP_NLL_LOSS_BACKWARD_F32] = "nll_loss_backward_f32",
+    [RILL__OP_ADD_SCALAR_I64] = "add_scalar_i64",
 };
 
 /* NULL until first use; then owned here until rill__ops_shutdown. */
@@ -142,7 +145,7 @@ bool rill__op_overlaps(const void *p, size_t p_bytes, const void *q, size_t q_by
 
 /* Element-wise ops may write in place (out == in) but not into a shifted
  * copy of an input, which blocks running side by side would race on. */
-static rill_status check_elementwise_out(const char *fn, const float *out, const float *in,
+static rill_status check_elementwise_out(const char *fn, const void *out, const void *in,
                                          const char *in_name, size_t bytes) {
     if (out != in && rill__op_overlaps(out, bytes, in, bytes))
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
@@ -387,6 +390,30 @@ rill_status rill_op_add_scalar_f32(rill_stream *s, float *out, const float *a, f
         return st;
     rill__op_add_scalar_args args = {out, a, value, n};
     return launch_elementwise(stream, RILL__OP_ADD_SCALAR_F32, out, a, NULL, bytes, n, units, &args,
+                              sizeof args);
+}
+
+rill_status rill_op_add_scalar_i64(rill_stream *s, int64_t *out, const int64_t *a, int64_t value,
+                                   size_t n) {
+    RILL_CALL_SCOPE();
+    static const char fn[] = "rill_op_add_scalar_i64";
+    size_t bytes = n * sizeof(int64_t), units = 0;
+    rill__stream *stream = NULL;
+    rill_status st;
+    if ((st = rill__op_check_pointer(fn, out, "out", "device memory for n int64s")) != RILL_OK ||
+        (st = rill__op_check_pointer(fn, a, "a", "device memory of n int64s")) != RILL_OK)
+        return st;
+    if (n == 0 || n > SIZE_MAX / sizeof(int64_t))
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: n is %zu; pass the number of int64s of the buffers (at least 1)", fn,
+                          n);
+    if ((st = rill__op_check_fits(fn, s, a, "a", "n int64s", bytes)) != RILL_OK ||
+        (st = rill__op_check_fits(fn, s, out, "out", "n int64s", bytes)) != RILL_OK ||
+        (st = check_elementwise_out(fn, out, a, "a", bytes)) != RILL_OK ||
+        (st = rill__op_stream(fn, s, &stream, &units)) != RILL_OK)
+        return st;
+    rill__op_add_scalar_i64_args args = {out, a, value, n};
+    return launch_elementwise(stream, RILL__OP_ADD_SCALAR_I64, out, a, NULL, bytes, n, units, &args,
                               sizeof args);
 }
 

@@ -43,6 +43,48 @@ static void test_elementwise_f32(void **state) {
     RT_OK(rill_stream_destroy(s));
 }
 
+/* add_scalar_i64: "out[i] = a[i] + value ..., wrapping modulo 2^64", in
+ * place and into another buffer, over one block and several; and its
+ * refusals. */
+static void test_add_scalar_i64(void **state) {
+    (void)state;
+    rill_stream *s = contract_stream();
+    size_t sizes[] = {1, 1000, 1 << 20};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        size_t n = sizes[k];
+        int64_t *host = malloc(n * sizeof *host), *got = malloc(n * sizeof *got);
+        for (size_t i = 0; i < n; i++)
+            host[i] = i % 3 == 0 ? INT64_MAX - (int64_t)(i % 5) : (int64_t)i * -7;
+        int64_t *a = contract_alloc(s, n * sizeof *a), *out = contract_alloc(s, n * sizeof *out);
+        contract_upload(s, a, host, n * sizeof *a);
+        RT_OK(rill_op_add_scalar_i64(s, out, a, 3, n));
+        RT_OK(rill_op_add_scalar_i64(s, a, a, -5, n));
+        contract_download(s, got, out, n * sizeof *got);
+        for (size_t i = 0; i < n; i++)
+            if (got[i] != (int64_t)((uint64_t)host[i] + 3u))
+                fail_msg("out[%zu] = %lld, want %lld + 3 wrapped", i, (long long)got[i],
+                         (long long)host[i]);
+        contract_download(s, got, a, n * sizeof *got);
+        for (size_t i = 0; i < n; i++)
+            assert_true(got[i] == host[i] - 5);
+        RT_OK(rill_free(a));
+        RT_OK(rill_free(out));
+        free(host);
+        free(got);
+    }
+    int64_t *b = contract_alloc(s, 8 * sizeof *b);
+    assert_int_equal(rill_op_add_scalar_i64(s, b + 1, b, 1, 4), RILL_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(rill_last_error(), "out overlaps a without being equal to it"));
+    assert_int_equal(rill_op_add_scalar_i64(s, b, b, 1, 0), RILL_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(rill_last_error(), "rill_op_add_scalar_i64: n is 0"));
+    assert_int_equal(rill_op_add_scalar_i64(s, b, NULL, 1, 4), RILL_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(rill_last_error(), "a is NULL"));
+    assert_int_equal(rill_op_add_scalar_i64(s, b, b, 1, 9), RILL_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(rill_last_error(), "n int64s"));
+    RT_OK(rill_free(b));
+    RT_OK(rill_stream_destroy(s));
+}
+
 /* sum in f32 of a sequence whose total is known. */
 static void test_sum_f32(void **state) {
     (void)state;
@@ -477,6 +519,7 @@ static void test_conv2d_f32(void **state) {
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_elementwise_f32),
+        cmocka_unit_test(test_add_scalar_i64),
         cmocka_unit_test(test_sum_f32),
         cmocka_unit_test(test_randn_is_a_function_of_the_seed),
         cmocka_unit_test(test_f16_ops),

@@ -43,6 +43,9 @@ static const struct {
     {"rill__cuda_op_avg_pool2d_backward_ex_f32", RILL__OP_AVG_POOL2D_BACKWARD_EX_F32},
     {"rill__cuda_op_layer_norm_f32", RILL__OP_LAYER_NORM_F32},
     {"rill__cuda_op_layer_norm_backward_f32", RILL__OP_LAYER_NORM_BACKWARD_F32},
+    {"rill__cuda_op_nll_loss_f32", RILL__OP_NLL_LOSS_F32},
+    {"rill__cuda_op_nll_loss_backward_f32", RILL__OP_NLL_LOSS_BACKWARD_F32},
+    {"rill__cuda_op_add_scalar_i64", RILL__OP_ADD_SCALAR_I64},
 };
 
 rill_cpu_kernel_fn fake_op_twin(const char *entry) {

@@ -107,6 +107,15 @@ void rill__cpu_op_mul_f32(const rill_block_ctx *ctx, const void *args) {
         out[i] = a[i] * b[i];
 }
 
+void rill__cpu_op_add_scalar_i64(const rill_block_ctx *ctx, const void *args) {
+    const rill__op_add_scalar_i64_args *p = args;
+    size_t begin, end;
+    block_range(ctx, p->n, RILL__OP_SLICE_ALIGN, &begin, &end);
+    uint64_t value = (uint64_t)p->value;
+    for (size_t i = begin; i < end; i++)
+        p->out[i] = (int64_t)((uint64_t)p->a[i] + value);
+}
+
 void rill__cpu_op_add_scalar_f32(const rill_block_ctx *ctx, const void *args) {
     const rill__op_add_scalar_args *p = args;
     size_t begin, end;
@@ -568,6 +577,7 @@ rill_cpu_kernel_fn rill__cpu_op_body(rill__op op) {
         [RILL__OP_ADD_F32] = rill__cpu_op_add_f32,
         [RILL__OP_MUL_F32] = rill__cpu_op_mul_f32,
         [RILL__OP_ADD_SCALAR_F32] = rill__cpu_op_add_scalar_f32,
+        [RILL__OP_ADD_SCALAR_I64] = rill__cpu_op_add_scalar_i64,
         [RILL__OP_SUM_PARTIAL_F32] = rill__cpu_op_sum_partial_f32,
         [RILL__OP_SUM_FINAL_F32] = rill__cpu_op_sum_final_f32,
         [RILL__OP_MATMUL_F32] = rill__cpu_op_matmul_f32,
@@ -594,6 +604,8 @@ rill_cpu_kernel_fn rill__cpu_op_body(rill__op op) {
         [RILL__OP_POOL2D_F32] = rill__cpu_op_pool2d_f32,
         [RILL__OP_EMBEDDING_F32] = rill__cpu_op_embedding_f32,
         [RILL__OP_EMBEDDING_BACKWARD_F32] = rill__cpu_op_embedding_backward_f32,
+        [RILL__OP_NLL_LOSS_F32] = rill__cpu_op_nll_loss_f32,
+        [RILL__OP_NLL_LOSS_BACKWARD_F32] = rill__cpu_op_nll_loss_backward_f32,
         [RILL__OP_CONV2D_BACKWARD_DATA_F32] = rill__cpu_op_conv2d_backward_data_f32,
         [RILL__OP_CONV2D_BACKWARD_FILTER_F32] = rill__cpu_op_conv2d_backward_filter_f32,
         [RILL__OP_MAX_POOL2D_BACKWARD_F32] = rill__cpu_op_max_pool2d_backward_f32,

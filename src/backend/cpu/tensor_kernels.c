@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* CPU bodies of the tensor ops. Layer: CPU backend; the launches are built
- * in src/ops/ops_tensor.c and ops_nn.c. Invariants, as in op_kernels.c:
- * block b of G writes only the outputs of its own slice (a range of the
- * strided ops' indices, of the reductions' outputs, of softmax's rows, of
- * pooling's output rows, of an embedding's rows), so blocks never race,
- * and every result is a pure function of the inputs: sums add in double
- * precision in an order fixed by the shape (an embedding's backward in
- * float, as PyTorch's, in order of the indices), and exp, tanh, sigmoid
- * and the normal CDF are vec_math.h's, which give the same bits in a
- * vector lane as in the scalar loop that ends a run. */
+ * in src/ops/ops_tensor.c, ops_nn.c, ops_embedding.c and ops_loss.c.
+ * Invariants, as in op_kernels.c: block b of G writes only the outputs of
+ * its own slice (a range of the strided ops' indices, of the reductions'
+ * outputs, of softmax's rows, of pooling's output rows, of an embedding's
+ * or a loss's rows), so blocks never race, and every result is a pure
+ * function of the inputs: sums add in double precision in an order fixed
+ * by the shape (an embedding's backward in float, as PyTorch's, in order
+ * of the indices; a reduced loss in float, in PyTorch's order), and exp,
+ * tanh, sigmoid and the normal CDF are vec_math.h's, which give the same
+ * bits in a vector lane as in the scalar loop that ends a run. */
 #include "backend/cpu/tensor_kernels.h"
 
 #include <inttypes.h>
@@ -763,5 +764,74 @@ void rill__cpu_op_embedding_backward_f32(const rill_block_ctx *ctx, const void *
         const float *src = p->grad + i * p->dim;
         for (size_t d = 0; d < p->dim; d++)
             dst[d] += src[d];
+    }
+}
+
+/* ---- the negative log likelihood loss ---- */
+
+/* Fails ctx's launch for target at position i of a loss's targets. */
+static void fail_target(const rill_block_ctx *ctx, int64_t target, size_t i, size_t classes) {
+    char msg[192];
+    snprintf(msg, sizeof msg,
+             "target %" PRId64 " at position %zu is out of range for %zu classes; pass targets "
+             "in [0, %zu) or ignore_index",
+             target, i, classes, classes);
+    rill__kernel_fail(ctx, msg);
+}
+
+void rill__cpu_op_nll_loss_f32(const rill_block_ctx *ctx, const void *args) {
+    const rill__op_nll_loss_args *p = args;
+    if (p->reduction != RILL_LOSS_NONE) {
+        float loss = 0.0f, total = 0.0f;
+        size_t bad = rill__op_nll_loss_reduce(p->input, p->targets, p->index_bytes, p->weight, p->n,
+                                              p->classes, p->ignore_index, &loss, &total);
+        if (bad < p->n) {
+            fail_target(ctx, rill__op_index_at(p->targets, p->index_bytes, bad), bad, p->classes);
+            return;
+        }
+        p->out[0] = p->reduction == RILL_LOSS_MEAN ? loss / total : loss;
+        if (p->total_weight != NULL)
+            p->total_weight[0] = total;
+        return;
+    }
+    if (ctx->block_idx.x == 0 && p->total_weight != NULL)
+        p->total_weight[0] = 0.0f;
+    size_t begin, end;
+    slice_of(ctx, p->n, &begin, &end);
+    for (size_t i = begin; i < end; i++) {
+        int64_t t = rill__op_index_at(p->targets, p->index_bytes, i);
+        if (t == p->ignore_index) {
+            p->out[i] = 0.0f;
+        } else if (t < 0 || (uint64_t)t >= p->classes) {
+            fail_target(ctx, t, i, p->classes);
+        } else {
+            float w = p->weight != NULL ? p->weight[t] : 1.0f;
+            p->out[i] = -p->input[i * p->classes + (size_t)t] * w;
+        }
+    }
+}
+
+void rill__cpu_op_nll_loss_backward_f32(const rill_block_ctx *ctx, const void *args) {
+    const rill__op_nll_loss_backward_args *p = args;
+    size_t begin, end;
+    slice_of(ctx, p->n, &begin, &end);
+    if (begin == end)
+        return;
+    memset(p->grad_input + begin * p->classes, 0, (end - begin) * p->classes * sizeof(float));
+    float g = 0.0f;
+    if (p->reduction != RILL_LOSS_NONE)
+        g = -(p->reduction == RILL_LOSS_MEAN ? p->grad_out[0] / p->total_weight[0]
+                                             : p->grad_out[0]);
+    for (size_t i = begin; i < end; i++) {
+        int64_t t = rill__op_index_at(p->targets, p->index_bytes, i);
+        if (t == p->ignore_index)
+            continue;
+        if (t < 0 || (uint64_t)t >= p->classes) {
+            fail_target(ctx, t, i, p->classes);
+            continue;
+        }
+        float w = p->weight != NULL ? p->weight[t] : 1.0f;
+        p->grad_input[i * p->classes + (size_t)t] =
+            p->reduction == RILL_LOSS_NONE ? -w * p->grad_out[i] : w * g;
     }
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* CPU bodies of the tensor ops (backend/op_args.h): strided copies,
  * broadcasting binary ops, maps, reductions and softmax along one
- * dimension, and 2-D pooling. Each is a rill_cpu_kernel_fn, called once
- * per block; op_kernels.c lists them in rill__cpu_op_body. */
+ * dimension, layer norm, 2-D pooling, embeddings and the negative log
+ * likelihood loss. Each is a rill_cpu_kernel_fn, called once per block;
+ * op_kernels.c lists them in rill__cpu_op_body. */
 #ifndef RILL_CPU_TENSOR_KERNELS_H
 #define RILL_CPU_TENSOR_KERNELS_H
 
@@ -19,5 +20,7 @@ void rill__cpu_op_layer_norm_backward_f32(const rill_block_ctx *ctx, const void 
 void rill__cpu_op_pool2d_f32(const rill_block_ctx *ctx, const void *args);
 void rill__cpu_op_embedding_f32(const rill_block_ctx *ctx, const void *args);
 void rill__cpu_op_embedding_backward_f32(const rill_block_ctx *ctx, const void *args);
+void rill__cpu_op_nll_loss_f32(const rill_block_ctx *ctx, const void *args);
+void rill__cpu_op_nll_loss_backward_f32(const rill_block_ctx *ctx, const void *args);
 
 #endif

@@ -55,6 +55,9 @@ static const op_body bodies[RILL__OP_COUNT] = {
     [RILL__OP_MATMUL_BATCHED_F32] = {NULL, true},
     [RILL__OP_LAYER_NORM_F32] = {"rill__cuda_op_layer_norm_f32", false},
     [RILL__OP_LAYER_NORM_BACKWARD_F32] = {"rill__cuda_op_layer_norm_backward_f32", false},
+    [RILL__OP_NLL_LOSS_F32] = {"rill__cuda_op_nll_loss_f32", false},
+    [RILL__OP_NLL_LOSS_BACKWARD_F32] = {"rill__cuda_op_nll_loss_backward_f32", false},
+    [RILL__OP_ADD_SCALAR_I64] = {"rill__cuda_op_add_scalar_i64", false},
 };
 
 const char *rill__cuda_op_entry(rill__op op) {

@@ -37,6 +37,7 @@ static_assert(sizeof(rill__op_fill_args) == 24, "fill args");
 static_assert(sizeof(rill__op_add_args) == 40, "add args");
 static_assert(sizeof(rill__op_mul_args) == 32, "mul args");
 static_assert(sizeof(rill__op_add_scalar_args) == 32, "add_scalar args");
+static_assert(sizeof(rill__op_add_scalar_i64_args) == 32, "add_scalar i64 args");
 static_assert(sizeof(rill__op_sum_partial_args) == 32, "sum partial args");
 static_assert(sizeof(rill__op_sum_final_args) == 24, "sum final args");
 static_assert(sizeof(rill__op_randn_args) == 32, "randn args");
@@ -59,6 +60,8 @@ static_assert(sizeof(rill__op_max_pool2d_backward_args) == 64, "max_pool2d backw
 static_assert(sizeof(rill__op_avg_pool2d_backward_args) == 104, "avg_pool2d backward args");
 static_assert(sizeof(rill__op_pool2d_ex_args) == 144, "pool2d_ex args");
 static_assert(sizeof(rill__op_avg_pool2d_backward_ex_args) == 120, "avg_pool2d backward ex args");
+static_assert(sizeof(rill__op_nll_loss_args) == 80, "nll_loss args");
+static_assert(sizeof(rill__op_nll_loss_backward_args) == 80, "nll_loss backward args");
 
 #define ENTRY extern "C" __global__ void __launch_bounds__(RILL__OP_BLOCK_THREADS)
 
@@ -93,6 +96,11 @@ ENTRY rill__cuda_op_mul_f32(rill__op_mul_args a) {
 ENTRY rill__cuda_op_add_scalar_f32(rill__op_add_scalar_args a) {
     for (size_t i = first_index(); i < a.n; i += grid_threads())
         a.out[i] = __fadd_rn(a.a[i], a.value);
+}
+
+ENTRY rill__cuda_op_add_scalar_i64(rill__op_add_scalar_i64_args a) {
+    for (size_t i = first_index(); i < a.n; i += grid_threads())
+        a.out[i] = (int64_t)((uint64_t)a.a[i] + (uint64_t)a.value);
 }
 
 /* ---- element-wise f16: computed in float, rounded once ---- */
@@ -672,5 +680,59 @@ ENTRY rill__cuda_op_avg_pool2d_backward_ex_f32(rill__op_avg_pool2d_backward_ex_a
                 total = __fadd_rn(total, __fdiv_rn(go[y * p.ow + x], (float)divisor));
             }
         p.grad_in[item] = total;
+    }
+}
+
+/* ---- the negative log likelihood loss ---- */
+
+/* A sum is added by one thread in the CPU's order (op_math.h), so its
+ * bits are the CPU's; the per-row losses take a thread a row. A target out
+ * of range traps, as in the embeddings. */
+ENTRY rill__cuda_op_nll_loss_f32(rill__op_nll_loss_args p) {
+    if (p.reduction != RILL_LOSS_NONE) {
+        if (first_index() != 0)
+            return;
+        float loss = 0.0f, total = 0.0f;
+        if (rill__op_nll_loss_reduce(p.input, p.targets, p.index_bytes, p.weight, p.n, p.classes,
+                                     p.ignore_index, &loss, &total) < p.n)
+            __trap();
+        p.out[0] = p.reduction == RILL_LOSS_MEAN ? __fdiv_rn(loss, total) : loss;
+        if (p.total_weight != NULL)
+            p.total_weight[0] = total;
+        return;
+    }
+    if (first_index() == 0 && p.total_weight != NULL)
+        p.total_weight[0] = 0.0f;
+    for (size_t i = first_index(); i < p.n; i += grid_threads()) {
+        int64_t t = rill__op_index_at(p.targets, p.index_bytes, i);
+        if (t == p.ignore_index) {
+            p.out[i] = 0.0f;
+            continue;
+        }
+        if (t < 0 || (uint64_t)t >= p.classes)
+            __trap();
+        float w = p.weight != NULL ? p.weight[t] : 1.0f;
+        p.out[i] = __fmul_rn(-p.input[i * p.classes + (size_t)t], w);
+    }
+}
+
+/* A thread an element of grad_input, 0 or its row's gradient. */
+ENTRY rill__cuda_op_nll_loss_backward_f32(rill__op_nll_loss_backward_args p) {
+    float g = 0.0f;
+    if (p.reduction != RILL_LOSS_NONE)
+        g = -(p.reduction == RILL_LOSS_MEAN ? __fdiv_rn(p.grad_out[0], p.total_weight[0])
+                                            : p.grad_out[0]);
+    size_t items = p.n * p.classes;
+    for (size_t item = first_index(); item < items; item += grid_threads()) {
+        size_t i = item / p.classes, c = item % p.classes;
+        int64_t t = rill__op_index_at(p.targets, p.index_bytes, i);
+        if (t != p.ignore_index && (t < 0 || (uint64_t)t >= p.classes))
+            __trap();
+        float value = 0.0f;
+        if (t != p.ignore_index && (uint64_t)t == c) {
+            float w = p.weight != NULL ? p.weight[t] : 1.0f;
+            value = p.reduction == RILL_LOSS_NONE ? __fmul_rn(-w, p.grad_out[i]) : __fmul_rn(w, g);
+        }
+        p.grad_input[item] = value;
     }
 }

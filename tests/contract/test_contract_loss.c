@@ -1,0 +1,396 @@
+/* SPDX-License-Identifier: MIT */
+/* The negative log likelihood loss and its backward on the device under
+ * test (contract.h): every reduction, with and without a class weight and
+ * ignored rows, both target widths, in one block and over several, against
+ * the formulas computed here on the host in rill.h's order (so bit for
+ * bit); a mean of ignored rows only; a target out of range failing the
+ * launch; and the refusals, each with its sentence. */
+#include "contract.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Log-probability-like values that round when summed: a sum in another
+ * order would differ. */
+static float *host_values(size_t n, size_t seed) {
+    float *h = malloc(n * sizeof *h);
+    for (size_t i = 0; i < n; i++)
+        h[i] =
+            -((float)(((i + seed) * 37) % 23) * 0.25f + 0.1f) * (1.0f + (float)(i % 13) * 0.0625f);
+    return h;
+}
+
+static void expect_error(rill_status want, rill_status got, const char *fn, const char *words) {
+    assert_int_equal(got, want);
+    const char *e = rill_last_error();
+    if (strstr(e, fn) == NULL || strstr(e, words) == NULL)
+        fail_msg("the sentence should name %s and say '%s': %s", fn, words, e);
+}
+
+/* Device memory holding n targets of index_bytes, as int64 or int32. */
+static void *upload_targets(rill_stream *s, const int64_t *host, size_t n, size_t index_bytes) {
+    void *p = contract_alloc(s, n * index_bytes);
+    if (index_bytes == 8) {
+        contract_upload(s, p, host, n * sizeof *host);
+        return p;
+    }
+    int32_t *narrow = malloc(n * sizeof *narrow);
+    for (size_t i = 0; i < n; i++)
+        narrow[i] = (int32_t)host[i];
+    contract_upload(s, p, narrow, n * sizeof *narrow);
+    free(narrow);
+    return p;
+}
+
+static bool same_bits(float a, float b) {
+    return memcmp(&a, &b, sizeof a) == 0;
+}
+
+/* The reduced loss as rill.h words it: row b's loss and weight go into the
+ * partial sum of 1 row, which is carried into the sum of 16 rows after
+ * each row b that is a multiple of 16, that into the sum of 256 rows when
+ * b is also a multiple of 256, and so on (8 sums in all); the sums are
+ * then added from the first up. Here for fewer than 2^32 rows, where the
+ * groups are 4 bits. */
+static void host_reduce(const float *in, const int64_t *t, const float *w, size_t n, size_t c,
+                        int64_t ignore, float *loss, float *total) {
+    float sums[8] = {0}, weights[8] = {0};
+    size_t kept = 0;
+    for (size_t b = 0; b < n; b++) {
+        if (t[b] == ignore)
+            continue;
+        kept++;
+        float x = in[b * c + (size_t)t[b]];
+        sums[0] = w ? sums[0] - x * w[t[b]] : sums[0] - x;
+        weights[0] += w ? w[t[b]] : 0.0f;
+        size_t group = 16;
+        for (int j = 0; j < 7; j++, group *= 16) {
+            if (b % group != 0)
+                break;
+            sums[j + 1] += sums[j];
+            weights[j + 1] += weights[j];
+            sums[j] = weights[j] = 0.0f;
+        }
+    }
+    *loss = *total = 0.0f;
+    for (int j = 0; j < 8; j++) {
+        *loss += sums[j];
+        *total += weights[j];
+    }
+    if (w == NULL)
+        *total = (float)kept;
+}
+
+/* One case of the loss's tests: n rows of c classes, the targets (some
+ * rows ignore_index), an optional weight. */
+typedef struct loss_case {
+    size_t n, c;
+    float *in, *weight; /* host */
+    int64_t *targets;   /* host */
+} loss_case;
+
+static loss_case make_case(size_t n, size_t c, size_t seed, int64_t ignore) {
+    loss_case k = {n, c, host_values(n * c, seed), malloc(c * sizeof(float)), NULL};
+    k.targets = malloc(n * sizeof *k.targets);
+    for (size_t i = 0; i < n; i++)
+        k.targets[i] = i % 11 == 5 ? ignore : (int64_t)((i * 7919 + seed) % c);
+    for (size_t j = 0; j < c; j++)
+        k.weight[j] = 0.5f + (float)(j % 7) * 0.3f;
+    return k;
+}
+
+static void free_case(loss_case *k) {
+    free(k->in);
+    free(k->weight);
+    free(k->targets);
+}
+
+static const char *reduction_name(rill_loss_reduction r) {
+    return r == RILL_LOSS_NONE ? "none" : r == RILL_LOSS_SUM ? "sum" : "mean";
+}
+
+/* "Row i's loss is 0 where targets[i] == ignore_index, else -input[i, t] *
+ * w[t] ... out[0] receives their sum, added as torch's CPU kernel adds it
+ * ... which MEAN divides by the total weight ... total_weight receives
+ * that total (0 with RILL_LOSS_NONE)": 7 rows in one block, 5,000 rows
+ * (whose sum in plain order differs from the cascade's) and 70,000 rows of
+ * 3 classes (per-row losses over several blocks), each reduction, with and
+ * without a weight, both target widths. */
+static void test_nll_loss_forward(void **state) {
+    (void)state;
+    rill_stream *s = contract_stream();
+    const size_t shapes[][2] = {{7, 5}, {5000, 37}, {70000, 3}};
+    const int64_t ignore = -100;
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        loss_case lc = make_case(shapes[k][0], shapes[k][1], k, ignore);
+        size_t n = lc.n, c = lc.c;
+        float *in = contract_floats(s, lc.in, n * c), *w = contract_floats(s, lc.weight, c);
+        float *out = contract_floats(s, NULL, n), *tw = contract_floats(s, NULL, 1);
+        float *got = malloc(n * sizeof *got), got_tw;
+        if (k == 1) { /* the cascade matters: a plain sum of these rows differs */
+            float plain = 0.0f, want, total;
+            for (size_t i = 0; i < n; i++)
+                if (lc.targets[i] != ignore)
+                    plain -= lc.in[i * c + (size_t)lc.targets[i]];
+            host_reduce(lc.in, lc.targets, NULL, n, c, ignore, &want, &total);
+            assert_false(same_bits(plain, want));
+        }
+        for (size_t bytes = 4; bytes <= 8; bytes += 4) {
+            void *t = upload_targets(s, lc.targets, n, bytes);
+            for (int weighted = 0; weighted < 2; weighted++)
+                for (int r = RILL_LOSS_NONE; r <= RILL_LOSS_MEAN; r++) {
+                    const float *hw = weighted ? lc.weight : NULL;
+                    RT_OK(rill_memset_async(out, 0xff, n * sizeof(float), s));
+                    RT_OK(rill_memset_async(tw, 0xff, sizeof(float), s));
+                    RT_OK(rill_op_nll_loss_f32(s, (rill_loss_reduction)r, out, tw, in, t, bytes,
+                                               weighted ? w : NULL, n, c, ignore));
+                    size_t outs = r == RILL_LOSS_NONE ? n : 1;
+                    contract_download(s, got, out, outs * sizeof *got);
+                    contract_download(s, &got_tw, tw, sizeof got_tw);
+                    float want_tw = 0.0f;
+                    if (r == RILL_LOSS_NONE) {
+                        for (size_t i = 0; i < n; i++) {
+                            int64_t ti = lc.targets[i];
+                            float want = ti == ignore
+                                             ? 0.0f
+                                             : -lc.in[i * c + (size_t)ti] * (hw ? hw[ti] : 1);
+                            if (!same_bits(got[i], want))
+                                fail_msg("n %zu, %zu-byte targets, weight %d: out[%zu] = %.9g, "
+                                         "want %.9g",
+                                         n, bytes, weighted, i, got[i], want);
+                        }
+                    } else {
+                        float want;
+                        host_reduce(lc.in, lc.targets, hw, n, c, ignore, &want, &want_tw);
+                        if (r == RILL_LOSS_MEAN)
+                            want /= want_tw;
+                        if (!same_bits(got[0], want))
+                            fail_msg("n %zu, %zu-byte targets, weight %d, %s: out = %.9g, want "
+                                     "%.9g",
+                                     n, bytes, weighted, reduction_name((rill_loss_reduction)r),
+                                     got[0], want);
+                    }
+                    if (!same_bits(got_tw, want_tw))
+                        fail_msg("n %zu, weight %d, %s: total_weight = %.9g, want %.9g", n,
+                                 weighted, reduction_name((rill_loss_reduction)r), got_tw, want_tw);
+                }
+            RT_OK(rill_free(t));
+        }
+        /* total_weight NULL: the loss alone. */
+        void *t = upload_targets(s, lc.targets, n, 8);
+        RT_OK(rill_op_nll_loss_f32(s, RILL_LOSS_SUM, out, NULL, in, t, 8, NULL, n, c, ignore));
+        contract_download(s, got, out, sizeof *got);
+        float want, total;
+        host_reduce(lc.in, lc.targets, NULL, n, c, ignore, &want, &total);
+        assert_true(same_bits(got[0], want));
+        RT_OK(rill_free(t));
+        RT_OK(rill_free(in));
+        RT_OK(rill_free(w));
+        RT_OK(rill_free(out));
+        RT_OK(rill_free(tw));
+        free(got);
+        free_case(&lc);
+    }
+    RT_OK(rill_stream_destroy(s));
+}
+
+/* "A MEAN of only ignored rows is NaN" (0 / 0, as torch's), its total
+ * weight 0, and their SUM 0; an ignore_index that is a valid class. */
+static void test_nll_loss_of_ignored_rows(void **state) {
+    (void)state;
+    rill_stream *s = contract_stream();
+    float hin[6] = {-1, -2, -3, -4, -5, -6};
+    int64_t ht[2] = {1, 1};
+    float *in = contract_floats(s, hin, 6), *out = contract_floats(s, NULL, 2);
+    float *tw = contract_floats(s, NULL, 1), got[2], got_tw;
+    void *t = upload_targets(s, ht, 2, 8);
+    RT_OK(rill_op_nll_loss_f32(s, RILL_LOSS_MEAN, out, tw, in, t, 8, NULL, 2, 3, 1));
+    contract_download(s, got, out, sizeof(float));
+    contract_download(s, &got_tw, tw, sizeof got_tw);
+    assert_true(isnan(got[0]));
+    assert_true(got_tw == 0.0f);
+    RT_OK(rill_op_nll_loss_f32(s, RILL_LOSS_SUM, out, tw, in, t, 8, NULL, 2, 3, 1));
+    contract_download(s, got, out, sizeof(float));
+    assert_true(got[0] == 0.0f);
+    RT_OK(rill_op_nll_loss_f32(s, RILL_LOSS_NONE, out, tw, in, t, 8, NULL, 2, 3, 1));
+    contract_download(s, got, out, sizeof got);
+    assert_true(got[0] == 0.0f && got[1] == 0.0f);
+    RT_OK(rill_free(in));
+    RT_OK(rill_free(out));
+    RT_OK(rill_free(tw));
+    RT_OK(rill_free(t));
+    RT_OK(rill_stream_destroy(s));
+}
+
+/* "grad_input [n, classes] is overwritten with 0 but at (i, t) for the
+ * rows not ignored, where it is -w[t] * grad_out[i] with RILL_LOSS_NONE,
+ * else w[t] * -g ... divided first by total_weight[0] with MEAN": the
+ * forward's shapes, each reduction, with and without a weight, over a
+ * grad_input filled with garbage first. */
+static void test_nll_loss_backward(void **state) {
+    (void)state;
+    rill_stream *s = contract_stream();
+    const size_t shapes[][2] = {{7, 5}, {3000, 37}, {70000, 3}};
+    const int64_t ignore = 2;
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        loss_case lc = make_case(shapes[k][0], shapes[k][1], k + 3, ignore);
+        size_t n = lc.n, c = lc.c;
+        float *hg = host_values(n, 11), htw = 37.25f;
+        float *w = contract_floats(s, lc.weight, c), *go = contract_floats(s, hg, n);
+        float *tw = contract_floats(s, &htw, 1), *gi = contract_floats(s, NULL, n * c);
+        float *got = malloc(n * c * sizeof *got);
+        for (size_t bytes = 4; bytes <= 8; bytes += 4) {
+            void *t = upload_targets(s, lc.targets, n, bytes);
+            for (int weighted = 0; weighted < 2; weighted++)
+                for (int r = RILL_LOSS_NONE; r <= RILL_LOSS_MEAN; r++) {
+                    RT_OK(rill_memset_async(gi, 0xff, n * c * sizeof(float), s));
+                    RT_OK(rill_op_nll_loss_backward_f32(s, (rill_loss_reduction)r, gi, go,
+                                                        r == RILL_LOSS_MEAN ? tw : NULL, t, bytes,
+                                                        weighted ? w : NULL, n, c, ignore));
+                    contract_download(s, got, gi, n * c * sizeof *got);
+                    float g = -(r == RILL_LOSS_MEAN ? hg[0] / htw : hg[0]);
+                    for (size_t i = 0; i < n * c; i++) {
+                        int64_t ti = lc.targets[i / c];
+                        float wt = weighted && ti >= 0 ? lc.weight[ti] : 1.0f, want = 0.0f;
+                        if (ti != ignore && (size_t)ti == i % c)
+                            want = r == RILL_LOSS_NONE ? -wt * hg[i / c] : wt * g;
+                        if (!same_bits(got[i], want))
+                            fail_msg("n %zu, %zu-byte targets, weight %d, %s: grad_input[%zu, "
+                                     "%zu] = %.9g, want %.9g",
+                                     n, bytes, weighted, reduction_name((rill_loss_reduction)r),
+                                     i / c, i % c, got[i], want);
+                    }
+                }
+            RT_OK(rill_free(t));
+        }
+        RT_OK(rill_free(w));
+        RT_OK(rill_free(go));
+        RT_OK(rill_free(tw));
+        RT_OK(rill_free(gi));
+        free(hg);
+        free(got);
+        free_case(&lc);
+    }
+    RT_OK(rill_stream_destroy(s));
+}
+
+/* "A target other than ignore_index below 0 or at least classes fails the
+ * launch ... the sentence names the target and its position": the
+ * forward per row and summed, and the backward, a target too large and a
+ * negative one, on a CPU device (a CUDA device traps, ending its
+ * context). */
+static void test_nll_loss_target_out_of_range_fails_the_stream(void **state) {
+    (void)state;
+    if (contract_kind(contract_device()) != RILL_DEVICE_CPU)
+        skip(); /* a trap would end the device */
+    rill_stream *s = contract_stream();
+    size_t n = 4, c = 5;
+    float *in = contract_floats(s, NULL, n * c), *out = contract_floats(s, NULL, n * c);
+    RT_OK(rill_memset_async(in, 0, n * c * sizeof(float), s));
+    int64_t bad[2][4] = {{0, -100, 9, 1}, {2, -2, 0, 0}};
+    const char *words[2] = {"target 9 at position 2 is out of range for 5 classes",
+                            "target -2 at position 1 is out of range for 5 classes"};
+    for (int k = 0; k < 2; k++)
+        for (int which = 0; which < 3; which++) {
+            void *t = upload_targets(s, bad[k], n, 8);
+            RT_OK(rill_stream_synchronize(s));
+            if (which == 2)
+                RT_OK(rill_op_nll_loss_backward_f32(s, RILL_LOSS_SUM, out, in, NULL, t, 8, NULL, n,
+                                                    c, -100));
+            else
+                RT_OK(rill_op_nll_loss_f32(s, which ? RILL_LOSS_MEAN : RILL_LOSS_NONE, out, NULL,
+                                           in, t, 8, NULL, n, c, -100));
+            expect_error(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(s),
+                         which == 2 ? "nll_loss_backward_f32" : "nll_loss_f32", words[k]);
+            RT_OK(rill_stream_clear_error(s));
+            RT_OK(rill_free(t));
+        }
+    RT_OK(rill_free(in));
+    RT_OK(rill_free(out));
+    RT_OK(rill_stream_destroy(s));
+}
+
+/* Each refusal, with its sentence: a 64-float input a, b's first 32
+ * floats the output, 4 int64 targets at b + 48. */
+static void test_nll_loss_refuses_bad_arguments(void **state) {
+    (void)state;
+    rill_stream *s = contract_stream();
+    float *a = contract_floats(s, NULL, 64), *b = contract_floats(s, NULL, 64);
+    int64_t *t = (int64_t *)(b + 48);
+    const char *fwd = "rill_op_nll_loss_f32", *bwd = "rill_op_nll_loss_backward_f32";
+    rill_loss_reduction none = RILL_LOSS_NONE, mean = RILL_LOSS_MEAN;
+    expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                 rill_op_nll_loss_f32(s, none, b, NULL, a, NULL, 8, NULL, 4, 8, -100), fwd,
+                 "targets is NULL");
+    expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                 rill_op_nll_loss_f32(s, none, NULL, NULL, a, t, 8, NULL, 4, 8, -100), fwd,
+                 "out is NULL");
+    expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                 rill_op_nll_loss_f32(s, none, b, NULL, NULL, t, 8, NULL, 4, 8, -100), fwd,
+                 "input is NULL");
+    expect_error(
+        RILL_ERROR_INVALID_ARGUMENT,
+        rill_op_nll_loss_f32(s, (rill_loss_reduction)3, b, NULL, a, t, 8, NULL, 4, 8, -100), fwd,
+        "reduction is 3");
+    expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                 rill_op_nll_loss_f32(s, none, b, NULL, a, t, 2, NULL, 4, 8, -100), fwd,
+                 "index_bytes is 2");
+    expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                 rill_op_nll_loss_f32(s, none, b, NULL, a, t, 8, NULL, 0, 8, -100), fwd, "n is 0");
+    expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                 rill_op_nll_loss_f32(s, none, b, NULL, a, t, 8, NULL, 4, 0, -100), fwd,
+                 "classes 0");
+    expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                 rill_op_nll_loss_f32(s, none, b, NULL, a, t, 8, NULL, (size_t)1 << 62, 8, -100),
+                 fwd, "fit in memory");
+    expect_error(RILL_ERROR_INVALID_ARGUMENT, /* 72 floats: past a's 64 */
+                 rill_op_nll_loss_f32(s, none, b, NULL, a, t, 8, NULL, 4, 18, -100), fwd, "input");
+    expect_error(RILL_ERROR_INVALID_ARGUMENT, /* 8 floats of weight at a + 60 */
+                 rill_op_nll_loss_f32(s, none, b, NULL, a, t, 8, a + 60, 4, 8, -100), fwd,
+                 "weight");
+    expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                 rill_op_nll_loss_f32(s, none, a + 30, NULL, a, t, 8, NULL, 4, 8, -100), fwd,
+                 "out overlaps input");
+    expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                 rill_op_nll_loss_f32(s, none, b + 46, NULL, a, t, 8, NULL, 4, 8, -100), fwd,
+                 "out overlaps targets");
+    expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                 rill_op_nll_loss_f32(s, mean, b, b, a, t, 8, NULL, 4, 8, -100), fwd,
+                 "out overlaps total_weight");
+    expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                 rill_op_nll_loss_f32(s, mean, b, a + 3, a, t, 8, NULL, 4, 8, -100), fwd,
+                 "total_weight overlaps input");
+    expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                 rill_op_nll_loss_backward_f32(s, mean, a, b, NULL, t, 8, NULL, 4, 8, -100), bwd,
+                 "total_weight is NULL");
+    expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                 rill_op_nll_loss_backward_f32(s, none, NULL, b, NULL, t, 8, NULL, 4, 8, -100), bwd,
+                 "grad_input is NULL");
+    expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                 rill_op_nll_loss_backward_f32(s, none, a, NULL, NULL, t, 8, NULL, 4, 8, -100), bwd,
+                 "grad_out is NULL");
+    expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                 rill_op_nll_loss_backward_f32(s, none, a, a + 30, NULL, t, 8, NULL, 4, 8, -100),
+                 bwd, "grad_input overlaps grad_out");
+    expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                 rill_op_nll_loss_backward_f32(s, mean, b, a, b + 20, t, 8, NULL, 4, 8, -100), bwd,
+                 "grad_input overlaps total_weight");
+    expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                 rill_op_nll_loss_backward_f32(s, none, b, a, NULL, t, 8, NULL, 4, 16, -100), bwd,
+                 "grad_input overlaps targets");
+    RT_OK(rill_free(a));
+    RT_OK(rill_free(b));
+    RT_OK(rill_stream_destroy(s));
+}
+
+int main(int argc, char **argv) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_nll_loss_forward),
+        cmocka_unit_test(test_nll_loss_of_ignored_rows),
+        cmocka_unit_test(test_nll_loss_backward),
+        cmocka_unit_test(test_nll_loss_target_out_of_range_fails_the_stream),
+        cmocka_unit_test(test_nll_loss_refuses_bad_arguments),
+    };
+    return CONTRACT_RUN(tests);
+}
