@@ -332,9 +332,36 @@ bool scaled_add(const at::Tensor &out, const at::Tensor &a, const at::Tensor &b,
     return true;
 }
 
+// out = a + sign alpha b for a dense int64 rill tensor a and a CPU integer
+// number b (batch norm's num_batches_tracked += 1), out new_like(a) or a
+// itself: one rill_op_add_scalar_i64, wrapping as PyTorch's integer add
+// does; false when the case is another.
+bool add_long_number(const at::Tensor &out, const at::Tensor &a, const at::Tensor &b,
+                     const at::Scalar &alpha, int64_t sign) {
+    if (!is_rill(a) || a.scalar_type() != at::kLong || !b.defined() || !b.is_cpu() ||
+        b.dim() != 0 || !at::isIntegralType(b.scalar_type(), false) || !alpha.isIntegral(false) ||
+        !is_rill(out) || out.scalar_type() != at::kLong || out.device() != a.device() ||
+        !out.sizes().equals(a.sizes()) || !out.strides().equals(a.strides()) ||
+        !a.is_non_overlapping_and_dense() ||
+        (!is_same_view(a, out) && out.storage().is_alias_of(a.storage())))
+        return false;
+    uint64_t value = static_cast<uint64_t>(b.item().toLong()) *
+                     static_cast<uint64_t>(alpha.toLong()) * static_cast<uint64_t>(sign);
+    if (a.numel() > 0) {
+        TORCH_RILL_CHECK(rill_op_add_scalar_i64(
+            stream_of(a), out.data_ptr<int64_t>(), a.const_data_ptr<int64_t>(),
+            static_cast<int64_t>(value), static_cast<size_t>(a.numel())));
+    }
+    return true;
+}
+
 // a + alpha b, a - alpha b (sign -1) into a new tensor: undefined when the
 // kernels do not take it.
 at::Tensor add_new(const at::Tensor &a, const at::Tensor &b, const at::Scalar &alpha, float sign) {
+    if (is_rill(a) && a.scalar_type() == at::kLong) {
+        at::Tensor out = new_like(a);
+        return add_long_number(out, a, b, alpha, sign > 0 ? 1 : -1) ? out : at::Tensor();
+    }
     if (is_one(alpha)) {
         bool done = false;
         at::Tensor out = binary_new(sign > 0 ? RILL_BINARY_ADD : RILL_BINARY_SUB, a, b, &done);
@@ -353,6 +380,8 @@ at::Tensor add_new(const at::Tensor &a, const at::Tensor &b, const at::Scalar &a
 // out = a + sign alpha b into an existing out (out=, or a in place).
 bool add_into(const at::Tensor &out, const at::Tensor &a, const at::Tensor &b,
               const at::Scalar &alpha, float sign) {
+    if (a.scalar_type() == at::kLong)
+        return add_long_number(out, a, b, alpha, sign > 0 ? 1 : -1);
     if (is_one(alpha))
         return binary_out(sign > 0 ? RILL_BINARY_ADD : RILL_BINARY_SUB, a, b, out);
     if (!is_f32(a) || !is_f32(b) || !is_f32(out))

@@ -1,0 +1,194 @@
+# SPDX-License-Identifier: MIT
+"""The ops of a classifier's loss and bookkeeping that run as rill kernels
+queued on the current stream: nll_loss and its backward (cross_entropy's
+second half), with the same bits as the CPU's, and the int64 add of batch
+norm's num_batches_tracked. A training step of a classifier then runs no
+host function; the cases the kernels do not take go to PyTorch's CPU
+kernels with the CPU's results and errors."""
+
+import re
+import textwrap
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from conftest import delay, traced_names
+
+
+def randn(*shape, seed=0):
+    return torch.randn(shape, generator=torch.Generator().manual_seed(seed))
+
+
+def targets(n, classes, ignore=None, seed=3):
+    t = torch.randint(0, classes, (n,), generator=torch.Generator().manual_seed(seed))
+    if ignore is not None:
+        t[::7] = ignore
+    return t
+
+
+def exact(got, want):
+    assert got.device.type == "rill" and got.dtype == want.dtype and got.shape == want.shape
+    torch.testing.assert_close(got.cpu(), want, rtol=0, atol=0, equal_nan=True)
+
+
+def on_a_cpu_device():
+    return torch.rill.get_device_properties().type == "cpu"
+
+
+CASES = {
+    "7x5": (7, 5),
+    "5000x37": (5000, 37),  # a plain sum of these rows differs from PyTorch's cascade
+    "70000x3": (70000, 3),  # the per-row losses over several blocks
+}
+
+
+@pytest.mark.parametrize("shape", list(CASES.values()), ids=list(CASES))
+@pytest.mark.parametrize("reduction", ["none", "sum", "mean"])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("ignore_index", [-100, 1])
+def test_nll_loss_and_its_backward_are_the_cpus_bit_for_bit(shape, reduction, weighted,
+                                                             ignore_index):
+    n, c = shape
+    x = F.log_softmax(randn(n, c, seed=1) * 4, 1)
+    t = targets(n, c, ignore=-100 if ignore_index == -100 else None)
+    w = torch.rand(c, generator=torch.Generator().manual_seed(5)) + 0.5 if weighted else None
+    outs = {}
+    for dev in ("cpu", "rill"):
+        xd = x.detach().clone().to(dev).requires_grad_()
+        loss = F.nll_loss(xd, t.to(dev), weight=None if w is None else w.to(dev),
+                          ignore_index=ignore_index, reduction=reduction)
+        loss.backward(randn(*loss.shape, seed=7).to(dev))
+        outs[dev] = (loss.detach(), xd.grad)
+    for got, want in zip(outs["rill"], outs["cpu"]):
+        exact(got, want)
+
+
+def test_nll_loss_of_one_row_and_of_ignored_rows_is_the_cpus():
+    """A [C] input with a 0-dim target, each reduction, weighted and not;
+    a batch whose rows are all ignored (mean NaN, as PyTorch's)."""
+    x, w = F.log_softmax(randn(6, seed=2), 0), torch.arange(1.0, 7.0)
+    for reduction in ("none", "sum", "mean"):
+        for weight in (None, w):
+            want = F.nll_loss(x, torch.tensor(4), weight=weight, reduction=reduction)
+            got = F.nll_loss(x.to("rill"), torch.tensor(4, device="rill"),
+                             weight=None if weight is None else weight.to("rill"),
+                             reduction=reduction)
+            exact(got, want)
+    xs, t = randn(3, 4, seed=1), torch.tensor([2, 2, 2])
+    for reduction in ("sum", "mean"):
+        exact(F.nll_loss(xs.to("rill"), t.to("rill"), ignore_index=2, reduction=reduction),
+              F.nll_loss(xs, t, ignore_index=2, reduction=reduction))
+
+
+def test_the_loss_is_queued_and_its_mean_divisor_stays_on_the_device():
+    """forward and backward return at once on a stream held back by a host
+    function (no synchronize: the mean's total weight is read on the
+    device), and give the CPU's values once it runs."""
+    x, t = F.log_softmax(randn(8, 5, seed=1), 1), targets(8, 5, ignore=-100)
+    xd = x.to("rill").requires_grad_()
+    td = t.to("rill")
+    s = torch.rill.Stream()
+    s.wait_stream(torch.rill.current_stream())
+    with torch.rill.stream(s):
+        delay(s, 0.3)
+        loss = F.nll_loss(xd, td)
+        loss.backward()
+        assert not s.query()
+    torch.rill.current_stream().wait_stream(s)
+    xc = x.clone().requires_grad_()
+    want = F.nll_loss(xc, t)
+    want.backward()
+    exact(loss.detach(), want.detach())
+    exact(xd.grad, xc.grad)
+
+
+def test_cases_the_kernels_do_not_take_are_the_cpus():
+    x, t = F.log_softmax(randn(5, 4, seed=1), 1), targets(5, 4)
+    # float64, uint8 targets, an empty batch: the fallback, the CPU's results.
+    exact(F.nll_loss(x.double().to("rill"), t.to("rill")), F.nll_loss(x.double(), t))
+    exact(F.nll_loss(x.to("rill"), t.byte().to("rill")), F.nll_loss(x, t.byte()))
+    empty, none = torch.zeros(0, 4), torch.zeros(0, dtype=torch.long)
+    exact(F.nll_loss(empty.to("rill"), none.to("rill")), F.nll_loss(empty, none))
+    # Bad shapes and dtypes: PyTorch's own errors.
+    for bad in (lambda d: F.nll_loss(x.to(d), t[:3].to(d)),
+                lambda d: F.nll_loss(x.to(d), t.float().to(d)),
+                lambda d: F.nll_loss(x.to(d), t.to(d), weight=torch.ones(3).to(d))):
+        with pytest.raises(Exception) as cpu_error:
+            bad("cpu")
+        with pytest.raises(type(cpu_error.value), match=re.escape(str(cpu_error.value)[:30])):
+            bad("rill")
+    # A rill input with CPU targets: PyTorch's device-mismatch error.
+    with pytest.raises(RuntimeError, match="device"):
+        F.nll_loss(x.to("rill"), t)
+
+
+@pytest.mark.skipif(not on_a_cpu_device(), reason="a CUDA kernel traps, ending the device")
+def test_a_target_out_of_range_fails_the_stream_naming_the_op():
+    """The CPU raises at once; the kernel cannot see the targets before it
+    reads them: the error surfaces at the next synchronize, as CUDA's
+    device-side assert does, and the stream runs again once cleared."""
+    x, t = F.log_softmax(randn(4, 5, seed=1), 1), torch.tensor([0, 4, 9, 1])
+    with pytest.raises(IndexError, match="Target 9 is out of bounds"):
+        F.nll_loss(x, t)
+    s = torch.rill.Stream()
+    s.wait_stream(torch.rill.current_stream())
+    xd, td = x.to("rill"), t.to("rill")
+    for reduction in ("none", "mean"):
+        with torch.rill.stream(s):
+            F.nll_loss(xd, td, reduction=reduction)  # no error yet: the target is read later
+        try:
+            with pytest.raises(RuntimeError, match=r"nll_loss_f32.*target 9 at position 2 is out "
+                                                   r"of range for 5 classes"):
+                s.synchronize()
+        finally:
+            s.clear_error()
+    with torch.rill.stream(s):
+        exact(F.nll_loss(xd, td.clamp(max=4)), F.nll_loss(x, t.clamp(max=4)))
+
+
+def test_num_batches_tracked_and_integer_adds_are_the_cpus():
+    """The int64 add of a CPU number (batch norm's counter), in place, into
+    a new tensor and out=, wrapping past 2^63 as PyTorch does; other
+    integer cases go to the fallback."""
+    a = torch.tensor([5, -3, 2**63 - 2, 0])
+    for fn in (lambda v: v + 7, lambda v: v - 3, lambda v: v.add(2, alpha=-4),
+               lambda v: v.clone().add_(3), lambda v: torch.add(v, 1, out=torch.empty_like(v)),
+               lambda v: v.clone().sub_(torch.tensor(2, dtype=torch.int32)),
+               lambda v: v.t() + 1 if v.dim() == 2 else v[::2] + 1,
+               lambda v: v + torch.tensor([1, 2, 3, 4]).to(v.device),
+               lambda v: v + 0.5):
+        exact(fn(a.to("rill")), fn(a))
+    bn = torch.nn.BatchNorm1d(3).to("rill")
+    for _ in range(3):
+        bn(randn(4, 3, seed=1).to("rill"))
+    assert bn.num_batches_tracked.device.type == "rill"
+    assert bn.num_batches_tracked.item() == 3
+
+
+def test_a_classifier_step_runs_no_host_function(tmp_path):
+    """rill's trace names each command after the aten op: a training step of
+    a small classifier with batch norm and cross entropy (forward, backward,
+    SGD) ran every op as rill's kernels; before these kernels, nll_loss,
+    its backward and the batch counter's add ran PyTorch's CPU kernels as
+    host functions."""
+    code = textwrap.dedent("""
+        import torch, torch_rill
+        m = torch.nn.Sequential(torch.nn.Linear(12, 16), torch.nn.BatchNorm1d(16),
+                                torch.nn.ReLU(), torch.nn.Linear(16, 4)).to("rill")
+        opt = torch.optim.SGD(m.parameters(), lr=0.1)
+        x = torch.randn(8, 12, device="rill")
+        y = torch.tensor([0, 1, 2, 3, 3, 2, 1, 0], device="rill")
+        for _ in range(2):
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(m(x), y).backward()
+            opt.step()
+        torch.rill.synchronize()
+    """)
+    names = traced_names(tmp_path, code)
+    hosts = sorted(n for n in names if n.endswith("(host function)"))
+    assert not hosts, hosts
+    for want in ("aten::nll_loss_forward (nll_loss_f32)",
+                 "aten::nll_loss_backward (nll_loss_backward_f32)",
+                 "aten::add_ (add_scalar_i64)"):
+        assert want in names, sorted(names)
