@@ -332,6 +332,12 @@ bool scaled_add(const at::Tensor &out, const at::Tensor &a, const at::Tensor &b,
     return true;
 }
 
+// An integer number's two's complement bits: a Python int past int64's
+// range is a uint64 number, which PyTorch's integer add wraps.
+uint64_t integer_bits(const at::Scalar &v) {
+    return v.type() == at::kUInt64 ? v.to<uint64_t>() : static_cast<uint64_t>(v.toLong());
+}
+
 // out = a + sign alpha b for a dense int64 rill tensor a and a CPU integer
 // number b (batch norm's num_batches_tracked += 1), out new_like(a) or a
 // itself: one rill_op_add_scalar_i64, wrapping as PyTorch's integer add
@@ -339,14 +345,18 @@ bool scaled_add(const at::Tensor &out, const at::Tensor &a, const at::Tensor &b,
 bool add_long_number(const at::Tensor &out, const at::Tensor &a, const at::Tensor &b,
                      const at::Scalar &alpha, int64_t sign) {
     if (!is_rill(a) || a.scalar_type() != at::kLong || !b.defined() || !b.is_cpu() ||
-        b.dim() != 0 || !at::isIntegralType(b.scalar_type(), false) || !alpha.isIntegral(false) ||
-        !is_rill(out) || out.scalar_type() != at::kLong || out.device() != a.device() ||
-        !out.sizes().equals(a.sizes()) || !out.strides().equals(a.strides()) ||
-        !a.is_non_overlapping_and_dense() ||
+        b.dim() != 0 || !at::isIntegralType(b.scalar_type(), false))
+        return false;
+    // The result is int64: PyTorch's own check of alpha, at the call as on
+    // the CPU (the fallback's meta kernel lets it through to fail later).
+    TORCH_CHECK(!alpha.isFloatingPoint(),
+                "For integral input tensors, argument alpha must not be a floating point number.");
+    if (!alpha.isIntegral(false) || !is_rill(out) || out.scalar_type() != at::kLong ||
+        out.device() != a.device() || !out.sizes().equals(a.sizes()) ||
+        !out.strides().equals(a.strides()) || !a.is_non_overlapping_and_dense() ||
         (!is_same_view(a, out) && out.storage().is_alias_of(a.storage())))
         return false;
-    uint64_t value = static_cast<uint64_t>(b.item().toLong()) *
-                     static_cast<uint64_t>(alpha.toLong()) * static_cast<uint64_t>(sign);
+    uint64_t value = integer_bits(b.item()) * integer_bits(alpha) * static_cast<uint64_t>(sign);
     if (a.numel() > 0) {
         TORCH_RILL_CHECK(rill_op_add_scalar_i64(
             stream_of(a), out.data_ptr<int64_t>(), a.const_data_ptr<int64_t>(),

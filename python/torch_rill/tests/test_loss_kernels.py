@@ -153,12 +153,19 @@ def test_num_batches_tracked_and_integer_adds_are_the_cpus():
     integer cases go to the fallback."""
     a = torch.tensor([5, -3, 2**63 - 2, 0])
     for fn in (lambda v: v + 7, lambda v: v - 3, lambda v: v.add(2, alpha=-4),
+               lambda v: v + 3 * 2**62,  # a uint64 number past int64's range
                lambda v: v.clone().add_(3), lambda v: torch.add(v, 1, out=torch.empty_like(v)),
                lambda v: v.clone().sub_(torch.tensor(2, dtype=torch.int32)),
-               lambda v: v.t() + 1 if v.dim() == 2 else v[::2] + 1,
+               lambda v: v[::2] + 1,  # strided, a tensor operand, a float result: the fallback
                lambda v: v + torch.tensor([1, 2, 3, 4]).to(v.device),
                lambda v: v + 0.5):
         exact(fn(a.to("rill")), fn(a))
+    # A float alpha: PyTorch's error at the call, as on the CPU, nothing queued.
+    with pytest.raises(RuntimeError, match="alpha must not be a floating point number"):
+        a.add(3, alpha=2.5)
+    with pytest.raises(RuntimeError, match="alpha must not be a floating point number"):
+        a.to("rill").add_(3, alpha=2.5)
+    torch.rill.synchronize()
     bn = torch.nn.BatchNorm1d(3).to("rill")
     for _ in range(3):
         bn(randn(4, 3, seed=1).to("rill"))
