@@ -243,6 +243,21 @@ float *contract_floats(rill_stream *s, const float *host, size_t n) {
     return p;
 }
 
+void *contract_indices(rill_stream *s, const int64_t *host, size_t n, size_t index_bytes) {
+    void *p = contract_alloc(s, n * index_bytes);
+    if (index_bytes == 8) {
+        contract_upload(s, p, host, n * sizeof *host);
+        return p;
+    }
+    int32_t *narrow = malloc(n * sizeof *narrow);
+    assert_non_null(narrow);
+    for (size_t i = 0; i < n; i++)
+        narrow[i] = (int32_t)host[i];
+    contract_upload(s, p, narrow, n * sizeof *narrow);
+    free(narrow);
+    return p;
+}
+
 void contract_upload(rill_stream *s, void *dst, const void *src, size_t bytes) {
     RT_OK(rill_memcpy_async(dst, src, bytes, s));
     RT_OK(rill_stream_synchronize(s));

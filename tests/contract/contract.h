@@ -94,6 +94,9 @@ void *contract_alloc(rill_stream *s, size_t bytes);
 /* Device memory on s holding n floats copied from host (NULL: left
  * uninitialised). */
 float *contract_floats(rill_stream *s, const float *host, size_t n);
+/* Device memory on s holding n indices copied from host, as int64s
+ * (index_bytes 8) or narrowed to int32s (4). */
+void *contract_indices(rill_stream *s, const int64_t *host, size_t n, size_t index_bytes);
 /* Copies bytes from host memory to device memory on s and waits for it. */
 void contract_upload(rill_stream *s, void *dst, const void *src, size_t bytes);
 /* Waits for s, then copies bytes from device memory to host memory. */

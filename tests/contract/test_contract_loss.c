@@ -28,21 +28,6 @@ static void expect_error(rill_status want, rill_status got, const char *fn, cons
         fail_msg("the sentence should name %s and say '%s': %s", fn, words, e);
 }
 
-/* Device memory holding n targets of index_bytes, as int64 or int32. */
-static void *upload_targets(rill_stream *s, const int64_t *host, size_t n, size_t index_bytes) {
-    void *p = contract_alloc(s, n * index_bytes);
-    if (index_bytes == 8) {
-        contract_upload(s, p, host, n * sizeof *host);
-        return p;
-    }
-    int32_t *narrow = malloc(n * sizeof *narrow);
-    for (size_t i = 0; i < n; i++)
-        narrow[i] = (int32_t)host[i];
-    contract_upload(s, p, narrow, n * sizeof *narrow);
-    free(narrow);
-    return p;
-}
-
 static bool same_bits(float a, float b) {
     return memcmp(&a, &b, sizeof a) == 0;
 }
@@ -137,7 +122,7 @@ static void test_nll_loss_forward(void **state) {
             assert_false(same_bits(plain, want));
         }
         for (size_t bytes = 4; bytes <= 8; bytes += 4) {
-            void *t = upload_targets(s, lc.targets, n, bytes);
+            void *t = contract_indices(s, lc.targets, n, bytes);
             for (int weighted = 0; weighted < 2; weighted++)
                 for (int r = RILL_LOSS_NONE; r <= RILL_LOSS_MEAN; r++) {
                     const float *hw = weighted ? lc.weight : NULL;
@@ -178,7 +163,7 @@ static void test_nll_loss_forward(void **state) {
             RT_OK(rill_free(t));
         }
         /* total_weight NULL: the loss alone. */
-        void *t = upload_targets(s, lc.targets, n, 8);
+        void *t = contract_indices(s, lc.targets, n, 8);
         RT_OK(rill_op_nll_loss_f32(s, RILL_LOSS_SUM, out, NULL, in, t, 8, NULL, n, c, ignore));
         contract_download(s, got, out, sizeof *got);
         float want, total;
@@ -204,7 +189,7 @@ static void test_nll_loss_of_ignored_rows(void **state) {
     int64_t ht[2] = {1, 1};
     float *in = contract_floats(s, hin, 6), *out = contract_floats(s, NULL, 2);
     float *tw = contract_floats(s, NULL, 1), got[2], got_tw;
-    void *t = upload_targets(s, ht, 2, 8);
+    void *t = contract_indices(s, ht, 2, 8);
     RT_OK(rill_op_nll_loss_f32(s, RILL_LOSS_MEAN, out, tw, in, t, 8, NULL, 2, 3, 1));
     contract_download(s, got, out, sizeof(float));
     contract_download(s, &got_tw, tw, sizeof got_tw);
@@ -241,7 +226,7 @@ static void test_nll_loss_backward(void **state) {
         float *tw = contract_floats(s, &htw, 1), *gi = contract_floats(s, NULL, n * c);
         float *got = malloc(n * c * sizeof *got);
         for (size_t bytes = 4; bytes <= 8; bytes += 4) {
-            void *t = upload_targets(s, lc.targets, n, bytes);
+            void *t = contract_indices(s, lc.targets, n, bytes);
             for (int weighted = 0; weighted < 2; weighted++)
                 for (int r = RILL_LOSS_NONE; r <= RILL_LOSS_MEAN; r++) {
                     RT_OK(rill_memset_async(gi, 0xff, n * c * sizeof(float), s));
@@ -293,7 +278,7 @@ static void test_nll_loss_target_out_of_range_fails_the_stream(void **state) {
                             "target -2 at position 1 is out of range for 5 classes"};
     for (int k = 0; k < 2; k++)
         for (int which = 0; which < 3; which++) {
-            void *t = upload_targets(s, bad[k], n, 8);
+            void *t = contract_indices(s, bad[k], n, 8);
             RT_OK(rill_stream_synchronize(s));
             if (which == 2)
                 RT_OK(rill_op_nll_loss_backward_f32(s, RILL_LOSS_SUM, out, in, NULL, t, 8, NULL, n,

@@ -683,22 +683,6 @@ static void test_binary_gelu_backward(void **state) {
     RT_OK(rill_stream_destroy(s));
 }
 
-/* Device memory holding n indices of index_bytes, index i at i (int64)
- * or as int32. */
-static void *upload_indices(rill_stream *s, const int64_t *host, size_t n, size_t index_bytes) {
-    void *p = contract_alloc(s, n * index_bytes);
-    if (index_bytes == 8) {
-        contract_upload(s, p, host, n * sizeof *host);
-        return p;
-    }
-    int32_t *narrow = malloc(n * sizeof *narrow);
-    for (size_t i = 0; i < n; i++)
-        narrow[i] = (int32_t)host[i];
-    contract_upload(s, p, narrow, n * sizeof *narrow);
-    free(narrow);
-    return p;
-}
-
 /* "out[i, :] = weight[indices[i], :]": every row, for both index widths,
  * in one block and over several (n * dim well above a block's share). */
 static void test_embedding_gathers_rows(void **state) {
@@ -714,7 +698,7 @@ static void test_embedding_gathers_rows(void **state) {
         hi[n - 1] = (int64_t)rows - 1;
         float *w = contract_floats(s, hw, rows * dim), *out = contract_floats(s, NULL, n * dim);
         for (size_t bytes = 4; bytes <= 8; bytes += 4) {
-            void *idx = upload_indices(s, hi, n, bytes);
+            void *idx = contract_indices(s, hi, n, bytes);
             RT_OK(rill_memset_async(out, 0xff, n * dim * sizeof(float), s));
             RT_OK(rill_op_embedding_f32(s, out, w, idx, bytes, n, rows, dim));
             contract_download(s, got, out, n * dim * sizeof *got);
@@ -762,7 +746,7 @@ static void test_embedding_backward_sums_rows(void **state) {
                     for (size_t d = 0; d < dim; d++)
                         want[(size_t)hi[i] * dim + d] += hg[i * dim + d];
             for (size_t bytes = 4; bytes <= 8; bytes += 4) {
-                void *idx = upload_indices(s, hi, n, bytes);
+                void *idx = contract_indices(s, hi, n, bytes);
                 RT_OK(rill_memset_async(gw, 0xff, rows * dim * sizeof(float), s));
                 RT_OK(rill_op_embedding_backward_f32(s, gw, g, idx, bytes, n, rows, dim, pads[k]));
                 contract_download(s, got, gw, rows * dim * sizeof *got);
@@ -802,7 +786,7 @@ static void test_embedding_index_out_of_range_fails_the_stream(void **state) {
                             "index -1 at position 1 is out of range for 5 rows"};
     for (int k = 0; k < 2; k++)
         for (int backward = 0; backward < 2; backward++) {
-            void *idx = upload_indices(s, bad[k], n, 8);
+            void *idx = contract_indices(s, bad[k], n, 8);
             RT_OK(rill_stream_synchronize(s));
             if (backward)
                 RT_OK(rill_op_embedding_backward_f32(s, w, out, idx, 8, n, rows, dim, -1));

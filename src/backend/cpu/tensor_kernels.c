@@ -721,14 +721,22 @@ void rill__cpu_op_pool2d_f32(const rill_block_ctx *ctx, const void *args) {
 
 /* ---- embeddings ---- */
 
+/* Fails ctx's launch for value, at position i of an op's indices (what:
+ * "index", "target"; plural: "indices", "targets"), out of [0, count)
+ * (count units: "rows", "classes"); also names what else may be passed. */
+static void fail_out_of_range(const rill_block_ctx *ctx, const char *what, const char *plural,
+                              int64_t value, size_t i, size_t count, const char *units,
+                              const char *also) {
+    char msg[192];
+    snprintf(msg, sizeof msg,
+             "%s %" PRId64 " at position %zu is out of range for %zu %s; pass %s in [0, %zu)%s",
+             what, value, i, count, units, plural, count, also);
+    rill__kernel_fail(ctx, msg);
+}
+
 /* Fails ctx's launch for index at position i of an embedding's indices. */
 static void fail_index(const rill_block_ctx *ctx, int64_t index, size_t i, size_t rows) {
-    char msg[160];
-    snprintf(msg, sizeof msg,
-             "index %" PRId64 " at position %zu is out of range for %zu rows; pass indices in "
-             "[0, %zu)",
-             index, i, rows, rows);
-    rill__kernel_fail(ctx, msg);
+    fail_out_of_range(ctx, "index", "indices", index, i, rows, "rows", "");
 }
 
 void rill__cpu_op_embedding_f32(const rill_block_ctx *ctx, const void *args) {
@@ -771,12 +779,7 @@ void rill__cpu_op_embedding_backward_f32(const rill_block_ctx *ctx, const void *
 
 /* Fails ctx's launch for target at position i of a loss's targets. */
 static void fail_target(const rill_block_ctx *ctx, int64_t target, size_t i, size_t classes) {
-    char msg[192];
-    snprintf(msg, sizeof msg,
-             "target %" PRId64 " at position %zu is out of range for %zu classes; pass targets "
-             "in [0, %zu) or ignore_index",
-             target, i, classes, classes);
-    rill__kernel_fail(ctx, msg);
+    fail_out_of_range(ctx, "target", "targets", target, i, classes, "classes", " or ignore_index");
 }
 
 void rill__cpu_op_nll_loss_f32(const rill_block_ctx *ctx, const void *args) {
