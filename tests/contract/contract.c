@@ -258,6 +258,15 @@ void *contract_indices(rill_stream *s, const int64_t *host, size_t n, size_t ind
     return p;
 }
 
+void contract_expect_error(rill_status want, rill_status got, const char *fn, const char *words) {
+    if (got != want)
+        fail_msg("status %d, want %d, for the case that should say '%s'", (int)got, (int)want,
+                 words);
+    const char *e = rill_last_error();
+    if (strstr(e, fn) == NULL || strstr(e, words) == NULL)
+        fail_msg("the sentence should name %s and say '%s': %s", fn, words, e);
+}
+
 void contract_upload(rill_stream *s, void *dst, const void *src, size_t bytes) {
     RT_OK(rill_memcpy_async(dst, src, bytes, s));
     RT_OK(rill_stream_synchronize(s));

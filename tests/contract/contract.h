@@ -101,6 +101,9 @@ void *contract_indices(rill_stream *s, const int64_t *host, size_t n, size_t ind
 void contract_upload(rill_stream *s, void *dst, const void *src, size_t bytes);
 /* Waits for s, then copies bytes from device memory to host memory. */
 void contract_download(rill_stream *s, void *dst, const void *src, size_t bytes);
+/* Fails the test unless got is the status want and rill_last_error()'s
+ * sentence names fn and says words. */
+void contract_expect_error(rill_status want, rill_status got, const char *fn, const char *words);
 /* Fails the test unless got is want within tol (relative, past 1), or
  * both are NaN; what[i] names the value. */
 void contract_expect_close(const char *what, size_t i, double got, double want, double tol);

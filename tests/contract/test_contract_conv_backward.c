@@ -25,12 +25,7 @@ static float *host_filled(size_t n, float value) {
 }
 
 static void expect_error(rill_status want, rill_status got, const char *words) {
-    if (got != want)
-        fail_msg("status %d, want %d, for the case that should say '%s'", (int)got, (int)want,
-                 words);
-    const char *e = rill_last_error();
-    if (strstr(e, "rill_op_conv2d_backward_f32") == NULL || strstr(e, words) == NULL)
-        fail_msg("the sentence should name rill_op_conv2d_backward_f32 and say '%s': %s", words, e);
+    contract_expect_error(want, got, "rill_op_conv2d_backward_f32", words);
 }
 
 /* A convolution's shape: n, c, h, w, k, r, sz, stride_h, stride_w, pad_h,

@@ -130,12 +130,7 @@ static void test_conv2d_grouped_dilated_matches_direct_sums(void **state) {
 }
 
 static void expect_error(const char *fn, rill_status got, const char *words) {
-    if (got != RILL_ERROR_INVALID_ARGUMENT)
-        fail_msg("status %d, want RILL_ERROR_INVALID_ARGUMENT, for the case that should say '%s'",
-                 (int)got, words);
-    const char *e = rill_last_error();
-    if (strstr(e, fn) == NULL || strstr(e, words) == NULL)
-        fail_msg("the sentence should name %s and say '%s': %s", fn, words, e);
+    contract_expect_error(RILL_ERROR_INVALID_ARGUMENT, got, fn, words);
 }
 
 /* "params NULL, a dilation or groups of 0, or groups dividing c or k

@@ -21,13 +21,6 @@ static float *host_values(size_t n, size_t seed) {
     return h;
 }
 
-static void expect_error(rill_status want, rill_status got, const char *fn, const char *words) {
-    assert_int_equal(got, want);
-    const char *e = rill_last_error();
-    if (strstr(e, fn) == NULL || strstr(e, words) == NULL)
-        fail_msg("the sentence should name %s and say '%s': %s", fn, words, e);
-}
-
 static bool same_bits(float a, float b) {
     return memcmp(&a, &b, sizeof a) == 0;
 }
@@ -286,8 +279,8 @@ static void test_nll_loss_target_out_of_range_fails_the_stream(void **state) {
             else
                 RT_OK(rill_op_nll_loss_f32(s, which ? RILL_LOSS_MEAN : RILL_LOSS_NONE, out, NULL,
                                            in, t, 8, NULL, n, c, -100));
-            expect_error(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(s),
-                         which == 2 ? "nll_loss_backward_f32" : "nll_loss_f32", words[k]);
+            contract_expect_error(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(s),
+                                  which == 2 ? "nll_loss_backward_f32" : "nll_loss_f32", words[k]);
             RT_OK(rill_stream_clear_error(s));
             RT_OK(rill_free(t));
         }
@@ -305,65 +298,74 @@ static void test_nll_loss_refuses_bad_arguments(void **state) {
     int64_t *t = (int64_t *)(b + 48);
     const char *fwd = "rill_op_nll_loss_f32", *bwd = "rill_op_nll_loss_backward_f32";
     rill_loss_reduction none = RILL_LOSS_NONE, mean = RILL_LOSS_MEAN;
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_nll_loss_f32(s, none, b, NULL, a, NULL, 8, NULL, 4, 8, -100), fwd,
-                 "targets is NULL");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_nll_loss_f32(s, none, NULL, NULL, a, t, 8, NULL, 4, 8, -100), fwd,
-                 "out is NULL");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_nll_loss_f32(s, none, b, NULL, NULL, t, 8, NULL, 4, 8, -100), fwd,
-                 "input is NULL");
-    expect_error(
+    contract_expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                          rill_op_nll_loss_f32(s, none, b, NULL, a, NULL, 8, NULL, 4, 8, -100), fwd,
+                          "targets is NULL");
+    contract_expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                          rill_op_nll_loss_f32(s, none, NULL, NULL, a, t, 8, NULL, 4, 8, -100), fwd,
+                          "out is NULL");
+    contract_expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                          rill_op_nll_loss_f32(s, none, b, NULL, NULL, t, 8, NULL, 4, 8, -100), fwd,
+                          "input is NULL");
+    contract_expect_error(
         RILL_ERROR_INVALID_ARGUMENT,
         rill_op_nll_loss_f32(s, (rill_loss_reduction)3, b, NULL, a, t, 8, NULL, 4, 8, -100), fwd,
         "reduction is 3");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_nll_loss_f32(s, none, b, NULL, a, t, 2, NULL, 4, 8, -100), fwd,
-                 "index_bytes is 2");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_nll_loss_f32(s, none, b, NULL, a, t, 8, NULL, 0, 8, -100), fwd, "n is 0");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_nll_loss_f32(s, none, b, NULL, a, t, 8, NULL, 4, 0, -100), fwd,
-                 "classes 0");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_nll_loss_f32(s, none, b, NULL, a, t, 8, NULL, (size_t)1 << 62, 8, -100),
-                 fwd, "fit in memory");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT, /* 72 floats: past a's 64 */
-                 rill_op_nll_loss_f32(s, none, b, NULL, a, t, 8, NULL, 4, 18, -100), fwd, "input");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT, /* 8 floats of weight at a + 60 */
-                 rill_op_nll_loss_f32(s, none, b, NULL, a, t, 8, a + 60, 4, 8, -100), fwd,
-                 "weight");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_nll_loss_f32(s, none, a + 30, NULL, a, t, 8, NULL, 4, 8, -100), fwd,
-                 "out overlaps input");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_nll_loss_f32(s, none, b + 46, NULL, a, t, 8, NULL, 4, 8, -100), fwd,
-                 "out overlaps targets");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_nll_loss_f32(s, mean, b, b, a, t, 8, NULL, 4, 8, -100), fwd,
-                 "out overlaps total_weight");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_nll_loss_f32(s, mean, b, a + 3, a, t, 8, NULL, 4, 8, -100), fwd,
-                 "total_weight overlaps input");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_nll_loss_backward_f32(s, mean, a, b, NULL, t, 8, NULL, 4, 8, -100), bwd,
-                 "total_weight is NULL");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_nll_loss_backward_f32(s, none, NULL, b, NULL, t, 8, NULL, 4, 8, -100), bwd,
-                 "grad_input is NULL");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_nll_loss_backward_f32(s, none, a, NULL, NULL, t, 8, NULL, 4, 8, -100), bwd,
-                 "grad_out is NULL");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_nll_loss_backward_f32(s, none, a, a + 30, NULL, t, 8, NULL, 4, 8, -100),
-                 bwd, "grad_input overlaps grad_out");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_nll_loss_backward_f32(s, mean, b, a, b + 20, t, 8, NULL, 4, 8, -100), bwd,
-                 "grad_input overlaps total_weight");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_nll_loss_backward_f32(s, none, b, a, NULL, t, 8, NULL, 4, 16, -100), bwd,
-                 "grad_input overlaps targets");
+    contract_expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                          rill_op_nll_loss_f32(s, none, b, NULL, a, t, 2, NULL, 4, 8, -100), fwd,
+                          "index_bytes is 2");
+    contract_expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                          rill_op_nll_loss_f32(s, none, b, NULL, a, t, 8, NULL, 0, 8, -100), fwd,
+                          "n is 0");
+    contract_expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                          rill_op_nll_loss_f32(s, none, b, NULL, a, t, 8, NULL, 4, 0, -100), fwd,
+                          "classes 0");
+    contract_expect_error(
+        RILL_ERROR_INVALID_ARGUMENT,
+        rill_op_nll_loss_f32(s, none, b, NULL, a, t, 8, NULL, (size_t)1 << 62, 8, -100), fwd,
+        "fit in memory");
+    contract_expect_error(RILL_ERROR_INVALID_ARGUMENT, /* 72 floats: past a's 64 */
+                          rill_op_nll_loss_f32(s, none, b, NULL, a, t, 8, NULL, 4, 18, -100), fwd,
+                          "input");
+    contract_expect_error(RILL_ERROR_INVALID_ARGUMENT, /* 8 floats of weight at a + 60 */
+                          rill_op_nll_loss_f32(s, none, b, NULL, a, t, 8, a + 60, 4, 8, -100), fwd,
+                          "weight");
+    contract_expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                          rill_op_nll_loss_f32(s, none, a + 30, NULL, a, t, 8, NULL, 4, 8, -100),
+                          fwd, "out overlaps input");
+    contract_expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                          rill_op_nll_loss_f32(s, none, b + 46, NULL, a, t, 8, NULL, 4, 8, -100),
+                          fwd, "out overlaps targets");
+    contract_expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                          rill_op_nll_loss_f32(s, mean, b, b, a, t, 8, NULL, 4, 8, -100), fwd,
+                          "out overlaps total_weight");
+    contract_expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                          rill_op_nll_loss_f32(s, mean, b, a + 3, a, t, 8, NULL, 4, 8, -100), fwd,
+                          "total_weight overlaps input");
+    contract_expect_error(
+        RILL_ERROR_INVALID_ARGUMENT,
+        rill_op_nll_loss_backward_f32(s, mean, a, b, NULL, t, 8, NULL, 4, 8, -100), bwd,
+        "total_weight is NULL");
+    contract_expect_error(
+        RILL_ERROR_INVALID_ARGUMENT,
+        rill_op_nll_loss_backward_f32(s, none, NULL, b, NULL, t, 8, NULL, 4, 8, -100), bwd,
+        "grad_input is NULL");
+    contract_expect_error(
+        RILL_ERROR_INVALID_ARGUMENT,
+        rill_op_nll_loss_backward_f32(s, none, a, NULL, NULL, t, 8, NULL, 4, 8, -100), bwd,
+        "grad_out is NULL");
+    contract_expect_error(
+        RILL_ERROR_INVALID_ARGUMENT,
+        rill_op_nll_loss_backward_f32(s, none, a, a + 30, NULL, t, 8, NULL, 4, 8, -100), bwd,
+        "grad_input overlaps grad_out");
+    contract_expect_error(
+        RILL_ERROR_INVALID_ARGUMENT,
+        rill_op_nll_loss_backward_f32(s, mean, b, a, b + 20, t, 8, NULL, 4, 8, -100), bwd,
+        "grad_input overlaps total_weight");
+    contract_expect_error(
+        RILL_ERROR_INVALID_ARGUMENT,
+        rill_op_nll_loss_backward_f32(s, none, b, a, NULL, t, 8, NULL, 4, 16, -100), bwd,
+        "grad_input overlaps targets");
     RT_OK(rill_free(a));
     RT_OK(rill_free(b));
     RT_OK(rill_stream_destroy(s));

@@ -19,13 +19,6 @@ static float *host_values(size_t n, size_t seed) {
     return h;
 }
 
-static void expect_error(rill_status want, rill_status got, const char *fn, const char *words) {
-    assert_int_equal(got, want);
-    const char *e = rill_last_error();
-    if (strstr(e, fn) == NULL || strstr(e, words) == NULL)
-        fail_msg("the sentence should name %s and say '%s': %s", fn, words, e);
-}
-
 /* A pooling's geometry: planes images [h, w], window r x q, strides and
  * padding. */
 typedef struct geometry {
@@ -158,8 +151,8 @@ static void test_max_pool2d_backward_index_out_of_range_fails_the_launch(void **
         int64_t *idx = contract_alloc(s, sizeof bad[k]);
         contract_upload(s, idx, bad[k], sizeof bad[k]);
         RT_OK(rill_op_max_pool2d_backward_f32(s, gi, go, idx, planes, h, w, oh, ow));
-        expect_error(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(s),
-                     "max_pool2d_backward_f32", words[k]);
+        contract_expect_error(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(s),
+                              "max_pool2d_backward_f32", words[k]);
         RT_OK(rill_stream_clear_error(s));
         RT_OK(rill_free(idx));
     }
@@ -179,59 +172,62 @@ static void test_pool2d_backward_refuses_bad_arguments(void **state) {
     int64_t *idx = (int64_t *)(b + 32);
     static const char max[] = "rill_op_max_pool2d_backward_f32";
     static const char avg[] = "rill_op_avg_pool2d_backward_f32";
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_max_pool2d_backward_f32(s, NULL, b, idx, 1, 8, 8, 4, 4), max,
-                 "grad_in is NULL");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_max_pool2d_backward_f32(s, a, NULL, idx, 1, 8, 8, 4, 4), max,
-                 "grad_out is NULL");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_max_pool2d_backward_f32(s, a, b, NULL, 1, 8, 8, 4, 4), max,
-                 "indices is NULL");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_max_pool2d_backward_f32(s, a, b, idx, 0, 8, 8, 4, 4), max, "planes is 0");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_max_pool2d_backward_f32(s, a, b, idx, 1, 8, 8, 0, 4), max, "oh is 0");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_max_pool2d_backward_f32(s, a, b, idx, 1, 8, 9, 4, 4), max,
-                 "grad_in"); /* 72 floats: past a's 64 */
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_max_pool2d_backward_f32(s, a, b, idx, 1, 8, 8, 4, 5), max,
-                 "indices"); /* 20 int64s: past b's end */
-    expect_error(
+    contract_expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                          rill_op_max_pool2d_backward_f32(s, NULL, b, idx, 1, 8, 8, 4, 4), max,
+                          "grad_in is NULL");
+    contract_expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                          rill_op_max_pool2d_backward_f32(s, a, NULL, idx, 1, 8, 8, 4, 4), max,
+                          "grad_out is NULL");
+    contract_expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                          rill_op_max_pool2d_backward_f32(s, a, b, NULL, 1, 8, 8, 4, 4), max,
+                          "indices is NULL");
+    contract_expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                          rill_op_max_pool2d_backward_f32(s, a, b, idx, 0, 8, 8, 4, 4), max,
+                          "planes is 0");
+    contract_expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                          rill_op_max_pool2d_backward_f32(s, a, b, idx, 1, 8, 8, 0, 4), max,
+                          "oh is 0");
+    contract_expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                          rill_op_max_pool2d_backward_f32(s, a, b, idx, 1, 8, 9, 4, 4), max,
+                          "grad_in"); /* 72 floats: past a's 64 */
+    contract_expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                          rill_op_max_pool2d_backward_f32(s, a, b, idx, 1, 8, 8, 4, 5), max,
+                          "indices"); /* 20 int64s: past b's end */
+    contract_expect_error(
         RILL_ERROR_INVALID_ARGUMENT,
         rill_op_max_pool2d_backward_f32(s, a, b, idx, 1, 8, 8, (size_t)1 << 40, (size_t)1 << 40),
         max, "fit in memory");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_max_pool2d_backward_f32(s, b, a, (int64_t *)(b + 8), 1, 4, 4, 2, 2), max,
-                 "overlaps indices");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_max_pool2d_backward_f32(s, a, a + 8, idx, 1, 4, 4, 2, 2), max,
-                 "overlaps grad_out");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_avg_pool2d_backward_f32(s, NULL, b, 1, 8, 8, 2, 2, 2, 2, 0, 0), avg,
-                 "grad_in is NULL");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_avg_pool2d_backward_f32(s, a, b, 0, 8, 8, 2, 2, 2, 2, 0, 0), avg,
-                 "planes is 0");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_avg_pool2d_backward_f32(s, a, b, 1, 8, 8, 2, 2, 0, 2, 0, 0), avg,
-                 "stride_h");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_avg_pool2d_backward_f32(s, a, b, 1, 8, 8, 2, 2, 2, 2, 2, 0), avg,
-                 "half the window");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_avg_pool2d_backward_f32(s, a, b, 1, 2, 2, 5, 5, 1, 1, 1, 1), avg,
-                 "larger than the padded input");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_avg_pool2d_backward_f32(s, a, b, 1, 8, 8, 0, 2, 2, 2, 0, 0), avg,
-                 "r is 0");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_avg_pool2d_backward_f32(s, a, b, 2, 8, 8, 2, 2, 2, 2, 0, 0), avg,
-                 "grad_in"); /* 128 floats: past a's 64 */
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_avg_pool2d_backward_f32(s, a, a + 8, 1, 4, 4, 2, 2, 2, 2, 0, 0), avg,
-                 "overlaps grad_out");
+    contract_expect_error(
+        RILL_ERROR_INVALID_ARGUMENT,
+        rill_op_max_pool2d_backward_f32(s, b, a, (int64_t *)(b + 8), 1, 4, 4, 2, 2), max,
+        "overlaps indices");
+    contract_expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                          rill_op_max_pool2d_backward_f32(s, a, a + 8, idx, 1, 4, 4, 2, 2), max,
+                          "overlaps grad_out");
+    contract_expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                          rill_op_avg_pool2d_backward_f32(s, NULL, b, 1, 8, 8, 2, 2, 2, 2, 0, 0),
+                          avg, "grad_in is NULL");
+    contract_expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                          rill_op_avg_pool2d_backward_f32(s, a, b, 0, 8, 8, 2, 2, 2, 2, 0, 0), avg,
+                          "planes is 0");
+    contract_expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                          rill_op_avg_pool2d_backward_f32(s, a, b, 1, 8, 8, 2, 2, 0, 2, 0, 0), avg,
+                          "stride_h");
+    contract_expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                          rill_op_avg_pool2d_backward_f32(s, a, b, 1, 8, 8, 2, 2, 2, 2, 2, 0), avg,
+                          "half the window");
+    contract_expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                          rill_op_avg_pool2d_backward_f32(s, a, b, 1, 2, 2, 5, 5, 1, 1, 1, 1), avg,
+                          "larger than the padded input");
+    contract_expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                          rill_op_avg_pool2d_backward_f32(s, a, b, 1, 8, 8, 0, 2, 2, 2, 0, 0), avg,
+                          "r is 0");
+    contract_expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                          rill_op_avg_pool2d_backward_f32(s, a, b, 2, 8, 8, 2, 2, 2, 2, 0, 0), avg,
+                          "grad_in"); /* 128 floats: past a's 64 */
+    contract_expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                          rill_op_avg_pool2d_backward_f32(s, a, a + 8, 1, 4, 4, 2, 2, 2, 2, 0, 0),
+                          avg, "overlaps grad_out");
     RT_OK(rill_free(a));
     RT_OK(rill_free(b));
     RT_OK(rill_stream_destroy(s));

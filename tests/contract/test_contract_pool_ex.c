@@ -154,10 +154,7 @@ static void test_pool2d_ex_matches_direct_sums(void **state) {
 }
 
 static void expect_error(const char *fn, rill_status got, const char *words) {
-    assert_int_equal(got, RILL_ERROR_INVALID_ARGUMENT);
-    const char *e = rill_last_error();
-    if (strstr(e, fn) == NULL || strstr(e, words) == NULL)
-        fail_msg("the sentence should name %s and say '%s': %s", fn, words, e);
+    contract_expect_error(RILL_ERROR_INVALID_ARGUMENT, got, fn, words);
 }
 
 /* "An option of the other op (dilation other than 1 for RILL_POOL_AVG,

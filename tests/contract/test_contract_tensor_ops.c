@@ -20,13 +20,6 @@ static float *host_values(size_t n) {
     return h;
 }
 
-static void expect_error(rill_status want, rill_status got, const char *fn, const char *words) {
-    assert_int_equal(got, want);
-    const char *e = rill_last_error();
-    if (strstr(e, fn) == NULL || strstr(e, words) == NULL)
-        fail_msg("the sentence should name %s and say '%s': %s", fn, words, e);
-}
-
 /* "out at i = in at i for every index i of shape": a transpose gathered
  * into contiguous memory, then scattered into a column band of a wider
  * matrix (cat along the last dimension). */
@@ -792,8 +785,8 @@ static void test_embedding_index_out_of_range_fails_the_stream(void **state) {
                 RT_OK(rill_op_embedding_backward_f32(s, w, out, idx, 8, n, rows, dim, -1));
             else
                 RT_OK(rill_op_embedding_f32(s, out, w, idx, 8, n, rows, dim));
-            expect_error(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(s),
-                         backward ? "embedding_backward_f32" : "embedding_f32", words[k]);
+            contract_expect_error(RILL_ERROR_KERNEL_FAILED, rill_stream_synchronize(s),
+                                  backward ? "embedding_backward_f32" : "embedding_f32", words[k]);
             RT_OK(rill_stream_clear_error(s));
             RT_OK(rill_free(idx));
         }
@@ -982,59 +975,62 @@ static void test_layer_norm_refuses_bad_arguments(void **state) {
     float *x = contract_floats(s, h, ROWS * N), *out = contract_floats(s, fill, 64);
     float *w = contract_floats(s, h, N);
     const char fn[] = "rill_op_layer_norm_f32";
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_layer_norm_f32(s, NULL, NULL, NULL, x, NULL, NULL, ROWS, N, 1e-5f), fn,
-                 "out");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_layer_norm_f32(s, out, NULL, NULL, x, NULL, NULL, 0, N, 1e-5f), fn,
-                 "rows is 0");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_layer_norm_f32(s, out, NULL, NULL, x, NULL, NULL, ROWS, 0, 1e-5f), fn,
-                 "n is 0");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_layer_norm_f32(s, out, NULL, NULL, x, NULL, NULL, ROWS, N, NAN), fn,
-                 "eps");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_layer_norm_f32(s, out, NULL, NULL, x, NULL, NULL, ROWS, N, -1.0f), fn,
-                 "eps");
+    contract_expect_error(
+        RILL_ERROR_INVALID_ARGUMENT,
+        rill_op_layer_norm_f32(s, NULL, NULL, NULL, x, NULL, NULL, ROWS, N, 1e-5f), fn, "out");
+    contract_expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                          rill_op_layer_norm_f32(s, out, NULL, NULL, x, NULL, NULL, 0, N, 1e-5f),
+                          fn, "rows is 0");
+    contract_expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                          rill_op_layer_norm_f32(s, out, NULL, NULL, x, NULL, NULL, ROWS, 0, 1e-5f),
+                          fn, "n is 0");
+    contract_expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                          rill_op_layer_norm_f32(s, out, NULL, NULL, x, NULL, NULL, ROWS, N, NAN),
+                          fn, "eps");
+    contract_expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                          rill_op_layer_norm_f32(s, out, NULL, NULL, x, NULL, NULL, ROWS, N, -1.0f),
+                          fn, "eps");
     /* a weight of n floats past its allocation */
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_layer_norm_f32(s, out, NULL, NULL, x, w + 1, NULL, ROWS, N, 1e-5f), fn,
-                 "weight");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_layer_norm_f32(s, x + 1, NULL, NULL, x, NULL, NULL, 2, N, 1e-5f), fn,
-                 "overlaps x");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_layer_norm_f32(s, out, x, NULL, x, NULL, NULL, ROWS, N, 1e-5f), fn,
-                 "mean overlaps x");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_layer_norm_f32(s, out, out + 40, out + 42, x, NULL, NULL, ROWS, N, 1e-5f),
-                 fn, "mean overlaps rstd");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_layer_norm_f32(s, out, out + 8, NULL, x, NULL, NULL, ROWS, N, 1e-5f), fn,
-                 "out overlaps mean");
+    contract_expect_error(
+        RILL_ERROR_INVALID_ARGUMENT,
+        rill_op_layer_norm_f32(s, out, NULL, NULL, x, w + 1, NULL, ROWS, N, 1e-5f), fn, "weight");
+    contract_expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                          rill_op_layer_norm_f32(s, x + 1, NULL, NULL, x, NULL, NULL, 2, N, 1e-5f),
+                          fn, "overlaps x");
+    contract_expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                          rill_op_layer_norm_f32(s, out, x, NULL, x, NULL, NULL, ROWS, N, 1e-5f),
+                          fn, "mean overlaps x");
+    contract_expect_error(
+        RILL_ERROR_INVALID_ARGUMENT,
+        rill_op_layer_norm_f32(s, out, out + 40, out + 42, x, NULL, NULL, ROWS, N, 1e-5f), fn,
+        "mean overlaps rstd");
+    contract_expect_error(
+        RILL_ERROR_INVALID_ARGUMENT,
+        rill_op_layer_norm_f32(s, out, out + 8, NULL, x, NULL, NULL, ROWS, N, 1e-5f), fn,
+        "out overlaps mean");
     const char bfn[] = "rill_op_layer_norm_backward_f32";
     float *st = out + 48; /* mean and rstd stand-ins: 4 floats each */
-    expect_error(
+    contract_expect_error(
         RILL_ERROR_INVALID_ARGUMENT,
         rill_op_layer_norm_backward_f32(s, NULL, NULL, NULL, x, x, st, st + 4, NULL, ROWS, N), bfn,
         "all NULL");
-    expect_error(
+    contract_expect_error(
         RILL_ERROR_INVALID_ARGUMENT,
         rill_op_layer_norm_backward_f32(s, out, NULL, NULL, x, x, NULL, st + 4, NULL, ROWS, N), bfn,
         "mean");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_layer_norm_backward_f32(s, out, NULL, NULL, x, x, st, st + 4, NULL, 0, N),
-                 bfn, "rows is 0");
-    expect_error(
+    contract_expect_error(
+        RILL_ERROR_INVALID_ARGUMENT,
+        rill_op_layer_norm_backward_f32(s, out, NULL, NULL, x, x, st, st + 4, NULL, 0, N), bfn,
+        "rows is 0");
+    contract_expect_error(
         RILL_ERROR_INVALID_ARGUMENT,
         rill_op_layer_norm_backward_f32(s, x, NULL, NULL, x, out, st, st + 4, NULL, ROWS, N), bfn,
         "dx overlaps dy");
-    expect_error(
+    contract_expect_error(
         RILL_ERROR_INVALID_ARGUMENT,
         rill_op_layer_norm_backward_f32(s, NULL, out, out + 4, x, x, st, st + 4, NULL, ROWS, N),
         bfn, "dweight overlaps dbias");
-    expect_error(
+    contract_expect_error(
         RILL_ERROR_INVALID_ARGUMENT,
         rill_op_layer_norm_backward_f32(s, NULL, out, NULL, x, x, st, st + 4, w + 1, ROWS, N), bfn,
         "weight");
@@ -1055,91 +1051,106 @@ static void test_tensor_ops_refuse_bad_arguments(void **state) {
     rill_stream *s = contract_stream();
     float *a = contract_floats(s, NULL, 64), *b = contract_floats(s, NULL, 64);
     size_t shape[2] = {4, 4}, contig[2] = {4, 1}, zero[2] = {0, 1}, big[2] = {64, 1};
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_copy_strided_f32(s, b, zero, a, contig, shape, 2),
-                 "rill_op_copy_strided_f32", "more than once");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_copy_strided_f32(s, b, contig, a, big, shape, 2),
-                 "rill_op_copy_strided_f32", "in");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_copy_strided_f32(s, a + 2, contig, a, contig, shape, 2),
-                 "rill_op_copy_strided_f32", "overlaps");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_copy_strided_f32(s, b, contig, a, contig, shape, 7),
-                 "rill_op_copy_strided_f32", "RILL_OP_MAX_DIMS");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_binary_f32(s, (rill_binary_op)99, b, a, contig, a, contig, shape, 2),
-                 "rill_op_binary_f32", "not a rill_binary_op");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_binary_f32(s, RILL_BINARY_ADD, a, a, zero, b, contig, shape, 2),
-                 "rill_op_binary_f32", "overlaps a");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT, rill_op_map_f32(s, RILL_MAP_RELU, b, a, 0.0f, 0),
-                 "rill_op_map_f32", "n is 0");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_reduce_dim_f32(s, RILL_REDUCE_DIM_SUM, b, (int64_t *)(b + 32), a, 4, 4, 1),
-                 "rill_op_reduce_dim_f32", "indices");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT, rill_op_softmax_f32(s, b, a, 4, 0, 4),
-                 "rill_op_softmax_f32", "dim is 0");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_conv2d_ex_f32(s, b, a, a, 1, 1, 8, 8, 1, 3, 3, 0, 1, 0, 0),
-                 "rill_op_conv2d_ex_f32", "stride_h");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_conv2d_ex_f32(s, b, a, a, 1, 1, 2, 2, 1, 5, 5, 1, 1, 1, 1),
-                 "rill_op_conv2d_ex_f32", "larger than the padded input");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_pool2d_f32(s, RILL_POOL_MAX, b, a, 1, 8, 8, 2, 2, 2, 2, 2, 0),
-                 "rill_op_pool2d_f32", "half the window");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_pool2d_f32(s, (rill_pool_op)7, b, a, 1, 8, 8, 2, 2, 2, 2, 0, 0),
-                 "rill_op_pool2d_f32", "not a rill_pool_op");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_max_pool2d_f32(s, b, NULL, a, 1, 8, 8, 2, 2, 2, 2, 0, 0),
-                 "rill_op_max_pool2d_f32", "indices is NULL");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_max_pool2d_f32(s, b, (int64_t *)(a + 8), a, 1, 8, 8, 2, 2, 2, 2, 0, 0),
-                 "rill_op_max_pool2d_f32", "indices");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_max_pool2d_f32(s, b, (int64_t *)(b + 8), a, 1, 8, 8, 2, 2, 2, 2, 0, 0),
-                 "rill_op_max_pool2d_f32", "out");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_max_pool2d_f32(s, b, (int64_t *)(b + 40), a, 1, 8, 8, 2, 2, 2, 2, 0, 0),
-                 "rill_op_max_pool2d_f32", "indices");
+    contract_expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                          rill_op_copy_strided_f32(s, b, zero, a, contig, shape, 2),
+                          "rill_op_copy_strided_f32", "more than once");
+    contract_expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                          rill_op_copy_strided_f32(s, b, contig, a, big, shape, 2),
+                          "rill_op_copy_strided_f32", "in");
+    contract_expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                          rill_op_copy_strided_f32(s, a + 2, contig, a, contig, shape, 2),
+                          "rill_op_copy_strided_f32", "overlaps");
+    contract_expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                          rill_op_copy_strided_f32(s, b, contig, a, contig, shape, 7),
+                          "rill_op_copy_strided_f32", "RILL_OP_MAX_DIMS");
+    contract_expect_error(
+        RILL_ERROR_INVALID_ARGUMENT,
+        rill_op_binary_f32(s, (rill_binary_op)99, b, a, contig, a, contig, shape, 2),
+        "rill_op_binary_f32", "not a rill_binary_op");
+    contract_expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                          rill_op_binary_f32(s, RILL_BINARY_ADD, a, a, zero, b, contig, shape, 2),
+                          "rill_op_binary_f32", "overlaps a");
+    contract_expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                          rill_op_map_f32(s, RILL_MAP_RELU, b, a, 0.0f, 0), "rill_op_map_f32",
+                          "n is 0");
+    contract_expect_error(
+        RILL_ERROR_INVALID_ARGUMENT,
+        rill_op_reduce_dim_f32(s, RILL_REDUCE_DIM_SUM, b, (int64_t *)(b + 32), a, 4, 4, 1),
+        "rill_op_reduce_dim_f32", "indices");
+    contract_expect_error(RILL_ERROR_INVALID_ARGUMENT, rill_op_softmax_f32(s, b, a, 4, 0, 4),
+                          "rill_op_softmax_f32", "dim is 0");
+    contract_expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                          rill_op_conv2d_ex_f32(s, b, a, a, 1, 1, 8, 8, 1, 3, 3, 0, 1, 0, 0),
+                          "rill_op_conv2d_ex_f32", "stride_h");
+    contract_expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                          rill_op_conv2d_ex_f32(s, b, a, a, 1, 1, 2, 2, 1, 5, 5, 1, 1, 1, 1),
+                          "rill_op_conv2d_ex_f32", "larger than the padded input");
+    contract_expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                          rill_op_pool2d_f32(s, RILL_POOL_MAX, b, a, 1, 8, 8, 2, 2, 2, 2, 2, 0),
+                          "rill_op_pool2d_f32", "half the window");
+    contract_expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                          rill_op_pool2d_f32(s, (rill_pool_op)7, b, a, 1, 8, 8, 2, 2, 2, 2, 0, 0),
+                          "rill_op_pool2d_f32", "not a rill_pool_op");
+    contract_expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                          rill_op_max_pool2d_f32(s, b, NULL, a, 1, 8, 8, 2, 2, 2, 2, 0, 0),
+                          "rill_op_max_pool2d_f32", "indices is NULL");
+    contract_expect_error(
+        RILL_ERROR_INVALID_ARGUMENT,
+        rill_op_max_pool2d_f32(s, b, (int64_t *)(a + 8), a, 1, 8, 8, 2, 2, 2, 2, 0, 0),
+        "rill_op_max_pool2d_f32", "indices");
+    contract_expect_error(
+        RILL_ERROR_INVALID_ARGUMENT,
+        rill_op_max_pool2d_f32(s, b, (int64_t *)(b + 8), a, 1, 8, 8, 2, 2, 2, 2, 0, 0),
+        "rill_op_max_pool2d_f32", "out");
+    contract_expect_error(
+        RILL_ERROR_INVALID_ARGUMENT,
+        rill_op_max_pool2d_f32(s, b, (int64_t *)(b + 40), a, 1, 8, 8, 2, 2, 2, 2, 0, 0),
+        "rill_op_max_pool2d_f32", "indices");
     /* Embeddings: a [8, 8] weight, b's first 32 floats out [4, 8], the
      * indices 4 int64s at b + 48. */
     int64_t *idx = (int64_t *)(b + 48);
-    expect_error(RILL_ERROR_INVALID_ARGUMENT, rill_op_embedding_f32(s, b, a, NULL, 8, 4, 8, 8),
-                 "rill_op_embedding_f32", "indices is NULL");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT, rill_op_embedding_f32(s, NULL, a, idx, 8, 4, 8, 8),
-                 "rill_op_embedding_f32", "out is NULL");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT, rill_op_embedding_f32(s, b, a, idx, 2, 4, 8, 8),
-                 "rill_op_embedding_f32", "index_bytes is 2");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT, rill_op_embedding_f32(s, b, a, idx, 8, 0, 8, 8),
-                 "rill_op_embedding_f32", "n is 0");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT, rill_op_embedding_f32(s, b, a, idx, 8, 4, 8, 0),
-                 "rill_op_embedding_f32", "dim 0");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_embedding_f32(s, b, a, idx, 8, 4, 9, 8), /* 72 floats: past a's 64 */
-                 "rill_op_embedding_f32", "weight");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_embedding_f32(s, b, a, idx, 8, 8, 8, 8), /* out reaches the indices */
-                 "rill_op_embedding_f32", "overlaps indices");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT, rill_op_embedding_f32(s, a + 8, a, idx, 8, 4, 4, 8),
-                 "rill_op_embedding_f32", "overlaps weight");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_embedding_f32(s, b, a, idx, 8, (size_t)1 << 62, 8, 8),
-                 "rill_op_embedding_f32", "fit in memory");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_embedding_backward_f32(s, b, a, idx, 8, 4, 8, 8, -1),
-                 "rill_op_embedding_backward_f32", "overlaps indices");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_embedding_backward_f32(s, a, a + 8, idx, 8, 4, 4, 8, -1),
-                 "rill_op_embedding_backward_f32", "overlaps grad");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_embedding_backward_f32(s, a, b, idx, 4, 9, 4, 8, -1), /* 72 floats */
-                 "rill_op_embedding_backward_f32", "grad");
-    expect_error(RILL_ERROR_INVALID_ARGUMENT,
-                 rill_op_embedding_backward_f32(s, a, b, NULL, 8, 4, 4, 8, -1),
-                 "rill_op_embedding_backward_f32", "indices is NULL");
+    contract_expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                          rill_op_embedding_f32(s, b, a, NULL, 8, 4, 8, 8), "rill_op_embedding_f32",
+                          "indices is NULL");
+    contract_expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                          rill_op_embedding_f32(s, NULL, a, idx, 8, 4, 8, 8),
+                          "rill_op_embedding_f32", "out is NULL");
+    contract_expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                          rill_op_embedding_f32(s, b, a, idx, 2, 4, 8, 8), "rill_op_embedding_f32",
+                          "index_bytes is 2");
+    contract_expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                          rill_op_embedding_f32(s, b, a, idx, 8, 0, 8, 8), "rill_op_embedding_f32",
+                          "n is 0");
+    contract_expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                          rill_op_embedding_f32(s, b, a, idx, 8, 4, 8, 0), "rill_op_embedding_f32",
+                          "dim 0");
+    contract_expect_error(
+        RILL_ERROR_INVALID_ARGUMENT,
+        rill_op_embedding_f32(s, b, a, idx, 8, 4, 9, 8), /* 72 floats: past a's 64 */
+        "rill_op_embedding_f32", "weight");
+    contract_expect_error(
+        RILL_ERROR_INVALID_ARGUMENT,
+        rill_op_embedding_f32(s, b, a, idx, 8, 8, 8, 8), /* out reaches the indices */
+        "rill_op_embedding_f32", "overlaps indices");
+    contract_expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                          rill_op_embedding_f32(s, a + 8, a, idx, 8, 4, 4, 8),
+                          "rill_op_embedding_f32", "overlaps weight");
+    contract_expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                          rill_op_embedding_f32(s, b, a, idx, 8, (size_t)1 << 62, 8, 8),
+                          "rill_op_embedding_f32", "fit in memory");
+    contract_expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                          rill_op_embedding_backward_f32(s, b, a, idx, 8, 4, 8, 8, -1),
+                          "rill_op_embedding_backward_f32", "overlaps indices");
+    contract_expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                          rill_op_embedding_backward_f32(s, a, a + 8, idx, 8, 4, 4, 8, -1),
+                          "rill_op_embedding_backward_f32", "overlaps grad");
+    contract_expect_error(
+        RILL_ERROR_INVALID_ARGUMENT,
+        rill_op_embedding_backward_f32(s, a, b, idx, 4, 9, 4, 8, -1), /* 72 floats */
+        "rill_op_embedding_backward_f32", "grad");
+    contract_expect_error(RILL_ERROR_INVALID_ARGUMENT,
+                          rill_op_embedding_backward_f32(s, a, b, NULL, 8, 4, 4, 8, -1),
+                          "rill_op_embedding_backward_f32", "indices is NULL");
     RT_OK(rill_free(a));
     RT_OK(rill_free(b));
     RT_OK(rill_stream_destroy(s));

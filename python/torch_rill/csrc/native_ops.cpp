@@ -339,39 +339,41 @@ uint64_t integer_bits(const at::Scalar &v) {
 }
 
 // out = a + sign alpha b for a dense int64 rill tensor a and a CPU integer
-// number b (batch norm's num_batches_tracked += 1), out new_like(a) or a
-// itself: one rill_op_add_scalar_i64, wrapping as PyTorch's integer add
-// does; false when the case is another.
-bool add_long_number(const at::Tensor &out, const at::Tensor &a, const at::Tensor &b,
-                     const at::Scalar &alpha, int64_t sign) {
+// number b (batch norm's num_batches_tracked += 1), out a itself, another
+// tensor laid out as a, or undefined for a new one (new_like(a)): one
+// rill_op_add_scalar_i64, wrapping as PyTorch's integer add does. Returns
+// the result, undefined when the case is another.
+at::Tensor add_long_number(const at::Tensor &out, const at::Tensor &a, const at::Tensor &b,
+                           const at::Scalar &alpha, int64_t sign) {
     if (!is_rill(a) || a.scalar_type() != at::kLong || !b.defined() || !b.is_cpu() ||
         b.dim() != 0 || !at::isIntegralType(b.scalar_type(), false))
-        return false;
+        return {};
     // The result is int64: PyTorch's own check of alpha, at the call as on
     // the CPU (the fallback's meta kernel lets it through to fail later).
     TORCH_CHECK(!alpha.isFloatingPoint(),
                 "For integral input tensors, argument alpha must not be a floating point number.");
-    if (!alpha.isIntegral(false) || !is_rill(out) || out.scalar_type() != at::kLong ||
-        out.device() != a.device() || !out.sizes().equals(a.sizes()) ||
-        !out.strides().equals(a.strides()) || !a.is_non_overlapping_and_dense() ||
-        (!is_same_view(a, out) && out.storage().is_alias_of(a.storage())))
-        return false;
+    if (!alpha.isIntegral(false) || !a.is_non_overlapping_and_dense())
+        return {};
+    if (out.defined() &&
+        (!is_rill(out) || out.scalar_type() != at::kLong || out.device() != a.device() ||
+         !out.sizes().equals(a.sizes()) || !out.strides().equals(a.strides()) ||
+         (!is_same_view(a, out) && out.storage().is_alias_of(a.storage()))))
+        return {};
+    at::Tensor result = out.defined() ? out : new_like(a);
     uint64_t value = integer_bits(b.item()) * integer_bits(alpha) * static_cast<uint64_t>(sign);
     if (a.numel() > 0) {
         TORCH_RILL_CHECK(rill_op_add_scalar_i64(
-            stream_of(a), out.data_ptr<int64_t>(), a.const_data_ptr<int64_t>(),
+            stream_of(a), result.data_ptr<int64_t>(), a.const_data_ptr<int64_t>(),
             static_cast<int64_t>(value), static_cast<size_t>(a.numel())));
     }
-    return true;
+    return result;
 }
 
 // a + alpha b, a - alpha b (sign -1) into a new tensor: undefined when the
 // kernels do not take it.
 at::Tensor add_new(const at::Tensor &a, const at::Tensor &b, const at::Scalar &alpha, float sign) {
-    if (is_rill(a) && a.scalar_type() == at::kLong) {
-        at::Tensor out = new_like(a);
-        return add_long_number(out, a, b, alpha, sign > 0 ? 1 : -1) ? out : at::Tensor();
-    }
+    if (is_rill(a) && a.scalar_type() == at::kLong)
+        return add_long_number(at::Tensor(), a, b, alpha, sign > 0 ? 1 : -1);
     if (is_one(alpha)) {
         bool done = false;
         at::Tensor out = binary_new(sign > 0 ? RILL_BINARY_ADD : RILL_BINARY_SUB, a, b, &done);
@@ -391,7 +393,7 @@ at::Tensor add_new(const at::Tensor &a, const at::Tensor &b, const at::Scalar &a
 bool add_into(const at::Tensor &out, const at::Tensor &a, const at::Tensor &b,
               const at::Scalar &alpha, float sign) {
     if (a.scalar_type() == at::kLong)
-        return add_long_number(out, a, b, alpha, sign > 0 ? 1 : -1);
+        return add_long_number(out, a, b, alpha, sign > 0 ? 1 : -1).defined();
     if (is_one(alpha))
         return binary_out(sign > 0 ? RILL_BINARY_ADD : RILL_BINARY_SUB, a, b, out);
     if (!is_f32(a) || !is_f32(b) || !is_f32(out))
