@@ -1163,6 +1163,30 @@ rill_status rill_op_nll_loss_backward_f32(rill_stream *s, rill_loss_reduction re
                                           const float *total_weight, const void *targets,
                                           size_t index_bytes, const float *weight, size_t n,
                                           size_t classes, int64_t ignore_index);
+/* rill_op_nll_loss_f32 over positions, as torch's nll_loss2d (and its
+ * nll_loss of [N, C, d1, ..., dk] inputs, inner = d1*...*dk): input [n,
+ * classes, inner] contiguous floats, targets [n, inner], the loss of row
+ * r = b*inner + e 0 where targets[r] == ignore_index, else -input[b, t, e]
+ * * w[t], t = targets[r]. RILL_LOSS_NONE gives the n*inner losses in that
+ * order; SUM and MEAN add them in rill_op_nll_loss_f32's order over the
+ * rows r (torch's nll_loss2d adds them so: the same bits). With inner 1 it
+ * is rill_op_nll_loss_f32; its other rules, checks and statuses are that
+ * one's, with inner 0 also RILL_ERROR_INVALID_ARGUMENT. */
+rill_status rill_op_nll_loss_nd_f32(rill_stream *s, rill_loss_reduction reduction, float *out,
+                                    float *total_weight, const float *input, const void *targets,
+                                    size_t index_bytes, const float *weight, size_t n,
+                                    size_t classes, size_t inner, int64_t ignore_index);
+/* The backward of rill_op_nll_loss_nd_f32 for its input, as
+ * rill_op_nll_loss_backward_f32 is for rill_op_nll_loss_f32: grad_input
+ * [n, classes, inner] is overwritten with 0 but at (b, t, e) for the rows
+ * r = b*inner + e not ignored, t = targets[r], where it is -w[t] *
+ * grad_out[r] with RILL_LOSS_NONE (grad_out n*inner floats), else w[t] *
+ * -g as there. */
+rill_status rill_op_nll_loss_backward_nd_f32(rill_stream *s, rill_loss_reduction reduction,
+                                             float *grad_input, const float *grad_out,
+                                             const float *total_weight, const void *targets,
+                                             size_t index_bytes, const float *weight, size_t n,
+                                             size_t classes, size_t inner, int64_t ignore_index);
 
 /* ---------------------------------------------------------------- memory */
 

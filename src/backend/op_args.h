@@ -489,41 +489,41 @@ typedef struct rill__op_embedding_backward_args {
     int64_t padding_idx;
 } rill__op_embedding_backward_args;
 
-/* The negative log likelihood loss of input [n, classes] at targets of
- * index_bytes (4: int32_t, 8: int64_t), row i's loss 0 where targets[i] ==
- * ignore_index, else -input[i, t] * w[t] (w[t] = weight[t], or 1 when
- * weight is NULL). reduction is a rill_loss_reduction: with
- * RILL_LOSS_NONE, block b writes the b-th slice of the n losses into out
- * and block 0 writes 0 into total_weight (when not NULL); with SUM and
- * MEAN one block adds the losses as rill__op_nll_loss_reduce does into
- * out[0] and their total weight into total_weight (when not NULL). A
- * target other than ignore_index outside [0, classes) fails the launch as
- * in rill__op_embedding_args. out and total_weight overlap each other and
- * the inputs nowhere. */
+/* The negative log likelihood loss of input [n, classes, inner] at targets
+ * [n, inner] of index_bytes (4: int32_t, 8: int64_t): row r = b*inner + e
+ * (b < n, e < inner) has the loss 0 where targets[r] == ignore_index, else
+ * -input[b, t, e] * w[t] (w[t] = weight[t], or 1 when weight is NULL).
+ * reduction is a rill_loss_reduction: with RILL_LOSS_NONE, block b writes
+ * the b-th slice of the n*inner losses into out and block 0 writes 0 into
+ * total_weight (when not NULL); with SUM and MEAN one block adds the losses
+ * as rill__op_nll_loss_reduce does into out[0] and their total weight into
+ * total_weight (when not NULL). A target other than ignore_index outside
+ * [0, classes) fails the launch as in rill__op_embedding_args. out and
+ * total_weight overlap each other and the inputs nowhere. */
 typedef struct rill__op_nll_loss_args {
     float *out;
     float *total_weight; /* NULL: none */
     const float *input;
     const void *targets;
     const float *weight; /* NULL: every class weighs 1 */
-    size_t index_bytes, n, classes;
+    size_t index_bytes, n, classes, inner;
     int64_t ignore_index;
     uint32_t reduction;
 } rill__op_nll_loss_args;
 
 /* The backward of rill__op_nll_loss_args for its input: grad_input [n,
- * classes] is 0 but at (i, t = targets[i]) for the rows not ignored: -w[t]
- * * grad_out[i] with RILL_LOSS_NONE, else w[t] * -g, g = grad_out[0] (over
- * total_weight[0] with RILL_LOSS_MEAN). Block b writes the b-th slice of
- * the rows. Targets are checked as in the forward. grad_input overlaps
- * the inputs nowhere. */
+ * classes, inner] is 0 but at (b, t, e), t = targets[b*inner + e], for
+ * the rows not ignored: -w[t] * grad_out[b*inner + e] with RILL_LOSS_NONE,
+ * else w[t] * -g, g = grad_out[0] (over total_weight[0] with
+ * RILL_LOSS_MEAN). Block b writes the b-th slice of the rows. Targets are
+ * checked as in the forward. grad_input overlaps the inputs nowhere. */
 typedef struct rill__op_nll_loss_backward_args {
     float *grad_input;
     const float *grad_out;
     const float *total_weight; /* read with RILL_LOSS_MEAN only */
     const void *targets;
     const float *weight; /* NULL: every class weighs 1 */
-    size_t index_bytes, n, classes;
+    size_t index_bytes, n, classes, inner;
     int64_t ignore_index;
     uint32_t reduction;
 } rill__op_nll_loss_backward_args;

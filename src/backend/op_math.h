@@ -109,43 +109,47 @@ static inline RILL__OP_MATH int64_t rill__op_index_at(const void *indices, size_
 
 /* ---- the negative log likelihood loss ---- */
 
-/* The reduced loss of n rows as torch's CPU kernel adds it: each row not
- * ignored adds its loss (-input[b, t] * w[t], or -input[b, t] without a
- * weight) and weight into the first of 8 partial sums; after row b, sum j
- * is carried into sum j+1 (and zeroed) for j = 0, 1, ... while the j-th
- * group of `power` bits of b is 0, power = max(4, ceil(log2 n) / 8); the
- * sums are then added from the first up. *loss receives the losses' sum,
- * *total the weights' (the count of the rows not ignored without a
- * weight). Returns n, or the position of the first target out of range. */
+/* The reduced loss of rill__op_nll_loss_args's n*inner rows as torch's
+ * CPU kernels (nll_loss, nll_loss2d) add it: each row r not ignored adds
+ * its loss (-input[b, t, e] * w[t], or -input[b, t, e] without a weight)
+ * and weight into the first of 8 partial sums; after row r, sum j is
+ * carried into sum j+1 (and zeroed) for j = 0, 1, ... while the j-th group
+ * of `power` bits of r is 0, power = max(4, ceil(log2 rows) / 8); the sums
+ * are then added from the first up. *loss receives the losses' sum, *total
+ * the weights' (the count of the rows not ignored without a weight).
+ * Returns the number of rows, or the position of the first target out of
+ * range. */
 static inline RILL__OP_MATH size_t rill__op_nll_loss_reduce(const float *input, const void *targets,
                                                             size_t index_bytes, const float *weight,
-                                                            size_t n, size_t classes,
+                                                            size_t n, size_t classes, size_t inner,
                                                             int64_t ignore_index, float *loss,
                                                             float *total) {
+    size_t rows = n * inner;
     unsigned bits = 1, power = 4;
-    for (uint64_t x = n > 2 ? (uint64_t)n - 1 : 0; x > 1; x >>= 1)
+    for (uint64_t x = rows > 2 ? (uint64_t)rows - 1 : 0; x > 1; x >>= 1)
         bits++;
-    if (n > 2 && bits / 8 > power)
+    if (rows > 2 && bits / 8 > power)
         power = bits / 8;
     const uint64_t mask = ((uint64_t)1 << power) - 1;
     float losses[8] = {0}, weights[8] = {0};
     size_t ignored = 0;
-    for (size_t b = 0; b < n; b++) {
-        int64_t t = rill__op_index_at(targets, index_bytes, b);
+    for (size_t r = 0; r < rows; r++) {
+        int64_t t = rill__op_index_at(targets, index_bytes, r);
         if (t == ignore_index) {
             ignored++;
             continue;
         }
         if (t < 0 || (uint64_t)t >= classes)
-            return b;
-        float x = input[b * classes + (size_t)t];
+            return r;
+        size_t b = r / inner, e = r - b * inner;
+        float x = input[(b * classes + (size_t)t) * inner + e];
         if (weight != NULL) {
             losses[0] = rill__op_fsub(losses[0], rill__op_fmul(x, weight[t]));
             weights[0] = rill__op_fadd(weights[0], weight[t]);
         } else {
             losses[0] = rill__op_fsub(losses[0], x);
         }
-        for (unsigned j = 0; j + 1 < 8 && ((uint64_t)b & (mask << (j * power))) == 0; j++) {
+        for (unsigned j = 0; j + 1 < 8 && ((uint64_t)r & (mask << (j * power))) == 0; j++) {
             losses[j + 1] = rill__op_fadd(losses[j + 1], losses[j]);
             weights[j + 1] = rill__op_fadd(weights[j + 1], weights[j]);
             losses[j] = 0.0f;
@@ -158,8 +162,8 @@ static inline RILL__OP_MATH size_t rill__op_nll_loss_reduce(const float *input, 
         weight_sum = rill__op_fadd(weight_sum, weights[j]);
     }
     *loss = sum;
-    *total = weight != NULL ? weight_sum : (float)(int64_t)(n - ignored);
-    return n;
+    *total = weight != NULL ? weight_sum : (float)(int64_t)(rows - ignored);
+    return rows;
 }
 
 /* ---- pooling ---- */

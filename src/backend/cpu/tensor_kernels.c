@@ -784,11 +784,12 @@ static void fail_target(const rill_block_ctx *ctx, int64_t target, size_t i, siz
 
 void rill__cpu_op_nll_loss_f32(const rill_block_ctx *ctx, const void *args) {
     const rill__op_nll_loss_args *p = args;
+    size_t rows = p->n * p->inner;
     if (p->reduction != RILL_LOSS_NONE) {
         float loss = 0.0f, total = 0.0f;
         size_t bad = rill__op_nll_loss_reduce(p->input, p->targets, p->index_bytes, p->weight, p->n,
-                                              p->classes, p->ignore_index, &loss, &total);
-        if (bad < p->n) {
+                                              p->classes, p->inner, p->ignore_index, &loss, &total);
+        if (bad < rows) {
             fail_target(ctx, rill__op_index_at(p->targets, p->index_bytes, bad), bad, p->classes);
             return;
         }
@@ -800,41 +801,61 @@ void rill__cpu_op_nll_loss_f32(const rill_block_ctx *ctx, const void *args) {
     if (ctx->block_idx.x == 0 && p->total_weight != NULL)
         p->total_weight[0] = 0.0f;
     size_t begin, end;
-    slice_of(ctx, p->n, &begin, &end);
-    for (size_t i = begin; i < end; i++) {
-        int64_t t = rill__op_index_at(p->targets, p->index_bytes, i);
+    slice_of(ctx, rows, &begin, &end);
+    for (size_t r = begin; r < end; r++) {
+        int64_t t = rill__op_index_at(p->targets, p->index_bytes, r);
         if (t == p->ignore_index) {
-            p->out[i] = 0.0f;
+            p->out[r] = 0.0f;
         } else if (t < 0 || (uint64_t)t >= p->classes) {
-            fail_target(ctx, t, i, p->classes);
+            fail_target(ctx, t, r, p->classes);
         } else {
+            size_t b = r / p->inner, e = r - b * p->inner;
             float w = p->weight != NULL ? p->weight[t] : 1.0f;
-            p->out[i] = -p->input[i * p->classes + (size_t)t] * w;
+            p->out[r] = -p->input[(b * p->classes + (size_t)t) * p->inner + e] * w;
         }
+    }
+}
+
+/* Zeroes the gradient of rows [begin, end) of an [n, classes, inner]
+ * input: whole images with one memset, parts of one with one per class. */
+static void zero_loss_rows(float *grad, size_t classes, size_t inner, size_t begin, size_t end) {
+    while (begin < end) {
+        size_t b = begin / inner, lo = begin - b * inner;
+        if (lo == 0 && end - begin >= inner) {
+            size_t images = (end - begin) / inner;
+            memset(grad + b * classes * inner, 0, images * classes * inner * sizeof(float));
+            begin += images * inner;
+            continue;
+        }
+        size_t hi = end - b * inner < inner ? end - b * inner : inner;
+        for (size_t c = 0; c < classes; c++)
+            memset(grad + (b * classes + c) * inner + lo, 0, (hi - lo) * sizeof(float));
+        begin = b * inner + hi;
     }
 }
 
 void rill__cpu_op_nll_loss_backward_f32(const rill_block_ctx *ctx, const void *args) {
     const rill__op_nll_loss_backward_args *p = args;
     size_t begin, end;
-    slice_of(ctx, p->n, &begin, &end);
+    slice_of(ctx, p->n * p->inner, &begin, &end);
     if (begin == end)
         return;
-    memset(p->grad_input + begin * p->classes, 0, (end - begin) * p->classes * sizeof(float));
+    zero_loss_rows(p->grad_input, p->classes, p->inner, begin, end);
     float g = 0.0f;
     if (p->reduction != RILL_LOSS_NONE)
         g = -(p->reduction == RILL_LOSS_MEAN ? p->grad_out[0] / p->total_weight[0]
                                              : p->grad_out[0]);
-    for (size_t i = begin; i < end; i++) {
-        int64_t t = rill__op_index_at(p->targets, p->index_bytes, i);
+    for (size_t r = begin; r < end; r++) {
+        int64_t t = rill__op_index_at(p->targets, p->index_bytes, r);
         if (t == p->ignore_index)
             continue;
         if (t < 0 || (uint64_t)t >= p->classes) {
-            fail_target(ctx, t, i, p->classes);
+            fail_target(ctx, t, r, p->classes);
             continue;
         }
+        size_t b = r / p->inner, e = r - b * p->inner;
         float w = p->weight != NULL ? p->weight[t] : 1.0f;
-        p->grad_input[i * p->classes + (size_t)t] =
-            p->reduction == RILL_LOSS_NONE ? -w * p->grad_out[i] : w * g;
+        p->grad_input[(b * p->classes + (size_t)t) * p->inner + e] =
+            p->reduction == RILL_LOSS_NONE ? -w * p->grad_out[r] : w * g;
     }
 }

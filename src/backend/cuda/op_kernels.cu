@@ -60,8 +60,8 @@ static_assert(sizeof(rill__op_max_pool2d_backward_args) == 64, "max_pool2d backw
 static_assert(sizeof(rill__op_avg_pool2d_backward_args) == 104, "avg_pool2d backward args");
 static_assert(sizeof(rill__op_pool2d_ex_args) == 144, "pool2d_ex args");
 static_assert(sizeof(rill__op_avg_pool2d_backward_ex_args) == 120, "avg_pool2d backward ex args");
-static_assert(sizeof(rill__op_nll_loss_args) == 80, "nll_loss args");
-static_assert(sizeof(rill__op_nll_loss_backward_args) == 80, "nll_loss backward args");
+static_assert(sizeof(rill__op_nll_loss_args) == 88, "nll_loss args");
+static_assert(sizeof(rill__op_nll_loss_backward_args) == 88, "nll_loss backward args");
 
 #define ENTRY extern "C" __global__ void __launch_bounds__(RILL__OP_BLOCK_THREADS)
 
@@ -689,12 +689,13 @@ ENTRY rill__cuda_op_avg_pool2d_backward_ex_f32(rill__op_avg_pool2d_backward_ex_a
  * bits are the CPU's; the per-row losses take a thread a row. A target out
  * of range traps, as in the embeddings. */
 ENTRY rill__cuda_op_nll_loss_f32(rill__op_nll_loss_args p) {
+    size_t rows = p.n * p.inner;
     if (p.reduction != RILL_LOSS_NONE) {
         if (first_index() != 0)
             return;
         float loss = 0.0f, total = 0.0f;
         if (rill__op_nll_loss_reduce(p.input, p.targets, p.index_bytes, p.weight, p.n, p.classes,
-                                     p.ignore_index, &loss, &total) < p.n)
+                                     p.inner, p.ignore_index, &loss, &total) < rows)
             __trap();
         p.out[0] = p.reduction == RILL_LOSS_MEAN ? __fdiv_rn(loss, total) : loss;
         if (p.total_weight != NULL)
@@ -703,35 +704,37 @@ ENTRY rill__cuda_op_nll_loss_f32(rill__op_nll_loss_args p) {
     }
     if (first_index() == 0 && p.total_weight != NULL)
         p.total_weight[0] = 0.0f;
-    for (size_t i = first_index(); i < p.n; i += grid_threads()) {
-        int64_t t = rill__op_index_at(p.targets, p.index_bytes, i);
+    for (size_t r = first_index(); r < rows; r += grid_threads()) {
+        int64_t t = rill__op_index_at(p.targets, p.index_bytes, r);
         if (t == p.ignore_index) {
-            p.out[i] = 0.0f;
+            p.out[r] = 0.0f;
             continue;
         }
         if (t < 0 || (uint64_t)t >= p.classes)
             __trap();
+        size_t b = r / p.inner, e = r - b * p.inner;
         float w = p.weight != NULL ? p.weight[t] : 1.0f;
-        p.out[i] = __fmul_rn(-p.input[i * p.classes + (size_t)t], w);
+        p.out[r] = __fmul_rn(-p.input[(b * p.classes + (size_t)t) * p.inner + e], w);
     }
 }
 
-/* A thread an element of grad_input, 0 or its row's gradient. */
+/* A thread an element (b, c, e) of grad_input, 0 or its row's gradient. */
 ENTRY rill__cuda_op_nll_loss_backward_f32(rill__op_nll_loss_backward_args p) {
     float g = 0.0f;
     if (p.reduction != RILL_LOSS_NONE)
         g = -(p.reduction == RILL_LOSS_MEAN ? __fdiv_rn(p.grad_out[0], p.total_weight[0])
                                             : p.grad_out[0]);
-    size_t items = p.n * p.classes;
+    size_t items = p.n * p.classes * p.inner;
     for (size_t item = first_index(); item < items; item += grid_threads()) {
-        size_t i = item / p.classes, c = item % p.classes;
-        int64_t t = rill__op_index_at(p.targets, p.index_bytes, i);
+        size_t e = item % p.inner, c = item / p.inner % p.classes, b = item / p.inner / p.classes;
+        size_t r = b * p.inner + e;
+        int64_t t = rill__op_index_at(p.targets, p.index_bytes, r);
         if (t != p.ignore_index && (t < 0 || (uint64_t)t >= p.classes))
             __trap();
         float value = 0.0f;
         if (t != p.ignore_index && (uint64_t)t == c) {
             float w = p.weight != NULL ? p.weight[t] : 1.0f;
-            value = p.reduction == RILL_LOSS_NONE ? __fmul_rn(-w, p.grad_out[i]) : __fmul_rn(w, g);
+            value = p.reduction == RILL_LOSS_NONE ? __fmul_rn(-w, p.grad_out[r]) : __fmul_rn(w, g);
         }
         p.grad_input[item] = value;
     }
