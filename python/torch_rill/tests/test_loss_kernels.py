@@ -1,10 +1,12 @@
 # SPDX-License-Identifier: MIT
 """The ops of a classifier's loss and bookkeeping that run as rill kernels
 queued on the current stream: nll_loss and its backward (cross_entropy's
-second half), with the same bits as the CPU's, and the int64 add of batch
-norm's num_batches_tracked. A training step of a classifier then runs no
-host function; the cases the kernels do not take go to PyTorch's CPU
-kernels with the CPU's results and errors."""
+second half), nll_loss2d and its backward (the loss at each position of
+[N, C, d1, ...] inputs: segmentation), with the same bits as the CPU's,
+and the int64 add of batch norm's num_batches_tracked. A training step of
+a classifier or of a segmentation network then runs no host function; the
+cases the kernels do not take go to PyTorch's CPU kernels with the CPU's
+results and errors."""
 
 import re
 import textwrap
@@ -64,6 +66,70 @@ def test_nll_loss_and_its_backward_are_the_cpus_bit_for_bit(shape, reduction, we
         exact(got, want)
 
 
+SPATIAL = {
+    "2x5x3x7": (2, 5, 3, 7),
+    "4x19x30x50": (4, 19, 30, 50),  # 6,000 positions: PyTorch's cascade matters
+    "1x3x250x280": (1, 3, 250, 280),  # 70,000 positions over several blocks
+    "3x4x100": (3, 4, 100),  # [N, C, L]: PyTorch reshapes it for nll_loss2d
+    "2x3x4x5x6": (2, 3, 4, 5, 6),  # [N, C, D, H, W] likewise
+}
+
+
+@pytest.mark.parametrize("shape", list(SPATIAL.values()), ids=list(SPATIAL))
+@pytest.mark.parametrize("reduction", ["none", "sum", "mean"])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("ignore_index", [-100, 1])
+def test_nll_loss_over_positions_and_its_backward_are_the_cpus_bit_for_bit(
+        shape, reduction, weighted, ignore_index):
+    n, c, *dims = shape
+    x = F.log_softmax(randn(*shape, seed=1) * 4, 1)
+    t = targets(n * x[0, 0].numel(), c, ignore=-100 if ignore_index == -100 else None)
+    t = t.reshape(n, *dims)
+    w = torch.rand(c, generator=torch.Generator().manual_seed(5)) + 0.5 if weighted else None
+    outs = {}
+    for dev in ("cpu", "rill"):
+        xd = x.detach().clone().to(dev).requires_grad_()
+        loss = F.nll_loss(xd, t.to(dev), weight=None if w is None else w.to(dev),
+                          ignore_index=ignore_index, reduction=reduction)
+        loss.backward(randn(*loss.shape, seed=7).to(dev))
+        outs[dev] = (loss.detach(), xd.grad)
+    for got, want in zip(outs["rill"], outs["cpu"]):
+        exact(got, want)
+
+
+def test_nll_loss_over_positions_in_other_layouts_is_the_cpus():
+    """A channels-last or sliced input (read through a copy), an expanded
+    gradient, and the backward of both (PyTorch's CPU kernel refuses the
+    channels-last one): the CPU's results, or its error at the call."""
+    x = F.log_softmax(randn(2, 6, 5, 4, seed=1), 1)
+    t = targets(40, 6, ignore=-100).reshape(2, 5, 4)
+    for reduction in ("none", "mean"):
+        for xs in (x.contiguous(memory_format=torch.channels_last), x[:, :, 1:, ::2]):
+            ts = t[:, :xs.shape[2], :xs.shape[3]]
+            exact(F.nll_loss(xs.to("rill"), ts.to("rill"), reduction=reduction),
+                  F.nll_loss(xs, ts, reduction=reduction))
+    grads = {}
+    for dev in ("cpu", "rill"):
+        xd = x.detach().to(dev).requires_grad_()
+        F.nll_loss(xd, t.to(dev), reduction="none").backward(torch.ones(1, 1, 1).to(dev)
+                                                             .expand(2, 5, 4))
+        grads[dev] = xd.grad
+    exact(grads["rill"], grads["cpu"])
+    for xs in (x.contiguous(memory_format=torch.channels_last), x[:, :, 1:, ::2]):
+        ts = t[:, :xs.shape[2], :xs.shape[3]]
+        for dev in ("cpu", "rill"):
+            xd = xs.detach().to(dev).requires_grad_()
+            try:
+                F.nll_loss(xd, ts.to(dev)).backward()
+                grads[dev] = xd.grad.cpu()
+            except RuntimeError as e:  # at the call, not at a later synchronize
+                grads[dev] = str(e).split("\n")[0]
+        if isinstance(grads["cpu"], str):
+            assert grads["rill"] == grads["cpu"]
+        else:
+            torch.testing.assert_close(grads["rill"], grads["cpu"], rtol=0, atol=0)
+
+
 def test_nll_loss_of_one_row_and_of_ignored_rows_is_the_cpus():
     """A [C] input with a 0-dim target, each reduction, weighted and not;
     a batch whose rows are all ignored (mean NaN, as PyTorch's)."""
@@ -85,22 +151,24 @@ def test_the_loss_is_queued_and_its_mean_divisor_stays_on_the_device():
     """forward and backward return at once on a stream held back by a host
     function (no synchronize: the mean's total weight is read on the
     device), and give the CPU's values once it runs."""
-    x, t = F.log_softmax(randn(8, 5, seed=1), 1), targets(8, 5, ignore=-100)
-    xd = x.to("rill").requires_grad_()
-    td = t.to("rill")
-    s = torch.rill.Stream()
-    s.wait_stream(torch.rill.current_stream())
-    with torch.rill.stream(s):
-        delay(s, 0.3)
-        loss = F.nll_loss(xd, td)
-        loss.backward()
-        assert not s.query()
-    torch.rill.current_stream().wait_stream(s)
-    xc = x.clone().requires_grad_()
-    want = F.nll_loss(xc, t)
-    want.backward()
-    exact(loss.detach(), want.detach())
-    exact(xd.grad, xc.grad)
+    for shape in ((8, 5), (2, 5, 3, 4)):
+        x = F.log_softmax(randn(*shape, seed=1), 1)
+        t = targets(x[:, 0].numel(), 5, ignore=-100).reshape(x[:, 0].shape)
+        xd = x.to("rill").requires_grad_()
+        td = t.to("rill")
+        s = torch.rill.Stream()
+        s.wait_stream(torch.rill.current_stream())
+        with torch.rill.stream(s):
+            delay(s, 0.3)
+            loss = F.nll_loss(xd, td)
+            loss.backward()
+            assert not s.query()
+        torch.rill.current_stream().wait_stream(s)
+        xc = x.clone().requires_grad_()
+        want = F.nll_loss(xc, t)
+        want.backward()
+        exact(loss.detach(), want.detach())
+        exact(xd.grad, xc.grad)
 
 
 def test_cases_the_kernels_do_not_take_are_the_cpus():
@@ -145,6 +213,19 @@ def test_a_target_out_of_range_fails_the_stream_naming_the_op():
             s.clear_error()
     with torch.rill.stream(s):
         exact(F.nll_loss(xd, td.clamp(max=4)), F.nll_loss(x, t.clamp(max=4)))
+    # Over positions: [1, 5, 2, 2], the position is the target's in [N, H, W].
+    x4, t4 = x.t().reshape(1, 5, 2, 2).contiguous(), t.reshape(1, 2, 2)
+    with pytest.raises(IndexError, match="Target 9 is out of bounds"):
+        F.nll_loss(x4, t4)
+    for reduction in ("none", "sum"):
+        with torch.rill.stream(s):
+            F.nll_loss(x4.to("rill"), t4.to("rill"), reduction=reduction)
+        try:
+            with pytest.raises(RuntimeError, match=r"nll_loss_f32.*target 9 at position 2 is out "
+                                                   r"of range for 5 classes"):
+                s.synchronize()
+        finally:
+            s.clear_error()
 
 
 def test_num_batches_tracked_and_integer_adds_are_the_cpus():
@@ -198,4 +279,32 @@ def test_a_classifier_step_runs_no_host_function(tmp_path):
     for want in ("aten::nll_loss_forward (nll_loss_f32)",
                  "aten::nll_loss_backward (nll_loss_backward_f32)",
                  "aten::add_ (add_scalar_i64)"):
+        assert want in names, sorted(names)
+
+
+def test_a_segmentation_step_runs_no_host_function(tmp_path):
+    """A training step of a small fully convolutional network with cross
+    entropy at each pixel (and an ignored label) runs its loss as rill's
+    kernels: before them, nll_loss2d and its backward ran PyTorch's CPU
+    kernels as host functions."""
+    code = textwrap.dedent("""
+        import torch, torch_rill
+        m = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8),
+                                torch.nn.ReLU(), torch.nn.Conv2d(8, 4, 1)).to("rill")
+        opt = torch.optim.SGD(m.parameters(), lr=0.1)
+        x = torch.randn(2, 3, 8, 8, device="rill")
+        y = torch.randint(0, 4, (2, 8, 8))
+        y[:, 0, :] = 255
+        y = y.to("rill")
+        for _ in range(2):
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(m(x), y, ignore_index=255).backward()
+            opt.step()
+        torch.rill.synchronize()
+    """)
+    names = traced_names(tmp_path, code)
+    hosts = sorted(n for n in names if n.endswith("(host function)"))
+    assert not hosts, hosts
+    for want in ("aten::nll_loss2d_forward (nll_loss_f32)",
+                 "aten::nll_loss2d_backward (nll_loss_backward_f32)"):
         assert want in names, sorted(names)
