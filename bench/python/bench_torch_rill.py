@@ -299,6 +299,19 @@ def main():
         return lambda: torch.softmax(a, -1)
     pair("softmax 16x4x64x64, last dim", softmax_case, 100)
 
+    def pixel_loss_case(dev):
+        g = torch.Generator().manual_seed(0)
+        x = torch.randn(8, 21, 64, 64, generator=g).to(dev).requires_grad_()
+        y = torch.randint(0, 21, (8, 64, 64), generator=g)
+        y[:, :4] = 255  # an ignored band, as segmentation labels have
+        y = y.to(dev)
+
+        def run():
+            nn.functional.cross_entropy(x, y, ignore_index=255).backward()
+            x.grad = None
+        return run
+    pair("cross entropy per pixel 8x21x64x64, fwd+bwd", pixel_loss_case, 20)
+
     def sum_rows_case(dev):
         a = torch.randn(1024, 1024, device=dev)
         return lambda: a.sum(-1)
