@@ -86,6 +86,14 @@ bool loss2d_ok(const at::Tensor &self, const at::Tensor &target,
             weight->numel() == self.size(1));
 }
 
+// The backward's float32 gradient and one-element total weight on self's
+// device (their shapes are the caller's to check).
+bool backward_ok(const at::Tensor &grad_output, const at::Tensor &total_weight,
+                 const at::Tensor &self) {
+    return is_f32(grad_output) && grad_output.device() == self.device() && is_f32(total_weight) &&
+           total_weight.device() == self.device() && total_weight.numel() == 1;
+}
+
 // The weight's data the kernels read, or NULL.
 const float *weight_data(const std::optional<at::Tensor> &weight, at::Tensor *keep) {
     if (!weight || !weight->defined())
@@ -123,11 +131,10 @@ at::Tensor nll_loss_backward(const at::Tensor &grad_output, const at::Tensor &se
     rill_loss_reduction r;
     int64_t rows = self.dim() == 2 ? self.size(0) : 1;
     if (!loss_ok(self, target, weight, ignore_index) ||
-        !loss_reduction(reduction, self.dim(), &r) || !is_f32(grad_output) ||
-        grad_output.device() != self.device() ||
+        !loss_reduction(reduction, self.dim(), &r) ||
+        !backward_ok(grad_output, total_weight, self) ||
         grad_output.numel() != (r == RILL_LOSS_NONE ? rows : 1) ||
-        (r == RILL_LOSS_NONE && grad_output.dim() != 1) || !is_f32(total_weight) ||
-        total_weight.device() != self.device() || total_weight.numel() != 1)
+        (r == RILL_LOSS_NONE && grad_output.dim() != 1))
         return call_fallback_fn_symint<&boxed_fallback, at::_ops::nll_loss_backward>::call(
             grad_output, self, target, weight, reduction, ignore_index, total_weight);
     const c10::DeviceGuard guard(self.device());
@@ -173,11 +180,9 @@ at::Tensor nll_loss2d_backward(const at::Tensor &grad_output, const at::Tensor &
                                const at::Tensor &total_weight) {
     rill_loss_reduction r;
     if (!loss2d_ok(self, target, weight, ignore_index) || !loss_reduction(reduction, 4, &r) ||
-        !is_f32(grad_output) || grad_output.device() != self.device() ||
+        !backward_ok(grad_output, total_weight, self) ||
         (r == RILL_LOSS_NONE ? grad_output.sizes() != target.sizes()
-                             : grad_output.dim() > 1 || grad_output.numel() != 1) ||
-        !is_f32(total_weight) || total_weight.device() != self.device() ||
-        total_weight.numel() != 1)
+                             : grad_output.dim() > 1 || grad_output.numel() != 1))
         return call_fallback_fn_symint<&boxed_fallback, at::_ops::nll_loss2d_backward>::call(
             grad_output, self, target, weight, reduction, ignore_index, total_weight);
     const c10::DeviceGuard guard(self.device());
