@@ -230,32 +230,38 @@ def test_num_batches_tracked_and_integer_adds_are_the_cpus():
     assert bn.num_batches_tracked.item() == 3
 
 
-def test_a_classifier_step_runs_no_host_function(tmp_path):
-    """rill's trace names each command after the aten op: a training step of
-    a small classifier with batch norm and cross entropy (forward, backward,
-    SGD) ran every op as rill's kernels; before these kernels, nll_loss,
-    its backward and the batch counter's add ran PyTorch's CPU kernels as
-    host functions."""
-    code = textwrap.dedent("""
-        import torch, torch_rill
-        m = torch.nn.Sequential(torch.nn.Linear(12, 16), torch.nn.BatchNorm1d(16),
-                                torch.nn.ReLU(), torch.nn.Linear(16, 4)).to("rill")
+def assert_step_runs_no_host_function(tmp_path, setup, loss_args, wants):
+    """Two SGD steps of the model m on x and y (made by setup) with
+    cross_entropy(m(x), y, loss_args): rill's trace, which names each
+    command after its aten op, shows no host function and each of wants."""
+    code = "import torch, torch_rill\n" + textwrap.dedent(setup) + textwrap.dedent(f"""
         opt = torch.optim.SGD(m.parameters(), lr=0.1)
-        x = torch.randn(8, 12, device="rill")
-        y = torch.tensor([0, 1, 2, 3, 3, 2, 1, 0], device="rill")
         for _ in range(2):
             opt.zero_grad()
-            torch.nn.functional.cross_entropy(m(x), y).backward()
+            torch.nn.functional.cross_entropy(m(x), y, {loss_args}).backward()
             opt.step()
         torch.rill.synchronize()
     """)
     names = traced_names(tmp_path, code)
     hosts = sorted(n for n in names if n.endswith("(host function)"))
     assert not hosts, hosts
-    for want in ("aten::nll_loss_forward (nll_loss_f32)",
-                 "aten::nll_loss_backward (nll_loss_backward_f32)",
-                 "aten::add_ (add_scalar_i64)"):
+    for want in wants:
         assert want in names, sorted(names)
+
+
+def test_a_classifier_step_runs_no_host_function(tmp_path):
+    """A training step of a small classifier with batch norm and cross
+    entropy (forward, backward, SGD) runs every op as rill's kernels;
+    before these kernels, nll_loss, its backward and the batch counter's
+    add ran PyTorch's CPU kernels as host functions."""
+    assert_step_runs_no_host_function(tmp_path, """
+        m = torch.nn.Sequential(torch.nn.Linear(12, 16), torch.nn.BatchNorm1d(16),
+                                torch.nn.ReLU(), torch.nn.Linear(16, 4)).to("rill")
+        x = torch.randn(8, 12, device="rill")
+        y = torch.tensor([0, 1, 2, 3, 3, 2, 1, 0], device="rill")
+    """, "", ("aten::nll_loss_forward (nll_loss_f32)",
+              "aten::nll_loss_backward (nll_loss_backward_f32)",
+              "aten::add_ (add_scalar_i64)"))
 
 
 def test_a_segmentation_step_runs_no_host_function(tmp_path):
@@ -263,24 +269,12 @@ def test_a_segmentation_step_runs_no_host_function(tmp_path):
     entropy at each pixel (and an ignored label) runs its loss as rill's
     kernels: before them, nll_loss2d and its backward ran PyTorch's CPU
     kernels as host functions."""
-    code = textwrap.dedent("""
-        import torch, torch_rill
+    assert_step_runs_no_host_function(tmp_path, """
         m = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8),
                                 torch.nn.ReLU(), torch.nn.Conv2d(8, 4, 1)).to("rill")
-        opt = torch.optim.SGD(m.parameters(), lr=0.1)
         x = torch.randn(2, 3, 8, 8, device="rill")
         y = torch.randint(0, 4, (2, 8, 8))
         y[:, 0, :] = 255
         y = y.to("rill")
-        for _ in range(2):
-            opt.zero_grad()
-            torch.nn.functional.cross_entropy(m(x), y, ignore_index=255).backward()
-            opt.step()
-        torch.rill.synchronize()
-    """)
-    names = traced_names(tmp_path, code)
-    hosts = sorted(n for n in names if n.endswith("(host function)"))
-    assert not hosts, hosts
-    for want in ("aten::nll_loss2d_forward (nll_loss_f32)",
-                 "aten::nll_loss2d_backward (nll_loss_backward_f32)"):
-        assert want in names, sorted(names)
+    """, "ignore_index=255", ("aten::nll_loss2d_forward (nll_loss_f32)",
+                              "aten::nll_loss2d_backward (nll_loss_backward_f32)"))
