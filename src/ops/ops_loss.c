@@ -16,13 +16,15 @@
 #include "util/status.h"
 
 /* The shapes of a loss's buffers as its sentences name them: [n, classes]
- * or [n, classes, inner]. */
+ * or [n, classes, inner] (positions). */
 typedef struct loss_words {
     const char *rows, *targets, *per_row;
+    bool positions;
 } loss_words;
 
-static const loss_words words_2d = {"n*classes floats", "n integers", "n floats"};
-static const loss_words words_nd = {"n*classes*inner floats", "n*inner integers", "n*inner floats"};
+static const loss_words words_2d = {"n*classes floats", "n integers", "n floats", false};
+static const loss_words words_nd = {"n*classes*inner floats", "n*inner integers", "n*inner floats",
+                                    true};
 
 /* The sizes of a loss's buffers, checked once for the forward and the
  * backward. */
@@ -56,18 +58,24 @@ static rill_status check_loss(const char *fn, const loss_words *words, rill_stre
                           "%s: index_bytes is %zu; pass 4 (int32_t targets) or 8 (int64_t)", fn,
                           index_bytes);
     if (n == 0 || classes == 0 || inner == 0)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                          inner == 1 ? "%s: n is %zu and classes %zu; pass sizes of at least 1 (a "
-                                       "loss of no rows needs no op)"
-                                     : "%s: n is %zu, classes %zu and inner %zu; pass sizes of at "
-                                       "least 1 (a loss of no rows needs no op)",
-                          fn, n, classes, inner);
+        return words->positions ? rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                                             "%s: n is %zu, classes %zu and inner %zu; pass sizes "
+                                             "of at least 1 (a loss of no rows needs no op)",
+                                             fn, n, classes, inner)
+                                : rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                                             "%s: n is %zu and classes %zu; pass sizes of at "
+                                             "least 1 (a loss of no rows needs no op)",
+                                             fn, n, classes);
     if (!rill__op_elem_bytes(&sz->rows_bytes, sizeof(float), n, classes, inner, 1) ||
         !rill__op_elem_bytes(&sz->target_bytes, index_bytes, n, inner, 1, 1))
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                          "%s: n %zu, classes %zu and inner %zu give more elements than fit in "
-                          "memory; pass smaller sizes",
-                          fn, n, classes, inner);
+        return words->positions ? rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                                             "%s: n %zu, classes %zu and inner %zu give more "
+                                             "elements than fit in memory; pass smaller sizes",
+                                             fn, n, classes, inner)
+                                : rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                                             "%s: n %zu and classes %zu give more elements than "
+                                             "fit in memory; pass smaller sizes",
+                                             fn, n, classes);
     sz->weight_bytes = weight != NULL ? classes * sizeof(float) : 0;
     sz->per_row_bytes = (reduction == RILL_LOSS_NONE ? n * inner : 1) * sizeof(float);
     const char *per_row_shape = reduction == RILL_LOSS_NONE ? words->per_row : "1 float";
