@@ -628,6 +628,15 @@ rill_status rill_op_sum_f32(rill_stream *s, float *out, const float *a, size_t n
  * out may equal a, or else overlap it nowhere. */
 rill_status rill_op_add_scalar_i64(rill_stream *s, int64_t *out, const int64_t *a, int64_t value,
                                    size_t n);
+/* x[i] = bits for n elements of element_bytes each (1, 2, 4 or 8), each
+ * stored as an unsigned integer of that width holding bits modulo
+ * 2^(8 element_bytes): a fill of any type of that width whose bits the
+ * caller knows (a bool, an int8 to int64, a half, a double), as PyTorch's
+ * fill_ and zero_ are on tensors of those types. x must be aligned to
+ * element_bytes; another width, an unaligned x, or n 0 is
+ * RILL_ERROR_INVALID_ARGUMENT and nothing runs. */
+rill_status rill_op_fill_bits(rill_stream *s, void *x, uint64_t bits, size_t element_bytes,
+                              size_t n);
 rill_status rill_op_matmul_f32(rill_stream *s, float *c, const float *a, const float *b,
                                size_t m, size_t k, size_t n);   /* c[m,n] = a[m,k] b[k,n] */
 /* rill_op_matmul_f32 with either operand stored transposed, as flags

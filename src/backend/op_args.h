@@ -61,6 +61,7 @@ typedef enum rill__op {
     RILL__OP_NLL_LOSS_F32,
     RILL__OP_NLL_LOSS_BACKWARD_F32,
     RILL__OP_ADD_SCALAR_I64,
+    RILL__OP_FILL_BITS,
     RILL__OP_COUNT
 } rill__op;
 
@@ -114,6 +115,15 @@ typedef struct rill__op_add_scalar_i64_args {
     int64_t value;
     size_t n;
 } rill__op_add_scalar_i64_args;
+
+/* x[i] = bits, as an unsigned integer of element_bytes (1, 2, 4 or 8),
+ * for i < n. */
+typedef struct rill__op_fill_bits_args {
+    void *x;
+    uint64_t bits;
+    size_t element_bytes;
+    size_t n;
+} rill__op_fill_bits_args;
 
 /* Phase one of sum: block b adds its slice of a[0..n) in double precision
  * and stores the result in partials[b] (partials has grid_dim.x entries).

@@ -71,6 +71,7 @@ static const char *const op_names[RILL__OP_COUNT] = {
     [RILL__OP_NLL_LOSS_F32] = "nll_loss_f32",
     [RILL__OP_NLL_LOSS_BACKWARD_F32] = "nll_loss_backward_f32",
     [RILL__OP_ADD_SCALAR_I64] = "add_scalar_i64",
+    [RILL__OP_FILL_BITS] = "fill_bits",
 };
 
 /* NULL until first use; then owned here until rill__ops_shutdown. */
@@ -325,6 +326,40 @@ rill_status rill_op_fill_f32(rill_stream *s, float *x, float value, size_t n) {
     rill__op_access_add(&acc, x, bytes, RILL_WRITE);
     return rill__op_launch_n(stream, RILL__OP_FILL_F32, n, FILL_ELEMENTS_PER_BLOCK_MIN, units,
                              &args, sizeof args, &acc);
+}
+
+rill_status rill_op_fill_bits(rill_stream *s, void *x, uint64_t bits, size_t element_bytes,
+                              size_t n) {
+    RILL_CALL_SCOPE();
+    static const char fn[] = "rill_op_fill_bits";
+    size_t units = 0;
+    rill__stream *stream = NULL;
+    rill_status st;
+    if ((st = rill__op_check_pointer(fn, x, "x", "device memory of n elements")) != RILL_OK)
+        return st;
+    if (element_bytes != 1 && element_bytes != 2 && element_bytes != 4 && element_bytes != 8)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: element_bytes is %zu; pass the width of one element: 1, 2, 4 or 8",
+                          fn, element_bytes);
+    if ((uintptr_t)x % element_bytes != 0)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: x (%p) is not aligned to its %zu-byte elements; pass the address "
+                          "of the first element",
+                          fn, x, element_bytes);
+    if (n == 0 || n > SIZE_MAX / element_bytes)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: n is %zu; pass the number of elements of x (at least 1)", fn, n);
+    size_t bytes = n * element_bytes;
+    if ((st = rill__op_check_fits(fn, s, x, "x", "n elements", bytes)) != RILL_OK ||
+        (st = rill__op_stream(fn, s, &stream, &units)) != RILL_OK)
+        return st;
+    rill__op_fill_bits_args args = {x, bits, element_bytes, n};
+    access_list acc = {.count = 0};
+    rill__op_access_add(&acc, x, bytes, RILL_WRITE);
+    /* blocks of as many bytes as rill_op_fill_f32's */
+    size_t per_block = FILL_ELEMENTS_PER_BLOCK_MIN * sizeof(float) / element_bytes;
+    return rill__op_launch_n(stream, RILL__OP_FILL_BITS, n, per_block, units, &args, sizeof args,
+                             &acc);
 }
 
 /* The checks of an element-wise op out = a (op) b over n floats, and the

@@ -43,6 +43,79 @@ static void test_elementwise_f32(void **state) {
     RT_OK(rill_stream_destroy(s));
 }
 
+/* fill_bits: "x[i] = bits for n elements of element_bytes each ..., each
+ * stored as an unsigned integer of that width holding bits modulo
+ * 2^(8 element_bytes)": every width, over one block and several, with
+ * patterns of one repeated byte and of several; the elements around the
+ * filled ones keep their bytes. */
+static void test_fill_bits(void **state) {
+    (void)state;
+    rill_stream *s = contract_stream();
+    const size_t widths[] = {1, 2, 4, 8};
+    const size_t sizes[] = {1, 1000, (size_t)1 << 20};
+    const uint64_t patterns[] = {0, UINT64_MAX, UINT64_C(0x0123456789abcdef),
+                                 UINT64_C(0xfedcba9876543281)};
+    for (size_t w = 0; w < 4; w++)
+        for (size_t k = 0; k < 3; k++)
+            for (size_t p = 0; p < 4; p++) {
+                size_t width = widths[w], n = sizes[k], bytes = (n + 2) * width;
+                unsigned char *got = malloc(bytes), *want = malloc(bytes);
+                memset(want, 0x5a, bytes);
+                unsigned char *x = contract_alloc(s, bytes);
+                contract_upload(s, x, want, bytes);
+                RT_OK(rill_op_fill_bits(s, x + width, patterns[p], width, n));
+                for (size_t i = 1; i <= n; i++) {
+                    uint8_t v8 = (uint8_t)patterns[p];
+                    uint16_t v16 = (uint16_t)patterns[p];
+                    uint32_t v32 = (uint32_t)patterns[p];
+                    const void *v = width == 1   ? (const void *)&v8
+                                    : width == 2 ? (const void *)&v16
+                                    : width == 4 ? (const void *)&v32
+                                                 : (const void *)&patterns[p];
+                    memcpy(want + i * width, v, width);
+                }
+                contract_download(s, got, x, bytes);
+                for (size_t i = 0; i < bytes; i++)
+                    if (got[i] != want[i])
+                        fail_msg("width %zu, n %zu, bits %#llx: byte %zu is %#x, want %#x", width,
+                                 n, (unsigned long long)patterns[p], i, got[i], want[i]);
+                RT_OK(rill_free(x));
+                free(got);
+                free(want);
+            }
+    RT_OK(rill_stream_destroy(s));
+}
+
+/* fill_bits refuses, and runs nothing: a width other than 1, 2, 4 or 8, an
+ * x not aligned to its elements, n 0, NULL, and a fill past the end of its
+ * allocation. */
+static void test_fill_bits_refusals(void **state) {
+    (void)state;
+    rill_stream *s = contract_stream();
+    uint32_t *x = contract_alloc(s, 8 * sizeof *x);
+    RT_OK(rill_op_fill_bits(s, x, 7, 4, 8));
+    assert_int_equal(rill_op_fill_bits(s, x, 1, 3, 4), RILL_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(rill_last_error(), "rill_op_fill_bits: element_bytes is 3"));
+    assert_int_equal(rill_op_fill_bits(s, x, 1, 16, 1), RILL_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(rill_last_error(), "1, 2, 4 or 8"));
+    assert_int_equal(rill_op_fill_bits(s, (char *)x + 2, 1, 4, 2), RILL_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(rill_last_error(), "is not aligned to its 4-byte elements"));
+    assert_int_equal(rill_op_fill_bits(s, x, 1, 4, 0), RILL_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(rill_last_error(), "rill_op_fill_bits: n is 0"));
+    assert_int_equal(rill_op_fill_bits(s, x, 1, 8, SIZE_MAX / 4), RILL_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(rill_last_error(), "n is"));
+    assert_int_equal(rill_op_fill_bits(s, NULL, 1, 4, 1), RILL_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(rill_last_error(), "x is NULL"));
+    assert_int_equal(rill_op_fill_bits(s, x, 1, 4, 9), RILL_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(rill_last_error(), "n elements"));
+    uint32_t got[8];
+    contract_download(s, got, x, sizeof got);
+    for (size_t i = 0; i < 8; i++)
+        assert_int_equal(got[i], 7);
+    RT_OK(rill_free(x));
+    RT_OK(rill_stream_destroy(s));
+}
+
 /* add_scalar_i64: "out[i] = a[i] + value ..., wrapping modulo 2^64", in
  * place and into another buffer, over one block and several; and its
  * refusals. */
@@ -520,6 +593,8 @@ int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_elementwise_f32),
         cmocka_unit_test(test_add_scalar_i64),
+        cmocka_unit_test(test_fill_bits),
+        cmocka_unit_test(test_fill_bits_refusals),
         cmocka_unit_test(test_sum_f32),
         cmocka_unit_test(test_randn_is_a_function_of_the_seed),
         cmocka_unit_test(test_f16_ops),

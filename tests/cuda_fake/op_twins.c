@@ -46,6 +46,7 @@ static const struct {
     {"rill__cuda_op_nll_loss_f32", RILL__OP_NLL_LOSS_F32},
     {"rill__cuda_op_nll_loss_backward_f32", RILL__OP_NLL_LOSS_BACKWARD_F32},
     {"rill__cuda_op_add_scalar_i64", RILL__OP_ADD_SCALAR_I64},
+    {"rill__cuda_op_fill_bits", RILL__OP_FILL_BITS},
 };
 
 rill_cpu_kernel_fn fake_op_twin(const char *entry) {

@@ -81,6 +81,37 @@ void rill__cpu_op_fill_f32(const rill_block_ctx *ctx, const void *args) {
         x[i] = value;
 }
 
+/* Each element is bits modulo 2^(8 width); an element whose bytes are all
+ * one byte (zeros, all ones, any 1-byte element) is the C library's
+ * memset. */
+void rill__cpu_op_fill_bits(const rill_block_ctx *ctx, const void *args) {
+    const rill__op_fill_bits_args *p = args;
+    size_t begin, end;
+    block_range(ctx, p->n, RILL__OP_SLICE_ALIGN, &begin, &end);
+    size_t width = p->element_bytes;
+    unsigned char *x = (unsigned char *)p->x + begin * width;
+    size_t n = end - begin;
+    uint64_t byte = p->bits & 0xffu;
+    uint64_t mask = width == 8 ? UINT64_MAX : ((uint64_t)1 << (8 * width)) - 1;
+    if ((p->bits & mask) == (byte * UINT64_C(0x0101010101010101) & mask)) {
+        memset(x, (int)byte, n * width);
+        return;
+    }
+    if (width == 2) {
+        uint16_t *y = (uint16_t *)(void *)x, v = (uint16_t)p->bits;
+        for (size_t i = 0; i < n; i++)
+            y[i] = v;
+    } else if (width == 4) {
+        uint32_t *y = (uint32_t *)(void *)x, v = (uint32_t)p->bits;
+        for (size_t i = 0; i < n; i++)
+            y[i] = v;
+    } else {
+        uint64_t *y = (uint64_t *)(void *)x, v = p->bits;
+        for (size_t i = 0; i < n; i++)
+            y[i] = v;
+    }
+}
+
 void rill__cpu_op_add_f32(const rill_block_ctx *ctx, const void *args) {
     const rill__op_add_args *p = args;
     size_t begin, end;
@@ -578,6 +609,7 @@ rill_cpu_kernel_fn rill__cpu_op_body(rill__op op) {
         [RILL__OP_MUL_F32] = rill__cpu_op_mul_f32,
         [RILL__OP_ADD_SCALAR_F32] = rill__cpu_op_add_scalar_f32,
         [RILL__OP_ADD_SCALAR_I64] = rill__cpu_op_add_scalar_i64,
+        [RILL__OP_FILL_BITS] = rill__cpu_op_fill_bits,
         [RILL__OP_SUM_PARTIAL_F32] = rill__cpu_op_sum_partial_f32,
         [RILL__OP_SUM_FINAL_F32] = rill__cpu_op_sum_final_f32,
         [RILL__OP_MATMUL_F32] = rill__cpu_op_matmul_f32,

@@ -32,6 +32,7 @@ void rill__cpu_op_add_f32(const rill_block_ctx *ctx, const void *args);
 void rill__cpu_op_mul_f32(const rill_block_ctx *ctx, const void *args);
 void rill__cpu_op_add_scalar_f32(const rill_block_ctx *ctx, const void *args);
 void rill__cpu_op_add_scalar_i64(const rill_block_ctx *ctx, const void *args);
+void rill__cpu_op_fill_bits(const rill_block_ctx *ctx, const void *args);
 void rill__cpu_op_sum_partial_f32(const rill_block_ctx *ctx, const void *args);
 void rill__cpu_op_sum_final_f32(const rill_block_ctx *ctx, const void *args);
 void rill__cpu_op_matmul_f32(const rill_block_ctx *ctx, const void *args);

@@ -38,6 +38,7 @@ static_assert(sizeof(rill__op_add_args) == 40, "add args");
 static_assert(sizeof(rill__op_mul_args) == 32, "mul args");
 static_assert(sizeof(rill__op_add_scalar_args) == 32, "add_scalar args");
 static_assert(sizeof(rill__op_add_scalar_i64_args) == 32, "add_scalar i64 args");
+static_assert(sizeof(rill__op_fill_bits_args) == 32, "fill bits args");
 static_assert(sizeof(rill__op_sum_partial_args) == 32, "sum partial args");
 static_assert(sizeof(rill__op_sum_final_args) == 24, "sum final args");
 static_assert(sizeof(rill__op_randn_args) == 32, "randn args");
@@ -101,6 +102,28 @@ ENTRY rill__cuda_op_add_scalar_f32(rill__op_add_scalar_args a) {
 ENTRY rill__cuda_op_add_scalar_i64(rill__op_add_scalar_i64_args a) {
     for (size_t i = first_index(); i < a.n; i += grid_threads())
         a.out[i] = (int64_t)((uint64_t)a.a[i] + (uint64_t)a.value);
+}
+
+/* One switch on the width per launch, a store of that width per element. */
+ENTRY rill__cuda_op_fill_bits(rill__op_fill_bits_args a) {
+    switch (a.element_bytes) {
+    case 1:
+        for (size_t i = first_index(); i < a.n; i += grid_threads())
+            static_cast<uint8_t *>(a.x)[i] = static_cast<uint8_t>(a.bits);
+        break;
+    case 2:
+        for (size_t i = first_index(); i < a.n; i += grid_threads())
+            static_cast<uint16_t *>(a.x)[i] = static_cast<uint16_t>(a.bits);
+        break;
+    case 4:
+        for (size_t i = first_index(); i < a.n; i += grid_threads())
+            static_cast<uint32_t *>(a.x)[i] = static_cast<uint32_t>(a.bits);
+        break;
+    default:
+        for (size_t i = first_index(); i < a.n; i += grid_threads())
+            static_cast<uint64_t *>(a.x)[i] = a.bits;
+        break;
+    }
 }
 
 /* ---- element-wise f16: computed in float, rounded once ---- */
