@@ -14,9 +14,11 @@
 // overlap their inputs, writes into a tensor with gaps) go to the fallback.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <numeric>
 #include <optional>
+#include <type_traits>
 
 #include <ATen/ExpandUtils.h>
 #include <ATen/TensorIterator.h>
@@ -613,20 +615,74 @@ at::Tensor minimum(const at::Tensor &a, const at::Tensor &b) {
     return done ? out : call_fallback_fn<&boxed_fallback, at::_ops::minimum>::call(a, b);
 }
 
-at::Tensor &fill_(at::Tensor &self, const at::Scalar &value) {
-    if (is_f32(self) && self.is_non_overlapping_and_dense()) {
+// v's bits, as an unsigned integer of its width.
+template <typename T> uint64_t bits_of(T v) {
+    using U = std::conditional_t<
+        sizeof(T) == 1, uint8_t,
+        std::conditional_t<sizeof(T) == 2, uint16_t,
+                           std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>>;
+    static_assert(sizeof(U) == sizeof(T), "an element of 1, 2, 4 or 8 bytes");
+    U u;
+    std::memcpy(&u, &v, sizeof u);
+    return u;
+}
+
+// The bits of value in t's dtype, converted as PyTorch's fill_ converts it
+// (Scalar::to, which raises for a value out of the type's range); nullopt
+// for a dtype of another width (complex128) or none of these.
+std::optional<uint64_t> fill_bits(const at::Tensor &t, const at::Scalar &value) {
+    switch (t.scalar_type()) {
+#define TORCH_RILL_FILL_CASE(ctype, name)                                                          \
+    case at::ScalarType::name:                                                                     \
+        if constexpr (sizeof(ctype) <= 8)                                                          \
+            return bits_of(value.to<ctype>());                                                     \
+        return std::nullopt;
+        AT_FORALL_SCALAR_TYPES_WITH_COMPLEX(TORCH_RILL_FILL_CASE)
+        TORCH_RILL_FILL_CASE(uint16_t, UInt16)
+        TORCH_RILL_FILL_CASE(uint32_t, UInt32)
+        TORCH_RILL_FILL_CASE(uint64_t, UInt64)
+#undef TORCH_RILL_FILL_CASE
+    default:
+        return std::nullopt;
+    }
+}
+
+// Fills a dense tensor of any dtype of 1 to 8 bytes: float32 by
+// rill_op_fill_f32, the others by rill_op_fill_bits with value's bits in
+// their dtype; false when the kernels do not take self. A value out of the
+// dtype's range raises here, at the call, for the fallback's cases too
+// (whose host function would fail the stream instead).
+bool fill_dense(const at::Tensor &self, const at::Scalar &value) {
+    if (!is_rill(self) || self.layout() != at::kStrided)
+        return false;
+    std::optional<uint64_t> bits = fill_bits(self, value);
+    if (!bits || !self.is_non_overlapping_and_dense())
+        return false;
+    if (is_f32(self)) {
         if (self.numel() > 0) {
             TORCH_RILL_CHECK(rill_op_fill_f32(stream_of(self), self.data_ptr<float>(),
-                                              value.toFloat(), static_cast<size_t>(self.numel())));
+                                              value.to<float>(),
+                                              static_cast<size_t>(self.numel())));
         }
-        return self;
+        return true;
     }
+    if (self.numel() > 0) {
+        TORCH_RILL_CHECK(rill_op_fill_bits(stream_of(self), self.data_ptr(), *bits,
+                                           static_cast<size_t>(self.element_size()),
+                                           static_cast<size_t>(self.numel())));
+    }
+    return true;
+}
+
+at::Tensor &fill_(at::Tensor &self, const at::Scalar &value) {
+    if (fill_dense(self, value))
+        return self;
     return call_fallback_fn<&boxed_fallback, at::_ops::fill__Scalar>::call(self, value);
 }
 
 at::Tensor &zero_(at::Tensor &self) {
-    if (is_f32(self) && self.is_non_overlapping_and_dense())
-        return torch_rill::fill_(self, 0.0); // not at::fill_, which ADL also finds
+    if (fill_dense(self, 0))
+        return self;
     return call_fallback_fn<&boxed_fallback, at::_ops::zero_>::call(self);
 }
 

@@ -4,12 +4,13 @@ element-wise ops and fills): results equal the CPU's, they run in stream
 order without blocking the host, and what they do not take goes to the
 fallback with the CPU's behaviour."""
 
+import textwrap
 import time
 
 import pytest
 import torch
 
-from conftest import delay
+from conftest import delay, traced_names
 
 OPS = {
     "add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div,
@@ -59,6 +60,103 @@ def test_fills_and_other_dtypes():
     assert torch.equal((i + i).cpu(), torch.arange(5) * 2)
     h = torch.ones(3, dtype=torch.float16, device="rill")
     assert torch.equal((h * h).cpu(), torch.ones(3, dtype=torch.float16))
+
+
+FILL_DTYPES = [torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64,
+               torch.uint16, torch.uint32, torch.uint64, torch.float16, torch.bfloat16,
+               torch.float8_e4m3fn, torch.float8_e5m2, torch.float32, torch.float64,
+               torch.complex64, torch.complex128]
+
+
+def same_bits(got, want):
+    """got (on rill) and want hold the same bits in the same shape: float8
+    has no torch.equal on the CPU."""
+    got = got.cpu()
+    if want.element_size() > 8:
+        return torch.equal(got, want)
+    bits = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[want.element_size()]
+    return torch.equal(got.view(bits), want.view(bits))
+
+
+def layouts(t):
+    """t as PyTorch's ops meet it: contiguous, channels-last, transposed,
+    and sliced (which the fill kernels do not take: the fallback's)."""
+    return {"contiguous": t, "channels-last": t.contiguous(memory_format=torch.channels_last),
+            "transposed": t.transpose(1, 3), "sliced": t[:, :, ::2]}
+
+
+@pytest.mark.parametrize("dtype", FILL_DTYPES, ids=str)
+def test_fill_and_zero_of_each_dtype_equal_the_cpus(dtype):
+    """fill_ and zero_ of every dtype of 1 to 8 bytes run rill_op_fill_bits
+    (complex128 and gapped tensors the fallback): every element and every
+    gap between them equal the CPU's, for values that round or wrap."""
+    values = [0, 1, True, 3, 100.75] if dtype != torch.bool else [0, 1, True, False, 2.5]
+    base = torch.arange(2 * 3 * 4 * 6).reshape(2, 3, 4, 6).to(dtype)
+    for value in values:
+        for name, want in layouts(base.clone()).items():
+            got = layouts(base.to("rill"))[name]
+            want.fill_(value)
+            got.fill_(value)
+            assert got.dtype == want.dtype and got.stride() == want.stride(), name
+            assert same_bits(got, want), (name, value)
+    for name, want in layouts(base.clone()).items():
+        holder = base.to("rill")
+        got = layouts(holder)[name]
+        want.zero_()
+        got.zero_()
+        assert same_bits(got, want), name
+    assert same_bits(torch.zeros(3, 5, dtype=dtype, device="rill"), torch.zeros(3, 5, dtype=dtype))
+    assert same_bits(torch.ones(7, dtype=dtype, device="rill"), torch.ones(7, dtype=dtype))
+
+
+def test_a_sliced_fill_leaves_the_gaps_as_they_were():
+    """The fallback writes only the slice's elements of the rill memory."""
+    for dtype in (torch.int64, torch.bool, torch.float64):
+        base = torch.arange(24).reshape(4, 6).to(dtype)
+        got, want = base.to("rill"), base.clone()
+        got[:, 1::2].fill_(1)
+        want[:, 1::2].fill_(1)
+        assert torch.equal(got.cpu(), want), dtype
+
+
+@pytest.mark.parametrize("dtype,value", [(torch.int8, 300), (torch.uint8, -1),
+                                         (torch.float16, 1e6), (torch.int32, 1.5e10),
+                                         (torch.int64, 2.0 ** 64), (torch.bool, 1e300)])
+def test_a_fill_value_out_of_the_dtypes_range_does_as_on_the_cpu(dtype, value):
+    """PyTorch's conversion decides: the same error at the call, the
+    tensor unchanged and the stream not failed (a dense tensor and a
+    sliced one, the fallback's), or the same wrapped value."""
+    for cut in (slice(None), slice(None, None, 2)):
+        want = torch.zeros(6, dtype=dtype)
+        got = torch.zeros(6, dtype=dtype, device="rill")
+        try:
+            want[cut].fill_(value)
+        except RuntimeError as e:
+            with pytest.raises(RuntimeError, match=str(e)[:40]):
+                got[cut].fill_(value)
+        else:
+            got[cut].fill_(value)
+        assert torch.equal(got.cpu(), want)
+
+
+def test_trace_shows_fills_of_other_dtypes_as_kernels(tmp_path):
+    """Before rill_op_fill_bits, fill_ and zero_ of an integer, bool or
+    double tensor (zeros, ones, full: labels, masks, counters) ran
+    PyTorch's CPU kernel as a host function."""
+    code = textwrap.dedent("""
+        import torch, torch_rill
+        labels = torch.zeros(64, dtype=torch.int64, device="rill")
+        mask = torch.full((8, 8), True, device="rill")
+        x = torch.ones(16, dtype=torch.float64, device="rill")
+        x.fill_(2.5)
+        h = torch.empty(9, dtype=torch.bfloat16, device="rill").zero_()
+        torch.rill.synchronize()
+    """)
+    names = traced_names(tmp_path, code)
+    for op in ("aten::zero_", "aten::fill_"):
+        assert op + " (fill_bits)" in names, sorted(names)
+    hosts = sorted(n for n in names if n.endswith("(host function)"))
+    assert not hosts, hosts
 
 
 def test_kernels_queue_on_the_current_stream_without_blocking_the_host():
