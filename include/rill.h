@@ -861,6 +861,15 @@ rill_status rill_op_map_f32(rill_stream *s, rill_map_op op, float *out, const fl
  * per-op sequence of `a * 2.0` and `-a` in one call. */
 rill_status rill_op_map_f32_new(rill_stream *s, rill_map_op op, const float *a, float alpha,
                                 size_t n, rill_event *event, float **out);
+/* out[i] = (a[i] * m) * scale for i < n, m 1 where the byte mask[i] is not
+ * 0 and 0 where it is, each product rounded to float: dropout's backward
+ * as PyTorch computes it (grad * mask * scale; a dropped element is a[i] *
+ * 0, a zero with a[i]'s sign, NaN for a NaN or an infinity), and its
+ * forward once the mask is drawn. mask holds n bytes (a bool tensor). out
+ * may equal a, as for rill_op_add_f32; out overlapping mask is
+ * RILL_ERROR_INVALID_ARGUMENT. */
+rill_status rill_op_masked_scale_f32(rill_stream *s, float *out, const float *a,
+                                     const uint8_t *mask, float scale, size_t n);
 
 typedef enum rill_reduce_dim_op {
     RILL_REDUCE_DIM_SUM,  /* the sum, added in double precision */

@@ -62,6 +62,7 @@ typedef enum rill__op {
     RILL__OP_NLL_LOSS_BACKWARD_F32,
     RILL__OP_ADD_SCALAR_I64,
     RILL__OP_FILL_BITS,
+    RILL__OP_MASKED_SCALE_F32,
     RILL__OP_COUNT
 } rill__op;
 
@@ -355,6 +356,16 @@ typedef struct rill__op_map_args {
     uint32_t op;
     size_t n;
 } rill__op_map_args;
+
+/* out[i] = (a[i] * (mask[i] != 0 ? 1 : 0)) * scale for i < n. out may
+ * equal a. */
+typedef struct rill__op_masked_scale_args {
+    float *out;
+    const float *a;
+    const uint8_t *mask;
+    float scale;
+    size_t n;
+} rill__op_masked_scale_args;
 
 /* a is [outer, dim, inner] and out [outer, inner], contiguous: out[o, i]
  * = the rill_reduce_dim_op op over d < dim of a[o, d, i]; for MAX and MIN,

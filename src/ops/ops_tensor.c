@@ -302,6 +302,40 @@ rill_status rill_op_map_f32(rill_stream *s, rill_map_op op, float *out, const fl
                              sizeof args, &acc);
 }
 
+rill_status rill_op_masked_scale_f32(rill_stream *s, float *out, const float *a,
+                                     const uint8_t *mask, float scale, size_t n) {
+    RILL_CALL_SCOPE();
+    static const char fn[] = "rill_op_masked_scale_f32";
+    size_t bytes = 0, units = 0;
+    rill__stream *stream = NULL;
+    rill_status st;
+    if ((st = rill__op_check_pointer(fn, out, "out", "device memory for n floats")) != RILL_OK ||
+        (st = rill__op_check_pointer(fn, a, "a", "device memory of n floats")) != RILL_OK ||
+        (st = rill__op_check_pointer(fn, mask, "mask", "device memory of n bytes")) != RILL_OK ||
+        (st = rill__op_check_count(fn, n, &bytes)) != RILL_OK ||
+        (st = rill__op_check_fits(fn, s, a, "a", "n floats", bytes)) != RILL_OK ||
+        (st = rill__op_check_fits(fn, s, out, "out", "n floats", bytes)) != RILL_OK ||
+        (st = rill__op_check_fits(fn, s, mask, "mask", "n bytes", n)) != RILL_OK)
+        return st;
+    if (out != a && rill__op_overlaps(out, bytes, a, bytes))
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: out overlaps a without being equal to it; pass out == a to "
+                          "compute in place, or a buffer that does not overlap it",
+                          fn);
+    if (rill__op_overlaps(out, bytes, mask, n))
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: out overlaps mask; pass an out that does not overlap it", fn);
+    if ((st = rill__op_stream(fn, s, &stream, &units)) != RILL_OK)
+        return st;
+    rill__op_masked_scale_args args = {out, a, mask, scale, n};
+    access_list acc = {.count = 0};
+    rill__op_access_add(&acc, a, bytes, RILL_READ);
+    rill__op_access_add(&acc, mask, n, RILL_READ);
+    rill__op_access_add(&acc, out, bytes, RILL_WRITE);
+    return rill__op_launch_n(stream, RILL__OP_MASKED_SCALE_F32, n, ELEMENTS_PER_BLOCK_MIN, units,
+                             &args, sizeof args, &acc);
+}
+
 /* ---- along one dimension ---- */
 
 /* Checks outer, dim and inner, and sets *count = outer * dim * inner. */

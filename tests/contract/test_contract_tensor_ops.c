@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* The tensor ops on the device under test (contract.h): strided copies,
- * broadcasting binary ops, maps, reductions and softmax along a dimension,
- * conv2d with strides and padding, pooling and embeddings, each against a result
- * computed here on the host; and their refusals, each with its sentence. */
+ * broadcasting binary ops, maps, dropout's masked scale, reductions and
+ * softmax along a dimension, conv2d with strides and padding, pooling and
+ * embeddings, each against a result computed here on the host; and their
+ * refusals, each with its sentence. */
 #include "contract.h"
 
 #include <math.h>
@@ -564,6 +565,70 @@ static void test_binary_relu_backward_masks(void **state) {
     RT_OK(rill_free(a));
     RT_OK(rill_free(b));
     RT_OK(rill_free(out));
+    RT_OK(rill_stream_destroy(s));
+}
+
+/* masked_scale: "out[i] = (a[i] * m) * scale ..., each product rounded to
+ * float": a dropped element is a[i] * 0 (a signed zero, NaN for NaN and
+ * infinities), a kept one a[i] * scale rounded once (to infinity where it
+ * overflows), any nonzero byte keeps; in place and into another buffer,
+ * over one block and several; and its refusals. */
+static void test_masked_scale(void **state) {
+    (void)state;
+    rill_stream *s = contract_stream();
+    const float scale = 1.0f / 0.9f;
+    float ha[10] = {1.5f, -2.0f, NAN, INFINITY, -INFINITY, 3.2e38f, -0.0f, 1e-40f, 7.25f, -3.0f};
+    uint8_t hm[10] = {0, 0, 0, 0, 1, 1, 1, 1, 2, 255};
+    float *a = contract_floats(s, ha, 10), *out = contract_floats(s, NULL, 10), got[10];
+    uint8_t *m = contract_alloc(s, 10);
+    contract_upload(s, m, hm, 10);
+    RT_OK(rill_op_masked_scale_f32(s, out, a, m, scale, 10));
+    contract_download(s, got, out, sizeof got);
+    for (size_t i = 0; i < 10; i++) {
+        volatile float kept = ha[i] * (hm[i] != 0 ? 1.0f : 0.0f);
+        volatile float want = kept * scale;
+        if (memcmp(&got[i], (const float *)&want, sizeof got[i]) != 0)
+            fail_msg("element %zu: %g, want %g", i, (double)got[i], (double)want);
+    }
+    assert_true(signbit(got[1]) && got[1] == 0.0f); /* -2 dropped: -0 */
+    assert_true(isnan(got[2]) && isnan(got[3]));    /* NaN, inf dropped: NaN */
+    assert_true(isinf(got[5]));                     /* 3.2e38 / 0.9 overflows */
+    size_t n = (size_t)1 << 20;
+    float *hb = host_values(n), *gb = malloc(n * sizeof *gb);
+    uint8_t *hbm = malloc(n);
+    for (size_t i = 0; i < n; i++)
+        hbm[i] = (uint8_t)((i * 7) % 10 < 3 ? 0 : 1);
+    float *b = contract_floats(s, hb, n);
+    uint8_t *bm = contract_alloc(s, n);
+    contract_upload(s, bm, hbm, n);
+    RT_OK(rill_op_masked_scale_f32(s, b, b, bm, 2.5f, n)); /* in place */
+    contract_download(s, gb, b, n * sizeof *gb);
+    for (size_t i = 0; i < n; i++) {
+        volatile float want = (hb[i] * (hbm[i] ? 1.0f : 0.0f)) * 2.5f;
+        if (memcmp(&gb[i], (const float *)&want, sizeof gb[i]) != 0)
+            fail_msg("element %zu of %zu: %g, want %g", i, n, (double)gb[i], (double)want);
+    }
+    assert_int_equal(rill_op_masked_scale_f32(s, out, a, NULL, scale, 10),
+                     RILL_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(rill_last_error(), "mask is NULL"));
+    assert_int_equal(rill_op_masked_scale_f32(s, b, b, m, scale, 11), RILL_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(rill_last_error(), "n bytes")); /* m holds 10 */
+    assert_int_equal(rill_op_masked_scale_f32(s, out + 1, out, m, scale, 4),
+                     RILL_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(rill_last_error(), "out overlaps a without being equal to it"));
+    assert_int_equal(rill_op_masked_scale_f32(s, out, a, (const uint8_t *)(out + 2), scale, 4),
+                     RILL_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(rill_last_error(), "out overlaps mask"));
+    assert_int_equal(rill_op_masked_scale_f32(s, out, a, m, scale, 0), RILL_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(rill_last_error(), "rill_op_masked_scale_f32: n is 0"));
+    RT_OK(rill_free(a));
+    RT_OK(rill_free(out));
+    RT_OK(rill_free(m));
+    RT_OK(rill_free(b));
+    RT_OK(rill_free(bm));
+    free(hb);
+    free(gb);
+    free(hbm);
     RT_OK(rill_stream_destroy(s));
 }
 
@@ -1161,6 +1226,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_copy_strided_transposes_and_scatters),
         cmocka_unit_test(test_binary_broadcasts),
         cmocka_unit_test(test_binary_relu_backward_masks),
+        cmocka_unit_test(test_masked_scale),
         cmocka_unit_test(test_map_ops),
         cmocka_unit_test(test_nan_rules_of_maps_and_binary_ops),
         cmocka_unit_test(test_reduce_dim),

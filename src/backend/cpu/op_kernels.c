@@ -628,6 +628,7 @@ rill_cpu_kernel_fn rill__cpu_op_body(rill__op op) {
         [RILL__OP_COPY_STRIDED_F32] = rill__cpu_op_copy_strided_f32,
         [RILL__OP_BINARY_F32] = rill__cpu_op_binary_f32,
         [RILL__OP_MAP_F32] = rill__cpu_op_map_f32,
+        [RILL__OP_MASKED_SCALE_F32] = rill__cpu_op_masked_scale_f32,
         [RILL__OP_REDUCE_DIM_F32] = rill__cpu_op_reduce_dim_f32,
         [RILL__OP_SOFTMAX_F32] = rill__cpu_op_softmax_f32,
         [RILL__OP_LAYER_NORM_F32] = rill__cpu_op_layer_norm_f32,

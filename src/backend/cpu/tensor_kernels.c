@@ -309,6 +309,20 @@ VECTOR_BODY(rill__cpu_op_map_f32)(const rill_block_ctx *ctx, const void *args) {
     map_loop(p->op, out, a, alpha, n);
 }
 
+/* Both products rounded, as PyTorch's grad * mask * scale: a dropped
+ * element is a * 0, not 0. */
+VECTOR_BODY(rill__cpu_op_masked_scale_f32)(const rill_block_ctx *ctx, const void *args) {
+    const rill__op_masked_scale_args *p = args;
+    size_t begin, end;
+    slice_of(ctx, p->n, &begin, &end);
+    float *out = p->out;
+    const float *a = p->a;
+    const uint8_t *mask = p->mask;
+    float scale = p->scale;
+    for (size_t i = begin; i < end; i++)
+        out[i] = (a[i] * (mask[i] != 0 ? 1.0f : 0.0f)) * scale;
+}
+
 /* ---- along one dimension ---- */
 
 /* Items along the last dimension that the strided reductions and

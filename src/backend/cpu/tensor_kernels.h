@@ -13,6 +13,7 @@
 void rill__cpu_op_copy_strided_f32(const rill_block_ctx *ctx, const void *args);
 void rill__cpu_op_binary_f32(const rill_block_ctx *ctx, const void *args);
 void rill__cpu_op_map_f32(const rill_block_ctx *ctx, const void *args);
+void rill__cpu_op_masked_scale_f32(const rill_block_ctx *ctx, const void *args);
 void rill__cpu_op_reduce_dim_f32(const rill_block_ctx *ctx, const void *args);
 void rill__cpu_op_softmax_f32(const rill_block_ctx *ctx, const void *args);
 void rill__cpu_op_layer_norm_f32(const rill_block_ctx *ctx, const void *args);

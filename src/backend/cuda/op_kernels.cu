@@ -49,6 +49,7 @@ static_assert(sizeof(rill__op_sum_final_f16_args) == 24, "sum final f16 args");
 static_assert(sizeof(rill__op_conv2d_f16_args) == 96, "conv2d f16 args");
 static_assert(sizeof(rill__op_strided_args) == 232, "strided args");
 static_assert(sizeof(rill__op_map_args) == 32, "map args");
+static_assert(sizeof(rill__op_masked_scale_args) == 40, "masked scale args");
 static_assert(sizeof(rill__op_reduce_dim_args) == 56, "reduce_dim args");
 static_assert(sizeof(rill__op_softmax_args) == 48, "softmax args");
 static_assert(sizeof(rill__op_layer_norm_args) == 72, "layer norm args");
@@ -357,6 +358,11 @@ ENTRY rill__cuda_op_binary_f32(rill__op_strided_args p) {
 ENTRY rill__cuda_op_map_f32(rill__op_map_args p) {
     for (size_t i = first_index(); i < p.n; i += grid_threads())
         p.out[i] = rill__op_map_value(p.op, p.a[i], p.alpha);
+}
+
+ENTRY rill__cuda_op_masked_scale_f32(rill__op_masked_scale_args p) {
+    for (size_t i = first_index(); i < p.n; i += grid_threads())
+        p.out[i] = __fmul_rn(__fmul_rn(p.a[i], p.mask[i] != 0 ? 1.0f : 0.0f), p.scale);
 }
 
 /* One thread per output (o, i): consecutive threads read consecutive i. */
