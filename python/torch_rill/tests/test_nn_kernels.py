@@ -276,6 +276,100 @@ def test_gelu_backward_equals_the_cpus(approximate):
     same(op(d.to("rill"), d.to("rill"), **kw), op(d, d, **kw))
 
 
+def bits(t):
+    return t.cpu().view(torch.int32)
+
+
+@pytest.mark.parametrize("p", [0.1, 0.5, 0.9])
+def test_dropout_backward_has_the_cpus_bits(p):
+    """grad * mask * scale rounded as the CPU rounds it: a dropped NaN or
+    infinity gives NaN, a dropped negative -0, a kept one grad * scale
+    rounded once (to infinity past float's range); in each dense layout
+    (the result laid out as the CPU's), queued on the stream."""
+    g = randn(2, 3, 4, 5, seed=1) * 10
+    g.view(-1)[:6] = torch.tensor([float("nan"), float("inf"), -float("inf"), -0.0, -3.0, 3.3e38])
+    mask = torch.rand(g.shape, generator=torch.Generator().manual_seed(2)) > p
+    mask.view(-1)[:6] = torch.tensor([False, False, True, True, False, True])
+    op = torch.ops.aten.native_dropout_backward
+    scale = 1.0 / (1.0 - p)
+    want = op(g, mask, scale)
+    got = queued(op, g.to("rill"), mask.to("rill"), scale)
+    assert torch.equal(bits(got), want.view(torch.int32))
+    for view in (lambda t: t.contiguous(memory_format=torch.channels_last),
+                 lambda t: t.transpose(1, 3)):
+        want = op(view(g), view(mask), scale)
+        got = op(view(g.to("rill")), view(mask.to("rill")), scale)
+        assert got.stride() == want.stride()
+        assert torch.equal(bits(got), want.view(torch.int32))
+
+
+def test_dropout_backward_of_operands_in_other_layouts_has_the_cpus_bits():
+    """A mask laid out otherwise than grad (attention's, transposed), an
+    expanded grad (a sum's) and a sliced one: the kernel in the mask's
+    layout, the result in the CPU's."""
+    g = randn(4, 6, 8, seed=1)
+    mask = randn(4, 6, 8, seed=2) > 0
+    op = torch.ops.aten.native_dropout_backward
+    cases = [(g, mask.transpose(0, 1).contiguous().transpose(0, 1)),
+             (g.transpose(0, 2).contiguous().transpose(0, 2), mask),
+             (randn(1, 6, 8, seed=3).expand(4, 6, 8), mask),
+             (randn(4, 6, 16, seed=3)[:, :, ::2], mask)]
+    for a, m in cases:
+        want = op(a, m, 1.25)
+        got = queued(op, a.to("rill"), m.to("rill"), 1.25)
+        assert got.stride() == want.stride()
+        assert torch.equal(bits(got), want.view(torch.int32))
+
+
+def test_dropout_backward_cases_the_kernel_does_not_take_are_the_cpus():
+    """A sliced mask, a float mask and float64: the fallback, with the
+    CPU's result."""
+    g = randn(4, 6, seed=1)
+    mask = randn(4, 12, seed=2) > 0
+    op = torch.ops.aten.native_dropout_backward
+    cases = [(g, mask[:, ::2]), (g, mask[:, :6].float()), (g.double(), mask[:, :6])]
+    for a, m in cases:
+        same(op(a.to("rill"), m.to("rill"), 2.0), op(a, m, 2.0), 0.0)
+
+
+def test_dropout_training_steps_equal_the_cpus():
+    """A seeded dropout draws the CPU's mask (the device's generator), so
+    two training steps of a transformer encoder layer with dropout (after
+    its feed-forward layers and its attention, whose mask is transposed
+    against its gradient) give the CPU's parameters."""
+    cpu = torch.nn.TransformerEncoderLayer(16, 4, 32, dropout=0.2, batch_first=True)
+    dev = copy.deepcopy(cpu).to("rill")
+    x = randn(3, 5, 16, seed=4)
+    for model, data in ((cpu, x), (dev, x.to("rill"))):
+        opt = torch.optim.SGD(model.parameters(), lr=0.05)
+        torch.manual_seed(7)
+        for _ in range(2):
+            opt.zero_grad()
+            model(data).square().mean().backward()
+            opt.step()
+    for p, q in zip(dev.parameters(), cpu.parameters()):
+        same(p.detach(), q.detach(), 1e-5)
+
+
+def test_trace_shows_dropout_backward_as_a_kernel(tmp_path):
+    """Before rill_op_masked_scale_f32, each dropout's backward ran
+    PyTorch's CPU kernel as a host function: here a sum's (expanded)
+    gradient and a transformer encoder layer's step."""
+    code = textwrap.dedent("""
+        import torch, torch_rill
+        x = torch.randn(8, 16, device="rill", requires_grad=True)
+        torch.nn.functional.dropout(x, 0.25).sum().backward()
+        layer = torch.nn.TransformerEncoderLayer(16, 4, 32, dropout=0.1, batch_first=True)
+        layer.to("rill")(x.detach().view(2, 4, 16)).square().mean().backward()
+        torch.rill.synchronize()
+    """)
+    names = traced_names(tmp_path, code)
+    assert "aten::native_dropout_backward (masked_scale_f32)" in names, sorted(names)
+    hosts = sorted(n for n in names if n.startswith("aten::native_dropout_backward")
+                   and n.endswith("(host function)"))
+    assert not hosts, hosts
+
+
 @pytest.mark.parametrize("log", [False, True])
 @pytest.mark.parametrize("dim", [0, 1, -1])
 def test_softmax_backward_kernels_equal_the_cpus(log, dim):
