@@ -7,21 +7,17 @@
 // sum(grad * y))) and _log_softmax_backward_data (grad - exp(y) *
 // sum(grad)) along any dimension, and gelu_backward at gelu's input
 // (RILL_BINARY_GELU_BACKWARD; RILL_BINARY_GELU_TANH_BACKWARD for approximate
-// 'tanh'), and native_dropout_backward (grad * mask * scale:
-// rill_op_masked_scale_f32). Operands of one shape are read with their strides or made
+// 'tanh'). Operands of one shape are read with their strides or made
 // contiguous by rill's strided copy on the same stream. Other cases (other
 // dtypes, broadcasting operands, empty tensors, another threshold) go to the
 // fallback.
 #include <array>
 
-#include <ATen/TensorIterator.h>
 #include <ATen/native/CPUFallback.h>
 #include <ATen/ops/_log_softmax_backward_data_ops.h>
 #include <ATen/ops/_softmax_backward_data_ops.h>
 #include <ATen/ops/empty.h>
-#include <ATen/ops/empty_strided.h>
 #include <ATen/ops/gelu_backward_ops.h>
-#include <ATen/ops/native_dropout_backward_ops.h>
 #include <ATen/ops/sigmoid_backward_ops.h>
 #include <ATen/ops/tanh_backward_ops.h>
 #include <ATen/ops/threshold_backward_ops.h>
@@ -202,48 +198,6 @@ at::Tensor log_softmax_backward_data(const at::Tensor &grad, const at::Tensor &y
         grad, y, dim, input_dtype);
 }
 
-// dropout's backward, grad * mask * scale in float as PyTorch's CPU kernel
-// rounds it, of a float32 grad and a dense bool mask. The kernel reads
-// grad and mask and writes its result in mask's layout: grad is read in
-// place when it has that layout, else first copied into the result (a
-// sum's expanded gradient), which is scaled in place; a result laid out
-// otherwise by the CPU (TensorIterator's choice from both: a mask
-// transposed against grad in attention) is then copied into that layout.
-at::Tensor native_dropout_backward(const at::Tensor &grad, const at::Tensor &mask, double scale) {
-    at::Tensor out;
-    if (is_f32(grad) && mask.scalar_type() == at::kBool && grad.device() == mask.device() &&
-        grad.sizes().equals(mask.sizes()) && grad.numel() > 0 && strided_ok(grad) &&
-        mask.is_non_overlapping_and_dense()) {
-        out = at::TensorIteratorConfig()
-                  .add_owned_output(at::Tensor())
-                  .add_const_input(grad)
-                  .add_const_input(mask)
-                  .check_all_same_dtype(false)
-                  .declare_static_dtype_and_device(at::kFloat, grad.device())
-                  .build()
-                  .output();
-    }
-    if (!out.defined() || !out.is_non_overlapping_and_dense())
-        return call_fallback_fn<&boxed_fallback, at::_ops::native_dropout_backward>::call(
-            grad, mask, scale);
-    const c10::DeviceGuard guard(grad.device());
-    at::Tensor work = mask.strides().equals(out.strides())
-                          ? out
-                          : at::empty_strided(mask.sizes(), mask.strides(), out.options());
-    const at::Tensor *from = &grad;
-    if (!grad.strides().equals(work.strides())) {
-        work.copy_(grad);
-        from = &work;
-    }
-    TORCH_RILL_CHECK(rill_op_masked_scale_f32(
-        stream_of(grad), work.data_ptr<float>(), from->const_data_ptr<float>(),
-        static_cast<const uint8_t *>(mask.const_data_ptr()), static_cast<float>(scale),
-        static_cast<size_t>(grad.numel())));
-    if (!work.is_same(out))
-        out.copy_(work);
-    return out;
-}
-
 } // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -253,7 +207,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     m.impl("gelu_backward", gelu_backward);
     m.impl("_softmax_backward_data", softmax_backward_data);
     m.impl("_log_softmax_backward_data", log_softmax_backward_data);
-    m.impl("native_dropout_backward", native_dropout_backward);
 }
 
 } // namespace torch_rill

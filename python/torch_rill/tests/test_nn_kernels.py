@@ -332,6 +332,62 @@ def test_dropout_backward_cases_the_kernel_does_not_take_are_the_cpus():
         same(op(a.to("rill"), m.to("rill"), 2.0), op(a, m, 2.0), 0.0)
 
 
+@pytest.mark.parametrize("p", [0.1, 0.5, 0.9])
+def test_dropout_forward_draws_the_cpus_mask_without_waiting(p):
+    """native_dropout draws at submit, from the device's generator in the
+    order of the other draws, the CPU's mask for the same seed, and returns
+    without waiting for the stream's work; its output has the CPU's bits
+    and layout."""
+    x = randn(2, 3, 4, 5, seed=1) * 10
+    x.view(-1)[:4] = torch.tensor([float("nan"), float("inf"), -0.0, -3.0])
+    for view in (lambda t: t, lambda t: t.contiguous(memory_format=torch.channels_last),
+                 lambda t: t.transpose(0, 3)):
+        torch.manual_seed(11)
+        torch.rand(3)
+        want, want_mask = torch.ops.aten.native_dropout(view(x), p, True)
+        after = torch.rand(3)
+        d = view(x.to("rill"))
+        torch.manual_seed(11)
+        torch.rand(3, device="rill")
+        got, got_mask = queued(torch.ops.aten.native_dropout, d, p, True)
+        assert torch.equal(torch.rand(3, device="rill").cpu(), after)
+        assert got.stride() == want.stride() and got_mask.stride() == want_mask.stride()
+        assert got_mask.dtype == torch.bool and torch.equal(got_mask.cpu(), want_mask)
+        assert torch.equal(bits(got), want.view(torch.int32))
+
+
+def test_dropout_cases_the_kernel_does_not_take_are_the_cpus():
+    """p 0 and 1, evaluation, float64 and a sliced input: the fallback
+    (which synchronizes for its draw), with the CPU's results."""
+    x = randn(4, 6, seed=1)
+    for args in ((x, 0.0, True), (x, 1.0, True), (x, 0.5, False), (x.double(), 0.5, True),
+                 (x[:, ::2], 0.5, True)):
+        torch.manual_seed(5)
+        want = torch.ops.aten.native_dropout(*args)
+        torch.manual_seed(5)
+        got = torch.ops.aten.native_dropout(args[0].to("rill"), *args[1:])
+        for g, w in zip(got, want):
+            assert g.device.type == "rill" and g.dtype == w.dtype and g.stride() == w.stride()
+            torch.testing.assert_close(g.cpu(), w, rtol=0, atol=0, equal_nan=True)
+
+
+def test_a_capture_refuses_dropout_naming_it():
+    """A replay would reuse the mask drawn at capture: the capture refuses
+    the op, as before the kernel."""
+    x = torch.randn(8, device="rill")
+    g = torch.rill.RillGraph()
+    with pytest.raises(RuntimeError) as error:
+        with torch.rill.graph(g):
+            torch.nn.functional.dropout(x, 0.5)
+    messages, e = [], error.value
+    while e is not None:  # the op's error, then the capture's end
+        messages.append(str(e))
+        e = e.__context__
+    assert any("aten::native_dropout" in m and "cannot be captured" in m for m in messages), \
+        messages
+    torch.rill.synchronize()
+
+
 def test_dropout_training_steps_equal_the_cpus():
     """A seeded dropout draws the CPU's mask (the device's generator), so
     two training steps of a transformer encoder layer with dropout (after
@@ -353,8 +409,9 @@ def test_dropout_training_steps_equal_the_cpus():
 
 def test_trace_shows_dropout_backward_as_a_kernel(tmp_path):
     """Before rill_op_masked_scale_f32, each dropout's backward ran
-    PyTorch's CPU kernel as a host function: here a sum's (expanded)
-    gradient and a transformer encoder layer's step."""
+    PyTorch's CPU kernel as a host function, and its forward synchronized:
+    here a sum's (expanded) gradient and a transformer encoder layer's
+    step, which wait for nothing until the last line."""
     code = textwrap.dedent("""
         import torch, torch_rill
         x = torch.randn(8, 16, device="rill", requires_grad=True)
@@ -364,10 +421,12 @@ def test_trace_shows_dropout_backward_as_a_kernel(tmp_path):
         torch.rill.synchronize()
     """)
     names = traced_names(tmp_path, code)
+    assert "aten::native_dropout (masked_scale_f32)" in names, sorted(names)
     assert "aten::native_dropout_backward (masked_scale_f32)" in names, sorted(names)
-    hosts = sorted(n for n in names if n.startswith("aten::native_dropout_backward")
+    hosts = sorted(n for n in names if n.startswith("aten::native_dropout")
                    and n.endswith("(host function)"))
     assert not hosts, hosts
+    assert sum(n.startswith("rill_device_synchronize") for n in names) == 1, sorted(names)
 
 
 @pytest.mark.parametrize("log", [False, True])
