@@ -884,6 +884,8 @@ void fallback(const c10::OperatorHandle &op, torch::jit::Stack *stack) {
         "in its place");
     const c10::DeviceGuard guard(dev);
     if (!is_cpu_device(dev.index())) {
+        if (const char *why = must_synchronize(op))
+            refuse_capture(dev, c10::toString(schema.operator_name()), why);
         refuse_overlaps(schema, torch::jit::last(*stack, num_args));
         for (size_t i = 0; i < num_args; i++)
             if (is_generator(schema.arguments()[i].real_type())) {
