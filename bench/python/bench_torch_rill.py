@@ -10,7 +10,7 @@ PyTorch's eager `cpu` forward), conv2d of 8x128x56x56 by 128 3x3 filters
 (padding 1), the backward of conv2d of 8x64x56x56 by 64 3x3 filters (padding
 1; the input, weight and bias gradients), ResNet-18 at batch 8 (224x224,
 inference, and one SGD step in training mode, also channels-last), a small
-transformer encoder (inference, and one SGD step),
+transformer encoder (inference, and one SGD step; also with dropout 0.1),
 rill's stream calls from PyTorch (torch.Event record + wait_event + query;
 entering and leaving `with torch.rill.stream(s)`), and two independent
 chains of 200 dependent 64x64 matmuls (too small to fill the device alone:
@@ -137,11 +137,11 @@ class Encoder(nn.Module):
     """Embedding, two transformer encoder layers (d_model 128, 4 heads) and a
     classifier."""
 
-    def __init__(self):
+    def __init__(self, dropout=0.0):
         super().__init__()
         torch.manual_seed(0)
         self.embed = nn.Embedding(1000, 128)
-        layer = nn.TransformerEncoderLayer(128, 4, 512, dropout=0.0, batch_first=True)
+        layer = nn.TransformerEncoderLayer(128, 4, 512, dropout=dropout, batch_first=True)
         self.encoder = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
         self.out = nn.Linear(128, 10)
 
@@ -176,8 +176,8 @@ def resnet_step_case(dev, memory_format=torch.contiguous_format):
     return step
 
 
-def encoder_cases(dev):
-    model = Encoder().to(dev)
+def encoder_cases(dev, dropout=0.0):
+    model = Encoder(dropout).to(dev)
     g = torch.Generator().manual_seed(1)
     tokens = torch.randint(0, 1000, (16, 64), generator=g).to(dev)
     y = torch.randint(0, 10, (16,), generator=g).to(dev)
@@ -347,6 +347,8 @@ def main():
          lambda dev: resnet_step_case(dev, torch.channels_last), 1)
     pair("encoder 2x128, batch 16x64, inference", lambda dev: encoder_cases(dev)[0], 5)
     pair("encoder 2x128, batch 16x64, SGD step", lambda dev: encoder_cases(dev)[1], 2)
+    pair("encoder 2x128, 16x64, dropout 0.1, SGD step",
+         lambda dev: encoder_cases(dev, 0.1)[1], 2)
 
     s = torch.rill.Stream()
     e = torch.Event(device="rill")
