@@ -145,10 +145,8 @@ bool rill__op_overlaps(const void *p, size_t p_bytes, const void *q, size_t q_by
     return a < b + q_bytes && b < a + p_bytes;
 }
 
-/* Element-wise ops may write in place (out == in) but not into a shifted
- * copy of an input, which blocks running side by side would race on. */
-static rill_status check_elementwise_out(const char *fn, const void *out, const void *in,
-                                         const char *in_name, size_t bytes) {
+rill_status rill__op_check_in_place(const char *fn, const void *out, const void *in,
+                                    const char *in_name, size_t bytes) {
     if (out != in && rill__op_overlaps(out, bytes, in, bytes))
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "%s: out overlaps %s without being equal to it; pass out == %s to "
@@ -376,8 +374,8 @@ static rill_status check_binary(const char *fn, rill_stream *s, const float *out
         (st = rill__op_check_fits(fn, s, a, "a", "n floats", *bytes)) != RILL_OK ||
         (st = rill__op_check_fits(fn, s, b, "b", "n floats", *bytes)) != RILL_OK ||
         (st = rill__op_check_fits(fn, s, out, "out", "n floats", *bytes)) != RILL_OK ||
-        (st = check_elementwise_out(fn, out, a, "a", *bytes)) != RILL_OK ||
-        (st = check_elementwise_out(fn, out, b, "b", *bytes)) != RILL_OK)
+        (st = rill__op_check_in_place(fn, out, a, "a", *bytes)) != RILL_OK ||
+        (st = rill__op_check_in_place(fn, out, b, "b", *bytes)) != RILL_OK)
         return st;
     return rill__op_stream(fn, s, stream, units);
 }
@@ -421,7 +419,7 @@ rill_status rill_op_add_scalar_f32(rill_stream *s, float *out, const float *a, f
         (st = rill__op_check_count(fn, n, &bytes)) != RILL_OK ||
         (st = rill__op_check_fits(fn, s, a, "a", "n floats", bytes)) != RILL_OK ||
         (st = rill__op_check_fits(fn, s, out, "out", "n floats", bytes)) != RILL_OK ||
-        (st = check_elementwise_out(fn, out, a, "a", bytes)) != RILL_OK ||
+        (st = rill__op_check_in_place(fn, out, a, "a", bytes)) != RILL_OK ||
         (st = rill__op_stream(fn, s, &stream, &units)) != RILL_OK)
         return st;
     rill__op_add_scalar_args args = {out, a, value, n};
@@ -445,7 +443,7 @@ rill_status rill_op_add_scalar_i64(rill_stream *s, int64_t *out, const int64_t *
                           n);
     if ((st = rill__op_check_fits(fn, s, a, "a", "n int64s", bytes)) != RILL_OK ||
         (st = rill__op_check_fits(fn, s, out, "out", "n int64s", bytes)) != RILL_OK ||
-        (st = check_elementwise_out(fn, out, a, "a", bytes)) != RILL_OK ||
+        (st = rill__op_check_in_place(fn, out, a, "a", bytes)) != RILL_OK ||
         (st = rill__op_stream(fn, s, &stream, &units)) != RILL_OK)
         return st;
     rill__op_add_scalar_i64_args args = {out, a, value, n};
@@ -695,8 +693,8 @@ static rill_status check_f16(const char *fn, rill_stream *s, const void *out, co
          (st = rill__op_check_fits(fn, s, b, b_name, "n halves", *bytes)) != RILL_OK) ||
         (st = rill__op_check_fits(fn, s, out, a_name == NULL ? "x" : "out", "n halves", *bytes)) !=
             RILL_OK ||
-        (a_name != NULL && (st = check_elementwise_out(fn, out, a, a_name, *bytes)) != RILL_OK) ||
-        (b_name != NULL && (st = check_elementwise_out(fn, out, b, b_name, *bytes)) != RILL_OK) ||
+        (a_name != NULL && (st = rill__op_check_in_place(fn, out, a, a_name, *bytes)) != RILL_OK) ||
+        (b_name != NULL && (st = rill__op_check_in_place(fn, out, b, b_name, *bytes)) != RILL_OK) ||
         (st = rill__op_stream(fn, s, stream, units)) != RILL_OK)
         return st;
     return RILL_OK;

@@ -45,6 +45,11 @@ typedef struct access_list {
 /* *bytes = elem * d0 * d1 * d2 * d3; false when it does not fit a size_t. */
 bool rill__op_elem_bytes(size_t *bytes, size_t elem, size_t d0, size_t d1, size_t d2, size_t d3);
 bool rill__op_overlaps(const void *p, size_t p_bytes, const void *q, size_t q_bytes);
+/* Element-wise ops may write in place (out == in) but not into a shifted
+ * copy of an input, which blocks running side by side would race on: an
+ * out overlapping in without equalling it (bytes each) is refused. */
+rill_status rill__op_check_in_place(const char *fn, const void *out, const void *in,
+                                    const char *in_name, size_t bytes);
 /* The checks every op makes, each RILL_ERROR_INVALID_ARGUMENT with a
  * sentence naming fn: the element count, an access inside its allocation
  * (and RILL_ERROR_DEVICE_MISMATCH for memory s's device cannot reach), a

@@ -286,11 +286,8 @@ rill_status rill_op_map_f32(rill_stream *s, rill_map_op op, float *out, const fl
         (st = rill__op_check_fits(fn, s, a, "a", "n floats", bytes)) != RILL_OK ||
         (st = rill__op_check_fits(fn, s, out, "out", "n floats", bytes)) != RILL_OK)
         return st;
-    if (out != a && rill__op_overlaps(out, bytes, a, bytes))
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                          "%s: out overlaps a without being equal to it; pass out == a to "
-                          "compute in place, or a buffer that does not overlap it",
-                          fn);
+    if ((st = rill__op_check_in_place(fn, out, a, "a", bytes)) != RILL_OK)
+        return st;
     if ((st = rill__op_stream(fn, s, &stream, &units)) != RILL_OK)
         return st;
     rill__op_map_args args = {out, a, alpha, (uint32_t)op, n};
@@ -317,11 +314,8 @@ rill_status rill_op_masked_scale_f32(rill_stream *s, float *out, const float *a,
         (st = rill__op_check_fits(fn, s, out, "out", "n floats", bytes)) != RILL_OK ||
         (st = rill__op_check_fits(fn, s, mask, "mask", "n bytes", n)) != RILL_OK)
         return st;
-    if (out != a && rill__op_overlaps(out, bytes, a, bytes))
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                          "%s: out overlaps a without being equal to it; pass out == a to "
-                          "compute in place, or a buffer that does not overlap it",
-                          fn);
+    if ((st = rill__op_check_in_place(fn, out, a, "a", bytes)) != RILL_OK)
+        return st;
     if (rill__op_overlaps(out, bytes, mask, n))
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "%s: out overlaps mask; pass an out that does not overlap it", fn);
@@ -426,11 +420,8 @@ static rill_status softmax(const char *fn, rill_stream *s, float *out, const flo
     if ((st = rill__op_check_fits(fn, s, a, "a", "outer*dim*inner floats", bytes)) != RILL_OK ||
         (st = rill__op_check_fits(fn, s, out, "out", "outer*dim*inner floats", bytes)) != RILL_OK)
         return st;
-    if (out != a && rill__op_overlaps(out, bytes, a, bytes))
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                          "%s: out overlaps a without being equal to it; pass out == a to "
-                          "compute in place, or a buffer that does not overlap it",
-                          fn);
+    if ((st = rill__op_check_in_place(fn, out, a, "a", bytes)) != RILL_OK)
+        return st;
     if ((st = rill__op_stream(fn, s, &stream, &units)) != RILL_OK)
         return st;
     rill__op_softmax_args args = {out, a, outer, dim, inner, is_log ? 1u : 0u};
