@@ -3,8 +3,9 @@
 // float32 element-wise ops (with broadcasting; new results, in place and
 // out=, which PyTorch's _foreach_ ops call per tensor), the same ops
 // between a tensor and a CPU number, add and sub with an alpha between
-// tensors of one shape, activations and other maps, fills, and Adam's
-// addcmul, addcdiv, lerp and clamp_min composed of these. The pool
+// tensors of one shape, activations and other maps, fills (of every dtype
+// of 1 to 8 bytes), and Adam's addcmul, addcdiv, lerp and clamp_min
+// composed of these. The pool
 // sees the accesses each kernel declares, so memory another stream's kernel
 // still reads is not handed out again early. Dense tensors in any order of
 // dimensions (channels-last, transposed) are read and written in place, and
