@@ -71,14 +71,18 @@ at::Tensor native_dropout_backward(const at::Tensor &grad, const at::Tensor &mas
     if (is_f32(grad) && mask.scalar_type() == at::kBool && grad.device() == mask.device() &&
         grad.sizes().equals(mask.sizes()) && grad.numel() > 0 &&
         mask.is_non_overlapping_and_dense()) {
-        out = at::TensorIteratorConfig()
-                  .add_owned_output(at::Tensor())
-                  .add_const_input(grad)
-                  .add_const_input(mask)
-                  .check_all_same_dtype(false)
-                  .declare_static_dtype_and_device(at::kFloat, grad.device())
-                  .build()
-                  .output();
+        // Operands of one layout give the result that layout; others ask
+        // TensorIterator, as the CPU's kernel does.
+        out = grad.strides().equals(mask.strides())
+                  ? at::empty_strided(grad.sizes(), grad.strides(), grad.options())
+                  : at::TensorIteratorConfig()
+                        .add_owned_output(at::Tensor())
+                        .add_const_input(grad)
+                        .add_const_input(mask)
+                        .check_all_same_dtype(false)
+                        .declare_static_dtype_and_device(at::kFloat, grad.device())
+                        .build()
+                        .output();
     }
     if (!out.defined() || !out.is_non_overlapping_and_dense())
         return call_fallback_fn<&boxed_fallback, at::_ops::native_dropout_backward>::call(

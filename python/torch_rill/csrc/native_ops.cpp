@@ -656,17 +656,19 @@ std::optional<uint64_t> fill_bits(const at::Tensor &t, const at::Scalar &value) 
 bool fill_dense(const at::Tensor &self, const at::Scalar &value) {
     if (!is_rill(self) || self.layout() != at::kStrided)
         return false;
-    std::optional<uint64_t> bits = fill_bits(self, value);
-    if (!bits || !self.is_non_overlapping_and_dense())
-        return false;
     if (is_f32(self)) {
+        float v = value.to<float>();
+        if (!self.is_non_overlapping_and_dense())
+            return false;
         if (self.numel() > 0) {
-            TORCH_RILL_CHECK(rill_op_fill_f32(stream_of(self), self.data_ptr<float>(),
-                                              value.to<float>(),
+            TORCH_RILL_CHECK(rill_op_fill_f32(stream_of(self), self.data_ptr<float>(), v,
                                               static_cast<size_t>(self.numel())));
         }
         return true;
     }
+    std::optional<uint64_t> bits = fill_bits(self, value);
+    if (!bits || !self.is_non_overlapping_and_dense())
+        return false;
     if (self.numel() > 0) {
         TORCH_RILL_CHECK(rill_op_fill_bits(stream_of(self), self.data_ptr(), *bits,
                                            static_cast<size_t>(self.element_size()),
