@@ -871,6 +871,57 @@ rill_status rill_op_map_f32_new(rill_stream *s, rill_map_op op, const float *a, 
 rill_status rill_op_masked_scale_f32(rill_stream *s, float *out, const float *a,
                                      const uint8_t *mask, float scale, size_t n);
 
+/* The element types of the ops below, which take more than float32: each
+ * the C type it names, in device memory. A bool tensor is RILL_ELEMENT_U8
+ * holding 0 or 1. */
+typedef enum rill_element_type {
+    RILL_ELEMENT_U8,  /* uint8_t (uint8, bool) */
+    RILL_ELEMENT_I32, /* int32_t */
+    RILL_ELEMENT_I64, /* int64_t */
+    RILL_ELEMENT_F32, /* float */
+    RILL_ELEMENT_F64  /* double */
+} rill_element_type;
+
+typedef enum rill_compare_op {
+    RILL_COMPARE_EQ, /* a == b (-0 equals 0; NaN equals nothing) */
+    RILL_COMPARE_NE, /* a != b (true when either is NaN) */
+    RILL_COMPARE_LT, /* a < b; the four orders are false when either is NaN */
+    RILL_COMPARE_LE, /* a <= b */
+    RILL_COMPARE_GT, /* a > b */
+    RILL_COMPARE_GE  /* a >= b */
+} rill_compare_op;
+/* out[i] = 1 when a at i (op) b at i holds, else 0: out contiguous bytes in
+ * shape (a bool tensor), a and b strided in elements of type, as for
+ * rill_op_binary_f32 (strides 0: broadcasting). out overlaps neither a nor
+ * b. An op or type outside its enum is RILL_ERROR_INVALID_ARGUMENT. */
+rill_status rill_op_compare(rill_stream *s, rill_compare_op op, rill_element_type type,
+                            uint8_t *out, const void *a, const size_t *a_strides, const void *b,
+                            const size_t *b_strides, const size_t *shape, size_t ndim);
+/* rill_op_compare against a number: b at every index is *value, one
+ * element of type in host memory, read during the call. isneginf is EQ
+ * against -inf; a bool tensor's logical not is EQ against 0. */
+rill_status rill_op_compare_scalar(rill_stream *s, rill_compare_op op, rill_element_type type,
+                                   uint8_t *out, const void *a, const size_t *a_strides,
+                                   const void *value, const size_t *shape, size_t ndim);
+
+/* out[i] = cond at i ? a at i : b at i, for elements of element_bytes (1,
+ * 2, 4 or 8: any type, copied as bits): out contiguous in shape; cond
+ * strided bytes, true where not 0; a and b strided in their elements
+ * (strides 0: broadcasting). out may equal a or b when that input's
+ * strides are the contiguous ones of shape (in place); otherwise out
+ * overlaps none of the three. PyTorch's where. */
+rill_status rill_op_where(rill_stream *s, size_t element_bytes, void *out, const uint8_t *cond,
+                          const size_t *cond_strides, const void *a, const size_t *a_strides,
+                          const void *b, const size_t *b_strides, const size_t *shape,
+                          size_t ndim);
+/* x[i] = bits where mask at i is not 0, the others unchanged: x contiguous
+ * in shape, of elements of element_bytes (1, 2, 4 or 8) set as
+ * rill_op_fill_bits sets them; mask strided bytes (strides 0:
+ * broadcasting), not overlapping x. PyTorch's masked_fill_. */
+rill_status rill_op_masked_fill(rill_stream *s, size_t element_bytes, void *x,
+                                const uint8_t *mask, const size_t *mask_strides, uint64_t bits,
+                                const size_t *shape, size_t ndim);
+
 typedef enum rill_reduce_dim_op {
     RILL_REDUCE_DIM_SUM,  /* the sum, added in double precision */
     RILL_REDUCE_DIM_MEAN, /* the sum over dim, divided by dim */

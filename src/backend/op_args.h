@@ -63,6 +63,8 @@ typedef enum rill__op {
     RILL__OP_ADD_SCALAR_I64,
     RILL__OP_FILL_BITS,
     RILL__OP_MASKED_SCALE_F32,
+    RILL__OP_COMPARE,
+    RILL__OP_WHERE,
     RILL__OP_COUNT
 } rill__op;
 
@@ -366,6 +368,28 @@ typedef struct rill__op_masked_scale_args {
     float scale;
     size_t n;
 } rill__op_masked_scale_args;
+
+/* The element-wise ops over elements of any size, with strided operands
+ * (strides in each operand's elements; out's are those of a contiguous
+ * shape unless stated): compare, out[i] = a (op) b as a byte 1 or 0, a
+ * and b of the rill_element_type type, op a rill_compare_op; where, out =
+ * cond ? a : b, elements of size bytes copied as bits, cond bytes (true
+ * when not 0). An a or b that is NULL stands for the number whose bits
+ * (an element of the type, in the low bytes) are a_bits or b_bits. out
+ * may equal a or b when that input is laid out as out. */
+typedef struct rill__op_select_args {
+    void *out;
+    const void *a, *b;
+    const uint8_t *cond;
+    uint64_t a_bits, b_bits;
+    size_t n;
+    uint32_t ndim, op, type, size;
+    size_t shape[RILL__OP_MAX_DIMS];
+    size_t out_strides[RILL__OP_MAX_DIMS];
+    size_t a_strides[RILL__OP_MAX_DIMS];
+    size_t b_strides[RILL__OP_MAX_DIMS];
+    size_t cond_strides[RILL__OP_MAX_DIMS];
+} rill__op_select_args;
 
 /* a is [outer, dim, inner] and out [outer, inner], contiguous: out[o, i]
  * = the rill_reduce_dim_op op over d < dim of a[o, d, i]; for MAX and MIN,

@@ -73,6 +73,8 @@ static const char *const op_names[RILL__OP_COUNT] = {
     [RILL__OP_ADD_SCALAR_I64] = "add_scalar_i64",
     [RILL__OP_FILL_BITS] = "fill_bits",
     [RILL__OP_MASKED_SCALE_F32] = "masked_scale_f32",
+    [RILL__OP_COMPARE] = "compare",
+    [RILL__OP_WHERE] = "where",
 };
 
 /* NULL until first use; then owned here until rill__ops_shutdown. */

@@ -4,7 +4,8 @@
  * ops_matmul_batched.c: the batched matmul; ops_conv_backward.c:
  * conv2d's backward; ops_pool_ex.c: pooling with ceil mode, dilation and
  * divisor rules; ops_tensor.c: strided copies,
- * broadcasting, maps and the ops along one dimension). */
+ * broadcasting, maps and the ops along one dimension; ops_select.c:
+ * compare, where and masked_fill over elements of any type). */
 #ifndef RILL_OPS_OPS_INTERNAL_H
 #define RILL_OPS_OPS_INTERNAL_H
 
@@ -41,6 +42,29 @@ typedef struct access_list {
     rill_access items[8];
     size_t count;
 } access_list;
+
+/* The strided ops' shared checks (ops_tensor.c). Checks shape: ndim within
+ * RILL_OP_MAX_DIMS, every dimension at least 1, and the element count n
+ * times elem bytes representable. */
+rill_status rill__op_check_shape(const char *fn, const size_t *shape, size_t ndim, size_t elem,
+                                 size_t *n);
+/* Checks a strided operand of elem-byte elements (unit names them, as
+ * "floats"): its pointer, its strides, and that the bytes it reaches stay
+ * in its allocation, which s's device reaches; *bytes gets that extent. */
+rill_status rill__op_check_strided(const char *fn, rill_stream *s, const void *ptr,
+                                   const char *name, const size_t *strides, const size_t *shape,
+                                   size_t ndim, size_t elem, const char *unit, size_t *bytes);
+/* The row-major strides of shape. */
+void rill__op_contiguous_strides(const size_t *shape, size_t ndim, size_t *strides);
+/* x and y step alike along every dimension of shape longer than 1. */
+bool rill__op_same_strides(const size_t *x, const size_t *y, const size_t *shape, size_t ndim);
+/* Drops shape's dimensions of 1 and merges a dimension into the next where
+ * each of the count operands steps through both as through one
+ * (strides[d] == strides[d+1] * shape[d+1]; a NULL strides[o] is an
+ * operand not there, given strides 0); fills merged and dst[o] and returns
+ * the dimensions left (at least 1). */
+uint32_t rill__op_merge_dims(size_t *merged, size_t *const dst[], const size_t *const strides[],
+                             size_t count, const size_t *shape, size_t ndim);
 
 /* *bytes = elem * d0 * d1 * d2 * d3; false when it does not fit a size_t. */
 bool rill__op_elem_bytes(size_t *bytes, size_t elem, size_t d0, size_t d1, size_t d2, size_t d3);

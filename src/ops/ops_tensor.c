@@ -8,6 +8,7 @@
  * accesses. Layer: ops, on what ops.c provides (ops_internal.h). */
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "backend/op_args.h"
@@ -27,9 +28,8 @@ typedef struct operand {
     const char *name;
 } operand;
 
-/* Checks shape: ndim within the limit, every dimension at least 1, and
- * the element count representable; *n gets the count. */
-static rill_status check_shape(const char *fn, const size_t *shape, size_t ndim, size_t *n) {
+rill_status rill__op_check_shape(const char *fn, const size_t *shape, size_t ndim, size_t elem,
+                                 size_t *n) {
     if (ndim > RILL__OP_MAX_DIMS)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "%s: ndim is %zu, above RILL_OP_MAX_DIMS (%d); merge dimensions or "
@@ -45,7 +45,7 @@ static rill_status check_shape(const char *fn, const size_t *shape, size_t ndim,
                               "%s: shape[%zu] is 0; every dimension must be at least 1 (an "
                               "empty tensor needs no op)",
                               fn, d);
-        if (total > SIZE_MAX / sizeof(float) / shape[d])
+        if (total > SIZE_MAX / elem / shape[d])
             return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                               "%s: the shape's elements do not fit in memory; pass smaller "
                               "dimensions",
@@ -56,9 +56,11 @@ static rill_status check_shape(const char *fn, const size_t *shape, size_t ndim,
     return RILL_OK;
 }
 
-/* The bytes an operand reaches from its pointer: (1 + sum of (shape[d] -
- * 1) * strides[d]) floats; false when that does not fit a size_t. */
-static bool extent_bytes(const size_t *shape, const size_t *strides, size_t ndim, size_t *bytes) {
+/* The bytes an operand of elem-byte elements reaches from its pointer:
+ * (1 + sum of (shape[d] - 1) * strides[d]) elements; false when that does
+ * not fit a size_t. */
+static bool extent_bytes(const size_t *shape, const size_t *strides, size_t ndim, size_t elem,
+                         size_t *bytes) {
     size_t last = 0;
     for (size_t d = 0; d < ndim; d++) {
         size_t steps = shape[d] - 1;
@@ -66,31 +68,44 @@ static bool extent_bytes(const size_t *shape, const size_t *strides, size_t ndim
             return false;
         last += steps * strides[d];
     }
-    if (last >= SIZE_MAX / sizeof(float))
+    if (last >= SIZE_MAX / elem)
         return false;
-    *bytes = (last + 1) * sizeof(float);
+    *bytes = (last + 1) * elem;
     return true;
 }
 
-/* Checks an operand's pointer and strides, and that its extent stays in
- * its allocation, which s's device reaches; *bytes gets the extent. */
-static rill_status check_operand(const char *fn, rill_stream *s, const operand *op,
-                                 const size_t *strides, const size_t *shape, size_t ndim,
-                                 size_t *bytes) {
-    rill_status st = rill__op_check_pointer(fn, op->ptr, op->name, "device memory of floats");
+rill_status rill__op_check_strided(const char *fn, rill_stream *s, const void *ptr,
+                                   const char *name, const size_t *strides, const size_t *shape,
+                                   size_t ndim, size_t elem, const char *unit, size_t *bytes) {
+    char what[48];
+    snprintf(what, sizeof what, "device memory of %s", unit);
+    rill_status st = rill__op_check_pointer(fn, ptr, name, what);
     if (st != RILL_OK)
         return st;
     if (ndim > 0 && strides == NULL)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "%s: the strides of %s are NULL with ndim %zu; pass ndim strides "
-                          "(in floats)",
-                          fn, op->name, ndim);
-    if (!extent_bytes(shape, strides, ndim, bytes))
+                          "(in %s)",
+                          fn, name, ndim, unit);
+    if (!extent_bytes(shape, strides, ndim, elem, bytes))
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
                           "%s: the strides of %s reach past the end of memory; pass strides "
-                          "in floats",
-                          fn, op->name);
-    return rill__op_check_fits(fn, s, op->ptr, op->name, "the shape and strides", *bytes);
+                          "in %s",
+                          fn, name, unit);
+    return rill__op_check_fits(fn, s, ptr, name, "the shape and strides", *bytes);
+}
+
+/* Checks a float operand's pointer and strides, and that its extent stays
+ * in its allocation, which s's device reaches; *bytes gets the extent. */
+static rill_status check_operand(const char *fn, rill_stream *s, const operand *op,
+                                 const size_t *strides, const size_t *shape, size_t ndim,
+                                 size_t *bytes) {
+    return rill__op_check_strided(fn, s, op->ptr, op->name, strides, shape, ndim, sizeof(float),
+                                  "floats", bytes);
+}
+
+static rill_status check_shape(const char *fn, const size_t *shape, size_t ndim, size_t *n) {
+    return rill__op_check_shape(fn, shape, ndim, sizeof(float), n);
 }
 
 /* Whether a layout reaches any element twice: sorted by stride, each
@@ -118,7 +133,7 @@ static bool self_overlaps(const size_t *shape, const size_t *strides, size_t ndi
     return false;
 }
 
-static void contiguous_strides(const size_t *shape, size_t ndim, size_t *strides) {
+void rill__op_contiguous_strides(const size_t *shape, size_t ndim, size_t *strides) {
     size_t step = 1;
     for (size_t d = ndim; d-- > 0;) {
         strides[d] = step;
@@ -126,46 +141,50 @@ static void contiguous_strides(const size_t *shape, size_t ndim, size_t *strides
     }
 }
 
-static bool same_strides(const size_t *x, const size_t *y, const size_t *shape, size_t ndim) {
+bool rill__op_same_strides(const size_t *x, const size_t *y, const size_t *shape, size_t ndim) {
     for (size_t d = 0; d < ndim; d++)
         if (shape[d] > 1 && x[d] != y[d])
             return false;
     return true;
 }
 
-/* Fills p's shape and operands' strides, dropping dimensions of 1 and
- * merging a dimension into the next where every operand steps through
- * both as through one: strides[d] == strides[d+1] * shape[d+1]. */
-static void merge_dims(rill__op_strided_args *p, const size_t *shape, size_t ndim,
-                       const size_t *const strides[3]) {
-    size_t *dst[3] = {p->out_strides, p->a_strides, p->b_strides};
+uint32_t rill__op_merge_dims(size_t *merged, size_t *const dst[], const size_t *const strides[],
+                             size_t count, const size_t *shape, size_t ndim) {
     size_t m = 0;
     for (size_t d = 0; d < ndim; d++) {
         if (shape[d] == 1)
             continue;
         bool merge = m > 0;
-        for (int o = 0; o < 3 && merge; o++)
+        for (size_t o = 0; o < count && merge; o++)
             if (strides[o] != NULL && dst[o][m - 1] != strides[o][d] * shape[d])
                 merge = false;
         if (merge) {
-            p->shape[m - 1] *= shape[d];
-            for (int o = 0; o < 3; o++)
+            merged[m - 1] *= shape[d];
+            for (size_t o = 0; o < count; o++)
                 if (strides[o] != NULL)
                     dst[o][m - 1] = strides[o][d];
             continue;
         }
-        p->shape[m] = shape[d];
-        for (int o = 0; o < 3; o++)
+        merged[m] = shape[d];
+        for (size_t o = 0; o < count; o++)
             dst[o][m] = strides[o] != NULL ? strides[o][d] : 0;
         m++;
     }
     if (m == 0) {
-        p->shape[0] = 1;
-        for (int o = 0; o < 3; o++)
+        merged[0] = 1;
+        for (size_t o = 0; o < count; o++)
             dst[o][0] = 0;
         m = 1;
     }
-    p->ndim = (uint32_t)m;
+    return (uint32_t)m;
+}
+
+/* Fills p's shape and operands' strides from shape and the strides of
+ * out, a and b (NULL: an operand that is not there). */
+static void merge_dims(rill__op_strided_args *p, const size_t *shape, size_t ndim,
+                       const size_t *const strides[3]) {
+    size_t *const dst[3] = {p->out_strides, p->a_strides, p->b_strides};
+    p->ndim = rill__op_merge_dims(p->shape, dst, strides, 3, shape, ndim);
 }
 
 static rill_status launch_strided(const char *fn, rill_stream *s, rill__op id,
@@ -222,7 +241,7 @@ rill_status rill_op_copy_strided_f32(rill_stream *s, float *out, const size_t *o
 static rill_status check_binary_out(const char *fn, const float *out, size_t out_bytes,
                                     const operand *in, size_t in_bytes, const size_t *contig,
                                     const size_t *shape, size_t ndim) {
-    if (out == in->ptr && same_strides(in->strides, contig, shape, ndim))
+    if (out == in->ptr && rill__op_same_strides(in->strides, contig, shape, ndim))
         return RILL_OK;
     if (rill__op_overlaps(out, out_bytes, in->ptr, in_bytes))
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
@@ -249,7 +268,7 @@ rill_status rill_op_binary_f32(rill_stream *s, rill_binary_op op, float *out, co
     rill_status st;
     if ((st = check_shape(fn, shape, ndim, &n)) != RILL_OK)
         return st;
-    contiguous_strides(shape, ndim, contig);
+    rill__op_contiguous_strides(shape, ndim, contig);
     if ((st = check_operand(fn, s, &o, contig, shape, ndim, &out_bytes)) != RILL_OK ||
         (st = check_operand(fn, s, &x, a_strides, shape, ndim, &a_bytes)) != RILL_OK ||
         (st = check_operand(fn, s, &y, b_strides, shape, ndim, &b_bytes)) != RILL_OK)

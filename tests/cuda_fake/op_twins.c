@@ -48,6 +48,8 @@ static const struct {
     {"rill__cuda_op_add_scalar_i64", RILL__OP_ADD_SCALAR_I64},
     {"rill__cuda_op_fill_bits", RILL__OP_FILL_BITS},
     {"rill__cuda_op_masked_scale_f32", RILL__OP_MASKED_SCALE_F32},
+    {"rill__cuda_op_compare", RILL__OP_COMPARE},
+    {"rill__cuda_op_where", RILL__OP_WHERE},
 };
 
 rill_cpu_kernel_fn fake_op_twin(const char *entry) {

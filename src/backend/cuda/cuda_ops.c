@@ -60,6 +60,8 @@ static const op_body bodies[RILL__OP_COUNT] = {
     [RILL__OP_ADD_SCALAR_I64] = {"rill__cuda_op_add_scalar_i64", false},
     [RILL__OP_FILL_BITS] = {"rill__cuda_op_fill_bits", false},
     [RILL__OP_MASKED_SCALE_F32] = {"rill__cuda_op_masked_scale_f32", false},
+    [RILL__OP_COMPARE] = {"rill__cuda_op_compare", false},
+    [RILL__OP_WHERE] = {"rill__cuda_op_where", false},
 };
 
 const char *rill__cuda_op_entry(rill__op op) {

@@ -50,6 +50,7 @@ static_assert(sizeof(rill__op_conv2d_f16_args) == 96, "conv2d f16 args");
 static_assert(sizeof(rill__op_strided_args) == 232, "strided args");
 static_assert(sizeof(rill__op_map_args) == 32, "map args");
 static_assert(sizeof(rill__op_masked_scale_args) == 40, "masked scale args");
+static_assert(sizeof(rill__op_select_args) == 312, "select args");
 static_assert(sizeof(rill__op_reduce_dim_args) == 56, "reduce_dim args");
 static_assert(sizeof(rill__op_softmax_args) == 48, "softmax args");
 static_assert(sizeof(rill__op_layer_norm_args) == 72, "layer norm args");
@@ -363,6 +364,106 @@ ENTRY rill__cuda_op_map_f32(rill__op_map_args p) {
 ENTRY rill__cuda_op_masked_scale_f32(rill__op_masked_scale_args p) {
     for (size_t i = first_index(); i < p.n; i += grid_threads())
         p.out[i] = __fmul_rn(__fmul_rn(p.a[i], p.mask[i] != 0 ? 1.0f : 0.0f), p.scale);
+}
+
+/* ---- compare and where: operands of any element type ---- */
+
+/* The element offsets of linear index i of p's shape in out, a, b and cond. */
+static __device__ void select_offsets(const rill__op_select_args &p, size_t i, size_t off[4]) {
+    off[0] = off[1] = off[2] = off[3] = 0;
+    for (uint32_t d = p.ndim; d-- > 0;) {
+        size_t at = i % p.shape[d];
+        i /= p.shape[d];
+        off[0] += at * p.out_strides[d];
+        off[1] += at * p.a_strides[d];
+        off[2] += at * p.b_strides[d];
+        off[3] += at * p.cond_strides[d];
+    }
+}
+
+/* An operand's element at off, or, where the operand is NULL, the number
+ * whose bits are in the low bytes of bits. */
+template <typename T> static __device__ T select_load(const void *base, size_t off, uint64_t bits) {
+    if (base != NULL)
+        return static_cast<const T *>(base)[off];
+    T v;
+    memcpy(&v, &bits, sizeof v);
+    return v;
+}
+
+template <typename T> static __device__ uint8_t compare_value(uint32_t op, T x, T y) {
+    switch (op) {
+    case RILL_COMPARE_EQ:
+        return x == y;
+    case RILL_COMPARE_NE:
+        return x != y;
+    case RILL_COMPARE_LT:
+        return x < y;
+    case RILL_COMPARE_LE:
+        return x <= y;
+    case RILL_COMPARE_GT:
+        return x > y;
+    default:
+        return x >= y;
+    }
+}
+
+template <typename T> static __device__ void compare_all(const rill__op_select_args &p) {
+    uint8_t *out = static_cast<uint8_t *>(p.out);
+    for (size_t i = first_index(); i < p.n; i += grid_threads()) {
+        size_t off[4];
+        select_offsets(p, i, off);
+        T x = select_load<T>(p.a, off[1], 0), y = select_load<T>(p.b, off[2], p.b_bits);
+        out[off[0]] = compare_value(p.op, x, y);
+    }
+}
+
+ENTRY rill__cuda_op_compare(rill__op_select_args p) {
+    switch (p.type) {
+    case RILL_ELEMENT_U8:
+        compare_all<uint8_t>(p);
+        break;
+    case RILL_ELEMENT_I32:
+        compare_all<int32_t>(p);
+        break;
+    case RILL_ELEMENT_I64:
+        compare_all<int64_t>(p);
+        break;
+    case RILL_ELEMENT_F32:
+        compare_all<float>(p);
+        break;
+    case RILL_ELEMENT_F64:
+        compare_all<double>(p);
+        break;
+    }
+}
+
+/* Elements of T's size copied as bits. */
+template <typename T> static __device__ void where_all(const rill__op_select_args &p) {
+    T *out = static_cast<T *>(p.out);
+    for (size_t i = first_index(); i < p.n; i += grid_threads()) {
+        size_t off[4];
+        select_offsets(p, i, off);
+        out[off[0]] = p.cond[off[3]] != 0 ? select_load<T>(p.a, off[1], p.a_bits)
+                                          : select_load<T>(p.b, off[2], p.b_bits);
+    }
+}
+
+ENTRY rill__cuda_op_where(rill__op_select_args p) {
+    switch (p.size) {
+    case 1:
+        where_all<uint8_t>(p);
+        break;
+    case 2:
+        where_all<uint16_t>(p);
+        break;
+    case 4:
+        where_all<uint32_t>(p);
+        break;
+    default:
+        where_all<uint64_t>(p);
+        break;
+    }
 }
 
 /* One thread per output (o, i): consecutive threads read consecutive i. */

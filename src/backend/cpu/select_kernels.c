@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: MIT */
+/* CPU bodies of compare and where (backend/op_args.h,
+ * rill__op_select_args): an odometer over the merged shape hands each run
+ * along the last dimension to a loop made for the op's type and op (or
+ * element size), which vectorizes where the run is contiguous. A number
+ * standing for an operand is read from a local copy of its bits with
+ * stride 0. */
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "backend/cpu/tensor_kernels.h"
+#include "backend/cpu/vec_clones.h"
+
+/* Blocks start at multiples of this many elements, so that two never write
+ * the same cache line of a byte output. */
+#define SELECT_ALIGN 64
+
+static void select_slice(const rill_block_ctx *ctx, size_t n, size_t *begin, size_t *end) {
+    size_t blocks = ctx->grid_dim.x, b = ctx->block_idx.x;
+    size_t per = (n + blocks - 1) / blocks;
+    per = (per + SELECT_ALIGN - 1) / SELECT_ALIGN * SELECT_ALIGN;
+    *begin = b * per < n ? b * per : n;
+    *end = n - *begin > per ? *begin + per : n;
+}
+
+/* One run of len elements: each operand's first element and its stride
+ * (in elements) along the run. */
+typedef struct select_run {
+    void *out;
+    const void *a, *b;
+    const uint8_t *cond;
+    size_t os, as, bs, cs;
+    size_t len;
+} select_run;
+
+typedef void (*select_run_fn)(const select_run *r);
+
+/* Walks the indices [begin, end) of p's shape in row-major order, a run
+ * along the last dimension at a time; a and b point at their numbers'
+ * bits where p has none. */
+INLINED void select_walk(const rill__op_select_args *p, size_t begin, size_t end, size_t out_size,
+                         const void *a, const void *b, select_run_fn fn) {
+    size_t nd = p->ndim, last = nd - 1, in_size = p->size;
+    size_t idx[RILL__OP_MAX_DIMS];
+    size_t rest = begin;
+    for (size_t d = nd; d-- > 0;) {
+        idx[d] = rest % p->shape[d];
+        rest /= p->shape[d];
+    }
+    const size_t *st[4] = {p->out_strides, p->a_strides, p->b_strides, p->cond_strides};
+    size_t off[4] = {0, 0, 0, 0};
+    for (size_t d = 0; d < nd; d++)
+        for (int o = 0; o < 4; o++)
+            off[o] += idx[d] * st[o][d];
+    for (size_t i = begin; i < end;) {
+        size_t run = p->shape[last] - idx[last];
+        if (run > end - i)
+            run = end - i;
+        select_run r = {
+            .out = (char *)p->out + off[0] * out_size,
+            .a = (const char *)a + off[1] * in_size,
+            .b = (const char *)b + off[2] * in_size,
+            .cond = p->cond != NULL ? p->cond + off[3] : NULL,
+            .os = st[0][last],
+            .as = st[1][last],
+            .bs = st[2][last],
+            .cs = st[3][last],
+            .len = run,
+        };
+        fn(&r);
+        i += run;
+        for (int o = 0; o < 4; o++)
+            off[o] += run * st[o][last];
+        idx[last] += run;
+        for (size_t d = last; d > 0 && idx[d] == p->shape[d]; d--) {
+            for (int o = 0; o < 4; o++)
+                off[o] += st[o][d - 1] - p->shape[d] * st[o][d];
+            idx[d] = 0;
+            idx[d - 1]++;
+        }
+    }
+}
+
+/* ---- compare ---- */
+
+/* A run of a (OP) b into contiguous bytes: loops for a and b contiguous,
+ * for b one number, and for any strides. */
+#define COMPARE_RUN(name, T, OP)                                                                   \
+    static void name(const select_run *r) {                                                        \
+        uint8_t *out = r->out;                                                                     \
+        const T *a = r->a, *b = r->b;                                                              \
+        size_t n = r->len, as = r->as, bs = r->bs;                                                 \
+        if (as == 1 && bs == 1) {                                                                  \
+            for (size_t i = 0; i < n; i++)                                                         \
+                out[i] = a[i] OP b[i];                                                             \
+        } else if (as == 1 && bs == 0) {                                                           \
+            T y = b[0];                                                                            \
+            for (size_t i = 0; i < n; i++)                                                         \
+                out[i] = a[i] OP y;                                                                \
+        } else {                                                                                   \
+            for (size_t i = 0; i < n; i++)                                                         \
+                out[i] = a[i * as] OP b[i * bs];                                                   \
+        }                                                                                          \
+    }
+
+#define COMPARE_RUNS(T, tag)                                                                       \
+    COMPARE_RUN(compare_eq_##tag, T, ==)                                                           \
+    COMPARE_RUN(compare_ne_##tag, T, !=)                                                           \
+    COMPARE_RUN(compare_lt_##tag, T, <)                                                            \
+    COMPARE_RUN(compare_le_##tag, T, <=)                                                           \
+    COMPARE_RUN(compare_gt_##tag, T, >)                                                            \
+    COMPARE_RUN(compare_ge_##tag, T, >=)                                                           \
+    static const select_run_fn compare_##tag[6] = {compare_eq_##tag, compare_ne_##tag,             \
+                                                   compare_lt_##tag, compare_le_##tag,             \
+                                                   compare_gt_##tag, compare_ge_##tag};
+
+COMPARE_RUNS(uint8_t, u8)
+COMPARE_RUNS(int32_t, i32)
+COMPARE_RUNS(int64_t, i64)
+COMPARE_RUNS(float, f32)
+COMPARE_RUNS(double, f64)
+
+void rill__cpu_op_compare(const rill_block_ctx *ctx, const void *args) {
+    const rill__op_select_args *p = args;
+    size_t begin, end;
+    select_slice(ctx, p->n, &begin, &end);
+    if (begin >= end || p->op > RILL_COMPARE_GE)
+        return;
+    static const select_run_fn *const by_type[] = {
+        [RILL_ELEMENT_U8] = compare_u8,   [RILL_ELEMENT_I32] = compare_i32,
+        [RILL_ELEMENT_I64] = compare_i64, [RILL_ELEMENT_F32] = compare_f32,
+        [RILL_ELEMENT_F64] = compare_f64,
+    };
+    if (p->type > RILL_ELEMENT_F64)
+        return;
+    uint64_t b_bits = p->b_bits; /* the number b stands for, with stride 0 */
+    select_walk(p, begin, end, 1, p->a, p->b != NULL ? p->b : (const void *)&b_bits,
+                by_type[p->type][p->op]);
+}
+
+/* ---- where ---- */
+
+/* A run of cond ? a : b into contiguous elements of T's size. */
+#define WHERE_RUN(name, T)                                                                         \
+    static void name(const select_run *r) {                                                        \
+        T *out = r->out;                                                                           \
+        const T *a = r->a, *b = r->b;                                                              \
+        const uint8_t *c = r->cond;                                                                \
+        size_t n = r->len, as = r->as, bs = r->bs, cs = r->cs;                                     \
+        if (as == 0 && bs == 1 && cs == 1) {                                                       \
+            T x = a[0];                                                                            \
+            for (size_t i = 0; i < n; i++)                                                         \
+                out[i] = c[i] != 0 ? x : b[i];                                                     \
+        } else if (as == 1 && bs == 1 && cs == 1) {                                                \
+            for (size_t i = 0; i < n; i++)                                                         \
+                out[i] = c[i] != 0 ? a[i] : b[i];                                                  \
+        } else {                                                                                   \
+            for (size_t i = 0; i < n; i++)                                                         \
+                out[i] = c[i * cs] != 0 ? a[i * as] : b[i * bs];                                   \
+        }                                                                                          \
+    }
+
+WHERE_RUN(where_1, uint8_t)
+WHERE_RUN(where_2, uint16_t)
+WHERE_RUN(where_4, uint32_t)
+WHERE_RUN(where_8, uint64_t)
+
+void rill__cpu_op_where(const rill_block_ctx *ctx, const void *args) {
+    const rill__op_select_args *p = args;
+    size_t begin, end;
+    select_slice(ctx, p->n, &begin, &end);
+    if (begin >= end)
+        return;
+    select_run_fn fn = p->size == 1   ? where_1
+                       : p->size == 2 ? where_2
+                       : p->size == 4 ? where_4
+                                      : where_8;
+    uint64_t a_bits = p->a_bits, b_bits = p->b_bits;
+    select_walk(p, begin, end, p->size, p->a != NULL ? p->a : (const void *)&a_bits,
+                p->b != NULL ? p->b : (const void *)&b_bits, fn);
+}

@@ -1,0 +1,244 @@
+/* SPDX-License-Identifier: MIT */
+/* The element-wise ops over elements other than float32, with strided
+ * operands: compare (a bool result from two operands or an operand and a
+ * number), where (a choice between two operands by a bool one) and
+ * masked_fill (where with a number, in place). All launch one kernel each
+ * (RILL__OP_COMPARE, RILL__OP_WHERE) after the checks of ops_tensor.c's
+ * strided ops. Layer: ops, on what ops.c and ops_tensor.c provide
+ * (ops_internal.h). */
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "backend/op_args.h"
+#include "core/calls.h"
+#include "ops/ops.h"
+#include "ops/ops_internal.h"
+#include "util/status.h"
+
+/* A where or compare is about as cheap per element as a gather. */
+#define SELECT_PER_BLOCK_MIN (ELEMENTS_PER_BLOCK_MIN / 4)
+
+/* The bytes of an element of type, 0 for a type outside the enum. */
+static size_t type_bytes(rill_element_type type) {
+    switch (type) {
+    case RILL_ELEMENT_U8:
+        return 1;
+    case RILL_ELEMENT_I32:
+    case RILL_ELEMENT_F32:
+        return 4;
+    case RILL_ELEMENT_I64:
+    case RILL_ELEMENT_F64:
+        return 8;
+    }
+    return 0;
+}
+
+static rill_status check_element_bytes(const char *fn, size_t element_bytes) {
+    if (element_bytes == 1 || element_bytes == 2 || element_bytes == 4 || element_bytes == 8)
+        return RILL_OK;
+    return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                      "%s: element_bytes is %zu; pass the width of one element: 1, 2, 4 or 8", fn,
+                      element_bytes);
+}
+
+static rill_status check_aligned(const char *fn, const void *p, const char *name, size_t elem) {
+    if ((uintptr_t)p % elem == 0)
+        return RILL_OK;
+    return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                      "%s: %s (%p) is not aligned to its %zu-byte elements; pass the address of "
+                      "an element",
+                      fn, name, p, elem);
+}
+
+/* A strided operand of elem-byte elements: checked, aligned, its strides
+ * copied into *strides_out (when not NULL), its extent in *bytes. */
+static rill_status check_input(const char *fn, rill_stream *s, const void *p, const char *name,
+                               const size_t *strides, const size_t *shape, size_t ndim, size_t elem,
+                               size_t *bytes) {
+    const char *unit = elem == 1 ? "bytes" : "elements";
+    rill_status st =
+        rill__op_check_strided(fn, s, p, name, strides, shape, ndim, elem, unit, bytes);
+    if (st != RILL_OK)
+        return st;
+    return check_aligned(fn, p, name, elem);
+}
+
+/* out may be an input laid out as out is (in place); otherwise the two
+ * may not overlap. */
+static rill_status check_out_against(const char *fn, const void *out, size_t out_bytes,
+                                     const char *out_name, const void *in, size_t in_bytes,
+                                     const char *in_name, const size_t *in_strides,
+                                     const size_t *contig, const size_t *shape, size_t ndim,
+                                     bool may_equal) {
+    if (may_equal && out == in && rill__op_same_strides(in_strides, contig, shape, ndim))
+        return RILL_OK;
+    if (!rill__op_overlaps(out, out_bytes, in, in_bytes))
+        return RILL_OK;
+    if (may_equal)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: %s overlaps %s without being it with contiguous strides; pass %s "
+                          "== %s (contiguous) to compute in place, or a separate buffer",
+                          fn, out_name, in_name, out_name, in_name);
+    return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                      "%s: %s overlaps %s; pass an %s that overlaps none of the inputs", fn,
+                      out_name, in_name, out_name);
+}
+
+static rill_status launch_select(const char *fn, rill_stream *s, rill__op id,
+                                 const rill__op_select_args *p, size_t out_bytes, size_t a_bytes,
+                                 size_t b_bytes, size_t cond_bytes) {
+    size_t units = 0;
+    rill__stream *stream = NULL;
+    rill_status st = rill__op_stream(fn, s, &stream, &units);
+    if (st != RILL_OK)
+        return st;
+    access_list acc = {.count = 0};
+    if (p->a != NULL)
+        rill__op_access_add(&acc, p->a, a_bytes, RILL_READ);
+    if (p->b != NULL)
+        rill__op_access_add(&acc, p->b, b_bytes, RILL_READ);
+    if (p->cond != NULL)
+        rill__op_access_add(&acc, p->cond, cond_bytes, RILL_READ);
+    rill__op_access_add(&acc, p->out, out_bytes, RILL_WRITE);
+    return rill__op_launch_n(stream, id, p->n, SELECT_PER_BLOCK_MIN, units, p, sizeof *p, &acc);
+}
+
+/* ---- compare ---- */
+
+static rill_status compare(const char *fn, rill_stream *s, rill_compare_op op,
+                           rill_element_type type, uint8_t *out, const void *a,
+                           const size_t *a_strides, const void *b, const size_t *b_strides,
+                           const void *value, const size_t *shape, size_t ndim) {
+    if ((unsigned)op > (unsigned)RILL_COMPARE_GE)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: op is %d, not a rill_compare_op; pass RILL_COMPARE_EQ to "
+                          "RILL_COMPARE_GE",
+                          fn, (int)op);
+    size_t elem = type_bytes(type);
+    if (elem == 0)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: type is %d, not a rill_element_type; pass RILL_ELEMENT_U8 to "
+                          "RILL_ELEMENT_F64",
+                          fn, (int)type);
+    size_t n = 0, out_bytes = 0, a_bytes = 0, b_bytes = 0;
+    size_t contig[RILL__OP_MAX_DIMS] = {0};
+    rill_status st;
+    if ((st = rill__op_check_shape(fn, shape, ndim, elem, &n)) != RILL_OK)
+        return st;
+    rill__op_contiguous_strides(shape, ndim, contig);
+    if ((st = rill__op_check_strided(fn, s, out, "out", contig, shape, ndim, 1, "bytes",
+                                     &out_bytes)) != RILL_OK ||
+        (st = check_input(fn, s, a, "a", a_strides, shape, ndim, elem, &a_bytes)) != RILL_OK)
+        return st;
+    if (value == NULL && b == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: value is NULL; pass the address of one element of type on the "
+                          "host",
+                          fn);
+    if (b != NULL &&
+        (st = check_input(fn, s, b, "b", b_strides, shape, ndim, elem, &b_bytes)) != RILL_OK)
+        return st;
+    if ((st = check_out_against(fn, out, out_bytes, "out", a, a_bytes, "a", a_strides, contig,
+                                shape, ndim, false)) != RILL_OK ||
+        (b != NULL && (st = check_out_against(fn, out, out_bytes, "out", b, b_bytes, "b", b_strides,
+                                              contig, shape, ndim, false)) != RILL_OK))
+        return st;
+    rill__op_select_args p = {.out = out,
+                              .a = a,
+                              .b = b,
+                              .n = n,
+                              .op = (uint32_t)op,
+                              .type = (uint32_t)type,
+                              .size = (uint32_t)elem};
+    if (b == NULL)
+        memcpy(&p.b_bits, value, elem); /* little-endian: the low bytes */
+    size_t *const dst[3] = {p.out_strides, p.a_strides, p.b_strides};
+    const size_t *const strides[3] = {contig, a_strides, b != NULL ? b_strides : NULL};
+    p.ndim = rill__op_merge_dims(p.shape, dst, strides, 3, shape, ndim);
+    return launch_select(fn, s, RILL__OP_COMPARE, &p, out_bytes, a_bytes, b_bytes, 0);
+}
+
+rill_status rill_op_compare(rill_stream *s, rill_compare_op op, rill_element_type type,
+                            uint8_t *out, const void *a, const size_t *a_strides, const void *b,
+                            const size_t *b_strides, const size_t *shape, size_t ndim) {
+    RILL_CALL_SCOPE();
+    static const char fn[] = "rill_op_compare";
+    if (b == NULL)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: b is NULL; pass device memory of elements of type, or call "
+                          "rill_op_compare_scalar to compare with a number",
+                          fn);
+    return compare(fn, s, op, type, out, a, a_strides, b, b_strides, NULL, shape, ndim);
+}
+
+rill_status rill_op_compare_scalar(rill_stream *s, rill_compare_op op, rill_element_type type,
+                                   uint8_t *out, const void *a, const size_t *a_strides,
+                                   const void *value, const size_t *shape, size_t ndim) {
+    RILL_CALL_SCOPE();
+    return compare("rill_op_compare_scalar", s, op, type, out, a, a_strides, NULL, NULL, value,
+                   shape, ndim);
+}
+
+/* ---- where and masked_fill ---- */
+
+rill_status rill_op_where(rill_stream *s, size_t element_bytes, void *out, const uint8_t *cond,
+                          const size_t *cond_strides, const void *a, const size_t *a_strides,
+                          const void *b, const size_t *b_strides, const size_t *shape,
+                          size_t ndim) {
+    RILL_CALL_SCOPE();
+    static const char fn[] = "rill_op_where";
+    size_t elem = element_bytes, n = 0;
+    size_t out_bytes = 0, a_bytes = 0, b_bytes = 0, cond_bytes = 0;
+    size_t contig[RILL__OP_MAX_DIMS] = {0};
+    rill_status st;
+    if ((st = check_element_bytes(fn, elem)) != RILL_OK ||
+        (st = rill__op_check_shape(fn, shape, ndim, elem, &n)) != RILL_OK)
+        return st;
+    rill__op_contiguous_strides(shape, ndim, contig);
+    if ((st = check_input(fn, s, out, "out", contig, shape, ndim, elem, &out_bytes)) != RILL_OK ||
+        (st = check_input(fn, s, cond, "cond", cond_strides, shape, ndim, 1, &cond_bytes)) !=
+            RILL_OK ||
+        (st = check_input(fn, s, a, "a", a_strides, shape, ndim, elem, &a_bytes)) != RILL_OK ||
+        (st = check_input(fn, s, b, "b", b_strides, shape, ndim, elem, &b_bytes)) != RILL_OK ||
+        (st = check_out_against(fn, out, out_bytes, "out", cond, cond_bytes, "cond", cond_strides,
+                                contig, shape, ndim, false)) != RILL_OK ||
+        (st = check_out_against(fn, out, out_bytes, "out", a, a_bytes, "a", a_strides, contig,
+                                shape, ndim, true)) != RILL_OK ||
+        (st = check_out_against(fn, out, out_bytes, "out", b, b_bytes, "b", b_strides, contig,
+                                shape, ndim, true)) != RILL_OK)
+        return st;
+    rill__op_select_args p = {
+        .out = out, .a = a, .b = b, .cond = cond, .n = n, .size = (uint32_t)elem};
+    size_t *const dst[4] = {p.out_strides, p.a_strides, p.b_strides, p.cond_strides};
+    const size_t *const strides[4] = {contig, a_strides, b_strides, cond_strides};
+    p.ndim = rill__op_merge_dims(p.shape, dst, strides, 4, shape, ndim);
+    return launch_select(fn, s, RILL__OP_WHERE, &p, out_bytes, a_bytes, b_bytes, cond_bytes);
+}
+
+rill_status rill_op_masked_fill(rill_stream *s, size_t element_bytes, void *x, const uint8_t *mask,
+                                const size_t *mask_strides, uint64_t bits, const size_t *shape,
+                                size_t ndim) {
+    RILL_CALL_SCOPE();
+    static const char fn[] = "rill_op_masked_fill";
+    size_t elem = element_bytes, n = 0, x_bytes = 0, mask_bytes = 0;
+    size_t contig[RILL__OP_MAX_DIMS] = {0};
+    rill_status st;
+    if ((st = check_element_bytes(fn, elem)) != RILL_OK ||
+        (st = rill__op_check_shape(fn, shape, ndim, elem, &n)) != RILL_OK)
+        return st;
+    rill__op_contiguous_strides(shape, ndim, contig);
+    if ((st = check_input(fn, s, x, "x", contig, shape, ndim, elem, &x_bytes)) != RILL_OK ||
+        (st = check_input(fn, s, mask, "mask", mask_strides, shape, ndim, 1, &mask_bytes)) !=
+            RILL_OK ||
+        (st = check_out_against(fn, x, x_bytes, "x", mask, mask_bytes, "mask", mask_strides, contig,
+                                shape, ndim, false)) != RILL_OK)
+        return st;
+    /* where(mask, bits, x) into x: a NULL a stands for the number. */
+    rill__op_select_args p = {
+        .out = x, .a = NULL, .b = x, .cond = mask, .a_bits = bits, .n = n, .size = (uint32_t)elem};
+    size_t *const dst[4] = {p.out_strides, p.a_strides, p.b_strides, p.cond_strides};
+    const size_t *const strides[4] = {contig, NULL, contig, mask_strides};
+    p.ndim = rill__op_merge_dims(p.shape, dst, strides, 4, shape, ndim);
+    return launch_select(fn, s, RILL__OP_WHERE, &p, x_bytes, 0, x_bytes, mask_bytes);
+}
