@@ -616,6 +616,8 @@ at::Tensor minimum(const at::Tensor &a, const at::Tensor &b) {
     return done ? out : call_fallback_fn<&boxed_fallback, at::_ops::minimum>::call(a, b);
 }
 
+} // namespace
+
 // v's bits, as an unsigned integer of its width.
 template <typename T> uint64_t bits_of(T v) {
     using U = std::conditional_t<
@@ -628,9 +630,6 @@ template <typename T> uint64_t bits_of(T v) {
     return u;
 }
 
-// The bits of value in t's dtype, converted as PyTorch's fill_ converts it
-// (Scalar::to, which raises for a value out of the type's range); nullopt
-// for a dtype of another width (complex128) or none of these.
 std::optional<uint64_t> fill_bits(const at::Tensor &t, const at::Scalar &value) {
     switch (t.scalar_type()) {
 #define TORCH_RILL_FILL_CASE(ctype, name)                                                          \
@@ -647,6 +646,8 @@ std::optional<uint64_t> fill_bits(const at::Tensor &t, const at::Scalar &value) 
         return std::nullopt;
     }
 }
+
+namespace {
 
 // Fills a dense tensor of any dtype of 1 to 8 bytes: float32 by
 // rill_op_fill_f32, the others by rill_op_fill_bits with value's bits in

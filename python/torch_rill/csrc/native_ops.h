@@ -4,6 +4,8 @@
 // a tensor, and a tensor's strides read under broadcasting.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -35,5 +37,10 @@ at::Tensor binary_output(const at::Tensor &a, const at::Tensor &b);
 // a (op) b, broadcast, into a new tensor from binary_output; a and b have
 // no negative strides.
 at::Tensor binary_into_new(rill_binary_op op, const at::Tensor &a, const at::Tensor &b);
+
+// The bits of value in t's dtype, converted as PyTorch's fill_ converts it
+// (Scalar::to, which raises for a value out of the type's range); nullopt
+// for a dtype of another width (complex128) or none of these.
+std::optional<uint64_t> fill_bits(const at::Tensor &t, const at::Scalar &value);
 
 } // namespace torch_rill
