@@ -2,9 +2,9 @@
 /* CPU bodies of compare and where (backend/op_args.h,
  * rill__op_select_args): an odometer over the merged shape hands each run
  * along the last dimension to a loop made for the op's type and op (or
- * element size), which vectorizes where the run is contiguous. A number
- * standing for an operand is read from a local copy of its bits with
- * stride 0. */
+ * element size); a comparison's loop vectorizes where its run is
+ * contiguous or meets one number. A number standing for an operand is
+ * read from a local copy of its bits with stride 0. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
