@@ -921,6 +921,14 @@ rill_status rill_op_where(rill_stream *s, size_t element_bytes, void *out, const
 rill_status rill_op_masked_fill(rill_stream *s, size_t element_bytes, void *x,
                                 const uint8_t *mask, const size_t *mask_strides, uint64_t bits,
                                 const size_t *shape, size_t ndim);
+/* The lower or upper triangle of each of batch matrices [rows, cols],
+ * contiguous, of elements of element_bytes (1, 2, 4 or 8): out[b, i, j] =
+ * in[b, i, j] where j - i <= diagonal (upper 0: PyTorch's tril) or j -
+ * i >= diagonal (upper not 0: triu), else 0 (every bit clear). out may
+ * equal in (in place); otherwise the two do not overlap. */
+rill_status rill_op_triangle(rill_stream *s, size_t element_bytes, void *out, const void *in,
+                             size_t batch, size_t rows, size_t cols, int64_t diagonal,
+                             int upper);
 
 typedef enum rill_reduce_dim_op {
     RILL_REDUCE_DIM_SUM,  /* the sum, added in double precision */

@@ -65,6 +65,7 @@ typedef enum rill__op {
     RILL__OP_MASKED_SCALE_F32,
     RILL__OP_COMPARE,
     RILL__OP_WHERE,
+    RILL__OP_TRIANGLE,
     RILL__OP_COUNT
 } rill__op;
 
@@ -390,6 +391,18 @@ typedef struct rill__op_select_args {
     size_t b_strides[RILL__OP_MAX_DIMS];
     size_t cond_strides[RILL__OP_MAX_DIMS];
 } rill__op_select_args;
+
+/* out[b, i, j] = in[b, i, j] inside the triangle (j - i <= diagonal, or
+ * >= diagonal when upper is 1), else 0, over batch * rows contiguous rows
+ * of cols elements of size bytes; block g of G takes the g-th of G runs of
+ * whole rows. out may equal in. */
+typedef struct rill__op_triangle_args {
+    void *out;
+    const void *in;
+    size_t batch, rows, cols;
+    int64_t diagonal;
+    uint32_t size, upper;
+} rill__op_triangle_args;
 
 /* a is [outer, dim, inner] and out [outer, inner], contiguous: out[o, i]
  * = the rill_reduce_dim_op op over d < dim of a[o, d, i]; for MAX and MIN,

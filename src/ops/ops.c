@@ -75,6 +75,7 @@ static const char *const op_names[RILL__OP_COUNT] = {
     [RILL__OP_MASKED_SCALE_F32] = "masked_scale_f32",
     [RILL__OP_COMPARE] = "compare",
     [RILL__OP_WHERE] = "where",
+    [RILL__OP_TRIANGLE] = "triangle",
 };
 
 /* NULL until first use; then owned here until rill__ops_shutdown. */

@@ -2,9 +2,10 @@
 /* The element-wise ops over elements other than float32, with strided
  * operands: compare (a bool result from two operands or an operand and a
  * number), where (a choice between two operands by a bool one) and
- * masked_fill (where with a number, in place). All launch one kernel each
- * (RILL__OP_COMPARE, RILL__OP_WHERE) after the checks of ops_tensor.c's
- * strided ops. Layer: ops, on what ops.c and ops_tensor.c provide
+ * masked_fill (where with a number, in place); and triangle (tril,
+ * triu), contiguous. Each launches one kernel (RILL__OP_COMPARE,
+ * RILL__OP_WHERE, RILL__OP_TRIANGLE), the strided ones after the checks of
+ * ops_tensor.c's strided ops. Layer: ops, on what ops.c and ops_tensor.c provide
  * (ops_internal.h). */
 #include <stdbool.h>
 #include <stdint.h>
@@ -241,4 +242,53 @@ rill_status rill_op_masked_fill(rill_stream *s, size_t element_bytes, void *x, c
     const size_t *const strides[4] = {contig, NULL, contig, mask_strides};
     p.ndim = rill__op_merge_dims(p.shape, dst, strides, 4, shape, ndim);
     return launch_select(fn, s, RILL__OP_WHERE, &p, x_bytes, 0, x_bytes, mask_bytes);
+}
+
+/* ---- triangle ---- */
+
+rill_status rill_op_triangle(rill_stream *s, size_t element_bytes, void *out, const void *in,
+                             size_t batch, size_t rows, size_t cols, int64_t diagonal, int upper) {
+    RILL_CALL_SCOPE();
+    static const char fn[] = "rill_op_triangle";
+    size_t bytes = 0, units = 0;
+    rill__stream *stream = NULL;
+    rill_status st;
+    if ((st = check_element_bytes(fn, element_bytes)) != RILL_OK ||
+        (st = rill__op_check_pointer(fn, out, "out", "device memory for the matrices")) !=
+            RILL_OK ||
+        (st = rill__op_check_pointer(fn, in, "in", "device memory of the matrices")) != RILL_OK ||
+        (st = check_aligned(fn, out, "out", element_bytes)) != RILL_OK ||
+        (st = check_aligned(fn, in, "in", element_bytes)) != RILL_OK)
+        return st;
+    if (batch == 0 || rows == 0 || cols == 0)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: batch, rows and cols are %zu, %zu and %zu; pass sizes of at least "
+                          "1 (an empty tensor needs no op)",
+                          fn, batch, rows, cols);
+    if (!rill__op_elem_bytes(&bytes, element_bytes, batch, rows, cols, 1) ||
+        rows > (size_t)INT64_MAX || cols > (size_t)INT64_MAX)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: batch*rows*cols elements do not fit in memory; pass smaller sizes",
+                          fn);
+    if ((st = rill__op_check_fits(fn, s, in, "in", "batch*rows*cols elements", bytes)) != RILL_OK ||
+        (st = rill__op_check_fits(fn, s, out, "out", "batch*rows*cols elements", bytes)) !=
+            RILL_OK ||
+        (st = rill__op_check_in_place(fn, out, in, "in", bytes)) != RILL_OK ||
+        (st = rill__op_stream(fn, s, &stream, &units)) != RILL_OK)
+        return st;
+    /* Past -rows or cols, a diagonal keeps all or nothing of every row;
+     * clamped, i + diagonal cannot overflow in the bodies. */
+    int64_t lowest = -(int64_t)rows, highest = (int64_t)cols;
+    if (diagonal < lowest)
+        diagonal = lowest;
+    if (diagonal > highest)
+        diagonal = highest;
+    rill__op_triangle_args args = {
+        out, in, batch, rows, cols, diagonal, (uint32_t)element_bytes, upper != 0 ? 1u : 0u};
+    access_list acc = {.count = 0};
+    rill__op_access_add(&acc, in, bytes, RILL_READ);
+    rill__op_access_add(&acc, out, bytes, RILL_WRITE);
+    size_t blocks = rill__op_blocks_for(batch * rows * cols, SELECT_PER_BLOCK_MIN, units);
+    return rill__op_launch(stream, RILL__OP_TRIANGLE, blocks < batch * rows ? blocks : batch * rows,
+                           &args, sizeof args, &acc);
 }

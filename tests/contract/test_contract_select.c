@@ -819,6 +819,82 @@ static void refused(rill_status got, const char *fn, const char *words, const ch
         fail_msg("the sentence should say '%s': %s", also, rill_last_error());
 }
 
+/* ---- triangle ---- */
+
+/* "out[b, i, j] = in[b, i, j] where j - i <= diagonal (tril) or j - i >=
+ * diagonal (triu), else 0": every width, wide, tall and square matrices,
+ * diagonals past every row's edge both ways, into separate memory and in
+ * place; one case of several blocks. Nothing past out is written. */
+static void test_triangle(void **state) {
+    (void)state;
+    rill_stream *s = contract_stream();
+    const size_t shapes[4][3] = {{3, 5, 7}, {2, 7, 5}, {1, 1, 1}, {4, 181, 187}};
+    const int64_t diagonals[] = {INT64_MIN, -9, -3, -1, 0, 1, 2, 6, 9, INT64_MAX};
+    for (size_t w = 0; w < 4; w++) {
+        size_t width = widths[w];
+        for (size_t sh = 0; sh < 4; sh++) {
+            size_t batch = shapes[sh][0], rows = shapes[sh][1], cols = shapes[sh][2];
+            size_t n = batch * rows * cols, bytes = n * width;
+            void *h = host_bits(n, width, 7 + sh);
+            void *want = malloc(bytes);
+            unsigned char *got = malloc(bytes + GUARD);
+            assert_true(want != NULL && got != NULL);
+            void *in = device_copy(s, h, bytes);
+            for (size_t d = 0; d < sizeof diagonals / sizeof diagonals[0]; d++) {
+                if (sh == 3 && d % 3 != 0)
+                    continue; /* the large shape at a few diagonals */
+                for (int upper = 0; upper < 2; upper++) {
+                    int64_t diag = diagonals[d];
+                    for (size_t e = 0; e < n; e++) {
+                        int64_t i = (int64_t)(e / cols % rows), j = (int64_t)(e % cols);
+                        bool keep = upper ? j - i >= diag : j - i <= diag;
+                        store_bits(want, e, width, keep ? bits_at(h, e, width) : 0);
+                    }
+                    char what[96];
+                    snprintf(what, sizeof what,
+                             "%zu bytes, [%zu, %zu, %zu], diagonal %" PRId64 ", %s", width, batch,
+                             rows, cols, diag, upper ? "triu" : "tril");
+                    void *out = guarded_out(s, bytes);
+                    RT_OK(rill_op_triangle(s, width, out, in, batch, rows, cols, diag, upper));
+                    contract_download(s, got, out, bytes + GUARD);
+                    expect_elements(what, got, want, n, width);
+                    expect_guard(what, got, bytes);
+                    /* in place, over a copy of the input */
+                    contract_upload(s, out, h, bytes);
+                    RT_OK(rill_op_triangle(s, width, out, out, batch, rows, cols, diag, upper));
+                    contract_download(s, got, out, bytes);
+                    expect_elements(what, got, want, n, width);
+                    RT_OK(rill_free(out));
+                }
+            }
+            RT_OK(rill_free(in));
+            free(h);
+            free(want);
+            free(got);
+        }
+    }
+    RT_OK(rill_stream_destroy(s));
+}
+
+/* Each refusal of rill_op_triangle names its argument. */
+static void test_triangle_refusals(void **state) {
+    (void)state;
+    rill_stream *s = contract_stream();
+    char *m = contract_alloc(s, 64);
+    const char fn[] = "rill_op_triangle";
+    refused(rill_op_triangle(s, 3, m, m, 1, 2, 2, 0, 0), fn, "element_bytes is 3", NULL);
+    refused(rill_op_triangle(s, 4, NULL, m, 1, 2, 2, 0, 0), fn, "out is NULL", NULL);
+    refused(rill_op_triangle(s, 4, m, NULL, 1, 2, 2, 0, 0), fn, "in is NULL", NULL);
+    refused(rill_op_triangle(s, 4, m + 2, m + 32, 1, 2, 2, 0, 0), fn, "not aligned", "out");
+    refused(rill_op_triangle(s, 4, m, m, 0, 2, 2, 0, 0), fn, "at least 1", NULL);
+    refused(rill_op_triangle(s, 4, m, m, 1, 0, 2, 0, 0), fn, "at least 1", NULL);
+    refused(rill_op_triangle(s, 8, m, m, 1, 3, 3, 0, 0), fn, "batch*rows*cols", NULL);
+    refused(rill_op_triangle(s, 4, m + 4, m, 1, 2, 2, 0, 0), fn, "overlaps", NULL);
+    refused(rill_op_triangle(s, 4, m, m, SIZE_MAX / 2, 4, 4, 0, 0), fn, "do not fit", NULL);
+    RT_OK(rill_free(m));
+    RT_OK(rill_stream_destroy(s));
+}
+
 /* "An op or type outside its enum is RILL_ERROR_INVALID_ARGUMENT", and
  * the strided ops' "checks every argument first ... nothing runs": each
  * refusal names its argument, and no memory is written. */
@@ -998,6 +1074,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_where_in_place),
         cmocka_unit_test(test_masked_fill),
         cmocka_unit_test(test_select_ops_refuse_bad_arguments),
+        cmocka_unit_test(test_triangle),
+        cmocka_unit_test(test_triangle_refusals),
     };
     return CONTRACT_RUN(tests);
 }

@@ -50,6 +50,7 @@ static const struct {
     {"rill__cuda_op_masked_scale_f32", RILL__OP_MASKED_SCALE_F32},
     {"rill__cuda_op_compare", RILL__OP_COMPARE},
     {"rill__cuda_op_where", RILL__OP_WHERE},
+    {"rill__cuda_op_triangle", RILL__OP_TRIANGLE},
 };
 
 rill_cpu_kernel_fn fake_op_twin(const char *entry) {

@@ -1,16 +1,17 @@
 // SPDX-License-Identifier: MIT
-// Comparisons, where, masked_fill_ and argmax/argmin as rill kernels queued
-// on the current stream: eq, ne, lt, le, gt and ge between rill tensors of
-// one dtype (bool, uint8, int32, int64, float32, float64) or against a
-// number in that dtype (rill_op_compare), with isneginf, isposinf,
-// logical_not and a bool tensor's bitwise_not made of them; where between
-// tensors of one dtype of 1 to 8 bytes under a bool condition
-// (rill_op_where); masked_fill_ of such a tensor with a number or a 0-dim
-// tensor under a bool mask (rill_op_masked_fill); argmax and argmin of a
-// contiguous float32 tensor (rill_op_reduce_dim_f32's positions). Each
-// broadcasts, and results are laid out as PyTorch's CPU kernels lay them
-// out. Other cases (mixed dtypes, which promote; numbers that promote the
-// dtype) go to the fallback.
+// Comparisons, where, masked_fill_, tril/triu and argmax/argmin as rill
+// kernels queued on the current stream: eq, ne, lt, le, gt and ge between
+// rill tensors of one dtype (bool, uint8, int32, int64, float32, float64)
+// or against a number in that dtype (rill_op_compare), with isneginf,
+// isposinf, logical_not and a bool tensor's bitwise_not made of them;
+// where between tensors of one dtype of 1 to 8 bytes under a bool
+// condition (rill_op_where); masked_fill_ of such a tensor with a number
+// or a 0-dim tensor under a bool mask (rill_op_masked_fill); tril and triu
+// of a contiguous tensor of such a dtype (rill_op_triangle); argmax and
+// argmin of a contiguous float32 tensor (rill_op_reduce_dim_f32's
+// positions). The element-wise ones broadcast, and results are laid out
+// as PyTorch's CPU kernels lay them out. Other cases (mixed dtypes, which
+// promote; numbers that promote the dtype) go to the fallback.
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -35,6 +36,8 @@
 #include <ATen/ops/masked_fill_ops.h>
 #include <ATen/ops/ne_ops.h>
 #include <ATen/ops/result_type.h>
+#include <ATen/ops/tril_ops.h>
+#include <ATen/ops/triu_ops.h>
 #include <ATen/ops/where_ops.h>
 #include <torch/library.h>
 
@@ -387,6 +390,39 @@ at::Tensor &masked_fill_tensor_(at::Tensor &self, const at::Tensor &mask, const 
     return self;
 }
 
+// ---- tril, triu ----
+
+// out = the triangle of a contiguous a (out a itself, or new and
+// contiguous, as the CPU makes it); false when the kernel does not take a.
+bool triangle(const at::Tensor &out, const at::Tensor &a, int64_t diagonal, bool upper) {
+    if (!selectable(a) || a.dim() < 2 || !a.is_contiguous())
+        return false;
+    if (a.numel() == 0)
+        return true;
+    int64_t rows = a.size(-2), cols = a.size(-1);
+    TORCH_RILL_CHECK(
+        rill_op_triangle(stream_of(a), a.element_size(), out.data_ptr(), a.const_data_ptr(),
+                         static_cast<size_t>(a.numel() / (rows * cols)), static_cast<size_t>(rows),
+                         static_cast<size_t>(cols), diagonal, upper ? 1 : 0));
+    return true;
+}
+
+template <bool Upper, typename FallbackOp>
+at::Tensor triangle_new(const at::Tensor &a, int64_t diagonal) {
+    if (selectable(a) && a.dim() >= 2 && a.is_contiguous()) {
+        at::Tensor out = at::empty(a.sizes(), a.options());
+        triangle(out, a, diagonal, Upper);
+        return out;
+    }
+    return call_fallback_fn<&boxed_fallback, FallbackOp>::call(a, diagonal);
+}
+
+template <bool Upper, typename FallbackOp> at::Tensor &triangle_(at::Tensor &a, int64_t diagonal) {
+    if (triangle(a, a, diagonal, Upper))
+        return a;
+    return call_fallback_fn<&boxed_fallback, FallbackOp>::call(a, diagonal);
+}
+
 // ---- argmax, argmin ----
 
 // The position of the largest (smallest) element along dim, or of the
@@ -453,6 +489,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     m.impl("where.self_out", where_out);
     m.impl("masked_fill_.Scalar", masked_fill_);
     m.impl("masked_fill_.Tensor", masked_fill_tensor_);
+    m.impl("tril", triangle_new<false, at::_ops::tril>);
+    m.impl("tril_", triangle_<false, at::_ops::tril_>);
+    m.impl("triu", triangle_new<true, at::_ops::triu>);
+    m.impl("triu_", triangle_<true, at::_ops::triu_>);
     m.impl("argmax", argmax);
     m.impl("argmin", argmin);
 }

@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: MIT
-"""Comparisons, where, masked_fill_ and argmax/argmin as rill kernels queued
-on the current stream: results equal the CPU's bit for bit, laid out as the
-CPU lays them out, they queue without blocking the host, and what the
-kernels do not take (dtypes that promote, a sliced tensor, a mask that is
-self) goes to the fallback with the CPU's results and errors."""
+"""Comparisons, where, masked_fill_, tril/triu and argmax/argmin as rill
+kernels queued on the current stream: results equal the CPU's bit for bit,
+laid out as the CPU lays them out, they queue without blocking the host,
+and what the kernels do not take (dtypes that promote, a sliced tensor, a
+mask that is self) goes to the fallback with the CPU's results and errors."""
 
 import math
 import textwrap
@@ -58,7 +58,7 @@ def assert_same(got, want, what=""):
     assert (got.dtype, got.shape) == (want.dtype, want.shape), what
     assert got.stride() == want.stride(), (what, got.stride(), want.stride())
     got = got.cpu()
-    if want.dtype != torch.bool:
+    if want.dtype != torch.bool and want.element_size() in BITS:  # complex128: no NaN here
         got, want = got.view(BITS[want.element_size()]), want.view(BITS[want.element_size()])
     assert torch.equal(got, want), (what, got, want)
 
@@ -331,6 +331,29 @@ def test_a_fill_value_out_of_range_raises_at_the_call(value, cut):
     assert_stream_works()
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bool, torch.int64, torch.float16,
+                                   torch.complex64, torch.complex128], ids=str)
+def test_tril_and_triu_equal_the_cpus(dtype):
+    """Every diagonal, past the edges both ways, new and in place, batched;
+    a transposed input and complex128 (16 bytes) take the fallback."""
+    x = random_bits(dtype, (3, 5, 7), 11) if dtype != torch.complex128 else \
+        torch.randn(3, 5, 7, dtype=dtype)
+    for d in (-9, -5, -2, 0, 1, 3, 6, 9):
+        for name in ("tril", "triu"):
+            op = getattr(torch, name)
+            as_on_the_cpu(lambda t: op(t, d), x, what=f"{name} {d}")
+            as_on_the_cpu(lambda t: op(t.transpose(1, 2), d), x, what=f"{name} {d} transposed")
+            as_on_the_cpu(lambda t: getattr(t, name + "_")(d), x, what=f"{name}_ {d}")
+            as_on_the_cpu(lambda t: op(t[0], d), x, what=f"{name} {d} of a matrix")
+    as_on_the_cpu(lambda t: torch.tril(t[:, :0]), x, what="empty")
+    as_on_the_cpu(lambda t: torch.tril(t[0, 0]), x, what="1-dim: the CPU's error")
+
+
+def test_the_causal_mask_equals_the_cpus():
+    got = torch.nn.Transformer.generate_square_subsequent_mask(16, device="rill")
+    assert_same(got, torch.nn.Transformer.generate_square_subsequent_mask(16))
+
+
 @pytest.mark.parametrize("name", ["argmax", "argmin"])
 def test_argmax_and_argmin_equal_the_cpus(name):
     """Ties give the first position, a NaN the first NaN's; -0.0 ties with 0.0."""
@@ -406,11 +429,13 @@ def test_trace_shows_the_ops_as_kernels(tmp_path):
         torch._safe_softmax(s, -1)
         mask.masked_fill_(causal, torch.tensor(1.0, device="rill"))
         x.argmax(-1), x.argmin(), x.argmax()
+        torch.nn.Transformer.generate_square_subsequent_mask(L, device="rill")
+        torch.ones(L, L, dtype=torch.bool, device="rill").tril()
         torch.rill.synchronize()
     """)
     names = traced_names(tmp_path, code)
     ops = ["eq", "ne", "lt", "le", "gt", "ge", "isneginf", "isposinf", "logical_not",
-           "bitwise_not", "where", "masked_fill_", "argmax", "argmin"]
+           "bitwise_not", "where", "masked_fill_", "argmax", "argmin", "tril", "triu"]
     for op in ops:
         assert any(n.startswith(f"aten::{op} (") for n in names), (op, sorted(names))
     hosts = sorted(n for n in names if n.endswith("(host function)")

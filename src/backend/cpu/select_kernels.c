@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* CPU bodies of compare and where (backend/op_args.h,
- * rill__op_select_args): an odometer over the merged shape hands each run
- * along the last dimension to a loop made for the op's type and op (or
- * element size); a comparison's loop vectorizes where its run is
- * contiguous or meets one number. A number standing for an operand is
- * read from a local copy of its bits with stride 0. */
+ * rill__op_select_args), and of triangle. Compare and where: an odometer
+ * over the merged shape hands each run along the last dimension to a loop
+ * made for the op's type and op (or element size); a comparison's loop
+ * vectorizes where its run is contiguous or meets one number. A number
+ * standing for an operand is read from a local copy of its bits with
+ * stride 0. Triangle: each block takes whole rows, a copy of the kept
+ * span and zeros around it. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -179,4 +181,32 @@ void rill__cpu_op_where(const rill_block_ctx *ctx, const void *args) {
     uint64_t a_bits = p->a_bits, b_bits = p->b_bits;
     select_walk(p, begin, end, p->size, p->a != NULL ? p->a : (const void *)&a_bits,
                 p->b != NULL ? p->b : (const void *)&b_bits, fn);
+}
+
+/* ---- triangle ---- */
+
+void rill__cpu_op_triangle(const rill_block_ctx *ctx, const void *args) {
+    const rill__op_triangle_args *p = args;
+    size_t total = p->batch * p->rows;
+    size_t blocks = ctx->grid_dim.x, b = ctx->block_idx.x;
+    size_t per = (total + blocks - 1) / blocks;
+    size_t begin = b * per < total ? b * per : total;
+    size_t end = total - begin > per ? begin + per : total;
+    size_t size = p->size, cols = p->cols, row_bytes = cols * size;
+    for (size_t r = begin; r < end; r++) {
+        /* Row i keeps columns [lo, hi); the op clamped the diagonal, so
+         * edge does not overflow. */
+        int64_t i = (int64_t)(r % p->rows), edge = i + p->diagonal;
+        int64_t lo = 0, hi = (int64_t)cols;
+        if (p->upper)
+            lo = edge < 0 ? 0 : edge > hi ? hi : edge;
+        else
+            hi = edge < 0 ? 0 : edge + 1 < hi ? edge + 1 : hi;
+        char *out = (char *)p->out + r * row_bytes;
+        const char *in = (const char *)p->in + r * row_bytes;
+        memset(out, 0, (size_t)lo * size);
+        if (out != in)
+            memcpy(out + (size_t)lo * size, in + (size_t)lo * size, (size_t)(hi - lo) * size);
+        memset(out + (size_t)hi * size, 0, (cols - (size_t)hi) * size);
+    }
 }

@@ -62,6 +62,7 @@ static const op_body bodies[RILL__OP_COUNT] = {
     [RILL__OP_MASKED_SCALE_F32] = {"rill__cuda_op_masked_scale_f32", false},
     [RILL__OP_COMPARE] = {"rill__cuda_op_compare", false},
     [RILL__OP_WHERE] = {"rill__cuda_op_where", false},
+    [RILL__OP_TRIANGLE] = {"rill__cuda_op_triangle", false},
 };
 
 const char *rill__cuda_op_entry(rill__op op) {

@@ -51,6 +51,7 @@ static_assert(sizeof(rill__op_strided_args) == 232, "strided args");
 static_assert(sizeof(rill__op_map_args) == 32, "map args");
 static_assert(sizeof(rill__op_masked_scale_args) == 40, "masked scale args");
 static_assert(sizeof(rill__op_select_args) == 312, "select args");
+static_assert(sizeof(rill__op_triangle_args) == 56, "triangle args");
 static_assert(sizeof(rill__op_reduce_dim_args) == 56, "reduce_dim args");
 static_assert(sizeof(rill__op_softmax_args) == 48, "softmax args");
 static_assert(sizeof(rill__op_layer_norm_args) == 72, "layer norm args");
@@ -462,6 +463,35 @@ ENTRY rill__cuda_op_where(rill__op_select_args p) {
         break;
     default:
         where_all<uint64_t>(p);
+        break;
+    }
+}
+
+/* One thread per element; outside the triangle, 0 of the element's width. */
+template <typename T> static __device__ void triangle_all(const rill__op_triangle_args &p) {
+    T *out = static_cast<T *>(p.out);
+    const T *in = static_cast<const T *>(p.in);
+    size_t n = p.batch * p.rows * p.cols;
+    for (size_t e = first_index(); e < n; e += grid_threads()) {
+        int64_t j = (int64_t)(e % p.cols), i = (int64_t)((e / p.cols) % p.rows);
+        bool keep = p.upper ? j - i >= p.diagonal : j - i <= p.diagonal;
+        out[e] = keep ? in[e] : (T)0;
+    }
+}
+
+ENTRY rill__cuda_op_triangle(rill__op_triangle_args p) {
+    switch (p.size) {
+    case 1:
+        triangle_all<uint8_t>(p);
+        break;
+    case 2:
+        triangle_all<uint16_t>(p);
+        break;
+    case 4:
+        triangle_all<uint32_t>(p);
+        break;
+    default:
+        triangle_all<uint64_t>(p);
         break;
     }
 }
