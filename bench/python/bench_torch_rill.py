@@ -135,18 +135,24 @@ def resnet18(classes=1000):
 
 class Encoder(nn.Module):
     """Embedding, two transformer encoder layers (d_model 128, 4 heads) and a
-    classifier."""
+    classifier; causal: each position attends to those before it, under the
+    mask nn.Transformer makes (a language model's)."""
 
-    def __init__(self, dropout=0.0):
+    def __init__(self, dropout=0.0, causal=False):
         super().__init__()
         torch.manual_seed(0)
+        self.causal = causal
         self.embed = nn.Embedding(1000, 128)
         layer = nn.TransformerEncoderLayer(128, 4, 512, dropout=dropout, batch_first=True)
         self.encoder = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
         self.out = nn.Linear(128, 10)
 
     def forward(self, tokens):
-        return self.out(self.encoder(self.embed(tokens)).mean(1))
+        if not self.causal:
+            return self.out(self.encoder(self.embed(tokens)).mean(1))
+        mask = nn.Transformer.generate_square_subsequent_mask(tokens.shape[1],
+                                                              device=tokens.device)
+        return self.out(self.encoder(self.embed(tokens), mask=mask, is_causal=True).mean(1))
 
 
 def resnet_case(dev):
@@ -176,8 +182,8 @@ def resnet_step_case(dev, memory_format=torch.contiguous_format):
     return step
 
 
-def encoder_cases(dev, dropout=0.0):
-    model = Encoder(dropout).to(dev)
+def encoder_cases(dev, dropout=0.0, causal=False):
+    model = Encoder(dropout, causal).to(dev)
     g = torch.Generator().manual_seed(1)
     tokens = torch.randint(0, 1000, (16, 64), generator=g).to(dev)
     y = torch.randint(0, 10, (16,), generator=g).to(dev)
@@ -349,6 +355,8 @@ def main():
     pair("encoder 2x128, batch 16x64, SGD step", lambda dev: encoder_cases(dev)[1], 2)
     pair("encoder 2x128, 16x64, dropout 0.1, SGD step",
          lambda dev: encoder_cases(dev, 0.1)[1], 2)
+    pair("causal encoder 2x128 16x64, dropout 0.1, SGD",
+         lambda dev: encoder_cases(dev, 0.1, causal=True)[1], 2)
 
     s = torch.rill.Stream()
     e = torch.Event(device="rill")
