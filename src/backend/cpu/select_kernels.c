@@ -2,10 +2,9 @@
 /* CPU bodies of compare and where (backend/op_args.h,
  * rill__op_select_args), and of triangle. Compare and where: an odometer
  * over the merged shape hands each run along the last dimension to a loop
- * made for the op's type and op (or element size); a comparison's loop
- * vectorizes where its run is contiguous or meets one number. A number
- * standing for an operand is read from a local copy of its bits with
- * stride 0. Triangle: each block takes whole rows, a copy of the kept
+ * made for the op's type and op (or element size), which vectorizes where
+ * the run is contiguous. A number standing for an operand is read from a
+ * local copy of its bits with stride 0. Triangle: each block takes whole rows, a copy of the kept
  * span and zeros around it. */
 #include <stdbool.h>
 #include <stdint.h>
@@ -143,7 +142,10 @@ void rill__cpu_op_compare(const rill_block_ctx *ctx, const void *args) {
 
 /* ---- where ---- */
 
-/* A run of cond ? a : b into contiguous elements of T's size. */
+/* A run of cond ? a : b into contiguous elements of T's size (an unsigned
+ * type), chosen by a mask of all ones or all zeros rather than a branch:
+ * a random condition costs no mispredictions, and the contiguous loops
+ * vectorize. */
 #define WHERE_RUN(name, T)                                                                         \
     static void name(const select_run *r) {                                                        \
         T *out = r->out;                                                                           \
@@ -152,14 +154,20 @@ void rill__cpu_op_compare(const rill_block_ctx *ctx, const void *args) {
         size_t n = r->len, as = r->as, bs = r->bs, cs = r->cs;                                     \
         if (as == 0 && bs == 1 && cs == 1) {                                                       \
             T x = a[0];                                                                            \
-            for (size_t i = 0; i < n; i++)                                                         \
-                out[i] = c[i] != 0 ? x : b[i];                                                     \
+            for (size_t i = 0; i < n; i++) {                                                       \
+                T m = (T)0 - (T)(c[i] != 0);                                                       \
+                out[i] = (T)((x & m) | (b[i] & (T)~m));                                            \
+            }                                                                                      \
         } else if (as == 1 && bs == 1 && cs == 1) {                                                \
-            for (size_t i = 0; i < n; i++)                                                         \
-                out[i] = c[i] != 0 ? a[i] : b[i];                                                  \
+            for (size_t i = 0; i < n; i++) {                                                       \
+                T m = (T)0 - (T)(c[i] != 0);                                                       \
+                out[i] = (T)((a[i] & m) | (b[i] & (T)~m));                                         \
+            }                                                                                      \
         } else {                                                                                   \
-            for (size_t i = 0; i < n; i++)                                                         \
-                out[i] = c[i * cs] != 0 ? a[i * as] : b[i * bs];                                   \
+            for (size_t i = 0; i < n; i++) {                                                       \
+                T m = (T)0 - (T)(c[i * cs] != 0);                                                  \
+                out[i] = (T)((a[i * as] & m) | (b[i * bs] & (T)~m));                               \
+            }                                                                                      \
         }                                                                                          \
     }
 
