@@ -4,8 +4,8 @@
  * over the merged shape hands each run along the last dimension to a loop
  * made for the op's type and op (or element size), which vectorizes where
  * the run is contiguous. A number standing for an operand is read from a
- * local copy of its bits with stride 0. Triangle: each block takes whole rows, a copy of the kept
- * span and zeros around it. */
+ * local copy of its bits with stride 0. Triangle: each block takes whole
+ * rows, a copy of the kept span and zeros around it. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
