@@ -109,9 +109,12 @@ bool has_negative_stride(const at::Tensor &t) {
     return std::any_of(t.strides().begin(), t.strides().end(), [](int64_t s) { return s < 0; });
 }
 
-// A rill tensor the kernels read: strided, no negative strides.
+// A rill tensor the kernels read: strided, no negative strides, at most
+// RILL_OP_MAX_DIMS dimensions (so a result broadcast from such tensors has
+// no more).
 bool readable(const at::Tensor &t) {
-    return is_rill(t) && t.layout() == at::kStrided && !has_negative_stride(t);
+    return is_rill(t) && t.layout() == at::kStrided && t.dim() <= RILL_OP_MAX_DIMS &&
+           !has_negative_stride(t);
 }
 
 // A number PyTorch wrapped (or a 0-dim CPU tensor) beside a rill tensor.

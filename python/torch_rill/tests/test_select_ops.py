@@ -349,6 +349,17 @@ def test_tril_and_triu_equal_the_cpus(dtype):
     as_on_the_cpu(lambda t: torch.tril(t[0, 0]), x, what="1-dim: the CPU's error")
 
 
+def test_more_dimensions_than_the_kernels_take():
+    """Seven dimensions (rill's strided ops take six): the fallback's, as on
+    the CPU."""
+    x = torch.randn(2, 1, 2, 1, 2, 1, 3)
+    m = x > 0
+    as_on_the_cpu(lambda t: t == 0.5, x)
+    as_on_the_cpu(lambda t, u: torch.where(u, t, -t), x, m)
+    as_on_the_cpu(lambda t, u: t.masked_fill_(u, 1.0), x, m)
+    as_on_the_cpu(lambda t: torch.tril(t), x)
+
+
 def test_the_causal_mask_equals_the_cpus():
     got = torch.nn.Transformer.generate_square_subsequent_mask(16, device="rill")
     assert_same(got, torch.nn.Transformer.generate_square_subsequent_mask(16))
