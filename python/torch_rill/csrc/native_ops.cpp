@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <numeric>
 #include <optional>
@@ -139,6 +140,50 @@ bool has_negative_stride(const at::Tensor &t) {
     return false;
 }
 
+// Drops dimensions of 1 and joins a dimension into the next where a and b
+// (and out, contiguous) step through both as through one; at least one
+// dimension stays.
+void merge_dims(c10::SmallVector<size_t, 6> &dims, c10::SmallVector<size_t, 6> &as,
+                c10::SmallVector<size_t, 6> &bs) {
+    size_t m = 0;
+    for (size_t d = 0; d < dims.size(); d++) {
+        if (dims[d] == 1)
+            continue;
+        if (m > 0 && as[m - 1] == as[d] * dims[d] && bs[m - 1] == bs[d] * dims[d]) {
+            dims[m - 1] *= dims[d];
+            as[m - 1] = as[d];
+            bs[m - 1] = bs[d];
+            continue;
+        }
+        dims[m] = dims[d];
+        as[m] = as[d];
+        bs[m] = bs[d];
+        m++;
+    }
+    if (m == 0) {
+        dims[0] = 1;
+        as[0] = bs[0] = 0;
+        m = 1;
+    }
+    dims.resize(m);
+    as.resize(m);
+    bs.resize(m);
+}
+
+// rill_op_binary_f32 over out contiguous in dims; with more dimensions
+// than it takes, one launch per index of the first.
+void launch_dims(rill_stream *s, rill_binary_op op, float *out, const float *a, const size_t *as,
+                 const float *b, const size_t *bs, const size_t *dims, size_t nd) {
+    if (nd <= RILL_OP_MAX_DIMS) {
+        TORCH_RILL_CHECK(rill_op_binary_f32(s, op, out, a, as, b, bs, dims, nd));
+        return;
+    }
+    size_t inner = std::accumulate(dims + 1, dims + nd, size_t{1}, std::multiplies<size_t>());
+    for (size_t i = 0; i < dims[0]; i++)
+        launch_dims(s, op, out + i * inner, a + i * as[0], as + 1, b + i * bs[0], bs + 1, dims + 1,
+                    nd - 1);
+}
+
 // Queues out = a (op) b, out contiguous of the broadcast shape of a and b,
 // which the caller checked.
 void launch_contiguous(rill_binary_op op, const at::Tensor &out, const at::Tensor &a,
@@ -156,9 +201,10 @@ void launch_contiguous(rill_binary_op op, const at::Tensor &out, const at::Tenso
         as.push_back(0);
         bs.push_back(0);
     }
-    TORCH_RILL_CHECK(rill_op_binary_f32(
-        stream_of(out), op, out.data_ptr<float>(), a.const_data_ptr<float>(), as.data(),
-        b.const_data_ptr<float>(), bs.data(), dims.data(), dims.size()));
+    if (dims.size() > RILL_OP_MAX_DIMS)
+        merge_dims(dims, as, bs);
+    launch_dims(stream_of(out), op, out.data_ptr<float>(), a.const_data_ptr<float>(), as.data(),
+                b.const_data_ptr<float>(), bs.data(), dims.data(), dims.size());
 }
 
 // out = a (op) b for a dense out of the broadcast shape of a and b. The

@@ -28,6 +28,21 @@ def test_broadcasting_results_equal_the_cpus(name, shapes):
     torch.testing.assert_close(op(a.to("rill"), b.to("rill")).cpu(), op(a, b), rtol=0, atol=0)
 
 
+def test_more_dimensions_than_one_kernel_takes():
+    """Eight dimensions, transposed and broadcast: rill_op_binary_f32 takes
+    six, so the op merges what it can and splits the rest."""
+    x = torch.randn(2, 3, 2, 3, 2, 3, 2, 3, generator=torch.Generator().manual_seed(5))
+    r = x.to("rill")
+    cases = [lambda t: t + t, lambda t: t * t[:, :1, :, :1],
+             lambda t: t.transpose(0, 6) - t.transpose(0, 6).contiguous(),
+             lambda t: torch.randn(1).to(t.device) + t.transpose(1, 5)]
+    for case in cases:
+        torch.manual_seed(1)
+        got = case(r).cpu()
+        torch.manual_seed(1)
+        torch.testing.assert_close(got, case(x), rtol=0, atol=0)
+
+
 def test_strided_inputs_in_place_ops_and_aliases():
     x = torch.randn(6, 4)
     r = x.to("rill")
