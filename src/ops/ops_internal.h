@@ -58,6 +58,14 @@ rill_status rill__op_check_strided(const char *fn, rill_stream *s, const void *p
 void rill__op_contiguous_strides(const size_t *shape, size_t ndim, size_t *strides);
 /* x and y step alike along every dimension of shape longer than 1. */
 bool rill__op_same_strides(const size_t *x, const size_t *y, const size_t *shape, size_t ndim);
+/* An output (contiguous strides contig, out_bytes) against an input of a
+ * strided op: with may_equal, out may be the input laid out as out is (in
+ * place); otherwise the two may not overlap. */
+rill_status rill__op_check_out_against(const char *fn, const void *out, size_t out_bytes,
+                                       const char *out_name, const void *in, size_t in_bytes,
+                                       const char *in_name, const size_t *in_strides,
+                                       const size_t *contig, const size_t *shape, size_t ndim,
+                                       bool may_equal);
 /* Drops shape's dimensions of 1 and merges a dimension into the next where
  * each of the count operands steps through both as through one
  * (strides[d] == strides[d+1] * shape[d+1]; a NULL strides[o] is an

@@ -65,27 +65,6 @@ static rill_status check_input(const char *fn, rill_stream *s, const void *p, co
     return check_aligned(fn, p, name, elem);
 }
 
-/* out may be an input laid out as out is (in place); otherwise the two
- * may not overlap. */
-static rill_status check_out_against(const char *fn, const void *out, size_t out_bytes,
-                                     const char *out_name, const void *in, size_t in_bytes,
-                                     const char *in_name, const size_t *in_strides,
-                                     const size_t *contig, const size_t *shape, size_t ndim,
-                                     bool may_equal) {
-    if (may_equal && out == in && rill__op_same_strides(in_strides, contig, shape, ndim))
-        return RILL_OK;
-    if (!rill__op_overlaps(out, out_bytes, in, in_bytes))
-        return RILL_OK;
-    if (may_equal)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                          "%s: %s overlaps %s without being it with contiguous strides; pass %s "
-                          "== %s (contiguous) to compute in place, or a separate buffer",
-                          fn, out_name, in_name, out_name, in_name);
-    return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                      "%s: %s overlaps %s; pass an %s that overlaps none of the inputs", fn,
-                      out_name, in_name, out_name);
-}
-
 static rill_status launch_select(const char *fn, rill_stream *s, rill__op id,
                                  const rill__op_select_args *p, size_t out_bytes, size_t a_bytes,
                                  size_t b_bytes, size_t cond_bytes) {
@@ -140,10 +119,11 @@ static rill_status compare(const char *fn, rill_stream *s, rill_compare_op op,
     if (b != NULL &&
         (st = check_input(fn, s, b, "b", b_strides, shape, ndim, elem, &b_bytes)) != RILL_OK)
         return st;
-    if ((st = check_out_against(fn, out, out_bytes, "out", a, a_bytes, "a", a_strides, contig,
-                                shape, ndim, false)) != RILL_OK ||
-        (b != NULL && (st = check_out_against(fn, out, out_bytes, "out", b, b_bytes, "b", b_strides,
-                                              contig, shape, ndim, false)) != RILL_OK))
+    if ((st = rill__op_check_out_against(fn, out, out_bytes, "out", a, a_bytes, "a", a_strides,
+                                         contig, shape, ndim, false)) != RILL_OK ||
+        (b != NULL &&
+         (st = rill__op_check_out_against(fn, out, out_bytes, "out", b, b_bytes, "b", b_strides,
+                                          contig, shape, ndim, false)) != RILL_OK))
         return st;
     rill__op_select_args p = {.out = out,
                               .a = a,
@@ -202,12 +182,12 @@ rill_status rill_op_where(rill_stream *s, size_t element_bytes, void *out, const
             RILL_OK ||
         (st = check_input(fn, s, a, "a", a_strides, shape, ndim, elem, &a_bytes)) != RILL_OK ||
         (st = check_input(fn, s, b, "b", b_strides, shape, ndim, elem, &b_bytes)) != RILL_OK ||
-        (st = check_out_against(fn, out, out_bytes, "out", cond, cond_bytes, "cond", cond_strides,
-                                contig, shape, ndim, false)) != RILL_OK ||
-        (st = check_out_against(fn, out, out_bytes, "out", a, a_bytes, "a", a_strides, contig,
-                                shape, ndim, true)) != RILL_OK ||
-        (st = check_out_against(fn, out, out_bytes, "out", b, b_bytes, "b", b_strides, contig,
-                                shape, ndim, true)) != RILL_OK)
+        (st = rill__op_check_out_against(fn, out, out_bytes, "out", cond, cond_bytes, "cond",
+                                         cond_strides, contig, shape, ndim, false)) != RILL_OK ||
+        (st = rill__op_check_out_against(fn, out, out_bytes, "out", a, a_bytes, "a", a_strides,
+                                         contig, shape, ndim, true)) != RILL_OK ||
+        (st = rill__op_check_out_against(fn, out, out_bytes, "out", b, b_bytes, "b", b_strides,
+                                         contig, shape, ndim, true)) != RILL_OK)
         return st;
     rill__op_select_args p = {
         .out = out, .a = a, .b = b, .cond = cond, .n = n, .size = (uint32_t)elem};
@@ -232,8 +212,8 @@ rill_status rill_op_masked_fill(rill_stream *s, size_t element_bytes, void *x, c
     if ((st = check_input(fn, s, x, "x", contig, shape, ndim, elem, &x_bytes)) != RILL_OK ||
         (st = check_input(fn, s, mask, "mask", mask_strides, shape, ndim, 1, &mask_bytes)) !=
             RILL_OK ||
-        (st = check_out_against(fn, x, x_bytes, "x", mask, mask_bytes, "mask", mask_strides, contig,
-                                shape, ndim, false)) != RILL_OK)
+        (st = rill__op_check_out_against(fn, x, x_bytes, "x", mask, mask_bytes, "mask",
+                                         mask_strides, contig, shape, ndim, false)) != RILL_OK)
         return st;
     /* where(mask, bits, x) into x: a NULL a stands for the number. */
     rill__op_select_args p = {

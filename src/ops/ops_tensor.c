@@ -9,7 +9,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "backend/op_args.h"
 #include "core/calls.h"
@@ -20,13 +19,6 @@
 _Static_assert(RILL__OP_MAX_DIMS == RILL_OP_MAX_DIMS, "the header's and the bodies' limit");
 
 /* ---- strided operands ---- */
-
-/* One operand of a strided op: its pointer, strides and name. */
-typedef struct operand {
-    const void *ptr;
-    size_t strides[RILL__OP_MAX_DIMS];
-    const char *name;
-} operand;
 
 rill_status rill__op_check_shape(const char *fn, const size_t *shape, size_t ndim, size_t elem,
                                  size_t *n) {
@@ -97,11 +89,11 @@ rill_status rill__op_check_strided(const char *fn, rill_stream *s, const void *p
 
 /* Checks a float operand's pointer and strides, and that its extent stays
  * in its allocation, which s's device reaches; *bytes gets the extent. */
-static rill_status check_operand(const char *fn, rill_stream *s, const operand *op,
+static rill_status check_operand(const char *fn, rill_stream *s, const float *p, const char *name,
                                  const size_t *strides, const size_t *shape, size_t ndim,
                                  size_t *bytes) {
-    return rill__op_check_strided(fn, s, op->ptr, op->name, strides, shape, ndim, sizeof(float),
-                                  "floats", bytes);
+    return rill__op_check_strided(fn, s, p, name, strides, shape, ndim, sizeof(float), "floats",
+                                  bytes);
 }
 
 static rill_status check_shape(const char *fn, const size_t *shape, size_t ndim, size_t *n) {
@@ -217,11 +209,10 @@ rill_status rill_op_copy_strided_f32(rill_stream *s, float *out, const size_t *o
     RILL_CALL_SCOPE();
     static const char fn[] = "rill_op_copy_strided_f32";
     size_t n = 0, out_bytes = 0, in_bytes = 0;
-    operand o = {.ptr = out, .name = "out"}, i = {.ptr = in, .name = "in"};
     rill_status st;
     if ((st = check_shape(fn, shape, ndim, &n)) != RILL_OK ||
-        (st = check_operand(fn, s, &o, out_strides, shape, ndim, &out_bytes)) != RILL_OK ||
-        (st = check_operand(fn, s, &i, in_strides, shape, ndim, &in_bytes)) != RILL_OK)
+        (st = check_operand(fn, s, out, "out", out_strides, shape, ndim, &out_bytes)) != RILL_OK ||
+        (st = check_operand(fn, s, in, "in", in_strides, shape, ndim, &in_bytes)) != RILL_OK)
         return st;
     if (self_overlaps(shape, out_strides, ndim))
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
@@ -236,19 +227,23 @@ rill_status rill_op_copy_strided_f32(rill_stream *s, float *out, const size_t *o
     return launch_strided(fn, s, RILL__OP_COPY_STRIDED_F32, &p, out_bytes, in_bytes, 0);
 }
 
-/* out may be an input when that input is laid out as out is (in place);
- * otherwise the two may not overlap. */
-static rill_status check_binary_out(const char *fn, const float *out, size_t out_bytes,
-                                    const operand *in, size_t in_bytes, const size_t *contig,
-                                    const size_t *shape, size_t ndim) {
-    if (out == in->ptr && rill__op_same_strides(in->strides, contig, shape, ndim))
+rill_status rill__op_check_out_against(const char *fn, const void *out, size_t out_bytes,
+                                       const char *out_name, const void *in, size_t in_bytes,
+                                       const char *in_name, const size_t *in_strides,
+                                       const size_t *contig, const size_t *shape, size_t ndim,
+                                       bool may_equal) {
+    if (may_equal && out == in && rill__op_same_strides(in_strides, contig, shape, ndim))
         return RILL_OK;
-    if (rill__op_overlaps(out, out_bytes, in->ptr, in_bytes))
+    if (!rill__op_overlaps(out, out_bytes, in, in_bytes))
+        return RILL_OK;
+    if (may_equal)
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                          "%s: out overlaps %s without being it with contiguous strides; pass "
-                          "out == %s (contiguous) to compute in place, or a separate buffer",
-                          fn, in->name, in->name);
-    return RILL_OK;
+                          "%s: %s overlaps %s without being it with contiguous strides; pass %s "
+                          "== %s (contiguous) to compute in place, or a separate buffer",
+                          fn, out_name, in_name, out_name, in_name);
+    return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                      "%s: %s overlaps %s; pass an %s that overlaps none of the inputs", fn,
+                      out_name, in_name, out_name);
 }
 
 rill_status rill_op_binary_f32(rill_stream *s, rill_binary_op op, float *out, const float *a,
@@ -263,22 +258,17 @@ rill_status rill_op_binary_f32(rill_stream *s, rill_binary_op op, float *out, co
                           fn, (int)op);
     size_t n = 0, out_bytes = 0, a_bytes = 0, b_bytes = 0;
     size_t contig[RILL__OP_MAX_DIMS] = {0};
-    operand o = {.ptr = out, .name = "out"}, x = {.ptr = a, .name = "a"},
-            y = {.ptr = b, .name = "b"};
     rill_status st;
     if ((st = check_shape(fn, shape, ndim, &n)) != RILL_OK)
         return st;
     rill__op_contiguous_strides(shape, ndim, contig);
-    if ((st = check_operand(fn, s, &o, contig, shape, ndim, &out_bytes)) != RILL_OK ||
-        (st = check_operand(fn, s, &x, a_strides, shape, ndim, &a_bytes)) != RILL_OK ||
-        (st = check_operand(fn, s, &y, b_strides, shape, ndim, &b_bytes)) != RILL_OK)
-        return st;
-    if (ndim > 0) {
-        memcpy(x.strides, a_strides, ndim * sizeof *a_strides);
-        memcpy(y.strides, b_strides, ndim * sizeof *b_strides);
-    }
-    if ((st = check_binary_out(fn, out, out_bytes, &x, a_bytes, contig, shape, ndim)) != RILL_OK ||
-        (st = check_binary_out(fn, out, out_bytes, &y, b_bytes, contig, shape, ndim)) != RILL_OK)
+    if ((st = check_operand(fn, s, out, "out", contig, shape, ndim, &out_bytes)) != RILL_OK ||
+        (st = check_operand(fn, s, a, "a", a_strides, shape, ndim, &a_bytes)) != RILL_OK ||
+        (st = check_operand(fn, s, b, "b", b_strides, shape, ndim, &b_bytes)) != RILL_OK ||
+        (st = rill__op_check_out_against(fn, out, out_bytes, "out", a, a_bytes, "a", a_strides,
+                                         contig, shape, ndim, true)) != RILL_OK ||
+        (st = rill__op_check_out_against(fn, out, out_bytes, "out", b, b_bytes, "b", b_strides,
+                                         contig, shape, ndim, true)) != RILL_OK)
         return st;
     rill__op_strided_args p = {.out = out, .a = a, .b = b, .n = n, .op = (uint32_t)op};
     const size_t *strides[3] = {contig, a_strides, b_strides};
