@@ -67,6 +67,15 @@ bool is_f32(const at::Tensor &t) {
     return is_rill(t) && t.scalar_type() == at::kFloat;
 }
 
+bool is_same_view(const at::Tensor &t, const at::Tensor &out) {
+    return t.data_ptr() == out.data_ptr() && t.sizes().equals(out.sizes()) &&
+           t.strides().equals(out.strides());
+}
+
+bool has_negative_stride(const at::Tensor &t) {
+    return std::any_of(t.strides().begin(), t.strides().end(), [](int64_t s) { return s < 0; });
+}
+
 namespace {
 
 // broadcast_strides into out, which has shape.size() zeros.
@@ -104,12 +113,6 @@ namespace {
 
 using at::native::call_fallback_fn;
 
-// t is out: the same first element, shape and strides.
-bool is_same_view(const at::Tensor &t, const at::Tensor &out) {
-    return t.data_ptr() == out.data_ptr() && t.sizes().equals(out.sizes()) &&
-           t.strides().equals(out.strides());
-}
-
 // A new tensor of a's shape and strides, for the result of a kernel that
 // reads a dense a as one span: contiguous, or channels-last after a.
 at::Tensor new_like(const at::Tensor &a) {
@@ -131,13 +134,6 @@ MapTarget map_target(const at::Tensor &a) {
     at::Tensor out = binary_output(a, a);
     out.copy_(a);
     return {out, out};
-}
-
-bool has_negative_stride(const at::Tensor &t) {
-    for (int64_t s : t.strides())
-        if (s < 0)
-            return true;
-    return false;
 }
 
 // Drops dimensions of 1 and joins a dimension into the next where a and b

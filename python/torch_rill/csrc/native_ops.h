@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // What the files of rill kernels share (native_ops.cpp): the current stream
-// of a tensor's device, the float32 test that decides whether a kernel takes
-// a tensor, and a tensor's strides read under broadcasting.
+// of a tensor's device, the tests that decide whether a kernel takes a
+// tensor (float32, in place, flipped), and a tensor's strides read under
+// broadcasting.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +21,12 @@ rill_stream *stream_of(const at::Tensor &t);
 
 // t is a float32 tensor on a rill device.
 bool is_f32(const at::Tensor &t);
+
+// t is out: the same first element, shape and strides.
+bool is_same_view(const at::Tensor &t, const at::Tensor &out);
+
+// t has a stride below 0 (a flip), which no rill kernel reads.
+bool has_negative_stride(const at::Tensor &t);
 
 // Strides, in elements, of t read as a tensor of shape (broadcasting: 0
 // where t's dimension is 1 or missing).

@@ -12,7 +12,6 @@
 // positions). The element-wise ones broadcast, and results are laid out
 // as PyTorch's CPU kernels lay them out. Other cases (mixed dtypes, which
 // promote; numbers that promote the dtype) go to the fallback.
-#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <numeric>
@@ -103,10 +102,6 @@ Walk walk_of(const at::Tensor &out, std::initializer_list<const at::Tensor *> in
     if (nd == 0)
         w.shape.push_back(1);
     return w;
-}
-
-bool has_negative_stride(const at::Tensor &t) {
-    return std::any_of(t.strides().begin(), t.strides().end(), [](int64_t s) { return s < 0; });
 }
 
 // A rill tensor the kernels read: strided, no negative strides, at most
@@ -302,12 +297,6 @@ at::Tensor where(const at::Tensor &cond, const at::Tensor &a, const at::Tensor &
     }
     launch_where(out, cond, a, b);
     return out;
-}
-
-// t is out: the same first element, shape and strides.
-bool is_same_view(const at::Tensor &t, const at::Tensor &out) {
-    return t.data_ptr() == out.data_ptr() && t.sizes().equals(out.sizes()) &&
-           t.strides().equals(out.strides());
 }
 
 // where into out (at::where inside composite ops, such as _safe_softmax,
