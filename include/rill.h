@@ -873,13 +873,14 @@ rill_status rill_op_masked_scale_f32(rill_stream *s, float *out, const float *a,
 
 /* The element types of the ops below, which take more than float32: each
  * the C type it names, in device memory. A bool tensor is RILL_ELEMENT_U8
- * holding 0 or 1. */
+ * holding 0 or 1, or RILL_ELEMENT_BOOL where the op converts. */
 typedef enum rill_element_type {
     RILL_ELEMENT_U8,  /* uint8_t (uint8, bool) */
     RILL_ELEMENT_I32, /* int32_t */
     RILL_ELEMENT_I64, /* int64_t */
     RILL_ELEMENT_F32, /* float */
-    RILL_ELEMENT_F64  /* double */
+    RILL_ELEMENT_F64, /* double */
+    RILL_ELEMENT_BOOL /* a byte: read as true where not 0, written as 0 or 1 */
 } rill_element_type;
 
 typedef enum rill_compare_op {
@@ -897,6 +898,20 @@ typedef enum rill_compare_op {
 rill_status rill_op_compare(rill_stream *s, rill_compare_op op, rill_element_type type,
                             uint8_t *out, const void *a, const size_t *a_strides, const void *b,
                             const size_t *b_strides, const size_t *shape, size_t ndim);
+/* out[i] = in at i converted from in_type to out_type: out contiguous in
+ * shape, in strided in its elements (strides 0: broadcasting), the two not
+ * overlapping. The rules are C's, with PyTorch's choices where C leaves
+ * them open: to BOOL, 1 where the value is not 0 (NaN included); from
+ * BOOL, 1 or 0; between integers, the low bits (two's complement); from an
+ * integer or a double to a floating type, rounded to nearest; from a
+ * floating type to an integer, rounded toward zero, with NaN and values
+ * past the target's range giving its lowest value (INT32_MIN, INT64_MIN;
+ * U8 takes the low byte of the I64 result), which is what x86 gives and
+ * PyTorch's CPU device returns there. A type outside its enum is
+ * RILL_ERROR_INVALID_ARGUMENT. PyTorch's copy_ and .to() between dtypes. */
+rill_status rill_op_convert(rill_stream *s, rill_element_type out_type, void *out,
+                            rill_element_type in_type, const void *in, const size_t *in_strides,
+                            const size_t *shape, size_t ndim);
 /* rill_op_compare against a number: b at every index is *value, one
  * element of type in host memory, read during the call. isneginf is EQ
  * against -inf; a bool tensor's logical not is EQ against 0. */
@@ -947,6 +962,19 @@ typedef enum rill_reduce_dim_op {
 rill_status rill_op_reduce_dim_f32(rill_stream *s, rill_reduce_dim_op op, float *out,
                                    int64_t *indices, const float *a, size_t outer, size_t dim,
                                    size_t inner);
+
+typedef enum rill_reduce_bool_op {
+    RILL_REDUCE_BOOL_ANY,  /* 1 when any byte is not 0, else 0: a byte */
+    RILL_REDUCE_BOOL_ALL,  /* 1 when every byte is not 0, else 0: a byte */
+    RILL_REDUCE_BOOL_COUNT /* how many bytes are not 0: an int64_t */
+} rill_reduce_bool_op;
+/* Reduces the middle dimension of a, contiguous bytes [outer, dim, inner]
+ * (a bool tensor), into out, [outer, inner] bytes for ANY and ALL,
+ * int64_t for COUNT: PyTorch's any, all and the sum of a bool tensor. out
+ * does not overlap a. An op outside its enum is
+ * RILL_ERROR_INVALID_ARGUMENT. */
+rill_status rill_op_reduce_dim_bool(rill_stream *s, rill_reduce_bool_op op, void *out,
+                                    const uint8_t *a, size_t outer, size_t dim, size_t inner);
 
 /* Softmax along the middle dimension of a, contiguous [outer, dim, inner]:
  * out[o, d, i] = exp(a[o, d, i] - m) / sum over e of exp(a[o, e, i] - m),

@@ -66,6 +66,8 @@ typedef enum rill__op {
     RILL__OP_COMPARE,
     RILL__OP_WHERE,
     RILL__OP_TRIANGLE,
+    RILL__OP_CONVERT,
+    RILL__OP_REDUCE_DIM_BOOL,
     RILL__OP_COUNT
 } rill__op;
 
@@ -377,7 +379,9 @@ typedef struct rill__op_masked_scale_args {
  * cond ? a : b, elements of size bytes copied as bits, cond bytes (true
  * when not 0). An a or b that is NULL stands for the number whose bits
  * (an element of the type, in the low bytes) are a_bits or b_bits. out
- * may equal a or b when that input is laid out as out. */
+ * may equal a or b when that input is laid out as out. convert, out[i] =
+ * a at i converted from the rill_element_type type to the one in op, by
+ * rill_op_convert's rules. */
 typedef struct rill__op_select_args {
     void *out;
     const void *a, *b;
@@ -417,6 +421,17 @@ typedef struct rill__op_reduce_dim_args {
     size_t outer, dim, inner;
     uint32_t op;
 } rill__op_reduce_dim_args;
+
+/* a is bytes [outer, dim, inner] and out [outer, inner], contiguous:
+ * out[o, i] = the rill_reduce_bool_op op over d < dim of a[o, d, i] != 0,
+ * a byte for ANY and ALL, an int64_t for COUNT. Block b takes the b-th
+ * slice of the outer * inner outputs. */
+typedef struct rill__op_reduce_bool_args {
+    void *out;
+    const uint8_t *a;
+    size_t outer, dim, inner;
+    uint32_t op;
+} rill__op_reduce_bool_args;
 
 /* a and out are [outer, dim, inner], contiguous: out[o, :, i] = the
  * softmax (log_softmax when is_log) of a[o, :, i]: exp(x - max) / sum of

@@ -74,6 +74,10 @@ rill_status rill__op_check_out_against(const char *fn, const void *out, size_t o
 uint32_t rill__op_merge_dims(size_t *merged, size_t *const dst[], const size_t *const strides[],
                              size_t count, const size_t *shape, size_t ndim);
 
+/* Checks the outer, dim and inner of an op along one dimension (each at
+ * least 1, their product of doubles in memory); *count = their product. */
+rill_status rill__op_check_dims3(const char *fn, size_t outer, size_t dim, size_t inner,
+                                 size_t *count);
 /* *bytes = elem * d0 * d1 * d2 * d3; false when it does not fit a size_t. */
 bool rill__op_elem_bytes(size_t *bytes, size_t elem, size_t d0, size_t d1, size_t d2, size_t d3);
 bool rill__op_overlaps(const void *p, size_t p_bytes, const void *q, size_t q_bytes);

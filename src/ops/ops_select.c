@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* The element-wise ops over elements other than float32, with strided
- * operands: compare (a bool result from two operands or an operand and a
- * number), where (a choice between two operands by a bool one) and
- * masked_fill (where with a number, in place); and triangle (tril,
- * triu), contiguous. Each launches one kernel (RILL__OP_COMPARE,
- * RILL__OP_WHERE, RILL__OP_TRIANGLE), the strided ones after the checks of
- * ops_tensor.c's strided ops. Layer: ops, on what ops.c and ops_tensor.c provide
- * (ops_internal.h). */
+/* The ops over elements other than float32. With strided operands:
+ * compare (a bool result from two operands or an operand and a number),
+ * where (a choice between two operands by a bool one), masked_fill (where
+ * with a number, in place) and convert (between element types).
+ * Contiguous: triangle (tril, triu) and reduce_dim_bool (any, all, the
+ * count of a bool tensor). Each launches one kernel (RILL__OP_COMPARE,
+ * RILL__OP_WHERE, RILL__OP_CONVERT, RILL__OP_TRIANGLE,
+ * RILL__OP_REDUCE_DIM_BOOL), the strided ones after the checks of
+ * ops_tensor.c's strided ops. Layer: ops, on what ops.c and ops_tensor.c
+ * provide (ops_internal.h). */
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -24,6 +26,7 @@
 static size_t type_bytes(rill_element_type type) {
     switch (type) {
     case RILL_ELEMENT_U8:
+    case RILL_ELEMENT_BOOL:
         return 1;
     case RILL_ELEMENT_I32:
     case RILL_ELEMENT_F32:
@@ -33,6 +36,18 @@ static size_t type_bytes(rill_element_type type) {
         return 8;
     }
     return 0;
+}
+
+/* type's element size in *elem, or a refusal naming the argument. */
+static rill_status check_type(const char *fn, rill_element_type type, const char *name,
+                              size_t *elem) {
+    *elem = type_bytes(type);
+    if (*elem != 0)
+        return RILL_OK;
+    return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                      "%s: %s is %d, not a rill_element_type; pass RILL_ELEMENT_U8 to "
+                      "RILL_ELEMENT_BOOL",
+                      fn, name, (int)type);
 }
 
 static rill_status check_element_bytes(const char *fn, size_t element_bytes) {
@@ -95,15 +110,12 @@ static rill_status compare(const char *fn, rill_stream *s, rill_compare_op op,
                           "%s: op is %d, not a rill_compare_op; pass RILL_COMPARE_EQ to "
                           "RILL_COMPARE_GE",
                           fn, (int)op);
-    size_t elem = type_bytes(type);
-    if (elem == 0)
-        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                          "%s: type is %d, not a rill_element_type; pass RILL_ELEMENT_U8 to "
-                          "RILL_ELEMENT_F64",
-                          fn, (int)type);
+    size_t elem = 0;
+    rill_status st;
+    if ((st = check_type(fn, type, "type", &elem)) != RILL_OK)
+        return st;
     size_t n = 0, out_bytes = 0, a_bytes = 0, b_bytes = 0;
     size_t contig[RILL__OP_MAX_DIMS] = {0};
-    rill_status st;
     if ((st = rill__op_check_shape(fn, shape, ndim, elem, &n)) != RILL_OK)
         return st;
     rill__op_contiguous_strides(shape, ndim, contig);
@@ -159,6 +171,41 @@ rill_status rill_op_compare_scalar(rill_stream *s, rill_compare_op op, rill_elem
     RILL_CALL_SCOPE();
     return compare("rill_op_compare_scalar", s, op, type, out, a, a_strides, NULL, NULL, value,
                    shape, ndim);
+}
+
+/* ---- convert ---- */
+
+rill_status rill_op_convert(rill_stream *s, rill_element_type out_type, void *out,
+                            rill_element_type in_type, const void *in, const size_t *in_strides,
+                            const size_t *shape, size_t ndim) {
+    RILL_CALL_SCOPE();
+    static const char fn[] = "rill_op_convert";
+    size_t out_elem = 0, in_elem = 0, n = 0, out_bytes = 0, in_bytes = 0;
+    size_t contig[RILL__OP_MAX_DIMS] = {0};
+    rill_status st;
+    if ((st = check_type(fn, out_type, "out_type", &out_elem)) != RILL_OK ||
+        (st = check_type(fn, in_type, "in_type", &in_elem)) != RILL_OK ||
+        (st = rill__op_check_shape(fn, shape, ndim, out_elem > in_elem ? out_elem : in_elem, &n)) !=
+            RILL_OK)
+        return st;
+    rill__op_contiguous_strides(shape, ndim, contig);
+    if ((st = check_input(fn, s, out, "out", contig, shape, ndim, out_elem, &out_bytes)) !=
+            RILL_OK ||
+        (st = check_input(fn, s, in, "in", in_strides, shape, ndim, in_elem, &in_bytes)) !=
+            RILL_OK ||
+        (st = rill__op_check_out_against(fn, out, out_bytes, "out", in, in_bytes, "in", in_strides,
+                                         contig, shape, ndim, false)) != RILL_OK)
+        return st;
+    rill__op_select_args p = {.out = out,
+                              .a = in,
+                              .n = n,
+                              .op = (uint32_t)out_type,
+                              .type = (uint32_t)in_type,
+                              .size = (uint32_t)in_elem};
+    size_t *const dst[2] = {p.out_strides, p.a_strides};
+    const size_t *const strides[2] = {contig, in_strides};
+    p.ndim = rill__op_merge_dims(p.shape, dst, strides, 2, shape, ndim);
+    return launch_select(fn, s, RILL__OP_CONVERT, &p, out_bytes, in_bytes, 0, 0);
 }
 
 /* ---- where and masked_fill ---- */
@@ -270,5 +317,45 @@ rill_status rill_op_triangle(rill_stream *s, size_t element_bytes, void *out, co
     rill__op_access_add(&acc, out, bytes, RILL_WRITE);
     size_t blocks = rill__op_blocks_for(batch * rows * cols, SELECT_PER_BLOCK_MIN, units);
     return rill__op_launch(stream, RILL__OP_TRIANGLE, blocks < batch * rows ? blocks : batch * rows,
+                           &args, sizeof args, &acc);
+}
+
+/* ---- reduce_dim_bool ---- */
+
+rill_status rill_op_reduce_dim_bool(rill_stream *s, rill_reduce_bool_op op, void *out,
+                                    const uint8_t *a, size_t outer, size_t dim, size_t inner) {
+    RILL_CALL_SCOPE();
+    static const char fn[] = "rill_op_reduce_dim_bool";
+    if ((unsigned)op > (unsigned)RILL_REDUCE_BOOL_COUNT)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: op is %d, not a rill_reduce_bool_op; pass RILL_REDUCE_BOOL_ANY, "
+                          "RILL_REDUCE_BOOL_ALL or RILL_REDUCE_BOOL_COUNT",
+                          fn, (int)op);
+    size_t count = 0, units = 0;
+    size_t out_elem = op == RILL_REDUCE_BOOL_COUNT ? sizeof(int64_t) : 1;
+    const char *out_shape =
+        op == RILL_REDUCE_BOOL_COUNT ? "outer*inner int64s" : "outer*inner bytes";
+    rill__stream *stream = NULL;
+    rill_status st;
+    if ((st = rill__op_check_pointer(fn, out, "out", "device memory for outer*inner results")) !=
+            RILL_OK ||
+        (st = rill__op_check_pointer(fn, a, "a", "device memory of outer*dim*inner bytes")) !=
+            RILL_OK ||
+        (st = check_aligned(fn, out, "out", out_elem)) != RILL_OK ||
+        (st = rill__op_check_dims3(fn, outer, dim, inner, &count)) != RILL_OK)
+        return st;
+    size_t out_bytes = outer * inner * out_elem;
+    if ((st = rill__op_check_fits(fn, s, a, "a", "outer*dim*inner bytes", count)) != RILL_OK ||
+        (st = rill__op_check_fits(fn, s, out, "out", out_shape, out_bytes)) != RILL_OK ||
+        (st = rill__op_check_disjoint(fn, out, out_bytes, "out", a, count, "a")) != RILL_OK ||
+        (st = rill__op_stream(fn, s, &stream, &units)) != RILL_OK)
+        return st;
+    rill__op_reduce_bool_args args = {out, a, outer, dim, inner, (uint32_t)op};
+    access_list acc = {.count = 0};
+    rill__op_access_add(&acc, a, count, RILL_READ);
+    rill__op_access_add(&acc, out, out_bytes, RILL_WRITE);
+    size_t outputs = outer * inner;
+    size_t blocks = rill__op_blocks_for(count, ELEMENTS_PER_BLOCK_MIN, units);
+    return rill__op_launch(stream, RILL__OP_REDUCE_DIM_BOOL, blocks < outputs ? blocks : outputs,
                            &args, sizeof args, &acc);
 }

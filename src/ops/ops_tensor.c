@@ -341,9 +341,8 @@ rill_status rill_op_masked_scale_f32(rill_stream *s, float *out, const float *a,
 
 /* ---- along one dimension ---- */
 
-/* Checks outer, dim and inner, and sets *count = outer * dim * inner. */
-static rill_status check_dims3(const char *fn, size_t outer, size_t dim, size_t inner,
-                               size_t *count) {
+rill_status rill__op_check_dims3(const char *fn, size_t outer, size_t dim, size_t inner,
+                                 size_t *count) {
     const size_t values[3] = {outer, dim, inner};
     const char *const names[3] = {"outer", "dim", "inner"};
     for (int i = 0; i < 3; i++)
@@ -357,7 +356,7 @@ static rill_status check_dims3(const char *fn, size_t outer, size_t dim, size_t 
     size_t bytes = 0;
     if (!rill__op_elem_bytes(&bytes, sizeof(double), outer, dim, inner, 1))
         return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
-                          "%s: outer*dim*inner floats do not fit in memory; pass smaller "
+                          "%s: outer*dim*inner elements do not fit in memory; pass smaller "
                           "dimensions",
                           fn);
     *count = outer * dim * inner;
@@ -386,7 +385,7 @@ rill_status rill_op_reduce_dim_f32(rill_stream *s, rill_reduce_dim_op op, float 
             RILL_OK ||
         (st = rill__op_check_pointer(fn, a, "a", "device memory of outer*dim*inner floats")) !=
             RILL_OK ||
-        (st = check_dims3(fn, outer, dim, inner, &count)) != RILL_OK)
+        (st = rill__op_check_dims3(fn, outer, dim, inner, &count)) != RILL_OK)
         return st;
     size_t a_bytes = count * sizeof(float), out_bytes = outer * inner * sizeof(float);
     size_t idx_bytes = outer * inner * sizeof(int64_t);
@@ -423,7 +422,7 @@ static rill_status softmax(const char *fn, rill_stream *s, float *out, const flo
             RILL_OK ||
         (st = rill__op_check_pointer(fn, a, "a", "device memory of outer*dim*inner floats")) !=
             RILL_OK ||
-        (st = check_dims3(fn, outer, dim, inner, &count)) != RILL_OK)
+        (st = rill__op_check_dims3(fn, outer, dim, inner, &count)) != RILL_OK)
         return st;
     size_t bytes = count * sizeof(float);
     if ((st = rill__op_check_fits(fn, s, a, "a", "outer*dim*inner floats", bytes)) != RILL_OK ||

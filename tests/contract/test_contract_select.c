@@ -20,15 +20,17 @@
 /* Several blocks' worth of elements, a length no multiple of a vector. */
 #define LARGE (((size_t)1 << 16) + 37)
 
-#define N_TYPES 5
-static const rill_element_type all_types[N_TYPES] = {
-    RILL_ELEMENT_U8, RILL_ELEMENT_I32, RILL_ELEMENT_I64, RILL_ELEMENT_F32, RILL_ELEMENT_F64};
-static const char *const type_names[N_TYPES] = {"u8", "i32", "i64", "f32", "f64"};
+#define N_TYPES 6
+static const rill_element_type all_types[N_TYPES] = {RILL_ELEMENT_U8,  RILL_ELEMENT_I32,
+                                                     RILL_ELEMENT_I64, RILL_ELEMENT_F32,
+                                                     RILL_ELEMENT_F64, RILL_ELEMENT_BOOL};
+static const char *const type_names[N_TYPES] = {"u8", "i32", "i64", "f32", "f64", "bool"};
 static const char *const op_names[6] = {"EQ", "NE", "LT", "LE", "GT", "GE"};
 
 static size_t type_size(rill_element_type t) {
     switch (t) {
     case RILL_ELEMENT_U8:
+    case RILL_ELEMENT_BOOL:
         return 1;
     case RILL_ELEMENT_I32:
     case RILL_ELEMENT_F32:
@@ -46,6 +48,8 @@ static size_t type_size(rill_element_type t) {
  * INT64_MAX - 1 and INT64_MAX (in double), INT32_MAX - 1 and INT32_MAX
  * (in float). */
 static const uint8_t pool_u8[] = {0, 1, 2, 127, 128, 254, 255};
+/* Bytes read as bools: any not 0 is true. */
+static const uint8_t pool_bool[] = {0, 1, 2, 255};
 static const int32_t pool_i32[] = {INT32_MIN, INT32_MIN + 1, -7,       -1, 0, 1,
                                    7,         INT32_MAX - 1, INT32_MAX};
 static const int64_t pool_i64[] = {
@@ -75,6 +79,8 @@ static pool pool_of(rill_element_type t) {
         return (pool){pool_f32, sizeof pool_f32 / sizeof pool_f32[0]};
     case RILL_ELEMENT_F64:
         return (pool){pool_f64, sizeof pool_f64 / sizeof pool_f64[0]};
+    case RILL_ELEMENT_BOOL:
+        return (pool){pool_bool, sizeof pool_bool / sizeof pool_bool[0]};
     }
     return (pool){NULL, 0};
 }
@@ -128,6 +134,9 @@ static number load(rill_element_type t, const void *base, size_t index) {
     case RILL_ELEMENT_F64:
         x.is_float = true;
         memcpy(&x.f, p, sizeof x.f);
+        break;
+    case RILL_ELEMENT_BOOL:
+        x.i = *(const uint8_t *)p != 0;
         break;
     }
     return x;
@@ -923,8 +932,8 @@ static void test_select_ops_refuse_bad_arguments(void **state) {
             "op is 6, not a rill_compare_op", NULL);
     refused(rill_op_compare(s, (rill_compare_op)-1, F32, out, a, contig, b, contig, shape, 2), c,
             "not a rill_compare_op", NULL);
-    refused(rill_op_compare(s, EQ, (rill_element_type)5, out, a, contig, b, contig, shape, 2), c,
-            "type is 5, not a rill_element_type", NULL);
+    refused(rill_op_compare(s, EQ, (rill_element_type)6, out, a, contig, b, contig, shape, 2), c,
+            "type is 6, not a rill_element_type", NULL);
     refused(rill_op_compare(s, EQ, (rill_element_type)-1, out, a, contig, b, contig, shape, 2), c,
             "not a rill_element_type", NULL);
     refused(rill_op_compare(s, EQ, F32, NULL, a, contig, b, contig, shape, 2), c, "out is NULL",
@@ -964,7 +973,7 @@ static void test_select_ops_refuse_bad_arguments(void **state) {
             NULL);
     refused(rill_op_compare_scalar(s, (rill_compare_op)6, F32, out, a, contig, &one, shape, 2), cs,
             "not a rill_compare_op", NULL);
-    refused(rill_op_compare_scalar(s, EQ, (rill_element_type)5, out, a, contig, &one, shape, 2), cs,
+    refused(rill_op_compare_scalar(s, EQ, (rill_element_type)6, out, a, contig, &one, shape, 2), cs,
             "not a rill_element_type", NULL);
     refused(rill_op_compare_scalar(s, EQ, F32, NULL, a, contig, &one, shape, 2), cs, "out is NULL",
             NULL);

@@ -51,6 +51,8 @@ static const struct {
     {"rill__cuda_op_compare", RILL__OP_COMPARE},
     {"rill__cuda_op_where", RILL__OP_WHERE},
     {"rill__cuda_op_triangle", RILL__OP_TRIANGLE},
+    {"rill__cuda_op_convert", RILL__OP_CONVERT},
+    {"rill__cuda_op_reduce_dim_bool", RILL__OP_REDUCE_DIM_BOOL},
 };
 
 rill_cpu_kernel_fn fake_op_twin(const char *entry) {

@@ -67,6 +67,25 @@ bool is_f32(const at::Tensor &t) {
     return is_rill(t) && t.scalar_type() == at::kFloat;
 }
 
+std::optional<rill_element_type> element_type(at::ScalarType t) {
+    switch (t) {
+    case at::kBool:
+        return RILL_ELEMENT_BOOL;
+    case at::kByte:
+        return RILL_ELEMENT_U8;
+    case at::kInt:
+        return RILL_ELEMENT_I32;
+    case at::kLong:
+        return RILL_ELEMENT_I64;
+    case at::kFloat:
+        return RILL_ELEMENT_F32;
+    case at::kDouble:
+        return RILL_ELEMENT_F64;
+    default:
+        return std::nullopt;
+    }
+}
+
 bool is_same_view(const at::Tensor &t, const at::Tensor &out) {
     return t.data_ptr() == out.data_ptr() && t.sizes().equals(out.sizes()) &&
            t.strides().equals(out.strides());

@@ -22,6 +22,10 @@ rill_stream *stream_of(const at::Tensor &t);
 // t is a float32 tensor on a rill device.
 bool is_f32(const at::Tensor &t);
 
+// The rill_element_type of a dtype (bool, uint8, int32, int64, float32,
+// float64); nullopt for the others.
+std::optional<rill_element_type> element_type(at::ScalarType t);
+
 // t is out: the same first element, shape and strides.
 bool is_same_view(const at::Tensor &t, const at::Tensor &out);
 

@@ -50,24 +50,6 @@ namespace {
 
 using at::native::call_fallback_fn;
 
-std::optional<rill_element_type> element_type(at::ScalarType t) {
-    switch (t) {
-    case at::kBool:
-    case at::kByte:
-        return RILL_ELEMENT_U8;
-    case at::kInt:
-        return RILL_ELEMENT_I32;
-    case at::kLong:
-        return RILL_ELEMENT_I64;
-    case at::kFloat:
-        return RILL_ELEMENT_F32;
-    case at::kDouble:
-        return RILL_ELEMENT_F64;
-    default:
-        return std::nullopt;
-    }
-}
-
 // An element-wise op writing the dense tensor out, as the kernels see it:
 // out's dimensions in the order in which out is contiguous (at least one),
 // and each input's strides along them, in elements, broadcast (0 where the
@@ -132,6 +114,9 @@ uint64_t compare_bits(rill_element_type type, const at::Scalar &value) {
     switch (type) {
     case RILL_ELEMENT_U8:
         put(static_cast<uint8_t>(integer));
+        break;
+    case RILL_ELEMENT_BOOL:
+        put(static_cast<uint8_t>(value.isFloatingPoint() ? value.toDouble() != 0.0 : integer != 0));
         break;
     case RILL_ELEMENT_I32:
         put(static_cast<int32_t>(integer));

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* CPU bodies of the tensor ops (backend/op_args.h): strided copies,
- * broadcasting binary ops, maps, comparisons and where (select_kernels.c), reductions and softmax
- * along one dimension, layer norm, 2-D pooling, embeddings and the negative log likelihood loss.
- * Each is a rill_cpu_kernel_fn, called once per block; op_kernels.c lists them in
- * rill__cpu_op_body. */
+ * broadcasting binary ops, maps, comparisons, where and conversions
+ * (select_kernels.c), reductions and softmax along one dimension, layer
+ * norm, 2-D pooling, embeddings and the negative log likelihood loss. Each
+ * is a rill_cpu_kernel_fn, called once per block; op_kernels.c lists them
+ * in rill__cpu_op_body. */
 #ifndef RILL_CPU_TENSOR_KERNELS_H
 #define RILL_CPU_TENSOR_KERNELS_H
 
@@ -17,7 +18,9 @@ void rill__cpu_op_masked_scale_f32(const rill_block_ctx *ctx, const void *args);
 /* select_kernels.c */
 void rill__cpu_op_compare(const rill_block_ctx *ctx, const void *args);
 void rill__cpu_op_where(const rill_block_ctx *ctx, const void *args);
+void rill__cpu_op_convert(const rill_block_ctx *ctx, const void *args);
 void rill__cpu_op_triangle(const rill_block_ctx *ctx, const void *args);
+void rill__cpu_op_reduce_dim_bool(const rill_block_ctx *ctx, const void *args);
 void rill__cpu_op_reduce_dim_f32(const rill_block_ctx *ctx, const void *args);
 void rill__cpu_op_softmax_f32(const rill_block_ctx *ctx, const void *args);
 void rill__cpu_op_layer_norm_f32(const rill_block_ctx *ctx, const void *args);

@@ -63,6 +63,8 @@ static const op_body bodies[RILL__OP_COUNT] = {
     [RILL__OP_COMPARE] = {"rill__cuda_op_compare", false},
     [RILL__OP_WHERE] = {"rill__cuda_op_where", false},
     [RILL__OP_TRIANGLE] = {"rill__cuda_op_triangle", false},
+    [RILL__OP_CONVERT] = {"rill__cuda_op_convert", false},
+    [RILL__OP_REDUCE_DIM_BOOL] = {"rill__cuda_op_reduce_dim_bool", false},
 };
 
 const char *rill__cuda_op_entry(rill__op op) {

@@ -26,6 +26,8 @@
  *    the host's in the last bits of a double, below float's resolution;
  *  - conv2d f16: accumulated in float in (c, r, s) order where the CPU's
  *    sgemm picks its own order, then rounded to a half once, as there. */
+#include <type_traits>
+
 #include "backend/half_bits.h"
 #include "backend/op_args.h"
 #include "backend/op_math.h"
@@ -409,12 +411,18 @@ template <typename T> static __device__ uint8_t compare_value(uint32_t op, T x, 
     }
 }
 
-template <typename T> static __device__ void compare_all(const rill__op_select_args &p) {
+/* With as_bool, bytes read as bools: 1 where not 0. */
+template <typename T, bool as_bool = false>
+static __device__ void compare_all(const rill__op_select_args &p) {
     uint8_t *out = static_cast<uint8_t *>(p.out);
     for (size_t i = first_index(); i < p.n; i += grid_threads()) {
         size_t off[4];
         select_offsets(p, i, off);
         T x = select_load<T>(p.a, off[1], 0), y = select_load<T>(p.b, off[2], p.b_bits);
+        if (as_bool) {
+            x = x != 0;
+            y = y != 0;
+        }
         out[off[0]] = compare_value(p.op, x, y);
     }
 }
@@ -423,6 +431,9 @@ ENTRY rill__cuda_op_compare(rill__op_select_args p) {
     switch (p.type) {
     case RILL_ELEMENT_U8:
         compare_all<uint8_t>(p);
+        break;
+    case RILL_ELEMENT_BOOL:
+        compare_all<uint8_t, true>(p);
         break;
     case RILL_ELEMENT_I32:
         compare_all<int32_t>(p);
@@ -467,6 +478,90 @@ ENTRY rill__cuda_op_where(rill__op_select_args p) {
     }
 }
 
+/* ---- convert: rill_op_convert's rules ---- */
+
+/* An element read as an integer (a bool as 0 or 1) or as a double. */
+struct converted {
+    bool floating;
+    int64_t i;
+    double f;
+};
+
+template <typename T, bool as_bool = false>
+static __device__ converted convert_load(const void *base, size_t off) {
+    T x = static_cast<const T *>(base)[off];
+    if (as_bool)
+        return {false, x != 0, 0.0};
+    if (std::is_floating_point<T>::value)
+        return {true, 0, (double)x};
+    return {false, (int64_t)x, 0.0};
+}
+
+/* A floating value rounded toward zero; NaN and values past the range give
+ * the lowest value, as on x86 (CUDA's conversions saturate instead). */
+static __device__ int64_t float_to_i64(double x) {
+    return x >= -9223372036854775808.0 && x < 9223372036854775808.0 ? (int64_t)x : INT64_MIN;
+}
+static __device__ int32_t float_to_i32(double x) {
+    return x > -2147483649.0 && x < 2147483648.0 ? (int32_t)x : INT32_MIN;
+}
+
+static __device__ void convert_store(void *base, size_t off, uint32_t type, converted v) {
+    switch (type) {
+    case RILL_ELEMENT_U8:
+        static_cast<uint8_t *>(base)[off] = (uint8_t)(v.floating ? float_to_i64(v.f) : v.i);
+        break;
+    case RILL_ELEMENT_I32:
+        static_cast<int32_t *>(base)[off] = v.floating ? float_to_i32(v.f) : (int32_t)v.i;
+        break;
+    case RILL_ELEMENT_I64:
+        static_cast<int64_t *>(base)[off] = v.floating ? float_to_i64(v.f) : v.i;
+        break;
+    case RILL_ELEMENT_F32:
+        /* From an integer directly: through a double would round twice. */
+        static_cast<float *>(base)[off] = v.floating ? (float)v.f : (float)v.i;
+        break;
+    case RILL_ELEMENT_F64:
+        static_cast<double *>(base)[off] = v.floating ? v.f : (double)v.i;
+        break;
+    default:
+        static_cast<uint8_t *>(base)[off] = v.floating ? v.f != 0.0 : v.i != 0;
+        break;
+    }
+}
+
+template <typename T, bool as_bool = false>
+static __device__ void convert_all(const rill__op_select_args &p) {
+    for (size_t i = first_index(); i < p.n; i += grid_threads()) {
+        size_t off[4];
+        select_offsets(p, i, off);
+        convert_store(p.out, off[0], p.op, convert_load<T, as_bool>(p.a, off[1]));
+    }
+}
+
+ENTRY rill__cuda_op_convert(rill__op_select_args p) {
+    switch (p.type) {
+    case RILL_ELEMENT_U8:
+        convert_all<uint8_t>(p);
+        break;
+    case RILL_ELEMENT_I32:
+        convert_all<int32_t>(p);
+        break;
+    case RILL_ELEMENT_I64:
+        convert_all<int64_t>(p);
+        break;
+    case RILL_ELEMENT_F32:
+        convert_all<float>(p);
+        break;
+    case RILL_ELEMENT_F64:
+        convert_all<double>(p);
+        break;
+    case RILL_ELEMENT_BOOL:
+        convert_all<uint8_t, true>(p);
+        break;
+    }
+}
+
 /* One thread per element; outside the triangle, 0 of the element's width. */
 template <typename T> static __device__ void triangle_all(const rill__op_triangle_args &p) {
     T *out = static_cast<T *>(p.out);
@@ -493,6 +588,23 @@ ENTRY rill__cuda_op_triangle(rill__op_triangle_args p) {
     default:
         triangle_all<uint64_t>(p);
         break;
+    }
+}
+
+/* One thread per output (o, i): consecutive threads read consecutive i. */
+ENTRY rill__cuda_op_reduce_dim_bool(rill__op_reduce_bool_args p) {
+    size_t outputs = p.outer * p.inner;
+    for (size_t item = first_index(); item < outputs; item += grid_threads()) {
+        size_t o = item / p.inner, i = item % p.inner;
+        const uint8_t *a = p.a + o * p.dim * p.inner + i;
+        int64_t count = 0;
+        for (size_t d = 0; d < p.dim; d++)
+            count += a[d * p.inner] != 0;
+        if (p.op == RILL_REDUCE_BOOL_COUNT)
+            static_cast<int64_t *>(p.out)[item] = count;
+        else
+            static_cast<uint8_t *>(p.out)[item] =
+                p.op == RILL_REDUCE_BOOL_ANY ? count > 0 : count == (int64_t)p.dim;
     }
 }
 
