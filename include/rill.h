@@ -912,6 +912,14 @@ rill_status rill_op_compare(rill_stream *s, rill_compare_op op, rill_element_typ
 rill_status rill_op_convert(rill_stream *s, rill_element_type out_type, void *out,
                             rill_element_type in_type, const void *in, const size_t *in_strides,
                             const size_t *shape, size_t ndim);
+/* out[i] = start + i * step for i < n, computed in int64_t (wrapping as
+ * two's complement) and converted to type by rill_op_convert's rules: out
+ * contiguous elements of type, aligned to them. PyTorch's arange of an
+ * integer type, and of a floating one where every value is an integer the
+ * type holds exactly (|value| <= 2^24 for F32, 2^53 for F64). n 0 or a
+ * type outside its enum is RILL_ERROR_INVALID_ARGUMENT. */
+rill_status rill_op_arange(rill_stream *s, rill_element_type type, void *out, int64_t start,
+                           int64_t step, size_t n);
 /* rill_op_compare against a number: b at every index is *value, one
  * element of type in host memory, read during the call. isneginf is EQ
  * against -inf; a bool tensor's logical not is EQ against 0. */

@@ -68,6 +68,7 @@ typedef enum rill__op {
     RILL__OP_TRIANGLE,
     RILL__OP_CONVERT,
     RILL__OP_REDUCE_DIM_BOOL,
+    RILL__OP_ARANGE,
     RILL__OP_COUNT
 } rill__op;
 
@@ -421,6 +422,16 @@ typedef struct rill__op_reduce_dim_args {
     size_t outer, dim, inner;
     uint32_t op;
 } rill__op_reduce_dim_args;
+
+/* out[i] = start + i * step for i < n, in int64_t modulo 2^64, converted
+ * to the rill_element_type type by rill_op_convert's rules; block g of G
+ * takes the g-th of G slices. */
+typedef struct rill__op_arange_args {
+    void *out;
+    int64_t start, step;
+    size_t n;
+    uint32_t type;
+} rill__op_arange_args;
 
 /* a is bytes [outer, dim, inner] and out [outer, inner], contiguous:
  * out[o, i] = the rill_reduce_bool_op op over d < dim of a[o, d, i] != 0,

@@ -76,6 +76,9 @@ static const char *const op_names[RILL__OP_COUNT] = {
     [RILL__OP_COMPARE] = "compare",
     [RILL__OP_WHERE] = "where",
     [RILL__OP_TRIANGLE] = "triangle",
+    [RILL__OP_CONVERT] = "convert",
+    [RILL__OP_REDUCE_DIM_BOOL] = "reduce_dim_bool",
+    [RILL__OP_ARANGE] = "arange",
 };
 
 /* NULL until first use; then owned here until rill__ops_shutdown. */

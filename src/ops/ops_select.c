@@ -3,12 +3,12 @@
  * compare (a bool result from two operands or an operand and a number),
  * where (a choice between two operands by a bool one), masked_fill (where
  * with a number, in place) and convert (between element types).
- * Contiguous: triangle (tril, triu) and reduce_dim_bool (any, all, the
- * count of a bool tensor). Each launches one kernel (RILL__OP_COMPARE,
+ * Contiguous: triangle (tril, triu), reduce_dim_bool (any, all, the count
+ * of a bool tensor) and arange. Each launches one kernel (RILL__OP_COMPARE,
  * RILL__OP_WHERE, RILL__OP_CONVERT, RILL__OP_TRIANGLE,
- * RILL__OP_REDUCE_DIM_BOOL), the strided ones after the checks of
- * ops_tensor.c's strided ops. Layer: ops, on what ops.c and ops_tensor.c
- * provide (ops_internal.h). */
+ * RILL__OP_REDUCE_DIM_BOOL, RILL__OP_ARANGE), the strided ones after the
+ * checks of ops_tensor.c's strided ops. Layer: ops, on what ops.c and
+ * ops_tensor.c provide (ops_internal.h). */
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -358,4 +358,30 @@ rill_status rill_op_reduce_dim_bool(rill_stream *s, rill_reduce_bool_op op, void
     size_t blocks = rill__op_blocks_for(count, ELEMENTS_PER_BLOCK_MIN, units);
     return rill__op_launch(stream, RILL__OP_REDUCE_DIM_BOOL, blocks < outputs ? blocks : outputs,
                            &args, sizeof args, &acc);
+}
+
+/* ---- arange ---- */
+
+rill_status rill_op_arange(rill_stream *s, rill_element_type type, void *out, int64_t start,
+                           int64_t step, size_t n) {
+    RILL_CALL_SCOPE();
+    static const char fn[] = "rill_op_arange";
+    size_t elem = 0, units = 0;
+    rill__stream *stream = NULL;
+    rill_status st;
+    if ((st = check_type(fn, type, "type", &elem)) != RILL_OK ||
+        (st = rill__op_check_pointer(fn, out, "out", "device memory for n elements")) != RILL_OK ||
+        (st = check_aligned(fn, out, "out", elem)) != RILL_OK)
+        return st;
+    if (n == 0 || n > SIZE_MAX / elem)
+        return rill__fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "%s: n is %zu; pass the number of elements of out (at least 1)", fn, n);
+    if ((st = rill__op_check_fits(fn, s, out, "out", "n elements", n * elem)) != RILL_OK ||
+        (st = rill__op_stream(fn, s, &stream, &units)) != RILL_OK)
+        return st;
+    rill__op_arange_args args = {out, start, step, n, (uint32_t)type};
+    access_list acc = {.count = 0};
+    rill__op_access_add(&acc, out, n * elem, RILL_WRITE);
+    return rill__op_launch_n(stream, RILL__OP_ARANGE, n, ELEMENTS_PER_BLOCK_MIN, units, &args,
+                             sizeof args, &acc);
 }

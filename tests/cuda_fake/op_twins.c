@@ -53,6 +53,7 @@ static const struct {
     {"rill__cuda_op_triangle", RILL__OP_TRIANGLE},
     {"rill__cuda_op_convert", RILL__OP_CONVERT},
     {"rill__cuda_op_reduce_dim_bool", RILL__OP_REDUCE_DIM_BOOL},
+    {"rill__cuda_op_arange", RILL__OP_ARANGE},
 };
 
 rill_cpu_kernel_fn fake_op_twin(const char *entry) {

@@ -634,6 +634,7 @@ rill_cpu_kernel_fn rill__cpu_op_body(rill__op op) {
         [RILL__OP_CONVERT] = rill__cpu_op_convert,
         [RILL__OP_TRIANGLE] = rill__cpu_op_triangle,
         [RILL__OP_REDUCE_DIM_BOOL] = rill__cpu_op_reduce_dim_bool,
+        [RILL__OP_ARANGE] = rill__cpu_op_arange,
         [RILL__OP_REDUCE_DIM_F32] = rill__cpu_op_reduce_dim_f32,
         [RILL__OP_SOFTMAX_F32] = rill__cpu_op_softmax_f32,
         [RILL__OP_LAYER_NORM_F32] = rill__cpu_op_layer_norm_f32,

@@ -7,7 +7,7 @@
  * operand is read from a local copy of its bits with stride 0. Triangle:
  * each block takes whole rows, a copy of the kept span and zeros around
  * it. reduce_dim_bool: each block counts the bytes not 0 of its outputs,
- * a row or a run of columns at a time. */
+ * a row or a run of columns at a time. arange: each block a slice. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -349,4 +349,36 @@ void rill__cpu_op_reduce_dim_bool(const rill_block_ctx *ctx, const void *args) {
         }
         item += cols;
     }
+}
+
+/* ---- arange ---- */
+
+/* Slice [begin, end) of start + i * step, in uint64_t (wrapping), through
+ * CONV to TO. */
+#define ARANGE_RUN(name, TO, CONV)                                                                 \
+    static void name(void *out, int64_t start, int64_t step, size_t begin, size_t end) {           \
+        TO *o = out;                                                                               \
+        for (size_t i = begin; i < end; i++)                                                       \
+            o[i] = CONV((int64_t)((uint64_t)start + (uint64_t)i * (uint64_t)step));                \
+    }
+
+ARANGE_RUN(arange_u8, uint8_t, INT_TO_U8)
+ARANGE_RUN(arange_i32, int32_t, INT_TO_I32)
+ARANGE_RUN(arange_i64, int64_t, INT_TO_I64)
+ARANGE_RUN(arange_f32, float, TO_F32)
+ARANGE_RUN(arange_f64, double, TO_F64)
+ARANGE_RUN(arange_b, uint8_t, AS_BOOL)
+
+void rill__cpu_op_arange(const rill_block_ctx *ctx, const void *args) {
+    typedef void (*arange_fn)(void *, int64_t, int64_t, size_t, size_t);
+    static const arange_fn by_type[] = {
+        [RILL_ELEMENT_U8] = arange_u8,   [RILL_ELEMENT_I32] = arange_i32,
+        [RILL_ELEMENT_I64] = arange_i64, [RILL_ELEMENT_F32] = arange_f32,
+        [RILL_ELEMENT_F64] = arange_f64, [RILL_ELEMENT_BOOL] = arange_b,
+    };
+    const rill__op_arange_args *p = args;
+    size_t begin, end;
+    select_slice(ctx, p->n, &begin, &end);
+    if (begin < end && p->type <= RILL_ELEMENT_BOOL)
+        by_type[p->type](p->out, p->start, p->step, begin, end);
 }

@@ -21,6 +21,7 @@ void rill__cpu_op_where(const rill_block_ctx *ctx, const void *args);
 void rill__cpu_op_convert(const rill_block_ctx *ctx, const void *args);
 void rill__cpu_op_triangle(const rill_block_ctx *ctx, const void *args);
 void rill__cpu_op_reduce_dim_bool(const rill_block_ctx *ctx, const void *args);
+void rill__cpu_op_arange(const rill_block_ctx *ctx, const void *args);
 void rill__cpu_op_reduce_dim_f32(const rill_block_ctx *ctx, const void *args);
 void rill__cpu_op_softmax_f32(const rill_block_ctx *ctx, const void *args);
 void rill__cpu_op_layer_norm_f32(const rill_block_ctx *ctx, const void *args);

@@ -65,6 +65,7 @@ static const op_body bodies[RILL__OP_COUNT] = {
     [RILL__OP_TRIANGLE] = {"rill__cuda_op_triangle", false},
     [RILL__OP_CONVERT] = {"rill__cuda_op_convert", false},
     [RILL__OP_REDUCE_DIM_BOOL] = {"rill__cuda_op_reduce_dim_bool", false},
+    [RILL__OP_ARANGE] = {"rill__cuda_op_arange", false},
 };
 
 const char *rill__cuda_op_entry(rill__op op) {

@@ -562,6 +562,13 @@ ENTRY rill__cuda_op_convert(rill__op_select_args p) {
     }
 }
 
+ENTRY rill__cuda_op_arange(rill__op_arange_args p) {
+    for (size_t i = first_index(); i < p.n; i += grid_threads()) {
+        int64_t v = (int64_t)((uint64_t)p.start + (uint64_t)i * (uint64_t)p.step);
+        convert_store(p.out, i, p.type, converted{false, v, 0.0});
+    }
+}
+
 /* One thread per element; outside the triangle, 0 of the element's width. */
 template <typename T> static __device__ void triangle_all(const rill__op_triangle_args &p) {
     T *out = static_cast<T *>(p.out);
