@@ -4,7 +4,7 @@
 // out=, which PyTorch's _foreach_ ops call per tensor), the same ops
 // between a tensor and a CPU number, add and sub with an alpha between
 // tensors of one shape, activations and other maps, fills (of every dtype
-// of 1 to 8 bytes), and Adam's addcmul, addcdiv, lerp and clamp_min
+// of 1 to 8 bytes), arange, and Adam's addcmul, addcdiv, lerp and clamp_min
 // composed of these. The pool
 // sees the accesses each kernel declares, so memory another stream's kernel
 // still reads is not handed out again early. Dense tensors in any order of
@@ -24,11 +24,14 @@
 
 #include <ATen/ExpandUtils.h>
 #include <ATen/TensorIterator.h>
+#include <ATen/native/BinaryOps.h>
 #include <ATen/native/CPUFallback.h>
 #include <ATen/ops/abs_ops.h>
 #include <ATen/ops/add_ops.h>
 #include <ATen/ops/addcdiv_ops.h>
 #include <ATen/ops/addcmul_ops.h>
+#include <ATen/ops/arange.h>
+#include <ATen/ops/arange_ops.h>
 #include <ATen/ops/clamp_min_ops.h>
 #include <ATen/ops/clamp_ops.h>
 #include <ATen/ops/div_ops.h>
@@ -329,8 +332,21 @@ at::Tensor number_new(rill_binary_op op, const at::Tensor &t, float value, bool 
     return m.out;
 }
 
-at::Tensor binary_new(rill_binary_op op, const at::Tensor &a, const at::Tensor &b, bool *done) {
+// t converted to float32 when it is a rill tensor of an integer or bool
+// dtype meeting the float32 rill tensor other in an op whose result is
+// float32: what PyTorch's CPU kernel computes with (each value rounded once
+// to float). t itself otherwise.
+at::Tensor promoted(const at::Tensor &t, const at::Tensor &other) {
+    if (!is_rill(t) || !is_f32(other) || t.device() != other.device() ||
+        !at::isIntegralType(t.scalar_type(), true) || !element_type(t.scalar_type()) ||
+        at::result_type(t, other) != at::kFloat)
+        return t;
+    return t.to(at::kFloat);
+}
+
+at::Tensor binary_new(rill_binary_op op, const at::Tensor &x, const at::Tensor &y, bool *done) {
     *done = false;
+    at::Tensor a = promoted(x, y), b = promoted(y, x);
     std::optional<float> v = cpu_number(b, a);
     bool value_first = !v;
     if (value_first)
@@ -359,8 +375,9 @@ bool writes_like(const at::Tensor &out, const at::Tensor &a) {
 // out = a (op) b into an existing out (out= and in place): rill tensors a
 // and b, or one of them a CPU number (PyTorch's mul_ of a number is
 // mul.out(number, t, out=t)).
-bool binary_out(rill_binary_op op, const at::Tensor &a, const at::Tensor &b,
+bool binary_out(rill_binary_op op, const at::Tensor &x, const at::Tensor &y,
                 const at::Tensor &out) {
+    at::Tensor a = promoted(x, y), b = promoted(y, x);
     if (std::optional<float> v = cpu_number(b, a))
         return a.is_non_overlapping_and_dense() && writes_like(out, a) &&
                number(op, out, a, *v, false);
@@ -436,8 +453,13 @@ at::Tensor add_long_number(const at::Tensor &out, const at::Tensor &a, const at:
 // a + alpha b, a - alpha b (sign -1) into a new tensor: undefined when the
 // kernels do not take it.
 at::Tensor add_new(const at::Tensor &a, const at::Tensor &b, const at::Scalar &alpha, float sign) {
-    if (is_rill(a) && a.scalar_type() == at::kLong)
-        return add_long_number(at::Tensor(), a, b, alpha, sign > 0 ? 1 : -1);
+    if (sign < 0) // PyTorch's refusal of a bool operand, which promotion would hide
+        at::native::sub_check(a, b);
+    if (is_rill(a) && a.scalar_type() == at::kLong) {
+        at::Tensor out = add_long_number(at::Tensor(), a, b, alpha, sign > 0 ? 1 : -1);
+        if (out.defined())
+            return out;
+    }
     if (is_one(alpha)) {
         bool done = false;
         at::Tensor out = binary_new(sign > 0 ? RILL_BINARY_ADD : RILL_BINARY_SUB, a, b, &done);
@@ -456,6 +478,8 @@ at::Tensor add_new(const at::Tensor &a, const at::Tensor &b, const at::Scalar &a
 // out = a + sign alpha b into an existing out (out=, or a in place).
 bool add_into(const at::Tensor &out, const at::Tensor &a, const at::Tensor &b,
               const at::Scalar &alpha, float sign) {
+    if (sign < 0)
+        at::native::sub_check(a, b);
     if (a.scalar_type() == at::kLong)
         return add_long_number(out, a, b, alpha, sign > 0 ? 1 : -1).defined();
     if (is_one(alpha))
@@ -751,6 +775,69 @@ at::Tensor &zero_(at::Tensor &self) {
     return call_fallback_fn<&boxed_fallback, at::_ops::zero_>::call(self);
 }
 
+// A number that is an integer of magnitude at most limit, as an int64.
+std::optional<int64_t> exact_integer(const at::Scalar &v, double limit) {
+    if (v.isComplex() || v.isBoolean())
+        return std::nullopt;
+    if (v.isIntegral(false))
+        return v.type() == at::kUInt64 || std::abs(static_cast<double>(v.toLong())) > limit
+                   ? std::nullopt
+                   : std::optional<int64_t>(v.toLong());
+    double d = v.toDouble();
+    if (!(std::abs(d) <= limit) || d != std::trunc(d))
+        return std::nullopt;
+    return static_cast<int64_t>(d);
+}
+
+// arange into out with rill_op_arange where its values are PyTorch's CPU
+// values: integer dtypes (start and step as PyTorch converts them, the
+// values wrapping in int64 and kept to the dtype's low bits), and float32
+// and float64 when start, step and every value are integers the dtype
+// holds exactly (PyTorch's vectorized CPU kernel adds steps in float, so
+// other values depend on its vector width). PyTorch's meta kernel checks
+// the arguments, warns and sizes the result first, in its own words.
+bool arange_into(const at::Scalar &start, const at::Scalar &end, const at::Scalar &step,
+                 at::Tensor &out) {
+    std::optional<rill_element_type> type = element_type(out.scalar_type());
+    if (!is_rill(out) || !type || *type == RILL_ELEMENT_BOOL)
+        return false;
+    at::Tensor meta =
+        at::empty_strided(out.sizes(), out.strides(), out.options().device(at::kMeta));
+    at::arange_out(meta, start, end, step);
+    if (!out.sizes().equals(meta.sizes()))
+        out.resize_(meta.sizes());
+    int64_t n = out.numel();
+    if (n == 0)
+        return true;
+    if (!out.is_contiguous())
+        return false;
+    bool floating = *type == RILL_ELEMENT_F32 || *type == RILL_ELEMENT_F64;
+    double limit = *type == RILL_ELEMENT_F32 ? 0x1p24 : 0x1p53;
+    std::optional<int64_t> first, by;
+    if (floating) {
+        first = exact_integer(start, limit);
+        by = exact_integer(step, limit);
+        if (!first || !by ||
+            std::abs(static_cast<double>(*first) +
+                     static_cast<double>(*by) * static_cast<double>(n - 1)) > limit)
+            return false;
+    } else {
+        first = start.to<int64_t>();
+        by = step.to<int64_t>();
+    }
+    TORCH_RILL_CHECK(
+        rill_op_arange(stream_of(out), *type, out.data_ptr(), *first, *by, static_cast<size_t>(n)));
+    return true;
+}
+
+at::Tensor &arange_out(const at::Scalar &start, const at::Scalar &end, const at::Scalar &step,
+                       at::Tensor &out) {
+    if (arange_into(start, end, step, out))
+        return out;
+    return call_fallback_fn<&boxed_fallback, at::_ops::arange_start_out>::call(start, end, step,
+                                                                               out);
+}
+
 // out = op(a, alpha) for a dense float32 a read as one span, into out
 // (new_like(a), or a itself); false when the kernel does not take a.
 bool map(rill_map_op op, const at::Tensor &out, const at::Tensor &a, float alpha) {
@@ -882,6 +969,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     m.impl("minimum", minimum);
     m.impl("fill_.Scalar", fill_);
     m.impl("zero_", zero_);
+    m.impl("arange.start_out", arange_out);
     m.impl("relu", unary<RILL_MAP_RELU, at::_ops::relu>);
     m.impl("relu_", unary_<RILL_MAP_RELU, at::_ops::relu_>);
     m.impl("gelu", gelu);

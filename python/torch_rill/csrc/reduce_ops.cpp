@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Reductions and softmax as rill kernels queued on the current stream: sum
 // and mean over one dimension, several adjacent ones or all of them
-// (keepdim either way), vector norms over the same, _softmax and
-// _log_softmax along any dimension.
+// (keepdim either way), vector norms over the same, all, any and the sum
+// (count) of bool tensors over the same, _softmax and _log_softmax along
+// any dimension.
 // rill's ops read a contiguous [outer, dim, inner]; a strided input is made
 // contiguous first by rill's strided copy on the same stream. Other cases
 // (other dtypes, dimensions that are not adjacent, empty tensors,
@@ -14,6 +15,8 @@
 #include <ATen/ops/_log_softmax_ops.h>
 #include <ATen/ops/_softmax_ops.h>
 #include <ATen/ops/abs.h>
+#include <ATen/ops/all_ops.h>
+#include <ATen/ops/any_ops.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/linalg_vector_norm_ops.h>
 #include <ATen/ops/mean_ops.h>
@@ -24,6 +27,7 @@
 #include <torch/library.h>
 
 #include "fallback.h"
+#include "host_view.h"
 #include "native_ops.h"
 #include "runtime.h"
 
@@ -60,14 +64,19 @@ int64_t wrap_dim(int64_t d, int64_t ndim) {
     return d < 0 ? d + n : d;
 }
 
-// sum or mean of a over dims (none or empty: all of them) into a new
-// tensor; undefined when the kernel does not take the case. Several
-// dimensions are taken when they are adjacent (the last two of an image:
-// adaptive_avg_pool2d to 1x1), read as one.
-at::Tensor reduce(rill_reduce_dim_op op, const at::Tensor &a, at::OptionalIntArrayRef dims,
-                  bool keepdim, std::optional<c10::ScalarType> dtype) {
-    if (!is_f32(a) || (dtype && *dtype != at::kFloat) || a.numel() == 0)
-        return {};
+// A reduction of a (numel > 0) over dims (none or empty: all of them) read
+// as a contiguous [outer, dim, inner], and the result's shape; ok false
+// when the kernels do not take the dims. Several dimensions are taken when
+// they are adjacent (the last two of an image: adaptive_avg_pool2d to
+// 1x1), read as one.
+struct Plan {
+    bool ok = false;
+    Split split;
+    std::vector<int64_t> shape;
+};
+
+Plan plan(const at::Tensor &a, at::OptionalIntArrayRef dims, bool keepdim) {
+    Plan p;
     bool all = !dims.has_value() || dims->empty() || a.dim() == 0;
     int64_t first = 0, last = a.dim() - 1;
     if (!all) {
@@ -75,38 +84,128 @@ at::Tensor reduce(rill_reduce_dim_op op, const at::Tensor &a, at::OptionalIntArr
         for (int64_t d : *dims) {
             ds.push_back(wrap_dim(d, a.dim()));
             if (ds.back() < 0)
-                return {};
+                return p;
         }
         std::sort(ds.begin(), ds.end());
         if (std::adjacent_find(ds.begin(), ds.end()) != ds.end() ||
             ds.back() - ds.front() + 1 != static_cast<int64_t>(ds.size()))
-            return {}; // repeated (PyTorch's error) or not adjacent
+            return p; // repeated (PyTorch's error) or not adjacent
         first = ds.front();
         last = ds.back();
     }
-    Split s;
+    Split &s = p.split;
     if (all)
         s.dim = static_cast<size_t>(a.numel());
     else
         for (int64_t i = 0; i < a.dim(); i++)
             (i < first ? s.outer : i <= last ? s.dim : s.inner) *= static_cast<size_t>(a.size(i));
-    std::vector<int64_t> shape;
     for (int64_t i = 0; i < a.dim(); i++)
         if (!(all || (i >= first && i <= last)))
-            shape.push_back(a.size(i));
+            p.shape.push_back(a.size(i));
         else if (keepdim)
-            shape.push_back(1);
+            p.shape.push_back(1);
+    p.ok = true;
+    return p;
+}
+
+// sum or mean of a over dims (none or empty: all of them) into a new
+// tensor; undefined when the kernel does not take the case.
+at::Tensor reduce(rill_reduce_dim_op op, const at::Tensor &a, at::OptionalIntArrayRef dims,
+                  bool keepdim, std::optional<c10::ScalarType> dtype) {
+    if (!is_f32(a) || (dtype && *dtype != at::kFloat) || a.numel() == 0)
+        return {};
+    Plan p = plan(a, dims, keepdim);
+    if (!p.ok)
+        return {};
     at::Tensor ac = a.contiguous();
-    at::Tensor out = at::empty(shape, a.options());
+    at::Tensor out = at::empty(p.shape, a.options());
     const c10::DeviceGuard guard(a.device());
     TORCH_RILL_CHECK(rill_op_reduce_dim_f32(stream_of(out), op, out.data_ptr<float>(), nullptr,
-                                            ac.const_data_ptr<float>(), s.outer, s.dim, s.inner));
+                                            ac.const_data_ptr<float>(), p.split.outer, p.split.dim,
+                                            p.split.inner));
     return out;
+}
+
+// any, all, or the count (a sum, int64) of a bool tensor a over dims, as
+// reduce takes them, into a new tensor; undefined when the kernel does not
+// take the case.
+at::Tensor reduce_bool(rill_reduce_bool_op op, const at::Tensor &a, at::OptionalIntArrayRef dims,
+                       bool keepdim) {
+    if (!is_rill(a) || a.scalar_type() != at::kBool || a.numel() == 0)
+        return {};
+    Plan p = plan(a, dims, keepdim);
+    if (!p.ok)
+        return {};
+    at::Tensor ac = a.contiguous();
+    at::Tensor out =
+        at::empty(p.shape, a.options().dtype(op == RILL_REDUCE_BOOL_COUNT ? at::kLong : at::kBool));
+    const c10::DeviceGuard guard(a.device());
+    TORCH_RILL_CHECK(rill_op_reduce_dim_bool(stream_of(out), op, out.data_ptr(),
+                                             static_cast<const uint8_t *>(ac.const_data_ptr()),
+                                             p.split.outer, p.split.dim, p.split.inner));
+    return out;
+}
+
+// sum of a bool tensor: its count, int64 unless dtype asks for another.
+at::Tensor count(const at::Tensor &a, at::OptionalIntArrayRef dims, bool keepdim,
+                 std::optional<c10::ScalarType> dtype) {
+    if (dtype && *dtype != at::kLong)
+        return {};
+    return reduce_bool(RILL_REDUCE_BOOL_COUNT, a, dims, keepdim);
+}
+
+// all or any over dims: dims given and empty reduces nothing, which the
+// fallback does.
+at::Tensor all_any(rill_reduce_bool_op op, const at::Tensor &a, at::OptionalIntArrayRef dims,
+                   bool keepdim) {
+    if (dims.has_value() && dims->empty())
+        return {};
+    return reduce_bool(op, a, dims, keepdim);
+}
+
+at::Tensor all(const at::Tensor &a) {
+    at::Tensor out = all_any(RILL_REDUCE_BOOL_ALL, a, std::nullopt, false);
+    return out.defined() ? out : call_fallback_fn<&boxed_fallback, at::_ops::all>::call(a);
+}
+
+at::Tensor all_dim(const at::Tensor &a, int64_t dim, bool keepdim) {
+    at::Tensor out = all_any(RILL_REDUCE_BOOL_ALL, a, at::IntArrayRef(dim), keepdim);
+    return out.defined()
+               ? out
+               : call_fallback_fn<&boxed_fallback, at::_ops::all_dim>::call(a, dim, keepdim);
+}
+
+at::Tensor all_dims(const at::Tensor &a, at::OptionalIntArrayRef dims, bool keepdim) {
+    at::Tensor out = all_any(RILL_REDUCE_BOOL_ALL, a, dims, keepdim);
+    return out.defined()
+               ? out
+               : call_fallback_fn<&boxed_fallback, at::_ops::all_dims>::call(a, dims, keepdim);
+}
+
+at::Tensor any(const at::Tensor &a) {
+    at::Tensor out = all_any(RILL_REDUCE_BOOL_ANY, a, std::nullopt, false);
+    return out.defined() ? out : call_fallback_fn<&boxed_fallback, at::_ops::any>::call(a);
+}
+
+at::Tensor any_dim(const at::Tensor &a, int64_t dim, bool keepdim) {
+    at::Tensor out = all_any(RILL_REDUCE_BOOL_ANY, a, at::IntArrayRef(dim), keepdim);
+    return out.defined()
+               ? out
+               : call_fallback_fn<&boxed_fallback, at::_ops::any_dim>::call(a, dim, keepdim);
+}
+
+at::Tensor any_dims(const at::Tensor &a, at::OptionalIntArrayRef dims, bool keepdim) {
+    at::Tensor out = all_any(RILL_REDUCE_BOOL_ANY, a, dims, keepdim);
+    return out.defined()
+               ? out
+               : call_fallback_fn<&boxed_fallback, at::_ops::any_dims>::call(a, dims, keepdim);
 }
 
 at::Tensor sum_dim(const at::Tensor &a, at::OptionalIntArrayRef dims, bool keepdim,
                    std::optional<c10::ScalarType> dtype) {
-    at::Tensor out = reduce(RILL_REDUCE_DIM_SUM, a, dims, keepdim, dtype);
+    at::Tensor out = a.scalar_type() == at::kBool
+                         ? count(a, dims, keepdim, dtype)
+                         : reduce(RILL_REDUCE_DIM_SUM, a, dims, keepdim, dtype);
     if (out.defined())
         return out;
     return call_fallback_fn<&boxed_fallback, at::_ops::sum_dim_IntList>::call(a, dims, keepdim,
@@ -114,7 +213,9 @@ at::Tensor sum_dim(const at::Tensor &a, at::OptionalIntArrayRef dims, bool keepd
 }
 
 at::Tensor sum(const at::Tensor &a, std::optional<c10::ScalarType> dtype) {
-    at::Tensor out = reduce(RILL_REDUCE_DIM_SUM, a, std::nullopt, false, dtype);
+    at::Tensor out = a.scalar_type() == at::kBool
+                         ? count(a, std::nullopt, false, dtype)
+                         : reduce(RILL_REDUCE_DIM_SUM, a, std::nullopt, false, dtype);
     return out.defined() ? out : call_fallback_fn<&boxed_fallback, at::_ops::sum>::call(a, dtype);
 }
 
@@ -198,6 +299,12 @@ at::Tensor log_softmax(const at::Tensor &a, int64_t dim, bool half_to_float) {
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     m.impl("sum.dim_IntList", sum_dim);
     m.impl("sum", sum);
+    m.impl("all", all);
+    m.impl("all.dim", all_dim);
+    m.impl("all.dims", all_dims);
+    m.impl("any", any);
+    m.impl("any.dim", any_dim);
+    m.impl("any.dims", any_dims);
     m.impl("mean.dim", mean_dim);
     m.impl("linalg_vector_norm", vector_norm);
     m.impl("_softmax", softmax);

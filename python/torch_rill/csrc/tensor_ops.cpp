@@ -4,17 +4,22 @@
 // Copies between contiguous tensors of one dtype, and between tensors of
 // one rill device and dtype of 4, 8 or 16 bytes into any destination that
 // reaches each element once, are rill copies queued on the current stream,
-// as are non_blocking copies to and from pinned host memory; others run
+// as are copies between dtypes on one rill device into a dense destination
+// (rill's conversion) and non_blocking copies to and from pinned host
+// memory; others run
 // PyTorch's CPU copy on host views, or, for a device the host cannot read,
 // on copies in host memory. Conjugate and negative views are copied by
 // their physical values, then resolved in the destination. cat (so stack)
 // of rill tensors of one device and dtype is one such copy per input, into
 // its slice of the result.
 #include <algorithm>
+#include <numeric>
+#include <optional>
 #include <utility>
 #include <vector>
 
 #include <ATen/EmptyTensor.h>
+#include <ATen/ExpandUtils.h>
 #include <ATen/native/CPUFallback.h>
 #include <ATen/native/Resize.h>
 #include <ATen/native/TensorFactories.h>
@@ -35,6 +40,7 @@
 #include "capture.h"
 #include "fallback.h"
 #include "host_view.h"
+#include "native_ops.h"
 #include "pinned.h"
 #include "runtime.h"
 
@@ -218,6 +224,37 @@ bool copy_strided(const at::Tensor &self, const at::Tensor &dst) {
     return true;
 }
 
+// dst = self converted to dst's dtype, for tensors of one rill device whose
+// dtypes rill converts between (bool, uint8, int32, int64, float32,
+// float64), self broadcast to dst's shape, dst dense and apart from self:
+// rill_op_convert, queued on the current stream, through dst in the order
+// of dimensions in which it is contiguous; false when it does not take
+// them.
+bool copy_converting(const at::Tensor &self, const at::Tensor &dst) {
+    std::optional<rill_element_type> from = element_type(self.scalar_type());
+    std::optional<rill_element_type> to = element_type(dst.scalar_type());
+    if (!from || !to || !is_rill(self) || !is_rill(dst) || self.device() != dst.device() ||
+        !dst.is_non_overlapping_and_dense() || has_negative_stride(self) ||
+        dst.dim() > RILL_OP_MAX_DIMS || !at::is_expandable_to(self.sizes(), dst.sizes()) ||
+        self.storage().is_alias_of(dst.storage()))
+        return false;
+    at::Tensor in = self.expand(dst.sizes());
+    std::vector<int64_t> order(dst.dim());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int64_t x, int64_t y) { return dst.stride(x) > dst.stride(y); });
+    std::vector<size_t> shape, in_strides;
+    for (int64_t d : order) {
+        shape.push_back(static_cast<size_t>(dst.size(d)));
+        in_strides.push_back(in.size(d) == 1 ? 0 : static_cast<size_t>(in.stride(d)));
+    }
+    const c10::DeviceGuard guard(dst.device());
+    TORCH_RILL_CHECK(rill_op_convert(rill_current_stream(device(dst.device().index())), *to,
+                                     dst.data_ptr(), *from, in.const_data_ptr(), in_strides.data(),
+                                     shape.data(), shape.size()));
+    return true;
+}
+
 // The device's memory that t (numel > 0) spans, from its first element to
 // its last, in elements.
 int64_t span_of(const at::Tensor &t) {
@@ -296,7 +333,7 @@ at::Tensor copy_from(const at::Tensor &self, const at::Tensor &dst, bool non_blo
                                            rill_current_stream(device(dst.device().index()))));
         return dst;
     }
-    if (copy_strided(self, dst))
+    if (copy_strided(self, dst) || copy_converting(self, dst))
         return dst;
     if (same_kind && non_blocking && is_rill(self) != is_rill(dst)) {
         // Between pinned host memory and a rill device, non_blocking: queued
