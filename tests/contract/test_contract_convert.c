@@ -3,8 +3,9 @@
  * rill_op_convert between every pair of element types, with contiguous,
  * strided, broadcast and 0-d inputs, against a result computed here on the
  * host from rill.h's rules; rill_op_reduce_dim_bool (any, all, count) over
- * rows, columns and whole tensors; the order of both on a busy stream; and
- * their refusals, each with its sentence. */
+ * rows, columns and whole tensors; rill_op_arange into every type, its
+ * values converted by the same rules; the order of the three on a busy
+ * stream; and their refusals, each with its sentence. */
 #include "contract.h"
 
 #include <float.h>
@@ -832,6 +833,227 @@ static void test_reduce_bool(void **state) {
     RT_OK(rill_stream_destroy(s));
 }
 
+/* ---- arange ---- */
+
+/* The bits of element i of rill_op_arange(type, start, step): start + i *
+ * step in uint64_t (wrapping), read as int64, then converted: integers take
+ * the low bits, F32 and F64 the int64 rounded to nearest in one step (C's
+ * conversion), BOOL 1 where the value is not 0. */
+static uint64_t arange_want(rill_element_type type, int64_t start, int64_t step, size_t i) {
+    uint64_t u = (uint64_t)start + (uint64_t)i * (uint64_t)step;
+    int64_t v;
+    memcpy(&v, &u, sizeof v);
+    switch (type) {
+    case RILL_ELEMENT_U8:
+        return u & 0xffu;
+    case RILL_ELEMENT_I32:
+        return u & 0xffffffffu;
+    case RILL_ELEMENT_I64:
+        return u;
+    case RILL_ELEMENT_F32: {
+        float f = (float)v;
+        uint32_t b;
+        memcpy(&b, &f, sizeof b);
+        return b;
+    }
+    case RILL_ELEMENT_F64: {
+        double f = (double)v;
+        uint64_t b;
+        memcpy(&b, &f, sizeof b);
+        return b;
+    }
+    case RILL_ELEMENT_BOOL:
+        return u != 0;
+    }
+    return 0;
+}
+
+/* Runs rill_op_arange of n elements of type lead bytes into fresh memory
+ * and checks each element against arange_want, and that the lead bytes
+ * and the guard after the output are as they were. */
+static void check_arange(rill_stream *s, rill_element_type type, int64_t start, int64_t step,
+                         size_t n, size_t lead) {
+    size_t es = type_size(type), bytes = lead + n * es;
+    unsigned char *out = guarded_out(s, bytes), *got = malloc(bytes + GUARD);
+    assert_non_null(got);
+    RT_OK(rill_op_arange(s, type, out + lead, start, step, n));
+    contract_download(s, got, out, bytes + GUARD);
+    char what[160];
+    snprintf(what, sizeof what, "%s arange from %" PRId64 " by %" PRId64 ", n %zu at +%zu",
+             type_names[type], start, step, n, lead);
+    for (size_t k = 0; k < lead; k++)
+        if (got[k] != GUARD_BYTE)
+            fail_msg("%s: byte %zu before out was written (0x%02x)", what, k, got[k]);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t g = bits_at(got + lead, i, es), w = arange_want(type, start, step, i);
+        if (g != w)
+            fail_msg("%s: element %zu has bits 0x%" PRIx64 ", want 0x%" PRIx64, what, i, g, w);
+    }
+    expect_guard(what, got + lead, n * es);
+    RT_OK(rill_free(out));
+    free(got);
+}
+
+/* Starts and steps: up and down, step 0, sums that wrap past INT64_MAX and
+ * INT64_MIN (in i * step too), low bits that stay 0 or 255 (steps of 256
+ * and 2^32), the int32 edge, values past 2^24 and 2^53 (where F32 and F64
+ * round), 2^62 + 2^38 + 1 (which a detour through double rounds the other
+ * way), and a large odd step. */
+static const int64_t arange_cases[][2] = {
+    {0, 1},
+    {5, -3},
+    {-1000, 7},
+    {42, 0},
+    {-7, 0},
+    {0, 0},
+    {INT64_MAX - 3, 1},
+    {INT64_MIN + 3, -1},
+    {INT64_MAX, INT64_MAX},
+    {INT64_MIN, INT64_MIN},
+    {INT64_MIN, -1},
+    {255, 256},
+    {0, 256},
+    {0, (int64_t)1 << 32},
+    {-((int64_t)1 << 31) - 2, 1},
+    {((int64_t)1 << 31) - 3, 1},
+    {((int64_t)1 << 24) - 5, 1},
+    {-((int64_t)1 << 24) + 5, -1},
+    {((int64_t)1 << 24) + 1, 3},
+    {((int64_t)1 << 53) - 5, 1},
+    {-((int64_t)1 << 53) + 5, -3},
+    {((int64_t)1 << 62) + ((int64_t)1 << 38) - 3, 1},
+    {((int64_t)1 << 40) + 1, 1000003},
+    {0, ((int64_t)1 << 50) + 3},
+    {123456789, -987654321987},
+    {0x0123456789abcdef, 0x7edcba9876543211},
+};
+
+/* "out[i] = start + i * step ... converted to type by rill_op_convert's
+ * rules", for every type and case: one element, odd lengths and several
+ * blocks; 1-byte types at odd addresses; nothing outside out is written. */
+static void test_arange_every_type(void **state) {
+    (void)state;
+    rill_stream *s = contract_stream();
+    const size_t sizes[] = {1, 7, 4099, LARGE};
+    size_t count = sizeof arange_cases / sizeof arange_cases[0];
+    for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++)
+        for (size_t t = 0; t < N_TYPES; t++)
+            for (size_t c = 0; c < count; c++) {
+                size_t es = type_size(all_types[t]);
+                size_t lead = es == 1 ? 1 + 2 * (c % 2) : es * (c % 2);
+                check_arange(s, all_types[t], arange_cases[c][0], arange_cases[c][1], sizes[z],
+                             lead);
+            }
+    RT_OK(rill_stream_destroy(s));
+}
+
+/* A few aranges with their elements written out. */
+typedef struct arange_written {
+    rill_element_type type;
+    int64_t start, step;
+    size_t n;
+    int64_t want_i[5]; /* an integer or bool type's elements */
+    double want_f[5];  /* a floating type's (exact in it) */
+} arange_written;
+
+#define AI(type, start, step, n, ...)                                                              \
+    {                                                                                              \
+        type, start, step, n, {__VA_ARGS__}, {                                                     \
+            0                                                                                      \
+        }                                                                                          \
+    }
+#define AF(type, start, step, n, ...)                                                              \
+    {                                                                                              \
+        type, start, step, n, {0}, {                                                               \
+            __VA_ARGS__                                                                            \
+        }                                                                                          \
+    }
+
+static const arange_written arange_written_cases[] = {
+    AI(I64, 3, -2, 5, 3, 1, -1, -3, -5),
+    AI(I64, 7, 0, 3, 7, 7, 7),
+    AI(I64, INT64_MAX - 1, 1, 4, INT64_MAX - 1, INT64_MAX, INT64_MIN, INT64_MIN + 1),
+    AI(I64, INT64_MIN, -1, 3, INT64_MIN, INT64_MAX, INT64_MAX - 1),
+    AI(I64, 0, INT64_MIN, 4, 0, INT64_MIN, 0, INT64_MIN),
+    AI(I64, 1, INT64_MAX, 3, 1, INT64_MIN, -1),
+    /* I32: the low 32 bits */
+    AI(I32, INT64_MAX, 1, 3, -1, 0, 1),
+    AI(I32, INT32_MAX - 1, 1, 4, INT32_MAX - 1, INT32_MAX, INT32_MIN, INT32_MIN + 1),
+    AI(I32, 0, ((int64_t)1 << 32) + 1, 3, 0, 1, 2),
+    AI(I32, -2, -1, 3, -2, -3, -4),
+    /* U8: the low byte */
+    AI(U8, 254, 1, 4, 254, 255, 0, 1),
+    AI(U8, -2, -1, 3, 254, 253, 252),
+    AI(U8, 0, 256, 3, 0, 0, 0),
+    AI(U8, 300, -300, 3, 44, 0, 212),
+    /* BOOL: 1 where the value is not 0, whatever its low bytes */
+    AI(BOOL, -2, 1, 4, 1, 1, 0, 1),
+    AI(BOOL, 0, 256, 3, 0, 1, 1),
+    AI(BOOL, 0, (int64_t)1 << 32, 3, 0, 1, 1),
+    AI(BOOL, INT64_MIN, INT64_MIN, 4, 1, 0, 1, 0),
+    /* F32: exact to 2^24, then rounded to nearest, ties to even */
+    AF(F32, 10, -4, 4, 10.0, 6.0, 2.0, -2.0),
+    AF(F32, 0, 0, 2, 0.0, 0.0),
+    AF(F32, ((int64_t)1 << 24) - 1, 1, 5, 16777215.0, 16777216.0, 16777216.0, 16777218.0,
+       16777220.0),
+    AF(F32, -((int64_t)1 << 24) + 1, -1, 5, -16777215.0, -16777216.0, -16777216.0, -16777218.0,
+       -16777220.0),
+    /* one rounding from int64: 2^62 + 2^38 + 1 up, 2^62 + 2^38 (a tie) down */
+    AF(F32, ((int64_t)1 << 62) + ((int64_t)1 << 38) + 1, -1, 2, 0x1.000002p62, 0x1p62),
+    AF(F32, INT64_MAX, 1, 2, 0x1p63, -0x1p63),
+    /* F64: exact to 2^53, then rounded */
+    AF(F64, -3, 2, 4, -3.0, -1.0, 1.0, 3.0),
+    AF(F64, ((int64_t)1 << 53) - 1, 1, 5, 0x1p53 - 1.0, 0x1p53, 0x1p53, 0x1p53 + 2.0, 0x1p53 + 4.0),
+    AF(F64, INT64_MAX, 1, 2, 0x1p63, -0x1p63),
+    AF(F64, INT64_MAX - 1535, 1, 2, 0x1p63 - 2048.0, 0x1p63 - 1024.0),
+};
+
+#undef AI
+#undef AF
+
+/* The rules with the answers written out: each case into a slot of 40
+ * bytes of one buffer (1-byte types at an odd address), the rest of the
+ * slot as it was. The host reference gives the same answers. */
+static void test_arange_written_out(void **state) {
+    (void)state;
+    rill_stream *s = contract_stream();
+    enum { SLOT = 40 };
+    size_t count = sizeof arange_written_cases / sizeof arange_written_cases[0];
+    unsigned char *out = guarded_out(s, count * SLOT), *got = malloc(count * SLOT + GUARD);
+    assert_non_null(got);
+    for (size_t c = 0; c < count; c++) {
+        const arange_written *a = &arange_written_cases[c];
+        size_t lead = type_size(a->type) == 1 ? 1 : 0;
+        RT_OK(rill_op_arange(s, a->type, out + c * SLOT + lead, a->start, a->step, a->n));
+    }
+    contract_download(s, got, out, count * SLOT + GUARD);
+    for (size_t c = 0; c < count; c++) {
+        const arange_written *a = &arange_written_cases[c];
+        size_t es = type_size(a->type), lead = es == 1 ? 1 : 0;
+        uint64_t mask = es == 8 ? ~(uint64_t)0 : ((uint64_t)1 << (8 * es)) - 1;
+        const unsigned char *slot = got + c * SLOT;
+        for (size_t i = 0; i < a->n; i++) {
+            uint64_t want = case_bits(a->type, a->want_i[i], a->want_f[i]) & mask;
+            uint64_t g = bits_at(slot + lead, i, es);
+            if (g != want)
+                fail_msg("case %zu: %s arange from %" PRId64 " by %" PRId64
+                         ", element %zu has bits 0x%" PRIx64 ", want 0x%" PRIx64,
+                         c, type_names[a->type], a->start, a->step, i, g, want);
+            if (arange_want(a->type, a->start, a->step, i) != want)
+                fail_msg("case %zu, element %zu: the host reference gives 0x%" PRIx64
+                         ", want 0x%" PRIx64,
+                         c, i, arange_want(a->type, a->start, a->step, i), want);
+        }
+        for (size_t k = 0; k < SLOT; k++)
+            if ((k < lead || k >= lead + a->n * es) && slot[k] != GUARD_BYTE)
+                fail_msg("case %zu: byte %zu of its slot, outside out, was written", c, k);
+    }
+    expect_guard("arange cases", got, count * SLOT);
+    RT_OK(rill_free(out));
+    free(got);
+    RT_OK(rill_stream_destroy(s));
+}
+
 /* ---- order ---- */
 
 /* "stream-ordered": a chain of ops queued behind 20 ms of work, each
@@ -927,6 +1149,77 @@ static void test_ordered_on_a_busy_stream(void **state) {
     free(hf);
     free(hu);
     free(hb);
+    free(hy);
+    free(got);
+    RT_OK(rill_stream_destroy(s));
+}
+
+/* "stream-ordered", for arange: behind 20 ms of work, a convert reads x,
+ * an arange then writes x (its int32 values wrapping past INT32_MAX), and
+ * a convert reads what it wrote; a bool arange with one 0 is read by a
+ * count. The first convert sees x as it was. */
+static void test_arange_ordered_on_a_busy_stream(void **state) {
+    (void)state;
+    rill_stream *s = contract_stream();
+    enum { ROWS = 67, COLS = 1031 };
+    size_t n = (size_t)ROWS * COLS, shape[1] = {n}, along[1] = {1};
+    const int64_t start = (int64_t)INT32_MAX - (int64_t)n + 1, step = 2;
+    const int64_t bool_start = -(int64_t)(n / 3);
+    int32_t *hx = malloc(n * 4);
+    assert_non_null(hx);
+    for (size_t i = 0; i < n; i++)
+        hx[i] = (int32_t)(i % 1009) - 504;
+    int32_t *x = device_copy(s, hx, n * 4);
+    uint32_t *flag = contract_words(s, 1, 0);
+    int64_t *y = guarded_out(s, n * 8), *total = guarded_out(s, 8);
+    double *d = guarded_out(s, n * 8);
+    uint8_t *b = guarded_out(s, n + 1);
+
+    RT_OK(contract_spin(s, flag, 20000000)); /* busy for 20 ms */
+    RT_OK(rill_op_convert(s, I64, y, I32, x, along, shape, 1));
+    RT_OK(rill_op_arange(s, I32, x, start, step, n));
+    RT_OK(rill_op_convert(s, F64, d, I32, x, along, shape, 1));
+    RT_OK(rill_op_arange(s, BOOL, b + 1, bool_start, 1, n));
+    RT_OK(rill_op_reduce_dim_bool(s, RILL_REDUCE_BOOL_COUNT, total, b + 1, 1, n, 1));
+
+    double *hd = malloc(n * 8);
+    int64_t *hy = malloc(n * 8);
+    unsigned char *got = malloc(n * 8 + GUARD);
+    assert_true(hd != NULL && hy != NULL && got != NULL);
+    for (size_t i = 0; i < n; i++) {
+        uint32_t bits = (uint32_t)arange_want(I32, start, step, i);
+        int32_t v;
+        memcpy(&v, &bits, 4);
+        hd[i] = v;
+        hy[i] = hx[i];
+    }
+    assert_true(hd[0] > 0 && hd[n - 1] < 0); /* the values wrap */
+    contract_download(s, got, y, n * 8 + GUARD);
+    assert_memory_equal(got, hy, n * 8);
+    expect_guard("y", got, n * 8);
+    contract_download(s, got, d, n * 8 + GUARD);
+    assert_memory_equal(got, hd, n * 8);
+    expect_guard("d", got, n * 8);
+    contract_download(s, got, b, n + 1 + GUARD);
+    assert_int_equal(got[0], GUARD_BYTE);
+    for (size_t i = 0; i < n; i++)
+        if (got[1 + i] != (i != n / 3))
+            fail_msg("b[%zu] is %u, want %d", i, got[1 + i], i != n / 3);
+    expect_guard("b", got + 1, n);
+    int64_t gtotal;
+    contract_download(s, &gtotal, total, 8);
+    assert_int_equal(gtotal, (int64_t)n - 1);
+    uint32_t spun;
+    contract_read(&spun, flag, 1);
+    assert_int_equal(spun, 1);
+    RT_OK(rill_free(x));
+    RT_OK(rill_free(flag));
+    RT_OK(rill_free(y));
+    RT_OK(rill_free(total));
+    RT_OK(rill_free(d));
+    RT_OK(rill_free(b));
+    free(hx);
+    free(hd);
     free(hy);
     free(got);
     RT_OK(rill_stream_destroy(s));
@@ -1072,12 +1365,85 @@ static void test_reduce_bool_refusals(void **state) {
     RT_OK(rill_stream_destroy(s));
 }
 
+/* "n 0 or a type outside its enum is RILL_ERROR_INVALID_ARGUMENT", and
+ * out NULL, not aligned to its elements, or too small for n: each refusal
+ * names its argument, and no memory is written. An arange that ends at the
+ * allocation's last byte runs. */
+static void test_arange_refusals(void **state) {
+    (void)state;
+    rill_stream *s = contract_stream();
+    enum { BYTES = 512 };
+    unsigned char fill[BYTES], got[BYTES];
+    for (size_t i = 0; i < BYTES; i++)
+        fill[i] = (unsigned char)(i * 7 + 3);
+    char *out = device_copy(s, fill, BYTES);
+    const char a[] = "rill_op_arange";
+    char words[64];
+
+    refused(rill_op_arange(s, (rill_element_type)6, out, 0, 1, 16), a,
+            "type is 6, not a rill_element_type", NULL);
+    refused(rill_op_arange(s, (rill_element_type)-1, out, 0, 1, 16), a,
+            "type is -1, not a rill_element_type", NULL);
+    refused(rill_op_arange(s, U8, NULL, 0, 1, 16), a, "out is NULL", NULL);
+    refused(rill_op_arange(s, F64, NULL, 0, 1, 16), a, "out is NULL", NULL);
+    refused(rill_op_arange(s, I32, out + 2, 0, 1, 16), a, "is not aligned to its 4-byte elements",
+            "out (");
+    refused(rill_op_arange(s, F32, out + 1, 0, 1, 16), a, "is not aligned to its 4-byte elements",
+            "out (");
+    refused(rill_op_arange(s, I64, out + 4, 0, 1, 16), a, "is not aligned to its 8-byte elements",
+            "out (");
+    refused(rill_op_arange(s, F64, out + 2, 0, 1, 16), a, "is not aligned to its 8-byte elements",
+            "out (");
+    refused(rill_op_arange(s, U8, out, 0, 1, 0), a, "n is 0", NULL);
+    refused(rill_op_arange(s, F64, out, 5, -1, 0), a, "n is 0", NULL);
+    /* n elements that do not fit in memory */
+    snprintf(words, sizeof words, "n is %zu", SIZE_MAX / 8 + 1);
+    refused(rill_op_arange(s, I64, out, 0, 1, SIZE_MAX / 8 + 1), a, words, NULL);
+    snprintf(words, sizeof words, "n is %zu", SIZE_MAX / 4 + 1);
+    refused(rill_op_arange(s, F32, out, 0, 1, SIZE_MAX / 4 + 1), a, words, NULL);
+    refused(rill_op_arange(s, U8, out, 0, 1, SIZE_MAX), a, "its allocation has", "out (");
+    /* n elements past out's 512 bytes */
+    refused(rill_op_arange(s, U8, out + 500, 0, 1, 13), a, "its allocation has", "out (");
+    refused(rill_op_arange(s, BOOL, out + 511, 0, 1, 2), a, "its allocation has", "out (");
+    refused(rill_op_arange(s, I32, out, 0, 1, 129), a, "its allocation has", "out (");
+    refused(rill_op_arange(s, F32, out + 4, 0, 1, 128), a, "its allocation has", "out (");
+    refused(rill_op_arange(s, I64, out + 480, 0, 1, 5), a, "its allocation has", "out (");
+    refused(rill_op_arange(s, F64, out, 0, 1, 65), a, "its allocation has", "out (");
+
+    RT_OK(rill_stream_synchronize(s));
+    contract_download(s, got, out, BYTES);
+    assert_memory_equal(got, fill, BYTES);
+
+    /* to the last byte: two int64s at 496, then 7 bytes at 505 */
+    RT_OK(rill_op_arange(s, I64, out + 496, -9, 0, 2));
+    contract_download(s, got, out, BYTES);
+    assert_memory_equal(got, fill, 496);
+    assert_int_equal(bits_at(got + 496, 0, 8), (uint64_t)-9);
+    assert_int_equal(bits_at(got + 496, 1, 8), (uint64_t)-9);
+    RT_OK(rill_op_arange(s, U8, out + 505, 1, 1, 7));
+    contract_download(s, got, out, BYTES);
+    assert_memory_equal(got, fill, 496);
+    assert_int_equal(got[504], 0xf7); /* the low byte of -9 */
+    for (size_t i = 0; i < 7; i++)
+        assert_int_equal(got[505 + i], 1 + i);
+    RT_OK(rill_free(out));
+    RT_OK(rill_stream_destroy(s));
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_convert_every_pair), cmocka_unit_test(test_convert_rules_written_out),
-        cmocka_unit_test(test_convert_strided),    cmocka_unit_test(test_convert_zero_dims),
-        cmocka_unit_test(test_reduce_bool),        cmocka_unit_test(test_ordered_on_a_busy_stream),
-        cmocka_unit_test(test_convert_refusals),   cmocka_unit_test(test_reduce_bool_refusals),
+        cmocka_unit_test(test_convert_every_pair),
+        cmocka_unit_test(test_convert_rules_written_out),
+        cmocka_unit_test(test_convert_strided),
+        cmocka_unit_test(test_convert_zero_dims),
+        cmocka_unit_test(test_reduce_bool),
+        cmocka_unit_test(test_ordered_on_a_busy_stream),
+        cmocka_unit_test(test_convert_refusals),
+        cmocka_unit_test(test_reduce_bool_refusals),
+        cmocka_unit_test(test_arange_every_type),
+        cmocka_unit_test(test_arange_written_out),
+        cmocka_unit_test(test_arange_ordered_on_a_busy_stream),
+        cmocka_unit_test(test_arange_refusals),
     };
     return CONTRACT_RUN(tests);
 }
