@@ -872,10 +872,11 @@ rill_status rill_op_masked_scale_f32(rill_stream *s, float *out, const float *a,
                                      const uint8_t *mask, float scale, size_t n);
 
 /* The element types of the ops below, which take more than float32: each
- * the C type it names, in device memory. A bool tensor is RILL_ELEMENT_U8
- * holding 0 or 1, or RILL_ELEMENT_BOOL where the op converts. */
+ * the C type it names, in device memory. A bool tensor is
+ * RILL_ELEMENT_BOOL, whose bytes other than 0 all read as true (the same
+ * as RILL_ELEMENT_U8 where they are 0 or 1). */
 typedef enum rill_element_type {
-    RILL_ELEMENT_U8,  /* uint8_t (uint8, bool) */
+    RILL_ELEMENT_U8,  /* uint8_t */
     RILL_ELEMENT_I32, /* int32_t */
     RILL_ELEMENT_I64, /* int64_t */
     RILL_ELEMENT_F32, /* float */
