@@ -22,10 +22,12 @@
 #include <optional>
 #include <type_traits>
 
+#include <ATen/Dispatch.h>
 #include <ATen/ExpandUtils.h>
 #include <ATen/TensorIterator.h>
 #include <ATen/native/BinaryOps.h>
 #include <ATen/native/CPUFallback.h>
+#include <ATen/native/RangeUtils.h>
 #include <ATen/ops/abs_ops.h>
 #include <ATen/ops/add_ops.h>
 #include <ATen/ops/addcdiv_ops.h>
@@ -55,6 +57,7 @@
 #include <ATen/ops/zero_ops.h>
 #include <torch/library.h>
 
+#include "capture.h"
 #include "fallback.h"
 #include "host_view.h"
 #include "native_ops.h"
@@ -372,11 +375,24 @@ bool writes_like(const at::Tensor &out, const at::Tensor &a) {
            (is_same_view(a, out) || !out.storage().is_alias_of(a.storage()));
 }
 
+// PyTorch's refusal of an out= or in-place result of a dtype the result
+// of a and b cannot be cast to (an int64 tensor's mul_ by a float32 one),
+// at the call, where the fallback's meta kernel would let it through to
+// fail the stream.
+void check_cast(const at::Tensor &a, const at::Tensor &b, const at::Tensor &out) {
+    at::ScalarType common = at::result_type(a, b);
+    TORCH_CHECK(at::canCast(common, out.scalar_type()), "result type ", common,
+                " can't be cast to the desired output type ", out.scalar_type());
+}
+
 // out = a (op) b into an existing out (out= and in place): rill tensors a
 // and b, or one of them a CPU number (PyTorch's mul_ of a number is
 // mul.out(number, t, out=t)).
 bool binary_out(rill_binary_op op, const at::Tensor &x, const at::Tensor &y,
                 const at::Tensor &out) {
+    check_cast(x, y, out);
+    if (!is_f32(out))
+        return false;
     at::Tensor a = promoted(x, y), b = promoted(y, x);
     if (std::optional<float> v = cpu_number(b, a))
         return a.is_non_overlapping_and_dense() && writes_like(out, a) &&
@@ -478,6 +494,7 @@ at::Tensor add_new(const at::Tensor &a, const at::Tensor &b, const at::Scalar &a
 // out = a + sign alpha b into an existing out (out=, or a in place).
 bool add_into(const at::Tensor &out, const at::Tensor &a, const at::Tensor &b,
               const at::Scalar &alpha, float sign) {
+    check_cast(a, b, out);
     if (sign < 0)
         at::native::sub_check(a, b);
     if (a.scalar_type() == at::kLong)
@@ -789,44 +806,64 @@ std::optional<int64_t> exact_integer(const at::Scalar &v, double limit) {
     return static_cast<int64_t>(d);
 }
 
-// arange into out with rill_op_arange where its values are PyTorch's CPU
-// values: integer dtypes (start and step as PyTorch converts them, the
-// values wrapping in int64 and kept to the dtype's low bits), and float32
-// and float64 when start, step and every value are integers the dtype
-// holds exactly (PyTorch's vectorized CPU kernel adds steps in float, so
-// other values depend on its vector width). PyTorch's meta kernel checks
-// the arguments, warns and sizes the result first, in its own words.
+// arange into out. Its values come from rill_op_arange where they are
+// PyTorch's CPU values: integer dtypes (start and step as PyTorch converts
+// them, the values wrapping in int64 and kept to the dtype's low bits),
+// and float32 and float64 when start, step and every value are integers
+// the dtype holds exactly. Others (steps like 0.1, which PyTorch's
+// vectorized CPU kernel adds in float, so its values depend on its vector
+// width; half and the small integers) are the CPU kernel's, computed at
+// the call into page-locked memory that a copy queued on the stream takes
+// to the device; on a capturing stream, whose replays would read that
+// memory again, they go to the fallback. The CPU's checks, length and
+// resize of out (with its warning) come first.
 bool arange_into(const at::Scalar &start, const at::Scalar &end, const at::Scalar &step,
                  at::Tensor &out) {
-    std::optional<rill_element_type> type = element_type(out.scalar_type());
-    if (!is_rill(out) || !type || *type == RILL_ELEMENT_BOOL)
+    if (!is_rill(out))
         return false;
-    at::Tensor meta =
-        at::empty_strided(out.sizes(), out.strides(), out.options().device(at::kMeta));
-    at::arange_out(meta, start, end, step);
-    if (!out.sizes().equals(meta.sizes()))
-        out.resize_(meta.sizes());
-    int64_t n = out.numel();
+    int64_t n = 0;
+    AT_DISPATCH_ALL_TYPES_AND2(at::kHalf, at::kBFloat16, out.scalar_type(), "arange_cpu", [&] {
+        n = at::native::compute_arange_size<scalar_t>(start, end, step);
+    });
+    if (out.numel() != n) {
+        if (out.numel() > 0)
+            TORCH_WARN("The number of elements in the out tensor of shape ", out.sizes(), " is ",
+                       out.numel(), " which does not match the computed number of elements ", n,
+                       ". Note that this may occur as a result of rounding error. The out "
+                       "tensor will be resized to a tensor of shape (",
+                       n, ",).");
+        out.resize_({n});
+    }
     if (n == 0)
         return true;
     if (!out.is_contiguous())
         return false;
-    bool floating = *type == RILL_ELEMENT_F32 || *type == RILL_ELEMENT_F64;
-    double limit = *type == RILL_ELEMENT_F32 ? 0x1p24 : 0x1p53;
+    std::optional<rill_element_type> type = element_type(out.scalar_type());
+    bool floating = type == RILL_ELEMENT_F32 || type == RILL_ELEMENT_F64;
+    double limit = type == RILL_ELEMENT_F32 ? 0x1p24 : 0x1p53;
     std::optional<int64_t> first, by;
     if (floating) {
         first = exact_integer(start, limit);
         by = exact_integer(step, limit);
-        if (!first || !by ||
+        if (first && by &&
             std::abs(static_cast<double>(*first) +
                      static_cast<double>(*by) * static_cast<double>(n - 1)) > limit)
-            return false;
-    } else {
+            first.reset();
+    } else if (type) {
         first = start.to<int64_t>();
         by = step.to<int64_t>();
     }
-    TORCH_RILL_CHECK(
-        rill_op_arange(stream_of(out), *type, out.data_ptr(), *first, *by, static_cast<size_t>(n)));
+    if (first && by) {
+        TORCH_RILL_CHECK(rill_op_arange(stream_of(out), *type, out.data_ptr(), *first, *by,
+                                        static_cast<size_t>(n)));
+        return true;
+    }
+    if (is_capturing(stream_of(out)))
+        return false;
+    at::Tensor host = at::empty(
+        {n}, at::TensorOptions().dtype(out.scalar_type()).device(at::kCPU).pinned_memory(true));
+    at::arange_out(host, start, end, step);
+    out.copy_(host, /*non_blocking=*/true);
     return true;
 }
 

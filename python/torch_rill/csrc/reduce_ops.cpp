@@ -77,9 +77,9 @@ struct Plan {
 
 Plan plan(const at::Tensor &a, at::OptionalIntArrayRef dims, bool keepdim) {
     Plan p;
-    bool all = !dims.has_value() || dims->empty() || a.dim() == 0;
+    bool all = !dims.has_value() || dims->empty();
     int64_t first = 0, last = a.dim() - 1;
-    if (!all) {
+    if (!all) { // dims PyTorch refuses (out of range, repeated) go to the fallback, which says so
         std::vector<int64_t> ds;
         for (int64_t d : *dims) {
             ds.push_back(wrap_dim(d, a.dim()));
@@ -92,6 +92,7 @@ Plan plan(const at::Tensor &a, at::OptionalIntArrayRef dims, bool keepdim) {
             return p; // repeated (PyTorch's error) or not adjacent
         first = ds.front();
         last = ds.back();
+        all = a.dim() == 0; // dim 0 or -1 of a 0-dim tensor
     }
     Split &s = p.split;
     if (all)
