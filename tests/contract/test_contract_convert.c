@@ -7,6 +7,7 @@
  * values converted by the same rules; the order of the three on a busy
  * stream; and their refusals, each with its sentence. */
 #include "contract.h"
+#include "elements.h"
 
 #include <float.h>
 #include <inttypes.h>
@@ -15,34 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Bytes after an output that an op must leave as they are. */
-#define GUARD      64
-#define GUARD_BYTE 0xa5
-
-/* Several blocks' worth of elements, a length no multiple of a vector. */
-#define LARGE (((size_t)1 << 16) + 37)
-
-#define N_TYPES 6
-static const rill_element_type all_types[N_TYPES] = {RILL_ELEMENT_U8,  RILL_ELEMENT_I32,
-                                                     RILL_ELEMENT_I64, RILL_ELEMENT_F32,
-                                                     RILL_ELEMENT_F64, RILL_ELEMENT_BOOL};
-static const char *const type_names[N_TYPES] = {"u8", "i32", "i64", "f32", "f64", "bool"};
 static const char *const reduce_names[3] = {"ANY", "ALL", "COUNT"};
-
-static size_t type_size(rill_element_type t) {
-    switch (t) {
-    case RILL_ELEMENT_U8:
-    case RILL_ELEMENT_BOOL:
-        return 1;
-    case RILL_ELEMENT_I32:
-    case RILL_ELEMENT_F32:
-        return 4;
-    case RILL_ELEMENT_I64:
-    case RILL_ELEMENT_F64:
-        return 8;
-    }
-    return 0;
-}
 
 static bool is_floating(rill_element_type t) {
     return t == RILL_ELEMENT_F32 || t == RILL_ELEMENT_F64;
@@ -167,67 +141,7 @@ static void *pool_values(rill_element_type t, size_t n) {
     return h;
 }
 
-/* The bits of element i of width bytes. */
-static uint64_t bits_at(const void *base, size_t i, size_t width) {
-    uint64_t v = 0;
-    const unsigned char *p = (const unsigned char *)base + i * width;
-    for (size_t k = width; k-- > 0;)
-        v = v << 8 | p[k];
-    return v;
-}
-
-static void store_bits(void *base, size_t i, size_t width, uint64_t bits) {
-    unsigned char *p = (unsigned char *)base + i * width;
-    for (size_t k = 0; k < width; k++)
-        p[k] = (unsigned char)(bits >> (8 * k));
-}
-
 /* ---- the rules, on the host ---- */
-
-/* An element as a number: integers exactly (a bool as 0 or 1), floats as
- * double (exact for float). */
-typedef struct number {
-    bool is_float;
-    int64_t i;
-    double f;
-} number;
-
-static number load(rill_element_type t, const void *base, size_t index) {
-    number x = {false, 0, 0.0};
-    const char *p = (const char *)base + index * type_size(t);
-    switch (t) {
-    case RILL_ELEMENT_U8: {
-        uint8_t v;
-        memcpy(&v, p, sizeof v);
-        x.i = v;
-        break;
-    }
-    case RILL_ELEMENT_I32: {
-        int32_t v;
-        memcpy(&v, p, sizeof v);
-        x.i = v;
-        break;
-    }
-    case RILL_ELEMENT_I64:
-        memcpy(&x.i, p, sizeof x.i);
-        break;
-    case RILL_ELEMENT_F32: {
-        float v;
-        memcpy(&v, p, sizeof v);
-        x.is_float = true;
-        x.f = v;
-        break;
-    }
-    case RILL_ELEMENT_F64:
-        x.is_float = true;
-        memcpy(&x.f, p, sizeof x.f);
-        break;
-    case RILL_ELEMENT_BOOL:
-        x.i = *(const uint8_t *)p != 0;
-        break;
-    }
-    return x;
-}
 
 /* A floating value to int64: rounded toward zero; NaN and values outside
  * [-2^63, 2^63) give INT64_MIN. The cast only sees values in range. */
@@ -298,29 +212,6 @@ static void expect_converted(const char *what, rill_element_type out_type, const
 }
 
 /* ---- device memory ---- */
-
-/* Device memory on s holding bytes copied from host. */
-static void *device_copy(rill_stream *s, const void *host, size_t bytes) {
-    void *p = contract_alloc(s, bytes);
-    contract_upload(s, p, host, bytes);
-    return p;
-}
-
-/* Device memory of bytes plus GUARD, all GUARD_BYTE. */
-static void *guarded_out(rill_stream *s, size_t bytes) {
-    unsigned char *h = malloc(bytes + GUARD);
-    assert_non_null(h);
-    memset(h, GUARD_BYTE, bytes + GUARD);
-    void *p = device_copy(s, h, bytes + GUARD);
-    free(h);
-    return p;
-}
-
-static void expect_guard(const char *what, const unsigned char *got, size_t bytes) {
-    for (size_t i = bytes; i < bytes + GUARD; i++)
-        if (got[i] != GUARD_BYTE)
-            fail_msg("%s: byte %zu past the output was written (0x%02x)", what, i - bytes, got[i]);
-}
 
 /* ---- convert ---- */
 
@@ -695,13 +586,6 @@ static void test_convert_zero_dims(void **state) {
 /* ---- reduce_dim_bool ---- */
 
 static const uint8_t true_bytes[3] = {1, 2, 255};
-
-static uint64_t next_bits(uint64_t *state) {
-    uint64_t z = (*state += 0x9e3779b97f4a7c15u);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-    return z ^ (z >> 31);
-}
 
 /* [outer, dim, inner] bytes: the column (o, i) is, by (o * inner + i) % 5,
  * random bytes of 0, 1, 2 and 255; all 0; all not 0; 0 but for one byte;

@@ -5,6 +5,7 @@
  * broadcast, transposed and in-place operands, each against a result
  * computed here on the host; and their refusals, each with its sentence. */
 #include "contract.h"
+#include "elements.h"
 
 #include <float.h>
 #include <inttypes.h>
@@ -13,34 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Bytes after an output that an op must leave as they are. */
-#define GUARD      64
-#define GUARD_BYTE 0xa5
-
-/* Several blocks' worth of elements, a length no multiple of a vector. */
-#define LARGE (((size_t)1 << 16) + 37)
-
-#define N_TYPES 6
-static const rill_element_type all_types[N_TYPES] = {RILL_ELEMENT_U8,  RILL_ELEMENT_I32,
-                                                     RILL_ELEMENT_I64, RILL_ELEMENT_F32,
-                                                     RILL_ELEMENT_F64, RILL_ELEMENT_BOOL};
-static const char *const type_names[N_TYPES] = {"u8", "i32", "i64", "f32", "f64", "bool"};
 static const char *const op_names[6] = {"EQ", "NE", "LT", "LE", "GT", "GE"};
-
-static size_t type_size(rill_element_type t) {
-    switch (t) {
-    case RILL_ELEMENT_U8:
-    case RILL_ELEMENT_BOOL:
-        return 1;
-    case RILL_ELEMENT_I32:
-    case RILL_ELEMENT_F32:
-        return 4;
-    case RILL_ELEMENT_I64:
-    case RILL_ELEMENT_F64:
-        return 8;
-    }
-    return 0;
-}
 
 /* Values of each type: both zeros, NaNs of either sign, infinities and
  * the extremes. Neighbours that a conversion would round together tell an
@@ -97,51 +71,6 @@ static void *pool_values(rill_element_type t, size_t n, size_t salt) {
     return h;
 }
 
-/* An element as a number: integers exactly, floats as double (exact for
- * float). */
-typedef struct number {
-    bool is_float;
-    int64_t i;
-    double f;
-} number;
-
-static number load(rill_element_type t, const void *base, size_t index) {
-    number x = {false, 0, 0.0};
-    const char *p = (const char *)base + index * type_size(t);
-    switch (t) {
-    case RILL_ELEMENT_U8: {
-        uint8_t v;
-        memcpy(&v, p, sizeof v);
-        x.i = v;
-        break;
-    }
-    case RILL_ELEMENT_I32: {
-        int32_t v;
-        memcpy(&v, p, sizeof v);
-        x.i = v;
-        break;
-    }
-    case RILL_ELEMENT_I64:
-        memcpy(&x.i, p, sizeof x.i);
-        break;
-    case RILL_ELEMENT_F32: {
-        float v;
-        memcpy(&v, p, sizeof v);
-        x.is_float = true;
-        x.f = v;
-        break;
-    }
-    case RILL_ELEMENT_F64:
-        x.is_float = true;
-        memcpy(&x.f, p, sizeof x.f);
-        break;
-    case RILL_ELEMENT_BOOL:
-        x.i = *(const uint8_t *)p != 0;
-        break;
-    }
-    return x;
-}
-
 /* rill.h's rules from the order of x and y: -0 equals 0, a NaN is
  * unordered (EQ and the four orders false, NE true). */
 static uint8_t host_compare(rill_compare_op op, number x, number y) {
@@ -169,48 +98,10 @@ static uint8_t host_compare(rill_compare_op op, number x, number y) {
     return 2;
 }
 
-/* Device memory on s holding bytes copied from host. */
-static void *device_copy(rill_stream *s, const void *host, size_t bytes) {
-    void *p = contract_alloc(s, bytes);
-    contract_upload(s, p, host, bytes);
-    return p;
-}
-
-/* Device memory of bytes plus GUARD, all GUARD_BYTE. */
-static void *guarded_out(rill_stream *s, size_t bytes) {
-    unsigned char *h = malloc(bytes + GUARD);
-    assert_non_null(h);
-    memset(h, GUARD_BYTE, bytes + GUARD);
-    void *p = device_copy(s, h, bytes + GUARD);
-    free(h);
-    return p;
-}
-
-static void expect_guard(const char *what, const unsigned char *got, size_t bytes) {
-    for (size_t i = bytes; i < bytes + GUARD; i++)
-        if (got[i] != GUARD_BYTE)
-            fail_msg("%s: byte %zu past the output was written (0x%02x)", what, i - bytes, got[i]);
-}
-
 static void expect_bools(const char *what, const uint8_t *got, const uint8_t *want, size_t n) {
     for (size_t i = 0; i < n; i++)
         if (got[i] != want[i])
             fail_msg("%s: element %zu of %zu is %u, want %u", what, i, n, got[i], want[i]);
-}
-
-/* The bits of element i of width bytes. */
-static uint64_t bits_at(const void *base, size_t i, size_t width) {
-    uint64_t v = 0;
-    const unsigned char *p = (const unsigned char *)base + i * width;
-    for (size_t k = width; k-- > 0;)
-        v = v << 8 | p[k];
-    return v;
-}
-
-static void store_bits(void *base, size_t i, size_t width, uint64_t bits) {
-    unsigned char *p = (unsigned char *)base + i * width;
-    for (size_t k = 0; k < width; k++)
-        p[k] = (unsigned char)(bits >> (8 * k));
 }
 
 static void expect_elements(const char *what, const void *got, const void *want, size_t n,
@@ -265,13 +156,6 @@ static uint8_t *host_conds(size_t n) {
     for (size_t i = 0; i < n; i++)
         h[i] = cond_table[(i * 3 + i / 5) % 7];
     return h;
-}
-
-static uint64_t next_bits(uint64_t *state) {
-    uint64_t z = (*state += 0x9e3779b97f4a7c15u);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-    return z ^ (z >> 31);
 }
 
 /* Signalling and quiet NaNs with payloads, of either sign. */
