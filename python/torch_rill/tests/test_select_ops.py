@@ -12,12 +12,12 @@ import time
 import pytest
 import torch
 
-from conftest import gate, traced_names
+from conftest import (as_on_the_cpu, assert_same, assert_stream_works, first_line, gate,
+                      stream_error, traced_names)
 
 DTYPES = [torch.bool, torch.uint8, torch.int32, torch.int64, torch.float32, torch.float64]
 COMPARE = {"eq": torch.eq, "ne": torch.ne, "lt": torch.lt, "le": torch.le, "gt": torch.gt,
            "ge": torch.ge}
-BITS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 
 def pool(dtype):
@@ -50,62 +50,6 @@ def random_bits(dtype, shape, seed):
     size = torch.empty(0, dtype=dtype).element_size()
     raw = torch.randint(256, (math.prod(shape) * size,), dtype=torch.uint8, generator=g)
     return raw.view(dtype).reshape(shape)
-
-
-def assert_same(got, want, what=""):
-    """got (on rill) has want's dtype, shape, strides and bits."""
-    assert got.device.type == "rill", what
-    assert (got.dtype, got.shape) == (want.dtype, want.shape), what
-    assert got.stride() == want.stride(), (what, got.stride(), want.stride())
-    got = got.cpu()
-    if want.dtype != torch.bool and want.element_size() in BITS:  # complex128: no NaN here
-        got, want = got.view(BITS[want.element_size()]), want.view(BITS[want.element_size()])
-    assert torch.equal(got, want), (what, got, want)
-
-
-def first_line(error):
-    return str(error).split("\n")[0]
-
-
-def stream_error():
-    """The error that failed the stream, cleared, or None."""
-    try:
-        torch.rill.synchronize()
-    except RuntimeError as e:
-        torch.rill.clear_errors()
-        return first_line(e)
-    return None
-
-
-def as_on_the_cpu(fn, *tensors, what=""):
-    """fn of the CPU tensors and of rill copies: the same result and inputs
-    afterwards, or the same error raised at the call with the stream left
-    working."""
-    devs = [t.to("rill") for t in tensors]
-    try:
-        want = fn(*tensors)
-    except Exception as e:  # the CPU's error, whatever it is
-        try:
-            fn(*devs)
-        except Exception as got:
-            failed = stream_error()
-            assert (type(got), first_line(got)) == (type(e), first_line(e)), what
-            assert failed is None, what
-            for dev, t in zip(devs, tensors):
-                assert_same(dev, t, f"{what}: an input after the error")
-        else:
-            pytest.fail(f"{what}: no error at the call (the CPU raises {first_line(e)!r}); "
-                        f"the stream: {stream_error()}")
-        return
-    assert_same(fn(*devs), want, what)
-    for dev, t in zip(devs, tensors):
-        assert_same(dev, t, f"{what}: an input afterwards")
-
-
-def assert_stream_works():
-    """The stream was not failed: it runs work without clear_errors()."""
-    assert stream_error() is None
-    assert torch.equal((torch.ones(3, device="rill") + 1).cpu(), torch.full((3,), 2.0))
 
 
 @pytest.fixture(autouse=True)
