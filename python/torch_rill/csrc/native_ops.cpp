@@ -380,6 +380,8 @@ bool writes_like(const at::Tensor &out, const at::Tensor &a) {
 // at the call, where the fallback's meta kernel would let it through to
 // fail the stream.
 void check_cast(const at::Tensor &a, const at::Tensor &b, const at::Tensor &out) {
+    if (a.scalar_type() == out.scalar_type() && b.scalar_type() == out.scalar_type())
+        return; // the common case, without type promotion's cost
     at::ScalarType common = at::result_type(a, b);
     TORCH_CHECK(at::canCast(common, out.scalar_type()), "result type ", common,
                 " can't be cast to the desired output type ", out.scalar_type());

@@ -164,42 +164,23 @@ at::Tensor all_any(rill_reduce_bool_op op, const at::Tensor &a, at::OptionalIntA
     return reduce_bool(op, a, dims, keepdim);
 }
 
-at::Tensor all(const at::Tensor &a) {
-    at::Tensor out = all_any(RILL_REDUCE_BOOL_ALL, a, std::nullopt, false);
-    return out.defined() ? out : call_fallback_fn<&boxed_fallback, at::_ops::all>::call(a);
+// all or any (op) of a: over everything, one dim, or dims; Op is the
+// overload, which the fallback runs where the kernel does not.
+template <rill_reduce_bool_op op, typename Op> at::Tensor all_any_whole(const at::Tensor &a) {
+    at::Tensor out = all_any(op, a, std::nullopt, false);
+    return out.defined() ? out : call_fallback_fn<&boxed_fallback, Op>::call(a);
 }
 
-at::Tensor all_dim(const at::Tensor &a, int64_t dim, bool keepdim) {
-    at::Tensor out = all_any(RILL_REDUCE_BOOL_ALL, a, at::IntArrayRef(dim), keepdim);
-    return out.defined()
-               ? out
-               : call_fallback_fn<&boxed_fallback, at::_ops::all_dim>::call(a, dim, keepdim);
+template <rill_reduce_bool_op op, typename Op>
+at::Tensor all_any_dim(const at::Tensor &a, int64_t dim, bool keepdim) {
+    at::Tensor out = all_any(op, a, at::IntArrayRef(dim), keepdim);
+    return out.defined() ? out : call_fallback_fn<&boxed_fallback, Op>::call(a, dim, keepdim);
 }
 
-at::Tensor all_dims(const at::Tensor &a, at::OptionalIntArrayRef dims, bool keepdim) {
-    at::Tensor out = all_any(RILL_REDUCE_BOOL_ALL, a, dims, keepdim);
-    return out.defined()
-               ? out
-               : call_fallback_fn<&boxed_fallback, at::_ops::all_dims>::call(a, dims, keepdim);
-}
-
-at::Tensor any(const at::Tensor &a) {
-    at::Tensor out = all_any(RILL_REDUCE_BOOL_ANY, a, std::nullopt, false);
-    return out.defined() ? out : call_fallback_fn<&boxed_fallback, at::_ops::any>::call(a);
-}
-
-at::Tensor any_dim(const at::Tensor &a, int64_t dim, bool keepdim) {
-    at::Tensor out = all_any(RILL_REDUCE_BOOL_ANY, a, at::IntArrayRef(dim), keepdim);
-    return out.defined()
-               ? out
-               : call_fallback_fn<&boxed_fallback, at::_ops::any_dim>::call(a, dim, keepdim);
-}
-
-at::Tensor any_dims(const at::Tensor &a, at::OptionalIntArrayRef dims, bool keepdim) {
-    at::Tensor out = all_any(RILL_REDUCE_BOOL_ANY, a, dims, keepdim);
-    return out.defined()
-               ? out
-               : call_fallback_fn<&boxed_fallback, at::_ops::any_dims>::call(a, dims, keepdim);
+template <rill_reduce_bool_op op, typename Op>
+at::Tensor all_any_dims(const at::Tensor &a, at::OptionalIntArrayRef dims, bool keepdim) {
+    at::Tensor out = all_any(op, a, dims, keepdim);
+    return out.defined() ? out : call_fallback_fn<&boxed_fallback, Op>::call(a, dims, keepdim);
 }
 
 at::Tensor sum_dim(const at::Tensor &a, at::OptionalIntArrayRef dims, bool keepdim,
@@ -300,12 +281,12 @@ at::Tensor log_softmax(const at::Tensor &a, int64_t dim, bool half_to_float) {
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     m.impl("sum.dim_IntList", sum_dim);
     m.impl("sum", sum);
-    m.impl("all", all);
-    m.impl("all.dim", all_dim);
-    m.impl("all.dims", all_dims);
-    m.impl("any", any);
-    m.impl("any.dim", any_dim);
-    m.impl("any.dims", any_dims);
+    m.impl("all", all_any_whole<RILL_REDUCE_BOOL_ALL, at::_ops::all>);
+    m.impl("all.dim", all_any_dim<RILL_REDUCE_BOOL_ALL, at::_ops::all_dim>);
+    m.impl("all.dims", all_any_dims<RILL_REDUCE_BOOL_ALL, at::_ops::all_dims>);
+    m.impl("any", all_any_whole<RILL_REDUCE_BOOL_ANY, at::_ops::any>);
+    m.impl("any.dim", all_any_dim<RILL_REDUCE_BOOL_ANY, at::_ops::any_dim>);
+    m.impl("any.dims", all_any_dims<RILL_REDUCE_BOOL_ANY, at::_ops::any_dims>);
     m.impl("mean.dim", mean_dim);
     m.impl("linalg_vector_norm", vector_norm);
     m.impl("_softmax", softmax);
