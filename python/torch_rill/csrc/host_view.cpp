@@ -38,6 +38,10 @@ at::Tensor HostViews::view(const at::Tensor &t) {
     }
     at::Tensor out = at::empty({0}, t.options().device(c10::kCPU));
     out.set_(found->second, t.storage_offset(), t.sizes(), t.strides());
+    // The kernels that take conjugate and negative views as they are (mm,
+    // dot, their relatives) read these bits.
+    out._set_conj(t.is_conj());
+    out._set_neg(t.is_neg());
     return out;
 }
 

@@ -396,3 +396,32 @@ def test_a_result_whose_strides_span_more_elements_than_it_has_keeps_them():
         got = torch.linalg.lstsq(a.to("rill"), b.to("rill"), driver="gels").solution
         assert got.shape == want.shape and got.stride() == want.stride()
         torch.testing.assert_close(got.cpu(), want)
+
+
+CONJ_AWARE = {
+    "dot": lambda a, b, v: torch.dot(v, v.conj()),
+    "vdot of a conj": lambda a, b, v: torch.vdot(v.conj(), v),
+    "mm": lambda a, b, v: torch.mm(a, b.conj()),
+    "mm of conj, transposed": lambda a, b, v: torch.mm(a.conj(), b.conj().t()),
+    "a @ b.mH": lambda a, b, v: a @ b.mH,
+    "mv": lambda a, b, v: torch.mv(a.conj(), v.conj()),
+    "addmm": lambda a, b, v: torch.addmm(a.conj(), a.conj(), b),
+    "bmm": lambda a, b, v: torch.bmm(a[None].conj(), b[None]),
+    "einsum": lambda a, b, v: torch.einsum("ij,jk->ik", a.conj(), b),
+    "cov": lambda a, b, v: torch.cov(a),
+    "mm of negative views": lambda a, b, v: torch.mm(a.conj().imag, b.conj().imag),
+    "dot of a negative view": lambda a, b, v: torch.dot(v.conj().imag, v.real),
+}
+
+
+@pytest.mark.parametrize("name", CONJ_AWARE, ids=list(CONJ_AWARE))
+def test_kernels_that_read_conjugate_and_negative_views_get_them(name):
+    """mm, dot and their relatives take a conjugate (x.conj(), x.mH) or
+    negative view as it is and read its bit: the host views the fallback
+    runs them on had lost the bits, so a @ b.mH multiplied by b itself."""
+    g = torch.Generator().manual_seed(6)
+    a, b = (torch.randn(3, 3, dtype=torch.complex64, generator=g) for _ in range(2))
+    v = torch.randn(3, dtype=torch.complex64, generator=g)
+    want = CONJ_AWARE[name](a, b, v)
+    got = CONJ_AWARE[name](a.to("rill"), b.to("rill"), v.to("rill")).cpu()
+    torch.testing.assert_close(got.resolve_conj().resolve_neg(), want.resolve_conj().resolve_neg())
