@@ -322,7 +322,14 @@ void upload(const at::Tensor &host, const at::Tensor &dst) {
 // PyTorch's CPU copy on host views, after the streams involved drained.
 at::Tensor copy_from(const at::Tensor &self, const at::Tensor &dst, bool non_blocking) {
     TORCH_CHECK(self.defined() && dst.defined(), "copy_ of an undefined tensor");
-    if (self.numel() == 0)
+    if (!self.sizes().equals(dst.sizes())) {
+        // PyTorch routes copies to and from rill here before its own shape
+        // checks; these are TensorIterator's, in its words.
+        at::DimVector shape = at::infer_size_dimvector(dst.sizes(), self.sizes());
+        TORCH_CHECK(dst.sizes().equals(shape), "output with shape ", dst.sizes(),
+                    " doesn't match the broadcast shape ", shape);
+    }
+    if (self.numel() == 0 || dst.numel() == 0)
         return dst;
     bool same_kind = self.dtype() == dst.dtype() && plain(self) && plain(dst) &&
                      self.sizes().equals(dst.sizes());

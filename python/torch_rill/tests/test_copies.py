@@ -8,6 +8,7 @@ and the memory between them untouched."""
 
 import pytest
 import torch
+from conftest import assert_stream_works, first_line
 
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.complex64,
           torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool]
@@ -81,6 +82,37 @@ def test_item_reads_one_element_of_any_shape_and_layout(dtype):
     with pytest.raises(RuntimeError, match="cannot be converted to Scalar"):
         r[0, 0, :2].item()
 
+
+
+SHAPE_PAIRS = [((0, 2, 2), (2, 2)), ((3, 0), (3, 1)), ((0,), (0,)), ((2, 0), (0,)),
+               ((0,), (3,)), ((2,), (0,)), ((1,), (3,)), ((2, 3), (3, 2)), ((4, 3), (3,))]
+
+
+@pytest.mark.parametrize("dst_shape,src_shape", SHAPE_PAIRS, ids=str)
+@pytest.mark.parametrize("src_dtype", [torch.float32, torch.int64], ids=str)
+def test_copy_broadcasts_into_empty_and_refuses_other_shapes_as_the_cpu(dst_shape, src_shape,
+                                                                       src_dtype):
+    """copy_ checks its shapes as the CPU does, empty ones included: a
+    broadcast into an empty destination is a copy of nothing (it raised
+    rill_op_convert's refusal, or rill's copy's), and an empty source
+    into a destination of other elements raises (it was taken in
+    silence)."""
+    src = values(src_dtype, torch.Size(src_shape).numel(), 12).view(src_shape)
+    try:
+        want = torch.empty(dst_shape).copy_(src)
+    except RuntimeError as e:
+        want = e
+    for where, dst, source in (("rill to rill", torch.empty(dst_shape, device="rill"),
+                                src.to("rill")),
+                               ("cpu to rill", torch.empty(dst_shape, device="rill"), src),
+                               ("rill to cpu", torch.empty(dst_shape), src.to("rill"))):
+        if isinstance(want, Exception):
+            with pytest.raises(RuntimeError) as got:
+                dst.copy_(source)
+            assert first_line(got.value) == first_line(want), where
+        else:
+            assert torch.equal(dst.copy_(source).cpu(), want), where
+    assert_stream_works()
 
 MATH_BIT_VIEWS = [
     ("conj", lambda t: t.conj()),
