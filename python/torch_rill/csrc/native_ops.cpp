@@ -120,6 +120,8 @@ std::vector<size_t> broadcast_strides(const at::Tensor &t, c10::IntArrayRef shap
 }
 
 bool is_one(const at::Scalar &s) {
+    if (s.isComplex())
+        return s.toComplexDouble() == c10::complex<double>(1.0, 0.0);
     return s.isIntegral(false) ? s.toLong() == 1 : s.toDouble() == 1.0;
 }
 
@@ -447,10 +449,6 @@ at::Tensor add_long_number(const at::Tensor &out, const at::Tensor &a, const at:
     if (!is_rill(a) || a.scalar_type() != at::kLong || !b.defined() || !b.is_cpu() ||
         b.dim() != 0 || !at::isIntegralType(b.scalar_type(), false))
         return {};
-    // The result is int64: PyTorch's own check of alpha, at the call as on
-    // the CPU (the fallback's meta kernel lets it through to fail later).
-    TORCH_CHECK(!alpha.isFloatingPoint(),
-                "For integral input tensors, argument alpha must not be a floating point number.");
     if (!alpha.isIntegral(false) || !a.is_non_overlapping_and_dense())
         return {};
     if (out.defined() &&
@@ -468,9 +466,21 @@ at::Tensor add_long_number(const at::Tensor &out, const at::Tensor &a, const at:
     return result;
 }
 
+// PyTorch's checks of alpha against the result's dtype, at the call as on
+// the CPU: the kernels here would take alpha 1.0 for integers, or True and
+// 1+0j for floats, and the fallback's meta kernel lets them through to
+// fail the stream later.
+void check_alpha(const at::Tensor &a, const at::Tensor &b, const at::Scalar &alpha) {
+    if (alpha.isIntegral(false) ||
+        (alpha.isFloatingPoint() && a.is_floating_point() && b.is_floating_point()))
+        return;
+    at::native::alpha_check(at::result_type(a, b), alpha);
+}
+
 // a + alpha b, a - alpha b (sign -1) into a new tensor: undefined when the
 // kernels do not take it.
 at::Tensor add_new(const at::Tensor &a, const at::Tensor &b, const at::Scalar &alpha, float sign) {
+    check_alpha(a, b, alpha);
     if (sign < 0) // PyTorch's refusal of a bool operand, which promotion would hide
         at::native::sub_check(a, b);
     if (is_rill(a) && a.scalar_type() == at::kLong) {
@@ -496,6 +506,7 @@ at::Tensor add_new(const at::Tensor &a, const at::Tensor &b, const at::Scalar &a
 // out = a + sign alpha b into an existing out (out=, or a in place).
 bool add_into(const at::Tensor &out, const at::Tensor &a, const at::Tensor &b,
               const at::Scalar &alpha, float sign) {
+    check_alpha(a, b, alpha);
     check_cast(a, b, out);
     if (sign < 0)
         at::native::sub_check(a, b);

@@ -10,7 +10,7 @@ import time
 import pytest
 import torch
 
-from conftest import delay, traced_names
+from conftest import as_on_the_cpu, delay, traced_names
 
 OPS = {
     "add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div,
@@ -205,3 +205,37 @@ def test_memory_a_side_streams_kernel_reads_is_kept_without_record_stream():
         bad += int(not torch.equal(result.cpu(), torch.full((n,), float(round))))
         del fresh
     assert bad == 0
+
+
+ALPHA_CASES = [  # (dtype of a, dtype of b, alpha)
+    (torch.int64, torch.int64, 1.0), (torch.int64, torch.int64, 1.5), (torch.int32, torch.int32, 1),
+    (torch.float32, torch.float32, 1 + 0j), (torch.float32, torch.float32, True),
+    (torch.float32, torch.float32, 2.5), (torch.float32, torch.int64, 1 + 0j),
+    (torch.int64, torch.float32, 2.0), (torch.bool, torch.bool, True), (torch.bool, torch.bool, 1),
+    (torch.complex64, torch.complex64, 1j), (torch.complex64, torch.complex64, 1 + 0j),
+    (torch.float64, torch.float64, 1 + 0j),
+]
+ALPHA_OPS = {
+    "add": lambda a, b, alpha: torch.add(a, b, alpha=alpha),
+    "sub": lambda a, b, alpha: torch.sub(a, b, alpha=alpha),
+    "add_": lambda a, b, alpha: a.clone().add_(b, alpha=alpha),
+    "sub_": lambda a, b, alpha: a.clone().sub_(b, alpha=alpha),
+    "add out=": lambda a, b, alpha: torch.add(a, b, alpha=alpha, out=torch.empty_like(a)),
+    "add a number": lambda a, b, alpha: torch.add(a, 2, alpha=alpha),
+    "addmm": lambda a, b, alpha: torch.addmm(a.view(2, 2), a.view(2, 2), b.view(2, 2),
+                                             beta=alpha, alpha=alpha),
+}
+
+
+@pytest.mark.parametrize("op", ALPHA_OPS, ids=list(ALPHA_OPS))
+@pytest.mark.parametrize("a_dtype,b_dtype,alpha", ALPHA_CASES, ids=str)
+def test_alpha_and_beta_are_checked_and_used_as_on_the_cpu(op, a_dtype, b_dtype, alpha):
+    """alpha 1.0 for integers, True or 1+0j for floats raise PyTorch's
+    error at the call (the kernels took them as 1, or the stream failed
+    later), and a complex alpha or beta works on complex tensors (reading
+    it as a double raised)."""
+    if op == "addmm" and (a_dtype != b_dtype or a_dtype == torch.bool):
+        pytest.skip("the CPU kernel's dtype checks of addmm fail the stream later on rill")
+    a = torch.tensor([1, -2, 3, 0]).to(a_dtype)
+    b = torch.tensor([2, 5, -1, 1]).to(b_dtype)
+    as_on_the_cpu(lambda x, y: ALPHA_OPS[op](x, y, alpha), a, b, what=f"{op} alpha={alpha}")
