@@ -1007,6 +1007,12 @@ TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     m.impl("mse_loss", torch::CppFunction::makeFromBoxedFunction<&fallback>());
     m.impl("smooth_l1_loss", torch::CppFunction::makeFromBoxedFunction<&fallback>());
+    // These have a CPU kernel and, for other devices, a decomposition into
+    // element-wise ops that rounds each step to the dtype (addr's
+    // beta*self + alpha*outer; group norm's mean and variance in float16
+    // 0.0078 off the CPU's); the CPU kernels round once, as CUDA's do.
+    for (const char *name : {"addr", "addr.out", "native_group_norm"})
+        m.impl(name, torch::CppFunction::makeFromBoxedFunction<&fallback>());
 }
 
 } // namespace torch_rill
