@@ -197,6 +197,23 @@ c10::IValue engine_arg(const c10::IValue &arg, c10::Device dev) {
     return cpu_engine(gen, dev.index());
 }
 
+// After a kernel wrote through view, a host view of a rill tensor whose
+// conjugate and negative bits are conj and neg: an out= kernel may make
+// its out a conjugate view of what it computed (linalg_lu_solve with left
+// False), which the rill tensor cannot follow (a queued kernel runs after
+// the call returned it), so its memory takes the values the view stands for.
+void settle_bits(const at::Tensor &view, bool conj, bool neg) {
+    if (view.is_conj() == conj && view.is_neg() == neg)
+        return;
+    at::Tensor raw = view.alias();
+    raw._set_conj(false);
+    raw._set_neg(false);
+    if (view.is_conj() != conj)
+        raw.conj_physical_();
+    if (view.is_neg() != neg)
+        raw.neg_();
+}
+
 // Runs the CPU kernel now on host views: for views (which read no data),
 // and for the ops that synchronize, once the stream's work has run.
 void run_now(const c10::OperatorHandle &op, torch::jit::Stack *stack, c10::Device dev) {
@@ -223,10 +240,12 @@ void run_now(const c10::OperatorHandle &op, torch::jit::Stack *stack, c10::Devic
     for (size_t i = stack->size() - num_returns; i < stack->size(); i++)
         (*stack)[i] = map_tensors(
             (*stack)[i], [&](const at::Tensor &t) { return to_rill(t, views, dev, inputs); });
-    // In-place and out= arguments the kernel resized but did not return.
-    for (const auto &[rill_tensor, view] : inputs)
+    for (const auto &[rill_tensor, view] : inputs) {
+        // In-place and out= arguments the kernel resized but did not return.
         if (!rill_tensor.sizes().equals(view.sizes()))
             to_rill(view, views, dev, inputs);
+        settle_bits(view, rill_tensor.is_conj(), rill_tensor.is_neg());
+    }
 }
 
 // Every result aliases an argument without writing it, and nothing is
@@ -775,6 +794,7 @@ bool queue_op(const c10::OperatorHandle &op, torch::jit::Stack *stack, c10::Devi
         const void *data;
         void *first;                  // its first element in the rill memory
         std::vector<int64_t> strides; // there, whatever the kernel resizes
+        bool conj, neg;               // its bits, whatever the kernel sets
     };
     std::vector<Written> written; // in-place and out= arguments, as the kernel gets them
     for (size_t i = 0; i < num_args; i++) {
@@ -788,7 +808,7 @@ bool queue_op(const c10::OperatorHandle &op, torch::jit::Stack *stack, c10::Devi
             at::Tensor view = views.view(t);
             if (writes)
                 written.push_back({view, view.sizes().vec(), view.storage().data(), view.data_ptr(),
-                                   view.strides().vec()});
+                                   view.strides().vec(), view.is_conj(), view.is_neg()});
             return view;
         });
     }
@@ -825,6 +845,7 @@ bool queue_op(const c10::OperatorHandle &op, torch::jit::Stack *stack, c10::Devi
             // memory: its values go back to the rill memory.
             if (w.view.storage().data() != w.data)
                 at::from_blob(w.first, w.sizes, w.strides, w.view.options()).copy_(w.view);
+            settle_bits(w.view, w.conj, w.neg);
         }
     });
     return true;

@@ -446,3 +446,21 @@ def test_ops_that_decompose_off_the_cpu_run_its_kernel_and_round_as_it_does(dtyp
         want = fn(*args)
         got = fn(*(t.to("rill") for t in args))
         assert torch.equal(got.cpu(), want)
+
+
+@pytest.mark.parametrize("adjoint", [False, True])
+def test_an_out_kernel_that_makes_its_out_a_conjugate_view_gives_its_values(adjoint):
+    """linalg_lu_solve with left=False makes its out= tensor a conjugate
+    view of what it computed: rill's result kept the computed values
+    without the bit, the conjugates of the right ones."""
+    g = torch.Generator().manual_seed(8)
+    a = torch.randn(3, 3, dtype=torch.complex64, generator=g)
+    b = torch.randn(4, 3, dtype=torch.complex64, generator=g)
+    lu, pivots = torch.linalg.lu_factor(a)
+    want = torch.linalg.lu_solve(lu, pivots, b, left=False, adjoint=adjoint).resolve_conj()
+    args = (lu.to("rill"), pivots.to("rill"), b.to("rill"))
+    got = torch.linalg.lu_solve(*args, left=False, adjoint=adjoint)
+    torch.testing.assert_close(got.cpu().resolve_conj(), want)
+    out = torch.empty(4, 3, dtype=torch.complex64, device="rill")
+    torch.linalg.lu_solve(*args, left=False, adjoint=adjoint, out=out)
+    torch.testing.assert_close(out.cpu().resolve_conj(), want)
