@@ -369,6 +369,9 @@ class MetaTwins {
             return t;
         if (!is_rill(t)) // a CPU scalar, which meta kernels take as CUDA kernels do
             return t;
+        auto same = twins_.find(t.unsafeGetTensorImpl());
+        if (same != twins_.end()) // a tensor passed twice (x.logical_and_(y): self and out)
+            return same->second;
         c10::StorageImpl *impl = t.storage().unsafeGetStorageImpl();
         auto found = storages_.find(impl);
         if (found == storages_.end()) {
@@ -378,11 +381,13 @@ class MetaTwins {
         }
         at::Tensor m = at::empty({0}, t.options().device(c10::kMeta));
         m.set_(found->second, t.storage_offset(), t.sizes(), t.strides());
+        twins_.emplace(t.unsafeGetTensorImpl(), m);
         return m;
     }
 
   private:
     std::unordered_map<c10::StorageImpl *, c10::Storage> storages_;
+    std::unordered_map<const c10::TensorImpl *, at::Tensor> twins_;
 };
 
 // A CPU scalar as read at submit (as CUDA reads it), still a wrapped
@@ -530,12 +535,25 @@ struct MetaRun {
     mutable std::atomic<int> trust{kUnchecked};
 };
 
+// The storages and tensors a key has seen, in order.
+struct KeySeen {
+    std::vector<const c10::StorageImpl *> storages;
+    std::vector<const c10::TensorImpl *> tensors;
+};
+
+// The index of x in seen, added at the end if new.
+template <typename T> size_t index_in(std::vector<const T *> &seen, const T *x) {
+    size_t index = std::find(seen.begin(), seen.end(), x) - seen.begin();
+    if (index == seen.size())
+        seen.push_back(x);
+    return index;
+}
+
 // Appends what a meta kernel sees of value to key: a tensor's dtype, sizes,
-// strides, offset and which earlier tensor shares its storage (a CPU
-// scalar's value), other values in full. False for a kind of value it
-// does not cover.
-bool append_key(std::string &key, const c10::IValue &value,
-                std::vector<const c10::StorageImpl *> &storages) {
+// strides, offset, which earlier tensor shares its storage and whether it
+// is an earlier tensor itself (a CPU scalar's value), other values in full.
+// False for a kind of value it does not cover.
+bool append_key(std::string &key, const c10::IValue &value, KeySeen &seen) {
     auto put = [&key](const auto &x) { key.append(reinterpret_cast<const char *>(&x), sizeof x); };
     auto put_ints = [&](c10::IntArrayRef xs) {
         put(xs.size());
@@ -560,17 +578,15 @@ bool append_key(std::string &key, const c10::IValue &value,
         put_ints(t.strides());
         put(t.storage_offset());
         const c10::StorageImpl *impl = t.storage().unsafeGetStorageImpl();
-        size_t index = std::find(storages.begin(), storages.end(), impl) - storages.begin();
-        if (index == storages.size())
-            storages.push_back(impl);
-        put(index);
+        put(index_in(seen.storages, impl));
+        put(index_in(seen.tensors, static_cast<const c10::TensorImpl *>(t.unsafeGetTensorImpl())));
         put(impl->nbytes());
     } else if (value.isTensorList() || value.isOptionalTensorList()) {
         key += 'L';
         bool ok = true;
         size_t n = 0;
         for_each_tensor(value, [&](const at::Tensor &t) {
-            ok = ok && append_key(key, t, storages);
+            ok = ok && append_key(key, t, seen);
             n++;
         });
         put(n);
@@ -657,10 +673,10 @@ std::shared_ptr<const MetaRun> meta_run(const c10::OperatorHandle &op,
     key.reserve(256);
     const void *id = &op.schema();
     key.append(reinterpret_cast<const char *>(&id), sizeof id);
-    std::vector<const c10::StorageImpl *> storages;
+    KeySeen seen;
     bool cacheable = true;
     for (size_t i = 0; i < num_args && cacheable; i++)
-        cacheable = append_key(key, stack[base + i], storages);
+        cacheable = append_key(key, stack[base + i], seen);
     if (cacheable)
         if (auto hit = meta_cache.find(key))
             return hit;
@@ -682,6 +698,33 @@ std::shared_ptr<const MetaRun> meta_run(const c10::OperatorHandle &op,
 }
 
 constexpr const char *kDataShape = "its outputs' shapes depend on the data";
+
+// Whether the meta kernel (its arguments after it ran: meta_args) gave a
+// written argument other sizes while its memory is also an argument read.
+bool resizes_a_read_storage(const c10::FunctionSchema &schema, c10::ArrayRef<c10::IValue> args,
+                            const std::vector<c10::IValue> &meta_args) {
+    std::vector<const c10::StorageImpl *> read;
+    for (size_t i = 0; i < args.size(); i++) {
+        const c10::AliasInfo *info = schema.arguments()[i].alias_info();
+        if (!info || !info->isWrite())
+            for_each_tensor(args[i], [&](const at::Tensor &t) {
+                if (t.defined() && is_rill(t))
+                    read.push_back(t.storage().unsafeGetStorageImpl());
+            });
+    }
+    bool resized = false;
+    for (size_t i = 0; i < args.size(); i++) {
+        const c10::AliasInfo *info = schema.arguments()[i].alias_info();
+        if (info && info->isWrite())
+            zip_tensors(args[i], meta_args[i], [&](const at::Tensor &t, const at::Tensor &m) {
+                resized = resized ||
+                          (t.defined() && m.defined() && !t.sizes().equals(m.sizes()) &&
+                           std::find(read.begin(), read.end(),
+                                     t.storage().unsafeGetStorageImpl()) != read.end());
+            });
+    }
+    return resized;
+}
 
 // Queues the op (see the file's comment); false, with the stack as it was
 // and why set, when it must run at once after all. *check is set to the
@@ -756,6 +799,12 @@ bool queue_op(const c10::OperatorHandle &op, torch::jit::Stack *stack, c10::Devi
             *check = run;
             return false;
         }
+    }
+    if (resizes_a_read_storage(schema, torch::jit::last(*stack, num_args), meta_args)) {
+        // x.logical_and_(y) with a larger y: PyTorch's meta kernels resize
+        // out, where the CPU kernel refuses an out that is also an input.
+        why = "its meta kernel resizes an output whose memory it reads";
+        return false;
     }
 
     std::string name = c10::toString(schema.operator_name()) + " on " + dev.str();

@@ -14,7 +14,10 @@
 namespace torch_rill {
 
 // One CPU storage per rill storage within a call, so that tensors that share
-// memory on rill share it on the CPU too (the kernels' overlap checks see it).
+// memory on rill share it on the CPU too (the kernels' overlap checks see
+// it), and one view per rill tensor, so that a tensor passed twice is one
+// tensor to the kernel too (x.logical_and_(y) passes x as self and out; a
+// kernel refuses to resize an out that is also an input).
 class HostViews {
   public:
     at::Tensor view(const at::Tensor &rill_tensor);
@@ -24,6 +27,7 @@ class HostViews {
   private:
     std::unordered_map<c10::StorageImpl *, c10::Storage> host_of_;
     std::unordered_map<const c10::StorageImpl *, c10::Storage> rill_of_;
+    std::unordered_map<const c10::TensorImpl *, at::Tensor> views_;
 };
 
 // Waits until the work queued on rill:index's current stream has run, so

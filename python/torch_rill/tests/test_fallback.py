@@ -15,7 +15,7 @@ import torch.nn.functional as F
 
 import rill
 
-from conftest import delay, rill_stream
+from conftest import as_on_the_cpu, delay, rill_stream
 
 DELAY = 0.4  # seconds of a host function queued ahead of the op
 
@@ -464,3 +464,26 @@ def test_an_out_kernel_that_makes_its_out_a_conjugate_view_gives_its_values(adjo
     out = torch.empty(4, 3, dtype=torch.complex64, device="rill")
     torch.linalg.lu_solve(*args, left=False, adjoint=adjoint, out=out)
     torch.testing.assert_close(out.cpu().resolve_conj(), want)
+
+
+IN_PLACE_BROADCASTS = {
+    "logical_and_": lambda x, y: x.logical_and_(y),
+    "logical_xor out=x": lambda x, y: torch.logical_xor(x, y, out=x),
+    "ldexp_": lambda x, y: x.ldexp_(y),
+    "out= another view of x": lambda x, y: torch.logical_or(x, y, out=x[:]),
+    "out= another tensor": lambda x, y: torch.logical_or(x, y, out=torch.empty_like(x)),
+}
+
+
+@pytest.mark.parametrize("name", IN_PLACE_BROADCASTS, ids=list(IN_PLACE_BROADCASTS))
+def test_an_out_that_is_also_an_input_is_not_resized(name):
+    """x.logical_and_(y) with y larger than x: the CPU refuses to resize an
+    output that is also an input. rill resized x to y's shape (PyTorch's
+    meta kernels resize outs, and the fallback's host views were two
+    tensors for x). An out that is another tensor is resized, as on the
+    CPU, with its warning."""
+    x, y = torch.ones(5, 1), torch.ones(5, 5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        as_on_the_cpu(lambda a, b: IN_PLACE_BROADCASTS[name](a, b), x, y, what=name)
+
