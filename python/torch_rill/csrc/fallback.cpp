@@ -1083,6 +1083,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     // 0.0078 off the CPU's); the CPU kernels round once, as CUDA's do.
     for (const char *name : {"addr", "addr.out", "native_group_norm"})
         m.impl(name, torch::CppFunction::makeFromBoxedFunction<&fallback>());
+    // Its kernel for every device calls a CPU and CUDA dispatch stub, which
+    // raises an internal assert on any other device.
+    m.impl("conj_physical_", torch::CppFunction::makeFromBoxedFunction<&fallback>());
 }
 
 } // namespace torch_rill

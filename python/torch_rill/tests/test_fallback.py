@@ -487,3 +487,10 @@ def test_an_out_that_is_also_an_input_is_not_resized(name):
         warnings.simplefilter("ignore")
         as_on_the_cpu(lambda a, b: IN_PLACE_BROADCASTS[name](a, b), x, y, what=name)
 
+
+def test_conj_physical_in_place_conjugates():
+    """z.conj_physical_() raised PyTorch's internal assert (its kernel for
+    every device calls a dispatch stub only the CPU and CUDA fill)."""
+    z = torch.complex(torch.arange(6.0), -torch.arange(6.0) * 2).view(2, 3)
+    as_on_the_cpu(lambda t: t.conj_physical_(), z)
+    as_on_the_cpu(lambda t: t.t().conj_physical_(), z)
