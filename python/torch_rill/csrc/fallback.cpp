@@ -717,10 +717,9 @@ bool resizes_a_read_storage(const c10::FunctionSchema &schema, c10::ArrayRef<c10
         const c10::AliasInfo *info = schema.arguments()[i].alias_info();
         if (info && info->isWrite())
             zip_tensors(args[i], meta_args[i], [&](const at::Tensor &t, const at::Tensor &m) {
-                resized = resized ||
-                          (t.defined() && m.defined() && !t.sizes().equals(m.sizes()) &&
-                           std::find(read.begin(), read.end(),
-                                     t.storage().unsafeGetStorageImpl()) != read.end());
+                resized = resized || (t.defined() && m.defined() && !t.sizes().equals(m.sizes()) &&
+                                      std::find(read.begin(), read.end(),
+                                                t.storage().unsafeGetStorageImpl()) != read.end());
             });
     }
     return resized;
