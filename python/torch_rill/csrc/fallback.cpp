@@ -22,6 +22,9 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <set>
+#include <string>
 #include <unordered_map>
 #include <utility>
 
@@ -699,6 +702,30 @@ std::shared_ptr<const MetaRun> meta_run(const c10::OperatorHandle &op,
 
 constexpr const char *kDataShape = "its outputs' shapes depend on the data";
 
+// Whether the op is a matrix product of rill tensors of several dtypes, or
+// of bool (torch.mm(x, ids), the most frequent error of PyTorch users): the
+// CPU kernels refuse these and the meta kernels let them through, so the
+// op runs at once and its error reaches the caller.
+bool product_of_refused_dtypes(const c10::FunctionSchema &schema, c10::ArrayRef<c10::IValue> args) {
+    std::optional<at::ScalarType> dtype;
+    bool refused = false;
+    for (const c10::IValue &arg : args)
+        for_each_tensor(arg, [&](const at::Tensor &t) {
+            if (!t.defined() || !is_rill(t))
+                return;
+            refused =
+                refused || t.scalar_type() == at::kBool || (dtype && *dtype != t.scalar_type());
+            dtype = t.scalar_type();
+        });
+    if (!refused)
+        return false;
+    static const std::set<std::string> products = {
+        "aten::mm",       "aten::addmm",  "aten::addmm_",  "aten::bmm", "aten::baddbmm",
+        "aten::baddbmm_", "aten::addbmm", "aten::addbmm_", "aten::dot", "aten::vdot",
+        "aten::mv",       "aten::addmv",  "aten::addmv_"};
+    return products.count(schema.name()) != 0;
+}
+
 // Whether the meta kernel (its arguments after it ran: meta_args) gave a
 // written argument other sizes while its memory is also an argument read.
 bool resizes_a_read_storage(const c10::FunctionSchema &schema, c10::ArrayRef<c10::IValue> args,
@@ -738,6 +765,10 @@ bool queue_op(const c10::OperatorHandle &op, torch::jit::Stack *stack, c10::Devi
     check_dims(schema, torch::jit::last(*stack, num_args));
     if (overlaps(schema, torch::jit::last(*stack, num_args))) {
         why = "a written argument overlaps an argument";
+        return false;
+    }
+    if (product_of_refused_dtypes(schema, torch::jit::last(*stack, num_args))) {
+        why = "the CPU kernel of this matrix product refuses its dtypes";
         return false;
     }
     // An input with no elements: CPU kernels check empty tensors where

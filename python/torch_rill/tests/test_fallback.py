@@ -494,3 +494,27 @@ def test_conj_physical_in_place_conjugates():
     z = torch.complex(torch.arange(6.0), -torch.arange(6.0) * 2).view(2, 3)
     as_on_the_cpu(lambda t: t.conj_physical_(), z)
     as_on_the_cpu(lambda t: t.t().conj_physical_(), z)
+
+
+PRODUCTS_OF_REFUSED_DTYPES = {
+    "mm of float and int64": lambda f, i, b: torch.mm(f, i),
+    "x @ ids": lambda f, i, b: f @ i,
+    "linear with an int64 weight": lambda f, i, b: F.linear(f, i),
+    "mm of float32 and float64": lambda f, i, b: torch.mm(f, f.double()),
+    "mm of bool": lambda f, i, b: torch.mm(b, b),
+    "addmm of an int64 self": lambda f, i, b: torch.addmm(i, f, f),
+    "addbmm": lambda f, i, b: torch.addbmm(f, f[None], i[None]),
+    "bmm of bool": lambda f, i, b: torch.bmm(b[None], b[None]),
+    "baddbmm of bool": lambda f, i, b: torch.baddbmm(b[None], b[None], b[None]),
+    "dot of bool": lambda f, i, b: torch.dot(b[0], b[0]),
+    "mv": lambda f, i, b: torch.mv(f, i[0]),
+}
+
+
+@pytest.mark.parametrize("name", PRODUCTS_OF_REFUSED_DTYPES, ids=list(PRODUCTS_OF_REFUSED_DTYPES))
+def test_a_matrix_product_of_dtypes_its_kernel_refuses_raises_at_the_call(name):
+    """torch.mm(x, ids) with ids int64, PyTorch users' most frequent error:
+    the meta kernels let it through, and the CPU kernel's error failed the
+    stream later. It now raises at the call, in the CPU's words."""
+    f = torch.arange(4.0).view(2, 2)
+    as_on_the_cpu(PRODUCTS_OF_REFUSED_DTYPES[name], f, f.long(), f > 1, what=name)
