@@ -2,8 +2,8 @@
 """PyTorch's own sample inputs of every op in its OpInfo database
 (torch.testing._internal.common_methods_invocations.op_db, the inputs
 PyTorch's test_ops.py runs on each device), run on rill and on the CPU:
-the same dtypes, shapes and values, or the same kind of error raised at the
-call, with the stream left working. Each sample is made on the CPU and
+the same dtypes, shapes and values, or the same error (its type and first
+line) raised at the call, with the stream left working. Each sample is made on the CPU and
 moved to rill, so both runs see the same numbers. It covers the native
 kernels and the fallback alike, in float32, int64, bool and complex64, and
 the in-place variants (x.op_()) in float32 and int64."""
@@ -122,8 +122,8 @@ IN_PLACE_OPS = [o for o in op_db if o.inplace_variant is not None]
 @pytest.mark.parametrize("op", IN_PLACE_OPS,
                          ids=[f"{o.name}.{o.variant_test_name}" for o in IN_PLACE_OPS])
 def test_in_place_variants_write_the_cpus_results(op):
-    """x.op_(...) writes what the CPU writes, or raises what it raises and
-    leaves x as it was: an in-place op that would have to resize x raises."""
+    """x.op_(...) writes what the CPU writes, or raises what it raises: an
+    in-place op that would have to resize x raises."""
     if reason := skip_reason(op) or IN_PLACE_SKIPPED.get(op.name):
         pytest.skip(reason)
     ran = 0
