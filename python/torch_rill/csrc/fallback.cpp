@@ -726,30 +726,60 @@ bool product_of_refused_dtypes(const c10::FunctionSchema &schema, c10::ArrayRef<
     return products.count(schema.name()) != 0;
 }
 
-// Whether the meta kernel (its arguments after it ran: meta_args) gave a
-// written argument other sizes while its memory is also an argument read.
-bool resizes_a_read_storage(const c10::FunctionSchema &schema, c10::ArrayRef<c10::IValue> args,
-                            const std::vector<c10::IValue> &meta_args) {
-    std::vector<const c10::StorageImpl *> read;
+// A written argument to which the meta kernel (its arguments after it ran:
+// meta_args) gave other sizes while its memory is also an argument read
+// (same_tensor: while it is itself an argument read), and its meta twin;
+// nullopt when there is none.
+std::optional<std::pair<at::Tensor, at::Tensor>>
+resized_read_output(const c10::FunctionSchema &schema, c10::ArrayRef<c10::IValue> args,
+                    const std::vector<c10::IValue> &meta_args, bool same_tensor) {
+    std::vector<const void *> read; // storages, or tensors
     for (size_t i = 0; i < args.size(); i++) {
         const c10::AliasInfo *info = schema.arguments()[i].alias_info();
         if (!info || !info->isWrite())
             for_each_tensor(args[i], [&](const at::Tensor &t) {
                 if (t.defined() && is_rill(t))
-                    read.push_back(t.storage().unsafeGetStorageImpl());
+                    read.push_back(same_tensor ? static_cast<const void *>(t.unsafeGetTensorImpl())
+                                               : t.storage().unsafeGetStorageImpl());
             });
     }
-    bool resized = false;
+    std::optional<std::pair<at::Tensor, at::Tensor>> found;
     for (size_t i = 0; i < args.size(); i++) {
         const c10::AliasInfo *info = schema.arguments()[i].alias_info();
         if (info && info->isWrite())
             zip_tensors(args[i], meta_args[i], [&](const at::Tensor &t, const at::Tensor &m) {
-                resized = resized || (t.defined() && m.defined() && !t.sizes().equals(m.sizes()) &&
-                                      std::find(read.begin(), read.end(),
-                                                t.storage().unsafeGetStorageImpl()) != read.end());
+                if (found || !t.defined() || !m.defined() || t.sizes().equals(m.sizes()))
+                    return;
+                const void *key = same_tensor ? static_cast<const void *>(t.unsafeGetTensorImpl())
+                                              : t.storage().unsafeGetStorageImpl();
+                if (std::find(read.begin(), read.end(), key) != read.end())
+                    found.emplace(t, m);
             });
     }
-    return resized;
+    return found;
+}
+
+// TensorIterator's error for an output that is also an input and that the
+// meta kernel resizes (x.logical_and_(y) with a larger y), on a device the
+// host cannot read: PyTorch's copying fallback gives the CPU kernel two
+// copies of x, one of which it would resize. (On a CPU device the op runs
+// at once on one host view of x, and the CPU kernel raises; see queue_op.)
+void refuse_resizing_an_input(const c10::OperatorHandle &op, const torch::jit::Stack &stack) {
+    if (must_synchronize(op)) // random ops, values for the host: no meta run
+        return;
+    const size_t num_args = op.schema().arguments().size();
+    std::shared_ptr<const MetaRun> run;
+    try {
+        run = meta_run(op, stack);
+    } catch (...) { // the CPU kernel raises it in its own words
+        return;
+    }
+    if (!run)
+        return;
+    auto found =
+        resized_read_output(op.schema(), torch::jit::last(stack, num_args), run->args, true);
+    TORCH_CHECK(!found, "output with shape ", found->first.sizes(),
+                " doesn't match the broadcast shape ", found->second.sizes());
 }
 
 // Queues the op (see the file's comment); false, with the stack as it was
@@ -830,7 +860,7 @@ bool queue_op(const c10::OperatorHandle &op, torch::jit::Stack *stack, c10::Devi
             return false;
         }
     }
-    if (resizes_a_read_storage(schema, torch::jit::last(*stack, num_args), meta_args)) {
+    if (resized_read_output(schema, torch::jit::last(*stack, num_args), meta_args, false)) {
         // x.logical_and_(y) with a larger y: PyTorch's meta kernels resize
         // out, where the CPU kernel refuses an out that is also an input.
         why = "its meta kernel resizes an output whose memory it reads";
@@ -987,6 +1017,7 @@ void fallback(const c10::OperatorHandle &op, torch::jit::Stack *stack) {
         if (const char *why = must_synchronize(op))
             refuse_capture(dev, c10::toString(schema.operator_name()), why);
         refuse_overlaps(schema, torch::jit::last(*stack, num_args));
+        refuse_resizing_an_input(op, *stack);
         for (size_t i = 0; i < num_args; i++)
             if (is_generator(schema.arguments()[i].real_type())) {
                 c10::IValue &arg = (*stack)[stack->size() - num_args + i];
